@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Installs what sandgate needs to build, test and benchmark, and nothing else.
+# Idempotent: a package already present is left alone, so a second run is quick and quiet.
+# Debian 12 (bookworm) and derivatives: installs with apt-get (as root, or through sudo).
+# macOS: prints the Homebrew command instead, since installing there is the user's call.
+set -euo pipefail
+
+# Build: compiler toolchain and the libraries sandgate links.
+build_packages=(
+  build-essential cmake pkg-config
+  libboost1.81-dev      # Boost.Asio and Boost.Beast (header-only parts)
+  libssl-dev            # OpenSSL: TLS for the LaunchDarkly client
+  libc-ares-dev         # asynchronous DNS
+  libre2-dev            # linear-time regular expressions for re: rules
+  libidn2-dev           # IDNA / UTS #46 for internationalised host names
+  libcli11-dev          # command-line parsing
+  libtomlplusplus-dev   # the optional TOML config file
+  libfmt-dev            # formatting
+  libgtest-dev libgmock-dev googletest
+  libbenchmark-dev
+)
+# Tests drive real clients and servers from Debian's packages.
+test_packages=(
+  curl openssl openssh-client openssh-server git procps iproute2
+)
+
+case "$(uname -s)" in
+  Darwin)
+    cat <<'MSG'
+sandgate on macOS: install the dependencies with Homebrew, then run make again:
+  brew install cmake boost openssl@3 c-ares re2 libidn2 cli11 tomlplusplus fmt googletest google-benchmark
+MSG
+    # Only fail when something the build needs is missing, so this stays idempotent on macOS too.
+    command -v cmake >/dev/null || exit 1
+    exit 0
+    ;;
+esac
+
+if ! command -v dpkg-query >/dev/null; then
+  echo "install-deps: this script knows Debian/Ubuntu (apt-get) and macOS (Homebrew)." >&2
+  echo "install-deps: elsewhere install: ${build_packages[*]} ${test_packages[*]}" >&2
+  exit 1
+fi
+
+missing=()
+for pkg in "${build_packages[@]}" "${test_packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$pkg")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+sudo=()
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  sudo=(sudo)
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
