@@ -1,0 +1,234 @@
+// The decision engine. See policy.hpp for the order of checks and why it is that order.
+#include "rules/policy.hpp"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+namespace sandgate::rules {
+namespace {
+
+// Host names of cloud metadata services. Their addresses are caught when the proxy classifies
+// what a name resolved to; naming them here also lets `sandgate check` (which does not resolve)
+// give the right answer, and stops them before any DNS query leaves the machine.
+constexpr std::array<std::string_view, 6> kMetadataNames = {
+    "metadata.google.internal", "metadata.goog",     "metadata",
+    "instance-data",            "instance-data.ec2.internal", "metadata.tencentyun.com",
+};
+
+// True if `name` equals `parent` or is a subdomain of it (a label boundary, not a suffix).
+bool equals_or_subdomain(std::string_view name, std::string_view parent) {
+  if (name.size() == parent.size()) {
+    return name == parent;
+  }
+  return name.size() > parent.size() && name.ends_with(parent) &&
+         name[name.size() - parent.size() - 1] == '.';
+}
+
+Decision deny(Reason reason, AddressClass cls = AddressClass::public_address) {
+  return Decision{Verdict::deny, reason, std::nullopt, cls};
+}
+
+}  // namespace
+
+std::string_view reason_code(Reason reason) {
+  switch (reason) {
+    case Reason::allowed: return "allowed";
+    case Reason::invalid_host: return "invalid-host";
+    case Reason::loopback: return "loopback";
+    case Reason::ip_address: return "ip-address";
+    case Reason::metadata_address: return "metadata-address";
+    case Reason::private_address: return "private-address";
+    case Reason::reserved_address: return "reserved-address";
+    case Reason::blocklist: return "blocklist";
+    case Reason::port_not_allowed: return "port-not-allowed";
+    case Reason::ssh_disabled: return "ssh-disabled";
+    case Reason::ssh_non_git_host: return "ssh-non-git-host";
+    case Reason::not_allowlisted: return "not-allowlisted";
+    case Reason::launchdarkly: return "launchdarkly";
+    case Reason::launchdarkly_unreachable: return "launchdarkly-unreachable";
+  }
+  return "unknown";
+}
+
+bool is_localhost_name(std::string_view name) {
+  return equals_or_subdomain(name, "localhost");
+}
+
+Policy::Policy(PolicyOptions options, DomainSet blocklist, std::optional<DomainSet> allowlist)
+    : options_(std::move(options)),
+      blocklist_(std::move(blocklist)),
+      allowlist_(std::move(allowlist)) {
+  for (auto port : options_.ssh_ports) {
+    ssh_ports_.set(port);
+  }
+  for (auto port : options_.allowed_ports) {
+    allowed_ports_.set(port);
+  }
+}
+
+bool Policy::is_git_host(std::string_view name) const {
+  return std::any_of(options_.git_hosts.begin(), options_.git_hosts.end(),
+                     [name](const std::string& git) { return equals_or_subdomain(name, git); });
+}
+
+// What an address's class means under the options: nothing (allowed), or a denial.
+// Loopback is not handled here: it has its own switch and comes first.
+std::optional<Decision> Policy::check_address_class(AddressClass cls) const {
+  switch (cls) {
+    case AddressClass::loopback:
+    case AddressClass::unspecified:
+      if (options_.block_loopback) {
+        return deny(Reason::loopback, cls);
+      }
+      return std::nullopt;
+    case AddressClass::metadata:
+    case AddressClass::link_local:
+      if (!options_.allow_metadata) {
+        return deny(Reason::metadata_address, cls);
+      }
+      return std::nullopt;
+    case AddressClass::private_network:
+    case AddressClass::carrier_nat:
+    case AddressClass::unique_local:
+      if (options_.block_private) {
+        return deny(Reason::private_address, cls);
+      }
+      return std::nullopt;
+    case AddressClass::multicast:
+    case AddressClass::reserved:
+      return deny(Reason::reserved_address, cls);
+    case AddressClass::public_address:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+Decision Policy::decide(const Host& host, std::uint16_t port) const {
+  if (port == 0) {
+    return deny(Reason::invalid_host);
+  }
+  const AddressClass cls = host.is_ip() ? classify(host.address) : AddressClass::public_address;
+  const bool loopback = host.is_ip()
+                            ? (cls == AddressClass::loopback || cls == AddressClass::unspecified)
+                            : is_localhost_name(host.name);
+
+  // 1. Loopback: the proxy must not be a relay back into this machine.
+  if (loopback && options_.block_loopback) {
+    return deny(Reason::loopback, host.is_ip() ? cls : AddressClass::loopback);
+  }
+  if (host.is_ip()) {
+    // 2. Raw IP literals skip every name-based rule, so they are refused unless allowed; an
+    // allowed literal is still held to the address rules that a resolved name would meet.
+    if (!options_.allow_ip) {
+      return deny(Reason::ip_address, cls);
+    }
+    if (!loopback) {
+      if (auto denied = check_address_class(cls)) {
+        return *denied;
+      }
+    }
+  } else if (std::find(kMetadataNames.begin(), kMetadataNames.end(), host.name) !=
+             kMetadataNames.end()) {
+    if (!options_.allow_metadata) {
+      return deny(Reason::metadata_address, AddressClass::metadata);
+    }
+  }
+
+  // 3. Blocklist: an entry always wins, also over the allowlist.
+  if (auto match = blocklist_.match(host, port)) {
+    Decision decision = deny(Reason::blocklist, cls);
+    decision.rule = match;
+    return decision;
+  }
+
+  // 4. Port policy.
+  if (!options_.allowed_ports.empty() && !allowed_ports_.test(port)) {
+    return deny(Reason::port_not_allowed, cls);
+  }
+
+  // 5. SSH ports reach only git hosts (unless lifted), and nothing when SSH is off.
+  if (ssh_ports_.test(port)) {
+    if (!options_.allow_ssh) {
+      return deny(Reason::ssh_disabled, cls);
+    }
+    if (!options_.ssh_all_hosts && (host.is_ip() || !is_git_host(host.name))) {
+      return deny(Reason::ssh_non_git_host, cls);
+    }
+  }
+
+  // 6. Allowlist mode: only what it names.
+  if (allowlist_) {
+    auto match = allowlist_->match(host, port);
+    if (!match) {
+      return deny(Reason::not_allowlisted, cls);
+    }
+    return Decision{Verdict::allow, Reason::allowed, match, cls};
+  }
+  return Decision{Verdict::allow, Reason::allowed, std::nullopt, cls};
+}
+
+Decision Policy::decide_resolved(const IpAddress& address) const {
+  const AddressClass cls = classify(address);
+  if (auto denied = check_address_class(cls)) {
+    return *denied;
+  }
+  return Decision{Verdict::allow, Reason::allowed, std::nullopt, cls};
+}
+
+std::string Policy::explain(const Decision& decision, const Host& host,
+                            std::uint16_t port) const {
+  const std::string target = host.display() + ":" + std::to_string(port);
+  auto rule_text = [&decision]() {
+    if (!decision.rule) {
+      return std::string();
+    }
+    return " '" + std::string(decision.rule->entry) + "' (" + std::string(decision.rule->source) +
+           " line " + std::to_string(decision.rule->line) + ")";
+  };
+  const std::string cls(to_string(decision.address_class));
+  switch (decision.reason) {
+    case Reason::allowed:
+      if (decision.rule) {
+        return target + " is allowed by the allowlist entry" + rule_text() + ".";
+      }
+      return target + " is allowed: no rule denies it.";
+    case Reason::invalid_host:
+      return target + " is not a valid destination.";
+    case Reason::loopback:
+      return target + " is this machine (" + cls +
+             "), and connections back into this machine are blocked.";
+    case Reason::ip_address:
+      return target +
+             " is a raw IP address; only host names are allowed (GOOSE_SANDBOX_ALLOW_IP).";
+    case Reason::metadata_address:
+      return target + " is a cloud metadata or link-local address (" + cls +
+             "), which is always blocked (SANDGATE_ALLOW_METADATA).";
+    case Reason::private_address:
+      return target + " is on a private network (" + cls +
+             "), and private networks are blocked (SANDGATE_BLOCK_PRIVATE).";
+    case Reason::reserved_address:
+      return target + " is a reserved or multicast address (" + cls + ") that is never dialled.";
+    case Reason::blocklist:
+      return host.name + " is blocked by the blocklist entry" + rule_text() + ".";
+    case Reason::port_not_allowed:
+      return "port " + std::to_string(port) +
+             " is not an allowed port (SANDGATE_ALLOWED_PORTS).";
+    case Reason::ssh_disabled:
+      return "port " + std::to_string(port) +
+             " is an SSH port, and SSH is disabled (GOOSE_SANDBOX_ALLOW_SSH).";
+    case Reason::ssh_non_git_host:
+      return "port " + std::to_string(port) + " is an SSH port, and " + host.display() +
+             " is not a git host (GOOSE_SANDBOX_GIT_HOSTS).";
+    case Reason::not_allowlisted:
+      return host.display() + " is not on the allowlist (SANDGATE_ALLOWLIST).";
+    case Reason::launchdarkly:
+      return host.display() + " is not allowed by the LaunchDarkly allowlist.";
+    case Reason::launchdarkly_unreachable:
+      return "LaunchDarkly gave no answer for " + host.display() +
+             ", and its failover mode is deny (GOOSE_SANDBOX_LD_FAILOVER).";
+  }
+  return target + " was denied.";
+}
+
+}  // namespace sandgate::rules

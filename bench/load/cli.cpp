@@ -1,0 +1,120 @@
+// CLI11 wiring and validation for sandgate-load (see cli.hpp).
+#include "bench/load/cli.hpp"
+
+#include <CLI/CLI.hpp>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "bench/load/loopback_endpoint.hpp"
+
+namespace sandgate::load {
+
+namespace {
+
+// Turns a HOST:PORT option into an endpoint, or a CLI11 error that names the option.
+boost::asio::ip::tcp::endpoint endpoint_option(const std::string& option, const std::string& text,
+                                               bool allow_port_zero) {
+  std::string error;
+  const auto endpoint = parse_loopback_endpoint(text, allow_port_zero, error);
+  if (!endpoint) {
+    throw CLI::ValidationError(option, error);
+  }
+  return *endpoint;
+}
+
+}  // namespace
+
+std::optional<command_line> parse_command_line(int argc, char** argv, int& exit_code) {
+  CLI::App app{
+      "sandgate-load: end-to-end load for CONNECT proxies on loopback.\n"
+      "  sandgate-load origin --listen 127.0.0.1:0 --port-file F\n"
+      "  sandgate-load run --proxy HOST:PORT|none --origin HOST:PORT "
+      "--workload setups|download|upload|idle --concurrency N --duration S"};
+  app.require_subcommand(1);
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+
+  command_line line;
+  std::string origin_listen = "127.0.0.1:0";
+  auto* origin = app.add_subcommand("origin", "serve echo ('e'), source ('d') and sink ('u')");
+  origin->add_option("--listen", origin_listen, "loopback HOST:PORT to listen on (port 0: any)")
+      ->capture_default_str();
+  origin->add_option("--port-file", line.origin.port_file, "write the bound HOST:PORT here");
+  origin->add_option("--lifetime", line.origin.lifetime_s, "exit after this many seconds")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+  origin->add_option("--chunk", line.origin.chunk_bytes, "source write / sink read size, bytes")
+      ->check(CLI::Range(std::size_t{1024}, std::size_t{16} << 20))
+      ->capture_default_str();
+
+  std::string proxy_text;
+  std::string origin_text;
+  auto& r = line.run;
+  const std::map<std::string, workload_kind> workloads{{"setups", workload_kind::setups},
+                                                       {"download", workload_kind::download},
+                                                       {"upload", workload_kind::upload},
+                                                       {"idle", workload_kind::idle}};
+  auto* run = app.add_subcommand("run", "drive one workload and print its result");
+  run->add_option("--proxy", proxy_text, "CONNECT proxy HOST:PORT, or none (straight to origin)")
+      ->required();
+  run->add_option("--origin", origin_text, "the sandgate-load origin's HOST:PORT")->required();
+  run->add_option("--workload", r.workload, "setups | download | upload | idle")
+      ->required()
+      ->transform(CLI::CheckedTransformer(workloads, CLI::ignore_case));
+  run->add_option("--concurrency", r.concurrency, "clients (setups) or tunnels (others)")
+      ->check(CLI::Range(1u, 60000u))
+      ->capture_default_str();
+  run->add_option("--duration", r.duration_s, "seconds to run (idle: seconds to hold)")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+  run->add_option("--warmup", r.warmup_s, "seconds excluded from rates (default 10%, max 1 s)")
+      ->check(CLI::Range(0.0, 3600.0));
+  run->add_option("--timeout", r.timeout_s, "bound on each connect/handshake/echo/stall, s")
+      ->check(CLI::Range(0.01, 600.0))
+      ->capture_default_str();
+  run->add_option("--threads", r.threads, "event-loop threads (never more than cores)")
+      ->check(CLI::Range(1u, cores))
+      ->capture_default_str();
+  run->add_option("--proxy-pid", r.proxy_pid, "idle: PID whose memory is sampled")
+      ->check(CLI::Range(1, 1 << 30));
+  run->add_option("--label", r.label, "name copied into the report (e.g. the target)");
+  run->add_option("--max-errors", r.max_errors, "stop the run early past this many errors")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40))
+      ->capture_default_str();
+  run->add_option("--payload", r.payload_bytes, "echo size in bytes (setups, idle)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{65536}))
+      ->capture_default_str();
+  run->add_option("--chunk", r.chunk_bytes, "download read / upload write size, bytes")
+      ->check(CLI::Range(std::size_t{1024}, std::size_t{16} << 20))
+      ->capture_default_str();
+  run->add_option("--open-parallelism", r.open_parallelism, "idle: tunnels opened at once")
+      ->check(CLI::Range(1u, 4096u))
+      ->capture_default_str();
+  run->add_option("--settle", r.settle_s, "idle: seconds between last open and memory sample")
+      ->check(CLI::Range(0.0, 60.0))
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+    if (*origin) {
+      line.which = command_line::command::origin;
+      line.origin.listen = endpoint_option("--listen", origin_listen, true);
+    } else {
+      line.which = command_line::command::run;
+      if (proxy_text != "none") {
+        r.proxy = endpoint_option("--proxy", proxy_text, false);
+      }
+      r.origin = endpoint_option("--origin", origin_text, false);
+    }
+  } catch (const CLI::ParseError& error) {
+    exit_code = app.exit(error);
+    if (exit_code == 0) {
+      return std::nullopt;
+    }
+    exit_code = 2;
+    return std::nullopt;
+  }
+  return line;
+}
+
+}  // namespace sandgate::load

@@ -1,0 +1,31 @@
+// The load tool's own origin: one loopback listener whose sessions pick a role from the first byte
+// the client sends, so one address serves every workload through any proxy:
+//   'e'  echo    every byte is sent back until EOF (setups, idle)
+//   'd'  source  writes chunks as fast as the peer takes them, until the peer goes (download)
+//   'u'  sink    reads and discards until EOF (upload)
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+#include <cstddef>
+#include <string>
+
+namespace sandgate::load {
+
+// The first byte of a session, chosen by the client.
+inline constexpr char origin_echo = 'e';
+inline constexpr char origin_source = 'd';
+inline constexpr char origin_sink = 'u';
+
+struct origin_options {
+  boost::asio::ip::tcp::endpoint listen;
+  std::string port_file;          // written (atomically) with "HOST:PORT\n" once listening
+  double lifetime_s = 3600;       // exits by itself after this long, so a lost process cannot linger
+  std::size_t chunk_bytes = 128 * 1024;  // write size of the source and read size of the sink
+};
+
+// Listens, prints "sandgate-load origin listening on HOST:PORT" on stdout, serves on the calling
+// thread (one io_context, one thread: the origin must never take more than one core) until
+// SIGINT/SIGTERM or the lifetime ends. Returns the process exit code.
+int run_origin(const origin_options& options);
+
+}  // namespace sandgate::load

@@ -1,0 +1,167 @@
+// JSON and human renderings of a run (see report.hpp).
+#include "bench/load/report.hpp"
+
+#include <cstdio>
+
+#include "bench/load/json_line.hpp"
+
+namespace sandgate::load {
+
+std::uint64_t run_result::error_total() const {
+  std::uint64_t total = 0;
+  for (std::size_t i = 1; i < errors.size(); ++i) {
+    total += errors[i];
+  }
+  return total;
+}
+
+void run_result::merge(const run_result& other) {
+  ops += other.ops;
+  bytes += other.bytes;
+  latency_ns.merge(other.latency_ns);
+  for (std::size_t i = 0; i < errors.size(); ++i) {
+    errors[i] += other.errors[i];
+  }
+  for (const auto& [status, count] : other.refused_status) {
+    refused_status[status] += count;
+  }
+  aborted = aborted || other.aborted;
+  hard_stopped = hard_stopped || other.hard_stopped;
+}
+
+namespace {
+
+double per_second(double count, double seconds) { return seconds > 0 ? count / seconds : 0.0; }
+
+double micros(std::uint64_t nanos) { return static_cast<double>(nanos) / 1000.0; }
+
+void memory_object(json_line& json, const char* name, const std::optional<memory_sample>& m) {
+  if (!m) {
+    json.null_field(name);
+    return;
+  }
+  json.open(name)
+      .field("rss", m->rss_kb)
+      .field("pss", m->pss_kb)
+      .field("anon", m->anonymous_kb)
+      .close();
+}
+
+// (after - before) / tunnels, in KB; null when unmeasured. Signed: a proxy may trim its heap.
+void per_tunnel(json_line& json, const char* name, const run_result& r,
+                std::uint64_t memory_sample::*member) {
+  if (!r.memory_before || !r.memory_after || r.tunnels_open == 0) {
+    json.null_field(name);
+    return;
+  }
+  const double delta = static_cast<double>(*r.memory_after.*member) -
+                       static_cast<double>(*r.memory_before.*member);
+  json.field(name, delta / static_cast<double>(r.tunnels_open));
+}
+
+}  // namespace
+
+std::string to_json(const run_result& r) {
+  json_line json;
+  json.field("tool", "sandgate-load")
+      .field("format", 1)
+      .field("label", r.label)
+      .field("workload", r.workload)
+      .field("proxy", r.proxy)
+      .field("origin", r.origin)
+      .field("concurrency", r.concurrency)
+      .field("threads", r.threads)
+      .field("duration_s", r.duration_s)
+      .field("measured_s", r.measured_s);
+
+  if (r.workload == "setups") {
+    json.field("setups", r.ops)
+        .field("setups_per_s", per_second(static_cast<double>(r.ops), r.measured_s));
+    json.open("latency_us")
+        .field("min", micros(r.latency_ns.min()))
+        .field("mean", r.latency_ns.mean() / 1000.0)
+        .field("p50", micros(r.latency_ns.value_at_percentile(50)))
+        .field("p90", micros(r.latency_ns.value_at_percentile(90)))
+        .field("p99", micros(r.latency_ns.value_at_percentile(99)))
+        .field("p999", micros(r.latency_ns.value_at_percentile(99.9)))
+        .field("max", micros(r.latency_ns.max()))
+        .close();
+  } else if (r.workload == "download" || r.workload == "upload") {
+    json.field("tunnels", r.ops)
+        .field("bytes", r.bytes)
+        .field("gbit_per_s", per_second(static_cast<double>(r.bytes) * 8 / 1e9, r.measured_s));
+  } else if (r.workload == "idle") {
+    json.field("tunnels_requested", r.tunnels_requested)
+        .field("tunnels_open", r.tunnels_open)
+        .field("tunnels_alive", r.tunnels_alive)
+        .field("open_s", r.open_s)
+        .field("proxy_pid", r.proxy_pid);
+    memory_object(json, "memory_before_kb", r.memory_before);
+    memory_object(json, "memory_after_kb", r.memory_after);
+    per_tunnel(json, "anon_kb_per_tunnel", r, &memory_sample::anonymous_kb);
+    per_tunnel(json, "rss_kb_per_tunnel", r, &memory_sample::rss_kb);
+    per_tunnel(json, "pss_kb_per_tunnel", r, &memory_sample::pss_kb);
+  }
+
+  json.field("errors_total", r.error_total()).open("errors");
+  for (std::size_t i = 1; i < r.errors.size(); ++i) {
+    json.field(error_kind_name(static_cast<error_kind>(i)), r.errors[i]);
+  }
+  json.close().open("refused_status");
+  for (const auto& [status, count] : r.refused_status) {
+    json.field(std::to_string(status), count);
+  }
+  json.close().field("aborted", r.aborted).field("hard_stopped", r.hard_stopped);
+  return json.str();
+}
+
+std::string to_human(const run_result& r) {
+  char line[512];
+  const char* name = r.label.empty() ? r.proxy.c_str() : r.label.c_str();
+  if (r.workload == "setups") {
+    std::snprintf(line, sizeof line,
+                  "%-10s setups   c=%-5u %9.0f setups/s  p50 %7.3f ms  p99 %7.3f ms  "
+                  "p99.9 %7.3f ms",
+                  name, r.concurrency, per_second(static_cast<double>(r.ops), r.measured_s),
+                  micros(r.latency_ns.value_at_percentile(50)) / 1000,
+                  micros(r.latency_ns.value_at_percentile(99)) / 1000,
+                  micros(r.latency_ns.value_at_percentile(99.9)) / 1000);
+  } else if (r.workload == "idle") {
+    const bool measured = r.memory_before && r.memory_after && r.tunnels_open > 0;
+    const double anon =
+        measured ? (static_cast<double>(r.memory_after->anonymous_kb) -
+                    static_cast<double>(r.memory_before->anonymous_kb)) /
+                       static_cast<double>(r.tunnels_open)
+                 : 0.0;
+    std::snprintf(line, sizeof line,
+                  "%-10s idle     n=%-5llu open %llu in %.2f s, alive %llu, %s%.2f KB anon/tunnel",
+                  name, static_cast<unsigned long long>(r.tunnels_requested),
+                  static_cast<unsigned long long>(r.tunnels_open), r.open_s,
+                  static_cast<unsigned long long>(r.tunnels_alive),
+                  measured ? "" : "(no --proxy-pid) ", anon);
+  } else {
+    std::snprintf(line, sizeof line, "%-10s %-8s c=%-5u %7.2f Gbit/s over %llu tunnels", name,
+                  r.workload.c_str(), r.concurrency,
+                  per_second(static_cast<double>(r.bytes) * 8 / 1e9, r.measured_s),
+                  static_cast<unsigned long long>(r.ops));
+  }
+  std::string text = line;
+  if (r.error_total() > 0) {
+    text += "  errors " + std::to_string(r.error_total()) + " (";
+    bool first = true;
+    for (std::size_t i = 1; i < r.errors.size(); ++i) {
+      if (r.errors[i] > 0) {
+        text += (first ? "" : ", ") + std::string(error_kind_name(static_cast<error_kind>(i))) +
+                " " + std::to_string(r.errors[i]);
+        first = false;
+      }
+    }
+    text += ")";
+  }
+  if (r.aborted) {
+    text += "  ABORTED: too many errors";
+  }
+  return text;
+}
+
+}  // namespace sandgate::load

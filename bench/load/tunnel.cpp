@@ -1,0 +1,118 @@
+// CONNECT handshake and direct dialling (see tunnel.hpp).
+#include "bench/load/tunnel.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <charconv>
+
+#include "bench/load/loopback_endpoint.hpp"
+
+namespace sandgate::load {
+
+namespace asio = boost::asio;
+
+std::string_view error_kind_name(error_kind kind) {
+  switch (kind) {
+    case error_kind::none:
+      return "none";
+    case error_kind::connect:
+      return "connect";
+    case error_kind::refused:
+      return "refused";
+    case error_kind::proxy_closed:
+      return "proxy_closed";
+    case error_kind::bad_response:
+      return "bad_response";
+    case error_kind::timeout:
+      return "timeout";
+    case error_kind::io:
+      return "io";
+    case error_kind::mismatch:
+      return "mismatch";
+  }
+  return "unknown";
+}
+
+route make_route(const std::optional<asio::ip::tcp::endpoint>& proxy,
+                 const asio::ip::tcp::endpoint& origin) {
+  if (!proxy) {
+    return route{origin, {}};
+  }
+  const std::string authority = endpoint_text(origin);
+  return route{*proxy, "CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n"};
+}
+
+namespace {
+
+// "HTTP/1.1 200 Connection established" -> 200; 0 when the status line is not HTTP.
+int parse_status(std::string_view head) {
+  if (!head.starts_with("HTTP/1.") || head.size() < 12 || head[8] != ' ') {
+    return 0;
+  }
+  int status = 0;
+  const auto [end, ec] = std::from_chars(head.data() + 9, head.data() + 12, status);
+  return ec == std::errc{} && end == head.data() + 12 ? status : 0;
+}
+
+}  // namespace
+
+asio::awaitable<error_kind> open_tunnel(client_slot& slot, const route& via, std::string& head,
+                                        int& status) {
+  status = 0;
+  auto& socket = slot.socket();
+  slot.close();
+
+  // Dial the first hop; async_connect opens a fresh socket.
+  auto [connect_error] =
+      co_await socket.async_connect(via.first_hop, asio::as_tuple(asio::use_awaitable));
+  if (connect_error) {
+    co_return slot.take_timed_out() ? error_kind::timeout : error_kind::connect;
+  }
+  // Small request/response exchanges: do not let Nagle hold the payload back (curl does the same).
+  boost::system::error_code ignored;
+  socket.set_option(asio::ip::tcp::no_delay(true), ignored);
+  if (via.connect_request.empty()) {
+    co_return error_kind::none;
+  }
+
+  // Ask the proxy for the tunnel.
+  auto [write_error, written] = co_await asio::async_write(
+      socket, asio::buffer(via.connect_request), asio::as_tuple(asio::use_awaitable));
+  if (write_error) {
+    co_return slot.take_timed_out() ? error_kind::timeout : error_kind::proxy_closed;
+  }
+
+  // Read the whole response head. Nothing may follow it: the origin speaks only after the
+  // client's first byte, so extra bytes would be the proxy writing into the tunnel.
+  head.clear();
+  auto [read_error, head_size] =
+      co_await asio::async_read_until(socket, asio::dynamic_buffer(head, 16 * 1024), "\r\n\r\n",
+                                      asio::as_tuple(asio::use_awaitable));
+  if (read_error) {
+    if (slot.take_timed_out()) {
+      co_return error_kind::timeout;
+    }
+    // An error page without a blank line yet still has a status: call it a refusal.
+    status = parse_status(head);
+    if (status != 0 && status != 200) {
+      co_return error_kind::refused;
+    }
+    co_return read_error == asio::error::not_found ? error_kind::bad_response
+                                                   : error_kind::proxy_closed;
+  }
+  status = parse_status(head);
+  if (status == 0) {
+    co_return error_kind::bad_response;
+  }
+  if (status != 200) {
+    co_return error_kind::refused;
+  }
+  if (head.size() != head_size) {
+    co_return error_kind::bad_response;
+  }
+  co_return error_kind::none;
+}
+
+}  // namespace sandgate::load

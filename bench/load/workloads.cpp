@@ -1,0 +1,474 @@
+// The four client workloads (see workloads.hpp). Each worker thread owns one io_context, one
+// run_state and its clients; threads share nothing until their results are merged at the end.
+#include "bench/load/workloads.hpp"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <memory>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "bench/load/client_slot.hpp"
+#include "bench/load/loopback_endpoint.hpp"
+#include "bench/load/origin_server.hpp"
+#include "bench/load/tunnel.hpp"
+
+namespace sandgate::load {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+constexpr auto error_backoff = std::chrono::milliseconds(10);
+
+steady::duration seconds(double s) {
+  return std::chrono::duration_cast<steady::duration>(std::chrono::duration<double>(s));
+}
+
+// Everything one worker thread's clients share; touched from that thread only.
+struct run_state {
+  run_options options;
+  route via;
+  steady::duration timeout{};
+  steady::time_point warmup_end;
+  steady::time_point run_end;
+  std::uint64_t max_errors = 0;
+  run_result result;
+  std::vector<std::shared_ptr<client_slot>> slots;
+  std::shared_ptr<const std::vector<char>> upload_chunk;
+
+  // Counts an error; past --max-errors, ends the run now so a dead target costs seconds, not
+  // the whole duration (each client also backs off 10 ms per error).
+  void count_error(error_kind kind, int status) {
+    ++result.errors[static_cast<std::size_t>(kind)];
+    if (kind == error_kind::refused) {
+      ++result.refused_status[status];
+    }
+    if (result.error_total() >= max_errors && !result.aborted) {
+      result.aborted = true;
+      run_end = steady::now();
+      for (auto& slot : slots) {
+        slot->close();
+      }
+    }
+  }
+};
+
+// The deadline for an operation starting now: its own timeout, never past the end of the run.
+steady::time_point deadline_from(const run_state& state, steady::time_point now) {
+  return std::min(now + state.timeout, state.run_end);
+}
+
+// Distinguishes a deadline (the watchdog closed the socket) from any other failure.
+error_kind failure(client_slot& slot, error_kind otherwise) {
+  return slot.take_timed_out() ? error_kind::timeout : otherwise;
+}
+
+// Payload for the echo: the role byte, then a pattern that differs per client so a proxy mixing
+// up tunnels shows up as `mismatch`.
+std::vector<char> echo_payload(std::size_t size, unsigned client) {
+  std::vector<char> payload(std::max<std::size_t>(size, 1));
+  payload[0] = origin_echo;
+  for (std::size_t i = 1; i < payload.size(); ++i) {
+    payload[i] = static_cast<char>('a' + (client + i) % 26);
+  }
+  return payload;
+}
+
+// One echo through an open tunnel: proves the tunnel reaches the origin both ways.
+asio::awaitable<error_kind> echo_round_trip(client_slot& slot, std::span<const char> sent,
+                                            std::span<char> received) {
+  auto& socket = slot.socket();
+  auto [write_error, written] = co_await asio::async_write(socket, asio::buffer(sent), use_tuple);
+  if (write_error) {
+    co_return failure(slot, error_kind::io);
+  }
+  auto [read_error, n] = co_await asio::async_read(socket, asio::buffer(received), use_tuple);
+  if (read_error) {
+    co_return failure(slot, error_kind::io);
+  }
+  co_return std::equal(sent.begin(), sent.end(), received.begin()) ? error_kind::none
+                                                                   : error_kind::mismatch;
+}
+
+// Setups: one client's loop of connect -> CONNECT -> echo -> close until the end of the run.
+// Latency runs from before the connect to the echo's arrival; the close is not included.
+asio::awaitable<void> setups_client(std::shared_ptr<client_slot> slot,
+                                    std::shared_ptr<run_state> state, unsigned client) {
+  const std::vector<char> sent = echo_payload(state->options.payload_bytes, client);
+  std::vector<char> received(sent.size());
+  std::string head;
+  head.reserve(512);
+  asio::steady_timer backoff(slot->socket().get_executor());
+
+  while (true) {
+    const auto started = steady::now();
+    if (started >= state->run_end) {
+      break;
+    }
+    slot->arm(deadline_from(*state, started));
+    slot->take_timed_out();
+
+    int status = 0;
+    error_kind outcome = co_await open_tunnel(*slot, state->via, head, status);
+    if (outcome == error_kind::none) {
+      outcome = co_await echo_round_trip(*slot, sent, received);
+    }
+    const auto finished = steady::now();
+    slot->close();
+
+    if (outcome == error_kind::none) {
+      // Counted by completion time, so the rate over the window is unbiased at both edges.
+      if (finished >= state->warmup_end && finished <= state->run_end) {
+        state->result.latency_ns.record(static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(finished - started).count()));
+        ++state->result.ops;
+      }
+      continue;
+    }
+    if (finished >= state->run_end) {
+      break;  // cut short by the end of the run: not the target's failure
+    }
+    state->count_error(outcome, status);
+    backoff.expires_after(error_backoff);
+    co_await backoff.async_wait(use_tuple);
+  }
+  slot->finish();
+}
+
+// Download: ask the origin's source for bytes and count what arrives inside the window.
+asio::awaitable<error_kind> pump_download(client_slot& slot, run_state& state,
+                                          std::vector<char>& buffer) {
+  auto& socket = slot.socket();
+  const char role = origin_source;
+  auto [write_error, written] =
+      co_await asio::async_write(socket, asio::buffer(&role, 1), use_tuple);
+  if (write_error) {
+    co_return failure(slot, error_kind::io);
+  }
+  while (true) {
+    auto [error, n] = co_await socket.async_read_some(asio::buffer(buffer), use_tuple);
+    const auto now = steady::now();
+    if (error) {
+      co_return now >= state.run_end ? error_kind::none : failure(slot, error_kind::io);
+    }
+    if (now >= state.warmup_end && now <= state.run_end) {
+      state.result.bytes += n;
+    }
+    // Each read pushes the watchdog: only a stall of --timeout is an error.
+    slot.arm(deadline_from(state, now));
+  }
+}
+
+// Upload: pour the shared chunk into the origin's sink; bytes count when the kernel takes them.
+asio::awaitable<error_kind> pump_upload(client_slot& slot, run_state& state) {
+  auto& socket = slot.socket();
+  const char role = origin_sink;
+  auto [write_error, written] =
+      co_await asio::async_write(socket, asio::buffer(&role, 1), use_tuple);
+  if (write_error) {
+    co_return failure(slot, error_kind::io);
+  }
+  const auto chunk = state.upload_chunk;
+  while (true) {
+    auto [error, n] = co_await socket.async_write_some(asio::buffer(*chunk), use_tuple);
+    const auto now = steady::now();
+    if (error) {
+      co_return now >= state.run_end ? error_kind::none : failure(slot, error_kind::io);
+    }
+    if (now >= state.warmup_end && now <= state.run_end) {
+      state.result.bytes += n;
+    }
+    slot.arm(deadline_from(state, now));
+  }
+}
+
+// Download/upload: one tunnel, reopened after a failure (with a back-off) until the run ends.
+asio::awaitable<void> stream_client(std::shared_ptr<client_slot> slot,
+                                    std::shared_ptr<run_state> state) {
+  const bool download = state->options.workload == workload_kind::download;
+  std::vector<char> buffer(download ? state->options.chunk_bytes : 0);
+  std::string head;
+  asio::steady_timer backoff(slot->socket().get_executor());
+
+  while (true) {
+    const auto started = steady::now();
+    if (started >= state->run_end) {
+      break;
+    }
+    slot->arm(deadline_from(*state, started));
+    slot->take_timed_out();
+
+    int status = 0;
+    error_kind outcome = co_await open_tunnel(*slot, state->via, head, status);
+    if (outcome == error_kind::none) {
+      ++state->result.ops;
+      outcome = download ? co_await pump_download(*slot, *state, buffer)
+                         : co_await pump_upload(*slot, *state);
+    }
+    slot->close();
+    if (outcome == error_kind::none || steady::now() >= state->run_end) {
+      break;
+    }
+    state->count_error(outcome, status);
+    backoff.expires_after(error_backoff);
+    co_await backoff.async_wait(use_tuple);
+  }
+  slot->finish();
+}
+
+// One worker thread of a timed workload: its share of the clients on its own io_context.
+run_result run_timed_worker(const run_options& options, unsigned clients, unsigned first_client,
+                            steady::time_point warmup_end, steady::time_point run_end,
+                            std::uint64_t max_errors) {
+  asio::io_context context(1);
+  auto state = std::make_shared<run_state>();
+  state->options = options;
+  state->via = make_route(options.proxy, options.origin);
+  state->timeout = seconds(options.timeout_s);
+  state->warmup_end = warmup_end;
+  state->run_end = run_end;
+  state->max_errors = max_errors;
+  state->upload_chunk = std::make_shared<const std::vector<char>>(options.chunk_bytes, 'u');
+
+  for (unsigned i = 0; i < clients; ++i) {
+    auto slot = std::make_shared<client_slot>(context.get_executor());
+    state->slots.push_back(slot);
+    asio::co_spawn(context, run_watchdog(slot), asio::detached);
+    if (options.workload == workload_kind::setups) {
+      asio::co_spawn(context, setups_client(slot, state, first_client + i), asio::detached);
+    } else {
+      asio::co_spawn(context, stream_client(slot, state), asio::detached);
+    }
+  }
+
+  // Every operation is bounded by the run's end, so the loop runs dry by then; the extra bound
+  // only guards against a bug in that reasoning.
+  context.run_until(run_end + state->timeout + std::chrono::seconds(5));
+  if (!context.stopped()) {
+    state->result.hard_stopped = true;
+    for (auto& slot : state->slots) {
+      slot->close();
+      slot->finish();
+    }
+    context.run_for(std::chrono::seconds(1));
+    context.stop();
+  }
+  return state->result;
+}
+
+run_result run_timed(const run_options& options) {
+  const double warmup =
+      options.warmup_s >= 0 ? options.warmup_s : std::min(1.0, options.duration_s / 10);
+  const auto start = steady::now();
+  const auto warmup_end = start + seconds(warmup);
+  const auto run_end = start + seconds(options.duration_s);
+  const unsigned threads = std::clamp(options.threads, 1u, options.concurrency);
+
+  // Clients split as evenly as possible; thread 0 is the calling thread.
+  std::vector<run_result> parts(threads);
+  std::vector<std::thread> helpers;
+  unsigned first_client = 0;
+  for (unsigned t = 0; t < threads; ++t) {
+    const unsigned clients = options.concurrency / threads + (t < options.concurrency % threads);
+    const std::uint64_t max_errors = std::max<std::uint64_t>(1, options.max_errors / threads);
+    if (t == 0) {
+      first_client += clients;
+      continue;
+    }
+    helpers.emplace_back([&parts, &options, t, clients, first_client, warmup_end, run_end,
+                          max_errors] {
+      parts[t] =
+          run_timed_worker(options, clients, first_client, warmup_end, run_end, max_errors);
+    });
+    first_client += clients;
+  }
+  const unsigned own = options.concurrency / threads + (0 < options.concurrency % threads);
+  parts[0] = run_timed_worker(options, own, 0, warmup_end, run_end,
+                              std::max<std::uint64_t>(1, options.max_errors / threads));
+  for (auto& helper : helpers) {
+    helper.join();
+  }
+
+  run_result result = std::move(parts[0]);
+  for (unsigned t = 1; t < threads; ++t) {
+    result.merge(parts[t]);
+  }
+  result.threads = threads;
+  result.measured_s = std::chrono::duration<double>(run_end - warmup_end).count();
+  return result;
+}
+
+// ---- idle ----
+
+struct idle_state {
+  run_options options;
+  route via;
+  steady::duration timeout{};
+  steady::time_point open_deadline;
+  std::uint64_t next = 0;  // index of the next tunnel to open
+  unsigned openers_left = 0;
+  std::vector<tcp::socket> held;
+  std::vector<std::shared_ptr<client_slot>> slots;
+  std::unique_ptr<asio::steady_timer> all_open;  // cancelled by the last opener to finish
+  run_result result;
+};
+
+// Opens tunnels one after another until the requested number has been attempted; each is echoed
+// once (a tunnel that has carried data, as a real client's has) and then parked in `held`.
+asio::awaitable<void> idle_opener(std::shared_ptr<client_slot> slot,
+                                  std::shared_ptr<idle_state> state, unsigned opener) {
+  const std::vector<char> sent = echo_payload(state->options.payload_bytes, opener);
+  std::vector<char> received(sent.size());
+  std::string head;
+  while (state->next < state->result.tunnels_requested && !state->result.aborted) {
+    const auto started = steady::now();
+    if (started >= state->open_deadline) {
+      break;
+    }
+    ++state->next;
+    slot->arm(std::min(started + state->timeout, state->open_deadline));
+    slot->take_timed_out();
+    int status = 0;
+    error_kind outcome = co_await open_tunnel(*slot, state->via, head, status);
+    if (outcome == error_kind::none) {
+      outcome = co_await echo_round_trip(*slot, sent, received);
+    }
+    if (outcome == error_kind::none) {
+      // Disarm before handing the socket over, so the watchdog can never close a held tunnel.
+      slot->arm(steady::time_point::max());
+      state->held.push_back(std::move(slot->socket()));
+      continue;
+    }
+    slot->close();
+    ++state->result.errors[static_cast<std::size_t>(outcome)];
+    if (outcome == error_kind::refused) {
+      ++state->result.refused_status[status];
+    }
+    state->result.aborted = state->result.error_total() >= state->options.max_errors;
+  }
+  slot->finish();
+  if (--state->openers_left == 0) {
+    state->all_open->cancel();
+  }
+}
+
+// A held tunnel is alive if the proxy has neither closed nor reset it: a non-blocking peek finds
+// no EOF (0) and no error other than "nothing to read".
+bool still_open(tcp::socket& socket) {
+  char byte = 0;
+  const auto n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+}
+
+asio::awaitable<void> idle_main(std::shared_ptr<idle_state> state) {
+  const auto executor = co_await asio::this_coro::executor;
+  const auto started = steady::now();
+
+  // Open with bounded parallelism: 10,000 SYNs at once would overflow listen queues and turn
+  // into one-second SYN retransmits, measuring the kernel rather than the proxy.
+  const auto openers = static_cast<unsigned>(std::min<std::uint64_t>(
+      state->options.open_parallelism, state->result.tunnels_requested));
+  state->openers_left = openers;
+  state->all_open = std::make_unique<asio::steady_timer>(executor, steady::time_point::max());
+  for (unsigned i = 0; i < openers; ++i) {
+    auto slot = std::make_shared<client_slot>(executor);
+    state->slots.push_back(slot);
+    asio::co_spawn(executor, run_watchdog(slot), asio::detached);
+    asio::co_spawn(executor, idle_opener(slot, state, i), asio::detached);
+  }
+  if (openers > 0) {
+    co_await state->all_open->async_wait(use_tuple);
+  }
+  state->result.tunnels_open = state->held.size();
+  state->result.open_s = std::chrono::duration<double>(steady::now() - started).count();
+
+  // Let the proxy finish its side of the last tunnels before pricing them, then sample (a
+  // blocking /proc read is fine: nothing else runs on this loop now).
+  asio::steady_timer pause(executor);
+  pause.expires_after(seconds(state->options.settle_s));
+  co_await pause.async_wait(use_tuple);
+  if (state->options.proxy_pid > 0) {
+    state->result.memory_after = read_process_memory(state->options.proxy_pid);
+  }
+
+  // Hold, then check the proxy kept every tunnel, then close them all.
+  pause.expires_after(seconds(state->options.duration_s));
+  co_await pause.async_wait(use_tuple);
+  for (auto& socket : state->held) {
+    state->result.tunnels_alive += still_open(socket) ? 1 : 0;
+    boost::system::error_code ignored;
+    socket.close(ignored);
+  }
+}
+
+run_result run_idle(const run_options& options) {
+  asio::io_context context(1);
+  auto state = std::make_shared<idle_state>();
+  state->options = options;
+  state->via = make_route(options.proxy, options.origin);
+  state->timeout = seconds(options.timeout_s);
+  state->result.tunnels_requested = options.concurrency;
+  state->result.proxy_pid = options.proxy_pid;
+  state->held.reserve(options.concurrency);
+  // Opening gets two minutes at most, whatever the count: bounded even against a stalling proxy.
+  const auto open_budget = std::chrono::seconds(120);
+  state->open_deadline = steady::now() + open_budget;
+
+  if (options.proxy_pid > 0) {
+    state->result.memory_before = read_process_memory(options.proxy_pid);
+  }
+  asio::co_spawn(context, idle_main(state), asio::detached);
+  context.run_for(open_budget + seconds(options.settle_s + options.duration_s) +
+                  std::chrono::seconds(5));
+  if (!context.stopped()) {
+    state->result.hard_stopped = true;
+    context.stop();
+  }
+  state->result.threads = 1;
+  state->result.measured_s = options.duration_s;
+  return state->result;
+}
+
+const char* workload_name(workload_kind kind) {
+  switch (kind) {
+    case workload_kind::setups:
+      return "setups";
+    case workload_kind::download:
+      return "download";
+    case workload_kind::upload:
+      return "upload";
+    case workload_kind::idle:
+      return "idle";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+run_result run_workload(const run_options& options) {
+  run_result result =
+      options.workload == workload_kind::idle ? run_idle(options) : run_timed(options);
+  result.label = options.label;
+  result.workload = workload_name(options.workload);
+  result.proxy = options.proxy ? endpoint_text(*options.proxy) : "none";
+  result.origin = endpoint_text(options.origin);
+  result.concurrency = options.concurrency;
+  result.duration_s = options.duration_s;
+  return result;
+}
+
+}  // namespace sandgate::load

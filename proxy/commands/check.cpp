@@ -1,0 +1,75 @@
+// `sandgate check`: the operator's debugging tool, and the basis of the decision tables in tests.
+#include "proxy/commands/check.hpp"
+
+#include <algorithm>
+
+#include "proxy/settings/policy_loader.hpp"
+#include "rules/host.hpp"
+
+namespace sandgate::commands {
+namespace {
+
+constexpr std::uint16_t kDefaultCheckPort = 443;
+
+// `HOST`, `HOST:PORT`, `[V6]`, `[V6]:PORT`, or a bare IPv6 address (two or more colons).
+Expected<rules::Authority, rules::HostError> parse_target(std::string_view target) {
+  const bool bracketed = target.starts_with('[');
+  const auto colons = std::count(target.begin(), target.end(), ':');
+  const bool has_port = bracketed ? target.find("]:") != std::string_view::npos : colons == 1;
+  if (has_port) {
+    return rules::parse_authority(target);
+  }
+  auto host = rules::parse_host(target);
+  if (!host) {
+    return Unexpected{host.error()};
+  }
+  return rules::Authority{std::move(*host), kDefaultCheckPort};
+}
+
+}  // namespace
+
+int run_check(const settings::Settings& settings, std::string_view target, std::ostream& out,
+              std::ostream& err) {
+  auto loaded = settings::load_policy(settings, settings::MissingDefaultBlocklist::use_template);
+  if (!loaded) {
+    err << "sandgate: " << loaded.error() << "\n";
+    return kCheckUsageError;
+  }
+  for (const auto& note : loaded->notes) {
+    err << "sandgate: note: " << note << "\n";
+  }
+  for (const auto& issue : loaded->issues) {
+    err << "sandgate: warning: " << issue.source << ":" << issue.line << ": skipped '"
+        << issue.text << "': " << issue.message << "\n";
+  }
+
+  auto authority = parse_target(target);
+  if (!authority) {
+    out << "deny " << target << "\n"
+        << "reason: " << rules::reason_code(rules::Reason::invalid_host) << "\n"
+        << "rule: (none)\n"
+        << "why: '" << target << "' is not a valid destination: "
+        << rules::to_string(authority.error()) << ".\n";
+    return kCheckDenied;
+  }
+  const auto& policy = *loaded->policy;
+  const auto decision = policy.decide(authority->host, authority->port);
+  out << (decision.allowed() ? "allow " : "deny ") << authority->host.display() << ":"
+      << authority->port << "\n";
+  out << "reason: " << rules::reason_code(decision.reason) << "\n";
+  out << "rule: ";
+  if (decision.rule) {
+    out << decision.rule->source << ":" << decision.rule->line << " " << decision.rule->entry;
+  } else {
+    out << "(none)";
+  }
+  out << "\n";
+  out << "why: " << policy.explain(decision, authority->host, authority->port) << "\n";
+  if (decision.allowed() && !authority->host.is_ip()) {
+    out << "note: the daemon also checks the addresses " << authority->host.name
+        << " resolves to before it connects.\n";
+  }
+  return decision.allowed() ? kCheckAllowed : kCheckDenied;
+}
+
+}  // namespace sandgate::commands

@@ -1,0 +1,21 @@
+// `sandgate check HOST[:PORT]`: the decision the gate would take, with its reason and rule.
+#pragma once
+
+#include <ostream>
+#include <string_view>
+
+#include "proxy/settings/settings.hpp"
+
+namespace sandgate::commands {
+
+// Exit statuses of `sandgate check`.
+inline constexpr int kCheckAllowed = 0;
+inline constexpr int kCheckDenied = 1;
+inline constexpr int kCheckUsageError = 2;  // also configuration errors
+
+// Loads the policy the daemon would load (reading files afresh, writing nothing), decides for
+// `target` and prints the decision to `out`; warnings and errors go to `err`.
+int run_check(const settings::Settings& settings, std::string_view target, std::ostream& out,
+              std::ostream& err);
+
+}  // namespace sandgate::commands

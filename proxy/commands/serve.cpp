@@ -1,0 +1,116 @@
+// `sandgate serve`: load the policy, bind, announce, serve, drain.
+#include "proxy/commands/serve.hpp"
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "proxy/log/decision_log.hpp"
+#include "proxy/server/server.hpp"
+#include "proxy/settings/policy_loader.hpp"
+
+namespace sandgate::commands {
+namespace {
+
+constexpr int kStartupError = 2;
+
+void report_load(log::DecisionLog& log, const settings::LoadedPolicy& loaded) {
+  for (const auto& note : loaded.notes) {
+    log.note("info", note);
+  }
+  for (const auto& issue : loaded.issues) {
+    log.note("warning", issue.source + ":" + std::to_string(issue.line) + ": skipped '" +
+                            issue.text + "': " + issue.message);
+  }
+}
+
+// Writes the port through a temporary file and a rename: a reader sees the whole number or
+// nothing.
+bool write_port_file(const std::string& path, std::uint16_t port, std::string& error) {
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << port << "\n";
+    out.close();
+    if (!out) {
+      error = "cannot write " + temporary;
+      return false;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) {
+    error = "cannot rename " + temporary + " to " + path + ": " + ec.message();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int run_serve(const settings::Settings& settings) {
+  // A client that disconnects while we write must cost an error code, not the process.
+  std::signal(SIGPIPE, SIG_IGN);
+
+  auto opened = log::DecisionLog::open(settings.log_format, settings.log_file);
+  if (!opened) {
+    std::cerr << "sandgate: " << opened.error() << "\n";
+    return kStartupError;
+  }
+  log::DecisionLog& log = **opened;
+
+  auto loaded = settings::load_policy(settings, settings::MissingDefaultBlocklist::create);
+  if (!loaded) {
+    log.note("error", loaded.error());
+    return kStartupError;
+  }
+  report_load(log, *loaded);
+  if (!settings.launchdarkly_client_id.empty()) {
+    log.note("warning",
+             "LAUNCHDARKLY_CLIENT_ID is set, but this build has no LaunchDarkly allowlist yet; "
+             "only the local rules apply");
+  }
+
+  server::Server server(settings, log, loaded->policy);
+  auto endpoint = server.bind();
+  if (!endpoint) {
+    log.note("error", endpoint.error());
+    return kStartupError;
+  }
+  server.on_hangup = [&settings, &log, &server] {
+    log.reopen();
+    auto reloaded = settings::load_policy(settings, settings::MissingDefaultBlocklist::create);
+    if (!reloaded) {
+      log.note("error", "reload failed, keeping the previous rules: " + reloaded.error());
+      return;
+    }
+    report_load(log, *reloaded);
+    server.publish(reloaded->policy);
+    log.note("info", "reloaded " + settings.blocklist_path + ": " +
+                         std::to_string(reloaded->policy->blocklist().size()) + " entries, " +
+                         std::to_string(reloaded->issues.size()) + " rejected lines");
+  };
+
+  const std::string address = endpoint->address().is_v6()
+                                  ? "[" + endpoint->address().to_string() + "]"
+                                  : endpoint->address().to_string();
+  if (!settings.port_file.empty()) {
+    std::string error;
+    if (!write_port_file(settings.port_file, endpoint->port(), error)) {
+      log.note("error", "port file: " + error);
+      return kStartupError;
+    }
+  }
+  log.note("info", "blocklist " + settings.blocklist_path + ": " +
+                       std::to_string(loaded->policy->blocklist().size()) + " entries; " +
+                       std::to_string(settings.threads) + " worker thread(s)");
+  // The one line on standard output: scripts wait for it.
+  std::cout << "sandgate listening on " << address << ":" << endpoint->port() << std::endl;
+
+  server.run(true);
+  return 0;
+}
+
+}  // namespace sandgate::commands

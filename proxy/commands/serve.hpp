@@ -1,0 +1,11 @@
+// `sandgate serve` (and `sandgate` alone): run the gate until SIGTERM or SIGINT.
+#pragma once
+
+#include "proxy/settings/settings.hpp"
+
+namespace sandgate::commands {
+
+// Exit status: 0 after a clean drain; 2 for a configuration or start-up error.
+int run_serve(const settings::Settings& settings);
+
+}  // namespace sandgate::commands

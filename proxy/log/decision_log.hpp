@@ -1,0 +1,65 @@
+// The decision log: one line per decision and one when each tunnel or request ends, as readable
+// text or as JSON (one object a line), to standard error or a file.
+//
+// Thread-safe without a lock: each line is formatted in the caller's thread and written with one
+// write(2) to a descriptor opened with O_APPEND, so concurrent lines never interleave. reopen()
+// (on SIGHUP, for logrotate) swaps the file under the same descriptor number with dup2().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "proxy/settings/settings.hpp"
+#include "rules/expected.hpp"
+
+namespace sandgate::log {
+
+// What a line is about. Fields that do not apply are left empty / zero and omitted.
+struct Record {
+  enum class Event : std::uint8_t { decision, end };
+  Event event = Event::decision;
+  std::uint64_t connection_id = 0;
+  std::string_view client;   // "127.0.0.1:50312"
+  std::string_view method;   // "CONNECT", "GET", ...
+  std::string_view host;     // normalised, `[v6]` for IPv6; or the raw target when invalid
+  std::uint16_t port = 0;
+  // "allow", "deny" (the policy said no) or "error" (allowed, but the upstream failed).
+  std::string_view verdict = "allow";
+  std::string_view reason;   // stable reason code: "blocklist", "dns-error", "allowed", ...
+  std::string_view rule;     // "file:line entry", empty when no list decided
+  std::string_view address;  // the upstream address dialled, "93.184.216.34:443"
+  std::string_view detail;   // the human sentence (denials and failures)
+  std::uint64_t bytes_up = 0;    // client to upstream
+  std::uint64_t bytes_down = 0;  // upstream to client
+  double duration_ms = 0;
+  std::string_view outcome;  // for `end`: "closed", "reset", "timeout", "drained", "error"
+};
+
+class DecisionLog {
+ public:
+  // Standard error when `path` is empty. The error names the file and the reason.
+  static Expected<std::unique_ptr<DecisionLog>, std::string> open(settings::LogFormat format,
+                                                                  const std::string& path);
+  ~DecisionLog();
+
+  void write(const Record& record);
+  // An operator message ("sandgate: ..."), e.g. start-up notes and warnings.
+  void note(std::string_view level, std::string_view text);
+  // Reopens the file at the same path (after logrotate moved it). Errors are logged, not fatal.
+  void reopen();
+
+ private:
+  DecisionLog(settings::LogFormat format, std::string path, int fd);
+  void write_line(std::string& line);
+
+  settings::LogFormat format_;
+  std::string path_;
+  int fd_;
+};
+
+// Appends `text` as a JSON string literal (quotes included).
+void append_json_string(std::string& out, std::string_view text);
+
+}  // namespace sandgate::log

@@ -1,0 +1,253 @@
+// The daemon's skeleton. See server.hpp.
+#include "proxy/server/server.hpp"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <csignal>
+
+#include "proxy/session/client_session.hpp"
+
+namespace sandgate::server {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+constexpr int kBacklog = 4096;
+
+// Accepts on this worker's handle of the shared listening socket until it is closed.
+asio::awaitable<void> accept_loop(Worker& worker) {
+  asio::steady_timer pause(worker.io);
+  auto last_complaint = std::chrono::steady_clock::time_point{};
+  const std::uint32_t limit = worker.shared.settings.max_connections;
+  while (worker.acceptor && worker.acceptor->is_open()) {
+    auto [error, socket] = co_await worker.acceptor->async_accept(use_tuple);
+    if (error == asio::error::operation_aborted || !worker.acceptor->is_open()) {
+      co_return;
+    }
+    if (error) {
+      // Out of descriptors or memory: the pending connection stays in the backlog and the
+      // socket stays readable, so retrying at once would spin. Pause, and say so (not too often).
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_complaint > std::chrono::seconds(1)) {
+        worker.shared.log.note("warning", "accept failed: " + error.message() +
+                                              "; pausing new connections briefly");
+        last_complaint = now;
+      }
+      pause.expires_after(std::chrono::milliseconds(100));
+      co_await pause.async_wait(use_tuple);
+      continue;
+    }
+    if (worker.shared.open_connections.fetch_add(1, std::memory_order_relaxed) >= limit) {
+      worker.shared.open_connections.fetch_sub(1, std::memory_order_relaxed);
+      asio::co_spawn(worker.io, session::refuse_busy(std::move(socket)), asio::detached);
+      continue;
+    }
+    boost::system::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    asio::co_spawn(worker.io, session::serve_client(worker, std::move(socket)), asio::detached);
+  }
+}
+
+// Raises the soft descriptor limit to the hard one: every tunnel holds two descriptors.
+void raise_descriptor_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
+Expected<tcp::endpoint, std::string> parse_listen(const std::string& text) {
+  std::string address;
+  std::string port;
+  if (text.starts_with('[')) {
+    auto close = text.find(']');
+    address = text.substr(1, close - 1);
+    port = text.substr(close + 2);
+  } else {
+    auto colon = text.rfind(':');
+    address = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  boost::system::error_code ec;
+  auto ip = asio::ip::make_address(address, ec);
+  if (ec) {
+    return Unexpected{"listen address '" + text + "': " + ec.message()};
+  }
+  return tcp::endpoint(ip, static_cast<std::uint16_t>(std::stoul(port)));
+}
+
+}  // namespace
+
+Server::Server(const settings::Settings& settings, log::DecisionLog& log,
+               std::shared_ptr<const rules::Policy> policy)
+    : settings_(settings), log_(log), shared_{settings, log} {
+  for (unsigned i = 0; i < settings.threads; ++i) {
+    workers_.push_back(std::make_unique<Worker>(shared_, policy));
+  }
+}
+
+Server::~Server() {
+  for (auto& thread : threads_) {
+    if (thread.joinable()) {
+      for (auto& worker : workers_) {
+        worker->io.stop();
+      }
+      thread.join();
+    }
+  }
+}
+
+std::uint32_t Server::open_connections() const {
+  return shared_.open_connections.load(std::memory_order_relaxed);
+}
+
+Expected<tcp::endpoint, std::string> Server::bind() {
+  raise_descriptor_limit();
+  auto endpoint = parse_listen(settings_.listen);
+  if (!endpoint) {
+    return endpoint;
+  }
+  // One listening socket; each worker accepts on its own duplicate of it. (SO_REUSEPORT would
+  // let any process of the same user bind the port too and take a share of the connections.)
+  boost::system::error_code ec;
+  tcp::acceptor listener(control_);
+  listener.open(endpoint->protocol(), ec);
+  if (!ec) {
+    listener.set_option(tcp::acceptor::reuse_address(true), ec);
+  }
+  if (!ec) {
+    listener.bind(*endpoint, ec);
+  }
+  if (!ec) {
+    listener.listen(kBacklog, ec);
+  }
+  if (ec) {
+    return Unexpected{"cannot listen on " + settings_.listen + ": " + ec.message()};
+  }
+  endpoint_ = listener.local_endpoint(ec);
+
+  dns::ResolverOptions dns_options;
+  dns_options.servers = settings_.dns_servers;
+  for (auto& worker : workers_) {
+    const int fd = ::dup(listener.native_handle());
+    if (fd < 0) {
+      return Unexpected{"cannot listen on " + settings_.listen + ": out of descriptors"};
+    }
+    worker->acceptor.emplace(worker->io);
+    worker->acceptor->assign(endpoint_.protocol(), fd, ec);
+    if (ec) {
+      return Unexpected{"cannot listen on " + settings_.listen + ": " + ec.message()};
+    }
+    try {
+      worker->resolver = std::make_unique<dns::Resolver>(worker->io, dns_options);
+    } catch (const std::exception& error) {
+      return Unexpected{std::string("DNS: ") + error.what()};
+    }
+  }
+  return endpoint_;
+}
+
+void Server::publish(std::shared_ptr<const rules::Policy> policy) {
+  for (auto& worker : workers_) {
+    Worker* target = worker.get();
+    asio::post(target->io, [target, policy] { target->policy = policy; });
+  }
+}
+
+void Server::begin_drain() {
+  asio::post(control_, [this] {
+    if (draining_) {
+      return;
+    }
+    draining_ = true;
+    drain_deadline_ = std::chrono::steady_clock::now() + settings_.drain;
+    log_.note("info", "draining: no new connections; open ones may finish for up to " +
+                          std::to_string(settings_.drain.count()) + " s");
+    for (auto& worker : workers_) {
+      Worker* target = worker.get();
+      asio::post(target->io, [target] {
+        boost::system::error_code ignored;
+        target->acceptor->close(ignored);
+      });
+    }
+    drain_timer_ = std::make_unique<asio::steady_timer>(control_);
+    drain_step();
+  });
+}
+
+// Polls the open connections until none are left or the deadline passes; then closes what
+// remains and lets each worker's loop run out of work, so every session ends on its own thread.
+void Server::drain_step() {
+  const auto now = std::chrono::steady_clock::now();
+  const bool idle = open_connections() == 0;
+  if (!idle && now < drain_deadline_) {
+    drain_timer_->expires_after(std::chrono::milliseconds(20));
+    drain_timer_->async_wait([this](boost::system::error_code) { drain_step(); });
+    return;
+  }
+  if (!idle && !force_closed_) {
+    force_closed_ = true;
+    log_.note("info", "drain deadline reached; closing " + std::to_string(open_connections()) +
+                          " open connection(s)");
+  }
+  for (auto& worker : workers_) {
+    Worker* target = worker.get();
+    asio::post(target->io, [target] {
+      target->close_all();
+      target->resolver.reset();  // completes pending lookups as cancelled
+    });
+  }
+  control_.stop();
+}
+
+void Server::run(bool handle_signals) {
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
+  for (auto& worker : workers_) {
+    Worker& w = *worker;
+    asio::co_spawn(w.io, accept_loop(w), asio::detached);
+    threads_.emplace_back([&w] { w.io.run(); });
+  }
+
+  std::optional<asio::signal_set> signals;
+  if (handle_signals) {
+    signals.emplace(control_, SIGINT, SIGTERM, SIGHUP);
+    std::function<void(boost::system::error_code, int)> on_signal;
+    on_signal = [this, &signals, &on_signal](boost::system::error_code error, int number) {
+      if (error) {
+        return;
+      }
+      if (number == SIGHUP) {
+        if (on_hangup) {
+          on_hangup();
+        }
+      } else {
+        begin_drain();
+      }
+      signals->async_wait(on_signal);
+    };
+    signals->async_wait(on_signal);
+  }
+  auto guard = asio::make_work_guard(control_);
+  control_.run();
+
+  // The workers' loops end once their sessions have all finished (their sockets were closed).
+  for (auto& thread : threads_) {
+    thread.join();
+  }
+  threads_.clear();
+  log_.note("info", "stopped");
+}
+
+}  // namespace sandgate::server

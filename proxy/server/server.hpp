@@ -1,0 +1,63 @@
+// The daemon's skeleton: the listening socket, one worker thread per core each running its own
+// io_context, policy snapshots published to every worker, signals, and the drain on shutdown.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "proxy/log/decision_log.hpp"
+#include "proxy/server/worker.hpp"
+#include "proxy/settings/settings.hpp"
+#include "rules/expected.hpp"
+#include "rules/policy.hpp"
+
+namespace sandgate::server {
+
+class Server {
+ public:
+  Server(const settings::Settings& settings, log::DecisionLog& log,
+         std::shared_ptr<const rules::Policy> policy);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds the listening address and prepares the workers. The error names the address and why.
+  Expected<boost::asio::ip::tcp::endpoint, std::string> bind();
+
+  // Serves until begin_drain() (or SIGTERM/SIGINT when `handle_signals`), then lets open
+  // connections finish until the drain deadline, closes what is left, and returns.
+  void run(bool handle_signals);
+
+  // Stops accepting and starts the drain. Thread-safe; may be called before run().
+  void begin_drain();
+
+  // Makes every worker decide with `policy` from its next connection on. Thread-safe.
+  void publish(std::shared_ptr<const rules::Policy> policy);
+
+  // Called on SIGHUP, on the control thread: reload the files and reopen the log.
+  std::function<void()> on_hangup;
+
+  std::uint32_t open_connections() const;
+
+ private:
+  void drain_step();
+
+  const settings::Settings& settings_;
+  log::DecisionLog& log_;
+  SharedState shared_;
+  boost::asio::io_context control_{1};
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::thread> threads_;
+  boost::asio::ip::tcp::endpoint endpoint_;
+  bool draining_ = false;
+  std::chrono::steady_clock::time_point drain_deadline_;
+  bool force_closed_ = false;
+  std::unique_ptr<boost::asio::steady_timer> drain_timer_;
+};
+
+}  // namespace sandgate::server

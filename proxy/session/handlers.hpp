@@ -1,0 +1,37 @@
+// The request handlers a session dispatches to, after the request head has been read.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+
+#include "proxy/session/replies.hpp"
+#include "proxy/session/session_context.hpp"
+
+namespace sandgate::session {
+
+using HeadParser = boost::beast::http::request_parser<boost::beast::http::empty_body>;
+
+// CONNECT host:port: decide, dial, answer 200, relay. `buffer` holds bytes that arrived after
+// the head; they belong to the tunnel.
+boost::asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser,
+                                            boost::beast::flat_buffer& buffer);
+
+// An absolute-form request (`GET http://host/path`): decide and forward, then go on with the
+// next request on the same connection while both sides keep it alive.
+boost::asio::awaitable<void> handle_http(SessionContext& context, HeadParser& parser,
+                                         boost::beast::flat_buffer& buffer);
+
+// Writes one of the proxy's own replies and logs the decision; the caller then closes.
+boost::asio::awaitable<void> reply_and_log(SessionContext& context, ReplyKind kind,
+                                           std::string_view verdict, std::string_view method,
+                                           std::string_view host, std::uint16_t port,
+                                           std::string_view code, std::string_view sentence,
+                                           std::string_view rule = {});
+
+// Ends our side, drains what the client still sends (bounded), then closes, so that the reply
+// is not lost to a reset.
+boost::asio::awaitable<void> close_gracefully(boost::asio::ip::tcp::socket& socket);
+
+}  // namespace sandgate::session

@@ -1,0 +1,148 @@
+// Resolve, check, connect. See upstream_dial.hpp.
+#include "proxy/session/upstream_dial.hpp"
+
+#include <net/if.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+namespace sandgate::session {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using namespace asio::experimental::awaitable_operators;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+rules::IpAddress to_rules_address(const asio::ip::address& address) {
+  if (address.is_v4()) {
+    return rules::IpAddress::from_v4(address.to_v4().to_uint());
+  }
+  return rules::IpAddress::from_v6(address.to_v6().to_bytes());
+}
+
+asio::ip::address to_asio_address(const rules::IpAddress& address) {
+  if (address.is_v4()) {
+    return asio::ip::address_v4(address.v4_host_order());
+  }
+  asio::ip::address_v6 v6(address.bytes);
+  if (!address.zone.empty()) {
+    // A zone names an interface; an unknown one leaves scope 0, and the connect then fails.
+    v6.scope_id(::if_nametoindex(address.zone.c_str()));
+  }
+  return v6;
+}
+
+DialResult failure(ReplyKind kind, std::string code, std::string sentence) {
+  DialResult result;
+  result.failure = kind;
+  result.code = std::move(code);
+  result.sentence = std::move(sentence);
+  return result;
+}
+
+}  // namespace
+
+asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::Host& host,
+                                          std::uint16_t port) {
+  const std::string target = host.display() + ":" + std::to_string(port);
+
+  // 1. The addresses to try: the literal itself, or what the name resolves to.
+  std::vector<asio::ip::address> addresses;
+  if (host.is_ip()) {
+    addresses.push_back(to_asio_address(host.address));
+  } else {
+    dns::Resolution resolution = co_await context.worker.resolver->resolve(host.name);
+    switch (resolution.error) {
+      case dns::ResolveError::none:
+        break;
+      case dns::ResolveError::not_found:
+        co_return failure(ReplyKind::dns_not_found, "dns-not-found",
+                          host.name + " does not exist or has no addresses (DNS).");
+      case dns::ResolveError::timeout:
+        co_return failure(ReplyKind::dns_timeout, "dns-timeout",
+                          "looking up " + host.name + " timed out.");
+      case dns::ResolveError::cancelled:
+      case dns::ResolveError::server_failure:
+      case dns::ResolveError::bad_name:
+        co_return failure(ReplyKind::dns_failure, "dns-error",
+                          "looking up " + host.name + " failed: " +
+                              std::string(dns::to_string(resolution.error)) + ".");
+    }
+    addresses = std::move(resolution.addresses);
+
+    // 2. Every answer must pass the address rules; one bad answer condemns the name, since a
+    // client could otherwise be steered to it by the order of the answers.
+    for (const auto& address : addresses) {
+      const rules::IpAddress checked = to_rules_address(address);
+      const rules::Decision decision = context.policy->decide_resolved(checked);
+      if (!decision.allowed()) {
+        rules::Host as_host{checked.is_v4() ? rules::HostKind::ipv4 : rules::HostKind::ipv6,
+                            checked.to_string(), checked};
+        DialResult denied = failure(
+            ReplyKind::denied_address, std::string(rules::reason_code(decision.reason)),
+            host.name + " resolves to " + checked.to_string() + ": " +
+                context.policy->explain(decision, as_host, port));
+        denied.denied = true;
+        denied.endpoint = tcp::endpoint(address, port);
+        co_return denied;
+      }
+    }
+  }
+
+  // 3. Connect to the checked addresses in order, within one overall deadline.
+  asio::steady_timer deadline(context.client.get_executor());
+  deadline.expires_after(context.settings().connect_timeout);
+  boost::system::error_code last_error = asio::error::host_not_found;
+  tcp::endpoint last_endpoint;
+  for (const auto& address : addresses) {
+    last_endpoint = tcp::endpoint(address, port);
+    boost::system::error_code ec;
+    context.upstream.close(ec);
+    context.upstream.open(last_endpoint.protocol(), ec);
+    if (ec) {
+      last_error = ec;
+      continue;
+    }
+    auto outcome = co_await (context.upstream.async_connect(last_endpoint, use_tuple) ||
+                             deadline.async_wait(use_tuple));
+    if (outcome.index() == 1) {
+      last_error = asio::error::timed_out;
+      break;
+    }
+    auto [connect_error] = std::get<0>(outcome);
+    if (!connect_error) {
+      DialResult result;
+      result.connected = true;
+      result.endpoint = last_endpoint;
+      context.upstream.set_option(tcp::no_delay(true), ec);
+      co_return result;
+    }
+    last_error = connect_error;
+    if (!context.client.is_open()) {
+      break;  // closed by the drain
+    }
+  }
+  boost::system::error_code ignored;
+  context.upstream.close(ignored);
+
+  DialResult result;
+  result.endpoint = last_endpoint;
+  const std::string where = target + " (" + to_text(last_endpoint) + ")";
+  if (last_error == asio::error::timed_out) {
+    result = failure(ReplyKind::connect_timeout, "connection-timeout",
+                     "connecting to " + where + " timed out.");
+  } else if (last_error == asio::error::connection_refused) {
+    result = failure(ReplyKind::connection_refused, "connection-refused",
+                     "connecting to " + where + " was refused.");
+  } else {
+    result = failure(ReplyKind::unreachable, "destination-unavailable",
+                     "connecting to " + where + " failed: " + last_error.message() + ".");
+  }
+  result.endpoint = last_endpoint;
+  co_return result;
+}
+
+}  // namespace sandgate::session

@@ -1,0 +1,98 @@
+// sandgate's configuration: every setting, where it comes from, and how it is checked.
+//
+// Each setting can be given four ways; the first that is present wins:
+//   1. a command-line flag            --allow-ip=true
+//   2. an environment variable        GOOSE_SANDBOX_ALLOW_IP=true (goose's name where goose had one)
+//   3. the TOML config file           allow_ip = true      (--config / SANDGATE_CONFIG)
+//   4. the built-in default
+// A bad value is a start-up error whose message names the flag, variable or file and line, and
+// the value. Booleans accept true/false, 1/0, yes/no, on/off in any case.
+//
+// Loading is pure computation over the inputs given (plus reading the config file), so tests can
+// drive it with a fake environment. Not thread-safe while loading; the result is a plain value.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rules/expected.hpp"
+#include "rules/policy.hpp"
+
+namespace sandgate::settings {
+
+enum class LogFormat : std::uint8_t { text, json };
+enum class LdFailover : std::uint8_t { allow, deny, blocklist };
+
+inline constexpr std::uint16_t kDefaultPort = 9877;
+
+struct Settings {
+  // Policy (rules/).
+  rules::PolicyOptions policy;
+  std::string blocklist_path;   // absolute, `~` expanded
+  bool blocklist_is_default = true;  // the default path: created from the template if absent
+  std::string allowlist_path;   // empty: no allowlist mode
+
+  // The sandbox profile (sandgate run / profile).
+  bool protect_files = true;
+  bool block_raw_sockets = true;
+  bool block_tunneling = true;
+
+  // LaunchDarkly remote allowlist.
+  std::string launchdarkly_client_id;  // empty: off
+  LdFailover ld_failover = LdFailover::allow;
+  bool ld_failover_given = false;      // unset means allow, with a warning that it fails open
+
+  // The daemon.
+  std::string listen = "127.0.0.1:" + std::to_string(kDefaultPort);
+  bool allow_remote_clients = false;
+  std::string port_file;
+  unsigned threads = 0;  // 0: one per core
+  std::chrono::seconds drain{10};
+  std::vector<std::string> dns_servers;
+  std::chrono::seconds connect_timeout{10};
+  std::chrono::seconds idle_timeout{0};  // 0: off
+  std::uint32_t max_connections = 4096;
+  LogFormat log_format = LogFormat::text;
+  std::string log_file;
+
+  std::string config_path;  // the TOML file read, if any
+};
+
+// One setting's description, for --help, the README and error messages.
+struct SettingInfo {
+  std::string_view key;           // TOML key, e.g. "allow_ip"
+  std::string_view flag;          // "--allow-ip"
+  std::string_view env;           // "GOOSE_SANDBOX_ALLOW_IP"
+  std::string_view default_text;  // "false"
+  std::string_view help;          // one line
+  bool boolean;                   // a flag without a value means true
+};
+
+// Every setting, in the order --help lists them.
+const std::vector<SettingInfo>& all_settings();
+
+// The inputs to load from. `flags` holds the flags given, keyed by flag name ("--allow-ip"), with
+// "true" for a boolean flag given without a value. `env` looks up an environment variable.
+struct Sources {
+  std::map<std::string, std::string, std::less<>> flags;
+  std::function<std::optional<std::string>(std::string_view)> env;
+  std::string home;  // for `~` and the default blocklist path; empty: $HOME or the passwd entry
+};
+
+// The real process environment.
+std::optional<std::string> process_env(std::string_view name);
+
+// Loads and checks every setting. On failure, the message names the source and the value.
+Expected<Settings, std::string> load(const Sources& sources);
+
+// Helpers, exposed for tests.
+std::optional<bool> parse_bool(std::string_view text);
+std::string home_directory();
+
+}  // namespace sandgate::settings

@@ -1,0 +1,111 @@
+// The decision: may a connection to host:port leave the machine, and if not, why.
+//
+// Checks run in goose's order, first match wins, with sandgate's additions in between:
+//   1. loopback destination (when blocked)                  -> loopback
+//   2. IP literal (unless allowed)                          -> ip-address
+//      an allowed IP literal is still classified:           -> metadata-address, private-address,
+//                                                              reserved-address
+//   3. blocklist                                            -> blocklist
+//   4. port policy (SANDGATE_ALLOWED_PORTS)                 -> port-not-allowed
+//   5. SSH ports: SSH disabled, or host not a git host      -> ssh-disabled, ssh-non-git-host
+//   6. allowlist mode (SANDGATE_ALLOWLIST)                  -> not-allowlisted
+//   7. allow (a remote allowlist, LaunchDarkly, may still deny later: it runs in the proxy)
+//
+// A Policy is immutable once built, so one snapshot can be shared by every worker thread and
+// swapped whole on reload; decide() is thread-safe, allocation-free, and costs O(labels).
+#pragma once
+
+#include <bitset>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rules/domain_set.hpp"
+#include "rules/host.hpp"
+#include "rules/ip_address.hpp"
+
+namespace sandgate::rules {
+
+enum class Verdict : std::uint8_t { allow, deny };
+
+// Why a connection was allowed or denied. The codes (see reason_code) are stable: logs,
+// Proxy-Status details and tests key on them.
+enum class Reason : std::uint8_t {
+  allowed,                   // no rule objected
+  invalid_host,              // the destination is no valid host or port
+  loopback,                  // the destination is this machine (any spelling, *.localhost)
+  ip_address,                // a raw IP literal, and IP literals are not allowed
+  metadata_address,          // a cloud metadata service or link-local address
+  private_address,           // RFC 1918 / CGNAT / unique-local, and private networks are blocked
+  reserved_address,          // multicast, broadcast, documentation and other unroutable ranges
+  blocklist,                 // matched an entry of the blocklist
+  port_not_allowed,          // the port is not in SANDGATE_ALLOWED_PORTS
+  ssh_disabled,              // an SSH port, and SSH is disabled
+  ssh_non_git_host,          // an SSH port, and the host is not one of the git hosts
+  not_allowlisted,           // allowlist mode, and no allowlist entry matched
+  launchdarkly,              // the LaunchDarkly allowlist said no
+  launchdarkly_unreachable,  // LaunchDarkly gave no usable answer and failover is `deny`
+};
+
+std::string_view reason_code(Reason);  // "ip-address", "ssh-non-git-host", ...
+
+struct Decision {
+  Verdict verdict = Verdict::allow;
+  Reason reason = Reason::allowed;
+  std::optional<RuleMatch> rule;  // the list entry that decided, if a list decided
+  AddressClass address_class = AddressClass::public_address;  // for address-based reasons
+
+  bool allowed() const { return verdict == Verdict::allow; }
+};
+
+struct PolicyOptions {
+  bool block_loopback = true;   // GOOSE_SANDBOX_BLOCK_LOOPBACK (goose's default was false)
+  bool allow_ip = false;        // GOOSE_SANDBOX_ALLOW_IP
+  bool allow_ssh = true;        // GOOSE_SANDBOX_ALLOW_SSH
+  bool ssh_all_hosts = false;   // GOOSE_SANDBOX_SSH_ALL_HOSTS
+  // GOOSE_SANDBOX_GIT_HOSTS: normalised names; a host matches if equal or a subdomain.
+  std::vector<std::string> git_hosts = {"github.com", "gitlab.com", "bitbucket.org",
+                                        "ssh.dev.azure.com"};
+  std::vector<std::uint16_t> ssh_ports = {22, 2222, 7999};  // SANDGATE_SSH_PORTS
+  std::vector<std::uint16_t> allowed_ports;  // SANDGATE_ALLOWED_PORTS; empty = every port
+  bool block_private = false;   // SANDGATE_BLOCK_PRIVATE
+  bool allow_metadata = false;  // SANDGATE_ALLOW_METADATA: the opt-out for metadata/link-local
+};
+
+class Policy {
+ public:
+  Policy(PolicyOptions options, DomainSet blocklist, std::optional<DomainSet> allowlist);
+
+  // The decision for a parsed destination.
+  Decision decide(const Host& host, std::uint16_t port) const;
+
+  // The decision for an address a permitted name resolved to, before the proxy dials it:
+  // loopback answers when loopback is blocked, metadata and link-local answers unless allowed,
+  // private answers when private networks are blocked, reserved answers always.
+  Decision decide_resolved(const IpAddress& address) const;
+
+  // One human sentence for a decision, e.g. "api.evil.com is blocked by the blocklist entry
+  // 'evil.com' (blocked.txt line 3)." Allocates; meant for deny replies and logs.
+  std::string explain(const Decision& decision, const Host& host, std::uint16_t port) const;
+
+  const PolicyOptions& options() const { return options_; }
+  const DomainSet& blocklist() const { return blocklist_; }
+  const std::optional<DomainSet>& allowlist() const { return allowlist_; }
+
+ private:
+  bool is_git_host(std::string_view name) const;
+  std::optional<Decision> check_address_class(AddressClass cls) const;
+
+  PolicyOptions options_;
+  DomainSet blocklist_;
+  std::optional<DomainSet> allowlist_;
+  std::bitset<65536> ssh_ports_;
+  std::bitset<65536> allowed_ports_;
+};
+
+// Names that are loopback by definition (RFC 6761): `localhost` and `*.localhost`.
+bool is_localhost_name(std::string_view normalised_name);
+
+}  // namespace sandgate::rules
