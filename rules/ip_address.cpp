@@ -537,9 +537,14 @@ std::optional<IpAddress> parse_ipv6(std::string_view text) {
     zone = text.substr(percent + 1);
     text = text.substr(0, percent);
     // RFC 6874 writes the '%' of a zone as `%25` inside a URI. A zone that is literally "25"
-    // (interface index 25) stays as it is; `%25x` is always read as the URI form.
+    // (interface index 25) stays as it is; `%25x` is always read as the URI form. What is left
+    // may not start with "25" again (`%2525x`): printed as `%25x`, it would read back as zone
+    // "x", and a text that means two things is refused.
     if (zone.size() > 2 && zone.starts_with("25")) {
       zone.remove_prefix(2);
+      if (zone.size() > 2 && zone.starts_with("25")) {
+        return std::nullopt;
+      }
     }
     if (zone.empty()) {
       return std::nullopt;

@@ -23,8 +23,8 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/address_v4.hpp>
 #include <boost/asio/ip/address_v6.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cstring>
@@ -284,10 +284,7 @@ struct Resolver::Impl {
 };
 
 Resolver::Impl::Impl(asio::io_context& io, ResolverOptions options)
-    : io_(io),
-      options_(std::move(options)),
-      timer_(io),
-      lifeline_(std::make_shared<Impl*>(this)) {
+    : io_(io), options_(std::move(options)), timer_(io), lifeline_(std::make_shared<Impl*>(this)) {
   init_ares_library();
   if (options_.timeout <= std::chrono::milliseconds::zero()) {
     throw std::runtime_error("dns: timeout must be positive");
@@ -330,8 +327,8 @@ Resolver::Impl::Impl(asio::io_context& io, ResolverOptions options)
     if (const int status = ares_set_servers_ports_csv(channel_, csv.c_str());
         status != ARES_SUCCESS) {
       ares_destroy(channel_);
-      throw std::runtime_error("dns: c-ares rejected servers '" + csv + "': " +
-                               ares_strerror(status));
+      throw std::runtime_error("dns: c-ares rejected servers '" + csv +
+                               "': " + ares_strerror(status));
     }
   }
 }
@@ -429,12 +426,11 @@ void Resolver::Impl::finish(Query& query, Resolution result) {
 
 void Resolver::Impl::on_addrinfo(void* arg, int status, int /*timeouts*/, ares_addrinfo* info) {
   const std::unique_ptr<Pending> pending(static_cast<Pending*>(arg));
-  const std::unique_ptr<ares_addrinfo, void (*)(ares_addrinfo*)> owned(
-      info, [](ares_addrinfo* ai) {
-        if (ai != nullptr) {
-          ares_freeaddrinfo(ai);
-        }
-      });
+  const std::unique_ptr<ares_addrinfo, void (*)(ares_addrinfo*)> owned(info, [](ares_addrinfo* ai) {
+    if (ai != nullptr) {
+      ares_freeaddrinfo(ai);
+    }
+  });
   Impl& impl = *pending->impl;
   Query& query = *pending->query;
 
@@ -529,8 +525,8 @@ void Resolver::Impl::service(const std::shared_ptr<Watch>& watch) {
     if (watch->released) {
       break;
     }
-    const short events = static_cast<short>((watch->want_read ? POLLIN : 0) |
-                                            (watch->want_write ? POLLOUT : 0));
+    const short events =
+        static_cast<short>((watch->want_read ? POLLIN : 0) | (watch->want_write ? POLLOUT : 0));
     pollfd level{.fd = watch->fd, .events = events, .revents = 0};
     if (events == 0 || ::poll(&level, 1, 0) <= 0 || (level.revents & POLLNVAL) != 0) {
       break;
@@ -541,8 +537,7 @@ void Resolver::Impl::service(const std::shared_ptr<Watch>& watch) {
       return;
     }
     const bool readable = watch->want_read && (level.revents & (POLLIN | POLLERR | POLLHUP)) != 0;
-    const bool writable =
-        watch->want_write && (level.revents & (POLLOUT | POLLERR | POLLHUP)) != 0;
+    const bool writable = watch->want_write && (level.revents & (POLLOUT | POLLERR | POLLHUP)) != 0;
     if (!readable && !writable) {
       break;
     }
@@ -563,19 +558,17 @@ void Resolver::Impl::service(const std::shared_ptr<Watch>& watch) {
 void Resolver::Impl::arm(const std::shared_ptr<Watch>& watch) {
   if (watch->want_read && !watch->read_armed) {
     watch->read_armed = true;
-    watch->descriptor.async_wait(
-        asio::posix::stream_descriptor::wait_read,
-        [lifeline = lifeline_, watch](boost::system::error_code ec) {
-          on_ready(lifeline, watch, true, ec);
-        });
+    watch->descriptor.async_wait(asio::posix::stream_descriptor::wait_read,
+                                 [lifeline = lifeline_, watch](boost::system::error_code ec) {
+                                   on_ready(lifeline, watch, true, ec);
+                                 });
   }
   if (watch->want_write && !watch->write_armed) {
     watch->write_armed = true;
-    watch->descriptor.async_wait(
-        asio::posix::stream_descriptor::wait_write,
-        [lifeline = lifeline_, watch](boost::system::error_code ec) {
-          on_ready(lifeline, watch, false, ec);
-        });
+    watch->descriptor.async_wait(asio::posix::stream_descriptor::wait_write,
+                                 [lifeline = lifeline_, watch](boost::system::error_code ec) {
+                                   on_ready(lifeline, watch, false, ec);
+                                 });
   }
 }
 

@@ -140,6 +140,7 @@ Expected<tcp::endpoint, std::string> Server::bind() {
 
   dns::ResolverOptions dns_options;
   dns_options.servers = settings_.dns_servers;
+  dns_options.timeout = settings_.dns_timeout;
   for (auto& worker : workers_) {
     const int fd = ::dup(listener.native_handle());
     if (fd < 0) {

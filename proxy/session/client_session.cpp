@@ -23,7 +23,6 @@ using namespace asio::experimental::awaitable_operators;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 constexpr std::size_t kHeadLimit = 16 * 1024;
-constexpr std::chrono::seconds kHeadTimeout{10};
 
 }  // namespace
 
@@ -81,12 +80,14 @@ asio::awaitable<void> serve_client(server::Worker& worker, tcp::socket socket) {
 
   // Read the head within the time limit; a client that trickles bytes (slow loris) is cut off.
   asio::steady_timer timeout(context.client.get_executor());
-  timeout.expires_after(kHeadTimeout);
+  timeout.expires_after(context.settings().head_timeout);
   auto outcome = co_await (http::async_read_header(context.client, buffer, parser, use_tuple) ||
                            timeout.async_wait(use_tuple));
   if (outcome.index() == 1) {
     co_await reply_and_log(context, ReplyKind::request_timeout, "deny", "-", "-", 0,
-                           "request-timeout", "the request head did not arrive within 10 s.");
+                           "request-timeout",
+                           "the request head did not arrive within " +
+                               std::to_string(context.settings().head_timeout.count()) + " s.");
     co_return;
   }
   auto [error, bytes] = std::get<0>(outcome);

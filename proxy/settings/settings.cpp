@@ -333,6 +333,22 @@ const std::vector<Setting>& table() {
          }
          return std::nullopt;
        }},
+      {{"dns_timeout", "--dns-timeout", "SANDGATE_DNS_TIMEOUT", "5",
+        "seconds to wait for a DNS answer (all servers and retries)", false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         if (auto error = set_seconds(s.dns_timeout, v, 60); error || s.dns_timeout.count() == 0) {
+           return std::string("expected a whole number of seconds, 1..60");
+         }
+         return std::nullopt;
+       }},
+      {{"head_timeout", "--head-timeout", "SANDGATE_HEAD_TIMEOUT", "10",
+        "seconds a client has to send its request head", false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         if (auto error = set_seconds(s.head_timeout, v, 600); error || s.head_timeout.count() == 0) {
+           return std::string("expected a whole number of seconds, 1..600");
+         }
+         return std::nullopt;
+       }},
       {{"connect_timeout", "--connect-timeout", "SANDGATE_CONNECT_TIMEOUT", "10",
         "seconds to wait for an upstream connection", false},
        [](Settings& s, std::string_view v) -> ApplyResult {

@@ -55,6 +55,8 @@ struct Settings {
   unsigned threads = 0;  // 0: one per core
   std::chrono::seconds drain{10};
   std::vector<std::string> dns_servers;
+  std::chrono::seconds dns_timeout{5};
+  std::chrono::seconds head_timeout{10};
   std::chrono::seconds connect_timeout{10};
   std::chrono::seconds idle_timeout{0};  // 0: off
   std::uint32_t max_connections = 4096;

@@ -78,10 +78,10 @@ void put32(std::vector<std::uint8_t>& out, std::uint32_t value) {
 }
 
 struct Question {
-  std::string name;   // lower case, labels joined with '.'
+  std::string name;  // lower case, labels joined with '.'
   std::uint16_t type;
   std::uint16_t klass;
-  std::size_t end;    // offset just past the question in the query
+  std::size_t end;  // offset just past the question in the query
 };
 
 // The single question of a query, or nothing if it is malformed. Compression pointers (label
@@ -323,9 +323,9 @@ void FakeDnsServer::State::serve_udp() {
   for (int i = 0; i < 64; ++i) {
     Reply reply;
     reply.peer_length = sizeof(reply.peer);
-    const ssize_t received = ::recvfrom(udp, buffer.data(), buffer.size(), 0,
-                                        reinterpret_cast<sockaddr*>(&reply.peer),
-                                        &reply.peer_length);
+    const ssize_t received =
+        ::recvfrom(udp, buffer.data(), buffer.size(), 0, reinterpret_cast<sockaddr*>(&reply.peer),
+                   &reply.peer_length);
     if (received < 0) {
       return;
     }

@@ -29,8 +29,8 @@ namespace {
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
-using sandgate::dns::ResolveError;
 using sandgate::dns::Resolution;
+using sandgate::dns::ResolveError;
 using sandgate::dns::Resolver;
 using sandgate::dns::ResolverOptions;
 using sandgate::fakes::DnsType;
@@ -49,8 +49,8 @@ asio::awaitable<void> resolve_with_patience(Resolver* resolver, std::string name
                                             std::optional<Resolution>* out) {
   using namespace asio::experimental::awaitable_operators;
   asio::steady_timer timer(co_await asio::this_coro::executor, patience);
-  auto winner = co_await (resolver->resolve(std::move(name)) ||
-                          timer.async_wait(asio::use_awaitable));
+  auto winner =
+      co_await (resolver->resolve(std::move(name)) || timer.async_wait(asio::use_awaitable));
   if (winner.index() == 0) {
     *out = std::get<0>(std::move(winner));
   }
@@ -302,7 +302,7 @@ TEST_F(ResolverTest, CacheEvictsLeastRecentlyUsed) {
   resolve_now(io_, resolver, "a.test");
   resolve_now(io_, resolver, "b.test");
   EXPECT_TRUE(resolve_now(io_, resolver, "a.test").from_cache);  // a is now the most recent
-  resolve_now(io_, resolver, "c.test");                           // evicts b
+  resolve_now(io_, resolver, "c.test");                          // evicts b
 
   EXPECT_EQ(resolver.cache_size(), 2u);
   EXPECT_TRUE(resolve_now(io_, resolver, "a.test").from_cache);
@@ -381,7 +381,8 @@ TEST_F(ResolverTest, DestructionCancelsPendingLookups) {
 
   std::vector<std::optional<Resolution>> results(6);
   for (std::size_t i = 0; i < results.size(); ++i) {
-    asio::co_spawn(io_, resolve_into(resolver.get(), i % 2 ? "slow.test" : "gone.test", &results[i]),
+    asio::co_spawn(io_,
+                   resolve_into(resolver.get(), i % 2 ? "slow.test" : "gone.test", &results[i]),
                    asio::detached);
   }
   // Start every lookup (a resolve() begun after the resolver died would be the caller's bug),
@@ -506,8 +507,7 @@ TEST(ResolverFakeDnsTest, SurvivesGarbageAndKeepsAnswering) {
       {0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 1, 'x', 0, 0, 1},         // type cut off
   };
   for (const auto& message : garbage) {
-    ::sendto(sock, message.data(), message.size(), 0, reinterpret_cast<sockaddr*>(&to),
-             sizeof(to));
+    ::sendto(sock, message.data(), message.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof(to));
   }
   ::close(sock);
 

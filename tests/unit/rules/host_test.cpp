@@ -219,7 +219,7 @@ TEST(HostParse, LengthLimits) {
   // 4095 bytes of soft hyphens around a short name: within the input limit, and fine.
   std::string padded = "évil.com";
   while (padded.size() + 2 <= 4096) {
-    padded.insert(1, "\xc2\xad");
+    padded.insert(2, "\xc2\xad");  // after the two bytes of "é"
   }
   EXPECT_EQ(parse_host(padded)->name, "xn--vil-9la.com");
 }
