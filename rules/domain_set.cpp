@@ -436,9 +436,6 @@ std::uint32_t DomainSet::Impl::find(std::string_view name, std::uint64_t hash) c
       return kNone;
     }
     if (slot.tag == tag) {
-      // The name usually ends in the cache line after the header's; fetch both at once rather
-      // than waiting for the header to learn where the name is.
-      __builtin_prefetch(arena.data() + slot.record + kHeader + name.size() - 1);
       const RecordHeader h = header(slot.record);
       if (h.name_length == name.size() &&
           std::memcmp(arena.data() + slot.record + kHeader + h.name_delta, name.data(),

@@ -6,8 +6,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <charconv>
-#include <cstdio>
-#include <cstdlib>
 
 #include "bench/load/loopback_endpoint.hpp"
 
@@ -70,7 +68,6 @@ asio::awaitable<error_kind> open_tunnel(client_slot& slot, const route& via, std
   auto [connect_error] =
       co_await socket.async_connect(via.first_hop, asio::as_tuple(asio::use_awaitable));
   if (connect_error) {
-    if (std::getenv("SGL_DEBUG")) std::fprintf(stderr, "connect: %s\n", connect_error.message().c_str());
     co_return slot.take_timed_out() ? error_kind::timeout : error_kind::connect;
   }
   // Small request/response exchanges: do not let Nagle hold the payload back (curl does the same).

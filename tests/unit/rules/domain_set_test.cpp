@@ -508,5 +508,51 @@ TEST(DomainSetScale, ManyPatternsInOneSet) {
   EXPECT_FALSE(set.match(host_of("p1234-abc.example.com"), 443));
 }
 
+// ---- Robustness: arbitrary lines never crash, and every plain entry matches its own name ----
+
+TEST(DomainSetRobustness, RandomLinesLoadOrAreRefused) {
+  constexpr std::string_view kAlphabet = "ab.-*:[]%#,019 \t\r@/_re\x80\xc3\xa9\xff";
+  std::uint64_t state = 42;
+  const auto next = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<std::size_t>(state >> 33);
+  };
+  DomainSet::Builder builder;
+  std::vector<std::string> plain;  // accepted lines that name one host on every port
+  for (std::uint32_t line = 1; line <= 5000; ++line) {
+    std::string text;
+    const std::size_t length = next() % 24;
+    for (std::size_t i = 0; i < length; ++i) {
+      text += kAlphabet[next() % kAlphabet.size()];
+    }
+    if (next() % 4 == 0) {
+      text = "re:" + text;
+    }
+    const bool ok = !builder.add_line(text, "random", line).has_value();
+    const std::string_view entry = text.substr(0, text.find('#'));
+    if (ok && !entry.starts_with("re:") && entry.find_first_of(":*") == std::string_view::npos) {
+      plain.emplace_back(entry);
+    }
+  }
+  const DomainSet set = std::move(builder).build();
+  for (const std::string& entry : plain) {
+    auto host = parse_host(std::string_view(entry).substr(entry.find_first_not_of(" \t\r")));
+    if (!host) {
+      continue;  // surrounding whitespace the entry trimmed but parse_host would not
+    }
+    EXPECT_TRUE(set.match(*host, 1)) << entry;
+  }
+  for (int i = 0; i < 5000; ++i) {
+    std::string text;
+    const std::size_t length = next() % 16 + 1;
+    for (std::size_t k = 0; k < length; ++k) {
+      text += kAlphabet[next() % kAlphabet.size()];
+    }
+    if (auto host = parse_host(text)) {
+      set.match(*host, static_cast<std::uint16_t>(next()));  // must simply not crash
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sandgate::rules

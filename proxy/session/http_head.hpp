@@ -1,0 +1,84 @@
+// Plain-HTTP message heads: reading a request head on a kept-alive connection (with the checks
+// Beast leaves out), refusing request-smuggling shapes, and rewriting heads as they pass through
+// the proxy (hop-by-hop fields out, Host from the URL, Via in).
+//
+// The checks exist because a proxy that frames a message differently from the origin lets one
+// client request be read as two (request smuggling). Beast already refuses, at head-parse time:
+// conflicting Content-Length values, Content-Length after Transfer-Encoding: chunked (and the
+// reverse), a second Transfer-Encoding after one ending in chunked, a space or other non-token
+// character in a field name (so whitespace before the colon), control characters in field values,
+// and control characters, spaces and NUL/CR/LF in the request target. It accepts, and
+// request_framing_problem() refuses: a repeated identical Content-Length (or the list `5, 5`),
+// Transfer-Encoding together with Content-Length when the coding is not chunked, any coding
+// other than a lone `chunked` (`gzip, chunked`, `chunked, gzip`, `identity`), two
+// Transfer-Encoding fields, Transfer-Encoding in an HTTP/1.0 request, and repeated Host fields.
+// Beast also accepts obsolete line folding (it joins the lines); read_request_head() looks at
+// the raw bytes before Beast does and refuses it.
+//
+// Everything here runs on the calling session's thread; nothing is shared.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/fields.hpp>
+#include <boost/beast/http/message.hpp>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "proxy/session/handlers.hpp"
+
+namespace sandgate::session {
+
+// The request head limit, the same on every request of a connection.
+inline constexpr std::size_t kHttpHeadLimit = 16 * 1024;
+
+struct HeadRead {
+  enum class Status : std::uint8_t {
+    ok,         // the head is in the parser; what followed it is still in the buffer
+    closed,     // the client closed (or reset) the connection, or the drain closed it
+    timeout,    // the head did not arrive in time; `partial` says whether any of it did
+    too_large,  // over the limit
+    malformed,  // not valid HTTP/1.1; `problem` says why
+  };
+  Status status = Status::ok;
+  bool partial = false;
+  std::string problem;
+};
+
+// Reads the next request head from `socket` into `parser` (which must be fresh, with its limits
+// set), within `timeout`. Empty lines before the request line are skipped (RFC 9112 section
+// 2.2). The raw head is checked for obsolete line folding before Beast parses it. Completes on
+// the socket's executor; closing the socket cancels it.
+boost::asio::awaitable<HeadRead> read_request_head(boost::asio::ip::tcp::socket& socket,
+                                                   boost::beast::flat_buffer& buffer,
+                                                   HeadParser& parser,
+                                                   std::chrono::seconds timeout,
+                                                   std::size_t limit = kHttpHeadLimit);
+
+// True when a raw head (request line, fields, the empty line) has a line that starts with a
+// space or tab: obsolete line folding, or whitespace before the first field.
+bool has_obsolete_fold(std::string_view raw_head);
+
+// A sentence naming the request-smuggling shape of a parsed request head, or nothing.
+std::optional<std::string> request_framing_problem(const boost::beast::http::request_header<>& head);
+
+// True for `Upgrade: websocket` with `Connection: upgrade` on an HTTP/1.1 request.
+bool is_websocket_upgrade(const boost::beast::http::request_header<>& head);
+
+// Removes the hop-by-hop fields: Connection and every field it names (except the framing
+// fields Content-Length and Transfer-Encoding, and Host, which no peer may strip), Keep-Alive,
+// Proxy-Connection, Proxy-Authorization, Proxy-Authenticate, TE, Trailer, and Upgrade unless
+// `keep_upgrade`. Transfer-Encoding stays: the serializer frames the body by it.
+void strip_hop_by_hop(boost::beast::http::fields& fields, bool keep_upgrade);
+
+// Appends `1.1 sandgate` to the Via field (creating it).
+void add_via(boost::beast::http::fields& fields);
+
+// True when a comma-separated field value holds `token` (case-insensitive).
+bool has_token(std::string_view list, std::string_view token);
+
+}  // namespace sandgate::session

@@ -1,0 +1,143 @@
+// End to end with the real curl from Debian: HTTPS through a CONNECT tunnel of a running
+// sandgate to a real TLS server (openssl s_server) holding a certificate from a test CA that the
+// test makes; and a blocked host, which curl reports as a failed CONNECT with status 403.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "tests/integration/harness/test_proxy.hpp"
+
+namespace sandgate::testing {
+namespace {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+CommandResult run(const std::string& command) {
+  CommandResult result;
+  FILE* pipe = ::popen(("(" + command + ") 2>&1").c_str(), "r");
+  if (pipe == nullptr) {
+    return result;
+  }
+  std::array<char, 4096> buffer;
+  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) {
+    result.output += buffer.data();
+  }
+  const int status = ::pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+bool port_open(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(port);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// A throw-away CA and a server certificate for origin.test signed by it, made with the openssl
+// command line, plus `openssl s_server -www` serving HTTPS with it on loopback.
+class TlsOrigin {
+ public:
+  explicit TlsOrigin(const std::string& folder) : folder_(folder) {
+    const std::string make =
+        "cd " + folder_ +
+        " && openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=sandgate-test-ca"
+        " -keyout ca.key -out ca.pem"
+        " && openssl req -newkey rsa:2048 -nodes -subj /CN=origin.test"
+        " -keyout server.key -out server.csr"
+        " && printf 'subjectAltName=DNS:origin.test,DNS:blocked.test\\n' > san.ext"
+        " && openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial"
+        " -days 2 -extfile san.ext -out server.pem";
+    auto made = run(make);
+    if (made.exit_code != 0) {
+      throw std::runtime_error("openssl could not make the test CA: " + made.output);
+    }
+    port_ = free_port();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const std::string accept = "127.0.0.1:" + std::to_string(port_);
+      const std::string cert = folder_ + "/server.pem";
+      const std::string key = folder_ + "/server.key";
+      std::freopen("/dev/null", "w", stdout);
+      std::freopen("/dev/null", "r", stdin);
+      ::execlp("openssl", "openssl", "s_server", "-quiet", "-www", "-accept", accept.c_str(),
+               "-cert", cert.c_str(), "-key", key.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    for (int i = 0; i < 200 && !port_open(port_); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  ~TlsOrigin() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  std::uint16_t port() const { return port_; }
+  std::string ca() const { return folder_ + "/ca.pem"; }
+
+ private:
+  std::string folder_;
+  std::uint16_t port_ = 0;
+  pid_t pid_ = -1;
+};
+
+TEST(CurlEndToEnd, HttpsThroughTheTunnelAndABlockedHost) {
+  if (std::system("command -v curl >/dev/null && command -v openssl >/dev/null") != 0) {
+    FAIL() << "curl and openssl are required (scripts/install-deps.sh installs them)";
+  }
+  TestProxy proxy("blocked.test\n", [](settings::Settings& s) {
+    s.policy.block_loopback = false;  // the test origin is on loopback
+  });
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  proxy.dns().set("blocked.test", {"127.0.0.1"});
+  TlsOrigin origin(proxy.folder());
+  ASSERT_TRUE(port_open(origin.port())) << "openssl s_server did not start";
+
+  const std::string curl = "curl -sS --max-time 20 --noproxy '' --cacert " + origin.ca() +
+                           " -x http://127.0.0.1:" + std::to_string(proxy.port()) + " ";
+  auto allowed = run(curl + "https://origin.test:" + std::to_string(origin.port()) + "/");
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.output;
+  EXPECT_NE(allowed.output.find("s_server"), std::string::npos) << allowed.output;
+
+  auto blocked = run(curl + "https://blocked.test:" + std::to_string(origin.port()) + "/");
+  EXPECT_EQ(blocked.exit_code, 56) << blocked.output;  // CURLE_RECV_ERROR: CONNECT failed
+  EXPECT_NE(blocked.output.find("403"), std::string::npos) << blocked.output;
+
+  EXPECT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return log.find("\"host\":\"origin.test\"") != std::string::npos &&
+           log.find("\"reason\":\"blocklist\"") != std::string::npos;
+  })) << proxy.log_text();
+}
+
+}  // namespace
+}  // namespace sandgate::testing
