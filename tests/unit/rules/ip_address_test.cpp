@@ -405,7 +405,7 @@ const ZoneCase kZoneCases[] = {
     {"fe80::1%25", "25", "fe80::1%25"},  // interface index 25, not an escape of nothing
     {"fe80::1%2525", "25", "fe80::1%25"},
     {"fe80::1%250", "0", "fe80::1%0"},
-    {"fe80::1%2525h", "", ""},    // would print as `%25h`, which reads back as zone "h"
+    {"fe80::1%2525h", "", ""},  // would print as `%25h`, which reads back as zone "h"
     {"fe80::1%252525", "", ""},
     {"fe80::1%a.b_c~d-e", "a.b_c~d-e", "fe80::1%a.b_c~d-e"},
     {"::ffff:1.2.3.4%eth0", "eth0", "::ffff:1.2.3.4%eth0"},
