@@ -11,7 +11,7 @@ namespace sandgate::load {
 // Values below 2^(precision_bits + 1) are counted exactly; each power-of-two range above that is
 // split into 2^precision_bits equal sub-buckets, so a value is known to within 1/128 (0.8%) of
 // itself. Recording is one bit_width and one increment, cheap enough for every operation.
-// Not thread-safe: each worker thread records into its own histogram and they are merged at the end.
+// Not thread-safe: each worker thread records into its own, and they are merged at the end.
 class histogram {
  public:
   histogram();

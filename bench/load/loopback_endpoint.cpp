@@ -19,7 +19,8 @@ std::optional<boost::asio::ip::tcp::endpoint> parse_loopback_endpoint(std::strin
     host = host.substr(1, host.size() - 2);
   }
   unsigned port = 0;
-  const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  const auto [end, ec] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
   if (ec != std::errc{} || end != port_text.data() + port_text.size() || port > 65535 ||
       (port == 0 && !allow_port_zero)) {
     error = "port must be a number in 1..65535, got '" + std::string(port_text) + "'";

@@ -18,8 +18,8 @@ inline constexpr char origin_sink = 'u';
 
 struct origin_options {
   boost::asio::ip::tcp::endpoint listen;
-  std::string port_file;          // written (atomically) with "HOST:PORT\n" once listening
-  double lifetime_s = 3600;       // exits by itself after this long, so a lost process cannot linger
+  std::string port_file;     // written (atomically) with "HOST:PORT\n" once listening
+  double lifetime_s = 3600;  // exits by itself after this long, so a lost process cannot linger
   std::size_t chunk_bytes = 128 * 1024;  // write size of the source and read size of the sink
 };
 

@@ -54,8 +54,8 @@ void per_tunnel(json_line& json, const char* name, const run_result& r,
     json.null_field(name);
     return;
   }
-  const double delta = static_cast<double>(*r.memory_after.*member) -
-                       static_cast<double>(*r.memory_before.*member);
+  const double delta =
+      static_cast<double>(*r.memory_after.*member) - static_cast<double>(*r.memory_before.*member);
   json.field(name, delta / static_cast<double>(r.tunnels_open));
 }
 
@@ -128,11 +128,10 @@ std::string to_human(const run_result& r) {
                   micros(r.latency_ns.value_at_percentile(99.9)) / 1000);
   } else if (r.workload == "idle") {
     const bool measured = r.memory_before && r.memory_after && r.tunnels_open > 0;
-    const double anon =
-        measured ? (static_cast<double>(r.memory_after->anonymous_kb) -
-                    static_cast<double>(r.memory_before->anonymous_kb)) /
-                       static_cast<double>(r.tunnels_open)
-                 : 0.0;
+    const double anon = measured ? (static_cast<double>(r.memory_after->anonymous_kb) -
+                                    static_cast<double>(r.memory_before->anonymous_kb)) /
+                                       static_cast<double>(r.tunnels_open)
+                                 : 0.0;
     std::snprintf(line, sizeof line,
                   "%-10s idle     n=%-5llu open %llu in %.2f s, alive %llu, %s%.2f KB anon/tunnel",
                   name, static_cast<unsigned long long>(r.tunnels_requested),

@@ -32,7 +32,7 @@ struct run_result {
 
   std::array<std::uint64_t, error_kind_count> errors{};
   std::map<int, std::uint64_t> refused_status;  // proxy status code -> count, for `refused`
-  bool aborted = false;       // stopped early because --max-errors was reached
+  bool aborted = false;                         // stopped early because --max-errors was reached
   bool hard_stopped = false;  // the run overstayed its bound and was cut (a bug if ever seen)
 
   // Idle.

@@ -291,8 +291,7 @@ run_result run_timed(const run_options& options) {
     }
     helpers.emplace_back([&parts, &options, t, clients, first_client, warmup_end, run_end,
                           max_errors] {
-      parts[t] =
-          run_timed_worker(options, clients, first_client, warmup_end, run_end, max_errors);
+      parts[t] = run_timed_worker(options, clients, first_client, warmup_end, run_end, max_errors);
     });
     first_client += clients;
   }
@@ -380,8 +379,8 @@ asio::awaitable<void> idle_main(std::shared_ptr<idle_state> state) {
 
   // Open with bounded parallelism: 10,000 SYNs at once would overflow listen queues and turn
   // into one-second SYN retransmits, measuring the kernel rather than the proxy.
-  const auto openers = static_cast<unsigned>(std::min<std::uint64_t>(
-      state->options.open_parallelism, state->result.tunnels_requested));
+  const auto openers = static_cast<unsigned>(
+      std::min<std::uint64_t>(state->options.open_parallelism, state->result.tunnels_requested));
   state->openers_left = openers;
   state->all_open = std::make_unique<asio::steady_timer>(executor, steady::time_point::max());
   for (unsigned i = 0; i < openers; ++i) {

@@ -22,15 +22,15 @@ struct run_options {
   std::optional<boost::asio::ip::tcp::endpoint> proxy;  // nullopt: straight to the origin
   boost::asio::ip::tcp::endpoint origin;
   workload_kind workload = workload_kind::setups;
-  unsigned concurrency = 16;   // clients (setups) or tunnels (the others)
-  double duration_s = 5;       // run length; for idle, how long the tunnels are held
-  double warmup_s = -1;        // excluded from the rates; < 0: 10% of the duration, at most 1 s
-  double timeout_s = 5;        // bound on each connect / handshake / echo / stalled read
-  unsigned threads = 1;        // event-loop threads, at most the number of cores
-  int proxy_pid = 0;           // idle: the process whose memory is sampled (0: none)
-  std::string label;           // copied into the report
-  std::uint64_t max_errors = 100000;  // the run stops early past this many errors
-  std::size_t payload_bytes = 32;      // setups/idle echo size
+  unsigned concurrency = 16;  // clients (setups) or tunnels (the others)
+  double duration_s = 5;      // run length; for idle, how long the tunnels are held
+  double warmup_s = -1;       // excluded from the rates; < 0: 10% of the duration, at most 1 s
+  double timeout_s = 5;       // bound on each connect / handshake / echo / stalled read
+  unsigned threads = 1;       // event-loop threads, at most the number of cores
+  int proxy_pid = 0;          // idle: the process whose memory is sampled (0: none)
+  std::string label;          // copied into the report
+  std::uint64_t max_errors = 100000;     // the run stops early past this many errors
+  std::size_t payload_bytes = 32;        // setups/idle echo size
   std::size_t chunk_bytes = 128 * 1024;  // download read size, upload write size
   unsigned open_parallelism = 64;        // idle: tunnels being opened at once
   double settle_s = 1;                   // idle: pause between the last open and the sample

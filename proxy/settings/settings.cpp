@@ -557,6 +557,11 @@ Expected<Settings, std::string> load(const Sources& sources) {
     }
   }
 
+  // Naming the default path explicitly (as the example config does) keeps its first-run
+  // behaviour: created from the template when absent.
+  settings.blocklist_is_default =
+      settings.blocklist_path == home + "/.config/goose/sandbox/blocked.txt";
+
   // Checks across settings.
   if (!settings.allow_remote_clients) {
     std::string_view listen = settings.listen;
