@@ -73,5 +73,5 @@ int main(int argc, char** argv) {
   if (*check) {
     return sandgate::commands::run_check(*settings, target, std::cout, std::cerr);
   }
-  return sandgate::commands::run_serve(*settings);
+  return sandgate::commands::run_serve(*settings, sources);
 }

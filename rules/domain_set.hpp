@@ -8,7 +8,7 @@
 //   ENTRY:443            any of the above, only for port 443 (`:22,2222` for several ports)
 //   # comment            '#' starts a comment anywhere on a line; blank lines are ignored
 // Names are normalised like hosts (case, one trailing dot, IDN to punycode), so `ÉVIL.com.`
-// and `xn--vil-bma.com` are one entry.
+// and `xn--vil-9la.com` are one entry.
 //
 // Lookups cost O(labels of the host), independent of the number of entries: names live in one
 // open-addressing hash table keyed on each suffix at a label boundary, and all `re:` patterns

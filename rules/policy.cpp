@@ -56,6 +56,11 @@ bool is_localhost_name(std::string_view name) {
 }
 
 Policy::Policy(PolicyOptions options, DomainSet blocklist, std::optional<DomainSet> allowlist)
+    : Policy(std::move(options), std::make_shared<const DomainSet>(std::move(blocklist)),
+             allowlist ? std::make_shared<const DomainSet>(std::move(*allowlist)) : nullptr) {}
+
+Policy::Policy(PolicyOptions options, std::shared_ptr<const DomainSet> blocklist,
+               std::shared_ptr<const DomainSet> allowlist)
     : options_(std::move(options)),
       blocklist_(std::move(blocklist)),
       allowlist_(std::move(allowlist)) {
@@ -136,7 +141,7 @@ Decision Policy::decide(const Host& host, std::uint16_t port) const {
   }
 
   // 3. Blocklist: an entry always wins, also over the allowlist.
-  if (auto match = blocklist_.match(host, port)) {
+  if (auto match = blocklist_->match(host, port)) {
     Decision decision = deny(Reason::blocklist, cls);
     decision.rule = match;
     return decision;

@@ -17,6 +17,7 @@
 
 #include <bitset>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -77,6 +78,10 @@ struct PolicyOptions {
 class Policy {
  public:
   Policy(PolicyOptions options, DomainSet blocklist, std::optional<DomainSet> allowlist);
+  // Shares already-built sets, so a reload that changes one file need not rebuild the other.
+  // `allowlist` null: no allowlist mode. `blocklist` must not be null.
+  Policy(PolicyOptions options, std::shared_ptr<const DomainSet> blocklist,
+         std::shared_ptr<const DomainSet> allowlist);
 
   // The decision for a parsed destination.
   Decision decide(const Host& host, std::uint16_t port) const;
@@ -91,16 +96,18 @@ class Policy {
   std::string explain(const Decision& decision, const Host& host, std::uint16_t port) const;
 
   const PolicyOptions& options() const { return options_; }
-  const DomainSet& blocklist() const { return blocklist_; }
-  const std::optional<DomainSet>& allowlist() const { return allowlist_; }
+  const DomainSet& blocklist() const { return *blocklist_; }
+  const DomainSet* allowlist() const { return allowlist_.get(); }  // null: no allowlist mode
+  const std::shared_ptr<const DomainSet>& shared_blocklist() const { return blocklist_; }
+  const std::shared_ptr<const DomainSet>& shared_allowlist() const { return allowlist_; }
 
  private:
   bool is_git_host(std::string_view name) const;
   std::optional<Decision> check_address_class(AddressClass cls) const;
 
   PolicyOptions options_;
-  DomainSet blocklist_;
-  std::optional<DomainSet> allowlist_;
+  std::shared_ptr<const DomainSet> blocklist_;
+  std::shared_ptr<const DomainSet> allowlist_;
   std::bitset<65536> ssh_ports_;
   std::bitset<65536> allowed_ports_;
 };

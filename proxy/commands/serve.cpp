@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "proxy/log/decision_log.hpp"
+#include "proxy/reload/policy_reloader.hpp"
 #include "proxy/server/server.hpp"
 #include "proxy/settings/policy_loader.hpp"
 
@@ -50,7 +51,7 @@ bool write_port_file(const std::string& path, std::uint16_t port, std::string& e
 
 }  // namespace
 
-int run_serve(const settings::Settings& settings) {
+int run_serve(const settings::Settings& settings, const settings::Sources& sources) {
   // A client that disconnects while we write must cost an error code, not the process.
   std::signal(SIGPIPE, SIG_IGN);
 
@@ -79,19 +80,25 @@ int run_serve(const settings::Settings& settings) {
     log.note("error", endpoint.error());
     return kStartupError;
   }
-  server.on_hangup = [&settings, &log, &server] {
+  // Files are watched and reloaded as they change; SIGHUP forces a reload of everything and
+  // reopens the log file (for logrotate).
+  std::unique_ptr<reload::PolicyReloader> reloader;
+  try {
+    reloader = std::make_unique<reload::PolicyReloader>(
+        settings, sources, log, loaded->policy,
+        [&server](std::shared_ptr<const rules::Policy> policy) {
+          server.publish(std::move(policy));
+        });
+  } catch (const std::exception& error) {
+    log.note("error", error.what());
+    return kStartupError;
+  }
+  reloader->start();
+  server.on_hangup = [&log, &reloader] {
     log.reopen();
-    auto reloaded = settings::load_policy(settings, settings::MissingDefaultBlocklist::create);
-    if (!reloaded) {
-      log.note("error", "reload failed, keeping the previous rules: " + reloaded.error());
-      return;
-    }
-    report_load(log, *reloaded);
-    server.publish(reloaded->policy);
-    log.note("info", "reloaded " + settings.blocklist_path + ": " +
-                         std::to_string(reloaded->policy->blocklist().size()) + " entries, " +
-                         std::to_string(reloaded->issues.size()) + " rejected lines");
+    reloader->reload_all();
   };
+
 
   const std::string address = endpoint->address().is_v6()
                                   ? "[" + endpoint->address().to_string() + "]"

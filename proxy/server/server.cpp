@@ -92,7 +92,7 @@ Expected<tcp::endpoint, std::string> parse_listen(const std::string& text) {
 
 Server::Server(const settings::Settings& settings, log::DecisionLog& log,
                std::shared_ptr<const rules::Policy> policy)
-    : settings_(settings), log_(log), shared_{settings, log} {
+    : settings_(settings), log_(log), shared_{settings, log}, latest_policy_(policy) {
   for (unsigned i = 0; i < settings.threads; ++i) {
     workers_.push_back(std::make_unique<Worker>(shared_, policy));
   }
@@ -160,7 +160,16 @@ Expected<tcp::endpoint, std::string> Server::bind() {
   return endpoint_;
 }
 
+std::shared_ptr<const rules::Policy> Server::current_policy() const {
+  std::lock_guard lock(policy_mutex_);
+  return latest_policy_;
+}
+
 void Server::publish(std::shared_ptr<const rules::Policy> policy) {
+  {
+    std::lock_guard lock(policy_mutex_);
+    latest_policy_ = policy;
+  }
   for (auto& worker : workers_) {
     Worker* target = worker.get();
     asio::post(target->io, [target, policy] { target->policy = policy; });

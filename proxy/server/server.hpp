@@ -6,6 +6,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,6 +44,8 @@ class Server {
   std::function<void()> on_hangup;
 
   std::uint32_t open_connections() const;
+  // The policy most recently published (or the initial one). Thread-safe.
+  std::shared_ptr<const rules::Policy> current_policy() const;
 
  private:
   void drain_step();
@@ -58,6 +61,8 @@ class Server {
   std::chrono::steady_clock::time_point drain_deadline_;
   bool force_closed_ = false;
   std::unique_ptr<boost::asio::steady_timer> drain_timer_;
+  mutable std::mutex policy_mutex_;  // guards latest_policy_; taken on publish, not per connection
+  std::shared_ptr<const rules::Policy> latest_policy_;
 };
 
 }  // namespace sandgate::server

@@ -1,0 +1,134 @@
+// Where sandgate-connect finds the proxy: the accepted URL forms, the refused ones with their
+// reasons, and the order --proxy, SANDBOX_PROXY_PORT, HTTPS_PROXY, https_proxy, ALL_PROXY,
+// all_proxy.
+#include "connect-proxy/proxy_location.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace sandgate::connect_proxy {
+namespace {
+
+struct GoodCase {
+  const char* text;
+  const char* host;
+  std::uint16_t port;
+};
+
+class ProxyAddressAccepted : public ::testing::TestWithParam<GoodCase> {};
+
+TEST_P(ProxyAddressAccepted, Parses) {
+  const auto& param = GetParam();
+  auto parsed = parse_proxy_address(param.text, "HTTPS_PROXY");
+  ASSERT_TRUE(parsed) << parsed.error();
+  EXPECT_EQ(parsed->host, param.host);
+  EXPECT_EQ(parsed->port, param.port);
+  EXPECT_EQ(parsed->source, "HTTPS_PROXY");
+}
+
+INSTANTIATE_TEST_SUITE_P(Forms, ProxyAddressAccepted,
+                         ::testing::Values(GoodCase{"127.0.0.1:9877", "127.0.0.1", 9877},
+                                           GoodCase{"http://127.0.0.1:9877", "127.0.0.1", 9877},
+                                           GoodCase{"http://127.0.0.1:9877/", "127.0.0.1", 9877},
+                                           GoodCase{"HTTP://proxy.corp.example:3128",
+                                                    "proxy.corp.example", 3128},
+                                           GoodCase{"localhost:1", "localhost", 1},
+                                           GoodCase{"http://[::1]:9877", "::1", 9877},
+                                           GoodCase{"[::1]:65535/", "::1", 65535},
+                                           GoodCase{"  http://127.0.0.1:80  ", "127.0.0.1", 80}));
+
+struct BadCase {
+  const char* text;
+  const char* why;  // a piece of the message
+};
+
+class ProxyAddressRefused : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(ProxyAddressRefused, SaysWhy) {
+  const auto& param = GetParam();
+  auto parsed = parse_proxy_address(param.text, "https_proxy");
+  ASSERT_FALSE(parsed) << param.text;
+  EXPECT_NE(parsed.error().find(param.why), std::string::npos) << parsed.error();
+  EXPECT_NE(parsed.error().find("https_proxy=\""), std::string::npos) << parsed.error();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Forms, ProxyAddressRefused,
+    ::testing::Values(
+        BadCase{"https://proxy:443", "TLS to the proxy"},
+        BadCase{"socks5://127.0.0.1:1080", "SOCKS"}, BadCase{"socks5h://127.0.0.1:1080", "SOCKS"},
+        BadCase{"ftp://x:1", "unknown scheme"}, BadCase{"http://user:pw@proxy:8080", "credentials"},
+        BadCase{"http://proxy:8080/path", "no path"}, BadCase{"http://proxy", "no port"},
+        BadCase{"proxy:", "not a number"}, BadCase{"proxy:0", "not a number"},
+        BadCase{"proxy:65536", "not a number"}, BadCase{"proxy:80x", "not a number"},
+        BadCase{"::1:8080", "brackets"}, BadCase{"[::1:8080", "closing"},
+        BadCase{"[nothex]:80", "not an IPv6"}, BadCase{"[::1]", "no port"},
+        BadCase{"pro xy:80", "not a host name"}, BadCase{"", "empty"}));
+
+// A fake environment for find_proxy.
+EnvLookup fake_env(std::map<std::string, std::string, std::less<>> values) {
+  return [values = std::move(values)](std::string_view name) -> std::optional<std::string> {
+    auto found = values.find(name);
+    if (found == values.end()) {
+      return std::nullopt;
+    }
+    return found->second;
+  };
+}
+
+TEST(FindProxy, FlagWinsOverEverything) {
+  auto found = find_proxy(std::string("10.0.0.1:3128"),
+                          fake_env({{"SANDBOX_PROXY_PORT", "9877"}, {"HTTPS_PROXY", "h:1"}}));
+  ASSERT_TRUE(found) << found.error();
+  EXPECT_EQ(found->display(), "10.0.0.1:3128");
+  EXPECT_EQ(found->source, "--proxy");
+}
+
+TEST(FindProxy, SandboxProxyPortIsOnLoopback) {
+  auto found = find_proxy(
+      std::nullopt, fake_env({{"SANDBOX_PROXY_PORT", " 9877 "}, {"HTTPS_PROXY", "http://h:1"}}));
+  ASSERT_TRUE(found) << found.error();
+  EXPECT_EQ(found->display(), "127.0.0.1:9877");
+  EXPECT_EQ(found->source, "SANDBOX_PROXY_PORT");
+}
+
+TEST(FindProxy, BadSandboxProxyPortIsAnErrorNotAFallThrough) {
+  auto found =
+      find_proxy(std::nullopt,
+                 fake_env({{"SANDBOX_PROXY_PORT", "http://x:1"}, {"HTTPS_PROXY", "http://h:1"}}));
+  ASSERT_FALSE(found);
+  EXPECT_NE(found.error().find("SANDBOX_PROXY_PORT=\"http://x:1\""), std::string::npos)
+      << found.error();
+}
+
+TEST(FindProxy, UrlVariablesInOrderAndEmptyOnesSkipped) {
+  auto env = fake_env({{"SANDBOX_PROXY_PORT", ""},
+                       {"HTTPS_PROXY", "  "},
+                       {"https_proxy", "http://[::1]:8080/"},
+                       {"ALL_PROXY", "http://a:1"},
+                       {"all_proxy", "http://b:2"}});
+  auto found = find_proxy(std::nullopt, env);
+  ASSERT_TRUE(found) << found.error();
+  EXPECT_EQ(found->display(), "[::1]:8080");
+  EXPECT_EQ(found->source, "https_proxy");
+
+  found = find_proxy(std::nullopt, fake_env({{"all_proxy", "b:2"}, {"ALL_PROXY", "a:1"}}));
+  ASSERT_TRUE(found) << found.error();
+  EXPECT_EQ(found->source, "ALL_PROXY");
+  found = find_proxy(std::nullopt, fake_env({{"all_proxy", "b:2"}}));
+  ASSERT_TRUE(found) << found.error();
+  EXPECT_EQ(found->source, "all_proxy");
+}
+
+TEST(FindProxy, NothingConfiguredNamesEveryVariable) {
+  auto found = find_proxy(std::nullopt, fake_env({}));
+  ASSERT_FALSE(found);
+  for (const char* name :
+       {"--proxy", "SANDBOX_PROXY_PORT", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"}) {
+    EXPECT_NE(found.error().find(name), std::string::npos) << name << ": " << found.error();
+  }
+}
+
+}  // namespace
+}  // namespace sandgate::connect_proxy
