@@ -242,3 +242,45 @@ TEST_F(ReloadTest, ForcedReloadOfEverything) {
 
 }  // namespace
 }  // namespace sandgate::testing
+
+namespace sandgate::testing {
+namespace {
+
+TEST(ReloadConfig, PolicySettingsInTheConfigFileApplyLive) {
+  TestProxy proxy("stable.test\n");
+  const std::string config = proxy.folder() + "/sandgate.toml";
+  write_file(config, "allow_ssh = true\n");
+  settings::Sources sources;
+  sources.flags.emplace("--config", config);
+  sources.home = proxy.folder();
+  auto base = settings::load(sources);
+  ASSERT_TRUE(base) << base.error();
+  base->blocklist_path = proxy.settings().blocklist_path;
+  auto opened = log::DecisionLog::open(settings::LogFormat::json, proxy.folder() + "/r.log");
+  reload::PolicyReloader reloader(*base, sources, **opened, proxy.server().current_policy(),
+                                  [&proxy](std::shared_ptr<const rules::Policy> policy) {
+                                    proxy.server().publish(std::move(policy));
+                                  });
+  reloader.start();
+  TestClient before(proxy.port());
+  EXPECT_EQ(send_connect(before, "github.com:22").status, 502);  // allowed; the name is unknown
+
+  write_file(config, "allow_ssh = false\n");
+  bool flipped = false;
+  for (int i = 0; i < 100 && !flipped; ++i) {
+    TestClient client(proxy.port());
+    auto head = send_connect(client, "github.com:22");
+    flipped = head.status == 403 && head.proxy_status.find("ssh-disabled") != std::string::npos;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(flipped);
+
+  // A broken config keeps the previous settings.
+  write_file(config, "allow_ssh = maybe\n");
+  std::this_thread::sleep_for(500ms);
+  TestClient after(proxy.port());
+  EXPECT_EQ(send_connect(after, "github.com:22").status, 403);
+}
+
+}  // namespace
+}  // namespace sandgate::testing

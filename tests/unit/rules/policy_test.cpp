@@ -513,7 +513,7 @@ TEST(PolicyBypass, AuthoritiesThatSmuggleAHostAreRejectedAtParse) {
       // Full-width look-alikes map to the ASCII they imitate, and are refused like it.
       {"evil.com\xef\xbc\xa0github.com:22", HostError::userinfo},       // U+FF20 '@'
       {"github.com\xef\xbc\x8f.attacker.example:22", HostError::path},  // U+FF0F '/'
-      {"github.com\xef\xbc\x9a22", HostError::bad_character},           // U+FF1A ':'
+      {"github.com\xef\xbc\x9a" "22", HostError::bad_character},      // U+FF1A ':'
   };
   const Policy policy = make_policy(Opts{}.allow_ip().ssh_all_hosts().block_loopback(false));
   for (const Case& c : cases) {
