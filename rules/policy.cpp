@@ -47,6 +47,8 @@ std::string_view reason_code(Reason reason) {
     case Reason::not_allowlisted: return "not-allowlisted";
     case Reason::launchdarkly: return "launchdarkly";
     case Reason::launchdarkly_unreachable: return "launchdarkly-unreachable";
+    case Reason::sni_mismatch: return "sni-mismatch";
+    case Reason::protocol_mismatch: return "protocol-mismatch";
   }
   return "unknown";
 }
@@ -173,6 +175,16 @@ Decision Policy::decide(const Host& host, std::uint16_t port) const {
   return Decision{Verdict::allow, Reason::allowed, std::nullopt, cls};
 }
 
+Decision Policy::decide_ssh(const Host& host) const {
+  if (!options_.allow_ssh) {
+    return deny(Reason::ssh_disabled);
+  }
+  if (!options_.ssh_all_hosts && (host.is_ip() || !is_git_host(host.name))) {
+    return deny(Reason::ssh_non_git_host);
+  }
+  return Decision{};
+}
+
 Decision Policy::decide_resolved(const IpAddress& address) const {
   const AddressClass cls = classify(address);
   if (auto denied = check_address_class(cls)) {
@@ -232,6 +244,12 @@ std::string Policy::explain(const Decision& decision, const Host& host,
     case Reason::launchdarkly_unreachable:
       return "LaunchDarkly gave no answer for " + host.display() +
              ", and its failover mode is deny (GOOSE_SANDBOX_LD_FAILOVER).";
+    case Reason::sni_mismatch:
+      return "the TLS ClientHello for " + target +
+             " names a different server (SANDGATE_SNI_CHECK).";
+    case Reason::protocol_mismatch:
+      return "the client did not start TLS on " + target +
+             ", a TLS port (SANDGATE_TLS_PORTS, SANDGATE_SNI_CHECK).";
   }
   return target + " was denied.";
 }

@@ -48,6 +48,8 @@ enum class Reason : std::uint8_t {
   not_allowlisted,           // allowlist mode, and no allowlist entry matched
   launchdarkly,              // the LaunchDarkly allowlist said no
   launchdarkly_unreachable,  // LaunchDarkly gave no usable answer and failover is `deny`
+  sni_mismatch,              // the TLS ClientHello names another server than the CONNECT host
+  protocol_mismatch,         // not TLS on a TLS port (or a broken ClientHello)
 };
 
 std::string_view reason_code(Reason);  // "ip-address", "ssh-non-git-host", ...
@@ -85,6 +87,10 @@ class Policy {
 
   // The decision for a parsed destination.
   Decision decide(const Host& host, std::uint16_t port) const;
+
+  // The decision for a tunnel whose client speaks SSH (whatever the port): the SSH rules of
+  // check 5 apply. `host` was already allowed by decide().
+  Decision decide_ssh(const Host& host) const;
 
   // The decision for an address a permitted name resolved to, before the proxy dials it:
   // loopback answers when loopback is blocked, metadata and link-local answers unless allowed,

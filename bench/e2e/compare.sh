@@ -10,7 +10,8 @@
 #
 # Environment: ROUNDS (3), QUICK (0), TARGETS ("none sandgate tinyproxy squid"), DURATION (5,
 # quick 2), SETUP_LEVELS ("1 16 256", quick "16"), STREAM_LEVELS ("1 16"), IDLE_TUNNELS (10000),
-# PROXY_CPU (0), LOAD_CPU (1), ORIGIN_CPU (same as PROXY_CPU), BUILD (build), SANDGATE (its binary).
+# PROXY_CPU (0), LOAD_CPU (1), ORIGIN_CPU (same as PROXY_CPU), NICE (0), BUILD (build),
+# SANDGATE (its binary).
 
 # Not -e: one target failing must leave the others' results standing.
 set -uo pipefail
@@ -36,6 +37,9 @@ load_cpu=${LOAD_CPU:-1}
 # The origin shares the proxy's core: then every cycle the proxy spends is a cycle the origin
 # lacks, so proxy overhead shows in the numbers instead of hiding in an idle core (README).
 origin_cpu=${ORIGIN_CPU:-$proxy_cpu}
+# NICE=-5 (as root) favours the measured processes over whatever else the machine runs; off by
+# default because on a shared machine that slows everyone else down.
+niceness=${NICE:-0}
 
 note() { printf 'compare.sh: %s\n' "$*" >&2; }
 notes=()  # caveats gathered on the way, repeated under the table
@@ -50,9 +54,9 @@ fi
 if ! command -v taskset >/dev/null || (($(nproc) < 2)); then
   note "no taskset or fewer than 2 cores: running unpinned"
   notes+=("Processes were not pinned (no taskset or a single core).")
-  pin() { shift; exec "$@"; }
+  pin() { shift; exec nice -n "$niceness" "$@"; }
 else
-  pin() { local cpu=$1; shift; exec taskset -c "$cpu" "$@"; }
+  pin() { local cpu=$1; shift; exec nice -n "$niceness" taskset -c "$cpu" "$@"; }
 fi
 # pin execs, so `pin CPU CMD &` leaves $! the command's own PID (taskset execs too): the PID
 # whose memory is read and which is stopped. Only ever call it in a subshell (& or a pipe).
@@ -67,7 +71,8 @@ if ((${#missing[@]})); then
     note "installing ${missing[*]} with apt-get"
     export DEBIAN_FRONTEND=noninteractive
     apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 ||
-      { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1; } ||
+      { apt-get update -qq >/dev/null 2>&1 &&
+        apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1; } ||
       note "apt-get could not install ${missing[*]}"
   else
     note "${missing[*]} missing and not root: skipped"
@@ -83,7 +88,8 @@ if [[ $fd_limit != unlimited ]] && ((2 * idle_tunnels + 1000 > fd_limit)); then
   fd_limit=$(ulimit -Sn)
   if ((2 * idle_tunnels + 1000 > fd_limit)); then
     reduced=$(((fd_limit - 1000) / 2))
-    notes+=("Idle: ${reduced} tunnels instead of ${idle_tunnels}: the descriptor limit is ${fd_limit} and cannot be raised here (no CAP_SYS_RESOURCE); a proxy needs 2 per tunnel.")
+    notes+=("Idle: ${reduced} tunnels instead of ${idle_tunnels}: the descriptor limit is \
+${fd_limit} and cannot be raised here; a proxy needs 2 descriptors per tunnel.")
     note "${notes[-1]}"
     idle_tunnels=$reduced
   fi
@@ -96,6 +102,12 @@ raw=$results_dir/compare-$stamp.jsonl
 work=$(mktemp -d /tmp/sandgate-compare.XXXXXX)
 # squid drops to its own user and must still reach its config and log in here.
 chmod 755 "$work"
+# A private copy of sandgate, so a rebuild by someone else mid-run cannot swap or remove the
+# binary between rounds: every round measures the same build.
+if want sandgate && [[ -x $sandgate ]] && cp "$sandgate" "$work/sandgate"; then
+  note "sandgate: measuring a copy of $sandgate ($(stat -c %y "$sandgate" | cut -d. -f1))"
+  sandgate=$work/sandgate
+fi
 
 # ---- processes -------------------------------------------------------------------------------
 
@@ -267,7 +279,7 @@ measure() {
 
 note "targets: ${targets[*]}; $rounds round(s) of ${duration} s runs; raw results: $raw"
 start_origin
-declare -A available
+declare -A rounds_measured
 for ((round = 1; round <= rounds; ++round)); do
   # Rotate the order every round so no target always runs first (or right after a heavy one).
   order=()
@@ -278,7 +290,7 @@ for ((round = 1; round <= rounds; ++round)); do
 
   # Fresh proxies for every round; they all wait idle while another one is measured.
   for target in "${order[@]}"; do
-    start_target "$target" && available[$target]=1
+    start_target "$target" && rounds_measured[$target]=$((${rounds_measured[$target]:-0} + 1))
   done
   for level in "${setup_levels[@]}"; do
     for target in "${order[@]}"; do
@@ -308,87 +320,21 @@ done
 stop_pid "$origin_pid"
 
 for target in "${targets[@]}"; do
-  [[ -n ${available[$target]:-} ]] || notes+=("$target: not available, skipped.")
+  count=${rounds_measured[$target]:-0}
+  if ((count == 0)); then
+    notes+=("$target: not available, skipped.")
+  elif ((count < rounds)); then
+    notes+=("$target: available in $count of $rounds rounds only; its medians are over those.")
+  fi
 done
 
 # ---- report ----------------------------------------------------------------------------------
 
 machine="$(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
-printf '<!-- sandgate-load compare %s: %s; %s round(s), %s s runs; proxy on CPU %s, origin on CPU %s, load on CPU %s; raw: %s -->\n' \
-  "$stamp" "$machine" "$rounds" "$duration" "$proxy_cpu" "$origin_cpu" "$load_cpu" "$raw"
-python3 - "$raw" "${targets[@]}" <<'EOF'
-# Medians over rounds per (target, workload, concurrency); ratios are median / median of "none".
-import json, statistics, sys
-
-raw, targets = sys.argv[1], sys.argv[2:]
-runs = [json.loads(line) for line in open(raw) if line.startswith("{")]
-
-def values(label, workload, concurrency, get):
-    out = []
-    for r in runs:
-        if r["label"] == label and r["workload"] == workload and (
-                concurrency is None or r["concurrency"] == concurrency):
-            v = get(r)
-            if v is not None:
-                out.append(v)
-    return out
-
-def median(label, workload, concurrency, get):
-    v = values(label, workload, concurrency, get)
-    return statistics.median(v) if v else None
-
-def errors(label, workload, concurrency=None):
-    return sum(r["errors_total"] for r in runs if r["label"] == label
-               and r["workload"] == workload and (concurrency is None or r["concurrency"] == concurrency))
-
-def fmt(v, digits=0, unit=""):
-    return "—" if v is None else f"{v:,.{digits}f}{unit}"
-
-def ratio(v, base):
-    return "" if v is None or not base else f" ({v / base:.2f}×)"
-
-levels = sorted({r["concurrency"] for r in runs if r["workload"] == "setups"})
-print("\n**Setups** (connect → CONNECT → 32-byte echo → close; median of rounds; × = ratio to no proxy)\n")
-print("| target | clients | setups/s | p50 ms | p99 ms | p99.9 ms | errors |")
-print("|---|---:|---:|---:|---:|---:|---:|")
-for c in levels:
-    base_rate = median("none", "setups", c, lambda r: r["setups_per_s"])
-    base_p99 = median("none", "setups", c, lambda r: r["latency_us"]["p99"])
-    for t in targets:
-        if not values(t, "setups", c, lambda r: r):
-            continue
-        rate = median(t, "setups", c, lambda r: r["setups_per_s"] if r["setups"] else None)
-        p50 = median(t, "setups", c, lambda r: r["latency_us"]["p50"] / 1000 if r["setups"] else None)
-        p99 = median(t, "setups", c, lambda r: r["latency_us"]["p99"] / 1000 if r["setups"] else None)
-        p999 = median(t, "setups", c, lambda r: r["latency_us"]["p999"] / 1000 if r["setups"] else None)
-        p99_ratio = ratio(p99 * 1000 if p99 is not None else None, base_p99) if t != "none" else ""
-        print(f"| {t} | {c} | {fmt(rate)}{ratio(rate, base_rate) if t != 'none' else ''} | "
-              f"{fmt(p50, 2)} | {fmt(p99, 2)}{p99_ratio} | {fmt(p999, 2)} | {errors(t, 'setups', c)} |")
-
-stream_levels = sorted({r["concurrency"] for r in runs if r["workload"] in ("download", "upload")})
-cols = [(w, c) for w in ("download", "upload") for c in stream_levels]
-idle_n = sorted({r["tunnels_requested"] for r in runs if r["workload"] == "idle"})
-print("\n**Throughput** (Gbit/s, aggregate over N tunnels) **and idle memory** "
-      f"(proxy's private anonymous memory per idle tunnel, {', '.join(map(str, idle_n)) or '—'} tunnels)\n")
-head = " | ".join(f"{w} ×{c}" for w, c in cols)
-print(f"| target | {head} | KB/idle tunnel (anon) | KB/idle tunnel (RSS) | tunnels kept | errors |")
-print("|---|" + "---:|" * (len(cols) + 4))
-for t in targets:
-    if not any(r["label"] == t for r in runs):
-        continue
-    cells = []
-    for w, c in cols:
-        v = median(t, w, c, lambda r: r["gbit_per_s"] if r["tunnels"] else None)
-        base = median("none", w, c, lambda r: r["gbit_per_s"])
-        cells.append(fmt(v, 2) + (ratio(v, base) if t != "none" else ""))
-    anon = median(t, "idle", None, lambda r: r["anon_kb_per_tunnel"])
-    rss = median(t, "idle", None, lambda r: r["rss_kb_per_tunnel"])
-    alive = values(t, "idle", None, lambda r: r["tunnels_alive"])
-    asked = values(t, "idle", None, lambda r: r["tunnels_requested"])
-    errs = errors(t, "download") + errors(t, "upload") + errors(t, "idle")
-    print(f"| {t} | {' | '.join(cells)} | {fmt(anon, 1)} | {fmt(rss, 1)} | "
-          f"{f'{min(alive)}/{max(asked)}' if alive else '—'} | {errs} |")
-EOF
+printf '<!-- sandgate-load compare %s: %s; %s round(s) of %s s runs; CPU: proxy %s, ' \
+  "$stamp" "$machine" "$rounds" "$duration" "$proxy_cpu"
+printf 'origin %s, load %s; raw: %s -->\n' "$origin_cpu" "$load_cpu" "$raw"
+python3 "$root/bench/e2e/summarize.py" "$raw" "${targets[@]}"
 if ((${#notes[@]})); then
   printf '\nNotes:\n'
   printf -- '- %s\n' "${notes[@]}"

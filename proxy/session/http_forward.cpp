@@ -317,7 +317,7 @@ asio::awaitable<void> relay_response(Exchange& x) {
                             x.request.is_done() && !x.client_failed;
       strip_hop_by_hop(response, false);
       add_via(response);
-      if (has_length && parser.content_length()) {
+      if (response.count(http::field::content_length) > 1 && parser.content_length()) {
         response.content_length(*parser.content_length());  // one field, even if sent twice
       }
       if (unchunk) {

@@ -239,6 +239,13 @@ const std::vector<Setting>& table() {
       {{"allow_metadata", "--allow-metadata", "SANDGATE_ALLOW_METADATA", "false",
         "allow cloud metadata and link-local addresses (denied by default)", true},
        [](Settings& s, std::string_view v) { return set_bool(s.policy.allow_metadata, v); }},
+      {{"sni_check", "--sni-check", "SANDGATE_SNI_CHECK", "true",
+        "on TLS ports, require TLS and a ClientHello server name equal to the CONNECT host",
+        true},
+       [](Settings& s, std::string_view v) { return set_bool(s.sni_check, v); }},
+      {{"tls_ports", "--tls-ports", "SANDGATE_TLS_PORTS", "443",
+        "ports whose tunnels must carry TLS (checked when sni_check is on)", false},
+       [](Settings& s, std::string_view v) { return set_ports(s.tls_ports, v); }},
       // --- LaunchDarkly ---
       {{"launchdarkly_client_id", "--launchdarkly-client-id", "LAUNCHDARKLY_CLIENT_ID", "(off)",
         "LaunchDarkly client-side ID (24 hex characters): enables the remote allowlist", false},

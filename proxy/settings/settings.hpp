@@ -37,6 +37,8 @@ struct Settings {
   std::string blocklist_path;   // absolute, `~` expanded
   bool blocklist_is_default = true;  // the default path: created from the template if absent
   std::string allowlist_path;   // empty: no allowlist mode
+  bool sni_check = true;        // inspect the ClientHello of tunnels to TLS ports
+  std::vector<std::uint16_t> tls_ports = {443};
 
   // The sandbox profile (sandgate run / profile).
   bool protect_files = true;

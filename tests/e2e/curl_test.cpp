@@ -137,6 +137,19 @@ TEST(CurlEndToEnd, HttpsThroughTheTunnelAndABlockedHost) {
     return log.find("\"host\":\"origin.test\"") != std::string::npos &&
            log.find("\"reason\":\"blocklist\"") != std::string::npos;
   })) << proxy.log_text();
+
+  // With the origin's port declared a TLS port, curl's real ClientHello is inspected: its server
+  // name matches, so it passes.
+  TestProxy checking("", [&origin](settings::Settings& s) {
+    s.policy.block_loopback = false;
+    s.tls_ports = {origin.port()};
+  });
+  checking.dns().set("origin.test", {"127.0.0.1"});
+  const std::string curl_checked = "curl -sS --max-time 20 --noproxy '' --cacert " + origin.ca() +
+                                   " -x http://127.0.0.1:" + std::to_string(checking.port()) + " ";
+  auto inspected = run(curl_checked + "https://origin.test:" + std::to_string(origin.port()) + "/");
+  EXPECT_EQ(inspected.exit_code, 0) << inspected.output;
+  EXPECT_NE(inspected.output.find("s_server"), std::string::npos) << inspected.output;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "tests/fakes/tcp_origin.hpp"
+#include "tests/support/client_hello.hpp"
 #include "tests/integration/harness/test_client.hpp"
 #include "tests/integration/harness/test_proxy.hpp"
 
@@ -354,6 +355,87 @@ TEST(ConnectDrain, OpenTunnelsFinishThenTheDeadlineClosesThem) {
   stopper.join();
   // New connections are refused once draining.
   EXPECT_THROW(TestClient late(proxy.port()), std::runtime_error);
+}
+
+// SNI check: the origin's port is declared a TLS port, so the proxy reads the ClientHello.
+class SniCheckTest : public ::testing::Test {
+ protected:
+  SniCheckTest()
+      : proxy_("blocked.test\n", [this](settings::Settings& s) {
+          s.policy.block_loopback = false;
+          s.policy.allow_ip = true;
+          s.tls_ports = {origin_.port()};
+          s.head_timeout = std::chrono::seconds(1);
+        }) {
+    proxy_.dns().set("origin.test", {"127.0.0.1"});
+  }
+
+  // Opens a tunnel to `host`, sends `first_bytes`, and returns what came back before the close.
+  std::string exchange(const std::string& host, const std::string& first_bytes) {
+    TestClient client(proxy_.port());
+    auto head = send_connect(client, target(host, origin_.port()));
+    EXPECT_EQ(head.status, 200) << head.head;
+    if (!first_bytes.empty()) {
+      client.send(first_bytes);
+    }
+    return client.read_exact(first_bytes.empty() ? 1 : first_bytes.size(),
+                             std::chrono::seconds(3));
+  }
+
+  bool logged(const std::string& reason) {
+    return proxy_.wait_for_log([&reason](const std::string& log) {
+      return log.find("\"reason\":\"" + reason + "\"") != std::string::npos;
+    });
+  }
+
+  TcpOrigin origin_;
+  TestProxy proxy_;
+};
+
+TEST_F(SniCheckTest, MatchingServerNamePasses) {
+  const std::string hello = client_hello_records("Origin.Test.");
+  EXPECT_EQ(exchange("origin.test", hello), hello) << "the echo origin returns the ClientHello";
+}
+
+TEST_F(SniCheckTest, DifferentServerNameIsCutOff) {
+  EXPECT_EQ(exchange("origin.test", client_hello_records("evil.example")), "");
+  EXPECT_TRUE(logged("sni-mismatch")) << proxy_.log_text();
+  EXPECT_EQ(origin_.bytes_received(), 0u) << "nothing may reach the origin";
+}
+
+TEST_F(SniCheckTest, BlockedNameInsideAnIpTunnelIsDenied) {
+  EXPECT_EQ(exchange("127.0.0.1", client_hello_records("www.blocked.test")), "");
+  EXPECT_TRUE(logged("blocklist")) << proxy_.log_text();
+}
+
+TEST_F(SniCheckTest, SshOnATlsPortFollowsTheSshRules) {
+  EXPECT_EQ(exchange("origin.test", "SSH-2.0-OpenSSH_9.2\r\n"), "");
+  EXPECT_TRUE(logged("ssh-non-git-host")) << proxy_.log_text();
+}
+
+TEST_F(SniCheckTest, PlainTextOnATlsPortIsRefused) {
+  EXPECT_EQ(exchange("origin.test", "GET / HTTP/1.1\r\n\r\n"), "");
+  EXPECT_TRUE(logged("protocol-mismatch")) << proxy_.log_text();
+}
+
+TEST_F(SniCheckTest, SilentClientTimesOut) {
+  EXPECT_EQ(exchange("origin.test", ""), "");
+  EXPECT_TRUE(logged("protocol-mismatch")) << proxy_.log_text();
+}
+
+TEST(SniCheckOff, AnythingPassesWhenOff) {
+  TcpOrigin origin;
+  TestProxy proxy("", [&origin](settings::Settings& s) {
+    s.policy.block_loopback = false;
+    s.tls_ports = {origin.port()};
+    s.sni_check = false;
+  });
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  TestClient client(proxy.port());
+  ASSERT_EQ(send_connect(client, target("origin.test", origin.port())).status, 200);
+  const std::string hello = client_hello_records("evil.example");
+  client.send(hello);
+  EXPECT_EQ(client.read_exact(hello.size()), hello);
 }
 
 }  // namespace

@@ -219,6 +219,9 @@ TEST(HttpForward, KeepAliveCarriesThreeRequestsOverOneUpstreamConnection) {
     EXPECT_FALSE(has_field(response.head, "Connection")) << response.head;
   }
   EXPECT_EQ(f.origin.connections(), 1u) << "the upstream connection is reused";
+  client.close();
+  f.proxy.wait_for_log([](const std::string&) { return false; });
+  fprintf(stderr, "%s", f.proxy.log_text().c_str());
   EXPECT_TRUE(f.proxy.wait_for_log([](const std::string& log) {
     std::size_t decisions = 0;
     for (std::size_t at = log.find("\"event\":\"decision\""); at != std::string::npos;
@@ -377,6 +380,24 @@ TEST(HttpForward, PostWithContentLengthArrivesExactly) {
   EXPECT_EQ(field(requests[0].head, "Content-Length"), std::to_string(body.size()));
   EXPECT_FALSE(has_field(requests[0].head, "Transfer-Encoding"));
   EXPECT_TRUE(requests[0].body == body) << "the body arrived changed";
+}
+
+TEST(HttpForward, LargeContentLengthOnALaterRequestArrivesExactly) {
+  const std::string body = HttpOrigin::pattern(7, 4 * 1024 * 1024 + 1);
+  Fixture f([](const HttpOrigin::Request& r) {
+    return Reply::fixed(200, std::to_string(r.body.size()));
+  });
+  TestClient client(f.proxy.port());
+  client.send(request("GET", f.at("/first")));
+  ASSERT_EQ(read_response(client).status, 200);
+  client.send(request("PUT", f.at("/upload"),
+                      "Content-Length: " + std::to_string(body.size()) + "\r\n", body));
+  HttpResponse response = read_response(client);
+  EXPECT_EQ(response.status, 200) << response.head;
+  EXPECT_EQ(response.body, std::to_string(body.size()));
+  ASSERT_TRUE(f.origin.wait_for_requests(2));
+  EXPECT_TRUE(f.origin.requests()[1].body == body) << "the body arrived changed";
+  EXPECT_EQ(f.origin.connections(), 1u);
 }
 
 TEST(HttpForward, ChunkedBodiesOfSeveralMegabytesStreamBothWays) {

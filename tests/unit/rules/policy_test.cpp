@@ -97,15 +97,15 @@ Outcome decide_text(const Policy& policy, std::string_view authority) {
   if (!parsed) {
     out.code = std::string(reason_code(Reason::invalid_host));
     out.parse_error = parsed.error();
-    out.decision = Decision{Verdict::deny, Reason::invalid_host, std::nullopt,
-                            AddressClass::public_address};
+    out.decision =
+        Decision{Verdict::deny, Reason::invalid_host, std::nullopt, AddressClass::public_address};
     return out;
   }
   out.decision = policy.decide(parsed->host, parsed->port);
   out.code = std::string(reason_code(out.decision.reason));
   if (out.decision.rule) {
-    out.rule = std::string(out.decision.rule->source) + ":" +
-               std::to_string(out.decision.rule->line);
+    out.rule =
+        std::string(out.decision.rule->source) + ":" + std::to_string(out.decision.rule->line);
     out.entry = std::string(out.decision.rule->entry);
   }
   return out;
@@ -174,7 +174,7 @@ TEST(PolicyDefaults, OptionsMatchTheDocumentedDefaults) {
   EXPECT_TRUE(o.allow_ssh);
   EXPECT_FALSE(o.ssh_all_hosts);
   EXPECT_EQ(o.git_hosts, (std::vector<std::string>{"github.com", "gitlab.com", "bitbucket.org",
-                                                    "ssh.dev.azure.com"}));
+                                                   "ssh.dev.azure.com"}));
   EXPECT_EQ(o.ssh_ports, (std::vector<std::uint16_t>{22, 2222, 7999}));
   EXPECT_TRUE(o.allowed_ports.empty());
   EXPECT_FALSE(o.block_private);
@@ -321,9 +321,20 @@ TEST(PolicyGoose, SshPortsAreConfigurable) {
 
 TEST(PolicyBypass, AlternateIpv4SpellingsOfLoopbackAreLoopback) {
   for (std::string_view target : {
-           "127.0.0.1:80", "127.1:80", "127.0.1:80", "2130706433:80", "0x7f000001:80",
-           "0x7f.1:80", "0X7F.0.0.1:80", "0177.0.0.1:80", "0177.1:80", "017700000001:80",
-           "127.0.0.1.:80", "127.255.255.254:80", "127.0.0.2:443", "0x7f.0x0.0x0.0x1:80",
+           "127.0.0.1:80",
+           "127.1:80",
+           "127.0.1:80",
+           "2130706433:80",
+           "0x7f000001:80",
+           "0x7f.1:80",
+           "0X7F.0.0.1:80",
+           "0177.0.0.1:80",
+           "0177.1:80",
+           "017700000001:80",
+           "127.0.0.1.:80",
+           "127.255.255.254:80",
+           "127.0.0.2:443",
+           "0x7f.0x0.0x0.0x1:80",
        }) {
     SCOPED_TRACE(target);
     for (const Opts& opts : {defaults(), Opts{}.allow_ip()}) {
@@ -338,11 +349,21 @@ TEST(PolicyBypass, AlternateIpv4SpellingsOfLoopbackAreLoopback) {
 
 TEST(PolicyBypass, AlternateSpellingsOfMetadataAreMetadata) {
   for (std::string_view target : {
-           "169.254.169.254:80", "2852039166:80", "0xa9fea9fe:80", "0xa9.0xfe.0xa9.0xfe:80",
-           "0251.0376.0251.0376:80", "169.254.43518:80", "169.16689662:80",
-           "[::ffff:169.254.169.254]:80", "[::ffff:a9fe:a9fe]:80", "[64:ff9b::a9fe:a9fe]:80",
-           "[64:ff9b::169.254.169.254]:80", "[2002:a9fe:a9fe::]:80", "[fd00:ec2::254]:80",
-           "100.100.100.200:80", "169.254.170.2:80",
+           "169.254.169.254:80",
+           "2852039166:80",
+           "0xa9fea9fe:80",
+           "0xa9.0xfe.0xa9.0xfe:80",
+           "0251.0376.0251.0376:80",
+           "169.254.43518:80",
+           "169.16689662:80",
+           "[::ffff:169.254.169.254]:80",
+           "[::ffff:a9fe:a9fe]:80",
+           "[64:ff9b::a9fe:a9fe]:80",
+           "[64:ff9b::169.254.169.254]:80",
+           "[2002:a9fe:a9fe::]:80",
+           "[fd00:ec2::254]:80",
+           "100.100.100.200:80",
+           "169.254.170.2:80",
        }) {
     SCOPED_TRACE(target);
     // Without allow_ip, any literal is an IP literal first.
@@ -351,22 +372,21 @@ TEST(PolicyBypass, AlternateSpellingsOfMetadataAreMetadata) {
     EXPECT_EQ(out.code, "metadata-address");
     EXPECT_EQ(out.decision.address_class, AddressClass::metadata);
     // The opt-out lets it through.
-    EXPECT_EQ(decide_text(make_policy(Opts{}.allow_ip().allow_metadata()), target).code,
-              "allowed");
+    EXPECT_EQ(decide_text(make_policy(Opts{}.allow_ip().allow_metadata()), target).code, "allowed");
   }
 }
 
 TEST(PolicyBypass, Ipv6FormsEmbeddingLoopbackAreLoopback) {
   for (std::string_view target : {
-           "[::ffff:127.0.0.1]:80",        // IPv4-mapped, dotted
-           "[::ffff:7f00:1]:80",           // IPv4-mapped, hex
+           "[::ffff:127.0.0.1]:80",  // IPv4-mapped, dotted
+           "[::ffff:7f00:1]:80",     // IPv4-mapped, hex
            "[0:0:0:0:0:ffff:127.0.0.1]:80",
-           "[::127.0.0.1]:80",             // IPv4-compatible
+           "[::127.0.0.1]:80",  // IPv4-compatible
            "[::7f00:1]:80",
-           "[64:ff9b::127.0.0.1]:80",      // NAT64 well-known prefix
+           "[64:ff9b::127.0.0.1]:80",  // NAT64 well-known prefix
            "[64:ff9b::7f00:1]:80",
-           "[64:ff9b:1::7f00:1]:80",       // NAT64 local-use prefix
-           "[2002:7f00:1::]:80",           // 6to4
+           "[64:ff9b:1::7f00:1]:80",  // NAT64 local-use prefix
+           "[2002:7f00:1::]:80",      // 6to4
            "[2002:7f00:1:1::1]:80",
            "[2001:0:4136:e378:8000:63bf:80ff:fffe]:80",  // Teredo, client 127.0.0.1 inverted
            "[::1]:80",
@@ -383,8 +403,11 @@ TEST(PolicyBypass, Ipv6FormsEmbeddingLoopbackAreLoopback) {
 
 TEST(PolicyBypass, Ipv6FormsEmbeddingPrivateAddressesArePrivate) {
   for (std::string_view target : {
-           "[::ffff:10.0.0.1]:80", "[::ffff:192.168.1.1]:80", "[64:ff9b::a00:1]:80",
-           "[2002:c0a8:101::]:80", "[::ffff:172.16.0.1]:80",
+           "[::ffff:10.0.0.1]:80",
+           "[::ffff:192.168.1.1]:80",
+           "[64:ff9b::a00:1]:80",
+           "[2002:c0a8:101::]:80",
+           "[::ffff:172.16.0.1]:80",
        }) {
     SCOPED_TRACE(target);
     EXPECT_EQ(decide_text(make_policy(Opts{}.allow_ip()), target).code, "allowed");
@@ -513,12 +536,14 @@ TEST(PolicyBypass, AuthoritiesThatSmuggleAHostAreRejectedAtParse) {
       // Full-width look-alikes map to the ASCII they imitate, and are refused like it.
       {"evil.com\xef\xbc\xa0github.com:22", HostError::userinfo},       // U+FF20 '@'
       {"github.com\xef\xbc\x8f.attacker.example:22", HostError::path},  // U+FF0F '/'
-      {"github.com\xef\xbc\x9a" "22", HostError::bad_character},      // U+FF1A ':'
+      {"github.com\xef\xbc\x9a"
+       "22",
+       HostError::bad_character},  // U+FF1A ':'
   };
   const Policy policy = make_policy(Opts{}.allow_ip().ssh_all_hosts().block_loopback(false));
   for (const Case& c : cases) {
-    SCOPED_TRACE(::testing::Message() << "target of " << c.target.size() << " bytes: '"
-                                      << std::string(c.target) << "'");
+    SCOPED_TRACE(::testing::Message()
+                 << "target of " << c.target.size() << " bytes: '" << std::string(c.target) << "'");
     const Outcome out = decide_text(policy, c.target);
     EXPECT_EQ(out.code, "invalid-host");
     ASSERT_TRUE(out.parse_error.has_value());
@@ -627,23 +652,21 @@ TEST(PolicyAddressClass, AllowedIpLiteralsAreHeldToTheAddressRules) {
   struct Case {
     std::string_view target;
     AddressClass cls;
-    std::string_view by_default;        // allow_ip
-    std::string_view with_private;      // allow_ip + block_private
-    std::string_view with_metadata;     // allow_ip + allow_metadata
+    std::string_view by_default;     // allow_ip
+    std::string_view with_private;   // allow_ip + block_private
+    std::string_view with_metadata;  // allow_ip + allow_metadata
   };
   const std::vector<Case> cases = {
       {"10.0.0.1:80", AddressClass::private_network, "allowed", "private-address", "allowed"},
       {"172.16.0.1:80", AddressClass::private_network, "allowed", "private-address", "allowed"},
-      {"172.31.255.255:80", AddressClass::private_network, "allowed", "private-address",
-       "allowed"},
+      {"172.31.255.255:80", AddressClass::private_network, "allowed", "private-address", "allowed"},
       {"192.168.1.1:80", AddressClass::private_network, "allowed", "private-address", "allowed"},
       {"100.64.0.1:80", AddressClass::carrier_nat, "allowed", "private-address", "allowed"},
       {"[fd12:3456::1]:80", AddressClass::unique_local, "allowed", "private-address", "allowed"},
       {"[fc00::1]:80", AddressClass::unique_local, "allowed", "private-address", "allowed"},
       {"169.254.1.1:80", AddressClass::link_local, "metadata-address", "metadata-address",
        "allowed"},
-      {"[fe80::1]:80", AddressClass::link_local, "metadata-address", "metadata-address",
-       "allowed"},
+      {"[fe80::1]:80", AddressClass::link_local, "metadata-address", "metadata-address", "allowed"},
       {"169.254.169.254:80", AddressClass::metadata, "metadata-address", "metadata-address",
        "allowed"},
       {"224.0.0.1:80", AddressClass::multicast, "reserved-address", "reserved-address",
@@ -664,8 +687,7 @@ TEST(PolicyAddressClass, AllowedIpLiteralsAreHeldToTheAddressRules) {
        "reserved-address"},
       {"8.8.8.8:80", AddressClass::public_address, "allowed", "allowed", "allowed"},
       {"172.32.0.1:80", AddressClass::public_address, "allowed", "allowed", "allowed"},
-      {"[2606:4700:4700::1111]:80", AddressClass::public_address, "allowed", "allowed",
-       "allowed"},
+      {"[2606:4700:4700::1111]:80", AddressClass::public_address, "allowed", "allowed", "allowed"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.target);
@@ -706,8 +728,12 @@ TEST(PolicyBypass, BlocklistedIpv4IsBlockedInItsIpv4MappedSpelling) {
 
 TEST(PolicyMetadataNames, MetadataHostNamesAreDeniedUnlessAllowed) {
   for (std::string_view target : {
-           "metadata.google.internal:80", "METADATA.GOOGLE.INTERNAL.:80", "metadata.goog:80",
-           "metadata:80", "instance-data:80", "instance-data.ec2.internal:80",
+           "metadata.google.internal:80",
+           "METADATA.GOOGLE.INTERNAL.:80",
+           "metadata.goog:80",
+           "metadata:80",
+           "instance-data:80",
+           "instance-data.ec2.internal:80",
            "metadata.tencentyun.com:80",
        }) {
     SCOPED_TRACE(target);
@@ -740,8 +766,7 @@ TEST(PolicyResolved, EachAddressClassUnderEachOption) {
       {"127.0.0.1", AddressClass::loopback, "loopback", "allowed", "loopback", "loopback"},
       {"127.53.0.1", AddressClass::loopback, "loopback", "allowed", "loopback", "loopback"},
       {"::1", AddressClass::loopback, "loopback", "allowed", "loopback", "loopback"},
-      {"::ffff:127.0.0.1", AddressClass::loopback, "loopback", "allowed", "loopback",
-       "loopback"},
+      {"::ffff:127.0.0.1", AddressClass::loopback, "loopback", "allowed", "loopback", "loopback"},
       {"0.0.0.0", AddressClass::unspecified, "loopback", "allowed", "loopback", "loopback"},
       {"::", AddressClass::unspecified, "loopback", "allowed", "loopback", "loopback"},
       {"169.254.169.254", AddressClass::metadata, "metadata-address", "metadata-address",
@@ -758,12 +783,11 @@ TEST(PolicyResolved, EachAddressClassUnderEachOption) {
        "allowed"},
       {"192.168.0.10", AddressClass::private_network, "allowed", "allowed", "private-address",
        "allowed"},
-      {"::ffff:10.1.2.3", AddressClass::private_network, "allowed", "allowed",
-       "private-address", "allowed"},
+      {"::ffff:10.1.2.3", AddressClass::private_network, "allowed", "allowed", "private-address",
+       "allowed"},
       {"100.127.255.254", AddressClass::carrier_nat, "allowed", "allowed", "private-address",
        "allowed"},
-      {"fd00::1", AddressClass::unique_local, "allowed", "allowed", "private-address",
-       "allowed"},
+      {"fd00::1", AddressClass::unique_local, "allowed", "allowed", "private-address", "allowed"},
       {"224.0.0.251", AddressClass::multicast, "reserved-address", "reserved-address",
        "reserved-address", "reserved-address"},
       {"ff02::fb", AddressClass::multicast, "reserved-address", "reserved-address",
@@ -790,8 +814,7 @@ TEST(PolicyResolved, EachAddressClassUnderEachOption) {
     EXPECT_EQ(d.address_class, c.cls);
     EXPECT_EQ(d.allowed(), c.by_default == "allowed");
     EXPECT_FALSE(d.rule.has_value());
-    EXPECT_EQ(reason_code(loopback_allowed.decide_resolved(address).reason),
-              c.loopback_allowed);
+    EXPECT_EQ(reason_code(loopback_allowed.decide_resolved(address).reason), c.loopback_allowed);
     EXPECT_EQ(reason_code(block_private.decide_resolved(address).reason), c.block_private);
     EXPECT_EQ(reason_code(allow_metadata.decide_resolved(address).reason), c.allow_metadata);
     // Reserved and multicast answers are never dialled, whatever is opened up.
@@ -843,12 +866,14 @@ TEST(PolicyExplain, EverySentenceNamesTheTargetAndTheSettingThatControlsIt) {
       {"[::]:80", defaults(), {"[::]:80", "(unspecified)"}},
       {"8.8.8.8:443", defaults(), {"8.8.8.8:443", "GOOSE_SANDBOX_ALLOW_IP"}},
       {"169.254.169.254:80", Opts{}.allow_ip(), {"169.254.169.254:80", "SANDGATE_ALLOW_METADATA"}},
-      {"10.0.0.1:80", Opts{}.allow_ip().block_private(),
+      {"10.0.0.1:80",
+       Opts{}.allow_ip().block_private(),
        {"10.0.0.1:80", "private network (private)", "SANDGATE_BLOCK_PRIVATE"}},
       {"224.0.0.1:80", Opts{}.allow_ip(), {"224.0.0.1:80", "(multicast)"}},
       {"example.com:8080", Opts{}.allowed_ports({443}), {"port 8080", "SANDGATE_ALLOWED_PORTS"}},
       {"github.com:22", Opts{}.allow_ssh(false), {"port 22", "GOOSE_SANDBOX_ALLOW_SSH"}},
-      {"example.com:2222", defaults(),
+      {"example.com:2222",
+       defaults(),
        {"port 2222", "example.com is not a git host", "GOOSE_SANDBOX_GIT_HOSTS"}},
       {"[2606:4700::1]:22", Opts{}.allow_ip(), {"[2606:4700::1] is not a git host"}},
   };

@@ -171,10 +171,16 @@ TEST(SettingsTable, NamesAreUniqueAndFollowTheConventions) {
   }
   // goose's variables keep goose's names.
   for (std::string_view goose : {
-           "GOOSE_SANDBOX_ALLOW_IP", "GOOSE_SANDBOX_BLOCK_LOOPBACK", "GOOSE_SANDBOX_ALLOW_SSH",
-           "GOOSE_SANDBOX_GIT_HOSTS", "GOOSE_SANDBOX_SSH_ALL_HOSTS", "GOOSE_SANDBOX_PROTECT_FILES",
-           "GOOSE_SANDBOX_BLOCK_RAW_SOCKETS", "GOOSE_SANDBOX_BLOCK_TUNNELING",
-           "GOOSE_SANDBOX_LD_FAILOVER", "LAUNCHDARKLY_CLIENT_ID",
+           "GOOSE_SANDBOX_ALLOW_IP",
+           "GOOSE_SANDBOX_BLOCK_LOOPBACK",
+           "GOOSE_SANDBOX_ALLOW_SSH",
+           "GOOSE_SANDBOX_GIT_HOSTS",
+           "GOOSE_SANDBOX_SSH_ALL_HOSTS",
+           "GOOSE_SANDBOX_PROTECT_FILES",
+           "GOOSE_SANDBOX_BLOCK_RAW_SOCKETS",
+           "GOOSE_SANDBOX_BLOCK_TUNNELING",
+           "GOOSE_SANDBOX_LD_FAILOVER",
+           "LAUNCHDARKLY_CLIENT_ID",
        }) {
     EXPECT_EQ(envs.count(goose), 1u) << goose;
   }
@@ -195,26 +201,24 @@ TEST_F(SettingsTest, FlagBeatsEnvironmentBeatsFileBeatsDefault) {
   const std::string home = home_;
   const std::vector<PrecedenceCase> cases = {
       {"allow_ip", "true", "no", "YES",
-       [](const Settings& s) { return s.policy.allow_ip ? "true" : "false"; },
-       "false", "true", "false", "true"},
+       [](const Settings& s) { return s.policy.allow_ip ? "true" : "false"; }, "false", "true",
+       "false", "true"},
       {"block_loopback", "false", "on", "off",
-       [](const Settings& s) { return s.policy.block_loopback ? "true" : "false"; },
-       "true", "false", "true", "false"},
+       [](const Settings& s) { return s.policy.block_loopback ? "true" : "false"; }, "true",
+       "false", "true", "false"},
       {"git_hosts", R"(["file.example", "File2.Example."])", " env.example ", "flag.example",
        [](const Settings& s) { return join(s.policy.git_hosts); },
        "github.com,gitlab.com,bitbucket.org,ssh.dev.azure.com", "file.example,file2.example",
        "env.example", "flag.example"},
       {"ssh_ports", "[2201, 2211]", "2202", "2203",
-       [](const Settings& s) { return join_ports(s.policy.ssh_ports); },
-       "22,2222,7999", "2201,2211", "2202", "2203"},
+       [](const Settings& s) { return join_ports(s.policy.ssh_ports); }, "22,2222,7999",
+       "2201,2211", "2202", "2203"},
       {"listen", R"("127.0.0.1:1001")", "127.0.0.2:1002", "[::1]:1003",
-       [](const Settings& s) { return s.listen; },
-       "127.0.0.1:9877", "127.0.0.1:1001", "127.0.0.2:1002", "[::1]:1003"},
+       [](const Settings& s) { return s.listen; }, "127.0.0.1:9877", "127.0.0.1:1001",
+       "127.0.0.2:1002", "[::1]:1003"},
       {"drain_seconds", "11", "12", "13",
-       [](const Settings& s) { return std::to_string(s.drain.count()); },
-       "10", "11", "12", "13"},
-      {"threads", "3", "5", "7",
-       [](const Settings& s) { return std::to_string(s.threads); },
+       [](const Settings& s) { return std::to_string(s.drain.count()); }, "10", "11", "12", "13"},
+      {"threads", "3", "5", "7", [](const Settings& s) { return std::to_string(s.threads); },
        std::to_string(default_threads()), "3", "5", "7"},
       {"ld_failover", R"("deny")", "blocklist", "Allow",
        [](const Settings& s) {
@@ -230,8 +234,8 @@ TEST_F(SettingsTest, FlagBeatsEnvironmentBeatsFileBeatsDefault) {
        home + "/.config/goose/sandbox/blocked.txt (default)", home + "/file.txt",
        "/env/blocked.txt", home + "/flag.txt"},
       {"log_format", R"("json")", "text", "JSON",
-       [](const Settings& s) { return s.log_format == LogFormat::json ? "json" : "text"; },
-       "text", "json", "text", "json"},
+       [](const Settings& s) { return s.log_format == LogFormat::json ? "json" : "text"; }, "text",
+       "json", "text", "json"},
   };
   for (const PrecedenceCase& c : cases) {
     const auto info = std::find_if(all_settings().begin(), all_settings().end(),
@@ -279,12 +283,12 @@ TEST_F(SettingsTest, ConfigFileFromFlagOrVariableAndTheFlagWins) {
 // ---- Booleans ----
 
 TEST(SettingsParseBool, EverySpellingInAnyCase) {
-  for (std::string_view yes : {"true", "TRUE", "True", "tRuE", "1", "yes", "YES", "Yes", "on",
-                               "ON", "On", " true ", "\tyes\n"}) {
+  for (std::string_view yes : {"true", "TRUE", "True", "tRuE", "1", "yes", "YES", "Yes", "on", "ON",
+                               "On", " true ", "\tyes\n"}) {
     EXPECT_EQ(parse_bool(yes), std::optional<bool>(true)) << "'" << yes << "'";
   }
-  for (std::string_view no : {"false", "FALSE", "False", "fAlSe", "0", "no", "NO", "No", "off",
-                              "OFF", "Off", " off "}) {
+  for (std::string_view no :
+       {"false", "FALSE", "False", "fAlSe", "0", "no", "NO", "No", "off", "OFF", "Off", " off "}) {
     EXPECT_EQ(parse_bool(no), std::optional<bool>(false)) << "'" << no << "'";
   }
   for (std::string_view bad : {"", " ", "maybe", "t", "f", "y", "n", "2", "-1", "01", "truee",
@@ -295,10 +299,10 @@ TEST(SettingsParseBool, EverySpellingInAnyCase) {
 
 TEST_F(SettingsTest, EveryBooleanSpellingWorksFromEachSource) {
   const std::vector<std::pair<std::string, bool>> spellings = {
-      {"true", true},   {"TRUE", true},   {"True", true},  {"1", true},    {"yes", true},
-      {"YES", true},    {"Yes", true},    {"on", true},    {"ON", true},   {"On", true},
-      {"false", false}, {"FALSE", false}, {"False", false}, {"0", false},  {"no", false},
-      {"NO", false},    {"No", false},    {"off", false},  {"OFF", false}, {"Off", false},
+      {"true", true},   {"TRUE", true},   {"True", true},   {"1", true},    {"yes", true},
+      {"YES", true},    {"Yes", true},    {"on", true},     {"ON", true},   {"On", true},
+      {"false", false}, {"FALSE", false}, {"False", false}, {"0", false},   {"no", false},
+      {"NO", false},    {"No", false},    {"off", false},   {"OFF", false}, {"Off", false},
   };
   for (const auto& [text, value] : spellings) {
     SCOPED_TRACE(text);
@@ -336,12 +340,9 @@ TEST_F(SettingsTest, EveryBooleanSettingIsReachableFromItsVariable) {
     env_ = {{std::string(info.env), "false"}};
     EXPECT_TRUE(load(sources()).has_value());
   }
-  env_ = {{"GOOSE_SANDBOX_PROTECT_FILES", "false"},
-          {"GOOSE_SANDBOX_BLOCK_RAW_SOCKETS", "no"},
-          {"GOOSE_SANDBOX_BLOCK_TUNNELING", "off"},
-          {"SANDGATE_BLOCK_PRIVATE", "on"},
-          {"SANDGATE_ALLOW_METADATA", "yes"},
-          {"GOOSE_SANDBOX_SSH_ALL_HOSTS", "1"},
+  env_ = {{"GOOSE_SANDBOX_PROTECT_FILES", "false"}, {"GOOSE_SANDBOX_BLOCK_RAW_SOCKETS", "no"},
+          {"GOOSE_SANDBOX_BLOCK_TUNNELING", "off"}, {"SANDGATE_BLOCK_PRIVATE", "on"},
+          {"SANDGATE_ALLOW_METADATA", "yes"},       {"GOOSE_SANDBOX_SSH_ALL_HOSTS", "1"},
           {"GOOSE_SANDBOX_ALLOW_SSH", "0"}};
   const Settings s = ok();
   EXPECT_FALSE(s.protect_files);
@@ -377,12 +378,9 @@ TEST_F(SettingsTest, BadBooleanNamesTheVariableOrFlagAndTheValue) {
 
 TEST_F(SettingsTest, AnEmptyVariableCountsAsUnset) {
   config("allow_ip = true\nlisten = \"127.0.0.1:7001\"\n");
-  env_ = {{"GOOSE_SANDBOX_ALLOW_IP", ""},
-          {"GOOSE_SANDBOX_BLOCK_LOOPBACK", ""},
-          {"SANDGATE_LISTEN", ""},
-          {"GOOSE_SANDBOX_GIT_HOSTS", ""},
-          {"LAUNCHDARKLY_CLIENT_ID", ""},
-          {"SANDGATE_BLOCKLIST", ""}};
+  env_ = {{"GOOSE_SANDBOX_ALLOW_IP", ""}, {"GOOSE_SANDBOX_BLOCK_LOOPBACK", ""},
+          {"SANDGATE_LISTEN", ""},        {"GOOSE_SANDBOX_GIT_HOSTS", ""},
+          {"LAUNCHDARKLY_CLIENT_ID", ""}, {"SANDGATE_BLOCKLIST", ""}};
   const Settings s = ok();
   EXPECT_TRUE(s.policy.allow_ip);         // the file's value
   EXPECT_TRUE(s.policy.block_loopback);   // the default
@@ -407,8 +405,10 @@ TEST_F(SettingsTest, FlagErrorsNameTheFlag) {
        "as [ADDR]:PORT)"},
       {{"--threads", "0"}, "--threads='0': expected a number of threads, 1..256"},
       {{"--ld-failover", "open"}, "--ld-failover='open': expected allow, deny or blocklist"},
-      {{"--git-hosts", "a@b.com"}, "--git-hosts='a@b.com': 'a@b.com': user information ('@') in host"},
-      {{"--drain-seconds", "3601"}, "--drain-seconds='3601': expected a whole number of seconds, 0..3600"},
+      {{"--git-hosts", "a@b.com"},
+       "--git-hosts='a@b.com': 'a@b.com': user information ('@') in host"},
+      {{"--drain-seconds", "3601"},
+       "--drain-seconds='3601': expected a whole number of seconds, 0..3600"},
       {{"--log-format", "xml"}, "--log-format='xml': expected text or json"},
   };
   for (const auto& [flag, message] : cases) {
@@ -452,7 +452,8 @@ TEST_F(SettingsTest, TomlWrongTypeNamesFileLineAndKey) {
   EXPECT_EQ(error(),
             path + ":3: allow_ip = '5': expected a boolean (true/false, 1/0, yes/no, on/off)");
   config("drain_seconds = -1\n");
-  EXPECT_EQ(error(), path + ":1: drain_seconds = '-1': expected a whole number of seconds, 0..3600");
+  EXPECT_EQ(error(),
+            path + ":1: drain_seconds = '-1': expected a whole number of seconds, 0..3600");
   // Numbers as strings are fine.
   config("drain_seconds = \"15\"\n");
   EXPECT_EQ(ok().drain.count(), 15);
@@ -536,14 +537,16 @@ TEST_F(SettingsTest, BadGitHostsAreErrorsNamingTheItem) {
       {"github.com,evil.com@x",
        "GOOSE_SANDBOX_GIT_HOSTS='github.com,evil.com@x': 'evil.com@x': user information ('@') "
        "in host"},
-      {"github.com/x", "GOOSE_SANDBOX_GIT_HOSTS='github.com/x': 'github.com/x': path, query or "
-                       "fragment character in host"},
+      {"github.com/x",
+       "GOOSE_SANDBOX_GIT_HOSTS='github.com/x': 'github.com/x': path, query or "
+       "fragment character in host"},
       {"a.com,,b.com",
        "GOOSE_SANDBOX_GIT_HOSTS='a.com,,b.com': empty item in a comma-separated list"},
       {"a.com,", "GOOSE_SANDBOX_GIT_HOSTS='a.com,': empty item in a comma-separated list"},
       {",a.com", "GOOSE_SANDBOX_GIT_HOSTS=',a.com': empty item in a comma-separated list"},
-      {"git hub.com", "GOOSE_SANDBOX_GIT_HOSTS='git hub.com': 'git hub.com': whitespace or "
-                      "control character in host"},
+      {"git hub.com",
+       "GOOSE_SANDBOX_GIT_HOSTS='git hub.com': 'git hub.com': whitespace or "
+       "control character in host"},
   };
   for (const auto& [value, message] : cases) {
     env_["GOOSE_SANDBOX_GIT_HOSTS"] = value;
@@ -659,8 +662,8 @@ TEST_F(SettingsTest, ListenMustBeLoopbackUnlessRemoteClientsAreAllowed) {
     env_ = {{"SANDGATE_LISTEN", std::string(loopback)}};
     EXPECT_EQ(ok().listen, loopback);
   }
-  for (std::string_view remote : {"0.0.0.0:9877", "192.168.1.5:80", "[::]:9877",
-                                  "[2001:db8::1]:80", "[::ffff:192.168.1.5]:80"}) {
+  for (std::string_view remote : {"0.0.0.0:9877", "192.168.1.5:80", "[::]:9877", "[2001:db8::1]:80",
+                                  "[::ffff:192.168.1.5]:80"}) {
     SCOPED_TRACE(remote);
     env_ = {{"SANDGATE_LISTEN", std::string(remote)}};
     const std::string message = error();
@@ -681,8 +684,9 @@ TEST_F(SettingsTest, ListenMustBeLoopbackUnlessRemoteClientsAreAllowed) {
 
 TEST_F(SettingsTest, ListenSyntax) {
   const std::vector<std::pair<std::string, std::string>> bad = {
-      {"localhost:80", "'localhost' is not an IPv4 address in dotted form (write IPv6 as "
-                       "[ADDR]:PORT)"},
+      {"localhost:80",
+       "'localhost' is not an IPv4 address in dotted form (write IPv6 as "
+       "[ADDR]:PORT)"},
       {"127.0.0.1", "'127.0.0.1' needs a port (ADDR:PORT)"},
       {"127.0.0.1:", "'127.0.0.1:' needs a port (ADDR:PORT)"},
       {"127.0.0.1:65536", "'65536' is not a port (0..65535)"},
@@ -706,10 +710,12 @@ TEST_F(SettingsTest, DnsServers) {
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"1.1.1.1:0", "'0' is not a port (1..65535)"},
       {"1.1.1.1:", "'1.1.1.1:' needs a port (ADDR:PORT)"},
-      {"dns.google", "'dns.google' is not an IPv4 address in dotted form (write IPv6 as "
-                     "[ADDR]:PORT)"},
-      {"2606:4700::1111", "'2606:4700:' is not an IPv4 address in dotted form (write IPv6 as "
-                          "[ADDR]:PORT)"},
+      {"dns.google",
+       "'dns.google' is not an IPv4 address in dotted form (write IPv6 as "
+       "[ADDR]:PORT)"},
+      {"2606:4700::1111",
+       "'2606:4700:' is not an IPv4 address in dotted form (write IPv6 as "
+       "[ADDR]:PORT)"},
       {"1.1.1.1,,8.8.8.8", "empty item in a comma-separated list"},
   };
   for (const auto& [value, message] : bad) {
@@ -729,8 +735,8 @@ TEST_F(SettingsTest, ThreadsAndOtherNumbers) {
   EXPECT_EQ(ok().threads, 256u);
   for (std::string_view bad : {"0", "257", "-1", "two", "4.5"}) {
     env_["SANDGATE_THREADS"] = std::string(bad);
-    EXPECT_EQ(error(), "SANDGATE_THREADS='" + std::string(bad) +
-                           "': expected a number of threads, 1..256");
+    EXPECT_EQ(error(),
+              "SANDGATE_THREADS='" + std::string(bad) + "': expected a number of threads, 1..256");
   }
   env_.clear();
 
@@ -760,7 +766,8 @@ TEST_F(SettingsTest, ThreadsAndOtherNumbers) {
       EXPECT_EQ(error(), n.var + "='" + n.value + "': " + n.message);
     }
   }
-  env_ = {{"SANDGATE_IDLE_TIMEOUT", "300"}, {"SANDGATE_MAX_CONNECTIONS", "10"},
+  env_ = {{"SANDGATE_IDLE_TIMEOUT", "300"},
+          {"SANDGATE_MAX_CONNECTIONS", "10"},
           {"SANDGATE_LOG_FORMAT", "JSON"}};
   const Settings s = ok();
   EXPECT_EQ(s.idle_timeout.count(), 300);
