@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <bitset>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -40,6 +41,8 @@ namespace {
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 // The longest normal-form DNS name; a suffix longer than this can never equal an entry.
 constexpr std::size_t kMaxName = 253;
+// A DNS name of kMaxName octets has at most this many labels.
+constexpr std::size_t kMaxLabels = (kMaxName + 1) / 2;
 // Records store the name length in one byte (IPv6 entries with a long zone may exceed it).
 constexpr std::size_t kMaxStoredName = 255;
 // Budget for the DFA of the combined regex set; RE2's default (8 MiB) is meant for one pattern.
@@ -319,6 +322,12 @@ std::size_t regex_allowance(std::size_t instructions) {
 struct DomainSet::Impl {
   BigArray<char> arena;  // name records, then the text of `re:` entries
   std::size_t name_entries = 0;
+  // Which label counts occur among the name entries. A lookup skips suffixes of other lengths
+  // (a TLD, say, when no entry is a bare TLD) and stops walking the host past the longest: on a
+  // 6-label host against a list of 2- to 4-label names, that is half the probes, each a likely
+  // cache miss.
+  std::bitset<kMaxLabels + 1> label_counts;
+  std::size_t max_labels = 0;
   BigArray<Slot> slots;  // size is a power of two, or empty when there are no name entries
   std::size_t mask = 0;
   int shift = 63;                 // index = hash >> shift, the top bits
@@ -381,6 +390,14 @@ void DomainSet::Impl::build_table(const std::vector<std::uint32_t>& records,
     const std::uint32_t record = records[i];
     const std::uint64_t hash = hashes[i];
     const auto tag = static_cast<std::uint32_t>(hash);
+    if (const RecordHeader h = header(record); h.kind != EntryKind::address) {
+      const std::string_view name = name_of(record, h);
+      const auto labels = static_cast<std::size_t>(std::count(name.begin(), name.end(), '.')) + 1;
+      if (labels <= kMaxLabels) {  // always, for a name that parse_host() accepted
+        label_counts.set(labels);
+        max_labels = std::max(max_labels, labels);
+      }
+    }
     for (std::size_t at = hash >> shift;; at = (at + 1) & mask) {
       Slot& slot = slots[at];
       if (slot.record == kNone) {
@@ -493,16 +510,22 @@ std::uint32_t DomainSet::Impl::match_name(std::string_view name, std::uint16_t p
     std::uint64_t hash;
     std::size_t start;
   };
-  std::array<Probe, kMaxName> probes;  // at most one per suffix length 1..kMaxName
+  std::array<Probe, kMaxLabels> probes;  // one per label count 1..max_labels, at most
   std::size_t count = 0;
+  std::size_t labels = 0;
   const std::size_t stop = name.size() > kMaxName ? name.size() - kMaxName : 0;
   std::uint64_t h = kHashSeed;
   for (std::size_t i = name.size(); i-- > stop;) {
     h = hash_step(h, name[i]);
     if (i == 0 || name[i - 1] == '.') {
-      const std::uint64_t hash = hash_finish(h);
-      __builtin_prefetch(&slots[hash >> shift]);
-      probes[count++] = Probe{hash, i};
+      if (++labels > max_labels) {
+        break;  // neither this suffix nor any longer one can be an entry
+      }
+      if (label_counts.test(labels)) {
+        const std::uint64_t hash = hash_finish(h);
+        __builtin_prefetch(&slots[hash >> shift]);
+        probes[count++] = Probe{hash, i};
+      }
     }
   }
   // The longest suffix first: the most specific rule wins, and the first hit ends the search.

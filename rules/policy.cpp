@@ -25,6 +25,21 @@ bool equals_or_subdomain(std::string_view name, std::string_view parent) {
          name[name.size() - parent.size() - 1] == '.';
 }
 
+// Matches an IP destination against a list in every spelling that reaches the same machine: an
+// IPv6 address that carries an IPv4 one (mapped, NAT64, ...) also matches the IPv4 entry.
+std::optional<RuleMatch> match_list(const DomainSet& list, const Host& host, std::uint16_t port) {
+  if (auto match = list.match(host, port)) {
+    return match;
+  }
+  if (host.kind == HostKind::ipv6) {
+    if (auto embedded = embedded_ipv4(host.address)) {
+      const Host v4{HostKind::ipv4, embedded->address.to_string(), embedded->address};
+      return list.match(v4, port);
+    }
+  }
+  return std::nullopt;
+}
+
 Decision deny(Reason reason, AddressClass cls = AddressClass::public_address) {
   return Decision{Verdict::deny, reason, std::nullopt, cls};
 }
@@ -143,7 +158,7 @@ Decision Policy::decide(const Host& host, std::uint16_t port) const {
   }
 
   // 3. Blocklist: an entry always wins, also over the allowlist.
-  if (auto match = blocklist_->match(host, port)) {
+  if (auto match = match_list(*blocklist_, host, port)) {
     Decision decision = deny(Reason::blocklist, cls);
     decision.rule = match;
     return decision;
@@ -166,7 +181,7 @@ Decision Policy::decide(const Host& host, std::uint16_t port) const {
 
   // 6. Allowlist mode: only what it names.
   if (allowlist_) {
-    auto match = allowlist_->match(host, port);
+    auto match = match_list(*allowlist_, host, port);
     if (!match) {
       return deny(Reason::not_allowlisted, cls);
     }
@@ -185,12 +200,28 @@ Decision Policy::decide_ssh(const Host& host) const {
   return Decision{};
 }
 
-Decision Policy::decide_resolved(const IpAddress& address) const {
+Decision Policy::decide_resolved(const IpAddress& address, std::uint16_t port) const {
   const AddressClass cls = classify(address);
   if (auto denied = check_address_class(cls)) {
     return *denied;
   }
+  // An address on the blocklist is blocked whatever name led to it.
+  const Host as_host{address.is_v4() ? HostKind::ipv4 : HostKind::ipv6, address.to_string(),
+                     address};
+  if (auto match = match_list(*blocklist_, as_host, port)) {
+    Decision decision = deny(Reason::blocklist, cls);
+    decision.rule = match;
+    return decision;
+  }
   return Decision{Verdict::allow, Reason::allowed, std::nullopt, cls};
+}
+
+// Why the SSH rules applied: the port is an SSH port, or the client spoke SSH on another port.
+std::string Policy::ssh_reason(std::uint16_t port) const {
+  if (ssh_ports_.test(port)) {
+    return "port " + std::to_string(port) + " is an SSH port";
+  }
+  return "the client speaks SSH on port " + std::to_string(port);
 }
 
 std::string Policy::explain(const Decision& decision, const Host& host,
@@ -232,10 +263,9 @@ std::string Policy::explain(const Decision& decision, const Host& host,
       return "port " + std::to_string(port) +
              " is not an allowed port (SANDGATE_ALLOWED_PORTS).";
     case Reason::ssh_disabled:
-      return "port " + std::to_string(port) +
-             " is an SSH port, and SSH is disabled (GOOSE_SANDBOX_ALLOW_SSH).";
+      return ssh_reason(port) + ", and SSH is disabled (GOOSE_SANDBOX_ALLOW_SSH).";
     case Reason::ssh_non_git_host:
-      return "port " + std::to_string(port) + " is an SSH port, and " + host.display() +
+      return ssh_reason(port) + ", and " + host.display() +
              " is not a git host (GOOSE_SANDBOX_GIT_HOSTS).";
     case Reason::not_allowlisted:
       return host.display() + " is not on the allowlist (SANDGATE_ALLOWLIST).";

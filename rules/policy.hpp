@@ -94,8 +94,9 @@ class Policy {
 
   // The decision for an address a permitted name resolved to, before the proxy dials it:
   // loopback answers when loopback is blocked, metadata and link-local answers unless allowed,
-  // private answers when private networks are blocked, reserved answers always.
-  Decision decide_resolved(const IpAddress& address) const;
+  // private answers when private networks are blocked, reserved answers always, and addresses
+  // the blocklist names (on `port`).
+  Decision decide_resolved(const IpAddress& address, std::uint16_t port = 0) const;
 
   // One human sentence for a decision, e.g. "api.evil.com is blocked by the blocklist entry
   // 'evil.com' (blocked.txt line 3)." Allocates; meant for deny replies and logs.
@@ -109,6 +110,7 @@ class Policy {
 
  private:
   bool is_git_host(std::string_view name) const;
+  std::string ssh_reason(std::uint16_t port) const;
   std::optional<Decision> check_address_class(AddressClass cls) const;
 
   PolicyOptions options_;

@@ -147,6 +147,7 @@ struct Exchange {
   bool client_failed = false;      // reading the request (body) from the client failed
   std::string client_problem;      // ... because it was malformed (else the client left)
   bool upstream_write_failed = false;
+  bool body_abandoned = false;     // the response ended first: the rest of the body is not read
   bool timed_out = false;
   bool upgraded = false;           // the origin switched to WebSocket
   bool response_started = false;   // a byte of the final response went to the client
@@ -197,6 +198,9 @@ asio::awaitable<void> send_request_body(Exchange& x) {
         co_await http::async_read_some(x.context.client, x.client_buffer, x.request, use_tuple);
     if (read_error == http::error::need_buffer) {
       read_error = {};
+    }
+    if (read_error && (x.body_abandoned || x.timed_out)) {
+      break;  // stopped from the other direction or by the watchdog
     }
     if (read_error) {
       // The client left or sent a broken body: the origin can give no meaningful answer now, so
@@ -383,6 +387,7 @@ asio::awaitable<void> relay_response(Exchange& x) {
   if (!x.request.is_done() && !x.client_failed && !x.upgraded) {
     x.client_keep_alive = false;
     x.upstream_keep_alive = false;
+    x.body_abandoned = true;
     boost::system::error_code ignored;
     client.cancel(ignored);
     upstream.cancel(ignored);

@@ -77,7 +77,7 @@ asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::
     // client could otherwise be steered to it by the order of the answers.
     for (const auto& address : addresses) {
       const rules::IpAddress checked = to_rules_address(address);
-      const rules::Decision decision = context.policy->decide_resolved(checked);
+      const rules::Decision decision = context.policy->decide_resolved(checked, port);
       if (!decision.allowed()) {
         rules::Host as_host{checked.is_v4() ? rules::HostKind::ipv4 : rules::HostKind::ipv6,
                             checked.to_string(), checked};

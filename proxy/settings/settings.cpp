@@ -10,6 +10,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <thread>
 #include <toml++/toml.h>
@@ -428,7 +429,11 @@ std::optional<std::string> toml_to_text(const toml::node& node) {
   return std::nullopt;
 }
 
-std::string describe_value(std::string_view value) {
+std::string describe_value(std::string_view value, bool secret = false) {
+  if (secret && value.size() > 8) {
+    // A LaunchDarkly SDK or mobile key given by mistake is a credential: show only its start.
+    return "'" + std::string(value.substr(0, 8)) + "...'";
+  }
   std::string out = "'";
   for (char c : value) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
@@ -513,6 +518,13 @@ Expected<Settings, std::string> load(const Sources& sources) {
   }
   toml::table file;
   if (!config_path.empty()) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(config_path, ec)) {
+      return Unexpected{config_path + ": is a folder, not a config file"};
+    }
+    if (!std::filesystem::exists(config_path, ec)) {
+      return Unexpected{config_path + ": no such config file"};
+    }
     try {
       file = toml::parse_file(config_path);
     } catch (const toml::parse_error& error) {
@@ -539,14 +551,15 @@ Expected<Settings, std::string> load(const Sources& sources) {
 
   for (const auto& setting : table()) {
     const auto& info = setting.info;
+    const bool secret = info.key == "launchdarkly_client_id";
     std::string value;
     std::string origin;
     if (auto flag = sources.flags.find(info.flag); flag != sources.flags.end()) {
       value = flag->second;
-      origin = std::string(info.flag) + "=" + describe_value(value);
+      origin = std::string(info.flag) + "=" + describe_value(value, secret);
     } else if (auto var = env(info.env)) {
       value = *var;
-      origin = std::string(info.env) + "=" + describe_value(value);
+      origin = std::string(info.env) + "=" + describe_value(value, secret);
     } else if (const toml::node* node = file.get(info.key)) {
       auto text = toml_to_text(*node);
       origin = config_path + ":" + std::to_string(node->source().begin.line) + ": " +
@@ -555,7 +568,7 @@ Expected<Settings, std::string> load(const Sources& sources) {
         return Unexpected{origin + ": expected a string, number, boolean or array of them"};
       }
       value = *text;
-      origin += " = " + describe_value(value);
+      origin += " = " + describe_value(value, secret);
     } else {
       continue;  // the built-in default stands
     }

@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -278,8 +279,14 @@ class SshServer {
     }
     const std::string config = folder_ + "/sshd_config";
     const std::string log = folder_ + "/sshd.log";
+    const pid_t parent = ::getpid();
     pid_ = ::fork();
     if (pid_ == 0) {
+      // If the test process dies (a crash, a sanitizer abort), sshd goes with it.
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent) {
+        ::_exit(127);
+      }
       const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       const int null_fd = ::open("/dev/null", O_RDWR);
       ::dup2(null_fd, 0);

@@ -219,9 +219,6 @@ TEST(HttpForward, KeepAliveCarriesThreeRequestsOverOneUpstreamConnection) {
     EXPECT_FALSE(has_field(response.head, "Connection")) << response.head;
   }
   EXPECT_EQ(f.origin.connections(), 1u) << "the upstream connection is reused";
-  client.close();
-  f.proxy.wait_for_log([](const std::string&) { return false; });
-  fprintf(stderr, "%s", f.proxy.log_text().c_str());
   EXPECT_TRUE(f.proxy.wait_for_log([](const std::string& log) {
     std::size_t decisions = 0;
     for (std::size_t at = log.find("\"event\":\"decision\""); at != std::string::npos;
@@ -977,6 +974,34 @@ TEST(HttpForwardUpstream, EarlyResponseToAnUploadEndsTheConnection) {
   EXPECT_EQ(field(response.head, "Connection"), "close");
 }
 
+TEST(HttpForwardUpstream, OriginClosingDuringAnUploadIs502) {
+  Fixture f([](const HttpOrigin::Request&) {
+    Reply reply;
+    reply.read_body = false;
+    reply.close = true;  // no response at all
+    return reply;
+  });
+  TestClient client(f.proxy.port());
+  client.send("POST " + f.at() + " HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+  client.send(chunk(HttpOrigin::pattern(0, 1000)));
+  ResponseHead head = read_response_head(client);
+  EXPECT_EQ(head.status, 502) << head.head;
+  EXPECT_NE(head.proxy_status.find("details=\"upstream-closed:"), std::string::npos)
+      << head.proxy_status;
+}
+
+TEST(HttpForwardUpstream, MalformedChunkedBodyIs400) {
+  Fixture f;  // the origin waits for a body that never completes
+  TestClient client(f.proxy.port());
+  client.send("POST " + f.at() + " HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+  client.send("zz\r\nnot a chunk\r\n");
+  ResponseHead head = read_response_head(client);
+  EXPECT_EQ(head.status, 400) << head.head;
+  EXPECT_NE(head.proxy_status.find("details=\"bad-request: the request body is malformed"),
+            std::string::npos)
+      << head.proxy_status;
+}
+
 TEST(HttpForwardUpstream, IdleOriginTimesOutWith502) {
   HttpOrigin origin([](const HttpOrigin::Request& r) {
     if (r.complete) {
@@ -1028,7 +1053,8 @@ TEST(HttpForwardHeads, EmptyLinesBetweenRequestsAreIgnored) {
   Fixture f;
   TestClient client(f.proxy.port());
   client.send(request("POST", f.at(), "Content-Length: 2\r\n", "hi") + "\r\n");
-  ASSERT_EQ(read_response(client).status, 200);
+  auto first = read_response(client);
+  ASSERT_EQ(first.status, 200) << first.head << first.body << f.proxy.log_text();
   client.send(request("GET", f.at()));
   EXPECT_EQ(read_response(client).status, 200);
 }

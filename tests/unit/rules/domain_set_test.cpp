@@ -127,6 +127,15 @@ const MatchCase kOverlapCases[] = {
     {"names_before_regex", "re:.*\nevil.com", "evil.com", 443, 2, "evil.com"},
     {"regex_when_name_off_port", "evil.com:443\nre:.*evil.*", "evil.com", 80, 2, "re:.*evil.*"},
     {"tld_and_name", "com\nevil.com", "a.evil.com", 443, 2, "evil.com"},
+    // Lookups skip suffixes whose label count no entry has; these mix counts on purpose.
+    {"deep_entry", "a.b.c.d.e.f.evil.com", "x.a.b.c.d.e.f.evil.com", 443, 1,
+     "a.b.c.d.e.f.evil.com"},
+    {"deep_entry_parent_not_matched", "a.b.c.d.e.f.evil.com", "b.c.d.e.f.evil.com", 443, 0},
+    {"deep_and_shallow_deep", "evil.com\na.b.c.d.evil.com", "x.a.b.c.d.evil.com", 443, 2,
+     "a.b.c.d.evil.com"},
+    {"deep_and_shallow_shallow", "evil.com\na.b.c.d.evil.com", "x.b.c.d.evil.com", 443, 1,
+     "evil.com"},
+    {"host_shorter_than_entries", "a.b.evil.com", "evil.com", 443, 0},
 };
 INSTANTIATE_TEST_SUITE_P(Overlaps, DomainSetMatch, ::testing::ValuesIn(kOverlapCases),
                          [](const auto& info) { return std::string(info.param.label); });
@@ -183,6 +192,7 @@ const MatchCase kAddressCases[] = {
     {"v6_zoned_entry_other_zone", "[fe80::1%eth0]", "[fe80::1%eth1]", 443, 0},
     {"v6_zoned_entry_no_zone", "[fe80::1%eth0]", "fe80::1", 443, 0},
     {"name_rule_not_for_address", "com\n1.com", "127.0.0.1", 443, 0},
+    {"address_rule_not_for_name", "127.0.0.1\n::1", "evil.com", 443, 0},
 };
 INSTANTIATE_TEST_SUITE_P(Addresses, DomainSetMatch, ::testing::ValuesIn(kAddressCases),
                          [](const auto& info) { return std::string(info.param.label); });

@@ -17,6 +17,7 @@ namespace sandgate::rules {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // ---- Helpers ----
 
@@ -161,6 +162,8 @@ TEST(PolicyReasonCode, EveryReasonHasItsStableCode) {
       {Reason::not_allowlisted, "not-allowlisted"},
       {Reason::launchdarkly, "launchdarkly"},
       {Reason::launchdarkly_unreachable, "launchdarkly-unreachable"},
+      {Reason::sni_mismatch, "sni-mismatch"},
+      {Reason::protocol_mismatch, "protocol-mismatch"},
   };
   for (const auto& [reason, code] : codes) {
     EXPECT_EQ(reason_code(reason), code);
@@ -315,6 +318,50 @@ TEST(PolicyGoose, SshPortsAreConfigurable) {
       {"example.com:7999", ports, "allowed"},
       {"example.com:22", Opts{}.ssh_ports({}), "allowed"},
   });
+}
+
+TEST(PolicySsh, DecideSshAppliesTheSshRulesWhateverThePort) {
+  // decide_ssh() is asked when a client turns out to speak SSH on a port that is no SSH port
+  // (SSH to any host on 443 was goose's weakness 3).
+  struct Case {
+    std::string_view host;
+    Opts opts;
+    std::string_view code;
+  };
+  const std::vector<Case> cases = {
+      {"github.com", defaults(), "allowed"},
+      {"ssh.github.com", defaults(), "allowed"},
+      {"altssh.gitlab.com", defaults(), "allowed"},
+      {"ssh.dev.azure.com", defaults(), "allowed"},
+      {"example.com", defaults(), "ssh-non-git-host"},
+      {"github.com.evil.com", defaults(), "ssh-non-git-host"},
+      {"evilgithub.com", defaults(), "ssh-non-git-host"},
+      {"140.82.112.3", defaults(), "ssh-non-git-host"},
+      {"2606:4700::1", defaults(), "ssh-non-git-host"},
+      {"example.com", Opts{}.ssh_all_hosts(), "allowed"},
+      {"140.82.112.3", Opts{}.ssh_all_hosts(), "allowed"},
+      {"github.com", Opts{}.allow_ssh(false), "ssh-disabled"},
+      {"example.com", Opts{}.allow_ssh(false).ssh_all_hosts(), "ssh-disabled"},
+      {"github.com", Opts{}.git_hosts({"git.corp.example"}), "ssh-non-git-host"},
+      {"eu.git.corp.example", Opts{}.git_hosts({"git.corp.example"}), "allowed"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.host);
+    const Decision d = make_policy(c.opts).decide_ssh(host_of(c.host));
+    EXPECT_EQ(reason_code(d.reason), c.code);
+    EXPECT_EQ(d.allowed(), c.code == "allowed");
+  }
+}
+
+TEST(PolicySsh, SshOnATlsPortIsNotExplainedAsAnSshPort) {
+  const Policy policy = make_policy(defaults());
+  const Host host = host_of("example.com");
+  const Decision d = policy.decide_ssh(host);
+  ASSERT_EQ(d.reason, Reason::ssh_non_git_host);
+  const std::string sentence = policy.explain(d, host, 443);
+  EXPECT_THAT(sentence, HasSubstr("example.com is not a git host"));
+  EXPECT_THAT(sentence, Not(HasSubstr("port 443 is an SSH port")));
+  EXPECT_THAT(sentence, HasSubstr("the client speaks SSH on port 443"));
 }
 
 // ---- Bypass categories: every spelling parses to the address it names ----
@@ -716,14 +763,18 @@ TEST(PolicyBypass, BlocklistedIpv4IsBlockedInItsIpv4MappedSpelling) {
   // A dual-stack socket connecting to ::ffff:8.8.8.8 reaches 8.8.8.8 itself: the mapped form is
   // one more spelling of the blocked address, like 134744072 or 0x08080808.
   const Policy policy = make_policy(Opts{}.allow_ip(), "8.8.8.8\n");
-  const Outcome out = decide_text(policy, "[::ffff:8.8.8.8]:443");
-  if (out.code != "blocklist") {
-    // BUG: DomainSet IP entries compare the literal's text; the IPv4-mapped IPv6 spelling of a
-    // blocklisted IPv4 address is not matched, so it bypasses the blocklist under allow_ip.
-    GTEST_SKIP() << "BUG: [::ffff:8.8.8.8]:443 with blocklist '8.8.8.8' and allow_ip gives '"
-                 << out.code << "', expected 'blocklist'";
+  for (const char* spelling : {"[::ffff:8.8.8.8]:443", "[64:ff9b::808:808]:443",
+                               "[::ffff:808:808]:443"}) {
+    const Outcome out = decide_text(policy, spelling);
+    EXPECT_EQ(out.code, "blocklist") << spelling;
+    EXPECT_EQ(out.rule, "blocked.txt:1") << spelling;
   }
-  EXPECT_EQ(out.rule, "blocked.txt:1");
+}
+
+TEST(PolicyBypass, BlocklistedAddressIsBlockedWhenANameResolvesToIt) {
+  const Policy policy = make_policy(defaults(), "8.8.8.8\n");
+  const auto decision = policy.decide_resolved(address_of("8.8.8.8"), 443);
+  EXPECT_EQ(reason_code(decision.reason), "blocklist");
 }
 
 TEST(PolicyMetadataNames, MetadataHostNamesAreDeniedUnlessAllowed) {
