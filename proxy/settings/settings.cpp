@@ -551,14 +551,20 @@ Expected<Settings, std::string> load(const Sources& sources) {
 
   for (const auto& setting : table()) {
     const auto& info = setting.info;
-    const bool secret = info.key == "launchdarkly_client_id";
     std::string value;
     std::string origin;
+    bool secret = false;
+    // A LaunchDarkly server-side or mobile key given by mistake is a credential: never echo it.
+    auto is_secret = [&info](std::string_view v) {
+      return info.key == "launchdarkly_client_id" && (v.starts_with("sdk-") || v.starts_with("mob-"));
+    };
     if (auto flag = sources.flags.find(info.flag); flag != sources.flags.end()) {
       value = flag->second;
+      secret = is_secret(value);
       origin = std::string(info.flag) + "=" + describe_value(value, secret);
     } else if (auto var = env(info.env)) {
       value = *var;
+      secret = is_secret(value);
       origin = std::string(info.env) + "=" + describe_value(value, secret);
     } else if (const toml::node* node = file.get(info.key)) {
       auto text = toml_to_text(*node);
@@ -568,6 +574,7 @@ Expected<Settings, std::string> load(const Sources& sources) {
         return Unexpected{origin + ": expected a string, number, boolean or array of them"};
       }
       value = *text;
+      secret = is_secret(value);
       origin += " = " + describe_value(value, secret);
     } else {
       continue;  // the built-in default stands
