@@ -1,12 +1,14 @@
 // Opening the tunnel. See proxy_dial.hpp.
 #include "connect-proxy/proxy_dial.hpp"
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -16,6 +18,13 @@ namespace sandgate::connect_proxy {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// SIGPIPE is ignored by main(); MSG_NOSIGNAL makes sure of it where it exists (not on macOS).
+#ifdef MSG_NOSIGNAL
+constexpr int kSendFlags = MSG_NOSIGNAL;
+#else
+constexpr int kSendFlags = 0;
+#endif
 
 int remaining_ms(Clock::time_point deadline) {
   const auto left =
@@ -44,9 +53,10 @@ std::string seconds_text(std::chrono::milliseconds timeout) {
 // One connection attempt to one address: non-blocking connect, then poll for completion.
 Expected<UniqueFd, std::string> connect_to(const addrinfo& address, Clock::time_point deadline,
                                            std::chrono::milliseconds timeout) {
-  UniqueFd fd(::socket(address.ai_family, address.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                       address.ai_protocol));
-  if (!fd) {
+  // fcntl rather than SOCK_NONBLOCK | SOCK_CLOEXEC, which macOS lacks.
+  UniqueFd fd(::socket(address.ai_family, address.ai_socktype, address.ai_protocol));
+  if (!fd || ::fcntl(fd.get(), F_SETFD, FD_CLOEXEC) != 0 ||
+      ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) | O_NONBLOCK) != 0) {
     return Unexpected(std::string(std::strerror(errno)));
   }
   // A non-blocking connect is not restarted by EINTR: it goes on in the background like
@@ -110,7 +120,7 @@ Expected<UniqueFd, std::string> connect_to_proxy(const ProxyLocation& proxy,
 // Sends all of `data`, waiting for room until the deadline.
 std::optional<std::string> send_all(int fd, std::string_view data, Clock::time_point deadline) {
   while (!data.empty()) {
-    const ssize_t sent = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    const ssize_t sent = ::send(fd, data.data(), data.size(), kSendFlags);
     if (sent > 0) {
       data.remove_prefix(static_cast<std::size_t>(sent));
       continue;

@@ -17,6 +17,13 @@ namespace {
 
 constexpr std::size_t kBufferSize = 64 * 1024;  // one pipe's worth on Linux
 
+// SIGPIPE is ignored by main(); MSG_NOSIGNAL makes sure of it where it exists (not on macOS).
+#ifdef MSG_NOSIGNAL
+constexpr int kSendFlags = MSG_NOSIGNAL;
+#else
+constexpr int kSendFlags = 0;
+#endif
+
 bool is_socket(int fd) {
   struct stat info {};
   return ::fstat(fd, &info) == 0 && S_ISSOCK(info.st_mode);
@@ -102,7 +109,7 @@ WriteOutcome drain(Flow& flow) {
   while (!flow.empty()) {
     const std::size_t size = flow.end - flow.begin;
     const ssize_t put = flow.to_is_socket
-                            ? ::send(flow.to, flow.buffer.data() + flow.begin, size, MSG_NOSIGNAL)
+                            ? ::send(flow.to, flow.buffer.data() + flow.begin, size, kSendFlags)
                             : ::write(flow.to, flow.buffer.data() + flow.begin, size);
     if (put > 0) {
       flow.begin += static_cast<std::size_t>(put);

@@ -1,7 +1,9 @@
 // The daemon's skeleton. See server.hpp.
 #include "proxy/server/server.hpp"
 
+#include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -13,6 +15,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <csignal>
+#include <cstring>
 
 #include "proxy/session/client_session.hpp"
 
@@ -136,13 +139,49 @@ Expected<tcp::endpoint, std::string> Server::bind() {
   if (ec) {
     return Unexpected{"cannot listen on " + settings_.listen + ": " + ec.message()};
   }
-  endpoint_ = listener.local_endpoint(ec);
+  return prepare_workers(listener.native_handle());
+}
+
+Expected<tcp::endpoint, std::string> Server::adopt_listener(int fd) {
+  raise_descriptor_limit();
+  boost::system::error_code ec;
+  tcp::acceptor listener(control_);
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    ::close(fd);
+    return Unexpected{std::string("the listening socket handed over is not a socket")};
+  }
+  listener.assign(address.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fd, ec);
+  if (ec) {
+    return Unexpected{"cannot use the listening socket handed over: " + ec.message()};
+  }
+  return prepare_workers(listener.native_handle());
+}
+
+// Gives every worker its own duplicate of the listening socket, and a resolver. The caller's
+// `listening_fd` stays owned by the caller.
+Expected<tcp::endpoint, std::string> Server::prepare_workers(int listening_fd) {
+  boost::system::error_code ec;
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  ::getsockname(listening_fd, reinterpret_cast<sockaddr*>(&address), &length);
+  if (address.ss_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&address);
+    asio::ip::address_v6::bytes_type bytes;
+    std::memcpy(bytes.data(), &v6->sin6_addr, 16);
+    endpoint_ = tcp::endpoint(asio::ip::address_v6(bytes), ntohs(v6->sin6_port));
+  } else {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&address);
+    endpoint_ = tcp::endpoint(asio::ip::address_v4(ntohl(v4->sin_addr.s_addr)),
+                              ntohs(v4->sin_port));
+  }
 
   dns::ResolverOptions dns_options;
   dns_options.servers = settings_.dns_servers;
   dns_options.timeout = settings_.dns_timeout;
   for (auto& worker : workers_) {
-    const int fd = ::dup(listener.native_handle());
+    const int fd = ::dup(listening_fd);
     if (fd < 0) {
       return Unexpected{"cannot listen on " + settings_.listen + ": out of descriptors"};
     }
@@ -158,11 +197,6 @@ Expected<tcp::endpoint, std::string> Server::bind() {
     }
   }
   return endpoint_;
-}
-
-std::shared_ptr<const rules::Policy> Server::current_policy() const {
-  std::lock_guard lock(policy_mutex_);
-  return latest_policy_;
 }
 
 void Server::publish(std::shared_ptr<const rules::Policy> policy) {

@@ -30,6 +30,10 @@ class Server {
   // Binds the listening address and prepares the workers. The error names the address and why.
   Expected<boost::asio::ip::tcp::endpoint, std::string> bind();
 
+  // Like bind(), but serves on a socket that is already bound and listening (for instance one
+  // created inside another network namespace and handed over). Takes ownership of `fd`.
+  Expected<boost::asio::ip::tcp::endpoint, std::string> adopt_listener(int fd);
+
   // Serves until begin_drain() (or SIGTERM/SIGINT when `handle_signals`), then lets open
   // connections finish until the drain deadline, closes what is left, and returns.
   void run(bool handle_signals);
@@ -49,6 +53,7 @@ class Server {
 
  private:
   void drain_step();
+  Expected<boost::asio::ip::tcp::endpoint, std::string> prepare_workers(int listening_fd);
 
   const settings::Settings& settings_;
   log::DecisionLog& log_;

@@ -143,18 +143,18 @@ struct Exchange {
   asio::steady_timer watchdog;
 
   // How it went.
-  bool body_done = false;          // the whole request body reached the origin
-  bool client_failed = false;      // reading the request (body) from the client failed
-  std::string client_problem;      // ... because it was malformed (else the client left)
+  bool body_done = false;      // the whole request body reached the origin
+  bool client_failed = false;  // reading the request (body) from the client failed
+  std::string client_problem;  // ... because it was malformed (else the client left)
   bool upstream_write_failed = false;
-  bool body_abandoned = false;     // the response ended first: the rest of the body is not read
+  bool body_abandoned = false;  // the response ended first: the rest of the body is not read
   bool timed_out = false;
-  bool upgraded = false;           // the origin switched to WebSocket
-  bool response_started = false;   // a byte of the final response went to the client
-  bool response_done = false;      // ... and all of it
+  bool upgraded = false;          // the origin switched to WebSocket
+  bool response_started = false;  // a byte of the final response went to the client
+  bool response_done = false;     // ... and all of it
   bool client_keep_alive = false;
   bool upstream_keep_alive = false;
-  std::string failure_code;        // before the response started: why the origin failed
+  std::string failure_code;  // before the response started: why the origin failed
   std::string failure_sentence;
   std::optional<BodyResponseParser> response;
   std::uint64_t bytes_up = 0;    // to the origin, heads included
@@ -268,8 +268,8 @@ asio::awaitable<bool> read_final_head(Exchange& x) {
         x.fail("bad-response",
                x.where + " sent a response that is not valid HTTP/1.1: " + error.message() + ".");
       } else {
-        x.fail("upstream-closed", x.where + " closed the connection without a complete "
-                                            "response head (" + error.message() + ").");
+        x.fail("upstream-closed", x.where + " closed the connection before its response head: " +
+                                      error.message() + ".");
       }
       co_return false;
     }
@@ -317,8 +317,8 @@ asio::awaitable<void> relay_response(Exchange& x) {
     } else {
       const bool to_eof = parser.need_eof();
       const bool unchunk = !x.client_http11 && parser.chunked();  // HTTP/1.0 cannot read chunks
-      x.client_keep_alive = x.request_keep_alive && !to_eof && !unchunk &&
-                            x.request.is_done() && !x.client_failed;
+      x.client_keep_alive =
+          x.request_keep_alive && !to_eof && !unchunk && x.request.is_done() && !x.client_failed;
       strip_hop_by_hop(response, false);
       add_via(response);
       if (response.count(http::field::content_length) > 1 && parser.content_length()) {
@@ -421,7 +421,8 @@ enum class Next : std::uint8_t { read_next, stop };
 asio::awaitable<std::uint64_t> answer_failure(SessionContext& context, ReplyKind kind,
                                               std::string_view code, std::string_view sentence) {
   const std::string reply = build_reply(kind, code, sentence);
-  auto [error, written] = co_await asio::async_write(context.client, asio::buffer(reply), use_tuple);
+  auto [error, written] =
+      co_await asio::async_write(context.client, asio::buffer(reply), use_tuple);
   (void)error;
   co_await close_gracefully(context.client);
   co_return written;
@@ -516,8 +517,7 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   boost::system::error_code ignored;
 
   // 1. The target, parsed strictly: the host checked is the host dialled and named upstream.
-  auto target =
-      parse_http_target(raw_target, head_parser.get().method() == http::verb::options);
+  auto target = parse_http_target(raw_target, head_parser.get().method() == http::verb::options);
   if (!target) {
     context.upstream.close(ignored);
     co_await reply_and_log(context, ReplyKind::bad_request, "deny", method, raw_target, 0,
@@ -543,11 +543,10 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   const rules::Decision decision = context.policy->decide(host, port);
   if (!decision.allowed()) {
     context.upstream.close(ignored);
-    co_await reply_and_log(context,
-                           is_address_reason(decision.reason) ? ReplyKind::denied_address
-                                                              : ReplyKind::denied,
-                           "deny", method, display, port, rules::reason_code(decision.reason),
-                           context.policy->explain(decision, host, port), rule_text(decision));
+    co_await reply_and_log(
+        context, is_address_reason(decision.reason) ? ReplyKind::denied_address : ReplyKind::denied,
+        "deny", method, display, port, rules::reason_code(decision.reason),
+        context.policy->explain(decision, host, port), rule_text(decision));
     co_return Next::stop;
   }
 
@@ -561,8 +560,8 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     upstream.buffer.clear();
     DialResult dial = co_await dial_upstream(context, host, port);
     if (!dial.connected) {
-      co_await reply_and_log(context, dial.failure, dial.denied ? "deny" : "error", method,
-                             display, port, dial.code, dial.sentence);
+      co_await reply_and_log(context, dial.failure, dial.denied ? "deny" : "error", method, display,
+                             port, dial.code, dial.sentence);
       co_return Next::stop;
     }
     upstream.key = where;
@@ -591,14 +590,14 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   auto& head = request.get();
   const bool client_http11 = head.version() >= 11;
   const bool websocket = is_websocket_upgrade(head) && request.is_done();
-  const bool expect_continue = client_http11 && !request.is_done() &&
-                               beast::iequals(head[http::field::expect], "100-continue");
+  const bool expects_continue = beast::iequals(head[http::field::expect], "100-continue");
+  const bool send_continue = expects_continue && client_http11 && !request.is_done();
   strip_hop_by_hop(head, websocket);
   if (websocket) {
     head.set(http::field::connection, "Upgrade");
   }
-  if (expect_continue) {
-    head.erase(http::field::expect);
+  if (expects_continue) {
+    head.erase(http::field::expect);  // answered here (below), not by the origin
   }
   head.target(target->origin_form);
   head.version(11);
@@ -617,10 +616,9 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
       co_await http::async_write_header(context.upstream, writer, use_tuple);
   x.bytes_up += head_written;
   if (head_error) {
-    x.fail("upstream-closed",
-           where + " closed the connection before taking the request (" + head_error.message() +
-               ").");
-  } else if (expect_continue) {
+    x.fail("upstream-closed", where + " closed the connection before taking the request (" +
+                                  head_error.message() + ").");
+  } else if (send_continue) {
     auto [error, written] =
         co_await asio::async_write(context.client, asio::buffer(kContinue), use_tuple);
     x.bytes_down += written;
@@ -715,8 +713,14 @@ asio::awaitable<void> serve_requests(SessionContext& context, HeadParser& first,
     next.emplace();
     next->header_limit(static_cast<std::uint32_t>(kHttpHeadLimit));
     next->body_limit(boost::none);
-    const HeadRead read = co_await read_request_head(context.client, buffer, *next,
-                                                     context.settings().head_timeout);
+    const HeadRead read =
+        co_await read_request_head(context.client, buffer, *next, context.settings().head_timeout);
+    if (read.status == HeadRead::Status::ok && next->get().method() == http::verb::connect) {
+      // A tunnel after plain requests on the same connection: the CONNECT path takes over.
+      context.upstream.close(ignored);
+      co_await handle_connect(context, *next, buffer);
+      co_return;
+    }
     if (read.status == HeadRead::Status::ok) {
       parser = &*next;
       continue;
@@ -735,16 +739,14 @@ asio::awaitable<void> serve_requests(SessionContext& context, HeadParser& first,
         co_await reply_and_log(context, ReplyKind::request_timeout, "deny", "-", "-", 0,
                                "request-timeout",
                                "the request head did not arrive within " +
-                                   std::to_string(context.settings().head_timeout.count()) +
-                                   " s.");
+                                   std::to_string(context.settings().head_timeout.count()) + " s.");
         break;
       case HeadRead::Status::too_large:
         co_await reply_and_log(context, ReplyKind::header_too_large, "deny", "-", "-", 0,
                                "header-too-large", "the request head is larger than 16 KiB.");
         break;
       case HeadRead::Status::malformed:
-        co_await reply_and_log(context, ReplyKind::bad_request, "deny", "-", "-", 0,
-                               "bad-request",
+        co_await reply_and_log(context, ReplyKind::bad_request, "deny", "-", "-", 0, "bad-request",
                                "the request is not valid HTTP/1.1: " + read.problem + ".");
         break;
     }
@@ -761,8 +763,8 @@ asio::awaitable<void> handle_http(SessionContext& context, HeadParser& parser,
   try {
     co_await serve_requests(context, parser, buffer);
   } catch (const std::exception& error) {
-    context.log().note("error", std::string("plain HTTP session ended by an exception: ") +
-                                    error.what());
+    context.log().note("error",
+                       std::string("plain HTTP session ended by an exception: ") + error.what());
   }
   boost::system::error_code ignored;
   context.client.close(ignored);

@@ -54,8 +54,8 @@ bool has_token(std::string_view list, std::string_view token) {
 bool has_obsolete_fold(std::string_view raw_head) {
   // Every line but the request line starts after a '\n'; the empty line that ends the head
   // starts with '\r', so it never matches.
-  for (std::size_t at = raw_head.find('\n'); at != std::string_view::npos && at + 1 < raw_head.size();
-       at = raw_head.find('\n', at + 1)) {
+  for (std::size_t at = raw_head.find('\n');
+       at != std::string_view::npos && at + 1 < raw_head.size(); at = raw_head.find('\n', at + 1)) {
     if (raw_head[at + 1] == ' ' || raw_head[at + 1] == '\t') {
       return true;
     }

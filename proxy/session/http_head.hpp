@@ -55,8 +55,7 @@ struct HeadRead {
 // the socket's executor; closing the socket cancels it.
 boost::asio::awaitable<HeadRead> read_request_head(boost::asio::ip::tcp::socket& socket,
                                                    boost::beast::flat_buffer& buffer,
-                                                   HeadParser& parser,
-                                                   std::chrono::seconds timeout,
+                                                   HeadParser& parser, std::chrono::seconds timeout,
                                                    std::size_t limit = kHttpHeadLimit);
 
 // True when a raw head (request line, fields, the empty line) has a line that starts with a
@@ -64,7 +63,8 @@ boost::asio::awaitable<HeadRead> read_request_head(boost::asio::ip::tcp::socket&
 bool has_obsolete_fold(std::string_view raw_head);
 
 // A sentence naming the request-smuggling shape of a parsed request head, or nothing.
-std::optional<std::string> request_framing_problem(const boost::beast::http::request_header<>& head);
+std::optional<std::string> request_framing_problem(
+    const boost::beast::http::request_header<>& head);
 
 // True for `Upgrade: websocket` with `Connection: upgrade` on an HTTP/1.1 request.
 bool is_websocket_upgrade(const boost::beast::http::request_header<>& head);

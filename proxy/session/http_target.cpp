@@ -54,15 +54,16 @@ Expected<HttpTarget, TargetFailure> parse_http_target(std::string_view target, b
   // outright, since parsers disagree on which '@' ends it.
   const std::size_t end = rest.find_first_of("/?");
   const std::string_view authority = rest.substr(0, end);
-  const std::string_view path = end == std::string_view::npos ? std::string_view{} : rest.substr(end);
+  const std::string_view path =
+      end == std::string_view::npos ? std::string_view{} : rest.substr(end);
   if (authority.find('@') != std::string_view::npos) {
     return fail(TargetError::host, rules::HostError::userinfo);
   }
 
   // A port is present when a ':' follows the host (after the brackets of an IPv6 literal).
   const std::size_t close = authority.starts_with('[') ? authority.find(']') : 0;
-  const bool has_port = close != std::string_view::npos &&
-                        authority.find(':', close) != std::string_view::npos;
+  const bool has_port =
+      close != std::string_view::npos && authority.find(':', close) != std::string_view::npos;
   HttpTarget result;
   if (has_port) {
     auto parsed = rules::parse_authority(authority);
@@ -129,8 +130,9 @@ std::string target_error_text(const TargetFailure& failure, std::string_view tar
     case TargetError::fragment:
       return "the request target holds a fragment ('#'), which is never sent to a server.";
     case TargetError::host:
-      return "'" + std::string(target) + "' is not a valid http:// URL: " +
-             std::string(rules::to_string(failure.host_error)) + ".";
+      return "'" + std::string(target) +
+             "' is not a valid http:// URL: " + std::string(rules::to_string(failure.host_error)) +
+             ".";
   }
   return "the request target is invalid.";
 }

@@ -13,7 +13,9 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#ifdef __linux__
 #include <sys/prctl.h>
+#endif
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -279,14 +281,16 @@ class SshServer {
     }
     const std::string config = folder_ + "/sshd_config";
     const std::string log = folder_ + "/sshd.log";
-    const pid_t parent = ::getpid();
+    [[maybe_unused]] const pid_t parent = ::getpid();
     pid_ = ::fork();
     if (pid_ == 0) {
+#ifdef __linux__
       // If the test process dies (a crash, a sanitizer abort), sshd goes with it.
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (::getppid() != parent) {
         ::_exit(127);
       }
+#endif
       const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       const int null_fd = ::open("/dev/null", O_RDWR);
       ::dup2(null_fd, 0);
@@ -326,10 +330,13 @@ class SshServer {
   std::string client_key() const { return folder_ + "/client_key"; }
   std::string log() const { return read_file(folder_ + "/sshd.log"); }
 
-  // The ssh command line (for the shell) that reaches this server through sandgate-connect.
-  std::string ssh_command(std::uint16_t proxy_port) const {
-    return "ssh -F /dev/null -o ProxyCommand='" + kConnect +
-           " --proxy 127.0.0.1:" + std::to_string(proxy_port) +
+  // The ssh command line (for the shell) that reaches this server through sandgate-connect:
+  // with --proxy, or without a proxy port in goose's form (`sandgate-connect %h %p`, the proxy
+  // then found in SANDBOX_PROXY_PORT).
+  std::string ssh_command(std::optional<std::uint16_t> proxy_port) const {
+    const std::string proxy_flag =
+        proxy_port ? " --proxy 127.0.0.1:" + std::to_string(*proxy_port) : "";
+    return "ssh -F /dev/null -o ProxyCommand='" + kConnect + proxy_flag +
            " %h %p' -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
            " -o BatchMode=yes -o LogLevel=ERROR -o ConnectTimeout=20 -i " +
            client_key() + " -p " + std::to_string(port_);
@@ -424,7 +431,9 @@ std::string make_served_repository(const std::string& folder) {
 TEST_F(SshThroughSandgate, GitCloneAndPushOverSsh) {
   const std::string folder = sshd_->folder();
   const std::string served = make_served_repository(folder);
-  const EnvChanges git_env = {{"GIT_SSH_COMMAND", ssh()}};
+  // Wired as goose wired its agent: GIT_SSH_COMMAND with the helper, SANDBOX_PROXY_PORT set.
+  const EnvChanges git_env = {{"GIT_SSH_COMMAND", sshd_->ssh_command(std::nullopt)},
+                              {"SANDBOX_PROXY_PORT", std::to_string(proxy_->port())}};
 
   auto clone =
       run("git clone -q " + user_at("gitlocal.test") + ":" + served + " " + folder + "/clone", "",

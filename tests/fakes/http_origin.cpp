@@ -249,8 +249,8 @@ void serve(std::shared_ptr<HttpOrigin::State> state, int fd, std::size_t connect
     }
     request.head = std::move(*head);
     parse_head(request);
-    HttpOrigin::Reply reply = state->handler ? state->handler(request)
-                                             : HttpOrigin::Reply::fixed(200, "hello");
+    HttpOrigin::Reply reply =
+        state->handler ? state->handler(request) : HttpOrigin::Reply::fixed(200, "hello");
     if (!reply.interim.empty() && !send_all(fd, reply.interim)) {
       break;
     }
@@ -345,8 +345,9 @@ bool HttpOrigin::Request::has_field(std::string_view name) const {
 
 HttpOrigin::Reply HttpOrigin::Reply::fixed(int status, std::string body, std::string extra_fields) {
   Reply reply;
-  reply.head = "HTTP/1.1 " + std::to_string(status) + " Status\r\nContent-Length: " +
-               std::to_string(body.size()) + "\r\n" + extra_fields + "\r\n";
+  reply.head = "HTTP/1.1 " + std::to_string(status) +
+               " Status\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" + extra_fields +
+               "\r\n";
   reply.body = std::move(body);
   return reply;
 }
@@ -430,8 +431,7 @@ std::vector<HttpOrigin::Request> HttpOrigin::requests() const {
 
 bool HttpOrigin::wait_for_requests(std::size_t count, std::chrono::milliseconds timeout) const {
   std::unique_lock lock(state_->mutex);
-  return state_->arrived.wait_for(lock, timeout,
-                                  [&] { return state_->requests.size() >= count; });
+  return state_->arrived.wait_for(lock, timeout, [&] { return state_->requests.size() >= count; });
 }
 
 }  // namespace sandgate::fakes

@@ -25,13 +25,13 @@ class HttpOrigin {
 
   // One request as it arrived.
   struct Request {
-    std::string raw;        // head and body bytes exactly as received (chunk framing included)
-    std::string head;       // the head, up to and including the empty line
+    std::string raw;   // head and body bytes exactly as received (chunk framing included)
+    std::string head;  // the head, up to and including the empty line
     std::string method;
     std::string target;
-    std::string body;       // the body, chunk framing removed
+    std::string body;            // the body, chunk framing removed
     std::size_t connection = 0;  // 1 for the first connection accepted, ...
-    bool complete = false;  // the body has been read (see Handler)
+    bool complete = false;       // the body has been read (see Handler)
     // The value of the first field named `name` (case-insensitive), or "" if none.
     std::string field(std::string_view name) const;
     bool has_field(std::string_view name) const;
@@ -39,7 +39,7 @@ class HttpOrigin {
 
   // What to answer.
   struct Reply {
-    std::string interim;  // sent before the body is read (e.g. "HTTP/1.1 100 Continue\r\n\r\n")
+    std::string interim;    // sent before the body is read (e.g. "HTTP/1.1 100 Continue\r\n\r\n")
     bool read_body = true;  // read the request body before answering
     std::string head;       // status line and fields, with the final empty line
     std::string body;       // sent verbatim after the head
@@ -68,8 +68,8 @@ class HttpOrigin {
   HttpOrigin& operator=(const HttpOrigin&) = delete;
 
   std::uint16_t port() const;
-  std::size_t connections() const;       // accepted so far
-  std::uint64_t bytes_received() const;  // from all clients
+  std::size_t connections() const;        // accepted so far
+  std::uint64_t bytes_received() const;   // from all clients
   std::vector<Request> requests() const;  // complete requests, in arrival order
   // Blocks until `count` requests have arrived or `timeout` passes; returns whether they did.
   bool wait_for_requests(std::size_t count,

@@ -74,8 +74,8 @@ std::string read_line(TestClient& client) {
 struct HttpResponse {
   int status = 0;
   std::string head;
-  std::string body;     // chunk framing removed
-  bool complete = false;  // the body ended as its framing says
+  std::string body;          // chunk framing removed
+  bool complete = false;     // the body ended as its framing says
   std::vector<int> interim;  // statuses of 1xx responses before this one
 };
 
@@ -97,8 +97,7 @@ HttpResponse read_response(TestClient& client, bool head_request = false) {
   if (response.status == 0) {
     return response;
   }
-  if (head_request || response.status == 204 || response.status == 304 ||
-      response.status == 101) {
+  if (head_request || response.status == 204 || response.status == 304 || response.status == 101) {
     response.complete = true;
     return response;
   }
@@ -138,8 +137,8 @@ std::string url(std::string_view host, std::uint16_t port, std::string_view path
 }
 
 // `METHOD url HTTP/1.1` with a Host field and `extra` fields, and an optional body.
-std::string request(std::string_view method, const std::string& target,
-                    std::string_view extra = "", std::string_view body = "") {
+std::string request(std::string_view method, const std::string& target, std::string_view extra = "",
+                    std::string_view body = "") {
   std::string text = std::string(method) + " " + target + " HTTP/1.1\r\nHost: client.invalid\r\n";
   text += extra;
   text += "\r\n";
@@ -184,8 +183,9 @@ TEST(HttpForward, GetIsForwardedInOriginFormWithHostFromTheUrl) {
   ASSERT_TRUE(f.origin.wait_for_requests(1));
   const auto requests = f.origin.requests();
   const std::string port = std::to_string(f.origin.port());
-  EXPECT_EQ(requests[0].raw, "GET /path/x?q=1&r=%20 HTTP/1.1\r\nHost: origin.test:" + port +
-                                 "\r\nUser-Agent: test\r\nAccept: */*\r\nVia: 1.1 sandgate\r\n\r\n");
+  EXPECT_EQ(requests[0].raw,
+            "GET /path/x?q=1&r=%20 HTTP/1.1\r\nHost: origin.test:" + port +
+                "\r\nUser-Agent: test\r\nAccept: */*\r\nVia: 1.1 sandgate\r\n\r\n");
 
   EXPECT_TRUE(f.proxy.wait_for_log([&](const std::string& log) {
     return log.find("\"event\":\"decision\"") != std::string::npos &&
@@ -283,6 +283,21 @@ TEST(HttpForward, ClientConnectionCloseIsHonoured) {
   EXPECT_EQ(response.status, 200);
   EXPECT_EQ(field(response.head, "Connection"), "close");
   EXPECT_EQ(client.read_to_end(), "");
+}
+
+TEST(HttpForward, ConnectAfterPlainRequestsOpensATunnel) {
+  Fixture f([](const HttpOrigin::Request& r) { return Reply::fixed(200, "via " + r.target); });
+  TestClient client(f.proxy.port());
+  client.send(request("GET", f.at("/plain")));
+  EXPECT_EQ(read_response(client).body, "via /plain");
+  const std::string authority = "origin.test:" + std::to_string(f.origin.port());
+  ResponseHead established = send_connect(client, authority);
+  ASSERT_EQ(established.status, 200) << established.head;
+  // Inside the tunnel the request is origin-form and reaches the origin untouched.
+  client.send("GET /tunnelled HTTP/1.1\r\nHost: " + authority + "\r\n\r\n");
+  HttpResponse response = read_response(client);
+  EXPECT_EQ(response.body, "via /tunnelled");
+  EXPECT_FALSE(has_field(response.head, "Via")) << "nothing added inside a tunnel";
 }
 
 TEST(HttpForward, PipelinedRequestsAreAnsweredInOrder) {
@@ -546,8 +561,8 @@ TEST(HttpForward, HopByHopFieldsAreStrippedBothWays) {
 TEST(HttpForward, ConnectionNamingContentLengthDoesNotUnframeTheBody) {
   Fixture f([](const HttpOrigin::Request& r) { return Reply::fixed(200, r.body); });
   TestClient client(f.proxy.port());
-  client.send(request("POST", f.at(), "Content-Length: 5\r\nConnection: Content-Length\r\n",
-                      "abcde"));
+  client.send(
+      request("POST", f.at(), "Content-Length: 5\r\nConnection: Content-Length\r\n", "abcde"));
   HttpResponse response = read_response(client);
   EXPECT_EQ(response.status, 200);
   EXPECT_EQ(response.body, "abcde");
@@ -575,8 +590,8 @@ TEST_P(SmugglingTest, RefusedWith400AndNothingReachesTheOrigin) {
     client.send(request("GET", f.at("/first")));
     ASSERT_EQ(read_response(client).status, 200);
   }
-  client.send("POST " + f.at("/x") + " HTTP/1.1\r\nHost: x\r\n" +
-              shape.head_after_request_line + "\r\nabcdef0\r\n\r\n");
+  client.send("POST " + f.at("/x") + " HTTP/1.1\r\nHost: x\r\n" + shape.head_after_request_line +
+              "\r\nabcdef0\r\n\r\n");
   ResponseHead head = read_response_head(client);
   EXPECT_EQ(head.status, 400) << head.head;
   EXPECT_NE(head.proxy_status.find("error=http_request_error"), std::string::npos)
@@ -606,14 +621,11 @@ INSTANTIATE_TEST_SUITE_P(
                           "bad-request"},
             SmugglingCase{"space_before_colon", "Content-Length : 5\r\n", "bad-request"},
             SmugglingCase{"tab_before_colon", "Transfer-Encoding\t: chunked\r\n", "bad-request"},
-            SmugglingCase{"bad_name_character", "X(y): 1\r\nContent-Length: 5\r\n",
-                          "bad-request"},
+            SmugglingCase{"bad_name_character", "X(y): 1\r\nContent-Length: 5\r\n", "bad-request"},
             SmugglingCase{"control_in_value", "X-A: a\x01z\r\nContent-Length: 5\r\n",
                           "bad-request"},
-            SmugglingCase{"del_in_value", "X-A: a\x7fz\r\nContent-Length: 5\r\n",
-                          "bad-request"},
-            SmugglingCase{"bare_cr_in_value", "X-A: a\rz\r\nContent-Length: 5\r\n",
-                          "bad-request"},
+            SmugglingCase{"del_in_value", "X-A: a\x7fz\r\nContent-Length: 5\r\n", "bad-request"},
+            SmugglingCase{"bare_cr_in_value", "X-A: a\rz\r\nContent-Length: 5\r\n", "bad-request"},
             // Beast accepts these; the proxy refuses them.
             SmugglingCase{"duplicate_length", "Content-Length: 5\r\nContent-Length: 5\r\n",
                           "more than one Content-Length"},
@@ -684,8 +696,8 @@ TEST(HttpForwardSmuggling, ObsoleteLineFoldingOnAFirstRequestIsNeverForwarded) {
 }
 
 TEST(HttpForwardSmuggling, ControlCharactersInTheTargetAreRefused) {
-  for (const std::string& bad : {std::string("/a\0b", 4), std::string("/a\rb"), std::string("/a\nb"),
-                                std::string("/a\tb")}) {
+  for (const std::string& bad : {std::string("/a\0b", 4), std::string("/a\rb"),
+                                 std::string("/a\nb"), std::string("/a\tb")}) {
     Fixture f;
     TestClient client(f.proxy.port());
     client.send("GET " + f.at(bad) + " HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -718,8 +730,7 @@ TEST_P(TargetTest, RefusedWith400) {
   client.send("GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n");
   ResponseHead head = read_response_head(client);
   EXPECT_EQ(head.status, 400) << head.head;
-  EXPECT_NE(head.proxy_status.find(std::string("details=\"") + param.code + ":"),
-            std::string::npos)
+  EXPECT_NE(head.proxy_status.find(std::string("details=\"") + param.code + ":"), std::string::npos)
       << head.proxy_status;
   EXPECT_EQ(f.origin.connections(), 0u);
 }
@@ -985,7 +996,7 @@ TEST(HttpForwardUpstream, OriginClosingDuringAnUploadIs502) {
   client.send("POST " + f.at() + " HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
   client.send(chunk(HttpOrigin::pattern(0, 1000)));
   ResponseHead head = read_response_head(client);
-  EXPECT_EQ(head.status, 502) << head.head;
+  EXPECT_EQ(head.status, 502) << head.head << f.proxy.log_text();
   EXPECT_NE(head.proxy_status.find("details=\"upstream-closed:"), std::string::npos)
       << head.proxy_status;
 }
@@ -1082,9 +1093,9 @@ TEST(HttpForwardCurl, CurlGetsThroughTheProxy) {
     GTEST_SKIP() << "no curl";
   }
   Fixture f([](const HttpOrigin::Request& r) { return Reply::fixed(200, "curl saw " + r.target); });
-  const std::string output = run("/usr/bin/curl -sS --max-time 10 -x http://127.0.0.1:" +
-                                 std::to_string(f.proxy.port()) + " " + f.at("/path?x=1") +
-                                 " 2>&1");
+  const std::string output =
+      run("/usr/bin/curl -sS --max-time 10 -x http://127.0.0.1:" + std::to_string(f.proxy.port()) +
+          " " + f.at("/path?x=1") + " 2>&1");
   EXPECT_EQ(output, "curl saw /path?x=1");
   ASSERT_TRUE(f.origin.wait_for_requests(1));
   EXPECT_EQ(field(f.origin.requests()[0].head, "Host"),

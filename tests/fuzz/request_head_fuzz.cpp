@@ -1,0 +1,323 @@
+// Fuzz target: the proxy's request-head path, on arbitrary bytes from a client.
+//
+// What it runs, as proxy/session/client_session.cpp and http_forward.cpp do:
+//   1. a Beast request_parser<empty_body> with a 16 KiB header limit and a 17 KiB read buffer,
+//      fed by http::read_header() from a stream that hands the input out in small chunks (as a
+//      socket does), and once more from a stream that hands it out whole;
+//   2. for CONNECT, rules::parse_authority() on the target;
+//   3. otherwise parse_http_target(), request_framing_problem(), is_websocket_upgrade(), and the
+//      head rewritten for the origin: strip_hop_by_hop(), target and Host from the URL, add_via();
+//   4. that rewritten head serialised as the proxy sends it, and parsed again.
+// Invariants, beyond "no crash, no out-of-bounds access, no undefined behaviour":
+//   - chunking does not matter: both reads end the same way (same error, or the same head);
+//   - a parsed head holds no CR, LF or NUL in any field value and no control byte or space in
+//     the target (anything else could split one request into two on the way upstream);
+//   - a CONNECT target or http:// URL that parses yields a host in normal form (see
+//     host_invariants.hpp); a URL's authority and origin-form, put back together, parse to the
+//     same destination;
+//   - after rewriting, no hop-by-hop field is left (Connection and what it names, Keep-Alive,
+//     Proxy-*, TE, Trailer, Upgrade but for a WebSocket upgrade), the framing fields are
+//     untouched, Host is the URL's authority, and Via ends in "1.1 sandgate";
+//   - the serialised head is exactly one well-formed head that parses back to the same start
+//     line and fields, with no byte left over.
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/system/system_error.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "proxy/session/http_head.hpp"
+#include "proxy/session/http_target.hpp"
+#include "rules/host.hpp"
+#include "tests/fuzz/fuzz_check.hpp"
+#include "tests/fuzz/host_invariants.hpp"
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace rules = sandgate::rules;
+namespace session = sandgate::session;
+using sandgate::fuzz::escaped;
+
+// As in client_session.cpp: the head limit, and the read buffer a little larger.
+constexpr std::size_t kHeadLimit = 16 * 1024;
+constexpr std::size_t kBufferLimit = kHeadLimit + 1024;
+
+// A SyncReadStream over fixed bytes that returns at most `chunk` bytes per read_some(), then
+// end of stream: a client's bytes as a socket delivers them.
+class ChunkedStream {
+ public:
+  ChunkedStream(std::string_view data, std::size_t chunk) : data_(data), chunk_(chunk) {}
+
+  template <typename MutableBufferSequence>
+  std::size_t read_some(const MutableBufferSequence& buffers, boost::system::error_code& ec) {
+    if (data_.empty()) {
+      ec = asio::error::eof;
+      return 0;
+    }
+    ec = {};
+    const std::size_t n = asio::buffer_copy(
+        buffers, asio::buffer(data_.data(), std::min(chunk_, data_.size())));
+    data_.remove_prefix(n);
+    return n;
+  }
+
+  template <typename MutableBufferSequence>
+  std::size_t read_some(const MutableBufferSequence& buffers) {
+    boost::system::error_code ec;
+    const std::size_t n = read_some(buffers, ec);
+    if (ec) {
+      throw boost::system::system_error(ec);
+    }
+    return n;
+  }
+
+ private:
+  std::string_view data_;
+  std::size_t chunk_;
+};
+
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+Fields fields_of(const http::fields& fields) {
+  Fields out;
+  for (const auto& field : fields) {
+    out.emplace_back(field.name_string(), field.value());
+  }
+  return out;
+}
+
+std::string show(const Fields& fields) {
+  std::string out;
+  for (const auto& [name, value] : fields) {
+    out += "[" + escaped(name) + ": " + escaped(value) + "]";
+  }
+  return out;
+}
+
+struct HeadOutcome {
+  boost::system::error_code error;
+  std::string start_line;  // method, target, version
+  Fields fields;
+};
+
+HeadOutcome read_head(std::string_view input, std::size_t chunk,
+                      http::request_parser<http::empty_body>& parser) {
+  parser.header_limit(kHeadLimit);
+  beast::flat_buffer buffer(kBufferLimit);
+  ChunkedStream stream(input, chunk);
+  HeadOutcome outcome;
+  http::read_header(stream, buffer, parser, outcome.error);
+  if (!outcome.error) {
+    FUZZ_CHECK(parser.is_header_done(), "read_header succeeded without a whole head");
+    const auto& head = parser.get();
+    outcome.start_line = std::string(head.method_string()) + " " + std::string(head.target()) +
+                         " " + std::to_string(head.version());
+    outcome.fields = fields_of(head);
+  }
+  return outcome;
+}
+
+void check_parsed_head(const http::request_header<>& head) {
+  for (const char c : head.target()) {
+    const auto byte = static_cast<unsigned char>(c);
+    FUZZ_CHECK(byte > 0x20 && byte != 0x7f,
+               "control byte or space in target '" + escaped(head.target()) + "'");
+  }
+  FUZZ_CHECK(!head.method_string().empty(), "empty method");
+  for (const auto& field : head) {
+    const std::string where =
+        "field '" + escaped(field.name_string()) + ": " + escaped(field.value()) + "'";
+    FUZZ_CHECK(!field.name_string().empty(), where);
+    for (const char c : field.name_string()) {
+      const auto byte = static_cast<unsigned char>(c);
+      FUZZ_CHECK(byte > 0x20 && byte < 0x7f && c != ':', "non-token name in " + where);
+    }
+    for (const char c : field.value()) {
+      FUZZ_CHECK(c != '\r' && c != '\n' && c != '\0', "CR, LF or NUL in value of " + where);
+    }
+  }
+}
+
+// As http_forward.cpp's set_host_first(): Host first, then the other fields in their order.
+void set_host_first(http::fields& fields, std::string_view authority) {
+  fields.erase(http::field::host);
+  const Fields rest = fields_of(fields);
+  fields.clear();
+  fields.insert(http::field::host, authority);
+  for (const auto& [name, value] : rest) {
+    fields.insert(name, value);
+  }
+}
+
+void check_connect(const http::request_header<>& head) {
+  const std::string_view target = head.target();
+  if (const auto authority = rules::parse_authority(target)) {
+    sandgate::fuzz::check_host_normal_form(authority->host, target);
+    FUZZ_CHECK(authority->port != 0, "port 0 from '" + escaped(target) + "'");
+  }
+}
+
+void check_forward(const http::request_header<>& parsed) {
+  const std::string_view raw_target = parsed.target();
+  const bool options = parsed.method() == http::verb::options;
+  const auto target = session::parse_http_target(raw_target, options);
+  if (!target) {
+    FUZZ_CHECK(!session::target_error_code(target.error()).empty(), escaped(raw_target));
+    (void)session::target_error_text(target.error(), raw_target);
+    return;
+  }
+  const std::string where = "target '" + escaped(raw_target) + "'";
+  sandgate::fuzz::check_host_normal_form(target->host, raw_target);
+  FUZZ_CHECK(target->port != 0, where);
+  const std::string expected_authority =
+      target->host.display() + (target->port == 80 ? "" : ":" + std::to_string(target->port));
+  FUZZ_CHECK(target->authority == expected_authority,
+             "authority '" + escaped(target->authority) + "' for " + where);
+  const std::string& origin_form = target->origin_form;
+  FUZZ_CHECK(origin_form.starts_with('/') || (options && origin_form == "*"),
+             "origin-form '" + escaped(origin_form) + "' for " + where);
+  FUZZ_CHECK(origin_form.find('#') == std::string::npos, where);
+
+  // The destination the origin is told about reads back as the same destination.
+  const std::string rebuilt =
+      "http://" + target->authority + (origin_form == "*" ? "" : origin_form);
+  const auto again = session::parse_http_target(rebuilt, options);
+  FUZZ_CHECK(again.has_value() && again->host == target->host && again->port == target->port &&
+                 again->origin_form == origin_form,
+             "rebuilt URL '" + escaped(rebuilt) + "' differs for " + where);
+
+  (void)session::request_framing_problem(parsed);
+  const bool websocket = session::is_websocket_upgrade(parsed);
+
+  // The head as the origin gets it (http_forward.cpp, step 5).
+  http::request_header<> head = parsed;
+  std::vector<std::string> named;  // what Connection names, lower-cased
+  for (const auto& field : parsed) {
+    if (field.name() == http::field::connection) {
+      std::string_view list = field.value();
+      while (!list.empty()) {
+        const std::size_t comma = list.find(',');
+        std::string_view token = list.substr(0, comma);
+        while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) {
+          token.remove_prefix(1);
+        }
+        while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) {
+          token.remove_suffix(1);
+        }
+        if (!token.empty()) {
+          named.emplace_back(token);
+        }
+        list.remove_prefix(comma == std::string_view::npos ? list.size() : comma + 1);
+      }
+    }
+  }
+  const std::size_t content_lengths = parsed.count(http::field::content_length);
+  const std::size_t transfer_encodings = parsed.count(http::field::transfer_encoding);
+  session::strip_hop_by_hop(head, websocket);
+  if (websocket) {
+    head.set(http::field::connection, "Upgrade");
+  }
+  head.target(origin_form);
+  head.version(11);
+  set_host_first(head, target->authority);
+  session::add_via(head);
+
+  const std::string after = show(fields_of(head));
+  for (const http::field hop :
+       {http::field::proxy_connection, http::field::keep_alive, http::field::proxy_authorization,
+        http::field::proxy_authenticate, http::field::te, http::field::trailer}) {
+    FUZZ_CHECK(head.count(hop) == 0,
+               "hop-by-hop field '" + std::string(http::to_string(hop)) + "' kept: " + after);
+  }
+  FUZZ_CHECK(head.count(http::field::connection) == (websocket ? 1u : 0u), after);
+  FUZZ_CHECK(websocket || head.count(http::field::upgrade) == 0, "Upgrade kept: " + after);
+  for (const std::string& name : named) {
+    // Never stripped: the framing fields and Host. Re-added after stripping: Via.
+    const bool framing = beast::iequals(name, "content-length") ||
+                         beast::iequals(name, "transfer-encoding") ||
+                         beast::iequals(name, "host") || beast::iequals(name, "via");
+    const bool kept_upgrade = websocket && (beast::iequals(name, "upgrade") ||
+                                            beast::iequals(name, "connection"));
+    if (!framing && !kept_upgrade) {
+      FUZZ_CHECK(head.count(name) == 0,
+                 "field '" + escaped(name) + "' named by Connection kept: " + after);
+    }
+  }
+  FUZZ_CHECK(head.count(http::field::content_length) == content_lengths &&
+                 head.count(http::field::transfer_encoding) == transfer_encodings,
+             "framing fields changed: " + after);
+  FUZZ_CHECK(head.count(http::field::host) == 1 && head[http::field::host] == target->authority,
+             "Host is not the URL's authority: " + after);
+  FUZZ_CHECK(head.count(http::field::via) == 1 && head[http::field::via].ends_with("1.1 sandgate"),
+             "Via: " + after);
+
+  // Serialised as the proxy writes it, the head is one head that reads back unchanged.
+  std::ostringstream out;
+  out << head;
+  const std::string wire = out.str();
+  http::request_parser<http::empty_body> reparser;
+  reparser.header_limit(kHeadLimit * 2);
+  reparser.eager(false);
+  boost::system::error_code error;
+  const std::size_t used = reparser.put(asio::buffer(wire), error);
+  FUZZ_CHECK(!error && reparser.is_header_done() && used == wire.size(),
+             "rewritten head '" + escaped(wire) + "' does not parse as one head: " +
+                 error.message() + ", used " + std::to_string(used));
+  const auto& back = reparser.get();
+  FUZZ_CHECK(back.method_string() == head.method_string() && back.target() == head.target() &&
+                 back.version() == 11,
+             "start line changed in '" + escaped(wire) + "'");
+  FUZZ_CHECK(fields_of(back) == fields_of(head),
+             "fields changed: sent " + after + " read " + show(fields_of(back)));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size > 2 * kBufferLimit) {
+    return 0;  // the limits end every read before this; longer inputs only cost time
+  }
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
+
+  // How a socket might deliver the bytes: in chunks of 1 to 13 bytes, and all at once.
+  http::request_parser<http::empty_body> chunked_parser;
+  const HeadOutcome chunked = read_head(input, 1 + size % 13, chunked_parser);
+  http::request_parser<http::empty_body> whole_parser;
+  const HeadOutcome whole = read_head(input, size + 1, whole_parser);
+  FUZZ_CHECK(chunked.error == whole.error && chunked.start_line == whole.start_line &&
+                 chunked.fields == whole.fields,
+             "chunked read: '" + chunked.error.message() + "' " + escaped(chunked.start_line) +
+                 show(chunked.fields) + "; whole read: '" + whole.error.message() + "' " +
+                 escaped(whole.start_line) + show(whole.fields));
+
+  // The raw head as read_request_head() checks it on a kept-alive connection.
+  const std::size_t end = input.find("\r\n\r\n");
+  (void)session::has_obsolete_fold(input.substr(0, end == std::string_view::npos ? end : end + 4));
+
+  if (chunked.error) {
+    return 0;
+  }
+  const auto& head = chunked_parser.get();
+  check_parsed_head(head);
+  (void)session::has_token(head[http::field::connection], "close");
+  if (head.method() == http::verb::connect) {
+    check_connect(head);
+  } else {
+    check_forward(head);
+  }
+  return 0;
+}
