@@ -102,8 +102,9 @@ raw=$results_dir/compare-$stamp.jsonl
 work=$(mktemp -d /tmp/sandgate-compare.XXXXXX)
 # squid drops to its own user and must still reach its config and log in here.
 chmod 755 "$work"
-# A private copy of sandgate, so a rebuild by someone else mid-run cannot swap or remove the
-# binary between rounds: every round measures the same build.
+# Private copies of the load tool and sandgate, so a rebuild by someone else mid-run cannot swap
+# or remove a binary between rounds: every round measures the same builds.
+cp "$load" "$work/sandgate-load" && load=$work/sandgate-load
 if want sandgate && [[ -x $sandgate ]] && cp "$sandgate" "$work/sandgate"; then
   note "sandgate: measuring a copy of $sandgate ($(stat -c %y "$sandgate" | cut -d. -f1))"
   sandgate=$work/sandgate

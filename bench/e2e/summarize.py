@@ -12,6 +12,7 @@ TARGETs give the row order (default: the order found in the file).
 import json
 import statistics
 import sys
+import textwrap
 
 
 def load(path):
@@ -37,10 +38,15 @@ def ratio(value, base):
     return "" if value is None or not base else f" ({value / base:.2f}×)"
 
 
+def caption(text):
+    """A paragraph before a table, wrapped to the project's 100 columns."""
+    print("\n" + textwrap.fill(text, 100) + "\n")
+
+
 def setups_table(runs, targets):
     """One row per (concurrency, target): rate, latency percentiles, errors."""
-    print("\n**Setups**: connect → CONNECT → 32-byte echo → close, in a loop per client. "
-          "Median of rounds; (×) = ratio to no proxy.\n")
+    caption("**Setups**: connect → CONNECT → 32-byte echo → close, in a loop per client. "
+            "Median of rounds; (×) = ratio to no proxy.")
     print("| target | clients | setups/s | p50 ms | p99 ms | p99.9 ms | runs | errors |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     levels = sorted({r["concurrency"] for r in runs if r["workload"] == "setups"})
@@ -71,9 +77,9 @@ def streams_and_idle_table(runs, targets):
     levels = sorted({r["concurrency"] for r in runs if r["workload"] in ("download", "upload")})
     columns = [(w, c) for w in ("download", "upload") for c in levels]
     idle_counts = sorted({r["tunnels_requested"] for r in runs if r["workload"] == "idle"})
-    print("\n**Throughput** in Gbit/s, aggregate over N tunnels (×N); **idle memory**: growth "
-          "of the proxy's private anonymous memory (and RSS) per idle tunnel, "
-          f"{', '.join(map(str, idle_counts)) or 'no'} tunnels on a fresh process.\n")
+    caption("**Throughput** in Gbit/s, aggregate over N tunnels (×N); **idle memory**: growth "
+            "of the proxy's private anonymous memory (and RSS) per idle tunnel, "
+            f"{', '.join(map(str, idle_counts)) or 'no'} tunnels on a fresh process.")
     heads = " | ".join(f"{w} ×{c}" for w, c in columns)
     print(f"| target | {heads} | KB/idle tunnel | RSS KB/idle tunnel | tunnels kept | errors |")
     print("|---|" + "---:|" * (len(columns) + 4))

@@ -7,7 +7,9 @@
 #include <fstream>
 #include <iostream>
 
+#include "proxy/admin/admin_server.hpp"
 #include "proxy/log/decision_log.hpp"
+#include "proxy/metrics/prometheus.hpp"
 #include "proxy/reload/policy_reloader.hpp"
 #include "proxy/server/server.hpp"
 #include "proxy/settings/policy_loader.hpp"
@@ -50,6 +52,23 @@ bool write_port_file(const std::string& path, std::uint16_t port, std::string& e
 }
 
 }  // namespace
+
+std::string render_metrics(const server::Server& server, const reload::PolicyReloader& reloader) {
+  metrics::GaugeValues gauges;
+  gauges.open_connections = server.open_connections();
+  const auto policy = server.current_policy();
+  gauges.blocklist_entries = policy->blocklist().size();
+  gauges.allowlist_entries =
+      policy->allowlist() != nullptr ? static_cast<std::int64_t>(policy->allowlist()->size()) : -1;
+  auto copy = [](const reload::PolicyReloader::Counts& counts) {
+    return metrics::ReloadCounts{counts.ok.load(), counts.failed.load()};
+  };
+  gauges.blocklist_reloads = copy(reloader.blocklist_counts());
+  gauges.allowlist_reloads = copy(reloader.allowlist_counts());
+  gauges.config_reloads = copy(reloader.config_counts());
+  gauges.version = SANDGATE_VERSION_STRING;
+  return metrics::render_prometheus(server.worker_metrics(), gauges);
+}
 
 int run_serve(const settings::Settings& settings, const settings::Sources& sources) {
   // A client that disconnects while we write must cost an error code, not the process.
@@ -99,6 +118,24 @@ int run_serve(const settings::Settings& settings, const settings::Sources& sourc
     reloader->reload_all();
   };
 
+
+  // The admin endpoint reads the workers' counters and the reloader's; it runs on its own thread.
+  std::unique_ptr<admin::AdminServer> admin_server;
+  if (!settings.admin.empty()) {
+    admin::AdminHandlers handlers;
+    handlers.metrics = [&server, &reloader] { return render_metrics(server, *reloader); };
+    handlers.denials = [&server] {
+      return metrics::render_denials_json(server.worker_metrics());
+    };
+    handlers.ready = [&server] { return server.accepting(); };
+    admin_server = std::make_unique<admin::AdminServer>(std::move(handlers));
+    auto bound = admin_server->start(settings.admin);
+    if (!bound) {
+      log.note("error", bound.error());
+      return kStartupError;
+    }
+    log.note("info", "admin endpoint on http://" + *bound + "/metrics");
+  }
 
   const std::string address = endpoint->address().is_v6()
                                   ? "[" + endpoint->address().to_string() + "]"

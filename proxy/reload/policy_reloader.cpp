@@ -91,6 +91,7 @@ std::shared_ptr<const rules::DomainSet> PolicyReloader::load_list(Which which,
   auto text = settings::read_text_file(path);
   if (!text) {
     // Deleted (perhaps mid-save) or unreadable: never fall back to an empty list.
+    ++counts_[index].failed;
     if (!missing_reported_[index]) {
       log_.note("warning", std::string(name_of(index)) + " " + text.error() +
                                "; keeping the last good rules until it is back");
@@ -110,6 +111,7 @@ std::shared_ptr<const rules::DomainSet> PolicyReloader::load_list(Which which,
     return nullptr;  // touched, but the same rules
   }
   if (text->find('\0') != std::string::npos) {
+    ++counts_[index].failed;
     log_.note("error", path + ": holds NUL bytes (not a text file); keeping the last good rules");
     return nullptr;
   }
@@ -121,11 +123,13 @@ std::shared_ptr<const rules::DomainSet> PolicyReloader::load_list(Which which,
   }
   if (set->size() == 0 && !issues.empty()) {
     // Nothing usable at all: more likely a broken file than an intended empty list.
+    ++counts_[index].failed;
     log_.note("error", path + ": no usable entry (" + std::to_string(issues.size()) +
                            " rejected lines); keeping the last good rules");
     return nullptr;
   }
   last_text_[index] = std::move(*text);
+  ++counts_[index].ok;
   const auto millis =
       std::chrono::duration<double, std::milli>(clock::now() - started).count();
   char took[32];
@@ -141,6 +145,7 @@ bool PolicyReloader::reload_config() {
   auto fresh = settings::load(sources_);
   if (!fresh) {
     log_.note("error", "config reload failed, keeping the previous settings: " + fresh.error());
+    ++counts_[2].failed;
     return false;
   }
   if (fresh->blocklist_path != settings_.blocklist_path ||
@@ -149,6 +154,7 @@ bool PolicyReloader::reload_config() {
               "config: a changed blocklist, allowlist or listen setting takes effect at restart");
   }
   settings_.policy = fresh->policy;
+  ++counts_[2].ok;
   log_.note("info", "reloaded " + settings_.config_path + ": policy settings updated");
   return true;
 }

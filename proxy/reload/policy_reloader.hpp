@@ -5,6 +5,7 @@
 // reported as at start-up. Every reload logs one line: file, entries, rejected lines, time.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -39,6 +40,15 @@ class PolicyReloader {
   // How many reloads have published a new policy. Thread-safe.
   std::uint64_t generation() const;
 
+  // Reload results per file kind, for /metrics. Thread-safe.
+  struct Counts {
+    std::atomic<std::uint64_t> ok{0};
+    std::atomic<std::uint64_t> failed{0};
+  };
+  const Counts& blocklist_counts() const { return counts_[0]; }
+  const Counts& allowlist_counts() const { return counts_[1]; }
+  const Counts& config_counts() const { return counts_[2]; }
+
  private:
   enum class Which { blocklist, allowlist };
   void run();
@@ -61,6 +71,7 @@ class PolicyReloader {
   std::atomic<std::uint64_t> generation_{0};
   std::string last_text_[2];          // last good text per list: unchanged content is skipped
   bool missing_reported_[2] = {false, false};
+  Counts counts_[3];
 };
 
 }  // namespace sandgate::reload

@@ -112,6 +112,14 @@ Server::~Server() {
   }
 }
 
+std::vector<const metrics::WorkerMetrics*> Server::worker_metrics() const {
+  std::vector<const metrics::WorkerMetrics*> out;
+  for (const auto& worker : workers_) {
+    out.push_back(&worker->metrics);
+  }
+  return out;
+}
+
 std::uint32_t Server::open_connections() const {
   return shared_.open_connections.load(std::memory_order_relaxed);
 }
@@ -196,7 +204,13 @@ Expected<tcp::endpoint, std::string> Server::prepare_workers(int listening_fd) {
       return Unexpected{std::string("DNS: ") + error.what()};
     }
   }
+  accepting_ = true;
   return endpoint_;
+}
+
+std::shared_ptr<const rules::Policy> Server::current_policy() const {
+  std::lock_guard lock(policy_mutex_);
+  return latest_policy_;
 }
 
 void Server::publish(std::shared_ptr<const rules::Policy> policy) {
@@ -216,6 +230,7 @@ void Server::begin_drain() {
       return;
     }
     draining_ = true;
+    accepting_ = false;
     drain_deadline_ = std::chrono::steady_clock::now() + settings_.drain;
     log_.note("info", "draining: no new connections; open ones may finish for up to " +
                           std::to_string(settings_.drain.count()) + " s");

@@ -4,6 +4,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -48,6 +49,10 @@ class Server {
   std::function<void()> on_hangup;
 
   std::uint32_t open_connections() const;
+  // Every worker's counters, for the admin endpoint (read-only from other threads).
+  std::vector<const metrics::WorkerMetrics*> worker_metrics() const;
+  // True once bind() or adopt_listener() succeeded and until the drain starts. Thread-safe.
+  bool accepting() const { return accepting_.load(); }
   // The policy most recently published (or the initial one). Thread-safe.
   std::shared_ptr<const rules::Policy> current_policy() const;
 
@@ -63,6 +68,7 @@ class Server {
   std::vector<std::thread> threads_;
   boost::asio::ip::tcp::endpoint endpoint_;
   bool draining_ = false;
+  std::atomic<bool> accepting_{false};
   std::chrono::steady_clock::time_point drain_deadline_;
   bool force_closed_ = false;
   std::unique_ptr<boost::asio::steady_timer> drain_timer_;

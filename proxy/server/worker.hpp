@@ -11,6 +11,7 @@
 
 #include "proxy/dns/resolver.hpp"
 #include "proxy/log/decision_log.hpp"
+#include "proxy/metrics/metrics.hpp"
 #include "proxy/relay/relay.hpp"
 #include "proxy/settings/settings.hpp"
 #include "rules/policy.hpp"
@@ -46,6 +47,7 @@ class Worker {
   std::shared_ptr<const rules::Policy> policy;
   std::unique_ptr<dns::Resolver> resolver;
   relay::PipePool pipes;
+  metrics::WorkerMetrics metrics;
   std::optional<boost::asio::ip::tcp::acceptor> acceptor;
 
   void attach(LiveConnection& connection);

@@ -41,7 +41,7 @@ asio::awaitable<void> reply_and_log(SessionContext& context, ReplyKind kind,
   record.reason = code;
   record.rule = rule;
   record.detail = sentence;
-  context.log().write(record);
+  context.record(record);
 
   const std::string reply = build_reply(kind, code, sentence);
   co_await asio::async_write(context.client, asio::buffer(reply), use_tuple);

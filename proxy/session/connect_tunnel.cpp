@@ -160,7 +160,7 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
       denied.rule = denied_rule;
       denied.address = upstream_address;
       denied.detail = sentence;
-      context.log().write(denied);
+      context.record(denied);
       // The client already holds a 200 and speaks TLS or SSH: no HTTP reply can reach it now.
       // Close both sides; its handshake fails.
       boost::system::error_code ignored;
@@ -180,7 +180,7 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   record.reason = "allowed";
   record.rule = rule;
   record.address = upstream_address;
-  context.log().write(record);
+  context.record(record);
 
   // 5. Pass on what the client sent so far: the start of the tunnelled stream (a TLS
   // ClientHello, possibly sent before our 200 arrived).
@@ -194,6 +194,7 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   // The head buffer is done with: free it before a possibly long-lived tunnel.
   buffer = boost::beast::flat_buffer();
 
+  context.worker.metrics.tunnels_open_total.add();
   relay::Result result;
   if (write_error) {
     result.outcome = relay::Outcome::reset;
@@ -207,6 +208,7 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   context.client.close(ignored);
   context.upstream.close(ignored);
 
+  context.worker.metrics.tunnels_closed_total.add();
   log::Record end;
   end.event = log::Record::Event::end;
   end.connection_id = context.id;
@@ -218,7 +220,7 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   end.bytes_up = result.bytes_up;
   end.bytes_down = result.bytes_down;
   end.duration_ms = context.elapsed_ms();
-  context.log().write(end);
+  context.record(end);
 }
 
 }  // namespace sandgate::session

@@ -27,6 +27,32 @@ double SessionContext::elapsed_ms() const {
       .count();
 }
 
+void SessionContext::record(const log::Record& record) {
+  log().write(record);
+  auto& metrics = worker.metrics;
+  if (record.event == log::Record::Event::end) {
+    metrics.bytes_up.add(record.bytes_up);
+    metrics.bytes_down.add(record.bytes_down);
+    return;
+  }
+  metrics.count_decision(record.verdict, record.reason);
+  if (record.verdict != "allow") {
+    metrics::Denial denial;
+    denial.unix_millis = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+    denial.connection_id = record.connection_id;
+    denial.client = std::string(record.client);
+    denial.method = std::string(record.method);
+    denial.host = std::string(record.host);
+    denial.port = record.port;
+    denial.reason = std::string(record.reason);
+    denial.rule = std::string(record.rule);
+    denial.detail = std::string(record.detail);
+    metrics.record_denial(std::move(denial));
+  }
+}
+
 std::string to_text(const boost::asio::ip::tcp::endpoint& endpoint) {
   const auto address = endpoint.address();
   std::string text = address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();

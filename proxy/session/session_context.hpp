@@ -32,6 +32,10 @@ struct SessionContext {
   const settings::Settings& settings() const { return worker.shared.settings; }
   log::DecisionLog& log() const { return worker.shared.log; }
   double elapsed_ms() const;
+
+  // Writes a decision or end line to the log and counts it in the worker's metrics (denials
+  // also go to the recent-denials ring). Every handler records through here.
+  void record(const log::Record& record);
 };
 
 std::string to_text(const boost::asio::ip::tcp::endpoint& endpoint);

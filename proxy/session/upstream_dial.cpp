@@ -54,7 +54,12 @@ asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::
   if (host.is_ip()) {
     addresses.push_back(to_asio_address(host.address));
   } else {
+    const auto lookup_started = std::chrono::steady_clock::now();
     dns::Resolution resolution = co_await context.worker.resolver->resolve(host.name);
+    context.worker.metrics.dns_lookup.observe(std::chrono::steady_clock::now() - lookup_started);
+    if (resolution.error != dns::ResolveError::none) {
+      context.worker.metrics.dns_failures_total.add();
+    }
     switch (resolution.error) {
       case dns::ResolveError::none:
         break;
@@ -93,6 +98,7 @@ asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::
   }
 
   // 3. Connect to the checked addresses in order, within one overall deadline.
+  const auto connect_started = std::chrono::steady_clock::now();
   asio::steady_timer deadline(context.client.get_executor());
   deadline.expires_after(context.settings().connect_timeout);
   boost::system::error_code last_error = asio::error::host_not_found;
@@ -114,6 +120,8 @@ asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::
     }
     auto [connect_error] = std::get<0>(outcome);
     if (!connect_error) {
+      context.worker.metrics.upstream_connect.observe(std::chrono::steady_clock::now() -
+                                                      connect_started);
       DialResult result;
       result.connected = true;
       result.endpoint = last_endpoint;

@@ -394,6 +394,15 @@ const std::vector<Setting>& table() {
          }
          return std::nullopt;
        }},
+      {{"admin", "--admin", "SANDGATE_ADMIN", "(off)",
+        "admin listener ADDR:PORT (loopback only): /metrics, /healthz, /readyz, /denials", false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         if (auto error = check_socket_address(v, true, 0)) {
+           return error;
+         }
+         s.admin = std::string(v);
+         return std::nullopt;
+       }},
       {{"log_file", "--log-file", "SANDGATE_LOG_FILE", "(standard error)",
         "write the log to this file (reopened on SIGHUP)", false},
        [](Settings& s, std::string_view v) { return set_path(s.log_file, v); }},

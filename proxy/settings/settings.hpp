@@ -64,6 +64,7 @@ struct Settings {
   std::uint32_t max_connections = 4096;
   LogFormat log_format = LogFormat::text;
   std::string log_file;
+  std::string admin;  // admin listener ADDR:PORT; empty: off
 
   std::string config_path;  // the TOML file read, if any
 };

@@ -182,7 +182,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } else if (stem.starts_with("re:")) {
       stem.remove_prefix(3);
     }
-    for (const std::string candidate :
+    for (const std::string& candidate :
          {std::string(stem), std::string(stem.substr(0, stem.find(':'))),
           "www." + std::string(stem.substr(0, stem.find(':')))}) {
       if (const auto host = rules::parse_host(candidate)) {

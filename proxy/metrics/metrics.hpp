@@ -1,0 +1,93 @@
+// What the gate counts, per worker thread, without a lock or an atomic read-modify-write on the
+// connection path: each worker alone writes its counters (relaxed store of load+1, a plain move
+// on x86); the admin endpoint reads and sums them on scrape.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandgate::metrics {
+
+// A counter written by one thread and read by others.
+class Counter {
+ public:
+  void add(std::uint64_t n = 1) {
+    value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  std::uint64_t get() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<std::uint64_t> value_{0};
+};
+
+// Latency histogram with fixed buckets (seconds), Prometheus-style (cumulative on render).
+class Histogram {
+ public:
+  static constexpr std::array<double, 14> kBounds = {0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                                     0.025,  0.05,  0.1,    0.25,  0.5,
+                                                     1,      2.5,   5,      10};
+  void observe(std::chrono::steady_clock::duration elapsed);
+  std::array<std::uint64_t, kBounds.size() + 1> buckets() const;  // last: +Inf
+  double sum_seconds() const;
+  std::uint64_t count() const;
+
+ private:
+  std::array<Counter, kBounds.size() + 1> buckets_;
+  Counter sum_micros_;
+  Counter count_;
+};
+
+// The reason codes the gate uses (policy reasons, and the proxy's own: DNS, connect, limits).
+// Decisions are counted per (verdict, reason) in a fixed table indexed by these.
+const std::vector<std::string_view>& known_reasons();
+std::size_t reason_index(std::string_view reason);  // unknown codes map to "other"
+
+// A recent denial, for /denials.
+struct Denial {
+  std::int64_t unix_millis = 0;
+  std::uint64_t connection_id = 0;
+  std::string client;
+  std::string method;
+  std::string host;
+  std::uint16_t port = 0;
+  std::string reason;
+  std::string rule;
+  std::string detail;
+};
+
+// One worker's counters.
+struct WorkerMetrics {
+  WorkerMetrics();
+  // Indexed [verdict][reason]: verdict 0 allow, 1 deny, 2 error.
+  std::vector<std::array<Counter, 3>> decisions;
+  Counter bytes_up;
+  Counter bytes_down;
+  Counter tunnels_open_total;    // tunnels established
+  Counter tunnels_closed_total;  // tunnels ended
+  Counter http_requests_total;   // plain-HTTP requests forwarded
+  Counter dns_failures_total;
+  Histogram upstream_connect;
+  Histogram dns_lookup;
+
+  void count_decision(std::string_view verdict, std::string_view reason);
+
+  // The most recent denials (bounded). The mutex is taken only when a denial is recorded and on
+  // scrape, never on an allowed connection.
+  void record_denial(Denial denial);
+  std::vector<Denial> recent_denials() const;
+
+ private:
+  mutable std::mutex denials_mutex_;
+  std::deque<Denial> denials_;
+};
+
+inline constexpr std::size_t kDenialsKept = 200;
+
+}  // namespace sandgate::metrics

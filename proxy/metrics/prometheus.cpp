@@ -1,0 +1,182 @@
+// Prometheus text exposition (version 0.0.4) and the /denials JSON. See prometheus.hpp.
+#include "proxy/metrics/prometheus.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "proxy/log/decision_log.hpp"
+
+namespace sandgate::metrics {
+namespace {
+
+void header(std::string& out, const char* name, const char* type, const char* help) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+}
+
+void sample(std::string& out, const std::string& name_and_labels, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  out += name_and_labels;
+  out += ' ';
+  out += text;
+  out += '\n';
+}
+
+void histogram(std::string& out, const char* name, const char* help,
+               const std::vector<const WorkerMetrics*>& workers,
+               const Histogram WorkerMetrics::*member) {
+  header(out, name, "histogram", help);
+  std::array<std::uint64_t, Histogram::kBounds.size() + 1> buckets{};
+  double sum = 0;
+  std::uint64_t count = 0;
+  for (const auto* worker : workers) {
+    const Histogram& h = worker->*member;
+    auto values = h.buckets();
+    for (std::size_t i = 0; i < buckets.size(); ++i) {
+      buckets[i] += values[i];
+    }
+    sum += h.sum_seconds();
+    count += h.count();
+  }
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    cumulative += buckets[i];
+    char le[32];
+    if (i < Histogram::kBounds.size()) {
+      std::snprintf(le, sizeof le, "%g", Histogram::kBounds[i]);
+    } else {
+      std::snprintf(le, sizeof le, "+Inf");
+    }
+    sample(out, std::string(name) + "_bucket{le=\"" + le + "\"}",
+           static_cast<double>(cumulative));
+  }
+  sample(out, std::string(name) + "_sum", sum);
+  sample(out, std::string(name) + "_count", static_cast<double>(count));
+}
+
+std::uint64_t sum(const std::vector<const WorkerMetrics*>& workers,
+                  const Counter WorkerMetrics::*member) {
+  std::uint64_t total = 0;
+  for (const auto* worker : workers) {
+    total += (worker->*member).get();
+  }
+  return total;
+}
+
+}  // namespace
+
+std::string render_prometheus(const std::vector<const WorkerMetrics*>& workers,
+                              const GaugeValues& gauges) {
+  std::string out;
+  header(out, "sandgate_decisions_total", "counter",
+         "Decisions taken, by verdict (allow, deny, error) and reason code.");
+  const char* verdicts[] = {"allow", "deny", "error"};
+  const auto& reasons = known_reasons();
+  for (std::size_t r = 0; r < reasons.size(); ++r) {
+    for (std::size_t v = 0; v < 3; ++v) {
+      std::uint64_t total = 0;
+      for (const auto* worker : workers) {
+        total += worker->decisions[r][v].get();
+      }
+      if (total > 0) {
+        sample(out,
+               "sandgate_decisions_total{verdict=\"" + std::string(verdicts[v]) +
+                   "\",reason=\"" + std::string(reasons[r]) + "\"}",
+               static_cast<double>(total));
+      }
+    }
+  }
+  header(out, "sandgate_open_connections", "gauge", "Client connections open now.");
+  sample(out, "sandgate_open_connections", static_cast<double>(gauges.open_connections));
+  const auto opened = sum(workers, &WorkerMetrics::tunnels_open_total);
+  const auto closed = sum(workers, &WorkerMetrics::tunnels_closed_total);
+  header(out, "sandgate_open_tunnels", "gauge", "CONNECT tunnels established and not yet ended.");
+  sample(out, "sandgate_open_tunnels", static_cast<double>(opened - std::min(opened, closed)));
+  header(out, "sandgate_tunnels_total", "counter", "CONNECT tunnels established.");
+  sample(out, "sandgate_tunnels_total", static_cast<double>(opened));
+  header(out, "sandgate_http_requests_total", "counter", "Plain-HTTP requests forwarded.");
+  sample(out, "sandgate_http_requests_total",
+         static_cast<double>(sum(workers, &WorkerMetrics::http_requests_total)));
+  header(out, "sandgate_bytes_total", "counter",
+         "Bytes relayed: up is client to destination, down is destination to client.");
+  sample(out, "sandgate_bytes_total{direction=\"up\"}",
+         static_cast<double>(sum(workers, &WorkerMetrics::bytes_up)));
+  sample(out, "sandgate_bytes_total{direction=\"down\"}",
+         static_cast<double>(sum(workers, &WorkerMetrics::bytes_down)));
+  histogram(out, "sandgate_upstream_connect_seconds", "Time to connect to the destination.",
+            workers, &WorkerMetrics::upstream_connect);
+  histogram(out, "sandgate_dns_lookup_seconds", "Time to resolve a destination name.", workers,
+            &WorkerMetrics::dns_lookup);
+  header(out, "sandgate_dns_failures_total", "counter",
+         "Lookups that gave no address (not found, timeout, server failure).");
+  sample(out, "sandgate_dns_failures_total",
+         static_cast<double>(sum(workers, &WorkerMetrics::dns_failures_total)));
+  header(out, "sandgate_rules_loaded", "gauge", "Entries in force, per list.");
+  sample(out, "sandgate_rules_loaded{list=\"blocklist\"}",
+         static_cast<double>(gauges.blocklist_entries));
+  if (gauges.allowlist_entries >= 0) {
+    sample(out, "sandgate_rules_loaded{list=\"allowlist\"}",
+           static_cast<double>(gauges.allowlist_entries));
+  }
+  header(out, "sandgate_reloads_total", "counter", "Reloads of each file, by result.");
+  const std::pair<const char*, const ReloadCounts*> files[] = {
+      {"blocklist", &gauges.blocklist_reloads},
+      {"allowlist", &gauges.allowlist_reloads},
+      {"config", &gauges.config_reloads}};
+  for (const auto& [file, counts] : files) {
+    sample(out, std::string("sandgate_reloads_total{file=\"") + file + "\",result=\"ok\"}",
+           static_cast<double>(counts->ok));
+    sample(out, std::string("sandgate_reloads_total{file=\"") + file + "\",result=\"failed\"}",
+           static_cast<double>(counts->failed));
+  }
+  header(out, "sandgate_build_info", "gauge", "The running build.");
+  sample(out, "sandgate_build_info{version=\"" + gauges.version + "\"}", 1);
+  return out;
+}
+
+std::string render_denials_json(const std::vector<const WorkerMetrics*>& workers) {
+  std::vector<Denial> all;
+  for (const auto* worker : workers) {
+    auto denials = worker->recent_denials();
+    all.insert(all.end(), std::make_move_iterator(denials.begin()),
+               std::make_move_iterator(denials.end()));
+  }
+  std::sort(all.begin(), all.end(), [](const Denial& a, const Denial& b) {
+    return a.unix_millis > b.unix_millis ||
+           (a.unix_millis == b.unix_millis && a.connection_id > b.connection_id);
+  });
+  if (all.size() > kDenialsKept) {
+    all.resize(kDenialsKept);
+  }
+  std::string out = "[";
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const Denial& d = all[i];
+    out += i == 0 ? "\n" : ",\n";
+    out += "{\"unix_ms\":" + std::to_string(d.unix_millis) +
+           ",\"conn\":" + std::to_string(d.connection_id) + ",\"client\":";
+    log::append_json_string(out, d.client);
+    out += ",\"method\":";
+    log::append_json_string(out, d.method);
+    out += ",\"host\":";
+    log::append_json_string(out, d.host);
+    out += ",\"port\":" + std::to_string(d.port) + ",\"reason\":";
+    log::append_json_string(out, d.reason);
+    out += ",\"rule\":";
+    log::append_json_string(out, d.rule);
+    out += ",\"detail\":";
+    log::append_json_string(out, d.detail);
+    out += '}';
+  }
+  out += "\n]\n";
+  return out;
+}
+
+}  // namespace sandgate::metrics

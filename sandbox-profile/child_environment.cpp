@@ -1,0 +1,75 @@
+// The confined command's environment. See child_environment.hpp.
+#include "sandbox-profile/child_environment.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace sandgate::sandbox {
+
+std::string shell_quote(std::string_view text) {
+  const bool safe = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '/' || c == '.' || c == '_' || c == '-' || c == '+' || c == ':' || c == ',' ||
+           c == '@' || c == '%' || c == '=';
+  });
+  if (safe) {
+    return std::string(text);
+  }
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  out += '\'';
+  return out;
+}
+
+std::string git_ssh_command(const std::string& connect_helper) {
+  // ssh expands %-tokens in ProxyCommand, so a literal % in the path is written %%.
+  std::string helper;
+  for (char c : shell_quote(connect_helper)) {
+    helper += c;
+    if (c == '%') {
+      helper += '%';
+    }
+  }
+  return "ssh -o " + shell_quote("ProxyCommand=" + helper + " %h %p");
+}
+
+std::vector<std::string> child_environment(const std::vector<std::string>& inherited,
+                                           std::uint16_t port, const std::string& connect_helper) {
+  const std::string proxy = "http://127.0.0.1:" + std::to_string(port);
+  const std::string loopback = "localhost,127.0.0.1,::1";
+  const std::vector<std::pair<std::string, std::string>> gate = {
+      {"http_proxy", proxy},
+      {"https_proxy", proxy},
+      {"HTTP_PROXY", proxy},
+      {"HTTPS_PROXY", proxy},
+      {"ALL_PROXY", proxy},
+      {"all_proxy", proxy},
+      {"NO_PROXY", loopback},
+      {"no_proxy", loopback},
+      {"NODE_USE_ENV_PROXY", "1"},
+      {"SANDBOX_PROXY_PORT", std::to_string(port)},
+      {"GIT_SSH_COMMAND", git_ssh_command(connect_helper)},
+  };
+  std::vector<std::string> out;
+  out.reserve(inherited.size() + gate.size());
+  for (const auto& entry : inherited) {
+    const std::string_view name = std::string_view(entry).substr(0, entry.find('='));
+    const bool replaced = std::any_of(gate.begin(), gate.end(),
+                                      [&](const auto& variable) { return variable.first == name; });
+    if (!replaced) {
+      out.push_back(entry);
+    }
+  }
+  for (const auto& [name, value] : gate) {
+    out.push_back(name + "=" + value);
+  }
+  return out;
+}
+
+}  // namespace sandgate::sandbox

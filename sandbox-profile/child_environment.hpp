@@ -1,0 +1,32 @@
+// The environment of the confined command: the caller's, with every proxy variable pointing at
+// the gate. goose set http(s)_proxy, no_proxy, SANDBOX_PROXY_PORT and GIT_SSH_COMMAND; sandgate
+// also sets ALL_PROXY/all_proxy (curl for every protocol, many SOCKS-or-HTTP clients) and
+// NODE_USE_ENV_PROXY=1 (Node's built-in fetch ignores the variables without it).
+//
+// Environment variables only ask politely; on Linux and macOS `run` also confines the command
+// so that the gate is its only way out. Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandgate::sandbox {
+
+// `inherited` (NAME=VALUE entries, e.g. from environ) with the gate's variables set for a gate
+// on 127.0.0.1:`port`; `connect_helper` is the absolute path of sandgate-connect (the ssh
+// ProxyCommand). Variables the gate sets replace inherited ones; order is kept otherwise.
+std::vector<std::string> child_environment(const std::vector<std::string>& inherited,
+                                           std::uint16_t port, const std::string& connect_helper);
+
+// GIT_SSH_COMMAND's value: `ssh -o 'ProxyCommand=HELPER %h %p'`, with the helper's path quoted
+// for the shell that runs ProxyCommand, its `%` doubled for ssh, and the whole option quoted
+// again for the shell that git runs GIT_SSH_COMMAND with.
+std::string git_ssh_command(const std::string& connect_helper);
+
+// `text` as one word for a POSIX shell: bare if it is only safe characters, else in single
+// quotes with each ' written '\''.
+std::string shell_quote(std::string_view text);
+
+}  // namespace sandgate::sandbox

@@ -1,0 +1,21 @@
+// `sandgate profile`: prints the Seatbelt profile that `sandgate run` uses on macOS, from the
+// same settings and flags, so it can be inspected, diffed and given to other launchers
+// (`sandbox-exec -f PROFILE goosed agent`).
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+
+#include "proxy/settings/settings.hpp"
+#include "sandbox-profile/sandbox_flags.hpp"
+
+namespace sandgate::sandbox {
+
+// Writes the profile to `out`. `proxy_port` is --proxy-port; unset: the port of the listen
+// setting. Exit status: 0, or 2 (message on `err`) when there is no port or a path cannot be
+// represented in SBPL.
+int run_profile(const settings::Settings& settings, const SandboxFlags& flags,
+                std::optional<std::uint16_t> proxy_port, std::ostream& out, std::ostream& err);
+
+}  // namespace sandgate::sandbox

@@ -1,0 +1,41 @@
+// The command-line flags that `sandgate profile` and `sandgate run` share, and how they combine
+// with the settings into the profile's options.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "proxy/settings/settings.hpp"
+#include "rules/expected.hpp"
+#include "sandbox-profile/profile.hpp"
+
+namespace sandgate::sandbox {
+
+struct SandboxFlags {
+  std::vector<std::uint16_t> allow_localhost_ports;  // --allow-localhost-port N (repeatable)
+  std::vector<std::uint16_t> allow_inbound_ports;    // --allow-inbound-port N (repeatable)
+  std::vector<std::string> allow_unix_sockets;       // --allow-unix-socket PATH (repeatable)
+  bool strict_unix_sockets = false;                  // --strict-unix-sockets
+};
+
+// The files the gate reads and writes, made absolute: the command must not be able to change
+// them (the gate reloads its lists live). Empty settings are left out.
+std::vector<std::string> gate_files(const settings::Settings& settings);
+
+// `path` made absolute (against the working folder) and normal, with symbolic links resolved as
+// far as the path exists: Seatbelt and Landlock see resolved paths (on macOS /var is
+// /private/var). Only lexical clean-up when the file system cannot be asked.
+std::string resolved_path(const std::string& path);
+
+// The profile's options for a gate on `proxy_port`, from the settings (the three toggles and
+// the gate's files), the flags, `home` and `ssh_auth_sock` (both as the environment gives them;
+// resolved here).
+ProfileOptions profile_options(const settings::Settings& settings, const SandboxFlags& flags,
+                               std::uint16_t proxy_port, const std::string& home,
+                               const std::string& ssh_auth_sock);
+
+// The port of settings.listen (0 if it names port 0 or cannot be read).
+std::uint16_t listen_port(const settings::Settings& settings);
+
+}  // namespace sandgate::sandbox
