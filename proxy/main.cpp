@@ -1,6 +1,9 @@
 // The `sandgate` executable: parses the command line and hands over to a command.
 //   sandgate [serve] [SETTINGS...]          run the gate (the default)
 //   sandgate check HOST[:PORT] [SETTINGS...] print the decision for one destination
+//   sandgate profile [SETTINGS...] [FLAGS...] print the macOS Seatbelt profile `run` uses
+//   sandgate run [SETTINGS...] [FLAGS...] -- CMD [ARGS...]
+//                                            run CMD confined: the gate is its only way out
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <map>
@@ -9,6 +12,8 @@
 #include "proxy/commands/check.hpp"
 #include "proxy/commands/serve.hpp"
 #include "proxy/settings/settings.hpp"
+#include "sandbox-profile/profile_command.hpp"
+#include "sandbox-profile/run_command.hpp"
 
 namespace {
 
@@ -33,6 +38,26 @@ void add_setting_flags(CLI::App& app, std::map<std::string, std::string>& values
   }
 }
 
+// The confinement flags that `profile` and `run` share.
+void add_sandbox_flags(CLI::App& command, sandgate::sandbox::SandboxFlags& flags) {
+  command
+      .add_option("--allow-localhost-port", flags.allow_localhost_ports,
+                  "also allow TCP to this port on localhost (repeatable)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 65535));
+  command
+      .add_option("--allow-inbound-port", flags.allow_inbound_ports,
+                  "let local clients connect to a server on this localhost port (repeatable)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 65535));
+  command
+      .add_option("--allow-unix-socket", flags.allow_unix_sockets,
+                  "allow connecting to this unix socket (repeatable)")
+      ->type_name("PATH");
+  command.add_flag("--strict-unix-sockets", flags.strict_unix_sockets,
+                   "allow only the system's unix sockets and --allow-unix-socket ones");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -51,10 +76,33 @@ int main(int argc, char** argv) {
   std::string target;
   check->add_option("target", target, "HOST, HOST:PORT, [IPV6]:PORT")->required();
 
+  auto* profile = app.add_subcommand(
+      "profile", "print the macOS Seatbelt (SBPL) profile that `run` confines a command with");
+  profile->fallthrough();
+  sandgate::sandbox::SandboxFlags profile_flags;
+  add_sandbox_flags(*profile, profile_flags);
+  std::uint16_t proxy_port = 0;
+  auto* proxy_port_option =
+      profile
+          ->add_option("--proxy-port", proxy_port,
+                       "the gate's port the profile allows (default: the listen setting's)")
+          ->type_name("N")
+          ->check(CLI::Range(1, 65535));
+
+  auto* run = app.add_subcommand(
+      "run", "run CMD confined so that the gate, started on a free port, is its only way out");
+  run->fallthrough();
+  sandgate::sandbox::RunOptions run_options;
+  add_sandbox_flags(*run, run_options.flags);
+  run->add_flag("--no-isolation", run_options.no_isolation,
+                "do not confine CMD: set the proxy variables only (says so loudly)");
+  run->add_option("command", run_options.command, "CMD [ARGS...], after --")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    return app.exit(error) == 0 ? 0 : kConfigError;
+    const int status = app.exit(error);
+    return status == 0 ? 0 : (*run ? sandgate::sandbox::kRunFailed : kConfigError);
   }
 
   sandgate::settings::Sources sources;
@@ -67,11 +115,20 @@ int main(int argc, char** argv) {
   auto settings = sandgate::settings::load(sources);
   if (!settings) {
     std::cerr << "sandgate: " << settings.error() << "\n";
-    return kConfigError;
+    return *run ? sandgate::sandbox::kRunFailed : kConfigError;
   }
 
   if (*check) {
     return sandgate::commands::run_check(*settings, target, std::cout, std::cerr);
+  }
+  if (*profile) {
+    return sandgate::sandbox::run_profile(
+        *settings, profile_flags,
+        proxy_port_option->count() > 0 ? std::optional<std::uint16_t>(proxy_port) : std::nullopt,
+        std::cout, std::cerr);
+  }
+  if (*run) {
+    return sandgate::sandbox::run_run(*settings, sources, run_options);
   }
   return sandgate::commands::run_serve(*settings, sources);
 }

@@ -8,6 +8,7 @@
 #include <boost/asio/write.hpp>
 
 #include "proxy/session/handlers.hpp"
+#include "proxy/session/tunnel_session.hpp"
 #include "proxy/session/upstream_dial.hpp"
 #include "rules/host.hpp"
 #include "rules/tls_client_hello.hpp"
@@ -194,33 +195,15 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   // The head buffer is done with: free it before a possibly long-lived tunnel.
   buffer = boost::beast::flat_buffer();
 
-  context.worker.metrics.tunnels_open_total.add();
-  relay::Result result;
   if (write_error) {
-    result.outcome = relay::Outcome::reset;
-  } else {
-    result = co_await relay::relay(context.client, context.upstream, context.worker.pipes,
-                                   context.settings().idle_timeout);
+    boost::system::error_code ignored;
+    context.client.close(ignored);
+    context.upstream.close(ignored);
+    co_return;
   }
-  result.bytes_up += early_bytes;
-
-  boost::system::error_code ignored;
-  context.client.close(ignored);
-  context.upstream.close(ignored);
-
-  context.worker.metrics.tunnels_closed_total.add();
-  log::Record end;
-  end.event = log::Record::Event::end;
-  end.connection_id = context.id;
-  end.client = context.client_address;
-  end.method = "CONNECT";
-  end.host = display;
-  end.port = port;
-  end.outcome = relay::to_string(result.outcome);
-  end.bytes_up = result.bytes_up;
-  end.bytes_down = result.bytes_down;
-  end.duration_ms = context.elapsed_ms();
-  context.record(end);
+  // 6. Hand the sockets to a TunnelSession and let this coroutine (and its caller) finish, so a
+  // long-lived tunnel holds no coroutine frames.
+  TunnelSession::start(context, display, port, early_bytes);
 }
 
 }  // namespace sandgate::session

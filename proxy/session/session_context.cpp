@@ -19,7 +19,9 @@ SessionContext::SessionContext(server::Worker& w, boost::asio::ip::tcp::socket s
 
 SessionContext::~SessionContext() {
   worker.detach(live);
-  worker.shared.open_connections.fetch_sub(1, std::memory_order_relaxed);
+  if (!handed_off) {
+    worker.shared.open_connections.fetch_sub(1, std::memory_order_relaxed);
+  }
 }
 
 double SessionContext::elapsed_ms() const {

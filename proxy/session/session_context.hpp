@@ -28,6 +28,8 @@ struct SessionContext {
   std::shared_ptr<const rules::Policy> policy;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   server::LiveConnection live;
+  // Set when an established tunnel took over the sockets and the connection's count.
+  bool handed_off = false;
 
   const settings::Settings& settings() const { return worker.shared.settings; }
   log::DecisionLog& log() const { return worker.shared.log; }

@@ -31,7 +31,7 @@ using sandgate::fuzz::escaped;
 namespace rules = sandgate::rules;
 using Status = rules::ClientHello::Status;
 
-constexpr std::size_t kAllPrefixesUpTo = 512;
+constexpr std::size_t kAllPrefixesUpTo = 160;
 constexpr std::size_t kSpreadPrefixes = 48;
 
 std::string_view status_name(Status status) {
@@ -83,7 +83,7 @@ std::set<std::size_t> prefix_lengths(const std::uint8_t* data, std::size_t size)
   for (std::size_t k = 0; k <= kSpreadPrefixes; ++k) {
     lengths.insert(size * k / kSpreadPrefixes);
   }
-  for (std::size_t n = 0; n < 8 && n <= size; ++n) {
+  for (std::size_t n = 0; n < 16; ++n) {  // the record and handshake headers, byte by byte
     lengths.insert(n);
     lengths.insert(size - n);
   }

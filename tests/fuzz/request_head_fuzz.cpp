@@ -9,7 +9,7 @@
 //      head rewritten for the origin: strip_hop_by_hop(), target and Host from the URL, add_via();
 //   4. that rewritten head serialised as the proxy sends it, and parsed again.
 // Invariants, beyond "no crash, no out-of-bounds access, no undefined behaviour":
-//   - chunking does not matter: both reads end the same way (same error, or the same head);
+//   - chunking does not matter: both reads fail, or both give the same head;
 //   - a parsed head holds no CR, LF or NUL in any field value and no control byte or space in
 //     the target (anything else could split one request into two on the way upstream);
 //   - a CONNECT target or http:// URL that parses yields a host in normal form (see
@@ -298,7 +298,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const HeadOutcome chunked = read_head(input, 1 + size % 13, chunked_parser);
   http::request_parser<http::empty_body> whole_parser;
   const HeadOutcome whole = read_head(input, size + 1, whole_parser);
-  FUZZ_CHECK(chunked.error == whole.error && chunked.start_line == whole.start_line &&
+  // The error itself may differ: Beast checks the start line as soon as it has it in one piece,
+  // but once it has asked for more it waits for the end of the head (or of the stream) first.
+  FUZZ_CHECK(!chunked.error == !whole.error && chunked.start_line == whole.start_line &&
                  chunked.fields == whole.fields,
              "chunked read: '" + chunked.error.message() + "' " + escaped(chunked.start_line) +
                  show(chunked.fields) + "; whole read: '" + whole.error.message() + "' " +

@@ -1,0 +1,233 @@
+// The handler-driven tunnel relay. See tunnel_relay.hpp. Every handler first counts itself off
+// `pending_`, and every path through a handler ends in maybe_done(), which calls `done_` once no
+// handler is outstanding and both directions have ended.
+#include "proxy/relay/tunnel_relay.hpp"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/asio/write.hpp>
+#include <cerrno>
+
+namespace sandgate::relay {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using clock = std::chrono::steady_clock;
+
+constexpr std::size_t kChunk = 64 * 1024;
+
+bool would_block(int error) { return error == EAGAIN || error == EWOULDBLOCK; }
+
+}  // namespace
+
+TunnelRelay::TunnelRelay(tcp::socket& client, tcp::socket& upstream, PipePool& pipes,
+                         std::chrono::seconds idle_timeout, Done done)
+    : up_{&client, &upstream, {}, 0, nullptr, &result_.bytes_up},
+      down_{&upstream, &client, {}, 0, nullptr, &result_.bytes_down},
+      pipes_(pipes),
+      idle_timeout_(idle_timeout),
+      last_activity_(clock::now()),
+      done_(std::move(done)) {}
+
+void TunnelRelay::start() {
+  boost::system::error_code ignored;
+  up_.from->native_non_blocking(true, ignored);
+  down_.from->native_non_blocking(true, ignored);
+  if (idle_timeout_.count() > 0) {
+    idle_timer_ = std::make_unique<asio::steady_timer>(up_.from->get_executor());
+    arm_idle_timer();
+  }
+  wait_readable(up_);
+  wait_readable(down_);
+}
+
+void TunnelRelay::wait_readable(Direction& d) {
+  ++pending_;
+  d.from->async_wait(tcp::socket::wait_read, [this, &d](boost::system::error_code error) {
+    --pending_;
+    if (error || failed_) {
+      if (!failed_ && (!d.from->is_open() || !d.to->is_open())) {
+        result_.outcome = Outcome::aborted;  // closed from outside: the drain
+      }
+      fail(d);
+      return;
+    }
+    on_readable(d);
+  });
+}
+
+void TunnelRelay::on_readable(Direction& d) {
+#ifdef __linux__
+  if (d.pipe.read_fd < 0) {
+    d.pipe = pipes_.acquire();
+  }
+  if (d.pipe.read_fd >= 0) {
+    const ssize_t in = ::splice(d.from->native_handle(), nullptr, d.pipe.write_fd, nullptr, kChunk,
+                                SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    if (in > 0) {
+      d.in_flight = static_cast<std::size_t>(in);
+      *d.bytes += static_cast<std::uint64_t>(in);
+      drain(d);
+      return;
+    }
+    const int error = errno;
+    pipes_.release(d.pipe);
+    d.pipe = {};
+    if (in == 0) {
+      finish_direction(d, true);
+    } else if (would_block(error)) {
+      wait_readable(d);  // spurious wake-up
+    } else {
+      fail(d);
+    }
+    return;
+  }
+#endif
+  copy_read(d);
+}
+
+// Writes what the pipe (or buffer) holds; waits for the destination to take more when full.
+void TunnelRelay::drain(Direction& d) {
+  last_activity_ = clock::now();
+#ifdef __linux__
+  if (d.pipe.read_fd >= 0) {
+    while (d.in_flight > 0) {
+      const ssize_t out = ::splice(d.pipe.read_fd, nullptr, d.to->native_handle(), nullptr,
+                                   d.in_flight, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (out > 0) {
+        d.in_flight -= static_cast<std::size_t>(out);
+        continue;
+      }
+      if (out < 0 && would_block(errno)) {
+        ++pending_;
+        d.to->async_wait(tcp::socket::wait_write, [this, &d](boost::system::error_code error) {
+          --pending_;
+          if (error || failed_) {
+            fail(d);
+            return;
+          }
+          drain(d);
+        });
+        return;
+      }
+      fail(d);
+      return;
+    }
+    // Empty again: give the pipe back, so an idle tunnel holds none.
+    pipes_.release(d.pipe);
+    d.pipe = {};
+    wait_readable(d);
+    return;
+  }
+#endif
+  // The copy path writes its buffer in one asynchronous write.
+  ++pending_;
+  asio::async_write(*d.to, asio::buffer(d.buffer.get(), d.in_flight),
+                    [this, &d](boost::system::error_code error, std::size_t) {
+                      --pending_;
+                      d.buffer.reset();
+                      d.in_flight = 0;
+                      if (error || failed_) {
+                        fail(d);
+                        return;
+                      }
+                      wait_readable(d);
+                    });
+}
+
+// Without a pipe: read what is there into a buffer that lives only until it is written.
+void TunnelRelay::copy_read(Direction& d) {
+  d.buffer = std::make_unique<char[]>(kChunk);
+  boost::system::error_code error;
+  const std::size_t n = d.from->read_some(asio::buffer(d.buffer.get(), kChunk), error);
+  if (error == asio::error::would_block) {
+    d.buffer.reset();
+    wait_readable(d);
+    return;
+  }
+  if (error == asio::error::eof) {
+    d.buffer.reset();
+    finish_direction(d, true);
+    return;
+  }
+  if (error) {
+    d.buffer.reset();
+    fail(d);
+    return;
+  }
+  d.in_flight = n;
+  *d.bytes += n;
+  drain(d);
+}
+
+// The end of one direction's stream: pass the half-close on, let the other direction run.
+void TunnelRelay::finish_direction(Direction& d, bool eof) {
+  if (eof) {
+    boost::system::error_code ignored;
+    d.to->shutdown(tcp::socket::shutdown_send, ignored);
+  }
+  d.done = true;
+  maybe_done();
+}
+
+// An error on either side ends the whole tunnel: the other side is reset (linger 0) so its peer
+// learns the connection broke, and the other direction's pending wait completes as cancelled.
+void TunnelRelay::fail(Direction& d) {
+  d.done = true;
+  if (d.pipe.read_fd >= 0) {
+    PipePool::destroy(d.pipe);  // it may still hold bytes nobody will read
+    d.pipe = {};
+  }
+  if (!failed_) {
+    failed_ = true;
+    if (result_.outcome == Outcome::closed) {
+      result_.outcome = Outcome::reset;
+    }
+    boost::system::error_code ignored;
+    for (tcp::socket* socket : {up_.from, down_.from}) {
+      if (socket->is_open()) {
+        socket->set_option(asio::socket_base::linger(true, 0), ignored);
+        socket->close(ignored);
+      }
+    }
+  }
+  maybe_done();
+}
+
+void TunnelRelay::arm_idle_timer() {
+  ++pending_;
+  idle_timer_->expires_at(last_activity_ + idle_timeout_);
+  idle_timer_->async_wait([this](boost::system::error_code error) {
+    --pending_;
+    if (!error && !finished_ && !(up_.done && down_.done)) {
+      if (clock::now() >= last_activity_ + idle_timeout_) {
+        result_.outcome = Outcome::idle_timeout;
+        fail(up_);
+        return;
+      }
+      arm_idle_timer();
+      return;
+    }
+    maybe_done();
+  });
+}
+
+void TunnelRelay::maybe_done() {
+  if (finished_ || !up_.done || !down_.done) {
+    return;
+  }
+  if (idle_timer_ && pending_ > 0) {
+    idle_timer_->cancel();  // its handler comes back here once more
+  }
+  if (pending_ > 0) {
+    return;
+  }
+  finished_ = true;
+  auto done = std::move(done_);
+  done(result_);  // may destroy *this: nothing after this line
+}
+
+}  // namespace sandgate::relay

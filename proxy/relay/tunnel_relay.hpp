@@ -1,0 +1,71 @@
+// The tunnel relay as a small state machine driven by completion handlers, for long-lived
+// CONNECT tunnels. Unlike the coroutine relay (relay.hpp), an idle tunnel holds no coroutine
+// frames: only this object and one pending readiness wait per direction, which keeps the memory
+// of an idle tunnel near the kernel's own socket cost.
+//
+// Same contract as relay(): bytes both ways until both directions ended, half-close honoured,
+// nothing of the proxy's own ever written, an error on one side resets the other. On Linux bytes
+// move with splice(2) through a pipe borrowed from the worker's PipePool only while data is in
+// flight; elsewhere (or without a pipe) through a buffer that exists only while data is in flight.
+//
+// Runs on the sockets' executor (one worker thread); not thread-safe.
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "proxy/relay/relay.hpp"
+
+namespace sandgate::relay {
+
+class TunnelRelay {
+ public:
+  // `done` is called once, as the last thing this object does; it may destroy the relay.
+  using Done = std::function<void(Result)>;
+
+  TunnelRelay(boost::asio::ip::tcp::socket& client, boost::asio::ip::tcp::socket& upstream,
+              PipePool& pipes, std::chrono::seconds idle_timeout, Done done);
+  TunnelRelay(const TunnelRelay&) = delete;
+  TunnelRelay& operator=(const TunnelRelay&) = delete;
+
+  // Starts relaying. Both sockets must be open and connected.
+  void start();
+
+ private:
+  struct Direction {
+    boost::asio::ip::tcp::socket* from;
+    boost::asio::ip::tcp::socket* to;
+    PipePool::Pipe pipe;
+    std::size_t in_flight = 0;               // bytes in the pipe or buffer, not yet written
+    std::unique_ptr<char[]> buffer;          // the copy path's buffer, only while in flight
+    std::uint64_t* bytes;
+    bool done = false;
+  };
+
+  void wait_readable(Direction& d);
+  void on_readable(Direction& d);
+  void drain(Direction& d);
+  void copy_read(Direction& d);
+  void finish_direction(Direction& d, bool eof);
+  void fail(Direction& d);
+  void arm_idle_timer();
+  void maybe_done();
+
+  Direction up_;
+  Direction down_;
+  PipePool& pipes_;
+  std::chrono::seconds idle_timeout_;
+  std::chrono::steady_clock::time_point last_activity_;
+  std::unique_ptr<boost::asio::steady_timer> idle_timer_;
+  Done done_;
+  Result result_;
+  int pending_ = 0;  // handlers outstanding; the relay ends when none are left
+  bool failed_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace sandgate::relay
