@@ -1,17 +1,24 @@
 # The two commands of the README: `make run` and `make test`. Everything else is a helper for them.
 JOBS ?= 2
+MAKEFLAGS += --no-print-directory
 
-.PHONY: deps build run test test-asan bench clean
+.PHONY: deps configure build gate run test test-asan bench clean
 
 deps:
 	@./scripts/install-deps.sh
 
-build: deps
+configure: deps
 	@cmake --preset release >/dev/null
+
+build: configure
 	@cmake --build --preset release -j $(JOBS)
 
+# Only the executables (what `make run` needs), without the tests and benchmarks.
+gate: configure
+	@cmake --build --preset release -j $(JOBS) --target sandgate sandgate-connect
+
 # Starts the proxy on its embedded defaults (127.0.0.1:9877, blocklist at ~/.config/goose/sandbox/blocked.txt).
-run: build
+run: gate
 	./build/bin/sandgate serve
 
 test: build
