@@ -44,16 +44,19 @@ void add_sandbox_flags(CLI::App& command, sandgate::sandbox::SandboxFlags& flags
       .add_option("--allow-localhost-port", flags.allow_localhost_ports,
                   "also allow TCP to this port on localhost (repeatable)")
       ->type_name("N")
+      ->allow_extra_args(false)
       ->check(CLI::Range(1, 65535));
   command
       .add_option("--allow-inbound-port", flags.allow_inbound_ports,
                   "let local clients connect to a server on this localhost port (repeatable)")
       ->type_name("N")
+      ->allow_extra_args(false)
       ->check(CLI::Range(1, 65535));
   command
       .add_option("--allow-unix-socket", flags.allow_unix_sockets,
                   "allow connecting to this unix socket (repeatable)")
-      ->type_name("PATH");
+      ->type_name("PATH")
+      ->allow_extra_args(false);
   command.add_flag("--strict-unix-sockets", flags.strict_unix_sockets,
                    "allow only the system's unix sockets and --allow-unix-socket ones");
 }

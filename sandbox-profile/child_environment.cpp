@@ -8,9 +8,9 @@ namespace sandgate::sandbox {
 
 std::string shell_quote(std::string_view text) {
   const bool safe = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '/' || c == '.' || c == '_' || c == '-' || c == '+' || c == ':' || c == ',' ||
-           c == '@' || c == '%' || c == '=';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '/' ||
+           c == '.' || c == '_' || c == '-' || c == '+' || c == ':' || c == ',' || c == '@' ||
+           c == '%' || c == '=';
   });
   if (safe) {
     return std::string(text);

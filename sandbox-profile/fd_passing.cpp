@@ -1,6 +1,7 @@
 // Descriptor passing. See fd_passing.hpp.
 #include "sandbox-profile/fd_passing.hpp"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -9,6 +10,15 @@
 #include <cstring>
 #include <vector>
 
+// macOS has neither flag: descriptors are marked close-on-exec with fcntl() there, and writes
+// to a closed peer are harmless because `run` ignores SIGPIPE.
+#ifndef MSG_NOSIGNAL
+#define MSG_NOSIGNAL 0
+#endif
+#ifndef MSG_CMSG_CLOEXEC
+#define MSG_CMSG_CLOEXEC 0
+#endif
+
 namespace sandgate::sandbox {
 namespace {
 
@@ -16,6 +26,8 @@ constexpr int kBacklog = 4096;  // as the daemon's own listener
 constexpr std::size_t kMaxText = 64 * 1024;
 
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
+void set_cloexec(int fd) { ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXEC); }
 
 }  // namespace
 
@@ -65,6 +77,7 @@ Expected<Message, std::string> receive_message(int socket) {
        header = CMSG_NXTHDR(&message, header)) {
     if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS) {
       std::memcpy(&out.fd, CMSG_DATA(header), sizeof(int));
+      set_cloexec(out.fd);
     }
   }
   out.closed = received == 0 && out.fd < 0;
@@ -72,17 +85,18 @@ Expected<Message, std::string> receive_message(int socket) {
   return out;
 }
 
-Expected<int, std::string> open_loopback_listener() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+Expected<int, std::string> open_loopback_listener(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) {
     return Unexpected{errno_text("socket")};
   }
+  set_cloexec(fd);
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
+  address.sin_port = htons(port);
   if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    const std::string error = errno_text("bind 127.0.0.1:0");
+    const std::string error = errno_text(("bind 127.0.0.1:" + std::to_string(port)).c_str());
     ::close(fd);
     return Unexpected{error};
   }

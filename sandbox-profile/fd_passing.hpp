@@ -2,6 +2,7 @@
 // socket pair (SCM_RIGHTS). Messages are SOCK_SEQPACKET records: one call, one message.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "rules/expected.hpp"
@@ -13,15 +14,15 @@ Expected<bool, std::string> send_message(int socket, const std::string& text, in
 
 struct Message {
   std::string text;
-  int fd = -1;  // received descriptor (close-on-exec), or -1 if none came with the text
+  int fd = -1;          // received descriptor (close-on-exec), or -1 if none came with the text
   bool closed = false;  // the other end closed without sending anything
 };
 
 // Receives one message (up to 64 KiB of text), waiting for it.
 Expected<Message, std::string> receive_message(int socket);
 
-// A TCP socket listening on 127.0.0.1, port chosen by the kernel, in the calling thread's
+// A TCP socket listening on 127.0.0.1:`port` (0: the kernel picks one) in the calling thread's
 // network namespace; close-on-exec. The error names the step and errno.
-Expected<int, std::string> open_loopback_listener();
+Expected<int, std::string> open_loopback_listener(std::uint16_t port = 0);
 
 }  // namespace sandgate::sandbox

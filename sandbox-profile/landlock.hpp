@@ -25,9 +25,9 @@ namespace sandgate::sandbox {
 int landlock_abi();
 
 struct LandlockReport {
-  int abi = 0;             // the version used
-  std::size_t paths = 0;   // protected paths (with the targets of symbolic links among them)
-  std::size_t rules = 0;   // grants added
+  int abi = 0;            // the version used
+  std::size_t paths = 0;  // protected paths (with the targets of symbolic links among them)
+  std::size_t rules = 0;  // grants added
 };
 
 // Sets no_new_privs and restricts this process (and what it executes) so that the protected

@@ -19,15 +19,15 @@ namespace sandgate::sandbox {
 struct NamespacePlan {
   unsigned uid = 0;  // the caller's ids, mapped to themselves inside
   unsigned gid = 0;
-  std::vector<std::string> hide_sockets;        // unix sockets to cover with /dev/null
-  std::vector<ProtectedPath> protected_paths;   // writes denied with Landlock where available
+  std::vector<std::string> hide_sockets;       // unix sockets to cover with /dev/null
+  std::vector<ProtectedPath> protected_paths;  // writes denied with Landlock where available
 };
 
 // What the child managed, reported to the parent (one line each, for the start-up message).
 struct NamespaceReport {
-  int landlock_abi = 0;            // 0: no Landlock
-  std::size_t landlock_paths = 0;  // paths protected
-  std::string landlock_note;       // why not, when not
+  int landlock_abi = 0;             // 0: no Landlock
+  std::size_t landlock_paths = 0;   // paths protected
+  std::string landlock_note;        // why not, when not
   std::vector<std::string> hidden;  // sockets covered
 
   std::string serialize() const;

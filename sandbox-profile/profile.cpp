@@ -151,8 +151,7 @@ void write_network_rules(ProfileWriter& w, const ProfileOptions& options) {
     w.rule("deny network-outbound",
            {std::string("(remote unix-socket (path-regex #\"") + kContainerSocketRegex + "\"))",
             "(remote unix-socket (subpath " + w.quote(options.home + "/.colima", "folder") + "))",
-            "(remote unix-socket (subpath " + w.quote(options.home + "/.lima", "folder") +
-                "))"});
+            "(remote unix-socket (subpath " + w.quote(options.home + "/.lima", "folder") + "))"});
   }
   w.line(";; Serving on a unix socket is local and stays allowed.");
   w.line("(allow network-bind (local unix-socket (path-regex #\"^/\")))");
@@ -227,7 +226,9 @@ Expected<std::string, std::string> generate_profile(const ProfileOptions& option
     w.line("(deny system-socket (require-all (socket-domain AF_INET6) (socket-type SOCK_RAW)))");
   }
   if (options.block_tunneling) {
-    w.line(";; Tunnelling tools wherever they are installed, by name (GOOSE_SANDBOX_BLOCK_TUNNELING).");
+    w.line(
+        ";; Tunnelling tools wherever they are installed, by name "
+        "(GOOSE_SANDBOX_BLOCK_TUNNELING).");
     w.line(std::string("(deny process-exec (regex #\"") + kTunnelingRegex + "\"))");
   }
   w.line("(deny system-kext-load)");

@@ -23,16 +23,16 @@
 namespace sandgate::sandbox {
 
 struct ProfileOptions {
-  std::string home;             // absolute and normal, e.g. "/Users/ada"
-  std::uint16_t proxy_port = 0;  // the gate, on localhost; required (1..65535)
+  std::string home;                                  // absolute and normal, e.g. "/Users/ada"
+  std::uint16_t proxy_port = 0;                      // the gate, on localhost; required (1..65535)
   std::vector<std::uint16_t> allow_localhost_ports;  // more localhost TCP destinations
   std::vector<std::uint16_t> allow_inbound_ports;    // localhost ports the command may serve on
   std::vector<std::string> allow_unix_sockets;       // absolute socket paths
-  bool strict_unix_sockets = false;  // only the system's sockets and allow_unix_sockets
-  std::string ssh_auth_sock;         // allowed in strict mode too; empty: none
-  bool protect_files = true;         // GOOSE_SANDBOX_PROTECT_FILES
-  bool block_raw_sockets = true;     // GOOSE_SANDBOX_BLOCK_RAW_SOCKETS
-  bool block_tunneling = true;       // GOOSE_SANDBOX_BLOCK_TUNNELING
+  bool strict_unix_sockets = false;     // only the system's sockets and allow_unix_sockets
+  std::string ssh_auth_sock;            // allowed in strict mode too; empty: none
+  bool protect_files = true;            // GOOSE_SANDBOX_PROTECT_FILES
+  bool block_raw_sockets = true;        // GOOSE_SANDBOX_BLOCK_RAW_SOCKETS
+  bool block_tunneling = true;          // GOOSE_SANDBOX_BLOCK_TUNNELING
   std::vector<std::string> gate_files;  // the gate's blocklist, allowlist, config and log files
 };
 

@@ -25,8 +25,7 @@ int run_profile(const settings::Settings& settings, const SandboxFlags& flags,
         << settings.listen << ") has none; give --proxy-port N\n";
     return kUsageError;
   }
-  auto profile = generate_profile(profile_options(settings, flags, port,
-                                                  settings::home_directory(),
+  auto profile = generate_profile(profile_options(settings, flags, port, settings::home_directory(),
                                                   env_or_empty("SSH_AUTH_SOCK")));
   if (!profile) {
     err << "sandgate profile: " << profile.error() << "\n";

@@ -14,7 +14,7 @@ namespace sandgate::sandbox {
 enum class Platform : unsigned char { macos, linux };
 
 struct ProtectedPath {
-  std::string path;  // absolute and normal
+  std::string path;   // absolute and normal
   bool tree = false;  // true: the folder and everything below it; false: this one path
   // True for the gate's own configuration, protected whatever protect_files says: it decides
   // where the sandbox may connect, and sandgate reloads it live.

@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -40,6 +41,7 @@
 #include <sys/prctl.h>
 
 #include "sandbox-profile/linux_namespaces.hpp"
+#include "sandbox-profile/port_forwarder.hpp"
 #include "sandbox-profile/unix_sockets.hpp"
 #endif
 #ifdef __APPLE__
@@ -402,10 +404,12 @@ std::vector<std::string> sockets_to_hide_now(const RunOptions& options, const st
   return sockets_to_hide(inputs);
 }
 
-std::string describe_protection(const settings::Settings& settings,
-                                const NamespaceReport& report, std::uint16_t port) {
-  std::string text = "confined: user, network and mount namespaces with loopback only; the gate "
-                     "on 127.0.0.1:" + std::to_string(port) + " is the only way out\n";
+std::string describe_protection(const settings::Settings& settings, const NamespaceReport& report,
+                                std::uint16_t port) {
+  std::string text =
+      "confined: user, network and mount namespaces with loopback only; the gate "
+      "on 127.0.0.1:" +
+      std::to_string(port) + " is the only way out\n";
   text += "sandgate run: ";
   if (report.landlock_abi > 0) {
     text += "writes denied by Landlock (ABI " + std::to_string(report.landlock_abi) + ") to " +
@@ -415,8 +419,7 @@ std::string describe_protection(const settings::Settings& settings,
                   "systemd}; no new entries directly in the folders above them (~, ~/.config)"
                 : " only (GOOSE_SANDBOX_PROTECT_FILES=false)";
   } else {
-    text += "NO write protection: " + report.landlock_note +
-            " (protected paths stay writable)";
+    text += "NO write protection: " + report.landlock_note + " (protected paths stay writable)";
   }
   if (!report.hidden.empty()) {
     text += "\nsandgate run: unix sockets hidden:";
@@ -427,7 +430,53 @@ std::string describe_protection(const settings::Settings& settings,
   return text;
 }
 
-// The child: confine itself, hand the listener over, wait for the gate, exec CMD.
+// Forks the connector for inbound ports (see port_forwarder.hpp) from the confined child, inside
+// its namespaces, so that it belongs to no one: a double fork leaves it to init, and it lives
+// exactly as long as the channel to the gate. Returns the gate's end of the channel, or -1.
+int start_connector() {
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+    return -1;
+  }
+  const pid_t middle = ::fork();
+  if (middle == 0) {
+    if (::fork() == 0) {
+      // Keep only the channel (as descriptor 3) and the standard streams.
+      ::dup2(pair[1], 3);
+      ::close_range(4, ~0U, 0);
+      ::fcntl(3, F_SETFD, FD_CLOEXEC);
+      drop_privileges();
+      run_connector(3);
+    }
+    ::_exit(0);
+  }
+  ::close(pair[1]);
+  ::waitpid(middle, nullptr, 0);
+  return pair[0];
+}
+
+// The start-up line for the forwarded ports; empty without any.
+std::string describe_ports(const RunOptions& options) {
+  std::string text;
+  const auto list = [](const std::vector<std::uint16_t>& ports) {
+    std::string out;
+    for (auto port : ports) {
+      out += (out.empty() ? "" : ", ") + std::to_string(port);
+    }
+    return out;
+  };
+  if (!options.flags.allow_localhost_ports.empty()) {
+    text += "\nsandgate run: forwarded to the host's localhost: " +
+            list(options.flags.allow_localhost_ports);
+  }
+  if (!options.flags.allow_inbound_ports.empty()) {
+    text += "\nsandgate run: the host's localhost forwarded in to: " +
+            list(options.flags.allow_inbound_ports);
+  }
+  return text;
+}
+
+// The child: confine itself, hand the listeners over, wait for the gate, exec CMD.
 [[noreturn]] void confined_child(int channel, pid_t parent, const NamespacePlan& plan,
                                  const RunOptions& options, const std::string& helper,
                                  const SignalState& previous) {
@@ -447,11 +496,37 @@ std::string describe_protection(const settings::Settings& settings,
   socklen_t length = sizeof address;
   ::getsockname(*listener, reinterpret_cast<sockaddr*>(&address), &length);
   const std::uint16_t port = ntohs(address.sin_port);
+  // --allow-localhost-port N: a listener on this namespace's 127.0.0.1:N for the gate to relay
+  // to the host's; --allow-inbound-port: the connector.
+  std::vector<std::pair<std::uint16_t, int>> outbound;
+  for (auto forwarded : options.flags.allow_localhost_ports) {
+    auto opened = open_loopback_listener(forwarded);
+    if (!opened) {
+      send_message(channel, "error --allow-localhost-port " + std::to_string(forwarded) + ": " +
+                                opened.error());
+      ::_exit(kRunFailed);
+    }
+    outbound.emplace_back(forwarded, *opened);
+  }
+  const int connector = options.flags.allow_inbound_ports.empty() ? -1 : start_connector();
+  if (!options.flags.allow_inbound_ports.empty() && connector < 0) {
+    send_message(channel, "error cannot start the connector for --allow-inbound-port");
+    ::_exit(kRunFailed);
+  }
   if (auto dropped = drop_privileges(); !dropped) {
     send_message(channel, "error " + dropped.error());
     ::_exit(kRunFailed);
   }
-  if (!send_message(channel, "ready\n" + report.serialize(), *listener)) {
+  bool sent = static_cast<bool>(send_message(channel, "ready\n" + report.serialize(), *listener));
+  for (const auto& [forwarded, fd] : outbound) {
+    sent = sent && send_message(channel, "outbound " + std::to_string(forwarded), fd);
+    ::close(fd);
+  }
+  if (connector >= 0) {
+    sent = sent && send_message(channel, "connector", connector);
+    ::close(connector);
+  }
+  if (!sent) {
     ::_exit(kRunFailed);
   }
   ::close(*listener);
@@ -476,6 +551,20 @@ int run_isolated(const settings::Settings& settings, const settings::Sources& so
                                           .protect_files = settings.protect_files,
                                           .platform = Platform::linux,
                                           .gate_files = gate_files(settings)});
+  // ssh, gpg and login shells find their files through the passwd entry, not $HOME: when the two
+  // differ, the account's own home is protected as well.
+  if (const passwd* account = ::getpwuid(::geteuid());
+      account != nullptr && account->pw_dir != nullptr && account->pw_dir[0] == '/') {
+    const std::string account_home = resolved_path(account->pw_dir);
+    if (account_home != home) {
+      for (auto& p : protected_paths({.home = account_home,
+                     .protect_files = settings.protect_files,
+                     .platform = Platform::linux,
+                     .gate_files = {}})) {
+        plan.protected_paths.push_back(std::move(p));
+      }
+    }
+  }
   const std::string helper = connect_helper();
   auto parts = prepare_gate(settings);
   if (!parts) {
@@ -526,13 +615,40 @@ int run_isolated(const settings::Settings& settings, const settings::Sources& so
   if (!gate) {
     return abandon();
   }
-  say(describe_protection(settings, report, gate->port));
+  // The forwarded localhost ports, as the child sent them.
+  PortForwarder forwarder;
+  for (auto forwarded : options.flags.allow_localhost_ports) {
+    auto sent = receive_message(to_child);
+    if (!sent || sent->fd < 0 || sent->text != "outbound " + std::to_string(forwarded)) {
+      say("the confined process sent no listener for --allow-localhost-port " +
+          std::to_string(forwarded));
+      return abandon();
+    }
+    forwarder.forward_outbound(sent->fd, forwarded);
+  }
+  if (!options.flags.allow_inbound_ports.empty()) {
+    auto sent = receive_message(to_child);
+    if (!sent || sent->fd < 0 || sent->text != "connector") {
+      say("the confined process sent no connector for --allow-inbound-port");
+      return abandon();
+    }
+    for (auto forwarded : options.flags.allow_inbound_ports) {
+      if (auto listening = forwarder.forward_inbound(forwarded, sent->fd); !listening) {
+        say(listening.error());
+        forwarder.stop();
+        return abandon();
+      }
+    }
+  }
+  say(describe_protection(settings, report, gate->port) + describe_ports(options));
   if (!send_message(to_child, "go")) {
+    forwarder.stop();
     gate->stop();
     return abandon();
   }
   ::close(to_child);
   const int status = supervise(pid, set);
+  forwarder.stop();
   gate->stop();
   return status;
 }
@@ -546,9 +662,8 @@ constexpr const char* kSandboxExec = "/usr/bin/sandbox-exec";
 // Writes the profile for a gate on `port` to a private temporary file; returns its path.
 std::optional<std::string> write_profile(const settings::Settings& settings,
                                          const RunOptions& options, std::uint16_t port) {
-  auto profile = generate_profile(profile_options(settings, options.flags, port,
-                                                  settings::home_directory(),
-                                                  env_or_empty("SSH_AUTH_SOCK")));
+  auto profile = generate_profile(profile_options(
+      settings, options.flags, port, settings::home_directory(), env_or_empty("SSH_AUTH_SOCK")));
   if (!profile) {
     say(profile.error());
     return std::nullopt;
@@ -560,8 +675,8 @@ std::optional<std::string> write_profile(const settings::Settings& settings,
     say("cannot write the profile to " + path + ": " + std::strerror(errno));
     return std::nullopt;
   }
-  const bool ok = ::write(fd, profile->data(), profile->size()) ==
-                  static_cast<ssize_t>(profile->size());
+  const bool ok =
+      ::write(fd, profile->data(), profile->size()) == static_cast<ssize_t>(profile->size());
   ::close(fd);
   if (!ok) {
     say("cannot write the profile to " + path);

@@ -4,7 +4,8 @@
 //   Linux:  CMD runs in new user, network and mount namespaces whose only interface is loopback,
 //           and the gate listens inside that namespace (see linux_namespaces.hpp); Landlock
 //           denies writes to the protected paths where the kernel has it; container daemons'
-//           unix sockets are hidden.
+//           unix sockets are hidden; --allow-localhost-port and --allow-inbound-port ports are
+//           forwarded between the host's loopback and the namespace's (port_forwarder.hpp).
 //   macOS:  CMD runs under sandbox-exec with the profile of profile.hpp (written to a temporary
 //           file); if /usr/bin/sandbox-exec is missing, nothing is started.
 //   --no-isolation: the proxy variables only, with a loud warning.

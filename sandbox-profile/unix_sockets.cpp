@@ -8,10 +8,10 @@ namespace sandgate::sandbox {
 namespace {
 
 constexpr std::array<std::string_view, 10> kContainerFolders = {
-    "docker", "podman", "containerd", "crio", "buildkit",
-    ".docker", ".colima", ".lima", ".rd", ".orbstack"};
-constexpr std::array<std::string_view, 6> kContainerNames = {
-    "docker", "podman", "containerd", "crio", "cri-dockerd", "buildkitd"};
+    "docker",  "podman",  "containerd", "crio", "buildkit",
+    ".docker", ".colima", ".lima",      ".rd",  ".orbstack"};
+constexpr std::array<std::string_view, 6> kContainerNames = {"docker", "podman",      "containerd",
+                                                             "crio",   "cri-dockerd", "buildkitd"};
 
 bool starts_with(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
@@ -86,8 +86,7 @@ bool is_system_socket(std::string_view path, std::string_view ssh_auth_sock) {
     return true;
   }
   return path == "/dev/log" || path == "/run/nscd/socket" || path == "/var/run/nscd/socket" ||
-         starts_with(path, "/run/systemd/journal/") ||
-         starts_with(path, "/run/systemd/resolve/");
+         starts_with(path, "/run/systemd/journal/") || starts_with(path, "/run/systemd/resolve/");
 }
 
 std::vector<std::string> well_known_container_sockets(const std::string& home, unsigned uid) {
@@ -117,8 +116,8 @@ std::vector<std::string> sockets_to_hide(const MaskInputs& inputs) {
     if (std::find(inputs.allowed.begin(), inputs.allowed.end(), path) != inputs.allowed.end()) {
       continue;
     }
-    const bool hide = inputs.strict ? !is_system_socket(path, inputs.ssh_auth_sock)
-                                    : is_container_socket(path);
+    const bool hide =
+        inputs.strict ? !is_system_socket(path, inputs.ssh_auth_sock) : is_container_socket(path);
     if (hide) {
       out.push_back(path);
     }

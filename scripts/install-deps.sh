@@ -19,9 +19,11 @@ build_packages=(
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
 )
-# Tests drive real clients and servers from Debian's packages.
+# Tests drive real clients and servers from Debian's packages. The fuzz targets (tests/fuzz) need
+# clang and its libFuzzer and sanitizer runtimes.
 test_packages=(
   curl openssl openssh-client openssh-server git procps iproute2
+  clang libclang-rt-14-dev
 )
 
 case "$(uname -s)" in

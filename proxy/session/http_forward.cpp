@@ -191,7 +191,9 @@ asio::awaitable<void> send_request_body(Exchange& x) {
   if (!x.request.is_done()) {
     piece = std::make_unique<char[]>(kChunk);
   }
-  while (!x.request.is_done()) {
+  // The flags are checked before each operation starts: cancel() from the other direction
+  // only reaches an operation in flight, not one about to be started.
+  while (!x.request.is_done() && !x.body_abandoned && !x.timed_out) {
     body.data = piece.get();
     body.size = kChunk;
     auto [read_error, read] =
@@ -220,6 +222,9 @@ asio::awaitable<void> send_request_body(Exchange& x) {
     body.more = !x.request.is_done();
     if (size == 0 && body.more) {
       continue;  // a chunk header, no data yet
+    }
+    if (x.body_abandoned || x.timed_out) {
+      break;
     }
     auto [write_error, written] =
         co_await http::async_write(x.context.upstream, x.request_writer, use_tuple);
@@ -251,6 +256,9 @@ asio::awaitable<bool> write_response_head(Exchange& x, http::response<http::buff
 // Reads interim responses until the final (or 101) head has arrived. Returns false on failure.
 asio::awaitable<bool> read_final_head(Exchange& x) {
   for (;;) {
+    if (x.client_failed || x.timed_out) {
+      co_return false;  // stopped by the other direction or the watchdog
+    }
     x.response.emplace();
     BodyResponseParser& parser = *x.response;
     parser.header_limit(kResponseHeadLimit);
@@ -347,6 +355,10 @@ asio::awaitable<void> relay_response(Exchange& x) {
         piece = std::make_unique<char[]>(kChunk);
       }
       while (ok && !parser.is_done()) {
+        if (x.client_failed || x.timed_out) {
+          ok = false;
+          break;
+        }
         body.data = piece.get();
         body.size = kChunk;
         auto [read_error, read] =

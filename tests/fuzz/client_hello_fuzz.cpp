@@ -120,15 +120,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
 
-  if (full.status == Status::tls && !full.server_name.empty() &&
-      full.server_name.size() <= 4096) {
+  if (full.status == Status::tls && !full.server_name.empty() && full.server_name.size() <= 4096) {
     for (const std::size_t record_size : {std::size_t{16384}, std::size_t{7}}) {
       const std::string rebuilt =
           sandgate::testing::client_hello_records(full.server_name, true, record_size);
       const rules::ClientHello again = rules::read_client_hello(rebuilt);
-      FUZZ_CHECK(again.status == Status::tls && again.server_name == full.server_name,
-                 "rebuilt ClientHello for '" + escaped(full.server_name) + "' reads as " +
-                     show(again));
+      FUZZ_CHECK(
+          again.status == Status::tls && again.server_name == full.server_name,
+          "rebuilt ClientHello for '" + escaped(full.server_name) + "' reads as " + show(again));
     }
   }
   return 0;

@@ -67,7 +67,8 @@ struct Probe {
   std::uint16_t port = 443;
 };
 
-Probe probe_for(std::string_view entry, std::string_view where) {
+template <typename Where>
+Probe probe_for(std::string_view entry, const Where& where) {
   Probe probe;
   std::string_view rest = entry;
   const bool wildcard = rest.starts_with("*.");
@@ -92,38 +93,40 @@ Probe probe_for(std::string_view entry, std::string_view where) {
     for (const char c : ports->substr(0, ports->find(','))) {
       port = port * 10 + static_cast<std::uint32_t>(c - '0');
     }
-    FUZZ_CHECK(port >= 1 && port <= 65535, "loaded with a bad port: " + std::string(where));
+    FUZZ_CHECK(port >= 1 && port <= 65535, "loaded with a bad port: " + where());
     probe.port = static_cast<std::uint16_t>(port);
   }
   auto host = rules::parse_host(host_text);
-  FUZZ_CHECK(host.has_value(), "loaded although its host does not parse: " + std::string(where));
+  FUZZ_CHECK(host.has_value(), "loaded although its host does not parse: " + where());
   sandgate::fuzz::check_host_normal_form(*host, host_text);
   if (!wildcard) {
     probe.host = std::move(*host);
     return probe;
   }
-  FUZZ_CHECK(!host->is_ip(), "wildcard on an IP address loaded: " + std::string(where));
+  FUZZ_CHECK(!host->is_ip(), "wildcard on an IP address loaded: " + where());
   if (auto sub = rules::parse_host("a." + host->name)) {  // may be too long: then no probe
     probe.host = std::move(*sub);
   }
   return probe;
 }
 
+// `what` describes the lookup for a failure message: a callable returning std::string.
+template <typename What>
 void check_match(const std::optional<rules::RuleMatch>& match,
                  const std::vector<std::string_view>& entries, const std::vector<bool>& bad,
-                 const std::string& what) {
+                 const What& what) {
   if (!match) {
     return;
   }
-  FUZZ_CHECK(match->source == kSource, "wrong source for " + what);
+  FUZZ_CHECK(match->source == kSource, "wrong source for " + what());
   FUZZ_CHECK(match->line >= 1 && match->line <= entries.size(),
              "match on line " + std::to_string(match->line) + " of " +
-                 std::to_string(entries.size()) + " for " + what);
-  FUZZ_CHECK(!bad[match->line - 1], "match on a refused line for " + what);
+                 std::to_string(entries.size()) + " for " + what());
+  FUZZ_CHECK(!bad[match->line - 1], "match on a refused line for " + what());
   FUZZ_CHECK(match->entry == entries[match->line - 1],
              "match reports '" + escaped(match->entry) + "' for line " +
-                 std::to_string(match->line) + " '" + escaped(entries[match->line - 1]) +
-                 "' for " + what);
+                 std::to_string(match->line) + " '" + escaped(entries[match->line - 1]) + "' for " +
+                 what());
 }
 
 }  // namespace
@@ -140,15 +143,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<bool> bad(entries.size(), false);
   std::uint32_t previous = 0;
   for (const rules::LoadIssue& issue : issues) {
-    const std::string where = "issue on line " + std::to_string(issue.line) + " of " +
-                              std::to_string(entries.size()) + " ('" + escaped(issue.text) + "')";
-    FUZZ_CHECK(issue.line > previous && issue.line <= entries.size(), where);
+    const auto where = [&] {
+      return "issue on line " + std::to_string(issue.line) + " of " +
+             std::to_string(entries.size()) + " ('" + escaped(issue.text) + "')";
+    };
+    FUZZ_CHECK(issue.line > previous && issue.line <= entries.size(), where());
     previous = issue.line;
     bad[issue.line - 1] = true;
-    FUZZ_CHECK(issue.source == kSource, where);
+    FUZZ_CHECK(issue.source == kSource, where());
     FUZZ_CHECK(issue.text == entries[issue.line - 1],
-               where + " but the line's entry is '" + escaped(entries[issue.line - 1]) + "'");
-    FUZZ_CHECK(!issue.text.empty() && !issue.message.empty(), where);
+               where() + " but the line's entry is '" + escaped(entries[issue.line - 1]) + "'");
+    FUZZ_CHECK(!issue.text.empty() && !issue.message.empty(), where());
   }
   const auto with_entry = static_cast<std::size_t>(
       std::count_if(entries.begin(), entries.end(), [](std::string_view e) { return !e.empty(); }));
@@ -163,12 +168,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       continue;
     }
     ++probed;
-    const std::string where = "line " + std::to_string(i + 1) + " '" + escaped(entry) + "'";
+    const auto where = [&] {
+      return "line " + std::to_string(i + 1) + " '" + escaped(entry) + "'";
+    };
     if (!bad[i] && !entry.starts_with("re:")) {
       const Probe probe = probe_for(entry, where);
       if (probe.host) {
         const auto match = set.match(*probe.host, probe.port);
-        FUZZ_CHECK(match.has_value(), "loaded " + where + " does not match " +
+        FUZZ_CHECK(match.has_value(), "loaded " + where() + " does not match " +
                                           sandgate::fuzz::describe(*probe.host) + " port " +
                                           std::to_string(probe.port));
         check_match(match, entries, bad, where);
@@ -188,7 +195,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (const auto host = rules::parse_host(candidate)) {
         for (const std::uint16_t port : {std::uint16_t{443}, std::uint16_t{22}}) {
           check_match(set.match(*host, port), entries, bad,
-                      "host '" + escaped(candidate) + "' derived from " + where);
+                      [&] { return "host '" + escaped(candidate) + "' derived from " + where(); });
         }
       }
     }

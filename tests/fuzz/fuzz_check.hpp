@@ -33,8 +33,8 @@ inline std::string escaped(std::string_view bytes) {
 
 [[noreturn]] inline void fail(const char* condition, const char* file, int line,
                               const std::string& detail) {
-  std::fprintf(stderr, "\n==sandgate-fuzz== invariant broken at %s:%d\n  check:  %s\n", file,
-               line, condition);
+  std::fprintf(stderr, "\n==sandgate-fuzz== invariant broken at %s:%d\n  check:  %s\n", file, line,
+               condition);
   if (!detail.empty()) {
     std::fprintf(stderr, "  detail: %s\n", detail.c_str());
   }
@@ -46,9 +46,9 @@ inline std::string escaped(std::string_view bytes) {
 
 // FUZZ_CHECK(condition, detail): `detail` is any expression convertible to std::string; it is
 // only evaluated when the check fails.
-#define FUZZ_CHECK(condition, detail)                                      \
-  do {                                                                     \
-    if (!(condition)) {                                                    \
-      ::sandgate::fuzz::fail(#condition, __FILE__, __LINE__, (detail));    \
-    }                                                                      \
+#define FUZZ_CHECK(condition, detail)                                   \
+  do {                                                                  \
+    if (!(condition)) {                                                 \
+      ::sandgate::fuzz::fail(#condition, __FILE__, __LINE__, (detail)); \
+    }                                                                   \
   } while (false)

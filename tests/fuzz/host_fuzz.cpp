@@ -25,24 +25,26 @@ using sandgate::fuzz::escaped;
 namespace rules = sandgate::rules;
 
 void check_authority(const rules::Authority& authority, std::string_view text) {
-  const std::string where = "'" + escaped(text) + "' -> " + describe(authority.host) + " port " +
-                            std::to_string(authority.port);
+  const auto where = [&] {
+    return "'" + escaped(text) + "' -> " + describe(authority.host) + " port " +
+           std::to_string(authority.port);
+  };
   check_host_normal_form(authority.host, text);
-  FUZZ_CHECK(authority.port != 0, where);
+  FUZZ_CHECK(authority.port != 0, where());
   FUZZ_CHECK(text.ends_with(":" + std::to_string(authority.port)),
-             "port is not the text's plain decimal suffix: " + where);
+             "port is not the text's plain decimal suffix: " + where());
 
   // The host part on its own is the same host.
   const std::string_view host_text = text.substr(0, text.rfind(':'));
   const auto alone = rules::parse_host(host_text);
   FUZZ_CHECK(alone.has_value() && *alone == authority.host,
-             "host part parsed alone differs: " + where);
+             "host part parsed alone differs: " + where());
 
   // The printed authority reads back the same.
   const std::string printed = authority.host.display() + ":" + std::to_string(authority.port);
   const auto again = rules::parse_authority(printed);
   FUZZ_CHECK(again.has_value() && again->host == authority.host && again->port == authority.port,
-             "printed authority '" + printed + "' does not re-parse: " + where);
+             "printed authority '" + printed + "' does not re-parse: " + where());
 }
 
 }  // namespace
@@ -57,11 +59,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const std::string with_port = std::string(text) + ":443";
       const auto authority = rules::parse_authority(with_port);
       FUZZ_CHECK(authority.has_value() && authority->host == *host && authority->port == 443,
-                 "host '" + escaped(text) + "' accepted alone but not as '" +
-                     escaped(with_port) + "'" +
-                     (authority.has_value() ? std::string()
-                                            : " (" + std::string(rules::to_string(
-                                                         authority.error())) + ")"));
+                 "host '" + escaped(text) + "' accepted alone but not as '" + escaped(with_port) +
+                     "'" +
+                     (authority.has_value()
+                          ? std::string()
+                          : " (" + std::string(rules::to_string(authority.error())) + ")"));
     }
   }
 

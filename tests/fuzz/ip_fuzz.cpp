@@ -10,6 +10,8 @@
 //   - getaddrinfo(AI_NUMERICHOST) accepts  =>  parse_host() is an error or an IP literal of the
 //     same address, never a DNS name (which the gate would resolve and check as a name);
 // and the gate's own consistency:
+//   - parse_host() agrees with parse_ipv4() on what is IPv4 (for text without ':', brackets and
+//     '%', which make it IPv6 or an error), on the address, and on refusing invalid spellings;
 //   - to_string() is canonical: it re-parses to the same address (zone included); for IPv4 and
 //     for IPv6 without a zone inet_pton agrees, and it equals inet_ntop() except where RFC 5952
 //     and glibc differ on purpose (IPv4-compatible ::a.b.c.d);
@@ -93,13 +95,11 @@ void check_classification(const IpAddress& address) {
     std::memcpy(mapped_bytes.data() + 12, address.bytes.data(), 4);
     const IpAddress mapped = IpAddress::from_v6(mapped_bytes);
     FUZZ_CHECK(rules::classify(mapped) == cls,
-               "IPv4-mapped form classifies as " + std::string(rules::to_string(
-                                                       rules::classify(mapped))) +
-                   ", the address as " + std::string(rules::to_string(cls)) + ": " +
-                   show(address));
+               "IPv4-mapped form classifies as " +
+                   std::string(rules::to_string(rules::classify(mapped))) + ", the address as " +
+                   std::string(rules::to_string(cls)) + ": " + show(address));
     const auto through = rules::embedded_ipv4(mapped);
-    FUZZ_CHECK(through.has_value() && through->address == address &&
-                   through->form == "IPv4-mapped",
+    FUZZ_CHECK(through.has_value() && through->address == address && through->form == "IPv4-mapped",
                "embedded_ipv4 of the mapped form: " + show(address));
     return;
   }
@@ -122,44 +122,44 @@ void check_classification(const IpAddress& address) {
   } else {
     FUZZ_CHECK(cls == AddressClass::public_address ||
                    (cls == AddressClass::reserved && form == "IPv4-compatible"),
-               "embeds public IPv4 but classifies as " + std::string(rules::to_string(cls)) +
-                   ": " + show(address));
+               "embeds public IPv4 but classifies as " + std::string(rules::to_string(cls)) + ": " +
+                   show(address));
   }
 }
 
 void check_ipv4(const IpAddress& address, std::string_view input) {
-  const std::string where = "'" + escaped(input) + "' -> " + show(address);
-  FUZZ_CHECK(address.is_v4() && address.zone.empty(), where);
+  const auto where = [&] { return "'" + escaped(input) + "' -> " + show(address); };
+  FUZZ_CHECK(address.is_v4() && address.zone.empty(), where());
   for (std::size_t i = 4; i < 16; ++i) {
-    FUZZ_CHECK(address.bytes[i] == 0, "IPv4 with bytes past the fourth: " + where);
+    FUZZ_CHECK(address.bytes[i] == 0, "IPv4 with bytes past the fourth: " + where());
   }
   const std::string text = address.to_string();
   IpAddress again;
   FUZZ_CHECK(rules::parse_ipv4(text, again) == rules::Ipv4Parse::ok && again == address,
-             "'" + text + "' does not re-parse: " + where);
+             "'" + text + "' does not re-parse: " + where());
   in_addr system{};
   FUZZ_CHECK(inet_pton(AF_INET, text.c_str(), &system) == 1 &&
                  std::memcmp(&system, address.bytes.data(), 4) == 0,
-             "inet_pton disagrees with the canonical '" + text + "': " + where);
+             "inet_pton disagrees with the canonical '" + text + "': " + where());
   check_classification(address);
 }
 
 void check_ipv6(const IpAddress& address, std::string_view input) {
-  const std::string where = "'" + escaped(input) + "' -> " + show(address);
-  FUZZ_CHECK(!address.is_v4(), where);
+  const auto where = [&] { return "'" + escaped(input) + "' -> " + show(address); };
+  FUZZ_CHECK(!address.is_v4(), where());
   const std::string text = address.to_string();
   const auto again = rules::parse_ipv6(text);
   FUZZ_CHECK(again.has_value() && *again == address,
-             "'" + escaped(text) + "' does not re-parse: " + where);
+             "'" + escaped(text) + "' does not re-parse: " + where());
   const std::string bare = text.substr(0, text.find('%'));
   for (const char c : bare) {
     FUZZ_CHECK((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || c == ':' || c == '.',
-               "'" + escaped(text) + "' is not canonical: " + where);
+               "'" + escaped(text) + "' is not canonical: " + where());
   }
   in6_addr system{};
   FUZZ_CHECK(inet_pton(AF_INET6, bare.c_str(), &system) == 1 &&
                  std::memcmp(&system, address.bytes.data(), 16) == 0,
-             "inet_pton disagrees with the canonical '" + text + "': " + where);
+             "inet_pton disagrees with the canonical '" + text + "': " + where());
   // glibc prints ::/96 as `::a.b.c.d` when the seventh piece is not zero; RFC 5952 (and the
   // gate) keep the dotted form for IPv4-mapped addresses only.
   const bool glibc_dotted_compatible =
@@ -168,7 +168,7 @@ void check_ipv6(const IpAddress& address, std::string_view input) {
     char printed[INET6_ADDRSTRLEN] = {};
     FUZZ_CHECK(inet_ntop(AF_INET6, address.bytes.data(), printed, sizeof printed) != nullptr &&
                    bare == printed,
-               "to_string '" + bare + "' but inet_ntop '" + printed + "': " + where);
+               "to_string '" + bare + "' but inet_ntop '" + printed + "': " + where());
   }
   check_classification(address);
 }
@@ -190,17 +190,35 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (v6) {
     check_ipv6(*v6, input);
   }
+
+  // parse_host() reads an ASCII text without ':', brackets or '%' as IPv4 exactly when
+  // parse_ipv4() does, and refuses what parse_ipv4() calls an invalid IPv4 spelling.
+  bool plain_ascii = true;
+  for (const char c : input) {
+    const auto byte = static_cast<unsigned char>(c);
+    plain_ascii = plain_ascii && byte < 0x80 && c != ':' && c != '[' && c != ']' && c != '%';
+  }
+  if (plain_ascii) {
+    const auto host = rules::parse_host(input);
+    const bool host_v4 = host.has_value() && host->kind == rules::HostKind::ipv4;
+    FUZZ_CHECK(host_v4 == (v4_result == rules::Ipv4Parse::ok),
+               "parse_host and parse_ipv4 disagree on whether '" + escaped(input) + "' is IPv4");
+    FUZZ_CHECK(!host_v4 || host->address == v4,
+               "parse_host and parse_ipv4 read different addresses from '" + escaped(input) + "'");
+    FUZZ_CHECK(v4_result != rules::Ipv4Parse::invalid || !host.has_value(),
+               "parse_host accepts '" + escaped(input) + "', an invalid IPv4 spelling");
+  }
   if (!c_comparable) {
     return 0;
   }
-  const std::string where = "'" + escaped(input) + "'";
+  const auto where = [&] { return "'" + escaped(input) + "'"; };
 
   in_addr pton4{};
   if (inet_pton(AF_INET, c_text.c_str(), &pton4) == 1) {
     FUZZ_CHECK(v4_result == rules::Ipv4Parse::ok && std::memcmp(&pton4, v4.bytes.data(), 4) == 0,
-               "inet_pton(AF_INET) reads " + where + " as " +
-                   hex_bytes(reinterpret_cast<const std::uint8_t*>(&pton4), 4) +
-                   ", parse_ipv4 " + (v4_result == rules::Ipv4Parse::ok ? show(v4) : "refuses"));
+               "inet_pton(AF_INET) reads " + where() + " as " +
+                   hex_bytes(reinterpret_cast<const std::uint8_t*>(&pton4), 4) + ", parse_ipv4 " +
+                   (v4_result == rules::Ipv4Parse::ok ? show(v4) : "refuses"));
   }
   in_addr aton{};
   bool has_space = false;
@@ -209,22 +227,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (!has_space && short_parts(input) && inet_aton(c_text.c_str(), &aton) != 0) {
     FUZZ_CHECK(v4_result == rules::Ipv4Parse::ok && std::memcmp(&aton, v4.bytes.data(), 4) == 0,
-               "inet_aton reads " + where + " as " +
-                   hex_bytes(reinterpret_cast<const std::uint8_t*>(&aton), 4) +
-                   ", parse_ipv4 " + (v4_result == rules::Ipv4Parse::ok ? show(v4) : "refuses"));
+               "inet_aton reads " + where() + " as " +
+                   hex_bytes(reinterpret_cast<const std::uint8_t*>(&aton), 4) + ", parse_ipv4 " +
+                   (v4_result == rules::Ipv4Parse::ok ? show(v4) : "refuses"));
   }
 
   in6_addr pton6{};
   const bool system_v6 = inet_pton(AF_INET6, c_text.c_str(), &pton6) == 1;
   if (system_v6) {
-    FUZZ_CHECK(v6.has_value() && v6->zone.empty() &&
-                   std::memcmp(&pton6, v6->bytes.data(), 16) == 0,
-               "inet_pton(AF_INET6) reads " + where + " as " +
-                   hex_bytes(reinterpret_cast<const std::uint8_t*>(&pton6), 16) +
-                   ", parse_ipv6 " + (v6 ? show(*v6) : "refuses"));
+    FUZZ_CHECK(v6.has_value() && v6->zone.empty() && std::memcmp(&pton6, v6->bytes.data(), 16) == 0,
+               "inet_pton(AF_INET6) reads " + where() + " as " +
+                   hex_bytes(reinterpret_cast<const std::uint8_t*>(&pton6), 16) + ", parse_ipv6 " +
+                   (v6 ? show(*v6) : "refuses"));
   }
   if (v6 && input.find('%') == std::string_view::npos) {
-    FUZZ_CHECK(system_v6, "parse_ipv6 accepts " + where + " (" + show(*v6) +
+    FUZZ_CHECK(system_v6, "parse_ipv6 accepts " + where() + " (" + show(*v6) +
                               ") but inet_pton(AF_INET6) refuses it");
   }
 
@@ -236,19 +253,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (getaddrinfo(c_text.c_str(), nullptr, &hints, &found) == 0 && found != nullptr) {
     const auto host = rules::parse_host(input);
     if (host.has_value()) {
-      FUZZ_CHECK(host->is_ip(), "getaddrinfo(AI_NUMERICHOST) reads " + where +
+      FUZZ_CHECK(host->is_ip(), "getaddrinfo(AI_NUMERICHOST) reads " + where() +
                                     " as an address, parse_host as the name '" +
                                     escaped(host->name) + "'");
       if (found->ai_family == AF_INET) {
         const auto* sin = reinterpret_cast<const sockaddr_in*>(found->ai_addr);
         FUZZ_CHECK(host->address.is_v4() &&
                        std::memcmp(&sin->sin_addr, host->address.bytes.data(), 4) == 0,
-                   "getaddrinfo and parse_host read different addresses from " + where);
+                   "getaddrinfo and parse_host read different addresses from " + where());
       } else if (found->ai_family == AF_INET6) {
         const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(found->ai_addr);
         FUZZ_CHECK(!host->address.is_v4() &&
                        std::memcmp(&sin6->sin6_addr, host->address.bytes.data(), 16) == 0,
-                   "getaddrinfo and parse_host read different addresses from " + where);
+                   "getaddrinfo and parse_host read different addresses from " + where());
       }
     }
     freeaddrinfo(found);

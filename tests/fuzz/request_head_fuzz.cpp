@@ -4,7 +4,8 @@
 //   1. a Beast request_parser<empty_body> with a 16 KiB header limit and a 17 KiB read buffer,
 //      fed by http::read_header() from a stream that hands the input out in small chunks (as a
 //      socket does), and once more from a stream that hands it out whole;
-//   2. for CONNECT, rules::parse_authority() on the target;
+//   2. for CONNECT, rules::parse_authority() on the target, and read_client_hello() on the bytes
+//      that came after the head;
 //   3. otherwise parse_http_target(), request_framing_problem(), is_websocket_upgrade(), and the
 //      head rewritten for the origin: strip_hop_by_hop(), target and Host from the URL, add_via();
 //   4. that rewritten head serialised as the proxy sends it, and parsed again.
@@ -40,6 +41,7 @@
 #include "proxy/session/http_head.hpp"
 #include "proxy/session/http_target.hpp"
 #include "rules/host.hpp"
+#include "rules/tls_client_hello.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 #include "tests/fuzz/host_invariants.hpp"
 
@@ -69,8 +71,8 @@ class ChunkedStream {
       return 0;
     }
     ec = {};
-    const std::size_t n = asio::buffer_copy(
-        buffers, asio::buffer(data_.data(), std::min(chunk_, data_.size())));
+    const std::size_t n =
+        asio::buffer_copy(buffers, asio::buffer(data_.data(), std::min(chunk_, data_.size())));
     data_.remove_prefix(n);
     return n;
   }
@@ -112,6 +114,7 @@ struct HeadOutcome {
   boost::system::error_code error;
   std::string start_line;  // method, target, version
   Fields fields;
+  std::string rest;  // what was read past the head: for CONNECT, the tunnel's first bytes
 };
 
 HeadOutcome read_head(std::string_view input, std::size_t chunk,
@@ -127,6 +130,7 @@ HeadOutcome read_head(std::string_view input, std::size_t chunk,
     outcome.start_line = std::string(head.method_string()) + " " + std::string(head.target()) +
                          " " + std::to_string(head.version());
     outcome.fields = fields_of(head);
+    outcome.rest.assign(static_cast<const char*>(buffer.data().data()), buffer.size());
   }
   return outcome;
 }
@@ -139,15 +143,16 @@ void check_parsed_head(const http::request_header<>& head) {
   }
   FUZZ_CHECK(!head.method_string().empty(), "empty method");
   for (const auto& field : head) {
-    const std::string where =
-        "field '" + escaped(field.name_string()) + ": " + escaped(field.value()) + "'";
-    FUZZ_CHECK(!field.name_string().empty(), where);
+    const auto where = [&] {
+      return "field '" + escaped(field.name_string()) + ": " + escaped(field.value()) + "'";
+    };
+    FUZZ_CHECK(!field.name_string().empty(), where());
     for (const char c : field.name_string()) {
       const auto byte = static_cast<unsigned char>(c);
-      FUZZ_CHECK(byte > 0x20 && byte < 0x7f && c != ':', "non-token name in " + where);
+      FUZZ_CHECK(byte > 0x20 && byte < 0x7f && c != ':', "non-token name in " + where());
     }
     for (const char c : field.value()) {
-      FUZZ_CHECK(c != '\r' && c != '\n' && c != '\0', "CR, LF or NUL in value of " + where);
+      FUZZ_CHECK(c != '\r' && c != '\n' && c != '\0', "CR, LF or NUL in value of " + where());
     }
   }
 }
@@ -163,11 +168,16 @@ void set_host_first(http::fields& fields, std::string_view authority) {
   }
 }
 
-void check_connect(const http::request_header<>& head) {
+void check_connect(const http::request_header<>& head, std::string_view tunnel_bytes) {
   const std::string_view target = head.target();
   if (const auto authority = rules::parse_authority(target)) {
     sandgate::fuzz::check_host_normal_form(authority->host, target);
     FUZZ_CHECK(authority->port != 0, "port 0 from '" + escaped(target) + "'");
+    // As connect_tunnel.cpp does on a TLS port: the bytes already read after the head are the
+    // start of the client's ClientHello.
+    const rules::ClientHello hello = rules::read_client_hello(tunnel_bytes);
+    FUZZ_CHECK(hello.status == rules::ClientHello::Status::tls || hello.server_name.empty(),
+               "a server name without a ClientHello");
   }
 }
 
@@ -180,17 +190,17 @@ void check_forward(const http::request_header<>& parsed) {
     (void)session::target_error_text(target.error(), raw_target);
     return;
   }
-  const std::string where = "target '" + escaped(raw_target) + "'";
+  const auto where = [&] { return "target '" + escaped(raw_target) + "'"; };
   sandgate::fuzz::check_host_normal_form(target->host, raw_target);
-  FUZZ_CHECK(target->port != 0, where);
+  FUZZ_CHECK(target->port != 0, where());
   const std::string expected_authority =
       target->host.display() + (target->port == 80 ? "" : ":" + std::to_string(target->port));
   FUZZ_CHECK(target->authority == expected_authority,
-             "authority '" + escaped(target->authority) + "' for " + where);
+             "authority '" + escaped(target->authority) + "' for " + where());
   const std::string& origin_form = target->origin_form;
   FUZZ_CHECK(origin_form.starts_with('/') || (options && origin_form == "*"),
-             "origin-form '" + escaped(origin_form) + "' for " + where);
-  FUZZ_CHECK(origin_form.find('#') == std::string::npos, where);
+             "origin-form '" + escaped(origin_form) + "' for " + where());
+  FUZZ_CHECK(origin_form.find('#') == std::string::npos, where());
 
   // The destination the origin is told about reads back as the same destination.
   const std::string rebuilt =
@@ -198,7 +208,7 @@ void check_forward(const http::request_header<>& parsed) {
   const auto again = session::parse_http_target(rebuilt, options);
   FUZZ_CHECK(again.has_value() && again->host == target->host && again->port == target->port &&
                  again->origin_form == origin_form,
-             "rebuilt URL '" + escaped(rebuilt) + "' differs for " + where);
+             "rebuilt URL '" + escaped(rebuilt) + "' differs for " + where());
 
   (void)session::request_framing_problem(parsed);
   const bool websocket = session::is_websocket_upgrade(parsed);
@@ -236,34 +246,34 @@ void check_forward(const http::request_header<>& parsed) {
   set_host_first(head, target->authority);
   session::add_via(head);
 
-  const std::string after = show(fields_of(head));
+  const auto after = [&] { return show(fields_of(head)); };
   for (const http::field hop :
        {http::field::proxy_connection, http::field::keep_alive, http::field::proxy_authorization,
         http::field::proxy_authenticate, http::field::te, http::field::trailer}) {
     FUZZ_CHECK(head.count(hop) == 0,
-               "hop-by-hop field '" + std::string(http::to_string(hop)) + "' kept: " + after);
+               "hop-by-hop field '" + std::string(http::to_string(hop)) + "' kept: " + after());
   }
-  FUZZ_CHECK(head.count(http::field::connection) == (websocket ? 1u : 0u), after);
-  FUZZ_CHECK(websocket || head.count(http::field::upgrade) == 0, "Upgrade kept: " + after);
+  FUZZ_CHECK(head.count(http::field::connection) == (websocket ? 1u : 0u), after());
+  FUZZ_CHECK(websocket || head.count(http::field::upgrade) == 0, "Upgrade kept: " + after());
   for (const std::string& name : named) {
     // Never stripped: the framing fields and Host. Re-added after stripping: Via.
     const bool framing = beast::iequals(name, "content-length") ||
                          beast::iequals(name, "transfer-encoding") ||
                          beast::iequals(name, "host") || beast::iequals(name, "via");
-    const bool kept_upgrade = websocket && (beast::iequals(name, "upgrade") ||
-                                            beast::iequals(name, "connection"));
+    const bool kept_upgrade =
+        websocket && (beast::iequals(name, "upgrade") || beast::iequals(name, "connection"));
     if (!framing && !kept_upgrade) {
       FUZZ_CHECK(head.count(name) == 0,
-                 "field '" + escaped(name) + "' named by Connection kept: " + after);
+                 "field '" + escaped(name) + "' named by Connection kept: " + after());
     }
   }
   FUZZ_CHECK(head.count(http::field::content_length) == content_lengths &&
                  head.count(http::field::transfer_encoding) == transfer_encodings,
-             "framing fields changed: " + after);
+             "framing fields changed: " + after());
   FUZZ_CHECK(head.count(http::field::host) == 1 && head[http::field::host] == target->authority,
-             "Host is not the URL's authority: " + after);
+             "Host is not the URL's authority: " + after());
   FUZZ_CHECK(head.count(http::field::via) == 1 && head[http::field::via].ends_with("1.1 sandgate"),
-             "Via: " + after);
+             "Via: " + after());
 
   // Serialised as the proxy writes it, the head is one head that reads back unchanged.
   std::ostringstream out;
@@ -282,7 +292,7 @@ void check_forward(const http::request_header<>& parsed) {
                  back.version() == 11,
              "start line changed in '" + escaped(wire) + "'");
   FUZZ_CHECK(fields_of(back) == fields_of(head),
-             "fields changed: sent " + after + " read " + show(fields_of(back)));
+             "fields changed: sent " + after() + " read " + show(fields_of(back)));
 }
 
 }  // namespace
@@ -317,7 +327,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check_parsed_head(head);
   (void)session::has_token(head[http::field::connection], "close");
   if (head.method() == http::verb::connect) {
-    check_connect(head);
+    check_connect(head, chunked.rest);
   } else {
     check_forward(head);
   }

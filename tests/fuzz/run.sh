@@ -39,7 +39,7 @@ dict_for() {
 
 # Build only the fuzz targets and what they link.
 if ! command -v clang++ >/dev/null; then
-  echo "fuzz: clang++ is not installed (scripts/install-deps.sh installs clang and libclang-rt-14-dev)" >&2
+  echo "fuzz: clang++ is missing; scripts/install-deps.sh installs clang and libclang-rt-14-dev" >&2
   exit 1
 fi
 cd "$root"
@@ -75,7 +75,8 @@ for target in "${targets[@]}"; do
     done < <(find "$here/regressions/$target" -type f ! -name '.*' ! -name '*.md' -print0 | sort -z)
   fi
   if [[ ${#regressions[@]} -gt 0 ]]; then
-    if ! "$exe" -artifact_prefix="$work/artifacts/" "${regressions[@]}" >"$work/regressions.log" 2>&1; then
+    if ! "$exe" -artifact_prefix="$work/artifacts/" "${regressions[@]}" \
+      >"$work/regressions.log" 2>&1; then
       echo "$target: FAILED a saved regression input crashes again; see $work/regressions.log"
       failed=1
       continue
@@ -85,9 +86,11 @@ for target in "${targets[@]}"; do
   # 2. Fuzzing, from a copy of the seeds.
   dict=$(dict_for "$target")
   status=0
+  started=$SECONDS
   "$exe" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
     ${dict:+-dict="$dict"} -artifact_prefix="$work/artifacts/" "$work/corpus" >"$log" 2>&1 ||
     status=$?
+  elapsed=$((SECONDS - started))
 
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
@@ -95,13 +98,15 @@ for target in "${targets[@]}"; do
   cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
   ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
   corp=$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<<"$last")
-  summary="${seconds} s, ${execs:-?} execs (${rate:-?}/s), cov ${cov:-?}, ft ${ft:-?}, corpus ${corp:-?}"
+  summary="${elapsed} s, ${execs:-?} execs (${rate:-?}/s), cov ${cov:-?}, ft ${ft:-?}"
+  summary+=", corpus ${corp:-?}"
   if [[ $status -eq 0 ]]; then
     echo "$target: ok ${summary}, regressions ${#regressions[@]}"
   else
     crash=$(find "$work/artifacts" -type f | head -1)
     echo "$target: FAILED (exit $status) ${summary}"
-    grep -E '^==sandgate-fuzz==|  check: |  detail: |^SUMMARY|ERROR: ' "$log" | head -6 | sed 's/^/  /'
+    grep -E '^==sandgate-fuzz==|  check: |  detail: |^SUMMARY|ERROR: ' "$log" | head -6 |
+      sed 's/^/  /'
     if [[ -n "$crash" ]]; then
       echo "  input: $crash ($(od -An -tx1 -v "$crash" | tr -d ' \n' | cut -c1-160))"
       echo "  replay: $exe $crash"

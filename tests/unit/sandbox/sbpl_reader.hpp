@@ -1,0 +1,50 @@
+// A small reader for SBPL, the Seatbelt profile language, for the tests: it parses a profile as
+// S-expressions the way sandbox-exec's Scheme reader does for the forms sandgate writes (lists,
+// symbols, "strings" with \\ and \" escapes, #"regex" literals, ; comments), so the tests can
+// check that a profile is well formed and that every string reads back as the bytes meant.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rules/expected.hpp"
+
+namespace sandgate::testing {
+
+struct Sexp {
+  enum class Kind { list, symbol, string, regex };
+  Kind kind = Kind::list;
+  std::string text;         // symbol name, string value (unescaped) or regex source
+  std::vector<Sexp> items;  // for lists
+
+  bool is_symbol(std::string_view name) const { return kind == Kind::symbol && text == name; }
+  // The form printed back in one line, strings escaped: a stable key for comparisons.
+  std::string print() const;
+};
+
+// Reads every top-level form. The error gives the byte offset and what was wrong.
+Expected<std::vector<Sexp>, std::string> read_sbpl(std::string_view text);
+
+// Every string (not regex) value in `forms`, depth first.
+std::vector<std::string> all_strings(const std::vector<Sexp>& forms);
+
+// Calls `visit` on every list whose head is one of the path filters (literal, subpath,
+// path-literal) with the filter name and its string argument.
+template <typename Visit>
+void for_each_path_filter(const std::vector<Sexp>& forms, Visit&& visit) {
+  for (const auto& form : forms) {
+    if (form.kind != Sexp::Kind::list) {
+      continue;
+    }
+    if (form.items.size() == 2 && form.items[0].kind == Sexp::Kind::symbol &&
+        (form.items[0].text == "literal" || form.items[0].text == "subpath" ||
+         form.items[0].text == "path-literal") &&
+        form.items[1].kind == Sexp::Kind::string) {
+      visit(form.items[0].text, form.items[1].text);
+    }
+    for_each_path_filter(form.items, visit);
+  }
+}
+
+}  // namespace sandgate::testing

@@ -1,0 +1,70 @@
+// Which unix sockets `run` hides on Linux.
+#include "sandbox-profile/unix_sockets.hpp"
+
+#include <gtest/gtest.h>
+
+namespace sandgate::sandbox {
+namespace {
+
+constexpr const char* kProcNetUnix =
+    "Num       RefCount Protocol Flags    Type St Inode Path\n"
+    "0000000055d6471a: 00000002 00000000 00010000 0001 01 20147 /run/docker.sock\n"
+    "000000009700a64f: 00000003 00000000 00000000 0001 03  1586 /run/systemd/journal/stdout\n"
+    "00000000dcce56ed: 00000002 00000000 00010000 0001 01 7773553 /tmp/with space.sock\n"
+    "00000000dcce56ee: 00000002 00000000 00010000 0001 01 7773554 @/tmp/.X11-unix/X0\n"
+    "00000000dcce56ef: 00000002 00000000 00010000 0005 01 7773555 /dev/log\n"
+    "00000000dcce56f0: 00000003 00000000 00000000 0001 03  1587\n";
+
+TEST(UnixSockets, ListsListeningPathSocketsOnly) {
+  EXPECT_EQ(listening_unix_sockets(kProcNetUnix),
+            (std::vector<std::string>{"/run/docker.sock", "/tmp/with space.sock", "/dev/log"}));
+  EXPECT_TRUE(listening_unix_sockets("").empty());
+  EXPECT_TRUE(listening_unix_sockets("header only\n").empty());
+}
+
+TEST(UnixSockets, RecognisesContainerAndVmDaemons) {
+  for (const char* path :
+       {"/run/docker.sock", "/var/run/docker.sock", "/run/user/1000/docker.sock",
+        "/run/containerd/containerd.sock", "/run/containerd/containerd.sock.ttrpc",
+        "/run/user/1000/podman/podman.sock", "/home/a/.colima/default/docker.sock",
+        "/home/a/.lima/default/sock/ga.sock", "/home/a/.docker/run/docker.sock",
+        "/run/crio/crio.sock", "/run/buildkit/buildkitd.sock", "/home/a/.rd/docker.sock",
+        "/var/folders/x/podman-machine-default-api.sock"}) {
+    EXPECT_TRUE(is_container_socket(path)) << path;
+  }
+  for (const char* path :
+       {"/run/dbus/system_bus_socket", "/tmp/ssh-x/agent.123", "/dev/log", "/home/climate/app.sock",
+        "/home/a/dockerfile-notes/x.sock", "/run/user/1000/gnupg/S.gpg-agent"}) {
+    EXPECT_FALSE(is_container_socket(path)) << path;
+  }
+}
+
+TEST(UnixSockets, DefaultHidesContainersStrictHidesAllButTheSystemsAndListed) {
+  MaskInputs inputs;
+  inputs.sockets = {"/run/docker.sock",   "/run/user/1000/bus",
+                    "/dev/log",           "/run/systemd/resolve/io.systemd.Resolve",
+                    "/tmp/ssh-x/agent.1", "/run/podman/podman.sock",
+                    "/run/docker.sock"};
+  inputs.ssh_auth_sock = "/tmp/ssh-x/agent.1";
+  EXPECT_EQ(sockets_to_hide(inputs),
+            (std::vector<std::string>{"/run/docker.sock", "/run/podman/podman.sock"}));
+
+  inputs.allowed = {"/run/podman/podman.sock"};
+  EXPECT_EQ(sockets_to_hide(inputs), (std::vector<std::string>{"/run/docker.sock"}));
+
+  inputs.strict = true;
+  EXPECT_EQ(sockets_to_hide(inputs),
+            (std::vector<std::string>{"/run/docker.sock", "/run/user/1000/bus"}));
+}
+
+TEST(UnixSockets, WellKnownPathsIncludeTheUsersRuntimeFolder) {
+  const auto paths = well_known_container_sockets("/home/a", 1000);
+  EXPECT_NE(std::find(paths.begin(), paths.end(), "/run/user/1000/docker.sock"), paths.end());
+  EXPECT_NE(std::find(paths.begin(), paths.end(), "/home/a/.docker/run/docker.sock"), paths.end());
+  for (const auto& path : paths) {
+    EXPECT_TRUE(is_container_socket(path)) << path;
+  }
+}
+
+}  // namespace
+}  // namespace sandgate::sandbox
