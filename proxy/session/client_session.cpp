@@ -11,6 +11,7 @@
 #include <boost/beast/http/read.hpp>
 
 #include "proxy/session/handlers.hpp"
+#include "proxy/session/http_head.hpp"
 
 namespace sandgate::session {
 namespace {
@@ -77,33 +78,33 @@ asio::awaitable<void> serve_client(server::Worker& worker, tcp::socket socket) {
   beast::flat_buffer buffer(kHeadLimit + 1024);
   HeadParser parser;
   parser.header_limit(kHeadLimit);
+  // Bodies are streamed by the handlers, never held whole: no limit here (Beast's default of
+  // 1 MB would refuse every larger upload at head time).
+  parser.body_limit(boost::none);
 
   // Read the head within the time limit; a client that trickles bytes (slow loris) is cut off.
-  asio::steady_timer timeout(context.client.get_executor());
-  timeout.expires_after(context.settings().head_timeout);
-  auto outcome = co_await (http::async_read_header(context.client, buffer, parser, use_tuple) ||
-                           timeout.async_wait(use_tuple));
-  if (outcome.index() == 1) {
-    co_await reply_and_log(context, ReplyKind::request_timeout, "deny", "-", "-", 0,
-                           "request-timeout",
-                           "the request head did not arrive within " +
-                               std::to_string(context.settings().head_timeout.count()) + " s.");
-    co_return;
-  }
-  auto [error, bytes] = std::get<0>(outcome);
-  if (error == http::error::end_of_stream || error == asio::error::eof ||
-      error == asio::error::connection_reset || error == asio::error::operation_aborted) {
-    co_return;  // the client left (or the drain closed it) before asking anything
-  }
-  if (error == http::error::header_limit || error == http::error::buffer_overflow) {
-    co_await reply_and_log(context, ReplyKind::header_too_large, "deny", "-", "-", 0,
-                           "header-too-large", "the request head is larger than 16 KiB.");
-    co_return;
-  }
-  if (error) {
-    co_await reply_and_log(context, ReplyKind::bad_request, "deny", "-", "-", 0, "bad-request",
-                           "the request is not valid HTTP/1.1: " + error.message() + ".");
-    co_return;
+  // read_request_head() also refuses obsolete line folding, which Beast would accept.
+  const HeadRead read = co_await read_request_head(context.client, buffer, parser,
+                                                   context.settings().head_timeout, kHeadLimit);
+  switch (read.status) {
+    case HeadRead::Status::ok:
+      break;
+    case HeadRead::Status::closed:
+      co_return;  // the client left (or the drain closed it) before asking anything
+    case HeadRead::Status::timeout:
+      co_await reply_and_log(context, ReplyKind::request_timeout, "deny", "-", "-", 0,
+                             "request-timeout",
+                             "the request head did not arrive within " +
+                                 std::to_string(context.settings().head_timeout.count()) + " s.");
+      co_return;
+    case HeadRead::Status::too_large:
+      co_await reply_and_log(context, ReplyKind::header_too_large, "deny", "-", "-", 0,
+                             "header-too-large", "the request head is larger than 16 KiB.");
+      co_return;
+    case HeadRead::Status::malformed:
+      co_await reply_and_log(context, ReplyKind::bad_request, "deny", "-", "-", 0, "bad-request",
+                             "the request is not valid HTTP/1.1: " + read.problem + ".");
+      co_return;
   }
 
   const auto& request = parser.get();

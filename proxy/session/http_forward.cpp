@@ -467,7 +467,7 @@ void log_end(SessionContext& context, const EndLine& line) {
   end.bytes_up = line.bytes_up;
   end.bytes_down = line.bytes_down;
   end.duration_ms = ms_since(line.started);
-  context.log().write(end);
+  context.record(end);
 }
 
 // After a 101: send the head on, then carry bytes both ways until both sides are done.
@@ -591,7 +591,8 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     const std::string rule = rule_text(decision);
     record.rule = rule;
     record.address = upstream.address;
-    context.log().write(record);
+    context.record(record);
+    context.worker.metrics.http_requests_total.add();
   }
   EndLine end{method, display, port, "closed", {}, {}, 0, 0, started};
 

@@ -606,7 +606,7 @@ TEST_P(SmugglingTest, RefusedWith400AndNothingReachesTheOrigin) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Shapes, SmugglingTest,
+    HttpForwardShapes, SmugglingTest,
     ::testing::Combine(
         ::testing::Values(
             // Beast refuses these at head-parse time.
@@ -736,7 +736,7 @@ TEST_P(TargetTest, RefusedWith400) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Targets, TargetTest,
+    HttpForwardTargets, TargetTest,
     ::testing::Values(
         TargetCase{"https", "https://origin.test:PORT/", "https-absolute-form"},
         TargetCase{"https_upper", "HTTPS://origin.test:PORT/", "https-absolute-form"},

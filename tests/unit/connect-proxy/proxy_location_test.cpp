@@ -36,7 +36,10 @@ INSTANTIATE_TEST_SUITE_P(Forms, ProxyAddressAccepted,
                                            GoodCase{"localhost:1", "localhost", 1},
                                            GoodCase{"http://[::1]:9877", "::1", 9877},
                                            GoodCase{"[::1]:65535/", "::1", 65535},
-                                           GoodCase{"  http://127.0.0.1:80  ", "127.0.0.1", 80}));
+                                           GoodCase{"  http://127.0.0.1:80  ", "127.0.0.1", 80}),
+                         // Stable names (the default would print the struct's pointer bytes,
+                         // which differ between the run that lists tests and the one that runs).
+                         [](const auto& info) { return std::to_string(info.index); });
 
 struct BadCase {
   const char* text;
@@ -64,7 +67,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"proxy:65536", "not a number"}, BadCase{"proxy:80x", "not a number"},
         BadCase{"::1:8080", "brackets"}, BadCase{"[::1:8080", "closing"},
         BadCase{"[nothex]:80", "not an IPv6"}, BadCase{"[::1]", "no port"},
-        BadCase{"pro xy:80", "not a host name"}, BadCase{"", "empty"}));
+        BadCase{"pro xy:80", "not a host name"}, BadCase{"", "empty"}),
+    [](const auto& info) { return std::to_string(info.index); });
 
 // A fake environment for find_proxy.
 EnvLookup fake_env(std::map<std::string, std::string, std::less<>> values) {
