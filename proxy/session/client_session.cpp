@@ -49,6 +49,28 @@ asio::awaitable<void> reply_and_log(SessionContext& context, ReplyKind kind,
   co_await close_gracefully(context.client);
 }
 
+asio::awaitable<void> reply_to_failed_head(SessionContext& context, const HeadRead& read) {
+  switch (read.status) {
+    case HeadRead::Status::timeout:
+      co_await reply_and_log(context, ReplyKind::request_timeout, "deny", "-", "-", 0,
+                             "request-timeout",
+                             "the request head did not arrive within " +
+                                 std::to_string(context.settings().head_timeout.count()) + " s.");
+      break;
+    case HeadRead::Status::too_large:
+      co_await reply_and_log(context, ReplyKind::header_too_large, "deny", "-", "-", 0,
+                             "header-too-large", "the request head is larger than 16 KiB.");
+      break;
+    case HeadRead::Status::malformed:
+      co_await reply_and_log(context, ReplyKind::bad_request, "deny", "-", "-", 0, "bad-request",
+                             "the request is not valid HTTP/1.1: " + read.problem + ".");
+      break;
+    case HeadRead::Status::ok:
+    case HeadRead::Status::closed:
+      break;
+  }
+}
+
 asio::awaitable<void> close_gracefully(tcp::socket& socket) {
   // Closing a socket with unread input makes the kernel send a reset, which can destroy the
   // reply before the client reads it. So: end our side, then read and discard what the client
@@ -92,18 +114,9 @@ asio::awaitable<void> serve_client(server::Worker& worker, tcp::socket socket) {
     case HeadRead::Status::closed:
       co_return;  // the client left (or the drain closed it) before asking anything
     case HeadRead::Status::timeout:
-      co_await reply_and_log(context, ReplyKind::request_timeout, "deny", "-", "-", 0,
-                             "request-timeout",
-                             "the request head did not arrive within " +
-                                 std::to_string(context.settings().head_timeout.count()) + " s.");
-      co_return;
     case HeadRead::Status::too_large:
-      co_await reply_and_log(context, ReplyKind::header_too_large, "deny", "-", "-", 0,
-                             "header-too-large", "the request head is larger than 16 KiB.");
-      co_return;
     case HeadRead::Status::malformed:
-      co_await reply_and_log(context, ReplyKind::bad_request, "deny", "-", "-", 0, "bad-request",
-                             "the request is not valid HTTP/1.1: " + read.problem + ".");
+      co_await reply_to_failed_head(context, read);
       co_return;
   }
 

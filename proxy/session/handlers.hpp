@@ -12,6 +12,7 @@
 namespace sandgate::session {
 
 using HeadParser = boost::beast::http::request_parser<boost::beast::http::empty_body>;
+struct HeadRead;  // http_head.hpp
 
 // CONNECT host:port: decide, dial, answer 200, relay. `buffer` holds bytes that arrived after
 // the head; they belong to the tunnel.
@@ -29,6 +30,10 @@ boost::asio::awaitable<void> reply_and_log(SessionContext& context, ReplyKind ki
                                            std::string_view host, std::uint16_t port,
                                            std::string_view code, std::string_view sentence,
                                            std::string_view rule = {});
+
+// Answers a request head that could not be read (timeout, too large, malformed) with the
+// matching reply and logs it; does nothing for `ok` and `closed`.
+boost::asio::awaitable<void> reply_to_failed_head(SessionContext& context, const HeadRead& read);
 
 // Ends our side, drains what the client still sends (bounded), then closes, so that the reply
 // is not lost to a reset.

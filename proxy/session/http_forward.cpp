@@ -749,18 +749,11 @@ asio::awaitable<void> serve_requests(SessionContext& context, HeadParser& first,
           co_await close_gracefully(context.client);  // an idle kept-alive connection
           break;
         }
-        co_await reply_and_log(context, ReplyKind::request_timeout, "deny", "-", "-", 0,
-                               "request-timeout",
-                               "the request head did not arrive within " +
-                                   std::to_string(context.settings().head_timeout.count()) + " s.");
+        co_await reply_to_failed_head(context, read);
         break;
       case HeadRead::Status::too_large:
-        co_await reply_and_log(context, ReplyKind::header_too_large, "deny", "-", "-", 0,
-                               "header-too-large", "the request head is larger than 16 KiB.");
-        break;
       case HeadRead::Status::malformed:
-        co_await reply_and_log(context, ReplyKind::bad_request, "deny", "-", "-", 0, "bad-request",
-                               "the request is not valid HTTP/1.1: " + read.problem + ".");
+        co_await reply_to_failed_head(context, read);
         break;
     }
     co_return;

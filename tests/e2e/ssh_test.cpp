@@ -416,7 +416,7 @@ std::string make_served_repository(const std::string& folder) {
   const std::string script =
       "set -e; cd " + folder +
       "; git init -q --bare -b main served.git"
-      "; git init -q -b main work; cd work"
+      "; git init -q -b main worktree; cd worktree"
       "; echo one > README; git add README; git commit -q -m one"
       "; head -c 3145728 /dev/urandom > blob.bin; git add blob.bin; git commit -q -m blob"
       "; echo three >> README; git commit -q -am three"
@@ -439,7 +439,7 @@ TEST_F(SshThroughSandgate, GitCloneAndPushOverSsh) {
       run("git clone -q " + user_at("gitlocal.test") + ":" + served + " " + folder + "/clone", "",
           git_env);
   ASSERT_EQ(clone.exit_code, 0) << describe(clone) << "\n--- sshd\n" << sshd_->log();
-  EXPECT_EQ(read_file(folder + "/clone/blob.bin"), read_file(folder + "/work/blob.bin"));
+  EXPECT_EQ(read_file(folder + "/clone/blob.bin"), read_file(folder + "/worktree/blob.bin"));
   EXPECT_EQ(read_file(folder + "/clone/README"), "one\nthree\n");
   auto history = run("git -C " + folder + "/clone log --format=%s");
   EXPECT_EQ(history.out, "three\nblob\none\n") << describe(history);
