@@ -40,6 +40,14 @@ struct Fingerprint {
   bool operator==(const Fingerprint&) const = default;
 };
 
+#ifdef __APPLE__
+const timespec& modified(const struct stat& info) { return info.st_mtimespec; }
+const timespec& changed(const struct stat& info) { return info.st_ctimespec; }
+#else
+const timespec& modified(const struct stat& info) { return info.st_mtim; }
+const timespec& changed(const struct stat& info) { return info.st_ctim; }
+#endif
+
 Fingerprint fingerprint(const std::string& path) {
   Fingerprint print;
   struct stat info {};
@@ -48,10 +56,10 @@ Fingerprint fingerprint(const std::string& path) {
     print.device = info.st_dev;
     print.inode = info.st_ino;
     print.size = info.st_size;
-    print.mtime_ns = static_cast<std::int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 +
-                     info.st_mtim.tv_nsec;
-    print.ctime_ns = static_cast<std::int64_t>(info.st_ctim.tv_sec) * 1'000'000'000 +
-                     info.st_ctim.tv_nsec;
+    print.mtime_ns = static_cast<std::int64_t>(modified(info).tv_sec) * 1'000'000'000 +
+                     modified(info).tv_nsec;
+    print.ctime_ns = static_cast<std::int64_t>(changed(info).tv_sec) * 1'000'000'000 +
+                     changed(info).tv_nsec;
   }
   std::error_code ec;
   if (fs::is_symlink(path, ec)) {
@@ -199,8 +207,13 @@ struct FileWatcher::Impl {
 
 FileWatcher::FileWatcher(std::vector<std::string> paths) : impl_(std::make_unique<Impl>()) {
   impl_->paths = std::move(paths);
-  if (::pipe2(impl_->wake_pipe, O_NONBLOCK | O_CLOEXEC) != 0) {
+  // pipe2() is Linux-only; pipe() and fcntl() work everywhere.
+  if (::pipe(impl_->wake_pipe) != 0) {
     throw std::runtime_error(std::string("file watcher: pipe: ") + std::strerror(errno));
+  }
+  for (int fd : impl_->wake_pipe) {
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
   }
 #ifdef __linux__
   impl_->inotify = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
