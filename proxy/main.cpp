@@ -31,7 +31,7 @@ void add_setting_flags(CLI::App& app, std::map<std::string, std::string>& values
     std::string& value = values[std::string(info.flag)];
     if (info.boolean) {
       // `--allow-ip` means true; `--allow-ip=false` gives a value.
-      app.add_flag(std::string(info.flag) + "{true}", value, help);
+      app.add_flag(std::string(info.flag), value, help);
     } else {
       app.add_option(std::string(info.flag), value, help)->type_name("VALUE");
     }
