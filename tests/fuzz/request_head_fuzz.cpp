@@ -1,16 +1,27 @@
 // Fuzz target: the proxy's request-head path, on arbitrary bytes from a client.
 //
 // What it runs, as proxy/session/client_session.cpp and http_forward.cpp do:
-//   1. a Beast request_parser<empty_body> with a 16 KiB header limit and a 17 KiB read buffer,
-//      fed by http::read_header() from a stream that hands the input out in small chunks (as a
-//      socket does), and once more from a stream that hands it out whole;
-//   2. for CONNECT, rules::parse_authority() on the target, and read_client_hello() on the bytes
-//      that came after the head;
-//   3. otherwise parse_http_target(), request_framing_problem(), is_websocket_upgrade(), and the
-//      head rewritten for the origin: strip_hop_by_hop(), target and Host from the URL, add_via();
+//   1. session::read_request_head() itself, reading from a real socket (one end of a socketpair,
+//      the input written to the other end in chunks, each taken by its own read) into a
+//      request_parser<empty_body> with a 16 KiB head limit and a 17 KiB buffer, as serve_client()
+//      sets them up;
+//   2. for comparison, Beast's own http::read_header() on the same parser settings, from a stream
+//      that hands the input out in chunks of 1 to 13 bytes, and once more all at once;
+//   3. on the head read (the proxy's, or Beast's where the proxy refused it, so that the checks
+//      below also see heads the proxy would refuse for their shape alone): for CONNECT,
+//      rules::parse_authority() on the target and read_client_hello() on the bytes that came
+//      after the head; otherwise parse_http_target(), request_framing_problem(),
+//      is_websocket_upgrade(), and the head rewritten for the origin: strip_hop_by_hop(), target
+//      and Host from the URL, add_via();
 //   4. that rewritten head serialised as the proxy sends it, and parsed again.
 // Invariants, beyond "no crash, no out-of-bounds access, no undefined behaviour":
-//   - chunking does not matter: both reads fail, or both give the same head;
+//   - read_request_head() ends (never by its timeout here, the stream being closed at the end);
+//     when it reads a head, the head is the input's first `\r\n\r\n`-terminated block after any
+//     empty lines, within the limit, without obsolete line folding, and what stays in the
+//     buffer is exactly the bytes that followed it (nothing lost or reordered for the tunnel);
+//   - it agrees with Beast (for input not starting with an empty line): a head it reads, Beast
+//     reads the same; a head Beast reads without folding, it reads too;
+//   - chunking does not matter to Beast: both reads fail, or both give the same head;
 //   - a parsed head holds no CR, LF or NUL in any field value and no control byte or space in
 //     the target (anything else could split one request into two on the way upstream);
 //   - a CONNECT target or http:// URL that parses yields a host in normal form (see
@@ -21,8 +32,18 @@
 //     untouched, Host is the URL's authority, and Via ends in "1.1 sandgate";
 //   - the serialised head is exactly one well-formed head that parses back to the same start
 //     line and fields, with no byte left over.
+#include <sys/socket.h>
+
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/buffer.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/error.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/empty_body.hpp>
@@ -30,8 +51,10 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/system/system_error.hpp>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -57,6 +80,93 @@ using sandgate::fuzz::escaped;
 // As in client_session.cpp: the head limit, and the read buffer a little larger.
 constexpr std::size_t kHeadLimit = 16 * 1024;
 constexpr std::size_t kBufferLimit = kHeadLimit + 1024;
+
+// ---- The proxy's reader, session::read_request_head(), over a real socket ----
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+struct ProxyRead {
+  bool finished = false;
+  session::HeadRead result;
+  std::string left;  // the buffer afterwards: what was read past the head
+};
+
+// Writes `input` into `peer` `chunk` bytes at a time, then ends the stream. Between chunks the
+// coroutine yields twice, so the reactor sees the bytes and the reader's pending read takes them:
+// each read returns one chunk. Stops early once the reader has closed its end.
+asio::awaitable<void> feed(asio::local::stream_protocol::socket peer, std::string_view input,
+                           std::size_t chunk) {
+  const auto executor = co_await asio::this_coro::executor;
+  while (!input.empty()) {
+    const std::size_t n = std::min(chunk, input.size());
+    auto [error, written] =
+        co_await asio::async_write(peer, asio::buffer(input.data(), n), use_tuple);
+    if (error) {
+      co_return;
+    }
+    input.remove_prefix(written);
+    co_await asio::post(executor, asio::use_awaitable);
+    co_await asio::post(executor, asio::use_awaitable);
+  }
+  boost::system::error_code ignored;
+  peer.shutdown(asio::socket_base::shutdown_send, ignored);
+}
+
+// As serve_client() does: read the head into `parser` with a 17 KiB buffer and a 16 KiB limit.
+// `parser` and `out` belong to the caller, which runs the io_context until this is done.
+asio::awaitable<void> read_as_proxy(asio::ip::tcp::socket socket, session::HeadParser* parser,
+                                    ProxyRead* out) {
+  beast::flat_buffer buffer(kBufferLimit);
+  out->result = co_await session::read_request_head(socket, buffer, *parser,
+                                                    std::chrono::seconds(60), kHeadLimit);
+  out->left.assign(static_cast<const char*>(buffer.data().data()), buffer.size());
+  out->finished = true;
+  boost::system::error_code ignored;
+  socket.close(ignored);
+}
+
+void rethrow(const std::exception_ptr& error) {
+  if (error) {
+    std::rethrow_exception(error);
+  }
+}
+
+ProxyRead read_with_proxy_code(std::string_view input, std::size_t chunk,
+                               session::HeadParser& parser) {
+  static asio::io_context io;  // one per process; each input runs it to completion
+  int fds[2];
+  FUZZ_CHECK(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0, "socketpair failed");
+  // read_request_head() takes a tcp::socket; any stream descriptor serves for reading.
+  asio::ip::tcp::socket client(io);
+  client.assign(asio::ip::tcp::v4(), fds[0]);
+  asio::local::stream_protocol::socket peer(io, asio::local::stream_protocol(), fds[1]);
+  parser.header_limit(kHeadLimit);
+  parser.body_limit(boost::none);
+  ProxyRead out;
+  asio::co_spawn(io, feed(std::move(peer), input, chunk), rethrow);
+  asio::co_spawn(io, read_as_proxy(std::move(client), &parser, &out), rethrow);
+  io.restart();
+  io.run();
+  return out;
+}
+
+std::string_view status_name(session::HeadRead::Status status) {
+  switch (status) {
+    case session::HeadRead::Status::ok:
+      return "ok";
+    case session::HeadRead::Status::closed:
+      return "closed";
+    case session::HeadRead::Status::timeout:
+      return "timeout";
+    case session::HeadRead::Status::too_large:
+      return "too_large";
+    case session::HeadRead::Status::malformed:
+      return "malformed";
+  }
+  return "out-of-range";
+}
+
+// ---- Beast's reader, for comparison ----
 
 // A SyncReadStream over fixed bytes that returns at most `chunk` bytes per read_some(), then
 // end of stream: a client's bytes as a socket delivers them.
@@ -303,7 +413,35 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const std::string_view input(reinterpret_cast<const char*>(data), size);
 
-  // How a socket might deliver the bytes: in chunks of 1 to 13 bytes, and all at once.
+  // 1. The proxy's reader, the input arriving in up to about 16 chunks.
+  session::HeadParser proxy_parser;
+  const ProxyRead proxy =
+      read_with_proxy_code(input, std::max<std::size_t>(1 + size % 61, size / 16), proxy_parser);
+  const auto proxy_where = [&] {
+    return "read_request_head: " + std::string(status_name(proxy.result.status)) + " '" +
+           escaped(proxy.result.problem) + "' on '" + escaped(input) + "'";
+  };
+  FUZZ_CHECK(proxy.finished && proxy.result.status != session::HeadRead::Status::timeout,
+             proxy_where());
+  FUZZ_CHECK(status_name(proxy.result.status) != "out-of-range", proxy_where());
+  std::string_view after_blank = input;  // the empty lines before the request line are skipped
+  while (after_blank.starts_with("\r\n")) {
+    after_blank.remove_prefix(2);
+  }
+  const std::size_t head_end = after_blank.find("\r\n\r\n");
+  const std::string_view raw_head =
+      after_blank.substr(0, head_end == std::string_view::npos ? head_end : head_end + 4);
+  const bool proxy_ok = proxy.result.status == session::HeadRead::Status::ok;
+  if (proxy_ok) {
+    FUZZ_CHECK(proxy_parser.is_header_done() && head_end != std::string_view::npos &&
+                   raw_head.size() <= kHeadLimit && !session::has_obsolete_fold(raw_head),
+               proxy_where());
+    FUZZ_CHECK(after_blank.substr(raw_head.size()).starts_with(proxy.left),
+               "the bytes after the head are not what followed it ('" + escaped(proxy.left) +
+                   "'): " + proxy_where());
+  }
+
+  // 2. Beast's reader, in chunks of 1 to 13 bytes and all at once.
   http::request_parser<http::empty_body> chunked_parser;
   const HeadOutcome chunked = read_head(input, 1 + size % 13, chunked_parser);
   http::request_parser<http::empty_body> whole_parser;
@@ -315,21 +453,41 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
              "chunked read: '" + chunked.error.message() + "' " + escaped(chunked.start_line) +
                  show(chunked.fields) + "; whole read: '" + whole.error.message() + "' " +
                  escaped(whole.start_line) + show(whole.fields));
+  if (!input.starts_with('\r') && !input.starts_with('\n')) {
+    if (proxy_ok) {
+      const auto& head = proxy_parser.get();
+      const std::string start_line = std::string(head.method_string()) + " " +
+                                     std::string(head.target()) + " " +
+                                     std::to_string(head.version());
+      FUZZ_CHECK(!whole.error && whole.start_line == start_line && whole.fields == fields_of(head),
+                 "Beast reads '" + whole.error.message() + "' " + escaped(whole.start_line) +
+                     show(whole.fields) + ", the proxy " + escaped(start_line) +
+                     show(fields_of(head)));
+    } else if (!whole.error) {
+      FUZZ_CHECK(head_end != std::string_view::npos, "Beast read a head without an end");
+      FUZZ_CHECK(session::has_obsolete_fold(raw_head),
+                 "Beast reads a head without folding that the proxy refuses: " + proxy_where());
+    }
+  }
 
-  // The raw head as read_request_head() checks it on a kept-alive connection.
-  const std::size_t end = input.find("\r\n\r\n");
-  (void)session::has_obsolete_fold(input.substr(0, end == std::string_view::npos ? end : end + 4));
-
-  if (chunked.error) {
+  // 3. What the handlers do with the head.
+  const http::request_header<>* head = nullptr;
+  std::string_view rest;
+  if (proxy_ok) {
+    head = &proxy_parser.get();
+    rest = proxy.left;
+  } else if (!chunked.error) {
+    head = &chunked_parser.get();
+    rest = chunked.rest;
+  } else {
     return 0;
   }
-  const auto& head = chunked_parser.get();
-  check_parsed_head(head);
-  (void)session::has_token(head[http::field::connection], "close");
-  if (head.method() == http::verb::connect) {
-    check_connect(head, chunked.rest);
+  check_parsed_head(*head);
+  (void)session::has_token((*head)[http::field::connection], "close");
+  if (head->method() == http::verb::connect) {
+    check_connect(*head, rest);
   } else {
-    check_forward(head);
+    check_forward(*head);
   }
   return 0;
 }
