@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "tests/integration/harness/test_proxy.hpp"
+#include "tests/support/loopback_ports.hpp"
 
 namespace sandgate::testing {
 namespace {
@@ -37,29 +38,6 @@ CommandResult run(const std::string& command) {
   const int status = ::pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
-}
-
-std::uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
-bool port_open(std::uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(port);
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
-  ::close(fd);
-  return ok;
 }
 
 // A throw-away CA and a server certificate for origin.test signed by it, made with the openssl
@@ -92,7 +70,7 @@ class TlsOrigin {
                "-cert", cert.c_str(), "-key", key.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
-    for (int i = 0; i < 200 && !port_open(port_); ++i) {
+    for (int i = 0; i < 200 && !port_accepts(port_); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
@@ -121,7 +99,7 @@ TEST(CurlEndToEnd, HttpsThroughTheTunnelAndABlockedHost) {
   proxy.dns().set("origin.test", {"127.0.0.1"});
   proxy.dns().set("blocked.test", {"127.0.0.1"});
   TlsOrigin origin(proxy.folder());
-  ASSERT_TRUE(port_open(origin.port())) << "openssl s_server did not start";
+  ASSERT_TRUE(port_accepts(origin.port())) << "openssl s_server did not start";
 
   const std::string curl = "curl -sS --max-time 20 --noproxy '' --cacert " + origin.ca() +
                            " -x http://127.0.0.1:" + std::to_string(proxy.port()) + " ";

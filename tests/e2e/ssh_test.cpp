@@ -35,6 +35,7 @@
 
 #include "tests/fakes/tcp_origin.hpp"
 #include "tests/integration/harness/test_proxy.hpp"
+#include "tests/support/loopback_ports.hpp"
 
 extern char** environ;
 
@@ -224,18 +225,6 @@ std::string read_file(const std::string& path) {
 std::string current_user() {
   const passwd* entry = ::getpwuid(::geteuid());
   return entry != nullptr ? entry->pw_name : "root";
-}
-
-std::uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
 }
 
 std::string make_temp_folder() {
