@@ -18,6 +18,7 @@ build_packages=(
   libfmt-dev            # formatting
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
+  ccache                # compiler cache: rebuilds across build trees (release, sanitizers)
 )
 # Tests drive real clients and servers from Debian's packages. The fuzz targets (tests/fuzz) need
 # clang and its libFuzzer and sanitizer runtimes.

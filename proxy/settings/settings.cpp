@@ -80,6 +80,29 @@ std::optional<Int> parse_uint(std::string_view text, Int min, Int max) {
   return static_cast<Int>(value);
 }
 
+// "5", "0.5", "1.25": seconds with up to three decimals, as milliseconds.
+std::optional<std::uint64_t> parse_decimal_seconds_ms(std::string_view text) {
+  auto dot = text.find('.');
+  auto whole = text.substr(0, dot);
+  std::string_view fraction = dot == std::string_view::npos ? std::string_view{} : text.substr(dot + 1);
+  if (whole.empty() || (dot != std::string_view::npos && (fraction.empty() || fraction.size() > 3))) {
+    return std::nullopt;
+  }
+  auto seconds = parse_uint<std::uint64_t>(whole, 0, 1'000'000);
+  if (!seconds) {
+    return std::nullopt;
+  }
+  std::uint64_t ms = *seconds * 1000;
+  if (!fraction.empty()) {
+    auto digits = parse_uint<std::uint64_t>(fraction, 0, 999);
+    if (!digits) {
+      return std::nullopt;
+    }
+    ms += *digits * (fraction.size() == 1 ? 100 : fraction.size() == 2 ? 10 : 1);
+  }
+  return ms;
+}
+
 constexpr std::string_view kBoolHelp = "expected a boolean (true/false, 1/0, yes/no, on/off)";
 
 ApplyResult set_bool(bool& target, std::string_view value) {
@@ -286,6 +309,88 @@ const std::vector<Setting>& table() {
          s.ld_failover_given = true;
          return std::nullopt;
        }},
+      {{"ld_mode", "--ld-mode", "SANDGATE_LD_MODE", "domain",
+        "domain: ask LaunchDarkly per destination (goose); list: one flag holds the allowlist",
+        false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         auto mode = lower(v);
+         if (mode == "domain") {
+           s.ld_mode = LdMode::domain;
+         } else if (mode == "list") {
+           s.ld_mode = LdMode::list;
+         } else {
+           return std::string("expected domain or list");
+         }
+         return std::nullopt;
+       }},
+      {{"ld_flag", "--ld-flag", "SANDGATE_LD_FLAG", "egress-allowlist",
+        "the LaunchDarkly flag key: a boolean per domain, or in list mode an array of rules",
+        false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         // LaunchDarkly flag keys: letters, digits, '.', '_' and '-'.
+         if (v.empty() || v.size() > 256 || !std::all_of(v.begin(), v.end(), [](unsigned char c) {
+               return std::isalnum(c) != 0 || c == '.' || c == '_' || c == '-';
+             })) {
+           return std::string("expected a flag key (letters, digits, '.', '_', '-')");
+         }
+         s.ld_flag = std::string(v);
+         return std::nullopt;
+       }},
+      {{"ld_cache_ttl", "--ld-cache-ttl", "SANDGATE_LD_CACHE_TTL", "3600",
+        "seconds a per-domain LaunchDarkly answer is reused before it is asked again", false},
+       [](Settings& s, std::string_view v) { return set_seconds(s.ld_cache_ttl, v, 604800); }},
+      {{"ld_cache_size", "--ld-cache-size", "SANDGATE_LD_CACHE_SIZE", "100000",
+        "domains whose LaunchDarkly answer is kept (least recently used go first)", false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         auto n = parse_uint<std::uint32_t>(v, 1, 10'000'000);
+         if (!n) {
+           return std::string("expected a number of domains, 1..10000000");
+         }
+         s.ld_cache_size = *n;
+         return std::nullopt;
+       }},
+      {{"ld_timeout", "--ld-timeout", "SANDGATE_LD_TIMEOUT", "5",
+        "seconds (decimals allowed) to wait for a LaunchDarkly answer before failing over", false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         auto ms = parse_decimal_seconds_ms(v);
+         if (!ms || *ms < 10 || *ms > 120'000) {
+           return std::string("expected seconds, 0.01..120 (for example 5 or 0.5)");
+         }
+         s.ld_timeout = std::chrono::milliseconds(*ms);
+         return std::nullopt;
+       }},
+      {{"ld_context_key", "--ld-context-key", "SANDGATE_LD_CONTEXT_KEY", "(the OS user name)",
+        "list mode: the key of the one context the list flag is evaluated for", false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         if (v.empty() || v.size() > 256 ||
+             std::any_of(v.begin(), v.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
+           return std::string("expected a non-empty key without control characters");
+         }
+         s.ld_context_key = std::string(v);
+         return std::nullopt;
+       }},
+      {{"ld_base_uri", "--ld-base-uri", "LAUNCHDARKLY_BASE_URI", "https://clientsdk.launchdarkly.com",
+        "LaunchDarkly evaluation endpoint (a Relay Proxy, a test server); http only on loopback",
+        false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         auto uri = parse_service_uri(v);
+         if (!uri) {
+           return uri.error();
+         }
+         s.ld_base_uri = *uri;
+         return std::nullopt;
+       }},
+      {{"ld_stream_uri", "--ld-stream-uri", "LAUNCHDARKLY_STREAM_URI",
+        "https://clientstream.launchdarkly.com",
+        "LaunchDarkly streaming endpoint (list mode); http only on loopback", false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         auto uri = parse_service_uri(v);
+         if (!uri) {
+           return uri.error();
+         }
+         s.ld_stream_uri = *uri;
+         return std::nullopt;
+       }},
       // --- sandbox profile ---
       {{"protect_files", "--protect-files", "GOOSE_SANDBOX_PROTECT_FILES", "true",
         "sandbox: write-protect ~/.ssh, shell start-up files and config folders", true},
@@ -455,6 +560,64 @@ std::string describe_value(std::string_view value, bool secret = false) {
 }
 
 }  // namespace
+
+std::string ServiceUri::text() const {
+  std::string out = tls ? "https://" : "http://";
+  out += host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  if (port != (tls ? 443 : 80)) {
+    out += ":" + std::to_string(port);
+  }
+  return out + prefix;
+}
+
+Expected<ServiceUri, std::string> parse_service_uri(std::string_view text) {
+  const std::string quoted = "'" + std::string(text) + "'";
+  ServiceUri uri;
+  std::string_view rest;
+  if (text.starts_with("https://")) {
+    rest = text.substr(8);
+  } else if (text.starts_with("http://")) {
+    uri.tls = false;
+    uri.port = 80;
+    rest = text.substr(7);
+  } else {
+    return Unexpected{quoted + " is not an https:// (or loopback http://) address"};
+  }
+  auto slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  std::string_view path = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
+  if (authority.find('@') != std::string_view::npos) {
+    return Unexpected{quoted + ": user information in the address is not supported"};
+  }
+  if (path.find_first_of("?#") != std::string_view::npos ||
+      std::any_of(path.begin(), path.end(),
+                  [](unsigned char c) { return c <= 0x20 || c >= 0x7f || c == '%'; })) {
+    return Unexpected{quoted + ": the path may hold only plain characters (no query, fragment, "
+                               "escapes or spaces)"};
+  }
+  while (path.ends_with('/')) {
+    path.remove_suffix(1);
+  }
+  uri.prefix = std::string(path);
+  auto parsed = rules::parse_authority(authority.find(':') == std::string_view::npos &&
+                                               !authority.starts_with('[')
+                                           ? std::string(authority) + ":" + std::to_string(uri.port)
+                                           : std::string(authority));
+  if (!parsed) {
+    return Unexpected{quoted + ": " + std::string(rules::to_string(parsed.error()))};
+  }
+  uri.port = parsed->port;
+  uri.host = parsed->host.name;
+  if (!uri.tls) {
+    const bool loopback = uri.host == "localhost" || uri.host.ends_with(".localhost") ||
+                          (parsed->host.is_ip() &&
+                           rules::classify(parsed->host.address) == rules::AddressClass::loopback);
+    if (!loopback) {
+      return Unexpected{quoted + ": plain http is allowed only to a loopback address; use https"};
+    }
+  }
+  return uri;
+}
 
 std::optional<bool> parse_bool(std::string_view text) {
   auto value = lower(trim(text));

@@ -28,6 +28,20 @@ namespace sandgate::settings {
 
 enum class LogFormat : std::uint8_t { text, json };
 enum class LdFailover : std::uint8_t { allow, deny, blocklist };
+enum class LdMode : std::uint8_t { domain, list };
+
+// Where an HTTP service lives: `https://host[:port][/prefix]`, or `http://` for loopback only.
+struct ServiceUri {
+  bool tls = true;
+  std::string host;       // a name, dotted IPv4, or IPv6 without brackets
+  std::uint16_t port = 443;
+  std::string prefix;     // path before the endpoint's own path, no trailing '/'; often empty
+  std::string text() const;  // as given, normalised
+};
+
+// Parses and checks a service URI (the LaunchDarkly endpoints). Plain http is accepted only for
+// a loopback host: LaunchDarkly's answers decide what may leave the machine.
+Expected<ServiceUri, std::string> parse_service_uri(std::string_view text);
 
 inline constexpr std::uint16_t kDefaultPort = 9877;
 
@@ -49,6 +63,14 @@ struct Settings {
   std::string launchdarkly_client_id;  // empty: off
   LdFailover ld_failover = LdFailover::allow;
   bool ld_failover_given = false;      // unset means allow, with a warning that it fails open
+  LdMode ld_mode = LdMode::domain;
+  std::string ld_flag = "egress-allowlist";
+  std::chrono::seconds ld_cache_ttl{3600};
+  std::uint32_t ld_cache_size = 100'000;
+  std::chrono::milliseconds ld_timeout{5000};
+  std::string ld_context_key;  // list mode's context key; empty: the OS user name
+  ServiceUri ld_base_uri{true, "clientsdk.launchdarkly.com", 443, {}};
+  ServiceUri ld_stream_uri{true, "clientstream.launchdarkly.com", 443, {}};
 
   // The daemon.
   std::string listen = "127.0.0.1:" + std::to_string(kDefaultPort);

@@ -167,7 +167,7 @@ TEST(SettingsTable, NamesAreUniqueAndFollowTheConventions) {
     EXPECT_FALSE(info.help.empty());
     EXPECT_FALSE(info.default_text.empty());
     EXPECT_TRUE(info.env.starts_with("GOOSE_SANDBOX_") || info.env.starts_with("SANDGATE_") ||
-                info.env == "LAUNCHDARKLY_CLIENT_ID");
+                info.env.starts_with("LAUNCHDARKLY_"));
   }
   // goose's variables keep goose's names.
   for (std::string_view goose : {
@@ -646,6 +646,79 @@ TEST_F(SettingsTest, LdFailoverValues) {
   }
   env_.clear();
   EXPECT_FALSE(ok().ld_failover_given);
+}
+
+TEST_F(SettingsTest, LaunchDarklyModeFlagCacheAndTimeout) {
+  const Settings defaults = ok();
+  EXPECT_EQ(defaults.ld_mode, LdMode::domain);
+  EXPECT_EQ(defaults.ld_flag, "egress-allowlist");
+  EXPECT_EQ(defaults.ld_cache_ttl, std::chrono::seconds(3600));
+  EXPECT_EQ(defaults.ld_timeout, std::chrono::milliseconds(5000));
+  EXPECT_EQ(defaults.ld_base_uri.text(), "https://clientsdk.launchdarkly.com");
+  EXPECT_EQ(defaults.ld_stream_uri.text(), "https://clientstream.launchdarkly.com");
+
+  env_["SANDGATE_LD_MODE"] = "LIST";
+  env_["SANDGATE_LD_FLAG"] = "egress.allow_list-2";
+  env_["SANDGATE_LD_CACHE_TTL"] = "60";
+  env_["SANDGATE_LD_TIMEOUT"] = "0.25";
+  env_["SANDGATE_LD_CONTEXT_KEY"] = "build-bot";
+  const Settings s = ok();
+  EXPECT_EQ(s.ld_mode, LdMode::list);
+  EXPECT_EQ(s.ld_flag, "egress.allow_list-2");
+  EXPECT_EQ(s.ld_cache_ttl, std::chrono::seconds(60));
+  EXPECT_EQ(s.ld_timeout, std::chrono::milliseconds(250));
+  EXPECT_EQ(s.ld_context_key, "build-bot");
+
+  env_.clear();
+  env_["SANDGATE_LD_MODE"] = "stream";
+  EXPECT_EQ(error(), "SANDGATE_LD_MODE='stream': expected domain or list");
+  env_.clear();
+  env_["SANDGATE_LD_FLAG"] = "egress allowlist";
+  EXPECT_THAT(error(), StartsWith("SANDGATE_LD_FLAG='egress allowlist': expected a flag key"));
+  for (std::string_view bad : {"0", "0.001", "1.", ".5", "1.2345", "-1", "121", "5s"}) {
+    env_.clear();
+    env_["SANDGATE_LD_TIMEOUT"] = std::string(bad);
+    EXPECT_THAT(error(), StartsWith("SANDGATE_LD_TIMEOUT='" + std::string(bad) + "': expected"))
+        << bad;
+  }
+}
+
+TEST_F(SettingsTest, LaunchDarklyServiceUris) {
+  env_["LAUNCHDARKLY_BASE_URI"] = "https://relay.example.com:8443/ld/";
+  env_["LAUNCHDARKLY_STREAM_URI"] = "http://127.0.0.1:7000";
+  Settings s = ok();
+  EXPECT_TRUE(s.ld_base_uri.tls);
+  EXPECT_EQ(s.ld_base_uri.host, "relay.example.com");
+  EXPECT_EQ(s.ld_base_uri.port, 8443);
+  EXPECT_EQ(s.ld_base_uri.prefix, "/ld");
+  EXPECT_FALSE(s.ld_stream_uri.tls);
+  EXPECT_EQ(s.ld_stream_uri.port, 7000);
+  EXPECT_EQ(s.ld_stream_uri.text(), "http://127.0.0.1:7000");
+
+  env_.clear();
+  env_["LAUNCHDARKLY_BASE_URI"] = "http://[::1]:9000";
+  EXPECT_EQ(ok().ld_base_uri.host, "::1");
+  env_["LAUNCHDARKLY_BASE_URI"] = "http://localhost:9000";
+  EXPECT_EQ(ok().ld_base_uri.host, "localhost");
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"http://relay.example.com", "plain http is allowed only to a loopback address"},
+      {"http://10.0.0.1:80", "plain http is allowed only to a loopback address"},
+      {"ftp://x.example", "is not an https://"},
+      {"clientsdk.launchdarkly.com", "is not an https://"},
+      {"https://user:pw@relay.example.com", "user information"},
+      {"https://relay.example.com/a?b", "no query"},
+      {"https://relay.example.com/a b", "no query"},
+      {"https://relay.example.com:99999", "port"},
+      {"https://", "'https://'"},
+  };
+  for (const auto& [value, why] : bad) {
+    env_.clear();
+    env_["LAUNCHDARKLY_BASE_URI"] = value;
+    const std::string message = error();
+    EXPECT_THAT(message, StartsWith("LAUNCHDARKLY_BASE_URI='" + value + "'")) << value;
+    EXPECT_THAT(message, HasSubstr(why)) << value;
+  }
 }
 
 // ---- The daemon ----
