@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "proxy/launchdarkly/remote_allowlist.hpp"
 #include "proxy/settings/policy_loader.hpp"
 #include "rules/host.hpp"
 
@@ -54,22 +55,58 @@ int run_check(const settings::Settings& settings, std::string_view target, std::
   }
   const auto& policy = *loaded->policy;
   const auto decision = policy.decide(authority->host, authority->port);
-  out << (decision.allowed() ? "allow " : "deny ") << authority->host.display() << ":"
-      << authority->port << "\n";
-  out << "reason: " << rules::reason_code(decision.reason) << "\n";
-  out << "rule: ";
-  if (decision.rule) {
-    out << decision.rule->source << ":" << decision.rule->line << " " << decision.rule->entry;
-  } else {
-    out << "(none)";
+
+  // LaunchDarkly, asked last as the daemon does (one real request; nothing is cached between
+  // runs of `check`).
+  std::optional<launchdarkly::Answer> remote;
+  if (decision.allowed() && !settings.launchdarkly_client_id.empty()) {
+    err << "sandgate: " << launchdarkly::describe_configuration(settings) << "\n";
+    launchdarkly::RemoteAllowlist client(settings, [&err](std::string_view level,
+                                                          std::string_view text) {
+      err << "sandgate: " << level << ": " << text << "\n";
+    });
+    client.start();
+    remote = client.check_blocking(authority->host, authority->port);
+    client.stop();
   }
-  out << "\n";
-  out << "why: " << policy.explain(decision, authority->host, authority->port) << "\n";
-  if (decision.allowed() && !authority->host.is_ip()) {
+  const bool allowed = decision.allowed() && (!remote || remote->allowed);
+
+  out << (allowed ? "allow " : "deny ") << authority->host.display() << ":" << authority->port
+      << "\n";
+  if (remote && !remote->allowed) {
+    out << "reason: " << rules::reason_code(remote->reason) << "\n";
+    out << "rule: ";
+    if (remote->rule) {
+      out << remote->rule->source << ":" << remote->rule->line << " " << remote->rule->entry;
+    } else {
+      out << "(none)";
+    }
+    out << "\n";
+    out << "why: " << remote->detail << ".\n";
+  } else {
+    out << "reason: " << rules::reason_code(decision.reason) << "\n";
+    out << "rule: ";
+    if (decision.rule) {
+      out << decision.rule->source << ":" << decision.rule->line << " " << decision.rule->entry;
+    } else {
+      out << "(none)";
+    }
+    out << "\n";
+    out << "why: " << policy.explain(decision, authority->host, authority->port) << "\n";
+  }
+  if (remote) {
+    out << "launchdarkly: " << (remote->allowed ? "allow" : "deny") << " (from "
+        << launchdarkly::to_string(remote->source) << ")";
+    if (!remote->detail.empty()) {
+      out << ": " << remote->detail;
+    }
+    out << "\n";
+  }
+  if (allowed && !authority->host.is_ip()) {
     out << "note: the daemon also checks the addresses " << authority->host.name
         << " resolves to before it connects.\n";
   }
-  return decision.allowed() ? kCheckAllowed : kCheckDenied;
+  return allowed ? kCheckAllowed : kCheckDenied;
 }
 
 }  // namespace sandgate::commands

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "proxy/admin/admin_server.hpp"
+#include "proxy/launchdarkly/remote_allowlist.hpp"
 #include "proxy/log/decision_log.hpp"
 #include "proxy/metrics/prometheus.hpp"
 #include "proxy/reload/policy_reloader.hpp"
@@ -87,11 +88,6 @@ int run_serve(const settings::Settings& settings, const settings::Sources& sourc
     return kStartupError;
   }
   report_load(log, *loaded);
-  if (!settings.launchdarkly_client_id.empty()) {
-    log.note("warning",
-             "LAUNCHDARKLY_CLIENT_ID is set, but this build has no LaunchDarkly allowlist yet; "
-             "only the local rules apply");
-  }
 
   server::Server server(settings, log, loaded->policy);
   auto endpoint = server.bind();
@@ -99,6 +95,23 @@ int run_serve(const settings::Settings& settings, const settings::Sources& sourc
     log.note("error", endpoint.error());
     return kStartupError;
   }
+  // The LaunchDarkly allowlist, when a client-side ID is given. Made after the server so that it
+  // is stopped (its thread joined) before the server and its workers go away.
+  std::unique_ptr<launchdarkly::RemoteAllowlist> remote;
+  if (!settings.launchdarkly_client_id.empty()) {
+    remote = std::make_unique<launchdarkly::RemoteAllowlist>(
+        settings, [&log](std::string_view level, std::string_view text) { log.note(level, text); });
+    log.note("info", launchdarkly::describe_configuration(settings));
+    if (!settings.ld_failover_given) {
+      log.note("warning",
+               "GOOSE_SANDBOX_LD_FAILOVER is not set: when LaunchDarkly cannot be reached, "
+               "connections the local rules allow are allowed (fail open); set it to deny to fail "
+               "closed, or to allow or blocklist to say that failing open is intended");
+    }
+    remote->start();
+    server.use_remote_allowlist(remote.get());
+  }
+
   // Files are watched and reloaded as they change; SIGHUP forces a reload of everything and
   // reopens the log file (for logrotate).
   std::unique_ptr<reload::PolicyReloader> reloader;
@@ -123,7 +136,13 @@ int run_serve(const settings::Settings& settings, const settings::Sources& sourc
   std::unique_ptr<admin::AdminServer> admin_server;
   if (!settings.admin.empty()) {
     admin::AdminHandlers handlers;
-    handlers.metrics = [&server, &reloader] { return render_metrics(server, *reloader); };
+    handlers.metrics = [&server, &reloader, &remote] {
+      std::string text = render_metrics(server, *reloader);
+      if (remote) {
+        text += remote->render_prometheus();
+      }
+      return text;
+    };
     handlers.denials = [&server] {
       return metrics::render_denials_json(server.worker_metrics());
     };

@@ -4,6 +4,8 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <sys/types.h>
+
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -29,6 +31,8 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   // Binds the listening address and prepares the workers. The error names the address and why.
+  // For `unix:PATH` (see bind_unix_socket) the endpoint returned is the unspecified 0.0.0.0:0;
+  // listen_text() names what is listened on either way.
   Expected<boost::asio::ip::tcp::endpoint, std::string> bind();
 
   // Like bind(), but serves on a socket that is already bound and listening (for instance one
@@ -45,8 +49,17 @@ class Server {
   // Makes every worker decide with `policy` from its next connection on. Thread-safe.
   void publish(std::shared_ptr<const rules::Policy> policy);
 
+  // The LaunchDarkly allowlist every worker consults (nullptr: off). Call before run(); the
+  // allowlist must outlive run().
+  void use_remote_allowlist(launchdarkly::RemoteAllowlist* remote) {
+    shared_.remote_allowlist = remote;
+  }
+
   // Called on SIGHUP, on the control thread: reload the files and reopen the log.
   std::function<void()> on_hangup;
+
+  // What the gate listens on, once bound: "127.0.0.1:9877", "[::1]:9877" or "unix:/path".
+  std::string listen_text() const;
 
   std::uint32_t open_connections() const;
   // Every worker's counters, for the admin endpoint (read-only from other threads).
@@ -59,6 +72,7 @@ class Server {
  private:
   void drain_step();
   Expected<boost::asio::ip::tcp::endpoint, std::string> prepare_workers(int listening_fd);
+  Expected<int, std::string> bind_unix_socket(const std::string& path);
 
   const settings::Settings& settings_;
   log::DecisionLog& log_;
@@ -67,6 +81,12 @@ class Server {
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;
   boost::asio::ip::tcp::endpoint endpoint_;
+  // A unix socket listener: its path, and its inode, so that only our own socket is removed
+  // when the server is destroyed. Empty path: listening on TCP.
+  bool unix_listener_ = false;  // the listening socket is AF_UNIX (bound here or handed over)
+  std::string unix_path_;
+  dev_t unix_device_ = 0;
+  ino_t unix_inode_ = 0;
   bool draining_ = false;
   std::atomic<bool> accepting_{false};
   std::chrono::steady_clock::time_point drain_deadline_;

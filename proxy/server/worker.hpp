@@ -16,12 +16,18 @@
 #include "proxy/settings/settings.hpp"
 #include "rules/policy.hpp"
 
+namespace sandgate::launchdarkly {
+class RemoteAllowlist;
+}
+
 namespace sandgate::server {
 
-// What all workers share: immutable settings, the log, and two counters.
+// What all workers share: immutable settings, the log, the LaunchDarkly client, two counters.
 struct SharedState {
   const settings::Settings& settings;
   log::DecisionLog& log;
+  // Set before the workers start when LAUNCHDARKLY_CLIENT_ID is given; outlives them.
+  launchdarkly::RemoteAllowlist* remote_allowlist = nullptr;
   std::atomic<std::uint32_t> open_connections{0};
   std::atomic<std::uint64_t> next_connection_id{1};
 };

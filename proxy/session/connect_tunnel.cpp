@@ -129,7 +129,13 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
     co_return;
   }
 
-  // 3. Resolve, check the addresses, connect.
+  // 3. LaunchDarkly, when enabled.
+  const auto remote = co_await consult_remote_allowlist(context, "CONNECT", host, port);
+  if (remote && !remote->allowed) {
+    co_return;
+  }
+
+  // 4. Resolve, check the addresses, connect.
   DialResult dial = co_await dial_upstream(context, host, port);
   if (!dial.connected) {
     co_await reply_and_log(context, dial.failure, dial.denied ? "deny" : "error", "CONNECT",
@@ -139,7 +145,7 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   const std::string upstream_address = to_text(dial.endpoint);
   const std::string rule = rule_text(decision);
 
-  // 4. Tell the client the tunnel is up. On a TLS port, look at what it sends first before a
+  // 5. Tell the client the tunnel is up. On a TLS port, look at what it sends first before a
   // byte goes upstream: the protocol actually spoken decides, not the port number.
   auto [write_error, written] =
       co_await asio::async_write(context.client, asio::buffer(kEstablished), use_tuple);
@@ -181,9 +187,11 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   record.reason = "allowed";
   record.rule = rule;
   record.address = upstream_address;
+  const std::string remote_note = remote_allowlist_note(remote);
+  record.detail = remote_note;
   context.record(record);
 
-  // 5. Pass on what the client sent so far: the start of the tunnelled stream (a TLS
+  // 6. Pass on what the client sent so far: the start of the tunnelled stream (a TLS
   // ClientHello, possibly sent before our 200 arrived).
   std::uint64_t early_bytes = 0;
   if (!write_error && buffer.size() > 0) {

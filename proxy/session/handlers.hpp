@@ -6,6 +6,9 @@
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/parser.hpp>
 
+#include <optional>
+
+#include "proxy/launchdarkly/remote_allowlist.hpp"
 #include "proxy/session/replies.hpp"
 #include "proxy/session/session_context.hpp"
 
@@ -30,6 +33,16 @@ boost::asio::awaitable<void> reply_and_log(SessionContext& context, ReplyKind ki
                                            std::string_view host, std::uint16_t port,
                                            std::string_view code, std::string_view sentence,
                                            std::string_view rule = {});
+
+// The LaunchDarkly allowlist, asked last: it can only deny what the local rules allowed. Gives
+// nothing when it is off. When it denies, the denial has been replied to and logged.
+boost::asio::awaitable<std::optional<launchdarkly::Answer>> consult_remote_allowlist(
+    SessionContext& context, std::string_view method, const rules::Host& host,
+    std::uint16_t port);
+
+// What an allow line should add about LaunchDarkly: nothing for a plain answer, the reason for
+// a failover or an expired answer.
+std::string remote_allowlist_note(const std::optional<launchdarkly::Answer>& answer);
 
 // Answers a request head that could not be read (timeout, too large, malformed) with the
 // matching reply and logs it; does nothing for `ok` and `closed`.

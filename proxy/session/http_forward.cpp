@@ -562,6 +562,13 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     co_return Next::stop;
   }
 
+  // 3b. LaunchDarkly, when enabled.
+  const auto remote = co_await consult_remote_allowlist(context, method, host, port);
+  if (remote && !remote->allowed) {
+    context.upstream.close(ignored);
+    co_return Next::stop;
+  }
+
   // 4. The upstream: the kept-alive one if it is for the same host:port and still idle,
   // otherwise a fresh one, resolved and checked like a tunnel's.
   const bool reuse = upstream.reusable && upstream.key == where && context.upstream.is_open() &&
@@ -591,6 +598,8 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     const std::string rule = rule_text(decision);
     record.rule = rule;
     record.address = upstream.address;
+    const std::string remote_note = remote_allowlist_note(remote);
+    record.detail = remote_note;
     context.record(record);
     context.worker.metrics.http_requests_total.add();
   }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "proxy/settings/settings.hpp"
+#include "tests/fakes/fake_launchdarkly.hpp"
 
 extern char** environ;
 
@@ -113,6 +114,10 @@ class Sandbox {
       const std::string_view entry(*e);
       if (entry.starts_with("GOOSE_") || entry.starts_with("SANDGATE_") ||
           entry.starts_with("LAUNCHDARKLY_") || entry.starts_with("HOME=")) {
+        continue;
+      }
+      // A variable the test sets replaces the caller's (getenv would find the first).
+      if (env.contains(std::string(entry.substr(0, entry.find('='))))) {
         continue;
       }
       environment.emplace_back(entry);
@@ -913,6 +918,80 @@ TEST(CheckCli, VersionPrintsTheVersion) {
   const RunResult r = box.run({"--version"});
   EXPECT_EQ(r.exit_code, 0) << describe(r);
   EXPECT_THAT(r.out, ::testing::MatchesRegex("sandgate [0-9]+\\.[0-9]+\\.[0-9]+.*\n"));
+}
+
+// ---- LaunchDarkly: `check` shows its answer; bad client IDs stop the gate at start-up ----
+
+constexpr const char* kLdClientId = "0123456789abcdef01234567";
+
+std::map<std::string, std::string> launchdarkly_env(const sandgate::fakes::FakeLaunchDarkly& fake,
+                                                    std::string failover = "deny") {
+  return {{"LAUNCHDARKLY_CLIENT_ID", kLdClientId},
+          {"LAUNCHDARKLY_BASE_URI", fake.base_uri()},
+          {"SSL_CERT_FILE", fake.ca_file()},
+          {"GOOSE_SANDBOX_LD_FAILOVER", failover},
+          {"SANDGATE_LD_TIMEOUT", "1"}};
+}
+
+TEST(CheckCli, ShowsLaunchDarklysAnswer) {
+  Sandbox box;
+  sandgate::fakes::FakeLaunchDarkly fake(kLdClientId);
+  fake.set_value("allowed.example", "true");
+  fake.set_value("denied.example", "false");
+
+  auto allowed = box.run({"check", "allowed.example"}, launchdarkly_env(fake));
+  EXPECT_EQ(allowed.exit_code, 0) << describe(allowed);
+  EXPECT_EQ(allowed.line("launchdarkly: "), "allow (from launchdarkly): LaunchDarkly's flag "
+                                            "'egress-allowlist' is true for allowed.example");
+
+  auto denied = box.run({"check", "denied.example:443"}, launchdarkly_env(fake));
+  EXPECT_EQ(denied.exit_code, 1) << describe(denied);
+  EXPECT_EQ(denied.first_line(), "deny denied.example:443");
+  EXPECT_EQ(denied.line("reason: "), "launchdarkly");
+  EXPECT_THAT(denied.err, HasSubstr("LaunchDarkly allowlist: flag 'egress-allowlist' asked per domain"));
+
+  // Locally denied hosts are never sent to LaunchDarkly.
+  box.write(".config/goose/sandbox/blocked.txt", "blocked.example\n");
+  auto blocked = box.run({"check", "blocked.example"}, launchdarkly_env(fake));
+  EXPECT_EQ(blocked.line("reason: "), "blocklist");
+  EXPECT_FALSE(blocked.line("launchdarkly: ").has_value());
+  EXPECT_EQ(fake.evaluations_for("blocked.example"), 0);
+}
+
+TEST(CheckCli, ShowsTheFailoverAnswer) {
+  Sandbox box;
+  sandgate::fakes::FakeLaunchDarkly fake(kLdClientId);
+  fake.set_behaviour(sandgate::fakes::FakeLaunchDarkly::Behaviour::status_500);
+  auto denied = box.run({"check", "any.example"}, launchdarkly_env(fake, "deny"));
+  EXPECT_EQ(denied.exit_code, 1) << describe(denied);
+  EXPECT_EQ(denied.line("reason: "), "launchdarkly-unreachable");
+  EXPECT_THAT(*denied.line("launchdarkly: "), StartsWith("deny (from failover): LaunchDarkly gave "
+                                                         "no answer (LaunchDarkly answered HTTP 500)"));
+  auto allowed = box.run({"check", "any.example"}, launchdarkly_env(fake, "blocklist"));
+  EXPECT_EQ(allowed.exit_code, 0) << describe(allowed);
+  EXPECT_THAT(*allowed.line("launchdarkly: "), HasSubstr("failover blocklist: the local rules alone decided"));
+}
+
+TEST(CheckCli, WrongLaunchDarklyKeysStopTheGateAtStartUp) {
+  Sandbox box;
+  const std::string server_key = "sdk-12345678-90ab-cdef-1234-567890abcdef";
+  for (const auto& [value, message] : std::vector<std::pair<std::string, std::string>>{
+           {server_key, "this is a server-side SDK key; the remote allowlist needs the environment's "
+                        "client-side ID"},
+           {"mob-12345678-90ab-cdef-1234-567890abcdef", "this is a mobile key"},
+           {"not-an-id", "expected a client-side ID: 24 hex characters"}}) {
+    auto r = box.run({"serve", "--listen", "127.0.0.1:0"}, {{"LAUNCHDARKLY_CLIENT_ID", value}});
+    EXPECT_EQ(r.exit_code, 2) << describe(r);
+    EXPECT_THAT(r.err, HasSubstr("LAUNCHDARKLY_CLIENT_ID="));
+    EXPECT_THAT(r.err, HasSubstr(message));
+    EXPECT_THAT(r.err, Not(HasSubstr(server_key))) << "a secret key is never echoed whole";
+  }
+  auto mode = box.run({"serve"}, {{"SANDGATE_LD_MODE", "stream"}});
+  EXPECT_EQ(mode.exit_code, 2);
+  EXPECT_THAT(mode.err, HasSubstr("SANDGATE_LD_MODE='stream': expected domain or list"));
+  auto uri = box.run({"serve"}, {{"LAUNCHDARKLY_BASE_URI", "http://ld.example.com"}});
+  EXPECT_EQ(uri.exit_code, 2);
+  EXPECT_THAT(uri.err, HasSubstr("plain http is allowed only to a loopback address"));
 }
 
 }  // namespace

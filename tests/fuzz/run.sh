@@ -23,7 +23,8 @@ root=$(cd "$here/../.." && pwd)
 bin_dir="$root/build-fuzz/fuzz"
 runs_dir="$root/build-fuzz/fuzz-runs"
 
-all_targets=(host_fuzz ip_fuzz domain_set_fuzz client_hello_fuzz request_head_fuzz)
+all_targets=(host_fuzz ip_fuzz domain_set_fuzz client_hello_fuzz request_head_fuzz sse_fuzz
+  launchdarkly_json_fuzz)
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=("${all_targets[@]}")
 
@@ -34,6 +35,7 @@ dict_for() {
     domain_set_fuzz) echo "$here/dict/domain_set.dict" ;;
     client_hello_fuzz) echo "$here/dict/tls.dict" ;;
     request_head_fuzz) echo "$here/dict/http.dict" ;;
+    sse_fuzz | launchdarkly_json_fuzz) echo "$here/dict/launchdarkly.dict" ;;
   esac
 }
 

@@ -52,6 +52,13 @@ TestProxy::TestProxy(std::string blocklist_text,
     throw std::runtime_error(endpoint.error());
   }
   port_ = endpoint->port();
+  if (!settings_.launchdarkly_client_id.empty()) {
+    // As `serve` does: made after the server, stopped before it.
+    remote_ = std::make_unique<launchdarkly::RemoteAllowlist>(
+        settings_, [this](std::string_view level, std::string_view text) { log_->note(level, text); });
+    remote_->start();
+    server_->use_remote_allowlist(remote_.get());
+  }
   thread_ = std::thread([this] { server_->run(false); });
 }
 
@@ -65,6 +72,9 @@ void TestProxy::stop() {
   if (thread_.joinable()) {
     server_->begin_drain();
     thread_.join();
+  }
+  if (remote_) {
+    remote_->stop();
   }
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "proxy/launchdarkly/remote_allowlist.hpp"
 #include "proxy/log/decision_log.hpp"
 #include "proxy/server/server.hpp"
 #include "proxy/settings/settings.hpp"
@@ -26,6 +27,8 @@ class TestProxy {
   fakes::FakeDnsServer& dns() { return dns_; }
   settings::Settings& settings() { return settings_; }
   server::Server& server() { return *server_; }
+  // The LaunchDarkly client, when the settings enable it.
+  launchdarkly::RemoteAllowlist* remote_allowlist() { return remote_.get(); }
   const std::string& folder() const { return folder_; }
   // The decision log written so far (JSON lines).
   std::string log_text() const;
@@ -40,6 +43,7 @@ class TestProxy {
   settings::Settings settings_;
   std::unique_ptr<log::DecisionLog> log_;
   std::unique_ptr<server::Server> server_;
+  std::unique_ptr<launchdarkly::RemoteAllowlist> remote_;  // after server_: destroyed first
   std::thread thread_;
   std::uint16_t port_ = 0;
 };

@@ -1,0 +1,374 @@
+#include "tests/fakes/fake_launchdarkly.hpp"
+
+#include <unistd.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <list>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+
+namespace sandgate::fakes {
+namespace {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using tcp = asio::ip::tcp;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+void run_or_throw(const std::string& command) {
+  if (std::system((command + " >/dev/null 2>&1").c_str()) != 0) {
+    throw std::runtime_error("fake LaunchDarkly: failed: " + command);
+  }
+}
+
+// A CA and a certificate for localhost and 127.0.0.1 signed by it, made with the openssl command.
+void make_certificates(const std::string& folder) {
+  const std::string d = "'" + folder + "'";
+  run_or_throw("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 "
+               "-subj /CN=sandgate-test-ca -keyout " + d + "/ca.key -out " + d + "/ca.pem");
+  {
+    std::ofstream ext(folder + "/server.ext");
+    ext << "subjectAltName=DNS:localhost,IP:127.0.0.1\n"
+           "basicConstraints=CA:FALSE\n"
+           "extendedKeyUsage=serverAuth\n";
+  }
+  run_or_throw("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost "
+               "-keyout " + d + "/server.key -out " + d + "/server.csr");
+  run_or_throw("openssl x509 -req -days 2 -in " + d + "/server.csr -CA " + d + "/ca.pem -CAkey " +
+               d + "/ca.key -CAcreateserial -extfile " + d + "/server.ext -out " + d +
+               "/server.pem");
+}
+
+}  // namespace
+
+struct FakeLaunchDarkly::Impl {
+  using Stream = asio::ssl::stream<tcp::socket>;
+
+  Impl(std::string id, std::string flag_key, const std::string& folder)
+      : client_id(std::move(id)), flag(std::move(flag_key)), tls(asio::ssl::context::tls_server) {
+    tls.use_certificate_chain_file(folder + "/server.pem");
+    tls.use_private_key_file(folder + "/server.key", asio::ssl::context::pem);
+  }
+
+  void open_listener(std::uint16_t port) {
+    acceptor.emplace(io);
+    tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), port);
+    acceptor->open(endpoint.protocol());
+    acceptor->set_option(tcp::acceptor::reuse_address(true));
+    acceptor->bind(endpoint);
+    acceptor->listen();
+    asio::co_spawn(io, accept_loop(), asio::detached);
+  }
+
+  asio::awaitable<void> accept_loop() {
+    while (acceptor && acceptor->is_open()) {
+      auto [ec, socket] = co_await acceptor->async_accept(use_tuple);
+      if (ec) {
+        co_return;
+      }
+      asio::co_spawn(io, serve(std::make_shared<Stream>(std::move(socket), tls)), asio::detached);
+    }
+  }
+
+  std::string answer_json(const std::string& key) {
+    std::lock_guard lock(mutex);
+    auto found = values.find(key);
+    const std::string& value = found != values.end() ? found->second : default_value;
+    return "{\"" + flag + "\":{\"value\":" + value + ",\"variation\":0,\"version\":" +
+           std::to_string(version) + ",\"trackEvents\":false},\"other-flag\":{\"value\":1}}";
+  }
+
+  asio::awaitable<void> serve(std::shared_ptr<Stream> stream) {
+    auto [handshake_error] = co_await stream->async_handshake(asio::ssl::stream_base::server, use_tuple);
+    if (handshake_error) {
+      co_return;
+    }
+    boost::beast::flat_buffer buffer;
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(1 << 20);
+    auto [read_error, n] = co_await http::async_read(*stream, buffer, parser, use_tuple);
+    if (read_error) {
+      co_return;
+    }
+    auto& request = parser.get();
+    const std::string target(request.target());
+    Behaviour now;
+    std::chrono::milliseconds wait{};
+    {
+      std::ostringstream head;
+      head << request.base();
+      std::lock_guard lock(mutex);
+      heads.push_back(head.str());
+      now = behaviour;
+      wait = delay;
+    }
+    if (wait.count() > 0) {
+      asio::steady_timer timer(io, wait);
+      co_await timer.async_wait(use_tuple);
+    }
+
+    const std::string evalx = "/sdk/evalx/" + client_id + "/context";
+    const std::string stream_prefix = "/eval/" + client_id + "/";
+    if (request.method() == http::verb::report && target.starts_with("/sdk/evalx/")) {
+      std::string key;
+      try {
+        key = std::string(boost::json::parse(request.body()).as_object().at("key").as_string());
+      } catch (const std::exception&) {
+        key = "(unreadable context)";
+      }
+      {
+        std::lock_guard lock(mutex);
+        ++evaluation_count;
+        ++evaluations_by_key[key];
+        bodies.push_back(request.body());
+      }
+      if (target != evalx) {
+        co_await reply(*stream, http::status::not_found, "application/json", "{}");
+        co_return;
+      }
+      switch (now) {
+        case Behaviour::hang: {
+          asio::steady_timer forever(io, std::chrono::hours(1));
+          hanging.push_back(stream);
+          co_await forever.async_wait(use_tuple);
+          co_return;
+        }
+        case Behaviour::status_404:
+          co_await reply(*stream, http::status::not_found, "application/json", "{}");
+          co_return;
+        case Behaviour::status_500:
+          co_await reply(*stream, http::status::internal_server_error, "text/plain", "oops");
+          co_return;
+        case Behaviour::bad_json:
+          co_await reply(*stream, http::status::ok, "application/json", "{\"" + flag + "\": {\"value\": tru");
+          co_return;
+        case Behaviour::wrong_content_type:
+          co_await reply(*stream, http::status::ok, "text/html", answer_json(key));
+          co_return;
+        case Behaviour::no_flag:
+          co_await reply(*stream, http::status::ok, "application/json", "{\"other-flag\":{\"value\":true}}");
+          co_return;
+        case Behaviour::normal:
+        case Behaviour::refuse:
+          co_await reply(*stream, http::status::ok, "application/json; charset=utf-8",
+                         answer_json(key));
+          co_return;
+      }
+    }
+    if (request.method() == http::verb::get && target.starts_with(stream_prefix)) {
+      // The stream: a head without a length, then events until closed.
+      const std::string head =
+          "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
+          "Cache-Control: no-cache\r\nConnection: close\r\n\r\n";
+      auto [write_error, written] = co_await asio::async_write(*stream, asio::buffer(head), use_tuple);
+      if (write_error) {
+        co_return;
+      }
+      {
+        std::lock_guard lock(mutex);
+        ++stream_count;
+      }
+      streams.push_back(stream);
+      // Sends a put with the current state, as LaunchDarkly does on connect.
+      send_event(*stream, "put", answer_json("(any)"));
+      co_return;
+    }
+    co_await reply(*stream, http::status::not_found, "text/plain", "no such endpoint");
+  }
+
+  asio::awaitable<void> reply(Stream& stream, http::status status, std::string type, std::string body) {
+    http::response<http::string_body> response{status, 11};
+    response.set(http::field::content_type, type);
+    response.body() = std::move(body);
+    response.keep_alive(false);
+    response.prepare_payload();
+    co_await http::async_write(stream, response, use_tuple);
+    co_await stream.async_shutdown(use_tuple);
+  }
+
+  void send_event(Stream& stream, const std::string& type, const std::string& data) {
+    auto text = std::make_shared<std::string>("event: " + type + "\r\ndata: " + data + "\r\n\r\n");
+    asio::async_write(stream, asio::buffer(*text), [text](boost::system::error_code, std::size_t) {});
+  }
+
+  asio::io_context io{1};
+  std::optional<tcp::acceptor> acceptor;
+  std::string client_id;
+  std::string flag;
+  asio::ssl::context tls;
+  std::list<std::shared_ptr<Stream>> streams;   // io thread only
+  std::list<std::shared_ptr<Stream>> hanging;   // io thread only
+
+  mutable std::mutex mutex;
+  std::map<std::string, std::string> values;
+  std::string default_value = "false";
+  std::uint64_t version = 1;
+  Behaviour behaviour = Behaviour::normal;
+  std::chrono::milliseconds delay{0};
+  int evaluation_count = 0;
+  std::map<std::string, int> evaluations_by_key;
+  int stream_count = 0;
+  std::vector<std::string> heads;
+  std::vector<std::string> bodies;
+  std::thread thread;
+};
+
+FakeLaunchDarkly::FakeLaunchDarkly(std::string client_id, std::string flag) {
+  char pattern[] = "/tmp/sandgate-fake-ld-XXXXXX";
+  if (::mkdtemp(pattern) == nullptr) {
+    throw std::runtime_error("mkdtemp failed");
+  }
+  folder_ = pattern;
+  make_certificates(folder_);
+  ca_file_ = folder_ + "/ca.pem";
+  impl_ = std::make_unique<Impl>(std::move(client_id), std::move(flag), folder_);
+  impl_->open_listener(0);
+  port_ = impl_->acceptor->local_endpoint().port();
+  impl_->thread = std::thread([this] {
+    auto guard = asio::make_work_guard(impl_->io);
+    impl_->io.run();
+  });
+}
+
+FakeLaunchDarkly::~FakeLaunchDarkly() {
+  impl_->io.stop();
+  impl_->thread.join();
+  std::error_code ignored;
+  std::filesystem::remove_all(folder_, ignored);
+}
+
+std::string FakeLaunchDarkly::base_uri() const {
+  return "https://localhost:" + std::to_string(port_);
+}
+
+void FakeLaunchDarkly::set_value(const std::string& key, const std::string& value_json) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->values[key] = value_json;
+}
+
+void FakeLaunchDarkly::set_default_value(const std::string& value_json) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->default_value = value_json;
+}
+
+void FakeLaunchDarkly::set_version(std::uint64_t version) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->version = version;
+}
+
+void FakeLaunchDarkly::set_behaviour(Behaviour behaviour) {
+  Behaviour before;
+  {
+    std::lock_guard lock(impl_->mutex);
+    before = impl_->behaviour;
+    impl_->behaviour = behaviour;
+  }
+  // Refusing means no listener at all; coming back means listening on the same port again.
+  std::promise<void> done;
+  asio::post(impl_->io, [this, before, behaviour, &done] {
+    if (behaviour == Behaviour::refuse && before != Behaviour::refuse) {
+      impl_->acceptor->close();
+      impl_->acceptor.reset();
+    } else if (behaviour != Behaviour::refuse && before == Behaviour::refuse) {
+      impl_->open_listener(port_);
+    }
+    if (behaviour != Behaviour::hang) {
+      for (auto& stream : impl_->hanging) {
+        boost::system::error_code ignored;
+        stream->next_layer().close(ignored);
+      }
+      impl_->hanging.clear();
+    }
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
+void FakeLaunchDarkly::set_delay(std::chrono::milliseconds delay) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->delay = delay;
+}
+
+void FakeLaunchDarkly::push_event(const std::string& type, const std::string& data) {
+  std::promise<void> done;
+  asio::post(impl_->io, [this, type, data, &done] {
+    for (auto& stream : impl_->streams) {
+      impl_->send_event(*stream, type, data);
+    }
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
+void FakeLaunchDarkly::close_streams() {
+  std::promise<void> done;
+  asio::post(impl_->io, [this, &done] {
+    for (auto& stream : impl_->streams) {
+      boost::system::error_code ignored;
+      stream->next_layer().close(ignored);
+    }
+    impl_->streams.clear();
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
+bool FakeLaunchDarkly::wait_for_streams(int count, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (streams_opened() >= count) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return streams_opened() >= count;
+}
+
+int FakeLaunchDarkly::evaluations() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->evaluation_count;
+}
+
+int FakeLaunchDarkly::evaluations_for(const std::string& key) const {
+  std::lock_guard lock(impl_->mutex);
+  auto found = impl_->evaluations_by_key.find(key);
+  return found == impl_->evaluations_by_key.end() ? 0 : found->second;
+}
+
+int FakeLaunchDarkly::streams_opened() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->stream_count;
+}
+
+std::vector<std::string> FakeLaunchDarkly::request_heads() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->heads;
+}
+
+std::vector<std::string> FakeLaunchDarkly::contexts() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->bodies;
+}
+
+}  // namespace sandgate::fakes

@@ -1,0 +1,78 @@
+// A LaunchDarkly of the project's own for tests: HTTPS on 127.0.0.1 with a throw-away CA that it
+// makes with the real `openssl` command, serving the client-side evaluation endpoint
+// (REPORT /sdk/evalx/{id}/context) and the streaming endpoint (GET /eval/{id}/{context}).
+//
+// Tests tell it what to answer per context key (the domain, in per-domain mode), how to
+// misbehave (slow, hang, refuse connections, HTTP errors, bad JSON, a wrong content type, the
+// flag missing), and push stream events. It counts what it was asked, so tests can check that
+// lookups were merged and cached and that no credentials or extra data were sent.
+//
+// It runs on a thread of its own; every method is safe to call from the test's thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace sandgate::fakes {
+
+class FakeLaunchDarkly {
+ public:
+  enum class Behaviour {
+    normal,
+    hang,                // accept, read the request, never answer
+    refuse,              // close the listener: connections are refused
+    status_404,
+    status_500,
+    bad_json,
+    wrong_content_type,  // a JSON body labelled text/html
+    no_flag,             // a valid reply without the flag
+  };
+
+  // `client_id` is the only ID it knows (others get 404). `flag` is the flag key it serves.
+  explicit FakeLaunchDarkly(std::string client_id, std::string flag = "egress-allowlist");
+  ~FakeLaunchDarkly();
+  FakeLaunchDarkly(const FakeLaunchDarkly&) = delete;
+  FakeLaunchDarkly& operator=(const FakeLaunchDarkly&) = delete;
+
+  std::uint16_t port() const { return port_; }
+  std::string base_uri() const;  // https://localhost:PORT
+  const std::string& ca_file() const { return ca_file_; }  // the CA to trust (SSL_CERT_FILE)
+
+  // Per-domain mode: the flag's JSON value for a context key; others get `default_value`.
+  void set_value(const std::string& key, const std::string& value_json);
+  void set_default_value(const std::string& value_json);
+  // The version reported with every value.
+  void set_version(std::uint64_t version);
+
+  void set_behaviour(Behaviour behaviour);
+  // A delay before every answer (0: none).
+  void set_delay(std::chrono::milliseconds delay);
+
+  // Streaming: sends an event to every open stream; closes every open stream.
+  void push_event(const std::string& type, const std::string& data);
+  void close_streams();
+  // Waits until `count` streams have been opened in all (up to `timeout`).
+  bool wait_for_streams(int count, std::chrono::milliseconds timeout);
+
+  // What it was asked.
+  int evaluations() const;                      // evaluation requests in all
+  int evaluations_for(const std::string& key) const;
+  int streams_opened() const;
+  std::vector<std::string> request_heads() const;  // every request's head, for header checks
+  std::vector<std::string> contexts() const;       // every evaluation request's body
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::uint16_t port_ = 0;
+  std::string folder_;
+  std::string ca_file_;
+};
+
+}  // namespace sandgate::fakes
