@@ -28,6 +28,7 @@
 #include <sstream>
 #include <thread>
 
+#include "proxy/launchdarkly/remote_allowlist.hpp"
 #include "proxy/log/decision_log.hpp"
 #include "proxy/reload/policy_reloader.hpp"
 #include "proxy/server/server.hpp"
@@ -241,11 +242,6 @@ std::optional<GateParts> prepare_gate(const settings::Settings& settings) {
     parts.log->note("warning", issue.source + ":" + std::to_string(issue.line) + ": skipped '" +
                                    issue.text + "': " + issue.message);
   }
-  if (!settings.launchdarkly_client_id.empty()) {
-    parts.log->note("warning",
-                    "LAUNCHDARKLY_CLIENT_ID is set, but this build has no LaunchDarkly allowlist "
-                    "yet; only the local rules apply");
-  }
   parts.loaded = std::move(*loaded);
   return parts;
 }
@@ -253,6 +249,8 @@ std::optional<GateParts> prepare_gate(const settings::Settings& settings) {
 // The gate serving on `listener` on threads of its own, with live reload of its files.
 struct RunningGate {
   std::unique_ptr<server::Server> server;
+  // After the server: stopped (its thread joined) before the server goes away.
+  std::unique_ptr<launchdarkly::RemoteAllowlist> remote;
   std::unique_ptr<reload::PolicyReloader> reloader;
   std::thread thread;  // runs Server::run() until the drain is over
   std::uint16_t port = 0;
@@ -267,6 +265,9 @@ struct RunningGate {
     if (thread.joinable()) {
       server->begin_drain();
       thread.join();
+    }
+    if (remote) {
+      remote->stop();
     }
     reloader.reset();
   }
@@ -283,6 +284,19 @@ std::optional<RunningGate> start_gate(const settings::Settings& settings,
     return std::nullopt;
   }
   running.port = endpoint->port();
+  if (!settings.launchdarkly_client_id.empty()) {
+    log::DecisionLog* log = parts.log.get();
+    running.remote = std::make_unique<launchdarkly::RemoteAllowlist>(
+        settings, [log](std::string_view level, std::string_view text) { log->note(level, text); });
+    log->note("info", launchdarkly::describe_configuration(settings));
+    if (!settings.ld_failover_given) {
+      log->note("warning",
+                "GOOSE_SANDBOX_LD_FAILOVER is not set: when LaunchDarkly cannot be reached, "
+                "connections the local rules allow are allowed (fail open)");
+    }
+    running.remote->start();
+    running.server->use_remote_allowlist(running.remote.get());
+  }
   try {
     server::Server* gate = running.server.get();
     running.reloader = std::make_unique<reload::PolicyReloader>(

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "tests/fakes/fake_dns_server.hpp"
+#include "tests/fakes/fake_launchdarkly.hpp"
 #include "tests/support/loopback_ports.hpp"
 
 extern char** environ;
@@ -353,7 +354,8 @@ class RunTest : public ::testing::Test {
         c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       }
       if (lower.find("proxy") != std::string::npos || name.starts_with("SANDGATE_") ||
-          name.starts_with("GOOSE_") || name == "HOME" || name == "GIT_SSH_COMMAND") {
+          name.starts_with("GOOSE_") || name == "HOME" || name == "GIT_SSH_COMMAND" ||
+          extra.contains(name)) {  // getenv would find the caller's first
         continue;
       }
       env.push_back(text);
@@ -426,6 +428,31 @@ TEST_F(RunTest, ABlockedHostFailsWithThe403ReasonVisibleToCurl) {
   const std::string curl_err = read_file(work_ + "/curl.err");
   EXPECT_NE(curl_err.find("403"), std::string::npos) << curl_err;
   EXPECT_NE(curl_err.find("blocklist"), std::string::npos) << curl_err;  // Proxy-Status details
+}
+
+TEST_F(RunTest, TheLaunchDarklyAllowlistAppliesToTheConfinedCommand) {
+  fakes::FakeLaunchDarkly launchdarkly("0123456789abcdef01234567");
+  launchdarkly.set_value("origin.test", "false");
+  const std::map<std::string, std::string> ld = {
+      {"LAUNCHDARKLY_CLIENT_ID", "0123456789abcdef01234567"},
+      {"LAUNCHDARKLY_BASE_URI", launchdarkly.base_uri()},
+      {"SSL_CERT_FILE", launchdarkly.ca_file()},
+      {"GOOSE_SANDBOX_LD_FAILOVER", "deny"}};
+  auto run_with_ld = [&](const std::string& script) {
+    Process process(run_argv({"--", "sh", "-c", script}), environment(ld),
+                    root_ + "/run-" + std::to_string(++runs_));
+    return process.wait(60s);
+  };
+  auto denied = run_with_ld(curl_https("origin.test", "-v") + " 2>" + work_ + "/ld.err; echo rc=$?");
+  EXPECT_NE(denied.out.find("rc=56"), std::string::npos) << describe(denied);
+  const std::string curl_err = read_file(work_ + "/ld.err");
+  EXPECT_NE(curl_err.find("403"), std::string::npos) << curl_err;
+  EXPECT_NE(curl_err.find("launchdarkly: LaunchDarkly's flag"), std::string::npos) << curl_err;
+
+  launchdarkly.set_value("origin.test", "true");
+  auto allowed = run_with_ld(curl_https("origin.test"));
+  EXPECT_EQ(allowed.exit_code, 0) << describe(allowed);
+  EXPECT_EQ(launchdarkly.evaluations_for("origin.test"), 2) << "each run asks once";
 }
 
 TEST_F(RunTest, TheHostsLoopbackIsOutOfReachButTheGateWorks) {
