@@ -17,7 +17,7 @@ build_packages=(
   libtomlplusplus-dev   # the optional TOML config file
   libfmt-dev            # formatting
   libgtest-dev libgmock-dev googletest
-  libbenchmark-dev
+  libbenchmark-dev gnuplot-nox valgrind  # micro-benchmarks; make bench's plots, instruction counts
   ccache                # compiler cache: rebuilds across build trees (release, sanitizers)
 )
 # Tests drive real clients and servers from Debian's packages. The fuzz targets (tests/fuzz) need
@@ -25,6 +25,8 @@ build_packages=(
 test_packages=(
   curl openssl openssh-client openssh-server git procps iproute2
   clang libclang-rt-14-dev
+  prometheus            # the admin endpoint test scrapes with a real Prometheus (its own process)
+  python3               # the service-file test reads the launchd plist with plistlib
 )
 
 case "$(uname -s)" in
