@@ -224,7 +224,7 @@ struct GateParts {
 };
 
 std::optional<GateParts> prepare_gate(const settings::Settings& settings) {
-  auto opened = log::DecisionLog::open(settings.log_format, settings.log_file);
+  auto opened = log::DecisionLog::open(settings.log_format, settings.log_file, settings.log_level);
   if (!opened) {
     say(opened.error());
     return std::nullopt;

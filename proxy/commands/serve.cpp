@@ -75,7 +75,7 @@ int run_serve(const settings::Settings& settings, const settings::Sources& sourc
   // A client that disconnects while we write must cost an error code, not the process.
   std::signal(SIGPIPE, SIG_IGN);
 
-  auto opened = log::DecisionLog::open(settings.log_format, settings.log_file);
+  auto opened = log::DecisionLog::open(settings.log_format, settings.log_file, settings.log_level);
   if (!opened) {
     std::cerr << "sandgate: " << opened.error() << "\n";
     return kStartupError;

@@ -159,7 +159,8 @@ void append_json_string(std::string& out, std::string_view text) {
 }
 
 Expected<std::unique_ptr<DecisionLog>, std::string> DecisionLog::open(settings::LogFormat format,
-                                                                      const std::string& path) {
+                                                                      const std::string& path,
+                                                                      settings::LogLevel level) {
   int fd = STDERR_FILENO;
   if (!path.empty()) {
     fd = open_log_file(path);
@@ -167,11 +168,12 @@ Expected<std::unique_ptr<DecisionLog>, std::string> DecisionLog::open(settings::
       return Unexpected{"log file " + path + ": " + std::strerror(errno)};
     }
   }
-  return std::unique_ptr<DecisionLog>(new DecisionLog(format, path, fd));
+  return std::unique_ptr<DecisionLog>(new DecisionLog(format, path, fd, level));
 }
 
-DecisionLog::DecisionLog(settings::LogFormat format, std::string path, int fd)
-    : format_(format), path_(std::move(path)), fd_(fd) {}
+DecisionLog::DecisionLog(settings::LogFormat format, std::string path, int fd,
+                         settings::LogLevel level)
+    : format_(format), level_(level), path_(std::move(path)), fd_(fd) {}
 
 DecisionLog::~DecisionLog() {
   if (fd_ != STDERR_FILENO) {
@@ -197,6 +199,14 @@ void DecisionLog::write_line(std::string& line) {
 }
 
 void DecisionLog::write(const Record& record) {
+  // Denials are warnings, failures errors; allows and end lines are the detail of `info`.
+  const settings::LogLevel needed =
+      record.event == Record::Event::end || record.verdict == "allow" ? settings::LogLevel::info
+      : record.verdict == "deny"                                       ? settings::LogLevel::warning
+                                                                       : settings::LogLevel::error;
+  if (needed > level_) {
+    return;
+  }
   thread_local std::string line;
   line.clear();
   if (format_ == settings::LogFormat::json) {
@@ -208,6 +218,12 @@ void DecisionLog::write(const Record& record) {
 }
 
 void DecisionLog::note(std::string_view level, std::string_view text) {
+  const settings::LogLevel needed = level == "error"     ? settings::LogLevel::error
+                                    : level == "warning" ? settings::LogLevel::warning
+                                                         : settings::LogLevel::info;
+  if (needed > level_) {
+    return;
+  }
   thread_local std::string line;
   line.clear();
   if (format_ == settings::LogFormat::json) {

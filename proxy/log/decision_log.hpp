@@ -40,8 +40,10 @@ struct Record {
 class DecisionLog {
  public:
   // Standard error when `path` is empty. The error names the file and the reason.
-  static Expected<std::unique_ptr<DecisionLog>, std::string> open(settings::LogFormat format,
-                                                                  const std::string& path);
+  // `level` filters what is written (SANDGATE_LOG_LEVEL); metrics and /denials see everything.
+  static Expected<std::unique_ptr<DecisionLog>, std::string> open(
+      settings::LogFormat format, const std::string& path,
+      settings::LogLevel level = settings::LogLevel::info);
   ~DecisionLog();
 
   void write(const Record& record);
@@ -51,10 +53,11 @@ class DecisionLog {
   void reopen();
 
  private:
-  DecisionLog(settings::LogFormat format, std::string path, int fd);
+  DecisionLog(settings::LogFormat format, std::string path, int fd, settings::LogLevel level);
   void write_line(std::string& line);
 
   settings::LogFormat format_;
+  settings::LogLevel level_;
   std::string path_;
   int fd_;
 };

@@ -3,13 +3,19 @@
 #include "proxy/settings/settings.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <pwd.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 #include <thread>
@@ -201,6 +207,109 @@ ApplyResult check_socket_address(std::string_view text, bool port_required,
                         (port.size() > 1 && port[0] == '0'))) {
     return "'" + std::string(port) + "' is not a port (" + std::to_string(min_port) + "..65535)";
   }
+  return std::nullopt;
+}
+
+// `unix:PATH`: an absolute path (after `~`) that fits in sockaddr_un.
+ApplyResult check_unix_listen(std::string_view path) {
+  if (path.empty()) {
+    return std::string("'unix:' needs a socket path, e.g. unix:/run/user/1000/sandgate.sock");
+  }
+  if (path.find('\0') != std::string_view::npos) {
+    return std::string("a path cannot contain a NUL byte");
+  }
+  if (!path.starts_with('/')) {
+    return "'unix:" + std::string(path) + "' needs an absolute socket path";
+  }
+  constexpr std::size_t max = sizeof(sockaddr_un::sun_path) - 1;
+  if (path.size() > max) {
+    return "'unix:" + std::string(path) + "' is too long for a unix socket (at most " +
+           std::to_string(max) + " bytes)";
+  }
+  return std::nullopt;
+}
+
+// The token is a secret: these messages never quote it, nor say how long it is.
+constexpr std::size_t kMinTokenLength = 16;
+constexpr std::size_t kMaxTokenLength = 1024;
+
+ApplyResult check_token(std::string_view token, std::string_view what) {
+  if (token.size() < kMinTokenLength) {
+    return std::string(what) + " is shorter than " + std::to_string(kMinTokenLength) +
+           " characters; use a long random one (for example `openssl rand -hex 32`)";
+  }
+  if (token.size() > kMaxTokenLength) {
+    return std::string(what) + " is longer than " + std::to_string(kMaxTokenLength) +
+           " characters";
+  }
+  if (!std::all_of(token.begin(), token.end(),
+                   [](unsigned char c) { return c > 0x20 && c < 0x7f; })) {
+    return std::string(what) +
+           " may hold only visible ASCII characters (no spaces or control characters)";
+  }
+  return std::nullopt;
+}
+
+// A token given twice (token and token_file, from any sources) is refused: which one applies
+// would otherwise depend on rules nobody remembers.
+constexpr std::string_view kTokenTwice =
+    "a token is given both directly (--token, SANDGATE_TOKEN or token) and as a file "
+    "(--token-file, SANDGATE_TOKEN_FILE or token_file); give one of them";
+
+// Reads the token from the first line of `path`. The file must be a regular file that other
+// users can neither read nor write (as ssh requires of private keys).
+ApplyResult read_token_file(Settings& s, std::string_view value) {
+  if (auto error = set_path(s.token_file, value)) {
+    return error;
+  }
+  if (!s.token.empty()) {
+    return std::string(kTokenTwice);
+  }
+  const std::string& path = s.token_file;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    return "cannot read the token file: " + std::string(std::strerror(errno));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    return std::string("the token file is not a regular file");
+  }
+  if ((st.st_mode & (S_IROTH | S_IWOTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return "other users can read or write the token file (mode " + std::string(mode) +
+           "); chmod 600 " + path;
+  }
+  std::string text(kMaxTokenLength + 2, '\0');
+  ssize_t got = 0;
+  std::size_t used = 0;
+  while (used < text.size() &&
+         (got = ::read(fd, text.data() + used, text.size() - used)) != 0) {
+    if (got < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return "cannot read the token file: " + std::string(std::strerror(errno));
+    }
+    used += static_cast<std::size_t>(got);
+  }
+  text.resize(used);
+  std::string_view line = text;
+  line = line.substr(0, line.find('\n'));
+  if (line.ends_with('\r')) {
+    line.remove_suffix(1);
+  }
+  if (line.empty()) {
+    return std::string("the first line of the token file is empty; it should hold the token");
+  }
+  if (auto error = check_token(line, "the token in the file")) {
+    return error;
+  }
+  s.token = std::string(line);
   return std::nullopt;
 }
 
@@ -403,8 +512,18 @@ const std::vector<Setting>& table() {
        [](Settings& s, std::string_view v) { return set_bool(s.block_tunneling, v); }},
       // --- the daemon ---
       {{"listen", "--listen", "SANDGATE_LISTEN", "127.0.0.1:9877",
-        "address and port to listen on (port 0 picks a free one)", false},
+        "address and port to listen on (port 0 picks a free one), or unix:/PATH for a unix "
+        "socket only its owner can use (mode 0600)",
+        false},
        [](Settings& s, std::string_view v) -> ApplyResult {
+         if (v.starts_with("unix:")) {
+           const std::string path = expand_home(v.substr(5), *g_home);
+           if (auto error = check_unix_listen(path)) {
+             return error;
+           }
+           s.listen = "unix:" + path;
+           return std::nullopt;
+         }
          if (auto error = check_socket_address(v, true, 0)) {
            return error;
          }
@@ -417,6 +536,22 @@ const std::vector<Setting>& table() {
       {{"port_file", "--port-file", "SANDGATE_PORT_FILE", "(none)",
         "write the listening port to this file once ready (atomically)", false},
        [](Settings& s, std::string_view v) { return set_path(s.port_file, v); }},
+      {{"token", "--token", "SANDGATE_TOKEN", "(off)",
+        "require every request to carry Proxy-Authorization: Basic with any user name and this "
+        "token as the password (16+ characters; prefer token_file)",
+        false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         if (auto error = check_token(v, "the token")) {
+           return error;
+         }
+         s.token = std::string(v);
+         return std::nullopt;
+       }},
+      {{"token_file", "--token-file", "SANDGATE_TOKEN_FILE", "(none)",
+        "read the token from the first line of this file (which other users must not be able "
+        "to read), so that it appears in no process list or environment",
+        false},
+       [](Settings& s, std::string_view v) { return read_token_file(s, v); }},
       {{"threads", "--threads", "SANDGATE_THREADS", "(number of cores)",
         "worker threads, each with its own event loop", false},
        [](Settings& s, std::string_view v) -> ApplyResult {
@@ -496,6 +631,21 @@ const std::vector<Setting>& table() {
            s.log_format = LogFormat::json;
          } else {
            return std::string("expected text or json");
+         }
+         return std::nullopt;
+       }},
+      {{"log_level", "--log-level", "SANDGATE_LOG_LEVEL", "info",
+        "what the log keeps: error; warning (and denials); info (and allows, tunnel ends)", false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         auto level = lower(v);
+         if (level == "error") {
+           s.log_level = LogLevel::error;
+         } else if (level == "warning" || level == "warn") {
+           s.log_level = LogLevel::warning;
+         } else if (level == "info") {
+           s.log_level = LogLevel::info;
+         } else {
+           return std::string("expected error, warning or info");
          }
          return std::nullopt;
        }},
@@ -619,6 +769,13 @@ Expected<ServiceUri, std::string> parse_service_uri(std::string_view text) {
   return uri;
 }
 
+std::optional<std::string_view> unix_listen_path(std::string_view listen) {
+  if (!listen.starts_with("unix:")) {
+    return std::nullopt;
+  }
+  return listen.substr(5);
+}
+
 std::optional<bool> parse_bool(std::string_view text) {
   auto value = lower(trim(text));
   if (value == "true" || value == "1" || value == "yes" || value == "on") {
@@ -725,19 +882,21 @@ Expected<Settings, std::string> load(const Sources& sources) {
     const auto& info = setting.info;
     std::string value;
     std::string origin;
-    bool secret = false;
     // A LaunchDarkly server-side or mobile key given by mistake is a credential: never echo it.
     auto is_secret = [&info](std::string_view v) {
       return info.key == "launchdarkly_client_id" && (v.starts_with("sdk-") || v.starts_with("mob-"));
     };
+    // The client token is a secret whatever it looks like: errors name its source only.
+    auto shown = [&info, &is_secret](std::string_view separator, std::string_view v) {
+      return info.key == "token" ? std::string()
+                                 : std::string(separator) + describe_value(v, is_secret(v));
+    };
     if (auto flag = sources.flags.find(info.flag); flag != sources.flags.end()) {
       value = flag->second;
-      secret = is_secret(value);
-      origin = std::string(info.flag) + "=" + describe_value(value, secret);
+      origin = std::string(info.flag) + shown("=", value);
     } else if (auto var = env(info.env)) {
       value = *var;
-      secret = is_secret(value);
-      origin = std::string(info.env) + "=" + describe_value(value, secret);
+      origin = std::string(info.env) + shown("=", value);
     } else if (const toml::node* node = file.get(info.key)) {
       auto text = toml_to_text(*node);
       origin = config_path + ":" + std::to_string(node->source().begin.line) + ": " +
@@ -746,8 +905,7 @@ Expected<Settings, std::string> load(const Sources& sources) {
         return Unexpected{origin + ": expected a string, number, boolean or array of them"};
       }
       value = *text;
-      secret = is_secret(value);
-      origin += " = " + describe_value(value, secret);
+      origin += shown(" = ", value);
     } else {
       continue;  // the built-in default stands
     }
@@ -762,7 +920,14 @@ Expected<Settings, std::string> load(const Sources& sources) {
       settings.blocklist_path == home + "/.config/goose/sandbox/blocked.txt";
 
   // Checks across settings.
-  if (!settings.allow_remote_clients) {
+  if (unix_listen_path(settings.listen) && !settings.port_file.empty()) {
+    // The port file's content is a port number by contract; a unix socket has none, and its
+    // address is the path the caller chose.
+    return Unexpected{"the port file (--port-file, SANDGATE_PORT_FILE or port_file) holds a TCP "
+                      "port, and the gate listens on " +
+                      settings.listen + ", which has none; drop the port file"};
+  }
+  if (!settings.allow_remote_clients && !unix_listen_path(settings.listen)) {
     std::string_view listen = settings.listen;
     std::string address(listen.starts_with('[') ? listen.substr(1, listen.find(']') - 1)
                                                 : listen.substr(0, listen.rfind(':')));

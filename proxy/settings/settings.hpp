@@ -27,6 +27,8 @@
 namespace sandgate::settings {
 
 enum class LogFormat : std::uint8_t { text, json };
+// What the log keeps: errors only; + warnings and denials; + allows, tunnel ends and notes.
+enum class LogLevel : std::uint8_t { error, warning, info };
 enum class LdFailover : std::uint8_t { allow, deny, blocklist };
 enum class LdMode : std::uint8_t { domain, list };
 
@@ -73,9 +75,14 @@ struct Settings {
   ServiceUri ld_stream_uri{true, "clientstream.launchdarkly.com", 443, {}};
 
   // The daemon.
+  // `ADDR:PORT`, `[V6]:PORT`, or `unix:/absolute/path` (a unix stream socket, mode 0600).
   std::string listen = "127.0.0.1:" + std::to_string(kDefaultPort);
   bool allow_remote_clients = false;
   std::string port_file;
+  // Client authentication for shared machines: when non-empty, every request must carry
+  // `Proxy-Authorization: Basic base64(any-user:token)`. A secret: never logged or echoed.
+  std::string token;
+  std::string token_file;  // where `token` was read from (its first line), if from a file
   unsigned threads = 0;  // 0: one per core
   std::chrono::seconds drain{10};
   std::vector<std::string> dns_servers;
@@ -85,6 +92,7 @@ struct Settings {
   std::chrono::seconds idle_timeout{0};  // 0: off
   std::uint32_t max_connections = 4096;
   LogFormat log_format = LogFormat::text;
+  LogLevel log_level = LogLevel::info;
   std::string log_file;
   std::string admin;  // admin listener ADDR:PORT; empty: off
 
@@ -117,6 +125,9 @@ std::optional<std::string> process_env(std::string_view name);
 
 // Loads and checks every setting. On failure, the message names the source and the value.
 Expected<Settings, std::string> load(const Sources& sources);
+
+// The socket path of a `unix:PATH` listen setting, or nothing for an IP listen address.
+std::optional<std::string_view> unix_listen_path(std::string_view listen);
 
 // Helpers, exposed for tests.
 std::optional<bool> parse_bool(std::string_view text);

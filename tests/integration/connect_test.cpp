@@ -440,3 +440,38 @@ TEST(SniCheckOff, AnythingPassesWhenOff) {
 
 }  // namespace
 }  // namespace sandgate::testing
+
+namespace sandgate::testing {
+namespace {
+
+// SANDGATE_LOG_LEVEL=warning keeps denials (and warnings), not allows or tunnel ends; the
+// metrics still count everything.
+TEST(DecisionLogLevel, WarningKeepsDenialsOnly) {
+  TcpOrigin origin;
+  TestProxy proxy("evil.test\n", [](settings::Settings& s) {
+    s.policy.block_loopback = false;
+    s.log_level = settings::LogLevel::warning;
+  });
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  {
+    TestClient client(proxy.port());
+    ASSERT_EQ(send_connect(client, target("origin.test", origin.port())).status, 200);
+    client.send("x");
+    EXPECT_EQ(client.read_exact(1), "x");
+  }
+  {
+    TestClient client(proxy.port());
+    EXPECT_EQ(send_connect(client, target("evil.test", origin.port())).status, 403);
+  }
+  ASSERT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return log.find("\"reason\":\"blocklist\"") != std::string::npos;
+  })) << proxy.log_text();
+  proxy.stop();
+  const std::string log = proxy.log_text();
+  EXPECT_EQ(log.find("\"verdict\":\"allow\""), std::string::npos) << log;
+  EXPECT_EQ(log.find("\"event\":\"end\""), std::string::npos) << log;
+  EXPECT_EQ(log.find("\"level\":\"info\""), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace sandgate::testing

@@ -37,7 +37,7 @@ TestProxy::TestProxy(std::string blocklist_text,
     configure(settings_);
   }
 
-  auto log = log::DecisionLog::open(settings_.log_format, settings_.log_file);
+  auto log = log::DecisionLog::open(settings_.log_format, settings_.log_file, settings_.log_level);
   if (!log) {
     throw std::runtime_error(log.error());
   }

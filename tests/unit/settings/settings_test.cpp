@@ -721,6 +721,18 @@ TEST_F(SettingsTest, LaunchDarklyServiceUris) {
   }
 }
 
+TEST_F(SettingsTest, LogLevel) {
+  EXPECT_EQ(ok().log_level, LogLevel::info);
+  for (const auto& [text, level] : std::vector<std::pair<std::string, LogLevel>>{
+           {"error", LogLevel::error}, {"WARNING", LogLevel::warning}, {"warn", LogLevel::warning},
+           {"Info", LogLevel::info}}) {
+    env_["SANDGATE_LOG_LEVEL"] = text;
+    EXPECT_EQ(ok().log_level, level) << text;
+  }
+  env_["SANDGATE_LOG_LEVEL"] = "debug";
+  EXPECT_EQ(error(), "SANDGATE_LOG_LEVEL='debug': expected error, warning or info");
+}
+
 // ---- The daemon ----
 
 TEST_F(SettingsTest, ListenMustBeLoopbackUnlessRemoteClientsAreAllowed) {
@@ -767,6 +779,159 @@ TEST_F(SettingsTest, ListenSyntax) {
     env_ = {{"SANDGATE_LISTEN", value}};
     EXPECT_EQ(error(), "SANDGATE_LISTEN='" + value + "': " + message);
   }
+}
+
+TEST_F(SettingsTest, ListenOnAUnixSocket) {
+  env_ = {{"SANDGATE_LISTEN", "unix:/run/user/1000/sandgate.sock"}};
+  EXPECT_EQ(ok().listen, "unix:/run/user/1000/sandgate.sock");  // local: no remote-clients flag
+  env_ = {{"SANDGATE_LISTEN", "unix:~/gate.sock"}};
+  EXPECT_EQ(ok().listen, "unix:" + home_ + "/gate.sock");
+  EXPECT_EQ(unix_listen_path(ok().listen), home_ + "/gate.sock");
+  EXPECT_EQ(unix_listen_path("127.0.0.1:9877"), std::nullopt);
+
+  const std::string long_path = "/" + std::string(120, 'a');
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"unix:", "'unix:' needs a socket path"},
+      {"unix:gate.sock", "'unix:gate.sock' needs an absolute socket path"},
+      {"unix:" + long_path, "is too long for a unix socket (at most 107 bytes)"},
+  };
+  for (const auto& [value, message] : bad) {
+    SCOPED_TRACE(value);
+    env_ = {{"SANDGATE_LISTEN", value}};
+    const std::string text = error();
+    EXPECT_THAT(text, StartsWith("SANDGATE_LISTEN='" + value + "': "));
+    EXPECT_THAT(text, HasSubstr(message));
+  }
+  env_.clear();
+  flags_["--listen"] = "unix:";
+  EXPECT_THAT(error(), StartsWith("--listen='unix:': "));
+
+  // A unix socket has no port to write to a port file.
+  flags_["--listen"] = "unix:/tmp/gate.sock";
+  flags_["--port-file"] = "/tmp/port";
+  const std::string text = error();
+  EXPECT_THAT(text, HasSubstr("SANDGATE_PORT_FILE"));
+  EXPECT_THAT(text, HasSubstr("unix:/tmp/gate.sock"));
+  EXPECT_THAT(text, HasSubstr("drop the port file"));
+}
+
+// ---- Client authentication: token and token_file ----
+
+const std::string kToken = "s3cret-T0ken-0123456789";
+
+TEST_F(SettingsTest, TokenFromEachSource) {
+  EXPECT_EQ(ok().token, "");
+  env_["SANDGATE_TOKEN"] = kToken;
+  EXPECT_EQ(ok().token, kToken);
+  env_.clear();
+  flags_["--token"] = kToken + "-flag";
+  EXPECT_EQ(ok().token, kToken + "-flag");
+  flags_.clear();
+  config("token = \"" + kToken + "-file\"\n");
+  EXPECT_EQ(ok().token, kToken + "-file");
+  EXPECT_EQ(ok().token_file, "");
+}
+
+TEST_F(SettingsTest, BadTokensAreRefusedWithoutEchoingThem) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"short-secret-15", "shorter than 16 characters"},
+      {"with a space in the token", "visible ASCII"},
+      {"tab\tin-the-token-0123", "visible ASCII"},
+      {std::string(1025, 'x'), "longer than 1024 characters"},
+  };
+  for (const auto& [value, why] : bad) {
+    SCOPED_TRACE(why);
+    env_ = {{"SANDGATE_TOKEN", value}};
+    std::string text = error();
+    EXPECT_THAT(text, StartsWith("SANDGATE_TOKEN: the token "));
+    EXPECT_THAT(text, HasSubstr(why));
+    EXPECT_EQ(text.find(value), std::string::npos) << text;
+    EXPECT_EQ(text.find(value.substr(0, 6)), std::string::npos) << text;
+
+    env_.clear();
+    flags_ = {{"--token", value}};
+    text = error();
+    EXPECT_THAT(text, StartsWith("--token: the token "));
+    EXPECT_EQ(text.find(value.substr(0, 6)), std::string::npos) << text;
+
+    flags_.clear();
+    const std::string path = config("\n\ntoken = \"" + value + "\"\n");
+    text = error();
+    EXPECT_THAT(text, StartsWith(path + ":3: token: the token "));
+    EXPECT_EQ(text.find(value.substr(0, 6)), std::string::npos) << text;
+    flags_.clear();
+  }
+}
+
+TEST_F(SettingsTest, TokenFileFirstLine) {
+  const std::string path = write("secrets/token", kToken + "\nsecond line is ignored\n");
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+  env_["SANDGATE_TOKEN_FILE"] = path;
+  Settings s = ok();
+  EXPECT_EQ(s.token, kToken);
+  EXPECT_EQ(s.token_file, path);
+
+  // CRLF, no final newline, `~`, the flag and the TOML key.
+  write("secrets/crlf", kToken + "\r\n");
+  fs::permissions(home_ + "/secrets/crlf", fs::perms::owner_read);
+  env_["SANDGATE_TOKEN_FILE"] = "~/secrets/crlf";
+  EXPECT_EQ(ok().token, kToken);
+  write("secrets/bare", kToken);
+  fs::permissions(home_ + "/secrets/bare", fs::perms::owner_read | fs::perms::group_read);
+  env_.clear();
+  flags_["--token-file"] = home_ + "/secrets/bare";
+  EXPECT_EQ(ok().token, kToken);
+  flags_.clear();
+  config("token_file = \"~/secrets/bare\"\n");
+  EXPECT_EQ(ok().token, kToken);
+}
+
+TEST_F(SettingsTest, BadTokenFilesAreRefusedWithoutEchoingTheToken) {
+  const auto owner_only = fs::perms::owner_read | fs::perms::owner_write;
+  struct Case {
+    std::string name;
+    std::string text;
+    fs::perms perms;
+    std::string why;
+  };
+  const std::vector<Case> cases = {
+      {"readable", kToken + "\n", owner_only | fs::perms::others_read,
+       "other users can read or write the token file (mode 0604); chmod 600 "},
+      {"writable", kToken + "\n", owner_only | fs::perms::others_write,
+       "other users can read or write the token file (mode 0602)"},
+      {"empty", "", owner_only, "the first line of the token file is empty"},
+      {"blank-first-line", "\n" + kToken + "\n", owner_only,
+       "the first line of the token file is empty"},
+      {"short", "short-secret-15\n", owner_only, "shorter than 16 characters"},
+      {"spaces", " " + kToken + "\n", owner_only, "visible ASCII"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string path = write("secrets/" + c.name, c.text);
+    fs::permissions(path, c.perms);
+    env_ = {{"SANDGATE_TOKEN_FILE", path}};
+    const std::string text = error();
+    EXPECT_THAT(text, StartsWith("SANDGATE_TOKEN_FILE='" + path + "': "));
+    EXPECT_THAT(text, HasSubstr(c.why));
+    EXPECT_EQ(text.find("s3cret"), std::string::npos) << text;
+    EXPECT_EQ(text.find("short-secret"), std::string::npos) << text;
+  }
+  env_ = {{"SANDGATE_TOKEN_FILE", home_ + "/secrets/missing"}};
+  EXPECT_THAT(error(), HasSubstr("cannot read the token file: No such file or directory"));
+  fs::create_directories(home_ + "/secrets/folder");
+  env_ = {{"SANDGATE_TOKEN_FILE", home_ + "/secrets/folder"}};
+  EXPECT_THAT(error(), HasSubstr("the token file is not a regular file"));
+}
+
+TEST_F(SettingsTest, TokenAndTokenFileTogetherAreRefused) {
+  const std::string path = write("token", kToken + "\n");
+  fs::permissions(path, fs::perms::owner_read);
+  env_ = {{"SANDGATE_TOKEN", kToken}};
+  flags_ = {{"--token-file", path}};
+  const std::string text = error();
+  EXPECT_THAT(text, StartsWith("--token-file='" + path + "': "));
+  EXPECT_THAT(text, HasSubstr("give one of them"));
+  EXPECT_EQ(text.find(kToken), std::string::npos) << text;
 }
 
 TEST_F(SettingsTest, DnsServers) {
