@@ -14,6 +14,8 @@ std::string usage() {
          "\n"
          "The proxy: --proxy, else 127.0.0.1:$SANDBOX_PROXY_PORT, else the first of HTTPS_PROXY,\n"
          "https_proxy, ALL_PROXY, all_proxy (http://HOST:PORT, http://[V6]:PORT or HOST:PORT).\n"
+         "A gate that requires a token gets it from the address (http://USER:TOKEN@HOST:PORT),\n"
+         "else from SANDGATE_TOKEN, else from the first line of the file SANDGATE_TOKEN_FILE.\n"
          "--timeout bounds connecting to the proxy and its answer (default 30 s).\n"
          "Exit status: 0 after the tunnel closed, 255 when the proxy or the destination cannot\n"
          "be reached or the proxy refused, 2 for a bad command line or proxy setting.\n";

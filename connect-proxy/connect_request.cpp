@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstdint>
 
 namespace sandgate::connect_proxy {
 namespace {
@@ -89,11 +90,43 @@ Expected<std::string, std::string> make_authority(std::string_view host, std::st
   return std::string(host) + ":" + port_text;
 }
 
-std::string build_connect_request(std::string_view authority) {
+std::string encode_base64(std::string_view bytes) {
+  static constexpr std::string_view kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    const std::uint32_t group = (static_cast<unsigned char>(bytes[i]) << 16) |
+                                (static_cast<unsigned char>(bytes[i + 1]) << 8) |
+                                static_cast<unsigned char>(bytes[i + 2]);
+    out += kAlphabet[(group >> 18) & 63];
+    out += kAlphabet[(group >> 12) & 63];
+    out += kAlphabet[(group >> 6) & 63];
+    out += kAlphabet[group & 63];
+  }
+  if (const std::size_t left = bytes.size() - i; left > 0) {
+    std::uint32_t group = static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i])) << 16;
+    if (left == 2) {
+      group |= static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8;
+    }
+    out += kAlphabet[(group >> 18) & 63];
+    out += kAlphabet[(group >> 12) & 63];
+    out += left == 2 ? kAlphabet[(group >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+std::string build_connect_request(std::string_view authority, std::string_view credentials) {
   std::string request = "CONNECT ";
   request += authority;
   request += " HTTP/1.1\r\nHost: ";
   request += authority;
+  if (!credentials.empty()) {
+    request += "\r\nProxy-Authorization: Basic ";
+    request += encode_base64(credentials);
+  }
   request += "\r\n\r\n";
   return request;
 }
@@ -186,7 +219,7 @@ std::optional<std::string> proxy_status_details(std::string_view field_value) {
 }
 
 std::string describe_refusal(const ResponseHead& head, std::string_view proxy,
-                             std::string_view authority) {
+                             std::string_view authority, bool sent_credentials) {
   std::string status = std::to_string(head.status);
   if (!head.reason.empty()) {
     status += " " + head.reason;
@@ -207,9 +240,18 @@ std::string describe_refusal(const ResponseHead& head, std::string_view proxy,
     }
   }
 
+  // sandgate's own 407 (its reason codes say so) gets a message about its token; any other
+  // proxy's 407 the generic one.
+  const bool sandgate_auth =
+      head.status == 407 && (code == "auth-required" || code == "auth-failed");
   std::string message = "the proxy at " + std::string(proxy);
   if (head.status == 403) {
     message += " refused " + std::string(authority) + " with " + status;
+  } else if (sandgate_auth && sent_credentials) {
+    message +=
+        " did not accept the token sent for CONNECT " + std::string(authority) + ": " + status;
+  } else if (sandgate_auth) {
+    message += " requires a token for CONNECT " + std::string(authority) + ": " + status;
   } else if (head.status >= 500) {
     message += " could not connect to " + std::string(authority) + ": " + status;
   } else {
@@ -220,6 +262,14 @@ std::string describe_refusal(const ResponseHead& head, std::string_view proxy,
   }
   if (!sentence.empty()) {
     message += ": " + sentence;
+  }
+  if (sandgate_auth && !sent_credentials) {
+    if (!message.ends_with('.')) {
+      message += '.';
+    }
+    message +=
+        " sandgate-connect sends one from SANDGATE_TOKEN, from the file SANDGATE_TOKEN_FILE "
+        "names, or from a proxy address of the form http://USER:TOKEN@HOST:PORT.";
   }
   return message;
 }

@@ -24,8 +24,12 @@ inline constexpr std::size_t kMaxResponseHead = 16 * 1024;
 // '"'. The proxy checks the host strictly as well; this only keeps the request well formed.
 Expected<std::string, std::string> make_authority(std::string_view host, std::string_view port);
 
-// `CONNECT authority HTTP/1.1`, a Host header with the same authority, and the blank line.
-std::string build_connect_request(std::string_view authority);
+// `CONNECT authority HTTP/1.1`, a Host header with the same authority, with `credentials`
+// (`user:password`) a `Proxy-Authorization: Basic` header, and the blank line.
+std::string build_connect_request(std::string_view authority, std::string_view credentials = {});
+
+// Base64 (RFC 4648 section 4, padded), for Basic credentials.
+std::string encode_base64(std::string_view bytes);
 
 // Where the response head in `bytes` ends (the offset just past its blank line), or nullopt if
 // the blank line has not arrived yet. Accepts CRLF and bare LF line ends.
@@ -48,9 +52,11 @@ std::optional<std::string> proxy_status_details(std::string_view field_value);
 
 // The message for a CONNECT that did not get 200, without the program prefix: e.g.
 // "the proxy at 127.0.0.1:9877 refused other.test:22 with 403 Forbidden (ssh-non-git-host):
-// other.test is not a git host (GOOSE_SANDBOX_GIT_HOSTS)."
+// other.test is not a git host (GOOSE_SANDBOX_GIT_HOSTS)." For sandgate's own 407 (reason
+// auth-required or auth-failed), `sent_credentials` says whether the request carried any: the
+// message then says the token was not accepted, or where sandgate-connect takes one from.
 std::string describe_refusal(const ResponseHead& head, std::string_view proxy,
-                             std::string_view authority);
+                             std::string_view authority, bool sent_credentials = false);
 
 // `text` made safe for one line on a terminal: controls become '?', and it is cut at `limit`.
 std::string printable(std::string_view text, std::size_t limit = 300);

@@ -49,6 +49,15 @@ int main(int argc, char** argv) {
   if (!proxy) {
     return fail(kExitUsage, proxy.error());
   }
+  // A token for a gate that requires one (SANDGATE_TOKEN): from the proxy address, else the
+  // environment.
+  if (proxy->credentials.empty()) {
+    auto credentials = credentials_from_environment(process_env);
+    if (!credentials) {
+      return fail(kExitUsage, credentials.error());
+    }
+    proxy->credentials = std::move(*credentials);
+  }
   auto authority = make_authority(options->host, options->port);
   if (!authority) {
     return fail(kExitUsage, authority.error());

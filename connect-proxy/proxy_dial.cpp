@@ -150,7 +150,8 @@ Expected<Tunnel, std::string> open_tunnel(const ProxyLocation& proxy, std::strin
   }
   const std::string at = "the proxy at " + proxy.display();
 
-  if (auto error = send_all(socket->get(), build_connect_request(authority), deadline)) {
+  if (auto error = send_all(socket->get(), build_connect_request(authority, proxy.credentials),
+                            deadline)) {
     return Unexpected(at + " failed while CONNECT " + std::string(authority) +
                       " was sent: " + *error);
   }
@@ -206,7 +207,8 @@ Expected<Tunnel, std::string> open_tunnel(const ProxyLocation& proxy, std::strin
     return Unexpected(at + " (from " + proxy.source + ") is not an HTTP proxy: " + head.error());
   }
   if (head->status != 200) {
-    return Unexpected(describe_refusal(*head, proxy.display(), authority));
+    return Unexpected(
+        describe_refusal(*head, proxy.display(), authority, !proxy.credentials.empty()));
   }
   Tunnel tunnel;
   tunnel.socket = std::move(*socket);

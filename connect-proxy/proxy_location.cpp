@@ -3,10 +3,14 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 
 namespace sandgate::connect_proxy {
 namespace {
@@ -73,6 +77,47 @@ std::string quote_setting(std::string_view source, std::string_view text) {
   return out;
 }
 
+// `text` with %XX escapes decoded (RFC 3986 section 2.1); nothing when an escape is broken or
+// the result holds a control character (it goes into a header field).
+std::optional<std::string> percent_decode(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '%') {
+      unsigned value = 0;
+      if (i + 2 >= text.size()) {
+        return std::nullopt;
+      }
+      auto [end, ec] = std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16);
+      if (ec != std::errc() || end != text.data() + i + 3) {
+        return std::nullopt;
+      }
+      c = static_cast<char>(value);
+      i += 2;
+    }
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return std::nullopt;
+    }
+    out += c;
+  }
+  return out;
+}
+
+// The address as messages may show it: a password in it replaced by `***`.
+std::string without_password(std::string_view text) {
+  const auto at = text.rfind('@');
+  if (at == std::string_view::npos) {
+    return std::string(text);
+  }
+  const auto scheme = text.find("://");
+  const std::size_t start = scheme == std::string_view::npos || scheme > at ? 0 : scheme + 3;
+  const auto colon = text.substr(start, at - start).find(':');
+  if (colon == std::string_view::npos) {
+    return std::string(text);
+  }
+  return std::string(text.substr(0, start + colon + 1)) + "***" + std::string(text.substr(at));
+}
+
 }  // namespace
 
 std::string ProxyLocation::display() const {
@@ -92,7 +137,7 @@ std::optional<std::string> process_env(std::string_view name) {
 
 Expected<ProxyLocation, std::string> parse_proxy_address(std::string_view text,
                                                          std::string_view source) {
-  const std::string original(text);
+  const std::string original = without_password(text);
   auto fail = [&](std::string_view why) {
     return Unexpected(quote_setting(source, original) +
                       " is not a usable proxy address: " + std::string(why));
@@ -124,12 +169,25 @@ Expected<ProxyLocation, std::string> parse_proxy_address(std::string_view text,
     }
     text.remove_suffix(1);
   }
-  if (text.find('@') != std::string_view::npos) {
-    return fail("credentials in the proxy URL are not supported");
-  }
-
   ProxyLocation location;
   location.source = std::string(source);
+  // Credentials: everything before the last '@' (a password may hold a raw '@' or ':').
+  if (const auto at = text.rfind('@'); at != std::string_view::npos) {
+    const std::string_view userinfo = text.substr(0, at);
+    text.remove_prefix(at + 1);
+    const auto colon = userinfo.find(':');
+    if (colon == std::string_view::npos || colon + 1 == userinfo.size()) {
+      return fail("the credentials need a password: http://USER:TOKEN@HOST:PORT");
+    }
+    const auto user = percent_decode(userinfo.substr(0, colon));
+    const auto password = percent_decode(userinfo.substr(colon + 1));
+    if (!user || !password || user->find(':') != std::string::npos) {
+      return fail(
+          "the credentials have a broken %-escape, a control character, or a ':' in "
+          "the user name");
+    }
+    location.credentials = *user + ":" + *password;
+  }
   std::string_view port_text;
   if (text.starts_with('[')) {
     const auto close = text.find(']');
@@ -187,7 +245,7 @@ Expected<ProxyLocation, std::string> find_proxy(const std::optional<std::string>
       return Unexpected(quote_setting("SANDBOX_PROXY_PORT", *port_text) +
                         " is not a port number from 1 to 65535");
     }
-    return ProxyLocation{"127.0.0.1", *port, "SANDBOX_PROXY_PORT"};
+    return ProxyLocation{"127.0.0.1", *port, "SANDBOX_PROXY_PORT", {}};
   }
   for (auto name : kUrlVariables) {
     if (auto url = present(name)) {
@@ -197,6 +255,43 @@ Expected<ProxyLocation, std::string> find_proxy(const std::optional<std::string>
   return Unexpected(std::string(
       "no proxy is configured: pass --proxy HOST:PORT, or set SANDBOX_PROXY_PORT, HTTPS_PROXY, "
       "https_proxy, ALL_PROXY or all_proxy"));
+}
+
+}  // namespace sandgate::connect_proxy
+
+namespace sandgate::connect_proxy {
+
+Expected<std::string, std::string> credentials_from_environment(const EnvLookup& env) {
+  auto usable = [](std::string_view token) {
+    return !token.empty() && std::all_of(token.begin(), token.end(),
+                                         [](unsigned char c) { return c > 0x20 && c < 0x7f; });
+  };
+  if (auto token = env("SANDGATE_TOKEN"); token && !token->empty()) {
+    if (!usable(*token)) {
+      return Unexpected(std::string(
+          "SANDGATE_TOKEN holds a space or a control character; a sandgate token has none"));
+    }
+    return "sandgate:" + *token;
+  }
+  if (auto path = env("SANDGATE_TOKEN_FILE"); path && !path->empty()) {
+    errno = 0;
+    std::ifstream in(*path);
+    std::string line;
+    if (!in || !std::getline(in, line)) {
+      return Unexpected("cannot read the token file SANDGATE_TOKEN_FILE=\"" + *path + "\"" +
+                        (errno != 0 ? std::string(": ") + std::strerror(errno) : std::string()));
+    }
+    if (line.ends_with('\r')) {
+      line.pop_back();
+    }
+    if (!usable(line)) {
+      return Unexpected("the first line of SANDGATE_TOKEN_FILE=\"" + *path +
+                        "\" is empty or holds a space or a control character; it should hold "
+                        "the token alone");
+    }
+    return "sandgate:" + line;
+  }
+  return std::string();
 }
 
 }  // namespace sandgate::connect_proxy

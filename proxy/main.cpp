@@ -131,6 +131,11 @@ int main(int argc, char** argv) {
         std::cout, std::cerr);
   }
   if (*run) {
+    // `run` starts a gate of its own whose only client is CMD (on Linux it listens inside CMD's
+    // private network namespace). A token (SANDGATE_TOKEN for a shared gate, say) would have to
+    // be handed to CMD, the very process the gate confines, and would protect nothing: it is
+    // not used there.
+    settings->token.clear();
     return sandgate::sandbox::run_run(*settings, sources, run_options);
   }
   return sandgate::commands::run_serve(*settings, sources);

@@ -765,6 +765,16 @@ std::optional<std::string> DomainSet::Builder::State::add_name(std::string_view 
   if (wildcard && host->is_ip()) {
     return std::string(kWildcardIp);
   }
+  // An IPv4 address written as IPv4-mapped IPv6 (`::ffff:a.b.c.d`) is that very address, and is
+  // stored as IPv4: destinations are matched in IPv4 form (rules/policy.cpp, match_list), and
+  // deny messages print mapped addresses this way, so people copy them into lists like this.
+  // (The deprecated IPv4-compatible form is not: `::1:443` is an IPv6 address people write.)
+  if (host->kind == HostKind::ipv6) {
+    if (auto embedded = embedded_ipv4(host->address);
+        embedded && embedded->form == "IPv4-mapped") {
+      host = Host{HostKind::ipv4, embedded->address.to_string(), embedded->address};
+    }
+  }
   const std::string_view name = host->name;
   if (name.empty() || name.size() > kMaxStoredName) {
     return std::string(to_string(name.empty() ? HostError::empty : HostError::too_long));

@@ -156,9 +156,7 @@ int run_serve(const settings::Settings& settings, const settings::Sources& sourc
     log.note("info", "admin endpoint on http://" + *bound + "/metrics");
   }
 
-  const std::string address = endpoint->address().is_v6()
-                                  ? "[" + endpoint->address().to_string() + "]"
-                                  : endpoint->address().to_string();
+
   if (!settings.port_file.empty()) {
     std::string error;
     if (!write_port_file(settings.port_file, endpoint->port(), error)) {
@@ -170,7 +168,7 @@ int run_serve(const settings::Settings& settings, const settings::Sources& sourc
                        std::to_string(loaded->policy->blocklist().size()) + " entries; " +
                        std::to_string(settings.threads) + " worker thread(s)");
   // The one line on standard output: scripts wait for it.
-  std::cout << "sandgate listening on " << address << ":" << endpoint->port() << std::endl;
+  std::cout << "sandgate listening on " << server.listen_text() << std::endl;
 
   server.run(true);
   return 0;

@@ -39,7 +39,8 @@ const std::vector<std::string_view>& known_reasons() {
       "dns-error",        "connection-refused",  "connection-timeout",
       "destination-unavailable", "connection-limit", "request-timeout",
       "header-too-large", "bad-request",         "origin-form",
-      "https-absolute-form", "upstream-failure", "other",
+      "https-absolute-form", "upstream-failure", "auth-required",
+      "auth-failed",      "other",
   };
   return reasons;
 }

@@ -1,9 +1,32 @@
 // The daemon's skeleton. See server.hpp.
+//
+// Unix socket listeners (`--listen unix:PATH`). Sessions, the relay and the connection registry
+// all hold the client as a boost::asio::ip::tcp::socket, and changing that type everywhere (a
+// template parameter or a variant through every handler) would be a large change for a small
+// feature. Instead the AF_UNIX listening descriptor is assigned to each worker's tcp::acceptor,
+// and what it accepts is a tcp::socket whose descriptor is an AF_UNIX stream socket. That is
+// sound because Asio's reactive socket service only passes the descriptor to the system calls
+// the sessions use, and each of them works the same on a unix stream socket: accept (called
+// without a peer address, so no address type is involved), read/write/recv/send, shutdown,
+// close, cancel, SO_LINGER, and splice (to and from a pipe, for tunnels). What does not fit is
+// confined to calls that report errors as values and are checked:
+//   - TCP_NODELAY (set_option(no_delay) after accept): not set for unix clients (it would fail
+//     with EOPNOTSUPP into an ignored error code).
+//   - remote_endpoint(ec) in SessionContext: getpeername returns an AF_UNIX address of at most
+//     110 bytes, which Asio accepts (it only refuses lengths over sizeof(sockaddr_storage)) and
+//     reads as a meaningless IPv6 address; serve_client() then replaces the client's name in
+//     the log with "uid:N" from SO_PEERCRED (getpeereid on macOS), or "unix".
+//   - local_endpoint() is never called on a client socket; the upstream socket is always TCP.
+// Every other call on the client socket (connect_tunnel, http_forward, the relays) was checked
+// for this: none asks for the client's address or sets a TCP option on it.
 #include "proxy/server/server.hpp"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -14,7 +37,9 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cerrno>
 #include <csignal>
+#include <cstddef>
 #include <cstring>
 
 #include "proxy/session/client_session.hpp"
@@ -28,8 +53,27 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 constexpr int kBacklog = 4096;
 
+// How a unix socket client is named in the log: its user id, which the kernel vouches for.
+std::string unix_peer_label(int fd) {
+#if defined(SO_PEERCRED)
+  ucred credentials{};
+  socklen_t length = sizeof credentials;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0) {
+    return "uid:" + std::to_string(credentials.uid);
+  }
+#elif defined(__APPLE__)
+  uid_t uid = 0;
+  gid_t gid = 0;
+  if (::getpeereid(fd, &uid, &gid) == 0) {
+    return "uid:" + std::to_string(uid);
+  }
+#endif
+  return "unix";
+}
+
 // Accepts on this worker's handle of the shared listening socket until it is closed.
-asio::awaitable<void> accept_loop(Worker& worker) {
+// `unix_clients`: the listening socket is a unix socket (see the comment at the top).
+asio::awaitable<void> accept_loop(Worker& worker, bool unix_clients) {
   asio::steady_timer pause(worker.io);
   auto last_complaint = std::chrono::steady_clock::time_point{};
   const std::uint32_t limit = worker.shared.settings.max_connections;
@@ -43,8 +87,8 @@ asio::awaitable<void> accept_loop(Worker& worker) {
       // socket stays readable, so retrying at once would spin. Pause, and say so (not too often).
       const auto now = std::chrono::steady_clock::now();
       if (now - last_complaint > std::chrono::seconds(1)) {
-        worker.shared.log.note("warning", "accept failed: " + error.message() +
-                                              "; pausing new connections briefly");
+        worker.shared.log.note(
+            "warning", "accept failed: " + error.message() + "; pausing new connections briefly");
         last_complaint = now;
       }
       pause.expires_after(std::chrono::milliseconds(100));
@@ -54,6 +98,12 @@ asio::awaitable<void> accept_loop(Worker& worker) {
     if (worker.shared.open_connections.fetch_add(1, std::memory_order_relaxed) >= limit) {
       worker.shared.open_connections.fetch_sub(1, std::memory_order_relaxed);
       asio::co_spawn(worker.io, session::refuse_busy(std::move(socket)), asio::detached);
+      continue;
+    }
+    if (unix_clients) {
+      std::string label = unix_peer_label(socket.native_handle());
+      asio::co_spawn(worker.io, session::serve_client(worker, std::move(socket), std::move(label)),
+                     asio::detached);
       continue;
     }
     boost::system::error_code ignored;
@@ -110,6 +160,101 @@ Server::~Server() {
       thread.join();
     }
   }
+  // Remove our unix socket, unless it is no longer ours: once this gate stopped accepting, a new
+  // gate may have found it stale and put its own in its place.
+  if (!unix_path_.empty()) {
+    struct stat now {};
+    if (::lstat(unix_path_.c_str(), &now) == 0 && S_ISSOCK(now.st_mode) &&
+        now.st_dev == unix_device_ && now.st_ino == unix_inode_) {
+      ::unlink(unix_path_.c_str());
+    }
+  }
+}
+
+std::string Server::listen_text() const {
+  if (unix_listener_) {
+    return "unix:" + (unix_path_.empty() ? std::string("(handed over)") : unix_path_);
+  }
+  const auto address = endpoint_.address();
+  return (address.is_v6() ? "[" + address.to_string() + "]" : address.to_string()) + ":" +
+         std::to_string(endpoint_.port());
+}
+
+// Creates the listening unix socket at `path` with mode 0600. An existing file that is not a
+// socket is left alone (an error); an existing socket nobody accepts on (connect() is refused)
+// is the leftover of a gate that died and is replaced; one that accepts belongs to a live
+// program and is an error. Start-up only: the umask is process-wide, so this runs before any
+// other thread creates files.
+Expected<int, std::string> Server::bind_unix_socket(const std::string& path) {
+  const std::string where = "cannot listen on unix:" + path + ": ";
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof address.sun_path) {
+    return Unexpected{where + "the path is too long for a unix socket"};
+  }
+  std::memcpy(address.sun_path, path.data(), path.size());
+  const auto* raw = reinterpret_cast<const sockaddr*>(&address);
+  const socklen_t length =
+      static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+
+  struct stat existing {};
+  if (::lstat(path.c_str(), &existing) == 0) {
+    if (!S_ISSOCK(existing.st_mode)) {
+      return Unexpected{where + "it exists and is not a socket; refusing to replace it"};
+    }
+    const int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (probe < 0) {
+      return Unexpected{where + std::strerror(errno)};
+    }
+    const int connected = ::connect(probe, raw, length);
+    const int probe_errno = errno;
+    ::close(probe);
+    if (connected == 0) {
+      return Unexpected{where +
+                        "another program (another sandgate?) is serving on it; stop it or "
+                        "choose another path"};
+    }
+    if (probe_errno != ECONNREFUSED) {
+      return Unexpected{where + "a socket is there that cannot be checked (" +
+                        std::strerror(probe_errno) + "); remove it if nothing uses it"};
+    }
+    // Nobody accepts on it: left by a gate that died without cleaning up.
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      return Unexpected{where + "cannot remove the stale socket: " + std::strerror(errno)};
+    }
+    log_.note("info", "removed the stale socket " + path + " (no gate was serving on it)");
+  } else if (errno != ENOENT) {
+    return Unexpected{where + std::strerror(errno)};
+  }
+
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return Unexpected{where + std::strerror(errno)};
+  }
+  // The file bind() creates gets mode 0777 & ~umask: with umask 0177 it is 0600 from the first
+  // instant (a chmod afterwards would leave a moment in which others could connect).
+  const mode_t previous_umask = ::umask(0177);
+  const int bound = ::bind(fd, raw, length);
+  const int bind_errno = errno;
+  ::umask(previous_umask);
+  if (bound != 0) {
+    ::close(fd);
+    if (bind_errno == EADDRINUSE) {
+      return Unexpected{where + "another program created it a moment ago"};
+    }
+    return Unexpected{where + std::strerror(bind_errno)};
+  }
+  struct stat created {};
+  if (::listen(fd, kBacklog) != 0 || ::lstat(path.c_str(), &created) != 0) {
+    const int error = errno;
+    ::close(fd);
+    ::unlink(path.c_str());
+    return Unexpected{where + std::strerror(error)};
+  }
+  unix_path_ = path;
+  unix_device_ = created.st_dev;
+  unix_inode_ = created.st_ino;
+  return fd;
 }
 
 std::vector<const metrics::WorkerMetrics*> Server::worker_metrics() const {
@@ -126,6 +271,15 @@ std::uint32_t Server::open_connections() const {
 
 Expected<tcp::endpoint, std::string> Server::bind() {
   raise_descriptor_limit();
+  if (auto path = settings::unix_listen_path(settings_.listen)) {
+    auto fd = bind_unix_socket(std::string(*path));
+    if (!fd) {
+      return Unexpected{fd.error()};
+    }
+    auto prepared = prepare_workers(*fd);  // the workers hold duplicates
+    ::close(*fd);
+    return prepared;
+  }
   auto endpoint = parse_listen(settings_.listen);
   if (!endpoint) {
     return endpoint;
@@ -174,7 +328,10 @@ Expected<tcp::endpoint, std::string> Server::prepare_workers(int listening_fd) {
   sockaddr_storage address{};
   socklen_t length = sizeof address;
   ::getsockname(listening_fd, reinterpret_cast<sockaddr*>(&address), &length);
-  if (address.ss_family == AF_INET6) {
+  unix_listener_ = address.ss_family == AF_UNIX;
+  if (unix_listener_) {
+    endpoint_ = tcp::endpoint();  // no address; the acceptors below use tcp::v4() as a label only
+  } else if (address.ss_family == AF_INET6) {
     const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&address);
     asio::ip::address_v6::bytes_type bytes;
     std::memcpy(bytes.data(), &v6->sin6_addr, 16);
@@ -275,14 +432,16 @@ void Server::run(bool handle_signals) {
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
   for (auto& worker : workers_) {
     Worker& w = *worker;
-    asio::co_spawn(w.io, accept_loop(w), asio::detached);
+    asio::co_spawn(w.io, accept_loop(w, unix_listener_), asio::detached);
     threads_.emplace_back([&w] { w.io.run(); });
   }
 
   std::optional<asio::signal_set> signals;
+  // Declared here, not in the block below: the handler re-arms itself through this reference,
+  // so it must live as long as control_ runs.
+  std::function<void(boost::system::error_code, int)> on_signal;
   if (handle_signals) {
     signals.emplace(control_, SIGINT, SIGTERM, SIGHUP);
-    std::function<void(boost::system::error_code, int)> on_signal;
     on_signal = [this, &signals, &on_signal](boost::system::error_code error, int number) {
       if (error) {
         return;

@@ -7,7 +7,7 @@ namespace sandgate::session {
 namespace {
 
 // Indexed by ReplyKind. The Proxy-Status error types are RFC 9209's registered names.
-constexpr std::array<ReplyInfo, 14> kReplies = {{
+constexpr std::array<ReplyInfo, 15> kReplies = {{
     {403, "Forbidden", "http_request_denied"},
     {403, "Forbidden", "destination_ip_prohibited"},
     {400, "Bad Request", "http_request_error"},
@@ -22,7 +22,12 @@ constexpr std::array<ReplyInfo, 14> kReplies = {{
     {503, "Service Unavailable", "connection_limit_reached"},
     {502, "Bad Gateway", "http_response_incomplete"},
     {501, "Not Implemented", "http_request_error"},
+    // RFC 9110 section 11.7.1: a 407 carries the challenge the client must answer.
+    {407, "Proxy Authentication Required", "http_request_denied",
+     "Proxy-Authenticate: Basic realm=\"sandgate\""},
 }};
+static_assert(kReplies.size() == static_cast<std::size_t>(ReplyKind::auth_required) + 1,
+              "one kReplies entry per ReplyKind, in order");
 
 }  // namespace
 
@@ -66,6 +71,10 @@ std::string build_reply(ReplyKind kind, std::string_view code, std::string_view 
   reply += info.proxy_status_error;
   reply += "; details=";
   reply += to_sf_string(details);
+  if (!info.extra_field.empty()) {
+    reply += "\r\n";
+    reply += info.extra_field;
+  }
   reply += "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ";
   reply += std::to_string(body.size());
   reply += "\r\nConnection: close\r\n\r\n";

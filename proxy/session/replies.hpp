@@ -25,12 +25,14 @@ enum class ReplyKind : std::uint8_t {
   connection_limit,    // 503: too many clients at once
   upstream_failure,    // 502: the origin closed or broke the exchange (plain HTTP)
   not_implemented,     // 501: a method or form the proxy does not carry
+  auth_required,       // 407: the gate needs a token (SANDGATE_TOKEN) and got none or a wrong one
 };
 
 struct ReplyInfo {
   unsigned status;
   std::string_view status_text;
   std::string_view proxy_status_error;  // RFC 9209 error type
+  std::string_view extra_field = {};     // a header field line (no CRLF) this kind needs, if any
 };
 
 const ReplyInfo& reply_info(ReplyKind kind);

@@ -36,6 +36,23 @@ TEST(Request, ConnectWithHost) {
             "CONNECT [::1]:22 HTTP/1.1\r\nHost: [::1]:22\r\n\r\n");
 }
 
+TEST(Request, ConnectWithCredentials) {
+  EXPECT_EQ(build_connect_request("github.com:22", "sandgate:tok"),
+            "CONNECT github.com:22 HTTP/1.1\r\nHost: github.com:22\r\n"
+            "Proxy-Authorization: Basic c2FuZGdhdGU6dG9r\r\n\r\n");
+}
+
+TEST(Base64, Rfc4648Vectors) {
+  EXPECT_EQ(encode_base64(""), "");
+  EXPECT_EQ(encode_base64("f"), "Zg==");
+  EXPECT_EQ(encode_base64("fo"), "Zm8=");
+  EXPECT_EQ(encode_base64("foo"), "Zm9v");
+  EXPECT_EQ(encode_base64("foob"), "Zm9vYg==");
+  EXPECT_EQ(encode_base64("fooba"), "Zm9vYmE=");
+  EXPECT_EQ(encode_base64("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(encode_base64("\xff\xfe\xfd"), "//79");
+}
+
 TEST(HeadEnd, FindsTheBlankLine) {
   EXPECT_EQ(find_head_end("HTTP/1.1 200 OK\r\n\r\n"), 19u);
   EXPECT_EQ(find_head_end("HTTP/1.1 200 OK\r\n\r\nSSH-2.0-x\r\n"), 19u);
@@ -95,9 +112,27 @@ TEST(Refusal, Messages) {
             "(connection-refused): 127.0.0.1:1 refused.");
 
   ResponseHead plain{407, "Proxy Authentication Required", ""};
+  // Another proxy's 407: the generic message.
   EXPECT_EQ(describe_refusal(plain, "p:3128", "a.test:22"),
             "the proxy at p:3128 answered CONNECT a.test:22 with 407 Proxy Authentication "
             "Required");
+  EXPECT_EQ(describe_refusal(plain, "p:3128", "a.test:22", true),
+            "the proxy at p:3128 answered CONNECT a.test:22 with 407 Proxy Authentication "
+            "Required");
+  // sandgate's: about its token.
+  ResponseHead required{407, "Proxy Authentication Required",
+                        "auth-required: this gate requires a token."};
+  EXPECT_EQ(describe_refusal(required, "127.0.0.1:9877", "a.test:22"),
+            "the proxy at 127.0.0.1:9877 requires a token for CONNECT a.test:22: 407 Proxy "
+            "Authentication Required (auth-required): this gate requires a token. "
+            "sandgate-connect sends one from SANDGATE_TOKEN, from the file SANDGATE_TOKEN_FILE "
+            "names, or from a proxy address of the form http://USER:TOKEN@HOST:PORT.");
+  ResponseHead failed{407, "Proxy Authentication Required",
+                      "auth-failed: the token in Proxy-Authorization is not this gate's token."};
+  EXPECT_EQ(describe_refusal(failed, "127.0.0.1:9877", "a.test:22", true),
+            "the proxy at 127.0.0.1:9877 did not accept the token sent for CONNECT a.test:22: 407 "
+            "Proxy Authentication Required (auth-failed): the token in Proxy-Authorization is "
+            "not this gate's token.");
 
   ResponseHead free_text{400, "Bad Request", "no code here"};
   EXPECT_EQ(describe_refusal(free_text, "p:1", "a:2"),

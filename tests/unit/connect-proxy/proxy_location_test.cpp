@@ -4,8 +4,11 @@
 #include "connect-proxy/proxy_location.hpp"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <map>
+#include <string>
 
 namespace sandgate::connect_proxy {
 namespace {
@@ -61,7 +64,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadCase{"https://proxy:443", "TLS to the proxy"},
         BadCase{"socks5://127.0.0.1:1080", "SOCKS"}, BadCase{"socks5h://127.0.0.1:1080", "SOCKS"},
-        BadCase{"ftp://x:1", "unknown scheme"}, BadCase{"http://user:pw@proxy:8080", "credentials"},
+        BadCase{"ftp://x:1", "unknown scheme"},
+        BadCase{"http://user@proxy:8080", "need a password"},
+        BadCase{"http://user:@proxy:8080", "need a password"},
+        BadCase{"http://u:%zz@proxy:8080", "broken %-escape"},
+        BadCase{"http://u:%0a@proxy:8080", "control character"},
+        BadCase{"http://u%3ax:pw@proxy:8080", "':' in the user name"},
         BadCase{"http://proxy:8080/path", "no path"}, BadCase{"http://proxy", "no port"},
         BadCase{"proxy:", "not a number"}, BadCase{"proxy:0", "not a number"},
         BadCase{"proxy:65536", "not a number"}, BadCase{"proxy:80x", "not a number"},
@@ -69,6 +77,37 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"[nothex]:80", "not an IPv6"}, BadCase{"[::1]", "no port"},
         BadCase{"pro xy:80", "not a host name"}, BadCase{"", "empty"}),
     [](const auto& info) { return std::to_string(info.index); });
+
+// Credentials in the address: decoded for Proxy-Authorization, never shown in messages.
+TEST(ProxyAddressCredentials, ParsedDecodedAndNeverShown) {
+  struct Case {
+    const char* text;
+    const char* credentials;
+    const char* host;
+  };
+  for (const Case& c : {
+           Case{"http://agent:tok-0123456789abcdef@127.0.0.1:9877", "agent:tok-0123456789abcdef",
+                "127.0.0.1"},
+           Case{"http://:token@[::1]:9877/", ":token", "::1"},
+           Case{"agent:token@localhost:9877", "agent:token", "localhost"},
+           Case{"http://a%40b:p%40ss%3Aw%2Frd@proxy:1", "a@b:p@ss:w/rd", "proxy"},
+           Case{"http://a:p@ss@proxy:1", "a:p@ss", "proxy"},  // the last '@' ends them
+           Case{"http://127.0.0.1:9877", "", "127.0.0.1"},
+       }) {
+    SCOPED_TRACE(c.text);
+    auto parsed = parse_proxy_address(c.text, "HTTPS_PROXY");
+    ASSERT_TRUE(parsed) << parsed.error();
+    EXPECT_EQ(parsed->credentials, c.credentials);
+    EXPECT_EQ(parsed->host, c.host);
+    EXPECT_EQ(parsed->display().find('@'), std::string::npos);
+  }
+  // A refused address with a password in it is quoted with the password masked.
+  auto refused = parse_proxy_address("http://agent:sup3r-secret@proxy", "--proxy");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().find("sup3r-secret"), std::string::npos) << refused.error();
+  EXPECT_NE(refused.error().find("--proxy \"http://agent:***@proxy\""), std::string::npos)
+      << refused.error();
+}
 
 // A fake environment for find_proxy.
 EnvLookup fake_env(std::map<std::string, std::string, std::less<>> values) {
@@ -132,6 +171,36 @@ TEST(FindProxy, NothingConfiguredNamesEveryVariable) {
        {"--proxy", "SANDBOX_PROXY_PORT", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"}) {
     EXPECT_NE(found.error().find(name), std::string::npos) << name << ": " << found.error();
   }
+}
+
+TEST(CredentialsFromEnvironment, TokenThenTokenFileThenNothing) {
+  auto none = credentials_from_environment(fake_env({}));
+  ASSERT_TRUE(none) << none.error();
+  EXPECT_EQ(*none, "");
+  auto token = credentials_from_environment(
+      fake_env({{"SANDGATE_TOKEN", "tok-0123456789abcdef"}, {"SANDGATE_TOKEN_FILE", "/nowhere"}}));
+  ASSERT_TRUE(token) << token.error();
+  EXPECT_EQ(*token, "sandgate:tok-0123456789abcdef");
+
+  char pattern[] = "/tmp/sandgate-connect-token-XXXXXX";
+  const int fd = ::mkstemp(pattern);
+  ASSERT_GE(fd, 0);
+  const std::string text = "tok-from-the-file-0123\r\nignored\n";
+  ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ::close(fd);
+  auto from_file = credentials_from_environment(fake_env({{"SANDGATE_TOKEN_FILE", pattern}}));
+  ASSERT_TRUE(from_file) << from_file.error();
+  EXPECT_EQ(*from_file, "sandgate:tok-from-the-file-0123");
+  ::unlink(pattern);
+
+  auto missing = credentials_from_environment(fake_env({{"SANDGATE_TOKEN_FILE", pattern}}));
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().find("cannot read the token file SANDGATE_TOKEN_FILE="),
+            std::string::npos)
+      << missing.error();
+  auto spaced = credentials_from_environment(fake_env({{"SANDGATE_TOKEN", "has a space"}}));
+  ASSERT_FALSE(spaced);
+  EXPECT_EQ(spaced.error().find("has a space"), std::string::npos) << spaced.error();
 }
 
 }  // namespace

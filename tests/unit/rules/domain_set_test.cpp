@@ -572,3 +572,29 @@ TEST(DomainSetRobustness, RandomLinesLoadOrAreRefused) {
 
 }  // namespace
 }  // namespace sandgate::rules
+
+namespace sandgate::rules {
+namespace {
+
+// An IPv4 address written as IPv4-mapped IPv6 is that IPv4 address: the entry matches the dotted
+// form (how destinations are matched).
+TEST(DomainSetIpEntries, MappedEntriesMatchTheIpv4Address) {
+  std::vector<LoadIssue> issues;
+  const DomainSet set = DomainSet::parse("::ffff:127.0.0.1\n[::ffff:203.0.113.9]:443\n::ffff:7f00:2\n",
+                                         "blocked.txt", issues);
+  ASSERT_TRUE(issues.empty());
+  auto match = [&set](std::string_view text, std::uint16_t port) -> std::optional<RuleMatch> {
+    auto host = parse_host(text);
+    return host ? set.match(*host, port) : std::nullopt;
+  };
+  ASSERT_TRUE(match("127.0.0.1", 80));
+  EXPECT_EQ(match("127.0.0.1", 80)->line, 1u);
+  EXPECT_EQ(match("127.0.0.1", 80)->entry, "::ffff:127.0.0.1");
+  EXPECT_TRUE(match("203.0.113.9", 443));
+  EXPECT_FALSE(match("203.0.113.9", 80));
+  EXPECT_TRUE(match("127.0.0.2", 80));
+  EXPECT_FALSE(match("127.0.0.3", 80));
+}
+
+}  // namespace
+}  // namespace sandgate::rules
