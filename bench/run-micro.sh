@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
 # Runs the component micro-benchmarks (Google Benchmark) from a release build and prints their
 # tables. `QUICK=1` is the short smoke run CI can afford. Results are recorded in bench/README.md.
+#
+# Environment: BUILD (the build folder, default build/), QUICK (0), JSON_DIR (when set, each
+# benchmark also writes Google Benchmark's JSON there as NAME.json, for bench/run.sh's summary).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-min_time=${QUICK:+0.01}
-min_time=${min_time:-0.5}
-for bench in build/bench/*_bench; do
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD:-$root/build}
+if [[ ${QUICK:-0} == 1 ]]; then min_time=0.01; else min_time=0.5; fi
+found=0
+for bench in "$build"/bench/*_bench; do
   [[ -x "$bench" ]] || continue
+  found=1
+  json=()
+  if [[ -n ${JSON_DIR:-} ]]; then
+    mkdir -p "$JSON_DIR"
+    json=(--benchmark_out="$JSON_DIR/$(basename "$bench").json" --benchmark_out_format=json)
+  fi
   echo "== $bench"
-  "$bench" --benchmark_min_time="$min_time" --benchmark_counters_tabular=true
+  "$bench" --benchmark_min_time="$min_time" --benchmark_counters_tabular=true "${json[@]}"
 done
+((found)) || { echo "run-micro.sh: no benchmarks in $build/bench: build first" >&2; exit 1; }

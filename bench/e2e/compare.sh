@@ -2,47 +2,70 @@
 # bench/e2e/compare.sh: sandgate-load side by side against no proxy (the limit), sandgate,
 # tinyproxy and squid, on loopback, the proxy pinned to one core and the load tool to the other.
 # Prints medians and ratios to "no proxy" as markdown on stdout; progress goes to stderr; raw
-# JSON lines go to build/bench-results/. What each number means: bench/e2e/README.md.
+# JSON lines (one per run) go to $RAW. What each number means: bench/e2e/README.md. The whole
+# benchmark (micro-benchmarks, this script three times, instruction counts, plots) is
+# bench/run.sh, i.e. `make bench`.
 #
-#   bench/e2e/compare.sh                 # 3 rounds, setups at 1/16/256, 5 s runs
-#   QUICK=1 bench/e2e/compare.sh         # setups at 16 only, 2 s runs
+#   bench/e2e/compare.sh                 # 3 rounds of every workload, 5 s runs
+#   QUICK=1 bench/e2e/compare.sh         # 1 round, 16 clients/tunnels only, 2 s runs
 #   ROUNDS=5 TARGETS="none sandgate" bench/e2e/compare.sh
 #
-# Environment: ROUNDS (3), QUICK (0), TARGETS ("none sandgate tinyproxy squid"), DURATION (5,
-# quick 2), SETUP_LEVELS ("1 16 256", quick "16"), STREAM_LEVELS ("1 16"), IDLE_TUNNELS (10000),
-# PROXY_CPU (0), LOAD_CPU (1), ORIGIN_CPU (same as PROXY_CPU), NICE (0), BUILD (build),
-# SANDGATE (its binary).
+# Targets: none, sandgate (1 worker thread), sandgate-t2 (2 worker threads), sandgate-1m (1
+# worker thread, a 1,000,000-entry blocklist), sandgate-b (the build in SANDGATE_B, run like
+# sandgate: an A/B test of a candidate change, side by side in the same rounds), tinyproxy, squid.
+#
+# Environment: ROUNDS (3; quick 1), QUICK (0), TARGETS ("none sandgate tinyproxy squid"),
+# WORKLOADS ("setups download upload http idle"), DURATION (5; quick 2), SETUP_LEVELS ("1 16
+# 256"; quick "16"), STREAM_LEVELS ("1 16 256"; quick "16"), HTTP_LEVELS ("16 256"; quick "16"),
+# IDLE_TUNNELS (10000; quick 2000), PROXY_CPU (0), LOAD_CPU (1), ORIGIN_CPU (same as PROXY_CPU),
+# LOAD_THREADS (1), CONNECT_HOST (empty: CONNECT to the origin's IP; a name: sandgate targets
+# CONNECT to that name and resolve it through the origin's DNS), SUITE ("main", copied into every
+# JSON line), RAW (the JSON lines file; default BUILD/bench-results/compare-STAMP.jsonl), NICE
+# (0), BUILD (build), SANDGATE (its binary), SANDGATE_B (the binary of target sandgate-b).
 
 # Not -e: one target failing must leave the others' results standing.
 set -uo pipefail
 
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
 build=${BUILD:-$root/build}
 load=$build/bench/sandgate-load
 sandgate=${SANDGATE:-$build/bin/sandgate}
-rounds=${ROUNDS:-3}
+sandgate_b=${SANDGATE_B:-}
 quick=${QUICK:-0}
 targets=(${TARGETS:-none sandgate tinyproxy squid})
+workloads=(${WORKLOADS:-setups download upload http idle})
 if [[ $quick == 1 ]]; then
+  rounds=${ROUNDS:-1}
   duration=${DURATION:-2}
   setup_levels=(${SETUP_LEVELS:-16})
+  stream_levels=(${STREAM_LEVELS:-16})
+  http_levels=(${HTTP_LEVELS:-16})
+  idle_tunnels=${IDLE_TUNNELS:-2000}
 else
+  rounds=${ROUNDS:-3}
   duration=${DURATION:-5}
   setup_levels=(${SETUP_LEVELS:-1 16 256})
+  stream_levels=(${STREAM_LEVELS:-1 16 256})
+  http_levels=(${HTTP_LEVELS:-16 256})
+  idle_tunnels=${IDLE_TUNNELS:-10000}
 fi
-stream_levels=(${STREAM_LEVELS:-1 16})
-idle_tunnels=${IDLE_TUNNELS:-10000}
 proxy_cpu=${PROXY_CPU:-0}
 load_cpu=${LOAD_CPU:-1}
 # The origin shares the proxy's core: then every cycle the proxy spends is a cycle the origin
 # lacks, so proxy overhead shows in the numbers instead of hiding in an idle core (README).
 origin_cpu=${ORIGIN_CPU:-$proxy_cpu}
+load_threads=${LOAD_THREADS:-1}
+connect_host=${CONNECT_HOST:-}
+suite=${SUITE:-main}
 # NICE=-5 (as root) favours the measured processes over whatever else the machine runs; off by
 # default because on a shared machine that slows everyone else down.
 niceness=${NICE:-0}
 
 note() { printf 'compare.sh: %s\n' "$*" >&2; }
 notes=()  # caveats gathered on the way, repeated under the table
+want() { [[ " ${targets[*]} " == *" $1 "* ]]; }
+wants_workload() { [[ " ${workloads[*]} " == *" $1 "* ]]; }
 
 # ---- prerequisites ---------------------------------------------------------------------------
 
@@ -59,10 +82,9 @@ else
   pin() { local cpu=$1; shift; exec nice -n "$niceness" taskset -c "$cpu" "$@"; }
 fi
 # pin execs, so `pin CPU CMD &` leaves $! the command's own PID (taskset execs too): the PID
-# whose memory is read and which is stopped. Only ever call it in a subshell (& or a pipe).
+# whose memory and CPU time are read and which is stopped. Only ever call it in a subshell.
 
 # Debian's tinyproxy and squid, installed on first use when we are root and asked for them.
-want() { [[ " ${targets[*]} " == *" $1 "* ]]; }
 missing=()
 want tinyproxy && ! command -v tinyproxy >/dev/null && missing+=(tinyproxy)
 want squid && ! command -v squid >/dev/null && [[ ! -x /usr/sbin/squid ]] && missing+=(squid)
@@ -80,14 +102,19 @@ if ((${#missing[@]})); then
 fi
 PATH=$PATH:/usr/sbin
 
-# Idle tunnels cost the proxy two descriptors each (client and origin side) plus its own few.
+# Idle tunnels cost the proxy two descriptors each (client and origin side) plus its own few
+# hundred (listener, epoll, pipe pool, logs). Raise the soft limit to the hard one, try to raise
+# the hard one (needs CAP_SYS_RESOURCE, and is refused inside some sandboxes), and otherwise
+# open as many tunnels as fit, saying so.
+fd_margin=1000
 ulimit -Sn "$(ulimit -Hn)" 2>/dev/null
 fd_limit=$(ulimit -Sn)
-if [[ $fd_limit != unlimited ]] && ((2 * idle_tunnels + 1000 > fd_limit)); then
-  ulimit -Hn $((2 * idle_tunnels + 1000)) 2>/dev/null && ulimit -Sn $((2 * idle_tunnels + 1000))
+fd_needed=$((2 * idle_tunnels + fd_margin))
+if wants_workload idle && [[ $fd_limit != unlimited ]] && ((fd_needed > fd_limit)); then
+  ulimit -Hn "$fd_needed" 2>/dev/null && ulimit -Sn "$fd_needed"
   fd_limit=$(ulimit -Sn)
-  if ((2 * idle_tunnels + 1000 > fd_limit)); then
-    reduced=$(((fd_limit - 1000) / 2))
+  if ((2 * idle_tunnels + fd_margin > fd_limit)); then
+    reduced=$(((fd_limit - fd_margin) / 2))
     notes+=("Idle: ${reduced} tunnels instead of ${idle_tunnels}: the descriptor limit is \
 ${fd_limit} and cannot be raised here; a proxy needs 2 descriptors per tunnel.")
     note "${notes[-1]}"
@@ -96,18 +123,42 @@ ${fd_limit} and cannot be raised here; a proxy needs 2 descriptors per tunnel.")
 fi
 
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
-results_dir=$build/bench-results
-mkdir -p "$results_dir"
-raw=$results_dir/compare-$stamp.jsonl
+raw=${RAW:-$build/bench-results/compare-$stamp.jsonl}
+mkdir -p "$(dirname "$raw")"
 work=$(mktemp -d /tmp/sandgate-compare.XXXXXX)
 # squid drops to its own user and must still reach its config and log in here.
 chmod 755 "$work"
+# sandgate watches its blocklist's folder (inotify): nothing else is written there, so that no
+# other file's writes wake its watcher thread during a measurement.
+mkdir "$work/policy"
 # Private copies of the load tool and sandgate, so a rebuild by someone else mid-run cannot swap
 # or remove a binary between rounds: every round measures the same builds.
 cp "$load" "$work/sandgate-load" && load=$work/sandgate-load
-if want sandgate && [[ -x $sandgate ]] && cp "$sandgate" "$work/sandgate"; then
+if [[ " ${targets[*]} " == *" sandgate"* && -x $sandgate ]] && cp "$sandgate" "$work/sandgate"; then
   note "sandgate: measuring a copy of $sandgate ($(stat -c %y "$sandgate" | cut -d. -f1))"
   sandgate=$work/sandgate
+fi
+if want sandgate-b && [[ -x $sandgate_b ]] && cp "$sandgate_b" "$work/sandgate-b"; then
+  note "sandgate-b: measuring a copy of $sandgate_b ($(stat -c %y "$sandgate_b" | cut -d. -f1))"
+  sandgate_b=$work/sandgate-b
+fi
+
+# The 1,000,000-entry blocklist for sandgate-1m: three shapes (2, 3 and 4 labels) so that a name
+# lookup probes one hash slot per label count, as it would with a real list; none of them
+# matches the name the clients ask for, so every setup is still allowed.
+if want sandgate-1m; then
+  python3 - "$work/policy/blocked-1m.txt" <<'EOF'
+import sys
+with open(sys.argv[1], "w") as out:
+    for i in range(1_000_000):
+        shape = i % 3
+        if shape == 0:
+            out.write(f"blocked{i}.net\n")
+        elif shape == 1:
+            out.write(f"host{i}.example-domain{i % 977}.com\n")
+        else:
+            out.write(f"x{i}.y{i % 1000}.cdn{i % 97}.org\n")
+EOF
 fi
 
 # ---- processes -------------------------------------------------------------------------------
@@ -149,8 +200,11 @@ wait_listening() {
 }
 
 start_origin() {
+  # With a CONNECT_HOST the origin also answers DNS, so sandgate resolves the name to it.
+  local dns=()
+  [[ -n $connect_host ]] && dns=(--dns)
   pin "$origin_cpu" "$load" origin --listen 127.0.0.1:0 --port-file "$work/origin.port" \
-    --lifetime 7200 >"$work/origin.out" 2>&1 &
+    --lifetime 7200 "${dns[@]}" >"$work/origin.out" 2>&1 &
   origin_pid=$!
   started+=("$origin_pid")
   for _ in $(seq 100); do
@@ -160,37 +214,48 @@ start_origin() {
   origin=$(cat "$work/origin.port" 2>/dev/null) || { note "origin did not start"; exit 1; }
 }
 
+# sandgate, sandgate-t2 (two worker threads), sandgate-1m (the big blocklist) or sandgate-b
+# (another build, same settings).
 start_sandgate() {
-  [[ -x $sandgate ]] || { note "sandgate: $sandgate not built: skipped"; return 1; }
-  : >"$work/blocked.txt"
-  # Enough connection slots for the idle test; an empty blocklist of its own so the user's file
-  # (which may be large) does not change the numbers; a short drain so it stops at once.
-  local args=(serve --listen 127.0.0.1:0 --port-file "$work/sandgate.port" --threads 1
-    --allow-ip=true --block-loopback=false --max-connections $((idle_tunnels + 1000))
-    --blocklist "$work/blocked.txt" --drain-seconds 1)
-  local attempt
+  local variant=$1 binary=$sandgate
+  [[ $variant == sandgate-b ]] && binary=$sandgate_b
+  [[ -x $binary ]] || { note "$variant: '$binary' not built: skipped"; return 1; }
+  : >"$work/policy/blocked.txt"
+  local blocklist=$work/policy/blocked.txt threads=1
+  [[ $variant == sandgate-1m ]] && blocklist=$work/policy/blocked-1m.txt
+  [[ $variant == sandgate-t2 ]] && threads=2
+  # An empty blocklist of its own so the user's file (which may be large) does not change the
+  # numbers (the bundled default blocks nothing either); IP literals and loopback allowed since
+  # the origin is 127.0.0.1; enough connection slots for the idle test; a short drain.
+  local base=(serve --listen 127.0.0.1:0 --port-file "$work/$variant.port" --threads "$threads"
+    --allow-ip=true --block-loopback=false --blocklist "$blocklist")
+  local extra=(--max-connections $((idle_tunnels + 1000)) --drain-seconds 1)
+  [[ -n $connect_host ]] && extra+=(--dns-server "$origin")
+  local attempt args
   for attempt in full minimal; do
-    [[ $attempt == minimal ]] && args=("${args[@]:0:9}")
-    : >"$work/sandgate.out"
+    args=("${base[@]}")
+    [[ $attempt == full ]] && args+=("${extra[@]}")
+    : >"$work/$variant.out"
     # The decision log (one line per tunnel) is part of sandgate's cost: kept, sent nowhere.
-    pin "$proxy_cpu" "$sandgate" "${args[@]}" >"$work/sandgate.out" 2>/dev/null &
+    pin "$proxy_cpu" "$binary" "${args[@]}" >"$work/$variant.out" 2>/dev/null &
     local pid=$!
-    for _ in $(seq 100); do
-      grep -q '^sandgate listening on ' "$work/sandgate.out" && break
+    # Up to 30 s: loading the 1,000,000-entry list takes about a second on a quiet machine.
+    for _ in $(seq 300); do
+      grep -q '^sandgate listening on ' "$work/$variant.out" && break
       kill -0 "$pid" 2>/dev/null || break
       sleep 0.1
     done
     local addr
-    addr=$(sed -n 's/^sandgate listening on \([^ ]*\).*/\1/p' "$work/sandgate.out" | head -1)
+    addr=$(sed -n 's/^sandgate listening on \([^ ]*\).*/\1/p' "$work/$variant.out" | head -1)
     if [[ -n $addr ]]; then
       started+=("$pid")
-      proxy_pid[sandgate]=$pid
-      proxy_addr[sandgate]=$addr
+      proxy_pid[$variant]=$pid
+      proxy_addr[$variant]=$addr
       return 0
     fi
     stop_pid "$pid"
   done
-  note "sandgate did not start: skipped"
+  note "$variant did not start: skipped"
   return 1
 }
 
@@ -253,7 +318,7 @@ start_target() {
   unset "proxy_pid[$target]" "proxy_addr[$target]"
   case $target in
     none) proxy_addr[none]=none ;;
-    sandgate) start_sandgate ;;
+    sandgate | sandgate-t2 | sandgate-1m | sandgate-b) start_sandgate "$target" ;;
     tinyproxy) start_tinyproxy ;;
     squid) start_squid ;;
     *) note "unknown target $target: skipped"; return 1 ;;
@@ -266,19 +331,27 @@ stop_target() {
   unset "proxy_pid[$1]" "proxy_addr[$1]"
 }
 
-# One measurement: the tool's JSON line, tagged with the round, appended to the raw file.
+# One measurement: the tool's JSON line, tagged with the suite and round, appended to the raw
+# file. The proxy's PID lets the tool read its CPU time (and, for idle, its memory).
 measure() {
   local target=$1 round=$2
   shift 2
   local addr=${proxy_addr[$target]:-}
   [[ -n $addr ]] || return 0
-  pin "$load_cpu" "$load" run --proxy "$addr" --origin "$origin" --label "$target" "$@" |
-    sed -e "s/^{/{\"run_id\":\"$stamp\",\"round\":$round,/" >>"$raw"
+  local extra=()
+  [[ -n ${proxy_pid[$target]:-} ]] && extra+=(--proxy-pid "${proxy_pid[$target]}")
+  # Only sandgate is pointed at the origin's DNS; the others keep the address literal.
+  [[ -n $connect_host && $target == sandgate* ]] && extra+=(--connect-host "$connect_host")
+  pin "$load_cpu" "$load" run --proxy "$addr" --origin "$origin" --label "$target" "$@" \
+    "${extra[@]}" |
+    sed -e "s/^{/{\"suite\":\"$suite\",\"run_id\":\"$stamp\",\"round\":$round,/" >>"$raw"
 }
 
 # ---- rounds ----------------------------------------------------------------------------------
 
-note "targets: ${targets[*]}; $rounds round(s) of ${duration} s runs; raw results: $raw"
+note "suite $suite: targets ${targets[*]}; workloads ${workloads[*]}; $rounds round(s) of \
+${duration} s runs; CPUs proxy $proxy_cpu, origin $origin_cpu, load $load_cpu \
+($load_threads thread(s)); raw results: $raw"
 start_origin
 declare -A rounds_measured
 for ((round = 1; round <= rounds; ++round)); do
@@ -293,30 +366,42 @@ for ((round = 1; round <= rounds; ++round)); do
   for target in "${order[@]}"; do
     start_target "$target" && rounds_measured[$target]=$((${rounds_measured[$target]:-0} + 1))
   done
-  for level in "${setup_levels[@]}"; do
-    for target in "${order[@]}"; do
-      measure "$target" "$round" --workload setups --concurrency "$level" --duration "$duration"
+  timed=(--duration "$duration" --threads "$load_threads")
+  if wants_workload setups; then
+    for level in "${setup_levels[@]}"; do
+      for target in "${order[@]}"; do
+        measure "$target" "$round" --workload setups --concurrency "$level" "${timed[@]}"
+      done
     done
-  done
+  fi
   for workload in download upload; do
+    wants_workload $workload || continue
     for level in "${stream_levels[@]}"; do
       for target in "${order[@]}"; do
-        measure "$target" "$round" --workload "$workload" --concurrency "$level" \
-          --duration "$duration"
+        measure "$target" "$round" --workload "$workload" --concurrency "$level" "${timed[@]}"
       done
     done
   done
+  if wants_workload http; then
+    for level in "${http_levels[@]}"; do
+      for target in "${order[@]}"; do
+        measure "$target" "$round" --workload http --concurrency "$level" "${timed[@]}"
+      done
+    done
+  fi
   for target in "${order[@]}"; do stop_target "$target"; done
 
   # Idle memory on a freshly started proxy, so the heap left by the runs above cannot hide
   # the cost of new tunnels. No proxy, no memory to price.
-  for target in "${order[@]}"; do
-    [[ $target == none ]] && continue
-    start_target "$target" || continue
-    measure "$target" "$round" --workload idle --concurrency "$idle_tunnels" --duration 2 \
-      --proxy-pid "${proxy_pid[$target]}" --timeout 10
-    stop_target "$target"
-  done
+  if wants_workload idle; then
+    for target in "${order[@]}"; do
+      [[ $target == none ]] && continue
+      start_target "$target" || continue
+      measure "$target" "$round" --workload idle --concurrency "$idle_tunnels" --duration 2 \
+        --timeout 10
+      stop_target "$target"
+    done
+  fi
 done
 stop_pid "$origin_pid"
 
@@ -328,14 +413,21 @@ for target in "${targets[@]}"; do
     notes+=("$target: available in $count of $rounds rounds only; its medians are over those.")
   fi
 done
+# The notes go into the raw file too, so the summary made from it later repeats them.
+for text in "${notes[@]}"; do
+  python3 -c 'import json, sys
+print(json.dumps({"suite": sys.argv[1], "run_id": sys.argv[2], "note": sys.argv[3]}))' \
+    "$suite" "$stamp" "$text" >>"$raw"
+done
 
 # ---- report ----------------------------------------------------------------------------------
 
 machine="$(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
-printf '<!-- sandgate-load compare %s: %s; %s round(s) of %s s runs; CPU: proxy %s, ' \
-  "$stamp" "$machine" "$rounds" "$duration" "$proxy_cpu"
-printf 'origin %s, load %s; raw: %s -->\n' "$origin_cpu" "$load_cpu" "$raw"
-python3 "$root/bench/e2e/summarize.py" "$raw" "${targets[@]}"
+printf '<!-- sandgate-load compare %s, suite %s: %s; %s round(s) of %s s runs; CPU: proxy %s, ' \
+  "$stamp" "$suite" "$machine" "$rounds" "$duration" "$proxy_cpu"
+printf 'origin %s, load %s (%s thread(s)); raw: %s -->\n' "$origin_cpu" "$load_cpu" \
+  "$load_threads" "$raw"
+python3 "$here/summarize.py" --suite "$suite" "$raw" -- "${targets[@]}"
 if ((${#notes[@]})); then
   printf '\nNotes:\n'
   printf -- '- %s\n' "${notes[@]}"

@@ -30,13 +30,14 @@ std::optional<command_line> parse_command_line(int argc, char** argv, int& exit_
       "sandgate-load: end-to-end load for CONNECT proxies on loopback.\n"
       "  sandgate-load origin --listen 127.0.0.1:0 --port-file F\n"
       "  sandgate-load run --proxy HOST:PORT|none --origin HOST:PORT "
-      "--workload setups|download|upload|idle --concurrency N --duration S"};
+      "--workload setups|download|upload|idle|http --concurrency N --duration S"};
   app.require_subcommand(1);
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
 
   command_line line;
   std::string origin_listen = "127.0.0.1:0";
-  auto* origin = app.add_subcommand("origin", "serve echo ('e'), source ('d') and sink ('u')");
+  auto* origin =
+      app.add_subcommand("origin", "serve echo ('e'), source ('d'), sink ('u') and HTTP ('GET')");
   origin->add_option("--listen", origin_listen, "loopback HOST:PORT to listen on (port 0: any)")
       ->capture_default_str();
   origin->add_option("--port-file", line.origin.port_file, "write the bound HOST:PORT here");
@@ -46,6 +47,8 @@ std::optional<command_line> parse_command_line(int argc, char** argv, int& exit_
   origin->add_option("--chunk", line.origin.chunk_bytes, "source write / sink read size, bytes")
       ->check(CLI::Range(std::size_t{1024}, std::size_t{16} << 20))
       ->capture_default_str();
+  origin->add_flag("--dns", line.origin.dns,
+                   "also answer DNS on UDP at the same port: every name is 127.0.0.1");
 
   std::string proxy_text;
   std::string origin_text;
@@ -53,15 +56,17 @@ std::optional<command_line> parse_command_line(int argc, char** argv, int& exit_
   const std::map<std::string, workload_kind> workloads{{"setups", workload_kind::setups},
                                                        {"download", workload_kind::download},
                                                        {"upload", workload_kind::upload},
-                                                       {"idle", workload_kind::idle}};
+                                                       {"idle", workload_kind::idle},
+                                                       {"http", workload_kind::http}};
   auto* run = app.add_subcommand("run", "drive one workload and print its result");
   run->add_option("--proxy", proxy_text, "CONNECT proxy HOST:PORT, or none (straight to origin)")
       ->required();
   run->add_option("--origin", origin_text, "the sandgate-load origin's HOST:PORT")->required();
-  run->add_option("--workload", r.workload, "setups | download | upload | idle")
+  run->add_option("--workload", r.workload, "setups | download | upload | idle | http")
       ->required()
       ->transform(CLI::CheckedTransformer(workloads, CLI::ignore_case));
-  run->add_option("--concurrency", r.concurrency, "clients (setups) or tunnels (others)")
+  run->add_option("--concurrency", r.concurrency,
+                  "clients (setups, http) or tunnels (download, upload, idle)")
       ->check(CLI::Range(1u, 60000u))
       ->capture_default_str();
   run->add_option("--duration", r.duration_s, "seconds to run (idle: seconds to hold)")
@@ -75,13 +80,26 @@ std::optional<command_line> parse_command_line(int argc, char** argv, int& exit_
   run->add_option("--threads", r.threads, "event-loop threads (never more than cores)")
       ->check(CLI::Range(1u, cores))
       ->capture_default_str();
-  run->add_option("--proxy-pid", r.proxy_pid, "idle: PID whose memory is sampled")
+  run->add_option("--proxy-pid", r.proxy_pid,
+                  "the proxy's PID: idle samples its memory, the others its CPU time")
       ->check(CLI::Range(1, 1 << 30));
   run->add_option("--label", r.label, "name copied into the report (e.g. the target)");
+  run->add_option("--connect-host", r.connect_host,
+                  "CONNECT to (and put in HTTP URLs) this name instead of the origin's address; "
+                  "the proxy must resolve it to the origin (see origin --dns)")
+      ->check([](const std::string& name) -> std::string {
+        // Letters, digits, '-' and '.': a DNS name, nothing a request line could be broken with.
+        const bool ok = !name.empty() && name.size() <= 253 &&
+                        name.find_first_not_of(
+                            "abcdefghijklmnopqrstuvwxyz"
+                            "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.") == std::string::npos;
+        return ok ? std::string() : "a DNS name (letters, digits, '-' and '.') is required";
+      });
   run->add_option("--max-errors", r.max_errors, "stop the run early past this many errors")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40))
       ->capture_default_str();
-  run->add_option("--payload", r.payload_bytes, "echo size in bytes (setups, idle)")
+  run->add_option("--payload", r.payload_bytes,
+                  "echo size (setups, idle) or response body size (http), bytes")
       ->check(CLI::Range(std::size_t{1}, std::size_t{65536}))
       ->capture_default_str();
   run->add_option("--chunk", r.chunk_bytes, "download read / upload write size, bytes")

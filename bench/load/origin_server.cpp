@@ -6,15 +6,20 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <cctype>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench/load/loopback_endpoint.hpp"
@@ -69,6 +74,69 @@ asio::awaitable<void> serve_sink(tcp::socket& socket, std::size_t chunk_bytes) {
   }
 }
 
+// True when `head` (a request head) has a Connection field that says `word` (any case).
+bool connection_says(std::string_view head, std::string_view word) {
+  std::string lower(head);
+  for (char& c : lower) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  std::size_t at = lower.find("\r\nconnection:");
+  while (at != std::string::npos) {
+    const std::size_t end = lower.find("\r\n", at + 2);
+    if (lower.substr(at, end - at).find(word) != std::string::npos) {
+      return true;
+    }
+    at = lower.find("\r\nconnection:", at + 2);
+  }
+  return false;
+}
+
+// HTTP: answers each request head with a fixed-size body, "GET /N" -> N bytes of 'h' (at most
+// 64 KiB), keeping the connection alive the way HTTP/1.1 (or an HTTP/1.0 keep-alive) asks. Request
+// bodies are not expected (GET only) and not read. One buffer per connection.
+asio::awaitable<void> serve_http(tcp::socket& socket, std::string_view first_bytes) {
+  std::string pending(first_bytes);
+  std::string reply;
+  std::array<char, 4096> chunk;
+  while (true) {
+    const std::size_t end = pending.find("\r\n\r\n");
+    if (end == std::string::npos) {
+      if (pending.size() > 64 * 1024) {
+        co_return;  // not HTTP as this origin knows it
+      }
+      auto [error, n] = co_await socket.async_read_some(asio::buffer(chunk), use_tuple);
+      if (error) {
+        co_return;
+      }
+      pending.append(chunk.data(), n);
+      continue;
+    }
+    const std::string_view head(pending.data(), end + 4);
+    // The body size is the path's number: "GET /32 HTTP/1.1".
+    std::size_t body = 0;
+    const std::size_t slash = head.find(" /");
+    if (slash != std::string_view::npos) {
+      std::from_chars(head.data() + slash + 2, head.data() + head.size(), body);
+    }
+    body = std::min<std::size_t>(body, 64 * 1024);
+    const bool http10 = head.find(" HTTP/1.0\r\n") != std::string_view::npos;
+    const bool close =
+        connection_says(head, "close") || (http10 && !connection_says(head, "keep-alive"));
+    reply = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: " +
+            std::to_string(body) + "\r\n" +
+            (close    ? "Connection: close\r\n"
+             : http10 ? "Connection: keep-alive\r\n"
+                      : "") +
+            "\r\n";
+    reply.append(body, 'h');
+    pending.erase(0, end + 4);
+    auto [error, written] = co_await asio::async_write(socket, asio::buffer(reply), use_tuple);
+    if (error || close) {
+      co_return;
+    }
+  }
+}
+
 // One client connection: read the role byte (with whatever follows it), then serve that role.
 asio::awaitable<void> origin_session(tcp::socket socket,
                                      std::shared_ptr<const std::vector<char>> chunk) {
@@ -86,6 +154,9 @@ asio::awaitable<void> origin_session(tcp::socket socket,
       break;
     case origin_sink:
       co_await serve_sink(socket, chunk->size());
+      break;
+    case origin_http:
+      co_await serve_http(socket, std::string_view(buffer.data(), n));
       break;
     default:
       break;  // unknown role: close
@@ -110,6 +181,48 @@ asio::awaitable<void> accept_loop(tcp::acceptor acceptor,
     socket.set_option(tcp::no_delay(true), ignored);
     asio::co_spawn(acceptor.get_executor(), origin_session(std::move(socket), chunk),
                    asio::detached);
+  }
+}
+
+// DNS over UDP for --dns: every query for A gets one answer, 127.0.0.1 (TTL one hour), every
+// other type an empty NOERROR answer (a name with no such records). Enough for c-ares and glibc
+// to resolve --connect-host to the origin; not a general DNS server (one question per query, no
+// compression, no EDNS in the reply).
+asio::awaitable<void> dns_loop(asio::ip::udp::socket socket) {
+  std::array<unsigned char, 1500> query;
+  std::vector<unsigned char> reply;
+  asio::ip::udp::endpoint client;
+  while (true) {
+    auto [error, n] = co_await socket.async_receive_from(asio::buffer(query), client, use_tuple);
+    if (error == asio::error::operation_aborted) {
+      co_return;
+    }
+    // Header (12 bytes) with exactly one question.
+    if (error || n < 12 || query[4] != 0 || query[5] != 1) {
+      continue;
+    }
+    std::size_t at = 12;
+    while (at < n && query[at] != 0 && query[at] < 64) {
+      at += 1 + query[at];
+    }
+    if (at + 5 > n || query[at] != 0) {
+      continue;  // compressed or truncated question: not from a resolver we serve
+    }
+    const std::size_t question_end = at + 5;  // the root label, QTYPE, QCLASS
+    const bool type_a = query[at + 1] == 0 && query[at + 2] == 1;
+    reply.assign(query.begin(), query.begin() + static_cast<std::ptrdiff_t>(question_end));
+    reply[2] = static_cast<unsigned char>(0x80 | (query[2] & 0x01));  // QR, opcode 0, RD copied
+    reply[3] = 0x80;                                                  // RA, NOERROR
+    reply[6] = 0;
+    reply[7] = type_a ? 1 : 0;                        // ANCOUNT
+    reply[8] = reply[9] = reply[10] = reply[11] = 0;  // NSCOUNT, ARCOUNT (the OPT is dropped)
+    if (type_a) {
+      // The name as a pointer to the question (offset 12), A, IN, TTL 3600, 4 bytes: 127.0.0.1.
+      const unsigned char answer[] = {0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0x0e, 0x10, 0, 4, 127, 0, 0, 1};
+      reply.insert(reply.end(), std::begin(answer), std::end(answer));
+    }
+    boost::system::error_code ignored;
+    socket.send_to(asio::buffer(reply), client, 0, ignored);
   }
 }
 
@@ -152,6 +265,22 @@ int run_origin(const origin_options& options) {
     return 1;
   }
   const std::string bound = endpoint_text(acceptor.local_endpoint());
+  // The DNS socket is bound before the port file appears, so whoever reads it can query at once.
+  if (options.dns) {
+    asio::ip::udp::socket dns(context);
+    const auto bound_at = acceptor.local_endpoint();
+    dns.open(bound_at.address().is_v4() ? asio::ip::udp::v4() : asio::ip::udp::v6(), error);
+    if (!error) {
+      dns.bind(asio::ip::udp::endpoint(bound_at.address(), bound_at.port()), error);
+    }
+    if (error) {
+      std::fprintf(stderr, "sandgate-load origin: cannot answer DNS on UDP %s: %s\n", bound.c_str(),
+                   error.message().c_str());
+      return 1;
+    }
+    asio::co_spawn(context, dns_loop(std::move(dns)), asio::detached);
+  }
+
   if (!options.port_file.empty() && !write_port_file(options.port_file, bound)) {
     std::fprintf(stderr, "sandgate-load origin: cannot write --port-file %s\n",
                  options.port_file.c_str());

@@ -3,6 +3,9 @@
 //   'e'  echo    every byte is sent back until EOF (setups, idle)
 //   'd'  source  writes chunks as fast as the peer takes them, until the peer goes (download)
 //   'u'  sink    reads and discards until EOF (upload)
+//   'G'  HTTP    "GET /N HTTP/1.x" requests answered with an N-byte body, kept alive (http)
+// With --dns it also answers DNS queries over UDP on the same port: every name's A record is
+// 127.0.0.1 (and it has no AAAA), so a proxy pointed at it resolves --connect-host to the origin.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
@@ -15,12 +18,14 @@ namespace sandgate::load {
 inline constexpr char origin_echo = 'e';
 inline constexpr char origin_source = 'd';
 inline constexpr char origin_sink = 'u';
+inline constexpr char origin_http = 'G';
 
 struct origin_options {
   boost::asio::ip::tcp::endpoint listen;
   std::string port_file;     // written (atomically) with "HOST:PORT\n" once listening
   double lifetime_s = 3600;  // exits by itself after this long, so a lost process cannot linger
   std::size_t chunk_bytes = 128 * 1024;  // write size of the source and read size of the sink
+  bool dns = false;  // also answer DNS (UDP) on the listening port: every name is 127.0.0.1
 };
 
 // Listens, prints "sandgate-load origin listening on HOST:PORT" on stdout, serves on the calling

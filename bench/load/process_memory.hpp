@@ -1,4 +1,5 @@
-// Reads another process's memory use from /proc, to price an idle tunnel in the proxy under test.
+// Reads another process's memory use and CPU time from /proc: to price an idle tunnel in the proxy
+// under test, and what each setup or byte costs it in CPU time (user + kernel, all its threads).
 #pragma once
 
 #include <cstdint>
@@ -19,5 +20,15 @@ struct memory_sample {
 // to /proc/PID/status (VmRSS, RssAnon). nullopt when the process is gone or not readable.
 // Blocking file reads: call between measurements, not from a busy event loop.
 std::optional<memory_sample> read_process_memory(int pid);
+
+// CPU time a process has used so far, all threads, in seconds: user and system (kernel work done
+// on its behalf, which is where splice(2) and TCP spend theirs). Clock-tick resolution (10 ms).
+struct cpu_sample {
+  double user_s = 0;
+  double system_s = 0;
+};
+
+// From /proc/PID/stat; nullopt when the process is gone or not readable.
+std::optional<cpu_sample> read_process_cpu(int pid);
 
 }  // namespace sandgate::load

@@ -18,6 +18,7 @@ std::uint64_t run_result::error_total() const {
 void run_result::merge(const run_result& other) {
   ops += other.ops;
   bytes += other.bytes;
+  connections += other.connections;
   latency_ns.merge(other.latency_ns);
   for (std::size_t i = 0; i < errors.size(); ++i) {
     errors[i] += other.errors[i];
@@ -34,6 +35,30 @@ namespace {
 double per_second(double count, double seconds) { return seconds > 0 ? count / seconds : 0.0; }
 
 double micros(std::uint64_t nanos) { return static_cast<double>(nanos) / 1000.0; }
+
+// The proxy's CPU seconds over the window, user and system; null when unmeasured.
+void cpu_object(json_line& json, const run_result& r) {
+  if (!r.cpu_before || !r.cpu_after) {
+    json.null_field("proxy_cpu_s");
+    return;
+  }
+  json.open("proxy_cpu_s")
+      .field("user", r.cpu_after->user_s - r.cpu_before->user_s)
+      .field("system", r.cpu_after->system_s - r.cpu_before->system_s)
+      .close();
+}
+
+void latency_object(json_line& json, const histogram& h) {
+  json.open("latency_us")
+      .field("min", micros(h.min()))
+      .field("mean", h.mean() / 1000.0)
+      .field("p50", micros(h.value_at_percentile(50)))
+      .field("p90", micros(h.value_at_percentile(90)))
+      .field("p99", micros(h.value_at_percentile(99)))
+      .field("p999", micros(h.value_at_percentile(99.9)))
+      .field("max", micros(h.max()))
+      .close();
+}
 
 void memory_object(json_line& json, const char* name, const std::optional<memory_sample>& m) {
   if (!m) {
@@ -69,6 +94,7 @@ std::string to_json(const run_result& r) {
       .field("workload", r.workload)
       .field("proxy", r.proxy)
       .field("origin", r.origin)
+      .field("connect_host", r.connect_host)
       .field("concurrency", r.concurrency)
       .field("threads", r.threads)
       .field("duration_s", r.duration_s)
@@ -77,19 +103,19 @@ std::string to_json(const run_result& r) {
   if (r.workload == "setups") {
     json.field("setups", r.ops)
         .field("setups_per_s", per_second(static_cast<double>(r.ops), r.measured_s));
-    json.open("latency_us")
-        .field("min", micros(r.latency_ns.min()))
-        .field("mean", r.latency_ns.mean() / 1000.0)
-        .field("p50", micros(r.latency_ns.value_at_percentile(50)))
-        .field("p90", micros(r.latency_ns.value_at_percentile(90)))
-        .field("p99", micros(r.latency_ns.value_at_percentile(99)))
-        .field("p999", micros(r.latency_ns.value_at_percentile(99.9)))
-        .field("max", micros(r.latency_ns.max()))
-        .close();
+    latency_object(json, r.latency_ns);
+    cpu_object(json, r);
+  } else if (r.workload == "http") {
+    json.field("requests", r.ops)
+        .field("requests_per_s", per_second(static_cast<double>(r.ops), r.measured_s))
+        .field("connections", r.connections);
+    latency_object(json, r.latency_ns);
+    cpu_object(json, r);
   } else if (r.workload == "download" || r.workload == "upload") {
     json.field("tunnels", r.ops)
         .field("bytes", r.bytes)
         .field("gbit_per_s", per_second(static_cast<double>(r.bytes) * 8 / 1e9, r.measured_s));
+    cpu_object(json, r);
   } else if (r.workload == "idle") {
     json.field("tunnels_requested", r.tunnels_requested)
         .field("tunnels_open", r.tunnels_open)
@@ -126,6 +152,14 @@ std::string to_human(const run_result& r) {
                   micros(r.latency_ns.value_at_percentile(50)) / 1000,
                   micros(r.latency_ns.value_at_percentile(99)) / 1000,
                   micros(r.latency_ns.value_at_percentile(99.9)) / 1000);
+  } else if (r.workload == "http") {
+    std::snprintf(line, sizeof line,
+                  "%-10s http     c=%-5u %9.0f requests/s  p50 %7.3f ms  p99 %7.3f ms  "
+                  "over %llu connections",
+                  name, r.concurrency, per_second(static_cast<double>(r.ops), r.measured_s),
+                  micros(r.latency_ns.value_at_percentile(50)) / 1000,
+                  micros(r.latency_ns.value_at_percentile(99)) / 1000,
+                  static_cast<unsigned long long>(r.connections));
   } else if (r.workload == "idle") {
     const bool measured = r.memory_before && r.memory_after && r.tunnels_open > 0;
     const double anon = measured ? (static_cast<double>(r.memory_after->anonymous_kb) -

@@ -16,19 +16,26 @@ namespace sandgate::load {
 
 struct run_result {
   // What ran.
-  std::string label;     // free text from --label (compare.sh passes the target's name)
-  std::string workload;  // setups | download | upload | idle
-  std::string proxy;     // HOST:PORT or "none"
+  std::string label;         // free text from --label (compare.sh passes the target's name)
+  std::string workload;      // setups | download | upload | idle | http
+  std::string connect_host;  // --connect-host, empty when the origin's address was used
+  std::string proxy;         // HOST:PORT or "none"
   std::string origin;
   unsigned concurrency = 0;
   unsigned threads = 1;
   double duration_s = 0;  // as asked
   double measured_s = 0;  // the window the rates are computed over (duration minus warm-up)
 
-  // Setups: completed inside the window. Download/upload: tunnels established.
+  // Setups: completed inside the window. Download/upload: tunnels established. HTTP: responses
+  // received inside the window.
   std::uint64_t ops = 0;
   std::uint64_t bytes = 0;  // payload bytes moved inside the window (download/upload)
-  histogram latency_ns;     // setups: connect -> echo received, per completed setup
+  histogram latency_ns;     // setups: connect -> echo received; http: request -> whole response
+  std::uint64_t connections = 0;  // http: connections opened (1 per client when kept alive)
+
+  // Timed workloads with --proxy-pid: the proxy's CPU time at the start and end of the window.
+  std::optional<cpu_sample> cpu_before;
+  std::optional<cpu_sample> cpu_after;
 
   std::array<std::uint64_t, error_kind_count> errors{};
   std::map<int, std::uint64_t> refused_status;  // proxy status code -> count, for `refused`

@@ -35,19 +35,34 @@ std::string_view error_kind_name(error_kind kind) {
   return "unknown";
 }
 
+namespace {
+
+std::string authority_of(const asio::ip::tcp::endpoint& origin, const std::string& connect_host) {
+  return connect_host.empty() ? endpoint_text(origin)
+                              : connect_host + ":" + std::to_string(origin.port());
+}
+
+}  // namespace
+
 route make_route(const std::optional<asio::ip::tcp::endpoint>& proxy,
-                 const asio::ip::tcp::endpoint& origin) {
+                 const asio::ip::tcp::endpoint& origin, const std::string& connect_host) {
   if (!proxy) {
     return route{origin, {}};
   }
-  const std::string authority = endpoint_text(origin);
+  const std::string authority = authority_of(origin, connect_host);
   return route{*proxy, "CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n"};
 }
 
-namespace {
+std::string make_http_request(bool through_proxy, const asio::ip::tcp::endpoint& origin,
+                              const std::string& connect_host, std::size_t body_bytes) {
+  const std::string authority = authority_of(origin, connect_host);
+  const std::string path = "/" + std::to_string(body_bytes);
+  const std::string target = through_proxy ? "http://" + authority + path : path;
+  // Nothing but what a minimal client (curl) sends: keep-alive is HTTP/1.1's default.
+  return "GET " + target + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n";
+}
 
-// "HTTP/1.1 200 Connection established" -> 200; 0 when the status line is not HTTP.
-int parse_status(std::string_view head) {
+int parse_http_status(std::string_view head) {
   if (!head.starts_with("HTTP/1.") || head.size() < 12 || head[8] != ' ') {
     return 0;
   }
@@ -55,8 +70,6 @@ int parse_status(std::string_view head) {
   const auto [end, ec] = std::from_chars(head.data() + 9, head.data() + 12, status);
   return ec == std::errc{} && end == head.data() + 12 ? status : 0;
 }
-
-}  // namespace
 
 asio::awaitable<error_kind> open_tunnel(client_slot& slot, const route& via, std::string& head,
                                         int& status) {
@@ -95,14 +108,14 @@ asio::awaitable<error_kind> open_tunnel(client_slot& slot, const route& via, std
       co_return error_kind::timeout;
     }
     // An error page without a blank line yet still has a status: call it a refusal.
-    status = parse_status(head);
+    status = parse_http_status(head);
     if (status != 0 && status != 200) {
       co_return error_kind::refused;
     }
     co_return read_error == asio::error::not_found ? error_kind::bad_response
                                                    : error_kind::proxy_closed;
   }
-  status = parse_status(head);
+  status = parse_http_status(head);
   if (status == 0) {
     co_return error_kind::bad_response;
   }

@@ -35,8 +35,19 @@ struct route {
   std::string connect_request;
 };
 
+// `connect_host`, when not empty, replaces the origin's address in the CONNECT request (the
+// proxy then resolves it; the port stays the origin's).
 route make_route(const std::optional<boost::asio::ip::tcp::endpoint>& proxy,
-                 const boost::asio::ip::tcp::endpoint& origin);
+                 const boost::asio::ip::tcp::endpoint& origin, const std::string& connect_host);
+
+// The plain-HTTP GET the `http` workload repeats on a kept-alive connection: absolute-form
+// (`GET http://HOST:PORT/N`) through a proxy, origin-form (`GET /N`) straight to the origin. The
+// origin answers /N with an N-byte body.
+std::string make_http_request(bool through_proxy, const boost::asio::ip::tcp::endpoint& origin,
+                              const std::string& connect_host, std::size_t body_bytes);
+
+// "HTTP/1.1 200 OK" -> 200; 0 when the status line is not HTTP/1.x.
+int parse_http_status(std::string_view head);
 
 // Connects the slot's socket (closing any previous one) and, through a proxy, sends the CONNECT
 // request and reads the response head, leaving the socket at the first byte of the tunnel.

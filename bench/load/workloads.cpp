@@ -1,4 +1,4 @@
-// The four client workloads (see workloads.hpp). Each worker thread owns one io_context, one
+// The five client workloads (see workloads.hpp). Each worker thread owns one io_context, one
 // run_state and its clients; threads share nothing until their results are merged at the end.
 #include "bench/load/workloads.hpp"
 
@@ -10,19 +10,25 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/read_until.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "bench/load/client_slot.hpp"
 #include "bench/load/loopback_endpoint.hpp"
 #include "bench/load/origin_server.hpp"
+#include "bench/load/process_memory.hpp"
 #include "bench/load/tunnel.hpp"
 
 namespace sandgate::load {
@@ -50,6 +56,7 @@ struct run_state {
   run_result result;
   std::vector<std::shared_ptr<client_slot>> slots;
   std::shared_ptr<const std::vector<char>> upload_chunk;
+  std::string http_request;  // http: the GET every client repeats
 
   // Counts an error; past --max-errors, ends the run now so a dead target costs seconds, not
   // the whole duration (each client also backs off 10 ms per error).
@@ -231,6 +238,191 @@ asio::awaitable<void> stream_client(std::shared_ptr<client_slot> slot,
   slot->finish();
 }
 
+// ---- http ----
+
+bool equals_ignoring_case(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+bool contains_ignoring_case(std::string_view text, std::string_view word) {
+  for (std::size_t i = 0; i + word.size() <= text.size(); ++i) {
+    if (equals_ignoring_case(text.substr(i, word.size()), word)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// What the http workload needs to know from a response head (which ends with the blank line).
+struct response_head {
+  int status = 0;
+  std::size_t content_length = 0;
+  bool close = false;  // the server closes the connection after this response
+};
+
+// False for what the tool cannot frame: no status line, no Content-Length, or a chunked body (the
+// origin always sends Content-Length, and no proxy here has a reason to re-frame it).
+bool parse_response_head(std::string_view head, response_head& out) {
+  out = {};
+  out.status = parse_http_status(head);
+  if (out.status == 0) {
+    return false;
+  }
+  const bool http10 = head.starts_with("HTTP/1.0");
+  bool keep_alive = false;
+  bool have_length = false;
+  std::size_t pos = head.find("\r\n") + 2;
+  while (pos < head.size()) {
+    const std::size_t end = head.find("\r\n", pos);
+    if (end == std::string_view::npos || end == pos) {
+      break;
+    }
+    const std::string_view line = head.substr(pos, end - pos);
+    pos = end + 2;
+    const std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos) {
+      continue;
+    }
+    const std::string_view name = line.substr(0, colon);
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
+      value.remove_prefix(1);
+    }
+    if (equals_ignoring_case(name, "content-length")) {
+      const auto [ptr, ec] =
+          std::from_chars(value.data(), value.data() + value.size(), out.content_length);
+      have_length = ec == std::errc{};
+    } else if (equals_ignoring_case(name, "transfer-encoding")) {
+      return false;
+    } else if (equals_ignoring_case(name, "connection")) {
+      out.close = out.close || contains_ignoring_case(value, "close");
+      keep_alive = keep_alive || contains_ignoring_case(value, "keep-alive");
+    }
+  }
+  // HTTP/1.0 closes unless it says keep-alive; HTTP/1.1 keeps alive unless it says close.
+  out.close = out.close || (http10 && !keep_alive);
+  return have_length;
+}
+
+// One request and its whole response on an open connection. `stale` is set when a kept-alive
+// connection turns out to have been closed by the server before it answered: the client then
+// reconnects and asks again, which is what a real client does and not the proxy's failure.
+asio::awaitable<error_kind> http_exchange(client_slot& slot, const std::string& request,
+                                          std::string& buffer, bool reused, int& status,
+                                          bool& close_after, bool& stale) {
+  auto& socket = slot.socket();
+  buffer.clear();
+  auto [write_error, written] =
+      co_await asio::async_write(socket, asio::buffer(request), use_tuple);
+  if (write_error) {
+    if (slot.take_timed_out()) {
+      co_return error_kind::timeout;
+    }
+    stale = reused;
+    co_return stale ? error_kind::none : error_kind::io;
+  }
+  auto [read_error, head_size] = co_await asio::async_read_until(
+      socket, asio::dynamic_buffer(buffer, 64 * 1024), "\r\n\r\n", use_tuple);
+  if (read_error) {
+    if (slot.take_timed_out()) {
+      co_return error_kind::timeout;
+    }
+    stale = reused && buffer.empty();
+    co_return stale ? error_kind::none : error_kind::proxy_closed;
+  }
+  response_head head;
+  if (!parse_response_head(std::string_view(buffer).substr(0, head_size), head)) {
+    co_return error_kind::bad_response;
+  }
+  status = head.status;
+  if (head.status != 200) {
+    co_return error_kind::refused;
+  }
+  const std::size_t whole = head_size + head.content_length;
+  if (buffer.size() < whole) {
+    auto [body_error, n] =
+        co_await asio::async_read(socket, asio::dynamic_buffer(buffer),
+                                  asio::transfer_exactly(whole - buffer.size()), use_tuple);
+    if (body_error) {
+      co_return failure(slot, error_kind::io);
+    }
+  }
+  // Only one request is ever outstanding: anything past the response is a framing error.
+  if (buffer.size() != whole) {
+    co_return error_kind::bad_response;
+  }
+  close_after = head.close;
+  co_return error_kind::none;
+}
+
+// HTTP: one client's kept-alive connection (to the proxy, or straight to the origin) and its loop
+// of GET -> whole response. Latency runs from the request (or from the connect, when one was
+// needed) to the response's last byte.
+asio::awaitable<void> http_client(std::shared_ptr<client_slot> slot,
+                                  std::shared_ptr<run_state> state) {
+  const route dial_only{state->via.first_hop, {}};  // open_tunnel with no CONNECT: a plain connect
+  std::string head;
+  std::string buffer;
+  buffer.reserve(1024);
+  asio::steady_timer backoff(slot->socket().get_executor());
+  bool connected = false;
+
+  while (true) {
+    const auto started = steady::now();
+    if (started >= state->run_end) {
+      break;
+    }
+    slot->arm(deadline_from(*state, started));
+    slot->take_timed_out();
+
+    int status = 0;
+    error_kind outcome = error_kind::none;
+    const bool reused = connected;
+    if (!connected) {
+      outcome = co_await open_tunnel(*slot, dial_only, head, status);
+      connected = outcome == error_kind::none;
+      state->result.connections += connected ? 1 : 0;
+    }
+    bool close_after = false;
+    bool stale = false;
+    if (outcome == error_kind::none) {
+      outcome = co_await http_exchange(*slot, state->http_request, buffer, reused, status,
+                                       close_after, stale);
+    }
+    const auto finished = steady::now();
+    if (stale) {
+      slot->close();
+      connected = false;
+      continue;
+    }
+    if (outcome == error_kind::none) {
+      if (close_after) {
+        slot->close();
+        connected = false;
+      }
+      if (finished >= state->warmup_end && finished <= state->run_end) {
+        state->result.latency_ns.record(static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(finished - started).count()));
+        ++state->result.ops;
+      }
+      continue;
+    }
+    slot->close();
+    connected = false;
+    if (finished >= state->run_end) {
+      break;
+    }
+    state->count_error(outcome, status);
+    backoff.expires_after(error_backoff);
+    co_await backoff.async_wait(use_tuple);
+  }
+  slot->close();
+  slot->finish();
+}
+
 // One worker thread of a timed workload: its share of the clients on its own io_context.
 run_result run_timed_worker(const run_options& options, unsigned clients, unsigned first_client,
                             steady::time_point warmup_end, steady::time_point run_end,
@@ -238,12 +430,14 @@ run_result run_timed_worker(const run_options& options, unsigned clients, unsign
   asio::io_context context(1);
   auto state = std::make_shared<run_state>();
   state->options = options;
-  state->via = make_route(options.proxy, options.origin);
+  state->via = make_route(options.proxy, options.origin, options.connect_host);
   state->timeout = seconds(options.timeout_s);
   state->warmup_end = warmup_end;
   state->run_end = run_end;
   state->max_errors = max_errors;
   state->upload_chunk = std::make_shared<const std::vector<char>>(options.chunk_bytes, 'u');
+  state->http_request = make_http_request(options.proxy.has_value(), options.origin,
+                                          options.connect_host, options.payload_bytes);
 
   for (unsigned i = 0; i < clients; ++i) {
     auto slot = std::make_shared<client_slot>(context.get_executor());
@@ -251,6 +445,8 @@ run_result run_timed_worker(const run_options& options, unsigned clients, unsign
     asio::co_spawn(context, run_watchdog(slot), asio::detached);
     if (options.workload == workload_kind::setups) {
       asio::co_spawn(context, setups_client(slot, state, first_client + i), asio::detached);
+    } else if (options.workload == workload_kind::http) {
+      asio::co_spawn(context, http_client(slot, state), asio::detached);
     } else {
       asio::co_spawn(context, stream_client(slot, state), asio::detached);
     }
@@ -279,6 +475,20 @@ run_result run_timed(const run_options& options) {
   const auto run_end = start + seconds(options.duration_s);
   const unsigned threads = std::clamp(options.threads, 1u, options.concurrency);
 
+  // The proxy's CPU time over exactly the measured window, sampled by a thread of its own that
+  // sleeps through the run (so the event loops never block on /proc).
+  std::optional<cpu_sample> cpu_before;
+  std::optional<cpu_sample> cpu_after;
+  std::thread cpu_sampler;
+  if (options.proxy_pid > 0) {
+    cpu_sampler = std::thread([&cpu_before, &cpu_after, &options, warmup_end, run_end] {
+      std::this_thread::sleep_until(warmup_end);
+      cpu_before = read_process_cpu(options.proxy_pid);
+      std::this_thread::sleep_until(run_end);
+      cpu_after = read_process_cpu(options.proxy_pid);
+    });
+  }
+
   // Clients split as evenly as possible; thread 0 is the calling thread.
   std::vector<run_result> parts(threads);
   std::vector<std::thread> helpers;
@@ -302,6 +512,9 @@ run_result run_timed(const run_options& options) {
   for (auto& helper : helpers) {
     helper.join();
   }
+  if (cpu_sampler.joinable()) {
+    cpu_sampler.join();
+  }
 
   run_result result = std::move(parts[0]);
   for (unsigned t = 1; t < threads; ++t) {
@@ -309,6 +522,8 @@ run_result run_timed(const run_options& options) {
   }
   result.threads = threads;
   result.measured_s = std::chrono::duration<double>(run_end - warmup_end).count();
+  result.cpu_before = cpu_before;
+  result.cpu_after = cpu_after;
   return result;
 }
 
@@ -419,7 +634,7 @@ run_result run_idle(const run_options& options) {
   asio::io_context context(1);
   auto state = std::make_shared<idle_state>();
   state->options = options;
-  state->via = make_route(options.proxy, options.origin);
+  state->via = make_route(options.proxy, options.origin, options.connect_host);
   state->timeout = seconds(options.timeout_s);
   state->result.tunnels_requested = options.concurrency;
   state->result.proxy_pid = options.proxy_pid;
@@ -453,6 +668,8 @@ const char* workload_name(workload_kind kind) {
       return "upload";
     case workload_kind::idle:
       return "idle";
+    case workload_kind::http:
+      return "http";
   }
   return "unknown";
 }
@@ -466,6 +683,7 @@ run_result run_workload(const run_options& options) {
   result.workload = workload_name(options.workload);
   result.proxy = options.proxy ? endpoint_text(*options.proxy) : "none";
   result.origin = endpoint_text(options.origin);
+  result.connect_host = options.connect_host;
   result.concurrency = options.concurrency;
   result.duration_s = options.duration_s;
   return result;

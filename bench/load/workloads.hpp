@@ -1,4 +1,4 @@
-// The client side of the load tool: the four workloads and the options they share.
+// The client side of the load tool: the five workloads and the options they share.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
@@ -16,6 +16,7 @@ enum class workload_kind {
   download,  // N tunnels reading from the origin's source: aggregate Gbit/s
   upload,    // N tunnels writing into the origin's sink: aggregate Gbit/s
   idle,      // N tunnels opened, echoed once, then held: the proxy's memory per tunnel
+  http,      // N kept-alive connections, each a loop of plain-HTTP GET -> response: requests/s
 };
 
 struct run_options {
@@ -27,10 +28,14 @@ struct run_options {
   double warmup_s = -1;       // excluded from the rates; < 0: 10% of the duration, at most 1 s
   double timeout_s = 5;       // bound on each connect / handshake / echo / stalled read
   unsigned threads = 1;       // event-loop threads, at most the number of cores
-  int proxy_pid = 0;          // idle: the process whose memory is sampled (0: none)
+  int proxy_pid = 0;          // idle: memory sampled; timed workloads: CPU time sampled (0: none)
   std::string label;          // copied into the report
+  // The name to CONNECT to (and to put in HTTP URLs) instead of the origin's IP address, so the
+  // proxy takes its name path: blocklist lookup of a name, DNS (the origin's --dns answers every
+  // name with 127.0.0.1). Empty: the origin's address literal.
+  std::string connect_host;
   std::uint64_t max_errors = 100000;     // the run stops early past this many errors
-  std::size_t payload_bytes = 32;        // setups/idle echo size
+  std::size_t payload_bytes = 32;        // setups/idle echo size; http response body size
   std::size_t chunk_bytes = 128 * 1024;  // download read size, upload write size
   unsigned open_parallelism = 64;        // idle: tunnels being opened at once
   double settle_s = 1;                   // idle: pause between the last open and the sample
