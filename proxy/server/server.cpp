@@ -301,7 +301,21 @@ Expected<tcp::endpoint, std::string> Server::bind() {
   if (ec) {
     return Unexpected{"cannot listen on " + settings_.listen + ": " + ec.message()};
   }
-  return prepare_workers(listener.native_handle());
+  return hand_to_workers(listener);
+}
+
+// Gives the listening socket to the workers and lets go of this copy. release() takes it out of
+// control_'s epoll set; a plain close would not (the workers' duplicates keep the socket open, so
+// the kernel keeps the registration), and control_'s thread would then wake on every connection.
+Expected<tcp::endpoint, std::string> Server::hand_to_workers(tcp::acceptor& listener) {
+  boost::system::error_code ec;
+  const int fd = listener.release(ec);
+  if (ec) {
+    return Unexpected{"cannot listen on " + settings_.listen + ": " + ec.message()};
+  }
+  auto prepared = prepare_workers(fd);
+  ::close(fd);
+  return prepared;
 }
 
 Expected<tcp::endpoint, std::string> Server::adopt_listener(int fd) {
@@ -318,7 +332,7 @@ Expected<tcp::endpoint, std::string> Server::adopt_listener(int fd) {
   if (ec) {
     return Unexpected{"cannot use the listening socket handed over: " + ec.message()};
   }
-  return prepare_workers(listener.native_handle());
+  return hand_to_workers(listener);
 }
 
 // Gives every worker its own duplicate of the listening socket, and a resolver. The caller's

@@ -72,6 +72,8 @@ class Server {
  private:
   void drain_step();
   Expected<boost::asio::ip::tcp::endpoint, std::string> prepare_workers(int listening_fd);
+  Expected<boost::asio::ip::tcp::endpoint, std::string> hand_to_workers(
+      boost::asio::ip::tcp::acceptor& listener);
   Expected<int, std::string> bind_unix_socket(const std::string& path);
 
   const settings::Settings& settings_;
