@@ -23,7 +23,8 @@ constexpr int kConfigError = 2;
 // `sandgate check --allow-ip x` and `sandgate --allow-ip check x` both work.
 void add_setting_flags(CLI::App& app, std::map<std::string, std::string>& values) {
   app.add_option("--config", values["--config"],
-                 "TOML config file (SANDGATE_CONFIG); flags and variables override it")
+                 "TOML config file [SANDGATE_CONFIG, default none]; flags and variables "
+                 "override it")
       ->type_name("PATH");
   for (const auto& info : sandgate::settings::all_settings()) {
     std::string help = std::string(info.help) + " [" + std::string(info.env) +
@@ -61,11 +62,23 @@ void add_sandbox_flags(CLI::App& command, sandgate::sandbox::SandboxFlags& flags
                    "allow only the system's unix sockets and --allow-unix-socket ones");
 }
 
+// Subcommands take every setting flag (they fall through to the top level); their --help lists
+// those flags too, formatted as `sandgate --help` does, with variables and defaults.
+void show_setting_flags(const CLI::App& app, CLI::App& command, const CLI::Option* version) {
+  command.footer([&app, version]() -> std::string {
+    const auto settings = app.get_options([&app, version](const CLI::Option* option) {
+      return option != app.get_help_ptr() && option != version;
+    });
+    return CLI::Formatter().make_group("Settings", false, settings);
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"sandgate: the network gate for sandboxed AI agents", "sandgate"};
-  app.set_version_flag("--version", std::string("sandgate ") + SANDGATE_VERSION);
+  const CLI::Option* version =
+      app.set_version_flag("--version", std::string("sandgate ") + SANDGATE_VERSION);
   app.require_subcommand(0, 1);
 
   std::map<std::string, std::string> flag_values;
@@ -100,6 +113,10 @@ int main(int argc, char** argv) {
   run->add_flag("--no-isolation", run_options.no_isolation,
                 "do not confine CMD: set the proxy variables only (says so loudly)");
   run->add_option("command", run_options.command, "CMD [ARGS...], after --")->required();
+
+  for (CLI::App* command : {serve, check, profile, run}) {
+    show_setting_flags(app, *command, version);
+  }
 
   try {
     app.parse(argc, argv);

@@ -913,6 +913,22 @@ TEST(CheckCli, HelpListsEverySetting) {
   EXPECT_THAT(text, HasSubstr("check"));
 }
 
+// Each command's --help lists every setting flag too, with its variable and default.
+TEST(CheckCli, EveryCommandsHelpListsEverySetting) {
+  Sandbox box;
+  for (const char* command : {"serve", "check", "run", "profile"}) {
+    const RunResult r = box.run({command, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
+    const std::string text = r.out + r.err;
+    for (const auto& info : sandgate::settings::all_settings()) {
+      EXPECT_THAT(text, HasSubstr(std::string(info.flag))) << command << " " << info.key;
+      EXPECT_THAT(text, HasSubstr("[" + std::string(info.env) + ", default " +
+                                  std::string(info.default_text) + "]"))
+          << command << " " << info.key;
+    }
+  }
+}
+
 TEST(CheckCli, VersionPrintsTheVersion) {
   Sandbox box;
   const RunResult r = box.run({"--version"});
