@@ -74,6 +74,9 @@ std::string render_metrics(const server::Server& server, const reload::PolicyRel
 int run_serve(const settings::Settings& settings, const settings::Sources& sources) {
   // A client that disconnects while we write must cost an error code, not the process.
   std::signal(SIGPIPE, SIG_IGN);
+  // A SIGHUP (logrotate, `systemctl reload`) that comes before the server's own handler is
+  // installed must not end the gate; the files are read at start anyway.
+  std::signal(SIGHUP, SIG_IGN);
 
   auto opened = log::DecisionLog::open(settings.log_format, settings.log_file, settings.log_level);
   if (!opened) {
