@@ -425,8 +425,9 @@ done
 machine="$(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
 printf '<!-- sandgate-load compare %s, suite %s: %s; %s round(s) of %s s runs; CPU: proxy %s, ' \
   "$stamp" "$suite" "$machine" "$rounds" "$duration" "$proxy_cpu"
+# The raw file relative to the project, so that a committed report names no machine's path.
 printf 'origin %s, load %s (%s thread(s)); raw: %s -->\n' "$origin_cpu" "$load_cpu" \
-  "$load_threads" "$raw"
+  "$load_threads" "$(realpath --relative-to="$here/../.." "$raw" 2>/dev/null || echo "$raw")"
 python3 "$here/summarize.py" --suite "$suite" "$raw" -- "${targets[@]}"
 if ((${#notes[@]})); then
   printf '\nNotes:\n'
