@@ -2,7 +2,7 @@
 JOBS ?= 2
 MAKEFLAGS += --no-print-directory
 
-.PHONY: deps configure build gate run test test-asan bench clean
+.PHONY: deps configure build gate run test test-asan test-tsan test-sanitizers bench clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -24,13 +24,30 @@ run: gate
 test: build
 	ctest --preset release -j $(JOBS)
 
+# The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/).
 test-asan: deps
 	@cmake --preset debug-asan >/dev/null
 	@cmake --build --preset debug-asan -j $(JOBS)
 	ctest --preset debug-asan -j $(JOBS)
 
-bench: build
-	./bench/run-micro.sh
+# The tests that run the gate's threads, under ThreadSanitizer (build-tsan/; the list is the tsan
+# build preset's targets in CMakePresets.json).
+test-tsan: deps
+	@cmake --preset tsan >/dev/null
+	@cmake --build --preset tsan -j $(JOBS)
+	ctest --preset tsan -j $(JOBS)
+
+# Both, one after the other (each already uses $(JOBS) jobs). CI runs this after `make test`.
+test-sanitizers:
+	@$(MAKE) test-asan
+	@$(MAKE) test-tsan
+
+# The whole benchmark in one go (bench/README.md): micro-benchmarks, then sandgate against no
+# proxy, tinyproxy and squid, instruction counts and plots into bench/results/DATE/. About 25
+# minutes; `QUICK=1 make bench` takes a few. Only what it runs is built, not the tests.
+bench: configure
+	@cmake --build --preset release -j $(JOBS) --target sandgate sandgate-load rules_bench
+	./bench/run.sh
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-tsan

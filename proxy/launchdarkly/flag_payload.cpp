@@ -3,11 +3,37 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
+#include <cmath>
+#include <vector>
 
 namespace sandgate::launchdarkly {
 namespace {
 
 namespace json = boost::json;
+
+// Boost.JSON reads a number too large for a double (`1e999`) as infinity and would write it back
+// as `Infinity`, which is not JSON: such documents are refused. (Iterative: depth is bounded by
+// the parser, but a wide document should not cost stack either.)
+bool has_non_finite_number(const json::value& root) {
+  std::vector<const json::value*> pending{&root};
+  while (!pending.empty()) {
+    const json::value* value = pending.back();
+    pending.pop_back();
+    if (value->is_double() && !std::isfinite(value->get_double())) {
+      return true;
+    }
+    if (const json::array* array = value->if_array()) {
+      for (const json::value& item : *array) {
+        pending.push_back(&item);
+      }
+    } else if (const json::object* object = value->if_object()) {
+      for (const auto& member : *object) {
+        pending.push_back(&member.value());
+      }
+    }
+  }
+  return false;
+}
 
 Expected<json::value, std::string> parse_json(std::string_view text) {
   if (text.size() > kMaxPayloadBytes) {
@@ -20,6 +46,9 @@ Expected<json::value, std::string> parse_json(std::string_view text) {
                                   json::storage_ptr(), options);
   if (ec) {
     return Unexpected{"not valid JSON (" + ec.message() + ")"};
+  }
+  if (has_non_finite_number(value)) {
+    return Unexpected{std::string("not valid JSON (a number out of range)")};
   }
   return value;
 }

@@ -49,6 +49,10 @@ TEST(FlagPayload, MalformedRepliesAreErrors) {
                                  R"({"egress-allowlist":{"value":true,"version":"3"}})"}) {
     EXPECT_FALSE(read_flag(body, kFlag).has_value()) << body;
   }
+  // A number no double can hold would come back as `Infinity`, which is not JSON.
+  EXPECT_FALSE(read_flag(R"({"egress-allowlist":{"value":1e999}})", kFlag).has_value());
+  EXPECT_FALSE(read_flag(R"({"egress-allowlist":{"value":[1,[-1E400]]}})", kFlag).has_value());
+  EXPECT_TRUE(read_flag(R"({"egress-allowlist":{"value":1e300}})", kFlag).has_value());
   // Nesting beyond the limit is refused rather than recursed into.
   std::string deep = R"({"egress-allowlist":{"value":)" + std::string(100, '[') +
                      std::string(100, ']') + "}}";
