@@ -16,29 +16,11 @@
 
 #include "tests/integration/harness/test_proxy.hpp"
 #include "tests/support/loopback_ports.hpp"
+#include "tests/support/shell_command.hpp"
 
 namespace sandgate::testing {
 namespace {
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-CommandResult run(const std::string& command) {
-  CommandResult result;
-  FILE* pipe = ::popen(("(" + command + ") 2>&1").c_str(), "r");
-  if (pipe == nullptr) {
-    return result;
-  }
-  std::array<char, 4096> buffer;
-  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) {
-    result.output += buffer.data();
-  }
-  const int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
 
 // A throw-away CA and a server certificate for origin.test signed by it, made with the openssl
 // command line, plus `openssl s_server -www` serving HTTPS with it on loopback.
@@ -54,7 +36,7 @@ class TlsOrigin {
         " && printf 'subjectAltName=DNS:origin.test,DNS:blocked.test\\n' > san.ext"
         " && openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial"
         " -days 2 -extfile san.ext -out server.pem";
-    auto made = run(make);
+    auto made = run_shell(make);
     if (made.exit_code != 0) {
       throw std::runtime_error("openssl could not make the test CA: " + made.output);
     }
@@ -103,11 +85,11 @@ TEST(CurlEndToEnd, HttpsThroughTheTunnelAndABlockedHost) {
 
   const std::string curl = "curl -sS --max-time 20 --noproxy '' --cacert " + origin.ca() +
                            " -x http://127.0.0.1:" + std::to_string(proxy.port()) + " ";
-  auto allowed = run(curl + "https://origin.test:" + std::to_string(origin.port()) + "/");
+  auto allowed = run_shell(curl + "https://origin.test:" + std::to_string(origin.port()) + "/");
   EXPECT_EQ(allowed.exit_code, 0) << allowed.output;
   EXPECT_NE(allowed.output.find("s_server"), std::string::npos) << allowed.output;
 
-  auto blocked = run(curl + "https://blocked.test:" + std::to_string(origin.port()) + "/");
+  auto blocked = run_shell(curl + "https://blocked.test:" + std::to_string(origin.port()) + "/");
   EXPECT_EQ(blocked.exit_code, 56) << blocked.output;  // CURLE_RECV_ERROR: CONNECT failed
   EXPECT_NE(blocked.output.find("403"), std::string::npos) << blocked.output;
 
@@ -125,7 +107,7 @@ TEST(CurlEndToEnd, HttpsThroughTheTunnelAndABlockedHost) {
   checking.dns().set("origin.test", {"127.0.0.1"});
   const std::string curl_checked = "curl -sS --max-time 20 --noproxy '' --cacert " + origin.ca() +
                                    " -x http://127.0.0.1:" + std::to_string(checking.port()) + " ";
-  auto inspected = run(curl_checked + "https://origin.test:" + std::to_string(origin.port()) + "/");
+  auto inspected = run_shell(curl_checked + "https://origin.test:" + std::to_string(origin.port()) + "/");
   EXPECT_EQ(inspected.exit_code, 0) << inspected.output;
   EXPECT_NE(inspected.output.find("s_server"), std::string::npos) << inspected.output;
 }

@@ -26,6 +26,7 @@
 #include "tests/integration/harness/test_client.hpp"
 #include "tests/support/gate_process.hpp"
 #include "tests/support/loopback_ports.hpp"
+#include "tests/support/shell_command.hpp"
 
 namespace sandgate::testing {
 namespace {
@@ -105,21 +106,6 @@ std::optional<std::string> single_sample_value(const std::string& json) {
     return std::nullopt;
   }
   return json.substr(open + 2, close - open - 2);
-}
-
-// Runs a shell command; returns its exit status and what it printed (stdout and stderr).
-std::pair<int, std::string> run_shell(const std::string& command) {
-  std::string output;
-  FILE* pipe = ::popen(("(" + command + ") 2>&1").c_str(), "r");
-  if (pipe == nullptr) {
-    return {-1, "popen failed"};
-  }
-  char buffer[4096];
-  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) {
-    output.append(buffer, n);
-  }
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
 std::string shell_quote(const std::string& text) {

@@ -22,6 +22,7 @@
 #include "tests/fakes/tcp_origin.hpp"
 #include "tests/integration/harness/test_client.hpp"
 #include "tests/integration/harness/test_proxy.hpp"
+#include "tests/support/shell_command.hpp"
 
 namespace sandgate::testing {
 namespace {
@@ -292,26 +293,6 @@ TEST(ProxyAuth, EveryRequestOnAKeptAliveConnectionNeedsTheToken) {
 
 // ---- The real curl and sandgate-connect ----
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-CommandResult run(const std::string& command) {
-  CommandResult result;
-  FILE* pipe = ::popen(("(" + command + ") 2>&1").c_str(), "r");
-  if (pipe == nullptr) {
-    return result;
-  }
-  std::array<char, 4096> buffer;
-  std::size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
-    result.output.append(buffer.data(), n);
-  }
-  const int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
 
 bool have_curl() { return std::system("command -v curl >/dev/null 2>&1") == 0; }
 
@@ -329,25 +310,25 @@ TEST(ProxyAuthCurl, CurlWithAndWithoutTheToken) {
   const std::string curl = "curl -sS --max-time 10 --noproxy '' ";
 
   // Through a CONNECT tunnel (-p): no token, a wrong one, the right one.
-  auto none = run(curl + "-p -x http://127.0.0.1:" + port + " " + url);
+  auto none = run_shell(curl + "-p -x http://127.0.0.1:" + port + " " + url);
   EXPECT_EQ(none.exit_code, 56) << none.output;  // CONNECT tunnel failed
   EXPECT_NE(none.output.find("407"), std::string::npos) << none.output;
   auto wrong =
-      run(curl + "-p -x http://agent:wrong-token-0123456789@127.0.0.1:" + port + " " + url);
+      run_shell(curl + "-p -x http://agent:wrong-token-0123456789@127.0.0.1:" + port + " " + url);
   EXPECT_EQ(wrong.exit_code, 56) << wrong.output;
   EXPECT_NE(wrong.output.find("407"), std::string::npos) << wrong.output;
-  auto right = run(curl + "-p -x http://agent:" + kToken + "@127.0.0.1:" + port + " " + url);
+  auto right = run_shell(curl + "-p -x http://agent:" + kToken + "@127.0.0.1:" + port + " " + url);
   EXPECT_EQ(right.exit_code, 0) << right.output;
   EXPECT_EQ(right.output, "curl saw /p");
 
   // Plain HTTP forwarding: without the token curl shows the 407 page; with it the origin
   // answers and never sees the header.
-  auto plain_none = run(curl + "-x http://127.0.0.1:" + port + " -w ' status=%{http_code}' " + url);
+  auto plain_none = run_shell(curl + "-x http://127.0.0.1:" + port + " -w ' status=%{http_code}' " + url);
   EXPECT_NE(plain_none.output.find("refused (auth-required)"), std::string::npos)
       << plain_none.output;
   EXPECT_NE(plain_none.output.find("status=407"), std::string::npos) << plain_none.output;
   const std::size_t before = origin.requests().size();
-  auto plain = run(curl + "-x http://agent:" + kToken + "@127.0.0.1:" + port + " " + url);
+  auto plain = run_shell(curl + "-x http://agent:" + kToken + "@127.0.0.1:" + port + " " + url);
   EXPECT_EQ(plain.exit_code, 0) << plain.output;
   EXPECT_EQ(plain.output, "curl saw /p");
   ASSERT_TRUE(origin.wait_for_requests(before + 1));
@@ -368,12 +349,12 @@ TEST(ProxyAuthConnectHelper, SandgateConnectSendsTheToken) {
   const std::string destination = " origin.test " + std::to_string(origin.port());
 
   // In the proxy address.
-  auto in_url = run(helper + "--proxy http://agent:" + kToken + "@127.0.0.1:" + port + destination);
+  auto in_url = run_shell(helper + "--proxy http://agent:" + kToken + "@127.0.0.1:" + port + destination);
   EXPECT_EQ(in_url.exit_code, 0) << in_url.output;
   EXPECT_EQ(in_url.output, "hello");
 
   // From SANDGATE_TOKEN, and from a file.
-  auto from_env = run(helper + "--proxy 127.0.0.1:" + port + destination + "");
+  auto from_env = run_shell(helper + "--proxy 127.0.0.1:" + port + destination + "");
   EXPECT_EQ(from_env.exit_code, 255) << from_env.output;  // not yet: no token anywhere
   EXPECT_NE(from_env.output.find("sandgate-connect: the proxy at 127.0.0.1:" + port +
                                  " requires a token for CONNECT origin.test:"),
@@ -384,7 +365,7 @@ TEST(ProxyAuthConnectHelper, SandgateConnectSendsTheToken) {
       << from_env.output;
   EXPECT_NE(from_env.output.find("SANDGATE_TOKEN"), std::string::npos) << from_env.output;
 
-  from_env = run("printf hello | SANDGATE_TOKEN=" + kToken + " " + kConnect +
+  from_env = run_shell("printf hello | SANDGATE_TOKEN=" + kToken + " " + kConnect +
                  " --timeout 10 --proxy 127.0.0.1:" + port + destination);
   EXPECT_EQ(from_env.exit_code, 0) << from_env.output;
   EXPECT_EQ(from_env.output, "hello");
@@ -392,13 +373,13 @@ TEST(ProxyAuthConnectHelper, SandgateConnectSendsTheToken) {
   const std::string file = proxy.folder() + "/token";
   std::ofstream(file) << kToken << "\n";
   auto from_file =
-      run("printf hello | env -u SANDGATE_TOKEN SANDGATE_TOKEN_FILE=" + file + " " + kConnect +
+      run_shell("printf hello | env -u SANDGATE_TOKEN SANDGATE_TOKEN_FILE=" + file + " " + kConnect +
           " --timeout 10 --proxy http://127.0.0.1:" + port + "/" + destination);
   EXPECT_EQ(from_file.exit_code, 0) << from_file.output;
   EXPECT_EQ(from_file.output, "hello");
 
   // A wrong token: a clear message, exit 255, and the token it sent is not shown.
-  auto wrong = run("printf hello | SANDGATE_TOKEN=wrong-token-0123456789 " + kConnect +
+  auto wrong = run_shell("printf hello | SANDGATE_TOKEN=wrong-token-0123456789 " + kConnect +
                    " --timeout 10 --proxy 127.0.0.1:" + port + destination);
   EXPECT_EQ(wrong.exit_code, 255) << wrong.output;
   EXPECT_NE(wrong.output.find("did not accept the token sent for CONNECT origin.test:"),
@@ -407,7 +388,7 @@ TEST(ProxyAuthConnectHelper, SandgateConnectSendsTheToken) {
   EXPECT_NE(wrong.output.find("(auth-failed)"), std::string::npos) << wrong.output;
   EXPECT_EQ(wrong.output.find("wrong-token-0123456789"), std::string::npos) << wrong.output;
   auto wrong_url =
-      run(helper + "--proxy http://agent:wrong-token-0123456789@127.0.0.1:" + port + destination);
+      run_shell(helper + "--proxy http://agent:wrong-token-0123456789@127.0.0.1:" + port + destination);
   EXPECT_EQ(wrong_url.exit_code, 255) << wrong_url.output;
   EXPECT_EQ(wrong_url.output.find("wrong-token-0123456789"), std::string::npos) << wrong_url.output;
   EXPECT_EQ(origin.connections(), 3u);
@@ -420,7 +401,7 @@ TEST(ProxyAuthCli, TheTokenIsNeverEchoed) {
   TestProxy scratch;  // for its temporary folder and blocklist
   const std::string env = "env -i HOME=" + scratch.folder() + " PATH=/usr/bin:/bin ";
   const std::string blocklist = " --blocklist " + scratch.folder() + "/blocked.txt";
-  auto short_token = run(env + "SANDGATE_TOKEN=tiny-secret-9 " + kSandgate + blocklist);
+  auto short_token = run_shell(env + "SANDGATE_TOKEN=tiny-secret-9 " + kSandgate + blocklist);
   EXPECT_EQ(short_token.exit_code, 2) << short_token.output;
   EXPECT_NE(short_token.output.find("SANDGATE_TOKEN: the token is shorter than 16 characters"),
             std::string::npos)
@@ -428,7 +409,7 @@ TEST(ProxyAuthCli, TheTokenIsNeverEchoed) {
   EXPECT_EQ(short_token.output.find("tiny-secret"), std::string::npos) << short_token.output;
 
   auto check =
-      run(env + "SANDGATE_TOKEN=" + kToken + " " + kSandgate + " check example.com" + blocklist);
+      run_shell(env + "SANDGATE_TOKEN=" + kToken + " " + kSandgate + " check example.com" + blocklist);
   EXPECT_EQ(check.exit_code, 0) << check.output;
   EXPECT_EQ(check.output.find(kToken), std::string::npos) << check.output;
 }
