@@ -239,16 +239,20 @@ std::optional<Answer> RemoteAllowlist::answer_locally(const std::string& domain,
   }
   if (!up_.load(std::memory_order_relaxed) && now < retry_at_) {
     // A known outage: answer now instead of waiting for a request that would fail.
-    if (found != cache_.end()) {
-      counters_.lookups_stale.fetch_add(1, std::memory_order_relaxed);
-      return cached_answer(found->second.allowed, Source::stale_cache, domain);
-    }
-    counters_.lookups_failover.fetch_add(1, std::memory_order_relaxed);
-    return failover_answer("LaunchDarkly is unreachable; retrying in " +
-                           millis_text(std::chrono::duration_cast<std::chrono::milliseconds>(
-                               retry_at_ - now)));
+    return outage_answer_locked(
+        domain, "LaunchDarkly is unreachable; retrying in " +
+                    millis_text(std::chrono::duration_cast<std::chrono::milliseconds>(retry_at_ - now)));
   }
   return std::nullopt;
+}
+
+Answer RemoteAllowlist::outage_answer_locked(const std::string& domain, std::string_view why) {
+  if (auto found = cache_.find(domain); found != cache_.end()) {
+    counters_.lookups_stale.fetch_add(1, std::memory_order_relaxed);
+    return cached_answer(found->second.allowed, Source::stale_cache, domain);
+  }
+  counters_.lookups_failover.fetch_add(1, std::memory_order_relaxed);
+  return failover_answer(why);
 }
 
 asio::awaitable<Answer> RemoteAllowlist::check(const rules::Host& host, std::uint16_t port) {
@@ -323,14 +327,7 @@ void RemoteAllowlist::lookup_on_client_thread(std::string domain, Deliver delive
     // Retry time has come. One probe at a time; others take the outage answer meanwhile.
     if (probing_) {
       std::lock_guard lock(mutex_);
-      auto found = cache_.find(domain);
-      if (found != cache_.end()) {
-        counters_.lookups_stale.fetch_add(1, std::memory_order_relaxed);
-        deliver(cached_answer(found->second.allowed, Source::stale_cache, domain));
-      } else {
-        counters_.lookups_failover.fetch_add(1, std::memory_order_relaxed);
-        deliver(failover_answer("LaunchDarkly is unreachable; a retry is under way"));
-      }
+      deliver(outage_answer_locked(domain, "LaunchDarkly is unreachable; a retry is under way"));
       return;
     }
     probing_ = true;
@@ -383,22 +380,10 @@ asio::awaitable<void> RemoteAllowlist::evaluate(std::string domain) {
   auto others = std::move(pending_);
   pending_.clear();
   others[domain] = std::move(waiters);
+  std::lock_guard lock(mutex_);
   for (auto& [name, list] : others) {
-    std::optional<bool> stale;
-    {
-      std::lock_guard lock(mutex_);
-      if (auto found = cache_.find(name); found != cache_.end()) {
-        stale = found->second.allowed;
-      }
-    }
     for (auto& deliver : list) {
-      if (stale) {
-        counters_.lookups_stale.fetch_add(1, std::memory_order_relaxed);
-        deliver(cached_answer(*stale, Source::stale_cache, name));
-      } else {
-        counters_.lookups_failover.fetch_add(1, std::memory_order_relaxed);
-        deliver(failover_answer(state.error()));
-      }
+      deliver(outage_answer_locked(name, state.error()));
     }
   }
 }

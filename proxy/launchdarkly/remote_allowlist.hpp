@@ -132,6 +132,9 @@ class RemoteAllowlist {
   void mark_up();
   std::chrono::milliseconds next_backoff();
   Answer cached_answer(bool allowed, Source source, const std::string& domain) const;
+  // While LaunchDarkly cannot answer: the expired answer for `domain` if one is held, otherwise
+  // the failover answer; counted. The caller holds mutex_.
+  Answer outage_answer_locked(const std::string& domain, std::string_view why);
 
   // List mode.
   boost::asio::awaitable<void> run_list_mode();
