@@ -63,9 +63,19 @@ std::string_view reason_code(Reason reason) {
     case Reason::launchdarkly: return "launchdarkly";
     case Reason::launchdarkly_unreachable: return "launchdarkly-unreachable";
     case Reason::sni_mismatch: return "sni-mismatch";
+    case Reason::sni_missing: return "sni-missing";
     case Reason::protocol_mismatch: return "protocol-mismatch";
   }
   return "unknown";
+}
+
+std::string rule_text(const RuleMatch& rule) {
+  return std::string(rule.source) + ":" + std::to_string(rule.line) + " " +
+         std::string(rule.entry);
+}
+
+std::string rule_text(const Decision& decision) {
+  return decision.rule ? rule_text(*decision.rule) : std::string();
 }
 
 bool is_localhost_name(std::string_view name) {
@@ -277,6 +287,10 @@ std::string Policy::explain(const Decision& decision, const Host& host,
     case Reason::sni_mismatch:
       return "the TLS ClientHello for " + target +
              " names a different server (SANDGATE_SNI_CHECK).";
+    case Reason::sni_missing:
+      return "the TLS ClientHello for " + target +
+             " names no server (no SNI), so the server it reaches cannot be checked against " +
+             host.display() + " (SANDGATE_SNI_CHECK).";
     case Reason::protocol_mismatch:
       return "the client did not start TLS on " + target +
              ", a TLS port (SANDGATE_TLS_PORTS, SANDGATE_SNI_CHECK).";

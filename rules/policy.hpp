@@ -49,6 +49,7 @@ enum class Reason : std::uint8_t {
   launchdarkly,              // the LaunchDarkly allowlist said no
   launchdarkly_unreachable,  // LaunchDarkly gave no usable answer and failover is `deny`
   sni_mismatch,              // the TLS ClientHello names another server than the CONNECT host
+  sni_missing,               // the TLS ClientHello names no server, while the CONNECT names one
   protocol_mismatch,         // not TLS on a TLS port (or a broken ClientHello)
 };
 
@@ -62,6 +63,11 @@ struct Decision {
 
   bool allowed() const { return verdict == Verdict::allow; }
 };
+
+// The rule that decided, as the log and /denials show it: "file:line entry"; empty when no list
+// entry decided.
+std::string rule_text(const Decision& decision);
+std::string rule_text(const RuleMatch& rule);
 
 struct PolicyOptions {
   bool block_loopback = true;   // GOOSE_SANDBOX_BLOCK_LOOPBACK (goose's default was false)

@@ -12,6 +12,9 @@ namespace {
 constexpr std::uint8_t kHandshakeRecord = 22;
 constexpr std::uint8_t kClientHelloType = 1;
 constexpr std::uint16_t kServerNameExtension = 0;
+// draft-ietf-tls-esni: encrypted_client_hello. Its presence means the name above may be only
+// the outer, public name of a client-facing server.
+constexpr std::uint16_t kEncryptedClientHelloExtension = 0xfe0d;
 constexpr std::uint8_t kHostNameType = 0;
 
 // A bounds-checked cursor: every read fails cleanly past the end.
@@ -103,11 +106,16 @@ ClientHello parse_body(std::string_view body) {
   Reader each(extensions);
   std::string name;
   bool seen_sni = false;
+  bool ech = false;
   while (!each.empty()) {
     std::uint16_t type = 0;
     std::string_view data;
     if (!each.u16(type) || !each.vector(2, data)) {
       return result(ClientHello::Status::malformed);
+    }
+    if (type == kEncryptedClientHelloExtension) {
+      ech = true;
+      continue;
     }
     if (type != kServerNameExtension) {
       continue;
@@ -136,7 +144,9 @@ ClientHello parse_body(std::string_view body) {
       }
     }
   }
-  return result(ClientHello::Status::tls, std::move(name));
+  ClientHello hello = result(ClientHello::Status::tls, std::move(name));
+  hello.encrypted_client_hello = ech;
+  return hello;
 }
 
 }  // namespace

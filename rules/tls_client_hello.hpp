@@ -22,6 +22,10 @@ struct ClientHello {
   };
   Status status = Status::need_more;
   std::string server_name;  // as sent (not yet normalised); empty when absent
+  // The ClientHello carries an encrypted_client_hello extension (ECH, or GREASE ECH, which
+  // looks the same from outside): `server_name` is then the outer name, and the name the client
+  // really asks for may be encrypted inside.
+  bool encrypted_client_hello = false;
 };
 
 // Examines the start of a client's stream. A ClientHello may span several TLS records; at most

@@ -633,7 +633,12 @@ Resolver::Resolver(asio::io_context& io, ResolverOptions options)
 
 Resolver::~Resolver() = default;
 
+void Resolver::shut_down() { impl_.reset(); }
+
 asio::awaitable<Resolution> Resolver::resolve(std::string name) {
+  if (!impl_) {
+    co_return failure(ResolveError::cancelled);  // shut down: the gate is stopping
+  }
   // Refuse names c-ares would misread, before they reach the cache or the wire.
   if (!plausible_name(name)) {
     co_return failure(ResolveError::bad_name);
@@ -658,6 +663,6 @@ asio::awaitable<Resolution> Resolver::resolve(std::string name) {
                                                          : ResolveError::timeout);
 }
 
-std::size_t Resolver::cache_size() const { return impl_->lru_.size(); }
+std::size_t Resolver::cache_size() const { return impl_ ? impl_->lru_.size() : 0; }
 
 }  // namespace sandgate::dns

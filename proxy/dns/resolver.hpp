@@ -55,6 +55,12 @@ class Resolver {
   // address is malformed (a start-up configuration error).
   Resolver(boost::asio::io_context& io, ResolverOptions options);
   ~Resolver();  // completes pending lookups with ResolveError::cancelled
+
+  // Completes pending lookups with ResolveError::cancelled and answers every later resolve()
+  // with it at once, without a query. The gate's drain calls this on the io_context's thread;
+  // the object itself stays until the worker that owns it is gone, so a session that resumes
+  // late still calls into a live object. Idempotent.
+  void shut_down();
   Resolver(const Resolver&) = delete;
   Resolver& operator=(const Resolver&) = delete;
 
@@ -62,7 +68,7 @@ class Resolver {
   // io_context. Never throws for lookup failures: they are in Resolution::error.
   boost::asio::awaitable<Resolution> resolve(std::string name);
 
-  std::size_t cache_size() const;
+  std::size_t cache_size() const;  // 0 after shut_down()
 
  private:
   struct Impl;

@@ -151,7 +151,12 @@ void RemoteAllowlist::stop() {
   if (thread_.joinable()) {
     thread_.join();
   }
-  // Whoever still waits gets the failover answer (normally nobody: the workers have finished).
+  // Lookups posted just before the stop are still queued; each holds a worker's coroutine (and
+  // keeps that worker's loop from ending). Run them now: with stopped_ set they answer with the
+  // failover answer at once.
+  io_.restart();
+  io_.poll();
+  // Whoever still waits gets the failover answer.
   auto pending = std::move(pending_);
   pending_.clear();
   for (auto& [domain, waiters] : pending) {
@@ -309,6 +314,10 @@ Expected<FlagState, std::string> RemoteAllowlist::interpret(
 }
 
 void RemoteAllowlist::lookup_on_client_thread(std::string domain, Deliver deliver) {
+  if (stopped_.load()) {
+    deliver(failover_answer("the gate is stopping"));
+    return;
+  }
   {
     // The situation may have changed since the worker looked (another lookup filled the cache,
     // or LaunchDarkly went down).

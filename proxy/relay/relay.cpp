@@ -214,6 +214,8 @@ const char* to_string(Outcome outcome) {
     case Outcome::reset: return "reset";
     case Outcome::idle_timeout: return "idle-timeout";
     case Outcome::aborted: return "aborted";
+    case Outcome::refused: return "refused";
+    case Outcome::internal_error: return "error";
   }
   return "unknown";
 }

@@ -43,7 +43,9 @@ enum class Outcome : std::uint8_t {
   closed,        // both sides finished normally
   reset,         // one side reset or failed; the other was reset or closed
   idle_timeout,  // no byte in either direction for the idle timeout
-  aborted,       // the sockets were closed from outside (drain deadline)
+  aborted,       // the sockets were closed from outside (drain deadline, reload)
+  refused,       // the client's first bytes were refused (TunnelRelay::watch_first_bytes)
+  internal_error,  // a handler failed unexpectedly (an exception); the tunnel was reset
 };
 const char* to_string(Outcome outcome);
 

@@ -32,6 +32,23 @@ TunnelRelay::TunnelRelay(tcp::socket& client, tcp::socket& upstream, PipePool& p
       last_activity_(clock::now()),
       done_(std::move(done)) {}
 
+void TunnelRelay::watch_first_bytes(FirstBytesCheck check, std::chrono::milliseconds patience) {
+  first_bytes_check_ = std::move(check);
+  first_bytes_patience_ = patience;
+}
+
+template <typename Body>
+void TunnelRelay::guarded(Direction& d, Body&& body) {
+  try {
+    body();
+  } catch (...) {
+    if (!failed_) {
+      result_.outcome = Outcome::internal_error;
+    }
+    fail(d);
+  }
+}
+
 void TunnelRelay::start() {
   boost::system::error_code ignored;
   up_.from->native_non_blocking(true, ignored);
@@ -55,11 +72,66 @@ void TunnelRelay::wait_readable(Direction& d) {
       fail(d);
       return;
     }
-    on_readable(d);
+    guarded(d, [this, &d] { on_readable(d); });
   });
 }
 
+bool TunnelRelay::first_bytes_pass(Direction& d) {
+  char bytes[8];
+  const ssize_t n = ::recv(d.from->native_handle(), bytes, sizeof bytes, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0 && would_block(errno)) {
+    wait_readable(d);  // spurious wake-up
+    return false;
+  }
+  if (n <= 0) {
+    first_bytes_check_ = nullptr;  // the end, or an error: the relay's own path meets it
+    return true;
+  }
+  const auto now = clock::now();
+  if (!first_bytes_deadline_) {
+    first_bytes_deadline_ = now + first_bytes_patience_;
+  }
+  const bool final = static_cast<std::size_t>(n) == sizeof bytes || now >= *first_bytes_deadline_;
+  switch (first_bytes_check_(std::string_view(bytes, static_cast<std::size_t>(n)), final)) {
+    case FirstBytesVerdict::pass:
+      first_bytes_check_ = nullptr;
+      return true;
+    case FirstBytesVerdict::refuse:
+      first_bytes_check_ = nullptr;
+      if (!failed_) {
+        result_.outcome = Outcome::refused;
+      }
+      fail(d);
+      return false;
+    case FirstBytesVerdict::need_more:
+      break;
+  }
+  // The bytes already there keep the socket readable, so a readiness wait would return at once:
+  // look again shortly instead (only a client that sends a prefix of what the check looks for,
+  // and then stops, is ever here).
+  if (!first_bytes_timer_) {
+    first_bytes_timer_ = std::make_unique<asio::steady_timer>(d.from->get_executor());
+  }
+  ++pending_;
+  first_bytes_timer_->expires_after(std::chrono::milliseconds(20));
+  first_bytes_timer_->async_wait([this, &d](boost::system::error_code error) {
+    --pending_;
+    if (error || failed_ || !d.from->is_open() || !d.to->is_open()) {
+      if (!failed_ && (!d.from->is_open() || !d.to->is_open())) {
+        result_.outcome = Outcome::aborted;
+      }
+      fail(d);
+      return;
+    }
+    guarded(d, [this, &d] { on_readable(d); });
+  });
+  return false;
+}
+
 void TunnelRelay::on_readable(Direction& d) {
+  if (&d == &up_ && first_bytes_check_ && !first_bytes_pass(d)) {
+    return;
+  }
 #ifdef __linux__
   if (d.pipe.read_fd < 0) {
     d.pipe = pipes_.acquire();
@@ -109,7 +181,7 @@ void TunnelRelay::drain(Direction& d) {
             fail(d);
             return;
           }
-          drain(d);
+          guarded(d, [this, &d] { drain(d); });
         });
         return;
       }
@@ -134,7 +206,7 @@ void TunnelRelay::drain(Direction& d) {
                         fail(d);
                         return;
                       }
-                      wait_readable(d);
+                      guarded(d, [this, &d] { wait_readable(d); });
                     });
 }
 
@@ -180,6 +252,9 @@ void TunnelRelay::fail(Direction& d) {
   if (d.pipe.read_fd >= 0) {
     PipePool::destroy(d.pipe);  // it may still hold bytes nobody will read
     d.pipe = {};
+  }
+  if (first_bytes_timer_) {
+    first_bytes_timer_->cancel();
   }
   if (!failed_) {
     failed_ = true;

@@ -17,20 +17,38 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string_view>
 
 #include "proxy/relay/relay.hpp"
 
 namespace sandgate::relay {
 
+// What a first-bytes check says about the client's first bytes.
+enum class FirstBytesVerdict : std::uint8_t {
+  pass,       // relay them and everything after; look no more
+  need_more,  // too few to tell: look again when more arrive (or at the deadline, as final)
+  refuse,     // end the tunnel (outcome refused) before a byte of them is relayed
+};
+
 class TunnelRelay {
  public:
   // `done` is called once, as the last thing this object does; it may destroy the relay.
   using Done = std::function<void(Result)>;
+  // Sees the client's first bytes (at most 8, not consumed) before any is relayed. `final`:
+  // no more will be waited for (8 bytes seen, or the patience ran out).
+  using FirstBytesCheck = std::function<FirstBytesVerdict(std::string_view bytes, bool final)>;
 
   TunnelRelay(boost::asio::ip::tcp::socket& client, boost::asio::ip::tcp::socket& upstream,
               PipePool& pipes, std::chrono::seconds idle_timeout, Done done);
   TunnelRelay(const TunnelRelay&) = delete;
   TunnelRelay& operator=(const TunnelRelay&) = delete;
+
+  // Before start(): hold the client's first bytes to `check` (the gate's SSH recognition on
+  // tunnels it did not inspect). Nothing waits for them: a server that speaks first is relayed
+  // at once. `patience` bounds how long a need_more answer waits for more bytes.
+  void watch_first_bytes(FirstBytesCheck check,
+                         std::chrono::milliseconds patience = std::chrono::seconds(10));
 
   // Starts relaying. Both sockets must be open and connected.
   void start();
@@ -48,6 +66,13 @@ class TunnelRelay {
 
   void wait_readable(Direction& d);
   void on_readable(Direction& d);
+  // The first-bytes check on the client's direction; false when it has taken over the direction
+  // (a wait for more bytes, or the end of the tunnel).
+  bool first_bytes_pass(Direction& d);
+  // Runs a handler's body; an exception ends the tunnel (outcome internal_error) instead of
+  // escaping into the worker's loop and leaving the tunnel half-finished.
+  template <typename Body>
+  void guarded(Direction& d, Body&& body);
   void drain(Direction& d);
   void copy_read(Direction& d);
   void finish_direction(Direction& d, bool eof);
@@ -62,6 +87,10 @@ class TunnelRelay {
   std::chrono::steady_clock::time_point last_activity_;
   std::unique_ptr<boost::asio::steady_timer> idle_timer_;
   Done done_;
+  FirstBytesCheck first_bytes_check_;
+  std::chrono::milliseconds first_bytes_patience_{0};
+  std::optional<std::chrono::steady_clock::time_point> first_bytes_deadline_;
+  std::unique_ptr<boost::asio::steady_timer> first_bytes_timer_;
   Result result_;
   int pending_ = 0;  // handlers outstanding; the relay ends when none are left
   bool failed_ = false;

@@ -112,6 +112,25 @@ asio::awaitable<void> accept_loop(Worker& worker, bool unix_clients) {
   }
 }
 
+// Runs a worker's loop to its end. Sessions catch their own exceptions (and log them against
+// their connection); this is the last line for a completion handler that throws anyway: the
+// loop is resumed rather than ending the worker, and the error is said.
+void run_worker(Worker& worker) {
+  for (;;) {
+    try {
+      worker.io.run();
+      return;
+    } catch (const std::exception& error) {
+      worker.metrics.count_decision("error", "internal-error");
+      worker.shared.log.note("error", std::string("internal error in a worker's handler: ") +
+                                          error.what());
+    } catch (...) {
+      worker.metrics.count_decision("error", "internal-error");
+      worker.shared.log.note("error", "internal error in a worker's handler");
+    }
+  }
+}
+
 // Raises the soft descriptor limit to the hard one: every tunnel holds two descriptors.
 void raise_descriptor_limit() {
   rlimit limit{};
@@ -389,9 +408,16 @@ void Server::publish(std::shared_ptr<const rules::Policy> policy) {
     std::lock_guard lock(policy_mutex_);
     latest_policy_ = policy;
   }
+  const bool revoke = settings_.revoke_on_reload;
   for (auto& worker : workers_) {
     Worker* target = worker.get();
-    asio::post(target->io, [target, policy] { target->policy = policy; });
+    asio::post(target->io, [target, policy, revoke] {
+      const std::size_t closed = target->apply_policy(policy, revoke);
+      if (closed > 0) {
+        target->shared.log.note("info", "reload: closed " + std::to_string(closed) +
+                                            " open connection(s) that the new rules deny");
+      }
+    });
   }
 }
 
@@ -432,12 +458,25 @@ void Server::drain_step() {
     log_.note("info", "drain deadline reached; closing " + std::to_string(open_connections()) +
                           " open connection(s)");
   }
+  // The one order of shutdown. First each worker, on its own thread: mark it stopping (a
+  // session that resumes from any wait now ends instead of starting something new), close every
+  // connection, and complete its pending DNS lookups as cancelled. The resolver object itself
+  // stays until the worker is destroyed, after its thread has ended.
   for (auto& worker : workers_) {
     Worker* target = worker.get();
     asio::post(target->io, [target] {
+      target->stopping = true;
       target->close_all();
-      target->resolver.reset();  // completes pending lookups as cancelled
+      if (target->resolver) {
+        target->resolver->shut_down();
+      }
     });
+  }
+  // Then LaunchDarkly: its pending lookups are answered (failover) on the workers' executors,
+  // after the posts above, so the sessions they resume find their worker stopping. stop() joins
+  // the client's thread; the allowlist object outlives run().
+  if (shared_.remote_allowlist != nullptr) {
+    shared_.remote_allowlist->stop();
   }
   control_.stop();
 }
@@ -447,7 +486,7 @@ void Server::run(bool handle_signals) {
   for (auto& worker : workers_) {
     Worker& w = *worker;
     asio::co_spawn(w.io, accept_loop(w, unix_listener_), asio::detached);
-    threads_.emplace_back([&w] { w.io.run(); });
+    threads_.emplace_back([&w] { run_worker(w); });
   }
 
   std::optional<asio::signal_set> signals;

@@ -41,4 +41,52 @@ void Worker::close_all() {
   }
 }
 
+
+std::size_t Worker::apply_policy(std::shared_ptr<const rules::Policy> next, bool revoke) {
+  policy = std::move(next);
+  if (!revoke) {
+    return 0;
+  }
+  std::size_t closed = 0;
+  for (LiveConnection* c = live_; c != nullptr; c = c->next) {
+    if (!c->destination || c->revoked) {
+      continue;
+    }
+    if (auto revocation = judge_again(*policy, *c->destination)) {
+      c->revoked = std::move(revocation);
+      // Closing on this thread completes the session's pending waits as aborted; the session
+      // then finds `revoked` set and logs its end as such.
+      boost::system::error_code ignored;
+      for (auto* socket : {c->client, c->upstream}) {
+        if (socket != nullptr && socket->is_open()) {
+          socket->set_option(boost::asio::socket_base::linger(true, 0), ignored);
+          socket->close(ignored);
+        }
+      }
+      ++closed;
+    }
+  }
+  return closed;
+}
+
+std::optional<Revocation> judge_again(const rules::Policy& policy,
+                                      const Destination& destination) {
+  rules::Decision decision = policy.decide(destination.host, destination.port);
+  if (decision.allowed() && destination.ssh) {
+    decision = policy.decide_ssh(destination.host);
+  }
+  if (decision.allowed() && destination.address && !destination.host.is_ip()) {
+    decision = policy.decide_resolved(*destination.address, destination.port);
+  }
+  if (decision.allowed()) {
+    return std::nullopt;
+  }
+  Revocation revocation;
+  revocation.reason = std::string(rules::reason_code(decision.reason));
+  revocation.rule = rules::rule_text(decision);
+  revocation.detail = "the rules in force since the last reload deny this: " +
+                      policy.explain(decision, destination.host, destination.port);
+  return revocation;
+}
+
 }  // namespace sandgate::server

@@ -11,6 +11,7 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 
+#include "proxy/session/fault_injection.hpp"
 #include "proxy/session/handlers.hpp"
 #include "proxy/session/http_head.hpp"
 #include "proxy/session/http_target.hpp"
@@ -267,13 +268,10 @@ asio::awaitable<void> close_gracefully(tcp::socket& socket) {
   socket.close(ignored);
 }
 
-asio::awaitable<void> serve_client(server::Worker& worker, tcp::socket socket,
-                                   std::string client_label) {
-  SessionContext context(worker, std::move(socket));
-  if (!client_label.empty()) {
-    // A unix socket client: SessionContext read a meaningless address from the socket.
-    context.client_address = std::move(client_label);
-  }
+namespace {
+
+// The first request of a connection, and whatever follows it.
+asio::awaitable<void> serve_first_request(SessionContext& context) {
   beast::flat_buffer buffer(kHeadLimit + 1024);
   HeadParser parser;
   parser.header_limit(kHeadLimit);
@@ -296,6 +294,7 @@ asio::awaitable<void> serve_client(server::Worker& worker, tcp::socket socket,
       co_await reply_to_failed_head(context, read);
       co_return;
   }
+  fault_point("head-read");
 
   // The token, before anything in the request is acted on (when the gate requires one).
   if (!co_await authorize_request(context, parser)) {
@@ -308,6 +307,30 @@ asio::awaitable<void> serve_client(server::Worker& worker, tcp::socket socket,
     co_return;
   }
   co_await handle_http(context, parser, buffer);
+}
+
+}  // namespace
+
+asio::awaitable<void> serve_client(server::Worker& worker, tcp::socket socket,
+                                   std::string client_label) {
+  SessionContext context(worker, std::move(socket));
+  if (!client_label.empty()) {
+    // A unix socket client: SessionContext read a meaningless address from the socket.
+    context.client_address = std::move(client_label);
+  }
+  // Whatever throws on the connection's path (an allocation failure, a bug) ends this connection
+  // only, with a logged and counted outcome; nothing escapes into the worker's loop.
+  try {
+    co_await serve_first_request(context);
+  } catch (const std::exception& error) {
+    if (!context.handed_off) {
+      context.record_internal_error(error.what());
+    }
+  } catch (...) {
+    if (!context.handed_off) {
+      context.record_internal_error({});
+    }
+  }
 }
 
 asio::awaitable<void> refuse_busy(tcp::socket client) {

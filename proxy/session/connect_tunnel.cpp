@@ -7,6 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include "proxy/session/fault_injection.hpp"
 #include "proxy/session/handlers.hpp"
 #include "proxy/session/tunnel_session.hpp"
 #include "proxy/session/upstream_dial.hpp"
@@ -23,23 +24,23 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection Established\r\n\r\n";
 
-std::string rule_text(const rules::Decision& decision) {
-  if (!decision.rule) {
-    return {};
-  }
-  return std::string(decision.rule->source) + ":" + std::to_string(decision.rule->line) + " " +
-         std::string(decision.rule->entry);
-}
+// What the client's first bytes in a tunnel to a TLS port showed.
+struct FirstBytes {
+  rules::Decision decision;
+  bool ssh = false;        // the client spoke SSH (the SSH rules decided)
+  std::string note;        // for the allow line: something the operator should know
+};
 
 // Reads the client's first bytes (into `buffer`, which may already hold some) until they show
-// the protocol: TLS with its server name, SSH, or something else. Bounded in size and time.
-asio::awaitable<rules::Decision> inspect_first_bytes(SessionContext& context,
-                                                     const rules::Host& host, std::uint16_t port,
-                                                     boost::beast::flat_buffer& buffer) {
+// the protocol: TLS with its server name, SSH, or something else. Bounded in time, and in size by
+// the buffer's maximum: a ClientHello that does not fit is refused, never grown into.
+asio::awaitable<FirstBytes> inspect_first_bytes(SessionContext& context, const rules::Host& host,
+                                                std::uint16_t port,
+                                                boost::beast::flat_buffer& buffer) {
   using Status = rules::ClientHello::Status;
-  rules::Decision mismatch;
-  mismatch.verdict = rules::Verdict::deny;
-  mismatch.reason = rules::Reason::protocol_mismatch;
+  FirstBytes mismatch;
+  mismatch.decision.verdict = rules::Verdict::deny;
+  mismatch.decision.reason = rules::Reason::protocol_mismatch;
 
   asio::steady_timer timeout(context.client.get_executor());
   timeout.expires_after(context.settings().head_timeout);
@@ -51,10 +52,11 @@ asio::awaitable<rules::Decision> inspect_first_bytes(SessionContext& context,
     if (hello.status != Status::need_more) {
       break;
     }
-    if (buffer.size() > rules::kMaxClientHello + 1024) {
-      co_return mismatch;
+    const std::size_t room = buffer.max_size() - buffer.size();
+    if (room == 0) {
+      co_return mismatch;  // larger than any ClientHello the gate reads
     }
-    auto space = buffer.prepare(4096);
+    auto space = buffer.prepare(std::min<std::size_t>(4096, room));
     auto outcome = co_await (context.client.async_read_some(space, use_tuple) ||
                              timeout.async_wait(use_tuple));
     if (outcome.index() == 1) {
@@ -68,35 +70,117 @@ asio::awaitable<rules::Decision> inspect_first_bytes(SessionContext& context,
   }
 
   switch (hello.status) {
-    case Status::ssh:
+    case Status::ssh: {
       // SSH on a TLS port is still SSH: it reaches only git hosts.
-      co_return context.policy->decide_ssh(host);
+      FirstBytes ssh;
+      ssh.ssh = true;
+      ssh.decision = context.policy->decide_ssh(host);
+      co_return ssh;
+    }
     case Status::tls: {
+      FirstBytes tls;
+      if (hello.encrypted_client_hello) {
+        // ECH (or GREASE ECH, which cannot be told apart): the name checked below is the outer
+        // one, and the server dialled is the one the policy allowed; a name inside is not seen.
+        tls.note = "the ClientHello carries Encrypted ClientHello; the outer name was checked";
+      }
       if (hello.server_name.empty()) {
-        co_return rules::Decision{};  // no name to compare (common for IP destinations)
+        // No name to compare. For an IP destination that is normal; for a name it would let a
+        // client reach whatever the dialled server serves without naming it.
+        if (!host.is_ip()) {
+          tls.decision.verdict = rules::Verdict::deny;
+          tls.decision.reason = rules::Reason::sni_missing;
+        }
+        co_return tls;
       }
       auto named = rules::parse_host(hello.server_name);
-      rules::Decision sni;
-      sni.verdict = rules::Verdict::deny;
-      sni.reason = rules::Reason::sni_mismatch;
       if (!named) {
-        co_return sni;
+        tls.decision.verdict = rules::Verdict::deny;
+        tls.decision.reason = rules::Reason::sni_mismatch;
+        co_return tls;
       }
       if (!host.is_ip()) {
-        co_return named->name == host.name ? rules::Decision{} : sni;
+        if (named->name != host.name) {
+          tls.decision.verdict = rules::Verdict::deny;
+          tls.decision.reason = rules::Reason::sni_mismatch;
+        }
+        co_return tls;
       }
       // An IP destination with a name inside: the name must pass the policy too.
-      co_return context.policy->decide(*named, port);
+      tls.decision = context.policy->decide(*named, port);
+      co_return tls;
     }
     default:
       co_return mismatch;
   }
 }
 
+// True when the client's first bytes (some already in `buffer`) are an SSH identification
+// line. Reads more only while what is there could still become "SSH-"; a client that stops
+// there is taken for SSH, the stricter reading.
+asio::awaitable<bool> starts_with_ssh(SessionContext& context, boost::beast::flat_buffer& buffer) {
+  constexpr std::string_view kSsh = "SSH-";
+  asio::steady_timer timeout(context.client.get_executor());
+  timeout.expires_after(context.settings().head_timeout);
+  for (;;) {
+    const auto data = buffer.data();
+    const std::string_view seen(static_cast<const char*>(data.data()), data.size());
+    const std::size_t n = std::min(seen.size(), kSsh.size());
+    if (seen.substr(0, n) != kSsh.substr(0, n)) {
+      co_return false;
+    }
+    if (n == kSsh.size()) {
+      co_return true;
+    }
+    const std::size_t room = buffer.max_size() - buffer.size();
+    auto space = buffer.prepare(std::min<std::size_t>(kSsh.size(), room));
+    auto outcome = co_await (context.client.async_read_some(space, use_tuple) ||
+                             timeout.async_wait(use_tuple));
+    if (outcome.index() == 1) {
+      co_return true;
+    }
+    auto [error, got] = std::get<0>(outcome);
+    if (error) {
+      co_return true;
+    }
+    buffer.commit(got);
+  }
+}
+
+bool is_address_reason(rules::Reason reason) {
+  return reason == rules::Reason::loopback || reason == rules::Reason::ip_address ||
+         reason == rules::Reason::metadata_address || reason == rules::Reason::private_address ||
+         reason == rules::Reason::reserved_address;
+}
+
+// Logs a denial taken after the 200 went out (the client already speaks TLS or SSH, so no HTTP
+// reply can reach it) and closes both sides; its handshake fails.
+void deny_established(SessionContext& context, std::string_view host, std::uint16_t port,
+                      std::string_view address, std::string_view reason, std::string_view rule,
+                      std::string_view detail) {
+  log::Record denied;
+  denied.connection_id = context.id;
+  denied.client = context.client_address;
+  denied.method = "CONNECT";
+  denied.host = host;
+  denied.port = port;
+  denied.verdict = "deny";
+  denied.reason = reason;
+  denied.rule = rule;
+  denied.address = address;
+  denied.detail = detail;
+  context.record(denied);
+  boost::system::error_code ignored;
+  context.client.close(ignored);
+  context.upstream.close(ignored);
+}
+
 }  // namespace
 
 asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser,
                                      boost::beast::flat_buffer& buffer) {
+  // The rules in force now decide this CONNECT, whatever came before on the connection.
+  context.begin_request();
   const std::string raw_target(parser.get().target());
   // The head's fields are not needed past this point; drop them rather than hold them for the
   // tunnel's lifetime.
@@ -118,61 +202,99 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   // 2. The policy.
   const rules::Decision decision = context.policy->decide(host, port);
   if (!decision.allowed()) {
-    const bool address_rule = decision.reason == rules::Reason::loopback ||
-                              decision.reason == rules::Reason::ip_address ||
-                              decision.reason == rules::Reason::metadata_address ||
-                              decision.reason == rules::Reason::private_address ||
-                              decision.reason == rules::Reason::reserved_address;
-    co_await reply_and_log(context, address_rule ? ReplyKind::denied_address : ReplyKind::denied,
-                           "deny", "CONNECT", display, port, rules::reason_code(decision.reason),
-                           context.policy->explain(decision, host, port), rule_text(decision));
+    co_await reply_and_log(
+        context, is_address_reason(decision.reason) ? ReplyKind::denied_address : ReplyKind::denied,
+        "deny", "CONNECT", display, port, rules::reason_code(decision.reason),
+        context.policy->explain(decision, host, port), rules::rule_text(decision));
     co_return;
   }
+  fault_point("connect-decided");
 
-  // 3. LaunchDarkly, when enabled.
+  // 3. LaunchDarkly, when enabled. Its answer may come after the drain closed the connection.
   const auto remote = co_await consult_remote_allowlist(context, "CONNECT", host, port);
+  if (context.stopping()) {
+    context.record_shutting_down("CONNECT", display, port);
+    co_return;
+  }
   if (remote && !remote->allowed) {
     co_return;
   }
 
   // 4. Resolve, check the addresses, connect.
   DialResult dial = co_await dial_upstream(context, host, port);
+  if (context.stopping()) {
+    context.record_shutting_down("CONNECT", display, port);
+    co_return;
+  }
   if (!dial.connected) {
     co_await reply_and_log(context, dial.failure, dial.denied ? "deny" : "error", "CONNECT",
                            display, port, dial.code, dial.sentence);
     co_return;
   }
   const std::string upstream_address = to_text(dial.endpoint);
-  const std::string rule = rule_text(decision);
+  const std::string rule = rules::rule_text(decision);
+
+  server::Destination destination;
+  destination.host = host;
+  destination.port = port;
+  if (!host.is_ip()) {
+    destination.address = to_rules_address(dial.endpoint.address());
+  }
 
   // 5. Tell the client the tunnel is up. On a TLS port, look at what it sends first before a
-  // byte goes upstream: the protocol actually spoken decides, not the port number.
+  // byte goes upstream: the protocol actually spoken decides, not the port number. On other
+  // ports the relay watches the first bytes for SSH (server-first protocols must still work, so
+  // nothing waits for them here).
   auto [write_error, written] =
       co_await asio::async_write(context.client, asio::buffer(kEstablished), use_tuple);
-  if (!write_error && context.settings().sni_check &&
-      std::find(context.settings().tls_ports.begin(), context.settings().tls_ports.end(), port) !=
-          context.settings().tls_ports.end()) {
-    const rules::Decision inspected = co_await inspect_first_bytes(context, host, port, buffer);
-    if (!inspected.allowed()) {
-      const std::string sentence = context.policy->explain(inspected, host, port);
-      log::Record denied;
-      denied.connection_id = context.id;
-      denied.client = context.client_address;
-      denied.method = "CONNECT";
-      denied.host = display;
-      denied.port = port;
-      denied.verdict = "deny";
-      denied.reason = rules::reason_code(inspected.reason);
-      const std::string denied_rule = rule_text(inspected);
-      denied.rule = denied_rule;
-      denied.address = upstream_address;
-      denied.detail = sentence;
-      context.record(denied);
-      // The client already holds a 200 and speaks TLS or SSH: no HTTP reply can reach it now.
-      // Close both sides; its handshake fails.
-      boost::system::error_code ignored;
-      context.client.close(ignored);
-      context.upstream.close(ignored);
+  const auto& tls_ports = context.settings().tls_ports;
+  const bool inspect = context.settings().sni_check &&
+                       std::find(tls_ports.begin(), tls_ports.end(), port) != tls_ports.end();
+  std::string note = remote_allowlist_note(remote);
+  if (!write_error && inspect) {
+    const FirstBytes first = co_await inspect_first_bytes(context, host, port, buffer);
+    if (context.stopping()) {
+      context.record_shutting_down("CONNECT", display, port);
+      co_return;
+    }
+    if (!first.decision.allowed()) {
+      deny_established(context, display, port, upstream_address,
+                       rules::reason_code(first.decision.reason), rules::rule_text(first.decision),
+                       context.policy->explain(first.decision, host, port));
+      co_return;
+    }
+    destination.ssh = first.ssh;
+    if (!first.note.empty()) {
+      note = note.empty() ? first.note : note + "; " + first.note;
+    }
+  } else if (!write_error && buffer.size() > 0) {
+    // Bytes that came with the head go upstream below, before the relay could look at them:
+    // look for SSH in them here.
+    const bool ssh = co_await starts_with_ssh(context, buffer);
+    if (context.stopping()) {
+      context.record_shutting_down("CONNECT", display, port);
+      co_return;
+    }
+    if (ssh) {
+      const rules::Decision ssh_decision = context.policy->decide_ssh(host);
+      if (!ssh_decision.allowed()) {
+        deny_established(context, display, port, upstream_address,
+                         rules::reason_code(ssh_decision.reason), rules::rule_text(ssh_decision),
+                         context.policy->explain(ssh_decision, host, port));
+        co_return;
+      }
+      destination.ssh = true;
+    }
+  }
+  // With no byte from the client yet, the relay watches its first bytes for SSH.
+  const bool watch_for_ssh = !inspect && buffer.size() == 0;
+
+  // 6. A reload while this tunnel was being set up: the rules now in force judge it again, as
+  // they judged every tunnel already open.
+  if (context.settings().revoke_on_reload && context.worker.policy != context.policy) {
+    if (auto revoked = server::judge_again(*context.worker.policy, destination)) {
+      deny_established(context, display, port, upstream_address, revoked->reason, revoked->rule,
+                       revoked->detail);
       co_return;
     }
   }
@@ -187,11 +309,10 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   record.reason = "allowed";
   record.rule = rule;
   record.address = upstream_address;
-  const std::string remote_note = remote_allowlist_note(remote);
-  record.detail = remote_note;
+  record.detail = note;
   context.record(record);
 
-  // 6. Pass on what the client sent so far: the start of the tunnelled stream (a TLS
+  // 7. Pass on what the client sent so far: the start of the tunnelled stream (a TLS
   // ClientHello, possibly sent before our 200 arrived).
   std::uint64_t early_bytes = 0;
   if (!write_error && buffer.size() > 0) {
@@ -207,11 +328,25 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
     boost::system::error_code ignored;
     context.client.close(ignored);
     context.upstream.close(ignored);
+    log::Record end;
+    end.event = log::Record::Event::end;
+    end.connection_id = context.id;
+    end.client = context.client_address;
+    end.method = "CONNECT";
+    end.host = display;
+    end.port = port;
+    end.outcome = "reset";
+    end.bytes_up = early_bytes;
+    const std::string detail = "the tunnel broke while it was being set up: " +
+                               write_error.message() + ".";
+    end.detail = detail;
+    end.duration_ms = context.elapsed_ms();
+    context.record(end);
     co_return;
   }
-  // 6. Hand the sockets to a TunnelSession and let this coroutine (and its caller) finish, so a
+  // 8. Hand the sockets to a TunnelSession and let this coroutine (and its caller) finish, so a
   // long-lived tunnel holds no coroutine frames.
-  TunnelSession::start(context, display, port, early_bytes);
+  TunnelSession::start(context, display, std::move(destination), early_bytes, watch_for_ssh);
 }
 
 }  // namespace sandgate::session

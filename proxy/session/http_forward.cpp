@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "proxy/session/client_session.hpp"
+#include "proxy/session/fault_injection.hpp"
 #include "proxy/session/handlers.hpp"
 #include "proxy/session/http_head.hpp"
 #include "proxy/session/http_target.hpp"
@@ -55,20 +56,17 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 constexpr std::size_t kChunk = 64 * 1024;
 constexpr std::uint32_t kResponseHeadLimit = 64 * 1024;
+// What the gate holds of an origin's bytes that the parser has not taken yet: a response head
+// (at most kResponseHeadLimit), a chunk header line, or a trailer section. Beast 1.81 has no
+// limit of its own on chunk extensions and trailers; the buffer's maximum is that limit (the
+// read fails with buffer_overflow instead of growing).
+constexpr std::size_t kUpstreamBufferLimit = kResponseHeadLimit + 16 * 1024;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 using BodyRequestParser = http::request_parser<http::buffer_body>;
 using BodyResponseParser = http::response_parser<http::buffer_body>;
 using RequestWriter = http::request_serializer<http::buffer_body>;
 using ResponseWriter = http::response_serializer<http::buffer_body>;
-
-std::string rule_text(const rules::Decision& decision) {
-  if (!decision.rule) {
-    return {};
-  }
-  return std::string(decision.rule->source) + ":" + std::to_string(decision.rule->line) + " " +
-         std::string(decision.rule->entry);
-}
 
 bool is_address_reason(rules::Reason reason) {
   return reason == rules::Reason::loopback || reason == rules::Reason::ip_address ||
@@ -122,7 +120,8 @@ void set_host_first(http::fields& fields, std::string_view authority) {
 struct Upstream {
   std::string key;      // "host:port" it was dialled for
   std::string address;  // the address connected to, for the log
-  beast::flat_buffer buffer;
+  std::optional<rules::IpAddress> dialled;  // the checked address of a name, for a reload
+  beast::flat_buffer buffer{kUpstreamBufferLimit};
   bool reusable = false;
 };
 
@@ -153,6 +152,7 @@ struct Exchange {
   bool upgraded = false;          // the origin switched to WebSocket
   bool response_started = false;  // a byte of the final response went to the client
   bool response_done = false;     // ... and all of it
+  bool oversized = false;  // the origin broke a size limit mid-response (chunk header, trailer)
   bool client_keep_alive = false;
   bool upstream_keep_alive = false;
   std::string failure_code;  // before the response started: why the origin failed
@@ -271,7 +271,7 @@ asio::awaitable<bool> read_final_head(Exchange& x) {
         co_await http::async_read_header(x.context.upstream, x.upstream.buffer, parser, use_tuple);
     x.touch();
     if (error) {
-      if (error == http::error::header_limit) {
+      if (error == http::error::header_limit || error == http::error::buffer_overflow) {
         x.fail("bad-response", x.where + " sent a response head larger than 64 KiB.");
       } else if (is_http_parse_error(error)) {
         x.fail("bad-response",
@@ -366,6 +366,12 @@ asio::awaitable<void> relay_response(Exchange& x) {
             co_await http::async_read_some(upstream, x.upstream.buffer, parser, use_tuple);
         if (read_error == http::error::need_buffer) {
           read_error = {};
+        }
+        if (read_error == http::error::buffer_overflow) {
+          // A chunk header or trailer section that would not end: the gate does not hold more.
+          x.oversized = true;
+          ok = false;
+          break;
         }
         if (read_error) {
           ok = false;  // the origin broke off mid-response
@@ -508,6 +514,11 @@ asio::awaitable<void> run_websocket(Exchange& x, EndLine& end) {
   boost::system::error_code ignored;
   context.client.close(ignored);
   context.upstream.close(ignored);
+  if (context.live.revoked) {
+    context.record_revoked(end.method, x.bytes_up + result.bytes_up,
+                           x.bytes_down + result.bytes_down);
+    co_return;
+  }
   end.outcome = relay::to_string(result.outcome);
   end.bytes_up = x.bytes_up + result.bytes_up;
   end.bytes_down = x.bytes_down + result.bytes_down;
@@ -524,6 +535,8 @@ asio::awaitable<void> run_websocket(Exchange& x, EndLine& end) {
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_parser,
                                       beast::flat_buffer& buffer, Upstream& upstream) {
+  // The rules in force now decide this request, whatever decided the ones before it.
+  context.begin_request();
   const clock::time_point started = clock::now();
   const std::string method(head_parser.get().method_string());
   const std::string raw_target(head_parser.get().target());
@@ -559,12 +572,18 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     co_await reply_and_log(
         context, is_address_reason(decision.reason) ? ReplyKind::denied_address : ReplyKind::denied,
         "deny", method, display, port, rules::reason_code(decision.reason),
-        context.policy->explain(decision, host, port), rule_text(decision));
+        context.policy->explain(decision, host, port), rules::rule_text(decision));
     co_return Next::stop;
   }
 
-  // 3b. LaunchDarkly, when enabled.
+  fault_point("http-decided");
+
+  // 3b. LaunchDarkly, when enabled. Its answer may come after the drain closed the connection.
   const auto remote = co_await consult_remote_allowlist(context, method, host, port);
+  if (context.stopping()) {
+    context.record_shutting_down(method, display, port);
+    co_return Next::stop;
+  }
   if (remote && !remote->allowed) {
     context.upstream.close(ignored);
     co_return Next::stop;
@@ -579,6 +598,10 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     context.upstream.close(ignored);
     upstream.buffer.clear();
     DialResult dial = co_await dial_upstream(context, host, port);
+    if (context.stopping()) {
+      context.record_shutting_down(method, display, port);
+      co_return Next::stop;
+    }
     if (!dial.connected) {
       co_await reply_and_log(context, dial.failure, dial.denied ? "deny" : "error", method, display,
                              port, dial.code, dial.sentence);
@@ -586,7 +609,17 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     }
     upstream.key = where;
     upstream.address = to_text(dial.endpoint);
+    upstream.dialled.reset();
+    if (!host.is_ip()) {
+      upstream.dialled = to_rules_address(dial.endpoint.address());
+    }
   }
+  // Registered while the upstream is open, so that a reload can judge it again.
+  server::Destination destination;
+  destination.host = host;
+  destination.port = port;
+  destination.address = upstream.dialled;
+  context.live.destination = std::move(destination);
   {
     log::Record record;
     record.connection_id = context.id;
@@ -596,7 +629,7 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     record.port = port;
     record.verdict = "allow";
     record.reason = "allowed";
-    const std::string rule = rule_text(decision);
+    const std::string rule = rules::rule_text(decision);
     record.rule = rule;
     record.address = upstream.address;
     const std::string remote_note = remote_allowlist_note(remote);
@@ -661,6 +694,13 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   }
 
   // 7. How it ended.
+  if (context.live.revoked) {
+    // A reload denied the destination mid-exchange and closed both sides.
+    reset(context.client);
+    context.upstream.close(ignored);
+    context.record_revoked(method, x.bytes_up, x.bytes_down);
+    co_return Next::stop;
+  }
   if (x.upgraded) {
     co_await run_websocket(x, end);
     co_return Next::stop;
@@ -706,6 +746,14 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     reset(context.client);
     context.upstream.close(ignored);
     end.outcome = x.timed_out ? "timeout" : "reset";
+    std::string detail;
+    if (x.oversized) {
+      end.outcome = "error";
+      end.reason = "bad-response";
+      detail = where + " sent a chunk header or trailer section larger than " +
+               std::to_string(kUpstreamBufferLimit / 1024) + " KiB; the response was cut off.";
+      end.detail = detail;
+    }
     log_end(context, end);
     co_return Next::stop;
   }
@@ -714,6 +762,7 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   upstream.reusable = x.upstream_keep_alive && x.body_done && upstream.buffer.size() == 0;
   if (!upstream.reusable) {
     context.upstream.close(ignored);
+    context.live.destination.reset();
   }
   if (!x.client_keep_alive || !x.body_done) {
     context.upstream.close(ignored);
@@ -738,6 +787,12 @@ asio::awaitable<void> serve_requests(SessionContext& context, HeadParser& first,
     next->body_limit(boost::none);
     const HeadRead read =
         co_await read_request_head(context.client, buffer, *next, context.settings().head_timeout);
+    if (context.live.revoked) {
+      // A reload denied the kept-alive destination while the connection waited for a request.
+      context.upstream.close(ignored);
+      context.record_revoked("-", 0, 0);
+      co_return;
+    }
     // The gate's token, on every request of the connection (client_session.cpp checked the
     // first); a failure has been answered with 407, logged and closed.
     // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
@@ -784,14 +839,9 @@ asio::awaitable<void> serve_requests(SessionContext& context, HeadParser& first,
 
 asio::awaitable<void> handle_http(SessionContext& context, HeadParser& parser,
                                   beast::flat_buffer& buffer) {
-  // Beast reports through error codes on every path used here; this is the last line of defence
-  // (an allocation failure, say), so that nothing escapes into the worker's loop.
-  try {
-    co_await serve_requests(context, parser, buffer);
-  } catch (const std::exception& error) {
-    context.log().note("error",
-                       std::string("plain HTTP session ended by an exception: ") + error.what());
-  }
+  // Beast reports through error codes on every path used here; anything thrown (an allocation
+  // failure, say) is caught and logged against the connection by serve_client().
+  co_await serve_requests(context, parser, buffer);
   boost::system::error_code ignored;
   context.client.close(ignored);
   context.upstream.close(ignored);

@@ -2,6 +2,26 @@
 #include "proxy/session/session_context.hpp"
 
 namespace sandgate::session {
+namespace {
+
+// Keeps a denial for /denials.
+void remember_denial(metrics::WorkerMetrics& metrics, const log::Record& record) {
+  metrics::Denial denial;
+  denial.unix_millis = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+  denial.connection_id = record.connection_id;
+  denial.client = std::string(record.client);
+  denial.method = std::string(record.method);
+  denial.host = std::string(record.host);
+  denial.port = record.port;
+  denial.reason = std::string(record.reason);
+  denial.rule = std::string(record.rule);
+  denial.detail = std::string(record.detail);
+  metrics.record_denial(std::move(denial));
+}
+
+}  // namespace
 
 SessionContext::SessionContext(server::Worker& w, boost::asio::ip::tcp::socket socket)
     : worker(w),
@@ -39,20 +59,78 @@ void SessionContext::record(const log::Record& record) {
   }
   metrics.count_decision(record.verdict, record.reason);
   if (record.verdict != "allow") {
-    metrics::Denial denial;
-    denial.unix_millis = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-    denial.connection_id = record.connection_id;
-    denial.client = std::string(record.client);
-    denial.method = std::string(record.method);
-    denial.host = std::string(record.host);
-    denial.port = record.port;
-    denial.reason = std::string(record.reason);
-    denial.rule = std::string(record.rule);
-    denial.detail = std::string(record.detail);
-    metrics.record_denial(std::move(denial));
+    remember_denial(metrics, record);
   }
+}
+
+void SessionContext::record_internal_error(std::string_view what) {
+  boost::system::error_code ignored;
+  client.close(ignored);
+  upstream.close(ignored);
+  const std::string detail = "the connection was ended by an internal error: " +
+                             std::string(what.empty() ? "unknown" : what) + ".";
+  log::Record end;
+  end.event = log::Record::Event::end;
+  end.connection_id = id;
+  end.client = client_address;
+  end.method = "-";
+  end.host = "-";
+  end.verdict = "error";
+  end.reason = "internal-error";
+  end.outcome = "error";
+  end.detail = detail;
+  end.duration_ms = elapsed_ms();
+  log().write(end);
+  worker.metrics.count_decision("error", "internal-error");
+}
+
+void SessionContext::record_shutting_down(std::string_view method, std::string_view host,
+                                          std::uint16_t port) {
+  boost::system::error_code ignored;
+  client.close(ignored);
+  upstream.close(ignored);
+  log::Record record;
+  record.connection_id = id;
+  record.client = client_address;
+  record.method = method;
+  record.host = host;
+  record.port = port;
+  record.verdict = "error";
+  record.reason = "shutting-down";
+  record.detail = "the gate is shutting down; the connection was closed before it was set up.";
+  this->record(record);
+}
+
+void SessionContext::record_revoked(std::string_view method, std::uint64_t bytes_up,
+                                    std::uint64_t bytes_down) {
+  const server::Revocation& why = *live.revoked;
+  const std::string host = live.destination ? live.destination->host.display() : "-";
+  const std::uint16_t port = live.destination ? live.destination->port : 0;
+  log::Record end;
+  end.event = log::Record::Event::end;
+  end.connection_id = id;
+  end.client = client_address;
+  end.method = method;
+  end.host = host;
+  end.port = port;
+  end.verdict = "deny";
+  end.reason = why.reason;
+  end.rule = why.rule;
+  end.detail = why.detail;
+  end.outcome = "revoked";
+  end.bytes_up = bytes_up;
+  end.bytes_down = bytes_down;
+  end.duration_ms = elapsed_ms();
+  record_late_denial(worker, end);
+}
+
+void record_late_denial(server::Worker& worker, const log::Record& end) {
+  worker.shared.log.write(end);
+  auto& metrics = worker.metrics;
+  metrics.bytes_up.add(end.bytes_up);
+  metrics.bytes_down.add(end.bytes_down);
+  metrics.count_decision("deny", end.reason);
+  remember_denial(metrics, end);
 }
 
 std::string to_text(const boost::asio::ip::tcp::endpoint& endpoint) {

@@ -25,11 +25,20 @@ struct SessionContext {
   boost::asio::ip::tcp::socket upstream;
   std::uint64_t id;
   std::string client_address;  // "127.0.0.1:50312", for the log
+  // The snapshot the request being served is decided with: every request (each of a kept-alive
+  // connection, and a CONNECT after them) takes the worker's current one when it arrives, by
+  // begin_request(), and decides all of its steps with it.
   std::shared_ptr<const rules::Policy> policy;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   server::LiveConnection live;
   // Set when an established tunnel took over the sockets and the connection's count.
   bool handed_off = false;
+
+  // Takes the worker's current policy for the request that has just arrived.
+  void begin_request() { policy = worker.policy; }
+  // True once the drain deadline has passed: a session that resumes from a wait ends instead of
+  // starting anything new (its sockets have been closed).
+  bool stopping() const { return worker.stopping; }
 
   const settings::Settings& settings() const { return worker.shared.settings; }
   log::DecisionLog& log() const { return worker.shared.log; }
@@ -38,8 +47,24 @@ struct SessionContext {
   // Writes a decision or end line to the log and counts it in the worker's metrics (denials
   // also go to the recent-denials ring). Every handler records through here.
   void record(const log::Record& record);
+
+  // The end line of a connection that an unexpected error ended (an exception from anywhere on
+  // its path): outcome "error", reason "internal-error", counted as such. Closes both sockets.
+  void record_internal_error(std::string_view what);
+  // The line of a request that the drain ended before it was decided or connected: verdict
+  // "error", reason "shutting-down". Closes both sockets.
+  void record_shutting_down(std::string_view method, std::string_view host, std::uint16_t port);
+  // The end line of a connection a reload closed (LiveConnection::revoked): verdict "deny",
+  // outcome "revoked", the new rules' reason and rule; counted as a denial.
+  // Host and port are the registered destination's.
+  void record_revoked(std::string_view method, std::uint64_t bytes_up, std::uint64_t bytes_down);
 };
 
 std::string to_text(const boost::asio::ip::tcp::endpoint& endpoint);
+
+// Logs a denial that came after the connection was allowed (a revoked connection's end line, an
+// SSH client refused in an established tunnel) and counts it as a denial, in the worker's
+// counters and /denials. For sessions and established tunnels, on the worker's thread.
+void record_late_denial(server::Worker& worker, const log::Record& end);
 
 }  // namespace sandgate::session

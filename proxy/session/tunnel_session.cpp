@@ -1,23 +1,31 @@
 // An established tunnel. See tunnel_session.hpp.
 #include "proxy/session/tunnel_session.hpp"
 
+#include "proxy/session/fault_injection.hpp"
+
 namespace sandgate::session {
 
-void TunnelSession::start(SessionContext& context, std::string host, std::uint16_t port,
-                          std::uint64_t early_bytes) {
-  auto* session = new TunnelSession(context, std::move(host), port, early_bytes);
+void TunnelSession::start(SessionContext& context, std::string host,
+                          server::Destination destination, std::uint64_t early_bytes,
+                          bool watch_for_ssh) {
+  auto* session = new TunnelSession(context, std::move(host), std::move(destination), early_bytes);
+  if (watch_for_ssh) {
+    session->relay_.watch_first_bytes([session](std::string_view bytes, bool final) {
+      return session->judge_first_bytes(bytes, final);
+    });
+  }
   session->relay_.start();
 }
 
-TunnelSession::TunnelSession(SessionContext& context, std::string host, std::uint16_t port,
-                             std::uint64_t early_bytes)
+TunnelSession::TunnelSession(SessionContext& context, std::string host,
+                             server::Destination destination, std::uint64_t early_bytes)
     : worker_(context.worker),
       client_(std::move(context.client)),
       upstream_(std::move(context.upstream)),
       id_(context.id),
       client_address_(std::move(context.client_address)),
       host_(std::move(host)),
-      port_(port),
+      port_(destination.port),
       early_bytes_(early_bytes),
       started_(context.started),
       relay_(client_, upstream_, context.worker.pipes, context.settings().idle_timeout,
@@ -25,6 +33,7 @@ TunnelSession::TunnelSession(SessionContext& context, std::string host, std::uin
   context.handed_off = true;  // the connection's count and registration move here
   live_.client = &client_;
   live_.upstream = &upstream_;
+  live_.destination = std::move(destination);
   worker_.attach(live_);
   worker_.metrics.tunnels_open_total.add();
 }
@@ -34,15 +43,33 @@ TunnelSession::~TunnelSession() {
   worker_.shared.open_connections.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void TunnelSession::on_done(relay::Result result) {
-  boost::system::error_code ignored;
-  client_.close(ignored);
-  upstream_.close(ignored);
-  result.bytes_up += early_bytes_;
-  worker_.metrics.tunnels_closed_total.add();
-  worker_.metrics.bytes_up.add(result.bytes_up);
-  worker_.metrics.bytes_down.add(result.bytes_down);
+// The client's first bytes, on a port whose tunnels are not inspected for TLS: an SSH client is
+// held to the SSH rules wherever it appears. Decided with the worker's policy now in force.
+relay::FirstBytesVerdict TunnelSession::judge_first_bytes(std::string_view bytes, bool final) {
+  fault_point("tunnel-relay");
+  constexpr std::string_view kSsh = "SSH-";
+  const std::size_t n = std::min(bytes.size(), kSsh.size());
+  if (bytes.substr(0, n) != kSsh.substr(0, n)) {
+    return relay::FirstBytesVerdict::pass;
+  }
+  if (n < kSsh.size() && !final) {
+    return relay::FirstBytesVerdict::need_more;  // "S", "SS", "SSH": could still be SSH
+  }
+  // SSH (or a client that stopped on a prefix of it: the stricter reading).
+  const server::Destination& destination = *live_.destination;
+  const rules::Policy& policy = *worker_.policy;
+  const rules::Decision decision = policy.decide_ssh(destination.host);
+  if (decision.allowed()) {
+    live_.destination->ssh = true;  // a reload judges it by the SSH rules from now on
+    return relay::FirstBytesVerdict::pass;
+  }
+  refused_ = server::Revocation{std::string(rules::reason_code(decision.reason)),
+                                rules::rule_text(decision),
+                                policy.explain(decision, destination.host, destination.port)};
+  return relay::FirstBytesVerdict::refuse;
+}
 
+void TunnelSession::log_end(std::string_view outcome, const relay::Result& result) {
   log::Record end;
   end.event = log::Record::Event::end;
   end.connection_id = id_;
@@ -50,13 +77,54 @@ void TunnelSession::on_done(relay::Result result) {
   end.method = "CONNECT";
   end.host = host_;
   end.port = port_;
-  end.outcome = relay::to_string(result.outcome);
+  end.outcome = outcome;
   end.bytes_up = result.bytes_up;
   end.bytes_down = result.bytes_down;
   end.duration_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_)
           .count();
+  const server::Revocation* why = live_.revoked ? &*live_.revoked : nullptr;
+  if (why != nullptr) {
+    end.verdict = "deny";
+    end.reason = why->reason;
+    end.rule = why->rule;
+    end.detail = why->detail;
+    record_late_denial(worker_, end);
+    return;
+  }
+  if (result.outcome == relay::Outcome::internal_error) {
+    end.verdict = "error";
+    end.reason = "internal-error";
+    end.detail = "the tunnel was ended by an internal error.";
+    worker_.metrics.count_decision("error", "internal-error");
+  }
+  worker_.metrics.bytes_up.add(result.bytes_up);
+  worker_.metrics.bytes_down.add(result.bytes_down);
   worker_.shared.log.write(end);
+}
+
+void TunnelSession::on_done(relay::Result result) {
+  boost::system::error_code ignored;
+  client_.close(ignored);
+  upstream_.close(ignored);
+  result.bytes_up += early_bytes_;
+  worker_.metrics.tunnels_closed_total.add();
+
+  if (refused_) {
+    // The client's first bytes were SSH to a host the SSH rules refuse: a decision of its own.
+    log::Record denied;
+    denied.connection_id = id_;
+    denied.client = client_address_;
+    denied.method = "CONNECT";
+    denied.host = host_;
+    denied.port = port_;
+    denied.verdict = "deny";
+    denied.reason = refused_->reason;
+    denied.rule = refused_->rule;
+    denied.detail = refused_->detail;
+    record_late_denial(worker_, denied);  // counted and kept in /denials like any denial
+  }
+  log_end(live_.revoked ? "revoked" : relay::to_string(result.outcome), result);
   delete this;
 }
 

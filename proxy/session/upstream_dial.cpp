@@ -16,13 +16,6 @@ using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
-rules::IpAddress to_rules_address(const asio::ip::address& address) {
-  if (address.is_v4()) {
-    return rules::IpAddress::from_v4(address.to_v4().to_uint());
-  }
-  return rules::IpAddress::from_v6(address.to_v6().to_bytes());
-}
-
 asio::ip::address to_asio_address(const rules::IpAddress& address) {
   if (address.is_v4()) {
     return asio::ip::address_v4(address.v4_host_order());
@@ -44,6 +37,13 @@ DialResult failure(ReplyKind kind, std::string code, std::string sentence) {
 }
 
 }  // namespace
+
+rules::IpAddress to_rules_address(const asio::ip::address& address) {
+  if (address.is_v4()) {
+    return rules::IpAddress::from_v4(address.to_v4().to_uint());
+  }
+  return rules::IpAddress::from_v6(address.to_v6().to_bytes());
+}
 
 asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::Host& host,
                                           std::uint16_t port) {
@@ -104,6 +104,10 @@ asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::
   boost::system::error_code last_error = asio::error::host_not_found;
   tcp::endpoint last_endpoint;
   for (const auto& address : addresses) {
+    if (context.stopping()) {
+      last_error = asio::error::operation_aborted;
+      break;  // the drain: nothing new is started
+    }
     last_endpoint = tcp::endpoint(address, port);
     boost::system::error_code ec;
     context.upstream.close(ec);

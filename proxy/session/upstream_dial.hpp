@@ -23,6 +23,9 @@ struct DialResult {
   boost::asio::ip::tcp::endpoint endpoint;  // the address connected to (or last tried)
 };
 
+// An Asio address as the rules see it.
+rules::IpAddress to_rules_address(const boost::asio::ip::address& address);
+
 // Connects `context.upstream` to host:port. Completes on the session's worker.
 boost::asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::Host& host,
                                                  std::uint16_t port);

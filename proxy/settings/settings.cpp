@@ -379,6 +379,9 @@ const std::vector<Setting>& table() {
       {{"tls_ports", "--tls-ports", "SANDGATE_TLS_PORTS", "443",
         "ports whose tunnels must carry TLS (checked when sni_check is on)", false},
        [](Settings& s, std::string_view v) { return set_ports(s.tls_ports, v); }},
+      {{"revoke_on_reload", "--revoke-on-reload", "SANDGATE_REVOKE_ON_RELOAD", "true",
+        "on reload, close open tunnels and kept-alive connections the new rules deny", true},
+       [](Settings& s, std::string_view v) { return set_bool(s.revoke_on_reload, v); }},
       // --- LaunchDarkly ---
       {{"launchdarkly_client_id", "--launchdarkly-client-id", "LAUNCHDARKLY_CLIENT_ID", "(off)",
         "LaunchDarkly client-side ID (24 hex characters): enables the remote allowlist", false},

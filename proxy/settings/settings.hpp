@@ -55,6 +55,10 @@ struct Settings {
   std::string allowlist_path;   // empty: no allowlist mode
   bool sni_check = true;        // inspect the ClientHello of tunnels to TLS ports
   std::vector<std::uint16_t> tls_ports = {443};
+  // On reload, close open tunnels and kept-alive connections whose destination the new rules
+  // deny (logged with outcome `revoked`). Off: what is open keeps going; new requests still
+  // follow the new rules.
+  bool revoke_on_reload = true;
 
   // The sandbox profile (sandgate run / profile).
   bool protect_files = true;

@@ -163,11 +163,20 @@ TEST(PolicyReasonCode, EveryReasonHasItsStableCode) {
       {Reason::launchdarkly, "launchdarkly"},
       {Reason::launchdarkly_unreachable, "launchdarkly-unreachable"},
       {Reason::sni_mismatch, "sni-mismatch"},
+      {Reason::sni_missing, "sni-missing"},
       {Reason::protocol_mismatch, "protocol-mismatch"},
   };
   for (const auto& [reason, code] : codes) {
     EXPECT_EQ(reason_code(reason), code);
   }
+}
+
+TEST(PolicyRuleText, FileLineAndEntryOrNothing) {
+  Decision none;
+  EXPECT_EQ(rule_text(none), "");
+  Decision listed;
+  listed.rule = RuleMatch{"/etc/blocked.txt", 7, "*.evil.test"};
+  EXPECT_EQ(rule_text(listed), "/etc/blocked.txt:7 *.evil.test");
 }
 
 TEST(PolicyDefaults, OptionsMatchTheDocumentedDefaults) {
