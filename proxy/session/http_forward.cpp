@@ -61,6 +61,8 @@ constexpr std::uint32_t kResponseHeadLimit = 64 * 1024;
 // limit of its own on chunk extensions and trailers; the buffer's maximum is that limit (the
 // read fails with buffer_overflow instead of growing).
 constexpr std::size_t kUpstreamBufferLimit = kResponseHeadLimit + 16 * 1024;
+// Interim responses passed on per request: an origin that sends nothing else never finishes.
+constexpr int kMaxInterimResponses = 32;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 using BodyRequestParser = http::request_parser<http::buffer_body>;
@@ -256,7 +258,13 @@ asio::awaitable<bool> write_response_head(Exchange& x, http::response<http::buff
 
 // Reads interim responses until the final (or 101) head has arrived. Returns false on failure.
 asio::awaitable<bool> read_final_head(Exchange& x) {
-  for (;;) {
+  for (int interim = 0;; ++interim) {
+    if (interim > kMaxInterimResponses) {
+      x.fail("bad-response", x.where + " sent more than " +
+                                 std::to_string(kMaxInterimResponses) +
+                                 " interim (1xx) responses to one request.");
+      co_return false;
+    }
     if (x.client_failed || x.timed_out) {
       co_return false;  // stopped by the other direction or the watchdog
     }

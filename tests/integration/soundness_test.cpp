@@ -203,12 +203,12 @@ long resident_kib() {
   return -1;
 }
 
-// A raw origin: answers the first request with `preamble`, then sends `filler` bytes until
+// A raw origin: answers the first request with `preamble`, then sends `unit` over and over until
 // `limit` bytes are out or the gate stops reading. Reports how much it sent.
 class EndlessOrigin {
  public:
-  EndlessOrigin(std::string preamble, char filler, std::uint64_t limit)
-      : preamble_(std::move(preamble)), filler_(filler), limit_(limit) {
+  EndlessOrigin(std::string preamble, std::string unit, std::uint64_t limit)
+      : preamble_(std::move(preamble)), unit_(std::move(unit)), limit_(limit) {
     listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
@@ -244,7 +244,10 @@ class EndlessOrigin {
       ::close(fd);
       return;
     }
-    const std::string block(256 * 1024, filler_);
+    std::string block;
+    while (block.size() < 256 * 1024) {
+      block += unit_;
+    }
     while (sent_ < limit_) {
       const ssize_t n = ::send(fd, block.data(), block.size(), MSG_NOSIGNAL);
       if (n <= 0) {
@@ -256,7 +259,7 @@ class EndlessOrigin {
   }
 
   std::string preamble_;
-  char filler_;
+  std::string unit_;
   std::uint64_t limit_;
   int listener_ = -1;
   std::uint16_t port_ = 0;
@@ -267,14 +270,14 @@ class EndlessOrigin {
 struct HostileShape {
   const char* name;
   const char* preamble;
-  char filler;
+  const char* unit;
 };
 
 class HostileOriginTest : public ::testing::TestWithParam<HostileShape> {};
 
 TEST_P(HostileOriginTest, GateMemoryStaysBoundedAndTheClientIsCutOff) {
   constexpr std::uint64_t kOneGigabyte = 1ull << 30;
-  EndlessOrigin origin(GetParam().preamble, GetParam().filler, kOneGigabyte);
+  EndlessOrigin origin(GetParam().preamble, GetParam().unit, kOneGigabyte);
   TestProxy proxy("", allow_loopback);
   proxy.dns().set("hostile.test", {"127.0.0.1"});
   const long before = resident_kib();
@@ -296,14 +299,16 @@ INSTANTIATE_TEST_SUITE_P(
     Shapes, HostileOriginTest,
     ::testing::Values(
         HostileShape{"endless_chunk_extension",
-                     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;a=", 'a'},
+                     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;a=", "a"},
         HostileShape{"endless_trailer",
-                     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: ", 'b'},
-        HostileShape{"endless_response_head", "HTTP/1.1 200 OK\r\nX-Long: ", 'c'}),
+                     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: ", "b"},
+        HostileShape{"endless_response_head", "HTTP/1.1 200 OK\r\nX-Long: ", "c"},
+        HostileShape{"endless_interim_responses", "", "HTTP/1.1 102 Processing\r\n\r\n"},
+        HostileShape{"endless_header_lines", "HTTP/1.1 200 OK\r\n", "X-A: b\r\n"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(HostileOrigin, OversizedHeadGets502) {
-  EndlessOrigin origin("HTTP/1.1 200 OK\r\nX-Long: ", 'c', 1 << 20);
+  EndlessOrigin origin("HTTP/1.1 200 OK\r\nX-Long: ", "c", 1 << 20);
   TestProxy proxy("", allow_loopback);
   proxy.dns().set("hostile.test", {"127.0.0.1"});
   TestClient client(proxy.port());
@@ -311,6 +316,28 @@ TEST(HostileOrigin, OversizedHeadGets502) {
   auto head = read_response_head(client);
   EXPECT_EQ(head.status, 502) << head.head;
   EXPECT_THAT(head.proxy_status, HasSubstr("bad-response"));
+}
+
+TEST(HostileClient, EndlessChunkExtensionInTheRequestBodyIsRefused) {
+  HttpOrigin origin;
+  TestProxy proxy("", allow_loopback);
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  const long before = resident_kib();
+  TestClient client(proxy.port());
+  client.send("POST http://origin.test:" + std::to_string(origin.port()) +
+              "/up HTTP/1.1\r\nHost: origin.test\r\nTransfer-Encoding: chunked\r\n\r\n5;a=");
+  const std::string filler(64 * 1024, 'a');
+  std::uint64_t sent = 0;
+  try {
+    for (; sent < (256u << 20); sent += filler.size()) {
+      client.send(filler);
+    }
+  } catch (const std::runtime_error&) {
+    // The gate closed the connection: what is wanted.
+  }
+  EXPECT_LT(sent, 64u << 20) << "the gate kept reading a chunk header that never ends";
+  EXPECT_LT(resident_kib() - before, 32 * 1024);
+  EXPECT_TRUE(log_has(proxy, "\"reason\":\"bad-request\"")) << proxy.log_text();
 }
 
 // ---- 4. A ClientHello in pieces always gets a decision; SNI and ECH ----
