@@ -59,7 +59,16 @@ void add_sandbox_flags(CLI::App& command, sandgate::sandbox::SandboxFlags& flags
       ->type_name("PATH")
       ->allow_extra_args(false);
   command.add_flag("--strict-unix-sockets", flags.strict_unix_sockets,
-                   "allow only the system's unix sockets and --allow-unix-socket ones");
+                   "kept for compatibility: every unix socket is now denied unless listed with "
+                   "--allow-unix-socket");
+  command
+      .add_option("--allow-write", flags.allow_writes,
+                  "Linux: also let the command write below PATH (repeatable)")
+      ->type_name("PATH")
+      ->allow_extra_args(false);
+  command.add_flag("--allow-local-bind", flags.allow_local_bind,
+                   "macOS: let the command serve on and connect to any localhost port (this "
+                   "reaches every local server)");
 }
 
 // Subcommands take every setting flag (they fall through to the top level); their --help lists

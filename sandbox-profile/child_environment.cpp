@@ -39,10 +39,29 @@ std::string git_ssh_command(const std::string& connect_helper) {
   return "ssh -o " + shell_quote("ProxyCommand=" + helper + " %h %p");
 }
 
+std::string java_tool_options(const std::string& inherited, std::uint16_t port) {
+  // The JVM splits the variable on white space; none of these values contains any.
+  const std::string p = std::to_string(port);
+  std::string out = inherited;
+  if (!out.empty()) {
+    out += ' ';
+  }
+  out += "-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=" + p +
+         " -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=" + p +
+         " -Dhttp.nonProxyHosts=localhost|127.*|[::1] -Djava.net.preferIPv4Stack=true";
+  return out;
+}
+
 std::vector<std::string> child_environment(const std::vector<std::string>& inherited,
                                            std::uint16_t port, const std::string& connect_helper) {
   const std::string proxy = "http://127.0.0.1:" + std::to_string(port);
   const std::string loopback = "localhost,127.0.0.1,::1";
+  std::string java_inherited;
+  for (const auto& entry : inherited) {
+    if (entry.starts_with("JAVA_TOOL_OPTIONS=")) {
+      java_inherited = entry.substr(std::string_view("JAVA_TOOL_OPTIONS=").size());
+    }
+  }
   const std::vector<std::pair<std::string, std::string>> gate = {
       {"http_proxy", proxy},
       {"https_proxy", proxy},
@@ -55,6 +74,7 @@ std::vector<std::string> child_environment(const std::vector<std::string>& inher
       {"NODE_USE_ENV_PROXY", "1"},
       {"SANDBOX_PROXY_PORT", std::to_string(port)},
       {"GIT_SSH_COMMAND", git_ssh_command(connect_helper)},
+      {"JAVA_TOOL_OPTIONS", java_tool_options(java_inherited, port)},
   };
   std::vector<std::string> out;
   out.reserve(inherited.size() + gate.size());

@@ -1,7 +1,8 @@
 // The environment of the confined command: the caller's, with every proxy variable pointing at
 // the gate. goose set http(s)_proxy, no_proxy, SANDBOX_PROXY_PORT and GIT_SSH_COMMAND; sandgate
 // also sets ALL_PROXY/all_proxy (curl for every protocol, many SOCKS-or-HTTP clients) and
-// NODE_USE_ENV_PROXY=1 (Node's built-in fetch ignores the variables without it).
+// NODE_USE_ENV_PROXY=1 (Node's built-in fetch ignores the variables without it) and
+// JAVA_TOOL_OPTIONS (the JVM reads no proxy variable at all; see java_tool_options()).
 //
 // Environment variables only ask politely; on Linux and macOS `run` also confines the command
 // so that the gate is its only way out. Pure functions; thread-safe.
@@ -16,9 +17,18 @@ namespace sandgate::sandbox {
 
 // `inherited` (NAME=VALUE entries, e.g. from environ) with the gate's variables set for a gate
 // on 127.0.0.1:`port`; `connect_helper` is the absolute path of sandgate-connect (the ssh
-// ProxyCommand). Variables the gate sets replace inherited ones; order is kept otherwise.
+// ProxyCommand). Variables the gate sets replace inherited ones, except JAVA_TOOL_OPTIONS, whose
+// inherited options are kept in front of the gate's; order is kept otherwise.
 std::vector<std::string> child_environment(const std::vector<std::string>& inherited,
                                            std::uint16_t port, const std::string& connect_helper);
+
+// The JVM options that send Java's HTTP and HTTPS clients through the gate on 127.0.0.1:`port`
+// (http.proxyHost/Port, https.proxyHost/Port, loopback exempt via http.nonProxyHosts), and
+// java.net.preferIPv4Stack=true: a dual-stack socket connects to ::ffff:127.0.0.1, which
+// Seatbelt's "localhost" does not match, so a JVM would be refused the gate on macOS. With
+// `inherited` (the caller's JAVA_TOOL_OPTIONS, may be empty) in front: for a property given
+// twice, the JVM keeps the last. The JVM prints "Picked up JAVA_TOOL_OPTIONS" on stderr.
+std::string java_tool_options(const std::string& inherited, std::uint16_t port);
 
 // GIT_SSH_COMMAND's value: `ssh -o 'ProxyCommand=HELPER %h %p'`, with the helper's path quoted
 // for the shell that runs ProxyCommand, its `%` doubled for ssh, and the whole option quoted

@@ -5,6 +5,7 @@
 #include <linux/capability.h>
 #include <net/if.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -18,6 +19,7 @@
 
 #include "sandbox-profile/fd_passing.hpp"
 #include "sandbox-profile/landlock.hpp"
+#include "sandbox-profile/private_view.hpp"
 
 namespace sandgate::sandbox {
 namespace {
@@ -79,37 +81,12 @@ Expected<bool, std::string> bring_loopback_up() {
   return true;
 }
 
-// Covers each socket with /dev/null in this mount namespace (connect() is then refused). A
-// socket that vanished or that this user cannot reach anyway is skipped; any other failure is an
-// error: running with a way out left open is worse than not running.
-Expected<bool, std::string> hide_sockets(const std::vector<std::string>& sockets,
-                                         std::vector<std::string>& hidden) {
-  if (sockets.empty()) {
-    return true;
-  }
-  // Nothing mounted here may propagate back to the host's mount namespace.
-  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-    return Unexpected{errno_text("cannot make the mount namespace private")};
-  }
-  for (const auto& path : sockets) {
-    if (::mount("/dev/null", path.c_str(), nullptr, MS_BIND, nullptr) == 0) {
-      hidden.push_back(path);
-      continue;
-    }
-    if (errno == ENOENT || errno == EACCES || errno == ENOTDIR) {
-      continue;
-    }
-    return Unexpected{errno_text("cannot hide the unix socket " + path) +
-                      " (give --allow-unix-socket " + path + " to leave it reachable)"};
-  }
-  return true;
-}
-
 }  // namespace
 
 std::string NamespaceReport::serialize() const {
   std::ostringstream out;
-  out << "landlock " << landlock_abi << " " << landlock_paths << "\n";
+  out << "landlock " << landlock_abi << " " << landlock_paths << " " << (landlock_scoped ? 1 : 0)
+      << "\n";
   out << "note " << landlock_note << "\n";
   for (const auto& path : hidden) {
     out << "hidden " << path << "\n";
@@ -127,7 +104,9 @@ NamespaceReport NamespaceReport::parse(const std::string& text) {
     const std::string value = space == std::string::npos ? "" : line.substr(space + 1);
     if (key == "landlock") {
       std::istringstream numbers(value);
-      numbers >> report.landlock_abi >> report.landlock_paths;
+      int scoped = 0;
+      numbers >> report.landlock_abi >> report.landlock_paths >> scoped;
+      report.landlock_scoped = scoped != 0;
     } else if (key == "note") {
       report.landlock_note = value;
     } else if (key == "hidden") {
@@ -137,37 +116,81 @@ NamespaceReport NamespaceReport::parse(const std::string& text) {
   return report;
 }
 
-Expected<int, std::string> enter_namespaces(const NamespacePlan& plan, NamespaceReport& report) {
-  if (::unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS) != 0) {
-    return Unexpected{errno_text("cannot create user and network namespaces") + kNoNamespaces};
+Expected<pid_t, std::string> clone_confined() {
+  // A raw clone() with fork()'s semantics: glibc's wrapper wants a stack, and unshare() cannot
+  // put the caller itself into a new pid namespace.
+  constexpr unsigned long kFlags =
+      CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | SIGCHLD;
+  const long pid = ::syscall(SYS_clone, kFlags, nullptr, nullptr, nullptr, 0);
+  if (pid < 0) {
+    return Unexpected{errno_text("cannot create user, network, mount, pid and IPC namespaces") +
+                      kNoNamespaces};
   }
+  return static_cast<pid_t>(pid);
+}
+
+Expected<int, std::string> enter_namespaces(const NamespacePlan& plan, NamespaceReport& report) {
   if (auto mapped = map_ids(plan.uid, plan.gid); !mapped) {
     return Unexpected{mapped.error()};
   }
   if (auto up = bring_loopback_up(); !up) {
     return Unexpected{up.error()};
   }
-  if (auto hidden = hide_sockets(plan.hide_sockets, report.hidden); !hidden) {
-    return Unexpected{hidden.error()};
+  if (auto view = build_private_view(plan.view, report.hidden); !view) {
+    return Unexpected{view.error()};
+  }
+  if (auto proc = mount_fresh_proc(); !proc) {
+    return Unexpected{proc.error()};
   }
   auto listener = open_loopback_listener();
   if (!listener) {
     return Unexpected{"cannot listen inside the namespace: " + listener.error()};
   }
-  if (!plan.protected_paths.empty()) {
-    if (landlock_abi() == 0) {
-      report.landlock_note = "the kernel offers no Landlock";
-    } else {
-      auto landlock = deny_writes(plan.protected_paths);
-      if (!landlock) {
-        ::close(*listener);
-        return Unexpected{"Landlock: " + landlock.error()};
-      }
-      report.landlock_abi = landlock->abi;
-      report.landlock_paths = landlock->paths;
+  return *listener;
+}
+
+Expected<bool, std::string> apply_landlock(const NamespacePlan& plan, NamespaceReport& report) {
+  if (!plan.landlock) {
+    report.landlock_note = "nothing to protect";
+    return true;
+  }
+  if (landlock_abi() == 0) {
+    report.landlock_note = "the kernel offers no Landlock";
+    return true;
+  }
+  // A second mount of a protected path (a bind mount of the home under the working folder)
+  // reaches the same files by another path: carve that path out too.
+  WritePolicy policy = plan.writes;
+  std::string mountinfo;
+  if (const int fd = ::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC); fd >= 0) {
+    char buffer[65536];
+    ssize_t got = 0;
+    while ((got = ::read(fd, buffer, sizeof buffer)) > 0) {
+      mountinfo.append(buffer, static_cast<std::size_t>(got));
+    }
+    ::close(fd);
+  }
+  for (const auto& path : plan.writes.carved) {
+    for (auto& alias : mount_aliases(mountinfo, path)) {
+      policy.carved.push_back(std::move(alias));
     }
   }
-  return *listener;
+  auto landlock = restrict_writes(policy);
+  if (!landlock) {
+    return Unexpected{"Landlock: " + landlock.error()};
+  }
+  report.landlock_abi = landlock->abi;
+  report.landlock_paths = landlock->paths;
+  report.landlock_scoped = landlock->scoped;
+  return true;
+}
+
+Expected<bool, std::string> join_fresh_keyring() {
+  constexpr long kJoinSessionKeyring = 1;  // KEYCTL_JOIN_SESSION_KEYRING
+  if (::syscall(SYS_keyctl, kJoinSessionKeyring, nullptr) < 0 && errno != ENOSYS) {
+    return Unexpected{errno_text("cannot join a new session keyring")};
+  }
+  return true;
 }
 
 Expected<bool, std::string> drop_privileges() {

@@ -1,8 +1,14 @@
 // The Seatbelt profile. See profile.hpp.
 //
-// SBPL evaluates every rule that matches an operation and the last one decides, so the profile
-// is laid out as: allow everything, then deny what must not happen, then re-allow the few
-// exceptions to those denials. Each section says which setting or flag it comes from.
+// How libsandbox orders rules: the compiler turns every operation's rules, in the order the
+// profile gives them, into one chain per operation, and the kernel tries that chain from the
+// most recent rule backwards: the first rule whose filters match decides. So for one operation
+// a later rule overrides an earlier one, whatever the specificity of their filters (a later
+// broad allow undoes an earlier narrow deny). A rule for a wildcard (file-write*, network*) is
+// a rule for each operation it names, at its place in the profile; an operation that no rule
+// matches falls back to `default`. The filters of one rule are alternatives (any one matches);
+// require-all makes a conjunction. Hence the layout: allow everything, deny what must not
+// happen, then re-allow the few exceptions to those denials, each after the denial it narrows.
 #include "sandbox-profile/profile.hpp"
 
 #include <algorithm>
@@ -37,6 +43,7 @@ class ProfileWriter {
     }
     return *quoted;
   }
+  bool ok() const { return error_.empty(); }
 
   // `(ACTION OPERATION\n    filter\n    filter)`.
   void rule(const std::string& head, const std::vector<std::string>& filters) {
@@ -81,118 +88,214 @@ std::vector<T> sorted_unique(std::vector<T> values) {
   return values;
 }
 
-void write_file_rules(ProfileWriter& w, const ProfileOptions& options) {
-  const auto paths = protected_paths({.home = options.home,
-                                      .protect_files = options.protect_files,
-                                      .platform = Platform::macos,
-                                      .gate_files = options.gate_files});
-  const auto filter = [&w](const ProtectedPath& p) {
-    return std::string(p.tree ? "(subpath " : "(literal ") +
-           w.quote(p.path, p.always ? "gate file" : "protected path") + ")";
-  };
-  std::vector<std::string> always;
-  std::vector<std::string> optional;
+// The filters for `paths`: each as written (literal or subpath), then each case-folded (regex).
+// Seatbelt compares the path after symbolic links are resolved, byte for byte for literal and
+// subpath; APFS and HFS+ are case-insensitive by default, so ~/.BASH_LOGIN is ~/.bash_login.
+std::vector<std::string> path_filters(ProfileWriter& w, const std::vector<ProtectedPath>& paths,
+                                      const std::string& what) {
+  std::vector<std::string> filters;
   for (const auto& p : paths) {
-    (p.always ? always : optional).push_back(filter(p));
+    filters.push_back(std::string(p.tree ? "(subpath " : "(literal ") + w.quote(p.path, what) +
+                      ")");
   }
-  w.line(";; Writes: the gate's own configuration, whatever the settings say. It decides where");
-  w.line(";; this sandbox may connect, and sandgate reloads it as it changes.");
-  w.rule("deny file-write*", always);
+  if (!w.ok()) {
+    return filters;  // never build a regex from a path that failed its checks
+  }
+  for (const auto& p : paths) {
+    filters.push_back("(regex " + sbpl_quote(case_folded_regex(p.path, p.tree)) + ")");
+  }
+  return filters;
+}
+
+void write_delegation_rules(ProfileWriter& w) {
+  w.line(";; No help from outside the sandbox. (allow default) would let the command ask other");
+  w.line(";; programs to act for it, unconfined: Launch Services opens apps, documents and URLs");
+  w.line(";; (`open -a Terminal x.command`, `open https://...`), Apple events script other apps");
+  w.line(";; (`osascript -e 'tell app \"Terminal\" to do script ...'`), launchd starts jobs");
+  w.line(";; (`launchctl submit`, `launchctl bootstrap`), nsurlsessiond transfers for the caller.");
+  w.line(";; The Apple-events dispatcher is denied at lookup too, in case a sender's check is");
+  w.line(";; skipped. launchservicesd itself stays reachable: many tools ask it about file types");
+  w.line(";; and bundles, and it checks lsopen before it opens anything.");
+  w.line("(deny lsopen)");
+  w.line("(deny appleevent-send)");
+  w.line("(deny job-creation)");
+  std::vector<std::string> services;
+  for (const char* name : kDeniedMachServices) {
+    services.push_back("(global-name " + sbpl_quote(name) + ")");
+  }
+  w.rule("deny mach-lookup", services);
+  w.line(";; Signals only to processes in this sandbox: the gate and the user's other programs");
+  w.line(";; cannot be stopped or killed from inside.");
+  w.line("(deny signal)");
+  w.line("(allow signal (target same-sandbox))");
+}
+
+void write_file_rules(ProfileWriter& w, const ProfileOptions& options) {
+  auto paths = protected_paths(protection_inputs(options));
+  for (const auto& extra : options.resolved_spellings) {
+    const bool known = std::any_of(paths.begin(), paths.end(), [&](const ProtectedPath& p) {
+      return p.path == extra.path || (p.tree && is_within(extra.path, p.path));
+    });
+    if (!known) {
+      paths.push_back(extra);
+    }
+  }
+  std::vector<ProtectedPath> always;
+  std::vector<ProtectedPath> optional;
+  for (const auto& p : paths) {
+    (p.always ? always : optional).push_back(p);
+  }
+  const auto always_filters = path_filters(w, always, "gate file");
+  w.line(";; Writes: the gate's own configuration and executables, whatever the settings say.");
+  w.line(";; They decide where this sandbox may connect, and sandgate reloads its lists live.");
+  w.rule("deny file-write*", always_filters);
+  std::vector<std::string> optional_filters;
   if (!optional.empty()) {
-    w.line(";; Writes: places to persist or escalate from (GOOSE_SANDBOX_PROTECT_FILES): shell");
-    w.line(";; start-up files, ~/.ssh, ~/.gnupg, goose's configuration, LaunchAgents.");
-    w.rule("deny file-write*", optional);
+    optional_filters = path_filters(w, optional, "protected path");
+    w.line(";; Writes: every place that runs code later, outside the sandbox");
+    w.line(";; (GOOSE_SANDBOX_PROTECT_FILES): shell start-up files, git's configuration and this");
+    w.line(";; repository's hooks and config, keys and configuration in ~/.ssh and ~/.gnupg,");
+    w.line(";; LaunchAgents, PATH folders, cron and launchd's system folders, goose's config.");
+    w.rule("deny file-write*", optional_filters);
   }
 
-  // Renaming a folder above a protected path would carry the path out of reach of the rules
-  // above (mv ~/.config ~/x; edit ~/x/goose/...; mv ~/x ~/.config).
+  // A hard link to a protected file is another name for it that no rule above covers (Seatbelt
+  // matches names, not files): `ln ~/.zshrc x; echo ... >> x`. file-link is checked against the
+  // file being linked.
+  std::vector<std::string> link_filters = always_filters;
+  link_filters.insert(link_filters.end(), optional_filters.begin(), optional_filters.end());
+  w.line(";; No hard links to protected files: a second name would escape the rules above.");
+  w.rule("deny file-link", link_filters);
+
+  // The folders above a protected path may be neither renamed nor removed (mv ~/.config ~/x;
+  // edit ~/x/goose/...; mv ~/x ~/.config), nor created when missing: a missing ~/.config made a
+  // symbolic link to a folder of the command's, or a folder renamed into its place, would bring
+  // planted files under the protected names (rename and symlink both create the entry).
   std::set<std::string> folders;
   for (const auto& p : paths) {
     for (auto& folder : ancestors(p.path)) {
       folders.insert(std::move(folder));
     }
   }
-  std::vector<std::string> unlink_filters;
+  std::vector<ProtectedPath> above;
   for (const auto& folder : folders) {
     const bool covered = std::any_of(paths.begin(), paths.end(), [&](const ProtectedPath& p) {
       return p.tree && is_within(folder, p.path);
     });
     if (!covered) {
-      unlink_filters.push_back("(literal " + w.quote(folder, "folder") + ")");
+      above.push_back({folder, false, false});
     }
   }
-  w.line(";; Folders above protected paths may not be renamed or removed.");
-  w.rule("deny file-write-unlink", unlink_filters);
+  w.line(";; Folders above protected paths may not be created, renamed or removed.");
+  w.rule("deny file-write-create file-write-unlink", path_filters(w, above, "folder"));
 }
 
 void write_network_rules(ProfileWriter& w, const ProfileOptions& options) {
-  w.line(";; Network: nothing at all, then the exceptions below.");
+  w.line(";; Network: nothing at all, then the exceptions below. No mDNSResponder: the gate");
+  w.line(";; resolves names; a resolver the command can query is a channel out (DNS queries).");
   w.line("(deny network*)");
-  w.line(";; Name resolution through the system's resolver.");
-  w.line("(allow network-outbound (literal \"/private/var/run/mDNSResponder\"))");
 
-  // Unix sockets.
-  if (options.strict_unix_sockets) {
-    w.line(";; Unix sockets (--strict-unix-sockets): only the system's own (logging, the launchd");
-    w.line(";; SSH agent, SSH_AUTH_SOCK) and those listed with --allow-unix-socket.");
-    std::vector<std::string> system = {
-        "(remote unix-socket (path-literal \"/private/var/run/syslog\"))",
-        "(remote unix-socket (path-regex "
-        "#\"^/private/tmp/com\\.apple\\.launchd\\.[^/]+/Listeners$\"))"};
-    if (!options.ssh_auth_sock.empty()) {
-      system.push_back("(remote unix-socket (path-literal " +
-                       w.quote(options.ssh_auth_sock, "SSH_AUTH_SOCK") + "))");
-    }
-    w.rule("allow network-outbound", system);
-  } else {
-    w.line(";; Unix sockets: allowed, except those of container and VM daemons (docker, podman,");
-    w.line(";; containerd, colima, lima): each of them can start a process outside the sandbox.");
-    w.line("(allow network-outbound (remote unix-socket))");
-    w.rule("deny network-outbound",
-           {std::string("(remote unix-socket (path-regex #\"") + kContainerSocketRegex + "\"))",
-            "(remote unix-socket (subpath " + w.quote(options.home + "/.colima", "folder") + "))",
-            "(remote unix-socket (subpath " + w.quote(options.home + "/.lima", "folder") + "))"});
+  // Unix sockets: an allow-list.
+  std::vector<std::string> sockets;
+  if (!options.gate_unix_socket.empty()) {
+    sockets.push_back("(remote unix-socket (path-literal " +
+                      w.quote(options.gate_unix_socket, "the gate's socket") + "))");
   }
-  w.line(";; Serving on a unix socket is local and stays allowed.");
+  if (!options.ssh_auth_sock.empty()) {
+    sockets.push_back("(remote unix-socket (path-literal " +
+                      w.quote(options.ssh_auth_sock, "SSH_AUTH_SOCK") + "))");
+  }
+  for (const auto& path : sorted_unique(options.allow_unix_sockets)) {
+    sockets.push_back("(remote unix-socket (path-literal " + w.quote(path, "--allow-unix-socket") +
+                      "))");
+  }
+  for (const auto& path : sorted_unique(options.allow_unix_socket_folders)) {
+    sockets.push_back("(remote unix-socket (subpath " + w.quote(path, "--allow-unix-socket") +
+                      "))");
+  }
+  w.line(";; Unix sockets: only the gate's, the ssh agent's (SSH_AUTH_SOCK: it signs, it does not");
+  w.line(";; connect anywhere) and those listed with --allow-unix-socket. Any other may belong to");
+  w.line(";; a program that acts outside the sandbox: container and VM daemons, tmux, screen,");
+  w.line(";; terminals' and editors' servers, ssh ControlMaster, gpg's dirmngr.");
+  w.rule("allow network-outbound", sockets);
+  w.line(";; Serving on a unix socket is local; where it may be created is up to the file rules.");
   w.line("(allow network-bind (local unix-socket (path-regex #\"^/\")))");
-  const auto sockets = sorted_unique(options.allow_unix_sockets);
-  if (!sockets.empty()) {
-    w.line(";; --allow-unix-socket");
-    std::vector<std::string> filters;
-    for (const auto& path : sockets) {
-      filters.push_back("(remote unix-socket (path-literal " +
-                        w.quote(path, "--allow-unix-socket") + "))");
-    }
-    w.rule("allow network-outbound", filters);
-  }
 
   // TCP and UDP: only localhost, only these ports.
+  const auto port_rule = [](const char* head, const char* side, const std::string& port) {
+    return std::string("(allow ") + head + " (" + side + " ip \"localhost:" + port + "\"))";
+  };
   w.line(";; The gate: the only way out.");
-  w.line("(allow network-outbound (remote ip \"localhost:" + std::to_string(options.proxy_port) +
-         "\"))");
+  if (options.proxy_port != 0) {
+    w.line(port_rule("network-outbound", "remote", std::to_string(options.proxy_port)));
+  }
   const auto outbound = sorted_unique(options.allow_localhost_ports);
   if (!outbound.empty()) {
     w.line(";; --allow-localhost-port");
     for (auto port : outbound) {
-      w.line("(allow network-outbound (remote ip \"localhost:" + std::to_string(port) + "\"))");
+      w.line(port_rule("network-outbound", "remote", std::to_string(port)));
     }
   }
   const auto inbound = sorted_unique(options.allow_inbound_ports);
   if (!inbound.empty()) {
-    w.line(";; --allow-inbound-port: servers inside the sandbox that local clients may reach.");
+    w.line(";; --allow-inbound-port: servers inside the sandbox that local clients may reach,");
+    w.line(";; and that the command may reach itself.");
     for (auto port : inbound) {
-      const std::string local = "(local ip \"localhost:" + std::to_string(port) + "\")";
-      w.line("(allow network-bind " + local + ")");
-      w.line("(allow network-inbound " + local + ")");
+      w.line(port_rule("network-bind", "local", std::to_string(port)));
+      w.line(port_rule("network-inbound", "local", std::to_string(port)));
+      w.line(port_rule("network-outbound", "remote", std::to_string(port)));
     }
+  }
+  if (options.allow_local_bind) {
+    w.line(";; --allow-local-bind: serving on any localhost port and connecting to any. Seatbelt");
+    w.line(";; matches ports, not processes: this reaches every local server, not only the");
+    w.line(";; command's own.");
+    w.line(port_rule("network-bind", "local", "*"));
+    w.line(port_rule("network-inbound", "local", "*"));
+    w.line(port_rule("network-outbound", "remote", "*"));
   }
 }
 
 }  // namespace
 
+std::string case_folded_regex(const std::string& path, bool tree) {
+  std::string out = "^";
+  for (char c : path) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+      const char lower = static_cast<char>(c | 0x20);
+      const char upper = static_cast<char>(lower & ~0x20);
+      out += '[';
+      out += lower;
+      out += upper;
+      out += ']';
+    } else if (std::string_view(".^$*+?()[{|\\").find(c) != std::string_view::npos) {
+      // `]` and `}` are ordinary outside a bracket or brace, and those are escaped.
+      out += '\\';
+      out += c;
+    } else {
+      out += c;
+    }
+  }
+  out += tree ? "($|/)" : "$";
+  return out;
+}
+
+ProtectionInputs protection_inputs(const ProfileOptions& options) {
+  ProtectionInputs inputs;
+  inputs.home = options.home;
+  inputs.protect_files = options.protect_files;
+  inputs.platform = Platform::macos;
+  inputs.gate_files = options.gate_files;
+  inputs.working_directory = options.working_directory;
+  inputs.git_dirs = options.git_dirs;
+  inputs.path_entries = options.path_entries;
+  inputs.own_executables = options.own_executables;
+  return inputs;
+}
+
 Expected<std::string, std::string> generate_profile(const ProfileOptions& options) {
-  if (options.proxy_port == 0) {
-    return Unexpected{std::string("the profile needs the gate's port (1..65535)")};
+  if (options.proxy_port == 0 && options.gate_unix_socket.empty()) {
+    return Unexpected{std::string("the profile needs the gate's port (1..65535) or socket")};
   }
   for (auto port : options.allow_localhost_ports) {
     if (port == 0) {
@@ -208,13 +311,18 @@ Expected<std::string, std::string> generate_profile(const ProfileOptions& option
   ProfileWriter w;
   // The home folder is checked first so that its error is the one reported.
   w.quote(options.home, "home folder");
+  const std::string gate = options.proxy_port != 0
+                               ? "127.0.0.1:" + std::to_string(options.proxy_port)
+                               : std::string("its unix socket");
   w.line(";; sandgate's Seatbelt profile (SBPL), made by `sandgate profile`. Use:");
-  w.line(";;   sandbox-exec -f THIS_FILE COMMAND [ARGS...]");
-  w.line(";; with the gate listening on 127.0.0.1:" + std::to_string(options.proxy_port) +
-         ". In SBPL the last rule that matches");
-  w.line(";; an operation decides: each deny narrows the allow before it.");
+  w.line(";;   sandbox-exec -p \"$(cat THIS_FILE)\" COMMAND [ARGS...]");
+  w.line(";; with the gate listening on " + gate + ". For one operation, a later rule");
+  w.line(";; overrides an earlier one (libsandbox tries the most recent rule first): each deny");
+  w.line(";; narrows the allow before it, each allow after a deny is an exception to it.");
   w.line("(version 1)");
   w.line("(allow default)");
+  w.blank();
+  write_delegation_rules(w);
   w.blank();
   write_file_rules(w, options);
   w.blank();
@@ -236,6 +344,14 @@ Expected<std::string, std::string> generate_profile(const ProfileOptions& option
     return Unexpected{w.error()};
   }
   return w.take();
+}
+
+Expected<std::vector<std::string>, std::string> sandbox_exec_argv(const ProfileOptions& options) {
+  auto profile = generate_profile(options);
+  if (!profile) {
+    return Unexpected{profile.error()};
+  }
+  return std::vector<std::string>{kSandboxExecPath, "-p", std::move(*profile)};
 }
 
 }  // namespace sandgate::sandbox

@@ -20,7 +20,8 @@ std::string env_or_empty(const char* name) {
 int run_profile(const settings::Settings& settings, const SandboxFlags& flags,
                 std::optional<std::uint16_t> proxy_port, std::ostream& out, std::ostream& err) {
   const std::uint16_t port = proxy_port.value_or(listen_port(settings));
-  if (port == 0) {
+  // A gate on a unix socket (listen unix:PATH) needs no port: the socket is allowed instead.
+  if (port == 0 && !settings::unix_listen_path(settings.listen)) {
     err << "sandgate profile: the profile needs the gate's port: the listen setting ("
         << settings.listen << ") has none; give --proxy-port N\n";
     return kUsageError;

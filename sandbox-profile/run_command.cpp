@@ -39,10 +39,17 @@
 #include "sandbox-profile/protected_paths.hpp"
 
 #ifdef __linux__
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/un.h>
 
+#include <algorithm>
+
+#include "sandbox-profile/landlock.hpp"
 #include "sandbox-profile/linux_namespaces.hpp"
 #include "sandbox-profile/port_forwarder.hpp"
+#include "sandbox-profile/pty_relay.hpp"
+#include "sandbox-profile/self_probe.hpp"
 #include "sandbox-profile/unix_sockets.hpp"
 #endif
 #ifdef __APPLE__
@@ -376,18 +383,36 @@ int run_on_host(const settings::Settings& settings, const settings::Sources& sou
 
 #ifdef __linux__
 
-// Unix sockets of container daemons (or, in strict mode, every listening one) that CMD must
-// not reach, found before fork() while /proc/net/unix still shows the host's namespace.
-std::vector<std::string> sockets_to_hide_now(const RunOptions& options, const std::string& home) {
+bool is_folder(const std::string& path) {
+  struct stat info {};
+  return ::lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+bool exists(const std::string& path) {
+  struct stat info {};
+  return ::lstat(path.c_str(), &info) == 0;
+}
+
+bool within_any(const std::string& path, const std::vector<std::string>& folders) {
+  for (const auto& folder : folders) {
+    if (is_within(path, folder)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Listening unix sockets outside the private folders, found before clone() while /proc/net/unix
+// still shows the host's namespace, and the well-known container sockets: every one but the
+// allowed ones and the SSH agent is covered with /dev/null.
+std::vector<std::string> sockets_to_hide_now(const std::vector<std::string>& allowed,
+                                             const std::string& ssh_agent,
+                                             const std::vector<std::string>& private_folders,
+                                             const std::string& home) {
   MaskInputs inputs;
-  inputs.strict = options.flags.strict_unix_sockets;
-  inputs.ssh_auth_sock = env_or_empty("SSH_AUTH_SOCK");
-  if (!inputs.ssh_auth_sock.empty()) {
-    inputs.ssh_auth_sock = resolved_path(inputs.ssh_auth_sock);
-  }
-  for (const auto& path : options.flags.allow_unix_sockets) {
-    inputs.allowed.push_back(resolved_path(path));
-  }
+  inputs.ssh_auth_sock = ssh_agent;
+  inputs.allowed = allowed;
+  inputs.private_folders = private_folders;
   std::ifstream file("/proc/net/unix");
   std::stringstream text;
   text << file.rdbuf();
@@ -418,35 +443,230 @@ std::vector<std::string> sockets_to_hide_now(const RunOptions& options, const st
   return sockets_to_hide(inputs);
 }
 
-std::string describe_protection(const settings::Settings& settings, const NamespaceReport& report,
-                                std::uint16_t port) {
+// Everything the confined child needs to know, decided before clone().
+struct Confinement {
+  NamespacePlan plan;
+  std::string working_folder;
+  std::string runtime_dir;
+  std::vector<std::string> reachable_sockets;  // bound back in
+  std::vector<std::string> writable;           // for the start-up message
+  std::vector<std::string> probe_no_write;     // what the self-probe tries to write
+};
+
+// The Linux confinement for `settings` and `options`: the private view, the sockets, the write
+// allow-list and what is carved out of it. The error is why `run` must not start.
+Expected<Confinement, std::string> plan_confinement(const settings::Settings& settings,
+                                                    const RunOptions& options,
+                                                    const std::string& home) {
+  Confinement out;
+  NamespacePlan& plan = out.plan;
+  plan.uid = ::geteuid();
+  plan.gid = ::getegid();
+  if (plan.uid == 0 && landlock_abi() == 0) {
+    return Unexpected{std::string(
+        "started as root, and this kernel offers no Landlock: the command would keep root's "
+        "rights on system files (/etc, /usr, /proc/sys). Run `sandgate run` as an ordinary user, "
+        "or on a kernel with Landlock (5.13 or later, enabled in the `lsm=` boot list)")};
+  }
+  std::error_code ec;
+  out.working_folder = resolved_path(fs::current_path(ec).string());
+  const std::string runtime = env_or_empty("XDG_RUNTIME_DIR");
+  out.runtime_dir = runtime.empty() ? std::string() : resolved_path(runtime);
+
+  // The private folders (tmpfs inside) and what is bound back into them.
+  std::vector<std::string> private_folders;
+  for (const auto& folder : private_socket_folders(out.runtime_dir)) {
+    if (is_folder(folder)) {
+      private_folders.push_back(folder);
+    }
+  }
+  plan.view.private_roots = private_folders;
+  if (!out.runtime_dir.empty() && within_any(out.runtime_dir, private_folders)) {
+    plan.view.runtime_dir = out.runtime_dir;
+  }
+  std::string ssh_agent = env_or_empty("SSH_AUTH_SOCK");
+  ssh_agent = ssh_agent.empty() ? std::string() : resolved_path(ssh_agent);
+  std::vector<std::string> allowed;
+  for (const auto& path : options.flags.allow_unix_sockets) {
+    allowed.push_back(resolved_path(path));
+  }
+  out.reachable_sockets = allowed;
+  if (!ssh_agent.empty() && exists(ssh_agent)) {
+    out.reachable_sockets.push_back(ssh_agent);
+  }
+  std::vector<std::string> allow_writes;
+  for (const auto& path : options.flags.allow_writes) {
+    allow_writes.push_back(resolved_path(path));
+  }
+  std::vector<std::string> keep;
+  for (const auto& path : {home, out.working_folder}) {
+    if (path != "/") {
+      keep.push_back(path);
+    }
+  }
+  keep.insert(keep.end(), allow_writes.begin(), allow_writes.end());
+  keep.insert(keep.end(), out.reachable_sockets.begin(), out.reachable_sockets.end());
+  for (const auto& path : keep) {
+    bool covered = false;  // by another kept folder, bound back as a whole
+    for (const auto& other : keep) {
+      covered = covered || (other != path && is_within(path, other) && is_folder(other));
+    }
+    if (!covered && within_any(path, private_folders) && exists(path) &&
+        std::find(private_folders.begin(), private_folders.end(), path) == private_folders.end() &&
+        std::find(plan.view.keep.begin(), plan.view.keep.end(), path) == plan.view.keep.end()) {
+      plan.view.keep.push_back(path);
+    }
+  }
+  // Parents before what lies in them: a bind onto a folder covers binds made below it before.
+  std::sort(plan.view.keep.begin(), plan.view.keep.end(),
+            [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+  plan.view.hide = sockets_to_hide_now(allowed, ssh_agent, private_folders, home);
+
+  // What the command may write: the working folder (unless it is /), the home, the temporary
+  // folders and the runtime folder (private inside), what the user added.
+  auto& writes = plan.writes;
+  for (const auto& path : {out.working_folder, home}) {
+    if (path != "/") {
+      writes.writable.push_back(path);
+    }
+  }
+  for (const char* temp : {"/tmp", "/var/tmp", "/dev/shm"}) {
+    writes.writable.emplace_back(temp);
+  }
+  if (const std::string tmpdir = env_or_empty("TMPDIR"); !tmpdir.empty()) {
+    writes.writable.push_back(resolved_path(tmpdir));
+  }
+  if (!out.runtime_dir.empty()) {
+    writes.writable.push_back(out.runtime_dir);
+  }
+  writes.writable.insert(writes.writable.end(), allow_writes.begin(), allow_writes.end());
+  out.writable = writes.writable;
+  writes.devices = {"/dev/null",    "/dev/zero", "/dev/full", "/dev/random",
+                    "/dev/urandom", "/dev/tty",  "/dev/ptmx", "/dev/pts"};
+
+  // What is carved out of it: the protected paths, for the home in $HOME and the passwd entry's
+  // (ssh, gpg and login shells find their files through the latter).
+  ProtectionInputs inputs;
+  inputs.home = home;
+  inputs.protect_files = settings.protect_files;
+  inputs.platform = Platform::linux;
+  inputs.gate_files = gate_files(settings);
+  inputs = with_process_inputs(std::move(inputs));
+  const std::vector<std::string> git_dirs = inputs.git_dirs;
+  std::vector<ProtectedPath> protect = protected_paths(inputs);
+  if (const passwd* account = ::getpwuid(::geteuid());
+      account != nullptr && account->pw_dir != nullptr && account->pw_dir[0] == '/') {
+    const std::string account_home = resolved_path(account->pw_dir);
+    if (account_home != home) {
+      ProtectionInputs more = inputs;
+      more.home = account_home;
+      more.gate_files.clear();
+      for (auto& p : protected_paths(more)) {
+        protect.push_back(std::move(p));
+      }
+    }
+  }
+  // The gate's files as given, so that the symbolic links on their way are protected too (the
+  // command must not re-point `cfg` in `proj/cfg/allow.txt` at a folder of its own).
+  for (const std::string* given : {&settings.blocklist_path, &settings.allowlist_path,
+                                   &settings.config_path, &settings.log_file}) {
+    if (!given->empty()) {
+      protect.push_back({fs::absolute(*given, ec).lexically_normal().string(), false, true});
+    }
+  }
+  std::vector<std::string> kept_inside = plan.view.keep;
+  for (const auto& p : protect) {
+    const fs::path path(p.path);
+    // The repository's config and hooks: its git folder must stay writable (git creates its
+    // lock files there), so carving them out with Landlock would break git. Bound read-only onto
+    // themselves instead, with the git folder and the one above it bound onto themselves (a
+    // mount point cannot be removed or renamed, so none can be replaced).
+    const std::string git_dir = path.parent_path().string();
+    if (std::find(git_dirs.begin(), git_dirs.end(), git_dir) != git_dirs.end()) {
+      if (!is_folder(git_dir)) {
+        continue;
+      }
+      if (!exists(p.path) && path.filename() == "hooks") {
+        ::mkdir(p.path.c_str(), 0755);  // protected empty rather than creatable later
+      }
+      if (exists(p.path)) {
+        plan.view.read_only.push_back(p.path);
+        out.probe_no_write.push_back(p.path);
+        for (const auto& folder : {path.parent_path().parent_path().string(), git_dir}) {
+          if (std::find(plan.view.pinned.begin(), plan.view.pinned.end(), folder) ==
+              plan.view.pinned.end()) {
+            plan.view.pinned.push_back(folder);
+          }
+        }
+      }
+      continue;
+    }
+    // Paths in a private folder are not there inside, unless bound back.
+    if (within_any(p.path, private_folders) && !within_any(p.path, kept_inside)) {
+      continue;
+    }
+    writes.carved.push_back(p.path);
+    out.probe_no_write.push_back(p.path);
+  }
+  std::sort(plan.view.pinned.begin(), plan.view.pinned.end(),
+            [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+  // System folders, written by no one inside (root's owner rights included).
+  out.probe_no_write.emplace_back("/etc");
+  out.probe_no_write.emplace_back("/usr/bin");
+  return out;
+}
+
+std::string join_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) {
+    out += (out.empty() ? "" : ", ") + item;
+  }
+  return out;
+}
+
+std::string describe_protection(const settings::Settings& settings, const Confinement& confinement,
+                                const NamespaceReport& report, std::uint16_t port, bool pty) {
   std::string text =
-      "confined: user, network and mount namespaces with loopback only; the gate "
-      "on 127.0.0.1:" +
+      "confined: user, network, mount, pid and IPC namespaces with loopback only, a new session "
+      "keyring; the gate on 127.0.0.1:" +
       std::to_string(port) + " is the only way out\n";
   text += "sandgate run: ";
   if (report.landlock_abi > 0) {
-    text += "writes denied by Landlock (ABI " + std::to_string(report.landlock_abi) + ") to " +
-            std::to_string(report.landlock_paths) + " protected paths: the gate's configuration";
+    text += "writes allowed by Landlock (ABI " + std::to_string(report.landlock_abi) +
+            ") only in " + join_list(confinement.writable) + "; " +
+            std::to_string(report.landlock_paths) + " protected paths read-only: the gate's files";
     text += settings.protect_files
-                ? ", shell start-up files, ~/.ssh, ~/.gnupg, ~/.config/{fish,goose,autostart,"
-                  "systemd}; no new entries directly in the folders above them (~, ~/.config)"
+                ? ", shell start-up files, ~/.ssh, ~/.gnupg, autostart, systemd and D-Bus user "
+                  "services, git's configuration and hooks, and what else runs code later; no new "
+                  "entries directly in the folders above them (~, ~/.config, ...)"
                 : " only (GOOSE_SANDBOX_PROTECT_FILES=false)";
+    if (report.landlock_scoped) {
+      text += "; abstract unix sockets and signals scoped to the command";
+    }
   } else {
     text += "NO write protection: " + report.landlock_note + " (protected paths stay writable)";
   }
+  text += "\nsandgate run: unix sockets: private, empty " +
+          join_list(confinement.plan.view.private_roots) + "; reachable: " +
+          (confinement.reachable_sockets.empty() ? std::string("none")
+                                                 : join_list(confinement.reachable_sockets));
   if (!report.hidden.empty()) {
     text += "\nsandgate run: unix sockets hidden:";
     for (const auto& path : report.hidden) {
       text += " " + path;
     }
   }
+  text += pty ? "\nsandgate run: the command has a terminal of its own (relayed), not yours"
+              : "\nsandgate run: the command has no controlling terminal";
+  text +=
+      "\nsandgate run: self-probe passed: no direct connection, no host unix socket, no "
+      "protected write";
   return text;
 }
 
 // Forks the connector for inbound ports (see port_forwarder.hpp) from the confined child, inside
-// its namespaces, so that it belongs to no one: a double fork leaves it to init, and it lives
-// exactly as long as the channel to the gate. Returns the gate's end of the channel, or -1.
+// its namespaces, so that it belongs to no one: a double fork leaves it to the namespace's init,
+// and it lives exactly as long as the channel to the gate. Returns the gate's end, or -1.
 int start_connector() {
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
@@ -490,21 +710,87 @@ std::string describe_ports(const RunOptions& options) {
   return text;
 }
 
-// The child: confine itself, hand the listeners over, wait for the gate, exec CMD.
-[[noreturn]] void confined_child(int channel, pid_t parent, const NamespacePlan& plan,
-                                 const RunOptions& options, const std::string& helper,
-                                 const SignalState& previous) {
+// Runs the self-probe in a process confined exactly as the command will be; returns what
+// escaped, one line each (empty: the fence held).
+std::string run_probe(ProbeTargets targets) {
+  int pipe[2];
+  if (::pipe2(pipe, O_CLOEXEC) != 0) {
+    return "the self-probe could not start (pipe)";
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(pipe[0]);
+    std::string text;
+    for (const auto& escape : probe_fence(targets)) {
+      text += escape + "\n";
+    }
+    ssize_t ignored = ::write(pipe[1], text.data(), text.size());
+    (void)ignored;
+    ::_exit(0);
+  }
+  ::close(pipe[1]);
+  std::string text;
+  char buffer[4096];
+  ssize_t got = 0;
+  while ((got = ::read(pipe[0], buffer, sizeof buffer)) > 0 || (got < 0 && errno == EINTR)) {
+    text.append(buffer, static_cast<std::size_t>(got > 0 ? got : 0));
+  }
+  ::close(pipe[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return "the self-probe did not finish";
+  }
+  return text;
+}
+
+// The namespace's init after "go": CMD runs as its child; signals from `run` are passed on, every
+// orphan is reaped, and when CMD ends init exits with CMD's status (the kernel then ends every
+// process left in the namespace).
+[[noreturn]] void init_supervise(pid_t command, const sigset_t& set) {
+  for (;;) {
+    siginfo_t info{};
+    const int number = ::sigwaitinfo(&set, &info);
+    if (number < 0) {
+      continue;  // EINTR
+    }
+    if (number != SIGCHLD) {
+      ::kill(command, number);
+      continue;
+    }
+    int status = 0;
+    pid_t done = 0;
+    while ((done = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      if (done == command) {
+        ::_exit(exit_status(status));
+      }
+    }
+  }
+}
+
+// The child, pid 1 of its namespaces: confine, hand the listeners over, pass the self-probe,
+// wait for the gate, then run CMD in a session of its own and supervise it.
+[[noreturn]] void confined_init(int channel, const Confinement& confinement,
+                                const RunOptions& options, const std::string& helper,
+                                const SignalState& previous, const sigset_t& set, int tty_slave,
+                                unsigned tty_streams) {
+  const NamespacePlan& plan = confinement.plan;
+  // Out of the user's terminal's session: a signal it sends reaches `run`, which passes it on.
+  ::setsid();
+  // If sandgate dies, so does everything here: it would have no way out anyway.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   NamespaceReport report;
   auto listener = enter_namespaces(plan, report);
   if (!listener) {
     send_message(channel, "error " + listener.error());
     ::_exit(kRunFailed);
   }
-  // If sandgate dies, so does CMD: it would have no way out anyway. (Set after unshare(), which
-  // resets it.)
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) {
-    ::_exit(kRunFailed);
+  // The working folder, looked up again through the view's mounts (the folder inherited from
+  // the parent is the one below them).
+  if (!confinement.working_folder.empty()) {
+    if (::chdir(confinement.working_folder.c_str()) != 0) {
+      ::chdir("/");
+    }
   }
   sockaddr_in address{};
   socklen_t length = sizeof address;
@@ -527,6 +813,14 @@ std::string describe_ports(const RunOptions& options) {
     send_message(channel, "error cannot start the connector for --allow-inbound-port");
     ::_exit(kRunFailed);
   }
+  if (auto landlock = apply_landlock(plan, report); !landlock) {
+    send_message(channel, "error " + landlock.error());
+    ::_exit(kRunFailed);
+  }
+  if (auto keyring = join_fresh_keyring(); !keyring) {
+    send_message(channel, "error " + keyring.error());
+    ::_exit(kRunFailed);
+  }
   if (auto dropped = drop_privileges(); !dropped) {
     send_message(channel, "error " + dropped.error());
     ::_exit(kRunFailed);
@@ -544,45 +838,123 @@ std::string describe_ports(const RunOptions& options) {
     ::_exit(kRunFailed);
   }
   ::close(*listener);
+  // The self-probe, with the host socket `run` made after all of the above.
+  auto probe = receive_message(channel);
+  if (!probe || !probe->text.starts_with("probe")) {
+    ::_exit(kRunFailed);  // the gate did not start; the parent has said why
+  }
+  ProbeTargets targets;
+  targets.host_socket = probe->text.size() > 6 ? probe->text.substr(6) : std::string();
+  targets.no_write = confinement.probe_no_write;
+  const std::string escaped = run_probe(targets);
+  if (!send_message(channel, escaped.empty() ? "probe-ok" : "probe-failed\n" + escaped)) {
+    ::_exit(kRunFailed);
+  }
   auto go = receive_message(channel);
   if (!go || go->text != "go") {
-    ::_exit(kRunFailed);  // the gate did not start; the parent has said why
+    ::_exit(kRunFailed);
   }
   ::close(channel);
   ExecImage image(options.command, child_environment(current_environment(), port, helper));
-  restore_signals(previous);
-  ::_exit(image.exec());
+  const pid_t command = ::fork();
+  if (command < 0) {
+    ::_exit(kRunFailed);
+  }
+  if (command == 0) {
+    // A session of its own: no controlling terminal but the relayed one, if any.
+    ::setsid();
+    if (tty_slave >= 0) {
+      ::ioctl(tty_slave, TIOCSCTTY, 0);
+      for (int fd = 0; fd <= 2; ++fd) {
+        if ((tty_streams & (1U << fd)) != 0) {
+          ::dup2(tty_slave, fd);
+        }
+      }
+    }
+    // Nothing inherited but the standard streams: a descriptor the invoker left open (a socket
+    // of the host's network namespace, say) would be a way around the fence.
+    ::close_range(3, ~0U, 0);
+    restore_signals(previous);
+    ::_exit(image.exec());
+  }
+  if (tty_slave >= 0) {
+    ::close(tty_slave);
+  }
+  init_supervise(command, set);
+}
+
+// Waits for the namespace's init to end, passing on every signal `run` receives (init and CMD
+// are in sessions of their own: nothing the terminal sends reaches them directly) and the
+// window size of the user's terminal.
+int supervise_confined(pid_t child, const sigset_t& set, PtyRelay* pty) {
+  for (;;) {
+    siginfo_t info{};
+    const int number = ::sigwaitinfo(&set, &info);
+    if (number < 0) {
+      continue;  // EINTR
+    }
+    if (number == SIGWINCH) {
+      if (pty != nullptr) {
+        pty->resize();
+      }
+      continue;
+    }
+    if (number == SIGCHLD) {
+      int status = 0;
+      if (::waitpid(child, &status, WNOHANG) == child) {
+        return exit_status(status);
+      }
+      continue;
+    }
+    ::kill(child, number);
+  }
+}
+
+// A listening unix socket in the host's runtime folder (or /tmp), made after the confinement
+// is built: the self-probe must not reach it. Returns its descriptor and path, or -1.
+std::pair<int, std::string> probe_socket(const std::string& runtime_dir) {
+  const std::string folder = !runtime_dir.empty() && is_folder(runtime_dir) ? runtime_dir : "/tmp";
+  const std::string path = folder + "/sandgate-probe-" + std::to_string(::getpid()) + ".sock";
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof address.sun_path) {
+    return {-1, ""};
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ::unlink(path.c_str());
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::listen(fd, 1) != 0) {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+    return {-1, ""};
+  }
+  ::chmod(path.c_str(), 0666);
+  return {fd, path};
 }
 
 int run_isolated(const settings::Settings& settings, const settings::Sources& sources,
                  const RunOptions& options) {
   const std::string home = resolved_path(settings::home_directory());
-  NamespacePlan plan;
-  plan.uid = ::geteuid();
-  plan.gid = ::getegid();
-  plan.hide_sockets = sockets_to_hide_now(options, home);
-  plan.protected_paths = protected_paths({.home = home,
-                                          .protect_files = settings.protect_files,
-                                          .platform = Platform::linux,
-                                          .gate_files = gate_files(settings)});
-  // ssh, gpg and login shells find their files through the passwd entry, not $HOME: when the two
-  // differ, the account's own home is protected as well.
-  if (const passwd* account = ::getpwuid(::geteuid());
-      account != nullptr && account->pw_dir != nullptr && account->pw_dir[0] == '/') {
-    const std::string account_home = resolved_path(account->pw_dir);
-    if (account_home != home) {
-      for (auto& p : protected_paths({.home = account_home,
-                     .protect_files = settings.protect_files,
-                     .platform = Platform::linux,
-                     .gate_files = {}})) {
-        plan.protected_paths.push_back(std::move(p));
-      }
-    }
+  auto confinement = plan_confinement(settings, options, home);
+  if (!confinement) {
+    say(confinement.error());
+    return kRunFailed;
   }
   const std::string helper = connect_helper();
   auto parts = prepare_gate(settings);
   if (!parts) {
     return kRunFailed;
+  }
+  std::unique_ptr<PtyRelay> pty;
+  if (PtyRelay::wanted()) {
+    auto opened = PtyRelay::open();
+    if (opened) {
+      pty = std::move(*opened);
+    } else {
+      say("warning: no terminal for the command (" + opened.error() + "); it runs without one");
+    }
   }
 
   int channel[2];
@@ -591,20 +963,31 @@ int run_isolated(const settings::Settings& settings, const settings::Sources& so
     return kRunFailed;
   }
   SignalState previous;
-  const sigset_t set = block_signals(previous);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    say(std::string("fork: ") + std::strerror(errno));
+  sigset_t set = block_signals(previous);
+  sigset_t winch;
+  sigemptyset(&winch);
+  sigaddset(&winch, SIGWINCH);
+  ::sigprocmask(SIG_BLOCK, &winch, nullptr);
+  const sigset_t init_set = set;  // init does not take SIGWINCH: the pty sends it to CMD
+  sigaddset(&set, SIGWINCH);
+  auto cloned = clone_confined();
+  if (!cloned) {
+    say(cloned.error());
     return kRunFailed;
   }
+  const pid_t pid = *cloned;
   if (pid == 0) {
     ::close(channel[0]);
-    confined_child(channel[1], parent, plan, options, helper, previous);
+    confined_init(channel[1], *confinement, options, helper, previous, init_set,
+                  pty ? pty->slave() : -1, pty ? pty->terminal_streams() : 0);
   }
   ::close(channel[1]);
+  if (pty) {
+    pty->close_slave();
+  }
   const int to_child = channel[0];
-  // Ends the child (it waits for "go" and exits when the channel closes) and reaps it.
+  // Ends the child (it waits for the next message and exits when the channel closes) and
+  // reaps it.
   const auto abandon = [&]() {
     ::close(to_child);
     ::waitpid(pid, nullptr, 0);
@@ -631,12 +1014,17 @@ int run_isolated(const settings::Settings& settings, const settings::Sources& so
   }
   // The forwarded localhost ports, as the child sent them.
   PortForwarder forwarder;
+  const auto give_up = [&]() {
+    forwarder.stop();
+    gate->stop();
+    return abandon();
+  };
   for (auto forwarded : options.flags.allow_localhost_ports) {
     auto sent = receive_message(to_child);
     if (!sent || sent->fd < 0 || sent->text != "outbound " + std::to_string(forwarded)) {
       say("the confined process sent no listener for --allow-localhost-port " +
           std::to_string(forwarded));
-      return abandon();
+      return give_up();
     }
     forwarder.forward_outbound(sent->fd, forwarded);
   }
@@ -644,24 +1032,57 @@ int run_isolated(const settings::Settings& settings, const settings::Sources& so
     auto sent = receive_message(to_child);
     if (!sent || sent->fd < 0 || sent->text != "connector") {
       say("the confined process sent no connector for --allow-inbound-port");
-      return abandon();
+      return give_up();
     }
     for (auto forwarded : options.flags.allow_inbound_ports) {
       if (auto listening = forwarder.forward_inbound(forwarded, sent->fd); !listening) {
         say(listening.error());
-        forwarder.stop();
-        return abandon();
+        return give_up();
       }
     }
   }
-  say(describe_protection(settings, report, gate->port) + describe_ports(options));
+  // The self-probe, against a host socket made now, after the confinement (as a daemon's
+  // restart would make one).
+  auto [probe_fd, probe_path] = probe_socket(confinement->runtime_dir);
+  const bool asked = static_cast<bool>(send_message(to_child, "probe " + probe_path));
+  auto verdict = asked ? receive_message(to_child)
+                       : Expected<Message, std::string>(Unexpected{std::string("not asked")});
+  if (probe_fd >= 0) {
+    ::close(probe_fd);
+    ::unlink(probe_path.c_str());
+  }
+  if (!verdict || verdict->closed) {
+    say("the confined process ended during the self-probe");
+    return give_up();
+  }
+  if (verdict->text != "probe-ok") {
+    const auto newline = verdict->text.find('\n');
+    std::string escapes = newline == std::string::npos ? "" : verdict->text.substr(newline + 1);
+    while (!escapes.empty() && escapes.back() == '\n') {
+      escapes.pop_back();
+    }
+    for (auto& c : escapes) {
+      c = c == '\n' ? ';' : c;
+    }
+    say("refusing to start the command: the self-probe got out of the confinement: " + escapes);
+    return give_up();
+  }
+  say(describe_protection(settings, *confinement, report, gate->port, pty != nullptr) +
+      describe_ports(options));
+  if (pty) {
+    pty->start();
+  }
   if (!send_message(to_child, "go")) {
-    forwarder.stop();
-    gate->stop();
-    return abandon();
+    if (pty) {
+      pty->finish();
+    }
+    return give_up();
   }
   ::close(to_child);
-  const int status = supervise(pid, set);
+  const int status = supervise_confined(pid, set, pty.get());
+  if (pty) {
+    pty->finish();
+  }
   forwarder.stop();
   gate->stop();
   return status;
@@ -670,37 +1091,8 @@ int run_isolated(const settings::Settings& settings, const settings::Sources& so
 #endif  // __linux__
 
 #ifdef __APPLE__
-
-constexpr const char* kSandboxExec = "/usr/bin/sandbox-exec";
-
-// Writes the profile for a gate on `port` to a private temporary file; returns its path.
-std::optional<std::string> write_profile(const settings::Settings& settings,
-                                         const RunOptions& options, std::uint16_t port) {
-  auto profile = generate_profile(profile_options(
-      settings, options.flags, port, settings::home_directory(), env_or_empty("SSH_AUTH_SOCK")));
-  if (!profile) {
-    say(profile.error());
-    return std::nullopt;
-  }
-  std::error_code ec;
-  std::string path = (fs::temp_directory_path(ec) / "sandgate-profile-XXXXXX").string();
-  const int fd = ::mkstemp(path.data());
-  if (fd < 0) {
-    say("cannot write the profile to " + path + ": " + std::strerror(errno));
-    return std::nullopt;
-  }
-  const bool ok =
-      ::write(fd, profile->data(), profile->size()) == static_cast<ssize_t>(profile->size());
-  ::close(fd);
-  if (!ok) {
-    say("cannot write the profile to " + path);
-    ::unlink(path.c_str());
-    return std::nullopt;
-  }
-  return path;
-}
-
-#endif  // __APPLE__
+constexpr const char* kSandboxExec = kSandboxExecPath;
+#endif
 
 }  // namespace
 
@@ -726,24 +1118,23 @@ int run_run(const settings::Settings& settings, const settings::Sources& sources
         "proxy variables only");
     return kRunFailed;
   }
-  std::string profile_path;
-  const int status = run_on_host(
+  // The profile goes to sandbox-exec inline (-p), never through a file a leftover process could
+  // rewrite before sandbox-exec reads it.
+  return run_on_host(
       settings, sources, options,
       [&](std::uint16_t port) -> std::optional<std::vector<std::string>> {
-        auto path = write_profile(settings, options, port);
-        if (!path) {
+        auto argv = sandbox_exec_argv(profile_options(settings, options.flags, port,
+                                                      settings::home_directory(),
+                                                      env_or_empty("SSH_AUTH_SOCK")));
+        if (!argv) {
+          say(argv.error());
           return std::nullopt;
         }
-        profile_path = *path;
-        say("confined by sandbox-exec with the profile " + profile_path +
-            " (`sandgate profile` prints it); the gate on 127.0.0.1:" + std::to_string(port) +
-            " is the only way out");
-        return std::vector<std::string>{kSandboxExec, "-f", profile_path};
+        say("confined by sandbox-exec (`sandgate profile` prints the profile); the gate on "
+            "127.0.0.1:" +
+            std::to_string(port) + " is the only way out");
+        return *argv;
       });
-  if (!profile_path.empty()) {
-    ::unlink(profile_path.c_str());
-  }
-  return status;
 #else
   say("confinement is implemented for Linux and macOS only; --no-isolation runs the command "
       "with the proxy variables only");

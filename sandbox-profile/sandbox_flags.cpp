@@ -48,14 +48,28 @@ ProfileOptions profile_options(const settings::Settings& settings, const Sandbox
   options.allow_localhost_ports = flags.allow_localhost_ports;
   options.allow_inbound_ports = flags.allow_inbound_ports;
   for (const auto& path : flags.allow_unix_sockets) {
-    options.allow_unix_sockets.push_back(resolved_path(path));
+    std::string resolved = resolved_path(path);
+    std::error_code ec;
+    auto& list = std::filesystem::is_directory(resolved, ec) ? options.allow_unix_socket_folders
+                                                             : options.allow_unix_sockets;
+    list.push_back(std::move(resolved));
   }
   options.strict_unix_sockets = flags.strict_unix_sockets;
+  options.allow_local_bind = flags.allow_local_bind;
+  if (auto socket = settings::unix_listen_path(settings.listen)) {
+    options.gate_unix_socket = resolved_path(std::string(*socket));
+  }
   options.ssh_auth_sock = ssh_auth_sock.empty() ? std::string() : resolved_path(ssh_auth_sock);
   options.protect_files = settings.protect_files;
   options.block_raw_sockets = settings.block_raw_sockets;
   options.block_tunneling = settings.block_tunneling;
   options.gate_files = gate_files(settings);
+  ProtectionInputs inputs = with_process_inputs(protection_inputs(options));
+  options.working_directory = inputs.working_directory;
+  options.git_dirs = inputs.git_dirs;
+  options.path_entries = inputs.path_entries;
+  options.own_executables = inputs.own_executables;
+  options.resolved_spellings = resolved_spellings(protected_paths(protection_inputs(options)));
   return options;
 }
 

@@ -17,6 +17,11 @@ struct SandboxFlags {
   std::vector<std::uint16_t> allow_inbound_ports;    // --allow-inbound-port N (repeatable)
   std::vector<std::string> allow_unix_sockets;       // --allow-unix-socket PATH (repeatable)
   bool strict_unix_sockets = false;                  // --strict-unix-sockets
+  // --allow-write PATH (repeatable; Linux): writable for the command besides the working folder,
+  // the home and the temporary folders (protected paths stay read-only).
+  std::vector<std::string> allow_writes;
+  // --allow-local-bind (macOS profile): serve on and connect to any localhost port.
+  bool allow_local_bind = false;
 };
 
 // The files the gate reads and writes, made absolute: the command must not be able to change
@@ -28,9 +33,12 @@ std::vector<std::string> gate_files(const settings::Settings& settings);
 // /private/var). Only lexical clean-up when the file system cannot be asked.
 std::string resolved_path(const std::string& path);
 
-// The profile's options for a gate on `proxy_port`, from the settings (the three toggles and
-// the gate's files), the flags, `home` and `ssh_auth_sock` (both as the environment gives them;
-// resolved here).
+// The profile's options for a gate on `proxy_port` (0: only on the unix socket of a `unix:`
+// listen setting), from the settings (the three toggles, the gate's files and socket), the
+// flags, `home` and `ssh_auth_sock` (both as the environment gives them; resolved here), and
+// what this process and the file system say: the working folder and its git repository, PATH,
+// sandgate's executables, the resolved spellings of protected paths behind symbolic links. An
+// --allow-unix-socket path that is a folder allows every socket below it.
 ProfileOptions profile_options(const settings::Settings& settings, const SandboxFlags& flags,
                                std::uint16_t proxy_port, const std::string& home,
                                const std::string& ssh_auth_sock);

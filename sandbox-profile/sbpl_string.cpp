@@ -113,14 +113,11 @@ std::optional<PathProblem> check_path(std::string_view path) {
   return std::nullopt;
 }
 
-Expected<std::string, PathProblem> sbpl_path(std::string_view path) {
-  if (auto problem = check_path(path)) {
-    return Unexpected{*problem};
-  }
+std::string sbpl_quote(std::string_view text) {
   std::string out;
-  out.reserve(path.size() + 2);
+  out.reserve(text.size() + 2);
   out += '"';
-  for (char c : path) {
+  for (char c : text) {
     if (c == '"' || c == '\\') {
       out += '\\';
     }
@@ -128,6 +125,13 @@ Expected<std::string, PathProblem> sbpl_path(std::string_view path) {
   }
   out += '"';
   return out;
+}
+
+Expected<std::string, PathProblem> sbpl_path(std::string_view path) {
+  if (auto problem = check_path(path)) {
+    return Unexpected{*problem};
+  }
+  return sbpl_quote(path);
 }
 
 std::string printable(std::string_view text) {

@@ -39,6 +39,10 @@ std::optional<PathProblem> check_path(std::string_view path);
 // non-ASCII UTF-8, as they are), or the reason it cannot be one.
 Expected<std::string, PathProblem> sbpl_path(std::string_view path);
 
+// `text` as an SBPL string literal, `\` and `"` escaped, nothing checked: for text sandgate
+// builds itself from checked paths (regexes). Control characters must not reach it.
+std::string sbpl_quote(std::string_view text);
+
 // `text` made safe to print in an error message: control characters and bytes that are not
 // UTF-8 become \xHH, `\` becomes `\\`.
 std::string printable(std::string_view text);

@@ -85,8 +85,23 @@ bool is_system_socket(std::string_view path, std::string_view ssh_auth_sock) {
   if (!ssh_auth_sock.empty() && path == ssh_auth_sock) {
     return true;
   }
-  return path == "/dev/log" || path == "/run/nscd/socket" || path == "/var/run/nscd/socket" ||
-         starts_with(path, "/run/systemd/journal/") || starts_with(path, "/run/systemd/resolve/");
+  return false;
+}
+
+std::vector<std::string> private_socket_folders(const std::string& runtime_dir) {
+  std::vector<std::string> out = {"/run", "/var/run", "/tmp", "/var/tmp", "/dev/shm"};
+  if (!runtime_dir.empty() && runtime_dir.front() == '/') {
+    bool inside = false;
+    for (const auto& folder : out) {
+      inside = inside || runtime_dir == folder ||
+               (runtime_dir.size() > folder.size() && starts_with(runtime_dir, folder) &&
+                runtime_dir[folder.size()] == '/');
+    }
+    if (!inside) {
+      out.push_back(runtime_dir);
+    }
+  }
+  return out;
 }
 
 std::vector<std::string> well_known_container_sockets(const std::string& home, unsigned uid) {
@@ -116,9 +131,12 @@ std::vector<std::string> sockets_to_hide(const MaskInputs& inputs) {
     if (std::find(inputs.allowed.begin(), inputs.allowed.end(), path) != inputs.allowed.end()) {
       continue;
     }
-    const bool hide =
-        inputs.strict ? !is_system_socket(path, inputs.ssh_auth_sock) : is_container_socket(path);
-    if (hide) {
+    bool in_private = false;
+    for (const auto& folder : inputs.private_folders) {
+      in_private = in_private || (path.size() > folder.size() && starts_with(path, folder) &&
+                                  path[folder.size()] == '/');
+    }
+    if (!in_private && !is_system_socket(path, inputs.ssh_auth_sock)) {
       out.push_back(path);
     }
   }

@@ -1,9 +1,17 @@
-// Which unix sockets a confined command on Linux must not reach. The network namespace of
+// Which unix sockets a confined command on Linux may reach. The network namespace of
 // `sandgate run` cuts off every TCP/UDP route and every abstract unix socket, but sockets bound to
-// a path stay reachable through the file system. Some of them are ways out: a container daemon
-// (docker, podman, containerd, ... : `docker run --network host`) or, in strict mode, any socket
-// that is not the system's own. `run` hides each one by mounting /dev/null over it in its own
-// mount namespace, so connecting is refused.
+// a path stay reachable through the file system, and many are ways out: a container daemon
+// (`docker run --network host`), a D-Bus session bus (a service file it then starts outside),
+// `systemd-run --user`, tmux, screen and editor servers, SSH ControlMaster sockets, name lookups
+// through nscd or systemd-resolved that bypass the gate's policy.
+//
+// Deny by default, with an allow-list: the folders where daemons keep their sockets (/run,
+// /var/run, /tmp, /var/tmp, /dev/shm, $XDG_RUNTIME_DIR) are private, empty tmpfs in the command's
+// mount namespace (a socket a daemon re-creates there after start, on a restart, stays out of
+// reach), and only the allowed sockets are bound back in. Listening sockets found elsewhere at
+// start-up (in the home, /var/lib, ...) are covered with /dev/null. The one system socket kept by
+// default is the SSH agent ($SSH_AUTH_SOCK): git over SSH through the gate signs with it, and it
+// carries no traffic and starts nothing.
 //
 // Pure functions on values (the caller reads /proc/net/unix and the file system); thread-safe.
 #pragma once
@@ -23,9 +31,15 @@ std::vector<std::string> listening_unix_sockets(std::string_view proc_net_unix);
 // named docker, podman, containerd, crio, buildkit, .docker, .colima, .lima, .rd or .orbstack.
 bool is_container_socket(std::string_view path);
 
-// True for the system's own sockets that strict mode keeps: logging (/dev/log, journald),
-// name resolution (systemd-resolved, nscd) and the SSH agent (`ssh_auth_sock`, may be empty).
+// True for the sockets kept without being listed: only the SSH agent (`ssh_auth_sock`, may be
+// empty). Logging (/dev/log), nscd and systemd-resolved are not kept: the command needs none of
+// them, and name lookups must go through the gate.
 bool is_system_socket(std::string_view path, std::string_view ssh_auth_sock);
+
+// The folders made private (empty tmpfs) in the command's view, before checking that each
+// exists and is a folder: /run, /var/run, /tmp, /var/tmp, /dev/shm and `runtime_dir`
+// ($XDG_RUNTIME_DIR, may be empty) unless it lies in one of the others.
+std::vector<std::string> private_socket_folders(const std::string& runtime_dir);
 
 // Well-known container daemon socket paths (system and per-user) worth checking even when
 // /proc/net/unix does not list them (rootless daemons bind in a namespace of their own).
@@ -35,10 +49,12 @@ struct MaskInputs {
   std::vector<std::string> sockets;  // candidates: listening ones and existing well-known ones
   std::vector<std::string> allowed;  // --allow-unix-socket, resolved: never hidden
   std::string ssh_auth_sock;
-  bool strict = false;  // hide everything but the system's own and `allowed`
+  bool strict = false;  // kept for the flag's sake: every socket not allowed is hidden anyway
+  std::vector<std::string> private_folders;  // sockets in these are out of reach already
 };
 
-// The sockets to hide, sorted, without duplicates.
+// The sockets to cover with /dev/null: every candidate but the allowed ones, the SSH agent and
+// those in a private folder; sorted, without duplicates.
 std::vector<std::string> sockets_to_hide(const MaskInputs& inputs);
 
 }  // namespace sandgate::sandbox

@@ -27,6 +27,7 @@ test_packages=(
   clang libclang-rt-14-dev
   prometheus            # the admin endpoint test scrapes with a real Prometheus (its own process)
   python3               # the service-file test reads the launchd plist with plistlib
+  dbus keyutils         # run_test: a real session bus the confined command must not reach; keyctl
 )
 
 case "$(uname -s)" in

@@ -1,6 +1,7 @@
 // The admin endpoint. See admin_server.hpp.
 #include "proxy/admin/admin_server.hpp"
 
+#include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -10,9 +11,12 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <charconv>
+#include <optional>
 #include <thread>
 
 namespace sandgate::admin {
@@ -25,12 +29,63 @@ using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
-http::response<http::string_body> respond(const AdminHandlers& handlers,
-                                          const http::request<http::string_body>& request) {
-  http::response<http::string_body> response;
+// The endpoint only answers GET and HEAD; a body is read (so that its bytes are not mistaken for
+// a next request) but never used, and is small.
+constexpr std::size_t kMaxRequestBody = 8192;
+
+// What the accept loop and every connection share. Lives in AdminServer::Impl, before the
+// io_context, so it outlives every coroutine the io_context destroys.
+struct Endpoint {
+  AdminHandlers handlers;
+  AdminLimits limits;
+  std::atomic<std::size_t> open{0};  // written on the admin thread only; read by any thread
+};
+
+// Gives back a connection slot when a connection's coroutine ends. The accept loop takes the
+// slot (counts the connection) before it spawns the coroutine, so that connections accepted
+// before the first of them starts still count against the cap.
+class Slot {
+ public:
+  explicit Slot(std::atomic<std::size_t>& open) : open_(open) {}
+  ~Slot() { open_.fetch_sub(1, std::memory_order_relaxed); }
+  Slot(const Slot&) = delete;
+  Slot& operator=(const Slot&) = delete;
+
+ private:
+  std::atomic<std::size_t>& open_;
+};
+
+// Says something at most once a second: a condition that lasts (no descriptors, too many
+// scrapers) must not flood the log.
+class RateLimitedNote {
+ public:
+  void operator()(const AdminHandlers& handlers, const std::string& text) {
+    const auto now = std::chrono::steady_clock::now();
+    if (handlers.note && now - last_ >= std::chrono::seconds(1)) {
+      last_ = now;
+      handlers.note("warning", text);
+    }
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_{};
+};
+
+using Response = http::response<http::string_body>;
+
+Response plain_response(http::status status, std::string body) {
+  Response response;
   response.version(11);
+  response.result(status);
   response.set(http::field::server, "sandgate");
   response.keep_alive(false);
+  response.body() = std::move(body);
+  response.prepare_payload();
+  return response;
+}
+
+Response respond(const AdminHandlers& handlers, const http::request<http::string_body>& request) {
+  Response response = plain_response(http::status::ok, "");
   const std::string_view path = request.target();
   std::string_view route = path.substr(0, path.find('?'));
   if (request.method() != http::verb::get && request.method() != http::verb::head) {
@@ -38,77 +93,134 @@ http::response<http::string_body> respond(const AdminHandlers& handlers,
     response.set(http::field::allow, "GET, HEAD");
     response.body() = "only GET\n";
   } else if (route == "/metrics") {
-    response.result(http::status::ok);
     response.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
     response.body() = handlers.metrics();
   } else if (route == "/healthz") {
-    response.result(http::status::ok);
     response.body() = "ok\n";
   } else if (route == "/readyz") {
     const bool ready = handlers.ready();
     response.result(ready ? http::status::ok : http::status::service_unavailable);
     response.body() = ready ? "ready\n" : "not ready\n";
   } else if (route == "/denials") {
-    response.result(http::status::ok);
     response.set(http::field::content_type, "application/json");
     response.body() = handlers.denials();
   } else {
     response.result(http::status::not_found);
     response.body() = "not found: try /metrics, /healthz, /readyz, /denials\n";
   }
-  if (!response.has_content_length()) {
-    response.prepare_payload();
+  response.prepare_payload();
+  if (request.method() == http::verb::head) {
+    response.body().clear();  // the length of the GET answer, and no body
   }
   return response;
 }
 
-asio::awaitable<void> serve_request(const AdminHandlers& handlers, tcp::socket socket) {
-  beast::flat_buffer buffer(8192);
+// The answer to a request that could not be read, if it gets one: a head over the limit is told
+// so; a malformed one gets 400; a client that went away or timed out gets nothing.
+std::optional<Response> answer_to_failed_read(const boost::system::error_code& error) {
+  if (error == http::error::header_limit || error == http::error::buffer_overflow) {
+    return plain_response(http::status::request_header_fields_too_large,
+                          "request head too large\n");
+  }
+  if (error == http::error::body_limit) {
+    return plain_response(http::status::payload_too_large, "request body too large\n");
+  }
+  if (error.category() == http::make_error_code(http::error::end_of_stream).category() &&
+      error != http::error::end_of_stream && error != http::error::partial_message) {
+    return plain_response(http::status::bad_request, "malformed request\n");
+  }
+  return std::nullopt;
+}
+
+// Serves one request on `socket`, then closes it: the read and the write each have a deadline,
+// so a connection holds its slot for at most request_timeout + response_timeout.
+asio::awaitable<void> serve_connection(Endpoint& endpoint, tcp::socket socket) {
+  const Slot slot(endpoint.open);
+  const AdminLimits& limits = endpoint.limits;
+  beast::flat_buffer buffer(limits.max_request_head + kMaxRequestBody);
   http::request_parser<http::string_body> parser;
-  parser.header_limit(8192);
-  parser.body_limit(8192);
-  asio::steady_timer timeout(socket.get_executor());
-  timeout.expires_after(std::chrono::seconds(10));
-  auto outcome =
-      co_await (http::async_read(socket, buffer, parser, use_tuple) || timeout.async_wait(use_tuple));
-  // A timed-out or broken request is dropped without an answer.
-  if (outcome.index() == 0) {
-    auto [error, bytes] = std::get<0>(outcome);
-    if (!error) {
-      auto response = respond(handlers, parser.get());
-      co_await http::async_write(socket, response, use_tuple);
-    }
+  parser.header_limit(static_cast<std::uint32_t>(limits.max_request_head));
+  parser.body_limit(kMaxRequestBody);
+  asio::steady_timer deadline(socket.get_executor());
+
+  // 1. The request, whole, by its deadline.
+  deadline.expires_after(limits.request_timeout);
+  auto read = co_await (http::async_read(socket, buffer, parser, use_tuple) ||
+                        deadline.async_wait(use_tuple));
+  std::optional<Response> response;
+  if (read.index() == 0) {
+    const auto [error, bytes] = std::get<0>(read);
+    response = error ? answer_to_failed_read(error) : respond(endpoint.handlers, parser.get());
+  }
+
+  // 2. The response, by its own deadline: a client that does not read must not keep the slot.
+  if (response) {
+    deadline.expires_after(limits.response_timeout);
+    co_await (http::async_write(socket, *response, use_tuple) || deadline.async_wait(use_tuple));
   }
   boost::system::error_code ignored;
   socket.shutdown(tcp::socket::shutdown_send, ignored);
   socket.close(ignored);
 }
 
-asio::awaitable<void> accept_loop(const AdminHandlers& handlers, tcp::acceptor& acceptor) {
+asio::awaitable<void> accept_loop(Endpoint& endpoint, tcp::acceptor& acceptor) {
+  asio::steady_timer pause(acceptor.get_executor());
+  RateLimitedNote accept_failed;
+  RateLimitedNote over_cap;
   for (;;) {
     auto [error, socket] = co_await acceptor.async_accept(use_tuple);
     if (error == asio::error::operation_aborted || !acceptor.is_open()) {
       co_return;
     }
     if (error) {
+      // Out of descriptors (EMFILE, ENFILE) or memory (ENOBUFS, ENOMEM): the connection stays in
+      // the backlog and the listener stays readable, so accepting again at once would spin a
+      // core for as long as the shortage lasts. Pause first.
+      accept_failed(endpoint.handlers, "admin endpoint: accept failed: " + error.message() +
+                                           "; pausing new connections briefly");
+      pause.expires_after(endpoint.limits.accept_backoff);
+      co_await pause.async_wait(use_tuple);
       continue;
     }
-    asio::co_spawn(acceptor.get_executor(), serve_request(handlers, std::move(socket)),
+    if (endpoint.open.load(std::memory_order_relaxed) >= endpoint.limits.max_connections) {
+      // Over the cap: closed at once, unanswered. Writing an answer would cost a coroutine, a
+      // timer and a wait on a client the endpoint has no room for.
+      over_cap(endpoint.handlers,
+               "admin endpoint: " + std::to_string(endpoint.limits.max_connections) +
+                   " connections open; closing new ones until one ends");
+      boost::system::error_code ignored;
+      socket.close(ignored);
+      continue;
+    }
+    endpoint.open.fetch_add(1, std::memory_order_relaxed);  // given back by serve_connection
+    asio::co_spawn(acceptor.get_executor(), serve_connection(endpoint, std::move(socket)),
                    asio::detached);
   }
+}
+
+// "PORT" as a number 0..65535.
+std::optional<std::uint16_t> parse_port(std::string_view text) {
+  unsigned value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc{} || end != text.data() + text.size() || value > 65535) {
+    return std::nullopt;
+  }
+  return static_cast<std::uint16_t>(value);
 }
 
 }  // namespace
 
 struct AdminServer::Impl {
-  AdminHandlers handlers;
+  Endpoint endpoint;  // before `io`: the coroutines `io` destroys still use it
   asio::io_context io{1};
   tcp::acceptor acceptor{io};
   std::thread thread;
 };
 
-AdminServer::AdminServer(AdminHandlers handlers) : impl_(std::make_unique<Impl>()) {
-  impl_->handlers = std::move(handlers);
+AdminServer::AdminServer(AdminHandlers handlers, AdminLimits limits)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->endpoint.handlers = std::move(handlers);
+  impl_->endpoint.limits = limits;
 }
 
 AdminServer::~AdminServer() {
@@ -122,28 +234,35 @@ AdminServer::~AdminServer() {
   }
 }
 
+std::size_t AdminServer::open_connections() const {
+  return impl_->endpoint.open.load(std::memory_order_relaxed);
+}
+
 Expected<std::string, std::string> AdminServer::start(const std::string& listen) {
   std::string address;
-  std::string port;
+  std::string port_text;
   if (listen.starts_with('[')) {
     const auto close = listen.find(']');
-    address = listen.substr(1, close - 1);
-    port = close + 2 <= listen.size() ? listen.substr(close + 2) : "";
+    if (close != std::string::npos && close + 1 < listen.size() && listen[close + 1] == ':') {
+      address = listen.substr(1, close - 1);
+      port_text = listen.substr(close + 2);
+    }
   } else {
     const auto colon = listen.rfind(':');
     address = listen.substr(0, colon);
-    port = colon == std::string::npos ? "" : listen.substr(colon + 1);
+    port_text = colon == std::string::npos ? "" : listen.substr(colon + 1);
   }
   boost::system::error_code ec;
   const auto ip = asio::ip::make_address(address, ec);
-  if (ec || port.empty()) {
+  const auto port = parse_port(port_text);
+  if (ec || !port) {
     return Unexpected{"admin address '" + listen + "' is not ADDR:PORT"};
   }
   if (!ip.is_loopback()) {
     return Unexpected{"admin address " + listen +
                       " is not loopback: the admin endpoint is for this machine only"};
   }
-  const tcp::endpoint endpoint(ip, static_cast<std::uint16_t>(std::stoul(port)));
+  const tcp::endpoint endpoint(ip, *port);
   auto& acceptor = impl_->acceptor;
   acceptor.open(endpoint.protocol(), ec);
   if (!ec) {
@@ -159,7 +278,7 @@ Expected<std::string, std::string> AdminServer::start(const std::string& listen)
     return Unexpected{"cannot listen on admin address " + listen + ": " + ec.message()};
   }
   const auto bound = acceptor.local_endpoint(ec);
-  asio::co_spawn(impl_->io, accept_loop(impl_->handlers, acceptor), asio::detached);
+  asio::co_spawn(impl_->io, accept_loop(impl_->endpoint, acceptor), asio::detached);
   impl_->thread = std::thread([impl = impl_.get()] { impl->io.run(); });
   const std::string host = bound.address().is_v6() ? "[" + bound.address().to_string() + "]"
                                                    : bound.address().to_string();

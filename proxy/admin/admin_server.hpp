@@ -4,25 +4,53 @@
 //   GET /healthz  200 while the process runs
 //   GET /readyz   200 once rules are loaded and the listener is up, else 503
 //   GET /denials  the most recent denials, newest first (JSON)
+//
+// It is built to stay cheap whatever its clients do (AdminLimits): at most 64 connections at once
+// (more are closed at once, unanswered), one request per connection, a request head of at most
+// 8 KiB read within 10 s, a response written within 10 s. When accept fails (out of descriptors:
+// EMFILE, ENFILE; out of memory: ENOBUFS, ENOMEM) the pending connection stays in the backlog and
+// the listener stays readable, so the endpoint pauses 100 ms before it tries again instead of
+// spinning, and says so at most once a second.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "rules/expected.hpp"
 
 namespace sandgate::admin {
 
+// Called on the admin thread; each must be thread-safe against the rest of the gate.
 struct AdminHandlers {
   std::function<std::string()> metrics;
   std::function<std::string()> denials;
   std::function<bool()> ready;
+  // Where the endpoint's own warnings go ("warning", text); may be empty.
+  std::function<void(std::string_view level, std::string_view text)> note;
+};
+
+// What one scraper, slow, stuck or hostile, can hold. The defaults are the documented ones.
+struct AdminLimits {
+  // Connections served at once; one more is closed as soon as it is accepted, unanswered (the
+  // endpoint spends nothing on it; a scraper sees the connection end and tries next interval).
+  std::size_t max_connections = 64;
+  // Bytes of request head (request line and fields); a larger one is answered 431 and closed.
+  std::size_t max_request_head = 8192;
+  // From accept to a complete request; a request not complete by then is closed, unanswered.
+  std::chrono::milliseconds request_timeout{10000};
+  // For writing the response; a client that does not read it is cut off.
+  std::chrono::milliseconds response_timeout{10000};
+  // The pause after a failed accept.
+  std::chrono::milliseconds accept_backoff{100};
 };
 
 class AdminServer {
  public:
-  explicit AdminServer(AdminHandlers handlers);
+  explicit AdminServer(AdminHandlers handlers, AdminLimits limits = {});
   ~AdminServer();  // stops and joins
   AdminServer(const AdminServer&) = delete;
   AdminServer& operator=(const AdminServer&) = delete;
@@ -30,6 +58,9 @@ class AdminServer {
   // Binds `listen` (`ADDR:PORT`, `[V6]:PORT`; loopback only) and starts serving. Returns the
   // bound `ADDR:PORT`, or an error naming the address.
   Expected<std::string, std::string> start(const std::string& listen);
+
+  // Connections being served now (accepted and not yet closed); any thread.
+  std::size_t open_connections() const;
 
  private:
   struct Impl;

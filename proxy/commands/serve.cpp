@@ -150,6 +150,9 @@ int run_serve(const settings::Settings& settings, const settings::Sources& sourc
       return metrics::render_denials_json(server.worker_metrics());
     };
     handlers.ready = [&server] { return server.accepting(); };
+    handlers.note = [&log](std::string_view level, std::string_view text) {
+      log.note(level, text);
+    };
     admin_server = std::make_unique<admin::AdminServer>(std::move(handlers));
     auto bound = admin_server->start(settings.admin);
     if (!bound) {
@@ -167,7 +170,7 @@ int run_serve(const settings::Settings& settings, const settings::Sources& sourc
       return kStartupError;
     }
   }
-  log.note("info", "blocklist " + settings.blocklist_path + ": " +
+  log.note("info", "blocklist " + loaded->blocklist_path + ": " +
                        std::to_string(loaded->policy->blocklist().size()) + " entries; " +
                        std::to_string(settings.threads) + " worker thread(s)");
   // The one line on standard output: scripts wait for it.

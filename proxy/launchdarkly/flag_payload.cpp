@@ -6,6 +6,8 @@
 #include <cmath>
 #include <vector>
 
+#include "proxy/json/json_writer.hpp"
+
 namespace sandgate::launchdarkly {
 namespace {
 
@@ -186,13 +188,16 @@ Expected<CompiledList, std::string> compile_list(const FlagState& state, std::st
 }
 
 std::string context_json(std::string_view key, std::string_view username) {
-  json::object context;
-  context["kind"] = "user";
-  context["key"] = json::string_view(key.data(), key.size());
+  // Written with the gate's one JSON writer: Boost.JSON's serializer copies bytes that are not
+  // UTF-8 (a user name is whatever the system holds) into the body as they are.
+  std::string out;
+  json_writer::ObjectWriter context(out);
+  context.string("kind", "user").string("key", key);
   if (!username.empty()) {
-    context["username"] = json::string_view(username.data(), username.size());
+    context.string("username", username);
   }
-  return json::serialize(context);
+  context.close();
+  return out;
 }
 
 std::string base64url(std::string_view bytes) {

@@ -57,7 +57,7 @@ struct CompiledList {
 Expected<CompiledList, std::string> compile_list(const FlagState& state, std::string_view source);
 
 // The evaluation context, as JSON: {"kind":"user","key":KEY} plus the `username` attribute when
-// given. Strings are escaped by the JSON library, never pasted.
+// given. Strings are escaped by proxy/json/json_writer.hpp, never pasted.
 std::string context_json(std::string_view key, std::string_view username);
 
 // base64url without padding, for the streaming endpoint's path.

@@ -4,28 +4,35 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 
+#include "proxy/json/json_writer.hpp"
+
 namespace sandgate::log {
 namespace {
 
-// 2026-11-25T21:45:30.123Z
-void append_timestamp(std::string& out) {
+// 2026-11-25T21:45:30.123Z, into `text`.
+std::string_view format_timestamp(char (&text)[32]) {
   const auto now = std::chrono::system_clock::now();
   const auto seconds = std::chrono::system_clock::to_time_t(now);
   const auto millis =
       std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm utc{};
   gmtime_r(&seconds, &utc);
-  char text[32];
   const int n = std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
                               utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour,
                               utc.tm_min, utc.tm_sec, static_cast<int>(millis));
-  out.append(text, static_cast<std::size_t>(n));
+  return {text, static_cast<std::size_t>(std::clamp(n, 0, static_cast<int>(sizeof text) - 1))};
+}
+
+void append_timestamp(std::string& out) {
+  char text[32];
+  out += format_timestamp(text);
 }
 
 // Text fields must stay on one line and unambiguous: control characters become '?'.
@@ -87,51 +94,36 @@ void format_text(std::string& out, const Record& r) {
   }
 }
 
-void add_json_field(std::string& out, std::string_view name, std::string_view value) {
-  out += ",\"";
-  out += name;
-  out += "\":";
-  append_json_string(out, value);
-}
-
-void add_json_number(std::string& out, std::string_view name, std::uint64_t value) {
-  out += ",\"";
-  out += name;
-  out += "\":";
-  out += std::to_string(value);
-}
-
+// Both formats write every field of the record; JSON leaves out what does not apply, like the
+// text does. Every string goes through the one escaping function (json_writer).
 void format_json(std::string& out, const Record& r) {
-  out += "{\"ts\":\"";
-  append_timestamp(out);
-  out += "\",\"event\":\"";
-  out += r.event == Record::Event::decision ? "decision" : "end";
-  out += '"';
-  add_json_number(out, "conn", r.connection_id);
-  add_json_field(out, "client", r.client);
-  add_json_field(out, "method", r.method);
-  add_json_field(out, "host", r.host);
-  add_json_number(out, "port", r.port);
-  add_json_field(out, "verdict", r.verdict);
-  add_json_field(out, "reason", r.reason);
+  char ts[32];
+  json_writer::ObjectWriter object(out);
+  object.string("ts", format_timestamp(ts))
+      .string("event", r.event == Record::Event::decision ? "decision" : "end")
+      .number("conn", r.connection_id)
+      .string("client", r.client)
+      .string("method", r.method)
+      .string("host", r.host)
+      .number("port", r.port)
+      .string("verdict", r.verdict)
+      .string("reason", r.reason);
   if (!r.rule.empty()) {
-    add_json_field(out, "rule", r.rule);
+    object.string("rule", r.rule);
   }
   if (!r.address.empty()) {
-    add_json_field(out, "address", r.address);
+    object.string("address", r.address);
   }
   if (!r.detail.empty()) {
-    add_json_field(out, "detail", r.detail);
+    object.string("detail", r.detail);
   }
   if (r.event == Record::Event::end) {
-    add_json_field(out, "outcome", r.outcome);
-    add_json_number(out, "bytes_up", r.bytes_up);
-    add_json_number(out, "bytes_down", r.bytes_down);
-    char ms[48];
-    std::snprintf(ms, sizeof ms, ",\"duration_ms\":%.3f", r.duration_ms);
-    out += ms;
+    object.string("outcome", r.outcome)
+        .number("bytes_up", r.bytes_up)
+        .number("bytes_down", r.bytes_down)
+        .fixed("duration_ms", r.duration_ms, 3);
   }
-  out += '}';
+  object.close();
 }
 
 int open_log_file(const std::string& path) {
@@ -140,22 +132,31 @@ int open_log_file(const std::string& path) {
 
 }  // namespace
 
-void append_json_string(std::string& out, std::string_view text) {
-  out += '"';
-  for (char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (byte < 0x20 || byte == 0x7f) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", byte);
-      out += escaped;
-    } else {
-      out += c;  // UTF-8 passes through; names are punycode anyway
-    }
+void format_record(std::string& out, settings::LogFormat format, const Record& record) {
+  if (format == settings::LogFormat::json) {
+    format_json(out, record);
+  } else {
+    format_text(out, record);
   }
-  out += '"';
+}
+
+void format_note(std::string& out, settings::LogFormat format, std::string_view level,
+                 std::string_view text) {
+  if (format == settings::LogFormat::json) {
+    char ts[32];
+    json_writer::ObjectWriter object(out);
+    object.string("ts", format_timestamp(ts))
+        .string("event", "log")
+        .string("level", level)
+        .string("message", text);
+    object.close();
+  } else {
+    append_timestamp(out);
+    out += " sandgate ";
+    append_plain(out, level);
+    out += ": ";
+    append_plain(out, text);
+  }
 }
 
 Expected<std::unique_ptr<DecisionLog>, std::string> DecisionLog::open(settings::LogFormat format,
@@ -209,11 +210,7 @@ void DecisionLog::write(const Record& record) {
   }
   thread_local std::string line;
   line.clear();
-  if (format_ == settings::LogFormat::json) {
-    format_json(line, record);
-  } else {
-    format_text(line, record);
-  }
+  format_record(line, format_, record);
   write_line(line);
 }
 
@@ -226,20 +223,7 @@ void DecisionLog::note(std::string_view level, std::string_view text) {
   }
   thread_local std::string line;
   line.clear();
-  if (format_ == settings::LogFormat::json) {
-    line += "{\"ts\":\"";
-    append_timestamp(line);
-    line += "\",\"event\":\"log\"";
-    add_json_field(line, "level", level);
-    add_json_field(line, "message", text);
-    line += '}';
-  } else {
-    append_timestamp(line);
-    line += " sandgate ";
-    line += level;
-    line += ": ";
-    append_plain(line, text);
-  }
+  format_note(line, format_, level, text);
   write_line(line);
 }
 

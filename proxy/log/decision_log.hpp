@@ -1,5 +1,6 @@
 // The decision log: one line per decision and one when each tunnel or request ends, as readable
-// text or as JSON (one object a line), to standard error or a file.
+// text or as JSON (one object a line), to standard error or a file. Fields hold what clients
+// sent (a raw target, a method): the JSON format escapes them (see format_record below).
 //
 // Thread-safe without a lock: each line is formatted in the caller's thread and written with one
 // write(2) to a descriptor opened with O_APPEND, so concurrent lines never interleave. reopen()
@@ -62,7 +63,12 @@ class DecisionLog {
   int fd_;
 };
 
-// Appends `text` as a JSON string literal (quotes included).
-void append_json_string(std::string& out, std::string_view text);
+// The line write() (or note()) writes, without its newline and whatever the level, appended to
+// `out`. In JSON every field goes through proxy/json/json_writer.hpp, so a line is valid UTF-8
+// JSON whatever bytes a client sent (ill-formed UTF-8 becomes \ufffd, controls are escaped).
+// For tests and the fuzz target; thread-safe.
+void format_record(std::string& out, settings::LogFormat format, const Record& record);
+void format_note(std::string& out, settings::LogFormat format, std::string_view level,
+                 std::string_view text);
 
 }  // namespace sandgate::log

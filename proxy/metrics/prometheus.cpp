@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "proxy/log/decision_log.hpp"
+#include "proxy/json/json_writer.hpp"
 
 namespace sandgate::metrics {
 namespace {
@@ -156,24 +156,23 @@ std::string render_denials_json(const std::vector<const WorkerMetrics*>& workers
   if (all.size() > kDenialsKept) {
     all.resize(kDenialsKept);
   }
+  // Every field a client chose (method, host, ...) goes through the one JSON escaping function:
+  // one denial with bytes that are not UTF-8 must not break the whole document.
   std::string out = "[";
   for (std::size_t i = 0; i < all.size(); ++i) {
     const Denial& d = all[i];
     out += i == 0 ? "\n" : ",\n";
-    out += "{\"unix_ms\":" + std::to_string(d.unix_millis) +
-           ",\"conn\":" + std::to_string(d.connection_id) + ",\"client\":";
-    log::append_json_string(out, d.client);
-    out += ",\"method\":";
-    log::append_json_string(out, d.method);
-    out += ",\"host\":";
-    log::append_json_string(out, d.host);
-    out += ",\"port\":" + std::to_string(d.port) + ",\"reason\":";
-    log::append_json_string(out, d.reason);
-    out += ",\"rule\":";
-    log::append_json_string(out, d.rule);
-    out += ",\"detail\":";
-    log::append_json_string(out, d.detail);
-    out += '}';
+    json_writer::ObjectWriter object(out);
+    object.number("unix_ms", d.unix_millis)
+        .number("conn", d.connection_id)
+        .string("client", d.client)
+        .string("method", d.method)
+        .string("host", d.host)
+        .number("port", d.port)
+        .string("reason", d.reason)
+        .string("rule", d.rule)
+        .string("detail", d.detail);
+    object.close();
   }
   out += "\n]\n";
   return out;

@@ -30,7 +30,8 @@ struct GaugeValues {
 std::string render_prometheus(const std::vector<const WorkerMetrics*>& workers,
                               const GaugeValues& gauges);
 
-// The most recent denials of all workers, newest first, as a JSON array.
+// The most recent denials of all workers, newest first, as a JSON array. Valid UTF-8 JSON
+// whatever bytes the denials hold (escaped by proxy/json/json_writer.hpp).
 std::string render_denials_json(const std::vector<const WorkerMetrics*>& workers);
 
 }  // namespace sandgate::metrics

@@ -1,8 +1,18 @@
 // Live policy reload: watches the blocklist, the allowlist and the config file, and when one
 // changes, builds a new immutable Policy off the I/O threads and hands it to `publish` (which
-// swaps it into every worker). It never loses a rule: a file that cannot be read, that was
-// deleted, or that holds nothing usable keeps its last good rules; a bad line is skipped and
-// reported as at start-up. Every reload logs one line: file, entries, rejected lines, time.
+// swaps it into every worker). It never loses a rule by accident: a file that cannot be read,
+// that was deleted, that is blank (0 bytes or only whitespace: what a failed or unfinished
+// rewrite leaves), or that holds nothing usable keeps its last good rules, with one warning
+// naming the file per episode; a bad line is skipped and reported as at start-up. A file that
+// holds only comments is a real, empty list and is applied. Every reload logs one line: file,
+// entries, rejected lines, time.
+//
+// Every file is resolved once, when the reloader is made (after the default blocklist was
+// created), and from then on only the resolved file is watched and read: re-pointing a symlink
+// on the way (a folder a confined command can write) changes nothing but a warning, and a file
+// reached through a symlink planted later is not read (its last good rules are kept). The
+// config file re-read applies the policy options only; every other changed setting is named in
+// the log as not applied until a restart.
 #pragma once
 
 #include <atomic>
@@ -10,7 +20,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "proxy/log/decision_log.hpp"
 #include "proxy/settings/settings.hpp"
@@ -19,12 +31,30 @@
 
 namespace sandgate::reload {
 
+// Which settings differ between two loads, each named `key (--flag / VARIABLE)`, in the order
+// --help lists them.
+struct SettingsChange {
+  std::vector<std::string> applied;       // policy options: the reloader applies them live
+  std::vector<std::string> need_restart;  // everything else: in force only after a restart
+};
+SettingsChange compare_settings(const settings::Settings& before, const settings::Settings& after);
+// The setting keys compare_settings() knows, and whether each applies live. A setting it does not
+// know is never compared (a test checks that every key of settings::all_settings() is here).
+struct ComparedSetting {
+  std::string_view key;
+  bool live;
+};
+std::vector<ComparedSetting> compared_settings();
+
 class PolicyReloader {
  public:
   using Publish = std::function<void(std::shared_ptr<const rules::Policy>)>;
 
   // `sources` are the inputs the settings were loaded from; the config file is re-read with them,
   // so flags and variables keep their precedence over it. `initial` is the policy in force.
+  // Resolves the three paths (logging `blocklist X (resolved from Y)` where they differ) and
+  // warns about a list file that is blank at start-up: there are no last good rules yet, so the
+  // empty list is in force. Throws std::runtime_error if the file watcher cannot start.
   PolicyReloader(settings::Settings settings, settings::Sources sources, log::DecisionLog& log,
                  std::shared_ptr<const rules::Policy> initial, Publish publish);
   ~PolicyReloader();  // stops the watching thread
@@ -33,12 +63,17 @@ class PolicyReloader {
 
   // Starts watching on a thread of its own.
   void start();
-  // Reloads every file now (SIGHUP), on the watching thread. Thread-safe.
+  // Reloads every file now (SIGHUP), on the watching thread. Does not resolve the paths again.
+  // Thread-safe.
   void reload_all();
   // The policy most recently published (for tests and `check`-like tools). Thread-safe.
   std::shared_ptr<const rules::Policy> current() const;
   // How many reloads have published a new policy. Thread-safe.
   std::uint64_t generation() const;
+  // The files read, as resolved at construction (empty: none). Thread-safe (never change).
+  const std::string& blocklist_path() const { return lists_[0].path; }
+  const std::string& allowlist_path() const { return lists_[1].path; }
+  const std::string& config_path() const { return config_.path; }
 
   // Reload results per file kind, for /metrics. Thread-safe.
   struct Counts {
@@ -50,17 +85,36 @@ class PolicyReloader {
   const Counts& config_counts() const { return counts_[2]; }
 
  private:
-  enum class Which { blocklist, allowlist };
+  // One watched file. Touched by the constructor, then only on the watching thread.
+  struct File {
+    std::string kind;         // "blocklist", "allowlist", "config"
+    std::string given;        // as configured (may lead through symlinks)
+    std::string path;         // resolved at construction: the only file read; empty: none
+    std::string given_leads;  // where `given` led when last looked (warned once per target)
+    std::string last_text;    // lists: last good text, so unchanged content is skipped
+    std::string held;         // why the last good rules are kept ("": they are not); a warning
+                              // is logged when this changes, not on every event
+  };
+
   void run();
   void reload(const std::vector<std::string>& changed, bool everything);
   // Loads one list file; returns the new set, or null to keep the last good one.
-  std::shared_ptr<const rules::DomainSet> load_list(Which which, const std::string& path);
+  std::shared_ptr<const rules::DomainSet> load_list(int index, std::size_t entries_in_force);
   bool reload_config();
+  // Warns when a configured path now leads somewhere other than the file read.
+  void check_given(File& file);
+  // Keeps the last good rules of `file` for `reason`; logs `message` if the reason is new.
+  void hold(File& file, const std::string& reason, std::string_view level,
+            const std::string& message);
+  void release(File& file);
 
-  settings::Settings settings_;
-  settings::Sources sources_;
+  settings::Settings settings_;  // the policy options in force (paths as configured)
+  settings::Settings started_;   // what the sources said at start: the settings in force
+  settings::Sources sources_;    // with --config set to the resolved config file
   log::DecisionLog& log_;
   Publish publish_;
+  File lists_[2];
+  File config_;
   std::unique_ptr<watch::FileWatcher> watcher_;
   std::thread thread_;
   std::atomic<bool> stopping_{false};
@@ -69,8 +123,6 @@ class PolicyReloader {
   mutable std::mutex mutex_;  // guards current_ (read by other threads); never on a hot path
   std::shared_ptr<const rules::Policy> current_;
   std::atomic<std::uint64_t> generation_{0};
-  std::string last_text_[2];          // last good text per list: unchanged content is skipped
-  bool missing_reported_[2] = {false, false};
   Counts counts_[3];
 };
 

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -82,23 +83,19 @@ struct FileWatcher::Impl {
 #ifdef __linux__
   int inotify = -1;
   std::map<std::string, int> folder_watches;  // folder -> watch descriptor
-  std::map<int, std::string> folder_of_watch;
+  // Watch descriptor -> folders: two folder paths that are one folder (a symlinked folder and
+  // its target) share one descriptor, and events in it concern the files of both.
+  std::map<int, std::vector<std::string>> folders_of_watch;
 #endif
 
-  // The (folder, file name) pairs whose events matter: each file in its own folder, and its
-  // symlink's target in the target's folder. Events about other files in those folders (a log
-  // file written beside the blocklist, say) are ignored.
+  // The (folder, file name) pairs whose events matter: each file in its own folder. Events about
+  // other files in those folders (a log file written beside the blocklist, say) are ignored. A
+  // symlink's target is deliberately not followed: callers pass resolved paths, and a symlink
+  // that appears later must not make the watcher (or its caller) look elsewhere.
   std::vector<std::pair<std::string, std::string>> watched_names() const {
     std::vector<std::pair<std::string, std::string>> out;
     for (const auto& path : paths) {
       out.emplace_back(parent_of(path), fs::path(path).filename().string());
-      std::error_code ec;
-      if (fs::is_symlink(path, ec)) {
-        auto target = fs::weakly_canonical(path, ec);
-        if (!ec) {
-          out.emplace_back(parent_of(target.string()), target.filename().string());
-        }
-      }
     }
     return out;
   }
@@ -135,7 +132,7 @@ struct FileWatcher::Impl {
               IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR);
       if (wd >= 0) {
         folder_watches[folder] = wd;
-        folder_of_watch[wd] = folder;
+        folders_of_watch[wd].push_back(folder);
         added = true;
       }
     }
@@ -171,11 +168,13 @@ struct FileWatcher::Impl {
         if (event->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
           // The folder itself went away: forget its watch; refresh_watches() re-adds it when
           // the folder is back.
-          auto folder = folder_of_watch.find(event->wd);
-          if (folder != folder_of_watch.end()) {
+          auto folders = folders_of_watch.find(event->wd);
+          if (folders != folders_of_watch.end()) {
             if (event->mask & IN_IGNORED) {
-              folder_watches.erase(folder->second);
-              folder_of_watch.erase(folder);
+              for (const auto& folder : folders->second) {
+                folder_watches.erase(folder);
+              }
+              folders_of_watch.erase(folders);
             }
             relevant = true;
           }
@@ -185,9 +184,13 @@ struct FileWatcher::Impl {
           relevant = true;  // events were lost: the fingerprints will tell what changed
           continue;
         }
-        auto folder = folder_of_watch.find(event->wd);
-        if (folder == folder_of_watch.end() || event->len == 0 ||
-            !concerns_us(folder->second, std::string_view(event->name))) {
+        auto folders = folders_of_watch.find(event->wd);
+        if (folders == folders_of_watch.end() || event->len == 0) {
+          continue;
+        }
+        const std::string_view name(event->name);
+        if (std::none_of(folders->second.begin(), folders->second.end(),
+                         [&](const std::string& folder) { return concerns_us(folder, name); })) {
           continue;
         }
         // Track whether a writer has the file open still.

@@ -1,12 +1,13 @@
 // Notices every way a file can change: written in place, truncated and rewritten, replaced by an
 // editor's write-to-temp-then-rename, `sed -i`, `cp`, deleted and re-created (also long after),
-// created after start, its folder deleted and restored, or a symlink whose target changes.
+// created after start, its folder deleted and restored, or replaced by a symlink.
 //
-// Linux: inotify on the folder holding each file (and on the folder of a symlink's target), so
-// renames and re-creations are seen, not only writes to the first inode. Everywhere (and as a
-// safety net on Linux): a cheap stat() fingerprint compared on a timer, which also covers
-// file systems that send no events. Not tied to any event loop: a caller's thread blocks in
-// wait_for_change().
+// Linux: inotify on the folder holding each file, so renames and re-creations are seen, not
+// only writes to the first inode. Everywhere (and as a safety net on Linux): a cheap stat()
+// fingerprint compared on a timer, which also covers file systems that send no events and a
+// path whose folder is re-pointed (a symlinked folder). Symlinks are not followed to watch their
+// targets' folders: the policy reloader passes paths it resolved at start-up and reads nothing
+// else. Not tied to any event loop: a caller's thread blocks in wait_for_change().
 #pragma once
 
 #include <chrono>

@@ -11,10 +11,12 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -64,8 +66,10 @@ struct Outcome {
 // A program started in its own process group, stdout and stderr going to files.
 class Process {
  public:
+  // `cwd`: the folder to start in ("": this process's); `inherit`: a descriptor left open for
+  // the program as descriptor 7 (-1: none).
   Process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-          const std::string& output_prefix)
+          const std::string& output_prefix, const std::string& cwd = "", int inherit = -1)
       : out_path_(output_prefix + ".out"), err_path_(output_prefix + ".err") {
     std::vector<char*> args;
     for (const auto& a : argv) {
@@ -87,6 +91,12 @@ class Process {
       ::dup2(in, 0);
       ::dup2(out, 1);
       ::dup2(err, 2);
+      if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) {
+        ::_exit(126);
+      }
+      if (inherit >= 0) {
+        ::dup2(inherit, 7);  // dup2 clears close-on-exec
+      }
       ::execve(args[0], args.data(), envp.data());
       ::_exit(127);
     }
@@ -320,9 +330,12 @@ class RunTest : public ::testing::Test {
     if (shell("command -v curl && command -v openssl").first != 0) {
       FAIL() << "curl and openssl are required (scripts/install-deps.sh installs them)";
     }
-    char pattern[] = "/tmp/sandgate-run-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    // Not in /tmp: the confined command has a private, empty /tmp (and /run, /var/tmp, ...),
+    // and it must see the test's files.
+    std::string pattern = std::string(SANDGATE_BINARY_DIR) + "/run-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
     root_ = fs::canonical(pattern).string();
+    blocklist_ = root_ + "/blocked.txt";
     home_ = root_ + "/home";
     work_ = root_ + "/work";
     fs::create_directories(home_);
@@ -376,7 +389,7 @@ class RunTest : public ::testing::Test {
                                      "--dns-server",
                                      dns_.endpoint(),
                                      "--blocklist",
-                                     root_ + "/blocked.txt",
+                                     blocklist_,
                                      "--threads",
                                      "1",
                                      "--drain-seconds",
@@ -385,8 +398,10 @@ class RunTest : public ::testing::Test {
     return argv;
   }
 
+  // Runs in the working folder work_, as a user would from a project.
   Outcome run(const std::vector<std::string>& args, std::chrono::seconds timeout = 60s) {
-    Process process(run_argv(args), environment(), root_ + "/run-" + std::to_string(++runs_));
+    Process process(run_argv(args), environment(), root_ + "/run-" + std::to_string(++runs_),
+                    work_);
     return process.wait(timeout);
   }
 
@@ -398,6 +413,7 @@ class RunTest : public ::testing::Test {
   std::string root_;
   std::string home_;
   std::string work_;
+  std::string blocklist_;
   fakes::FakeDnsServer dns_;
   std::unique_ptr<TlsOrigin> origin_;
   int runs_ = 0;
@@ -413,9 +429,10 @@ TEST_F(RunTest, HttpsThroughTheGateSucceeds) {
   EXPECT_EQ(o.exit_code, 0) << describe(o);
   EXPECT_NE(o.out.find("s_server"), std::string::npos) << describe(o);
   // The start-up message says what is in force.
-  EXPECT_NE(o.err.find("sandgate run: confined: user, network and mount namespaces"),
+  EXPECT_NE(o.err.find("sandgate run: confined: user, network, mount, pid and IPC namespaces"),
             std::string::npos)
       << describe(o);
+  EXPECT_NE(o.err.find("self-probe passed"), std::string::npos) << describe(o);
   // The gate logged the tunnel it made.
   EXPECT_NE(o.err.find("origin.test"), std::string::npos) << describe(o);
 }
@@ -440,10 +457,11 @@ TEST_F(RunTest, TheLaunchDarklyAllowlistAppliesToTheConfinedCommand) {
       {"GOOSE_SANDBOX_LD_FAILOVER", "deny"}};
   auto run_with_ld = [&](const std::string& script) {
     Process process(run_argv({"--", "sh", "-c", script}), environment(ld),
-                    root_ + "/run-" + std::to_string(++runs_));
+                    root_ + "/run-" + std::to_string(++runs_), work_);
     return process.wait(60s);
   };
-  auto denied = run_with_ld(curl_https("origin.test", "-v") + " 2>" + work_ + "/ld.err; echo rc=$?");
+  auto denied =
+      run_with_ld(curl_https("origin.test", "-v") + " 2>" + work_ + "/ld.err; echo rc=$?");
   EXPECT_NE(denied.out.find("rc=56"), std::string::npos) << describe(denied);
   const std::string curl_err = read_file(work_ + "/ld.err");
   EXPECT_NE(curl_err.find("403"), std::string::npos) << curl_err;
@@ -519,11 +537,12 @@ TEST_F(RunTest, TheGateIsGoneWhenRunReturns) {
                     "/late-rc) >/dev/null 2>&1 & echo started"});
   EXPECT_EQ(o.exit_code, 0) << describe(o);
   std::string late;
-  for (int i = 0; i < 500 && late.empty(); ++i) {
+  for (int i = 0; i < 150 && late.empty(); ++i) {
     std::this_thread::sleep_for(20ms);
     late = read_file(work_ + "/late-rc");
   }
-  EXPECT_EQ(late, "7\n") << "the orphan reached the gate after run returned";
+  // The orphan ends with the pid namespace, or finds the gate gone.
+  EXPECT_TRUE(late.empty() || late == "7\n") << "the orphan reached the gate after run returned";
 
   // On the host (--no-isolation): the port no longer accepts.
   auto host = run({"--no-isolation", "--", "sh", "-c",
@@ -549,7 +568,7 @@ TEST_F(RunTest, ProtectedPathsAreReadOnlyInside) {
                     attempt("list", "echo evil.com > " + root_ + "/blocked.txt") +
                     attempt("work", "echo fine > " + work_ + "/out.txt")});
   EXPECT_EQ(o.exit_code, 0) << describe(o);
-  if (o.err.find("writes denied by Landlock") == std::string::npos) {
+  if (o.err.find("writes allowed by Landlock") == std::string::npos) {
     GTEST_SKIP() << "this kernel offers no Landlock: " << describe(o);
   }
   for (const char* denied : {"rc=denied", "zshenv=denied", "ssh=denied", "list=denied"}) {
@@ -640,7 +659,7 @@ TEST_F(RunTest, GitCloneOverSshGoesThroughTheGate) {
       environment({{"GIT_CONFIG_GLOBAL", "/dev/null"},
                    {"GIT_CONFIG_NOSYSTEM", "1"},
                    {"GIT_TERMINAL_PROMPT", "0"}}),
-      root_ + "/git");
+      root_ + "/git", work_);
   auto o = process.wait();
   EXPECT_EQ(o.exit_code, 0) << describe(o) << "\n--- sshd\n" << sshd.log();
   EXPECT_EQ(read_file(work_ + "/clone/README"), "hello\n");
@@ -655,7 +674,7 @@ TEST_F(RunTest, GitCloneOverSshGoesThroughTheGate) {
                   environment({{"GIT_CONFIG_GLOBAL", "/dev/null"},
                                {"GIT_CONFIG_NOSYSTEM", "1"},
                                {"GIT_TERMINAL_PROMPT", "0"}}),
-                  root_ + "/git-refused");
+                  root_ + "/git-refused", work_);
   auto r = refused.wait();
   EXPECT_NE(r.exit_code, 0) << describe(r);
   EXPECT_NE(r.err.find("ssh-non-git-host"), std::string::npos) << describe(r);
@@ -707,6 +726,539 @@ TEST_F(RunTest, RunsAsAnUnprivilegedUser) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Issue 20: the ways around the fence that a hostile review found, each tried for real.
+
+// Each attempt in a shell script reports `NAME=ok` (it worked: a way out) or `NAME=denied`.
+// (In a subshell: a failed redirection of a special built-in such as `:` ends a POSIX shell.)
+std::string attempt(const std::string& name, const std::string& command) {
+  return "if ( " + command + " ) >/dev/null 2>&1; then echo " + name + "=ok; else echo " + name +
+         "=denied; fi; ";
+}
+
+// A real D-Bus session bus (dbus-daemon from Debian's dbus package) on a socket in a runtime
+// folder under /tmp, as a desktop session has one in /run/user/UID.
+class SessionBus {
+ public:
+  explicit SessionBus(const std::string& folder) : socket_(folder + "/bus") {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int null_fd = ::open("/dev/null", O_RDWR);
+      ::dup2(null_fd, 0);
+      ::dup2(null_fd, 1);
+      const std::string address = "--address=unix:path=" + socket_;
+      ::execl("/usr/bin/dbus-daemon", "dbus-daemon", "--session", "--nofork", "--nopidfile",
+              address.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    for (int i = 0; i < 250 && !fs::exists(socket_); ++i) {
+      std::this_thread::sleep_for(20ms);
+    }
+    ::chmod(socket_.c_str(), 0777);
+  }
+  ~SessionBus() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  std::string address() const { return "unix:path=" + socket_; }
+  // A call that only a reachable bus answers.
+  std::string call() const {
+    return "DBUS_SESSION_BUS_ADDRESS=" + address() +
+           " dbus-send --session --print-reply --reply-timeout=3000 --dest=org.freedesktop.DBus "
+           "/org/freedesktop/DBus org.freedesktop.DBus.ListNames";
+  }
+
+ private:
+  std::string socket_;
+  pid_t pid_ = -1;
+};
+
+// A folder under /tmp that the test removes (for what must be in the host's /tmp).
+class TmpFolder {
+ public:
+  TmpFolder() {
+    char pattern[] = "/tmp/sandgate-run-host-XXXXXX";
+    path_ = ::mkdtemp(pattern) != nullptr ? pattern : "";
+    ::chmod(path_.c_str(), 0777);
+  }
+  ~TmpFolder() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// The host's session bus, in /tmp or in XDG_RUNTIME_DIR, is out of reach (item 1); so is a
+// socket that appears after start, as a restarted daemon's does (items 6, 7); a listed one is
+// bound back in and reachable.
+TEST_F(RunTest, HostUnixSocketsAreDeniedByDefaultEvenWhenMadeAfterStart) {
+  if (shell("command -v dbus-daemon && command -v dbus-send").first != 0) {
+    FAIL() << "dbus-daemon and dbus-send (Debian's dbus package) are required";
+  }
+  TmpFolder runtime;
+  fs::create_directories(runtime.path() + "/later");
+  ::chmod((runtime.path() + "/later").c_str(), 0777);
+  SessionBus bus(runtime.path());
+  ASSERT_EQ(shell(bus.call()).first, 0) << "the bus does not answer on the host";
+  const std::string later = runtime.path() + "/later/restarted.sock";
+  const std::string listed = runtime.path() + "/listed.sock";
+  UnixServer listed_server(listed);
+  const std::string go = work_ + "/go";
+  const std::string script =
+      attempt("bus", bus.call()) +
+      attempt("bus_runtime_dir",
+              "DBUS_SESSION_BUS_ADDRESS=unix:path=$XDG_RUNTIME_DIR/bus dbus-send --session "
+              "--print-reply --reply-timeout=3000 --dest=org.freedesktop.DBus "
+              "/org/freedesktop/DBus org.freedesktop.DBus.ListNames") +
+      "echo waiting; while [ ! -e " + go + " ]; do sleep 0.05; done; " +
+      attempt("later",
+              "curl -sS --max-time 1 --unix-socket " + later + " http://x/; [ $? -eq 28 ]") +
+      attempt("listed",
+              "curl -sS --max-time 1 --unix-socket " + listed + " http://x/; [ $? -eq 28 ]");
+  Process process(run_argv({"--allow-unix-socket", listed, "--", "sh", "-c", script}),
+                  environment({{"XDG_RUNTIME_DIR", runtime.path()}}), root_ + "/sockets", work_);
+  ASSERT_TRUE(process.wait_for_output("waiting")) << describe(process.wait(5s));
+  // The "daemon" starts (again) now, after the confinement was built.
+  auto server = std::make_unique<UnixServer>(later);
+  std::ofstream(go) << "go\n";
+  auto o = process.wait();
+  server.reset();
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("bus=denied"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("bus_runtime_dir=denied"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("later=denied"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("listed=ok"), std::string::npos) << describe(o);
+  EXPECT_NE(o.err.find("reachable: " + listed), std::string::npos) << describe(o);
+}
+
+// /run is private too: the nscd and systemd-resolved sockets live there (item 7). As root the
+// test makes one in the host's /run to show it.
+TEST_F(RunTest, SocketsInRunAreOutOfReach) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "only root can make a socket in the host's /run";
+  }
+  const std::string socket = "/run/sandgate-test-" + std::to_string(::getpid()) + ".sock";
+  UnixServer server(socket);
+  const std::string probe =
+      "curl -sS --max-time 1 --unix-socket " + socket + " http://x/; echo rc=$?";
+  EXPECT_NE(shell(probe).second.find("rc=28"), std::string::npos) << "reachable on the host";
+  auto o = run({"--", "sh", "-c", probe});
+  EXPECT_NE(o.out.find("rc=7"), std::string::npos) << describe(o);  // no such file inside
+}
+
+// A real terminal: the command has a terminal of its own, relayed (it is interactive and sees
+// the window size), and TIOCSTI into /dev/tty reaches only that terminal, never the user's
+// shell (item 2).
+class Pty {
+ public:
+  Pty() {
+    master_ = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    ::grantpt(master_);
+    ::unlockpt(master_);
+    char name[128] = {};
+    ::ptsname_r(master_, name, sizeof name);
+    name_ = name;
+    // The test's own copy of the user's side: what a shell would read after `run` returns.
+    shell_side_ = ::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+    winsize size{};
+    size.ws_row = 33;
+    size.ws_col = 77;
+    ::ioctl(master_, TIOCSWINSZ, &size);
+  }
+  ~Pty() {
+    ::close(master_);
+    ::close(shell_side_);
+  }
+
+  // Starts `argv` as the session leader of this terminal, its foreground.
+  pid_t start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+              const std::string& cwd) {
+    std::vector<char*> args;
+    for (const auto& a : argv) {
+      args.push_back(const_cast<char*>(a.c_str()));
+    }
+    args.push_back(nullptr);
+    std::vector<char*> envp;
+    for (const auto& e : env) {
+      envp.push_back(const_cast<char*>(e.c_str()));
+    }
+    envp.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setsid();
+      const int tty = ::open(name_.c_str(), O_RDWR);  // becomes the controlling terminal
+      ::dup2(tty, 0);
+      ::dup2(tty, 1);
+      ::dup2(tty, 2);
+      if (::chdir(cwd.c_str()) != 0) {
+        ::_exit(126);
+      }
+      ::execve(args[0], args.data(), envp.data());
+      ::_exit(127);
+    }
+    return pid;
+  }
+
+  // Reads what the terminal shows until `text` appears (or `timeout`); returns all of it.
+  std::string read_until(const std::string& text, std::chrono::seconds timeout = 30s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (shown_.find(text) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+      pollfd p{master_, POLLIN, 0};
+      if (::poll(&p, 1, 50) > 0) {
+        char buffer[4096];
+        const ssize_t got = ::read(master_, buffer, sizeof buffer);
+        if (got > 0) {
+          shown_.append(buffer, static_cast<std::size_t>(got));
+        } else if (got < 0 && errno == EIO) {
+          std::this_thread::sleep_for(20ms);
+        }
+      }
+    }
+    return shown_;
+  }
+  void type(const std::string& text) {
+    ssize_t ignored = ::write(master_, text.data(), text.size());
+    (void)ignored;
+  }
+  // What is waiting in the terminal's input for the user's shell.
+  std::string pending_input() {
+    termios modes{};
+    ::tcgetattr(shell_side_, &modes);
+    modes.c_lflag &= ~static_cast<tcflag_t>(ICANON);  // whole lines or not, show everything
+    ::tcsetattr(shell_side_, TCSANOW, &modes);
+    std::string out;
+    char buffer[4096];
+    ssize_t got = 0;
+    while ((got = ::read(shell_side_, buffer, sizeof buffer)) > 0) {
+      out.append(buffer, static_cast<std::size_t>(got));
+    }
+    return out;
+  }
+
+ private:
+  int master_ = -1;
+  int shell_side_ = -1;
+  std::string name_;
+  std::string shown_;
+};
+
+int wait_exit(pid_t pid, std::chrono::seconds timeout = 60s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) != pid) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST_F(RunTest, TheCommandGetsATerminalOfItsOwnAndCannotTypeIntoTheUsers) {
+  if (!fs::exists("/usr/bin/python3")) {
+    FAIL() << "python3 (Debian's) is required for TIOCSTI";
+  }
+  const std::string inject =
+      "/usr/bin/python3 -c \"import fcntl, termios\n"
+      "with open('/dev/tty', 'w') as tty:\n"
+      "    [fcntl.ioctl(tty, termios.TIOCSTI, bytes([c])) for c in b'echo INJECTED\\n']\"";
+  // bash: `read -t` drains what the injection pushed into the command's own terminal.
+  const std::string script = "test -t 0 && echo tty=yes; echo size=$(stty size); " + inject +
+                             "; echo injected-rc=$?; while IFS= read -r -t 1 x; do echo "
+                             "\"drained=$x\"; done; echo ready; IFS= read -r line; "
+                             "echo \"got=$line\"";
+  // Control: without isolation the same injection lands in the user's terminal, which is what
+  // this test looks for.
+  {
+    Pty pty;
+    const pid_t pid =
+        pty.start(run_argv({"--no-isolation", "--", "sh", "-c", inject}), environment(), work_);
+    EXPECT_EQ(wait_exit(pid), 0) << pty.read_until("never", 1s);
+    EXPECT_NE(pty.pending_input().find("INJECTED"), std::string::npos)
+        << "the control injection did not land: this test could not see an escape";
+  }
+  Pty pty;
+  const pid_t pid = pty.start(run_argv({"--", "bash", "-c", script}), environment(), work_);
+  const std::string shown = pty.read_until("ready");
+  EXPECT_NE(shown.find("tty=yes"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("size=33 77"), std::string::npos) << shown;
+  pty.type("hello\r");
+  const std::string after = pty.read_until("got=");
+  pty.read_until("\n", 5s);
+  EXPECT_EQ(wait_exit(pid), 0) << after;
+  EXPECT_NE(after.find("got=hello"), std::string::npos) << after;
+  EXPECT_EQ(pty.pending_input().find("INJECTED"), std::string::npos)
+      << "keystrokes pushed by the confined command reached the user's shell";
+}
+
+// Without a terminal on standard input, the command has no controlling terminal at all.
+TEST_F(RunTest, WithoutATerminalTheCommandHasNone) {
+  auto o = run({"--", "sh", "-c",
+                "if ( : > /dev/tty ) 2>/dev/null; then echo tty=yes; else echo tty=no; fi"});
+  EXPECT_NE(o.out.find("tty=no"), std::string::npos) << describe(o);
+  EXPECT_NE(o.err.find("no controlling terminal"), std::string::npos) << describe(o);
+}
+
+// A descriptor the invoker left open, a socket of the host's network namespace, is closed
+// before CMD starts (item 4).
+TEST_F(RunTest, InheritedDescriptorsAreClosed) {
+  const int socket = ::socket(AF_INET, SOCK_STREAM, 0);  // made in the host's namespace
+  ASSERT_GE(socket, 0);
+  const std::string port = std::to_string(origin_->port());
+  Process process(run_argv({"--", "sh", "-c",
+                            "ls /proc/self/fd; /usr/bin/python3 -c \"import socket\n"
+                            "s = socket.socket(fileno=7)\n"
+                            "s.connect(('127.0.0.1', " +
+                                port +
+                                "))\nprint('reached-host-loopback')\"; "
+                                "echo python=$?"}),
+                  environment(), root_ + "/fds", work_, socket);
+  ::close(socket);
+  auto o = process.wait();
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_EQ(o.out.find("reached-host-loopback"), std::string::npos) << describe(o);
+  EXPECT_EQ(o.out.find("\n7\n"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("python=1"), std::string::npos) << describe(o);  // EBADF
+}
+
+// Host processes are invisible and out of reach of signals; SysV IPC and the session keyring
+// are the command's own (item 8).
+TEST_F(RunTest, PidIpcNamespacesAndAFreshKeyring) {
+  if (shell("command -v keyctl && command -v ipcmk").first != 0) {
+    FAIL() << "keyctl (keyutils) and ipcmk (util-linux) are required";
+  }
+  Process sleeper({"/bin/sleep", "300"}, environment(), root_ + "/sleeper");
+  const auto made = shell("ipcmk -M 4096 | awk '{print $NF}'");
+  ASSERT_EQ(made.first, 0) << made.second;
+  const std::string shm = made.second.substr(0, made.second.find('\n'));
+  const std::string pid = std::to_string(sleeper.pid());
+  const std::string script = "echo self=$$; " + attempt("signal", "kill -STOP " + pid) +
+                             attempt("see", "test -e /proc/" + pid) +
+                             attempt("shm", "ipcs -m | grep -qw " + shm) +
+                             attempt("key", "keyctl search @s user sandgate-secret") +
+                             attempt("oom", "echo 1000 > /proc/1/oom_score_adj");
+  // The whole run in a session keyring holding a secret.
+  std::vector<std::string> argv = {"/usr/bin/keyctl",
+                                   "session",
+                                   "-",
+                                   "sh",
+                                   "-c",
+                                   "keyctl add user sandgate-secret hunter2 @s >/dev/null && "
+                                   "exec \"$@\"",
+                                   "sh"};
+  for (auto& arg : run_argv({"--", "sh", "-c", script})) {
+    argv.push_back(arg);
+  }
+  Process process(argv, environment(), root_ + "/ns", work_);
+  auto o = process.wait();
+  shell("ipcrm -m " + shm);
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  for (const char* denied : {"signal=denied", "see=denied", "shm=denied", "key=denied"}) {
+    EXPECT_NE(o.out.find(denied), std::string::npos) << denied << "\n" << describe(o);
+  }
+  // The shell is not pid 1 (init is) but is in the new namespace: a small number.
+  const auto at = o.out.find("self=");
+  ASSERT_NE(at, std::string::npos) << describe(o);
+  EXPECT_LT(std::stoi(o.out.substr(at + 5)), 100) << describe(o);
+  // The sleeper was never stopped.
+  EXPECT_NE(shell("ps -o stat= -p " + pid).second.find('S'), std::string::npos);
+}
+
+// Started by root, the command keeps its rights in the working folder but not on system files:
+// the Landlock write allow-list holds for every user (item 3). Nothing is written even where a
+// write would succeed: `: >>` opens for appending and writes nothing.
+TEST_F(RunTest, SystemFilesAreReadOnlyEvenForRoot) {
+  const std::string script =
+      "id -u; " + attempt("etc", ": >> /etc/hostname") +
+      attempt("etc_new", "touch /etc/sandgate-x") + attempt("usr_bin", ": >> /usr/bin/env") +
+      attempt("core_pattern", ": >> /proc/sys/kernel/core_pattern") +
+      attempt("work", "echo fine > " + work_ + "/out.txt") + attempt("tmp", "echo x > /tmp/x");
+  auto o = run({"--", "sh", "-c", script});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  if (o.err.find("writes allowed by Landlock") == std::string::npos) {
+    GTEST_SKIP() << "this kernel offers no Landlock: " << describe(o);
+  }
+  for (const char* denied :
+       {"etc=denied", "etc_new=denied", "usr_bin=denied", "core_pattern=denied"}) {
+    EXPECT_NE(o.out.find(denied), std::string::npos) << denied << "\n" << describe(o);
+  }
+  EXPECT_NE(o.out.find("work=ok"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("tmp=ok"), std::string::npos) << describe(o);
+  EXPECT_FALSE(fs::exists("/etc/sandgate-x"));
+  std::error_code ec;
+  fs::remove("/etc/sandgate-x", ec);
+}
+
+// Everything that runs code later is read-only (item 5): git's configuration (core.fsmonitor
+// runs a program at the next `git status`), the repository's .git/config and hooks, shell
+// snippets, PATH folders in the home, systemd and D-Bus user services. Git itself still works.
+TEST_F(RunTest, PlacesThatRunCodeLaterAreReadOnlyAndGitStillWorks) {
+  ASSERT_EQ(shell("cd '" + work_ +
+                  "' && git init -q -b main && git -c user.name=t -c user.email=t@t.invalid "
+                  "commit -q --allow-empty -m one")
+                .first,
+            0);
+  const std::string config_before = read_file(work_ + "/.git/config");
+  const std::string git = "git -c user.name=t -c user.email=t@t.invalid ";
+  const std::string script =
+      attempt("fsmonitor", "git config core.fsmonitor 'touch /tmp/pwned'") +
+      attempt("config_append", "echo '[core] fsmonitor = evil' >> .git/config") +
+      attempt("config_replace", "cp .git/config c && rm -f .git/config") +
+      attempt("hook", "echo 'evil' > .git/hooks/pre-commit") +
+      attempt("git_moved", "mv .git git-old") +
+      attempt("gitconfig", "git config --global alias.st '!evil'") +
+      attempt("git_config_dir", "mkdir -p ~/.config/git && echo x > ~/.config/git/config") +
+      attempt("bash_aliases", "echo evil > ~/.bash_aliases") +
+      attempt("bashrc_d", "mkdir -p ~/.bashrc.d") +
+      attempt("environment_d",
+              "mkdir -p ~/.config/environment.d && echo X=1 > ~/.config/environment.d/x.conf") +
+      attempt("local_bin", "mkdir -p ~/.local/bin && echo evil > ~/.local/bin/ls") +
+      attempt("systemd_user",
+              "mkdir -p ~/.local/share/systemd/user && echo x > "
+              "~/.local/share/systemd/user/x.service") +
+      attempt("dbus_service",
+              "mkdir -p ~/.local/share/dbus-1/services && echo x > "
+              "~/.local/share/dbus-1/services/x.service") +
+      attempt("commit", "echo work > file.txt && git add file.txt && " + git + "commit -q -m two") +
+      attempt("status", "git status --short");
+  auto o = run({"--", "sh", "-c", script});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  if (o.err.find("writes allowed by Landlock") == std::string::npos) {
+    GTEST_SKIP() << "this kernel offers no Landlock: " << describe(o);
+  }
+  for (const char* denied :
+       {"fsmonitor=denied", "config_append=denied", "config_replace=denied", "hook=denied",
+        "git_moved=denied", "gitconfig=denied", "git_config_dir=denied", "bash_aliases=denied",
+        "bashrc_d=denied", "environment_d=denied", "local_bin=denied", "systemd_user=denied",
+        "dbus_service=denied"}) {
+    EXPECT_NE(o.out.find(denied), std::string::npos) << denied << "\n" << describe(o);
+  }
+  EXPECT_NE(o.out.find("commit=ok"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("status=ok"), std::string::npos) << describe(o);
+  EXPECT_EQ(read_file(work_ + "/.git/config"), config_before);
+  EXPECT_FALSE(fs::exists(work_ + "/.git/hooks/pre-commit"));
+  EXPECT_FALSE(fs::exists(home_ + "/.gitconfig"));
+}
+
+// A second mount of the home under the working folder does not reach the protected files
+// (item 9): made before `run` (here by root in a mount namespace of the test's), it is found and
+// carved out; made inside, it is refused (no mounting under Landlock).
+TEST_F(RunTest, ASecondMountOfTheHomeDoesNotReachProtectedFiles) {
+  std::ofstream(home_ + "/.bashrc") << "# rc\n";
+  std::ofstream(home_ + "/notes.txt") << "notes\n";
+  fs::create_directories(work_ + "/alias");
+  fs::create_directories(work_ + "/inner");
+  const std::string inside =
+      attempt("alias_write", "echo evil >> " + work_ + "/alias/.bashrc") +
+      attempt("inner_mount", "unshare -Urm sh -c 'mount --bind " + home_ + " " + work_ +
+                                 "/inner && echo evil >> " + work_ + "/inner/.bashrc'") +
+      attempt("plain_write", "echo fine > " + work_ + "/alias/notes.txt");
+  std::vector<std::string> argv;
+  if (::geteuid() == 0) {
+    argv = {"/usr/bin/unshare",
+            "-m",
+            "sh",
+            "-c",
+            "mount --bind \"$0\" \"$1\" && shift && exec \"$@\"",
+            home_,
+            work_ + "/alias"};
+  }
+  for (auto& arg : run_argv({"--", "sh", "-c", inside})) {
+    argv.push_back(arg);
+  }
+  Process process(argv, environment(), root_ + "/alias", work_);
+  auto o = process.wait();
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  if (o.err.find("writes allowed by Landlock") == std::string::npos) {
+    GTEST_SKIP() << "this kernel offers no Landlock: " << describe(o);
+  }
+  EXPECT_NE(o.out.find("inner_mount=denied"), std::string::npos) << describe(o);
+  if (::geteuid() == 0) {
+    EXPECT_NE(o.out.find("alias_write=denied"), std::string::npos) << describe(o);
+    EXPECT_NE(o.out.find("plain_write=ok"), std::string::npos) << describe(o);
+  }
+  EXPECT_EQ(read_file(home_ + "/.bashrc"), "# rc\n");
+}
+
+// The gate's list given through a symbolic link in a writable folder: the link cannot be
+// re-pointed, nor the folders on the way to the list replaced (item 10).
+TEST_F(RunTest, ThePolicysSymbolicLinksCannotBeRepointed) {
+  fs::create_directories(work_ + "/proj");
+  fs::create_directories(work_ + "/real");
+  fs::create_directories(work_ + "/evil");
+  std::ofstream(work_ + "/real/blocked.txt") << "blocked.test\n";
+  std::ofstream(work_ + "/evil/blocked.txt") << "\n";
+  fs::create_directory_symlink(work_ + "/real", work_ + "/proj/cfg");
+  blocklist_ = work_ + "/proj/cfg/blocked.txt";
+  const std::string script =
+      attempt("repoint", "ln -sfn " + work_ + "/evil " + work_ + "/proj/cfg") +
+      attempt("unlink", "rm " + work_ + "/proj/cfg") +
+      attempt("move_real", "mv " + work_ + "/real " + work_ + "/real2") +
+      attempt("write", "echo >> " + work_ + "/real/blocked.txt") +
+      attempt("elsewhere", "echo fine > " + work_ + "/evil/x");
+  auto o = run({"--", "sh", "-c", script});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  if (o.err.find("writes allowed by Landlock") == std::string::npos) {
+    GTEST_SKIP() << "this kernel offers no Landlock: " << describe(o);
+  }
+  for (const char* denied :
+       {"repoint=denied", "unlink=denied", "move_real=denied", "write=denied"}) {
+    EXPECT_NE(o.out.find(denied), std::string::npos) << denied << "\n" << describe(o);
+  }
+  EXPECT_NE(o.out.find("elsewhere=ok"), std::string::npos) << describe(o);
+  EXPECT_EQ(fs::read_symlink(work_ + "/proj/cfg").string(), work_ + "/real");
+}
+
+// The same ways out, tried as an unprivileged user (nobody, when the test runs as root).
+TEST_F(RunTest, TheFenceHoldsForAnUnprivilegedUserToo) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "runs as nobody through setpriv, which needs root";
+  }
+  if (shell("setpriv --reuid=65534 --regid=65534 --clear-groups -- unshare -Urn true").first != 0) {
+    GTEST_SKIP() << "the kernel does not let an unprivileged user create user namespaces here";
+  }
+  const std::string bin = root_ + "/bin";
+  fs::create_directories(bin);
+  fs::copy_file(kBinDir + "/sandgate", bin + "/sandgate");
+  fs::copy_file(kBinDir + "/sandgate-connect", bin + "/sandgate-connect");
+  for (const std::string& path : {root_, bin, work_, root_ + "/origin"}) {
+    ::chmod(path.c_str(), 0777);
+  }
+  std::ofstream(home_ + "/.bashrc") << "# rc\n";
+  ::chmod((root_ + "/blocked.txt").c_str(), 0644);
+  shell("chown -R 65534:65534 '" + home_ + "'");
+  TmpFolder runtime;
+  SessionBus bus(runtime.path());
+  Process sleeper({"/bin/sleep", "300"}, environment(), root_ + "/sleeper");
+  const std::string script = "id -u; " + attempt("bus", bus.call()) +
+                             attempt("signal", "kill -0 " + std::to_string(sleeper.pid())) +
+                             attempt("bashrc", "echo evil >> ~/.bashrc") +
+                             attempt("tiocsti_tty", ": > /dev/tty") +
+                             attempt("work", "echo fine > out.txt") + "echo done";
+  std::vector<std::string> argv = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                                   "--clear-groups", "--"};
+  for (auto& arg : run_argv({"--", "sh", "-c", script}, bin + "/sandgate")) {
+    argv.push_back(arg);
+  }
+  Process process(argv, environment(), root_ + "/nobody-fence", work_);
+  auto o = process.wait();
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_TRUE(o.out.starts_with("65534\n")) << describe(o);
+  for (const char* denied :
+       {"bus=denied", "signal=denied", "bashrc=denied", "tiocsti_tty=denied"}) {
+    EXPECT_NE(o.out.find(denied), std::string::npos) << denied << "\n" << describe(o);
+  }
+  EXPECT_NE(o.out.find("work=ok"), std::string::npos) << describe(o);
+  EXPECT_NE(o.err.find("self-probe passed"), std::string::npos) << describe(o);
+}
+
 TEST_F(RunTest, ProfilePrintsTheSeatbeltProfileOrSaysWhatIsMissing) {
   Process ok(
       {kBinDir + "/sandgate", "profile", "--proxy-port", "4321", "--allow-inbound-port", "3000"},
@@ -716,7 +1268,7 @@ TEST_F(RunTest, ProfilePrintsTheSeatbeltProfileOrSaysWhatIsMissing) {
   EXPECT_TRUE(o.out.find("(version 1)") != std::string::npos) << describe(o);
   EXPECT_NE(o.out.find("(allow network-outbound (remote ip \"localhost:4321\"))"),
             std::string::npos);
-  EXPECT_NE(o.out.find("(subpath \"" + home_ + "/.ssh\")"), std::string::npos);
+  EXPECT_NE(o.out.find("(literal \"" + home_ + "/.ssh/authorized_keys\")"), std::string::npos);
 
   Process no_port({kBinDir + "/sandgate", "profile", "--listen", "127.0.0.1:0"}, environment(),
                   root_ + "/profile-no-port");

@@ -1,6 +1,7 @@
 // Live reload against a running proxy and real files: every way a file can change flips the
 // decision within a second, a domain blocked before and after a change is never let through in
-// between, and broken, deleted or vanished files keep the last good rules.
+// between, and broken, deleted, vanished or emptied files keep the last good rules. Files are
+// read by the path resolved at start-up: a symlink re-pointed later changes nothing.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,8 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
+#include "config/embedded_defaults.hpp"
 #include "proxy/reload/policy_reloader.hpp"
 #include "tests/integration/harness/test_client.hpp"
 #include "tests/integration/harness/test_proxy.hpp"
@@ -23,6 +26,21 @@ using namespace std::chrono_literals;
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
   out << text;
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::size_t count_of(const std::string& text, const std::string& needle) {
+  std::size_t count = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
+    ++count;
+  }
+  return count;
 }
 
 // 403 when the policy denies; an allowed name the fake DNS does not know gets 502.
@@ -98,6 +116,18 @@ class ReloadTest : public ::testing::Test {
 
   std::string blocklist() const { return proxy_->settings().blocklist_path; }
   std::uint16_t port() const { return proxy_->port(); }
+  std::string reload_log() const { return read_all(proxy_->folder() + "/reload.log"); }
+  // Waits until the reload log holds `text` (up to 5 s: a truncate(2) without a close makes the
+  // watcher wait up to 2 s for the writer it assumes).
+  bool log_says(const std::string& text) const {
+    for (int i = 0; i < 500; ++i) {
+      if (reload_log().find(text) != std::string::npos) {
+        return true;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
 
   std::unique_ptr<TestProxy> proxy_;
   std::unique_ptr<log::DecisionLog> log_;
@@ -186,21 +216,21 @@ TEST_F(ReloadTest, BadLinesAreSkippedGoodOnesApply) {
   EXPECT_TRUE(becomes(port(), "partial.test", 403));
 }
 
-TEST_F(ReloadTest, SymlinkRetargeted) {
+// The resolved file itself replaced by a symlink after start: the gate does not read through
+// it (that would let whoever can write the folder point the gate at any file), keeps the last
+// good rules, and says so. A real file put back is read again.
+TEST_F(ReloadTest, FileReplacedBySymlinkIsNotFollowed) {
   start();
-  const std::string a = proxy_->folder() + "/a.txt";
-  const std::string b = proxy_->folder() + "/b.txt";
-  write_file(a, "stable.test\nlink-a.test\n");
-  write_file(b, "stable.test\nlink-b.test\n");
+  const std::string elsewhere = proxy_->folder() + "/elsewhere.txt";
+  write_file(elsewhere, "stable.test\nlink.test\n");
   fs::remove(blocklist());
-  fs::create_symlink(a, blocklist());
-  EXPECT_TRUE(becomes(port(), "link-a.test", 403));
-  ASSERT_EQ(std::system(("ln -sfn " + b + " " + blocklist()).c_str()), 0);
-  EXPECT_TRUE(becomes(port(), "link-b.test", 403));
-  EXPECT_TRUE(becomes(port(), "link-a.test", 502));
-  // And a write to the current target through the link.
-  write_file(b, "stable.test\nlink-b2.test\n");
-  EXPECT_TRUE(becomes(port(), "link-b2.test", 403));
+  fs::create_symlink(elsewhere, blocklist());
+  EXPECT_TRUE(log_says("now leads to " + elsewhere)) << reload_log();
+  EXPECT_EQ(status_of(port(), "link.test"), 502);
+  EXPECT_EQ(status_of(port(), "old.test"), 403) << "the last good rules are kept";
+  fs::remove(blocklist());
+  write_file(blocklist(), "stable.test\nreal-again.test\n");
+  EXPECT_TRUE(becomes(port(), "real-again.test", 403));
 }
 
 TEST_F(ReloadTest, FolderDeletedAndRestored) {
@@ -238,6 +268,212 @@ TEST_F(ReloadTest, ForcedReloadOfEverything) {
   }
   EXPECT_GT(reloader_->generation(), before);
   EXPECT_EQ(status_of(port(), "old.test"), 403);
+}
+
+// ---- An empty file is not a policy change by accident (issue 14, item 7) ----
+
+// Truncated in place to 0 bytes (what a failed or slow rewrite leaves): the rules stay, one
+// warning names the file, however many events follow.
+TEST_F(ReloadTest, TruncatedInPlaceKeepsTheRulesAndWarnsOnce) {
+  start();
+  fs::resize_file(blocklist(), 0);  // truncate(2), as `truncate -s 0` does
+  ASSERT_TRUE(log_says(blocklist() + " is empty (0 bytes)")) << reload_log();
+  EXPECT_EQ(status_of(port(), "old.test"), 403) << "an emptied blocklist must not allow all";
+  EXPECT_TRUE(log_says("keeping the last good rules (2 entries)"));
+  // Read again and again while still empty (a forced reload each time, as SIGHUP does; a
+  // touch that changes nothing is not even read): no second warning.
+  const auto failed = reloader_->blocklist_counts().failed.load();
+  for (int round = 1; round <= 2; ++round) {
+    reloader_->reload_all();
+    for (int i = 0; i < 100 && reloader_->blocklist_counts().failed.load() < failed + round; ++i) {
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  EXPECT_EQ(reloader_->blocklist_counts().failed.load(), failed + 2) << "not read again";
+  EXPECT_EQ(status_of(port(), "old.test"), 403);
+  EXPECT_EQ(count_of(reload_log(), "is empty (0 bytes)"), 1u) << reload_log();
+  // Written again: applied; emptied again: a new episode, a new warning.
+  write_file(blocklist(), "stable.test\nnext.test\n");
+  ASSERT_TRUE(becomes(port(), "next.test", 403));
+  EXPECT_EQ(status_of(port(), "old.test"), 502);
+  { std::ofstream truncate(blocklist(), std::ios::trunc); }
+  for (int i = 0; i < 300 && count_of(reload_log(), "is empty (0 bytes)") < 2; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(count_of(reload_log(), "is empty (0 bytes)"), 2u) << reload_log();
+  EXPECT_EQ(status_of(port(), "next.test"), 403);
+}
+
+// An empty file renamed over the list (an editor's save of an empty buffer, a script whose
+// output was empty): the same.
+TEST_F(ReloadTest, EmptyFileRenamedOverKeepsTheRules) {
+  start();
+  const std::string temporary = blocklist() + ".new";
+  write_file(temporary, "");
+  fs::rename(temporary, blocklist());
+  ASSERT_TRUE(log_says(blocklist() + " is empty (0 bytes)")) << reload_log();
+  EXPECT_EQ(status_of(port(), "old.test"), 403);
+}
+
+// Only whitespace says nothing either (`echo > file`, a rewrite that has written its leading
+// blank lines only).
+TEST_F(ReloadTest, WhitespaceOnlyKeepsTheRules) {
+  start();
+  write_file(blocklist(), "\n  \t\r\n\n");
+  ASSERT_TRUE(log_says(blocklist() + " is empty (only whitespace)")) << reload_log();
+  EXPECT_EQ(status_of(port(), "old.test"), 403);
+}
+
+// A file with only comments is a real, empty list, and is applied: the bundled template is one.
+TEST_F(ReloadTest, CommentsOnlyEmptiesTheList) {
+  start();
+  // stable.test is meant to be unblocked here: stop the guard once it has looked.
+  while (guard_checks_ == 0) {
+    std::this_thread::sleep_for(1ms);
+  }
+  stop_guard_ = true;
+  guard_.join();
+  write_file(blocklist(), std::string(defaults::blocklist_template()));
+  EXPECT_TRUE(becomes(port(), "old.test", 502));
+  EXPECT_EQ(status_of(port(), "www.stable.test"), 502);
+  EXPECT_TRUE(log_says("reloaded " + blocklist() + ": 0 entries"));
+  EXPECT_EQ(reload_log().find("is empty"), std::string::npos) << reload_log();
+  // A one-line comment is a real empty list too.
+  write_file(blocklist(), "stable.test\nold.test\n");
+  EXPECT_TRUE(becomes(port(), "old.test", 403));
+  write_file(blocklist(), "# nothing blocked for now\n");
+  EXPECT_TRUE(becomes(port(), "old.test", 502));
+}
+
+// The allowlist: empty means "deny everything" in allowlist mode, so a truncated allowlist
+// must neither deny everything suddenly nor (if it were dropped) allow everything.
+TEST_F(ReloadTest, TruncatedAllowlistKeepsItsRules) {
+  start("stable.test\n", [](settings::Settings& s) {
+    s.allowlist_path = fs::path(s.blocklist_path).parent_path().string() + "/allow.txt";
+    write_file(s.allowlist_path, "allowed.test\nstable.test\n");
+  });
+  const std::string allowlist = proxy_->settings().allowlist_path;
+  ASSERT_EQ(status_of(port(), "allowed.test"), 502);  // allowed; the fake DNS does not know it
+  ASSERT_EQ(status_of(port(), "other.test"), 403);
+  {
+    std::ofstream truncate(allowlist, std::ios::trunc);  // in place, left empty
+  }
+  EXPECT_TRUE(log_says("allowlist " + allowlist + " is empty (0 bytes)")) << reload_log();
+  EXPECT_EQ(status_of(port(), "allowed.test"), 502) << "an emptied allowlist must not deny all";
+  EXPECT_EQ(status_of(port(), "other.test"), 403) << "nor allow all";
+  // Atomic rename of an empty file: the same.
+  write_file(allowlist + ".new", "");
+  fs::rename(allowlist + ".new", allowlist);
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(status_of(port(), "allowed.test"), 502);
+  // Only comments: a real empty allowlist, which denies everything.
+  write_file(allowlist, "# nothing is allowed\n");
+  EXPECT_TRUE(becomes(port(), "allowed.test", 403));
+}
+
+// At start-up there are no last good rules: an empty list file gives an empty list, with a
+// warning naming the file.
+TEST(ReloadStartUp, EmptyListAtStartUpIsEmptyWithAWarning) {
+  TestProxy proxy("", [](settings::Settings& s) {
+    s.allowlist_path = fs::path(s.blocklist_path).parent_path().string() + "/allow.txt";
+    write_file(s.allowlist_path, "");
+  });
+  const std::string log_path = proxy.folder() + "/r.log";
+  auto opened = log::DecisionLog::open(settings::LogFormat::json, log_path);
+  reload::PolicyReloader reloader(proxy.settings(), settings::Sources{}, **opened,
+                                  proxy.server().current_policy(),
+                                  [&proxy](std::shared_ptr<const rules::Policy> policy) {
+                                    proxy.server().publish(std::move(policy));
+                                  });
+  reloader.start();
+  const std::string log = read_all(log_path);
+  EXPECT_NE(log.find("blocklist " + proxy.settings().blocklist_path +
+                     " is empty (0 bytes): starting with an empty blocklist"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("allowlist " + proxy.settings().allowlist_path +
+                     " is empty (0 bytes): starting with an empty allowlist"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(status_of(proxy.port(), "any.test"), 403);  // empty allowlist: nothing allowed
+  // Entries written later apply; emptied again, they are kept, with one new warning.
+  write_file(proxy.settings().allowlist_path, "any.test\n");
+  EXPECT_TRUE(becomes(proxy.port(), "any.test", 502));
+  { std::ofstream truncate(proxy.settings().allowlist_path, std::ios::trunc); }
+  const std::string warning = "allowlist " + proxy.settings().allowlist_path + " is empty (0 bytes)";
+  for (int i = 0; i < 300 && count_of(read_all(log_path), warning) < 2; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(count_of(read_all(log_path), warning), 2u) << read_all(log_path);
+  EXPECT_EQ(status_of(proxy.port(), "any.test"), 502);
+}
+
+// ---- The policy cannot be swapped through a symlink (issue 20, item 10) ----
+
+// `--allowlist proj/cfg/allow.txt` where `cfg` is a symlink in a folder the confined command
+// can write: re-pointing `cfg` at the command's own folder changes nothing (the gate reads the
+// file it resolved at start-up), and says so; editing the real file still reloads.
+TEST_F(ReloadTest, SymlinkedFolderRepointedAfterStartChangesNothing) {
+  std::string real_folder;
+  std::string evil_folder;
+  std::string given;
+  start("stable.test\n", [&](settings::Settings& s) {
+    const std::string project = fs::path(s.blocklist_path).parent_path().string() + "/proj";
+    real_folder = project + "/real";
+    evil_folder = project + "/evil";
+    fs::create_directories(real_folder);
+    fs::create_directories(evil_folder);
+    write_file(real_folder + "/allow.txt", "allowed.test\nstable.test\n");
+    write_file(evil_folder + "/allow.txt", "allowed.test\nstable.test\nevil.test\n");
+    fs::create_directory_symlink("real", project + "/cfg");
+    given = project + "/cfg/allow.txt";
+    s.allowlist_path = given;
+  });
+  const std::string real = fs::canonical(real_folder + "/allow.txt").string();
+  EXPECT_EQ(reloader_->allowlist_path(), real);
+  EXPECT_TRUE(log_says("allowlist " + real + " (resolved from " + given + ")")) << reload_log();
+  ASSERT_EQ(status_of(port(), "allowed.test"), 502);
+  ASSERT_EQ(status_of(port(), "evil.test"), 403);
+
+  // The command re-points the folder (atomically, as `ln -sfn` does) and edits its own list.
+  const std::string project = fs::path(real_folder).parent_path().string();
+  ASSERT_EQ(std::system(("ln -sfn evil " + project + "/cfg").c_str()), 0);
+  write_file(evil_folder + "/allow.txt", "allowed.test\nstable.test\nevil.test\nmore-evil.test\n");
+  EXPECT_TRUE(log_says("allowlist " + given + " now leads to " + evil_folder + "/allow.txt"))
+      << reload_log();
+  reloader_->reload_all();  // a SIGHUP (the command may send one) does not resolve again
+  std::this_thread::sleep_for(700ms);
+  EXPECT_EQ(status_of(port(), "evil.test"), 403) << "the re-pointed folder's list was read";
+  EXPECT_EQ(status_of(port(), "more-evil.test"), 403);
+  EXPECT_EQ(status_of(port(), "allowed.test"), 502);
+
+  // Editing the real file still reloads.
+  write_file(real, "allowed.test\nstable.test\nreal-edit.test\n");
+  EXPECT_TRUE(becomes(port(), "real-edit.test", 502));
+  EXPECT_EQ(status_of(port(), "evil.test"), 403);
+}
+
+// The same for the blocklist given through a symlinked folder: a re-pointed folder whose list
+// blocks nothing does not unblock anything.
+TEST_F(ReloadTest, SymlinkedBlocklistFolderRepointedChangesNothing) {
+  start("stable.test\nold.test\n", [](settings::Settings& s) {
+    const std::string project = fs::path(s.blocklist_path).parent_path().string() + "/proj";
+    fs::create_directories(project + "/real");
+    fs::create_directories(project + "/evil");
+    write_file(project + "/real/blocked.txt", "stable.test\nold.test\n");
+    write_file(project + "/evil/blocked.txt", "# blocks nothing\n");
+    fs::create_directory_symlink("real", project + "/cfg");
+    s.blocklist_path = project + "/cfg/blocked.txt";
+  });
+  const std::string project = proxy_->folder() + "/proj";
+  ASSERT_EQ(status_of(port(), "old.test"), 403);
+  ASSERT_EQ(std::system(("ln -sfn evil " + project + "/cfg").c_str()), 0);
+  EXPECT_TRUE(log_says("now leads to " + fs::canonical(project + "/evil").string()))
+      << reload_log();
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(status_of(port(), "old.test"), 403);
+  write_file(project + "/real/blocked.txt", "stable.test\nold.test\nnew.test\n");
+  EXPECT_TRUE(becomes(port(), "new.test", 403));
 }
 
 }  // namespace
@@ -280,6 +516,129 @@ TEST(ReloadConfig, PolicySettingsInTheConfigFileApplyLive) {
   std::this_thread::sleep_for(500ms);
   TestClient after(proxy.port());
   EXPECT_EQ(send_connect(after, "github.com:22").status, 403);
+
+  // So does an emptied one: it would reset every setting it held to its default.
+  { std::ofstream truncate(config, std::ios::trunc); }
+  const std::string warning = "config " + config + " is empty (0 bytes)";
+  for (int i = 0; i < 300 && count_of(read_all(proxy.folder() + "/r.log"), warning) == 0; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(count_of(read_all(proxy.folder() + "/r.log"), warning), 1u)
+      << read_all(proxy.folder() + "/r.log");
+  TestClient emptied(proxy.port());
+  EXPECT_EQ(send_connect(emptied, "github.com:22").status, 403);
+}
+
+// A changed setting the reloader cannot apply is named, by key, flag and variable; the policy
+// part still applies; a setting a flag overrides is not reported; a secret is never echoed.
+TEST(ReloadConfig, ChangedSettingsThatNeedARestartAreNamed) {
+  TestProxy proxy("stable.test\n");
+  const std::string config = proxy.folder() + "/sandgate.toml";
+  write_file(config, "allow_ssh = true\nsni_check = true\nthreads = 2\n");
+  settings::Sources sources;
+  sources.flags.emplace("--config", config);
+  sources.flags.emplace("--head-timeout", "7");  // a flag wins over the file
+  sources.home = proxy.folder();
+  auto base = settings::load(sources);
+  ASSERT_TRUE(base) << base.error();
+  base->blocklist_path = proxy.settings().blocklist_path;
+  const std::string log_path = proxy.folder() + "/r.log";
+  auto opened = log::DecisionLog::open(settings::LogFormat::json, log_path);
+  reload::PolicyReloader reloader(*base, sources, **opened, proxy.server().current_policy(),
+                                  [&proxy](std::shared_ptr<const rules::Policy> policy) {
+                                    proxy.server().publish(std::move(policy));
+                                  });
+  reloader.start();
+
+  const std::string token = "s3cret-token-value-1234";
+  write_file(config, "allow_ssh = false\nsni_check = false\nthreads = 3\n"
+                     "tls_ports = [443, 8443]\nhead_timeout = 30\ntoken = \"" + token + "\"\n");
+  const std::string expected =
+      "reloaded " + config +
+      ": applied allow_ssh (--allow-ssh / GOOSE_SANDBOX_ALLOW_SSH); not applied, in force only "
+      "after a restart: sni_check (--sni-check / SANDGATE_SNI_CHECK), tls_ports (--tls-ports / "
+      "SANDGATE_TLS_PORTS), token (--token / SANDGATE_TOKEN), threads (--threads / "
+      "SANDGATE_THREADS)";
+  bool said = false;
+  for (int i = 0; i < 200 && !said; ++i) {
+    said = read_all(log_path).find(expected) != std::string::npos;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(said) << read_all(log_path);
+  EXPECT_EQ(read_all(log_path).find(token), std::string::npos) << "the token was logged";
+  EXPECT_EQ(read_all(log_path).find("head_timeout"), std::string::npos);
+  TestClient client(proxy.port());
+  const auto head = send_connect(client, "github.com:22");
+  EXPECT_EQ(head.status, 403);
+  EXPECT_NE(head.proxy_status.find("ssh-disabled"), std::string::npos);
+
+  // Nothing the policy uses changed: no new policy, and the pending restart is still named.
+  const auto generation = reloader.generation();
+  write_file(config, "allow_ssh = false\nsni_check = false\nthreads = 3\n"
+                     "tls_ports = [443, 8443]\nhead_timeout = 30\ntoken = \"" + token +
+                     "\"\n# a comment\n");
+  said = false;
+  for (int i = 0; i < 200 && !said; ++i) {
+    said = read_all(log_path).find("no policy setting changed; not applied") != std::string::npos;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(said) << read_all(log_path);
+  EXPECT_EQ(reloader.generation(), generation);
+}
+
+// The config file given through a symlinked folder: re-pointing the folder changes nothing;
+// editing the real file still applies.
+TEST(ReloadConfig, SymlinkedConfigFolderRepointedChangesNothing) {
+  TestProxy proxy("stable.test\n");
+  const std::string project = proxy.folder() + "/proj";
+  fs::create_directories(project + "/real");
+  fs::create_directories(project + "/evil");
+  write_file(project + "/real/sandgate.toml", "allow_ssh = false\n");
+  write_file(project + "/evil/sandgate.toml", "allow_ssh = true\n");
+  fs::create_directory_symlink("real", project + "/cfg");
+  const std::string given = project + "/cfg/sandgate.toml";
+  settings::Sources sources;
+  sources.flags.emplace("--config", given);
+  sources.home = proxy.folder();
+  auto base = settings::load(sources);
+  ASSERT_TRUE(base) << base.error();
+  base->blocklist_path = proxy.settings().blocklist_path;
+  const std::string log_path = proxy.folder() + "/r.log";
+  auto opened = log::DecisionLog::open(settings::LogFormat::json, log_path);
+  auto policy = std::make_shared<const rules::Policy>(
+      base->policy, proxy.server().current_policy()->shared_blocklist(), nullptr);
+  proxy.server().publish(policy);
+  reload::PolicyReloader reloader(*base, sources, **opened, policy,
+                                  [&proxy](std::shared_ptr<const rules::Policy> next) {
+                                    proxy.server().publish(std::move(next));
+                                  });
+  reloader.start();
+  const std::string real = fs::canonical(project + "/real/sandgate.toml").string();
+  EXPECT_EQ(reloader.config_path(), real);
+  EXPECT_NE(read_all(log_path).find("config " + real + " (resolved from " + given + ")"),
+            std::string::npos)
+      << read_all(log_path);
+
+  auto ssh_status = [&proxy] {
+    TestClient client(proxy.port());
+    return send_connect(client, "github.com:22").status;
+  };
+  ASSERT_EQ(ssh_status(), 403);
+  ASSERT_EQ(std::system(("ln -sfn evil " + project + "/cfg").c_str()), 0);
+  write_file(project + "/evil/sandgate.toml", "allow_ssh = true\nallow_ip = true\n");
+  reloader.reload_all();
+  std::this_thread::sleep_for(800ms);
+  EXPECT_EQ(ssh_status(), 403) << "the re-pointed folder's config was applied";
+  EXPECT_NE(read_all(log_path).find("config " + given + " now leads to"), std::string::npos)
+      << read_all(log_path);
+
+  write_file(real, "allow_ssh = true\n");
+  bool flipped = false;
+  for (int i = 0; i < 100 && !flipped; ++i) {
+    flipped = ssh_status() == 502;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(flipped) << read_all(log_path);
 }
 
 }  // namespace

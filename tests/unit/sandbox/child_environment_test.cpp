@@ -39,6 +39,26 @@ TEST(ChildEnvironment, PointsEveryProxyVariableAtTheGateAndKeepsTheRest) {
             "ssh -o 'ProxyCommand=/opt/sandgate/bin/sandgate-connect %h %p'");
   EXPECT_EQ(env.at("PATH"), "/usr/bin");
   EXPECT_EQ(env.at("ODD"), "a=b");
+  EXPECT_EQ(env.at("JAVA_TOOL_OPTIONS"),
+            "-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=41234 -Dhttps.proxyHost=127.0.0.1 "
+            "-Dhttps.proxyPort=41234 -Dhttp.nonProxyHosts=localhost|127.*|[::1] "
+            "-Djava.net.preferIPv4Stack=true");
+}
+
+// The JVM reads no proxy variable: JAVA_TOOL_OPTIONS carries the gate, after the caller's own
+// options (kept: heap sizes, agents), so that the gate's properties win where both set one.
+TEST(ChildEnvironment, JavaToolOptionsKeepTheCallersOptionsFirst) {
+  const auto env = as_map(child_environment(
+      {"JAVA_TOOL_OPTIONS=-Xmx2g -Dhttps.proxyHost=corp", "A=1"}, 9877, "/x/sandgate-connect"));
+  const std::string value = env.at("JAVA_TOOL_OPTIONS");
+  EXPECT_TRUE(value.starts_with("-Xmx2g -Dhttps.proxyHost=corp -Dhttp.proxyHost=127.0.0.1 "))
+      << value;
+  EXPECT_GT(value.rfind("-Dhttps.proxyHost=127.0.0.1"), value.find("-Dhttps.proxyHost=corp"));
+  EXPECT_NE(value.find("-Dhttps.proxyPort=9877"), std::string::npos);
+  EXPECT_NE(value.find("-Djava.net.preferIPv4Stack=true"), std::string::npos);
+  // No white space inside a value: the JVM splits the variable on it.
+  EXPECT_EQ(java_tool_options("", 1).find("  "), std::string::npos);
+  EXPECT_EQ(java_tool_options("", 1).front(), '-');
 }
 
 std::string shell_output(const std::string& script, const std::string& variable) {

@@ -115,6 +115,58 @@ TEST_F(LandlockTest, ProtectedPathsAreReadOnlyAndTheRestIsWritable) {
   EXPECT_EQ(failures, 0) << "see the child's messages above";
 }
 
+// The allow-list (issue 20, item 3): writes only beneath the granted roots, whoever runs it
+// (root too); carved paths inside a root stay read-only, and so do the links on their way.
+TEST_F(LandlockTest, WritesOnlyBeneathTheGrantedRootsWithCarvedPathsAndTheirLinks) {
+  fs::create_directories(root_ + "/outside");
+  fs::create_directories(home_ + "/project/real");
+  std::ofstream(home_ + "/project/real/allow.txt") << "ok\n";
+  fs::create_directory_symlink(home_ + "/project/real", home_ + "/project/cfg");
+  WritePolicy policy;
+  policy.writable = {home_};
+  policy.devices = {"/dev/null"};
+  policy.carved = {home_ + "/.bashrc", home_ + "/project/cfg/allow.txt"};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    auto applied = restrict_writes(policy);
+    if (!applied) {
+      std::fprintf(stderr, "%s\n", applied.error().c_str());
+      ::_exit(100);
+    }
+    int bad = 0;
+    const auto expect = [&bad](bool ok, const char* what) {
+      if (!ok) {
+        std::fprintf(stderr, "failed: %s\n", what);
+        ++bad;
+      }
+    };
+    expect(!can_write(root_ + "/outside/x"), "create outside the roots");
+    expect(!can_write("/etc/sandgate-landlock-test"), "create in /etc");
+    expect(can_write("/dev/null"), "write /dev/null");
+    expect(!can_write(home_ + "/.bashrc"), "write a carved file");
+    expect(!can_write(home_ + "/project/real/allow.txt"), "write the carved file's target");
+    expect(::unlink((home_ + "/project/cfg").c_str()) != 0, "unlink the link on the way");
+    expect(::rename((home_ + "/project/real").c_str(), (home_ + "/project/r2").c_str()) != 0,
+           "rename the folder on the way");
+    expect(can_write(home_ + "/notes.txt"), "write beside");
+    expect(can_write(home_ + "/dotfiles/new"), "create in a folder beside");
+    ::_exit(bad);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "see the child's messages";
+  EXPECT_FALSE(fs::exists("/etc/sandgate-landlock-test"));
+}
+
+TEST_F(LandlockTest, LinksOnTheWayAreFoundThroughNestedLinks) {
+  fs::create_directories(root_ + "/a/b");
+  fs::create_directory_symlink(root_ + "/a", root_ + "/l1");
+  fs::create_directory_symlink("b", root_ + "/a/l2");  // relative, inside the first target
+  EXPECT_EQ(links_on_the_way(root_ + "/l1/l2/file"),
+            (std::vector<std::string>{root_ + "/l1", root_ + "/a/l2"}));
+  EXPECT_TRUE(links_on_the_way(root_ + "/a/b/file").empty());
+}
+
 TEST_F(LandlockTest, RefusesToProtectTheRoot) {
   auto result = in_child({{"/", true, false}}, [] { return 0; });
   EXPECT_EQ(result, 100);

@@ -1,7 +1,10 @@
 // A small reader for SBPL, the Seatbelt profile language, for the tests: it parses a profile as
 // S-expressions the way sandbox-exec's Scheme reader does for the forms sandgate writes (lists,
 // symbols, "strings" with \\ and \" escapes, #"regex" literals, ; comments), so the tests can
-// check that a profile is well formed and that every string reads back as the bytes meant.
+// check that a profile is well formed and that every string reads back as the bytes meant; and a
+// checker for the vocabulary sandgate's profiles may use (operations, filters and their
+// arguments, regexes), so that a misspelt operation or a filter in the wrong place, which
+// sandbox-exec would refuse or silently never match, fails a unit test on Linux too.
 #pragma once
 
 #include <string>
@@ -26,11 +29,19 @@ struct Sexp {
 // Reads every top-level form. The error gives the byte offset and what was wrong.
 Expected<std::vector<Sexp>, std::string> read_sbpl(std::string_view text);
 
+// Checks every top-level form against the vocabulary sandgate writes: (version 1), and
+// (allow|deny OPERATION... FILTER...) with known operations, each filter allowed for the
+// operations of its rule and given arguments of the right kind: path filters take strings,
+// `regex` a string or #"..." that compiles as a POSIX extended regex and has no `(?i)`
+// (AppleMatch has no such flag: the rule would match nothing), `ip` only "localhost:PORT" or
+// "localhost:*" (never any host). Returns "" or the first problem, naming the form.
+std::string check_sbpl(const std::vector<Sexp>& forms);
+
 // Every string (not regex) value in `forms`, depth first.
 std::vector<std::string> all_strings(const std::vector<Sexp>& forms);
 
 // Calls `visit` on every list whose head is one of the path filters (literal, subpath,
-// path-literal) with the filter name and its string argument.
+// path-literal, path-regex's strings are not paths) with the filter name and its string argument.
 template <typename Visit>
 void for_each_path_filter(const std::vector<Sexp>& forms, Visit&& visit) {
   for (const auto& form : forms) {

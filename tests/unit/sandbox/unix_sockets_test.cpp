@@ -39,22 +39,46 @@ TEST(UnixSockets, RecognisesContainerAndVmDaemons) {
   }
 }
 
-TEST(UnixSockets, DefaultHidesContainersStrictHidesAllButTheSystemsAndListed) {
+// Deny by default: every socket outside the private folders is hidden but the listed ones and
+// the SSH agent; nscd, systemd-resolved and /dev/log are not kept (issue 20, item 7).
+TEST(UnixSockets, EverySocketIsHiddenButTheListedOnesAndTheAgent) {
   MaskInputs inputs;
-  inputs.sockets = {"/run/docker.sock",   "/run/user/1000/bus",
-                    "/dev/log",           "/run/systemd/resolve/io.systemd.Resolve",
-                    "/tmp/ssh-x/agent.1", "/run/podman/podman.sock",
-                    "/run/docker.sock"};
-  inputs.ssh_auth_sock = "/tmp/ssh-x/agent.1";
+  inputs.sockets = {"/var/lib/docker.sock",
+                    "/home/a/.ssh/cm-host",
+                    "/dev/log",
+                    "/run/systemd/resolve/io.systemd.Resolve",
+                    "/home/a/agent.1",
+                    "/srv/podman/podman.sock",
+                    "/var/lib/docker.sock",
+                    "/run/user/1000/bus",
+                    "/var/run/nscd/socket",
+                    "/tmp/.X11-unix/X0"};
+  inputs.ssh_auth_sock = "/home/a/agent.1";
+  inputs.private_folders = {"/run", "/tmp"};
   EXPECT_EQ(sockets_to_hide(inputs),
-            (std::vector<std::string>{"/run/docker.sock", "/run/podman/podman.sock"}));
+            (std::vector<std::string>{"/dev/log", "/home/a/.ssh/cm-host", "/srv/podman/podman.sock",
+                                      "/var/lib/docker.sock", "/var/run/nscd/socket"}));
 
-  inputs.allowed = {"/run/podman/podman.sock"};
-  EXPECT_EQ(sockets_to_hide(inputs), (std::vector<std::string>{"/run/docker.sock"}));
-
-  inputs.strict = true;
+  inputs.allowed = {"/srv/podman/podman.sock"};
+  inputs.private_folders.push_back("/var/run");
   EXPECT_EQ(sockets_to_hide(inputs),
-            (std::vector<std::string>{"/run/docker.sock", "/run/user/1000/bus"}));
+            (std::vector<std::string>{"/dev/log", "/home/a/.ssh/cm-host", "/var/lib/docker.sock"}));
+  EXPECT_FALSE(is_system_socket("/run/nscd/socket", ""));
+  EXPECT_FALSE(is_system_socket("/run/systemd/resolve/io.systemd.Resolve", ""));
+  EXPECT_TRUE(is_system_socket("/home/a/agent.1", "/home/a/agent.1"));
+}
+
+TEST(UnixSockets, PrivateFoldersCoverRunTmpAndTheRuntimeFolder) {
+  const std::vector<std::string> base = {"/run", "/var/run", "/tmp", "/var/tmp", "/dev/shm"};
+  EXPECT_EQ(private_socket_folders(""), base);
+  EXPECT_EQ(private_socket_folders("/run/user/1000"), base);  // inside /run already
+  auto custom = base;
+  custom.push_back("/home/a/.run");
+  EXPECT_EQ(private_socket_folders("/home/a/.run"), custom);
+  EXPECT_EQ(private_socket_folders("relative"), base);
+  EXPECT_EQ(
+      private_socket_folders("/runner"),
+      (std::vector<std::string>{"/run", "/var/run", "/tmp", "/var/tmp", "/dev/shm", "/runner"}));
 }
 
 TEST(UnixSockets, WellKnownPathsIncludeTheUsersRuntimeFolder) {

@@ -1,0 +1,49 @@
+// The confined command's view of the file system on Linux, built in its own mount namespace
+// before Landlock is applied (Landlock forbids mounting afterwards):
+//   - private, empty tmpfs over the folders where unix sockets of the user's and the system's
+//     daemons live (/run, /var/run, /tmp, /var/tmp, /dev/shm, $XDG_RUNTIME_DIR): no daemon's
+//     socket there is reachable, including one its daemon re-creates after start (a restart),
+//     and no POSIX shared memory of the host's either;
+//   - bound back in from the host: what must stay visible (the working folder or the home when
+//     they lie under one of those folders, the unix sockets the user allows);
+//   - protected paths in folders that must stay writable (a repository's .git/config and
+//     .git/hooks) bound read-only onto themselves, and their folders bound onto themselves, so
+//     that none can be written, removed or renamed (a mount point cannot be);
+//   - a fresh /proc for the new pid namespace.
+//
+// Mount work runs in the confined child, single-threaded, between clone() and exec(). The
+// mountinfo parsing is pure and thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rules/expected.hpp"
+
+namespace sandgate::sandbox {
+
+struct ViewPlan {
+  std::vector<std::string> private_roots;  // absolute, existing folders (not links): tmpfs over
+  std::vector<std::string> keep;           // absolute paths under a private root, bound back
+  std::string runtime_dir;                 // $XDG_RUNTIME_DIR: re-created empty (0700) inside
+  std::vector<std::string> hide;           // unix sockets elsewhere: /dev/null bound over each
+  std::vector<std::string> read_only;      // bound read-only onto themselves (existing paths)
+  std::vector<std::string> pinned;         // bound read-write onto themselves: cannot be moved
+};
+
+// Makes the mount namespace private (nothing propagates to the host), then builds the view
+// above. `hidden` receives the sockets actually covered. The error names the path and errno.
+Expected<bool, std::string> build_private_view(const ViewPlan& plan,
+                                               std::vector<std::string>& hidden);
+
+// Mounts a new proc file system on /proc (call as the pid namespace's first process, after
+// build_private_view: it binds through /proc/self/fd).
+Expected<bool, std::string> mount_fresh_proc();
+
+// The other places where a mount shows `path` (absolute, resolved) according to the text of
+// /proc/self/mountinfo: the same file system's folder mounted a second time (a bind mount of
+// the home under a working folder, say). `path` itself is not among them.
+std::vector<std::string> mount_aliases(std::string_view mountinfo, const std::string& path);
+
+}  // namespace sandgate::sandbox

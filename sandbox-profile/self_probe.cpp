@@ -1,0 +1,114 @@
+// The start-up self-probe. See self_probe.hpp.
+#include "sandbox-profile/self_probe.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace sandgate::sandbox {
+namespace {
+
+std::string tcp_escape(const ProbeTargets& targets) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(targets.tcp_port);
+  if (::inet_pton(AF_INET, targets.tcp_host.c_str(), &address.sin_addr) != 1) {
+    return "the self-probe's TCP address " + targets.tcp_host + " is not an IPv4 address";
+  }
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return {};  // no TCP socket at all: nothing gets out that way
+  }
+  const int result = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  const int error = errno;
+  ::close(fd);  // closed at once: a connection under way is abandoned
+  if (result == 0 || error == EINPROGRESS) {
+    return "a direct TCP connection to " + targets.tcp_host + ":" +
+           std::to_string(targets.tcp_port) +
+           " was not refused (the network namespace has a route out)";
+  }
+  return {};
+}
+
+std::string unix_escape(const std::string& path) {
+  if (path.empty()) {
+    return {};
+  }
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof address.sun_path) {
+    return {};
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return {};
+  }
+  const int result = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  ::close(fd);
+  if (result == 0) {
+    return "the host's unix socket " + path +
+           ", created after the confinement was set up, "
+           "was reachable";
+  }
+  return {};
+}
+
+std::string write_escape(const std::string& path) {
+  struct stat info {};
+  const bool exists = ::lstat(path.c_str(), &info) == 0;
+  if (exists && S_ISDIR(info.st_mode)) {
+    const std::string probe = path + "/.sandgate-probe-" + std::to_string(::getpid());
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      ::close(fd);
+      ::unlink(probe.c_str());
+      return "a new file could be created in the protected folder " + path;
+    }
+    return {};
+  }
+  if (exists && S_ISREG(info.st_mode)) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+      ::close(fd);
+      return "the protected file " + path + " could be opened for writing";
+    }
+    return {};
+  }
+  if (!exists) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      ::close(fd);
+      ::unlink(path.c_str());
+      return "the missing protected file " + path + " could be created";
+    }
+  }
+  return {};  // a link, a socket, a device: opening it proves nothing either way
+}
+
+}  // namespace
+
+std::vector<std::string> probe_fence(const ProbeTargets& targets) {
+  std::vector<std::string> escapes;
+  for (auto escape : {tcp_escape(targets), unix_escape(targets.host_socket)}) {
+    if (!escape.empty()) {
+      escapes.push_back(std::move(escape));
+    }
+  }
+  for (const auto& path : targets.no_write) {
+    if (auto escape = write_escape(path); !escape.empty()) {
+      escapes.push_back(std::move(escape));
+    }
+  }
+  return escapes;
+}
+
+}  // namespace sandgate::sandbox

@@ -1,0 +1,31 @@
+// The start-up self-probe of `sandgate run` on Linux: before the command starts, a process in
+// exactly the command's confinement (namespaces, private view, Landlock, no privileges) tries
+// the ways out that the fence must close, and `run` refuses to start, naming the one that
+// worked, if any does:
+//   - a direct TCP connection (to a documentation address, 192.0.2.1:443 by default: inside the
+//     namespace there is no route, so connect() fails at once and nothing is ever sent);
+//   - a host unix socket that `run` created after the confinement was built (as a daemon that
+//     restarts would);
+//   - writes to the protected paths and to a system folder (nothing is written if one opens:
+//     it is closed at once, and a file it had to create is removed).
+//
+// Runs in the probing process; not thread-safe (uses errno); no allocation after the targets
+// are built is needed by the caller.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace sandgate::sandbox {
+
+struct ProbeTargets {
+  std::string tcp_host = "192.0.2.1";  // numeric IPv4
+  unsigned short tcp_port = 443;
+  std::string host_socket;            // a listening unix socket on the host; may be empty
+  std::vector<std::string> no_write;  // files or folders that must not be writable
+};
+
+// What escaped, one sentence each; empty when the fence held everywhere.
+std::vector<std::string> probe_fence(const ProbeTargets& targets);
+
+}  // namespace sandgate::sandbox

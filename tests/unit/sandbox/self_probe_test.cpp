@@ -1,0 +1,120 @@
+// The start-up self-probe (issue 20): each way out it tries is reported when it works, and
+// nothing is reported where the fence would hold. Run on the host, against targets the test
+// controls: a TCP listener on loopback (so nothing leaves the machine), a unix socket, files.
+#include "sandbox-profile/self_probe.hpp"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace sandgate::sandbox {
+namespace {
+
+namespace fs = std::filesystem;
+
+class SelfProbeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/sandgate-probe-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    root_ = pattern;
+  }
+  void TearDown() override {
+    for (int fd : fds_) {
+      ::close(fd);
+    }
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  std::uint16_t tcp_listener() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    ::listen(fd, 4);
+    socklen_t length = sizeof address;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+    fds_.push_back(fd);
+    return ntohs(address.sin_port);
+  }
+  std::string unix_listener() {
+    const std::string path = root_ + "/probe.sock";
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strcpy(address.sun_path, path.c_str());
+    ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    ::listen(fd, 4);
+    fds_.push_back(fd);
+    return path;
+  }
+
+  std::string root_;
+  std::vector<int> fds_;
+};
+
+TEST_F(SelfProbeTest, ReportsEveryWayOutThatWorks) {
+  ProbeTargets targets;
+  targets.tcp_host = "127.0.0.1";
+  targets.tcp_port = tcp_listener();
+  targets.host_socket = unix_listener();
+  std::ofstream(root_ + "/rc") << "# rc\n";
+  fs::create_directories(root_ + "/folder");
+  targets.no_write = {root_ + "/rc", root_ + "/folder", root_ + "/missing"};
+  const auto escapes = probe_fence(targets);
+  ASSERT_EQ(escapes.size(), 5U);
+  EXPECT_NE(escapes[0].find("direct TCP connection to 127.0.0.1"), std::string::npos);
+  EXPECT_NE(escapes[1].find("unix socket " + targets.host_socket), std::string::npos);
+  EXPECT_NE(escapes[2].find("protected file " + root_ + "/rc"), std::string::npos);
+  EXPECT_NE(escapes[3].find("protected folder " + root_ + "/folder"), std::string::npos);
+  EXPECT_NE(escapes[4].find("missing protected file " + root_ + "/missing"), std::string::npos);
+  // Nothing was left behind or changed.
+  EXPECT_FALSE(fs::exists(root_ + "/missing"));
+  EXPECT_TRUE(fs::is_empty(root_ + "/folder"));
+  std::ifstream in(root_ + "/rc");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "# rc\n");
+}
+
+// In a network namespace of its own (no route at all, as inside `run`), the default TCP
+// target fails at once and nothing leaves the machine.
+TEST_F(SelfProbeTest, ReportsNothingWhereTheFenceHolds) {
+  fs::create_directories(root_ + "/ro");
+  ::chmod((root_ + "/ro").c_str(), 0555);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0) {
+      ::_exit(100);
+    }
+    ProbeTargets targets;  // 192.0.2.1:443
+    targets.host_socket = root_ + "/absent.sock";
+    // Root's owner rights ignore the mode, but the new user namespace maps no one: no rights.
+    targets.no_write = {root_ + "/ro/missing-in-read-only-folder"};
+    const auto escapes = probe_fence(targets);
+    for (const auto& escape : escapes) {
+      std::fprintf(stderr, "escape: %s\n", escape.c_str());
+    }
+    ::_exit(static_cast<int>(escapes.size()));
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 100) {
+    GTEST_SKIP() << "cannot create a network namespace here";
+  }
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "see the escapes above";
+}
+
+}  // namespace
+}  // namespace sandgate::sandbox
