@@ -172,7 +172,8 @@ int run_serve(const settings::Settings& settings, const settings::Sources& sourc
   }
   log.note("info", "blocklist " + loaded->blocklist_path + ": " +
                        std::to_string(loaded->policy->blocklist().size()) + " entries; " +
-                       std::to_string(settings.threads) + " worker thread(s)");
+                       std::to_string(settings.threads) + " worker thread(s) (" +
+                       settings.threads_note + ")");
   // The one line on standard output: scripts wait for it.
   std::cout << "sandgate listening on " << server.listen_text() << std::endl;
 

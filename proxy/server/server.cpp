@@ -97,7 +97,7 @@ asio::awaitable<void> accept_loop(Worker& worker, bool unix_clients) {
     }
     if (worker.shared.open_connections.fetch_add(1, std::memory_order_relaxed) >= limit) {
       worker.shared.open_connections.fetch_sub(1, std::memory_order_relaxed);
-      asio::co_spawn(worker.io, session::refuse_busy(std::move(socket)), asio::detached);
+      asio::co_spawn(worker.io, session::refuse_busy(worker, std::move(socket)), asio::detached);
       continue;
     }
     if (unix_clients) {

@@ -78,6 +78,17 @@ std::optional<Revocation> judge_again(const rules::Policy& policy,
   if (decision.allowed() && destination.address && !destination.host.is_ip()) {
     decision = policy.decide_resolved(*destination.address, destination.port);
   }
+  if (decision.allowed() && destination.tls_name) {
+    decision = policy.decide(*destination.tls_name, destination.port);
+    if (!decision.allowed()) {
+      Revocation revocation;
+      revocation.reason = std::string(rules::reason_code(decision.reason));
+      revocation.rule = rules::rule_text(decision);
+      revocation.detail = "the rules in force since the last reload deny this: the TLS name " +
+                          policy.explain(decision, *destination.tls_name, destination.port);
+      return revocation;
+    }
+  }
   if (decision.allowed()) {
     return std::nullopt;
   }

@@ -42,6 +42,8 @@ struct Destination {
   // The address dialled (a name's checked answer), held to the address rules again on reload.
   std::optional<rules::IpAddress> address;
   bool ssh = false;  // the client spoke SSH: the SSH rules apply too
+  // For an IP destination, the name its TLS ClientHello asked for, which passed the policy too.
+  std::optional<rules::Host> tls_name;
 };
 
 // Why a reload closed a connection, for its end line. Strings, not a rules::Decision: the policy

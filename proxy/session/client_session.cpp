@@ -287,7 +287,10 @@ asio::awaitable<void> serve_first_request(SessionContext& context) {
     case HeadRead::Status::ok:
       break;
     case HeadRead::Status::closed:
-      co_return;  // the client left (or the drain closed it) before asking anything
+      // The client left (or the drain closed it) before asking anything: still a line, so that
+      // no connection ends unseen.
+      context.record_no_request(read.partial);
+      co_return;
     case HeadRead::Status::timeout:
     case HeadRead::Status::too_large:
     case HeadRead::Status::malformed:
@@ -333,10 +336,24 @@ asio::awaitable<void> serve_client(server::Worker& worker, tcp::socket socket,
   }
 }
 
-asio::awaitable<void> refuse_busy(tcp::socket client) {
+asio::awaitable<void> refuse_busy(server::Worker& worker, tcp::socket client) {
   static const std::string reply =
       build_reply(ReplyKind::connection_limit, "connection-limit",
                   "the gate is serving its maximum number of connections; try again shortly.");
+  // Not a session (it is not counted among the open connections), but still a line and a count.
+  boost::system::error_code ec;
+  const auto peer = client.remote_endpoint(ec);
+  const std::string address = ec ? std::string("unknown") : to_text(peer);
+  log::Record record;
+  record.connection_id = worker.shared.next_connection_id.fetch_add(1, std::memory_order_relaxed);
+  record.client = address;
+  record.method = "-";
+  record.host = "-";
+  record.verdict = "error";
+  record.reason = "connection-limit";
+  record.detail = "the gate is serving its maximum number of connections.";
+  worker.shared.log.write(record);
+  worker.metrics.count_decision("error", "connection-limit");
   co_await asio::async_write(client, asio::buffer(reply), use_tuple);
   co_await close_gracefully(client);
 }

@@ -24,8 +24,9 @@ boost::asio::awaitable<void> serve_client(server::Worker& worker,
                                           boost::asio::ip::tcp::socket client,
                                           std::string client_label = {});
 
-// Answers a client beyond the connection limit with 503 and closes it.
-boost::asio::awaitable<void> refuse_busy(boost::asio::ip::tcp::socket client);
+// Answers a client beyond the connection limit with 503, logs and counts it, and closes it.
+boost::asio::awaitable<void> refuse_busy(server::Worker& worker,
+                                         boost::asio::ip::tcp::socket client);
 
 // ---- Client authentication (SANDGATE_TOKEN) ----
 

@@ -29,6 +29,7 @@ struct FirstBytes {
   rules::Decision decision;
   bool ssh = false;        // the client spoke SSH (the SSH rules decided)
   std::string note;        // for the allow line: something the operator should know
+  std::optional<rules::Host> tls_name;  // an IP destination's SNI name, which passed the policy
 };
 
 // Reads the client's first bytes (into `buffer`, which may already hold some) until they show
@@ -106,8 +107,10 @@ asio::awaitable<FirstBytes> inspect_first_bytes(SessionContext& context, const r
         }
         co_return tls;
       }
-      // An IP destination with a name inside: the name must pass the policy too.
+      // An IP destination with a name inside: the name must pass the policy too (and a reload
+      // judges it again).
       tls.decision = context.policy->decide(*named, port);
+      tls.tls_name = *named;
       co_return tls;
     }
     default:
@@ -179,8 +182,12 @@ void deny_established(SessionContext& context, std::string_view host, std::uint1
 
 asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser,
                                      boost::beast::flat_buffer& buffer) {
-  // The rules in force now decide this CONNECT, whatever came before on the connection.
+  // The rules in force now decide this CONNECT, whatever came before on the connection. An
+  // upstream kept from earlier plain requests was closed by the caller: forget it, so that a
+  // reload judges this tunnel, not that old destination.
   context.begin_request();
+  context.live.destination.reset();
+  context.live.revoked.reset();
   const std::string raw_target(parser.get().target());
   // The head's fields are not needed past this point; drop them rather than hold them for the
   // tunnel's lifetime.
@@ -212,8 +219,7 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
 
   // 3. LaunchDarkly, when enabled. Its answer may come after the drain closed the connection.
   const auto remote = co_await consult_remote_allowlist(context, "CONNECT", host, port);
-  if (context.stopping()) {
-    context.record_shutting_down("CONNECT", display, port);
+  if (!context.still_wanted("CONNECT", display, port)) {
     co_return;
   }
   if (remote && !remote->allowed) {
@@ -222,8 +228,7 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
 
   // 4. Resolve, check the addresses, connect.
   DialResult dial = co_await dial_upstream(context, host, port);
-  if (context.stopping()) {
-    context.record_shutting_down("CONNECT", display, port);
+  if (!context.still_wanted("CONNECT", display, port)) {
     co_return;
   }
   if (!dial.connected) {
@@ -253,8 +258,7 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   std::string note = remote_allowlist_note(remote);
   if (!write_error && inspect) {
     const FirstBytes first = co_await inspect_first_bytes(context, host, port, buffer);
-    if (context.stopping()) {
-      context.record_shutting_down("CONNECT", display, port);
+    if (!context.still_wanted("CONNECT", display, port)) {
       co_return;
     }
     if (!first.decision.allowed()) {
@@ -264,6 +268,7 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
       co_return;
     }
     destination.ssh = first.ssh;
+    destination.tls_name = first.tls_name;
     if (!first.note.empty()) {
       note = note.empty() ? first.note : note + "; " + first.note;
     }
@@ -271,8 +276,7 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
     // Bytes that came with the head go upstream below, before the relay could look at them:
     // look for SSH in them here.
     const bool ssh = co_await starts_with_ssh(context, buffer);
-    if (context.stopping()) {
-      context.record_shutting_down("CONNECT", display, port);
+    if (!context.still_wanted("CONNECT", display, port)) {
       co_return;
     }
     if (ssh) {
@@ -290,13 +294,11 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   const bool watch_for_ssh = !inspect && buffer.size() == 0;
 
   // 6. A reload while this tunnel was being set up: the rules now in force judge it again, as
-  // they judged every tunnel already open.
-  if (context.settings().revoke_on_reload && context.worker.policy != context.policy) {
-    if (auto revoked = server::judge_again(*context.worker.policy, destination)) {
-      deny_established(context, display, port, upstream_address, revoked->reason, revoked->rule,
-                       revoked->detail);
-      co_return;
-    }
+  // they judged every tunnel already open. From here on a reload finds it registered.
+  if (auto revoked = context.register_destination(std::move(destination))) {
+    deny_established(context, display, port, upstream_address, revoked->reason, revoked->rule,
+                     revoked->detail);
+    co_return;
   }
 
   log::Record record;
@@ -320,6 +322,9 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
         co_await asio::async_write(context.upstream, buffer.data(), use_tuple);
     write_error = forward_error;
     early_bytes = forwarded;
+    if (!context.still_wanted("CONNECT", display, port)) {
+      co_return;
+    }
   }
   // The head buffer is done with: free it before a possibly long-lived tunnel.
   buffer = boost::beast::flat_buffer();
@@ -346,7 +351,9 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   }
   // 8. Hand the sockets to a TunnelSession and let this coroutine (and its caller) finish, so a
   // long-lived tunnel holds no coroutine frames.
-  TunnelSession::start(context, display, std::move(destination), early_bytes, watch_for_ssh);
+  server::Destination registered = std::move(*context.live.destination);
+  context.live.destination.reset();
+  TunnelSession::start(context, display, std::move(registered), early_bytes, watch_for_ssh);
 }
 
 }  // namespace sandgate::session

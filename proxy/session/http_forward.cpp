@@ -588,8 +588,7 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
 
   // 3b. LaunchDarkly, when enabled. Its answer may come after the drain closed the connection.
   const auto remote = co_await consult_remote_allowlist(context, method, host, port);
-  if (context.stopping()) {
-    context.record_shutting_down(method, display, port);
+  if (!context.still_wanted(method, display, port)) {
     co_return Next::stop;
   }
   if (remote && !remote->allowed) {
@@ -603,11 +602,13 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
                      upstream.buffer.size() == 0 && upstream_still_idle(context.upstream);
   upstream.reusable = false;  // until this exchange shows it can be
   if (!reuse) {
+    // The old upstream (another host, or gone stale) is closed: it is no longer this
+    // connection's destination.
     context.upstream.close(ignored);
+    context.live.destination.reset();
     upstream.buffer.clear();
     DialResult dial = co_await dial_upstream(context, host, port);
-    if (context.stopping()) {
-      context.record_shutting_down(method, display, port);
+    if (!context.still_wanted(method, display, port)) {
       co_return Next::stop;
     }
     if (!dial.connected) {
@@ -622,12 +623,19 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
       upstream.dialled = to_rules_address(dial.endpoint.address());
     }
   }
-  // Registered while the upstream is open, so that a reload can judge it again.
+  // Registered while the upstream is open, so that a reload can judge it again; judged first by
+  // the rules now in force if a reload came during the waits above.
   server::Destination destination;
   destination.host = host;
   destination.port = port;
   destination.address = upstream.dialled;
-  context.live.destination = std::move(destination);
+  if (auto revoked = context.register_destination(std::move(destination))) {
+    context.upstream.close(ignored);
+    context.live.destination.reset();
+    co_await reply_and_log(context, ReplyKind::denied, "deny", method, display, port,
+                           revoked->reason, revoked->detail, revoked->rule);
+    co_return Next::stop;
+  }
   {
     log::Record record;
     record.connection_id = context.id;
@@ -824,7 +832,11 @@ asio::awaitable<void> serve_requests(SessionContext& context, HeadParser& first,
     context.upstream.close(ignored);
     switch (read.status) {
       case HeadRead::Status::ok:
+        break;
       case HeadRead::Status::closed:
+        if (read.partial) {
+          context.record_no_request(true);  // the client left in the middle of a head
+        }
         context.client.close(ignored);
         break;
       case HeadRead::Status::timeout:

@@ -84,6 +84,57 @@ void SessionContext::record_internal_error(std::string_view what) {
   worker.metrics.count_decision("error", "internal-error");
 }
 
+std::optional<server::Revocation> SessionContext::register_destination(
+    server::Destination destination) {
+  if (settings().revoke_on_reload && worker.policy != policy) {
+    if (auto revocation = server::judge_again(*worker.policy, destination)) {
+      return revocation;
+    }
+  }
+  live.destination = std::move(destination);
+  return std::nullopt;
+}
+
+bool SessionContext::still_wanted(std::string_view method, std::string_view host,
+                                  std::uint16_t port) {
+  if (stopping()) {
+    record_shutting_down(method, host, port);
+    return false;
+  }
+  if (live.revoked) {
+    boost::system::error_code ignored;
+    client.close(ignored);
+    upstream.close(ignored);
+    record_revoked(method, 0, 0);
+    return false;
+  }
+  return true;
+}
+
+void SessionContext::record_no_request(bool partial) {
+  std::string_view reason = partial ? "client-closed" : "no-request";
+  std::string_view detail = partial
+                                ? "the client closed the connection in the middle of a request head."
+                                : "the client closed the connection without sending a request.";
+  if (stopping()) {
+    reason = "shutting-down";
+    detail = "the gate is shutting down; the connection was closed before a request arrived.";
+  }
+  log::Record end;
+  end.event = log::Record::Event::end;
+  end.connection_id = id;
+  end.client = client_address;
+  end.method = "-";
+  end.host = "-";
+  end.verdict = "error";
+  end.reason = reason;
+  end.outcome = "closed";
+  end.detail = detail;
+  end.duration_ms = elapsed_ms();
+  log().write(end);
+  worker.metrics.count_decision("error", reason);
+}
+
 void SessionContext::record_shutting_down(std::string_view method, std::string_view host,
                                           std::uint16_t port) {
   boost::system::error_code ignored;

@@ -36,6 +36,14 @@ struct SessionContext {
 
   // Takes the worker's current policy for the request that has just arrived.
   void begin_request() { policy = worker.policy; }
+  // Registers where the connection now leads, for reloads to judge; first judges it with the
+  // rules in force now if a reload came while the request was being set up (its waits for
+  // LaunchDarkly, DNS or the connect). Returns the revocation when those rules deny it; then
+  // nothing is registered and the caller refuses the request.
+  std::optional<server::Revocation> register_destination(server::Destination destination);
+  // After a wait: true when the connection can go on. Otherwise the drain or a reload closed it
+  // while it waited, and the line saying so has been written (shutting-down, or revoked).
+  bool still_wanted(std::string_view method, std::string_view host, std::uint16_t port);
   // True once the drain deadline has passed: a session that resumes from a wait ends instead of
   // starting anything new (its sockets have been closed).
   bool stopping() const { return worker.stopping; }
@@ -51,6 +59,10 @@ struct SessionContext {
   // The end line of a connection that an unexpected error ended (an exception from anywhere on
   // its path): outcome "error", reason "internal-error", counted as such. Closes both sockets.
   void record_internal_error(std::string_view what);
+  // The line of a connection whose client left, or was closed by the drain, in the middle of a
+  // request head (`partial`) or before sending anything: an end line with outcome "closed" and
+  // reason "client-closed" (a partial head), "no-request", or "shutting-down".
+  void record_no_request(bool partial);
   // The line of a request that the drain ended before it was decided or connected: verdict
   // "error", reason "shutting-down". Closes both sockets.
   void record_shutting_down(std::string_view method, std::string_view host, std::uint16_t port);

@@ -92,6 +92,10 @@ void TunnelSession::log_end(std::string_view outcome, const relay::Result& resul
     record_late_denial(worker_, end);
     return;
   }
+  if (refused_) {
+    end.verdict = "deny";  // after the deny line of the refused first bytes
+    end.reason = refused_->reason;
+  }
   if (result.outcome == relay::Outcome::internal_error) {
     end.verdict = "error";
     end.reason = "internal-error";

@@ -104,9 +104,9 @@ asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::
   boost::system::error_code last_error = asio::error::host_not_found;
   tcp::endpoint last_endpoint;
   for (const auto& address : addresses) {
-    if (context.stopping()) {
+    if (context.stopping() || !context.client.is_open()) {
       last_error = asio::error::operation_aborted;
-      break;  // the drain: nothing new is started
+      break;  // the drain or a reload closed the client: nothing new is started
     }
     last_endpoint = tcp::endpoint(address, port);
     boost::system::error_code ec;

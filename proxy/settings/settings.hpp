@@ -87,7 +87,8 @@ struct Settings {
   // `Proxy-Authorization: Basic base64(any-user:token)`. A secret: never logged or echoed.
   std::string token;
   std::string token_file;  // where `token` was read from (its first line), if from a file
-  unsigned threads = 0;  // 0: one per core
+  unsigned threads = 0;  // 0: one per CPU this process may use (usable_cpus())
+  std::string threads_note;  // why `threads` is what it is, for the start-up log
   std::chrono::seconds drain{10};
   std::vector<std::string> dns_servers;
   std::chrono::seconds dns_timeout{5};
@@ -132,6 +133,14 @@ Expected<Settings, std::string> load(const Sources& sources);
 
 // The socket path of a `unix:PATH` listen setting, or nothing for an IP listen address.
 std::optional<std::string_view> unix_listen_path(std::string_view listen);
+
+// The CPUs this process may run on: the affinity mask, capped by a cgroup v2 CPU quota (as Go's
+// runtime counts them); at least 1. `why` says which limit decided, for the log.
+struct UsableCpus {
+  unsigned count = 1;
+  std::string why;
+};
+UsableCpus usable_cpus();
 
 // Helpers, exposed for tests.
 std::optional<bool> parse_bool(std::string_view text);

@@ -8,6 +8,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -56,7 +57,7 @@ std::string join_ports(const std::vector<std::uint16_t>& ports) {
   return join(items);
 }
 
-unsigned default_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
+unsigned default_threads() { return usable_cpus().count; }
 
 // A temporary home folder, a fake environment and flags; load() reads nothing else.
 class SettingsTest : public ::testing::Test {
@@ -960,6 +961,7 @@ TEST_F(SettingsTest, DnsServers) {
 
 TEST_F(SettingsTest, ThreadsAndOtherNumbers) {
   EXPECT_EQ(ok().threads, default_threads());
+
   env_["SANDGATE_THREADS"] = "4";
   EXPECT_EQ(ok().threads, 4u);
   env_["SANDGATE_THREADS"] = "256";
@@ -1004,6 +1006,25 @@ TEST_F(SettingsTest, ThreadsAndOtherNumbers) {
   EXPECT_EQ(s.idle_timeout.count(), 300);
   EXPECT_EQ(s.max_connections, 10u);
   EXPECT_EQ(s.log_format, LogFormat::json);
+}
+
+// The default worker count follows the CPUs this process may run on, not the machine's.
+TEST(SettingsThreads, DefaultFollowsTheAffinityMask) {
+  cpu_set_t previous;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof previous, &previous), 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &previous)) {
+      CPU_SET(cpu, &one);
+      break;
+    }
+  }
+  ASSERT_EQ(::sched_setaffinity(0, sizeof one, &one), 0);
+  const UsableCpus cpus = usable_cpus();
+  ::sched_setaffinity(0, sizeof previous, &previous);
+  EXPECT_EQ(cpus.count, 1u);
+  EXPECT_FALSE(cpus.why.empty());
 }
 
 // ---- load_policy ----
