@@ -40,7 +40,10 @@ const std::vector<std::string_view>& known_reasons() {
       "destination-unavailable", "connection-limit", "request-timeout",
       "header-too-large", "bad-request",         "origin-form",
       "https-absolute-form", "upstream-failure", "auth-required",
-      "auth-failed",      "other",
+      "auth-failed",      "sni-missing",         "bad-response",
+      "upstream-closed",  "response-timeout",    "internal-error",
+      "shutting-down",    "client-closed",       "no-request",
+      "other",
   };
   return reasons;
 }

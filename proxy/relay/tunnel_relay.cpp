@@ -18,6 +18,8 @@ using asio::ip::tcp;
 using clock = std::chrono::steady_clock;
 
 constexpr std::size_t kChunk = 64 * 1024;
+// Pipefuls moved in a row before a direction yields to the worker's other work.
+constexpr int kBurst = 8;
 
 bool would_block(int error) { return error == EAGAIN || error == EWOULDBLOCK; }
 
@@ -148,6 +150,7 @@ void TunnelRelay::on_readable(Direction& d) {
     const int error = errno;
     pipes_.release(d.pipe);
     d.pipe = {};
+    d.burst = 0;
     if (in == 0) {
       finish_direction(d, true);
     } else if (would_block(error)) {
@@ -188,7 +191,14 @@ void TunnelRelay::drain(Direction& d) {
       fail(d);
       return;
     }
-    // Empty again: give the pipe back, so an idle tunnel holds none.
+    // Empty again. While the source keeps having more, read on without a readiness wait (a
+    // bounded number of times, so one busy tunnel cannot hold the worker's thread); on_readable
+    // gives the pipe back and waits when the source has nothing.
+    if (++d.burst < kBurst) {
+      on_readable(d);
+      return;
+    }
+    d.burst = 0;
     pipes_.release(d.pipe);
     d.pipe = {};
     wait_readable(d);

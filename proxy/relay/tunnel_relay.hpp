@@ -62,6 +62,7 @@ class TunnelRelay {
     std::unique_ptr<char[]> buffer;          // the copy path's buffer, only while in flight
     std::uint64_t* bytes;
     bool done = false;
+    int burst = 0;  // pipefuls moved since the last readiness wait
   };
 
   void wait_readable(Direction& d);
