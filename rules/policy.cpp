@@ -46,29 +46,6 @@ Decision deny(Reason reason, AddressClass cls = AddressClass::public_address) {
 
 }  // namespace
 
-std::string_view reason_code(Reason reason) {
-  switch (reason) {
-    case Reason::allowed: return "allowed";
-    case Reason::invalid_host: return "invalid-host";
-    case Reason::loopback: return "loopback";
-    case Reason::ip_address: return "ip-address";
-    case Reason::metadata_address: return "metadata-address";
-    case Reason::private_address: return "private-address";
-    case Reason::reserved_address: return "reserved-address";
-    case Reason::blocklist: return "blocklist";
-    case Reason::port_not_allowed: return "port-not-allowed";
-    case Reason::ssh_disabled: return "ssh-disabled";
-    case Reason::ssh_non_git_host: return "ssh-non-git-host";
-    case Reason::not_allowlisted: return "not-allowlisted";
-    case Reason::launchdarkly: return "launchdarkly";
-    case Reason::launchdarkly_unreachable: return "launchdarkly-unreachable";
-    case Reason::sni_mismatch: return "sni-mismatch";
-    case Reason::sni_missing: return "sni-missing";
-    case Reason::protocol_mismatch: return "protocol-mismatch";
-  }
-  return "unknown";
-}
-
 std::string rule_text(const RuleMatch& rule) {
   return std::string(rule.source) + ":" + std::to_string(rule.line) + " " +
          std::string(rule.entry);
@@ -294,8 +271,11 @@ std::string Policy::explain(const Decision& decision, const Host& host,
     case Reason::protocol_mismatch:
       return "the client did not start TLS on " + target +
              ", a TLS port (SANDGATE_TLS_PORTS, SANDGATE_SNI_CHECK).";
+    default:
+      // The proxy's own reasons (the request, DNS, connect, the gate) are never a policy
+      // decision; the sessions write their own sentences for them. The table's line serves.
+      return target + ": " + std::string(reason_info(decision.reason).description) + ".";
   }
-  return target + " was denied.";
 }
 
 }  // namespace sandgate::rules

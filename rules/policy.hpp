@@ -26,34 +26,12 @@
 #include "rules/domain_set.hpp"
 #include "rules/host.hpp"
 #include "rules/ip_address.hpp"
+#include "rules/reason.hpp"
 
 namespace sandgate::rules {
 
-enum class Verdict : std::uint8_t { allow, deny };
-
-// Why a connection was allowed or denied. The codes (see reason_code) are stable: logs,
-// Proxy-Status details and tests key on them.
-enum class Reason : std::uint8_t {
-  allowed,                   // no rule objected
-  invalid_host,              // the destination is no valid host or port
-  loopback,                  // the destination is this machine (any spelling, *.localhost)
-  ip_address,                // a raw IP literal, and IP literals are not allowed
-  metadata_address,          // a cloud metadata service or link-local address
-  private_address,           // RFC 1918 / CGNAT / unique-local, and private networks are blocked
-  reserved_address,          // multicast, broadcast, documentation and other unroutable ranges
-  blocklist,                 // matched an entry of the blocklist
-  port_not_allowed,          // the port is not in SANDGATE_ALLOWED_PORTS
-  ssh_disabled,              // an SSH port, and SSH is disabled
-  ssh_non_git_host,          // an SSH port, and the host is not one of the git hosts
-  not_allowlisted,           // allowlist mode, and no allowlist entry matched
-  launchdarkly,              // the LaunchDarkly allowlist said no
-  launchdarkly_unreachable,  // LaunchDarkly gave no usable answer and failover is `deny`
-  sni_mismatch,              // the TLS ClientHello names another server than the CONNECT host
-  sni_missing,               // the TLS ClientHello names no server, while the CONNECT names one
-  protocol_mismatch,         // not TLS on a TLS port (or a broken ClientHello)
-};
-
-std::string_view reason_code(Reason);  // "ip-address", "ssh-non-git-host", ...
+// Verdict and Reason, and their table (codes, replies, verdicts): rules/reason.hpp. A decision of
+// the policy is always `allow` with Reason::allowed or `deny` with one of the policy's reasons.
 
 struct Decision {
   Verdict verdict = Verdict::allow;

@@ -134,6 +134,56 @@ std::string joined(const std::string& folder, const std::string& rest) {
   return folder == "/" ? "/" + rest : folder + "/" + rest;
 }
 
+// Remounts every mount of this namespace read-only, /proc aside (a fresh one replaces it). Each
+// keeps the flags the kernel locked when the mount namespace was copied into the user namespace.
+Expected<bool, std::string> remount_all_read_only() {
+  std::string text;
+  if (const int fd = ::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC); fd >= 0) {
+    char buffer[65536];
+    ssize_t got = 0;
+    while ((got = ::read(fd, buffer, sizeof buffer)) > 0) {
+      text.append(buffer, static_cast<std::size_t>(got));
+    }
+    ::close(fd);
+  }
+  const auto mounts = parse_mountinfo(text);
+  if (mounts.empty()) {
+    return Unexpected{std::string("cannot read /proc/self/mountinfo")};
+  }
+  for (const auto& m : mounts) {
+    if (is_within(m.point, "/proc")) {
+      continue;
+    }
+    if (::mount(nullptr, m.point.c_str(), nullptr,
+                MS_BIND | MS_REMOUNT | MS_RDONLY | locked_flags(m.point), nullptr) == 0) {
+      continue;
+    }
+    if (errno == ENOENT || errno == EACCES || errno == ENOTDIR || errno == ESTALE) {
+      continue;  // out of reach (a folder this user cannot enter): out of the command's too
+    }
+    return Unexpected{errno_text("cannot make " + m.point + " read-only")};
+  }
+  return true;
+}
+
+// A new devpts instance on /dev/pts, its ptmx bound on /dev/ptmx: ptys opened inside are the
+// instance's, and the host's /dev/pts/N (the user's other terminals) are not there.
+Expected<bool, std::string> mount_fresh_devpts() {
+  struct stat info {};
+  if (::stat("/dev/pts", &info) != 0 || !S_ISDIR(info.st_mode)) {
+    return true;  // no devpts to replace
+  }
+  if (::mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+              "newinstance,ptmxmode=0666,mode=0620") != 0) {
+    return Unexpected{errno_text("cannot mount a new devpts instance on /dev/pts")};
+  }
+  if (::stat("/dev/ptmx", &info) == 0 &&
+      ::mount("/dev/pts/ptmx", "/dev/ptmx", nullptr, MS_BIND, nullptr) != 0) {
+    return Unexpected{errno_text("cannot bind /dev/pts/ptmx on /dev/ptmx")};
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<std::string> mount_aliases(std::string_view mountinfo, const std::string& path) {
@@ -193,9 +243,21 @@ Expected<bool, std::string> build_private_view(const ViewPlan& plan,
     }
     kept.push_back({path, fd, info.st_mode});
   }
-  for (const auto& root : plan.private_roots) {
+  // Every mount read-only, before anything is mounted on top: what is writable is bound back
+  // below.
+  if (plan.read_only_root) {
+    if (auto done = remount_all_read_only(); !done) {
+      close_kept();
+      return done;
+    }
+  }
+  for (std::size_t i = 0; i < plan.private_roots.size(); ++i) {
+    const std::string& root = plan.private_roots[i];
     const bool sticky = root != "/run" && root != "/var/run";
-    const std::string options = sticky ? "mode=1777" : "mode=0755";
+    std::string options = sticky ? "mode=1777" : "mode=0755";
+    if (i < plan.private_options.size() && !plan.private_options[i].empty()) {
+      options += "," + plan.private_options[i];
+    }
     if (::mount("tmpfs", root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) != 0) {
       const std::string error = errno_text("cannot mount a private tmpfs on " + root);
       close_kept();
@@ -215,6 +277,27 @@ Expected<bool, std::string> build_private_view(const ViewPlan& plan,
     }
   }
   close_kept();
+  if (plan.fresh_devpts) {
+    if (auto done = mount_fresh_devpts(); !done) {
+      return done;
+    }
+  }
+  // The writable places, read-write again (parents first). Only the top mount of each: a file
+  // system mounted inside one stays read-only, as do second mounts of protected folders.
+  for (const auto& path : plan.writable) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+      continue;
+    }
+    if (::mount(path.c_str(), path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      return Unexpected{errno_text("cannot bind " + path + " onto itself")};
+    }
+    if (::mount(nullptr, path.c_str(), nullptr, MS_BIND | MS_REMOUNT | locked_flags(path),
+                nullptr) != 0 &&
+        errno != EPERM) {  // EPERM: read-only on the host already (locked): it stays so
+      return Unexpected{errno_text("cannot make " + path + " writable")};
+    }
+  }
   // Sockets outside the private folders, as found at start-up: /dev/null over each.
   for (const auto& path : plan.hide) {
     if (::mount("/dev/null", path.c_str(), nullptr, MS_BIND, nullptr) == 0) {
@@ -244,6 +327,12 @@ Expected<bool, std::string> build_private_view(const ViewPlan& plan,
 Expected<bool, std::string> mount_fresh_proc() {
   if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
     return Unexpected{errno_text("cannot mount /proc for the new pid namespace")};
+  }
+  // Kernel settings: read-only, whoever the command is.
+  if (::mount("/proc/sys", "/proc/sys", nullptr, MS_BIND | MS_REC, nullptr) != 0 ||
+      ::mount(nullptr, "/proc/sys", nullptr,
+              MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+    return Unexpected{errno_text("cannot make /proc/sys read-only")};
   }
   return true;
 }

@@ -9,7 +9,13 @@
 //   - protected paths in folders that must stay writable (a repository's .git/config and
 //     .git/hooks) bound read-only onto themselves, and their folders bound onto themselves, so
 //     that none can be written, removed or renamed (a mount point cannot be);
-//   - a fresh /proc for the new pid namespace.
+//   - with read_only_root: every mount remounted read-only (keeping the flags the kernel locks
+//     in a user namespace), then the writable places bound back read-write: everything else,
+//     the home included, refuses writes and metadata changes (chmod, utimes, xattrs) with EROFS;
+//     a file system mounted inside a writable place stays read-only;
+//   - a new devpts instance on /dev/pts (and its ptmx on /dev/ptmx): the user's other
+//     terminals are not there;
+//   - a fresh /proc for the new pid namespace, its /proc/sys read-only.
 //
 // Mount work runs in the confined child, single-threaded, between clone() and exec(). The
 // mountinfo parsing is pure and thread-safe.
@@ -24,12 +30,19 @@
 namespace sandgate::sandbox {
 
 struct ViewPlan {
-  std::vector<std::string> private_roots;  // absolute, existing folders (not links): tmpfs over
-  std::vector<std::string> keep;           // absolute paths under a private root, bound back
-  std::string runtime_dir;                 // $XDG_RUNTIME_DIR: re-created empty (0700) inside
-  std::vector<std::string> hide;           // unix sockets elsewhere: /dev/null bound over each
-  std::vector<std::string> read_only;      // bound read-only onto themselves (existing paths)
-  std::vector<std::string> pinned;         // bound read-write onto themselves: cannot be moved
+  std::vector<std::string> private_roots;    // absolute, existing folders (not links): tmpfs over
+  std::vector<std::string> private_options;  // tmpfs options for each private root, same order
+                                             // ("" or missing: mode only, no size limit)
+  // Every mount read-only first (bubblewrap's way: chmod, chown, utimes and setxattr fail with
+  // EROFS, which Landlock cannot deny), then `writable` bound back read-write.
+  bool read_only_root = false;
+  std::vector<std::string> writable;  // existing folders bound read-write onto themselves
+  bool fresh_devpts = false;  // a new devpts instance on /dev/pts: the host's ptys are not there
+  std::vector<std::string> keep;       // absolute paths under a private root, bound back
+  std::string runtime_dir;             // $XDG_RUNTIME_DIR: re-created empty (0700) inside
+  std::vector<std::string> hide;       // unix sockets elsewhere: /dev/null bound over each
+  std::vector<std::string> read_only;  // bound read-only onto themselves (existing paths)
+  std::vector<std::string> pinned;     // bound read-write onto themselves: cannot be moved
 };
 
 // Makes the mount namespace private (nothing propagates to the host), then builds the view

@@ -39,64 +39,90 @@ bool write_all(int fd, const char* data, std::size_t size) {
 }  // namespace
 
 bool PtyRelay::wanted() {
-  return ::isatty(STDIN_FILENO) == 1 && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::isatty(fd) == 1) {
+      return true;
+    }
+  }
+  return false;
 }
 
-Expected<std::unique_ptr<PtyRelay>, std::string> PtyRelay::open() {
+Expected<std::unique_ptr<PtyRelay>, std::string> PtyRelay::prepare() {
   std::unique_ptr<PtyRelay> pty(new PtyRelay());
-  pty->master_ = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (pty->master_ < 0) {
-    return Unexpected{errno_text("posix_openpt")};
-  }
-  char name[128];
-  if (::grantpt(pty->master_) != 0 || ::unlockpt(pty->master_) != 0 ||
-      ::ptsname_r(pty->master_, name, sizeof name) != 0) {
-    return Unexpected{errno_text("cannot prepare the pseudo-terminal")};
-  }
-  pty->slave_ = ::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (pty->slave_ < 0) {
-    return Unexpected{errno_text(std::string("cannot open ") + name)};
-  }
-  termios modes{};
-  if (::tcgetattr(STDIN_FILENO, &modes) == 0) {
-    ::tcsetattr(pty->slave_, TCSANOW, &modes);
-  }
-  winsize size{};
-  if (::ioctl(STDIN_FILENO, TIOCGWINSZ, &size) == 0) {
-    ::ioctl(pty->slave_, TIOCSWINSZ, &size);
-  }
   for (int fd = 0; fd <= 2; ++fd) {
     if (::isatty(fd) == 1) {
       pty->streams_ |= 1U << fd;
+      pty->terminal_ = pty->terminal_ < 0 ? fd : pty->terminal_;
     }
+  }
+  if (pty->terminal_ < 0) {
+    return Unexpected{std::string("none of the standard streams is a terminal")};
   }
   pty->output_ = ::isatty(STDOUT_FILENO) == 1   ? STDOUT_FILENO
                  : ::isatty(STDERR_FILENO) == 1 ? STDERR_FILENO
                                                 : -1;
+  // Keys are read only from a terminal on standard input whose foreground `run` is (reading in
+  // the background would stop `run` with SIGTTIN, and the keys belong to the foreground).
+  pty->interactive_ = ::isatty(STDIN_FILENO) == 1 && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
   if (::pipe2(pty->stop_pipe_, O_CLOEXEC) != 0) {
     return Unexpected{errno_text("pipe")};
   }
   return pty;
 }
 
+Expected<std::pair<int, int>, std::string> PtyRelay::open_pair() {
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (master < 0) {
+    return Unexpected{errno_text("posix_openpt")};
+  }
+  char name[128];
+  if (::grantpt(master) != 0 || ::unlockpt(master) != 0 ||
+      ::ptsname_r(master, name, sizeof name) != 0) {
+    const std::string error = errno_text("cannot prepare the pseudo-terminal");
+    ::close(master);
+    return Unexpected{error};
+  }
+  const int slave = ::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (slave < 0) {
+    const std::string error = errno_text(std::string("cannot open ") + name);
+    ::close(master);
+    return Unexpected{error};
+  }
+  return std::make_pair(master, slave);
+}
+
+void PtyRelay::adopt(int master) {
+  master_ = master;
+  // Terminal ioctls on a master act on its slave: the command's terminal gets the user's modes
+  // and window size.
+  termios modes{};
+  if (::tcgetattr(terminal_, &modes) == 0) {
+    if (!interactive_) {
+      // The user's terminal stays in its own (cooked) mode and translates newlines itself.
+      modes.c_oflag &= ~static_cast<tcflag_t>(OPOST);
+    }
+    ::tcsetattr(master_, TCSANOW, &modes);
+  }
+  winsize size{};
+  if (::ioctl(terminal_, TIOCGWINSZ, &size) == 0) {
+    ::ioctl(master_, TIOCSWINSZ, &size);
+  }
+}
+
 PtyRelay::~PtyRelay() {
   finish();
-  for (int fd : {master_, slave_, stop_pipe_[0], stop_pipe_[1]}) {
+  for (int fd : {master_, stop_pipe_[0], stop_pipe_[1]}) {
     if (fd >= 0) {
       ::close(fd);
     }
   }
 }
 
-void PtyRelay::close_slave() {
-  if (slave_ >= 0) {
-    ::close(slave_);
-    slave_ = -1;
-  }
-}
-
 void PtyRelay::start() {
-  if (::tcgetattr(STDIN_FILENO, &saved_) == 0) {
+  if (master_ < 0) {
+    return;
+  }
+  if (interactive_ && ::tcgetattr(STDIN_FILENO, &saved_) == 0) {
     termios raw = saved_;
     ::cfmakeraw(&raw);
     raw_ = ::tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
@@ -106,7 +132,7 @@ void PtyRelay::start() {
 
 void PtyRelay::resize() {
   winsize size{};
-  if (::ioctl(STDIN_FILENO, TIOCGWINSZ, &size) == 0) {
+  if (master_ >= 0 && ::ioctl(terminal_, TIOCGWINSZ, &size) == 0) {
     ::ioctl(master_, TIOCSWINSZ, &size);  // the kernel sends SIGWINCH to the command
   }
 }
@@ -127,7 +153,7 @@ void PtyRelay::finish() {
 
 void PtyRelay::relay() {
   char buffer[16384];
-  bool input_open = true;
+  bool input_open = interactive_;
   for (;;) {
     pollfd fds[3] = {{master_, POLLIN, 0},
                      {stop_pipe_[0], POLLIN, 0},

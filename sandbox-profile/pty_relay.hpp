@@ -1,14 +1,18 @@
 // The terminal of a confined command on Linux. The command runs in a session of its own, so it
 // has no controlling terminal of the user's: it cannot push keystrokes into the user's shell
 // with TIOCSTI (the kernel allows TIOCSTI only on one's own controlling terminal), nor take the
-// terminal's foreground. When `run` is started in the foreground of a terminal, the command gets
-// a pseudo-terminal instead, opened here: its slave becomes the command's controlling terminal
-// (and its standard streams where `run`'s were the terminal), and `run` relays bytes between
-// the user's terminal, put in raw mode, and the master, with the window size. Keystrokes the
-// command pushes into its own terminal reach only itself.
+// terminal's foreground. Whenever one of `run`'s standard streams is a terminal, the command gets
+// a pseudo-terminal instead, opened inside its confinement from a devpts instance of its own
+// (the user's other terminals, /dev/pts/N, are not there): its slave becomes the command's
+// controlling terminal and its standard streams where `run`'s were the terminal, so the command
+// never holds a descriptor of the user's terminal (it could read keys from it or change its
+// modes). `run` relays the command's output to the user's terminal and, when it is in the
+// terminal's foreground with the terminal on standard input, the keys back, with the user's
+// terminal in raw mode (restored at the end) and the window size. Keystrokes the command pushes
+// into its own terminal reach only itself.
 //
-// Linux only. open() runs before clone(); start(), resize() and finish() in `run`'s main
-// thread; the relay runs on a thread of its own until finish().
+// Linux only. prepare() runs before clone(), open_pair() inside, adopt(), start(), resize() and
+// finish() in `run`'s main thread; the relay runs on a thread of its own until finish().
 #pragma once
 
 #include <termios.h>
@@ -17,6 +21,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "rules/expected.hpp"
 
@@ -24,9 +29,17 @@ namespace sandgate::sandbox {
 
 class PtyRelay {
  public:
-  // A pseudo-terminal like the user's (modes and window size copied from standard input), or
-  // an error naming the call that failed.
-  static Expected<std::unique_ptr<PtyRelay>, std::string> open();
+  // A relay for the standard streams that are terminals, before clone(): which ones, where
+  // output goes, whether keys are read. The pty itself is opened inside (open_pair()) and its
+  // master handed over with adopt().
+  static Expected<std::unique_ptr<PtyRelay>, std::string> prepare();
+
+  // Opens a pseudo-terminal pair (master, slave; close-on-exec) from /dev/ptmx: inside the
+  // confinement, in its own devpts instance. The error names the call that failed.
+  static Expected<std::pair<int, int>, std::string> open_pair();
+
+  // Takes the master (opened inside) and gives its slave the user's modes and window size.
+  void adopt(int master);
 
   // True when standard input is a terminal whose foreground `run` is: a relay is wanted.
   static bool wanted();
@@ -35,15 +48,11 @@ class PtyRelay {
   PtyRelay(const PtyRelay&) = delete;
   PtyRelay& operator=(const PtyRelay&) = delete;
 
-  // The slave, for the command (close-on-exec); -1 after close_slave().
-  int slave() const { return slave_; }
   // Which of descriptors 0, 1 and 2 were the terminal (bit N for descriptor N): the command gets
   // the slave in their place.
   unsigned terminal_streams() const { return streams_; }
-  // The parent's copy, closed once the command's process holds its own.
-  void close_slave();
 
-  // Puts the user's terminal in raw mode and starts relaying.
+  // Puts the user's terminal in raw mode (when keys are read) and starts relaying.
   void start();
   // Copies the user's window size to the command's terminal (on SIGWINCH).
   void resize();
@@ -55,7 +64,8 @@ class PtyRelay {
   void relay();
 
   int master_ = -1;
-  int slave_ = -1;
+  int terminal_ = -1;         // the first of 0, 1, 2 that is the user's terminal
+  bool interactive_ = false;  // standard input is the terminal and `run` is in its foreground
   int output_ = -1;  // where the command's output goes: the terminal among 1 and 2, or nowhere
   unsigned streams_ = 0;
   int stop_pipe_[2] = {-1, -1};

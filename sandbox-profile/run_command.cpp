@@ -27,6 +27,7 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "proxy/launchdarkly/remote_allowlist.hpp"
 #include "proxy/log/decision_log.hpp"
@@ -41,6 +42,8 @@
 #ifdef __linux__
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/sysinfo.h>
 #include <sys/un.h>
 
 #include <algorithm>
@@ -50,6 +53,7 @@
 #include "sandbox-profile/port_forwarder.hpp"
 #include "sandbox-profile/pty_relay.hpp"
 #include "sandbox-profile/self_probe.hpp"
+#include "sandbox-profile/socket_filter.hpp"
 #include "sandbox-profile/unix_sockets.hpp"
 #endif
 #ifdef __APPLE__
@@ -62,6 +66,11 @@ namespace sandgate::sandbox {
 namespace {
 
 namespace fs = std::filesystem;
+
+#ifdef __linux__
+// RLIMIT_NPROC for the command: generous for parallel builds, a stop for a fork bomb.
+constexpr rlim_t kProcessLimit = 4096;
+#endif
 
 // Signals passed on to CMD. SIGCHLD is taken too, to learn when CMD ends.
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
@@ -402,7 +411,8 @@ bool within_any(const std::string& path, const std::vector<std::string>& folders
   return false;
 }
 
-// Listening unix sockets outside the private folders, found before clone() while /proc/net/unix
+// Unix sockets bound to a path outside the private folders (any type, any state), found before
+// clone() while /proc/net/unix
 // still shows the host's namespace, and the well-known container sockets: every one but the
 // allowed ones and the SSH agent is covered with /dev/null.
 std::vector<std::string> sockets_to_hide_now(const std::vector<std::string>& allowed,
@@ -416,7 +426,7 @@ std::vector<std::string> sockets_to_hide_now(const std::vector<std::string>& all
   std::ifstream file("/proc/net/unix");
   std::stringstream text;
   text << file.rdbuf();
-  std::vector<std::string> candidates = listening_unix_sockets(text.str());
+  std::vector<std::string> candidates = bound_unix_sockets(text.str());
   for (const auto& path : well_known_container_sockets(home, ::geteuid())) {
     candidates.push_back(path);
   }
@@ -443,6 +453,212 @@ std::vector<std::string> sockets_to_hide_now(const std::vector<std::string>& all
   return sockets_to_hide(inputs);
 }
 
+// The home's folders that stay writable: caches that package managers and build tools write on
+// every run and that hold nothing the user's shell, editor or git read as configuration. The
+// rest of the home is read-only (--allow-write adds more). ~/.cache (the XDG cache: pip, go
+// build, ccache, node-gyp, yarn, Bazel, ...) is created if missing; the others only when they
+// exist (a tool whose cache is missing then fails with EROFS and names it).
+// A poisoned cache entry may still be used by a later build outside the sandbox: the price of
+// builds that work.
+std::vector<std::string> home_caches(const std::string& home) {
+  if (home.empty() || home == "/") {
+    return {};
+  }
+  const std::string cache = home + "/.cache";
+  if (!exists(cache)) {
+    ::mkdir(cache.c_str(), 0700);
+  }
+  std::vector<std::string> out;
+  for (const char* name :
+       {"/.cache", "/.npm", "/.cargo/registry", "/.cargo/git", "/go/pkg/mod", "/.m2/repository",
+        "/.gradle/caches", "/.gradle/wrapper", "/.local/share/pnpm"}) {
+    const std::string path = home + name;
+    // A link (~/.cache -> elsewhere) is followed by the bind: only a real folder is granted.
+    struct stat info {};
+    if (::lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+      out.push_back(path);
+    }
+  }
+  return out;
+}
+
+// The size and inode limits of the private tmpfs: /tmp an eighth of RAM, /var/tmp and /dev/shm a
+// sixteenth each (a quarter together), /run, /var/run and the runtime folder 64 MiB each (they
+// hold sockets and pid files). Without them each tmpfs could fill half of RAM.
+std::vector<std::string> private_tmpfs_options(const std::vector<std::string>& roots,
+                                               const std::string& runtime_dir) {
+  struct sysinfo info {};
+  unsigned long long ram = 8ULL << 30;
+  if (::sysinfo(&info) == 0 && info.totalram > 0) {
+    ram = static_cast<unsigned long long>(info.totalram) * info.mem_unit;
+  }
+  std::vector<std::string> out;
+  for (const auto& root : roots) {
+    unsigned long long size = 64ULL << 20;
+    if (root == "/tmp") {
+      size = ram / 8;
+    } else if (root == "/var/tmp" || root == "/dev/shm") {
+      size = ram / 16;
+    } else if (root != runtime_dir && root != "/run" && root != "/var/run") {
+      size = ram / 16;
+    }
+    const unsigned long long inodes = std::max(16384ULL, size / 16384);
+    out.push_back("size=" + std::to_string(size) + ",nr_inodes=" + std::to_string(inodes));
+  }
+  return out;
+}
+
+// Names git itself makes at the top of a git folder. Anything else that appears there during a
+// run (commondir, gitdir, config.worktree, a new modules/ or worktrees/) is quarantined.
+bool git_makes(const std::string& name) {
+  static const char* const kNames[] = {"index",
+                                       "HEAD",
+                                       "ORIG_HEAD",
+                                       "FETCH_HEAD",
+                                       "MERGE_HEAD",
+                                       "MERGE_MSG",
+                                       "MERGE_MODE",
+                                       "MERGE_RR",
+                                       "AUTO_MERGE",
+                                       "CHERRY_PICK_HEAD",
+                                       "REVERT_HEAD",
+                                       "REBASE_HEAD",
+                                       "BISECT_LOG",
+                                       "BISECT_START",
+                                       "BISECT_TERMS",
+                                       "BISECT_EXPECTED_REV",
+                                       "BISECT_ANCESTORS_OK",
+                                       "BISECT_NAMES",
+                                       "BISECT_RUN",
+                                       "BISECT_HEAD",
+                                       "COMMIT_EDITMSG",
+                                       "SQUASH_MSG",
+                                       "TAG_EDITMSG",
+                                       "NOTES_EDITMSG",
+                                       "NOTES_MERGE_PARTIAL",
+                                       "NOTES_MERGE_REF",
+                                       "packed-refs",
+                                       "shallow",
+                                       "description",
+                                       "gc.pid",
+                                       "gc.log",
+                                       "objects",
+                                       "refs",
+                                       "logs",
+                                       "info",
+                                       "rebase-merge",
+                                       "rebase-apply",
+                                       "sequencer",
+                                       "rr-cache",
+                                       "lost-found",
+                                       "branches"};
+  for (const char* known : kNames) {
+    if (name == known) {
+      return true;
+    }
+  }
+  return name.ends_with(".lock") || name.starts_with("NOTES_MERGE_");
+}
+
+// The `.git` entries below each folder (not following links, not entering git folders), and
+// the entries at the top of each git folder. Stops after `limit` entries (a warning then).
+struct GitSnapshot {
+  std::vector<std::string> dot_gits;
+  std::vector<std::string> git_entries;
+  bool complete = true;
+};
+
+GitSnapshot snapshot_git(const std::vector<std::string>& folders,
+                         const std::vector<std::string>& git_dirs) {
+  constexpr std::size_t kLimit = 1000000;
+  GitSnapshot out;
+  std::size_t seen = 0;
+  for (const auto& folder : folders) {
+    std::error_code ec;
+    if (exists(folder + "/.git")) {
+      out.dot_gits.push_back(folder + "/.git");
+    }
+    fs::recursive_directory_iterator it(folder, fs::directory_options::skip_permission_denied, ec);
+    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (++seen > kLimit) {
+        out.complete = false;
+        break;
+      }
+      if (it->path().filename() == ".git") {
+        out.dot_gits.push_back(it->path().string());
+        it.disable_recursion_pending();
+      } else if (it->is_symlink(ec)) {
+        it.disable_recursion_pending();
+      }
+    }
+  }
+  for (const auto& dir : git_dirs) {
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator();
+         it.increment(ec)) {
+      out.git_entries.push_back(it->path().string());
+    }
+    for (const char* group : {"/modules", "/worktrees"}) {
+      for (fs::directory_iterator it(dir + group, ec); !ec && it != fs::directory_iterator();
+           it.increment(ec)) {
+        out.git_entries.push_back(it->path().string());
+      }
+      ec.clear();
+    }
+  }
+  std::sort(out.dot_gits.begin(), out.dot_gits.end());
+  std::sort(out.git_entries.begin(), out.git_entries.end());
+  return out;
+}
+
+// After the command: every `.git` that was not there before (a git folder or a `gitdir:` file
+// in a subfolder runs its core.fsmonitor, hooks and aliases at the user's next git command
+// there), and every new entry in the repository's git folders that git does not make itself,
+// is renamed to NAME.sandgate-quarantine-N and named loudly. Returns what was moved.
+std::vector<std::string> quarantine_new_git_entries(const GitSnapshot& before,
+                                                    const std::vector<std::string>& folders,
+                                                    const std::vector<std::string>& git_dirs) {
+  const GitSnapshot after = snapshot_git(folders, git_dirs);
+  std::vector<std::string> suspicious;
+  for (const auto& path : after.dot_gits) {
+    if (!std::binary_search(before.dot_gits.begin(), before.dot_gits.end(), path)) {
+      suspicious.push_back(path);
+    }
+  }
+  for (const auto& path : after.git_entries) {
+    const fs::path entry(path);
+    const bool top =
+        std::find(git_dirs.begin(), git_dirs.end(), entry.parent_path().string()) != git_dirs.end();
+    if (!std::binary_search(before.git_entries.begin(), before.git_entries.end(), path) &&
+        (!top || !git_makes(entry.filename().string()))) {
+      suspicious.push_back(path);
+    }
+  }
+  std::vector<std::string> moved;
+  for (const auto& path : suspicious) {
+    for (int n = 1; n < 1000; ++n) {
+      const std::string target = path + ".sandgate-quarantine-" + std::to_string(n);
+      if (exists(target)) {
+        continue;
+      }
+      if (::rename(path.c_str(), target.c_str()) == 0) {
+        say("WARNING: the command created " + path +
+            ", which git would obey the next time it runs there (hooks, core.fsmonitor): moved "
+            "to " +
+            target + ". Look at it before you use it.");
+        moved.push_back(target);
+      } else {
+        say("WARNING: the command created " + path +
+            ", which git would obey, and it could not "
+            "be moved aside (" +
+            std::strerror(errno) + "): remove it before running git there");
+      }
+      break;
+    }
+  }
+  return moved;
+}
+
 // Everything the confined child needs to know, decided before clone().
 struct Confinement {
   NamespacePlan plan;
@@ -451,7 +667,36 @@ struct Confinement {
   std::vector<std::string> reachable_sockets;  // bound back in
   std::vector<std::string> writable;           // for the start-up message
   std::vector<std::string> probe_no_write;     // what the self-probe tries to write
+  std::vector<std::string> git_dirs;           // the enclosing repository's git folders
+  std::vector<std::string> scanned;            // searched for new `.git` entries after the run
+  std::string host_pty;                        // a host terminal the self-probe tries to open
+  unsigned long long host_pty_device = 0;
 };
+
+// A host terminal for the self-probe: the user's own if a standard stream is one, else any in
+// /dev/pts.
+void find_host_pty(Confinement& out) {
+  std::string path;
+  for (int fd = 0; fd <= 2 && path.empty(); ++fd) {
+    char name[128];
+    if (::isatty(fd) == 1 && ::ttyname_r(fd, name, sizeof name) == 0 &&
+        std::string_view(name).starts_with("/dev/pts/")) {
+      path = name;
+    }
+  }
+  std::error_code ec;
+  for (fs::directory_iterator it("/dev/pts", ec);
+       path.empty() && !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    if (it->path().filename() != "ptmx") {
+      path = it->path().string();
+    }
+  }
+  struct stat info {};
+  if (!path.empty() && ::stat(path.c_str(), &info) == 0) {
+    out.host_pty = path;
+    out.host_pty_device = info.st_dev;
+  }
+}
 
 // The Linux confinement for `settings` and `options`: the private view, the sockets, the write
 // allow-list and what is carved out of it. The error is why `run` must not start.
@@ -522,27 +767,53 @@ Expected<Confinement, std::string> plan_confinement(const settings::Settings& se
             [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
   plan.view.hide = sockets_to_hide_now(allowed, ssh_agent, private_folders, home);
 
-  // What the command may write: the working folder (unless it is /), the home, the temporary
-  // folders and the runtime folder (private inside), what the user added.
-  auto& writes = plan.writes;
-  for (const auto& path : {out.working_folder, home}) {
-    if (path != "/") {
-      writes.writable.push_back(path);
+  // What the command may write (enforced twice: by the mount namespace, where everything else
+  // is read-only, and by Landlock): the working folder (unless it is /), the enclosing
+  // repository's git folders, the home's caches, $TMPDIR, what the user added, and the private
+  // temporary and runtime folders (tmpfs inside).
+  const std::vector<std::string> git_dirs = enclosing_git_dirs(out.working_folder);
+  std::vector<std::string> bound;  // bound back read-write after / is made read-only
+  const auto add_bound = [&bound](const std::string& path) {
+    if (!path.empty() && path != "/" && is_folder(path) &&
+        std::find(bound.begin(), bound.end(), path) == bound.end()) {
+      bound.push_back(path);
     }
+  };
+  add_bound(out.working_folder);
+  for (const auto& dir : git_dirs) {
+    add_bound(dir);
   }
-  for (const char* temp : {"/tmp", "/var/tmp", "/dev/shm"}) {
-    writes.writable.emplace_back(temp);
+  for (const auto& path : home_caches(home)) {
+    add_bound(path);
   }
   if (const std::string tmpdir = env_or_empty("TMPDIR"); !tmpdir.empty()) {
-    writes.writable.push_back(resolved_path(tmpdir));
+    add_bound(resolved_path(tmpdir));
+  }
+  for (const auto& path : allow_writes) {
+    add_bound(path);
+  }
+  std::sort(bound.begin(), bound.end(),
+            [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+  plan.view.read_only_root = true;
+  plan.view.fresh_devpts = true;
+  plan.view.writable = bound;
+  plan.view.private_options = private_tmpfs_options(plan.view.private_roots, out.runtime_dir);
+  auto& writes = plan.writes;
+  writes.writable = bound;
+  for (const char* temp : {"/tmp", "/var/tmp", "/dev/shm"}) {
+    writes.writable.emplace_back(temp);
   }
   if (!out.runtime_dir.empty()) {
     writes.writable.push_back(out.runtime_dir);
   }
-  writes.writable.insert(writes.writable.end(), allow_writes.begin(), allow_writes.end());
   out.writable = writes.writable;
   writes.devices = {"/dev/null",    "/dev/zero", "/dev/full", "/dev/random",
                     "/dev/urandom", "/dev/tty",  "/dev/ptmx", "/dev/pts"};
+  out.git_dirs = git_dirs;
+  out.scanned = {out.working_folder};
+  for (const auto& path : allow_writes) {
+    out.scanned.push_back(path);
+  }
 
   // What is carved out of it: the protected paths, for the home in $HOME and the passwd entry's
   // (ssh, gpg and login shells find their files through the latter).
@@ -552,7 +823,6 @@ Expected<Confinement, std::string> plan_confinement(const settings::Settings& se
   inputs.platform = Platform::linux;
   inputs.gate_files = gate_files(settings);
   inputs = with_process_inputs(std::move(inputs));
-  const std::vector<std::string> git_dirs = inputs.git_dirs;
   std::vector<ProtectedPath> protect = protected_paths(inputs);
   if (const passwd* account = ::getpwuid(::geteuid());
       account != nullptr && account->pw_dir != nullptr && account->pw_dir[0] == '/') {
@@ -574,45 +844,79 @@ Expected<Confinement, std::string> plan_confinement(const settings::Settings& se
       protect.push_back({fs::absolute(*given, ec).lexically_normal().string(), false, true});
     }
   }
-  std::vector<std::string> kept_inside = plan.view.keep;
-  for (const auto& p : protect) {
-    const fs::path path(p.path);
-    // The repository's config and hooks: its git folder must stay writable (git creates its
-    // lock files there), so carving them out with Landlock would break git. Bound read-only onto
-    // themselves instead, with the git folder and the one above it bound onto themselves (a
-    // mount point cannot be removed or renamed, so none can be replaced).
-    const std::string git_dir = path.parent_path().string();
-    if (std::find(git_dirs.begin(), git_dirs.end(), git_dir) != git_dirs.end()) {
-      if (!is_folder(git_dir)) {
-        continue;
-      }
-      if (!exists(p.path) && path.filename() == "hooks") {
-        ::mkdir(p.path.c_str(), 0755);  // protected empty rather than creatable later
-      }
-      if (exists(p.path)) {
-        plan.view.read_only.push_back(p.path);
-        out.probe_no_write.push_back(p.path);
-        for (const auto& folder : {path.parent_path().parent_path().string(), git_dir}) {
-          if (std::find(plan.view.pinned.begin(), plan.view.pinned.end(), folder) ==
-              plan.view.pinned.end()) {
-            plan.view.pinned.push_back(folder);
-          }
+  // Submodules' and linked worktrees' git folders: their config and hooks run code as the
+  // repository's own do (the worktrees' commondir and gitdir redirect git wholesale).
+  for (const auto& dir : git_dirs) {
+    for (const char* group : {"/modules", "/worktrees"}) {
+      std::error_code ignored;
+      for (fs::directory_iterator it(dir + group, ignored);
+           !ignored && it != fs::directory_iterator(); it.increment(ignored)) {
+        for (const char* name : {"config", "config.worktree", "hooks", "commondir", "gitdir"}) {
+          protect.push_back({it->path().string() + "/" + name, false, false});
         }
       }
-      continue;
+    }
+  }
+  std::vector<std::string> kept_inside = plan.view.keep;
+  std::vector<std::string> pinned;
+  for (const auto& p : protect) {
+    const fs::path path(p.path);
+    // The repository's hooks: created empty if missing, so that they are protected rather than
+    // creatable later.
+    const std::string git_dir = path.parent_path().string();
+    if (std::find(git_dirs.begin(), git_dirs.end(), git_dir) != git_dirs.end() &&
+        path.filename() == "hooks" && !exists(p.path) && is_folder(git_dir)) {
+      ::mkdir(p.path.c_str(), 0755);
     }
     // Paths in a private folder are not there inside, unless bound back.
     if (within_any(p.path, private_folders) && !within_any(p.path, kept_inside)) {
       continue;
     }
-    writes.carved.push_back(p.path);
+    // A missing file in a git folder (config.worktree, a submodule's config): carving it out
+    // with Landlock would forbid git's lock files beside it; one created during the run is
+    // moved aside after it (quarantine_new_git_entries).
+    if (within_any(p.path, git_dirs) && !exists(p.path)) {
+      continue;
+    }
     out.probe_no_write.push_back(p.path);
+    // Inside a writable place, an existing file or folder is bound read-only onto itself (no
+    // write, chmod, utimes or xattr: EROFS), and the folders on the way from the place to it are
+    // bound onto themselves (a mount point cannot be renamed or removed, so none can be
+    // swapped). Landlock is not asked: its carving would forbid new entries beside the path.
+    // Missing paths and symbolic links are Landlock's (it denies creating and re-pointing them).
+    struct stat info {};
+    const std::string* root = nullptr;
+    for (const auto& place : bound) {
+      if (is_within(p.path, place) && p.path != place &&
+          (root == nullptr || place.size() > root->size())) {
+        root = &place;
+      }
+    }
+    if (root != nullptr && ::lstat(p.path.c_str(), &info) == 0 && !S_ISLNK(info.st_mode) &&
+        links_on_the_way(p.path).empty()) {
+      plan.view.read_only.push_back(p.path);
+      for (auto folder = path.parent_path(); folder.string().size() > root->size();
+           folder = folder.parent_path()) {
+        if (std::find(pinned.begin(), pinned.end(), folder.string()) == pinned.end()) {
+          pinned.push_back(folder.string());
+        }
+      }
+      continue;
+    }
+    writes.carved.push_back(p.path);
   }
-  std::sort(plan.view.pinned.begin(), plan.view.pinned.end(),
+  // Folders first, then what lies in them: a bind onto a folder would cover a bind below it.
+  std::sort(pinned.begin(), pinned.end(),
             [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+  plan.view.pinned = pinned;
+  std::sort(plan.view.read_only.begin(), plan.view.read_only.end(),
+            [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+  plan.view.read_only.erase(std::unique(plan.view.read_only.begin(), plan.view.read_only.end()),
+                            plan.view.read_only.end());
   // System folders, written by no one inside (root's owner rights included).
   out.probe_no_write.emplace_back("/etc");
   out.probe_no_write.emplace_back("/usr/bin");
+  find_host_pty(out);
   return out;
 }
 
@@ -632,19 +936,22 @@ std::string describe_protection(const settings::Settings& settings, const Confin
       std::to_string(port) + " is the only way out\n";
   text += "sandgate run: ";
   if (report.landlock_abi > 0) {
-    text += "writes allowed by Landlock (ABI " + std::to_string(report.landlock_abi) +
-            ") only in " + join_list(confinement.writable) + "; " +
-            std::to_string(report.landlock_paths) + " protected paths read-only: the gate's files";
+    text += "read-only mounts everywhere but " + join_list(confinement.writable) +
+            "; writes allowed by Landlock (ABI " + std::to_string(report.landlock_abi) +
+            ") only there; " + std::to_string(report.landlock_paths) +
+            " protected paths read-only: the gate's files";
     text += settings.protect_files
                 ? ", shell start-up files, ~/.ssh, ~/.gnupg, autostart, systemd and D-Bus user "
-                  "services, git's configuration and hooks, and what else runs code later; no new "
-                  "entries directly in the folders above them (~, ~/.config, ...)"
+                  "services, git's configuration and hooks, and what else runs code later; new "
+                  ".git entries are moved aside when the command ends"
                 : " only (GOOSE_SANDBOX_PROTECT_FILES=false)";
     if (report.landlock_scoped) {
       text += "; abstract unix sockets and signals scoped to the command";
     }
   } else {
-    text += "NO write protection: " + report.landlock_note + " (protected paths stay writable)";
+    text += "read-only mounts everywhere but " + join_list(confinement.writable) +
+            "; NO Landlock: " + report.landlock_note +
+            " (protected paths that are missing can be created)";
   }
   text += "\nsandgate run: unix sockets: private, empty " +
           join_list(confinement.plan.view.private_roots) + "; reachable: " +
@@ -772,7 +1079,7 @@ std::string run_probe(ProbeTargets targets) {
 // wait for the gate, then run CMD in a session of its own and supervise it.
 [[noreturn]] void confined_init(int channel, const Confinement& confinement,
                                 const RunOptions& options, const std::string& helper,
-                                const SignalState& previous, const sigset_t& set, int tty_slave,
+                                const SignalState& previous, const sigset_t& set,
                                 unsigned tty_streams) {
   const NamespacePlan& plan = confinement.plan;
   // Out of the user's terminal's session: a signal it sends reaches `run`, which passes it on.
@@ -813,6 +1120,17 @@ std::string run_probe(ProbeTargets targets) {
     send_message(channel, "error cannot start the connector for --allow-inbound-port");
     ::_exit(kRunFailed);
   }
+  // The command's terminal, from this namespace's own devpts instance: its master goes to `run`.
+  int tty_slave = -1;
+  int tty_master = -1;
+  if (tty_streams != 0) {
+    auto pair = PtyRelay::open_pair();
+    if (!pair) {
+      send_message(channel, "error the command's terminal: " + pair.error());
+      ::_exit(kRunFailed);
+    }
+    std::tie(tty_master, tty_slave) = *pair;
+  }
   if (auto landlock = apply_landlock(plan, report); !landlock) {
     send_message(channel, "error " + landlock.error());
     ::_exit(kRunFailed);
@@ -826,6 +1144,10 @@ std::string run_probe(ProbeTargets targets) {
     ::_exit(kRunFailed);
   }
   bool sent = static_cast<bool>(send_message(channel, "ready\n" + report.serialize(), *listener));
+  if (tty_master >= 0) {
+    sent = sent && send_message(channel, "pty", tty_master);
+    ::close(tty_master);
+  }
   for (const auto& [forwarded, fd] : outbound) {
     sent = sent && send_message(channel, "outbound " + std::to_string(forwarded), fd);
     ::close(fd);
@@ -846,6 +1168,8 @@ std::string run_probe(ProbeTargets targets) {
   ProbeTargets targets;
   targets.host_socket = probe->text.size() > 6 ? probe->text.substr(6) : std::string();
   targets.no_write = confinement.probe_no_write;
+  targets.host_pty = confinement.host_pty;
+  targets.host_pty_device = confinement.host_pty_device;
   const std::string escaped = run_probe(targets);
   if (!send_message(channel, escaped.empty() ? "probe-ok" : "probe-failed\n" + escaped)) {
     ::_exit(kRunFailed);
@@ -874,6 +1198,17 @@ std::string run_probe(ProbeTargets targets) {
     // Nothing inherited but the standard streams: a descriptor the invoker left open (a socket
     // of the host's network namespace, say) would be a way around the fence.
     ::close_range(3, ~0U, 0);
+    // A process limit: a fork bomb ends at it (uid 0 is exempt in the kernel's check).
+    const rlimit processes{kProcessLimit, kProcessLimit};
+    ::setrlimit(RLIMIT_NPROC, &processes);
+    // Last: socket families other than unix, IP and netlink fail (AF_VSOCK is not fenced by the
+    // network namespace).
+    if (auto filtered = deny_other_socket_families(); !filtered) {
+      const std::string text = "sandgate run: seccomp: " + filtered.error() + "\n";
+      ssize_t ignored = ::write(STDERR_FILENO, text.data(), text.size());
+      (void)ignored;
+      ::_exit(kRunFailed);
+    }
     restore_signals(previous);
     ::_exit(image.exec());
   }
@@ -949,12 +1284,19 @@ int run_isolated(const settings::Settings& settings, const settings::Sources& so
   }
   std::unique_ptr<PtyRelay> pty;
   if (PtyRelay::wanted()) {
-    auto opened = PtyRelay::open();
-    if (opened) {
-      pty = std::move(*opened);
-    } else {
-      say("warning: no terminal for the command (" + opened.error() + "); it runs without one");
+    auto prepared = PtyRelay::prepare();
+    if (!prepared) {
+      say("cannot relay the terminal: " + prepared.error());
+      return kRunFailed;
     }
+    pty = std::move(*prepared);
+  }
+  // The `.git` entries and git folder entries before the command runs: new ones are moved aside
+  // after it.
+  const GitSnapshot git_before = snapshot_git(confinement->scanned, confinement->git_dirs);
+  if (!git_before.complete) {
+    say("warning: too many files to check for new .git entries after the run; only the first "
+        "million are checked");
   }
 
   int channel[2];
@@ -979,12 +1321,9 @@ int run_isolated(const settings::Settings& settings, const settings::Sources& so
   if (pid == 0) {
     ::close(channel[0]);
     confined_init(channel[1], *confinement, options, helper, previous, init_set,
-                  pty ? pty->slave() : -1, pty ? pty->terminal_streams() : 0);
+                  pty ? pty->terminal_streams() : 0);
   }
   ::close(channel[1]);
-  if (pty) {
-    pty->close_slave();
-  }
   const int to_child = channel[0];
   // Ends the child (it waits for the next message and exits when the channel closes) and
   // reaps it.
@@ -1008,7 +1347,17 @@ int run_isolated(const settings::Settings& settings, const settings::Sources& so
     return abandon();
   }
   const NamespaceReport report = NamespaceReport::parse(message->text);
-  auto gate = start_gate(settings, sources, *parts, message->fd);
+  const int listener_fd = message->fd;
+  if (pty) {
+    auto sent = receive_message(to_child);
+    if (!sent || sent->fd < 0 || sent->text != "pty") {
+      ::close(listener_fd);
+      say("the confined process sent no terminal");
+      return abandon();
+    }
+    pty->adopt(sent->fd);
+  }
+  auto gate = start_gate(settings, sources, *parts, listener_fd);
   if (!gate) {
     return abandon();
   }
@@ -1085,6 +1434,7 @@ int run_isolated(const settings::Settings& settings, const settings::Sources& so
   }
   forwarder.stop();
   gate->stop();
+  quarantine_new_git_entries(git_before, confinement->scanned, confinement->git_dirs);
   return status;
 }
 

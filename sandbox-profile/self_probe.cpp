@@ -94,6 +94,32 @@ std::string write_escape(const std::string& path) {
   return {};  // a link, a socket, a device: opening it proves nothing either way
 }
 
+// chmod to the mode the path has: nothing changes if it works, but it must not.
+std::string chmod_escape(const std::string& path) {
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0 || (!S_ISREG(info.st_mode) && !S_ISDIR(info.st_mode))) {
+    return {};
+  }
+  if (::chmod(path.c_str(), info.st_mode & 07777) == 0) {
+    return "the mode of the protected path " + path + " could be changed (chmod)";
+  }
+  return {};
+}
+
+std::string pty_escape(const ProbeTargets& targets) {
+  if (targets.host_pty.empty()) {
+    return {};
+  }
+  const int fd = ::open(targets.host_pty.c_str(), O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    return {};
+  }
+  struct stat info {};
+  const bool host = ::fstat(fd, &info) == 0 && info.st_dev == targets.host_pty_device;
+  ::close(fd);
+  return host ? "the host's terminal " + targets.host_pty + " could be opened" : std::string();
+}
+
 }  // namespace
 
 std::vector<std::string> probe_fence(const ProbeTargets& targets) {
@@ -107,6 +133,12 @@ std::vector<std::string> probe_fence(const ProbeTargets& targets) {
     if (auto escape = write_escape(path); !escape.empty()) {
       escapes.push_back(std::move(escape));
     }
+    if (auto escape = chmod_escape(path); !escape.empty()) {
+      escapes.push_back(std::move(escape));
+    }
+  }
+  if (auto escape = pty_escape(targets); !escape.empty()) {
+    escapes.push_back(std::move(escape));
   }
   return escapes;
 }

@@ -7,7 +7,10 @@
 //   - a host unix socket that `run` created after the confinement was built (as a daemon that
 //     restarts would);
 //   - writes to the protected paths and to a system folder (nothing is written if one opens:
-//     it is closed at once, and a file it had to create is removed).
+//     it is closed at once, and a file it had to create is removed), and a chmod of each to the
+//     mode it has (Landlock does not cover metadata; the read-only mounts must);
+//   - opening a terminal of the host's (/dev/pts/N): another terminal of the user's, whose keys
+//     it could read.
 //
 // Runs in the probing process; not thread-safe (uses errno); no allocation after the targets
 // are built is needed by the caller.
@@ -21,8 +24,11 @@ namespace sandgate::sandbox {
 struct ProbeTargets {
   std::string tcp_host = "192.0.2.1";  // numeric IPv4
   unsigned short tcp_port = 443;
-  std::string host_socket;            // a listening unix socket on the host; may be empty
-  std::vector<std::string> no_write;  // files or folders that must not be writable
+  std::string host_socket;                 // a listening unix socket on the host; may be empty
+  std::vector<std::string> no_write;       // files or folders that must not be writable, nor have
+                                           // their mode changed
+  std::string host_pty;                    // a terminal of the host's (/dev/pts/N); may be empty
+  unsigned long long host_pty_device = 0;  // st_dev of the host's devpts, to recognise it
 };
 
 // What escaped, one sentence each; empty when the fence held everywhere.

@@ -19,9 +19,10 @@ bool starts_with(std::string_view text, std::string_view prefix) {
 
 }  // namespace
 
-std::vector<std::string> listening_unix_sockets(std::string_view text) {
+std::vector<std::string> bound_unix_sockets(std::string_view text) {
   // "Num RefCount Protocol Flags Type St Inode Path": the path is what follows the seventh
-  // field and may itself contain spaces. Flags 00010000 is __SO_ACCEPTCON: listening.
+  // field and may itself contain spaces. Every type and state counts: a datagram socket is
+  // reached with sendto(), and is never listening.
   std::vector<std::string> out;
   bool header = true;
   while (!text.empty()) {
@@ -51,7 +52,7 @@ std::vector<std::string> listening_unix_sockets(std::string_view text) {
       continue;  // no path: an unnamed socket
     }
     const std::string_view path = line.substr(position);
-    if (fields[3] != "00010000" || path.empty() || path.front() != '/') {
+    if (path.empty() || path.front() != '/') {
       continue;
     }
     out.emplace_back(path);

@@ -8,8 +8,9 @@
 // Deny by default, with an allow-list: the folders where daemons keep their sockets (/run,
 // /var/run, /tmp, /var/tmp, /dev/shm, $XDG_RUNTIME_DIR) are private, empty tmpfs in the command's
 // mount namespace (a socket a daemon re-creates there after start, on a restart, stays out of
-// reach), and only the allowed sockets are bound back in. Listening sockets found elsewhere at
-// start-up (in the home, /var/lib, ...) are covered with /dev/null. The one system socket kept by
+// reach), and only the allowed sockets are bound back in. Sockets bound to a path found elsewhere
+// at start-up (in the home, /var/lib, ...), of every type (a datagram socket is as reachable as a
+// listening one), are covered with /dev/null. The one system socket kept by
 // default is the SSH agent ($SSH_AUTH_SOCK): git over SSH through the gate signs with it, and it
 // carries no traffic and starts nothing.
 //
@@ -22,9 +23,11 @@
 
 namespace sandgate::sandbox {
 
-// The paths of the listening path-bound sockets in the text of /proc/net/unix (a header line,
-// then one socket a line; abstract sockets, shown with a leading '@', are left out).
-std::vector<std::string> listening_unix_sockets(std::string_view proc_net_unix);
+// The paths of every path-bound socket in the text of /proc/net/unix, whatever its type
+// (stream, datagram, seqpacket) and state (listening, connected, bound only): a header line, then
+// one socket a line; abstract sockets, shown with a leading '@', and unnamed ones are left out.
+// A path appears once per socket bound to it (duplicates are the caller's to drop).
+std::vector<std::string> bound_unix_sockets(std::string_view proc_net_unix);
 
 // True for the socket of a container or VM daemon: a file named docker*.sock, podman*.sock,
 // containerd*.sock, crio*.sock, cri-dockerd*.sock or buildkitd*.sock, or any socket in a folder

@@ -19,6 +19,7 @@ build_packages=(
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev gnuplot-nox valgrind  # micro-benchmarks; make bench's plots, instruction counts
   ccache                # compiler cache: rebuilds across build trees (release, sanitizers)
+  libseccomp-dev        # seccomp filter for `run`: socket families other than unix, IP and netlink denied
 )
 # Tests drive real clients and servers from Debian's packages. The fuzz targets (tests/fuzz) need
 # clang and its libFuzzer and sanitizer runtimes.

@@ -6,6 +6,7 @@
 #include "proxy/launchdarkly/remote_allowlist.hpp"
 #include "proxy/settings/policy_loader.hpp"
 #include "rules/host.hpp"
+#include "rules/reason.hpp"
 
 namespace sandgate::commands {
 namespace {
@@ -46,11 +47,12 @@ int run_check(const settings::Settings& settings, std::string_view target, std::
 
   auto authority = parse_target(target);
   if (!authority) {
-    out << "deny " << target << "\n"
-        << "reason: " << rules::reason_code(rules::Reason::invalid_host) << "\n"
+    constexpr rules::Reason reason = rules::Reason::invalid_host;
+    out << rules::verdict_name(rules::reason_info(reason).verdict) << " " << target << "\n"
+        << "reason: " << rules::reason_code(reason) << "\n"
         << "rule: (none)\n"
-        << "why: '" << target << "' is not a valid destination: "
-        << rules::to_string(authority.error()) << ".\n";
+        << "why: '" << target
+        << "' is not a valid destination: " << rules::to_string(authority.error()) << ".\n";
     return kCheckDenied;
   }
   const auto& policy = *loaded->policy;
@@ -70,11 +72,14 @@ int run_check(const settings::Settings& settings, std::string_view target, std::
     client.stop();
   }
   const bool allowed = decision.allowed() && (!remote || remote->allowed);
+  // What decided: LaunchDarkly when it said no, the local rules otherwise. The verdict printed
+  // is that reason's row's, as the daemon logs it.
+  const rules::Reason reason = remote && !remote->allowed ? remote->reason : decision.reason;
 
-  out << (allowed ? "allow " : "deny ") << authority->host.display() << ":" << authority->port
-      << "\n";
+  out << rules::verdict_name(rules::reason_info(reason).verdict) << " " << authority->host.display()
+      << ":" << authority->port << "\n";
   if (remote && !remote->allowed) {
-    out << "reason: " << rules::reason_code(remote->reason) << "\n";
+    out << "reason: " << rules::reason_code(reason) << "\n";
     out << "rule: ";
     if (remote->rule) {
       out << remote->rule->source << ":" << remote->rule->line << " " << remote->rule->entry;
@@ -84,7 +89,7 @@ int run_check(const settings::Settings& settings, std::string_view target, std::
     out << "\n";
     out << "why: " << remote->detail << ".\n";
   } else {
-    out << "reason: " << rules::reason_code(decision.reason) << "\n";
+    out << "reason: " << rules::reason_code(reason) << "\n";
     out << "rule: ";
     if (decision.rule) {
       out << decision.rule->source << ":" << decision.rule->line << " " << decision.rule->entry;

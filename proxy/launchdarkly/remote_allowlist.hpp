@@ -41,6 +41,7 @@
 #include "proxy/settings/settings.hpp"
 #include "rules/host.hpp"
 #include "rules/policy.hpp"
+#include "rules/reason.hpp"
 
 namespace sandgate::launchdarkly {
 
@@ -52,7 +53,9 @@ std::string_view to_string(Source);
 
 struct Answer {
   bool allowed = true;
-  rules::Reason reason = rules::Reason::allowed;  // launchdarkly, launchdarkly_unreachable, not_allowlisted
+  // A row of the reason table (rules/reason.hpp): allowed, or, when not allowed, launchdarkly,
+  // launchdarkly_unreachable or not_allowlisted (list mode). Replies and logs read that row.
+  rules::Reason reason = rules::Reason::allowed;
   Source source = Source::network;
   std::string detail;  // a sentence: what LaunchDarkly said, or why it could not be asked
   std::optional<rules::RuleMatch> rule;  // list mode: the list entry that matched

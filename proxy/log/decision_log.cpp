@@ -12,6 +12,7 @@
 #include <ctime>
 
 #include "proxy/json/json_writer.hpp"
+#include "rules/reason.hpp"
 
 namespace sandgate::log {
 namespace {
@@ -83,7 +84,7 @@ void format_text(std::string& out, const Record& r) {
   } else {
     out += " outcome=";
     append_plain(out, r.outcome);
-    if (!r.reason.empty() && r.reason != "allowed") {
+    if (!r.reason.empty() && r.reason != rules::reason_code(rules::Reason::allowed)) {
       out += " reason=";
       append_plain(out, r.reason);
     }

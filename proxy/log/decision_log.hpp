@@ -28,14 +28,18 @@ struct Record {
   std::uint16_t port = 0;
   // "allow", "deny" (the policy said no) or "error" (allowed, but the upstream failed).
   std::string_view verdict = "allow";
-  std::string_view reason;   // stable reason code: "blocklist", "dns-error", "allowed", ...
+  // The reason's code, from the one reason table (rules::reason_code); empty on an end line
+  // that ended normally. Text rather than the enum: the line is written as given, byte for byte.
+  std::string_view reason;
   std::string_view rule;     // "file:line entry", empty when no list decided
   std::string_view address;  // the upstream address dialled, "93.184.216.34:443"
   std::string_view detail;   // the human sentence (denials and failures)
   std::uint64_t bytes_up = 0;    // client to upstream
   std::uint64_t bytes_down = 0;  // upstream to client
   double duration_ms = 0;
-  std::string_view outcome;  // for `end`: "closed", "reset", "timeout", "drained", "error"
+  // For `end`: "closed", "reset", "timeout", "idle-timeout", "aborted", "revoked", "refused",
+  // "error".
+  std::string_view outcome;
 };
 
 class DecisionLog {

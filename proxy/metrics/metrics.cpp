@@ -1,7 +1,7 @@
 // Per-worker counters. See metrics.hpp.
 #include "proxy/metrics/metrics.hpp"
 
-#include <algorithm>
+#include <stdexcept>
 
 namespace sandgate::metrics {
 
@@ -28,38 +28,11 @@ std::array<std::uint64_t, Histogram::kBounds.size() + 1> Histogram::buckets() co
 double Histogram::sum_seconds() const { return static_cast<double>(sum_micros_.get()) / 1e6; }
 std::uint64_t Histogram::count() const { return count_.get(); }
 
-const std::vector<std::string_view>& known_reasons() {
-  static const std::vector<std::string_view> reasons = {
-      "allowed",          "invalid-host",        "loopback",
-      "ip-address",       "metadata-address",    "private-address",
-      "reserved-address", "blocklist",           "port-not-allowed",
-      "ssh-disabled",     "ssh-non-git-host",    "not-allowlisted",
-      "launchdarkly",     "launchdarkly-unreachable", "sni-mismatch",
-      "protocol-mismatch", "dns-not-found",      "dns-timeout",
-      "dns-error",        "connection-refused",  "connection-timeout",
-      "destination-unavailable", "connection-limit", "request-timeout",
-      "header-too-large", "bad-request",         "origin-form",
-      "https-absolute-form", "upstream-failure", "auth-required",
-      "auth-failed",      "sni-missing",         "bad-response",
-      "upstream-closed",  "response-timeout",    "internal-error",
-      "shutting-down",    "client-closed",       "no-request",
-      "other",
-  };
-  return reasons;
-}
-
-std::size_t reason_index(std::string_view reason) {
-  const auto& reasons = known_reasons();
-  auto found = std::find(reasons.begin(), reasons.end(), reason);
-  return found == reasons.end() ? reasons.size() - 1
-                                : static_cast<std::size_t>(found - reasons.begin());
-}
-
-WorkerMetrics::WorkerMetrics() : decisions(known_reasons().size()) {}
-
-void WorkerMetrics::count_decision(std::string_view verdict, std::string_view reason) {
-  const std::size_t column = verdict == "allow" ? 0 : verdict == "deny" ? 1 : 2;
-  decisions[reason_index(reason)][column].add();
+std::size_t reason_index(std::string_view code) {
+  if (const auto reason = rules::find_reason(code)) {
+    return rules::reason_index(*reason);
+  }
+  throw std::out_of_range("no reason code '" + std::string(code) + "' in rules/reason.hpp");
 }
 
 void WorkerMetrics::record_denial(Denial denial) {

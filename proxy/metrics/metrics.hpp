@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "rules/reason.hpp"
+
 namespace sandgate::metrics {
 
 // A counter written by one thread and read by others.
@@ -44,10 +46,13 @@ class Histogram {
   Counter count_;
 };
 
-// The reason codes the gate uses (policy reasons, and the proxy's own: DNS, connect, limits).
-// Decisions are counted per (verdict, reason) in a fixed table indexed by these.
-const std::vector<std::string_view>& known_reasons();
-std::size_t reason_index(std::string_view reason);  // unknown codes map to "other"
+// Decisions are counted per (reason, verdict) in a fixed table indexed by the reason table
+// (rules/reason.hpp): no look-up per decision, and every reason has its own counter.
+inline constexpr std::size_t kVerdictCount = 3;  // rules::Verdict: allow, deny, error
+
+// The row of `code` in WorkerMetrics::decisions, for tests that read a counter by its code.
+// Throws std::out_of_range for a code that is not in the table.
+std::size_t reason_index(std::string_view code);
 
 // A recent denial, for /denials.
 struct Denial {
@@ -64,9 +69,8 @@ struct Denial {
 
 // One worker's counters.
 struct WorkerMetrics {
-  WorkerMetrics();
-  // Indexed [verdict][reason]: verdict 0 allow, 1 deny, 2 error.
-  std::vector<std::array<Counter, 3>> decisions;
+  // Indexed [rules::reason_index(reason)][verdict]: verdict 0 allow, 1 deny, 2 error.
+  std::array<std::array<Counter, kVerdictCount>, rules::kReasonCount> decisions;
   Counter bytes_up;
   Counter bytes_down;
   Counter tunnels_open_total;    // tunnels established
@@ -76,7 +80,10 @@ struct WorkerMetrics {
   Histogram upstream_connect;
   Histogram dns_lookup;
 
-  void count_decision(std::string_view verdict, std::string_view reason);
+  // One decision (or a denial that came after one: a revocation, a refused tunnel). Worker thread.
+  void count_decision(rules::Verdict verdict, rules::Reason reason) {
+    decisions[rules::reason_index(reason)][static_cast<std::size_t>(verdict)].add();
+  }
 
   // The most recent denials (bounded). The mutex is taken only when a denial is recorded and on
   // scrape, never on an allowed connection.

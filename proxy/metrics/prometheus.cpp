@@ -78,18 +78,20 @@ std::string render_prometheus(const std::vector<const WorkerMetrics*>& workers,
   std::string out;
   header(out, "sandgate_decisions_total", "counter",
          "Decisions taken, by verdict (allow, deny, error) and reason code.");
-  const char* verdicts[] = {"allow", "deny", "error"};
-  const auto& reasons = known_reasons();
-  for (std::size_t r = 0; r < reasons.size(); ++r) {
-    for (std::size_t v = 0; v < 3; ++v) {
+  // Every reason of the table, with its own verdict even at 0 (so a query for a reason that has
+  // not happened yet finds a series), and any other verdict it was counted under.
+  for (const rules::ReasonInfo& row : rules::kReasons) {
+    const std::size_t r = rules::reason_index(row.reason);
+    for (std::size_t v = 0; v < kVerdictCount; ++v) {
+      const auto verdict = static_cast<rules::Verdict>(v);
       std::uint64_t total = 0;
       for (const auto* worker : workers) {
         total += worker->decisions[r][v].get();
       }
-      if (total > 0) {
+      if (total > 0 || verdict == row.verdict) {
         sample(out,
-               "sandgate_decisions_total{verdict=\"" + std::string(verdicts[v]) +
-                   "\",reason=\"" + std::string(reasons[r]) + "\"}",
+               "sandgate_decisions_total{verdict=\"" + std::string(rules::verdict_name(verdict)) +
+                   "\",reason=\"" + std::string(row.code) + "\"}",
                static_cast<double>(total));
       }
     }

@@ -121,11 +121,11 @@ void run_worker(Worker& worker) {
       worker.io.run();
       return;
     } catch (const std::exception& error) {
-      worker.metrics.count_decision("error", "internal-error");
+      worker.metrics.count_decision(rules::Verdict::error, rules::Reason::internal_error);
       worker.shared.log.note("error", std::string("internal error in a worker's handler: ") +
                                           error.what());
     } catch (...) {
-      worker.metrics.count_decision("error", "internal-error");
+      worker.metrics.count_decision(rules::Verdict::error, rules::Reason::internal_error);
       worker.shared.log.note("error", "internal error in a worker's handler");
     }
   }

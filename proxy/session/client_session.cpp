@@ -172,11 +172,11 @@ asio::awaitable<bool> authorize_request(SessionContext& context, const HeadParse
     co_return true;
   }
   // Never a word of what was sent: a wrong token may be a right token for something else.
-  std::string_view code = "auth-failed";
+  rules::Reason reason = rules::Reason::auth_failed;
   std::string sentence;
   switch (result.check) {
     case AuthCheck::missing:
-      code = "auth-required";
+      reason = rules::Reason::auth_required;
       sentence =
           "this gate requires a token: send Proxy-Authorization: Basic with any user name and "
           "the gate's token as the password (a proxy URL of the form "
@@ -195,29 +195,26 @@ asio::awaitable<bool> authorize_request(SessionContext& context, const HeadParse
   const std::pair<std::string, std::uint16_t> where = target_for_log(parser);
   boost::system::error_code ignored;
   context.upstream.close(ignored);
-  co_await reply_and_log(context, ReplyKind::auth_required, "deny", parser.get().method_string(),
-                         where.first, where.second, code, sentence);
+  co_await reply_and_log(context, reason, parser.get().method_string(), where.first, where.second,
+                         sentence);
   co_return false;
 }
 
-asio::awaitable<void> reply_and_log(SessionContext& context, ReplyKind kind,
-                                    std::string_view verdict, std::string_view method,
-                                    std::string_view host, std::uint16_t port,
-                                    std::string_view code, std::string_view sentence,
-                                    std::string_view rule) {
+asio::awaitable<void> reply_and_log(SessionContext& context, rules::Reason reason,
+                                    std::string_view method, std::string_view host,
+                                    std::uint16_t port, std::string_view sentence,
+                                    std::string_view rule, DeniedAt at) {
   log::Record record;
   record.connection_id = context.id;
   record.client = context.client_address;
   record.method = method;
   record.host = host;
   record.port = port;
-  record.verdict = verdict;
-  record.reason = code;
   record.rule = rule;
   record.detail = sentence;
-  context.record(record);
+  context.record_decision(record, reason);
 
-  const std::string reply = build_reply(kind, code, sentence);
+  const std::string reply = build_reply(reason, sentence, at);
   co_await asio::async_write(context.client, asio::buffer(reply), use_tuple);
   co_await close_gracefully(context.client);
 }
@@ -225,17 +222,16 @@ asio::awaitable<void> reply_and_log(SessionContext& context, ReplyKind kind,
 asio::awaitable<void> reply_to_failed_head(SessionContext& context, const HeadRead& read) {
   switch (read.status) {
     case HeadRead::Status::timeout:
-      co_await reply_and_log(context, ReplyKind::request_timeout, "deny", "-", "-", 0,
-                             "request-timeout",
+      co_await reply_and_log(context, rules::Reason::request_timeout, "-", "-", 0,
                              "the request head did not arrive within " +
                                  std::to_string(context.settings().head_timeout.count()) + " s.");
       break;
     case HeadRead::Status::too_large:
-      co_await reply_and_log(context, ReplyKind::header_too_large, "deny", "-", "-", 0,
-                             "header-too-large", "the request head is larger than 16 KiB.");
+      co_await reply_and_log(context, rules::Reason::header_too_large, "-", "-", 0,
+                             "the request head is larger than 16 KiB.");
       break;
     case HeadRead::Status::malformed:
-      co_await reply_and_log(context, ReplyKind::bad_request, "deny", "-", "-", 0, "bad-request",
+      co_await reply_and_log(context, rules::Reason::bad_request, "-", "-", 0,
                              "the request is not valid HTTP/1.1: " + read.problem + ".");
       break;
     case HeadRead::Status::ok:
@@ -338,7 +334,7 @@ asio::awaitable<void> serve_client(server::Worker& worker, tcp::socket socket,
 
 asio::awaitable<void> refuse_busy(server::Worker& worker, tcp::socket client) {
   static const std::string reply =
-      build_reply(ReplyKind::connection_limit, "connection-limit",
+      build_reply(rules::Reason::connection_limit,
                   "the gate is serving its maximum number of connections; try again shortly.");
   // Not a session (it is not counted among the open connections), but still a line and a count.
   boost::system::error_code ec;
@@ -349,11 +345,12 @@ asio::awaitable<void> refuse_busy(server::Worker& worker, tcp::socket client) {
   record.client = address;
   record.method = "-";
   record.host = "-";
-  record.verdict = "error";
-  record.reason = "connection-limit";
+  constexpr rules::Reason reason = rules::Reason::connection_limit;
+  record.verdict = rules::verdict_name(rules::reason_info(reason).verdict);
+  record.reason = rules::reason_code(reason);
   record.detail = "the gate is serving its maximum number of connections.";
   worker.shared.log.write(record);
-  worker.metrics.count_decision("error", "connection-limit");
+  worker.metrics.count_decision(rules::reason_info(reason).verdict, reason);
   co_await asio::async_write(client, asio::buffer(reply), use_tuple);
   co_await close_gracefully(client);
 }

@@ -150,16 +150,10 @@ asio::awaitable<bool> starts_with_ssh(SessionContext& context, boost::beast::fla
   }
 }
 
-bool is_address_reason(rules::Reason reason) {
-  return reason == rules::Reason::loopback || reason == rules::Reason::ip_address ||
-         reason == rules::Reason::metadata_address || reason == rules::Reason::private_address ||
-         reason == rules::Reason::reserved_address;
-}
-
 // Logs a denial taken after the 200 went out (the client already speaks TLS or SSH, so no HTTP
 // reply can reach it) and closes both sides; its handshake fails.
 void deny_established(SessionContext& context, std::string_view host, std::uint16_t port,
-                      std::string_view address, std::string_view reason, std::string_view rule,
+                      std::string_view address, rules::Reason reason, std::string_view rule,
                       std::string_view detail) {
   log::Record denied;
   denied.connection_id = context.id;
@@ -167,12 +161,10 @@ void deny_established(SessionContext& context, std::string_view host, std::uint1
   denied.method = "CONNECT";
   denied.host = host;
   denied.port = port;
-  denied.verdict = "deny";
-  denied.reason = reason;
   denied.rule = rule;
   denied.address = address;
   denied.detail = detail;
-  context.record(denied);
+  context.record_decision(denied, reason);
   boost::system::error_code ignored;
   context.client.close(ignored);
   context.upstream.close(ignored);
@@ -196,8 +188,7 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   // 1. Authority form only, parsed strictly: what is checked is what will be dialled.
   auto authority = rules::parse_authority(raw_target);
   if (!authority) {
-    co_await reply_and_log(context, ReplyKind::bad_request, "deny", "CONNECT", raw_target, 0,
-                           "invalid-host",
+    co_await reply_and_log(context, rules::Reason::invalid_host, "CONNECT", raw_target, 0,
                            "'" + raw_target + "' is not a valid CONNECT target (host:port): " +
                                std::string(rules::to_string(authority.error())) + ".");
     co_return;
@@ -209,10 +200,9 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   // 2. The policy.
   const rules::Decision decision = context.policy->decide(host, port);
   if (!decision.allowed()) {
-    co_await reply_and_log(
-        context, is_address_reason(decision.reason) ? ReplyKind::denied_address : ReplyKind::denied,
-        "deny", "CONNECT", display, port, rules::reason_code(decision.reason),
-        context.policy->explain(decision, host, port), rules::rule_text(decision));
+    co_await reply_and_log(context, decision.reason, "CONNECT", display, port,
+                           context.policy->explain(decision, host, port),
+                           rules::rule_text(decision));
     co_return;
   }
   fault_point("connect-decided");
@@ -232,8 +222,8 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
     co_return;
   }
   if (!dial.connected) {
-    co_await reply_and_log(context, dial.failure, dial.denied ? "deny" : "error", "CONNECT",
-                           display, port, dial.code, dial.sentence);
+    co_await reply_and_log(context, dial.reason, "CONNECT", display, port, dial.sentence, {},
+                           dial.denied_at());
     co_return;
   }
   const std::string upstream_address = to_text(dial.endpoint);
@@ -262,8 +252,8 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
       co_return;
     }
     if (!first.decision.allowed()) {
-      deny_established(context, display, port, upstream_address,
-                       rules::reason_code(first.decision.reason), rules::rule_text(first.decision),
+      deny_established(context, display, port, upstream_address, first.decision.reason,
+                       rules::rule_text(first.decision),
                        context.policy->explain(first.decision, host, port));
       co_return;
     }
@@ -282,8 +272,8 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
     if (ssh) {
       const rules::Decision ssh_decision = context.policy->decide_ssh(host);
       if (!ssh_decision.allowed()) {
-        deny_established(context, display, port, upstream_address,
-                         rules::reason_code(ssh_decision.reason), rules::rule_text(ssh_decision),
+        deny_established(context, display, port, upstream_address, ssh_decision.reason,
+                         rules::rule_text(ssh_decision),
                          context.policy->explain(ssh_decision, host, port));
         co_return;
       }
@@ -296,8 +286,8 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   // 6. A reload while this tunnel was being set up: the rules now in force judge it again, as
   // they judged every tunnel already open. From here on a reload finds it registered.
   if (auto revoked = context.register_destination(std::move(destination))) {
-    deny_established(context, display, port, upstream_address, revoked->reason, revoked->rule,
-                     revoked->detail);
+    deny_established(context, display, port, upstream_address, revocation_reason(*revoked),
+                     revoked->rule, revoked->detail);
     co_return;
   }
 
@@ -307,12 +297,10 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   record.method = "CONNECT";
   record.host = display;
   record.port = port;
-  record.verdict = "allow";
-  record.reason = "allowed";
   record.rule = rule;
   record.address = upstream_address;
   record.detail = note;
-  context.record(record);
+  context.record_decision(record, rules::Reason::allowed);
 
   // 7. Pass on what the client sent so far: the start of the tunnelled stream (a TLS
   // ClientHello, possibly sent before our 200 arrived).
@@ -346,7 +334,7 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
                                write_error.message() + ".";
     end.detail = detail;
     end.duration_ms = context.elapsed_ms();
-    context.record(end);
+    context.record_end(end);
     co_return;
   }
   // 8. Hand the sockets to a TunnelSession and let this coroutine (and its caller) finish, so a

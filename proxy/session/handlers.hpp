@@ -27,12 +27,13 @@ boost::asio::awaitable<void> handle_connect(SessionContext& context, HeadParser&
 boost::asio::awaitable<void> handle_http(SessionContext& context, HeadParser& parser,
                                          boost::beast::flat_buffer& buffer);
 
-// Writes one of the proxy's own replies and logs the decision; the caller then closes.
-boost::asio::awaitable<void> reply_and_log(SessionContext& context, ReplyKind kind,
-                                           std::string_view verdict, std::string_view method,
-                                           std::string_view host, std::uint16_t port,
-                                           std::string_view code, std::string_view sentence,
-                                           std::string_view rule = {});
+// Writes the proxy's own reply for `reason` (its row's status and Proxy-Status error, see
+// replies.hpp) and logs the decision with the row's verdict; the caller then closes.
+boost::asio::awaitable<void> reply_and_log(SessionContext& context, rules::Reason reason,
+                                           std::string_view method, std::string_view host,
+                                           std::uint16_t port, std::string_view sentence,
+                                           std::string_view rule = {},
+                                           DeniedAt at = DeniedAt::target);
 
 // The LaunchDarkly allowlist, asked last: it can only deny what the local rules allowed. Gives
 // nothing when it is off. When it denies, the denial has been replied to and logged.

@@ -70,12 +70,6 @@ using BodyResponseParser = http::response_parser<http::buffer_body>;
 using RequestWriter = http::request_serializer<http::buffer_body>;
 using ResponseWriter = http::response_serializer<http::buffer_body>;
 
-bool is_address_reason(rules::Reason reason) {
-  return reason == rules::Reason::loopback || reason == rules::Reason::ip_address ||
-         reason == rules::Reason::metadata_address || reason == rules::Reason::private_address ||
-         reason == rules::Reason::reserved_address;
-}
-
 double ms_since(clock::time_point start) {
   return std::chrono::duration<double, std::milli>(clock::now() - start).count();
 }
@@ -157,7 +151,8 @@ struct Exchange {
   bool oversized = false;  // the origin broke a size limit mid-response (chunk header, trailer)
   bool client_keep_alive = false;
   bool upstream_keep_alive = false;
-  std::string failure_code;  // before the response started: why the origin failed
+  // Before the response started: why the origin failed (the first failure wins).
+  std::optional<rules::Reason> failure;
   std::string failure_sentence;
   std::optional<BodyResponseParser> response;
   std::uint64_t bytes_up = 0;    // to the origin, heads included
@@ -178,9 +173,9 @@ struct Exchange {
       watchdog.cancel();
     }
   }
-  void fail(std::string code, std::string sentence) {
-    if (failure_code.empty()) {
-      failure_code = std::move(code);
+  void fail(rules::Reason reason, std::string sentence) {
+    if (!failure) {
+      failure = reason;
       failure_sentence = std::move(sentence);
     }
   }
@@ -260,9 +255,9 @@ asio::awaitable<bool> write_response_head(Exchange& x, http::response<http::buff
 asio::awaitable<bool> read_final_head(Exchange& x) {
   for (int interim = 0;; ++interim) {
     if (interim > kMaxInterimResponses) {
-      x.fail("bad-response", x.where + " sent more than " +
-                                 std::to_string(kMaxInterimResponses) +
-                                 " interim (1xx) responses to one request.");
+      x.fail(rules::Reason::bad_response, x.where + " sent more than " +
+                                              std::to_string(kMaxInterimResponses) +
+                                              " interim (1xx) responses to one request.");
       co_return false;
     }
     if (x.client_failed || x.timed_out) {
@@ -280,13 +275,14 @@ asio::awaitable<bool> read_final_head(Exchange& x) {
     x.touch();
     if (error) {
       if (error == http::error::header_limit || error == http::error::buffer_overflow) {
-        x.fail("bad-response", x.where + " sent a response head larger than 64 KiB.");
+        x.fail(rules::Reason::bad_response, x.where + " sent a response head larger than 64 KiB.");
       } else if (is_http_parse_error(error)) {
-        x.fail("bad-response",
+        x.fail(rules::Reason::bad_response,
                x.where + " sent a response that is not valid HTTP/1.1: " + error.message() + ".");
       } else {
-        x.fail("upstream-closed", x.where + " closed the connection before its response head: " +
-                                      error.message() + ".");
+        x.fail(
+            rules::Reason::upstream_closed,
+            x.where + " closed the connection before its response head: " + error.message() + ".");
       }
       co_return false;
     }
@@ -294,7 +290,8 @@ asio::awaitable<bool> read_final_head(Exchange& x) {
     const unsigned status = head.result_int();
     if (status == 101) {
       if (!x.websocket || !has_token(head[http::field::upgrade], "websocket")) {
-        x.fail("bad-response", x.where + " switched protocols without a WebSocket upgrade.");
+        x.fail(rules::Reason::bad_response,
+               x.where + " switched protocols without a WebSocket upgrade.");
         co_return false;
       }
       x.upgraded = true;
@@ -330,7 +327,8 @@ asio::awaitable<void> relay_response(Exchange& x) {
     const bool has_length = response.count(http::field::content_length) > 0;
     const bool has_coding = response.count(http::field::transfer_encoding) > 0;
     if (has_length && has_coding && !parser.is_done()) {
-      x.fail("bad-response", x.where + " sent both Content-Length and Transfer-Encoding.");
+      x.fail(rules::Reason::bad_response,
+             x.where + " sent both Content-Length and Transfer-Encoding.");
     } else {
       const bool to_eof = parser.need_eof();
       const bool unchunk = !x.client_http11 && parser.chunked();  // HTTP/1.0 cannot read chunks
@@ -445,9 +443,9 @@ enum class Next : std::uint8_t { read_next, stop };
 
 // Writes the proxy's own answer to a request whose exchange failed before any response byte
 // reached the client, then closes. The decision was already logged; this ends the request.
-asio::awaitable<std::uint64_t> answer_failure(SessionContext& context, ReplyKind kind,
-                                              std::string_view code, std::string_view sentence) {
-  const std::string reply = build_reply(kind, code, sentence);
+asio::awaitable<std::uint64_t> answer_failure(SessionContext& context, rules::Reason reason,
+                                              std::string_view sentence) {
+  const std::string reply = build_reply(reason, sentence);
   auto [error, written] =
       co_await asio::async_write(context.client, asio::buffer(reply), use_tuple);
   (void)error;
@@ -460,7 +458,7 @@ struct EndLine {
   std::string_view host;
   std::uint16_t port = 0;
   std::string_view outcome;
-  std::string_view reason;
+  std::optional<rules::Reason> reason;  // none: it ended normally
   std::string_view detail;
   std::uint64_t bytes_up = 0;
   std::uint64_t bytes_down = 0;
@@ -475,14 +473,15 @@ void log_end(SessionContext& context, const EndLine& line) {
   end.method = line.method;
   end.host = line.host;
   end.port = line.port;
-  end.verdict = "allow";
-  end.reason = line.reason;
+  // The request was allowed; a failure after that is the end line's reason, not a new verdict.
+  end.verdict = rules::verdict_name(rules::Verdict::allow);
+  end.reason = line.reason ? rules::reason_code(*line.reason) : std::string_view{};
   end.detail = line.detail;
   end.outcome = line.outcome;
   end.bytes_up = line.bytes_up;
   end.bytes_down = line.bytes_down;
   end.duration_ms = ms_since(line.started);
-  context.record(end);
+  context.record_end(end);
 }
 
 // After a 101: send the head on, then carry bytes both ways until both sides are done.
@@ -554,8 +553,7 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   auto target = parse_http_target(raw_target, head_parser.get().method() == http::verb::options);
   if (!target) {
     context.upstream.close(ignored);
-    co_await reply_and_log(context, ReplyKind::bad_request, "deny", method, raw_target, 0,
-                           target_error_code(target.error()),
+    co_await reply_and_log(context, target_error_reason(target.error()), method, raw_target, 0,
                            target_error_text(target.error(), raw_target));
     co_return Next::stop;
   }
@@ -568,8 +566,7 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   // sent anywhere.
   if (auto problem = request_framing_problem(head_parser.get())) {
     context.upstream.close(ignored);
-    co_await reply_and_log(context, ReplyKind::bad_request, "deny", method, display, port,
-                           "bad-request", *problem);
+    co_await reply_and_log(context, rules::Reason::bad_request, method, display, port, *problem);
     co_return Next::stop;
   }
 
@@ -577,10 +574,9 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   const rules::Decision decision = context.policy->decide(host, port);
   if (!decision.allowed()) {
     context.upstream.close(ignored);
-    co_await reply_and_log(
-        context, is_address_reason(decision.reason) ? ReplyKind::denied_address : ReplyKind::denied,
-        "deny", method, display, port, rules::reason_code(decision.reason),
-        context.policy->explain(decision, host, port), rules::rule_text(decision));
+    co_await reply_and_log(context, decision.reason, method, display, port,
+                           context.policy->explain(decision, host, port),
+                           rules::rule_text(decision));
     co_return Next::stop;
   }
 
@@ -612,8 +608,8 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
       co_return Next::stop;
     }
     if (!dial.connected) {
-      co_await reply_and_log(context, dial.failure, dial.denied ? "deny" : "error", method, display,
-                             port, dial.code, dial.sentence);
+      co_await reply_and_log(context, dial.reason, method, display, port, dial.sentence, {},
+                             dial.denied_at());
       co_return Next::stop;
     }
     upstream.key = where;
@@ -632,8 +628,8 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   if (auto revoked = context.register_destination(std::move(destination))) {
     context.upstream.close(ignored);
     context.live.destination.reset();
-    co_await reply_and_log(context, ReplyKind::denied, "deny", method, display, port,
-                           revoked->reason, revoked->detail, revoked->rule);
+    co_await reply_and_log(context, revocation_reason(*revoked), method, display, port,
+                           revoked->detail, revoked->rule);
     co_return Next::stop;
   }
   {
@@ -643,14 +639,12 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     record.method = method;
     record.host = display;
     record.port = port;
-    record.verdict = "allow";
-    record.reason = "allowed";
     const std::string rule = rules::rule_text(decision);
     record.rule = rule;
     record.address = upstream.address;
     const std::string remote_note = remote_allowlist_note(remote);
     record.detail = remote_note;
-    context.record(record);
+    context.record_decision(record, rules::Reason::allowed);
     context.worker.metrics.http_requests_total.add();
   }
   EndLine end{method, display, port, "closed", {}, {}, 0, 0, started};
@@ -688,8 +682,9 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
       co_await http::async_write_header(context.upstream, writer, use_tuple);
   x.bytes_up += head_written;
   if (head_error) {
-    x.fail("upstream-closed", where + " closed the connection before taking the request (" +
-                                  head_error.message() + ").");
+    x.fail(
+        rules::Reason::upstream_closed,
+        where + " closed the connection before taking the request (" + head_error.message() + ").");
   } else if (send_continue) {
     auto [error, written] =
         co_await asio::async_write(context.client, asio::buffer(kContinue), use_tuple);
@@ -732,28 +727,24 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
       log_end(context, end);
       co_return Next::stop;
     }
-    ReplyKind kind = ReplyKind::upstream_failure;
-    std::string code = x.failure_code.empty() ? "upstream-closed" : x.failure_code;
-    std::string sentence = x.failure_sentence.empty()
-                               ? where + " closed the connection without a response."
-                               : x.failure_sentence;
+    rules::Reason reason = x.failure.value_or(rules::Reason::upstream_closed);
+    std::string sentence =
+        x.failure ? x.failure_sentence : where + " closed the connection without a response.";
     const std::string idle = std::to_string(context.settings().idle_timeout.count());
     if (!x.client_problem.empty()) {
-      kind = ReplyKind::bad_request;
-      code = "bad-request";
+      reason = rules::Reason::bad_request;
       sentence = x.client_problem;
     } else if (x.timed_out && !x.request.is_done()) {
-      kind = ReplyKind::request_timeout;
-      code = "request-timeout";
+      reason = rules::Reason::request_timeout;
       sentence = "the request body stalled for " + idle + " s.";
     } else if (x.timed_out) {
-      code = "response-timeout";
+      reason = rules::Reason::response_timeout;
       sentence = where + " sent no response for " + idle + " s.";
     }
     end.outcome = "error";
-    end.reason = code;
+    end.reason = reason;
     end.detail = sentence;
-    end.bytes_down += co_await answer_failure(context, kind, code, sentence);
+    end.bytes_down += co_await answer_failure(context, reason, sentence);
     log_end(context, end);
     co_return Next::stop;
   }
@@ -765,7 +756,7 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     std::string detail;
     if (x.oversized) {
       end.outcome = "error";
-      end.reason = "bad-response";
+      end.reason = rules::Reason::bad_response;
       detail = where + " sent a chunk header or trailer section larger than " +
                std::to_string(kUpstreamBufferLimit / 1024) + " KiB; the response was cut off.";
       end.detail = detail;

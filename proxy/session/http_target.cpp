@@ -98,21 +98,25 @@ Expected<HttpTarget, TargetFailure> parse_http_target(std::string_view target, b
   return result;
 }
 
-std::string_view target_error_code(const TargetFailure& failure) {
+rules::Reason target_error_reason(const TargetFailure& failure) {
   switch (failure.error) {
     case TargetError::origin_form:
-      return "origin-form";
+      return rules::Reason::origin_form;
     case TargetError::https:
-      return "https-absolute-form";
+      return rules::Reason::https_absolute_form;
     case TargetError::unsupported_scheme:
-      return "unsupported-scheme";
+      return rules::Reason::unsupported_scheme;
     case TargetError::bad_character:
     case TargetError::fragment:
-      return "bad-request";
+      return rules::Reason::bad_request;
     case TargetError::host:
-      return "invalid-host";
+      return rules::Reason::invalid_host;
   }
-  return "bad-request";
+  return rules::Reason::bad_request;
+}
+
+std::string_view target_error_code(const TargetFailure& failure) {
+  return rules::reason_code(target_error_reason(failure));
 }
 
 std::string target_error_text(const TargetFailure& failure, std::string_view target) {

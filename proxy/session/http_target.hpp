@@ -10,11 +10,12 @@
 
 #include "rules/expected.hpp"
 #include "rules/host.hpp"
+#include "rules/reason.hpp"
 
 namespace sandgate::session {
 
-// Why a request target was refused. Each maps to a stable reason code (target_error_code) and a
-// sentence (target_error_text).
+// Why a request target was refused. Each maps to a reason (target_error_reason) and a sentence
+// (target_error_text).
 enum class TargetError : std::uint8_t {
   origin_form,         // `/path`: a bare path, as sent to an origin server, not to a proxy
   https,               // `https://...`: must be tunnelled with CONNECT
@@ -43,7 +44,10 @@ struct HttpTarget {
 Expected<HttpTarget, TargetFailure> parse_http_target(std::string_view target,
                                                       bool is_options = false);
 
-std::string_view target_error_code(const TargetFailure& failure);  // "invalid-host", ...
+// The reason a refused target is logged and answered with (origin-form, invalid-host, ...), and
+// its code.
+rules::Reason target_error_reason(const TargetFailure& failure);
+std::string_view target_error_code(const TargetFailure& failure);
 std::string target_error_text(const TargetFailure& failure, std::string_view target);
 
 }  // namespace sandgate::session

@@ -17,8 +17,8 @@ boost::asio::awaitable<std::optional<launchdarkly::Answer>> consult_remote_allow
       rule = std::string(answer.rule->source) + ":" + std::to_string(answer.rule->line) + ": " +
              std::string(answer.rule->entry);
     }
-    co_await reply_and_log(context, ReplyKind::denied, "deny", method, host.display(), port,
-                           rules::reason_code(answer.reason), answer.detail + ".", rule);
+    co_await reply_and_log(context, answer.reason, method, host.display(), port,
+                           answer.detail + ".", rule);
   }
   co_return answer;
 }

@@ -1,37 +1,38 @@
 // The proxy's own replies. See replies.hpp.
 #include "proxy/session/replies.hpp"
 
-#include <array>
-
 namespace sandgate::session {
 namespace {
 
-// Indexed by ReplyKind. The Proxy-Status error types are RFC 9209's registered names.
-constexpr std::array<ReplyInfo, 15> kReplies = {{
-    {403, "Forbidden", "http_request_denied"},
-    {403, "Forbidden", "destination_ip_prohibited"},
-    {400, "Bad Request", "http_request_error"},
-    {431, "Request Header Fields Too Large", "http_request_error"},
-    {408, "Request Timeout", "http_request_error"},
-    {502, "Bad Gateway", "dns_error"},
-    {502, "Bad Gateway", "dns_error"},
-    {504, "Gateway Timeout", "dns_timeout"},
-    {502, "Bad Gateway", "connection_refused"},
-    {502, "Bad Gateway", "destination_unavailable"},
-    {504, "Gateway Timeout", "connection_timeout"},
-    {503, "Service Unavailable", "connection_limit_reached"},
-    {502, "Bad Gateway", "http_response_incomplete"},
-    {501, "Not Implemented", "http_request_error"},
-    // RFC 9110 section 11.7.1: a 407 carries the challenge the client must answer.
-    {407, "Proxy Authentication Required", "http_request_denied",
-     "Proxy-Authenticate: Basic realm=\"sandgate\""},
-}};
-static_assert(kReplies.size() == static_cast<std::size_t>(ReplyKind::auth_required) + 1,
-              "one kReplies entry per ReplyKind, in order");
+// RFC 9110 section 11.7.1: a 407 carries the challenge the client must answer.
+constexpr std::string_view kChallenge = "Proxy-Authenticate: Basic realm=\"sandgate\"";
 
 }  // namespace
 
-const ReplyInfo& reply_info(ReplyKind kind) { return kReplies[static_cast<std::size_t>(kind)]; }
+std::string_view status_text(unsigned status) {
+  switch (status) {
+    case 400:
+      return "Bad Request";
+    case 403:
+      return "Forbidden";
+    case 407:
+      return "Proxy Authentication Required";
+    case 408:
+      return "Request Timeout";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "Error";
+  }
+}
 
 std::string to_sf_string(std::string_view text) {
   std::string out;
@@ -51,29 +52,37 @@ std::string to_sf_string(std::string_view text) {
   return out;
 }
 
-std::string build_reply(ReplyKind kind, std::string_view code, std::string_view sentence) {
-  const ReplyInfo& info = reply_info(kind);
-  std::string details(code);
+std::string build_reply(rules::Reason reason, std::string_view sentence, DeniedAt at) {
+  const rules::ReasonInfo& row = rules::reason_info(reason);
+  // A reason without a reply of its own reaching here is a bug in the caller; answer rather
+  // than send a status line with 0 in it.
+  const unsigned status = row.status != 0 ? row.status : 500;
+  std::string_view error = row.status != 0 ? row.proxy_status_error : "proxy_internal_error";
+  if (at == DeniedAt::resolved_address) {
+    error = "destination_ip_prohibited";
+  }
+
+  std::string details(row.code);
   details += ": ";
   details += sentence;
 
   std::string body = "sandgate: ";
-  body += info.status >= 500 ? "could not connect" : "refused";
+  body += status >= 500 ? "could not connect" : "refused";
   body += " (";
-  body += code;
+  body += row.code;
   body += "): ";
   body += sentence;
   body += '\n';
 
-  std::string reply = "HTTP/1.1 " + std::to_string(info.status) + " ";
-  reply += info.status_text;
+  std::string reply = "HTTP/1.1 " + std::to_string(status) + " ";
+  reply += status_text(status);
   reply += "\r\nProxy-Status: sandgate; error=";
-  reply += info.proxy_status_error;
+  reply += error;
   reply += "; details=";
   reply += to_sf_string(details);
-  if (!info.extra_field.empty()) {
+  if (status == 407) {
     reply += "\r\n";
-    reply += info.extra_field;
+    reply += kChallenge;
   }
   reply += "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ";
   reply += std::to_string(body.size());

@@ -49,18 +49,23 @@ double SessionContext::elapsed_ms() const {
       .count();
 }
 
-void SessionContext::record(const log::Record& record) {
+void SessionContext::record_decision(log::Record record, rules::Reason reason) {
+  const rules::ReasonInfo& row = rules::reason_info(reason);
+  record.event = log::Record::Event::decision;
+  record.verdict = rules::verdict_name(row.verdict);
+  record.reason = row.code;
   log().write(record);
   auto& metrics = worker.metrics;
-  if (record.event == log::Record::Event::end) {
-    metrics.bytes_up.add(record.bytes_up);
-    metrics.bytes_down.add(record.bytes_down);
-    return;
-  }
-  metrics.count_decision(record.verdict, record.reason);
-  if (record.verdict != "allow") {
+  metrics.count_decision(row.verdict, reason);
+  if (row.verdict != rules::Verdict::allow) {
     remember_denial(metrics, record);
   }
+}
+
+void SessionContext::record_end(const log::Record& end) {
+  log().write(end);
+  worker.metrics.bytes_up.add(end.bytes_up);
+  worker.metrics.bytes_down.add(end.bytes_down);
 }
 
 void SessionContext::record_internal_error(std::string_view what) {
@@ -75,13 +80,14 @@ void SessionContext::record_internal_error(std::string_view what) {
   end.client = client_address;
   end.method = "-";
   end.host = "-";
-  end.verdict = "error";
-  end.reason = "internal-error";
+  constexpr rules::Reason reason = rules::Reason::internal_error;
+  end.verdict = rules::verdict_name(rules::reason_info(reason).verdict);
+  end.reason = rules::reason_code(reason);
   end.outcome = "error";
   end.detail = detail;
   end.duration_ms = elapsed_ms();
   log().write(end);
-  worker.metrics.count_decision("error", "internal-error");
+  worker.metrics.count_decision(rules::reason_info(reason).verdict, reason);
 }
 
 std::optional<server::Revocation> SessionContext::register_destination(
@@ -112,12 +118,12 @@ bool SessionContext::still_wanted(std::string_view method, std::string_view host
 }
 
 void SessionContext::record_no_request(bool partial) {
-  std::string_view reason = partial ? "client-closed" : "no-request";
+  rules::Reason reason = partial ? rules::Reason::client_closed : rules::Reason::no_request;
   std::string_view detail = partial
                                 ? "the client closed the connection in the middle of a request head."
                                 : "the client closed the connection without sending a request.";
   if (stopping()) {
-    reason = "shutting-down";
+    reason = rules::Reason::shutting_down;
     detail = "the gate is shutting down; the connection was closed before a request arrived.";
   }
   log::Record end;
@@ -126,13 +132,13 @@ void SessionContext::record_no_request(bool partial) {
   end.client = client_address;
   end.method = "-";
   end.host = "-";
-  end.verdict = "error";
-  end.reason = reason;
+  end.verdict = rules::verdict_name(rules::reason_info(reason).verdict);
+  end.reason = rules::reason_code(reason);
   end.outcome = "closed";
   end.detail = detail;
   end.duration_ms = elapsed_ms();
   log().write(end);
-  worker.metrics.count_decision("error", reason);
+  worker.metrics.count_decision(rules::reason_info(reason).verdict, reason);
 }
 
 void SessionContext::record_shutting_down(std::string_view method, std::string_view host,
@@ -146,10 +152,8 @@ void SessionContext::record_shutting_down(std::string_view method, std::string_v
   record.method = method;
   record.host = host;
   record.port = port;
-  record.verdict = "error";
-  record.reason = "shutting-down";
   record.detail = "the gate is shutting down; the connection was closed before it was set up.";
-  this->record(record);
+  record_decision(record, rules::Reason::shutting_down);
 }
 
 void SessionContext::record_revoked(std::string_view method, std::uint64_t bytes_up,
@@ -164,24 +168,29 @@ void SessionContext::record_revoked(std::string_view method, std::uint64_t bytes
   end.method = method;
   end.host = host;
   end.port = port;
-  end.verdict = "deny";
-  end.reason = why.reason;
   end.rule = why.rule;
   end.detail = why.detail;
   end.outcome = "revoked";
   end.bytes_up = bytes_up;
   end.bytes_down = bytes_down;
   end.duration_ms = elapsed_ms();
-  record_late_denial(worker, end);
+  record_late_denial(worker, end, revocation_reason(why));
 }
 
-void record_late_denial(server::Worker& worker, const log::Record& end) {
-  worker.shared.log.write(end);
+void record_late_denial(server::Worker& worker, log::Record line, rules::Reason reason) {
+  const rules::ReasonInfo& row = rules::reason_info(reason);
+  line.verdict = rules::verdict_name(row.verdict);
+  line.reason = row.code;
+  worker.shared.log.write(line);
   auto& metrics = worker.metrics;
-  metrics.bytes_up.add(end.bytes_up);
-  metrics.bytes_down.add(end.bytes_down);
-  metrics.count_decision("deny", end.reason);
-  remember_denial(metrics, end);
+  metrics.bytes_up.add(line.bytes_up);
+  metrics.bytes_down.add(line.bytes_down);
+  metrics.count_decision(row.verdict, reason);
+  remember_denial(metrics, line);
+}
+
+rules::Reason revocation_reason(const server::Revocation& revocation) {
+  return rules::find_reason(revocation.reason).value_or(rules::Reason::internal_error);
 }
 
 std::string to_text(const boost::asio::ip::tcp::endpoint& endpoint) {

@@ -11,6 +11,7 @@
 #include "proxy/log/decision_log.hpp"
 #include "proxy/server/worker.hpp"
 #include "rules/policy.hpp"
+#include "rules/reason.hpp"
 
 namespace sandgate::session {
 
@@ -52,19 +53,23 @@ struct SessionContext {
   log::DecisionLog& log() const { return worker.shared.log; }
   double elapsed_ms() const;
 
-  // Writes a decision or end line to the log and counts it in the worker's metrics (denials
-  // also go to the recent-denials ring). Every handler records through here.
-  void record(const log::Record& record);
+  // Writes a decision line to the log and counts it in the worker's metrics (denials also go to
+  // the recent-denials ring). The line's verdict and reason code are `reason`'s row in the
+  // reason table, whatever `record` held. Every handler's decision goes through here.
+  void record_decision(log::Record record, rules::Reason reason);
+  // Writes an end line to the log and counts its bytes. Its verdict and reason are the caller's
+  // (an end line repeats its request's verdict).
+  void record_end(const log::Record& end);
 
   // The end line of a connection that an unexpected error ended (an exception from anywhere on
-  // its path): outcome "error", reason "internal-error", counted as such. Closes both sockets.
+  // its path): outcome "error", reason internal-error, counted as such. Closes both sockets.
   void record_internal_error(std::string_view what);
   // The line of a connection whose client left, or was closed by the drain, in the middle of a
   // request head (`partial`) or before sending anything: an end line with outcome "closed" and
-  // reason "client-closed" (a partial head), "no-request", or "shutting-down".
+  // reason client-closed (a partial head), no-request, or shutting-down.
   void record_no_request(bool partial);
   // The line of a request that the drain ended before it was decided or connected: verdict
-  // "error", reason "shutting-down". Closes both sockets.
+  // "error", reason shutting-down. Closes both sockets.
   void record_shutting_down(std::string_view method, std::string_view host, std::uint16_t port);
   // The end line of a connection a reload closed (LiveConnection::revoked): verdict "deny",
   // outcome "revoked", the new rules' reason and rule; counted as a denial.
@@ -76,7 +81,13 @@ std::string to_text(const boost::asio::ip::tcp::endpoint& endpoint);
 
 // Logs a denial that came after the connection was allowed (a revoked connection's end line, an
 // SSH client refused in an established tunnel) and counts it as a denial, in the worker's
-// counters and /denials. For sessions and established tunnels, on the worker's thread.
-void record_late_denial(server::Worker& worker, const log::Record& end);
+// counters and /denials. The line's verdict and reason code are `reason`'s row. For sessions and
+// established tunnels, on the worker's thread.
+void record_late_denial(server::Worker& worker, log::Record line, rules::Reason reason);
+
+// The reason of a reload's revocation, which carries it as its code (server::Revocation must
+// outlive the policy it came from). Every such code came from the table; internal_error if one
+// did not.
+rules::Reason revocation_reason(const server::Revocation& revocation);
 
 }  // namespace sandgate::session

@@ -63,9 +63,8 @@ relay::FirstBytesVerdict TunnelSession::judge_first_bytes(std::string_view bytes
     live_.destination->ssh = true;  // a reload judges it by the SSH rules from now on
     return relay::FirstBytesVerdict::pass;
   }
-  refused_ = server::Revocation{std::string(rules::reason_code(decision.reason)),
-                                rules::rule_text(decision),
-                                policy.explain(decision, destination.host, destination.port)};
+  refused_ = Refusal{decision.reason, rules::rule_text(decision),
+                     policy.explain(decision, destination.host, destination.port)};
   return relay::FirstBytesVerdict::refuse;
 }
 
@@ -85,22 +84,24 @@ void TunnelSession::log_end(std::string_view outcome, const relay::Result& resul
           .count();
   const server::Revocation* why = live_.revoked ? &*live_.revoked : nullptr;
   if (why != nullptr) {
-    end.verdict = "deny";
-    end.reason = why->reason;
     end.rule = why->rule;
     end.detail = why->detail;
-    record_late_denial(worker_, end);
+    record_late_denial(worker_, end, revocation_reason(*why));
     return;
   }
+  // An end line repeats the verdict of what decided the tunnel's fate.
+  auto set_reason = [&end](rules::Reason reason) {
+    end.verdict = rules::verdict_name(rules::reason_info(reason).verdict);
+    end.reason = rules::reason_code(reason);
+  };
   if (refused_) {
-    end.verdict = "deny";  // after the deny line of the refused first bytes
-    end.reason = refused_->reason;
+    set_reason(refused_->reason);  // after the deny line of the refused first bytes
   }
   if (result.outcome == relay::Outcome::internal_error) {
-    end.verdict = "error";
-    end.reason = "internal-error";
+    constexpr rules::Reason reason = rules::Reason::internal_error;
+    set_reason(reason);
     end.detail = "the tunnel was ended by an internal error.";
-    worker_.metrics.count_decision("error", "internal-error");
+    worker_.metrics.count_decision(rules::reason_info(reason).verdict, reason);
   }
   worker_.metrics.bytes_up.add(result.bytes_up);
   worker_.metrics.bytes_down.add(result.bytes_down);
@@ -122,11 +123,10 @@ void TunnelSession::on_done(relay::Result result) {
     denied.method = "CONNECT";
     denied.host = host_;
     denied.port = port_;
-    denied.verdict = "deny";
-    denied.reason = refused_->reason;
     denied.rule = refused_->rule;
     denied.detail = refused_->detail;
-    record_late_denial(worker_, denied);  // counted and kept in /denials like any denial
+    // Counted and kept in /denials like any denial.
+    record_late_denial(worker_, denied, refused_->reason);
   }
   log_end(live_.revoked ? "revoked" : relay::to_string(result.outcome), result);
   delete this;

@@ -46,7 +46,13 @@ class TunnelSession {
   std::uint16_t port_;
   std::uint64_t early_bytes_;
   std::chrono::steady_clock::time_point started_;
-  std::optional<server::Revocation> refused_;  // the SSH rules refused the client's first bytes
+  // The SSH rules refused the client's first bytes: why, the rule and the sentence.
+  struct Refusal {
+    rules::Reason reason;
+    std::string rule;
+    std::string detail;
+  };
+  std::optional<Refusal> refused_;
   relay::TunnelRelay relay_;
 };
 

@@ -28,10 +28,9 @@ asio::ip::address to_asio_address(const rules::IpAddress& address) {
   return v6;
 }
 
-DialResult failure(ReplyKind kind, std::string code, std::string sentence) {
+DialResult failure(rules::Reason reason, std::string sentence) {
   DialResult result;
-  result.failure = kind;
-  result.code = std::move(code);
+  result.reason = reason;
   result.sentence = std::move(sentence);
   return result;
 }
@@ -64,17 +63,16 @@ asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::
       case dns::ResolveError::none:
         break;
       case dns::ResolveError::not_found:
-        co_return failure(ReplyKind::dns_not_found, "dns-not-found",
+        co_return failure(rules::Reason::dns_not_found,
                           host.name + " does not exist or has no addresses (DNS).");
       case dns::ResolveError::timeout:
-        co_return failure(ReplyKind::dns_timeout, "dns-timeout",
-                          "looking up " + host.name + " timed out.");
+        co_return failure(rules::Reason::dns_timeout, "looking up " + host.name + " timed out.");
       case dns::ResolveError::cancelled:
       case dns::ResolveError::server_failure:
       case dns::ResolveError::bad_name:
-        co_return failure(ReplyKind::dns_failure, "dns-error",
-                          "looking up " + host.name + " failed: " +
-                              std::string(dns::to_string(resolution.error)) + ".");
+        co_return failure(rules::Reason::dns_error,
+                          "looking up " + host.name +
+                              " failed: " + std::string(dns::to_string(resolution.error)) + ".");
     }
     addresses = std::move(resolution.addresses);
 
@@ -86,13 +84,11 @@ asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::
       if (!decision.allowed()) {
         rules::Host as_host{checked.is_v4() ? rules::HostKind::ipv4 : rules::HostKind::ipv6,
                             checked.to_string(), checked};
-        DialResult denied = failure(
-            ReplyKind::denied_address, std::string(rules::reason_code(decision.reason)),
-            host.name + " resolves to " + checked.to_string() + ": " +
-                context.policy->explain(decision, as_host, port));
-        denied.denied = true;
-        denied.endpoint = tcp::endpoint(address, port);
-        co_return denied;
+        DialResult refused =
+            failure(decision.reason, host.name + " resolves to " + checked.to_string() + ": " +
+                                         context.policy->explain(decision, as_host, port));
+        refused.endpoint = tcp::endpoint(address, port);
+        co_return refused;
       }
     }
   }
@@ -144,13 +140,11 @@ asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::
   result.endpoint = last_endpoint;
   const std::string where = target + " (" + to_text(last_endpoint) + ")";
   if (last_error == asio::error::timed_out) {
-    result = failure(ReplyKind::connect_timeout, "connection-timeout",
-                     "connecting to " + where + " timed out.");
+    result = failure(rules::Reason::connection_timeout, "connecting to " + where + " timed out.");
   } else if (last_error == asio::error::connection_refused) {
-    result = failure(ReplyKind::connection_refused, "connection-refused",
-                     "connecting to " + where + " was refused.");
+    result = failure(rules::Reason::connection_refused, "connecting to " + where + " was refused.");
   } else {
-    result = failure(ReplyKind::unreachable, "destination-unavailable",
+    result = failure(rules::Reason::destination_unavailable,
                      "connecting to " + where + " failed: " + last_error.message() + ".");
   }
   result.endpoint = last_endpoint;

@@ -10,16 +10,20 @@
 #include "proxy/session/replies.hpp"
 #include "proxy/session/session_context.hpp"
 #include "rules/host.hpp"
+#include "rules/reason.hpp"
 
 namespace sandgate::session {
 
 struct DialResult {
   bool connected = false;
-  // When not connected: the reply to send, and its reason code and sentence.
-  ReplyKind failure = ReplyKind::upstream_failure;
-  bool denied = false;     // an address rule refused it (403), rather than the network (5xx)
-  std::string code;        // "loopback", "dns-error", "connection-refused", ...
+  // When not connected: why, and the sentence. An address rule's denial (its row's verdict is
+  // deny: loopback, blocklist, ...) is about a resolved address (DeniedAt::resolved_address);
+  // otherwise the network failed (dns-error, connection-refused, ...).
+  rules::Reason reason = rules::Reason::destination_unavailable;
   std::string sentence;
+  // True when an address rule refused the dial rather than the network failing it.
+  bool refused() const { return rules::reason_info(reason).verdict == rules::Verdict::deny; }
+  DeniedAt denied_at() const { return refused() ? DeniedAt::resolved_address : DeniedAt::target; }
   boost::asio::ip::tcp::endpoint endpoint;  // the address connected to (or last tried)
 };
 

@@ -3,6 +3,7 @@
 // controls: a TCP listener on loopback (so nothing leaves the machine), a unix socket, files.
 #include "sandbox-profile/self_probe.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -73,12 +74,15 @@ TEST_F(SelfProbeTest, ReportsEveryWayOutThatWorks) {
   fs::create_directories(root_ + "/folder");
   targets.no_write = {root_ + "/rc", root_ + "/folder", root_ + "/missing"};
   const auto escapes = probe_fence(targets);
-  ASSERT_EQ(escapes.size(), 5U);
+  // Each existing path is written and chmod()ed (to the mode it has).
+  ASSERT_EQ(escapes.size(), 7U);
   EXPECT_NE(escapes[0].find("direct TCP connection to 127.0.0.1"), std::string::npos);
   EXPECT_NE(escapes[1].find("unix socket " + targets.host_socket), std::string::npos);
   EXPECT_NE(escapes[2].find("protected file " + root_ + "/rc"), std::string::npos);
-  EXPECT_NE(escapes[3].find("protected folder " + root_ + "/folder"), std::string::npos);
-  EXPECT_NE(escapes[4].find("missing protected file " + root_ + "/missing"), std::string::npos);
+  EXPECT_NE(escapes[3].find("mode of the protected path " + root_ + "/rc"), std::string::npos);
+  EXPECT_NE(escapes[4].find("protected folder " + root_ + "/folder"), std::string::npos);
+  EXPECT_NE(escapes[5].find("mode of the protected path " + root_ + "/folder"), std::string::npos);
+  EXPECT_NE(escapes[6].find("missing protected file " + root_ + "/missing"), std::string::npos);
   // Nothing was left behind or changed.
   EXPECT_FALSE(fs::exists(root_ + "/missing"));
   EXPECT_TRUE(fs::is_empty(root_ + "/folder"));
@@ -114,6 +118,43 @@ TEST_F(SelfProbeTest, ReportsNothingWhereTheFenceHolds) {
     GTEST_SKIP() << "cannot create a network namespace here";
   }
   EXPECT_EQ(WEXITSTATUS(status), 0) << "see the escapes above";
+}
+
+// Issue 20 (review of the confinement): a chmod of a protected path (Landlock does not cover
+// metadata) and opening a terminal of the host's are ways out the probe reports, and a terminal
+// of another devpts instance (the command's own) is not.
+TEST_F(SelfProbeTest, ReportsAChmodOfAProtectedPathAndAHostTerminal) {
+  const std::string file = root_ + "/protected";
+  std::ofstream(file) << "x\n";
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  ASSERT_GE(master, 0);
+  fds_.push_back(master);
+  ASSERT_EQ(::grantpt(master), 0);
+  ASSERT_EQ(::unlockpt(master), 0);
+  char name[128] = {};
+  ASSERT_EQ(::ptsname_r(master, name, sizeof name), 0);
+  struct stat info {};
+  ASSERT_EQ(::stat(name, &info), 0);
+  ProbeTargets targets;
+  targets.tcp_port = tcp_listener();
+  targets.tcp_host = "127.0.0.1";
+  targets.no_write = {file};
+  targets.host_pty = name;
+  targets.host_pty_device = info.st_dev;
+  const auto escapes = probe_fence(targets);
+  std::string all;
+  for (const auto& e : escapes) {
+    all += e + "\n";
+  }
+  EXPECT_NE(all.find("mode of the protected path " + file), std::string::npos) << all;
+  EXPECT_NE(all.find(std::string("the host's terminal ") + name), std::string::npos) << all;
+  // The same path on another devpts (as inside, with a new instance) is not the host's.
+  targets.host_pty_device = info.st_dev + 1;
+  all.clear();
+  for (const auto& e : probe_fence(targets)) {
+    all += e + "\n";
+  }
+  EXPECT_EQ(all.find("the host's terminal"), std::string::npos) << all;
 }
 
 }  // namespace

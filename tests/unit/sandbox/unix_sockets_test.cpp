@@ -13,13 +13,18 @@ constexpr const char* kProcNetUnix =
     "00000000dcce56ed: 00000002 00000000 00010000 0001 01 7773553 /tmp/with space.sock\n"
     "00000000dcce56ee: 00000002 00000000 00010000 0001 01 7773554 @/tmp/.X11-unix/X0\n"
     "00000000dcce56ef: 00000002 00000000 00010000 0005 01 7773555 /dev/log\n"
-    "00000000dcce56f0: 00000003 00000000 00000000 0001 03  1587\n";
+    "00000000dcce56f0: 00000003 00000000 00000000 0001 03  1587\n"
+    "00000000dcce56f1: 00000002 00000000 00000000 0002 01 7773556 /var/lib/x/dgram.sock\n";
 
-TEST(UnixSockets, ListsListeningPathSocketsOnly) {
-  EXPECT_EQ(listening_unix_sockets(kProcNetUnix),
-            (std::vector<std::string>{"/run/docker.sock", "/tmp/with space.sock", "/dev/log"}));
-  EXPECT_TRUE(listening_unix_sockets("").empty());
-  EXPECT_TRUE(listening_unix_sockets("header only\n").empty());
+// Every socket with a path, listening or not, stream or datagram (finding 5: a daemon's datagram
+// socket was reachable); abstract and unnamed ones are not files.
+TEST(UnixSockets, ListsEveryPathSocketWhateverItsTypeOrState) {
+  EXPECT_EQ(
+      bound_unix_sockets(kProcNetUnix),
+      (std::vector<std::string>{"/run/docker.sock", "/run/systemd/journal/stdout",
+                                "/tmp/with space.sock", "/dev/log", "/var/lib/x/dgram.sock"}));
+  EXPECT_TRUE(bound_unix_sockets("").empty());
+  EXPECT_TRUE(bound_unix_sockets("header only\n").empty());
 }
 
 TEST(UnixSockets, RecognisesContainerAndVmDaemons) {
