@@ -482,6 +482,9 @@ void Server::drain_step() {
 }
 
 void Server::run(bool handle_signals) {
+  // splice(2) into a socket whose peer is gone raises SIGPIPE (it has no MSG_NOSIGNAL): whoever
+  // runs a gate, a client that disappears must cost an error code, never the process.
+  std::signal(SIGPIPE, SIG_IGN);
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
   for (auto& worker : workers_) {
     Worker& w = *worker;
