@@ -140,6 +140,30 @@ void append_string(std::string& out, std::string_view bytes) {
   out += '"';
 }
 
+void append_text(std::string& out, std::string_view bytes) {
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  const std::size_t size = bytes.size();
+  out.reserve(out.size() + size);
+  std::size_t i = 0;
+  while (i < size) {
+    const unsigned char c = p[i];
+    if (c < 0x80) {
+      out += (c < 0x20 || c == 0x7f) ? '?' : static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    const Sequence sequence = next_sequence(p + i, size - i);
+    if (!sequence.valid) {
+      out += "\xef\xbf\xbd";  // U+FFFD
+    } else if (c == 0xc2 && p[i + 1] <= 0x9f) {
+      out += '?';  // a C1 control
+    } else {
+      out.append(bytes.data() + i, sequence.length);
+    }
+    i += sequence.length;
+  }
+}
+
 bool is_valid_utf8(std::string_view bytes) {
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
   std::size_t i = 0;

@@ -32,6 +32,12 @@ namespace sandgate::json_writer {
 // Appends `bytes` (any bytes) as a JSON string literal, quotes included.
 void append_string(std::string& out, std::string_view bytes);
 
+// Appends `bytes` (any bytes) as plain UTF-8 text for a person to read (the body of the gate's
+// own replies, labelled `text/plain; charset=utf-8`): well-formed UTF-8 is copied; each
+// ill-formed stretch becomes one U+FFFD (as raw UTF-8, chosen as in append_string); C0 and C1
+// controls and DEL become '?', so that no control sequence reaches a terminal.
+void append_text(std::string& out, std::string_view bytes);
+
 // Whether `bytes` is well-formed UTF-8 (Table 3-7). append_string copies such text unchanged
 // but for the escapes above.
 bool is_valid_utf8(std::string_view bytes);

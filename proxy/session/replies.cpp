@@ -1,6 +1,8 @@
 // The proxy's own replies. See replies.hpp.
 #include "proxy/session/replies.hpp"
 
+#include "proxy/json/json_writer.hpp"
+
 namespace sandgate::session {
 namespace {
 
@@ -71,7 +73,9 @@ std::string build_reply(rules::Reason reason, std::string_view sentence, DeniedA
   body += " (";
   body += row.code;
   body += "): ";
-  body += sentence;
+  // The sentence may quote what the client sent (a host name): the body is labelled UTF-8 text,
+  // so make it that, with no control character a terminal would act on.
+  json_writer::append_text(body, sentence);
   body += '\n';
 
   std::string reply = "HTTP/1.1 " + std::to_string(status) + " ";

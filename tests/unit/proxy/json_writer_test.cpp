@@ -295,3 +295,31 @@ TEST(ObjectWriter, NonFiniteNumbersAreNull) {
 
 }  // namespace
 }  // namespace sandgate::json_writer
+
+namespace sandgate::json_writer {
+namespace {
+
+// Plain text for the gate's own reply bodies: valid UTF-8, no control characters.
+TEST(AppendText, ReplacesIllFormedBytesAndControls) {
+  const struct {
+    std::string_view in;
+    std::string_view out;
+  } rows[] = {
+      {"plain host.example", "plain host.example"},
+      {"\xff\xfe.example", "\xef\xbf\xbd\xef\xbf\xbd.example"},
+      {"caf\xc3\xa9", "caf\xc3\xa9"},
+      {"esc\x1b[31m", "esc?[31m"},
+      {"bell\x07 del\x7f c1\xc2\x9b", "bell? del? c1?"},
+      {std::string_view("nul\0x", 5), "nul?x"},
+      {"cut \xe2\x82", "cut \xef\xbf\xbd"},
+  };
+  for (const auto& row : rows) {
+    std::string out;
+    append_text(out, row.in);
+    EXPECT_EQ(out, row.out);
+    EXPECT_TRUE(is_valid_utf8(out));
+  }
+}
+
+}  // namespace
+}  // namespace sandgate::json_writer
