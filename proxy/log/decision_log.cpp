@@ -173,30 +173,85 @@ Expected<std::unique_ptr<DecisionLog>, std::string> DecisionLog::open(settings::
   return std::unique_ptr<DecisionLog>(new DecisionLog(format, path, fd, level));
 }
 
+namespace {
+
+constexpr std::size_t kBatchBytes = 64 * 1024;
+constexpr auto kFlushInterval = std::chrono::milliseconds(50);
+
+}  // namespace
+
 DecisionLog::DecisionLog(settings::LogFormat format, std::string path, int fd,
                          settings::LogLevel level)
-    : format_(format), level_(level), path_(std::move(path)), fd_(fd) {}
+    : format_(format),
+      level_(level),
+      path_(std::move(path)),
+      fd_(fd),
+      batched_(fd != STDERR_FILENO) {
+  if (batched_) {
+    buffer_.reserve(kBatchBytes * 2);
+    flusher_ = std::thread([this] { run_flusher(); });
+  }
+}
 
 DecisionLog::~DecisionLog() {
+  if (flusher_.joinable()) {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_one();
+    flusher_.join();
+  }
+  flush();
   if (fd_ != STDERR_FILENO) {
     ::close(fd_);
   }
 }
 
-void DecisionLog::write_line(std::string& line) {
-  line += '\n';
-  const char* data = line.data();
-  std::size_t left = line.size();
+void DecisionLog::run_flusher() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    wake_.wait_for(lock, kFlushInterval);
+    flush_locked();
+  }
+}
+
+void DecisionLog::write_all(const char* data, std::size_t left) {
   while (left > 0) {
     const ssize_t n = ::write(fd_, data, left);
     if (n < 0 && errno == EINTR) {
       continue;
     }
     if (n <= 0) {
-      return;  // a full disk must not stop the gate; the line is lost
+      return;  // a full disk must not stop the gate; the lines are lost
     }
     data += n;
     left -= static_cast<std::size_t>(n);
+  }
+}
+
+void DecisionLog::flush_locked() {
+  if (!buffer_.empty()) {
+    write_all(buffer_.data(), buffer_.size());
+    buffer_.clear();
+  }
+}
+
+void DecisionLog::flush() {
+  std::lock_guard lock(mutex_);
+  flush_locked();
+}
+
+void DecisionLog::emit(std::string& line, bool now) {
+  line += '\n';
+  if (!batched_) {
+    write_all(line.data(), line.size());
+    return;
+  }
+  std::lock_guard lock(mutex_);
+  buffer_ += line;
+  if (now || buffer_.size() >= kBatchBytes) {
+    flush_locked();
   }
 }
 
@@ -212,7 +267,7 @@ void DecisionLog::write(const Record& record) {
   thread_local std::string line;
   line.clear();
   format_record(line, format_, record);
-  write_line(line);
+  emit(line, false);
 }
 
 void DecisionLog::note(std::string_view level, std::string_view text) {
@@ -225,13 +280,14 @@ void DecisionLog::note(std::string_view level, std::string_view text) {
   thread_local std::string line;
   line.clear();
   format_note(line, format_, level, text);
-  write_line(line);
+  emit(line, true);
 }
 
 void DecisionLog::reopen() {
   if (path_.empty()) {
     return;
   }
+  flush();  // what was logged before the move belongs to the moved file
   const int fresh = open_log_file(path_);
   if (fresh < 0) {
     note("error", "cannot reopen log file " + path_ + ": " + std::strerror(errno));

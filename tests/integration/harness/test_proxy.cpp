@@ -79,6 +79,9 @@ void TestProxy::stop() {
 }
 
 std::string TestProxy::log_text() const {
+  if (log_) {
+    log_->flush();  // lines are batched: what is logged so far, not what the last batch held
+  }
   std::ifstream in(settings_.log_file);
   std::ostringstream text;
   text << in.rdbuf();
