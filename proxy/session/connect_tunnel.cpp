@@ -150,21 +150,28 @@ asio::awaitable<bool> starts_with_ssh(SessionContext& context, boost::beast::fla
   }
 }
 
+// A CONNECT's log line, its verdict and reason still to be set by the caller.
+log::Record connect_line(const SessionContext& context, std::string_view host, std::uint16_t port,
+                         std::string_view address, std::string_view rule,
+                         std::string_view detail) {
+  log::Record line;
+  line.connection_id = context.id;
+  line.client = context.client_address;
+  line.method = "CONNECT";
+  line.host = host;
+  line.port = port;
+  line.rule = rule;
+  line.address = address;
+  line.detail = detail;
+  return line;
+}
+
 // Logs a denial taken after the 200 went out (the client already speaks TLS or SSH, so no HTTP
 // reply can reach it) and closes both sides; its handshake fails.
 void deny_established(SessionContext& context, std::string_view host, std::uint16_t port,
                       std::string_view address, rules::Reason reason, std::string_view rule,
                       std::string_view detail) {
-  log::Record denied;
-  denied.connection_id = context.id;
-  denied.client = context.client_address;
-  denied.method = "CONNECT";
-  denied.host = host;
-  denied.port = port;
-  denied.rule = rule;
-  denied.address = address;
-  denied.detail = detail;
-  context.record_decision(denied, reason);
+  context.record_decision(connect_line(context, host, port, address, rule, detail), reason);
   boost::system::error_code ignored;
   context.client.close(ignored);
   context.upstream.close(ignored);
@@ -291,16 +298,8 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
     co_return;
   }
 
-  log::Record record;
-  record.connection_id = context.id;
-  record.client = context.client_address;
-  record.method = "CONNECT";
-  record.host = display;
-  record.port = port;
-  record.rule = rule;
-  record.address = upstream_address;
-  record.detail = note;
-  context.record_decision(record, rules::Reason::allowed);
+  context.record_decision(connect_line(context, display, port, upstream_address, rule, note),
+                          rules::Reason::allowed);
 
   // 7. Pass on what the client sent so far: the start of the tunnelled stream (a TLS
   // ClientHello, possibly sent before our 200 arrived).
@@ -321,18 +320,12 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
     boost::system::error_code ignored;
     context.client.close(ignored);
     context.upstream.close(ignored);
-    log::Record end;
-    end.event = log::Record::Event::end;
-    end.connection_id = context.id;
-    end.client = context.client_address;
-    end.method = "CONNECT";
-    end.host = display;
-    end.port = port;
-    end.outcome = "reset";
-    end.bytes_up = early_bytes;
     const std::string detail = "the tunnel broke while it was being set up: " +
                                write_error.message() + ".";
-    end.detail = detail;
+    log::Record end = connect_line(context, display, port, {}, {}, detail);
+    end.event = log::Record::Event::end;
+    end.outcome = "reset";
+    end.bytes_up = early_bytes;
     end.duration_ms = context.elapsed_ms();
     context.record_end(end);
     co_return;

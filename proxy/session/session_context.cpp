@@ -74,20 +74,7 @@ void SessionContext::record_internal_error(std::string_view what) {
   upstream.close(ignored);
   const std::string detail = "the connection was ended by an internal error: " +
                              std::string(what.empty() ? "unknown" : what) + ".";
-  log::Record end;
-  end.event = log::Record::Event::end;
-  end.connection_id = id;
-  end.client = client_address;
-  end.method = "-";
-  end.host = "-";
-  constexpr rules::Reason reason = rules::Reason::internal_error;
-  end.verdict = rules::verdict_name(rules::reason_info(reason).verdict);
-  end.reason = rules::reason_code(reason);
-  end.outcome = "error";
-  end.detail = detail;
-  end.duration_ms = elapsed_ms();
-  log().write(end);
-  worker.metrics.count_decision(rules::reason_info(reason).verdict, reason);
+  record_end_without_request(rules::Reason::internal_error, "error", detail);
 }
 
 std::optional<server::Revocation> SessionContext::register_destination(
@@ -126,6 +113,11 @@ void SessionContext::record_no_request(bool partial) {
     reason = rules::Reason::shutting_down;
     detail = "the gate is shutting down; the connection was closed before a request arrived.";
   }
+  record_end_without_request(reason, "closed", detail);
+}
+
+void SessionContext::record_end_without_request(rules::Reason reason, std::string_view outcome,
+                                                std::string_view detail) {
   log::Record end;
   end.event = log::Record::Event::end;
   end.connection_id = id;
@@ -134,7 +126,7 @@ void SessionContext::record_no_request(bool partial) {
   end.host = "-";
   end.verdict = rules::verdict_name(rules::reason_info(reason).verdict);
   end.reason = rules::reason_code(reason);
-  end.outcome = "closed";
+  end.outcome = outcome;
   end.detail = detail;
   end.duration_ms = elapsed_ms();
   log().write(end);

@@ -45,6 +45,10 @@ struct SessionContext {
   // After a wait: true when the connection can go on. Otherwise the drain or a reload closed it
   // while it waited, and the line saying so has been written (shutting-down, or revoked).
   bool still_wanted(std::string_view method, std::string_view host, std::uint16_t port);
+  // The end line of a connection that has no request to name (method and host "-"), counted
+  // under `reason`: what record_internal_error() and record_no_request() write.
+  void record_end_without_request(rules::Reason reason, std::string_view outcome,
+                                  std::string_view detail);
   // True once the drain deadline has passed: a session that resumes from a wait ends instead of
   // starting anything new (its sockets have been closed).
   bool stopping() const { return worker.stopping; }

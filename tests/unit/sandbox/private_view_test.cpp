@@ -13,7 +13,7 @@ constexpr const char* kMountinfo =
     "27 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n"
     "30 27 8:2 / /home rw,relatime - ext4 /dev/sda2 rw\n"
     // The home of ada mounted a second time under her project, and /home again at /mnt/h.
-    "41 30 8:2 /ada /home/ada/work/alias rw,relatime - ext4 /dev/sda2 rw\n"
+    "41 30 8:2 /ada /home/ada/projects/alias rw,relatime - ext4 /dev/sda2 rw\n"
     "42 27 8:2 / /mnt/h rw,relatime - ext4 /dev/sda2 rw\n"
     // Another file system's folder of the same name: not an alias.
     "43 27 8:3 /ada /srv/ada rw,relatime - ext4 /dev/sda3 rw\n"
@@ -22,12 +22,12 @@ constexpr const char* kMountinfo =
 
 TEST(MountAliases, FindsEveryOtherMountOfTheSameFolder) {
   EXPECT_EQ(mount_aliases(kMountinfo, "/home/ada/.bashrc"),
-            (std::vector<std::string>{"/home/ada/work/alias/.bashrc", "/mnt/h/ada/.bashrc"}));
+            (std::vector<std::string>{"/home/ada/projects/alias/.bashrc", "/mnt/h/ada/.bashrc"}));
   EXPECT_EQ(
       mount_aliases(kMountinfo, "/home/ada/.ssh"),
-      (std::vector<std::string>{"/home/ada/work/alias/.ssh", "/mnt/h/ada/.ssh", "/opt/my keys"}));
+      (std::vector<std::string>{"/home/ada/projects/alias/.ssh", "/mnt/h/ada/.ssh", "/opt/my keys"}));
   EXPECT_EQ(mount_aliases(kMountinfo, "/home/ada/.ssh/config"),
-            (std::vector<std::string>{"/home/ada/work/alias/.ssh/config", "/mnt/h/ada/.ssh/config",
+            (std::vector<std::string>{"/home/ada/projects/alias/.ssh/config", "/mnt/h/ada/.ssh/config",
                                       "/opt/my keys/config"}));
 }
 
@@ -39,7 +39,7 @@ TEST(MountAliases, NoneForAPathMountedOnce) {
 
 // A path reached through the alias itself maps back to the original and the other alias.
 TEST(MountAliases, WorksFromEitherSide) {
-  EXPECT_EQ(mount_aliases(kMountinfo, "/home/ada/work/alias/.bashrc"),
+  EXPECT_EQ(mount_aliases(kMountinfo, "/home/ada/projects/alias/.bashrc"),
             (std::vector<std::string>{"/home/ada/.bashrc", "/mnt/h/ada/.bashrc"}));
 }
 
