@@ -21,21 +21,23 @@ gate: configure
 run: gate
 	./build/bin/sandgate serve
 
+# The suites run in a network namespace with only loopback (scripts/offline.sh): nothing a test
+# does can leave the machine, DNS included.
 test: build
-	ctest --preset release -j $(JOBS)
+	./scripts/offline.sh ctest --preset release -j $(JOBS)
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/).
 test-asan: deps
 	@cmake --preset debug-asan >/dev/null
 	@cmake --build --preset debug-asan -j $(JOBS)
-	ctest --preset debug-asan -j $(JOBS)
+	./scripts/offline.sh ctest --preset debug-asan -j $(JOBS)
 
 # The tests that run the gate's threads, under ThreadSanitizer (build-tsan/; the list is the tsan
 # build preset's targets in CMakePresets.json).
 test-tsan: deps
 	@cmake --preset tsan >/dev/null
 	@cmake --build --preset tsan -j $(JOBS)
-	ctest --preset tsan -j $(JOBS)
+	./scripts/offline.sh ctest --preset tsan -j $(JOBS)
 
 # Both, one after the other (each already uses $(JOBS) jobs). CI runs this after `make test`.
 test-sanitizers:
@@ -47,7 +49,7 @@ test-sanitizers:
 # minutes; `QUICK=1 make bench` takes a few. Only what it runs is built, not the tests.
 bench: configure
 	@cmake --build --preset release -j $(JOBS) --target sandgate sandgate-load rules_bench
-	./bench/run.sh
+	./scripts/offline.sh ./bench/run.sh
 
 clean:
 	rm -rf build build-asan build-tsan

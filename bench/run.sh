@@ -24,6 +24,12 @@ set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
+# Proxies, load and origins run in a network namespace with only loopback: nothing leaves the
+# machine, DNS included (scripts/offline.sh; it says so where namespaces are unavailable, and
+# machine.json records which).
+if [[ -z "${SANDGATE_OFFLINE:-}" ]]; then
+  exec "$root/scripts/offline.sh" "$0" "$@"
+fi
 export BUILD=${BUILD:-$root/build}
 export QUICK=${QUICK:-0}
 skip=" ${SKIP:-} "
@@ -81,6 +87,8 @@ json.dump({
     "os": run("sh", "-c", ". /etc/os-release && echo $PRETTY_NAME"),
     "commit": commit + ("+local changes" if dirty else ""),
     "quick": quick == "1",
+    "network": ("own network namespace, loopback only" if os.environ.get("SANDGATE_OFFLINE") == "1"
+                else "the machine's network: no namespace was available"),
     "load_average_start": open("/proc/loadavg").read().split()[:3],
 }, open(out, "w"), indent=1)
 EOF
