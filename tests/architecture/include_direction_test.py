@@ -8,7 +8,7 @@
       -> proxy/session                 one client connection: CONNECT, HTTP forwarding
       -> proxy/launchdarkly, proxy/reload, proxy/admin
       -> proxy/log
-      -> proxy/settings, proxy/watch, proxy/relay, proxy/dns, proxy/metrics, proxy/net
+      -> proxy/settings, proxy/watch, proxy/relay, proxy/dns, proxy/metrics, proxy/net, proxy/socks
       -> sandbox-profile               confinement; takes its own options, knows nothing of proxy/
       -> rules, config, proxy/json, proxy/asio
 
@@ -23,7 +23,8 @@ import sys
 LAYERS = [
     ["rules", "config", "proxy/json", "proxy/asio"],
     ["sandbox-profile", "connect-proxy"],
-    ["proxy/settings", "proxy/watch", "proxy/relay", "proxy/dns", "proxy/metrics", "proxy/net"],
+    ["proxy/settings", "proxy/watch", "proxy/relay", "proxy/dns", "proxy/metrics", "proxy/net",
+     "proxy/socks"],
     ["proxy/log"],
     ["proxy/launchdarkly", "proxy/reload", "proxy/admin"],
     ["proxy/session"],
