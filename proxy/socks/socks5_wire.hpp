@@ -4,7 +4,7 @@
 //
 // A SOCKS client speaks first, like an HTTP one, and its first byte tells the two apart: 0x05 is
 // SOCKS5 and 0x04 SOCKS4/4a (refused: no authentication and no IPv6), while every HTTP method
-// starts with a letter. Every message here has a bounded size by construction (at most 515 bytes:
+// starts with a letter. Every message here has a bounded size by construction (at most 513 bytes:
 // a 255-byte user name and a 255-byte password), so a reader never needs more than
 // kLongestMessage bytes of buffer.
 //
