@@ -8,7 +8,8 @@
       -> proxy/session                 one client connection: CONNECT, HTTP forwarding
       -> proxy/launchdarkly, proxy/reload, proxy/admin
       -> proxy/log
-      -> proxy/settings, proxy/watch, proxy/relay, proxy/dns, proxy/metrics, proxy/net, proxy/socks
+      -> proxy/settings, proxy/watch, proxy/relay, proxy/dns, proxy/metrics, proxy/net, proxy/socks,
+                                       proxy/parent
       -> sandbox-profile               confinement; takes its own options, knows nothing of proxy/
       -> rules, config, proxy/json, proxy/asio
 
@@ -24,7 +25,7 @@ LAYERS = [
     ["rules", "config", "proxy/json", "proxy/asio"],
     ["sandbox-profile", "connect-proxy"],
     ["proxy/settings", "proxy/watch", "proxy/relay", "proxy/dns", "proxy/metrics", "proxy/net",
-     "proxy/socks"],
+     "proxy/socks", "proxy/parent"],
     ["proxy/log"],
     ["proxy/launchdarkly", "proxy/reload", "proxy/admin"],
     ["proxy/session"],
