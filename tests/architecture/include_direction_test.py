@@ -9,7 +9,7 @@
       -> proxy/launchdarkly, proxy/reload, proxy/admin
       -> proxy/log
       -> proxy/settings, proxy/watch, proxy/relay, proxy/dns, proxy/metrics, proxy/net, proxy/socks,
-                                       proxy/parent
+                                       proxy/parent, proxy/capture
       -> sandbox-profile               confinement; takes its own options, knows nothing of proxy/
       -> rules, config, proxy/json, proxy/asio
 
@@ -25,7 +25,7 @@ LAYERS = [
     ["rules", "config", "proxy/json", "proxy/asio"],
     ["sandbox-profile", "connect-proxy"],
     ["proxy/settings", "proxy/watch", "proxy/relay", "proxy/dns", "proxy/metrics", "proxy/net",
-     "proxy/socks", "proxy/parent"],
+     "proxy/socks", "proxy/parent", "proxy/capture"],
     ["proxy/log"],
     ["proxy/launchdarkly", "proxy/reload", "proxy/admin"],
     ["proxy/session"],

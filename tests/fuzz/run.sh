@@ -24,7 +24,7 @@ bin_dir="$root/build-fuzz/fuzz"
 runs_dir="$root/build-fuzz/fuzz-runs"
 
 all_targets=(host_fuzz ip_fuzz domain_set_fuzz client_hello_fuzz request_head_fuzz sse_fuzz
-  launchdarkly_json_fuzz json_writer_fuzz socks5_fuzz parent_reply_fuzz)
+  launchdarkly_json_fuzz json_writer_fuzz socks5_fuzz parent_reply_fuzz dns_query_fuzz)
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=("${all_targets[@]}")
 
