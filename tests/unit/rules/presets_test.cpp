@@ -1,0 +1,84 @@
+// The bundled allowlist presets (config/presets/*.txt): every line of each is a usable entry or
+// a comment, every entry says why it is there, and the presets allow what they promise and
+// nothing next to it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "rules/domain_set.hpp"
+#include "rules/host.hpp"
+
+namespace sandgate::rules {
+namespace {
+
+const std::filesystem::path kPresets = std::filesystem::path(SANDGATE_SOURCE_DIR) / "config/presets";
+
+std::string read(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+bool allows(const DomainSet& set, const char* host, std::uint16_t port) {
+  auto parsed = parse_host(host);
+  EXPECT_TRUE(parsed.has_value()) << host;
+  return parsed && set.match(*parsed, port).has_value();
+}
+
+TEST(Presets, EveryLineOfEveryPresetIsUsableAndExplained) {
+  std::size_t presets = 0;
+  for (const auto& file : std::filesystem::directory_iterator(kPresets)) {
+    if (file.path().extension() != ".txt") {
+      continue;
+    }
+    ++presets;
+    const std::string text = read(file.path());
+    std::vector<LoadIssue> issues;
+    const DomainSet set = DomainSet::parse(text, file.path().string(), issues);
+    for (const auto& issue : issues) {
+      ADD_FAILURE() << issue.source << ":" << issue.line << ": " << issue.text << ": "
+                    << issue.message;
+    }
+    EXPECT_GT(set.size(), 0u) << file.path();
+    // An entry without a comment is an entry nobody can review.
+    std::istringstream lines(text);
+    std::string line;
+    for (int number = 1; std::getline(lines, line); ++number) {
+      const auto start = line.find_first_not_of(" \t");
+      if (start == std::string::npos || line[start] == '#') {
+        continue;
+      }
+      EXPECT_NE(line.find('#'), std::string::npos)
+          << file.path().filename().string() << ":" << number << ": '" << line
+          << "' has no comment saying why it is allowed";
+    }
+  }
+  EXPECT_GE(presets, 1u);
+}
+
+TEST(Presets, DevAllowsTheRegistriesGitHostsAndModelApisOnlyOnTheirPorts) {
+  std::vector<LoadIssue> issues;
+  const DomainSet dev = DomainSet::parse(read(kPresets / "dev.txt"), "dev.txt", issues);
+  for (const char* host : {"registry.npmjs.org", "pypi.org", "files.pythonhosted.org",
+                           "index.crates.io", "static.crates.io", "proxy.golang.org",
+                           "repo.maven.apache.org", "rubygems.org", "api.github.com",
+                           "objects.githubusercontent.com", "gitlab.com", "api.anthropic.com",
+                           "api.openai.com", "generativelanguage.googleapis.com"}) {
+    EXPECT_TRUE(allows(dev, host, 443)) << host;
+  }
+  EXPECT_TRUE(allows(dev, "deb.debian.org", 80));
+  EXPECT_TRUE(allows(dev, "github.com", 22));
+  EXPECT_FALSE(allows(dev, "registry.npmjs.org", 80));
+  EXPECT_FALSE(allows(dev, "pypi.org", 22));
+  for (const char* host : {"example.com", "npmjs.org.evil.example", "notgithub.com",
+                           "storage.googleapis.com", "pastebin.com", "api.anthropic.com.evil"}) {
+    EXPECT_FALSE(allows(dev, host, 443)) << host;
+  }
+}
+
+}  // namespace
+}  // namespace sandgate::rules
