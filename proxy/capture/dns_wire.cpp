@@ -1,5 +1,9 @@
 #include "proxy/capture/dns_wire.hpp"
 
+#include <array>
+#include <cmath>
+#include <cstdio>
+
 namespace sandgate::capture {
 namespace {
 
@@ -187,6 +191,49 @@ std::vector<std::uint8_t> format_error(std::uint16_t id) {
     put16(out, 0);
   }
   return out;
+}
+
+std::optional<std::string> name_over_budget(std::string_view name) {
+  constexpr std::size_t kMaxNameLength = 160;
+  constexpr std::size_t kMaxLabel = 48;
+  constexpr std::size_t kEntropyFrom = 28;
+  constexpr double kMaxEntropy = 4.0;
+  if (name.size() > kMaxNameLength) {
+    return "the name is " + std::to_string(name.size()) + " characters long (over " +
+           std::to_string(kMaxNameLength) + ")";
+  }
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    const auto dot = name.find('.', start);
+    const auto label = name.substr(start, dot == std::string_view::npos ? std::string_view::npos
+                                                                        : dot - start);
+    start = dot == std::string_view::npos ? name.size() + 1 : dot + 1;
+    if (label.size() > kMaxLabel) {
+      return "a label of " + std::to_string(label.size()) + " characters (over " +
+             std::to_string(kMaxLabel) + ")";
+    }
+    if (label.size() < kEntropyFrom) {
+      continue;
+    }
+    std::array<unsigned, 256> counts{};
+    for (char c : label) {
+      ++counts[static_cast<unsigned char>(c)];
+    }
+    double entropy = 0;
+    for (unsigned count : counts) {
+      if (count != 0) {
+        const double p = static_cast<double>(count) / static_cast<double>(label.size());
+        entropy -= p * std::log2(p);
+      }
+    }
+    if (entropy > kMaxEntropy) {
+      char bits[16];
+      std::snprintf(bits, sizeof bits, "%.2f", entropy);
+      return "a label of " + std::to_string(label.size()) + " characters as varied as encoded " +
+             "data (" + bits + " bits per character)";
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace sandgate::capture

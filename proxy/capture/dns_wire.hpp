@@ -16,6 +16,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rules/expected.hpp"
@@ -80,5 +81,13 @@ std::vector<std::uint8_t> build_response(std::span<const std::uint8_t> message, 
 
 // A FORMERR for a query that could not be read beyond its header.
 std::vector<std::uint8_t> format_error(std::uint16_t id);
+
+// Why `name` looks like data rather than a host name, if it does: the budget that keeps a
+// confined command from carrying data out in the names it asks for (the gate resolves an
+// allowed name for real when the command connects). Over budget: a name over 160 characters, a
+// label over 48, or a label of 28 characters or more whose letters are as varied as encoded data
+// (Shannon entropy over 4.0 bits per character: base32 and base64 text is, hexadecimal IDs and
+// words are not: sixteen symbols carry at most 4 bits).
+std::optional<std::string> name_over_budget(std::string_view name);
 
 }  // namespace sandgate::capture

@@ -166,5 +166,30 @@ TEST(DnsWire, RefusesMalformedQueries) {
   }
 }
 
+TEST(DnsNameBudget, HostNamesPassEncodedDataDoesNot) {
+  for (const char* ok :
+       {"api.example.com", "registry.npmjs.org", "objects.githubusercontent.com",
+        "d1a2b3c4d5e6f7.cloudfront.net",
+        "0123456789abcdef0123456789abcdef.r2.cloudflarestorage.com",  // a 32-hex-digit account
+        "my-team-service-name-production-eu.example.com",
+        "ec2-54-123-45-67.eu-west-1.compute.amazonaws.com"}) {
+    EXPECT_EQ(name_over_budget(ok), std::nullopt) << ok;
+  }
+  // base32 of "the secret key is hunter2, send" and friends, as an exfiltrating tool writes it.
+  for (const char* data : {"orugkidtmvrxezlueblwk3tfmeqgs4zanb2w45dfoiza.attacker.example",
+                           "kz4dw1qv8n2m5x7c9b3h6j0lp4r8t2y6u1i9o3a7s5df.attacker.example",
+                           "aGVsbG8gd29ybGQgdGhpcyBpcyBleGZpbA.attacker.example"}) {
+    auto why = name_over_budget(data);
+    ASSERT_TRUE(why.has_value()) << data;
+    EXPECT_NE(why->find("encoded data"), std::string::npos) << *why;
+  }
+  EXPECT_NE(name_over_budget(std::string(49, 'a') + ".example")->find("label of 49"),
+            std::string::npos);
+  std::string long_name;
+  for (int i = 0; i < 20; ++i) long_name += "abcdefghi.";
+  long_name += "example";
+  EXPECT_NE(name_over_budget(long_name)->find("characters long"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sandgate::capture
