@@ -492,6 +492,7 @@ struct DomainSet::Builder::State {
   std::vector<std::uint16_t> ports;
   std::map<std::vector<std::uint16_t>, std::uint32_t> scope_index;
   std::vector<std::uint16_t> scratch_ports;  // reused by every line, to spare an allocation
+  RuleEntry scratch_entry;                   // likewise, to spare the moves of a returned one
 
   std::optional<std::string> add_entry(std::string_view text, std::string_view source,
                                        std::uint32_t line);
@@ -544,17 +545,16 @@ std::optional<std::string> DomainSet::Builder::State::add_entry(std::string_view
   if (!has_room(kHeader + text.size() + kMaxEntryName)) {
     return std::string(kTooLarge);
   }
-  auto entry = parse_entry(text, scratch_ports);
-  if (!entry) {
-    return entry.error();
+  if (auto error = parse_entry(text, scratch_entry, scratch_ports)) {
+    return error;
   }
   // parse_entry() left the port list in scratch_ports; intern it from there, which copies it
   // only the first time a list is seen.
-  const std::uint32_t scope = entry->ports.empty() ? 0 : intern_scope(scratch_ports);
-  if (entry->kind == EntryKind::pattern) {
-    return add_regex(*entry, scope, *source_id, line);
+  const std::uint32_t scope = scratch_entry.ports.empty() ? 0 : intern_scope(scratch_ports);
+  if (scratch_entry.kind == EntryKind::pattern) {
+    return add_regex(scratch_entry, scope, *source_id, line);
   }
-  add_name(*entry, scope, *source_id, line);
+  add_name(scratch_entry, scope, *source_id, line);
   return std::nullopt;
 }
 

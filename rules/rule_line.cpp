@@ -28,9 +28,7 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-Unexpected<std::string> fail(std::string message) {
-  return Unexpected<std::string>{std::move(message)};
-}
+std::optional<std::string> fail(std::string message) { return message; }
 
 std::string bad_port(std::string_view port) {
   // A pathological line may hold a huge "port"; the message only needs its start.
@@ -90,9 +88,8 @@ bool looks_like_ports(std::string_view text) {
   return true;
 }
 
-Expected<RuleEntry, std::string> parse_pattern(std::string_view text,
-                                               std::vector<std::uint16_t>& ports) {
-  RuleEntry entry;
+std::optional<std::string> parse_pattern(std::string_view text, RuleEntry& entry,
+                                         std::vector<std::uint16_t>& ports) {
   entry.kind = EntryKind::pattern;
   entry.text = text;
   std::string_view pattern = text.substr(3);  // after "re:"
@@ -111,11 +108,11 @@ Expected<RuleEntry, std::string> parse_pattern(std::string_view text,
   }
   entry.pattern = pattern;
   entry.ports = ports;
-  return entry;
+  return std::nullopt;
 }
 
-Expected<RuleEntry, std::string> parse_name(std::string_view text,
-                                            std::vector<std::uint16_t>& ports) {
+std::optional<std::string> parse_name(std::string_view text, RuleEntry& entry,
+                                      std::vector<std::uint16_t>& ports) {
   std::string_view rest = text;
   bool wildcard = false;
   if (rest == "*") {
@@ -156,8 +153,8 @@ Expected<RuleEntry, std::string> parse_name(std::string_view text,
     return fail(std::string(kWildcardIp));
   }
 
-  RuleEntry entry;
   entry.text = text;
+  entry.pattern = {};
   entry.host = std::move(*host);
   // An IPv4 address written as IPv4-mapped IPv6 (`::ffff:a.b.c.d`) is that very address, and is
   // stored as IPv4: destinations are matched in IPv4 form (rules/policy.cpp, match_list), and
@@ -184,19 +181,28 @@ Expected<RuleEntry, std::string> parse_name(std::string_view text,
   entry.kind = entry.host.is_ip() ? EntryKind::address
                : wildcard         ? EntryKind::subdomains_only
                                   : EntryKind::name_and_subdomains;
-  return entry;
+  return std::nullopt;
 }
 
 }  // namespace
 
 std::string_view entry_text(std::string_view line) { return trim(line.substr(0, line.find('#'))); }
 
+std::optional<std::string> parse_entry(std::string_view text, RuleEntry& entry,
+                                       std::vector<std::uint16_t>& ports) {
+  if (text.starts_with("re:")) {
+    return parse_pattern(text, entry, ports);
+  }
+  return parse_name(text, entry, ports);
+}
+
 Expected<RuleEntry, std::string> parse_entry(std::string_view text,
                                              std::vector<std::uint16_t>& ports) {
-  if (text.starts_with("re:")) {
-    return parse_pattern(text, ports);
+  RuleEntry entry;
+  if (auto error = parse_entry(text, entry, ports)) {
+    return Unexpected<std::string>{std::move(*error)};
   }
-  return parse_name(text, ports);
+  return entry;
 }
 
 LoadIssue make_issue(std::string_view source, std::uint32_t line_number, std::string_view line,

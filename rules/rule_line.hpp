@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -67,6 +68,12 @@ std::string_view entry_text(std::string_view line);
 // a sentence naming what is wrong, e.g. "bad port '0443' (1..65535, no leading zeros)".
 Expected<RuleEntry, std::string> parse_entry(std::string_view text,
                                              std::vector<std::uint16_t>& ports);
+
+// The same, into `entry`; returns the message for a bad entry (then `entry` is unspecified). For
+// loops over many lines: one entry reused for every line spares the moves of a returned one,
+// which cost about a tenth of the load time of a million-line file.
+std::optional<std::string> parse_entry(std::string_view text, RuleEntry& entry,
+                                       std::vector<std::uint16_t>& ports);
 
 // The issue for line `line_number` of `source`, quoting the line's entry text.
 LoadIssue make_issue(std::string_view source, std::uint32_t line_number, std::string_view line,
