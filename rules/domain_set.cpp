@@ -10,8 +10,11 @@
 //     its right end and, at each label boundary, already holds the hash of that suffix;
 //   - `re:` patterns compiled into one RE2::Set, tried only when no name rule applies.
 // Several lines for one name (other ports, `*.` and plain) are chained in file order.
-// The two big arrays sit on huge pages where the OS offers them: lookups land at random places
-// in tens of MiB, and with 4 KiB pages most of them would also miss the TLB.
+// The two big arrays sit on huge pages where the OS offers them (rules/big_array.hpp): lookups
+// land at random places in tens of MiB, and with 4 KiB pages most would also miss the TLB.
+// What a line means is rules/rule_line.hpp; this file only stores and matches what it yields.
+// (Over 600 lines because the layout, its building and its lookups share the private record
+// types above; splitting them would put those types in a header of their own for no reader.)
 
 #include "rules/domain_set.hpp"
 
@@ -26,14 +29,12 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <new>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
+#include "rules/big_array.hpp"
+#include "rules/rule_line.hpp"
 
 namespace sandgate::rules {
 namespace {
@@ -44,22 +45,12 @@ constexpr std::size_t kMaxName = 253;
 // A DNS name of kMaxName octets has at most this many labels.
 constexpr std::size_t kMaxLabels = (kMaxName + 1) / 2;
 // Records store the name length in one byte (IPv6 entries with a long zone may exceed it).
-constexpr std::size_t kMaxStoredName = 255;
+constexpr std::size_t kMaxStoredName = kMaxEntryName;
+static_assert(kMaxStoredName <= std::numeric_limits<std::uint8_t>::max());
 // Budget for the DFA of the combined regex set; RE2's default (8 MiB) is meant for one pattern.
 constexpr std::int64_t kRegexSetMaxMem = std::int64_t{64} << 20;
 
-constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
-constexpr std::string_view kNeedsDomain = "'*.' needs a domain after it";
-constexpr std::string_view kBadStar = "'*' is only allowed as a whole leading label";
-constexpr std::string_view kWildcardIp = "wildcard not allowed on an IP address";
-constexpr std::string_view kNeedsPattern = "'re:' needs a pattern after it";
 constexpr std::string_view kTooLarge = "the rule set is too large (over 4 GiB of entry text)";
-
-enum class EntryKind : std::uint8_t {
-  name_and_subdomains,  // `example.com`
-  subdomains_only,      // `*.example.com`
-  address,              // an IP literal: that address only
-};
 
 // The start of each name or address record in the arena, read and written with memcpy (records
 // are packed byte-aligned). 24 bytes because there may be millions of them.
@@ -81,98 +72,6 @@ constexpr std::size_t kHeader = sizeof(RecordHeader);
 struct Slot {
   std::uint32_t record = kNone;  // kNone: empty
   std::uint32_t tag = 0;
-};
-
-// A fixed-size array of a trivially copyable type for the two big tables. From 2 MiB up it is
-// mapped directly and, on Linux, advised onto transparent huge pages before it is first touched.
-template <typename T>
-class BigArray {
-  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
-
- public:
-  BigArray() = default;
-  BigArray(std::size_t count, const T& fill) {
-    allocate(count);
-    std::uninitialized_fill_n(data_, count, fill);
-  }
-  BigArray(const T* first, std::size_t count) {
-    allocate(count);
-    std::uninitialized_copy_n(first, count, data_);
-  }
-  BigArray(BigArray&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)),
-        size_(std::exchange(other.size_, 0)),
-        map_base_(std::exchange(other.map_base_, nullptr)),
-        map_length_(std::exchange(other.map_length_, 0)) {}
-  BigArray& operator=(BigArray&& other) noexcept {
-    if (this != &other) {
-      release();
-      data_ = std::exchange(other.data_, nullptr);
-      size_ = std::exchange(other.size_, 0);
-      map_base_ = std::exchange(other.map_base_, nullptr);
-      map_length_ = std::exchange(other.map_length_, 0);
-    }
-    return *this;
-  }
-  BigArray(const BigArray&) = delete;
-  BigArray& operator=(const BigArray&) = delete;
-  ~BigArray() { release(); }
-
-  T* data() { return data_; }
-  const T* data() const { return data_; }
-  std::size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-  T& operator[](std::size_t i) { return data_[i]; }
-  const T& operator[](std::size_t i) const { return data_[i]; }
-  // Heap held: what is in use, rounded up to the page size that backs it.
-  std::size_t bytes() const {
-    return map_base_ != nullptr ? round_up(size_ * sizeof(T), kHugePage) : size_ * sizeof(T);
-  }
-
- private:
-  static constexpr std::size_t kHugePage = std::size_t{2} << 20;
-  static std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
-
-  void allocate(std::size_t count) {
-    size_ = count;
-    const std::size_t bytes = count * sizeof(T);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (bytes >= kHugePage) {
-      // Map one huge page more than needed, so that the array can start on a huge-page boundary.
-      const std::size_t length = round_up(bytes, kHugePage) + kHugePage;
-      void* base =
-          ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (base != MAP_FAILED) {
-        const auto aligned = round_up(reinterpret_cast<std::uintptr_t>(base), kHugePage);
-        // Advice only: without huge pages the array works the same, just slower.
-        ::madvise(reinterpret_cast<void*>(aligned), round_up(bytes, kHugePage), MADV_HUGEPAGE);
-        map_base_ = base;
-        map_length_ = length;
-        data_ = reinterpret_cast<T*>(aligned);
-        return;
-      }
-    }
-#endif
-    data_ = static_cast<T*>(::operator new(std::max<std::size_t>(bytes, 1)));
-  }
-
-  void release() {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (map_base_ != nullptr) {
-      ::munmap(map_base_, map_length_);
-      map_base_ = nullptr;
-      data_ = nullptr;
-      return;
-    }
-#endif
-    ::operator delete(data_);
-    data_ = nullptr;
-  }
-
-  T* data_ = nullptr;
-  std::size_t size_ = 0;
-  void* map_base_ = nullptr;  // non-null when mapped
-  std::size_t map_length_ = 0;
 };
 
 struct RegexRule {
@@ -212,81 +111,6 @@ std::uint64_t hash_name(std::string_view name) {
     h = hash_step(h, name[i]);
   }
   return hash_finish(h);
-}
-
-constexpr bool is_ascii_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_ascii_space(s.front())) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && is_ascii_space(s.back())) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
-// The entry on a line: everything before '#', trimmed. This is also the text reported back.
-std::string_view entry_text(std::string_view line) { return trim(line.substr(0, line.find('#'))); }
-
-std::string bad_port(std::string_view port) {
-  // A pathological line may hold a huge "port"; the message only needs its start.
-  constexpr std::size_t kShown = 24;
-  std::string shown(port.substr(0, kShown));
-  if (port.size() > kShown) {
-    shown += "...";
-  }
-  return "bad port '" + shown + "' (1..65535, no leading zeros)";
-}
-
-// Parses `443` or `22,2222` into sorted, distinct ports. Plain decimal only: a leading zero or a
-// sign would make `0443` and `443` look like different rules to a reader.
-std::optional<std::string> parse_ports(std::string_view text, std::vector<std::uint16_t>& out) {
-  out.clear();
-  while (true) {
-    const std::size_t comma = text.find(',');
-    const std::string_view item = text.substr(0, comma);
-    const bool digits =
-        !item.empty() && item.size() <= 5 &&
-        std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (!digits || item.front() == '0') {
-      return bad_port(item);
-    }
-    std::uint32_t value = 0;
-    for (const char c : item) {
-      value = value * 10 + static_cast<std::uint32_t>(c - '0');
-    }
-    if (value > 65535) {
-      return bad_port(item);
-    }
-    out.push_back(static_cast<std::uint16_t>(value));
-    if (comma == std::string_view::npos) {
-      break;
-    }
-    text.remove_prefix(comma + 1);
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return std::nullopt;
-}
-
-// Whether `text` has the shape digits(,digits)*: the port suffix of a `re:` entry. Values are
-// checked afterwards by parse_ports(), so `re:x:0443` is an error rather than part of the pattern.
-bool looks_like_ports(std::string_view text) {
-  if (text.empty() || text.front() == ',' || text.back() == ',') {
-    return false;
-  }
-  char previous = 0;
-  for (const char c : text) {
-    const bool ok = (c >= '0' && c <= '9') || (c == ',' && previous != ',');
-    if (!ok) {
-      return false;
-    }
-    previous = c;
-  }
-  return true;
 }
 
 // Makes room for `extra` more elements, at least doubling when it grows, so that many small
@@ -489,6 +313,8 @@ std::uint32_t DomainSet::Impl::pick(std::uint32_t head, bool proper_suffix, bool
       case EntryKind::address:
         applies = is_ip && !proper_suffix;
         break;
+      case EntryKind::pattern:  // patterns live in the regex set, never in a record
+        break;
     }
     if (applies && in_scope(h.port_scope, port)) {
       if (h.port_scope != 0) {
@@ -666,13 +492,14 @@ struct DomainSet::Builder::State {
   std::vector<std::uint16_t> ports;
   std::map<std::vector<std::uint16_t>, std::uint32_t> scope_index;
   std::vector<std::uint16_t> scratch_ports;  // reused by every line, to spare an allocation
+  RuleEntry scratch_entry;                   // likewise, to spare the moves of a returned one
 
   std::optional<std::string> add_entry(std::string_view text, std::string_view source,
                                        std::uint32_t line);
-  std::optional<std::string> add_name(std::string_view text, std::uint16_t source,
-                                      std::uint32_t line);
-  std::optional<std::string> add_regex(std::string_view text, std::uint16_t source,
-                                       std::uint32_t line);
+  void add_name(const RuleEntry& entry, std::uint32_t scope, std::uint16_t source,
+                std::uint32_t line);
+  std::optional<std::string> add_regex(const RuleEntry& entry, std::uint32_t scope,
+                                       std::uint16_t source, std::uint32_t line);
   std::optional<std::uint16_t> intern_source(std::string_view source);
   std::uint32_t intern_scope(const std::vector<std::uint16_t>& list);
   bool has_room(std::size_t more_bytes) const {
@@ -710,93 +537,38 @@ std::uint32_t DomainSet::Builder::State::intern_scope(const std::vector<std::uin
 std::optional<std::string> DomainSet::Builder::State::add_entry(std::string_view text,
                                                                 std::string_view source,
                                                                 std::uint32_t line) {
+  // The set's own limits come first, so a line over them is refused whatever it holds.
   const std::optional<std::uint16_t> source_id = intern_source(source);
   if (!source_id) {
     return "too many sources (at most 65536 per set)";
   }
-  if (!has_room(kHeader + text.size() + kMaxStoredName)) {
+  if (!has_room(kHeader + text.size() + kMaxEntryName)) {
     return std::string(kTooLarge);
   }
-  if (text.starts_with("re:")) {
-    return add_regex(text, *source_id, line);
+  if (auto error = parse_entry(text, scratch_entry, scratch_ports)) {
+    return error;
   }
-  return add_name(text, *source_id, line);
+  // parse_entry() left the port list in scratch_ports; intern it from there, which copies it
+  // only the first time a list is seen.
+  const std::uint32_t scope = scratch_entry.ports.empty() ? 0 : intern_scope(scratch_ports);
+  if (scratch_entry.kind == EntryKind::pattern) {
+    return add_regex(scratch_entry, scope, *source_id, line);
+  }
+  add_name(scratch_entry, scope, *source_id, line);
+  return std::nullopt;
 }
 
-std::optional<std::string> DomainSet::Builder::State::add_name(std::string_view text,
-                                                               std::uint16_t source,
-                                                               std::uint32_t line) {
-  std::string_view rest = text;
-  bool wildcard = false;
-  if (rest == "*") {
-    return std::string(kNeedsDomain);
-  }
-  if (rest.starts_with("*.")) {
-    wildcard = true;
-    rest.remove_prefix(2);
-  }
-
-  // Split off the port list. `[v6]:443` is bracketed; otherwise one colon separates a port, and
-  // two or more mean an unbracketed IPv6 address, which then cannot carry a port.
-  std::string_view host_text = rest;
-  std::optional<std::string_view> port_text;
-  if (!rest.empty() && rest.front() == '[') {
-    const std::size_t close = rest.find(']');
-    if (close != std::string_view::npos && close + 1 < rest.size() && rest[close + 1] == ':') {
-      host_text = rest.substr(0, close + 1);
-      port_text = rest.substr(close + 2);
-    }
-  } else if (std::count(rest.begin(), rest.end(), ':') == 1) {
-    const std::size_t colon = rest.find(':');
-    host_text = rest.substr(0, colon);
-    port_text = rest.substr(colon + 1);
-  }
-
-  if (wildcard && host_text.empty()) {
-    return std::string(kNeedsDomain);
-  }
-  if (host_text.find('*') != std::string_view::npos) {
-    return std::string(kBadStar);
-  }
-  auto host = parse_host(host_text);
-  if (!host) {
-    return std::string(to_string(host.error()));
-  }
-  if (wildcard && host->is_ip()) {
-    return std::string(kWildcardIp);
-  }
-  // An IPv4 address written as IPv4-mapped IPv6 (`::ffff:a.b.c.d`) is that very address, and is
-  // stored as IPv4: destinations are matched in IPv4 form (rules/policy.cpp, match_list), and
-  // deny messages print mapped addresses this way, so people copy them into lists like this.
-  // (The deprecated IPv4-compatible form is not: `::1:443` is an IPv6 address people write.)
-  if (host->kind == HostKind::ipv6) {
-    if (auto embedded = embedded_ipv4(host->address);
-        embedded && embedded->form == "IPv4-mapped") {
-      host = Host{HostKind::ipv4, embedded->address.to_string(), embedded->address};
-    }
-  }
-  const std::string_view name = host->name;
-  if (name.empty() || name.size() > kMaxStoredName) {
-    return std::string(to_string(name.empty() ? HostError::empty : HostError::too_long));
-  }
-
-  std::uint32_t scope = 0;
-  if (port_text) {
-    if (auto error = parse_ports(*port_text, scratch_ports)) {
-      return error;
-    }
-    scope = intern_scope(scratch_ports);
-  }
-
+void DomainSet::Builder::State::add_name(const RuleEntry& entry, std::uint32_t scope,
+                                         std::uint16_t source, std::uint32_t line) {
+  const std::string_view text = entry.text;
+  const std::string_view name = entry.host.name;
   RecordHeader h;
   h.line = line;
   h.port_scope = scope;
   h.text_length = static_cast<std::uint32_t>(text.size());
   h.source = source;
-  h.name_length = static_cast<std::uint8_t>(name.size());
-  h.kind = host->is_ip() ? EntryKind::address
-           : wildcard    ? EntryKind::subdomains_only
-                         : EntryKind::name_and_subdomains;
+  h.name_length = static_cast<std::uint8_t>(name.size());  // at most kMaxEntryName
+  h.kind = entry.kind;
   // Usually the entry as written already contains its normal form (`*.evil.com:443` holds
   // `evil.com`): point into it instead of storing the name twice.
   const std::size_t inside = text.find(name);
@@ -810,27 +582,16 @@ std::optional<std::string> DomainSet::Builder::State::add_name(std::string_view 
   }
   records.push_back(record);
   hashes.push_back(hash_name(name));
-  return std::nullopt;
 }
 
-std::optional<std::string> DomainSet::Builder::State::add_regex(std::string_view text,
+std::optional<std::string> DomainSet::Builder::State::add_regex(const RuleEntry& entry,
+                                                                std::uint32_t scope,
                                                                 std::uint16_t source,
                                                                 std::uint32_t line) {
-  std::string_view pattern = text.substr(3);  // after "re:"
-  std::uint32_t scope = 0;
-  const std::size_t colon = pattern.rfind(':');
-  if (colon != std::string_view::npos && looks_like_ports(pattern.substr(colon + 1))) {
-    if (auto error = parse_ports(pattern.substr(colon + 1), scratch_ports)) {
-      return error;
-    }
-    scope = intern_scope(scratch_ports);
-    pattern = pattern.substr(0, colon);
-  }
-  if (pattern.empty()) {
-    return std::string(kNeedsPattern);
-  }
-  auto re =
-      std::make_unique<RE2>(re2::StringPiece(pattern.data(), pattern.size()), regex_options());
+  // Compiled here, not in the grammar: the pattern's syntax is RE2's, and the compiled program
+  // is what the set keeps (for validation now and as the fallback when the RE2::Set fails).
+  auto re = std::make_unique<RE2>(re2::StringPiece(entry.pattern.data(), entry.pattern.size()),
+                                  regex_options());
   if (!re->ok()) {
     return "bad regular expression: " + re->error();
   }
@@ -838,8 +599,8 @@ std::optional<std::string> DomainSet::Builder::State::add_regex(std::string_view
   // Offsets are into regex_text until build() appends it to the arena.
   RegexRule r;
   r.text_offset = static_cast<std::uint32_t>(regex_text.size());
-  r.text_length = static_cast<std::uint32_t>(text.size());
-  regex_text.append(text);
+  r.text_length = static_cast<std::uint32_t>(entry.text.size());
+  regex_text.append(entry.text);
   r.line = line;
   r.port_scope = scope;
   r.source = source;
@@ -854,10 +615,6 @@ DomainSet::Builder::~Builder() = default;
 std::size_t DomainSet::Builder::add_text(std::string_view text, std::string_view source,
                                          std::vector<LoadIssue>& issues) {
   const std::size_t before = state_->records.size() + state_->regex_rules.size();
-  // A byte order mark is what some Windows editors put first; it is not part of any entry.
-  if (text.starts_with(kByteOrderMark)) {
-    text.remove_prefix(kByteOrderMark.size());
-  }
   // Reserve for the whole text at once: growing a 50 MiB arena by doubling costs more than the
   // parsing. Each line needs at most a record header more than its own bytes, plus a name that
   // differs from the text (rare, so left to ordinary growth).
@@ -866,19 +623,11 @@ std::size_t DomainSet::Builder::add_text(std::string_view text, std::string_view
   reserve_more(s.arena, text.size() + lines * kHeader);
   reserve_more(s.records, lines);
   reserve_more(s.hashes, lines);
-  std::uint32_t line_number = 0;
-  while (!text.empty()) {
-    const std::size_t end = text.find('\n');
-    const std::string_view line = text.substr(0, end);
-    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
-    if (line_number < std::numeric_limits<std::uint32_t>::max()) {
-      ++line_number;
-    }
+  for_each_line(text, [&](std::string_view line, std::uint32_t line_number) {
     if (auto error = add_line(line, source, line_number)) {
-      issues.push_back(LoadIssue{std::string(source), line_number, std::string(entry_text(line)),
-                                 std::move(*error)});
+      issues.push_back(make_issue(source, line_number, line, std::move(*error)));
     }
-  }
+  });
   return state_->records.size() + state_->regex_rules.size() - before;
 }
 

@@ -1,6 +1,7 @@
 // A set of domain rules, used for the blocklist and the allowlist alike.
 //
-// Syntax of a rules file (a superset of goose's blocked.txt), one entry a line:
+// Syntax of a rules file (a superset of goose's blocked.txt; parsed by rules/rule_line.hpp), one
+// entry a line:
 //   example.com          example.com and every subdomain of it
 //   *.example.com        only subdomains of example.com
 //   re:PATTERN           an RE2 pattern that must match the whole normalised host
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "rules/host.hpp"
+#include "rules/rule_line.hpp"  // LoadIssue
 
 namespace sandgate::rules {
 
@@ -31,14 +33,6 @@ struct RuleMatch {
   std::string_view source;  // the file's path (or another label given to the builder)
   std::uint32_t line = 0;   // 1-based
   std::string_view entry;   // e.g. "*.evil.com:443"
-};
-
-// A line that could not be used; the rest of the file still loads.
-struct LoadIssue {
-  std::string source;
-  std::uint32_t line = 0;
-  std::string text;     // the offending line (trimmed)
-  std::string message;  // why, e.g. "user information ('@') in host"
 };
 
 class DomainSet {
