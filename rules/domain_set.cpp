@@ -74,6 +74,15 @@ struct Slot {
   std::uint32_t tag = 0;
 };
 
+struct AgentMessage {
+  std::uint16_t source = 0;
+  std::uint32_t line = 0;
+  std::string text;
+  bool operator<(const AgentMessage& other) const {
+    return source != other.source ? source < other.source : line < other.line;
+  }
+};
+
 struct RegexRule {
   std::uint32_t text_offset = 0;
   std::uint32_t text_length = 0;
@@ -162,6 +171,11 @@ struct DomainSet::Impl {
   std::vector<std::unique_ptr<RE2>> regexes;  // one per rule: validation, and the fallback
   std::unique_ptr<RE2::Set> regex_set;        // null when there are no patterns or it failed
   std::size_t regex_bytes = 0;
+  // The `#!` messages, sorted by (source, line). Few entries carry one, so they live apart from
+  // the records, and a set without any pays one emptiness check per match.
+  std::vector<AgentMessage> messages;
+
+  RuleMatch with_message(RuleMatch match, std::uint16_t source) const;
 
   void build_table(const std::vector<std::uint32_t>& records,
                    const std::vector<std::uint64_t>& hashes);
@@ -392,7 +406,9 @@ std::uint32_t DomainSet::Impl::match_address(std::string_view name, std::uint16_
 std::optional<RuleMatch> DomainSet::Impl::match_regex(std::string_view name,
                                                       std::uint16_t port) const {
   const auto to_match = [this](const RegexRule& r) {
-    return RuleMatch{sources[r.source], r.line, text_of(r.text_offset, r.text_length)};
+    return with_message(
+        RuleMatch{sources[r.source], r.line, text_of(r.text_offset, r.text_length), {}},
+        r.source);
   };
   if (regex_set) {
     std::vector<int> hits;  // allocates only when something matches
@@ -427,13 +443,26 @@ std::optional<RuleMatch> DomainSet::Impl::match(const Host& host, std::uint16_t 
         host.is_ip() ? match_address(host.name, port) : match_name(host.name, port);
     if (record != kNone) {
       const RecordHeader h = header(record);
-      return RuleMatch{sources[h.source], h.line, text_of(record + kHeader, h.text_length)};
+      return with_message(
+          RuleMatch{sources[h.source], h.line, text_of(record + kHeader, h.text_length), {}},
+          h.source);
     }
   }
   if (!regex_rules.empty()) {
     return match_regex(host.name, port);
   }
   return std::nullopt;
+}
+
+RuleMatch DomainSet::Impl::with_message(RuleMatch match, std::uint16_t source) const {
+  if (!messages.empty()) {
+    const AgentMessage key{source, match.line, {}};
+    const auto found = std::lower_bound(messages.begin(), messages.end(), key);
+    if (found != messages.end() && found->source == source && found->line == match.line) {
+      match.message = found->text;
+    }
+  }
+  return match;
 }
 
 std::size_t DomainSet::Impl::memory_bytes() const {
@@ -444,6 +473,10 @@ std::size_t DomainSet::Impl::memory_bytes() const {
       regexes.capacity() * sizeof(std::unique_ptr<RE2>) + regex_bytes;
   for (const auto& s : sources) {
     bytes += s.capacity() + 1;
+  }
+  bytes += messages.capacity() * sizeof(AgentMessage);
+  for (const auto& m : messages) {
+    bytes += m.text.capacity();
   }
   return bytes;
 }
@@ -493,6 +526,7 @@ struct DomainSet::Builder::State {
   std::map<std::vector<std::uint16_t>, std::uint32_t> scope_index;
   std::vector<std::uint16_t> scratch_ports;  // reused by every line, to spare an allocation
   RuleEntry scratch_entry;                   // likewise, to spare the moves of a returned one
+  std::vector<AgentMessage> messages;
 
   std::optional<std::string> add_entry(std::string_view text, std::string_view source,
                                        std::uint32_t line);
@@ -638,7 +672,18 @@ std::optional<std::string> DomainSet::Builder::add_line(std::string_view line,
   if (text.empty()) {
     return std::nullopt;
   }
-  return state_->add_entry(text, source, line_number);
+  if (auto error = state_->add_entry(text, source, line_number)) {
+    return error;
+  }
+  // Only lines with "#!" pay for looking: most lists have no messages at all.
+  if (line.find("#!") != std::string_view::npos) {
+    if (std::string message = agent_message(line); !message.empty()) {
+      // add_entry() interned the source already, so this finds it.
+      state_->messages.push_back(
+          AgentMessage{*state_->intern_source(source), line_number, std::move(message)});
+    }
+  }
+  return std::nullopt;
 }
 
 DomainSet DomainSet::Builder::build() && {
@@ -661,6 +706,8 @@ DomainSet DomainSet::Builder::build() && {
   impl->sources = std::move(s.sources);
   impl->regex_rules = std::move(s.regex_rules);
   impl->regexes = std::move(s.regexes);
+  impl->messages = std::move(s.messages);
+  std::sort(impl->messages.begin(), impl->messages.end());
   if (impl->sources.empty()) {
     impl->sources.emplace_back();  // never indexed; keeps the invariant "source 0 exists"
   }

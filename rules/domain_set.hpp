@@ -33,6 +33,8 @@ struct RuleMatch {
   std::string_view source;  // the file's path (or another label given to the builder)
   std::uint32_t line = 0;   // 1-based
   std::string_view entry;   // e.g. "*.evil.com:443"
+  // The entry's message for whoever it denies (its `#!` comment), or empty.
+  std::string_view message;
 };
 
 class DomainSet {

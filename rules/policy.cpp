@@ -213,6 +213,17 @@ std::string Policy::ssh_reason(std::uint16_t port) const {
 
 std::string Policy::explain(const Decision& decision, const Host& host,
                             std::uint16_t port) const {
+  if (decision.rule && !decision.rule->message.empty()) {
+    // The entry's own message (its `#!` comment) follows the gate's sentence: the agent reads
+    // why, then what to do instead.
+    Decision plain = decision;
+    plain.rule->message = {};
+    std::string message(decision.rule->message);
+    if (!message.ends_with('.') && !message.ends_with('!') && !message.ends_with('?')) {
+      message += '.';
+    }
+    return explain(plain, host, port) + " " + message;
+  }
   const std::string target = host.display() + ":" + std::to_string(port);
   auto rule_text = [&decision]() {
     if (!decision.rule) {

@@ -188,6 +188,21 @@ std::optional<std::string> parse_name(std::string_view text, RuleEntry& entry,
 
 std::string_view entry_text(std::string_view line) { return trim(line.substr(0, line.find('#'))); }
 
+std::string agent_message(std::string_view line) {
+  const std::size_t hash = line.find('#');
+  if (hash == std::string_view::npos || hash + 1 >= line.size() || line[hash + 1] != '!') {
+    return {};
+  }
+  const std::string_view raw = trim(line.substr(hash + 2));
+  std::string message;
+  message.reserve(std::min(raw.size(), kMaxAgentMessage));
+  for (const char ch : raw.substr(0, kMaxAgentMessage)) {
+    const auto c = static_cast<unsigned char>(ch);
+    message += c < 0x20 || c == 0x7f ? ' ' : c >= 0x80 ? '?' : ch;
+  }
+  return message;
+}
+
 std::optional<std::string> parse_entry(std::string_view text, RuleEntry& entry,
                                        std::vector<std::uint16_t>& ports) {
   if (text.starts_with("re:")) {

@@ -6,6 +6,8 @@
 //   203.0.113.7          an IP literal (any spelling; matches that address only)
 //   ENTRY:443            any of the above, only for port 443 (`:22,2222` for several ports)
 //   # comment            '#' starts a comment anywhere on a line; blank lines are ignored
+//   ENTRY  #! MESSAGE    a comment that starts with "#!" is a message for whoever is denied by
+//                        the entry (an agent reading the error learns what to do instead)
 // A UTF-8 byte order mark before the first line is skipped. Names are normalised like hosts
 // (parse_host: case, one trailing dot, IDN to punycode); an IPv4-mapped IPv6 literal is stored
 // as the IPv4 address it is. A bad line yields a message; the caller reports it as a LoadIssue
@@ -62,6 +64,14 @@ struct RuleEntry {
 // The entry on a line: everything before '#', trimmed of ASCII white space. Empty for blank and
 // comment-only lines. This is also the text reported in matches and issues.
 std::string_view entry_text(std::string_view line);
+
+// The longest message for the agent an entry may carry; a longer one is cut there.
+inline constexpr std::size_t kMaxAgentMessage = 300;
+
+// The message after "#!" on a line whose comment starts with it, trimmed, made one line of
+// printable ASCII (a control byte becomes a space, any other byte '?': the message travels in
+// an HTTP header) and cut at kMaxAgentMessage characters. Empty when there is none.
+std::string agent_message(std::string_view line);
 
 // Parses a non-empty entry as returned by entry_text(). `ports` is scratch storage the caller
 // reuses from line to line (it saves an allocation per line on million-line files). The error is

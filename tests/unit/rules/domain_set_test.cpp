@@ -596,5 +596,46 @@ TEST(DomainSetIpEntries, MappedEntriesMatchTheIpv4Address) {
   EXPECT_FALSE(match("127.0.0.3", 80));
 }
 
+TEST(DomainSetMessage, AMatchCarriesItsEntrysMessage) {
+  std::vector<LoadIssue> issues;
+  DomainSet::Builder builder;
+  builder.add_text("plain.example\n"
+                   "github.com:22  #! SSH pushes are blocked here; use an https:// remote\n"
+                   "re:.*\\.ngrok-free\\.app  #! tunnels to your laptop are not allowed\n"
+                   "# a comment line #! that is not an entry\n",
+                   "blocked.txt", issues);
+  builder.add_text("other.example  #! from the second file\n", "more.txt", issues);
+  const DomainSet set = std::move(builder).build();
+  ASSERT_TRUE(issues.empty());
+  auto match = [&set](const char* host, std::uint16_t port) {
+    return set.match(*parse_host(host), port);
+  };
+  auto ssh = match("github.com", 22);
+  ASSERT_TRUE(ssh.has_value());
+  EXPECT_EQ(ssh->message, "SSH pushes are blocked here; use an https:// remote");
+  EXPECT_EQ(ssh->entry, "github.com:22");
+  EXPECT_FALSE(match("github.com", 443).has_value());
+  auto plain = match("plain.example", 443);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ(plain->message, "");
+  auto pattern = match("x.ngrok-free.app", 443);
+  ASSERT_TRUE(pattern.has_value());
+  EXPECT_EQ(pattern->message, "tunnels to your laptop are not allowed");
+  auto second = match("a.other.example", 80);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->source, "more.txt");
+  EXPECT_EQ(second->message, "from the second file");
+}
+
+TEST(DomainSetMessage, ABadLineKeepsNoMessage) {
+  std::vector<LoadIssue> issues;
+  const DomainSet set = DomainSet::parse("bad..example  #! never shown\ngood.example\n", "b.txt",
+                                         issues);
+  ASSERT_EQ(issues.size(), 1u);
+  auto good = set.match(*parse_host("good.example"), 443);
+  ASSERT_TRUE(good.has_value());
+  EXPECT_EQ(good->message, "");
+}
+
 }  // namespace
 }  // namespace sandgate::rules

@@ -150,7 +150,7 @@ TEST(PolicyRuleText, FileLineAndEntryOrNothing) {
   Decision none;
   EXPECT_EQ(rule_text(none), "");
   Decision listed;
-  listed.rule = RuleMatch{"/etc/blocked.txt", 7, "*.evil.test"};
+  listed.rule = RuleMatch{"/etc/blocked.txt", 7, "*.evil.test", {}};
   EXPECT_EQ(rule_text(listed), "/etc/blocked.txt:7 *.evil.test");
 }
 
@@ -961,6 +961,21 @@ TEST(PolicyAccessors, SharedSetsAreUsedAsGiven) {
   EXPECT_EQ(decide_text(with_allowlist, "other.org:443").code, "not-allowlisted");
   EXPECT_EQ(decide_text(without_allowlist, "other.org:443").code, "allowed");
   EXPECT_EQ(decide_text(without_allowlist, "evil.com:443").rule, "blocked.txt:1");
+}
+
+TEST(PolicyMessage, TheEntrysMessageFollowsTheGatesSentence) {
+  const Policy policy =
+      make_policy(Opts(), "github.com:22  #! SSH pushes are blocked here; use an https:// remote\n"
+                          "evil.example  #! ask the security team first!\n");
+  Outcome ssh = decide_text(policy, "github.com:22");
+  EXPECT_EQ(ssh.code, "blocklist");
+  EXPECT_EQ(policy.explain(ssh.decision, *parse_host("github.com"), 22),
+            "github.com is blocked by the blocklist entry 'github.com:22' (blocked.txt line 1). "
+            "SSH pushes are blocked here; use an https:// remote.");
+  Outcome evil = decide_text(policy, "api.evil.example:443");
+  EXPECT_EQ(policy.explain(evil.decision, *parse_host("api.evil.example"), 443),
+            "api.evil.example is blocked by the blocklist entry 'evil.example' (blocked.txt line "
+            "2). ask the security team first!");
 }
 
 }  // namespace

@@ -264,5 +264,21 @@ TEST(RuleLineIssue, EveryBadLineOfAFileIsReportedWithItsNumber) {
   EXPECT_EQ(issues[2].text, "re:");
 }
 
+TEST(AgentMessage, TheTextAfterHashBangMadeOneSafeLine) {
+  EXPECT_EQ(agent_message("github.com:22  #! SSH pushes are blocked here; use an https:// remote"),
+            "SSH pushes are blocked here; use an https:// remote");
+  EXPECT_EQ(agent_message("a.com #!   spaced   \r"), "spaced");
+  EXPECT_EQ(agent_message("a.com # a comment #! not a message"), "");  // the comment starts with '#'
+  EXPECT_EQ(agent_message("a.com"), "");
+  EXPECT_EQ(agent_message("a.com #!"), "");
+  EXPECT_EQ(agent_message("a.com #!\t"), "");
+  EXPECT_EQ(agent_message("a.com #! tab\there"), "tab here");
+  EXPECT_EQ(agent_message("a.com #! caf\xc3\xa9 \"q\" \\"), "caf?? \"q\" \\");
+  const std::string long_line = "a.com #! " + std::string(400, 'x');
+  EXPECT_EQ(agent_message(long_line).size(), kMaxAgentMessage);
+  // The entry itself is unchanged by a message.
+  EXPECT_EQ(entry_text("github.com:22  #! use https"), "github.com:22");
+}
+
 }  // namespace
 }  // namespace sandgate::rules
