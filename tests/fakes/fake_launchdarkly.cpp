@@ -170,26 +170,27 @@ struct FakeLaunchDarkly::Impl {
       asio::steady_timer timer(io, wait);
       co_await timer.async_wait(use_tuple);
     }
-    if (failing.status != 0) {
-      co_return co_await reply(*stream, static_cast<http::status>(failing.status), "text/plain",
-                               "refused", keep_alive && !is_stream, failing.retry_after);
-    }
-
     const std::string evalx = "/sdk/evalx/" + client_id + "/context";
     const std::string stream_prefix = "/eval/" + client_id + "/";
-    if (request.method() == http::verb::report && target.starts_with("/sdk/evalx/")) {
-      std::string key;
+    const bool is_evaluation =
+        request.method() == http::verb::report && target.starts_with("/sdk/evalx/");
+    std::string key;
+    if (is_evaluation) {
       try {
         key = std::string(boost::json::parse(request.body()).as_object().at("key").as_string());
       } catch (const std::exception&) {
         key = "(unreadable context)";
       }
-      {
-        std::lock_guard lock(mutex);
-        ++evaluation_count;
-        ++evaluations_by_key[key];
-        bodies.push_back(request.body());
-      }
+      std::lock_guard lock(mutex);
+      ++evaluation_count;
+      ++evaluations_by_key[key];
+      bodies.push_back(request.body());
+    }
+    if (failing.status != 0) {
+      co_return co_await reply(*stream, static_cast<http::status>(failing.status), "text/plain",
+                               "refused", keep_alive && !is_stream, failing.retry_after);
+    }
+    if (is_evaluation) {
       if (target != evalx) {
         co_return co_await reply(*stream, http::status::not_found, "application/json", "{}",
                                  keep_alive);
