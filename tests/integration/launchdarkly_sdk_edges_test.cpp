@@ -305,11 +305,13 @@ TEST(LaunchDarklySdkEdges, FiveHundredNewDomainsAtOnceStayUnderTheCap) {
   FakeLaunchDarkly fake(kClientId);
   fake.set_default_value("true");
   fake.set_delay(5ms);  // so that requests overlap
+  // Declared before the client, so that the client's thread (which posts the answers here) is
+  // joined before this loop is destroyed.
+  asio::io_context io;
   Client client(fake, settings::LdMode::domain, fast_timing(), [](settings::Settings& s) {
     s.ld_max_lookups = 8;
     s.ld_timeout = 30s;  // a queue 500 deep must not time out on a slow machine
   });
-  asio::io_context io;
   std::atomic<int> allowed{0};
   for (int i = 0; i < 500; ++i) {
     asio::co_spawn(io, ask_one(&*client, "burst" + std::to_string(i) + ".test", &allowed),
