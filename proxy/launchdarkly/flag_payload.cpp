@@ -4,6 +4,7 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "proxy/json/json_writer.hpp"
@@ -37,15 +38,20 @@ bool has_non_finite_number(const json::value& root) {
   return false;
 }
 
-Expected<json::value, std::string> parse_json(std::string_view text) {
-  if (text.size() > kMaxPayloadBytes) {
-    return Unexpected{"reply larger than " + std::to_string(kMaxPayloadBytes) + " bytes"};
+Expected<json::value, std::string> parse_json(std::string_view text, std::size_t max_bytes) {
+  if (text.size() > max_bytes) {
+    return Unexpected{"larger than " + std::to_string(max_bytes) +
+                      " bytes (the size limit, SANDGATE_LD_MAX_PAYLOAD)"};
   }
   json::parse_options options;
-  options.max_depth = 64;  // LaunchDarkly's documents are shallow; deep nesting is hostile
+  options.max_depth = kMaxJsonDepth;
   std::error_code ec;
   json::value value = json::parse(json::string_view(text.data(), text.size()), ec,
                                   json::storage_ptr(), options);
+  if (ec == json::error::too_deep) {
+    return Unexpected{"nested deeper than " + std::to_string(kMaxJsonDepth) +
+                      " levels (the JSON nesting limit)"};
+  }
   if (ec) {
     return Unexpected{"not valid JSON (" + ec.message() + ")"};
   }
@@ -86,8 +92,9 @@ Expected<FlagState, std::string> read_state(const json::object& object, bool ver
   return state;
 }
 
-Expected<FlagUpdate, std::string> read_update(std::string_view text, bool with_value) {
-  auto parsed = parse_json(text);
+Expected<FlagUpdate, std::string> read_update(std::string_view text, bool with_value,
+                                              std::size_t max_bytes) {
+  auto parsed = parse_json(text, max_bytes);
   if (!parsed) {
     return Unexpected{parsed.error()};
   }
@@ -115,8 +122,9 @@ Expected<FlagUpdate, std::string> read_update(std::string_view text, bool with_v
 }  // namespace
 
 Expected<std::optional<FlagState>, std::string> read_flag(std::string_view all_flags_json,
-                                                          std::string_view flag) {
-  auto parsed = parse_json(all_flags_json);
+                                                          std::string_view flag,
+                                                          std::size_t max_bytes) {
+  auto parsed = parse_json(all_flags_json, max_bytes);
   if (!parsed) {
     return Unexpected{parsed.error()};
   }
@@ -139,18 +147,19 @@ Expected<std::optional<FlagState>, std::string> read_flag(std::string_view all_f
   return std::optional<FlagState>{std::move(*state)};
 }
 
-Expected<FlagUpdate, std::string> read_patch(std::string_view json_text) {
-  return read_update(json_text, /*with_value=*/true);
+Expected<FlagUpdate, std::string> read_patch(std::string_view json_text, std::size_t max_bytes) {
+  return read_update(json_text, /*with_value=*/true, max_bytes);
 }
 
-Expected<FlagUpdate, std::string> read_delete(std::string_view json_text) {
-  return read_update(json_text, /*with_value=*/false);
+Expected<FlagUpdate, std::string> read_delete(std::string_view json_text, std::size_t max_bytes) {
+  return read_update(json_text, /*with_value=*/false, max_bytes);
 }
 
 bool allows(const FlagState& state) { return state.value_json == "true"; }
 
 Expected<CompiledList, std::string> compile_list(const FlagState& state, std::string_view source) {
-  auto parsed = parse_json(state.value_json);
+  // The value was read from a document already bounded in size and depth.
+  auto parsed = parse_json(state.value_json, std::numeric_limits<std::size_t>::max());
   if (!parsed) {
     return Unexpected{parsed.error()};
   }

@@ -18,8 +18,13 @@
 
 namespace sandgate::launchdarkly {
 
-// The largest reply or event body accepted.
-inline constexpr std::size_t kMaxPayloadBytes = 8 << 20;
+// The largest reply or event body accepted by default (SANDGATE_LD_MAX_PAYLOAD). An evaluation
+// reply and a stream's `put` carry every client-side flag of the environment, not only the one
+// asked for, so the bound is sized for a large environment, not for one flag.
+inline constexpr std::size_t kMaxPayloadBytes = 32u << 20;
+// The deepest JSON nesting accepted. A JSON flag's value may itself be nested, inside the
+// reply's own three levels; beyond this the document is refused rather than recursed into.
+inline constexpr unsigned kMaxJsonDepth = 256;
 
 // One flag's state as LaunchDarkly sent it. The value is kept as JSON text; `version` orders
 // updates (a missing version counts as 0).
@@ -31,8 +36,10 @@ struct FlagState {
 // The reply of the evaluation endpoint (`{"flag-key": {"value": ..., "version": N, ...}, ...}`)
 // or a stream's `put` data: the named flag's state, nothing if the flag is absent, or an error if
 // the document is not such an object.
+// `max_bytes` bounds the document (the error names the limit).
 Expected<std::optional<FlagState>, std::string> read_flag(std::string_view all_flags_json,
-                                                          std::string_view flag);
+                                                          std::string_view flag,
+                                                          std::size_t max_bytes = kMaxPayloadBytes);
 
 // A stream `patch` (`{"key": ..., "value": ..., "version": N}`) or `delete`
 // (`{"key": ..., "version": N}`).
@@ -40,8 +47,10 @@ struct FlagUpdate {
   std::string key;
   FlagState state;  // for delete, value_json is "null"
 };
-Expected<FlagUpdate, std::string> read_patch(std::string_view json);
-Expected<FlagUpdate, std::string> read_delete(std::string_view json);
+Expected<FlagUpdate, std::string> read_patch(std::string_view json,
+                                             std::size_t max_bytes = kMaxPayloadBytes);
+Expected<FlagUpdate, std::string> read_delete(std::string_view json,
+                                              std::size_t max_bytes = kMaxPayloadBytes);
 
 // Per-domain mode: only a JSON `true` allows; false, null, strings and everything else deny.
 bool allows(const FlagState& state);

@@ -21,6 +21,7 @@
 #include <optional>
 
 #include "proxy/launchdarkly/flag_payload.hpp"
+#include "proxy/launchdarkly/retry_policy.hpp"
 
 #ifndef SANDGATE_VERSION_STRING
 #define SANDGATE_VERSION_STRING "dev"
@@ -53,8 +54,10 @@ std::string media_type(std::string_view content_type) {
   return out;
 }
 
+}  // namespace
+
 // One connection: its socket, optional TLS layer, and the deadline that closes it.
-struct Connection : std::enable_shared_from_this<Connection> {
+struct HttpsClient::Connection : std::enable_shared_from_this<HttpsClient::Connection> {
   explicit Connection(asio::io_context& io, asio::ssl::context& tls, bool use_tls)
       : resolver(io), socket(io), deadline(io) {
     if (use_tls) {
@@ -129,7 +132,18 @@ struct Connection : std::enable_shared_from_this<Connection> {
   asio::steady_timer deadline;
   boost::beast::flat_buffer buffer;
   bool timed_out = false;
+  std::string service;  // the service it is connected to (ServiceUri::text()), for reuse
 };
+
+namespace {
+
+using Connection = HttpsClient::Connection;
+
+// How long an idle kept-alive connection is reused. Servers and load balancers close idle
+// connections after a minute or so; a connection older than this is closed rather than risked.
+constexpr std::chrono::seconds kIdleReuse{30};
+// Idle connections kept at most (per client: one service in practice).
+constexpr std::size_t kMaxIdle = 64;
 
 // One of two sentences. (A function, not ?:, in coroutine bodies: GCC 12 mishandles the
 // temporaries of a conditional expression there.)
@@ -182,58 +196,150 @@ asio::awaitable<std::optional<std::string>> open(Connection& connection,
 
 }  // namespace
 
-HttpsClient::HttpsClient(asio::io_context& io)
-    : io_(io),
-      tls_(asio::ssl::context::tls_client),
-      user_agent_(std::string("sandgate/") + SANDGATE_VERSION_STRING) {
-  SSL_CTX_set_min_proto_version(tls_.native_handle(), TLS1_2_VERSION);
+std::string host_field(const settings::ServiceUri& service) {
+  std::string host = service.host;
+  if (host.find(':') != std::string::npos) {
+    host = "[" + host + "]";
+  }
+  const std::uint16_t default_port = service.tls ? 443 : 80;
+  if (service.port != default_port) {
+    host += ":" + std::to_string(service.port);
+  }
+  return host;
+}
+
+asio::ssl::context make_client_tls() {
+  asio::ssl::context tls(asio::ssl::context::tls_client);
+  SSL_CTX_set_min_proto_version(tls.native_handle(), TLS1_2_VERSION);
   // The system's CAs; OpenSSL reads SSL_CERT_FILE / SSL_CERT_DIR here when they are set.
-  tls_.set_default_verify_paths();
-  tls_.set_verify_mode(asio::ssl::verify_peer);
+  tls.set_default_verify_paths();
+  tls.set_verify_mode(asio::ssl::verify_peer);
+  return tls;
+}
+
+struct HttpsClient::Idle {
+  std::shared_ptr<Connection> connection;
+  std::chrono::steady_clock::time_point since;
+};
+
+HttpsClient::HttpsClient(asio::io_context& io, asio::ssl::context& tls, std::size_t max_body)
+    : io_(io),
+      tls_(tls),
+      max_body_(max_body),
+      user_agent_(std::string("sandgate/") + SANDGATE_VERSION_STRING) {}
+
+HttpsClient::~HttpsClient() { close_idle(); }
+
+void HttpsClient::close_idle() {
+  for (auto& idle : idle_) {
+    boost::system::error_code ignored;
+    idle.connection->socket.close(ignored);
+  }
+  idle_.clear();
+}
+
+std::shared_ptr<Connection> HttpsClient::take_idle(const settings::ServiceUri& service) {
+  const auto now = std::chrono::steady_clock::now();
+  const std::string key = service.text();
+  // Most recently used first: the warmest connection is the least likely to have been closed.
+  for (auto it = idle_.rbegin(); it != idle_.rend();) {
+    if (now - it->since >= kIdleReuse || !it->connection->socket.is_open()) {
+      boost::system::error_code ignored;
+      it->connection->socket.close(ignored);
+      it = decltype(it)(idle_.erase(std::next(it).base()));
+      continue;
+    }
+    if (it->connection->service == key) {
+      auto connection = std::move(it->connection);
+      idle_.erase(std::next(it).base());
+      return connection;
+    }
+    ++it;
+  }
+  return nullptr;
 }
 
 asio::awaitable<Expected<HttpReply, std::string>> HttpsClient::fetch(
     const settings::ServiceUri& service, HttpRequest request, std::chrono::milliseconds timeout) {
-  auto connection = std::make_shared<Connection>(io_, tls_, service.tls);
-  connection->expire_after(timeout);
   const std::string within = "no reply from " + service.text() + " within " + seconds_text(timeout);
-
-  if (auto failure = co_await open(*connection, service)) {
-    connection->deadline.cancel();
-    co_return Unexpected{choose(connection->timed_out, within, *failure)};
-  }
   http::request<http::string_body> head{request.method, service.prefix + request.target, 11};
-  head.set(http::field::host, service.host);
+  head.set(http::field::host, host_field(service));
   head.set(http::field::user_agent, user_agent_);
   head.set(http::field::accept, request.accept);
-  head.keep_alive(false);
+  head.keep_alive(true);
   if (!request.body.empty()) {
     head.set(http::field::content_type, "application/json");
     head.body() = std::move(request.body);
   }
   head.prepare_payload();
-  if (auto ec = co_await connection->write(head)) {
+
+  // Two attempts at most: a reused connection that the server closed while it sat idle fails
+  // before any reply byte arrives, and the request (a read: REPORT evaluates, changes nothing)
+  // goes once more over a new connection. A new connection is never retried.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto connection = take_idle(service);
+    const bool reused = connection != nullptr;
+    if (!reused) {
+      connection = std::make_shared<Connection>(io_, tls_, service.tls);
+      connection->service = service.text();
+    }
+    connection->timed_out = false;
+    connection->buffer.clear();
+    connection->expire_after(timeout);
+    if (!reused) {
+      if (auto failure = co_await open(*connection, service)) {
+        connection->deadline.cancel();
+        co_return Unexpected{choose(connection->timed_out, within, *failure)};
+      }
+    }
+    if (auto ec = co_await connection->write(head)) {
+      connection->deadline.cancel();
+      if (reused && !connection->timed_out) {
+        continue;
+      }
+      co_return Unexpected{choose(connection->timed_out, within,
+                                  "sending to " + service.text() + ": " + describe(ec))};
+    }
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(max_body_);
+    if (auto ec = co_await connection->read(parser)) {
+      connection->deadline.cancel();
+      if (reused && !connection->timed_out && !parser.got_some()) {
+        continue;
+      }
+      if (ec == http::error::body_limit) {
+        co_return Unexpected{"the reply of " + service.text() + " is larger than " +
+                             std::to_string(max_body_) +
+                             " bytes (the size limit, SANDGATE_LD_MAX_PAYLOAD)"};
+      }
+      co_return Unexpected{choose(connection->timed_out, within,
+                                  "reading the reply of " + service.text() + ": " + describe(ec))};
+    }
     connection->deadline.cancel();
-    co_return Unexpected{
-        choose(connection->timed_out, within, "sending to " + service.text() + ": " + describe(ec))};
+    auto& response = parser.get();
+    HttpReply reply;
+    reply.status = response.result_int();
+    reply.content_type = media_type(response[http::field::content_type]);
+    reply.retry_after = std::string(response[http::field::retry_after]);
+    const bool keep = response.keep_alive() && !connection->timed_out;
+    reply.body = std::move(response.body());
+    if (keep) {
+      if (idle_.size() >= kMaxIdle) {
+        boost::system::error_code ignored;
+        idle_.front().connection->socket.close(ignored);
+        idle_.erase(idle_.begin());
+      }
+      idle_.push_back(Idle{std::move(connection), std::chrono::steady_clock::now()});
+    } else {
+      boost::system::error_code ignored;
+      connection->socket.close(ignored);
+    }
+    co_return reply;
   }
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(kMaxPayloadBytes);
-  if (auto ec = co_await connection->read(parser)) {
-    connection->deadline.cancel();
-    co_return Unexpected{choose(connection->timed_out, within,
-                                "reading the reply of " + service.text() + ": " + describe(ec))};
-  }
-  connection->deadline.cancel();
-  auto& response = parser.get();
-  HttpReply reply;
-  reply.status = response.result_int();
-  reply.content_type = media_type(response[http::field::content_type]);
-  reply.body = std::move(response.body());
-  co_return reply;
+  co_return Unexpected{"the connection to " + service.text() + " was closed before a reply"};
 }
 
-asio::awaitable<std::string> HttpsClient::stream(const settings::ServiceUri& service,
+asio::awaitable<StreamEnd> HttpsClient::stream(const settings::ServiceUri& service,
                                                  HttpRequest request,
                                                  std::string_view expected_type,
                                                  std::chrono::milliseconds connect_timeout,
@@ -244,12 +350,13 @@ asio::awaitable<std::string> HttpsClient::stream(const settings::ServiceUri& ser
   connection->expire_after(connect_timeout);
   if (auto failure = co_await open(*connection, service)) {
     connection->deadline.cancel();
-    co_return choose(connection->timed_out,
-                     "no connection to " + service.text() + " within " + seconds_text(connect_timeout),
-                     *failure);
+    co_return StreamEnd{choose(connection->timed_out,
+                               "no connection to " + service.text() + " within " +
+                                   seconds_text(connect_timeout),
+                               *failure)};
   }
   http::request<http::string_body> head{request.method, service.prefix + request.target, 11};
-  head.set(http::field::host, service.host);
+  head.set(http::field::host, host_field(service));
   head.set(http::field::user_agent, user_agent_);
   head.set(http::field::accept, request.accept);
   head.set(http::field::cache_control, "no-cache");
@@ -260,7 +367,7 @@ asio::awaitable<std::string> HttpsClient::stream(const settings::ServiceUri& ser
   head.prepare_payload();
   if (auto ec = co_await connection->write(head)) {
     connection->deadline.cancel();
-    co_return "sending to " + service.text() + ": " + describe(ec);
+    co_return StreamEnd{"sending to " + service.text() + ": " + describe(ec)};
   }
 
   http::response_parser<http::buffer_body> parser;
@@ -268,20 +375,24 @@ asio::awaitable<std::string> HttpsClient::stream(const settings::ServiceUri& ser
   connection->expire_after(read_timeout);
   if (auto ec = co_await connection->read_header(parser)) {
     connection->deadline.cancel();
-    co_return choose(connection->timed_out,
-                     "no reply from " + service.text() + " within " + seconds_text(read_timeout),
-                     "reading the reply of " + service.text() + ": " + describe(ec));
+    co_return StreamEnd{choose(connection->timed_out,
+                               "no reply from " + service.text() + " within " +
+                                   seconds_text(read_timeout),
+                               "reading the reply of " + service.text() + ": " + describe(ec))};
   }
   const auto& head_in = parser.get();
   if (head_in.result_int() != 200) {
     connection->deadline.cancel();
-    co_return "the stream " + service.text() + " answered HTTP " +
-        std::to_string(head_in.result_int());
+    StreamEnd end;
+    end.status = head_in.result_int();
+    end.why = "the stream " + service.text() + " answered " + describe_http_status(end.status);
+    end.retry_after = std::string(head_in[http::field::retry_after]);
+    co_return end;
   }
   if (auto type = media_type(head_in[http::field::content_type]); type != expected_type) {
     connection->deadline.cancel();
-    co_return "the stream " + service.text() + " sent '" + type + "', not " +
-        std::string(expected_type);
+    co_return StreamEnd{"the stream " + service.text() + " sent '" + type + "', not " +
+                        std::string(expected_type)};
   }
   on_open();
 
@@ -298,16 +409,17 @@ asio::awaitable<std::string> HttpsClient::stream(const settings::ServiceUri& ser
     const std::size_t got = chunk.size() - parser.get().body().size;
     if (got > 0 && !on_bytes(std::string_view(chunk.data(), got))) {
       connection->deadline.cancel();
-      co_return "the stream was closed by the client";
+      co_return StreamEnd{"the stream was closed by the client"};
     }
     if (ec) {
       connection->deadline.cancel();
-      co_return choose(connection->timed_out, "no data on the stream for " + seconds_text(read_timeout),
-                       "the stream ended: " + describe(ec));
+      co_return StreamEnd{choose(connection->timed_out,
+                                 "no data on the stream for " + seconds_text(read_timeout),
+                                 "the stream ended: " + describe(ec))};
     }
   }
   connection->deadline.cancel();
-  co_return "the stream ended";
+  co_return StreamEnd{"the stream ended"};
 }
 
 }  // namespace sandgate::launchdarkly

@@ -1,7 +1,9 @@
 // A small HTTPS client for LaunchDarkly's endpoints, on Boost.Beast over OpenSSL.
 //
-// One connection per request (evaluations are cached, so requests are rare), or one long-lived
-// connection for the event stream. TLS 1.2 or later, the peer verified against the system's CAs
+// Requests go over kept-alive connections: an idle connection is reused for the next request
+// to the same service (a burst of new domains costs a few TLS handshakes, not one each), and
+// one that the server closed meanwhile is replaced once. The event stream has a connection of
+// its own. TLS 1.2 or later, the peer verified against the system's CAs
 // (OpenSSL's default paths, so SSL_CERT_FILE and SSL_CERT_DIR work) and its name checked against
 // the host; SNI is sent. Plain http is used only where the settings allowed it (loopback).
 //
@@ -16,6 +18,7 @@
 #include <boost/beast/http/verb.hpp>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,7 +32,26 @@ struct HttpReply {
   unsigned status = 0;
   std::string content_type;  // lower-cased media type without parameters: "application/json"
   std::string body;
+  std::string retry_after;   // the Retry-After field, as sent (empty: none)
 };
+
+// How a stream ended: why (a sentence), and when the server refused it, its status.
+struct StreamEnd {
+  StreamEnd() = default;
+  explicit StreamEnd(std::string why_) : why(std::move(why_)) {}
+
+  std::string why;
+  unsigned status = 0;       // an HTTP error status that refused the stream; 0 otherwise
+  std::string retry_after;   // that reply's Retry-After field
+};
+
+// `Host` as the request must carry it: the port is added when it is not the scheme's default
+// (a Relay Proxy on a custom port), an IPv6 address goes in brackets (RFC 9110 7.2).
+std::string host_field(const settings::ServiceUri& service);
+
+// The TLS settings every LaunchDarkly connection uses: TLS 1.2 or later, the peer verified
+// against the system's CAs (SSL_CERT_FILE and SSL_CERT_DIR are honoured).
+boost::asio::ssl::context make_client_tls();
 
 struct HttpRequest {
   boost::beast::http::verb method = boost::beast::http::verb::get;
@@ -40,19 +62,26 @@ struct HttpRequest {
 
 class HttpsClient {
  public:
-  explicit HttpsClient(boost::asio::io_context& io);
+  // `tls` must outlive every connection (coroutines left in `io` when it is destroyed still
+  // hold TLS streams made from it). `max_body` bounds a reply's body.
+  HttpsClient(boost::asio::io_context& io, boost::asio::ssl::context& tls, std::size_t max_body);
+  ~HttpsClient();
 
-  // One request; the reply's body is bounded (kMaxPayloadBytes). Failure: a sentence such as
-  // "connection refused", "TLS: certificate verify failed", "no reply within 5 s".
+  // One request, on a kept-alive connection when one is idle. The reply's body is bounded.
+  // Failure: a sentence such as "connection refused", "TLS: certificate verify failed",
+  // "no reply within 5 s". Runs on `io`'s thread only.
   boost::asio::awaitable<Expected<HttpReply, std::string>> fetch(
       const settings::ServiceUri& service, HttpRequest request,
       std::chrono::milliseconds timeout);
+
+  // Closes the idle connections (before `io` is destroyed, or when the client stops).
+  void close_idle();
 
   // A long-lived response (Server-Sent Events). Connects within `connect_timeout`; a non-200
   // reply or another content type than `expected_type` ends it at once. Then every chunk of the
   // body goes to `on_bytes` (return false to stop), each read waiting at most `read_timeout`.
   // `on_open` runs once the headers were accepted. Returns why the stream ended.
-  boost::asio::awaitable<std::string> stream(const settings::ServiceUri& service,
+  boost::asio::awaitable<StreamEnd> stream(const settings::ServiceUri& service,
                                              HttpRequest request,
                                              std::string_view expected_type,
                                              std::chrono::milliseconds connect_timeout,
@@ -60,10 +89,17 @@ class HttpsClient {
                                              std::function<void()> on_open,
                                              std::function<bool(std::string_view)> on_bytes);
 
+  struct Connection;
+
  private:
+  struct Idle;
+  std::shared_ptr<Connection> take_idle(const settings::ServiceUri& service);
+
   boost::asio::io_context& io_;
-  boost::asio::ssl::context tls_;
+  boost::asio::ssl::context& tls_;
+  std::size_t max_body_;
   std::string user_agent_;
+  std::vector<Idle> idle_;  // kept-alive connections, most recently used last
 };
 
 }  // namespace sandgate::launchdarkly

@@ -49,14 +49,16 @@ bool SseParser::consume(std::string_view bytes, const Handlers& handlers) {
     const auto end = bytes.find_first_of("\r\n");
     if (end == std::string_view::npos) {
       if (partial_.size() + bytes.size() > max_line_) {
-        error_ = "event stream line longer than " + std::to_string(max_line_) + " bytes";
+        error_ = "event stream line longer than " + std::to_string(max_line_) +
+               " bytes (the size limit, SANDGATE_LD_MAX_PAYLOAD)";
         return false;
       }
       partial_.append(bytes);
       return true;
     }
     if (partial_.size() + end > max_line_) {
-      error_ = "event stream line longer than " + std::to_string(max_line_) + " bytes";
+      error_ = "event stream line longer than " + std::to_string(max_line_) +
+               " bytes (the size limit, SANDGATE_LD_MAX_PAYLOAD)";
       return false;
     }
     std::string_view text = bytes.substr(0, end);
@@ -119,7 +121,8 @@ void SseParser::line(std::string_view text, const Handlers& handlers) {
     event_.type = std::string(value);
   } else if (field == "data") {
     if (event_.data.size() + value.size() + 1 > max_event_) {
-      error_ = "event stream event larger than " + std::to_string(max_event_) + " bytes";
+      error_ = "event stream event larger than " + std::to_string(max_event_) +
+               " bytes (the size limit, SANDGATE_LD_MAX_PAYLOAD)";
       return;
     }
     if (have_data_) {

@@ -26,8 +26,10 @@ struct SseEvent {
 
 class SseParser {
  public:
-  // Limits: the longest line, and the largest event (its data), in bytes.
-  explicit SseParser(std::size_t max_line = 1 << 20, std::size_t max_event = 16 << 20);
+  // Limits: the longest line, and the largest event (its data), in bytes. A `put` is one
+  // `data:` line holding every client-side flag of the environment, so the line limit is as
+  // large as the event limit (both SANDGATE_LD_MAX_PAYLOAD in the client).
+  explicit SseParser(std::size_t max_line = 32u << 20, std::size_t max_event = 32u << 20);
 
   struct Handlers {
     std::function<void(SseEvent&&)> on_event;

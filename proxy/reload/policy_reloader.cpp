@@ -56,6 +56,8 @@ const std::vector<SettingRow>& setting_rows() {
       {"ld_context_key", false, SANDGATE_SAME(a.ld_context_key == b.ld_context_key)},
       {"ld_base_uri", false, SANDGATE_SAME(a.ld_base_uri.text() == b.ld_base_uri.text())},
       {"ld_stream_uri", false, SANDGATE_SAME(a.ld_stream_uri.text() == b.ld_stream_uri.text())},
+      {"ld_max_payload", false, SANDGATE_SAME(a.ld_max_payload == b.ld_max_payload)},
+      {"ld_max_lookups", false, SANDGATE_SAME(a.ld_max_lookups == b.ld_max_lookups)},
       {"protect_files", false, SANDGATE_SAME(a.protect_files == b.protect_files)},
       {"block_raw_sockets", false, SANDGATE_SAME(a.block_raw_sockets == b.block_raw_sockets)},
       {"block_tunneling", false, SANDGATE_SAME(a.block_tunneling == b.block_tunneling)},

@@ -505,6 +505,27 @@ const std::vector<Setting>& table() {
          s.ld_stream_uri = *uri;
          return std::nullopt;
        }},
+      {{"ld_max_payload", "--ld-max-payload", "SANDGATE_LD_MAX_PAYLOAD", "32",
+        "MiB: the largest LaunchDarkly reply, stream line or event (they carry every flag)", false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         auto mib = parse_uint<std::size_t>(v, 1, 1024);
+         if (!mib) {
+           return std::string("expected MiB, 1..1024");
+         }
+         s.ld_max_payload = *mib << 20;
+         return std::nullopt;
+       }},
+      {{"ld_max_lookups", "--ld-max-lookups", "SANDGATE_LD_MAX_LOOKUPS", "8",
+        "per-domain mode: requests to LaunchDarkly at once; more new domains wait their turn",
+        false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         auto n = parse_uint<std::uint32_t>(v, 1, 256);
+         if (!n) {
+           return std::string("expected a number of requests, 1..256");
+         }
+         s.ld_max_lookups = *n;
+         return std::nullopt;
+       }},
       // --- sandbox profile ---
       {{"protect_files", "--protect-files", "GOOSE_SANDBOX_PROTECT_FILES", "true",
         "sandbox: write-protect ~/.ssh, shell start-up files and config folders", true},

@@ -77,6 +77,8 @@ struct Settings {
   std::string ld_context_key;  // list mode's context key; empty: the OS user name
   ServiceUri ld_base_uri{true, "clientsdk.launchdarkly.com", 443, {}};
   ServiceUri ld_stream_uri{true, "clientstream.launchdarkly.com", 443, {}};
+  std::size_t ld_max_payload = 32u << 20;  // largest reply, stream line or event, in bytes
+  std::uint32_t ld_max_lookups = 8;        // per-domain requests to LaunchDarkly at once
 
   // The daemon.
   // `ADDR:PORT`, `[V6]:PORT`, or `unix:/absolute/path` (a unix stream socket, mode 0600).

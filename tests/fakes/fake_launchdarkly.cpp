@@ -19,6 +19,7 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -64,6 +65,11 @@ void make_certificates(const std::string& folder) {
 
 struct FakeLaunchDarkly::Impl {
   using Stream = asio::ssl::stream<tcp::socket>;
+  struct Failing {
+    int count = 0;
+    unsigned status = 0;
+    std::string retry_after;
+  };
 
   Impl(std::string id, std::string flag_key, const std::string& folder)
       : client_id(std::move(id)), flag(std::move(flag_key)), tls(asio::ssl::context::tls_server) {
@@ -99,22 +105,51 @@ struct FakeLaunchDarkly::Impl {
            std::to_string(version) + ",\"trackEvents\":false},\"other-flag\":{\"value\":1}}";
   }
 
+  // Counts an open connection for as long as it lives in serve().
+  struct OpenConnection {
+    explicit OpenConnection(Impl& impl) : impl(impl) {
+      std::lock_guard lock(impl.mutex);
+      ++impl.connection_count;
+      impl.max_open = std::max(impl.max_open, ++impl.open_now);
+    }
+    ~OpenConnection() {
+      std::lock_guard lock(impl.mutex);
+      --impl.open_now;
+    }
+    Impl& impl;
+  };
+
+  // Serves the requests of one connection, one after another while the client keeps it alive
+  // (as LaunchDarkly's endpoints do).
   asio::awaitable<void> serve(std::shared_ptr<Stream> stream) {
     auto [handshake_error] = co_await stream->async_handshake(asio::ssl::stream_base::server, use_tuple);
     if (handshake_error) {
       co_return;
     }
+    OpenConnection counted(*this);
     boost::beast::flat_buffer buffer;
-    http::request_parser<http::string_body> parser;
-    parser.body_limit(1 << 20);
-    auto [read_error, n] = co_await http::async_read(*stream, buffer, parser, use_tuple);
-    if (read_error) {
-      co_return;
+    for (;;) {
+      http::request_parser<http::string_body> parser;
+      parser.body_limit(1 << 20);
+      auto [read_error, n] = co_await http::async_read(*stream, buffer, parser, use_tuple);
+      if (read_error) {
+        co_return;
+      }
+      if (!co_await handle(stream, parser.get())) {
+        co_return;
+      }
     }
-    auto& request = parser.get();
+  }
+
+  // One request; true when the connection goes on to the next one.
+  asio::awaitable<bool> handle(std::shared_ptr<Stream> stream,
+                               const http::request<http::string_body>& request) {
     const std::string target(request.target());
+    const bool keep_alive = request.keep_alive();
     Behaviour now;
     std::chrono::milliseconds wait{};
+    Failing failing;
+    const bool is_stream = request.method() == http::verb::get && target.starts_with("/eval/");
     {
       std::ostringstream head;
       head << request.base();
@@ -122,58 +157,70 @@ struct FakeLaunchDarkly::Impl {
       heads.push_back(head.str());
       now = behaviour;
       wait = delay;
+      Failing& next = is_stream ? fail_streams : fail_evaluations;
+      if (next.count > 0) {
+        --next.count;
+        failing = next;
+      }
+      if (is_stream) {
+        stream_times.push_back(std::chrono::steady_clock::now());
+      }
     }
     if (wait.count() > 0) {
       asio::steady_timer timer(io, wait);
       co_await timer.async_wait(use_tuple);
     }
-
     const std::string evalx = "/sdk/evalx/" + client_id + "/context";
     const std::string stream_prefix = "/eval/" + client_id + "/";
-    if (request.method() == http::verb::report && target.starts_with("/sdk/evalx/")) {
-      std::string key;
+    const bool is_evaluation =
+        request.method() == http::verb::report && target.starts_with("/sdk/evalx/");
+    std::string key;
+    if (is_evaluation) {
       try {
         key = std::string(boost::json::parse(request.body()).as_object().at("key").as_string());
       } catch (const std::exception&) {
         key = "(unreadable context)";
       }
-      {
-        std::lock_guard lock(mutex);
-        ++evaluation_count;
-        ++evaluations_by_key[key];
-        bodies.push_back(request.body());
-      }
+      std::lock_guard lock(mutex);
+      ++evaluation_count;
+      ++evaluations_by_key[key];
+      bodies.push_back(request.body());
+    }
+    if (failing.status != 0) {
+      co_return co_await reply(*stream, static_cast<http::status>(failing.status), "text/plain",
+                               "refused", keep_alive && !is_stream, failing.retry_after);
+    }
+    if (is_evaluation) {
       if (target != evalx) {
-        co_await reply(*stream, http::status::not_found, "application/json", "{}");
-        co_return;
+        co_return co_await reply(*stream, http::status::not_found, "application/json", "{}",
+                                 keep_alive);
       }
       switch (now) {
         case Behaviour::hang: {
           asio::steady_timer forever(io, std::chrono::hours(1));
           hanging.push_back(stream);
           co_await forever.async_wait(use_tuple);
-          co_return;
+          co_return false;
         }
         case Behaviour::status_404:
-          co_await reply(*stream, http::status::not_found, "application/json", "{}");
-          co_return;
+          co_return co_await reply(*stream, http::status::not_found, "application/json", "{}",
+                                   keep_alive);
         case Behaviour::status_500:
-          co_await reply(*stream, http::status::internal_server_error, "text/plain", "oops");
-          co_return;
+          co_return co_await reply(*stream, http::status::internal_server_error, "text/plain",
+                                   "oops", keep_alive);
         case Behaviour::bad_json:
-          co_await reply(*stream, http::status::ok, "application/json", "{\"" + flag + "\": {\"value\": tru");
-          co_return;
+          co_return co_await reply(*stream, http::status::ok, "application/json",
+                                   "{\"" + flag + "\": {\"value\": tru", keep_alive);
         case Behaviour::wrong_content_type:
-          co_await reply(*stream, http::status::ok, "text/html", answer_json(key));
-          co_return;
+          co_return co_await reply(*stream, http::status::ok, "text/html", answer_json(key),
+                                   keep_alive);
         case Behaviour::no_flag:
-          co_await reply(*stream, http::status::ok, "application/json", "{\"other-flag\":{\"value\":true}}");
-          co_return;
+          co_return co_await reply(*stream, http::status::ok, "application/json",
+                                   "{\"other-flag\":{\"value\":true}}", keep_alive);
         case Behaviour::normal:
         case Behaviour::refuse:
-          co_await reply(*stream, http::status::ok, "application/json; charset=utf-8",
-                         answer_json(key));
-          co_return;
+          co_return co_await reply(*stream, http::status::ok, "application/json; charset=utf-8",
+                                   answer_json(key), keep_alive);
       }
     }
     if (request.method() == http::verb::get && target.starts_with(stream_prefix)) {
@@ -183,7 +230,7 @@ struct FakeLaunchDarkly::Impl {
           "Cache-Control: no-cache\r\nConnection: close\r\n\r\n";
       auto [write_error, written] = co_await asio::async_write(*stream, asio::buffer(head), use_tuple);
       if (write_error) {
-        co_return;
+        co_return false;
       }
       {
         std::lock_guard lock(mutex);
@@ -192,19 +239,31 @@ struct FakeLaunchDarkly::Impl {
       streams.push_back(stream);
       // Sends a put with the current state, as LaunchDarkly does on connect.
       send_event(*stream, "put", answer_json("(any)"));
-      co_return;
+      co_return false;
     }
-    co_await reply(*stream, http::status::not_found, "text/plain", "no such endpoint");
+    co_return co_await reply(*stream, http::status::not_found, "text/plain", "no such endpoint",
+                             false);
   }
 
-  asio::awaitable<void> reply(Stream& stream, http::status status, std::string type, std::string body) {
+  // Writes a response; true when the connection stays open for another request.
+  asio::awaitable<bool> reply(Stream& stream, http::status status, std::string type,
+                              std::string body, bool keep_alive, std::string retry_after = {}) {
     http::response<http::string_body> response{status, 11};
     response.set(http::field::content_type, type);
+    if (!retry_after.empty()) {
+      response.set(http::field::retry_after, retry_after);
+    }
     response.body() = std::move(body);
-    response.keep_alive(false);
+    response.keep_alive(keep_alive);
     response.prepare_payload();
-    co_await http::async_write(stream, response, use_tuple);
-    co_await stream.async_shutdown(use_tuple);
+    auto [write_error, written] = co_await http::async_write(stream, response, use_tuple);
+    if (write_error) {
+      co_return false;
+    }
+    if (!keep_alive) {
+      co_await stream.async_shutdown(use_tuple);
+    }
+    co_return keep_alive;
   }
 
   void send_event(Stream& stream, const std::string& type, const std::string& data) {
@@ -229,6 +288,12 @@ struct FakeLaunchDarkly::Impl {
   int evaluation_count = 0;
   std::map<std::string, int> evaluations_by_key;
   int stream_count = 0;
+  int connection_count = 0;
+  int open_now = 0;
+  int max_open = 0;
+  Failing fail_streams;
+  Failing fail_evaluations;
+  std::vector<std::chrono::steady_clock::time_point> stream_times;
   std::vector<std::string> heads;
   std::vector<std::string> bodies;
   std::thread thread;
@@ -364,6 +429,32 @@ int FakeLaunchDarkly::streams_opened() const {
 std::vector<std::string> FakeLaunchDarkly::request_heads() const {
   std::lock_guard lock(impl_->mutex);
   return impl_->heads;
+}
+
+void FakeLaunchDarkly::fail_next_streams(int count, unsigned status, const std::string& retry_after) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->fail_streams = {count, status, retry_after};
+}
+
+void FakeLaunchDarkly::fail_next_evaluations(int count, unsigned status,
+                                             const std::string& retry_after) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->fail_evaluations = {count, status, retry_after};
+}
+
+int FakeLaunchDarkly::connections() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->connection_count;
+}
+
+int FakeLaunchDarkly::max_open_connections() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->max_open;
+}
+
+std::vector<std::chrono::steady_clock::time_point> FakeLaunchDarkly::stream_requests() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->stream_times;
 }
 
 std::vector<std::string> FakeLaunchDarkly::contexts() const {

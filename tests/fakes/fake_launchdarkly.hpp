@@ -3,9 +3,11 @@
 // (REPORT /sdk/evalx/{id}/context) and the streaming endpoint (GET /eval/{id}/{context}).
 //
 // Tests tell it what to answer per context key (the domain, in per-domain mode), how to
-// misbehave (slow, hang, refuse connections, HTTP errors, bad JSON, a wrong content type, the
-// flag missing), and push stream events. It counts what it was asked, so tests can check that
-// lookups were merged and cached and that no credentials or extra data were sent.
+// misbehave (slow, hang, refuse connections, HTTP errors with or without Retry-After, bad JSON,
+// a wrong content type, the flag missing), and push stream events. Like LaunchDarkly, it keeps
+// connections alive between evaluation requests. It counts what it was asked, and how many
+// connections were made and open at once, so tests can check that lookups were merged, cached
+// and capped, and that no credentials or extra data were sent.
 //
 // It runs on a thread of its own; every method is safe to call from the test's thread.
 #pragma once
@@ -60,7 +62,15 @@ class FakeLaunchDarkly {
   // Waits until `count` streams have been opened in all (up to `timeout`).
   bool wait_for_streams(int count, std::chrono::milliseconds timeout);
 
+  // The next `count` stream requests (or evaluation requests) are answered with `status`,
+  // with a Retry-After field when `retry_after` is not empty.
+  void fail_next_streams(int count, unsigned status, const std::string& retry_after = {});
+  void fail_next_evaluations(int count, unsigned status, const std::string& retry_after = {});
+
   // What it was asked.
+  int connections() const;           // TLS connections accepted in all
+  int max_open_connections() const;  // the most open at once
+  std::vector<std::chrono::steady_clock::time_point> stream_requests() const;  // when each came
   int evaluations() const;                      // evaluation requests in all
   int evaluations_for(const std::string& key) const;
   int streams_opened() const;

@@ -54,14 +54,25 @@ TEST(FlagPayload, MalformedRepliesAreErrors) {
   EXPECT_FALSE(read_flag(R"({"egress-allowlist":{"value":[1,[-1E400]]}})", kFlag).has_value());
   EXPECT_TRUE(read_flag(R"({"egress-allowlist":{"value":1e300}})", kFlag).has_value());
   // Nesting beyond the limit is refused rather than recursed into.
-  std::string deep = R"({"egress-allowlist":{"value":)" + std::string(100, '[') +
-                     std::string(100, ']') + "}}";
-  EXPECT_FALSE(read_flag(deep, kFlag).has_value());
+  std::string deep = R"({"egress-allowlist":{"value":)" + std::string(kMaxJsonDepth, '[') +
+                     std::string(kMaxJsonDepth, ']') + "}}";
+  auto too_deep = read_flag(deep, kFlag);
+  ASSERT_FALSE(too_deep.has_value());
+  EXPECT_NE(too_deep.error().find("nesting limit"), std::string::npos) << too_deep.error();
+  // A JSON flag nested 100 levels is an ordinary value, not an attack.
+  std::string nested = R"({"egress-allowlist":{"value":)" + std::string(100, '[') +
+                       std::string(100, ']') + "}}";
+  EXPECT_TRUE(read_flag(nested, kFlag).has_value());
   // So is an oversized reply.
   std::string huge = R"({"egress-allowlist":{"value":")" + std::string(kMaxPayloadBytes, 'a') + "\"}}";
   auto refused = read_flag(huge, kFlag);
   ASSERT_FALSE(refused.has_value());
   EXPECT_NE(refused.error().find("larger than"), std::string::npos);
+  EXPECT_NE(refused.error().find("SANDGATE_LD_MAX_PAYLOAD"), std::string::npos);
+  // The limit is the caller's (the setting).
+  const std::string small = R"({"egress-allowlist":{"value":")" + std::string(2000, 'a') + "\"}}";
+  EXPECT_FALSE(read_flag(small, kFlag, 1000).has_value());
+  EXPECT_TRUE(read_flag(small, kFlag, 4000).has_value());
 }
 
 TEST(FlagPayload, PatchAndDelete) {
