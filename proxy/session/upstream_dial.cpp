@@ -59,6 +59,12 @@ asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::
     if (resolution.error != dns::ResolveError::none) {
       context.worker.metrics.dns_failures_total.add();
     }
+    auto& metrics = context.worker.metrics;
+    (resolution.from_hosts_file ? metrics.dns_hosts_file_answers
+     : resolution.from_cache    ? metrics.dns_cache_hits
+                                : metrics.dns_cache_misses)
+        .add();
+    metrics.dns_cache_entries.set(context.worker.resolver->cache_size());
     switch (resolution.error) {
       case dns::ResolveError::none:
         break;
