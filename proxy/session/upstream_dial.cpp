@@ -2,6 +2,11 @@
 #include "proxy/session/upstream_dial.hpp"
 
 #include <net/if.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -26,6 +31,43 @@ asio::ip::address to_asio_address(const rules::IpAddress& address) {
     v6.scope_id(::if_nametoindex(address.zone.c_str()));
   }
   return v6;
+}
+
+// Opens the socket non-blocking and close-on-exec at birth and starts a non-blocking connect on
+// it: no FIONBIO ioctl and no poll() as Asio's async_connect adds. Returns in_progress while the
+// handshake runs (wait for writability, then connect_result), success if it completed at once,
+// or why it failed.
+boost::system::error_code start_connect(tcp::socket& socket, const tcp::endpoint& endpoint) {
+  boost::system::error_code ec;
+  const int fd = ::socket(endpoint.protocol().family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                          IPPROTO_TCP);
+  if (fd < 0) {
+    return {errno, boost::system::system_category()};
+  }
+  socket.assign(endpoint.protocol(), fd, ec);
+  if (ec) {
+    ::close(fd);
+    return ec;
+  }
+  if (::connect(fd, endpoint.data(), static_cast<socklen_t>(endpoint.size())) == 0) {
+    return {};
+  }
+  // Interrupted, the handshake still goes on in the kernel (a second connect() would only say
+  // EALREADY): wait for it like any handshake in progress.
+  if (errno == EINPROGRESS || errno == EINTR) {
+    return asio::error::in_progress;
+  }
+  return {errno, boost::system::system_category()};
+}
+
+// The outcome of a non-blocking connect once the socket is writable (SO_ERROR).
+boost::system::error_code connect_result(tcp::socket& socket) {
+  int error = 0;
+  socklen_t length = sizeof error;
+  if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_ERROR, &error, &length) != 0) {
+    return {errno, boost::system::system_category()};
+  }
+  return {error, boost::system::system_category()};
 }
 
 DialResult failure(rules::Reason reason, std::string sentence) {
@@ -113,18 +155,24 @@ asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::
     last_endpoint = tcp::endpoint(address, port);
     boost::system::error_code ec;
     context.upstream.close(ec);
-    context.upstream.open(last_endpoint.protocol(), ec);
-    if (ec) {
-      last_error = ec;
+    const boost::system::error_code started = start_connect(context.upstream, last_endpoint);
+    if (started && started != asio::error::in_progress) {
+      last_error = started;  // refused at once (no route, no descriptors): the next address
       continue;
     }
-    auto outcome = co_await (context.upstream.async_connect(last_endpoint, use_tuple) ||
-                             deadline.async_wait(use_tuple));
-    if (outcome.index() == 1) {
-      last_error = asio::error::timed_out;
-      break;
+    boost::system::error_code connect_error;
+    if (started == asio::error::in_progress) {
+      auto outcome = co_await (context.upstream.async_wait(tcp::socket::wait_write, use_tuple) ||
+                               deadline.async_wait(use_tuple));
+      if (outcome.index() == 1) {
+        last_error = asio::error::timed_out;
+        break;
+      }
+      connect_error = std::get<0>(std::get<0>(outcome));
+      if (!connect_error) {
+        connect_error = connect_result(context.upstream);
+      }
     }
-    auto [connect_error] = std::get<0>(outcome);
     if (!connect_error) {
       context.worker.metrics.upstream_connect.observe(std::chrono::steady_clock::now() -
                                                       connect_started);
