@@ -43,7 +43,6 @@
 #include <cstring>
 
 #include "proxy/dns/resolver_settings.hpp"
-#include "proxy/server/accept.hpp"
 #include "proxy/session/client_session.hpp"
 
 namespace sandgate::server {
@@ -80,7 +79,7 @@ asio::awaitable<void> accept_loop(Worker& worker, bool unix_clients) {
   auto last_complaint = std::chrono::steady_clock::time_point{};
   const std::uint32_t limit = worker.shared.settings.max_connections;
   while (worker.acceptor && worker.acceptor->is_open()) {
-    auto [error, socket] = co_await accept_client(*worker.acceptor);
+    auto [error, socket] = co_await worker.acceptor->async_accept(use_tuple);
     if (error == asio::error::operation_aborted || !worker.acceptor->is_open()) {
       co_return;
     }

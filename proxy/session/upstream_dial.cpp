@@ -2,9 +2,7 @@
 #include "proxy/session/upstream_dial.hpp"
 
 #include <net/if.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <cerrno>
 
@@ -33,23 +31,25 @@ asio::ip::address to_asio_address(const rules::IpAddress& address) {
   return v6;
 }
 
-// Opens the socket non-blocking and close-on-exec at birth and starts a non-blocking connect on
-// it: no FIONBIO ioctl and no poll() as Asio's async_connect adds. Returns in_progress while the
-// handshake runs (wait for writability, then connect_result), success if it completed at once,
-// or why it failed.
+// Opens the socket and starts a non-blocking connect on it, telling Asio the socket is
+// non-blocking (so its wait adds no FIONBIO of its own) and skipping the poll() Asio's
+// async_connect makes after the handshake. Returns in_progress while the handshake runs (wait for
+// writability, then connect_result), success if it completed at once, or why it failed.
+//
+// Opened by Asio rather than by socket(SOCK_NONBLOCK | SOCK_CLOEXEC) and assign(): Asio marks an
+// assigned descriptor as possibly duplicated and then adds an EPOLL_CTL_DEL to every close,
+// which costs the call SOCK_NONBLOCK saves (bench/results/2026-11-26/syscalls.md).
 boost::system::error_code start_connect(tcp::socket& socket, const tcp::endpoint& endpoint) {
   boost::system::error_code ec;
-  const int fd = ::socket(endpoint.protocol().family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                          IPPROTO_TCP);
-  if (fd < 0) {
-    return {errno, boost::system::system_category()};
+  socket.open(endpoint.protocol(), ec);
+  if (!ec) {
+    socket.native_non_blocking(true, ec);
   }
-  socket.assign(endpoint.protocol(), fd, ec);
   if (ec) {
-    ::close(fd);
     return ec;
   }
-  if (::connect(fd, endpoint.data(), static_cast<socklen_t>(endpoint.size())) == 0) {
+  if (::connect(socket.native_handle(), endpoint.data(),
+                static_cast<socklen_t>(endpoint.size())) == 0) {
     return {};
   }
   // Interrupted, the handshake still goes on in the kernel (a second connect() would only say
