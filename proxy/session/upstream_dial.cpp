@@ -4,12 +4,11 @@
 #include <net/if.h>
 #include <sys/socket.h>
 
-#include <cerrno>
-
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cerrno>
 
 namespace sandgate::session {
 namespace {
