@@ -1,6 +1,7 @@
 // The `sandgate` executable: parses the command line and hands over to a command.
 //   sandgate [serve] [SETTINGS...]          run the gate (the default)
-//   sandgate check HOST[:PORT] [SETTINGS...] print the decision for one destination
+//   sandgate check HOST[:PORT] [SETTINGS...] print the decision for one destination (--resolve:
+//                                            and what its name resolves to)
 //   sandgate profile [SETTINGS...] [FLAGS...] print the macOS Seatbelt profile `run` uses
 //   sandgate run [SETTINGS...] [FLAGS...] -- CMD [ARGS...]
 //                                            run CMD confined: the gate is its only way out
@@ -100,6 +101,9 @@ int main(int argc, char** argv) {
   check->fallthrough();
   std::string target;
   check->add_option("target", target, "HOST, HOST:PORT, [IPV6]:PORT")->required();
+  bool resolve = false;
+  check->add_flag("--resolve", resolve,
+                  "also look the name up as the gate would: hosts file, DNS, cache, each address");
 
   auto* profile = app.add_subcommand(
       "profile", "print the macOS Seatbelt (SBPL) profile that `run` confines a command with");
@@ -148,7 +152,7 @@ int main(int argc, char** argv) {
   }
 
   if (*check) {
-    return sandgate::commands::run_check(*settings, target, std::cout, std::cerr);
+    return sandgate::commands::run_check(*settings, target, std::cout, std::cerr, resolve);
   }
   if (*profile) {
     return sandgate::sandbox::run_profile(

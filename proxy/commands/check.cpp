@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "proxy/dns/resolve_report.hpp"
 #include "proxy/launchdarkly/remote_allowlist.hpp"
 #include "proxy/settings/policy_loader.hpp"
 #include "rules/host.hpp"
@@ -31,7 +32,7 @@ Expected<rules::Authority, rules::HostError> parse_target(std::string_view targe
 }  // namespace
 
 int run_check(const settings::Settings& settings, std::string_view target, std::ostream& out,
-              std::ostream& err) {
+              std::ostream& err, bool resolve) {
   auto loaded = settings::load_policy(settings, settings::MissingDefaultBlocklist::use_template);
   if (!loaded) {
     err << "sandgate: " << loaded.error() << "\n";
@@ -106,6 +107,11 @@ int run_check(const settings::Settings& settings, std::string_view target, std::
       out << ": " << remote->detail;
     }
     out << "\n";
+  }
+  if (allowed && !authority->host.is_ip() && resolve) {
+    const bool addresses_allowed =
+        dns::print_resolution(settings, policy, authority->host.name, authority->port, out);
+    return addresses_allowed ? kCheckAllowed : kCheckDenied;
   }
   if (allowed && !authority->host.is_ip()) {
     out << "note: the daemon also checks the addresses " << authority->host.name

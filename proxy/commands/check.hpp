@@ -1,4 +1,4 @@
-// `sandgate check HOST[:PORT]`: the decision the gate would take, with its reason and rule.
+// `sandgate check [--resolve] HOST[:PORT]`: the decision the gate would take, with its reason and rule.
 #pragma once
 
 #include <ostream>
@@ -14,8 +14,10 @@ inline constexpr int kCheckDenied = 1;
 inline constexpr int kCheckUsageError = 2;  // also configuration errors
 
 // Loads the policy the daemon would load (reading files afresh, writing nothing), decides for
-// `target` and prints the decision to `out`; warnings and errors go to `err`.
+// `target` and prints the decision to `out`; warnings and errors go to `err`. With `resolve`
+// (--resolve) and a name allowed by the rules, also shows what the resolver would do with it
+// (dns/resolve_report.hpp); an address the rules deny makes the answer a denial.
 int run_check(const settings::Settings& settings, std::string_view target, std::ostream& out,
-              std::ostream& err);
+              std::ostream& err, bool resolve = false);
 
 }  // namespace sandgate::commands

@@ -1,17 +1,25 @@
 // c-ares driven by one worker's Asio loop, with a TTL-bounded LRU cache (contract: resolver.hpp).
 //
 // How the pieces fit:
+//  - A name listed in the hosts file is answered from memory (hosts_file.hpp), before the cache.
+//  - Otherwise the cache; otherwise two ares_query() calls, A and AAAA, whose raw replies give
+//    the record TTLs and, for negative answers, the SOA that bounds how long they may be kept
+//    (answer.hpp). The merged addresses are ordered once (address_order.hpp) and cached so.
 //  - c-ares says which sockets to watch through ARES_OPT_SOCK_STATE_CB. Each one is wrapped in a
 //    stream_descriptor that never owns it (c-ares opens and closes it; we release() first), and
 //    async_wait() hands readiness back to ares_process_fd().
 //  - One steady_timer follows ares_timeout() so c-ares can retransmit and give up on time.
-//  - Each name being looked up has one Query: one ares_getaddrinfo() shared by every waiter. The
+//  - Each name being looked up has one Query: one A and one AAAA query shared by every waiter. The
 //    Query's steady_timer is both its hard deadline and the waiters' condition variable:
 //    completion cancels it (waking every waiter, always through the io_context's queue), expiry
 //    means timeout.
 //  - Completion handlers hold a `lifeline` (a shared Impl* nulled by ~Impl) rather than `this`,
 //    so a handler already queued when the resolver dies does nothing.
 #include "proxy/dns/resolver.hpp"
+
+#include "proxy/dns/address_order.hpp"
+#include "proxy/dns/answer.hpp"
+#include "proxy/dns/hosts_file.hpp"
 
 #include <ares.h>
 #include <netinet/in.h>
@@ -51,6 +59,11 @@ constexpr int ares_tries = 2;
 // a turn (a server flooding one TCP connection must not starve the worker's sessions).
 constexpr int max_service_rounds = 32;
 
+// DNS class and record types (RFC 1035, RFC 3596).
+constexpr int class_in = 1;
+constexpr int type_a = 1;
+constexpr int type_aaaa = 28;
+
 // c-ares keeps process-wide state (and on some platforms needs WSAStartup-like set-up); it must
 // be initialised once before the first channel, and never torn down under a live channel.
 void init_ares_library() {
@@ -58,32 +71,6 @@ void init_ares_library() {
   if (status != ARES_SUCCESS) {
     throw std::runtime_error(std::string("dns: c-ares initialisation failed: ") +
                              ares_strerror(status));
-  }
-}
-
-ResolveError map_status(int status) {
-  switch (status) {
-    case ARES_SUCCESS:
-      return ResolveError::none;
-    case ARES_ENOTFOUND:
-    case ARES_ENODATA:
-    case ARES_ENONAME:
-      return ResolveError::not_found;
-    case ARES_ETIMEOUT:
-      return ResolveError::timeout;
-    case ARES_ECANCELLED:
-    case ARES_EDESTRUCTION:
-      return ResolveError::cancelled;
-    case ARES_EBADNAME:
-      return ResolveError::bad_name;
-    case ARES_ESERVFAIL:
-    case ARES_EREFUSED:
-    case ARES_EBADRESP:
-    case ARES_ECONNREFUSED:
-    default:
-      // Anything else (FORMERR, NOTIMP, EOF, out of memory...) says nothing about the name and
-      // must not be cached as if it did.
-      return ResolveError::server_failure;
   }
 }
 
@@ -175,22 +162,6 @@ Resolution failure(ResolveError error) {
   return result;
 }
 
-std::optional<asio::ip::address> to_address(const ares_addrinfo_node& node) {
-  if (node.ai_family == AF_INET && node.ai_addrlen >= sizeof(sockaddr_in)) {
-    sockaddr_in in{};
-    std::memcpy(&in, node.ai_addr, sizeof(in));
-    return asio::ip::address_v4(ntohl(in.sin_addr.s_addr));
-  }
-  if (node.ai_family == AF_INET6 && node.ai_addrlen >= sizeof(sockaddr_in6)) {
-    sockaddr_in6 in6{};
-    std::memcpy(&in6, node.ai_addr, sizeof(in6));
-    asio::ip::address_v6::bytes_type bytes;
-    std::memcpy(bytes.data(), &in6.sin6_addr, bytes.size());
-    return asio::ip::address_v6(bytes, in6.sin6_scope_id);
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 std::string_view to_string(ResolveError error) {
@@ -225,7 +196,7 @@ struct Resolver::Impl {
     bool released = false;  // c-ares is closing fd: its number may be reused, never touch it
   };
 
-  // One ares_getaddrinfo() and everyone waiting for it.
+  // One name's A and AAAA queries and everyone waiting for them.
   struct Query {
     Query(asio::io_context& io, std::string query_name, steady_clock::time_point deadline)
         : name(std::move(query_name)), signal(io, deadline) {}
@@ -234,13 +205,17 @@ struct Resolver::Impl {
     asio::steady_timer signal;
     bool done = false;
     Resolution result;
+    int outstanding = 2;  // replies still to come: A and AAAA
+    RecordSet a;
+    RecordSet aaaa;
   };
 
-  // What c-ares carries for one ares_getaddrinfo(): keeps the Query alive until c-ares is done
-  // with it, even after its waiters timed out and a newer Query took its name.
+  // What c-ares carries for one ares_query(): keeps the Query alive until c-ares is done with
+  // it, even after its waiters timed out and a newer Query took its name.
   struct Pending {
     Impl* impl;
     std::shared_ptr<Query> query;
+    bool ipv6;
   };
 
   struct CacheEntry {
@@ -259,7 +234,8 @@ struct Resolver::Impl {
   void finish(Query& query, Resolution result);
 
   static void on_sock_state(void* data, ares_socket_t fd, int readable, int writable);
-  static void on_addrinfo(void* arg, int status, int timeouts, ares_addrinfo* info);
+  static void on_answer(void* arg, int status, int timeouts, unsigned char* reply, int length);
+  void complete(const std::shared_ptr<Query>& query);
   static void on_ready(const std::shared_ptr<Impl*>& lifeline, const std::shared_ptr<Watch>& watch,
                        bool read, boost::system::error_code ec);
   static void on_timer(const std::shared_ptr<Impl*>& lifeline, boost::system::error_code ec);
@@ -278,13 +254,18 @@ struct Resolver::Impl {
   bool destroying_ = false;
   std::unordered_map<ares_socket_t, std::shared_ptr<Watch>> watches_;
   std::unordered_map<std::string, std::shared_ptr<Query>> inflight_;
+  HostsFile hosts_;
   std::list<CacheEntry> lru_;  // most recently used first
   // Keys view CacheEntry::name inside lru_'s nodes, which never move.
   std::unordered_map<std::string_view, std::list<CacheEntry>::iterator> cache_index_;
 };
 
 Resolver::Impl::Impl(asio::io_context& io, ResolverOptions options)
-    : io_(io), options_(std::move(options)), timer_(io), lifeline_(std::make_shared<Impl*>(this)) {
+    : io_(io),
+      options_(std::move(options)),
+      timer_(io),
+      lifeline_(std::make_shared<Impl*>(this)),
+      hosts_(options_.hosts_file, options_.hosts_check_interval) {
   init_ares_library();
   if (options_.timeout <= std::chrono::milliseconds::zero()) {
     throw std::runtime_error("dns: timeout must be positive");
@@ -309,9 +290,10 @@ Resolver::Impl::Impl(asio::io_context& io, ResolverOptions options)
   mask |= ARES_OPT_TIMEOUTMS;
   ares.tries = ares_tries;
   mask |= ARES_OPT_TRIES;
-  // Hosts file first, then DNS, whatever nsswitch.conf says: /etc/hosts entries are the
-  // operator's to decide, and "localhost" must never go to a name server.
-  ares.lookups = const_cast<char*>("fb");
+  // DNS only: the hosts file is read here, once, not by c-ares on every lookup (it is consulted
+  // first, whatever nsswitch.conf says: its entries are the operator's to decide, and
+  // "localhost" must never go to a name server).
+  ares.lookups = const_cast<char*>("b");
   mask |= ARES_OPT_LOOKUPS;
   // No search list: a CONNECT target is absolute, and "api" must not quietly become
   // "api.corp.internal" after the policy judged "api".
@@ -345,7 +327,7 @@ Resolver::Impl::~Impl() {
   }
   inflight_.clear();
 
-  // Ends the queries still in c-ares (ARES_EDESTRUCTION, through on_addrinfo) and closes its
+  // Ends the queries still in c-ares (ARES_EDESTRUCTION, through on_answer) and closes its
   // sockets (through on_sock_state, which releases our descriptors first).
   ares_destroy(channel_);
   for (auto& [fd, watch] : watches_) {
@@ -403,12 +385,12 @@ std::shared_ptr<Resolver::Impl::Query> Resolver::Impl::join_or_start(std::string
   auto query = std::make_shared<Query>(io_, std::move(name), now + options_.timeout);
   inflight_[query->name] = query;
 
-  // A and AAAA together; the hosts file may answer (or c-ares reject the name) before this call
-  // returns, in which case on_addrinfo has already run and `query->done` is set.
-  ares_addrinfo_hints hints{};
-  hints.ai_family = AF_UNSPEC;
-  ares_getaddrinfo(channel_, query->name.c_str(), nullptr, &hints, &Impl::on_addrinfo,
-                   new Pending{this, query});
+  // A and AAAA together. c-ares may reject the name before a call returns, in which case
+  // on_answer has already run (and after both, `query->done` is set).
+  ares_query(channel_, query->name.c_str(), class_in, type_a, &Impl::on_answer,
+             new Pending{this, query, false});
+  ares_query(channel_, query->name.c_str(), class_in, type_aaaa, &Impl::on_answer,
+             new Pending{this, query, true});
   schedule_timer();
   return query;
 }
@@ -424,57 +406,51 @@ void Resolver::Impl::finish(Query& query, Resolution result) {
   query.signal.cancel();
 }
 
-void Resolver::Impl::on_addrinfo(void* arg, int status, int /*timeouts*/, ares_addrinfo* info) {
+void Resolver::Impl::on_answer(void* arg, int status, int /*timeouts*/, unsigned char* reply,
+                               int length) {
   const std::unique_ptr<Pending> pending(static_cast<Pending*>(arg));
-  const std::unique_ptr<ares_addrinfo, void (*)(ares_addrinfo*)> owned(info, [](ares_addrinfo* ai) {
-    if (ai != nullptr) {
-      ares_freeaddrinfo(ai);
-    }
-  });
   Impl& impl = *pending->impl;
   Query& query = *pending->query;
-
+  RecordSet& set = pending->ipv6 ? query.aaaa : query.a;
   if (impl.destroying_) {
-    impl.finish(query, failure(ResolveError::cancelled));
+    set.error = ResolveError::cancelled;
+  } else {
+    set = read_answer(status, reply, length, pending->ipv6);
+  }
+  if (--query.outstanding == 0) {
+    impl.complete(pending->query);
+  }
+}
+
+// Both replies are in: merge, order once, cache, wake the waiters.
+void Resolver::Impl::complete(const std::shared_ptr<Query>& query) {
+  if (destroying_) {
+    finish(*query, failure(ResolveError::cancelled));
     return;
   }
-
-  Resolution result = failure(map_status(status));
-  int min_ttl = std::numeric_limits<int>::max();
-  if (result.error == ResolveError::none && info != nullptr) {
-    // Keep c-ares' (RFC 6724) order; a name listed twice (or in A and the hosts file) once.
-    for (const ares_addrinfo_node* node = info->nodes; node != nullptr; node = node->ai_next) {
-      const std::optional<asio::ip::address> address = to_address(*node);
-      if (!address) {
-        continue;
-      }
-      min_ttl = std::min(min_ttl, node->ai_ttl);
-      if (std::find(result.addresses.begin(), result.addresses.end(), *address) ==
-          result.addresses.end()) {
-        result.addresses.push_back(*address);
-      }
-    }
-  }
-  if (result.error == ResolveError::none && result.addresses.empty()) {
-    result.error = ResolveError::not_found;
-  }
+  RecordSet merged = merge_answers(query->a, query->aaaa);
+  // The RFC 6724 order costs a socket per address: paid here, once per answer, not per use.
+  order_destinations(merged.addresses);
+  Resolution result;
+  result.error = merged.error;
+  result.addresses = std::move(merged.addresses);
+  result.ttl = std::chrono::seconds(merged.ttl.value_or(0));
 
   // Answers are cached even if their waiters already timed out: the next caller benefits.
   // Timeouts and server failures say nothing about the name, so they are never cached.
-  if (result.error == ResolveError::none) {
-    const auto ttl = std::min<steady_clock::duration>(std::chrono::seconds(std::max(min_ttl, 0)),
-                                                      impl.options_.max_ttl);
-    impl.cache_store(query.name, result, ttl);
-  } else if (result.error == ResolveError::not_found) {
-    impl.cache_store(query.name, result, impl.options_.negative_ttl);
+  if (merged.ttl && result.error == ResolveError::none) {
+    cache_store(query->name, result, std::min<steady_clock::duration>(result.ttl, options_.max_ttl));
+  } else if (merged.ttl && result.error == ResolveError::not_found) {
+    cache_store(query->name, result,
+                std::min<steady_clock::duration>(result.ttl, options_.negative_ttl));
   }
 
   // Only forget the in-flight entry if it is still ours (not a newer query for the name).
-  if (const auto found = impl.inflight_.find(query.name);
-      found != impl.inflight_.end() && found->second == pending->query) {
-    impl.inflight_.erase(found);
+  if (const auto found = inflight_.find(query->name);
+      found != inflight_.end() && found->second == query) {
+    inflight_.erase(found);
   }
-  impl.finish(query, std::move(result));
+  finish(*query, std::move(result));
 }
 
 void Resolver::Impl::on_sock_state(void* data, ares_socket_t fd, int readable, int writable) {
@@ -643,7 +619,11 @@ asio::awaitable<Resolution> Resolver::resolve(std::string name) {
   if (!plausible_name(name)) {
     co_return failure(ResolveError::bad_name);
   }
-  // A fresh cached answer (or failure) needs no suspension.
+  // The hosts file, then a fresh cached answer (or failure): no query, no suspension.
+  if (std::vector<asio::ip::address> listed = impl_->hosts_.lookup(name, steady_clock::now());
+      !listed.empty()) {
+    co_return Resolution{.addresses = std::move(listed), .from_hosts_file = true};
+  }
   if (std::optional<Resolution> hit = impl_->cache_find(name)) {
     co_return std::move(*hit);
   }
@@ -664,5 +644,23 @@ asio::awaitable<Resolution> Resolver::resolve(std::string name) {
 }
 
 std::size_t Resolver::cache_size() const { return impl_ ? impl_->lru_.size() : 0; }
+
+std::optional<CachedAnswer> Resolver::cached(std::string_view name) const {
+  if (!impl_) {
+    return std::nullopt;
+  }
+  const auto found = impl_->cache_index_.find(name);
+  const steady_clock::time_point now = steady_clock::now();
+  if (found == impl_->cache_index_.end() || found->second->expires <= now) {
+    return std::nullopt;
+  }
+  const Impl::CacheEntry& entry = *found->second;
+  return CachedAnswer{entry.error, entry.addresses,
+                      std::chrono::ceil<std::chrono::seconds>(entry.expires - now)};
+}
+
+std::vector<asio::ip::address> Resolver::hosts_entry(std::string_view name) {
+  return impl_ ? impl_->hosts_.lookup(name, steady_clock::now()) : std::vector<asio::ip::address>{};
+}
 
 }  // namespace sandgate::dns

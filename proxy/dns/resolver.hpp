@@ -2,8 +2,12 @@
 //
 // One Resolver per worker io_context; it is not thread-safe and must be used only from its own
 // io_context's thread (the proxy runs one io_context per thread, so no locks are needed).
-// Lookups ask for A and AAAA together, honour /etc/hosts, time out, are cached for their TTL
-// (bounded, least recently used first out), and concurrent lookups of one name share a query.
+// Lookups ask for A and AAAA together, answer from the hosts file first (kept in memory, re-read
+// when it changes), time out, are cached for their TTL (positive answers) or their SOA's negative
+// TTL (NXDOMAIN, no records), both capped and bounded in entries (least recently used first out),
+// and concurrent lookups of one name share a query. A cached answer is handed out as it was
+// received and ordered (RFC 6724, once per answer); the caller checks every use against the
+// policy in force and dials only addresses it checked.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -12,7 +16,9 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -25,10 +31,15 @@ struct ResolverOptions {
   // Give up on a name after this long in total (all tries and servers).
   std::chrono::milliseconds timeout{5000};
   // Cache bounds. Positive answers live min(TTL, max_ttl); failures (NXDOMAIN, no addresses)
-  // live negative_ttl; timeouts and server failures are not cached.
+  // live min(the SOA's negative TTL, negative_ttl), and not at all without an SOA; timeouts and
+  // server failures are not cached. cache_capacity 0 turns the cache off.
   std::size_t cache_capacity = 4096;
   std::chrono::seconds max_ttl{300};
-  std::chrono::seconds negative_ttl{5};
+  std::chrono::seconds negative_ttl{30};
+  // The hosts file, consulted before DNS; empty: none. Its answers live until it changes (it is
+  // stat()ed at most once per hosts_check_interval).
+  std::string hosts_file = "/etc/hosts";
+  std::chrono::milliseconds hosts_check_interval{1000};
 };
 
 // Why a lookup produced no address. Stable codes for logs and Proxy-Status.
@@ -46,7 +57,18 @@ struct Resolution {
   ResolveError error = ResolveError::none;
   // In the order to try them: as c-ares sorted them (RFC 6724), IPv6 and IPv4 mixed.
   std::vector<boost::asio::ip::address> addresses;
-  bool from_cache = false;
+  bool from_cache = false;       // answered from the DNS cache, no query sent
+  bool from_hosts_file = false;  // answered from the hosts file, no query sent
+  // For a fresh answer from DNS: its TTL as received (positive: the smallest record TTL;
+  // negative: the SOA's), before the cache caps it; 0 when it has none.
+  std::chrono::seconds ttl{0};
+};
+
+// What the cache holds for one name (Resolver::cached).
+struct CachedAnswer {
+  ResolveError error = ResolveError::none;
+  std::vector<boost::asio::ip::address> addresses;
+  std::chrono::seconds expires_in{0};
 };
 
 class Resolver {
@@ -69,6 +91,12 @@ class Resolver {
   boost::asio::awaitable<Resolution> resolve(std::string name);
 
   std::size_t cache_size() const;  // 0 after shut_down()
+
+  // What the DNS cache holds for `name` now, without counting as a use (the LRU order stays);
+  // nothing when it holds nothing fresh. And the hosts file's addresses for `name` (re-read first
+  // if it changed), empty when it has none. For `sandgate check --resolve` and tests.
+  std::optional<CachedAnswer> cached(std::string_view name) const;
+  std::vector<boost::asio::ip::address> hosts_entry(std::string_view name);
 
  private:
   struct Impl;

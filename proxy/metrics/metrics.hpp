@@ -29,6 +29,16 @@ class Counter {
   std::atomic<std::uint64_t> value_{0};
 };
 
+// A level written by one thread and read by others.
+class Gauge {
+ public:
+  void set(std::uint64_t value) { value_.store(value, std::memory_order_relaxed); }
+  std::uint64_t get() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<std::uint64_t> value_{0};
+};
+
 // Latency histogram with fixed buckets (seconds), Prometheus-style (cumulative on render).
 class Histogram {
  public:
@@ -77,6 +87,10 @@ struct WorkerMetrics {
   Counter tunnels_closed_total;  // tunnels ended
   Counter http_requests_total;   // plain-HTTP requests forwarded
   Counter dns_failures_total;
+  Counter dns_cache_hits;         // names answered from the DNS cache
+  Counter dns_cache_misses;       // names that took a query (or joined one in flight)
+  Counter dns_hosts_file_answers; // names answered from the hosts file
+  Gauge dns_cache_entries;        // names the worker's DNS cache holds
   Histogram upstream_connect;
   Histogram dns_lookup;
 

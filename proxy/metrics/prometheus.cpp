@@ -121,6 +121,24 @@ std::string render_prometheus(const std::vector<const WorkerMetrics*>& workers,
          "Lookups that gave no address (not found, timeout, server failure).");
   sample(out, "sandgate_dns_failures_total",
          static_cast<double>(sum(workers, &WorkerMetrics::dns_failures_total)));
+  header(out, "sandgate_dns_cache_lookups_total", "counter",
+         "Names looked up through the DNS cache: hit (no query), miss (a query sent or joined).");
+  sample(out, "sandgate_dns_cache_lookups_total{result=\"hit\"}",
+         static_cast<double>(sum(workers, &WorkerMetrics::dns_cache_hits)));
+  sample(out, "sandgate_dns_cache_lookups_total{result=\"miss\"}",
+         static_cast<double>(sum(workers, &WorkerMetrics::dns_cache_misses)));
+  header(out, "sandgate_dns_hosts_file_answers_total", "counter",
+         "Names answered from the hosts file (no query).");
+  sample(out, "sandgate_dns_hosts_file_answers_total",
+         static_cast<double>(sum(workers, &WorkerMetrics::dns_hosts_file_answers)));
+  {
+    std::uint64_t entries = 0;
+    for (const auto* worker : workers) {
+      entries += worker->dns_cache_entries.get();
+    }
+    header(out, "sandgate_dns_cache_entries", "gauge", "Names held in the workers' DNS caches.");
+    sample(out, "sandgate_dns_cache_entries", static_cast<double>(entries));
+  }
   header(out, "sandgate_rules_loaded", "gauge", "Entries in force, per list.");
   sample(out, "sandgate_rules_loaded{list=\"blocklist\"}",
          static_cast<double>(gauges.blocklist_entries));

@@ -42,6 +42,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "proxy/dns/resolver_settings.hpp"
 #include "proxy/session/client_session.hpp"
 
 namespace sandgate::server {
@@ -375,9 +376,7 @@ Expected<tcp::endpoint, std::string> Server::prepare_workers(int listening_fd) {
                               ntohs(v4->sin_port));
   }
 
-  dns::ResolverOptions dns_options;
-  dns_options.servers = settings_.dns_servers;
-  dns_options.timeout = settings_.dns_timeout;
+  const dns::ResolverOptions dns_options = dns::resolver_options(settings_);
   for (auto& worker : workers_) {
     const int fd = ::dup(listening_fd);
     if (fd < 0) {

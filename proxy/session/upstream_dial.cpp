@@ -2,11 +2,13 @@
 #include "proxy/session/upstream_dial.hpp"
 
 #include <net/if.h>
+#include <sys/socket.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cerrno>
 
 namespace sandgate::session {
 namespace {
@@ -26,6 +28,45 @@ asio::ip::address to_asio_address(const rules::IpAddress& address) {
     v6.scope_id(::if_nametoindex(address.zone.c_str()));
   }
   return v6;
+}
+
+// Opens the socket and starts a non-blocking connect on it, telling Asio the socket is
+// non-blocking (so its wait adds no FIONBIO of its own) and skipping the poll() Asio's
+// async_connect makes after the handshake. Returns in_progress while the handshake runs (wait for
+// writability, then connect_result), success if it completed at once, or why it failed.
+//
+// Opened by Asio rather than by socket(SOCK_NONBLOCK | SOCK_CLOEXEC) and assign(): Asio marks an
+// assigned descriptor as possibly duplicated and then adds an EPOLL_CTL_DEL to every close,
+// which costs the call SOCK_NONBLOCK saves (bench/results/2026-11-26/syscalls.md).
+boost::system::error_code start_connect(tcp::socket& socket, const tcp::endpoint& endpoint) {
+  boost::system::error_code ec;
+  socket.open(endpoint.protocol(), ec);
+  if (!ec) {
+    socket.native_non_blocking(true, ec);
+  }
+  if (ec) {
+    return ec;
+  }
+  if (::connect(socket.native_handle(), endpoint.data(),
+                static_cast<socklen_t>(endpoint.size())) == 0) {
+    return {};
+  }
+  // Interrupted, the handshake still goes on in the kernel (a second connect() would only say
+  // EALREADY): wait for it like any handshake in progress.
+  if (errno == EINPROGRESS || errno == EINTR) {
+    return asio::error::in_progress;
+  }
+  return {errno, boost::system::system_category()};
+}
+
+// The outcome of a non-blocking connect once the socket is writable (SO_ERROR).
+boost::system::error_code connect_result(tcp::socket& socket) {
+  int error = 0;
+  socklen_t length = sizeof error;
+  if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_ERROR, &error, &length) != 0) {
+    return {errno, boost::system::system_category()};
+  }
+  return {error, boost::system::system_category()};
 }
 
 DialResult failure(rules::Reason reason, std::string sentence) {
@@ -59,6 +100,12 @@ asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::
     if (resolution.error != dns::ResolveError::none) {
       context.worker.metrics.dns_failures_total.add();
     }
+    auto& metrics = context.worker.metrics;
+    (resolution.from_hosts_file ? metrics.dns_hosts_file_answers
+     : resolution.from_cache    ? metrics.dns_cache_hits
+                                : metrics.dns_cache_misses)
+        .add();
+    metrics.dns_cache_entries.set(context.worker.resolver->cache_size());
     switch (resolution.error) {
       case dns::ResolveError::none:
         break;
@@ -107,18 +154,24 @@ asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::
     last_endpoint = tcp::endpoint(address, port);
     boost::system::error_code ec;
     context.upstream.close(ec);
-    context.upstream.open(last_endpoint.protocol(), ec);
-    if (ec) {
-      last_error = ec;
+    const boost::system::error_code started = start_connect(context.upstream, last_endpoint);
+    if (started && started != asio::error::in_progress) {
+      last_error = started;  // refused at once (no route, no descriptors): the next address
       continue;
     }
-    auto outcome = co_await (context.upstream.async_connect(last_endpoint, use_tuple) ||
-                             deadline.async_wait(use_tuple));
-    if (outcome.index() == 1) {
-      last_error = asio::error::timed_out;
-      break;
+    boost::system::error_code connect_error;
+    if (started == asio::error::in_progress) {
+      auto outcome = co_await (context.upstream.async_wait(tcp::socket::wait_write, use_tuple) ||
+                               deadline.async_wait(use_tuple));
+      if (outcome.index() == 1) {
+        last_error = asio::error::timed_out;
+        break;
+      }
+      connect_error = std::get<0>(std::get<0>(outcome));
+      if (!connect_error) {
+        connect_error = connect_result(context.upstream);
+      }
     }
-    auto [connect_error] = std::get<0>(outcome);
     if (!connect_error) {
       context.worker.metrics.upstream_connect.observe(std::chrono::steady_clock::now() -
                                                       connect_started);

@@ -615,6 +615,23 @@ const std::vector<Setting>& table() {
          }
          return std::nullopt;
        }},
+      {{"dns_cache_size", "--dns-cache-size", "SANDGATE_DNS_CACHE_SIZE", "4096",
+        "names each worker keeps DNS answers for (least recently used out first); 0: no cache",
+        false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         auto n = parse_uint<std::uint32_t>(v, 0, 10'000'000);
+         if (!n) {
+           return std::string("expected a number of names, 0..10000000");
+         }
+         s.dns_cache_size = *n;
+         return std::nullopt;
+       }},
+      {{"dns_max_ttl", "--dns-max-ttl", "SANDGATE_DNS_MAX_TTL", "300",
+        "seconds a DNS answer is kept at most, whatever its TTL", false},
+       [](Settings& s, std::string_view v) { return set_seconds(s.dns_max_ttl, v, 86400); }},
+      {{"dns_negative_ttl", "--dns-negative-ttl", "SANDGATE_DNS_NEGATIVE_TTL", "30",
+        "seconds a 'no such name' answer is kept at most (its SOA may say less)", false},
+       [](Settings& s, std::string_view v) { return set_seconds(s.dns_negative_ttl, v, 3600); }},
       {{"head_timeout", "--head-timeout", "SANDGATE_HEAD_TIMEOUT", "10",
         "seconds a client has to send its request head", false},
        [](Settings& s, std::string_view v) -> ApplyResult {

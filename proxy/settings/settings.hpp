@@ -94,6 +94,9 @@ struct Settings {
   std::chrono::seconds drain{10};
   std::vector<std::string> dns_servers;
   std::chrono::seconds dns_timeout{5};
+  std::uint32_t dns_cache_size = 4096;          // names per worker; 0: no DNS cache
+  std::chrono::seconds dns_max_ttl{300};       // cap on a positive answer's TTL
+  std::chrono::seconds dns_negative_ttl{30};   // cap on a negative answer's (SOA) TTL
   std::chrono::seconds head_timeout{10};
   std::chrono::seconds connect_timeout{10};
   std::chrono::seconds idle_timeout{0};  // 0: off

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "proxy/settings/settings.hpp"
+#include "tests/fakes/fake_dns_server.hpp"
 #include "tests/fakes/fake_launchdarkly.hpp"
 
 extern char** environ;
@@ -750,6 +751,47 @@ TEST(CheckCli, DecisionTable) {
     EXPECT_FALSE(why->empty());
     EXPECT_TRUE(why->ends_with(".")) << *why;
   }
+}
+
+// `check --resolve`: a fresh lookup through the configured server (a fake on loopback), what the
+// cache would keep and for how long, and each address held to the address rules.
+TEST(CheckCli, ResolveShowsTheLookupTheCacheAndEachAddress) {
+  sandgate::fakes::FakeDnsServer dns;
+  dns.set("api.resolve.test", {"93.184.216.34"}, std::chrono::seconds{120});
+  dns.set("inside.resolve.test", {"127.0.0.2"}, std::chrono::seconds{600});
+  Sandbox box;
+  const std::vector<std::string> common = {"check", "--resolve", "--dns-server", dns.endpoint()};
+  const auto with = [&common](std::string name) {
+    std::vector<std::string> args = common;
+    args.push_back(std::move(name));
+    return args;
+  };
+
+  const RunResult ok = box.run(with("api.resolve.test"));
+  EXPECT_EQ(ok.exit_code, 0) << describe(ok);
+  EXPECT_EQ(ok.line("hosts file "), "/etc/hosts: (no entry)") << describe(ok);
+  EXPECT_EQ(ok.line("dns ("), dns.endpoint() + "): 93.184.216.34 (TTL 120 s)") << describe(ok);
+  EXPECT_THAT(ok.line("cache: ").value_or(""), StartsWith("93.184.216.34 for 120 s"));
+  EXPECT_EQ(ok.line("address 93.184.216.34: "), "allow (allowed)") << describe(ok);
+
+  // The name is allowed, the address it resolves to is not: a denial, as the gate would deny.
+  const RunResult inside = box.run(with("inside.resolve.test"));
+  EXPECT_EQ(inside.exit_code, 1) << describe(inside);
+  EXPECT_THAT(inside.line("cache: ").value_or(""), StartsWith("127.0.0.2 for 300 s"));
+  EXPECT_EQ(inside.line("address 127.0.0.2: "), "deny (loopback)") << describe(inside);
+
+  // No such name: the negative TTL from the SOA, capped by dns_negative_ttl.
+  const RunResult missing = box.run(with("missing.resolve.test"));
+  EXPECT_EQ(missing.exit_code, 1) << describe(missing);
+  EXPECT_EQ(missing.line("dns ("), dns.endpoint() + "): not_found (negative TTL 60 s)");
+  EXPECT_THAT(missing.line("cache: ").value_or(""), StartsWith("not_found for 30 s"));
+
+  // Without --resolve nothing is looked up.
+  const std::size_t before = dns.total_queries();
+  const RunResult plain = box.run({"check", "--dns-server", dns.endpoint(), "api.resolve.test"});
+  EXPECT_EQ(plain.exit_code, 0) << describe(plain);
+  EXPECT_EQ(plain.line("dns ("), std::nullopt);
+  EXPECT_EQ(dns.total_queries(), before);
 }
 
 TEST(CheckCli, WhyNamesTheRuleFileAndLine) {

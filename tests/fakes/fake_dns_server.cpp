@@ -186,6 +186,8 @@ struct FakeDnsServer::State {
   std::map<std::string, Counts, std::less<>> counts;
   std::size_t total = 0;
   std::size_t malformed = 0;
+  std::optional<std::uint32_t> soa_minimum = 60;
+  std::uint32_t soa_ttl = 3600;
 
   // Fixed once the constructor returns.
   Family family;
@@ -433,14 +435,15 @@ FakeDnsServer::State::answer(const std::uint8_t* msg, std::size_t size, bool tcp
       read16(msg + 4) == 1 ? parse_question(msg, size) : std::nullopt;
 
   std::vector<std::uint8_t> out;
-  const auto header = [&](std::uint16_t extra_flags, std::uint16_t rcode, std::uint16_t answers) {
+  const auto header = [&](std::uint16_t extra_flags, std::uint16_t rcode, std::uint16_t answers,
+                          std::uint16_t authority = 0) {
     out.clear();
     put16(out, read16(msg));  // the client's ID
     put16(out, static_cast<std::uint16_t>(flag_qr | (opcode << 11) | flag_aa | (flags & flag_rd) |
                                           flag_ra | extra_flags | rcode));
     put16(out, question ? 1 : 0);
     put16(out, answers);
-    put16(out, 0);
+    put16(out, authority);
     put16(out, 0);
     if (question) {
       // The question exactly as asked: resolvers compare it with what they sent.
@@ -461,6 +464,8 @@ FakeDnsServer::State::answer(const std::uint8_t* msg, std::size_t size, bool tcp
 
   // Count, and copy what this query needs, under the lock; build the reply outside it.
   NameConfig config;
+  std::optional<std::uint32_t> soa_minimum;
+  std::uint32_t soa_ttl = 0;
   {
     std::lock_guard lock(mutex);
     ++total;
@@ -475,7 +480,28 @@ FakeDnsServer::State::answer(const std::uint8_t* msg, std::size_t size, bool tcp
     if (const auto found = names.find(question->name); found != names.end()) {
       config = found->second;
     }
+    soa_minimum = this->soa_minimum;
+    soa_ttl = this->soa_ttl;
   }
+  // A negative answer: the header, then (if configured) an SOA for the name in the authority
+  // section, owned by the question's name (a pointer to it).
+  const auto negative = [&](std::uint16_t rcode) {
+    header(0, rcode, 0, soa_minimum ? 1 : 0);
+    if (!soa_minimum) {
+      return;
+    }
+    static const std::uint8_t names_rdata[] = {2, 'n', 's', 4, 't', 'e', 's', 't', 0,
+                                               4, 'h', 'o', 's', 't', 4, 't', 'e', 's', 't', 0};
+    put16(out, 0xc000 | header_size);
+    put16(out, 6);  // SOA
+    put16(out, class_in);
+    put32(out, soa_ttl);
+    put16(out, static_cast<std::uint16_t>(sizeof names_rdata + 20));
+    out.insert(out.end(), std::begin(names_rdata), std::end(names_rdata));
+    for (const std::uint32_t field : {1u, 3600u, 600u, 86400u, *soa_minimum}) {
+      put32(out, field);  // SERIAL REFRESH RETRY EXPIRE MINIMUM
+    }
+  };
   if (config.drop) {
     return std::nullopt;
   }
@@ -488,7 +514,7 @@ FakeDnsServer::State::answer(const std::uint8_t* msg, std::size_t size, bool tcp
     return std::pair{config.delay, std::move(out)};
   }
   if (!config.records) {
-    header(0, rcode_nxdomain, 0);
+    negative(rcode_nxdomain);
     return std::pair{config.delay, std::move(out)};
   }
 
@@ -503,6 +529,10 @@ FakeDnsServer::State::answer(const std::uint8_t* msg, std::size_t size, bool tcp
     for (const auto& v6 : records.v6) {
       rdata.emplace_back(v6.begin(), v6.end());
     }
+  }
+  if (rdata.empty()) {
+    negative(0);  // NODATA: the name exists, without records of this type
+    return std::pair{config.delay, std::move(out)};
   }
   header(0, 0, static_cast<std::uint16_t>(rdata.size()));
   for (const auto& data : rdata) {
@@ -586,6 +616,17 @@ void FakeDnsServer::set(std::string_view name, const std::vector<std::string>& a
 void FakeDnsServer::remove(std::string_view name) {
   std::lock_guard lock(state_->mutex);
   state_->names[normalise(name)].records.reset();
+}
+
+void FakeDnsServer::set_negative_soa(std::optional<std::chrono::seconds> minimum,
+                                     std::chrono::seconds ttl) {
+  const auto clamp = [](std::chrono::seconds value) {
+    return static_cast<std::uint32_t>(std::clamp<std::chrono::seconds::rep>(
+        value.count(), 0, std::numeric_limits<std::int32_t>::max()));
+  };
+  std::lock_guard lock(state_->mutex);
+  state_->soa_minimum = minimum ? std::optional<std::uint32_t>(clamp(*minimum)) : std::nullopt;
+  state_->soa_ttl = clamp(ttl);
 }
 
 void FakeDnsServer::set_delay(std::string_view name, std::chrono::milliseconds delay) {

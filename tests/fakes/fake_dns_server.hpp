@@ -1,6 +1,7 @@
 // A real DNS server on loopback for tests: answers A and AAAA queries over UDP and TCP from a
 // table the test controls, with per-name knobs (delay, silence, SERVFAIL, truncation) and
-// per-name query counters, so tests can assert merging, caching and retries.
+// per-name query counters, so tests can assert merging, caching and retries. Negative answers
+// carry an SOA (its MINIMUM set by the test), so negative caching can be tested.
 //
 // It runs on its own thread (plain POSIX sockets and poll()), so a test's io_context can be
 // stopped or blocked without starving it. Every public member function is thread-safe; answers
@@ -16,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +51,13 @@ class FakeDnsServer {
   void set_drop(std::string_view name, bool drop);          // never answer: client times out
   void set_servfail(std::string_view name, bool servfail);  // answer SERVFAIL
   void set_truncate(std::string_view name, bool truncate);  // UDP says TC; answers over TCP only
+
+  // Negative answers (NXDOMAIN, and NOERROR without records of the type asked) carry an SOA in
+  // their authority section, as an authoritative server's do, with this TTL and MINIMUM; a
+  // resolver may cache them for min(ttl, minimum) (RFC 2308). nullopt: no SOA (then they must
+  // not be cached). Default: TTL 3600 s, MINIMUM 60 s.
+  void set_negative_soa(std::optional<std::chrono::seconds> minimum,
+                        std::chrono::seconds ttl = std::chrono::seconds{3600});
 
   // Where to send queries: "127.0.0.1:PORT" or "[::1]:PORT" (ResolverOptions::servers format).
   std::string endpoint() const;

@@ -1,6 +1,8 @@
 // Resolver against a real DNS server on loopback (tests/fakes/fake_dns_server): real UDP and TCP,
 // c-ares on the Asio loop, no mocks. Counters on the fake prove merging, caching and retries;
-// timing bounds are generous on purpose (they catch hangs, not slowness).
+// timing bounds are generous on purpose (they catch hangs, not slowness). Longer than most files:
+// it is the one place the resolver's whole contract (lookups, cache, hosts file, failures,
+// destruction) is pinned, one short case each, sharing one fixture.
 #include "proxy/dns/resolver.hpp"
 
 #include <gtest/gtest.h>
@@ -16,6 +18,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -90,17 +94,35 @@ bool contains(const Resolution& result, const char* address) {
          result.addresses.end();
 }
 
+// A hosts file of the test's own, removed at the end.
+class TempHosts {
+ public:
+  TempHosts() {
+    path_ = std::filesystem::temp_directory_path() /
+            ("sandgate-hosts-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
+  }
+  ~TempHosts() { std::filesystem::remove(path_); }
+  void write(const std::string& text) const { std::ofstream(path_, std::ios::trunc) << text; }
+  std::string path() const { return path_.string(); }
+
+ private:
+  static inline int counter_ = 0;
+  std::filesystem::path path_;
+};
+
 class ResolverTest : public ::testing::Test {
  protected:
   ResolverOptions options() const {
     ResolverOptions o;
     o.servers = {dns_.endpoint()};
     o.timeout = 2s;
+    o.hosts_file = hosts_.path();
     return o;
   }
 
   asio::io_context io_;
   FakeDnsServer dns_;
+  TempHosts hosts_;
 };
 
 TEST_F(ResolverTest, ReturnsIpv4AndIpv6Together) {
@@ -331,6 +353,178 @@ TEST_F(ResolverTest, HostsFileIsHonoured) {
   EXPECT_EQ(result.error, ResolveError::none);
   EXPECT_TRUE(contains(result, "127.0.0.1") || contains(result, "::1"));
   EXPECT_EQ(dns_.query_count("localhost"), 0u);  // never sent to the name server
+}
+
+TEST_F(ResolverTest, HostsFileAnswersWithoutQueryAndInFileOrder) {
+  hosts_.write("# comment\n10.1.2.3  Web.Internal web  # trailing comment\n"
+               "2001:db8::3 web.internal\n10.1.2.3 web.internal\nnot-an-address other\n");
+  Resolver resolver(io_, options());
+
+  const Resolution first = resolve_now(io_, resolver, "web.internal");
+  const Resolution second = resolve_now(io_, resolver, "WEB.internal.");
+
+  EXPECT_EQ(first.error, ResolveError::none);
+  EXPECT_TRUE(first.from_hosts_file);
+  ASSERT_EQ(first.addresses.size(), 2u);
+  EXPECT_EQ(first.addresses[0], asio::ip::make_address("10.1.2.3"));
+  EXPECT_EQ(first.addresses[1], asio::ip::make_address("2001:db8::3"));
+  EXPECT_EQ(second.addresses, first.addresses);
+  EXPECT_TRUE(contains(resolve_now(io_, resolver, "web"), "10.1.2.3"));
+  EXPECT_EQ(dns_.total_queries(), 0u);
+  EXPECT_EQ(resolver.cache_size(), 0u);  // hosts answers live in the hosts table, not the LRU
+}
+
+TEST_F(ResolverTest, HostsFileChangeIsNoticed) {
+  hosts_.write("10.0.0.1 moving.test\n");
+  ResolverOptions o = options();
+  o.hosts_check_interval = 100ms;
+  Resolver resolver(io_, o);
+  dns_.set("moving.test", {"192.0.2.99"});
+
+  EXPECT_EQ(resolve_now(io_, resolver, "moving.test").addresses,
+            std::vector{asio::ip::make_address("10.0.0.1")});
+  // Edited in place (same size, so only the times tell): seen after the check interval.
+  hosts_.write("10.0.0.2 moving.test\n");
+  std::this_thread::sleep_for(150ms);
+  EXPECT_EQ(resolve_now(io_, resolver, "moving.test").addresses,
+            std::vector{asio::ip::make_address("10.0.0.2")});
+  // Replaced by a file without the name: DNS answers again.
+  TempHosts other;
+  other.write("10.9.9.9 elsewhere.test\n");
+  std::filesystem::rename(other.path(), hosts_.path());
+  std::this_thread::sleep_for(150ms);
+  const Resolution from_dns = resolve_now(io_, resolver, "moving.test");
+  EXPECT_FALSE(from_dns.from_hosts_file);
+  EXPECT_TRUE(contains(from_dns, "192.0.2.99"));
+  EXPECT_EQ(dns_.query_count("moving.test", DnsType::a), 1u);
+}
+
+TEST_F(ResolverTest, HostsFileIsNotReadAgainWithinTheCheckInterval) {
+  hosts_.write("10.0.0.1 steady.test\n");
+  ResolverOptions o = options();
+  o.hosts_check_interval = 60s;
+  Resolver resolver(io_, o);
+
+  EXPECT_TRUE(contains(resolve_now(io_, resolver, "steady.test"), "10.0.0.1"));
+  hosts_.write("10.0.0.2 steady.test\n");
+  // Within the interval the file is not even stat()ed: the old answer stands.
+  EXPECT_TRUE(contains(resolve_now(io_, resolver, "steady.test"), "10.0.0.1"));
+}
+
+TEST_F(ResolverTest, LocalhostNeverReachesTheServerEvenWithoutAHostsEntry) {
+  hosts_.write("10.0.0.1 unrelated.test\n");
+  Resolver resolver(io_, options());
+
+  const Resolution result = resolve_now(io_, resolver, "db.localhost");
+
+  EXPECT_TRUE(result.from_hosts_file);
+  EXPECT_TRUE(contains(result, "127.0.0.1"));
+  EXPECT_EQ(dns_.total_queries(), 0u);
+}
+
+TEST_F(ResolverTest, NegativeAnswerLivesForTheSoaMinimum) {
+  dns_.set_negative_soa(1s);
+  ResolverOptions o = options();
+  o.negative_ttl = 3600s;  // the cap is not what decides here
+  Resolver resolver(io_, o);
+
+  const Resolution first = resolve_now(io_, resolver, "soon.test");
+  EXPECT_EQ(first.error, ResolveError::not_found);
+  EXPECT_EQ(first.ttl, 1s);
+  EXPECT_TRUE(resolve_now(io_, resolver, "soon.test").from_cache);
+  ASSERT_TRUE(resolver.cached("soon.test").has_value());
+  EXPECT_EQ(resolver.cached("soon.test")->error, ResolveError::not_found);
+  dns_.set("soon.test", {"192.0.2.31"});
+  std::this_thread::sleep_for(1200ms);
+
+  const Resolution later = resolve_now(io_, resolver, "soon.test");
+  EXPECT_EQ(later.error, ResolveError::none);
+  EXPECT_TRUE(contains(later, "192.0.2.31"));
+}
+
+TEST_F(ResolverTest, NegativeAnswerWithoutSoaIsNotCached) {
+  dns_.set_negative_soa(std::nullopt);
+  Resolver resolver(io_, options());
+
+  EXPECT_EQ(resolve_now(io_, resolver, "nosoa.test").error, ResolveError::not_found);
+  const Resolution second = resolve_now(io_, resolver, "nosoa.test");
+
+  EXPECT_EQ(second.error, ResolveError::not_found);
+  EXPECT_FALSE(second.from_cache);
+  EXPECT_EQ(dns_.query_count("nosoa.test", DnsType::a), 2u);
+}
+
+TEST_F(ResolverTest, NodataForOneFamilyStillCachesTheOther) {
+  dns_.set("v4only.test", {"192.0.2.32"}, 120s);
+  Resolver resolver(io_, options());
+
+  const Resolution first = resolve_now(io_, resolver, "v4only.test");
+  EXPECT_EQ(first.ttl, 120s);
+  EXPECT_TRUE(resolve_now(io_, resolver, "v4only.test").from_cache);
+  ASSERT_TRUE(resolver.cached("v4only.test").has_value());
+  EXPECT_LE(resolver.cached("v4only.test")->expires_in, 120s);
+  EXPECT_GT(resolver.cached("v4only.test")->expires_in, 100s);
+  EXPECT_EQ(dns_.query_count("v4only.test", DnsType::aaaa), 1u);
+}
+
+TEST_F(ResolverTest, ZeroTtlIsHonouredByNotCaching) {
+  dns_.set("zero.test", {"192.0.2.33"}, 0s);
+  Resolver resolver(io_, options());
+
+  resolve_now(io_, resolver, "zero.test");
+  EXPECT_FALSE(resolve_now(io_, resolver, "zero.test").from_cache);
+  EXPECT_EQ(dns_.query_count("zero.test", DnsType::a), 2u);
+}
+
+TEST_F(ResolverTest, ManyNamesStayWithinTheBound) {
+  ResolverOptions o = options();
+  o.cache_capacity = 8;
+  Resolver resolver(io_, o);
+  for (int i = 0; i < 40; ++i) {
+    const std::string name = "bound" + std::to_string(i) + ".test";
+    dns_.set(name, {"192.0.2." + std::to_string(i + 1)});
+    EXPECT_EQ(resolve_now(io_, resolver, name).error, ResolveError::none);
+    EXPECT_LE(resolver.cache_size(), 8u);
+  }
+  EXPECT_EQ(resolver.cache_size(), 8u);
+  // The last eight are kept; the first is gone and is asked for again.
+  EXPECT_TRUE(resolve_now(io_, resolver, "bound39.test").from_cache);
+  EXPECT_TRUE(resolve_now(io_, resolver, "bound32.test").from_cache);
+  EXPECT_FALSE(resolve_now(io_, resolver, "bound0.test").from_cache);
+  EXPECT_EQ(dns_.query_count("bound0.test", DnsType::a), 2u);
+}
+
+// The servers are read at start-up (a change needs a restart): a resolver started on new
+// servers holds nothing of the old one's and answers from the new servers.
+TEST_F(ResolverTest, NewServersAnswerAfterARestart) {
+  dns_.set("moved.test", {"192.0.2.41"});
+  auto resolver = std::make_unique<Resolver>(io_, options());
+  EXPECT_TRUE(contains(resolve_now(io_, *resolver, "moved.test"), "192.0.2.41"));
+
+  FakeDnsServer other;
+  other.set("moved.test", {"192.0.2.42"});
+  ResolverOptions o = options();
+  o.servers = {other.endpoint()};
+  resolver = std::make_unique<Resolver>(io_, o);
+  const Resolution fresh = resolve_now(io_, *resolver, "moved.test");
+
+  EXPECT_FALSE(fresh.from_cache);
+  EXPECT_EQ(fresh.addresses, std::vector{asio::ip::make_address("192.0.2.42")});
+  EXPECT_EQ(other.query_count("moved.test", DnsType::a), 1u);
+}
+
+TEST_F(ResolverTest, CachedAnswerKeepsItsOrder) {
+  dns_.set("order.test", {"192.0.2.51", "192.0.2.52", "192.0.2.53"});
+  Resolver resolver(io_, options());
+
+  const Resolution first = resolve_now(io_, resolver, "order.test");
+  const Resolution cached = resolve_now(io_, resolver, "order.test");
+
+  EXPECT_TRUE(cached.from_cache);
+  EXPECT_EQ(cached.addresses, first.addresses);
+  ASSERT_TRUE(resolver.cached("order.test").has_value());
+  EXPECT_EQ(resolver.cached("order.test")->addresses, first.addresses);
+  EXPECT_FALSE(resolver.cached("never-asked.test").has_value());
 }
 
 TEST_F(ResolverTest, MalformedNamesAreBadNames) {
