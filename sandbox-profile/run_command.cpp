@@ -29,11 +29,7 @@
 #include <thread>
 #include <tuple>
 
-#include "proxy/launchdarkly/remote_allowlist.hpp"
-#include "proxy/log/decision_log.hpp"
-#include "proxy/reload/policy_reloader.hpp"
-#include "proxy/server/server.hpp"
-#include "proxy/settings/policy_loader.hpp"
+#include "proxy/gate/gate.hpp"
 #include "sandbox-profile/child_environment.hpp"
 #include "sandbox-profile/fd_passing.hpp"
 #include "sandbox-profile/profile.hpp"
@@ -233,103 +229,31 @@ int supervise(pid_t child, const sigset_t& set) {
   }
 }
 
-// The daemon's start-up, shared by every way of running: the log and the policy.
-struct GateParts {
-  std::unique_ptr<log::DecisionLog> log;
-  settings::LoadedPolicy loaded;
-};
-
-std::optional<GateParts> prepare_gate(const settings::Settings& settings) {
-  auto opened = log::DecisionLog::open(settings.log_format, settings.log_file, settings.log_level);
+// The gate's log and policy, opened before anything forks (`run` logs where `serve` does).
+std::unique_ptr<gate::Gate> open_gate(const settings::Settings& settings,
+                                      const settings::Sources& sources) {
+  auto opened = gate::Gate::open({settings, sources, settings::MissingDefaultBlocklist::create});
   if (!opened) {
-    say(opened.error());
-    return std::nullopt;
+    if (!opened.error().logged) {
+      say(opened.error().message);
+    }
+    return nullptr;
   }
-  GateParts parts{std::move(*opened), {}};
-  auto loaded = settings::load_policy(settings, settings::MissingDefaultBlocklist::create);
-  if (!loaded) {
-    parts.log->note("error", loaded.error());
-    return std::nullopt;
-  }
-  for (const auto& note : loaded->notes) {
-    parts.log->note("info", note);
-  }
-  for (const auto& issue : loaded->issues) {
-    parts.log->note("warning", issue.source + ":" + std::to_string(issue.line) + ": skipped '" +
-                                   issue.text + "': " + issue.message);
-  }
-  parts.loaded = std::move(*loaded);
-  return parts;
+  return std::move(*opened);
 }
 
-// The gate serving on `listener` on threads of its own, with live reload of its files.
-struct RunningGate {
-  std::unique_ptr<server::Server> server;
-  // After the server: stopped (its thread joined) before the server goes away.
-  std::unique_ptr<launchdarkly::RemoteAllowlist> remote;
-  std::unique_ptr<reload::PolicyReloader> reloader;
-  std::thread thread;  // runs Server::run() until the drain is over
-  std::uint16_t port = 0;
-
-  RunningGate() = default;
-  RunningGate(RunningGate&&) = default;
-  ~RunningGate() { stop(); }
-
-  // Drains the gate (CMD has ended: open connections may finish for up to the drain setting)
-  // and stops watching files. When it returns the gate's socket is closed.
-  void stop() {
-    if (thread.joinable()) {
-      server->begin_drain();
-      thread.join();
+// Serves on `listener` on threads of the gate's own, with live reload of its files and the
+// admin endpoint if the settings ask for one. Signals are `run`'s to handle (they go to CMD):
+// the gate only stops when CMD has ended.
+bool start_gate(gate::Gate& gate, int listener) {
+  if (auto error = gate.start(listener)) {
+    if (!error->logged) {
+      say(error->message);
     }
-    if (remote) {
-      remote->stop();
-    }
-    reloader.reset();
+    return false;
   }
-};
-
-std::optional<RunningGate> start_gate(const settings::Settings& settings,
-                                      const settings::Sources& sources, GateParts& parts,
-                                      int listener) {
-  RunningGate running;
-  running.server = std::make_unique<server::Server>(settings, *parts.log, parts.loaded.policy);
-  auto endpoint = running.server->adopt_listener(listener);
-  if (!endpoint) {
-    say(endpoint.error());
-    return std::nullopt;
-  }
-  running.port = endpoint->port();
-  if (!settings.launchdarkly_client_id.empty()) {
-    log::DecisionLog* log = parts.log.get();
-    running.remote = std::make_unique<launchdarkly::RemoteAllowlist>(
-        settings, [log](std::string_view level, std::string_view text) { log->note(level, text); });
-    log->note("info", launchdarkly::describe_configuration(settings));
-    if (!settings.ld_failover_given) {
-      log->note("warning",
-                "GOOSE_SANDBOX_LD_FAILOVER is not set: when LaunchDarkly cannot be reached, "
-                "connections the local rules allow are allowed (fail open)");
-    }
-    running.remote->start();
-    running.server->use_remote_allowlist(running.remote.get());
-  }
-  try {
-    server::Server* gate = running.server.get();
-    running.reloader = std::make_unique<reload::PolicyReloader>(
-        settings, sources, *parts.log, parts.loaded.policy,
-        [gate](std::shared_ptr<const rules::Policy> policy) { gate->publish(std::move(policy)); });
-  } catch (const std::exception& error) {
-    say(error.what());
-    return std::nullopt;
-  }
-  running.reloader->start();
-  if (!settings.admin.empty()) {
-    parts.log->note("warning", "the admin endpoint is served by `sandgate serve` only");
-  }
-  // Signals are `run`'s to handle (they go to CMD); the gate only stops when CMD has ended.
-  server::Server* gate = running.server.get();
-  running.thread = std::thread([gate] { gate->run(false); });
-  return running;
+  gate.start_thread();
+  return true;
 }
 
 std::string connect_helper() {
@@ -347,8 +271,8 @@ using Wrapper = std::function<std::optional<std::vector<std::string>>(std::uint1
 
 int run_on_host(const settings::Settings& settings, const settings::Sources& sources,
                 const RunOptions& options, const Wrapper& wrap) {
-  auto parts = prepare_gate(settings);
-  if (!parts) {
+  auto gate = open_gate(settings, sources);
+  if (!gate) {
     return kRunFailed;
   }
   auto listener = open_loopback_listener();
@@ -358,13 +282,12 @@ int run_on_host(const settings::Settings& settings, const settings::Sources& sou
   }
   SignalState previous;
   const sigset_t set = block_signals(previous);
-  auto gate = start_gate(settings, sources, *parts, *listener);
-  if (!gate) {
+  if (!start_gate(*gate, *listener)) {
     return kRunFailed;
   }
   std::vector<std::string> command;
   if (wrap) {
-    auto prefix = wrap(gate->port);
+    auto prefix = wrap(gate->port());
     if (!prefix) {
       gate->stop();
       return kRunFailed;
@@ -373,7 +296,7 @@ int run_on_host(const settings::Settings& settings, const settings::Sources& sou
   }
   command.insert(command.end(), options.command.begin(), options.command.end());
   ExecImage image(std::move(command),
-                  child_environment(current_environment(), gate->port, connect_helper()));
+                  child_environment(current_environment(), gate->port(), connect_helper()));
 
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -1278,8 +1201,8 @@ int run_isolated(const settings::Settings& settings, const settings::Sources& so
     return kRunFailed;
   }
   const std::string helper = connect_helper();
-  auto parts = prepare_gate(settings);
-  if (!parts) {
+  auto gate = open_gate(settings, sources);
+  if (!gate) {
     return kRunFailed;
   }
   std::unique_ptr<PtyRelay> pty;
@@ -1357,8 +1280,7 @@ int run_isolated(const settings::Settings& settings, const settings::Sources& so
     }
     pty->adopt(sent->fd);
   }
-  auto gate = start_gate(settings, sources, *parts, listener_fd);
-  if (!gate) {
+  if (!start_gate(*gate, listener_fd)) {
     return abandon();
   }
   // The forwarded localhost ports, as the child sent them.
@@ -1416,7 +1338,7 @@ int run_isolated(const settings::Settings& settings, const settings::Sources& so
     say("refusing to start the command: the self-probe got out of the confinement: " + escapes);
     return give_up();
   }
-  say(describe_protection(settings, *confinement, report, gate->port, pty != nullptr) +
+  say(describe_protection(settings, *confinement, report, gate->port(), pty != nullptr) +
       describe_ports(options));
   if (pty) {
     pty->start();

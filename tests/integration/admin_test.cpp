@@ -20,13 +20,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include "proxy/admin/admin_server.hpp"
-#include "proxy/commands/serve.hpp"
 #include "proxy/metrics/prometheus.hpp"
 #include "proxy/reload/policy_reloader.hpp"
 #include "tests/fakes/tcp_origin.hpp"
@@ -55,19 +55,14 @@ double sample_value(const std::string& body, const std::string& name) {
 
 TEST(AdminEndpoint, CountsDecisionsBytesAndDenials) {
   fakes::TcpOrigin origin;
-  TestProxy proxy("evil.test\n", [](settings::Settings& s) { s.policy.block_loopback = false; });
+  // The gate's own admin endpoint, as `serve --admin 127.0.0.1:0` starts it.
+  TestProxy proxy("evil.test\n", [](settings::Settings& s) {
+    s.policy.block_loopback = false;
+    s.admin = "127.0.0.1:0";
+  });
   proxy.dns().set("origin.test", {"127.0.0.1"});
-  auto log = log::DecisionLog::open(settings::LogFormat::json, proxy.folder() + "/r.log");
-  reload::PolicyReloader reloader(proxy.settings(), settings::Sources{}, **log,
-                                  proxy.server().current_policy(),
-                                  [](std::shared_ptr<const rules::Policy>) {});
-  admin::AdminHandlers handlers;
-  handlers.metrics = [&] { return commands::render_metrics(proxy.server(), reloader); };
-  handlers.denials = [&] { return metrics::render_denials_json(proxy.server().worker_metrics()); };
-  handlers.ready = [&] { return proxy.server().accepting(); };
-  admin::AdminServer admin(handlers);
-  auto address = admin.start("127.0.0.1:0");
-  ASSERT_TRUE(address) << address.error();
+  const std::optional<std::string> address = proxy.gate().admin_address();
+  ASSERT_FALSE(address->empty());
 
   // Known traffic: two denials, one tunnel carrying 1000 bytes each way.
   for (int i = 0; i < 2; ++i) {
