@@ -76,7 +76,7 @@ std::string unix_peer_label(int fd) {
 asio::awaitable<void> accept_loop(Worker& worker, bool unix_clients) {
   asio::steady_timer pause(worker.io);
   auto last_complaint = std::chrono::steady_clock::time_point{};
-  const std::uint32_t limit = worker.shared.settings.max_connections;
+  const std::uint32_t limit = worker.settings->max_connections;  // restart-only
   while (worker.acceptor && worker.acceptor->is_open()) {
     auto [error, socket] = co_await worker.acceptor->async_accept(use_tuple);
     if (error == asio::error::operation_aborted || !worker.acceptor->is_open()) {
@@ -164,9 +164,13 @@ Expected<tcp::endpoint, std::string> parse_listen(const std::string& text) {
 
 Server::Server(const settings::Settings& settings, log::DecisionLog& log,
                std::shared_ptr<const rules::Policy> policy)
-    : settings_(settings), log_(log), shared_{settings, log}, latest_policy_(policy) {
+    : settings_(settings),
+      log_(log),
+      shared_{log},
+      worker_settings_(std::make_shared<const settings::Settings>(settings)),
+      latest_policy_(policy) {
   for (unsigned i = 0; i < settings.threads; ++i) {
-    workers_.push_back(std::make_unique<Worker>(shared_, policy));
+    workers_.push_back(std::make_unique<Worker>(shared_, worker_settings_, policy));
   }
 }
 

@@ -78,7 +78,9 @@ class Server {
 
   const settings::Settings& settings_;
   log::DecisionLog& log_;
-  SharedState shared_;
+  session::SharedState shared_;
+  // The settings the workers start with (a reload posts newer ones to each).
+  std::shared_ptr<const settings::Settings> worker_settings_;
   boost::asio::io_context control_{1};
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;

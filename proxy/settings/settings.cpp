@@ -508,13 +508,13 @@ const std::vector<Setting>& table() {
       // --- sandbox profile ---
       {{"protect_files", "--protect-files", "GOOSE_SANDBOX_PROTECT_FILES", "true",
         "sandbox: write-protect ~/.ssh, shell start-up files and config folders", true},
-       [](Settings& s, std::string_view v) { return set_bool(s.protect_files, v); }},
+       [](Settings& s, std::string_view v) { return set_bool(s.sandbox.protect_files, v); }},
       {{"block_raw_sockets", "--block-raw-sockets", "GOOSE_SANDBOX_BLOCK_RAW_SOCKETS", "true",
         "sandbox: deny raw IPv4/IPv6 sockets", true},
-       [](Settings& s, std::string_view v) { return set_bool(s.block_raw_sockets, v); }},
+       [](Settings& s, std::string_view v) { return set_bool(s.sandbox.block_raw_sockets, v); }},
       {{"block_tunneling", "--block-tunneling", "GOOSE_SANDBOX_BLOCK_TUNNELING", "true",
         "sandbox: deny tunnelling tools (nc, ncat, netcat, socat, telnet)", true},
-       [](Settings& s, std::string_view v) { return set_bool(s.block_tunneling, v); }},
+       [](Settings& s, std::string_view v) { return set_bool(s.sandbox.block_tunneling, v); }},
       // --- the daemon ---
       {{"listen", "--listen", "SANDGATE_LISTEN", "127.0.0.1:9877",
         "address and port to listen on (port 0 picks a free one), or unix:/PATH for a unix "

@@ -23,6 +23,7 @@
 
 #include "rules/expected.hpp"
 #include "rules/policy.hpp"
+#include "sandbox-profile/sandbox_options.hpp"
 
 namespace sandgate::settings {
 
@@ -60,10 +61,8 @@ struct Settings {
   // follow the new rules.
   bool revoke_on_reload = true;
 
-  // The sandbox profile (sandgate run / profile).
-  bool protect_files = true;
-  bool block_raw_sockets = true;
-  bool block_tunneling = true;
+  // The sandbox (sandgate run / profile): its own settings, in its own type.
+  sandbox::SandboxSettings sandbox;
 
   // LaunchDarkly remote allowlist.
   std::string launchdarkly_client_id;  // empty: off

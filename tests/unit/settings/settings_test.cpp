@@ -137,9 +137,9 @@ TEST_F(SettingsTest, DefaultsWithNothingGiven) {
   EXPECT_EQ(s.blocklist_path, default_blocklist());
   EXPECT_TRUE(s.blocklist_is_default);
   EXPECT_EQ(s.allowlist_path, "");
-  EXPECT_TRUE(s.protect_files);
-  EXPECT_TRUE(s.block_raw_sockets);
-  EXPECT_TRUE(s.block_tunneling);
+  EXPECT_TRUE(s.sandbox.protect_files);
+  EXPECT_TRUE(s.sandbox.block_raw_sockets);
+  EXPECT_TRUE(s.sandbox.block_tunneling);
   EXPECT_EQ(s.launchdarkly_client_id, "");
   EXPECT_EQ(s.ld_failover, LdFailover::allow);
   EXPECT_FALSE(s.ld_failover_given);
@@ -346,9 +346,9 @@ TEST_F(SettingsTest, EveryBooleanSettingIsReachableFromItsVariable) {
           {"SANDGATE_ALLOW_METADATA", "yes"},       {"GOOSE_SANDBOX_SSH_ALL_HOSTS", "1"},
           {"GOOSE_SANDBOX_ALLOW_SSH", "0"}};
   const Settings s = ok();
-  EXPECT_FALSE(s.protect_files);
-  EXPECT_FALSE(s.block_raw_sockets);
-  EXPECT_FALSE(s.block_tunneling);
+  EXPECT_FALSE(s.sandbox.protect_files);
+  EXPECT_FALSE(s.sandbox.block_raw_sockets);
+  EXPECT_FALSE(s.sandbox.block_tunneling);
   EXPECT_TRUE(s.policy.block_private);
   EXPECT_TRUE(s.policy.allow_metadata);
   EXPECT_TRUE(s.policy.ssh_all_hosts);
