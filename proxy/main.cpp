@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
     // `run` starts a gate of its own whose only client is CMD (on Linux it listens inside CMD's
     // private network namespace). A token (SANDGATE_TOKEN for a shared gate, say) would have to
     // be handed to CMD, the very process the gate confines, and would protect nothing: it is
-    // not used there.
+    // not used there (gate::GateOptions::without_token, also across reloads).
     settings->token.clear();
     return sandgate::commands::run_run(*settings, sources, run_options);
   }

@@ -20,8 +20,9 @@ class RunGate final : public sandbox::GateHandle {
       : settings_(settings), sources_(sources) {}
 
   bool open() override {
-    auto opened =
-        gate::Gate::open({settings_, sources_, settings::MissingDefaultBlocklist::create});
+    gate::GateOptions options{settings_, sources_, settings::MissingDefaultBlocklist::create};
+    options.without_token = true;  // see GateOptions::without_token
+    auto opened = gate::Gate::open(std::move(options));
     if (!opened) {
       report(opened.error());
       return false;

@@ -48,7 +48,12 @@ Gate::Gate(GateOptions options, std::unique_ptr<log::DecisionLog> log)
     : settings_(std::move(options.settings)),
       sources_(std::move(options.sources)),
       missing_blocklist_(options.missing_blocklist),
-      log_(std::move(log)) {}
+      without_token_(options.without_token),
+      log_(std::move(log)) {
+  if (without_token_) {
+    settings_.token.clear();
+  }
+}
 
 Gate::~Gate() { stop(); }
 
@@ -79,14 +84,13 @@ std::optional<GateError> Gate::start(std::optional<int> listener) {
     server_->use_remote_allowlist(remote_.get());
   }
 
-  // Files are watched and reloaded as they change; what a reload builds is published to every
-  // worker.
+  // Files are watched and reloaded as they change; what a reload builds is applied.
   try {
-    server::Server* server = server_.get();
     reloader_ = std::make_unique<reload::PolicyReloader>(
         settings_, sources_, *log_, loaded_.policy,
-        [server](std::shared_ptr<const rules::Policy> policy) {
-          server->publish(std::move(policy));
+        [this](std::shared_ptr<const rules::Policy> policy,
+               std::shared_ptr<const settings::Settings> settings) {
+          apply(std::move(policy), std::move(settings));
         });
   } catch (const std::exception& error) {
     return fail(error.what());
@@ -130,6 +134,17 @@ void Gate::reload() {
   if (reloader_) {
     reloader_->reload_all();
   }
+}
+
+void Gate::apply(std::shared_ptr<const rules::Policy> policy,
+                 std::shared_ptr<const settings::Settings> settings) {
+  if (without_token_ && !settings->token.empty()) {
+    auto copy = std::make_shared<settings::Settings>(*settings);
+    copy->token.clear();
+    settings = std::move(copy);
+  }
+  log_->set_level(settings->log_level);
+  server_->publish(std::move(policy), std::move(settings));
 }
 
 void Gate::drain() {

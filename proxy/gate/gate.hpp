@@ -44,6 +44,9 @@ struct GateOptions {
   // What to do when the default blocklist file is missing: the daemon creates it from the
   // bundled template; tests read the template and write nothing.
   settings::MissingDefaultBlocklist missing_blocklist = settings::MissingDefaultBlocklist::create;
+  // Serve without a token whatever the settings and their reloads say (`run`: the only client is
+  // the confined command, to which a token would have to be handed, so it would protect nothing).
+  bool without_token = false;
 };
 
 // Why a gate could not be opened or started. `logged`: the message is in the decision log
@@ -78,7 +81,14 @@ class Gate {
   void start_thread();
 
   // Reopens the log file (logrotate) and reads every watched file again (SIGHUP). Thread-safe.
+  // What a reload changes is applied by apply().
   void reload();
+  // Applies what a reload built: the log level at once; the policy and the reloadable settings
+  // posted to every worker, where the next request takes them (Server::publish). Restart-only
+  // settings in `settings` are ignored (the reloader names them in a warning). Called on the
+  // reloader's thread; thread-safe.
+  void apply(std::shared_ptr<const rules::Policy> policy,
+             std::shared_ptr<const settings::Settings> settings);
 
   // Stops accepting, lets open connections finish for up to the drain setting, then closes the
   // rest, in Server::drain_step's order: each worker marked stopping, its connections closed and
@@ -121,6 +131,7 @@ class Gate {
   settings::Settings settings_;
   settings::Sources sources_;
   settings::MissingDefaultBlocklist missing_blocklist_;
+  bool without_token_;
   std::unique_ptr<log::DecisionLog> log_;
   settings::LoadedPolicy loaded_;
   std::unique_ptr<server::Server> server_;

@@ -407,16 +407,25 @@ std::shared_ptr<const rules::Policy> Server::current_policy() const {
   return latest_policy_;
 }
 
-void Server::publish(std::shared_ptr<const rules::Policy> policy) {
+void Server::publish(std::shared_ptr<const rules::Policy> policy,
+                     std::shared_ptr<const settings::Settings> settings) {
   {
     std::lock_guard lock(policy_mutex_);
     latest_policy_ = policy;
+    if (settings) {
+      worker_settings_ = settings;
+    } else {
+      settings = worker_settings_;
+    }
   }
-  const bool revoke = settings_.revoke_on_reload;
   for (auto& worker : workers_) {
     Worker* target = worker.get();
-    asio::post(target->io, [target, policy, revoke] {
-      const std::size_t closed = target->apply_policy(policy, revoke);
+    asio::post(target->io, [target, policy, settings] {
+      target->settings = settings;
+      if (target->policy == policy) {
+        return;  // only settings changed: nothing open is judged again
+      }
+      const std::size_t closed = target->apply_policy(policy, settings->revoke_on_reload);
       if (closed > 0) {
         target->shared.log.note("info", "reload: closed " + std::to_string(closed) +
                                             " open connection(s) that the new rules deny");

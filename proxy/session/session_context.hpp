@@ -36,11 +36,16 @@ struct SessionContext {
   bool handed_off = false;
   // The settings snapshot; see settings().
   std::shared_ptr<const settings::Settings> settings_snapshot;
+  std::uint32_t requests_begun = 0;
 
-  // Takes the worker's current policy and settings for the request that has just arrived.
+  // Takes the worker's current policy for the request that has just arrived, and for a later
+  // request of a kept-alive connection its current settings too (the first request keeps those
+  // taken when the connection was accepted: its head was read and its token checked with them).
   void begin_request() {
     policy = worker.policy;
-    settings_snapshot = worker.settings;
+    if (requests_begun++ > 0) {
+      settings_snapshot = worker.settings;
+    }
   }
   // Registers where the connection now leads, for reloads to judge; first judges it with the
   // rules in force now if a reload came while the request was being set up (its waits for
