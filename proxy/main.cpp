@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
     request.proxy_port = proxy_port_option->count() > 0
                              ? proxy_port
                              : sandgate::commands::listen_port(*settings);
-    request.listen_text = settings->listen;
+    request.listen_text = settings->listen.text();
     request.home = sandgate::settings::home_directory();
     return sandgate::sandbox::run_profile(request, std::cout, std::cerr);
   }

@@ -98,7 +98,7 @@ std::optional<GateError> Gate::start(std::optional<int> listener) {
   reloader_->start();
   server_->on_hangup = [this] { reload(); };
 
-  if (!settings_.admin.empty()) {
+  if (settings_.admin) {
     return start_admin();
   }
   return std::nullopt;
@@ -113,7 +113,7 @@ std::optional<GateError> Gate::start_admin() {
   log::DecisionLog* log = log_.get();
   handlers.note = [log](std::string_view level, std::string_view text) { log->note(level, text); };
   admin_ = std::make_unique<admin::AdminServer>(std::move(handlers));
-  auto bound = admin_->start(settings_.admin);
+  auto bound = admin_->start(*settings_.admin);
   if (!bound) {
     return fail(bound.error());
   }

@@ -140,24 +140,11 @@ void raise_descriptor_limit() {
   }
 }
 
-Expected<tcp::endpoint, std::string> parse_listen(const std::string& text) {
-  std::string address;
-  std::string port;
-  if (text.starts_with('[')) {
-    auto close = text.find(']');
-    address = text.substr(1, close - 1);
-    port = text.substr(close + 2);
-  } else {
-    auto colon = text.rfind(':');
-    address = text.substr(0, colon);
-    port = text.substr(colon + 1);
-  }
-  boost::system::error_code ec;
-  auto ip = asio::ip::make_address(address, ec);
-  if (ec) {
-    return Unexpected{"listen address '" + text + "': " + ec.message()};
-  }
-  return tcp::endpoint(ip, static_cast<std::uint16_t>(std::stoul(port)));
+// The listen setting's address as Asio's endpoint. The setting was parsed when it was loaded
+// (settings::TcpEndpoint holds a checked numeric address), so this cannot fail.
+tcp::endpoint to_endpoint(const settings::TcpEndpoint& endpoint) {
+  boost::system::error_code ignored;
+  return tcp::endpoint(asio::ip::make_address(endpoint.address, ignored), endpoint.port);
 }
 
 }  // namespace
@@ -294,8 +281,8 @@ std::uint32_t Server::open_connections() const {
 
 Expected<tcp::endpoint, std::string> Server::bind() {
   raise_descriptor_limit();
-  if (auto path = settings::unix_listen_path(settings_.listen)) {
-    auto fd = bind_unix_socket(std::string(*path));
+  if (const settings::UnixPath* socket = settings_.listen.unix_socket()) {
+    auto fd = bind_unix_socket(socket->path);
     if (!fd) {
       return Unexpected{fd.error()};
     }
@@ -303,26 +290,23 @@ Expected<tcp::endpoint, std::string> Server::bind() {
     ::close(*fd);
     return prepared;
   }
-  auto endpoint = parse_listen(settings_.listen);
-  if (!endpoint) {
-    return endpoint;
-  }
+  const tcp::endpoint endpoint = to_endpoint(*settings_.listen.tcp());
   // One listening socket; each worker accepts on its own duplicate of it. (SO_REUSEPORT would
   // let any process of the same user bind the port too and take a share of the connections.)
   boost::system::error_code ec;
   tcp::acceptor listener(control_);
-  listener.open(endpoint->protocol(), ec);
+  listener.open(endpoint.protocol(), ec);
   if (!ec) {
     listener.set_option(tcp::acceptor::reuse_address(true), ec);
   }
   if (!ec) {
-    listener.bind(*endpoint, ec);
+    listener.bind(endpoint, ec);
   }
   if (!ec) {
     listener.listen(kBacklog, ec);
   }
   if (ec) {
-    return Unexpected{"cannot listen on " + settings_.listen + ": " + ec.message()};
+    return Unexpected{"cannot listen on " + settings_.listen.text() + ": " + ec.message()};
   }
   return hand_to_workers(listener);
 }
@@ -334,7 +318,7 @@ Expected<tcp::endpoint, std::string> Server::hand_to_workers(tcp::acceptor& list
   boost::system::error_code ec;
   const int fd = listener.release(ec);
   if (ec) {
-    return Unexpected{"cannot listen on " + settings_.listen + ": " + ec.message()};
+    return Unexpected{"cannot listen on " + settings_.listen.text() + ": " + ec.message()};
   }
   auto prepared = prepare_workers(fd);
   ::close(fd);
@@ -380,17 +364,17 @@ Expected<tcp::endpoint, std::string> Server::prepare_workers(int listening_fd) {
   }
 
   dns::ResolverOptions dns_options;
-  dns_options.servers = settings_.dns_servers;
+  dns_options.endpoints = settings_.dns_servers;
   dns_options.timeout = settings_.dns_timeout;
   for (auto& worker : workers_) {
     const int fd = ::dup(listening_fd);
     if (fd < 0) {
-      return Unexpected{"cannot listen on " + settings_.listen + ": out of descriptors"};
+      return Unexpected{"cannot listen on " + settings_.listen.text() + ": out of descriptors"};
     }
     worker->acceptor.emplace(worker->io);
     worker->acceptor->assign(endpoint_.protocol(), fd, ec);
     if (ec) {
-      return Unexpected{"cannot listen on " + settings_.listen + ": " + ec.message()};
+      return Unexpected{"cannot listen on " + settings_.listen.text() + ": " + ec.message()};
     }
     try {
       worker->resolver = std::make_unique<dns::Resolver>(worker->io, dns_options);

@@ -25,11 +25,11 @@ TestProxy::TestProxy(std::string blocklist_text,
     std::ofstream out(folder_ + "/blocked.txt");
     out << blocklist_text;
   }
-  settings_.listen = "127.0.0.1:0";
+  settings_.listen = settings::ListenAddress{settings::TcpEndpoint{"127.0.0.1", 0}};
   settings_.threads = 1;
   settings_.blocklist_path = folder_ + "/blocked.txt";
   settings_.blocklist_is_default = false;
-  settings_.dns_servers = {dns_.endpoint()};
+  settings_.dns_servers = {settings::parse_tcp_endpoint(dns_.endpoint(), true, 1).value()};
   settings_.log_format = settings::LogFormat::json;
   settings_.log_file = folder_ + "/sandgate.log";
   settings_.drain = std::chrono::seconds(2);

@@ -65,7 +65,7 @@ TEST(ReloadSettings, ChangesAreNamedByKeyFlagAndVariable) {
   after.head_timeout = std::chrono::seconds(30);
   after.ld_base_uri.host = "relay.example";
   after.blocklist_path = "/elsewhere/blocked.txt";
-  after.listen = "127.0.0.1:9999";
+  after.listen = settings::parse_listen_address("127.0.0.1:9999").value();
   const auto change = compare_settings(before, after);
   EXPECT_THAT(change.applied, ElementsAre("allow_ssh (--allow-ssh / GOOSE_SANDBOX_ALLOW_SSH)",
                                           "git_hosts (--git-hosts / GOOSE_SANDBOX_GIT_HOSTS)",
@@ -89,7 +89,7 @@ TEST(ReloadSettings, ApplyTakesOnlyWhatChangedBetweenLoads) {
   settings::Settings fresh = loaded;
   fresh.head_timeout = std::chrono::seconds(3);
   fresh.policy.allow_ip = !loaded.policy.allow_ip;
-  fresh.listen = "127.0.0.1:1";
+  fresh.listen = settings::parse_listen_address("127.0.0.1:1").value();
   const auto change = apply_reloadable(in_force, loaded, fresh);
   EXPECT_THAT(change.applied, ElementsAre("allow_ip (--allow-ip / GOOSE_SANDBOX_ALLOW_IP)",
                                           "head_timeout (--head-timeout / SANDGATE_HEAD_TIMEOUT)"));
