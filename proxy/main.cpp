@@ -11,10 +11,12 @@
 #include <string>
 
 #include "proxy/commands/check.hpp"
+#include "proxy/commands/run.hpp"
+#include "proxy/commands/sandbox_view.hpp"
 #include "proxy/commands/serve.hpp"
 #include "proxy/settings/settings.hpp"
 #include "sandbox-profile/profile_command.hpp"
-#include "sandbox-profile/run_command.hpp"
+#include "sandbox-profile/run_confined.hpp"
 
 namespace {
 
@@ -155,18 +157,24 @@ int main(int argc, char** argv) {
     return sandgate::commands::run_check(*settings, target, std::cout, std::cerr, resolve);
   }
   if (*profile) {
-    return sandgate::sandbox::run_profile(
-        *settings, profile_flags,
-        proxy_port_option->count() > 0 ? std::optional<std::uint16_t>(proxy_port) : std::nullopt,
-        std::cout, std::cerr);
+    sandgate::sandbox::ProfileRequest request;
+    request.sandbox = settings->sandbox;
+    request.gate = sandgate::commands::gate_view(*settings);
+    request.flags = profile_flags;
+    request.proxy_port = proxy_port_option->count() > 0
+                             ? proxy_port
+                             : sandgate::commands::listen_port(*settings);
+    request.listen_text = settings->listen.text();
+    request.home = sandgate::settings::home_directory();
+    return sandgate::sandbox::run_profile(request, std::cout, std::cerr);
   }
   if (*run) {
     // `run` starts a gate of its own whose only client is CMD (on Linux it listens inside CMD's
     // private network namespace). A token (SANDGATE_TOKEN for a shared gate, say) would have to
     // be handed to CMD, the very process the gate confines, and would protect nothing: it is
-    // not used there.
+    // not used there (gate::GateOptions::without_token, also across reloads).
     settings->token.clear();
-    return sandgate::sandbox::run_run(*settings, sources, run_options);
+    return sandgate::commands::run_run(*settings, sources, run_options);
   }
   return sandgate::commands::run_serve(*settings, sources);
 }

@@ -1,6 +1,7 @@
 // `sandgate profile`. See profile_command.hpp.
 #include "sandbox-profile/profile_command.hpp"
 
+#include <cstdlib>
 #include <ostream>
 
 #include "sandbox-profile/profile.hpp"
@@ -11,22 +12,21 @@ namespace {
 constexpr int kUsageError = 2;
 
 std::string env_or_empty(const char* name) {
-  auto value = settings::process_env(name);
-  return value ? *value : std::string();
+  const char* value = std::getenv(name);
+  return value == nullptr ? std::string() : std::string(value);
 }
 
 }  // namespace
 
-int run_profile(const settings::Settings& settings, const SandboxFlags& flags,
-                std::optional<std::uint16_t> proxy_port, std::ostream& out, std::ostream& err) {
-  const std::uint16_t port = proxy_port.value_or(listen_port(settings));
+int run_profile(const ProfileRequest& request, std::ostream& out, std::ostream& err) {
   // A gate on a unix socket (listen unix:PATH) needs no port: the socket is allowed instead.
-  if (port == 0 && !settings::unix_listen_path(settings.listen)) {
+  if (request.proxy_port == 0 && request.gate.unix_socket.empty()) {
     err << "sandgate profile: the profile needs the gate's port: the listen setting ("
-        << settings.listen << ") has none; give --proxy-port N\n";
+        << request.listen_text << ") has none; give --proxy-port N\n";
     return kUsageError;
   }
-  auto profile = generate_profile(profile_options(settings, flags, port, settings::home_directory(),
+  auto profile = generate_profile(profile_options(request.sandbox, request.gate, request.flags,
+                                                  request.proxy_port, request.home,
                                                   env_or_empty("SSH_AUTH_SOCK")));
   if (!profile) {
     err << "sandgate profile: " << profile.error() << "\n";

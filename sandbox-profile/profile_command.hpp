@@ -5,18 +5,27 @@
 
 #include <cstdint>
 #include <iosfwd>
-#include <optional>
+#include <string>
 
-#include "proxy/settings/settings.hpp"
 #include "sandbox-profile/sandbox_flags.hpp"
+#include "sandbox-profile/sandbox_options.hpp"
 
 namespace sandgate::sandbox {
 
-// Writes the profile to `out`. `proxy_port` is --proxy-port; unset: the port of the listen
-// setting; a `unix:` listen setting needs none. Exit status: 0, or 2 (message on `err`) when
-// there is neither a port nor a socket, or a path cannot be represented in SBPL. Reads the
-// working folder, PATH and the file system (see profile_options()).
-int run_profile(const settings::Settings& settings, const SandboxFlags& flags,
-                std::optional<std::uint16_t> proxy_port, std::ostream& out, std::ostream& err);
+struct ProfileRequest {
+  SandboxSettings sandbox;
+  GateView gate;
+  SandboxFlags flags;
+  // The gate's port the profile allows: --proxy-port, else the listen setting's; 0 when neither
+  // gives one (then the gate must be on a unix socket).
+  std::uint16_t proxy_port = 0;
+  std::string listen_text;  // the listen setting as given, for the message when there is no port
+  std::string home;         // the user's home, as the environment gives it
+};
+
+// Writes the profile to `out`. Exit status: 0, or 2 (message on `err`) when there is neither a
+// port nor a socket, or a path cannot be represented in SBPL. Reads the working folder, PATH,
+// SSH_AUTH_SOCK and the file system (see profile_options()).
+int run_profile(const ProfileRequest& request, std::ostream& out, std::ostream& err);
 
 }  // namespace sandgate::sandbox

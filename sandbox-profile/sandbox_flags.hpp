@@ -1,14 +1,14 @@
 // The command-line flags that `sandgate profile` and `sandgate run` share, and how they combine
-// with the settings into the profile's options.
+// with the sandbox's settings and the gate's files into the profile's options.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "proxy/settings/settings.hpp"
 #include "rules/expected.hpp"
 #include "sandbox-profile/profile.hpp"
+#include "sandbox-profile/sandbox_options.hpp"
 
 namespace sandgate::sandbox {
 
@@ -24,26 +24,22 @@ struct SandboxFlags {
   bool allow_local_bind = false;
 };
 
-// The files the gate reads and writes, made absolute: the command must not be able to change
-// them (the gate reloads its lists live). Empty settings are left out.
-std::vector<std::string> gate_files(const settings::Settings& settings);
+// The files the gate reads and writes, made absolute and resolved: the command must not be able
+// to change them (the gate reloads its lists live).
+std::vector<std::string> gate_files(const GateView& gate);
 
 // `path` made absolute (against the working folder) and normal, with symbolic links resolved as
 // far as the path exists: Seatbelt and Landlock see resolved paths (on macOS /var is
 // /private/var). Only lexical clean-up when the file system cannot be asked.
 std::string resolved_path(const std::string& path);
 
-// The profile's options for a gate on `proxy_port` (0: only on the unix socket of a `unix:`
-// listen setting), from the settings (the three toggles, the gate's files and socket), the
-// flags, `home` and `ssh_auth_sock` (both as the environment gives them; resolved here), and
+// The profile's options for a gate on `proxy_port` (0: only on the gate's unix socket), from the
+// sandbox's settings (the three toggles), the gate's files and socket, the flags, `home` and `ssh_auth_sock` (both as the environment gives them; resolved here), and
 // what this process and the file system say: the working folder and its git repository, PATH,
 // sandgate's executables, the resolved spellings of protected paths behind symbolic links. An
 // --allow-unix-socket path that is a folder allows every socket below it.
-ProfileOptions profile_options(const settings::Settings& settings, const SandboxFlags& flags,
-                               std::uint16_t proxy_port, const std::string& home,
-                               const std::string& ssh_auth_sock);
-
-// The port of settings.listen (0 if it names port 0 or cannot be read).
-std::uint16_t listen_port(const settings::Settings& settings);
+ProfileOptions profile_options(const SandboxSettings& sandbox, const GateView& gate,
+                               const SandboxFlags& flags, std::uint16_t proxy_port,
+                               const std::string& home, const std::string& ssh_auth_sock);
 
 }  // namespace sandgate::sandbox

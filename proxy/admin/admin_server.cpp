@@ -15,7 +15,6 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
-#include <charconv>
 #include <optional>
 #include <thread>
 
@@ -198,16 +197,6 @@ asio::awaitable<void> accept_loop(Endpoint& endpoint, tcp::acceptor& acceptor) {
   }
 }
 
-// "PORT" as a number 0..65535.
-std::optional<std::uint16_t> parse_port(std::string_view text) {
-  unsigned value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || error != std::errc{} || end != text.data() + text.size() || value > 65535) {
-    return std::nullopt;
-  }
-  return static_cast<std::uint16_t>(value);
-}
-
 }  // namespace
 
 struct AdminServer::Impl {
@@ -238,31 +227,19 @@ std::size_t AdminServer::open_connections() const {
   return impl_->endpoint.open.load(std::memory_order_relaxed);
 }
 
-Expected<std::string, std::string> AdminServer::start(const std::string& listen) {
-  std::string address;
-  std::string port_text;
-  if (listen.starts_with('[')) {
-    const auto close = listen.find(']');
-    if (close != std::string::npos && close + 1 < listen.size() && listen[close + 1] == ':') {
-      address = listen.substr(1, close - 1);
-      port_text = listen.substr(close + 2);
-    }
-  } else {
-    const auto colon = listen.rfind(':');
-    address = listen.substr(0, colon);
-    port_text = colon == std::string::npos ? "" : listen.substr(colon + 1);
-  }
+Expected<std::string, std::string> AdminServer::start(const settings::TcpEndpoint& where) {
+  const std::string listen = where.text();
+  // The address was parsed when the settings were loaded; this converts it, it cannot fail.
   boost::system::error_code ec;
-  const auto ip = asio::ip::make_address(address, ec);
-  const auto port = parse_port(port_text);
-  if (ec || !port) {
+  const auto ip = asio::ip::make_address(where.address, ec);
+  if (ec) {
     return Unexpected{"admin address '" + listen + "' is not ADDR:PORT"};
   }
   if (!ip.is_loopback()) {
     return Unexpected{"admin address " + listen +
                       " is not loopback: the admin endpoint is for this machine only"};
   }
-  const tcp::endpoint endpoint(ip, *port);
+  const tcp::endpoint endpoint(ip, where.port);
   auto& acceptor = impl_->acceptor;
   acceptor.open(endpoint.protocol(), ec);
   if (!ec) {

@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 
+#include "proxy/settings/endpoint.hpp"
 #include "rules/expected.hpp"
 
 namespace sandgate::admin {
@@ -55,9 +56,9 @@ class AdminServer {
   AdminServer(const AdminServer&) = delete;
   AdminServer& operator=(const AdminServer&) = delete;
 
-  // Binds `listen` (`ADDR:PORT`, `[V6]:PORT`; loopback only) and starts serving. Returns the
-  // bound `ADDR:PORT`, or an error naming the address.
-  Expected<std::string, std::string> start(const std::string& listen);
+  // Binds `where` (loopback only; port 0 picks a free one) and starts serving. Returns the bound
+  // `ADDR:PORT`, or an error naming the address.
+  Expected<std::string, std::string> start(const settings::TcpEndpoint& where);
 
   // Connections being served now (accepted and not yet closed); any thread.
   std::size_t open_connections() const;

@@ -1,19 +1,12 @@
 // `sandgate serve` (and `sandgate` alone): run the gate until SIGTERM or SIGINT.
 #pragma once
 
-#include <string>
-
-#include "proxy/reload/policy_reloader.hpp"
-#include "proxy/server/server.hpp"
 #include "proxy/settings/settings.hpp"
 
 namespace sandgate::commands {
 
 // Exit status: 0 after a clean drain; 2 for a configuration or start-up error. `sources` are
 // what `settings` were loaded from: the config file is re-read with them on change.
-// The /metrics text for a running server (also used by tests).
-std::string render_metrics(const server::Server& server, const reload::PolicyReloader& reloader);
-
 int run_serve(const settings::Settings& settings, const settings::Sources& sources);
 
 }  // namespace sandgate::commands

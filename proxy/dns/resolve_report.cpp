@@ -62,7 +62,7 @@ bool print_resolution(const settings::Settings& settings, const rules::Policy& p
       settings.dns_servers.empty() ? std::string("the system's") : [&] {
         std::string text;
         for (const auto& server : settings.dns_servers) {
-          text += (text.empty() ? "" : ",") + server;
+          text += (text.empty() ? "" : ",") + server.text();
         }
         return text;
       }();

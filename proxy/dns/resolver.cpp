@@ -276,8 +276,8 @@ Resolver::Impl::Impl(asio::io_context& io, ResolverOptions options)
 
   // Size the per-try timeout so that all tries on all servers fit in the total; the hard
   // deadline per lookup still holds if c-ares runs over.
-  const int servers =
-      options_.servers.empty() ? count_system_servers() : static_cast<int>(options_.servers.size());
+  const std::size_t given = options_.servers.size() + options_.endpoints.size();
+  const int servers = given == 0 ? count_system_servers() : static_cast<int>(given);
   const auto per_try = std::max<std::chrono::milliseconds::rep>(
       options_.timeout.count() / (servers * ((1 << ares_tries) - 1)), 1);
 
@@ -304,8 +304,12 @@ Resolver::Impl::Impl(asio::io_context& io, ResolverOptions options)
   if (const int status = ares_init_options(&channel_, &ares, mask); status != ARES_SUCCESS) {
     throw std::runtime_error(std::string("dns: cannot start c-ares: ") + ares_strerror(status));
   }
-  if (!options_.servers.empty()) {
-    const std::string csv = join_servers(options_.servers);
+  if (given > 0) {
+    std::vector<std::string> all = options_.servers;
+    for (const settings::TcpEndpoint& endpoint : options_.endpoints) {
+      all.push_back(endpoint.text());
+    }
+    const std::string csv = join_servers(all);
     if (const int status = ares_set_servers_ports_csv(channel_, csv.c_str());
         status != ARES_SUCCESS) {
       ares_destroy(channel_);

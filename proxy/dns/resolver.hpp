@@ -22,12 +22,16 @@
 #include <system_error>
 #include <vector>
 
+#include "proxy/settings/endpoint.hpp"
+
 namespace sandgate::dns {
 
 struct ResolverOptions {
   // `ADDR:PORT` or `[V6]:PORT` of name servers to use instead of the system's (/etc/resolv.conf).
   // Empty: the system's.
   std::vector<std::string> servers;
+  // Name servers already parsed (the settings' dns_servers): used as given, not parsed again.
+  std::vector<settings::TcpEndpoint> endpoints;
   // Give up on a name after this long in total (all tries and servers).
   std::chrono::milliseconds timeout{5000};
   // Cache bounds. Positive answers live min(TTL, max_ttl); failures (NXDOMAIN, no addresses)

@@ -9,7 +9,7 @@ namespace sandgate::dns {
 
 inline ResolverOptions resolver_options(const settings::Settings& settings) {
   ResolverOptions options;
-  options.servers = settings.dns_servers;
+  options.endpoints = settings.dns_servers;
   options.timeout = settings.dns_timeout;
   options.cache_capacity = settings.dns_cache_size;
   options.max_ttl = settings.dns_max_ttl;

@@ -13,6 +13,7 @@
 // then swaps the file under the same descriptor number with dup2().
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -65,6 +66,8 @@ class DecisionLog {
   void note(std::string_view level, std::string_view text);
   // Reopens the file at the same path (after logrotate moved it). Errors are logged, not fatal.
   void reopen();
+  // Changes what the log keeps from now on (a reload of log_level). Thread-safe.
+  void set_level(settings::LogLevel level) { level_.store(level, std::memory_order_relaxed); }
   // Writes every buffered line now.
   void flush();
 
@@ -77,7 +80,7 @@ class DecisionLog {
   void run_flusher();
 
   settings::LogFormat format_;
-  settings::LogLevel level_;
+  std::atomic<settings::LogLevel> level_;  // read on every write; changed by a reload
   std::string path_;
   int fd_;
   bool batched_;  // a file: lines are batched

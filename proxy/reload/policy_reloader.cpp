@@ -18,74 +18,103 @@ using settings::Settings;
 // Quiet time after the last event before reading: an editor's save is several events.
 constexpr auto kQuiet = std::chrono::milliseconds(100);
 
-// One row per setting: its key, whether the reloader applies it live, and whether two loads
-// agree on it. Only the policy options apply live (they go into the next Policy); the rest are
-// read once by the server, the resolver, the log or the LaunchDarkly client at start-up.
+// The table of settings, one row per setting: its key, its class, whether two loads agree on it,
+// and (for the reloadable ones) how to take its value from a fresh load.
+//   policy      goes into the next Policy (rebuilt and posted to every worker);
+//   live        posted to every worker in a new Settings snapshot (a request in flight keeps the
+//               snapshot it started with), or applied to the log (its level);
+//   restart     read once at start-up (listeners, threads, resolvers, LaunchDarkly, the log's
+//               file and format, the sandbox of `run`): a change is named in a warning and is in
+//               force only after a restart.
+enum class Kind : std::uint8_t { policy, live, restart };
+
 struct SettingRow {
   std::string_view key;
-  bool live;
+  Kind kind;
   bool (*same)(const Settings&, const Settings&);
+  void (*take)(Settings& into, const Settings& from);  // policy and live rows only
 };
 
-#define SANDGATE_SAME(expression) [](const Settings& a, const Settings& b) { return expression; }
+#define SANDGATE_ROW(key, kind, member)                                                   \
+  SettingRow {                                                                            \
+    key, kind, [](const Settings& a, const Settings& b) { return a.member == b.member; }, \
+        [](Settings& into, const Settings& from) { into.member = from.member; }           \
+  }
+#define SANDGATE_RESTART(key, expression)                                             \
+  SettingRow {                                                                        \
+    key, Kind::restart, [](const Settings& a, const Settings& b) { return expression; }, \
+        nullptr                                                                       \
+  }
 const std::vector<SettingRow>& setting_rows() {
   static const std::vector<SettingRow> rows = {
-      {"blocklist", false, SANDGATE_SAME(a.blocklist_path == b.blocklist_path)},
-      {"allowlist", false, SANDGATE_SAME(a.allowlist_path == b.allowlist_path)},
-      {"block_loopback", true, SANDGATE_SAME(a.policy.block_loopback == b.policy.block_loopback)},
-      {"allow_ip", true, SANDGATE_SAME(a.policy.allow_ip == b.policy.allow_ip)},
-      {"allow_ssh", true, SANDGATE_SAME(a.policy.allow_ssh == b.policy.allow_ssh)},
-      {"ssh_all_hosts", true, SANDGATE_SAME(a.policy.ssh_all_hosts == b.policy.ssh_all_hosts)},
-      {"git_hosts", true, SANDGATE_SAME(a.policy.git_hosts == b.policy.git_hosts)},
-      {"ssh_ports", true, SANDGATE_SAME(a.policy.ssh_ports == b.policy.ssh_ports)},
-      {"allowed_ports", true, SANDGATE_SAME(a.policy.allowed_ports == b.policy.allowed_ports)},
-      {"block_private", true, SANDGATE_SAME(a.policy.block_private == b.policy.block_private)},
-      {"allow_metadata", true, SANDGATE_SAME(a.policy.allow_metadata == b.policy.allow_metadata)},
-      {"sni_check", false, SANDGATE_SAME(a.sni_check == b.sni_check)},
-      {"tls_ports", false, SANDGATE_SAME(a.tls_ports == b.tls_ports)},
-      {"revoke_on_reload", false, SANDGATE_SAME(a.revoke_on_reload == b.revoke_on_reload)},
-      {"launchdarkly_client_id", false,
-       SANDGATE_SAME(a.launchdarkly_client_id == b.launchdarkly_client_id)},
-      {"ld_failover", false,
-       SANDGATE_SAME(a.ld_failover == b.ld_failover && a.ld_failover_given == b.ld_failover_given)},
-      {"ld_mode", false, SANDGATE_SAME(a.ld_mode == b.ld_mode)},
-      {"ld_flag", false, SANDGATE_SAME(a.ld_flag == b.ld_flag)},
-      {"ld_cache_ttl", false, SANDGATE_SAME(a.ld_cache_ttl == b.ld_cache_ttl)},
-      {"ld_cache_size", false, SANDGATE_SAME(a.ld_cache_size == b.ld_cache_size)},
-      {"ld_timeout", false, SANDGATE_SAME(a.ld_timeout == b.ld_timeout)},
-      {"ld_context_key", false, SANDGATE_SAME(a.ld_context_key == b.ld_context_key)},
-      {"ld_base_uri", false, SANDGATE_SAME(a.ld_base_uri.text() == b.ld_base_uri.text())},
-      {"ld_stream_uri", false, SANDGATE_SAME(a.ld_stream_uri.text() == b.ld_stream_uri.text())},
-      {"ld_max_payload", false, SANDGATE_SAME(a.ld_max_payload == b.ld_max_payload)},
-      {"ld_max_lookups", false, SANDGATE_SAME(a.ld_max_lookups == b.ld_max_lookups)},
-      {"protect_files", false, SANDGATE_SAME(a.protect_files == b.protect_files)},
-      {"block_raw_sockets", false, SANDGATE_SAME(a.block_raw_sockets == b.block_raw_sockets)},
-      {"block_tunneling", false, SANDGATE_SAME(a.block_tunneling == b.block_tunneling)},
-      {"listen", false, SANDGATE_SAME(a.listen == b.listen)},
-      {"allow_remote_clients", false,
-       SANDGATE_SAME(a.allow_remote_clients == b.allow_remote_clients)},
-      {"port_file", false, SANDGATE_SAME(a.port_file == b.port_file)},
-      {"token", false, SANDGATE_SAME(a.token == b.token)},
-      {"token_file", false, SANDGATE_SAME(a.token_file == b.token_file)},
-      {"threads", false, SANDGATE_SAME(a.threads == b.threads)},
-      {"drain_seconds", false, SANDGATE_SAME(a.drain == b.drain)},
-      {"dns_servers", false, SANDGATE_SAME(a.dns_servers == b.dns_servers)},
-      {"dns_timeout", false, SANDGATE_SAME(a.dns_timeout == b.dns_timeout)},
-      {"dns_cache_size", false, SANDGATE_SAME(a.dns_cache_size == b.dns_cache_size)},
-      {"dns_max_ttl", false, SANDGATE_SAME(a.dns_max_ttl == b.dns_max_ttl)},
-      {"dns_negative_ttl", false, SANDGATE_SAME(a.dns_negative_ttl == b.dns_negative_ttl)},
-      {"head_timeout", false, SANDGATE_SAME(a.head_timeout == b.head_timeout)},
-      {"connect_timeout", false, SANDGATE_SAME(a.connect_timeout == b.connect_timeout)},
-      {"idle_timeout", false, SANDGATE_SAME(a.idle_timeout == b.idle_timeout)},
-      {"max_connections", false, SANDGATE_SAME(a.max_connections == b.max_connections)},
-      {"log_format", false, SANDGATE_SAME(a.log_format == b.log_format)},
-      {"log_level", false, SANDGATE_SAME(a.log_level == b.log_level)},
-      {"admin", false, SANDGATE_SAME(a.admin == b.admin)},
-      {"log_file", false, SANDGATE_SAME(a.log_file == b.log_file)},
+      SANDGATE_RESTART("blocklist", a.blocklist_path == b.blocklist_path),
+      SANDGATE_RESTART("allowlist", a.allowlist_path == b.allowlist_path),
+      SANDGATE_ROW("block_loopback", Kind::policy, policy.block_loopback),
+      SANDGATE_ROW("allow_ip", Kind::policy, policy.allow_ip),
+      SANDGATE_ROW("allow_ssh", Kind::policy, policy.allow_ssh),
+      SANDGATE_ROW("ssh_all_hosts", Kind::policy, policy.ssh_all_hosts),
+      SANDGATE_ROW("git_hosts", Kind::policy, policy.git_hosts),
+      SANDGATE_ROW("ssh_ports", Kind::policy, policy.ssh_ports),
+      SANDGATE_ROW("allowed_ports", Kind::policy, policy.allowed_ports),
+      SANDGATE_ROW("block_private", Kind::policy, policy.block_private),
+      SANDGATE_ROW("allow_metadata", Kind::policy, policy.allow_metadata),
+      SANDGATE_ROW("sni_check", Kind::live, sni_check),
+      SANDGATE_ROW("tls_ports", Kind::live, tls_ports),
+      SANDGATE_ROW("revoke_on_reload", Kind::live, revoke_on_reload),
+      SANDGATE_RESTART("launchdarkly_client_id",
+                       a.launchdarkly_client_id == b.launchdarkly_client_id),
+      SANDGATE_RESTART("ld_failover",
+                       a.ld_failover == b.ld_failover && a.ld_failover_given == b.ld_failover_given),
+      SANDGATE_RESTART("ld_mode", a.ld_mode == b.ld_mode),
+      SANDGATE_RESTART("ld_flag", a.ld_flag == b.ld_flag),
+      SANDGATE_RESTART("ld_cache_ttl", a.ld_cache_ttl == b.ld_cache_ttl),
+      SANDGATE_RESTART("ld_cache_size", a.ld_cache_size == b.ld_cache_size),
+      SANDGATE_RESTART("ld_timeout", a.ld_timeout == b.ld_timeout),
+      SANDGATE_RESTART("ld_context_key", a.ld_context_key == b.ld_context_key),
+      SANDGATE_RESTART("ld_base_uri", a.ld_base_uri.text() == b.ld_base_uri.text()),
+      SANDGATE_RESTART("ld_stream_uri", a.ld_stream_uri.text() == b.ld_stream_uri.text()),
+      SANDGATE_RESTART("ld_max_payload", a.ld_max_payload == b.ld_max_payload),
+      SANDGATE_RESTART("ld_max_lookups", a.ld_max_lookups == b.ld_max_lookups),
+      SANDGATE_RESTART("protect_files", a.sandbox.protect_files == b.sandbox.protect_files),
+      SANDGATE_RESTART("block_raw_sockets",
+                       a.sandbox.block_raw_sockets == b.sandbox.block_raw_sockets),
+      SANDGATE_RESTART("block_tunneling", a.sandbox.block_tunneling == b.sandbox.block_tunneling),
+      SANDGATE_RESTART("listen", a.listen == b.listen),
+      SANDGATE_RESTART("allow_remote_clients", a.allow_remote_clients == b.allow_remote_clients),
+      SANDGATE_RESTART("port_file", a.port_file == b.port_file),
+      // The token and the file it was read from go together: either may bring a new token.
+      SettingRow{"token", Kind::live,
+                 [](const Settings& a, const Settings& b) { return a.token == b.token; },
+                 [](Settings& into, const Settings& from) {
+                   into.token = from.token;
+                   into.token_file = from.token_file;
+                 }},
+      SettingRow{"token_file", Kind::live,
+                 [](const Settings& a, const Settings& b) { return a.token_file == b.token_file; },
+                 [](Settings& into, const Settings& from) {
+                   into.token = from.token;
+                   into.token_file = from.token_file;
+                 }},
+      SANDGATE_RESTART("threads", a.threads == b.threads),
+      SANDGATE_RESTART("drain_seconds", a.drain == b.drain),
+      SANDGATE_RESTART("dns_servers", a.dns_servers == b.dns_servers),
+      SANDGATE_RESTART("dns_timeout", a.dns_timeout == b.dns_timeout),
+      SANDGATE_RESTART("dns_cache_size", a.dns_cache_size == b.dns_cache_size),
+      SANDGATE_RESTART("dns_max_ttl", a.dns_max_ttl == b.dns_max_ttl),
+      SANDGATE_RESTART("dns_negative_ttl", a.dns_negative_ttl == b.dns_negative_ttl),
+      SANDGATE_ROW("head_timeout", Kind::live, head_timeout),
+      SANDGATE_ROW("connect_timeout", Kind::live, connect_timeout),
+      SANDGATE_ROW("idle_timeout", Kind::live, idle_timeout),
+      SANDGATE_RESTART("max_connections", a.max_connections == b.max_connections),
+      SANDGATE_RESTART("log_format", a.log_format == b.log_format),
+      SANDGATE_ROW("log_level", Kind::live, log_level),
+      SANDGATE_RESTART("admin", a.admin == b.admin),
+      SANDGATE_RESTART("log_file", a.log_file == b.log_file),
   };
   return rows;
 }
-#undef SANDGATE_SAME
+#undef SANDGATE_ROW
+#undef SANDGATE_RESTART
 
 // `key (--flag / VARIABLE)`, the names a person can look up in --help and the README.
 std::string setting_name(std::string_view key) {
@@ -126,7 +155,8 @@ SettingsChange compare_settings(const Settings& before, const Settings& after) {
   SettingsChange change;
   for (const auto& row : setting_rows()) {
     if (!row.same(before, after)) {
-      (row.live ? change.applied : change.need_restart).push_back(setting_name(row.key));
+      (row.kind != Kind::restart ? change.applied : change.need_restart)
+          .push_back(setting_name(row.key));
     }
   }
   return change;
@@ -135,7 +165,21 @@ SettingsChange compare_settings(const Settings& before, const Settings& after) {
 std::vector<ComparedSetting> compared_settings() {
   std::vector<ComparedSetting> out;
   for (const auto& row : setting_rows()) {
-    out.push_back({row.key, row.live});
+    out.push_back({row.key, row.kind != Kind::restart});
+  }
+  return out;
+}
+
+AppliedChange apply_reloadable(Settings& in_force, const Settings& before, const Settings& after) {
+  AppliedChange out;
+  for (const auto& row : setting_rows()) {
+    if (row.kind == Kind::restart || row.same(before, after)) {
+      continue;
+    }
+    // token and token_file share one take(): name the one that changed, apply once each.
+    row.take(in_force, after);
+    out.applied.push_back(setting_name(row.key));
+    out.policy |= row.kind == Kind::policy;
   }
   return out;
 }
@@ -145,6 +189,7 @@ PolicyReloader::PolicyReloader(settings::Settings settings, settings::Sources so
                                Publish publish)
     : settings_(std::move(settings)),
       started_(settings_),
+      last_loaded_(settings_),
       sources_(std::move(sources)),
       log_(log),
       publish_(std::move(publish)),
@@ -173,6 +218,7 @@ PolicyReloader::PolicyReloader(settings::Settings settings, settings::Sources so
     // so the settings passed in are not the baseline for "changed").
     if (auto now = settings::load(sources_)) {
       started_ = std::move(*now);
+      last_loaded_ = started_;
     }
   }
 
@@ -331,15 +377,16 @@ std::shared_ptr<const rules::DomainSet> PolicyReloader::load_list(int index,
 }
 
 // Re-reads the settings (flags and variables still win over the file), from the resolved config
-// file only. The policy options apply; every other changed setting is named as not applied.
-bool PolicyReloader::reload_config() {
+// file only. Every reloadable setting that changed applies; every restart-only one that differs
+// from what the gate started with is named in a warning.
+PolicyReloader::ConfigResult PolicyReloader::reload_config() {
   const std::string& path = config_.path;
   auto pinned = settings::PinnedFile::open(path);
   if (!pinned) {
     ++counts_[2].failed;
     hold(config_, "unreadable: " + pinned.error(), "warning",
          "config " + pinned.error() + "; keeping the previous settings until it is back");
-    return false;
+    return {};
   }
   // Blank: as for the lists, a truncated file is no decision to reset every setting it held.
   std::string head(4096, '\0');
@@ -351,7 +398,7 @@ bool PolicyReloader::reload_config() {
          "config " + path + " is empty (" + blank_description(head) +
              "); keeping the previous settings: an empty file is taken for a failed or unfinished "
              "write (to use only the defaults on purpose, leave a comment in it)");
-    return false;
+    return {};
   }
   // Read through the open descriptor, so the file checked is the file parsed.
   settings::Sources sources = sources_;
@@ -363,21 +410,24 @@ bool PolicyReloader::reload_config() {
     log_.note("error", "config reload failed, keeping the previous settings: " +
                            replace_all(fresh.error(), through, path));
     config_.held = "invalid";
-    return false;
+    return {};
   }
   release(config_);
   ++counts_[2].ok;
   fresh->config_path = path;
-  const auto applied = compare_settings(settings_, *fresh).applied;
+  // Only what changed since the last load is taken: the settings in force may differ from what
+  // the sources say on purpose (`run` serves without the token its environment may hold).
+  const AppliedChange change = apply_reloadable(settings_, last_loaded_, *fresh);
   const auto not_applied = compare_settings(started_, *fresh).need_restart;
-  settings_.policy = fresh->policy;
-  std::string line = "reloaded " + path + ": ";
-  line += applied.empty() ? "no policy setting changed" : "applied " + join(applied);
-  if (!not_applied.empty()) {
-    line += "; not applied, in force only after a restart: " + join(not_applied);
+  last_loaded_ = std::move(*fresh);
+  log_.note("info", "reloaded " + path + ": " +
+                        (change.applied.empty() ? std::string("no reloadable setting changed")
+                                                : "applied " + join(change.applied)));
+  for (const auto& name : not_applied) {
+    log_.note("warning", "config " + path + ": " + name +
+                             " changed; not applied, in force only after a restart");
   }
-  log_.note(not_applied.empty() ? "info" : "warning", line);
-  return !applied.empty();
+  return {change.policy, !change.applied.empty()};
 }
 
 void PolicyReloader::reload(const std::vector<std::string>& changed, bool everything) {
@@ -387,7 +437,8 @@ void PolicyReloader::reload(const std::vector<std::string>& changed, bool everyt
   auto base = current();
   std::shared_ptr<const rules::DomainSet> blocklist = base->shared_blocklist();
   std::shared_ptr<const rules::DomainSet> allowlist = base->shared_allowlist();
-  bool any = false;
+  bool any = false;            // the policy changes
+  bool settings_changed = false;  // a reloadable setting changed
 
   for (File* file : {&lists_[0], &lists_[1], &config_}) {
     if (!file->path.empty() && file->given != file->path && touched(file->given)) {
@@ -395,7 +446,9 @@ void PolicyReloader::reload(const std::vector<std::string>& changed, bool everyt
     }
   }
   if (!config_.path.empty() && touched(config_.path)) {
-    any |= reload_config();
+    const ConfigResult result = reload_config();
+    any |= result.policy;
+    settings_changed |= result.settings;
   }
   if (touched(lists_[0].path)) {
     if (everything) {
@@ -415,15 +468,16 @@ void PolicyReloader::reload(const std::vector<std::string>& changed, bool everyt
       any = true;
     }
   }
-  if (!any) {
+  if (!any && !settings_changed) {
     return;
   }
-  auto policy = std::make_shared<const rules::Policy>(settings_.policy, blocklist, allowlist);
+  auto policy =
+      any ? std::make_shared<const rules::Policy>(settings_.policy, blocklist, allowlist) : base;
   {
     std::lock_guard lock(mutex_);
     current_ = policy;
   }
-  publish_(std::move(policy));
+  publish_(std::move(policy), std::make_shared<const Settings>(settings_));
   ++generation_;
 }
 

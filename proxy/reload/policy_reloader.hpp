@@ -11,8 +11,10 @@
 // created), and from then on only the resolved file is watched and read: re-pointing a symlink
 // on the way (a folder a confined command can write) changes nothing but a warning, and a file
 // reached through a symlink planted later is not read (its last good rules are kept). The
-// config file re-read applies the policy options only; every other changed setting is named in
-// the log as not applied until a restart.
+// config file re-read applies every reloadable setting that changed (the policy options go into
+// the next Policy; the others, such as the token, the timeouts, the SNI check and the log level,
+// into the next Settings snapshot); each restart-only one that changed is named in a warning as
+// not applied until a restart (the table is in policy_reloader.cpp).
 #pragma once
 
 #include <atomic>
@@ -34,10 +36,18 @@ namespace sandgate::reload {
 // Which settings differ between two loads, each named `key (--flag / VARIABLE)`, in the order
 // --help lists them.
 struct SettingsChange {
-  std::vector<std::string> applied;       // policy options: the reloader applies them live
-  std::vector<std::string> need_restart;  // everything else: in force only after a restart
+  std::vector<std::string> applied;       // reloadable: the reloader applies them live
+  std::vector<std::string> need_restart;  // restart-only: in force only after a restart
 };
 SettingsChange compare_settings(const settings::Settings& before, const settings::Settings& after);
+// Takes into `in_force` every reloadable setting that differs between `before` and `after` (two
+// loads from the same sources). `applied` names them; `policy`: a policy option is among them.
+struct AppliedChange {
+  std::vector<std::string> applied;
+  bool policy = false;
+};
+AppliedChange apply_reloadable(settings::Settings& in_force, const settings::Settings& before,
+                               const settings::Settings& after);
 // The setting keys compare_settings() knows, and whether each applies live. A setting it does not
 // know is never compared (a test checks that every key of settings::all_settings() is here).
 struct ComparedSetting {
@@ -48,7 +58,11 @@ std::vector<ComparedSetting> compared_settings();
 
 class PolicyReloader {
  public:
-  using Publish = std::function<void(std::shared_ptr<const rules::Policy>)>;
+  // Receives the policy and the settings in force after a reload that changed either (the
+  // policy object is the previous one when only settings changed). Called on the watching
+  // thread.
+  using Publish = std::function<void(std::shared_ptr<const rules::Policy>,
+                                     std::shared_ptr<const settings::Settings>)>;
 
   // `sources` are the inputs the settings were loaded from; the config file is re-read with them,
   // so flags and variables keep their precedence over it. `initial` is the policy in force.
@@ -68,7 +82,7 @@ class PolicyReloader {
   void reload_all();
   // The policy most recently published (for tests and `check`-like tools). Thread-safe.
   std::shared_ptr<const rules::Policy> current() const;
-  // How many reloads have published a new policy. Thread-safe.
+  // How many reloads have published a new policy or new settings. Thread-safe.
   std::uint64_t generation() const;
   // The files read, as resolved at construction (empty: none). Thread-safe (never change).
   const std::string& blocklist_path() const { return lists_[0].path; }
@@ -100,7 +114,11 @@ class PolicyReloader {
   void reload(const std::vector<std::string>& changed, bool everything);
   // Loads one list file; returns the new set, or null to keep the last good one.
   std::shared_ptr<const rules::DomainSet> load_list(int index, std::size_t entries_in_force);
-  bool reload_config();
+  struct ConfigResult {
+    bool policy = false;    // a policy option changed: build a new Policy
+    bool settings = false;  // a reloadable setting changed: publish new settings
+  };
+  ConfigResult reload_config();
   // Warns when a configured path now leads somewhere other than the file read.
   void check_given(File& file);
   // Keeps the last good rules of `file` for `reason`; logs `message` if the reason is new.
@@ -108,8 +126,9 @@ class PolicyReloader {
             const std::string& message);
   void release(File& file);
 
-  settings::Settings settings_;  // the policy options in force (paths as configured)
-  settings::Settings started_;   // what the sources said at start: the settings in force
+  settings::Settings settings_;     // the settings in force (paths as configured)
+  settings::Settings started_;      // what the sources said at start
+  settings::Settings last_loaded_;  // what they said at the last good load
   settings::Sources sources_;    // with --config set to the resolved config file
   log::DecisionLog& log_;
   Publish publish_;

@@ -77,7 +77,7 @@ std::string unix_peer_label(int fd) {
 asio::awaitable<void> accept_loop(Worker& worker, bool unix_clients) {
   asio::steady_timer pause(worker.io);
   auto last_complaint = std::chrono::steady_clock::time_point{};
-  const std::uint32_t limit = worker.shared.settings.max_connections;
+  const std::uint32_t limit = worker.settings->max_connections;  // restart-only
   while (worker.acceptor && worker.acceptor->is_open()) {
     auto [error, socket] = co_await worker.acceptor->async_accept(use_tuple);
     if (error == asio::error::operation_aborted || !worker.acceptor->is_open()) {
@@ -141,33 +141,24 @@ void raise_descriptor_limit() {
   }
 }
 
-Expected<tcp::endpoint, std::string> parse_listen(const std::string& text) {
-  std::string address;
-  std::string port;
-  if (text.starts_with('[')) {
-    auto close = text.find(']');
-    address = text.substr(1, close - 1);
-    port = text.substr(close + 2);
-  } else {
-    auto colon = text.rfind(':');
-    address = text.substr(0, colon);
-    port = text.substr(colon + 1);
-  }
-  boost::system::error_code ec;
-  auto ip = asio::ip::make_address(address, ec);
-  if (ec) {
-    return Unexpected{"listen address '" + text + "': " + ec.message()};
-  }
-  return tcp::endpoint(ip, static_cast<std::uint16_t>(std::stoul(port)));
+// The listen setting's address as Asio's endpoint. The setting was parsed when it was loaded
+// (settings::TcpEndpoint holds a checked numeric address), so this cannot fail.
+tcp::endpoint to_endpoint(const settings::TcpEndpoint& endpoint) {
+  boost::system::error_code ignored;
+  return tcp::endpoint(asio::ip::make_address(endpoint.address, ignored), endpoint.port);
 }
 
 }  // namespace
 
 Server::Server(const settings::Settings& settings, log::DecisionLog& log,
                std::shared_ptr<const rules::Policy> policy)
-    : settings_(settings), log_(log), shared_{settings, log}, latest_policy_(policy) {
+    : settings_(settings),
+      log_(log),
+      shared_{log},
+      worker_settings_(std::make_shared<const settings::Settings>(settings)),
+      latest_policy_(policy) {
   for (unsigned i = 0; i < settings.threads; ++i) {
-    workers_.push_back(std::make_unique<Worker>(shared_, policy));
+    workers_.push_back(std::make_unique<Worker>(shared_, worker_settings_, policy));
   }
 }
 
@@ -291,8 +282,8 @@ std::uint32_t Server::open_connections() const {
 
 Expected<tcp::endpoint, std::string> Server::bind() {
   raise_descriptor_limit();
-  if (auto path = settings::unix_listen_path(settings_.listen)) {
-    auto fd = bind_unix_socket(std::string(*path));
+  if (const settings::UnixPath* socket = settings_.listen.unix_socket()) {
+    auto fd = bind_unix_socket(socket->path);
     if (!fd) {
       return Unexpected{fd.error()};
     }
@@ -300,26 +291,23 @@ Expected<tcp::endpoint, std::string> Server::bind() {
     ::close(*fd);
     return prepared;
   }
-  auto endpoint = parse_listen(settings_.listen);
-  if (!endpoint) {
-    return endpoint;
-  }
+  const tcp::endpoint endpoint = to_endpoint(*settings_.listen.tcp());
   // One listening socket; each worker accepts on its own duplicate of it. (SO_REUSEPORT would
   // let any process of the same user bind the port too and take a share of the connections.)
   boost::system::error_code ec;
   tcp::acceptor listener(control_);
-  listener.open(endpoint->protocol(), ec);
+  listener.open(endpoint.protocol(), ec);
   if (!ec) {
     listener.set_option(tcp::acceptor::reuse_address(true), ec);
   }
   if (!ec) {
-    listener.bind(*endpoint, ec);
+    listener.bind(endpoint, ec);
   }
   if (!ec) {
     listener.listen(kBacklog, ec);
   }
   if (ec) {
-    return Unexpected{"cannot listen on " + settings_.listen + ": " + ec.message()};
+    return Unexpected{"cannot listen on " + settings_.listen.text() + ": " + ec.message()};
   }
   return hand_to_workers(listener);
 }
@@ -331,7 +319,7 @@ Expected<tcp::endpoint, std::string> Server::hand_to_workers(tcp::acceptor& list
   boost::system::error_code ec;
   const int fd = listener.release(ec);
   if (ec) {
-    return Unexpected{"cannot listen on " + settings_.listen + ": " + ec.message()};
+    return Unexpected{"cannot listen on " + settings_.listen.text() + ": " + ec.message()};
   }
   auto prepared = prepare_workers(fd);
   ::close(fd);
@@ -380,12 +368,12 @@ Expected<tcp::endpoint, std::string> Server::prepare_workers(int listening_fd) {
   for (auto& worker : workers_) {
     const int fd = ::dup(listening_fd);
     if (fd < 0) {
-      return Unexpected{"cannot listen on " + settings_.listen + ": out of descriptors"};
+      return Unexpected{"cannot listen on " + settings_.listen.text() + ": out of descriptors"};
     }
     worker->acceptor.emplace(worker->io);
     worker->acceptor->assign(endpoint_.protocol(), fd, ec);
     if (ec) {
-      return Unexpected{"cannot listen on " + settings_.listen + ": " + ec.message()};
+      return Unexpected{"cannot listen on " + settings_.listen.text() + ": " + ec.message()};
     }
     try {
       worker->resolver = std::make_unique<dns::Resolver>(worker->io, dns_options);
@@ -402,16 +390,25 @@ std::shared_ptr<const rules::Policy> Server::current_policy() const {
   return latest_policy_;
 }
 
-void Server::publish(std::shared_ptr<const rules::Policy> policy) {
+void Server::publish(std::shared_ptr<const rules::Policy> policy,
+                     std::shared_ptr<const settings::Settings> settings) {
   {
     std::lock_guard lock(policy_mutex_);
     latest_policy_ = policy;
+    if (settings) {
+      worker_settings_ = settings;
+    } else {
+      settings = worker_settings_;
+    }
   }
-  const bool revoke = settings_.revoke_on_reload;
   for (auto& worker : workers_) {
     Worker* target = worker.get();
-    asio::post(target->io, [target, policy, revoke] {
-      const std::size_t closed = target->apply_policy(policy, revoke);
+    asio::post(target->io, [target, policy, settings] {
+      target->settings = settings;
+      if (target->policy == policy) {
+        return;  // only settings changed: nothing open is judged again
+      }
+      const std::size_t closed = target->apply_policy(policy, settings->revoke_on_reload);
       if (closed > 0) {
         target->shared.log.note("info", "reload: closed " + std::to_string(closed) +
                                             " open connection(s) that the new rules deny");

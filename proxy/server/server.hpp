@@ -46,8 +46,13 @@ class Server {
   // Stops accepting and starts the drain. Thread-safe; may be called before run().
   void begin_drain();
 
-  // Makes every worker decide with `policy` from its next connection on. Thread-safe.
-  void publish(std::shared_ptr<const rules::Policy> policy);
+  // Makes every worker decide with `policy`, and serve with `settings` when given, from its next
+  // request on (posted to each worker: a request in flight keeps what it started with). When the
+  // policy is new, open connections it denies are closed if the settings say revoke_on_reload.
+  // Only the reloadable settings are read from `settings` (reload/policy_reloader.cpp's table);
+  // the rest were read at start. Thread-safe.
+  void publish(std::shared_ptr<const rules::Policy> policy,
+               std::shared_ptr<const settings::Settings> settings = nullptr);
 
   // The LaunchDarkly allowlist every worker consults (nullptr: off). Call before run(); the
   // allowlist must outlive run().
@@ -78,7 +83,9 @@ class Server {
 
   const settings::Settings& settings_;
   log::DecisionLog& log_;
-  SharedState shared_;
+  session::SharedState shared_;
+  // The settings the workers start with (a reload posts newer ones to each).
+  std::shared_ptr<const settings::Settings> worker_settings_;
   boost::asio::io_context control_{1};
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;
@@ -94,7 +101,8 @@ class Server {
   std::chrono::steady_clock::time_point drain_deadline_;
   bool force_closed_ = false;
   std::unique_ptr<boost::asio::steady_timer> drain_timer_;
-  mutable std::mutex policy_mutex_;  // guards latest_policy_; taken on publish, not per connection
+  // Guards latest_policy_ and worker_settings_; taken on publish, not per connection.
+  mutable std::mutex policy_mutex_;
   std::shared_ptr<const rules::Policy> latest_policy_;
 };
 

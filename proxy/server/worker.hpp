@@ -1,107 +1,31 @@
-// A worker: one thread, one io_context, one listener (SO_REUSEPORT), and everything a session
-// needs on its path, owned per thread so that no lock is taken per connection.
+// A worker: one thread, one io_context, one duplicate of the listening socket, and the
+// per-thread state sessions use (session::WorkerContext: policy and settings snapshots,
+// resolver, pipes, counters, live connections), owned per thread so that no lock is taken per
+// connection. Sessions see only the WorkerContext part: they depend on nothing in server/.
 #pragma once
 
-#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <cstdint>
 #include <memory>
 #include <optional>
-#include <string>
 
-#include "proxy/dns/resolver.hpp"
-#include "proxy/log/decision_log.hpp"
-#include "proxy/metrics/metrics.hpp"
-#include "proxy/relay/relay.hpp"
-#include "proxy/settings/settings.hpp"
-#include "rules/host.hpp"
-#include "rules/ip_address.hpp"
-#include "rules/policy.hpp"
-
-namespace sandgate::launchdarkly {
-class RemoteAllowlist;
-}
+#include "proxy/session/worker_context.hpp"
 
 namespace sandgate::server {
 
-// What all workers share: immutable settings, the log, the LaunchDarkly client, two counters.
-struct SharedState {
-  const settings::Settings& settings;
-  log::DecisionLog& log;
-  // Set before the workers start when LAUNCHDARKLY_CLIENT_ID is given; outlives them.
-  launchdarkly::RemoteAllowlist* remote_allowlist = nullptr;
-  std::atomic<std::uint32_t> open_connections{0};
-  std::atomic<std::uint64_t> next_connection_id{1};
-};
-
-// Where a connection leads, once it leads somewhere: what a reload re-judges.
-struct Destination {
-  rules::Host host;
-  std::uint16_t port = 0;
-  // The address dialled (a name's checked answer), held to the address rules again on reload.
-  std::optional<rules::IpAddress> address;
-  bool ssh = false;  // the client spoke SSH: the SSH rules apply too
-  // For an IP destination, the name its TLS ClientHello asked for, which passed the policy too.
-  std::optional<rules::Host> tls_name;
-};
-
-// Why a reload closed a connection, for its end line. Strings, not a rules::Decision: the policy
-// the decision points into may be gone by the time the connection logs its end.
-struct Revocation {
-  std::string reason;  // the new rules' reason code
-  std::string rule;    // "file:line entry", when a list entry decided
-  std::string detail;  // the sentence
-};
-
-// A connection the worker can reach from outside its coroutine: to close it at the drain
-// deadline, and to re-judge it when the policy changes. Registered for the lifetime of a session;
-// the list is touched only on the worker's own thread.
-struct LiveConnection {
-  boost::asio::ip::tcp::socket* client = nullptr;
-  boost::asio::ip::tcp::socket* upstream = nullptr;
-  std::optional<Destination> destination;  // set while an upstream connection is open
-  std::optional<Revocation> revoked;       // set when a reload closed the connection
-  LiveConnection* prev = nullptr;
-  LiveConnection* next = nullptr;
-};
-
-// Holds an open connection's destination to `policy` again (the name's rules, the SSH rules when
-// it speaks SSH, the dialled address's rules); nothing when it is still allowed. Pure.
-std::optional<Revocation> judge_again(const rules::Policy& policy, const Destination& destination);
-
-class Worker {
- public:
-  Worker(SharedState& shared, std::shared_ptr<const rules::Policy> policy);
-
+// The worker's event loop, a base class of its own so that it is made before, and destroyed
+// after, the WorkerContext whose resolver and sockets live on it.
+struct WorkerLoop {
   boost::asio::io_context io{1};  // run by exactly one thread
-  SharedState& shared;
-  // The policy snapshot this worker decides with. Replaced (on this thread) by a posted
-  // update on reload. Every request takes the snapshot current when it arrives and decides all
-  // of its steps with it, so a decision never sees two snapshots and no request is decided with
-  // an old one.
-  std::shared_ptr<const rules::Policy> policy;
-  std::unique_ptr<dns::Resolver> resolver;
-  relay::PipePool pipes;
-  metrics::WorkerMetrics metrics;
-  std::optional<boost::asio::ip::tcp::acceptor> acceptor;
+};
 
-  // Set (on this thread) when the drain deadline has passed: every wait a session resumes from
-  // must then end the session rather than start anything new.
-  bool stopping = false;
+class Worker : public WorkerLoop, public session::WorkerContext {
+ public:
+  Worker(session::SharedState& shared, std::shared_ptr<const settings::Settings> settings,
+         std::shared_ptr<const rules::Policy> policy)
+      : session::WorkerContext(shared, std::move(settings), std::move(policy)) {}
 
-  void attach(LiveConnection& connection);
-  void detach(LiveConnection& connection);
-  // Closes every live connection's sockets (drain deadline). Worker thread only.
-  void close_all();
-  // Makes `next` the policy of this worker; when `revoke`, closes every live connection whose
-  // destination `next` denies, marking it revoked. Returns how many were closed. Worker thread.
-  std::size_t apply_policy(std::shared_ptr<const rules::Policy> next, bool revoke);
-  std::size_t live_count() const { return live_count_; }
-
- private:
-  LiveConnection* live_ = nullptr;
-  std::size_t live_count_ = 0;
+  std::optional<boost::asio::ip::tcp::acceptor> acceptor;  // this worker's listener duplicate
 };
 
 }  // namespace sandgate::server

@@ -310,7 +310,7 @@ asio::awaitable<void> serve_first_request(SessionContext& context) {
 
 }  // namespace
 
-asio::awaitable<void> serve_client(server::Worker& worker, tcp::socket socket,
+asio::awaitable<void> serve_client(WorkerContext& worker, tcp::socket socket,
                                    std::string client_label) {
   SessionContext context(worker, std::move(socket));
   if (!client_label.empty()) {
@@ -332,7 +332,7 @@ asio::awaitable<void> serve_client(server::Worker& worker, tcp::socket socket,
   }
 }
 
-asio::awaitable<void> refuse_busy(server::Worker& worker, tcp::socket client) {
+asio::awaitable<void> refuse_busy(WorkerContext& worker, tcp::socket client) {
   static const std::string reply =
       build_reply(rules::Reason::connection_limit,
                   "the gate is serving its maximum number of connections; try again shortly.");

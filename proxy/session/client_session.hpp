@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/server/worker.hpp"
+#include "proxy/session/worker_context.hpp"
 #include "proxy/session/handlers.hpp"
 
 namespace sandgate::session {
@@ -20,12 +20,12 @@ namespace sandgate::session {
 // SharedState::open_connections; the session uncounts it when it ends. `client_label`, when not
 // empty, names the client in the log instead of its address (unix socket clients: "uid:1000").
 // Never throws.
-boost::asio::awaitable<void> serve_client(server::Worker& worker,
+boost::asio::awaitable<void> serve_client(WorkerContext& worker,
                                           boost::asio::ip::tcp::socket client,
                                           std::string client_label = {});
 
 // Answers a client beyond the connection limit with 503, logs and counts it, and closes it.
-boost::asio::awaitable<void> refuse_busy(server::Worker& worker,
+boost::asio::awaitable<void> refuse_busy(WorkerContext& worker,
                                          boost::asio::ip::tcp::socket client);
 
 // ---- Client authentication (SANDGATE_TOKEN) ----

@@ -236,7 +236,7 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   const std::string upstream_address = to_text(dial.endpoint);
   const std::string rule = rules::rule_text(decision);
 
-  server::Destination destination;
+  Destination destination;
   destination.host = host;
   destination.port = port;
   if (!host.is_ip()) {
@@ -332,7 +332,7 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   }
   // 8. Hand the sockets to a TunnelSession and let this coroutine (and its caller) finish, so a
   // long-lived tunnel holds no coroutine frames.
-  server::Destination registered = std::move(*context.live.destination);
+  Destination registered = std::move(*context.live.destination);
   context.live.destination.reset();
   TunnelSession::start(context, display, std::move(registered), early_bytes, watch_for_ssh);
 }

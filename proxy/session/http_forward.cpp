@@ -621,7 +621,7 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   }
   // Registered while the upstream is open, so that a reload can judge it again; judged first by
   // the rules now in force if a reload came during the waits above.
-  server::Destination destination;
+  Destination destination;
   destination.host = host;
   destination.port = port;
   destination.address = upstream.dialled;

@@ -23,12 +23,13 @@ void remember_denial(metrics::WorkerMetrics& metrics, const log::Record& record)
 
 }  // namespace
 
-SessionContext::SessionContext(server::Worker& w, boost::asio::ip::tcp::socket socket)
+SessionContext::SessionContext(WorkerContext& w, boost::asio::ip::tcp::socket socket)
     : worker(w),
       client(std::move(socket)),
       upstream(client.get_executor()),
       id(w.shared.next_connection_id.fetch_add(1, std::memory_order_relaxed)),
-      policy(w.policy) {
+      policy(w.policy),
+      settings_snapshot(w.settings) {
   boost::system::error_code ec;
   auto peer = client.remote_endpoint(ec);
   client_address = ec ? std::string("unknown") : to_text(peer);
@@ -77,10 +78,10 @@ void SessionContext::record_internal_error(std::string_view what) {
   record_end_without_request(rules::Reason::internal_error, "error", detail);
 }
 
-std::optional<server::Revocation> SessionContext::register_destination(
-    server::Destination destination) {
+std::optional<Revocation> SessionContext::register_destination(
+    Destination destination) {
   if (settings().revoke_on_reload && worker.policy != policy) {
-    if (auto revocation = server::judge_again(*worker.policy, destination)) {
+    if (auto revocation = judge_again(*worker.policy, destination)) {
       return revocation;
     }
   }
@@ -150,7 +151,7 @@ void SessionContext::record_shutting_down(std::string_view method, std::string_v
 
 void SessionContext::record_revoked(std::string_view method, std::uint64_t bytes_up,
                                     std::uint64_t bytes_down) {
-  const server::Revocation& why = *live.revoked;
+  const Revocation& why = *live.revoked;
   const std::string host = live.destination ? live.destination->host.display() : "-";
   const std::uint16_t port = live.destination ? live.destination->port : 0;
   log::Record end;
@@ -169,7 +170,7 @@ void SessionContext::record_revoked(std::string_view method, std::uint64_t bytes
   record_late_denial(worker, end, revocation_reason(why));
 }
 
-void record_late_denial(server::Worker& worker, log::Record line, rules::Reason reason) {
+void record_late_denial(WorkerContext& worker, log::Record line, rules::Reason reason) {
   const rules::ReasonInfo& row = rules::reason_info(reason);
   line.verdict = rules::verdict_name(row.verdict);
   line.reason = row.code;
@@ -181,7 +182,7 @@ void record_late_denial(server::Worker& worker, log::Record line, rules::Reason 
   remember_denial(metrics, line);
 }
 
-rules::Reason revocation_reason(const server::Revocation& revocation) {
+rules::Reason revocation_reason(const Revocation& revocation) {
   return rules::find_reason(revocation.reason).value_or(rules::Reason::internal_error);
 }
 

@@ -9,19 +9,19 @@
 #include <string>
 
 #include "proxy/log/decision_log.hpp"
-#include "proxy/server/worker.hpp"
+#include "proxy/session/worker_context.hpp"
 #include "rules/policy.hpp"
 #include "rules/reason.hpp"
 
 namespace sandgate::session {
 
 struct SessionContext {
-  SessionContext(server::Worker& w, boost::asio::ip::tcp::socket socket);
+  SessionContext(WorkerContext& w, boost::asio::ip::tcp::socket socket);
   ~SessionContext();
   SessionContext(const SessionContext&) = delete;
   SessionContext& operator=(const SessionContext&) = delete;
 
-  server::Worker& worker;
+  WorkerContext& worker;
   boost::asio::ip::tcp::socket client;
   boost::asio::ip::tcp::socket upstream;
   std::uint64_t id;
@@ -31,17 +31,27 @@ struct SessionContext {
   // begin_request(), and decides all of its steps with it.
   std::shared_ptr<const rules::Policy> policy;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-  server::LiveConnection live;
+  LiveConnection live;
   // Set when an established tunnel took over the sockets and the connection's count.
   bool handed_off = false;
+  // The settings snapshot; see settings().
+  std::shared_ptr<const settings::Settings> settings_snapshot;
+  std::uint32_t requests_begun = 0;
 
-  // Takes the worker's current policy for the request that has just arrived.
-  void begin_request() { policy = worker.policy; }
+  // Takes the worker's current policy for the request that has just arrived, and for a later
+  // request of a kept-alive connection its current settings too (the first request keeps those
+  // taken when the connection was accepted: its head was read and its token checked with them).
+  void begin_request() {
+    policy = worker.policy;
+    if (requests_begun++ > 0) {
+      settings_snapshot = worker.settings;
+    }
+  }
   // Registers where the connection now leads, for reloads to judge; first judges it with the
   // rules in force now if a reload came while the request was being set up (its waits for
   // LaunchDarkly, DNS or the connect). Returns the revocation when those rules deny it; then
   // nothing is registered and the caller refuses the request.
-  std::optional<server::Revocation> register_destination(server::Destination destination);
+  std::optional<Revocation> register_destination(Destination destination);
   // After a wait: true when the connection can go on. Otherwise the drain or a reload closed it
   // while it waited, and the line saying so has been written (shutting-down, or revoked).
   bool still_wanted(std::string_view method, std::string_view host, std::uint16_t port);
@@ -53,7 +63,9 @@ struct SessionContext {
   // starting anything new (its sockets have been closed).
   bool stopping() const { return worker.stopping; }
 
-  const settings::Settings& settings() const { return worker.shared.settings; }
+  // The settings the request being served started with (token, timeouts, SNI check, ...): a
+  // reload posts new ones to the worker, which the next request takes in begin_request().
+  const settings::Settings& settings() const { return *settings_snapshot; }
   log::DecisionLog& log() const { return worker.shared.log; }
   double elapsed_ms() const;
 
@@ -87,11 +99,11 @@ std::string to_text(const boost::asio::ip::tcp::endpoint& endpoint);
 // SSH client refused in an established tunnel) and counts it as a denial, in the worker's
 // counters and /denials. The line's verdict and reason code are `reason`'s row. For sessions and
 // established tunnels, on the worker's thread.
-void record_late_denial(server::Worker& worker, log::Record line, rules::Reason reason);
+void record_late_denial(WorkerContext& worker, log::Record line, rules::Reason reason);
 
-// The reason of a reload's revocation, which carries it as its code (server::Revocation must
+// The reason of a reload's revocation, which carries it as its code (Revocation must
 // outlive the policy it came from). Every such code came from the table; internal_error if one
 // did not.
-rules::Reason revocation_reason(const server::Revocation& revocation);
+rules::Reason revocation_reason(const Revocation& revocation);
 
 }  // namespace sandgate::session

@@ -6,7 +6,7 @@
 namespace sandgate::session {
 
 void TunnelSession::start(SessionContext& context, std::string host,
-                          server::Destination destination, std::uint64_t early_bytes,
+                          Destination destination, std::uint64_t early_bytes,
                           bool watch_for_ssh) {
   auto* session = new TunnelSession(context, std::move(host), std::move(destination), early_bytes);
   if (watch_for_ssh) {
@@ -18,7 +18,7 @@ void TunnelSession::start(SessionContext& context, std::string host,
 }
 
 TunnelSession::TunnelSession(SessionContext& context, std::string host,
-                             server::Destination destination, std::uint64_t early_bytes)
+                             Destination destination, std::uint64_t early_bytes)
     : worker_(context.worker),
       client_(std::move(context.client)),
       upstream_(std::move(context.upstream)),
@@ -56,7 +56,7 @@ relay::FirstBytesVerdict TunnelSession::judge_first_bytes(std::string_view bytes
     return relay::FirstBytesVerdict::need_more;  // "S", "SS", "SSH": could still be SSH
   }
   // SSH (or a client that stopped on a prefix of it: the stricter reading).
-  const server::Destination& destination = *live_.destination;
+  const Destination& destination = *live_.destination;
   const rules::Policy& policy = *worker_.policy;
   const rules::Decision decision = policy.decide_ssh(destination.host);
   if (decision.allowed()) {
@@ -82,7 +82,7 @@ void TunnelSession::log_end(std::string_view outcome, const relay::Result& resul
   end.duration_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_)
           .count();
-  const server::Revocation* why = live_.revoked ? &*live_.revoked : nullptr;
+  const Revocation* why = live_.revoked ? &*live_.revoked : nullptr;
   if (why != nullptr) {
     end.rule = why->rule;
     end.detail = why->detail;

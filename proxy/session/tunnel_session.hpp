@@ -14,7 +14,6 @@
 #include <string>
 
 #include "proxy/relay/tunnel_relay.hpp"
-#include "proxy/server/worker.hpp"
 #include "proxy/session/session_context.hpp"
 
 namespace sandgate::session {
@@ -25,21 +24,21 @@ class TunnelSession {
   // must not touch them afterwards) and starts relaying. `watch_for_ssh`: no byte of the client
   // has been seen yet, so the relay looks at its first bytes and holds an SSH client to the SSH
   // rules (of the policy in force when they arrive). Worker thread only.
-  static void start(SessionContext& context, std::string host, server::Destination destination,
+  static void start(SessionContext& context, std::string host, Destination destination,
                     std::uint64_t early_bytes, bool watch_for_ssh);
 
  private:
-  TunnelSession(SessionContext& context, std::string host, server::Destination destination,
+  TunnelSession(SessionContext& context, std::string host, Destination destination,
                 std::uint64_t early_bytes);
   ~TunnelSession();
   relay::FirstBytesVerdict judge_first_bytes(std::string_view bytes, bool final);
   void on_done(relay::Result result);
   void log_end(std::string_view outcome, const relay::Result& result);
 
-  server::Worker& worker_;
+  WorkerContext& worker_;
   boost::asio::ip::tcp::socket client_;
   boost::asio::ip::tcp::socket upstream_;
-  server::LiveConnection live_;
+  LiveConnection live_;
   std::uint64_t id_;
   std::string client_address_;
   std::string host_;

@@ -9,7 +9,13 @@
 // the value. Booleans accept true/false, 1/0, yes/no, on/off in any case.
 //
 // Loading is pure computation over the inputs given (plus reading the config file), so tests can
-// drive it with a fake environment. Not thread-safe while loading; the result is a plain value.
+// drive it with a fake environment. The result is a plain value, typed: addresses are parsed
+// into endpoint types once, here. Each default is written once, in the struct below; --help
+// shows a default-built Settings (setting_table.cpp).
+//
+// The files: settings.cpp (load(): the sources in precedence order, checks across settings),
+// setting_table.cpp (the table: names, help, show, apply), value_parsers.cpp (values and
+// endpoints), config_file.cpp (the TOML file), usable_cpus.cpp (the default thread count).
 #pragma once
 
 #include <chrono>
@@ -21,8 +27,10 @@
 #include <string_view>
 #include <vector>
 
+#include "proxy/settings/endpoint.hpp"
 #include "rules/expected.hpp"
 #include "rules/policy.hpp"
+#include "sandbox-profile/sandbox_options.hpp"
 
 namespace sandgate::settings {
 
@@ -50,7 +58,7 @@ inline constexpr std::uint16_t kDefaultPort = 9877;
 struct Settings {
   // Policy (rules/).
   rules::PolicyOptions policy;
-  std::string blocklist_path;   // absolute, `~` expanded
+  std::string blocklist_path = "~/.config/goose/sandbox/blocked.txt";  // load(): `~` expanded
   bool blocklist_is_default = true;  // the default path: created from the template if absent
   std::string allowlist_path;   // empty: no allowlist mode
   bool sni_check = true;        // inspect the ClientHello of tunnels to TLS ports
@@ -60,10 +68,8 @@ struct Settings {
   // follow the new rules.
   bool revoke_on_reload = true;
 
-  // The sandbox profile (sandgate run / profile).
-  bool protect_files = true;
-  bool block_raw_sockets = true;
-  bool block_tunneling = true;
+  // The sandbox (sandgate run / profile): its own settings, in its own type.
+  sandbox::SandboxSettings sandbox;
 
   // LaunchDarkly remote allowlist.
   std::string launchdarkly_client_id;  // empty: off
@@ -82,7 +88,7 @@ struct Settings {
 
   // The daemon.
   // `ADDR:PORT`, `[V6]:PORT`, or `unix:/absolute/path` (a unix stream socket, mode 0600).
-  std::string listen = "127.0.0.1:" + std::to_string(kDefaultPort);
+  ListenAddress listen{TcpEndpoint{"127.0.0.1", kDefaultPort}};
   bool allow_remote_clients = false;
   std::string port_file;
   // Client authentication for shared machines: when non-empty, every request must carry
@@ -92,7 +98,7 @@ struct Settings {
   unsigned threads = 0;  // 0: one per CPU this process may use (usable_cpus())
   std::string threads_note;  // why `threads` is what it is, for the start-up log
   std::chrono::seconds drain{10};
-  std::vector<std::string> dns_servers;
+  std::vector<TcpEndpoint> dns_servers;  // empty: the system's (a bare address means port 53)
   std::chrono::seconds dns_timeout{5};
   std::uint32_t dns_cache_size = 4096;          // names per worker; 0: no DNS cache
   std::chrono::seconds dns_max_ttl{300};       // cap on a positive answer's TTL
@@ -104,7 +110,7 @@ struct Settings {
   LogFormat log_format = LogFormat::text;
   LogLevel log_level = LogLevel::info;
   std::string log_file;
-  std::string admin;  // admin listener ADDR:PORT; empty: off
+  std::optional<TcpEndpoint> admin;  // the admin listener; none: off
 
   std::string config_path;  // the TOML file read, if any
 };
@@ -114,7 +120,7 @@ struct SettingInfo {
   std::string_view key;           // TOML key, e.g. "allow_ip"
   std::string_view flag;          // "--allow-ip"
   std::string_view env;           // "GOOSE_SANDBOX_ALLOW_IP"
-  std::string_view default_text;  // "false"
+  std::string_view default_text;  // "false": a default-built Settings, shown
   std::string_view help;          // one line
   bool boolean;                   // a flag without a value means true
 };
@@ -135,9 +141,6 @@ std::optional<std::string> process_env(std::string_view name);
 
 // Loads and checks every setting. On failure, the message names the source and the value.
 Expected<Settings, std::string> load(const Sources& sources);
-
-// The socket path of a `unix:PATH` listen setting, or nothing for an IP listen address.
-std::optional<std::string_view> unix_listen_path(std::string_view listen);
 
 // The CPUs this process may run on: the affinity mask, capped by a cgroup v2 CPU quota (as Go's
 // runtime counts them); at least 1. `why` says which limit decided, for the log.

@@ -20,13 +20,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include "proxy/admin/admin_server.hpp"
-#include "proxy/commands/serve.hpp"
 #include "proxy/metrics/prometheus.hpp"
 #include "proxy/reload/policy_reloader.hpp"
 #include "tests/fakes/tcp_origin.hpp"
@@ -55,19 +55,14 @@ double sample_value(const std::string& body, const std::string& name) {
 
 TEST(AdminEndpoint, CountsDecisionsBytesAndDenials) {
   fakes::TcpOrigin origin;
-  TestProxy proxy("evil.test\n", [](settings::Settings& s) { s.policy.block_loopback = false; });
+  // The gate's own admin endpoint, as `serve --admin 127.0.0.1:0` starts it.
+  TestProxy proxy("evil.test\n", [](settings::Settings& s) {
+    s.policy.block_loopback = false;
+    s.admin = settings::TcpEndpoint{"127.0.0.1", 0};
+  });
   proxy.dns().set("origin.test", {"127.0.0.1"});
-  auto log = log::DecisionLog::open(settings::LogFormat::json, proxy.folder() + "/r.log");
-  reload::PolicyReloader reloader(proxy.settings(), settings::Sources{}, **log,
-                                  proxy.server().current_policy(),
-                                  [](std::shared_ptr<const rules::Policy>) {});
-  admin::AdminHandlers handlers;
-  handlers.metrics = [&] { return commands::render_metrics(proxy.server(), reloader); };
-  handlers.denials = [&] { return metrics::render_denials_json(proxy.server().worker_metrics()); };
-  handlers.ready = [&] { return proxy.server().accepting(); };
-  admin::AdminServer admin(handlers);
-  auto address = admin.start("127.0.0.1:0");
-  ASSERT_TRUE(address) << address.error();
+  const std::optional<std::string> address = proxy.gate().admin_address();
+  ASSERT_FALSE(address->empty());
 
   // Known traffic: two denials, one tunnel carrying 1000 bytes each way.
   for (int i = 0; i < 2; ++i) {
@@ -116,18 +111,22 @@ TEST(AdminEndpoint, CountsDecisionsBytesAndDenials) {
 
 TEST(AdminEndpoint, RefusesNonLoopbackAddresses) {
   admin::AdminServer admin(admin::AdminHandlers{});
-  auto bound = admin.start("0.0.0.0:0");
+  auto bound = admin.start({"0.0.0.0", 0});
   ASSERT_FALSE(bound);
   EXPECT_NE(bound.error().find("not loopback"), std::string::npos);
 }
 
+// The admin address is parsed once, with the settings: a malformed one is a start-up error that
+// names the flag.
 TEST(AdminEndpoint, RefusesMalformedAddresses) {
   for (const char* listen : {"127.0.0.1", "127.0.0.1:", "127.0.0.1:http", "127.0.0.1:65536",
                              "[::1]", "[::1]x1", "[::1"}) {
-    admin::AdminServer admin(admin::AdminHandlers{});
-    auto bound = admin.start(listen);
-    ASSERT_FALSE(bound) << listen;
-    EXPECT_NE(bound.error().find("is not ADDR:PORT"), std::string::npos) << bound.error();
+    settings::Sources sources;
+    sources.flags.emplace("--admin", listen);
+    sources.home = "/nonexistent-home";
+    auto loaded = settings::load(sources);
+    ASSERT_FALSE(loaded) << listen;
+    EXPECT_EQ(loaded.error().rfind("--admin=", 0), 0u) << loaded.error();
   }
 }
 
@@ -174,7 +173,7 @@ TEST(AdminEndpoint, NonUtf8HostsKeepTheJsonLogAndDenialsValid) {
   handlers.denials = [&] { return metrics::render_denials_json(proxy.server().worker_metrics()); };
   handlers.ready = [] { return true; };
   admin::AdminServer admin(handlers);
-  auto address = admin.start("127.0.0.1:0");
+  auto address = admin.start({"127.0.0.1", 0});
   ASSERT_TRUE(address) << address.error();
 
   // Not UTF-8 at all, a surrogate, an overlong '/', a sequence cut short, a C1 control.
@@ -250,7 +249,7 @@ class TestAdmin {
       notes_.emplace_back(text);
     };
     server_ = std::make_unique<admin::AdminServer>(std::move(handlers), limits);
-    auto bound = server_->start("127.0.0.1:0");
+    auto bound = server_->start({"127.0.0.1", 0});
     if (!bound) {
       throw std::runtime_error(bound.error());
     }

@@ -280,7 +280,7 @@ TEST(ConnectRelay, UpstreamResetResetsClientWithoutInjectedBytes) {
 TEST(ConnectRelay, Ipv6ClientAndOrigin) {
   TcpOrigin origin(TcpOrigin::Mode::echo, TcpOrigin::Family::v6);
   TestProxy proxy("", [](settings::Settings& s) {
-    s.listen = "[::1]:0";
+    s.listen = settings::ListenAddress{settings::TcpEndpoint{"::1", 0}};
     s.policy.block_loopback = false;
     s.policy.allow_ip = true;
   });

@@ -4,16 +4,20 @@
 // read by the path resolved at start-up: a symlink re-pointed later changes nothing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "config/embedded_defaults.hpp"
 #include "proxy/reload/policy_reloader.hpp"
+#include "proxy/settings/settings.hpp"
 #include "tests/integration/harness/test_client.hpp"
 #include "tests/integration/harness/test_proxy.hpp"
 
@@ -26,13 +30,6 @@ using namespace std::chrono_literals;
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
   out << text;
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 std::size_t count_of(const std::string& text, const std::string& needle) {
@@ -62,19 +59,13 @@ bool becomes(std::uint16_t port, const std::string& host, int status,
   return status_of(port, host) == status;
 }
 
-// A running proxy with a reloader that publishes into it, and a guard thread that keeps asking
+// A running gate, whose reloader publishes into its workers, and a guard thread that keeps asking
 // about a domain blocked before and after every change: it must never be allowed.
 class ReloadTest : public ::testing::Test {
  protected:
   void start(const std::string& initial = "stable.test\nold.test\n",
              std::function<void(settings::Settings&)> configure = {}) {
     proxy_ = std::make_unique<TestProxy>(initial, configure);
-    reloader_ = std::make_unique<reload::PolicyReloader>(
-        proxy_->settings(), settings::Sources{}, *log_sink(), proxy_->server().current_policy(),
-        [this](std::shared_ptr<const rules::Policy> policy) {
-          proxy_->server().publish(std::move(policy));
-        });
-    reloader_->start();
     guard_ = std::thread([this] {
       while (!stop_guard_) {
         const int status = status_of(proxy_->port(), "www.stable.test");
@@ -98,25 +89,16 @@ class ReloadTest : public ::testing::Test {
         << "a domain blocked before and after the change was allowed in between";
     EXPECT_GT(guard_checks_.load(), 0);
     if (HasFailure()) {
-      std::ifstream in(proxy_->folder() + "/reload.log");
-      std::cerr << "reload log:\n" << in.rdbuf() << "\n";
+      std::cerr << "gate log:\n" << reload_log() << "\n";
     }
-    reloader_.reset();
     proxy_.reset();
   }
 
-  log::DecisionLog* log_sink() {
-    if (!log_) {
-      auto opened =
-          log::DecisionLog::open(settings::LogFormat::json, proxy_->folder() + "/reload.log");
-      log_ = std::move(opened.value());
-    }
-    return log_.get();
-  }
-
+  reload::PolicyReloader& reloader() { return proxy_->gate().reloader(); }
   std::string blocklist() const { return proxy_->settings().blocklist_path; }
   std::uint16_t port() const { return proxy_->port(); }
-  std::string reload_log() const { return read_all(proxy_->folder() + "/reload.log"); }
+  // The gate's log: the reloader writes its notes there, as in `serve`.
+  std::string reload_log() const { return proxy_->log_text(); }
   // Waits until the reload log holds `text` (up to 5 s: a truncate(2) without a close makes the
   // watcher wait up to 2 s for the writer it assumes).
   bool log_says(const std::string& text) const {
@@ -130,8 +112,6 @@ class ReloadTest : public ::testing::Test {
   }
 
   std::unique_ptr<TestProxy> proxy_;
-  std::unique_ptr<log::DecisionLog> log_;
-  std::unique_ptr<reload::PolicyReloader> reloader_;
   std::thread guard_;
   std::atomic<bool> stop_guard_{false};
   std::atomic<int> guard_failures_{0};
@@ -234,20 +214,16 @@ TEST_F(ReloadTest, FileReplacedBySymlinkIsNotFollowed) {
 }
 
 TEST_F(ReloadTest, FolderDeletedAndRestored) {
-  start("stable.test\n");
-  // Move the blocklist into a folder of its own, then restart the reloader on it.
-  const std::string folder = proxy_->folder() + "/rules";
-  fs::create_directories(folder);
-  const std::string path = folder + "/blocked.txt";
-  write_file(path, "stable.test\nold.test\n");
-  proxy_->settings().blocklist_path = path;
-  reloader_ = std::make_unique<reload::PolicyReloader>(
-      proxy_->settings(), settings::Sources{}, *log_sink(), proxy_->server().current_policy(),
-      [this](std::shared_ptr<const rules::Policy> policy) {
-        proxy_->server().publish(std::move(policy));
-      });
-  reloader_->start();
-  reloader_->reload_all();
+  // The blocklist in a folder of its own.
+  std::string folder;
+  std::string path;
+  start("stable.test\n", [&](settings::Settings& s) {
+    folder = fs::path(s.blocklist_path).parent_path().string() + "/rules";
+    fs::create_directories(folder);
+    path = folder + "/blocked.txt";
+    write_file(path, "stable.test\nold.test\n");
+    s.blocklist_path = path;
+  });
   ASSERT_TRUE(becomes(port(), "old.test", 403));
 
   fs::remove_all(folder);
@@ -260,13 +236,13 @@ TEST_F(ReloadTest, FolderDeletedAndRestored) {
 
 TEST_F(ReloadTest, ForcedReloadOfEverything) {
   start();
-  const auto before = reloader_->generation();
-  reloader_->reload_all();
+  const auto before = reloader().generation();
+  proxy_->gate().reload();
   const auto deadline = std::chrono::steady_clock::now() + 1s;
-  while (reloader_->generation() == before && std::chrono::steady_clock::now() < deadline) {
+  while (reloader().generation() == before && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(10ms);
   }
-  EXPECT_GT(reloader_->generation(), before);
+  EXPECT_GT(reloader().generation(), before);
   EXPECT_EQ(status_of(port(), "old.test"), 403);
 }
 
@@ -282,14 +258,14 @@ TEST_F(ReloadTest, TruncatedInPlaceKeepsTheRulesAndWarnsOnce) {
   EXPECT_TRUE(log_says("keeping the last good rules (2 entries)"));
   // Read again and again while still empty (a forced reload each time, as SIGHUP does; a
   // touch that changes nothing is not even read): no second warning.
-  const auto failed = reloader_->blocklist_counts().failed.load();
+  const auto failed = reloader().blocklist_counts().failed.load();
   for (int round = 1; round <= 2; ++round) {
-    reloader_->reload_all();
-    for (int i = 0; i < 100 && reloader_->blocklist_counts().failed.load() < failed + round; ++i) {
+    proxy_->gate().reload();
+    for (int i = 0; i < 100 && reloader().blocklist_counts().failed.load() < failed + round; ++i) {
       std::this_thread::sleep_for(10ms);
     }
   }
-  EXPECT_EQ(reloader_->blocklist_counts().failed.load(), failed + 2) << "not read again";
+  EXPECT_EQ(reloader().blocklist_counts().failed.load(), failed + 2) << "not read again";
   EXPECT_EQ(status_of(port(), "old.test"), 403);
   EXPECT_EQ(count_of(reload_log(), "is empty (0 bytes)"), 1u) << reload_log();
   // Written again: applied; emptied again: a new episode, a new warning.
@@ -378,15 +354,7 @@ TEST(ReloadStartUp, EmptyListAtStartUpIsEmptyWithAWarning) {
     s.allowlist_path = fs::path(s.blocklist_path).parent_path().string() + "/allow.txt";
     write_file(s.allowlist_path, "");
   });
-  const std::string log_path = proxy.folder() + "/r.log";
-  auto opened = log::DecisionLog::open(settings::LogFormat::json, log_path);
-  reload::PolicyReloader reloader(proxy.settings(), settings::Sources{}, **opened,
-                                  proxy.server().current_policy(),
-                                  [&proxy](std::shared_ptr<const rules::Policy> policy) {
-                                    proxy.server().publish(std::move(policy));
-                                  });
-  reloader.start();
-  const std::string log = read_all(log_path);
+  const std::string log = proxy.log_text();
   EXPECT_NE(log.find("blocklist " + proxy.settings().blocklist_path +
                      " is empty (0 bytes): starting with an empty blocklist"),
             std::string::npos)
@@ -401,10 +369,10 @@ TEST(ReloadStartUp, EmptyListAtStartUpIsEmptyWithAWarning) {
   EXPECT_TRUE(becomes(proxy.port(), "any.test", 502));
   { std::ofstream truncate(proxy.settings().allowlist_path, std::ios::trunc); }
   const std::string warning = "allowlist " + proxy.settings().allowlist_path + " is empty (0 bytes)";
-  for (int i = 0; i < 300 && count_of(read_all(log_path), warning) < 2; ++i) {
+  for (int i = 0; i < 300 && count_of(proxy.log_text(), warning) < 2; ++i) {
     std::this_thread::sleep_for(10ms);
   }
-  EXPECT_EQ(count_of(read_all(log_path), warning), 2u) << read_all(log_path);
+  EXPECT_EQ(count_of(proxy.log_text(), warning), 2u) << proxy.log_text();
   EXPECT_EQ(status_of(proxy.port(), "any.test"), 502);
 }
 
@@ -430,7 +398,7 @@ TEST_F(ReloadTest, SymlinkedFolderRepointedAfterStartChangesNothing) {
     s.allowlist_path = given;
   });
   const std::string real = fs::canonical(real_folder + "/allow.txt").string();
-  EXPECT_EQ(reloader_->allowlist_path(), real);
+  EXPECT_EQ(reloader().allowlist_path(), real);
   EXPECT_TRUE(log_says("allowlist " + real + " (resolved from " + given + ")")) << reload_log();
   ASSERT_EQ(status_of(port(), "allowed.test"), 502);
   ASSERT_EQ(status_of(port(), "evil.test"), 403);
@@ -441,7 +409,7 @@ TEST_F(ReloadTest, SymlinkedFolderRepointedAfterStartChangesNothing) {
   write_file(evil_folder + "/allow.txt", "allowed.test\nstable.test\nevil.test\nmore-evil.test\n");
   EXPECT_TRUE(log_says("allowlist " + given + " now leads to " + evil_folder + "/allow.txt"))
       << reload_log();
-  reloader_->reload_all();  // a SIGHUP (the command may send one) does not resolve again
+  proxy_->gate().reload();  // a SIGHUP (the command may send one) does not resolve again
   std::this_thread::sleep_for(700ms);
   EXPECT_EQ(status_of(port(), "evil.test"), 403) << "the re-pointed folder's list was read";
   EXPECT_EQ(status_of(port(), "more-evil.test"), 403);
@@ -482,22 +450,57 @@ TEST_F(ReloadTest, SymlinkedBlocklistFolderRepointedChangesNothing) {
 namespace sandgate::testing {
 namespace {
 
+// A gate started as `serve` starts one: with the settings loaded from `sources` (which name the
+// config file), the test's own listener, blocklist, DNS and log kept.
+std::unique_ptr<TestProxy> gate_with_config(const std::string& blocklist_text,
+                                            settings::Sources sources) {
+  return std::make_unique<TestProxy>(
+      blocklist_text,
+      [sources](settings::Settings& s) {
+        auto loaded = settings::load(sources);
+        if (!loaded) {
+          throw std::runtime_error(loaded.error());
+        }
+        settings::Settings test = s;
+        s = std::move(*loaded);
+        s.listen = test.listen;
+        s.threads = test.threads;
+        s.blocklist_path = test.blocklist_path;
+        s.blocklist_is_default = false;
+        s.dns_servers = test.dns_servers;
+        s.log_format = test.log_format;
+        s.log_file = test.log_file;
+        s.drain = test.drain;
+      },
+      sources);
+}
+
+// A folder for a test's config file, made before the gate that reads it.
+std::string config_folder() {
+  char pattern[] = "/tmp/sandgate-config-XXXXXX";
+  if (::mkdtemp(pattern) == nullptr) {
+    throw std::runtime_error("mkdtemp failed");
+  }
+  return pattern;
+}
+
+struct FolderRemover {
+  std::string folder;
+  ~FolderRemover() {
+    std::error_code ignored;
+    fs::remove_all(folder, ignored);
+  }
+};
+
 TEST(ReloadConfig, PolicySettingsInTheConfigFileApplyLive) {
-  TestProxy proxy("stable.test\n");
-  const std::string config = proxy.folder() + "/sandgate.toml";
+  FolderRemover folder{config_folder()};
+  const std::string config = folder.folder + "/sandgate.toml";
   write_file(config, "allow_ssh = true\n");
   settings::Sources sources;
   sources.flags.emplace("--config", config);
-  sources.home = proxy.folder();
-  auto base = settings::load(sources);
-  ASSERT_TRUE(base) << base.error();
-  base->blocklist_path = proxy.settings().blocklist_path;
-  auto opened = log::DecisionLog::open(settings::LogFormat::json, proxy.folder() + "/r.log");
-  reload::PolicyReloader reloader(*base, sources, **opened, proxy.server().current_policy(),
-                                  [&proxy](std::shared_ptr<const rules::Policy> policy) {
-                                    proxy.server().publish(std::move(policy));
-                                  });
-  reloader.start();
+  sources.home = folder.folder;
+  auto gate = gate_with_config("stable.test\n", sources);
+  TestProxy& proxy = *gate;
   TestClient before(proxy.port());
   EXPECT_EQ(send_connect(before, "github.com:22").status, 502);  // allowed; the name is unknown
 
@@ -520,77 +523,191 @@ TEST(ReloadConfig, PolicySettingsInTheConfigFileApplyLive) {
   // So does an emptied one: it would reset every setting it held to its default.
   { std::ofstream truncate(config, std::ios::trunc); }
   const std::string warning = "config " + config + " is empty (0 bytes)";
-  for (int i = 0; i < 300 && count_of(read_all(proxy.folder() + "/r.log"), warning) == 0; ++i) {
+  for (int i = 0; i < 300 && count_of(proxy.log_text(), warning) == 0; ++i) {
     std::this_thread::sleep_for(10ms);
   }
-  EXPECT_EQ(count_of(read_all(proxy.folder() + "/r.log"), warning), 1u)
-      << read_all(proxy.folder() + "/r.log");
+  EXPECT_EQ(count_of(proxy.log_text(), warning), 1u) << proxy.log_text();
   TestClient emptied(proxy.port());
   EXPECT_EQ(send_connect(emptied, "github.com:22").status, 403);
 }
 
-// A changed setting the reloader cannot apply is named, by key, flag and variable; the policy
-// part still applies; a setting a flag overrides is not reported; a secret is never echoed.
-TEST(ReloadConfig, ChangedSettingsThatNeedARestartAreNamed) {
-  TestProxy proxy("stable.test\n");
-  const std::string config = proxy.folder() + "/sandgate.toml";
+// A config reload applies every reloadable setting that changed and names each restart-only one
+// that changed in a warning (key, flag, variable and file); a setting a flag overrides is not
+// reported; a secret is never echoed.
+TEST(ReloadConfig, ReloadableSettingsApplyAndRestartOnlyOnesAreNamed) {
+  FolderRemover folder{config_folder()};
+  const std::string config = folder.folder + "/sandgate.toml";
   write_file(config, "allow_ssh = true\nsni_check = true\nthreads = 2\n");
   settings::Sources sources;
   sources.flags.emplace("--config", config);
   sources.flags.emplace("--head-timeout", "7");  // a flag wins over the file
-  sources.home = proxy.folder();
-  auto base = settings::load(sources);
-  ASSERT_TRUE(base) << base.error();
-  base->blocklist_path = proxy.settings().blocklist_path;
-  const std::string log_path = proxy.folder() + "/r.log";
-  auto opened = log::DecisionLog::open(settings::LogFormat::json, log_path);
-  reload::PolicyReloader reloader(*base, sources, **opened, proxy.server().current_policy(),
-                                  [&proxy](std::shared_ptr<const rules::Policy> policy) {
-                                    proxy.server().publish(std::move(policy));
-                                  });
-  reloader.start();
+  sources.home = folder.folder;
+  auto gate = gate_with_config("stable.test\n", sources);
+  TestProxy& proxy = *gate;
 
   const std::string token = "s3cret-token-value-1234";
   write_file(config, "allow_ssh = false\nsni_check = false\nthreads = 3\n"
                      "tls_ports = [443, 8443]\nhead_timeout = 30\ntoken = \"" + token + "\"\n");
-  const std::string expected =
+  const std::string applied =
       "reloaded " + config +
-      ": applied allow_ssh (--allow-ssh / GOOSE_SANDBOX_ALLOW_SSH); not applied, in force only "
-      "after a restart: sni_check (--sni-check / SANDGATE_SNI_CHECK), tls_ports (--tls-ports / "
-      "SANDGATE_TLS_PORTS), token (--token / SANDGATE_TOKEN), threads (--threads / "
-      "SANDGATE_THREADS)";
+      ": applied allow_ssh (--allow-ssh / GOOSE_SANDBOX_ALLOW_SSH), sni_check (--sni-check / "
+      "SANDGATE_SNI_CHECK), tls_ports (--tls-ports / SANDGATE_TLS_PORTS), token (--token / "
+      "SANDGATE_TOKEN)";
+  const std::string restart = "config " + config +
+                              ": threads (--threads / SANDGATE_THREADS) changed; not applied, in "
+                              "force only after a restart";
   bool said = false;
   for (int i = 0; i < 200 && !said; ++i) {
-    said = read_all(log_path).find(expected) != std::string::npos;
+    const std::string log = proxy.log_text();
+    said = log.find(applied) != std::string::npos && log.find(restart) != std::string::npos;
     std::this_thread::sleep_for(10ms);
   }
-  EXPECT_TRUE(said) << read_all(log_path);
-  EXPECT_EQ(read_all(log_path).find(token), std::string::npos) << "the token was logged";
-  EXPECT_EQ(read_all(log_path).find("head_timeout"), std::string::npos);
-  TestClient client(proxy.port());
-  const auto head = send_connect(client, "github.com:22");
-  EXPECT_EQ(head.status, 403);
-  EXPECT_NE(head.proxy_status.find("ssh-disabled"), std::string::npos);
+  EXPECT_TRUE(said) << proxy.log_text();
+  EXPECT_EQ(proxy.log_text().find(token), std::string::npos) << "the token was logged";
+  EXPECT_EQ(proxy.log_text().find("head_timeout"), std::string::npos);
+  EXPECT_EQ(count_of(proxy.log_text(), "in force only after a restart"), 1u) << proxy.log_text();
 
-  // Nothing the policy uses changed: no new policy, and the pending restart is still named.
-  const auto generation = reloader.generation();
+  // Nothing changed: nothing is published, and the pending restart is still named.
+  const auto generation = proxy.gate().reloader().generation();
   write_file(config, "allow_ssh = false\nsni_check = false\nthreads = 3\n"
                      "tls_ports = [443, 8443]\nhead_timeout = 30\ntoken = \"" + token +
                      "\"\n# a comment\n");
   said = false;
   for (int i = 0; i < 200 && !said; ++i) {
-    said = read_all(log_path).find("no policy setting changed; not applied") != std::string::npos;
+    said = proxy.log_text().find("no reloadable setting changed") != std::string::npos &&
+           count_of(proxy.log_text(), "in force only after a restart") == 2;
     std::this_thread::sleep_for(10ms);
   }
-  EXPECT_TRUE(said) << read_all(log_path);
-  EXPECT_EQ(reloader.generation(), generation);
+  EXPECT_TRUE(said) << proxy.log_text();
+  EXPECT_EQ(proxy.gate().reloader().generation(), generation);
+}
+
+std::string base64(std::string_view text) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); i += 3) {
+    const std::size_t n = std::min<std::size_t>(3, text.size() - i);
+    std::uint32_t bits = 0;
+    for (std::size_t j = 0; j < 3; ++j) {
+      bits = (bits << 8) | (j < n ? static_cast<unsigned char>(text[i + j]) : 0U);
+    }
+    for (std::size_t j = 0; j < 4; ++j) {
+      out += j <= n ? kAlphabet[(bits >> (18 - 6 * j)) & 0x3f] : '=';
+    }
+  }
+  return out;
+}
+
+// The status of a CONNECT carrying `token` (none when empty).
+int status_with_token(std::uint16_t port, const std::string& token) {
+  TestClient client(port);
+  std::string request = "CONNECT blocked.test:443 HTTP/1.1\r\nHost: blocked.test:443\r\n";
+  if (!token.empty()) {
+    request += "Proxy-Authorization: Basic " + base64("agent:" + token) + "\r\n";
+  }
+  client.send(request + "\r\n");
+  return read_response_head(client).status;
+}
+
+// The token in the config file changes: the next request needs the new one, and the old one is
+// refused (407); requests are decided as before (403 for the blocked name) once authorised.
+TEST(ReloadConfig, ChangedTokenIsNeededByTheNextRequest) {
+  FolderRemover folder{config_folder()};
+  const std::string config = folder.folder + "/sandgate.toml";
+  const std::string first = "first-token-0123456789";
+  const std::string second = "second-token-9876543210";
+  write_file(config, "token = \"" + first + "\"\n");
+  settings::Sources sources;
+  sources.flags.emplace("--config", config);
+  sources.home = folder.folder;
+  auto gate = gate_with_config("blocked.test\n", sources);
+  TestProxy& proxy = *gate;
+  ASSERT_EQ(status_with_token(proxy.port(), ""), 407);
+  ASSERT_EQ(status_with_token(proxy.port(), first), 403);
+
+  write_file(config, "token = \"" + second + "\"\n");
+  bool flipped = false;
+  for (int i = 0; i < 200 && !flipped; ++i) {
+    flipped = status_with_token(proxy.port(), first) == 407;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(flipped) << proxy.log_text();
+  EXPECT_EQ(status_with_token(proxy.port(), second), 403);
+  EXPECT_EQ(status_with_token(proxy.port(), ""), 407);
+
+  // Removed from the file: the gate serves without a token again.
+  write_file(config, "# no token\n");
+  flipped = false;
+  for (int i = 0; i < 200 && !flipped; ++i) {
+    flipped = status_with_token(proxy.port(), "") == 403;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(flipped) << proxy.log_text();
+}
+
+// How long the gate waits for a request head that never ends (it answers 408 then).
+std::chrono::milliseconds head_wait(std::uint16_t port) {
+  TestClient client(port);
+  const auto started = std::chrono::steady_clock::now();
+  client.send("CONNECT slow.test:443 HTTP/1.1\r\n");
+  const auto head = read_response_head(client);
+  EXPECT_EQ(head.status, 408);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               started);
+}
+
+// A timeout in the config file changes: connections accepted after the reload use it.
+TEST(ReloadConfig, ChangedTimeoutAppliesToNewConnections) {
+  FolderRemover folder{config_folder()};
+  const std::string config = folder.folder + "/sandgate.toml";
+  write_file(config, "head_timeout = 3\n");
+  settings::Sources sources;
+  sources.flags.emplace("--config", config);
+  sources.home = folder.folder;
+  auto gate = gate_with_config("", sources);
+  TestProxy& proxy = *gate;
+  const auto before = head_wait(proxy.port());
+  EXPECT_GE(before, 2900ms);
+
+  write_file(config, "head_timeout = 1\n");
+  ASSERT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return log.find("applied head_timeout (--head-timeout / SANDGATE_HEAD_TIMEOUT)") !=
+           std::string::npos;
+  })) << proxy.log_text();
+  const auto after = head_wait(proxy.port());
+  EXPECT_GE(after, 900ms);
+  EXPECT_LT(after, 2500ms);
+}
+
+// A restart-only setting (listen) changes: a warning names it, the file and the key, and the
+// gate keeps serving on the listener it has.
+TEST(ReloadConfig, ChangedListenIsNamedAndTheListenerKept) {
+  FolderRemover folder{config_folder()};
+  const std::string config = folder.folder + "/sandgate.toml";
+  write_file(config, "listen = \"127.0.0.1:0\"\n");
+  settings::Sources sources;
+  sources.flags.emplace("--config", config);
+  sources.home = folder.folder;
+  auto gate = gate_with_config("blocked.test\n", sources);
+  TestProxy& proxy = *gate;
+  ASSERT_EQ(status_of(proxy.port(), "blocked.test"), 403);
+
+  write_file(config, "listen = \"127.0.0.1:1\"\n");
+  EXPECT_TRUE(proxy.wait_for_log([&config](const std::string& log) {
+    return log.find("config " + config +
+                    ": listen (--listen / SANDGATE_LISTEN) changed; not applied, in force only "
+                    "after a restart") != std::string::npos;
+  })) << proxy.log_text();
+  EXPECT_EQ(status_of(proxy.port(), "blocked.test"), 403) << "the old listener is kept";
+  EXPECT_EQ(proxy.gate().listen_text(), "127.0.0.1:" + std::to_string(proxy.port()));
 }
 
 // The config file given through a symlinked folder: re-pointing the folder changes nothing;
 // editing the real file still applies.
 TEST(ReloadConfig, SymlinkedConfigFolderRepointedChangesNothing) {
-  TestProxy proxy("stable.test\n");
-  const std::string project = proxy.folder() + "/proj";
+  FolderRemover folder{config_folder()};
+  const std::string project = folder.folder + "/proj";
   fs::create_directories(project + "/real");
   fs::create_directories(project + "/evil");
   write_file(project + "/real/sandgate.toml", "allow_ssh = false\n");
@@ -599,25 +716,14 @@ TEST(ReloadConfig, SymlinkedConfigFolderRepointedChangesNothing) {
   const std::string given = project + "/cfg/sandgate.toml";
   settings::Sources sources;
   sources.flags.emplace("--config", given);
-  sources.home = proxy.folder();
-  auto base = settings::load(sources);
-  ASSERT_TRUE(base) << base.error();
-  base->blocklist_path = proxy.settings().blocklist_path;
-  const std::string log_path = proxy.folder() + "/r.log";
-  auto opened = log::DecisionLog::open(settings::LogFormat::json, log_path);
-  auto policy = std::make_shared<const rules::Policy>(
-      base->policy, proxy.server().current_policy()->shared_blocklist(), nullptr);
-  proxy.server().publish(policy);
-  reload::PolicyReloader reloader(*base, sources, **opened, policy,
-                                  [&proxy](std::shared_ptr<const rules::Policy> next) {
-                                    proxy.server().publish(std::move(next));
-                                  });
-  reloader.start();
+  sources.home = folder.folder;
+  auto gate = gate_with_config("stable.test\n", sources);
+  TestProxy& proxy = *gate;
   const std::string real = fs::canonical(project + "/real/sandgate.toml").string();
-  EXPECT_EQ(reloader.config_path(), real);
-  EXPECT_NE(read_all(log_path).find("config " + real + " (resolved from " + given + ")"),
+  EXPECT_EQ(proxy.gate().reloader().config_path(), real);
+  EXPECT_NE(proxy.log_text().find("config " + real + " (resolved from " + given + ")"),
             std::string::npos)
-      << read_all(log_path);
+      << proxy.log_text();
 
   auto ssh_status = [&proxy] {
     TestClient client(proxy.port());
@@ -626,11 +732,11 @@ TEST(ReloadConfig, SymlinkedConfigFolderRepointedChangesNothing) {
   ASSERT_EQ(ssh_status(), 403);
   ASSERT_EQ(std::system(("ln -sfn evil " + project + "/cfg").c_str()), 0);
   write_file(project + "/evil/sandgate.toml", "allow_ssh = true\nallow_ip = true\n");
-  reloader.reload_all();
+  proxy.gate().reload();
   std::this_thread::sleep_for(800ms);
   EXPECT_EQ(ssh_status(), 403) << "the re-pointed folder's config was applied";
-  EXPECT_NE(read_all(log_path).find("config " + given + " now leads to"), std::string::npos)
-      << read_all(log_path);
+  EXPECT_NE(proxy.log_text().find("config " + given + " now leads to"), std::string::npos)
+      << proxy.log_text();
 
   write_file(real, "allow_ssh = true\n");
   bool flipped = false;
@@ -638,7 +744,7 @@ TEST(ReloadConfig, SymlinkedConfigFolderRepointedChangesNothing) {
     flipped = ssh_status() == 502;
     std::this_thread::sleep_for(10ms);
   }
-  EXPECT_TRUE(flipped) << read_all(log_path);
+  EXPECT_TRUE(flipped) << proxy.log_text();
 }
 
 }  // namespace

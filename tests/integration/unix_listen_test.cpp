@@ -115,7 +115,7 @@ class UnixClient {
 };
 
 void on_unix_socket(settings::Settings& s, const std::string& path) {
-  s.listen = "unix:" + path;
+  s.listen = settings::ListenAddress{settings::UnixPath{path}};
   s.policy.block_loopback = false;  // the test origins are on loopback
 }
 

@@ -1,4 +1,4 @@
-// The in-process proxy for integration tests. See test_proxy.hpp.
+// The in-process gate for integration tests. See test_proxy.hpp.
 #include "tests/integration/harness/test_proxy.hpp"
 
 #include <unistd.h>
@@ -9,13 +9,13 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-
-#include "proxy/settings/policy_loader.hpp"
+#include <thread>
 
 namespace sandgate::testing {
 
 TestProxy::TestProxy(std::string blocklist_text,
-                     std::function<void(settings::Settings&)> configure) {
+                     std::function<void(settings::Settings&)> configure,
+                     settings::Sources sources) {
   char pattern[] = "/tmp/sandgate-test-XXXXXX";
   if (::mkdtemp(pattern) == nullptr) {
     throw std::runtime_error("mkdtemp failed");
@@ -25,63 +25,43 @@ TestProxy::TestProxy(std::string blocklist_text,
     std::ofstream out(folder_ + "/blocked.txt");
     out << blocklist_text;
   }
-  settings_.listen = "127.0.0.1:0";
+  settings_.listen = settings::ListenAddress{settings::TcpEndpoint{"127.0.0.1", 0}};
   settings_.threads = 1;
   settings_.blocklist_path = folder_ + "/blocked.txt";
   settings_.blocklist_is_default = false;
-  settings_.dns_servers = {dns_.endpoint()};
+  settings_.dns_servers = {settings::parse_tcp_endpoint(dns_.endpoint(), true, 1).value()};
   settings_.log_format = settings::LogFormat::json;
   settings_.log_file = folder_ + "/sandgate.log";
   settings_.drain = std::chrono::seconds(2);
   if (configure) {
     configure(settings_);
   }
+  if (sources.home.empty()) {
+    sources.home = folder_;
+  }
 
-  auto log = log::DecisionLog::open(settings_.log_format, settings_.log_file, settings_.log_level);
-  if (!log) {
-    throw std::runtime_error(log.error());
+  auto opened = gate::Gate::open(
+      {settings_, std::move(sources), settings::MissingDefaultBlocklist::use_template});
+  if (!opened) {
+    throw std::runtime_error(opened.error().message);
   }
-  log_ = std::move(*log);
-  auto loaded = settings::load_policy(settings_, settings::MissingDefaultBlocklist::use_template);
-  if (!loaded) {
-    throw std::runtime_error(loaded.error());
+  gate_ = std::move(*opened);
+  if (auto error = gate_->start()) {
+    throw std::runtime_error(error->message);
   }
-  server_ = std::make_unique<server::Server>(settings_, *log_, loaded->policy);
-  auto endpoint = server_->bind();
-  if (!endpoint) {
-    throw std::runtime_error(endpoint.error());
-  }
-  port_ = endpoint->port();
-  if (!settings_.launchdarkly_client_id.empty()) {
-    // As `serve` does: made after the server, stopped before it.
-    remote_ = std::make_unique<launchdarkly::RemoteAllowlist>(
-        settings_, [this](std::string_view level, std::string_view text) { log_->note(level, text); });
-    remote_->start();
-    server_->use_remote_allowlist(remote_.get());
-  }
-  thread_ = std::thread([this] { server_->run(false); });
+  gate_->start_thread();
 }
 
 TestProxy::~TestProxy() {
-  stop();
+  gate_.reset();
   std::error_code ignored;
   std::filesystem::remove_all(folder_, ignored);
 }
 
-void TestProxy::stop() {
-  if (thread_.joinable()) {
-    server_->begin_drain();
-    thread_.join();
-  }
-  if (remote_) {
-    remote_->stop();
-  }
-}
+void TestProxy::stop() { gate_->drain(); }
 
 std::string TestProxy::log_text() const {
-  if (log_) {
-    log_->flush();  // lines are batched: what is logged so far, not what the last batch held
-  }
+  gate_->log().flush();  // lines are batched: what is logged so far, not what the last batch held
   std::ifstream in(settings_.log_file);
   std::ostringstream text;
   text << in.rdbuf();

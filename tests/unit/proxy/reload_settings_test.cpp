@@ -1,6 +1,6 @@
 // What a config reload applies and what it names as needing a restart (reload/policy_reloader):
-// every setting is classified, the policy options apply live, everything else is named by key,
-// flag and variable.
+// every setting is classified as reloadable or restart-only, the reloadable ones are taken from a
+// fresh load only when they changed, and every change is named by key, flag and variable.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -34,17 +34,21 @@ TEST(ReloadSettings, EverySettingIsClassified) {
   }
 }
 
-// Exactly the policy options apply live: they are what the next Policy is built from.
-TEST(ReloadSettings, OnlyThePolicyOptionsApplyLive) {
+// The reloadable settings: the policy options, and what every request reads afresh (the SNI
+// check and TLS ports, revocation, the token, the timeouts) and the log level. Everything else is
+// read once at start-up.
+TEST(ReloadSettings, ReloadableSettingsAreTheOnesReadPerRequest) {
   std::set<std::string_view> live;
   for (const auto& row : compared_settings()) {
     if (row.live) {
       live.insert(row.key);
     }
   }
-  EXPECT_EQ(live, (std::set<std::string_view>{"block_loopback", "allow_ip", "allow_ssh",
-                                              "ssh_all_hosts", "git_hosts", "ssh_ports",
-                                              "allowed_ports", "block_private", "allow_metadata"}));
+  EXPECT_EQ(live, (std::set<std::string_view>{
+                      "block_loopback", "allow_ip", "allow_ssh", "ssh_all_hosts", "git_hosts",
+                      "ssh_ports", "allowed_ports", "block_private", "allow_metadata", "sni_check",
+                      "tls_ports", "revoke_on_reload", "token", "token_file", "head_timeout",
+                      "connect_timeout", "idle_timeout", "log_level"}));
 }
 
 TEST(ReloadSettings, ChangesAreNamedByKeyFlagAndVariable) {
@@ -61,16 +65,50 @@ TEST(ReloadSettings, ChangesAreNamedByKeyFlagAndVariable) {
   after.head_timeout = std::chrono::seconds(30);
   after.ld_base_uri.host = "relay.example";
   after.blocklist_path = "/elsewhere/blocked.txt";
+  after.listen = settings::parse_listen_address("127.0.0.1:9999").value();
   const auto change = compare_settings(before, after);
   EXPECT_THAT(change.applied, ElementsAre("allow_ssh (--allow-ssh / GOOSE_SANDBOX_ALLOW_SSH)",
-                                          "git_hosts (--git-hosts / GOOSE_SANDBOX_GIT_HOSTS)"));
+                                          "git_hosts (--git-hosts / GOOSE_SANDBOX_GIT_HOSTS)",
+                                          "sni_check (--sni-check / SANDGATE_SNI_CHECK)",
+                                          "tls_ports (--tls-ports / SANDGATE_TLS_PORTS)",
+                                          "token (--token / SANDGATE_TOKEN)",
+                                          "head_timeout (--head-timeout / SANDGATE_HEAD_TIMEOUT)"));
   EXPECT_THAT(change.need_restart,
               ElementsAre("blocklist (--blocklist / SANDGATE_BLOCKLIST)",
-                          "sni_check (--sni-check / SANDGATE_SNI_CHECK)",
-                          "tls_ports (--tls-ports / SANDGATE_TLS_PORTS)",
                           "ld_base_uri (--ld-base-uri / LAUNCHDARKLY_BASE_URI)",
-                          "token (--token / SANDGATE_TOKEN)",
-                          "head_timeout (--head-timeout / SANDGATE_HEAD_TIMEOUT)"));
+                          "listen (--listen / SANDGATE_LISTEN)"));
+}
+
+// Only what changed between two loads is taken into the settings in force: a value the caller
+// set on purpose (`run` clears the token) survives a reload that did not change it.
+TEST(ReloadSettings, ApplyTakesOnlyWhatChangedBetweenLoads) {
+  settings::Settings loaded;
+  loaded.token = "a-token-from-the-environment";
+  settings::Settings in_force = loaded;
+  in_force.token.clear();
+  settings::Settings fresh = loaded;
+  fresh.head_timeout = std::chrono::seconds(3);
+  fresh.policy.allow_ip = !loaded.policy.allow_ip;
+  fresh.listen = settings::parse_listen_address("127.0.0.1:1").value();
+  const auto change = apply_reloadable(in_force, loaded, fresh);
+  EXPECT_THAT(change.applied, ElementsAre("allow_ip (--allow-ip / GOOSE_SANDBOX_ALLOW_IP)",
+                                          "head_timeout (--head-timeout / SANDGATE_HEAD_TIMEOUT)"));
+  EXPECT_TRUE(change.policy);
+  EXPECT_EQ(in_force.head_timeout, std::chrono::seconds(3));
+  EXPECT_EQ(in_force.policy.allow_ip, fresh.policy.allow_ip);
+  EXPECT_TRUE(in_force.token.empty()) << "an unchanged token was taken";
+  EXPECT_EQ(in_force.listen, loaded.listen) << "a restart-only setting was taken";
+
+  // A token that changed is taken; a timeout alone is no policy change.
+  settings::Settings next = fresh;
+  next.token = "another-token-of-some-length";
+  next.connect_timeout = std::chrono::seconds(2);
+  const auto second = apply_reloadable(in_force, fresh, next);
+  EXPECT_THAT(second.applied,
+              ElementsAre("token (--token / SANDGATE_TOKEN)",
+                          "connect_timeout (--connect-timeout / SANDGATE_CONNECT_TIMEOUT)"));
+  EXPECT_FALSE(second.policy);
+  EXPECT_EQ(in_force.token, "another-token-of-some-length");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 //
 // Every test runs against a fake environment (a map) and a temporary home folder, so nothing of
 // the machine's own environment or home leaks in.
+#include "proxy/settings/setting_table.hpp"
 #include "proxy/settings/settings.hpp"
 
 #include <gmock/gmock.h>
@@ -28,6 +29,15 @@
 
 namespace sandgate::settings {
 namespace {
+
+// Endpoints as the settings write them.
+std::vector<std::string> texts(const std::vector<TcpEndpoint>& endpoints) {
+  std::vector<std::string> out;
+  for (const auto& endpoint : endpoints) {
+    out.push_back(endpoint.text());
+  }
+  return out;
+}
 
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
@@ -137,13 +147,13 @@ TEST_F(SettingsTest, DefaultsWithNothingGiven) {
   EXPECT_EQ(s.blocklist_path, default_blocklist());
   EXPECT_TRUE(s.blocklist_is_default);
   EXPECT_EQ(s.allowlist_path, "");
-  EXPECT_TRUE(s.protect_files);
-  EXPECT_TRUE(s.block_raw_sockets);
-  EXPECT_TRUE(s.block_tunneling);
+  EXPECT_TRUE(s.sandbox.protect_files);
+  EXPECT_TRUE(s.sandbox.block_raw_sockets);
+  EXPECT_TRUE(s.sandbox.block_tunneling);
   EXPECT_EQ(s.launchdarkly_client_id, "");
   EXPECT_EQ(s.ld_failover, LdFailover::allow);
   EXPECT_FALSE(s.ld_failover_given);
-  EXPECT_EQ(s.listen, "127.0.0.1:9877");
+  EXPECT_EQ(s.listen.text(), "127.0.0.1:9877");
   EXPECT_FALSE(s.allow_remote_clients);
   EXPECT_EQ(s.threads, default_threads());
   EXPECT_EQ(s.drain.count(), 10);
@@ -215,7 +225,7 @@ TEST_F(SettingsTest, FlagBeatsEnvironmentBeatsFileBeatsDefault) {
        [](const Settings& s) { return join_ports(s.policy.ssh_ports); }, "22,2222,7999",
        "2201,2211", "2202", "2203"},
       {"listen", R"("127.0.0.1:1001")", "127.0.0.2:1002", "[::1]:1003",
-       [](const Settings& s) { return s.listen; }, "127.0.0.1:9877", "127.0.0.1:1001",
+       [](const Settings& s) { return s.listen.text(); }, "127.0.0.1:9877", "127.0.0.1:1001",
        "127.0.0.2:1002", "[::1]:1003"},
       {"drain_seconds", "11", "12", "13",
        [](const Settings& s) { return std::to_string(s.drain.count()); }, "10", "11", "12", "13"},
@@ -346,9 +356,9 @@ TEST_F(SettingsTest, EveryBooleanSettingIsReachableFromItsVariable) {
           {"SANDGATE_ALLOW_METADATA", "yes"},       {"GOOSE_SANDBOX_SSH_ALL_HOSTS", "1"},
           {"GOOSE_SANDBOX_ALLOW_SSH", "0"}};
   const Settings s = ok();
-  EXPECT_FALSE(s.protect_files);
-  EXPECT_FALSE(s.block_raw_sockets);
-  EXPECT_FALSE(s.block_tunneling);
+  EXPECT_FALSE(s.sandbox.protect_files);
+  EXPECT_FALSE(s.sandbox.block_raw_sockets);
+  EXPECT_FALSE(s.sandbox.block_tunneling);
   EXPECT_TRUE(s.policy.block_private);
   EXPECT_TRUE(s.policy.allow_metadata);
   EXPECT_TRUE(s.policy.ssh_all_hosts);
@@ -385,7 +395,7 @@ TEST_F(SettingsTest, AnEmptyVariableCountsAsUnset) {
   const Settings s = ok();
   EXPECT_TRUE(s.policy.allow_ip);         // the file's value
   EXPECT_TRUE(s.policy.block_loopback);   // the default
-  EXPECT_EQ(s.listen, "127.0.0.1:7001");  // the file's value
+  EXPECT_EQ(s.listen.text(), "127.0.0.1:7001");  // the file's value
   EXPECT_EQ(s.policy.git_hosts.size(), 4u);
   EXPECT_EQ(s.launchdarkly_client_id, "");
   EXPECT_TRUE(s.blocklist_is_default);
@@ -470,7 +480,7 @@ dns_servers = ["1.1.1.1:53", "[2606:4700:4700::1111]:53"]
   EXPECT_THAT(s.policy.git_hosts, ElementsAre("a.com", "b.com"));
   EXPECT_THAT(s.policy.allowed_ports, ElementsAre(443, 8443));
   EXPECT_THAT(s.policy.ssh_ports, ElementsAre(22));
-  EXPECT_THAT(s.dns_servers, ElementsAre("1.1.1.1:53", "[2606:4700:4700::1111]:53"));
+  EXPECT_THAT(texts(s.dns_servers), ElementsAre("1.1.1.1:53", "[2606:4700:4700::1111]:53"));
   // A comma-separated string works as well.
   config("git_hosts = \"x.org, y.org\"\n");
   EXPECT_THAT(ok().policy.git_hosts, ElementsAre("x.org", "y.org"));
@@ -739,7 +749,7 @@ TEST_F(SettingsTest, LogLevel) {
 TEST_F(SettingsTest, ListenMustBeLoopbackUnlessRemoteClientsAreAllowed) {
   for (std::string_view loopback : {"127.0.0.1:9000", "127.8.9.10:0", "[::1]:9000", "[::1]:0"}) {
     env_ = {{"SANDGATE_LISTEN", std::string(loopback)}};
-    EXPECT_EQ(ok().listen, loopback);
+    EXPECT_EQ(ok().listen.text(), loopback);
   }
   for (std::string_view remote : {"0.0.0.0:9877", "192.168.1.5:80", "[::]:9877", "[2001:db8::1]:80",
                                   "[::ffff:192.168.1.5]:80"}) {
@@ -750,7 +760,7 @@ TEST_F(SettingsTest, ListenMustBeLoopbackUnlessRemoteClientsAreAllowed) {
     EXPECT_THAT(message, HasSubstr("--allow-remote-clients"));
     EXPECT_THAT(message, HasSubstr("SANDGATE_ALLOW_REMOTE_CLIENTS"));
     env_["SANDGATE_ALLOW_REMOTE_CLIENTS"] = "true";
-    EXPECT_EQ(ok().listen, remote);
+    EXPECT_EQ(ok().listen.text(), remote);
     EXPECT_TRUE(ok().allow_remote_clients);
   }
   // Also from the file and a flag.
@@ -758,7 +768,7 @@ TEST_F(SettingsTest, ListenMustBeLoopbackUnlessRemoteClientsAreAllowed) {
   config("listen = \"0.0.0.0:9877\"\n");
   EXPECT_THAT(error(), StartsWith("listen address 0.0.0.0:9877 is not loopback"));
   flags_["--allow-remote-clients"] = "true";
-  EXPECT_EQ(ok().listen, "0.0.0.0:9877");
+  EXPECT_EQ(ok().listen.text(), "0.0.0.0:9877");
 }
 
 TEST_F(SettingsTest, ListenSyntax) {
@@ -784,11 +794,12 @@ TEST_F(SettingsTest, ListenSyntax) {
 
 TEST_F(SettingsTest, ListenOnAUnixSocket) {
   env_ = {{"SANDGATE_LISTEN", "unix:/run/user/1000/sandgate.sock"}};
-  EXPECT_EQ(ok().listen, "unix:/run/user/1000/sandgate.sock");  // local: no remote-clients flag
+  EXPECT_EQ(ok().listen.text(), "unix:/run/user/1000/sandgate.sock");  // local: no remote-clients flag
   env_ = {{"SANDGATE_LISTEN", "unix:~/gate.sock"}};
-  EXPECT_EQ(ok().listen, "unix:" + home_ + "/gate.sock");
-  EXPECT_EQ(unix_listen_path(ok().listen), home_ + "/gate.sock");
-  EXPECT_EQ(unix_listen_path("127.0.0.1:9877"), std::nullopt);
+  EXPECT_EQ(ok().listen.text(), "unix:" + home_ + "/gate.sock");
+  ASSERT_NE(ok().listen.unix_socket(), nullptr);
+  EXPECT_EQ(ok().listen.unix_socket()->path, home_ + "/gate.sock");
+  EXPECT_EQ(parse_listen_address("127.0.0.1:9877")->unix_socket(), nullptr);
 
   const std::string long_path = "/" + std::string(120, 'a');
   const std::vector<std::pair<std::string, std::string>> bad = {
@@ -935,10 +946,29 @@ TEST_F(SettingsTest, TokenAndTokenFileTogetherAreRefused) {
   EXPECT_EQ(text.find(kToken), std::string::npos) << text;
 }
 
+// --help shows a default-built Settings (each default is written once, in the struct); with no
+// source given, load() must arrive at the same values, or --help would name one default while
+// the gate used another.
+TEST_F(SettingsTest, HelpShowsTheDefaultsLoadArrivesAt) {
+  const Settings loaded = ok();
+  for (const auto& row : detail::table()) {
+    SCOPED_TRACE(row.info.key);
+    std::string expected(row.info.default_text);
+    if (row.info.key == "blocklist") {
+      expected = home_ + expected.substr(1);  // `~` is expanded when loading
+    } else if (row.info.key == "threads") {
+      expected = std::to_string(default_threads());  // counted when loading
+    }
+    EXPECT_EQ(row.show(loaded), expected);
+  }
+  EXPECT_EQ(all_settings().size(), detail::table().size());
+}
+
 TEST_F(SettingsTest, DnsServers) {
   env_["SANDGATE_DNS_SERVERS"] = "1.1.1.1, 9.9.9.9:5353 ,[2606:4700:4700::1111]:53,[::1]";
-  EXPECT_THAT(ok().dns_servers,
-              ElementsAre("1.1.1.1", "9.9.9.9:5353", "[2606:4700:4700::1111]:53", "[::1]"));
+  // Parsed once, here: a bare address means port 53.
+  EXPECT_THAT(texts(ok().dns_servers),
+              ElementsAre("1.1.1.1:53", "9.9.9.9:5353", "[2606:4700:4700::1111]:53", "[::1]:53"));
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"1.1.1.1:0", "'0' is not a port (1..65535)"},
       {"1.1.1.1:", "'1.1.1.1:' needs a port (ADDR:PORT)"},
@@ -956,7 +986,7 @@ TEST_F(SettingsTest, DnsServers) {
   }
   env_.clear();
   flags_["--dns-server"] = "8.8.8.8:53";
-  EXPECT_THAT(ok().dns_servers, ElementsAre("8.8.8.8:53"));
+  EXPECT_THAT(texts(ok().dns_servers), ElementsAre("8.8.8.8:53"));
 }
 
 TEST_F(SettingsTest, ThreadsAndOtherNumbers) {

@@ -1,12 +1,16 @@
-// A worker's per-thread state. See worker.hpp.
-#include "proxy/server/worker.hpp"
+// What a session needs from its worker. See worker_context.hpp.
+#include "proxy/session/worker_context.hpp"
 
-namespace sandgate::server {
+namespace sandgate::session {
 
-Worker::Worker(SharedState& shared_state, std::shared_ptr<const rules::Policy> initial_policy)
-    : shared(shared_state), policy(std::move(initial_policy)) {}
+WorkerContext::WorkerContext(SharedState& shared_state,
+                             std::shared_ptr<const settings::Settings> initial_settings,
+                             std::shared_ptr<const rules::Policy> initial_policy)
+    : shared(shared_state),
+      settings(std::move(initial_settings)),
+      policy(std::move(initial_policy)) {}
 
-void Worker::attach(LiveConnection& connection) {
+void WorkerContext::attach(LiveConnection& connection) {
   connection.prev = nullptr;
   connection.next = live_;
   if (live_ != nullptr) {
@@ -16,7 +20,7 @@ void Worker::attach(LiveConnection& connection) {
   ++live_count_;
 }
 
-void Worker::detach(LiveConnection& connection) {
+void WorkerContext::detach(LiveConnection& connection) {
   if (connection.prev != nullptr) {
     connection.prev->next = connection.next;
   } else {
@@ -29,7 +33,7 @@ void Worker::detach(LiveConnection& connection) {
   --live_count_;
 }
 
-void Worker::close_all() {
+void WorkerContext::close_all() {
   boost::system::error_code ignored;
   for (LiveConnection* c = live_; c != nullptr; c = c->next) {
     if (c->client != nullptr) {
@@ -42,7 +46,7 @@ void Worker::close_all() {
 }
 
 
-std::size_t Worker::apply_policy(std::shared_ptr<const rules::Policy> next, bool revoke) {
+std::size_t WorkerContext::apply_policy(std::shared_ptr<const rules::Policy> next, bool revoke) {
   policy = std::move(next);
   if (!revoke) {
     return 0;
@@ -100,4 +104,4 @@ std::optional<Revocation> judge_again(const rules::Policy& policy,
   return revocation;
 }
 
-}  // namespace sandgate::server
+}  // namespace sandgate::session

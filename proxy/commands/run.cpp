@@ -1,0 +1,73 @@
+// `sandgate run`: the gate side. See run.hpp.
+#include "proxy/commands/run.hpp"
+
+#include <iostream>
+#include <memory>
+
+#include "proxy/commands/sandbox_view.hpp"
+#include "proxy/gate/gate.hpp"
+
+namespace sandgate::commands {
+namespace {
+
+void say(const std::string& text) { std::cerr << "sandgate run: " << text << std::endl; }
+
+// The Gate as the confinement drives it: opened before the fork, started on the listener the
+// confinement hands over, stopped when CMD has ended.
+class RunGate final : public sandbox::GateHandle {
+ public:
+  RunGate(const settings::Settings& settings, const settings::Sources& sources)
+      : settings_(settings), sources_(sources) {}
+
+  bool open() override {
+    gate::GateOptions options{settings_, sources_, settings::MissingDefaultBlocklist::create};
+    options.without_token = true;  // see GateOptions::without_token
+    auto opened = gate::Gate::open(std::move(options));
+    if (!opened) {
+      report(opened.error());
+      return false;
+    }
+    gate_ = std::move(*opened);
+    return true;
+  }
+
+  std::optional<std::uint16_t> start(int listener) override {
+    if (auto error = gate_->start(listener)) {
+      report(*error);
+      return std::nullopt;
+    }
+    // Signals are `run`'s to handle (they go to CMD): the gate runs without a handler of its own.
+    gate_->start_thread();
+    return gate_->port();
+  }
+
+  void stop() override {
+    if (gate_) {
+      gate_->stop();
+    }
+  }
+
+ private:
+  static void report(const gate::GateError& error) {
+    if (!error.logged) {
+      say(error.message);
+    }
+  }
+
+  const settings::Settings& settings_;
+  const settings::Sources& sources_;
+  std::unique_ptr<gate::Gate> gate_;
+};
+
+}  // namespace
+
+int run_run(const settings::Settings& settings, const settings::Sources& sources,
+            sandbox::RunOptions options) {
+  options.sandbox = settings.sandbox;
+  options.gate = gate_view(settings);
+  options.home = settings::home_directory();
+  RunGate gate(settings, sources);
+  return sandbox::run_confined(options, gate);
+}
+
+}  // namespace sandgate::commands

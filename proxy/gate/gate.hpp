@@ -1,0 +1,148 @@
+// The gate: the one object that assembles the proxy from its settings, and the one owner of its
+// start-up and shutdown order. `sandgate serve`, `sandgate run` and the integration tests all
+// start a gate through it (as Envoy's InstanceImpl is both the server and what its integration
+// tests start), so no other code builds the parts or has to get their order right.
+//
+// What it owns, in the order it makes them (and destroys them in reverse):
+//   1. the decision log;
+//   2. the policy (blocklist, allowlist, policy options) loaded from the settings;
+//   3. the Server: worker threads, each with its io_context, resolver and listener duplicate;
+//   4. the LaunchDarkly remote allowlist, when a client-side ID is set (after the server: it is
+//      stopped, its thread joined, while the server's workers still exist);
+//   5. the PolicyReloader watching the list and config files (publishes into the server);
+//   6. the admin endpoint, when the admin setting names an address.
+//
+// Life cycle: open() (log and policy; no thread, no socket, so `run` can still fork) ->
+// start() (listener, LaunchDarkly, reloader, admin) -> serve() on the calling thread or
+// start_thread() on a thread of its own -> drain() -> stop(). Shutdown has one order, in
+// drain() and stop() (see there); the destructor calls stop().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "proxy/admin/admin_server.hpp"
+#include "proxy/launchdarkly/remote_allowlist.hpp"
+#include "proxy/log/decision_log.hpp"
+#include "proxy/reload/policy_reloader.hpp"
+#include "proxy/server/server.hpp"
+#include "proxy/settings/policy_loader.hpp"
+#include "proxy/settings/settings.hpp"
+#include "rules/expected.hpp"
+
+namespace sandgate::gate {
+
+// What a gate is made from.
+struct GateOptions {
+  settings::Settings settings;
+  // What `settings` were loaded from: the config file is re-read with them when it changes, so
+  // flags and variables keep their precedence over it. Empty: no config file is watched.
+  settings::Sources sources;
+  // What to do when the default blocklist file is missing: the daemon creates it from the
+  // bundled template; tests read the template and write nothing.
+  settings::MissingDefaultBlocklist missing_blocklist = settings::MissingDefaultBlocklist::create;
+  // Serve without a token whatever the settings and their reloads say (`run`: the only client is
+  // the confined command, to which a token would have to be handed, so it would protect nothing).
+  bool without_token = false;
+};
+
+// Why a gate could not be opened or started. `logged`: the message is in the decision log
+// already (once the log is open every error goes there); otherwise the caller must say it.
+struct GateError {
+  std::string message;
+  bool logged = false;
+};
+
+class Gate {
+ public:
+  // Opens the decision log and loads the policy, reporting what loading noticed (notes, skipped
+  // lines) in the log. Starts no thread and opens no socket.
+  static Expected<std::unique_ptr<Gate>, GateError> open(GateOptions options);
+
+  ~Gate();  // stop()
+  Gate(const Gate&) = delete;
+  Gate& operator=(const Gate&) = delete;
+
+  // Makes the server listen, then starts LaunchDarkly (when configured), the file watcher and the
+  // admin endpoint (when configured). `listener`: a socket already bound and listening that the
+  // gate takes over (`run` makes it inside the command's network namespace; the gate owns it
+  // from here on, also on failure); none: the listen setting is bound (port 0 picks a free
+  // port, reported by port()). Call once, before serve() or start_thread(). Returns the error,
+  // or nothing when the gate is ready to serve.
+  std::optional<GateError> start(std::optional<int> listener = std::nullopt);
+
+  // Serves on the calling thread until the drain is over. `handle_signals`: SIGTERM and SIGINT
+  // start the drain, SIGHUP calls reload() (`serve`); otherwise only drain() ends it.
+  void serve(bool handle_signals);
+  // Serves on a thread of its own (`run`, tests); drain() or stop() ends it.
+  void start_thread();
+
+  // Reopens the log file (logrotate) and reads every watched file again (SIGHUP). Thread-safe.
+  // What a reload changes is applied by apply().
+  void reload();
+  // Applies what a reload built: the log level at once; the policy and the reloadable settings
+  // posted to every worker, where the next request takes them (Server::publish). Restart-only
+  // settings in `settings` are ignored (the reloader names them in a warning). Called on the
+  // reloader's thread; thread-safe.
+  void apply(std::shared_ptr<const rules::Policy> policy,
+             std::shared_ptr<const settings::Settings> settings);
+
+  // Stops accepting, lets open connections finish for up to the drain setting, then closes the
+  // rest, in Server::drain_step's order: each worker marked stopping, its connections closed and
+  // its resolver shut down (cancelling every pending wait on them), then LaunchDarkly stopped
+  // (its pending lookups answered on the workers, which find themselves stopping). Returns when
+  // the server's threads have ended. The admin endpoint keeps answering (/readyz: 503) until
+  // stop(). Idempotent; from any thread but the workers'.
+  void drain();
+  // drain(), then stops the admin endpoint (its thread joined; its handlers read the reloader)
+  // and the file watcher (its thread joined; a reload it finished meanwhile was posted to
+  // workers whose loops have ended, and is dropped with them). The server, LaunchDarkly and the
+  // log go when the gate is destroyed, in reverse order of making. Idempotent.
+  void stop();
+
+  // The bound port (0 for a unix socket). Valid after start().
+  std::uint16_t port() const { return port_; }
+  // What the gate listens on: "127.0.0.1:9877", "[::1]:9877" or "unix:/path".
+  std::string listen_text() const { return server_->listen_text(); }
+  // The admin endpoint's bound ADDR:PORT; empty when there is none.
+  const std::string& admin_address() const { return admin_address_; }
+  // The policy as loaded at open() (files it came from, entries).
+  const settings::LoadedPolicy& loaded() const { return loaded_; }
+  const settings::Settings& settings() const { return settings_; }
+
+  log::DecisionLog& log() { return *log_; }
+  server::Server& server() { return *server_; }
+  reload::PolicyReloader& reloader() { return *reloader_; }
+  launchdarkly::RemoteAllowlist* remote_allowlist() { return remote_.get(); }
+
+  // The /metrics text: the workers' counters, gauges, the reloads, LaunchDarkly's. Thread-safe.
+  std::string render_metrics() const;
+
+ private:
+  Gate(GateOptions options, std::unique_ptr<log::DecisionLog> log);
+  GateError fail(const std::string& message);
+  std::optional<GateError> start_admin();
+
+  // Declaration order is destruction order in reverse: the admin endpoint goes first, then the
+  // reloader, LaunchDarkly, the server, and the log last (everything writes to it).
+  settings::Settings settings_;
+  settings::Sources sources_;
+  settings::MissingDefaultBlocklist missing_blocklist_;
+  bool without_token_;
+  std::unique_ptr<log::DecisionLog> log_;
+  settings::LoadedPolicy loaded_;
+  std::unique_ptr<server::Server> server_;
+  std::unique_ptr<launchdarkly::RemoteAllowlist> remote_;
+  std::unique_ptr<reload::PolicyReloader> reloader_;
+  std::unique_ptr<admin::AdminServer> admin_;
+  std::thread thread_;  // runs Server::run() when start_thread() was called
+  std::uint16_t port_ = 0;
+  std::string admin_address_;
+  bool started_ = false;
+  bool stopped_ = false;
+};
+
+}  // namespace sandgate::gate

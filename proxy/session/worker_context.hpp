@@ -1,0 +1,109 @@
+// What a session needs from the worker it runs on, defined on the session's side so that sessions
+// depend on nothing above them: the server's Worker is a WorkerContext plus its io_context and
+// listener. Everything here is per worker thread (no lock on the per-connection path) except
+// SharedState, which every worker shares.
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "proxy/dns/resolver.hpp"
+#include "proxy/log/decision_log.hpp"
+#include "proxy/metrics/metrics.hpp"
+#include "proxy/relay/relay.hpp"
+#include "proxy/settings/settings.hpp"
+#include "rules/host.hpp"
+#include "rules/ip_address.hpp"
+#include "rules/policy.hpp"
+
+namespace sandgate::launchdarkly {
+class RemoteAllowlist;
+}
+
+namespace sandgate::session {
+
+// What all workers share: the log, the LaunchDarkly client, two counters.
+struct SharedState {
+  log::DecisionLog& log;
+  // Set before the workers start when LAUNCHDARKLY_CLIENT_ID is given; outlives them.
+  launchdarkly::RemoteAllowlist* remote_allowlist = nullptr;
+  std::atomic<std::uint32_t> open_connections{0};
+  std::atomic<std::uint64_t> next_connection_id{1};
+};
+
+// Where a connection leads, once it leads somewhere: what a reload re-judges.
+struct Destination {
+  rules::Host host;
+  std::uint16_t port = 0;
+  // The address dialled (a name's checked answer), held to the address rules again on reload.
+  std::optional<rules::IpAddress> address;
+  bool ssh = false;  // the client spoke SSH: the SSH rules apply too
+  // For an IP destination, the name its TLS ClientHello asked for, which passed the policy too.
+  std::optional<rules::Host> tls_name;
+};
+
+// Why a reload closed a connection, for its end line. Strings, not a rules::Decision: the policy
+// the decision points into may be gone by the time the connection logs its end.
+struct Revocation {
+  std::string reason;  // the new rules' reason code
+  std::string rule;    // "file:line entry", when a list entry decided
+  std::string detail;  // the sentence
+};
+
+// A connection the worker can reach from outside its coroutine: to close it at the drain
+// deadline, and to re-judge it when the policy changes. Registered for the lifetime of a session;
+// the list is touched only on the worker's own thread.
+struct LiveConnection {
+  boost::asio::ip::tcp::socket* client = nullptr;
+  boost::asio::ip::tcp::socket* upstream = nullptr;
+  std::optional<Destination> destination;  // set while an upstream connection is open
+  std::optional<Revocation> revoked;       // set when a reload closed the connection
+  LiveConnection* prev = nullptr;
+  LiveConnection* next = nullptr;
+};
+
+// Holds an open connection's destination to `policy` again (the name's rules, the SSH rules when
+// it speaks SSH, the dialled address's rules); nothing when it is still allowed. Pure.
+std::optional<Revocation> judge_again(const rules::Policy& policy, const Destination& destination);
+
+// The per-thread state sessions use. Every member is touched only on the worker's thread, after
+// construction.
+class WorkerContext {
+ public:
+  WorkerContext(SharedState& shared, std::shared_ptr<const settings::Settings> settings,
+                std::shared_ptr<const rules::Policy> policy);
+
+  SharedState& shared;
+  // The settings and the policy snapshot this worker serves with. Replaced (on this thread) by
+  // an update a reload posts. Every request takes the snapshots current when it arrives and
+  // serves all of its steps with them, so a request never sees two and none is served with an
+  // old one.
+  std::shared_ptr<const settings::Settings> settings;
+  std::shared_ptr<const rules::Policy> policy;
+  std::unique_ptr<dns::Resolver> resolver;
+  relay::PipePool pipes;
+  metrics::WorkerMetrics metrics;
+
+  // Set (on this thread) when the drain deadline has passed: every wait a session resumes from
+  // must then end the session rather than start anything new.
+  bool stopping = false;
+
+  void attach(LiveConnection& connection);
+  void detach(LiveConnection& connection);
+  // Closes every live connection's sockets (drain deadline). Worker thread only.
+  void close_all();
+  // Makes `next` the policy of this worker; when `revoke`, closes every live connection whose
+  // destination `next` denies, marking it revoked. Returns how many were closed. Worker thread.
+  std::size_t apply_policy(std::shared_ptr<const rules::Policy> next, bool revoke);
+  std::size_t live_count() const { return live_count_; }
+
+ private:
+  LiveConnection* live_ = nullptr;
+  std::size_t live_count_ = 0;
+};
+
+}  // namespace sandgate::session

@@ -1,0 +1,59 @@
+// Internal to proxy/settings/: the table of settings (one row per setting: its names in each
+// source, help, how to show its value, how to apply a value), and the value parsers the rows
+// use. settings.cpp walks the table once per source in precedence order.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proxy/settings/settings.hpp"
+
+namespace sandgate::settings::detail {
+
+using ApplyResult = std::optional<std::string>;  // an error sentence, or nothing when fine
+using Apply = ApplyResult (*)(Settings&, std::string_view);
+// The value a Settings holds for the row, as --help shows a default ("(off)" for an empty one).
+using Show = std::string (*)(const Settings&);
+
+struct Setting {
+  SettingInfo info;  // info.default_text is filled from `show` applied to a default Settings
+  Apply apply;
+  Show show;
+};
+
+// Every setting, in --help order (the README's settings reference follows it).
+const std::vector<Setting>& table();
+
+// The home `~` expands to while values are applied: set by load() for its duration
+// (single-threaded start-up, or the reloader's thread; the pointer is thread-local).
+class HomeScope {
+ public:
+  explicit HomeScope(const std::string& home);
+  ~HomeScope();
+  HomeScope(const HomeScope&) = delete;
+  HomeScope& operator=(const HomeScope&) = delete;
+};
+
+// ---- value parsers (value_parsers.cpp) ----
+std::string lower(std::string_view text);
+std::string_view trim(std::string_view text);
+// Splits on commas, trimming each item; empty items are errors (a doubled comma is a typo).
+Expected<std::vector<std::string_view>, std::string> split_list(std::string_view text);
+// A decimal number in [min, max] (no sign, no spaces).
+std::optional<std::uint64_t> parse_number(std::string_view text, std::uint64_t min,
+                                          std::uint64_t max);
+// "5", "0.5", "1.25": seconds with up to three decimals, as milliseconds.
+std::optional<std::uint64_t> parse_decimal_seconds_ms(std::string_view text);
+ApplyResult set_bool(bool& target, std::string_view value);
+ApplyResult set_ports(std::vector<std::uint16_t>& target, std::string_view value);
+ApplyResult set_seconds(std::chrono::seconds& target, std::string_view value, unsigned max);
+// `~` and `~/...` against `home`.
+std::string expand_home(std::string_view path, const std::string& home);
+// A value quoted for an error message: control characters as '?', a secret cut to its start.
+std::string describe_value(std::string_view value, bool secret = false);
+
+}  // namespace sandgate::settings::detail

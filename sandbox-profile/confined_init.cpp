@@ -1,0 +1,259 @@
+// The namespace's init. See confined_init.hpp.
+#include "sandbox-profile/confined_init.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "sandbox-profile/child_environment.hpp"
+#include "sandbox-profile/fd_passing.hpp"
+#include "sandbox-profile/landlock.hpp"
+#include "sandbox-profile/linux_namespaces.hpp"
+#include "sandbox-profile/port_forwarder.hpp"
+#include "sandbox-profile/pty_relay.hpp"
+#include "sandbox-profile/self_probe.hpp"
+#include "sandbox-profile/socket_filter.hpp"
+
+namespace sandgate::sandbox {
+namespace {
+
+// RLIMIT_NPROC for the command: generous for parallel builds, a stop for a fork bomb.
+constexpr rlim_t kProcessLimit = 4096;
+
+// Forks the connector for inbound ports (see port_forwarder.hpp) from the confined child, inside
+// its namespaces, so that it belongs to no one: a double fork leaves it to the namespace's init,
+// and it lives exactly as long as the channel to the gate. Returns the gate's end, or -1.
+int start_connector() {
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+    return -1;
+  }
+  const pid_t middle = ::fork();
+  if (middle == 0) {
+    if (::fork() == 0) {
+      // Keep only the channel (as descriptor 3) and the standard streams.
+      ::dup2(pair[1], 3);
+      ::close_range(4, ~0U, 0);
+      ::fcntl(3, F_SETFD, FD_CLOEXEC);
+      drop_privileges();
+      run_connector(3);
+    }
+    ::_exit(0);
+  }
+  ::close(pair[1]);
+  ::waitpid(middle, nullptr, 0);
+  return pair[0];
+}
+
+// Runs the self-probe in a process confined exactly as the command will be; returns what
+// escaped, one line each (empty: the fence held).
+std::string run_probe(ProbeTargets targets) {
+  int pipe[2];
+  if (::pipe2(pipe, O_CLOEXEC) != 0) {
+    return "the self-probe could not start (pipe)";
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(pipe[0]);
+    std::string text;
+    for (const auto& escape : probe_fence(targets)) {
+      text += escape + "\n";
+    }
+    ssize_t ignored = ::write(pipe[1], text.data(), text.size());
+    (void)ignored;
+    ::_exit(0);
+  }
+  ::close(pipe[1]);
+  std::string text;
+  char buffer[4096];
+  ssize_t got = 0;
+  while ((got = ::read(pipe[0], buffer, sizeof buffer)) > 0 || (got < 0 && errno == EINTR)) {
+    text.append(buffer, static_cast<std::size_t>(got > 0 ? got : 0));
+  }
+  ::close(pipe[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return "the self-probe did not finish";
+  }
+  return text;
+}
+
+// The namespace's init after "go": CMD runs as its child; signals from `run` are passed on, every
+// orphan is reaped, and when CMD ends init exits with CMD's status (the kernel then ends every
+// process left in the namespace).
+[[noreturn]] void init_supervise(pid_t command, const sigset_t& set) {
+  for (;;) {
+    siginfo_t info{};
+    const int number = ::sigwaitinfo(&set, &info);
+    if (number < 0) {
+      continue;  // EINTR
+    }
+    if (number != SIGCHLD) {
+      ::kill(command, number);
+      continue;
+    }
+    int status = 0;
+    pid_t done = 0;
+    while ((done = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      if (done == command) {
+        ::_exit(exit_status(status));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+[[noreturn]] void confined_init(int channel, const Confinement& confinement,
+                                const RunOptions& options, const std::string& helper,
+                                const SignalState& previous, const sigset_t& set,
+                                unsigned tty_streams) {
+  const NamespacePlan& plan = confinement.plan;
+  // Out of the user's terminal's session: a signal it sends reaches `run`, which passes it on.
+  ::setsid();
+  // If sandgate dies, so does everything here: it would have no way out anyway.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  NamespaceReport report;
+  auto listener = enter_namespaces(plan, report);
+  if (!listener) {
+    send_message(channel, "error " + listener.error());
+    ::_exit(kRunFailed);
+  }
+  // The working folder, looked up again through the view's mounts (the folder inherited from
+  // the parent is the one below them).
+  if (!confinement.working_folder.empty()) {
+    if (::chdir(confinement.working_folder.c_str()) != 0) {
+      ::chdir("/");
+    }
+  }
+  sockaddr_in address{};
+  socklen_t length = sizeof address;
+  ::getsockname(*listener, reinterpret_cast<sockaddr*>(&address), &length);
+  const std::uint16_t port = ntohs(address.sin_port);
+  // --allow-localhost-port N: a listener on this namespace's 127.0.0.1:N for the gate to relay
+  // to the host's; --allow-inbound-port: the connector.
+  std::vector<std::pair<std::uint16_t, int>> outbound;
+  for (auto forwarded : options.flags.allow_localhost_ports) {
+    auto opened = open_loopback_listener(forwarded);
+    if (!opened) {
+      send_message(channel, "error --allow-localhost-port " + std::to_string(forwarded) + ": " +
+                                opened.error());
+      ::_exit(kRunFailed);
+    }
+    outbound.emplace_back(forwarded, *opened);
+  }
+  const int connector = options.flags.allow_inbound_ports.empty() ? -1 : start_connector();
+  if (!options.flags.allow_inbound_ports.empty() && connector < 0) {
+    send_message(channel, "error cannot start the connector for --allow-inbound-port");
+    ::_exit(kRunFailed);
+  }
+  // The command's terminal, from this namespace's own devpts instance: its master goes to `run`.
+  int tty_slave = -1;
+  int tty_master = -1;
+  if (tty_streams != 0) {
+    auto pair = PtyRelay::open_pair();
+    if (!pair) {
+      send_message(channel, "error the command's terminal: " + pair.error());
+      ::_exit(kRunFailed);
+    }
+    std::tie(tty_master, tty_slave) = *pair;
+  }
+  if (auto landlock = apply_landlock(plan, report); !landlock) {
+    send_message(channel, "error " + landlock.error());
+    ::_exit(kRunFailed);
+  }
+  if (auto keyring = join_fresh_keyring(); !keyring) {
+    send_message(channel, "error " + keyring.error());
+    ::_exit(kRunFailed);
+  }
+  if (auto dropped = drop_privileges(); !dropped) {
+    send_message(channel, "error " + dropped.error());
+    ::_exit(kRunFailed);
+  }
+  bool sent = static_cast<bool>(send_message(channel, "ready\n" + report.serialize(), *listener));
+  if (tty_master >= 0) {
+    sent = sent && send_message(channel, "pty", tty_master);
+    ::close(tty_master);
+  }
+  for (const auto& [forwarded, fd] : outbound) {
+    sent = sent && send_message(channel, "outbound " + std::to_string(forwarded), fd);
+    ::close(fd);
+  }
+  if (connector >= 0) {
+    sent = sent && send_message(channel, "connector", connector);
+    ::close(connector);
+  }
+  if (!sent) {
+    ::_exit(kRunFailed);
+  }
+  ::close(*listener);
+  // The self-probe, with the host socket `run` made after all of the above.
+  auto probe = receive_message(channel);
+  if (!probe || !probe->text.starts_with("probe")) {
+    ::_exit(kRunFailed);  // the gate did not start; the parent has said why
+  }
+  ProbeTargets targets;
+  targets.host_socket = probe->text.size() > 6 ? probe->text.substr(6) : std::string();
+  targets.no_write = confinement.probe_no_write;
+  targets.host_pty = confinement.host_pty;
+  targets.host_pty_device = confinement.host_pty_device;
+  const std::string escaped = run_probe(targets);
+  if (!send_message(channel, escaped.empty() ? "probe-ok" : "probe-failed\n" + escaped)) {
+    ::_exit(kRunFailed);
+  }
+  auto go = receive_message(channel);
+  if (!go || go->text != "go") {
+    ::_exit(kRunFailed);
+  }
+  ::close(channel);
+  ExecImage image(options.command, child_environment(current_environment(), port, helper));
+  const pid_t command = ::fork();
+  if (command < 0) {
+    ::_exit(kRunFailed);
+  }
+  if (command == 0) {
+    // A session of its own: no controlling terminal but the relayed one, if any.
+    ::setsid();
+    if (tty_slave >= 0) {
+      ::ioctl(tty_slave, TIOCSCTTY, 0);
+      for (int fd = 0; fd <= 2; ++fd) {
+        if ((tty_streams & (1U << fd)) != 0) {
+          ::dup2(tty_slave, fd);
+        }
+      }
+    }
+    // Nothing inherited but the standard streams: a descriptor the invoker left open (a socket
+    // of the host's network namespace, say) would be a way around the fence.
+    ::close_range(3, ~0U, 0);
+    // A process limit: a fork bomb ends at it (uid 0 is exempt in the kernel's check).
+    const rlimit processes{kProcessLimit, kProcessLimit};
+    ::setrlimit(RLIMIT_NPROC, &processes);
+    // Last: socket families other than unix, IP and netlink fail (AF_VSOCK is not fenced by the
+    // network namespace).
+    if (auto filtered = deny_other_socket_families(); !filtered) {
+      const std::string text = "sandgate run: seccomp: " + filtered.error() + "\n";
+      ssize_t ignored = ::write(STDERR_FILENO, text.data(), text.size());
+      (void)ignored;
+      ::_exit(kRunFailed);
+    }
+    restore_signals(previous);
+    ::_exit(image.exec());
+  }
+  if (tty_slave >= 0) {
+    ::close(tty_slave);
+  }
+  init_supervise(command, set);
+}
+
+}  // namespace sandgate::sandbox

@@ -1,0 +1,84 @@
+// What every way of running CMD shares: building its exec image before fork(), the signal state
+// `run` takes over and gives back, and waiting for CMD while forwarding signals to it.
+// Internal to `sandgate run` (sandbox-profile/run_*.cpp).
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace sandgate::sandbox {
+
+// Signals passed on to CMD. SIGCHLD is taken too, to learn when CMD ends.
+inline constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+// Writes "sandgate run: TEXT" to standard error.
+void say(const std::string& text);
+
+// This process's environment, as NAME=VALUE strings.
+std::vector<std::string> current_environment();
+
+// The variable's value, or empty.
+std::string env_or_empty(const char* name);
+
+// sandgate-connect next to the running executable (warns when it is missing).
+std::string connect_helper();
+
+// A command line and an environment as execve() wants them, built before fork(): after a fork
+// in a process that has threads, the child may only make async-signal-safe calls.
+class ExecImage {
+ public:
+  ExecImage(std::vector<std::string> command, std::vector<std::string> env)
+      : command_(std::move(command)), env_(std::move(env)) {
+    for (auto& s : command_) {
+      argv_.push_back(s.data());
+    }
+    argv_.push_back(nullptr);
+    for (auto& s : env_) {
+      envp_.push_back(s.data());
+    }
+    envp_.push_back(nullptr);
+    failure_ = "sandgate run: cannot run '" + command_.front() + "': ";
+  }
+
+  // Executes CMD, searching PATH as a shell does. Only returns on failure, having said why, with
+  // the status to exit with (127 not found, 126 found but not executable). Async-signal-safe.
+  int exec();
+
+ private:
+  std::vector<std::string> command_;
+  std::vector<std::string> env_;
+  std::vector<char*> argv_;
+  std::vector<char*> envp_;
+  std::string failure_;
+};
+
+// The signal state `run` changes, kept to give CMD the one `run` was started with.
+struct SignalState {
+  sigset_t mask;
+  struct sigaction pipe;
+};
+
+// The signals `run` takes synchronously, blocked (and SIGPIPE ignored); returns the set to wait
+// for. `previous` is what to give CMD back.
+sigset_t block_signals(SignalState& previous);
+
+// Puts the child's signal state back as the caller of `sandgate run` left it.
+// Async-signal-safe.
+void restore_signals(const SignalState& previous);
+
+// A wait status as an exit status: the code, 128+N for signal N, else kRunFailed.
+int exit_status(int status);
+
+// Waits for CMD to end, forwarding the signals `run` receives; returns its exit status.
+int supervise(pid_t child, const sigset_t& set);
+
+// File system checks that do not follow a final symbolic link.
+bool is_folder(const std::string& path);
+bool exists(const std::string& path);
+// True when `path` is one of `folders` or lies below one.
+bool within_any(const std::string& path, const std::vector<std::string>& folders);
+
+}  // namespace sandgate::sandbox

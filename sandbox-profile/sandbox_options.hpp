@@ -1,0 +1,27 @@
+// What the confinement is told, in its own terms: the sandbox's settings and what it must know
+// about the gate. `sandgate` fills these from its settings (proxy/ includes sandbox-profile/,
+// never the reverse), so the confinement code depends on nothing of the daemon's.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace sandgate::sandbox {
+
+// The sandbox's own settings (GOOSE_SANDBOX_*), held by the daemon's settings as `sandbox`.
+struct SandboxSettings {
+  bool protect_files = true;      // write-protect ~/.ssh, shell start-up files, config folders
+  bool block_raw_sockets = true;  // deny raw IPv4/IPv6 sockets (macOS profile)
+  bool block_tunneling = true;    // deny nc, ncat, netcat, socat, telnet (macOS profile)
+};
+
+// The gate a command is confined behind.
+struct GateView {
+  // The gate's files as configured (blocklist, allowlist, config file, log file; empty ones left
+  // out): the command must not be able to change them, nor re-point a link on their way.
+  std::vector<std::string> files;
+  // The path of the gate's unix socket (listen unix:PATH); empty for a TCP gate.
+  std::string unix_socket;
+};
+
+}  // namespace sandgate::sandbox
