@@ -8,8 +8,9 @@
       -> proxy/session                 one client connection: CONNECT, HTTP forwarding
       -> proxy/launchdarkly, proxy/reload, proxy/admin
       -> proxy/log
-      -> proxy/settings, proxy/watch, proxy/relay, proxy/dns, proxy/metrics, proxy/net, proxy/socks,
-                                       proxy/parent, proxy/capture
+      -> proxy/dns                     the resolver and its cache
+      -> proxy/settings, proxy/watch, proxy/relay, proxy/metrics, proxy/net, proxy/socks,
+         proxy/parent, proxy/capture   typed settings; the pieces below a session
       -> sandbox-profile               confinement; takes its own options, knows nothing of proxy/
       -> rules, config, proxy/json, proxy/asio
 
@@ -24,8 +25,9 @@ import sys
 LAYERS = [
     ["rules", "config", "proxy/json", "proxy/asio"],
     ["sandbox-profile", "connect-proxy"],
-    ["proxy/settings", "proxy/watch", "proxy/relay", "proxy/dns", "proxy/metrics", "proxy/net",
+    ["proxy/settings", "proxy/watch", "proxy/relay", "proxy/metrics", "proxy/net",
      "proxy/socks", "proxy/parent", "proxy/capture"],
+    ["proxy/dns"],
     ["proxy/log"],
     ["proxy/launchdarkly", "proxy/reload", "proxy/admin"],
     ["proxy/session"],
