@@ -40,6 +40,7 @@
 #include "proxy/session/handlers.hpp"
 #include "proxy/session/http_head.hpp"
 #include "proxy/session/http_target.hpp"
+#include "proxy/session/tunnel_session.hpp"
 #include "proxy/session/upstream_dial.hpp"
 #include "rules/host.hpp"
 
@@ -511,24 +512,27 @@ asio::awaitable<void> run_websocket(Exchange& x, EndLine& end) {
   x.upstream.buffer = beast::flat_buffer();
   x.client_buffer.consume(x.client_buffer.size());
 
-  relay::Result result;
-  if (!ok) {
-    result.outcome = relay::Outcome::reset;
-  } else {
-    result = co_await relay::relay(context.client, context.upstream, context.worker.pipes,
-                                   context.settings().idle_timeout);
+  if (ok && !context.live.revoked && context.live.destination) {
+    // From here the tunnel relay carries the bytes, as for a CONNECT tunnel whose first bytes
+    // need no watching; the session coroutines finish.
+    server::Destination destination = std::move(*context.live.destination);
+    context.live.destination.reset();
+    TunnelSession::start_websocket(context, std::string(end.method), std::string(end.host),
+                                   std::move(destination), x.bytes_up, x.bytes_down,
+                                   end.started);
+    co_return;
   }
+  // The head or the bytes behind it could not be passed on: the upgrade failed.
   boost::system::error_code ignored;
   context.client.close(ignored);
   context.upstream.close(ignored);
   if (context.live.revoked) {
-    context.record_revoked(end.method, x.bytes_up + result.bytes_up,
-                           x.bytes_down + result.bytes_down);
+    context.record_revoked(end.method, x.bytes_up, x.bytes_down);
     co_return;
   }
-  end.outcome = relay::to_string(result.outcome);
-  end.bytes_up = x.bytes_up + result.bytes_up;
-  end.bytes_down = x.bytes_down + result.bytes_down;
+  end.outcome = relay::to_string(relay::Outcome::reset);
+  end.bytes_up = x.bytes_up;
+  end.bytes_down = x.bytes_down;
   log_end(context, end);
 }
 
