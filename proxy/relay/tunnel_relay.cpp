@@ -273,7 +273,7 @@ void TunnelRelay::finish_direction(Direction& d, bool eof) {
 void TunnelRelay::fail(Direction& d) {
   d.done = true;
   if (d.pipe.read_fd >= 0) {
-    PipePool::destroy(d.pipe);  // it may still hold bytes nobody will read
+    pipes_.discard(d.pipe);  // it may still hold bytes nobody will read
     d.pipe = {};
   }
   if (first_bytes_timer_) {

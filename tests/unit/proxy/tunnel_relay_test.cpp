@@ -92,7 +92,7 @@ std::string random_bytes(std::size_t size, unsigned seed) {
 class RelayFixture {
  public:
   explicit RelayFixture(std::chrono::seconds idle = 0s, std::size_t pipe_bytes = 64 * 1024)
-      : pipes_(pipe_bytes, 4 * 1024 * 1024),
+      : pipes_({pipe_bytes, 64 * 1024 * 1024, 4 * 1024 * 1024}),
         client_(connected_pair(io_)),
         upstream_(connected_pair(io_)),
         relay_(client_.ours, upstream_.ours, pipes_, idle,
@@ -286,21 +286,46 @@ TEST(TunnelRelay, OutcomesHaveTheirEndLineNames) {
 // ---- the pipe pool ----
 
 TEST(PipePool, PipesGetTheAskedCapacityClampedToTheSystemMaximum) {
-  PipePool pool(256 * 1024, 4 * 1024 * 1024);
+  PipePool pool({256 * 1024, 64 * 1024 * 1024, 4 * 1024 * 1024});
   PipePool::Pipe pipe = pool.acquire();
   ASSERT_GE(pipe.read_fd, 0);
   // Root, or a user within its pipe quota, gets the size; the kernel may round it up.
   EXPECT_GE(pipe.capacity, std::min<std::size_t>(256 * 1024, pipe_max_size()));
+  EXPECT_EQ(pool.held_bytes(), pipe.capacity);
   pool.release(pipe);
 
-  PipePool huge(std::size_t{1} << 40, 4 * 1024 * 1024);
+  PipePool huge({std::size_t{1} << 40, 0, 0});
   EXPECT_EQ(huge.pipe_bytes(), pipe_max_size());
-  PipePool tiny(1, 4 * 1024 * 1024);
+  PipePool tiny({1, 0, 0});
   EXPECT_EQ(tiny.pipe_bytes(), 4096u);
 }
 
+TEST(PipePool, PastItsHoldBudgetNewPipesKeepTheDefaultSize) {
+  // Room for two large pipes; the third and fourth stay at the kernel's default.
+  PipePool pool({1024 * 1024, 2 * 1024 * 1024 + 128 * 1024, 4 * 1024 * 1024});
+  if (pool.pipe_bytes() < 1024 * 1024) {
+    GTEST_SKIP() << "pipe-max-size is below 1 MiB here";
+  }
+  std::vector<PipePool::Pipe> pipes;
+  for (int i = 0; i < 4; ++i) {
+    pipes.push_back(pool.acquire());
+    ASSERT_GE(pipes.back().read_fd, 0);
+  }
+  EXPECT_EQ(pipes[1].capacity, 1024u * 1024);
+  EXPECT_EQ(pipes[2].capacity, 64u * 1024);
+  EXPECT_EQ(pipes[3].capacity, 64u * 1024);
+  // Discarding a large one makes room for a large one again.
+  pool.discard(pipes[0]);
+  pipes[0] = pool.acquire();
+  EXPECT_EQ(pipes[0].capacity, 1024u * 1024);
+  for (const auto& pipe : pipes) {
+    pool.discard(pipe);
+  }
+  EXPECT_EQ(pool.held_bytes(), 0u);
+}
+
 TEST(PipePool, KeepsAtMostItsBudgetOfEmptyPipes) {
-  PipePool pool(256 * 1024, 1024 * 1024);  // four pipes' worth
+  PipePool pool({64 * 1024, 64 * 1024 * 1024, 256 * 1024});  // four default pipes' worth
   std::vector<PipePool::Pipe> pipes;
   for (int i = 0; i < 10; ++i) {
     pipes.push_back(pool.acquire());
@@ -310,12 +335,13 @@ TEST(PipePool, KeepsAtMostItsBudgetOfEmptyPipes) {
     pool.release(pipe);
   }
   EXPECT_EQ(pool.kept(), 4u);
+  EXPECT_EQ(pool.held_bytes(), 4u * 64 * 1024);  // the others were closed
   // A kept pipe is lent again, not a new one made.
   const PipePool::Pipe again = pool.acquire();
   EXPECT_EQ(again.read_fd, pipes[3].read_fd);
   pool.release(again);
 
-  PipePool one(1024 * 1024, 1);  // a budget below one pipe still keeps one
+  PipePool one({1024 * 1024, 64 * 1024 * 1024, 1});  // a budget below one pipe keeps one
   one.release(one.acquire());
   one.release(one.acquire());
   EXPECT_EQ(one.kept(), 1u);
