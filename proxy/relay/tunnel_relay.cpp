@@ -17,9 +17,12 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 using clock = std::chrono::steady_clock;
 
+// The copy path's buffer (no pipe could be had, or not Linux).
 constexpr std::size_t kChunk = 64 * 1024;
-// Pipefuls moved in a row before a direction yields to the worker's other work.
-constexpr int kBurst = 8;
+// Bytes a direction moves in a row, reading again as soon as the pipe is empty, before it yields
+// to the worker's other work with a readiness wait; at least one pipeful. 512 KiB: the eight
+// 64 KiB pipefuls of the burst measured in bench/results/2026-11-26/ab-relay.md.
+constexpr std::size_t kBurstBytes = 512 * 1024;
 
 bool would_block(int error) { return error == EAGAIN || error == EWOULDBLOCK; }
 
@@ -139,10 +142,12 @@ void TunnelRelay::on_readable(Direction& d) {
     d.pipe = pipes_.acquire();
   }
   if (d.pipe.read_fd >= 0) {
-    const ssize_t in = ::splice(d.from->native_handle(), nullptr, d.pipe.write_fd, nullptr, kChunk,
-                                SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    // As much as the socket has, up to a pipeful.
+    const ssize_t in = ::splice(d.from->native_handle(), nullptr, d.pipe.write_fd, nullptr,
+                                d.pipe.capacity, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
     if (in > 0) {
       d.in_flight = static_cast<std::size_t>(in);
+      d.more = d.in_flight >= d.pipe.capacity;
       *d.bytes += static_cast<std::uint64_t>(in);
       drain(d);
       return;
@@ -151,6 +156,7 @@ void TunnelRelay::on_readable(Direction& d) {
     pipes_.release(d.pipe);
     d.pipe = {};
     d.burst = 0;
+    d.more = false;
     if (in == 0) {
       finish_direction(d, true);
     } else if (would_block(error)) {
@@ -169,11 +175,18 @@ void TunnelRelay::drain(Direction& d) {
   last_activity_ = clock::now();
 #ifdef __linux__
   if (d.pipe.read_fd >= 0) {
+    // SPLICE_F_MORE (MSG_MORE) when the read filled the pipe, so more is very likely queued
+    // behind it: the kernel then need not send a short segment at the end of this pipeful. If
+    // nothing follows after all, the held tail leaves with the next ACK (the pipeful before it
+    // is still unacknowledged), and the last, partly filled pipeful of a stream goes without it.
+    const unsigned int flags =
+        SPLICE_F_MOVE | SPLICE_F_NONBLOCK | (d.more ? SPLICE_F_MORE : 0U);
     while (d.in_flight > 0) {
-      const ssize_t out = ::splice(d.pipe.read_fd, nullptr, d.to->native_handle(), nullptr,
-                                   d.in_flight, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      const ssize_t out =
+          ::splice(d.pipe.read_fd, nullptr, d.to->native_handle(), nullptr, d.in_flight, flags);
       if (out > 0) {
         d.in_flight -= static_cast<std::size_t>(out);
+        d.burst += static_cast<std::size_t>(out);
         continue;
       }
       if (out < 0 && would_block(errno)) {
@@ -191,10 +204,10 @@ void TunnelRelay::drain(Direction& d) {
       fail(d);
       return;
     }
-    // Empty again. While the source keeps having more, read on without a readiness wait (a
-    // bounded number of times, so one busy tunnel cannot hold the worker's thread); on_readable
-    // gives the pipe back and waits when the source has nothing.
-    if (++d.burst < kBurst) {
+    // Empty again. While the source keeps having more, read on without a readiness wait, until
+    // it says EAGAIN (on_readable then gives the pipe back and waits) or the burst's bytes are
+    // moved, so that one busy tunnel cannot hold the worker's thread.
+    if (d.burst < kBurstBytes) {
       on_readable(d);
       return;
     }
@@ -260,7 +273,7 @@ void TunnelRelay::finish_direction(Direction& d, bool eof) {
 void TunnelRelay::fail(Direction& d) {
   d.done = true;
   if (d.pipe.read_fd >= 0) {
-    PipePool::destroy(d.pipe);  // it may still hold bytes nobody will read
+    pipes_.discard(d.pipe);  // it may still hold bytes nobody will read
     d.pipe = {};
   }
   if (first_bytes_timer_) {
@@ -298,6 +311,18 @@ void TunnelRelay::arm_idle_timer() {
     }
     maybe_done();
   });
+}
+
+const char* to_string(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::closed: return "closed";
+    case Outcome::reset: return "reset";
+    case Outcome::idle_timeout: return "idle-timeout";
+    case Outcome::aborted: return "aborted";
+    case Outcome::refused: return "refused";
+    case Outcome::internal_error: return "error";
+  }
+  return "unknown";
 }
 
 void TunnelRelay::maybe_done() {

@@ -1,12 +1,14 @@
-// The tunnel relay as a small state machine driven by completion handlers, for long-lived
-// CONNECT tunnels. Unlike the coroutine relay (relay.hpp), an idle tunnel holds no coroutine
-// frames: only this object and one pending readiness wait per direction, which keeps the memory
-// of an idle tunnel near the kernel's own socket cost.
+// The relay of every established byte stream: CONNECT tunnels and WebSocket connections after
+// their 101. A small state machine driven by completion handlers: an idle tunnel holds no
+// coroutine frames, only this object and one pending readiness wait per direction, which keeps
+// the memory of an idle tunnel near the kernel's own socket cost.
 //
-// Same contract as relay(): bytes both ways until both directions ended, half-close honoured,
-// nothing of the proxy's own ever written, an error on one side resets the other. On Linux bytes
-// move with splice(2) through a pipe borrowed from the worker's PipePool only while data is in
-// flight; elsewhere (or without a pipe) through a buffer that exists only while data is in flight.
+// The contract: bytes both ways until both directions ended; the end of one direction's stream
+// is passed on as a half-close (shutdown of the other socket's send side) while the other
+// direction runs on; nothing of the proxy's own is ever written; an error on one side resets the
+// other (linger 0). On Linux bytes move with splice(2) through a pipe borrowed from the worker's
+// PipePool only while data is in flight; elsewhere (or without a pipe) through a 64 KiB buffer
+// that exists only while data is in flight.
 //
 // Runs on the sockets' executor (one worker thread); not thread-safe.
 #pragma once
@@ -20,9 +22,26 @@
 #include <optional>
 #include <string_view>
 
-#include "proxy/relay/relay.hpp"
+#include "proxy/relay/pipe_pool.hpp"
 
 namespace sandgate::relay {
+
+enum class Outcome : std::uint8_t {
+  closed,          // both sides finished normally
+  reset,           // one side reset or failed; the other was reset
+  idle_timeout,    // no byte in either direction for the idle timeout
+  aborted,         // the sockets were closed from outside (drain deadline, reload)
+  refused,         // the client's first bytes were refused (TunnelRelay::watch_first_bytes)
+  internal_error,  // a handler failed unexpectedly (an exception); the tunnel was reset
+};
+// The end line's outcome: "closed", "reset", "idle-timeout", "aborted", "refused", "error".
+const char* to_string(Outcome outcome);
+
+struct Result {
+  Outcome outcome = Outcome::closed;
+  std::uint64_t bytes_up = 0;    // client to upstream
+  std::uint64_t bytes_down = 0;  // upstream to client
+};
 
 // What a first-bytes check says about the client's first bytes.
 enum class FirstBytesVerdict : std::uint8_t {
@@ -50,7 +69,10 @@ class TunnelRelay {
   void watch_first_bytes(FirstBytesCheck check,
                          std::chrono::milliseconds patience = std::chrono::seconds(10));
 
-  // Starts relaying. Both sockets must be open and connected.
+  // Starts relaying. Both sockets must be open and connected. `done` is called from a handler
+  // on the sockets' executor, never from within start(). Destroying the relay before `done` is
+  // not allowed (handlers point into it): close the sockets from outside instead (the drain, a
+  // reload), which ends it with outcome aborted.
   void start();
 
  private:
@@ -62,7 +84,8 @@ class TunnelRelay {
     std::unique_ptr<char[]> buffer;          // the copy path's buffer, only while in flight
     std::uint64_t* bytes;
     bool done = false;
-    int burst = 0;  // pipefuls moved since the last readiness wait
+    bool more = false;      // the last read filled the pipe: the source likely has more
+    std::size_t burst = 0;  // bytes moved since the last readiness wait
   };
 
   void wait_readable(Direction& d);

@@ -17,6 +17,11 @@
 // Failures: before the first byte of a final response reached the client, the proxy answers
 // (400 for a malformed body, 502 for an origin that closed, failed or sent nonsense); after it,
 // the client connection is reset, so that a truncated body can never pass for a complete one.
+//
+// This file holds the steps of a request and the connection's loop over its requests; the two
+// directions of the exchange are http_request_side.cpp and http_response_side.cpp, its state
+// machine http_exchange_state.hpp. A WebSocket upgrade is handed to the tunnel relay
+// (tunnel_session.hpp) once its 101 has been passed on.
 #include <sys/socket.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -24,22 +29,18 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/http/buffer_body.hpp>
-#include <boost/beast/http/error.hpp>
-#include <boost/beast/http/read.hpp>
-#include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/write.hpp>
 #include <cerrno>
-#include <memory>
 #include <optional>
 #include <utility>
-#include <vector>
 
 #include "proxy/session/client_session.hpp"
 #include "proxy/session/fault_injection.hpp"
 #include "proxy/session/handlers.hpp"
+#include "proxy/session/http_exchange.hpp"
 #include "proxy/session/http_head.hpp"
 #include "proxy/session/http_target.hpp"
+#include "proxy/session/tunnel_session.hpp"
 #include "proxy/session/upstream_dial.hpp"
 #include "rules/host.hpp"
 
@@ -54,21 +55,7 @@ using namespace asio::experimental::awaitable_operators;
 using clock = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
-constexpr std::size_t kChunk = 64 * 1024;
-constexpr std::uint32_t kResponseHeadLimit = 64 * 1024;
-// What the gate holds of an origin's bytes that the parser has not taken yet: a response head
-// (at most kResponseHeadLimit), a chunk header line, or a trailer section. Beast 1.81 has no
-// limit of its own on chunk extensions and trailers; the buffer's maximum is that limit (the
-// read fails with buffer_overflow instead of growing).
-constexpr std::size_t kUpstreamBufferLimit = kResponseHeadLimit + 16 * 1024;
-// Interim responses passed on per request: an origin that sends nothing else never finishes.
-constexpr int kMaxInterimResponses = 32;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-
-using BodyRequestParser = http::request_parser<http::buffer_body>;
-using BodyResponseParser = http::response_parser<http::buffer_body>;
-using RequestWriter = http::request_serializer<http::buffer_body>;
-using ResponseWriter = http::response_serializer<http::buffer_body>;
 
 double ms_since(clock::time_point start) {
   return std::chrono::duration<double, std::milli>(clock::now() - start).count();
@@ -88,353 +75,6 @@ void reset(tcp::socket& socket) {
   if (socket.is_open()) {
     socket.set_option(asio::socket_base::linger(true, 0), ignored);
     socket.close(ignored);
-  }
-}
-
-bool is_http_parse_error(const boost::system::error_code& error) {
-  return error.category() == http::make_error_code(http::error::bad_chunk).category() &&
-         error != http::error::partial_message && error != http::error::end_of_stream;
-}
-
-// Host from the URL, as the first field (where RFC 9112 section 3.2 wants user agents to put
-// it), whatever Host the client sent.
-void set_host_first(http::fields& fields, std::string_view authority) {
-  fields.erase(http::field::host);
-  std::vector<std::pair<std::string, std::string>> rest;
-  rest.reserve(static_cast<std::size_t>(std::distance(fields.begin(), fields.end())));
-  for (const auto& field : fields) {
-    rest.emplace_back(field.name_string(), field.value());
-  }
-  fields.clear();
-  fields.insert(http::field::host, authority);
-  for (const auto& [name, value] : rest) {
-    fields.insert(name, value);
-  }
-}
-
-// The upstream connection of a client connection, kept between its requests.
-struct Upstream {
-  std::string key;      // "host:port" it was dialled for
-  std::string address;  // the address connected to, for the log
-  std::optional<rules::IpAddress> dialled;  // the checked address of a name, for a reload
-  beast::flat_buffer buffer{kUpstreamBufferLimit};
-  bool reusable = false;
-};
-
-// What one exchange's directions share. Everything runs on the session's thread.
-struct Exchange {
-  SessionContext& context;
-  Upstream& upstream;
-  beast::flat_buffer& client_buffer;
-  BodyRequestParser& request;
-  RequestWriter& request_writer;
-  std::string where;  // "host:port", for sentences
-  bool head_request = false;
-  bool client_http11 = true;
-  bool request_keep_alive = true;
-  bool websocket = false;
-
-  clock::time_point last_activity = clock::now();
-  int running = 2;  // directions still going; the last one stops the watchdog
-  asio::steady_timer watchdog;
-
-  // How it went.
-  bool body_done = false;      // the whole request body reached the origin
-  bool client_failed = false;  // reading the request (body) from the client failed
-  std::string client_problem;  // ... because it was malformed (else the client left)
-  bool upstream_write_failed = false;
-  bool body_abandoned = false;  // the response ended first: the rest of the body is not read
-  bool timed_out = false;
-  bool upgraded = false;          // the origin switched to WebSocket
-  bool response_started = false;  // a byte of the final response went to the client
-  bool response_done = false;     // ... and all of it
-  bool oversized = false;  // the origin broke a size limit mid-response (chunk header, trailer)
-  bool client_keep_alive = false;
-  bool upstream_keep_alive = false;
-  // Before the response started: why the origin failed (the first failure wins).
-  std::optional<rules::Reason> failure;
-  std::string failure_sentence;
-  std::optional<BodyResponseParser> response;
-  std::uint64_t bytes_up = 0;    // to the origin, heads included
-  std::uint64_t bytes_down = 0;  // to the client, heads included
-
-  Exchange(SessionContext& c, Upstream& u, beast::flat_buffer& b, BodyRequestParser& r,
-           RequestWriter& w)
-      : context(c),
-        upstream(u),
-        client_buffer(b),
-        request(r),
-        request_writer(w),
-        watchdog(c.client.get_executor()) {}
-
-  void touch() { last_activity = clock::now(); }
-  void direction_done() {
-    if (--running == 0) {
-      watchdog.cancel();
-    }
-  }
-  void fail(rules::Reason reason, std::string sentence) {
-    if (!failure) {
-      failure = reason;
-      failure_sentence = std::move(sentence);
-    }
-  }
-};
-
-// Client to origin: the request body, piece by piece, re-framed by the serializer (chunked stays
-// chunked, Content-Length stays exact).
-asio::awaitable<void> send_request_body(Exchange& x) {
-  auto& body = x.request.get().body();
-  std::unique_ptr<char[]> piece;
-  if (!x.request.is_done()) {
-    piece = std::make_unique<char[]>(kChunk);
-  }
-  // The flags are checked before each operation starts: cancel() from the other direction
-  // only reaches an operation in flight, not one about to be started.
-  while (!x.request.is_done() && !x.body_abandoned && !x.timed_out) {
-    body.data = piece.get();
-    body.size = kChunk;
-    auto [read_error, read] =
-        co_await http::async_read_some(x.context.client, x.client_buffer, x.request, use_tuple);
-    if (read_error == http::error::need_buffer) {
-      read_error = {};
-    }
-    if (read_error && (x.body_abandoned || x.timed_out)) {
-      break;  // stopped from the other direction or by the watchdog
-    }
-    if (read_error) {
-      // The client left or sent a broken body: the origin can give no meaningful answer now, so
-      // stop waiting for one.
-      x.client_failed = true;
-      if (is_http_parse_error(read_error)) {
-        x.client_problem = "the request body is malformed: " + read_error.message() + ".";
-      }
-      boost::system::error_code ignored;
-      x.context.upstream.cancel(ignored);
-      break;
-    }
-    x.touch();
-    const std::size_t size = kChunk - body.size;
-    body.data = size > 0 ? piece.get() : nullptr;
-    body.size = size;
-    body.more = !x.request.is_done();
-    if (size == 0 && body.more) {
-      continue;  // a chunk header, no data yet
-    }
-    if (x.body_abandoned || x.timed_out) {
-      break;
-    }
-    auto [write_error, written] =
-        co_await http::async_write(x.context.upstream, x.request_writer, use_tuple);
-    x.bytes_up += written;
-    if (write_error == http::error::need_buffer) {
-      write_error = {};
-    }
-    if (write_error) {
-      // The origin stopped reading; it may still have answered (413, say), which the other
-      // direction relays.
-      x.upstream_write_failed = true;
-      break;
-    }
-    x.touch();
-  }
-  x.body_done = x.request.is_done() && !x.client_failed && !x.upstream_write_failed;
-  x.direction_done();
-}
-
-// Writes a response head (interim, final or 101) to the client.
-asio::awaitable<bool> write_response_head(Exchange& x, http::response<http::buffer_body>& head) {
-  ResponseWriter writer{head};
-  auto [error, written] = co_await http::async_write_header(x.context.client, writer, use_tuple);
-  x.bytes_down += written;
-  x.touch();
-  co_return !error;
-}
-
-// Reads interim responses until the final (or 101) head has arrived. Returns false on failure.
-asio::awaitable<bool> read_final_head(Exchange& x) {
-  for (int interim = 0;; ++interim) {
-    if (interim > kMaxInterimResponses) {
-      x.fail(rules::Reason::bad_response, x.where + " sent more than " +
-                                              std::to_string(kMaxInterimResponses) +
-                                              " interim (1xx) responses to one request.");
-      co_return false;
-    }
-    if (x.client_failed || x.timed_out) {
-      co_return false;  // stopped by the other direction or the watchdog
-    }
-    x.response.emplace();
-    BodyResponseParser& parser = *x.response;
-    parser.header_limit(kResponseHeadLimit);
-    parser.body_limit(boost::none);
-    if (x.head_request) {
-      parser.skip(true);  // a response to HEAD has no body, whatever its framing fields say
-    }
-    auto [error, read] =
-        co_await http::async_read_header(x.context.upstream, x.upstream.buffer, parser, use_tuple);
-    x.touch();
-    if (error) {
-      if (error == http::error::header_limit || error == http::error::buffer_overflow) {
-        x.fail(rules::Reason::bad_response, x.where + " sent a response head larger than 64 KiB.");
-      } else if (is_http_parse_error(error)) {
-        x.fail(rules::Reason::bad_response,
-               x.where + " sent a response that is not valid HTTP/1.1: " + error.message() + ".");
-      } else {
-        x.fail(
-            rules::Reason::upstream_closed,
-            x.where + " closed the connection before its response head: " + error.message() + ".");
-      }
-      co_return false;
-    }
-    auto& head = parser.get();
-    const unsigned status = head.result_int();
-    if (status == 101) {
-      if (!x.websocket || !has_token(head[http::field::upgrade], "websocket")) {
-        x.fail(rules::Reason::bad_response,
-               x.where + " switched protocols without a WebSocket upgrade.");
-        co_return false;
-      }
-      x.upgraded = true;
-      co_return true;
-    }
-    if (status >= 200) {
-      co_return true;
-    }
-    // 1xx: pass it on to HTTP/1.1 clients (HTTP/1.0 ones cannot read it), then read on.
-    if (x.client_http11) {
-      strip_hop_by_hop(head, false);
-      add_via(head);
-      head.version(11);
-      if (!co_await write_response_head(x, head)) {
-        x.client_failed = true;
-        co_return false;
-      }
-    }
-  }
-}
-
-// Origin to client: the response head, then its body, piece by piece.
-asio::awaitable<void> relay_response(Exchange& x) {
-  tcp::socket& client = x.context.client;
-  tcp::socket& upstream = x.context.upstream;
-  const bool have_head = co_await read_final_head(x);
-  if (have_head && !x.upgraded) {
-    BodyResponseParser& parser = *x.response;
-    auto& response = parser.get();
-
-    // Framing the client can trust: one Content-Length, or chunked, or (for codings that do
-    // not end in chunked) the end of the stream. Both at once is refused, as in requests.
-    const bool has_length = response.count(http::field::content_length) > 0;
-    const bool has_coding = response.count(http::field::transfer_encoding) > 0;
-    if (has_length && has_coding && !parser.is_done()) {
-      x.fail(rules::Reason::bad_response,
-             x.where + " sent both Content-Length and Transfer-Encoding.");
-    } else {
-      const bool to_eof = parser.need_eof();
-      const bool unchunk = !x.client_http11 && parser.chunked();  // HTTP/1.0 cannot read chunks
-      x.client_keep_alive =
-          x.request_keep_alive && !to_eof && !unchunk && x.request.is_done() && !x.client_failed;
-      strip_hop_by_hop(response, false);
-      add_via(response);
-      if (response.count(http::field::content_length) > 1 && parser.content_length()) {
-        response.content_length(*parser.content_length());  // one field, even if sent twice
-      }
-      if (unchunk) {
-        response.chunked(false);
-      }
-      response.version(11);
-      response.keep_alive(x.client_keep_alive);
-      if (x.client_keep_alive && !x.client_http11) {
-        response.set(http::field::connection, "keep-alive");
-      }
-
-      x.response_started = true;
-      ResponseWriter writer{response};
-      auto [head_error, head_written] =
-          co_await http::async_write_header(client, writer, use_tuple);
-      x.bytes_down += head_written;
-      x.touch();
-      bool ok = !head_error;
-
-      auto& body = response.body();
-      std::unique_ptr<char[]> piece;
-      if (ok && !parser.is_done()) {
-        piece = std::make_unique<char[]>(kChunk);
-      }
-      while (ok && !parser.is_done()) {
-        if (x.client_failed || x.timed_out) {
-          ok = false;
-          break;
-        }
-        body.data = piece.get();
-        body.size = kChunk;
-        auto [read_error, read] =
-            co_await http::async_read_some(upstream, x.upstream.buffer, parser, use_tuple);
-        if (read_error == http::error::need_buffer) {
-          read_error = {};
-        }
-        if (read_error == http::error::buffer_overflow) {
-          // A chunk header or trailer section that would not end: the gate does not hold more.
-          x.oversized = true;
-          ok = false;
-          break;
-        }
-        if (read_error) {
-          ok = false;  // the origin broke off mid-response
-          break;
-        }
-        x.touch();
-        const std::size_t size = kChunk - body.size;
-        body.data = size > 0 ? piece.get() : nullptr;
-        body.size = size;
-        body.more = !parser.is_done();
-        if (size == 0 && body.more) {
-          continue;
-        }
-        auto [write_error, written] = co_await http::async_write(client, writer, use_tuple);
-        x.bytes_down += written;
-        if (write_error == http::error::need_buffer) {
-          write_error = {};
-        }
-        if (write_error) {
-          ok = false;
-          break;
-        }
-        x.touch();
-      }
-      x.response_done = ok && parser.is_done();
-      x.upstream_keep_alive = x.response_done && parser.keep_alive();
-    }
-  }
-
-  // An origin that answered (or failed) before the upload ended: the rest of the body has
-  // nowhere to go, so stop reading it; the client connection is not kept.
-  if (!x.request.is_done() && !x.client_failed && !x.upgraded) {
-    x.client_keep_alive = false;
-    x.upstream_keep_alive = false;
-    x.body_abandoned = true;
-    boost::system::error_code ignored;
-    client.cancel(ignored);
-    upstream.cancel(ignored);
-  }
-  x.direction_done();
-}
-
-// Ends the exchange when neither direction moved a byte for `idle`.
-asio::awaitable<void> watch_idle(Exchange& x, std::chrono::seconds idle) {
-  for (;;) {
-    x.watchdog.expires_at(x.last_activity + idle);
-    auto [error] = co_await x.watchdog.async_wait(use_tuple);
-    if (error || x.running == 0) {
-      co_return;
-    }
-    if (clock::now() >= x.last_activity + idle) {
-      x.timed_out = true;
-      boost::system::error_code ignored;
-      x.context.client.cancel(ignored);
-      x.context.upstream.cancel(ignored);
-      co_return;
-    }
   }
 }
 
@@ -492,7 +132,6 @@ asio::awaitable<void> run_websocket(Exchange& x, EndLine& end) {
   response.set(http::field::connection, "Upgrade");
   add_via(response);
   response.version(11);
-  x.response_started = true;
   bool ok = co_await write_response_head(x, response);
 
   // Bytes that arrived behind either head belong to the tunnel.
@@ -511,24 +150,27 @@ asio::awaitable<void> run_websocket(Exchange& x, EndLine& end) {
   x.upstream.buffer = beast::flat_buffer();
   x.client_buffer.consume(x.client_buffer.size());
 
-  relay::Result result;
-  if (!ok) {
-    result.outcome = relay::Outcome::reset;
-  } else {
-    result = co_await relay::relay(context.client, context.upstream, context.worker.pipes,
-                                   context.settings().idle_timeout);
+  if (ok && !context.live.revoked && context.live.destination) {
+    // From here the tunnel relay carries the bytes, as for a CONNECT tunnel whose first bytes
+    // need no watching; the session coroutines finish.
+    Destination destination = std::move(*context.live.destination);
+    context.live.destination.reset();
+    TunnelSession::start_websocket(context, std::string(end.method), std::string(end.host),
+                                   std::move(destination), x.bytes_up, x.bytes_down,
+                                   end.started);
+    co_return;
   }
+  // The head or the bytes behind it could not be passed on: the upgrade failed.
   boost::system::error_code ignored;
   context.client.close(ignored);
   context.upstream.close(ignored);
   if (context.live.revoked) {
-    context.record_revoked(end.method, x.bytes_up + result.bytes_up,
-                           x.bytes_down + result.bytes_down);
+    context.record_revoked(end.method, x.bytes_up, x.bytes_down);
     co_return;
   }
-  end.outcome = relay::to_string(result.outcome);
-  end.bytes_up = x.bytes_up + result.bytes_up;
-  end.bytes_down = x.bytes_down + result.bytes_down;
+  end.outcome = relay::to_string(relay::Outcome::reset);
+  end.bytes_up = x.bytes_up;
+  end.bytes_down = x.bytes_down;
   log_end(context, end);
 }
 
@@ -682,7 +324,7 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
       co_await http::async_write_header(context.upstream, writer, use_tuple);
   x.bytes_up += head_written;
   if (head_error) {
-    x.fail(
+    x.state.origin_failed(
         rules::Reason::upstream_closed,
         where + " closed the connection before taking the request (" + head_error.message() + ").");
   } else if (send_continue) {
@@ -690,12 +332,12 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
         co_await asio::async_write(context.client, asio::buffer(kContinue), use_tuple);
     x.bytes_down += written;
     if (error) {
-      x.client_failed = true;
+      x.state.client_write_failed();
     }
   }
 
   // 6. Both bodies at once, under the idle watchdog if one is set.
-  if (!head_error && !x.client_failed) {
+  if (!head_error && !x.state.client_failed()) {
     const std::chrono::seconds idle = context.settings().idle_timeout;
     if (idle.count() > 0) {
       co_await (send_request_body(x) && relay_response(x) && watch_idle(x, idle));
@@ -704,7 +346,7 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     }
   }
 
-  // 7. How it ended.
+  // 7. How it ended: the state says, in one place (ExchangeState::ending).
   if (context.live.revoked) {
     // A reload denied the destination mid-exchange and closed both sides.
     reset(context.client);
@@ -712,66 +354,46 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     context.record_revoked(method, x.bytes_up, x.bytes_down);
     co_return Next::stop;
   }
-  if (x.upgraded) {
-    co_await run_websocket(x, end);
-    co_return Next::stop;
-  }
+  const ExchangeState::Ending ending =
+      x.state.ending(where, context.settings().idle_timeout.count(), x.request.is_done(),
+                     kUpstreamBufferLimit / 1024);
   end.bytes_up = x.bytes_up;
   end.bytes_down = x.bytes_down;
-  if (!x.response_started) {
-    context.upstream.close(ignored);
-    if (x.client_failed && x.client_problem.empty() && !x.timed_out) {
+  end.outcome = ending.outcome;
+  end.reason = ending.reason;
+  end.detail = ending.sentence;
+  switch (ending.kind) {
+    case ExchangeState::Ending::Kind::websocket:
+      co_await run_websocket(x, end);
+      co_return Next::stop;
+    case ExchangeState::Ending::Kind::silent:
       // The client left: nobody to answer.
-      end.outcome = "reset";
+      context.upstream.close(ignored);
       context.client.close(ignored);
       log_end(context, end);
       co_return Next::stop;
-    }
-    rules::Reason reason = x.failure.value_or(rules::Reason::upstream_closed);
-    std::string sentence =
-        x.failure ? x.failure_sentence : where + " closed the connection without a response.";
-    const std::string idle = std::to_string(context.settings().idle_timeout.count());
-    if (!x.client_problem.empty()) {
-      reason = rules::Reason::bad_request;
-      sentence = x.client_problem;
-    } else if (x.timed_out && !x.request.is_done()) {
-      reason = rules::Reason::request_timeout;
-      sentence = "the request body stalled for " + idle + " s.";
-    } else if (x.timed_out) {
-      reason = rules::Reason::response_timeout;
-      sentence = where + " sent no response for " + idle + " s.";
-    }
-    end.outcome = "error";
-    end.reason = reason;
-    end.detail = sentence;
-    end.bytes_down += co_await answer_failure(context, reason, sentence);
-    log_end(context, end);
-    co_return Next::stop;
-  }
-  if (!x.response_done) {
-    // Broken off mid-response: a reset, never bytes of the proxy's own in a half-sent response.
-    reset(context.client);
-    context.upstream.close(ignored);
-    end.outcome = x.timed_out ? "timeout" : "reset";
-    std::string detail;
-    if (x.oversized) {
-      end.outcome = "error";
-      end.reason = rules::Reason::bad_response;
-      detail = where + " sent a chunk header or trailer section larger than " +
-               std::to_string(kUpstreamBufferLimit / 1024) + " KiB; the response was cut off.";
-      end.detail = detail;
-    }
-    log_end(context, end);
-    co_return Next::stop;
+    case ExchangeState::Ending::Kind::answer:
+      context.upstream.close(ignored);
+      end.bytes_down += co_await answer_failure(context, *ending.reason, ending.sentence);
+      log_end(context, end);
+      co_return Next::stop;
+    case ExchangeState::Ending::Kind::broken:
+      // Broken off mid-response: a reset, never bytes of the proxy's own in a half-sent one.
+      reset(context.client);
+      context.upstream.close(ignored);
+      log_end(context, end);
+      co_return Next::stop;
+    case ExchangeState::Ending::Kind::complete:
+      break;
   }
   log_end(context, end);
 
-  upstream.reusable = x.upstream_keep_alive && x.body_done && upstream.buffer.size() == 0;
+  upstream.reusable = x.state.reusable_upstream() && upstream.buffer.size() == 0;
   if (!upstream.reusable) {
     context.upstream.close(ignored);
     context.live.destination.reset();
   }
-  if (!x.client_keep_alive || !x.body_done) {
+  if (!x.state.keeps_client()) {
     context.upstream.close(ignored);
     co_await close_gracefully(context.client);
     co_return Next::stop;

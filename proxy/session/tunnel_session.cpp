@@ -1,4 +1,4 @@
-// An established tunnel. See tunnel_session.hpp.
+// An established tunnel or WebSocket connection. See tunnel_session.hpp.
 #include "proxy/session/tunnel_session.hpp"
 
 #include "proxy/session/fault_injection.hpp"
@@ -8,7 +8,9 @@ namespace sandgate::session {
 void TunnelSession::start(SessionContext& context, std::string host,
                           Destination destination, std::uint64_t early_bytes,
                           bool watch_for_ssh) {
-  auto* session = new TunnelSession(context, std::move(host), std::move(destination), early_bytes);
+  const auto started = context.started;
+  auto* session = new TunnelSession(context, Kind::connect, "CONNECT", std::move(host),
+                                    std::move(destination), early_bytes, 0, started);
   if (watch_for_ssh) {
     session->relay_.watch_first_bytes([session](std::string_view bytes, bool final) {
       return session->judge_first_bytes(bytes, final);
@@ -17,17 +19,33 @@ void TunnelSession::start(SessionContext& context, std::string host,
   session->relay_.start();
 }
 
-TunnelSession::TunnelSession(SessionContext& context, std::string host,
-                             Destination destination, std::uint64_t early_bytes)
+void TunnelSession::start_websocket(SessionContext& context, std::string method,
+                                    std::string host, Destination destination,
+                                    std::uint64_t bytes_up, std::uint64_t bytes_down,
+                                    std::chrono::steady_clock::time_point request_started) {
+  auto* session = new TunnelSession(context, Kind::websocket, std::move(method), std::move(host),
+                                    std::move(destination), bytes_up, bytes_down,
+                                    request_started);
+  session->relay_.start();
+}
+
+TunnelSession::TunnelSession(SessionContext& context, Kind kind, std::string method,
+                             std::string host, Destination destination,
+                             std::uint64_t early_up, std::uint64_t early_down,
+                             std::chrono::steady_clock::time_point started)
     : worker_(context.worker),
+      kind_(kind),
       client_(std::move(context.client)),
       upstream_(std::move(context.upstream)),
       id_(context.id),
       client_address_(std::move(context.client_address)),
+      method_(std::move(method)),
       host_(std::move(host)),
       port_(destination.port),
-      early_bytes_(early_bytes),
-      started_(context.started),
+      early_up_(early_up),
+      early_down_(early_down),
+      connection_started_(context.started),
+      started_(started),
       relay_(client_, upstream_, context.worker.pipes, context.settings().idle_timeout,
              [this](relay::Result result) { on_done(result); }) {
   context.handed_off = true;  // the connection's count and registration move here
@@ -35,7 +53,9 @@ TunnelSession::TunnelSession(SessionContext& context, std::string host,
   live_.upstream = &upstream_;
   live_.destination = std::move(destination);
   worker_.attach(live_);
-  worker_.metrics.tunnels_open_total.add();
+  if (kind_ == Kind::connect) {
+    worker_.metrics.tunnels_open_total.add();
+  }
 }
 
 TunnelSession::~TunnelSession() {
@@ -73,17 +93,19 @@ void TunnelSession::log_end(std::string_view outcome, const relay::Result& resul
   end.event = log::Record::Event::end;
   end.connection_id = id_;
   end.client = client_address_;
-  end.method = "CONNECT";
+  end.method = method_;
   end.host = host_;
   end.port = port_;
   end.outcome = outcome;
   end.bytes_up = result.bytes_up;
   end.bytes_down = result.bytes_down;
-  end.duration_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_)
-          .count();
+  const auto now = std::chrono::steady_clock::now();
+  end.duration_ms = std::chrono::duration<double, std::milli>(now - started_).count();
   const Revocation* why = live_.revoked ? &*live_.revoked : nullptr;
   if (why != nullptr) {
+    // As any connection a reload closed: its duration is the connection's.
+    end.duration_ms =
+        std::chrono::duration<double, std::milli>(now - connection_started_).count();
     end.rule = why->rule;
     end.detail = why->detail;
     record_late_denial(worker_, end, revocation_reason(*why));
@@ -94,6 +116,10 @@ void TunnelSession::log_end(std::string_view outcome, const relay::Result& resul
     end.verdict = rules::verdict_name(rules::reason_info(reason).verdict);
     end.reason = rules::reason_code(reason);
   };
+  if (kind_ == Kind::websocket) {
+    // A plain request's end line: the request was allowed, as its decision line said.
+    end.verdict = rules::verdict_name(rules::Verdict::allow);
+  }
   if (refused_) {
     set_reason(refused_->reason);  // after the deny line of the refused first bytes
   }
@@ -112,15 +138,18 @@ void TunnelSession::on_done(relay::Result result) {
   boost::system::error_code ignored;
   client_.close(ignored);
   upstream_.close(ignored);
-  result.bytes_up += early_bytes_;
-  worker_.metrics.tunnels_closed_total.add();
+  result.bytes_up += early_up_;
+  result.bytes_down += early_down_;
+  if (kind_ == Kind::connect) {
+    worker_.metrics.tunnels_closed_total.add();
+  }
 
   if (refused_) {
     // The client's first bytes were SSH to a host the SSH rules refuse: a decision of its own.
     log::Record denied;
     denied.connection_id = id_;
     denied.client = client_address_;
-    denied.method = "CONNECT";
+    denied.method = method_;
     denied.host = host_;
     denied.port = port_;
     denied.rule = refused_->rule;

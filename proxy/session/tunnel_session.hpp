@@ -1,10 +1,11 @@
-// An established CONNECT tunnel, handed over from the coroutine that set it up: it owns both
-// sockets and a TunnelRelay, and when the relay ends it logs the end line, counts the bytes and
-// uncounts the connection, then deletes itself. The set-up coroutines finish at hand-over, so an
-// idle tunnel costs this object and two pending waits rather than a stack of coroutine frames.
+// An established byte stream, handed over from the coroutine that set it up: a CONNECT tunnel,
+// or a WebSocket connection after its 101. It owns both sockets and a TunnelRelay, and when the
+// relay ends it logs the end line, counts the bytes and uncounts the connection, then deletes
+// itself. The set-up coroutines finish at hand-over, so an idle tunnel costs this object and two
+// pending waits rather than a stack of coroutine frames.
 //
-// The tunnel stays registered with its worker, destination included, so that a reload can judge
-// it again (and close it, outcome `revoked`) and the drain can close it.
+// The connection stays registered with its worker, destination included, so that a reload can
+// judge it again (and close it, outcome `revoked`) and the drain can close it.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
@@ -20,30 +21,48 @@ namespace sandgate::session {
 
 class TunnelSession {
  public:
-  // Takes the sockets and the connection's place in the worker's counts from `context` (which
-  // must not touch them afterwards) and starts relaying. `watch_for_ssh`: no byte of the client
-  // has been seen yet, so the relay looks at its first bytes and holds an SSH client to the SSH
-  // rules (of the policy in force when they arrive). Worker thread only.
+  // A CONNECT tunnel. Takes the sockets and the connection's place in the worker's counts from
+  // `context` (which must not touch them afterwards) and starts relaying. `early_bytes`: client
+  // bytes already passed upstream. `watch_for_ssh`: no byte of the client has been seen yet, so
+  // the relay looks at its first bytes and holds an SSH client to the SSH rules (of the policy in
+  // force when they arrive). Counted in the tunnel metrics. Worker thread only.
   static void start(SessionContext& context, std::string host, Destination destination,
                     std::uint64_t early_bytes, bool watch_for_ssh);
 
+  // A WebSocket connection after the 101 and whatever arrived behind either head were passed
+  // on (`bytes_up`, `bytes_down`: what the exchange moved so far, heads included). Takes the
+  // sockets like start(); its first bytes are not watched. Its end line is a plain request's:
+  // `method`, verdict allow, duration from `request_started`. Worker thread only.
+  static void start_websocket(SessionContext& context, std::string method, std::string host,
+                              Destination destination, std::uint64_t bytes_up,
+                              std::uint64_t bytes_down,
+                              std::chrono::steady_clock::time_point request_started);
+
  private:
-  TunnelSession(SessionContext& context, std::string host, Destination destination,
-                std::uint64_t early_bytes);
+  enum class Kind : std::uint8_t { connect, websocket };
+  TunnelSession(SessionContext& context, Kind kind, std::string method, std::string host,
+                Destination destination, std::uint64_t early_up,
+                std::uint64_t early_down, std::chrono::steady_clock::time_point started);
   ~TunnelSession();
   relay::FirstBytesVerdict judge_first_bytes(std::string_view bytes, bool final);
   void on_done(relay::Result result);
   void log_end(std::string_view outcome, const relay::Result& result);
 
   WorkerContext& worker_;
+  Kind kind_;
   boost::asio::ip::tcp::socket client_;
   boost::asio::ip::tcp::socket upstream_;
   LiveConnection live_;
   std::uint64_t id_;
   std::string client_address_;
+  std::string method_;
   std::string host_;
   std::uint16_t port_;
-  std::uint64_t early_bytes_;
+  std::uint64_t early_up_;
+  std::uint64_t early_down_;
+  // The connection's start (a revoked line's duration) and what the end line's duration counts
+  // from: the same for a CONNECT, the upgrade request's arrival for a WebSocket.
+  std::chrono::steady_clock::time_point connection_started_;
   std::chrono::steady_clock::time_point started_;
   // The SSH rules refused the client's first bytes: why, the rule and the sentence.
   struct Refusal {

@@ -14,7 +14,7 @@
 #include "proxy/dns/resolver.hpp"
 #include "proxy/log/decision_log.hpp"
 #include "proxy/metrics/metrics.hpp"
-#include "proxy/relay/relay.hpp"
+#include "proxy/relay/pipe_pool.hpp"
 #include "proxy/settings/settings.hpp"
 #include "rules/host.hpp"
 #include "rules/ip_address.hpp"

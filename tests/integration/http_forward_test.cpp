@@ -13,8 +13,10 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <thread>
 
+#include "rules/domain_set.hpp"
 #include "tests/fakes/http_origin.hpp"
 #include "tests/integration/harness/test_client.hpp"
 #include "tests/integration/harness/test_proxy.hpp"
@@ -834,6 +836,196 @@ TEST(HttpForward, WebSocketUpgradeBecomesATunnel) {
 
   client.shutdown_write();
   EXPECT_EQ(client.read_to_end(), "");
+}
+
+// The origin of the WebSocket tests: a 101 for an upgrade, then an echo of every byte until the
+// client's end of stream, which it passes back as its own. `behind` goes out right behind the
+// 101 head (the start of the tunnelled stream, possibly in the same segment as the head).
+HttpOrigin::Handler websocket_origin(std::string behind = "") {
+  return [behind](const HttpOrigin::Request& r) {
+    Reply reply;
+    if (r.field("Upgrade") != "websocket") {
+      return Reply::fixed(400, "no upgrade");
+    }
+    reply.head =
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
+    reply.body = behind;
+    reply.echo = true;
+    return reply;
+  };
+}
+
+const std::string kUpgradeFields =
+    "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n";
+
+// The JSON log's end lines.
+std::vector<std::string> end_lines(const std::string& log) {
+  std::vector<std::string> lines;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("\"event\":\"end\"") != std::string::npos) {
+      lines.push_back(line);
+    }
+  }
+  return lines;
+}
+
+std::uint64_t number_field(const std::string& line, const std::string& name) {
+  const std::string key = "\"" + name + "\":";
+  const std::size_t at = line.find(key);
+  return at == std::string::npos ? ~0ULL : std::strtoull(line.c_str() + at + key.size(), nullptr, 10);
+}
+
+bool has_end_line(TestProxy& proxy) {
+  return proxy.wait_for_log([](const std::string& log) { return !end_lines(log).empty(); });
+}
+
+TEST(HttpForwardWebSocket, EndLineIsTheRequestsWithEveryByteCounted) {
+  Fixture f(websocket_origin());
+  TestClient client(f.proxy.port());
+  const std::string upgrade = request("GET", f.at("/chat"), kUpgradeFields);
+  client.send(upgrade);
+  ResponseHead head = read_response_head(client);
+  client.pending = head.body_after;
+  ASSERT_EQ(head.status, 101) << head.head;
+  const std::string payload(300 * 1024, 'w');  // several pipefuls and socket buffers
+  std::thread writer([&client, &payload] {
+    try {
+      client.send(payload);
+    } catch (const std::exception&) {
+      // The reader below fails the test.
+    }
+  });
+  EXPECT_EQ(client.read_exact(payload.size()), payload);
+  writer.join();
+  client.shutdown_write();
+  EXPECT_EQ(client.read_to_end(), "");
+
+  ASSERT_TRUE(has_end_line(f.proxy)) << f.proxy.log_text();
+  const auto lines = end_lines(f.proxy.log_text());
+  ASSERT_EQ(lines.size(), 1u) << f.proxy.log_text();
+  const std::string& line = lines[0];
+  EXPECT_NE(line.find("\"method\":\"GET\""), std::string::npos) << line;
+  EXPECT_NE(line.find("\"host\":\"origin.test\""), std::string::npos) << line;
+  EXPECT_NE(line.find("\"verdict\":\"allow\",\"reason\":\"\""), std::string::npos) << line;
+  EXPECT_NE(line.find("\"outcome\":\"closed\""), std::string::npos) << line;
+  ASSERT_TRUE(f.origin.wait_for_requests(1));
+  EXPECT_EQ(number_field(line, "bytes_up"), f.origin.requests()[0].raw.size() + payload.size())
+      << line;
+  EXPECT_EQ(number_field(line, "bytes_down"), head.head.size() + payload.size()) << line;
+}
+
+TEST(HttpForwardWebSocket, BytesBehindTheHeadsBelongToTheTunnel) {
+  const std::string greeting("\x81\x05hello", 7);
+  Fixture f(websocket_origin(greeting));
+  TestClient client(f.proxy.port());
+  // The client's first frame in the same write as its upgrade request.
+  const std::string frame("\x81\x04ping", 6);
+  client.send(request("GET", f.at("/chat"), kUpgradeFields) + frame);
+  ResponseHead head = read_response_head(client);
+  client.pending = head.body_after;
+  ASSERT_EQ(head.status, 101) << head.head;
+  EXPECT_EQ(client.read_exact(greeting.size() + frame.size()), greeting + frame);
+  client.shutdown_write();
+  EXPECT_EQ(client.read_to_end(), "");
+}
+
+TEST(HttpForwardWebSocket, HalfCloseLetsTheOtherDirectionFinish) {
+  Fixture f(websocket_origin());
+  TestClient client(f.proxy.port());
+  client.send(request("GET", f.at("/chat"), kUpgradeFields));
+  ResponseHead head = read_response_head(client);
+  client.pending = head.body_after;
+  ASSERT_EQ(head.status, 101) << head.head;
+  // Everything, then the end of the client's stream at once: the origin still echoes all of it
+  // back through the direction that is still open, then ends its own.
+  const std::string payload(200 * 1024, 'h');
+  std::thread writer([&client, &payload] {
+    try {
+      client.send(payload);
+    } catch (const std::exception&) {
+      // The reader below fails the test.
+    }
+    client.shutdown_write();
+  });
+  bool reset = false;
+  EXPECT_EQ(client.read_to_end(&reset), payload);
+  writer.join();
+  EXPECT_FALSE(reset);
+  ASSERT_TRUE(has_end_line(f.proxy));
+  EXPECT_NE(end_lines(f.proxy.log_text())[0].find("\"outcome\":\"closed\""), std::string::npos);
+}
+
+TEST(HttpForwardWebSocket, IdleConnectionTimesOut) {
+  HttpOrigin origin(websocket_origin());
+  TestProxy proxy("", [](settings::Settings& s) {
+    allow_loopback(s);
+    s.idle_timeout = std::chrono::seconds(1);
+  });
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  TestClient client(proxy.port());
+  client.send(request("GET", url("origin.test", origin.port(), "/chat"), kUpgradeFields));
+  ResponseHead head = read_response_head(client);
+  ASSERT_EQ(head.status, 101) << head.head;
+  bool reset = false;
+  client.read_to_end(&reset, std::chrono::seconds(5));
+  EXPECT_TRUE(reset);
+  ASSERT_TRUE(has_end_line(proxy)) << proxy.log_text();
+  EXPECT_NE(end_lines(proxy.log_text())[0].find("\"outcome\":\"idle-timeout\""),
+            std::string::npos)
+      << proxy.log_text();
+}
+
+TEST(HttpForwardWebSocket, OriginResetIsPassedOnAsAReset) {
+  // An origin that upgrades, then resets the connection.
+  HttpOrigin origin([](const HttpOrigin::Request&) {
+    Reply reply;
+    reply.head = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n";
+    reply.reset = true;
+    return reply;
+  });
+  TestProxy proxy("", allow_loopback);
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  TestClient client(proxy.port());
+  client.send(request("GET", url("origin.test", origin.port(), "/chat"), kUpgradeFields));
+  ResponseHead head = read_response_head(client);
+  ASSERT_EQ(head.status, 101) << head.head;
+  client.send("x");
+  bool reset = false;
+  EXPECT_EQ(client.read_to_end(&reset, std::chrono::seconds(5)), "");
+  EXPECT_TRUE(reset);
+  ASSERT_TRUE(has_end_line(proxy)) << proxy.log_text();
+  EXPECT_NE(end_lines(proxy.log_text())[0].find("\"outcome\":\"reset\""), std::string::npos)
+      << proxy.log_text();
+}
+
+TEST(HttpForwardWebSocket, ReloadThatDeniesItsHostClosesIt) {
+  Fixture f(websocket_origin());
+  TestClient client(f.proxy.port());
+  client.send(request("GET", f.at("/chat"), kUpgradeFields));
+  ResponseHead head = read_response_head(client);
+  client.pending = head.body_after;
+  ASSERT_EQ(head.status, 101) << head.head;
+  client.send("ping");
+  ASSERT_EQ(client.read_exact(4), "ping");
+
+  std::vector<rules::LoadIssue> issues;
+  auto set = rules::DomainSet::parse("origin.test\n", "/reloaded/blocked.txt", issues);
+  ASSERT_TRUE(issues.empty());
+  f.proxy.server().publish(std::make_shared<const rules::Policy>(f.proxy.settings().policy,
+                                                                 std::move(set), std::nullopt));
+  client.read_to_end(nullptr, std::chrono::seconds(3));  // returns once the gate closed it
+  ASSERT_TRUE(has_end_line(f.proxy)) << f.proxy.log_text();
+  const std::string line = end_lines(f.proxy.log_text())[0];
+  EXPECT_NE(line.find("\"method\":\"GET\""), std::string::npos) << line;
+  EXPECT_NE(line.find("\"verdict\":\"deny\",\"reason\":\"blocklist\""), std::string::npos)
+      << line;
+  EXPECT_NE(line.find("\"rule\":\"/reloaded/blocked.txt:1 origin.test\""), std::string::npos)
+      << line;
+  EXPECT_NE(line.find("\"outcome\":\"revoked\""), std::string::npos) << line;
+  EXPECT_EQ(number_field(line, "bytes_down"), head.head.size() + 4) << line;
 }
 
 TEST(HttpForward, RefusedUpgradeContinuesAsHttp) {

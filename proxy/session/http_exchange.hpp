@@ -1,0 +1,121 @@
+// What the two directions of one plain-HTTP exchange share (http_forward.cpp runs them): the
+// connection's sockets and buffers, the upstream kept between requests, the parsers and the
+// exchange's state machine (http_exchange_state.hpp). The directions themselves live in
+// http_request_side.cpp (client to origin) and http_response_side.cpp (origin to client).
+//
+// Everything runs on the session's worker thread; the coroutines below complete on the client
+// socket's executor, and end (with the state saying how) when the other direction or the
+// watchdog cancels their sockets' operations.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/serializer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "proxy/session/http_exchange_state.hpp"
+#include "proxy/session/session_context.hpp"
+#include "rules/ip_address.hpp"
+
+namespace sandgate::session {
+
+// The bodies stream through pieces of this size, so neither is ever held whole.
+constexpr std::size_t kBodyPiece = 64 * 1024;
+constexpr std::uint32_t kResponseHeadLimit = 64 * 1024;
+// What the gate holds of an origin's bytes that the parser has not taken yet: a response head
+// (at most kResponseHeadLimit), a chunk header line, or a trailer section. Beast 1.81 has no
+// limit of its own on chunk extensions and trailers; the buffer's maximum is that limit (the
+// read fails with buffer_overflow instead of growing).
+constexpr std::size_t kUpstreamBufferLimit = kResponseHeadLimit + 16 * 1024;
+// Interim responses passed on per request: an origin that sends nothing else never finishes.
+constexpr int kMaxInterimResponses = 32;
+
+using BodyRequestParser = boost::beast::http::request_parser<boost::beast::http::buffer_body>;
+using BodyResponseParser = boost::beast::http::response_parser<boost::beast::http::buffer_body>;
+using RequestWriter = boost::beast::http::request_serializer<boost::beast::http::buffer_body>;
+using ResponseWriter = boost::beast::http::response_serializer<boost::beast::http::buffer_body>;
+
+// The upstream connection of a client connection, kept between its requests.
+struct Upstream {
+  std::string key;      // "host:port" it was dialled for
+  std::string address;  // the address connected to, for the log
+  std::optional<rules::IpAddress> dialled;  // the checked address of a name, for a reload
+  boost::beast::flat_buffer buffer{kUpstreamBufferLimit};
+  bool reusable = false;
+};
+
+// One exchange: what both directions read and write. The state machine holds how it is going;
+// the rest is its fixed inputs and the I/O both sides use.
+struct Exchange {
+  Exchange(SessionContext& c, Upstream& u, boost::beast::flat_buffer& b, BodyRequestParser& r,
+           RequestWriter& w)
+      : context(c),
+        upstream(u),
+        client_buffer(b),
+        request(r),
+        request_writer(w),
+        watchdog(c.client.get_executor()) {}
+
+  SessionContext& context;
+  Upstream& upstream;
+  boost::beast::flat_buffer& client_buffer;
+  BodyRequestParser& request;
+  RequestWriter& request_writer;
+  std::string where;  // "host:port", for sentences
+  bool head_request = false;
+  bool client_http11 = true;
+  bool request_keep_alive = true;
+  bool websocket = false;  // the client asked for a WebSocket upgrade
+
+  ExchangeState state;
+  std::optional<BodyResponseParser> response;
+  std::uint64_t bytes_up = 0;    // to the origin, heads included
+  std::uint64_t bytes_down = 0;  // to the client, heads included
+
+  std::chrono::steady_clock::time_point last_activity = std::chrono::steady_clock::now();
+  int running = 2;  // directions still going; the last one stops the watchdog
+  boost::asio::steady_timer watchdog;
+
+  void touch() { last_activity = std::chrono::steady_clock::now(); }
+  void direction_done() {
+    if (--running == 0) {
+      watchdog.cancel();
+    }
+  }
+  // Cancels both sockets' pending operations: the other direction (or the watchdog) ended it.
+  void cancel_both();
+};
+
+// Client to origin: the request body, piece by piece, re-framed by the serializer (chunked
+// stays chunked, Content-Length stays exact). Reports to x.state.
+boost::asio::awaitable<void> send_request_body(Exchange& x);
+
+// Origin to client: interim responses, then the final head and its body piece by piece; or the
+// 101 of a WebSocket upgrade (left to the caller). Reports to x.state.
+boost::asio::awaitable<void> relay_response(Exchange& x);
+
+// Writes a response head (interim, final or 101) to the client; false when that failed.
+boost::asio::awaitable<bool> write_response_head(
+    Exchange& x, boost::beast::http::response<boost::beast::http::buffer_body>& head);
+
+// Ends the exchange (x.state.timed_out(), both sockets cancelled) when neither direction moved
+// a byte for `idle`; returns when both directions are done.
+boost::asio::awaitable<void> watch_idle(Exchange& x, std::chrono::seconds idle);
+
+// Host from the URL, as the first field (where RFC 9112 section 3.2 wants user agents to put
+// it), whatever Host the client sent.
+void set_host_first(boost::beast::http::fields& fields, std::string_view authority);
+
+// A Beast parse error (the peer sent something that is not HTTP/1.1), as opposed to the
+// connection ending or failing.
+bool is_http_parse_error(const boost::system::error_code& error);
+
+}  // namespace sandgate::session

@@ -1,0 +1,107 @@
+// The request side of a plain-HTTP exchange: the request body from the client to the origin,
+// and the rewriting of the request head's Host. See http_exchange.hpp.
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "proxy/session/http_exchange.hpp"
+
+namespace sandgate::session {
+namespace {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+}  // namespace
+
+bool is_http_parse_error(const boost::system::error_code& error) {
+  return error.category() == http::make_error_code(http::error::bad_chunk).category() &&
+         error != http::error::partial_message && error != http::error::end_of_stream;
+}
+
+void set_host_first(http::fields& fields, std::string_view authority) {
+  fields.erase(http::field::host);
+  std::vector<std::pair<std::string, std::string>> rest;
+  rest.reserve(static_cast<std::size_t>(std::distance(fields.begin(), fields.end())));
+  for (const auto& field : fields) {
+    rest.emplace_back(field.name_string(), field.value());
+  }
+  fields.clear();
+  fields.insert(http::field::host, authority);
+  for (const auto& [name, value] : rest) {
+    fields.insert(name, value);
+  }
+}
+
+void Exchange::cancel_both() {
+  boost::system::error_code ignored;
+  context.client.cancel(ignored);
+  context.upstream.cancel(ignored);
+}
+
+asio::awaitable<void> send_request_body(Exchange& x) {
+  auto& body = x.request.get().body();
+  std::unique_ptr<char[]> piece;
+  if (!x.request.is_done()) {
+    piece = std::make_unique<char[]>(kBodyPiece);
+  }
+  // The state is asked before each operation starts: cancel() from the other direction only
+  // reaches an operation in flight, not one about to be started.
+  while (!x.request.is_done() && !x.state.request_should_stop()) {
+    body.data = piece.get();
+    body.size = kBodyPiece;
+    auto [read_error, read] =
+        co_await http::async_read_some(x.context.client, x.client_buffer, x.request, use_tuple);
+    if (read_error == http::error::need_buffer) {
+      read_error = {};
+    }
+    if (read_error && x.state.request_should_stop()) {
+      break;  // stopped from the other direction or by the watchdog
+    }
+    if (read_error) {
+      // The client left or sent a broken body: the origin can give no meaningful answer now, so
+      // stop waiting for one.
+      x.state.client_read_failed(is_http_parse_error(read_error)
+                                     ? "the request body is malformed: " + read_error.message() +
+                                           "."
+                                     : std::string());
+      boost::system::error_code ignored;
+      x.context.upstream.cancel(ignored);
+      break;
+    }
+    x.touch();
+    const std::size_t size = kBodyPiece - body.size;
+    body.data = size > 0 ? piece.get() : nullptr;
+    body.size = size;
+    body.more = !x.request.is_done();
+    if (size == 0 && body.more) {
+      continue;  // a chunk header, no data yet
+    }
+    if (x.state.request_should_stop()) {
+      break;
+    }
+    auto [write_error, written] =
+        co_await http::async_write(x.context.upstream, x.request_writer, use_tuple);
+    x.bytes_up += written;
+    if (write_error == http::error::need_buffer) {
+      write_error = {};
+    }
+    if (write_error) {
+      // The origin stopped reading; it may still have answered (413, say), which the other
+      // direction relays.
+      x.state.origin_stopped_reading();
+      break;
+    }
+    x.touch();
+  }
+  x.state.request_side_ended(x.request.is_done());
+  x.direction_done();
+}
+
+}  // namespace sandgate::session

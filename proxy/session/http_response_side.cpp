@@ -1,0 +1,215 @@
+// The response side of a plain-HTTP exchange: interim responses, the final head with framing the
+// client can trust, and the body, from the origin to the client; and the idle watchdog over both
+// directions. See http_exchange.hpp.
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <memory>
+
+#include "proxy/session/http_exchange.hpp"
+#include "proxy/session/http_head.hpp"
+
+namespace sandgate::session {
+namespace {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using clock = std::chrono::steady_clock;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+// Reads interim responses until the final (or 101) head has arrived. Returns false on failure
+// (reported to the state) or when the exchange was stopped.
+asio::awaitable<bool> read_final_head(Exchange& x) {
+  for (int interim = 0;; ++interim) {
+    if (interim > kMaxInterimResponses) {
+      x.state.origin_failed(rules::Reason::bad_response,
+                            x.where + " sent more than " + std::to_string(kMaxInterimResponses) +
+                                " interim (1xx) responses to one request.");
+      co_return false;
+    }
+    if (x.state.response_should_stop()) {
+      co_return false;  // stopped by the other direction or the watchdog
+    }
+    x.response.emplace();
+    BodyResponseParser& parser = *x.response;
+    parser.header_limit(kResponseHeadLimit);
+    parser.body_limit(boost::none);
+    if (x.head_request) {
+      parser.skip(true);  // a response to HEAD has no body, whatever its framing fields say
+    }
+    auto [error, read] =
+        co_await http::async_read_header(x.context.upstream, x.upstream.buffer, parser, use_tuple);
+    x.touch();
+    if (error) {
+      if (error == http::error::header_limit || error == http::error::buffer_overflow) {
+        x.state.origin_failed(rules::Reason::bad_response,
+                              x.where + " sent a response head larger than 64 KiB.");
+      } else if (is_http_parse_error(error)) {
+        x.state.origin_failed(rules::Reason::bad_response,
+                              x.where + " sent a response that is not valid HTTP/1.1: " +
+                                  error.message() + ".");
+      } else {
+        x.state.origin_failed(rules::Reason::upstream_closed,
+                              x.where + " closed the connection before its response head: " +
+                                  error.message() + ".");
+      }
+      co_return false;
+    }
+    auto& head = parser.get();
+    const unsigned status = head.result_int();
+    if (status == 101) {
+      if (!x.websocket || !has_token(head[http::field::upgrade], "websocket")) {
+        x.state.origin_failed(rules::Reason::bad_response,
+                              x.where + " switched protocols without a WebSocket upgrade.");
+        co_return false;
+      }
+      x.state.upgraded();
+      co_return true;
+    }
+    if (status >= 200) {
+      co_return true;
+    }
+    // 1xx: pass it on to HTTP/1.1 clients (HTTP/1.0 ones cannot read it), then read on.
+    if (x.client_http11) {
+      strip_hop_by_hop(head, false);
+      add_via(head);
+      head.version(11);
+      if (!co_await write_response_head(x, head)) {
+        x.state.client_write_failed();
+        co_return false;
+      }
+    }
+  }
+}
+
+// The final response's body, piece by piece, after its head. Returns whether all of it reached
+// the client; an oversized chunk header or trailer is reported to the state.
+asio::awaitable<bool> relay_body(Exchange& x, BodyResponseParser& parser, ResponseWriter& writer) {
+  auto& body = parser.get().body();
+  std::unique_ptr<char[]> piece;
+  if (!parser.is_done()) {
+    piece = std::make_unique<char[]>(kBodyPiece);
+  }
+  while (!parser.is_done()) {
+    if (x.state.response_should_stop()) {
+      co_return false;
+    }
+    body.data = piece.get();
+    body.size = kBodyPiece;
+    auto [read_error, read] =
+        co_await http::async_read_some(x.context.upstream, x.upstream.buffer, parser, use_tuple);
+    if (read_error == http::error::need_buffer) {
+      read_error = {};
+    }
+    if (read_error == http::error::buffer_overflow) {
+      // A chunk header or trailer section that would not end: the gate does not hold more.
+      x.state.response_oversized();
+      co_return false;
+    }
+    if (read_error) {
+      co_return false;  // the origin broke off mid-response
+    }
+    x.touch();
+    const std::size_t size = kBodyPiece - body.size;
+    body.data = size > 0 ? piece.get() : nullptr;
+    body.size = size;
+    body.more = !parser.is_done();
+    if (size == 0 && body.more) {
+      continue;
+    }
+    auto [write_error, written] = co_await http::async_write(x.context.client, writer, use_tuple);
+    x.bytes_down += written;
+    if (write_error == http::error::need_buffer) {
+      write_error = {};
+    }
+    if (write_error) {
+      co_return false;
+    }
+    x.touch();
+  }
+  co_return true;
+}
+
+// The final head (framing the client can trust) and its body.
+asio::awaitable<void> relay_final_response(Exchange& x) {
+  BodyResponseParser& parser = *x.response;
+  auto& response = parser.get();
+
+  // Framing the client can trust: one Content-Length, or chunked, or (for codings that do not
+  // end in chunked) the end of the stream. Both at once is refused, as in requests.
+  const bool has_length = response.count(http::field::content_length) > 0;
+  const bool has_coding = response.count(http::field::transfer_encoding) > 0;
+  if (has_length && has_coding && !parser.is_done()) {
+    x.state.origin_failed(rules::Reason::bad_response,
+                          x.where + " sent both Content-Length and Transfer-Encoding.");
+    co_return;
+  }
+  const bool to_eof = parser.need_eof();
+  const bool unchunk = !x.client_http11 && parser.chunked();  // HTTP/1.0 cannot read chunks
+  const bool keeps_client = x.request_keep_alive && !to_eof && !unchunk &&
+                            x.request.is_done() && !x.state.client_failed();
+  strip_hop_by_hop(response, false);
+  add_via(response);
+  if (response.count(http::field::content_length) > 1 && parser.content_length()) {
+    response.content_length(*parser.content_length());  // one field, even if sent twice
+  }
+  if (unchunk) {
+    response.chunked(false);
+  }
+  response.version(11);
+  response.keep_alive(keeps_client);
+  if (keeps_client && !x.client_http11) {
+    response.set(http::field::connection, "keep-alive");
+  }
+
+  x.state.response_started(keeps_client);
+  ResponseWriter writer{response};
+  auto [head_error, head_written] =
+      co_await http::async_write_header(x.context.client, writer, use_tuple);
+  x.bytes_down += head_written;
+  x.touch();
+  const bool complete = !head_error && co_await relay_body(x, parser, writer);
+  x.state.response_ended(complete && parser.is_done(), parser.keep_alive());
+}
+
+}  // namespace
+
+asio::awaitable<bool> write_response_head(Exchange& x, http::response<http::buffer_body>& head) {
+  ResponseWriter writer{head};
+  auto [error, written] = co_await http::async_write_header(x.context.client, writer, use_tuple);
+  x.bytes_down += written;
+  x.touch();
+  co_return !error;
+}
+
+asio::awaitable<void> relay_response(Exchange& x) {
+  const bool have_head = co_await read_final_head(x);
+  if (have_head && x.state.response() != ResponsePhase::upgraded) {
+    co_await relay_final_response(x);
+  }
+  // An origin that answered (or failed) before the upload ended: the rest of the body has
+  // nowhere to go, so stop reading it; the client connection is not kept.
+  if (x.state.abandon_request(x.request.is_done())) {
+    x.cancel_both();
+  }
+  x.direction_done();
+}
+
+asio::awaitable<void> watch_idle(Exchange& x, std::chrono::seconds idle) {
+  for (;;) {
+    x.watchdog.expires_at(x.last_activity + idle);
+    auto [error] = co_await x.watchdog.async_wait(use_tuple);
+    if (error || x.running == 0) {
+      co_return;
+    }
+    if (clock::now() >= x.last_activity + idle) {
+      x.state.timed_out();
+      x.cancel_both();
+      co_return;
+    }
+  }
+}
+
+}  // namespace sandgate::session
