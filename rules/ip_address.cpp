@@ -1,4 +1,5 @@
-// IP address parsing, printing and classification.
+// IP address parsing, printing and classification. Over 600 lines because the two parsers are
+// state machines written out in full, each edge next to the rule that decides it.
 //
 // The parsers are written out here instead of calling inet_aton()/inet_pton(): libc versions
 // disagree at the edges (trailing junk, zones, `0x` alone, leading zeros in an embedded IPv4),

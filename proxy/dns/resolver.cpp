@@ -1,4 +1,6 @@
 // c-ares driven by one worker's Asio loop, with a TTL-bounded LRU cache (contract: resolver.hpp).
+// Over 600 lines because the c-ares callbacks, the cache and the shared queries act on the same
+// private state; the pure parts (answers, address order, hosts file) are in files of their own.
 //
 // How the pieces fit:
 //  - A name listed in the hosts file is answered from memory (hosts_file.hpp), before the cache.

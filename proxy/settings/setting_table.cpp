@@ -1,6 +1,8 @@
 // The table of settings: every setting's names in each source, help, how its value is shown
 // (the --help defaults are a default-built Settings shown through it, so no default is written
-// twice) and how a value is applied. See setting_table.hpp.
+// twice) and how a value is applied. See setting_table.hpp. Over 600 lines because it is one
+// table, a row per setting, kept in one place so that --help, the README and the reload table
+// can be checked against it.
 #include "proxy/settings/setting_table.hpp"
 
 #include <fcntl.h>
