@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <memory>
+#include <mutex>
 
 namespace sandgate::dns {
 namespace {
@@ -96,14 +99,57 @@ std::unordered_map<std::string, std::vector<asio::ip::address>> parse_hosts(std:
   return names;
 }
 
+namespace {
+
+// The tables the instances in this process share, one per path: the newest parse and the
+// fingerprint it was read under. Held weakly, so a table lives only while some instance uses it.
+struct SharedTables {
+  struct Entry {
+    HostsFile::Fingerprint fingerprint;
+    std::weak_ptr<const HostsFile::Names> names;
+    bool loading = false;  // an instance is parsing this path now
+  };
+  std::mutex mutex;
+  std::unordered_map<std::string, Entry> entries;
+  std::atomic<std::uint64_t> parses{0};
+};
+
+SharedTables& shared_tables() {
+  static SharedTables tables;  // never destroyed before the resolvers: function-local static
+  return tables;
+}
+
+std::shared_ptr<const HostsFile::Names> parse_file(const std::string& path,
+                                                   const HostsFile::Fingerprint& fingerprint) {
+  shared_tables().parses.fetch_add(1, std::memory_order_relaxed);
+  if (fingerprint.size < 0) {
+    return std::make_shared<const HostsFile::Names>();  // missing: no names until it appears
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return std::make_shared<const HostsFile::Names>();
+  }
+  const std::string text = read_bounded(fd);
+  ::close(fd);
+  return std::make_shared<const HostsFile::Names>(parse_hosts(text));
+}
+
+}  // namespace
+
+std::uint64_t HostsFile::parses() {
+  return shared_tables().parses.load(std::memory_order_relaxed);
+}
+
 HostsFile::HostsFile(std::string path, std::chrono::milliseconds check_interval)
     : path_(std::move(path)), check_interval_(check_interval) {}
 
 std::vector<asio::ip::address> HostsFile::lookup(std::string_view name, clock::time_point now) {
   refresh(now);
   const std::string key = lower(name);
-  if (const auto found = names_.find(key); found != names_.end()) {
-    return found->second;
+  if (names_) {
+    if (const auto found = names_->find(key); found != names_->end()) {
+      return found->second;
+    }
   }
   if (is_localhost(key)) {
     return {asio::ip::address_v4::loopback(), asio::ip::address_v6::loopback()};
@@ -111,7 +157,8 @@ std::vector<asio::ip::address> HostsFile::lookup(std::string_view name, clock::t
   return {};
 }
 
-// One stat() per check interval; a read only when the file is new, replaced or edited.
+// One stat() per check interval; a new table only when the file is new, replaced or edited, and
+// then the one another instance already parsed under that fingerprint if there is one.
 void HostsFile::refresh(clock::time_point now) {
   if (path_.empty() || (loaded_ && now < next_check_)) {
     return;
@@ -131,24 +178,46 @@ void HostsFile::refresh(clock::time_point now) {
   if (loaded_ && seen == fingerprint_) {
     return;
   }
+
+  SharedTables& tables = shared_tables();
+  {
+    std::lock_guard lock(tables.mutex);
+    SharedTables::Entry& entry = tables.entries[path_];
+    if (auto published = entry.names.lock(); published && entry.fingerprint == seen) {
+      names_ = std::move(published);
+      fingerprint_ = seen;
+      loaded_ = true;
+      ++generation_;
+      return;
+    }
+    if (entry.loading && loaded_) {
+      // Another worker is parsing it: keep answering from the table held, and look again at
+      // the next check (fingerprint_ is left as it was, so the change is still seen then).
+      return;
+    }
+    entry.loading = true;
+  }
+  // Parsed outside the lock: the other instances keep answering meanwhile. The fingerprint is
+  // the one seen before the read, so a change during the read is seen at the next check.
+  std::shared_ptr<const Names> parsed;
+  try {
+    parsed = parse_file(path_, seen);
+  } catch (...) {
+    std::lock_guard lock(tables.mutex);
+    tables.entries[path_].loading = false;
+    throw;
+  }
+  {
+    std::lock_guard lock(tables.mutex);
+    SharedTables::Entry& entry = tables.entries[path_];
+    entry.loading = false;
+    entry.fingerprint = seen;
+    entry.names = parsed;
+  }
+  names_ = std::move(parsed);
   fingerprint_ = seen;
   loaded_ = true;
-  load();
-}
-
-void HostsFile::load() {
   ++generation_;
-  names_.clear();
-  if (fingerprint_.size < 0) {
-    return;  // missing: no names until it appears
-  }
-  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return;
-  }
-  const std::string text = read_bounded(fd);
-  ::close(fd);
-  names_ = parse_hosts(text);
 }
 
 }  // namespace sandgate::dns

@@ -3,12 +3,20 @@
 // once per check interval. A name found here is answered without any other system call: no
 // open/fstat/read per lookup as c-ares does, and no address-sorting socket.
 //
-// Not thread-safe: one instance per resolver, used on its worker's thread only.
+// The parsed table is shared by every instance reading the same path in the process (each worker
+// has its own resolver): a large file (blocklist-style hosts files run to megabytes, and up to
+// 64 MiB is read) is parsed and held once, not once per worker, and when it changes only the
+// first worker to notice parses it; the others keep answering from the table they hold until the
+// new one is published (at their next check), instead of stalling their sessions on a parse.
+//
+// An instance is not thread-safe: one per resolver, used on its worker's thread only. The
+// sharing between instances is synchronised inside.
 #pragma once
 
 #include <boost/asio/ip/address.hpp>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -31,12 +39,17 @@ class HostsFile {
   // they never reach a name server.
   std::vector<boost::asio::ip::address> lookup(std::string_view name, clock::time_point now);
 
-  // How many times the file was (re)read, and how many names it holds; for tests and `check`.
+  // How many times this instance took a new table (its own parse or one another instance
+  // published), and how many names it holds; for tests and `check`.
   std::uint64_t generation() const { return generation_; }
-  std::size_t size() const { return names_.size(); }
+  std::size_t size() const { return names_ ? names_->size() : 0; }
   const std::string& path() const { return path_; }
 
- private:
+  // How many times any instance in the process parsed a hosts file; for tests.
+  static std::uint64_t parses();
+
+  using Names = std::unordered_map<std::string, std::vector<boost::asio::ip::address>>;
+
   struct Fingerprint {
     std::uint64_t device = 0;
     std::uint64_t inode = 0;
@@ -46,8 +59,8 @@ class HostsFile {
     bool operator==(const Fingerprint&) const = default;
   };
 
+ private:
   void refresh(clock::time_point now);
-  void load();
 
   std::string path_;
   std::chrono::milliseconds check_interval_;
@@ -55,7 +68,7 @@ class HostsFile {
   Fingerprint fingerprint_{};
   bool loaded_ = false;
   std::uint64_t generation_ = 0;
-  std::unordered_map<std::string, std::vector<boost::asio::ip::address>> names_;
+  std::shared_ptr<const Names> names_;
 };
 
 // Parses hosts-file text into name -> addresses (file order, duplicates dropped). Lines that do

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
+#include <ctime>
 #include <random>
 
 namespace sandgate::launchdarkly {
@@ -70,9 +72,22 @@ std::optional<std::chrono::milliseconds> parse_retry_after(
     if (end == nullptr || *end != '\0') {
       return std::nullopt;
     }
-    const auto at = std::chrono::system_clock::from_time_t(::timegm(&parts));
-    delay = at > now ? std::chrono::duration_cast<std::chrono::milliseconds>(at - now)
-                     : std::chrono::milliseconds(0);
+    // Compared in whole seconds first: system_clock counts nanoseconds in 64 bits, so a date
+    // after 2262 (any year up to 9999 is valid here) would overflow from_time_t() and read as
+    // "retry now" instead of the cap.
+    const std::int64_t at = static_cast<std::int64_t>(::timegm(&parts));
+    const std::int64_t now_s = static_cast<std::int64_t>(std::chrono::system_clock::to_time_t(now));
+    const std::int64_t cap_s =
+        std::chrono::duration_cast<std::chrono::seconds>(kMaxRetryAfter).count();
+    if (at - now_s > cap_s) {
+      return kMaxRetryAfter;
+    }
+    if (at <= now_s - 1) {
+      return std::chrono::milliseconds(0);  // past (a year before 1678 would underflow too)
+    }
+    const auto when = std::chrono::system_clock::from_time_t(static_cast<std::time_t>(at));
+    delay = when > now ? std::chrono::duration_cast<std::chrono::milliseconds>(when - now)
+                       : std::chrono::milliseconds(0);
   }
   return std::min<std::chrono::milliseconds>(delay, kMaxRetryAfter);
 }

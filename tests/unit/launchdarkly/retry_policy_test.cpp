@@ -35,6 +35,11 @@ TEST(RetryPolicy, RetryAfterInSecondsOrAsADate) {
   EXPECT_EQ(parse_retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now), std::chrono::milliseconds(0));
   // Bounded: a server cannot park the gate for days.
   EXPECT_EQ(parse_retry_after("99999999999999999999999", now), std::chrono::milliseconds(kMaxRetryAfter));
+  // Dates past what system_clock's nanoseconds hold (after 2262) are far away, not "now".
+  EXPECT_EQ(parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", now), kMaxRetryAfter);
+  EXPECT_EQ(parse_retry_after("Mon, 01 Jan 2263 00:00:00 GMT", now), kMaxRetryAfter);
+  EXPECT_EQ(parse_retry_after("Sat, 01 Jan 2300 00:00:00 GMT", now), kMaxRetryAfter);
+  EXPECT_EQ(parse_retry_after("Mon, 01 Jan 1000 00:00:00 GMT", now), std::chrono::milliseconds(0));
   EXPECT_EQ(parse_retry_after("86400", now), std::chrono::milliseconds(kMaxRetryAfter));
   for (const char* bad : {"", "soon", "-5", "1.5", "12 s", "Sunday, 06-Nov-94 08:49:37 GMT"}) {
     EXPECT_FALSE(parse_retry_after(bad, now).has_value()) << bad;
