@@ -54,6 +54,8 @@ enum class Reason : std::uint8_t {
   unsupported_scheme,   // a target that is no http:// URL (`ftp://`, `*`, `host:port`)
   request_timeout,      // the request head (or a plain-HTTP body) did not arrive in time
   header_too_large,     // the request head is larger than 16 KiB
+  socks4_refused,       // a SOCKS4 or SOCKS4a request (only SOCKS5 is served)
+  socks_command_unsupported,  // a SOCKS5 BIND, UDP ASSOCIATE or unknown command
   // ---- Reaching the destination ----
   dns_not_found,            // the name does not exist or has no addresses
   dns_timeout,              // no DNS answer in time
@@ -92,7 +94,7 @@ struct ReasonInfo {
   std::string_view description;  // one line for people: when the gate gives this reason
 };
 
-inline constexpr std::array<ReasonInfo, 39> kReasons = {{
+inline constexpr std::array<ReasonInfo, 41> kReasons = {{
     // The policy.
     {Reason::allowed, "allowed", 0, "", Verdict::allow, "no rule objected"},
     {Reason::invalid_host, "invalid-host", 400, "http_request_error", Verdict::deny,
@@ -144,6 +146,10 @@ inline constexpr std::array<ReasonInfo, 39> kReasons = {{
      "the request head, or a plain-HTTP request body, did not arrive in time"},
     {Reason::header_too_large, "header-too-large", 431, "http_request_error", Verdict::deny,
      "the request head is larger than 16 KiB"},
+    {Reason::socks4_refused, "socks4-refused", 0, "", Verdict::deny,
+     "a SOCKS4 or SOCKS4a request; the gate speaks only SOCKS5 (answered with SOCKS4's refusal)"},
+    {Reason::socks_command_unsupported, "socks-command-unsupported", 0, "", Verdict::deny,
+     "a SOCKS5 BIND, UDP ASSOCIATE or unknown command (answered with command not supported)"},
     // Reaching the destination.
     {Reason::dns_not_found, "dns-not-found", 502, "dns_error", Verdict::error,
      "the name does not exist or has no addresses"},

@@ -55,6 +55,11 @@ std::string java_tool_options(const std::string& inherited, std::uint16_t port) 
 std::vector<std::string> child_environment(const std::vector<std::string>& inherited,
                                            std::uint16_t port, const std::string& connect_helper) {
   const std::string proxy = "http://127.0.0.1:" + std::to_string(port);
+  // ALL_PROXY is what clients use for protocols with no variable of their own (git://, ssh
+  // through nc -X 5, many Go and Rust tools); the gate speaks SOCKS5 on the same port, and
+  // socks5h leaves name resolution to the gate, so that the policy sees the name. Clients that
+  // prefer the HTTP variables keep using those.
+  const std::string socks = "socks5h://127.0.0.1:" + std::to_string(port);
   const std::string loopback = "localhost,127.0.0.1,::1";
   std::string java_inherited;
   for (const auto& entry : inherited) {
@@ -67,8 +72,8 @@ std::vector<std::string> child_environment(const std::vector<std::string>& inher
       {"https_proxy", proxy},
       {"HTTP_PROXY", proxy},
       {"HTTPS_PROXY", proxy},
-      {"ALL_PROXY", proxy},
-      {"all_proxy", proxy},
+      {"ALL_PROXY", socks},
+      {"all_proxy", socks},
       {"NO_PROXY", loopback},
       {"no_proxy", loopback},
       {"NODE_USE_ENV_PROXY", "1"},

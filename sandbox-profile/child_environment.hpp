@@ -1,6 +1,7 @@
 // The environment of the confined command: the caller's, with every proxy variable pointing at
 // the gate. goose set http(s)_proxy, no_proxy, SANDBOX_PROXY_PORT and GIT_SSH_COMMAND; sandgate
-// also sets ALL_PROXY/all_proxy (curl for every protocol, many SOCKS-or-HTTP clients) and
+// also sets ALL_PROXY/all_proxy to socks5h://127.0.0.1:PORT (the gate's SOCKS5, for clients of
+// every TCP protocol that understand only that variable; no token: `run`'s gate needs none) and
 // NODE_USE_ENV_PROXY=1 (Node's built-in fetch ignores the variables without it) and
 // JAVA_TOOL_OPTIONS (the JVM reads no proxy variable at all; see java_tool_options()).
 //
@@ -16,7 +17,7 @@
 namespace sandgate::sandbox {
 
 // `inherited` (NAME=VALUE entries, e.g. from environ) with the gate's variables set for a gate
-// on 127.0.0.1:`port`; `connect_helper` is the absolute path of sandgate-connect (the ssh
+// on 127.0.0.1:`port` (HTTP proxy URLs, and a socks5h:// URL in ALL_PROXY/all_proxy); `connect_helper` is the absolute path of sandgate-connect (the ssh
 // ProxyCommand). Variables the gate sets replace inherited ones, except JAVA_TOOL_OPTIONS, whose
 // inherited options are kept in front of the gate's; order is kept otherwise.
 std::vector<std::string> child_environment(const std::vector<std::string>& inherited,

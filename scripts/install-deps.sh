@@ -27,6 +27,7 @@ test_packages=(
   curl openssl openssh-client openssh-server git procps iproute2
   clang libclang-rt-14-dev
   prometheus            # the admin endpoint test scrapes with a real Prometheus (its own process)
+  netcat-openbsd        # socks_e2e_test: ssh through the gate's SOCKS5 with ProxyCommand nc -X 5
   python3               # the service-file test reads the launchd plist with plistlib
   dbus keyutils         # run_test: a real session bus the confined command must not reach; keyctl
 )

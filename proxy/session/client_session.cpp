@@ -2,7 +2,9 @@
 // client's token when the gate requires one.
 #include "proxy/session/client_session.hpp"
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -15,6 +17,8 @@
 #include "proxy/session/handlers.hpp"
 #include "proxy/session/http_head.hpp"
 #include "proxy/session/http_target.hpp"
+#include "proxy/session/socks_session.hpp"
+#include "proxy/socks/socks5_wire.hpp"
 #include "rules/host.hpp"
 
 namespace sandgate::session {
@@ -56,19 +60,6 @@ bool ascii_iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
-// True when `given` equals `secret`. The time taken depends on the secret's length and on the
-// given length (which the client knows), never on how much of the secret a guess got right.
-bool equals_secret(std::string_view given, std::string_view secret) {
-  unsigned char difference = given.size() == secret.size() ? 0 : 1;
-  for (std::size_t i = 0; i < secret.size(); ++i) {
-    const char g = i < given.size() ? given[i] : '\0';
-    difference |= static_cast<unsigned char>(g ^ secret[i]);
-  }
-  // Through a volatile so that no compiler turns the loop into an early-exit comparison.
-  volatile unsigned char result = difference;
-  return result == 0;
-}
-
 // Host and port for the log line of a request refused before its target was looked at; "-" when
 // the target does not parse (it is never acted on, so it need not).
 std::pair<std::string, std::uint16_t> target_for_log(const HeadParser& parser) {
@@ -86,6 +77,19 @@ std::pair<std::string, std::uint16_t> target_for_log(const HeadParser& parser) {
 }
 
 }  // namespace
+
+// The time taken depends on the secret's length and on the given length (which the client
+// knows), never on how much of the secret a guess got right.
+bool equals_secret(std::string_view given, std::string_view secret) {
+  unsigned char difference = given.size() == secret.size() ? 0 : 1;
+  for (std::size_t i = 0; i < secret.size(); ++i) {
+    const char g = i < given.size() ? given[i] : '\0';
+    difference |= static_cast<unsigned char>(g ^ secret[i]);
+  }
+  // Through a volatile so that no compiler turns the loop into an early-exit comparison.
+  volatile unsigned char result = difference;
+  return result == 0;
+}
 
 std::optional<std::string> decode_base64_strict(std::string_view text) {
   if (text.empty() || text.size() % 4 != 0) {
@@ -266,6 +270,35 @@ asio::awaitable<void> close_gracefully(tcp::socket& socket) {
 
 namespace {
 
+enum class FirstRead : std::uint8_t { data, closed, timeout };
+
+// Reads the connection's first bytes (at least one) into `buffer`, by `deadline`.
+asio::awaitable<FirstRead> read_first_bytes(tcp::socket& socket, beast::flat_buffer& buffer,
+                                            std::chrono::steady_clock::time_point deadline) {
+  asio::steady_timer timer(socket.get_executor());
+  timer.expires_at(deadline);
+  auto outcome = co_await (socket.async_read_some(buffer.prepare(4096), use_tuple) ||
+                           timer.async_wait(use_tuple));
+  if (outcome.index() == 1) {
+    co_return FirstRead::timeout;
+  }
+  auto [error, n] = std::get<0>(outcome);
+  if (error || n == 0) {
+    // End of stream, reset, or closed by the drain: nothing to answer.
+    co_return FirstRead::closed;
+  }
+  buffer.commit(n);
+  co_return FirstRead::data;
+}
+
+// What is left until `deadline` in whole seconds (the head reader's unit), rounded up so that a
+// client is never given less than the setting says, and at least one.
+std::chrono::seconds time_left(std::chrono::steady_clock::time_point deadline) {
+  const auto left =
+      std::chrono::ceil<std::chrono::seconds>(deadline - std::chrono::steady_clock::now());
+  return std::max(left, std::chrono::seconds(1));
+}
+
 // The first request of a connection, and whatever follows it.
 asio::awaitable<void> serve_first_request(SessionContext& context) {
   beast::flat_buffer buffer(kHeadLimit + 1024);
@@ -275,10 +308,38 @@ asio::awaitable<void> serve_first_request(SessionContext& context) {
   // 1 MB would refuse every larger upload at head time).
   parser.body_limit(boost::none);
 
-  // Read the head within the time limit; a client that trickles bytes (slow loris) is cut off.
-  // read_request_head() also refuses obsolete line folding, which Beast would accept.
+  // The first bytes, within the head timeout, tell the protocol: SOCKS starts with its version
+  // byte (0x05, or 0x04 for SOCKS4, which is refused), HTTP with a method's letter or an empty
+  // line. The head timeout bounds the whole request head or SOCKS handshake from here.
+  const auto deadline = std::chrono::steady_clock::now() + context.settings().head_timeout;
+  switch (co_await read_first_bytes(context.client, buffer, deadline)) {
+    case FirstRead::data:
+      break;
+    case FirstRead::closed:
+      context.record_no_request(false);
+      co_return;
+    case FirstRead::timeout: {
+      HeadRead timed_out;
+      timed_out.status = HeadRead::Status::timeout;
+      co_await reply_to_failed_head(context, timed_out);
+      co_return;
+    }
+  }
+  const auto first = static_cast<std::uint8_t>(*static_cast<const char*>(buffer.data().data()));
+  if (first == socks::kVersion) {
+    co_await serve_socks5(context, buffer, deadline);
+    co_return;
+  }
+  if (first == socks::kVersion4) {
+    co_await refuse_socks4(context);
+    co_return;
+  }
+
+  // Read the head within what is left of the time limit; a client that trickles bytes (slow
+  // loris) is cut off. read_request_head() also refuses obsolete line folding, which Beast would
+  // accept. Its bytes so far are in `buffer`.
   const HeadRead read = co_await read_request_head(context.client, buffer, parser,
-                                                   context.settings().head_timeout, kHeadLimit);
+                                                   time_left(deadline), kHeadLimit);
   switch (read.status) {
     case HeadRead::Status::ok:
       break;

@@ -1,6 +1,6 @@
-// One client connection, from its first byte to its close: read the request head, check the
-// client's token when the gate requires one, then hand over to the CONNECT tunnel or to
-// plain-HTTP forwarding.
+// One client connection, from its first byte to its close: tell SOCKS from HTTP by that byte
+// (SOCKS5 goes to socks_session.hpp), read the request head, check the client's token when the
+// gate requires one, then hand over to the CONNECT tunnel or to plain-HTTP forwarding.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -50,6 +50,10 @@ struct AuthResult {
 // to, and exactly one such field. Pure; thread-safe.
 AuthResult check_proxy_authorization(const boost::beast::http::fields& head,
                                      std::string_view token);
+
+// True when `given` equals `secret`, in time that depends on the two lengths only, never on how
+// much of the secret a guess got right. The token checks of HTTP and SOCKS5 both use it. Pure.
+bool equals_secret(std::string_view given, std::string_view secret);
 
 // Strict base64 (RFC 4648 section 4: the standard alphabet, padding required, no whitespace,
 // unused bits zero); nothing when `text` is not that. Exposed for tests.

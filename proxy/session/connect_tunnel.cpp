@@ -1,5 +1,8 @@
 // CONNECT: the tunnel. Parse the target strictly, decide, dial exactly what was checked, then
-// answer 200 and relay until both sides are done.
+// answer 200 and relay until both sides are done. The steps after the parse are shared with
+// SOCKS5 (open_tunnel, connect_tunnel.hpp); only the front end differs.
+#include "proxy/session/connect_tunnel.hpp"
+
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -150,14 +153,14 @@ asio::awaitable<bool> starts_with_ssh(SessionContext& context, boost::beast::fla
   }
 }
 
-// A CONNECT's log line, its verdict and reason still to be set by the caller.
-log::Record connect_line(const SessionContext& context, std::string_view host, std::uint16_t port,
-                         std::string_view address, std::string_view rule,
-                         std::string_view detail) {
+// A tunnel's log line, its verdict and reason still to be set by the caller.
+log::Record connect_line(const SessionContext& context, std::string_view method,
+                         std::string_view host, std::uint16_t port, std::string_view address,
+                         std::string_view rule, std::string_view detail) {
   log::Record line;
   line.connection_id = context.id;
   line.client = context.client_address;
-  line.method = "CONNECT";
+  line.method = method;
   line.host = host;
   line.port = port;
   line.rule = rule;
@@ -166,18 +169,56 @@ log::Record connect_line(const SessionContext& context, std::string_view host, s
   return line;
 }
 
-// Logs a denial taken after the 200 went out (the client already speaks TLS or SSH, so no HTTP
-// reply can reach it) and closes both sides; its handshake fails.
-void deny_established(SessionContext& context, std::string_view host, std::uint16_t port,
-                      std::string_view address, rules::Reason reason, std::string_view rule,
-                      std::string_view detail) {
-  context.record_decision(connect_line(context, host, port, address, rule, detail), reason);
+// Logs a denial taken after success was sent (the client already speaks TLS or SSH, so no reply
+// of the front end's can reach it) and closes both sides; its handshake fails.
+void deny_established(SessionContext& context, std::string_view method, std::string_view host,
+                      std::uint16_t port, std::string_view address, rules::Reason reason,
+                      std::string_view rule, std::string_view detail) {
+  context.record_decision(connect_line(context, method, host, port, address, rule, detail),
+                          reason);
   boost::system::error_code ignored;
   context.client.close(ignored);
   context.upstream.close(ignored);
 }
 
+asio::awaitable<void> send_http_refusal(SessionContext& context, rules::Reason reason,
+                                        std::string_view sentence, DeniedAt at) {
+  const std::string reply = build_reply(reason, sentence, at);
+  co_await asio::async_write(context.client, asio::buffer(reply), use_tuple);
+}
+
+asio::awaitable<boost::system::error_code> send_http_established(SessionContext& context) {
+  auto [error, written] =
+      co_await asio::async_write(context.client, asio::buffer(kEstablished), use_tuple);
+  co_return error;
+}
+
+constexpr TunnelFrontEnd kHttpConnectFront{"CONNECT", &send_http_refusal, &send_http_established};
+
 }  // namespace
+
+void record_refusal(SessionContext& context, std::string_view method, rules::Reason reason,
+                    std::string_view host, std::uint16_t port, std::string_view sentence,
+                    std::string_view rule) {
+  log::Record record;
+  record.connection_id = context.id;
+  record.client = context.client_address;
+  record.method = method;
+  record.host = host;
+  record.port = port;
+  record.rule = rule;
+  record.detail = sentence;
+  context.record_decision(record, reason);
+}
+
+asio::awaitable<void> refuse_tunnel(SessionContext& context, const TunnelFrontEnd& front,
+                                    rules::Reason reason, std::string_view host,
+                                    std::uint16_t port, std::string_view sentence,
+                                    std::string_view rule, DeniedAt at) {
+  record_refusal(context, front.method, reason, host, port, sentence, rule);
+  co_await front.send_refusal(context, reason, sentence, at);
+  co_await close_gracefully(context.client);
+}
 
 asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser,
                                      boost::beast::flat_buffer& buffer) {
@@ -195,19 +236,24 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   // 1. Authority form only, parsed strictly: what is checked is what will be dialled.
   auto authority = rules::parse_authority(raw_target);
   if (!authority) {
-    co_await reply_and_log(context, rules::Reason::invalid_host, "CONNECT", raw_target, 0,
+    co_await refuse_tunnel(context, kHttpConnectFront, rules::Reason::invalid_host, raw_target, 0,
                            "'" + raw_target + "' is not a valid CONNECT target (host:port): " +
                                std::string(rules::to_string(authority.error())) + ".");
     co_return;
   }
-  const rules::Host& host = authority->host;
-  const std::uint16_t port = authority->port;
+  co_await open_tunnel(context, kHttpConnectFront, authority->host, authority->port, buffer);
+}
+
+asio::awaitable<void> open_tunnel(SessionContext& context, const TunnelFrontEnd& front,
+                                  const rules::Host& host, std::uint16_t port,
+                                  boost::beast::flat_buffer& buffer) {
+  const std::string_view method = front.method;
   const std::string display = host.display();
 
   // 2. The policy.
   const rules::Decision decision = context.policy->decide(host, port);
   if (!decision.allowed()) {
-    co_await reply_and_log(context, decision.reason, "CONNECT", display, port,
+    co_await refuse_tunnel(context, front, decision.reason, display, port,
                            context.policy->explain(decision, host, port),
                            rules::rule_text(decision));
     co_return;
@@ -215,21 +261,26 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   fault_point("connect-decided");
 
   // 3. LaunchDarkly, when enabled. Its answer may come after the drain closed the connection.
-  const auto remote = co_await consult_remote_allowlist(context, "CONNECT", host, port);
-  if (!context.still_wanted("CONNECT", display, port)) {
+  std::optional<launchdarkly::Answer> remote;
+  if (launchdarkly::RemoteAllowlist* allowlist = context.worker.shared.remote_allowlist) {
+    remote = co_await allowlist->check(host, port);
+  }
+  if (!context.still_wanted(method, display, port)) {
     co_return;
   }
   if (remote && !remote->allowed) {
+    co_await refuse_tunnel(context, front, remote->reason, display, port, remote->detail + ".",
+                           remote_allowlist_rule(*remote));
     co_return;
   }
 
   // 4. Resolve, check the addresses, connect.
   DialResult dial = co_await dial_upstream(context, host, port);
-  if (!context.still_wanted("CONNECT", display, port)) {
+  if (!context.still_wanted(method, display, port)) {
     co_return;
   }
   if (!dial.connected) {
-    co_await reply_and_log(context, dial.reason, "CONNECT", display, port, dial.sentence, {},
+    co_await refuse_tunnel(context, front, dial.reason, display, port, dial.sentence, {},
                            dial.denied_at());
     co_return;
   }
@@ -247,19 +298,18 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   // byte goes upstream: the protocol actually spoken decides, not the port number. On other
   // ports the relay watches the first bytes for SSH (server-first protocols must still work, so
   // nothing waits for them here).
-  auto [write_error, written] =
-      co_await asio::async_write(context.client, asio::buffer(kEstablished), use_tuple);
+  boost::system::error_code write_error = co_await front.send_established(context);
   const auto& tls_ports = context.settings().tls_ports;
   const bool inspect = context.settings().sni_check &&
                        std::find(tls_ports.begin(), tls_ports.end(), port) != tls_ports.end();
   std::string note = remote_allowlist_note(remote);
   if (!write_error && inspect) {
     const FirstBytes first = co_await inspect_first_bytes(context, host, port, buffer);
-    if (!context.still_wanted("CONNECT", display, port)) {
+    if (!context.still_wanted(method, display, port)) {
       co_return;
     }
     if (!first.decision.allowed()) {
-      deny_established(context, display, port, upstream_address, first.decision.reason,
+      deny_established(context, method, display, port, upstream_address, first.decision.reason,
                        rules::rule_text(first.decision),
                        context.policy->explain(first.decision, host, port));
       co_return;
@@ -273,13 +323,13 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
     // Bytes that came with the head go upstream below, before the relay could look at them:
     // look for SSH in them here.
     const bool ssh = co_await starts_with_ssh(context, buffer);
-    if (!context.still_wanted("CONNECT", display, port)) {
+    if (!context.still_wanted(method, display, port)) {
       co_return;
     }
     if (ssh) {
       const rules::Decision ssh_decision = context.policy->decide_ssh(host);
       if (!ssh_decision.allowed()) {
-        deny_established(context, display, port, upstream_address, ssh_decision.reason,
+        deny_established(context, method, display, port, upstream_address, ssh_decision.reason,
                          rules::rule_text(ssh_decision),
                          context.policy->explain(ssh_decision, host, port));
         co_return;
@@ -293,13 +343,14 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   // 6. A reload while this tunnel was being set up: the rules now in force judge it again, as
   // they judged every tunnel already open. From here on a reload finds it registered.
   if (auto revoked = context.register_destination(std::move(destination))) {
-    deny_established(context, display, port, upstream_address, revocation_reason(*revoked),
-                     revoked->rule, revoked->detail);
+    deny_established(context, method, display, port, upstream_address,
+                     revocation_reason(*revoked), revoked->rule, revoked->detail);
     co_return;
   }
 
-  context.record_decision(connect_line(context, display, port, upstream_address, rule, note),
-                          rules::Reason::allowed);
+  context.record_decision(
+      connect_line(context, method, display, port, upstream_address, rule, note),
+      rules::Reason::allowed);
 
   // 7. Pass on what the client sent so far: the start of the tunnelled stream (a TLS
   // ClientHello, possibly sent before our 200 arrived).
@@ -309,7 +360,7 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
         co_await asio::async_write(context.upstream, buffer.data(), use_tuple);
     write_error = forward_error;
     early_bytes = forwarded;
-    if (!context.still_wanted("CONNECT", display, port)) {
+    if (!context.still_wanted(method, display, port)) {
       co_return;
     }
   }
@@ -322,7 +373,7 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
     context.upstream.close(ignored);
     const std::string detail = "the tunnel broke while it was being set up: " +
                                write_error.message() + ".";
-    log::Record end = connect_line(context, display, port, {}, {}, detail);
+    log::Record end = connect_line(context, method, display, port, {}, {}, detail);
     end.event = log::Record::Event::end;
     end.outcome = "reset";
     end.bytes_up = early_bytes;
@@ -334,7 +385,8 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   // long-lived tunnel holds no coroutine frames.
   Destination registered = std::move(*context.live.destination);
   context.live.destination.reset();
-  TunnelSession::start(context, display, std::move(registered), early_bytes, watch_for_ssh);
+  TunnelSession::start(context, display, std::move(registered), early_bytes, watch_for_ssh,
+                       std::string(method));
 }
 
 }  // namespace sandgate::session

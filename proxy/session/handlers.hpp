@@ -41,6 +41,9 @@ boost::asio::awaitable<std::optional<launchdarkly::Answer>> consult_remote_allow
     SessionContext& context, std::string_view method, const rules::Host& host,
     std::uint16_t port);
 
+// The rule of a LaunchDarkly answer for the log (`source:line: entry`); empty when it has none.
+std::string remote_allowlist_rule(const launchdarkly::Answer& answer);
+
 // What an allow line should add about LaunchDarkly: nothing for a plain answer, the reason for
 // a failover or an expired answer.
 std::string remote_allowlist_note(const std::optional<launchdarkly::Answer>& answer);

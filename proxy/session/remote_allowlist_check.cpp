@@ -12,15 +12,18 @@ boost::asio::awaitable<std::optional<launchdarkly::Answer>> consult_remote_allow
   }
   launchdarkly::Answer answer = co_await remote->check(host, port);
   if (!answer.allowed) {
-    std::string rule;
-    if (answer.rule) {
-      rule = std::string(answer.rule->source) + ":" + std::to_string(answer.rule->line) + ": " +
-             std::string(answer.rule->entry);
-    }
     co_await reply_and_log(context, answer.reason, method, host.display(), port,
-                           answer.detail + ".", rule);
+                           answer.detail + ".", remote_allowlist_rule(answer));
   }
   co_return answer;
+}
+
+std::string remote_allowlist_rule(const launchdarkly::Answer& answer) {
+  if (!answer.rule) {
+    return {};
+  }
+  return std::string(answer.rule->source) + ":" + std::to_string(answer.rule->line) + ": " +
+         std::string(answer.rule->entry);
 }
 
 std::string remote_allowlist_note(const std::optional<launchdarkly::Answer>& answer) {

@@ -7,9 +7,9 @@ namespace sandgate::session {
 
 void TunnelSession::start(SessionContext& context, std::string host,
                           Destination destination, std::uint64_t early_bytes,
-                          bool watch_for_ssh) {
+                          bool watch_for_ssh, std::string method) {
   const auto started = context.started;
-  auto* session = new TunnelSession(context, Kind::connect, "CONNECT", std::move(host),
+  auto* session = new TunnelSession(context, Kind::connect, std::move(method), std::move(host),
                                     std::move(destination), early_bytes, 0, started);
   if (watch_for_ssh) {
     session->relay_.watch_first_bytes([session](std::string_view bytes, bool final) {

@@ -134,6 +134,8 @@ TEST(ReasonTable, ReleasedCodesAreUnchanged) {
       {Reason::unsupported_scheme, "unsupported-scheme"},
       {Reason::request_timeout, "request-timeout"},
       {Reason::header_too_large, "header-too-large"},
+      {Reason::socks4_refused, "socks4-refused"},
+      {Reason::socks_command_unsupported, "socks-command-unsupported"},
       {Reason::dns_not_found, "dns-not-found"},
       {Reason::dns_timeout, "dns-timeout"},
       {Reason::dns_error, "dns-error"},

@@ -27,10 +27,12 @@ TEST(ChildEnvironment, PointsEveryProxyVariableAtTheGateAndKeepsTheRest) {
                                 "NO_PROXY=.corp", "ODD=a=b"},
                                41234, "/opt/sandgate/bin/sandgate-connect"));
   const std::string proxy = "http://127.0.0.1:41234";
-  for (const char* name :
-       {"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy"}) {
+  for (const char* name : {"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"}) {
     EXPECT_EQ(env.at(name), proxy) << name;
   }
+  // The gate's SOCKS5, with names resolved by the gate (socks5h), for every other protocol.
+  EXPECT_EQ(env.at("ALL_PROXY"), "socks5h://127.0.0.1:41234");
+  EXPECT_EQ(env.at("all_proxy"), "socks5h://127.0.0.1:41234");
   EXPECT_EQ(env.at("NO_PROXY"), "localhost,127.0.0.1,::1");
   EXPECT_EQ(env.at("no_proxy"), "localhost,127.0.0.1,::1");
   EXPECT_EQ(env.at("NODE_USE_ENV_PROXY"), "1");

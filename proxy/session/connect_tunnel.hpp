@@ -1,0 +1,61 @@
+// The tunnel's path shared by every protocol a client can ask for one with (HTTP CONNECT,
+// SOCKS5): the decision, LaunchDarkly, the dial of exactly what was checked, the look at the
+// client's first bytes (TLS server name, SSH), registration for reloads, the log line and the
+// hand-off to a TunnelSession. Only the front end differs: the method the log names, how a
+// refusal is sent and how success is sent.
+//
+// Everything here runs on the session's worker thread.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/system/error_code.hpp>
+#include <cstdint>
+#include <string_view>
+
+#include "proxy/session/replies.hpp"
+#include "proxy/session/session_context.hpp"
+#include "rules/host.hpp"
+#include "rules/reason.hpp"
+
+namespace sandgate::session {
+
+// How one protocol asks for a tunnel and is answered. Plain function pointers: the two front
+// ends are constants (kHttpConnectFront in connect_tunnel.cpp, the SOCKS5 one in
+// socks_session.cpp), and a coroutine must not capture.
+struct TunnelFrontEnd {
+  std::string_view method;  // the log's `method`: "CONNECT", "SOCKS5"
+  // Writes the refusal for `reason` (nothing else: the caller has logged it, and closes the
+  // connection after).
+  boost::asio::awaitable<void> (*send_refusal)(SessionContext& context, rules::Reason reason,
+                                               std::string_view sentence, DeniedAt at);
+  // Tells the client that its tunnel is up (context.upstream is connected); the write's error.
+  boost::asio::awaitable<boost::system::error_code> (*send_established)(SessionContext& context);
+};
+
+// The decision line of a request refused before its tunnel was up, counted like every decision:
+// `method` is the front end's ("CONNECT", "SOCKS5", "SOCKS4"), host "-" when none is known yet.
+void record_refusal(SessionContext& context, std::string_view method, rules::Reason reason,
+                    std::string_view host, std::uint16_t port, std::string_view sentence,
+                    std::string_view rule = {});
+
+// Logs the refusal of a tunnel request for `reason` (with the front end's method), sends the
+// front end's refusal and closes the client gracefully.
+boost::asio::awaitable<void> refuse_tunnel(SessionContext& context, const TunnelFrontEnd& front,
+                                           rules::Reason reason, std::string_view host,
+                                           std::uint16_t port, std::string_view sentence,
+                                           std::string_view rule = {},
+                                           DeniedAt at = DeniedAt::target);
+
+// Opens a tunnel to host:port, already parsed strictly, for a client that asked through
+// `front`: decide, consult LaunchDarkly, dial, send success, inspect the first bytes, register,
+// log, and hand the sockets to a TunnelSession. `buffer` holds the client's bytes that came
+// after its request; they are the start of the tunnelled stream. The caller has called
+// context.begin_request() and forgotten any earlier destination (see handle_connect). Every
+// refusal before success goes through `front`; one after it (SNI mismatch, SSH to a non-git
+// host, a reload) closes the connection, since the client already speaks its own protocol.
+boost::asio::awaitable<void> open_tunnel(SessionContext& context, const TunnelFrontEnd& front,
+                                         const rules::Host& host, std::uint16_t port,
+                                         boost::beast::flat_buffer& buffer);
+
+}  // namespace sandgate::session
