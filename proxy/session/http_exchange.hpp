@@ -82,6 +82,9 @@ struct Exchange {
 
   std::chrono::steady_clock::time_point last_activity = std::chrono::steady_clock::now();
   int running = 2;  // directions still going; the last one stops the watchdog
+  // The request side waits for the client to leave while the response is awaited (see
+  // send_request_body); the response side cancels that wait when it ends.
+  bool watching_client = false;
   boost::asio::steady_timer watchdog;
 
   void touch() { last_activity = std::chrono::steady_clock::now(); }
@@ -95,7 +98,8 @@ struct Exchange {
 };
 
 // Client to origin: the request body, piece by piece, re-framed by the serializer (chunked
-// stays chunked, Content-Length stays exact). Reports to x.state.
+// stays chunked, Content-Length stays exact); then, until the response side ends, a watch for
+// the client leaving before its response began. Reports to x.state.
 boost::asio::awaitable<void> send_request_body(Exchange& x);
 
 // Origin to client: interim responses, then the final head and its body piece by piece; or the

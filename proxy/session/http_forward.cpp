@@ -410,7 +410,9 @@ asio::awaitable<void> serve_requests(SessionContext& context, HeadParser& first,
   HeadParser* parser = &first;
   boost::system::error_code ignored;
   while (co_await forward_request(context, *parser, buffer, upstream) == Next::read_next) {
-    // The next head, with the same limits as the first.
+    // The next head, with the same limits as the first, waited for with the head timeout in
+    // force now (a reload since the last request may have changed it).
+    context.take_current_settings();
     next.emplace();
     next->header_limit(static_cast<std::uint32_t>(kHttpHeadLimit));
     next->body_limit(boost::none);
@@ -423,9 +425,12 @@ asio::awaitable<void> serve_requests(SessionContext& context, HeadParser& first,
       co_return;
     }
     // The gate's token, on every request of the connection (client_session.cpp checked the
-    // first); a failure has been answered with 407, logged and closed.
+    // first); a failure has been answered with 407, logged and closed. The settings are taken
+    // again now that the head is here: a connection idles between requests, and a reload in
+    // that pause (a new token) must apply to the request that follows it.
     // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
     if (read.status == HeadRead::Status::ok) {
+      context.take_current_settings();
       const bool authorized = co_await authorize_request(context, *next);
       if (!authorized) {
         context.upstream.close(ignored);

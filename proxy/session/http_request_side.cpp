@@ -1,10 +1,13 @@
 // The request side of a plain-HTTP exchange: the request body from the client to the origin,
 // and the rewriting of the request head's Host. See http_exchange.hpp.
+#include <sys/socket.h>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
+#include <cerrno>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -17,6 +20,40 @@ namespace {
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+// The whole request has gone upstream and nothing reads the client while the origin thinks: a
+// client that leaves then (a timeout of its own, say) would keep its connection and the
+// upstream open, and counted against max_connections, for as long as the origin stays silent.
+// So the client socket is watched: the end of its stream (or an error) before the response
+// began means it left, and the exchange ends (as a forward proxy's usual "half-closed clients
+// off": a client that only half-closed gets no answer). Bytes mean a pipelined request, left
+// for the next head read. The response side cancels the watch when it ends.
+asio::awaitable<void> watch_client_leaving(Exchange& x) {
+  while (x.state.response() == ResponsePhase::awaiting_head && !x.state.request_should_stop()) {
+    x.watching_client = true;
+    auto [error] =
+        co_await x.context.client.async_wait(asio::ip::tcp::socket::wait_read, use_tuple);
+    x.watching_client = false;
+    if (error || x.state.response() != ResponsePhase::awaiting_head ||
+        x.state.request_should_stop()) {
+      co_return;  // cancelled (the response side ended, the watchdog), or the response began
+    }
+    char byte;
+    const ssize_t n =
+        ::recv(x.context.client.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0) {
+      co_return;  // a pipelined request: the client is still there
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+      continue;  // a spurious wake-up
+    }
+    // The client left: stop waiting for a response nobody will read.
+    x.state.client_read_failed({});
+    boost::system::error_code ignored;
+    x.context.upstream.cancel(ignored);
+    co_return;
+  }
+}
 
 }  // namespace
 
@@ -101,6 +138,9 @@ asio::awaitable<void> send_request_body(Exchange& x) {
     x.touch();
   }
   x.state.request_side_ended(x.request.is_done());
+  if (x.state.request() == RequestPhase::sent) {
+    co_await watch_client_leaving(x);
+  }
   x.direction_done();
 }
 

@@ -194,6 +194,12 @@ asio::awaitable<void> relay_response(Exchange& x) {
   if (x.state.abandon_request(x.request.is_done())) {
     x.cancel_both();
   }
+  if (x.watching_client) {
+    // The request side waits for the client to leave before a response began; there is
+    // nothing of this side's own pending on the client now.
+    boost::system::error_code ignored;
+    x.context.client.cancel(ignored);
+  }
   x.direction_done();
 }
 

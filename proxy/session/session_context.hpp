@@ -36,17 +36,18 @@ struct SessionContext {
   bool handed_off = false;
   // The settings snapshot; see settings().
   std::shared_ptr<const settings::Settings> settings_snapshot;
-  std::uint32_t requests_begun = 0;
 
-  // Takes the worker's current policy for the request that has just arrived, and for a later
-  // request of a kept-alive connection its current settings too (the first request keeps those
-  // taken when the connection was accepted: its head was read and its token checked with them).
-  void begin_request() {
-    policy = worker.policy;
-    if (requests_begun++ > 0) {
-      settings_snapshot = worker.settings;
-    }
-  }
+  // Takes the worker's current policy for the request whose head has just been read and
+  // authorised. Its settings were taken when that head arrived (at accept for the first request,
+  // by take_current_settings() for a later one), so the token that admitted the request and the
+  // settings all of its steps are decided with are the same.
+  void begin_request() { policy = worker.policy; }
+  // For a later request of a kept-alive connection: the worker's current settings (a reload may
+  // have changed the token, head timeout, SNI check, ...). Taken before its head is waited for
+  // (the head timeout) and again once the head is here, before the token is checked: without
+  // that a connection kept alive across a reload would go on being admitted with the token the
+  // reload replaced.
+  void take_current_settings() { settings_snapshot = worker.settings; }
   // Registers where the connection now leads, for reloads to judge; first judges it with the
   // rules in force now if a reload came while the request was being set up (its waits for
   // LaunchDarkly, DNS or the connect). Returns the revocation when those rules deny it; then
@@ -64,7 +65,8 @@ struct SessionContext {
   bool stopping() const { return worker.stopping; }
 
   // The settings the request being served started with (token, timeouts, SNI check, ...): a
-  // reload posts new ones to the worker, which the next request takes in begin_request().
+  // reload posts new ones to the worker, which the next request takes in
+  // take_current_settings().
   const settings::Settings& settings() const { return *settings_snapshot; }
   log::DecisionLog& log() const { return worker.shared.log; }
   double elapsed_ms() const;

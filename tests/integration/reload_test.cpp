@@ -18,6 +18,7 @@
 #include "config/embedded_defaults.hpp"
 #include "proxy/reload/policy_reloader.hpp"
 #include "proxy/settings/settings.hpp"
+#include "tests/fakes/http_origin.hpp"
 #include "tests/integration/harness/test_client.hpp"
 #include "tests/integration/harness/test_proxy.hpp"
 
@@ -644,6 +645,60 @@ TEST(ReloadConfig, ChangedTokenIsNeededByTheNextRequest) {
     std::this_thread::sleep_for(10ms);
   }
   EXPECT_TRUE(flipped) << proxy.log_text();
+}
+
+// The status of a plain GET for http://origin.test:PORT/ on `client`'s kept-alive connection,
+// carrying `token`; reads the whole response (a 2-byte body, or the gate's own answer).
+int get_with_token(TestClient& client, std::uint16_t origin_port, const std::string& token) {
+  const std::string url = "http://origin.test:" + std::to_string(origin_port) + "/";
+  client.send("GET " + url + " HTTP/1.1\r\nHost: origin.test\r\nProxy-Authorization: Basic " +
+              base64("agent:" + token) + "\r\n\r\n");
+  const ResponseHead head = read_response_head(client);
+  client.pending = head.body_after;
+  if (head.status == 200) {
+    client.read_exact(2);  // "ok"
+  }
+  return head.status;
+}
+
+// A connection kept alive across a reload that changes the token: its next request is
+// authorised with the new token, not the one it was admitted with.
+TEST(ReloadConfig, ChangedTokenIsNeededByTheNextRequestOfAKeptAliveConnection) {
+  fakes::HttpOrigin origin(
+      [](const fakes::HttpOrigin::Request&) { return fakes::HttpOrigin::Reply::fixed(200, "ok"); });
+  FolderRemover folder{config_folder()};
+  const std::string config = folder.folder + "/sandgate.toml";
+  const std::string first = "first-token-0123456789";
+  const std::string second = "second-token-9876543210";
+  write_file(config, "block_loopback = false\ntoken = \"" + first + "\"\n");
+  settings::Sources sources;
+  sources.flags.emplace("--config", config);
+  sources.home = folder.folder;
+  auto gate = gate_with_config("", sources);
+  TestProxy& proxy = *gate;
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+
+  TestClient kept(proxy.port());
+  ASSERT_EQ(get_with_token(kept, origin.port(), first), 200) << proxy.log_text();
+
+  write_file(config, "block_loopback = false\ntoken = \"" + second + "\"\n");
+  ASSERT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return log.find("applied token (--token / SANDGATE_TOKEN)") != std::string::npos;
+  })) << proxy.log_text();
+  // The reload is posted to the workers after the line above: wait until a new connection sees
+  // it, so that the kept one is asked only once the new token is in force.
+  bool applied = false;
+  for (int i = 0; i < 200 && !applied; ++i) {
+    applied = status_with_token(proxy.port(), first) == 407;
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(applied) << proxy.log_text();
+
+  EXPECT_EQ(get_with_token(kept, origin.port(), first), 407)
+      << "the kept-alive connection was let through with the replaced token\n"
+      << proxy.log_text();
+  TestClient fresh(proxy.port());
+  EXPECT_EQ(get_with_token(fresh, origin.port(), second), 200) << proxy.log_text();
 }
 
 // How long the gate waits for a request head that never ends (it answers 408 then).
