@@ -195,9 +195,14 @@ TEST(ReasonMetrics, TheConnectionLimitHasItsOwnLabel) {
        [&] {
          TestClient first(proxy.port());
          first.send("CONNECT ");  // holds the one place
-         std::this_thread::sleep_for(100ms);
+         // Until the gate has counted it (a slow build may take longer than any fixed sleep).
+         for (int i = 0; i < 500 && proxy.server().open_connections() == 0; ++i) {
+           std::this_thread::sleep_for(10ms);
+         }
+         ASSERT_EQ(proxy.server().open_connections(), 1u);
          TestClient second(proxy.port());
-         EXPECT_EQ(read_response_head(second).status, 503);
+         const auto head = read_response_head(second);
+         EXPECT_EQ(head.status, 503) << head.head;
        }},
   };
   expect_each_counted(proxy, cases);
