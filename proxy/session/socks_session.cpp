@@ -172,17 +172,43 @@ asio::awaitable<void> refuse(SessionContext& context, rules::Reason reason, std:
   co_await close_gracefully(context.client);
 }
 
+// The client left (or reset) in the middle of its handshake, at `stage`: an end line that names
+// SOCKS5 and the stage, so that a SOCKS client that gave up is told apart in the log from an
+// HTTP client that sent half a head. The drain's closing is the shared shutting-down line.
+void record_abandoned(SessionContext& context, std::string_view stage) {
+  if (context.stopping()) {
+    context.record_no_request(true);
+    return;
+  }
+  constexpr rules::Reason reason = rules::Reason::client_closed;
+  const rules::Verdict verdict = rules::reason_info(reason).verdict;
+  log::Record end;
+  end.event = log::Record::Event::end;
+  end.connection_id = context.id;
+  end.client = context.client_address;
+  end.method = kMethod;
+  end.host = "-";
+  end.verdict = rules::verdict_name(verdict);
+  end.reason = rules::reason_code(reason);
+  end.outcome = "closed";
+  const std::string detail =
+      "the client closed the connection in the middle of its SOCKS5 " + std::string(stage) + ".";
+  end.detail = detail;
+  end.duration_ms = context.elapsed_ms();
+  context.record_end(end);
+  context.worker.metrics.count_decision(verdict, reason);
+}
+
 // The handshake message did not come: logs why and closes. `request_stage`: the method has been
 // chosen, so a timeout can still be answered with a request reply.
 template <typename Message>
 asio::awaitable<void> refuse_unreceived(SessionContext& context, const Received<Message>& received,
-                                        bool request_stage) {
+                                        std::string_view stage, bool request_stage) {
   switch (received.got) {
     case Got::message:
       break;
     case Got::closed:
-      // The client left (or the drain closed it) in the middle of its handshake.
-      context.record_no_request(true);
+      record_abandoned(context, stage);
       break;
     case Got::timeout: {
       const std::string sentence = "the SOCKS5 handshake did not complete within " +
@@ -241,7 +267,7 @@ asio::awaitable<bool> authenticate(SessionContext& context, beast::flat_buffer& 
       co_return false;
     }
     if (!co_await send(context.client, socks::method_reply(socks::Method::no_authentication))) {
-      context.record_no_request(true);
+      record_abandoned(context, "method reply");
       co_return false;
     }
     co_return true;
@@ -256,7 +282,7 @@ asio::awaitable<bool> authenticate(SessionContext& context, beast::flat_buffer& 
     co_return false;
   }
   if (!co_await send(context.client, socks::method_reply(socks::Method::username_password))) {
-    context.record_no_request(true);
+    record_abandoned(context, "method reply");
     co_return false;
   }
   const auto credentials =
@@ -270,7 +296,7 @@ asio::awaitable<bool> authenticate(SessionContext& context, beast::flat_buffer& 
     co_return false;
   }
   if (credentials.got != Got::message) {
-    co_await refuse_unreceived(context, credentials, false);
+    co_await refuse_unreceived(context, credentials, "username/password message", false);
     co_return false;
   }
   // Never a word of what was sent: a wrong token may be a right token for something else.
@@ -282,7 +308,7 @@ asio::awaitable<bool> authenticate(SessionContext& context, beast::flat_buffer& 
     co_return false;
   }
   if (!co_await send(context.client, socks::credentials_reply(true))) {
-    context.record_no_request(true);
+    record_abandoned(context, "credentials reply");
     co_return false;
   }
   co_return true;
@@ -321,7 +347,7 @@ asio::awaitable<void> serve_socks5(SessionContext& context, beast::flat_buffer& 
     co_return;
   }
   if (greeting.got != Got::message) {
-    co_await refuse_unreceived(context, greeting, false);
+    co_await refuse_unreceived(context, greeting, "greeting", false);
     co_return;
   }
 
@@ -339,7 +365,7 @@ asio::awaitable<void> serve_socks5(SessionContext& context, beast::flat_buffer& 
     co_return;
   }
   if (received.got != Got::message) {
-    co_await refuse_unreceived(context, received, true);
+    co_await refuse_unreceived(context, received, "request", true);
     co_return;
   }
   timer.cancel();

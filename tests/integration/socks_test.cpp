@@ -394,6 +394,33 @@ TEST(Socks5, TheWholeHandshakeHasTheHeadTimeout) {
   EXPECT_EQ(decisions(proxy, rules::Reason::request_timeout), 2u);
 }
 
+// A client that gives up in the middle of its handshake (here after the version byte alone, and
+// after a whole greeting) gets an end line that names SOCKS5 and the stage it left at, counted
+// as client-closed, not the HTTP "request head" line with method "-".
+TEST(Socks5, AClientThatLeavesMidHandshakeIsLoggedAsSocks) {
+  TestProxy proxy("", allow_loopback);
+  {
+    TestClient client(proxy.port());
+    client.send(bytes({0x05}));
+    client.close();
+  }
+  EXPECT_TRUE(logged(proxy, {"\"event\":\"end\"", "\"method\":\"SOCKS5\"",
+                             "\"reason\":\"client-closed\"", "its SOCKS5 greeting"}))
+      << proxy.log_text();
+  {
+    TestClient client(proxy.port());
+    client.send(kNoAuthGreeting);
+    EXPECT_EQ(client.read_exact(2), bytes({0x05, 0x00}));
+    client.send(bytes({0x05, 0x01, 0x00, 0x03}));  // half a request
+    client.close();
+  }
+  EXPECT_TRUE(logged(proxy, {"\"event\":\"end\"", "\"method\":\"SOCKS5\"",
+                             "\"reason\":\"client-closed\"", "its SOCKS5 request"}))
+      << proxy.log_text();
+  EXPECT_EQ(decisions(proxy, rules::Reason::client_closed), 2u);
+  EXPECT_FALSE(proxy.log_text().find("request head") != std::string::npos) << proxy.log_text();
+}
+
 // A TLS port: the name in the ClientHello must be the one asked for. The denial comes after the
 // success reply, so it closes the connection.
 TEST(Socks5, SniMismatchAfterSuccessClosesTheTunnel) {
