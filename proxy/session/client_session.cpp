@@ -356,7 +356,9 @@ asio::awaitable<void> serve_first_request(SessionContext& context) {
   }
   fault_point("head-read");
 
-  // The token, before anything in the request is acted on (when the gate requires one).
+  // The token, before anything in the request is acted on (when the gate requires one), as the
+  // settings in force now have it: a reload may have changed it while the head was on its way.
+  context.take_current_settings();
   if (!co_await authorize_request(context, parser)) {
     co_return;
   }

@@ -256,6 +256,8 @@ bool offers(const socks::Greeting& greeting, socks::Method method) {
 // send its request; otherwise the refusal has been logged and the connection closed.
 asio::awaitable<bool> authenticate(SessionContext& context, beast::flat_buffer& buffer,
                                    asio::steady_timer& timer, const socks::Greeting& greeting) {
+  // The token in force when the greeting arrived, not when the connection was accepted.
+  context.take_current_settings();
   const std::string& token = context.settings().token;
   const auto none_acceptable = socks::method_reply(socks::Method::none_acceptable);
   if (token.empty()) {

@@ -701,6 +701,46 @@ TEST(ReloadConfig, ChangedTokenIsNeededByTheNextRequestOfAKeptAliveConnection) {
   EXPECT_EQ(get_with_token(fresh, origin.port(), second), 200) << proxy.log_text();
 }
 
+// A connection accepted before the reload whose first request comes after it: that request is
+// checked against the token in force when its head arrives, not when the connection was opened.
+TEST(ReloadConfig, ChangedTokenIsNeededByTheFirstRequestOfAConnectionOpenedBefore) {
+  fakes::HttpOrigin origin(
+      [](const fakes::HttpOrigin::Request&) { return fakes::HttpOrigin::Reply::fixed(200, "ok"); });
+  FolderRemover folder{config_folder()};
+  const std::string config = folder.folder + "/sandgate.toml";
+  const std::string first = "first-token-0123456789";
+  const std::string second = "second-token-9876543210";
+  write_file(config, "block_loopback = false\ntoken = \"" + first + "\"\n");
+  settings::Sources sources;
+  sources.flags.emplace("--config", config);
+  sources.home = folder.folder;
+  auto gate = gate_with_config("", sources);
+  TestProxy& proxy = *gate;
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+
+  TestClient early(proxy.port());  // accepted now, asks nothing yet
+  ASSERT_EQ(get_with_token(early, origin.port(), first), 200) << proxy.log_text();
+  TestClient opened_before(proxy.port());
+  for (int i = 0; i < 200 && proxy.server().open_connections() < 2; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+
+  write_file(config, "block_loopback = false\ntoken = \"" + second + "\"\n");
+  ASSERT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return log.find("applied token (--token / SANDGATE_TOKEN)") != std::string::npos;
+  })) << proxy.log_text();
+  bool applied = false;
+  for (int i = 0; i < 200 && !applied; ++i) {
+    applied = status_with_token(proxy.port(), first) == 407;
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(applied) << proxy.log_text();
+
+  EXPECT_EQ(get_with_token(opened_before, origin.port(), first), 407)
+      << "the first request of a connection opened before the reload passed with the old token\n"
+      << proxy.log_text();
+}
+
 // How long the gate waits for a request head that never ends (it answers 408 then).
 std::chrono::milliseconds head_wait(std::uint16_t port) {
   TestClient client(port);
