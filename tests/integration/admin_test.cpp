@@ -29,6 +29,7 @@
 #include "proxy/admin/admin_server.hpp"
 #include "proxy/metrics/prometheus.hpp"
 #include "proxy/reload/policy_reloader.hpp"
+#include "tests/support/sanitized_build.hpp"
 #include "tests/fakes/tcp_origin.hpp"
 #include "tests/integration/harness/test_client.hpp"
 #include "tests/integration/harness/test_proxy.hpp"
@@ -369,18 +370,8 @@ std::chrono::duration<double> process_cpu_time() {
 // nothing at all; the test itself uses no descriptor until the limit is back.
 // The sanitizers' runtimes need descriptors of their own while this process has none (UBSan's
 // vptr check probes memory through a pipe and reports a false "invalid vptr" when it cannot make
-// one), so this case runs in the release job only; every other admin case runs sanitized.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitizedBuild = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitizedBuild = true;
-#else
-constexpr bool kSanitizedBuild = false;
-#endif
-#else
-constexpr bool kSanitizedBuild = false;
-#endif
+// one: tests/support/sanitized_build.hpp), so this case runs in the release job only; every
+// other admin case runs sanitized.
 
 TEST(AdminEndpoint, BacksOffInsteadOfSpinningWhileOutOfDescriptors) {
   if (kSanitizedBuild) {
