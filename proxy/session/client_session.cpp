@@ -13,6 +13,7 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 
+#include "proxy/session/connect_tunnel.hpp"
 #include "proxy/session/fault_injection.hpp"
 #include "proxy/session/handlers.hpp"
 #include "proxy/session/http_head.hpp"
@@ -208,16 +209,7 @@ asio::awaitable<void> reply_and_log(SessionContext& context, rules::Reason reaso
                                     std::string_view method, std::string_view host,
                                     std::uint16_t port, std::string_view sentence,
                                     std::string_view rule, DeniedAt at) {
-  log::Record record;
-  record.connection_id = context.id;
-  record.client = context.client_address;
-  record.method = method;
-  record.host = host;
-  record.port = port;
-  record.rule = rule;
-  record.detail = sentence;
-  context.record_decision(record, reason);
-
+  record_refusal(context, method, reason, host, port, sentence, rule);
   const std::string reply = build_reply(reason, sentence, at);
   co_await asio::async_write(context.client, asio::buffer(reply), use_tuple);
   co_await close_gracefully(context.client);
