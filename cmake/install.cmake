@@ -2,6 +2,7 @@
 #   bin/sandgate, bin/sandgate-connect
 #   share/sandgate/blocked.txt                     the blocklist template (also embedded)
 #   share/sandgate/sandgate.example.toml           an example config file (--config)
+#   share/sandgate/presets/*.txt                   the allowlist presets (also embedded)
 #   share/sandgate/launchd/io.sandgate.gate.plist  launchd agent, for ~/Library/LaunchAgents
 #   lib/systemd/user/sandgate.service              systemd user unit
 #   share/doc/sandgate/README.md
@@ -12,6 +13,10 @@ install(TARGETS sandgate sandgate-connect RUNTIME DESTINATION ${CMAKE_INSTALL_BI
 install(FILES ${PROJECT_SOURCE_DIR}/config/blocked.txt
               ${PROJECT_SOURCE_DIR}/config/sandgate.example.toml
         DESTINATION ${CMAKE_INSTALL_DATADIR}/sandgate)
+# The allowlist presets (`--allowlist preset:NAME` reads the embedded copies; these are for
+# reading, and for copying into an allowlist of one's own).
+file(GLOB sandgate_presets ${PROJECT_SOURCE_DIR}/config/presets/*.txt)
+install(FILES ${sandgate_presets} DESTINATION ${CMAKE_INSTALL_DATADIR}/sandgate/presets)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 # The unit and the agent name the executable by its full path, known only at install time

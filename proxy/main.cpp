@@ -37,7 +37,11 @@ void add_setting_flags(CLI::App& app, std::map<std::string, std::string>& values
       // `--allow-ip` means true; `--allow-ip=false` gives a value.
       app.add_flag(std::string(info.flag), value, help);
     } else {
-      app.add_option(std::string(info.flag), value, help)->type_name("VALUE");
+      auto* option = app.add_option(std::string(info.flag), value, help)->type_name("VALUE");
+      if (info.flag == "--allowlist") {
+        // Repeatable: `--allowlist preset:dev --allowlist my.txt` is `preset:dev,my.txt`.
+        option->multi_option_policy(CLI::MultiOptionPolicy::Join)->delimiter(',');
+      }
     }
   }
 }

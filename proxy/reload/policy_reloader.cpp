@@ -48,7 +48,8 @@ struct SettingRow {
 const std::vector<SettingRow>& setting_rows() {
   static const std::vector<SettingRow> rows = {
       SANDGATE_RESTART("blocklist", a.blocklist_path == b.blocklist_path),
-      SANDGATE_RESTART("allowlist", a.allowlist_path == b.allowlist_path),
+      SANDGATE_RESTART("allowlist", a.allowlist_path == b.allowlist_path &&
+                                         a.allowlist_presets == b.allowlist_presets),
       SANDGATE_ROW("block_loopback", Kind::policy, policy.block_loopback),
       SANDGATE_ROW("allow_ip", Kind::policy, policy.allow_ip),
       SANDGATE_ROW("allow_ssh", Kind::policy, policy.allow_ssh),
@@ -352,7 +353,10 @@ std::shared_ptr<const rules::DomainSet> PolicyReloader::load_list(int index,
     return nullptr;
   }
   std::vector<rules::LoadIssue> issues;
-  auto set = std::make_shared<const rules::DomainSet>(rules::DomainSet::parse(*text, path, issues));
+  // The allowlist file comes with the presets named beside it (embedded, never re-read).
+  auto set = std::make_shared<const rules::DomainSet>(
+      index == 1 ? settings::build_allowlist(settings_.allowlist_presets, *text, path, issues)
+                 : rules::DomainSet::parse(*text, path, issues));
   for (const auto& issue : issues) {
     log_.note("warning", issue.source + ":" + std::to_string(issue.line) + ": skipped '" +
                              issue.text + "': " + issue.message);

@@ -207,6 +207,25 @@ Expected<std::string, std::string> read_text_file(const std::string& path) {
   return text.str();
 }
 
+rules::DomainSet build_allowlist(const std::vector<std::string>& presets,
+                                 std::string_view file_text, std::string_view file_path,
+                                 std::vector<rules::LoadIssue>& issues) {
+  rules::DomainSet::Builder builder;
+  for (const std::string& name : presets) {
+    // The names were checked when the setting was read; a name unknown here would be a
+    // programming error, reported like a bad line rather than ignored.
+    if (const auto preset = defaults::find_preset(name)) {
+      builder.add_text(preset->text, defaults::preset_source(name), issues);
+    } else {
+      issues.push_back({defaults::preset_source(name), 0, name, "no such bundled preset"});
+    }
+  }
+  if (!file_path.empty()) {
+    builder.add_text(file_text, file_path, issues);
+  }
+  return std::move(builder).build();
+}
+
 Expected<LoadedPolicy, std::string> load_policy(const Settings& given,
                                                 MissingDefaultBlocklist missing) {
   LoadedPolicy loaded;
@@ -248,7 +267,10 @@ Expected<LoadedPolicy, std::string> load_policy(const Settings& given,
     if (!text) {
       return Unexpected{"allowlist " + text.error()};
     }
-    allowlist = rules::DomainSet::parse(*text, settings.allowlist_path, loaded.issues);
+    allowlist = build_allowlist(settings.allowlist_presets, *text, settings.allowlist_path,
+                                loaded.issues);
+  } else if (!settings.allowlist_presets.empty()) {
+    allowlist = build_allowlist(settings.allowlist_presets, {}, {}, loaded.issues);
   }
 
   loaded.policy = std::make_shared<const rules::Policy>(settings.policy, std::move(blocklist),

@@ -35,6 +35,14 @@ struct LoadedPolicy {
   std::string allowlist_path;
 };
 
+// The allowlist: the bundled presets named (config/presets, embedded) and then the file's text,
+// as one set whose rules say where each came from (`preset:dev:12 github.com:443,22`,
+// `/home/me/allow.txt:3 internal.example`). `file_path` empty: no file. Bad lines go to
+// `issues`. Used at start-up and by the reloader (which re-reads only the file). Thread-safe.
+rules::DomainSet build_allowlist(const std::vector<std::string>& presets,
+                                 std::string_view file_text, std::string_view file_path,
+                                 std::vector<rules::LoadIssue>& issues);
+
 // Fails (with a message naming the file and the system's reason) when a file that must exist
 // cannot be read: an explicitly configured blocklist, or the allowlist.
 Expected<LoadedPolicy, std::string> load_policy(const Settings& settings,

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "config/embedded_defaults.hpp"
 #include "proxy/settings/endpoint.hpp"
 #include "rules/host.hpp"
 
@@ -182,6 +183,53 @@ const char* log_level_text(LogLevel level) {
   return "info";
 }
 
+// `--allowlist FILE`, `preset:NAME`, or a comma list of both (at most one file): the presets
+// are embedded in the executable (config/presets), the file is the user's own. A later source
+// replaces an earlier one's whole value, as for every setting.
+ApplyResult set_allowlist(Settings& s, std::string_view value) {
+  auto items = split_list(value);
+  if (!items) {
+    return items.error();
+  }
+  s.allowlist_path.clear();
+  s.allowlist_presets.clear();
+  constexpr std::string_view kPrefix = "preset:";
+  for (std::string_view item : *items) {
+    if (item.substr(0, kPrefix.size()) == kPrefix) {
+      const std::string_view name = item.substr(kPrefix.size());
+      if (!defaults::find_preset(name)) {
+        return "no preset " + describe_value(name) + "; the bundled presets are: " +
+               defaults::preset_names();
+      }
+      if (std::find(s.allowlist_presets.begin(), s.allowlist_presets.end(), name) ==
+          s.allowlist_presets.end()) {
+        s.allowlist_presets.emplace_back(name);
+      }
+      continue;
+    }
+    if (!s.allowlist_path.empty()) {
+      return std::string("at most one allowlist file may be given (with any number of presets)");
+    }
+    if (auto error = set_path(s.allowlist_path, item)) {
+      return error;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string show_allowlist(const Settings& s) {
+  std::string text;
+  for (const std::string& name : s.allowlist_presets) {
+    text += text.empty() ? "" : ",";
+    text += defaults::preset_source(name);
+  }
+  if (!s.allowlist_path.empty()) {
+    text += text.empty() ? "" : ",";
+    text += s.allowlist_path;
+  }
+  return or_text(text, "(none)");
+}
+
 std::vector<Setting> make_table() {
   std::vector<Setting> settings = {
       // --- policy ---
@@ -197,9 +245,10 @@ std::vector<Setting> make_table() {
        },
        [](const Settings& s) { return s.blocklist_path; }},
       {{"allowlist", "--allowlist", "SANDGATE_ALLOWLIST", {},
-        "allowlist file: when set, only hosts it matches are allowed", false},
-       [](Settings& s, std::string_view v) { return set_path(s.allowlist_path, v); },
-       [](const Settings& s) { return or_text(s.allowlist_path, "(none)"); }},
+        "allowlist: a file and/or bundled presets (preset:dev), comma-separated; when set, only "
+        "hosts it matches are allowed",
+        false},
+       set_allowlist, show_allowlist},
       {{"block_loopback", "--block-loopback", "GOOSE_SANDBOX_BLOCK_LOOPBACK", {},
         "deny connections back into this machine (localhost, 127/8, ::1, 0.0.0.0)", true},
        [](Settings& s, std::string_view v) { return set_bool(s.policy.block_loopback, v); },

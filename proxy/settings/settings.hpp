@@ -60,7 +60,10 @@ struct Settings {
   rules::PolicyOptions policy;
   std::string blocklist_path = "~/.config/goose/sandbox/blocked.txt";  // load(): `~` expanded
   bool blocklist_is_default = true;  // the default path: created from the template if absent
-  std::string allowlist_path;   // empty: no allowlist mode
+  std::string allowlist_path;   // the allowlist file; empty: none
+  // Bundled allowlists (`preset:NAME`, config/presets), applied with the file. Allowlist mode
+  // is on when either is given.
+  std::vector<std::string> allowlist_presets;
   bool sni_check = true;        // inspect the ClientHello of tunnels to TLS ports
   std::vector<std::uint16_t> tls_ports = {443};
   // On reload, close open tunnels and kept-alive connections whose destination the new rules

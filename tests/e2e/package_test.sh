@@ -34,9 +34,11 @@ for f in bin/sandgate bin/sandgate-connect; do
 done
 for f in share/sandgate/blocked.txt share/sandgate/sandgate.example.toml \
   share/sandgate/launchd/io.sandgate.gate.plist lib/systemd/user/sandgate.service \
-  share/doc/sandgate/README.md; do
+  share/doc/sandgate/README.md share/sandgate/presets/dev.txt; do
   [[ -f $prefix/$f ]] || fail "cmake --install: $f missing"
 done
+cmp -s "$source/config/presets/dev.txt" "$prefix/share/sandgate/presets/dev.txt" ||
+  fail "the installed preset dev differs from config/presets/dev.txt"
 cmp -s "$source/config/blocked.txt" "$prefix/share/sandgate/blocked.txt" ||
   fail "the installed blocklist template differs from config/blocked.txt"
 grep -qxF "ExecStart=$prefix/bin/sandgate serve" "$prefix/lib/systemd/user/sandgate.service" ||
@@ -99,6 +101,7 @@ usr/lib/systemd/user/sandgate.service
 usr/share/doc/sandgate/README.md
 usr/share/sandgate/blocked.txt
 usr/share/sandgate/launchd/io.sandgate.gate.plist
+usr/share/sandgate/presets/dev.txt
 usr/share/sandgate/sandgate.example.toml
 EOF
 diff -u "$work/expected.txt" "$work/files.txt" >&2 || fail "unexpected file list in the package (diff above)"
@@ -134,6 +137,12 @@ out=$(check --blocklist "$work/blocked.txt" api.example.com) || status=$?
 [[ $status -eq 1 ]] || fail "check of a blocked host: exit $status, expected 1; output: $out"
 grep -qxF "reason: blocklist" <<<"$out" || fail "check of a blocked host: $out"
 grep -qxF "rule: $work/blocked.txt:$line example.com" <<<"$out" || fail "check of a blocked host: $out"
+
+# A preset works from the package alone: it is embedded, and its rules name it.
+status=0
+out=$(check --allowlist preset:dev --blocklist "$template" pypi.org) || status=$?
+[[ $status -eq 0 ]] || fail "check with preset:dev: exit $status; output: $out"
+grep -qE '^rule: preset:dev:[0-9]+ pypi.org:443$' <<<"$out" || fail "check with preset:dev: $out"
 
 status=0
 "$root/usr/bin/sandgate-connect" >/dev/null 2>&1 || status=$?
