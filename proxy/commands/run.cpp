@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "proxy/commands/run_summary.hpp"
 #include "proxy/commands/sandbox_view.hpp"
 #include "proxy/gate/gate.hpp"
 
@@ -47,6 +48,12 @@ class RunGate final : public sandbox::GateHandle {
     }
   }
 
+  // What the gate refused while it ran (all of it, aggregated; see log::DenialTally); empty
+  // when it never opened.
+  log::DenialCounts denials() const {
+    return gate_ ? gate_->log().denials().counts() : log::DenialCounts{};
+  }
+
  private:
   static void report(const gate::GateError& error) {
     if (!error.logged) {
@@ -67,7 +74,12 @@ int run_run(const settings::Settings& settings, const settings::Sources& sources
   options.gate = gate_view(settings);
   options.home = settings::home_directory();
   RunGate gate(settings, sources);
-  return sandbox::run_confined(options, gate);
+  const int status = sandbox::run_confined(options, gate);
+  // The command has exited and the gate has stopped (its log still open): tell the person what
+  // was refused, on run's standard error, after anything the command printed. Nothing when
+  // nothing was.
+  std::cerr << render_run_summary(gate.denials(), settings) << std::flush;
+  return status;
 }
 
 }  // namespace sandgate::commands

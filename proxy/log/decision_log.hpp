@@ -22,6 +22,7 @@
 #include <string_view>
 #include <thread>
 
+#include "proxy/log/denial_tally.hpp"
 #include "proxy/settings/settings.hpp"
 #include "rules/expected.hpp"
 
@@ -70,6 +71,9 @@ class DecisionLog {
   void set_level(settings::LogLevel level) { level_.store(level, std::memory_order_relaxed); }
   // Writes every buffered line now.
   void flush();
+  // Every denial written since the log opened, counted per destination (whatever the level).
+  // Thread-safe.
+  const DenialTally& denials() const { return denials_; }
 
  private:
   DecisionLog(settings::LogFormat format, std::string path, int fd, settings::LogLevel level);
@@ -90,6 +94,7 @@ class DecisionLog {
   std::condition_variable wake_;
   bool stopping_ = false;
   std::thread flusher_;
+  DenialTally denials_;
 };
 
 // The line write() (or note()) writes, without its newline and whatever the level, appended to

@@ -447,6 +447,78 @@ TEST_F(RunTest, ABlockedHostFailsWithThe403ReasonVisibleToCurl) {
   EXPECT_NE(curl_err.find("blocklist"), std::string::npos) << curl_err;  // Proxy-Status details
 }
 
+// The summary at exit: every refused destination, grouped, with its rule, count and what would
+// allow it; the allowed one is not in it. (IP literals are allowed, so that the metadata
+// address meets its address rule.)
+TEST_F(RunTest, TheSummaryAtExitSaysWhatWasRefusedAndHowToAllowIt) {
+  const std::string allowlist = root_ + "/allow.txt";
+  std::ofstream(allowlist) << "origin.test\nblocked.test\n";
+  const std::string origin_port = std::to_string(origin_->port());
+  auto o = run({"--allowlist", allowlist, "--allow-ip=true", "--", "sh", "-c",
+                curl_https("origin.test") + " >/dev/null; " + curl_https("blocked.test") +
+                    " 2>/dev/null; " + curl_https("blocked.test") + " 2>/dev/null; " +
+                    curl_https("registry.example.dev") + " 2>/dev/null; " +
+                    "curl -sS --max-time 10 http://169.254.169.254/ >/dev/null 2>&1; echo done"});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("done"), std::string::npos) << describe(o);
+  const auto at = o.err.find("sandgate run: the gate refused 4 connections during the run:\n");
+  ASSERT_NE(at, std::string::npos) << describe(o);
+  const std::string summary = o.err.substr(at);
+  // Most refused first; the blocklist (which wins over the allowlist) names its file and line.
+  EXPECT_NE(summary.find("  deny blocked.test:" + origin_port + " (blocklist) x2, rule " +
+                         blocklist_ + ":1 blocked.test\n    to allow: remove or narrow the "
+                         "blocklist entry at " + blocklist_ + ":1\n"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("  deny registry.example.dev:" + origin_port +
+                         " (not-allowlisted) x1, no rule matched\n    to allow: add "
+                         "\"registry.example.dev\" to " + allowlist + "\n"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("  deny 169.254.169.254:80 (metadata-address) x1, no rule matched\n"
+                         "    to allow: cannot be allowed: an address rule"),
+            std::string::npos)
+      << summary;
+  EXPECT_LT(summary.find("blocked.test"), summary.find("registry.example.dev")) << summary;
+  EXPECT_EQ(summary.find("origin.test"), std::string::npos) << summary;
+}
+
+// Nothing refused, nothing said.
+TEST_F(RunTest, NoSummaryWhenNothingWasRefused) {
+  auto o = run({"--", "sh", "-c", curl_https("origin.test") + " >/dev/null"});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_EQ(o.err.find("sandgate run: the gate refused"), std::string::npos) << describe(o);
+}
+
+// The summary counts every denial of the run (more than the admin endpoint's ring of 200
+// keeps), and lists at most 20 destinations, then says how many more there were.
+TEST_F(RunTest, TheSummaryCountsEveryDenialAndIsBounded) {
+  // 250 plain-HTTP requests to one blocked name (curl's URL globbing, one process), then 25
+  // blocked names once each.
+  auto o = run({"--", "sh", "-c",
+                "curl -s --max-time 60 'http://blocked.test/[1-250]' >/dev/null 2>&1; "
+                "curl -s --max-time 60 'http://n[1-25].blocked.test/' >/dev/null 2>&1; echo done"},
+               120s);
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  const auto at = o.err.find("sandgate run: the gate refused 275 connections during the run:\n");
+  ASSERT_NE(at, std::string::npos) << describe(o);
+  const std::string summary = o.err.substr(at);
+  EXPECT_NE(summary.find("  deny blocked.test:80 (blocklist) x250, rule " + blocklist_ +
+                         ":1 blocked.test\n"),
+            std::string::npos)
+      << summary;
+  std::size_t listed = 0;
+  for (auto p = summary.find("\n  deny "); p != std::string::npos;
+       p = summary.find("\n  deny ", p + 1)) {
+    ++listed;
+  }
+  EXPECT_EQ(listed, 20u) << summary;
+  EXPECT_NE(summary.find("  and 6 more destinations (6 connections); the gate's log has every "
+                         "one\n"),
+            std::string::npos)
+      << summary;
+}
+
 TEST_F(RunTest, TheLaunchDarklyAllowlistAppliesToTheConfinedCommand) {
   fakes::FakeLaunchDarkly launchdarkly("0123456789abcdef01234567");
   launchdarkly.set_value("origin.test", "false");

@@ -1,0 +1,113 @@
+// The run's summary of refused destinations. See run_summary.hpp.
+#include "proxy/commands/run_summary.hpp"
+
+#include <algorithm>
+
+#include "config/embedded_defaults.hpp"
+#include "rules/reason.hpp"
+
+namespace sandgate::commands {
+namespace {
+
+// The host as an allowlist entry names it: an IPv6 literal keeps its brackets.
+std::string destination(const log::DeniedDestination& d) {
+  return d.port == 0 ? d.host : d.host + ":" + std::to_string(d.port);
+}
+
+// "file:line entry" -> "file:line".
+std::string rule_place(const std::string& rule) { return rule.substr(0, rule.find(' ')); }
+
+std::string plural(std::uint64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+}  // namespace
+
+std::string how_to_allow(const log::DeniedDestination& d, const settings::Settings& settings) {
+  using rules::Reason;
+  const auto reason = rules::find_reason(d.reason);
+  if (!reason) {
+    return "see the gate's log for this reason";
+  }
+  const std::string quoted = "\"" + d.host + "\"";
+  switch (*reason) {
+    case Reason::not_allowlisted:
+      if (!settings.allowlist_path.empty()) {
+        return "add " + quoted + " to " + settings.allowlist_path;
+      }
+      return "add " + quoted + " to an allowlist file of your own and give it beside the " +
+             "preset: --allowlist " +
+             (settings.allowlist_presets.empty()
+                  ? std::string("FILE")
+                  : defaults::preset_source(settings.allowlist_presets.front()) + ",FILE");
+    case Reason::blocklist:
+      if (d.rule.rfind("preset:", 0) == 0) {
+        return "the entry at " + rule_place(d.rule) + " blocks it";
+      }
+      return "remove or narrow the blocklist entry at " + rule_place(d.rule);
+    case Reason::port_not_allowed:
+      return "add port " + std::to_string(d.port) +
+             " to --allowed-ports (SANDGATE_ALLOWED_PORTS)";
+    case Reason::ssh_disabled:
+      return "--allow-ssh=true (GOOSE_SANDBOX_ALLOW_SSH) allows SSH to git hosts";
+    case Reason::ssh_non_git_host:
+      return "add " + quoted + " to --git-hosts (GOOSE_SANDBOX_GIT_HOSTS)";
+    case Reason::ip_address:
+      return "connect by name, or --allow-ip=true (GOOSE_SANDBOX_ALLOW_IP) for IP literals";
+    case Reason::private_address:
+      return "an address rule: only --block-private=false (SANDGATE_BLOCK_PRIVATE) lifts it";
+    case Reason::loopback:
+    case Reason::metadata_address:
+    case Reason::reserved_address:
+      return "cannot be allowed: an address rule, not a list entry";
+    case Reason::launchdarkly:
+    case Reason::launchdarkly_unreachable:
+      return "decided by the LaunchDarkly flag \"" + settings.ld_flag + "\": change it there";
+    case Reason::sni_mismatch:
+    case Reason::sni_missing:
+    case Reason::protocol_mismatch:
+      return "cannot be allowed: the client's first bytes did not match what it asked for";
+    default:
+      return "not a destination rule: the request itself was refused (" +
+             std::string(rules::reason_info(*reason).description) + ")";
+  }
+}
+
+std::string render_run_summary(const log::DenialCounts& counts, const settings::Settings& settings,
+                               std::size_t max_listed) {
+  if (counts.total == 0) {
+    return {};
+  }
+  const auto would = std::count_if(counts.destinations.begin(), counts.destinations.end(),
+                                   [](const auto& d) { return d.verdict == "would-deny"; });
+  std::string out = "sandgate run: the gate ";
+  out += would == 0 ? "refused"
+         : static_cast<std::size_t>(would) == counts.destinations.size()
+             ? "would have refused (report-only)"
+             : "refused, or would have refused,";
+  out += " " + plural(counts.total, "connection", "connections") + " during the run:\n";
+  const std::size_t listed = std::min(max_listed, counts.destinations.size());
+  for (std::size_t i = 0; i < listed; ++i) {
+    const auto& d = counts.destinations[i];
+    out += "  " + d.verdict + " " + destination(d) + " (" + d.reason + ") x" +
+           std::to_string(d.count);
+    out += d.rule.empty() ? ", no rule matched" : ", rule " + d.rule;
+    out += "\n    to allow: " + how_to_allow(d, settings) + "\n";
+  }
+  std::uint64_t rest = counts.untracked;
+  for (std::size_t i = listed; i < counts.destinations.size(); ++i) {
+    rest += counts.destinations[i].count;
+  }
+  if (rest > 0) {
+    const std::size_t more = counts.destinations.size() - listed;
+    out += "  and ";
+    out += more > 0 ? plural(more, "more destination", "more destinations") +
+                          (counts.untracked > 0 ? " and others" : "")
+                    : std::string("other destinations");
+    out += " (" + plural(rest, "connection", "connections") +
+           "); the gate's log has every one\n";
+  }
+  return out;
+}
+
+}  // namespace sandgate::commands

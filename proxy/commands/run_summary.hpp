@@ -1,0 +1,27 @@
+// The summary `sandgate run` prints on standard error when its command has exited: every
+// destination the gate refused (or, in report-only mode, would have refused) during the run,
+// grouped by destination and reason, with the rule, the count and what would allow it. So a
+// failed `npm install` explains itself.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "proxy/log/denial_tally.hpp"
+#include "proxy/settings/settings.hpp"
+
+namespace sandgate::commands {
+
+// Destinations listed; the rest are "and K more".
+inline constexpr std::size_t kSummaryDestinations = 20;
+
+// The summary's text (lines ending in '\n'), or "" when nothing was denied. `settings` are the
+// run's (for the files and settings a suggestion names). Pure; thread-safe.
+std::string render_run_summary(const log::DenialCounts& counts, const settings::Settings& settings,
+                               std::size_t max_listed = kSummaryDestinations);
+
+// What would allow a destination denied for `reason` (a reason code) by `rule` ("file:line
+// entry" or empty): a command or setting, or why nothing can. One line, no newline.
+std::string how_to_allow(const log::DeniedDestination& denied, const settings::Settings& settings);
+
+}  // namespace sandgate::commands

@@ -1,0 +1,155 @@
+// The per-destination count of denials behind `sandgate run`'s summary (proxy/log/denial_tally)
+// and the summary's text (proxy/commands/run_summary): which lines count, the bound on
+// destinations, would-denies of report-only mode, the order, and what each reason suggests.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "proxy/commands/run_summary.hpp"
+#include "proxy/log/decision_log.hpp"
+#include "proxy/log/denial_tally.hpp"
+
+namespace sandgate::log {
+namespace {
+
+Record decision(std::string_view verdict, std::string_view host, std::uint16_t port,
+                std::string_view reason, std::string_view rule = {}) {
+  Record r;
+  r.event = Record::Event::decision;
+  r.verdict = verdict;
+  r.host = host;
+  r.port = port;
+  r.reason = reason;
+  r.rule = rule;
+  return r;
+}
+
+TEST(DenialTally, CountsDenialsAndWouldDeniesOfDestinationsOnly) {
+  DenialTally tally;
+  tally.add(decision("allow", "ok.test", 443, "allowed"));
+  tally.add(decision("error", "down.test", 443, "connection-refused"));
+  tally.add(decision("deny", "-", 0, "connection-limit"));
+  tally.add(decision("deny", "evil.test", 443, "blocklist", "/b.txt:3 evil.test"));
+  tally.add(decision("deny", "evil.test", 443, "blocklist", "/b.txt:3 evil.test"));
+  tally.add(decision("would-deny", "new.test", 443, "not-allowlisted"));
+  Record end = decision("deny", "evil.test", 443, "blocklist");
+  end.event = Record::Event::end;
+  end.outcome = "refused";
+  tally.add(end);  // repeats its decision line: not counted again
+  Record revoked = decision("deny", "gone.test", 443, "blocklist", "/b.txt:4 gone.test");
+  revoked.event = Record::Event::end;
+  revoked.outcome = "revoked";
+  tally.add(revoked);
+
+  const DenialCounts counts = tally.counts();
+  EXPECT_EQ(counts.total, 4u);
+  EXPECT_EQ(counts.untracked, 0u);
+  ASSERT_EQ(counts.destinations.size(), 3u);
+  EXPECT_EQ(counts.destinations[0].host, "evil.test");  // most denied first
+  EXPECT_EQ(counts.destinations[0].count, 2u);
+  EXPECT_EQ(counts.destinations[0].rule, "/b.txt:3 evil.test");
+  EXPECT_EQ(counts.destinations[1].host, "gone.test");
+  EXPECT_EQ(counts.destinations[2].verdict, "would-deny");
+}
+
+TEST(DenialTally, KeepsAtMostItsBoundOfDestinationsButCountsEveryDenial) {
+  DenialTally tally(3);
+  const std::vector<std::string> hosts = {"a.test", "b.test", "c.test", "d.test", "e.test"};
+  for (const auto& host : hosts) {
+    tally.add(decision("deny", host, 443, "not-allowlisted"));
+  }
+  tally.add(decision("deny", "a.test", 443, "not-allowlisted"));  // a kept row still counts
+  const DenialCounts counts = tally.counts();
+  EXPECT_EQ(counts.total, 6u);
+  EXPECT_EQ(counts.untracked, 2u);
+  ASSERT_EQ(counts.destinations.size(), 3u);
+  EXPECT_EQ(counts.destinations[0].host, "a.test");
+  EXPECT_EQ(counts.destinations[0].count, 2u);
+}
+
+TEST(DenialTally, ManyThreadsAtOnce) {
+  DenialTally tally;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&tally, t] {
+      const std::string host = "t" + std::to_string(t) + ".test";
+      for (int i = 0; i < 1000; ++i) {
+        tally.add(decision("deny", host, 443, "blocklist"));
+        if (i % 100 == 0) {
+          (void)tally.counts();
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) {
+    thread.join();
+  }
+  const DenialCounts counts = tally.counts();
+  EXPECT_EQ(counts.total, 4000u);
+  ASSERT_EQ(counts.destinations.size(), 4u);
+  for (const auto& d : counts.destinations) {
+    EXPECT_EQ(d.count, 1000u);
+  }
+}
+
+TEST(RunSummary, NothingDeniedSaysNothing) {
+  EXPECT_EQ(commands::render_run_summary({}, settings::Settings{}), "");
+}
+
+TEST(RunSummary, ReportOnlyRunsSayWouldHaveRefused) {
+  DenialTally tally;
+  tally.add(decision("would-deny", "registry.example.dev", 443, "not-allowlisted"));
+  tally.add(decision("would-deny", "registry.example.dev", 443, "not-allowlisted"));
+  settings::Settings s;
+  s.allowlist_presets = {"dev"};
+  EXPECT_EQ(commands::render_run_summary(tally.counts(), s),
+            "sandgate run: the gate would have refused (report-only) 2 connections during the "
+            "run:\n"
+            "  would-deny registry.example.dev:443 (not-allowlisted) x2, no rule matched\n"
+            "    to allow: add \"registry.example.dev\" to an allowlist file of your own and give "
+            "it beside the preset: --allowlist preset:dev,FILE\n");
+}
+
+TEST(RunSummary, ListsAtMostTheBoundThenSaysHowManyMore) {
+  DenialTally tally(4);
+  for (const char* host : {"a.test", "b.test", "c.test", "d.test", "e.test", "f.test"}) {
+    tally.add(decision("deny", host, 22, "ssh-non-git-host"));
+  }
+  const std::string text = commands::render_run_summary(tally.counts(), settings::Settings{}, 2);
+  EXPECT_NE(text.find("sandgate run: the gate refused 6 connections"), std::string::npos) << text;
+  EXPECT_NE(text.find("  deny a.test:22 (ssh-non-git-host) x1, no rule matched\n    to allow: add "
+                      "\"a.test\" to --git-hosts (GOOSE_SANDBOX_GIT_HOSTS)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("c.test"), std::string::npos) << text;
+  // 2 listed, 2 more kept, 2 past the tally's bound.
+  EXPECT_NE(text.find("  and 2 more destinations and others (4 connections)"), std::string::npos)
+      << text;
+}
+
+TEST(RunSummary, EveryPolicyReasonSaysHowToAllowOrThatItCannot) {
+  settings::Settings s;
+  s.allowlist_path = "/home/me/allow.txt";
+  const auto advice = [&s](std::string_view reason, std::string_view rule = {}) {
+    DeniedDestination d{"deny", "x.test", 443, std::string(reason), std::string(rule), 1};
+    return commands::how_to_allow(d, s);
+  };
+  EXPECT_EQ(advice("not-allowlisted"), "add \"x.test\" to /home/me/allow.txt");
+  EXPECT_EQ(advice("blocklist", "/b.txt:7 x.test"),
+            "remove or narrow the blocklist entry at /b.txt:7");
+  EXPECT_EQ(advice("port-not-allowed"),
+            "add port 443 to --allowed-ports (SANDGATE_ALLOWED_PORTS)");
+  for (const char* cannot : {"loopback", "metadata-address", "reserved-address", "sni-mismatch",
+                             "sni-missing", "protocol-mismatch"}) {
+    EXPECT_EQ(advice(cannot).rfind("cannot be allowed", 0), 0u) << cannot;
+  }
+  EXPECT_NE(advice("launchdarkly").find("LaunchDarkly flag \"egress-allowlist\""),
+            std::string::npos);
+  EXPECT_EQ(advice("bad-request").rfind("not a destination rule", 0), 0u);
+  EXPECT_EQ(advice("no-such-reason"), "see the gate's log for this reason");
+}
+
+}  // namespace
+}  // namespace sandgate::log
