@@ -4,7 +4,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,11 +15,14 @@
 #include "connect-proxy/proxy_dial.hpp"
 #include "connect-proxy/proxy_location.hpp"
 #include "connect-proxy/relay.hpp"
+#include "connect-proxy/ssh_disconnect.hpp"
 
 namespace {
 
 constexpr int kExitUsage = 2;
 constexpr int kExitConnection = 255;
+// How long a refusal's disconnect waits for ssh to read it and hang up.
+constexpr std::chrono::milliseconds kDisconnectLinger{5000};
 
 int fail(int status, const std::string& message) {
   std::fprintf(stderr, "sandgate-connect: %s\n", message.c_str());
@@ -63,9 +68,22 @@ int main(int argc, char** argv) {
     return fail(kExitUsage, authority.error());
   }
 
-  auto tunnel = open_tunnel(*proxy, *authority, options->timeout);
+  std::optional<ResponseHead> refusal;
+  auto tunnel = open_tunnel(*proxy, *authority, options->timeout, &refusal);
   if (!tunnel) {
-    return fail(kExitConnection, tunnel.error());
+    const int status = fail(kExitConnection, tunnel.error());
+    if (refusal && ::isatty(STDOUT_FILENO) == 0) {
+      // Said twice: on stderr (first: ssh ends this process once it has hung up), and in-band
+      // as an SSH disconnect, which ssh prints as "Received disconnect from UNKNOWN port
+      // 65535:1: <the refusal>" (ssh_disconnect.hpp) where a client that hides the
+      // ProxyCommand's stderr still shows it. Not onto a terminal: there it would be binary
+      // noise, and no ssh is reading.
+      deliver_disconnect(STDOUT_FILENO, STDIN_FILENO,
+                         ssh_disconnect_stream("sandgate: " + tunnel.error(),
+                                               disconnect_reason_for(refusal->status)),
+                         kDisconnectLinger);
+    }
+    return status;
   }
   const auto result =
       relay(STDIN_FILENO, STDOUT_FILENO, tunnel->socket.get(), std::move(tunnel->early_bytes));

@@ -142,7 +142,8 @@ std::optional<std::string> send_all(int fd, std::string_view data, Clock::time_p
 }  // namespace
 
 Expected<Tunnel, std::string> open_tunnel(const ProxyLocation& proxy, std::string_view authority,
-                                          std::chrono::milliseconds timeout) {
+                                          std::chrono::milliseconds timeout,
+                                          std::optional<ResponseHead>* refusal) {
   const auto deadline = Clock::now() + timeout;
   auto socket = connect_to_proxy(proxy, deadline, timeout);
   if (!socket) {
@@ -207,6 +208,9 @@ Expected<Tunnel, std::string> open_tunnel(const ProxyLocation& proxy, std::strin
     return Unexpected(at + " (from " + proxy.source + ") is not an HTTP proxy: " + head.error());
   }
   if (head->status != 200) {
+    if (refusal != nullptr) {
+      *refusal = *head;
+    }
     return Unexpected(
         describe_refusal(*head, proxy.display(), authority, !proxy.credentials.empty()));
   }

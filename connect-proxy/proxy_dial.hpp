@@ -6,9 +6,11 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "connect-proxy/connect_request.hpp"
 #include "connect-proxy/proxy_location.hpp"
 #include "connect-proxy/unique_fd.hpp"
 #include "rules/expected.hpp"
@@ -25,7 +27,10 @@ struct Tunnel {
 // Connects to `proxy` (each address its name resolves to, in order), asks for a tunnel to
 // `authority` and requires status 200. On failure the error is one line (without the program
 // prefix) naming the proxy address and, for a refusal, the proxy's reason code and sentence.
+// `refusal`: when given, set to the proxy's response head when it answered with a status other
+// than 200 (the gate refused, or could not reach the destination), left empty otherwise.
 Expected<Tunnel, std::string> open_tunnel(const ProxyLocation& proxy, std::string_view authority,
-                                          std::chrono::milliseconds timeout);
+                                          std::chrono::milliseconds timeout,
+                                          std::optional<ResponseHead>* refusal = nullptr);
 
 }  // namespace sandgate::connect_proxy

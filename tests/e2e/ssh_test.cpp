@@ -396,6 +396,32 @@ TEST_F(SshThroughSandgate, NonGitHostIsRefusedWithTheReason) {
       " with 403 Forbidden (ssh-non-git-host): ";
   EXPECT_TRUE(contains(result.err, expected)) << describe(result);
   EXPECT_TRUE(contains(result.err, "other.test is not a git host")) << describe(result);
+  // ssh itself says it too: sandgate-connect's in-band SSH disconnect, as OpenSSH prints one
+  // (reason 1, host not allowed to connect; ProxyCommand peers are "UNKNOWN port 65535").
+  EXPECT_TRUE(contains(result.err, "Received disconnect from UNKNOWN port 65535:1: sandgate: "
+                                   "the proxy at 127.0.0.1:" +
+                                       std::to_string(proxy_->port()) + " refused other.test:" +
+                                       std::to_string(sshd_->port()) +
+                                       " with 403 Forbidden (ssh-non-git-host): "))
+      << describe(result);
+  EXPECT_FALSE(contains(sshd_->log(), "Accepted publickey")) << sshd_->log();
+}
+
+// A blocklist entry's `#!` message reaches the person running ssh through ssh's own output.
+TEST_F(SshThroughSandgate, TheRulesMessageArrivesAsAnSshDisconnect) {
+  TestProxy proxy("gitlocal.test:" + std::to_string(sshd_->port()) +
+                      "  #! SSH pushes are blocked here; use an https:// remote\n",
+                  ssh_policy(sshd_->port()));
+  proxy.dns().set("gitlocal.test", {"127.0.0.1"});
+  auto result = run(sshd_->ssh_command(proxy.port()) + " " + user_at("gitlocal.test") +
+                    " echo hello");
+  EXPECT_EQ(result.exit_code, 255) << describe(result);
+  EXPECT_EQ(result.out, "");
+  const auto at = result.err.find("Received disconnect from UNKNOWN port 65535:1: sandgate: ");
+  ASSERT_NE(at, std::string::npos) << describe(result);
+  const std::string line = result.err.substr(at, result.err.find('\n', at) - at);
+  EXPECT_TRUE(contains(line, "(blocklist): ")) << line;
+  EXPECT_TRUE(contains(line, "SSH pushes are blocked here; use an https:// remote.")) << line;
   EXPECT_FALSE(contains(sshd_->log(), "Accepted publickey")) << sshd_->log();
 }
 
@@ -594,6 +620,44 @@ TEST(SandgateConnect, ProxyDenialShowsReasonCodeAndSentence) {
       << describe(result);
   EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << describe(result);
   EXPECT_EQ(origin.connections(), 0u);
+}
+
+// What ssh reads on a refusal: an identification line, then one well-formed unencrypted
+// SSH_MSG_DISCONNECT packet (RFC 4253 section 6) carrying the refusal; nothing when the proxy
+// could not even be reached (no proxy answered: ssh's own error says enough).
+TEST(SandgateConnect, ARefusalIsAlsoWrittenInBandAsAnSshDisconnect) {
+  TestProxy proxy("evil.test\n", [](settings::Settings& s) { s.policy.block_loopback = false; });
+  proxy.dns().set("evil.test", {"127.0.0.1"});
+  auto result = run(connect_command(proxy.port(), "evil.test", 22));
+  EXPECT_EQ(result.exit_code, 255) << describe(result);
+  const std::string banner = "SSH-2.0-sandgate-connect\r\n";
+  ASSERT_TRUE(result.out.starts_with(banner)) << describe(result);
+  const std::string packet = result.out.substr(banner.size());
+  ASSERT_GE(packet.size(), 16u);
+  const auto u32 = [&packet](std::size_t at) {
+    return (std::uint32_t(std::uint8_t(packet[at])) << 24) |
+           (std::uint32_t(std::uint8_t(packet[at + 1])) << 16) |
+           (std::uint32_t(std::uint8_t(packet[at + 2])) << 8) | std::uint8_t(packet[at + 3]);
+  };
+  const std::uint32_t length = u32(0);
+  ASSERT_EQ(packet.size(), 4 + length);
+  EXPECT_EQ(packet.size() % 8, 0u);
+  const std::size_t padding = std::uint8_t(packet[4]);
+  EXPECT_GE(padding, 4u);
+  EXPECT_EQ(packet[5], 1);    // SSH_MSG_DISCONNECT
+  EXPECT_EQ(u32(6), 1u);      // SSH_DISCONNECT_HOST_NOT_ALLOWED_TO_CONNECT
+  const std::uint32_t text_length = u32(10);
+  const std::string text = packet.substr(14, text_length);
+  EXPECT_TRUE(contains(text, "sandgate: the proxy at 127.0.0.1:" + std::to_string(proxy.port()) +
+                                 " refused evil.test:22 with 403 Forbidden (blocklist)"))
+      << text;
+  EXPECT_EQ(u32(14 + text_length), 0u);  // empty language tag
+  EXPECT_EQ(14 + text_length + 4 + padding, packet.size());
+
+  const std::uint16_t closed = free_port();
+  result = run(connect_command(closed, "evil.test", 22));
+  EXPECT_EQ(result.exit_code, 255) << describe(result);
+  EXPECT_EQ(result.out, "");
 }
 
 TEST(SandgateConnect, UpstreamRefusalIsConnectionRefused) {
