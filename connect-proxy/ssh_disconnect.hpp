@@ -46,7 +46,6 @@ std::string ssh_disconnect_stream(std::string_view description, DisconnectReason
 // exchange offer meanwhile, and a pipe closed under it would make ssh report "Broken pipe"
 // instead of the disconnect it has yet to read. Blocking; EINTR is retried. Returns false when
 // the write failed (ssh is gone).
-bool deliver_disconnect(int out, int in, std::string_view stream,
-                        std::chrono::milliseconds linger);
+bool deliver_disconnect(int out, int in, std::string_view stream, std::chrono::milliseconds linger);
 
 }  // namespace sandgate::connect_proxy

@@ -46,8 +46,7 @@ std::string how_to_allow(const log::DeniedDestination& d, const settings::Settin
       }
       return "remove or narrow the blocklist entry at " + rule_place(d.rule);
     case Reason::port_not_allowed:
-      return "add port " + std::to_string(d.port) +
-             " to --allowed-ports (SANDGATE_ALLOWED_PORTS)";
+      return "add port " + std::to_string(d.port) + " to --allowed-ports (SANDGATE_ALLOWED_PORTS)";
     case Reason::ssh_disabled:
       return "--allow-ssh=true (GOOSE_SANDBOX_ALLOW_SSH) allows SSH to git hosts";
     case Reason::ssh_non_git_host:
@@ -89,8 +88,8 @@ std::string render_run_summary(const log::DenialCounts& counts, const settings::
   const std::size_t listed = std::min(max_listed, counts.destinations.size());
   for (std::size_t i = 0; i < listed; ++i) {
     const auto& d = counts.destinations[i];
-    out += "  " + d.verdict + " " + destination(d) + " (" + d.reason + ") x" +
-           std::to_string(d.count);
+    out +=
+        "  " + d.verdict + " " + destination(d) + " (" + d.reason + ") x" + std::to_string(d.count);
     out += d.rule.empty() ? ", no rule matched" : ", rule " + d.rule;
     out += "\n    to allow: " + how_to_allow(d, settings) + "\n";
   }
@@ -104,8 +103,7 @@ std::string render_run_summary(const log::DenialCounts& counts, const settings::
     out += more > 0 ? plural(more, "more destination", "more destinations") +
                           (counts.untracked > 0 ? " and others" : "")
                     : std::string("other destinations");
-    out += " (" + plural(rest, "connection", "connections") +
-           "); the gate's log has every one\n";
+    out += " (" + plural(rest, "connection", "connections") + "); the gate's log has every one\n";
   }
   return out;
 }

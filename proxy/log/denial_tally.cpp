@@ -33,8 +33,7 @@ void DenialTally::add(const Record& record) {
   if (!is_denial(record)) {
     return;
   }
-  Key key{std::string(record.verdict), capped(record.host), record.port,
-          capped(record.reason)};
+  Key key{std::string(record.verdict), capped(record.host), record.port, capped(record.reason)};
   std::lock_guard lock(mutex_);
   ++total_;
   auto found = rows_.find(key);
@@ -62,10 +61,9 @@ DenialCounts DenialTally::counts() const {
   }
   // The map's order already breaks ties by (verdict, host, port, reason): a stable sort by count
   // keeps it.
-  std::stable_sort(out.destinations.begin(), out.destinations.end(),
-                   [](const DeniedDestination& a, const DeniedDestination& b) {
-                     return a.count > b.count;
-                   });
+  std::stable_sort(
+      out.destinations.begin(), out.destinations.end(),
+      [](const DeniedDestination& a, const DeniedDestination& b) { return a.count > b.count; });
   return out;
 }
 

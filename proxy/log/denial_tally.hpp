@@ -25,8 +25,8 @@ struct DeniedDestination {
   std::string verdict;  // "deny", or "would-deny" (report-only mode)
   std::string host;     // as logged: normalised, `[v6]` for IPv6
   std::uint16_t port = 0;
-  std::string reason;   // the reason code
-  std::string rule;     // "file:line entry" of the first such denial; empty when no list decided
+  std::string reason;  // the reason code
+  std::string rule;    // "file:line entry" of the first such denial; empty when no list decided
   std::uint64_t count = 0;
 };
 
@@ -55,8 +55,8 @@ class DenialTally {
   DenialCounts counts() const;
 
  private:
-  using Key = std::tuple<std::string, std::string, std::uint16_t, std::string>;  // verdict, host,
-                                                                                  // port, reason
+  // verdict, host, port, reason
+  using Key = std::tuple<std::string, std::string, std::uint16_t, std::string>;
   struct Row {
     std::string rule;
     std::uint64_t count = 0;

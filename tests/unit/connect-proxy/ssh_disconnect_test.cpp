@@ -62,13 +62,13 @@ TEST(SshDisconnect, EveryLengthIsFramedAndPadded) {
 }
 
 TEST(SshDisconnect, DescriptionIsOnePrintableLineCutAtOpenSshsLimit) {
-  Parsed parsed = parse(
-      ssh_disconnect_stream("refused\r\nfake: line\x1b[31m", DisconnectReason::service_not_available));
+  Parsed parsed = parse(ssh_disconnect_stream("refused\r\nfake: line\x1b[31m",
+                                              DisconnectReason::service_not_available));
   EXPECT_EQ(parsed.description, "refused??fake: line?[31m");
   EXPECT_EQ(parsed.reason, 7u);
 
-  parsed = parse(ssh_disconnect_stream(std::string(1000, 'a'),
-                                       DisconnectReason::host_not_allowed_to_connect));
+  parsed = parse(
+      ssh_disconnect_stream(std::string(1000, 'a'), DisconnectReason::host_not_allowed_to_connect));
   EXPECT_EQ(parsed.description, std::string(kMaxDisconnectDescription, 'a'));
 
   // "é" is two bytes; 399 'a' then "é" would be cut inside it: the cut goes before it.

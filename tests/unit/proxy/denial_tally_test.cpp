@@ -139,8 +139,7 @@ TEST(RunSummary, EveryPolicyReasonSaysHowToAllowOrThatItCannot) {
   EXPECT_EQ(advice("not-allowlisted"), "add \"x.test\" to /home/me/allow.txt");
   EXPECT_EQ(advice("blocklist", "/b.txt:7 x.test"),
             "remove or narrow the blocklist entry at /b.txt:7");
-  EXPECT_EQ(advice("port-not-allowed"),
-            "add port 443 to --allowed-ports (SANDGATE_ALLOWED_PORTS)");
+  EXPECT_EQ(advice("port-not-allowed"), "add port 443 to --allowed-ports (SANDGATE_ALLOWED_PORTS)");
   for (const char* cannot : {"loopback", "metadata-address", "reserved-address", "sni-mismatch",
                              "sni-missing", "protocol-mismatch"}) {
     EXPECT_EQ(advice(cannot).rfind("cannot be allowed", 0), 0u) << cannot;

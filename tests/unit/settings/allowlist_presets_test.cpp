@@ -153,7 +153,8 @@ TEST_F(AllowlistPresets, UnknownPresetIsAnErrorNamingTheKnownOnes) {
 
 TEST_F(AllowlistPresets, APresetAndAFileBothApplyFromEverySource) {
   const std::string mine = write("allow.txt", "internal.example   # our own service\n");
-  const std::string toml = write("sandgate.toml", "allowlist = [\"preset:dev\", \"" + mine + "\"]\n");
+  const std::string toml =
+      write("sandgate.toml", "allowlist = [\"preset:dev\", \"" + mine + "\"]\n");
   const std::map<std::string, std::map<std::string, std::string, std::less<>>> flag_sets = {
       {"flag", {{"--allowlist", "preset:dev," + mine}}},
       {"flag, file first", {{"--allowlist", mine + ",preset:dev"}}},
