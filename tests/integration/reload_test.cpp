@@ -348,6 +348,24 @@ TEST_F(ReloadTest, TruncatedAllowlistKeepsItsRules) {
   EXPECT_TRUE(becomes(port(), "allowed.test", 403));
 }
 
+// An allowlist file given with a preset: a reload of the file keeps the preset's rules beside
+// the file's new ones (the preset is built in, never re-read).
+TEST_F(ReloadTest, AReloadedAllowlistFileKeepsItsPreset) {
+  start("", [](settings::Settings& s) {
+    s.allowlist_presets = {"dev"};
+    s.allowlist_path = fs::path(s.blocklist_path).parent_path().string() + "/allow.txt";
+    write_file(s.allowlist_path, "allowed.test\n");
+  });
+  const std::string allowlist = proxy_->settings().allowlist_path;
+  ASSERT_EQ(status_of(port(), "allowed.test"), 502);  // allowed; the fake DNS does not know it
+  ASSERT_EQ(status_of(port(), "pypi.org"), 502);      // preset:dev
+  ASSERT_EQ(status_of(port(), "other.test"), 403);
+  write_file(allowlist, "other.test\n");
+  EXPECT_TRUE(becomes(port(), "other.test", 502));
+  EXPECT_EQ(status_of(port(), "allowed.test"), 403);
+  EXPECT_EQ(status_of(port(), "pypi.org"), 502) << "the preset must outlive the reload";
+}
+
 // At start-up there are no last good rules: an empty list file gives an empty list, with a
 // warning naming the file.
 TEST(ReloadStartUp, EmptyListAtStartUpIsEmptyWithAWarning) {
