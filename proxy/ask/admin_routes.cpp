@@ -62,8 +62,7 @@ std::string render_pending_json(const QuestionBoard& board) {
         .string("host", q.host)
         .number("port", q.port)
         .number("waiting", q.waiting)
-        .number("age_ms",
-                std::chrono::duration_cast<std::chrono::milliseconds>(q.age).count());
+        .number("age_ms", std::chrono::duration_cast<std::chrono::milliseconds>(q.age).count());
     object.close();
   }
   out += questions.empty() ? "]\n" : "\n]\n";
@@ -81,8 +80,7 @@ std::string render_pending_text(const QuestionBoard& board) {
   for (const PendingQuestion& q : questions) {
     out += "#" + std::to_string(q.id) + " " + q.host + ":" + std::to_string(q.port) + "  " +
            std::to_string(q.waiting) + " waiting  for " +
-           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(q.age).count()) +
-           " s\n";
+           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(q.age).count()) + " s\n";
   }
   return out;
 }
@@ -100,7 +98,8 @@ Expected<DecideRequest, std::string> parse_decide_form(std::string_view body) {
     }
     const auto eq = pair.find('=');
     const std::string_view name = pair.substr(0, eq);
-    auto value = form_decode(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1));
+    auto value =
+        form_decode(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1));
     if (!value) {
       return Unexpected{"the value of '" + std::string(name) + "' is not form-encoded"};
     }

@@ -8,7 +8,7 @@ namespace sandgate::ask {
 namespace {
 
 constexpr std::string_view kAnswerNames[kAnswerCount] = {"once", "session", "always", "deny",
-                                                          "never"};
+                                                         "never"};
 
 std::string key_of(std::string_view host, std::uint16_t port) {
   return std::string(host) + ":" + std::to_string(port);
@@ -94,9 +94,9 @@ std::shared_ptr<Waiter> QuestionBoard::ask(std::string_view host, std::uint16_t 
     }
     if (auto known = remembered_.find(key); known != remembered_.end()) {
       ++remembered_hits_total_;
-      return resolved(std::move(executor), std::move(key),
-                      {known->second ? Outcome::allowed : Outcome::denied, std::nullopt,
-                       "an earlier answer"});
+      return resolved(
+          std::move(executor), std::move(key),
+          {known->second ? Outcome::allowed : Outcome::denied, std::nullopt, "an earlier answer"});
     }
     auto question = questions_.find(key);
     if (question == questions_.end()) {
@@ -125,8 +125,8 @@ std::shared_ptr<Waiter> QuestionBoard::ask(std::string_view host, std::uint16_t 
   }
   if (!refused.empty()) {
     if (note_) {
-      note_("warning", "ask: " + key + " is not asked about: " + refused +
-                           "; the ask default applies");
+      note_("warning",
+            "ask: " + key + " is not asked about: " + refused + "; the ask default applies");
     }
     return resolved(std::move(executor), std::move(key), {Outcome::unavailable, {}, {}});
   }
@@ -155,9 +155,8 @@ void QuestionBoard::leave(const std::shared_ptr<Waiter>& waiter, bool timed_out)
   }
 }
 
-Expected<std::size_t, std::string> QuestionBoard::answer(std::string_view host,
-                                                         std::uint16_t port, Answer answer,
-                                                         std::string_view by) {
+Expected<std::size_t, std::string> QuestionBoard::answer(std::string_view host, std::uint16_t port,
+                                                         Answer answer, std::string_view by) {
   const std::string key = key_of(host, port);
   Recorder recorder;
   {
@@ -195,8 +194,8 @@ Expected<std::size_t, std::string> QuestionBoard::answer(std::string_view host,
                       " waiting request(s) decided)");
   }
   const std::size_t decided = woken.size();
-  resolve(std::move(woken), Resolution{allows(answer) ? Outcome::allowed : Outcome::denied,
-                                       answer, std::string(by)});
+  resolve(std::move(woken),
+          Resolution{allows(answer) ? Outcome::allowed : Outcome::denied, answer, std::string(by)});
   return decided;
 }
 
@@ -217,8 +216,8 @@ std::vector<PendingQuestion> QuestionBoard::pending() const {
   const auto now = std::chrono::steady_clock::now();
   std::lock_guard lock(mutex_);
   for (const auto& [key, question] : questions_) {
-    out.push_back({question.id, question.host, question.port, question.waiters.size(),
-                   now - question.asked});
+    out.push_back(
+        {question.id, question.host, question.port, question.waiters.size(), now - question.asked});
   }
   return out;
 }
@@ -231,10 +230,11 @@ std::string QuestionBoard::render_prometheus() const {
       "# TYPE sandgate_ask_questions_total counter\n"
       "sandgate_ask_questions_total " +
       std::to_string(questions_total_) + "\n";
-  out += "# HELP sandgate_ask_pending Questions waiting for an answer now.\n"
-         "# TYPE sandgate_ask_pending gauge\n"
-         "sandgate_ask_pending " +
-         std::to_string(questions_.size()) + "\n";
+  out +=
+      "# HELP sandgate_ask_pending Questions waiting for an answer now.\n"
+      "# TYPE sandgate_ask_pending gauge\n"
+      "sandgate_ask_pending " +
+      std::to_string(questions_.size()) + "\n";
   out +=
       "# HELP sandgate_ask_answers_total How questions ended: a person's answer (once, session, "
       "always, deny, never), a request's wait timing out (timeout), nobody to ask or too many "
@@ -244,8 +244,7 @@ std::string QuestionBoard::render_prometheus() const {
     out += "sandgate_ask_answers_total{answer=\"" + std::string(kAnswerNames[i]) + "\"} " +
            std::to_string(answers_total_[i]) + "\n";
   }
-  out += "sandgate_ask_answers_total{answer=\"timeout\"} " + std::to_string(timeouts_total_) +
-         "\n";
+  out += "sandgate_ask_answers_total{answer=\"timeout\"} " + std::to_string(timeouts_total_) + "\n";
   out += "sandgate_ask_answers_total{answer=\"unavailable\"} " +
          std::to_string(unavailable_total_) + "\n";
   out += "sandgate_ask_answers_total{answer=\"remembered\"} " +

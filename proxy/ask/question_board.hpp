@@ -26,9 +26,9 @@
 // gate's shutdown.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -95,9 +95,8 @@ class QuestionBoard {
   // Writes an `always` (allowlist) or `never` (blocklist) answer into its list file; returns
   // the error sentence, or nothing when the entry is written. Called without the board's lock,
   // on the answering thread.
-  using Recorder = std::function<std::optional<std::string>(Answer answer, std::string_view host,
-                                                            std::uint16_t port,
-                                                            std::string_view by)>;
+  using Recorder = std::function<std::optional<std::string>(
+      Answer answer, std::string_view host, std::uint16_t port, std::string_view by)>;
   // Where the board's own notes go (answers, questions refused for the bound): level, text.
   using Note = std::function<void(std::string_view level, std::string_view text)>;
   // Told of every new question (the terminal asker); called without the lock, on the asking

@@ -113,8 +113,7 @@ Expected<HttpAnswer, std::string> exchange(const settings::TcpEndpoint& admin,
   }
   // "HTTP/1.1 200 OK\r\n...\r\n\r\nBODY": the endpoint always sends Content-Length and closes.
   const auto head_end = response.find("\r\n\r\n");
-  if (!response.starts_with("HTTP/1.1 ") || response.size() < 12 ||
-      head_end == std::string::npos) {
+  if (!response.starts_with("HTTP/1.1 ") || response.size() < 12 || head_end == std::string::npos) {
     return Unexpected{where + " sent no HTTP response"};
   }
   HttpAnswer answer;
@@ -133,8 +132,8 @@ std::string form_encode(std::string_view text) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == ':' ||
-        c == '[' || c == ']') {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == ':' || c == '[' ||
+        c == ']') {
       out += static_cast<char>(c);
     } else {
       out += '%';
@@ -227,8 +226,8 @@ int run_decide(const settings::Settings& settings, std::string_view target,
   const std::string request = "POST /decide HTTP/1.1\r\nHost: " + admin->text() + "\r\n" +
                               authorization(settings) +
                               "Content-Type: application/x-www-form-urlencoded\r\n"
-                              "Content-Length: " + std::to_string(body.size()) +
-                              "\r\nConnection: close\r\n\r\n" + body;
+                              "Content-Length: " +
+                              std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
   auto reply = exchange(*admin, request);
   if (!reply) {
     err << "sandgate: " << reply.error() << "\n";

@@ -13,8 +13,8 @@ namespace sandgate::commands {
 
 // Exit statuses of `pending` and `decide`.
 inline constexpr int kAskOk = 0;
-inline constexpr int kAskRefused = 1;      // the gate did not apply the answer (no such question)
-inline constexpr int kAskUsageError = 2;   // bad arguments, no admin address, gate unreachable
+inline constexpr int kAskRefused = 1;     // the gate did not apply the answer (no such question)
+inline constexpr int kAskUsageError = 2;  // bad arguments, no admin address, gate unreachable
 
 // Prints the questions pending (one line each). `watch`: again every second, until interrupted.
 int run_pending(const settings::Settings& settings, bool watch, std::ostream& out,
@@ -22,7 +22,7 @@ int run_pending(const settings::Settings& settings, bool watch, std::ostream& ou
 
 // Answers the question about `target` (HOST, HOST:PORT, [V6]:PORT; port 443 by default) with
 // `answer` (once, session, always, deny, never), as the user running the command.
-int run_decide(const settings::Settings& settings, std::string_view target,
-               std::string_view answer, std::ostream& out, std::ostream& err);
+int run_decide(const settings::Settings& settings, std::string_view target, std::string_view answer,
+               std::ostream& out, std::ostream& err);
 
 }  // namespace sandgate::commands

@@ -52,9 +52,9 @@ rules::Decision ask_default(const SessionContext& context, rules::Reason reason)
 }  // namespace
 
 asio::awaitable<std::optional<rules::Decision>> ask_about(SessionContext& context,
-                                                           std::string_view method,
-                                                           const rules::Host& host,
-                                                           std::uint16_t port) {
+                                                          std::string_view method,
+                                                          const rules::Host& host,
+                                                          std::uint16_t port) {
   const std::string display = host.display();
   ask::QuestionBoard* board = context.worker.shared.questions;
   if (board == nullptr) {
@@ -110,7 +110,8 @@ asio::awaitable<std::optional<rules::Decision>> ask_about(SessionContext& contex
   }
 
   // 2. What the answer (or its absence) means for this request.
-  if (context.stopping() || (waiter->result && waiter->result->outcome == ask::Outcome::cancelled)) {
+  if (context.stopping() ||
+      (waiter->result && waiter->result->outcome == ask::Outcome::cancelled)) {
     context.record_shutting_down(method, display, port);
     co_return std::nullopt;
   }

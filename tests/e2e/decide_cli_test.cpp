@@ -107,8 +107,8 @@ TEST(DecideCli, DenyRefusesAndAnswersWithoutAQuestionFail) {
   // Usage errors: status 2.
   EXPECT_EQ(run_shell(f.cli + " decide " + f.target + " maybe").exit_code, 2);
   EXPECT_EQ(run_shell(f.cli + " decide 'not a host' once").exit_code, 2);
-  const auto no_admin = run_shell("env -i HOME=" + f.proxy->folder() + " " + kSandgate +
-                                  " pending");
+  const auto no_admin =
+      run_shell("env -i HOME=" + f.proxy->folder() + " " + kSandgate + " pending");
   EXPECT_EQ(no_admin.exit_code, 2);
   EXPECT_NE(no_admin.output.find("--admin"), std::string::npos) << no_admin.output;
 }

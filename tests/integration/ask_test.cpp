@@ -25,7 +25,8 @@ using namespace std::chrono_literals;
 
 constexpr std::string_view kToken = "an-admin-token-of-enough-length";
 
-std::function<void(settings::Settings&)> asking(std::function<void(settings::Settings&)> more = {}) {
+std::function<void(settings::Settings&)> asking(
+    std::function<void(settings::Settings&)> more = {}) {
   return [more](settings::Settings& s) {
     s.policy.block_loopback = false;  // the fake origins are on loopback
     s.policy.unknown = rules::UnknownMode::ask;
@@ -79,9 +80,8 @@ Held connect_later(TestProxy& proxy, const std::string& target) {
   Held held{std::make_unique<TestClient>(proxy.port()), {}};
   held.client->send("CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n");
   TestClient* client = held.client.get();
-  held.status = std::async(std::launch::async, [client] {
-    return read_response_head(*client).status;
-  });
+  held.status =
+      std::async(std::launch::async, [client] { return read_response_head(*client).status; });
   return held;
 }
 
@@ -101,7 +101,8 @@ TEST(Ask, ConcurrentClientsWaitOnOneQuestionAndOneAnswerReleasesThem) {
   for (int i = 0; i < 3; ++i) {
     held.push_back(connect_later(proxy, target));
   }
-  ASSERT_TRUE(wait_for_question(proxy, target, 3)) << ask::render_pending_text(proxy.gate().questions());
+  ASSERT_TRUE(wait_for_question(proxy, target, 3))
+      << ask::render_pending_text(proxy.gate().questions());
   const std::string pending = admin(proxy, "GET", "/pending");
   EXPECT_NE(pending.find("\"host\":\"origin.test\",\"port\":" + std::to_string(origin.port()) +
                          ",\"waiting\":3"),
@@ -152,26 +153,27 @@ TEST(Ask, ASessionAnswerIsRememberedForTheGatesLife) {
   EXPECT_EQ(first.status.get(), 200);
   TestClient again(proxy.port());
   EXPECT_EQ(send_connect(again, target).status, 200);  // no question this time
-  EXPECT_NE(proxy.gate().render_metrics().find(
-                "sandgate_ask_answers_total{answer=\"remembered\"} 1\n"),
-            std::string::npos);
+  EXPECT_NE(
+      proxy.gate().render_metrics().find("sandgate_ask_answers_total{answer=\"remembered\"} 1\n"),
+      std::string::npos);
 }
 
 TEST(Ask, AlwaysAppendsToTheAllowlistAndTheReloadAppliesIt) {
   fakes::TcpOrigin origin;
   std::string allowlist;
   TestProxy proxy("", asking([&allowlist](settings::Settings& s) {
-    allowlist = s.blocklist_path.substr(0, s.blocklist_path.rfind('/')) + "/allowed.txt";
-    std::ofstream(allowlist) << "# the team's list\nexample.org\n";
-    s.allowlist_path = allowlist;
-  }));
+                    allowlist =
+                        s.blocklist_path.substr(0, s.blocklist_path.rfind('/')) + "/allowed.txt";
+                    std::ofstream(allowlist) << "# the team's list\nexample.org\n";
+                    s.allowlist_path = allowlist;
+                  }));
   proxy.dns().set("origin.test", {"127.0.0.1"});
   const std::string target = "origin.test:" + std::to_string(origin.port());
   auto held = connect_later(proxy, target);
   ASSERT_TRUE(wait_for_question(proxy, target, 1));
-  const std::string answer = admin(
-      proxy, "POST", "/decide",
-      "host=origin.test&port=" + std::to_string(origin.port()) + "&answer=always&who=alice");
+  const std::string answer =
+      admin(proxy, "POST", "/decide",
+            "host=origin.test&port=" + std::to_string(origin.port()) + "&answer=always&who=alice");
   EXPECT_NE(answer.find("HTTP/1.1 200"), std::string::npos) << answer;
   EXPECT_EQ(held.status.get(), 200);
   const std::string text = read_text(allowlist);
@@ -180,7 +182,8 @@ TEST(Ask, AlwaysAppendsToTheAllowlistAndTheReloadAppliesIt) {
   EXPECT_TRUE(text.ends_with("\n" + target + "\n")) << text;
   // The reload makes it a rule: the policy in force allows it by the entry.
   ASSERT_TRUE(proxy.wait_for_log([](const std::string& log) {
-    return log.find("reloaded") != std::string::npos && log.find("allowed.txt") != std::string::npos;
+    return log.find("reloaded") != std::string::npos &&
+           log.find("allowed.txt") != std::string::npos;
   })) << proxy.log_text();
   const auto policy = proxy.server().current_policy();
   auto host = rules::parse_host("origin.test");
@@ -201,9 +204,8 @@ TEST(Ask, NeverAppendsToTheBlocklistAndDenies) {
   EXPECT_EQ(held.status.get(), 403);
   const std::string text = read_text(proxy.folder() + "/blocked.txt");
   EXPECT_TRUE(text.starts_with("# mine\n# added ")) << text;
-  ASSERT_TRUE(proxy.wait_for_log([](const std::string& log) {
-    return log.find("reloaded") != std::string::npos;
-  }));
+  ASSERT_TRUE(proxy.wait_for_log(
+      [](const std::string& log) { return log.find("reloaded") != std::string::npos; }));
   TestClient later(proxy.port());
   EXPECT_EQ(send_connect(later, target).status, 403);
   EXPECT_TRUE(proxy.wait_for_log([](const std::string& log) {
@@ -226,7 +228,8 @@ TEST(Ask, AlwaysWithoutAnAllowlistIsRefusedAndTheQuestionStays) {
 }
 
 TEST(Ask, NoAnswerInTimeIsTheAskDefault) {
-  TestProxy proxy("", asking([](settings::Settings& s) { s.ask_timeout = std::chrono::seconds(1); }));
+  TestProxy proxy("",
+                  asking([](settings::Settings& s) { s.ask_timeout = std::chrono::seconds(1); }));
   proxy.dns().set("origin.test", {"127.0.0.1"});
   TestClient client(proxy.port());
   const auto started = std::chrono::steady_clock::now();
@@ -240,9 +243,9 @@ TEST(Ask, NoAnswerInTimeIsTheAskDefault) {
 TEST(Ask, TheAskDefaultAllowAllowsAfterTheTimeout) {
   fakes::TcpOrigin origin;
   TestProxy proxy("", asking([](settings::Settings& s) {
-    s.ask_timeout = std::chrono::seconds(1);
-    s.ask_default_allow = true;
-  }));
+                    s.ask_timeout = std::chrono::seconds(1);
+                    s.ask_default_allow = true;
+                  }));
   proxy.dns().set("origin.test", {"127.0.0.1"});
   TestClient client(proxy.port());
   EXPECT_EQ(send_connect(client, "origin.test:" + std::to_string(origin.port())).status, 200);
@@ -266,9 +269,9 @@ TEST(Ask, PendingAndDecideNeedTheTokenWhenOneIsSet) {
   EXPECT_NE(admin(proxy, "POST", "/decide", "host=a.test&answer=session").find("HTTP/1.1 401"),
             std::string::npos);
   EXPECT_NE(admin(proxy, "GET", "/pending", {}, kToken).find("HTTP/1.1 200"), std::string::npos);
-  EXPECT_NE(admin(proxy, "POST", "/decide", "host=a.test&answer=session", kToken)
-                .find("HTTP/1.1 200"),
-            std::string::npos);
+  EXPECT_NE(
+      admin(proxy, "POST", "/decide", "host=a.test&answer=session", kToken).find("HTTP/1.1 200"),
+      std::string::npos);
   // The other routes are as before.
   EXPECT_NE(admin(proxy, "GET", "/healthz").find("HTTP/1.1 200"), std::string::npos);
 }
@@ -317,7 +320,8 @@ TEST(Ask, PlainHttpAndSocksAreHeldTheSameWay) {
   proxy.dns().set("origin.test", {"127.0.0.1"});
   const std::string http_target = "origin.test:" + std::to_string(http_origin.port());
   TestClient http(proxy.port());
-  http.send("GET http://" + http_target + "/ HTTP/1.1\r\nHost: origin.test\r\nConnection: close\r\n\r\n");
+  http.send("GET http://" + http_target +
+            "/ HTTP/1.1\r\nHost: origin.test\r\nConnection: close\r\n\r\n");
   ASSERT_TRUE(wait_for_question(proxy, http_target, 1));
   admin(proxy, "POST", "/decide",
         "host=origin.test&port=" + std::to_string(http_origin.port()) + "&answer=once");
@@ -341,9 +345,8 @@ TEST(Ask, PlainHttpAndSocksAreHeldTheSameWay) {
 
 TEST(Ask, RulesStillDecideWhatTheyDecide) {
   fakes::TcpOrigin origin;
-  TestProxy proxy("blocked.test\n", asking([](settings::Settings& s) {
-    s.policy.block_loopback = true;
-  }));
+  TestProxy proxy("blocked.test\n",
+                  asking([](settings::Settings& s) { s.policy.block_loopback = true; }));
   proxy.dns().set("blocked.test", {"127.0.0.1"});
   for (const std::string target : {"blocked.test:443", "localhost:80", "169.254.169.254:80"}) {
     TestClient client(proxy.port());

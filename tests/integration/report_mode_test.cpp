@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "proxy/metrics/prometheus.hpp"
+#include "tests/fakes/fake_launchdarkly.hpp"
 #include "tests/fakes/http_origin.hpp"
 #include "tests/fakes/tcp_origin.hpp"
 #include "tests/integration/harness/test_client.hpp"
@@ -79,16 +80,19 @@ TEST(ReportOnly, ABlocklistedConnectProceedsAndIsLoggedAsWouldDeny) {
 
   const auto workers = proxy.server().worker_metrics();
   const std::string metrics = metrics::render_prometheus(workers, {});
-  EXPECT_NE(metrics.find(
-                "sandgate_decisions_total{verdict=\"deny\",reason=\"blocklist\",enforced=\"false\"} 1\n"),
-            std::string::npos);
-  EXPECT_NE(metrics.find(
-                "sandgate_decisions_total{verdict=\"deny\",reason=\"blocklist\",enforced=\"true\"} 0\n"),
-            std::string::npos);
+  EXPECT_NE(
+      metrics.find(
+          "sandgate_decisions_total{verdict=\"deny\",reason=\"blocklist\",enforced=\"false\"} 1\n"),
+      std::string::npos);
+  EXPECT_NE(
+      metrics.find(
+          "sandgate_decisions_total{verdict=\"deny\",reason=\"blocklist\",enforced=\"true\"} 0\n"),
+      std::string::npos);
   // Not also counted as allowed: one decision, one line.
-  EXPECT_NE(metrics.find(
-                "sandgate_decisions_total{verdict=\"allow\",reason=\"allowed\",enforced=\"true\"} 0\n"),
-            std::string::npos);
+  EXPECT_NE(
+      metrics.find(
+          "sandgate_decisions_total{verdict=\"allow\",reason=\"allowed\",enforced=\"true\"} 0\n"),
+      std::string::npos);
   const std::string denials = metrics::render_denials_json(workers);
   EXPECT_NE(denials.find("\"verdict\":\"would-deny\",\"reason\":\"blocklist\""), std::string::npos)
       << denials;
@@ -140,7 +144,8 @@ TEST(ReportOnly, ABlocklistedResolvedAddressIsDialled) {
   TestClient client(proxy.port());
   ASSERT_EQ(send_connect(client, "origin.test:" + std::to_string(origin.port())).status, 200);
   expect_echo(client, "x");
-  const std::string line = line_with(proxy, {"\"verdict\":\"would-deny\"", "resolves to 127.0.0.1"});
+  const std::string line =
+      line_with(proxy, {"\"verdict\":\"would-deny\"", "resolves to 127.0.0.1"});
   EXPECT_FALSE(line.empty()) << proxy.log_text();
 }
 
@@ -189,6 +194,47 @@ TEST(ReportOnly, AReloadThatWouldRevokeATunnelOnlyReportsIt) {
       proxy, {"\"verdict\":\"would-deny\"", "\"reason\":\"blocklist\"", "since the last reload"});
   ASSERT_FALSE(line.empty()) << proxy.log_text();
   expect_echo(client, "after");  // still open
+}
+
+TEST(ReportOnly, ALaunchDarklyDenialProceedsForConnectAndPlainHttp) {
+  constexpr const char* kClientId = "0123456789abcdef01234567";
+  fakes::FakeLaunchDarkly fake(kClientId);
+  fake.set_value("origin.test", "false");
+  ::setenv("SSL_CERT_FILE", fake.ca_file().c_str(), 1);
+  auto base = settings::parse_service_uri(fake.base_uri());
+  ASSERT_TRUE(base.has_value());
+  fakes::TcpOrigin tcp_origin;
+  fakes::HttpOrigin http_origin;
+  TestProxy proxy("", [&](settings::Settings& s) {
+    report_only(s);
+    s.launchdarkly_client_id = kClientId;
+    s.ld_failover = settings::LdFailover::deny;
+    s.ld_failover_given = true;
+    s.ld_base_uri = *base;
+    s.ld_stream_uri = *base;
+    s.ld_context_key = "build-bot";
+  });
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  {
+    TestClient client(proxy.port());
+    ASSERT_EQ(send_connect(client, "origin.test:" + std::to_string(tcp_origin.port())).status, 200);
+    expect_echo(client, "ld");
+  }
+  {
+    TestClient client(proxy.port());
+    client.send("GET http://origin.test:" + std::to_string(http_origin.port()) +
+                "/ HTTP/1.1\r\nHost: origin.test\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(read_response_head(client).status, 200);
+  }
+  EXPECT_FALSE(
+      line_with(proxy, {"\"verdict\":\"would-deny\"", "\"reason\":\"launchdarkly\"", "CONNECT"})
+          .empty())
+      << proxy.log_text();
+  EXPECT_FALSE(
+      line_with(proxy, {"\"verdict\":\"would-deny\"", "\"reason\":\"launchdarkly\"", "GET"})
+          .empty())
+      << proxy.log_text();
+  EXPECT_EQ(would_denies(proxy, rules::Reason::launchdarkly), 2u);
 }
 
 TEST(ReportOnly, LoopbackMetadataAndProtocolErrorsStayDenied) {

@@ -140,9 +140,8 @@ TEST(QuestionBoard, AFailedListWriteLeavesTheQuestionPending) {
 TEST(QuestionBoard, NoAnswererOrTooManyQuestionsIsUnavailableAtOnce) {
   asio::io_context io;
   std::vector<std::string> notes;
-  QuestionBoard board([&notes](std::string_view, std::string_view text) {
-    notes.emplace_back(text);
-  });
+  QuestionBoard board(
+      [&notes](std::string_view, std::string_view text) { notes.emplace_back(text); });
   auto nobody = wait_on(board, io, "a.example", 443);
   ASSERT_TRUE(nobody.waiter->result);
   EXPECT_EQ(nobody.waiter->result->outcome, Outcome::unavailable);
