@@ -5,11 +5,14 @@
 //   sandgate profile [SETTINGS...] [FLAGS...] print the macOS Seatbelt profile `run` uses
 //   sandgate run [SETTINGS...] [FLAGS...] -- CMD [ARGS...]
 //                                            run CMD confined: the gate is its only way out
+//   sandgate pending [--watch]               the questions a gate with --unknown=ask waits on
+//   sandgate decide HOST[:PORT] ANSWER       answer one: once, session, always, deny, never
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <map>
 #include <string>
 
+#include "proxy/commands/ask_commands.hpp"
 #include "proxy/commands/check.hpp"
 #include "proxy/commands/run.hpp"
 #include "proxy/commands/sandbox_view.hpp"
@@ -133,7 +136,21 @@ int main(int argc, char** argv) {
                 "do not confine CMD: set the proxy variables only (says so loudly)");
   run->add_option("command", run_options.command, "CMD [ARGS...], after --")->required();
 
-  for (CLI::App* command : {serve, check, profile, run}) {
+  auto* pending = app.add_subcommand(
+      "pending", "list the questions a gate with --unknown=ask waits on (via its admin endpoint)");
+  pending->fallthrough();
+  bool watch_pending = false;
+  pending->add_flag("--watch", watch_pending, "list them again every second");
+  auto* decide = app.add_subcommand(
+      "decide", "answer the question about HOST[:PORT]: once, session, always, deny or never");
+  decide->fallthrough();
+  std::string decide_target;
+  std::string decide_answer;
+  decide->add_option("target", decide_target, "HOST, HOST:PORT, [IPV6]:PORT (port 443 if none)")
+      ->required();
+  decide->add_option("answer", decide_answer, "once, session, always, deny or never")->required();
+
+  for (CLI::App* command : {serve, check, profile, run, pending, decide}) {
     show_setting_flags(app, *command, version);
   }
 
@@ -159,6 +176,13 @@ int main(int argc, char** argv) {
 
   if (*check) {
     return sandgate::commands::run_check(*settings, target, std::cout, std::cerr, resolve);
+  }
+  if (*pending) {
+    return sandgate::commands::run_pending(*settings, watch_pending, std::cout, std::cerr);
+  }
+  if (*decide) {
+    return sandgate::commands::run_decide(*settings, decide_target, decide_answer, std::cout,
+                                          std::cerr);
   }
   if (*profile) {
     sandgate::sandbox::ProfileRequest request;

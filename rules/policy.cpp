@@ -168,13 +168,74 @@ Decision Policy::decide(const Host& host, std::uint16_t port) const {
 
   // 6. Allowlist mode: only what it names.
   if (allowlist_) {
-    auto match = match_list(*allowlist_, host, port);
-    if (!match) {
-      return deny(Reason::not_allowlisted, cls);
+    if (auto match = match_list(*allowlist_, host, port)) {
+      return Decision{Verdict::allow, Reason::allowed, match, cls};
     }
-    return Decision{Verdict::allow, Reason::allowed, match, cls};
   }
-  return Decision{Verdict::allow, Reason::allowed, std::nullopt, cls};
+  // 7. No rule decided: the unknown-destination mode says.
+  return decide_unknown(cls);
+}
+
+Decision Policy::decide_unknown(AddressClass cls) const {
+  Decision decision{Verdict::allow, Reason::allowed, std::nullopt, cls};
+  decision.unknown = true;
+  const Reason denied = allowlist_ ? Reason::not_allowlisted : Reason::unknown_destination;
+  switch (options_.unknown) {
+    case UnknownMode::usual:
+      if (allowlist_) {
+        decision.verdict = Verdict::deny;
+        decision.reason = Reason::not_allowlisted;
+      }
+      break;
+    case UnknownMode::deny:
+      decision.verdict = Verdict::deny;
+      decision.reason = denied;
+      break;
+    case UnknownMode::ask:
+      decision.verdict = Verdict::deny;
+      decision.reason = Reason::unknown_destination;
+      decision.ask = true;
+      break;
+    case UnknownMode::allow:
+      break;
+  }
+  return decision;
+}
+
+std::optional<Decision> Policy::enforced_anyway(const Host& host, std::uint16_t port) const {
+  if (port == 0) {
+    return deny(Reason::invalid_host);
+  }
+  if (!host.is_ip()) {
+    if (is_localhost_name(host.name) && options_.block_loopback) {
+      return deny(Reason::loopback, AddressClass::loopback);
+    }
+    if (!options_.allow_metadata && std::find(kMetadataNames.begin(), kMetadataNames.end(),
+                                              host.name) != kMetadataNames.end()) {
+      return deny(Reason::metadata_address, AddressClass::metadata);
+    }
+    return std::nullopt;
+  }
+  if (auto denied = check_address_class(classify(host.address))) {
+    if (!reportable(denied->reason)) {
+      return denied;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(UnknownMode mode) {
+  switch (mode) {
+    case UnknownMode::usual:
+      return "default";
+    case UnknownMode::deny:
+      return "deny";
+    case UnknownMode::ask:
+      return "ask";
+    case UnknownMode::allow:
+      return "allow";
+  }
+  return "default";
 }
 
 Decision Policy::decide_ssh(const Host& host) const {
@@ -267,6 +328,20 @@ std::string Policy::explain(const Decision& decision, const Host& host,
              " is not a git host (GOOSE_SANDBOX_GIT_HOSTS).";
     case Reason::not_allowlisted:
       return host.display() + " is not on the allowlist (SANDGATE_ALLOWLIST).";
+    case Reason::unknown_destination:
+      if (decision.ask) {
+        return "no rule decides " + target + ", and it is to be asked about (SANDGATE_UNKNOWN).";
+      }
+      return "no rule decides " + target +
+             ", and destinations no rule decides are denied (SANDGATE_UNKNOWN).";
+    case Reason::ask_denied:
+      return "a person answered the question about " + target + " with deny.";
+    case Reason::ask_timeout:
+      return "nobody answered the question about " + target +
+             " in time, and the ask default is deny (SANDGATE_ASK_TIMEOUT, SANDGATE_ASK_DEFAULT).";
+    case Reason::ask_unavailable:
+      return "nobody can be asked about " + target +
+             " now, and the ask default is deny (SANDGATE_ASK_DEFAULT).";
     case Reason::launchdarkly:
       return host.display() + " is not allowed by the LaunchDarkly allowlist.";
     case Reason::launchdarkly_unreachable:

@@ -11,6 +11,12 @@
 //   6. allowlist mode (SANDGATE_ALLOWLIST)                  -> not-allowlisted
 //   7. allow (a remote allowlist, LaunchDarkly, may still deny later: it runs in the proxy)
 //
+// Checks 6 and 7 are where no rule decided: the destination is *unknown* (Decision::unknown).
+// What an unknown destination gets is PolicyOptions::unknown: today's behaviour (allowed with a
+// blocklist only, not-allowlisted in allowlist mode), always denied (unknown-destination), always
+// allowed, or asked about (Decision::ask: the proxy holds the request on a question, proxy/ask/).
+// Address rules and the blocklist always win over it: they come first.
+//
 // A Policy is immutable once built, so one snapshot can be shared by every worker thread and
 // swapped whole on reload; decide() is thread-safe, allocation-free, and costs O(labels).
 #pragma once
@@ -38,9 +44,28 @@ struct Decision {
   Reason reason = Reason::allowed;
   std::optional<RuleMatch> rule;  // the list entry that decided, if a list decided
   AddressClass address_class = AddressClass::public_address;  // for address-based reasons
+  // No rule decided (checks 6 and 7 of policy.hpp): the verdict is PolicyOptions::unknown's.
+  bool unknown = false;
+  // Unknown, and --unknown=ask: a person is to be asked. The verdict is then deny with
+  // Reason::unknown_destination, which is what a reader that asks nobody (`sandgate check`, a
+  // reload's re-judging) takes it for.
+  bool ask = false;
+  // Allowed by a person's answer to that question (set by the proxy, proxy/ask/), not a rule: a
+  // reload that still finds no rule for it does not revoke it.
+  bool answered = false;
 
   bool allowed() const { return verdict == Verdict::allow; }
 };
+
+// What a destination no rule decides gets (SANDGATE_UNKNOWN).
+enum class UnknownMode : std::uint8_t {
+  usual,  // the default: allowed with a blocklist only; not-allowlisted in allowlist mode
+  deny,   // denied (not-allowlisted in allowlist mode, unknown-destination otherwise)
+  ask,    // held on a question to a person (proxy/ask/)
+  allow,  // allowed, also in allowlist mode
+};
+std::string_view to_string(UnknownMode mode);  // "default", "deny", "ask", "allow"
+
 
 // The rule that decided, as the log and /denials show it: "file:line entry"; empty when no list
 // entry decided.
@@ -59,6 +84,7 @@ struct PolicyOptions {
   std::vector<std::uint16_t> allowed_ports;  // SANDGATE_ALLOWED_PORTS; empty = every port
   bool block_private = false;   // SANDGATE_BLOCK_PRIVATE
   bool allow_metadata = false;  // SANDGATE_ALLOW_METADATA: the opt-out for metadata/link-local
+  UnknownMode unknown = UnknownMode::usual;  // SANDGATE_UNKNOWN
 };
 
 class Policy {
@@ -82,6 +108,13 @@ class Policy {
   // the blocklist names (on `port`).
   Decision decide_resolved(const IpAddress& address, std::uint16_t port = 0) const;
 
+  // The denial of host:port that report-only mode does not lift (rules/reason.hpp,
+  // kReportableReasons): an invalid port, this machine (when loopback is blocked), cloud metadata
+  // and link-local (unless allowed), never-routable IP literals. Nothing when none applies. Used
+  // when decide() gave a reportable denial, which may have hidden one of these (an IP literal is
+  // refused as `ip-address` before its class is looked at).
+  std::optional<Decision> enforced_anyway(const Host& host, std::uint16_t port) const;
+
   // One human sentence for a decision, e.g. "api.evil.com is blocked by the blocklist entry
   // 'evil.com' (blocked.txt line 3)." Allocates; meant for deny replies and logs.
   std::string explain(const Decision& decision, const Host& host, std::uint16_t port) const;
@@ -96,6 +129,8 @@ class Policy {
   bool is_git_host(std::string_view name) const;
   std::string ssh_reason(std::uint16_t port) const;
   std::optional<Decision> check_address_class(AddressClass cls) const;
+  // Check 7: what PolicyOptions::unknown gives a destination no rule decided.
+  Decision decide_unknown(AddressClass cls) const;
 
   PolicyOptions options_;
   std::shared_ptr<const DomainSet> blocklist_;

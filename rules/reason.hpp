@@ -45,6 +45,11 @@ enum class Reason : std::uint8_t {
   sni_mismatch,              // the TLS ClientHello names another server than the CONNECT host
   sni_missing,               // the TLS ClientHello names no server, while the CONNECT names one
   protocol_mismatch,         // not TLS on a TLS port (or a broken ClientHello)
+  // ---- Destinations no rule decides (SANDGATE_UNKNOWN; proxy/ask/) ----
+  unknown_destination,  // no rule decides, and unknown destinations are denied (--unknown=deny)
+  ask_denied,           // a person answered `deny` or `never` to the question about it
+  ask_timeout,          // nobody answered within --ask-timeout; the ask-default is deny
+  ask_unavailable,      // nobody can be asked (no asker, too many questions); ask-default deny
   // ---- The request (the proxy's own checks of what the client sent) ----
   auth_required,        // the gate requires a token and the request carried none
   auth_failed,          // the request's token is wrong or its Proxy-Authorization malformed
@@ -94,7 +99,7 @@ struct ReasonInfo {
   std::string_view description;  // one line for people: when the gate gives this reason
 };
 
-inline constexpr std::array<ReasonInfo, 41> kReasons = {{
+inline constexpr std::array<ReasonInfo, 45> kReasons = {{
     // The policy.
     {Reason::allowed, "allowed", 0, "", Verdict::allow, "no rule objected"},
     {Reason::invalid_host, "invalid-host", 400, "http_request_error", Verdict::deny,
@@ -129,6 +134,16 @@ inline constexpr std::array<ReasonInfo, 41> kReasons = {{
      "the TLS ClientHello names no server while the CONNECT names a host (tunnel closed)"},
     {Reason::protocol_mismatch, "protocol-mismatch", 0, "", Verdict::deny,
      "the client's first bytes on a TLS port are not a TLS ClientHello (tunnel closed)"},
+    // Destinations no rule decides.
+    {Reason::unknown_destination, "unknown-destination", 403, "http_request_denied", Verdict::deny,
+     "no rule decides the destination, and unknown destinations are denied (SANDGATE_UNKNOWN)"},
+    {Reason::ask_denied, "ask-denied", 403, "http_request_denied", Verdict::deny,
+     "a person answered the question about the destination with deny or never"},
+    {Reason::ask_timeout, "ask-timeout", 403, "http_request_denied", Verdict::deny,
+     "nobody answered the question about the destination in time (SANDGATE_ASK_TIMEOUT)"},
+    {Reason::ask_unavailable, "ask-unavailable", 403, "http_request_denied", Verdict::deny,
+     "nobody can be asked about the destination (no terminal or admin endpoint, or too many "
+     "questions pending)"},
     // The request.
     {Reason::auth_required, "auth-required", 407, "http_request_denied", Verdict::deny,
      "the gate requires a token and the request carried none"},
@@ -194,6 +209,37 @@ constexpr std::string_view reason_code(Reason reason) { return reason_info(reaso
 // The reason whose code is `code`; nothing for an unknown one. A linear search, for what
 // carries a reason as text (a reload's revocation, tests), never for the connection path.
 std::optional<Reason> find_reason(std::string_view code);
+
+// The log's verdict of a policy denial that report-only mode let through; counted under
+// Verdict::deny with the /metrics label enforced="false".
+inline constexpr std::string_view kWouldDeny = "would-deny";
+
+// Report-only mode (SANDGATE_ENFORCE=false) logs a denial for one of these reasons as
+// `would-deny` and lets the connection proceed: the verdicts of the configured policy (lists,
+// ports, SSH, IP literals, private networks, LaunchDarkly, the TLS and SSH checks of a tunnel,
+// unknown destinations). Every other denial stays enforced: the address rules for this machine,
+// cloud metadata and never-routable addresses (the gate's own address is loopback), and the
+// protocol's (a bad request, a missing token, a head too large, ...). A list, not a column of
+// kReasons, so that a reason added to the table is enforced in report-only mode unless it is
+// named here.
+inline constexpr std::array<Reason, 16> kReportableReasons = {
+    Reason::ip_address,          Reason::private_address,  Reason::blocklist,
+    Reason::port_not_allowed,    Reason::ssh_disabled,     Reason::ssh_non_git_host,
+    Reason::not_allowlisted,     Reason::launchdarkly,     Reason::launchdarkly_unreachable,
+    Reason::sni_mismatch,        Reason::sni_missing,      Reason::protocol_mismatch,
+    Reason::unknown_destination, Reason::ask_denied,       Reason::ask_timeout,
+    Reason::ask_unavailable,
+};
+
+// True when report-only mode logs a denial for `reason` as would-deny instead of enforcing it.
+constexpr bool reportable(Reason reason) {
+  for (Reason r : kReportableReasons) {
+    if (r == reason) {
+      return true;
+    }
+  }
+  return false;
+}
 
 namespace detail {
 

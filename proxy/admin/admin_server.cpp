@@ -28,8 +28,8 @@ using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
-// The endpoint only answers GET and HEAD; a body is read (so that its bytes are not mistaken for
-// a next request) but never used, and is small.
+// The endpoint answers GET and HEAD, and POST /decide, whose form body is small; any other body
+// is read (so that its bytes are not mistaken for a next request) but never used.
 constexpr std::size_t kMaxRequestBody = 8192;
 
 // What the accept loop and every connection share. Lives in AdminServer::Impl, before the
@@ -83,11 +83,55 @@ Response plain_response(http::status status, std::string body) {
   return response;
 }
 
-Response respond(const AdminHandlers& handlers, const http::request<http::string_body>& request) {
+// Compares without stopping at the first difference, so the time taken says nothing of where a
+// guess went wrong.
+bool same_secret(std::string_view a, std::string_view b) {
+  if (b.empty()) {
+    return false;
+  }
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ b[i % b.size()]);
+  }
+  return diff == 0;
+}
+
+// /pending and /decide: the token in force, as a bearer token, when the gate has one.
+bool token_accepted(const AdminHandlers& handlers,
+                    const http::request<http::string_body>& request) {
+  const std::string token = handlers.token ? handlers.token() : std::string();
+  if (token.empty()) {
+    return true;
+  }
+  constexpr std::string_view kBearer = "Bearer ";
+  const std::string_view given = request[http::field::authorization];
+  return given.starts_with(kBearer) && same_secret(given.substr(kBearer.size()), token);
+}
+
+Response respond(const AdminHandlers& handlers, const http::request<http::string_body>& request,
+                 std::string_view peer) {
   Response response = plain_response(http::status::ok, "");
   const std::string_view path = request.target();
   std::string_view route = path.substr(0, path.find('?'));
-  if (request.method() != http::verb::get && request.method() != http::verb::head) {
+  const bool ask_route = route == "/pending" || route == "/decide";
+  if (ask_route && (!handlers.pending || !handlers.decide)) {
+    response.result(http::status::not_found);
+    response.body() = "this gate asks no questions\n";
+  } else if (ask_route && !token_accepted(handlers, request)) {
+    response.result(http::status::unauthorized);
+    response.set(http::field::www_authenticate, "Bearer realm=\"sandgate\"");
+    response.body() = "this route needs the gate's token: Authorization: Bearer TOKEN\n";
+  } else if (route == "/decide") {
+    if (request.method() != http::verb::post) {
+      response.result(http::status::method_not_allowed);
+      response.set(http::field::allow, "POST");
+      response.body() = "only POST\n";
+    } else {
+      auto [status, text] = handlers.decide(request.body(), peer);
+      response.result(static_cast<http::status>(status));
+      response.body() = std::move(text);
+    }
+  } else if (request.method() != http::verb::get && request.method() != http::verb::head) {
     response.result(http::status::method_not_allowed);
     response.set(http::field::allow, "GET, HEAD");
     response.body() = "only GET\n";
@@ -103,9 +147,14 @@ Response respond(const AdminHandlers& handlers, const http::request<http::string
   } else if (route == "/denials") {
     response.set(http::field::content_type, "application/json");
     response.body() = handlers.denials();
+  } else if (route == "/pending") {
+    const bool text = path.substr(route.size()) == "?format=text";
+    response.set(http::field::content_type,
+                 text ? "text/plain; charset=utf-8" : "application/json");
+    response.body() = handlers.pending(text);
   } else {
     response.result(http::status::not_found);
-    response.body() = "not found: try /metrics, /healthz, /readyz, /denials\n";
+    response.body() = "not found: try /metrics, /healthz, /readyz, /denials, /pending\n";
   }
   response.prepare_payload();
   if (request.method() == http::verb::head) {
@@ -149,7 +198,11 @@ asio::awaitable<void> serve_connection(Endpoint& endpoint, tcp::socket socket) {
   std::optional<Response> response;
   if (read.index() == 0) {
     const auto [error, bytes] = std::get<0>(read);
-    response = error ? answer_to_failed_read(error) : respond(endpoint.handlers, parser.get());
+    boost::system::error_code ignored;
+    const auto remote = socket.remote_endpoint(ignored);
+    const std::string peer = remote.address().to_string() + ":" + std::to_string(remote.port());
+    response =
+        error ? answer_to_failed_read(error) : respond(endpoint.handlers, parser.get(), peer);
   }
 
   // 2. The response, by its own deadline: a client that does not read must not keep the slot.

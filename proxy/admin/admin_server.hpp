@@ -4,6 +4,11 @@
 //   GET /healthz  200 while the process runs
 //   GET /readyz   200 once rules are loaded and the listener is up, else 503
 //   GET /denials  the most recent denials, newest first (JSON)
+//   GET /pending  --unknown=ask: the questions waiting for an answer (JSON; ?format=text: a
+//                 line each, what `sandgate pending` prints)
+//   POST /decide  --unknown=ask: answer one (form body host=H&port=P&answer=A[&who=W])
+// /pending and /decide need the gate's token, when one is set, as `Authorization: Bearer TOKEN`:
+// an answer lets traffic out, and the question list names where an agent tries to go.
 //
 // It is built to stay cheap whatever its clients do (AdminLimits): at most 64 connections at once
 // (more are closed at once, unanswered), one request per connection, a request head of at most
@@ -19,6 +24,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "proxy/settings/endpoint.hpp"
 #include "rules/expected.hpp"
@@ -30,6 +36,13 @@ struct AdminHandlers {
   std::function<std::string()> metrics;
   std::function<std::string()> denials;
   std::function<bool()> ready;
+  // --unknown=ask: the pending questions as JSON, and an answer (the form body; the client's
+  // address for the log) giving the HTTP status and a line for the answerer. Empty: 404.
+  std::function<std::string(bool text)> pending;
+  std::function<std::pair<unsigned, std::string>(std::string_view body, std::string_view peer)>
+      decide;
+  // The token /pending and /decide require now (a reload may change it); empty: none.
+  std::function<std::string()> token;
   // Where the endpoint's own warnings go ("warning", text); may be empty.
   std::function<void(std::string_view level, std::string_view text)> note;
 };

@@ -5,6 +5,8 @@
 
 #include <utility>
 
+#include "proxy/ask/admin_routes.hpp"
+#include "proxy/ask/list_append.hpp"
 #include "proxy/metrics/prometheus.hpp"
 
 namespace sandgate::gate {
@@ -53,6 +55,7 @@ Gate::Gate(GateOptions options, std::unique_ptr<log::DecisionLog> log)
   if (without_token_) {
     settings_.token.clear();
   }
+  token_ = settings_.token;
 }
 
 Gate::~Gate() { stop(); }
@@ -64,8 +67,10 @@ GateError Gate::fail(const std::string& message) {
 
 std::optional<GateError> Gate::start(std::optional<int> listener) {
   started_ = true;
+  start_questions();
   // The server first: the parts made after it hold pointers into it or publish into it.
   server_ = std::make_unique<server::Server>(settings_, *log_, loaded_.policy);
+  server_->use_question_board(questions_.get());
   auto endpoint = listener ? server_->adopt_listener(*listener) : server_->bind();
   if (!endpoint) {
     return fail(endpoint.error());
@@ -104,12 +109,76 @@ std::optional<GateError> Gate::start(std::optional<int> listener) {
   return std::nullopt;
 }
 
+// The question board, and what the start-up log says about the report-only and ask modes.
+void Gate::start_questions() {
+  log::DecisionLog* log = log_.get();
+  questions_ = std::make_unique<ask::QuestionBoard>(
+      [log](std::string_view level, std::string_view text) { log->note(level, text); });
+  questions_->set_recorder([this](ask::Answer answer, std::string_view host, std::uint16_t port,
+                                  std::string_view by) {
+    return record_answer(answer, host, port, by);
+  });
+  if (!settings_.enforce) {
+    log_->note("warning",
+               "report-only mode (SANDGATE_ENFORCE=false): policy denials are logged as "
+               "would-deny and the connections proceed; still enforced: loopback (this machine "
+               "and the gate's own address), cloud metadata and link-local, reserved addresses, "
+               "and every protocol error");
+  }
+  if (settings_.policy.unknown == rules::UnknownMode::ask) {
+    log_->note("info", "destinations no rule decides are asked about (SANDGATE_UNKNOWN=ask): a "
+                       "request waits up to " + std::to_string(settings_.ask_timeout.count()) +
+                       " s for an answer, then is " +
+                       (settings_.ask_default_allow ? "allowed" : "denied") +
+                       " (SANDGATE_ASK_DEFAULT); at most " +
+                       std::to_string(ask::QuestionBoard::kMaxQuestions) +
+                       " questions at once");
+  }
+}
+
+// `always` and `never`: the entry goes into the file the reloader watches (as it resolved it),
+// whose reload then applies it.
+std::optional<std::string> Gate::record_answer(ask::Answer answer, std::string_view host,
+                                               std::uint16_t port, std::string_view by) {
+  const bool allow = answer == ask::Answer::always;
+  const std::string path =
+      reloader_ ? (allow ? reloader_->allowlist_path() : reloader_->blocklist_path())
+                : std::string();
+  if (path.empty()) {
+    if (allow) {
+      return std::string(
+          "`always` needs an allowlist file to write to, and this gate has none (it runs with a "
+          "blocklist only); answer `session` to allow it while the gate runs, or start the gate "
+          "with --allowlist FILE");
+    }
+    return std::string("`never` needs a blocklist file to write to, and this gate has none");
+  }
+  const std::string entry = ask::list_entry(host, port);
+  if (auto error = ask::append_entry(path, entry, by)) {
+    log_->note("error", "ask: could not add " + entry + " to " + path + ": " + *error);
+    return error;
+  }
+  log_->note("info", "ask: added " + entry + " to " + path + " (" +
+                         std::string(ask::to_string(answer)) + ", by " + std::string(by) + ")");
+  return std::nullopt;
+}
+
 // The admin endpoint reads the workers' counters and the reloader's; it runs on its own thread.
 std::optional<GateError> Gate::start_admin() {
   admin::AdminHandlers handlers;
   handlers.metrics = [this] { return render_metrics(); };
   handlers.denials = [this] { return metrics::render_denials_json(server_->worker_metrics()); };
   handlers.ready = [this] { return server_->accepting(); };
+  handlers.pending = [this](bool text) {
+    return text ? ask::render_pending_text(*questions_) : ask::render_pending_json(*questions_);
+  };
+  handlers.decide = [this](std::string_view body, std::string_view peer) {
+    return ask::decide_from_form(*questions_, body, peer);
+  };
+  handlers.token = [this] {
+    std::lock_guard lock(token_mutex_);
+    return token_;
+  };
   log::DecisionLog* log = log_.get();
   handlers.note = [log](std::string_view level, std::string_view text) { log->note(level, text); };
   admin_ = std::make_unique<admin::AdminServer>(std::move(handlers));
@@ -119,6 +188,7 @@ std::optional<GateError> Gate::start_admin() {
   }
   admin_address_ = *bound;
   log_->note("info", "admin endpoint on http://" + admin_address_ + "/metrics");
+  questions_->add_answerer();  // `sandgate pending` and `sandgate decide` can answer
   return std::nullopt;
 }
 
@@ -144,6 +214,10 @@ void Gate::apply(std::shared_ptr<const rules::Policy> policy,
     settings = std::move(copy);
   }
   log_->set_level(settings->log_level);
+  {
+    std::lock_guard lock(token_mutex_);
+    token_ = settings->token;
+  }
   server_->publish(std::move(policy), std::move(settings));
 }
 
@@ -151,6 +225,9 @@ void Gate::drain() {
   if (!server_) {
     return;
   }
+  // First the questions: every request waiting on one ends now (shutting-down), and nothing
+  // waits on one again.
+  questions_->close();
   server_->begin_drain();
   if (thread_.joinable()) {
     thread_.join();
@@ -188,6 +265,7 @@ std::string Gate::render_metrics() const {
   gauges.config_reloads = copy(reloader_->config_counts());
   gauges.version = SANDGATE_VERSION_STRING;
   std::string text = metrics::render_prometheus(server_->worker_metrics(), gauges);
+  text += questions_->render_prometheus();
   if (remote_) {
     text += remote_->render_prometheus();
   }

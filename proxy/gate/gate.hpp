@@ -11,6 +11,9 @@
 //      stopped, its thread joined, while the server's workers still exist);
 //   5. the PolicyReloader watching the list and config files (publishes into the server);
 //   6. the admin endpoint, when the admin setting names an address.
+// and, before the server, the question board of --unknown=ask (proxy/ask/), which the workers'
+// sessions wait on and the admin endpoint and `run`'s terminal answer; the drain closes it first,
+// so that no request waits on a question past the drain.
 //
 // Life cycle: open() (log and policy; no thread, no socket, so `run` can still fork) ->
 // start() (listener, LaunchDarkly, reloader, admin) -> serve() on the calling thread or
@@ -20,11 +23,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
 #include "proxy/admin/admin_server.hpp"
+#include "proxy/ask/question_board.hpp"
 #include "proxy/launchdarkly/remote_allowlist.hpp"
 #include "proxy/log/decision_log.hpp"
 #include "proxy/reload/policy_reloader.hpp"
@@ -117,6 +122,8 @@ class Gate {
   server::Server& server() { return *server_; }
   reload::PolicyReloader& reloader() { return *reloader_; }
   launchdarkly::RemoteAllowlist* remote_allowlist() { return remote_.get(); }
+  // The question board of --unknown=ask (valid after start()). Thread-safe.
+  ask::QuestionBoard& questions() { return *questions_; }
 
   // The /metrics text: the workers' counters, gauges, the reloads, LaunchDarkly's. Thread-safe.
   std::string render_metrics() const;
@@ -125,6 +132,9 @@ class Gate {
   Gate(GateOptions options, std::unique_ptr<log::DecisionLog> log);
   GateError fail(const std::string& message);
   std::optional<GateError> start_admin();
+  void start_questions();
+  std::optional<std::string> record_answer(ask::Answer answer, std::string_view host,
+                                           std::uint16_t port, std::string_view by);
 
   // Declaration order is destruction order in reverse: the admin endpoint goes first, then the
   // reloader, LaunchDarkly, the server, and the log last (everything writes to it).
@@ -134,6 +144,8 @@ class Gate {
   bool without_token_;
   std::unique_ptr<log::DecisionLog> log_;
   settings::LoadedPolicy loaded_;
+  // Before the server: the workers' sessions hold waiters on it until their loops end.
+  std::unique_ptr<ask::QuestionBoard> questions_;
   std::unique_ptr<server::Server> server_;
   std::unique_ptr<launchdarkly::RemoteAllowlist> remote_;
   std::unique_ptr<reload::PolicyReloader> reloader_;
@@ -143,6 +155,9 @@ class Gate {
   std::string admin_address_;
   bool started_ = false;
   bool stopped_ = false;
+  // The token in force (a reload may change it), for the admin endpoint's ask routes.
+  mutable std::mutex token_mutex_;
+  std::string token_;
 };
 
 }  // namespace sandgate::gate

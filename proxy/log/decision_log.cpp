@@ -49,7 +49,10 @@ void format_text(std::string& out, const Record& r) {
   out += std::to_string(r.connection_id);
   out += ' ';
   if (r.event == Record::Event::decision) {
-    out += r.verdict == "allow" ? "ALLOW " : r.verdict == "deny" ? "BLOCK " : "FAIL ";
+    out += r.verdict == "allow"        ? "ALLOW "
+           : r.verdict == "deny"       ? "BLOCK "
+           : r.verdict == "would-deny" ? "WOULD-BLOCK "
+                                       : "FAIL ";
   } else {
     out += "END ";
   }
@@ -260,7 +263,7 @@ void DecisionLog::write(const Record& record) {
   // Denials are warnings, failures errors; allows and end lines are the detail of `info`.
   const settings::LogLevel needed =
       record.event == Record::Event::end || record.verdict == "allow" ? settings::LogLevel::info
-      : record.verdict == "deny"                                       ? settings::LogLevel::warning
+      : record.verdict == "deny" || record.verdict == "would-deny"     ? settings::LogLevel::warning
                                                                        : settings::LogLevel::error;
   if (needed > level_) {
     return;

@@ -72,6 +72,7 @@ struct Denial {
   std::string method;
   std::string host;
   std::uint16_t port = 0;
+  std::string verdict;  // "deny", "would-deny" (report-only mode), "error"
   std::string reason;
   std::string rule;
   std::string detail;
@@ -94,8 +95,17 @@ struct WorkerMetrics {
   Histogram upstream_connect;
   Histogram dns_lookup;
 
-  // One decision (or a denial that came after one: a revocation, a refused tunnel). Worker thread.
-  void count_decision(rules::Verdict verdict, rules::Reason reason) {
+  // Denials report-only mode let through (the log's `would-deny`), by reason: /metrics shows
+  // them as verdict="deny" with enforced="false". Not counted in `decisions`.
+  std::array<Counter, rules::kReasonCount> would_deny;
+
+  // One decision (or a denial that came after one: a revocation, a refused tunnel); `enforced`
+  // false for a denial report-only mode let through. Worker thread.
+  void count_decision(rules::Verdict verdict, rules::Reason reason, bool enforced = true) {
+    if (!enforced && verdict == rules::Verdict::deny) {
+      would_deny[rules::reason_index(reason)].add();
+      return;
+    }
     decisions[rules::reason_index(reason)][static_cast<std::size_t>(verdict)].add();
   }
 

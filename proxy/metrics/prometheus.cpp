@@ -77,7 +77,8 @@ std::string render_prometheus(const std::vector<const WorkerMetrics*>& workers,
                               const GaugeValues& gauges) {
   std::string out;
   header(out, "sandgate_decisions_total", "counter",
-         "Decisions taken, by verdict (allow, deny, error) and reason code.");
+         "Decisions taken, by verdict (allow, deny, error), reason code, and whether a denial "
+         "was enforced (false: report-only mode let it through, the log's would-deny).");
   // Every reason of the table, with its own verdict even at 0 (so a query for a reason that has
   // not happened yet finds a series), and any other verdict it was counted under.
   for (const rules::ReasonInfo& row : rules::kReasons) {
@@ -91,9 +92,20 @@ std::string render_prometheus(const std::vector<const WorkerMetrics*>& workers,
       if (total > 0 || verdict == row.verdict) {
         sample(out,
                "sandgate_decisions_total{verdict=\"" + std::string(rules::verdict_name(verdict)) +
-                   "\",reason=\"" + std::string(row.code) + "\"}",
+                   "\",reason=\"" + std::string(row.code) + "\",enforced=\"true\"}",
                static_cast<double>(total));
       }
+    }
+    // Report-only mode's would-denies: every reportable reason, even at 0.
+    std::uint64_t reported = 0;
+    for (const auto* worker : workers) {
+      reported += worker->would_deny[r].get();
+    }
+    if (reported > 0 || rules::reportable(row.reason)) {
+      sample(out,
+             "sandgate_decisions_total{verdict=\"deny\",reason=\"" + std::string(row.code) +
+                 "\",enforced=\"false\"}",
+             static_cast<double>(reported));
     }
   }
   header(out, "sandgate_open_connections", "gauge", "Client connections open now.");
@@ -189,6 +201,7 @@ std::string render_denials_json(const std::vector<const WorkerMetrics*>& workers
         .string("method", d.method)
         .string("host", d.host)
         .number("port", d.port)
+        .string("verdict", d.verdict)
         .string("reason", d.reason)
         .string("rule", d.rule)
         .string("detail", d.detail);

@@ -62,6 +62,11 @@ const std::vector<SettingRow>& setting_rows() {
       SANDGATE_ROW("sni_check", Kind::live, sni_check),
       SANDGATE_ROW("tls_ports", Kind::live, tls_ports),
       SANDGATE_ROW("revoke_on_reload", Kind::live, revoke_on_reload),
+      // Report-only and ask modes: the next request decides with them.
+      SANDGATE_ROW("enforce", Kind::live, enforce),
+      SANDGATE_ROW("unknown", Kind::policy, policy.unknown),
+      SANDGATE_ROW("ask_timeout", Kind::live, ask_timeout),
+      SANDGATE_ROW("ask_default", Kind::live, ask_default_allow),
       SANDGATE_RESTART("launchdarkly_client_id",
                        a.launchdarkly_client_id == b.launchdarkly_client_id),
       SANDGATE_RESTART("ld_failover",

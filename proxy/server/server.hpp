@@ -59,6 +59,8 @@ class Server {
   void use_remote_allowlist(launchdarkly::RemoteAllowlist* remote) {
     shared_.remote_allowlist = remote;
   }
+  // The gate's question board (--unknown=ask), which outlives the workers. Before run().
+  void use_question_board(ask::QuestionBoard* board) { shared_.questions = board; }
 
   // Called on SIGHUP, on the control thread: reload the files and reopen the log.
   std::function<void()> on_hangup;

@@ -250,9 +250,21 @@ asio::awaitable<void> open_tunnel(SessionContext& context, const TunnelFrontEnd&
   const std::string_view method = front.method;
   const std::string display = host.display();
 
-  // 2. The policy.
-  const rules::Decision decision = context.policy->decide(host, port);
-  if (!decision.allowed()) {
+  // 2. The policy. Report-only mode lets a policy denial through, logged as would-deny on the
+  // tunnel's decision line below; a destination no rule decides may wait on a question.
+  context.reported.reset();
+  rules::Decision decision = context.policy->decide(host, port);
+  if (decision.ask && !context.reports(decision.reason)) {
+    auto answered = co_await ask_about(context, method, host, port);
+    if (!answered) {
+      co_return;
+    }
+    decision = *answered;
+    if (!context.still_wanted(method, display, port)) {
+      co_return;
+    }
+  }
+  if (!decision.allowed() && !context.report_instead(decision, host, port)) {
     co_await refuse_tunnel(context, front, decision.reason, display, port,
                            context.policy->explain(decision, host, port),
                            rules::rule_text(decision));
@@ -269,9 +281,12 @@ asio::awaitable<void> open_tunnel(SessionContext& context, const TunnelFrontEnd&
     co_return;
   }
   if (remote && !remote->allowed) {
-    co_await refuse_tunnel(context, front, remote->reason, display, port, remote->detail + ".",
-                           remote_allowlist_rule(*remote));
-    co_return;
+    if (!context.reports(remote->reason)) {
+      co_await refuse_tunnel(context, front, remote->reason, display, port, remote->detail + ".",
+                             remote_allowlist_rule(*remote));
+      co_return;
+    }
+    context.keep_reported(remote->reason, remote_allowlist_rule(*remote), remote->detail + ".");
   }
 
   // 4. Resolve, check the addresses, connect.
@@ -290,6 +305,7 @@ asio::awaitable<void> open_tunnel(SessionContext& context, const TunnelFrontEnd&
   Destination destination;
   destination.host = host;
   destination.port = port;
+  destination.answered = decision.answered;
   if (!host.is_ip()) {
     destination.address = to_rules_address(dial.endpoint.address());
   }
@@ -308,7 +324,8 @@ asio::awaitable<void> open_tunnel(SessionContext& context, const TunnelFrontEnd&
     if (!context.still_wanted(method, display, port)) {
       co_return;
     }
-    if (!first.decision.allowed()) {
+    if (!first.decision.allowed() &&
+        !context.report_instead(first.decision, first.tls_name.value_or(host), port)) {
       deny_established(context, method, display, port, upstream_address, first.decision.reason,
                        rules::rule_text(first.decision),
                        context.policy->explain(first.decision, host, port));
@@ -328,7 +345,7 @@ asio::awaitable<void> open_tunnel(SessionContext& context, const TunnelFrontEnd&
     }
     if (ssh) {
       const rules::Decision ssh_decision = context.policy->decide_ssh(host);
-      if (!ssh_decision.allowed()) {
+      if (!ssh_decision.allowed() && !context.report_instead(ssh_decision, host, port)) {
         deny_established(context, method, display, port, upstream_address, ssh_decision.reason,
                          rules::rule_text(ssh_decision),
                          context.policy->explain(ssh_decision, host, port));
@@ -348,9 +365,16 @@ asio::awaitable<void> open_tunnel(SessionContext& context, const TunnelFrontEnd&
     co_return;
   }
 
-  context.record_decision(
-      connect_line(context, method, display, port, upstream_address, rule, note),
-      rules::Reason::allowed);
+  // The tunnel's decision line: allowed, or (report-only mode) the first denial let through.
+  if (const auto& why = context.reported) {
+    context.record_decision(connect_line(context, method, display, port, upstream_address,
+                                         why->rule, why->sentence),
+                            why->reason, false);
+  } else {
+    context.record_decision(
+        connect_line(context, method, display, port, upstream_address, rule, note),
+        rules::Reason::allowed);
+  }
 
   // 7. Pass on what the client sent so far: the start of the tunnelled stream (a TLS
   // ClientHello, possibly sent before our 200 arrived).

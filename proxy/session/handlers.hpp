@@ -35,8 +35,21 @@ boost::asio::awaitable<void> reply_and_log(SessionContext& context, rules::Reaso
                                            std::string_view rule = {},
                                            DeniedAt at = DeniedAt::target);
 
+// --unknown=ask: holds the request on the gate's question about host:port (one question per
+// host:port, proxy/ask/question_board.hpp) until a person answers, the ask timeout passes or the
+// drain begins, and returns the decision that gives: allowed (`answered` set), or a denial with
+// ask-denied, ask-timeout or ask-unavailable (an allow when the ask default is allow). Nothing
+// when the request is over instead: its client left, or the gate is shutting down; its line has
+// been written and the client closed. Completes on the session's worker; the drain (the board
+// closed, or the client socket closed at the deadline) ends the wait.
+boost::asio::awaitable<std::optional<rules::Decision>> ask_about(SessionContext& context,
+                                                                 std::string_view method,
+                                                                 const rules::Host& host,
+                                                                 std::uint16_t port);
+
 // The LaunchDarkly allowlist, asked last: it can only deny what the local rules allowed. Gives
-// nothing when it is off. When it denies, the denial has been replied to and logged.
+// nothing when it is off. When it denies, the denial has been replied to and logged; in
+// report-only mode it is kept in `context.reported` instead and the answer comes back allowed.
 boost::asio::awaitable<std::optional<launchdarkly::Answer>> consult_remote_allowlist(
     SessionContext& context, std::string_view method, const rules::Host& host,
     std::uint16_t port);

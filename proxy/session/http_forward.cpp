@@ -212,9 +212,22 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     co_return Next::stop;
   }
 
-  // 3. The policy, on every request of the connection.
-  const rules::Decision decision = context.policy->decide(host, port);
-  if (!decision.allowed()) {
+  // 3. The policy, on every request of the connection. Report-only mode lets a policy denial
+  // through, logged as would-deny on the request's decision line below; a destination no rule
+  // decides may wait on a question.
+  context.reported.reset();
+  rules::Decision decision = context.policy->decide(host, port);
+  if (decision.ask && !context.reports(decision.reason)) {
+    auto answered = co_await ask_about(context, method, host, port);
+    if (!answered) {
+      co_return Next::stop;
+    }
+    decision = *answered;
+    if (!context.still_wanted(method, display, port)) {
+      co_return Next::stop;
+    }
+  }
+  if (!decision.allowed() && !context.report_instead(decision, host, port)) {
     context.upstream.close(ignored);
     co_await reply_and_log(context, decision.reason, method, display, port,
                            context.policy->explain(decision, host, port),
@@ -267,6 +280,7 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   destination.host = host;
   destination.port = port;
   destination.address = upstream.dialled;
+  destination.answered = decision.answered;
   if (auto revoked = context.register_destination(std::move(destination))) {
     context.upstream.close(ignored);
     context.live.destination.reset();
@@ -286,7 +300,14 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     record.address = upstream.address;
     const std::string remote_note = remote_allowlist_note(remote);
     record.detail = remote_note;
-    context.record_decision(record, rules::Reason::allowed);
+    if (const auto& why = context.reported) {
+      // Report-only mode: the first denial let through is the request's decision.
+      record.rule = why->rule;
+      record.detail = why->sentence;
+      context.record_decision(record, why->reason, false);
+    } else {
+      context.record_decision(record, rules::Reason::allowed);
+    }
     context.worker.metrics.http_requests_total.add();
   }
   EndLine end{method, display, port, "closed", {}, {}, 0, 0, started};

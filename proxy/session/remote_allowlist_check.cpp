@@ -11,6 +11,13 @@ boost::asio::awaitable<std::optional<launchdarkly::Answer>> consult_remote_allow
     co_return std::nullopt;
   }
   launchdarkly::Answer answer = co_await remote->check(host, port);
+  if (!answer.allowed && context.reports(answer.reason)) {
+    // Report-only mode: kept for the request's decision line (would-deny), and the request goes
+    // on as if allowed.
+    context.keep_reported(answer.reason, remote_allowlist_rule(answer), answer.detail + ".");
+    answer.allowed = true;
+    co_return answer;
+  }
   if (!answer.allowed) {
     co_await reply_and_log(context, answer.reason, method, host.display(), port,
                            answer.detail + ".", remote_allowlist_rule(answer));

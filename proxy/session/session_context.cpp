@@ -6,6 +6,7 @@ namespace {
 
 // Keeps a denial for /denials.
 void remember_denial(metrics::WorkerMetrics& metrics, const log::Record& record) {
+  // (The verdict says whether it was enforced: `deny`, `would-deny`, `error`.)
   metrics::Denial denial;
   denial.unix_millis = std::chrono::duration_cast<std::chrono::milliseconds>(
                            std::chrono::system_clock::now().time_since_epoch())
@@ -15,6 +16,7 @@ void remember_denial(metrics::WorkerMetrics& metrics, const log::Record& record)
   denial.method = std::string(record.method);
   denial.host = std::string(record.host);
   denial.port = record.port;
+  denial.verdict = std::string(record.verdict);
   denial.reason = std::string(record.reason);
   denial.rule = std::string(record.rule);
   denial.detail = std::string(record.detail);
@@ -35,6 +37,8 @@ SessionContext::SessionContext(WorkerContext& w, boost::asio::ip::tcp::socket so
   client_address = ec ? std::string("unknown") : to_text(peer);
   live.client = &client;
   live.upstream = &upstream;
+  live.connection_id = id;
+  live.client_address = client_address;
   worker.attach(live);
 }
 
@@ -50,16 +54,33 @@ double SessionContext::elapsed_ms() const {
       .count();
 }
 
-void SessionContext::record_decision(log::Record record, rules::Reason reason) {
+void SessionContext::record_decision(log::Record record, rules::Reason reason, bool enforced) {
   const rules::ReasonInfo& row = rules::reason_info(reason);
+  const bool would = !enforced && row.verdict == rules::Verdict::deny;
   record.event = log::Record::Event::decision;
-  record.verdict = rules::verdict_name(row.verdict);
+  record.verdict = would ? rules::kWouldDeny : rules::verdict_name(row.verdict);
   record.reason = row.code;
   log().write(record);
   auto& metrics = worker.metrics;
-  metrics.count_decision(row.verdict, reason);
+  metrics.count_decision(row.verdict, reason, !would);
   if (row.verdict != rules::Verdict::allow) {
     remember_denial(metrics, record);
+  }
+}
+
+bool SessionContext::report_instead(const rules::Decision& decision, const rules::Host& host,
+                                    std::uint16_t port) {
+  if (decision.allowed() || !reports(decision.reason) ||
+      policy->enforced_anyway(host, port).has_value()) {
+    return false;
+  }
+  keep_reported(decision.reason, rules::rule_text(decision), policy->explain(decision, host, port));
+  return true;
+}
+
+void SessionContext::keep_reported(rules::Reason reason, std::string rule, std::string sentence) {
+  if (!reported) {
+    reported = Reported{reason, std::move(rule), std::move(sentence)};
   }
 }
 
@@ -82,7 +103,12 @@ std::optional<Revocation> SessionContext::register_destination(
     Destination destination) {
   if (settings().revoke_on_reload && worker.policy != policy) {
     if (auto revocation = judge_again(*worker.policy, destination)) {
-      return revocation;
+      const rules::Reason reason = revocation_reason(*revocation);
+      if (!reports(reason)) {
+        return revocation;
+      }
+      // Report-only mode: the request goes on, its decision line says would-deny.
+      keep_reported(reason, std::move(revocation->rule), std::move(revocation->detail));
     }
   }
   live.destination = std::move(destination);
@@ -170,15 +196,17 @@ void SessionContext::record_revoked(std::string_view method, std::uint64_t bytes
   record_late_denial(worker, end, revocation_reason(why));
 }
 
-void record_late_denial(WorkerContext& worker, log::Record line, rules::Reason reason) {
+void record_late_denial(WorkerContext& worker, log::Record line, rules::Reason reason,
+                        bool enforced) {
   const rules::ReasonInfo& row = rules::reason_info(reason);
-  line.verdict = rules::verdict_name(row.verdict);
+  const bool would = !enforced && row.verdict == rules::Verdict::deny;
+  line.verdict = would ? rules::kWouldDeny : rules::verdict_name(row.verdict);
   line.reason = row.code;
   worker.shared.log.write(line);
   auto& metrics = worker.metrics;
   metrics.bytes_up.add(line.bytes_up);
   metrics.bytes_down.add(line.bytes_down);
-  metrics.count_decision(row.verdict, reason);
+  metrics.count_decision(row.verdict, reason, !would);
   remember_denial(metrics, line);
 }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "proxy/log/decision_log.hpp"
@@ -14,6 +15,14 @@
 #include "rules/reason.hpp"
 
 namespace sandgate::session {
+
+// Report-only mode (SANDGATE_ENFORCE=false): a policy denial that was logged and let through.
+// A request keeps the first one it met; its decision line is then `would-deny` with it.
+struct Reported {
+  rules::Reason reason = rules::Reason::allowed;
+  std::string rule;
+  std::string sentence;
+};
 
 struct SessionContext {
   SessionContext(WorkerContext& w, boost::asio::ip::tcp::socket socket);
@@ -73,8 +82,25 @@ struct SessionContext {
 
   // Writes a decision line to the log and counts it in the worker's metrics (denials also go to
   // the recent-denials ring). The line's verdict and reason code are `reason`'s row in the
-  // reason table, whatever `record` held. Every handler's decision goes through here.
-  void record_decision(log::Record record, rules::Reason reason);
+  // reason table, whatever `record` held; `enforced` false (report-only mode) makes a denial's
+  // verdict `would-deny`. Every handler's decision goes through here.
+  void record_decision(log::Record record, rules::Reason reason, bool enforced = true);
+
+  // Report-only mode: true when a denial for `reason` is to be logged as would-deny and the
+  // request let through (the request's settings say enforce=false and the reason is one of
+  // rules::kReportableReasons).
+  bool reports(rules::Reason reason) const {
+    return !settings().enforce && rules::reportable(reason);
+  }
+  // Report-only mode, for a denial of the policy: true when it is reported, not enforced, which
+  // also needs that no rule report-only mode keeps denies host:port (Policy::enforced_anyway).
+  // Then the first such denial of the request is kept in `reported`.
+  bool report_instead(const rules::Decision& decision, const rules::Host& host,
+                      std::uint16_t port);
+  // Keeps the first reported denial of the request (report-only mode).
+  void keep_reported(rules::Reason reason, std::string rule, std::string sentence);
+  // The request's report-only denial, if any: its decision line is `would-deny` with it.
+  std::optional<Reported> reported;
   // Writes an end line to the log and counts its bytes. Its verdict and reason are the caller's
   // (an end line repeats its request's verdict).
   void record_end(const log::Record& end);
@@ -101,7 +127,8 @@ std::string to_text(const boost::asio::ip::tcp::endpoint& endpoint);
 // SSH client refused in an established tunnel) and counts it as a denial, in the worker's
 // counters and /denials. The line's verdict and reason code are `reason`'s row. For sessions and
 // established tunnels, on the worker's thread.
-void record_late_denial(WorkerContext& worker, log::Record line, rules::Reason reason);
+void record_late_denial(WorkerContext& worker, log::Record line, rules::Reason reason,
+                        bool enforced = true);
 
 // The reason of a reload's revocation, which carries it as its code (Revocation must
 // outlive the policy it came from). Every such code came from the table; internal_error if one

@@ -44,6 +44,10 @@ socks::ReplyCode socks_reply_code(rules::Reason reason) {
     case Reason::sni_mismatch:
     case Reason::sni_missing:
     case Reason::protocol_mismatch:
+    case Reason::unknown_destination:
+    case Reason::ask_denied:
+    case Reason::ask_timeout:
+    case Reason::ask_unavailable:
     case Reason::auth_required:
     case Reason::auth_failed:
       return ReplyCode::not_allowed_by_ruleset;

@@ -51,6 +51,10 @@ TunnelSession::TunnelSession(SessionContext& context, Kind kind, std::string met
   context.handed_off = true;  // the connection's count and registration move here
   live_.client = &client_;
   live_.upstream = &upstream_;
+  live_.connection_id = id_;
+  live_.client_address = client_address_;
+  // A connection already reported as one a reload would close is not reported again.
+  live_.would_revoke_logged = context.live.would_revoke_logged;
   live_.destination = std::move(destination);
   worker_.attach(live_);
   if (kind_ == Kind::connect) {
@@ -81,6 +85,22 @@ relay::FirstBytesVerdict TunnelSession::judge_first_bytes(std::string_view bytes
   const rules::Decision decision = policy.decide_ssh(destination.host);
   if (decision.allowed()) {
     live_.destination->ssh = true;  // a reload judges it by the SSH rules from now on
+    return relay::FirstBytesVerdict::pass;
+  }
+  if (!worker_.settings->enforce && rules::reportable(decision.reason)) {
+    // Report-only mode: logged and counted as would-deny, and the bytes pass.
+    log::Record line;
+    line.connection_id = id_;
+    line.client = client_address_;
+    line.method = method_;
+    line.host = host_;
+    line.port = port_;
+    const std::string rule = rules::rule_text(decision);
+    const std::string detail = policy.explain(decision, destination.host, destination.port);
+    line.rule = rule;
+    line.detail = detail;
+    record_late_denial(worker_, line, decision.reason, false);
+    live_.destination->ssh = true;
     return relay::FirstBytesVerdict::pass;
   }
   refused_ = Refusal{decision.reason, rules::rule_text(decision),

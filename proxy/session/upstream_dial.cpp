@@ -131,9 +131,15 @@ asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::
       if (!decision.allowed()) {
         rules::Host as_host{checked.is_v4() ? rules::HostKind::ipv4 : rules::HostKind::ipv6,
                             checked.to_string(), checked};
-        DialResult refused =
-            failure(decision.reason, host.name + " resolves to " + checked.to_string() + ": " +
-                                         context.policy->explain(decision, as_host, port));
+        std::string sentence = host.name + " resolves to " + checked.to_string() + ": " +
+                               context.policy->explain(decision, as_host, port);
+        if (context.reports(decision.reason)) {
+          // Report-only mode: a private or blocklisted answer is logged as would-deny and
+          // dialled; loopback, metadata and reserved answers are never reportable.
+          context.keep_reported(decision.reason, rules::rule_text(decision), std::move(sentence));
+          continue;
+        }
+        DialResult refused = failure(decision.reason, std::move(sentence));
         refused.endpoint = tcp::endpoint(address, port);
         co_return refused;
       }

@@ -1,6 +1,8 @@
 // What a session needs from its worker. See worker_context.hpp.
 #include "proxy/session/worker_context.hpp"
 
+#include "proxy/session/session_context.hpp"
+
 namespace sandgate::session {
 
 WorkerContext::WorkerContext(SharedState& shared_state,
@@ -57,6 +59,11 @@ std::size_t WorkerContext::apply_policy(std::shared_ptr<const rules::Policy> nex
       continue;
     }
     if (auto revocation = judge_again(*policy, *c->destination)) {
+      const rules::Reason reason = revocation_reason(*revocation);
+      if (!settings->enforce && rules::reportable(reason)) {
+        report_would_revoke(*c, *revocation, reason);
+        continue;
+      }
       c->revoked = std::move(revocation);
       // Closing on this thread completes the session's pending waits as aborted; the session
       // then finds `revoked` set and logs its end as such.
@@ -73,9 +80,31 @@ std::size_t WorkerContext::apply_policy(std::shared_ptr<const rules::Policy> nex
   return closed;
 }
 
+void WorkerContext::report_would_revoke(LiveConnection& connection, const Revocation& revocation,
+                                        rules::Reason reason) {
+  if (connection.would_revoke_logged) {
+    return;
+  }
+  connection.would_revoke_logged = true;
+  const Destination& destination = *connection.destination;
+  const std::string host = destination.host.display();
+  log::Record line;
+  line.connection_id = connection.connection_id;
+  line.client = connection.client_address;
+  line.method = "-";
+  line.host = host;
+  line.port = destination.port;
+  line.rule = revocation.rule;
+  line.detail = revocation.detail;
+  record_late_denial(*this, line, reason, false);
+}
+
 std::optional<Revocation> judge_again(const rules::Policy& policy,
                                       const Destination& destination) {
   rules::Decision decision = policy.decide(destination.host, destination.port);
+  if (!decision.allowed() && decision.unknown && destination.answered) {
+    decision = rules::Decision{};  // a person allowed it, and still no rule decides it
+  }
   if (decision.allowed() && destination.ssh) {
     decision = policy.decide_ssh(destination.host);
   }

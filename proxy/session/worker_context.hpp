@@ -23,6 +23,9 @@
 namespace sandgate::launchdarkly {
 class RemoteAllowlist;
 }
+namespace sandgate::ask {
+class QuestionBoard;
+}
 
 namespace sandgate::session {
 
@@ -31,6 +34,9 @@ struct SharedState {
   log::DecisionLog& log;
   // Set before the workers start when LAUNCHDARKLY_CLIENT_ID is given; outlives them.
   launchdarkly::RemoteAllowlist* remote_allowlist = nullptr;
+  // The gate's question board (--unknown=ask); set before the workers start, outlives them.
+  // Null: nobody can be asked, the ask default applies.
+  ask::QuestionBoard* questions = nullptr;
   std::atomic<std::uint32_t> open_connections{0};
   std::atomic<std::uint64_t> next_connection_id{1};
 };
@@ -44,6 +50,9 @@ struct Destination {
   bool ssh = false;  // the client spoke SSH: the SSH rules apply too
   // For an IP destination, the name its TLS ClientHello asked for, which passed the policy too.
   std::optional<rules::Host> tls_name;
+  // Allowed by a person's answer to a question (--unknown=ask), not by a rule: a reload that
+  // still finds no rule for it keeps it.
+  bool answered = false;
 };
 
 // Why a reload closed a connection, for its end line. Strings, not a rules::Decision: the policy
@@ -62,6 +71,12 @@ struct LiveConnection {
   boost::asio::ip::tcp::socket* upstream = nullptr;
   std::optional<Destination> destination;  // set while an upstream connection is open
   std::optional<Revocation> revoked;       // set when a reload closed the connection
+  // For report-only mode's line about a connection a reload would have closed: the
+  // connection's id and client ("127.0.0.1:50312"; the owner's string, which outlives the
+  // registration), and whether that line was written (once per connection).
+  std::uint64_t connection_id = 0;
+  std::string_view client_address;
+  bool would_revoke_logged = false;
   LiveConnection* prev = nullptr;
   LiveConnection* next = nullptr;
 };
@@ -98,10 +113,15 @@ class WorkerContext {
   void close_all();
   // Makes `next` the policy of this worker; when `revoke`, closes every live connection whose
   // destination `next` denies, marking it revoked. Returns how many were closed. Worker thread.
+  // In report-only mode (this worker's settings say enforce=false) a reportable revocation
+  // closes nothing: it is logged once per connection as would-deny and counted.
   std::size_t apply_policy(std::shared_ptr<const rules::Policy> next, bool revoke);
   std::size_t live_count() const { return live_count_; }
 
  private:
+  void report_would_revoke(LiveConnection& connection, const Revocation& revocation,
+                           rules::Reason reason);
+
   LiveConnection* live_ = nullptr;
   std::size_t live_count_ = 0;
 };

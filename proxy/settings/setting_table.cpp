@@ -313,6 +313,54 @@ std::vector<Setting> make_table() {
         "on reload, close open tunnels and kept-alive connections the new rules deny", true},
        [](Settings& s, std::string_view v) { return set_bool(s.revoke_on_reload, v); },
        [](const Settings& s) { return bool_text(s.revoke_on_reload); }},
+      // --- report-only and ask modes ---
+      {{"enforce", "--enforce", "SANDGATE_ENFORCE", {},
+        "false: report-only; policy denials are logged as would-deny and the connection "
+        "proceeds (loopback, metadata and reserved addresses stay denied)",
+        true},
+       [](Settings& s, std::string_view v) { return set_bool(s.enforce, v); },
+       [](const Settings& s) { return bool_text(s.enforce); }},
+      {{"unknown", "--unknown", "SANDGATE_UNKNOWN", {},
+        "destinations no rule decides: deny, ask (hold the request on a question) or allow; "
+        "default: allow with a blocklist only, deny in allowlist mode",
+        false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         const auto mode = lower(v);
+         if (mode == "deny") {
+           s.policy.unknown = rules::UnknownMode::deny;
+         } else if (mode == "ask") {
+           s.policy.unknown = rules::UnknownMode::ask;
+         } else if (mode == "allow") {
+           s.policy.unknown = rules::UnknownMode::allow;
+         } else if (mode == "default") {
+           s.policy.unknown = rules::UnknownMode::usual;
+         } else {
+           return std::string("expected deny, ask, allow or default");
+         }
+         return std::nullopt;
+       },
+       [](const Settings& s) { return std::string(rules::to_string(s.policy.unknown)); }},
+      {{"ask_timeout", "--ask-timeout", "SANDGATE_ASK_TIMEOUT", {},
+        "--unknown=ask: seconds a request waits for an answer before the ask default applies",
+        false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         if (auto error = set_seconds(s.ask_timeout, v, 3600); error || s.ask_timeout.count() == 0) {
+           return std::string("expected a whole number of seconds, 1..3600");
+         }
+         return std::nullopt;
+       },
+       [](const Settings& s) { return std::to_string(s.ask_timeout.count()); }},
+      {{"ask_default", "--ask-default", "SANDGATE_ASK_DEFAULT", {},
+        "--unknown=ask: deny or allow, when nobody answers in time or nobody can be asked", false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         const auto answer = lower(v);
+         if (answer != "deny" && answer != "allow") {
+           return std::string("expected deny or allow");
+         }
+         s.ask_default_allow = answer == "allow";
+         return std::nullopt;
+       },
+       [](const Settings& s) { return std::string(s.ask_default_allow ? "allow" : "deny"); }},
       // --- LaunchDarkly ---
       {{"launchdarkly_client_id", "--launchdarkly-client-id", "LAUNCHDARKLY_CLIENT_ID", {},
         "LaunchDarkly client-side ID (24 hex characters): enables the remote allowlist", false},

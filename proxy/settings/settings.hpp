@@ -70,6 +70,12 @@ struct Settings {
   // deny (logged with outcome `revoked`). Off: what is open keeps going; new requests still
   // follow the new rules.
   bool revoke_on_reload = true;
+  // Report-only mode when false: every policy denial is logged as `would-deny` and the
+  // connection proceeds (rules/reason.hpp, kReportableReasons; address rules stay enforced).
+  bool enforce = true;
+  // --unknown=ask: how long a request waits for an answer, and what it gets without one.
+  std::chrono::seconds ask_timeout{60};
+  bool ask_default_allow = false;  // --ask-default=allow; deny by default
 
   // The sandbox (sandgate run / profile): its own settings, in its own type.
   sandbox::SandboxSettings sandbox;

@@ -6,7 +6,7 @@
       -> proxy/gate                    assembles log, policy, reloader, resolver, LaunchDarkly, server, admin
       -> proxy/server                  workers, listeners
       -> proxy/session                 one client connection: CONNECT, HTTP forwarding
-      -> proxy/launchdarkly, proxy/reload, proxy/admin
+      -> proxy/launchdarkly, proxy/reload, proxy/admin, proxy/ask
       -> proxy/log
       -> proxy/dns                     the resolver and its cache
       -> proxy/settings, proxy/watch, proxy/relay, proxy/metrics, proxy/net, proxy/socks,
@@ -29,7 +29,7 @@ LAYERS = [
      "proxy/socks", "proxy/parent", "proxy/capture"],
     ["proxy/dns"],
     ["proxy/log"],
-    ["proxy/launchdarkly", "proxy/reload", "proxy/admin"],
+    ["proxy/launchdarkly", "proxy/reload", "proxy/admin", "proxy/ask"],
     ["proxy/session"],
     ["proxy/server"],
     ["proxy/gate"],

@@ -224,8 +224,8 @@ TEST_F(PrometheusScrape, PromtoolAcceptsTheMetricsAndPrometheusSeesTheTraffic) {
   };
   const std::vector<Expectation> expectations = {
       {"up{job=\"sandgate\"}", "1"},
-      {"sandgate_decisions_total{verdict=\"deny\",reason=\"blocklist\"}", "1"},
-      {"sandgate_decisions_total{verdict=\"allow\",reason=\"allowed\"}", "1"},
+      {"sandgate_decisions_total{verdict=\"deny\",reason=\"blocklist\",enforced=\"true\"}", "1"},
+      {"sandgate_decisions_total{verdict=\"allow\",reason=\"allowed\",enforced=\"true\"}", "1"},
       {"sandgate_tunnels_total", "1"},
       {"sandgate_bytes_total{direction=\"up\"}", "1000"},
       {"sandgate_upstream_connect_seconds_count", "1"},

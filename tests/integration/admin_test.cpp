@@ -85,9 +85,9 @@ TEST(AdminEndpoint, CountsDecisionsBytesAndDenials) {
   const std::string metrics = http_get(*address, "/metrics");
   EXPECT_NE(metrics.find("HTTP/1.1 200"), std::string::npos);
   EXPECT_NE(metrics.find("text/plain; version=0.0.4"), std::string::npos);
-  EXPECT_EQ(sample_value(metrics, "sandgate_decisions_total{verdict=\"deny\",reason=\"blocklist\"}"),
+  EXPECT_EQ(sample_value(metrics, "sandgate_decisions_total{verdict=\"deny\",reason=\"blocklist\",enforced=\"true\"}"),
             2);
-  EXPECT_EQ(sample_value(metrics, "sandgate_decisions_total{verdict=\"allow\",reason=\"allowed\"}"),
+  EXPECT_EQ(sample_value(metrics, "sandgate_decisions_total{verdict=\"allow\",reason=\"allowed\",enforced=\"true\"}"),
             1);
   EXPECT_EQ(sample_value(metrics, "sandgate_tunnels_total"), 1);
   EXPECT_EQ(sample_value(metrics, "sandgate_open_tunnels"), 0);

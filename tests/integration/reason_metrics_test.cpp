@@ -36,7 +36,7 @@ std::optional<std::uint64_t> counted(TestProxy& proxy, Reason reason) {
   const std::string text = metrics::render_prometheus(proxy.server().worker_metrics(), {});
   const std::string series = "sandgate_decisions_total{verdict=\"" +
                              std::string(rules::verdict_name(row.verdict)) + "\",reason=\"" +
-                             std::string(row.code) + "\"} ";
+                             std::string(row.code) + "\",enforced=\"true\"} ";
   const auto at = text.find(series);
   if (at == std::string::npos) {
     return std::nullopt;

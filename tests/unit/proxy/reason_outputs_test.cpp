@@ -78,7 +78,7 @@ TEST(ReasonReplies, AReasonWithoutAReplyStillGivesAValidResponse) {
 
 std::string decision_series(Verdict verdict, const ReasonInfo& row) {
   return "sandgate_decisions_total{verdict=\"" + std::string(rules::verdict_name(verdict)) +
-         "\",reason=\"" + std::string(row.code) + "\"} ";
+         "\",reason=\"" + std::string(row.code) + "\",enforced=\"true\"} ";
 }
 
 TEST(ReasonMetrics, EveryRowIsRenderedWithItsOwnVerdictEvenAtZero) {

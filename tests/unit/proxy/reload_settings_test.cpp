@@ -48,6 +48,7 @@ TEST(ReloadSettings, ReloadableSettingsAreTheOnesReadPerRequest) {
                       "block_loopback", "allow_ip", "allow_ssh", "ssh_all_hosts", "git_hosts",
                       "ssh_ports", "allowed_ports", "block_private", "allow_metadata", "sni_check",
                       "tls_ports", "revoke_on_reload", "token", "token_file", "head_timeout",
+                      "enforce", "unknown", "ask_timeout", "ask_default",
                       "connect_timeout", "idle_timeout", "log_level"}));
 }
 

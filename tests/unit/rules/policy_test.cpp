@@ -980,3 +980,100 @@ TEST(PolicyMessage, TheEntrysMessageFollowsTheGatesSentence) {
 
 }  // namespace
 }  // namespace sandgate::rules
+
+// ---- Destinations no rule decides (SANDGATE_UNKNOWN) and report-only's enforced floor ----
+namespace sandgate::rules {
+namespace {
+
+Policy unknown_policy(UnknownMode mode, bool allowlist) {
+  PolicyOptions options;
+  options.unknown = mode;
+  std::vector<LoadIssue> issues;
+  std::optional<DomainSet> allowed;
+  if (allowlist) {
+    allowed = DomainSet::parse("listed.example\n", "allow.txt", issues);
+  }
+  return Policy(options, DomainSet::parse("blocked.example\n", "blocked.txt", issues),
+                std::move(allowed));
+}
+
+Decision decide_name(const Policy& policy, std::string_view name, std::uint16_t port = 443) {
+  return policy.decide(*parse_host(name), port);
+}
+
+TEST(PolicyUnknown, TheDefaultKeepsTodaysBehaviourAndMarksUnknown) {
+  const Policy blocklist_only = unknown_policy(UnknownMode::usual, false);
+  Decision d = decide_name(blocklist_only, "new.example");
+  EXPECT_TRUE(d.allowed());
+  EXPECT_TRUE(d.unknown);
+  EXPECT_FALSE(d.ask);
+  const Policy allowlist_mode = unknown_policy(UnknownMode::usual, true);
+  d = decide_name(allowlist_mode, "new.example");
+  EXPECT_EQ(d.reason, Reason::not_allowlisted);
+  EXPECT_TRUE(d.unknown);
+  d = decide_name(allowlist_mode, "api.listed.example");
+  EXPECT_TRUE(d.allowed());
+  EXPECT_FALSE(d.unknown);
+}
+
+TEST(PolicyUnknown, DenyAskAndAllowDecideOnlyWhatNoRuleDecides) {
+  for (bool allowlist : {false, true}) {
+    const Policy deny = unknown_policy(UnknownMode::deny, allowlist);
+    EXPECT_EQ(decide_name(deny, "new.example").reason,
+              allowlist ? Reason::not_allowlisted : Reason::unknown_destination);
+    const Policy ask = unknown_policy(UnknownMode::ask, allowlist);
+    const Decision asked = decide_name(ask, "new.example");
+    EXPECT_FALSE(asked.allowed());
+    EXPECT_TRUE(asked.ask);
+    EXPECT_EQ(asked.reason, Reason::unknown_destination);
+    const Policy allow = unknown_policy(UnknownMode::allow, allowlist);
+    EXPECT_TRUE(decide_name(allow, "new.example").allowed());
+    // The blocklist, the address rules, ports and SSH always win; nothing of theirs is asked.
+    for (const Policy* policy : {&deny, &ask, &allow}) {
+      const Decision blocked = decide_name(*policy, "blocked.example");
+      EXPECT_EQ(blocked.reason, Reason::blocklist);
+      EXPECT_FALSE(blocked.unknown);
+      EXPECT_FALSE(blocked.ask);
+      EXPECT_EQ(decide_name(*policy, "localhost", 80).reason, Reason::loopback);
+      EXPECT_EQ(decide_name(*policy, "metadata.google.internal", 80).reason,
+                Reason::metadata_address);
+      EXPECT_EQ(decide_name(*policy, "new.example", 22).reason, Reason::ssh_non_git_host);
+      EXPECT_FALSE(decide_name(*policy, "new.example", 22).ask);
+    }
+  }
+  EXPECT_EQ(to_string(UnknownMode::usual), "default");
+  EXPECT_EQ(to_string(UnknownMode::ask), "ask");
+}
+
+TEST(PolicyReportOnly, TheEnforcedFloorIsLoopbackMetadataAndReservedAddresses) {
+  const Policy policy = unknown_policy(UnknownMode::usual, false);
+  auto floor = [&policy](std::string_view target) {
+    auto authority = parse_authority(target);
+    return policy.enforced_anyway(authority->host, authority->port);
+  };
+  EXPECT_EQ(floor("localhost:80")->reason, Reason::loopback);
+  EXPECT_EQ(floor("127.0.0.1:80")->reason, Reason::loopback);
+  EXPECT_EQ(floor("[::1]:80")->reason, Reason::loopback);
+  EXPECT_EQ(floor("169.254.169.254:80")->reason, Reason::metadata_address);
+  EXPECT_EQ(floor("metadata.google.internal:80")->reason, Reason::metadata_address);
+  EXPECT_EQ(floor("224.0.0.1:80")->reason, Reason::reserved_address);
+  EXPECT_FALSE(floor("blocked.example:443"));  // a list's verdict: reportable
+  EXPECT_FALSE(floor("10.0.0.1:443"));         // private networks: a configured policy
+  EXPECT_FALSE(floor("93.184.216.34:443"));    // a raw IP literal: reportable
+  // Which reasons report-only mode lifts: the policy's, never the address floor or the protocol.
+  EXPECT_TRUE(reportable(Reason::blocklist));
+  EXPECT_TRUE(reportable(Reason::sni_mismatch));
+  EXPECT_TRUE(reportable(Reason::ask_timeout));
+  EXPECT_FALSE(reportable(Reason::loopback));
+  EXPECT_FALSE(reportable(Reason::metadata_address));
+  EXPECT_FALSE(reportable(Reason::reserved_address));
+  EXPECT_FALSE(reportable(Reason::auth_required));
+  EXPECT_FALSE(reportable(Reason::bad_request));
+  EXPECT_FALSE(reportable(Reason::header_too_large));
+  for (Reason reason : kReportableReasons) {
+    EXPECT_EQ(reason_info(reason).verdict, Verdict::deny) << reason_code(reason);
+  }
+}
+
+}  // namespace
+}  // namespace sandgate::rules

@@ -1,0 +1,167 @@
+// The question board of --unknown=ask: one gate-wide list of the destinations no rule decides
+// that requests are waiting on, and the people's answers to them.
+//
+// A session whose destination no rule decides asks the board (ask()); every request for the
+// same host:port waits on the one question, however many there are. Front ends answer it: the
+// admin endpoint (GET /pending, POST /decide, and the `sandgate pending` / `sandgate decide`
+// commands over it) and, under `sandgate run`, the terminal. An answer wakes every waiter of the
+// question:
+//   once     allow the requests waiting now
+//   session  allow them, and every later request for host:port while the gate runs
+//   always   append host:port to the allowlist file (the Recorder), then as session
+//   deny     deny the requests waiting now
+//   never    append host:port to the blocklist file (the Recorder), deny, and remember it
+// The reload of the list file then makes the answer a rule like any other.
+//
+// Bounds: at most kMaxQuestions questions pending at once (a request for one more is answered
+// `unavailable` at once, and the session applies the ask default); the waiters are the gate's
+// connections, bounded by its connection limit; at most kMaxRemembered session answers (older
+// ones are forgotten first). A board with no front end that can answer (no terminal, no admin
+// endpoint) answers every question `unavailable` at once.
+//
+// Threads: every member function is thread-safe (one mutex, never held across a callback or a
+// post). A waiter is woken on its own executor (the session's worker): the board posts the
+// resolution there, and only that thread touches the waiter's `wake` and `result`. close() (the
+// drain) resolves every waiter `cancelled`, and later questions too, so no wait outlives the
+// gate's shutdown.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rules/expected.hpp"
+
+namespace sandgate::ask {
+
+// A person's answer.
+enum class Answer : std::uint8_t { once, session, always, deny, never };
+inline constexpr std::size_t kAnswerCount = 5;
+std::string_view to_string(Answer answer);  // "once", "session", "always", "deny", "never"
+// "once" or "o", ... (any case); nothing for anything else.
+std::optional<Answer> parse_answer(std::string_view text);
+bool allows(Answer answer);  // once, session, always
+
+// How a request's wait ended.
+enum class Outcome : std::uint8_t {
+  allowed,      // a person allowed it, now or earlier in the gate's life (session, always)
+  denied,       // a person denied it (deny, never; or never earlier)
+  unavailable,  // nobody can answer, or too many questions are pending: the ask default applies
+  cancelled,    // the gate is shutting down
+};
+
+struct Resolution {
+  Outcome outcome = Outcome::unavailable;
+  std::optional<Answer> answer;  // the answer that decided, when a person's did
+  std::string by;                // who answered, and how ("alice via the admin endpoint")
+};
+
+// One request waiting on a question. Made by ask(); the session that waits owns the only other
+// reference. `wake` and `result` are touched only on `executor`'s thread.
+struct Waiter {
+  boost::asio::any_io_executor executor;
+  std::string key;  // "host:port" of its question
+  // Set by the waiting session while it waits; the board's resolution cancels it.
+  boost::asio::steady_timer* wake = nullptr;
+  std::optional<Resolution> result;  // set when ask() resolved it at once, or by the board
+};
+
+// A question as the front ends show it.
+struct PendingQuestion {
+  std::uint64_t id = 0;
+  std::string host;  // as the log shows it ("api.example.dev", "[2001:db8::1]")
+  std::uint16_t port = 0;
+  std::size_t waiting = 0;  // requests waiting on it now
+  std::chrono::steady_clock::duration age{};
+};
+
+class QuestionBoard {
+ public:
+  static constexpr std::size_t kMaxQuestions = 64;
+  static constexpr std::size_t kMaxRemembered = 4096;
+
+  // Writes an `always` (allowlist) or `never` (blocklist) answer into its list file; returns
+  // the error sentence, or nothing when the entry is written. Called without the board's lock,
+  // on the answering thread.
+  using Recorder = std::function<std::optional<std::string>(
+      Answer answer, std::string_view host, std::uint16_t port, std::string_view by)>;
+  // Where the board's own notes go (answers, questions refused for the bound): level, text.
+  using Note = std::function<void(std::string_view level, std::string_view text)>;
+  // Told of every new question (the terminal asker); called without the lock, on the asking
+  // session's thread: it must not block.
+  using Listener = std::function<void(const PendingQuestion&)>;
+
+  explicit QuestionBoard(Note note = {});
+
+  void set_recorder(Recorder recorder);
+  void set_listener(Listener listener);
+  // A front end that can answer (the admin endpoint, a terminal) came or went. With none, every
+  // question is answered `unavailable` at once.
+  void add_answerer();
+  void remove_answerer();
+
+  // Asks about host:port for a request on `executor`. The waiter comes back resolved (its
+  // `result` set) when a remembered answer, the bound, the lack of answerers or a closed board
+  // decides at once; otherwise it waits on the question until resolve posts its result to
+  // `executor`, or until the session gives up with leave().
+  std::shared_ptr<Waiter> ask(std::string_view host, std::uint16_t port,
+                              boost::asio::any_io_executor executor);
+  // The session stops waiting (its client left, its timeout passed). A question left without
+  // waiters is withdrawn. `timed_out`: counted as a timeout.
+  void leave(const std::shared_ptr<Waiter>& waiter, bool timed_out);
+
+  // Applies a person's answer to host:port. `once` and `deny` need a pending question; the
+  // others also stand for later requests. Returns how many waiting requests it decided, or why
+  // it was not applied (no such question, the list file could not be written).
+  Expected<std::size_t, std::string> answer(std::string_view host, std::uint16_t port,
+                                            Answer answer, std::string_view by);
+
+  std::vector<PendingQuestion> pending() const;
+  // The questions and answers counters in Prometheus text format.
+  std::string render_prometheus() const;
+
+  // The drain: every waiter resolved `cancelled`, and every later ask() too. Idempotent.
+  void close();
+
+ private:
+  struct Question {
+    std::uint64_t id = 0;
+    std::string host;
+    std::uint16_t port = 0;
+    std::chrono::steady_clock::time_point asked;
+    std::vector<std::shared_ptr<Waiter>> waiters;
+  };
+  // Posts `resolution` to each waiter's executor. Without the lock.
+  static void resolve(std::vector<std::shared_ptr<Waiter>> waiters, const Resolution& resolution);
+  void remember_locked(const std::string& key, bool allowed);
+
+  Note note_;
+  mutable std::mutex mutex_;  // guards everything below
+  Recorder recorder_;
+  Listener listener_;
+  int answerers_ = 0;
+  bool closed_ = false;
+  std::uint64_t next_id_ = 1;
+  std::map<std::string, Question, std::less<>> questions_;  // by "host:port"
+  std::map<std::string, bool, std::less<>> remembered_;     // "host:port" -> allowed
+  std::deque<std::string> remembered_order_;                // oldest first, for the bound
+  std::uint64_t questions_total_ = 0;
+  std::uint64_t answers_total_[kAnswerCount] = {};
+  std::uint64_t timeouts_total_ = 0;
+  std::uint64_t unavailable_total_ = 0;
+  std::uint64_t remembered_hits_total_ = 0;
+};
+
+}  // namespace sandgate::ask

@@ -1,0 +1,133 @@
+// --unknown=ask on the session's side: hold a request on the gate's question about its
+// destination. See handlers.hpp (ask_about) and proxy/ask/question_board.hpp.
+#include <sys/socket.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <cerrno>
+
+#include "proxy/ask/question_board.hpp"
+#include "proxy/session/handlers.hpp"
+
+namespace sandgate::session {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using namespace asio::experimental::awaitable_operators;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+// True when the client has closed its side (or the socket failed); false when it merely sent
+// bytes, which stay unread for the request.
+bool client_left(tcp::socket& client) {
+  if (!client.is_open()) {
+    return true;
+  }
+  char byte;
+  const ssize_t n = ::recv(client.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+rules::Decision allowed_by_answer() {
+  rules::Decision decision;
+  decision.answered = true;
+  return decision;
+}
+
+rules::Decision denied(rules::Reason reason) {
+  rules::Decision decision;
+  decision.verdict = rules::Verdict::deny;
+  decision.reason = reason;
+  decision.unknown = true;
+  return decision;
+}
+
+// What the ask default gives when nobody answered (`reason`: ask-timeout, ask-unavailable).
+rules::Decision ask_default(const SessionContext& context, rules::Reason reason) {
+  return context.settings().ask_default_allow ? allowed_by_answer() : denied(reason);
+}
+
+}  // namespace
+
+asio::awaitable<std::optional<rules::Decision>> ask_about(SessionContext& context,
+                                                          std::string_view method,
+                                                          const rules::Host& host,
+                                                          std::uint16_t port) {
+  const std::string display = host.display();
+  ask::QuestionBoard* board = context.worker.shared.questions;
+  if (board == nullptr) {
+    co_return ask_default(context, rules::Reason::ask_unavailable);
+  }
+  std::shared_ptr<ask::Waiter> waiter = board->ask(display, port, context.client.get_executor());
+
+  // 1. Wait for the answer, the ask timeout, or the client leaving (its socket readable with
+  // nothing to read). A client that sends bytes early is not watched further: they belong to
+  // the request, and a readable socket would wake this loop at once again.
+  bool timed_out = false;
+  if (!waiter->result) {
+    asio::steady_timer wake(context.client.get_executor());
+    wake.expires_after(context.settings().ask_timeout);
+    waiter->wake = &wake;
+    bool watch_client = true;
+    for (;;) {
+      if (watch_client) {
+        auto outcome = co_await (wake.async_wait(use_tuple) ||
+                                 context.client.async_wait(tcp::socket::wait_read, use_tuple));
+        if (outcome.index() == 1) {
+          if (!waiter->result && !context.stopping() && client_left(context.client)) {
+            waiter->wake = nullptr;
+            board->leave(waiter, false);
+            boost::system::error_code ignored;
+            context.client.close(ignored);
+            log::Record line;
+            line.connection_id = context.id;
+            line.client = context.client_address;
+            line.method = method;
+            line.host = display;
+            line.port = port;
+            line.detail = "the client left while its request waited for an answer about " +
+                          display + ":" + std::to_string(port) + ".";
+            context.record_decision(line, rules::Reason::client_closed);
+            co_return std::nullopt;
+          }
+          if (!waiter->result && !context.stopping()) {
+            watch_client = false;
+            continue;
+          }
+        }
+      } else {
+        co_await wake.async_wait(use_tuple);
+      }
+      break;
+    }
+    waiter->wake = nullptr;
+    if (!waiter->result) {
+      timed_out = !context.stopping();
+      board->leave(waiter, timed_out);
+    }
+  }
+
+  // 2. What the answer (or its absence) means for this request.
+  if (context.stopping() ||
+      (waiter->result && waiter->result->outcome == ask::Outcome::cancelled)) {
+    context.record_shutting_down(method, display, port);
+    co_return std::nullopt;
+  }
+  if (timed_out || !waiter->result) {
+    co_return ask_default(context, rules::Reason::ask_timeout);
+  }
+  switch (waiter->result->outcome) {
+    case ask::Outcome::allowed:
+      co_return allowed_by_answer();
+    case ask::Outcome::denied:
+      co_return denied(rules::Reason::ask_denied);
+    case ask::Outcome::unavailable:
+    case ask::Outcome::cancelled:
+      break;
+  }
+  co_return ask_default(context, rules::Reason::ask_unavailable);
+}
+
+}  // namespace sandgate::session

@@ -1,0 +1,359 @@
+// --unknown=ask against a running gate and its admin endpoint, over real sockets: concurrent
+// clients held on one question and released by one POST /decide; each answer (once, session,
+// always, deny, never) with what it leaves behind (the list files appended atomically, then
+// applied by the live reload); the ask timeout and default; the token on /pending and /decide;
+// a client that leaves; the drain with questions pending; plain HTTP and SOCKS5 held the same
+// way; no admin endpoint: the ask default at once.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <thread>
+
+#include "proxy/ask/admin_routes.hpp"
+#include "proxy/metrics/prometheus.hpp"
+#include "tests/fakes/http_origin.hpp"
+#include "tests/fakes/tcp_origin.hpp"
+#include "tests/integration/harness/test_client.hpp"
+#include "tests/integration/harness/test_proxy.hpp"
+
+namespace sandgate::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr std::string_view kToken = "an-admin-token-of-enough-length";
+
+std::function<void(settings::Settings&)> asking(
+    std::function<void(settings::Settings&)> more = {}) {
+  return [more](settings::Settings& s) {
+    s.policy.block_loopback = false;  // the fake origins are on loopback
+    s.policy.unknown = rules::UnknownMode::ask;
+    s.admin = settings::TcpEndpoint{"127.0.0.1", 0};
+    s.ask_timeout = std::chrono::seconds(20);
+    if (more) {
+      more(s);
+    }
+  };
+}
+
+std::uint16_t admin_port(TestProxy& proxy) {
+  const std::string& address = proxy.gate().admin_address();
+  return static_cast<std::uint16_t>(std::stoul(address.substr(address.rfind(':') + 1)));
+}
+
+// One request to the admin endpoint; the whole response.
+std::string admin(TestProxy& proxy, const std::string& method, const std::string& path,
+                  const std::string& body = {}, std::string_view token = {}) {
+  TestClient client(admin_port(proxy));
+  std::string request = method + " " + path + " HTTP/1.1\r\nHost: admin\r\n";
+  if (!token.empty()) {
+    request += "Authorization: Bearer " + std::string(token) + "\r\n";
+  }
+  if (method == "POST") {
+    request += "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\n";
+  }
+  client.send(request + "\r\n" + body);
+  return client.read_to_end();
+}
+
+// Waits until the gate has a question for `host_port` with `waiting` requests on it.
+bool wait_for_question(TestProxy& proxy, const std::string& host_port, std::size_t waiting) {
+  const std::string wanted = host_port + "  " + std::to_string(waiting) + " waiting";
+  for (int i = 0; i < 500; ++i) {
+    if (ask::render_pending_text(proxy.gate().questions()).find(wanted) != std::string::npos) {
+      return true;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+// A CONNECT sent now whose status is read on another thread.
+struct Held {
+  std::unique_ptr<TestClient> client;
+  std::future<int> status;
+};
+Held connect_later(TestProxy& proxy, const std::string& target) {
+  Held held{std::make_unique<TestClient>(proxy.port()), {}};
+  held.client->send("CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n");
+  TestClient* client = held.client.get();
+  held.status =
+      std::async(std::launch::async, [client] { return read_response_head(*client).status; });
+  return held;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(Ask, ConcurrentClientsWaitOnOneQuestionAndOneAnswerReleasesThem) {
+  fakes::TcpOrigin origin;
+  TestProxy proxy("", asking());
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  const std::string target = "origin.test:" + std::to_string(origin.port());
+  std::vector<Held> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(connect_later(proxy, target));
+  }
+  ASSERT_TRUE(wait_for_question(proxy, target, 3))
+      << ask::render_pending_text(proxy.gate().questions());
+  const std::string pending = admin(proxy, "GET", "/pending");
+  EXPECT_NE(pending.find("\"host\":\"origin.test\",\"port\":" + std::to_string(origin.port()) +
+                         ",\"waiting\":3"),
+            std::string::npos)
+      << pending;
+  for (auto& h : held) {
+    EXPECT_EQ(h.status.wait_for(200ms), std::future_status::timeout);  // still held
+  }
+  const std::string answer =
+      admin(proxy, "POST", "/decide",
+            "host=origin.test&port=" + std::to_string(origin.port()) + "&answer=once&who=tester");
+  EXPECT_NE(answer.find("HTTP/1.1 200"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("3 waiting request(s) decided"), std::string::npos) << answer;
+  for (auto& h : held) {
+    EXPECT_EQ(h.status.get(), 200);
+    h.client->send("ping");
+    EXPECT_EQ(h.client->read_exact(4), "ping");
+  }
+  EXPECT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return log.find("answered once by tester via sandgate decide") != std::string::npos;
+  })) << proxy.log_text();
+  // `once`: the next request asks again.
+  auto next = connect_later(proxy, target);
+  EXPECT_TRUE(wait_for_question(proxy, target, 1));
+  EXPECT_NE(admin(proxy, "POST", "/decide",
+                  "host=origin.test&port=" + std::to_string(origin.port()) + "&answer=deny")
+                .find("HTTP/1.1 200"),
+            std::string::npos);
+  EXPECT_EQ(next.status.get(), 403);
+  EXPECT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return log.find("\"reason\":\"ask-denied\"") != std::string::npos;
+  }));
+  const std::string metrics = proxy.gate().render_metrics();
+  EXPECT_NE(metrics.find("sandgate_ask_questions_total 2\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("sandgate_ask_answers_total{answer=\"once\"} 1\n"), std::string::npos);
+  EXPECT_NE(metrics.find("sandgate_ask_answers_total{answer=\"deny\"} 1\n"), std::string::npos);
+}
+
+TEST(Ask, ASessionAnswerIsRememberedForTheGatesLife) {
+  fakes::TcpOrigin origin;
+  TestProxy proxy("", asking());
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  const std::string target = "origin.test:" + std::to_string(origin.port());
+  auto first = connect_later(proxy, target);
+  ASSERT_TRUE(wait_for_question(proxy, target, 1));
+  admin(proxy, "POST", "/decide",
+        "host=origin.test&port=" + std::to_string(origin.port()) + "&answer=session");
+  EXPECT_EQ(first.status.get(), 200);
+  TestClient again(proxy.port());
+  EXPECT_EQ(send_connect(again, target).status, 200);  // no question this time
+  EXPECT_NE(
+      proxy.gate().render_metrics().find("sandgate_ask_answers_total{answer=\"remembered\"} 1\n"),
+      std::string::npos);
+}
+
+TEST(Ask, AlwaysAppendsToTheAllowlistAndTheReloadAppliesIt) {
+  fakes::TcpOrigin origin;
+  std::string allowlist;
+  TestProxy proxy("", asking([&allowlist](settings::Settings& s) {
+                    allowlist =
+                        s.blocklist_path.substr(0, s.blocklist_path.rfind('/')) + "/allowed.txt";
+                    std::ofstream(allowlist) << "# the team's list\nexample.org\n";
+                    s.allowlist_path = allowlist;
+                  }));
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  const std::string target = "origin.test:" + std::to_string(origin.port());
+  auto held = connect_later(proxy, target);
+  ASSERT_TRUE(wait_for_question(proxy, target, 1));
+  const std::string answer =
+      admin(proxy, "POST", "/decide",
+            "host=origin.test&port=" + std::to_string(origin.port()) + "&answer=always&who=alice");
+  EXPECT_NE(answer.find("HTTP/1.1 200"), std::string::npos) << answer;
+  EXPECT_EQ(held.status.get(), 200);
+  const std::string text = read_text(allowlist);
+  EXPECT_TRUE(text.starts_with("# the team's list\nexample.org\n# added ")) << text;
+  EXPECT_NE(text.find("by alice via sandgate decide"), std::string::npos) << text;
+  EXPECT_TRUE(text.ends_with("\n" + target + "\n")) << text;
+  // The reload makes it a rule: the policy in force allows it by the entry.
+  ASSERT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return log.find("reloaded") != std::string::npos &&
+           log.find("allowed.txt") != std::string::npos;
+  })) << proxy.log_text();
+  const auto policy = proxy.server().current_policy();
+  auto host = rules::parse_host("origin.test");
+  const auto decision = policy->decide(*host, origin.port());
+  EXPECT_TRUE(decision.allowed());
+  EXPECT_FALSE(decision.unknown);
+}
+
+TEST(Ask, NeverAppendsToTheBlocklistAndDenies) {
+  fakes::TcpOrigin origin;
+  TestProxy proxy("# mine\n", asking());
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  const std::string target = "origin.test:" + std::to_string(origin.port());
+  auto held = connect_later(proxy, target);
+  ASSERT_TRUE(wait_for_question(proxy, target, 1));
+  admin(proxy, "POST", "/decide",
+        "host=origin.test&port=" + std::to_string(origin.port()) + "&answer=never");
+  EXPECT_EQ(held.status.get(), 403);
+  const std::string text = read_text(proxy.folder() + "/blocked.txt");
+  EXPECT_TRUE(text.starts_with("# mine\n# added ")) << text;
+  ASSERT_TRUE(proxy.wait_for_log(
+      [](const std::string& log) { return log.find("reloaded") != std::string::npos; }));
+  TestClient later(proxy.port());
+  EXPECT_EQ(send_connect(later, target).status, 403);
+  EXPECT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return log.find("\"reason\":\"blocklist\"") != std::string::npos;
+  })) << proxy.log_text();
+}
+
+TEST(Ask, AlwaysWithoutAnAllowlistIsRefusedAndTheQuestionStays) {
+  TestProxy proxy("", asking());
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  auto held = connect_later(proxy, "origin.test:443");
+  ASSERT_TRUE(wait_for_question(proxy, "origin.test:443", 1));
+  const std::string answer =
+      admin(proxy, "POST", "/decide", "host=origin.test&port=443&answer=always");
+  EXPECT_NE(answer.find("HTTP/1.1 409"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("answer `session`"), std::string::npos) << answer;
+  EXPECT_TRUE(wait_for_question(proxy, "origin.test:443", 1));
+  admin(proxy, "POST", "/decide", "host=origin.test&port=443&answer=deny");
+  EXPECT_EQ(held.status.get(), 403);
+}
+
+TEST(Ask, NoAnswerInTimeIsTheAskDefault) {
+  TestProxy proxy("",
+                  asking([](settings::Settings& s) { s.ask_timeout = std::chrono::seconds(1); }));
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  TestClient client(proxy.port());
+  const auto started = std::chrono::steady_clock::now();
+  const ResponseHead head = send_connect(client, "origin.test:443");
+  EXPECT_EQ(head.status, 403);
+  EXPECT_NE(head.proxy_status.find("ask-timeout"), std::string::npos) << head.head;
+  EXPECT_GE(std::chrono::steady_clock::now() - started, 900ms);
+  EXPECT_TRUE(ask::render_pending_text(proxy.gate().questions()) == "no questions pending\n");
+}
+
+TEST(Ask, TheAskDefaultAllowAllowsAfterTheTimeout) {
+  fakes::TcpOrigin origin;
+  TestProxy proxy("", asking([](settings::Settings& s) {
+                    s.ask_timeout = std::chrono::seconds(1);
+                    s.ask_default_allow = true;
+                  }));
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  TestClient client(proxy.port());
+  EXPECT_EQ(send_connect(client, "origin.test:" + std::to_string(origin.port())).status, 200);
+}
+
+TEST(Ask, WithoutAnAdminEndpointNobodyCanAnswer) {
+  TestProxy proxy("", asking([](settings::Settings& s) { s.admin.reset(); }));
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  TestClient client(proxy.port());
+  const ResponseHead head = send_connect(client, "origin.test:443");
+  EXPECT_EQ(head.status, 403);
+  EXPECT_NE(head.proxy_status.find("ask-unavailable"), std::string::npos) << head.head;
+  EXPECT_NE(proxy.log_text().find("nobody can answer"), std::string::npos);
+}
+
+TEST(Ask, PendingAndDecideNeedTheTokenWhenOneIsSet) {
+  TestProxy proxy("", asking([](settings::Settings& s) { s.token = std::string(kToken); }));
+  EXPECT_NE(admin(proxy, "GET", "/pending").find("HTTP/1.1 401"), std::string::npos);
+  EXPECT_NE(admin(proxy, "GET", "/pending", {}, "wrong-token-wrong-token").find("HTTP/1.1 401"),
+            std::string::npos);
+  EXPECT_NE(admin(proxy, "POST", "/decide", "host=a.test&answer=session").find("HTTP/1.1 401"),
+            std::string::npos);
+  EXPECT_NE(admin(proxy, "GET", "/pending", {}, kToken).find("HTTP/1.1 200"), std::string::npos);
+  EXPECT_NE(
+      admin(proxy, "POST", "/decide", "host=a.test&answer=session", kToken).find("HTTP/1.1 200"),
+      std::string::npos);
+  // The other routes are as before.
+  EXPECT_NE(admin(proxy, "GET", "/healthz").find("HTTP/1.1 200"), std::string::npos);
+}
+
+TEST(Ask, AClientThatLeavesStopsWaiting) {
+  TestProxy proxy("", asking());
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  {
+    TestClient client(proxy.port());
+    client.send("CONNECT origin.test:443 HTTP/1.1\r\nHost: origin.test:443\r\n\r\n");
+    ASSERT_TRUE(wait_for_question(proxy, "origin.test:443", 1));
+  }
+  EXPECT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return log.find("\"reason\":\"client-closed\"") != std::string::npos &&
+           log.find("waited for an answer") != std::string::npos;
+  })) << proxy.log_text();
+  EXPECT_EQ(ask::render_pending_text(proxy.gate().questions()), "no questions pending\n");
+}
+
+TEST(Ask, TheDrainEndsEveryWaitAndLogsIt) {
+  TestProxy proxy("", asking());
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  std::vector<Held> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(connect_later(proxy, "origin.test:" + std::to_string(443 + i % 2)));
+  }
+  ASSERT_TRUE(wait_for_question(proxy, "origin.test:443", 2));
+  ASSERT_TRUE(wait_for_question(proxy, "origin.test:444", 1));
+  proxy.stop();
+  for (auto& h : held) {
+    EXPECT_EQ(h.status.get(), 0);  // closed without a reply
+  }
+  const std::string log = proxy.log_text();
+  std::size_t lines = 0;
+  for (auto at = log.find("\"reason\":\"shutting-down\""); at != std::string::npos;
+       at = log.find("\"reason\":\"shutting-down\"", at + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 3u) << log;
+}
+
+TEST(Ask, PlainHttpAndSocksAreHeldTheSameWay) {
+  fakes::HttpOrigin http_origin;
+  fakes::TcpOrigin tcp_origin;
+  TestProxy proxy("", asking());
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  const std::string http_target = "origin.test:" + std::to_string(http_origin.port());
+  TestClient http(proxy.port());
+  http.send("GET http://" + http_target +
+            "/ HTTP/1.1\r\nHost: origin.test\r\nConnection: close\r\n\r\n");
+  ASSERT_TRUE(wait_for_question(proxy, http_target, 1));
+  admin(proxy, "POST", "/decide",
+        "host=origin.test&port=" + std::to_string(http_origin.port()) + "&answer=once");
+  EXPECT_EQ(read_response_head(http).status, 200);
+
+  TestClient socks(proxy.port());
+  socks.send(std::string("\x05\x01\x00", 3));
+  ASSERT_EQ(socks.read_exact(2), std::string("\x05\x00", 2));
+  std::string request("\x05\x01\x00\x03\x0borigin.test", 16);
+  request += static_cast<char>(tcp_origin.port() >> 8);
+  request += static_cast<char>(tcp_origin.port() & 0xff);
+  socks.send(request);
+  const std::string socks_target = "origin.test:" + std::to_string(tcp_origin.port());
+  ASSERT_TRUE(wait_for_question(proxy, socks_target, 1));
+  admin(proxy, "POST", "/decide",
+        "host=origin.test&port=" + std::to_string(tcp_origin.port()) + "&answer=deny");
+  const std::string reply = socks.read_exact(10);
+  ASSERT_EQ(reply.size(), 10u);
+  EXPECT_EQ(reply[1], 0x02);  // not allowed by ruleset
+}
+
+TEST(Ask, RulesStillDecideWhatTheyDecide) {
+  fakes::TcpOrigin origin;
+  TestProxy proxy("blocked.test\n",
+                  asking([](settings::Settings& s) { s.policy.block_loopback = true; }));
+  proxy.dns().set("blocked.test", {"127.0.0.1"});
+  for (const std::string target : {"blocked.test:443", "localhost:80", "169.254.169.254:80"}) {
+    TestClient client(proxy.port());
+    EXPECT_EQ(send_connect(client, target).status, 403) << target;
+  }
+  EXPECT_EQ(ask::render_pending_text(proxy.gate().questions()), "no questions pending\n");
+}
+
+}  // namespace
+}  // namespace sandgate::testing
