@@ -58,8 +58,7 @@ route make_route(const std::optional<asio::ip::tcp::endpoint>& proxy,
       const auto bytes = origin.address().to_v4().to_bytes();
       request.append(bytes.begin(), bytes.end());
     } else {
-      const std::string name =
-          connect_host.empty() ? origin.address().to_string() : connect_host;
+      const std::string name = connect_host.empty() ? origin.address().to_string() : connect_host;
       request += '\x03';
       request += static_cast<char>(name.size());
       request += name;
@@ -119,8 +118,8 @@ asio::awaitable<error_kind> open_tunnel(client_slot& slot, const route& via, std
   if (via.socks5) {
     // The method reply, then the request reply with an IPv4 BND.ADDR (what sandgate sends).
     head.assign(12, '\0');
-    auto [socks_error, got] = co_await asio::async_read(socket, asio::buffer(head),
-                                                        asio::as_tuple(asio::use_awaitable));
+    auto [socks_error, got] =
+        co_await asio::async_read(socket, asio::buffer(head), asio::as_tuple(asio::use_awaitable));
     if (socks_error) {
       co_return slot.take_timed_out() ? error_kind::timeout : error_kind::proxy_closed;
     }

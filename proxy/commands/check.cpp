@@ -118,8 +118,7 @@ int run_check(const settings::Settings& settings, std::string_view target, std::
     } else {
       out << "parent: " << parent->display() << "\n";
       if (allowed && !authority->host.is_ip()) {
-        out << "note: through the parent proxy the gate does not resolve "
-            << authority->host.name
+        out << "note: through the parent proxy the gate does not resolve " << authority->host.name
             << "; the parent does, so the address rules cannot check what it resolves to.\n";
       }
       return allowed ? kCheckAllowed : kCheckDenied;

@@ -3,9 +3,11 @@
 // locally (names, ports, SNI, SSH rules, LaunchDarkly); then, instead of dialling the
 // destination, it dials the parent and asks it with CONNECT.
 //
-// The pieces here are pure (no I/O): the parent's address as configured, the exclusion list in
-// the NO_PROXY syntax every tool knows, the credentials file's text, the CONNECT request the gate
-// sends and a strict reader of the parent's reply head. Thread-safe values.
+// The pieces here are pure (no I/O) but one: the parent's address as configured, the exclusion
+// list in the NO_PROXY syntax every tool knows, the credentials file's text, the CONNECT request
+// the gate sends and a strict reader of the parent's reply head. Thread-safe values. The one
+// with I/O, read_credentials_file() (credentials_file.cpp), reads the file at start-up. The
+// gate's dial through the parent is proxy/session/parent_dial.hpp.
 //
 // Only http:// parents: the gate speaks plain TCP to the parent and TLS travels inside the
 // tunnel. An https:// parent (TLS to the proxy itself) is refused with a message saying so, not

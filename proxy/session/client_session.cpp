@@ -397,9 +397,9 @@ asio::awaitable<void> refuse_busy(WorkerContext& worker, tcp::socket client) {
   std::array<std::uint8_t, 1> first{};
   asio::steady_timer peek_timer(client.get_executor());
   peek_timer.expires_after(kPeek);
-  auto peeked = co_await (client.async_receive(asio::buffer(first), tcp::socket::message_peek,
-                                               use_tuple) ||
-                          peek_timer.async_wait(use_tuple));
+  auto peeked =
+      co_await (client.async_receive(asio::buffer(first), tcp::socket::message_peek, use_tuple) ||
+                peek_timer.async_wait(use_tuple));
   const bool socks5 = peeked.index() == 0 && !std::get<0>(std::get<0>(peeked)) &&
                       std::get<1>(std::get<0>(peeked)) == 1 && first[0] == socks::kVersion;
   // Not a session (it is not counted among the open connections), but still a line and a count.

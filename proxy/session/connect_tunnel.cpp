@@ -312,7 +312,8 @@ asio::awaitable<void> open_tunnel(SessionContext& context, const TunnelFrontEnd&
   // reply, before anything else is read.
   std::uint64_t early_down = 0;
   if (!write_error && from_parent.size() > 0) {
-    auto [error, written] = co_await asio::async_write(context.client, from_parent.data(), use_tuple);
+    auto [error, written] =
+        co_await asio::async_write(context.client, from_parent.data(), use_tuple);
     write_error = error;
     early_down = written;
   }

@@ -35,16 +35,16 @@ asio::awaitable<DialResult> connect_to_parent(SessionContext& context,
     // Whatever failed (its name, the connect, the timeout), it is the parent that is missing:
     // one reason for all of it, the sentence saying which.
     dial.reason = rules::Reason::parent_unreachable;
-    dial.sentence = "the parent proxy " + parent.display() + " could not be reached: " +
-                    dial.sentence;
+    dial.sentence =
+        "the parent proxy " + parent.display() + " could not be reached: " + dial.sentence;
   }
   co_return dial;
 }
 
 }  // namespace
 
-const parent::ParentAddress* parent_for(const settings::Settings& settings,
-                                        const rules::Host& host, std::uint16_t port) {
+const parent::ParentAddress* parent_for(const settings::Settings& settings, const rules::Host& host,
+                                        std::uint16_t port) {
   if (!settings.parent_proxy || settings.parent_exclude.excludes(host, port)) {
     return nullptr;
   }
@@ -117,8 +117,8 @@ asio::awaitable<DialResult> connect_through_parent(SessionContext& context,
     co_return unreachable(timed_out);
   }
   if (auto [error, n] = std::get<0>(sent); error) {
-    co_return unreachable(where + " closed the connection before taking CONNECT " + target +
-                          " (" + error.message() + ").");
+    co_return unreachable(where + " closed the connection before taking CONNECT " + target + " (" +
+                          error.message() + ").");
   }
 
   // 3. Its reply head, read strictly; the buffer's maximum bounds it (one byte over the limit
@@ -146,8 +146,8 @@ asio::awaitable<DialResult> connect_through_parent(SessionContext& context,
     }
     auto [error, n] = std::get<0>(got);
     if (error) {
-      co_return unreachable(where + " closed the connection before answering CONNECT " +
-                            target + " (" + error.message() + ").");
+      co_return unreachable(where + " closed the connection before answering CONNECT " + target +
+                            " (" + error.message() + ").");
     }
     from_parent.commit(n);
   }

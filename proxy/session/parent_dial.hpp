@@ -26,8 +26,8 @@ namespace sandgate::session {
 
 // The parent proxy a connection to host:port goes through: none when no parent is configured
 // or the exclusion list names the destination (then it is dialled directly, as without one).
-const parent::ParentAddress* parent_for(const settings::Settings& settings,
-                                        const rules::Host& host, std::uint16_t port);
+const parent::ParentAddress* parent_for(const settings::Settings& settings, const rules::Host& host,
+                                        std::uint16_t port);
 
 // The start-up line about the parent (nothing without one): where it is, whether credentials
 // and exclusions are set, and that the address rules cannot check the names it resolves.

@@ -426,7 +426,9 @@ asio::awaitable<void> answer_socks5_busy(tcp::socket& client, std::chrono::milli
     co_return;  // not SOCKS5 after all, or too slow: nothing it would understand
   }
   std::vector<std::uint8_t> reply;
-  const auto append = [&reply](auto bytes) { reply.insert(reply.end(), bytes.begin(), bytes.end()); };
+  const auto append = [&reply](auto bytes) {
+    reply.insert(reply.end(), bytes.begin(), bytes.end());
+  };
   if (offers(greeting.read.message, socks::Method::no_authentication)) {
     append(socks::method_reply(socks::Method::no_authentication));
   } else if (offers(greeting.read.message, socks::Method::username_password)) {

@@ -5,9 +5,9 @@
 
 namespace sandgate::session {
 
-void TunnelSession::start(SessionContext& context, std::string host,
-                          Destination destination, std::uint64_t early_bytes,
-                          bool watch_for_ssh, std::string method, std::uint64_t early_down) {
+void TunnelSession::start(SessionContext& context, std::string host, Destination destination,
+                          std::uint64_t early_bytes, bool watch_for_ssh, std::string method,
+                          std::uint64_t early_down) {
   const auto started = context.started;
   auto* session = new TunnelSession(context, Kind::connect, std::move(method), std::move(host),
                                     std::move(destination), early_bytes, early_down, started);

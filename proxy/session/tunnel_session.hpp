@@ -29,8 +29,8 @@ class TunnelSession {
   // SOCKS5 tunnel). `early_down`: destination bytes already passed to the client (what a
   // parent proxy sent behind its reply head). Counted in the tunnel metrics. Worker thread only.
   static void start(SessionContext& context, std::string host, Destination destination,
-                    std::uint64_t early_bytes, bool watch_for_ssh,
-                    std::string method = "CONNECT", std::uint64_t early_down = 0);
+                    std::uint64_t early_bytes, bool watch_for_ssh, std::string method = "CONNECT",
+                    std::uint64_t early_down = 0);
 
   // A WebSocket connection after the 101 and whatever arrived behind either head were passed
   // on (`bytes_up`, `bytes_down`: what the exchange moved so far, heads included). Takes the

@@ -115,8 +115,8 @@ struct Settings {
 
   // The parent proxy (proxy/parent/): tunnels and plain requests to destinations not excluded
   // go through it, after every local decision. Restart-only.
-  std::optional<parent::ParentAddress> parent_proxy;  // none: dial destinations directly
-  std::string parent_proxy_url;                       // as given, for --help
+  std::optional<parent::ParentAddress> parent_proxy;      // none: dial destinations directly
+  std::string parent_proxy_url;                           // as given, for --help
   std::optional<parent::Credentials> parent_credentials;  // a secret: never logged or shown
   std::string parent_credentials_file;                    // where they were read from
   parent::ExcludeList parent_exclude;  // destinations dialled directly all the same

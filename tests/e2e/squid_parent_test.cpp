@@ -53,8 +53,9 @@ HttpOrigin::Handler hello_handler() {
 
 // curl through the gate as an HTTP proxy; `-p` makes it tunnel with CONNECT.
 std::string curl(std::uint16_t gate_port, std::string_view options, std::string_view url) {
-  return kCleanEnv + "curl -sS --max-time 20 --noproxy '' -x http://127.0.0.1:" +
-         port_text(gate_port) + " " + std::string(options) + " " + std::string(url);
+  return kCleanEnv +
+         "curl -sS --max-time 20 --noproxy '' -x http://127.0.0.1:" + port_text(gate_port) + " " +
+         std::string(options) + " " + std::string(url);
 }
 
 // The gate's settings for a parent at `url`: loopback origins allowed (squid connects to them;
@@ -105,7 +106,8 @@ TEST_F(ParentProxy, TunnelsAndPlainRequestsGoThroughSquid) {
   // Squid saw both: the tunnel as CONNECT, the plain request in absolute form.
   const std::string authority = "origin.test:" + port_text(origin.port());
   EXPECT_TRUE(wait_for_access_log(squid, [&](const std::string& log) {
-    return contains(log, "CONNECT " + authority) && contains(log, "GET http://" + authority + "/plain");
+    return contains(log, "CONNECT " + authority) &&
+           contains(log, "GET http://" + authority + "/plain");
   })) << squid.access_log();
   // The gate's allow line names the parent; it never resolved origin.test (its DNS has no
   // answer for it: a lookup would have failed the request).
@@ -137,9 +139,8 @@ TEST_F(ParentProxy, SquidRefusingIsParentRefused) {
 TEST_F(ParentProxy, SquidDownIsParentUnreachable) {
   HttpOrigin origin(hello_handler());
   const std::uint16_t nobody = free_port();  // nothing listens there
-  TestProxy proxy("", [&](settings::Settings& s) {
-    use_parent(s, "http://127.0.0.1:" + port_text(nobody));
-  });
+  TestProxy proxy(
+      "", [&](settings::Settings& s) { use_parent(s, "http://127.0.0.1:" + port_text(nobody)); });
   const std::string url = "http://origin.test:" + port_text(origin.port()) + "/";
   auto tunnel = run_shell(curl(proxy.port(), "-p -v", url));
   EXPECT_NE(tunnel.exit_code, 0) << tunnel.output;
@@ -172,8 +173,7 @@ TEST_F(ParentProxy, ExclusionsGoDirectAndBlockedNamesNeverReachSquid) {
   EXPECT_EQ(direct.output, "hello through the parent\n");
   // A name below an excluded one is excluded too: the gate looks it up itself, and its DNS has
   // no answer for it.
-  auto direct_plain =
-      run_shell(curl(proxy.port(), "-f", "http://sub.direct.test:" + port + "/"));
+  auto direct_plain = run_shell(curl(proxy.port(), "-f", "http://sub.direct.test:" + port + "/"));
   EXPECT_NE(direct_plain.exit_code, 0) << direct_plain.output;
   auto blocked = run_shell(curl(proxy.port(), "-p -v", "http://blocked.test:" + port + "/"));
   EXPECT_TRUE(contains(blocked.output, "< HTTP/1.1 403")) << blocked.output;
@@ -186,7 +186,8 @@ TEST_F(ParentProxy, ExclusionsGoDirectAndBlockedNamesNeverReachSquid) {
   EXPECT_FALSE(contains(squid.access_log(), "direct.test")) << squid.access_log();
   EXPECT_FALSE(contains(squid.access_log(), "blocked.test")) << squid.access_log();
   EXPECT_TRUE(proxy.wait_for_log([](const std::string& log) {
-    return contains(log, "\"host\":\"blocked.test\"") && contains(log, "\"reason\":\"blocklist\"") &&
+    return contains(log, "\"host\":\"blocked.test\"") &&
+           contains(log, "\"reason\":\"blocklist\"") &&
            contains(log, "\"host\":\"sub.direct.test\"") &&
            contains(log, "\"reason\":\"dns-not-found\"");
   })) << proxy.log_text();
@@ -278,10 +279,11 @@ TEST(SocksGit, CloneOverAllProxySocks5h) {
   proxy.dns().set("git.test", {"127.0.0.1"});
 
   // ALL_PROXY only: git's libcurl takes it for http:// too, and socks5h lets the gate resolve.
-  auto cloned = run_shell("cd " + folder + " && env -i PATH=/usr/bin:/bin HOME=" + folder +
-                          " GIT_CONFIG_NOSYSTEM=1 ALL_PROXY=socks5h://127.0.0.1:" +
-                          port_text(proxy.port()) + " git clone -q http://git.test:" +
-                          port_text(server.port()) + "/repo.git cloned && cat cloned/file.txt");
+  auto cloned =
+      run_shell("cd " + folder + " && env -i PATH=/usr/bin:/bin HOME=" + folder +
+                " GIT_CONFIG_NOSYSTEM=1 ALL_PROXY=socks5h://127.0.0.1:" + port_text(proxy.port()) +
+                " git clone -q http://git.test:" + port_text(server.port()) +
+                "/repo.git cloned && cat cloned/file.txt");
   EXPECT_EQ(cloned.exit_code, 0) << cloned.output;
   EXPECT_TRUE(contains(cloned.output, "through-socks")) << cloned.output;
   EXPECT_TRUE(proxy.wait_for_log([](const std::string& log) {

@@ -143,7 +143,14 @@ TEST(ParentDial, TheConnectCarriesCredentialsAndBytesBehindTheHeadReachTheClient
   TestClient client(proxy.port());
   const auto head = send_connect(client, "origin.test:8022");
   EXPECT_EQ(head.status, 200);
-  EXPECT_EQ(head.body_after + client.read_exact(7 - head.body_after.size()), "banner\n");
+  // The banner may have come with the head (read_until keeps what it read past the head in
+  // `pending` too) or after it.
+  std::string banner = head.body_after;
+  client.pending.clear();
+  if (banner.size() < 7) {
+    banner += client.read_exact(7 - banner.size());
+  }
+  EXPECT_EQ(banner, "banner\n");
   client.send("ping");
   EXPECT_EQ(client.read_exact(4), "ping");
 
@@ -166,8 +173,9 @@ TEST(ParentDial, PlainHttpGoesInAbsoluteFormWithCredentials) {
   FakeParent parent("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nhi\n");
   TestProxy proxy("", through(parent.url(), "agent:secret"));
   TestClient client(proxy.port());
-  client.send("GET http://origin.test:8080/path?q=1 HTTP/1.1\r\nHost: origin.test:8080\r\n"
-              "Proxy-Authorization: Basic Zm9yOnRoZWdhdGU=\r\n\r\n");
+  client.send(
+      "GET http://origin.test:8080/path?q=1 HTTP/1.1\r\nHost: origin.test:8080\r\n"
+      "Proxy-Authorization: Basic Zm9yOnRoZWdhdGU=\r\n\r\n");
   const auto head = read_response_head(client);
   EXPECT_EQ(head.status, 200);
   const std::string sent = parent.heads();
@@ -177,8 +185,7 @@ TEST(ParentDial, PlainHttpGoesInAbsoluteFormWithCredentials) {
 }
 
 TEST(ParentDial, ARefusalIs502WithTheParentsStatusAndNotItsBody) {
-  FakeParent parent(
-      "HTTP/1.1 403 Forbidden\r\nContent-Length: 13\r\n\r\nsquid-page-xx");
+  FakeParent parent("HTTP/1.1 403 Forbidden\r\nContent-Length: 13\r\n\r\nsquid-page-xx");
   TestProxy proxy("", through(parent.url()));
   TestClient client(proxy.port());
   const auto head = send_connect(client, "refused.test:443");
@@ -229,7 +236,10 @@ TEST(ParentDial, MalformedSilentAndAbsentParentsAreUnreachable) {
   }
   {
     std::uint16_t closed = 0;
-    { FakeParent gone(""); closed = gone.port(); }
+    {
+      FakeParent gone("");
+      closed = gone.port();
+    }
     TestProxy proxy("", through("http://127.0.0.1:" + std::to_string(closed)));
     TestClient socks(proxy.port());
     socks.send(bytes({0x05, 0x01, 0x00}));
