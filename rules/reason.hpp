@@ -68,6 +68,8 @@ enum class Reason : std::uint8_t {
   connection_refused,       // every address refused the connection
   connection_timeout,       // no address accepted the connection in time
   destination_unavailable,  // no address could be reached (unreachable, reset, ...)
+  parent_refused,           // the parent proxy answered the gate's CONNECT with a non-2xx status
+  parent_unreachable,       // the parent proxy could not be reached, or its reply was unusable
   // ---- The origin's response (plain HTTP, before any of it reached the client) ----
   upstream_closed,   // the origin closed the connection without a response
   bad_response,      // the origin sent something that is no acceptable HTTP response
@@ -99,7 +101,7 @@ struct ReasonInfo {
   std::string_view description;  // one line for people: when the gate gives this reason
 };
 
-inline constexpr std::array<ReasonInfo, 45> kReasons = {{
+inline constexpr std::array<ReasonInfo, 47> kReasons = {{
     // The policy.
     {Reason::allowed, "allowed", 0, "", Verdict::allow, "no rule objected"},
     {Reason::invalid_host, "invalid-host", 400, "http_request_error", Verdict::deny,
@@ -177,6 +179,11 @@ inline constexpr std::array<ReasonInfo, 45> kReasons = {{
      "no address of the destination accepted the connection in time"},
     {Reason::destination_unavailable, "destination-unavailable", 502, "destination_unavailable",
      Verdict::error, "no address of the destination could be reached"},
+    {Reason::parent_refused, "parent-refused", 502, "destination_unavailable", Verdict::error,
+     "the parent proxy refused the gate's CONNECT (its status is in the details)"},
+    {Reason::parent_unreachable, "parent-unreachable", 502, "destination_unavailable",
+     Verdict::error,
+     "the parent proxy could not be reached in time, or its reply was malformed or too long"},
     // The origin's response.
     {Reason::upstream_closed, "upstream-closed", 502, "http_response_incomplete", Verdict::error,
      "the origin closed the connection without a response"},

@@ -28,6 +28,7 @@ test_packages=(
   clang libclang-rt-14-dev
   prometheus            # the admin endpoint test scrapes with a real Prometheus (its own process)
   netcat-openbsd        # socks_e2e_test: ssh through the gate's SOCKS5 with ProxyCommand nc -X 5
+  squid                 # squid_parent_test and bench/e2e/socks_parent.sh: a real parent proxy (its own process)
   python3               # the service-file test reads the launchd plist with plistlib
   dbus keyutils         # run_test: a real session bus the confined command must not reach; keyctl
 )

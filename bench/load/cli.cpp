@@ -95,6 +95,8 @@ std::optional<command_line> parse_command_line(int argc, char** argv, int& exit_
                             "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.") == std::string::npos;
         return ok ? std::string() : "a DNS name (letters, digits, '-' and '.') is required";
       });
+  run->add_flag("--socks5", r.socks5,
+                "ask the proxy for each tunnel with SOCKS5 (no authentication) instead of CONNECT");
   run->add_option("--max-errors", r.max_errors, "stop the run early past this many errors")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40))
       ->capture_default_str();

@@ -2,6 +2,7 @@
 #include "bench/load/tunnel.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -45,9 +46,26 @@ std::string authority_of(const asio::ip::tcp::endpoint& origin, const std::strin
 }  // namespace
 
 route make_route(const std::optional<asio::ip::tcp::endpoint>& proxy,
-                 const asio::ip::tcp::endpoint& origin, const std::string& connect_host) {
+                 const asio::ip::tcp::endpoint& origin, const std::string& connect_host,
+                 bool socks5) {
   if (!proxy) {
     return route{origin, {}};
+  }
+  if (socks5) {
+    std::string request = {0x05, 0x01, 0x00, 0x05, 0x01, 0x00};
+    if (connect_host.empty() && origin.address().is_v4()) {
+      request += '\x01';
+      const auto bytes = origin.address().to_v4().to_bytes();
+      request.append(bytes.begin(), bytes.end());
+    } else {
+      const std::string name = connect_host.empty() ? origin.address().to_string() : connect_host;
+      request += '\x03';
+      request += static_cast<char>(name.size());
+      request += name;
+    }
+    request += static_cast<char>(origin.port() >> 8);
+    request += static_cast<char>(origin.port() & 0xff);
+    return route{*proxy, request, true};
   }
   const std::string authority = authority_of(origin, connect_host);
   return route{*proxy, "CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n"};
@@ -95,6 +113,21 @@ asio::awaitable<error_kind> open_tunnel(client_slot& slot, const route& via, std
       socket, asio::buffer(via.connect_request), asio::as_tuple(asio::use_awaitable));
   if (write_error) {
     co_return slot.take_timed_out() ? error_kind::timeout : error_kind::proxy_closed;
+  }
+
+  if (via.socks5) {
+    // The method reply, then the request reply with an IPv4 BND.ADDR (what sandgate sends).
+    head.assign(12, '\0');
+    auto [socks_error, got] =
+        co_await asio::async_read(socket, asio::buffer(head), asio::as_tuple(asio::use_awaitable));
+    if (socks_error) {
+      co_return slot.take_timed_out() ? error_kind::timeout : error_kind::proxy_closed;
+    }
+    if (head[0] != 0x05 || head[1] != 0x00 || head[2] != 0x05 || head[5] != 0x01) {
+      co_return error_kind::bad_response;
+    }
+    status = head[3] == 0x00 ? 200 : 500 + static_cast<unsigned char>(head[3]);
+    co_return head[3] == 0x00 ? error_kind::none : error_kind::refused;
   }
 
   // Read the whole response head. Nothing may follow it: the origin speaks only after the

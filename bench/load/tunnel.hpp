@@ -33,12 +33,17 @@ std::string_view error_kind_name(error_kind kind);
 struct route {
   boost::asio::ip::tcp::endpoint first_hop;
   std::string connect_request;
+  // The request is SOCKS5's (greeting with "no authentication" and CONNECT, sent together); its
+  // answer is the method reply and the request reply (2 + 10 bytes for an IPv4 BND.ADDR).
+  bool socks5 = false;
 };
 
 // `connect_host`, when not empty, replaces the origin's address in the CONNECT request (the
-// proxy then resolves it; the port stays the origin's).
+// proxy then resolves it; the port stays the origin's). `socks5`: ask with SOCKS5 instead of
+// HTTP CONNECT (a domain name request with connect_host, an IPv4 one otherwise).
 route make_route(const std::optional<boost::asio::ip::tcp::endpoint>& proxy,
-                 const boost::asio::ip::tcp::endpoint& origin, const std::string& connect_host);
+                 const boost::asio::ip::tcp::endpoint& origin, const std::string& connect_host,
+                 bool socks5 = false);
 
 // The plain-HTTP GET the `http` workload repeats on a kept-alive connection: absolute-form
 // (`GET http://HOST:PORT/N`) through a proxy, origin-form (`GET /N`) straight to the origin. The

@@ -430,7 +430,7 @@ run_result run_timed_worker(const run_options& options, unsigned clients, unsign
   asio::io_context context(1);
   auto state = std::make_shared<run_state>();
   state->options = options;
-  state->via = make_route(options.proxy, options.origin, options.connect_host);
+  state->via = make_route(options.proxy, options.origin, options.connect_host, options.socks5);
   state->timeout = seconds(options.timeout_s);
   state->warmup_end = warmup_end;
   state->run_end = run_end;
@@ -634,7 +634,7 @@ run_result run_idle(const run_options& options) {
   asio::io_context context(1);
   auto state = std::make_shared<idle_state>();
   state->options = options;
-  state->via = make_route(options.proxy, options.origin, options.connect_host);
+  state->via = make_route(options.proxy, options.origin, options.connect_host, options.socks5);
   state->timeout = seconds(options.timeout_s);
   state->result.tunnels_requested = options.concurrency;
   state->result.proxy_pid = options.proxy_pid;

@@ -34,6 +34,7 @@ struct run_options {
   // proxy takes its name path: blocklist lookup of a name, DNS (the origin's --dns answers every
   // name with 127.0.0.1). Empty: the origin's address literal.
   std::string connect_host;
+  bool socks5 = false;  // ask the proxy with SOCKS5 instead of HTTP CONNECT (tunnel workloads)
   std::uint64_t max_errors = 100000;     // the run stops early past this many errors
   std::size_t payload_bytes = 32;        // setups/idle echo size; http response body size
   std::size_t chunk_bytes = 128 * 1024;  // download read size, upload write size

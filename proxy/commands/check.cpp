@@ -5,6 +5,7 @@
 
 #include "proxy/dns/resolve_report.hpp"
 #include "proxy/launchdarkly/remote_allowlist.hpp"
+#include "proxy/session/parent_dial.hpp"
 #include "proxy/settings/policy_loader.hpp"
 #include "rules/host.hpp"
 #include "rules/reason.hpp"
@@ -107,6 +108,21 @@ int run_check(const settings::Settings& settings, std::string_view target, std::
       out << ": " << remote->detail;
     }
     out << "\n";
+  }
+  if (settings.parent_proxy) {
+    // Through a parent the gate does not resolve the name, so what it resolves to is not
+    // checked (and --resolve would check what the gate never looks up).
+    const auto* parent = session::parent_for(settings, authority->host, authority->port);
+    if (parent == nullptr) {
+      out << "parent: none (excluded by the parent proxy exclusions: dialled directly)\n";
+    } else {
+      out << "parent: " << parent->display() << "\n";
+      if (allowed && !authority->host.is_ip()) {
+        out << "note: through the parent proxy the gate does not resolve " << authority->host.name
+            << "; the parent does, so the address rules cannot check what it resolves to.\n";
+      }
+      return allowed ? kCheckAllowed : kCheckDenied;
+    }
   }
   if (allowed && !authority->host.is_ip() && resolve) {
     const bool addresses_allowed =

@@ -8,6 +8,7 @@
 #include "proxy/ask/admin_routes.hpp"
 #include "proxy/ask/list_append.hpp"
 #include "proxy/metrics/prometheus.hpp"
+#include "proxy/session/parent_dial.hpp"
 
 namespace sandgate::gate {
 namespace {
@@ -76,6 +77,9 @@ std::optional<GateError> Gate::start(std::optional<int> listener) {
     return fail(endpoint.error());
   }
   port_ = endpoint->port();
+  if (settings_.parent_proxy) {
+    log_->note("warning", session::describe_parent(settings_));
+  }
 
   if (!settings_.launchdarkly_client_id.empty()) {
     log::DecisionLog* log = log_.get();

@@ -94,6 +94,13 @@ struct WorkerMetrics {
   Gauge dns_cache_entries;        // names the worker's DNS cache holds
   Histogram upstream_connect;
   Histogram dns_lookup;
+  // Dials of the parent proxy, by outcome: its 2xx to the gate's CONNECT (or the plain request
+  // sent to it), a non-2xx answer, no usable answer (ParentDial).
+  enum class ParentDial : std::uint8_t { connected, refused, unreachable };
+  std::array<Counter, 3> parent_dials;
+  void count_parent_dial(ParentDial outcome) {
+    parent_dials[static_cast<std::size_t>(outcome)].add();
+  }
 
   // Denials report-only mode let through (the log's `would-deny`), by reason: /metrics shows
   // them as verdict="deny" with enforced="false". Not counted in `decisions`.

@@ -139,6 +139,21 @@ std::string render_prometheus(const std::vector<const WorkerMetrics*>& workers,
          static_cast<double>(sum(workers, &WorkerMetrics::dns_cache_hits)));
   sample(out, "sandgate_dns_cache_lookups_total{result=\"miss\"}",
          static_cast<double>(sum(workers, &WorkerMetrics::dns_cache_misses)));
+  {
+    // The parent proxy's dials, by outcome (all three present, 0 without a parent).
+    constexpr std::array<const char*, 3> kOutcomes = {"connected", "refused", "unreachable"};
+    header(out, "sandgate_parent_dials_total", "counter",
+           "Connections to the parent proxy, by outcome: connected (2xx), refused (another "
+           "status), unreachable (no connection, or no usable reply).");
+    for (std::size_t i = 0; i < kOutcomes.size(); ++i) {
+      std::uint64_t total = 0;
+      for (const auto* worker : workers) {
+        total += worker->parent_dials[i].get();
+      }
+      sample(out, std::string("sandgate_parent_dials_total{outcome=\"") + kOutcomes[i] + "\"}",
+             static_cast<double>(total));
+    }
+  }
   header(out, "sandgate_dns_hosts_file_answers_total", "counter",
          "Names answered from the hosts file (no query).");
   sample(out, "sandgate_dns_hosts_file_answers_total",

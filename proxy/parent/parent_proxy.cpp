@@ -250,13 +250,16 @@ bool ExcludeList::excludes(const rules::Host& host, std::uint16_t port) const {
   return false;
 }
 
+std::string proxy_authorization(const Credentials& credentials) {
+  return "Basic " + base64(credentials.user + ":" + credentials.password);
+}
+
 std::string connect_request(const rules::Host& host, std::uint16_t port,
                             const Credentials* credentials) {
   const std::string authority = host.display() + ":" + std::to_string(port);
   std::string request = "CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n";
   if (credentials != nullptr) {
-    request += "Proxy-Authorization: Basic " +
-               base64(credentials->user + ":" + credentials->password) + "\r\n";
+    request += "Proxy-Authorization: " + proxy_authorization(*credentials) + "\r\n";
   }
   request += "\r\n";
   return request;

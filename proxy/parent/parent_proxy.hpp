@@ -3,9 +3,11 @@
 // locally (names, ports, SNI, SSH rules, LaunchDarkly); then, instead of dialling the
 // destination, it dials the parent and asks it with CONNECT.
 //
-// The pieces here are pure (no I/O): the parent's address as configured, the exclusion list in
-// the NO_PROXY syntax every tool knows, the credentials file's text, the CONNECT request the gate
-// sends and a strict reader of the parent's reply head. Thread-safe values.
+// The pieces here are pure (no I/O) but one: the parent's address as configured, the exclusion
+// list in the NO_PROXY syntax every tool knows, the credentials file's text, the CONNECT request
+// the gate sends and a strict reader of the parent's reply head. Thread-safe values. The one
+// with I/O, read_credentials_file() (credentials_file.cpp), reads the file at start-up. The
+// gate's dial through the parent is proxy/session/parent_dial.hpp.
 //
 // Only http:// parents: the gate speaks plain TCP to the parent and TLS travels inside the
 // tunnel. An https:// parent (TLS to the proxy itself) is refused with a message saying so, not
@@ -49,6 +51,12 @@ struct Credentials {
 };
 Expected<Credentials, std::string> parse_credentials(std::string_view file_text);
 
+// Reads the credentials file at `path` (credentials_file.cpp): a regular file that neither its
+// group nor other users can read or write (it holds a password), whose first line
+// parse_credentials() takes. Refused with a sentence naming the file (never the password).
+// Blocking file I/O: start-up and the reloader's thread only.
+Expected<Credentials, std::string> read_credentials_file(const std::string& path);
+
 // Destinations that bypass the parent and are dialled directly, in NO_PROXY's syntax as curl
 // reads it: entries separated by commas (spaces around them ignored); `*` alone matches every
 // host; a name matches itself and every name below it, with or without a leading '.' or "*.";
@@ -76,6 +84,9 @@ class ExcludeList {
   };
   std::vector<Entry> entries_;
 };
+
+// The value of a Proxy-Authorization field carrying `credentials`: `Basic base64(user:password)`.
+std::string proxy_authorization(const Credentials& credentials);
 
 // The request the gate sends to the parent for `destination`: `CONNECT host:port HTTP/1.1`, Host
 // and, with credentials, `Proxy-Authorization: Basic ...`. Nothing of the client's request is

@@ -116,6 +116,15 @@ const std::vector<SettingRow>& setting_rows() {
       SANDGATE_ROW("log_level", Kind::live, log_level),
       SANDGATE_RESTART("admin", a.admin == b.admin),
       SANDGATE_RESTART("log_file", a.log_file == b.log_file),
+      // The parent proxy: read once, like the resolvers its name goes through.
+      SANDGATE_RESTART("parent_proxy", a.parent_proxy_url == b.parent_proxy_url),
+      SANDGATE_RESTART("parent_proxy_credentials",
+                       a.parent_credentials_file == b.parent_credentials_file &&
+                           a.parent_credentials.has_value() == b.parent_credentials.has_value() &&
+                           (!a.parent_credentials ||
+                            (a.parent_credentials->user == b.parent_credentials->user &&
+                             a.parent_credentials->password == b.parent_credentials->password))),
+      SANDGATE_RESTART("parent_proxy_exclude", a.parent_exclude_text == b.parent_exclude_text),
   };
   return rows;
 }

@@ -391,6 +391,17 @@ asio::awaitable<void> refuse_busy(WorkerContext& worker, tcp::socket client) {
   static const std::string reply =
       build_reply(rules::Reason::connection_limit,
                   "the gate is serving its maximum number of connections; try again shortly.");
+  // A SOCKS5 client reads no HTTP: peek its first byte, briefly (a client that waits for the
+  // server to speak gets the 503 after the wait; both speak first, so the wait is rare).
+  constexpr auto kPeek = std::chrono::milliseconds(250);
+  std::array<std::uint8_t, 1> first{};
+  asio::steady_timer peek_timer(client.get_executor());
+  peek_timer.expires_after(kPeek);
+  auto peeked =
+      co_await (client.async_receive(asio::buffer(first), tcp::socket::message_peek, use_tuple) ||
+                peek_timer.async_wait(use_tuple));
+  const bool socks5 = peeked.index() == 0 && !std::get<0>(std::get<0>(peeked)) &&
+                      std::get<1>(std::get<0>(peeked)) == 1 && first[0] == socks::kVersion;
   // Not a session (it is not counted among the open connections), but still a line and a count.
   boost::system::error_code ec;
   const auto peer = client.remote_endpoint(ec);
@@ -398,7 +409,7 @@ asio::awaitable<void> refuse_busy(WorkerContext& worker, tcp::socket client) {
   log::Record record;
   record.connection_id = worker.shared.next_connection_id.fetch_add(1, std::memory_order_relaxed);
   record.client = address;
-  record.method = "-";
+  record.method = socks5 ? "SOCKS5" : "-";
   record.host = "-";
   constexpr rules::Reason reason = rules::Reason::connection_limit;
   record.verdict = rules::verdict_name(rules::reason_info(reason).verdict);
@@ -406,7 +417,11 @@ asio::awaitable<void> refuse_busy(WorkerContext& worker, tcp::socket client) {
   record.detail = "the gate is serving its maximum number of connections.";
   worker.shared.log.write(record);
   worker.metrics.count_decision(rules::reason_info(reason).verdict, reason);
-  co_await asio::async_write(client, asio::buffer(reply), use_tuple);
+  if (socks5) {
+    co_await answer_socks5_busy(client, std::chrono::seconds(1));
+  } else {
+    co_await asio::async_write(client, asio::buffer(reply), use_tuple);
+  }
   co_await close_gracefully(client);
 }
 

@@ -12,6 +12,7 @@
 
 #include "proxy/session/fault_injection.hpp"
 #include "proxy/session/handlers.hpp"
+#include "proxy/session/parent_dial.hpp"
 #include "proxy/session/tunnel_session.hpp"
 #include "proxy/session/upstream_dial.hpp"
 #include "rules/host.hpp"
@@ -289,8 +290,16 @@ asio::awaitable<void> open_tunnel(SessionContext& context, const TunnelFrontEnd&
     context.keep_reported(remote->reason, remote_allowlist_rule(*remote), remote->detail + ".");
   }
 
-  // 4. Resolve, check the addresses, connect.
-  DialResult dial = co_await dial_upstream(context, host, port);
+  // 4. Resolve, check the addresses, connect; or, through a parent proxy, connect to it and
+  // have it connect (the parent resolves the name: the address rules on it cannot run here).
+  const parent::ParentAddress* parent = parent_for(context.settings(), host, port);
+  boost::beast::flat_buffer from_parent;  // the destination's first bytes, behind the parent's head
+  DialResult dial;
+  if (parent != nullptr) {
+    dial = co_await connect_through_parent(context, *parent, host, port, from_parent);
+  } else {
+    dial = co_await dial_upstream(context, host, port);
+  }
   if (!context.still_wanted(method, display, port)) {
     co_return;
   }
@@ -306,7 +315,7 @@ asio::awaitable<void> open_tunnel(SessionContext& context, const TunnelFrontEnd&
   destination.host = host;
   destination.port = port;
   destination.answered = decision.answered;
-  if (!host.is_ip()) {
+  if (!host.is_ip() && parent == nullptr) {
     destination.address = to_rules_address(dial.endpoint.address());
   }
 
@@ -315,10 +324,24 @@ asio::awaitable<void> open_tunnel(SessionContext& context, const TunnelFrontEnd&
   // ports the relay watches the first bytes for SSH (server-first protocols must still work, so
   // nothing waits for them here).
   boost::system::error_code write_error = co_await front.send_established(context);
+  // What the parent sent behind its head came from the destination: it follows the success
+  // reply, before anything else is read.
+  std::uint64_t early_down = 0;
+  if (!write_error && from_parent.size() > 0) {
+    auto [error, written] =
+        co_await asio::async_write(context.client, from_parent.data(), use_tuple);
+    write_error = error;
+    early_down = written;
+  }
+  from_parent = boost::beast::flat_buffer();
   const auto& tls_ports = context.settings().tls_ports;
   const bool inspect = context.settings().sni_check &&
                        std::find(tls_ports.begin(), tls_ports.end(), port) != tls_ports.end();
   std::string note = remote_allowlist_note(remote);
+  if (parent != nullptr) {
+    const std::string via = "through the parent proxy " + parent->display();
+    note = note.empty() ? via : note + "; " + via;
+  }
   if (!write_error && inspect) {
     const FirstBytes first = co_await inspect_first_bytes(context, host, port, buffer);
     if (!context.still_wanted(method, display, port)) {
@@ -410,7 +433,7 @@ asio::awaitable<void> open_tunnel(SessionContext& context, const TunnelFrontEnd&
   Destination registered = std::move(*context.live.destination);
   context.live.destination.reset();
   TunnelSession::start(context, display, std::move(registered), early_bytes, watch_for_ssh,
-                       std::string(method));
+                       std::string(method), early_down);
 }
 
 }  // namespace sandgate::session

@@ -40,6 +40,7 @@
 #include "proxy/session/http_exchange.hpp"
 #include "proxy/session/http_head.hpp"
 #include "proxy/session/http_target.hpp"
+#include "proxy/session/parent_dial.hpp"
 #include "proxy/session/tunnel_session.hpp"
 #include "proxy/session/upstream_dial.hpp"
 #include "rules/host.hpp"
@@ -258,7 +259,14 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     context.upstream.close(ignored);
     context.live.destination.reset();
     upstream.buffer.clear();
-    DialResult dial = co_await dial_upstream(context, host, port);
+    // Through a parent proxy the request goes to it in absolute form (below), as corporate
+    // proxies expect of plain http (many refuse CONNECT to port 80); the parent resolves.
+    DialResult dial;
+    if (const parent::ParentAddress* parent = parent_for(context.settings(), host, port)) {
+      dial = co_await dial_parent(context, *parent);
+    } else {
+      dial = co_await dial_upstream(context, host, port);
+    }
     if (!context.still_wanted(method, display, port)) {
       co_return Next::stop;
     }
@@ -270,7 +278,7 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     upstream.key = where;
     upstream.address = to_text(dial.endpoint);
     upstream.dialled.reset();
-    if (!host.is_ip()) {
+    if (!host.is_ip() && parent_for(context.settings(), host, port) == nullptr) {
       upstream.dialled = to_rules_address(dial.endpoint.address());
     }
   }
@@ -332,6 +340,7 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   head.version(11);
   set_host_first(head, target->authority);
   add_via(head);
+  use_parent_form(head, context.settings(), *target);
 
   RequestWriter writer{head};
   Exchange x(context, upstream, buffer, request, writer);

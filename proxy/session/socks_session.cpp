@@ -14,7 +14,6 @@
 #include "proxy/session/client_session.hpp"
 #include "proxy/session/connect_tunnel.hpp"
 #include "proxy/session/handlers.hpp"
-#include "proxy/session/upstream_dial.hpp"
 #include "rules/host.hpp"
 
 namespace sandgate::session {
@@ -69,6 +68,12 @@ socks::ReplyCode socks_reply_code(rules::Reason reason) {
       return ReplyCode::host_unreachable;
     case Reason::connection_refused:
       return ReplyCode::connection_refused;
+    // The parent proxy: its refusal is a ruleset's (most often its ACLs), its absence the
+    // network's.
+    case Reason::parent_refused:
+      return ReplyCode::not_allowed_by_ruleset;
+    case Reason::parent_unreachable:
+      return ReplyCode::network_unreachable;
     case Reason::request_timeout:
     case Reason::dns_timeout:
     case Reason::connection_timeout:
@@ -234,16 +239,10 @@ asio::awaitable<void> send_socks_refusal(SessionContext& context, rules::Reason 
 }
 
 asio::awaitable<boost::system::error_code> send_socks_established(SessionContext& context) {
-  // The gate's own end of the upstream connection, as RFC 1928 asks (BND.ADDR, BND.PORT).
-  boost::system::error_code error;
-  const tcp::endpoint bound = context.upstream.local_endpoint(error);
-  std::vector<std::uint8_t> reply;
-  if (error) {
-    reply = socks::request_reply(socks::ReplyCode::succeeded);
-  } else {
-    const rules::IpAddress address = to_rules_address(bound.address());
-    reply = socks::request_reply(socks::ReplyCode::succeeded, &address, bound.port());
-  }
+  // BND.ADDR 0.0.0.0, BND.PORT 0. RFC 1928 has the server's own end of the upstream connection
+  // here, but that is the host's outbound address, which the sandbox has no business learning;
+  // a CONNECT client does not use it (it matters to BIND, which the gate refuses).
+  const auto reply = socks::request_reply(socks::ReplyCode::succeeded);
   auto [write_error, n] =
       co_await asio::async_write(context.client, asio::buffer(reply), use_tuple);
   co_return write_error;
@@ -416,6 +415,38 @@ asio::awaitable<void> refuse_socks4(SessionContext& context) {
   const auto refusal = socks::socks4_refusal();
   co_await send(context.client, refusal);
   co_await close_gracefully(context.client);
+}
+
+asio::awaitable<void> answer_socks5_busy(tcp::socket& client, std::chrono::milliseconds wait) {
+  // The greeting says which methods the client can follow. No tunnel is opened whatever it
+  // sends, so credentials are acknowledged unchecked: the point is to reach the request reply,
+  // the one message a client reports ("general SOCKS server failure"), instead of a method
+  // failure that would send its user looking for an authentication problem.
+  asio::steady_timer timer(client.get_executor());
+  timer.expires_after(wait);
+  beast::flat_buffer buffer(socks::kLongestMessage);
+  const auto greeting = co_await receive(client, buffer, timer, &socks::read_greeting);
+  if (greeting.got != Got::message) {
+    co_return;  // not SOCKS5 after all, or too slow: nothing it would understand
+  }
+  std::vector<std::uint8_t> reply;
+  const auto append = [&reply](auto bytes) {
+    reply.insert(reply.end(), bytes.begin(), bytes.end());
+  };
+  if (offers(greeting.read.message, socks::Method::no_authentication)) {
+    append(socks::method_reply(socks::Method::no_authentication));
+  } else if (offers(greeting.read.message, socks::Method::username_password)) {
+    append(socks::method_reply(socks::Method::username_password));
+    append(socks::credentials_reply(true));
+  } else {
+    append(socks::method_reply(socks::Method::none_acceptable));
+    co_await send(client, reply);
+    co_return;
+  }
+  // Sent at once, ahead of the messages they answer: the client reads each in its turn, and
+  // close_gracefully() then takes what it sends meanwhile.
+  append(socks::request_reply(socks_reply_code(rules::Reason::connection_limit)));
+  co_await send(client, reply);
 }
 
 }  // namespace sandgate::session

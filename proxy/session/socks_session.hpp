@@ -36,6 +36,13 @@ boost::asio::awaitable<void> serve_socks5(SessionContext& context,
 // "SOCKS4", reason socks4-refused) and closes.
 boost::asio::awaitable<void> refuse_socks4(SessionContext& context);
 
+// Answers a SOCKS5 client beyond the connection limit (its first byte was 0x05): reads its
+// greeting within `wait`, chooses a method it offered and answers its request in advance with
+// general failure (connection-limit's code). Nothing is logged here (refuse_busy() does) and
+// the socket is left open for the caller's close_gracefully(). Worker thread.
+boost::asio::awaitable<void> answer_socks5_busy(boost::asio::ip::tcp::socket& client,
+                                                std::chrono::milliseconds wait);
+
 // The SOCKS5 reply code a request refused for `reason` gets: the policy's denials
 // not_allowed_by_ruleset, DNS failures host_unreachable, a refused connection
 // connection_refused, timeouts ttl_expired, a malformed request general_failure. Exhaustive:

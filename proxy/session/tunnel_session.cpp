@@ -5,12 +5,12 @@
 
 namespace sandgate::session {
 
-void TunnelSession::start(SessionContext& context, std::string host,
-                          Destination destination, std::uint64_t early_bytes,
-                          bool watch_for_ssh, std::string method) {
+void TunnelSession::start(SessionContext& context, std::string host, Destination destination,
+                          std::uint64_t early_bytes, bool watch_for_ssh, std::string method,
+                          std::uint64_t early_down) {
   const auto started = context.started;
   auto* session = new TunnelSession(context, Kind::connect, std::move(method), std::move(host),
-                                    std::move(destination), early_bytes, 0, started);
+                                    std::move(destination), early_bytes, early_down, started);
   if (watch_for_ssh) {
     session->relay_.watch_first_bytes([session](std::string_view bytes, bool final) {
       return session->judge_first_bytes(bytes, final);

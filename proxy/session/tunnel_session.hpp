@@ -26,10 +26,11 @@ class TunnelSession {
   // bytes already passed upstream. `watch_for_ssh`: no byte of the client has been seen yet, so
   // the relay looks at its first bytes and holds an SSH client to the SSH rules (of the policy in
   // force when they arrive). `method` names the front end in the end line ("SOCKS5" for a
-  // SOCKS5 tunnel). Counted in the tunnel metrics. Worker thread only.
+  // SOCKS5 tunnel). `early_down`: destination bytes already passed to the client (what a
+  // parent proxy sent behind its reply head). Counted in the tunnel metrics. Worker thread only.
   static void start(SessionContext& context, std::string host, Destination destination,
-                    std::uint64_t early_bytes, bool watch_for_ssh,
-                    std::string method = "CONNECT");
+                    std::uint64_t early_bytes, bool watch_for_ssh, std::string method = "CONNECT",
+                    std::uint64_t early_down = 0);
 
   // A WebSocket connection after the 101 and whatever arrived behind either head were passed
   // on (`bytes_up`, `bytes_down`: what the exchange moved so far, heads included). Takes the

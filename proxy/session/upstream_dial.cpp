@@ -86,7 +86,7 @@ rules::IpAddress to_rules_address(const asio::ip::address& address) {
 }
 
 asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::Host& host,
-                                          std::uint16_t port) {
+                                          std::uint16_t port, AddressChecks checks) {
   const std::string target = host.display() + ":" + std::to_string(port);
 
   // 1. The addresses to try: the literal itself, or what the name resolves to.
@@ -126,6 +126,9 @@ asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::
     // 2. Every answer must pass the address rules; one bad answer condemns the name, since a
     // client could otherwise be steered to it by the order of the answers.
     for (const auto& address : addresses) {
+      if (checks == AddressChecks::none) {
+        break;  // the parent proxy: see AddressChecks
+      }
       const rules::IpAddress checked = to_rules_address(address);
       const rules::Decision decision = context.policy->decide_resolved(checked, port);
       if (!decision.allowed()) {

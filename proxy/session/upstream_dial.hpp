@@ -5,6 +5,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <cstdint>
 #include <string>
 
 #include "proxy/session/replies.hpp"
@@ -30,8 +31,14 @@ struct DialResult {
 // An Asio address as the rules see it.
 rules::IpAddress to_rules_address(const boost::asio::ip::address& address);
 
+// Whether the addresses a name resolves to are held to the policy's address rules before the
+// dial: always for a destination; never for the parent proxy, which the operator named and
+// which usually sits on a private network the rules would refuse.
+enum class AddressChecks : std::uint8_t { policy, none };
+
 // Connects `context.upstream` to host:port. Completes on the session's worker.
 boost::asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::Host& host,
-                                                 std::uint16_t port);
+                                                 std::uint16_t port,
+                                                 AddressChecks checks = AddressChecks::policy);
 
 }  // namespace sandgate::session

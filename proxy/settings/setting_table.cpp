@@ -728,6 +728,50 @@ std::vector<Setting> make_table() {
         "write the log to this file (reopened on SIGHUP)", false},
        [](Settings& s, std::string_view v) { return set_path(s.log_file, v); },
        [](const Settings& s) { return or_text(s.log_file, "(standard error)"); }},
+      // --- the parent proxy ---
+      {{"parent_proxy", "--parent-proxy", "SANDGATE_PARENT_PROXY", {},
+        "http://HOST:PORT of a corporate proxy to reach destinations through (CONNECT, and "
+        "absolute-form for plain http); the gate still decides every request first",
+        false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         auto parsed = parent::parse_parent_url(v);
+         if (!parsed) {
+           return parsed.error();
+         }
+         s.parent_proxy = std::move(*parsed);
+         s.parent_proxy_url = std::string(v);
+         return std::nullopt;
+       },
+       [](const Settings& s) { return or_text(s.parent_proxy_url, "(none: direct)"); }},
+      {{"parent_proxy_credentials", "--parent-proxy-credentials",
+        "SANDGATE_PARENT_PROXY_CREDENTIALS", {},
+        "file whose first line is user:password for the parent proxy (Basic; mode 0600)", false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         if (auto error = set_path(s.parent_credentials_file, v)) {
+           return error;
+         }
+         auto read = parent::read_credentials_file(s.parent_credentials_file);
+         if (!read) {
+           return read.error();
+         }
+         s.parent_credentials = std::move(*read);
+         return std::nullopt;
+       },
+       [](const Settings& s) { return or_text(s.parent_credentials_file, "(none)"); }},
+      {{"parent_proxy_exclude", "--parent-proxy-exclude", "SANDGATE_PARENT_PROXY_EXCLUDE", {},
+        "destinations dialled directly, not through the parent proxy (NO_PROXY syntax: names, "
+        "addresses, CIDR blocks, :PORT)",
+        false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         auto parsed = parent::ExcludeList::parse(v);
+         if (!parsed) {
+           return parsed.error();
+         }
+         s.parent_exclude = std::move(*parsed);
+         s.parent_exclude_text = std::string(v);
+         return std::nullopt;
+       },
+       [](const Settings& s) { return or_text(s.parent_exclude_text, "(none)"); }},
   };
   // The defaults --help shows: a default-built Settings, shown through each row.
   static std::vector<std::string> defaults;

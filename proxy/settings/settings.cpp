@@ -213,6 +213,15 @@ Expected<Settings, std::string> load(const Sources& sources) {
                         "--allow-remote-clients (SANDGATE_ALLOW_REMOTE_CLIENTS=true) to allow it"};
     }
   }
+  if (!settings.parent_proxy &&
+      (settings.parent_credentials || !settings.parent_exclude_text.empty())) {
+    // Credentials or exclusions without a parent would be silently unused: a typo in the
+    // parent's variable name, most likely.
+    return Unexpected{std::string(
+        "parent proxy credentials or exclusions are set (--parent-proxy-credentials, "
+        "--parent-proxy-exclude or their variables) but no parent proxy (--parent-proxy, "
+        "SANDGATE_PARENT_PROXY or parent_proxy)")};
+  }
   if (settings.threads == 0) {
     const UsableCpus cpus = usable_cpus();
     settings.threads = cpus.count;

@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "proxy/parent/parent_proxy.hpp"
 #include "proxy/settings/endpoint.hpp"
 #include "rules/expected.hpp"
 #include "rules/policy.hpp"
@@ -120,6 +121,15 @@ struct Settings {
   LogLevel log_level = LogLevel::info;
   std::string log_file;
   std::optional<TcpEndpoint> admin;  // the admin listener; none: off
+
+  // The parent proxy (proxy/parent/): tunnels and plain requests to destinations not excluded
+  // go through it, after every local decision. Restart-only.
+  std::optional<parent::ParentAddress> parent_proxy;      // none: dial destinations directly
+  std::string parent_proxy_url;                           // as given, for --help
+  std::optional<parent::Credentials> parent_credentials;  // a secret: never logged or shown
+  std::string parent_credentials_file;                    // where they were read from
+  parent::ExcludeList parent_exclude;  // destinations dialled directly all the same
+  std::string parent_exclude_text;     // as given
 
   std::string config_path;  // the TOML file read, if any
 };

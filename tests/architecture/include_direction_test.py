@@ -10,8 +10,9 @@
       -> proxy/log
       -> proxy/dns                     the resolver and its cache
       -> proxy/settings, proxy/watch, proxy/relay, proxy/metrics, proxy/net, proxy/socks,
-         proxy/parent, proxy/capture   typed settings; the pieces below a session
-      -> sandbox-profile               confinement; takes its own options, knows nothing of proxy/
+         proxy/capture                 typed settings; the pieces below a session
+      -> sandbox-profile, proxy/parent confinement; takes its own options, knows nothing of proxy/;
+                                       the parent proxy's values (settings hold them typed)
       -> rules, config, proxy/json, proxy/asio
 
 connect-proxy (sandgate-connect) is plain POSIX and may include only rules/expected.hpp.
@@ -24,9 +25,9 @@ import sys
 
 LAYERS = [
     ["rules", "config", "proxy/json", "proxy/asio"],
-    ["sandbox-profile", "connect-proxy"],
+    ["sandbox-profile", "connect-proxy", "proxy/parent"],
     ["proxy/settings", "proxy/watch", "proxy/relay", "proxy/metrics", "proxy/net",
-     "proxy/socks", "proxy/parent", "proxy/capture"],
+     "proxy/socks", "proxy/capture"],
     ["proxy/dns"],
     ["proxy/log"],
     ["proxy/launchdarkly", "proxy/reload", "proxy/admin", "proxy/ask"],

@@ -146,6 +146,8 @@ TEST(ReasonTable, ReleasedCodesAreUnchanged) {
       {Reason::connection_refused, "connection-refused"},
       {Reason::connection_timeout, "connection-timeout"},
       {Reason::destination_unavailable, "destination-unavailable"},
+      {Reason::parent_refused, "parent-refused"},
+      {Reason::parent_unreachable, "parent-unreachable"},
       {Reason::upstream_closed, "upstream-closed"},
       {Reason::bad_response, "bad-response"},
       {Reason::response_timeout, "response-timeout"},
