@@ -22,6 +22,9 @@ using clock = std::chrono::steady_clock;
 constexpr std::size_t kChunk = 64 * 1024;
 // How many of the client's first bytes a first-bytes check sees at most.
 constexpr std::size_t kFirstBytes = 8;
+// The buffer the client's first bytes are read into while a first-bytes check holds them: a
+// TLS ClientHello or a request head fits, and a larger first message goes on by splice.
+constexpr std::size_t kFirstRead = 16 * 1024;
 // Bytes a direction moves in a row, reading again as soon as the pipe is empty, before it yields
 // to the worker's other work with a readiness wait; at least one pipeful. 512 KiB: the eight
 // 64 KiB pipefuls of the burst measured in bench/results/2026-11-26/ab-relay.md.
@@ -91,10 +94,10 @@ void TunnelRelay::wait_readable(Direction& d) {
 // yet judged wait in the copy path's buffer (`in_flight`), uncounted.
 void TunnelRelay::first_bytes_read(Direction& d) {
   if (!d.buffer) {
-    d.buffer = std::make_unique<char[]>(kChunk);
+    d.buffer = std::make_unique_for_overwrite<char[]>(kFirstRead);
   }
   const ssize_t got =
-      ::recv(d.from->native_handle(), d.buffer.get() + d.in_flight, kChunk - d.in_flight,
+      ::recv(d.from->native_handle(), d.buffer.get() + d.in_flight, kFirstRead - d.in_flight,
              MSG_DONTWAIT);
   bool eof = false;
   if (got > 0) {
@@ -130,7 +133,7 @@ void TunnelRelay::first_bytes_read(Direction& d) {
     case FirstBytesVerdict::pass:
       first_bytes_check_ = nullptr;
       *d.bytes += d.in_flight;
-      d.more = d.in_flight == kChunk;
+      d.more = d.in_flight == kFirstRead;
       d.eof_read = eof;
       drain(d);  // no pipe is held: the copy path's write
       return;
@@ -284,7 +287,7 @@ void TunnelRelay::drain(Direction& d) {
 void TunnelRelay::copy_read(Direction& d) {
   // recv() itself, not read_some(): the socket is non-blocking in the kernel but not in Asio's
   // user mode, where read_some() would wait (poll) on EAGAIN instead of returning it.
-  d.buffer = std::make_unique<char[]>(kChunk);
+  d.buffer = std::make_unique_for_overwrite<char[]>(kChunk);  // no zeroing: recv fills it
   const ssize_t got = ::recv(d.from->native_handle(), d.buffer.get(), kChunk, MSG_DONTWAIT);
   if (got < 0 && would_block(errno)) {
     d.buffer.reset();
