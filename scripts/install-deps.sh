@@ -18,6 +18,7 @@ build_packages=(
   libfmt-dev            # formatting
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev gnuplot-nox valgrind  # micro-benchmarks; make bench's plots, instruction counts
+  strace tinyproxy squid linux-perf  # make bench: system calls per setup, the peers, the profile
   ccache                # compiler cache: rebuilds across build trees (release, sanitizers)
   libseccomp-dev        # seccomp filter for `run`: socket families other than unix, IP and netlink denied
 )

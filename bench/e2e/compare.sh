@@ -84,21 +84,15 @@ fi
 # pin execs, so `pin CPU CMD &` leaves $! the command's own PID (taskset execs too): the PID
 # whose memory and CPU time are read and which is stopped. Only ever call it in a subshell.
 
-# Debian's tinyproxy and squid, installed on first use when we are root and asked for them.
+# Debian's tinyproxy and squid come from scripts/install-deps.sh. A benchmark never installs
+# anything itself: it may run beside other work that holds the package manager's lock, and in
+# its network namespace there is no network to install from. A peer that is missing is skipped,
+# and said so here and in the results (it has no rows).
 missing=()
 want tinyproxy && ! command -v tinyproxy >/dev/null && missing+=(tinyproxy)
 want squid && ! command -v squid >/dev/null && [[ ! -x /usr/sbin/squid ]] && missing+=(squid)
 if ((${#missing[@]})); then
-  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-    note "installing ${missing[*]} with apt-get"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 ||
-      { apt-get update -qq >/dev/null 2>&1 &&
-        apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1; } ||
-      note "apt-get could not install ${missing[*]}"
-  else
-    note "${missing[*]} missing and not root: skipped"
-  fi
+  note "${missing[*]} not installed (scripts/install-deps.sh installs them): skipped"
 fi
 PATH=$PATH:/usr/sbin
 

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/write.hpp>
 #include <cerrno>
 
@@ -19,6 +20,11 @@ using clock = std::chrono::steady_clock;
 
 // The copy path's buffer (no pipe could be had, or not Linux).
 constexpr std::size_t kChunk = 64 * 1024;
+// How many of the client's first bytes a first-bytes check sees at most.
+constexpr std::size_t kFirstBytes = 8;
+// The buffer the client's first bytes are read into while a first-bytes check holds them: a
+// TLS ClientHello or a request head fits, and a larger first message goes on by splice.
+constexpr std::size_t kFirstRead = 16 * 1024;
 // Bytes a direction moves in a row, reading again as soon as the pipe is empty, before it yields
 // to the worker's other work with a readiness wait; at least one pipeful. 512 KiB: the eight
 // 64 KiB pipefuls of the burst measured in bench/results/2026-11-26/ab-relay.md.
@@ -55,9 +61,10 @@ void TunnelRelay::guarded(Direction& d, Body&& body) {
 }
 
 void TunnelRelay::start() {
-  boost::system::error_code ignored;
-  up_.from->native_non_blocking(true, ignored);
-  down_.from->native_non_blocking(true, ignored);
+  // No native_non_blocking() here: the readiness waits below are the first thing done on both
+  // sockets, and Asio puts a socket in non-blocking mode (once: it remembers) before it starts
+  // any operation on it, so both are non-blocking before a handler splices or reads. The reads
+  // and writes this relay makes itself say so in their flags as well.
   if (idle_timeout_.count() > 0) {
     idle_timer_ = std::make_unique<asio::steady_timer>(up_.from->get_executor());
     arm_idle_timer();
@@ -81,39 +88,68 @@ void TunnelRelay::wait_readable(Direction& d) {
   });
 }
 
-bool TunnelRelay::first_bytes_pass(Direction& d) {
-  char bytes[8];
-  const ssize_t n = ::recv(d.from->native_handle(), bytes, sizeof bytes, MSG_PEEK | MSG_DONTWAIT);
-  if (n < 0 && would_block(errno)) {
-    wait_readable(d);  // spurious wake-up
-    return false;
+// The client's first bytes while the check holds them: read (not peeked, which would cost a
+// system call more: the read is the relay's own), judged, and written on by the copy path once
+// the check passes them; a refused tunnel ends with none of them relayed. Bytes read and not
+// yet judged wait in the copy path's buffer (`in_flight`), uncounted.
+void TunnelRelay::first_bytes_read(Direction& d) {
+  if (!d.buffer) {
+    d.buffer = std::make_unique_for_overwrite<char[]>(kFirstRead);
   }
-  if (n <= 0) {
-    first_bytes_check_ = nullptr;  // the end, or an error: the relay's own path meets it
-    return true;
+  const ssize_t got =
+      ::recv(d.from->native_handle(), d.buffer.get() + d.in_flight, kFirstRead - d.in_flight,
+             MSG_DONTWAIT);
+  bool eof = false;
+  if (got > 0) {
+    d.in_flight += static_cast<std::size_t>(got);
+  } else if (got == 0) {
+    eof = true;
+  } else if (!would_block(errno)) {
+    fail(d);
+    return;
+  } else if (d.in_flight == 0) {
+    d.buffer.reset();
+    wait_readable(d);  // spurious wake-up
+    return;
+  }
+  if (d.in_flight == 0) {
+    // The end before any byte: nothing to judge.
+    first_bytes_check_ = nullptr;
+    d.buffer.reset();
+    finish_direction(d, true);
+    return;
   }
   const auto now = clock::now();
   if (!first_bytes_deadline_) {
     first_bytes_deadline_ = now + first_bytes_patience_;
   }
-  const bool final = static_cast<std::size_t>(n) == sizeof bytes || now >= *first_bytes_deadline_;
-  switch (first_bytes_check_(std::string_view(bytes, static_cast<std::size_t>(n)), final)) {
+  const bool final = eof || d.in_flight >= kFirstBytes || now >= *first_bytes_deadline_;
+  const std::string_view bytes(d.buffer.get(), std::min(d.in_flight, kFirstBytes));
+  FirstBytesVerdict verdict = first_bytes_check_(bytes, final);
+  if (verdict == FirstBytesVerdict::need_more && final) {
+    verdict = FirstBytesVerdict::refuse;  // no more will come: the stricter reading
+  }
+  switch (verdict) {
     case FirstBytesVerdict::pass:
       first_bytes_check_ = nullptr;
-      return true;
+      *d.bytes += d.in_flight;
+      d.more = d.in_flight == kFirstRead;
+      d.eof_read = eof;
+      drain(d);  // no pipe is held: the copy path's write
+      return;
     case FirstBytesVerdict::refuse:
       first_bytes_check_ = nullptr;
       if (!failed_) {
         result_.outcome = Outcome::refused;
       }
       fail(d);
-      return false;
+      return;
     case FirstBytesVerdict::need_more:
       break;
   }
-  // The bytes already there keep the socket readable, so a readiness wait would return at once:
-  // look again shortly instead (only a client that sends a prefix of what the check looks for,
-  // and then stops, is ever here).
+  // A prefix of what the check looks for, and nothing more yet. Look again shortly rather than
+  // wait for readiness, so that the patience's end is seen even if no byte ever comes (only a
+  // client that sends such a prefix and then stops is ever here).
   if (!first_bytes_timer_) {
     first_bytes_timer_ = std::make_unique<asio::steady_timer>(d.from->get_executor());
   }
@@ -130,11 +166,11 @@ bool TunnelRelay::first_bytes_pass(Direction& d) {
     }
     guarded(d, [this, &d] { on_readable(d); });
   });
-  return false;
 }
 
 void TunnelRelay::on_readable(Direction& d) {
-  if (&d == &up_ && first_bytes_check_ && !first_bytes_pass(d)) {
+  if (&d == &up_ && first_bytes_check_) {
+    first_bytes_read(d);
     return;
   }
 #ifdef __linux__
@@ -147,6 +183,9 @@ void TunnelRelay::on_readable(Direction& d) {
                                 d.pipe.capacity, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
     if (in > 0) {
       d.in_flight = static_cast<std::size_t>(in);
+      // A read that did not fill the pipe took what the socket had: the next one would see
+      // EAGAIN, so drain() waits for readiness instead of asking (the wait re-arms readiness
+      // and completes at once if more came meanwhile).
       d.more = d.in_flight >= d.pipe.capacity;
       *d.bytes += static_cast<std::uint64_t>(in);
       drain(d);
@@ -204,13 +243,14 @@ void TunnelRelay::drain(Direction& d) {
       fail(d);
       return;
     }
-    // Empty again. While the source keeps having more, read on without a readiness wait, until
-    // it says EAGAIN (on_readable then gives the pipe back and waits) or the burst's bytes are
-    // moved, so that one busy tunnel cannot hold the worker's thread.
-    if (d.burst < kBurstBytes) {
+    // Empty again. While the source keeps having more (the last read filled the pipe), read on
+    // without a readiness wait, until a read comes back short or EAGAIN or the burst's bytes
+    // are moved, so that one busy tunnel cannot hold the worker's thread.
+    if (d.more && d.burst < kBurstBytes) {
       on_readable(d);
       return;
     }
+    d.more = false;
     d.burst = 0;
     pipes_.release(d.pipe);
     d.pipe = {};
@@ -218,7 +258,8 @@ void TunnelRelay::drain(Direction& d) {
     return;
   }
 #endif
-  // The copy path writes its buffer in one asynchronous write.
+  // The copy path writes its buffer in one asynchronous write; then, like the splice path, reads
+  // on at once only when the last read filled the buffer, else waits for readiness.
   ++pending_;
   asio::async_write(*d.to, asio::buffer(d.buffer.get(), d.in_flight),
                     [this, &d](boost::system::error_code error, std::size_t) {
@@ -229,39 +270,58 @@ void TunnelRelay::drain(Direction& d) {
                         fail(d);
                         return;
                       }
-                      guarded(d, [this, &d] { wait_readable(d); });
+                      guarded(d, [this, &d] {
+                        if (d.eof_read) {
+                          finish_direction(d, true);
+                        } else if (d.more) {
+                          d.more = false;
+                          on_readable(d);
+                        } else {
+                          wait_readable(d);
+                        }
+                      });
                     });
 }
 
 // Without a pipe: read what is there into a buffer that lives only until it is written.
 void TunnelRelay::copy_read(Direction& d) {
-  d.buffer = std::make_unique<char[]>(kChunk);
-  boost::system::error_code error;
-  const std::size_t n = d.from->read_some(asio::buffer(d.buffer.get(), kChunk), error);
-  if (error == asio::error::would_block) {
+  // recv() itself, not read_some(): the socket is non-blocking in the kernel but not in Asio's
+  // user mode, where read_some() would wait (poll) on EAGAIN instead of returning it.
+  d.buffer = std::make_unique_for_overwrite<char[]>(kChunk);  // no zeroing: recv fills it
+  const ssize_t got = ::recv(d.from->native_handle(), d.buffer.get(), kChunk, MSG_DONTWAIT);
+  if (got < 0 && would_block(errno)) {
     d.buffer.reset();
     wait_readable(d);
     return;
   }
-  if (error == asio::error::eof) {
+  if (got == 0) {
     d.buffer.reset();
     finish_direction(d, true);
     return;
   }
-  if (error) {
+  if (got < 0) {
     d.buffer.reset();
     fail(d);
     return;
   }
+  const auto n = static_cast<std::size_t>(got);
   d.in_flight = n;
+  d.more = n == kChunk;
   *d.bytes += n;
   drain(d);
 }
 
-// The end of one direction's stream: pass the half-close on, let the other direction run.
+// The end of one direction's stream: pass the half-close on, let the other direction run. When
+// the other direction has already ended, the tunnel is over: both sockets are closed here, and
+// that close sends the FIN a shutdown would have (everything each socket had to give has been
+// read, up to its end, so the close is orderly, never a reset), one system call fewer.
 void TunnelRelay::finish_direction(Direction& d, bool eof) {
-  if (eof) {
-    boost::system::error_code ignored;
+  boost::system::error_code ignored;
+  Direction& other = &d == &up_ ? down_ : up_;
+  if (eof && other.done && !failed_) {
+    d.to->close(ignored);
+    d.from->close(ignored);
+  } else if (eof) {
     d.to->shutdown(tcp::socket::shutdown_send, ignored);
   }
   d.done = true;

@@ -54,8 +54,9 @@ class TunnelRelay {
  public:
   // `done` is called once, as the last thing this object does; it may destroy the relay.
   using Done = std::function<void(Result)>;
-  // Sees the client's first bytes (at most 8, not consumed) before any is relayed. `final`:
-  // no more will be waited for (8 bytes seen, or the patience ran out).
+  // Sees the client's first bytes (at most 8; read and held, relayed only once passed) before
+  // any is relayed. `final`: no more will be waited for (8 bytes seen, the client's end, or the
+  // patience ran out); a need_more answer to a final look counts as refuse.
   using FirstBytesCheck = std::function<FirstBytesVerdict(std::string_view bytes, bool final)>;
 
   TunnelRelay(boost::asio::ip::tcp::socket& client, boost::asio::ip::tcp::socket& upstream,
@@ -84,15 +85,16 @@ class TunnelRelay {
     std::unique_ptr<char[]> buffer;          // the copy path's buffer, only while in flight
     std::uint64_t* bytes;
     bool done = false;
-    bool more = false;      // the last read filled the pipe: the source likely has more
+    bool more = false;      // the last read filled the pipe (or buffer): the source likely has more
+    bool eof_read = false;  // the source's end came with the held first bytes: pass it on after
     std::size_t burst = 0;  // bytes moved since the last readiness wait
   };
 
   void wait_readable(Direction& d);
   void on_readable(Direction& d);
-  // The first-bytes check on the client's direction; false when it has taken over the direction
-  // (a wait for more bytes, or the end of the tunnel).
-  bool first_bytes_pass(Direction& d);
+  // The client's direction while the first-bytes check holds it: reads, judges, then relays
+  // what passed (or ends the tunnel, or looks again shortly).
+  void first_bytes_read(Direction& d);
   // Runs a handler's body; an exception ends the tunnel (outcome internal_error) instead of
   // escaping into the worker's loop and leaving the tunnel half-finished.
   template <typename Body>

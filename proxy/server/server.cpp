@@ -10,12 +10,10 @@
 // without a peer address, so no address type is involved), read/write/recv/send, shutdown,
 // close, cancel, SO_LINGER, and splice (to and from a pipe, for tunnels). What does not fit is
 // confined to calls that report errors as values and are checked:
-//   - TCP_NODELAY (set_option(no_delay) after accept): not set for unix clients (it would fail
-//     with EOPNOTSUPP into an ignored error code).
-//   - remote_endpoint(ec) in SessionContext: getpeername returns an AF_UNIX address of at most
-//     110 bytes, which Asio accepts (it only refuses lengths over sizeof(sockaddr_storage)) and
-//     reads as a meaningless IPv6 address; serve_client() then replaces the client's name in
-//     the log with "uid:N" from SO_PEERCRED (getpeereid on macOS), or "unix".
+//   - TCP_NODELAY (on the listener, or set_option(no_delay) after accept): not set for unix
+//     clients (it would fail with EOPNOTSUPP into an ignored error code).
+//   - The client's address: TCP clients get it from accept; a unix client is accepted without
+//     one and named in the log "uid:N" from SO_PEERCRED (getpeereid on macOS), or "unix".
 //   - local_endpoint() is never called on a client socket; the upstream socket is always TCP.
 // Every other call on the client socket (connect_tunnel, http_forward, the relays) was checked
 // for this: none asks for the client's address or sets a TCP option on it.
@@ -41,6 +39,7 @@
 #include <csignal>
 #include <cstddef>
 #include <cstring>
+#include <tuple>
 
 #include "proxy/dns/resolver_settings.hpp"
 #include "proxy/session/client_session.hpp"
@@ -78,8 +77,29 @@ asio::awaitable<void> accept_loop(Worker& worker, bool unix_clients) {
   asio::steady_timer pause(worker.io);
   auto last_complaint = std::chrono::steady_clock::time_point{};
   const std::uint32_t limit = worker.settings->max_connections;  // restart-only
+  // TCP_NODELAY on the listening socket: Linux copies it into every socket accepted from it,
+  // which saves a setsockopt per connection. Whether it did is checked on the first connection
+  // (one getsockopt per worker); where it did not, each socket gets it as before.
+  enum class NoDelay : std::uint8_t { unknown, inherited, per_socket };
+  NoDelay no_delay = NoDelay::per_socket;
+  if (!unix_clients && worker.acceptor) {
+    boost::system::error_code ec;
+    worker.acceptor->set_option(tcp::no_delay(true), ec);
+    no_delay = ec ? NoDelay::per_socket : NoDelay::unknown;
+  }
+  tcp::endpoint peer;
   while (worker.acceptor && worker.acceptor->is_open()) {
-    auto [error, socket] = co_await worker.acceptor->async_accept(use_tuple);
+    // The client's address comes with the accept (no getpeername later); a unix socket's peer
+    // has no address of this type, so it is accepted without one.
+    // (Two statements, not one co_await in each arm of a conditional: GCC 12 destroys the
+    // result of such a conditional co_await, the accepted socket with it.)
+    boost::system::error_code error;
+    tcp::socket socket(worker.io);
+    if (unix_clients) {
+      std::tie(error, socket) = co_await worker.acceptor->async_accept(use_tuple);
+    } else {
+      std::tie(error, socket) = co_await worker.acceptor->async_accept(peer, use_tuple);
+    }
     if (error == asio::error::operation_aborted || !worker.acceptor->is_open()) {
       co_return;
     }
@@ -108,8 +128,16 @@ asio::awaitable<void> accept_loop(Worker& worker, bool unix_clients) {
       continue;
     }
     boost::system::error_code ignored;
-    socket.set_option(tcp::no_delay(true), ignored);
-    asio::co_spawn(worker.io, session::serve_client(worker, std::move(socket)), asio::detached);
+    if (no_delay == NoDelay::unknown) {
+      tcp::no_delay option;
+      socket.get_option(option, ignored);
+      no_delay = !ignored && option.value() ? NoDelay::inherited : NoDelay::per_socket;
+    }
+    if (no_delay != NoDelay::inherited) {
+      socket.set_option(tcp::no_delay(true), ignored);
+    }
+    asio::co_spawn(worker.io, session::serve_client(worker, std::move(socket), session::to_text(peer)),
+                   asio::detached);
   }
 }
 

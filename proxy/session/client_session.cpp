@@ -367,11 +367,7 @@ asio::awaitable<void> serve_first_request(SessionContext& context) {
 
 asio::awaitable<void> serve_client(WorkerContext& worker, tcp::socket socket,
                                    std::string client_label) {
-  SessionContext context(worker, std::move(socket));
-  if (!client_label.empty()) {
-    // A unix socket client: SessionContext read a meaningless address from the socket.
-    context.client_address = std::move(client_label);
-  }
+  SessionContext context(worker, std::move(socket), std::move(client_label));
   // Whatever throws on the connection's path (an allocation failure, a bug) ends this connection
   // only, with a logged and counted outcome; nothing escapes into the worker's loop.
   try {

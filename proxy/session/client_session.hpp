@@ -18,7 +18,8 @@ namespace sandgate::session {
 
 // Serves one accepted client on `worker`'s thread. The caller has counted the connection in
 // SharedState::open_connections; the session uncounts it when it ends. `client_label`, when not
-// empty, names the client in the log instead of its address (unix socket clients: "uid:1000").
+// empty, names the client in the log (its address from accept, or for a unix socket client
+// "uid:1000"); empty: the address is asked of the socket.
 // Never throws.
 boost::asio::awaitable<void> serve_client(WorkerContext& worker,
                                           boost::asio::ip::tcp::socket client,

@@ -25,16 +25,20 @@ void remember_denial(metrics::WorkerMetrics& metrics, const log::Record& record)
 
 }  // namespace
 
-SessionContext::SessionContext(WorkerContext& w, boost::asio::ip::tcp::socket socket)
+SessionContext::SessionContext(WorkerContext& w, boost::asio::ip::tcp::socket socket,
+                               std::string address)
     : worker(w),
       client(std::move(socket)),
       upstream(client.get_executor()),
       id(w.shared.next_connection_id.fetch_add(1, std::memory_order_relaxed)),
+      client_address(std::move(address)),
       policy(w.policy),
       settings_snapshot(w.settings) {
-  boost::system::error_code ec;
-  auto peer = client.remote_endpoint(ec);
-  client_address = ec ? std::string("unknown") : to_text(peer);
+  if (client_address.empty()) {
+    boost::system::error_code ec;
+    auto peer = client.remote_endpoint(ec);
+    client_address = ec ? std::string("unknown") : to_text(peer);
+  }
   live.client = &client;
   live.upstream = &upstream;
   live.connection_id = id;

@@ -25,7 +25,10 @@ struct Reported {
 };
 
 struct SessionContext {
-  SessionContext(WorkerContext& w, boost::asio::ip::tcp::socket socket);
+  // `client_address`: how the log names the client, when the caller knows it (the address
+  // accept returned, or a unix client's label); empty: asked of the socket (getpeername).
+  SessionContext(WorkerContext& w, boost::asio::ip::tcp::socket socket,
+                 std::string client_address = {});
   ~SessionContext();
   SessionContext(const SessionContext&) = delete;
   SessionContext& operator=(const SessionContext&) = delete;

@@ -44,6 +44,27 @@ TEST(ConnectTunnel, AllowedNameTunnelsAndEchoes) {
   })) << proxy.log_text();
 }
 
+// The decision and end lines name the client by the address and port its connection came from
+// (taken from the accept, not asked of the socket later).
+TEST(ConnectTunnel, LogNamesTheClientByItsAddressAndPort) {
+  TcpOrigin origin;
+  TestProxy proxy("", allow_loopback);
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+
+  TestClient client(proxy.port());
+  auto head = send_connect(client, target("origin.test", origin.port()));
+  ASSERT_EQ(head.status, 200) << head.head;
+  client.send("ping");
+  EXPECT_EQ(client.read_exact(4), "ping");
+  const std::uint16_t client_port = client.local_port();
+  client.close();
+  const std::string who = "\"client\":\"127.0.0.1:" + std::to_string(client_port) + "\"";
+  EXPECT_TRUE(proxy.wait_for_log([&who](const std::string& log) {
+    return log.find("\"event\":\"end\"") != std::string::npos &&
+           log.find(who) != std::string::npos;
+  })) << who << "\n" << proxy.log_text();
+}
+
 TEST(ConnectTunnel, BlocklistedHostGets403WithProxyStatus) {
   TcpOrigin origin;
   TestProxy proxy("evil.test   # inline comment\n", allow_loopback);

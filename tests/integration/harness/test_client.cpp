@@ -73,6 +73,18 @@ TestClient::TestClient(std::uint16_t port, bool ipv6) {
 
 TestClient::~TestClient() { close(); }
 
+std::uint16_t TestClient::local_port() const {
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    return 0;
+  }
+  if (address.ss_family == AF_INET6) {
+    return ntohs(reinterpret_cast<const sockaddr_in6*>(&address)->sin6_port);
+  }
+  return ntohs(reinterpret_cast<const sockaddr_in*>(&address)->sin_port);
+}
+
 void TestClient::close() {
   if (fd_ >= 0) {
     ::close(fd_);

@@ -21,6 +21,8 @@ class TestClient {
   void send(std::string_view data);
   void shutdown_write();
   void close();
+  // The port this client's socket was given (what the gate sees as the client's).
+  std::uint16_t local_port() const;
 
   // Reads until `delimiter` has arrived (returns everything read, which may go past it), or
   // the timeout passes or the peer closes (returns what arrived).

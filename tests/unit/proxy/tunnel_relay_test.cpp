@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -20,6 +21,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "proxy/relay/pipe_pool.hpp"
 #include "proxy/relay/tunnel_relay.hpp"
@@ -272,6 +274,60 @@ TEST(TunnelRelay, RefusedFirstBytesReachNobody) {
   ASSERT_TRUE(result);
   EXPECT_EQ(result->outcome, Outcome::refused);
   EXPECT_EQ(result->bytes_up, 0u);
+}
+
+// First bytes that come one at a time are judged together: the check is asked again as each
+// arrives (need_more), and refused bytes reach nobody, however they were split.
+TEST(TunnelRelay, FirstBytesSplitAcrossSendsAreJudgedTogether) {
+  RelayFixture f;
+  std::vector<std::string> seen;
+  f.start([&seen](TunnelRelay& relay) {
+    relay.watch_first_bytes([&seen](std::string_view bytes, bool final) {
+      seen.emplace_back(bytes);
+      const std::size_t n = std::min<std::size_t>(bytes.size(), 4);
+      if (bytes.substr(0, n) != std::string_view("SSH-").substr(0, n)) {
+        return FirstBytesVerdict::pass;
+      }
+      return n < 4 && !final ? FirstBytesVerdict::need_more : FirstBytesVerdict::refuse;
+    });
+  });
+  send_all(f.a(), "S");
+  std::this_thread::sleep_for(100ms);
+  send_all(f.a(), "SH-2.0-client\r\n");
+  bool reset = false;
+  EXPECT_EQ(read_to_end(f.b(), &reset), "");
+  const auto result = f.result();
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->outcome, Outcome::refused);
+  EXPECT_EQ(result->bytes_up, 0u);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.front(), "S");
+  EXPECT_EQ(seen.back(), "SSH-2.0-");
+}
+
+// A client that sends a few bytes and its end at once: the check sees them as final, and once
+// passed they are relayed, counted, and followed by the half-close.
+TEST(TunnelRelay, PassedFirstBytesWithTheClientsEndAreRelayedThenHalfClosed) {
+  RelayFixture f;
+  bool saw_final = false;
+  f.start([&saw_final](TunnelRelay& relay) {
+    relay.watch_first_bytes([&saw_final](std::string_view, bool final) {
+      saw_final = final;
+      return final ? FirstBytesVerdict::pass : FirstBytesVerdict::need_more;
+    });
+  });
+  send_all(f.a(), "hey");
+  ::shutdown(f.a(), SHUT_WR);
+  EXPECT_EQ(read_to_end(f.b()), "hey");  // the bytes, then the end of the stream
+  send_all(f.b(), "bye");
+  ::shutdown(f.b(), SHUT_WR);
+  EXPECT_EQ(read_to_end(f.a()), "bye");
+  const auto result = f.result();
+  ASSERT_TRUE(result);
+  EXPECT_TRUE(saw_final);
+  EXPECT_EQ(result->outcome, Outcome::closed);
+  EXPECT_EQ(result->bytes_up, 3u);
+  EXPECT_EQ(result->bytes_down, 3u);
 }
 
 TEST(TunnelRelay, OutcomesHaveTheirEndLineNames) {
