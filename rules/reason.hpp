@@ -45,6 +45,8 @@ enum class Reason : std::uint8_t {
   sni_mismatch,              // the TLS ClientHello names another server than the CONNECT host
   sni_missing,               // the TLS ClientHello names no server, while the CONNECT names one
   protocol_mismatch,         // not TLS on a TLS port (or a broken ClientHello)
+  host_mismatch,             // capture: a plain-HTTP request whose Host is not the name dialled
+  dns_refused,               // capture: a DNS query of a type or a name shape the gate refuses
   // ---- The request (the proxy's own checks of what the client sent) ----
   auth_required,        // the gate requires a token and the request carried none
   auth_failed,          // the request's token is wrong or its Proxy-Authorization malformed
@@ -94,7 +96,7 @@ struct ReasonInfo {
   std::string_view description;  // one line for people: when the gate gives this reason
 };
 
-inline constexpr std::array<ReasonInfo, 41> kReasons = {{
+inline constexpr std::array<ReasonInfo, 43> kReasons = {{
     // The policy.
     {Reason::allowed, "allowed", 0, "", Verdict::allow, "no rule objected"},
     {Reason::invalid_host, "invalid-host", 400, "http_request_error", Verdict::deny,
@@ -129,6 +131,11 @@ inline constexpr std::array<ReasonInfo, 41> kReasons = {{
      "the TLS ClientHello names no server while the CONNECT names a host (tunnel closed)"},
     {Reason::protocol_mismatch, "protocol-mismatch", 0, "", Verdict::deny,
      "the client's first bytes on a TLS port are not a TLS ClientHello (tunnel closed)"},
+    {Reason::host_mismatch, "host-mismatch", 0, "", Verdict::deny,
+     "capture: a plain-HTTP request's Host names another server than the one dialled (closed)"},
+    {Reason::dns_refused, "dns-refused", 0, "", Verdict::deny,
+     "capture: a DNS query the gate does not answer (a type other than A, AAAA, HTTPS and SVCB, "
+     "a name over the length and entropy budget, a malformed query)"},
     // The request.
     {Reason::auth_required, "auth-required", 407, "http_request_denied", Verdict::deny,
      "the gate requires a token and the request carried none"},

@@ -20,6 +20,7 @@ build_packages=(
   libbenchmark-dev gnuplot-nox valgrind  # micro-benchmarks; make bench's plots, instruction counts
   ccache                # compiler cache: rebuilds across build trees (release, sanitizers)
   libseccomp-dev        # seccomp filter for `run`: socket families other than unix, IP and netlink denied
+  libnftables-dev       # `run`'s capture: the nftables rules that redirect the command's connections
 )
 # Tests drive real clients and servers from Debian's packages. The fuzz targets (tests/fuzz) need
 # clang and its libFuzzer and sanitizer runtimes.
@@ -30,6 +31,7 @@ test_packages=(
   netcat-openbsd        # socks_e2e_test: ssh through the gate's SOCKS5 with ProxyCommand nc -X 5
   python3               # the service-file test reads the launchd plist with plistlib
   dbus keyutils         # run_test: a real session bus the confined command must not reach; keyctl
+  nftables bind9-dnsutils  # capture_e2e_test: nft to inspect the rules; dig for DNS queries inside run
 )
 
 case "$(uname -s)" in

@@ -126,6 +126,8 @@ TEST(ReasonTable, ReleasedCodesAreUnchanged) {
       {Reason::sni_mismatch, "sni-mismatch"},
       {Reason::sni_missing, "sni-missing"},
       {Reason::protocol_mismatch, "protocol-mismatch"},
+      {Reason::host_mismatch, "host-mismatch"},
+      {Reason::dns_refused, "dns-refused"},
       {Reason::auth_required, "auth-required"},
       {Reason::auth_failed, "auth-failed"},
       {Reason::bad_request, "bad-request"},
