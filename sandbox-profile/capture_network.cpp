@@ -23,7 +23,7 @@ namespace {
 
 // From <linux/netfilter_ipv4.h> and <linux/netfilter_ipv6/ip6_tables.h>, which cannot be
 // included next to <net/if.h> (both define the interface flags).
-constexpr int kSoOriginalDst = 80;     // SO_ORIGINAL_DST, level SOL_IP
+constexpr int kSoOriginalDst = 80;      // SO_ORIGINAL_DST, level SOL_IP
 constexpr int kIp6tSoOriginalDst = 80;  // IP6T_SO_ORIGINAL_DST, level SOL_IPV6
 
 constexpr int kBacklog = 4096;  // as the gate's own listener
@@ -48,52 +48,19 @@ struct Fd {
   int release() { return std::exchange(fd, -1); }
 };
 
-// `ip route add default dev lo src SOURCE` over rtnetlink. The source address matters: without
-// it the kernel picks none for a link-scope route over lo, and connections leave from 0.0.0.0.
-Expected<bool, std::string> add_default_route(int family) {
+// One rtnetlink request (`request`, its length in its header) and its acknowledgement; the
+// error names `what`.
+Expected<bool, std::string> netlink_request(nlmsghdr& request, const std::string& what) {
   Fd sock(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
   if (sock.fd < 0) {
     return Unexpected{errno_text("netlink socket")};
   }
-  struct {
-    nlmsghdr header;
-    rtmsg route;
-    char attributes[64];
-  } request{};
-  request.header.nlmsg_len = NLMSG_LENGTH(sizeof(rtmsg));
-  request.header.nlmsg_type = RTM_NEWROUTE;
-  request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL;
-  request.header.nlmsg_seq = 1;
-  request.route.rtm_family = static_cast<unsigned char>(family);
-  request.route.rtm_dst_len = 0;  // default
-  request.route.rtm_table = RT_TABLE_MAIN;
-  request.route.rtm_protocol = RTPROT_BOOT;
-  request.route.rtm_scope = family == AF_INET ? RT_SCOPE_LINK : RT_SCOPE_UNIVERSE;
-  request.route.rtm_type = RTN_UNICAST;
-  const auto add = [&](unsigned short type, const void* data, std::size_t size) {
-    auto* attribute = reinterpret_cast<rtattr*>(reinterpret_cast<char*>(&request) +
-                                                NLMSG_ALIGN(request.header.nlmsg_len));
-    attribute->rta_type = type;
-    attribute->rta_len = static_cast<unsigned short>(RTA_LENGTH(size));
-    std::memcpy(RTA_DATA(attribute), data, size);
-    request.header.nlmsg_len = NLMSG_ALIGN(request.header.nlmsg_len) + RTA_ALIGN(attribute->rta_len);
-  };
-  const int loopback = static_cast<int>(::if_nametoindex("lo"));
-  if (loopback == 0) {
-    return Unexpected{errno_text("no loopback interface")};
-  }
-  add(RTA_OIF, &loopback, sizeof loopback);
-  if (family == AF_INET) {
-    const in_addr source{htonl(INADDR_LOOPBACK)};
-    add(RTA_PREFSRC, &source, sizeof source);
-  } else {
-    const in6_addr source = IN6ADDR_LOOPBACK_INIT;
-    add(RTA_PREFSRC, &source, sizeof source);
-  }
+  request.nlmsg_flags |= NLM_F_REQUEST | NLM_F_ACK;
+  request.nlmsg_seq = 1;
   sockaddr_nl kernel{};
   kernel.nl_family = AF_NETLINK;
-  if (::sendto(sock.fd, &request, request.header.nlmsg_len, 0,
-               reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) < 0) {
+  if (::sendto(sock.fd, &request, request.nlmsg_len, 0, reinterpret_cast<sockaddr*>(&kernel),
+               sizeof kernel) < 0) {
     return Unexpected{errno_text("netlink sendto")};
   }
   // The acknowledgement: an NLMSG_ERROR whose error is 0 on success.
@@ -107,11 +74,84 @@ Expected<bool, std::string> add_default_route(int family) {
     const auto* error = static_cast<const nlmsgerr*>(NLMSG_DATA(header));
     if (error->error != 0) {
       errno = -error->error;
-      return Unexpected{errno_text(std::string("cannot add a default route over lo (") +
-                                   (family == AF_INET ? "IPv4" : "IPv6") + ")")};
+      return Unexpected{errno_text(what)};
     }
   }
   return true;
+}
+
+// An rtnetlink message with room for a few attributes.
+template <typename Body>
+struct NetlinkMessage {
+  nlmsghdr header{};
+  Body body{};
+  char attributes[64]{};
+
+  explicit NetlinkMessage(unsigned short type, unsigned short flags) {
+    header.nlmsg_len = NLMSG_LENGTH(sizeof(Body));
+    header.nlmsg_type = type;
+    header.nlmsg_flags = flags;
+  }
+  void add(unsigned short type, const void* data, std::size_t size) {
+    auto* attribute =
+        reinterpret_cast<rtattr*>(reinterpret_cast<char*>(this) + NLMSG_ALIGN(header.nlmsg_len));
+    attribute->rta_type = type;
+    attribute->rta_len = static_cast<unsigned short>(RTA_LENGTH(size));
+    std::memcpy(RTA_DATA(attribute), data, size);
+    header.nlmsg_len = NLMSG_ALIGN(header.nlmsg_len) + RTA_ALIGN(attribute->rta_len);
+  }
+};
+
+const char* family_name(int family) { return family == AF_INET ? "IPv4" : "IPv6"; }
+
+// `ip route add default dev lo src SOURCE` over rtnetlink. The source address matters: without
+// it the kernel picks none for a link-scope route over lo, and connections leave from 0.0.0.0.
+Expected<bool, std::string> add_default_route(int family, int loopback) {
+  NetlinkMessage<rtmsg> request(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL);
+  request.body.rtm_family = static_cast<unsigned char>(family);
+  request.body.rtm_dst_len = 0;  // default
+  request.body.rtm_table = RT_TABLE_MAIN;
+  request.body.rtm_protocol = RTPROT_BOOT;
+  request.body.rtm_scope = family == AF_INET ? RT_SCOPE_LINK : RT_SCOPE_UNIVERSE;
+  request.body.rtm_type = RTN_UNICAST;
+  request.add(RTA_OIF, &loopback, sizeof loopback);
+  if (family == AF_INET) {
+    const in_addr source{htonl(INADDR_LOOPBACK)};
+    request.add(RTA_PREFSRC, &source, sizeof source);
+  } else {
+    const in6_addr source = IN6ADDR_LOOPBACK_INIT;
+    request.add(RTA_PREFSRC, &source, sizeof source);
+  }
+  return netlink_request(request.header, std::string("cannot add a default route over lo (") +
+                                             family_name(family) + ")");
+}
+
+// An address on lo that is not the loopback address itself, for getaddrinfo's AI_ADDRCONFIG
+// (glibc's default when a program passes no hints): it answers a family only when the system
+// has an address of it other than 127.0.0.1 and ::1, and would otherwise resolve nothing in a
+// namespace that has only those. 127.0.0.2 is loopback already; 100::1 is in the discard
+// prefix (RFC 6666). Neither is ever the source of a connection (the routes name theirs), and
+// a connection to either is captured like any other.
+Expected<bool, std::string> add_addrconfig_address(int family, int loopback) {
+  NetlinkMessage<ifaddrmsg> request(RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE);
+  request.body.ifa_family = static_cast<unsigned char>(family);
+  request.body.ifa_prefixlen = family == AF_INET ? 32 : 128;
+  request.body.ifa_flags = IFA_F_NODAD;
+  request.body.ifa_scope = RT_SCOPE_HOST;
+  request.body.ifa_index = static_cast<unsigned>(loopback);
+  if (family == AF_INET) {
+    in_addr address{};
+    ::inet_pton(AF_INET, "127.0.0.2", &address);
+    request.add(IFA_LOCAL, &address, sizeof address);
+    request.add(IFA_ADDRESS, &address, sizeof address);
+  } else {
+    in6_addr address{};
+    ::inet_pton(AF_INET6, "100::1", &address);
+    request.add(IFA_LOCAL, &address, sizeof address);
+    request.add(IFA_ADDRESS, &address, sizeof address);
+  }
+  return netlink_request(request.header,
+                         std::string("cannot add an address to lo (") + family_name(family) + ")");
 }
 
 // A socket of `type` bound to loopback (`v6`: ::1, IPv6 only) on `port`; listening for TCP.
@@ -162,8 +202,7 @@ bool has_ipv6() {
 }
 
 Expected<bool, std::string> apply_ruleset(const std::string& text) {
-  std::unique_ptr<nft_ctx, void (*)(nft_ctx*)> context(nft_ctx_new(NFT_CTX_DEFAULT),
-                                                       nft_ctx_free);
+  std::unique_ptr<nft_ctx, void (*)(nft_ctx*)> context(nft_ctx_new(NFT_CTX_DEFAULT), nft_ctx_free);
   if (!context) {
     return Unexpected{std::string("libnftables: cannot create a context")};
   }
@@ -218,11 +257,10 @@ Expected<bool, std::string> check_redirect(int listener, bool v6) {
     return Unexpected{"the capture check's " + family +
                       " connection arrived without its original destination (SO_ORIGINAL_DST)"};
   }
-  const bool same =
-      v6 ? std::memcmp(&reinterpret_cast<sockaddr_in6*>(&original)->sin6_addr,
-                       &reinterpret_cast<sockaddr_in6*>(&target)->sin6_addr, 16) == 0
-         : reinterpret_cast<sockaddr_in*>(&original)->sin_addr.s_addr ==
-               reinterpret_cast<sockaddr_in*>(&target)->sin_addr.s_addr;
+  const bool same = v6 ? std::memcmp(&reinterpret_cast<sockaddr_in6*>(&original)->sin6_addr,
+                                     &reinterpret_cast<sockaddr_in6*>(&target)->sin6_addr, 16) == 0
+                       : reinterpret_cast<sockaddr_in*>(&original)->sin_addr.s_addr ==
+                             reinterpret_cast<sockaddr_in*>(&target)->sin_addr.s_addr;
   if (!same) {
     return Unexpected{"the capture check's " + family +
                       " connection arrived with another original destination"};
@@ -309,8 +347,12 @@ std::string capture_ruleset(std::uint16_t port) {
          "    ip daddr != 127.0.0.1 tcp dport 53 redirect to :53\n"
          "    ip6 daddr != ::1 udp dport 53 redirect to :53\n"
          "    ip6 daddr != ::1 tcp dport 53 redirect to :53\n"
-         "    ip daddr != 127.0.0.0/8 meta l4proto tcp redirect to :" + p + "\n"
-         "    ip6 daddr != ::1 meta l4proto tcp redirect to :" + p + "\n"
+         "    ip daddr != 127.0.0.0/8 meta l4proto tcp redirect to :" +
+         p +
+         "\n"
+         "    ip6 daddr != ::1 meta l4proto tcp redirect to :" +
+         p +
+         "\n"
          "  }\n"
          "  chain fence {\n"
          "    type filter hook output priority 0; policy drop;\n"
@@ -332,8 +374,7 @@ bool original_destination(int fd, sockaddr_storage& out) {
     return ::getsockopt(fd, SOL_IPV6, kIp6tSoOriginalDst, &out, &length) == 0 &&
            out.ss_family == AF_INET6;
   }
-  return ::getsockopt(fd, SOL_IP, kSoOriginalDst, &out, &length) == 0 &&
-         out.ss_family == AF_INET;
+  return ::getsockopt(fd, SOL_IP, kSoOriginalDst, &out, &length) == 0 && out.ss_family == AF_INET;
 }
 
 Expected<CaptureSockets, std::string> set_up_capture() {
@@ -343,12 +384,19 @@ Expected<CaptureSockets, std::string> set_up_capture() {
     return Unexpected{"capture: " + why + kCaptureOff};
   };
   const bool v6 = has_ipv6();
-  if (auto route = add_default_route(AF_INET); !route) {
-    return fail(route.error());
+  const int loopback = static_cast<int>(::if_nametoindex("lo"));
+  if (loopback == 0) {
+    return fail(errno_text("no loopback interface"));
   }
-  if (v6) {
-    if (auto route = add_default_route(AF_INET6); !route) {
+  for (const int family : {AF_INET, AF_INET6}) {
+    if (family == AF_INET6 && !v6) {
+      continue;
+    }
+    if (auto route = add_default_route(family, loopback); !route) {
       return fail(route.error());
+    }
+    if (auto address = add_addrconfig_address(family, loopback); !address) {
+      return fail(address.error());
     }
   }
   // The capture listener: IPv4 on a port the kernel picks, IPv6 on the same one (one rule).

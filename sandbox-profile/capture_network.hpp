@@ -4,7 +4,9 @@
 // CAP_NET_ADMIN in its user namespace, before Landlock, the seccomp filter and the dropping of
 // privileges (after which the command cannot change any of it):
 //   - a default route over `lo` (IPv4 and, when the namespace has ::1, IPv6), so that connect()
-//     to any address reaches the output hook instead of failing with ENETUNREACH;
+//     to any address reaches the output hook instead of failing with ENETUNREACH, and a second
+//     address on lo per family (127.0.0.2, 100::1) so that getaddrinfo's AI_ADDRCONFIG, glibc's
+//     default, still resolves names;
 //   - the sockets the gate serves from the host (handed over like the explicit listener): a TCP
 //     listener on 127.0.0.1:P and [::1]:P (the capture listener), and UDP and TCP sockets on
 //     127.0.0.1:53 and [::1]:53 (the DNS server);

@@ -31,8 +31,11 @@ DnsReply refused(std::span<const std::uint8_t> message, const Query& query, std:
                  std::string detail) {
   DnsReply reply;
   reply.bytes = build_response(message, query, ResponseCode::refused);
-  reply.decision = DnsDecision{query.name.empty() ? "." : query.name, std::move(type),
-                               rules::Reason::dns_refused, {}, std::move(detail)};
+  reply.decision = DnsDecision{query.name.empty() ? "." : query.name,
+                               std::move(type),
+                               rules::Reason::dns_refused,
+                               {},
+                               std::move(detail)};
   return reply;
 }
 
@@ -55,19 +58,32 @@ std::optional<std::string> AddressBook::name_of(const rules::IpAddress& address)
 
 std::string type_name(std::uint16_t type) {
   switch (static_cast<QueryType>(type)) {
-    case QueryType::a: return "A";
-    case QueryType::ns: return "NS";
-    case QueryType::cname: return "CNAME";
-    case QueryType::soa: return "SOA";
-    case QueryType::ptr: return "PTR";
-    case QueryType::mx: return "MX";
-    case QueryType::txt: return "TXT";
-    case QueryType::aaaa: return "AAAA";
-    case QueryType::srv: return "SRV";
-    case QueryType::opt: return "OPT";
-    case QueryType::svcb: return "SVCB";
-    case QueryType::https: return "HTTPS";
-    case QueryType::any: return "ANY";
+    case QueryType::a:
+      return "A";
+    case QueryType::ns:
+      return "NS";
+    case QueryType::cname:
+      return "CNAME";
+    case QueryType::soa:
+      return "SOA";
+    case QueryType::ptr:
+      return "PTR";
+    case QueryType::mx:
+      return "MX";
+    case QueryType::txt:
+      return "TXT";
+    case QueryType::aaaa:
+      return "AAAA";
+    case QueryType::srv:
+      return "SRV";
+    case QueryType::opt:
+      return "OPT";
+    case QueryType::svcb:
+      return "SVCB";
+    case QueryType::https:
+      return "HTTPS";
+    case QueryType::any:
+      return "ANY";
   }
   return "TYPE" + std::to_string(type);
 }
@@ -118,7 +134,10 @@ DnsReply answer_query(std::span<const std::uint8_t> message, const rules::Policy
     if (parsed.error().id) {
       reply.bytes = format_error(*parsed.error().id);
     }
-    reply.decision = DnsDecision{"-", "-", rules::Reason::dns_refused, {},
+    reply.decision = DnsDecision{"-",
+                                 "-",
+                                 rules::Reason::dns_refused,
+                                 {},
                                  "a malformed DNS query (" + parsed.error().problem + ")."};
     return reply;
   }
@@ -133,8 +152,9 @@ DnsReply answer_query(std::span<const std::uint8_t> message, const rules::Policy
   const bool address_query = kind == QueryType::a || kind == QueryType::aaaa;
   if (!address_query && kind != QueryType::https && kind != QueryType::svcb) {
     return refused(message, query, type,
-                   type + " queries are not answered inside `sandgate run`: only A, AAAA, HTTPS "
-                          "and SVCB.");
+                   type +
+                       " queries are not answered inside `sandgate run`: only A, AAAA, HTTPS "
+                       "and SVCB.");
   }
   if (query.name.empty()) {
     return refused(message, query, type, "a query for the root is not answered.");

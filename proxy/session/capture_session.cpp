@@ -1,6 +1,8 @@
 // Captured connections and the capture's DNS server. See capture_session.hpp.
 #include "proxy/session/capture_session.hpp"
 
+#include <algorithm>
+#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -10,8 +12,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <algorithm>
-#include <array>
 #include <cctype>
 #include <cstring>
 
@@ -154,8 +154,7 @@ HostCheck judge_head(std::string_view head, const std::string& name) {
                       ", the server the connection was made to.");
     }
   } else if (!target.starts_with("/") && target != "*") {
-    return mismatch("the request's target is neither a path nor an http:// URL for " + name +
-                    ".");
+    return mismatch("the request's target is neither a path nor an http:// URL for " + name + ".");
   }
   std::optional<std::string> host_field;
   std::size_t fields = 0;
@@ -224,9 +223,9 @@ asio::awaitable<HostCheck> check_http_host(SessionContext& context, const std::s
                              timeout.async_wait(use_tuple));
     if (outcome.index() == 1) {
       co_return buffer.size() == 0
-                    ? HostCheck{}
-                    : HostCheck{HostCheck::Result::timeout,
-                                "the request head did not arrive in time (SANDGATE_HEAD_TIMEOUT)."};
+          ? HostCheck{}
+          : HostCheck{HostCheck::Result::timeout,
+                      "the request head did not arrive in time (SANDGATE_HEAD_TIMEOUT)."};
     }
     auto [error, n] = std::get<0>(outcome);
     if (error) {
@@ -265,8 +264,7 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
     if (!context.still_wanted(kMethod, display, target->port)) {
       co_return;
     }
-    if (check.result == HostCheck::Result::mismatch ||
-        check.result == HostCheck::Result::timeout) {
+    if (check.result == HostCheck::Result::mismatch || check.result == HostCheck::Result::timeout) {
       co_await refuse_tunnel(context, kCaptureFront,
                              check.result == HostCheck::Result::timeout
                                  ? rules::Reason::request_timeout
@@ -349,9 +347,9 @@ asio::awaitable<void> serve_dns_tcp_client(WorkerContext& worker, tcp::socket so
     if (length == 0 || length > message.size()) {
       break;
     }
-    auto body = co_await (asio::async_read(socket, asio::buffer(message.data(), length),
-                                           use_tuple) ||
-                          timeout.async_wait(use_tuple));
+    auto body =
+        co_await (asio::async_read(socket, asio::buffer(message.data(), length), use_tuple) ||
+                  timeout.async_wait(use_tuple));
     if (body.index() == 1 || std::get<0>(std::get<0>(body))) {
       break;
     }
@@ -401,8 +399,8 @@ asio::awaitable<void> serve_dns_udp(WorkerContext& worker, udp::socket* socket,
   std::array<std::uint8_t, kMaxDnsMessage> datagram{};
   while (socket->is_open() && !worker.stopping) {
     udp::endpoint from;
-    auto [error, size] = co_await socket->async_receive_from(asio::buffer(datagram), from,
-                                                              use_tuple);
+    auto [error, size] =
+        co_await socket->async_receive_from(asio::buffer(datagram), from, use_tuple);
     if (error == asio::error::operation_aborted || !socket->is_open() || worker.stopping) {
       co_return;
     }
