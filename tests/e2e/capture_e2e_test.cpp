@@ -274,6 +274,34 @@ TEST_F(CaptureTest, TheExplicitProxyStillWorksAndCaptureCanBeTurnedOff) {
   EXPECT_TRUE(has(o, "capture off")) << o.output;
 }
 
+TEST_F(CaptureTest, PlainHttpOnPort80MustNameTheServerItReaches) {
+  // A plain-HTTP origin on the host's port 80 (where capture holds Host to the name); skipped
+  // where that port cannot be had.
+  if (port_accepts(80) || run_shell("test \"$(id -u)\" = 0").exit_code != 0) {
+    GTEST_SKIP() << "port 80 on 127.0.0.1 is taken, or binding it needs root";
+  }
+  std::ofstream(root_ + "/origin/index.html") << "plain origin\n";
+  Child http = start({"/usr/bin/python3", "-m", "http.server", "80", "--bind", "127.0.0.1",
+                      "--directory", root_ + "/origin"},
+                     root_ + "/http.log");
+  for (int i = 0; i < 250 && !port_accepts(80); ++i) {
+    std::this_thread::sleep_for(20ms);
+  }
+  if (!port_accepts(80)) {
+    GTEST_SKIP() << "python3 http.server could not listen on 127.0.0.1:80";
+  }
+  const auto o =
+      run("curl -sS --noproxy '*' --max-time 10 http://origin.test/index.html; "
+          "echo same=$?; curl -sS --noproxy '*' --max-time 10 -H 'Host: other.test' "
+          "http://origin.test/index.html; echo other=$?");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_TRUE(has(o, "plain origin\nsame=0")) << o.output;
+  EXPECT_TRUE(has(o, "ALLOW CAPTURE origin.test:80")) << o.output;
+  EXPECT_FALSE(has(o, "other=0")) << o.output;
+  EXPECT_TRUE(has(o, "BLOCK CAPTURE origin.test:80 (host-mismatch)")) << o.output;
+  EXPECT_TRUE(has(o, "Host 'other.test' is not origin.test")) << o.output;
+}
+
 // A real sshd serving git on the host's loopback, for `ssh` and `git` without a ProxyCommand.
 class CaptureSshTest : public CaptureTest {
  protected:
