@@ -142,8 +142,13 @@ asio::awaitable<void> capture_accept_loop(Worker& worker, tcp::acceptor* accepto
       worker.shared.open_connections.fetch_sub(1, std::memory_order_relaxed);
       worker.metrics.count_decision(rules::reason_info(rules::Reason::connection_limit).verdict,
                                     rules::Reason::connection_limit);
-      worker.shared.log.note("warning", "capture: a connection was closed: the gate is serving "
-                                        "its maximum number of connections");
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_complaint > std::chrono::seconds(1)) {
+        worker.shared.log.note("warning",
+                               "capture: connections closed at once: the gate is "
+                               "serving its maximum number of connections");
+        last_complaint = now;
+      }
       continue;  // the socket closes as it goes out of scope
     }
     boost::system::error_code ignored;
@@ -591,8 +596,7 @@ void Server::run(bool handle_signals) {
     Worker& w = *worker;
     asio::co_spawn(w.io, accept_loop(w, unix_listener_), asio::detached);
     for (auto& capture : w.capture_acceptors) {
-      asio::co_spawn(w.io, capture_accept_loop(w, &capture, capture_book_.get()),
-                     asio::detached);
+      asio::co_spawn(w.io, capture_accept_loop(w, &capture, capture_book_.get()), asio::detached);
     }
     for (auto& dns : w.dns_udp) {
       asio::co_spawn(w.io, session::serve_dns_udp(w, &dns, capture_book_.get()), asio::detached);
