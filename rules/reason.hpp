@@ -50,6 +50,8 @@ enum class Reason : std::uint8_t {
   ask_denied,           // a person answered `deny` or `never` to the question about it
   ask_timeout,          // nobody answered within --ask-timeout; the ask-default is deny
   ask_unavailable,      // nobody can be asked (no asker, too many questions); ask-default deny
+  host_mismatch,             // capture: a plain-HTTP request whose Host is not the name dialled
+  dns_refused,               // capture: a DNS query of a type or a name shape the gate refuses
   // ---- The request (the proxy's own checks of what the client sent) ----
   auth_required,        // the gate requires a token and the request carried none
   auth_failed,          // the request's token is wrong or its Proxy-Authorization malformed
@@ -101,7 +103,7 @@ struct ReasonInfo {
   std::string_view description;  // one line for people: when the gate gives this reason
 };
 
-inline constexpr std::array<ReasonInfo, 47> kReasons = {{
+inline constexpr std::array<ReasonInfo, 49> kReasons = {{
     // The policy.
     {Reason::allowed, "allowed", 0, "", Verdict::allow, "no rule objected"},
     {Reason::invalid_host, "invalid-host", 400, "http_request_error", Verdict::deny,
@@ -146,6 +148,11 @@ inline constexpr std::array<ReasonInfo, 47> kReasons = {{
     {Reason::ask_unavailable, "ask-unavailable", 403, "http_request_denied", Verdict::deny,
      "nobody can be asked about the destination (no terminal or admin endpoint, or too many "
      "questions pending)"},
+    {Reason::host_mismatch, "host-mismatch", 0, "", Verdict::deny,
+     "capture: a plain-HTTP request's Host names another server than the one dialled (closed)"},
+    {Reason::dns_refused, "dns-refused", 0, "", Verdict::deny,
+     "capture: a DNS query the gate does not answer (a type other than A, AAAA, HTTPS and SVCB, "
+     "a name over the length and entropy budget, a malformed query)"},
     // The request.
     {Reason::auth_required, "auth-required", 407, "http_request_denied", Verdict::deny,
      "the gate requires a token and the request carried none"},

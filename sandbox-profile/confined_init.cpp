@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "sandbox-profile/capture_network.hpp"
 #include "sandbox-profile/child_environment.hpp"
 #include "sandbox-profile/fd_passing.hpp"
 #include "sandbox-profile/landlock.hpp"
@@ -137,6 +138,17 @@ std::string run_probe(ProbeTargets targets) {
       ::chdir("/");
     }
   }
+  // Capture: routes, the capture and DNS sockets, the nftables rules and resolv.conf, while this
+  // process still holds CAP_NET_ADMIN in the namespace (and before Landlock forbids mounts).
+  CaptureSockets capture;
+  if (options.sandbox.capture) {
+    auto set_up = set_up_capture();
+    if (!set_up) {
+      send_message(channel, "error " + set_up.error());
+      ::_exit(kRunFailed);
+    }
+    capture = std::move(*set_up);
+  }
   sockaddr_in address{};
   socklen_t length = sizeof address;
   ::getsockname(*listener, reinterpret_cast<sockaddr*>(&address), &length);
@@ -186,6 +198,18 @@ std::string run_probe(ProbeTargets targets) {
     sent = sent && send_message(channel, "pty", tty_master);
     ::close(tty_master);
   }
+  if (options.sandbox.capture) {
+    // The capture's sockets, one a message, then "capture done" (run_isolated.cpp reads them).
+    for (const auto& [kind, list] : {std::pair{"tcp", &capture.tcp},
+                                     std::pair{"dns-udp", &capture.dns_udp},
+                                     std::pair{"dns-tcp", &capture.dns_tcp}}) {
+      for (int fd : *list) {
+        sent = sent && send_message(channel, std::string("capture ") + kind, fd);
+      }
+    }
+    sent = sent && send_message(channel, "capture done");
+    capture.close_all();
+  }
   for (const auto& [forwarded, fd] : outbound) {
     sent = sent && send_message(channel, "outbound " + std::to_string(forwarded), fd);
     ::close(fd);
@@ -208,6 +232,7 @@ std::string run_probe(ProbeTargets targets) {
   targets.no_write = confinement.probe_no_write;
   targets.host_pty = confinement.host_pty;
   targets.host_pty_device = confinement.host_pty_device;
+  targets.captured = options.sandbox.capture;
   const std::string escaped = run_probe(targets);
   if (!send_message(channel, escaped.empty() ? "probe-ok" : "probe-failed\n" + escaped)) {
     ::_exit(kRunFailed);

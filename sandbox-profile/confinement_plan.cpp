@@ -397,6 +397,12 @@ std::string describe_protection(const SandboxSettings& sandbox, const Confinemen
             "; NO Landlock: " + report.landlock_note +
             " (protected paths that are missing can be created)";
   }
+  text += sandbox.capture
+              ? "\nsandgate run: capture: every other TCP connection goes to the gate too, DNS "
+                "is answered by the gate, all other UDP and ICMP is dropped (--capture=off to "
+                "turn it off)"
+              : "\nsandgate run: capture off: only tools that honour the proxy variables reach "
+                "the gate";
   text += "\nsandgate run: unix sockets: private, empty " +
           join_list(confinement.plan.view.private_roots) + "; reachable: " +
           (confinement.reachable_sockets.empty() ? std::string("none")

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "sandbox-profile/capture_network.hpp"
 #include "sandbox-profile/sandbox_flags.hpp"
 #include "sandbox-profile/sandbox_options.hpp"
 
@@ -52,6 +53,9 @@ class GateHandle {
   // Serves on `listener` (bound and listening; taken over, also on failure) on threads of the
   // gate's own. Returns the port it serves on. Signals are not the gate's: they go to CMD.
   virtual std::optional<std::uint16_t> start(int listener) = 0;
+  // Capture (Linux, SandboxSettings::capture): the capture listener and DNS sockets made in the
+  // command's namespace, served from start() on. Called before start(); takes them over.
+  virtual void serve_capture(CaptureSockets sockets) = 0;
   // Drains and stops the gate. Idempotent.
   virtual void stop() = 0;
 };

@@ -78,6 +78,37 @@ std::pair<int, std::string> probe_socket(const std::string& runtime_dir) {
   return {fd, path};
 }
 
+// The capture's sockets as confined_init sends them: "capture tcp|dns-udp|dns-tcp" with a
+// descriptor each, then "capture done". At most two of each (IPv4 and IPv6).
+Expected<CaptureSockets, std::string> receive_capture(int channel) {
+  CaptureSockets sockets;
+  for (int count = 0; count <= 6; ++count) {
+    auto sent = receive_message(channel);
+    if (!sent || sent->closed) {
+      break;
+    }
+    if (sent->text == "capture done" && sent->fd < 0) {
+      if (sockets.tcp.empty() || sockets.dns_udp.empty() || sockets.dns_tcp.empty()) {
+        break;
+      }
+      return sockets;
+    }
+    std::vector<int>* list = sent->text == "capture tcp"       ? &sockets.tcp
+                             : sent->text == "capture dns-udp" ? &sockets.dns_udp
+                             : sent->text == "capture dns-tcp" ? &sockets.dns_tcp
+                                                               : nullptr;
+    if (list == nullptr || sent->fd < 0) {
+      if (sent->fd >= 0) {
+        ::close(sent->fd);
+      }
+      break;
+    }
+    list->push_back(sent->fd);
+  }
+  sockets.close_all();
+  return Unexpected{std::string("the confined process sent no capture sockets")};
+}
+
 }  // namespace
 
 int run_isolated(const RunOptions& options, GateHandle& gate) {
@@ -165,6 +196,15 @@ int run_isolated(const RunOptions& options, GateHandle& gate) {
       return abandon();
     }
     pty->adopt(sent->fd);
+  }
+  if (options.sandbox.capture) {
+    auto capture = receive_capture(to_child);
+    if (!capture) {
+      ::close(listener_fd);
+      say(capture.error());
+      return abandon();
+    }
+    gate.serve_capture(std::move(*capture));
   }
   const auto port = gate.start(listener_fd);
   if (!port) {

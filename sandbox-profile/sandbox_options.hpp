@@ -13,6 +13,9 @@ struct SandboxSettings {
   bool protect_files = true;      // write-protect ~/.ssh, shell start-up files, config folders
   bool block_raw_sockets = true;  // deny raw IPv4/IPv6 sockets (macOS profile)
   bool block_tunneling = true;    // deny nc, ncat, netcat, socat, telnet (macOS profile)
+  // `run` on Linux: every TCP connection and DNS query of the command goes to the gate
+  // (capture_network.hpp), not only those of tools that honour the proxy variables.
+  bool capture = true;
 };
 
 // The gate a command is confined behind.

@@ -23,6 +23,20 @@ std::string tcp_escape(const ProbeTargets& targets) {
   if (::inet_pton(AF_INET, targets.tcp_host.c_str(), &address.sin_addr) != 1) {
     return "the self-probe's TCP address " + targets.tcp_host + " is not an IPv4 address";
   }
+  if (targets.captured) {
+    const int udp = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (udp < 0) {
+      return {};
+    }
+    const ssize_t sent = ::sendto(udp, "x", 1, 0, reinterpret_cast<sockaddr*>(&address),
+                                  sizeof address);
+    ::close(udp);
+    if (sent >= 0) {
+      return "a UDP datagram to " + targets.tcp_host + ":" + std::to_string(targets.tcp_port) +
+             " was sent (the capture's fence does not drop it)";
+    }
+    return {};
+  }
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     return {};  // no TCP socket at all: nothing gets out that way

@@ -3,7 +3,8 @@
 // the ways out that the fence must close, and `run` refuses to start, naming the one that
 // worked, if any does:
 //   - a direct TCP connection (to a documentation address, 192.0.2.1:443 by default: inside the
-//     namespace there is no route, so connect() fails at once and nothing is ever sent);
+//     namespace there is no route, so connect() fails at once and nothing is ever sent); with
+//     capture, a UDP datagram to it instead (the fence drops it: sendto() fails);
 //   - a host unix socket that `run` created after the confinement was built (as a daemon that
 //     restarts would);
 //   - writes to the protected paths and to a system folder (nothing is written if one opens:
@@ -29,6 +30,10 @@ struct ProbeTargets {
                                            // their mode changed
   std::string host_pty;                    // a terminal of the host's (/dev/pts/N); may be empty
   unsigned long long host_pty_device = 0;  // st_dev of the host's devpts, to recognise it
+  // Capture is on: a direct TCP connection is redirected to the gate by design (its set-up
+  // checked that, capture_network.hpp), so the probe sends a UDP datagram to the TCP target
+  // instead, which the capture's fence must refuse.
+  bool captured = false;
 };
 
 // What escaped, one sentence each; empty when the fence held everywhere.

@@ -21,6 +21,7 @@ build_packages=(
   strace tinyproxy squid linux-perf  # make bench: system calls per setup, the peers, the profile
   ccache                # compiler cache: rebuilds across build trees (release, sanitizers)
   libseccomp-dev        # seccomp filter for `run`: socket families other than unix, IP and netlink denied
+  libnftables-dev       # `run`'s capture: the nftables rules that redirect the command's connections
 )
 # Tests drive real clients and servers from Debian's packages. The fuzz targets (tests/fuzz) need
 # clang and its libFuzzer and sanitizer runtimes.
@@ -32,6 +33,7 @@ test_packages=(
   squid                 # squid_parent_test and bench/e2e/socks_parent.sh: a real parent proxy (its own process)
   python3               # the service-file test reads the launchd plist with plistlib
   dbus keyutils         # run_test: a real session bus the confined command must not reach; keyctl
+  nftables bind9-dnsutils  # capture_e2e_test: nft to inspect the rules; dig for DNS queries inside run
 )
 
 case "$(uname -s)" in

@@ -32,10 +32,21 @@ class RunGate final : public sandbox::GateHandle {
     return true;
   }
 
+  void serve_capture(sandbox::CaptureSockets sockets) override { capture_ = std::move(sockets); }
+
   std::optional<std::uint16_t> start(int listener) override {
     if (auto error = gate_->start(listener)) {
+      capture_.close_all();
       report(*error);
       return std::nullopt;
+    }
+    // The capture's sockets, before the workers start serving (see serve_capture).
+    if (!capture_.tcp.empty()) {
+      if (auto adopted = gate_->server().adopt_capture(std::move(capture_)); !adopted) {
+        gate_->log().note("error", adopted.error());
+        say(adopted.error());
+        return std::nullopt;
+      }
     }
     // Signals are `run`'s to handle (they go to CMD): the gate runs without a handler of its own.
     gate_->start_thread();
@@ -64,6 +75,7 @@ class RunGate final : public sandbox::GateHandle {
   const settings::Settings& settings_;
   const settings::Sources& sources_;
   std::unique_ptr<gate::Gate> gate_;
+  sandbox::CaptureSockets capture_;  // handed over before start()
 };
 
 }  // namespace

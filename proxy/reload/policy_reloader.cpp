@@ -85,6 +85,7 @@ const std::vector<SettingRow>& setting_rows() {
       SANDGATE_RESTART("block_raw_sockets",
                        a.sandbox.block_raw_sockets == b.sandbox.block_raw_sockets),
       SANDGATE_RESTART("block_tunneling", a.sandbox.block_tunneling == b.sandbox.block_tunneling),
+      SANDGATE_RESTART("capture", a.sandbox.capture == b.sandbox.capture),
       SANDGATE_RESTART("listen", a.listen == b.listen),
       SANDGATE_RESTART("allow_remote_clients", a.allow_remote_clients == b.allow_remote_clients),
       SANDGATE_RESTART("port_file", a.port_file == b.port_file),

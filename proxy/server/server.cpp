@@ -42,6 +42,7 @@
 #include <tuple>
 
 #include "proxy/dns/resolver_settings.hpp"
+#include "proxy/session/capture_session.hpp"
 #include "proxy/session/client_session.hpp"
 
 namespace sandgate::server {
@@ -137,6 +138,50 @@ asio::awaitable<void> accept_loop(Worker& worker, bool unix_clients) {
       socket.set_option(tcp::no_delay(true), ignored);
     }
     asio::co_spawn(worker.io, session::serve_client(worker, std::move(socket), session::to_text(peer)),
+                   asio::detached);
+  }
+}
+
+// Accepts captured connections on one of this worker's capture listeners until it is closed:
+// accept_loop's back-off and connection limit, without a reply to refuse with (a captured
+// connection beyond the limit is closed and logged).
+asio::awaitable<void> capture_accept_loop(Worker& worker, tcp::acceptor* acceptor,
+                                          capture::AddressBook* book) {
+  asio::steady_timer pause(worker.io);
+  auto last_complaint = std::chrono::steady_clock::time_point{};
+  const std::uint32_t limit = worker.settings->max_connections;  // restart-only
+  while (acceptor->is_open()) {
+    auto [error, socket] = co_await acceptor->async_accept(use_tuple);
+    if (error == asio::error::operation_aborted || !acceptor->is_open()) {
+      co_return;
+    }
+    if (error) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_complaint > std::chrono::seconds(1)) {
+        worker.shared.log.note("warning", "capture: accept failed: " + error.message() +
+                                              "; pausing new connections briefly");
+        last_complaint = now;
+      }
+      pause.expires_after(std::chrono::milliseconds(100));
+      co_await pause.async_wait(use_tuple);
+      continue;
+    }
+    if (worker.shared.open_connections.fetch_add(1, std::memory_order_relaxed) >= limit) {
+      worker.shared.open_connections.fetch_sub(1, std::memory_order_relaxed);
+      worker.metrics.count_decision(rules::reason_info(rules::Reason::connection_limit).verdict,
+                                    rules::Reason::connection_limit);
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_complaint > std::chrono::seconds(1)) {
+        worker.shared.log.note("warning",
+                               "capture: connections closed at once: the gate is "
+                               "serving its maximum number of connections");
+        last_complaint = now;
+      }
+      continue;  // the socket closes as it goes out of scope
+    }
+    boost::system::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    asio::co_spawn(worker.io, session::serve_captured(worker, std::move(socket), book),
                    asio::detached);
   }
 }
@@ -445,6 +490,62 @@ void Server::publish(std::shared_ptr<const rules::Policy> policy,
   }
 }
 
+Expected<bool, std::string> Server::adopt_capture(sandbox::CaptureSockets sockets) {
+  const auto fail = [&](const std::string& why) {
+    sockets.close_all();
+    return Unexpected{"capture: " + why};
+  };
+  if (workers_.empty() || sockets.tcp.empty()) {
+    return fail("no capture listener was handed over");
+  }
+  // The family of a handed-over socket, for Asio's protocol label.
+  const auto is_v6 = [](int fd) {
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    return ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0 &&
+           address.ss_family == AF_INET6;
+  };
+  boost::system::error_code ec;
+  for (int fd : sockets.tcp) {
+    for (auto& worker : workers_) {
+      const int copy = ::dup(fd);
+      if (copy < 0) {
+        return fail("out of descriptors");
+      }
+      worker->capture_acceptors.emplace_back(worker->io);
+      worker->capture_acceptors.back().assign(is_v6(fd) ? tcp::v6() : tcp::v4(), copy, ec);
+      if (ec) {
+        ::close(copy);
+        return fail("the capture listener: " + ec.message());
+      }
+    }
+  }
+  // DNS on the first worker: queries are answered from memory, one worker is plenty, and the
+  // book's lock is then taken by one DNS thread and the captured connections.
+  Worker& first = *workers_.front();
+  for (int& fd : sockets.dns_udp) {
+    first.dns_udp.emplace_back(first.io);
+    first.dns_udp.back().assign(is_v6(fd) ? asio::ip::udp::v6() : asio::ip::udp::v4(), fd, ec);
+    if (ec) {
+      return fail("the DNS socket: " + ec.message());
+    }
+    fd = -1;  // the socket owns it now
+  }
+  for (int& fd : sockets.dns_tcp) {
+    first.dns_tcp.emplace_back(first.io);
+    first.dns_tcp.back().assign(is_v6(fd) ? tcp::v6() : tcp::v4(), fd, ec);
+    if (ec) {
+      return fail("the DNS socket: " + ec.message());
+    }
+    fd = -1;
+  }
+  std::erase(sockets.dns_udp, -1);
+  std::erase(sockets.dns_tcp, -1);
+  sockets.close_all();  // the workers hold duplicates of the capture listeners
+  capture_book_ = std::make_unique<capture::AddressBook>();
+  return true;
+}
+
 void Server::begin_drain() {
   asio::post(control_, [this] {
     if (draining_) {
@@ -460,6 +561,15 @@ void Server::begin_drain() {
       asio::post(target->io, [target] {
         boost::system::error_code ignored;
         target->acceptor->close(ignored);
+        for (auto& capture : target->capture_acceptors) {
+          capture.close(ignored);
+        }
+        for (auto& dns : target->dns_udp) {
+          dns.close(ignored);
+        }
+        for (auto& dns : target->dns_tcp) {
+          dns.close(ignored);
+        }
       });
     }
     drain_timer_ = std::make_unique<asio::steady_timer>(control_);
@@ -513,6 +623,15 @@ void Server::run(bool handle_signals) {
   for (auto& worker : workers_) {
     Worker& w = *worker;
     asio::co_spawn(w.io, accept_loop(w, unix_listener_), asio::detached);
+    for (auto& capture : w.capture_acceptors) {
+      asio::co_spawn(w.io, capture_accept_loop(w, &capture, capture_book_.get()), asio::detached);
+    }
+    for (auto& dns : w.dns_udp) {
+      asio::co_spawn(w.io, session::serve_dns_udp(w, &dns, capture_book_.get()), asio::detached);
+    }
+    for (auto& dns : w.dns_tcp) {
+      asio::co_spawn(w.io, session::serve_dns_tcp(w, &dns, capture_book_.get()), asio::detached);
+    }
     threads_.emplace_back([&w] { run_worker(w); });
   }
 

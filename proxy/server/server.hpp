@@ -14,11 +14,13 @@
 #include <thread>
 #include <vector>
 
+#include "proxy/capture/dns_server.hpp"
 #include "proxy/log/decision_log.hpp"
 #include "proxy/server/worker.hpp"
 #include "proxy/settings/settings.hpp"
 #include "rules/expected.hpp"
 #include "rules/policy.hpp"
+#include "sandbox-profile/capture_network.hpp"
 
 namespace sandgate::server {
 
@@ -38,6 +40,12 @@ class Server {
   // Like bind(), but serves on a socket that is already bound and listening (for instance one
   // created inside another network namespace and handed over). Takes ownership of `fd`.
   Expected<boost::asio::ip::tcp::endpoint, std::string> adopt_listener(int fd);
+
+  // Capture (`sandgate run` on Linux): also serves the capture listeners (every worker accepts
+  // on a duplicate; session/capture_session.hpp) and the DNS sockets (on the first worker), with
+  // one synthetic address book for the run. Call after bind() or adopt_listener(), before run().
+  // Takes the descriptors over, also on failure; the error names what could not be used.
+  Expected<bool, std::string> adopt_capture(sandbox::CaptureSockets sockets);
 
   // Serves until begin_drain() (or SIGTERM/SIGINT when `handle_signals`), then lets open
   // connections finish until the drain deadline, closes what is left, and returns.
@@ -106,6 +114,8 @@ class Server {
   // Guards latest_policy_ and worker_settings_; taken on publish, not per connection.
   mutable std::mutex policy_mutex_;
   std::shared_ptr<const rules::Policy> latest_policy_;
+  // The run's synthetic addresses, when capture is served; outlives the workers' sessions.
+  std::unique_ptr<capture::AddressBook> capture_book_;
 };
 
 }  // namespace sandgate::server

@@ -6,8 +6,10 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/udp.hpp>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "proxy/session/worker_context.hpp"
 
@@ -26,6 +28,11 @@ class Worker : public WorkerLoop, public session::WorkerContext {
       : session::WorkerContext(shared, std::move(settings), std::move(policy)) {}
 
   std::optional<boost::asio::ip::tcp::acceptor> acceptor;  // this worker's listener duplicate
+  // Capture (`run` on Linux): this worker's duplicates of the capture listeners, and on the
+  // first worker only, the DNS sockets. Closed by the drain like the listener.
+  std::vector<boost::asio::ip::tcp::acceptor> capture_acceptors;
+  std::vector<boost::asio::ip::udp::socket> dns_udp;
+  std::vector<boost::asio::ip::tcp::acceptor> dns_tcp;
 };
 
 }  // namespace sandgate::server

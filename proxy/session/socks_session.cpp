@@ -47,6 +47,8 @@ socks::ReplyCode socks_reply_code(rules::Reason reason) {
     case Reason::ask_denied:
     case Reason::ask_timeout:
     case Reason::ask_unavailable:
+    case Reason::host_mismatch:  // capture only: never a SOCKS client's
+    case Reason::dns_refused:    // capture only: never a SOCKS client's
     case Reason::auth_required:
     case Reason::auth_failed:
       return ReplyCode::not_allowed_by_ruleset;

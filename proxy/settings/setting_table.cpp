@@ -530,6 +530,12 @@ std::vector<Setting> make_table() {
         "sandbox: deny tunnelling tools (nc, ncat, netcat, socat, telnet)", true},
        [](Settings& s, std::string_view v) { return set_bool(s.sandbox.block_tunneling, v); },
        [](const Settings& s) { return bool_text(s.sandbox.block_tunneling); }},
+      {{"capture", "--capture", "SANDGATE_CAPTURE", {},
+        "run (Linux): send every TCP connection and DNS query of the command to the gate, not "
+        "only those of tools that honour the proxy variables (on/off)",
+        true},
+       [](Settings& s, std::string_view v) { return set_bool(s.sandbox.capture, v); },
+       [](const Settings& s) { return bool_text(s.sandbox.capture); }},
       // --- the daemon ---
       {{"listen", "--listen", "SANDGATE_LISTEN", {},
         "address and port to listen on (port 0 picks a free one), or unix:/PATH for a unix "

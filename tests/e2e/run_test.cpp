@@ -561,7 +561,8 @@ TEST_F(RunTest, TheHostsLoopbackIsOutOfReachButTheGateWorks) {
 TEST_F(RunTest, DirectConnectionsToTheNetworkFailAtOnce) {
   // 192.0.2.1 and 2001:db8::1 are documentation addresses that are never reached: inside the
   // namespace there is no route at all, so connect() fails immediately.
-  auto o = run({"--", "sh", "-c",
+  // Without capture (which would take them to the gate: capture_e2e_test).
+  auto o = run({"--capture=off", "--", "sh", "-c",
                 "curl -sS --noproxy '*' --max-time 10 http://192.0.2.1/; echo v4=$?; "
                 "curl -sS --noproxy '*' --max-time 10 'http://[2001:db8::1]/'; echo v6=$?"});
   EXPECT_EQ(o.exit_code, 0) << describe(o);

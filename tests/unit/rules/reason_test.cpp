@@ -130,6 +130,8 @@ TEST(ReasonTable, ReleasedCodesAreUnchanged) {
       {Reason::ask_denied, "ask-denied"},
       {Reason::ask_timeout, "ask-timeout"},
       {Reason::ask_unavailable, "ask-unavailable"},
+      {Reason::host_mismatch, "host-mismatch"},
+      {Reason::dns_refused, "dns-refused"},
       {Reason::auth_required, "auth-required"},
       {Reason::auth_failed, "auth-failed"},
       {Reason::bad_request, "bad-request"},

@@ -1,0 +1,444 @@
+// Captured connections and the capture's DNS server. See capture_session.hpp.
+#include "proxy/session/capture_session.hpp"
+
+#include <algorithm>
+#include <array>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <cctype>
+#include <cstring>
+
+#include "proxy/session/connect_tunnel.hpp"
+#include "proxy/session/handlers.hpp"
+#include "rules/host.hpp"
+
+#ifdef __linux__
+#include "sandbox-profile/capture_network.hpp"
+#endif
+
+namespace sandgate::session {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using asio::ip::udp;
+using namespace asio::experimental::awaitable_operators;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+constexpr std::string_view kMethod = "CAPTURE";
+constexpr std::string_view kDnsMethod = "DNS";
+// The first bytes the gate may hold of a captured connection: a plain-HTTP request head (16 KiB,
+// as on the explicit proxy) or a TLS ClientHello (its limit in connect_tunnel.cpp), with room.
+constexpr std::size_t kFirstBytesLimit = 16 * 1024 + 1024;
+// The port whose connections are held to the plain-HTTP Host check.
+constexpr std::uint16_t kHttpPort = 80;
+// DNS-over-TCP clients one worker serves at once; one more is closed at once (a confined
+// command has no reason for more: resolvers use TCP only for truncated answers).
+constexpr std::size_t kMaxDnsTcpClients = 64;
+// Queries one DNS-over-TCP connection may carry before it is closed.
+constexpr int kMaxDnsTcpQueries = 1000;
+
+// The capture's front end: nothing to answer (the command's connection is its tunnel already),
+// and a refusal is the close that refuse_tunnel does after logging.
+asio::awaitable<void> send_nothing(SessionContext&, rules::Reason, std::string_view, DeniedAt) {
+  co_return;
+}
+asio::awaitable<boost::system::error_code> already_established(SessionContext&) {
+  co_return boost::system::error_code{};
+}
+constexpr TunnelFrontEnd kCaptureFront{kMethod, &send_nothing, &already_established};
+
+// Where the command meant to go: its original destination, the synthetic address read back to
+// the name it stands for.
+struct Target {
+  rules::Host host;
+  std::uint16_t port = 0;
+};
+
+std::optional<Target> captured_target(tcp::socket& client, capture::AddressBook& book) {
+#ifdef __linux__
+  sockaddr_storage original{};
+  if (!sandbox::original_destination(client.native_handle(), original)) {
+    return std::nullopt;
+  }
+  rules::IpAddress address;
+  Target target;
+  if (original.ss_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&original);
+    std::array<std::uint8_t, 16> bytes{};
+    std::memcpy(bytes.data(), &v6->sin6_addr, 16);
+    address = rules::IpAddress::from_v6(bytes);
+    target.port = ntohs(v6->sin6_port);
+  } else {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&original);
+    address = rules::IpAddress::from_v4(ntohl(v4->sin_addr.s_addr));
+    target.port = ntohs(v4->sin_port);
+  }
+  const std::optional<std::string> name = book.name_of(address);
+  auto host = rules::parse_host(name ? *name : address.to_string());
+  if (!host) {
+    return std::nullopt;  // not reached: both are normal forms
+  }
+  target.host = std::move(*host);
+  return target;
+#else
+  (void)client;
+  (void)book;
+  return std::nullopt;
+#endif
+}
+
+// What the first bytes of a captured plain-HTTP connection said about its Host.
+struct HostCheck {
+  enum class Result { match, mismatch, not_http, timeout } result = Result::not_http;
+  std::string sentence;
+};
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+// The host of an authority ("name", "name:80", "[v6]:80"), normalised; nothing when invalid.
+std::optional<std::string> authority_host(std::string_view authority) {
+  std::string_view host = authority;
+  if (host.starts_with("[")) {
+    const auto close = host.find(']');
+    if (close == std::string_view::npos) {
+      return std::nullopt;
+    }
+    host = host.substr(0, close + 1);
+  } else if (const auto colon = host.rfind(':'); colon != std::string_view::npos) {
+    host = host.substr(0, colon);
+  }
+  auto parsed = rules::parse_host(host);
+  if (!parsed) {
+    return std::nullopt;
+  }
+  return parsed->name;
+}
+
+// Judges a complete request head (`head`, up to its blank line) against `name`: one Host field
+// naming it, and an absolute-form target, if any, naming it too. Pure.
+HostCheck judge_head(std::string_view head, const std::string& name) {
+  HostCheck check;
+  const auto line_end = head.find("\r\n");
+  const std::string_view request_line = head.substr(0, line_end);
+  const auto first_space = request_line.find(' ');
+  const auto last_space = request_line.rfind(' ');
+  if (first_space == std::string_view::npos || last_space == first_space ||
+      !request_line.substr(last_space + 1).starts_with("HTTP/1.")) {
+    return check;  // not HTTP/1.x: the tunnel's other checks (SSH) apply
+  }
+  const std::string_view target =
+      request_line.substr(first_space + 1, last_space - first_space - 1);
+  const auto mismatch = [&](std::string sentence) {
+    check.result = HostCheck::Result::mismatch;
+    check.sentence = std::move(sentence);
+    return check;
+  };
+  if (lower(target.substr(0, 7)) == "http://") {
+    const std::string_view rest = target.substr(7);
+    const auto host = authority_host(rest.substr(0, rest.find_first_of("/?#")));
+    if (!host || *host != name) {
+      return mismatch("the request's target " + std::string(target) + " does not name " + name +
+                      ", the server the connection was made to.");
+    }
+  } else if (!target.starts_with("/") && target != "*") {
+    return mismatch("the request's target is neither a path nor an http:// URL for " + name + ".");
+  }
+  std::optional<std::string> host_field;
+  std::size_t fields = 0;
+  for (std::size_t at = line_end + 2; at < head.size();) {
+    const auto end = head.find("\r\n", at);
+    const std::string_view line = head.substr(at, end - at);
+    if (line.empty() || end == std::string_view::npos) {
+      break;
+    }
+    at = end + 2;
+    const auto colon = line.find(':');
+    if (colon != std::string_view::npos && lower(line.substr(0, colon)) == "host") {
+      ++fields;
+      std::string_view value = line.substr(colon + 1);
+      while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
+        value.remove_prefix(1);
+      }
+      while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) {
+        value.remove_suffix(1);
+      }
+      host_field = std::string(value);
+    }
+  }
+  if (fields != 1) {
+    return mismatch("the request carries " + std::to_string(fields) +
+                    " Host fields; exactly one naming " + name + " is required.");
+  }
+  const auto host = authority_host(*host_field);
+  if (!host || *host != name) {
+    return mismatch("the request's Host '" + *host_field + "' is not " + name +
+                    ", the server the connection was made to.");
+  }
+  check.result = HostCheck::Result::match;
+  return check;
+}
+
+// Reads a captured connection's first bytes on port 80 until its request head is complete (at
+// most the buffer's limit, within the head timeout) and judges its Host. Bytes that are not an
+// HTTP request line, and a client that sends nothing in time (a server-first protocol), are
+// left to the tunnel's other checks.
+asio::awaitable<HostCheck> check_http_host(SessionContext& context, const std::string& name,
+                                           boost::beast::flat_buffer& buffer) {
+  asio::steady_timer timeout(context.client.get_executor());
+  timeout.expires_after(context.settings().head_timeout);
+  for (;;) {
+    const auto data = buffer.data();
+    const std::string_view seen(static_cast<const char*>(data.data()), data.size());
+    if (const auto end = seen.find("\r\n\r\n"); end != std::string_view::npos) {
+      co_return judge_head(seen.substr(0, end + 4), name);
+    }
+    // Not an HTTP method's letters: let the tunnel's checks decide (SSH, or a binary protocol).
+    const auto space = seen.find(' ');
+    const std::string_view method = seen.substr(0, std::min(space, seen.size()));
+    if (!std::all_of(method.begin(), method.end(),
+                     [](char c) { return (c >= 'A' && c <= 'Z') || c == '-' || c == '_'; }) ||
+        (space == std::string_view::npos && seen.size() > 32)) {
+      co_return HostCheck{};
+    }
+    const std::size_t room = buffer.max_size() - buffer.size();
+    if (room == 0) {
+      co_return HostCheck{HostCheck::Result::mismatch,
+                          "the request head is larger than the gate reads (16 KiB)."};
+    }
+    auto space_in = buffer.prepare(std::min<std::size_t>(4096, room));
+    auto outcome = co_await (context.client.async_read_some(space_in, use_tuple) ||
+                             timeout.async_wait(use_tuple));
+    if (outcome.index() == 1) {
+      co_return buffer.size() == 0
+          ? HostCheck{}
+          : HostCheck{HostCheck::Result::timeout,
+                      "the request head did not arrive in time (SANDGATE_HEAD_TIMEOUT)."};
+    }
+    auto [error, n] = std::get<0>(outcome);
+    if (error) {
+      co_return HostCheck{};  // the client left: the tunnel's path logs how
+    }
+    buffer.commit(n);
+  }
+}
+
+asio::awaitable<void> serve_captured_connection(SessionContext& context,
+                                                capture::AddressBook& book) {
+  context.begin_request();
+  const auto target = captured_target(context.client, book);
+  if (!target) {
+    co_await refuse_tunnel(context, kCaptureFront, rules::Reason::invalid_host, "-", 0,
+                           "the connection carries no original destination (it did not come "
+                           "through the capture's redirect).");
+    co_return;
+  }
+  const std::string display = target->host.display();
+  boost::beast::flat_buffer buffer(kFirstBytesLimit);
+  const auto& tls_ports = context.settings().tls_ports;
+  const bool tls_port =
+      std::find(tls_ports.begin(), tls_ports.end(), target->port) != tls_ports.end();
+  if (target->port == kHttpPort && !tls_port && !target->host.is_ip()) {
+    // Plain HTTP: its Host must be the name the address stands for. The policy first, so that a
+    // denied name is refused for its own reason without waiting for the client's bytes.
+    const rules::Decision decision = context.policy->decide(target->host, target->port);
+    if (!decision.allowed()) {
+      co_await refuse_tunnel(context, kCaptureFront, decision.reason, display, target->port,
+                             context.policy->explain(decision, target->host, target->port),
+                             rules::rule_text(decision));
+      co_return;
+    }
+    const HostCheck check = co_await check_http_host(context, target->host.name, buffer);
+    if (!context.still_wanted(kMethod, display, target->port)) {
+      co_return;
+    }
+    if (check.result == HostCheck::Result::mismatch || check.result == HostCheck::Result::timeout) {
+      co_await refuse_tunnel(context, kCaptureFront,
+                             check.result == HostCheck::Result::timeout
+                                 ? rules::Reason::request_timeout
+                                 : rules::Reason::host_mismatch,
+                             display, target->port, check.sentence);
+      co_return;
+    }
+  }
+  co_await open_tunnel(context, kCaptureFront, target->host, target->port, buffer);
+}
+
+// Logs one DNS decision and counts it like any other (denials also in /denials).
+void record_dns(WorkerContext& worker, const capture::DnsDecision& decision,
+                const std::string& client) {
+  log::Record line;
+  line.connection_id = worker.shared.next_connection_id.fetch_add(1, std::memory_order_relaxed);
+  line.client = client;
+  line.method = kDnsMethod;
+  line.host = decision.name;
+  line.rule = decision.rule;
+  const std::string detail = decision.type + ": " + decision.detail;
+  line.detail = detail;
+  const rules::ReasonInfo& row = rules::reason_info(decision.reason);
+  if (row.verdict != rules::Verdict::allow) {
+    record_late_denial(worker, line, decision.reason);
+    return;
+  }
+  line.verdict = rules::verdict_name(row.verdict);
+  line.reason = row.code;
+  worker.shared.log.write(line);
+  worker.metrics.count_decision(row.verdict, decision.reason);
+}
+
+std::string endpoint_text(const udp::endpoint& endpoint) {
+  const auto address = endpoint.address();
+  return (address.is_v6() ? "[" + address.to_string() + "]" : address.to_string()) + ":" +
+         std::to_string(endpoint.port());
+}
+
+// Keeps a DNS-over-TCP client where the drain can close it, and counts it per worker.
+struct DnsTcpClient {
+  WorkerContext& worker;
+  LiveConnection live;
+  static thread_local std::size_t count;  // per worker thread: no lock, no shared counter
+  DnsTcpClient(WorkerContext& w, tcp::socket& socket) : worker(w) {
+    live.client = &socket;
+    worker.attach(live);
+    ++count;
+  }
+  ~DnsTcpClient() {
+    worker.detach(live);
+    --count;
+  }
+};
+thread_local std::size_t DnsTcpClient::count = 0;
+
+asio::awaitable<void> serve_dns_tcp_client(WorkerContext& worker, tcp::socket socket,
+                                           capture::AddressBook* book) {
+  if (DnsTcpClient::count >= kMaxDnsTcpClients) {
+    boost::system::error_code ignored;
+    socket.close(ignored);
+    co_return;
+  }
+  DnsTcpClient registered(worker, socket);
+  boost::system::error_code ec;
+  const auto peer = socket.remote_endpoint(ec);
+  const std::string client = ec ? std::string("unknown") : to_text(peer);
+  asio::steady_timer timeout(socket.get_executor());
+  std::array<std::uint8_t, kMaxDnsMessage> message{};
+  for (int queries = 0; queries < kMaxDnsTcpQueries && !worker.stopping; ++queries) {
+    // Each message, its two-byte length first, within the head timeout.
+    timeout.expires_after(worker.settings->head_timeout);
+    std::array<std::uint8_t, 2> prefix{};
+    auto got = co_await (asio::async_read(socket, asio::buffer(prefix), use_tuple) ||
+                         timeout.async_wait(use_tuple));
+    if (got.index() == 1 || std::get<0>(std::get<0>(got))) {
+      break;
+    }
+    const std::size_t length = (std::size_t{prefix[0]} << 8) | prefix[1];
+    if (length == 0 || length > message.size()) {
+      break;
+    }
+    auto body =
+        co_await (asio::async_read(socket, asio::buffer(message.data(), length), use_tuple) ||
+                  timeout.async_wait(use_tuple));
+    if (body.index() == 1 || std::get<0>(std::get<0>(body))) {
+      break;
+    }
+    const capture::DnsReply reply = capture::answer_query(
+        std::span<const std::uint8_t>(message.data(), length), *worker.policy, *book);
+    if (reply.decision) {
+      record_dns(worker, *reply.decision, client);
+    }
+    if (reply.bytes.empty()) {
+      break;
+    }
+    const std::array<std::uint8_t, 2> out_length{static_cast<std::uint8_t>(reply.bytes.size() >> 8),
+                                                 static_cast<std::uint8_t>(reply.bytes.size())};
+    const std::array<asio::const_buffer, 2> out{asio::buffer(out_length),
+                                                asio::buffer(reply.bytes)};
+    auto [write_error, written] = co_await asio::async_write(socket, out, use_tuple);
+    if (write_error) {
+      break;
+    }
+  }
+  socket.close(ec);
+}
+
+}  // namespace
+
+asio::awaitable<void> serve_captured(WorkerContext& worker, tcp::socket client,
+                                     capture::AddressBook* book) {
+  SessionContext context(worker, std::move(client));
+  try {
+    co_await serve_captured_connection(context, *book);
+  } catch (const std::exception& error) {
+    if (!context.handed_off) {
+      context.record_internal_error(error.what());
+    }
+  } catch (...) {
+    if (!context.handed_off) {
+      context.record_internal_error({});
+    }
+  }
+}
+
+asio::awaitable<void> serve_dns_udp(WorkerContext& worker, udp::socket* socket,
+                                    capture::AddressBook* book) {
+  // One datagram at a time: a query is answered from memory, so there is nothing to wait for
+  // between receiving and sending. A datagram longer than the buffer is cut and read as
+  // malformed.
+  std::array<std::uint8_t, kMaxDnsMessage> datagram{};
+  while (socket->is_open() && !worker.stopping) {
+    udp::endpoint from;
+    auto [error, size] =
+        co_await socket->async_receive_from(asio::buffer(datagram), from, use_tuple);
+    if (error == asio::error::operation_aborted || !socket->is_open() || worker.stopping) {
+      co_return;
+    }
+    if (error) {
+      continue;  // an ICMP error for an earlier answer (the client had gone): nothing to do
+    }
+    try {
+      const capture::DnsReply reply = capture::answer_query(
+          std::span<const std::uint8_t>(datagram.data(), size), *worker.policy, *book);
+      if (!reply.bytes.empty()) {
+        co_await socket->async_send_to(asio::buffer(reply.bytes), from, use_tuple);
+      }
+      if (reply.decision) {
+        record_dns(worker, *reply.decision, endpoint_text(from));
+      }
+    } catch (const std::exception& failure) {
+      worker.shared.log.note("error", std::string("capture DNS: ") + failure.what());
+    }
+  }
+}
+
+asio::awaitable<void> serve_dns_tcp(WorkerContext& worker, tcp::acceptor* acceptor,
+                                    capture::AddressBook* book) {
+  asio::steady_timer pause(acceptor->get_executor());
+  while (acceptor->is_open()) {
+    auto [error, socket] = co_await acceptor->async_accept(use_tuple);
+    if (error == asio::error::operation_aborted || !acceptor->is_open()) {
+      co_return;
+    }
+    if (error) {
+      // Out of descriptors: pause rather than spin, as the gate's own listener does.
+      pause.expires_after(std::chrono::milliseconds(100));
+      co_await pause.async_wait(use_tuple);
+      continue;
+    }
+    asio::co_spawn(acceptor->get_executor(), serve_dns_tcp_client(worker, std::move(socket), book),
+                   asio::detached);
+  }
+}
+
+}  // namespace sandgate::session

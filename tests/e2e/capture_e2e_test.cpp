@@ -1,0 +1,388 @@
+// End to end for capture in `sandgate run` (Linux): real tools that know nothing of proxies,
+// run with no proxy settings, reach the network only through the gate, and only where the
+// policy allows. Each case runs
+//   build/bin/sandgate run [SETTINGS] -- sh -c SCRIPT
+// with a clean environment, a fake DNS server (in this process) behind which the origins'
+// names point at the host's loopback, and the origins there: openssl s_server over HTTPS (a
+// test CA) and a real sshd serving git. Each case asserts the client's result and the gate's
+// decision line (its log is on run's standard error, captured with the script's output).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/fakes/fake_dns_server.hpp"
+#include "tests/support/loopback_ports.hpp"
+#include "tests/support/shell_command.hpp"
+
+namespace sandgate::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+const std::string kBinDir = std::string(SANDGATE_BINARY_DIR) + "/bin";
+
+std::string sh_quote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  }
+  return out + "'";
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A child process (an origin) ended with the fixture.
+class Child {
+ public:
+  Child() = default;
+  explicit Child(pid_t pid) : pid_(pid) {}
+  Child(Child&& other) noexcept : pid_(std::exchange(other.pid_, -1)) {}
+  Child& operator=(Child&& other) noexcept {
+    end();
+    pid_ = std::exchange(other.pid_, -1);
+    return *this;
+  }
+  ~Child() { end(); }
+
+ private:
+  void end() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+    }
+  }
+  pid_t pid_ = -1;
+};
+
+// Starts `argv` with standard input and output on /dev/null and standard error to `log`.
+Child start(const std::vector<std::string>& argv, const std::string& log) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int null_fd = ::open("/dev/null", O_RDWR);
+    const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(null_fd, 0);
+    ::dup2(null_fd, 1);
+    ::dup2(log_fd, 2);
+    std::vector<char*> args;
+    for (const auto& arg : argv) {
+      args.push_back(const_cast<char*>(arg.c_str()));
+    }
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  return Child(pid);
+}
+
+class CaptureTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (run_shell("command -v curl && command -v openssl && command -v dig && command -v "
+                  "getent && test -x /usr/bin/python3")
+            .exit_code != 0) {
+      FAIL() << "curl, openssl, dig, getent and python3 are required (scripts/install-deps.sh)";
+    }
+    // Not in /tmp: the confined command has a private, empty /tmp, and it must see these files.
+    std::string pattern = std::string(SANDGATE_BINARY_DIR) + "/capture-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    root_ = fs::canonical(pattern).string();
+    fs::create_directories(root_ + "/home");
+    fs::create_directories(root_ + "/work");
+    fs::create_directories(root_ + "/origin");
+    std::ofstream(root_ + "/blocked.txt") << "blocked.test\n";
+    // The HTTPS origin: a test CA and a certificate for origin.test.
+    const auto made =
+        run_shell("cd " + sh_quote(root_ + "/origin") +
+                  " && openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=capture-test-ca"
+                  " -keyout ca.key -out ca.pem"
+                  " && openssl req -newkey rsa:2048 -nodes -subj /CN=origin.test"
+                  " -keyout server.key -out server.csr"
+                  " && printf 'subjectAltName=DNS:origin.test,DNS:other.test\\n' > san.ext"
+                  " && openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial"
+                  " -days 2 -extfile san.ext -out server.pem");
+    ASSERT_EQ(made.exit_code, 0) << made.output;
+    ::chmod((root_ + "/origin/ca.pem").c_str(), 0644);
+    https_port_ = free_port();
+    origin_ = start({"openssl", "s_server", "-quiet", "-www", "-accept",
+                     "127.0.0.1:" + std::to_string(https_port_), "-cert",
+                     root_ + "/origin/server.pem", "-key", root_ + "/origin/server.key"},
+                    root_ + "/origin/s_server.log");
+    for (int i = 0; i < 250 && !port_accepts(https_port_); ++i) {
+      std::this_thread::sleep_for(20ms);
+    }
+    ASSERT_TRUE(port_accepts(https_port_)) << "openssl s_server did not start";
+    dns_.set("origin.test", {"127.0.0.1"});
+    dns_.set("other.test", {"127.0.0.1"});
+    dns_.set("blocked.test", {"127.0.0.1"});
+  }
+  void TearDown() override {
+    origin_ = Child();
+    if (!root_.empty()) {
+      std::error_code ec;
+      fs::remove_all(root_, ec);
+    }
+  }
+
+  // `sandgate run` with the test's gate settings, `flags`, then `sh -c script`; a clean
+  // environment without any proxy variable. Output: the script's and the gate's log together.
+  CommandResult run(const std::string& script, const std::vector<std::string>& flags = {}) {
+    // In a working folder of its own: the folder that holds the gate's files cannot take new
+    // entries inside the fence.
+    std::string command =
+        "cd " + sh_quote(root_ + "/work") + " && timeout 90 env -i PATH=/usr/bin:/bin " +
+        "HOME=" + sh_quote(root_ + "/home") + " " + kBinDir +
+        "/sandgate run --block-loopback=false --dns-server " + dns_.endpoint() + " --blocklist " +
+        sh_quote(root_ + "/blocked.txt") + " --threads 1 --drain-seconds 1 --tls-ports " +
+        std::to_string(https_port_);
+    for (const auto& flag : flags) {
+      command += " " + sh_quote(flag);
+    }
+    return run_shell(command + " -- sh -c " + sh_quote(script));
+  }
+
+  std::string https_url(const std::string& host) const {
+    return "https://" + host + ":" + std::to_string(https_port_) + "/";
+  }
+  std::string ca() const { return root_ + "/origin/ca.pem"; }
+
+  static bool has(const CommandResult& result, const std::string& text) {
+    return result.output.find(text) != std::string::npos;
+  }
+
+  std::string root_;
+  std::uint16_t https_port_ = 0;
+  fakes::FakeDnsServer dns_;
+  Child origin_;
+};
+
+TEST_F(CaptureTest, CurlWithoutAProxyReachesAnAllowedHostOverHttpsAndNotABlockedOne) {
+  const auto o = run("curl -sS --noproxy '*' --max-time 20 --cacert " + ca() + " " +
+                     https_url("origin.test") + " | head -c 300; echo; echo allowed=$?; " +
+                     "curl -sS --noproxy '*' --max-time 20 --cacert " + ca() + " " +
+                     https_url("blocked.test") + "; echo blocked=$?");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_TRUE(has(o, "s_server")) << o.output;  // the origin's page
+  EXPECT_TRUE(has(o, "ALLOW DNS origin.test")) << o.output;
+  EXPECT_TRUE(has(o, "ALLOW CAPTURE origin.test:" + std::to_string(https_port_))) << o.output;
+  EXPECT_TRUE(has(o, "address=127.0.0.1:" + std::to_string(https_port_))) << o.output;
+  // The blocked name is refused at its lookup: curl cannot resolve it (exit 6).
+  EXPECT_TRUE(has(o, "blocked=6")) << o.output;
+  EXPECT_TRUE(has(o, "BLOCK DNS blocked.test (blocklist)")) << o.output;
+  EXPECT_TRUE(has(o, "capture: every other TCP connection goes to the gate")) << o.output;
+}
+
+TEST_F(CaptureTest, PythonSocketAndSslWithNoProxySupportAndTheSniCheck) {
+  // A client that resolves and connects by itself; then one whose TLS names another server than
+  // the name it resolved, which the gate closes before a byte goes upstream.
+  const std::string python =
+      "import socket, ssl, sys\n"
+      "host, port, sni = sys.argv[1], int(sys.argv[2]), sys.argv[3]\n"
+      "ctx = ssl.create_default_context(cafile=sys.argv[4])\n"
+      "try:\n"
+      "    with socket.create_connection((host, port), timeout=20) as s:\n"
+      "        with ctx.wrap_socket(s, server_hostname=sni) as t:\n"
+      "            t.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n')\n"
+      "            print('status', t.recv(100).split(b'\\r\\n')[0].decode())\n"
+      "except OSError as e:\n"
+      "    print('failed', type(e).__name__)\n";
+  std::ofstream(root_ + "/client.py") << python;
+  const std::string client = "/usr/bin/python3 " + root_ + "/client.py ";
+  const std::string port = std::to_string(https_port_);
+  const auto o = run(client + "origin.test " + port + " origin.test " + ca() + "; " + client +
+                     "origin.test " + port + " other.test " + ca());
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_TRUE(has(o, "status HTTP/1.0 200 ok")) << o.output;
+  EXPECT_TRUE(has(o, "ALLOW CAPTURE origin.test:" + port)) << o.output;
+  EXPECT_TRUE(has(o, "failed")) << o.output;
+  EXPECT_TRUE(has(o, "BLOCK CAPTURE origin.test:" + port + " (sni-mismatch)")) << o.output;
+}
+
+TEST_F(CaptureTest, AHardCodedAddressIsAnIpLiteralToThePolicy) {
+  const auto o = run("curl -sS --noproxy '*' --max-time 10 http://203.0.113.5:81/; echo rc=$?");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_TRUE(has(o, "rc=52") || has(o, "rc=56")) << o.output;  // closed without a reply
+  EXPECT_TRUE(has(o, "BLOCK CAPTURE 203.0.113.5:81 (ip-address)")) << o.output;
+}
+
+TEST_F(CaptureTest, GetentResolvesAnAllowedNameToASyntheticAddressAndNotADeniedOne) {
+  // ahostsv4: getaddrinfo with AI_ADDRCONFIG, which needs an address besides 127.0.0.1.
+  const auto o =
+      run("getent ahostsv4 origin.test | head -1; echo allowed=$?; "
+          "getent hosts blocked.test; echo denied=$?");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_TRUE(has(o, "198.18.0.")) << o.output;  // the synthetic range, not the real address
+  EXPECT_FALSE(has(o, "127.0.0.1      STREAM origin.test")) << o.output;
+  EXPECT_TRUE(has(o, "denied=2")) << o.output;  // getent: not found
+  EXPECT_TRUE(has(o, "ALLOW DNS origin.test")) << o.output;
+  EXPECT_TRUE(has(o, "BLOCK DNS blocked.test (blocklist)")) << o.output;
+}
+
+TEST_F(CaptureTest, TxtQueriesAndNamesThatCarryDataAreRefused) {
+  const auto o =
+      run("dig +time=3 +tries=1 TXT origin.test | grep status; "
+          "dig +time=3 +tries=1 +tcp MX origin.test | grep status; "
+          "dig +time=3 +tries=1 A "
+          "nbswy3dpeb3w64tmmqqgc3tbnfzwc2lunbzg2ylflvqxiy3uo5xw4ztbmu.origin.test | grep status");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_TRUE(has(o, "status: REFUSED")) << o.output;
+  EXPECT_FALSE(has(o, "status: NOERROR")) << o.output;
+  EXPECT_TRUE(has(o, "BLOCK DNS origin.test (dns-refused)")) << o.output;
+  EXPECT_TRUE(has(o, "TXT: TXT queries are not answered")) << o.output;
+  EXPECT_TRUE(has(o, "MX: MX queries are not answered")) << o.output;  // over TCP too
+  EXPECT_TRUE(has(o, "over the gate's budget for names")) << o.output;
+}
+
+TEST_F(CaptureTest, UdpToAnythingButDnsIsDropped) {
+  const auto o =
+      run("/usr/bin/python3 -c \"\nimport socket\ns = socket.socket(socket.AF_INET, "
+          "socket.SOCK_DGRAM)\ntry:\n    s.sendto(b'x', ('203.0.113.5', 443)); print('sent')\n"
+          "except OSError as e:\n    print('udp', e.errno)\n\"");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_TRUE(has(o, "udp 1")) << o.output;         // EPERM: the fence dropped it
+  EXPECT_FALSE(has(o, "203.0.113.5")) << o.output;  // nothing reached the gate
+}
+
+TEST_F(CaptureTest, TheExplicitProxyStillWorksAndCaptureCanBeTurnedOff) {
+  const auto o = run("curl -sS --max-time 20 --cacert " + ca() + " " + https_url("origin.test") +
+                         " >/dev/null; echo proxied=$?; curl -sS --noproxy '*' --max-time 10 "
+                         "--cacert " +
+                         ca() + " " + https_url("origin.test") + " >/dev/null 2>&1; echo direct=$?",
+                     {"--capture=off"});
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_TRUE(has(o, "proxied=0")) << o.output;
+  EXPECT_TRUE(has(o, "ALLOW CONNECT origin.test")) << o.output;
+  EXPECT_FALSE(has(o, "direct=0")) << o.output;  // no DNS, no route: nothing but the proxy
+  EXPECT_TRUE(has(o, "capture off")) << o.output;
+}
+
+TEST_F(CaptureTest, PlainHttpOnPort80MustNameTheServerItReaches) {
+  // A plain-HTTP origin on the host's port 80 (where capture holds Host to the name); skipped
+  // where that port cannot be had.
+  if (port_accepts(80) || run_shell("test \"$(id -u)\" = 0").exit_code != 0) {
+    GTEST_SKIP() << "port 80 on 127.0.0.1 is taken, or binding it needs root";
+  }
+  std::ofstream(root_ + "/origin/index.html") << "plain origin\n";
+  Child http = start({"/usr/bin/python3", "-m", "http.server", "80", "--bind", "127.0.0.1",
+                      "--directory", root_ + "/origin"},
+                     root_ + "/http.log");
+  for (int i = 0; i < 250 && !port_accepts(80); ++i) {
+    std::this_thread::sleep_for(20ms);
+  }
+  if (!port_accepts(80)) {
+    GTEST_SKIP() << "python3 http.server could not listen on 127.0.0.1:80";
+  }
+  const auto o =
+      run("curl -sS --noproxy '*' --max-time 10 http://origin.test/index.html; "
+          "echo same=$?; curl -sS --noproxy '*' --max-time 10 -H 'Host: other.test' "
+          "http://origin.test/index.html; echo other=$?");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  // The page and the status (the gate's log lines on standard error may come between them).
+  EXPECT_TRUE(has(o, "plain origin\n")) << o.output;
+  EXPECT_TRUE(has(o, "same=0")) << o.output;
+  EXPECT_TRUE(has(o, "ALLOW CAPTURE origin.test:80")) << o.output;
+  EXPECT_FALSE(has(o, "other=0")) << o.output;
+  EXPECT_TRUE(has(o, "BLOCK CAPTURE origin.test:80 (host-mismatch)")) << o.output;
+  EXPECT_TRUE(has(o, "Host 'other.test' is not origin.test")) << o.output;
+}
+
+// A real sshd serving git on the host's loopback, for `ssh` and `git` without a ProxyCommand.
+class CaptureSshTest : public CaptureTest {
+ protected:
+  void SetUp() override {
+    CaptureTest::SetUp();
+    if (HasFatalFailure()) {
+      return;
+    }
+    if (run_shell("command -v ssh && command -v ssh-keygen && command -v git && test -x "
+                  "/usr/sbin/sshd")
+            .exit_code != 0) {
+      FAIL() << "ssh, ssh-keygen, git and /usr/sbin/sshd are required";
+    }
+    folder_ = root_ + "/sshd";
+    fs::create_directories(folder_);
+    ::mkdir("/run/sshd", 0755);  // sshd wants it even when it does not use it
+    const auto made = run_shell(
+        "set -e; cd " + sh_quote(folder_) +
+        "; ssh-keygen -q -t ed25519 -N '' -f host_key; ssh-keygen -q -t ed25519 -N '' -f "
+        "client_key; cp client_key.pub authorized_keys; git init -q --bare -b main served.git"
+        "; git init -q -b main work; cd work; echo hello > README; git add README"
+        "; git -c user.name=t -c user.email=t@t.invalid commit -q -m one"
+        "; git push -q ../served.git main");
+    ASSERT_EQ(made.exit_code, 0) << made.output;
+    ssh_port_ = free_port();
+    std::ofstream(folder_ + "/sshd_config")
+        << "ListenAddress 127.0.0.1:" << ssh_port_ << "\nHostKey " << folder_
+        << "/host_key\nAuthorizedKeysFile " << folder_
+        << "/authorized_keys\nPidFile none\nStrictModes no\nUsePAM no\n"
+           "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+           "KbdInteractiveAuthentication no\nUseDNS no\nLogLevel INFO\n";
+    sshd_ = start({"/usr/sbin/sshd", "-D", "-e", "-f", folder_ + "/sshd_config"},
+                  folder_ + "/sshd.log");
+    for (int i = 0; i < 500 && read_file(folder_ + "/sshd.log").find("Server listening on") ==
+                                   std::string::npos;
+         ++i) {
+      std::this_thread::sleep_for(10ms);
+    }
+    dns_.set("gitlocal.test", {"127.0.0.1"});
+    // No ProxyCommand: ssh resolves and connects by itself, and capture takes it to the gate.
+    std::ofstream(folder_ + "/ssh_config")
+        << "Host gitlocal.test other.test\n  Port " << ssh_port_ << "\n  IdentityFile " << folder_
+        << "/client_key\n  StrictHostKeyChecking no\n"
+           "  UserKnownHostsFile /dev/null\n  BatchMode yes\n  LogLevel ERROR\n"
+           "  ConnectTimeout 20\n";
+  }
+  void TearDown() override {
+    sshd_ = Child();
+    CaptureTest::TearDown();
+  }
+
+  std::string folder_;
+  std::uint16_t ssh_port_ = 0;
+  Child sshd_;
+};
+
+TEST_F(CaptureSshTest, GitOverSshWithoutAProxyCommandReachesAGitHostAndNoOtherHost) {
+  const passwd* user = ::getpwuid(::geteuid());
+  ASSERT_NE(user, nullptr);
+  const std::string served = std::string(user->pw_name) + "@%s:" + folder_ + "/served.git";
+  const auto url = [&](const std::string& host) {
+    std::string text = served;
+    text.replace(text.find("%s"), 2, host);
+    return text;
+  };
+  // GIT_SSH_COMMAND replaced: the plain ssh, without the ProxyCommand `run` would set.
+  const std::string git = "GIT_SSH_COMMAND='ssh -F " + folder_ +
+                          "/ssh_config' GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 "
+                          "GIT_TERMINAL_PROMPT=0 git clone -q ";
+  const std::string port = std::to_string(ssh_port_);
+  const auto o = run(git + url("gitlocal.test") + " " + root_ + "/work/clone; echo allowed=$?; " +
+                         git + url("other.test") + " " + root_ + "/work/other; echo denied=$?",
+                     {"--git-hosts", "gitlocal.test", "--ssh-ports", port});
+  EXPECT_TRUE(has(o, "allowed=0")) << o.output << read_file(folder_ + "/sshd.log");
+  EXPECT_EQ(read_file(root_ + "/work/clone/README"), "hello\n");
+  EXPECT_TRUE(has(o, "ALLOW CAPTURE gitlocal.test:" + port)) << o.output;
+  EXPECT_FALSE(has(o, "denied=0")) << o.output;
+  EXPECT_TRUE(has(o, "BLOCK CAPTURE other.test:" + port + " (ssh-non-git-host)")) << o.output;
+}
+
+}  // namespace
+}  // namespace sandgate::testing
