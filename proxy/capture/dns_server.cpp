@@ -135,7 +135,7 @@ rules::Decision decide_name(const rules::Policy& policy, const rules::Host& host
 }
 
 DnsReply answer_query(std::span<const std::uint8_t> message, const rules::Policy& policy,
-                      AddressBook& book) {
+                      AddressBook& book, bool report_only) {
   auto parsed = parse_query(message);
   if (!parsed) {
     DnsReply reply;
@@ -176,7 +176,11 @@ DnsReply answer_query(std::span<const std::uint8_t> message, const rules::Policy
   std::uint16_t port = 0;
   const rules::Decision decision = decide_name(policy, *host, &port);
   DnsReply reply;
-  if (!decision.allowed()) {
+  const bool ask_later = !decision.allowed() && decision.ask;
+  const bool would_deny = !decision.allowed() && !ask_later && report_only &&
+                          rules::reportable(decision.reason) &&
+                          !policy.enforced_anyway(*host, port).has_value();
+  if (!decision.allowed() && !ask_later && !would_deny) {
     reply.bytes = build_response(message, query, ResponseCode::refused);
     reply.decision = DnsDecision{host->name, type, decision.reason, rules::rule_text(decision),
                                  policy.explain(decision, *host, port)};
@@ -190,9 +194,22 @@ DnsReply answer_query(std::span<const std::uint8_t> message, const rules::Policy
   const rules::IpAddress& address = kind == QueryType::a ? pair.v4 : pair.v6;
   reply.bytes = build_response(message, query, ResponseCode::no_error,
                                std::span<const rules::IpAddress>(&address, 1), kAnswerTtl);
-  reply.decision = DnsDecision{host->name, type, rules::Reason::allowed, rules::rule_text(decision),
-                               "answered " + type + " " + address.to_string() +
-                                   " (synthetic: the connection to it is decided when it comes)."};
+  const std::string answered = "answered " + type + " " + address.to_string();
+  if (would_deny) {
+    reply.decision = DnsDecision{host->name, type, decision.reason, rules::rule_text(decision),
+                                 policy.explain(decision, *host, port) + " Report-only: " +
+                                     answered + ".",
+                                 true};
+  } else if (ask_later) {
+    reply.decision = DnsDecision{host->name, type, rules::Reason::allowed, {},
+                                 "no rule decides the name: " + answered +
+                                     " (synthetic: its connection is held on a question)."};
+  } else {
+    reply.decision = DnsDecision{host->name, type, rules::Reason::allowed,
+                                 rules::rule_text(decision),
+                                 answered +
+                                     " (synthetic: the connection to it is decided when it comes)."};
+  }
   return reply;
 }
 

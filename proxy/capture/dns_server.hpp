@@ -68,6 +68,8 @@ struct DnsDecision {
   rules::Reason reason = rules::Reason::allowed;
   std::string rule;    // "file:line entry" when a list entry decided
   std::string detail;  // a sentence: what was answered, or why not
+  // Report-only mode: `reason` denies the name, but it was answered and is logged as would-deny.
+  bool would_deny = false;
 };
 
 struct DnsReply {
@@ -79,8 +81,12 @@ struct DnsReply {
 
 // The answer to one query `message` (UDP payload, or a TCP message without its length) under
 // `policy`, assigning synthetic addresses from `book`. Thread-safe (the book locks).
+// A name no rule decides under --unknown=ask is answered: the question is asked when its
+// connection comes (a refused lookup would fail the tool before anyone could be asked). With
+// `report_only` (settings enforce=false), a name denied for a reportable reason is answered too
+// and its line says would-deny, unless report-only mode keeps that denial (enforced_anyway).
 DnsReply answer_query(std::span<const std::uint8_t> message, const rules::Policy& policy,
-                      AddressBook& book);
+                      AddressBook& book, bool report_only = false);
 
 // The policy's port-less decision for a name (see the header comment): the first allowing
 // decision over the candidate ports, else the decision on the first candidate. Pure.

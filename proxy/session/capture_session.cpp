@@ -253,8 +253,10 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
   if (target->port == kHttpPort && !tls_port && !target->host.is_ip()) {
     // Plain HTTP: its Host must be the name the address stands for. The policy first, so that a
     // denied name is refused for its own reason without waiting for the client's bytes.
+    // (A destination to ask about, or a denial report-only mode lets through, goes on:
+    // open_tunnel asks or reports it after the Host check.)
     const rules::Decision decision = context.policy->decide(target->host, target->port);
-    if (!decision.allowed()) {
+    if (!decision.allowed() && !decision.ask && !context.reports(decision.reason)) {
       co_await refuse_tunnel(context, kCaptureFront, decision.reason, display, target->port,
                              context.policy->explain(decision, target->host, target->port),
                              rules::rule_text(decision));
@@ -289,7 +291,7 @@ void record_dns(WorkerContext& worker, const capture::DnsDecision& decision,
   line.detail = detail;
   const rules::ReasonInfo& row = rules::reason_info(decision.reason);
   if (row.verdict != rules::Verdict::allow) {
-    record_late_denial(worker, line, decision.reason);
+    record_late_denial(worker, line, decision.reason, /*enforced=*/!decision.would_deny);
     return;
   }
   line.verdict = rules::verdict_name(row.verdict);
@@ -354,7 +356,8 @@ asio::awaitable<void> serve_dns_tcp_client(WorkerContext& worker, tcp::socket so
       break;
     }
     const capture::DnsReply reply = capture::answer_query(
-        std::span<const std::uint8_t>(message.data(), length), *worker.policy, *book);
+        std::span<const std::uint8_t>(message.data(), length), *worker.policy, *book,
+        !worker.settings->enforce);
     if (reply.decision) {
       record_dns(worker, *reply.decision, client);
     }
@@ -409,7 +412,8 @@ asio::awaitable<void> serve_dns_udp(WorkerContext& worker, udp::socket* socket,
     }
     try {
       const capture::DnsReply reply = capture::answer_query(
-          std::span<const std::uint8_t>(datagram.data(), size), *worker.policy, *book);
+          std::span<const std::uint8_t>(datagram.data(), size), *worker.policy, *book,
+          !worker.settings->enforce);
       if (!reply.bytes.empty()) {
         co_await socket->async_send_to(asio::buffer(reply.bytes), from, use_tuple);
       }

@@ -107,6 +107,40 @@ TEST(CaptureDnsServer, ADeniedNameIsRefusedWithThePolicysReasonAndRule) {
             rules::Reason::metadata_address);
 }
 
+TEST(CaptureDnsServer, ANameToAskAboutIsAnsweredSoThatItsConnectionCanBeAsked) {
+  rules::PolicyOptions options;
+  options.unknown = rules::UnknownMode::ask;
+  const auto policy = policy_with("evil.com\n", std::nullopt, options);
+  AddressBook book(kPrefix, 16);
+  const auto reply = answer_query(query("new.example.dev", ns_t_a), policy, book);
+  EXPECT_EQ(rcode(reply.bytes), 0);
+  EXPECT_EQ(a_answer(reply.bytes), "198.18.0.1");
+  ASSERT_TRUE(reply.decision);
+  EXPECT_EQ(reply.decision->reason, rules::Reason::allowed);
+  EXPECT_NE(reply.decision->detail.find("held on a question"), std::string::npos);
+  // The blocklist still wins over asking.
+  EXPECT_EQ(rcode(answer_query(query("api.evil.com", ns_t_a), policy, book).bytes), 5);
+}
+
+TEST(CaptureDnsServer, ReportOnlyAnswersAReportableDenialAndKeepsTheEnforcedOnes) {
+  const auto policy = policy_with("evil.com\n", std::nullopt);
+  AddressBook book(kPrefix, 16);
+  const auto reply = answer_query(query("api.evil.com", ns_t_a), policy, book, true);
+  EXPECT_EQ(rcode(reply.bytes), 0);
+  EXPECT_EQ(a_answer(reply.bytes), "198.18.0.1");
+  ASSERT_TRUE(reply.decision);
+  EXPECT_TRUE(reply.decision->would_deny);
+  EXPECT_EQ(reply.decision->reason, rules::Reason::blocklist);
+  EXPECT_EQ(reply.decision->rule, "blocked.txt:1 evil.com");
+  // Enforced: without report-only, and for this machine and metadata names even with it.
+  EXPECT_EQ(rcode(answer_query(query("api.evil.com", ns_t_a), policy, book, false).bytes), 5);
+  const auto local = answer_query(query("localhost", ns_t_a), policy, book, true);
+  EXPECT_EQ(rcode(local.bytes), 5);
+  EXPECT_FALSE(local.decision->would_deny);
+  EXPECT_EQ(rcode(answer_query(query("metadata.google.internal", ns_t_a), policy, book, true).bytes),
+            5);
+}
+
 TEST(CaptureDnsServer, OnlyAddressQueriesAreAnsweredAndHttpsIsEmpty) {
   const auto policy = policy_with("", std::nullopt);
   AddressBook book(kPrefix, 16);
