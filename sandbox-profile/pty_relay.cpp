@@ -64,7 +64,8 @@ Expected<std::unique_ptr<PtyRelay>, std::string> PtyRelay::prepare() {
   // Keys are read only from a terminal on standard input whose foreground `run` is (reading in
   // the background would stop `run` with SIGTTIN, and the keys belong to the foreground).
   pty->interactive_ = ::isatty(STDIN_FILENO) == 1 && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
-  if (::pipe2(pty->stop_pipe_, O_CLOEXEC) != 0) {
+  if (::pipe2(pty->stop_pipe_, O_CLOEXEC) != 0 ||
+      ::pipe2(pty->wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
     return Unexpected{errno_text("pipe")};
   }
   return pty;
@@ -111,7 +112,7 @@ void PtyRelay::adopt(int master) {
 
 PtyRelay::~PtyRelay() {
   finish();
-  for (int fd : {master_, stop_pipe_[0], stop_pipe_[1]}) {
+  for (int fd : {master_, stop_pipe_[0], stop_pipe_[1], wake_pipe_[0], wake_pipe_[1]}) {
     if (fd >= 0) {
       ::close(fd);
     }
@@ -127,7 +128,36 @@ void PtyRelay::start() {
     ::cfmakeraw(&raw);
     raw_ = ::tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
   }
-  thread_ = std::thread([this] { relay(); });
+  {
+    std::lock_guard lock(hold_mutex_);
+    relaying_ = true;
+  }
+  thread_ = std::thread([this] {
+    relay();
+    std::lock_guard lock(hold_mutex_);
+    relaying_ = false;
+    held_changed_.notify_all();  // a hold() waiting on a relay that ended has the terminal
+  });
+}
+
+void PtyRelay::hold() {
+  std::unique_lock lock(hold_mutex_);
+  if (!relaying_) {
+    return;
+  }
+  hold_wanted_ = true;
+  const char wake = 1;
+  ssize_t ignored = ::write(wake_pipe_[1], &wake, 1);
+  (void)ignored;
+  held_changed_.wait(lock, [this] { return holding_ || !relaying_; });
+}
+
+void PtyRelay::release() {
+  std::lock_guard lock(hold_mutex_);
+  hold_wanted_ = false;
+  const char wake = 1;
+  ssize_t ignored = ::write(wake_pipe_[1], &wake, 1);
+  (void)ignored;
 }
 
 void PtyRelay::resize() {
@@ -155,10 +185,22 @@ void PtyRelay::relay() {
   char buffer[16384];
   bool input_open = interactive_;
   for (;;) {
-    pollfd fds[3] = {{master_, POLLIN, 0},
+    // A question holds the terminal: neither the command's output nor keys move meanwhile (the
+    // command waits on a full terminal; the keys wait in the user's terminal).
+    bool held = false;
+    {
+      std::lock_guard lock(hold_mutex_);
+      if (hold_wanted_ != holding_) {
+        holding_ = hold_wanted_;
+        held_changed_.notify_all();
+      }
+      held = holding_;
+    }
+    pollfd fds[4] = {{held ? -1 : master_, POLLIN, 0},
                      {stop_pipe_[0], POLLIN, 0},
-                     {input_open ? STDIN_FILENO : -1, POLLIN, 0}};
-    if (::poll(fds, 3, -1) < 0) {
+                     {input_open && !held ? STDIN_FILENO : -1, POLLIN, 0},
+                     {wake_pipe_[0], POLLIN, 0}};
+    if (::poll(fds, 4, -1) < 0) {
       if (errno == EINTR) {
         continue;
       }
@@ -179,6 +221,11 @@ void PtyRelay::relay() {
         write_all(master_, buffer, static_cast<std::size_t>(got));
       } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
         input_open = false;
+      }
+    }
+    if ((fds[3].revents & POLLIN) != 0) {
+      char drained[64];
+      while (::read(wake_pipe_[0], drained, sizeof drained) > 0) {
       }
     }
     if ((fds[1].revents & POLLIN) != 0) {

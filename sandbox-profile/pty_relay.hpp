@@ -11,23 +11,31 @@
 // terminal in raw mode (restored at the end) and the window size. Keystrokes the command pushes
 // into its own terminal reach only itself.
 //
+// A question on the terminal (terminal_asker.hpp) takes the terminal over with hold(): the
+// relay stops reading keys and relaying output until release(), so that the prompt is not mixed
+// with the command's output and its answer does not reach the command.
+//
 // Linux only. prepare() runs before clone(), open_pair() inside, adopt(), start(), resize() and
-// finish() in `run`'s main thread; the relay runs on a thread of its own until finish().
+// finish() in `run`'s main thread; the relay runs on a thread of its own until finish(); hold()
+// and release() on the asker's thread.
 #pragma once
 
 #include <termios.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 
 #include "rules/expected.hpp"
+#include "sandbox-profile/terminal_asker.hpp"
 
 namespace sandgate::sandbox {
 
-class PtyRelay {
+class PtyRelay final : public TerminalHolder {
  public:
   // A relay for the standard streams that are terminals, before clone(): which ones, where
   // output goes, whether keys are read. The pty itself is opened inside (open_pair()) and its
@@ -44,7 +52,7 @@ class PtyRelay {
   // True when standard input is a terminal whose foreground `run` is: a relay is wanted.
   static bool wanted();
 
-  ~PtyRelay();  // finish()es
+  ~PtyRelay() override;  // finish()es
   PtyRelay(const PtyRelay&) = delete;
   PtyRelay& operator=(const PtyRelay&) = delete;
 
@@ -59,6 +67,11 @@ class PtyRelay {
   // Relays what the command wrote last, stops, and restores the user's terminal. Idempotent.
   void finish();
 
+  // Stops relaying keys and output (the terminal is the caller's) until release(). Returns
+  // once the relay's thread has stopped, at once when it is not running. Thread-safe.
+  void hold() override;
+  void release() override;
+
  private:
   PtyRelay() = default;
   void relay();
@@ -69,6 +82,12 @@ class PtyRelay {
   int output_ = -1;  // where the command's output goes: the terminal among 1 and 2, or nowhere
   unsigned streams_ = 0;
   int stop_pipe_[2] = {-1, -1};
+  int wake_pipe_[2] = {-1, -1};  // hold() and release() wake the relay's poll (non-blocking)
+  std::mutex hold_mutex_;        // guards the three below
+  std::condition_variable held_changed_;
+  bool relaying_ = false;    // the relay's thread runs
+  bool hold_wanted_ = false;  // hold() asked, release() not yet
+  bool holding_ = false;      // the relay's thread has stopped relaying for hold()
   bool raw_ = false;
   termios saved_{};
   std::thread thread_;

@@ -30,6 +30,7 @@
 #include "sandbox-profile/capture_network.hpp"
 #include "sandbox-profile/sandbox_flags.hpp"
 #include "sandbox-profile/sandbox_options.hpp"
+#include "sandbox-profile/terminal_asker.hpp"
 
 namespace sandgate::sandbox {
 
@@ -58,6 +59,13 @@ class GateHandle {
   virtual void serve_capture(CaptureSockets sockets) = 0;
   // Drains and stops the gate. Idempotent.
   virtual void stop() = 0;
+  // Whether the gate has questions for a person (--unknown=ask): then the confinement offers it
+  // the user's terminal while CMD runs.
+  virtual bool asks() const { return false; }
+  // The terminal to ask on from now on (after start(); its thread started), or null when it is
+  // gone (before it is stopped): the gate's questions go to it, and nobody is left to answer
+  // them on it after null. From `run`'s main thread.
+  virtual void ask_on(TerminalAsker* asker) { (void)asker; }
 };
 
 // Exit status of `sandgate run` when it could not start CMD (as env(1) and timeout(1) do), so

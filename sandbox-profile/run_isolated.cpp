@@ -270,17 +270,31 @@ int run_isolated(const RunOptions& options, GateHandle& gate) {
   if (pty) {
     pty->start();
   }
-  if (!send_message(to_child, "go")) {
+  // --unknown=ask: questions go to the user's terminal (not CMD's standard input), taken over
+  // from the relay for each one. Ended before the relay: the terminal's modes are restored in
+  // the reverse order they were set.
+  std::unique_ptr<TerminalAsker> asker = gate.asks() ? TerminalAsker::open() : nullptr;
+  if (asker) {
+    asker->share_with(pty.get());
+    asker->start();
+    gate.ask_on(asker.get());
+  }
+  const auto stop_asking = [&]() {
+    if (asker) {
+      gate.ask_on(nullptr);
+      asker->stop();
+    }
     if (pty) {
       pty->finish();
     }
+  };
+  if (!send_message(to_child, "go")) {
+    stop_asking();
     return give_up();
   }
   ::close(to_child);
   const int status = supervise_confined(pid, set, pty.get());
-  if (pty) {
-    pty->finish();
-  }
+  stop_asking();
   forwarder.stop();
   gate.stop();
   quarantine_new_git_entries(git_before, confinement->scanned, confinement->git_dirs);

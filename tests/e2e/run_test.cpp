@@ -1566,5 +1566,136 @@ TEST_F(RunTest, ProfilePrintsTheSeatbeltProfileOrSaysWhatIsMissing) {
   EXPECT_NE(b.err.find("control character"), std::string::npos) << describe(b);
 }
 
+// ---------------------------------------------------------------------------------------------
+// --unknown=ask on `run`'s terminal: origin.test is on no list, so each curl of it waits on a
+// question, which the person at the terminal (the test, through the pty) answers with one key.
+
+class RunAskTest : public RunTest {
+ protected:
+  std::string prompt() const {
+    return "allow origin.test:" + std::to_string(origin_->port()) +
+           "? [o]nce / [s]ession / [a]lways / [d]eny / [n]ever";
+  }
+  // Starts `sandgate run --unknown=ask [extra] -- sh -c script` as the terminal's foreground.
+  pid_t start_asking(Pty& pty, const std::vector<std::string>& extra, const std::string& script) {
+    std::vector<std::string> args = {"--unknown=ask", "--ask-timeout", "30", "--log-file",
+                                     log_path()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--", "sh", "-c", script});
+    return pty.start(run_argv(args), environment(), work_);
+  }
+  std::string log_path() const { return root_ + "/gate.log"; }
+  static std::string user() {
+    const passwd* entry = ::getpwuid(::getuid());
+    return entry != nullptr ? entry->pw_name : "";
+  }
+  static std::size_t count(const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
+      ++n;
+    }
+    return n;
+  }
+};
+
+TEST_F(RunAskTest, OnceAllowsTheWaitingRequestAndTheLogSaysWhoAnsweredHow) {
+  Pty pty;
+  const pid_t pid = start_asking(pty, {}, curl_https("origin.test") + "; echo curl-rc=$?");
+  const std::string asked = pty.read_until(prompt());
+  ASSERT_NE(asked.find(prompt()), std::string::npos) << asked;
+  pty.type("o");
+  const std::string shown = pty.read_until("curl-rc=");
+  pty.read_until("\n", 5s);
+  EXPECT_EQ(wait_exit(pid), 0) << shown;
+  EXPECT_NE(shown.find("s_server"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("curl-rc=0"), std::string::npos) << shown;
+  const std::string log = read_file(log_path());
+  EXPECT_NE(log.find("answered once by " + user() + " via the terminal"), std::string::npos)
+      << log;
+  EXPECT_TRUE(pty.echo_on()) << "the user's terminal was not restored";
+}
+
+TEST_F(RunAskTest, DenyRefusesWithAskDenied) {
+  Pty pty;
+  const pid_t pid = start_asking(
+      pty, {}, curl_https("origin.test", "-v") + " 2>" + work_ + "/curl.err; echo curl-rc=$?");
+  ASSERT_NE(pty.read_until(prompt()).find(prompt()), std::string::npos);
+  pty.type("d");
+  const std::string shown = pty.read_until("curl-rc=");
+  pty.read_until("\n", 5s);
+  EXPECT_EQ(wait_exit(pid), 0) << shown;
+  EXPECT_NE(shown.find("curl-rc=56"), std::string::npos) << shown;  // CONNECT refused
+  const std::string curl_err = read_file(work_ + "/curl.err");
+  EXPECT_NE(curl_err.find("403"), std::string::npos) << curl_err;
+  EXPECT_NE(curl_err.find("ask-denied"), std::string::npos) << curl_err;
+  EXPECT_NE(read_file(log_path()).find("answered deny by " + user() + " via the terminal"),
+            std::string::npos);
+}
+
+TEST_F(RunAskTest, AlwaysAppendsTheEntryToTheAllowlistFile) {
+  const std::string allowlist = root_ + "/allow.txt";
+  std::ofstream(allowlist) << "other.test\n";
+  Pty pty;
+  const pid_t pid = start_asking(pty, {"--allowlist", allowlist},
+                                 curl_https("origin.test") + "; echo curl-rc=$?");
+  ASSERT_NE(pty.read_until(prompt()).find(prompt()), std::string::npos);
+  pty.type("a");
+  const std::string shown = pty.read_until("curl-rc=");
+  pty.read_until("\n", 5s);
+  EXPECT_EQ(wait_exit(pid), 0) << shown;
+  EXPECT_NE(shown.find("curl-rc=0"), std::string::npos) << shown;
+  const std::string written = read_file(allowlist);
+  EXPECT_TRUE(written.starts_with("other.test\n")) << written;
+  EXPECT_NE(written.find("origin.test:" + std::to_string(origin_->port())), std::string::npos)
+      << written;
+  EXPECT_NE(written.find("by " + user() + " via the terminal"), std::string::npos) << written;
+}
+
+TEST_F(RunAskTest, SessionIsAskedOnceForEveryLaterRequest) {
+  Pty pty;
+  const pid_t pid = start_asking(pty, {},
+                                 curl_https("origin.test") + "; echo first-rc=$?; " +
+                                     curl_https("origin.test") + "; echo second-rc=$?");
+  ASSERT_NE(pty.read_until(prompt()).find(prompt()), std::string::npos);
+  pty.type("s");
+  const std::string shown = pty.read_until("second-rc=");
+  pty.read_until("\n", 5s);
+  EXPECT_EQ(wait_exit(pid), 0) << shown;
+  EXPECT_NE(shown.find("first-rc=0"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("second-rc=0"), std::string::npos) << shown;
+  EXPECT_EQ(count(shown, prompt()), 1U) << shown;
+}
+
+// Keys that are not answers (and escape sequences, whose letters are not either) leave the
+// question up; the keys the command reads afterwards still reach it.
+TEST_F(RunAskTest, OtherKeysDoNotAnswerAndTheCommandStillGetsItsKeys) {
+  Pty pty;
+  const pid_t pid = start_asking(
+      pty, {}, curl_https("origin.test") + "; echo curl-rc=$?; IFS= read -r line; echo got=$line");
+  ASSERT_NE(pty.read_until(prompt()).find(prompt()), std::string::npos);
+  pty.type("x\x1b[A");
+  std::this_thread::sleep_for(300ms);
+  pty.type("o");
+  pty.read_until("curl-rc=");
+  pty.type("hello\r");
+  const std::string shown = pty.read_until("got=");
+  pty.read_until("\n", 5s);
+  EXPECT_EQ(wait_exit(pid), 0) << shown;
+  EXPECT_NE(shown.find("curl-rc=0"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("got=hello"), std::string::npos) << shown;
+  EXPECT_NE(read_file(log_path()).find("answered once by"), std::string::npos);
+}
+
+// Without a terminal nobody can be asked: the ask default (deny) applies at once, as before.
+TEST_F(RunAskTest, WithoutATerminalTheAskDefaultAppliesAtOnce) {
+  auto o = run({"--unknown=ask", "--ask-timeout", "30", "--", "sh", "-c",
+                curl_https("origin.test", "-v") + " 2>" + work_ + "/curl.err; echo rc=$?"});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("rc=56"), std::string::npos) << describe(o);
+  EXPECT_LT(o.elapsed, 20s) << describe(o);
+  EXPECT_NE(read_file(work_ + "/curl.err").find("ask-unavailable"), std::string::npos)
+      << read_file(work_ + "/curl.err");
+}
+
 }  // namespace
 }  // namespace sandgate::testing

@@ -1,0 +1,216 @@
+// The terminal asker. See terminal_asker.hpp.
+#include "sandbox-profile/terminal_asker.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+
+namespace sandgate::sandbox {
+namespace {
+
+// How often a prompt on screen checks that its question still waits (it may time out or be
+// answered on the admin endpoint meanwhile).
+constexpr int kPollMs = 200;
+
+}  // namespace
+
+std::unique_ptr<TerminalAsker> TerminalAsker::open() {
+  // O_NOCTTY: `run` already has its controlling terminal; /dev/tty is it, whatever its
+  // standard streams are.
+  const int tty = ::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (tty < 0) {
+    return nullptr;
+  }
+  // Only the terminal's foreground may read keys from it (a background reader is stopped with
+  // SIGTTIN), and the keys belong to whoever is in the foreground.
+  if (::tcgetpgrp(tty) != ::getpgrp()) {
+    ::close(tty);
+    return nullptr;
+  }
+  std::unique_ptr<TerminalAsker> asker(new TerminalAsker(tty));
+  if (::pipe2(asker->stop_pipe_, O_CLOEXEC) != 0) {
+    return nullptr;
+  }
+  return asker;
+}
+
+TerminalAsker::TerminalAsker(int tty) : tty_(tty) {}
+
+TerminalAsker::~TerminalAsker() {
+  stop();
+  for (int fd : {tty_, stop_pipe_[0], stop_pipe_[1]}) {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+  }
+}
+
+void TerminalAsker::start() { thread_ = std::thread([this] { serve(); }); }
+
+bool TerminalAsker::ask(TerminalQuestion question) {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_ || queue_.size() >= kMaxQueued) {
+      return false;
+    }
+    queue_.push_back(std::move(question));
+  }
+  ready_.notify_one();
+  return true;
+}
+
+void TerminalAsker::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) {
+      return;
+    }
+    stopping_ = true;
+    queue_.clear();
+  }
+  ready_.notify_one();
+  // Wakes a prompt waiting for its key: the pipe stays readable from here on.
+  const char stop = 1;
+  ssize_t ignored = ::write(stop_pipe_[1], &stop, 1);
+  (void)ignored;
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+}
+
+void TerminalAsker::serve() {
+  for (;;) {
+    TerminalQuestion question;
+    {
+      std::unique_lock lock(mutex_);
+      ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) {
+        return;
+      }
+      question = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    put(question);
+  }
+}
+
+void TerminalAsker::put(TerminalQuestion& question) {
+  for (;;) {
+    if (!question.pending()) {
+      return;  // answered elsewhere or timed out while it was queued
+    }
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) {
+        return;
+      }
+    }
+    if (::tcgetpgrp(tty_) != ::getpgrp()) {
+      // `run` was put in the background: asking now would stop it (SIGTTOU, SIGTTIN). Wait to
+      // be in the foreground again, or for the question to end some other way.
+      pollfd p{stop_pipe_[0], POLLIN, 0};
+      ::poll(&p, 1, kPollMs);
+      continue;
+    }
+    // 1. Take the terminal over: the relay stops reading keys and writing output.
+    if (holder_ != nullptr) {
+      holder_->hold();
+    }
+    // 2. One key at a time, unechoed (the relay has it so already when the keys are relayed).
+    termios saved{};
+    const bool have_modes = ::tcgetattr(tty_, &saved) == 0;
+    if (have_modes) {
+      termios raw = saved;
+      ::cfmakeraw(&raw);
+      ::tcsetattr(tty_, TCSANOW, &raw);
+    }
+    // Keys typed before the question was on screen were meant for the command, not for it.
+    ::tcflush(tty_, TCIFLUSH);
+    // 3. The prompt on a line of its own (the command may have left the cursor mid-line).
+    show("\r\nsandgate: " + question.prompt + " ");
+    const std::optional<char> key = read_key(question);
+    std::optional<std::string> refused;
+    if (key) {
+      show(std::string(1, *key) + "\r\n");
+      refused = question.answer(*key);
+      if (refused) {
+        show("sandgate: " + *refused + "\r\n");
+      }
+    } else {
+      show("(no longer asked)\r\n");
+    }
+    // 4. Give the terminal back as it was.
+    if (have_modes) {
+      ::tcsetattr(tty_, TCSADRAIN, &saved);
+    }
+    if (holder_ != nullptr) {
+      holder_->release();
+    }
+    if (!key || !refused) {
+      return;
+    }
+    // Not applied (no list file to write, say): the question waits still; ask it again.
+  }
+}
+
+std::optional<char> TerminalAsker::read_key(TerminalQuestion& question) {
+  for (;;) {
+    pollfd fds[2] = {{tty_, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
+    const int ready = ::poll(fds, 2, kPollMs);
+    if (ready < 0 && errno != EINTR) {
+      return std::nullopt;
+    }
+    if ((fds[1].revents & POLLIN) != 0) {
+      return std::nullopt;  // stop()
+    }
+    if (ready <= 0) {
+      if (!question.pending()) {
+        return std::nullopt;
+      }
+      continue;
+    }
+    char buffer[64];
+    const ssize_t got = ::read(tty_, buffer, sizeof buffer);
+    if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) {
+      return std::nullopt;  // the terminal hung up
+    }
+    if (got < 0) {
+      continue;
+    }
+    const std::string_view read(buffer, static_cast<std::size_t>(got));
+    // An escape sequence (an arrow key is ESC [ A) holds letters that are not answers.
+    if (read.find('\x1b') != std::string_view::npos) {
+      continue;
+    }
+    for (char c : read) {
+      const char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (lower != '\0' && question.keys.find(lower) != std::string::npos) {
+        return lower;
+      }
+    }
+    show("\a");  // not an answer
+  }
+}
+
+void TerminalAsker::show(const std::string& text) const {
+  const char* data = text.data();
+  std::size_t size = text.size();
+  while (size > 0) {
+    const ssize_t written = ::write(tty_, data, size);
+    if (written < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return;  // the terminal is gone: nothing to show it on
+    }
+    data += written;
+    size -= static_cast<std::size_t>(written);
+  }
+}
+
+}  // namespace sandgate::sandbox

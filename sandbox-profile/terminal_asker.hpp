@@ -1,0 +1,99 @@
+// Asking the person at `run`'s terminal a question while the confined command runs: the
+// terminal asker of --unknown=ask (the questions themselves are the gate's, proxy/ask/; this
+// file knows nothing of them, only of prompts, keys and the terminal).
+//
+// The terminal is the user's controlling terminal, opened as /dev/tty, never the command's
+// standard input (which may be a file, or the command's own pseudo-terminal). While the
+// command's relay (pty_relay.hpp) runs, it owns the terminal: keys go to the command, its output
+// to the screen. A question takes the terminal over from it for the time of one key: the relay
+// is held (it stops reading keys and stops writing output, so nothing is lost and nothing is
+// mixed into the prompt), the prompt is printed on a line of its own, one key is read, the
+// terminal's modes are restored and the relay resumes. One question at a time, in the order
+// asked; the queue is bounded.
+//
+// Threads: ask() and stop() from any thread (ask() never blocks: the gate's sessions call it);
+// start() once, from the thread that made the asker; the questions are put and their callbacks
+// run on the asker's own thread. stop() ends that thread (a prompt on screen is withdrawn) and
+// the destructor stop()s.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace sandgate::sandbox {
+
+// What a question takes the terminal over from (the command's relay). hold() returns once
+// nothing but the holder reads keys from the terminal or writes to it; release() gives the
+// terminal back. Both from the asker's thread; a relay that is not running holds at once.
+class TerminalHolder {
+ public:
+  virtual ~TerminalHolder() = default;
+  virtual void hold() = 0;
+  virtual void release() = 0;
+};
+
+// One question as the terminal shows it.
+struct TerminalQuestion {
+  // The prompt line without a newline: "allow api.example.dev:443? [o]nce / ... / [n]ever".
+  std::string prompt;
+  // The keys that answer it (lower case; their upper case counts too). Other keys are ignored.
+  std::string keys;
+  // Whether the question still waits for an answer (it may time out, or be answered elsewhere):
+  // polled while the prompt is up, and before it is put. Asker's thread.
+  std::function<bool()> pending;
+  // Applies a key. Returns a sentence to show when the answer was not applied (the question is
+  // then put again), or nothing. Asker's thread.
+  std::function<std::optional<std::string>(char key)> answer;
+};
+
+class TerminalAsker {
+ public:
+  static constexpr std::size_t kMaxQueued = 64;
+
+  // The user's controlling terminal, when there is one and `run` is in its foreground; nothing
+  // otherwise (then nobody can be asked on a terminal).
+  static std::unique_ptr<TerminalAsker> open();
+
+  ~TerminalAsker();  // stop()s, closes the terminal
+  TerminalAsker(const TerminalAsker&) = delete;
+  TerminalAsker& operator=(const TerminalAsker&) = delete;
+
+  // What to take the terminal over from while asking (the command's relay); null: nothing.
+  // Before start().
+  void share_with(TerminalHolder* holder) { holder_ = holder; }
+  // Starts the asker's thread.
+  void start();
+  // Queues a question. False when the queue is full or the asker stopped (the question then
+  // waits for another answer, or its timeout). Thread-safe; does not block.
+  bool ask(TerminalQuestion question);
+  // Ends the asker: a prompt on screen is withdrawn, the terminal's modes restored, queued
+  // questions dropped. Idempotent; thread-safe, but not from the asker's own callbacks.
+  void stop();
+
+ private:
+  explicit TerminalAsker(int tty);
+  void serve();
+  // Shows one question until it is answered, stops waiting or the asker stops.
+  void put(TerminalQuestion& question);
+  // Reads one answering key; nothing when the question stopped waiting or the asker stopped.
+  std::optional<char> read_key(TerminalQuestion& question);
+  void show(const std::string& text) const;
+
+  int tty_ = -1;
+  int stop_pipe_[2] = {-1, -1};
+  TerminalHolder* holder_ = nullptr;
+  std::mutex mutex_;  // guards queue_ and stopping_
+  std::condition_variable ready_;
+  std::deque<TerminalQuestion> queue_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace sandgate::sandbox
