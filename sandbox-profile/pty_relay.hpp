@@ -85,7 +85,7 @@ class PtyRelay final : public TerminalHolder {
   int wake_pipe_[2] = {-1, -1};  // hold() and release() wake the relay's poll (non-blocking)
   std::mutex hold_mutex_;        // guards the three below
   std::condition_variable held_changed_;
-  bool relaying_ = false;    // the relay's thread runs
+  bool relaying_ = false;     // the relay's thread runs
   bool hold_wanted_ = false;  // hold() asked, release() not yet
   bool holding_ = false;      // the relay's thread has stopped relaying for hold()
   bool raw_ = false;

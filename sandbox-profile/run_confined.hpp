@@ -19,7 +19,8 @@
 // (the Linux parent), confinement_plan.cpp (what the Linux confinement allows, decided before
 // clone()), confined_init.cpp (the namespace's init: confine, self-probe, run CMD),
 // git_quarantine.cpp (new .git entries moved aside after the run), run_support.cpp (exec,
-// signals, supervision).
+// signals, supervision), terminal_asker.cpp (--unknown=ask's questions on the user's terminal,
+// taken over from the pty relay for each).
 #pragma once
 
 #include <cstdint>

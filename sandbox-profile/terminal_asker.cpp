@@ -50,7 +50,9 @@ TerminalAsker::~TerminalAsker() {
   }
 }
 
-void TerminalAsker::start() { thread_ = std::thread([this] { serve(); }); }
+void TerminalAsker::start() {
+  thread_ = std::thread([this] { serve(); });
+}
 
 bool TerminalAsker::ask(TerminalQuestion question) {
   {
