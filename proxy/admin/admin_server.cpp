@@ -108,6 +108,34 @@ bool token_accepted(const AdminHandlers& handlers,
   return given.starts_with(kBearer) && same_secret(given.substr(kBearer.size()), token);
 }
 
+// /pending and /decide: a request a web browser made on a page's behalf, refused whatever the
+// token. Without a token, a page on any site could otherwise answer `always` for a host of its
+// choosing with a plain form POST to 127.0.0.1 (a "simple" request, sent without a CORS
+// preflight), and a page on a name rebound to 127.0.0.1 could read /pending. Browsers send
+// Origin with every POST (cross-site or same-origin) and Sec-Fetch-Site with every request on a
+// secure context; a rebound page names its own domain in Host. The gate's own CLI sends none of
+// these and names the endpoint by address or by a dotless name such as localhost.
+bool from_a_browser(const http::request<http::string_body>& request) {
+  if (request.count(http::field::origin) != 0) {
+    return true;
+  }
+  if (auto site = request.find("Sec-Fetch-Site");
+      site != request.end() && site->value() != "none") {
+    return true;
+  }
+  std::string_view host = request[http::field::host];
+  if (host.starts_with('[')) {
+    return false;  // an IPv6 literal, which no rebinding attack can choose
+  }
+  host = host.substr(0, host.rfind(':'));
+  if (host.empty() || host == "localhost" || host.ends_with(".localhost")) {
+    return false;
+  }
+  const bool numeric = host.find_first_not_of("0123456789.") == std::string_view::npos;
+  // A name with a dot is a domain someone may own, whose DNS may point at 127.0.0.1.
+  return !numeric && host.find('.') != std::string_view::npos;
+}
+
 Response respond(const AdminHandlers& handlers, const http::request<http::string_body>& request,
                  std::string_view peer) {
   Response response = plain_response(http::status::ok, "");
@@ -117,6 +145,11 @@ Response respond(const AdminHandlers& handlers, const http::request<http::string
   if (ask_route && (!handlers.pending || !handlers.decide)) {
     response.result(http::status::not_found);
     response.body() = "this gate asks no questions\n";
+  } else if (ask_route && from_a_browser(request)) {
+    response.result(http::status::forbidden);
+    response.body() =
+        "this route does not answer web pages (Origin, Sec-Fetch-Site or a domain in Host); use "
+        "sandgate pending / sandgate decide\n";
   } else if (ask_route && !token_accepted(handlers, request)) {
     response.result(http::status::unauthorized);
     response.set(http::field::www_authenticate, "Bearer realm=\"sandgate\"");

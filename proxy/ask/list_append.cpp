@@ -6,8 +6,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <mutex>
 
 namespace sandgate::ask {
 namespace {
@@ -55,11 +58,21 @@ std::string list_entry(std::string_view host, std::uint16_t port) {
   return std::string(host) + ":" + std::to_string(port);
 }
 
-std::optional<std::string> append_entry(const std::string& path, std::string_view entry,
+std::optional<std::string> append_entry(const std::string& given_path, std::string_view entry,
                                         std::string_view who) {
-  if (path.empty()) {
+  if (given_path.empty()) {
     return std::string("no list file is configured");
   }
+  // One read-modify-rename at a time: two at once would each keep only their own entry.
+  static std::mutex appending;
+  std::lock_guard lock(appending);
+  // 0. The file itself, not a link to it: renaming over a link would replace the link with a
+  // copy, and the file it named would never see the entry.
+  char resolved[PATH_MAX];
+  if (::realpath(given_path.c_str(), resolved) == nullptr) {
+    return "cannot read " + given_path + ": " + errno_text();
+  }
+  const std::string path = resolved;
   // 1. The file as it is now (it must exist: the gate loaded it).
   Fd in{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY)};
   if (in.fd < 0) {
@@ -115,6 +128,13 @@ std::optional<std::string> append_entry(const std::string& path, std::string_vie
     ::unlink(temp.c_str());
     return message;
   };
+  // The owner first (fchown may clear set-id bits), then the mode. A gate run as root must not
+  // hand a user's list file to root, which the user could then no longer edit.
+  if ((st.st_uid != ::geteuid() || st.st_gid != ::getegid()) &&
+      ::fchown(out.fd, st.st_uid, st.st_gid) != 0) {
+    return fail("cannot keep the owner of " + path + " (" + errno_text() +
+                "); the entry was not written");
+  }
   if (::fchmod(out.fd, st.st_mode & 07777) != 0 || !write_all(out.fd, text) ||
       ::fsync(out.fd) != 0) {
     return fail("cannot write " + temp + ": " + errno_text());

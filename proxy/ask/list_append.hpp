@@ -5,7 +5,11 @@
 // that says when, by whom and how, written to a temporary file in the same folder (with the
 // file's mode), flushed to disk, then renamed over the file, and the folder flushed. A reader
 // (the reloader, an editor) sees the old file or the new one, never half of one; what was in the
-// file is kept byte for byte.
+// file is kept byte for byte. A symbolic link is followed: the file it names is replaced, and
+// the link stays (a list kept in a dotfiles repository stays there). The new file keeps the old
+// one's owner and group as well as its mode; when they cannot be kept (a gate that is not root
+// writing another user's file), nothing is written and the error says so. Appends within one
+// process are serialised, so two answers at once cannot lose one another's entry.
 //
 // Blocking file I/O: call it from an answering front end's thread, never from a worker.
 #pragma once

@@ -87,6 +87,7 @@ std::shared_ptr<Waiter> QuestionBoard::ask(std::string_view host, std::uint16_t 
   Listener listener;
   std::shared_ptr<Waiter> waiter;
   std::string refused;
+  Outcome refusal = Outcome::unavailable;
   {
     std::lock_guard lock(mutex_);
     if (closed_) {
@@ -102,8 +103,12 @@ std::shared_ptr<Waiter> QuestionBoard::ask(std::string_view host, std::uint16_t 
     if (question == questions_.end()) {
       if (answerers_ <= 0 || questions_.size() >= kMaxQuestions) {
         ++unavailable_total_;
-        refused = answerers_ <= 0 ? "nobody can answer it (no terminal, no admin endpoint)"
-                                  : std::to_string(kMaxQuestions) + " questions are pending";
+        if (answerers_ <= 0) {
+          refused = "nobody can answer it (no terminal, no admin endpoint); the ask default applies";
+        } else {
+          refusal = Outcome::overloaded;
+          refused = std::to_string(kMaxQuestions) + " questions are pending; it is denied";
+        }
       } else {
         Question made;
         made.id = next_id_++;
@@ -125,10 +130,9 @@ std::shared_ptr<Waiter> QuestionBoard::ask(std::string_view host, std::uint16_t 
   }
   if (!refused.empty()) {
     if (note_) {
-      note_("warning",
-            "ask: " + key + " is not asked about: " + refused + "; the ask default applies");
+      note_("warning", "ask: " + key + " is not asked about: " + refused);
     }
-    return resolved(std::move(executor), std::move(key), {Outcome::unavailable, {}, {}});
+    return resolved(std::move(executor), std::move(key), {refusal, {}, {}});
   }
   if (fresh && note_) {
     note_("info", "ask: question #" + std::to_string(fresh->id) + ": allow " + key + "?");

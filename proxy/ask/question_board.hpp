@@ -14,7 +14,7 @@
 // The reload of the list file then makes the answer a rule like any other.
 //
 // Bounds: at most kMaxQuestions questions pending at once (a request for one more is answered
-// `unavailable` at once, and the session applies the ask default); the waiters are the gate's
+// `overloaded` at once, which the session denies whatever the ask default); the waiters are the gate's
 // connections, bounded by its connection limit; at most kMaxRemembered session answers (older
 // ones are forgotten first). A board with no front end that can answer (no terminal, no admin
 // endpoint) answers every question `unavailable` at once.
@@ -58,7 +58,11 @@ bool allows(Answer answer);  // once, session, always
 enum class Outcome : std::uint8_t {
   allowed,      // a person allowed it, now or earlier in the gate's life (session, always)
   denied,       // a person denied it (deny, never; or never earlier)
-  unavailable,  // nobody can answer, or too many questions are pending: the ask default applies
+  unavailable,  // nobody can answer: the ask default applies
+  // kMaxQuestions questions are pending: denied whatever the ask default says. Otherwise a client
+  // that holds 64 questions open would have every further destination decided at once by an
+  // `allow` default, with no person given the time the ask timeout promises.
+  overloaded,
   cancelled,    // the gate is shutting down
 };
 

@@ -123,6 +123,9 @@ asio::awaitable<std::optional<rules::Decision>> ask_about(SessionContext& contex
       co_return allowed_by_answer();
     case ask::Outcome::denied:
       co_return denied(rules::Reason::ask_denied);
+    case ask::Outcome::overloaded:
+      // Too many questions pending: never the ask default, which may be allow (see Outcome).
+      co_return denied(rules::Reason::ask_unavailable);
     case ask::Outcome::unavailable:
     case ask::Outcome::cancelled:
       break;

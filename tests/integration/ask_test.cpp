@@ -355,5 +355,67 @@ TEST(Ask, RulesStillDecideWhatTheyDecide) {
   EXPECT_EQ(ask::render_pending_text(proxy.gate().questions()), "no questions pending\n");
 }
 
+// Holding kMaxQuestions questions open must not turn an `allow` ask default into an allow at
+// once for the next destination: past the bound a request is denied, unasked.
+TEST(Ask, PastTheQuestionBoundIsDeniedEvenWithAnAllowDefault) {
+  TestProxy proxy("", asking([](settings::Settings& s) { s.ask_default_allow = true; }));
+  std::vector<Held> held;
+  for (std::size_t i = 0; i < ask::QuestionBoard::kMaxQuestions; ++i) {
+    held.push_back(connect_later(proxy, "h" + std::to_string(i) + ".test:443"));
+  }
+  for (std::size_t i = 0; i < ask::QuestionBoard::kMaxQuestions; ++i) {
+    ASSERT_TRUE(wait_for_question(proxy, "h" + std::to_string(i) + ".test:443", 1)) << i;
+  }
+  TestClient client(proxy.port());
+  const ResponseHead head = send_connect(client, "one-more.test:443");
+  EXPECT_EQ(head.status, 403) << head.head;
+  EXPECT_NE(head.proxy_status.find("ask-unavailable"), std::string::npos) << head.head;
+  EXPECT_NE(proxy.log_text().find("questions are pending; it is denied"), std::string::npos);
+  proxy.gate().questions().close();  // release the held clients
+  for (auto& h : held) {
+    h.status.wait();
+  }
+}
+
+// One admin request with the given extra header lines; the whole response.
+std::string admin_with(TestProxy& proxy, const std::string& host, const std::string& headers,
+                       const std::string& body) {
+  TestClient client(admin_port(proxy));
+  client.send("POST /decide HTTP/1.1\r\nHost: " + host + "\r\n" + headers +
+              "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: " +
+              std::to_string(body.size()) + "\r\n\r\n" + body);
+  return client.read_to_end();
+}
+
+// Without a token, a web page must not answer for the person: a cross-site form POST (Origin),
+// a fetch from a secure context (Sec-Fetch-Site), a name rebound to 127.0.0.1 (a domain in Host).
+TEST(Ask, AWebPageCannotAnswerThroughTheBrowser) {
+  fakes::TcpOrigin origin;
+  TestProxy proxy("", asking());
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  const std::string target = "origin.test:" + std::to_string(origin.port());
+  auto held = connect_later(proxy, target);
+  ASSERT_TRUE(wait_for_question(proxy, target, 1));
+  const std::string body = "host=origin.test&port=" + std::to_string(origin.port()) +
+                           "&answer=session";
+  const std::string local = "127.0.0.1:" + std::to_string(admin_port(proxy));
+  for (const auto& [host, headers] : std::vector<std::pair<std::string, std::string>>{
+           {local, "Origin: http://evil.example\r\n"},
+           {local, "Origin: null\r\n"},
+           {local, "Sec-Fetch-Site: cross-site\r\n"},
+           {"rebound.evil.example:" + std::to_string(admin_port(proxy)), ""},
+       }) {
+    const std::string reply = admin_with(proxy, host, headers, body);
+    EXPECT_NE(reply.find("HTTP/1.1 403"), std::string::npos) << host << " " << headers << reply;
+  }
+  EXPECT_EQ(held.status.wait_for(200ms), std::future_status::timeout);  // still asked
+  // The gate's own CLI: an address, or localhost, in Host; no browser headers.
+  EXPECT_NE(admin_with(proxy, "localhost:1", "", "host=other.test&answer=session")
+                .find("HTTP/1.1 200"),
+            std::string::npos);
+  EXPECT_NE(admin_with(proxy, local, "", body).find("HTTP/1.1 200"), std::string::npos);
+  EXPECT_EQ(held.status.get(), 200);
+}
+
 }  // namespace
 }  // namespace sandgate::testing
