@@ -97,6 +97,13 @@ std::string ParentAddress::display() const { return host.display() + ":" + std::
 
 Expected<ParentAddress, std::string> parse_parent_url(std::string_view text) {
   constexpr std::string_view kHttp = "http://";
+  // User information first, whatever else is wrong: the messages below quote the text, and a
+  // password must not reach the terminal or the log through a refusal.
+  if (text.find('@') != std::string_view::npos) {
+    return Unexpected<std::string>{std::string(
+        "credentials in the parent proxy's URL would show in process lists and logs; put "
+        "user:password in the parent proxy credentials file instead")};
+  }
   const auto scheme_end = text.find("://");
   if (scheme_end == std::string_view::npos) {
     return Unexpected<std::string>{"'" + std::string(text) + "' is not a URL; write http://HOST:PORT"};
@@ -115,11 +122,6 @@ Expected<ParentAddress, std::string> parse_parent_url(std::string_view text) {
   std::string_view rest = text.substr(kHttp.size());
   if (rest.ends_with('/')) {
     rest.remove_suffix(1);
-  }
-  if (rest.find('@') != std::string_view::npos) {
-    return Unexpected<std::string>{std::string(
-        "credentials in the parent proxy's URL would show in process lists and logs; put "
-        "user:password in the parent proxy credentials file instead")};
   }
   if (rest.find_first_of("/?#") != std::string_view::npos) {
     return Unexpected<std::string>{std::string("the parent proxy's URL must be http://HOST:PORT, no path")};
@@ -309,8 +311,15 @@ ReplyHead read_reply_head(std::span<const char> bytes) {
       if (head.code < 200 || head.code > 599) {
         return fail("the parent answered CONNECT with status " + std::to_string(head.code));
       }
-      for (char c : line.substr(std::min<std::size_t>(line.size(), 13))) {
-        head.reason_phrase += (c >= 0x20 && c < 0x7f) ? c : '?';
+      // The phrase is the parent's text, and it lands in the log's quoted `why="..."`, the
+      // admin ring and the client's Proxy-Status: quotes and backslashes could forge a field
+      // there, and a 16 KiB phrase would bloat all three. Printable ASCII, bounded.
+      const std::string_view phrase = line.substr(std::min<std::size_t>(line.size(), 13));
+      for (char c : phrase.substr(0, kReasonPhraseLimit)) {
+        head.reason_phrase += (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') ? c : '?';
+      }
+      if (phrase.size() > kReasonPhraseLimit) {
+        head.reason_phrase += "...";
       }
       status_line = false;
     } else if (line.empty()) {

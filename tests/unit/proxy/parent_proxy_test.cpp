@@ -49,6 +49,17 @@ TEST(ParentUrl, RefusesWhatItCannotHonourWithAReason) {
   }
 }
 
+// User information is refused before any message that quotes the URL back.
+TEST(ParentUrl, NeverQuotesAPasswordBack) {
+  for (const char* url : {"user:s3cret@proxy:3128", "ftp://user:s3cret@proxy:3128",
+                          "http://user:s3cret@pro xy", "http://proxy:3128/@s3cret"}) {
+    auto a = parse_parent_url(url);
+    ASSERT_FALSE(a.has_value()) << url;
+    EXPECT_NE(a.error().find("credentials file"), std::string::npos) << url << ": " << a.error();
+    EXPECT_EQ(a.error().find("s3cret"), std::string::npos) << url << ": " << a.error();
+  }
+}
+
 TEST(ParentCredentials, FirstLineUserColonPassword) {
   auto c = parse_credentials("agent:s3cr:et\r\nignored\n");
   ASSERT_TRUE(c.has_value()) << c.error();
@@ -135,6 +146,17 @@ TEST(ParentReply, ReadsTheStatusAndWhereTheTunnelStarts) {
   ASSERT_EQ(head.status, ReplyHead::Status::complete) << head.problem;
   EXPECT_EQ(head.code, 407);
   EXPECT_EQ(read("HTTP/1.1 403\r\n\r\n").code, 403);
+}
+
+// The reason phrase is a hostile parent's text that the log quotes: no quote or backslash
+// survives to end the quoted field early, and its length is bounded.
+TEST(ParentReply, TheReasonPhraseIsSafeToQuoteAndBounded) {
+  auto head = read("HTTP/1.1 403 No\" \\ \"verdict\":\"allow\"\x01\r\n\r\n");
+  ASSERT_EQ(head.status, ReplyHead::Status::complete) << head.problem;
+  EXPECT_EQ(head.reason_phrase, "No? ? ?verdict?:?allow??");
+  head = read("HTTP/1.1 403 " + std::string(10000, 'R') + "\r\n\r\n");
+  ASSERT_EQ(head.status, ReplyHead::Status::complete) << head.problem;
+  EXPECT_EQ(head.reason_phrase, std::string(kReasonPhraseLimit, 'R') + "...");
 }
 
 TEST(ParentReply, RefusesWhatIsNotAProxyReply) {
