@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "rules/ip_address.hpp"
+
 namespace sandgate::parent {
 namespace {
 
@@ -56,6 +58,23 @@ bool in_network(const rules::IpAddress& address, const rules::IpAddress& network
     }
   }
   return true;
+}
+
+// An IPv4-mapped IPv6 address (::ffff:a.b.c.d) as the IPv4 address it is, as the blocklist
+// stores it: `10.0.0.0/8` must exclude `[::ffff:10.1.2.3]` too, and `::ffff:10.0.0.0/104` the
+// plain `10.1.2.3`. `prefix_length`, for a network, is carried along (less the 96 mapped bits).
+rules::IpAddress unmapped(const rules::IpAddress& address, unsigned* prefix_length = nullptr) {
+  if (address.is_v4() || (prefix_length != nullptr && *prefix_length < 96)) {
+    return address;
+  }
+  const auto inner = rules::embedded_ipv4(address);
+  if (!inner || inner->form != "IPv4-mapped") {
+    return address;
+  }
+  if (prefix_length != nullptr) {
+    *prefix_length -= 96;
+  }
+  return inner->address;
 }
 
 // `entry` without a trailing `:PORT`, and the port (0 if none). An IPv6 entry carries a port only
@@ -199,8 +218,8 @@ Expected<ExcludeList, std::string> ExcludeList::parse(std::string_view text) {
         return fail("a CIDR block is ADDRESS/BITS, e.g. 10.0.0.0/8 or fd00::/8");
       }
       entry.is_network = true;
-      entry.network = host->address;
       entry.prefix_length = length;
+      entry.network = unmapped(host->address, &entry.prefix_length);
       list.entries_.push_back(entry);
       continue;
     }
@@ -215,8 +234,8 @@ Expected<ExcludeList, std::string> ExcludeList::parse(std::string_view text) {
     }
     if (host->is_ip()) {
       entry.is_network = true;
-      entry.network = host->address;
       entry.prefix_length = host->address.is_v4() ? 32 : 128;
+      entry.network = unmapped(host->address, &entry.prefix_length);
     } else {
       entry.name = host->name;
     }
@@ -234,7 +253,10 @@ bool ExcludeList::excludes(const rules::Host& host, std::uint16_t port) const {
       return true;
     }
     if (entry.is_network) {
-      if (host.is_ip() && in_network(host.address, entry.network, entry.prefix_length)) {
+      // The address as written or, when it is IPv4-mapped, as the IPv4 address it carries.
+      if (host.is_ip() && (in_network(host.address, entry.network, entry.prefix_length) ||
+                           in_network(unmapped(host.address), entry.network,
+                                      entry.prefix_length))) {
         return true;
       }
       continue;

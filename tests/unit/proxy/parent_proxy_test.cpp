@@ -104,6 +104,26 @@ TEST(ParentExclusions, AddressesAndBlocksMatchOnlyIpLiterals) {
   EXPECT_FALSE(list->excludes(host("ten.example"), 80));  // names are not resolved to decide
 }
 
+// An IPv4-mapped IPv6 literal is the IPv4 address it carries, on either side, as in the
+// blocklist; other IPv6 forms that embed IPv4 (NAT64, 6to4) are other hosts.
+TEST(ParentExclusions, MappedIpv6IsTheIpv4ItCarries) {
+  auto list = ExcludeList::parse("10.0.0.0/8,::ffff:192.168.0.0/112,::ffff:172.16.0.9");
+  ASSERT_TRUE(list.has_value()) << list.error();
+  EXPECT_TRUE(list->excludes(host("::ffff:10.1.2.3"), 443));
+  EXPECT_TRUE(list->excludes(host("[::FFFF:a01:203]"), 443));
+  EXPECT_TRUE(list->excludes(host("192.168.4.5"), 443));
+  EXPECT_FALSE(list->excludes(host("192.169.4.5"), 443));
+  EXPECT_TRUE(list->excludes(host("172.16.0.9"), 443));
+  EXPECT_FALSE(list->excludes(host("172.16.0.10"), 443));
+  EXPECT_FALSE(list->excludes(host("64:ff9b::10.1.2.3"), 443));
+  EXPECT_FALSE(list->excludes(host("11.1.2.3"), 443));
+  // A block wider than the mapped range stays an IPv6 block.
+  list = ExcludeList::parse("::ffff:0:0/95");
+  ASSERT_TRUE(list.has_value()) << list.error();
+  EXPECT_TRUE(list->excludes(host("::ffff:10.1.2.3"), 443));
+  EXPECT_FALSE(list->excludes(host("10.1.2.3"), 443));
+}
+
 TEST(ParentExclusions, StarExcludesEverythingAndEmptyNothing) {
   auto all = ExcludeList::parse("*");
   ASSERT_TRUE(all.has_value());
