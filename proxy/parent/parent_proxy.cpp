@@ -254,9 +254,9 @@ bool ExcludeList::excludes(const rules::Host& host, std::uint16_t port) const {
     }
     if (entry.is_network) {
       // The address as written or, when it is IPv4-mapped, as the IPv4 address it carries.
-      if (host.is_ip() && (in_network(host.address, entry.network, entry.prefix_length) ||
-                           in_network(unmapped(host.address), entry.network,
-                                      entry.prefix_length))) {
+      if (host.is_ip() &&
+          (in_network(host.address, entry.network, entry.prefix_length) ||
+           in_network(unmapped(host.address), entry.network, entry.prefix_length))) {
         return true;
       }
       continue;

@@ -167,7 +167,7 @@ Expected<Settings, std::string> load(const Sources& sources) {
       const bool hidden =
           info.key == "token" || (info.key == "parent_proxy" && v.find('@') != v.npos);
       return hidden ? std::string()
-                                 : std::string(separator) + detail::describe_value(v, is_secret(v));
+                    : std::string(separator) + detail::describe_value(v, is_secret(v));
     };
     if (auto flag = sources.flags.find(info.flag); flag != sources.flags.end()) {
       value = flag->second;
