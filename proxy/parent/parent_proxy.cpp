@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "rules/ip_address.hpp"
+
 namespace sandgate::parent {
 namespace {
 
@@ -58,6 +60,23 @@ bool in_network(const rules::IpAddress& address, const rules::IpAddress& network
   return true;
 }
 
+// An IPv4-mapped IPv6 address (::ffff:a.b.c.d) as the IPv4 address it is, as the blocklist
+// stores it: `10.0.0.0/8` must exclude `[::ffff:10.1.2.3]` too, and `::ffff:10.0.0.0/104` the
+// plain `10.1.2.3`. `prefix_length`, for a network, is carried along (less the 96 mapped bits).
+rules::IpAddress unmapped(const rules::IpAddress& address, unsigned* prefix_length = nullptr) {
+  if (address.is_v4() || (prefix_length != nullptr && *prefix_length < 96)) {
+    return address;
+  }
+  const auto inner = rules::embedded_ipv4(address);
+  if (!inner || inner->form != "IPv4-mapped") {
+    return address;
+  }
+  if (prefix_length != nullptr) {
+    *prefix_length -= 96;
+  }
+  return inner->address;
+}
+
 // `entry` without a trailing `:PORT`, and the port (0 if none). An IPv6 entry carries a port only
 // in brackets (`[::1]:8080`); a bare IPv6 literal's colons are its own.
 Expected<std::pair<std::string_view, std::uint16_t>, std::string> split_port(
@@ -97,6 +116,13 @@ std::string ParentAddress::display() const { return host.display() + ":" + std::
 
 Expected<ParentAddress, std::string> parse_parent_url(std::string_view text) {
   constexpr std::string_view kHttp = "http://";
+  // User information first, whatever else is wrong: the messages below quote the text, and a
+  // password must not reach the terminal or the log through a refusal.
+  if (text.find('@') != std::string_view::npos) {
+    return Unexpected<std::string>{std::string(
+        "credentials in the parent proxy's URL would show in process lists and logs; put "
+        "user:password in the parent proxy credentials file instead")};
+  }
   const auto scheme_end = text.find("://");
   if (scheme_end == std::string_view::npos) {
     return Unexpected<std::string>{"'" + std::string(text) + "' is not a URL; write http://HOST:PORT"};
@@ -115,11 +141,6 @@ Expected<ParentAddress, std::string> parse_parent_url(std::string_view text) {
   std::string_view rest = text.substr(kHttp.size());
   if (rest.ends_with('/')) {
     rest.remove_suffix(1);
-  }
-  if (rest.find('@') != std::string_view::npos) {
-    return Unexpected<std::string>{std::string(
-        "credentials in the parent proxy's URL would show in process lists and logs; put "
-        "user:password in the parent proxy credentials file instead")};
   }
   if (rest.find_first_of("/?#") != std::string_view::npos) {
     return Unexpected<std::string>{std::string("the parent proxy's URL must be http://HOST:PORT, no path")};
@@ -197,8 +218,8 @@ Expected<ExcludeList, std::string> ExcludeList::parse(std::string_view text) {
         return fail("a CIDR block is ADDRESS/BITS, e.g. 10.0.0.0/8 or fd00::/8");
       }
       entry.is_network = true;
-      entry.network = host->address;
       entry.prefix_length = length;
+      entry.network = unmapped(host->address, &entry.prefix_length);
       list.entries_.push_back(entry);
       continue;
     }
@@ -213,8 +234,8 @@ Expected<ExcludeList, std::string> ExcludeList::parse(std::string_view text) {
     }
     if (host->is_ip()) {
       entry.is_network = true;
-      entry.network = host->address;
       entry.prefix_length = host->address.is_v4() ? 32 : 128;
+      entry.network = unmapped(host->address, &entry.prefix_length);
     } else {
       entry.name = host->name;
     }
@@ -232,7 +253,10 @@ bool ExcludeList::excludes(const rules::Host& host, std::uint16_t port) const {
       return true;
     }
     if (entry.is_network) {
-      if (host.is_ip() && in_network(host.address, entry.network, entry.prefix_length)) {
+      // The address as written or, when it is IPv4-mapped, as the IPv4 address it carries.
+      if (host.is_ip() &&
+          (in_network(host.address, entry.network, entry.prefix_length) ||
+           in_network(unmapped(host.address), entry.network, entry.prefix_length))) {
         return true;
       }
       continue;
@@ -309,8 +333,15 @@ ReplyHead read_reply_head(std::span<const char> bytes) {
       if (head.code < 200 || head.code > 599) {
         return fail("the parent answered CONNECT with status " + std::to_string(head.code));
       }
-      for (char c : line.substr(std::min<std::size_t>(line.size(), 13))) {
-        head.reason_phrase += (c >= 0x20 && c < 0x7f) ? c : '?';
+      // The phrase is the parent's text, and it lands in the log's quoted `why="..."`, the
+      // admin ring and the client's Proxy-Status: quotes and backslashes could forge a field
+      // there, and a 16 KiB phrase would bloat all three. Printable ASCII, bounded.
+      const std::string_view phrase = line.substr(std::min<std::size_t>(line.size(), 13));
+      for (char c : phrase.substr(0, kReasonPhraseLimit)) {
+        head.reason_phrase += (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') ? c : '?';
+      }
+      if (phrase.size() > kReasonPhraseLimit) {
+        head.reason_phrase += "...";
       }
       status_line = false;
     } else if (line.empty()) {

@@ -29,6 +29,9 @@ namespace sandgate::parent {
 
 // The longest reply head from a parent the gate reads; a longer one is refused.
 inline constexpr std::size_t kReplyHeadLimit = 16 * 1024;
+// The most of a parent's reason phrase the gate keeps (for the log and the client's 502); a
+// longer one is cut, marked with "...".
+inline constexpr std::size_t kReasonPhraseLimit = 128;
 
 struct ParentAddress {
   rules::Host host;  // a DNS name (resolved by the gate) or an IP literal
@@ -39,7 +42,8 @@ struct ParentAddress {
 // Parses `http://HOST:PORT` (a trailing '/' allowed). The port is required: proxies listen on
 // 3128, 8080, 80 and more, and a guessed default would fail far from its cause. Refused, each
 // with a sentence saying what to do: another scheme (https:// named as such), user information
-// (`user:pass@`), a path, query or fragment, a bad host or port.
+// (`user:pass@`, refused before anything else and never quoted back), a path, query or
+// fragment, a bad host or port.
 Expected<ParentAddress, std::string> parse_parent_url(std::string_view text);
 
 // The parent's credentials: the first line of the credentials file, `user:password` (the
@@ -104,7 +108,8 @@ struct ReplyHead {
   Status status = Status::need_more;
   std::size_t head_length = 0;
   int code = 0;                // the status code, 100..599
-  std::string reason_phrase;   // printable ASCII only (for the log)
+  std::string reason_phrase;   // printable ASCII, quote and backslash as '?', at most
+                               // kReasonPhraseLimit: safe to quote in the log
   std::string problem;         // malformed: why
 };
 

@@ -161,10 +161,13 @@ Expected<Settings, std::string> load(const Sources& sources) {
     auto is_secret = [&info](std::string_view v) {
       return info.key == "launchdarkly_client_id" && (v.starts_with("sdk-") || v.starts_with("mob-"));
     };
-    // The client token is a secret whatever it looks like: errors name its source only.
+    // The client token is a secret whatever it looks like: errors name its source only. So is
+    // a parent proxy URL with user information (refused for exactly that reason).
     auto shown = [&info, &is_secret](std::string_view separator, std::string_view v) {
-      return info.key == "token" ? std::string()
-                                 : std::string(separator) + detail::describe_value(v, is_secret(v));
+      const bool hidden =
+          info.key == "token" || (info.key == "parent_proxy" && v.find('@') != v.npos);
+      return hidden ? std::string()
+                    : std::string(separator) + detail::describe_value(v, is_secret(v));
     };
     if (auto flag = sources.flags.find(info.flag); flag != sources.flags.end()) {
       value = flag->second;

@@ -274,6 +274,61 @@ TEST(ParentDial, LocalDecisionsComeFirstAndExclusionsGoDirect) {
   EXPECT_EQ(origin.connections(), 1u);
 }
 
+// The body of a plain response whose head read_response_head() read, `size` bytes in all.
+std::string plain_body(TestClient& client, const ResponseHead& head, std::size_t size) {
+  std::string body = head.body_after;
+  client.pending.clear();
+  if (body.size() < size) {
+    body += client.read_exact(size - body.size());
+  }
+  return body;
+}
+
+// Plain requests on one kept-alive client connection, each decided and routed on its own: an
+// excluded host goes direct in origin form with neither credential on it, the next host goes
+// to the parent in absolute form with the parent's credentials only, and a blocked host is
+// refused by the gate without reaching either.
+TEST(ParentDial, KeptAlivePlainRequestsAreEachDecidedAndRouted) {
+  FakeParent parent("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\npa\n");
+  FakeParent origin("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nor\n");
+  TestProxy proxy("blocked.test\n", [&](settings::Settings& s) {
+    through(parent.url(), "agent:parent-pw")(s);
+    s.parent_exclude = parent::ExcludeList::parse("DIRECT.test.").value();
+    s.parent_exclude_text = "DIRECT.test.";
+  });
+  proxy.dns().set("direct.test", {"127.0.0.1"});
+  const std::string client_auth = "Proxy-Authorization: Basic Y2xpZW50OmZvci10aGUtZ2F0ZQ==\r\n";
+  const std::string direct = "direct.test:" + std::to_string(origin.port());
+
+  TestClient client(proxy.port());
+  client.send("GET http://" + direct + "/a HTTP/1.1\r\nHost: " + direct + "\r\n" + client_auth +
+              "\r\n");
+  auto head = read_response_head(client);
+  ASSERT_EQ(head.status, 200) << head.head;
+  EXPECT_EQ(plain_body(client, head, 3), "or\n");
+
+  client.send("GET http://via.test:8080/b HTTP/1.1\r\nHost: via.test:8080\r\n" + client_auth +
+              "\r\n");
+  head = read_response_head(client);
+  ASSERT_EQ(head.status, 200) << head.head;
+  EXPECT_EQ(plain_body(client, head, 3), "pa\n");
+
+  client.send("GET http://blocked.test/c HTTP/1.1\r\nHost: blocked.test\r\n\r\n");
+  EXPECT_EQ(read_response_head(client).status, 403);
+  client.close();
+
+  const std::string at_origin = origin.heads();
+  EXPECT_TRUE(at_origin.starts_with("GET /a HTTP/1.1\r\n")) << at_origin;
+  EXPECT_FALSE(contains(at_origin, "Proxy-Authorization")) << at_origin;
+  const std::string at_parent = parent.heads();
+  EXPECT_TRUE(at_parent.starts_with("GET http://via.test:8080/b HTTP/1.1\r\n")) << at_parent;
+  EXPECT_TRUE(contains(at_parent, "Proxy-Authorization: Basic YWdlbnQ6cGFyZW50LXB3\r\n"))
+      << at_parent;
+  EXPECT_FALSE(contains(at_parent, "Y2xpZW50OmZvci10aGUtZ2F0ZQ==")) << at_parent;
+  EXPECT_FALSE(contains(at_origin + at_parent, "blocked.test"));
+  EXPECT_FALSE(contains(at_origin + at_parent, "/a HTTP/1.1\r\nHost: via")) << "one each";
+}
+
 // RFC 1928's BND.ADDR would be the host's outbound address: the gate sends zeros.
 TEST(Socks5Remainders, TheSuccessReplyCarriesNoAddress) {
   fakes::TcpOrigin origin;

@@ -49,6 +49,17 @@ TEST(ParentUrl, RefusesWhatItCannotHonourWithAReason) {
   }
 }
 
+// User information is refused before any message that quotes the URL back.
+TEST(ParentUrl, NeverQuotesAPasswordBack) {
+  for (const char* url : {"user:s3cret@proxy:3128", "ftp://user:s3cret@proxy:3128",
+                          "http://user:s3cret@pro xy", "http://proxy:3128/@s3cret"}) {
+    auto a = parse_parent_url(url);
+    ASSERT_FALSE(a.has_value()) << url;
+    EXPECT_NE(a.error().find("credentials file"), std::string::npos) << url << ": " << a.error();
+    EXPECT_EQ(a.error().find("s3cret"), std::string::npos) << url << ": " << a.error();
+  }
+}
+
 TEST(ParentCredentials, FirstLineUserColonPassword) {
   auto c = parse_credentials("agent:s3cr:et\r\nignored\n");
   ASSERT_TRUE(c.has_value()) << c.error();
@@ -93,6 +104,26 @@ TEST(ParentExclusions, AddressesAndBlocksMatchOnlyIpLiterals) {
   EXPECT_FALSE(list->excludes(host("ten.example"), 80));  // names are not resolved to decide
 }
 
+// An IPv4-mapped IPv6 literal is the IPv4 address it carries, on either side, as in the
+// blocklist; other IPv6 forms that embed IPv4 (NAT64, 6to4) are other hosts.
+TEST(ParentExclusions, MappedIpv6IsTheIpv4ItCarries) {
+  auto list = ExcludeList::parse("10.0.0.0/8,::ffff:192.168.0.0/112,::ffff:172.16.0.9");
+  ASSERT_TRUE(list.has_value()) << list.error();
+  EXPECT_TRUE(list->excludes(host("::ffff:10.1.2.3"), 443));
+  EXPECT_TRUE(list->excludes(host("[::FFFF:a01:203]"), 443));
+  EXPECT_TRUE(list->excludes(host("192.168.4.5"), 443));
+  EXPECT_FALSE(list->excludes(host("192.169.4.5"), 443));
+  EXPECT_TRUE(list->excludes(host("172.16.0.9"), 443));
+  EXPECT_FALSE(list->excludes(host("172.16.0.10"), 443));
+  EXPECT_FALSE(list->excludes(host("64:ff9b::10.1.2.3"), 443));
+  EXPECT_FALSE(list->excludes(host("11.1.2.3"), 443));
+  // A block wider than the mapped range stays an IPv6 block.
+  list = ExcludeList::parse("::ffff:0:0/95");
+  ASSERT_TRUE(list.has_value()) << list.error();
+  EXPECT_TRUE(list->excludes(host("::ffff:10.1.2.3"), 443));
+  EXPECT_FALSE(list->excludes(host("10.1.2.3"), 443));
+}
+
 TEST(ParentExclusions, StarExcludesEverythingAndEmptyNothing) {
   auto all = ExcludeList::parse("*");
   ASSERT_TRUE(all.has_value());
@@ -135,6 +166,17 @@ TEST(ParentReply, ReadsTheStatusAndWhereTheTunnelStarts) {
   ASSERT_EQ(head.status, ReplyHead::Status::complete) << head.problem;
   EXPECT_EQ(head.code, 407);
   EXPECT_EQ(read("HTTP/1.1 403\r\n\r\n").code, 403);
+}
+
+// The reason phrase is a hostile parent's text that the log quotes: no quote or backslash
+// survives to end the quoted field early, and its length is bounded.
+TEST(ParentReply, TheReasonPhraseIsSafeToQuoteAndBounded) {
+  auto head = read("HTTP/1.1 403 No\" \\ \"verdict\":\"allow\"\x01\r\n\r\n");
+  ASSERT_EQ(head.status, ReplyHead::Status::complete) << head.problem;
+  EXPECT_EQ(head.reason_phrase, "No? ? ?verdict?:?allow??");
+  head = read("HTTP/1.1 403 " + std::string(10000, 'R') + "\r\n\r\n");
+  ASSERT_EQ(head.status, ReplyHead::Status::complete) << head.problem;
+  EXPECT_EQ(head.reason_phrase, std::string(kReasonPhraseLimit, 'R') + "...");
 }
 
 TEST(ParentReply, RefusesWhatIsNotAProxyReply) {

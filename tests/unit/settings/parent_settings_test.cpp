@@ -99,6 +99,30 @@ TEST_F(ParentSettings, AnHttpsParentIsRefusedNamingTheSetting) {
   }
 }
 
+// A URL with user information is refused because a password there leaks; the refusal must not
+// leak it either, whatever else is wrong with the URL and whichever source gave it (a config
+// reload's error goes to the log).
+TEST_F(ParentSettings, AUrlWithAPasswordIsRefusedWithoutQuotingIt) {
+  for (const std::string bad :
+       {"http://agent:s3cret-pw@proxy.corp.example:3128", "agent:s3cret-pw@proxy.corp.example:3128",
+        "HTTP://agent:s3cret-pw@proxy:3128/path", "socks5://agent:s3cret-pw@proxy:1080"}) {
+    SCOPED_TRACE(bad);
+    env_.clear();
+    flags_["--parent-proxy"] = bad;
+    auto s = load_now();
+    ASSERT_FALSE(s);
+    EXPECT_THAT(s.error(), StartsWith("--parent-proxy"));
+    EXPECT_THAT(s.error(), HasSubstr("credentials file"));
+    EXPECT_EQ(s.error().find("s3cret"), std::string::npos) << s.error();
+    flags_.clear();
+    env_["SANDGATE_PARENT_PROXY"] = bad;
+    s = load_now();
+    ASSERT_FALSE(s);
+    EXPECT_THAT(s.error(), StartsWith("SANDGATE_PARENT_PROXY"));
+    EXPECT_EQ(s.error().find("s3cret"), std::string::npos) << s.error();
+  }
+}
+
 TEST_F(ParentSettings, ACredentialsFileOthersCanReadIsRefusedNamingIt) {
   env_["SANDGATE_PARENT_PROXY"] = "http://127.0.0.1:3128";
   const struct {
