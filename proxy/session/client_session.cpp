@@ -387,6 +387,41 @@ asio::awaitable<void> refuse_busy(WorkerContext& worker, tcp::socket client) {
   static const std::string reply =
       build_reply(rules::Reason::connection_limit,
                   "the gate is serving its maximum number of connections; try again shortly.");
+  // Not a session (it is not counted among the open connections), but still a line and a count.
+  const auto record_refusal = [&worker, &client](bool socks5, std::string_view detail) {
+    boost::system::error_code ec;
+    const auto peer = client.remote_endpoint(ec);
+    log::Record record;
+    record.connection_id =
+        worker.shared.next_connection_id.fetch_add(1, std::memory_order_relaxed);
+    record.client = ec ? std::string("unknown") : to_text(peer);
+    record.method = socks5 ? "SOCKS5" : "-";
+    record.host = "-";
+    constexpr rules::Reason reason = rules::Reason::connection_limit;
+    record.verdict = rules::verdict_name(rules::reason_info(reason).verdict);
+    record.reason = rules::reason_code(reason);
+    record.detail = std::string(detail);
+    worker.shared.log.write(record);
+    worker.metrics.count_decision(rules::reason_info(reason).verdict, reason);
+  };
+  if (worker.busy_refusals >= kMaxBusyRefusals) {
+    // A flood past the limit: no peek, no graceful close, the descriptor goes at once. The 503
+    // goes out if the socket takes it now (it always does, being far below a socket buffer);
+    // a SOCKS5 client reads it as a malformed reply, which ends its attempt all the same.
+    record_refusal(false,
+                   "the gate is serving its maximum number of connections (and refusing too "
+                   "many others to wait for this one).");
+    boost::system::error_code ignored;
+    client.non_blocking(true, ignored);
+    client.write_some(asio::buffer(reply), ignored);
+    client.close(ignored);
+    co_return;
+  }
+  ++worker.busy_refusals;
+  struct Release {
+    std::size_t& count;
+    ~Release() { --count; }
+  } release{worker.busy_refusals};
   // A SOCKS5 client reads no HTTP: peek its first byte, briefly (a client that waits for the
   // server to speak gets the 503 after the wait; both speak first, so the wait is rare).
   constexpr auto kPeek = std::chrono::milliseconds(250);
@@ -398,21 +433,7 @@ asio::awaitable<void> refuse_busy(WorkerContext& worker, tcp::socket client) {
                 peek_timer.async_wait(use_tuple));
   const bool socks5 = peeked.index() == 0 && !std::get<0>(std::get<0>(peeked)) &&
                       std::get<1>(std::get<0>(peeked)) == 1 && first[0] == socks::kVersion;
-  // Not a session (it is not counted among the open connections), but still a line and a count.
-  boost::system::error_code ec;
-  const auto peer = client.remote_endpoint(ec);
-  const std::string address = ec ? std::string("unknown") : to_text(peer);
-  log::Record record;
-  record.connection_id = worker.shared.next_connection_id.fetch_add(1, std::memory_order_relaxed);
-  record.client = address;
-  record.method = socks5 ? "SOCKS5" : "-";
-  record.host = "-";
-  constexpr rules::Reason reason = rules::Reason::connection_limit;
-  record.verdict = rules::verdict_name(rules::reason_info(reason).verdict);
-  record.reason = rules::reason_code(reason);
-  record.detail = "the gate is serving its maximum number of connections.";
-  worker.shared.log.write(record);
-  worker.metrics.count_decision(rules::reason_info(reason).verdict, reason);
+  record_refusal(socks5, "the gate is serving its maximum number of connections.");
   if (socks5) {
     co_await answer_socks5_busy(client, std::chrono::seconds(1));
   } else {

@@ -25,7 +25,12 @@ boost::asio::awaitable<void> serve_client(WorkerContext& worker,
                                           boost::asio::ip::tcp::socket client,
                                           std::string client_label = {});
 
-// Answers a client beyond the connection limit with 503, logs and counts it, and closes it.
+// Refusals over the connection limit one worker answers at once; past them, a refusal is
+// written and closed at once (see WorkerContext::busy_refusals).
+inline constexpr std::size_t kMaxBusyRefusals = 64;
+
+// Answers a client beyond the connection limit with 503 (a SOCKS5 client with its general
+// failure), logs and counts it, and closes it.
 boost::asio::awaitable<void> refuse_busy(WorkerContext& worker,
                                          boost::asio::ip::tcp::socket client);
 

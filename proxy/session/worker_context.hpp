@@ -107,6 +107,11 @@ class WorkerContext {
   // must then end the session rather than start anything new.
   bool stopping = false;
 
+  // Refusals of connections over the connection limit still being answered (refuse_busy, which
+  // peeks and closes gracefully, for up to a few seconds each). Bounded by kMaxBusyRefusals, so
+  // that a flood past the limit cannot hold descriptors the served connections need.
+  std::size_t busy_refusals = 0;
+
   void attach(LiveConnection& connection);
   void detach(LiveConnection& connection);
   // Closes every live connection's sockets (drain deadline). Worker thread only.

@@ -35,6 +35,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -45,6 +46,7 @@
 #include <utility>
 #include <vector>
 
+#include "proxy/session/client_session.hpp"
 #include "tests/support/sanitized_build.hpp"
 #include "tests/fakes/tcp_origin.hpp"
 #include "tests/integration/harness/test_client.hpp"
@@ -191,6 +193,18 @@ class ForkedGate {
     std::size_t resident = 0;
     statm >> size >> resident;
     return resident * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  }
+
+  // How many descriptors the child has open now.
+  std::size_t open_descriptors() const {
+    std::size_t count = 0;
+    std::error_code ignored;
+    for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid_) + "/fd",
+                                                       ignored);
+         it != std::filesystem::directory_iterator(); it.increment(ignored)) {
+      ++count;
+    }
+    return count;
   }
 
   // The gate's decision log so far (JSON lines), while it runs.
@@ -996,6 +1010,45 @@ TEST(Exhaustion, OutOfDescriptorsTheGateBacksOffAndRecovers) {
   EXPECT_EQ(count_status(second, 200), kTunnels) << first_other(second, 200);
   again.close_all();
   EXPECT_TRUE(gate.running());
+  EXPECT_EQ(gate.stop(), "exited with status 0");
+}
+
+// A flood of connections past the connection limit that say nothing: each refusal that waits
+// (to tell a SOCKS5 client apart, then to close gracefully) holds a descriptor for seconds, so
+// only a bounded number may wait; the rest are answered and closed at once. Every one is logged.
+TEST(Exhaustion, AFloodPastTheConnectionLimitHoldsBoundedDescriptors) {
+  constexpr std::size_t kFlood = 600;
+  raise_descriptor_limit(4096);
+  ForkedGate gate({.configure = [](settings::Settings& s) { s.max_connections = 1; },
+                   .names = {"echo.test"}});
+  const std::size_t before = gate.open_descriptors();
+  Sockets holder;
+  connect_clients(holder, gate.port(), 1);  // the one connection allowed, waiting for its head
+  std::this_thread::sleep_for(200ms);
+  Sockets flood;
+  connect_clients(flood, gate.port(), kFlood);
+  std::this_thread::sleep_for(300ms);
+  const std::size_t during = gate.open_descriptors();
+  // Two workers, each with at most session::kMaxBusyRefusals waiting refusals; some slack for
+  // descriptors in passing (an accepted socket not yet refused).
+  const std::size_t bound = before + 1 + 2 * session::kMaxBusyRefusals + 32;
+  EXPECT_LE(during, bound) << "the gate held " << during - before
+                           << " descriptors more than at rest, for " << kFlood
+                           << " connections past its limit";
+  EXPECT_TRUE(eventually(
+      [&] {
+        const std::string log = gate.log_text();
+        std::size_t lines = 0;
+        for (std::size_t at = log.find("connection-limit"); at != std::string::npos;
+             at = log.find("connection-limit", at + 1)) {
+          ++lines;
+        }
+        return lines >= kFlood;
+      },
+      30s))
+      << "not every refused connection was logged";
+  flood.close_all();
+  holder.close_all();
   EXPECT_EQ(gate.stop(), "exited with status 0");
 }
 
