@@ -18,6 +18,7 @@
 #include "proxy/session/connect_tunnel.hpp"
 #include "proxy/session/handlers.hpp"
 #include "rules/host.hpp"
+#include "rules/ip_address.hpp"
 
 #ifdef __linux__
 #include "sandbox-profile/capture_network.hpp"
@@ -60,6 +61,11 @@ constexpr TunnelFrontEnd kCaptureFront{kMethod, &send_nothing, &already_establis
 struct Target {
   rules::Host host;
   std::uint16_t port = 0;
+  // The original destination is a loopback address: the connection was made to the capture
+  // listener itself (loopback is never redirected), so it names no server. Dialling it would
+  // reach the gate's own machine on that port, outside the command's namespace, and dialling
+  // the listener's own address would loop.
+  bool direct = false;
 };
 
 std::optional<Target> captured_target(tcp::socket& client, capture::AddressBook& book) {
@@ -81,6 +87,9 @@ std::optional<Target> captured_target(tcp::socket& client, capture::AddressBook&
     address = rules::IpAddress::from_v4(ntohl(v4->sin_addr.s_addr));
     target.port = ntohs(v4->sin_port);
   }
+  const rules::AddressClass kind = rules::classify(address);
+  target.direct =
+      kind == rules::AddressClass::loopback || kind == rules::AddressClass::unspecified;
   const std::optional<std::string> name = book.name_of(address);
   auto host = rules::parse_host(name ? *name : address.to_string());
   if (!host) {
@@ -246,6 +255,13 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
     co_return;
   }
   const std::string display = target->host.display();
+  if (target->direct) {
+    co_await refuse_tunnel(context, kCaptureFront, rules::Reason::loopback, display, target->port,
+                           "the connection was made to the capture listener itself, not "
+                           "redirected from a server the command dialled: there is nothing "
+                           "behind it to reach.");
+    co_return;
+  }
   boost::beast::flat_buffer buffer(kFirstBytesLimit);
   const auto& tls_ports = context.settings().tls_ports;
   const bool tls_port =

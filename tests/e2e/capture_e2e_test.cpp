@@ -251,6 +251,37 @@ TEST_F(CaptureTest, TxtQueriesAndNamesThatCarryDataAreRefused) {
   EXPECT_TRUE(has(o, "over the gate's budget for names")) << o.output;
 }
 
+TEST_F(CaptureTest, AConnectionStraightToTheCaptureListenerIsNotDialledOnTheHost) {
+  // Loopback is never redirected, so a connection the command makes to the capture listener's
+  // own address arrives with that address as its original destination. Even where IP literals
+  // and loopback are allowed, the gate must not dial it: that would reach the gate's machine on
+  // the listener's port (outside the command's namespace), or loop. Every TCP port listening on
+  // 127.0.0.1 in the namespace but DNS's is tried; the explicit proxy answers for itself.
+  const std::string python =
+      "import socket\n"
+      "ports = set()\n"
+      "for line in open('/proc/net/tcp').read().splitlines()[1:]:\n"
+      "    f = line.split()\n"
+      "    if f[3] == '0A' and f[1].startswith('0100007F:'):\n"
+      "        ports.add(int(f[1].split(':')[1], 16))\n"
+      "for port in sorted(ports - {53}):\n"
+      "    s = socket.create_connection(('127.0.0.1', port), timeout=10)\n"
+      "    s.settimeout(10)\n"
+      "    s.sendall(b'\\x16\\x03\\x01')\n"
+      "    try:\n"
+      "        print('port', port, 'got', len(s.recv(100)))\n"
+      "    except OSError as e:\n"
+      "        print('port', port, 'error', e.errno)\n";
+  std::ofstream(root_ + "/direct.py") << python;
+  const auto o = run("/usr/bin/python3 " + root_ + "/direct.py", {"--allow-ip"});
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_TRUE(has(o, "BLOCK CAPTURE 127.0.0.1:")) << o.output;
+  EXPECT_TRUE(has(o, "(loopback)")) << o.output;
+  EXPECT_TRUE(has(o, "made to the capture listener itself")) << o.output;
+  EXPECT_FALSE(has(o, "ALLOW CAPTURE 127.0.0.1:")) << o.output;
+  EXPECT_FALSE(has(o, "FAIL CAPTURE 127.0.0.1:")) << o.output;  // no dial was tried
+}
+
 TEST_F(CaptureTest, UdpToAnythingButDnsIsDropped) {
   const auto o =
       run("/usr/bin/python3 -c \"\nimport socket\ns = socket.socket(socket.AF_INET, "
