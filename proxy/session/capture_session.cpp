@@ -200,6 +200,50 @@ HostCheck judge_head(std::string_view head, const std::string& name) {
   return check;
 }
 
+// The request head `head` (up to and with its blank line) rewritten to end its connection after
+// the response: its Connection fields become one that keeps their options but keep-alive and
+// adds close. Only a connection's first request has its Host checked, and the tunnel after it is
+// opaque; with close, a server must not read a second request on the connection (RFC 9112
+// 9.6), so a client cannot send a first request for the name it dialled and a second for
+// another site the same server hosts. The next request takes a new connection, checked again.
+// Other options stay (upgrade, HTTP2-Settings): a protocol switched to is no more HTTP
+// requests. Pure.
+std::string close_after_response(std::string_view head) {
+  const auto line_end = head.find("\r\n");
+  std::string out(head.substr(0, line_end + 2));
+  std::string options;
+  for (std::size_t at = line_end + 2; at < head.size();) {
+    const auto end = head.find("\r\n", at);
+    if (end == std::string_view::npos || end == at) {
+      break;
+    }
+    const std::string_view line = head.substr(at, end - at + 2);
+    at = end + 2;
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos || lower(line.substr(0, colon)) != "connection") {
+      out += line;
+      continue;
+    }
+    std::string_view value = line.substr(colon + 1, line.size() - colon - 3);
+    while (!value.empty()) {
+      const auto comma = value.find(',');
+      std::string_view token = value.substr(0, comma);
+      value = comma == std::string_view::npos ? std::string_view{} : value.substr(comma + 1);
+      while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) {
+        token.remove_prefix(1);
+      }
+      while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) {
+        token.remove_suffix(1);
+      }
+      const std::string name = lower(token);
+      if (!token.empty() && name != "keep-alive" && name != "close") {
+        options += std::string(token) + ", ";
+      }
+    }
+  }
+  return out + "Connection: " + options + "close\r\n\r\n";
+}
+
 // Reads a captured connection's first bytes on port 80 until its request head is complete (at
 // most the buffer's limit, within the head timeout) and judges its Host. Bytes that are not an
 // HTTP request line, and a client that sends nothing in time (a server-first protocol), are
@@ -289,6 +333,19 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
                                  : rules::Reason::host_mismatch,
                              display, target->port, check.sentence);
       co_return;
+    }
+    if (check.result == HostCheck::Result::match) {
+      // One request per connection (close_after_response): the head rewritten, the bytes after
+      // it (a body, or requests the server will not read) kept as they came.
+      const auto data = buffer.data();
+      const std::string_view seen(static_cast<const char*>(data.data()), data.size());
+      const auto head_end = seen.find("\r\n\r\n") + 4;
+      std::string rewritten = close_after_response(seen.substr(0, head_end));
+      rewritten.append(seen.substr(head_end));
+      boost::beast::flat_buffer closing(rewritten.size());
+      closing.commit(asio::buffer_copy(closing.prepare(rewritten.size()),
+                                       asio::buffer(rewritten)));
+      buffer = std::move(closing);
     }
   }
   co_await open_tunnel(context, kCaptureFront, target->host, target->port, buffer);

@@ -335,6 +335,54 @@ TEST_F(CaptureTest, PlainHttpOnPort80MustNameTheServerItReaches) {
   EXPECT_TRUE(has(o, "Host 'other.test' is not origin.test")) << o.output;
 }
 
+TEST_F(CaptureTest, PlainHttpOnPort80CarriesOneRequestPerConnection) {
+  // Only a captured connection's first request has its Host checked: a keep-alive server would
+  // otherwise read a second request, for another site it hosts (blocked.test), on the same
+  // connection. The gate asks the server to close after the first response.
+  if (port_accepts(80) || run_shell("test \"$(id -u)\" = 0").exit_code != 0) {
+    GTEST_SKIP() << "port 80 on 127.0.0.1 is taken, or binding it needs root";
+  }
+  std::ofstream(root_ + "/origin/keepalive.py")
+      << "import http.server\n"
+         "class H(http.server.BaseHTTPRequestHandler):\n"
+         "    protocol_version = 'HTTP/1.1'\n"
+         "    def do_GET(self):\n"
+         "        body = ('served ' + str(self.headers.get('Host')) + '\\n').encode()\n"
+         "        self.send_response(200)\n"
+         "        self.send_header('Content-Length', str(len(body)))\n"
+         "        self.end_headers()\n"
+         "        self.wfile.write(body)\n"
+         "http.server.HTTPServer(('127.0.0.1', 80), H).serve_forever()\n";
+  Child http = start({"/usr/bin/python3", root_ + "/origin/keepalive.py"}, root_ + "/http.log");
+  for (int i = 0; i < 250 && !port_accepts(80); ++i) {
+    std::this_thread::sleep_for(20ms);
+  }
+  if (!port_accepts(80)) {
+    GTEST_SKIP() << "python3 could not listen on 127.0.0.1:80";
+  }
+  std::ofstream(root_ + "/two.py")
+      << "import socket, time\n"
+         "s = socket.create_connection(('origin.test', 80), timeout=10)\n"
+         "s.sendall(b'GET / HTTP/1.1\\r\\nHost: origin.test\\r\\nConnection: keep-alive\\r\\n"
+         "\\r\\nGET / HTTP/1.1\\r\\nHost: blocked.test\\r\\n\\r\\n')\n"
+         "got = b''\n"
+         "s.settimeout(3)\n"
+         "while True:\n"
+         "    try:\n"
+         "        part = s.recv(4096)\n"
+         "    except TimeoutError:\n"
+         "        break  # kept alive: what came is all there is\n"
+         "    if not part:\n"
+         "        break\n"
+         "    got += part\n"
+         "print(got.decode().replace('\\r\\n', '|'))\n";
+  const auto o = run("/usr/bin/python3 " + root_ + "/two.py");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_TRUE(has(o, "served origin.test")) << o.output;
+  EXPECT_FALSE(has(o, "served blocked.test")) << o.output;
+  EXPECT_TRUE(has(o, "ALLOW CAPTURE origin.test:80")) << o.output;
+}
+
 // A real sshd serving git on the host's loopback, for `ssh` and `git` without a ProxyCommand.
 class CaptureSshTest : public CaptureTest {
  protected:
