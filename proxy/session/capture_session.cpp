@@ -398,15 +398,23 @@ thread_local std::size_t DnsTcpClient::count = 0;
 
 asio::awaitable<void> serve_dns_tcp_client(WorkerContext& worker, tcp::socket socket,
                                            capture::AddressBook* book) {
-  if (DnsTcpClient::count >= kMaxDnsTcpClients) {
-    boost::system::error_code ignored;
-    socket.close(ignored);
-    co_return;
-  }
-  DnsTcpClient registered(worker, socket);
   boost::system::error_code ec;
   const auto peer = socket.remote_endpoint(ec);
   const std::string client = ec ? std::string("unknown") : to_text(peer);
+  // A connection closed without an answer gets its line too: every query or attempt at one the
+  // command makes has a logged outcome.
+  const auto closed_unanswered = [&](std::string sentence) {
+    record_dns(worker,
+               capture::DnsDecision{"-", "-", rules::Reason::dns_refused, {}, std::move(sentence)},
+               client);
+  };
+  if (DnsTcpClient::count >= kMaxDnsTcpClients) {
+    closed_unanswered("more than " + std::to_string(kMaxDnsTcpClients) +
+                      " DNS-over-TCP connections at once: this one was closed.");
+    socket.close(ec);
+    co_return;
+  }
+  DnsTcpClient registered(worker, socket);
   asio::steady_timer timeout(socket.get_executor());
   std::array<std::uint8_t, kMaxDnsMessage> message{};
   for (int queries = 0; queries < kMaxDnsTcpQueries && !worker.stopping; ++queries) {
@@ -420,13 +428,21 @@ asio::awaitable<void> serve_dns_tcp_client(WorkerContext& worker, tcp::socket so
     }
     const std::size_t length = (std::size_t{prefix[0]} << 8) | prefix[1];
     if (length == 0 || length > message.size()) {
+      closed_unanswered("a DNS-over-TCP message of " + std::to_string(length) +
+                        " bytes (1.." + std::to_string(message.size()) +
+                        " are read): the connection was closed.");
       break;
     }
     auto body =
         co_await (asio::async_read(socket, asio::buffer(message.data(), length), use_tuple) ||
                   timeout.async_wait(use_tuple));
-    if (body.index() == 1 || std::get<0>(std::get<0>(body))) {
+    if (body.index() == 1) {
+      closed_unanswered("a DNS-over-TCP message did not arrive in full in time "
+                        "(SANDGATE_HEAD_TIMEOUT): the connection was closed.");
       break;
+    }
+    if (std::get<0>(std::get<0>(body))) {
+      break;  // the client left mid-message: nobody to answer
     }
     const capture::DnsReply reply = capture::answer_query(
         std::span<const std::uint8_t>(message.data(), length), *worker.policy, *book,
