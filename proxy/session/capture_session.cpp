@@ -66,6 +66,7 @@ struct Target {
   // reach the gate's own machine on that port, outside the command's namespace, and dialling
   // the listener's own address would loop.
   bool direct = false;
+  bool unassigned = false;  // a synthetic address no name holds
 };
 
 std::optional<Target> captured_target(tcp::socket& client, capture::AddressBook& book) {
@@ -91,6 +92,10 @@ std::optional<Target> captured_target(tcp::socket& client, capture::AddressBook&
   target.direct =
       kind == rules::AddressClass::loopback || kind == rules::AddressClass::unspecified;
   const std::optional<std::string> name = book.name_of(address);
+  // An address of the synthetic ranges that no name holds was never handed out: it stands for
+  // no server, and must not be dialled as an IP literal (the IPv6 range is a unique-local
+  // network another machine could use).
+  target.unassigned = !name && book.is_synthetic(address);
   auto host = rules::parse_host(name ? *name : address.to_string());
   if (!host) {
     return std::nullopt;  // not reached: both are normal forms
@@ -304,6 +309,13 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
                            "the connection was made to the capture listener itself, not "
                            "redirected from a server the command dialled: there is nothing "
                            "behind it to reach.");
+    co_return;
+  }
+  if (target->unassigned) {
+    co_await refuse_tunnel(context, kCaptureFront, rules::Reason::invalid_host, display,
+                           target->port,
+                           "a synthetic address the gate's DNS has not handed out: it stands for "
+                           "no server (resolve the name again).");
     co_return;
   }
   boost::beast::flat_buffer buffer(kFirstBytesLimit);

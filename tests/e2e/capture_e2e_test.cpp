@@ -299,6 +299,24 @@ TEST_F(CaptureTest, DnsOverTcpConnectionsClosedWithoutAnAnswerAreLogged) {
   EXPECT_TRUE(has(o, "a DNS-over-TCP message of 65535 bytes")) << o.output;
 }
 
+TEST_F(CaptureTest, ASyntheticAddressNeverHandedOutIsNotDialled) {
+  // The run's IPv6 synthetic range is a unique-local /64: an address in it that no name holds
+  // is no IP literal to dial, even where IP literals are allowed.
+  const auto o = run(
+      "/usr/bin/python3 -c \"\nimport socket\n"
+      "a = socket.getaddrinfo('origin.test', 9, socket.AF_INET6, socket.SOCK_STREAM)[0][4][0]\n"
+      "b = socket.inet_pton(socket.AF_INET6, a)\n"
+      "u = socket.inet_ntop(socket.AF_INET6, b[:13] + bytes([0x0a, 0xbc, 0xde]))\n"
+      "print('unassigned', u)\n"
+      "s = socket.socket(socket.AF_INET6)\ns.settimeout(10)\ns.connect((u, 8080))\n"
+      "print('closed', s.recv(10) == b'')\n\"",
+      {"--allow-ip"});
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_TRUE(has(o, "closed True")) << o.output;
+  EXPECT_TRUE(has(o, "::a:bcde]:8080 (invalid-host)")) << o.output;
+  EXPECT_TRUE(has(o, "has not handed out")) << o.output;
+}
+
 TEST_F(CaptureTest, UdpToAnythingButDnsIsDropped) {
   const auto o =
       run("/usr/bin/python3 -c \"\nimport socket\ns = socket.socket(socket.AF_INET, "
