@@ -283,16 +283,17 @@ TEST_F(CaptureTest, AConnectionStraightToTheCaptureListenerIsNotDialledOnTheHost
 }
 
 TEST_F(CaptureTest, DnsOverTcpConnectionsClosedWithoutAnAnswerAreLogged) {
-  // More DNS-over-TCP connections than the gate serves at once, each holding a partial length,
-  // then one announcing a message over the limit: each closed without an answer, each logged.
+  // One connection announcing a message over the limit; then more DNS-over-TCP connections than
+  // the gate serves at once, each holding a partial length (in this order: the first must not
+  // meet the others still counted). Each closed without an answer, each logged.
   const auto o = run(
-      "/usr/bin/python3 -c \"\nimport socket, time\nheld = []\nfor i in range(70):\n"
-      "    s = socket.create_connection(('127.0.0.1', 53), timeout=5)\n    s.sendall(b'\\0')\n"
-      "    held.append(s)\ntime.sleep(0.5)\nfor s in held:\n    s.close()\n"
+      "/usr/bin/python3 -c \"\nimport socket, time\n"
       "s = socket.create_connection(('127.0.0.1', 53), timeout=5)\n"
       "s.sendall(b'\\xff\\xff' + b'x' * 100)\ntry:\n    closed = s.recv(10) == b''\n"
       "except ConnectionResetError:\n    closed = True  # the unread bytes make the close a reset\n"
-      "print('closed', closed)\n\"");
+      "print('closed', closed)\nheld = []\nfor i in range(70):\n"
+      "    s = socket.create_connection(('127.0.0.1', 53), timeout=5)\n    s.sendall(b'\\0')\n"
+      "    held.append(s)\ntime.sleep(0.5)\nfor s in held:\n    s.close()\n\"");
   EXPECT_EQ(o.exit_code, 0) << o.output;
   EXPECT_TRUE(has(o, "closed True")) << o.output;
   EXPECT_TRUE(has(o, "DNS-over-TCP connections at once: this one was closed")) << o.output;
