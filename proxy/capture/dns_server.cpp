@@ -64,6 +64,11 @@ std::optional<std::string> AddressBook::name_of(const rules::IpAddress& address)
   return book_.name_of(address);
 }
 
+bool AddressBook::is_synthetic(const rules::IpAddress& address) {
+  std::lock_guard lock(mutex_);
+  return book_.is_synthetic(address);
+}
+
 std::string type_name(std::uint16_t type) {
   switch (static_cast<QueryType>(type)) {
     case QueryType::a:

@@ -55,6 +55,8 @@ class AddressBook {
   SyntheticAddresses::Pair assign(const std::string& name);
   // The name whose synthetic address `address` is, if it still is one.
   std::optional<std::string> name_of(const rules::IpAddress& address);
+  // Whether `address` lies in the run's synthetic ranges, handed out or not.
+  bool is_synthetic(const rules::IpAddress& address);
 
  private:
   std::mutex mutex_;

@@ -86,7 +86,10 @@ Expected<Query, QueryError> parse_query(std::span<const std::uint8_t> m) {
   query.id = u16(m, 0);
   const std::uint16_t flags = u16(m, 2);
   if ((flags & 0x8000) != 0) {
-    return bad("a response, not a query", query.id);
+    // Never answered, not even with FORMERR (RFC 1035 4.1.1: a server answers queries): an
+    // answer to an answer lets two servers, or the gate's own DNS sockets given a forged
+    // source, bounce datagrams between them for ever.
+    return bad("a response, not a query", std::nullopt);
   }
   if (((flags >> 11) & 0xf) != 0) {
     return bad("an opcode other than QUERY", query.id);

@@ -64,7 +64,8 @@ struct Query {
 
 struct QueryError {
   std::string problem;
-  // The ID, when at least the header was there: a FORMERR can be sent back to it.
+  // The ID, when at least the header was there and it is a query: a FORMERR can be sent back
+  // to it (never to a response).
   std::optional<std::uint16_t> id;
 };
 

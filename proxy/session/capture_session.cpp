@@ -18,6 +18,7 @@
 #include "proxy/session/connect_tunnel.hpp"
 #include "proxy/session/handlers.hpp"
 #include "rules/host.hpp"
+#include "rules/ip_address.hpp"
 
 #ifdef __linux__
 #include "sandbox-profile/capture_network.hpp"
@@ -60,6 +61,12 @@ constexpr TunnelFrontEnd kCaptureFront{kMethod, &send_nothing, &already_establis
 struct Target {
   rules::Host host;
   std::uint16_t port = 0;
+  // The original destination is a loopback address: the connection was made to the capture
+  // listener itself (loopback is never redirected), so it names no server. Dialling it would
+  // reach the gate's own machine on that port, outside the command's namespace, and dialling
+  // the listener's own address would loop.
+  bool direct = false;
+  bool unassigned = false;  // a synthetic address no name holds
 };
 
 std::optional<Target> captured_target(tcp::socket& client, capture::AddressBook& book) {
@@ -81,7 +88,14 @@ std::optional<Target> captured_target(tcp::socket& client, capture::AddressBook&
     address = rules::IpAddress::from_v4(ntohl(v4->sin_addr.s_addr));
     target.port = ntohs(v4->sin_port);
   }
+  const rules::AddressClass kind = rules::classify(address);
+  target.direct =
+      kind == rules::AddressClass::loopback || kind == rules::AddressClass::unspecified;
   const std::optional<std::string> name = book.name_of(address);
+  // An address of the synthetic ranges that no name holds was never handed out: it stands for
+  // no server, and must not be dialled as an IP literal (the IPv6 range is a unique-local
+  // network another machine could use).
+  target.unassigned = !name && book.is_synthetic(address);
   auto host = rules::parse_host(name ? *name : address.to_string());
   if (!host) {
     return std::nullopt;  // not reached: both are normal forms
@@ -191,6 +205,50 @@ HostCheck judge_head(std::string_view head, const std::string& name) {
   return check;
 }
 
+// The request head `head` (up to and with its blank line) rewritten to end its connection after
+// the response: its Connection fields become one that keeps their options but keep-alive and
+// adds close. Only a connection's first request has its Host checked, and the tunnel after it is
+// opaque; with close, a server must not read a second request on the connection (RFC 9112
+// 9.6), so a client cannot send a first request for the name it dialled and a second for
+// another site the same server hosts. The next request takes a new connection, checked again.
+// Other options stay (upgrade, HTTP2-Settings): a protocol switched to is no more HTTP
+// requests. Pure.
+std::string close_after_response(std::string_view head) {
+  const auto line_end = head.find("\r\n");
+  std::string out(head.substr(0, line_end + 2));
+  std::string options;
+  for (std::size_t at = line_end + 2; at < head.size();) {
+    const auto end = head.find("\r\n", at);
+    if (end == std::string_view::npos || end == at) {
+      break;
+    }
+    const std::string_view line = head.substr(at, end - at + 2);
+    at = end + 2;
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos || lower(line.substr(0, colon)) != "connection") {
+      out += line;
+      continue;
+    }
+    std::string_view value = line.substr(colon + 1, line.size() - colon - 3);
+    while (!value.empty()) {
+      const auto comma = value.find(',');
+      std::string_view token = value.substr(0, comma);
+      value = comma == std::string_view::npos ? std::string_view{} : value.substr(comma + 1);
+      while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) {
+        token.remove_prefix(1);
+      }
+      while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) {
+        token.remove_suffix(1);
+      }
+      const std::string name = lower(token);
+      if (!token.empty() && name != "keep-alive" && name != "close") {
+        options += std::string(token) + ", ";
+      }
+    }
+  }
+  return out + "Connection: " + options + "close\r\n\r\n";
+}
+
 // Reads a captured connection's first bytes on port 80 until its request head is complete (at
 // most the buffer's limit, within the head timeout) and judges its Host. Bytes that are not an
 // HTTP request line, and a client that sends nothing in time (a server-first protocol), are
@@ -246,6 +304,20 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
     co_return;
   }
   const std::string display = target->host.display();
+  if (target->direct) {
+    co_await refuse_tunnel(context, kCaptureFront, rules::Reason::loopback, display, target->port,
+                           "the connection was made to the capture listener itself, not "
+                           "redirected from a server the command dialled: there is nothing "
+                           "behind it to reach.");
+    co_return;
+  }
+  if (target->unassigned) {
+    co_await refuse_tunnel(context, kCaptureFront, rules::Reason::invalid_host, display,
+                           target->port,
+                           "a synthetic address the gate's DNS has not handed out: it stands for "
+                           "no server (resolve the name again).");
+    co_return;
+  }
   boost::beast::flat_buffer buffer(kFirstBytesLimit);
   const auto& tls_ports = context.settings().tls_ports;
   const bool tls_port =
@@ -273,6 +345,19 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
                                  : rules::Reason::host_mismatch,
                              display, target->port, check.sentence);
       co_return;
+    }
+    if (check.result == HostCheck::Result::match) {
+      // One request per connection (close_after_response): the head rewritten, the bytes after
+      // it (a body, or requests the server will not read) kept as they came.
+      const auto data = buffer.data();
+      const std::string_view seen(static_cast<const char*>(data.data()), data.size());
+      const auto head_end = seen.find("\r\n\r\n") + 4;
+      std::string rewritten = close_after_response(seen.substr(0, head_end));
+      rewritten.append(seen.substr(head_end));
+      boost::beast::flat_buffer closing(rewritten.size());
+      closing.commit(asio::buffer_copy(closing.prepare(rewritten.size()),
+                                       asio::buffer(rewritten)));
+      buffer = std::move(closing);
     }
   }
   co_await open_tunnel(context, kCaptureFront, target->host, target->port, buffer);
@@ -325,15 +410,23 @@ thread_local std::size_t DnsTcpClient::count = 0;
 
 asio::awaitable<void> serve_dns_tcp_client(WorkerContext& worker, tcp::socket socket,
                                            capture::AddressBook* book) {
-  if (DnsTcpClient::count >= kMaxDnsTcpClients) {
-    boost::system::error_code ignored;
-    socket.close(ignored);
-    co_return;
-  }
-  DnsTcpClient registered(worker, socket);
   boost::system::error_code ec;
   const auto peer = socket.remote_endpoint(ec);
   const std::string client = ec ? std::string("unknown") : to_text(peer);
+  // A connection closed without an answer gets its line too: every query or attempt at one the
+  // command makes has a logged outcome.
+  const auto closed_unanswered = [&](std::string sentence) {
+    record_dns(worker,
+               capture::DnsDecision{"-", "-", rules::Reason::dns_refused, {}, std::move(sentence)},
+               client);
+  };
+  if (DnsTcpClient::count >= kMaxDnsTcpClients) {
+    closed_unanswered("more than " + std::to_string(kMaxDnsTcpClients) +
+                      " DNS-over-TCP connections at once: this one was closed.");
+    socket.close(ec);
+    co_return;
+  }
+  DnsTcpClient registered(worker, socket);
   asio::steady_timer timeout(socket.get_executor());
   std::array<std::uint8_t, kMaxDnsMessage> message{};
   for (int queries = 0; queries < kMaxDnsTcpQueries && !worker.stopping; ++queries) {
@@ -347,13 +440,21 @@ asio::awaitable<void> serve_dns_tcp_client(WorkerContext& worker, tcp::socket so
     }
     const std::size_t length = (std::size_t{prefix[0]} << 8) | prefix[1];
     if (length == 0 || length > message.size()) {
+      closed_unanswered("a DNS-over-TCP message of " + std::to_string(length) +
+                        " bytes (1.." + std::to_string(message.size()) +
+                        " are read): the connection was closed.");
       break;
     }
     auto body =
         co_await (asio::async_read(socket, asio::buffer(message.data(), length), use_tuple) ||
                   timeout.async_wait(use_tuple));
-    if (body.index() == 1 || std::get<0>(std::get<0>(body))) {
+    if (body.index() == 1) {
+      closed_unanswered("a DNS-over-TCP message did not arrive in full in time "
+                        "(SANDGATE_HEAD_TIMEOUT): the connection was closed.");
       break;
+    }
+    if (std::get<0>(std::get<0>(body))) {
+      break;  // the client left mid-message: nobody to answer
     }
     const capture::DnsReply reply = capture::answer_query(
         std::span<const std::uint8_t>(message.data(), length), *worker.policy, *book,

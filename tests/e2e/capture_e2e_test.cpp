@@ -251,6 +251,73 @@ TEST_F(CaptureTest, TxtQueriesAndNamesThatCarryDataAreRefused) {
   EXPECT_TRUE(has(o, "over the gate's budget for names")) << o.output;
 }
 
+TEST_F(CaptureTest, AConnectionStraightToTheCaptureListenerIsNotDialledOnTheHost) {
+  // Loopback is never redirected, so a connection the command makes to the capture listener's
+  // own address arrives with that address as its original destination. Even where IP literals
+  // and loopback are allowed, the gate must not dial it: that would reach the gate's machine on
+  // the listener's port (outside the command's namespace), or loop. Every TCP port listening on
+  // 127.0.0.1 in the namespace but DNS's is tried; the explicit proxy answers for itself.
+  const std::string python =
+      "import socket\n"
+      "ports = set()\n"
+      "for line in open('/proc/net/tcp').read().splitlines()[1:]:\n"
+      "    f = line.split()\n"
+      "    if f[3] == '0A' and f[1].startswith('0100007F:'):\n"
+      "        ports.add(int(f[1].split(':')[1], 16))\n"
+      "for port in sorted(ports - {53}):\n"
+      "    s = socket.create_connection(('127.0.0.1', port), timeout=10)\n"
+      "    s.settimeout(10)\n"
+      "    s.sendall(b'\\x16\\x03\\x01')\n"
+      "    try:\n"
+      "        print('port', port, 'got', len(s.recv(100)))\n"
+      "    except OSError as e:\n"
+      "        print('port', port, 'error', e.errno)\n";
+  std::ofstream(root_ + "/direct.py") << python;
+  const auto o = run("/usr/bin/python3 " + root_ + "/direct.py", {"--allow-ip"});
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_TRUE(has(o, "BLOCK CAPTURE 127.0.0.1:")) << o.output;
+  EXPECT_TRUE(has(o, "(loopback)")) << o.output;
+  EXPECT_TRUE(has(o, "made to the capture listener itself")) << o.output;
+  EXPECT_FALSE(has(o, "ALLOW CAPTURE 127.0.0.1:")) << o.output;
+  EXPECT_FALSE(has(o, "FAIL CAPTURE 127.0.0.1:")) << o.output;  // no dial was tried
+}
+
+TEST_F(CaptureTest, DnsOverTcpConnectionsClosedWithoutAnAnswerAreLogged) {
+  // One connection announcing a message over the limit; then more DNS-over-TCP connections than
+  // the gate serves at once, each holding a partial length (in this order: the first must not
+  // meet the others still counted). Each closed without an answer, each logged.
+  const auto o = run(
+      "/usr/bin/python3 -c \"\nimport socket, time\n"
+      "s = socket.create_connection(('127.0.0.1', 53), timeout=5)\n"
+      "s.sendall(b'\\xff\\xff' + b'x' * 100)\ntry:\n    closed = s.recv(10) == b''\n"
+      "except ConnectionResetError:\n    closed = True  # the unread bytes make the close a reset\n"
+      "print('closed', closed)\nheld = []\nfor i in range(70):\n"
+      "    s = socket.create_connection(('127.0.0.1', 53), timeout=5)\n    s.sendall(b'\\0')\n"
+      "    held.append(s)\ntime.sleep(0.5)\nfor s in held:\n    s.close()\n\"");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_TRUE(has(o, "closed True")) << o.output;
+  EXPECT_TRUE(has(o, "DNS-over-TCP connections at once: this one was closed")) << o.output;
+  EXPECT_TRUE(has(o, "a DNS-over-TCP message of 65535 bytes")) << o.output;
+}
+
+TEST_F(CaptureTest, ASyntheticAddressNeverHandedOutIsNotDialled) {
+  // The run's IPv6 synthetic range is a unique-local /64: an address in it that no name holds
+  // is no IP literal to dial, even where IP literals are allowed.
+  const auto o = run(
+      "/usr/bin/python3 -c \"\nimport socket\n"
+      "a = socket.getaddrinfo('origin.test', 9, socket.AF_INET6, socket.SOCK_STREAM)[0][4][0]\n"
+      "b = socket.inet_pton(socket.AF_INET6, a)\n"
+      "u = socket.inet_ntop(socket.AF_INET6, b[:13] + bytes([0x0a, 0xbc, 0xde]))\n"
+      "print('unassigned', u)\n"
+      "s = socket.socket(socket.AF_INET6)\ns.settimeout(10)\ns.connect((u, 8080))\n"
+      "print('closed', s.recv(10) == b'')\n\"",
+      {"--allow-ip"});
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_TRUE(has(o, "closed True")) << o.output;
+  EXPECT_TRUE(has(o, "::a:bcde]:8080 (invalid-host)")) << o.output;
+  EXPECT_TRUE(has(o, "has not handed out")) << o.output;
+}
+
 TEST_F(CaptureTest, UdpToAnythingButDnsIsDropped) {
   const auto o =
       run("/usr/bin/python3 -c \"\nimport socket\ns = socket.socket(socket.AF_INET, "
@@ -302,6 +369,54 @@ TEST_F(CaptureTest, PlainHttpOnPort80MustNameTheServerItReaches) {
   EXPECT_FALSE(has(o, "other=0")) << o.output;
   EXPECT_TRUE(has(o, "BLOCK CAPTURE origin.test:80 (host-mismatch)")) << o.output;
   EXPECT_TRUE(has(o, "Host 'other.test' is not origin.test")) << o.output;
+}
+
+TEST_F(CaptureTest, PlainHttpOnPort80CarriesOneRequestPerConnection) {
+  // Only a captured connection's first request has its Host checked: a keep-alive server would
+  // otherwise read a second request, for another site it hosts (blocked.test), on the same
+  // connection. The gate asks the server to close after the first response.
+  if (port_accepts(80) || run_shell("test \"$(id -u)\" = 0").exit_code != 0) {
+    GTEST_SKIP() << "port 80 on 127.0.0.1 is taken, or binding it needs root";
+  }
+  std::ofstream(root_ + "/origin/keepalive.py")
+      << "import http.server\n"
+         "class H(http.server.BaseHTTPRequestHandler):\n"
+         "    protocol_version = 'HTTP/1.1'\n"
+         "    def do_GET(self):\n"
+         "        body = ('served ' + str(self.headers.get('Host')) + '\\n').encode()\n"
+         "        self.send_response(200)\n"
+         "        self.send_header('Content-Length', str(len(body)))\n"
+         "        self.end_headers()\n"
+         "        self.wfile.write(body)\n"
+         "http.server.HTTPServer(('127.0.0.1', 80), H).serve_forever()\n";
+  Child http = start({"/usr/bin/python3", root_ + "/origin/keepalive.py"}, root_ + "/http.log");
+  for (int i = 0; i < 250 && !port_accepts(80); ++i) {
+    std::this_thread::sleep_for(20ms);
+  }
+  if (!port_accepts(80)) {
+    GTEST_SKIP() << "python3 could not listen on 127.0.0.1:80";
+  }
+  std::ofstream(root_ + "/two.py")
+      << "import socket, time\n"
+         "s = socket.create_connection(('origin.test', 80), timeout=10)\n"
+         "s.sendall(b'GET / HTTP/1.1\\r\\nHost: origin.test\\r\\nConnection: keep-alive\\r\\n"
+         "\\r\\nGET / HTTP/1.1\\r\\nHost: blocked.test\\r\\n\\r\\n')\n"
+         "got = b''\n"
+         "s.settimeout(3)\n"
+         "while True:\n"
+         "    try:\n"
+         "        part = s.recv(4096)\n"
+         "    except TimeoutError:\n"
+         "        break  # kept alive: what came is all there is\n"
+         "    if not part:\n"
+         "        break\n"
+         "    got += part\n"
+         "print(got.decode().replace('\\r\\n', '|'))\n";
+  const auto o = run("/usr/bin/python3 " + root_ + "/two.py");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_TRUE(has(o, "served origin.test")) << o.output;
+  EXPECT_FALSE(has(o, "served blocked.test")) << o.output;
+  EXPECT_TRUE(has(o, "ALLOW CAPTURE origin.test:80")) << o.output;
 }
 
 // A real sshd serving git on the host's loopback, for `ssh` and `git` without a ProxyCommand.

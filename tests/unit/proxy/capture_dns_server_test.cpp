@@ -178,6 +178,12 @@ TEST(CaptureDnsServer, NamesThatCarryDataAndMalformedQueriesAreRefused) {
   EXPECT_EQ(rcode(formerr.bytes), 1);  // FORMERR, to the query's ID
   EXPECT_EQ(formerr.bytes[0], 0x42);
   EXPECT_EQ(formerr.decision->reason, rules::Reason::dns_refused);
+  Bytes response = query("example.com", ns_t_a);
+  response[2] |= 0x80;  // QR: an answer, sent to the gate
+  const auto unanswered = answer_query(response, policy, book);
+  EXPECT_TRUE(unanswered.bytes.empty());  // an answer to an answer could bounce for ever
+  ASSERT_TRUE(unanswered.decision);
+  EXPECT_NE(unanswered.decision->detail.find("a response"), std::string::npos);
   const Bytes stub = {0x42};
   const auto nothing = answer_query(stub, policy, book);
   EXPECT_TRUE(nothing.bytes.empty());  // no header: nowhere to send an answer

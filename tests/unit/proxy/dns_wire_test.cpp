@@ -138,7 +138,7 @@ TEST(DnsWire, RefusesMalformedQueries) {
   binary[13] = 0x01;  // a control byte inside the first label
   const std::vector<Case> cases = {
       {"short", Bytes(good.begin(), good.begin() + 11), "header", false},
-      {"response", with(2, good[2] | 0x80), "response", true},
+      {"response", with(2, good[2] | 0x80), "response", false},  // never answered
       {"opcode", with(2, good[2] | 0x10), "opcode", true},
       {"truncated_bit", with(2, good[2] | 0x02), "truncation", true},
       {"two_questions", with(5, 2), "one question", true},
