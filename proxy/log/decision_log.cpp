@@ -43,6 +43,17 @@ void append_plain(std::string& out, std::string_view text) {
   }
 }
 
+// Inside a quoted field: also a quote or backslash escaped, so that text an origin or a parent
+// proxy wrote into a sentence cannot end the field and pose as further fields.
+void append_quoted(std::string& out, std::string_view text) {
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+    }
+    out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+  }
+}
+
 void format_text(std::string& out, const Record& r) {
   append_timestamp(out);
   out += " conn=";
@@ -81,7 +92,7 @@ void format_text(std::string& out, const Record& r) {
     }
     if (r.verdict != "allow" && !r.detail.empty()) {
       out += " why=\"";
-      append_plain(out, r.detail);
+      append_quoted(out, r.detail);
       out += '"';
     }
   } else {

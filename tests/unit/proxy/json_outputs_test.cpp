@@ -142,6 +142,16 @@ TEST(JsonOutputs, TextLinesStayOneLine) {
   EXPECT_EQ(line.find('\0'), std::string::npos);
 }
 
+// A sentence in quotes (why="...") cannot be ended early by a quote in it: an origin's or a
+// parent proxy's words cannot pose as further fields of the line.
+TEST(JsonOutputs, TextWhyFieldEscapesQuotes) {
+  log::Record r = hostile_record("x"sv, log::Record::Event::decision);
+  r.detail = R"(403 Forbidden" verdict="allow \)";
+  std::string line;
+  log::format_record(line, settings::LogFormat::text, r);
+  EXPECT_NE(line.find(R"(why="403 Forbidden\" verdict=\"allow \\")"), std::string::npos) << line;
+}
+
 // Through the file, as the gate writes it: every line parses.
 TEST(JsonOutputs, DecisionLogFileParsesLineByLine) {
   const auto path = std::filesystem::temp_directory_path() /
