@@ -274,8 +274,8 @@ void DecisionLog::write(const Record& record) {
   // Denials are warnings, failures errors; allows and end lines are the detail of `info`.
   const settings::LogLevel needed =
       record.event == Record::Event::end || record.verdict == "allow" ? settings::LogLevel::info
-      : record.verdict == "deny" || record.verdict == "would-deny"     ? settings::LogLevel::warning
-                                                                       : settings::LogLevel::error;
+      : record.verdict == "deny" || record.verdict == "would-deny"    ? settings::LogLevel::warning
+                                                                      : settings::LogLevel::error;
   if (needed > level_) {
     return;
   }

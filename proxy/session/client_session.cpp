@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -12,6 +11,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
+#include <chrono>
 
 #include "proxy/session/connect_tunnel.hpp"
 #include "proxy/session/fault_injection.hpp"
@@ -246,8 +246,8 @@ asio::awaitable<void> close_gracefully(tcp::socket& socket) {
   timeout.expires_after(std::chrono::seconds(2));
   std::array<char, 1024> sink;
   for (std::size_t total = 0; total < 64 * 1024;) {
-    auto outcome =
-        co_await (socket.async_read_some(asio::buffer(sink), use_tuple) || timeout.async_wait(use_tuple));
+    auto outcome = co_await (socket.async_read_some(asio::buffer(sink), use_tuple) ||
+                             timeout.async_wait(use_tuple));
     if (outcome.index() == 1) {
       break;
     }
@@ -330,8 +330,8 @@ asio::awaitable<void> serve_first_request(SessionContext& context) {
   // Read the head within what is left of the time limit; a client that trickles bytes (slow
   // loris) is cut off. read_request_head() also refuses obsolete line folding, which Beast would
   // accept. Its bytes so far are in `buffer`.
-  const HeadRead read = co_await read_request_head(context.client, buffer, parser,
-                                                   time_left(deadline), kHeadLimit);
+  const HeadRead read =
+      co_await read_request_head(context.client, buffer, parser, time_left(deadline), kHeadLimit);
   switch (read.status) {
     case HeadRead::Status::ok:
       break;
@@ -392,8 +392,7 @@ asio::awaitable<void> refuse_busy(WorkerContext& worker, tcp::socket client) {
     boost::system::error_code ec;
     const auto peer = client.remote_endpoint(ec);
     log::Record record;
-    record.connection_id =
-        worker.shared.next_connection_id.fetch_add(1, std::memory_order_relaxed);
+    record.connection_id = worker.shared.next_connection_id.fetch_add(1, std::memory_order_relaxed);
     record.client = ec ? std::string("unknown") : to_text(peer);
     record.method = socks5 ? "SOCKS5" : "-";
     record.host = "-";

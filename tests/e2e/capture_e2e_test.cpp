@@ -190,6 +190,49 @@ TEST_F(CaptureTest, CurlWithoutAProxyReachesAnAllowedHostOverHttpsAndNotABlocked
   EXPECT_TRUE(has(o, "capture: every other TCP connection goes to the gate")) << o.output;
 }
 
+// git with no proxy configured: `git clone https://` of a repository served over TLS (a dumb-HTTP
+// repository behind python3's http.server with the test's certificate) resolves through the
+// gate's DNS and connects through the capture.
+TEST_F(CaptureTest, GitCloneOverHttpsWithNoProxyConfigured) {
+  const std::string serve = root_ + "/gitserve";
+  const std::string git = "env GIT_CONFIG_NOSYSTEM=1 HOME=" + sh_quote(root_ + "/home") +
+                          " GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t"
+                          " GIT_COMMITTER_EMAIL=t@t git ";
+  const auto made =
+      run_shell("mkdir -p " + sh_quote(serve + "/src") + " && cd " + sh_quote(serve + "/src") +
+                " && " + git + "init -q && echo captured-clone > file.txt && " + git +
+                "add file.txt && " + git + "commit -qm one && " + git +
+                "clone -q --bare . ../repo.git && cd ../repo.git && " + git + "update-server-info");
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  const std::uint16_t port = free_port();
+  const Child server = start(
+      {"python3", "-c",
+       "import functools, http.server, ssl, sys\n"
+       "handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])\n"
+       "server = http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[2])), handler)\n"
+       "context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n"
+       "context.load_cert_chain(sys.argv[3], sys.argv[4])\n"
+       "server.socket = context.wrap_socket(server.socket, server_side=True)\n"
+       "server.serve_forever()\n",
+       serve, std::to_string(port), root_ + "/origin/server.pem", root_ + "/origin/server.key"},
+      root_ + "/origin/git-server.log");
+  for (int i = 0; i < 250 && !port_accepts(port); ++i) {
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_TRUE(port_accepts(port)) << "the HTTPS git server did not start";
+  // `run` gives the command the proxy variables; git here must not have any.
+  const auto o =
+      run("env -u http_proxy -u https_proxy -u HTTP_PROXY -u HTTPS_PROXY -u ALL_PROXY"
+          " -u all_proxy GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0 git -c "
+          "http.sslCAInfo=" +
+          ca() + " clone -q https://origin.test:" + std::to_string(port) +
+          "/repo.git cloned && cat cloned/file.txt");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_TRUE(has(o, "captured-clone")) << o.output;
+  EXPECT_TRUE(has(o, "ALLOW DNS origin.test")) << o.output;
+  EXPECT_TRUE(has(o, "ALLOW CAPTURE origin.test:" + std::to_string(port))) << o.output;
+}
+
 TEST_F(CaptureTest, PythonSocketAndSslWithNoProxySupportAndTheSniCheck) {
   // A client that resolves and connects by itself; then one whose TLS names another server than
   // the name it resolved, which the gate closes before a byte goes upstream.
@@ -303,15 +346,15 @@ TEST_F(CaptureTest, DnsOverTcpConnectionsClosedWithoutAnAnswerAreLogged) {
 TEST_F(CaptureTest, ASyntheticAddressNeverHandedOutIsNotDialled) {
   // The run's IPv6 synthetic range is a unique-local /64: an address in it that no name holds
   // is no IP literal to dial, even where IP literals are allowed.
-  const auto o = run(
-      "/usr/bin/python3 -c \"\nimport socket\n"
-      "a = socket.getaddrinfo('origin.test', 9, socket.AF_INET6, socket.SOCK_STREAM)[0][4][0]\n"
-      "b = socket.inet_pton(socket.AF_INET6, a)\n"
-      "u = socket.inet_ntop(socket.AF_INET6, b[:13] + bytes([0x0a, 0xbc, 0xde]))\n"
-      "print('unassigned', u)\n"
-      "s = socket.socket(socket.AF_INET6)\ns.settimeout(10)\ns.connect((u, 8080))\n"
-      "print('closed', s.recv(10) == b'')\n\"",
-      {"--allow-ip"});
+  const auto o =
+      run("/usr/bin/python3 -c \"\nimport socket\n"
+          "a = socket.getaddrinfo('origin.test', 9, socket.AF_INET6, socket.SOCK_STREAM)[0][4][0]\n"
+          "b = socket.inet_pton(socket.AF_INET6, a)\n"
+          "u = socket.inet_ntop(socket.AF_INET6, b[:13] + bytes([0x0a, 0xbc, 0xde]))\n"
+          "print('unassigned', u)\n"
+          "s = socket.socket(socket.AF_INET6)\ns.settimeout(10)\ns.connect((u, 8080))\n"
+          "print('closed', s.recv(10) == b'')\n\"",
+          {"--allow-ip"});
   EXPECT_EQ(o.exit_code, 0) << o.output;
   EXPECT_TRUE(has(o, "closed True")) << o.output;
   EXPECT_TRUE(has(o, "::a:bcde]:8080 (invalid-host)")) << o.output;

@@ -47,10 +47,10 @@
 #include <vector>
 
 #include "proxy/session/client_session.hpp"
-#include "tests/support/sanitized_build.hpp"
 #include "tests/fakes/tcp_origin.hpp"
 #include "tests/integration/harness/test_client.hpp"
 #include "tests/integration/harness/test_proxy.hpp"
+#include "tests/support/sanitized_build.hpp"
 
 namespace sandgate::testing {
 namespace {
@@ -199,8 +199,8 @@ class ForkedGate {
   std::size_t open_descriptors() const {
     std::size_t count = 0;
     std::error_code ignored;
-    for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid_) + "/fd",
-                                                       ignored);
+    for (auto it =
+             std::filesystem::directory_iterator("/proc/" + std::to_string(pid_) + "/fd", ignored);
          it != std::filesystem::directory_iterator(); it.increment(ignored)) {
       ++count;
     }
@@ -1001,7 +1001,8 @@ TEST(Exhaustion, OutOfDescriptorsTheGateBacksOffAndRecovers) {
   clients.close_all();
   ASSERT_TRUE(eventually(
       [&] { return static_cast<bool>(good_client_served(gate.port(), echo_target)); }, 60s))
-      << "gate running: " << gate.running() << "\n" << gate.log_text();
+      << "gate running: " << gate.running() << "\n"
+      << gate.log_text();
   EXPECT_TRUE(eventually([&] { return sink.open() == 0; }, 60s));
   // Once more with a full load of tunnels: every descriptor came back.
   Sockets again;
@@ -1019,8 +1020,8 @@ TEST(Exhaustion, OutOfDescriptorsTheGateBacksOffAndRecovers) {
 TEST(Exhaustion, AFloodPastTheConnectionLimitHoldsBoundedDescriptors) {
   constexpr std::size_t kFlood = 600;
   raise_descriptor_limit(4096);
-  ForkedGate gate({.configure = [](settings::Settings& s) { s.max_connections = 1; },
-                   .names = {"echo.test"}});
+  ForkedGate gate(
+      {.configure = [](settings::Settings& s) { s.max_connections = 1; }, .names = {"echo.test"}});
   const std::size_t before = gate.open_descriptors();
   Sockets holder;
   connect_clients(holder, gate.port(), 1);  // the one connection allowed, waiting for its head
