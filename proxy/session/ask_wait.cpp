@@ -81,14 +81,16 @@ asio::awaitable<std::optional<rules::Decision>> ask_about(SessionContext& contex
             board->leave(waiter, false);
             boost::system::error_code ignored;
             context.client.close(ignored);
-            log::Record line;
+            const std::string detail =
+                "the client left while its request waited for an answer about " +
+                std::string(display) + ":" + std::to_string(port) + ".";
+            log::Record line;  // views: `detail` must outlive the write
             line.connection_id = context.id;
             line.client = context.client_address;
             line.method = method;
             line.host = display;
             line.port = port;
-            line.detail = "the client left while its request waited for an answer about " +
-                          display + ":" + std::to_string(port) + ".";
+            line.detail = detail;
             context.record_decision(line, rules::Reason::client_closed);
             co_return std::nullopt;
           }

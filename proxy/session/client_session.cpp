@@ -383,33 +383,42 @@ asio::awaitable<void> serve_client(WorkerContext& worker, tcp::socket socket,
   }
 }
 
+namespace {
+
+// The line and count of a connection refused at the connection limit: not a session (it is not
+// counted among the open connections), but still a decision. A function, not a lambda in
+// refuse_busy: GCC 12 lets a lambda in a coroutine refer to the parameters' pre-copy storage.
+void record_busy_refusal(WorkerContext& worker, const tcp::socket& client, bool socks5,
+                         std::string_view detail) {
+  boost::system::error_code ec;
+  const auto peer = client.remote_endpoint(ec);
+  const std::string address = ec ? std::string("unknown") : to_text(peer);
+  log::Record record;  // views: what it names must outlive the write
+  record.connection_id = worker.shared.next_connection_id.fetch_add(1, std::memory_order_relaxed);
+  record.client = address;
+  record.method = socks5 ? "SOCKS5" : "-";
+  record.host = "-";
+  constexpr rules::Reason reason = rules::Reason::connection_limit;
+  record.verdict = rules::verdict_name(rules::reason_info(reason).verdict);
+  record.reason = rules::reason_code(reason);
+  record.detail = detail;
+  worker.shared.log.write(record);
+  worker.metrics.count_decision(rules::reason_info(reason).verdict, reason);
+}
+
+}  // namespace
+
 asio::awaitable<void> refuse_busy(WorkerContext& worker, tcp::socket client) {
   static const std::string reply =
       build_reply(rules::Reason::connection_limit,
                   "the gate is serving its maximum number of connections; try again shortly.");
-  // Not a session (it is not counted among the open connections), but still a line and a count.
-  const auto record_refusal = [&worker, &client](bool socks5, std::string_view detail) {
-    boost::system::error_code ec;
-    const auto peer = client.remote_endpoint(ec);
-    log::Record record;
-    record.connection_id = worker.shared.next_connection_id.fetch_add(1, std::memory_order_relaxed);
-    record.client = ec ? std::string("unknown") : to_text(peer);
-    record.method = socks5 ? "SOCKS5" : "-";
-    record.host = "-";
-    constexpr rules::Reason reason = rules::Reason::connection_limit;
-    record.verdict = rules::verdict_name(rules::reason_info(reason).verdict);
-    record.reason = rules::reason_code(reason);
-    record.detail = std::string(detail);
-    worker.shared.log.write(record);
-    worker.metrics.count_decision(rules::reason_info(reason).verdict, reason);
-  };
   if (worker.busy_refusals >= kMaxBusyRefusals) {
     // A flood past the limit: no peek, no graceful close, the descriptor goes at once. The 503
     // goes out if the socket takes it now (it always does, being far below a socket buffer);
     // a SOCKS5 client reads it as a malformed reply, which ends its attempt all the same.
-    record_refusal(false,
-                   "the gate is serving its maximum number of connections (and refusing too "
-                   "many others to wait for this one).");
+    record_busy_refusal(worker, client, false,
+                        "the gate is serving its maximum number of connections (and refusing too "
+                        "many others to wait for this one).");
     boost::system::error_code ignored;
     client.non_blocking(true, ignored);
     client.write_some(asio::buffer(reply), ignored);
@@ -432,7 +441,8 @@ asio::awaitable<void> refuse_busy(WorkerContext& worker, tcp::socket client) {
                 peek_timer.async_wait(use_tuple));
   const bool socks5 = peeked.index() == 0 && !std::get<0>(std::get<0>(peeked)) &&
                       std::get<1>(std::get<0>(peeked)) == 1 && first[0] == socks::kVersion;
-  record_refusal(socks5, "the gate is serving its maximum number of connections.");
+  record_busy_refusal(worker, client, socks5,
+                      "the gate is serving its maximum number of connections.");
   if (socks5) {
     co_await answer_socks5_busy(client, std::chrono::seconds(1));
   } else {
