@@ -104,7 +104,9 @@ const std::vector<SettingRow>& setting_rows() {
                  }},
       // The admin token, likewise: /pending and /decide read it afresh for every request.
       SettingRow{"admin_token", Kind::live,
-                 [](const Settings& a, const Settings& b) { return a.admin_token == b.admin_token; },
+                 [](const Settings& a, const Settings& b) {
+                   return a.admin_token == b.admin_token;
+                 },
                  [](Settings& into, const Settings& from) {
                    into.admin_token = from.admin_token;
                    into.admin_token_file = from.admin_token_file;

@@ -290,10 +290,10 @@ TEST(Ask, WithAnAdminTokenOnlyItAnswersAndTheProxyTokenIsRefused) {
                   }));
   proxy.dns().set("origin.test", {"127.0.0.1"});
   // The agent's CONNECT, with the proxy token it holds.
-  Held held = connect_later(proxy, "origin.test:443",
-                            "Proxy-Authorization: Basic " +
-                                connect_proxy::encode_base64("agent:" + std::string(kToken)) +
-                                "\r\n");
+  Held held =
+      connect_later(proxy, "origin.test:443",
+                    "Proxy-Authorization: Basic " +
+                        connect_proxy::encode_base64("agent:" + std::string(kToken)) + "\r\n");
   ASSERT_TRUE(wait_for_question(proxy, "origin.test:443", 1));
 
   for (std::string_view token : {std::string_view(), kToken}) {
@@ -358,9 +358,8 @@ TEST(Ask, NoAdminTokenIsWarnedAboutOnce) {
     EXPECT_EQ(log.find(std::string(kToken)), std::string::npos) << "a token was logged";
   }
   {
-    TestProxy proxy("", asking([](settings::Settings& s) {
-                      s.admin_token = std::string(kAdminToken);
-                    }));
+    TestProxy proxy(
+        "", asking([](settings::Settings& s) { s.admin_token = std::string(kAdminToken); }));
     EXPECT_EQ(proxy.log_text().find("no admin token"), std::string::npos) << proxy.log_text();
   }
   {

@@ -965,7 +965,8 @@ TEST_F(SettingsTest, AdminTokenFromEachSource) {
 }
 
 TEST_F(SettingsTest, BadAdminTokensAreRefusedWithoutEchoingThem) {
-  for (const std::string& value : {std::string("short-secret-15"), std::string("with a space in it!!")}) {
+  for (const std::string& value :
+       {std::string("short-secret-15"), std::string("with a space in it!!")}) {
     SCOPED_TRACE(value);
     env_ = {{"SANDGATE_ADMIN_TOKEN", value}};
     std::string text = error();
