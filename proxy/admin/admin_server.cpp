@@ -96,16 +96,35 @@ bool same_secret(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-// /pending and /decide: the token in force, as a bearer token, when the gate has one.
-bool token_accepted(const AdminHandlers& handlers,
+// /pending and /decide: the secret they require now, as a bearer token, and the sentence that
+// refuses a request without it. The admin token when one is set: the proxy token then does not
+// do, since the agent being asked holds it (its proxy variables carry it). Otherwise the proxy
+// token when one is set; with neither, nothing is required (an empty secret).
+struct RequiredToken {
+  std::string secret;
+  std::string_view refusal;
+};
+
+RequiredToken required_token(const AdminHandlers& handlers) {
+  if (std::string admin = handlers.admin_token ? handlers.admin_token() : std::string();
+      !admin.empty()) {
+    return {std::move(admin),
+            "this route needs the admin token (the admin_token setting: --admin-token, "
+            "--admin-token-file or SANDGATE_ADMIN_TOKEN(_FILE)), not the proxy token: "
+            "Authorization: Bearer ADMIN_TOKEN\n"};
+  }
+  return {handlers.token ? handlers.token() : std::string(),
+          "this route needs the gate's token: Authorization: Bearer TOKEN\n"};
+}
+
+bool token_accepted(const RequiredToken& required,
                     const http::request<http::string_body>& request) {
-  const std::string token = handlers.token ? handlers.token() : std::string();
-  if (token.empty()) {
+  if (required.secret.empty()) {
     return true;
   }
   constexpr std::string_view kBearer = "Bearer ";
   const std::string_view given = request[http::field::authorization];
-  return given.starts_with(kBearer) && same_secret(given.substr(kBearer.size()), token);
+  return given.starts_with(kBearer) && same_secret(given.substr(kBearer.size()), required.secret);
 }
 
 // /pending and /decide: a request a web browser made on a page's behalf, refused whatever the
@@ -142,6 +161,7 @@ Response respond(const AdminHandlers& handlers, const http::request<http::string
   const std::string_view path = request.target();
   std::string_view route = path.substr(0, path.find('?'));
   const bool ask_route = route == "/pending" || route == "/decide";
+  const RequiredToken required = ask_route ? required_token(handlers) : RequiredToken{};
   if (ask_route && (!handlers.pending || !handlers.decide)) {
     response.result(http::status::not_found);
     response.body() = "this gate asks no questions\n";
@@ -150,10 +170,10 @@ Response respond(const AdminHandlers& handlers, const http::request<http::string
     response.body() =
         "this route does not answer web pages (Origin, Sec-Fetch-Site or a domain in Host); use "
         "sandgate pending / sandgate decide\n";
-  } else if (ask_route && !token_accepted(handlers, request)) {
+  } else if (ask_route && !token_accepted(required, request)) {
     response.result(http::status::unauthorized);
     response.set(http::field::www_authenticate, "Bearer realm=\"sandgate\"");
-    response.body() = "this route needs the gate's token: Authorization: Bearer TOKEN\n";
+    response.body() = std::string(required.refusal);
   } else if (route == "/decide") {
     if (request.method() != http::verb::post) {
       response.result(http::status::method_not_allowed);

@@ -7,8 +7,10 @@
 //   GET /pending  --unknown=ask: the questions waiting for an answer (JSON; ?format=text: a
 //                 line each, what `sandgate pending` prints)
 //   POST /decide  --unknown=ask: answer one (form body host=H&port=P&answer=A[&who=W])
-// /pending and /decide need the gate's token, when one is set, as `Authorization: Bearer TOKEN`:
-// an answer lets traffic out, and the question list names where an agent tries to go.
+// /pending and /decide need the admin token, when one is set, as `Authorization: Bearer TOKEN`
+// (the proxy token then does not do: the agent being asked holds it); without an admin token,
+// the gate's token when one is set. An answer lets traffic out, and the question list names
+// where an agent tries to go.
 //
 // It is built to stay cheap whatever its clients do (AdminLimits): at most 64 connections at once
 // (more are closed at once, unanswered), one request per connection, a request head of at most
@@ -41,8 +43,12 @@ struct AdminHandlers {
   std::function<std::string(bool text)> pending;
   std::function<std::pair<unsigned, std::string>(std::string_view body, std::string_view peer)>
       decide;
-  // The token /pending and /decide require now (a reload may change it); empty: none.
+  // The token /pending and /decide require now when no admin token is set (a reload may change
+  // it); empty: none.
   std::function<std::string()> token;
+  // The admin token (a reload may change it); when non-empty, /pending and /decide require it
+  // instead of `token`. Empty, or no function: none.
+  std::function<std::string()> admin_token;
   // Where the endpoint's own warnings go ("warning", text); may be empty.
   std::function<void(std::string_view level, std::string_view text)> note;
 };

@@ -122,9 +122,11 @@ Expected<HttpAnswer, std::string> exchange(const settings::TcpEndpoint& admin,
   return answer;
 }
 
+// The admin token when one is set (the gate then takes no other on /pending and /decide), else
+// the proxy token when one is set.
 std::string authorization(const settings::Settings& settings) {
-  return settings.token.empty() ? std::string()
-                                : "Authorization: Bearer " + settings.token + "\r\n";
+  const std::string& token = settings.admin_token.empty() ? settings.token : settings.admin_token;
+  return token.empty() ? std::string() : "Authorization: Bearer " + token + "\r\n";
 }
 
 // Percent-encodes a form value.

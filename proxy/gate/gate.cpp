@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include "proxy/ask/admin_routes.hpp"
@@ -18,6 +20,13 @@ constexpr const char* kFailOpenWarning =
     "GOOSE_SANDBOX_LD_FAILOVER is not set: when LaunchDarkly cannot be reached, connections the "
     "local rules allow are allowed (fail open); set it to deny to fail closed, or to allow or "
     "blocklist to say that failing open is intended";
+
+// The one text of the warning that questions can be answered by whoever reaches the endpoint.
+constexpr std::string_view kNoAdminTokenWarning =
+    "ask mode with the admin endpoint on TCP and no admin token (--admin-token, "
+    "--admin-token-file, SANDGATE_ADMIN_TOKEN or SANDGATE_ADMIN_TOKEN_FILE): anything that "
+    "reaches the endpoint's address can answer questions, including an agent, which holds the "
+    "proxy token; set an admin token the agent does not hold";
 
 void report_load(log::DecisionLog& log, const settings::LoadedPolicy& loaded) {
   for (const auto& note : loaded.notes) {
@@ -57,6 +66,7 @@ Gate::Gate(GateOptions options, std::unique_ptr<log::DecisionLog> log)
     settings_.token.clear();
   }
   token_ = settings_.token;
+  admin_token_ = settings_.admin_token;
 }
 
 Gate::~Gate() { stop(); }
@@ -183,6 +193,10 @@ std::optional<GateError> Gate::start_admin() {
     std::lock_guard lock(token_mutex_);
     return token_;
   };
+  handlers.admin_token = [this] {
+    std::lock_guard lock(token_mutex_);
+    return admin_token_;
+  };
   log::DecisionLog* log = log_.get();
   handlers.note = [log](std::string_view level, std::string_view text) { log->note(level, text); };
   admin_ = std::make_unique<admin::AdminServer>(std::move(handlers));
@@ -192,6 +206,14 @@ std::optional<GateError> Gate::start_admin() {
   }
   admin_address_ = *bound;
   log_->note("info", "admin endpoint on http://" + admin_address_ + "/metrics");
+  // Under `serve` an agent may reach loopback (goose's Seatbelt profile lets it), and it holds the
+  // proxy token; with no admin token it could answer its own questions. `run` is spared the
+  // warning: its command lives in a network namespace of its own, which cannot reach this
+  // address. Said at start-up only: a reload that drops the admin token is in the reload log.
+  if (settings_.policy.unknown == rules::UnknownMode::ask && settings_.admin_token.empty() &&
+      !without_token_) {
+    log_->note("warning", std::string(kNoAdminTokenWarning) + " (" + admin_address_ + ")");
+  }
   questions_->add_answerer();  // `sandgate pending` and `sandgate decide` can answer
   return std::nullopt;
 }
@@ -221,6 +243,7 @@ void Gate::apply(std::shared_ptr<const rules::Policy> policy,
   {
     std::lock_guard lock(token_mutex_);
     token_ = settings->token;
+    admin_token_ = settings->admin_token;
   }
   server_->publish(std::move(policy), std::move(settings));
 }

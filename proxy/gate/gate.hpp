@@ -155,9 +155,10 @@ class Gate {
   std::string admin_address_;
   bool started_ = false;
   bool stopped_ = false;
-  // The token in force (a reload may change it), for the admin endpoint's ask routes.
+  // The tokens in force (a reload may change them), for the admin endpoint's ask routes.
   mutable std::mutex token_mutex_;
   std::string token_;
+  std::string admin_token_;
 };
 
 }  // namespace sandgate::gate

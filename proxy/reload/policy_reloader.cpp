@@ -102,6 +102,23 @@ const std::vector<SettingRow>& setting_rows() {
                    into.token = from.token;
                    into.token_file = from.token_file;
                  }},
+      // The admin token, likewise: /pending and /decide read it afresh for every request.
+      SettingRow{"admin_token", Kind::live,
+                 [](const Settings& a, const Settings& b) {
+                   return a.admin_token == b.admin_token;
+                 },
+                 [](Settings& into, const Settings& from) {
+                   into.admin_token = from.admin_token;
+                   into.admin_token_file = from.admin_token_file;
+                 }},
+      SettingRow{"admin_token_file", Kind::live,
+                 [](const Settings& a, const Settings& b) {
+                   return a.admin_token_file == b.admin_token_file;
+                 },
+                 [](Settings& into, const Settings& from) {
+                   into.admin_token = from.admin_token;
+                   into.admin_token_file = from.admin_token_file;
+                 }},
       SANDGATE_RESTART("threads", a.threads == b.threads),
       SANDGATE_RESTART("drain_seconds", a.drain == b.drain),
       SANDGATE_RESTART("dns_servers", a.dns_servers == b.dns_servers),

@@ -55,25 +55,51 @@ ApplyResult check_token(std::string_view token, std::string_view what) {
   return std::nullopt;
 }
 
-// A token given twice (token and token_file, from any sources) is refused: which one applies
-// would otherwise depend on rules nobody remembers.
-constexpr std::string_view kTokenTwice =
+// The proxy token and the admin token are read and checked alike; this names which one a
+// setting fills and what its messages call it.
+struct TokenKind {
+  std::string Settings::*token;
+  std::string Settings::*file;  // where `token` was read from
+  std::string_view noun;        // "token", "admin token"
+  // A token given twice (directly and as a file, from any sources) is refused: which one
+  // applies would otherwise depend on rules nobody remembers.
+  std::string_view given_twice;
+};
+
+constexpr TokenKind kProxyToken{
+    &Settings::token, &Settings::token_file, "token",
     "a token is given both directly (--token, SANDGATE_TOKEN or token) and as a file "
-    "(--token-file, SANDGATE_TOKEN_FILE or token_file); give one of them";
+    "(--token-file, SANDGATE_TOKEN_FILE or token_file); give one of them"};
+
+constexpr TokenKind kAdminToken{
+    &Settings::admin_token, &Settings::admin_token_file, "admin token",
+    "an admin token is given both directly (--admin-token, SANDGATE_ADMIN_TOKEN or admin_token) "
+    "and as a file (--admin-token-file, SANDGATE_ADMIN_TOKEN_FILE or admin_token_file); give "
+    "one of them"};
+
+// The token given directly.
+ApplyResult set_token(Settings& s, std::string_view value, const TokenKind& kind) {
+  if (auto error = check_token(value, "the " + std::string(kind.noun))) {
+    return error;
+  }
+  s.*kind.token = std::string(value);
+  return std::nullopt;
+}
 
 // Reads the token from the first line of `path`. The file must be a regular file that other
 // users can neither read nor write (as ssh requires of private keys).
-ApplyResult read_token_file(Settings& s, std::string_view value) {
-  if (auto error = set_path(s.token_file, value)) {
+ApplyResult read_token_file(Settings& s, std::string_view value, const TokenKind& kind) {
+  if (auto error = set_path(s.*kind.file, value)) {
     return error;
   }
-  if (!s.token.empty()) {
-    return std::string(kTokenTwice);
+  if (!(s.*kind.token).empty()) {
+    return std::string(kind.given_twice);
   }
-  const std::string& path = s.token_file;
+  const std::string noun(kind.noun);
+  const std::string& path = s.*kind.file;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
-    return "cannot read the token file: " + std::string(std::strerror(errno));
+    return "cannot read the " + noun + " file: " + std::string(std::strerror(errno));
   }
   struct Closer {
     int fd;
@@ -81,12 +107,12 @@ ApplyResult read_token_file(Settings& s, std::string_view value) {
   } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    return std::string("the token file is not a regular file");
+    return "the " + noun + " file is not a regular file";
   }
   if ((st.st_mode & (S_IROTH | S_IWOTH)) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return "other users can read or write the token file (mode " + std::string(mode) +
+    return "other users can read or write the " + noun + " file (mode " + std::string(mode) +
            "); chmod 600 " + path;
   }
   std::string text(kMaxTokenLength + 2, '\0');
@@ -98,7 +124,7 @@ ApplyResult read_token_file(Settings& s, std::string_view value) {
       if (errno == EINTR) {
         continue;
       }
-      return "cannot read the token file: " + std::string(std::strerror(errno));
+      return "cannot read the " + noun + " file: " + std::string(std::strerror(errno));
     }
     used += static_cast<std::size_t>(got);
   }
@@ -109,12 +135,12 @@ ApplyResult read_token_file(Settings& s, std::string_view value) {
     line.remove_suffix(1);
   }
   if (line.empty()) {
-    return std::string("the first line of the token file is empty; it should hold the token");
+    return "the first line of the " + noun + " file is empty; it should hold the " + noun;
   }
-  if (auto error = check_token(line, "the token in the file")) {
+  if (auto error = check_token(line, "the " + noun + " in the file")) {
     return error;
   }
-  s.token = std::string(line);
+  s.*kind.token = std::string(line);
   return std::nullopt;
 }
 
@@ -564,20 +590,30 @@ std::vector<Setting> make_table() {
         "require every request to carry Proxy-Authorization: Basic with any user name and this "
         "token as the password (16+ characters; prefer token_file)",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
-         if (auto error = check_token(v, "the token")) {
-           return error;
-         }
-         s.token = std::string(v);
-         return std::nullopt;
-       },
+       [](Settings& s, std::string_view v) { return set_token(s, v, kProxyToken); },
        [](const Settings& s) { return secret_text(s.token); }},
       {{"token_file", "--token-file", "SANDGATE_TOKEN_FILE", {},
         "read the token from the first line of this file (which other users must not be able "
         "to read), so that it appears in no process list or environment",
         false},
-       [](Settings& s, std::string_view v) { return read_token_file(s, v); },
+       [](Settings& s, std::string_view v) { return read_token_file(s, v, kProxyToken); },
        [](const Settings& s) { return or_text(s.token_file, "(none)"); }},
+      // The admin token: the person's, for answering questions, which the agent asked (holding
+      // the proxy token in its proxy variables) must not hold. After token and token_file, so
+      // that load() can compare the two.
+      {{"admin_token", "--admin-token", "SANDGATE_ADMIN_TOKEN", {},
+        "require this token (16+ characters, not the proxy token) as Authorization: Bearer on "
+        "the admin endpoint's /pending and /decide instead of the proxy token, so that an agent "
+        "holding the proxy token cannot answer its own questions (prefer admin_token_file)",
+        false},
+       [](Settings& s, std::string_view v) { return set_token(s, v, kAdminToken); },
+       [](const Settings& s) { return secret_text(s.admin_token); }},
+      {{"admin_token_file", "--admin-token-file", "SANDGATE_ADMIN_TOKEN_FILE", {},
+        "read the admin token from the first line of this file (which other users must not be "
+        "able to read)",
+        false},
+       [](Settings& s, std::string_view v) { return read_token_file(s, v, kAdminToken); },
+       [](const Settings& s) { return or_text(s.admin_token_file, "(none)"); }},
       {{"threads", "--threads", "SANDGATE_THREADS", {},
         "worker threads, each with its own event loop", false},
        [](Settings& s, std::string_view v) -> ApplyResult {

@@ -161,11 +161,11 @@ Expected<Settings, std::string> load(const Sources& sources) {
     auto is_secret = [&info](std::string_view v) {
       return info.key == "launchdarkly_client_id" && (v.starts_with("sdk-") || v.starts_with("mob-"));
     };
-    // The client token is a secret whatever it looks like: errors name its source only. So is
-    // a parent proxy URL with user information (refused for exactly that reason).
+    // The client and admin tokens are secrets whatever they look like: errors name their source
+    // only. So is a parent proxy URL with user information (refused for exactly that reason).
     auto shown = [&info, &is_secret](std::string_view separator, std::string_view v) {
-      const bool hidden =
-          info.key == "token" || (info.key == "parent_proxy" && v.find('@') != v.npos);
+      const bool hidden = info.key == "token" || info.key == "admin_token" ||
+                          (info.key == "parent_proxy" && v.find('@') != v.npos);
       return hidden ? std::string()
                     : std::string(separator) + detail::describe_value(v, is_secret(v));
     };
@@ -202,6 +202,15 @@ Expected<Settings, std::string> load(const Sources& sources) {
     return Unexpected{"the port file (--port-file, SANDGATE_PORT_FILE or port_file) holds a TCP "
                       "port, and the gate listens on " +
                       settings.listen.text() + ", which has none; drop the port file"};
+  }
+  if (!settings.admin_token.empty() && settings.admin_token == settings.token) {
+    // The agent holds the proxy token (its proxy variables carry it); an admin token equal to it
+    // would let the agent answer its own questions, which is what the admin token is there to
+    // prevent.
+    return Unexpected{std::string(
+        "the admin token (--admin-token, --admin-token-file or their variables) equals the "
+        "proxy token (--token, --token-file or their variables): the agent holds the proxy "
+        "token, so the admin token must be a different secret")};
   }
   if (const TcpEndpoint* tcp = settings.listen.tcp(); tcp && !settings.allow_remote_clients) {
     const std::string& address = tcp->address;

@@ -105,6 +105,11 @@ struct Settings {
   // `Proxy-Authorization: Basic base64(any-user:token)`. A secret: never logged or echoed.
   std::string token;
   std::string token_file;  // where `token` was read from (its first line), if from a file
+  // The admin endpoint's /pending and /decide: when non-empty, they require
+  // `Authorization: Bearer admin_token` and no longer accept `token`, which the agent being asked
+  // holds. Never equal to `token` (load() refuses it). A secret: never logged or echoed.
+  std::string admin_token;
+  std::string admin_token_file;  // where `admin_token` was read from, if from a file
   unsigned threads = 0;  // 0: one per CPU this process may use (usable_cpus())
   std::string threads_note;  // why `threads` is what it is, for the start-up log
   std::chrono::seconds drain{10};

@@ -1,7 +1,7 @@
 // End to end with the real curl and the real `sandgate pending` / `sandgate decide`: a gate with
 // --unknown=ask and an admin endpoint (in-process, the same Gate `serve` starts), curl waiting on
 // an unknown destination through it, the CLI listing the question and answering it, with and
-// without the token, and the exit statuses of the answers it cannot give.
+// without the token, with the admin token, and the exit statuses of the answers it cannot give.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -20,6 +20,7 @@ using namespace std::chrono_literals;
 
 const std::string kSandgate = std::string(SANDGATE_BINARY_DIR) + "/bin/sandgate";
 constexpr std::string_view kToken = "a-token-for-the-decide-cli-test";
+constexpr std::string_view kAdminToken = "the-person-s-own-admin-token";
 
 bool wait_for_question(TestProxy& proxy, const std::string& host_port) {
   for (int i = 0; i < 1000; ++i) {
@@ -126,6 +127,63 @@ TEST(DecideCli, TheTokenSettingIsSentAsTheBearerToken) {
   EXPECT_NE(pending.output.find(f.target), std::string::npos) << pending.output;
   EXPECT_EQ(run_shell(with_token + " decide " + f.target + " once").exit_code, 0);
   EXPECT_EQ(waiting.get().output, "200");
+}
+
+// With an admin token the CLI sends it, not the proxy token: the proxy token alone (which the
+// agent holds) is refused, the admin token file answers.
+TEST(DecideCli, TheAdminTokenIsSentWhenSetAndTheProxyTokenNoLongerAnswers) {
+  fakes::HttpOrigin origin;
+  TestProxy proxy("", [](settings::Settings& s) {
+    s.policy.block_loopback = false;
+    s.policy.unknown = rules::UnknownMode::ask;
+    s.admin = settings::TcpEndpoint{"127.0.0.1", 0};
+    s.token = std::string(kToken);
+    s.admin_token = std::string(kAdminToken);
+  });
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  const std::string target = "origin.test:" + std::to_string(origin.port());
+  const std::string curl =
+      "curl -sS --max-time 30 --noproxy '' -o /dev/null -w '%{http_code}' "
+      "-x http://agent:" +
+      std::string(kToken) + "@127.0.0.1:" + std::to_string(proxy.port()) + " http://" + target +
+      "/";
+  const std::string cli = "env -i HOME=" + proxy.folder() + " USER=tester " + kSandgate +
+                          " --admin " + proxy.gate().admin_address() + " --token " +
+                          std::string(kToken);
+  auto waiting = std::async(std::launch::async, [&curl] { return run_shell(curl); });
+  ASSERT_TRUE(wait_for_question(proxy, target));
+
+  const auto refused = run_shell(cli + " decide " + target + " session");
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("needs the admin token (the admin_token setting"),
+            std::string::npos)
+      << refused.output;
+  EXPECT_EQ(waiting.wait_for(100ms), std::future_status::timeout) << "answered anyway";
+
+  const std::string file = proxy.folder() + "/admin-token";
+  ASSERT_EQ(
+      run_shell("umask 077 && printf '%s\\n' " + std::string(kAdminToken) + " > " + file).exit_code,
+      0);
+  const std::string admin = cli + " --admin-token-file " + file;
+  const auto pending = run_shell(admin + " pending");
+  EXPECT_EQ(pending.exit_code, 0) << pending.output;
+  EXPECT_NE(pending.output.find(target), std::string::npos) << pending.output;
+  const auto decided = run_shell(admin + " decide " + target + " once");
+  EXPECT_EQ(decided.exit_code, 0) << decided.output;
+  EXPECT_EQ(waiting.get().output, "200");
+}
+
+// The admin token must differ from the proxy token: `serve` refuses to start, naming both.
+TEST(DecideCli, ServeRefusesAnAdminTokenEqualToTheProxyToken) {
+  TestProxy proxy;  // only for a folder of the test's own
+  const auto started = run_shell("env -i HOME=" + proxy.folder() + " timeout 20 " + kSandgate +
+                                 " serve --listen 127.0.0.1:0 --unknown=ask --token " +
+                                 std::string(kToken) + " --admin-token " + std::string(kToken));
+  EXPECT_NE(started.exit_code, 0) << started.output;
+  EXPECT_NE(started.exit_code, 124) << "serve started: " << started.output;
+  EXPECT_NE(started.output.find("equals the proxy token"), std::string::npos) << started.output;
+  EXPECT_NE(started.output.find("--admin-token"), std::string::npos) << started.output;
+  EXPECT_EQ(started.output.find(std::string(kToken)), std::string::npos) << started.output;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "connect-proxy/connect_request.hpp"
 #include "proxy/ask/admin_routes.hpp"
 #include "proxy/metrics/prometheus.hpp"
 #include "tests/fakes/http_origin.hpp"
@@ -24,6 +25,8 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr std::string_view kToken = "an-admin-token-of-enough-length";
+// The person's own, which the agent (holding kToken in its proxy variables) does not hold.
+constexpr std::string_view kAdminToken = "the-person-s-own-admin-token";
 
 std::function<void(settings::Settings&)> asking(
     std::function<void(settings::Settings&)> more = {}) {
@@ -76,9 +79,11 @@ struct Held {
   std::unique_ptr<TestClient> client;
   std::future<int> status;
 };
-Held connect_later(TestProxy& proxy, const std::string& target) {
+// `fields`: more header lines, each ending in CRLF.
+Held connect_later(TestProxy& proxy, const std::string& target, const std::string& fields = {}) {
   Held held{std::make_unique<TestClient>(proxy.port()), {}};
-  held.client->send("CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n");
+  held.client->send("CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n" + fields +
+                    "\r\n");
   TestClient* client = held.client.get();
   held.status =
       std::async(std::launch::async, [client] { return read_response_head(*client).status; });
@@ -274,6 +279,96 @@ TEST(Ask, PendingAndDecideNeedTheTokenWhenOneIsSet) {
       std::string::npos);
   // The other routes are as before.
   EXPECT_NE(admin(proxy, "GET", "/healthz").find("HTTP/1.1 200"), std::string::npos);
+}
+
+// The agent asked holds the proxy token (its proxy variables carry it): with an admin token set,
+// only the admin token answers, and the proxy token is refused with a sentence naming the setting.
+TEST(Ask, WithAnAdminTokenOnlyItAnswersAndTheProxyTokenIsRefused) {
+  TestProxy proxy("", asking([](settings::Settings& s) {
+                    s.token = std::string(kToken);
+                    s.admin_token = std::string(kAdminToken);
+                  }));
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  // The agent's CONNECT, with the proxy token it holds.
+  Held held =
+      connect_later(proxy, "origin.test:443",
+                    "Proxy-Authorization: Basic " +
+                        connect_proxy::encode_base64("agent:" + std::string(kToken)) + "\r\n");
+  ASSERT_TRUE(wait_for_question(proxy, "origin.test:443", 1));
+
+  for (std::string_view token : {std::string_view(), kToken}) {
+    SCOPED_TRACE(token.empty() ? "no token" : "the proxy token");
+    const std::string pending = admin(proxy, "GET", "/pending", {}, token);
+    EXPECT_NE(pending.find("HTTP/1.1 401"), std::string::npos) << pending;
+    EXPECT_NE(pending.find("needs the admin token (the admin_token setting"), std::string::npos)
+        << pending;
+    EXPECT_EQ(pending.find("origin.test"), std::string::npos) << pending;
+    const std::string decided =
+        admin(proxy, "POST", "/decide", "host=origin.test&port=443&answer=once", token);
+    EXPECT_NE(decided.find("HTTP/1.1 401"), std::string::npos) << decided;
+    EXPECT_NE(decided.find("admin_token"), std::string::npos) << decided;
+  }
+  EXPECT_EQ(held.status.wait_for(100ms), std::future_status::timeout) << "answered anyway";
+  EXPECT_NE(ask::render_pending_text(proxy.gate().questions()).find("origin.test:443"),
+            std::string::npos);
+
+  const std::string pending = admin(proxy, "GET", "/pending", {}, kAdminToken);
+  EXPECT_NE(pending.find("HTTP/1.1 200"), std::string::npos) << pending;
+  EXPECT_NE(pending.find("\"host\":\"origin.test\""), std::string::npos) << pending;
+  const std::string decided =
+      admin(proxy, "POST", "/decide", "host=origin.test&port=443&answer=deny", kAdminToken);
+  EXPECT_NE(decided.find("HTTP/1.1 200"), std::string::npos) << decided;
+  EXPECT_EQ(held.status.get(), 403);
+}
+
+// An admin token alone (no proxy token) is required just the same.
+TEST(Ask, AnAdminTokenWithoutAProxyTokenIsRequired) {
+  TestProxy proxy("", asking([](settings::Settings& s) { s.admin_token = std::string(kToken); }));
+  EXPECT_NE(admin(proxy, "GET", "/pending").find("HTTP/1.1 401"), std::string::npos);
+  EXPECT_NE(admin(proxy, "GET", "/pending", {}, "not-the-admin-token-at-all").find("HTTP/1.1 401"),
+            std::string::npos);
+  EXPECT_NE(admin(proxy, "GET", "/pending", {}, kToken).find("HTTP/1.1 200"), std::string::npos);
+  // The other routes need nothing, as before.
+  EXPECT_NE(admin(proxy, "GET", "/healthz").find("HTTP/1.1 200"), std::string::npos);
+}
+
+// A reload may set, change or drop the admin token; the next request uses what is in force.
+TEST(Ask, AReloadedAdminTokenAppliesToTheNextRequest) {
+  TestProxy proxy("", asking([](settings::Settings& s) { s.token = std::string(kToken); }));
+  EXPECT_NE(admin(proxy, "GET", "/pending", {}, kToken).find("HTTP/1.1 200"), std::string::npos);
+  auto settings = std::make_shared<settings::Settings>(proxy.gate().settings());
+  settings->admin_token = "an-admin-token-set-by-a-reload";
+  proxy.gate().apply(proxy.gate().loaded().policy, settings);
+  EXPECT_NE(admin(proxy, "GET", "/pending", {}, kToken).find("HTTP/1.1 401"), std::string::npos);
+  EXPECT_NE(admin(proxy, "GET", "/pending", {}, settings->admin_token).find("HTTP/1.1 200"),
+            std::string::npos);
+}
+
+// Ask mode with an admin endpoint and no admin token: one warning at start-up naming the
+// settings; none once an admin token is set.
+TEST(Ask, NoAdminTokenIsWarnedAboutOnce) {
+  {
+    TestProxy proxy("", asking([](settings::Settings& s) { s.token = std::string(kToken); }));
+    const std::string log = proxy.log_text();
+    const std::string_view warning = "no admin token (--admin-token, --admin-token-file";
+    const auto at = log.find(warning);
+    ASSERT_NE(at, std::string::npos) << log;
+    EXPECT_EQ(log.find(warning, at + 1), std::string::npos) << log;
+    EXPECT_NE(log.find("including an agent"), std::string::npos) << log;
+    EXPECT_EQ(log.find(std::string(kToken)), std::string::npos) << "a token was logged";
+  }
+  {
+    TestProxy proxy(
+        "", asking([](settings::Settings& s) { s.admin_token = std::string(kAdminToken); }));
+    EXPECT_EQ(proxy.log_text().find("no admin token"), std::string::npos) << proxy.log_text();
+  }
+  {
+    // Not asking: nothing to answer, nothing to warn about.
+    TestProxy proxy("", [](settings::Settings& s) {
+      s.admin = settings::TcpEndpoint{"127.0.0.1", 0};
+    });
+    EXPECT_EQ(proxy.log_text().find("no admin token"), std::string::npos) << proxy.log_text();
+  }
 }
 
 TEST(Ask, AClientThatLeavesStopsWaiting) {

@@ -47,7 +47,8 @@ TEST(ReloadSettings, ReloadableSettingsAreTheOnesReadPerRequest) {
   EXPECT_EQ(live, (std::set<std::string_view>{
                       "block_loopback", "allow_ip", "allow_ssh", "ssh_all_hosts", "git_hosts",
                       "ssh_ports", "allowed_ports", "block_private", "allow_metadata", "sni_check",
-                      "tls_ports", "revoke_on_reload", "token", "token_file", "head_timeout",
+                      "tls_ports", "revoke_on_reload", "token", "token_file", "admin_token",
+                      "admin_token_file", "head_timeout",
                       "enforce", "unknown", "ask_timeout", "ask_default",
                       "connect_timeout", "idle_timeout", "log_level"}));
 }
@@ -110,6 +111,18 @@ TEST(ReloadSettings, ApplyTakesOnlyWhatChangedBetweenLoads) {
                           "connect_timeout (--connect-timeout / SANDGATE_CONNECT_TIMEOUT)"));
   EXPECT_FALSE(second.policy);
   EXPECT_EQ(in_force.token, "another-token-of-some-length");
+
+  // The admin token and its file are taken together, like the token's, and are no policy change.
+  settings::Settings third = next;
+  third.admin_token = "an-admin-token-of-some-length";
+  third.admin_token_file = "/secrets/admin";
+  const auto change3 = apply_reloadable(in_force, next, third);
+  EXPECT_THAT(change3.applied,
+              ElementsAre("admin_token (--admin-token / SANDGATE_ADMIN_TOKEN)",
+                          "admin_token_file (--admin-token-file / SANDGATE_ADMIN_TOKEN_FILE)"));
+  EXPECT_FALSE(change3.policy);
+  EXPECT_EQ(in_force.admin_token, "an-admin-token-of-some-length");
+  EXPECT_EQ(in_force.admin_token_file, "/secrets/admin");
 }
 
 }  // namespace

@@ -946,6 +946,110 @@ TEST_F(SettingsTest, TokenAndTokenFileTogetherAreRefused) {
   EXPECT_EQ(text.find(kToken), std::string::npos) << text;
 }
 
+// ---- The admin token: admin_token and admin_token_file, read and checked like the token ----
+
+const std::string kAdminToken = "adm1n-T0ken-9876543210";
+
+TEST_F(SettingsTest, AdminTokenFromEachSource) {
+  EXPECT_EQ(ok().admin_token, "");
+  env_["SANDGATE_ADMIN_TOKEN"] = kAdminToken;
+  EXPECT_EQ(ok().admin_token, kAdminToken);
+  EXPECT_EQ(ok().token, "") << "the admin token is not the proxy token";
+  env_.clear();
+  flags_["--admin-token"] = kAdminToken + "-flag";
+  EXPECT_EQ(ok().admin_token, kAdminToken + "-flag");
+  flags_.clear();
+  config("admin_token = \"" + kAdminToken + "-file\"\n");
+  EXPECT_EQ(ok().admin_token, kAdminToken + "-file");
+  EXPECT_EQ(ok().admin_token_file, "");
+}
+
+TEST_F(SettingsTest, BadAdminTokensAreRefusedWithoutEchoingThem) {
+  for (const std::string& value :
+       {std::string("short-secret-15"), std::string("with a space in it!!")}) {
+    SCOPED_TRACE(value);
+    env_ = {{"SANDGATE_ADMIN_TOKEN", value}};
+    std::string text = error();
+    EXPECT_THAT(text, StartsWith("SANDGATE_ADMIN_TOKEN: the admin token "));
+    EXPECT_EQ(text.find(value.substr(0, 6)), std::string::npos) << text;
+    env_.clear();
+    const std::string path = config("\nadmin_token = \"" + value + "\"\n");
+    text = error();
+    EXPECT_THAT(text, StartsWith(path + ":2: admin_token: the admin token "));
+    EXPECT_EQ(text.find(value.substr(0, 6)), std::string::npos) << text;
+    flags_.clear();
+  }
+}
+
+TEST_F(SettingsTest, AdminTokenFileFirstLineAndItsModeChecks) {
+  const std::string path = write("secrets/admin", kAdminToken + "\nignored\n");
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+  env_["SANDGATE_ADMIN_TOKEN_FILE"] = path;
+  Settings s = ok();
+  EXPECT_EQ(s.admin_token, kAdminToken);
+  EXPECT_EQ(s.admin_token_file, path);
+  EXPECT_EQ(s.token, "");
+  env_.clear();
+  flags_["--admin-token-file"] = "~/secrets/admin";
+  EXPECT_EQ(ok().admin_token, kAdminToken);
+  flags_.clear();
+  config("admin_token_file = \"~/secrets/admin\"\n");
+  EXPECT_EQ(ok().admin_token, kAdminToken);
+  flags_.clear();
+
+  // The same refusals as the token file's, naming the admin token file.
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read);
+  env_ = {{"SANDGATE_ADMIN_TOKEN_FILE", path}};
+  std::string text = error();
+  EXPECT_THAT(text, StartsWith("SANDGATE_ADMIN_TOKEN_FILE='" + path + "': "));
+  EXPECT_THAT(text, HasSubstr("other users can read or write the admin token file (mode 0604)"));
+  EXPECT_EQ(text.find("adm1n"), std::string::npos) << text;
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_write);
+  EXPECT_THAT(error(), HasSubstr("the admin token file (mode 0602)"));
+  const std::string empty = write("secrets/empty", "\n" + kAdminToken + "\n");
+  fs::permissions(empty, fs::perms::owner_read);
+  env_ = {{"SANDGATE_ADMIN_TOKEN_FILE", empty}};
+  EXPECT_THAT(error(), HasSubstr("the first line of the admin token file is empty; it should "
+                                 "hold the admin token"));
+  const std::string short_one = write("secrets/short", "short-secret-15\n");
+  fs::permissions(short_one, fs::perms::owner_read);
+  env_ = {{"SANDGATE_ADMIN_TOKEN_FILE", short_one}};
+  EXPECT_THAT(error(), HasSubstr("the admin token in the file is shorter than 16 characters"));
+  env_ = {{"SANDGATE_ADMIN_TOKEN_FILE", home_ + "/secrets/missing"}};
+  EXPECT_THAT(error(), HasSubstr("cannot read the admin token file: No such file or directory"));
+  env_ = {{"SANDGATE_ADMIN_TOKEN_FILE", home_ + "/secrets"}};
+  EXPECT_THAT(error(), HasSubstr("the admin token file is not a regular file"));
+}
+
+TEST_F(SettingsTest, AdminTokenAndAdminTokenFileTogetherAreRefused) {
+  const std::string path = write("admin", kAdminToken + "\n");
+  fs::permissions(path, fs::perms::owner_read);
+  env_ = {{"SANDGATE_ADMIN_TOKEN", kAdminToken}};
+  flags_ = {{"--admin-token-file", path}};
+  const std::string text = error();
+  EXPECT_THAT(text, StartsWith("--admin-token-file='" + path + "': "));
+  EXPECT_THAT(text, HasSubstr("an admin token is given both directly (--admin-token"));
+  EXPECT_EQ(text.find(kAdminToken), std::string::npos) << text;
+  // A proxy token and an admin token file are two settings, not one given twice.
+  env_ = {{"SANDGATE_TOKEN", kToken}};
+  EXPECT_EQ(ok().admin_token, kAdminToken);
+}
+
+// The agent holds the proxy token: an admin token equal to it would let the agent answer its
+// own questions, so the pair is refused, whichever forms they come in, naming both settings.
+TEST_F(SettingsTest, AnAdminTokenEqualToTheProxyTokenIsRefused) {
+  env_ = {{"SANDGATE_TOKEN", kToken}, {"SANDGATE_ADMIN_TOKEN", kToken}};
+  std::string text = error();
+  EXPECT_THAT(text, HasSubstr("the admin token (--admin-token, --admin-token-file"));
+  EXPECT_THAT(text, HasSubstr("equals the proxy token (--token, --token-file"));
+  EXPECT_EQ(text.find(kToken), std::string::npos) << text;
+  const std::string path = write("secrets/same", kToken + "\n");
+  fs::permissions(path, fs::perms::owner_read);
+  env_ = {{"SANDGATE_TOKEN_FILE", path}};
+  flags_ = {{"--admin-token-file", path}};
+  EXPECT_THAT(error(), HasSubstr("equals the proxy token"));
+}
+
 // --help shows a default-built Settings (each default is written once, in the struct); with no
 // source given, load() must arrive at the same values, or --help would name one default while
 // the gate used another.
