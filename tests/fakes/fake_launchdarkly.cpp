@@ -238,7 +238,7 @@ struct FakeLaunchDarkly::Impl {
       }
       streams.push_back(stream);
       // Sends a put with the current state, as LaunchDarkly does on connect.
-      send_event(*stream, "put", answer_json("(any)"));
+      send_event(stream, "put", answer_json("(any)"));
       co_return false;
     }
     co_return co_await reply(*stream, http::status::not_found, "text/plain", "no such endpoint",
@@ -266,9 +266,13 @@ struct FakeLaunchDarkly::Impl {
     co_return keep_alive;
   }
 
-  void send_event(Stream& stream, const std::string& type, const std::string& data) {
+  // The write's handler keeps the stream alive: close_streams() may drop the last other
+  // reference while the write is pending, and its completion still touches the stream.
+  void send_event(const std::shared_ptr<Stream>& stream, const std::string& type,
+                  const std::string& data) {
     auto text = std::make_shared<std::string>("event: " + type + "\r\ndata: " + data + "\r\n\r\n");
-    asio::async_write(stream, asio::buffer(*text), [text](boost::system::error_code, std::size_t) {});
+    asio::async_write(*stream, asio::buffer(*text),
+                      [text, stream](boost::system::error_code, std::size_t) {});
   }
 
   asio::io_context io{1};
@@ -379,7 +383,7 @@ void FakeLaunchDarkly::push_event(const std::string& type, const std::string& da
   std::promise<void> done;
   asio::post(impl_->io, [this, type, data, &done] {
     for (auto& stream : impl_->streams) {
-      impl_->send_event(*stream, type, data);
+      impl_->send_event(stream, type, data);
     }
     done.set_value();
   });
