@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -23,13 +24,18 @@
 #include "sandbox-profile/port_forwarder.hpp"
 #include "sandbox-profile/pty_relay.hpp"
 #include "sandbox-profile/self_probe.hpp"
-#include "sandbox-profile/socket_filter.hpp"
+#include "sandbox-profile/syscall_filter.hpp"
 
 namespace sandgate::sandbox {
 namespace {
 
 // RLIMIT_NPROC for the command: generous for parallel builds, a stop for a fork bomb.
 constexpr rlim_t kProcessLimit = 4096;
+
+// A process of ours inside that makes calls the supervisor reads (connect, sendto): it must be
+// readable by `run` (process_vm_readv), so it is dumpable again; it holds nothing the command
+// could not have, and has the boundary like every other process inside.
+void readable_by_supervisor() { ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0); }
 
 // Forks the connector for inbound ports (see port_forwarder.hpp) from the confined child, inside
 // its namespaces, so that it belongs to no one: a double fork leaves it to the namespace's init,
@@ -43,10 +49,11 @@ int start_connector() {
   if (middle == 0) {
     if (::fork() == 0) {
       // Keep only the channel (as descriptor 3) and the standard streams.
+      // (It inherits init's boundary: Landlock, no privileges, not dumpable, the filter.)
       ::dup2(pair[1], 3);
       ::close_range(4, ~0U, 0);
       ::fcntl(3, F_SETFD, FD_CLOEXEC);
-      drop_privileges();
+      readable_by_supervisor();
       run_connector(3);
     }
     ::_exit(0);
@@ -66,6 +73,7 @@ std::string run_probe(ProbeTargets targets) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::close(pipe[0]);
+    readable_by_supervisor();
     std::string text;
     for (const auto& escape : probe_fence(targets)) {
       text += escape + "\n";
@@ -114,6 +122,38 @@ std::string run_probe(ProbeTargets targets) {
   }
 }
 
+// Everything the invoker left open (a socket of the host's network namespace, the gate's log
+// file, a terminal of the user's) is closed at once: init shares the command's namespaces, so a
+// descriptor init holds is one the command could take from it. Only the channel to `run` and the
+// standard streams stay (the command inherits the streams that are not relayed).
+void close_inherited_descriptors(int channel) {
+  if (channel > 3) {
+    ::close_range(3, static_cast<unsigned>(channel) - 1, 0);
+  }
+  ::close_range(static_cast<unsigned>(channel) + 1, ~0U, 0);
+}
+
+// The boundary every process inside shares, set on init before the connector, the self-probe and
+// the command exist (each inherits it): no privileges (no_new_privs, no capabilities), not
+// dumpable (so neither ptrace, /proc/1/mem, /proc/1/fd nor pidfd_getfd reach init: the command
+// has no CAP_SYS_PTRACE over it), and the system-call allow-list. Returns the filter's listener
+// for `run`'s unix-socket supervisor (-1 without one).
+Expected<int, std::string> seal_init(bool supervise_unix_sockets) {
+  if (auto dropped = drop_privileges(); !dropped) {
+    return Unexpected{dropped.error()};
+  }
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    return Unexpected{std::string("prctl(PR_SET_DUMPABLE): ") + std::strerror(errno)};
+  }
+  auto filtered = install_syscall_filter(supervise_unix_sockets);
+  if (!filtered) {
+    return Unexpected{"seccomp: " + filtered.error()};
+  }
+  return *filtered;
+}
+
+
+
 }  // namespace
 
 [[noreturn]] void confined_init(int channel, const Confinement& confinement,
@@ -125,6 +165,7 @@ std::string run_probe(ProbeTargets targets) {
   ::setsid();
   // If sandgate dies, so does everything here: it would have no way out anyway.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  close_inherited_descriptors(channel);
   NamespaceReport report;
   auto listener = enter_namespaces(plan, report);
   if (!listener) {
@@ -165,11 +206,6 @@ std::string run_probe(ProbeTargets targets) {
     }
     outbound.emplace_back(forwarded, *opened);
   }
-  const int connector = options.flags.allow_inbound_ports.empty() ? -1 : start_connector();
-  if (!options.flags.allow_inbound_ports.empty() && connector < 0) {
-    send_message(channel, "error cannot start the connector for --allow-inbound-port");
-    ::_exit(kRunFailed);
-  }
   // The command's terminal, from this namespace's own devpts instance: its master goes to `run`.
   int tty_slave = -1;
   int tty_master = -1;
@@ -189,11 +225,24 @@ std::string run_probe(ProbeTargets targets) {
     send_message(channel, "error " + keyring.error());
     ::_exit(kRunFailed);
   }
-  if (auto dropped = drop_privileges(); !dropped) {
-    send_message(channel, "error " + dropped.error());
+  // Opened while /dev is still ours to open: init's standard streams once the command has its own.
+  const int null_device = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  auto sealed = seal_init(plan.supervise_unix_sockets);
+  if (!sealed) {
+    send_message(channel, "error " + sealed.error());
+    ::_exit(kRunFailed);
+  }
+  const int guard = *sealed;
+  const int connector = options.flags.allow_inbound_ports.empty() ? -1 : start_connector();
+  if (!options.flags.allow_inbound_ports.empty() && connector < 0) {
+    send_message(channel, "error cannot start the connector for --allow-inbound-port");
     ::_exit(kRunFailed);
   }
   bool sent = static_cast<bool>(send_message(channel, "ready\n" + report.serialize(), *listener));
+  if (guard >= 0) {
+    sent = sent && send_message(channel, "guard", guard);
+    ::close(guard);
+  }
   if (tty_master >= 0) {
     sent = sent && send_message(channel, "pty", tty_master);
     ::close(tty_master);
@@ -233,6 +282,7 @@ std::string run_probe(ProbeTargets targets) {
   targets.host_pty = confinement.host_pty;
   targets.host_pty_device = confinement.host_pty_device;
   targets.captured = options.sandbox.capture;
+  targets.init_pid = static_cast<int>(::getpid());  // 1: this process, init of the namespace
   const std::string escaped = run_probe(targets);
   if (!send_message(channel, escaped.empty() ? "probe-ok" : "probe-failed\n" + escaped)) {
     ::_exit(kRunFailed);
@@ -264,19 +314,19 @@ std::string run_probe(ProbeTargets targets) {
     // A process limit: a fork bomb ends at it (uid 0 is exempt in the kernel's check).
     const rlimit processes{kProcessLimit, kProcessLimit};
     ::setrlimit(RLIMIT_NPROC, &processes);
-    // Last: socket families other than unix, IP and netlink fail (AF_VSOCK is not fenced by the
-    // network namespace).
-    if (auto filtered = deny_other_socket_families(); !filtered) {
-      const std::string text = "sandgate run: seccomp: " + filtered.error() + "\n";
-      ssize_t ignored = ::write(STDERR_FILENO, text.data(), text.size());
-      (void)ignored;
-      ::_exit(kRunFailed);
-    }
+    // (The system-call filter and the rest of the boundary are init's, inherited.)
     restore_signals(previous);
     ::_exit(image.exec());
   }
   if (tty_slave >= 0) {
     ::close(tty_slave);
+  }
+  // init keeps none of the user's streams (a terminal, a pipe): the command has what it needs.
+  if (null_device >= 0) {
+    for (int fd = 0; fd <= 2; ++fd) {
+      ::dup2(null_device, fd);
+    }
+    ::close(null_device);
   }
   init_supervise(command, set);
 }

@@ -152,6 +152,113 @@ std::string join_list(const std::vector<std::string>& items) {
   return out;
 }
 
+// The value of `worktree = ...` in a git config file's [core] section ("" if none): where a
+// submodule's working folder, and so its gitfile, is.
+std::string core_worktree(const std::string& config) {
+  std::ifstream in(config);
+  std::string line;
+  bool core = false;
+  while (std::getline(in, line)) {
+    const auto first = line.find_first_not_of(" \t");
+    if (first == std::string::npos) {
+      continue;
+    }
+    line = line.substr(first);
+    if (line.front() == '[') {
+      core = line.rfind("[core]", 0) == 0;
+    } else if (core && line.rfind("worktree", 0) == 0) {
+      const auto equals = line.find('=');
+      if (equals != std::string::npos) {
+        const auto value = line.find_first_not_of(" \t", equals + 1);
+        return value == std::string::npos ? std::string() : line.substr(value);
+      }
+    }
+  }
+  return {};
+}
+
+// Submodules' git folders (at any depth: modules/a/modules/b) and linked worktrees': their config
+// and hooks run code as the repository's own do, the worktrees' commondir and gitdir redirect git
+// wholesale, and the gitfiles that point at them (a submodule's `lib/.git`, a worktree's `.git`)
+// would send the user's git to a folder of the command's. All read-only for the run; the
+// repository's info/attributes too (it picks the filters git runs).
+std::vector<ProtectedPath> nested_git_paths(const std::vector<std::string>& git_dirs) {
+  std::vector<ProtectedPath> out;
+  std::vector<std::pair<std::string, int>> pending;  // git folder, depth
+  for (const auto& dir : git_dirs) {
+    out.push_back({dir + "/info/attributes", false, false});
+    pending.emplace_back(dir, 0);
+  }
+  while (!pending.empty() && out.size() < 4096) {
+    auto [dir, depth] = pending.back();
+    pending.pop_back();
+    for (const char* group : {"/modules", "/worktrees"}) {
+      std::error_code ignored;
+      for (fs::directory_iterator it(dir + group, ignored);
+           !ignored && it != fs::directory_iterator(); it.increment(ignored)) {
+        const std::string nested = it->path().string();
+        for (const char* name : {"config", "config.worktree", "hooks", "commondir", "gitdir",
+                                 "info/attributes"}) {
+          out.push_back({nested + "/" + name, false, false});
+        }
+        // A worktree's gitdir file names its `.git` file; a submodule's core.worktree its
+        // working folder, relative to its git folder.
+        std::string gitfile;
+        if (std::ifstream in(nested + "/gitdir"); std::getline(in, gitfile) && !gitfile.empty() &&
+                                                  gitfile.front() == '/') {
+          out.push_back({fs::path(gitfile).lexically_normal().string(), false, false});
+        }
+        if (std::string worktree = core_worktree(nested + "/config"); !worktree.empty()) {
+          out.push_back(
+              {(fs::path(nested) / worktree / ".git").lexically_normal().string(), false, false});
+        }
+        if (depth < 8) {
+          pending.emplace_back(nested, depth + 1);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// The working folder is writable, so started in the home folder (or a folder above it) the
+// command could write every place there that runs code later and that no list names: a Python
+// user-site .pth, an editor's or a package manager's configuration, a direnvrc. That is refused
+// unless the user gives the folder with --allow-write, and so takes it knowingly. `/` itself is
+// never writable: started there, nothing is.
+Expected<bool, std::string> refuse_home_as_working_folder(
+    const std::string& working_folder, const std::string& home,
+    const std::vector<std::string>& allow_writes) {
+  if (working_folder.empty() || working_folder == "/") {
+    return true;
+  }
+  std::vector<std::string> homes = {home};
+  if (const passwd* account = ::getpwuid(::geteuid());
+      account != nullptr && account->pw_dir != nullptr && account->pw_dir[0] == '/') {
+    homes.push_back(resolved_path(account->pw_dir));
+  }
+  for (const auto& one : homes) {
+    if (one.empty() || one == "/" || !is_within(one, working_folder)) {
+      continue;
+    }
+    if (std::find(allow_writes.begin(), allow_writes.end(), working_folder) != allow_writes.end()) {
+      say("warning: the working folder " + working_folder + " holds the home folder " + one +
+          " and was given with --allow-write: the command may write everything in it that is not "
+          "protected, including places that run code later (a Python .pth, editor and package "
+          "manager configuration)");
+      return true;
+    }
+    return Unexpected{"refusing to confine a command in " + working_folder +
+                      ": it is the home folder " + (one == working_folder ? "" : "or above it ") +
+                      "(" + one +
+                      "), and the working folder is writable inside, so the command could plant "
+                      "code for programs you run later (a Python .pth, .vimrc, .npmrc). Run it "
+                      "from a project folder, or give --allow-write " + working_folder +
+                      " to accept that"};
+  }
+  return true;
+}
+
 }  // namespace
 
 Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
@@ -195,6 +302,10 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
   std::vector<std::string> allow_writes;
   for (const auto& path : options.flags.allow_writes) {
     allow_writes.push_back(resolved_path(path));
+  }
+  if (auto refused = refuse_home_as_working_folder(out.working_folder, home, allow_writes);
+      !refused) {
+    return Unexpected{refused.error()};
   }
   std::vector<std::string> keep;
   for (const auto& path : {home, out.working_folder}) {
@@ -247,6 +358,13 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
   }
   std::sort(bound.begin(), bound.end(),
             [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+  // The unix-socket supervisor reads its callers' memory as a tracer would: under Yama's
+  // ptrace_scope 2 or 3 it cannot, and sockets are then only hidden as found at start.
+  {
+    std::ifstream yama("/proc/sys/kernel/yama/ptrace_scope");
+    int scope = 0;
+    plan.supervise_unix_sockets = !(yama >> scope) || scope < 2;
+  }
   plan.view.read_only_root = true;
   plan.view.fresh_devpts = true;
   plan.view.writable = bound;
@@ -296,18 +414,8 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
       protect.push_back({fs::absolute(given, ec).lexically_normal().string(), false, true});
     }
   }
-  // Submodules' and linked worktrees' git folders: their config and hooks run code as the
-  // repository's own do (the worktrees' commondir and gitdir redirect git wholesale).
-  for (const auto& dir : git_dirs) {
-    for (const char* group : {"/modules", "/worktrees"}) {
-      std::error_code ignored;
-      for (fs::directory_iterator it(dir + group, ignored);
-           !ignored && it != fs::directory_iterator(); it.increment(ignored)) {
-        for (const char* name : {"config", "config.worktree", "hooks", "commondir", "gitdir"}) {
-          protect.push_back({it->path().string() + "/" + name, false, false});
-        }
-      }
-    }
+  for (auto& p : nested_git_paths(git_dirs)) {
+    protect.push_back(std::move(p));
   }
   std::vector<std::string> kept_inside = plan.view.keep;
   std::vector<std::string> pinned;
@@ -416,8 +524,13 @@ std::string describe_protection(const SandboxSettings& sandbox, const Confinemen
   text += pty ? "\nsandgate run: the command has a terminal of its own (relayed), not yours"
               : "\nsandgate run: the command has no controlling terminal";
   text +=
+      "\nsandgate run: system calls by allow-list (seccomp) for every process inside; host unix "
+      "sockets " +
+      std::string(confinement.plan.supervise_unix_sockets
+                      ? "refused at connect() unless listed, even ones made later"
+                      : "hidden as found at start (Yama's ptrace_scope keeps the supervisor out)") +
       "\nsandgate run: self-probe passed: no direct connection, no host unix socket, no "
-      "protected write";
+      "protected write, no key upcall, no new namespace, no way into the namespace's init";
   return text;
 }
 

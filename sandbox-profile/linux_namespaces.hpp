@@ -28,6 +28,9 @@ struct NamespacePlan {
   ViewPlan view;         // private /run, /tmp, ...; sockets hidden; read-only binds
   WritePolicy writes;    // the Landlock write allow-list
   bool landlock = true;  // false: GOOSE_SANDBOX_PROTECT_FILES=false and nothing to protect
+  // connect() and addressed sendto() go to `run`'s unix-socket supervisor (false where the
+  // supervisor could not read the callers: Yama's ptrace_scope 2 or 3).
+  bool supervise_unix_sockets = true;
 };
 
 // What the child managed, reported to the parent (one line each, for the start-up message).

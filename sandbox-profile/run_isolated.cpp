@@ -23,6 +23,7 @@
 #include "sandbox-profile/port_forwarder.hpp"
 #include "sandbox-profile/pty_relay.hpp"
 #include "sandbox-profile/run_support.hpp"
+#include "sandbox-profile/unix_connect_guard.hpp"
 
 namespace sandgate::sandbox {
 namespace {
@@ -54,10 +55,13 @@ int supervise_confined(pid_t child, const sigset_t& set, PtyRelay* pty) {
   }
 }
 
-// A listening unix socket in the host's runtime folder (or /tmp), made after the confinement
-// is built: the self-probe must not reach it. Returns its descriptor and path, or -1.
-std::pair<int, std::string> probe_socket(const std::string& runtime_dir) {
-  const std::string folder = !runtime_dir.empty() && is_folder(runtime_dir) ? runtime_dir : "/tmp";
+// A listening unix socket of the host's, made after the confinement is built, where the command
+// can see it (the home's cache folder, bound in; else the runtime folder or /tmp, which are
+// private inside): the self-probe must not reach it. Returns its descriptor and path, or -1.
+std::pair<int, std::string> probe_socket(const std::string& home, const std::string& runtime_dir) {
+  const std::string folder = is_folder(home + "/.cache")                      ? home + "/.cache"
+                             : !runtime_dir.empty() && is_folder(runtime_dir) ? runtime_dir
+                                                                              : "/tmp";
   const std::string path = folder + "/sandgate-probe-" + std::to_string(::getpid()) + ".sock";
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
@@ -188,6 +192,17 @@ int run_isolated(const RunOptions& options, GateHandle& gate) {
   }
   const NamespaceReport report = NamespaceReport::parse(message->text);
   const int listener_fd = message->fd;
+  // The unix-socket supervisor, before anything inside may connect (the self-probe does).
+  std::unique_ptr<UnixConnectGuard> guard;
+  if (confinement->plan.supervise_unix_sockets) {
+    auto sent = receive_message(to_child);
+    if (!sent || sent->fd < 0 || sent->text != "guard") {
+      ::close(listener_fd);
+      say("the confined process sent no system-call listener");
+      return abandon();
+    }
+    guard = std::make_unique<UnixConnectGuard>(sent->fd, confinement->reachable_sockets);
+  }
   if (pty) {
     auto sent = receive_message(to_child);
     if (!sent || sent->fd < 0 || sent->text != "pty") {
@@ -241,7 +256,7 @@ int run_isolated(const RunOptions& options, GateHandle& gate) {
   }
   // The self-probe, against a host socket made now, after the confinement (as a daemon's
   // restart would make one).
-  auto [probe_fd, probe_path] = probe_socket(confinement->runtime_dir);
+  auto [probe_fd, probe_path] = probe_socket(home, confinement->runtime_dir);
   const bool asked = static_cast<bool>(send_message(to_child, "probe " + probe_path));
   auto verdict = asked ? receive_message(to_child)
                        : Expected<Message, std::string>(Unexpected{std::string("not asked")});

@@ -4,7 +4,11 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sched.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -134,6 +138,61 @@ std::string pty_escape(const ProbeTargets& targets) {
   return host ? "the host's terminal " + targets.host_pty + " could be opened" : std::string();
 }
 
+// The kernel's key system calls must not exist inside: request_key() without a callout makes
+// no upcall, so asking is harmless, and any answer but ENOSYS means they are reachable.
+std::string keyring_escape() {
+  const long got = ::syscall(SYS_request_key, "user", "sandgate-probe", nullptr, 0);
+  if (got >= 0 || errno != ENOSYS) {
+    return "the kernel's key system calls (request_key) are reachable: a key upcall runs a host "
+           "helper";
+  }
+  return {};
+}
+
+// A new user namespace would give its creator every capability inside it.
+std::string namespace_escape() {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::_exit(::unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0 ? 0 : 1);
+  }
+  int status = 0;
+  if (child > 0 && ::waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+      WEXITSTATUS(status) == 0) {
+    return "a new user and network namespace could be made (unshare)";
+  }
+  return {};
+}
+
+// init holds the channel to `run` and has no filter of its own but the one it shares: tracing
+// it, reading its memory or taking its descriptors must all fail.
+std::string init_escape(int init_pid) {
+  if (init_pid <= 0) {
+    return {};
+  }
+  std::string found;
+  if (::ptrace(PTRACE_ATTACH, init_pid, nullptr, nullptr) == 0) {
+    ::ptrace(PTRACE_DETACH, init_pid, nullptr, nullptr);
+    found = "the namespace's init could be traced (ptrace)";
+  }
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, init_pid, 0));
+  if (pidfd >= 0) {
+    for (int fd = 0; fd < 16 && found.empty(); ++fd) {
+      const int taken = static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, fd, 0));
+      if (taken >= 0) {
+        ::close(taken);
+        found = "a descriptor of the namespace's init could be taken (pidfd_getfd)";
+      }
+    }
+    ::close(pidfd);
+  }
+  const std::string mem = "/proc/" + std::to_string(init_pid) + "/mem";
+  if (const int fd = ::open(mem.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+    ::close(fd);
+    found = found.empty() ? "the memory of the namespace's init could be opened" : found;
+  }
+  return found;
+}
+
 }  // namespace
 
 std::vector<std::string> probe_fence(const ProbeTargets& targets) {
@@ -151,8 +210,11 @@ std::vector<std::string> probe_fence(const ProbeTargets& targets) {
       escapes.push_back(std::move(escape));
     }
   }
-  if (auto escape = pty_escape(targets); !escape.empty()) {
-    escapes.push_back(std::move(escape));
+  for (auto escape : {pty_escape(targets), keyring_escape(), namespace_escape(),
+                      init_escape(targets.init_pid)}) {
+    if (!escape.empty()) {
+      escapes.push_back(std::move(escape));
+    }
   }
   return escapes;
 }

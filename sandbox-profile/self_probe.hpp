@@ -11,7 +11,11 @@
 //     it is closed at once, and a file it had to create is removed), and a chmod of each to the
 //     mode it has (Landlock does not cover metadata; the read-only mounts must);
 //   - opening a terminal of the host's (/dev/pts/N): another terminal of the user's, whose keys
-//     it could read.
+//     it could read;
+//   - the kernel keyrings (request_key: a key upcall runs a helper in the host's namespaces), a
+//     new namespace (unshare), and the namespace's init: tracing it, reading its memory, or
+//     taking one of its descriptors (pidfd_getfd), any of which would hand over what init holds
+//     or let the command act as a process without the filter.
 //
 // Runs in the probing process; not thread-safe (uses errno); no allocation after the targets
 // are built is needed by the caller.
@@ -34,6 +38,8 @@ struct ProbeTargets {
   // checked that, capture_network.hpp), so the probe sends a UDP datagram to the TCP target
   // instead, which the capture's fence must refuse.
   bool captured = false;
+  // The namespace's init, which the probe and the command must not reach (0: not probed).
+  int init_pid = 0;
 };
 
 // What escaped, one sentence each; empty when the fence held everywhere.

@@ -3,12 +3,15 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/random.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
+#include <string_view>
 
 namespace sandgate::sandbox {
 namespace {
@@ -16,6 +19,26 @@ namespace {
 // How often a prompt on screen checks that its question still waits (it may time out or be
 // answered on the admin endpoint meanwhile).
 constexpr int kPollMs = 200;
+
+// Drawn before each question: every SGR attribute off (ESC[8m would conceal the question), the
+// standard character set (SI, ESC ( B: the line-drawing set would garble it), the cursor shown and
+// insert mode off. The command's output may have left any of
+// them set; none is needed to read what follows.
+constexpr std::string_view kPlainTerminal = "\x1b[0m\x0f\x1b(B\x1b[?25h\x1b[4l";
+
+std::string random_mark() {
+  constexpr std::string_view kLetters = "ACEFHJKLMNPRTUVWXY";  // no look-alikes (0/O, 1/I)
+  unsigned char bytes[4] = {};
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
+    const auto seed = static_cast<unsigned>(::getpid()) ^ static_cast<unsigned>(::time(nullptr));
+    std::memcpy(bytes, &seed, sizeof bytes);
+  }
+  std::string mark;
+  for (unsigned char byte : bytes) {
+    mark += kLetters[byte % kLetters.size()];
+  }
+  return mark;
+}
 
 }  // namespace
 
@@ -39,7 +62,7 @@ std::unique_ptr<TerminalAsker> TerminalAsker::open() {
   return asker;
 }
 
-TerminalAsker::TerminalAsker(int tty) : tty_(tty) {}
+TerminalAsker::TerminalAsker(int tty) : tty_(tty), mark_(random_mark()) {}
 
 TerminalAsker::~TerminalAsker() {
   stop();
@@ -51,6 +74,8 @@ TerminalAsker::~TerminalAsker() {
 }
 
 void TerminalAsker::start() {
+  show(std::string(kPlainTerminal) + "sandgate run: the gate's questions begin with \"sandgate [" +
+       mark_ + "]\"; a question without that mark comes from the command, not from the gate\r\n");
   thread_ = std::thread([this] { serve(); });
 }
 
@@ -134,7 +159,8 @@ void TerminalAsker::put(TerminalQuestion& question) {
     // Keys typed before the question was on screen were meant for the command, not for it.
     ::tcflush(tty_, TCIFLUSH);
     // 3. The prompt on a line of its own (the command may have left the cursor mid-line).
-    show("\r\nsandgate: " + question.prompt + " ");
+    show("\r\n" + std::string(kPlainTerminal) + "sandgate [" + mark_ + "]: " + question.prompt +
+         " ");
     const std::optional<char> key = read_key(question);
     std::optional<std::string> refused;
     if (key) {

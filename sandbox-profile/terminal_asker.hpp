@@ -68,8 +68,13 @@ class TerminalAsker {
   // What to take the terminal over from while asking (the command's relay); null: nothing.
   // Before start().
   void share_with(TerminalHolder* holder) { holder_ = holder; }
-  // Starts the asker's thread.
+  // Starts the asker's thread, after saying on the terminal which mark the gate's questions
+  // carry (see mark()).
   void start();
+  // Four letters drawn at random for this run, shown before the command starts and in every
+  // question: the command never sees the terminal's output, so a question it prints itself to
+  // mislead the user cannot carry them.
+  const std::string& mark() const { return mark_; }
   // Queues a question. False when the queue is full or the asker stopped (the question then
   // waits for another answer, or its timeout). Thread-safe; does not block.
   bool ask(TerminalQuestion question);
@@ -88,6 +93,7 @@ class TerminalAsker {
 
   int tty_ = -1;
   int stop_pipe_[2] = {-1, -1};
+  std::string mark_;
   TerminalHolder* holder_ = nullptr;
   std::mutex mutex_;  // guards queue_ and stopping_
   std::condition_variable ready_;

@@ -20,7 +20,7 @@ build_packages=(
   libbenchmark-dev gnuplot-nox valgrind  # micro-benchmarks; make bench's plots, instruction counts
   strace tinyproxy squid linux-perf  # make bench: system calls per setup, the peers, the profile
   ccache                # compiler cache: rebuilds across build trees (release, sanitizers)
-  libseccomp-dev        # seccomp filter for `run`: socket families other than unix, IP and netlink denied
+  libseccomp-dev        # seccomp: the system-call allow-list of every process inside `run`
   libnftables-dev       # `run`'s capture: the nftables rules that redirect the command's connections
 )
 # Tests drive real clients and servers from Debian's packages. The fuzz targets (tests/fuzz) need
@@ -34,6 +34,7 @@ test_packages=(
   python3               # the service-file test reads the launchd plist with plistlib
   dbus keyutils         # run_test: a real session bus the confined command must not reach; keyctl
   nftables bind9-dnsutils  # capture_e2e_test: nft to inspect the rules; dig for DNS queries inside run
+  nodejs python3-pip python3-setuptools python3-pytest golang-go  # run_test: real tools inside run
 )
 
 case "$(uname -s)" in

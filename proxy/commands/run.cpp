@@ -2,9 +2,12 @@
 #include "proxy/commands/run.hpp"
 
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -174,19 +177,59 @@ class RunGate final : public sandbox::GateHandle {
   bool asking_ = false;  // the terminal is one of the board's answerers
 };
 
+// A log file of its own for this run, under $XDG_STATE_HOME/sandgate/runs (else
+// ~/.local/state/sandgate/runs), made private to the user; "" if it cannot be made.
+std::string run_log_path(const std::string& home) {
+  const char* state = std::getenv("XDG_STATE_HOME");
+  std::string folder = state != nullptr && state[0] == '/' ? std::string(state)
+                                                            : home + "/.local/state";
+  folder += "/sandgate/runs";
+  std::error_code ec;
+  std::filesystem::create_directories(folder, ec);
+  if (ec || ::chmod(folder.c_str(), 0700) != 0) {
+    return {};
+  }
+  char stamp[32] = {};
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  ::localtime_r(&now, &local);
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
+  return folder + "/run-" + stamp + "-" + std::to_string(::getpid()) + ".log";
+}
+
 }  // namespace
 
-int run_run(const settings::Settings& settings, const settings::Sources& sources,
+int run_run(const settings::Settings& given, const settings::Sources& sources,
             sandbox::RunOptions options) {
+  // While the command runs, the gate's lines would be interleaved with its output on the
+  // terminal (and staircased by the relay's raw mode): when standard error is a terminal and no
+  // log file is given, they go to a log file of the run, named before the command starts and
+  // after it ends.
+  settings::Settings settings = given;
+  const std::string home = settings::home_directory();
+  std::string run_log;
+  if (settings.log_file.empty() && ::isatty(STDERR_FILENO) == 1) {
+    run_log = run_log_path(home);
+    if (run_log.empty()) {
+      say("cannot make a log folder under " + home +
+          "/.local/state/sandgate: the gate's lines go to this terminal");
+    } else {
+      settings.log_file = run_log;
+      say("the gate's log of this run: " + run_log);
+    }
+  }
   options.sandbox = settings.sandbox;
   options.gate = gate_view(settings);
-  options.home = settings::home_directory();
+  options.home = home;
   RunGate gate(settings, sources);
   const int status = sandbox::run_confined(options, gate);
   // The command has exited and the gate has stopped (its log still open): tell the person what
   // was refused, on run's standard error, after anything the command printed. Nothing when
   // nothing was.
   std::cerr << render_run_summary(gate.denials(), settings) << std::flush;
+  if (!run_log.empty()) {
+    say("the gate's log of this run: " + run_log);
+  }
   return status;
 }
 

@@ -729,7 +729,11 @@ TEST_F(RunTest, GitCloneOverSshGoesThroughTheGate) {
 
   Process process(
       run_argv({"--git-hosts", "gitlocal.test", "--ssh-ports", std::to_string(sshd.port()), "--",
-                "sh", "-c", with_config + "git clone -q " + url + " " + work_ + "/clone"}),
+                "sh", "-c",
+                with_config + "git clone -q " + url + " " + work_ +
+                    "/clone && cd clone && echo inside > made-inside && git add made-inside && "
+                    "git -c user.name=t -c user.email=t@t.invalid commit -q -m inside && "
+                    "git push -q origin HEAD:refs/heads/from-inside"}),
       environment({{"GIT_CONFIG_GLOBAL", "/dev/null"},
                    {"GIT_CONFIG_NOSYSTEM", "1"},
                    {"GIT_TERMINAL_PROMPT", "0"}}),
@@ -738,6 +742,10 @@ TEST_F(RunTest, GitCloneOverSshGoesThroughTheGate) {
   EXPECT_EQ(o.exit_code, 0) << describe(o) << "\n--- sshd\n" << sshd.log();
   EXPECT_EQ(read_file(work_ + "/clone/README"), "hello\n");
   EXPECT_NE(o.err.find("gitlocal.test"), std::string::npos) << describe(o);  // the gate's log
+  // The commit made inside was pushed through the gate.
+  EXPECT_NE(shell("git --git-dir='" + folder + "/served.git' log --oneline from-inside").second.find(
+                "inside"),
+            std::string::npos);
 
   // A host that is not a git host is refused on the SSH port, as the gate's rules say.
   dns_.set("other.test", {"127.0.0.1"});
@@ -1540,6 +1548,320 @@ TEST_F(RunTest, GitRedirectsAndNewGitFoldersAreMovedAsideAfterTheRun) {
   EXPECT_NE(shell("cd '" + work_ + "' && git log --oneline").second.find("two"), std::string::npos);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Issue 26: one boundary for every process inside, and nothing planted for the user's git.
+
+// 1: the kernel's key system calls are not there (a request_key upcall runs /sbin/request-key
+// in the host's namespaces; the dns_resolver type resolves through the host's resolver). Each
+// answers ENOSYS (38); so do bpf, userfaultfd, perf_event_open and a new user namespace fails.
+TEST_F(RunTest, KeyUpcallsAndOtherKernelInterfacesAreNotThere) {
+  const std::string command =
+      "/usr/bin/python3 -c \"import ctypes, os\n"
+      "libc = ctypes.CDLL(None, use_errno=True)\n"
+      "def show(name, r):\n"
+      "    print(name + '=' + ('ok' if r >= 0 else 'errno%d' % ctypes.get_errno()))\n"
+      "show('request_key', libc.syscall(249, b'user', b'debug:sandgate', b'payload', 0))\n"
+      "show('dns_resolver', libc.syscall(249, b'dns_resolver', b'origin.test', None, 0))\n"
+      "show('add_key', libc.syscall(248, b'user', b'k', b'v', 1, ctypes.c_long(-3)))\n"
+      "show('keyctl', libc.syscall(250, 0, ctypes.c_long(-3), 0))\n"
+      "show('bpf', libc.syscall(321, 0, None, 0))\n"
+      "show('userfaultfd', libc.syscall(323, 0))\n"
+      "show('unshare', libc.unshare(0x10000000))\n"
+      "show('getpid', libc.getpid())\"";
+  auto o = run({"--", "sh", "-c", command});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  for (const char* refused : {"request_key=errno38", "dns_resolver=errno38", "add_key=errno38",
+                              "keyctl=errno38", "bpf=errno38", "userfaultfd=errno38",
+                              "unshare=errno1", "getpid=ok"}) {
+    EXPECT_NE(o.out.find(refused), std::string::npos) << refused << "\n" << describe(o);
+  }
+}
+
+// 5, 6, 7: the namespace's init (pid 1 inside) holds nothing of the host's and cannot be
+// reached: not traced, its memory and descriptors out of reach, even for a descriptor the
+// invoker left open (7, a socket of the host's network namespace) and the gate's log file.
+TEST_F(RunTest, TheNamespacesInitCannotBeTracedAndHoldsNoHostDescriptor) {
+  const int socket = ::socket(AF_INET, SOCK_STREAM, 0);  // made in the host's namespace
+  ASSERT_GE(socket, 0);
+  const std::string log = root_ + "/gate.log";
+  const std::string command =
+      "/usr/bin/python3 -c \"import ctypes, os\n"
+      "libc = ctypes.CDLL(None, use_errno=True)\n"
+      "print('attach=' + ('ok' if libc.ptrace(16, 1, None, None) == 0 else 'errno%d' % "
+      "ctypes.get_errno()))\n"
+      "pidfd = libc.syscall(434, 1, 0)\n"
+      "taken = [fd for fd in range(64) if libc.syscall(438, pidfd, fd, 0) >= 0]\n"
+      "print('taken=%s' % taken)\n"
+      "for path in ['/proc/1/mem', '/proc/1/fd']:\n"
+      "    try:\n"
+      "        os.listdir(path) if path.endswith('fd') else open(path, 'rb')\n"
+      "        print(path + '=open')\n"
+      "    except OSError as e:\n"
+      "        print(path + '=errno%d' % e.errno)\n"
+      "for fd in range(3, 64):\n"
+      "    try:\n"
+      "        with open('/proc/1/fd/%d' % fd, 'w') as f: f.write('FORGED line\\\\n')\n"
+      "        print('wrote=%d' % fd)\n"
+      "    except OSError:\n"
+      "        pass\n"
+      "print('done')\"";
+  Process process(run_argv({"--log-file", log, "--", "sh", "-c", command}), environment(),
+                  root_ + "/init", work_, socket);
+  ::close(socket);
+  auto o = process.wait();
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("done"), std::string::npos) << describe(o);
+  EXPECT_EQ(o.out.find("attach=ok"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("taken=[]"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("/proc/1/mem=errno13"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("/proc/1/fd=errno13"), std::string::npos) << describe(o);
+  EXPECT_EQ(o.out.find("wrote="), std::string::npos) << describe(o);
+  EXPECT_EQ(read_file(log).find("FORGED"), std::string::npos);
+  EXPECT_NE(o.err.find("self-probe passed"), std::string::npos) << describe(o);
+}
+
+// 10: a host socket made after start where the command can see it (a restarted container
+// daemon's ~/.docker/run/docker.sock, the working folder) is refused, while the command's own
+// unix sockets, made inside, work, and a listed one is reachable.
+TEST_F(RunTest, HostUnixSocketsMadeAfterStartAnywhereVisibleAreRefused) {
+  fs::create_directories(home_ + "/.docker/run");
+  const std::string docker = home_ + "/.docker/run/docker.sock";
+  const std::string in_work = work_ + "/later.sock";
+  const std::string listed = root_ + "/listed.sock";
+  UnixServer listed_server(listed);
+  const std::string go = work_ + "/go";
+  const std::string own =
+      "/usr/bin/python3 -c \"import socket, os\n"
+      "s = socket.socket(socket.AF_UNIX); s.bind('own.sock'); s.listen(1)\n"
+      "c = socket.socket(socket.AF_UNIX); c.connect('own.sock')\n"
+      "d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); d.bind('own.dgram')\n"
+      "e = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); e.sendto(b'x', 'own.dgram')\n"
+      "assert d.recv(1) == b'x'\"";
+  const std::string script =
+      "echo waiting; while [ ! -e " + go + " ]; do sleep 0.05; done; " +
+      attempt("docker", "curl -sS --max-time 1 --unix-socket " + docker + " http://x/; [ $? -eq 28 ]") +
+      attempt("in_work", "curl -sS --max-time 1 --unix-socket later.sock http://x/; [ $? -eq 28 ]") +
+      attempt("via_link", "ln -s " + docker + " link.sock && curl -sS --max-time 1 --unix-socket "
+              "link.sock http://x/; [ $? -eq 28 ]") +
+      attempt("listed", "curl -sS --max-time 1 --unix-socket " + listed + " http://x/; [ $? -eq 28 ]") +
+      attempt("own", own) + curl_https("origin.test") + " >/dev/null && echo https=ok";
+  Process process(run_argv({"--allow-unix-socket", listed, "--", "sh", "-c", script}), environment(),
+                  root_ + "/later", work_);
+  ASSERT_TRUE(process.wait_for_output("waiting")) << describe(process.wait(5s));
+  auto docker_server = std::make_unique<UnixServer>(docker);
+  auto work_server = std::make_unique<UnixServer>(in_work);
+  std::ofstream(go) << "go\n";
+  auto o = process.wait();
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  for (const char* expected :
+       {"docker=denied", "in_work=denied", "via_link=denied", "listed=ok", "own=ok", "https=ok"}) {
+    EXPECT_NE(o.out.find(expected), std::string::npos) << expected << "\n" << describe(o);
+  }
+}
+
+// 2: a symbolic link planted in the git folder (COMMIT_EDITMSG -> ~/.bashrc) is moved aside
+// after the run, so the user's next commit does not write through it.
+TEST_F(RunTest, LinksPlantedInTheGitFolderAreMovedAside) {
+  const std::string git = "git -c user.name=t -c user.email=t@t.invalid ";
+  ASSERT_EQ(shell("cd '" + work_ + "' && git init -q -b main && " + git +
+                  "commit -q --allow-empty -m one")
+                .first,
+            0);
+  std::ofstream(home_ + "/.bashrc") << "# rc\n";
+  const std::string script =
+      attempt("commit", "echo w > f && git add f && " + git + "commit -q -m two") +
+      "for name in COMMIT_EDITMSG MERGE_MSG SQUASH_MSG TAG_EDITMSG FETCH_HEAD; do "
+      "rm -f .git/$name; ln -s " + home_ + "/.bashrc .git/$name && echo linked=$name; done; "
+      "ln -s " + home_ + "/.bashrc .git/refs/heads/evil; true";
+  auto o = run({"--", "sh", "-c", script});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("linked=COMMIT_EDITMSG"), std::string::npos) << describe(o);
+  for (const char* name : {"COMMIT_EDITMSG", "MERGE_MSG", "SQUASH_MSG", "TAG_EDITMSG",
+                           "FETCH_HEAD", "refs/heads/evil"}) {
+    EXPECT_FALSE(fs::is_symlink(work_ + "/.git/" + name)) << name << "\n" << describe(o);
+  }
+  EXPECT_NE(o.err.find(".git/COMMIT_EDITMSG"), std::string::npos) << describe(o);
+  // The user's next commit, outside, writes its message where git means to.
+  ASSERT_EQ(shell("cd '" + work_ + "' && " + git + "commit -q --amend -m 'echo PAYLOAD'").first, 0);
+  EXPECT_EQ(read_file(home_ + "/.bashrc"), "# rc\n");
+}
+
+// 3: a submodule's gitfile cannot be re-pointed at a git folder the command hid in the
+// repository's (with core.fsmonitor); the hidden folder is moved aside after the run, and the
+// user's `git status` in the superproject runs nothing.
+TEST_F(RunTest, ASubmodulesGitfileCannotBeRepointed) {
+  const std::string git = "git -c user.name=t -c user.email=t@t.invalid ";
+  const std::string library = root_ + "/library";
+  ASSERT_EQ(shell("git init -q -b main '" + library + "' && cd '" + library + "' && " + git +
+                  "commit -q --allow-empty -m lib && cd '" + work_ + "' && git init -q -b main && " +
+                  git + "-c protocol.file.allow=always submodule add -q '" + library +
+                  "' lib && " + git + "commit -q -m sub")
+                .first,
+            0);
+  const std::string gitfile_before = read_file(work_ + "/lib/.git");
+  ASSERT_NE(gitfile_before.find("gitdir:"), std::string::npos);
+  const std::string script =
+      "cp -r .git/modules/lib .git/logs/evil && git config -f .git/logs/evil/config "
+      "core.fsmonitor 'touch " + work_ + "/PWNED' && git config -f .git/logs/evil/config "
+      "core.worktree ../../../lib; " +
+      attempt("repoint", "echo 'gitdir: ../.git/logs/evil' > lib/.git") +
+      attempt("nested_config", "echo '[core]' >> .git/modules/lib/config");
+  auto o = run({"--", "sh", "-c", script});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("repoint=denied"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("nested_config=denied"), std::string::npos) << describe(o);
+  EXPECT_EQ(read_file(work_ + "/lib/.git"), gitfile_before);
+  EXPECT_FALSE(fs::exists(work_ + "/.git/logs/evil")) << describe(o);
+  shell("cd '" + work_ + "' && git status --short && cd lib && git status --short");
+  EXPECT_FALSE(fs::exists(work_ + "/PWNED"));
+}
+
+// 3 (after the run): a gitfile changed by other means (here, one below an --allow-write folder
+// the protection does not know of) is put back, and the command's version kept aside.
+TEST_F(RunTest, AChangedGitfileIsPutBackAfterTheRun) {
+  fs::create_directories(work_ + "/vendor/dep");
+  std::ofstream(work_ + "/vendor/dep/.git") << "gitdir: /nonexistent/original\n";
+  auto o = run({"--", "sh", "-c", "echo 'gitdir: /tmp/evil' > vendor/dep/.git; echo done"});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_EQ(read_file(work_ + "/vendor/dep/.git"), "gitdir: /nonexistent/original\n") << describe(o);
+  EXPECT_EQ(read_file(work_ + "/vendor/dep/.git.sandgate-quarantine-1"), "gitdir: /tmp/evil\n")
+      << describe(o);
+  EXPECT_NE(o.err.find("changed the gitfile"), std::string::npos) << describe(o);
+}
+
+// 4: a working folder made into a repository without any `.git` (git init --bare . with
+// core.bare=false and core.fsmonitor): its HEAD and config are moved aside after the run, with
+// a warning, and the user's git status there runs nothing.
+TEST_F(RunTest, AFolderMadeIntoARepositoryWithoutADotGitIsUnmade) {
+  const std::string git = "git -c user.name=t -c user.email=t@t.invalid ";
+  ASSERT_EQ(shell("cd '" + work_ + "' && git init -q -b main && mkdir pkg && echo x > pkg/x && " +
+                  git + "add pkg && " + git + "commit -q -m one")
+                .first,
+            0);
+  const std::string script = "git init -q --bare . && git config core.bare false && "
+                             "git config core.fsmonitor 'touch " + work_ + "/PWNED' && echo made";
+  Process process(run_argv({"--", "sh", "-c", script}), environment(), root_ + "/bare",
+                  work_ + "/pkg");
+  auto o = process.wait();
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("made"), std::string::npos) << describe(o);
+  EXPECT_FALSE(fs::exists(work_ + "/pkg/HEAD")) << describe(o);
+  EXPECT_FALSE(fs::exists(work_ + "/pkg/config")) << describe(o);
+  EXPECT_NE(o.err.find("made a folder into a git repository"), std::string::npos) << describe(o);
+  shell("cd '" + work_ + "/pkg' && git status --short");
+  EXPECT_FALSE(fs::exists(work_ + "/PWNED"));
+}
+
+// 8: started in the home folder (or above it), `run` refuses: everything there that runs code
+// later and no list names (a Python user-site .pth, .vimrc) would be writable. Given with
+// --allow-write, it runs and says what that means.
+TEST_F(RunTest, TheHomeFolderAsWorkingFolderIsRefusedUnlessGiven) {
+  Process refused(run_argv({"--", "sh", "-c", "echo ran"}), environment(), root_ + "/home-run",
+                  home_);
+  auto o = refused.wait();
+  EXPECT_EQ(o.exit_code, 125) << describe(o);
+  EXPECT_EQ(o.out.find("ran"), std::string::npos) << describe(o);
+  EXPECT_NE(o.err.find("refusing to confine a command in " + home_), std::string::npos)
+      << describe(o);
+  EXPECT_NE(o.err.find("--allow-write " + home_), std::string::npos) << describe(o);
+  Process above(run_argv({"--", "sh", "-c", "echo ran"}), environment(), root_ + "/above-run",
+                root_);
+  o = above.wait();
+  EXPECT_EQ(o.exit_code, 125) << describe(o);
+  Process given(run_argv({"--allow-write", home_, "--", "sh", "-c", "echo ran"}), environment(),
+                root_ + "/given-run", home_);
+  o = given.wait();
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("ran"), std::string::npos) << describe(o);
+  EXPECT_NE(o.err.find("holds the home folder"), std::string::npos) << describe(o);
+}
+
+// Real tools keep working inside the system-call allow-list and the rest of the boundary: npm,
+// pip, cargo, go, pytest, and a server bound to 127.0.0.1 inside, each offline (nothing leaves
+// the machine: packages come from local folders).
+class RunToolsTest : public RunTest {
+ protected:
+  Outcome run_script(const std::string& script, const std::map<std::string, std::string>& env = {}) {
+    Process process(run_argv({"--", "sh", "-c", script}), environment(env),
+                    root_ + "/tool-" + std::to_string(++runs_), work_);
+    return process.wait(180s);
+  }
+  static void require(const std::string& tool) {
+    if (shell("command -v " + tool).first != 0) {
+      FAIL() << tool << " is required (scripts/install-deps.sh installs it)";
+    }
+  }
+};
+
+TEST_F(RunToolsTest, NpmInstallsALocalPackage) {
+  require("npm");
+  fs::create_directories(root_ + "/left-pad");
+  std::ofstream(root_ + "/left-pad/package.json")
+      << R"({"name":"left-pad-local","version":"1.0.0","main":"index.js"})";
+  std::ofstream(root_ + "/left-pad/index.js") << "module.exports = (s, n) => s.padStart(n);\n";
+  std::ofstream(work_ + "/package.json") << R"({"name":"app","version":"1.0.0","private":true})";
+  auto o = run_script("npm install --offline --no-audit --no-fund --loglevel=error " + root_ +
+                      "/left-pad && node -e \"console.log('padded=' + require('left-pad-local')('x', 3))\"");
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("padded=  x"), std::string::npos) << describe(o);
+}
+
+TEST_F(RunToolsTest, PipInstallsALocalPackageAndPytestRuns) {
+  if (shell("/usr/bin/python3 -m pytest --version && /usr/bin/python3 -m pip --version").first != 0) {
+    FAIL() << "Debian's python3-pytest and python3-pip are required";
+  }
+  fs::create_directories(root_ + "/greet/greet");
+  std::ofstream(root_ + "/greet/setup.py")
+      << "from setuptools import setup\nsetup(name='greet', version='1.0', packages=['greet'])\n";
+  std::ofstream(root_ + "/greet/greet/__init__.py") << "def hello():\n    return 'hello'\n";
+  std::ofstream(work_ + "/test_greet.py")
+      << "import greet\n\ndef test_hello():\n    assert greet.hello() == 'hello'\n";
+  auto o = run_script(
+      "/usr/bin/python3 -m pip install -q --no-index --no-build-isolation --target site " + root_ +
+      "/greet && PYTHONPATH=site /usr/bin/python3 -m pytest -q -p no:cacheprovider test_greet.py");
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("1 passed"), std::string::npos) << describe(o);
+}
+
+TEST_F(RunToolsTest, CargoBuildsACrate) {
+  require("cargo");
+  // rustup's cargo finds its toolchains through RUSTUP_HOME, which HOME no longer implies.
+  const std::string sysroot = shell("rustc --print sysroot").second;
+  std::map<std::string, std::string> env = {{"CARGO_HOME", work_ + "/.cargo-home"}};
+  const fs::path toolchains = fs::path(sysroot.substr(0, sysroot.find('\n'))).parent_path();
+  if (toolchains.filename() == "toolchains") {
+    env["RUSTUP_HOME"] = toolchains.parent_path().string();
+  }
+  auto o = run_script("cargo new -q --vcs none hello && cd hello && cargo build -q --offline && "
+                      "./target/debug/hello",
+                      env);
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("Hello, world!"), std::string::npos) << describe(o);
+}
+
+TEST_F(RunToolsTest, GoBuildsAModule) {
+  require("go");
+  std::ofstream(work_ + "/main.go")
+      << "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"go-built\") }\n";
+  auto o = run_script("go mod init example.test/hello 2>/dev/null && go build -o hello . && ./hello",
+                      {{"GOCACHE", work_ + "/.gocache"},
+                       {"GOPATH", work_ + "/.gopath"},
+                       {"GOPROXY", "off"},
+                       {"GOFLAGS", "-mod=mod"},
+                       {"GOTOOLCHAIN", "local"}});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("go-built"), std::string::npos) << describe(o);
+}
+
+TEST_F(RunToolsTest, AServerBoundToLoopbackInsideIsReachableInside) {
+  const std::string script =
+      "echo served > index.html; /usr/bin/python3 -m http.server 8765 --bind 127.0.0.1 "
+      ">/dev/null 2>&1 & for i in $(seq 1 100); do curl -sf http://127.0.0.1:8765/index.html && "
+      "break; sleep 0.1; done; kill $!";
+  auto o = run_script(script);
+  EXPECT_NE(o.out.find("served"), std::string::npos) << describe(o);
+}
+
 TEST_F(RunTest, ProfilePrintsTheSeatbeltProfileOrSaysWhatIsMissing) {
   Process ok(
       {kBinDir + "/sandgate", "profile", "--proxy-port", "4321", "--allow-inbound-port", "3000"},
@@ -1694,6 +2016,56 @@ TEST_F(RunAskTest, OtherKeysDoNotAnswerAndTheCommandStillGetsItsKeys) {
   EXPECT_NE(shown.find("curl-rc=0"), std::string::npos) << shown;
   EXPECT_NE(shown.find("got=hello"), std::string::npos) << shown;
   EXPECT_NE(read_file(log_path()).find("answered once by"), std::string::npos);
+}
+
+// Issue 26, 9: the command prints a question of its own, then conceals what follows (ESC[8m).
+// The gate's question resets every attribute first and carries the run's mark, shown before the
+// command started; the fake one does not.
+TEST_F(RunAskTest, TheQuestionCannotBeHiddenAndCarriesTheRunsMark) {
+  Pty pty;
+  const pid_t pid = start_asking(
+      pty, {},
+      "printf 'sandgate: allow innocent.test:443? [o]nce / [s]ession / [a]lways / [d]eny / "
+      "[n]ever \\033[8m'; " +
+          curl_https("origin.test") + "; printf '\\033[0m'; echo curl-rc=$?");
+  const std::string asked = pty.read_until(prompt());
+  const auto intro = asked.find("the gate's questions begin with \"sandgate [");
+  ASSERT_NE(intro, std::string::npos) << asked;
+  const std::string mark = asked.substr(asked.find('[', intro) + 1, 4);
+  const auto question = asked.find("sandgate [" + mark + "]: " + prompt());
+  ASSERT_NE(question, std::string::npos) << asked;
+  // Attributes are reset just before the question is drawn, after the command's ESC[8m.
+  const auto reset = asked.rfind("\x1b[0m", question);
+  ASSERT_NE(reset, std::string::npos) << asked;
+  EXPECT_GT(reset, asked.find("\x1b[8m")) << asked;
+  // The command's fake question has no mark.
+  EXPECT_NE(asked.find("sandgate: allow innocent.test"), std::string::npos) << asked;
+  pty.type("d");
+  pty.read_until("curl-rc=");
+  pty.read_until("\n", 5s);
+  wait_exit(pid);
+}
+
+// Under a terminal with no --log-file, the gate's lines go to a log file of the run, named at
+// the start and at the end, not between the command's output lines.
+TEST_F(RunAskTest, UnderATerminalTheGatesLinesGoToTheRunsLogFile) {
+  Pty pty;
+  const pid_t pid = pty.start(run_argv({"--", "sh", "-c",
+                                        curl_https("origin.test") + " >/dev/null; echo curl-rc=$?"}),
+                              environment(), work_);
+  const std::string shown = pty.read_until("curl-rc=");
+  const std::string rest = pty.read_until("sandgate run: the gate's log of this run: ", 30s);
+  pty.read_until("\n", 5s);
+  EXPECT_EQ(wait_exit(pid), 0) << shown << rest;
+  const std::string all = shown + rest;
+  EXPECT_EQ(all.find(" client="), std::string::npos) << all;  // no decision line
+  const std::string marker = "the gate's log of this run: ";
+  const auto at = all.find(marker);
+  ASSERT_NE(at, std::string::npos) << all;
+  std::string path = all.substr(at + marker.size());
+  path = path.substr(0, path.find_first_of("\r\n"));
+  EXPECT_TRUE(path.starts_with(home_ + "/.local/state/sandgate/runs/run-")) << path;
+  EXPECT_NE(read_file(path).find("origin.test"), std::string::npos) << path;
 }
 
 // Without a terminal nobody can be asked: the ask default (deny) applies at once, as before.

@@ -3,6 +3,8 @@
 // controls: a TCP listener on loopback (so nothing leaves the machine), a unix socket, files.
 #include "sandbox-profile/self_probe.hpp"
 
+#include <sys/prctl.h>
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -17,6 +19,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+
+#include "sandbox-profile/syscall_filter.hpp"
 
 namespace sandgate::sandbox {
 namespace {
@@ -74,8 +78,9 @@ TEST_F(SelfProbeTest, ReportsEveryWayOutThatWorks) {
   fs::create_directories(root_ + "/folder");
   targets.no_write = {root_ + "/rc", root_ + "/folder", root_ + "/missing"};
   const auto escapes = probe_fence(targets);
-  // Each existing path is written and chmod()ed (to the mode it has).
-  ASSERT_EQ(escapes.size(), 7U);
+  // Each existing path is written and chmod()ed (to the mode it has); on the host, without the
+  // filter, the key system calls are there (and a namespace can be made where the host allows it).
+  ASSERT_GE(escapes.size(), 8U);
   EXPECT_NE(escapes[0].find("direct TCP connection to 127.0.0.1"), std::string::npos);
   EXPECT_NE(escapes[1].find("unix socket " + targets.host_socket), std::string::npos);
   EXPECT_NE(escapes[2].find("protected file " + root_ + "/rc"), std::string::npos);
@@ -83,6 +88,7 @@ TEST_F(SelfProbeTest, ReportsEveryWayOutThatWorks) {
   EXPECT_NE(escapes[4].find("protected folder " + root_ + "/folder"), std::string::npos);
   EXPECT_NE(escapes[5].find("mode of the protected path " + root_ + "/folder"), std::string::npos);
   EXPECT_NE(escapes[6].find("missing protected file " + root_ + "/missing"), std::string::npos);
+  EXPECT_NE(escapes[7].find("key system calls (request_key) are reachable"), std::string::npos);
   // Nothing was left behind or changed.
   EXPECT_FALSE(fs::exists(root_ + "/missing"));
   EXPECT_TRUE(fs::is_empty(root_ + "/folder"));
@@ -100,6 +106,10 @@ TEST_F(SelfProbeTest, ReportsNothingWhereTheFenceHolds) {
   if (pid == 0) {
     if (::unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0) {
       ::_exit(100);
+    }
+    // As init does: no privileges, not dumpable, the system-call filter.
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || !install_syscall_filter()) {
+      ::_exit(101);
     }
     ProbeTargets targets;  // 192.0.2.1:443
     targets.host_socket = root_ + "/absent.sock";
@@ -155,6 +165,55 @@ TEST_F(SelfProbeTest, ReportsAChmodOfAProtectedPathAndAHostTerminal) {
     all += e + "\n";
   }
   EXPECT_EQ(all.find("the host's terminal"), std::string::npos) << all;
+}
+
+// Issue 26: the namespace's init, seen from a process the command could be. Sealed as `run`
+// seals it (not dumpable, the filter), init cannot be traced, its memory cannot be opened and
+// none of its descriptors can be taken; unsealed, the same probe reports it (where Yama does
+// not already forbid tracing a parent).
+TEST_F(SelfProbeTest, AnInitSealedAsRunSealsItCannotBeReached) {
+  const auto probe_from_child = [](bool sealed) {
+    const pid_t init = ::fork();
+    if (init == 0) {
+      if (::unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0) {
+        ::_exit(100);
+      }
+      if (sealed && (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+                     ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 || !install_syscall_filter())) {
+        ::_exit(101);
+      }
+      const int held = ::open("/dev/null", O_RDONLY);  // a descriptor for the probe to take
+      const pid_t command = ::fork();
+      if (command == 0) {
+        ProbeTargets targets;
+        targets.init_pid = static_cast<int>(::getppid());
+        for (const auto& escape : probe_fence(targets)) {
+          if (escape.find("namespace's init") != std::string::npos) {
+            std::fprintf(stderr, "escape: %s\n", escape.c_str());
+            ::_exit(1);
+          }
+        }
+        ::_exit(0);
+      }
+      int status = 0;
+      ::waitpid(command, &status, 0);
+      ::close(held);
+      ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 102);
+    }
+    int status = 0;
+    ::waitpid(init, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 103;
+  };
+  const int sealed = probe_from_child(true);
+  if (sealed == 100) {
+    GTEST_SKIP() << "cannot create a user namespace here";
+  }
+  EXPECT_EQ(sealed, 0) << "a sealed init was reachable (see the escape above)";
+  std::ifstream yama("/proc/sys/kernel/yama/ptrace_scope");
+  int scope = 0;
+  if (!(yama >> scope) || scope == 0) {
+    EXPECT_EQ(probe_from_child(false), 1) << "the probe did not see an unsealed init";
+  }
 }
 
 }  // namespace
