@@ -170,8 +170,8 @@ std::string init_escape(int init_pid) {
     return {};
   }
   std::string found;
-  if (::ptrace(PTRACE_ATTACH, init_pid, nullptr, nullptr) == 0) {
-    ::ptrace(PTRACE_DETACH, init_pid, nullptr, nullptr);
+  // PTRACE_SEIZE, not ATTACH: it stops nothing, and the probe's exit ends the trace.
+  if (::ptrace(PTRACE_SEIZE, init_pid, nullptr, nullptr) == 0) {
     found = "the namespace's init could be traced (ptrace)";
   }
   const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, init_pid, 0));

@@ -11,6 +11,7 @@
 #include <seccomp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -162,8 +163,10 @@ std::set<std::pair<std::uint32_t, std::uint32_t>> bound_unix_socket_inodes() {
            attribute = RTA_NEXT(attribute, attributes)) {
         if (attribute->rta_type == UNIX_DIAG_VFS &&
             RTA_PAYLOAD(attribute) >= sizeof(unix_diag_vfs)) {
+          // The kernel's own device number (major << 20 | minor), in stat()'s encoding.
           const auto* vfs = static_cast<const unix_diag_vfs*>(RTA_DATA(attribute));
-          out.emplace(vfs->udiag_vfs_dev, vfs->udiag_vfs_ino);
+          const dev_t device = makedev(vfs->udiag_vfs_dev >> 20, vfs->udiag_vfs_dev & 0xfffff);
+          out.emplace(static_cast<std::uint32_t>(device), vfs->udiag_vfs_ino);
         }
       }
     }
@@ -301,12 +304,26 @@ void make_and_answer(std::shared_ptr<UnixConnectGuard::State> state, Call call) 
   state->calls.fetch_sub(1);
 }
 
-void supervise(std::shared_ptr<UnixConnectGuard::State> state) {
+// The next notification; false when there is none to take (the caller died meanwhile, EINTR).
+// The kernel wants a zeroed buffer for each one: a fresh one from libseccomp's allocator.
+bool receive(int notify_fd, Call& call) {
   seccomp_notif* request = nullptr;
   seccomp_notif_resp* response = nullptr;
   if (seccomp_notify_alloc(&request, &response) != 0) {
-    return;
+    return false;
   }
+  const bool received = seccomp_notify_receive(notify_fd, request) == 0;
+  if (received) {
+    call.id = request->id;
+    call.pid = static_cast<pid_t>(request->pid);
+    call.nr = request->data.nr;
+    std::memcpy(call.args, request->data.args, sizeof call.args);
+  }
+  seccomp_notify_free(request, response);
+  return received;
+}
+
+void supervise(std::shared_ptr<UnixConnectGuard::State> state) {
   for (;;) {
     pollfd fds[2] = {{state->notify_fd, POLLIN, 0}, {state->stop_pipe[0], POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0) {
@@ -321,14 +338,10 @@ void supervise(std::shared_ptr<UnixConnectGuard::State> state) {
     if ((fds[0].revents & POLLIN) == 0) {
       continue;
     }
-    if (seccomp_notify_receive(state->notify_fd, request) != 0) {
-      continue;  // the caller died meanwhile (ENOENT), or EINTR
-    }
     Call call;
-    call.id = request->id;
-    call.pid = static_cast<pid_t>(request->pid);
-    call.nr = request->data.nr;
-    std::memcpy(call.args, request->data.args, sizeof call.args);
+    if (!receive(state->notify_fd, call)) {
+      continue;
+    }
     // A call may block (a blocking connect to a busy listener): each is made on a thread of its
     // own, so one does not hold up the others.
     if (state->calls.fetch_add(1) < kMaxCallThreads) {
@@ -341,7 +354,6 @@ void supervise(std::shared_ptr<UnixConnectGuard::State> state) {
     }
     make_and_answer(state, call);
   }
-  seccomp_notify_free(request, response);
 }
 
 }  // namespace

@@ -588,7 +588,7 @@ TEST_F(RunTest, SignalsAreForwardedToCmd) {
   Process term(run_argv({"--", "sh", "-c",
                          "trap 'echo got-term; exit 42' TERM; echo ready; "
                          "while :; do sleep 0.05; done"}),
-               environment(), root_ + "/term");
+               environment(), root_ + "/term", work_);
   ASSERT_TRUE(term.wait_for_output("ready"));
   ::kill(term.pid(), SIGTERM);
   auto o = term.wait(30s);
@@ -596,7 +596,7 @@ TEST_F(RunTest, SignalsAreForwardedToCmd) {
   EXPECT_NE(o.out.find("got-term"), std::string::npos) << describe(o);
 
   Process hup(run_argv({"--", "sh", "-c", "echo ready; exec sleep 30"}), environment(),
-              root_ + "/hup");
+              root_ + "/hup", work_);
   ASSERT_TRUE(hup.wait_for_output("ready"));
   ::kill(hup.pid(), SIGHUP);
   auto h = hup.wait(30s);
@@ -687,7 +687,7 @@ TEST_F(RunTest, ListedLocalhostPortsAreForwardedBothWays) {
       run_argv({"--allow-inbound-port", std::to_string(inbound), "--", "openssl", "s_server",
                 "-quiet", "-www", "-accept", "127.0.0.1:" + std::to_string(inbound), "-cert",
                 folder + "/server.pem", "-key", folder + "/server.key"}),
-      environment(), root_ + "/inbound");
+      environment(), root_ + "/inbound", work_);
   std::pair<int, std::string> reached{-1, ""};
   for (int i = 0; i < 100 && reached.first != 0; ++i) {
     std::this_thread::sleep_for(100ms);
@@ -730,7 +730,7 @@ TEST_F(RunTest, GitCloneOverSshGoesThroughTheGate) {
   Process process(
       run_argv({"--git-hosts", "gitlocal.test", "--ssh-ports", std::to_string(sshd.port()), "--",
                 "sh", "-c",
-                with_config + "git clone -q " + url + " " + work_ +
+                "export " + with_config + "; git clone -q " + url + " " + work_ +
                     "/clone && cd clone && echo inside > made-inside && git add made-inside && "
                     "git -c user.name=t -c user.email=t@t.invalid commit -q -m inside && "
                     "git push -q origin HEAD:refs/heads/from-inside"}),
@@ -799,7 +799,7 @@ TEST_F(RunTest, RunsAsAnUnprivilegedUser) {
        run_argv({"--", "sh", "-c", "id -u; " + curl_https("origin.test")}, bin + "/sandgate")) {
     argv.push_back(arg);
   }
-  Process process(argv, environment(), root_ + "/nobody");
+  Process process(argv, environment(), root_ + "/nobody", work_);
   auto o = process.wait();
   EXPECT_EQ(o.exit_code, 0) << describe(o);
   EXPECT_NE(o.out.find("s_server"), std::string::npos) << describe(o);
@@ -1592,9 +1592,9 @@ TEST_F(RunTest, TheNamespacesInitCannotBeTracedAndHoldsNoHostDescriptor) {
       "pidfd = libc.syscall(434, 1, 0)\n"
       "taken = [fd for fd in range(64) if libc.syscall(438, pidfd, fd, 0) >= 0]\n"
       "print('taken=%s' % taken)\n"
-      "for path in ['/proc/1/mem', '/proc/1/fd']:\n"
+      "for path in ['/proc/1/mem', '/proc/1/fd/0', '/proc/1/cwd']:\n"
       "    try:\n"
-      "        os.listdir(path) if path.endswith('fd') else open(path, 'rb')\n"
+      "        os.readlink(path) if not path.endswith('mem') else open(path, 'rb')\n"
       "        print(path + '=open')\n"
       "    except OSError as e:\n"
       "        print(path + '=errno%d' % e.errno)\n"
@@ -1614,7 +1614,8 @@ TEST_F(RunTest, TheNamespacesInitCannotBeTracedAndHoldsNoHostDescriptor) {
   EXPECT_EQ(o.out.find("attach=ok"), std::string::npos) << describe(o);
   EXPECT_NE(o.out.find("taken=[]"), std::string::npos) << describe(o);
   EXPECT_NE(o.out.find("/proc/1/mem=errno13"), std::string::npos) << describe(o);
-  EXPECT_NE(o.out.find("/proc/1/fd=errno13"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("/proc/1/fd/0=errno13"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("/proc/1/cwd=errno13"), std::string::npos) << describe(o);
   EXPECT_EQ(o.out.find("wrote="), std::string::npos) << describe(o);
   EXPECT_EQ(read_file(log).find("FORGED"), std::string::npos);
   EXPECT_NE(o.err.find("self-probe passed"), std::string::npos) << describe(o);
@@ -1810,15 +1811,14 @@ TEST_F(RunToolsTest, PipInstallsALocalPackageAndPytestRuns) {
   if (shell("/usr/bin/python3 -m pytest --version && /usr/bin/python3 -m pip --version").first != 0) {
     FAIL() << "Debian's python3-pytest and python3-pip are required";
   }
-  fs::create_directories(root_ + "/greet/greet");
-  std::ofstream(root_ + "/greet/setup.py")
+  fs::create_directories(work_ + "/vendor/greet/greet");
+  std::ofstream(work_ + "/vendor/greet/setup.py")
       << "from setuptools import setup\nsetup(name='greet', version='1.0', packages=['greet'])\n";
-  std::ofstream(root_ + "/greet/greet/__init__.py") << "def hello():\n    return 'hello'\n";
+  std::ofstream(work_ + "/vendor/greet/greet/__init__.py") << "def hello():\n    return 'hello'\n";
   std::ofstream(work_ + "/test_greet.py")
       << "import greet\n\ndef test_hello():\n    assert greet.hello() == 'hello'\n";
   auto o = run_script(
-      "/usr/bin/python3 -m pip install -q --no-index --no-build-isolation --target site " + root_ +
-      "/greet && PYTHONPATH=site /usr/bin/python3 -m pytest -q -p no:cacheprovider test_greet.py");
+      "/usr/bin/python3 -m pip install -q --no-index --no-build-isolation --target site vendor/greet && PYTHONPATH=site /usr/bin/python3 -m pytest -q -p no:cacheprovider test_greet.py");
   EXPECT_EQ(o.exit_code, 0) << describe(o);
   EXPECT_NE(o.out.find("1 passed"), std::string::npos) << describe(o);
 }
