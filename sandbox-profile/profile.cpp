@@ -153,11 +153,15 @@ void write_mach_rules(ProfileWriter& w) {
   w.line(text + ")");
 }
 
-void write_file_rules(ProfileWriter& w, const ProfileOptions& options) {
+// Reads everywhere but the devices that spy; writes in the writable folders.
+void write_read_and_write_rules(ProfileWriter& w, const ProfileOptions& options) {
   w.line(";; Reads: everything, for now. Denials of reads (secrets) belong right after this rule.");
   w.line("(allow file-read*)");
-  w.line(";; Except the packet-capture devices: as root, /dev/bpf* reads the host's traffic.");
+  w.line(";; Except the packet-capture devices (as root, /dev/bpf* reads the host's traffic),");
+  w.line(";; and the contents of terminals: reading another terminal of the user's would take the");
+  w.line(";; keys typed there (the command's own terminals are allowed again below).");
   w.line("(deny file-read* file-write* (regex #\"^/dev/bpf\"))");
+  w.line("(deny file-read-data file-write* (regex #\"^/dev/ttys[0-9]+$\"))");
 
   std::vector<std::string> writable;
   w.line(";; Writes: only in these folders.");
@@ -166,26 +170,38 @@ void write_file_rules(ProfileWriter& w, const ProfileOptions& options) {
     writable.push_back("(subpath " + w.quote(folder.path, "writable folder") + ")");
   }
   w.rule("allow file-write*", writable);
+}
+
+// The devices tools write to or set modes on, the command's terminals and its own ptys.
+void write_device_rules(ProfileWriter& w, const ProfileOptions& options) {
   w.line(";; Devices: data may be written to the null and zero devices, dtrace's helper (USDT");
-  w.line(";; probes of node and python), descriptors already held (/dev/fd, /dev/stdout), the");
-  w.line(";; controlling terminal and the terminals the command was given. No other device.");
-  std::vector<std::string> devices = {"(literal \"/dev/null\")", "(literal \"/dev/zero\")",
-                                      "(literal \"/dev/dtracehelper\")", "(literal \"/dev/tty\")"};
-  for (const auto& terminal : sorted_unique(options.terminals)) {
-    devices.push_back("(literal " + w.quote(terminal, "terminal") + ")");
+  w.line(";; probes of node and python), descriptors already held (/dev/fd, /dev/stdout) and the");
+  w.line(";; controlling terminal. No other device.");
+  w.line("(allow file-write-data");
+  for (const char* device : {"/dev/null", "/dev/zero", "/dev/dtracehelper", "/dev/tty"}) {
+    w.line(std::string(kIndent) + "(literal \"" + device + "\")");
   }
-  std::vector<std::string> ioctl_devices = devices;
-  devices.push_back("(subpath \"/dev/fd\")");
-  w.rule("allow file-write-data", devices);
-  w.rule("allow file-ioctl", ioctl_devices);
-  w.line(";; Pseudo-terminals the command makes itself (openpty: script, expect, node-pty): the");
-  w.line(";; new terminal carries the sandbox's pty extension; other terminals of the user do not.");
+  w.line(std::string(kIndent) + "(subpath \"/dev/fd\"))");
+  w.line("(allow file-ioctl (literal \"/dev/null\") (literal \"/dev/zero\") "
+         "(literal \"/dev/dtracehelper\") (literal \"/dev/tty\"))");
+  std::vector<std::string> terminals;
+  for (const auto& terminal : sorted_unique(options.terminals)) {
+    terminals.push_back("(literal " + w.quote(terminal, "terminal") + ")");
+  }
+  w.line(";; The terminals the command was started on (isatty, raw mode, its own input), and the");
+  w.line(";; pseudo-terminals it opens itself (openpty: script, expect, node-pty), which carry the");
+  w.line(";; sandbox's pty extension. Other terminals of the user's do not.");
+  w.rule("allow file-read* file-write-data file-ioctl", terminals);
   w.line("(allow pseudo-tty)");
-  w.line("(allow file-write-data file-ioctl (literal \"/dev/ptmx\"))");
-  w.line("(allow file-write-data file-ioctl");
+  w.line("(allow file-read* file-write-data file-ioctl (literal \"/dev/ptmx\"))");
+  w.line("(allow file-read* file-write-data file-ioctl");
   w.line(std::string(kIndent) +
          "(require-all (regex #\"^/dev/ttys[0-9]+$\") (extension \"com.apple.sandbox.pty\")))");
+}
 
+// The protected paths, denied inside the writable folders; the folders above them; hard links
+// and set-user-ID bits.
+void write_protected_rules(ProfileWriter& w, const ProfileOptions& options) {
   auto paths = profile_protected_paths(options);
   std::vector<ProtectedPath> always;
   std::vector<ProtectedPath> optional;
@@ -234,6 +250,12 @@ void write_file_rules(ProfileWriter& w, const ProfileOptions& options) {
   w.line(";; fall back to renaming or copying. No set-user-ID or set-group-ID bits either.");
   w.line("(deny file-link)");
   w.line("(deny file-write-setugid)");
+}
+
+void write_file_rules(ProfileWriter& w, const ProfileOptions& options) {
+  write_read_and_write_rules(w, options);
+  write_device_rules(w, options);
+  write_protected_rules(w, options);
 }
 
 void write_network_rules(ProfileWriter& w, const ProfileOptions& options) {
