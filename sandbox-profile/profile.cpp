@@ -182,14 +182,16 @@ void write_device_rules(ProfileWriter& w, const ProfileOptions& options) {
     w.line(std::string(kIndent) + "(literal \"" + device + "\")");
   }
   w.line(std::string(kIndent) + "(subpath \"/dev/fd\"))");
-  w.line("(allow file-ioctl (literal \"/dev/null\") (literal \"/dev/zero\") "
-         "(literal \"/dev/dtracehelper\") (literal \"/dev/tty\"))");
+  w.line(
+      "(allow file-ioctl (literal \"/dev/null\") (literal \"/dev/zero\") "
+      "(literal \"/dev/dtracehelper\") (literal \"/dev/tty\"))");
   std::vector<std::string> terminals;
   for (const auto& terminal : sorted_unique(options.terminals)) {
     terminals.push_back("(literal " + w.quote(terminal, "terminal") + ")");
   }
   w.line(";; The terminals the command was started on (isatty, raw mode, its own input), and the");
-  w.line(";; pseudo-terminals it opens itself (openpty: script, expect, node-pty), which carry the");
+  w.line(
+      ";; pseudo-terminals it opens itself (openpty: script, expect, node-pty), which carry the");
   w.line(";; sandbox's pty extension. Other terminals of the user's do not.");
   w.rule("allow file-read* file-write-data file-ioctl", terminals);
   w.line("(allow pseudo-tty)");
@@ -263,8 +265,9 @@ void write_network_rules(ProfileWriter& w, const ProfileOptions& options) {
   w.line(";; names; a resolver the command can query is a channel out (DNS queries). Sockets may");
   w.line(";; be made for unix, IPv4 and IPv6 only (no routing, kernel-control or link-layer");
   w.line(";; sockets); what they may reach is up to the rules after.");
-  w.line("(allow system-socket (socket-domain AF_UNIX) (socket-domain AF_INET) "
-         "(socket-domain AF_INET6))");
+  w.line(
+      "(allow system-socket (socket-domain AF_UNIX) (socket-domain AF_INET) "
+      "(socket-domain AF_INET6))");
   if (options.block_raw_sockets) {
     w.line(";; Raw IP sockets (GOOSE_SANDBOX_BLOCK_RAW_SOCKETS).");
     w.line("(deny system-socket (require-all (socket-domain AF_INET) (socket-type SOCK_RAW)))");
@@ -292,7 +295,8 @@ void write_network_rules(ProfileWriter& w, const ProfileOptions& options) {
   w.line(";; Unix sockets: only the gate's, the ssh agent's (SSH_AUTH_SOCK: it signs, it does not");
   w.line(";; connect anywhere) and those listed with --allow-unix-socket. Any other may belong to");
   w.line(";; a program that acts outside the sandbox: container and VM daemons, tmux, screen,");
-  w.line(";; terminals' and editors' servers, ssh ControlMaster, gpg's dirmngr. Matched by path at");
+  w.line(
+      ";; terminals' and editors' servers, ssh ControlMaster, gpg's dirmngr. Matched by path at");
   w.line(";; each connect: a socket that appears or is re-created after start is refused as well.");
   w.rule("allow network-outbound", sockets);
   w.line(";; Serving on a unix socket is local; where it may be created is up to the file rules.");
@@ -405,8 +409,7 @@ std::vector<WritableFolder> writable_folders(const ProfileOptions& options) {
   // and stays read-only.
   static const std::regex per_user_temp("^/private/var/folders/[^/]+/[^/]+/T$");
   if (std::regex_match(options.temp_dir, per_user_temp)) {
-    add(options.temp_dir.substr(0, options.temp_dir.size() - 1) + "C",
-        "the per-user cache folder");
+    add(options.temp_dir.substr(0, options.temp_dir.size() - 1) + "C", "the per-user cache folder");
   }
   add("/private/tmp", "/tmp, shared with the host");
   add("/private/var/tmp", "/var/tmp, shared with the host");

@@ -34,7 +34,7 @@
 namespace sandgate::sandbox {
 
 struct ProfileOptions {
-  std::string home;              // absolute and normal, e.g. "/Users/ada" ($HOME)
+  std::string home;  // absolute and normal, e.g. "/Users/ada" ($HOME)
   // The passwd entry's home (getpwuid's pw_dir), absolute and normal; "" or equal to `home`
   // when they agree. When HOME was changed, the real home's protected paths are protected too:
   // ssh, gpg, login shells and launchd find their files there, not in $HOME.
@@ -98,9 +98,16 @@ std::vector<WritableFolder> writable_folders(const ProfileOptions& options);
 // Homebrew, node-gyp, Yarn). A poisoned cache entry may be used by a later build outside the
 // sandbox: the price of builds that work.
 inline constexpr const char* kHomeCaches[] = {
-    "/.cache",          "/.npm",          "/.cargo/registry", "/.cargo/git",
-    "/go/pkg/mod",      "/.m2/repository", "/.gradle/caches",  "/.gradle/wrapper",
-    "/.local/share/pnpm", "/Library/Caches",
+    "/.cache",
+    "/.npm",
+    "/.cargo/registry",
+    "/.cargo/git",
+    "/go/pkg/mod",
+    "/.m2/repository",
+    "/.gradle/caches",
+    "/.gradle/wrapper",
+    "/.local/share/pnpm",
+    "/Library/Caches",
 };
 
 // A Mach service the command may look up, and why it needs it.
@@ -147,6 +154,5 @@ std::string case_folded_regex(const std::string& path, bool tree);
 // The executables denied when block_tunneling is on, matched by name anywhere: as an SBPL
 // regex, and as the names it matches (for documentation and tests).
 inline constexpr const char* kTunnelingRegex = "/(nc|ncat|netcat|socat|telnet)$";
-
 
 }  // namespace sandgate::sandbox

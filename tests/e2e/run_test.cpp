@@ -1558,8 +1558,7 @@ TEST_F(RunTest, ProfilePrintsTheSeatbeltProfileOrSaysWhatIsMissing) {
       fs::weakly_canonical(account->pw_dir).string() != home_ &&
       std::string(account->pw_dir) != "/") {
     const std::string real_home = fs::weakly_canonical(account->pw_dir).string();
-    EXPECT_NE(o.out.find("(literal \"" + real_home + "/.ssh/authorized_keys\")"),
-              std::string::npos)
+    EXPECT_NE(o.out.find("(literal \"" + real_home + "/.ssh/authorized_keys\")"), std::string::npos)
         << o.out;
   }
 

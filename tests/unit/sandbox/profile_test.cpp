@@ -185,9 +185,9 @@ TEST(Profile, DenyDefaultIsTheFirstRuleAndNothingAllowsEverything) {
       // wildcard such as file-write*, network* or mach-lookup would undo the default.
       if (form.items.size() == 2 && form.items[0].is_symbol("allow")) {
         static const std::set<std::string> bare = {
-            "process-exec",  "process-fork",         "sysctl-read",   "user-preference-read",
-            "file-read*",    "iokit-get-properties", "ipc-posix-shm", "ipc-posix-sem",
-            "pseudo-tty"};
+            "process-exec",         "process-fork",  "sysctl-read",
+            "user-preference-read", "file-read*",    "iokit-get-properties",
+            "ipc-posix-shm",        "ipc-posix-sem", "pseudo-tty"};
         EXPECT_EQ(bare.count(form.items[1].text), 1u) << form.print();
       }
     }
@@ -250,10 +250,10 @@ TEST(Profile, LaunchServicesAppleEventsAndLaunchdJobsAreNotAllowed) {
   const auto forms = parse(generate(base_options()));
   for (const auto& form : forms) {
     if (!form.items.empty() && form.items[0].is_symbol("allow")) {
-      for (const char* op : {"lsopen", "appleevent-send", "job-creation",
-                             "distributed-notification-post", "mach-register", "mach-host*",
-                             "mach-priv-task-port", "mach-task-name", "iokit-open",
-                             "user-preference-write", "system-kext-load", "nvram*"}) {
+      for (const char* op :
+           {"lsopen", "appleevent-send", "job-creation", "distributed-notification-post",
+            "mach-register", "mach-host*", "mach-priv-task-port", "mach-task-name", "iokit-open",
+            "user-preference-write", "system-kext-load", "nvram*"}) {
         EXPECT_FALSE(form.items[1].is_symbol(op)) << form.print();
       }
     }
@@ -359,7 +359,8 @@ bool names_operation(const std::string& named, const std::string& operation) {
   return named.ends_with("*") && operation.starts_with(named.substr(0, named.size() - 1));
 }
 
-bool allowed(const std::vector<Sexp>& forms, const std::string& operation, const std::string& path) {
+bool allowed(const std::vector<Sexp>& forms, const std::string& operation,
+             const std::string& path) {
   bool decision = false;
   for (const auto& form : forms) {
     if (form.items.size() < 2 || form.items[0].kind != Sexp::Kind::symbol) {
@@ -545,9 +546,9 @@ TEST(ProfileStructure, MachLookupIsExactlyTheDocumentedList) {
   for (const char* refused :
        {"com.apple.pasteboard.1", "com.apple.windowserver.active", "com.apple.dnssd.service",
         "com.apple.mDNSResponder", "com.apple.coreservices.launchservicesd",
-        "com.apple.coreservices.appleevents", "com.apple.nsurlsessiond",
-        "com.apple.cfprefsd.agent", "com.apple.SecurityServer", "com.apple.tccd",
-        "com.apple.distributed_notifications@Uv3", "com.apple.xpc.launchd.domain.system"}) {
+        "com.apple.coreservices.appleevents", "com.apple.nsurlsessiond", "com.apple.cfprefsd.agent",
+        "com.apple.SecurityServer", "com.apple.tccd", "com.apple.distributed_notifications@Uv3",
+        "com.apple.xpc.launchd.domain.system"}) {
     EXPECT_EQ(std::count(names.begin(), names.end(), refused), 0) << refused;
   }
 }
@@ -600,8 +601,8 @@ TEST(ProfileFiles, TheRealHomeIsProtectedWhenHomeWasChanged) {
   options.working_directory = "/Users/ada";  // the worst case: both homes writable
   const auto forms = parse(generate(options));
   for (const char* path : {"/Users/ada/.zshrc", "/Users/ada/.ssh/config", "/Users/ada/.gitconfig",
-                           "/Users/ada/Library/LaunchAgents/x.plist",
-                           "/Users/ada/scratch/.zshrc", "/Users/ada/scratch/.gitconfig"}) {
+                           "/Users/ada/Library/LaunchAgents/x.plist", "/Users/ada/scratch/.zshrc",
+                           "/Users/ada/scratch/.gitconfig"}) {
     EXPECT_FALSE(allowed(forms, "file-write-data", path)) << path;
   }
   EXPECT_TRUE(allowed(forms, "file-write-data", "/Users/ada/notes.txt"));
@@ -656,9 +657,9 @@ TEST(ProfileFiles, HardLinksAreDeniedEverywhere) {
   const auto forms = parse(generate(base_options()));
   const int deny = index_of(forms, "(deny file-link)");
   for (int i = deny + 1; i < static_cast<int>(forms.size()); ++i) {
-    EXPECT_FALSE(forms[i].items[0].is_symbol("allow") &&
-                 (forms[i].items[1].is_symbol("file-link") ||
-                  forms[i].items[1].is_symbol("file-write*")))
+    EXPECT_FALSE(
+        forms[i].items[0].is_symbol("allow") &&
+        (forms[i].items[1].is_symbol("file-link") || forms[i].items[1].is_symbol("file-write*")))
         << forms[i].print();
   }
 }

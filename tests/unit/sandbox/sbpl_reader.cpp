@@ -148,8 +148,8 @@ enum class Family { file, network, mach, signal, socket, exec, sysctl, bare };
 
 const std::set<std::string>& file_operations() {
   static const std::set<std::string> ops = {
-      "file-read*",        "file-read-data",    "file-write*",       "file-write-data", "file-ioctl", "file-link",
-      "file-write-create", "file-write-unlink", "file-write-setugid"};
+      "file-read*", "file-read-data",    "file-write*",       "file-write-data",   "file-ioctl",
+      "file-link",  "file-write-create", "file-write-unlink", "file-write-setugid"};
   return ops;
 }
 
