@@ -73,7 +73,7 @@ void add_sandbox_flags(CLI::App& command, sandgate::sandbox::SandboxFlags& flags
                    "--allow-unix-socket");
   command
       .add_option("--allow-write", flags.allow_writes,
-                  "Linux: also let the command write below PATH (repeatable)")
+                  "also let the command write below PATH (repeatable)")
       ->type_name("PATH")
       ->allow_extra_args(false);
   command.add_flag("--allow-local-bind", flags.allow_local_bind,

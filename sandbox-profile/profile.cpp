@@ -6,12 +6,14 @@
 // a later rule overrides an earlier one, whatever the specificity of their filters (a later
 // broad allow undoes an earlier narrow deny). A rule for a wildcard (file-write*, network*) is
 // a rule for each operation it names, at its place in the profile; an operation that no rule
-// matches falls back to `default`. The filters of one rule are alternatives (any one matches);
-// require-all makes a conjunction. Hence the layout: allow everything, deny what must not
-// happen, then re-allow the few exceptions to those denials, each after the denial it narrows.
+// matches falls back to `default`, which is deny. The filters of one rule are alternatives (any
+// one matches); require-all makes a conjunction. Hence the layout: deny everything, allow what
+// a command needs, then deny the exceptions inside those allows (protected paths inside the
+// writable folders, tunnelling tools among executables), each after the allow it narrows.
 #include "sandbox-profile/profile.hpp"
 
 #include <algorithm>
+#include <regex>
 #include <set>
 
 #include "sandbox-profile/protected_paths.hpp"
@@ -107,65 +109,121 @@ std::vector<std::string> path_filters(ProfileWriter& w, const std::vector<Protec
   return filters;
 }
 
-void write_delegation_rules(ProfileWriter& w) {
-  w.line(";; No help from outside the sandbox. (allow default) would let the command ask other");
-  w.line(";; programs to act for it, unconfined: Launch Services opens apps, documents and URLs");
-  w.line(";; (`open -a Terminal x.command`, `open https://...`), Apple events script other apps");
-  w.line(";; (`osascript -e 'tell app \"Terminal\" to do script ...'`), launchd starts jobs");
-  w.line(";; (`launchctl submit`, `launchctl bootstrap`), nsurlsessiond transfers for the caller.");
-  w.line(";; The Apple-events dispatcher is denied at lookup too, in case a sender's check is");
-  w.line(";; skipped. launchservicesd itself stays reachable: many tools ask it about file types");
-  w.line(";; and bundles, and it checks lsopen before it opens anything.");
-  w.line("(deny lsopen)");
-  w.line("(deny appleevent-send)");
-  w.line("(deny job-creation)");
-  std::vector<std::string> services;
-  for (const char* name : kDeniedMachServices) {
-    services.push_back("(global-name " + sbpl_quote(name) + ")");
-  }
-  w.rule("deny mach-lookup", services);
-  w.line(";; Signals only to processes in this sandbox: the gate and the user's other programs");
-  w.line(";; cannot be stopped or killed from inside.");
-  w.line("(deny signal)");
+void write_process_rules(ProfileWriter& w, const ProfileOptions& options) {
+  w.line(";; Processes: run programs and fork. Process information (proc_pidinfo, task_for_pid's");
+  w.line(";; inspection) and signals only within this sandbox: the gate and the user's other");
+  w.line(";; programs can be neither read nor stopped from inside. No task ports of other");
+  w.line(";; processes (mach-priv-task-port, mach-task-name): not allowed, so denied.");
+  w.line("(allow process-exec)");
+  w.line("(allow process-fork)");
+  w.line("(allow process-info* (target same-sandbox))");
   w.line("(allow signal (target same-sandbox))");
+  if (options.block_tunneling) {
+    w.line(
+        ";; Tunnelling tools wherever they are installed, by name "
+        "(GOOSE_SANDBOX_BLOCK_TUNNELING).");
+    w.line(std::string("(deny process-exec (regex #\"") + kTunnelingRegex + "\"))");
+  }
 }
 
-void write_file_rules(ProfileWriter& w, const ProfileOptions& options) {
-  auto paths = protected_paths(protection_inputs(options));
-  for (const auto& extra : options.resolved_spellings) {
-    const bool known = std::any_of(paths.begin(), paths.end(), [&](const ProtectedPath& p) {
-      return p.path == extra.path || (p.tree && is_within(extra.path, p.path));
-    });
-    if (!known) {
-      paths.push_back(extra);
-    }
+void write_system_rules(ProfileWriter& w) {
+  w.line(";; System information: sysctl reads (CPU count, OS version, the process table); no");
+  w.line(";; sysctl writes but kern.grade_cputype, which the JVM's CPU probe sets to read it.");
+  w.line(";; Preferences may be read, not written (cfprefsd is not reachable either). IOKit:");
+  w.line(";; registry properties may be read; no user client may be opened (no iokit-open).");
+  w.line("(allow sysctl-read)");
+  w.line("(allow sysctl-write (sysctl-name \"kern.grade_cputype\"))");
+  w.line("(allow user-preference-read)");
+  w.line("(allow iokit-get-properties)");
+  w.line(";; POSIX shared memory and semaphores: Node, Python's multiprocessing (SemLock).");
+  w.line("(allow ipc-posix-shm)");
+  w.line("(allow ipc-posix-sem)");
+}
+
+void write_mach_rules(ProfileWriter& w) {
+  w.line(";; Mach services: only these. Every other lookup is refused: the pasteboard, the window");
+  w.line(";; server, Bonjour and DNS (mDNSResponder: the gate resolves names), Launch Services");
+  w.line(";; (`open`), Apple events (`osascript`), launchd jobs, nsurlsessiond (transfers that");
+  w.line(";; bypass the gate), cfprefsd (preference writes), securityd (the keychain).");
+  std::string text = "(allow mach-lookup";
+  for (const auto& service : kAllowedMachServices) {
+    text += std::string("\n") + kIndent + ";; " + service.why + "\n" + kIndent + "(global-name " +
+            sbpl_quote(service.name) + ")";
   }
+  w.line(text + ")");
+}
+
+// Reads everywhere but the devices that spy; writes in the writable folders.
+void write_read_and_write_rules(ProfileWriter& w, const ProfileOptions& options) {
+  w.line(";; Reads: everything, for now. Denials of reads (secrets) belong right after this rule.");
+  w.line("(allow file-read*)");
+  w.line(";; Except the packet-capture devices (as root, /dev/bpf* reads the host's traffic),");
+  w.line(";; and the contents of terminals: reading another terminal of the user's would take the");
+  w.line(";; keys typed there (the command's own terminals are allowed again below).");
+  w.line("(deny file-read* file-write* (regex #\"^/dev/bpf\"))");
+  w.line("(deny file-read-data file-write* (regex #\"^/dev/ttys[0-9]+$\"))");
+
+  std::vector<std::string> writable;
+  w.line(";; Writes: only in these folders.");
+  for (const auto& folder : writable_folders(options)) {
+    w.line(";;   " + folder.why + ": " + printable(folder.path));
+    writable.push_back("(subpath " + w.quote(folder.path, "writable folder") + ")");
+  }
+  w.rule("allow file-write*", writable);
+}
+
+// The devices tools write to or set modes on, the command's terminals and its own ptys.
+void write_device_rules(ProfileWriter& w, const ProfileOptions& options) {
+  w.line(";; Devices: data may be written to the null and zero devices, dtrace's helper (USDT");
+  w.line(";; probes of node and python), descriptors already held (/dev/fd, /dev/stdout) and the");
+  w.line(";; controlling terminal. No other device.");
+  w.line("(allow file-write-data");
+  for (const char* device : {"/dev/null", "/dev/zero", "/dev/dtracehelper", "/dev/tty"}) {
+    w.line(std::string(kIndent) + "(literal \"" + device + "\")");
+  }
+  w.line(std::string(kIndent) + "(subpath \"/dev/fd\"))");
+  w.line(
+      "(allow file-ioctl (literal \"/dev/null\") (literal \"/dev/zero\") "
+      "(literal \"/dev/dtracehelper\") (literal \"/dev/tty\"))");
+  std::vector<std::string> terminals;
+  for (const auto& terminal : sorted_unique(options.terminals)) {
+    terminals.push_back("(literal " + w.quote(terminal, "terminal") + ")");
+  }
+  w.line(";; The terminals the command was started on (isatty, raw mode, its own input), and the");
+  w.line(
+      ";; pseudo-terminals it opens itself (openpty: script, expect, node-pty), which carry the");
+  w.line(";; sandbox's pty extension. Other terminals of the user's do not.");
+  w.rule("allow file-read* file-write-data file-ioctl", terminals);
+  w.line("(allow pseudo-tty)");
+  w.line("(allow file-read* file-write-data file-ioctl (literal \"/dev/ptmx\"))");
+  w.line("(allow file-read* file-write-data file-ioctl");
+  w.line(std::string(kIndent) +
+         "(require-all (regex #\"^/dev/ttys[0-9]+$\") (extension \"com.apple.sandbox.pty\")))");
+}
+
+// The protected paths, denied inside the writable folders; the folders above them; hard links
+// and set-user-ID bits.
+void write_protected_rules(ProfileWriter& w, const ProfileOptions& options) {
+  auto paths = profile_protected_paths(options);
   std::vector<ProtectedPath> always;
   std::vector<ProtectedPath> optional;
   for (const auto& p : paths) {
     (p.always ? always : optional).push_back(p);
   }
   const auto always_filters = path_filters(w, always, "gate file");
-  w.line(";; Writes: the gate's own configuration and executables, whatever the settings say.");
-  w.line(";; They decide where this sandbox may connect, and sandgate reloads its lists live.");
+  w.line(";; Never written, inside the writable folders too: the gate's own configuration and");
+  w.line(";; executables, whatever the settings say (they decide where this sandbox may connect,");
+  w.line(";; and sandgate reloads its lists live), and the sockets the command may connect to.");
   w.rule("deny file-write*", always_filters);
   std::vector<std::string> optional_filters;
   if (!optional.empty()) {
     optional_filters = path_filters(w, optional, "protected path");
-    w.line(";; Writes: every place that runs code later, outside the sandbox");
+    w.line(";; Never written: every place that runs code later, outside the sandbox");
     w.line(";; (GOOSE_SANDBOX_PROTECT_FILES): shell start-up files, git's configuration and this");
     w.line(";; repository's hooks and config, keys and configuration in ~/.ssh and ~/.gnupg,");
     w.line(";; LaunchAgents, PATH folders, cron and launchd's system folders, goose's config.");
     w.rule("deny file-write*", optional_filters);
   }
-
-  // A hard link to a protected file is another name for it that no rule above covers (Seatbelt
-  // matches names, not files): `ln ~/.zshrc x; echo ... >> x`. file-link is checked against the
-  // file being linked.
-  std::vector<std::string> link_filters = always_filters;
-  link_filters.insert(link_filters.end(), optional_filters.begin(), optional_filters.end());
-  w.line(";; No hard links to protected files: a second name would escape the rules above.");
-  w.rule("deny file-link", link_filters);
 
   // The folders above a protected path may be neither renamed nor removed (mv ~/.config ~/x;
   // edit ~/x/goose/...; mv ~/x ~/.config), nor created when missing: a missing ~/.config made a
@@ -188,12 +246,33 @@ void write_file_rules(ProfileWriter& w, const ProfileOptions& options) {
   }
   w.line(";; Folders above protected paths may not be created, renamed or removed.");
   w.rule("deny file-write-create file-write-unlink", path_filters(w, above, "folder"));
+
+  w.line(";; No hard links at all: a link made in a writable folder to a file outside would be a");
+  w.line(";; writable second name for it (Seatbelt matches names, not files). Git, cargo and pnpm");
+  w.line(";; fall back to renaming or copying. No set-user-ID or set-group-ID bits either.");
+  w.line("(deny file-link)");
+  w.line("(deny file-write-setugid)");
+}
+
+void write_file_rules(ProfileWriter& w, const ProfileOptions& options) {
+  write_read_and_write_rules(w, options);
+  write_device_rules(w, options);
+  write_protected_rules(w, options);
 }
 
 void write_network_rules(ProfileWriter& w, const ProfileOptions& options) {
-  w.line(";; Network: nothing at all, then the exceptions below. No mDNSResponder: the gate");
-  w.line(";; resolves names; a resolver the command can query is a channel out (DNS queries).");
-  w.line("(deny network*)");
+  w.line(";; Network: nothing but the exceptions below. No mDNSResponder: the gate resolves");
+  w.line(";; names; a resolver the command can query is a channel out (DNS queries). Sockets may");
+  w.line(";; be made for unix, IPv4 and IPv6 only (no routing, kernel-control or link-layer");
+  w.line(";; sockets); what they may reach is up to the rules after.");
+  w.line(
+      "(allow system-socket (socket-domain AF_UNIX) (socket-domain AF_INET) "
+      "(socket-domain AF_INET6))");
+  if (options.block_raw_sockets) {
+    w.line(";; Raw IP sockets (GOOSE_SANDBOX_BLOCK_RAW_SOCKETS).");
+    w.line("(deny system-socket (require-all (socket-domain AF_INET) (socket-type SOCK_RAW)))");
+    w.line("(deny system-socket (require-all (socket-domain AF_INET6) (socket-type SOCK_RAW)))");
+  }
 
   // Unix sockets: an allow-list.
   std::vector<std::string> sockets;
@@ -216,7 +295,9 @@ void write_network_rules(ProfileWriter& w, const ProfileOptions& options) {
   w.line(";; Unix sockets: only the gate's, the ssh agent's (SSH_AUTH_SOCK: it signs, it does not");
   w.line(";; connect anywhere) and those listed with --allow-unix-socket. Any other may belong to");
   w.line(";; a program that acts outside the sandbox: container and VM daemons, tmux, screen,");
-  w.line(";; terminals' and editors' servers, ssh ControlMaster, gpg's dirmngr.");
+  w.line(
+      ";; terminals' and editors' servers, ssh ControlMaster, gpg's dirmngr. Matched by path at");
+  w.line(";; each connect: a socket that appears or is re-created after start is refused as well.");
   w.rule("allow network-outbound", sockets);
   w.line(";; Serving on a unix socket is local; where it may be created is up to the file rules.");
   w.line("(allow network-bind (local unix-socket (path-regex #\"^/\")))");
@@ -280,6 +361,67 @@ std::string case_folded_regex(const std::string& path, bool tree) {
   return out;
 }
 
+std::vector<ProtectedPath> profile_protected_paths(const ProfileOptions& options) {
+  std::vector<ProtectedPath> paths = protected_paths(protection_inputs(options));
+  const auto add = [&paths](const ProtectedPath& extra) {
+    const bool known = std::any_of(paths.begin(), paths.end(), [&](const ProtectedPath& p) {
+      return p.path == extra.path || (p.tree && is_within(extra.path, p.path));
+    });
+    if (!known) {
+      paths.push_back(extra);
+    }
+  };
+  if (!options.real_home.empty() && options.real_home != options.home) {
+    ProtectionInputs real = protection_inputs(options);
+    real.home = options.real_home;
+    real.gate_files.clear();
+    for (const auto& p : protected_paths(real)) {
+      add(p);
+    }
+  }
+  for (const auto& extra : options.resolved_spellings) {
+    add(extra);
+  }
+  for (const std::string* socket : {&options.gate_unix_socket, &options.ssh_auth_sock}) {
+    if (!socket->empty()) {
+      add({*socket, false, true});
+    }
+  }
+  return paths;
+}
+
+std::vector<WritableFolder> writable_folders(const ProfileOptions& options) {
+  std::vector<WritableFolder> out;
+  const auto add = [&out](const std::string& path, const std::string& why) {
+    const bool known = std::any_of(out.begin(), out.end(),
+                                   [&](const WritableFolder& f) { return f.path == path; });
+    if (!path.empty() && path != "/" && !known) {
+      out.push_back({path, why});
+    }
+  };
+  add(options.working_directory, "the working folder");
+  for (const auto& dir : options.git_dirs) {
+    add(dir, "the repository's git folder");
+  }
+  add(options.temp_dir, "$TMPDIR");
+  // $TMPDIR is /private/var/folders/XX/YYYY/T: its sibling C is the per-user cache folder
+  // (confstr's _CS_DARWIN_USER_CACHE_DIR). The other sibling, 0, holds system services' files
+  // and stays read-only.
+  static const std::regex per_user_temp("^/private/var/folders/[^/]+/[^/]+/T$");
+  if (std::regex_match(options.temp_dir, per_user_temp)) {
+    add(options.temp_dir.substr(0, options.temp_dir.size() - 1) + "C", "the per-user cache folder");
+  }
+  add("/private/tmp", "/tmp, shared with the host");
+  add("/private/var/tmp", "/var/tmp, shared with the host");
+  for (const auto& cache : options.home_caches) {
+    add(cache, "a download cache");
+  }
+  for (const auto& path : sorted_unique(options.allow_writes)) {
+    add(path, "--allow-write");
+  }
+  return out;
+}
+
 ProtectionInputs protection_inputs(const ProfileOptions& options) {
   ProtectionInputs inputs;
   inputs.home = options.home;
@@ -309,37 +451,38 @@ Expected<std::string, std::string> generate_profile(const ProfileOptions& option
   }
 
   ProfileWriter w;
-  // The home folder is checked first so that its error is the one reported.
+  // The home folder is checked first so that its error is the one reported, then the sockets
+  // (they appear among the protected paths too, under a vaguer name).
   w.quote(options.home, "home folder");
+  if (!options.real_home.empty()) {
+    w.quote(options.real_home, "the passwd entry's home folder");
+  }
+  if (!options.gate_unix_socket.empty()) {
+    w.quote(options.gate_unix_socket, "the gate's socket");
+  }
+  if (!options.ssh_auth_sock.empty()) {
+    w.quote(options.ssh_auth_sock, "SSH_AUTH_SOCK");
+  }
   const std::string gate = options.proxy_port != 0
                                ? "127.0.0.1:" + std::to_string(options.proxy_port)
                                : std::string("its unix socket");
   w.line(";; sandgate's Seatbelt profile (SBPL), made by `sandgate profile`. Use:");
   w.line(";;   sandbox-exec -p \"$(cat THIS_FILE)\" COMMAND [ARGS...]");
-  w.line(";; with the gate listening on " + gate + ". For one operation, a later rule");
-  w.line(";; overrides an earlier one (libsandbox tries the most recent rule first): each deny");
-  w.line(";; narrows the allow before it, each allow after a deny is an exception to it.");
+  w.line(";; with the gate listening on " + gate + ". Deny-default: what no rule");
+  w.line(";; allows is refused. For one operation, a later rule overrides an earlier one");
+  w.line(";; (libsandbox tries the most recent rule first): each deny after an allow narrows it.");
   w.line("(version 1)");
-  w.line("(allow default)");
+  w.line("(deny default)");
   w.blank();
-  write_delegation_rules(w);
+  write_process_rules(w, options);
+  w.blank();
+  write_system_rules(w);
+  w.blank();
+  write_mach_rules(w);
   w.blank();
   write_file_rules(w, options);
   w.blank();
   write_network_rules(w, options);
-  w.blank();
-  if (options.block_raw_sockets) {
-    w.line(";; Raw IP sockets (GOOSE_SANDBOX_BLOCK_RAW_SOCKETS).");
-    w.line("(deny system-socket (require-all (socket-domain AF_INET) (socket-type SOCK_RAW)))");
-    w.line("(deny system-socket (require-all (socket-domain AF_INET6) (socket-type SOCK_RAW)))");
-  }
-  if (options.block_tunneling) {
-    w.line(
-        ";; Tunnelling tools wherever they are installed, by name "
-        "(GOOSE_SANDBOX_BLOCK_TUNNELING).");
-    w.line(std::string("(deny process-exec (regex #\"") + kTunnelingRegex + "\"))");
-  }
-  w.line("(deny system-kext-load)");
   if (!w.error().empty()) {
     return Unexpected{w.error()};
   }

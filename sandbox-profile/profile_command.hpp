@@ -25,7 +25,8 @@ struct ProfileRequest {
 
 // Writes the profile to `out`. Exit status: 0, or 2 (message on `err`) when there is neither a
 // port nor a socket, or a path cannot be represented in SBPL. Reads the working folder, PATH,
-// SSH_AUTH_SOCK and the file system (see profile_options()).
+// TMPDIR, SSH_AUTH_SOCK, the passwd entry, the terminals on 0-2 and the file system (see
+// profile_options()).
 int run_profile(const ProfileRequest& request, std::ostream& out, std::ostream& err);
 
 }  // namespace sandgate::sandbox

@@ -11,8 +11,10 @@
 //           unix_sockets.hpp); a self-probe from inside must fail before CMD starts
 //           (self_probe.hpp); --allow-localhost-port and --allow-inbound-port ports are
 //           forwarded between the host's loopback and the namespace's (port_forwarder.hpp).
-//   macOS:  CMD runs under sandbox-exec with the profile of profile.hpp (passed inline); if
-//           /usr/bin/sandbox-exec is missing, nothing is started.
+//   macOS:  CMD runs under sandbox-exec with the deny-default profile of profile.hpp (passed
+//           inline): writes only in its writable folders, an allow-list of Mach services, the
+//           gate's port and the listed unix sockets; if /usr/bin/sandbox-exec is missing,
+//           nothing is started.
 //   --no-isolation: the proxy variables only, with a loud warning.
 //
 // The files: run_confined.cpp (this entry point, and the host-side variants), run_isolated.cpp

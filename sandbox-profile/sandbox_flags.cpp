@@ -1,6 +1,12 @@
 // The shared flags. See sandbox_flags.hpp.
 #include "sandbox-profile/sandbox_flags.hpp"
 
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <system_error>
 
@@ -37,11 +43,64 @@ std::string resolved_path(const std::string& path) {
   return text;
 }
 
+namespace {
+
+// The passwd entry's home for this user, resolved; "" when there is none.
+std::string account_home() {
+  const passwd* account = ::getpwuid(::geteuid());
+  if (account == nullptr || account->pw_dir == nullptr || account->pw_dir[0] != '/') {
+    return {};
+  }
+  return resolved_path(account->pw_dir);
+}
+
+// kHomeCaches below `home` that exist as folders, not links: a link would grant its target.
+std::vector<std::string> existing_home_caches(const std::string& home) {
+  std::vector<std::string> out;
+  if (home.empty() || home == "/") {
+    return out;
+  }
+  for (const char* name : kHomeCaches) {
+    const std::string path = home + name;
+    struct stat info {};
+    if (::lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+      out.push_back(path);
+    }
+  }
+  return out;
+}
+
+// The terminals on standard input, output and error, resolved, without duplicates.
+std::vector<std::string> inherited_terminals() {
+  std::vector<std::string> out;
+  for (int fd = 0; fd <= 2; ++fd) {
+    const char* name = ::isatty(fd) != 0 ? ::ttyname(fd) : nullptr;
+    if (name != nullptr && name[0] == '/') {
+      std::string path = resolved_path(name);
+      if (std::find(out.begin(), out.end(), path) == out.end()) {
+        out.push_back(std::move(path));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 ProfileOptions profile_options(const SandboxSettings& sandbox, const GateView& gate,
                                const SandboxFlags& flags, std::uint16_t proxy_port,
                                const std::string& home, const std::string& ssh_auth_sock) {
   ProfileOptions options;
   options.home = resolved_path(home);
+  options.real_home = account_home();
+  if (const char* tmpdir = std::getenv("TMPDIR"); tmpdir != nullptr && tmpdir[0] != '\0') {
+    options.temp_dir = resolved_path(tmpdir);
+  }
+  for (const auto& path : flags.allow_writes) {
+    options.allow_writes.push_back(resolved_path(path));
+  }
+  options.home_caches = existing_home_caches(options.home);
+  options.terminals = inherited_terminals();
   options.proxy_port = proxy_port;
   options.allow_localhost_ports = flags.allow_localhost_ports;
   options.allow_inbound_ports = flags.allow_inbound_ports;
@@ -67,7 +126,7 @@ ProfileOptions profile_options(const SandboxSettings& sandbox, const GateView& g
   options.git_dirs = inputs.git_dirs;
   options.path_entries = inputs.path_entries;
   options.own_executables = inputs.own_executables;
-  options.resolved_spellings = resolved_spellings(protected_paths(protection_inputs(options)));
+  options.resolved_spellings = resolved_spellings(profile_protected_paths(options));
   return options;
 }
 

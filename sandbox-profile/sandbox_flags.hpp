@@ -17,8 +17,8 @@ struct SandboxFlags {
   std::vector<std::uint16_t> allow_inbound_ports;    // --allow-inbound-port N (repeatable)
   std::vector<std::string> allow_unix_sockets;       // --allow-unix-socket PATH (repeatable)
   bool strict_unix_sockets = false;                  // --strict-unix-sockets
-  // --allow-write PATH (repeatable; Linux): writable for the command besides the working folder,
-  // the home and the temporary folders (protected paths stay read-only).
+  // --allow-write PATH (repeatable): writable for the command besides the working folder, the
+  // home's caches and the temporary folders (protected paths stay read-only).
   std::vector<std::string> allow_writes;
   // --allow-local-bind (macOS profile): serve on and connect to any localhost port.
   bool allow_local_bind = false;
@@ -34,9 +34,11 @@ std::vector<std::string> gate_files(const GateView& gate);
 std::string resolved_path(const std::string& path);
 
 // The profile's options for a gate on `proxy_port` (0: only on the gate's unix socket), from the
-// sandbox's settings (the three toggles), the gate's files and socket, the flags, `home` and `ssh_auth_sock` (both as the environment gives them; resolved here), and
-// what this process and the file system say: the working folder and its git repository, PATH,
-// sandgate's executables, the resolved spellings of protected paths behind symbolic links. An
+// sandbox's settings (the three toggles), the gate's files and socket, the flags, `home` and
+// `ssh_auth_sock` (both as the environment gives them; resolved here), and what this process and
+// the file system say: the working folder and its git repository, PATH, sandgate's executables,
+// the resolved spellings of protected paths behind symbolic links, the passwd entry's home,
+// $TMPDIR, the home's caches that exist, the inherited terminals. An
 // --allow-unix-socket path that is a folder allows every socket below it.
 ProfileOptions profile_options(const SandboxSettings& sandbox, const GateView& gate,
                                const SandboxFlags& flags, std::uint16_t proxy_port,

@@ -1872,6 +1872,17 @@ TEST_F(RunTest, ProfilePrintsTheSeatbeltProfileOrSaysWhatIsMissing) {
   EXPECT_NE(o.out.find("(allow network-outbound (remote ip \"localhost:4321\"))"),
             std::string::npos);
   EXPECT_NE(o.out.find("(literal \"" + home_ + "/.ssh/authorized_keys\")"), std::string::npos);
+  // Deny-default, and HOME here is a scratch folder: the passwd entry's home is protected too.
+  EXPECT_NE(o.out.find("\n(version 1)\n(deny default)\n"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("(allow default)"), std::string::npos) << o.out;
+  if (const passwd* account = ::getpwuid(::geteuid());
+      account != nullptr && account->pw_dir != nullptr &&
+      fs::weakly_canonical(account->pw_dir).string() != home_ &&
+      std::string(account->pw_dir) != "/") {
+    const std::string real_home = fs::weakly_canonical(account->pw_dir).string();
+    EXPECT_NE(o.out.find("(literal \"" + real_home + "/.ssh/authorized_keys\")"), std::string::npos)
+        << o.out;
+  }
 
   Process no_port({kBinDir + "/sandgate", "profile", "--listen", "127.0.0.1:0"}, environment(),
                   root_ + "/profile-no-port");

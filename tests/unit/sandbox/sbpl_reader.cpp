@@ -144,11 +144,12 @@ void collect_strings(const Sexp& form, std::vector<std::string>& out) {
 
 // --- the vocabulary ---------------------------------------------------------------------------
 
-enum class Family { file, network, mach, signal, socket, exec, bare };
+enum class Family { file, network, mach, signal, socket, exec, sysctl, bare };
 
 const std::set<std::string>& file_operations() {
-  static const std::set<std::string> ops = {"file-write*", "file-link", "file-write-create",
-                                            "file-write-unlink"};
+  static const std::set<std::string> ops = {
+      "file-read*", "file-read-data",    "file-write*",       "file-write-data",   "file-ioctl",
+      "file-link",  "file-write-create", "file-write-unlink", "file-write-setugid"};
   return ops;
 }
 
@@ -160,14 +161,18 @@ bool family_of(const std::string& op, Family& family) {
     family = Family::network;
   } else if (op == "mach-lookup") {
     family = Family::mach;
-  } else if (op == "signal") {
+  } else if (op == "signal" || op == "process-info*") {
     family = Family::signal;
   } else if (op == "system-socket") {
     family = Family::socket;
   } else if (op == "process-exec") {
     family = Family::exec;
-  } else if (op == "default" || op == "lsopen" || op == "appleevent-send" || op == "job-creation" ||
-             op == "system-kext-load") {
+  } else if (op == "sysctl-read" || op == "sysctl-write") {
+    family = Family::sysctl;
+  } else if (op == "default" || op == "process-fork" || op == "user-preference-read" ||
+             op == "iokit-get-properties" || op == "ipc-posix-shm" || op == "ipc-posix-sem" ||
+             op == "pseudo-tty" || op == "lsopen" || op == "appleevent-send" ||
+             op == "job-creation" || op == "system-kext-load") {
     family = Family::bare;
   } else {
     return false;
@@ -249,6 +254,26 @@ std::string check_filter(const Sexp& filter, Family family) {
       if (name == "regex" && filter.items.size() == 2) {
         return check_regex(filter.items[1]);
       }
+      if (name == "require-all" && filter.items.size() >= 3) {
+        // Only (regex ...) and (extension "NAME") parts: the pty rule.
+        for (std::size_t i = 1; i < filter.items.size(); ++i) {
+          const Sexp& part = filter.items[i];
+          if (part.items.size() == 2 && part.items[0].is_symbol("regex")) {
+            if (auto problem = check_regex(part.items[1]); !problem.empty()) {
+              return problem;
+            }
+          } else if (!(part.items.size() == 2 && part.items[0].is_symbol("extension") &&
+                       part.items[1].kind == Sexp::Kind::string)) {
+            return "unknown file filter " + part.print();
+          }
+        }
+        return {};
+      }
+      break;
+    case Family::sysctl:
+      if (name == "sysctl-name") {
+        return one_string(filter) ? std::string() : "sysctl-name takes one string";
+      }
       break;
     case Family::exec:
       if (name == "regex" && filter.items.size() == 2) {
@@ -277,6 +302,11 @@ std::string check_filter(const Sexp& filter, Family family) {
       }
       break;
     case Family::socket:
+      if (name == "socket-domain" && filter.items.size() == 2 &&
+          (filter.items[1].is_symbol("AF_UNIX") || filter.items[1].is_symbol("AF_INET") ||
+           filter.items[1].is_symbol("AF_INET6"))) {
+        return {};
+      }
       if (name == "require-all") {
         for (std::size_t i = 1; i < filter.items.size(); ++i) {
           const Sexp& part = filter.items[i];
