@@ -221,43 +221,6 @@ std::vector<ProtectedPath> nested_git_paths(const std::vector<std::string>& git_
   return out;
 }
 
-// The working folder is writable, so started in the home folder (or a folder above it) the
-// command could write every place there that runs code later and that no list names: a Python
-// user-site .pth, an editor's or a package manager's configuration, a direnvrc. That is refused
-// unless the user gives the folder with --allow-write, and so takes it knowingly. `/` itself is
-// never writable: started there, nothing is.
-Expected<bool, std::string> refuse_home_as_working_folder(
-    const std::string& working_folder, const std::string& home,
-    const std::vector<std::string>& allow_writes) {
-  if (working_folder.empty() || working_folder == "/") {
-    return true;
-  }
-  std::vector<std::string> homes = {home};
-  if (const passwd* account = ::getpwuid(::geteuid());
-      account != nullptr && account->pw_dir != nullptr && account->pw_dir[0] == '/') {
-    homes.push_back(resolved_path(account->pw_dir));
-  }
-  for (const auto& one : homes) {
-    if (one.empty() || one == "/" || !is_within(one, working_folder)) {
-      continue;
-    }
-    if (std::find(allow_writes.begin(), allow_writes.end(), working_folder) != allow_writes.end()) {
-      say("warning: the working folder " + working_folder + " holds the home folder " + one +
-          " and was given with --allow-write: the command may write everything in it that is not "
-          "protected, including places that run code later (a Python .pth, editor and package "
-          "manager configuration)");
-      return true;
-    }
-    return Unexpected{"refusing to confine a command in " + working_folder +
-                      ": it is the home folder " + (one == working_folder ? "" : "or above it ") +
-                      "(" + one +
-                      "), and the working folder is writable inside, so the command could plant "
-                      "code for programs you run later (a Python .pth, .vimrc, .npmrc). Run it "
-                      "from a project folder, or give --allow-write " + working_folder +
-                      " to accept that"};
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -302,10 +265,6 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
   std::vector<std::string> allow_writes;
   for (const auto& path : options.flags.allow_writes) {
     allow_writes.push_back(resolved_path(path));
-  }
-  if (auto refused = refuse_home_as_working_folder(out.working_folder, home, allow_writes);
-      !refused) {
-    return Unexpected{refused.error()};
   }
   std::vector<std::string> keep;
   for (const auto& path : {home, out.working_folder}) {

@@ -12,12 +12,14 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 
 #include "sandbox-profile/child_environment.hpp"
 #include "sandbox-profile/fd_passing.hpp"
 #include "sandbox-profile/profile.hpp"
 #include "sandbox-profile/run_support.hpp"
+#include "sandbox-profile/sandbox_flags.hpp"
 
 #ifdef __linux__
 #include "sandbox-profile/run_isolated.hpp"
@@ -89,6 +91,20 @@ int run_confined(const RunOptions& options, GateHandle& gate) {
         "at the gate; anything that ignores them (curl --noproxy, raw sockets, most non-HTTP "
         "clients) reaches the network directly.");
     return run_on_host(options, gate, {});
+  }
+  {
+    std::error_code ec;
+    std::vector<std::string> allow_writes;
+    for (const auto& path : options.flags.allow_writes) {
+      allow_writes.push_back(resolved_path(path));
+    }
+    if (auto refused = refuse_home_as_working_folder(
+            resolved_path(std::filesystem::current_path(ec).string()), resolved_path(options.home),
+            allow_writes);
+        !refused) {
+      say(refused.error());
+      return kRunFailed;
+    }
   }
 #ifdef __linux__
   return run_isolated(options, gate);

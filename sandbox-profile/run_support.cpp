@@ -1,6 +1,7 @@
 // Exec image, signals and supervision for `sandgate run`. See run_support.hpp.
 #include "sandbox-profile/run_support.hpp"
 
+#include <pwd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <iostream>
 
 #include "sandbox-profile/protected_paths.hpp"
+#include "sandbox-profile/sandbox_flags.hpp"
 #include "sandbox-profile/run_confined.hpp"
 
 #ifdef __APPLE__
@@ -179,6 +181,39 @@ bool within_any(const std::string& path, const std::vector<std::string>& folders
     }
   }
   return false;
+}
+
+Expected<bool, std::string> refuse_home_as_working_folder(const std::string& working_folder,
+                                                          const std::string& home,
+                                                          const std::vector<std::string>& allow_writes) {
+  if (working_folder.empty() || working_folder == "/") {
+    return true;
+  }
+  std::vector<std::string> homes = {home};
+  if (const passwd* account = ::getpwuid(::geteuid());
+      account != nullptr && account->pw_dir != nullptr && account->pw_dir[0] == '/') {
+    homes.push_back(resolved_path(account->pw_dir));
+  }
+  for (const auto& one : homes) {
+    if (one.empty() || one == "/" || !is_within(one, working_folder)) {
+      continue;
+    }
+    if (std::find(allow_writes.begin(), allow_writes.end(), working_folder) != allow_writes.end()) {
+      say("warning: the working folder " + working_folder + " holds the home folder " + one +
+          " and was given with --allow-write: the command may write everything in it that is not "
+          "protected, including places that run code later (a Python .pth, editor and package "
+          "manager configuration)");
+      return true;
+    }
+    return Unexpected{"refusing to confine a command in " + working_folder +
+                      ": it is the home folder " + (one == working_folder ? "" : "or above it ") +
+                      "(" + one +
+                      "), and the working folder is writable inside, so the command could plant "
+                      "code for programs you run later (a Python .pth, .vimrc, .npmrc). Run it "
+                      "from a project folder, or give --allow-write " + working_folder +
+                      " to accept that"};
+  }
+  return true;
 }
 
 }  // namespace sandgate::sandbox

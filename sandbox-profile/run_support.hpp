@@ -3,6 +3,8 @@
 // Internal to `sandgate run` (sandbox-profile/run_*.cpp).
 #pragma once
 
+#include "rules/expected.hpp"
+
 #include <signal.h>
 #include <sys/types.h>
 
@@ -80,5 +82,15 @@ bool is_folder(const std::string& path);
 bool exists(const std::string& path);
 // True when `path` is one of `folders` or lies below one.
 bool within_any(const std::string& path, const std::vector<std::string>& folders);
+
+// The working folder is writable inside, so started in the home folder (or a folder above it)
+// the command could write every place there that runs code later and that no list names: a
+// Python user-site .pth, an editor's or a package manager's configuration, a direnvrc. That is
+// refused (the error says so and what to do) unless the user gave the folder with --allow-write
+// (`allow_writes`, resolved), and so takes it knowingly; then a warning is said. `/` itself is
+// never writable: started there, nothing is. Checks $HOME (`home`) and the passwd entry's home.
+Expected<bool, std::string> refuse_home_as_working_folder(const std::string& working_folder,
+                                                          const std::string& home,
+                                                          const std::vector<std::string>& allow_writes);
 
 }  // namespace sandgate::sandbox
