@@ -18,8 +18,8 @@
 #include "proxy/commands/sandbox_view.hpp"
 #include "proxy/commands/serve.hpp"
 #include "proxy/settings/settings.hpp"
-#include "sandbox-profile/profile_command.hpp"
-#include "sandbox-profile/run_confined.hpp"
+#include "sandbox-profile/macos/profile_command.hpp"
+#include "sandbox-profile/supervisor/run_confined.hpp"
 
 namespace {
 

@@ -1,10 +1,10 @@
 // `sandgate run [SETTINGS] [FLAGS] -- CMD [ARGS...]`: starts a Gate in-process on a free port and
-// runs CMD confined so that the gate is its only way out (sandbox-profile/run_confined.hpp says
+// runs CMD confined so that the gate is its only way out (sandbox-profile/supervisor/run_confined.hpp says
 // how); when CMD exits, drains the gate and exits with CMD's status.
 #pragma once
 
 #include "proxy/settings/settings.hpp"
-#include "sandbox-profile/run_confined.hpp"
+#include "sandbox-profile/supervisor/run_confined.hpp"
 
 namespace sandgate::commands {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "proxy/settings/settings.hpp"
-#include "sandbox-profile/sandbox_options.hpp"
+#include "sandbox-profile/plan/sandbox_options.hpp"
 
 namespace sandgate::commands {
 

@@ -21,7 +21,7 @@
 #include "rules/ip_address.hpp"
 
 #ifdef __linux__
-#include "sandbox-profile/capture_network.hpp"
+#include "sandbox-profile/linux/capture_network.hpp"
 #endif
 
 namespace sandgate::session {

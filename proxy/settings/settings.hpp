@@ -31,7 +31,7 @@
 #include "proxy/settings/endpoint.hpp"
 #include "rules/expected.hpp"
 #include "rules/policy.hpp"
-#include "sandbox-profile/sandbox_options.hpp"
+#include "sandbox-profile/plan/sandbox_options.hpp"
 
 namespace sandgate::settings {
 

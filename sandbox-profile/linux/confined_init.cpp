@@ -1,0 +1,334 @@
+// The namespace's init. See confined_init.hpp.
+#include "sandbox-profile/linux/confined_init.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "sandbox-profile/linux/capture_network.hpp"
+#include "sandbox-profile/plan/child_environment.hpp"
+#include "sandbox-profile/supervisor/fd_passing.hpp"
+#include "sandbox-profile/linux/landlock.hpp"
+#include "sandbox-profile/linux/linux_namespaces.hpp"
+#include "sandbox-profile/supervisor/port_forwarder.hpp"
+#include "sandbox-profile/supervisor/pty_relay.hpp"
+#include "sandbox-profile/linux/self_probe.hpp"
+#include "sandbox-profile/linux/syscall_filter.hpp"
+
+namespace sandgate::sandbox {
+namespace {
+
+// RLIMIT_NPROC for the command: generous for parallel builds, a stop for a fork bomb.
+constexpr rlim_t kProcessLimit = 4096;
+
+// A process of ours inside that makes calls the supervisor reads (connect, sendto): it must be
+// readable by `run` (process_vm_readv), so it is dumpable again; it holds nothing the command
+// could not have, and has the boundary like every other process inside.
+void readable_by_supervisor() { ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0); }
+
+// Forks the connector for inbound ports (see port_forwarder.hpp) from the confined child, inside
+// its namespaces, so that it belongs to no one: a double fork leaves it to the namespace's init,
+// and it lives exactly as long as the channel to the gate. Returns the gate's end, or -1.
+int start_connector() {
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+    return -1;
+  }
+  const pid_t middle = ::fork();
+  if (middle == 0) {
+    if (::fork() == 0) {
+      // Keep only the channel (as descriptor 3) and the standard streams.
+      // (It inherits init's boundary: Landlock, no privileges, not dumpable, the filter.)
+      ::dup2(pair[1], 3);
+      ::close_range(4, ~0U, 0);
+      ::fcntl(3, F_SETFD, FD_CLOEXEC);
+      readable_by_supervisor();
+      run_connector(3);
+    }
+    ::_exit(0);
+  }
+  ::close(pair[1]);
+  ::waitpid(middle, nullptr, 0);
+  return pair[0];
+}
+
+// Runs the self-probe in a process confined exactly as the command will be; returns what
+// escaped, one line each (empty: the fence held).
+std::string run_probe(ProbeTargets targets) {
+  int pipe[2];
+  if (::pipe2(pipe, O_CLOEXEC) != 0) {
+    return "the self-probe could not start (pipe)";
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(pipe[0]);
+    readable_by_supervisor();
+    std::string text;
+    for (const auto& escape : probe_fence(targets)) {
+      text += escape + "\n";
+    }
+    ssize_t ignored = ::write(pipe[1], text.data(), text.size());
+    (void)ignored;
+    ::_exit(0);
+  }
+  ::close(pipe[1]);
+  std::string text;
+  char buffer[4096];
+  ssize_t got = 0;
+  while ((got = ::read(pipe[0], buffer, sizeof buffer)) > 0 || (got < 0 && errno == EINTR)) {
+    text.append(buffer, static_cast<std::size_t>(got > 0 ? got : 0));
+  }
+  ::close(pipe[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return "the self-probe did not finish";
+  }
+  return text;
+}
+
+// The namespace's init after "go": CMD runs as its child; signals from `run` are passed on, every
+// orphan is reaped, and when CMD ends init exits with CMD's status (the kernel then ends every
+// process left in the namespace).
+[[noreturn]] void init_supervise(pid_t command, const sigset_t& set) {
+  for (;;) {
+    siginfo_t info{};
+    const int number = ::sigwaitinfo(&set, &info);
+    if (number < 0) {
+      continue;  // EINTR
+    }
+    if (number != SIGCHLD) {
+      ::kill(command, number);
+      continue;
+    }
+    int status = 0;
+    pid_t done = 0;
+    while ((done = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      if (done == command) {
+        ::_exit(exit_status(status));
+      }
+    }
+  }
+}
+
+// Everything the invoker left open (a socket of the host's network namespace, the gate's log
+// file, a terminal of the user's) is closed at once: init shares the command's namespaces, so a
+// descriptor init holds is one the command could take from it. Only the channel to `run` and the
+// standard streams stay (the command inherits the streams that are not relayed).
+void close_inherited_descriptors(int channel) {
+  if (channel > 3) {
+    ::close_range(3, static_cast<unsigned>(channel) - 1, 0);
+  }
+  ::close_range(static_cast<unsigned>(channel) + 1, ~0U, 0);
+}
+
+// The boundary every process inside shares, set on init before the connector, the self-probe and
+// the command exist (each inherits it): no privileges (no_new_privs, no capabilities), not
+// dumpable (so neither ptrace, /proc/1/mem, /proc/1/fd nor pidfd_getfd reach init: the command
+// has no CAP_SYS_PTRACE over it), and the system-call allow-list. Returns the filter's listener
+// for `run`'s unix-socket supervisor (-1 without one).
+Expected<int, std::string> seal_init(bool supervise_unix_sockets) {
+  if (auto dropped = drop_privileges(); !dropped) {
+    return Unexpected{dropped.error()};
+  }
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    return Unexpected{std::string("prctl(PR_SET_DUMPABLE): ") + std::strerror(errno)};
+  }
+  auto filtered = install_syscall_filter(supervise_unix_sockets);
+  if (!filtered) {
+    return Unexpected{"seccomp: " + filtered.error()};
+  }
+  return *filtered;
+}
+
+
+
+}  // namespace
+
+[[noreturn]] void confined_init(int channel, const Confinement& confinement,
+                                const RunOptions& options, const std::string& helper,
+                                const SignalState& previous, const sigset_t& set,
+                                unsigned tty_streams) {
+  const NamespacePlan& plan = confinement.plan;
+  // Out of the user's terminal's session: a signal it sends reaches `run`, which passes it on.
+  ::setsid();
+  // If sandgate dies, so does everything here: it would have no way out anyway.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  close_inherited_descriptors(channel);
+  NamespaceReport report;
+  auto listener = enter_namespaces(plan, report);
+  if (!listener) {
+    send_message(channel, "error " + listener.error());
+    ::_exit(kRunFailed);
+  }
+  // The working folder, looked up again through the view's mounts (the folder inherited from
+  // the parent is the one below them).
+  if (!confinement.working_folder.empty()) {
+    if (::chdir(confinement.working_folder.c_str()) != 0) {
+      ::chdir("/");
+    }
+  }
+  // Capture: routes, the capture and DNS sockets, the nftables rules and resolv.conf, while this
+  // process still holds CAP_NET_ADMIN in the namespace (and before Landlock forbids mounts).
+  CaptureSockets capture;
+  if (options.sandbox.capture) {
+    auto set_up = set_up_capture();
+    if (!set_up) {
+      send_message(channel, "error " + set_up.error());
+      ::_exit(kRunFailed);
+    }
+    capture = std::move(*set_up);
+  }
+  sockaddr_in address{};
+  socklen_t length = sizeof address;
+  ::getsockname(*listener, reinterpret_cast<sockaddr*>(&address), &length);
+  const std::uint16_t port = ntohs(address.sin_port);
+  // --allow-localhost-port N: a listener on this namespace's 127.0.0.1:N for the gate to relay
+  // to the host's; --allow-inbound-port: the connector.
+  std::vector<std::pair<std::uint16_t, int>> outbound;
+  for (auto forwarded : options.flags.allow_localhost_ports) {
+    auto opened = open_loopback_listener(forwarded);
+    if (!opened) {
+      send_message(channel, "error --allow-localhost-port " + std::to_string(forwarded) + ": " +
+                                opened.error());
+      ::_exit(kRunFailed);
+    }
+    outbound.emplace_back(forwarded, *opened);
+  }
+  // The command's terminal, from this namespace's own devpts instance: its master goes to `run`.
+  int tty_slave = -1;
+  int tty_master = -1;
+  if (tty_streams != 0) {
+    auto pair = PtyRelay::open_pair();
+    if (!pair) {
+      send_message(channel, "error the command's terminal: " + pair.error());
+      ::_exit(kRunFailed);
+    }
+    std::tie(tty_master, tty_slave) = *pair;
+  }
+  if (auto landlock = apply_landlock(plan, report); !landlock) {
+    send_message(channel, "error " + landlock.error());
+    ::_exit(kRunFailed);
+  }
+  if (auto keyring = join_fresh_keyring(); !keyring) {
+    send_message(channel, "error " + keyring.error());
+    ::_exit(kRunFailed);
+  }
+  // Opened while /dev is still ours to open: init's standard streams once the command has its own.
+  const int null_device = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  auto sealed = seal_init(plan.supervise_unix_sockets);
+  if (!sealed) {
+    send_message(channel, "error " + sealed.error());
+    ::_exit(kRunFailed);
+  }
+  const int guard = *sealed;
+  const int connector = options.flags.allow_inbound_ports.empty() ? -1 : start_connector();
+  if (!options.flags.allow_inbound_ports.empty() && connector < 0) {
+    send_message(channel, "error cannot start the connector for --allow-inbound-port");
+    ::_exit(kRunFailed);
+  }
+  bool sent = static_cast<bool>(send_message(channel, "ready\n" + report.serialize(), *listener));
+  if (guard >= 0) {
+    sent = sent && send_message(channel, "guard", guard);
+    ::close(guard);
+  }
+  if (tty_master >= 0) {
+    sent = sent && send_message(channel, "pty", tty_master);
+    ::close(tty_master);
+  }
+  if (options.sandbox.capture) {
+    // The capture's sockets, one a message, then "capture done" (run_isolated.cpp reads them).
+    for (const auto& [kind, list] : {std::pair{"tcp", &capture.tcp},
+                                     std::pair{"dns-udp", &capture.dns_udp},
+                                     std::pair{"dns-tcp", &capture.dns_tcp}}) {
+      for (int fd : *list) {
+        sent = sent && send_message(channel, std::string("capture ") + kind, fd);
+      }
+    }
+    sent = sent && send_message(channel, "capture done");
+    capture.close_all();
+  }
+  for (const auto& [forwarded, fd] : outbound) {
+    sent = sent && send_message(channel, "outbound " + std::to_string(forwarded), fd);
+    ::close(fd);
+  }
+  if (connector >= 0) {
+    sent = sent && send_message(channel, "connector", connector);
+    ::close(connector);
+  }
+  if (!sent) {
+    ::_exit(kRunFailed);
+  }
+  ::close(*listener);
+  // The self-probe, with the host socket `run` made after all of the above.
+  auto probe = receive_message(channel);
+  if (!probe || !probe->text.starts_with("probe")) {
+    ::_exit(kRunFailed);  // the gate did not start; the parent has said why
+  }
+  ProbeTargets targets;
+  targets.host_socket = probe->text.size() > 6 ? probe->text.substr(6) : std::string();
+  targets.no_write = confinement.probe_no_write;
+  targets.host_pty = confinement.host_pty;
+  targets.host_pty_device = confinement.host_pty_device;
+  targets.captured = options.sandbox.capture;
+  targets.init_pid = static_cast<int>(::getpid());  // 1: this process, init of the namespace
+  const std::string escaped = run_probe(targets);
+  if (!send_message(channel, escaped.empty() ? "probe-ok" : "probe-failed\n" + escaped)) {
+    ::_exit(kRunFailed);
+  }
+  auto go = receive_message(channel);
+  if (!go || go->text != "go") {
+    ::_exit(kRunFailed);
+  }
+  ::close(channel);
+  ExecImage image(options.command, child_environment(current_environment(), port, helper));
+  const pid_t command = ::fork();
+  if (command < 0) {
+    ::_exit(kRunFailed);
+  }
+  if (command == 0) {
+    // A session of its own: no controlling terminal but the relayed one, if any.
+    ::setsid();
+    if (tty_slave >= 0) {
+      ::ioctl(tty_slave, TIOCSCTTY, 0);
+      for (int fd = 0; fd <= 2; ++fd) {
+        if ((tty_streams & (1U << fd)) != 0) {
+          ::dup2(tty_slave, fd);
+        }
+      }
+    }
+    // Nothing inherited but the standard streams: a descriptor the invoker left open (a socket
+    // of the host's network namespace, say) would be a way around the fence.
+    ::close_range(3, ~0U, 0);
+    // A process limit: a fork bomb ends at it (uid 0 is exempt in the kernel's check).
+    const rlimit processes{kProcessLimit, kProcessLimit};
+    ::setrlimit(RLIMIT_NPROC, &processes);
+    // (The system-call filter and the rest of the boundary are init's, inherited.)
+    restore_signals(previous);
+    ::_exit(image.exec());
+  }
+  if (tty_slave >= 0) {
+    ::close(tty_slave);
+  }
+  // init keeps none of the user's streams (a terminal, a pipe): the command has what it needs.
+  if (null_device >= 0) {
+    for (int fd = 0; fd <= 2; ++fd) {
+      ::dup2(null_device, fd);
+    }
+    ::close(null_device);
+  }
+  init_supervise(command, set);
+}
+
+}  // namespace sandgate::sandbox

@@ -1,0 +1,516 @@
+// The Linux confinement plan. See confinement_plan.hpp.
+#include "sandbox-profile/linux/confinement_plan.hpp"
+
+#include <pwd.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sandbox-profile/linux/landlock.hpp"
+#include "sandbox-profile/linux/private_view.hpp"
+#include "sandbox-profile/plan/protected_paths.hpp"
+#include "sandbox-profile/supervisor/run_support.hpp"
+#include "sandbox-profile/plan/unix_sockets.hpp"
+
+namespace sandgate::sandbox {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Unix sockets bound to a path outside the private folders (any type, any state), found before
+// clone() while /proc/net/unix
+// still shows the host's namespace, and the well-known container sockets: every one but the
+// allowed ones and the SSH agent is covered with /dev/null.
+std::vector<std::string> sockets_to_hide_now(const std::vector<std::string>& allowed,
+                                             const std::string& ssh_agent,
+                                             const std::vector<std::string>& private_folders,
+                                             const std::string& home) {
+  MaskInputs inputs;
+  inputs.ssh_auth_sock = ssh_agent;
+  inputs.allowed = allowed;
+  inputs.private_folders = private_folders;
+  std::ifstream file("/proc/net/unix");
+  std::stringstream text;
+  text << file.rdbuf();
+  std::vector<std::string> candidates = bound_unix_sockets(text.str());
+  for (const auto& path : well_known_container_sockets(home, ::geteuid())) {
+    candidates.push_back(path);
+  }
+  // Per-user VM and container tools keep their sockets in folders of their own.
+  for (const char* folder : {"/.colima", "/.lima", "/.docker", "/.rd", "/.orbstack"}) {
+    std::error_code ec;
+    fs::recursive_directory_iterator it(home + folder,
+                                        fs::directory_options::skip_permission_denied, ec);
+    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it.depth() > 4) {
+        it.disable_recursion_pending();
+      }
+      if (it->is_socket(ec)) {
+        candidates.push_back(it->path().string());
+      }
+    }
+  }
+  for (auto& path : candidates) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) == 0 && S_ISSOCK(info.st_mode)) {
+      inputs.sockets.push_back(resolved_path(path));
+    }
+  }
+  return sockets_to_hide(inputs);
+}
+
+// The home's folders that stay writable: caches that package managers and build tools write on
+// every run and that hold nothing the user's shell, editor or git read as configuration. The
+// rest of the home is read-only (--allow-write adds more). ~/.cache (the XDG cache: pip, go
+// build, ccache, node-gyp, yarn, Bazel, ...) is created if missing; the others only when they
+// exist (a tool whose cache is missing then fails with EROFS and names it).
+// A poisoned cache entry may still be used by a later build outside the sandbox: the price of
+// builds that work.
+std::vector<std::string> home_caches(const std::string& home) {
+  if (home.empty() || home == "/") {
+    return {};
+  }
+  const std::string cache = home + "/.cache";
+  if (!exists(cache)) {
+    ::mkdir(cache.c_str(), 0700);
+  }
+  std::vector<std::string> out;
+  for (const char* name :
+       {"/.cache", "/.npm", "/.cargo/registry", "/.cargo/git", "/go/pkg/mod", "/.m2/repository",
+        "/.gradle/caches", "/.gradle/wrapper", "/.local/share/pnpm"}) {
+    const std::string path = home + name;
+    // A link (~/.cache -> elsewhere) is followed by the bind: only a real folder is granted.
+    struct stat info {};
+    if (::lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+      out.push_back(path);
+    }
+  }
+  return out;
+}
+
+// The size and inode limits of the private tmpfs: /tmp an eighth of RAM, /var/tmp and /dev/shm a
+// sixteenth each (a quarter together), /run, /var/run and the runtime folder 64 MiB each (they
+// hold sockets and pid files). Without them each tmpfs could fill half of RAM.
+std::vector<std::string> private_tmpfs_options(const std::vector<std::string>& roots,
+                                               const std::string& runtime_dir) {
+  struct sysinfo info {};
+  unsigned long long ram = 8ULL << 30;
+  if (::sysinfo(&info) == 0 && info.totalram > 0) {
+    ram = static_cast<unsigned long long>(info.totalram) * info.mem_unit;
+  }
+  std::vector<std::string> out;
+  for (const auto& root : roots) {
+    unsigned long long size = 64ULL << 20;
+    if (root == "/tmp") {
+      size = ram / 8;
+    } else if (root == "/var/tmp" || root == "/dev/shm") {
+      size = ram / 16;
+    } else if (root != runtime_dir && root != "/run" && root != "/var/run") {
+      size = ram / 16;
+    }
+    const unsigned long long inodes = std::max(16384ULL, size / 16384);
+    out.push_back("size=" + std::to_string(size) + ",nr_inodes=" + std::to_string(inodes));
+  }
+  return out;
+}
+
+// A host terminal for the self-probe: the user's own if a standard stream is one, else any in
+// /dev/pts.
+void find_host_pty(Confinement& out) {
+  std::string path;
+  for (int fd = 0; fd <= 2 && path.empty(); ++fd) {
+    char name[128];
+    if (::isatty(fd) == 1 && ::ttyname_r(fd, name, sizeof name) == 0 &&
+        std::string_view(name).starts_with("/dev/pts/")) {
+      path = name;
+    }
+  }
+  std::error_code ec;
+  for (fs::directory_iterator it("/dev/pts", ec);
+       path.empty() && !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    if (it->path().filename() != "ptmx") {
+      path = it->path().string();
+    }
+  }
+  struct stat info {};
+  if (!path.empty() && ::stat(path.c_str(), &info) == 0) {
+    out.host_pty = path;
+    out.host_pty_device = info.st_dev;
+  }
+}
+
+std::string join_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) {
+    out += (out.empty() ? "" : ", ") + item;
+  }
+  return out;
+}
+
+// The value of `worktree = ...` in a git config file's [core] section ("" if none): where a
+// submodule's working folder, and so its gitfile, is.
+std::string core_worktree(const std::string& config) {
+  std::ifstream in(config);
+  std::string line;
+  bool core = false;
+  while (std::getline(in, line)) {
+    const auto first = line.find_first_not_of(" \t");
+    if (first == std::string::npos) {
+      continue;
+    }
+    line = line.substr(first);
+    if (line.front() == '[') {
+      core = line.rfind("[core]", 0) == 0;
+    } else if (core && line.rfind("worktree", 0) == 0) {
+      const auto equals = line.find('=');
+      if (equals != std::string::npos) {
+        const auto value = line.find_first_not_of(" \t", equals + 1);
+        return value == std::string::npos ? std::string() : line.substr(value);
+      }
+    }
+  }
+  return {};
+}
+
+// Submodules' git folders (at any depth: modules/a/modules/b) and linked worktrees': their config
+// and hooks run code as the repository's own do, the worktrees' commondir and gitdir redirect git
+// wholesale, and the gitfiles that point at them (a submodule's `lib/.git`, a worktree's `.git`)
+// would send the user's git to a folder of the command's. All read-only for the run; the
+// repository's info/attributes too (it picks the filters git runs).
+std::vector<ProtectedPath> nested_git_paths(const std::vector<std::string>& git_dirs) {
+  std::vector<ProtectedPath> out;
+  std::vector<std::pair<std::string, int>> pending;  // git folder, depth
+  for (const auto& dir : git_dirs) {
+    out.push_back({dir + "/info/attributes", false, false});
+    pending.emplace_back(dir, 0);
+  }
+  while (!pending.empty() && out.size() < 4096) {
+    auto [dir, depth] = pending.back();
+    pending.pop_back();
+    for (const char* group : {"/modules", "/worktrees"}) {
+      std::error_code ignored;
+      for (fs::directory_iterator it(dir + group, ignored);
+           !ignored && it != fs::directory_iterator(); it.increment(ignored)) {
+        const std::string nested = it->path().string();
+        for (const char* name : {"config", "config.worktree", "hooks", "commondir", "gitdir",
+                                 "info/attributes"}) {
+          out.push_back({nested + "/" + name, false, false});
+        }
+        // A worktree's gitdir file names its `.git` file; a submodule's core.worktree its
+        // working folder, relative to its git folder.
+        std::string gitfile;
+        if (std::ifstream in(nested + "/gitdir"); std::getline(in, gitfile) && !gitfile.empty() &&
+                                                  gitfile.front() == '/') {
+          out.push_back({fs::path(gitfile).lexically_normal().string(), false, false});
+        }
+        if (std::string worktree = core_worktree(nested + "/config"); !worktree.empty()) {
+          out.push_back(
+              {(fs::path(nested) / worktree / ".git").lexically_normal().string(), false, false});
+        }
+        if (depth < 8) {
+          pending.emplace_back(nested, depth + 1);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+
+}  // namespace
+
+Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
+                                                    const std::string& home) {
+  Confinement out;
+  NamespacePlan& plan = out.plan;
+  plan.uid = ::geteuid();
+  plan.gid = ::getegid();
+  if (plan.uid == 0 && landlock_abi() == 0) {
+    return Unexpected{std::string(
+        "started as root, and this kernel offers no Landlock: the command would keep root's "
+        "rights on system files (/etc, /usr, /proc/sys). Run `sandgate run` as an ordinary user, "
+        "or on a kernel with Landlock (5.13 or later, enabled in the `lsm=` boot list)")};
+  }
+  std::error_code ec;
+  out.working_folder = resolved_path(fs::current_path(ec).string());
+  const std::string runtime = env_or_empty("XDG_RUNTIME_DIR");
+  out.runtime_dir = runtime.empty() ? std::string() : resolved_path(runtime);
+
+  // The private folders (tmpfs inside) and what is bound back into them.
+  std::vector<std::string> private_folders;
+  for (const auto& folder : private_socket_folders(out.runtime_dir)) {
+    if (is_folder(folder)) {
+      private_folders.push_back(folder);
+    }
+  }
+  plan.view.private_roots = private_folders;
+  if (!out.runtime_dir.empty() && within_any(out.runtime_dir, private_folders)) {
+    plan.view.runtime_dir = out.runtime_dir;
+  }
+  std::string ssh_agent = env_or_empty("SSH_AUTH_SOCK");
+  ssh_agent = ssh_agent.empty() ? std::string() : resolved_path(ssh_agent);
+  std::vector<std::string> allowed;
+  for (const auto& path : options.flags.allow_unix_sockets) {
+    allowed.push_back(resolved_path(path));
+  }
+  out.reachable_sockets = allowed;
+  if (!ssh_agent.empty() && exists(ssh_agent)) {
+    out.reachable_sockets.push_back(ssh_agent);
+  }
+  std::vector<std::string> allow_writes;
+  for (const auto& path : options.flags.allow_writes) {
+    allow_writes.push_back(resolved_path(path));
+  }
+  std::vector<std::string> keep;
+  for (const auto& path : {home, out.working_folder}) {
+    if (path != "/") {
+      keep.push_back(path);
+    }
+  }
+  keep.insert(keep.end(), allow_writes.begin(), allow_writes.end());
+  keep.insert(keep.end(), out.reachable_sockets.begin(), out.reachable_sockets.end());
+  for (const auto& path : keep) {
+    bool covered = false;  // by another kept folder, bound back as a whole
+    for (const auto& other : keep) {
+      covered = covered || (other != path && is_within(path, other) && is_folder(other));
+    }
+    if (!covered && within_any(path, private_folders) && exists(path) &&
+        std::find(private_folders.begin(), private_folders.end(), path) == private_folders.end() &&
+        std::find(plan.view.keep.begin(), plan.view.keep.end(), path) == plan.view.keep.end()) {
+      plan.view.keep.push_back(path);
+    }
+  }
+  // Parents before what lies in them: a bind onto a folder covers binds made below it before.
+  std::sort(plan.view.keep.begin(), plan.view.keep.end(),
+            [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+  plan.view.hide = sockets_to_hide_now(allowed, ssh_agent, private_folders, home);
+
+  // What the command may write (enforced twice: by the mount namespace, where everything else
+  // is read-only, and by Landlock): the working folder (unless it is /), the enclosing
+  // repository's git folders, the home's caches, $TMPDIR, what the user added, and the private
+  // temporary and runtime folders (tmpfs inside).
+  const std::vector<std::string> git_dirs = enclosing_git_dirs(out.working_folder);
+  std::vector<std::string> bound;  // bound back read-write after / is made read-only
+  const auto add_bound = [&bound](const std::string& path) {
+    if (!path.empty() && path != "/" && is_folder(path) &&
+        std::find(bound.begin(), bound.end(), path) == bound.end()) {
+      bound.push_back(path);
+    }
+  };
+  add_bound(out.working_folder);
+  for (const auto& dir : git_dirs) {
+    add_bound(dir);
+  }
+  for (const auto& path : home_caches(home)) {
+    add_bound(path);
+  }
+  if (const std::string tmpdir = env_or_empty("TMPDIR"); !tmpdir.empty()) {
+    add_bound(resolved_path(tmpdir));
+  }
+  for (const auto& path : allow_writes) {
+    add_bound(path);
+  }
+  std::sort(bound.begin(), bound.end(),
+            [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+  // The unix-socket supervisor reads its callers' memory as a tracer would: under Yama's
+  // ptrace_scope 2 or 3 it cannot, and sockets are then only hidden as found at start.
+  {
+    std::ifstream yama("/proc/sys/kernel/yama/ptrace_scope");
+    int scope = 0;
+    plan.supervise_unix_sockets = !(yama >> scope) || scope < 2;
+  }
+  plan.view.read_only_root = true;
+  plan.view.fresh_devpts = true;
+  plan.view.writable = bound;
+  plan.view.private_options = private_tmpfs_options(plan.view.private_roots, out.runtime_dir);
+  auto& writes = plan.writes;
+  writes.writable = bound;
+  for (const char* temp : {"/tmp", "/var/tmp", "/dev/shm"}) {
+    writes.writable.emplace_back(temp);
+  }
+  if (!out.runtime_dir.empty()) {
+    writes.writable.push_back(out.runtime_dir);
+  }
+  out.writable = writes.writable;
+  writes.devices = {"/dev/null",    "/dev/zero", "/dev/full", "/dev/random",
+                    "/dev/urandom", "/dev/tty",  "/dev/ptmx", "/dev/pts"};
+  out.git_dirs = git_dirs;
+  out.scanned = {out.working_folder};
+  for (const auto& path : allow_writes) {
+    out.scanned.push_back(path);
+  }
+
+  // What is carved out of it: the protected paths, for the home in $HOME and the passwd entry's
+  // (ssh, gpg and login shells find their files through the latter).
+  ProtectionInputs inputs;
+  inputs.home = home;
+  inputs.protect_files = options.sandbox.protect_files;
+  inputs.platform = Platform::linux;
+  inputs.gate_files = gate_files(options.gate);
+  inputs = with_process_inputs(std::move(inputs));
+  std::vector<ProtectedPath> protect = protected_paths(inputs);
+  if (const passwd* account = ::getpwuid(::geteuid());
+      account != nullptr && account->pw_dir != nullptr && account->pw_dir[0] == '/') {
+    const std::string account_home = resolved_path(account->pw_dir);
+    if (account_home != home) {
+      ProtectionInputs more = inputs;
+      more.home = account_home;
+      more.gate_files.clear();
+      for (auto& p : protected_paths(more)) {
+        protect.push_back(std::move(p));
+      }
+    }
+  }
+  // The gate's files as given, so that the symbolic links on their way are protected too (the
+  // command must not re-point `cfg` in `proj/cfg/allow.txt` at a folder of its own).
+  for (const std::string& given : options.gate.files) {
+    if (!given.empty()) {
+      protect.push_back({fs::absolute(given, ec).lexically_normal().string(), false, true});
+    }
+  }
+  for (auto& p : nested_git_paths(git_dirs)) {
+    protect.push_back(std::move(p));
+  }
+  std::vector<std::string> kept_inside = plan.view.keep;
+  std::vector<std::string> pinned;
+  for (const auto& p : protect) {
+    const fs::path path(p.path);
+    // The repository's hooks: created empty if missing, so that they are protected rather than
+    // creatable later.
+    const std::string git_dir = path.parent_path().string();
+    if (std::find(git_dirs.begin(), git_dirs.end(), git_dir) != git_dirs.end() &&
+        path.filename() == "hooks" && !exists(p.path) && is_folder(git_dir)) {
+      ::mkdir(p.path.c_str(), 0755);
+    }
+    // Paths in a private folder are not there inside, unless bound back.
+    if (within_any(p.path, private_folders) && !within_any(p.path, kept_inside)) {
+      continue;
+    }
+    // A missing file in a git folder (config.worktree, a submodule's config): carving it out
+    // with Landlock would forbid git's lock files beside it; one created during the run is
+    // moved aside after it (quarantine_new_git_entries).
+    if (within_any(p.path, git_dirs) && !exists(p.path)) {
+      continue;
+    }
+    out.probe_no_write.push_back(p.path);
+    // Inside a writable place, an existing file or folder is bound read-only onto itself (no
+    // write, chmod, utimes or xattr: EROFS), and the folders on the way from the place to it are
+    // bound onto themselves (a mount point cannot be renamed or removed, so none can be
+    // swapped). Landlock is not asked: its carving would forbid new entries beside the path.
+    // Missing paths and symbolic links are Landlock's (it denies creating and re-pointing them).
+    struct stat info {};
+    const std::string* root = nullptr;
+    for (const auto& place : bound) {
+      if (is_within(p.path, place) && p.path != place &&
+          (root == nullptr || place.size() > root->size())) {
+        root = &place;
+      }
+    }
+    if (root != nullptr && ::lstat(p.path.c_str(), &info) == 0 && !S_ISLNK(info.st_mode) &&
+        links_on_the_way(p.path).empty()) {
+      plan.view.read_only.push_back(p.path);
+      for (auto folder = path.parent_path(); folder.string().size() > root->size();
+           folder = folder.parent_path()) {
+        if (std::find(pinned.begin(), pinned.end(), folder.string()) == pinned.end()) {
+          pinned.push_back(folder.string());
+        }
+      }
+      continue;
+    }
+    writes.carved.push_back(p.path);
+  }
+  // Folders first, then what lies in them: a bind onto a folder would cover a bind below it.
+  std::sort(pinned.begin(), pinned.end(),
+            [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+  plan.view.pinned = pinned;
+  std::sort(plan.view.read_only.begin(), plan.view.read_only.end(),
+            [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+  plan.view.read_only.erase(std::unique(plan.view.read_only.begin(), plan.view.read_only.end()),
+                            plan.view.read_only.end());
+  // System folders, written by no one inside (root's owner rights included).
+  out.probe_no_write.emplace_back("/etc");
+  out.probe_no_write.emplace_back("/usr/bin");
+  find_host_pty(out);
+  return out;
+}
+
+std::string describe_protection(const SandboxSettings& sandbox, const Confinement& confinement,
+                                const NamespaceReport& report, std::uint16_t port, bool pty) {
+  std::string text =
+      "confined: user, network, mount, pid and IPC namespaces with loopback only, a new session "
+      "keyring; the gate on 127.0.0.1:" +
+      std::to_string(port) + " is the only way out\n";
+  text += "sandgate run: ";
+  if (report.landlock_abi > 0) {
+    text += "read-only mounts everywhere but " + join_list(confinement.writable) +
+            "; writes allowed by Landlock (ABI " + std::to_string(report.landlock_abi) +
+            ") only there; " + std::to_string(report.landlock_paths) +
+            " protected paths read-only: the gate's files";
+    text += sandbox.protect_files
+                ? ", shell start-up files, ~/.ssh, ~/.gnupg, autostart, systemd and D-Bus user "
+                  "services, git's configuration and hooks, and what else runs code later; new "
+                  ".git entries are moved aside when the command ends"
+                : " only (GOOSE_SANDBOX_PROTECT_FILES=false)";
+    if (report.landlock_scoped) {
+      text += "; abstract unix sockets and signals scoped to the command";
+    }
+  } else {
+    text += "read-only mounts everywhere but " + join_list(confinement.writable) +
+            "; NO Landlock: " + report.landlock_note +
+            " (protected paths that are missing can be created)";
+  }
+  text += sandbox.capture
+              ? "\nsandgate run: capture: every other TCP connection goes to the gate too, DNS "
+                "is answered by the gate, all other UDP and ICMP is dropped (--capture=off to "
+                "turn it off)"
+              : "\nsandgate run: capture off: only tools that honour the proxy variables reach "
+                "the gate";
+  text += "\nsandgate run: unix sockets: private, empty " +
+          join_list(confinement.plan.view.private_roots) + "; reachable: " +
+          (confinement.reachable_sockets.empty() ? std::string("none")
+                                                 : join_list(confinement.reachable_sockets));
+  if (!report.hidden.empty()) {
+    text += "\nsandgate run: unix sockets hidden:";
+    for (const auto& path : report.hidden) {
+      text += " " + path;
+    }
+  }
+  text += pty ? "\nsandgate run: the command has a terminal of its own (relayed), not yours"
+              : "\nsandgate run: the command has no controlling terminal";
+  text +=
+      "\nsandgate run: system calls by allow-list (seccomp) for every process inside; host unix "
+      "sockets " +
+      std::string(confinement.plan.supervise_unix_sockets
+                      ? "refused at connect() unless listed, even ones made later"
+                      : "hidden as found at start (Yama's ptrace_scope keeps the supervisor out)") +
+      "\nsandgate run: self-probe passed: no direct connection, no host unix socket, no "
+      "protected write, no key upcall, no new namespace, no way into the namespace's init";
+  return text;
+}
+
+std::string describe_ports(const RunOptions& options) {
+  std::string text;
+  const auto list = [](const std::vector<std::uint16_t>& ports) {
+    std::string out;
+    for (auto port : ports) {
+      out += (out.empty() ? "" : ", ") + std::to_string(port);
+    }
+    return out;
+  };
+  if (!options.flags.allow_localhost_ports.empty()) {
+    text += "\nsandgate run: forwarded to the host's localhost: " +
+            list(options.flags.allow_localhost_ports);
+  }
+  if (!options.flags.allow_inbound_ports.empty()) {
+    text += "\nsandgate run: the host's localhost forwarded in to: " +
+            list(options.flags.allow_inbound_ports);
+  }
+  return text;
+}
+
+}  // namespace sandgate::sandbox

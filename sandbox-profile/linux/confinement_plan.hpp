@@ -1,0 +1,46 @@
+// What the Linux confinement of a command allows, decided before clone() from the run's options,
+// the environment and the file system: the private view (which folders are private, what is
+// bound back, what is hidden), what may be written (mounts and Landlock) and what is carved out
+// of it (the protected paths), and what the self-probe tries. Also the start-up lines that say
+// so. Internal to `sandgate run`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rules/expected.hpp"
+#include "sandbox-profile/linux/linux_namespaces.hpp"
+#include "sandbox-profile/supervisor/run_confined.hpp"
+
+namespace sandgate::sandbox {
+
+// Everything the confined child needs to know, decided before clone().
+struct Confinement {
+  NamespacePlan plan;
+  std::string working_folder;
+  std::string runtime_dir;
+  std::vector<std::string> reachable_sockets;  // bound back in
+  std::vector<std::string> writable;           // for the start-up message
+  std::vector<std::string> probe_no_write;     // what the self-probe tries to write
+  std::vector<std::string> git_dirs;           // the enclosing repository's git folders
+  std::vector<std::string> scanned;            // searched for new `.git` entries after the run
+  std::string host_pty;                        // a host terminal the self-probe tries to open
+  unsigned long long host_pty_device = 0;
+};
+
+// The Linux confinement for `options`, with the user's `home` (resolved): the private view, the
+// sockets, the write allow-list and what is carved out of it. The error is why `run` must not
+// start. May create ~/.cache and the repository's missing hooks folder (so they are protected
+// rather than creatable later).
+Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
+                                                    const std::string& home);
+
+// The start-up lines that say how the command is confined (after the self-probe passed).
+std::string describe_protection(const SandboxSettings& sandbox, const Confinement& confinement,
+                                const NamespaceReport& report, std::uint16_t port, bool pty);
+
+// The start-up line for the forwarded ports; empty without any.
+std::string describe_ports(const RunOptions& options);
+
+}  // namespace sandgate::sandbox

@@ -1,0 +1,312 @@
+// Landlock write protection. See landlock.hpp.
+#include "sandbox-profile/linux/landlock.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/landlock.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <utility>
+
+#include "sandbox-profile/plan/protected_paths.hpp"
+
+// Debian 12's kernel headers stop at ABI 2; the running kernel may be newer.
+#ifndef LANDLOCK_ACCESS_FS_REFER
+#define LANDLOCK_ACCESS_FS_REFER (1ULL << 13)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
+#endif
+
+namespace sandgate::sandbox {
+namespace {
+
+// Our own copies of the kernel's structures: the kernel accepts the sizes of older ABIs.
+struct RulesetAttr {
+  std::uint64_t handled_access_fs;
+};
+struct RulesetAttrScoped {  // ABI 6: handled_access_net (unused here) and scoped
+  std::uint64_t handled_access_fs;
+  std::uint64_t handled_access_net;
+  std::uint64_t scoped;
+};
+struct __attribute__((packed)) PathBeneathAttr {
+  std::uint64_t allowed_access;
+  std::int32_t parent_fd;
+};
+
+constexpr std::uint64_t kScopeAbstractUnixSocket = 1ULL << 0;  // LANDLOCK_SCOPE_*, ABI 6
+constexpr std::uint64_t kScopeSignal = 1ULL << 1;
+
+constexpr std::uint64_t kWriteRights =
+    LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE |
+    LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |
+    LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_BLOCK |
+    LANDLOCK_ACCESS_FS_MAKE_SYM;
+// The rights that make sense on a file that is not a folder.
+constexpr std::uint64_t kFileRights = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE;
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+    }
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  Fd& operator=(Fd&& other) noexcept {
+    std::swap(fd_, other.fd_);
+    return *this;
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+std::string join(const std::string& folder, const char* name) {
+  return folder == "/" ? "/" + std::string(name) : folder + "/" + name;
+}
+
+std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+}  // namespace
+
+std::vector<std::string> links_on_the_way(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> links;
+  // Components still to walk, and the resolved folder walked so far.
+  std::vector<std::string> pending;
+  const auto push_front = [&pending](const std::string& text) {
+    std::vector<std::string> parts;
+    std::size_t at = 0;
+    while (at <= text.size()) {
+      const auto slash = text.find('/', at);
+      const auto end = slash == std::string::npos ? text.size() : slash;
+      if (end > at) {
+        parts.push_back(text.substr(at, end - at));
+      }
+      at = end + 1;
+    }
+    pending.insert(pending.begin(), parts.begin(), parts.end());
+  };
+  push_front(path);
+  std::string current = "/";
+  int hops = 0;
+  while (!pending.empty()) {
+    const std::string part = pending.front();
+    pending.erase(pending.begin());
+    if (part == ".") {
+      continue;
+    }
+    if (part == "..") {
+      current = fs::path(current).parent_path().string();
+      continue;
+    }
+    const std::string next = join(current, part.c_str());
+    struct stat info {};
+    if (::lstat(next.c_str(), &info) != 0 || !S_ISLNK(info.st_mode)) {
+      current = next;  // a missing entry ends nothing: the rest is walked lexically
+      continue;
+    }
+    if (++hops > 40) {
+      break;
+    }
+    links.push_back(next);
+    std::error_code ec;
+    const std::string target = fs::read_symlink(next, ec).string();
+    if (ec) {
+      break;
+    }
+    if (!target.empty() && target.front() == '/') {
+      current = "/";
+    }
+    push_front(target);
+  }
+  return links;
+}
+
+int landlock_abi() {
+  const long abi =
+      ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  return abi > 0 ? static_cast<int>(abi) : 0;
+}
+
+Expected<LandlockReport, std::string> deny_writes(const std::vector<ProtectedPath>& paths) {
+  WritePolicy policy;
+  policy.writable = {"/"};
+  for (const auto& p : paths) {
+    policy.carved.push_back(p.path);
+  }
+  return restrict_writes(policy);
+}
+
+Expected<LandlockReport, std::string> restrict_writes(const WritePolicy& policy) {
+  LandlockReport report;
+  report.abi = landlock_abi();
+  if (report.abi == 0) {
+    return Unexpected{std::string("Landlock is not available in this kernel")};
+  }
+  std::uint64_t handled = kWriteRights;
+  if (report.abi >= 2) {
+    handled |= LANDLOCK_ACCESS_FS_REFER;  // ABI 1 denies every cross-folder rename instead
+  }
+  if (report.abi >= 3) {
+    handled |= LANDLOCK_ACCESS_FS_TRUNCATE;
+  }
+
+  // The carved set: each path, where it really is when a symbolic link leads there
+  // (~/.bashrc -> dotfiles/bashrc must protect dotfiles/bashrc), and each link met on the way
+  // (so that none can be re-pointed). Paths below another carved path are redundant: nothing
+  // below a carved path is granted anyway.
+  std::set<std::string> wanted;
+  for (const auto& path : policy.carved) {
+    wanted.insert(path);
+    std::error_code ec;
+    auto real = std::filesystem::canonical(path, ec);
+    if (!ec) {
+      wanted.insert(real.string());
+    }
+    for (auto& link : links_on_the_way(path)) {
+      wanted.insert(std::move(link));
+    }
+  }
+  std::set<std::string> protect;
+  for (const auto& path : wanted) {
+    if (path == "/") {
+      return Unexpected{std::string("refusing to protect / itself")};
+    }
+    bool covered = false;
+    for (const auto& other : wanted) {
+      covered = covered || (other != path && is_within(path, other));
+    }
+    if (!covered) {
+      protect.insert(path);
+    }
+  }
+  report.paths = protect.size();
+
+  Fd ruleset(-1);
+  if (report.abi >= 6) {
+    RulesetAttrScoped attr{handled, 0, kScopeAbstractUnixSocket | kScopeSignal};
+    ruleset = Fd(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0)));
+    report.scoped = true;
+  } else {
+    RulesetAttr attr{handled};
+    ruleset = Fd(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0)));
+  }
+  if (ruleset.get() < 0) {
+    return Unexpected{errno_text("landlock_create_ruleset")};
+  }
+  // One grant: `rights` on the file or folder at `path` (symbolic links are skipped: they are
+  // governed by where they lead). Missing paths grant nothing.
+  const auto grant = [&](const std::string& path, std::uint64_t rights,
+                         bool devices_only) -> Expected<bool, std::string> {
+    Fd fd(::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    struct stat info {};
+    if (fd.get() < 0 || ::fstat(fd.get(), &info) != 0 || S_ISLNK(info.st_mode)) {
+      return false;
+    }
+    const bool folder = S_ISDIR(info.st_mode);
+    if (devices_only && !folder && !S_ISCHR(info.st_mode) && !S_ISBLK(info.st_mode)) {
+      return false;
+    }
+    PathBeneathAttr rule{folder ? rights : (rights & kFileRights), fd.get()};
+    if (rule.allowed_access == 0) {
+      return false;
+    }
+    if (::syscall(SYS_landlock_add_rule, ruleset.get(), LANDLOCK_RULE_PATH_BENEATH, &rule, 0) !=
+        0) {
+      return Unexpected{errno_text("landlock_add_rule " + path)};
+    }
+    ++report.rules;
+    return true;
+  };
+
+  for (const auto& given : policy.writable) {
+    std::error_code ec;
+    const auto real = std::filesystem::canonical(given, ec);
+    if (ec) {
+      continue;
+    }
+    const std::string root = real.string();
+    bool inside_carved = false;
+    std::vector<std::string> below;  // carved paths strictly below the root
+    for (const auto& path : protect) {
+      inside_carved = inside_carved || is_within(root, path);
+      if (path != root && is_within(path, root)) {
+        below.push_back(path);
+      }
+    }
+    if (inside_carved) {
+      continue;
+    }
+    if (below.empty()) {
+      if (auto added = grant(root, handled, false); !added) {
+        return Unexpected{added.error()};
+      }
+      continue;
+    }
+    // Grant every write right on each entry beside the way; nothing on the way itself.
+    std::set<std::string> on_the_way;  // folders from the root down that lead to a carved path
+    for (const auto& path : below) {
+      on_the_way.insert(root);
+      for (auto slash = path.find('/', root.size() + 1); slash != std::string::npos;
+           slash = path.find('/', slash + 1)) {
+        on_the_way.insert(path.substr(0, slash));
+      }
+    }
+    for (const auto& folder : on_the_way) {
+      DIR* dir = ::opendir(folder.c_str());
+      if (dir == nullptr) {
+        continue;  // unreadable (or absent): nothing in it is granted, so nothing is writable
+      }
+      while (const dirent* entry = ::readdir(dir)) {
+        if (std::strcmp(entry->d_name, ".") == 0 || std::strcmp(entry->d_name, "..") == 0) {
+          continue;
+        }
+        const std::string path = join(folder, entry->d_name);
+        if (protect.count(path) != 0 || on_the_way.count(path) != 0) {
+          continue;
+        }
+        if (auto added = grant(path, handled, false); !added) {
+          ::closedir(dir);
+          return Unexpected{added.error()};
+        }
+      }
+      ::closedir(dir);
+    }
+  }
+  // Devices: opening for writing only (/dev/null, /dev/tty, the terminal's pty, ...).
+  for (const auto& device : policy.devices) {
+    bool carved = false;
+    for (const auto& path : protect) {
+      carved = carved || is_within(device, path);
+    }
+    if (carved) {
+      continue;
+    }
+    if (auto added = grant(device, LANDLOCK_ACCESS_FS_WRITE_FILE, true); !added) {
+      return Unexpected{added.error()};
+    }
+  }
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    return Unexpected{errno_text("prctl(PR_SET_NO_NEW_PRIVS)")};
+  }
+  if (::syscall(SYS_landlock_restrict_self, ruleset.get(), 0) != 0) {
+    return Unexpected{errno_text("landlock_restrict_self")};
+  }
+  return report;
+}
+
+}  // namespace sandgate::sandbox

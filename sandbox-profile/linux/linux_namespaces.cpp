@@ -1,0 +1,214 @@
+// Linux namespaces for `sandgate run`. See linux_namespaces.hpp.
+#include "sandbox-profile/linux/linux_namespaces.hpp"
+
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+#include "sandbox-profile/supervisor/fd_passing.hpp"
+#include "sandbox-profile/linux/landlock.hpp"
+#include "sandbox-profile/linux/private_view.hpp"
+
+namespace sandgate::sandbox {
+namespace {
+
+std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+bool write_file(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return false;
+  }
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const int saved = errno;
+  ::close(fd);
+  errno = saved;
+  return ok;
+}
+
+constexpr const char* kNoNamespaces =
+    "; this system does not let unprivileged users create user namespaces (sysctl "
+    "kernel.unprivileged_userns_clone=0 or user.max_user_namespaces=0, AppArmor's "
+    "kernel.apparmor_restrict_unprivileged_userns=1, or a container's seccomp filter). "
+    "Allow them, or run with --no-isolation to use the proxy variables only (not confined)";
+
+// Maps the caller's uid and gid to themselves: files keep their owners inside, and the command
+// has no capabilities once it is executed (it is not root inside unless it was root outside).
+Expected<bool, std::string> map_ids(unsigned uid, unsigned gid) {
+  // setgroups must be denied before an unprivileged process may write gid_map.
+  if (!write_file("/proc/self/setgroups", "deny") && errno != ENOENT) {
+    return Unexpected{errno_text("cannot write /proc/self/setgroups") + kNoNamespaces};
+  }
+  if (!write_file("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1")) {
+    return Unexpected{errno_text("cannot write /proc/self/uid_map") + kNoNamespaces};
+  }
+  if (!write_file("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1")) {
+    return Unexpected{errno_text("cannot write /proc/self/gid_map") + kNoNamespaces};
+  }
+  return true;
+}
+
+// A new network namespace has one interface, `lo`, and it is down.
+Expected<bool, std::string> bring_loopback_up() {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return Unexpected{errno_text("socket for loopback")};
+  }
+  ifreq request{};
+  std::strncpy(request.ifr_name, "lo", IFNAMSIZ - 1);
+  bool ok = ::ioctl(fd, SIOCGIFFLAGS, &request) == 0;
+  if (ok) {
+    request.ifr_flags = static_cast<short>(request.ifr_flags | IFF_UP | IFF_RUNNING);
+    ok = ::ioctl(fd, SIOCSIFFLAGS, &request) == 0;
+  }
+  const std::string error = ok ? "" : errno_text("cannot bring the loopback interface up");
+  ::close(fd);
+  if (!ok) {
+    return Unexpected{error};
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string NamespaceReport::serialize() const {
+  std::ostringstream out;
+  out << "landlock " << landlock_abi << " " << landlock_paths << " " << (landlock_scoped ? 1 : 0)
+      << "\n";
+  out << "note " << landlock_note << "\n";
+  for (const auto& path : hidden) {
+    out << "hidden " << path << "\n";
+  }
+  return out.str();
+}
+
+NamespaceReport NamespaceReport::parse(const std::string& text) {
+  NamespaceReport report;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto space = line.find(' ');
+    const std::string key = line.substr(0, space);
+    const std::string value = space == std::string::npos ? "" : line.substr(space + 1);
+    if (key == "landlock") {
+      std::istringstream numbers(value);
+      int scoped = 0;
+      numbers >> report.landlock_abi >> report.landlock_paths >> scoped;
+      report.landlock_scoped = scoped != 0;
+    } else if (key == "note") {
+      report.landlock_note = value;
+    } else if (key == "hidden") {
+      report.hidden.push_back(value);
+    }
+  }
+  return report;
+}
+
+Expected<pid_t, std::string> clone_confined() {
+  // A raw clone() with fork()'s semantics: glibc's wrapper wants a stack, and unshare() cannot
+  // put the caller itself into a new pid namespace.
+  constexpr unsigned long kFlags =
+      CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | SIGCHLD;
+  const long pid = ::syscall(SYS_clone, kFlags, nullptr, nullptr, nullptr, 0);
+  if (pid < 0) {
+    return Unexpected{errno_text("cannot create user, network, mount, pid and IPC namespaces") +
+                      kNoNamespaces};
+  }
+  return static_cast<pid_t>(pid);
+}
+
+Expected<int, std::string> enter_namespaces(const NamespacePlan& plan, NamespaceReport& report) {
+  if (auto mapped = map_ids(plan.uid, plan.gid); !mapped) {
+    return Unexpected{mapped.error()};
+  }
+  if (auto up = bring_loopback_up(); !up) {
+    return Unexpected{up.error()};
+  }
+  if (auto view = build_private_view(plan.view, report.hidden); !view) {
+    return Unexpected{view.error()};
+  }
+  if (auto proc = mount_fresh_proc(); !proc) {
+    return Unexpected{proc.error()};
+  }
+  auto listener = open_loopback_listener();
+  if (!listener) {
+    return Unexpected{"cannot listen inside the namespace: " + listener.error()};
+  }
+  return *listener;
+}
+
+Expected<bool, std::string> apply_landlock(const NamespacePlan& plan, NamespaceReport& report) {
+  if (!plan.landlock) {
+    report.landlock_note = "nothing to protect";
+    return true;
+  }
+  if (landlock_abi() == 0) {
+    report.landlock_note = "the kernel offers no Landlock";
+    return true;
+  }
+  // A second mount of a protected path (a bind mount of the home under the working folder)
+  // reaches the same files by another path: carve that path out too.
+  WritePolicy policy = plan.writes;
+  std::string mountinfo;
+  if (const int fd = ::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC); fd >= 0) {
+    char buffer[65536];
+    ssize_t got = 0;
+    while ((got = ::read(fd, buffer, sizeof buffer)) > 0) {
+      mountinfo.append(buffer, static_cast<std::size_t>(got));
+    }
+    ::close(fd);
+  }
+  for (const auto& path : plan.writes.carved) {
+    for (auto& alias : mount_aliases(mountinfo, path)) {
+      policy.carved.push_back(std::move(alias));
+    }
+  }
+  auto landlock = restrict_writes(policy);
+  if (!landlock) {
+    return Unexpected{"Landlock: " + landlock.error()};
+  }
+  report.landlock_abi = landlock->abi;
+  report.landlock_paths = landlock->paths;
+  report.landlock_scoped = landlock->scoped;
+  return true;
+}
+
+Expected<bool, std::string> join_fresh_keyring() {
+  constexpr long kJoinSessionKeyring = 1;  // KEYCTL_JOIN_SESSION_KEYRING
+  if (::syscall(SYS_keyctl, kJoinSessionKeyring, nullptr) < 0 && errno != ENOSYS) {
+    return Unexpected{errno_text("cannot join a new session keyring")};
+  }
+  return true;
+}
+
+Expected<bool, std::string> drop_privileges() {
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    return Unexpected{errno_text("prctl(PR_SET_NO_NEW_PRIVS)")};
+  }
+  for (int cap = 0; cap <= 63; ++cap) {
+    if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
+      return Unexpected{errno_text("prctl(PR_CAPBSET_DROP)")};
+    }
+  }
+  ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (::syscall(SYS_capset, &header, data) != 0) {
+    return Unexpected{errno_text("capset")};
+  }
+  return true;
+}
+
+}  // namespace sandgate::sandbox

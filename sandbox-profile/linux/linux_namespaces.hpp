@@ -1,0 +1,70 @@
+// Linux confinement for `sandgate run`, done by the cloned child before the command runs: new
+// user, network, mount, pid and IPC namespaces (unprivileged, and also when run as root), with
+// loopback as the only interface; the gate's listening socket made there and handed to the
+// parent, which serves on it from the host's network namespace. The gate is thus the only way
+// out: the child can reach nothing but its own loopback, and the parent dials upstream. The
+// child is the pid namespace's first process (its init): host processes are invisible and out
+// of reach of its signals, and when it ends every process left inside ends with it.
+//
+// Every function here but clone_confined() runs in the single-threaded child, between clone()
+// and exec().
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+#include "rules/expected.hpp"
+#include "sandbox-profile/linux/landlock.hpp"
+#include "sandbox-profile/linux/private_view.hpp"
+
+namespace sandgate::sandbox {
+
+// What the parent decided before fork().
+struct NamespacePlan {
+  unsigned uid = 0;  // the caller's ids, mapped to themselves inside
+  unsigned gid = 0;
+  ViewPlan view;         // private /run, /tmp, ...; sockets hidden; read-only binds
+  WritePolicy writes;    // the Landlock write allow-list
+  bool landlock = true;  // false: GOOSE_SANDBOX_PROTECT_FILES=false and nothing to protect
+  // connect() and addressed sendto() go to `run`'s unix-socket supervisor (false where the
+  // supervisor could not read the callers: Yama's ptrace_scope 2 or 3).
+  bool supervise_unix_sockets = true;
+};
+
+// What the child managed, reported to the parent (one line each, for the start-up message).
+struct NamespaceReport {
+  int landlock_abi = 0;             // 0: no Landlock
+  std::size_t landlock_paths = 0;   // paths protected
+  bool landlock_scoped = false;     // abstract sockets and signals scoped (ABI 6)
+  std::string landlock_note;        // why not, when not
+  std::vector<std::string> hidden;  // sockets covered
+
+  std::string serialize() const;
+  static NamespaceReport parse(const std::string& text);
+};
+
+// fork() into new user, network, mount, pid and IPC namespaces: returns the child's pid to the
+// parent, 0 in the child (which is pid 1 in its namespace); the error says why it failed and
+// what to do. Call while single-threaded.
+Expected<pid_t, std::string> clone_confined();
+
+// In the cloned child: maps the ids, brings loopback up, builds the private view, mounts a
+// fresh /proc and opens the listener (127.0.0.1, port 0). Returns the listener. The error is a
+// sentence for the user: what failed and, for the usual causes, why and what to do.
+Expected<int, std::string> enter_namespaces(const NamespacePlan& plan, NamespaceReport& report);
+
+// In the cloned child, after enter_namespaces and the last mount: the Landlock write
+// allow-list of the plan (and the second mounts of protected paths found in this view carved
+// out of it). Reports what it did; the error says why it could not.
+Expected<bool, std::string> apply_landlock(const NamespacePlan& plan, NamespaceReport& report);
+
+// A new, empty session keyring: the user's session keyring (and what it holds) is out of reach.
+Expected<bool, std::string> join_fresh_keyring();
+
+// Last step before exec: no_new_privs, an empty capability bounding set and no capabilities,
+// so the command (even as root inside) cannot undo the confinement.
+Expected<bool, std::string> drop_privileges();
+
+}  // namespace sandgate::sandbox

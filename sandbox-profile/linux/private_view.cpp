@@ -1,0 +1,340 @@
+// The confined command's mount view. See private_view.hpp.
+#include "sandbox-profile/linux/private_view.hpp"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "sandbox-profile/plan/protected_paths.hpp"
+
+namespace sandgate::sandbox {
+namespace {
+
+std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+// Creates `path` and the folders above it that are missing (mode 0755; `last_mode` for the last
+// one), as the mapped user.
+bool make_folders(const std::string& path, mode_t last_mode) {
+  for (auto slash = path.find('/', 1); slash != std::string::npos;
+       slash = path.find('/', slash + 1)) {
+    ::mkdir(path.substr(0, slash).c_str(), 0755);
+  }
+  return ::mkdir(path.c_str(), last_mode) == 0 || errno == EEXIST;
+}
+
+// A mount point at `path` for something of the type `mode` (a folder, or a file for anything
+// else: a bind mount of a socket or a file needs a file to sit on).
+bool make_mount_point(const std::string& path, mode_t mode) {
+  const auto slash = path.rfind('/');
+  if (slash != 0 && slash != std::string::npos && !make_folders(path.substr(0, slash), 0755)) {
+    return false;
+  }
+  if (S_ISDIR(mode)) {
+    return ::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST;
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return errno == EEXIST;
+  }
+  ::close(fd);
+  return true;
+}
+
+// The flags a read-only remount must keep: a mount made in a less privileged namespace has its
+// nosuid/nodev/noexec/atime flags locked, and a remount that drops one is refused.
+unsigned long locked_flags(const std::string& path) {
+  struct statvfs info {};
+  if (::statvfs(path.c_str(), &info) != 0) {
+    return 0;
+  }
+  unsigned long flags = 0;
+  flags |= (info.f_flag & ST_NOSUID) != 0 ? MS_NOSUID : 0;
+  flags |= (info.f_flag & ST_NODEV) != 0 ? MS_NODEV : 0;
+  flags |= (info.f_flag & ST_NOEXEC) != 0 ? MS_NOEXEC : 0;
+  flags |= (info.f_flag & ST_NOATIME) != 0 ? MS_NOATIME : 0;
+  flags |= (info.f_flag & ST_NODIRATIME) != 0 ? MS_NODIRATIME : 0;
+  flags |= (info.f_flag & ST_RELATIME) != 0 ? MS_RELATIME : 0;
+  return flags;
+}
+
+Expected<bool, std::string> self_bind(const std::string& path, bool read_only) {
+  if (::mount(path.c_str(), path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+    return Unexpected{errno_text("cannot bind " + path + " onto itself")};
+  }
+  if (read_only && ::mount(nullptr, path.c_str(), nullptr,
+                           MS_BIND | MS_REMOUNT | MS_RDONLY | locked_flags(path), nullptr) != 0) {
+    return Unexpected{errno_text("cannot make " + path + " read-only")};
+  }
+  return true;
+}
+
+// mountinfo escapes space, tab, newline and backslash as \ooo.
+std::string unescape(std::string_view text) {
+  std::string out;
+  const auto digit = [](char c) { return c >= '0' && c <= '7'; };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 3 < text.size() && digit(text[i + 1]) && digit(text[i + 2]) &&
+        digit(text[i + 3])) {
+      out += static_cast<char>((text[i + 1] - '0') * 64 + (text[i + 2] - '0') * 8 +
+                               (text[i + 3] - '0'));
+      i += 3;
+      continue;
+    }
+    out += text[i];
+  }
+  return out;
+}
+
+struct MountEntry {
+  std::string device;  // major:minor
+  std::string root;    // the folder of the file system that is mounted
+  std::string point;   // where
+};
+
+std::vector<MountEntry> parse_mountinfo(std::string_view text) {
+  std::vector<MountEntry> out;
+  while (!text.empty()) {
+    const auto end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    // "ID PARENT MAJOR:MINOR ROOT POINT ...": fields 3 to 5.
+    std::vector<std::string_view> fields;
+    std::size_t at = 0;
+    while (fields.size() < 5 && at < line.size()) {
+      const auto space = line.find(' ', at);
+      const auto stop = space == std::string_view::npos ? line.size() : space;
+      fields.push_back(line.substr(at, stop - at));
+      at = stop + 1;
+    }
+    if (fields.size() == 5) {
+      out.push_back({std::string(fields[2]), unescape(fields[3]), unescape(fields[4])});
+    }
+  }
+  return out;
+}
+
+// `path` relative to `folder` ("" when equal); `path` must be within `folder`.
+std::string relative(const std::string& path, const std::string& folder) {
+  if (path == folder) {
+    return "";
+  }
+  return folder == "/" ? path.substr(1) : path.substr(folder.size() + 1);
+}
+
+std::string joined(const std::string& folder, const std::string& rest) {
+  if (rest.empty()) {
+    return folder;
+  }
+  return folder == "/" ? "/" + rest : folder + "/" + rest;
+}
+
+// Remounts every mount of this namespace read-only, /proc aside (a fresh one replaces it). Each
+// keeps the flags the kernel locked when the mount namespace was copied into the user namespace.
+Expected<bool, std::string> remount_all_read_only() {
+  std::string text;
+  if (const int fd = ::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC); fd >= 0) {
+    char buffer[65536];
+    ssize_t got = 0;
+    while ((got = ::read(fd, buffer, sizeof buffer)) > 0) {
+      text.append(buffer, static_cast<std::size_t>(got));
+    }
+    ::close(fd);
+  }
+  const auto mounts = parse_mountinfo(text);
+  if (mounts.empty()) {
+    return Unexpected{std::string("cannot read /proc/self/mountinfo")};
+  }
+  for (const auto& m : mounts) {
+    if (is_within(m.point, "/proc")) {
+      continue;
+    }
+    if (::mount(nullptr, m.point.c_str(), nullptr,
+                MS_BIND | MS_REMOUNT | MS_RDONLY | locked_flags(m.point), nullptr) == 0) {
+      continue;
+    }
+    if (errno == ENOENT || errno == EACCES || errno == ENOTDIR || errno == ESTALE) {
+      continue;  // out of reach (a folder this user cannot enter): out of the command's too
+    }
+    return Unexpected{errno_text("cannot make " + m.point + " read-only")};
+  }
+  return true;
+}
+
+// A new devpts instance on /dev/pts, its ptmx bound on /dev/ptmx: ptys opened inside are the
+// instance's, and the host's /dev/pts/N (the user's other terminals) are not there.
+Expected<bool, std::string> mount_fresh_devpts() {
+  struct stat info {};
+  if (::stat("/dev/pts", &info) != 0 || !S_ISDIR(info.st_mode)) {
+    return true;  // no devpts to replace
+  }
+  if (::mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+              "newinstance,ptmxmode=0666,mode=0620") != 0) {
+    return Unexpected{errno_text("cannot mount a new devpts instance on /dev/pts")};
+  }
+  if (::stat("/dev/ptmx", &info) == 0 &&
+      ::mount("/dev/pts/ptmx", "/dev/ptmx", nullptr, MS_BIND, nullptr) != 0) {
+    return Unexpected{errno_text("cannot bind /dev/pts/ptmx on /dev/ptmx")};
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> mount_aliases(std::string_view mountinfo, const std::string& path) {
+  const auto mounts = parse_mountinfo(mountinfo);
+  // The mount that shows `path`: the last one (the top of a stack) with the longest mount point
+  // above it.
+  const MountEntry* home = nullptr;
+  for (const auto& m : mounts) {
+    if (is_within(path, m.point) && (home == nullptr || m.point.size() >= home->point.size())) {
+      home = &m;
+    }
+  }
+  if (home == nullptr) {
+    return {};
+  }
+  // Where `path` is inside its file system.
+  const std::string inside = joined(home->root, relative(path, home->point));
+  std::vector<std::string> out;
+  for (const auto& m : mounts) {
+    if (&m == home || m.device != home->device || !is_within(inside, m.root)) {
+      continue;
+    }
+    std::string alias = joined(m.point, relative(inside, m.root));
+    if (alias != path) {
+      out.push_back(std::move(alias));
+    }
+  }
+  return out;
+}
+
+Expected<bool, std::string> build_private_view(const ViewPlan& plan,
+                                               std::vector<std::string>& hidden) {
+  // Nothing mounted here may propagate back to the host's mount namespace.
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    return Unexpected{errno_text("cannot make the mount namespace private")};
+  }
+  // What is bound back, opened before the folders it lives in are covered.
+  struct Kept {
+    std::string path;
+    int fd;
+    mode_t mode;
+  };
+  std::vector<Kept> kept;
+  const auto close_kept = [&kept] {
+    for (auto& k : kept) {
+      ::close(k.fd);
+    }
+  };
+  for (const auto& path : plan.keep) {
+    const int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
+    struct stat info {};
+    if (fd < 0 || ::fstat(fd, &info) != 0) {
+      if (fd >= 0) {
+        ::close(fd);
+      }
+      continue;  // gone: nothing to keep
+    }
+    kept.push_back({path, fd, info.st_mode});
+  }
+  // Every mount read-only, before anything is mounted on top: what is writable is bound back
+  // below.
+  if (plan.read_only_root) {
+    if (auto done = remount_all_read_only(); !done) {
+      close_kept();
+      return done;
+    }
+  }
+  for (std::size_t i = 0; i < plan.private_roots.size(); ++i) {
+    const std::string& root = plan.private_roots[i];
+    const bool sticky = root != "/run" && root != "/var/run";
+    std::string options = sticky ? "mode=1777" : "mode=0755";
+    if (i < plan.private_options.size() && !plan.private_options[i].empty()) {
+      options += "," + plan.private_options[i];
+    }
+    if (::mount("tmpfs", root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) != 0) {
+      const std::string error = errno_text("cannot mount a private tmpfs on " + root);
+      close_kept();
+      return Unexpected{error};
+    }
+  }
+  if (!plan.runtime_dir.empty()) {
+    make_folders(plan.runtime_dir, 0700);
+  }
+  for (const auto& k : kept) {
+    const std::string source = "/proc/self/fd/" + std::to_string(k.fd);
+    if (!make_mount_point(k.path, k.mode) ||
+        ::mount(source.c_str(), k.path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      const std::string error = errno_text("cannot bind " + k.path + " back into the view");
+      close_kept();
+      return Unexpected{error};
+    }
+  }
+  close_kept();
+  if (plan.fresh_devpts) {
+    if (auto done = mount_fresh_devpts(); !done) {
+      return done;
+    }
+  }
+  // The writable places, read-write again (parents first). Only the top mount of each: a file
+  // system mounted inside one stays read-only, as do second mounts of protected folders.
+  for (const auto& path : plan.writable) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+      continue;
+    }
+    if (::mount(path.c_str(), path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      return Unexpected{errno_text("cannot bind " + path + " onto itself")};
+    }
+    if (::mount(nullptr, path.c_str(), nullptr, MS_BIND | MS_REMOUNT | locked_flags(path),
+                nullptr) != 0 &&
+        errno != EPERM) {  // EPERM: read-only on the host already (locked): it stays so
+      return Unexpected{errno_text("cannot make " + path + " writable")};
+    }
+  }
+  // Sockets outside the private folders, as found at start-up: /dev/null over each.
+  for (const auto& path : plan.hide) {
+    if (::mount("/dev/null", path.c_str(), nullptr, MS_BIND, nullptr) == 0) {
+      hidden.push_back(path);
+      continue;
+    }
+    if (errno == ENOENT || errno == EACCES || errno == ENOTDIR) {
+      continue;  // vanished, or this user cannot reach it anyway
+    }
+    return Unexpected{errno_text("cannot hide the unix socket " + path) +
+                      " (give --allow-unix-socket " + path + " to leave it reachable)"};
+  }
+  // Folders first, then what they protect: a bind onto a folder would cover a bind below it.
+  for (const auto& path : plan.pinned) {
+    if (auto bound = self_bind(path, false); !bound) {
+      return bound;
+    }
+  }
+  for (const auto& path : plan.read_only) {
+    if (auto bound = self_bind(path, true); !bound) {
+      return bound;
+    }
+  }
+  return true;
+}
+
+Expected<bool, std::string> mount_fresh_proc() {
+  if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+    return Unexpected{errno_text("cannot mount /proc for the new pid namespace")};
+  }
+  // Kernel settings: read-only, whoever the command is.
+  if (::mount("/proc/sys", "/proc/sys", nullptr, MS_BIND | MS_REC, nullptr) != 0 ||
+      ::mount(nullptr, "/proc/sys", nullptr,
+              MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+    return Unexpected{errno_text("cannot make /proc/sys read-only")};
+  }
+  return true;
+}
+
+}  // namespace sandgate::sandbox

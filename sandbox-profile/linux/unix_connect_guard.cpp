@@ -1,0 +1,385 @@
+// The unix-socket supervisor. See unix_connect_guard.hpp.
+#include "sandbox-profile/linux/unix_connect_guard.hpp"
+
+#include <fcntl.h>
+#include <linux/netlink.h>
+#include <linux/openat2.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <poll.h>
+#include <seccomp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+namespace sandgate::sandbox {
+namespace {
+
+constexpr std::size_t kMaxDatagram = 256 * 1024;  // above any unix or UDP datagram the kernel takes
+constexpr int kMaxCallThreads = 64;               // beyond: the call is made on the supervisor's
+
+// A descriptor closed when it goes out of scope.
+struct Fd {
+  int fd = -1;
+  explicit Fd(int value = -1) : fd(value) {}
+  ~Fd() {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+};
+
+// One notified call, copied out of the kernel's message.
+struct Call {
+  std::uint64_t id = 0;
+  pid_t pid = 0;
+  int nr = 0;
+  std::uint64_t args[6] = {};
+};
+
+// What the supervisor answers: the call's return value, or an errno.
+struct Answer {
+  long value = 0;
+  int error = 0;  // positive errno; 0: success
+};
+
+Answer fail(int error) { return {-1, error}; }
+
+bool read_memory(pid_t pid, std::uint64_t address, void* out, std::size_t size) {
+  iovec local{out, size};
+  iovec remote{reinterpret_cast<void*>(address), size};
+  return ::process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
+}
+
+// The unix path `path`, opened (O_PATH) as the caller `pid` would find it: in its root, from its
+// working folder. The error is the errno the caller would have seen.
+int open_in_callers_view(pid_t pid, const std::string& path, int& error) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  Fd root(::open((proc + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (root.fd < 0) {
+    error = EACCES;
+    return -1;
+  }
+  std::string absolute = path;
+  if (path.front() != '/') {
+    // The working folder's path in the caller's view, checked to name the caller's folder.
+    char buffer[PATH_MAX] = {};
+    const ssize_t length = ::readlink((proc + "/cwd").c_str(), buffer, sizeof buffer - 1);
+    Fd cwd(::open((proc + "/cwd").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (length <= 0 || buffer[0] != '/' || cwd.fd < 0) {
+      error = EACCES;
+      return -1;
+    }
+    open_how how{};
+    how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    Fd named(static_cast<int>(::syscall(SYS_openat2, root.fd, buffer, &how, sizeof how)));
+    struct stat a {
+    }, b{};
+    if (named.fd < 0 || ::fstat(named.fd, &a) != 0 || ::fstat(cwd.fd, &b) != 0 ||
+        a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+      error = EACCES;
+      return -1;
+    }
+    absolute = std::string(buffer, static_cast<std::size_t>(length)) + "/" + path;
+  }
+  open_how how{};
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  const int fd =
+      static_cast<int>(::syscall(SYS_openat2, root.fd, absolute.c_str(), &how, sizeof how));
+  error = fd < 0 ? errno : 0;
+  return fd;
+}
+
+// A pidfd for the calling thread `tid` (the notification names the thread, not its process):
+// PIDFD_THREAD on 6.9+, else the thread group's leader (whose descriptor table the thread
+// shares).
+int pidfd_for_thread(pid_t tid) {
+  constexpr unsigned kPidfdThread = O_EXCL;  // PIDFD_THREAD
+  const long fd = ::syscall(SYS_pidfd_open, tid, kPidfdThread);
+  if (fd >= 0 || errno != EINVAL) {
+    return static_cast<int>(fd);
+  }
+  std::ifstream status("/proc/" + std::to_string(tid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Tgid:", 0) == 0) {
+      return static_cast<int>(::syscall(SYS_pidfd_open, std::atoi(line.c_str() + 5), 0));
+    }
+  }
+  errno = ESRCH;
+  return -1;
+}
+
+}  // namespace
+
+std::set<std::pair<std::uint32_t, std::uint32_t>> bound_unix_socket_inodes() {
+  std::set<std::pair<std::uint32_t, std::uint32_t>> out;
+  Fd sock(::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
+  if (sock.fd < 0) {
+    return out;
+  }
+  struct {
+    nlmsghdr header;
+    unix_diag_req request;
+  } message{};
+  message.header.nlmsg_len = sizeof message;
+  message.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  message.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  message.request.sdiag_family = AF_UNIX;
+  message.request.udiag_states = ~0U;
+  message.request.udiag_show = UDIAG_SHOW_VFS;
+  if (::send(sock.fd, &message, sizeof message, 0) != static_cast<ssize_t>(sizeof message)) {
+    return out;
+  }
+  std::vector<char> buffer(64 * 1024);
+  for (;;) {
+    const ssize_t got = ::recv(sock.fd, buffer.data(), buffer.size(), 0);
+    if (got <= 0) {
+      return out;
+    }
+    auto* header = reinterpret_cast<nlmsghdr*>(buffer.data());
+    int left = static_cast<int>(got);
+    for (; NLMSG_OK(header, left); header = NLMSG_NEXT(header, left)) {
+      if (header->nlmsg_type == NLMSG_DONE || header->nlmsg_type == NLMSG_ERROR) {
+        return out;
+      }
+      auto* reply = static_cast<unix_diag_msg*>(NLMSG_DATA(header));
+      int attributes = static_cast<int>(header->nlmsg_len - NLMSG_LENGTH(sizeof *reply));
+      for (auto* attribute = reinterpret_cast<rtattr*>(reply + 1); RTA_OK(attribute, attributes);
+           attribute = RTA_NEXT(attribute, attributes)) {
+        if (attribute->rta_type == UNIX_DIAG_VFS &&
+            RTA_PAYLOAD(attribute) >= sizeof(unix_diag_vfs)) {
+          // The kernel's own device number (major << 20 | minor), in stat()'s encoding.
+          const auto* vfs = static_cast<const unix_diag_vfs*>(RTA_DATA(attribute));
+          const dev_t device = makedev(vfs->udiag_vfs_dev >> 20, vfs->udiag_vfs_dev & 0xfffff);
+          out.emplace(static_cast<std::uint32_t>(device), vfs->udiag_vfs_ino);
+        }
+      }
+    }
+  }
+}
+
+struct UnixConnectGuard::State {
+  int notify_fd = -1;
+  int stop_pipe[2] = {-1, -1};
+  std::vector<std::string> allowed;
+  std::atomic<int> calls{0};
+
+  ~State() {
+    for (int fd : {notify_fd, stop_pipe[0], stop_pipe[1]}) {
+      if (fd >= 0) {
+        ::close(fd);
+      }
+    }
+  }
+
+  // Whether the socket inode `info` (a host socket) is one the user listed.
+  bool listed(const struct stat& info) const {
+    for (const auto& path : allowed) {
+      struct stat other {};
+      if (::stat(path.c_str(), &other) == 0 && other.st_dev == info.st_dev &&
+          other.st_ino == info.st_ino) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Judges the unix path in `address` and rewrites it to name the judged inode
+  // (/proc/self/fd/N, N kept open in `judged`). The error is the caller's errno.
+  int judge_path(pid_t pid, sockaddr_un& address, socklen_t& length, Fd& judged) const {
+    const std::size_t room = length - offsetof(sockaddr_un, sun_path);
+    const std::string path(address.sun_path, ::strnlen(address.sun_path, room));
+    int error = 0;
+    judged.fd = open_in_callers_view(pid, path, error);
+    if (judged.fd < 0) {
+      return error;
+    }
+    struct stat info {};
+    if (::fstat(judged.fd, &info) != 0 || !S_ISSOCK(info.st_mode)) {
+      return ECONNREFUSED;  // what connect() says of a path that is not a socket
+    }
+    const std::pair<std::uint32_t, std::uint32_t> key{static_cast<std::uint32_t>(info.st_dev),
+                                                      static_cast<std::uint32_t>(info.st_ino)};
+    if (!listed(info) && bound_unix_socket_inodes().contains(key)) {
+      return ECONNREFUSED;  // a host daemon's socket, not listed
+    }
+    std::memset(address.sun_path, 0, sizeof address.sun_path);
+    const std::string alias = "/proc/self/fd/" + std::to_string(judged.fd);
+    std::memcpy(address.sun_path, alias.c_str(), alias.size());
+    length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + alias.size() + 1);
+    return 0;
+  }
+
+  // Makes the caller's connect() or sendto() on its own socket, after judging where it goes.
+  Answer make(const Call& call) const {
+    const bool is_connect = call.nr == SCMP_SYS(connect);
+    const std::uint64_t address_at = is_connect ? call.args[1] : call.args[4];
+    auto length = static_cast<socklen_t>(is_connect ? call.args[2] : call.args[5]);
+    sockaddr_storage storage{};
+    if (length < sizeof(sa_family_t) || length > sizeof storage) {
+      return fail(EINVAL);
+    }
+    if (!read_memory(call.pid, address_at, &storage, length)) {
+      return fail(errno == EFAULT ? EFAULT : EACCES);
+    }
+    std::vector<char> data;
+    if (!is_connect) {
+      if (call.args[2] > kMaxDatagram) {
+        return fail(EMSGSIZE);
+      }
+      data.resize(call.args[2]);
+      if (!data.empty() && !read_memory(call.pid, call.args[1], data.data(), data.size())) {
+        return fail(errno == EFAULT ? EFAULT : EACCES);
+      }
+    }
+    // From here on the caller is known to be the one that made the call (not a recycled pid).
+    if (seccomp_notify_id_valid(notify_fd, call.id) != 0) {
+      return fail(EINTR);
+    }
+    Fd pidfd(pidfd_for_thread(call.pid));
+    Fd socket(pidfd.fd < 0 ? -1
+                           : static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.fd,
+                                                        static_cast<int>(call.args[0]), 0)));
+    if (socket.fd < 0) {
+      return fail(errno == EBADF ? EBADF : EACCES);
+    }
+    int family = 0;
+    socklen_t size = sizeof family;
+    if (::getsockopt(socket.fd, SOL_SOCKET, SO_DOMAIN, &family, &size) != 0) {
+      return fail(ENOTSOCK);
+    }
+    Fd judged;
+    auto* address = reinterpret_cast<sockaddr*>(&storage);
+    const bool path = family == AF_UNIX && address->sa_family == AF_UNIX &&
+                      length > offsetof(sockaddr_un, sun_path) &&
+                      reinterpret_cast<sockaddr_un*>(&storage)->sun_path[0] != '\0';
+    if (path) {
+      if (int error =
+              judge_path(call.pid, *reinterpret_cast<sockaddr_un*>(&storage), length, judged);
+          error != 0) {
+        return fail(error);
+      }
+    }
+    const long result =
+        is_connect ? ::connect(socket.fd, address, length)
+                   : ::sendto(socket.fd, data.data(), data.size(),
+                              static_cast<int>(call.args[3]) | MSG_NOSIGNAL, address, length);
+    return result < 0 ? fail(errno) : Answer{result, 0};
+  }
+
+  void answer(const Call& call, const Answer& answer) const {
+    seccomp_notif* request = nullptr;
+    seccomp_notif_resp* response = nullptr;
+    if (seccomp_notify_alloc(&request, &response) != 0) {
+      return;
+    }
+    response->id = call.id;
+    response->val = answer.value;
+    response->error = -answer.error;
+    response->flags = 0;
+    seccomp_notify_respond(notify_fd, response);  // fails if the caller is gone: nothing to do
+    seccomp_notify_free(request, response);
+  }
+};
+
+namespace {
+
+void make_and_answer(std::shared_ptr<UnixConnectGuard::State> state, Call call) {
+  state->answer(call, state->make(call));
+  state->calls.fetch_sub(1);
+}
+
+// The next notification; false when there is none to take (the caller died meanwhile, EINTR).
+// The kernel wants a zeroed buffer for each one: a fresh one from libseccomp's allocator.
+bool receive(int notify_fd, Call& call) {
+  seccomp_notif* request = nullptr;
+  seccomp_notif_resp* response = nullptr;
+  if (seccomp_notify_alloc(&request, &response) != 0) {
+    return false;
+  }
+  const bool received = seccomp_notify_receive(notify_fd, request) == 0;
+  if (received) {
+    call.id = request->id;
+    call.pid = static_cast<pid_t>(request->pid);
+    call.nr = request->data.nr;
+    std::memcpy(call.args, request->data.args, sizeof call.args);
+  }
+  seccomp_notify_free(request, response);
+  return received;
+}
+
+void supervise(std::shared_ptr<UnixConnectGuard::State> state) {
+  for (;;) {
+    pollfd fds[2] = {{state->notify_fd, POLLIN, 0}, {state->stop_pipe[0], POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      break;
+    }
+    if ((fds[1].revents & POLLIN) != 0 || (fds[0].revents & (POLLHUP | POLLERR)) != 0) {
+      break;  // stop(), or every process that could call is gone
+    }
+    if ((fds[0].revents & POLLIN) == 0) {
+      continue;
+    }
+    Call call;
+    if (!receive(state->notify_fd, call)) {
+      continue;
+    }
+    // A call may block (a blocking connect to a busy listener): each is made on a thread of its
+    // own, so one does not hold up the others.
+    if (state->calls.fetch_add(1) < kMaxCallThreads) {
+      try {
+        std::thread(make_and_answer, state, call).detach();
+        continue;
+      } catch (const std::system_error&) {
+        // no thread to be had: made here
+      }
+    }
+    make_and_answer(state, call);
+  }
+}
+
+}  // namespace
+
+UnixConnectGuard::UnixConnectGuard(int notify_fd, std::vector<std::string> allowed)
+    : state_(std::make_shared<State>()) {
+  state_->notify_fd = notify_fd;
+  state_->allowed = std::move(allowed);
+  if (::pipe2(state_->stop_pipe, O_CLOEXEC) != 0) {
+    state_->stop_pipe[0] = state_->stop_pipe[1] = -1;
+  }
+  thread_ = std::thread(supervise, state_);
+}
+
+UnixConnectGuard::~UnixConnectGuard() { stop(); }
+
+void UnixConnectGuard::stop() {
+  if (!thread_.joinable()) {
+    return;
+  }
+  const char stop = 1;
+  ssize_t ignored = ::write(state_->stop_pipe[1], &stop, 1);
+  (void)ignored;
+  thread_.join();
+}
+
+}  // namespace sandgate::sandbox

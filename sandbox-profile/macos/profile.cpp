@@ -1,0 +1,500 @@
+// The Seatbelt profile. See profile.hpp.
+//
+// How libsandbox orders rules: the compiler turns every operation's rules, in the order the
+// profile gives them, into one chain per operation, and the kernel tries that chain from the
+// most recent rule backwards: the first rule whose filters match decides. So for one operation
+// a later rule overrides an earlier one, whatever the specificity of their filters (a later
+// broad allow undoes an earlier narrow deny). A rule for a wildcard (file-write*, network*) is
+// a rule for each operation it names, at its place in the profile; an operation that no rule
+// matches falls back to `default`, which is deny. The filters of one rule are alternatives (any
+// one matches); require-all makes a conjunction. Hence the layout: deny everything, allow what
+// a command needs, then deny the exceptions inside those allows (protected paths inside the
+// writable folders, tunnelling tools among executables), each after the allow it narrows.
+#include "sandbox-profile/macos/profile.hpp"
+
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include "sandbox-profile/plan/protected_paths.hpp"
+#include "sandbox-profile/macos/sbpl_string.hpp"
+
+namespace sandgate::sandbox {
+namespace {
+
+constexpr const char* kIndent = "    ";
+
+// Builds the text; remembers the first path that could not be quoted.
+class ProfileWriter {
+ public:
+  void line(const std::string& text) {
+    out_ += text;
+    out_ += '\n';
+  }
+  void blank() { out_ += '\n'; }
+
+  // `path` as an SBPL string; on failure records `what` and the problem, returns "".
+  std::string quote(const std::string& path, const std::string& what) {
+    auto quoted = sbpl_path(path);
+    if (!quoted) {
+      if (error_.empty()) {
+        error_ = what + " '" + printable(path) + "' " + std::string(describe(quoted.error())) +
+                 ": it cannot be put into a Seatbelt profile safely";
+      }
+      return "\"\"";
+    }
+    return *quoted;
+  }
+  bool ok() const { return error_.empty(); }
+
+  // `(ACTION OPERATION\n    filter\n    filter)`.
+  void rule(const std::string& head, const std::vector<std::string>& filters) {
+    if (filters.empty()) {
+      return;
+    }
+    if (filters.size() == 1) {
+      line("(" + head + " " + filters.front() + ")");
+      return;
+    }
+    std::string text = "(" + head;
+    for (const auto& filter : filters) {
+      text += "\n";
+      text += kIndent;
+      text += filter;
+    }
+    line(text + ")");
+  }
+
+  const std::string& error() const { return error_; }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+  std::string error_;
+};
+
+// Every proper ancestor folder of `path`, below "/", outermost first.
+std::vector<std::string> ancestors(const std::string& path) {
+  std::vector<std::string> out;
+  for (std::size_t slash = path.find('/', 1); slash != std::string::npos;
+       slash = path.find('/', slash + 1)) {
+    out.push_back(path.substr(0, slash));
+  }
+  return out;
+}
+
+template <typename T>
+std::vector<T> sorted_unique(std::vector<T> values) {
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  return values;
+}
+
+// The filters for `paths`: each as written (literal or subpath), then each case-folded (regex).
+// Seatbelt compares the path after symbolic links are resolved, byte for byte for literal and
+// subpath; APFS and HFS+ are case-insensitive by default, so ~/.BASH_LOGIN is ~/.bash_login.
+std::vector<std::string> path_filters(ProfileWriter& w, const std::vector<ProtectedPath>& paths,
+                                      const std::string& what) {
+  std::vector<std::string> filters;
+  for (const auto& p : paths) {
+    filters.push_back(std::string(p.tree ? "(subpath " : "(literal ") + w.quote(p.path, what) +
+                      ")");
+  }
+  if (!w.ok()) {
+    return filters;  // never build a regex from a path that failed its checks
+  }
+  for (const auto& p : paths) {
+    filters.push_back("(regex " + sbpl_quote(case_folded_regex(p.path, p.tree)) + ")");
+  }
+  return filters;
+}
+
+void write_process_rules(ProfileWriter& w, const ProfileOptions& options) {
+  w.line(";; Processes: run programs and fork. Process information (proc_pidinfo, task_for_pid's");
+  w.line(";; inspection) and signals only within this sandbox: the gate and the user's other");
+  w.line(";; programs can be neither read nor stopped from inside. No task ports of other");
+  w.line(";; processes (mach-priv-task-port, mach-task-name): not allowed, so denied.");
+  w.line("(allow process-exec)");
+  w.line("(allow process-fork)");
+  w.line("(allow process-info* (target same-sandbox))");
+  w.line("(allow signal (target same-sandbox))");
+  if (options.block_tunneling) {
+    w.line(
+        ";; Tunnelling tools wherever they are installed, by name "
+        "(GOOSE_SANDBOX_BLOCK_TUNNELING).");
+    w.line(std::string("(deny process-exec (regex #\"") + kTunnelingRegex + "\"))");
+  }
+}
+
+void write_system_rules(ProfileWriter& w) {
+  w.line(";; System information: sysctl reads (CPU count, OS version, the process table); no");
+  w.line(";; sysctl writes but kern.grade_cputype, which the JVM's CPU probe sets to read it.");
+  w.line(";; Preferences may be read, not written (cfprefsd is not reachable either). IOKit:");
+  w.line(";; registry properties may be read; no user client may be opened (no iokit-open).");
+  w.line("(allow sysctl-read)");
+  w.line("(allow sysctl-write (sysctl-name \"kern.grade_cputype\"))");
+  w.line("(allow user-preference-read)");
+  w.line("(allow iokit-get-properties)");
+  w.line(";; POSIX shared memory and semaphores: Node, Python's multiprocessing (SemLock).");
+  w.line("(allow ipc-posix-shm)");
+  w.line("(allow ipc-posix-sem)");
+}
+
+void write_mach_rules(ProfileWriter& w) {
+  w.line(";; Mach services: only these. Every other lookup is refused: the pasteboard, the window");
+  w.line(";; server, Bonjour and DNS (mDNSResponder: the gate resolves names), Launch Services");
+  w.line(";; (`open`), Apple events (`osascript`), launchd jobs, nsurlsessiond (transfers that");
+  w.line(";; bypass the gate), cfprefsd (preference writes), securityd (the keychain).");
+  std::string text = "(allow mach-lookup";
+  for (const auto& service : kAllowedMachServices) {
+    text += std::string("\n") + kIndent + ";; " + service.why + "\n" + kIndent + "(global-name " +
+            sbpl_quote(service.name) + ")";
+  }
+  w.line(text + ")");
+}
+
+// Reads everywhere but the devices that spy; writes in the writable folders.
+void write_read_and_write_rules(ProfileWriter& w, const ProfileOptions& options) {
+  w.line(";; Reads: everything, for now. Denials of reads (secrets) belong right after this rule.");
+  w.line("(allow file-read*)");
+  w.line(";; Except the packet-capture devices (as root, /dev/bpf* reads the host's traffic),");
+  w.line(";; and the contents of terminals: reading another terminal of the user's would take the");
+  w.line(";; keys typed there (the command's own terminals are allowed again below).");
+  w.line("(deny file-read* file-write* (regex #\"^/dev/bpf\"))");
+  w.line("(deny file-read-data file-write* (regex #\"^/dev/ttys[0-9]+$\"))");
+
+  std::vector<std::string> writable;
+  w.line(";; Writes: only in these folders.");
+  for (const auto& folder : writable_folders(options)) {
+    w.line(";;   " + folder.why + ": " + printable(folder.path));
+    writable.push_back("(subpath " + w.quote(folder.path, "writable folder") + ")");
+  }
+  w.rule("allow file-write*", writable);
+}
+
+// The devices tools write to or set modes on, the command's terminals and its own ptys.
+void write_device_rules(ProfileWriter& w, const ProfileOptions& options) {
+  w.line(";; Devices: data may be written to the null and zero devices, dtrace's helper (USDT");
+  w.line(";; probes of node and python), descriptors already held (/dev/fd, /dev/stdout) and the");
+  w.line(";; controlling terminal. No other device.");
+  w.line("(allow file-write-data");
+  for (const char* device : {"/dev/null", "/dev/zero", "/dev/dtracehelper", "/dev/tty"}) {
+    w.line(std::string(kIndent) + "(literal \"" + device + "\")");
+  }
+  w.line(std::string(kIndent) + "(subpath \"/dev/fd\"))");
+  w.line(
+      "(allow file-ioctl (literal \"/dev/null\") (literal \"/dev/zero\") "
+      "(literal \"/dev/dtracehelper\") (literal \"/dev/tty\"))");
+  std::vector<std::string> terminals;
+  for (const auto& terminal : sorted_unique(options.terminals)) {
+    terminals.push_back("(literal " + w.quote(terminal, "terminal") + ")");
+  }
+  w.line(";; The terminals the command was started on (isatty, raw mode, its own input), and the");
+  w.line(
+      ";; pseudo-terminals it opens itself (openpty: script, expect, node-pty), which carry the");
+  w.line(";; sandbox's pty extension. Other terminals of the user's do not.");
+  w.rule("allow file-read* file-write-data file-ioctl", terminals);
+  w.line("(allow pseudo-tty)");
+  w.line("(allow file-read* file-write-data file-ioctl (literal \"/dev/ptmx\"))");
+  w.line("(allow file-read* file-write-data file-ioctl");
+  w.line(std::string(kIndent) +
+         "(require-all (regex #\"^/dev/ttys[0-9]+$\") (extension \"com.apple.sandbox.pty\")))");
+}
+
+// The protected paths, denied inside the writable folders; the folders above them; hard links
+// and set-user-ID bits.
+void write_protected_rules(ProfileWriter& w, const ProfileOptions& options) {
+  auto paths = profile_protected_paths(options);
+  std::vector<ProtectedPath> always;
+  std::vector<ProtectedPath> optional;
+  for (const auto& p : paths) {
+    (p.always ? always : optional).push_back(p);
+  }
+  const auto always_filters = path_filters(w, always, "gate file");
+  w.line(";; Never written, inside the writable folders too: the gate's own configuration and");
+  w.line(";; executables, whatever the settings say (they decide where this sandbox may connect,");
+  w.line(";; and sandgate reloads its lists live), and the sockets the command may connect to.");
+  w.rule("deny file-write*", always_filters);
+  std::vector<std::string> optional_filters;
+  if (!optional.empty()) {
+    optional_filters = path_filters(w, optional, "protected path");
+    w.line(";; Never written: every place that runs code later, outside the sandbox");
+    w.line(";; (GOOSE_SANDBOX_PROTECT_FILES): shell start-up files, git's configuration and this");
+    w.line(";; repository's hooks and config, keys and configuration in ~/.ssh and ~/.gnupg,");
+    w.line(";; LaunchAgents, PATH folders, cron and launchd's system folders, goose's config.");
+    w.rule("deny file-write*", optional_filters);
+  }
+
+  // The folders above a protected path may be neither renamed nor removed (mv ~/.config ~/x;
+  // edit ~/x/goose/...; mv ~/x ~/.config), nor created when missing: a missing ~/.config made a
+  // symbolic link to a folder of the command's, or a folder renamed into its place, would bring
+  // planted files under the protected names (rename and symlink both create the entry).
+  std::set<std::string> folders;
+  for (const auto& p : paths) {
+    for (auto& folder : ancestors(p.path)) {
+      folders.insert(std::move(folder));
+    }
+  }
+  std::vector<ProtectedPath> above;
+  for (const auto& folder : folders) {
+    const bool covered = std::any_of(paths.begin(), paths.end(), [&](const ProtectedPath& p) {
+      return p.tree && is_within(folder, p.path);
+    });
+    if (!covered) {
+      above.push_back({folder, false, false});
+    }
+  }
+  w.line(";; Folders above protected paths may not be created, renamed or removed.");
+  w.rule("deny file-write-create file-write-unlink", path_filters(w, above, "folder"));
+
+  w.line(";; No hard links at all: a link made in a writable folder to a file outside would be a");
+  w.line(";; writable second name for it (Seatbelt matches names, not files). Git, cargo and pnpm");
+  w.line(";; fall back to renaming or copying. No set-user-ID or set-group-ID bits either.");
+  w.line("(deny file-link)");
+  w.line("(deny file-write-setugid)");
+}
+
+void write_file_rules(ProfileWriter& w, const ProfileOptions& options) {
+  write_read_and_write_rules(w, options);
+  write_device_rules(w, options);
+  write_protected_rules(w, options);
+}
+
+void write_network_rules(ProfileWriter& w, const ProfileOptions& options) {
+  w.line(";; Network: nothing but the exceptions below. No mDNSResponder: the gate resolves");
+  w.line(";; names; a resolver the command can query is a channel out (DNS queries). Sockets may");
+  w.line(";; be made for unix, IPv4 and IPv6 only (no routing, kernel-control or link-layer");
+  w.line(";; sockets); what they may reach is up to the rules after.");
+  w.line(
+      "(allow system-socket (socket-domain AF_UNIX) (socket-domain AF_INET) "
+      "(socket-domain AF_INET6))");
+  if (options.block_raw_sockets) {
+    w.line(";; Raw IP sockets (GOOSE_SANDBOX_BLOCK_RAW_SOCKETS).");
+    w.line("(deny system-socket (require-all (socket-domain AF_INET) (socket-type SOCK_RAW)))");
+    w.line("(deny system-socket (require-all (socket-domain AF_INET6) (socket-type SOCK_RAW)))");
+  }
+
+  // Unix sockets: an allow-list.
+  std::vector<std::string> sockets;
+  if (!options.gate_unix_socket.empty()) {
+    sockets.push_back("(remote unix-socket (path-literal " +
+                      w.quote(options.gate_unix_socket, "the gate's socket") + "))");
+  }
+  if (!options.ssh_auth_sock.empty()) {
+    sockets.push_back("(remote unix-socket (path-literal " +
+                      w.quote(options.ssh_auth_sock, "SSH_AUTH_SOCK") + "))");
+  }
+  for (const auto& path : sorted_unique(options.allow_unix_sockets)) {
+    sockets.push_back("(remote unix-socket (path-literal " + w.quote(path, "--allow-unix-socket") +
+                      "))");
+  }
+  for (const auto& path : sorted_unique(options.allow_unix_socket_folders)) {
+    sockets.push_back("(remote unix-socket (subpath " + w.quote(path, "--allow-unix-socket") +
+                      "))");
+  }
+  w.line(";; Unix sockets: only the gate's, the ssh agent's (SSH_AUTH_SOCK: it signs, it does not");
+  w.line(";; connect anywhere) and those listed with --allow-unix-socket. Any other may belong to");
+  w.line(";; a program that acts outside the sandbox: container and VM daemons, tmux, screen,");
+  w.line(
+      ";; terminals' and editors' servers, ssh ControlMaster, gpg's dirmngr. Matched by path at");
+  w.line(";; each connect: a socket that appears or is re-created after start is refused as well.");
+  w.rule("allow network-outbound", sockets);
+  w.line(";; Serving on a unix socket is local; where it may be created is up to the file rules.");
+  w.line("(allow network-bind (local unix-socket (path-regex #\"^/\")))");
+
+  // TCP and UDP: only localhost, only these ports.
+  const auto port_rule = [](const char* head, const char* side, const std::string& port) {
+    return std::string("(allow ") + head + " (" + side + " ip \"localhost:" + port + "\"))";
+  };
+  w.line(";; The gate: the only way out.");
+  if (options.proxy_port != 0) {
+    w.line(port_rule("network-outbound", "remote", std::to_string(options.proxy_port)));
+  }
+  const auto outbound = sorted_unique(options.allow_localhost_ports);
+  if (!outbound.empty()) {
+    w.line(";; --allow-localhost-port");
+    for (auto port : outbound) {
+      w.line(port_rule("network-outbound", "remote", std::to_string(port)));
+    }
+  }
+  const auto inbound = sorted_unique(options.allow_inbound_ports);
+  if (!inbound.empty()) {
+    w.line(";; --allow-inbound-port: servers inside the sandbox that local clients may reach,");
+    w.line(";; and that the command may reach itself.");
+    for (auto port : inbound) {
+      w.line(port_rule("network-bind", "local", std::to_string(port)));
+      w.line(port_rule("network-inbound", "local", std::to_string(port)));
+      w.line(port_rule("network-outbound", "remote", std::to_string(port)));
+    }
+  }
+  if (options.allow_local_bind) {
+    w.line(";; --allow-local-bind: serving on any localhost port and connecting to any. Seatbelt");
+    w.line(";; matches ports, not processes: this reaches every local server, not only the");
+    w.line(";; command's own.");
+    w.line(port_rule("network-bind", "local", "*"));
+    w.line(port_rule("network-inbound", "local", "*"));
+    w.line(port_rule("network-outbound", "remote", "*"));
+  }
+}
+
+}  // namespace
+
+std::string case_folded_regex(const std::string& path, bool tree) {
+  std::string out = "^";
+  for (char c : path) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+      const char lower = static_cast<char>(c | 0x20);
+      const char upper = static_cast<char>(lower & ~0x20);
+      out += '[';
+      out += lower;
+      out += upper;
+      out += ']';
+    } else if (std::string_view(".^$*+?()[{|\\").find(c) != std::string_view::npos) {
+      // `]` and `}` are ordinary outside a bracket or brace, and those are escaped.
+      out += '\\';
+      out += c;
+    } else {
+      out += c;
+    }
+  }
+  out += tree ? "($|/)" : "$";
+  return out;
+}
+
+std::vector<ProtectedPath> profile_protected_paths(const ProfileOptions& options) {
+  std::vector<ProtectedPath> paths = protected_paths(protection_inputs(options));
+  const auto add = [&paths](const ProtectedPath& extra) {
+    const bool known = std::any_of(paths.begin(), paths.end(), [&](const ProtectedPath& p) {
+      return p.path == extra.path || (p.tree && is_within(extra.path, p.path));
+    });
+    if (!known) {
+      paths.push_back(extra);
+    }
+  };
+  if (!options.real_home.empty() && options.real_home != options.home) {
+    ProtectionInputs real = protection_inputs(options);
+    real.home = options.real_home;
+    real.gate_files.clear();
+    for (const auto& p : protected_paths(real)) {
+      add(p);
+    }
+  }
+  for (const auto& extra : options.resolved_spellings) {
+    add(extra);
+  }
+  for (const std::string* socket : {&options.gate_unix_socket, &options.ssh_auth_sock}) {
+    if (!socket->empty()) {
+      add({*socket, false, true});
+    }
+  }
+  return paths;
+}
+
+std::vector<WritableFolder> writable_folders(const ProfileOptions& options) {
+  std::vector<WritableFolder> out;
+  const auto add = [&out](const std::string& path, const std::string& why) {
+    const bool known = std::any_of(out.begin(), out.end(),
+                                   [&](const WritableFolder& f) { return f.path == path; });
+    if (!path.empty() && path != "/" && !known) {
+      out.push_back({path, why});
+    }
+  };
+  add(options.working_directory, "the working folder");
+  for (const auto& dir : options.git_dirs) {
+    add(dir, "the repository's git folder");
+  }
+  add(options.temp_dir, "$TMPDIR");
+  // $TMPDIR is /private/var/folders/XX/YYYY/T: its sibling C is the per-user cache folder
+  // (confstr's _CS_DARWIN_USER_CACHE_DIR). The other sibling, 0, holds system services' files
+  // and stays read-only.
+  static const std::regex per_user_temp("^/private/var/folders/[^/]+/[^/]+/T$");
+  if (std::regex_match(options.temp_dir, per_user_temp)) {
+    add(options.temp_dir.substr(0, options.temp_dir.size() - 1) + "C", "the per-user cache folder");
+  }
+  add("/private/tmp", "/tmp, shared with the host");
+  add("/private/var/tmp", "/var/tmp, shared with the host");
+  for (const auto& cache : options.home_caches) {
+    add(cache, "a download cache");
+  }
+  for (const auto& path : sorted_unique(options.allow_writes)) {
+    add(path, "--allow-write");
+  }
+  return out;
+}
+
+ProtectionInputs protection_inputs(const ProfileOptions& options) {
+  ProtectionInputs inputs;
+  inputs.home = options.home;
+  inputs.protect_files = options.protect_files;
+  inputs.platform = Platform::macos;
+  inputs.gate_files = options.gate_files;
+  inputs.working_directory = options.working_directory;
+  inputs.git_dirs = options.git_dirs;
+  inputs.path_entries = options.path_entries;
+  inputs.own_executables = options.own_executables;
+  return inputs;
+}
+
+Expected<std::string, std::string> generate_profile(const ProfileOptions& options) {
+  if (options.proxy_port == 0 && options.gate_unix_socket.empty()) {
+    return Unexpected{std::string("the profile needs the gate's port (1..65535) or socket")};
+  }
+  for (auto port : options.allow_localhost_ports) {
+    if (port == 0) {
+      return Unexpected{std::string("--allow-localhost-port: expected a port, 1..65535")};
+    }
+  }
+  for (auto port : options.allow_inbound_ports) {
+    if (port == 0) {
+      return Unexpected{std::string("--allow-inbound-port: expected a port, 1..65535")};
+    }
+  }
+
+  ProfileWriter w;
+  // The home folder is checked first so that its error is the one reported, then the sockets
+  // (they appear among the protected paths too, under a vaguer name).
+  w.quote(options.home, "home folder");
+  if (!options.real_home.empty()) {
+    w.quote(options.real_home, "the passwd entry's home folder");
+  }
+  if (!options.gate_unix_socket.empty()) {
+    w.quote(options.gate_unix_socket, "the gate's socket");
+  }
+  if (!options.ssh_auth_sock.empty()) {
+    w.quote(options.ssh_auth_sock, "SSH_AUTH_SOCK");
+  }
+  const std::string gate = options.proxy_port != 0
+                               ? "127.0.0.1:" + std::to_string(options.proxy_port)
+                               : std::string("its unix socket");
+  w.line(";; sandgate's Seatbelt profile (SBPL), made by `sandgate profile`. Use:");
+  w.line(";;   sandbox-exec -p \"$(cat THIS_FILE)\" COMMAND [ARGS...]");
+  w.line(";; with the gate listening on " + gate + ". Deny-default: what no rule");
+  w.line(";; allows is refused. For one operation, a later rule overrides an earlier one");
+  w.line(";; (libsandbox tries the most recent rule first): each deny after an allow narrows it.");
+  w.line("(version 1)");
+  w.line("(deny default)");
+  w.blank();
+  write_process_rules(w, options);
+  w.blank();
+  write_system_rules(w);
+  w.blank();
+  write_mach_rules(w);
+  w.blank();
+  write_file_rules(w, options);
+  w.blank();
+  write_network_rules(w, options);
+  if (!w.error().empty()) {
+    return Unexpected{w.error()};
+  }
+  return w.take();
+}
+
+Expected<std::vector<std::string>, std::string> sandbox_exec_argv(const ProfileOptions& options) {
+  auto profile = generate_profile(options);
+  if (!profile) {
+    return Unexpected{profile.error()};
+  }
+  return std::vector<std::string>{kSandboxExecPath, "-p", std::move(*profile)};
+}
+
+}  // namespace sandgate::sandbox

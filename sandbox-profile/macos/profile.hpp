@@ -1,0 +1,158 @@
+// The macOS Seatbelt profile (SBPL) that `sandgate run` confines a command with and that
+// `sandgate profile` prints. Deny-default, like Anthropic's sandbox-runtime and Chromium's and
+// Apple's own profiles: nothing is allowed that a rule does not name.
+//   - processes: exec and fork; process information and signals only within the sandbox; no
+//     task ports of other processes;
+//   - reads: everything (for now; read denials have their place right after the allow), except
+//     the packet-capture devices /dev/bpf*;
+//   - writes: only the folders writable_folders() lists (the working folder, the repository's
+//     git folders, the temporary folders, the home's download caches, --allow-write), the few
+//     devices tools write (/dev/null, the terminal, ...), and never the protected paths
+//     (protected_paths(), for $HOME and for the passwd entry's home), spelled as given, resolved
+//     through symbolic links and case-folded (APFS is case-insensitive); no hard links; the
+//     folders above protected paths kept from being created, renamed or removed;
+//   - Mach services: only kAllowedMachServices, each with its reason; no pasteboard, window
+//     server, Bonjour, Launch Services, Apple events, launchd jobs or background transfers;
+//   - network: TCP on localhost only to the gate's port and to --allow-localhost-port ports;
+//     serving only on --allow-inbound-port ports (any local port only with --allow-local-bind);
+//     unix sockets only SSH_AUTH_SOCK, the gate's own socket and --allow-unix-socket paths,
+//     matched by path when the command connects (so one re-created later is still refused);
+//   - sysctl reads, no sysctl writes but the JVM's one; no IOKit user clients;
+//   - tunnelling tools denied by executable name wherever they are installed;
+//   - every path escaped; a path that cannot be represented safely is an error.
+//
+// Pure: the same options always give the same text (the golden tests rely on it). Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rules/expected.hpp"
+#include "sandbox-profile/plan/protected_paths.hpp"
+
+namespace sandgate::sandbox {
+
+struct ProfileOptions {
+  std::string home;  // absolute and normal, e.g. "/Users/ada" ($HOME)
+  // The passwd entry's home (getpwuid's pw_dir), absolute and normal; "" or equal to `home`
+  // when they agree. When HOME was changed, the real home's protected paths are protected too:
+  // ssh, gpg, login shells and launchd find their files there, not in $HOME.
+  std::string real_home;
+  std::uint16_t proxy_port = 0;  // the gate, on localhost (1..65535)
+  std::string gate_unix_socket;  // the gate's unix socket (listen unix:PATH); "" for none. A
+                                 // profile needs a proxy_port, this socket, or both.
+  std::vector<std::uint16_t> allow_localhost_ports;    // more localhost TCP destinations
+  std::vector<std::uint16_t> allow_inbound_ports;      // localhost ports the command may serve on
+  std::vector<std::string> allow_unix_sockets;         // absolute socket paths
+  std::vector<std::string> allow_unix_socket_folders;  // sockets anywhere below these folders
+  // --strict-unix-sockets. On macOS unix sockets are always an allow-list, so it changes
+  // nothing here; kept so that both systems read the same flags.
+  bool strict_unix_sockets = false;
+  std::string ssh_auth_sock;      // the ssh agent's socket, allowed; empty: none
+  bool allow_local_bind = false;  // --allow-local-bind: serve on and connect to any local port
+  bool protect_files = true;      // GOOSE_SANDBOX_PROTECT_FILES
+  bool block_raw_sockets = true;  // GOOSE_SANDBOX_BLOCK_RAW_SOCKETS
+  bool block_tunneling = true;    // GOOSE_SANDBOX_BLOCK_TUNNELING
+  std::vector<std::string> gate_files;  // the gate's blocklist, allowlist, config and log files
+  // Writable besides the working folder (see writable_folders()):
+  std::string temp_dir;                   // $TMPDIR, resolved ("" if unset)
+  std::vector<std::string> allow_writes;  // --allow-write folders, resolved
+  std::vector<std::string> home_caches;   // kHomeCaches that exist as real folders
+  // The terminals the command inherits (ttyname of standard input, output and error, resolved,
+  // e.g. "/dev/ttys003"): readable, writable and ioctl-able, so that isatty() and raw mode work.
+  std::vector<std::string> terminals;
+  // What the process and the file system say (see ProtectionInputs and with_process_inputs()):
+  std::string working_directory;
+  std::vector<std::string> git_dirs;
+  std::vector<std::string> path_entries;
+  std::vector<std::string> own_executables;
+  // Resolved spellings of protected paths that go through symbolic links, from
+  // resolved_spellings(): protected too, with the same flags.
+  std::vector<ProtectedPath> resolved_spellings;
+};
+
+// The protection inputs the options describe (for protected_paths()), for $HOME.
+ProtectionInputs protection_inputs(const ProfileOptions& options);
+
+// Every path the profile write-protects: protected_paths() for $HOME, then for the real home
+// when it differs (without the gate's files again), the resolved spellings not already covered,
+// and the unix sockets the command may connect to (the gate's and the agent's: a command that
+// replaced one would serve the programs outside that connect to it). No duplicates.
+std::vector<ProtectedPath> profile_protected_paths(const ProfileOptions& options);
+
+// A folder the command may write below (file-write*), and why.
+struct WritableFolder {
+  std::string path;  // absolute and normal; the folder and everything below it
+  std::string why;   // one line, for the profile's comment
+};
+
+// The folders writes are allowed in, in a fixed order, without duplicates, never "/": the working
+// folder, the enclosing repository's git folders, $TMPDIR and beside it the per-user cache folder
+// (/private/var/folders/../C: clang's module cache, xcrun), /private/tmp and /private/var/tmp,
+// the home's download caches, --allow-write folders. Protected paths inside them stay denied.
+std::vector<WritableFolder> writable_folders(const ProfileOptions& options);
+
+// The download and build caches in the home that stay writable when they exist as folders (not
+// links): the same as the Linux confinement's, plus macOS's ~/Library/Caches (pip, go build,
+// Homebrew, node-gyp, Yarn). A poisoned cache entry may be used by a later build outside the
+// sandbox: the price of builds that work.
+inline constexpr const char* kHomeCaches[] = {
+    "/.cache",
+    "/.npm",
+    "/.cargo/registry",
+    "/.cargo/git",
+    "/go/pkg/mod",
+    "/.m2/repository",
+    "/.gradle/caches",
+    "/.gradle/wrapper",
+    "/.local/share/pnpm",
+    "/Library/Caches",
+};
+
+// A Mach service the command may look up, and why it needs it.
+struct MachService {
+  const char* name;
+  const char* why;  // one line, for the profile's comment and the README
+};
+
+// The only Mach services the command may look up. Every other one is refused, among them the
+// pasteboard, the window server, Bonjour and DNS (mDNSResponder: name lookups are the gate's),
+// Launch Services, Apple events, launchd, nsurlsessiond, cfprefsd, the keychain (securityd).
+inline constexpr MachService kAllowedMachServices[] = {
+    {"com.apple.system.opendirectoryd.libinfo",
+     "user and group lookups (getpwuid, getgrgid): git, ssh, ~ expansion, id"},
+    {"com.apple.system.opendirectoryd.membership",
+     "group membership checks (mbr_*, getgrouplist) that access decisions make"},
+    {"com.apple.bsd.dirhelper",
+     "the per-user temporary and cache folders (confstr _CS_DARWIN_USER_TEMP_DIR)"},
+    {"com.apple.trustd.agent",
+     "TLS certificate verification through Security.framework (Go, Rust, Swift, curl)"},
+    {"com.apple.FSEvents", "file watchers (fsevents: watchman, chokidar, cargo watch, jest)"},
+    {"com.apple.system.notification_center",
+     "notify(3), which libSystem uses for time zone and configuration changes"},
+    {"com.apple.logd", "the unified log (os_log) for the command's own messages"},
+    {"com.apple.system.logger", "syslog(3) and ASL for the command's own messages"},
+};
+
+// The profile text, or an error naming the option or path that cannot be used and why.
+Expected<std::string, std::string> generate_profile(const ProfileOptions& options);
+
+// The path of sandbox-exec, which `run` requires on macOS.
+inline constexpr const char* kSandboxExecPath = "/usr/bin/sandbox-exec";
+
+// The words to put in front of the command to confine it: sandbox-exec with the profile given
+// inline (`-p TEXT`). Never a file: a file in a shared temporary folder could be rewritten by
+// a process left from an earlier run between writing it and sandbox-exec reading it.
+Expected<std::vector<std::string>, std::string> sandbox_exec_argv(const ProfileOptions& options);
+
+// A case-insensitive SBPL regex source for exactly `path` (tree: the path and everything
+// below it): every ASCII letter as a [xX] class, other regex characters escaped, anchored.
+// AppleMatch has no (?i) flag: a profile with one loads, and the rule matches nothing.
+std::string case_folded_regex(const std::string& path, bool tree);
+
+// The executables denied when block_tunneling is on, matched by name anywhere: as an SBPL
+// regex, and as the names it matches (for documentation and tests).
+inline constexpr const char* kTunnelingRegex = "/(nc|ncat|netcat|socat|telnet)$";
+
+}  // namespace sandgate::sandbox

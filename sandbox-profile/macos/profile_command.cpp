@@ -1,0 +1,40 @@
+// `sandgate profile`. See profile_command.hpp.
+#include "sandbox-profile/macos/profile_command.hpp"
+
+#include <cstdlib>
+#include <ostream>
+
+#include "sandbox-profile/macos/profile.hpp"
+
+namespace sandgate::sandbox {
+namespace {
+
+constexpr int kUsageError = 2;
+
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? std::string() : std::string(value);
+}
+
+}  // namespace
+
+int run_profile(const ProfileRequest& request, std::ostream& out, std::ostream& err) {
+  // A gate on a unix socket (listen unix:PATH) needs no port: the socket is allowed instead.
+  if (request.proxy_port == 0 && request.gate.unix_socket.empty()) {
+    err << "sandgate profile: the profile needs the gate's port: the listen setting ("
+        << request.listen_text << ") has none; give --proxy-port N\n";
+    return kUsageError;
+  }
+  auto profile = generate_profile(profile_options(request.sandbox, request.gate, request.flags,
+                                                  request.proxy_port, request.home,
+                                                  env_or_empty("SSH_AUTH_SOCK")));
+  if (!profile) {
+    err << "sandgate profile: " << profile.error() << "\n";
+    return kUsageError;
+  }
+  out << *profile;
+  out.flush();
+  return out ? 0 : kUsageError;
+}
+
+}  // namespace sandgate::sandbox

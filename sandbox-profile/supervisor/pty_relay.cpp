@@ -1,0 +1,247 @@
+// The confined command's pseudo-terminal. See pty_relay.hpp.
+#include "sandbox-profile/supervisor/pty_relay.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace sandgate::sandbox {
+namespace {
+
+std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+// Writes all of `data` to `fd` (nowhere when fd < 0); false when `fd` is gone.
+bool write_all(int fd, const char* data, std::size_t size) {
+  while (fd >= 0 && size > 0) {
+    const ssize_t written = ::write(fd, data, size);
+    if (written < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      if (errno == EAGAIN) {
+        pollfd p{fd, POLLOUT, 0};
+        ::poll(&p, 1, 100);
+        continue;
+      }
+      return false;
+    }
+    data += written;
+    size -= static_cast<std::size_t>(written);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool PtyRelay::wanted() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::isatty(fd) == 1) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Expected<std::unique_ptr<PtyRelay>, std::string> PtyRelay::prepare() {
+  std::unique_ptr<PtyRelay> pty(new PtyRelay());
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::isatty(fd) == 1) {
+      pty->streams_ |= 1U << fd;
+      pty->terminal_ = pty->terminal_ < 0 ? fd : pty->terminal_;
+    }
+  }
+  if (pty->terminal_ < 0) {
+    return Unexpected{std::string("none of the standard streams is a terminal")};
+  }
+  pty->output_ = ::isatty(STDOUT_FILENO) == 1   ? STDOUT_FILENO
+                 : ::isatty(STDERR_FILENO) == 1 ? STDERR_FILENO
+                                                : -1;
+  // Keys are read only from a terminal on standard input whose foreground `run` is (reading in
+  // the background would stop `run` with SIGTTIN, and the keys belong to the foreground).
+  pty->interactive_ = ::isatty(STDIN_FILENO) == 1 && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
+  if (::pipe2(pty->stop_pipe_, O_CLOEXEC) != 0 ||
+      ::pipe2(pty->wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
+    return Unexpected{errno_text("pipe")};
+  }
+  return pty;
+}
+
+Expected<std::pair<int, int>, std::string> PtyRelay::open_pair() {
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (master < 0) {
+    return Unexpected{errno_text("posix_openpt")};
+  }
+  char name[128];
+  if (::grantpt(master) != 0 || ::unlockpt(master) != 0 ||
+      ::ptsname_r(master, name, sizeof name) != 0) {
+    const std::string error = errno_text("cannot prepare the pseudo-terminal");
+    ::close(master);
+    return Unexpected{error};
+  }
+  const int slave = ::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (slave < 0) {
+    const std::string error = errno_text(std::string("cannot open ") + name);
+    ::close(master);
+    return Unexpected{error};
+  }
+  return std::make_pair(master, slave);
+}
+
+void PtyRelay::adopt(int master) {
+  master_ = master;
+  // Terminal ioctls on a master act on its slave: the command's terminal gets the user's modes
+  // and window size.
+  termios modes{};
+  if (::tcgetattr(terminal_, &modes) == 0) {
+    if (!interactive_) {
+      // The user's terminal stays in its own (cooked) mode and translates newlines itself.
+      modes.c_oflag &= ~static_cast<tcflag_t>(OPOST);
+    }
+    ::tcsetattr(master_, TCSANOW, &modes);
+  }
+  winsize size{};
+  if (::ioctl(terminal_, TIOCGWINSZ, &size) == 0) {
+    ::ioctl(master_, TIOCSWINSZ, &size);
+  }
+}
+
+PtyRelay::~PtyRelay() {
+  finish();
+  for (int fd : {master_, stop_pipe_[0], stop_pipe_[1], wake_pipe_[0], wake_pipe_[1]}) {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+  }
+}
+
+void PtyRelay::start() {
+  if (master_ < 0) {
+    return;
+  }
+  if (interactive_ && ::tcgetattr(STDIN_FILENO, &saved_) == 0) {
+    termios raw = saved_;
+    ::cfmakeraw(&raw);
+    raw_ = ::tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+  }
+  {
+    std::lock_guard lock(hold_mutex_);
+    relaying_ = true;
+  }
+  thread_ = std::thread([this] {
+    relay();
+    std::lock_guard lock(hold_mutex_);
+    relaying_ = false;
+    held_changed_.notify_all();  // a hold() waiting on a relay that ended has the terminal
+  });
+}
+
+void PtyRelay::hold() {
+  std::unique_lock lock(hold_mutex_);
+  if (!relaying_) {
+    return;
+  }
+  hold_wanted_ = true;
+  const char wake = 1;
+  ssize_t ignored = ::write(wake_pipe_[1], &wake, 1);
+  (void)ignored;
+  held_changed_.wait(lock, [this] { return holding_ || !relaying_; });
+}
+
+void PtyRelay::release() {
+  std::lock_guard lock(hold_mutex_);
+  hold_wanted_ = false;
+  const char wake = 1;
+  ssize_t ignored = ::write(wake_pipe_[1], &wake, 1);
+  (void)ignored;
+}
+
+void PtyRelay::resize() {
+  winsize size{};
+  if (master_ >= 0 && ::ioctl(terminal_, TIOCGWINSZ, &size) == 0) {
+    ::ioctl(master_, TIOCSWINSZ, &size);  // the kernel sends SIGWINCH to the command
+  }
+}
+
+void PtyRelay::finish() {
+  if (thread_.joinable()) {
+    const char stop = 1;
+    ssize_t ignored = ::write(stop_pipe_[1], &stop, 1);
+    (void)ignored;
+    thread_.join();
+  }
+  if (raw_) {
+    // TCSADRAIN: what the user typed meanwhile stays for their shell, as after any program.
+    ::tcsetattr(STDIN_FILENO, TCSADRAIN, &saved_);
+    raw_ = false;
+  }
+}
+
+void PtyRelay::relay() {
+  char buffer[16384];
+  bool input_open = interactive_;
+  for (;;) {
+    // A question holds the terminal: neither the command's output nor keys move meanwhile (the
+    // command waits on a full terminal; the keys wait in the user's terminal).
+    bool held = false;
+    {
+      std::lock_guard lock(hold_mutex_);
+      if (hold_wanted_ != holding_) {
+        holding_ = hold_wanted_;
+        held_changed_.notify_all();
+      }
+      held = holding_;
+    }
+    pollfd fds[4] = {{held ? -1 : master_, POLLIN, 0},
+                     {stop_pipe_[0], POLLIN, 0},
+                     {input_open && !held ? STDIN_FILENO : -1, POLLIN, 0},
+                     {wake_pipe_[0], POLLIN, 0}};
+    if (::poll(fds, 4, -1) < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return;
+    }
+    if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+      const ssize_t got = ::read(master_, buffer, sizeof buffer);
+      if (got <= 0 && errno != EINTR && errno != EAGAIN) {
+        return;  // EIO: every slave is closed, the command and its children are gone
+      }
+      if (got > 0) {
+        write_all(output_, buffer, static_cast<std::size_t>(got));
+      }
+    }
+    if ((fds[2].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+      const ssize_t got = ::read(STDIN_FILENO, buffer, sizeof buffer);
+      if (got > 0) {
+        write_all(master_, buffer, static_cast<std::size_t>(got));
+      } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+        input_open = false;
+      }
+    }
+    if ((fds[3].revents & POLLIN) != 0) {
+      char drained[64];
+      while (::read(wake_pipe_[0], drained, sizeof drained) > 0) {
+      }
+    }
+    if ((fds[1].revents & POLLIN) != 0) {
+      // The command has ended: relay what it left in the terminal, without waiting for more.
+      const int flags = ::fcntl(master_, F_GETFL);
+      ::fcntl(master_, F_SETFL, flags | O_NONBLOCK);
+      for (;;) {
+        const ssize_t got = ::read(master_, buffer, sizeof buffer);
+        if (got <= 0) {
+          break;
+        }
+        write_all(output_, buffer, static_cast<std::size_t>(got));
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace sandgate::sandbox

@@ -1,0 +1,96 @@
+// The terminal of a confined command on Linux. The command runs in a session of its own, so it
+// has no controlling terminal of the user's: it cannot push keystrokes into the user's shell
+// with TIOCSTI (the kernel allows TIOCSTI only on one's own controlling terminal), nor take the
+// terminal's foreground. Whenever one of `run`'s standard streams is a terminal, the command gets
+// a pseudo-terminal instead, opened inside its confinement from a devpts instance of its own
+// (the user's other terminals, /dev/pts/N, are not there): its slave becomes the command's
+// controlling terminal and its standard streams where `run`'s were the terminal, so the command
+// never holds a descriptor of the user's terminal (it could read keys from it or change its
+// modes). `run` relays the command's output to the user's terminal and, when it is in the
+// terminal's foreground with the terminal on standard input, the keys back, with the user's
+// terminal in raw mode (restored at the end) and the window size. Keystrokes the command pushes
+// into its own terminal reach only itself.
+//
+// A question on the terminal (terminal_asker.hpp) takes the terminal over with hold(): the
+// relay stops reading keys and relaying output until release(), so that the prompt is not mixed
+// with the command's output and its answer does not reach the command.
+//
+// Linux only. prepare() runs before clone(), open_pair() inside, adopt(), start(), resize() and
+// finish() in `run`'s main thread; the relay runs on a thread of its own until finish(); hold()
+// and release() on the asker's thread.
+#pragma once
+
+#include <termios.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "rules/expected.hpp"
+#include "sandbox-profile/supervisor/terminal_asker.hpp"
+
+namespace sandgate::sandbox {
+
+class PtyRelay final : public TerminalHolder {
+ public:
+  // A relay for the standard streams that are terminals, before clone(): which ones, where
+  // output goes, whether keys are read. The pty itself is opened inside (open_pair()) and its
+  // master handed over with adopt().
+  static Expected<std::unique_ptr<PtyRelay>, std::string> prepare();
+
+  // Opens a pseudo-terminal pair (master, slave; close-on-exec) from /dev/ptmx: inside the
+  // confinement, in its own devpts instance. The error names the call that failed.
+  static Expected<std::pair<int, int>, std::string> open_pair();
+
+  // Takes the master (opened inside) and gives its slave the user's modes and window size.
+  void adopt(int master);
+
+  // True when standard input is a terminal whose foreground `run` is: a relay is wanted.
+  static bool wanted();
+
+  ~PtyRelay() override;  // finish()es
+  PtyRelay(const PtyRelay&) = delete;
+  PtyRelay& operator=(const PtyRelay&) = delete;
+
+  // Which of descriptors 0, 1 and 2 were the terminal (bit N for descriptor N): the command gets
+  // the slave in their place.
+  unsigned terminal_streams() const { return streams_; }
+
+  // Puts the user's terminal in raw mode (when keys are read) and starts relaying.
+  void start();
+  // Copies the user's window size to the command's terminal (on SIGWINCH).
+  void resize();
+  // Relays what the command wrote last, stops, and restores the user's terminal. Idempotent.
+  void finish();
+
+  // Stops relaying keys and output (the terminal is the caller's) until release(). Returns
+  // once the relay's thread has stopped, at once when it is not running. Thread-safe.
+  void hold() override;
+  void release() override;
+
+ private:
+  PtyRelay() = default;
+  void relay();
+
+  int master_ = -1;
+  int terminal_ = -1;         // the first of 0, 1, 2 that is the user's terminal
+  bool interactive_ = false;  // standard input is the terminal and `run` is in its foreground
+  int output_ = -1;  // where the command's output goes: the terminal among 1 and 2, or nowhere
+  unsigned streams_ = 0;
+  int stop_pipe_[2] = {-1, -1};
+  int wake_pipe_[2] = {-1, -1};  // hold() and release() wake the relay's poll (non-blocking)
+  std::mutex hold_mutex_;        // guards the three below
+  std::condition_variable held_changed_;
+  bool relaying_ = false;     // the relay's thread runs
+  bool hold_wanted_ = false;  // hold() asked, release() not yet
+  bool holding_ = false;      // the relay's thread has stopped relaying for hold()
+  bool raw_ = false;
+  termios saved_{};
+  std::thread thread_;
+};
+
+}  // namespace sandgate::sandbox

@@ -1,0 +1,219 @@
+// Exec image, signals and supervision for `sandgate run`. See run_support.hpp.
+#include "sandbox-profile/supervisor/run_support.hpp"
+
+#include <pwd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "sandbox-profile/plan/protected_paths.hpp"
+#include "sandbox-profile/plan/sandbox_flags.hpp"
+#include "sandbox-profile/supervisor/run_confined.hpp"
+
+#ifdef __APPLE__
+#include <mach-o/dyld.h>
+#endif
+
+extern char** environ;
+
+namespace sandgate::sandbox {
+
+namespace fs = std::filesystem;
+
+void say(const std::string& text) { std::cerr << "sandgate run: " << text << std::endl; }
+
+std::vector<std::string> current_environment() {
+  std::vector<std::string> out;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    out.emplace_back(*entry);
+  }
+  return out;
+}
+
+namespace {
+
+// The folder of the running executable: sandgate-connect is installed next to it.
+std::string executable_folder() {
+#ifdef __APPLE__
+  std::uint32_t size = 0;
+  _NSGetExecutablePath(nullptr, &size);
+  std::string path(size, '\0');
+  if (_NSGetExecutablePath(path.data(), &size) != 0) {
+    return {};
+  }
+  path.resize(std::strlen(path.c_str()));
+  std::error_code ec;
+  auto real = fs::canonical(path, ec);
+  return ec ? fs::path(path).parent_path().string() : real.parent_path().string();
+#else
+  std::error_code ec;
+  auto self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : self.parent_path().string();
+#endif
+}
+
+}  // namespace
+
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? std::string() : std::string(value);
+}
+
+int ExecImage::exec() {
+  environ = envp_.data();
+  ::execvp(argv_[0], argv_.data());
+  const int error = errno;
+  const char* reason = std::strerror(error);
+  ssize_t ignored = ::write(STDERR_FILENO, failure_.data(), failure_.size());
+  ignored = ::write(STDERR_FILENO, reason, std::strlen(reason));
+  ignored = ::write(STDERR_FILENO, "\n", 1);
+  (void)ignored;
+  return error == ENOENT ? 127 : 126;
+}
+
+// The signals `run` takes synchronously. SIGCHLD gets a handler that does nothing, so that it
+// is never discarded as ignored (its default action) on any system. SIGPIPE is ignored: a client
+// that disconnects while the gate writes must cost an error code, not the process.
+sigset_t block_signals(SignalState& previous) {
+  struct sigaction action {};
+  action.sa_handler = [](int) {};
+  action.sa_flags = SA_NOCLDSTOP;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGCHLD, &action, nullptr);
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  ::sigaction(SIGPIPE, &ignore, &previous.pipe);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);
+  for (int signal : kForwarded) {
+    sigaddset(&set, signal);
+  }
+  ::sigprocmask(SIG_BLOCK, &set, &previous.mask);
+  return set;
+}
+
+// Puts the child's signal state back as the caller of `sandgate run` left it.
+// Async-signal-safe.
+void restore_signals(const SignalState& previous) {
+  ::signal(SIGCHLD, SIG_DFL);
+  ::sigaction(SIGPIPE, &previous.pipe, nullptr);
+  ::sigprocmask(SIG_SETMASK, &previous.mask, nullptr);
+}
+
+int exit_status(int status) {
+  if (WIFEXITED(status)) {
+    return WEXITSTATUS(status);
+  }
+  if (WIFSIGNALED(status)) {
+    return 128 + WTERMSIG(status);
+  }
+  return kRunFailed;
+}
+
+// Waits for CMD to end, forwarding the signals `run` receives. A signal the terminal sent
+// (Ctrl-C, Ctrl-\) went to CMD as well, since both are in its foreground process group: it is
+// not sent twice.
+int supervise(pid_t child, const sigset_t& set) {
+  for (;;) {
+    int number = 0;
+    bool from_terminal = false;
+#ifdef __linux__
+    siginfo_t info{};
+    number = ::sigwaitinfo(&set, &info);
+    if (number < 0) {
+      continue;  // EINTR
+    }
+    from_terminal = info.si_code == SI_KERNEL;
+#else
+    if (::sigwait(&set, &number) != 0) {
+      continue;
+    }
+    // No siginfo here: a SIGINT or SIGQUIT while we are the terminal's foreground group came
+    // from the terminal.
+    from_terminal = (number == SIGINT || number == SIGQUIT) && ::isatty(STDIN_FILENO) &&
+                    ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
+#endif
+    if (number == SIGCHLD) {
+      int status = 0;
+      const pid_t done = ::waitpid(child, &status, WNOHANG);
+      if (done == child) {
+        return exit_status(status);
+      }
+      continue;
+    }
+    if (!from_terminal) {
+      ::kill(child, number);
+    }
+  }
+}
+
+std::string connect_helper() {
+  const std::string folder = executable_folder();
+  const std::string helper = (folder.empty() ? std::string(".") : folder) + "/sandgate-connect";
+  if (::access(helper.c_str(), X_OK) != 0) {
+    say("warning: " + helper + " is missing: git over SSH (GIT_SSH_COMMAND) will fail");
+  }
+  return helper;
+}
+
+bool is_folder(const std::string& path) {
+  struct stat info {};
+  return ::lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+bool exists(const std::string& path) {
+  struct stat info {};
+  return ::lstat(path.c_str(), &info) == 0;
+}
+
+bool within_any(const std::string& path, const std::vector<std::string>& folders) {
+  for (const auto& folder : folders) {
+    if (is_within(path, folder)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Expected<bool, std::string> refuse_home_as_working_folder(const std::string& working_folder,
+                                                          const std::string& home,
+                                                          const std::vector<std::string>& allow_writes) {
+  if (working_folder.empty() || working_folder == "/") {
+    return true;
+  }
+  std::vector<std::string> homes = {home};
+  if (const passwd* account = ::getpwuid(::geteuid());
+      account != nullptr && account->pw_dir != nullptr && account->pw_dir[0] == '/') {
+    homes.push_back(resolved_path(account->pw_dir));
+  }
+  for (const auto& one : homes) {
+    if (one.empty() || one == "/" || !is_within(one, working_folder)) {
+      continue;
+    }
+    if (std::find(allow_writes.begin(), allow_writes.end(), working_folder) != allow_writes.end()) {
+      say("warning: the working folder " + working_folder + " holds the home folder " + one +
+          " and was given with --allow-write: the command may write everything in it that is not "
+          "protected, including places that run code later (a Python .pth, editor and package "
+          "manager configuration)");
+      return true;
+    }
+    return Unexpected{"refusing to confine a command in " + working_folder +
+                      ": it is the home folder " + (one == working_folder ? "" : "or above it ") +
+                      "(" + one +
+                      "), and the working folder is writable inside, so the command could plant "
+                      "code for programs you run later (a Python .pth, .vimrc, .npmrc). Run it "
+                      "from a project folder, or give --allow-write " + working_folder +
+                      " to accept that"};
+  }
+  return true;
+}
+
+}  // namespace sandgate::sandbox

@@ -1,0 +1,244 @@
+// The terminal asker. See terminal_asker.hpp.
+#include "sandbox-profile/supervisor/terminal_asker.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/random.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <string_view>
+
+namespace sandgate::sandbox {
+namespace {
+
+// How often a prompt on screen checks that its question still waits (it may time out or be
+// answered on the admin endpoint meanwhile).
+constexpr int kPollMs = 200;
+
+// Drawn before each question: every SGR attribute off (ESC[8m would conceal the question), the
+// standard character set (SI, ESC ( B: the line-drawing set would garble it), the cursor shown and
+// insert mode off. The command's output may have left any of
+// them set; none is needed to read what follows.
+constexpr std::string_view kPlainTerminal = "\x1b[0m\x0f\x1b(B\x1b[?25h\x1b[4l";
+
+std::string random_mark() {
+  constexpr std::string_view kLetters = "ACEFHJKLMNPRTUVWXY";  // no look-alikes (0/O, 1/I)
+  unsigned char bytes[4] = {};
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
+    const auto seed = static_cast<unsigned>(::getpid()) ^ static_cast<unsigned>(::time(nullptr));
+    std::memcpy(bytes, &seed, sizeof bytes);
+  }
+  std::string mark;
+  for (unsigned char byte : bytes) {
+    mark += kLetters[byte % kLetters.size()];
+  }
+  return mark;
+}
+
+}  // namespace
+
+std::unique_ptr<TerminalAsker> TerminalAsker::open() {
+  // O_NOCTTY: `run` already has its controlling terminal; /dev/tty is it, whatever its
+  // standard streams are.
+  const int tty = ::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (tty < 0) {
+    return nullptr;
+  }
+  // Only the terminal's foreground may read keys from it (a background reader is stopped with
+  // SIGTTIN), and the keys belong to whoever is in the foreground.
+  if (::tcgetpgrp(tty) != ::getpgrp()) {
+    ::close(tty);
+    return nullptr;
+  }
+  std::unique_ptr<TerminalAsker> asker(new TerminalAsker(tty));
+  if (::pipe2(asker->stop_pipe_, O_CLOEXEC) != 0) {
+    return nullptr;
+  }
+  return asker;
+}
+
+TerminalAsker::TerminalAsker(int tty) : tty_(tty), mark_(random_mark()) {}
+
+TerminalAsker::~TerminalAsker() {
+  stop();
+  for (int fd : {tty_, stop_pipe_[0], stop_pipe_[1]}) {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+  }
+}
+
+void TerminalAsker::start() {
+  show(std::string(kPlainTerminal) + "sandgate run: the gate's questions begin with \"sandgate [" +
+       mark_ + "]\"; a question without that mark comes from the command, not from the gate\r\n");
+  thread_ = std::thread([this] { serve(); });
+}
+
+bool TerminalAsker::ask(TerminalQuestion question) {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_ || queue_.size() >= kMaxQueued) {
+      return false;
+    }
+    queue_.push_back(std::move(question));
+  }
+  ready_.notify_one();
+  return true;
+}
+
+void TerminalAsker::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) {
+      return;
+    }
+    stopping_ = true;
+    queue_.clear();
+  }
+  ready_.notify_one();
+  // Wakes a prompt waiting for its key: the pipe stays readable from here on.
+  const char stop = 1;
+  ssize_t ignored = ::write(stop_pipe_[1], &stop, 1);
+  (void)ignored;
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+}
+
+void TerminalAsker::serve() {
+  for (;;) {
+    TerminalQuestion question;
+    {
+      std::unique_lock lock(mutex_);
+      ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) {
+        return;
+      }
+      question = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    put(question);
+  }
+}
+
+void TerminalAsker::put(TerminalQuestion& question) {
+  for (;;) {
+    if (!question.pending()) {
+      return;  // answered elsewhere or timed out while it was queued
+    }
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) {
+        return;
+      }
+    }
+    if (::tcgetpgrp(tty_) != ::getpgrp()) {
+      // `run` was put in the background: asking now would stop it (SIGTTOU, SIGTTIN). Wait to
+      // be in the foreground again, or for the question to end some other way.
+      pollfd p{stop_pipe_[0], POLLIN, 0};
+      ::poll(&p, 1, kPollMs);
+      continue;
+    }
+    // 1. Take the terminal over: the relay stops reading keys and writing output.
+    if (holder_ != nullptr) {
+      holder_->hold();
+    }
+    // 2. One key at a time, unechoed (the relay has it so already when the keys are relayed).
+    termios saved{};
+    const bool have_modes = ::tcgetattr(tty_, &saved) == 0;
+    if (have_modes) {
+      termios raw = saved;
+      ::cfmakeraw(&raw);
+      ::tcsetattr(tty_, TCSANOW, &raw);
+    }
+    // Keys typed before the question was on screen were meant for the command, not for it.
+    ::tcflush(tty_, TCIFLUSH);
+    // 3. The prompt on a line of its own (the command may have left the cursor mid-line).
+    show("\r\n" + std::string(kPlainTerminal) + "sandgate [" + mark_ + "]: " + question.prompt +
+         " ");
+    const std::optional<char> key = read_key(question);
+    std::optional<std::string> refused;
+    if (key) {
+      show(std::string(1, *key) + "\r\n");
+      refused = question.answer(*key);
+      if (refused) {
+        show("sandgate: " + *refused + "\r\n");
+      }
+    } else {
+      show("(no longer asked)\r\n");
+    }
+    // 4. Give the terminal back as it was.
+    if (have_modes) {
+      ::tcsetattr(tty_, TCSADRAIN, &saved);
+    }
+    if (holder_ != nullptr) {
+      holder_->release();
+    }
+    if (!key || !refused) {
+      return;
+    }
+    // Not applied (no list file to write, say): the question waits still; ask it again.
+  }
+}
+
+std::optional<char> TerminalAsker::read_key(TerminalQuestion& question) {
+  for (;;) {
+    pollfd fds[2] = {{tty_, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
+    const int ready = ::poll(fds, 2, kPollMs);
+    if (ready < 0 && errno != EINTR) {
+      return std::nullopt;
+    }
+    if ((fds[1].revents & POLLIN) != 0) {
+      return std::nullopt;  // stop()
+    }
+    if (ready <= 0) {
+      if (!question.pending()) {
+        return std::nullopt;
+      }
+      continue;
+    }
+    char buffer[64];
+    const ssize_t got = ::read(tty_, buffer, sizeof buffer);
+    if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) {
+      return std::nullopt;  // the terminal hung up
+    }
+    if (got < 0) {
+      continue;
+    }
+    const std::string_view read(buffer, static_cast<std::size_t>(got));
+    // An escape sequence (an arrow key is ESC [ A) holds letters that are not answers.
+    if (read.find('\x1b') != std::string_view::npos) {
+      continue;
+    }
+    for (char c : read) {
+      const char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (lower != '\0' && question.keys.find(lower) != std::string::npos) {
+        return lower;
+      }
+    }
+    show("\a");  // not an answer
+  }
+}
+
+void TerminalAsker::show(const std::string& text) const {
+  const char* data = text.data();
+  std::size_t size = text.size();
+  while (size > 0) {
+    const ssize_t written = ::write(tty_, data, size);
+    if (written < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return;  // the terminal is gone: nothing to show it on
+    }
+    data += written;
+    size -= static_cast<std::size_t>(written);
+  }
+}
+
+}  // namespace sandgate::sandbox

@@ -1,0 +1,420 @@
+// The test SBPL reader. See sbpl_reader.hpp.
+#include "tests/unit/sandbox-profile/macos/sbpl_reader.hpp"
+
+#include <charconv>
+#include <regex>
+#include <set>
+
+namespace sandgate::testing {
+namespace {
+
+class Reader {
+ public:
+  explicit Reader(std::string_view text) : text_(text) {}
+
+  Expected<std::vector<Sexp>, std::string> all() {
+    std::vector<Sexp> forms;
+    for (;;) {
+      skip_space();
+      if (at_end()) {
+        return forms;
+      }
+      if (peek() == ')') {
+        return fail("')' without '('");
+      }
+      auto form = one();
+      if (!form) {
+        return Unexpected{form.error()};
+      }
+      forms.push_back(std::move(*form));
+    }
+  }
+
+ private:
+  bool at_end() const { return pos_ >= text_.size(); }
+  char peek() const { return text_[pos_]; }
+
+  Unexpected<std::string> fail(const std::string& what) const {
+    return Unexpected{"offset " + std::to_string(pos_) + ": " + what};
+  }
+
+  void skip_space() {
+    while (!at_end()) {
+      const char c = peek();
+      if (c == ';') {
+        while (!at_end() && peek() != '\n') {
+          ++pos_;
+        }
+      } else if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+        ++pos_;
+      } else {
+        return;
+      }
+    }
+  }
+
+  Expected<Sexp, std::string> one() {
+    const char c = peek();
+    if (c == '(') {
+      ++pos_;
+      Sexp list;
+      for (;;) {
+        skip_space();
+        if (at_end()) {
+          return fail("unclosed '('");
+        }
+        if (peek() == ')') {
+          ++pos_;
+          return list;
+        }
+        auto item = one();
+        if (!item) {
+          return item;
+        }
+        list.items.push_back(std::move(*item));
+      }
+    }
+    if (c == '"') {
+      ++pos_;
+      Sexp string{Sexp::Kind::string, {}, {}};
+      for (;;) {
+        if (at_end()) {
+          return fail("unclosed string");
+        }
+        const char d = text_[pos_++];
+        if (d == '"') {
+          return string;
+        }
+        if (d == '\\') {
+          if (at_end()) {
+            return fail("unclosed string");
+          }
+          const char e = text_[pos_++];
+          if (e != '\\' && e != '"') {
+            return fail(std::string("unexpected escape \\") + e);
+          }
+          string.text += e;
+        } else if (static_cast<unsigned char>(d) < 0x20 || d == 0x7f) {
+          return fail("raw control character in a string");
+        } else {
+          string.text += d;
+        }
+      }
+    }
+    if (c == '#') {
+      if (pos_ + 1 >= text_.size() || text_[pos_ + 1] != '"') {
+        return fail("'#' not followed by '\"'");
+      }
+      pos_ += 2;
+      const auto end = text_.find('"', pos_);
+      if (end == std::string_view::npos) {
+        return fail("unclosed regex");
+      }
+      Sexp regex{Sexp::Kind::regex, std::string(text_.substr(pos_, end - pos_)), {}};
+      pos_ = end + 1;
+      return regex;
+    }
+    const std::size_t start = pos_;
+    while (!at_end()) {
+      const char d = peek();
+      if (d == ' ' || d == '\n' || d == '\t' || d == '\r' || d == '(' || d == ')' || d == '"' ||
+          d == ';') {
+        break;
+      }
+      ++pos_;
+    }
+    if (pos_ == start) {
+      return fail("unexpected character");
+    }
+    return Sexp{Sexp::Kind::symbol, std::string(text_.substr(start, pos_ - start)), {}};
+  }
+
+  std::string_view text_;
+  std::size_t pos_ = 0;
+};
+
+void collect_strings(const Sexp& form, std::vector<std::string>& out) {
+  if (form.kind == Sexp::Kind::string) {
+    out.push_back(form.text);
+  }
+  for (const auto& item : form.items) {
+    collect_strings(item, out);
+  }
+}
+
+// --- the vocabulary ---------------------------------------------------------------------------
+
+enum class Family { file, network, mach, signal, socket, exec, sysctl, bare };
+
+const std::set<std::string>& file_operations() {
+  static const std::set<std::string> ops = {
+      "file-read*", "file-read-data",    "file-write*",       "file-write-data",   "file-ioctl",
+      "file-link",  "file-write-create", "file-write-unlink", "file-write-setugid"};
+  return ops;
+}
+
+bool family_of(const std::string& op, Family& family) {
+  if (file_operations().count(op) != 0) {
+    family = Family::file;
+  } else if (op == "network*" || op == "network-outbound" || op == "network-bind" ||
+             op == "network-inbound") {
+    family = Family::network;
+  } else if (op == "mach-lookup") {
+    family = Family::mach;
+  } else if (op == "signal" || op == "process-info*") {
+    family = Family::signal;
+  } else if (op == "system-socket") {
+    family = Family::socket;
+  } else if (op == "process-exec") {
+    family = Family::exec;
+  } else if (op == "sysctl-read" || op == "sysctl-write") {
+    family = Family::sysctl;
+  } else if (op == "default" || op == "process-fork" || op == "user-preference-read" ||
+             op == "iokit-get-properties" || op == "ipc-posix-shm" || op == "ipc-posix-sem" ||
+             op == "pseudo-tty" || op == "lsopen" || op == "appleevent-send" ||
+             op == "job-creation" || op == "system-kext-load") {
+    family = Family::bare;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+std::string check_regex(const Sexp& arg) {
+  if (arg.kind != Sexp::Kind::string && arg.kind != Sexp::Kind::regex) {
+    return "a regex must be a string or #\"...\"";
+  }
+  if (arg.text.find("(?") != std::string::npos) {
+    return "regex '" + arg.text + "' uses a (?...) flag, which AppleMatch does not know";
+  }
+  try {
+    std::regex compiled(arg.text, std::regex::extended);
+  } catch (const std::regex_error&) {
+    return "regex '" + arg.text + "' is not a POSIX extended regex";
+  }
+  return {};
+}
+
+bool one_string(const Sexp& filter) {
+  return filter.items.size() == 2 && filter.items[1].kind == Sexp::Kind::string;
+}
+
+std::string check_ip(const Sexp& filter) {
+  // (remote ip "localhost:PORT") / (local ip "localhost:*")
+  if (filter.items.size() != 3 || filter.items[2].kind != Sexp::Kind::string) {
+    return "ip takes one string";
+  }
+  const std::string& value = filter.items[2].text;
+  constexpr std::string_view kHost = "localhost:";
+  if (value.rfind(kHost, 0) != 0) {
+    return "ip '" + value + "' is not on localhost";
+  }
+  const std::string port = value.substr(kHost.size());
+  if (port == "*") {
+    return {};
+  }
+  unsigned number = 0;
+  auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), number);
+  if (error != std::errc() || end != port.data() + port.size() || number == 0 || number > 65535) {
+    return "ip '" + value + "' has no valid port";
+  }
+  return {};
+}
+
+std::string check_unix_socket(const Sexp& filter) {
+  // (remote unix-socket) or (remote unix-socket (path-literal|path-regex|subpath ARG))
+  if (filter.items.size() == 2) {
+    return {};
+  }
+  if (filter.items.size() != 3 || filter.items[2].kind != Sexp::Kind::list ||
+      filter.items[2].items.size() != 2) {
+    return "unix-socket takes one path filter";
+  }
+  const Sexp& path = filter.items[2];
+  if (path.items[0].is_symbol("path-literal") || path.items[0].is_symbol("subpath")) {
+    return one_string(path) ? std::string() : "unix-socket path filters take one string";
+  }
+  if (path.items[0].is_symbol("path-regex")) {
+    return check_regex(path.items[1]);
+  }
+  return "unknown unix-socket filter " + path.print();
+}
+
+std::string check_filter(const Sexp& filter, Family family) {
+  if (filter.kind != Sexp::Kind::list || filter.items.empty() ||
+      filter.items[0].kind != Sexp::Kind::symbol) {
+    return "a filter must be a list";
+  }
+  const std::string& name = filter.items[0].text;
+  switch (family) {
+    case Family::file:
+      if (name == "literal" || name == "subpath") {
+        return one_string(filter) ? std::string() : name + " takes one string";
+      }
+      if (name == "regex" && filter.items.size() == 2) {
+        return check_regex(filter.items[1]);
+      }
+      if (name == "require-all" && filter.items.size() >= 3) {
+        // Only (regex ...) and (extension "NAME") parts: the pty rule.
+        for (std::size_t i = 1; i < filter.items.size(); ++i) {
+          const Sexp& part = filter.items[i];
+          if (part.items.size() == 2 && part.items[0].is_symbol("regex")) {
+            if (auto problem = check_regex(part.items[1]); !problem.empty()) {
+              return problem;
+            }
+          } else if (!(part.items.size() == 2 && part.items[0].is_symbol("extension") &&
+                       part.items[1].kind == Sexp::Kind::string)) {
+            return "unknown file filter " + part.print();
+          }
+        }
+        return {};
+      }
+      break;
+    case Family::sysctl:
+      if (name == "sysctl-name") {
+        return one_string(filter) ? std::string() : "sysctl-name takes one string";
+      }
+      break;
+    case Family::exec:
+      if (name == "regex" && filter.items.size() == 2) {
+        return check_regex(filter.items[1]);
+      }
+      break;
+    case Family::network:
+      if ((name == "remote" || name == "local") && filter.items.size() >= 2) {
+        if (filter.items[1].is_symbol("ip")) {
+          return check_ip(filter);
+        }
+        if (filter.items[1].is_symbol("unix-socket")) {
+          return check_unix_socket(filter);
+        }
+      }
+      break;
+    case Family::mach:
+      if (name == "global-name") {
+        return one_string(filter) ? std::string() : "global-name takes one string";
+      }
+      break;
+    case Family::signal:
+      if (name == "target" && filter.items.size() == 2 &&
+          filter.items[1].is_symbol("same-sandbox")) {
+        return {};
+      }
+      break;
+    case Family::socket:
+      if (name == "socket-domain" && filter.items.size() == 2 &&
+          (filter.items[1].is_symbol("AF_UNIX") || filter.items[1].is_symbol("AF_INET") ||
+           filter.items[1].is_symbol("AF_INET6"))) {
+        return {};
+      }
+      if (name == "require-all") {
+        for (std::size_t i = 1; i < filter.items.size(); ++i) {
+          const Sexp& part = filter.items[i];
+          const bool domain =
+              part.items.size() == 2 && part.items[0].is_symbol("socket-domain") &&
+              (part.items[1].is_symbol("AF_INET") || part.items[1].is_symbol("AF_INET6"));
+          const bool type = part.items.size() == 2 && part.items[0].is_symbol("socket-type") &&
+                            part.items[1].is_symbol("SOCK_RAW");
+          if (!domain && !type) {
+            return "unknown socket filter " + part.print();
+          }
+        }
+        return {};
+      }
+      break;
+    case Family::bare:
+      break;
+  }
+  return "filter " + filter.print() + " does not belong here";
+}
+
+std::string check_form(const Sexp& form) {
+  if (form.kind != Sexp::Kind::list || form.items.empty()) {
+    return "a top-level form must be a non-empty list";
+  }
+  if (form.items[0].is_symbol("version")) {
+    return form.items.size() == 2 && form.items[1].is_symbol("1") ? std::string()
+                                                                  : "expected (version 1)";
+  }
+  if (!form.items[0].is_symbol("allow") && !form.items[0].is_symbol("deny")) {
+    return "a rule starts with allow or deny";
+  }
+  std::size_t i = 1;
+  bool have = false;
+  Family family = Family::bare;
+  for (; i < form.items.size() && form.items[i].kind == Sexp::Kind::symbol; ++i) {
+    Family f = Family::bare;
+    if (!family_of(form.items[i].text, f)) {
+      return "unknown operation " + form.items[i].text;
+    }
+    if (have && f != family) {
+      return "operations of different kinds in one rule";
+    }
+    family = f;
+    have = true;
+  }
+  if (!have) {
+    return "a rule names at least one operation";
+  }
+  for (; i < form.items.size(); ++i) {
+    if (auto problem = check_filter(form.items[i], family); !problem.empty()) {
+      return problem;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string check_sbpl(const std::vector<Sexp>& forms) {
+  if (forms.empty() || forms[0].print() != "(version 1)") {
+    return "a profile starts with (version 1)";
+  }
+  for (const auto& form : forms) {
+    if (auto problem = check_form(form); !problem.empty()) {
+      return problem + " in " + form.print();
+    }
+  }
+  return {};
+}
+
+std::string Sexp::print() const {
+  switch (kind) {
+    case Kind::symbol:
+      return text;
+    case Kind::regex:
+      return "#\"" + text + "\"";
+    case Kind::string: {
+      std::string out = "\"";
+      for (char c : text) {
+        if (c == '"' || c == '\\') {
+          out += '\\';
+        }
+        out += c;
+      }
+      return out + "\"";
+    }
+    case Kind::list: {
+      std::string out = "(";
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        out += (i == 0 ? "" : " ") + items[i].print();
+      }
+      return out + ")";
+    }
+  }
+  return {};
+}
+
+Expected<std::vector<Sexp>, std::string> read_sbpl(std::string_view text) {
+  return Reader(text).all();
+}
+
+std::vector<std::string> all_strings(const std::vector<Sexp>& forms) {
+  std::vector<std::string> out;
+  for (const auto& form : forms) {
+    collect_strings(form, out);
+  }
+  return out;
+}
+
+}  // namespace sandgate::testing
