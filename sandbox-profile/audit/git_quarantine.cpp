@@ -121,13 +121,14 @@ void scan_working_folders(const std::vector<std::string>& folders, GitSnapshot& 
         return;
       }
       const fs::path& path = it->path();
+      if (path.filename() == "HEAD" && repository_shaped(path.parent_path())) {
+        out.repositories.insert(path.parent_path().string());  // a HEAD that is a link counts
+      }
       if (path.filename() == ".git") {
         note_dot_git(path);
         it.disable_recursion_pending();
       } else if (it->is_symlink(ec)) {
         it.disable_recursion_pending();
-      } else if (path.filename() == "HEAD" && repository_shaped(path.parent_path())) {
-        out.repositories.insert(path.parent_path().string());
       }
     }
   }
@@ -157,13 +158,55 @@ void scan_git_dirs(const std::vector<std::string>& git_dirs, GitSnapshot& out, s
         return;
       }
       const fs::path& path = it->path();
+      if (path.filename() == "HEAD" && path.parent_path() != dir &&
+          repository_shaped(path.parent_path())) {
+        out.repositories.insert(path.parent_path().string());
+      }
       if (it->is_symlink(ec)) {
         std::error_code ignored;
         out.links[path.string()] = fs::read_symlink(path, ignored).string();
         it.disable_recursion_pending();
-      } else if (path.filename() == "HEAD" && path.parent_path() != dir &&
-                 repository_shaped(path.parent_path())) {
-        out.repositories.insert(path.parent_path().string());
+      }
+    }
+  }
+}
+
+// What git obeys in a git folder: its config, the attributes that pick filters, its hooks, and
+// the state of a rebase, cherry-pick or revert in progress (a todo list whose `exec` lines run
+// at `git rebase --continue`). Recorded with their content, to be compared after the run.
+constexpr const char* kObeyedFiles[] = {"config", "config.worktree", "info/attributes"};
+constexpr const char* kObeyedFolders[] = {"hooks", "rebase-merge", "rebase-apply", "sequencer"};
+constexpr std::size_t kObeyedLimit = 1 << 20;  // bytes of one file compared; more: size only
+
+std::string content_of(const fs::path& path) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec) {
+    return "?";
+  }
+  if (size > kObeyedLimit) {
+    return "size " + std::to_string(size);
+  }
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void record_obeyed(const std::string& git_dir, std::map<std::string, std::string>& out) {
+  std::error_code ec;
+  for (const char* name : kObeyedFiles) {
+    const fs::path path = fs::path(git_dir) / name;
+    if (fs::is_regular_file(fs::symlink_status(path, ec))) {
+      out[path.string()] = content_of(path);
+    }
+  }
+  for (const char* name : kObeyedFolders) {
+    ec.clear();
+    std::size_t count = 0;
+    fs::recursive_directory_iterator it(fs::path(git_dir) / name,
+                                        fs::directory_options::skip_permission_denied, ec);
+    for (; !ec && it != fs::recursive_directory_iterator() && ++count < 4096; it.increment(ec)) {
+      if (it->is_regular_file(ec)) {
+        out[it->path().string()] = content_of(it->path());
       }
     }
   }
@@ -203,13 +246,20 @@ void quarantine(const std::string& path, const std::string& why,
   actions.push_back(path + " -> " + target);
 }
 
-// A gitfile the command changed: its version is moved aside and the original written back.
-void restore_gitfile(const std::string& path, const std::string& original,
-                     std::vector<std::string>& actions) {
+// A file git obeys that the command changed (a gitfile, a config, a hook): its version is moved
+// aside and the original written back (a file over the compared size is only moved aside).
+void restore_file(const std::string& path, const std::string& original, const std::string& what,
+                  std::vector<std::string>& actions) {
   const std::string target = move_aside(path);
   if (target.empty() && errno != ENOENT) {
-    say("WARNING: the command changed the gitfile " + path + " and it could not be moved aside (" +
+    say("WARNING: the command " + what + " " + path + " and it could not be moved aside (" +
         std::strerror(errno) + "): check it before running git there");
+    return;
+  }
+  if (original.starts_with("size ") || original == "?") {
+    say("WARNING: the command " + what + " " + path + ": its version was moved to " + target +
+        "; the original was too large to keep, restore it yourself");
+    actions.push_back(path + " -> " + target);
     return;
   }
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -218,10 +268,27 @@ void restore_gitfile(const std::string& path, const std::string& original,
   if (fd >= 0) {
     ::close(fd);
   }
-  say("WARNING: the command changed the gitfile " + path +
+  say("WARNING: the command " + what + " " + path +
       (target.empty() ? std::string(" (removed it)") : " (its version moved to " + target + ")") +
       (written ? ": the original was written back" : ": the original could not be written back"));
   actions.push_back(path + " restored");
+}
+
+// The rebase-merge, rebase-apply or sequencer folder that `path` lies in, when that folder is
+// new (none of its files was recorded before); "" otherwise.
+std::string new_state_folder(const std::string& path,
+                             const std::map<std::string, std::string>& before) {
+  for (fs::path up = fs::path(path).parent_path(); up.has_relative_path(); up = up.parent_path()) {
+    const std::string name = up.filename().string();
+    if (name != "rebase-merge" && name != "rebase-apply" && name != "sequencer") {
+      continue;
+    }
+    const std::string prefix = up.string() + "/";
+    const auto at = before.lower_bound(prefix);
+    const bool existed = at != before.end() && at->first.starts_with(prefix);
+    return existed ? std::string() : up.string();
+  }
+  return {};
 }
 
 bool top_of(const std::string& path, const std::vector<std::string>& git_dirs) {
@@ -237,6 +304,18 @@ GitSnapshot snapshot_git(const std::vector<std::string>& folders,
   std::size_t seen = 0;
   scan_working_folders(folders, out, seen);
   scan_git_dirs(git_dirs, out, seen);
+  // Every git folder there is: the repository's, nested repositories' `.git` folders (a clone
+  // in third_party/, not a submodule), bare ones, and submodules' below modules/.
+  std::set<std::string> all(git_dirs.begin(), git_dirs.end());
+  for (const auto& path : out.dot_gits) {
+    if (!out.gitfiles.contains(path)) {
+      all.insert(path);
+    }
+  }
+  all.insert(out.repositories.begin(), out.repositories.end());
+  for (const auto& dir : all) {
+    record_obeyed(dir, out.obeyed);
+  }
   return out;
 }
 
@@ -249,7 +328,7 @@ std::vector<std::string> quarantine_new_git_entries(const GitSnapshot& before,
   for (const auto& [path, original] : before.gitfiles) {
     const auto now = after.gitfiles.find(path);
     if (after.dot_gits.contains(path) && (now == after.gitfiles.end() || now->second != original)) {
-      restore_gitfile(path, original, actions);
+      restore_file(path, original, "changed the gitfile", actions);
     }
   }
   for (const auto& path : after.dot_gits) {
@@ -262,6 +341,32 @@ std::vector<std::string> quarantine_new_git_entries(const GitSnapshot& before,
         (!top_of(path, git_dirs) || !git_makes(fs::path(path).filename().string()))) {
       quarantine(path, "created an entry in the git folder", actions);
     }
+  }
+  // In every git folder: what git obeys, changed (put back, the command's version kept aside)
+  // or new (moved aside); a rebase or sequencer state begun by the command, moved aside whole.
+  for (const auto& [path, content] : after.obeyed) {
+    const auto old = before.obeyed.find(path);
+    if (old == before.obeyed.end()) {
+      continue;  // new: judged below
+    }
+    if (old->second != content) {
+      restore_file(path, old->second, "changed", actions);
+    }
+  }
+  std::set<std::string> new_states;
+  for (const auto& [path, content] : after.obeyed) {
+    if (before.obeyed.contains(path)) {
+      continue;
+    }
+    if (const std::string state = new_state_folder(path, before.obeyed); !state.empty()) {
+      new_states.insert(state);
+    } else {
+      quarantine(path, "added to what git obeys", actions);
+    }
+  }
+  for (const auto& state : new_states) {
+    quarantine(state, "left a rebase or cherry-pick in progress (its todo list runs `exec` lines)",
+               actions);
   }
   for (const auto& [path, target] : after.links) {
     const auto old = before.links.find(path);

@@ -9,6 +9,10 @@
 //     its HEAD and config are moved aside, so that git no longer takes it for a repository;
 //   - a `.git` file (a submodule's or a linked worktree's gitfile) whose content changed: the
 //     command's version is moved aside and the original written back;
+//   - in every git folder (the repository's, a nested clone's, a bare one's, a submodule's): its
+//     config, config.worktree, info/attributes and hooks, changed (put back as they were, the
+//     command's version kept aside) or new (moved aside), and a rebase, cherry-pick or revert
+//     the command left in progress (its todo list runs `exec` lines at --continue: moved aside);
 //   - in the repository's git folders: a new entry at the top that git does not make itself
 //     (commondir, gitdir, config.worktree), a new modules/ or worktrees/ entry, a new
 //     folder shaped like a git folder at any depth, and a symbolic link, at any depth, that is
@@ -31,6 +35,9 @@ struct GitSnapshot {
   std::set<std::string> repositories;           // folders shaped like a git folder
   std::set<std::string> git_entries;            // top, modules/ and worktrees/ entries
   std::map<std::string, std::string> links;     // links in the git folders: path -> target
+  // In every git folder found (the repository's, nested and bare ones, submodules'): config,
+  // config.worktree, info/attributes, hooks, and rebase or sequencer state: path -> content.
+  std::map<std::string, std::string> obeyed;
   bool complete = true;
 };
 

@@ -5,7 +5,9 @@
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/resource.h>
+#include <linux/netlink.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -114,7 +116,14 @@ std::string run_probe(ProbeTargets targets) {
     }
     int status = 0;
     pid_t done = 0;
-    while ((done = ::waitpid(-1, &status, WNOHANG)) > 0) {
+    while ((done = ::waitpid(-1, &status, WNOHANG | __WALL)) > 0) {
+      if (WIFSTOPPED(status)) {
+        // A process that made init its tracer (PTRACE_TRACEME) stops at its next signal and
+        // would wait for init for ever: init lets it go, with the signal it stopped for.
+        ::ptrace(PTRACE_DETACH, done, nullptr, reinterpret_cast<void*>(
+                                                   static_cast<long>(WSTOPSIG(status))));
+        continue;
+      }
       if (done == command) {
         ::_exit(exit_status(status));
       }
@@ -227,6 +236,16 @@ Expected<int, std::string> seal_init(bool supervise_unix_sockets) {
   }
   // Opened while /dev is still ours to open: init's standard streams once the command has its own.
   const int null_device = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  // The supervisor's view of this namespace's unix sockets: a sock_diag socket made here lists
+  // the sockets bound in this network namespace, the only ones the command may reach unlisted.
+  const int diag = plan.supervise_unix_sockets
+                       ? ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG)
+                       : -1;
+  if (plan.supervise_unix_sockets && diag < 0) {
+    send_message(channel, "error the unix-socket supervisor's sock_diag socket: " +
+                              std::string(std::strerror(errno)));
+    ::_exit(kRunFailed);
+  }
   auto sealed = seal_init(plan.supervise_unix_sockets);
   if (!sealed) {
     send_message(channel, "error " + sealed.error());
@@ -240,8 +259,9 @@ Expected<int, std::string> seal_init(bool supervise_unix_sockets) {
   }
   bool sent = static_cast<bool>(send_message(channel, "ready\n" + report.serialize(), *listener));
   if (guard >= 0) {
-    sent = sent && send_message(channel, "guard", guard);
+    sent = sent && send_message(channel, "guard", guard) && send_message(channel, "diag", diag);
     ::close(guard);
+    ::close(diag);
   }
   if (tty_master >= 0) {
     sent = sent && send_message(channel, "pty", tty_master);

@@ -196,12 +196,14 @@ int run_isolated(const RunOptions& options, GateHandle& gate) {
   std::unique_ptr<UnixConnectGuard> guard;
   if (confinement->plan.supervise_unix_sockets) {
     auto sent = receive_message(to_child);
-    if (!sent || sent->fd < 0 || sent->text != "guard") {
+    auto diag = sent ? receive_message(to_child) : sent;
+    if (!sent || sent->fd < 0 || sent->text != "guard" || !diag || diag->fd < 0 ||
+        diag->text != "diag") {
       ::close(listener_fd);
       say("the confined process sent no system-call listener");
       return abandon();
     }
-    guard = std::make_unique<UnixConnectGuard>(sent->fd, confinement->reachable_sockets);
+    guard = std::make_unique<UnixConnectGuard>(sent->fd, diag->fd, confinement->reachable_sockets);
   }
   if (pty) {
     auto sent = receive_message(to_child);

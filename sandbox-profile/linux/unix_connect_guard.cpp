@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 
 namespace sandgate::sandbox {
 namespace {
@@ -128,12 +129,16 @@ int pidfd_for_thread(pid_t tid) {
 
 }  // namespace
 
-std::set<std::pair<std::uint32_t, std::uint32_t>> bound_unix_socket_inodes() {
+std::set<std::pair<std::uint32_t, std::uint32_t>> bound_unix_socket_inodes(int diag) {
   std::set<std::pair<std::uint32_t, std::uint32_t>> out;
-  Fd sock(::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
-  if (sock.fd < 0) {
+  Fd own(diag < 0 ? ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG) : -1);
+  const int fd = diag < 0 ? own.fd : diag;
+  if (fd < 0) {
     return out;
   }
+  // Each dump has a number of its own: replies left over from a dump given up are skipped.
+  static std::atomic<std::uint32_t> next_sequence{1};
+  const std::uint32_t sequence = next_sequence.fetch_add(1);
   struct {
     nlmsghdr header;
     unix_diag_req request;
@@ -141,21 +146,25 @@ std::set<std::pair<std::uint32_t, std::uint32_t>> bound_unix_socket_inodes() {
   message.header.nlmsg_len = sizeof message;
   message.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
   message.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  message.header.nlmsg_seq = sequence;
   message.request.sdiag_family = AF_UNIX;
   message.request.udiag_states = ~0U;
   message.request.udiag_show = UDIAG_SHOW_VFS;
-  if (::send(sock.fd, &message, sizeof message, 0) != static_cast<ssize_t>(sizeof message)) {
+  if (::send(fd, &message, sizeof message, 0) != static_cast<ssize_t>(sizeof message)) {
     return out;
   }
   std::vector<char> buffer(64 * 1024);
   for (;;) {
-    const ssize_t got = ::recv(sock.fd, buffer.data(), buffer.size(), 0);
+    const ssize_t got = ::recv(fd, buffer.data(), buffer.size(), 0);
     if (got <= 0) {
       return out;
     }
     auto* header = reinterpret_cast<nlmsghdr*>(buffer.data());
     int left = static_cast<int>(got);
     for (; NLMSG_OK(header, left); header = NLMSG_NEXT(header, left)) {
+      if (header->nlmsg_seq != sequence) {
+        continue;
+      }
       if (header->nlmsg_type == NLMSG_DONE || header->nlmsg_type == NLMSG_ERROR) {
         return out;
       }
@@ -177,12 +186,14 @@ std::set<std::pair<std::uint32_t, std::uint32_t>> bound_unix_socket_inodes() {
 
 struct UnixConnectGuard::State {
   int notify_fd = -1;
+  int diag_fd = -1;
+  std::mutex diag_mutex;  // one dump at a time on diag_fd
   int stop_pipe[2] = {-1, -1};
   std::vector<std::string> allowed;
   std::atomic<int> calls{0};
 
   ~State() {
-    for (int fd : {notify_fd, stop_pipe[0], stop_pipe[1]}) {
+    for (int fd : {notify_fd, diag_fd, stop_pipe[0], stop_pipe[1]}) {
       if (fd >= 0) {
         ::close(fd);
       }
@@ -203,7 +214,7 @@ struct UnixConnectGuard::State {
 
   // Judges the unix path in `address` and rewrites it to name the judged inode
   // (/proc/self/fd/N, N kept open in `judged`). The error is the caller's errno.
-  int judge_path(pid_t pid, sockaddr_un& address, socklen_t& length, Fd& judged) const {
+  int judge_path(pid_t pid, sockaddr_un& address, socklen_t& length, Fd& judged) {
     const std::size_t room = length - offsetof(sockaddr_un, sun_path);
     const std::string path(address.sun_path, ::strnlen(address.sun_path, room));
     int error = 0;
@@ -217,8 +228,11 @@ struct UnixConnectGuard::State {
     }
     const std::pair<std::uint32_t, std::uint32_t> key{static_cast<std::uint32_t>(info.st_dev),
                                                       static_cast<std::uint32_t>(info.st_ino)};
-    if (!listed(info) && bound_unix_socket_inodes().contains(key)) {
-      return ECONNREFUSED;  // a host daemon's socket, not listed
+    if (!listed(info)) {
+      std::lock_guard lock(diag_mutex);
+      if (!bound_unix_socket_inodes(diag_fd).contains(key)) {
+        return ECONNREFUSED;  // not the confinement's own socket, and not listed
+      }
     }
     std::memset(address.sun_path, 0, sizeof address.sun_path);
     const std::string alias = "/proc/self/fd/" + std::to_string(judged.fd);
@@ -228,7 +242,7 @@ struct UnixConnectGuard::State {
   }
 
   // Makes the caller's connect() or sendto() on its own socket, after judging where it goes.
-  Answer make(const Call& call) const {
+  Answer make(const Call& call) {
     const bool is_connect = call.nr == SCMP_SYS(connect);
     const std::uint64_t address_at = is_connect ? call.args[1] : call.args[4];
     auto length = static_cast<socklen_t>(is_connect ? call.args[2] : call.args[5]);
@@ -360,9 +374,10 @@ void supervise(std::shared_ptr<UnixConnectGuard::State> state) {
 
 }  // namespace
 
-UnixConnectGuard::UnixConnectGuard(int notify_fd, std::vector<std::string> allowed)
+UnixConnectGuard::UnixConnectGuard(int notify_fd, int diag_fd, std::vector<std::string> allowed)
     : state_(std::make_shared<State>()) {
   state_->notify_fd = notify_fd;
+  state_->diag_fd = diag_fd;
   state_->allowed = std::move(allowed);
   if (::pipe2(state_->stop_pipe, O_CLOEXEC) != 0) {
     state_->stop_pipe[0] = state_->stop_pipe[1] = -1;

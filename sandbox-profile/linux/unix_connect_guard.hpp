@@ -9,11 +9,13 @@
 // own socket (taken with pidfd_getfd), after judging the destination:
 //   - a socket that is not AF_UNIX (the family the socket has, not the one the address claims),
 //     an abstract or unnamed unix address: done as asked (the network namespace fences them);
-//   - a unix path: opened in the caller's view (its root, its working folder), and refused with
-//     ECONNREFUSED when the socket there is bound in the host's network namespace (asked of the
-//     kernel with sock_diag at the time of the call, so one made after start counts) and is not
-//     listed (--allow-unix-socket, SSH_AUTH_SOCK). The call is then made on exactly the inode that
-//     was judged (through /proc/self/fd), so nothing can be swapped in between.
+//   - a unix path: opened in the caller's view (its root, its working folder), and made only when
+//     the socket there is bound in the confinement's own network namespace (the command's own
+//     sockets: asked of the kernel with sock_diag, through a socket made inside, at the time of
+//     the call) or is listed (--allow-unix-socket, SSH_AUTH_SOCK); every other socket (the host's,
+//     a container's, another sandbox's, whenever it was made) is refused with ECONNREFUSED. The
+//     call is then made on exactly the inode that was judged (through /proc/self/fd), so nothing
+//     can be swapped in between.
 // The caller's memory is read once; a caller that cannot be read (it made itself non-dumpable)
 // is refused with EACCES. Not covered: sendmsg() with an address on an unconnected datagram
 // socket (seccomp cannot read the address inside the message header, and notifying every
@@ -33,15 +35,17 @@
 
 namespace sandgate::sandbox {
 
-// The (device, inode) pairs of every path-bound unix socket in the caller's network namespace,
-// as sock_diag reports them (32 bits each). Empty on error.
-std::set<std::pair<std::uint32_t, std::uint32_t>> bound_unix_socket_inodes();
+// The (device, inode) pairs of every path-bound unix socket in the network namespace of the
+// sock_diag socket `diag` (-1: one made now, in the caller's namespace), in stat()'s encoding
+// (32 bits each). Empty on error.
+std::set<std::pair<std::uint32_t, std::uint32_t>> bound_unix_socket_inodes(int diag = -1);
 
 class UnixConnectGuard {
  public:
-  // `notify_fd`: the seccomp listener (owned from here on); `allowed`: socket paths, in this
-  // process's view, that may be reached although the host's (stat()ed at each call).
-  UnixConnectGuard(int notify_fd, std::vector<std::string> allowed);
+  // `notify_fd`: the seccomp listener; `diag_fd`: a NETLINK_SOCK_DIAG socket made in the
+  // confinement's network namespace (both owned from here on); `allowed`: socket paths, in this
+  // process's view, that may be reached although not the confinement's (stat()ed at each call).
+  UnixConnectGuard(int notify_fd, int diag_fd, std::vector<std::string> allowed);
   ~UnixConnectGuard();  // stop()s
   UnixConnectGuard(const UnixConnectGuard&) = delete;
   UnixConnectGuard& operator=(const UnixConnectGuard&) = delete;

@@ -92,6 +92,10 @@ int run_confined(const RunOptions& options, GateHandle& gate) {
         "clients) reaches the network directly.");
     return run_on_host(options, gate, {});
   }
+  if (auto refused = refuse_socket_streams(); !refused) {
+    say(refused.error());
+    return kRunFailed;
+  }
   {
     std::error_code ec;
     std::vector<std::string> allow_writes;

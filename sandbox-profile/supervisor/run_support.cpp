@@ -2,6 +2,7 @@
 #include "sandbox-profile/supervisor/run_support.hpp"
 
 #include <pwd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -181,6 +182,36 @@ bool within_any(const std::string& path, const std::vector<std::string>& folders
     }
   }
   return false;
+}
+
+Expected<bool, std::string> refuse_socket_streams() {
+  constexpr const char* kNames[] = {"standard input", "standard output", "standard error"};
+  for (int fd = 0; fd <= 2; ++fd) {
+    struct stat info {};
+    if (::fstat(fd, &info) != 0 || !S_ISSOCK(info.st_mode)) {
+      continue;
+    }
+    int family = 0;
+    int type = 0;
+    socklen_t size = sizeof family;
+    ::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &family, &size);
+    size = sizeof type;
+    ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size);
+    sockaddr_storage peer{};
+    socklen_t peer_size = sizeof peer;
+    const bool connected =
+        ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_size) == 0;
+    if (family == AF_UNIX && (type != SOCK_DGRAM || connected)) {
+      continue;
+    }
+    return Unexpected{std::string("refusing to confine a command whose ") + kNames[fd] +
+                      " is a socket that can reach beyond the confinement (" +
+                      (family == AF_UNIX ? "an unconnected unix datagram socket"
+                                         : "a network socket of this machine") +
+                      "): the command could send through it. Give it a pipe or a file instead "
+                      "(for example `| cat`)"};
+  }
+  return true;
 }
 
 Expected<bool, std::string> refuse_home_as_working_folder(const std::string& working_folder,

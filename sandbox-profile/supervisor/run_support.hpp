@@ -83,6 +83,13 @@ bool exists(const std::string& path);
 // True when `path` is one of `folders` or lies below one.
 bool within_any(const std::string& path, const std::vector<std::string>& folders);
 
+// The command inherits the standard streams that are not a terminal. One that is a socket able
+// to reach beyond the confinement (an IP socket of the host's network: an inetd or
+// socket-activation caller; an unconnected unix datagram socket, which can send to any path) is
+// a way out: the error names it and says what to give instead. Pipes, files, terminals and
+// connected unix sockets (a journal stream) are fine.
+Expected<bool, std::string> refuse_socket_streams();
+
 // The working folder is writable inside, so started in the home folder (or a folder above it)
 // the command could write every place there that runs code later and that no list names: a
 // Python user-site .pth, an editor's or a package manager's configuration, a direnvrc. That is

@@ -20,11 +20,14 @@ namespace {
 // answered on the admin endpoint meanwhile).
 constexpr int kPollMs = 200;
 
-// Drawn before each question: every SGR attribute off (ESC[8m would conceal the question), the
-// standard character set (SI, ESC ( B: the line-drawing set would garble it), the cursor shown and
-// insert mode off. The command's output may have left any of
-// them set; none is needed to read what follows.
-constexpr std::string_view kPlainTerminal = "\x1b[0m\x0f\x1b(B\x1b[?25h\x1b[4l";
+// Drawn before each question, to undo what the command's output may have set to hide or garble
+// it: a soft reset (DECSTR: display attributes, character sets, insert and origin modes, the
+// scrolling region; the cursor stays where it is), the default colours and palette back
+// (OSC 110, 111, 104: a command may set the foreground to the background), and again, for
+// terminals without DECSTR, every SGR attribute off (ESC[8m conceals), the standard character
+// set (SI, ESC ( B), the cursor shown, insert mode off.
+constexpr std::string_view kPlainTerminal =
+    "\x1b[!p\x1b]110\x07\x1b]111\x07\x1b]104\x07\x1b[0m\x0f\x1b(B\x1b[?25h\x1b[4l";
 
 std::string random_mark() {
   constexpr std::string_view kLetters = "ACEFHJKLMNPRTUVWXY";  // no look-alikes (0/O, 1/I)

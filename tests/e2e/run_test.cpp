@@ -1753,6 +1753,79 @@ TEST_F(RunTest, AFolderMadeIntoARepositoryWithoutADotGitIsUnmade) {
   EXPECT_FALSE(fs::exists(work_ + "/PWNED"));
 }
 
+// Second review: what git obeys in every git folder is judged by content after the run: a
+// nested clone's config (core.fsmonitor) and a new hook are put back or moved aside, a rebase
+// todo planted in the repository's git folder is moved aside whole, a new info/attributes is
+// moved aside, and a folder made a bare repository with a HEAD that is a link is unmade.
+TEST_F(RunTest, WhatGitObeysInEveryGitFolderIsJudgedByContentAfterTheRun) {
+  const std::string git = "git -c user.name=t -c user.email=t@t.invalid ";
+  ASSERT_EQ(shell("cd '" + work_ + "' && git init -q -b main && " + git +
+                  "commit -q --allow-empty -m one && git init -q -b main nested && cd nested && " +
+                  git + "commit -q --allow-empty -m n")
+                .first,
+            0);
+  const std::string config_before = read_file(work_ + "/nested/.git/config");
+  const std::string payload = "touch " + work_ + "/PWNED; false";
+  const std::string script =
+      "git -C nested config core.fsmonitor '" + payload + "'; "
+      "printf '#!/bin/sh\\n" + payload + "\\n' > nested/.git/hooks/post-checkout; "
+      "chmod +x nested/.git/hooks/post-checkout; "
+      "d=.git/rebase-merge; mkdir $d; git rev-parse HEAD > $d/orig-head; git rev-parse HEAD > "
+      "$d/onto; echo refs/heads/main > $d/head-name; touch $d/interactive; echo 'exec " + payload +
+      "' > $d/git-rebase-todo; "
+      "echo '* filter=evil' >> .git/info/attributes; "
+      "mkdir -p b/objects b/refs/heads && ln -s refs/heads/main b/HEAD && "
+      "printf '[core]\\n\\tbare = true\\n\\tfsmonitor = \"" + payload + "\"\\n' > b/config; "
+      "echo planted";
+  auto o = run({"--", "sh", "-c", script});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("planted"), std::string::npos) << describe(o);
+  EXPECT_EQ(read_file(work_ + "/nested/.git/config"), config_before) << describe(o);
+  EXPECT_FALSE(fs::exists(work_ + "/nested/.git/hooks/post-checkout")) << describe(o);
+  EXPECT_FALSE(fs::exists(work_ + "/.git/rebase-merge")) << describe(o);
+  EXPECT_FALSE(fs::exists(work_ + "/.git/info/attributes")) << describe(o);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(work_ + "/b/HEAD"))) << describe(o);
+  EXPECT_FALSE(fs::exists(work_ + "/b/config")) << describe(o);
+  for (const std::string& folder : {work_, work_ + "/nested", work_ + "/b"}) {
+    shell("cd '" + folder + "' && git status --short; git log -1 --oneline");
+  }
+  EXPECT_FALSE(fs::exists(work_ + "/PWNED"));
+}
+
+// Second review: a standard stream that is a socket of the host's network (an inetd-style
+// caller) would be a way out: `run` refuses to start with it, and says what to give instead.
+TEST_F(RunTest, AStandardStreamThatIsAHostSocketIsRefused) {
+  const int udp = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(udp, 0);
+  std::vector<std::string> argv = {"/bin/sh", "-c", "exec \"$@\" >&7", "sh"};
+  for (auto& arg : run_argv({"--", "sh", "-c", "echo ran"})) {
+    argv.push_back(arg);
+  }
+  Process process(argv, environment(), root_ + "/udp-stream", work_, udp);
+  ::close(udp);
+  auto o = process.wait();
+  EXPECT_EQ(o.exit_code, 125) << describe(o);
+  EXPECT_NE(o.err.find("standard output is a socket that can reach beyond the confinement"),
+            std::string::npos)
+      << describe(o);
+}
+
+// Second review: a command that makes init its tracer (PTRACE_TRACEME) and then gets a signal
+// is let go by init, so the signals `run` passes on still end it.
+TEST_F(RunTest, ACommandThatAsksInitToTraceItStillEndsOnSignals) {
+  Process process(run_argv({"--", "/usr/bin/python3", "-c",
+                            "import ctypes, os, time\n"
+                            "ctypes.CDLL(None).ptrace(0, 0, None, None)\n"
+                            "print('ready', flush=True)\n"
+                            "time.sleep(60)"}),
+                  environment(), root_ + "/traceme", work_);
+  ASSERT_TRUE(process.wait_for_output("ready")) << describe(process.wait(5s));
+  ::kill(process.pid(), SIGTERM);
+  auto o = process.wait(20s);
+  EXPECT_FALSE(o.timed_out) << describe(o);
+  EXPECT_EQ(o.exit_code, 128 + SIGTERM) << describe(o);
+}
+
 // 8: started in the home folder (or above it), `run` refuses: everything there that runs code
 // later and no list names (a Python user-site .pth, .vimrc) would be writable. Given with
 // --allow-write, it runs and says what that means.
@@ -2049,6 +2122,10 @@ TEST_F(RunAskTest, TheQuestionCannotBeHiddenAndCarriesTheRunsMark) {
   const auto reset = asked.rfind("\x1b[0m", question);
   ASSERT_NE(reset, std::string::npos) << asked;
   EXPECT_GT(reset, asked.find("\x1b[8m")) << asked;
+  // The default colours and palette are restored too (a command may set the foreground to the
+  // background), and the soft reset undoes scrolling regions and origin mode.
+  EXPECT_NE(asked.rfind("\x1b[!p\x1b]110\x07\x1b]111\x07\x1b]104\x07", question), std::string::npos)
+      << asked;
   // The command's fake question has no mark.
   EXPECT_NE(asked.find("sandgate: allow innocent.test"), std::string::npos) << asked;
   pty.type("d");

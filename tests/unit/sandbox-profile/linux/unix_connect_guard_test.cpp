@@ -6,7 +6,9 @@
 #include "sandbox-profile/linux/unix_connect_guard.hpp"
 
 #include <gtest/gtest.h>
+#include <linux/netlink.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -79,6 +81,25 @@ TEST_F(UnixConnectGuardTest, HostSocketsAreRefusedUnlessListedAndTheChildsOwnWor
   ASSERT_GE(host_dgram, 0);
   ASSERT_GE(listed, 0);
   ASSERT_EQ(::symlink((root_ + "/host.sock").c_str(), (root_ + "/link.sock").c_str()), 0);
+  // A socket bound in a third network namespace (a container's, another sandbox's): neither the
+  // host's nor the child's own, and refused all the same.
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t other = ::fork();
+  if (other == 0) {
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0) {
+      ::_exit(1);
+    }
+    const int fd = bound_socket(root_ + "/other.sock", SOCK_STREAM);
+    ssize_t ignored = ::write(ready[1], fd >= 0 ? "y" : "n", 1);
+    (void)ignored;
+    ::pause();
+    ::_exit(0);
+  }
+  char answer = 0;
+  ASSERT_EQ(::read(ready[0], &answer, 1), 1);
+  ::close(ready[0]);
+  ::close(ready[1]);
   int channel[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel), 0);
   const pid_t child = ::fork();
@@ -90,8 +111,10 @@ TEST_F(UnixConnectGuardTest, HostSocketsAreRefusedUnlessListedAndTheChildsOwnWor
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
       ::_exit(101);
     }
+    const int diag = ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
     auto listener = install_syscall_filter(true);
-    if (!listener || *listener < 0 || !send_message(channel[1], "guard", *listener)) {
+    if (!listener || *listener < 0 || !send_message(channel[1], "guard", *listener) ||
+        !send_message(channel[1], "diag", diag)) {
       ::_exit(102);
     }
     ::close(*listener);
@@ -112,6 +135,7 @@ TEST_F(UnixConnectGuardTest, HostSocketsAreRefusedUnlessListedAndTheChildsOwnWor
         own >= 0 && reach(root_ + "/own.sock") == 0,
         own_dgram >= 0 && reach("own.dgram", true) == 0,
         reach(root_ + "/missing.sock") == ENOENT,
+        answer != 'y' || reach(root_ + "/other.sock") == ECONNREFUSED,
         from_thread == 0,  // a call from a thread that is not the process's first
     };
     for (std::size_t i = 0; i < sizeof checks; ++i) {
@@ -123,8 +147,9 @@ TEST_F(UnixConnectGuardTest, HostSocketsAreRefusedUnlessListedAndTheChildsOwnWor
   }
   ::close(channel[1]);
   auto message = receive_message(channel[0]);
+  auto diag = message ? receive_message(channel[0]) : message;
   int status = 0;
-  if (!message || message->fd < 0) {
+  if (!message || message->fd < 0 || !diag || diag->fd < 0) {
     ::waitpid(child, &status, 0);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 100) {
       GTEST_SKIP() << "cannot create a user namespace here";
@@ -132,10 +157,12 @@ TEST_F(UnixConnectGuardTest, HostSocketsAreRefusedUnlessListedAndTheChildsOwnWor
     FAIL() << "the child sent no listener (exit " << WEXITSTATUS(status) << ")";
   }
   {
-    UnixConnectGuard guard(message->fd, {root_ + "/listed.sock"});
+    UnixConnectGuard guard(message->fd, diag->fd, {root_ + "/listed.sock"});
     ::waitpid(child, &status, 0);
   }
   ::close(channel[0]);
+  ::kill(other, SIGKILL);
+  ::waitpid(other, nullptr, 0);
   for (int fd : {host, host_dgram, listed}) {
     ::close(fd);
   }
