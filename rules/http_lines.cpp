@@ -26,8 +26,9 @@ HeadScan scan_head(std::string_view bytes, std::size_t limit) {
     }
     if (bytes[at + 1] != '\n') {
       scan.status = HeadScan::Status::malformed;
-      scan.problem = "a bare CR (not before LF) in the head; every line of an HTTP/1.1 head "
-                     "must end in CRLF";
+      scan.problem =
+          "a bare CR (not before LF) in the head; every line of an HTTP/1.1 head "
+          "must end in CRLF";
       return scan;
     }
     const bool empty_line = at == line_start;

@@ -53,11 +53,11 @@ class SshIdentificationWatch {
   void next_line();
 
   Verdict verdict_ = Verdict::undecided;
-  std::size_t total_ = 0;        // bytes fed
-  std::size_t lines_ = 0;        // lines begun after the first
-  std::size_t line_bytes_ = 0;   // bytes of the current line, CRs not counted
-  int matched_ = 0;              // bytes of "SSH-" the current line starts with; -1: cannot
-  std::size_t line_start_ = 0;   // offset of the current line's first byte other than CR
+  std::size_t total_ = 0;       // bytes fed
+  std::size_t lines_ = 0;       // lines begun after the first
+  std::size_t line_bytes_ = 0;  // bytes of the current line, CRs not counted
+  int matched_ = 0;             // bytes of "SSH-" the current line starts with; -1: cannot
+  std::size_t line_start_ = 0;  // offset of the current line's first byte other than CR
 };
 
 }  // namespace sandgate::rules

@@ -89,8 +89,8 @@ void LocalAddressWatch::run() {
   std::array<char, 8192> sink{};
   for (;;) {
     std::array<pollfd, 2> waits{{{stop_read_, POLLIN, 0}, {notifications_, POLLIN, 0}}};
-    const int ready = ::poll(waits.data(), notifications_ >= 0 ? 2 : 1,
-                             static_cast<int>(interval_.count()));
+    const int ready =
+        ::poll(waits.data(), notifications_ >= 0 ? 2 : 1, static_cast<int>(interval_.count()));
     if (ready < 0 && errno != EINTR) {
       return;
     }

@@ -37,7 +37,7 @@ class LocalAddressWatch {
   void refresh();
 
   std::chrono::milliseconds interval_;
-  int stop_read_ = -1;   // a pipe: the destructor writes a byte to wake the thread
+  int stop_read_ = -1;  // a pipe: the destructor writes a byte to wake the thread
   int stop_write_ = -1;
   int notifications_ = -1;  // the netlink socket, or -1
   std::atomic<std::uint64_t> reads_{0};

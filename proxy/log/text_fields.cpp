@@ -66,7 +66,8 @@ std::optional<std::uint16_t> trailing_port(std::string_view token, std::size_t& 
     return std::nullopt;
   }
   unsigned port = 0;
-  const auto [end, error] = std::from_chars(token.data() + colon + 1, token.data() + token.size(), port);
+  const auto [end, error] =
+      std::from_chars(token.data() + colon + 1, token.data() + token.size(), port);
   if (error != std::errc{} || end != token.data() + token.size() || port == 0 || port > 65535) {
     return std::nullopt;
   }

@@ -72,8 +72,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
   const auto value = [&](std::size_t i) { return values[i % values.size()]; };
 
   decision_log::Record r;
-  r.event = (kind & 1) != 0 ? decision_log::Record::Event::end
-                            : decision_log::Record::Event::decision;
+  r.event =
+      (kind & 1) != 0 ? decision_log::Record::Event::end : decision_log::Record::Event::decision;
   static constexpr std::string_view kVerdicts[] = {"allow", "deny", "would-deny", "error"};
   r.verdict = kVerdicts[(kind >> 1) & 3];
   r.connection_id = kind;
@@ -99,7 +99,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
   FUZZ_CHECK(parsed.has_value(), "does not parse: " + escaped(line));
   FUZZ_CHECK(parsed->connection_id == r.connection_id, escaped(line));
   FUZZ_CHECK(parsed->word == word_for(r), "word in " + escaped(line));
-  FUZZ_CHECK(parsed->method == r.method, "method " + escaped(parsed->method) + " in " + escaped(line));
+  FUZZ_CHECK(parsed->method == r.method,
+             "method " + escaped(parsed->method) + " in " + escaped(line));
   FUZZ_CHECK(parsed->host == r.host, "host " + escaped(parsed->host) + " in " + escaped(line));
   FUZZ_CHECK(parsed->port == r.port, "port in " + escaped(line));
   expect_field(*parsed, "client", r.client, line);

@@ -53,8 +53,8 @@ TEST(TextLog, SocksDomainCannotForgeFields) {
 // Every field, not only the host: each value with a space, '=', a quote, a backslash or a byte
 // that is not printable ASCII is quoted and escaped, and reads back byte for byte.
 TEST(TextLog, EveryFieldIsEscapedAndReadsBack) {
-  const std::string_view hostile[] = {"a b", "a=b", "a\"b", "a\\b", "a\nb", "a\rb",
-                                      "a\0b"sv, "\x1b[31m", "\xe2\x80\xae", "", "(x)", "a:1"};
+  const std::string_view hostile[] = {"a b",    "a=b",      "a\"b",         "a\\b", "a\nb", "a\rb",
+                                      "a\0b"sv, "\x1b[31m", "\xe2\x80\xae", "",     "(x)",  "a:1"};
   for (const std::string_view value : hostile) {
     for (int event = 0; event < 2; ++event) {
       log::Record r = denial();
