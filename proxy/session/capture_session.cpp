@@ -308,10 +308,15 @@ asio::awaitable<HostCheck> check_http_host(SessionContext& context, const std::s
   co_return HostCheck{};
 }
 
-// The client spoke HTTP: a refusal of its head is an HTTP reply it can read (the status and the
-// reason's sentence), then the close.
+// The client spoke HTTP: a refusal of its head (malformed, too large, too slow) is an HTTP reply
+// it can read (the status and the reason's sentence), then the close. A reason without an HTTP
+// status of its own (host-mismatch: the request was well formed, only not for this server) is
+// the close alone, as for every other captured connection the gate refuses.
 asio::awaitable<void> send_http_refusal(SessionContext& context, rules::Reason reason,
                                         std::string_view sentence, DeniedAt at) {
+  if (rules::reason_info(reason).status == 0) {
+    co_return;
+  }
   const std::string reply = build_reply(reason, sentence, at);
   co_await asio::async_write(context.client, asio::buffer(reply), use_tuple);
 }
