@@ -5,6 +5,8 @@
 #include <array>
 #include <utility>
 
+#include "rules/local_addresses.hpp"
+
 namespace sandgate::rules {
 namespace {
 
@@ -126,6 +128,11 @@ Decision Policy::decide(const Host& host, std::uint16_t port) const {
   if (loopback && options_.block_loopback) {
     return deny(Reason::loopback, host.is_ip() ? cls : AddressClass::loopback);
   }
+  // 1a. Nor through any other address of it: a service bound to 0.0.0.0 answers on the LAN
+  // and docker0 addresses as on 127.0.0.1.
+  if (host.is_ip() && options_.block_loopback && this_machine().contains(host.address)) {
+    return deny(Reason::local_address, cls);
+  }
   if (host.is_ip()) {
     // 2. Raw IP literals skip every name-based rule, so they are refused unless allowed; an
     // allowed literal is still held to the address rules that a resolved name would meet.
@@ -216,6 +223,10 @@ std::optional<Decision> Policy::enforced_anyway(const Host& host, std::uint16_t 
     }
     return std::nullopt;
   }
+  if (options_.block_loopback && this_machine().contains(host.address) &&
+      classify(host.address) != AddressClass::loopback) {
+    return deny(Reason::local_address, classify(host.address));
+  }
   if (auto denied = check_address_class(classify(host.address))) {
     if (!reportable(denied->reason)) {
       return denied;
@@ -250,6 +261,10 @@ Decision Policy::decide_ssh(const Host& host) const {
 
 Decision Policy::decide_resolved(const IpAddress& address, std::uint16_t port) const {
   const AddressClass cls = classify(address);
+  if (cls != AddressClass::loopback && cls != AddressClass::unspecified &&
+      options_.block_loopback && this_machine().contains(address)) {
+    return deny(Reason::local_address, cls);
+  }
   if (auto denied = check_address_class(cls)) {
     return *denied;
   }
@@ -304,6 +319,9 @@ std::string Policy::explain(const Decision& decision, const Host& host,
       return target + " is not a valid destination.";
     case Reason::loopback:
       return target + " is this machine (" + cls +
+             "), and connections back into this machine are blocked.";
+    case Reason::local_address:
+      return target + " is one of this machine's own addresses (" + cls +
              "), and connections back into this machine are blocked.";
     case Reason::ip_address:
       return target +

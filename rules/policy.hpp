@@ -2,6 +2,7 @@
 //
 // Checks run in goose's order, first match wins, with sandgate's additions in between:
 //   1. loopback destination (when blocked)                  -> loopback
+//      one of this machine's other addresses (when blocked) -> local-address (rules/local_addresses.hpp)
 //   2. IP literal (unless allowed)                          -> ip-address
 //      an allowed IP literal is still classified:           -> metadata-address, private-address,
 //                                                              reserved-address

@@ -31,6 +31,7 @@ enum class Reason : std::uint8_t {
   allowed,                   // no rule objected
   invalid_host,              // the destination is no valid host or port
   loopback,                  // the destination is this machine (any spelling, *.localhost)
+  local_address,             // the destination is one of this machine's own non-loopback addresses
   ip_address,                // a raw IP literal, and IP literals are not allowed
   metadata_address,          // a cloud metadata service or link-local address
   private_address,           // RFC 1918 / CGNAT / unique-local, and private networks are blocked
@@ -103,13 +104,16 @@ struct ReasonInfo {
   std::string_view description;  // one line for people: when the gate gives this reason
 };
 
-inline constexpr std::array<ReasonInfo, 49> kReasons = {{
+inline constexpr std::array<ReasonInfo, 50> kReasons = {{
     // The policy.
     {Reason::allowed, "allowed", 0, "", Verdict::allow, "no rule objected"},
     {Reason::invalid_host, "invalid-host", 400, "http_request_error", Verdict::deny,
      "the destination is no valid host or port"},
     {Reason::loopback, "loopback", 403, "destination_ip_prohibited", Verdict::deny,
      "the destination, or an address its name resolves to, is this machine"},
+    {Reason::local_address, "local-address", 403, "destination_ip_prohibited", Verdict::deny,
+     "the destination, or an address its name resolves to, is one of this machine's own "
+     "addresses (a LAN, docker0 or VPN address)"},
     {Reason::ip_address, "ip-address", 403, "destination_ip_prohibited", Verdict::deny,
      "a raw IP address, and IP literals are not allowed"},
     {Reason::metadata_address, "metadata-address", 403, "destination_ip_prohibited", Verdict::deny,

@@ -3,11 +3,13 @@
 
 #include <algorithm>
 
+#include "proxy/dns/local_addresses.hpp"
 #include "proxy/dns/resolve_report.hpp"
 #include "proxy/launchdarkly/remote_allowlist.hpp"
 #include "proxy/session/parent_dial.hpp"
 #include "proxy/settings/policy_loader.hpp"
 #include "rules/host.hpp"
+#include "rules/local_addresses.hpp"
 #include "rules/reason.hpp"
 
 namespace sandgate::commands {
@@ -57,6 +59,8 @@ int run_check(const settings::Settings& settings, std::string_view target, std::
         << "' is not a valid destination: " << rules::to_string(authority.error()) << ".\n";
     return kCheckDenied;
   }
+  // Every address of this machine, as the gate reads them (check 1a of the README).
+  rules::this_machine().replace(dns::read_local_addresses());
   const auto& policy = *loaded->policy;
   const auto decision = policy.decide(authority->host, authority->port);
 

@@ -56,6 +56,7 @@ std::string how_to_allow(const log::DeniedDestination& d, const settings::Settin
     case Reason::private_address:
       return "an address rule: only --block-private=false (SANDGATE_BLOCK_PRIVATE) lifts it";
     case Reason::loopback:
+    case Reason::local_address:
     case Reason::metadata_address:
     case Reason::reserved_address:
       return "cannot be allowed: an address rule, not a list entry";

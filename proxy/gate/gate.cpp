@@ -78,6 +78,7 @@ GateError Gate::fail(const std::string& message) {
 
 std::optional<GateError> Gate::start(std::optional<int> listener) {
   started_ = true;
+  local_addresses_ = std::make_unique<dns::LocalAddressWatch>();
   start_questions();
   // The server first: the parts made after it hold pointers into it or publish into it.
   server_ = std::make_unique<server::Server>(settings_, *log_, loaded_.policy);

@@ -30,6 +30,7 @@
 
 #include "proxy/admin/admin_server.hpp"
 #include "proxy/ask/question_board.hpp"
+#include "proxy/dns/local_addresses.hpp"
 #include "proxy/launchdarkly/remote_allowlist.hpp"
 #include "proxy/log/decision_log.hpp"
 #include "proxy/reload/policy_reloader.hpp"
@@ -144,6 +145,8 @@ class Gate {
   bool without_token_;
   std::unique_ptr<log::DecisionLog> log_;
   settings::LoadedPolicy loaded_;
+  // This machine's addresses, read before the first decision and kept current (check 1a).
+  std::unique_ptr<dns::LocalAddressWatch> local_addresses_;
   // Before the server: the workers' sessions hold waiters on it until their loops end.
   std::unique_ptr<ask::QuestionBoard> questions_;
   std::unique_ptr<server::Server> server_;

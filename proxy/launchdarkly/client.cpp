@@ -19,10 +19,12 @@ namespace http = boost::beast::http;
 // is no usable reply. (A plain function: GCC 12 mishandles temporaries of `?:` and of some
 // expressions in coroutine bodies.)
 Expected<std::optional<FlagState>, Failure> interpret_reply(
-    const Expected<HttpReply, std::string>& fetched, std::string_view flag,
+    const Expected<HttpReply, FetchFailure>& fetched, std::string_view flag,
     std::size_t max_bytes) {
   if (!fetched) {
-    return Unexpected{Failure{fetched.error()}};
+    Failure failure{fetched.error().why};
+    failure.over_budget = fetched.error().over_budget;
+    return Unexpected{std::move(failure)};
   }
   const HttpReply& reply = *fetched;
   if (reply.status != 200) {
@@ -77,7 +79,8 @@ Client::Client(const settings::Settings& settings, Note note, const Timing& timi
       os_user_(os_user_name()),
       flag_path_("/sdk/evalx/" + settings.launchdarkly_client_id + "/context"),
       tls_(make_client_tls()),
-      http_(std::make_unique<HttpsClient>(io_, tls_, settings.ld_max_payload)),
+      reply_budget_(ReplyBudget::for_payload_limit(settings.ld_max_payload)),
+      http_(std::make_unique<HttpsClient>(io_, tls_, settings.ld_max_payload, reply_budget_)),
       seed_(std::random_device{}()),
       backoff_(timing, seed_++) {}
 
@@ -120,6 +123,7 @@ asio::awaitable<Expected<std::optional<FlagState>, Failure>> Client::evaluate(
   request.target = flag_path_;
   request.body = std::move(context_json);
   auto reply = co_await http_->fetch(settings_.ld_base_uri, std::move(request), settings_.ld_timeout);
+  // The reply's charge on the budget is given back when `reply` goes, after this parse.
   auto state = interpret_reply(reply, settings_.ld_flag, settings_.ld_max_payload);
   if (state) {
     counters_.requests_ok.fetch_add(1, std::memory_order_relaxed);

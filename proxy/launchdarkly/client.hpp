@@ -27,6 +27,7 @@
 #include "proxy/launchdarkly/answer.hpp"
 #include "proxy/launchdarkly/flag_payload.hpp"
 #include "proxy/launchdarkly/https_client.hpp"
+#include "proxy/launchdarkly/reply_budget.hpp"
 #include "proxy/launchdarkly/retry_policy.hpp"
 #include "proxy/settings/settings.hpp"
 
@@ -42,6 +43,9 @@ struct Failure {
   std::string why;
   unsigned status = 0;
   std::string retry_after;
+  // The gate's reply budget refused the body (reply_budget.hpp): a limit of the gate's, which
+  // says nothing about LaunchDarkly being up or down.
+  bool over_budget = false;
   // A status the SDKs never retry (is_http_error_recoverable() is false).
   bool final() const { return status != 0 && !is_http_error_recoverable(status); }
 };
@@ -76,6 +80,8 @@ class Client {
   void note(std::string_view level, std::string_view text) const { note_(level, text); }
   Counters& counters() { return counters_; }
   const Counters& counters() const { return counters_; }
+  // The bytes of replies held at once (twice SANDGATE_LD_MAX_PAYLOAD). Its readings: any thread.
+  const ReplyBudget& reply_budget() const { return reply_budget_; }
 
   // One evaluation of the flag for a context (REPORT /sdk/evalx/{id}/context): its state, no
   // state when the reply does not hold the flag, or why there is no usable reply. Counted in
@@ -114,6 +120,8 @@ class Client {
   // still hold TLS streams made from it. http_ is declared after io_, so its idle connections
   // close while io_ is still there.
   boost::asio::ssl::context tls_;
+  // Before http_ and io_: replies left in io_'s coroutines give their charge back to it.
+  ReplyBudget reply_budget_;
   boost::asio::io_context io_{1};
   std::unique_ptr<HttpsClient> http_;
   std::thread thread_;

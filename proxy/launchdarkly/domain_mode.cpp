@@ -156,6 +156,7 @@ asio::awaitable<void> DomainMode::evaluate(std::string domain, bool probe) {
     pending_.erase(found);
   }
   if (state && *state) {
+    over_budget_noted_ = false;
     const bool allowed = allows(**state);
     store(domain, allowed);
     client_.mark_up();
@@ -167,6 +168,26 @@ asio::awaitable<void> DomainMode::evaluate(std::string domain, bool probe) {
     co_return;
   }
 
+  if (!state && state.error().over_budget) {
+    // The gate's own limit, not LaunchDarkly's failure: this domain takes the outage answer
+    // (a cached answer, else the failover mode), LaunchDarkly stays up, and the other lookups
+    // go on. Logged once until a reply fits again; each refusal is counted.
+    if (!over_budget_noted_) {
+      over_budget_noted_ = true;
+      client_.note("warning", "LaunchDarkly reply refused: " + state.error().why + "; failover " +
+                                  failover_name(settings_.ld_failover) +
+                                  " applies to the lookup (further refusals are counted in "
+                                  "sandgate_launchdarkly_replies_over_budget_total)");
+    }
+    {
+      std::lock_guard lock(mutex_);
+      for (auto& deliver : waiters) {
+        deliver(outage_answer_locked(domain, state.error().why));
+      }
+    }
+    start_next();
+    co_return;
+  }
   Failure failure;
   if (!state) {
     failure = state.error();

@@ -145,6 +145,25 @@ constexpr std::chrono::seconds kIdleReuse{30};
 // Idle connections kept at most (per client: one service in practice).
 constexpr std::size_t kMaxIdle = 64;
 
+// A failure that is not the budget's.
+Unexpected<FetchFailure> failed(std::string why) { return Unexpected{FetchFailure{std::move(why)}}; }
+
+// A reply the budget refused: how large it said it was (or how much had come), the budget and
+// what the other replies held.
+Unexpected<FetchFailure> over_budget_failure(const settings::ServiceUri& service,
+                                             boost::optional<std::uint64_t> stated,
+                                             std::size_t arrived, const ReplyBudget& budget,
+                                             std::size_t others) {
+  const std::string size = stated ? std::to_string(*stated) + " bytes"
+                                  : std::to_string(arrived) + " bytes so far, chunked";
+  return Unexpected{FetchFailure{
+      "the reply of " + service.text() + " (" + size +
+          ") does not fit in what LaunchDarkly replies may hold at once, gate-wide (" +
+          std::to_string(budget.total() >> 20) + " MiB, twice SANDGATE_LD_MAX_PAYLOAD; " +
+          std::to_string(others >> 10) + " KiB held by other replies)",
+      true}};
+}
+
 // One of two sentences. (A function, not ?:, in coroutine bodies: GCC 12 mishandles the
 // temporaries of a conditional expression there.)
 std::string choose(bool first, std::string a, std::string b) { return first ? a : b; }
@@ -222,10 +241,12 @@ struct HttpsClient::Idle {
   std::chrono::steady_clock::time_point since;
 };
 
-HttpsClient::HttpsClient(asio::io_context& io, asio::ssl::context& tls, std::size_t max_body)
+HttpsClient::HttpsClient(asio::io_context& io, asio::ssl::context& tls, std::size_t max_body,
+                         ReplyBudget& budget)
     : io_(io),
       tls_(tls),
       max_body_(max_body),
+      budget_(budget),
       user_agent_(std::string("sandgate/") + SANDGATE_VERSION_STRING) {}
 
 HttpsClient::~HttpsClient() { close_idle(); }
@@ -259,7 +280,7 @@ std::shared_ptr<Connection> HttpsClient::take_idle(const settings::ServiceUri& s
   return nullptr;
 }
 
-asio::awaitable<Expected<HttpReply, std::string>> HttpsClient::fetch(
+asio::awaitable<Expected<HttpReply, FetchFailure>> HttpsClient::fetch(
     const settings::ServiceUri& service, HttpRequest request, std::chrono::milliseconds timeout) {
   const std::string within = "no reply from " + service.text() + " within " + seconds_text(timeout);
   http::request<http::string_body> head{request.method, service.prefix + request.target, 11};
@@ -289,7 +310,7 @@ asio::awaitable<Expected<HttpReply, std::string>> HttpsClient::fetch(
     if (!reused) {
       if (auto failure = co_await open(*connection, service)) {
         connection->deadline.cancel();
-        co_return Unexpected{choose(connection->timed_out, within, *failure)};
+        co_return failed(choose(connection->timed_out, within, *failure));
       }
     }
     if (auto ec = co_await connection->write(head)) {
@@ -297,27 +318,53 @@ asio::awaitable<Expected<HttpReply, std::string>> HttpsClient::fetch(
       if (reused && !connection->timed_out) {
         continue;
       }
-      co_return Unexpected{choose(connection->timed_out, within,
-                                  "sending to " + service.text() + ": " + describe(ec))};
+      co_return failed(choose(connection->timed_out, within,
+                              "sending to " + service.text() + ": " + describe(ec)));
     }
     http::response_parser<http::string_body> parser;
     parser.body_limit(max_body_);
-    if (auto ec = co_await connection->read(parser)) {
+    auto ec = co_await connection->read_header(parser);
+    if (ec && reused && !connection->timed_out && !parser.got_some()) {
       connection->deadline.cancel();
-      if (reused && !connection->timed_out && !parser.got_some()) {
-        continue;
+      continue;
+    }
+    // The body's bytes come out of the gate-wide budget: all of them before any is read when
+    // the reply states its length, as they arrive otherwise (chunked, or up to the close).
+    HttpReply reply;
+    reply.charge = ReplyBudget::Charge(budget_);
+    bool over_budget = false;
+    if (!ec) {
+      if (const auto length = parser.content_length(); length.has_value()) {
+        over_budget = !reply.charge.grow_to(static_cast<std::size_t>(*length));
       }
-      if (ec == http::error::body_limit) {
-        co_return Unexpected{"the reply of " + service.text() + " is larger than " +
-                             std::to_string(max_body_) +
-                             " bytes (the size limit, SANDGATE_LD_MAX_PAYLOAD)"};
+    }
+    while (!ec && !over_budget && !parser.is_done()) {
+      ec = co_await connection->read_some(parser);
+      // What the body holds, its spare capacity included (a growing string doubles).
+      const std::string& body = parser.get().body();
+      if (!parser.content_length().has_value() && !reply.charge.grow_to(body.capacity())) {
+        over_budget = true;
       }
-      co_return Unexpected{choose(connection->timed_out, within,
-                                  "reading the reply of " + service.text() + ": " + describe(ec))};
     }
     connection->deadline.cancel();
+    if (over_budget) {
+      // The rest of the body is never read: the connection cannot carry another request.
+      boost::system::error_code ignored;
+      connection->socket.close(ignored);
+      co_return over_budget_failure(service, parser.content_length(),
+                                    parser.get().body().size(), budget_,
+                                    budget_.in_use() - reply.charge.bytes());
+    }
+    if (ec) {
+      if (ec == http::error::body_limit) {
+        co_return failed("the reply of " + service.text() + " is larger than " +
+                         std::to_string(max_body_) +
+                         " bytes (the size limit, SANDGATE_LD_MAX_PAYLOAD)");
+      }
+      co_return failed(choose(connection->timed_out, within,
+                              "reading the reply of " + service.text() + ": " + describe(ec)));
+    }
     auto& response = parser.get();
-    HttpReply reply;
     reply.status = response.result_int();
     reply.content_type = media_type(response[http::field::content_type]);
     reply.retry_after = std::string(response[http::field::retry_after]);
@@ -336,7 +383,7 @@ asio::awaitable<Expected<HttpReply, std::string>> HttpsClient::fetch(
     }
     co_return reply;
   }
-  co_return Unexpected{"the connection to " + service.text() + " was closed before a reply"};
+  co_return failed("the connection to " + service.text() + " was closed before a reply");
 }
 
 asio::awaitable<StreamEnd> HttpsClient::stream(const settings::ServiceUri& service,

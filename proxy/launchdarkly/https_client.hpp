@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "proxy/launchdarkly/reply_budget.hpp"
 #include "proxy/settings/settings.hpp"
 #include "rules/expected.hpp"
 
@@ -33,6 +34,16 @@ struct HttpReply {
   std::string content_type;  // lower-cased media type without parameters: "application/json"
   std::string body;
   std::string retry_after;   // the Retry-After field, as sent (empty: none)
+  // The body's share of the gate-wide reply budget, given back when the reply is destroyed
+  // (so: after it was parsed). Makes the reply move-only.
+  ReplyBudget::Charge charge;
+};
+
+// Why a request got no reply: a sentence, and whether it was the reply budget that refused
+// the body (a limit of the gate's, not a failure of the endpoint).
+struct FetchFailure {
+  std::string why;
+  bool over_budget = false;
 };
 
 // How a stream ended: why (a sentence), and when the server refused it, its status.
@@ -63,14 +74,18 @@ struct HttpRequest {
 class HttpsClient {
  public:
   // `tls` must outlive every connection (coroutines left in `io` when it is destroyed still
-  // hold TLS streams made from it). `max_body` bounds a reply's body.
-  HttpsClient(boost::asio::io_context& io, boost::asio::ssl::context& tls, std::size_t max_body);
+  // hold TLS streams made from it). `max_body` bounds a reply's body; `budget` (which must
+  // outlive the client) bounds the bodies of every fetch() at once.
+  HttpsClient(boost::asio::io_context& io, boost::asio::ssl::context& tls, std::size_t max_body,
+              ReplyBudget& budget);
   ~HttpsClient();
 
-  // One request, on a kept-alive connection when one is idle. The reply's body is bounded.
-  // Failure: a sentence such as "connection refused", "TLS: certificate verify failed",
+  // One request, on a kept-alive connection when one is idle. The reply's body is bounded, and
+  // charged to the budget: before it is read when the reply states its length, as it arrives
+  // otherwise; a body that does not fit fails the request (over_budget) and its connection is
+  // closed. Failure: a sentence such as "connection refused", "TLS: certificate verify failed",
   // "no reply within 5 s". Runs on `io`'s thread only.
-  boost::asio::awaitable<Expected<HttpReply, std::string>> fetch(
+  boost::asio::awaitable<Expected<HttpReply, FetchFailure>> fetch(
       const settings::ServiceUri& service, HttpRequest request,
       std::chrono::milliseconds timeout);
 
@@ -98,6 +113,7 @@ class HttpsClient {
   boost::asio::io_context& io_;
   boost::asio::ssl::context& tls_;
   std::size_t max_body_;
+  ReplyBudget& budget_;
   std::string user_agent_;
   std::vector<Idle> idle_;  // kept-alive connections, most recently used last
 };

@@ -80,6 +80,8 @@ void RemoteAllowlist::stop() {
 
 const Counters& RemoteAllowlist::counters() const { return client_->counters(); }
 
+const ReplyBudget& RemoteAllowlist::reply_budget() const { return client_->reply_budget(); }
+
 bool RemoteAllowlist::reachable() const { return client_->reachable(); }
 
 long RemoteAllowlist::list_entries() const { return list_ ? list_->entries() : -1; }
@@ -172,6 +174,12 @@ std::string RemoteAllowlist::render_prometheus() const {
   line("# TYPE sandgate_launchdarkly_requests_total counter");
   line("sandgate_launchdarkly_requests_total{result=\"ok\"} " + value(client_->counters().requests_ok.load(std::memory_order_relaxed)));
   line("sandgate_launchdarkly_requests_total{result=\"failed\"} " + value(client_->counters().requests_failed.load(std::memory_order_relaxed)));
+  line("# HELP sandgate_launchdarkly_replies_over_budget_total Replies not read because the replies held at once would pass their gate-wide budget (twice SANDGATE_LD_MAX_PAYLOAD).");
+  line("# TYPE sandgate_launchdarkly_replies_over_budget_total counter");
+  line("sandgate_launchdarkly_replies_over_budget_total " + value(client_->reply_budget().refusals()));
+  line("# HELP sandgate_launchdarkly_reply_bytes_held Bytes of LaunchDarkly replies held now, of their gate-wide budget.");
+  line("# TYPE sandgate_launchdarkly_reply_bytes_held gauge");
+  line("sandgate_launchdarkly_reply_bytes_held " + value(client_->reply_budget().in_use()));
   line("# HELP sandgate_launchdarkly_up Whether LaunchDarkly answered the last request (1) or is treated as down (0).");
   line("# TYPE sandgate_launchdarkly_up gauge");
   line("sandgate_launchdarkly_up " + std::string(reachable() ? "1" : "0"));

@@ -36,6 +36,7 @@
 
 #include "proxy/launchdarkly/answer.hpp"
 #include "proxy/launchdarkly/flag_payload.hpp"
+#include "proxy/launchdarkly/reply_budget.hpp"
 #include "proxy/launchdarkly/retry_policy.hpp"
 #include "proxy/settings/settings.hpp"
 #include "rules/host.hpp"
@@ -76,6 +77,8 @@ class RemoteAllowlist {
   Answer check_blocking(const rules::Host& host, std::uint16_t port);
 
   const Counters& counters() const;
+  // The gate-wide budget of buffered replies: its total, what it holds, its refusals.
+  const ReplyBudget& reply_budget() const;
   bool reachable() const;
   // List mode: entries in the list in force; -1 while there is none.
   long list_entries() const;

@@ -12,6 +12,7 @@
 #include <ctime>
 
 #include "proxy/json/json_writer.hpp"
+#include "proxy/log/text_fields.hpp"
 #include "rules/reason.hpp"
 
 namespace sandgate::log {
@@ -43,17 +44,36 @@ void append_plain(std::string& out, std::string_view text) {
   }
 }
 
-// Inside a quoted field: also a quote or backslash escaped, so that text an origin or a parent
-// proxy wrote into a sentence cannot end the field and pose as further fields.
-void append_quoted(std::string& out, std::string_view text) {
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-    }
-    out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+// The host and its port as one token: "name:443". A host that would read back as a host and a
+// port ("a:1" with no port of its own) is quoted, so that the line says which it was.
+void append_host(std::string& out, std::string_view host, std::uint16_t port) {
+  const std::size_t colon = host.rfind(':');
+  const bool looks_like_port =
+      port == 0 && colon != std::string_view::npos && colon + 1 < host.size() &&
+      host.find_first_not_of("0123456789", colon + 1) == std::string_view::npos;
+  if (looks_like_port && !needs_quotes(host)) {
+    out += '"';
+    out += host;
+    out += '"';
+  } else {
+    append_text_value(out, host);
+  }
+  if (port != 0) {
+    out += ':';
+    out += std::to_string(port);
   }
 }
 
+// One " key=value" field, the value through the one escaping function.
+void append_field(std::string& out, std::string_view key, std::string_view value) {
+  out += ' ';
+  out += key;
+  out += '=';
+  append_text_value(out, value);
+}
+
+// Every value goes through append_text_value (text_fields.hpp): no field of the line, whoever
+// chose its bytes, can end early and pose as further fields.
 void format_text(std::string& out, const Record& r) {
   append_timestamp(out);
   out += " conn=";
@@ -67,40 +87,31 @@ void format_text(std::string& out, const Record& r) {
   } else {
     out += "END ";
   }
-  append_plain(out, r.method);
+  append_text_value(out, r.method);
   out += ' ';
-  append_plain(out, r.host);
-  if (r.port != 0) {
-    out += ':';
-    out += std::to_string(r.port);
-  }
+  append_host(out, r.host, r.port);
   if (r.event == Record::Event::decision && r.verdict != "allow") {
     out += " (";
-    append_plain(out, r.reason);
+    append_text_value(out, r.reason);
     out += ')';
   }
-  out += " client=";
-  append_plain(out, r.client);
+  append_field(out, "client", r.client);
   if (r.event == Record::Event::decision) {
     if (!r.rule.empty()) {
-      out += " rule=";
-      append_plain(out, r.rule);
+      append_field(out, "rule", r.rule);
     }
     if (!r.address.empty()) {
-      out += " address=";
-      append_plain(out, r.address);
+      append_field(out, "address", r.address);
     }
     if (r.verdict != "allow" && !r.detail.empty()) {
-      out += " why=\"";
-      append_quoted(out, r.detail);
-      out += '"';
+      // Always quoted, as before: a sentence reads as one.
+      out += " why=";
+      append_quoted_value(out, r.detail);
     }
   } else {
-    out += " outcome=";
-    append_plain(out, r.outcome);
+    append_field(out, "outcome", r.outcome);
     if (!r.reason.empty() && r.reason != rules::reason_code(rules::Reason::allowed)) {
-      out += " reason=";
-      append_plain(out, r.reason);
+      append_field(out, "reason", r.reason);
     }
     out += " up=" + std::to_string(r.bytes_up) + " down=" + std::to_string(r.bytes_down);
     char ms[32];

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "rules/http_lines.hpp"
 #include "rules/ip_address.hpp"
 
 namespace sandgate::parent {
@@ -302,6 +303,11 @@ ReplyHead read_reply_head(std::span<const char> bytes) {
   const std::size_t seen = std::min(text.size(), kPrefix.size());
   if (text.substr(0, seen) != kPrefix.substr(0, seen)) {
     return fail("the parent's reply does not start with HTTP/1.");
+  }
+  // Every line ends in CRLF, by the one rule every head reader of the gate follows.
+  if (const rules::HeadScan scan = rules::scan_head(text, kReplyHeadLimit + 1);
+      scan.status == rules::HeadScan::Status::malformed) {
+    return fail("the parent's reply head: " + scan.problem);
   }
   std::size_t line_start = 0;
   bool status_line = true;

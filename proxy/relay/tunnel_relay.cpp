@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <boost/asio/write.hpp>
 #include <cerrno>
+#include <cstring>
 
 namespace sandgate::relay {
 namespace {
@@ -20,8 +21,6 @@ using clock = std::chrono::steady_clock;
 
 // The copy path's buffer (no pipe could be had, or not Linux).
 constexpr std::size_t kChunk = 64 * 1024;
-// How many of the client's first bytes a first-bytes check sees at most.
-constexpr std::size_t kFirstBytes = 8;
 // The buffer the client's first bytes are read into while a first-bytes check holds them: a
 // TLS ClientHello or a request head fits, and a larger first message goes on by splice.
 constexpr std::size_t kFirstRead = 16 * 1024;
@@ -88,13 +87,18 @@ void TunnelRelay::wait_readable(Direction& d) {
   });
 }
 
-// The client's first bytes while the check holds them: read (not peeked, which would cost a
-// system call more: the read is the relay's own), judged, and written on by the copy path once
-// the check passes them; a refused tunnel ends with none of them relayed. Bytes read and not
-// yet judged wait in the copy path's buffer (`in_flight`), uncounted.
+// The client's bytes while the check watches them: read (not peeked, which would cost a system
+// call more: the read is the relay's own), judged, and written on by the copy path as far as the
+// check releases them; a refused tunnel ends with none of the refused bytes relayed. Bytes read
+// and not yet released wait in the copy path's buffer (`in_flight`), uncounted, or between two
+// reads in `held_`.
 void TunnelRelay::first_bytes_read(Direction& d) {
   if (!d.buffer) {
     d.buffer = std::make_unique_for_overwrite<char[]>(kFirstRead);
+    std::memcpy(d.buffer.get(), held_.data(), held_.size());
+    d.in_flight = held_.size();
+    judged_ = held_.size();
+    held_.clear();
   }
   const ssize_t got =
       ::recv(d.from->native_handle(), d.buffer.get() + d.in_flight, kFirstRead - d.in_flight,
@@ -119,17 +123,26 @@ void TunnelRelay::first_bytes_read(Direction& d) {
     finish_direction(d, true);
     return;
   }
+  const std::string_view fresh(d.buffer.get() + judged_, d.in_flight - judged_);
+  judged_ = d.in_flight;
+  FirstBytesLook look = first_bytes_check_(fresh, eof);
+  look.hold = std::min(look.hold, d.in_flight);
+  if (look.verdict == FirstBytesVerdict::watch && eof) {
+    // Nothing more will come to watch; what was held is judged by the check's end look.
+    look.verdict = look.hold > 0 ? FirstBytesVerdict::refuse : FirstBytesVerdict::pass;
+  }
   const auto now = clock::now();
-  if (!first_bytes_deadline_) {
-    first_bytes_deadline_ = now + first_bytes_patience_;
+  if (look.verdict == FirstBytesVerdict::watch && look.hold > 0) {
+    if (!first_bytes_deadline_) {
+      first_bytes_deadline_ = now + first_bytes_patience_;
+    }
+    if (now >= *first_bytes_deadline_ || look.hold == kFirstRead) {
+      look.verdict = FirstBytesVerdict::refuse;  // a held prefix that never completes
+    }
+  } else {
+    first_bytes_deadline_.reset();
   }
-  const bool final = eof || d.in_flight >= kFirstBytes || now >= *first_bytes_deadline_;
-  const std::string_view bytes(d.buffer.get(), std::min(d.in_flight, kFirstBytes));
-  FirstBytesVerdict verdict = first_bytes_check_(bytes, final);
-  if (verdict == FirstBytesVerdict::need_more && final) {
-    verdict = FirstBytesVerdict::refuse;  // no more will come: the stricter reading
-  }
-  switch (verdict) {
+  switch (look.verdict) {
     case FirstBytesVerdict::pass:
       first_bytes_check_ = nullptr;
       *d.bytes += d.in_flight;
@@ -144,12 +157,23 @@ void TunnelRelay::first_bytes_read(Direction& d) {
       }
       fail(d);
       return;
-    case FirstBytesVerdict::need_more:
+    case FirstBytesVerdict::watch:
       break;
   }
-  // A prefix of what the check looks for, and nothing more yet. Look again shortly rather than
-  // wait for readiness, so that the patience's end is seen even if no byte ever comes (only a
-  // client that sends such a prefix and then stops is ever here).
+  if (look.hold < d.in_flight) {
+    // Relay what the check released; the held bytes wait for the next read. After the write the
+    // copy path reads on at once when bytes are held (`more`), so that the patience is watched.
+    held_.assign(d.buffer.get() + d.in_flight - look.hold, look.hold);
+    d.in_flight -= look.hold;
+    *d.bytes += d.in_flight;
+    d.more = !held_.empty() || d.in_flight + look.hold == kFirstRead;
+    d.eof_read = false;
+    drain(d);
+    return;
+  }
+  // Everything read so far is held: a prefix of what the check looks for, and nothing more yet.
+  // Look again shortly rather than wait for readiness, so that the patience's end is seen even
+  // if no byte ever comes (only a client that sends such a prefix and then stops is ever here).
   if (!first_bytes_timer_) {
     first_bytes_timer_ = std::make_unique<asio::steady_timer>(d.from->get_executor());
   }

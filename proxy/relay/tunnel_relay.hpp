@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "proxy/relay/pipe_pool.hpp"
@@ -43,21 +44,27 @@ struct Result {
   std::uint64_t bytes_down = 0;  // upstream to client
 };
 
-// What a first-bytes check says about the client's first bytes.
+// What a first-bytes check says about the client's bytes so far.
 enum class FirstBytesVerdict : std::uint8_t {
-  pass,       // relay them and everything after; look no more
-  need_more,  // too few to tell: look again when more arrive (or at the deadline, as final)
-  refuse,     // end the tunnel (outcome refused) before a byte of them is relayed
+  pass,    // relay them and everything after; look no more
+  watch,   // relay them, except the last `hold`, and look at what comes next
+  refuse,  // end the tunnel (outcome refused) before another byte of them is relayed
+};
+struct FirstBytesLook {
+  FirstBytesVerdict verdict = FirstBytesVerdict::pass;
+  std::size_t hold = 0;  // with watch: how many of the last bytes to keep back for now
 };
 
 class TunnelRelay {
  public:
   // `done` is called once, as the last thing this object does; it may destroy the relay.
   using Done = std::function<void(Result)>;
-  // Sees the client's first bytes (at most 8; read and held, relayed only once passed) before
-  // any is relayed. `final`: no more will be waited for (8 bytes seen, the client's end, or the
-  // patience ran out); a need_more answer to a final look counts as refuse.
-  using FirstBytesCheck = std::function<FirstBytesVerdict(std::string_view bytes, bool final)>;
+  // Sees the client's bytes, each once and in order (`bytes` are the ones it has not seen),
+  // before any of them is relayed, for as long as it answers watch. `end`: the client's stream
+  // ended after these. Bytes it holds back are relayed once a later look releases them; if none
+  // does within the patience (or they fill the first-read buffer), the tunnel is refused: a
+  // client that stops on a held prefix gets the stricter reading.
+  using FirstBytesCheck = std::function<FirstBytesLook(std::string_view bytes, bool end)>;
 
   TunnelRelay(boost::asio::ip::tcp::socket& client, boost::asio::ip::tcp::socket& upstream,
               PipePool& pipes, std::chrono::seconds idle_timeout, Done done);
@@ -117,6 +124,8 @@ class TunnelRelay {
   std::chrono::milliseconds first_bytes_patience_{0};
   std::optional<std::chrono::steady_clock::time_point> first_bytes_deadline_;
   std::unique_ptr<boost::asio::steady_timer> first_bytes_timer_;
+  std::size_t judged_ = 0;   // bytes of the client's first-read buffer the check has seen
+  std::string held_;         // bytes the check holds back between two reads
   Result result_;
   int pending_ = 0;  // handlers outstanding; the relay ends when none are left
   bool failed_ = false;

@@ -17,6 +17,8 @@
 
 #include "proxy/session/connect_tunnel.hpp"
 #include "proxy/session/handlers.hpp"
+#include "proxy/session/http_head.hpp"
+#include "proxy/session/replies.hpp"
 #include "rules/host.hpp"
 #include "rules/ip_address.hpp"
 
@@ -111,16 +113,11 @@ std::optional<Target> captured_target(tcp::socket& client, capture::AddressBook&
 
 // What the first bytes of a captured plain-HTTP connection said about its Host.
 struct HostCheck {
-  enum class Result { match, mismatch, not_http, timeout } result = Result::not_http;
+  enum class Result { match, refused, not_http } result = Result::not_http;
+  rules::Reason reason = rules::Reason::host_mismatch;  // for refused
   std::string sentence;
+  std::string head;  // for match: the head to send on, rebuilt from what was checked
 };
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 // The host of an authority ("name", "name:80", "[v6]:80"), normalised; nothing when invalid.
 std::optional<std::string> authority_host(std::string_view authority) {
@@ -141,95 +138,72 @@ std::optional<std::string> authority_host(std::string_view authority) {
   return parsed->name;
 }
 
-// Judges a complete request head (`head`, up to its blank line) against `name`: one Host field
-// naming it, and an absolute-form target, if any, naming it too. Pure.
-HostCheck judge_head(std::string_view head, const std::string& name) {
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+HostCheck refused(rules::Reason reason, std::string sentence) {
   HostCheck check;
-  const auto line_end = head.find("\r\n");
-  const std::string_view request_line = head.substr(0, line_end);
-  const auto first_space = request_line.find(' ');
-  const auto last_space = request_line.rfind(' ');
-  if (first_space == std::string_view::npos || last_space == first_space ||
-      !request_line.substr(last_space + 1).starts_with("HTTP/1.")) {
-    return check;  // not HTTP/1.x: the tunnel's other checks (SSH) apply
+  check.result = HostCheck::Result::refused;
+  check.reason = reason;
+  check.sentence = std::move(sentence);
+  return check;
+}
+
+// Judges a request head the strict reader parsed against `name`: one Host field naming it, and
+// an absolute-form target, if any, naming it too. On a match, the head to send on: rebuilt from
+// the parsed head (what was checked is what the origin reads), with its Connection fields made
+// one that keeps their options but keep-alive and adds close. Only a connection's first request
+// has its Host checked, and the tunnel after it is opaque; with close, a server must not read a
+// second request on the connection (RFC 9112 9.6), so a client cannot send a first request for
+// the name it dialled and a second for another site the same server hosts. Other options stay
+// (upgrade, HTTP2-Settings): a protocol switched to is no more HTTP requests. Pure.
+HostCheck judge_head(const boost::beast::http::request_header<>& head, const std::string& name) {
+  namespace http = boost::beast::http;
+  if (auto problem = request_framing_problem(head)) {
+    return refused(rules::Reason::bad_request, *problem);
   }
-  const std::string_view target =
-      request_line.substr(first_space + 1, last_space - first_space - 1);
-  const auto mismatch = [&](std::string sentence) {
-    check.result = HostCheck::Result::mismatch;
-    check.sentence = std::move(sentence);
-    return check;
-  };
+  const std::string_view target = head.target();
   if (lower(target.substr(0, 7)) == "http://") {
     const std::string_view rest = target.substr(7);
     const auto host = authority_host(rest.substr(0, rest.find_first_of("/?#")));
     if (!host || *host != name) {
-      return mismatch("the request's target " + std::string(target) + " does not name " + name +
-                      ", the server the connection was made to.");
+      return refused(rules::Reason::host_mismatch,
+                     "the request's target " + std::string(target) + " does not name " + name +
+                         ", the server the connection was made to.");
     }
   } else if (!target.starts_with("/") && target != "*") {
-    return mismatch("the request's target is neither a path nor an http:// URL for " + name + ".");
+    return refused(rules::Reason::host_mismatch,
+                   "the request's target is neither a path nor an http:// URL for " + name + ".");
   }
-  std::optional<std::string> host_field;
-  std::size_t fields = 0;
-  for (std::size_t at = line_end + 2; at < head.size();) {
-    const auto end = head.find("\r\n", at);
-    const std::string_view line = head.substr(at, end - at);
-    if (line.empty() || end == std::string_view::npos) {
-      break;
-    }
-    at = end + 2;
-    const auto colon = line.find(':');
-    if (colon != std::string_view::npos && lower(line.substr(0, colon)) == "host") {
-      ++fields;
-      std::string_view value = line.substr(colon + 1);
-      while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
-        value.remove_prefix(1);
-      }
-      while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) {
-        value.remove_suffix(1);
-      }
-      host_field = std::string(value);
-    }
+  const std::size_t hosts = head.count(http::field::host);
+  if (hosts != 1) {
+    return refused(rules::Reason::host_mismatch,
+                   "the request carries " + std::to_string(hosts) +
+                       " Host fields; exactly one naming " + name + " is required.");
   }
-  if (fields != 1) {
-    return mismatch("the request carries " + std::to_string(fields) +
-                    " Host fields; exactly one naming " + name + " is required.");
-  }
-  const auto host = authority_host(*host_field);
+  const std::string_view host_field = head[http::field::host];
+  const auto host = authority_host(host_field);
   if (!host || *host != name) {
-    return mismatch("the request's Host '" + *host_field + "' is not " + name +
-                    ", the server the connection was made to.");
+    return refused(rules::Reason::host_mismatch,
+                   "the request's Host '" + std::string(host_field) + "' is not " + name +
+                       ", the server the connection was made to.");
   }
+  HostCheck check;
   check.result = HostCheck::Result::match;
-  return check;
-}
-
-// The request head `head` (up to and with its blank line) rewritten to end its connection after
-// the response: its Connection fields become one that keeps their options but keep-alive and
-// adds close. Only a connection's first request has its Host checked, and the tunnel after it is
-// opaque; with close, a server must not read a second request on the connection (RFC 9112
-// 9.6), so a client cannot send a first request for the name it dialled and a second for
-// another site the same server hosts. The next request takes a new connection, checked again.
-// Other options stay (upgrade, HTTP2-Settings): a protocol switched to is no more HTTP
-// requests. Pure.
-std::string close_after_response(std::string_view head) {
-  const auto line_end = head.find("\r\n");
-  std::string out(head.substr(0, line_end + 2));
+  std::string& out = check.head;
+  out.append(head.method_string()).append(" ").append(target);
+  out += head.version() == 10 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n";
   std::string options;
-  for (std::size_t at = line_end + 2; at < head.size();) {
-    const auto end = head.find("\r\n", at);
-    if (end == std::string_view::npos || end == at) {
-      break;
-    }
-    const std::string_view line = head.substr(at, end - at + 2);
-    at = end + 2;
-    const auto colon = line.find(':');
-    if (colon == std::string_view::npos || lower(line.substr(0, colon)) != "connection") {
-      out += line;
+  for (const auto& field : head) {
+    if (field.name() != http::field::connection) {
+      out.append(field.name_string()).append(": ").append(field.value()).append("\r\n");
       continue;
     }
-    std::string_view value = line.substr(colon + 1, line.size() - colon - 3);
+    std::string_view value = field.value();
     while (!value.empty()) {
       const auto comma = value.find(',');
       std::string_view token = value.substr(0, comma);
@@ -240,50 +214,67 @@ std::string close_after_response(std::string_view head) {
       while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) {
         token.remove_suffix(1);
       }
-      const std::string name = lower(token);
-      if (!token.empty() && name != "keep-alive" && name != "close") {
+      const std::string option = lower(token);
+      if (!token.empty() && option != "keep-alive" && option != "close") {
         options += std::string(token) + ", ";
       }
     }
   }
-  return out + "Connection: " + options + "close\r\n\r\n";
+  out += "Connection: " + options + "close\r\n\r\n";
+  return check;
 }
 
-// Reads a captured connection's first bytes on port 80 until its request head is complete (at
-// most the buffer's limit, within the head timeout) and judges its Host. Bytes that are not an
-// HTTP request line, and a client that sends nothing in time (a server-first protocol), are
-// left to the tunnel's other checks.
+// True when the first bytes (line breaks before them aside: an origin skips empty lines before
+// a request line, RFC 9112 section 2.2) are not yet, or already not, an HTTP method's letters.
+enum class Sniff { http, not_http, need_more };
+Sniff sniff_method(std::string_view seen) {
+  const auto start = seen.find_first_not_of("\r\n");
+  if (start == std::string_view::npos) {
+    return Sniff::need_more;
+  }
+  seen.remove_prefix(start);
+  const auto space = seen.find(' ');
+  const std::string_view method = seen.substr(0, std::min(space, seen.size()));
+  if (!std::all_of(method.begin(), method.end(),
+                   [](char c) { return (c >= 'A' && c <= 'Z') || c == '-' || c == '_'; }) ||
+      (space == std::string_view::npos && seen.size() > 32)) {
+    return Sniff::not_http;
+  }
+  return space == std::string_view::npos ? Sniff::need_more : Sniff::http;
+}
+
+// Reads a captured connection's first bytes on port 80 and, when they are an HTTP request,
+// its head with the gate's one strict head reader (http_head.hpp: the same limits and line
+// rules as the explicit proxy), then judges its Host. Bytes that are not an HTTP request line,
+// and a client that sends nothing in time (a server-first protocol), are left to the tunnel's
+// other checks.
 asio::awaitable<HostCheck> check_http_host(SessionContext& context, const std::string& name,
                                            boost::beast::flat_buffer& buffer) {
+  const auto deadline = std::chrono::steady_clock::now() + context.settings().head_timeout;
   asio::steady_timer timeout(context.client.get_executor());
-  timeout.expires_after(context.settings().head_timeout);
+  timeout.expires_at(deadline);
   for (;;) {
     const auto data = buffer.data();
-    const std::string_view seen(static_cast<const char*>(data.data()), data.size());
-    if (const auto end = seen.find("\r\n\r\n"); end != std::string_view::npos) {
-      co_return judge_head(seen.substr(0, end + 4), name);
+    const Sniff sniff =
+        sniff_method(std::string_view(static_cast<const char*>(data.data()), data.size()));
+    if (sniff == Sniff::not_http) {
+      co_return HostCheck{};  // let the tunnel's checks decide (SSH, or a binary protocol)
     }
-    // Not an HTTP method's letters: let the tunnel's checks decide (SSH, or a binary protocol).
-    const auto space = seen.find(' ');
-    const std::string_view method = seen.substr(0, std::min(space, seen.size()));
-    if (!std::all_of(method.begin(), method.end(),
-                     [](char c) { return (c >= 'A' && c <= 'Z') || c == '-' || c == '_'; }) ||
-        (space == std::string_view::npos && seen.size() > 32)) {
-      co_return HostCheck{};
+    if (sniff == Sniff::http) {
+      break;
     }
     const std::size_t room = buffer.max_size() - buffer.size();
     if (room == 0) {
-      co_return HostCheck{HostCheck::Result::mismatch,
-                          "the request head is larger than the gate reads (16 KiB)."};
+      break;  // the head reader refuses what does not fit
     }
     auto space_in = buffer.prepare(std::min<std::size_t>(4096, room));
     auto outcome = co_await (context.client.async_read_some(space_in, use_tuple) ||
                              timeout.async_wait(use_tuple));
     if (outcome.index() == 1) {
-      co_return buffer.size() == 0
-          ? HostCheck{}
-          : HostCheck{HostCheck::Result::timeout,
-                      "the request head did not arrive in time (SANDGATE_HEAD_TIMEOUT)."};
+      if (buffer.size() == 0) {
+        co_return HostCheck{};
+      }
+      break;  // the head reader says it timed out
     }
     auto [error, n] = std::get<0>(outcome);
     if (error) {
@@ -291,7 +282,45 @@ asio::awaitable<HostCheck> check_http_host(SessionContext& context, const std::s
     }
     buffer.commit(n);
   }
+  HeadParser parser;
+  parser.header_limit(kHttpHeadLimit);
+  parser.body_limit(boost::none);
+  const auto left = std::max(std::chrono::ceil<std::chrono::seconds>(
+                                 deadline - std::chrono::steady_clock::now()),
+                             std::chrono::seconds(1));
+  const HeadRead read =
+      co_await read_request_head(context.client, buffer, parser, left, kHttpHeadLimit);
+  switch (read.status) {
+    case HeadRead::Status::ok:
+      co_return judge_head(parser.get(), name);
+    case HeadRead::Status::closed:
+      co_return HostCheck{};
+    case HeadRead::Status::timeout:
+      co_return refused(rules::Reason::request_timeout,
+                        "the request head did not arrive in time (SANDGATE_HEAD_TIMEOUT).");
+    case HeadRead::Status::too_large:
+      co_return refused(rules::Reason::header_too_large,
+                        "the request head is larger than the gate reads (16 KiB).");
+    case HeadRead::Status::malformed:
+      co_return refused(rules::Reason::bad_request,
+                        "the request is not valid HTTP/1.1: " + read.problem + ".");
+  }
+  co_return HostCheck{};
 }
+
+// The client spoke HTTP: a refusal of its head (malformed, too large, too slow) is an HTTP reply
+// it can read (the status and the reason's sentence), then the close. A reason without an HTTP
+// status of its own (host-mismatch: the request was well formed, only not for this server) is
+// the close alone, as for every other captured connection the gate refuses.
+asio::awaitable<void> send_http_refusal(SessionContext& context, rules::Reason reason,
+                                        std::string_view sentence, DeniedAt at) {
+  if (rules::reason_info(reason).status == 0) {
+    co_return;
+  }
+  const std::string reply = build_reply(reason, sentence, at);
+  co_await asio::async_write(context.client, asio::buffer(reply), use_tuple);
+}
+constexpr TunnelFrontEnd kCaptureHttpFront{kMethod, &send_http_refusal, &already_established};
 
 asio::awaitable<void> serve_captured_connection(SessionContext& context,
                                                 capture::AddressBook& book) {
@@ -338,23 +367,18 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
     if (!context.still_wanted(kMethod, display, target->port)) {
       co_return;
     }
-    if (check.result == HostCheck::Result::mismatch || check.result == HostCheck::Result::timeout) {
-      co_await refuse_tunnel(context, kCaptureFront,
-                             check.result == HostCheck::Result::timeout
-                                 ? rules::Reason::request_timeout
-                                 : rules::Reason::host_mismatch,
-                             display, target->port, check.sentence);
+    if (check.result == HostCheck::Result::refused) {
+      co_await refuse_tunnel(context, kCaptureHttpFront, check.reason, display, target->port,
+                             check.sentence);
       co_return;
     }
     if (check.result == HostCheck::Result::match) {
-      // One request per connection (close_after_response): the head rewritten, the bytes after
-      // it (a body, or requests the server will not read) kept as they came.
-      const auto data = buffer.data();
-      const std::string_view seen(static_cast<const char*>(data.data()), data.size());
-      const auto head_end = seen.find("\r\n\r\n") + 4;
-      std::string rewritten = close_after_response(seen.substr(0, head_end));
-      rewritten.append(seen.substr(head_end));
-      boost::beast::flat_buffer closing(rewritten.size());
+      // One request per connection (judge_head): the head as checked, the bytes after it (a
+      // body, or requests the server will not read) kept as they came.
+      const auto rest = buffer.data();
+      std::string rewritten = check.head;
+      rewritten.append(static_cast<const char*>(rest.data()), rest.size());
+      boost::beast::flat_buffer closing(std::max(rewritten.size(), kFirstBytesLimit));
       closing.commit(asio::buffer_copy(closing.prepare(rewritten.size()),
                                        asio::buffer(rewritten)));
       buffer = std::move(closing);

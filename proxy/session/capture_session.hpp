@@ -5,7 +5,9 @@
 // a front end that has nothing to send: the destination is the address the command dialled
 // (SO_ORIGINAL_DST); a synthetic address of the run's book stands for the name it was given for,
 // any other address is an IP literal to the policy (ip-address unless allowed). A refusal closes
-// the connection, with its decision logged under the method "CAPTURE". TLS ports hold the SNI to
+// the connection, with its decision logged under the method "CAPTURE"; a plain-HTTP head that
+// http_head.hpp's strict reader refuses (port 80: malformed, too large, too slow) is answered
+// with the HTTP reply of its reason first. TLS ports hold the SNI to
 // the name; port 80 holds a plain-HTTP request's Host to it (host-mismatch); an SSH client
 // meets the SSH rules. The address dialled upstream is the one the gate's resolver found and
 // checked, never the synthetic one.

@@ -16,6 +16,7 @@
 #include "proxy/session/tunnel_session.hpp"
 #include "proxy/session/upstream_dial.hpp"
 #include "rules/host.hpp"
+#include "rules/ssh_identification.hpp"
 #include "rules/tls_client_hello.hpp"
 
 namespace sandgate::session {
@@ -122,35 +123,42 @@ asio::awaitable<FirstBytes> inspect_first_bytes(SessionContext& context, const r
   }
 }
 
-// True when the client's first bytes (some already in `buffer`) are an SSH identification
-// line. Reads more only while what is there could still become "SSH-"; a client that stops
-// there is taken for SSH, the stricter reading.
-asio::awaitable<bool> starts_with_ssh(SessionContext& context, boost::beast::flat_buffer& buffer) {
-  constexpr std::string_view kSsh = "SSH-";
+// Feeds the client's bytes that came before the tunnel opened (in `buffer`) to `watch`, and
+// reads more only while the watch holds a prefix of an identification line ("SS"), within the
+// head timeout; a client that stops there is taken for SSH, the stricter reading. Undecided
+// (with nothing held) leaves the rest to the relay, which goes on watching from the same state.
+asio::awaitable<void> watch_early_bytes(SessionContext& context,
+                                        boost::beast::flat_buffer& buffer,
+                                        rules::SshIdentificationWatch& watch) {
+  using Verdict = rules::SshIdentificationWatch::Verdict;
+  const auto text = [&buffer](std::size_t from) {
+    const auto data = buffer.data();
+    return std::string_view(static_cast<const char*>(data.data()), data.size()).substr(from);
+  };
+  watch.feed(text(0));
   asio::steady_timer timeout(context.client.get_executor());
   timeout.expires_after(context.settings().head_timeout);
-  for (;;) {
-    const auto data = buffer.data();
-    const std::string_view seen(static_cast<const char*>(data.data()), data.size());
-    const std::size_t n = std::min(seen.size(), kSsh.size());
-    if (seen.substr(0, n) != kSsh.substr(0, n)) {
-      co_return false;
-    }
-    if (n == kSsh.size()) {
-      co_return true;
-    }
+  while (watch.verdict() == Verdict::undecided && watch.hold() > 0) {
     const std::size_t room = buffer.max_size() - buffer.size();
-    auto space = buffer.prepare(std::min<std::size_t>(kSsh.size(), room));
+    if (room == 0) {
+      watch.finish();
+      co_return;
+    }
+    const std::size_t seen = buffer.size();
+    auto space = buffer.prepare(std::min<std::size_t>(4096, room));
     auto outcome = co_await (context.client.async_read_some(space, use_tuple) ||
                              timeout.async_wait(use_tuple));
     if (outcome.index() == 1) {
-      co_return true;
+      watch.finish();
+      co_return;
     }
     auto [error, got] = std::get<0>(outcome);
     if (error) {
-      co_return true;
+      watch.finish();
+      co_return;
     }
     buffer.commit(got);
+    watch.feed(text(seen));
   }
 }
 
@@ -359,14 +367,20 @@ asio::awaitable<void> open_tunnel(SessionContext& context, const TunnelFrontEnd&
     if (!first.note.empty()) {
       note = note.empty() ? first.note : note + "; " + first.note;
     }
-  } else if (!write_error && buffer.size() > 0) {
-    // Bytes that came with the head go upstream below, before the relay could look at them:
-    // look for SSH in them here.
-    const bool ssh = co_await starts_with_ssh(context, buffer);
-    if (!context.still_wanted(method, display, port)) {
-      co_return;
+  }
+  // Every other tunnel: the client's stream is read as a tolerant SSH server reads it
+  // (rules/ssh_identification.hpp); bytes that came with the head are looked at here, before
+  // they go upstream, and the relay watches what follows from where they left off.
+  std::optional<rules::SshIdentificationWatch> ssh_watch;
+  if (!write_error && !inspect) {
+    ssh_watch.emplace();
+    if (buffer.size() > 0) {
+      co_await watch_early_bytes(context, buffer, *ssh_watch);
+      if (!context.still_wanted(method, display, port)) {
+        co_return;
+      }
     }
-    if (ssh) {
+    if (ssh_watch->verdict() == rules::SshIdentificationWatch::Verdict::ssh) {
       const rules::Decision ssh_decision = context.policy->decide_ssh(host);
       if (!ssh_decision.allowed() && !context.report_instead(ssh_decision, host, port)) {
         deny_established(context, method, display, port, upstream_address, ssh_decision.reason,
@@ -376,9 +390,10 @@ asio::awaitable<void> open_tunnel(SessionContext& context, const TunnelFrontEnd&
       }
       destination.ssh = true;
     }
+    if (ssh_watch->verdict() != rules::SshIdentificationWatch::Verdict::undecided) {
+      ssh_watch.reset();  // decided: the relay need not look
+    }
   }
-  // With no byte from the client yet, the relay watches its first bytes for SSH.
-  const bool watch_for_ssh = !inspect && buffer.size() == 0;
 
   // 6. A reload while this tunnel was being set up: the rules now in force judge it again, as
   // they judged every tunnel already open. From here on a reload finds it registered.
@@ -432,7 +447,7 @@ asio::awaitable<void> open_tunnel(SessionContext& context, const TunnelFrontEnd&
   // long-lived tunnel holds no coroutine frames.
   Destination registered = std::move(*context.live.destination);
   context.live.destination.reset();
-  TunnelSession::start(context, display, std::move(registered), early_bytes, watch_for_ssh,
+  TunnelSession::start(context, display, std::move(registered), early_bytes, std::move(ssh_watch),
                        std::string(method), early_down);
 }
 

@@ -11,6 +11,8 @@
 #include <boost/beast/http/rfc7230.hpp>
 #include <vector>
 
+#include "rules/http_lines.hpp"
+
 namespace sandgate::session {
 namespace {
 
@@ -69,7 +71,6 @@ asio::awaitable<HeadRead> read_request_head(tcp::socket& socket, beast::flat_buf
   HeadRead result;
   asio::steady_timer timer(socket.get_executor());
   timer.expires_after(timeout);
-  std::size_t scanned = 0;  // bytes already searched for the end of the head
   for (;;) {
     // Empty lines before the request line are ignored (some clients send a CRLF after a body).
     std::string_view data = buffer_text(buffer);
@@ -80,14 +81,19 @@ asio::awaitable<HeadRead> read_request_head(tcp::socket& socket, beast::flat_buf
     if (blank > 0) {
       buffer.consume(blank);
       data = buffer_text(buffer);
-      scanned = 0;
     }
 
     // The whole head first, so that the raw bytes can be checked before Beast joins folded
-    // lines; Beast needs the whole head in one piece anyway.
-    const std::size_t end = data.find("\r\n\r\n", scanned > 3 ? scanned - 3 : 0);
-    if (end != std::string_view::npos) {
-      const std::size_t head_size = end + 4;
+    // lines; Beast needs the whole head in one piece anyway. Its lines are the one rule's
+    // (rules/http_lines.hpp): a bare CR or LF is refused as soon as it arrives.
+    const rules::HeadScan scan = rules::scan_head(data, limit + 4);
+    if (scan.status == rules::HeadScan::Status::malformed) {
+      result.status = HeadRead::Status::malformed;
+      result.problem = scan.problem;
+      co_return result;
+    }
+    if (scan.status == rules::HeadScan::Status::complete) {
+      const std::size_t head_size = scan.length;
       if (head_size > limit) {
         result.status = HeadRead::Status::too_large;
         co_return result;
@@ -115,7 +121,6 @@ asio::awaitable<HeadRead> read_request_head(tcp::socket& socket, beast::flat_buf
       buffer.consume(used);
       co_return result;
     }
-    scanned = data.size();
     if (data.size() >= limit || buffer.size() >= buffer.max_size()) {
       result.status = HeadRead::Status::too_large;
       co_return result;

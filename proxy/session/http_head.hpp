@@ -50,8 +50,11 @@ struct HeadRead {
 };
 
 // Reads the next request head from `socket` into `parser` (which must be fresh, with its limits
-// set), within `timeout`. Empty lines before the request line are skipped (RFC 9112 section
-// 2.2). The raw head is checked for obsolete line folding before Beast parses it. Completes on
+// set), within `timeout`. Empty lines (CRLF) before the request line are skipped (RFC 9112
+// section 2.2). Every line must end in CRLF (rules/http_lines.hpp: a bare CR or LF is
+// malformed), and the raw head is checked for obsolete line folding before Beast parses it.
+// The one reader of request heads: the explicit proxy, SOCKS5's first byte's fallback and the
+// capture all read with it. Completes on
 // the socket's executor; closing the socket cancels it.
 boost::asio::awaitable<HeadRead> read_request_head(boost::asio::ip::tcp::socket& socket,
                                                    boost::beast::flat_buffer& buffer,

@@ -29,6 +29,7 @@ socks::ReplyCode socks_reply_code(rules::Reason reason) {
       return ReplyCode::succeeded;
     // The policy, LaunchDarkly, the token: the ruleset said no.
     case Reason::loopback:
+    case Reason::local_address:
     case Reason::ip_address:
     case Reason::metadata_address:
     case Reason::private_address:

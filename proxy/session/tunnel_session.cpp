@@ -6,14 +6,16 @@
 namespace sandgate::session {
 
 void TunnelSession::start(SessionContext& context, std::string host, Destination destination,
-                          std::uint64_t early_bytes, bool watch_for_ssh, std::string method,
-                          std::uint64_t early_down) {
+                          std::uint64_t early_bytes,
+                          std::optional<rules::SshIdentificationWatch> ssh_watch,
+                          std::string method, std::uint64_t early_down) {
   const auto started = context.started;
   auto* session = new TunnelSession(context, Kind::connect, std::move(method), std::move(host),
                                     std::move(destination), early_bytes, early_down, started);
-  if (watch_for_ssh) {
-    session->relay_.watch_first_bytes([session](std::string_view bytes, bool final) {
-      return session->judge_first_bytes(bytes, final);
+  if (ssh_watch) {
+    session->ssh_watch_ = *ssh_watch;
+    session->relay_.watch_first_bytes([session](std::string_view bytes, bool end) {
+      return session->judge_first_bytes(bytes, end);
     });
   }
   session->relay_.start();
@@ -67,17 +69,21 @@ TunnelSession::~TunnelSession() {
   worker_.shared.open_connections.fetch_sub(1, std::memory_order_relaxed);
 }
 
-// The client's first bytes, on a port whose tunnels are not inspected for TLS: an SSH client is
-// held to the SSH rules wherever it appears. Decided with the worker's policy now in force.
-relay::FirstBytesVerdict TunnelSession::judge_first_bytes(std::string_view bytes, bool final) {
+// The client's bytes, on a port whose tunnels are not inspected for TLS: an SSH client is held
+// to the SSH rules wherever its identification appears within what a tolerant server reads
+// (rules/ssh_identification.hpp). Decided with the worker's policy now in force.
+relay::FirstBytesLook TunnelSession::judge_first_bytes(std::string_view bytes, bool end) {
   fault_point("tunnel-relay");
-  constexpr std::string_view kSsh = "SSH-";
-  const std::size_t n = std::min(bytes.size(), kSsh.size());
-  if (bytes.substr(0, n) != kSsh.substr(0, n)) {
-    return relay::FirstBytesVerdict::pass;
+  using Verdict = rules::SshIdentificationWatch::Verdict;
+  Verdict verdict = ssh_watch_.feed(bytes);
+  if (verdict == Verdict::undecided && end) {
+    verdict = ssh_watch_.finish();
   }
-  if (n < kSsh.size() && !final) {
-    return relay::FirstBytesVerdict::need_more;  // "S", "SS", "SSH": could still be SSH
+  if (verdict == Verdict::not_ssh) {
+    return {relay::FirstBytesVerdict::pass, 0};
+  }
+  if (verdict == Verdict::undecided) {
+    return {relay::FirstBytesVerdict::watch, ssh_watch_.hold()};
   }
   // SSH (or a client that stopped on a prefix of it: the stricter reading).
   const Destination& destination = *live_.destination;
@@ -85,7 +91,7 @@ relay::FirstBytesVerdict TunnelSession::judge_first_bytes(std::string_view bytes
   const rules::Decision decision = policy.decide_ssh(destination.host);
   if (decision.allowed()) {
     live_.destination->ssh = true;  // a reload judges it by the SSH rules from now on
-    return relay::FirstBytesVerdict::pass;
+    return {relay::FirstBytesVerdict::pass, 0};
   }
   if (!worker_.settings->enforce && rules::reportable(decision.reason)) {
     // Report-only mode: logged and counted as would-deny, and the bytes pass.
@@ -101,11 +107,11 @@ relay::FirstBytesVerdict TunnelSession::judge_first_bytes(std::string_view bytes
     line.detail = detail;
     record_late_denial(worker_, line, decision.reason, false);
     live_.destination->ssh = true;
-    return relay::FirstBytesVerdict::pass;
+    return {relay::FirstBytesVerdict::pass, 0};
   }
   refused_ = Refusal{decision.reason, rules::rule_text(decision),
                      policy.explain(decision, destination.host, destination.port)};
-  return relay::FirstBytesVerdict::refuse;
+  return {relay::FirstBytesVerdict::refuse, 0};
 }
 
 void TunnelSession::log_end(std::string_view outcome, const relay::Result& result) {

@@ -16,6 +16,7 @@
 
 #include "proxy/relay/tunnel_relay.hpp"
 #include "proxy/session/session_context.hpp"
+#include "rules/ssh_identification.hpp"
 
 namespace sandgate::session {
 
@@ -23,13 +24,16 @@ class TunnelSession {
  public:
   // A CONNECT tunnel. Takes the sockets and the connection's place in the worker's counts from
   // `context` (which must not touch them afterwards) and starts relaying. `early_bytes`: client
-  // bytes already passed upstream. `watch_for_ssh`: no byte of the client has been seen yet, so
-  // the relay looks at its first bytes and holds an SSH client to the SSH rules (of the policy in
-  // force when they arrive). `method` names the front end in the end line ("SOCKS5" for a
+  // bytes already passed upstream. `ssh_watch`: the client's stream could still turn out to be
+  // SSH (rules/ssh_identification.hpp, in the state the early bytes left it), so the relay looks
+  // at what the client sends next and holds an SSH client to the SSH rules (of the policy in
+  // force when its identification arrives); nothing: it is not watched. `method` names the front end in the end line ("SOCKS5" for a
   // SOCKS5 tunnel). `early_down`: destination bytes already passed to the client (what a
   // parent proxy sent behind its reply head). Counted in the tunnel metrics. Worker thread only.
   static void start(SessionContext& context, std::string host, Destination destination,
-                    std::uint64_t early_bytes, bool watch_for_ssh, std::string method = "CONNECT",
+                    std::uint64_t early_bytes,
+                    std::optional<rules::SshIdentificationWatch> ssh_watch,
+                    std::string method = "CONNECT",
                     std::uint64_t early_down = 0);
 
   // A WebSocket connection after the 101 and whatever arrived behind either head were passed
@@ -47,7 +51,7 @@ class TunnelSession {
                 Destination destination, std::uint64_t early_up,
                 std::uint64_t early_down, std::chrono::steady_clock::time_point started);
   ~TunnelSession();
-  relay::FirstBytesVerdict judge_first_bytes(std::string_view bytes, bool final);
+  relay::FirstBytesLook judge_first_bytes(std::string_view bytes, bool end);
   void on_done(relay::Result result);
   void log_end(std::string_view outcome, const relay::Result& result);
 
@@ -56,6 +60,7 @@ class TunnelSession {
   boost::asio::ip::tcp::socket client_;
   boost::asio::ip::tcp::socket upstream_;
   LiveConnection live_;
+  rules::SshIdentificationWatch ssh_watch_;
   std::uint64_t id_;
   std::string client_address_;
   std::string method_;

@@ -462,6 +462,60 @@ TEST_F(CaptureTest, PlainHttpOnPort80CarriesOneRequestPerConnection) {
   EXPECT_TRUE(has(o, "ALLOW CAPTURE origin.test:80")) << o.output;
 }
 
+TEST_F(CaptureTest, PlainHttpOnPort80WithABareLfIsRefused) {
+  // Issue 27: the capture split a head on CRLF with a reader of its own, so a bare LF (which
+  // python's http.server, like nginx, takes for a line end) hid a request for blocked.test in
+  // front of one for origin.test; the gate judged origin.test and the origin served
+  // blocked.test. Every head reader now refuses a bare LF: nothing reaches the origin.
+  if (port_accepts(80) || run_shell("test \"$(id -u)\" = 0").exit_code != 0) {
+    GTEST_SKIP() << "port 80 on 127.0.0.1 is taken, or binding it needs root";
+  }
+  std::ofstream(root_ + "/origin/lenient.py")
+      << "import http.server\n"
+         "class H(http.server.BaseHTTPRequestHandler):\n"
+         "    protocol_version = 'HTTP/1.1'\n"
+         "    def do_GET(self):\n"
+         "        body = ('served ' + str(self.headers.get('Host')) + '\\n').encode()\n"
+         "        self.send_response(200)\n"
+         "        self.send_header('Content-Length', str(len(body)))\n"
+         "        self.end_headers()\n"
+         "        self.wfile.write(body)\n"
+         "http.server.HTTPServer(('127.0.0.1', 80), H).serve_forever()\n";
+  Child http = start({"/usr/bin/python3", root_ + "/origin/lenient.py"}, root_ + "/http.log");
+  for (int i = 0; i < 250 && !port_accepts(80); ++i) {
+    std::this_thread::sleep_for(20ms);
+  }
+  if (!port_accepts(80)) {
+    GTEST_SKIP() << "python3 could not listen on 127.0.0.1:80";
+  }
+  std::ofstream(root_ + "/smuggle.py")
+      << "import socket\n"
+         "s = socket.create_connection(('origin.test', 80), timeout=10)\n"
+         "s.sendall(b'GET / HTTP/1.1\\nHost: blocked.test\\n\\n"
+         "GET / HTTP/1.1\\r\\nHost: origin.test\\r\\n\\r\\n')\n"
+         "got = b''\n"
+         "s.settimeout(5)\n"
+         "while True:\n"
+         "    try:\n"
+         "        part = s.recv(4096)\n"
+         "    except (TimeoutError, ConnectionResetError):\n"
+         "        break\n"
+         "    if not part:\n"
+         "        break\n"
+         "    got += part\n"
+         "print('got=[' + got.decode(errors='replace').replace('\\r\\n', '|') + ']')\n";
+  const auto o = run("/usr/bin/python3 " + root_ + "/smuggle.py");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_TRUE(has(o, "got=[HTTP/1.1 400 Bad Request|")) << o.output;
+  EXPECT_FALSE(has(o, "served")) << o.output;
+  EXPECT_FALSE(has(o, "ALLOW CAPTURE origin.test:80")) << o.output;
+  EXPECT_TRUE(has(o, "BLOCK CAPTURE origin.test:80")) << o.output;
+  EXPECT_TRUE(has(o, "bare LF")) << o.output;
+  // And the well-formed request still passes.
+  const auto ok = run("curl -sS --noproxy '*' --max-time 10 http://origin.test/; echo same=$?");
+  EXPECT_TRUE(has(ok, "served origin.test")) << ok.output;
+}
+
 // A real sshd serving git on the host's loopback, for `ssh` and `git` without a ProxyCommand.
 class CaptureSshTest : public CaptureTest {
  protected:

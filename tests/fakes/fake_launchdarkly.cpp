@@ -219,6 +219,9 @@ struct FakeLaunchDarkly::Impl {
                                    "{\"other-flag\":{\"value\":true}}", keep_alive);
         case Behaviour::normal:
         case Behaviour::refuse:
+          if (std::size_t size = padded_size(); size > 0) {
+            co_return co_await padded_reply(*stream, key, size, keep_alive);
+          }
           co_return co_await reply(*stream, http::status::ok, "application/json; charset=utf-8",
                                    answer_json(key), keep_alive);
       }
@@ -266,6 +269,65 @@ struct FakeLaunchDarkly::Impl {
     co_return keep_alive;
   }
 
+  std::size_t padded_size() {
+    std::lock_guard lock(mutex);
+    return reply_size;
+  }
+
+  // A reply of `size` bytes: the flags and a padding field. Its head (and chunked, a first
+  // chunk) goes at once; while holding, the rest waits for release_replies().
+  asio::awaitable<bool> padded_reply(Stream& stream, const std::string& key, std::size_t size,
+                                     bool keep_alive) {
+    const std::string flags = answer_json(key);
+    const std::string open = "{\"padding\":\"";
+    const std::string close = "\"," + flags.substr(1);
+    std::string body = open;
+    body.append(size > open.size() + close.size() ? size - open.size() - close.size() : 0, 'x');
+    body += close;
+    bool chunked = false;
+    bool hold = false;
+    {
+      std::lock_guard lock(mutex);
+      chunked = reply_framing == Framing::chunked;
+      hold = holding;
+      held_count += hold ? 1 : 0;
+    }
+    std::string head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n";
+    head += chunked ? "Transfer-Encoding: chunked\r\n"
+                    : "Content-Length: " + std::to_string(body.size()) + "\r\n";
+    head += keep_alive ? "\r\n" : "Connection: close\r\n\r\n";
+    // The pieces on the wire, in order; `first` of them go before the hold.
+    std::vector<std::string> pieces{head};
+    if (chunked) {
+      constexpr std::size_t kChunk = 16 * 1024;
+      for (std::size_t at = 0; at < body.size(); at += kChunk) {
+        const std::string part = body.substr(at, kChunk);
+        std::ostringstream size_line;
+        size_line << std::hex << part.size() << "\r\n";
+        pieces.push_back(size_line.str() + part + "\r\n");
+      }
+      pieces.push_back("0\r\n\r\n");
+    } else {
+      pieces.push_back(body);
+    }
+    const std::size_t first = chunked ? 2 : 1;
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+      if (i == first && hold) {
+        auto timer = std::make_shared<asio::steady_timer>(io, std::chrono::hours(1));
+        held_timers.push_back(timer);
+        co_await timer->async_wait(use_tuple);
+        if (!released) {
+          co_return false;  // the fake is going away
+        }
+      }
+      auto [write_error, written] = co_await asio::async_write(stream, asio::buffer(pieces[i]), use_tuple);
+      if (write_error) {
+        co_return false;
+      }
+    }
+    co_return keep_alive;
+  }
+
   // The write's handler keeps the stream alive: close_streams() may drop the last other
   // reference while the write is pending, and its completion still touches the stream.
   void send_event(const std::shared_ptr<Stream>& stream, const std::string& type,
@@ -282,6 +344,8 @@ struct FakeLaunchDarkly::Impl {
   asio::ssl::context tls;
   std::list<std::shared_ptr<Stream>> streams;   // io thread only
   std::list<std::shared_ptr<Stream>> hanging;   // io thread only
+  std::list<std::shared_ptr<asio::steady_timer>> held_timers;  // io thread only
+  bool released = false;                                       // io thread only
 
   mutable std::mutex mutex;
   std::map<std::string, std::string> values;
@@ -289,6 +353,10 @@ struct FakeLaunchDarkly::Impl {
   std::uint64_t version = 1;
   Behaviour behaviour = Behaviour::normal;
   std::chrono::milliseconds delay{0};
+  std::size_t reply_size = 0;
+  Framing reply_framing = Framing::length;
+  bool holding = false;
+  int held_count = 0;
   int evaluation_count = 0;
   std::map<std::string, int> evaluations_by_key;
   int stream_count = 0;
@@ -377,6 +445,39 @@ void FakeLaunchDarkly::set_behaviour(Behaviour behaviour) {
 void FakeLaunchDarkly::set_delay(std::chrono::milliseconds delay) {
   std::lock_guard lock(impl_->mutex);
   impl_->delay = delay;
+}
+
+void FakeLaunchDarkly::set_reply_size(std::size_t body_size, Framing framing) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->reply_size = body_size;
+  impl_->reply_framing = framing;
+}
+
+void FakeLaunchDarkly::hold_replies(bool hold) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->holding = hold;
+}
+
+void FakeLaunchDarkly::release_replies() {
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->holding = false;
+  }
+  std::promise<void> done;
+  asio::post(impl_->io, [this, &done] {
+    impl_->released = true;
+    for (auto& timer : impl_->held_timers) {
+      timer->cancel();
+    }
+    impl_->held_timers.clear();
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
+int FakeLaunchDarkly::held_replies() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->held_count;
 }
 
 void FakeLaunchDarkly::push_event(const std::string& type, const std::string& data) {

@@ -56,6 +56,18 @@ class FakeLaunchDarkly {
   // A delay before every answer (0: none).
   void set_delay(std::chrono::milliseconds delay);
 
+  // Large replies: every normal evaluation reply is padded (a field of its own beside the
+  // flags) to `body_size` bytes (0: unpadded), and sent with a Content-Length or chunked (in
+  // 16 KiB chunks, without a length).
+  enum class Framing { length, chunked };
+  void set_reply_size(std::size_t body_size, Framing framing);
+  // While holding, a padded reply's head (and, chunked, its first chunk) goes at once and the
+  // rest of its body waits for release_replies(), which also ends holding; hold_replies(false)
+  // ends holding for later replies only. held_replies() counts the replies that ever waited.
+  void hold_replies(bool hold = true);
+  void release_replies();
+  int held_replies() const;
+
   // Streaming: sends an event to every open stream; closes every open stream.
   void push_event(const std::string& type, const std::string& data);
   void close_streams();

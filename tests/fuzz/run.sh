@@ -24,7 +24,7 @@ bin_dir="$root/build-fuzz/fuzz"
 runs_dir="$root/build-fuzz/fuzz-runs"
 
 all_targets=(host_fuzz ip_fuzz domain_set_fuzz client_hello_fuzz request_head_fuzz sse_fuzz
-  launchdarkly_json_fuzz json_writer_fuzz socks5_fuzz parent_reply_fuzz dns_query_fuzz)
+  launchdarkly_json_fuzz json_writer_fuzz text_log_fuzz socks5_fuzz parent_reply_fuzz dns_query_fuzz)
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=("${all_targets[@]}")
 
@@ -36,7 +36,7 @@ dict_for() {
     client_hello_fuzz) echo "$here/dict/tls.dict" ;;
     request_head_fuzz | parent_reply_fuzz) echo "$here/dict/http.dict" ;;
     sse_fuzz | launchdarkly_json_fuzz) echo "$here/dict/launchdarkly.dict" ;;
-    json_writer_fuzz) echo "$here/dict/utf8.dict" ;;
+    json_writer_fuzz | text_log_fuzz) echo "$here/dict/utf8.dict" ;;
   esac
 }
 

@@ -631,6 +631,13 @@ INSTANTIATE_TEST_SUITE_P(
                           "bad-request"},
             SmugglingCase{"del_in_value", "X-A: a\x7fz\r\nContent-Length: 5\r\n", "bad-request"},
             SmugglingCase{"bare_cr_in_value", "X-A: a\rz\r\nContent-Length: 5\r\n", "bad-request"},
+            SmugglingCase{"space_in_name", "X Y: z\r\nContent-Length: 5\r\n", "bad-request"},
+            // Issue 27: one strict line rule for every head (rules/http_lines.hpp).
+            SmugglingCase{"bare_lf_ends_a_field", "X-A: a\nContent-Length: 5\r\n", "bare LF"},
+            SmugglingCase{"bare_lf_hides_a_request",
+                          "X-A: a\n\nGET http://blocked.test/ HTTP/1.1\r\nContent-Length: 5\r\n",
+                          "bare LF"},
+            SmugglingCase{"bare_cr_ends_a_field", "X-A: a\rContent-Length: 5\r\n", "bare CR"},
             // Beast accepts these; the proxy refuses them.
             SmugglingCase{"duplicate_length", "Content-Length: 5\r\nContent-Length: 5\r\n",
                           "more than one Content-Length"},

@@ -395,5 +395,142 @@ TEST(LaunchDarklySdkEdges, HostCarriesTheServicePort) {
   EXPECT_EQ(host_field({true, "::1", 443, {}}), "[::1]");
 }
 
+// ---- 9. Replies held at once: one gate-wide budget (issue 27) ----
+
+// Waits (bounded) until `predicate` holds; the tests assert outcomes, not how long they took.
+template <typename Predicate>
+bool wait_until(Predicate predicate, std::chrono::milliseconds timeout = 20s) {
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    if (predicate()) {
+      return true;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  return predicate();
+}
+
+// Lookups from threads of their own, each blocking until its answer.
+class Lookups {
+ public:
+  Lookups(Client& client, const std::vector<std::string>& names) {
+    for (const auto& name : names) {
+      threads_.emplace_back([this, &client, name] {
+        Answer answer = client.ask(name);
+        std::lock_guard lock(mutex_);
+        answers_.push_back(std::move(answer));
+      });
+    }
+  }
+  ~Lookups() { join(); }
+  void join() {
+    for (auto& thread : threads_) {
+      if (thread.joinable()) {
+        thread.join();
+      }
+    }
+  }
+  std::size_t answered() const {
+    std::lock_guard lock(mutex_);
+    return answers_.size();
+  }
+  std::vector<Answer> answers() const {
+    std::lock_guard lock(mutex_);
+    return answers_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<Answer> answers_;
+  std::vector<std::thread> threads_;
+};
+
+// 1 MiB per reply: a 2 MiB budget for every reply held at once.
+void small_payloads(settings::Settings& s) {
+  s.ld_max_payload = 1u << 20;
+  s.ld_max_lookups = 16;
+  s.ld_timeout = 30s;  // the held replies must not time out on a slow machine
+}
+
+constexpr std::size_t kLargeReply = 700u << 10;  // three do not fit in 2 MiB, two do
+
+// Sixteen new domains at once, each answered with a 700 KiB reply that states its length and
+// whose body is held back: two fit in the budget, fourteen are refused on their head, before a
+// byte of their body is read, and take the failover answer (deny) without LaunchDarkly counting
+// as down. Once the two are let go, the budget is free again.
+TEST(LaunchDarklySdkEdges, RepliesHeldAtOnceStayWithinOneBudget) {
+  FakeLaunchDarkly fake(kClientId);
+  fake.set_default_value("true");
+  fake.set_reply_size(kLargeReply, FakeLaunchDarkly::Framing::length);
+  fake.hold_replies();
+  Client client(fake, settings::LdMode::domain, fast_timing(), small_payloads);
+  ASSERT_EQ(client->reply_budget().total(), 2u << 20);
+  std::vector<std::string> names;
+  for (int i = 0; i < 16; ++i) {
+    names.push_back("large" + std::to_string(i) + ".test");
+  }
+  Lookups lookups(client, names);
+  ASSERT_TRUE(wait_until([&] { return lookups.answered() == 14 && fake.held_replies() == 16; }))
+      << lookups.answered() << " answered, " << fake.held_replies() << " held\n" << client.notes();
+  EXPECT_EQ(client->reply_budget().in_use(), 2 * kLargeReply);
+  EXPECT_EQ(client->reply_budget().refusals(), 14u);
+  for (const Answer& answer : lookups.answers()) {
+    EXPECT_FALSE(answer.allowed);
+    EXPECT_EQ(answer.source, Source::failover);
+    EXPECT_EQ(answer.reason, rules::Reason::launchdarkly_unreachable);
+    EXPECT_THAT(answer.detail, HasSubstr("twice SANDGATE_LD_MAX_PAYLOAD"));
+  }
+  EXPECT_TRUE(client->reachable()) << "the gate's own limit is no outage of LaunchDarkly";
+  EXPECT_EQ(client.notes_with("LaunchDarkly reply refused"), 1) << client.notes();
+  EXPECT_THAT(client->render_prometheus(),
+              HasSubstr("sandgate_launchdarkly_replies_over_budget_total 14\n"));
+
+  fake.release_replies();
+  lookups.join();
+  int allowed = 0;
+  for (const Answer& answer : lookups.answers()) {
+    allowed += answer.allowed && answer.source == Source::network ? 1 : 0;
+  }
+  EXPECT_EQ(allowed, 2);
+  EXPECT_EQ(client->reply_budget().in_use(), 0u) << "given back after parsing";
+  EXPECT_LE(client->reply_budget().peak(), client->reply_budget().total());
+  const Answer later = client.ask("later.test");
+  EXPECT_TRUE(later.allowed) << later.detail;
+  EXPECT_EQ(later.source, Source::network);
+}
+
+// A reply without a length (chunked) is charged as its bytes arrive: with most of the budget
+// held by two replies, a chunked 700 KiB reply is refused part-way, the failover applies to its
+// lookup alone, and once the budget is free again the same reply is accepted.
+TEST(LaunchDarklySdkEdges, AChunkedReplyIsChargedAsItArrives) {
+  FakeLaunchDarkly fake(kClientId);
+  fake.set_default_value("true");
+  fake.set_reply_size(kLargeReply, FakeLaunchDarkly::Framing::length);
+  fake.hold_replies();
+  Client client(fake, settings::LdMode::domain, fast_timing(), small_payloads);
+  Lookups holding(client, {"held1.test", "held2.test"});
+  ASSERT_TRUE(wait_until([&] { return client->reply_budget().in_use() == 2 * kLargeReply; }))
+      << client.notes();
+
+  fake.set_reply_size(kLargeReply, FakeLaunchDarkly::Framing::chunked);
+  fake.hold_replies(false);  // the two stay held; the next reply streams at once
+  const Answer refused = client.ask("chunked.test");
+  EXPECT_FALSE(refused.allowed);
+  EXPECT_EQ(refused.source, Source::failover);
+  EXPECT_THAT(refused.detail, HasSubstr("bytes so far"));
+  EXPECT_EQ(client->reply_budget().refusals(), 1u);
+  EXPECT_EQ(client->reply_budget().in_use(), 2 * kLargeReply) << "the refused part was given back";
+
+  fake.release_replies();
+  holding.join();
+  for (const Answer& answer : holding.answers()) {
+    EXPECT_TRUE(answer.allowed) << answer.detail;
+  }
+  const Answer accepted = client.ask("chunked2.test");
+  EXPECT_TRUE(accepted.allowed) << accepted.detail;
+  EXPECT_EQ(accepted.source, Source::network);
+  EXPECT_EQ(client->reply_budget().in_use(), 0u);
+}
+
 }  // namespace
 }  // namespace sandgate::testing

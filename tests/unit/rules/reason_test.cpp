@@ -112,6 +112,7 @@ TEST(ReasonTable, ReleasedCodesAreUnchanged) {
       {Reason::allowed, "allowed"},
       {Reason::invalid_host, "invalid-host"},
       {Reason::loopback, "loopback"},
+      {Reason::local_address, "local-address"},
       {Reason::ip_address, "ip-address"},
       {Reason::metadata_address, "metadata-address"},
       {Reason::private_address, "private-address"},
