@@ -104,6 +104,11 @@ std::string run_probe(ProbeTargets targets) {
 // orphan is reaped, and when CMD ends init exits with CMD's status (the kernel then ends every
 // process left in the namespace).
 [[noreturn]] void init_supervise(pid_t command, const sigset_t& set) {
+  // SIGCHLD for stops too (no SA_NOCLDSTOP): a tracee's stop must wake init (see below).
+  struct sigaction action {};
+  action.sa_handler = [](int) {};
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGCHLD, &action, nullptr);
   for (;;) {
     siginfo_t info{};
     const int number = ::sigwaitinfo(&set, &info);
