@@ -190,9 +190,13 @@ TEST(Ask, AlwaysAppendsToTheAllowlistAndTheReloadAppliesIt) {
     return log.find("reloaded") != std::string::npos &&
            log.find("allowed.txt") != std::string::npos;
   })) << proxy.log_text();
-  const auto policy = proxy.server().current_policy();
+  // (The reload logs before every worker has taken the new policy: wait for this one's.)
   auto host = rules::parse_host("origin.test");
-  const auto decision = policy->decide(*host, origin.port());
+  auto decision = proxy.server().current_policy()->decide(*host, origin.port());
+  for (int i = 0; i < 100 && !decision.allowed(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    decision = proxy.server().current_policy()->decide(*host, origin.port());
+  }
   EXPECT_TRUE(decision.allowed());
   EXPECT_FALSE(decision.unknown);
 }
