@@ -1897,10 +1897,21 @@ TEST_F(RunToolsTest, PipInstallsALocalPackageAndPytestRuns) {
 }
 
 TEST_F(RunToolsTest, CargoBuildsACrate) {
-  require("cargo");
+  // On PATH, or where rustup puts it in the account's home (a CI environment may not have it on
+  // PATH).
+  std::string bin;
+  if (shell("command -v cargo && command -v rustc").first != 0) {
+    const passwd* account = ::getpwuid(::geteuid());
+    bin = account != nullptr ? std::string(account->pw_dir) + "/.cargo/bin" : "";
+    if (bin.empty() || !fs::exists(bin + "/cargo")) {
+      FAIL() << "cargo and rustc are required (on PATH or in ~/.cargo/bin)";
+    }
+  }
+  const std::string path = (bin.empty() ? "" : bin + ":") + std::string(std::getenv("PATH"));
   // rustup's cargo finds its toolchains through RUSTUP_HOME, which HOME no longer implies.
-  const std::string sysroot = shell("rustc --print sysroot").second;
-  std::map<std::string, std::string> env = {{"CARGO_HOME", work_ + "/.cargo-home"}};
+  const std::string sysroot = shell("PATH='" + path + "' rustc --print sysroot").second;
+  std::map<std::string, std::string> env = {{"CARGO_HOME", work_ + "/.cargo-home"},
+                                            {"PATH", path}};
   const fs::path toolchains = fs::path(sysroot.substr(0, sysroot.find('\n'))).parent_path();
   if (toolchains.filename() == "toolchains") {
     env["RUSTUP_HOME"] = toolchains.parent_path().string();
