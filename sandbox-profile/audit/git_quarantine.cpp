@@ -10,8 +10,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "sandbox-profile/supervisor/run_support.hpp"
 
@@ -83,15 +81,21 @@ bool repository_shaped(const fs::path& folder) {
           fs::exists(fs::symlink_status(folder / "commondir", ec)));
 }
 
-std::string read_small_file(const fs::path& path) {
+// The first `limit` bytes of a regular file (one byte more tells "longer"), never following a
+// link and never waiting on a FIFO the command may have put there; "?" if it cannot be read.
+std::string read_prefix(const fs::path& path, std::size_t limit) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    return {};
+    return "?";
   }
-  std::string text(kGitfileLimit + 1, '\0');
-  const ssize_t got = ::read(fd, text.data(), text.size());
+  std::string text;
+  char buffer[65536];
+  ssize_t got = 0;
+  while (text.size() <= limit && (got = ::read(fd, buffer, sizeof buffer)) > 0) {
+    text.append(buffer, static_cast<std::size_t>(got));
+  }
   ::close(fd);
-  text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+  text.resize(std::min(text.size(), limit + 1));
   return text;
 }
 
@@ -105,7 +109,7 @@ void scan_working_folders(const std::vector<std::string>& folders, GitSnapshot& 
       out.dot_gits.insert(path.string());
       std::error_code ignored;
       if (fs::is_regular_file(fs::symlink_status(path, ignored))) {
-        out.gitfiles[path.string()] = read_small_file(path);
+        out.gitfiles[path.string()] = read_prefix(path, kGitfileLimit);
       }
     };
     if (fs::exists(fs::symlink_status(folder + "/.git", ec))) {
@@ -178,17 +182,14 @@ constexpr const char* kObeyedFiles[] = {"config", "config.worktree", "info/attri
 constexpr const char* kObeyedFolders[] = {"hooks", "rebase-merge", "rebase-apply", "sequencer"};
 constexpr std::size_t kObeyedLimit = 1 << 20;  // bytes of one file compared; more: size only
 
+// A file's content for comparison; over the limit, its size stands for it.
 std::string content_of(const fs::path& path) {
-  std::error_code ec;
-  const auto size = fs::file_size(path, ec);
-  if (ec) {
-    return "?";
+  std::string text = read_prefix(path, kObeyedLimit);
+  if (text.size() > kObeyedLimit) {
+    std::error_code ec;
+    return "size " + std::to_string(fs::file_size(path, ec));
   }
-  if (size > kObeyedLimit) {
-    return "size " + std::to_string(size);
-  }
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return text;
 }
 
 void record_obeyed(const std::string& git_dir, std::map<std::string, std::string>& out) {
