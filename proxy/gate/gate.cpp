@@ -78,6 +78,8 @@ GateError Gate::fail(const std::string& message) {
 
 std::optional<GateError> Gate::start(std::optional<int> listener) {
   started_ = true;
+  // The first threads of the process (`run` has cloned its confined process by now).
+  log_->start_writer();
   local_addresses_ = std::make_unique<dns::LocalAddressWatch>();
   start_questions();
   // The server first: the parts made after it hold pointers into it or publish into it.
@@ -276,6 +278,7 @@ void Gate::stop() {
   // The admin endpoint first: its handlers read the reloader's counters.
   admin_.reset();
   reloader_.reset();
+  log_->flush();  // every line of the drained connections is out when stop() returns
 }
 
 std::string Gate::render_metrics() const {

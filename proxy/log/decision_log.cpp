@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <exception>
 
 #include "proxy/json/json_writer.hpp"
 #include "proxy/log/text_fields.hpp"
@@ -201,31 +202,31 @@ Expected<std::unique_ptr<DecisionLog>, std::string> DecisionLog::open(settings::
 namespace {
 
 constexpr std::size_t kBatchBytes = 64 * 1024;
+// Beyond this the writer is behind (a stalled pipe): callers write for it rather than hold more.
+constexpr std::size_t kMostBuffered = 1024 * 1024;
 constexpr auto kFlushInterval = std::chrono::milliseconds(50);
+
+// The log whose writer runs (one gate per process), for the terminate handler: what is buffered
+// goes out before the crash report.
+std::atomic<DecisionLog*> g_started_log{nullptr};
+std::terminate_handler g_previous_terminate = nullptr;
 
 }  // namespace
 
 DecisionLog::DecisionLog(settings::LogFormat format, std::string path, int fd,
                          settings::LogLevel level)
-    : format_(format),
-      level_(level),
-      path_(std::move(path)),
-      fd_(fd),
-      batched_(fd != STDERR_FILENO) {
-  if (batched_) {
-    buffer_.reserve(kBatchBytes * 2);
-    flusher_ = std::thread([this] { run_flusher(); });
-  }
-}
+    : format_(format), level_(level), path_(std::move(path)), fd_(fd) {}
 
 DecisionLog::~DecisionLog() {
-  if (flusher_.joinable()) {
+  DecisionLog* self = this;
+  g_started_log.compare_exchange_strong(self, nullptr);
+  if (writer_.joinable()) {
     {
       std::lock_guard lock(mutex_);
       stopping_ = true;
     }
     wake_.notify_one();
-    flusher_.join();
+    writer_.join();
   }
   flush();
   if (fd_ != STDERR_FILENO) {
@@ -233,11 +234,42 @@ DecisionLog::~DecisionLog() {
   }
 }
 
-void DecisionLog::run_flusher() {
-  std::unique_lock lock(mutex_);
-  while (!stopping_) {
-    wake_.wait_for(lock, kFlushInterval);
-    flush_locked();
+void DecisionLog::start_writer() {
+  std::lock_guard lock(mutex_);
+  if (writing_) {
+    return;
+  }
+  buffer_.reserve(kBatchBytes * 2);
+  writing_ = true;
+  writer_ = std::thread([this] { run_writer(); });
+  DecisionLog* none = nullptr;
+  if (g_started_log.compare_exchange_strong(none, this)) {
+    g_previous_terminate = std::set_terminate([] {
+      if (DecisionLog* log = g_started_log.load()) {
+        log->try_flush();
+      }
+      if (g_previous_terminate != nullptr) {
+        g_previous_terminate();
+      }
+      std::abort();
+    });
+  }
+}
+
+void DecisionLog::run_writer() {
+  std::string spare;
+  spare.reserve(kBatchBytes * 2);
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait_for(lock, kFlushInterval,
+                     [this] { return stopping_ || buffer_.size() >= kBatchBytes; });
+      if (stopping_) {
+        return;  // the destructor flushes what is left
+      }
+    }
+    std::lock_guard output(output_mutex_);
+    write_batch(spare);
   }
 }
 
@@ -255,28 +287,46 @@ void DecisionLog::write_all(const char* data, std::size_t left) {
   }
 }
 
-void DecisionLog::flush_locked() {
-  if (!buffer_.empty()) {
+void DecisionLog::write_batch(std::string& spare) {
+  spare.clear();
+  {
+    std::lock_guard lock(mutex_);
+    buffer_.swap(spare);
+  }
+  if (!spare.empty()) {
+    write_all(spare.data(), spare.size());
+  }
+}
+
+void DecisionLog::flush() {
+  std::lock_guard output(output_mutex_);
+  std::string batch;
+  write_batch(batch);
+}
+
+void DecisionLog::try_flush() {
+  std::unique_lock output(output_mutex_, std::try_to_lock);
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  if (output.owns_lock() && lock.owns_lock() && !buffer_.empty()) {
     write_all(buffer_.data(), buffer_.size());
     buffer_.clear();
   }
 }
 
-void DecisionLog::flush() {
-  std::lock_guard lock(mutex_);
-  flush_locked();
-}
-
 void DecisionLog::emit(std::string& line, bool now) {
   line += '\n';
-  if (!batched_) {
-    write_all(line.data(), line.size());
-    return;
+  bool write_now = now;
+  {
+    std::lock_guard lock(mutex_);
+    buffer_ += line;
+    if (!writing_ || buffer_.size() >= kMostBuffered) {
+      write_now = true;
+    } else if (buffer_.size() >= kBatchBytes) {
+      wake_.notify_one();
+    }
   }
-  std::lock_guard lock(mutex_);
-  buffer_ += line;
-  if (now || buffer_.size() >= kBatchBytes) {
-    flush_locked();
+  if (write_now) {
+    flush();
   }
 }
 

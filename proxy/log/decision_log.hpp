@@ -2,15 +2,19 @@
 // text or as JSON (one object a line), to standard error or a file. Fields hold what clients
 // sent (a raw target, a method): the JSON format escapes them (see format_record below).
 //
-// Thread-safe. Each line is formatted in the caller's thread. To standard error every line is
-// written at once, with one write(2). To a file, decision and end lines are gathered in a buffer
-// and written in batches (one write(2) per batch to a descriptor opened with O_APPEND): when the
-// buffer holds 64 KiB, and at least every 50 ms by a flushing thread, so that a line is on disk
-// within 50 ms and logging costs the connection path a short lock and a copy instead of a system
-// call. Operator notes flush at once (with everything before them, in order); so do reopen(),
-// flush() and the destructor, so a clean stop loses nothing. A crash loses at most the last
-// 50 ms of lines. reopen() (on SIGHUP, for logrotate) writes what is buffered to the old file,
-// then swaps the file under the same descriptor number with dup2().
+// Thread-safe. Each line is formatted in the caller's thread and appended to a buffer under a
+// short lock; wherever the log goes (standard error, a pipe, the journal, a file) the same
+// writer thread writes the buffer out in batches, one write(2) each: when it holds 64 KiB, and
+// at least every 50 ms, so a line is out within 50 ms and logging costs the connection path a
+// short lock and a copy instead of a system call. Until start_writer() runs (the gate's start),
+// and for a log no gate starts (tests, `check`), every line is written at once: no thread exists
+// before the gate starts, so `run` can clone its confined process from a single-threaded one.
+// Operator notes flush at once (with everything before them, in order); so do reopen(), flush(),
+// the drain and the destructor, so a clean stop loses nothing; a writer that falls 1 MiB behind
+// (a stalled pipe) makes the next caller write for it, as an unbatched log would, instead of
+// holding more. A crash loses at most the last 50 ms of lines; std::terminate flushes first.
+// reopen() (on SIGHUP, for logrotate) writes what is buffered to the old file, then swaps the
+// file under the same descriptor number with dup2().
 #pragma once
 
 #include <atomic>
@@ -69,31 +73,41 @@ class DecisionLog {
   void reopen();
   // Changes what the log keeps from now on (a reload of log_level). Thread-safe.
   void set_level(settings::LogLevel level) { level_.store(level, std::memory_order_relaxed); }
+  // Starts the writer thread: from now on lines are batched. Idempotent.
+  void start_writer();
   // Writes every buffered line now.
   void flush();
+  // flush() unless a lock is held (by a thread that may never let go): for std::terminate.
+  void try_flush();
   // Every denial written since the log opened, counted per destination (whatever the level).
   // Thread-safe.
   const DenialTally& denials() const { return denials_; }
 
  private:
   DecisionLog(settings::LogFormat format, std::string path, int fd, settings::LogLevel level);
-  // Adds `line` (no newline yet) to the output: at once to standard error, else to the batch.
+  // Adds `line` (no newline yet) to the batch, and writes the batch out now when `now` (or when
+  // no writer runs, or the writer is behind).
   void emit(std::string& line, bool now);
   void write_all(const char* data, std::size_t size);
-  void flush_locked();
-  void run_flusher();
+  // Takes the batch and writes it; the caller holds output_mutex_ (the order of batches).
+  void write_batch(std::string& spare);
+  void run_writer();
 
   settings::LogFormat format_;
   std::atomic<settings::LogLevel> level_;  // read on every write; changed by a reload
   std::string path_;
   int fd_;
-  bool batched_;  // a file: lines are batched
 
-  std::mutex mutex_;  // guards buffer_ and stopping_; held for an append, or one write(2)
+  // Two locks: mutex_ for the batch (held for an append or a swap, never a system call) and
+  // output_mutex_ for the descriptor (held for the write(2)s of one batch, so batches go out
+  // in the order they were taken). Taken in that order: output_mutex_, then mutex_.
+  std::mutex output_mutex_;
+  std::mutex mutex_;  // guards buffer_, writing_ and stopping_
   std::string buffer_;
   std::condition_variable wake_;
+  bool writing_ = false;  // a writer thread runs: lines wait for it
   bool stopping_ = false;
-  std::thread flusher_;
+  std::thread writer_;
   DenialTally denials_;
 };
 

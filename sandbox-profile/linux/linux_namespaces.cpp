@@ -15,6 +15,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 
 #include "sandbox-profile/supervisor/fd_passing.hpp"
@@ -116,7 +117,26 @@ NamespaceReport NamespaceReport::parse(const std::string& text) {
   return report;
 }
 
+// Threads of this process now (0: unknown).
+static std::size_t thread_count() {
+  std::size_t count = 0;
+  std::error_code error;
+  for (std::filesystem::directory_iterator it("/proc/self/task", error), end; !error && it != end;
+       it.increment(error)) {
+    ++count;
+  }
+  return error ? 0 : count;
+}
+
 Expected<pid_t, std::string> clone_confined() {
+  // The child of a raw clone() runs no fork handlers: a lock another thread held at the clone
+  // (the allocator's, a logger's) stays held in the child for ever. So the clone comes before
+  // any thread exists, and this says so loudly instead of hanging now and then.
+  if (const std::size_t threads = thread_count(); threads > 1) {
+    return Unexpected{"internal error: " + std::to_string(threads) +
+                      " threads run at the clone of the confined process; it must be made "
+                      "from a single-threaded sandgate"};
+  }
   // A raw clone() with fork()'s semantics: glibc's wrapper wants a stack, and unshare() cannot
   // put the caller itself into a new pid namespace.
   constexpr unsigned long kFlags =

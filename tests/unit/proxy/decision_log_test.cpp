@@ -1,13 +1,18 @@
-// The decision log to a file: lines are batched, yet each is on disk within the flush interval,
-// operator notes are written at once and in order, reopen() leaves earlier lines in the moved
-// file, and destruction loses nothing.
+// The decision log: once its writer starts, lines are batched wherever they go (a file, standard
+// error on a pipe), yet each is out within the flush interval, operator notes are written at once
+// and in order, reopen() leaves earlier lines in the moved file, a stalled reader holds the
+// writers back instead of growing the batch, and destruction loses nothing. Before the writer
+// starts there is no thread and every line is written at once.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -43,6 +48,7 @@ class DecisionLogFileTest : public ::testing::Test {
   std::unique_ptr<DecisionLog> open_log() {
     auto opened = DecisionLog::open(settings::LogFormat::json, path_.string());
     EXPECT_TRUE(opened.has_value());
+    (*opened)->start_writer();  // as the gate's start does
     return std::move(*opened);
   }
 
@@ -116,6 +122,155 @@ TEST_F(DecisionLogFileTest, ReopenLeavesEarlierLinesInTheMovedFile) {
   EXPECT_NE(moved.find("\"conn\":1"), std::string::npos) << moved;
   EXPECT_EQ(fresh.find("\"conn\":1"), std::string::npos) << fresh;
   EXPECT_NE(fresh.find("\"conn\":2"), std::string::npos) << fresh;
+}
+
+std::size_t threads_now() {
+  return static_cast<std::size_t>(
+      std::distance(fs::directory_iterator("/proc/self/task"), fs::directory_iterator{}));
+}
+
+TEST_F(DecisionLogFileTest, BeforeTheWriterStartsThereIsNoThreadAndLinesAreWrittenAtOnce) {
+  const std::size_t before = threads_now();
+  auto opened = DecisionLog::open(settings::LogFormat::json, path_.string());
+  ASSERT_TRUE(opened.has_value());
+  auto& log = *opened;
+  EXPECT_EQ(threads_now(), before);  // `run` clones its confined process at this point
+  log->write(allow(1));
+  EXPECT_EQ(lines_in(read_all(path_)), 1u);  // no wait: nothing batches yet
+  log->start_writer();
+  log->start_writer();
+  EXPECT_EQ(threads_now(), before + 1);
+}
+
+// Standard error redirected to a pipe (systemd, containers, launchers): read by a thread here.
+class DecisionLogPipeTest : public ::testing::Test {
+ protected:
+  DecisionLogPipeTest() {
+    int ends[2];
+    EXPECT_EQ(::pipe(ends), 0);
+    read_end_ = ends[0];
+    saved_stderr_ = ::dup(STDERR_FILENO);
+    ::dup2(ends[1], STDERR_FILENO);
+    ::close(ends[1]);
+  }
+  ~DecisionLogPipeTest() override {
+    ::dup2(saved_stderr_, STDERR_FILENO);
+    ::close(saved_stderr_);
+    if (reader_.joinable()) {
+      reader_.join();
+    }
+    ::close(read_end_);
+  }
+  // Reads until the write end closes (the test restores standard error).
+  void start_reading() {
+    reader_ = std::thread([this] {
+      char buffer[65536];
+      for (;;) {
+        const ssize_t n = ::read(read_end_, buffer, sizeof buffer);
+        if (n <= 0) {
+          return;
+        }
+        std::lock_guard lock(mutex_);
+        text_.append(buffer, static_cast<std::size_t>(n));
+      }
+    });
+  }
+  std::string text() {
+    std::lock_guard lock(mutex_);
+    return text_;
+  }
+  void close_stderr() {
+    ::dup2(saved_stderr_, STDERR_FILENO);
+  }
+
+  int read_end_ = -1;
+  int saved_stderr_ = -1;
+  std::thread reader_;
+  std::mutex mutex_;
+  std::string text_;
+};
+
+Record allow_to_stderr(std::uint64_t id) {
+  Record record;
+  record.connection_id = id;
+  record.method = "CONNECT";
+  record.host = "example.com";
+  record.port = 443;
+  record.reason = "allowed";
+  return record;
+}
+
+TEST_F(DecisionLogPipeTest, StandardErrorIsBatchedInOrderAndLosesNothing) {
+  start_reading();
+  constexpr int kThreads = 4;
+  constexpr int kLines = 5000;
+  {
+    auto opened = DecisionLog::open(settings::LogFormat::json, "");
+    ASSERT_TRUE(opened.has_value());
+    auto& log = *opened;
+    log->start_writer();
+    log->write(allow_to_stderr(1));
+    const auto deadline = std::chrono::steady_clock::now() + 2s;
+    while (lines_in(text()) < 1 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(5ms);
+    }
+    EXPECT_EQ(lines_in(text()), 1u);  // out within the interval, with no flush
+    log->write(allow_to_stderr(2));
+    log->note("warning", "after two");  // a note writes both at once, in order
+    while (text().find("after two") == std::string::npos) {
+      std::this_thread::sleep_for(1ms);  // the pipe's reader is a thread of its own
+    }
+    const std::string both = text();
+    EXPECT_LT(both.find("\"conn\":2"), both.find("after two")) << both;
+    std::vector<std::thread> writers;
+    for (int t = 0; t < kThreads; ++t) {
+      writers.emplace_back([&log, t] {
+        for (int i = 0; i < kLines; ++i) {
+          log->write(allow_to_stderr(100 + static_cast<std::uint64_t>(t) * kLines + i));
+        }
+      });
+    }
+    for (auto& writer : writers) {
+      writer.join();
+    }
+  }
+  close_stderr();
+  reader_.join();
+  std::istringstream in(text());
+  std::size_t count = 0;
+  for (std::string line; std::getline(in, line); ++count) {
+    ASSERT_TRUE(line.starts_with("{") && line.ends_with("}")) << line;
+  }
+  EXPECT_EQ(count, 3u + kThreads * kLines);
+}
+
+// Nobody reads the pipe: the batch stops growing at its bound (about 1 MiB) and the writers wait,
+// as they would on an unbatched log; when reading resumes every line arrives.
+TEST_F(DecisionLogPipeTest, AStalledReaderHoldsTheWritersBackInsteadOfGrowingTheBatch) {
+  constexpr int kLines = 60000;  // about 9 MB of lines: far beyond the bound and the pipe
+  auto opened = DecisionLog::open(settings::LogFormat::json, "");
+  ASSERT_TRUE(opened.has_value());
+  auto log = std::move(*opened);
+  log->start_writer();
+  std::atomic<int> written{0};
+  std::thread writer([&] {
+    for (int i = 0; i < kLines; ++i) {
+      log->write(allow_to_stderr(static_cast<std::uint64_t>(i) + 1));
+      written.fetch_add(1);
+    }
+  });
+  std::this_thread::sleep_for(500ms);
+  const int held = written.load();
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(written.load(), held);  // blocked, not buffering
+  const std::size_t line_size = 130;  // a line here is about 150 bytes
+  EXPECT_LT(static_cast<std::size_t>(held) * line_size, 2u * 1024 * 1024 + 65536);
+  start_reading();
+  writer.join();
+  log.reset();
+  close_stderr();
+  reader_.join();
+  EXPECT_EQ(lines_in(text()), static_cast<std::size_t>(kLines));
 }
 
 }  // namespace
