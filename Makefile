@@ -48,7 +48,7 @@ test-sanitizers:
 # proxy, tinyproxy and squid, instruction counts and plots into bench/results/DATE/. About 25
 # minutes; `QUICK=1 make bench` takes a few. Only what it runs is built, not the tests.
 bench: configure
-	@cmake --build --preset release -j $(JOBS) --target sandgate sandgate-load rules_bench
+	@cmake --build --preset release -j $(JOBS) --target sandgate sandgate-load sandgate-limit-proxy rules_bench
 	./scripts/offline.sh ./bench/run.sh
 
 clean:

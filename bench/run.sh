@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # bench/run.sh: the whole benchmark in one go, what `make bench` runs. In order:
 #   1. the component micro-benchmarks (bench/run-micro.sh);
-#   2. the end-to-end comparison, suite "main": sandgate vs no proxy vs tinyproxy vs squid, proxy
-#      and origin on one core, load on the other: setups at 1/16/256 clients, download and upload
-#      through 1/16/256 tunnels, plain HTTP on kept-alive connections, memory per idle tunnel;
+#   2. the end-to-end comparison, suite "main": sandgate vs no proxy vs the least possible proxy
+#      (limit) vs tinyproxy vs squid, proxy and origin on one core, load on the other: setups at
+#      1/16/256 clients, download and upload through 1/16/256 tunnels, plain HTTP on kept-alive
+#      connections, memory per idle tunnel; then suite "logging": setups with the decision log
+#      on standard error into a file, into a pipe, to --log-file, and at level error;
 #   3. suite "blocklist": setups by name through a 1,000,000-entry blocklist vs the default one;
 #   4. suite "scaling": sandgate with 2 worker threads vs 1, everything on both cores; suite
 #      "owncore": the origin on the load tool's core, so the proxy has a core to itself;
@@ -18,7 +20,7 @@
 #   bench/run.sh               # the same without rebuilding; ROUNDS, DURATION, ... as compare.sh
 #
 # Environment: BUILD (build), QUICK (0), RESULTS (the results folder), SKIP (space-separated
-# steps to leave out: micro main blocklist scaling owncore instructions profile plots).
+# steps to leave out: micro main logging blocklist scaling owncore instructions profile plots).
 
 set -uo pipefail
 
@@ -105,6 +107,13 @@ if wanted main; then
   note "2/6 end-to-end comparison (suite main)"
   SUITE=main RAW=$raw "$here/e2e/compare.sh" >"$results/compare-main.md"
 fi
+if wanted logging; then
+  note "2b/6 the decision log by destination (suite logging)"
+  if [[ $QUICK == 1 ]]; then log_rounds=${ROUNDS:-2}; else log_rounds=${ROUNDS:-4}; fi
+  SUITE=logging RAW=$raw ROUNDS=$log_rounds WORKLOADS=setups SETUP_LEVELS=16 \
+    TARGETS="none limit sandgate sandgate-logfile sandgate-pipe sandgate-quiet" \
+    "$here/e2e/compare.sh" >"$results/compare-logging.md"
+fi
 if wanted blocklist; then
   note "3/6 1,000,000-entry blocklist (suite blocklist)"
   # A name of five labels: the lookup probes one slot for each label count the list holds.
@@ -160,7 +169,8 @@ for micro in "$results"/*_bench.json; do
   [[ -s $micro ]] && summary_args+=(--micro "$micro")
 done
 python3 "$here/e2e/summarize.py" "$raw" "${summary_args[@]}" \
-  -- none sandgate sandgate-t2 sandgate-1m tinyproxy squid >"$results/summary.md"
+  -- none limit sandgate sandgate-logfile sandgate-pipe sandgate-quiet sandgate-t2 sandgate-1m \
+  tinyproxy squid >"$results/summary.md"
 if wanted plots; then
   python3 "$here/plot.py" "$results/summary.json" "$results" || note "plots failed"
 fi

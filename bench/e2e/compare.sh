@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# bench/e2e/compare.sh: sandgate-load side by side against no proxy (the limit), sandgate,
-# tinyproxy and squid, on loopback, the proxy pinned to one core and the load tool to the other.
+# bench/e2e/compare.sh: sandgate-load side by side against no proxy, the least possible proxy
+# (limit: bench/limit-proxy), sandgate, tinyproxy and squid, on loopback, the proxy pinned to one
+# core and the load tool to the other.
 # Prints medians and ratios to "no proxy" as markdown on stdout; progress goes to stderr; raw
 # JSON lines (one per run) go to $RAW. What each number means: bench/e2e/README.md. The whole
 # benchmark (micro-benchmarks, this script three times, instruction counts, plots) is
@@ -10,11 +11,15 @@
 #   QUICK=1 bench/e2e/compare.sh         # 1 round, 16 clients/tunnels only, 2 s runs
 #   ROUNDS=5 TARGETS="none sandgate" bench/e2e/compare.sh
 #
-# Targets: none, sandgate (1 worker thread), sandgate-t2 (2 worker threads), sandgate-1m (1
+# Targets: none, limit (bench/limit-proxy: one thread, epoll, read/write, no policy, no log),
+# sandgate (1 worker thread, the decision log on standard error redirected to a file, as systemd,
+# containers and launchers run it), sandgate-logfile (the log to --log-file), sandgate-pipe (standard
+# error into a pipe a reader drains to a file, like the journal), sandgate-quiet (--log-level
+# error: nothing logged per connection), sandgate-t2 (2 worker threads), sandgate-1m (1
 # worker thread, a 1,000,000-entry blocklist), sandgate-b (the build in SANDGATE_B, run like
 # sandgate: an A/B test of a candidate change, side by side in the same rounds), tinyproxy, squid.
 #
-# Environment: ROUNDS (3; quick 1), QUICK (0), TARGETS ("none sandgate tinyproxy squid"),
+# Environment: ROUNDS (3; quick 1), QUICK (0), TARGETS ("none limit sandgate tinyproxy squid"),
 # WORKLOADS ("setups download upload http idle"), DURATION (5; quick 2), SETUP_LEVELS ("1 16
 # 256"; quick "16"), STREAM_LEVELS ("1 16 256"; quick "16"), HTTP_LEVELS ("16 256"; quick "16"),
 # IDLE_TUNNELS (10000; quick 2000), PROXY_CPU (0), LOAD_CPU (1), ORIGIN_CPU (same as PROXY_CPU),
@@ -30,10 +35,11 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${BUILD:-$root/build}
 load=$build/bench/sandgate-load
+limit_proxy=$build/bench/sandgate-limit-proxy
 sandgate=${SANDGATE:-$build/bin/sandgate}
 sandgate_b=${SANDGATE_B:-}
 quick=${QUICK:-0}
-targets=(${TARGETS:-none sandgate tinyproxy squid})
+targets=(${TARGETS:-none limit sandgate tinyproxy squid})
 workloads=(${WORKLOADS:-setups download upload http idle})
 if [[ $quick == 1 ]]; then
   rounds=${ROUNDS:-1}
@@ -69,10 +75,11 @@ wants_workload() { [[ " ${workloads[*]} " == *" $1 "* ]]; }
 
 # ---- prerequisites ---------------------------------------------------------------------------
 
-if [[ ! -x $load ]]; then
-  note "building sandgate-load"
+if [[ ! -x $load || ! -x $limit_proxy ]]; then
+  note "building sandgate-load and sandgate-limit-proxy"
   (cd "$root" && cmake --preset release >/dev/null && cmake --build "$build" \
-    --target sandgate-load -j 2 >/dev/null) || { note "cannot build $load"; exit 1; }
+    --target sandgate-load sandgate-limit-proxy -j 2 >/dev/null) ||
+    { note "cannot build $load or $limit_proxy"; exit 1; }
 fi
 if ! command -v taskset >/dev/null || (($(nproc) < 2)); then
   note "no taskset or fewer than 2 cores: running unpinned"
@@ -128,6 +135,7 @@ mkdir "$work/policy"
 # Private copies of the load tool and sandgate, so a rebuild by someone else mid-run cannot swap
 # or remove a binary between rounds: every round measures the same builds.
 cp "$load" "$work/sandgate-load" && load=$work/sandgate-load
+cp "$limit_proxy" "$work/sandgate-limit-proxy" && limit_proxy=$work/sandgate-limit-proxy
 if [[ " ${targets[*]} " == *" sandgate"* && -x $sandgate ]] && cp "$sandgate" "$work/sandgate"; then
   note "sandgate: measuring a copy of $sandgate ($(stat -c %y "$sandgate" | cut -d. -f1))"
   sandgate=$work/sandgate
@@ -208,8 +216,25 @@ start_origin() {
   origin=$(cat "$work/origin.port" 2>/dev/null) || { note "origin did not start"; exit 1; }
 }
 
-# sandgate, sandgate-t2 (two worker threads), sandgate-1m (the big blocklist) or sandgate-b
-# (another build, same settings).
+# The reference: the least a CONNECT proxy can do on this kernel.
+start_limit() {
+  rm -f "$work/limit.port"
+  pin "$proxy_cpu" "$limit_proxy" --listen 127.0.0.1:0 --port-file "$work/limit.port" \
+    >"$work/limit.out" 2>&1 &
+  local pid=$!
+  started+=("$pid")
+  for _ in $(seq 100); do
+    [[ -s $work/limit.port ]] && break
+    sleep 0.05
+  done
+  [[ -s $work/limit.port ]] || { note "limit did not start: skipped"; return 1; }
+  proxy_pid[limit]=$pid
+  proxy_addr[limit]=$(cat "$work/limit.port")
+}
+
+# sandgate, sandgate-t2 (two worker threads), sandgate-1m (the big blocklist), sandgate-b
+# (another build, same settings), and the log destinations: sandgate-logfile, sandgate-pipe,
+# sandgate-quiet.
 start_sandgate() {
   local variant=$1 binary=$sandgate
   [[ $variant == sandgate-b ]] && binary=$sandgate_b
@@ -225,13 +250,27 @@ start_sandgate() {
     --allow-ip=true --block-loopback=false --blocklist "$blocklist")
   local extra=(--max-connections $((idle_tunnels + 1000)) --drain-seconds 1)
   [[ -n $connect_host ]] && extra+=(--dns-server "$origin")
+  case $variant in
+    sandgate-logfile) base+=(--log-file "$work/$variant.log") ;;
+    sandgate-quiet) base+=(--log-level error) ;;
+  esac
   local attempt args
   for attempt in full minimal; do
     args=("${base[@]}")
     [[ $attempt == full ]] && args+=("${extra[@]}")
     : >"$work/$variant.out"
-    # The decision log (one line per tunnel) is part of sandgate's cost: kept, sent nowhere.
-    pin "$proxy_cpu" "$binary" "${args[@]}" >"$work/$variant.out" 2>/dev/null &
+    # The decision log (a decision and an end line per tunnel) is part of sandgate's cost: it
+    # goes where a deployment sends it (standard error into a file, or a pipe, or --log-file).
+    # The log file is emptied between rounds, so a long run does not fill the disk.
+    rm -f "$work/$variant.log"
+    if [[ $variant == sandgate-pipe ]]; then
+      pin "$proxy_cpu" "$binary" "${args[@]}" >"$work/$variant.out" \
+        2> >(cat >"$work/$variant.log") &
+    elif [[ $variant == sandgate-logfile ]]; then
+      pin "$proxy_cpu" "$binary" "${args[@]}" >"$work/$variant.out" 2>/dev/null &
+    else
+      pin "$proxy_cpu" "$binary" "${args[@]}" >"$work/$variant.out" 2>"$work/$variant.log" &
+    fi
     local pid=$!
     # Up to 30 s: loading the 1,000,000-entry list takes about a second on a quiet machine.
     for _ in $(seq 300); do
@@ -312,7 +351,9 @@ start_target() {
   unset "proxy_pid[$target]" "proxy_addr[$target]"
   case $target in
     none) proxy_addr[none]=none ;;
-    sandgate | sandgate-t2 | sandgate-1m | sandgate-b) start_sandgate "$target" ;;
+    limit) start_limit ;;
+    sandgate | sandgate-t2 | sandgate-1m | sandgate-b | sandgate-logfile | sandgate-pipe | \
+      sandgate-quiet) start_sandgate "$target" ;;
     tinyproxy) start_tinyproxy ;;
     squid) start_squid ;;
     *) note "unknown target $target: skipped"; return 1 ;;

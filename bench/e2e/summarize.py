@@ -3,7 +3,8 @@
 
 Medians over rounds per (suite, workload, concurrency, target); a ratio is a target's median over
 the median of "none" (no proxy) for the same suite, workload and concurrency, measured in the
-same rounds. Medians, not means: on a shared machine one round in three is often disturbed, and a
+same rounds; where the reference proxy ran ("limit", bench/limit-proxy), a second ratio, [× limit],
+is over its median: what a proxy costs beyond the least a CONNECT proxy can do here. Medians, not means: on a shared machine one round in three is often disturbed, and a
 median shrugs that off.
 
     python3 bench/e2e/summarize.py RAW.jsonl [RAW.jsonl ...] [-- TARGET ...]
@@ -32,6 +33,15 @@ HEADLINE = {
     "idle": ("anon_kb_per_tunnel", "KB/idle tunnel"),
 }
 BASELINE = "none"
+LIMIT = "limit"
+# What sandgate as deployed is held to (the performance issue): ratios in the same rounds.
+GOALS = [
+    ("setups", 16, "setups_per_s", LIMIT, ">=", 0.95, "setups/s vs limit"),
+    ("setups", 16, "p99_ms", LIMIT, "<=", 1.2, "p99 vs limit"),
+    ("download", 1, "gbit_per_s", BASELINE, ">=", 0.85, "download ×1 vs no proxy"),
+    ("download", 16, "gbit_per_s", BASELINE, ">=", 0.85, "download ×16 vs no proxy"),
+    ("idle", None, "rss_kb_per_tunnel", None, "<=", 2.0, "RSS KB per idle tunnel"),
+]
 
 
 def load(paths):
@@ -143,10 +153,11 @@ class Table:
         text = f"{record['median']:,.{digits}f}"
         if show_ratio and record["ratio_to_none"] is not None:
             text += f" ({record['ratio_to_none']:.2f}×)"
-        if vs and target not in (vs, BASELINE):
-            other = self.get(suite, workload, level, vs, metric)
-            if other and other["median"]:
-                text += f" [{record['median'] / other['median']:.2f}× {vs}]"
+        for against in (vs, LIMIT if show_ratio and vs != LIMIT else None):
+            if against and target not in (against, BASELINE, LIMIT):
+                other = self.get(suite, workload, level, against, metric)
+                if other and other["median"]:
+                    text += f" [{record['median'] / other['median']:.2f}× {against}]"
         return text
 
     def errors(self, suite, workload, level, target):
@@ -297,8 +308,43 @@ def micro_table(data):
               f"{b['cpu_time']:,.1f} {b['time_unit']} | {counters} |")
 
 
+def goals_table(t, suite, target="sandgate"):
+    """Each goal of sandgate as deployed, its measured ratio, and whether it was met."""
+    rows = []
+    for workload, level, metric, against, op, goal, label in GOALS:
+        levels = t.levels(suite, workload) if level is None else [level]
+        for at in levels:
+            mine = t.get(suite, workload, at, target, metric)
+            if mine is None:
+                continue
+            value = mine["median"]
+            if against is not None:
+                other = t.get(suite, workload, at, against, metric)
+                if other is None or not other["median"]:
+                    continue
+                value /= other["median"]
+            met = value >= goal if op == ">=" else value <= goal
+            shown = f"{value:.2f}×" if against else f"{value:.1f}"
+            rows.append(f"| {label} ({at}) | {op} {goal} | {shown} | "
+                        f"{'met' if met else 'missed'} |")
+    if not rows:
+        return
+    caption(f"**Goals** for {target} as deployed (the decision log on standard error into a "
+            "file), as ratios measured in the same rounds.")
+    print("| goal | wanted | measured | |")
+    print("|---|---:|---:|---|")
+    print("\n".join(rows))
+
+
 def print_suite(t, suite, notes):
-    if suite == "main":
+    if suite in ("main", "logging"):
+        goals_table(t, suite)
+    if suite == "logging":
+        rate_table(t, suite, "setups", "**The decision log's cost by destination**: setups, "
+                   "median of rounds; (×) = ratio to no proxy, [× sandgate-quiet] = ratio to "
+                   "sandgate logging nothing per connection, in the same rounds.",
+                   vs="sandgate-quiet")
+    elif suite == "main":
         rate_table(t, suite, "setups", "**Setups**: connect → CONNECT → 32-byte echo → close, "
                    "in a loop per client. Median of rounds; (×) = ratio to no proxy.")
         stream_table(t, suite)
