@@ -39,6 +39,8 @@ struct side {
   size_t head_len;  // client side before the tunnel: bytes of the request head so far
   int tunnel;       // client side: the 200 was sent, bytes now relay
   int dead;         // closed in this batch of events: freed after it
+  int added;        // in the epoll set
+  unsigned interest;  // the events asked for (so an unchanged interest costs no system call)
   struct side* next_dead;
   char out[kBuffer];
   char head[kHead];
@@ -58,7 +60,7 @@ static void bury(struct side* s) {
   }
 }
 
-static void set_interest(struct side* s, int op) {
+static void set_interest(struct side* s) {
   struct epoll_event event = {0};
   event.data.ptr = s;
   if (s->connecting) {
@@ -73,7 +75,12 @@ static void set_interest(struct side* s, int op) {
       event.events |= EPOLLOUT;
     }
   }
-  epoll_ctl(epoll_fd, op, s->fd, &event);
+  if (s->added && event.events == s->interest) {
+    return;
+  }
+  epoll_ctl(epoll_fd, s->added ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, s->fd, &event);
+  s->added = 1;
+  s->interest = event.events;
 }
 
 static void close_tunnel(struct side* s) {
@@ -153,8 +160,8 @@ static void open_upstream(struct side* client, const char* early, size_t early_l
   memcpy(upstream->out, early, early_length);  // early_length < kHead < kBuffer
   upstream->out_len = early_length;
   client->peer = upstream;
-  set_interest(client, EPOLL_CTL_MOD);  // nothing to read until the tunnel is up
-  set_interest(upstream, EPOLL_CTL_ADD);
+  set_interest(client);  // nothing to read until the tunnel is up
+  set_interest(upstream);
 }
 
 static void on_connected(struct side* upstream) {
@@ -181,8 +188,8 @@ static void on_connected(struct side* upstream) {
     close_tunnel(client);
     return;
   }
-  set_interest(client, EPOLL_CTL_MOD);
-  set_interest(upstream, EPOLL_CTL_MOD);
+  set_interest(client);
+  set_interest(upstream);
 }
 
 // Reads the request head; bytes after its blank line are the tunnel's first, kept for upstream.
@@ -233,8 +240,8 @@ static int relay(struct side* from) {
     close_tunnel(from);
     return 0;
   }
-  set_interest(from, EPOLL_CTL_MOD);
-  set_interest(to, EPOLL_CTL_MOD);
+  set_interest(from);
+  set_interest(to);
   return 1;
 }
 
@@ -248,8 +255,8 @@ static void on_writable(struct side* s) {
     close_tunnel(s);
     return;
   }
-  set_interest(s, EPOLL_CTL_MOD);
-  set_interest(s->peer, EPOLL_CTL_MOD);
+  set_interest(s);
+  set_interest(s->peer);
 }
 
 int main(int argc, char** argv) {
@@ -318,7 +325,7 @@ int main(int argc, char** argv) {
           struct side* client = calloc(1, sizeof *client);
           client->fd = fd;
           client->is_client = 1;
-          set_interest(client, EPOLL_CTL_ADD);
+          set_interest(client);
         }
         continue;
       }
