@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,6 +32,27 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+
+// The tests that serve plain HTTP on the host's port 80 take turns (ctest runs them in parallel
+// in one network namespace): each holds this lock while its origin has the port.
+class Port80Turn {
+ public:
+  Port80Turn() : fd_(::open("/tmp/sandgate-test-port80.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
+    if (fd_ >= 0) {
+      ::flock(fd_, LOCK_EX);
+    }
+  }
+  ~Port80Turn() {
+    if (fd_ >= 0) {
+      ::close(fd_);  // lets go of the lock
+    }
+  }
+  Port80Turn(const Port80Turn&) = delete;
+  Port80Turn& operator=(const Port80Turn&) = delete;
+
+ private:
+  int fd_;
+};
 
 const std::string kBinDir = std::string(SANDGATE_BINARY_DIR) + "/bin";
 
@@ -387,6 +409,7 @@ TEST_F(CaptureTest, TheExplicitProxyStillWorksAndCaptureCanBeTurnedOff) {
 TEST_F(CaptureTest, PlainHttpOnPort80MustNameTheServerItReaches) {
   // A plain-HTTP origin on the host's port 80 (where capture holds Host to the name); skipped
   // where that port cannot be had.
+  const Port80Turn turn;
   if (port_accepts(80) || run_shell("test \"$(id -u)\" = 0").exit_code != 0) {
     GTEST_SKIP() << "port 80 on 127.0.0.1 is taken, or binding it needs root";
   }
@@ -418,6 +441,7 @@ TEST_F(CaptureTest, PlainHttpOnPort80CarriesOneRequestPerConnection) {
   // Only a captured connection's first request has its Host checked: a keep-alive server would
   // otherwise read a second request, for another site it hosts (blocked.test), on the same
   // connection. The gate asks the server to close after the first response.
+  const Port80Turn turn;
   if (port_accepts(80) || run_shell("test \"$(id -u)\" = 0").exit_code != 0) {
     GTEST_SKIP() << "port 80 on 127.0.0.1 is taken, or binding it needs root";
   }
@@ -467,6 +491,7 @@ TEST_F(CaptureTest, PlainHttpOnPort80WithABareLfIsRefused) {
   // python's http.server, like nginx, takes for a line end) hid a request for blocked.test in
   // front of one for origin.test; the gate judged origin.test and the origin served
   // blocked.test. Every head reader now refuses a bare LF: nothing reaches the origin.
+  const Port80Turn turn;
   if (port_accepts(80) || run_shell("test \"$(id -u)\" = 0").exit_code != 0) {
     GTEST_SKIP() << "port 80 on 127.0.0.1 is taken, or binding it needs root";
   }
