@@ -1,5 +1,6 @@
 # Install layout (`cmake --install`) and the Debian package (`cpack -G DEB`).
 #   bin/sandgate, bin/sandgate-connect
+#   bin/sandgate-load                              the load tool (bench/load), built with the benchmarks
 #   share/sandgate/blocked.txt                     the blocklist template (also embedded)
 #   share/sandgate/sandgate.example.toml           an example config file (--config)
 #   share/sandgate/presets/*.txt                   the allowlist presets (also embedded)
@@ -10,6 +11,10 @@
 include(GNUInstallDirs)
 
 install(TARGETS sandgate sandgate-connect RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# `sandgate-load compare` benchmarks any HTTP CONNECT or SOCKS5 proxy on loopback (README).
+if(TARGET sandgate-load)
+  install(TARGETS sandgate-load RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 install(FILES ${PROJECT_SOURCE_DIR}/config/blocked.txt
               ${PROJECT_SOURCE_DIR}/config/sandgate.example.toml
         DESTINATION ${CMAKE_INSTALL_DATADIR}/sandgate)

@@ -2,6 +2,7 @@
 #include "bench/load/cli.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <map>
 #include <string>
 #include <thread>
@@ -30,7 +31,9 @@ std::optional<command_line> parse_command_line(int argc, char** argv, int& exit_
       "sandgate-load: end-to-end load for CONNECT proxies on loopback.\n"
       "  sandgate-load origin --listen 127.0.0.1:0 --port-file F\n"
       "  sandgate-load run --proxy HOST:PORT|none --origin HOST:PORT "
-      "--workload setups|download|upload|idle|http --concurrency N --duration S"};
+      "--workload setups|download|upload|idle|http --concurrency N --duration S\n"
+      "  sandgate-load compare NAME=HOST:PORT [NAME=socks5://HOST:PORT ...] "
+      "[--workload setups,download] [--concurrency 16] [--rounds 3]"};
   app.require_subcommand(1);
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
 
@@ -114,11 +117,98 @@ std::optional<command_line> parse_command_line(int argc, char** argv, int& exit_
       ->check(CLI::Range(0.0, 60.0))
       ->capture_default_str();
 
+  // compare: NAME=HOST:PORT targets, every one measured against direct (no proxy).
+  auto& c = line.compare;
+  std::vector<std::string> target_texts;
+  std::vector<std::string> pid_texts;
+  std::vector<std::string> compare_workloads;
+  std::string compare_origin;
+  auto* compare = app.add_subcommand(
+      "compare",
+      "benchmark HTTP CONNECT and SOCKS5 proxies on loopback side by side, in rounds, against "
+      "no proxy; prints a table of medians and ratios");
+  compare
+      ->add_option("targets", target_texts,
+                   "NAME=HOST:PORT (HTTP CONNECT) or NAME=socks5://HOST:PORT; the first is the "
+                   "reference the others are also compared with")
+      ->required();
+  compare->add_option("--workload", compare_workloads, "setups, download, upload, http")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"setups", "download", "upload", "http"}));
+  compare->add_option("--concurrency", c.levels, "clients or tunnels (a list: 1,16,256)")
+      ->delimiter(',')
+      ->check(CLI::Range(1u, 60000u));
+  compare->add_option("--rounds", c.rounds, "rounds (targets rotated each round)")
+      ->check(CLI::Range(1u, 100u))
+      ->capture_default_str();
+  compare->add_option("--duration", c.duration_s, "seconds per run")
+      ->check(CLI::Range(0.5, 3600.0))
+      ->capture_default_str();
+  compare->add_option("--timeout", c.timeout_s, "bound on each connect/handshake/echo/stall, s")
+      ->check(CLI::Range(0.01, 600.0))
+      ->capture_default_str();
+  compare->add_option("--threads", c.threads, "event-loop threads (never more than cores)")
+      ->check(CLI::Range(1u, cores))
+      ->capture_default_str();
+  compare->add_option("--pid", pid_texts,
+                      "NAME=PID: sample that proxy's CPU time (proxy CPU per operation)");
+  compare->add_option("--origin", compare_origin,
+                      "a running `sandgate-load origin` (default: start one)");
+  compare->add_flag("--json", c.json, "JSON lines: every run, then one summary line per row");
+
   try {
     app.parse(argc, argv);
     if (*origin) {
       line.which = command_line::command::origin;
       line.origin.listen = endpoint_option("--listen", origin_listen, true);
+    } else if (*compare) {
+      line.which = command_line::command::compare;
+      c.targets.push_back(compare_target{"direct", std::nullopt, false, 0});
+      for (const auto& text : target_texts) {
+        const std::size_t equals = text.find('=');
+        if (equals == std::string::npos || equals == 0) {
+          throw CLI::ValidationError("targets", "'" + text + "' is not NAME=HOST:PORT");
+        }
+        compare_target target;
+        target.name = text.substr(0, equals);
+        std::string address = text.substr(equals + 1);
+        if (address.starts_with("socks5://")) {
+          target.socks5 = true;
+          address = address.substr(9);
+        } else if (address.starts_with("http://")) {
+          address = address.substr(7);
+        }
+        for (const auto& known : c.targets) {
+          if (known.name == target.name) {
+            throw CLI::ValidationError("targets", "the name '" + target.name + "' is used twice");
+          }
+        }
+        target.proxy = endpoint_option(target.name, address, false);
+        c.targets.push_back(target);
+      }
+      for (const auto& text : pid_texts) {
+        const std::size_t equals = text.find('=');
+        auto named = std::find_if(c.targets.begin(), c.targets.end(), [&](const auto& t) {
+          return equals != std::string::npos && t.name == text.substr(0, equals);
+        });
+        if (named == c.targets.end() || named == c.targets.begin()) {
+          throw CLI::ValidationError("--pid", "'" + text + "' names no proxy target (NAME=PID)");
+        }
+        try {
+          named->pid = std::stoi(text.substr(equals + 1));
+        } catch (const std::exception&) {
+          throw CLI::ValidationError("--pid", "'" + text + "': the PID is not a number");
+        }
+      }
+      if (!compare_workloads.empty()) {
+        c.workloads.clear();
+        for (const auto& name : compare_workloads) {
+          c.workloads.push_back(workloads.at(name));
+        }
+      }
+      if (!compare_origin.empty()) {
+        c.origin = endpoint_option("--origin", compare_origin, false);
+      }
     } else {
       line.which = command_line::command::run;
       if (proxy_text != "none") {

@@ -1,18 +1,21 @@
-// Command line of sandgate-load: `origin` (serve echo/source/sink) and `run` (drive a workload).
+// Command line of sandgate-load: `origin` (serve echo/source/sink), `run` (drive a workload) and
+// `compare` (several proxies side by side in rounds).
 #pragma once
 
 #include <optional>
 
+#include "bench/load/compare.hpp"
 #include "bench/load/origin_server.hpp"
 #include "bench/load/workloads.hpp"
 
 namespace sandgate::load {
 
 struct command_line {
-  enum class command { origin, run };
+  enum class command { origin, run, compare };
   command which = command::run;
   origin_options origin;
   run_options run;
+  compare_options compare;
 };
 
 // Parses and validates argv: every error names the option and what it accepts. On --help or an

@@ -1,8 +1,9 @@
-// sandgate-load: wires the command line to the origin server or to one workload run, and prints
-// a run's result as one JSON line on stdout and one human line on stderr.
+// sandgate-load: wires the command line to the origin server, to one workload run (its result as
+// one JSON line on stdout and one human line on stderr), or to a comparison of several proxies.
 #include <cstdio>
 
 #include "bench/load/cli.hpp"
+#include "bench/load/compare.hpp"
 #include "bench/load/origin_server.hpp"
 #include "bench/load/report.hpp"
 #include "bench/load/workloads.hpp"
@@ -16,6 +17,9 @@ int main(int argc, char** argv) {
   }
   if (line->which == command_line::command::origin) {
     return run_origin(line->origin);
+  }
+  if (line->which == command_line::command::compare) {
+    return run_compare(line->compare);
   }
   const run_result result = run_workload(line->run);
   std::printf("%s\n", to_json(result).c_str());

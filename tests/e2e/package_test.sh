@@ -29,7 +29,7 @@ version=$(sed -n 's/^project(sandgate VERSION \([0-9.]*\).*/\1/p' "$source/CMake
 prefix=$work/prefix
 cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1 ||
   fail "cmake --install: $(cat "$work/install.log")"
-for f in bin/sandgate bin/sandgate-connect; do
+for f in bin/sandgate bin/sandgate-connect bin/sandgate-load; do
   [[ -x $prefix/$f ]] || fail "cmake --install: $f missing or not executable"
 done
 for f in share/sandgate/blocked.txt share/sandgate/sandgate.example.toml \
@@ -76,7 +76,7 @@ expect_field Architecture "$(dpkg --print-architecture)"
 # Depends must name the package of every library the executables link directly (NEEDED).
 # dpkg -S knows the path under /lib or /usr/lib, as the package shipped it (merged /usr).
 depends=$(field Depends)
-for exe in sandgate sandgate-connect; do
+for exe in sandgate sandgate-connect sandgate-load; do
   while read -r soname; do
     # `libx.so.1 => /path/libx.so.1 (...)`, or for the dynamic loader `/path/ld-linux... (...)`.
     lib=$(ldd "$prefix/bin/$exe" | awk -v n="$soname" '
@@ -92,11 +92,13 @@ for exe in sandgate sandgate-connect; do
   done < <(LC_ALL=C readelf -d "$prefix/bin/$exe" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
 done
 
-# The package holds exactly these files (no tests, benchmarks or build paths).
+# The package holds exactly these files (no tests, no benchmarks but the load tool, no build
+# paths).
 dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { print $NF }' | sed 's|^\./||' | sort >"$work/files.txt"
 cat >"$work/expected.txt" <<'EOF'
 usr/bin/sandgate
 usr/bin/sandgate-connect
+usr/bin/sandgate-load
 usr/lib/systemd/user/sandgate.service
 usr/share/doc/sandgate/README.md
 usr/share/sandgate/blocked.txt

@@ -1,0 +1,328 @@
+// `sandgate-load compare`. See compare.hpp.
+#include "bench/load/compare.hpp"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "bench/load/json_line.hpp"
+#include "bench/load/loopback_endpoint.hpp"
+#include "bench/load/origin_server.hpp"
+
+namespace sandgate::load {
+namespace {
+
+const char* workload_name(workload_kind kind) {
+  switch (kind) {
+    case workload_kind::setups: return "setups";
+    case workload_kind::download: return "download";
+    case workload_kind::upload: return "upload";
+    case workload_kind::idle: return "idle";
+    case workload_kind::http: return "http";
+  }
+  return "?";
+}
+
+// The figure a workload is judged by, and its unit.
+double headline(const run_result& r) {
+  if (r.measured_s <= 0) {
+    return 0;
+  }
+  if (r.workload == "download" || r.workload == "upload") {
+    return static_cast<double>(r.bytes) * 8 / 1e9 / r.measured_s;
+  }
+  return static_cast<double>(r.ops) / r.measured_s;
+}
+
+const char* unit_of(workload_kind kind) {
+  switch (kind) {
+    case workload_kind::setups: return "setups/s";
+    case workload_kind::http: return "requests/s";
+    default: return "Gbit/s";
+  }
+}
+
+bool has_latency(workload_kind kind) {
+  return kind == workload_kind::setups || kind == workload_kind::http;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) {
+    return 0;
+  }
+  std::sort(values.begin(), values.end());
+  const std::size_t middle = values.size() / 2;
+  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
+}
+
+// One row of the table: a target at one workload and level, over the rounds.
+struct row {
+  std::vector<double> value;
+  std::vector<double> p99_ms;
+  std::vector<double> cpu;  // the proxy's CPU: µs per setup or request, ns per KiB relayed
+  std::uint64_t errors = 0;
+  unsigned runs = 0;
+};
+
+// The origin, in a process of its own (forked before any thread exists), for as long as this
+// process lives.
+class own_origin {
+ public:
+  own_origin() {
+    char folder[] = "/tmp/sandgate-load-compare-XXXXXX";
+    if (::mkdtemp(folder) == nullptr) {
+      return;
+    }
+    folder_ = folder;
+    const std::string port_file = folder_ + "/origin";
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      std::freopen("/dev/null", "w", stdout);
+      origin_options options;
+      options.listen = boost::asio::ip::tcp::endpoint(boost::asio::ip::address_v4::loopback(), 0);
+      options.port_file = port_file;
+      options.lifetime_s = 86400;
+      ::_exit(run_origin(options));
+    }
+    for (int i = 0; i < 200 && pid_ > 0; ++i) {
+      std::ifstream in(port_file);
+      std::string text;
+      if (std::getline(in, text) && !text.empty()) {
+        std::string error;
+        endpoint_ = parse_loopback_endpoint(text, false, error);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+  }
+  ~own_origin() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    std::error_code ignored;
+    std::filesystem::remove_all(folder_, ignored);
+  }
+  own_origin(const own_origin&) = delete;
+  own_origin& operator=(const own_origin&) = delete;
+
+  const std::optional<boost::asio::ip::tcp::endpoint>& endpoint() const { return endpoint_; }
+
+ private:
+  std::string folder_;
+  pid_t pid_ = -1;
+  std::optional<boost::asio::ip::tcp::endpoint> endpoint_;
+};
+
+// The live line on a terminal; nothing when standard error is not one.
+class progress {
+ public:
+  progress() : live_(::isatty(STDERR_FILENO) == 1) {}
+  void show(const std::string& text) {
+    if (live_) {
+      std::fprintf(stderr, "\r\033[K%s", text.c_str());
+      std::fflush(stderr);
+    }
+  }
+  void done() {
+    if (live_) {
+      std::fprintf(stderr, "\r\033[K");
+      std::fflush(stderr);
+    }
+  }
+
+ private:
+  bool live_;
+};
+
+std::string ratio_text(double value, double base) {
+  if (base <= 0) {
+    return "—";
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f×", value / base);
+  return text;
+}
+
+}  // namespace
+
+int run_compare(const compare_options& options) {
+  std::optional<own_origin> started;
+  std::optional<boost::asio::ip::tcp::endpoint> origin = options.origin;
+  if (!origin) {
+    started.emplace();
+    origin = started->endpoint();
+    if (!origin) {
+      std::fprintf(stderr, "sandgate-load compare: the origin did not start\n");
+      return 1;
+    }
+  }
+  const auto& targets = options.targets;
+  // (workload, level, target index) -> row
+  std::map<std::tuple<int, unsigned, std::size_t>, row> rows;
+  progress line;
+  bool some_failed = false;
+  for (unsigned round = 1; round <= options.rounds; ++round) {
+    for (workload_kind workload : options.workloads) {
+      for (unsigned level : options.levels) {
+        for (std::size_t i = 0; i < targets.size(); ++i) {
+          const std::size_t index = (i + round - 1) % targets.size();
+          const compare_target& target = targets[index];
+          char text[160];
+          std::snprintf(text, sizeof text, "round %u/%u  %s ×%u  %s  (%.0f s)", round,
+                        options.rounds, workload_name(workload), level, target.name.c_str(),
+                        options.duration_s);
+          line.show(text);
+          run_options run;
+          run.proxy = target.proxy;
+          run.socks5 = target.socks5;
+          run.origin = *origin;
+          run.workload = workload;
+          run.concurrency = level;
+          run.duration_s = options.duration_s;
+          run.timeout_s = options.timeout_s;
+          run.threads = options.threads;
+          run.proxy_pid = target.pid;
+          run.label = target.name;
+          const run_result result = run_workload(run);
+          if (options.json) {
+            std::printf("%s\n", to_json(result).c_str());
+            std::fflush(stdout);
+          }
+          row& r = rows[{static_cast<int>(workload), level, index}];
+          r.runs += 1;
+          r.errors += result.error_total();
+          if (result.ops == 0) {
+            some_failed = true;
+            continue;
+          }
+          r.value.push_back(headline(result));
+          if (has_latency(workload)) {
+            r.p99_ms.push_back(
+                static_cast<double>(result.latency_ns.value_at_percentile(99)) / 1e6);
+          }
+          if (result.cpu_before && result.cpu_after) {
+            const double cpu = result.cpu_after->user_s + result.cpu_after->system_s -
+                               result.cpu_before->user_s - result.cpu_before->system_s;
+            if (has_latency(workload)) {
+              r.cpu.push_back(cpu * 1e6 / static_cast<double>(result.ops));
+            } else if (result.bytes > 0) {
+              r.cpu.push_back(cpu * 1e9 / (static_cast<double>(result.bytes) / 1024));
+            }
+          }
+        }
+      }
+    }
+  }
+  line.done();
+
+  // The reference: the first proxy named (direct is targets[0]).
+  const std::size_t reference = targets.size() > 1 ? 1 : 0;
+  for (workload_kind workload : options.workloads) {
+    if (!options.json) {
+      std::printf("\n%s: median of %u round(s) of %.0f s; (× direct) and (× %s) are ratios in "
+                  "the same rounds\n\n",
+                  workload_name(workload), options.rounds, options.duration_s,
+                  targets[reference].name.c_str());
+      std::printf("| target | %s | %s | × direct | × %s |%s proxy CPU %s | runs | errors |\n",
+                  has_latency(workload) ? "clients" : "tunnels", unit_of(workload),
+                  targets[reference].name.c_str(),
+                  has_latency(workload) ? " p99 ms | p99 × direct |" : "",
+                  has_latency(workload) ? "µs/op" : "ns/KiB");
+      std::printf("|---|---:|---:|---:|---:|%s---:|---:|---:|\n",
+                  has_latency(workload) ? "---:|---:|" : "");
+    }
+    for (unsigned level : options.levels) {
+      const auto base = rows.find({static_cast<int>(workload), level, 0});
+      const auto ref = rows.find({static_cast<int>(workload), level, reference});
+      const double base_value = base == rows.end() ? 0 : median(base->second.value);
+      const double ref_value = ref == rows.end() ? 0 : median(ref->second.value);
+      const double base_p99 = base == rows.end() ? 0 : median(base->second.p99_ms);
+      for (std::size_t index = 0; index < targets.size(); ++index) {
+        const auto found = rows.find({static_cast<int>(workload), level, index});
+        if (found == rows.end()) {
+          continue;
+        }
+        const row& r = found->second;
+        const double value = median(r.value);
+        const double p99 = median(r.p99_ms);
+        const double cpu = median(r.cpu);
+        const bool measured = !r.value.empty();
+        if (options.json) {
+          json_line out;
+          out.field("summary", true)
+              .field("target", targets[index].name)
+              .field("workload", workload_name(workload))
+              .field("concurrency", level)
+              .field("median", measured ? value : 0.0)
+              .field("unit", unit_of(workload))
+              .field("runs", r.runs)
+              .field("errors", r.errors);
+          if (measured && base_value > 0 && index != 0) {
+            out.field("ratio_to_direct", value / base_value);
+          } else {
+            out.null_field("ratio_to_direct");
+          }
+          if (measured && ref_value > 0 && index != reference) {
+            out.field("ratio_to_reference", value / ref_value);
+          } else {
+            out.null_field("ratio_to_reference");
+          }
+          if (has_latency(workload) && measured) {
+            out.field("p99_ms", p99);
+          }
+          if (!r.cpu.empty()) {
+            out.field(has_latency(workload) ? "proxy_cpu_us_per_op" : "proxy_cpu_ns_per_kib", cpu);
+          }
+          std::printf("%s\n", out.str().c_str());
+          continue;
+        }
+        if (!measured) {
+          std::printf("| %s | %u | failed | — | — |%s — | %u | %llu |\n",
+                      targets[index].name.c_str(), level,
+                      has_latency(workload) ? " — | — |" : "", r.runs,
+                      static_cast<unsigned long long>(r.errors));
+          continue;
+        }
+        char value_text[32];
+        std::snprintf(value_text, sizeof value_text,
+                      workload == workload_kind::download || workload == workload_kind::upload
+                          ? "%.2f"
+                          : "%.0f",
+                      value);
+        std::string latency;
+        if (has_latency(workload)) {
+          char text[64];
+          std::snprintf(text, sizeof text, " %.2f | %s |", p99,
+                        index == 0 ? "—" : ratio_text(p99, base_p99).c_str());
+          latency = text;
+        }
+        char cpu_text[32] = "—";
+        if (!r.cpu.empty()) {
+          std::snprintf(cpu_text, sizeof cpu_text, "%.1f", cpu);
+        }
+        std::printf("| %s | %u | %s | %s | %s |%s %s | %u | %llu |\n",
+                    targets[index].name.c_str(), level, value_text,
+                    index == 0 ? "—" : ratio_text(value, base_value).c_str(),
+                    index == reference ? "—" : ratio_text(value, ref_value).c_str(),
+                    latency.c_str(), cpu_text, r.runs,
+                    static_cast<unsigned long long>(r.errors));
+      }
+    }
+  }
+  std::fflush(stdout);
+  return some_failed ? 1 : 0;
+}
+
+}  // namespace sandgate::load
