@@ -155,6 +155,7 @@ std::optional<command_line> parse_command_line(int argc, char** argv, int& exit_
   compare->add_option("--origin", compare_origin,
                       "a running `sandgate-load origin` (default: start one)");
   compare->add_flag("--json", c.json, "JSON lines: every run, then one summary line per row");
+  compare->add_option("--plot", c.plot, "also draw the ratios to direct as an SVG chart (FILE)");
 
   try {
     app.parse(argc, argv);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -153,6 +154,101 @@ std::string ratio_text(double value, double base) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2f×", value / base);
   return text;
+}
+
+// One bar of the chart: a proxy's median as a ratio to direct, at one workload and level.
+struct bar {
+  std::string target;
+  double ratio = 0;
+};
+struct chart_group {
+  std::string title;  // "setups ×16"
+  std::vector<bar> bars;
+};
+
+std::string escape_xml(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// A self-contained SVG: one cluster of bars per workload and level, one bar per proxy, the
+// height its ratio to direct, a line at 1.0 (as fast as no proxy).
+bool write_chart(const std::string& path, const std::vector<chart_group>& groups,
+                 const std::vector<std::string>& names, unsigned rounds) {
+  constexpr double kBar = 26, kGap = 34, kTop = 50, kPlot = 260, kLeft = 60;
+  double top = 1.2;
+  std::size_t bars = 0;
+  for (const auto& group : groups) {
+    bars += group.bars.size();
+    for (const auto& b : group.bars) {
+      top = std::max(top, b.ratio * 1.1);
+    }
+  }
+  const double width = kLeft + bars * kBar + groups.size() * kGap + 20 + 160;
+  const double height = kTop + kPlot + 60;
+  static const char* kColours[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
+                                   "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+  std::string svg;
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+                "font-family=\"sans-serif\" font-size=\"12\">\n"
+                "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+                "<text x=\"%.0f\" y=\"24\" font-size=\"15\">Ratio to no proxy (median of %u "
+                "round(s); higher is better)</text>\n",
+                width, height, kLeft, rounds);
+  svg += text;
+  const auto y_of = [&](double ratio) { return kTop + kPlot - ratio / top * kPlot; };
+  for (double tick = 0; tick <= top + 1e-9; tick += top > 3 ? 1.0 : 0.25) {
+    std::snprintf(text, sizeof text,
+                  "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>"
+                  "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.2f</text>\n",
+                  kLeft, width - 170, y_of(tick), y_of(tick),
+                  std::abs(tick - 1) < 1e-9 ? "#333" : "#ddd", kLeft - 6, y_of(tick) + 4, tick);
+    svg += text;
+  }
+  double x = kLeft + kGap / 2;
+  for (const auto& group : groups) {
+    const double start = x;
+    for (const auto& b : group.bars) {
+      const std::size_t colour =
+          static_cast<std::size_t>(std::find(names.begin(), names.end(), b.target) -
+                                   names.begin()) % 10;
+      std::snprintf(text, sizeof text,
+                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.0f\" height=\"%.1f\" fill=\"%s\">"
+                    "<title>%s: %.2f×</title></rect>\n",
+                    x, y_of(b.ratio), kBar - 4, kTop + kPlot - y_of(b.ratio), kColours[colour],
+                    escape_xml(b.target).c_str(), b.ratio);
+      svg += text;
+      x += kBar;
+    }
+    std::snprintf(text, sizeof text,
+                  "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%s</text>\n",
+                  (start + x) / 2, kTop + kPlot + 20, escape_xml(group.title).c_str());
+    svg += text;
+    x += kGap;
+  }
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    std::snprintf(text, sizeof text,
+                  "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"%s\"/>"
+                  "<text x=\"%.0f\" y=\"%.0f\">%s</text>\n",
+                  width - 150, kTop + i * 20.0, kColours[i % 10], width - 132, kTop + i * 20.0 + 11,
+                  escape_xml(names[i]).c_str());
+    svg += text;
+  }
+  svg += "</svg>\n";
+  std::ofstream out(path, std::ios::trunc);
+  out << svg;
+  return static_cast<bool>(out.flush());
 }
 
 }  // namespace
@@ -322,6 +418,34 @@ int run_compare(const compare_options& options) {
     }
   }
   std::fflush(stdout);
+  if (!options.plot.empty()) {
+    std::vector<chart_group> groups;
+    std::vector<std::string> names;
+    for (std::size_t index = 1; index < targets.size(); ++index) {
+      names.push_back(targets[index].name);
+    }
+    for (workload_kind workload : options.workloads) {
+      for (unsigned level : options.levels) {
+        const auto base = rows.find({static_cast<int>(workload), level, 0});
+        const double base_value = base == rows.end() ? 0 : median(base->second.value);
+        chart_group group;
+        group.title = std::string(workload_name(workload)) + " \u00d7" + std::to_string(level);
+        for (std::size_t index = 1; index < targets.size(); ++index) {
+          const auto found = rows.find({static_cast<int>(workload), level, index});
+          if (found != rows.end() && !found->second.value.empty() && base_value > 0) {
+            group.bars.push_back({targets[index].name, median(found->second.value) / base_value});
+          }
+        }
+        groups.push_back(std::move(group));
+      }
+    }
+    if (!write_chart(options.plot, groups, names, options.rounds)) {
+      std::fprintf(stderr, "sandgate-load compare: cannot write the chart to %s\n",
+                   options.plot.c_str());
+      return 1;
+    }
+    std::fprintf(stderr, "sandgate-load compare: chart written to %s\n", options.plot.c_str());
+  }
   return some_failed ? 1 : 0;
 }
 

@@ -34,6 +34,7 @@ struct compare_options {
   unsigned threads = 1;
   std::optional<boost::asio::ip::tcp::endpoint> origin;  // nullopt: start one of our own
   bool json = false;  // JSON lines (every run, then one summary line per row) instead of tables
+  std::string plot;   // also draw the ratios to direct as an SVG bar chart into this file
 };
 
 // Runs the comparison and prints it on stdout (progress on stderr, as a live line on a

@@ -77,7 +77,8 @@ done
 "$load" compare "sandgate=127.0.0.1:$sandgate_port" \
   "sandgate-socks=socks5://127.0.0.1:$sandgate_port" "tinyproxy=127.0.0.1:$tinyproxy_port" \
   "squid=127.0.0.1:$squid_port" --pid "sandgate=$sandgate_pid" --workload setups,download \
-  --concurrency 4 --rounds 1 --duration 1 --json >"$work/out.jsonl" 2>"$work/err.txt" ||
+  --concurrency 4 --rounds 1 --duration 1 --json --plot "$work/chart.svg" >"$work/out.jsonl" \
+  2>"$work/err.txt" ||
   fail "compare exited $?: $(cat "$work/err.txt")"
 
 python3 - "$work/out.jsonl" <<'PY' || exit 1
@@ -103,6 +104,15 @@ if len(runs) != len(want):
     problems.append(f"{len(runs)} run lines, expected {len(want)}")
 if problems:
     print("compare_smoke: " + "; ".join(problems), file=sys.stderr)
+    sys.exit(1)
+PY
+# The chart: well-formed SVG with a bar for each proxy at each workload (4 proxies, 2 workloads).
+python3 - "$work/chart.svg" <<'PY' || exit 1
+import sys, xml.dom.minidom
+bars = [r for r in xml.dom.minidom.parse(sys.argv[1]).getElementsByTagName("rect")
+        if r.getElementsByTagName("title")]
+if len(bars) != 8:
+    print(f"compare_smoke: the chart has {len(bars)} bars, expected 8", file=sys.stderr)
     sys.exit(1)
 PY
 grep -q "CONNECT" "$work/sandgate.log" || fail "sandgate logged no CONNECT: the runs did not go through it"
