@@ -2,6 +2,7 @@
 #include "proxy/log/decision_log.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -257,6 +258,7 @@ void DecisionLog::start_writer() {
 }
 
 void DecisionLog::run_writer() {
+  ::pthread_setname_np(::pthread_self(), "sandgate-log");  // seen in top -H, ps -L, /proc
   std::string spare;
   spare.reserve(kBatchBytes * 2);
   for (;;) {
