@@ -19,6 +19,7 @@
 #include "bench/load/json_line.hpp"
 #include "bench/load/loopback_endpoint.hpp"
 #include "bench/load/origin_server.hpp"
+#include "bench/load/report.hpp"
 
 namespace sandgate::load {
 namespace {
@@ -32,17 +33,6 @@ const char* workload_name(workload_kind kind) {
     case workload_kind::http: return "http";
   }
   return "?";
-}
-
-// The figure a workload is judged by, and its unit.
-double headline(const run_result& r) {
-  if (r.measured_s <= 0) {
-    return 0;
-  }
-  if (r.workload == "download" || r.workload == "upload") {
-    return static_cast<double>(r.bytes) * 8 / 1e9 / r.measured_s;
-  }
-  return static_cast<double>(r.ops) / r.measured_s;
 }
 
 const char* unit_of(workload_kind kind) {
@@ -303,7 +293,7 @@ int run_compare(const compare_options& options) {
             some_failed = true;
             continue;
           }
-          r.value.push_back(headline(result));
+          r.value.push_back(headline_rate(result));
           if (has_latency(workload)) {
             r.p99_ms.push_back(
                 static_cast<double>(result.latency_ns.value_at_percentile(99)) / 1e6);

@@ -86,6 +86,13 @@ void per_tunnel(json_line& json, const char* name, const run_result& r,
 
 }  // namespace
 
+double headline_rate(const run_result& r) {
+  if (r.workload == "download" || r.workload == "upload") {
+    return per_second(static_cast<double>(r.bytes) * 8 / 1e9, r.measured_s);
+  }
+  return per_second(static_cast<double>(r.ops), r.measured_s);
+}
+
 std::string to_json(const run_result& r) {
   json_line json;
   json.field("tool", "sandgate-load")
@@ -102,19 +109,19 @@ std::string to_json(const run_result& r) {
 
   if (r.workload == "setups") {
     json.field("setups", r.ops)
-        .field("setups_per_s", per_second(static_cast<double>(r.ops), r.measured_s));
+        .field("setups_per_s", headline_rate(r));
     latency_object(json, r.latency_ns);
     cpu_object(json, r);
   } else if (r.workload == "http") {
     json.field("requests", r.ops)
-        .field("requests_per_s", per_second(static_cast<double>(r.ops), r.measured_s))
+        .field("requests_per_s", headline_rate(r))
         .field("connections", r.connections);
     latency_object(json, r.latency_ns);
     cpu_object(json, r);
   } else if (r.workload == "download" || r.workload == "upload") {
     json.field("tunnels", r.ops)
         .field("bytes", r.bytes)
-        .field("gbit_per_s", per_second(static_cast<double>(r.bytes) * 8 / 1e9, r.measured_s));
+        .field("gbit_per_s", headline_rate(r));
     cpu_object(json, r);
   } else if (r.workload == "idle") {
     json.field("tunnels_requested", r.tunnels_requested)
@@ -148,7 +155,7 @@ std::string to_human(const run_result& r) {
     std::snprintf(line, sizeof line,
                   "%-10s setups   c=%-5u %9.0f setups/s  p50 %7.3f ms  p99 %7.3f ms  "
                   "p99.9 %7.3f ms",
-                  name, r.concurrency, per_second(static_cast<double>(r.ops), r.measured_s),
+                  name, r.concurrency, headline_rate(r),
                   micros(r.latency_ns.value_at_percentile(50)) / 1000,
                   micros(r.latency_ns.value_at_percentile(99)) / 1000,
                   micros(r.latency_ns.value_at_percentile(99.9)) / 1000);
@@ -156,7 +163,7 @@ std::string to_human(const run_result& r) {
     std::snprintf(line, sizeof line,
                   "%-10s http     c=%-5u %9.0f requests/s  p50 %7.3f ms  p99 %7.3f ms  "
                   "over %llu connections",
-                  name, r.concurrency, per_second(static_cast<double>(r.ops), r.measured_s),
+                  name, r.concurrency, headline_rate(r),
                   micros(r.latency_ns.value_at_percentile(50)) / 1000,
                   micros(r.latency_ns.value_at_percentile(99)) / 1000,
                   static_cast<unsigned long long>(r.connections));
@@ -175,7 +182,7 @@ std::string to_human(const run_result& r) {
   } else {
     std::snprintf(line, sizeof line, "%-10s %-8s c=%-5u %7.2f Gbit/s over %llu tunnels", name,
                   r.workload.c_str(), r.concurrency,
-                  per_second(static_cast<double>(r.bytes) * 8 / 1e9, r.measured_s),
+                  headline_rate(r),
                   static_cast<unsigned long long>(r.ops));
   }
   std::string text = line;

@@ -56,6 +56,10 @@ struct run_result {
   void merge(const run_result& other);
 };
 
+// The figure a workload is judged by, over the measured window: setups/s, requests/s, or Gbit/s
+// for download and upload.
+double headline_rate(const run_result& result);
+
 std::string to_json(const run_result& result);
 std::string to_human(const run_result& result);
 

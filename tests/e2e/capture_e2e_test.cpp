@@ -18,6 +18,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -37,7 +38,8 @@ using namespace std::chrono_literals;
 // in one network namespace): each holds this lock while its origin has the port.
 class Port80Turn {
  public:
-  Port80Turn() : fd_(::open("/tmp/sandgate-test-port80.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
+  Port80Turn()
+      : fd_(::open("/tmp/sandgate-test-port80.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
     if (fd_ >= 0) {
       ::flock(fd_, LOCK_EX);
     }
@@ -115,6 +117,21 @@ Child start(const std::vector<std::string>& argv, const std::string& log) {
   return Child(pid);
 }
 
+// A plain-HTTP origin for port 80 that keeps connections alive and answers every request with
+// the Host it was sent ("served NAME"), ending lines as python's http.server does (a bare LF
+// too): what a second request smuggled onto a captured connection would reach.
+constexpr const char* kHostEchoingOrigin =
+    "import http.server\n"
+    "class H(http.server.BaseHTTPRequestHandler):\n"
+    "    protocol_version = 'HTTP/1.1'\n"
+    "    def do_GET(self):\n"
+    "        body = ('served ' + str(self.headers.get('Host')) + '\\n').encode()\n"
+    "        self.send_response(200)\n"
+    "        self.send_header('Content-Length', str(len(body)))\n"
+    "        self.end_headers()\n"
+    "        self.wfile.write(body)\n"
+    "http.server.HTTPServer(('127.0.0.1', 80), H).serve_forever()\n";
+
 class CaptureTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -158,6 +175,8 @@ class CaptureTest : public ::testing::Test {
   }
   void TearDown() override {
     origin_ = Child();
+    port80_origin_ = Child();
+    port80_turn_.reset();
     if (!root_.empty()) {
       std::error_code ec;
       fs::remove_all(root_, ec);
@@ -190,10 +209,27 @@ class CaptureTest : public ::testing::Test {
     return result.output.find(text) != std::string::npos;
   }
 
+  // Serves plain HTTP on the host's 127.0.0.1:80 (where capture holds Host to the name) with
+  // `argv` until the test ends, holding the port's turn as long. Returns why the test must be
+  // skipped instead (the port is taken or needs root, or the server did not start), or "".
+  std::string serve_on_port_80(const std::vector<std::string>& argv) {
+    port80_turn_.emplace();
+    if (port_accepts(80) || run_shell("test \"$(id -u)\" = 0").exit_code != 0) {
+      return "port 80 on 127.0.0.1 is taken, or binding it needs root";
+    }
+    port80_origin_ = start(argv, root_ + "/http.log");
+    for (int i = 0; i < 250 && !port_accepts(80); ++i) {
+      std::this_thread::sleep_for(20ms);
+    }
+    return port_accepts(80) ? "" : "the origin could not listen on 127.0.0.1:80";
+  }
+
   std::string root_;
   std::uint16_t https_port_ = 0;
   fakes::FakeDnsServer dns_;
   Child origin_;
+  std::optional<Port80Turn> port80_turn_;  // declared before the origin: let go after it ends
+  Child port80_origin_;
 };
 
 TEST_F(CaptureTest, CurlWithoutAProxyReachesAnAllowedHostOverHttpsAndNotABlockedOne) {
@@ -409,19 +445,11 @@ TEST_F(CaptureTest, TheExplicitProxyStillWorksAndCaptureCanBeTurnedOff) {
 TEST_F(CaptureTest, PlainHttpOnPort80MustNameTheServerItReaches) {
   // A plain-HTTP origin on the host's port 80 (where capture holds Host to the name); skipped
   // where that port cannot be had.
-  const Port80Turn turn;
-  if (port_accepts(80) || run_shell("test \"$(id -u)\" = 0").exit_code != 0) {
-    GTEST_SKIP() << "port 80 on 127.0.0.1 is taken, or binding it needs root";
-  }
   std::ofstream(root_ + "/origin/index.html") << "plain origin\n";
-  Child http = start({"/usr/bin/python3", "-m", "http.server", "80", "--bind", "127.0.0.1",
-                      "--directory", root_ + "/origin"},
-                     root_ + "/http.log");
-  for (int i = 0; i < 250 && !port_accepts(80); ++i) {
-    std::this_thread::sleep_for(20ms);
-  }
-  if (!port_accepts(80)) {
-    GTEST_SKIP() << "python3 http.server could not listen on 127.0.0.1:80";
+  if (const auto why = serve_on_port_80({"/usr/bin/python3", "-m", "http.server", "80", "--bind",
+                                         "127.0.0.1", "--directory", root_ + "/origin"});
+      !why.empty()) {
+    GTEST_SKIP() << why;
   }
   const auto o =
       run("curl -sS --noproxy '*' --max-time 10 http://origin.test/index.html; "
@@ -441,27 +469,10 @@ TEST_F(CaptureTest, PlainHttpOnPort80CarriesOneRequestPerConnection) {
   // Only a captured connection's first request has its Host checked: a keep-alive server would
   // otherwise read a second request, for another site it hosts (blocked.test), on the same
   // connection. The gate asks the server to close after the first response.
-  const Port80Turn turn;
-  if (port_accepts(80) || run_shell("test \"$(id -u)\" = 0").exit_code != 0) {
-    GTEST_SKIP() << "port 80 on 127.0.0.1 is taken, or binding it needs root";
-  }
-  std::ofstream(root_ + "/origin/keepalive.py")
-      << "import http.server\n"
-         "class H(http.server.BaseHTTPRequestHandler):\n"
-         "    protocol_version = 'HTTP/1.1'\n"
-         "    def do_GET(self):\n"
-         "        body = ('served ' + str(self.headers.get('Host')) + '\\n').encode()\n"
-         "        self.send_response(200)\n"
-         "        self.send_header('Content-Length', str(len(body)))\n"
-         "        self.end_headers()\n"
-         "        self.wfile.write(body)\n"
-         "http.server.HTTPServer(('127.0.0.1', 80), H).serve_forever()\n";
-  Child http = start({"/usr/bin/python3", root_ + "/origin/keepalive.py"}, root_ + "/http.log");
-  for (int i = 0; i < 250 && !port_accepts(80); ++i) {
-    std::this_thread::sleep_for(20ms);
-  }
-  if (!port_accepts(80)) {
-    GTEST_SKIP() << "python3 could not listen on 127.0.0.1:80";
+  std::ofstream(root_ + "/origin/host_echo.py") << kHostEchoingOrigin;
+  if (const auto why = serve_on_port_80({"/usr/bin/python3", root_ + "/origin/host_echo.py"});
+      !why.empty()) {
+    GTEST_SKIP() << why;
   }
   std::ofstream(root_ + "/two.py")
       << "import socket, time\n"
@@ -491,27 +502,10 @@ TEST_F(CaptureTest, PlainHttpOnPort80WithABareLfIsRefused) {
   // python's http.server, like nginx, takes for a line end) hid a request for blocked.test in
   // front of one for origin.test; the gate judged origin.test and the origin served
   // blocked.test. Every head reader now refuses a bare LF: nothing reaches the origin.
-  const Port80Turn turn;
-  if (port_accepts(80) || run_shell("test \"$(id -u)\" = 0").exit_code != 0) {
-    GTEST_SKIP() << "port 80 on 127.0.0.1 is taken, or binding it needs root";
-  }
-  std::ofstream(root_ + "/origin/lenient.py")
-      << "import http.server\n"
-         "class H(http.server.BaseHTTPRequestHandler):\n"
-         "    protocol_version = 'HTTP/1.1'\n"
-         "    def do_GET(self):\n"
-         "        body = ('served ' + str(self.headers.get('Host')) + '\\n').encode()\n"
-         "        self.send_response(200)\n"
-         "        self.send_header('Content-Length', str(len(body)))\n"
-         "        self.end_headers()\n"
-         "        self.wfile.write(body)\n"
-         "http.server.HTTPServer(('127.0.0.1', 80), H).serve_forever()\n";
-  Child http = start({"/usr/bin/python3", root_ + "/origin/lenient.py"}, root_ + "/http.log");
-  for (int i = 0; i < 250 && !port_accepts(80); ++i) {
-    std::this_thread::sleep_for(20ms);
-  }
-  if (!port_accepts(80)) {
-    GTEST_SKIP() << "python3 could not listen on 127.0.0.1:80";
+  std::ofstream(root_ + "/origin/host_echo.py") << kHostEchoingOrigin;
+  if (const auto why = serve_on_port_80({"/usr/bin/python3", root_ + "/origin/host_echo.py"});
+      !why.empty()) {
+    GTEST_SKIP() << why;
   }
   std::ofstream(root_ + "/smuggle.py")
       << "import socket\n"

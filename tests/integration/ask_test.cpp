@@ -429,10 +429,7 @@ TEST(Ask, PlainHttpAndSocksAreHeldTheSameWay) {
   TestClient socks(proxy.port());
   socks.send(std::string("\x05\x01\x00", 3));
   ASSERT_EQ(socks.read_exact(2), std::string("\x05\x00", 2));
-  std::string request("\x05\x01\x00\x03\x0borigin.test", 16);
-  request += static_cast<char>(tcp_origin.port() >> 8);
-  request += static_cast<char>(tcp_origin.port() & 0xff);
-  socks.send(request);
+  socks.send(socks5_request_for_name("origin.test", tcp_origin.port()));
   const std::string socks_target = "origin.test:" + std::to_string(tcp_origin.port());
   ASSERT_TRUE(wait_for_question(proxy, socks_target, 1));
   admin(proxy, "POST", "/decide",

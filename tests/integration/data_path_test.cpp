@@ -159,13 +159,7 @@ TEST_F(SshBehindLines, SshAfterAnEmptyLineThroughSocks5MeetsTheSshRules) {
   TestClient client(proxy_.port());
   client.send(std::string("\x05\x01\x00", 3));
   ASSERT_EQ(client.read_exact(2), std::string("\x05\x00", 2));
-  const std::string name = "origin.test";
-  std::string request("\x05\x01\x00\x03", 4);
-  request += static_cast<char>(name.size());
-  request += name;
-  request += static_cast<char>(origin_.port() >> 8);
-  request += static_cast<char>(origin_.port() & 0xff);
-  client.send(request);
+  client.send(socks5_request_for_name("origin.test", origin_.port()));
   const std::string reply = client.read_exact(10);
   ASSERT_EQ(reply.substr(0, 2), std::string("\x05\x00", 2));
   client.send("\r\n");
@@ -188,11 +182,7 @@ TEST(TextLogLine, Socks5DomainsCannotForgeFields) {
     TestClient client(proxy.port());
     client.send(std::string("\x05\x01\x00", 3));
     ASSERT_EQ(client.read_exact(2), std::string("\x05\x00", 2));
-    std::string request("\x05\x01\x00\x03", 4);
-    request += static_cast<char>(domain.size());
-    request += domain;
-    request += std::string("\x01\xbb", 2);
-    client.send(request);
+    client.send(socks5_request_for_name(domain, 443));
     EXPECT_EQ(client.read_exact(2).substr(0, 1), "\x05");  // a SOCKS5 reply (a refusal)
   }
   std::vector<log::TextLine> lines;

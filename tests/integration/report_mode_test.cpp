@@ -122,13 +122,7 @@ TEST(ReportOnly, ASocksRequestForABlockedNameProceeds) {
   TestClient client(proxy.port());
   client.send(std::string("\x05\x01\x00", 3));
   ASSERT_EQ(client.read_exact(2), std::string("\x05\x00", 2));
-  const std::string name = "origin.test";
-  std::string request("\x05\x01\x00\x03", 4);
-  request += static_cast<char>(name.size());
-  request += name;
-  request += static_cast<char>(origin.port() >> 8);
-  request += static_cast<char>(origin.port() & 0xff);
-  client.send(request);
+  client.send(socks5_request_for_name("origin.test", origin.port()));
   const std::string reply = client.read_exact(10);
   ASSERT_EQ(reply.size(), 10u);
   EXPECT_EQ(reply[1], 0x00);  // succeeded

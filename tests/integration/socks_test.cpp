@@ -43,12 +43,6 @@ std::string port_bytes(std::uint16_t port) { return bytes({port >> 8, port & 0xf
 
 const std::string kNoAuthGreeting = bytes({0x05, 0x01, 0x00});
 
-// VER CMD RSV ATYP=domain LEN NAME PORT
-std::string request_for_name(std::string_view name, std::uint16_t port, int command = 0x01) {
-  return bytes({0x05, command, 0x00, 0x03, static_cast<int>(name.size())}) + std::string(name) +
-         port_bytes(port);
-}
-
 std::string request_for_ipv4(std::initializer_list<int> address, std::uint16_t port) {
   return bytes({0x05, 0x01, 0x00, 0x01}) + bytes(address) + port_bytes(port);
 }
@@ -133,7 +127,7 @@ TEST(Socks5, AllowedNameTunnelsAndEchoesWithoutTheBoundAddress) {
   TestClient client(proxy.port());
   client.send(kNoAuthGreeting);
   EXPECT_EQ(client.read_exact(2), bytes({0x05, 0x00}));
-  client.send(request_for_name("origin.test", origin.port()));
+  client.send(socks5_request_for_name("origin.test", origin.port()));
   const std::string reply = client.read_exact(10);
   ASSERT_EQ(reply.size(), 10u);
   EXPECT_EQ(reply.substr(0, 4), bytes({0x05, 0x00, 0x00, 0x01}));
@@ -161,7 +155,7 @@ TEST(Socks5, PipelinedHandshakeAndDataArriveUpstream) {
   proxy.dns().set("origin.test", {"127.0.0.1"});
 
   TestClient client(proxy.port());
-  client.send(kNoAuthGreeting + request_for_name("origin.test", origin.port()) + "early");
+  client.send(kNoAuthGreeting + socks5_request_for_name("origin.test", origin.port()) + "early");
   EXPECT_EQ(client.read_exact(2), bytes({0x05, 0x00}));
   EXPECT_EQ(reply_code(client), 0x00);
   EXPECT_EQ(client.read_exact(5), "early");
@@ -173,7 +167,7 @@ TEST(Socks5, BlocklistedNameGetsRulesetReplyAndALoggedReasonAndRule) {
   proxy.dns().set("api.evil.test", {"127.0.0.1"});
 
   TestClient client(proxy.port());
-  EXPECT_EQ(ask(client, request_for_name("API.Evil.test.", origin.port())), 0x02);
+  EXPECT_EQ(ask(client, socks5_request_for_name("API.Evil.test.", origin.port())), 0x02);
   EXPECT_EQ(client.read_to_end(), "") << "the connection closes after the reply";
   EXPECT_EQ(origin.connections(), 0u);
   EXPECT_EQ(proxy.dns().query_count("api.evil.test"), 0u) << "a denied name is never looked up";
@@ -222,11 +216,11 @@ TEST(Socks5, TheNetworksFailuresHaveTheirOwnCodes) {
   proxy.dns().set("closed.test", {"127.0.0.1"});
   {
     TestClient client(proxy.port());
-    EXPECT_EQ(ask(client, request_for_name("nowhere.test", 80)), 0x04);
+    EXPECT_EQ(ask(client, socks5_request_for_name("nowhere.test", 80)), 0x04);
   }
   {
     TestClient client(proxy.port());
-    EXPECT_EQ(ask(client, request_for_name("closed.test", closed_port())), 0x05);
+    EXPECT_EQ(ask(client, socks5_request_for_name("closed.test", closed_port())), 0x05);
   }
   EXPECT_TRUE(logged(proxy, {"\"method\":\"SOCKS5\"", "\"reason\":\"dns-not-found\""}));
   EXPECT_TRUE(logged(proxy, {"\"method\":\"SOCKS5\"", "\"reason\":\"connection-refused\""}));
@@ -238,7 +232,7 @@ TEST(Socks5, BindAndUdpAssociateAreNotSupported) {
   proxy.dns().set("origin.test", {"127.0.0.1"});
   for (int command : {0x02, 0x03, 0x09}) {
     TestClient client(proxy.port());
-    EXPECT_EQ(ask(client, request_for_name("origin.test", origin.port(), command)), 0x07)
+    EXPECT_EQ(ask(client, socks5_request_for_name("origin.test", origin.port(), command)), 0x07)
         << command;
   }
   EXPECT_EQ(origin.connections(), 0u);
@@ -269,7 +263,7 @@ TEST(Socks5, MalformedMessagesAreRefused) {
   {
     // A name the host parser refuses ('@' would split what is checked from what is dialled).
     TestClient client(proxy.port());
-    EXPECT_EQ(ask(client, request_for_name("evil.com@github.com", 443)), 0x01);
+    EXPECT_EQ(ask(client, socks5_request_for_name("evil.com@github.com", 443)), 0x01);
   }
   {
     // A client that offers only username/password to a gate without a token.
@@ -357,7 +351,7 @@ TEST(Socks5Token, TheRightTokenOpensTheTunnel) {
   EXPECT_EQ(client.read_exact(2), bytes({0x05, 0x02}));
   client.send(credentials("anyone", kToken));
   EXPECT_EQ(client.read_exact(2), bytes({0x01, 0x00}));
-  client.send(request_for_name("origin.test", origin.port()));
+  client.send(socks5_request_for_name("origin.test", origin.port()));
   EXPECT_EQ(reply_code(client), 0x00);
   client.send("ping");
   EXPECT_EQ(client.read_exact(4), "ping");
@@ -430,7 +424,7 @@ TEST(Socks5, SniMismatchAfterSuccessClosesTheTunnel) {
   });
   proxy.dns().set("origin.test", {"127.0.0.1"});
   TestClient client(proxy.port());
-  EXPECT_EQ(ask(client, request_for_name("origin.test", tls_origin.port())), 0x00);
+  EXPECT_EQ(ask(client, socks5_request_for_name("origin.test", tls_origin.port())), 0x00);
   client.send(client_hello_records("other.example"));
   EXPECT_EQ(client.read_to_end(), "");
   EXPECT_EQ(tls_origin.bytes_received(), 0u) << "no byte of the ClientHello went upstream";
@@ -444,7 +438,7 @@ TEST(Socks5, SshToANonGitHostIsClosedAfterSuccess) {
   TestProxy proxy("", allow_loopback);
   proxy.dns().set("origin.test", {"127.0.0.1"});
   TestClient client(proxy.port());
-  client.send(kNoAuthGreeting + request_for_name("origin.test", origin.port()) +
+  client.send(kNoAuthGreeting + socks5_request_for_name("origin.test", origin.port()) +
               "SSH-2.0-OpenSSH_9.2\r\n");
   EXPECT_EQ(client.read_exact(2), bytes({0x05, 0x00}));
   EXPECT_EQ(reply_code(client), 0x00);

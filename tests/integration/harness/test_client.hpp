@@ -56,4 +56,7 @@ ResponseHead read_response_head(TestClient& client);
 // Sends `CONNECT target HTTP/1.1` and reads the response head.
 ResponseHead send_connect(TestClient& client, std::string_view target);
 
+// A SOCKS5 request for a domain name (VER CMD RSV ATYP=3 LEN NAME PORT); `command` 1 is CONNECT.
+std::string socks5_request_for_name(std::string_view name, std::uint16_t port, int command = 0x01);
+
 }  // namespace sandgate::testing

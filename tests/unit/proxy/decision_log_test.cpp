@@ -36,6 +36,16 @@ std::size_t lines_in(const std::string& text) {
   return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
 }
 
+Record allow(std::uint64_t id) {
+  Record record;
+  record.connection_id = id;
+  record.method = "CONNECT";
+  record.host = "example.com";
+  record.port = 443;
+  record.reason = "allowed";
+  return record;
+}
+
 class DecisionLogFileTest : public ::testing::Test {
  protected:
   DecisionLogFileTest() {
@@ -50,16 +60,6 @@ class DecisionLogFileTest : public ::testing::Test {
     EXPECT_TRUE(opened.has_value());
     (*opened)->start_writer();  // as the gate's start does
     return std::move(*opened);
-  }
-
-  static Record allow(std::uint64_t id) {
-    Record record;
-    record.connection_id = id;
-    record.method = "CONNECT";
-    record.host = "example.com";
-    record.port = 443;
-    record.reason = "allowed";
-    return record;
   }
 
   fs::path folder_;
@@ -209,16 +209,6 @@ class DecisionLogPipeTest : public ::testing::Test {
   std::string text_;
 };
 
-Record allow_to_stderr(std::uint64_t id) {
-  Record record;
-  record.connection_id = id;
-  record.method = "CONNECT";
-  record.host = "example.com";
-  record.port = 443;
-  record.reason = "allowed";
-  return record;
-}
-
 TEST_F(DecisionLogPipeTest, StandardErrorIsBatchedInOrderAndLosesNothing) {
   start_reading();
   constexpr int kThreads = 4;
@@ -228,13 +218,13 @@ TEST_F(DecisionLogPipeTest, StandardErrorIsBatchedInOrderAndLosesNothing) {
     ASSERT_TRUE(opened.has_value());
     auto& log = *opened;
     log->start_writer();
-    log->write(allow_to_stderr(1));
+    log->write(allow(1));
     const auto deadline = std::chrono::steady_clock::now() + 2s;
     while (lines_in(text()) < 1 && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(5ms);
     }
     EXPECT_EQ(lines_in(text()), 1u);  // out within the interval, with no flush
-    log->write(allow_to_stderr(2));
+    log->write(allow(2));
     log->note("warning", "after two");  // a note writes both at once, in order
     while (text().find("after two") == std::string::npos) {
       std::this_thread::sleep_for(1ms);  // the pipe's reader is a thread of its own
@@ -245,7 +235,7 @@ TEST_F(DecisionLogPipeTest, StandardErrorIsBatchedInOrderAndLosesNothing) {
     for (int t = 0; t < kThreads; ++t) {
       writers.emplace_back([&log, t] {
         for (int i = 0; i < kLines; ++i) {
-          log->write(allow_to_stderr(100 + static_cast<std::uint64_t>(t) * kLines + i));
+          log->write(allow(100 + static_cast<std::uint64_t>(t) * kLines + i));
         }
       });
     }
@@ -274,7 +264,7 @@ TEST_F(DecisionLogPipeTest, AStalledReaderHoldsTheWritersBackInsteadOfGrowingThe
   std::atomic<int> written{0};
   std::thread writer([&] {
     for (int i = 0; i < kLines; ++i) {
-      log->write(allow_to_stderr(static_cast<std::uint64_t>(i) + 1));
+      log->write(allow(static_cast<std::uint64_t>(i) + 1));
       written.fetch_add(1);
     }
   });
