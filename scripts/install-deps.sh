@@ -18,7 +18,7 @@ build_packages=(
   libfmt-dev            # formatting
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev gnuplot-nox valgrind  # micro-benchmarks; make bench's plots, instruction counts
-  strace tinyproxy squid linux-perf  # make bench: system calls per setup, the peers, the profile
+  strace tinyproxy squid linux-perf  # make bench (the peers, system calls, the profile); bench_smoke.compare (the peers)
   ccache                # compiler cache: rebuilds across build trees (release, sanitizers)
   libseccomp-dev        # seccomp: the system-call allow-list of every process inside `run`
   libnftables-dev       # `run`'s capture: the nftables rules that redirect the command's connections
