@@ -34,17 +34,21 @@ bool would_block(int error) { return error == EAGAIN || error == EWOULDBLOCK; }
 }  // namespace
 
 TunnelRelay::TunnelRelay(tcp::socket& client, tcp::socket& upstream, PipePool& pipes,
-                         std::chrono::seconds idle_timeout, Done done)
+                         IdleSweep& idle, std::chrono::seconds idle_timeout, Done done)
     : up_{&client, &upstream, {}, 0, nullptr, &result_.bytes_up},
       down_{&upstream, &client, {}, 0, nullptr, &result_.bytes_down},
       pipes_(pipes),
+      idle_(idle),
       idle_timeout_(idle_timeout),
       last_activity_(clock::now()),
       done_(std::move(done)) {}
 
+TunnelRelay::~TunnelRelay() { idle_.forget(*this); }
+
 void TunnelRelay::watch_first_bytes(FirstBytesCheck check, std::chrono::milliseconds patience) {
-  first_bytes_check_ = std::move(check);
-  first_bytes_patience_ = patience;
+  watch_ = std::make_unique<FirstBytesWatch>();
+  watch_->check = std::move(check);
+  watch_->patience = patience;
 }
 
 template <typename Body>
@@ -65,8 +69,7 @@ void TunnelRelay::start() {
   // any operation on it, so both are non-blocking before a handler splices or reads. The reads
   // and writes this relay makes itself say so in their flags as well.
   if (idle_timeout_.count() > 0) {
-    idle_timer_ = std::make_unique<asio::steady_timer>(up_.from->get_executor());
-    arm_idle_timer();
+    idle_.watch(*this, up_.from->get_executor());
   }
   wait_readable(up_);
   wait_readable(down_);
@@ -91,14 +94,15 @@ void TunnelRelay::wait_readable(Direction& d) {
 // call more: the read is the relay's own), judged, and written on by the copy path as far as the
 // check releases them; a refused tunnel ends with none of the refused bytes relayed. Bytes read
 // and not yet released wait in the copy path's buffer (`in_flight`), uncounted, or between two
-// reads in `held_`.
+// reads in the watch's `held`.
 void TunnelRelay::first_bytes_read(Direction& d) {
+  FirstBytesWatch& watch = *watch_;
   if (!d.buffer) {
     d.buffer = std::make_unique_for_overwrite<char[]>(kFirstRead);
-    std::memcpy(d.buffer.get(), held_.data(), held_.size());
-    d.in_flight = held_.size();
-    judged_ = held_.size();
-    held_.clear();
+    std::memcpy(d.buffer.get(), watch.held.data(), watch.held.size());
+    d.in_flight = watch.held.size();
+    watch.judged = watch.held.size();
+    watch.held.clear();
   }
   const ssize_t got =
       ::recv(d.from->native_handle(), d.buffer.get() + d.in_flight, kFirstRead - d.in_flight,
@@ -118,14 +122,14 @@ void TunnelRelay::first_bytes_read(Direction& d) {
   }
   if (d.in_flight == 0) {
     // The end before any byte: nothing to judge.
-    first_bytes_check_ = nullptr;
+    watch_.reset();
     d.buffer.reset();
     finish_direction(d, true);
     return;
   }
-  const std::string_view fresh(d.buffer.get() + judged_, d.in_flight - judged_);
-  judged_ = d.in_flight;
-  FirstBytesLook look = first_bytes_check_(fresh, eof);
+  const std::string_view fresh(d.buffer.get() + watch.judged, d.in_flight - watch.judged);
+  watch.judged = d.in_flight;
+  FirstBytesLook look = watch.check(fresh, eof);
   look.hold = std::min(look.hold, d.in_flight);
   if (look.verdict == FirstBytesVerdict::watch && eof) {
     // Nothing more will come to watch; what was held is judged by the check's end look.
@@ -133,25 +137,25 @@ void TunnelRelay::first_bytes_read(Direction& d) {
   }
   const auto now = clock::now();
   if (look.verdict == FirstBytesVerdict::watch && look.hold > 0) {
-    if (!first_bytes_deadline_) {
-      first_bytes_deadline_ = now + first_bytes_patience_;
+    if (!watch.deadline) {
+      watch.deadline = now + watch.patience;
     }
-    if (now >= *first_bytes_deadline_ || look.hold == kFirstRead) {
+    if (now >= *watch.deadline || look.hold == kFirstRead) {
       look.verdict = FirstBytesVerdict::refuse;  // a held prefix that never completes
     }
   } else {
-    first_bytes_deadline_.reset();
+    watch.deadline.reset();
   }
   switch (look.verdict) {
     case FirstBytesVerdict::pass:
-      first_bytes_check_ = nullptr;
+      watch_.reset();  // no timer wait is pending: this is its handler or a readiness one
       *d.bytes += d.in_flight;
       d.more = d.in_flight == kFirstRead;
       d.eof_read = eof;
       drain(d);  // no pipe is held: the copy path's write
       return;
     case FirstBytesVerdict::refuse:
-      first_bytes_check_ = nullptr;
+      watch_.reset();
       if (!failed_) {
         result_.outcome = Outcome::refused;
       }
@@ -163,10 +167,10 @@ void TunnelRelay::first_bytes_read(Direction& d) {
   if (look.hold < d.in_flight) {
     // Relay what the check released; the held bytes wait for the next read. After the write the
     // copy path reads on at once when bytes are held (`more`), so that the patience is watched.
-    held_.assign(d.buffer.get() + d.in_flight - look.hold, look.hold);
+    watch.held.assign(d.buffer.get() + d.in_flight - look.hold, look.hold);
     d.in_flight -= look.hold;
     *d.bytes += d.in_flight;
-    d.more = !held_.empty() || d.in_flight + look.hold == kFirstRead;
+    d.more = !watch.held.empty() || d.in_flight + look.hold == kFirstRead;
     d.eof_read = false;
     drain(d);
     return;
@@ -174,12 +178,12 @@ void TunnelRelay::first_bytes_read(Direction& d) {
   // Everything read so far is held: a prefix of what the check looks for, and nothing more yet.
   // Look again shortly rather than wait for readiness, so that the patience's end is seen even
   // if no byte ever comes (only a client that sends such a prefix and then stops is ever here).
-  if (!first_bytes_timer_) {
-    first_bytes_timer_ = std::make_unique<asio::steady_timer>(d.from->get_executor());
+  if (!watch.timer) {
+    watch.timer.emplace(d.from->get_executor());
   }
   ++pending_;
-  first_bytes_timer_->expires_after(std::chrono::milliseconds(20));
-  first_bytes_timer_->async_wait([this, &d](boost::system::error_code error) {
+  watch.timer->expires_after(std::chrono::milliseconds(20));
+  watch.timer->async_wait([this, &d](boost::system::error_code error) {
     --pending_;
     if (error || failed_ || !d.from->is_open() || !d.to->is_open()) {
       if (!failed_ && (!d.from->is_open() || !d.to->is_open())) {
@@ -193,7 +197,7 @@ void TunnelRelay::first_bytes_read(Direction& d) {
 }
 
 void TunnelRelay::on_readable(Direction& d) {
-  if (&d == &up_ && first_bytes_check_) {
+  if (&d == &up_ && watch_) {
     first_bytes_read(d);
     return;
   }
@@ -360,8 +364,8 @@ void TunnelRelay::fail(Direction& d) {
     pipes_.discard(d.pipe);  // it may still hold bytes nobody will read
     d.pipe = {};
   }
-  if (first_bytes_timer_) {
-    first_bytes_timer_->cancel();
+  if (watch_ && watch_->timer) {
+    watch_->timer->cancel();
   }
   if (!failed_) {
     failed_ = true;
@@ -379,22 +383,13 @@ void TunnelRelay::fail(Direction& d) {
   maybe_done();
 }
 
-void TunnelRelay::arm_idle_timer() {
-  ++pending_;
-  idle_timer_->expires_at(last_activity_ + idle_timeout_);
-  idle_timer_->async_wait([this](boost::system::error_code error) {
-    --pending_;
-    if (!error && !finished_ && !(up_.done && down_.done)) {
-      if (clock::now() >= last_activity_ + idle_timeout_) {
-        result_.outcome = Outcome::idle_timeout;
-        fail(up_);
-        return;
-      }
-      arm_idle_timer();
-      return;
-    }
-    maybe_done();
-  });
+void TunnelRelay::expire_idle() {
+  idle_.forget(*this);
+  if (finished_ || failed_ || (up_.done && down_.done)) {
+    return;
+  }
+  result_.outcome = Outcome::idle_timeout;
+  fail(up_);
 }
 
 const char* to_string(Outcome outcome) {
@@ -413,13 +408,11 @@ void TunnelRelay::maybe_done() {
   if (finished_ || !up_.done || !down_.done) {
     return;
   }
-  if (idle_timer_ && pending_ > 0) {
-    idle_timer_->cancel();  // its handler comes back here once more
-  }
   if (pending_ > 0) {
     return;
   }
   finished_ = true;
+  idle_.forget(*this);
   auto done = std::move(done_);
   done(result_);  // may destroy *this: nothing after this line
 }

@@ -23,6 +23,7 @@
 #include <string>
 #include <string_view>
 
+#include "proxy/relay/idle_sweep.hpp"
 #include "proxy/relay/pipe_pool.hpp"
 
 namespace sandgate::relay {
@@ -66,10 +67,13 @@ class TunnelRelay {
   // client that stops on a held prefix gets the stricter reading.
   using FirstBytesCheck = std::function<FirstBytesLook(std::string_view bytes, bool end)>;
 
+  // `idle`: the worker's sweep that ends the tunnel after `idle_timeout` without a byte (none
+  // when zero).
   TunnelRelay(boost::asio::ip::tcp::socket& client, boost::asio::ip::tcp::socket& upstream,
-              PipePool& pipes, std::chrono::seconds idle_timeout, Done done);
+              PipePool& pipes, IdleSweep& idle, std::chrono::seconds idle_timeout, Done done);
   TunnelRelay(const TunnelRelay&) = delete;
   TunnelRelay& operator=(const TunnelRelay&) = delete;
+  ~TunnelRelay();  // leaves the idle sweep (a relay that never ended: a test's)
 
   // Before start(): hold the client's first bytes to `check` (the gate's SSH recognition on
   // tunnels it did not inspect). Nothing waits for them: a server that speaks first is relayed
@@ -84,6 +88,7 @@ class TunnelRelay {
   void start();
 
  private:
+  friend class IdleSweep;
   struct Direction {
     boost::asio::ip::tcp::socket* from;
     boost::asio::ip::tcp::socket* to;
@@ -110,22 +115,32 @@ class TunnelRelay {
   void copy_read(Direction& d);
   void finish_direction(Direction& d, bool eof);
   void fail(Direction& d);
-  void arm_idle_timer();
+  // The sweep found no byte moved for the idle timeout.
+  void expire_idle();
   void maybe_done();
+
+  // The first-bytes check's state, only while it watches (most tunnels are passed on their first
+  // read, and an idle tunnel pays for every byte it keeps).
+  struct FirstBytesWatch {
+    FirstBytesCheck check;
+    std::chrono::milliseconds patience{0};
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+    std::optional<boost::asio::steady_timer> timer;  // looks again while all is held
+    std::size_t judged = 0;                          // bytes of the first-read buffer it has seen
+    std::string held;                                // bytes it holds back between two reads
+  };
 
   Direction up_;
   Direction down_;
   PipePool& pipes_;
+  IdleSweep& idle_;
   std::chrono::seconds idle_timeout_;
   std::chrono::steady_clock::time_point last_activity_;
-  std::unique_ptr<boost::asio::steady_timer> idle_timer_;
+  TunnelRelay* idle_prev_ = nullptr;  // IdleSweep's list
+  TunnelRelay* idle_next_ = nullptr;
+  bool idle_watched_ = false;
   Done done_;
-  FirstBytesCheck first_bytes_check_;
-  std::chrono::milliseconds first_bytes_patience_{0};
-  std::optional<std::chrono::steady_clock::time_point> first_bytes_deadline_;
-  std::unique_ptr<boost::asio::steady_timer> first_bytes_timer_;
-  std::size_t judged_ = 0;   // bytes of the client's first-read buffer the check has seen
-  std::string held_;         // bytes the check holds back between two reads
+  std::unique_ptr<FirstBytesWatch> watch_;
   Result result_;
   int pending_ = 0;  // handlers outstanding; the relay ends when none are left
   bool failed_ = false;

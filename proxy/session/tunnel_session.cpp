@@ -48,7 +48,8 @@ TunnelSession::TunnelSession(SessionContext& context, Kind kind, std::string met
       early_down_(early_down),
       connection_started_(context.started),
       started_(started),
-      relay_(client_, upstream_, context.worker.pipes, context.settings().idle_timeout,
+      relay_(client_, upstream_, context.worker.pipes, context.worker.idle_sweep,
+             context.settings().idle_timeout,
              [this](relay::Result result) { on_done(result); }) {
   context.handed_off = true;  // the connection's count and registration move here
   live_.client = &client_;
@@ -109,8 +110,9 @@ relay::FirstBytesLook TunnelSession::judge_first_bytes(std::string_view bytes, b
     live_.destination->ssh = true;
     return {relay::FirstBytesVerdict::pass, 0};
   }
-  refused_ = Refusal{decision.reason, rules::rule_text(decision),
-                     policy.explain(decision, destination.host, destination.port)};
+  refused_ = std::make_unique<const Refusal>(
+      Refusal{decision.reason, rules::rule_text(decision),
+              policy.explain(decision, destination.host, destination.port)});
   return {relay::FirstBytesVerdict::refuse, 0};
 }
 
@@ -127,7 +129,7 @@ void TunnelSession::log_end(std::string_view outcome, const relay::Result& resul
   end.bytes_down = result.bytes_down;
   const auto now = std::chrono::steady_clock::now();
   end.duration_ms = std::chrono::duration<double, std::milli>(now - started_).count();
-  const Revocation* why = live_.revoked ? &*live_.revoked : nullptr;
+  const Revocation* why = live_.revoked.get();
   if (why != nullptr) {
     // As any connection a reload closed: its duration is the connection's.
     end.duration_ms =

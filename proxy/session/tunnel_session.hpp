@@ -11,6 +11,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -78,7 +79,7 @@ class TunnelSession {
     std::string rule;
     std::string detail;
   };
-  std::optional<Refusal> refused_;
+  std::unique_ptr<const Refusal> refused_;  // rare: behind a pointer, like a revocation
   relay::TunnelRelay relay_;
 };
 

@@ -64,7 +64,7 @@ std::size_t WorkerContext::apply_policy(std::shared_ptr<const rules::Policy> nex
         report_would_revoke(*c, *revocation, reason);
         continue;
       }
-      c->revoked = std::move(revocation);
+      c->revoked = std::make_unique<Revocation>(std::move(*revocation));
       // Closing on this thread completes the session's pending waits as aborted; the session
       // then finds `revoked` set and logs its end as such.
       boost::system::error_code ignored;

@@ -14,6 +14,7 @@
 #include "proxy/dns/resolver.hpp"
 #include "proxy/log/decision_log.hpp"
 #include "proxy/metrics/metrics.hpp"
+#include "proxy/relay/idle_sweep.hpp"
 #include "proxy/relay/pipe_pool.hpp"
 #include "proxy/settings/settings.hpp"
 #include "rules/host.hpp"
@@ -70,7 +71,9 @@ struct LiveConnection {
   boost::asio::ip::tcp::socket* client = nullptr;
   boost::asio::ip::tcp::socket* upstream = nullptr;
   std::optional<Destination> destination;  // set while an upstream connection is open
-  std::optional<Revocation> revoked;       // set when a reload closed the connection
+  // Set when a reload closed the connection. Behind a pointer: rare, and an idle tunnel pays for
+  // every byte of this struct (bench/results/2026-11-27/README.md, "idle tunnel's memory").
+  std::unique_ptr<Revocation> revoked;
   // For report-only mode's line about a connection a reload would have closed: the
   // connection's id and client ("127.0.0.1:50312"; the owner's string, which outlives the
   // registration), and whether that line was written (once per connection).
@@ -101,6 +104,7 @@ class WorkerContext {
   std::shared_ptr<const rules::Policy> policy;
   std::unique_ptr<dns::Resolver> resolver;
   relay::PipePool pipes;
+  relay::IdleSweep idle_sweep;  // the idle timeouts of this worker's tunnels, one timer for all
   metrics::WorkerMetrics metrics;
 
   // Set (on this thread) when the drain deadline has passed: every wait a session resumes from

@@ -97,7 +97,7 @@ class RelayFixture {
       : pipes_({pipe_bytes, 64 * 1024 * 1024, 4 * 1024 * 1024}),
         client_(connected_pair(io_)),
         upstream_(connected_pair(io_)),
-        relay_(client_.ours, upstream_.ours, pipes_, idle,
+        relay_(client_.ours, upstream_.ours, pipes_, idle_sweep_, idle,
                [this](Result result) { done_.set_value(result); }) {}
   ~RelayFixture() {
     io_.stop();  // a relay that never ended (a failed test) must not hang the program
@@ -143,10 +143,13 @@ class RelayFixture {
   int a() const { return client_.theirs; }
   int b() const { return upstream_.theirs; }
   const PipePool& pipes() const { return pipes_; }
+  // Read once the result is in (the relay leaves the sweep before it reports its end).
+  const IdleSweep& idle_sweep() const { return idle_sweep_; }
 
  private:
   asio::io_context io_{1};
   PipePool pipes_;
+  IdleSweep idle_sweep_;
   Pair client_;
   Pair upstream_;
   std::promise<Result> done_;
@@ -245,6 +248,47 @@ TEST(TunnelRelay, IdleTunnelEndsAfterTheIdleTimeout) {
   ASSERT_TRUE(result);
   EXPECT_EQ(result->outcome, Outcome::idle_timeout);
   EXPECT_GE(std::chrono::steady_clock::now() - start, 1s);
+}
+
+// The idle timeout counts from the last byte, not from the start: a tunnel with a byte every
+// 300 ms outlives several timeouts of 1 s, then ends about a second after its last byte. The
+// worker's one sweep then watches nothing and its timer stops.
+TEST(TunnelRelay, ActivityKeepsATunnelPastItsIdleTimeoutAndTheSweepLetsGoAtTheEnd) {
+  RelayFixture f(1s);
+  f.start();
+  const auto start = std::chrono::steady_clock::now();
+  char byte;
+  while (std::chrono::steady_clock::now() - start < 2500ms) {
+    send_all(f.a(), "x");
+    ASSERT_EQ(::recv(f.b(), &byte, 1, 0), 1) << "the tunnel ended while in use";
+    std::this_thread::sleep_for(300ms);
+  }
+  const auto last_byte = std::chrono::steady_clock::now();
+  bool reset = false;
+  read_to_end(f.a(), &reset);
+  EXPECT_TRUE(reset);
+  const auto result = f.result();
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->outcome, Outcome::idle_timeout);
+  const auto quiet = std::chrono::steady_clock::now() - last_byte;
+  EXPECT_GE(quiet, 700ms);  // the last byte was sent up to 300 ms before `last_byte`
+  EXPECT_LE(quiet, 5s);
+  EXPECT_EQ(f.idle_sweep().watched(), 0u);
+  EXPECT_EQ(f.idle_sweep().period(), 125ms);  // an eighth of the shortest idle timeout
+}
+
+TEST(TunnelRelay, WithoutAnIdleTimeoutNothingIsWatched) {
+  RelayFixture f;
+  f.start();
+  send_all(f.a(), "abc");
+  char buffer[3];
+  ASSERT_EQ(::recv(f.b(), buffer, sizeof buffer, MSG_WAITALL), 3);
+  ::shutdown(f.a(), SHUT_WR);
+  ::shutdown(f.b(), SHUT_WR);
+  const auto result = f.result();
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->outcome, Outcome::closed);
+  EXPECT_EQ(f.idle_sweep().watched(), 0u);
 }
 
 TEST(TunnelRelay, ClosedFromOutsideEndsAborted) {

@@ -1,0 +1,50 @@
+// The idle timeouts of a worker's tunnels, kept by one timer for all of them instead of one timer
+// (and one pending wait) per tunnel: at 1,000 idle tunnels that is about 250 bytes a tunnel
+// (bench/results/2026-11-27/README.md, "where an idle tunnel's memory goes").
+//
+// A watched relay is looked at every `period` and ended (outcome idle_timeout) once no byte has
+// moved for its idle timeout, so a tunnel ends between its timeout and its timeout plus one
+// period. The period is an eighth of the shortest idle timeout watched, between 50 ms and 1 s,
+// and the timer runs only while a relay is watched. The relays form an intrusive list (the hooks
+// are in TunnelRelay), so watching costs no allocation.
+//
+// Worker thread only; nothing here is thread-safe.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstddef>
+#include <optional>
+
+namespace sandgate::relay {
+
+class TunnelRelay;
+
+class IdleSweep {
+ public:
+  IdleSweep() = default;
+  IdleSweep(const IdleSweep&) = delete;
+  IdleSweep& operator=(const IdleSweep&) = delete;
+  ~IdleSweep();
+
+  // Starts (or stops) looking at `relay`'s idle time. The timer is made on the executor of the
+  // first relay watched: every relay of a worker runs on the worker's one loop.
+  void watch(TunnelRelay& relay, const boost::asio::any_io_executor& executor);
+  void forget(TunnelRelay& relay);
+
+  std::size_t watched() const { return count_; }
+  std::chrono::milliseconds period() const { return period_; }
+
+ private:
+  void arm();
+  void sweep();
+
+  std::optional<boost::asio::steady_timer> timer_;
+  TunnelRelay* head_ = nullptr;
+  std::size_t count_ = 0;
+  std::chrono::milliseconds period_{1000};
+  bool armed_ = false;
+};
+
+}  // namespace sandgate::relay
