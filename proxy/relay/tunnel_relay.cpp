@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/write.hpp>
 #include <cerrno>
 #include <cstring>
@@ -30,6 +31,28 @@ constexpr std::size_t kFirstRead = 16 * 1024;
 constexpr std::size_t kBurstBytes = 512 * 1024;
 
 bool would_block(int error) { return error == EAGAIN || error == EWOULDBLOCK; }
+
+// The allocator of the relay's readiness waits: exactly the operation's size from malloc. Without
+// one, Asio takes an operation's memory from its per-thread recycling cache, whose blocks keep
+// the size of whatever used them first (a set-up coroutine's write, its frame), so an idle
+// tunnel's two waits held about 550 bytes instead of about 200 (bench/results/2026-11-27/
+// README.md). Binding any allocator but std::allocator makes Asio use it instead of the cache.
+template <typename T>
+struct ExactAllocator {
+  using value_type = T;
+  ExactAllocator() = default;
+  template <typename U>
+  ExactAllocator(const ExactAllocator<U>&) noexcept {}
+  T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T))); }
+  void deallocate(T* p, std::size_t) noexcept { ::operator delete(p); }
+  template <typename U>
+  bool operator==(const ExactAllocator<U>&) const noexcept { return true; }
+};
+
+template <typename Handler>
+auto exact(Handler&& handler) {
+  return asio::bind_allocator(ExactAllocator<void>{}, std::forward<Handler>(handler));
+}
 
 }  // namespace
 
@@ -77,7 +100,7 @@ void TunnelRelay::start() {
 
 void TunnelRelay::wait_readable(Direction& d) {
   ++pending_;
-  d.from->async_wait(tcp::socket::wait_read, [this, &d](boost::system::error_code error) {
+  d.from->async_wait(tcp::socket::wait_read, exact([this, &d](boost::system::error_code error) {
     --pending_;
     if (error || failed_) {
       if (!failed_ && (!d.from->is_open() || !d.to->is_open())) {
@@ -87,7 +110,7 @@ void TunnelRelay::wait_readable(Direction& d) {
       return;
     }
     guarded(d, [this, &d] { on_readable(d); });
-  });
+  }));
 }
 
 // The client's bytes while the check watches them: read (not peeked, which would cost a system
@@ -179,7 +202,7 @@ void TunnelRelay::first_bytes_read(Direction& d) {
   // Look again shortly rather than wait for readiness, so that the patience's end is seen even
   // if no byte ever comes (only a client that sends such a prefix and then stops is ever here).
   if (!watch.timer) {
-    watch.timer.emplace(d.from->get_executor());
+    watch.timer = std::make_unique<asio::steady_timer>(d.from->get_executor());
   }
   ++pending_;
   watch.timer->expires_after(std::chrono::milliseconds(20));

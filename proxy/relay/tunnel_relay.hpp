@@ -125,7 +125,8 @@ class TunnelRelay {
     FirstBytesCheck check;
     std::chrono::milliseconds patience{0};
     std::optional<std::chrono::steady_clock::time_point> deadline;
-    std::optional<boost::asio::steady_timer> timer;  // looks again while all is held
+    // Looks again while all is held (rare: a client stopped on a prefix), so made only then.
+    std::unique_ptr<boost::asio::steady_timer> timer;
     std::size_t judged = 0;                          // bytes of the first-read buffer it has seen
     std::string held;                                // bytes it holds back between two reads
   };

@@ -363,7 +363,9 @@ asio::awaitable<void> open_tunnel(SessionContext& context, const TunnelFrontEnd&
       co_return;
     }
     destination.ssh = first.ssh;
-    destination.tls_name = first.tls_name;
+    if (first.tls_name) {
+      destination.tls_name = std::make_shared<const rules::Host>(*first.tls_name);
+    }
     if (!first.note.empty()) {
       note = note.empty() ? first.note : note + "; " + first.note;
     }

@@ -50,7 +50,8 @@ struct Destination {
   std::optional<rules::IpAddress> address;
   bool ssh = false;  // the client spoke SSH: the SSH rules apply too
   // For an IP destination, the name its TLS ClientHello asked for, which passed the policy too.
-  std::optional<rules::Host> tls_name;
+  // Shared, not held: rare, and every open connection carries this struct.
+  std::shared_ptr<const rules::Host> tls_name;
   // Allowed by a person's answer to a question (--unknown=ask), not by a rule: a reload that
   // still finds no rule for it keeps it.
   bool answered = false;

@@ -23,13 +23,23 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <mutex>
+#include <system_error>
+#include <thread>
 
 namespace sandgate::sandbox {
 namespace {
 
 constexpr std::size_t kMaxDatagram = 256 * 1024;  // above any unix or UDP datagram the kernel takes
-constexpr int kMaxCallThreads = 64;               // beyond: the call is made on the supervisor's
+// Calls are made on a pool of threads kept between calls (making a thread per call cost about 20
+// µs of the ~100 µs a connect inside `run` took: bench/results/2026-11-27/README.md). At most
+// this many at once (a blocking connect to a busy listener holds one); more calls wait their turn.
+constexpr int kMaxCallThreads = 64;
+// A pool thread with nothing to do for this long ends; the next call makes one again.
+constexpr std::chrono::seconds kIdleThreadLifetime{10};
 
 // A descriptor closed when it goes out of scope.
 struct Fd {
@@ -190,7 +200,14 @@ struct UnixConnectGuard::State {
   std::mutex diag_mutex;  // one dump at a time on diag_fd
   int stop_pipe[2] = {-1, -1};
   std::vector<std::string> allowed;
-  std::atomic<int> calls{0};
+
+  // The calls waiting for a pool thread, and the pool's counts. Guarded by pool_mutex.
+  std::mutex pool_mutex;
+  std::condition_variable pool_wakeup;
+  std::deque<Call> waiting;
+  int threads = 0;
+  int idle_threads = 0;
+  bool stopping = false;
 
   ~State() {
     for (int fd : {notify_fd, diag_fd, stop_pipe[0], stop_pipe[1]}) {
@@ -315,9 +332,57 @@ struct UnixConnectGuard::State {
 
 namespace {
 
-void make_and_answer(std::shared_ptr<UnixConnectGuard::State> state, Call call) {
-  state->answer(call, state->make(call));
-  state->calls.fetch_sub(1);
+// A pool thread: makes the waiting calls one after the other; ends when the guard stops or
+// after kIdleThreadLifetime without a call.
+void serve_calls(std::shared_ptr<UnixConnectGuard::State> state) {
+  std::unique_lock lock(state->pool_mutex);
+  for (;;) {
+    ++state->idle_threads;
+    const bool woken = state->pool_wakeup.wait_for(lock, kIdleThreadLifetime, [&] {
+      return state->stopping || !state->waiting.empty();
+    });
+    --state->idle_threads;
+    if (!woken || state->waiting.empty()) {
+      break;  // idle too long, or stopping with nothing left
+    }
+    const Call call = state->waiting.front();
+    state->waiting.pop_front();
+    lock.unlock();
+    state->answer(call, state->make(call));
+    lock.lock();
+  }
+  --state->threads;
+}
+
+// Hands `call` to an idle pool thread, or to a new one while there are fewer than the maximum;
+// else it waits for the next thread free. A call is never made on the supervisor's own thread,
+// which must keep taking notifications.
+void hand_to_pool(const std::shared_ptr<UnixConnectGuard::State>& state, const Call& call) {
+  std::unique_lock lock(state->pool_mutex);
+  state->waiting.push_back(call);
+  if (state->idle_threads >= static_cast<int>(state->waiting.size()) ||
+      state->threads >= kMaxCallThreads) {
+    state->pool_wakeup.notify_one();
+    return;
+  }
+  ++state->threads;
+  lock.unlock();
+  try {
+    std::thread(serve_calls, state).detach();
+  } catch (const std::system_error&) {
+    // No thread to be had now: the call waits for one of the pool's, or, when the pool has none,
+    // is made here (holding up the notifications for that long, but never lost).
+    lock.lock();
+    --state->threads;
+    if (state->threads > 0) {
+      state->pool_wakeup.notify_one();
+      return;
+    }
+    const Call last = state->waiting.back();
+    state->waiting.pop_back();
+    lock.unlock();
+    state->answer(last, state->make(last));
+  }
 }
 
 // The next notification; false when there is none to take (the caller died meanwhile, EINTR).
@@ -358,18 +423,13 @@ void supervise(std::shared_ptr<UnixConnectGuard::State> state) {
     if (!receive(state->notify_fd, call)) {
       continue;
     }
-    // A call may block (a blocking connect to a busy listener): each is made on a thread of its
-    // own, so one does not hold up the others.
-    if (state->calls.fetch_add(1) < kMaxCallThreads) {
-      try {
-        std::thread(make_and_answer, state, call).detach();
-        continue;
-      } catch (const std::system_error&) {
-        // no thread to be had: made here
-      }
-    }
-    make_and_answer(state, call);
+    // A call may block (a blocking connect to a busy listener): calls are made on the pool's
+    // threads, so one does not hold up the others or the supervisor.
+    hand_to_pool(state, call);
   }
+  std::lock_guard lock(state->pool_mutex);
+  state->stopping = true;
+  state->pool_wakeup.notify_all();
 }
 
 }  // namespace

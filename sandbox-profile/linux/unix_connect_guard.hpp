@@ -21,7 +21,7 @@
 // socket (seccomp cannot read the address inside the message header, and notifying every
 // sendmsg would tax every program).
 //
-// Thread-safe; owns a thread, and one short-lived thread per call being made.
+// Thread-safe; owns a thread, and a pool of threads that make the calls (kept while in use).
 #pragma once
 
 #include <sys/types.h>
@@ -50,10 +50,11 @@ class UnixConnectGuard {
   UnixConnectGuard(const UnixConnectGuard&) = delete;
   UnixConnectGuard& operator=(const UnixConnectGuard&) = delete;
 
-  // Ends the supervisor's thread. Calls being made finish on their own threads. Idempotent.
+  // Ends the supervisor's thread; the pool's threads finish the calls being made, then end.
+  // Idempotent.
   void stop();
 
-  struct State;  // shared with the per-call threads
+  struct State;  // shared with the pool's threads
 
  private:
   std::shared_ptr<State> state_;

@@ -15,7 +15,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <vector>
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -126,6 +129,30 @@ TEST_F(UnixConnectGuardTest, HostSocketsAreRefusedUnlessListedAndTheChildsOwnWor
     const int own_dgram = bound_socket("own.dgram", SOCK_DGRAM);
     int from_thread = -1;
     std::thread([&from_thread, this] { from_thread = reach(root_ + "/own.sock"); }).join();
+    // More blocked connects at once than the supervisor's pool has threads (64): a listener with
+    // a backlog of 8 that accepts only once all 100 callers have started. Every call is made in
+    // the end: the calls beyond the pool's threads wait their turn and are not lost. (While the
+    // pool is full of blocked calls, other calls wait too: only the command's own sockets can
+    // block, so it can hold up only itself.)
+    const int busy = bound_socket(root_ + "/busy.sock", SOCK_STREAM);
+    std::atomic<int> connected{0};
+    std::vector<std::thread> callers;
+    for (int i = 0; i < 100; ++i) {
+      callers.emplace_back([&connected, this] {
+        connected += reach(root_ + "/busy.sock") == 0 ? 1 : 0;
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    for (int i = 0; i < 100 && busy >= 0; ++i) {
+      const int accepted = ::accept(busy, nullptr, nullptr);
+      if (accepted < 0) {
+        break;
+      }
+      ::close(accepted);
+    }
+    for (auto& caller : callers) {
+      caller.join();
+    }
     const bool checks[] = {
         reach(root_ + "/host.sock") == ECONNREFUSED,
         reach("host.sock") == ECONNREFUSED,           // relative to the working folder
@@ -137,6 +164,7 @@ TEST_F(UnixConnectGuardTest, HostSocketsAreRefusedUnlessListedAndTheChildsOwnWor
         reach(root_ + "/missing.sock") == ENOENT,
         answer != 'y' || reach(root_ + "/other.sock") == ECONNREFUSED,
         from_thread == 0,  // a call from a thread that is not the process's first
+        connected.load() == 100,
     };
     for (std::size_t i = 0; i < sizeof checks; ++i) {
       if (!checks[i]) {
