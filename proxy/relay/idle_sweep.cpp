@@ -3,8 +3,6 @@
 
 #include <algorithm>
 
-#include "proxy/relay/tunnel_relay.hpp"
-
 namespace sandgate::relay {
 namespace {
 
@@ -14,29 +12,29 @@ constexpr std::chrono::milliseconds kLongestPeriod{1000};
 }  // namespace
 
 IdleSweep::~IdleSweep() {
-  // Relays still watched (a worker torn down without a drain) must not point here any more.
-  for (TunnelRelay* relay = head_; relay != nullptr;) {
-    TunnelRelay* next = relay->idle_next_;
-    relay->idle_prev_ = relay->idle_next_ = nullptr;
-    relay->idle_watched_ = false;
-    relay = next;
+  // Entries still watched (a worker torn down without a drain) must not point here any more.
+  for (Entry* entry = head_; entry != nullptr;) {
+    Entry* next = entry->next_;
+    entry->prev_ = entry->next_ = nullptr;
+    entry->watched_ = false;
+    entry = next;
   }
 }
 
-void IdleSweep::watch(TunnelRelay& relay, const boost::asio::any_io_executor& executor) {
-  if (relay.idle_watched_) {
+void IdleSweep::watch(Entry& entry, const boost::asio::any_io_executor& executor) {
+  if (entry.watched_) {
     return;
   }
-  relay.idle_watched_ = true;
-  relay.idle_prev_ = nullptr;
-  relay.idle_next_ = head_;
+  entry.watched_ = true;
+  entry.prev_ = nullptr;
+  entry.next_ = head_;
   if (head_ != nullptr) {
-    head_->idle_prev_ = &relay;
+    head_->prev_ = &entry;
   }
-  head_ = &relay;
+  head_ = &entry;
   ++count_;
   const auto eighth =
-      std::chrono::duration_cast<std::chrono::milliseconds>(relay.idle_timeout_) / 8;
+      std::chrono::duration_cast<std::chrono::milliseconds>(entry.idle_timeout) / 8;
   period_ = std::min(period_, std::clamp(eighth, kShortestPeriod, kLongestPeriod));
   if (!timer_) {
     timer_.emplace(executor);
@@ -46,20 +44,20 @@ void IdleSweep::watch(TunnelRelay& relay, const boost::asio::any_io_executor& ex
   }
 }
 
-void IdleSweep::forget(TunnelRelay& relay) {
-  if (!relay.idle_watched_) {
+void IdleSweep::forget(Entry& entry) {
+  if (!entry.watched_) {
     return;
   }
-  if (relay.idle_prev_ != nullptr) {
-    relay.idle_prev_->idle_next_ = relay.idle_next_;
+  if (entry.prev_ != nullptr) {
+    entry.prev_->next_ = entry.next_;
   } else {
-    head_ = relay.idle_next_;
+    head_ = entry.next_;
   }
-  if (relay.idle_next_ != nullptr) {
-    relay.idle_next_->idle_prev_ = relay.idle_prev_;
+  if (entry.next_ != nullptr) {
+    entry.next_->prev_ = entry.prev_;
   }
-  relay.idle_prev_ = relay.idle_next_ = nullptr;
-  relay.idle_watched_ = false;
+  entry.prev_ = entry.next_ = nullptr;
+  entry.watched_ = false;
   --count_;
   // The timer is left to expire once more and find nothing: cancelling it here would cost a
   // system call for every tunnel's end.
@@ -79,13 +77,14 @@ void IdleSweep::arm() {
 
 void IdleSweep::sweep() {
   const auto now = std::chrono::steady_clock::now();
-  for (TunnelRelay* relay = head_; relay != nullptr;) {
-    // Ending a relay may unlink it (never another one): take the next first.
-    TunnelRelay* next = relay->idle_next_;
-    if (now >= relay->last_activity_ + relay->idle_timeout_) {
-      relay->expire_idle();
+  for (Entry* entry = head_; entry != nullptr;) {
+    // Ending an entry may unlink it (never another one): take the next first.
+    Entry* next = entry->next_;
+    if (now >= entry->last_activity + entry->idle_timeout) {
+      forget(*entry);
+      entry->expire_idle();
     }
-    relay = next;
+    entry = next;
   }
   if (count_ > 0) {
     arm();

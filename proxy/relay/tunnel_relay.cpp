@@ -62,9 +62,10 @@ TunnelRelay::TunnelRelay(tcp::socket& client, tcp::socket& upstream, PipePool& p
       down_{&upstream, &client, {}, 0, nullptr, &result_.bytes_down},
       pipes_(pipes),
       idle_(idle),
-      idle_timeout_(idle_timeout),
-      last_activity_(clock::now()),
-      done_(std::move(done)) {}
+      done_(std::move(done)) {
+  this->idle_timeout = idle_timeout;
+  last_activity = clock::now();
+}
 
 TunnelRelay::~TunnelRelay() { idle_.forget(*this); }
 
@@ -91,7 +92,7 @@ void TunnelRelay::start() {
   // sockets, and Asio puts a socket in non-blocking mode (once: it remembers) before it starts
   // any operation on it, so both are non-blocking before a handler splices or reads. The reads
   // and writes this relay makes itself say so in their flags as well.
-  if (idle_timeout_.count() > 0) {
+  if (idle_timeout.count() > 0) {
     idle_.watch(*this, up_.from->get_executor());
   }
   wait_readable(up_);
@@ -262,7 +263,7 @@ void TunnelRelay::on_readable(Direction& d) {
 
 // Writes what the pipe (or buffer) holds; waits for the destination to take more when full.
 void TunnelRelay::drain(Direction& d) {
-  last_activity_ = clock::now();
+  last_activity = clock::now();
 #ifdef __linux__
   if (d.pipe.read_fd >= 0) {
     // SPLICE_F_MORE (MSG_MORE) when the read filled the pipe, so more is very likely queued
@@ -407,7 +408,6 @@ void TunnelRelay::fail(Direction& d) {
 }
 
 void TunnelRelay::expire_idle() {
-  idle_.forget(*this);
   if (finished_ || failed_ || (up_.done && down_.done)) {
     return;
   }

@@ -56,7 +56,8 @@ struct FirstBytesLook {
   std::size_t hold = 0;  // with watch: how many of the last bytes to keep back for now
 };
 
-class TunnelRelay {
+// An IdleSweep::Entry: the worker's idle sweep ends it after its idle timeout without a byte.
+class TunnelRelay : private IdleSweep::Entry {
  public:
   // `done` is called once, as the last thing this object does; it may destroy the relay.
   using Done = std::function<void(Result)>;
@@ -88,7 +89,6 @@ class TunnelRelay {
   void start();
 
  private:
-  friend class IdleSweep;
   struct Direction {
     boost::asio::ip::tcp::socket* from;
     boost::asio::ip::tcp::socket* to;
@@ -116,7 +116,7 @@ class TunnelRelay {
   void finish_direction(Direction& d, bool eof);
   void fail(Direction& d);
   // The sweep found no byte moved for the idle timeout.
-  void expire_idle();
+  void expire_idle() override;
   void maybe_done();
 
   // The first-bytes check's state, only while it watches (most tunnels are passed on their first
@@ -135,11 +135,6 @@ class TunnelRelay {
   Direction down_;
   PipePool& pipes_;
   IdleSweep& idle_;
-  std::chrono::seconds idle_timeout_;
-  std::chrono::steady_clock::time_point last_activity_;
-  TunnelRelay* idle_prev_ = nullptr;  // IdleSweep's list
-  TunnelRelay* idle_next_ = nullptr;
-  bool idle_watched_ = false;
   Done done_;
   std::unique_ptr<FirstBytesWatch> watch_;
   Result result_;

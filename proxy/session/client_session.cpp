@@ -34,33 +34,6 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 constexpr std::size_t kHeadLimit = 16 * 1024;
 
-// The base64 alphabet's values; -1 for every other byte.
-constexpr std::array<signed char, 256> kBase64Values = [] {
-  std::array<signed char, 256> values{};
-  values.fill(-1);
-  constexpr std::string_view alphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  for (std::size_t i = 0; i < alphabet.size(); ++i) {
-    values[static_cast<unsigned char>(alphabet[i])] = static_cast<signed char>(i);
-  }
-  return values;
-}();
-
-bool ascii_iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto lower = [](char c) {
-      return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
-    };
-    if (lower(a[i]) != lower(b[i])) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // Host and port for the log line of a request refused before its target was looked at; "-" when
 // the target does not parse (it is never acted on, so it need not).
 std::pair<std::string, std::uint16_t> target_for_log(const HeadParser& parser) {
@@ -78,94 +51,6 @@ std::pair<std::string, std::uint16_t> target_for_log(const HeadParser& parser) {
 }
 
 }  // namespace
-
-// The time taken depends on the secret's length and on the given length (which the client
-// knows), never on how much of the secret a guess got right.
-bool equals_secret(std::string_view given, std::string_view secret) {
-  unsigned char difference = given.size() == secret.size() ? 0 : 1;
-  for (std::size_t i = 0; i < secret.size(); ++i) {
-    const char g = i < given.size() ? given[i] : '\0';
-    difference |= static_cast<unsigned char>(g ^ secret[i]);
-  }
-  // Through a volatile so that no compiler turns the loop into an early-exit comparison.
-  volatile unsigned char result = difference;
-  return result == 0;
-}
-
-std::optional<std::string> decode_base64_strict(std::string_view text) {
-  if (text.empty() || text.size() % 4 != 0) {
-    return std::nullopt;
-  }
-  std::size_t padding = 0;
-  if (text.ends_with("==")) {
-    padding = 2;
-  } else if (text.ends_with('=')) {
-    padding = 1;
-  }
-  std::string out;
-  out.reserve(text.size() / 4 * 3);
-  std::uint32_t bits = 0;
-  int held = 0;
-  for (std::size_t i = 0; i < text.size() - padding; ++i) {
-    const signed char value = kBase64Values[static_cast<unsigned char>(text[i])];
-    if (value < 0) {
-      return std::nullopt;  // outside the alphabet, or '=' before the end
-    }
-    bits = (bits << 6) | static_cast<std::uint32_t>(value);
-    held += 6;
-    if (held >= 8) {
-      held -= 8;
-      out += static_cast<char>((bits >> held) & 0xff);
-    }
-  }
-  // The bits left over must be zero: one text, one encoding.
-  if ((bits & ((1u << held) - 1)) != 0) {
-    return std::nullopt;
-  }
-  return out;
-}
-
-AuthResult check_proxy_authorization(const http::fields& head, std::string_view token) {
-  if (token.empty()) {
-    return {AuthCheck::ok, {}};
-  }
-  const auto count = head.count(http::field::proxy_authorization);
-  if (count == 0) {
-    return {AuthCheck::missing, {}};
-  }
-  if (count > 1) {
-    return {AuthCheck::malformed, "the request has more than one Proxy-Authorization field"};
-  }
-  std::string_view value = head[http::field::proxy_authorization];
-  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) {
-    value.remove_suffix(1);
-  }
-  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
-    value.remove_prefix(1);
-  }
-  // `Basic` SP+ token68 (RFC 9110 section 11.4, RFC 7617).
-  const auto space = value.find(' ');
-  if (space == std::string_view::npos || !ascii_iequals(value.substr(0, space), "Basic")) {
-    return {AuthCheck::malformed,
-            "the gate accepts only Basic credentials (Proxy-Authorization: Basic "
-            "base64(user:token))"};
-  }
-  std::string_view encoded = value.substr(space);
-  while (encoded.starts_with(' ')) {
-    encoded.remove_prefix(1);
-  }
-  const auto decoded = decode_base64_strict(encoded);
-  if (!decoded) {
-    return {AuthCheck::malformed, "the Basic credentials are not valid base64"};
-  }
-  const auto colon = decoded->find(':');
-  if (colon == std::string::npos) {
-    return {AuthCheck::malformed,
-            "the Basic credentials have no ':' between the user name and the token"};
-  }
-  const bool right = equals_secret(std::string_view(*decoded).substr(colon + 1), token);
-  return {right ? AuthCheck::ok : AuthCheck::wrong, {}};
-}
 
 asio::awaitable<bool> authorize_request(SessionContext& context, const HeadParser& parser) {
   const std::string& token = context.settings().token;
@@ -236,29 +121,6 @@ asio::awaitable<void> reply_to_failed_head(SessionContext& context, const HeadRe
   }
 }
 
-asio::awaitable<void> close_gracefully(tcp::socket& socket) {
-  // Closing a socket with unread input makes the kernel send a reset, which can destroy the
-  // reply before the client reads it. So: end our side, then read and discard what the client
-  // still sends, for a bounded time and amount, until it closes too.
-  boost::system::error_code ignored;
-  socket.shutdown(tcp::socket::shutdown_send, ignored);
-  asio::steady_timer timeout(socket.get_executor());
-  timeout.expires_after(std::chrono::seconds(2));
-  std::array<char, 1024> sink;
-  for (std::size_t total = 0; total < 64 * 1024;) {
-    auto outcome = co_await (socket.async_read_some(asio::buffer(sink), use_tuple) ||
-                             timeout.async_wait(use_tuple));
-    if (outcome.index() == 1) {
-      break;
-    }
-    auto [error, n] = std::get<0>(outcome);
-    if (error) {
-      break;
-    }
-    total += n;
-  }
-  socket.close(ignored);
-}
 
 namespace {
 

@@ -10,6 +10,7 @@
 
 #include "proxy/launchdarkly/remote_allowlist.hpp"
 #include "proxy/session/replies.hpp"
+#include "proxy/session/graceful_close.hpp"
 #include "proxy/session/session_context.hpp"
 
 namespace sandgate::session {
@@ -64,9 +65,5 @@ std::string remote_allowlist_note(const std::optional<launchdarkly::Answer>& ans
 // Answers a request head that could not be read (timeout, too large, malformed) with the
 // matching reply and logs it; does nothing for `ok` and `closed`.
 boost::asio::awaitable<void> reply_to_failed_head(SessionContext& context, const HeadRead& read);
-
-// Ends our side, drains what the client still sends (bounded), then closes, so that the reply
-// is not lost to a reset.
-boost::asio::awaitable<void> close_gracefully(boost::asio::ip::tcp::socket& socket);
 
 }  // namespace sandgate::session

@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "proxy/session/client_session.hpp"
+#include "proxy/session/graceful_close.hpp"
+#include "proxy/session/proxy_token.hpp"
 #include "proxy/session/connect_tunnel.hpp"
 #include "proxy/session/handlers.hpp"
 #include "rules/host.hpp"
