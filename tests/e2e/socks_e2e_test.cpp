@@ -26,6 +26,7 @@
 #include "tests/integration/harness/test_proxy.hpp"
 #include "tests/support/loopback_ports.hpp"
 #include "tests/support/shell_command.hpp"
+#include "tests/support/ssh_server.hpp"
 
 namespace sandgate::testing {
 namespace {
@@ -40,13 +41,6 @@ const std::string kCleanEnv =
 
 bool contains(const std::string& text, std::string_view piece) {
   return text.find(piece) != std::string::npos;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 std::string port_text(std::uint16_t port) { return std::to_string(port); }
@@ -140,100 +134,17 @@ TEST(SocksCurl, TheTokenAsSocksCredentials) {
 
 // ---- ssh with ProxyCommand nc -X 5 ----
 
-std::string make_temp_folder() {
-  char pattern[] = "/tmp/sandgate-socks-ssh-XXXXXX";
-  if (::mkdtemp(pattern) == nullptr) {
-    throw std::runtime_error("mkdtemp failed");
-  }
-  return pattern;
+// ssh to `host` on this server's port through the gate's SOCKS5 with netcat-openbsd.
+std::string ssh_via_nc(const SshServer& sshd, std::uint16_t proxy_port, const std::string& host) {
+  const passwd* entry = ::getpwuid(::geteuid());
+  const std::string user = entry != nullptr ? entry->pw_name : "root";
+  return kCleanEnv +
+         "ssh -F /dev/null -o ProxyCommand='nc -X 5 -x 127.0.0.1:" + port_text(proxy_port) +
+         " %h %p' -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+         " -o BatchMode=yes -o LogLevel=ERROR -o ConnectTimeout=20 -i " +
+         sshd.client_key() + " -p " + port_text(sshd.port()) + " " + user + "@" + host +
+         " echo hello </dev/null";
 }
-
-// A real sshd in the foreground on 127.0.0.1 with its own host key, accepting one key the test
-// made (as tests/e2e/ssh_test.cpp sets one up).
-class SshServer {
- public:
-  SshServer() : folder_(make_temp_folder()) {
-    ::mkdir("/run/sshd", 0755);  // sshd insists on its privilege separation directory
-    auto keys = run_shell("ssh-keygen -q -t ed25519 -N '' -f " + folder_ +
-                          "/host_key && ssh-keygen -q -t ed25519 -N '' -f " + folder_ +
-                          "/client_key && cp " + folder_ + "/client_key.pub " + folder_ +
-                          "/authorized_keys");
-    if (keys.exit_code != 0) {
-      throw std::runtime_error("ssh-keygen failed: " + keys.output);
-    }
-    port_ = free_port();
-    {
-      std::ofstream config(folder_ + "/sshd_config");
-      config << "ListenAddress 127.0.0.1:" << port_ << "\nHostKey " << folder_
-             << "/host_key\nAuthorizedKeysFile " << folder_
-             << "/authorized_keys\nPidFile none\nStrictModes no\nUsePAM no\n"
-                "PermitRootLogin prohibit-password\nPubkeyAuthentication yes\n"
-                "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUseDNS no\n"
-                "PrintMotd no\nLogLevel INFO\n";
-    }
-    const std::string config = folder_ + "/sshd_config";
-    const std::string log = folder_ + "/sshd.log";
-    [[maybe_unused]] const pid_t parent = ::getpid();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-#ifdef __linux__
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // a crashed test takes its sshd with it
-      if (::getppid() != parent) {
-        ::_exit(127);
-      }
-#endif
-      const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      const int null_fd = ::open("/dev/null", O_RDWR);
-      ::dup2(null_fd, 0);
-      ::dup2(null_fd, 1);
-      ::dup2(log_fd, 2);
-      ::execl("/usr/sbin/sshd", "/usr/sbin/sshd", "-D", "-e", "-f", config.c_str(),
-              static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    for (int i = 0; i < 500; ++i) {
-      if (contains(read_file(log), "Server listening on")) {
-        return;
-      }
-      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = -1;
-        break;
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    throw std::runtime_error("sshd did not start: " + read_file(log));
-  }
-  ~SshServer() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    std::error_code ignored;
-    std::filesystem::remove_all(folder_, ignored);
-  }
-  SshServer(const SshServer&) = delete;
-  SshServer& operator=(const SshServer&) = delete;
-
-  std::uint16_t port() const { return port_; }
-  std::string log() const { return read_file(folder_ + "/sshd.log"); }
-
-  // ssh to `host` on this server's port through the gate's SOCKS5 with netcat-openbsd.
-  std::string ssh_via_nc(std::uint16_t proxy_port, const std::string& host) const {
-    const passwd* entry = ::getpwuid(::geteuid());
-    const std::string user = entry != nullptr ? entry->pw_name : "root";
-    return kCleanEnv +
-           "ssh -F /dev/null -o ProxyCommand='nc -X 5 -x 127.0.0.1:" + port_text(proxy_port) +
-           " %h %p' -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
-           " -o BatchMode=yes -o LogLevel=ERROR -o ConnectTimeout=20 -i " +
-           folder_ + "/client_key -p " + port_text(port_) + " " + user + "@" + host +
-           " echo hello </dev/null";
-  }
-
- private:
-  std::string folder_;
-  std::uint16_t port_ = 0;
-  pid_t pid_ = -1;
-};
 
 TEST(SocksSsh, NcDashX5ReachesAGitHostAndNotAnother) {
   if (run_shell("command -v ssh && command -v ssh-keygen && test -x /usr/sbin/sshd && "
@@ -251,11 +162,11 @@ TEST(SocksSsh, NcDashX5ReachesAGitHostAndNotAnother) {
   proxy.dns().set("gitlocal.test", {"127.0.0.1"});
   proxy.dns().set("other.test", {"127.0.0.1"});
 
-  auto git_host = run_shell(sshd.ssh_via_nc(proxy.port(), "gitlocal.test"));
+  auto git_host = run_shell(ssh_via_nc(sshd, proxy.port(), "gitlocal.test"));
   EXPECT_EQ(git_host.exit_code, 0) << git_host.output << "\n--- sshd\n" << sshd.log();
   EXPECT_EQ(git_host.output, "hello\n");
 
-  auto other = run_shell(sshd.ssh_via_nc(proxy.port(), "other.test"));
+  auto other = run_shell(ssh_via_nc(sshd, proxy.port(), "other.test"));
   EXPECT_EQ(other.exit_code, 255) << other.output;
   EXPECT_FALSE(contains(other.output, "hello")) << other.output;
   const std::string sshd_log = sshd.log();

@@ -36,6 +36,7 @@
 #include "tests/fakes/tcp_origin.hpp"
 #include "tests/integration/harness/test_proxy.hpp"
 #include "tests/support/loopback_ports.hpp"
+#include "tests/support/ssh_server.hpp"
 
 extern char** environ;
 
@@ -227,115 +228,19 @@ std::string current_user() {
   return entry != nullptr ? entry->pw_name : "root";
 }
 
-std::string make_temp_folder() {
-  char pattern[] = "/tmp/sandgate-ssh-XXXXXX";
-  if (::mkdtemp(pattern) == nullptr) {
-    throw std::runtime_error("mkdtemp failed");
-  }
-  return pattern;
+using sandgate::testing::SshServer;
+
+// The ssh command line (for the shell) that reaches this server through sandgate-connect:
+// with --proxy, or without a proxy port in goose's form (`sandgate-connect %h %p`, the proxy
+// then found in SANDBOX_PROXY_PORT).
+std::string ssh_command(const SshServer& sshd, std::optional<std::uint16_t> proxy_port) {
+  const std::string proxy_flag =
+      proxy_port ? " --proxy 127.0.0.1:" + std::to_string(*proxy_port) : "";
+  return "ssh -F /dev/null -o ProxyCommand='" + kConnect + proxy_flag +
+         " %h %p' -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+         " -o BatchMode=yes -o LogLevel=ERROR -o ConnectTimeout=20 -i " +
+         sshd.client_key() + " -p " + std::to_string(sshd.port());
 }
-
-// ---------------------------------------------------------------------------------------------
-// A real sshd in the foreground on 127.0.0.1, with its own host key, accepting one key the test
-// made, for the user running the test (root in CI).
-
-class SshServer {
- public:
-  SshServer() : folder_(make_temp_folder()) {
-    // sshd insists on its privilege separation directory even when it does not use it.
-    ::mkdir("/run/sshd", 0755);
-    auto keys =
-        run("ssh-keygen -q -t ed25519 -N '' -C sandgate-test-host -f " + folder_ +
-            "/host_key && ssh-keygen -q -t ed25519 -N '' -C sandgate-test-client -f " + folder_ +
-            "/client_key && cp " + folder_ + "/client_key.pub " + folder_ + "/authorized_keys");
-    if (keys.exit_code != 0) {
-      throw std::runtime_error("ssh-keygen failed: " + describe(keys));
-    }
-    port_ = free_port();
-    {
-      std::ofstream config(folder_ + "/sshd_config");
-      config << "ListenAddress 127.0.0.1:" << port_ << "\n"
-             << "HostKey " << folder_ << "/host_key\n"
-             << "AuthorizedKeysFile " << folder_ << "/authorized_keys\n"
-             << "PidFile none\n"
-             << "StrictModes no\n"
-             << "UsePAM no\n"
-             << "PermitRootLogin prohibit-password\n"
-             << "PubkeyAuthentication yes\n"
-             << "PasswordAuthentication no\n"
-             << "KbdInteractiveAuthentication no\n"
-             << "UseDNS no\n"
-             << "PrintMotd no\n"
-             << "LogLevel INFO\n";
-    }
-    const std::string config = folder_ + "/sshd_config";
-    const std::string log = folder_ + "/sshd.log";
-    [[maybe_unused]] const pid_t parent = ::getpid();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-#ifdef __linux__
-      // If the test process dies (a crash, a sanitizer abort), sshd goes with it.
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (::getppid() != parent) {
-        ::_exit(127);
-      }
-#endif
-      const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      const int null_fd = ::open("/dev/null", O_RDWR);
-      ::dup2(null_fd, 0);
-      ::dup2(null_fd, 1);
-      ::dup2(log_fd, 2);
-      ::execl("/usr/sbin/sshd", "/usr/sbin/sshd", "-D", "-e", "-f", config.c_str(),
-              static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    // Ready when it says so; a config or key problem makes it exit at once instead.
-    for (int i = 0; i < 500; ++i) {
-      if (contains(read_file(log), "Server listening on")) {
-        return;
-      }
-      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = -1;
-        break;
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    throw std::runtime_error("sshd did not start: " + read_file(log));
-  }
-
-  ~SshServer() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    std::error_code ignored;
-    std::filesystem::remove_all(folder_, ignored);
-  }
-  SshServer(const SshServer&) = delete;
-  SshServer& operator=(const SshServer&) = delete;
-
-  std::uint16_t port() const { return port_; }
-  const std::string& folder() const { return folder_; }
-  std::string client_key() const { return folder_ + "/client_key"; }
-  std::string log() const { return read_file(folder_ + "/sshd.log"); }
-
-  // The ssh command line (for the shell) that reaches this server through sandgate-connect:
-  // with --proxy, or without a proxy port in goose's form (`sandgate-connect %h %p`, the proxy
-  // then found in SANDBOX_PROXY_PORT).
-  std::string ssh_command(std::optional<std::uint16_t> proxy_port) const {
-    const std::string proxy_flag =
-        proxy_port ? " --proxy 127.0.0.1:" + std::to_string(*proxy_port) : "";
-    return "ssh -F /dev/null -o ProxyCommand='" + kConnect + proxy_flag +
-           " %h %p' -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
-           " -o BatchMode=yes -o LogLevel=ERROR -o ConnectTimeout=20 -i " +
-           client_key() + " -p " + std::to_string(port_);
-  }
-
- private:
-  std::string folder_;
-  std::uint16_t port_ = 0;
-  pid_t pid_ = -1;
-};
 
 bool have_programs() {
   return run("command -v ssh && command -v ssh-keygen && command -v git && test -x "
@@ -370,7 +275,7 @@ class SshThroughSandgate : public ::testing::Test {
     sshd_.reset();
   }
 
-  std::string ssh() const { return sshd_->ssh_command(proxy_->port()); }
+  std::string ssh() const { return ssh_command(*sshd_, proxy_->port()); }
   std::string user_at(const std::string& host) const { return current_user() + "@" + host; }
 
   std::unique_ptr<SshServer> sshd_;
@@ -413,7 +318,7 @@ TEST_F(SshThroughSandgate, TheRulesMessageArrivesAsAnSshDisconnect) {
                       "  #! SSH pushes are blocked here; use an https:// remote\n",
                   ssh_policy(sshd_->port()));
   proxy.dns().set("gitlocal.test", {"127.0.0.1"});
-  auto result = run(sshd_->ssh_command(proxy.port()) + " " + user_at("gitlocal.test") +
+  auto result = run(ssh_command(*sshd_, proxy.port()) + " " + user_at("gitlocal.test") +
                     " echo hello");
   EXPECT_EQ(result.exit_code, 255) << describe(result);
   EXPECT_EQ(result.out, "");
@@ -447,7 +352,7 @@ TEST_F(SshThroughSandgate, GitCloneAndPushOverSsh) {
   const std::string folder = sshd_->folder();
   const std::string served = make_served_repository(folder);
   // Wired as goose wired its agent: GIT_SSH_COMMAND with the helper, SANDBOX_PROXY_PORT set.
-  const EnvChanges git_env = {{"GIT_SSH_COMMAND", sshd_->ssh_command(std::nullopt)},
+  const EnvChanges git_env = {{"GIT_SSH_COMMAND", ssh_command(*sshd_, std::nullopt)},
                               {"SANDBOX_PROXY_PORT", std::to_string(proxy_->port())}};
 
   auto clone =
