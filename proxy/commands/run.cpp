@@ -85,6 +85,11 @@ class RunGate final : public sandbox::GateHandle {
   bool open() override {
     gate::GateOptions options{settings_, sources_, settings::MissingDefaultBlocklist::create};
     options.without_token = true;  // see GateOptions::without_token
+    if (settings_.policy.unknown != rules::UnknownMode::ask) {
+      options.asking_only_from_start =
+          "as this run started without asking: its questions go to the terminal, which is set "
+          "up when the run starts (start a new run with --unknown=ask)";
+    }
     auto opened = gate::Gate::open(std::move(options));
     if (!opened) {
       report(opened.error());

@@ -61,6 +61,7 @@ Gate::Gate(GateOptions options, std::unique_ptr<log::DecisionLog> log)
       sources_(std::move(options.sources)),
       missing_blocklist_(options.missing_blocklist),
       without_token_(options.without_token),
+      asking_only_from_start_(std::move(options.asking_only_from_start)),
       log_(std::move(log)) {
   if (without_token_) {
     settings_.token.clear();
@@ -114,6 +115,9 @@ std::optional<GateError> Gate::start(std::optional<int> listener) {
                std::shared_ptr<const settings::Settings> settings) {
           apply(std::move(policy), std::move(settings));
         });
+    if (!asking_only_from_start_.empty()) {
+      reloader_->forbid_asking(asking_only_from_start_);
+    }
   } catch (const std::exception& error) {
     return fail(error.what());
   }

@@ -53,6 +53,9 @@ struct GateOptions {
   // Serve without a token whatever the settings and their reloads say (`run`: the only client is
   // the confined command, to which a token would have to be handed, so it would protect nothing).
   bool without_token = false;
+  // Refuse a reload that turns `unknown` to ask, saying why (`run` started without asking: the
+  // terminal that answers questions is set up at its start, or never). Empty: allowed.
+  std::string asking_only_from_start = {};
 };
 
 // Why a gate could not be opened or started. `logged`: the message is in the decision log
@@ -143,6 +146,7 @@ class Gate {
   settings::Sources sources_;
   settings::MissingDefaultBlocklist missing_blocklist_;
   bool without_token_;
+  std::string asking_only_from_start_;  // GateOptions::asking_only_from_start
   std::unique_ptr<log::DecisionLog> log_;
   settings::LoadedPolicy loaded_;
   // This machine's addresses, read before the first decision and kept current (check 1a).

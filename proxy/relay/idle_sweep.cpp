@@ -60,10 +60,20 @@ void IdleSweep::forget(Entry& entry) {
   entry.watched_ = false;
   --count_;
   // The timer is left to expire once more and find nothing: cancelling it here would cost a
-  // system call for every tunnel's end.
+  // system call for every tunnel's end (at shutdown, stop() cancels it).
+}
+
+void IdleSweep::stop() {
+  stopped_ = true;
+  if (timer_ && armed_) {
+    timer_->cancel();
+  }
 }
 
 void IdleSweep::arm() {
+  if (stopped_) {
+    return;
+  }
   armed_ = true;
   timer_->expires_after(period_);
   timer_->async_wait([this](boost::system::error_code error) {

@@ -53,6 +53,10 @@ class IdleSweep {
   void watch(Entry& entry, const boost::asio::any_io_executor& executor);
   void forget(Entry& entry);
 
+  // The worker is shutting down: the timer is cancelled and never armed again, so that it does
+  // not keep the worker's loop alive (entries may still be forgotten).
+  void stop();
+
   std::size_t watched() const { return count_; }
   std::chrono::milliseconds period() const { return period_; }
 
@@ -65,6 +69,7 @@ class IdleSweep {
   std::size_t count_ = 0;
   std::chrono::milliseconds period_{1000};
   bool armed_ = false;
+  bool stopped_ = false;
 };
 
 }  // namespace sandgate::relay

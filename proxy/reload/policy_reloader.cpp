@@ -451,6 +451,12 @@ PolicyReloader::ConfigResult PolicyReloader::reload_config() {
   release(config_);
   ++counts_[2].ok;
   fresh->config_path = path;
+  if (!asking_forbidden_.empty() && fresh->policy.unknown == rules::UnknownMode::ask &&
+      last_loaded_.policy.unknown != rules::UnknownMode::ask) {
+    log_.note("warning", "config " + path + ": unknown changed to ask; not applied, " +
+                             asking_forbidden_);
+    fresh->policy.unknown = last_loaded_.policy.unknown;
+  }
   // Only what changed since the last load is taken: the settings in force may differ from what
   // the sources say on purpose (`run` serves without the token its environment may hold).
   const AppliedChange change = apply_reloadable(settings_, last_loaded_, *fresh);

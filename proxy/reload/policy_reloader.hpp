@@ -75,6 +75,11 @@ class PolicyReloader {
   PolicyReloader(const PolicyReloader&) = delete;
   PolicyReloader& operator=(const PolicyReloader&) = delete;
 
+  // Before start(): a reload may not turn `unknown` to ask; it keeps the mode in force and warns
+  // with `why` instead. (`run` sets up who answers questions, the user's terminal, when it
+  // starts: asking turned on later would hold requests that no one is there to answer.)
+  void forbid_asking(std::string why) { asking_forbidden_ = std::move(why); }
+
   // Starts watching on a thread of its own.
   void start();
   // Reloads every file now (SIGHUP), on the watching thread. Does not resolve the paths again.
@@ -99,6 +104,7 @@ class PolicyReloader {
   const Counts& config_counts() const { return counts_[2]; }
 
  private:
+  std::string asking_forbidden_;  // see forbid_asking(); empty: asking may be turned on
   // One watched file. Touched by the constructor, then only on the watching thread.
   struct File {
     std::string kind;         // "blocklist", "allowlist", "config"

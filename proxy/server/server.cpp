@@ -601,6 +601,7 @@ void Server::drain_step() {
     asio::post(target->io, [target] {
       target->stopping = true;
       target->close_all();
+      target->idle_sweep.stop();  // its timer must not keep the loop alive
       if (target->resolver) {
         target->resolver->shut_down();
       }

@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -38,6 +39,8 @@ constexpr std::size_t kMaxDatagram = 256 * 1024;  // above any unix or UDP datag
 // µs of the ~100 µs a connect inside `run` took: bench/results/2026-11-27/README.md). At most
 // this many at once (a blocking connect to a busy listener holds one); more calls wait their turn.
 constexpr int kMaxCallThreads = 64;
+// How often a connect that would block looks whether its caller still waits for it.
+constexpr std::chrono::milliseconds kConnectSlice{100};
 // A pool thread with nothing to do for this long ends; the next call makes one again.
 constexpr std::chrono::seconds kIdleThreadLifetime{10};
 
@@ -308,11 +311,76 @@ struct UnixConnectGuard::State {
         return fail(error);
       }
     }
-    const long result =
-        is_connect ? ::connect(socket.fd, address, length)
-                   : ::sendto(socket.fd, data.data(), data.size(),
-                              static_cast<int>(call.args[3]) | MSG_NOSIGNAL, address, length);
+    if (is_connect) {
+      return connect_for(call, socket.fd, address, length);
+    }
+    const long result = ::sendto(socket.fd, data.data(), data.size(),
+                                 static_cast<int>(call.args[3]) | MSG_NOSIGNAL, address, length);
     return result < 0 ? fail(errno) : Answer{result, 0};
+  }
+
+  // connect() on the caller's socket `fd` (a copy of its descriptor). A blocking socket's connect
+  // is made without blocking this thread for as long as it would block the caller: the socket is
+  // made non-blocking for the call (the caller is stopped in it meanwhile), the outcome waited for
+  // in slices (a full unix backlog answers EAGAIN: tried again after a short wait; TCP and the
+  // rest answer EINPROGRESS: polled), and the wait given up once the caller is gone (killed,
+  // or interrupted by a signal), so a command cannot tie up the pool with calls nobody waits
+  // for. The socket's own flags are put back before the answer.
+  Answer connect_for(const Call& call, int fd, const sockaddr* address, socklen_t length) const {
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || (flags & O_NONBLOCK) != 0) {
+      const long result = ::connect(fd, address, length);
+      return result < 0 ? fail(errno) : Answer{result, 0};
+    }
+    ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    Answer answer;
+    std::chrono::milliseconds pause{1};
+    for (;;) {
+      if (::connect(fd, address, length) == 0) {
+        answer = {0, 0};
+        break;
+      }
+      const int error = errno;
+      if (error == EINPROGRESS) {
+        answer = finish_connect(call, fd);
+        break;
+      }
+      if (error != EAGAIN || !caller_waits(call)) {
+        answer = fail(error == EAGAIN ? EINTR : error);
+        break;
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, kConnectSlice);
+    }
+    ::fcntl(fd, F_SETFL, flags);
+    return answer;
+  }
+
+  // An EINPROGRESS connect's outcome, polled in slices while the caller waits for it.
+  Answer finish_connect(const Call& call, int fd) const {
+    for (;;) {
+      pollfd ready{fd, POLLOUT, 0};
+      const int n = ::poll(&ready, 1, static_cast<int>(kConnectSlice.count()));
+      if (n > 0) {
+        int error = 0;
+        socklen_t size = sizeof error;
+        if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0) {
+          error = errno;
+        }
+        return error == 0 ? Answer{0, 0} : fail(error);
+      }
+      if (n < 0 && errno != EINTR) {
+        return fail(errno);
+      }
+      if (!caller_waits(call)) {
+        return fail(EINTR);
+      }
+    }
+  }
+
+  // Whether the caller is still stopped in the call (not killed, not interrupted).
+  bool caller_waits(const Call& call) const {
+    return seccomp_notify_id_valid(notify_fd, call.id) == 0;
   }
 
   void answer(const Call& call, const Answer& answer) const {

@@ -2036,6 +2036,37 @@ TEST_F(RunAskTest, OnceAllowsTheWaitingRequestAndTheLogSaysWhoAnsweredHow) {
   EXPECT_TRUE(pty.echo_on()) << "the user's terminal was not restored";
 }
 
+// A run that started without asking has no terminal set up for questions (and showed no mark):
+// a config reload that turns `unknown` to ask is not applied, says so, and unknown destinations
+// stay refused instead of waiting on a question nobody is asked.
+TEST_F(RunAskTest, AReloadCannotTurnAskingOnInARunThatStartedWithout) {
+  const std::string config = root_ + "/sandgate.toml";
+  std::ofstream(config) << "unknown = \"deny\"\n";
+  Pty pty;
+  const std::string go = work_ + "/go";
+  const pid_t pid = pty.start(
+      run_argv({"--config", config, "--log-file", log_path(), "--", "sh", "-c",
+                "i=0; while [ ! -e " + go + " ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); "
+                "done; " + curl_https("origin.test", "-v") + " 2>" + work_ +
+                    "/curl.err; echo curl-rc=$?"}),
+      environment(), work_);
+  std::this_thread::sleep_for(500ms);
+  std::ofstream(config) << "unknown = \"ask\"\n";
+  const std::string warning = "unknown changed to ask; not applied";
+  for (int i = 0; i < 100 && read_file(log_path()).find(warning) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_NE(read_file(log_path()).find(warning), std::string::npos) << read_file(log_path());
+  std::ofstream(go) << "";
+  const std::string shown = pty.read_until("curl-rc=");
+  pty.read_until("\n", 5s);
+  EXPECT_EQ(wait_exit(pid), 0) << shown;
+  EXPECT_EQ(shown.find("[o]nce"), std::string::npos) << shown;  // no question
+  EXPECT_NE(shown.find("curl-rc=56"), std::string::npos) << shown;  // CONNECT refused
+  EXPECT_NE(read_file(work_ + "/curl.err").find("403"), std::string::npos)
+      << read_file(work_ + "/curl.err");
+}
+
 TEST_F(RunAskTest, DenyRefusesWithAskDenied) {
   Pty pty;
   const pid_t pid = start_asking(

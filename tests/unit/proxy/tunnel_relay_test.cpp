@@ -143,6 +143,14 @@ class RelayFixture {
   int a() const { return client_.theirs; }
   int b() const { return upstream_.theirs; }
   const PipePool& pipes() const { return pipes_; }
+  // Stops the idle sweep on the relay's thread, as the drain does, and says how long the relay's
+  // loop then took to run out of work (nothing else keeps it).
+  std::chrono::steady_clock::duration stop_sweep_and_time_the_loops_end() {
+    const auto stopped = std::chrono::steady_clock::now();
+    asio::post(io_, [this] { idle_sweep_.stop(); });
+    thread_.join();
+    return std::chrono::steady_clock::now() - stopped;
+  }
   // Read once the result is in (the relay leaves the sweep before it reports its end).
   const IdleSweep& idle_sweep() const { return idle_sweep_; }
 
@@ -275,6 +283,20 @@ TEST(TunnelRelay, ActivityKeepsATunnelPastItsIdleTimeoutAndTheSweepLetsGoAtTheEn
   EXPECT_LE(quiet, 5s);
   EXPECT_EQ(f.idle_sweep().watched(), 0u);
   EXPECT_EQ(f.idle_sweep().period(), 125ms);  // an eighth of the shortest idle timeout
+}
+
+// The sweep's timer outlives the last tunnel (cancelling it at every tunnel's end would cost a
+// system call each); at shutdown stop() cancels it, so the worker's loop ends at once instead of
+// up to a period later.
+TEST(TunnelRelay, AStoppedSweepDoesNotKeepTheLoopAlive) {
+  RelayFixture f(600s);
+  f.start();
+  f.close_from_outside();
+  const auto result = f.result();
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->outcome, Outcome::aborted);
+  EXPECT_EQ(f.idle_sweep().period(), 1000ms);
+  EXPECT_LT(f.stop_sweep_and_time_the_loops_end(), 500ms);
 }
 
 TEST(TunnelRelay, WithoutAnIdleTimeoutNothingIsWatched) {

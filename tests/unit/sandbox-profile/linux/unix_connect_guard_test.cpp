@@ -153,6 +153,25 @@ TEST_F(UnixConnectGuardTest, HostSocketsAreRefusedUnlessListedAndTheChildsOwnWor
     for (auto& caller : callers) {
       caller.join();
     }
+    // Callers that die while their connects would block for ever (a listener that never
+    // accepts, more of them than the pool has threads) do not keep the pool: once they are
+    // killed, the command's next connect is made at once.
+    const int never = bound_socket(root_ + "/never.sock", SOCK_STREAM);
+    const pid_t stuck = ::fork();
+    if (stuck == 0) {
+      std::vector<std::thread> blocked;
+      for (int i = 0; i < 80; ++i) {
+        blocked.emplace_back([this] { reach(root_ + "/never.sock"); });
+      }
+      ::pause();
+      ::_exit(0);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ::kill(stuck, SIGKILL);
+    ::waitpid(stuck, nullptr, 0);
+    const auto after_kill = std::chrono::steady_clock::now();
+    const int freed = never >= 0 ? reach(root_ + "/own.sock") : -1;
+    const bool freed_soon = std::chrono::steady_clock::now() - after_kill < std::chrono::seconds(5);
     const bool checks[] = {
         reach(root_ + "/host.sock") == ECONNREFUSED,
         reach("host.sock") == ECONNREFUSED,           // relative to the working folder
@@ -165,6 +184,7 @@ TEST_F(UnixConnectGuardTest, HostSocketsAreRefusedUnlessListedAndTheChildsOwnWor
         answer != 'y' || reach(root_ + "/other.sock") == ECONNREFUSED,
         from_thread == 0,  // a call from a thread that is not the process's first
         connected.load() == 100,
+        freed == 0 && freed_soon,
     };
     for (std::size_t i = 0; i < sizeof checks; ++i) {
       if (!checks[i]) {
