@@ -109,7 +109,7 @@ class RunGate final : public sandbox::GateHandle {
     }
     // The capture's sockets, before the workers start serving (see serve_capture).
     if (!capture_.tcp.empty()) {
-      if (auto adopted = gate_->server().adopt_capture(std::move(capture_)); !adopted) {
+      if (auto adopted = gate_->adopt_capture(std::move(capture_)); !adopted) {
         gate_->log().note("error", adopted.error());
         say(adopted.error());
         return std::nullopt;

@@ -225,6 +225,10 @@ std::optional<GateError> Gate::start_admin() {
   return std::nullopt;
 }
 
+Expected<bool, std::string> Gate::adopt_capture(sandbox::CaptureSockets sockets) {
+  return server_->adopt_capture(std::move(sockets));
+}
+
 void Gate::serve(bool handle_signals) { server_->run(handle_signals); }
 
 void Gate::start_thread() {

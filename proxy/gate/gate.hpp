@@ -122,7 +122,12 @@ class Gate {
   const settings::LoadedPolicy& loaded() const { return loaded_; }
   const settings::Settings& settings() const { return settings_; }
 
+  // Capture (`sandgate run` on Linux): the capture listeners and DNS sockets are served too.
+  // After start(), before the workers run (start_thread()/serve()); see Server::adopt_capture.
+  Expected<bool, std::string> adopt_capture(sandbox::CaptureSockets sockets);
+
   log::DecisionLog& log() { return *log_; }
+  // The server, for tests that look at its workers. Commands use the Gate's own interface.
   server::Server& server() { return *server_; }
   reload::PolicyReloader& reloader() { return *reloader_; }
   launchdarkly::RemoteAllowlist* remote_allowlist() { return remote_.get(); }

@@ -4,7 +4,7 @@
 // with the service as an SDK is.
 //
 // Pure computation, no I/O and no clock of its own (times are passed in): unit-tested in
-// tests/unit/launchdarkly. Not thread-safe; each Backoff belongs to one thread.
+// tests/unit/proxy/launchdarkly. Not thread-safe; each Backoff belongs to one thread.
 #pragma once
 
 #include <chrono>

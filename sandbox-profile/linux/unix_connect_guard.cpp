@@ -28,6 +28,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <thread>
 
@@ -312,26 +313,61 @@ struct UnixConnectGuard::State {
       }
     }
     if (is_connect) {
-      return connect_for(call, socket.fd, address, length);
+      return connect_for(call, socket.fd, family, address, length);
     }
-    const long result = ::sendto(socket.fd, data.data(), data.size(),
-                                 static_cast<int>(call.args[3]) | MSG_NOSIGNAL, address, length);
-    return result < 0 ? fail(errno) : Answer{result, 0};
+    return send_for(call, socket.fd, data, static_cast<int>(call.args[3]), address, length);
   }
 
-  // connect() on the caller's socket `fd` (a copy of its descriptor). A blocking socket's connect
-  // is made without blocking this thread for as long as it would block the caller: the socket is
-  // made non-blocking for the call (the caller is stopped in it meanwhile), the outcome waited for
-  // in slices (a full unix backlog answers EAGAIN: tried again after a short wait; TCP and the
-  // rest answer EINPROGRESS: polled), and the wait given up once the caller is gone (killed,
-  // or interrupted by a signal), so a command cannot tie up the pool with calls nobody waits
-  // for. The socket's own flags are put back before the answer.
-  Answer connect_for(const Call& call, int fd, const sockaddr* address, socklen_t length) const {
+  // The call is made as the kernel would make it for the caller, but without holding a pool
+  // thread for as long as it would block the caller: a command must not be able to tie up the
+  // pool with calls nobody waits for any more. A call that would block (a blocking socket, no
+  // MSG_DONTWAIT) is made without blocking and waited for in slices, for as long as the caller
+  // still waits (it is not killed or interrupted) and within the socket's SO_SNDTIMEO, which
+  // bounds a blocking connect() and sendto() in the kernel too; the answer at that deadline is
+  // the kernel's (EAGAIN; EINPROGRESS for a connect still in progress on another family).
+
+  // How long a call on `fd` may block, by its SO_SNDTIMEO; nothing: without end.
+  static std::optional<std::chrono::steady_clock::time_point> send_deadline(int fd) {
+    timeval timeout{};
+    socklen_t size = sizeof timeout;
+    if (::getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, &size) != 0 ||
+        (timeout.tv_sec == 0 && timeout.tv_usec == 0)) {
+      return std::nullopt;
+    }
+    return std::chrono::steady_clock::now() + std::chrono::seconds(timeout.tv_sec) +
+           std::chrono::microseconds(timeout.tv_usec);
+  }
+
+  // Waits a little before trying again (1 ms, doubling up to a slice); false when the caller no
+  // longer waits or the deadline has passed.
+  bool pause_before_retry(const Call& call, std::chrono::milliseconds& pause,
+                          const std::optional<std::chrono::steady_clock::time_point>& deadline)
+      const {
+    if (!caller_waits(call) ||
+        (deadline && std::chrono::steady_clock::now() >= *deadline)) {
+      return false;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, kConnectSlice);
+    return true;
+  }
+
+  // connect() on the caller's socket `fd` (a copy of its descriptor), of family `family`. A
+  // blocking stream socket is made non-blocking for the call (the caller is stopped in it
+  // meanwhile; its flags are put back before the answer): a full unix backlog answers EAGAIN and
+  // is tried again shortly; a connect in progress (EINPROGRESS, EALREADY) is polled. A datagram
+  // socket's connect never blocks and is made as it is.
+  Answer connect_for(const Call& call, int fd, int family, const sockaddr* address,
+                     socklen_t length) const {
+    int type = 0;
+    socklen_t size = sizeof type;
+    ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size);
     const int flags = ::fcntl(fd, F_GETFL);
-    if (flags < 0 || (flags & O_NONBLOCK) != 0) {
+    if (flags < 0 || (flags & O_NONBLOCK) != 0 || type == SOCK_DGRAM) {
       const long result = ::connect(fd, address, length);
       return result < 0 ? fail(errno) : Answer{result, 0};
     }
+    const auto deadline = send_deadline(fd);
     ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
     Answer answer;
     std::chrono::milliseconds pause{1};
@@ -341,23 +377,27 @@ struct UnixConnectGuard::State {
         break;
       }
       const int error = errno;
-      if (error == EINPROGRESS) {
-        answer = finish_connect(call, fd);
+      if (error == EINPROGRESS || error == EALREADY) {
+        answer = finish_connect(call, fd, deadline);
         break;
       }
-      if (error != EAGAIN || !caller_waits(call)) {
-        answer = fail(error == EAGAIN ? EINTR : error);
+      // EAGAIN from a unix socket: the listener's backlog is full (elsewhere, as from TCP with
+      // no local port left, it is the answer).
+      if (error != EAGAIN || family != AF_UNIX || !pause_before_retry(call, pause, deadline)) {
+        answer = fail(error == EAGAIN && caller_waits(call) ? EAGAIN
+                      : error == EAGAIN                     ? EINTR
+                                                            : error);
         break;
       }
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, kConnectSlice);
     }
     ::fcntl(fd, F_SETFL, flags);
     return answer;
   }
 
-  // An EINPROGRESS connect's outcome, polled in slices while the caller waits for it.
-  Answer finish_connect(const Call& call, int fd) const {
+  // A connect in progress: its outcome, polled in slices while the caller waits for it.
+  Answer finish_connect(const Call& call, int fd,
+                        const std::optional<std::chrono::steady_clock::time_point>& deadline)
+      const {
     for (;;) {
       pollfd ready{fd, POLLOUT, 0};
       const int n = ::poll(&ready, 1, static_cast<int>(kConnectSlice.count()));
@@ -374,6 +414,35 @@ struct UnixConnectGuard::State {
       }
       if (!caller_waits(call)) {
         return fail(EINTR);
+      }
+      if (deadline && std::chrono::steady_clock::now() >= *deadline) {
+        return fail(EINPROGRESS);  // what a blocking connect says when SO_SNDTIMEO runs out
+      }
+    }
+  }
+
+  // sendto() with an address on the caller's socket. Unless the caller made it non-blocking (the
+  // socket's flag, or MSG_DONTWAIT), a full receiver is waited for as above, with MSG_DONTWAIT
+  // on each try (no flag of the socket's is changed).
+  Answer send_for(const Call& call, int fd, const std::vector<char>& data, int flags,
+                  const sockaddr* address, socklen_t length) const {
+    const int file_flags = ::fcntl(fd, F_GETFL);
+    const bool caller_blocks =
+        file_flags >= 0 && (file_flags & O_NONBLOCK) == 0 && (flags & MSG_DONTWAIT) == 0;
+    const auto deadline = caller_blocks ? send_deadline(fd) : std::nullopt;
+    std::chrono::milliseconds pause{1};
+    for (;;) {
+      const long result = ::sendto(fd, data.data(), data.size(),
+                                   flags | MSG_NOSIGNAL | MSG_DONTWAIT, address, length);
+      if (result >= 0) {
+        return {result, 0};
+      }
+      const int error = errno;
+      if ((error != EAGAIN && error != EWOULDBLOCK) || !caller_blocks) {
+        return fail(error);
+      }
+      if (!pause_before_retry(call, pause, deadline)) {
+        return fail(caller_waits(call) ? EAGAIN : EINTR);
       }
     }
   }

@@ -9,8 +9,8 @@
       -> proxy/launchdarkly, proxy/reload, proxy/admin, proxy/ask
       -> proxy/log
       -> proxy/dns                     the resolver and its cache
-      -> proxy/settings, proxy/watch, proxy/relay, proxy/metrics, proxy/net, proxy/socks,
-         proxy/capture                 typed settings; the pieces below a session
+      -> proxy/settings, proxy/watch, proxy/relay, proxy/metrics, proxy/socks, proxy/capture
+                                       typed settings; the pieces below a session
       -> sandbox-profile, proxy/parent confinement; takes its own options, knows nothing of proxy/;
                                        the parent proxy's values (settings hold them typed)
       -> rules, config, proxy/json, proxy/asio
@@ -26,8 +26,8 @@ import sys
 LAYERS = [
     ["rules", "config", "proxy/json", "proxy/asio"],
     ["sandbox-profile", "connect-proxy", "proxy/parent"],
-    ["proxy/settings", "proxy/watch", "proxy/relay", "proxy/metrics", "proxy/net",
-     "proxy/socks", "proxy/capture"],
+    ["proxy/settings", "proxy/watch", "proxy/relay", "proxy/metrics", "proxy/socks",
+     "proxy/capture"],
     ["proxy/dns"],
     ["proxy/log"],
     ["proxy/launchdarkly", "proxy/reload", "proxy/admin", "proxy/ask"],

@@ -2044,13 +2044,19 @@ TEST_F(RunAskTest, AReloadCannotTurnAskingOnInARunThatStartedWithout) {
   std::ofstream(config) << "unknown = \"deny\"\n";
   Pty pty;
   const std::string go = work_ + "/go";
+  const std::string ready = work_ + "/ready";
   const pid_t pid = pty.start(
       run_argv({"--config", config, "--log-file", log_path(), "--", "sh", "-c",
-                "i=0; while [ ! -e " + go + " ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); "
-                "done; " + curl_https("origin.test", "-v") + " 2>" + work_ +
+                "touch " + ready + "; i=0; while [ ! -e " + go +
+                    " ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; " +
+                    curl_https("origin.test", "-v") + " 2>" + work_ +
                     "/curl.err; echo curl-rc=$?"}),
       environment(), work_);
-  std::this_thread::sleep_for(500ms);
+  // The command runs: the gate and its reloader have started.
+  for (int i = 0; i < 200 && !fs::exists(ready); ++i) {
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(fs::exists(ready));
   std::ofstream(config) << "unknown = \"ask\"\n";
   const std::string warning = "unknown changed to ask; not applied";
   for (int i = 0; i < 100 && read_file(log_path()).find(warning) == std::string::npos; ++i) {

@@ -2,7 +2,7 @@
 // sockets: no credentials or wrong ones get 407 with the challenge and a Proxy-Status, the right
 // token opens tunnels and forwards plain HTTP, every request of a kept-alive connection is
 // checked, the header never reaches the origin, denials are logged and counted with their
-// reason. The parser: tests/unit/proxy/proxy_authorization_test.cpp; the real curl,
+// reason. The parser: tests/unit/proxy/session/proxy_authorization_test.cpp; the real curl,
 // sandgate-connect and executable: tests/e2e/auth_e2e_test.cpp.
 #include <gtest/gtest.h>
 

@@ -111,6 +111,7 @@ TEST_F(UnixConnectGuardTest, HostSocketsAreRefusedUnlessListedAndTheChildsOwnWor
     if (::unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0) {
       ::_exit(100);
     }
+    ::alarm(60);  // a check that hangs (an accept nobody connects to) fails instead
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
       ::_exit(101);
     }
@@ -172,6 +173,36 @@ TEST_F(UnixConnectGuardTest, HostSocketsAreRefusedUnlessListedAndTheChildsOwnWor
     const auto after_kill = std::chrono::steady_clock::now();
     const int freed = never >= 0 ? reach(root_ + "/own.sock") : -1;
     const bool freed_soon = std::chrono::steady_clock::now() - after_kill < std::chrono::seconds(5);
+    // A blocking connect to a full backlog ends at the socket's SO_SNDTIMEO with EAGAIN, as the
+    // kernel's own does.
+    const int full = bound_socket(root_ + "/full.sock", SOCK_STREAM);
+    std::vector<int> fillers;
+    for (int i = 0; i < 64 && full >= 0; ++i) {
+      const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+      sockaddr_un to{};
+      to.sun_family = AF_UNIX;
+      std::snprintf(to.sun_path, sizeof to.sun_path, "%s", (root_ + "/full.sock").c_str());
+      fillers.push_back(fd);
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+        break;  // EAGAIN: the backlog is full
+      }
+    }
+    int timed_out = -1;
+    const auto before_timeout = std::chrono::steady_clock::now();
+    {
+      const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      timeval limit{0, 300 * 1000};
+      ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
+      sockaddr_un to{};
+      to.sun_family = AF_UNIX;
+      std::snprintf(to.sun_path, sizeof to.sun_path, "%s", (root_ + "/full.sock").c_str());
+      timed_out = ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0 ? 0 : errno;
+      ::close(fd);
+    }
+    const auto waited = std::chrono::steady_clock::now() - before_timeout;
+    for (int fd : fillers) {
+      ::close(fd);
+    }
     const bool checks[] = {
         reach(root_ + "/host.sock") == ECONNREFUSED,
         reach("host.sock") == ECONNREFUSED,           // relative to the working folder
@@ -185,6 +216,8 @@ TEST_F(UnixConnectGuardTest, HostSocketsAreRefusedUnlessListedAndTheChildsOwnWor
         from_thread == 0,  // a call from a thread that is not the process's first
         connected.load() == 100,
         freed == 0 && freed_soon,
+        timed_out == EAGAIN && waited >= std::chrono::milliseconds(250) &&
+            waited < std::chrono::seconds(5),
     };
     for (std::size_t i = 0; i < sizeof checks; ++i) {
       if (!checks[i]) {
