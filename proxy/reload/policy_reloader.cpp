@@ -462,14 +462,17 @@ PolicyReloader::ConfigResult PolicyReloader::reload_config() {
   const AppliedChange change = apply_reloadable(settings_, last_loaded_, *fresh);
   const auto not_applied = compare_settings(started_, *fresh).need_restart;
   last_loaded_ = std::move(*fresh);
-  log_.note("info", "reloaded " + path + ": " +
-                        (change.applied.empty() ? std::string("no reloadable setting changed")
-                                                : "applied " + join(change.applied)));
+  ConfigResult result{change.policy, !change.applied.empty(), {}};
+  result.notes.emplace_back(
+      "info", "reloaded " + path + ": " +
+                  (change.applied.empty() ? std::string("no reloadable setting changed")
+                                          : "applied " + join(change.applied)));
   for (const auto& name : not_applied) {
-    log_.note("warning", "config " + path + ": " + name +
-                             " changed; not applied, in force only after a restart");
+    result.notes.emplace_back("warning", "config " + path + ": " + name +
+                                             " changed; not applied, in force only after a "
+                                             "restart");
   }
-  return {change.policy, !change.applied.empty()};
+  return result;
 }
 
 void PolicyReloader::reload(const std::vector<std::string>& changed, bool everything) {
@@ -481,6 +484,12 @@ void PolicyReloader::reload(const std::vector<std::string>& changed, bool everyt
   std::shared_ptr<const rules::DomainSet> allowlist = base->shared_allowlist();
   bool any = false;            // the policy changes
   bool settings_changed = false;  // a reloadable setting changed
+  std::vector<std::pair<std::string, std::string>> config_notes;  // said after publishing
+  const auto say_config_notes = [&] {
+    for (const auto& [level, text] : config_notes) {
+      log_.note(level, text);
+    }
+  };
 
   for (File* file : {&lists_[0], &lists_[1], &config_}) {
     if (!file->path.empty() && file->given != file->path && touched(file->given)) {
@@ -488,9 +497,10 @@ void PolicyReloader::reload(const std::vector<std::string>& changed, bool everyt
     }
   }
   if (!config_.path.empty() && touched(config_.path)) {
-    const ConfigResult result = reload_config();
+    ConfigResult result = reload_config();
     any |= result.policy;
     settings_changed |= result.settings;
+    config_notes = std::move(result.notes);
   }
   if (touched(lists_[0].path)) {
     if (everything) {
@@ -511,6 +521,7 @@ void PolicyReloader::reload(const std::vector<std::string>& changed, bool everyt
     }
   }
   if (!any && !settings_changed) {
+    say_config_notes();
     return;
   }
   auto policy =
@@ -521,6 +532,7 @@ void PolicyReloader::reload(const std::vector<std::string>& changed, bool everyt
   }
   publish_(std::move(policy), std::make_shared<const Settings>(settings_));
   ++generation_;
+  say_config_notes();
 }
 
 }  // namespace sandgate::reload

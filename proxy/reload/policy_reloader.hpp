@@ -123,6 +123,10 @@ class PolicyReloader {
   struct ConfigResult {
     bool policy = false;    // a policy option changed: build a new Policy
     bool settings = false;  // a reloadable setting changed: publish new settings
+    // What the reload says ("reloaded ...: applied ...", the restart-only warnings), logged
+    // once the new settings are published: a client that sees "applied" and connects is served
+    // with them (the workers take the update before any connection accepted after it).
+    std::vector<std::pair<std::string, std::string>> notes;  // level, text
   };
   ConfigResult reload_config();
   // Warns when a configured path now leads somewhere other than the file read.

@@ -456,7 +456,10 @@ TEST(LaunchDarklyListMode, FailoverUntilTheFirstListThenTheLastGoodListThroughOu
   EXPECT_THAT(before.proxy_status, HasSubstr("no list received"));
 
   fake.set_behaviour(Behaviour::normal);
-  ASSERT_TRUE(eventually(*proxy, "allowed.test", origin.port(), 200));  // the stream's put
+  ASSERT_TRUE(eventually(*proxy, "allowed.test", origin.port(), 200));  // the first list
+  // The list may have come from the fetch before the stream opened; closing streams
+  // the fake has not yet accepted would close nothing.
+  ASSERT_TRUE(fake.wait_for_streams(1, 10s));
 
   // LaunchDarkly goes away: the last good list stays.
   fake.set_behaviour(Behaviour::refuse);
