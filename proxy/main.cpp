@@ -18,6 +18,7 @@
 #include "proxy/commands/sandbox_view.hpp"
 #include "proxy/commands/serve.hpp"
 #include "proxy/settings/settings.hpp"
+#include "proxy/settings/load.hpp"
 #include "sandbox-profile/macos/profile_command.hpp"
 #include "sandbox-profile/supervisor/run_confined.hpp"
 

@@ -6,7 +6,7 @@
 #include "proxy/dns/local_addresses.hpp"
 #include "proxy/dns/resolve_report.hpp"
 #include "proxy/launchdarkly/remote_allowlist.hpp"
-#include "proxy/session/parent_dial.hpp"
+#include "proxy/settings/parent_route.hpp"
 #include "proxy/settings/policy_loader.hpp"
 #include "rules/host.hpp"
 #include "rules/local_addresses.hpp"
@@ -116,7 +116,7 @@ int run_check(const settings::Settings& settings, std::string_view target, std::
   if (settings.parent_proxy) {
     // Through a parent the gate does not resolve the name, so what it resolves to is not
     // checked (and --resolve would check what the gate never looks up).
-    const auto* parent = session::parent_for(settings, authority->host, authority->port);
+    const auto* parent = settings::parent_for(settings, authority->host, authority->port);
     if (parent == nullptr) {
       out << "parent: none (excluded by the parent proxy exclusions: dialled directly)\n";
     } else {

@@ -15,6 +15,7 @@
 #include "proxy/commands/run_summary.hpp"
 #include "proxy/commands/sandbox_view.hpp"
 #include "proxy/gate/gate.hpp"
+#include "proxy/settings/load.hpp"
 
 namespace sandgate::commands {
 namespace {

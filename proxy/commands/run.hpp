@@ -4,6 +4,7 @@
 #pragma once
 
 #include "proxy/settings/settings.hpp"
+#include "proxy/settings/load.hpp"
 #include "sandbox-profile/supervisor/run_confined.hpp"
 
 namespace sandgate::commands {

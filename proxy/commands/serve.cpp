@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "proxy/gate/gate.hpp"
+#include "proxy/settings/load.hpp"
 
 namespace sandgate::commands {
 namespace {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "proxy/settings/settings.hpp"
+#include "proxy/settings/load.hpp"
 
 namespace sandgate::commands {
 

@@ -10,7 +10,7 @@
 #include <optional>
 #include <vector>
 
-#include "proxy/dns/resolver.hpp"
+#include "proxy/dns/resolve_error.hpp"
 
 namespace sandgate::dns {
 

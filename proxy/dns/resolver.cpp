@@ -166,24 +166,6 @@ Resolution failure(ResolveError error) {
 
 }  // namespace
 
-std::string_view to_string(ResolveError error) {
-  switch (error) {
-    case ResolveError::none:
-      return "none";
-    case ResolveError::not_found:
-      return "not_found";
-    case ResolveError::timeout:
-      return "timeout";
-    case ResolveError::server_failure:
-      return "server_failure";
-    case ResolveError::cancelled:
-      return "cancelled";
-    case ResolveError::bad_name:
-      return "bad_name";
-  }
-  return "unknown";
-}
-
 struct Resolver::Impl {
   // One socket c-ares asked us to watch. Shared with the waits in flight on it, which may
   // complete after c-ares has closed it.

@@ -22,6 +22,7 @@
 #include <system_error>
 #include <vector>
 
+#include "proxy/dns/resolve_error.hpp"
 #include "proxy/settings/endpoint.hpp"
 
 namespace sandgate::dns {
@@ -46,16 +47,6 @@ struct ResolverOptions {
   std::chrono::milliseconds hosts_check_interval{1000};
 };
 
-// Why a lookup produced no address. Stable codes for logs and Proxy-Status.
-enum class ResolveError : std::uint8_t {
-  none,
-  not_found,       // NXDOMAIN, or the name has no A/AAAA records
-  timeout,         // no answer within ResolverOptions::timeout
-  server_failure,  // SERVFAIL, REFUSED, malformed replies, connection refused by the server
-  cancelled,       // the resolver was destroyed or the lookup cancelled
-  bad_name,        // c-ares refused the name
-};
-std::string_view to_string(ResolveError);
 
 struct Resolution {
   ResolveError error = ResolveError::none;

@@ -10,7 +10,7 @@
 #include "proxy/ask/admin_routes.hpp"
 #include "proxy/ask/list_append.hpp"
 #include "proxy/metrics/prometheus.hpp"
-#include "proxy/session/parent_dial.hpp"
+#include "proxy/settings/parent_route.hpp"
 
 namespace sandgate::gate {
 namespace {
@@ -92,7 +92,7 @@ std::optional<GateError> Gate::start(std::optional<int> listener) {
   }
   port_ = endpoint->port();
   if (settings_.parent_proxy) {
-    log_->note("warning", session::describe_parent(settings_));
+    log_->note("warning", settings::describe_parent(settings_));
   }
 
   if (!settings_.launchdarkly_client_id.empty()) {

@@ -37,6 +37,7 @@
 #include "proxy/server/server.hpp"
 #include "proxy/settings/policy_loader.hpp"
 #include "proxy/settings/settings.hpp"
+#include "proxy/settings/load.hpp"
 #include "rules/expected.hpp"
 
 namespace sandgate::gate {

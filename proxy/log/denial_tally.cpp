@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include "proxy/log/decision_log.hpp"
 
 namespace sandgate::log {
 namespace {

@@ -16,9 +16,9 @@
 #include <tuple>
 #include <vector>
 
-namespace sandgate::log {
+#include "proxy/log/record.hpp"
 
-struct Record;
+namespace sandgate::log {
 
 // One destination refused for one reason, and how often.
 struct DeniedDestination {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "proxy/settings/load.hpp"
 #include "proxy/settings/policy_loader.hpp"
 
 namespace sandgate::reload {

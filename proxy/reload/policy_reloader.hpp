@@ -28,6 +28,7 @@
 
 #include "proxy/log/decision_log.hpp"
 #include "proxy/settings/settings.hpp"
+#include "proxy/settings/load.hpp"
 #include "proxy/watch/file_watcher.hpp"
 #include "rules/policy.hpp"
 

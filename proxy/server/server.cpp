@@ -42,6 +42,7 @@
 #include <tuple>
 
 #include "proxy/dns/resolver_settings.hpp"
+#include "proxy/launchdarkly/remote_allowlist.hpp"
 #include "proxy/session/capture_session.hpp"
 #include "proxy/session/client_session.hpp"
 

@@ -23,7 +23,7 @@
 #include "rules/ip_address.hpp"
 
 #ifdef __linux__
-#include "sandbox-profile/linux/capture_network.hpp"
+#include "sandbox-profile/linux/original_destination.hpp"
 #endif
 
 namespace sandgate::session {
@@ -327,24 +327,26 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
   context.begin_request();
   const auto target = captured_target(context.client, book);
   if (!target) {
-    co_await refuse_tunnel(context, kCaptureFront, rules::Reason::invalid_host, "-", 0,
-                           "the connection carries no original destination (it did not come "
-                           "through the capture's redirect).");
+    co_await refuse_tunnel(context, kCaptureFront, "-", 0,
+                           {rules::Reason::invalid_host,
+                            "the connection carries no original destination (it did not come "
+                            "through the capture's redirect)."});
     co_return;
   }
   const std::string display = target->host.display();
   if (target->direct) {
-    co_await refuse_tunnel(context, kCaptureFront, rules::Reason::loopback, display, target->port,
-                           "the connection was made to the capture listener itself, not "
-                           "redirected from a server the command dialled: there is nothing "
-                           "behind it to reach.");
+    co_await refuse_tunnel(context, kCaptureFront, display, target->port,
+                           {rules::Reason::loopback,
+                            "the connection was made to the capture listener itself, not "
+                            "redirected from a server the command dialled: there is nothing "
+                            "behind it to reach."});
     co_return;
   }
   if (target->unassigned) {
-    co_await refuse_tunnel(context, kCaptureFront, rules::Reason::invalid_host, display,
-                           target->port,
-                           "a synthetic address the gate's DNS has not handed out: it stands for "
-                           "no server (resolve the name again).");
+    co_await refuse_tunnel(context, kCaptureFront, display, target->port,
+                           {rules::Reason::invalid_host,
+                            "a synthetic address the gate's DNS has not handed out: it stands "
+                            "for no server (resolve the name again)."});
     co_return;
   }
   boost::beast::flat_buffer buffer(kFirstBytesLimit);
@@ -358,9 +360,10 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
     // open_tunnel asks or reports it after the Host check.)
     const rules::Decision decision = context.policy->decide(target->host, target->port);
     if (!decision.allowed() && !decision.ask && !context.reports(decision.reason)) {
-      co_await refuse_tunnel(context, kCaptureFront, decision.reason, display, target->port,
-                             context.policy->explain(decision, target->host, target->port),
-                             rules::rule_text(decision));
+      co_await refuse_tunnel(context, kCaptureFront, display, target->port,
+                             {decision.reason,
+                              context.policy->explain(decision, target->host, target->port),
+                              rules::rule_text(decision)});
       co_return;
     }
     const HostCheck check = co_await check_http_host(context, target->host.name, buffer);
@@ -368,8 +371,8 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
       co_return;
     }
     if (check.result == HostCheck::Result::refused) {
-      co_await refuse_tunnel(context, kCaptureHttpFront, check.reason, display, target->port,
-                             check.sentence);
+      co_await refuse_tunnel(context, kCaptureHttpFront, display, target->port,
+                             {check.reason, check.sentence});
       co_return;
     }
     if (check.result == HostCheck::Result::match) {

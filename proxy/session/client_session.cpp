@@ -94,7 +94,7 @@ asio::awaitable<void> reply_and_log(SessionContext& context, rules::Reason reaso
                                     std::string_view method, std::string_view host,
                                     std::uint16_t port, std::string_view sentence,
                                     std::string_view rule, DeniedAt at) {
-  record_refusal(context, method, reason, host, port, sentence, rule);
+  record_refusal(context, method, host, port, {reason, std::string(sentence), std::string(rule), at});
   const std::string reply = build_reply(reason, sentence, at);
   co_await asio::async_write(context.client, asio::buffer(reply), use_tuple);
   co_await close_gracefully(context.client);

@@ -10,11 +10,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
-#include "proxy/session/fault_injection.hpp"
 #include "proxy/session/handlers.hpp"
-#include "proxy/session/parent_dial.hpp"
 #include "proxy/session/tunnel_session.hpp"
-#include "proxy/session/upstream_dial.hpp"
 #include "rules/host.hpp"
 #include "rules/ssh_identification.hpp"
 #include "rules/tls_client_hello.hpp"
@@ -162,16 +159,47 @@ asio::awaitable<void> watch_early_bytes(SessionContext& context,
   }
 }
 
+// A tunnel between admission and its relay: what its steps share.
+struct TunnelSetup {
+  TunnelSetup(SessionContext& c, std::string_view m, const rules::Host& h, std::uint16_t p,
+              std::string address, std::string admission_note)
+      : context(c),
+        method(m),
+        host(h),
+        display(h.display()),
+        port(p),
+        upstream_address(std::move(address)),
+        note(std::move(admission_note)) {}
+
+  SessionContext& context;
+  std::string_view method;  // the front end's, for the log
+  const rules::Host& host;
+  std::string display;  // host as the log names it
+  std::uint16_t port;
+  std::string upstream_address;  // what was connected to, for the log
+  Destination destination;       // registered for reloads once the first bytes were judged
+  std::string note;              // for the allow line: what the operator should know
+  boost::system::error_code write_error;  // a write to either side failed during the set-up
+  std::uint64_t early_up = 0;             // bytes passed on before the relay took over
+  std::uint64_t early_down = 0;
+  std::optional<rules::SshIdentificationWatch> ssh_watch;  // undecided: the relay goes on
+
+  void add_note(std::string_view more) {
+    if (!more.empty()) {
+      note = note.empty() ? std::string(more) : note + "; " + std::string(more);
+    }
+  }
+};
+
 // A tunnel's log line, its verdict and reason still to be set by the caller.
-log::Record connect_line(const SessionContext& context, std::string_view method,
-                         std::string_view host, std::uint16_t port, std::string_view address,
-                         std::string_view rule, std::string_view detail) {
+log::Record connect_line(const TunnelSetup& setup, std::string_view address, std::string_view rule,
+                         std::string_view detail) {
   log::Record line;
-  line.connection_id = context.id;
-  line.client = context.client_address;
-  line.method = method;
-  line.host = host;
-  line.port = port;
+  line.connection_id = setup.context.id;
+  line.client = setup.context.client_address;
+  line.method = setup.method;
+  line.host = setup.display;
+  line.port = setup.port;
   line.rule = rule;
   line.address = address;
   line.detail = detail;
@@ -180,14 +208,130 @@ log::Record connect_line(const SessionContext& context, std::string_view method,
 
 // Logs a denial taken after success was sent (the client already speaks TLS or SSH, so no reply
 // of the front end's can reach it) and closes both sides; its handshake fails.
-void deny_established(SessionContext& context, std::string_view method, std::string_view host,
-                      std::uint16_t port, std::string_view address, rules::Reason reason,
-                      std::string_view rule, std::string_view detail) {
-  context.record_decision(connect_line(context, method, host, port, address, rule, detail),
-                          reason);
+void deny_established(TunnelSetup& setup, rules::Reason reason, std::string_view rule,
+                      std::string_view detail) {
+  setup.context.record_decision(connect_line(setup, setup.upstream_address, rule, detail), reason);
   boost::system::error_code ignored;
-  context.client.close(ignored);
-  context.upstream.close(ignored);
+  setup.context.client.close(ignored);
+  setup.context.upstream.close(ignored);
+}
+
+// A denial of the client's first bytes, unless report-only mode lets it through: false when the
+// tunnel was denied (logged, closed).
+bool first_bytes_pass(TunnelSetup& setup, const rules::Decision& decision,
+                      const rules::Host& judged) {
+  SessionContext& context = setup.context;
+  if (decision.allowed() || context.report_instead(decision, judged, setup.port)) {
+    return true;
+  }
+  deny_established(setup, decision.reason, rules::rule_text(decision),
+                   context.policy->explain(decision, setup.host, setup.port));
+  return false;
+}
+
+// What the parent sent behind its head came from the destination: it follows the success
+// reply, before anything else is read.
+asio::awaitable<void> pass_parent_bytes(TunnelSetup& setup,
+                                        boost::beast::flat_buffer& from_parent) {
+  if (!setup.write_error && from_parent.size() > 0) {
+    auto [error, written] =
+        co_await asio::async_write(setup.context.client, from_parent.data(), use_tuple);
+    setup.write_error = error;
+    setup.early_down = written;
+  }
+  from_parent = boost::beast::flat_buffer();
+}
+
+// On a TLS port, what the client sends first decides before a byte goes upstream: the protocol
+// actually spoken, not the port number (inspect_first_bytes). On other ports the client's stream
+// is read as a tolerant SSH server reads it (rules/ssh_identification.hpp): bytes that came with
+// the request are looked at here, and the relay watches what follows from where they left off
+// (server-first protocols must still work, so nothing waits for them here). False when the
+// tunnel is over (denied, or the drain or a reload ended it; logged either way).
+asio::awaitable<bool> look_at_first_bytes(TunnelSetup& setup, boost::beast::flat_buffer& buffer) {
+  SessionContext& context = setup.context;
+  const auto& tls_ports = context.settings().tls_ports;
+  const bool tls_port = context.settings().sni_check &&
+                        std::find(tls_ports.begin(), tls_ports.end(), setup.port) != tls_ports.end();
+  if (tls_port) {
+    const FirstBytes first = co_await inspect_first_bytes(context, setup.host, setup.port, buffer);
+    if (!context.still_wanted(setup.method, setup.display, setup.port) ||
+        !first_bytes_pass(setup, first.decision, first.tls_name.value_or(setup.host))) {
+      co_return false;
+    }
+    setup.destination.ssh = first.ssh;
+    if (first.tls_name) {
+      setup.destination.tls_name = std::make_shared<const rules::Host>(*first.tls_name);
+    }
+    setup.add_note(first.note);
+    co_return true;
+  }
+  auto& watch = setup.ssh_watch.emplace();
+  if (buffer.size() > 0) {
+    co_await watch_early_bytes(context, buffer, watch);
+    if (!context.still_wanted(setup.method, setup.display, setup.port)) {
+      co_return false;
+    }
+  }
+  if (watch.verdict() == rules::SshIdentificationWatch::Verdict::ssh) {
+    if (!first_bytes_pass(setup, context.policy->decide_ssh(setup.host), setup.host)) {
+      co_return false;
+    }
+    setup.destination.ssh = true;
+  }
+  if (watch.verdict() != rules::SshIdentificationWatch::Verdict::undecided) {
+    setup.ssh_watch.reset();  // decided: the relay need not look
+  }
+  co_return true;
+}
+
+// The tunnel's decision line: allowed, or (report-only mode) the first denial let through.
+void record_tunnel_decision(TunnelSetup& setup, const std::string& rule) {
+  SessionContext& context = setup.context;
+  if (const auto& why = context.reported) {
+    context.record_decision(connect_line(setup, setup.upstream_address, why->rule, why->sentence),
+                            why->reason, false);
+  } else {
+    context.record_decision(connect_line(setup, setup.upstream_address, rule, setup.note),
+                            rules::Reason::allowed);
+  }
+}
+
+// Passes on what the client sent so far (the start of the tunnelled stream: a TLS ClientHello,
+// possibly sent before our 200 arrived), then hands the sockets to a TunnelSession and lets the
+// set-up's coroutines finish, so a long-lived tunnel holds no coroutine frames. A write that
+// failed during the set-up ends the tunnel here, with its end line.
+asio::awaitable<void> hand_over(TunnelSetup& setup, boost::beast::flat_buffer& buffer) {
+  SessionContext& context = setup.context;
+  if (!setup.write_error && buffer.size() > 0) {
+    auto [error, forwarded] = co_await asio::async_write(context.upstream, buffer.data(), use_tuple);
+    setup.write_error = error;
+    setup.early_up = forwarded;
+    if (!context.still_wanted(setup.method, setup.display, setup.port)) {
+      co_return;
+    }
+  }
+  // The head buffer is done with: free it before a possibly long-lived tunnel.
+  buffer = boost::beast::flat_buffer();
+
+  if (setup.write_error) {
+    boost::system::error_code ignored;
+    context.client.close(ignored);
+    context.upstream.close(ignored);
+    const std::string detail =
+        "the tunnel broke while it was being set up: " + setup.write_error.message() + ".";
+    log::Record end = connect_line(setup, {}, {}, detail);
+    end.event = log::Record::Event::end;
+    end.outcome = "reset";
+    end.bytes_up = setup.early_up;
+    end.duration_ms = context.elapsed_ms();
+    context.record_end(end);
+    co_return;
+  }
+  Destination registered = std::move(*context.live.destination);
+  context.live.destination.reset();
+  TunnelSession::start(context, setup.display, std::move(registered), setup.early_up,
+                       std::move(setup.ssh_watch), std::string(setup.method), setup.early_down);
 }
 
 asio::awaitable<void> send_http_refusal(SessionContext& context, rules::Reason reason,
@@ -206,26 +350,11 @@ constexpr TunnelFrontEnd kHttpConnectFront{"CONNECT", &send_http_refusal, &send_
 
 }  // namespace
 
-void record_refusal(SessionContext& context, std::string_view method, rules::Reason reason,
-                    std::string_view host, std::uint16_t port, std::string_view sentence,
-                    std::string_view rule) {
-  log::Record record;
-  record.connection_id = context.id;
-  record.client = context.client_address;
-  record.method = method;
-  record.host = host;
-  record.port = port;
-  record.rule = rule;
-  record.detail = sentence;
-  context.record_decision(record, reason);
-}
-
 asio::awaitable<void> refuse_tunnel(SessionContext& context, const TunnelFrontEnd& front,
-                                    rules::Reason reason, std::string_view host,
-                                    std::uint16_t port, std::string_view sentence,
-                                    std::string_view rule, DeniedAt at) {
-  record_refusal(context, front.method, reason, host, port, sentence, rule);
-  co_await front.send_refusal(context, reason, sentence, at);
+                                    std::string_view host, std::uint16_t port,
+                                    const Refusal& refusal) {
+  record_refusal(context, front.method, host, port, refusal);
+  co_await front.send_refusal(context, refusal.reason, refusal.sentence, refusal.at);
   co_await close_gracefully(context.client);
 }
 
@@ -245,9 +374,10 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   // 1. Authority form only, parsed strictly: what is checked is what will be dialled.
   auto authority = rules::parse_authority(raw_target);
   if (!authority) {
-    co_await refuse_tunnel(context, kHttpConnectFront, rules::Reason::invalid_host, raw_target, 0,
-                           "'" + raw_target + "' is not a valid CONNECT target (host:port): " +
-                               std::string(rules::to_string(authority.error())) + ".");
+    co_await refuse_tunnel(context, kHttpConnectFront, raw_target, 0,
+                           {rules::Reason::invalid_host,
+                            "'" + raw_target + "' is not a valid CONNECT target (host:port): " +
+                                std::string(rules::to_string(authority.error())) + "."});
     co_return;
   }
   co_await open_tunnel(context, kHttpConnectFront, authority->host, authority->port, buffer);
@@ -256,201 +386,42 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
 asio::awaitable<void> open_tunnel(SessionContext& context, const TunnelFrontEnd& front,
                                   const rules::Host& host, std::uint16_t port,
                                   boost::beast::flat_buffer& buffer) {
-  const std::string_view method = front.method;
-  const std::string display = host.display();
-
-  // 2. The policy. Report-only mode lets a policy denial through, logged as would-deny on the
-  // tunnel's decision line below; a destination no rule decides may wait on a question.
-  context.reported.reset();
-  rules::Decision decision = context.policy->decide(host, port);
-  if (decision.ask && !context.reports(decision.reason)) {
-    auto answered = co_await ask_about(context, method, host, port);
-    if (!answered) {
-      co_return;
-    }
-    decision = *answered;
-    if (!context.still_wanted(method, display, port)) {
-      co_return;
-    }
-  }
-  if (!decision.allowed() && !context.report_instead(decision, host, port)) {
-    co_await refuse_tunnel(context, front, decision.reason, display, port,
-                           context.policy->explain(decision, host, port),
-                           rules::rule_text(decision));
-    co_return;
-  }
-  fault_point("connect-decided");
-
-  // 3. LaunchDarkly, when enabled. Its answer may come after the drain closed the connection.
-  std::optional<launchdarkly::Answer> remote;
-  if (launchdarkly::RemoteAllowlist* allowlist = context.worker.shared.remote_allowlist) {
-    remote = co_await allowlist->check(host, port);
-  }
-  if (!context.still_wanted(method, display, port)) {
-    co_return;
-  }
-  if (remote && !remote->allowed) {
-    if (!context.reports(remote->reason)) {
-      co_await refuse_tunnel(context, front, remote->reason, display, port, remote->detail + ".",
-                             remote_allowlist_rule(*remote));
-      co_return;
-    }
-    context.keep_reported(remote->reason, remote_allowlist_rule(*remote), remote->detail + ".");
-  }
-
-  // 4. Resolve, check the addresses, connect; or, through a parent proxy, connect to it and
-  // have it connect (the parent resolves the name: the address rules on it cannot run here).
-  const parent::ParentAddress* parent = parent_for(context.settings(), host, port);
+  // 2-4. The admission pipeline: the policy, a question, LaunchDarkly, the dial.
   boost::beast::flat_buffer from_parent;  // the destination's first bytes, behind the parent's head
-  DialResult dial;
-  if (parent != nullptr) {
-    dial = co_await connect_through_parent(context, *parent, host, port, from_parent);
-  } else {
-    dial = co_await dial_upstream(context, host, port);
-  }
-  if (!context.still_wanted(method, display, port)) {
+  const Admission admission =
+      co_await admit(context, front.method, host, port, UpstreamUse::tunnel, from_parent);
+  if (admission.refused()) {
+    co_await refuse_tunnel(context, front, host.display(), port, admission.refusal);
     co_return;
   }
-  if (!dial.connected) {
-    co_await refuse_tunnel(context, front, dial.reason, display, port, dial.sentence, {},
-                           dial.denied_at());
+  if (!admission.admitted()) {
     co_return;
   }
-  const std::string upstream_address = to_text(dial.endpoint);
-  const std::string rule = rules::rule_text(decision);
+  TunnelSetup setup(context, front.method, host, port, to_text(admission.endpoint),
+                    admission.note());
+  setup.destination.host = host;
+  setup.destination.port = port;
+  setup.destination.answered = admission.decision.answered;
+  setup.destination.address = admission.dialled;
 
-  Destination destination;
-  destination.host = host;
-  destination.port = port;
-  destination.answered = decision.answered;
-  if (!host.is_ip() && parent == nullptr) {
-    destination.address = to_rules_address(dial.endpoint.address());
-  }
-
-  // 5. Tell the client the tunnel is up. On a TLS port, look at what it sends first before a
-  // byte goes upstream: the protocol actually spoken decides, not the port number. On other
-  // ports the relay watches the first bytes for SSH (server-first protocols must still work, so
-  // nothing waits for them here).
-  boost::system::error_code write_error = co_await front.send_established(context);
-  // What the parent sent behind its head came from the destination: it follows the success
-  // reply, before anything else is read.
-  std::uint64_t early_down = 0;
-  if (!write_error && from_parent.size() > 0) {
-    auto [error, written] =
-        co_await asio::async_write(context.client, from_parent.data(), use_tuple);
-    write_error = error;
-    early_down = written;
-  }
-  from_parent = boost::beast::flat_buffer();
-  const auto& tls_ports = context.settings().tls_ports;
-  const bool inspect = context.settings().sni_check &&
-                       std::find(tls_ports.begin(), tls_ports.end(), port) != tls_ports.end();
-  std::string note = remote_allowlist_note(remote);
-  if (parent != nullptr) {
-    const std::string via = "through the parent proxy " + parent->display();
-    note = note.empty() ? via : note + "; " + via;
-  }
-  if (!write_error && inspect) {
-    const FirstBytes first = co_await inspect_first_bytes(context, host, port, buffer);
-    if (!context.still_wanted(method, display, port)) {
+  // 5. Tell the client the tunnel is up, then look at what it sends first.
+  setup.write_error = co_await front.send_established(context);
+  co_await pass_parent_bytes(setup, from_parent);
+  if (!setup.write_error) {
+    // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
+    if (!co_await look_at_first_bytes(setup, buffer)) {
       co_return;
-    }
-    if (!first.decision.allowed() &&
-        !context.report_instead(first.decision, first.tls_name.value_or(host), port)) {
-      deny_established(context, method, display, port, upstream_address, first.decision.reason,
-                       rules::rule_text(first.decision),
-                       context.policy->explain(first.decision, host, port));
-      co_return;
-    }
-    destination.ssh = first.ssh;
-    if (first.tls_name) {
-      destination.tls_name = std::make_shared<const rules::Host>(*first.tls_name);
-    }
-    if (!first.note.empty()) {
-      note = note.empty() ? first.note : note + "; " + first.note;
-    }
-  }
-  // Every other tunnel: the client's stream is read as a tolerant SSH server reads it
-  // (rules/ssh_identification.hpp); bytes that came with the head are looked at here, before
-  // they go upstream, and the relay watches what follows from where they left off.
-  std::optional<rules::SshIdentificationWatch> ssh_watch;
-  if (!write_error && !inspect) {
-    ssh_watch.emplace();
-    if (buffer.size() > 0) {
-      co_await watch_early_bytes(context, buffer, *ssh_watch);
-      if (!context.still_wanted(method, display, port)) {
-        co_return;
-      }
-    }
-    if (ssh_watch->verdict() == rules::SshIdentificationWatch::Verdict::ssh) {
-      const rules::Decision ssh_decision = context.policy->decide_ssh(host);
-      if (!ssh_decision.allowed() && !context.report_instead(ssh_decision, host, port)) {
-        deny_established(context, method, display, port, upstream_address, ssh_decision.reason,
-                         rules::rule_text(ssh_decision),
-                         context.policy->explain(ssh_decision, host, port));
-        co_return;
-      }
-      destination.ssh = true;
-    }
-    if (ssh_watch->verdict() != rules::SshIdentificationWatch::Verdict::undecided) {
-      ssh_watch.reset();  // decided: the relay need not look
     }
   }
 
   // 6. A reload while this tunnel was being set up: the rules now in force judge it again, as
   // they judged every tunnel already open. From here on a reload finds it registered.
-  if (auto revoked = context.register_destination(std::move(destination))) {
-    deny_established(context, method, display, port, upstream_address,
-                     revocation_reason(*revoked), revoked->rule, revoked->detail);
+  if (auto revoked = context.register_destination(std::move(setup.destination))) {
+    deny_established(setup, revocation_reason(*revoked), revoked->rule, revoked->detail);
     co_return;
   }
-
-  // The tunnel's decision line: allowed, or (report-only mode) the first denial let through.
-  if (const auto& why = context.reported) {
-    context.record_decision(connect_line(context, method, display, port, upstream_address,
-                                         why->rule, why->sentence),
-                            why->reason, false);
-  } else {
-    context.record_decision(
-        connect_line(context, method, display, port, upstream_address, rule, note),
-        rules::Reason::allowed);
-  }
-
-  // 7. Pass on what the client sent so far: the start of the tunnelled stream (a TLS
-  // ClientHello, possibly sent before our 200 arrived).
-  std::uint64_t early_bytes = 0;
-  if (!write_error && buffer.size() > 0) {
-    auto [forward_error, forwarded] =
-        co_await asio::async_write(context.upstream, buffer.data(), use_tuple);
-    write_error = forward_error;
-    early_bytes = forwarded;
-    if (!context.still_wanted(method, display, port)) {
-      co_return;
-    }
-  }
-  // The head buffer is done with: free it before a possibly long-lived tunnel.
-  buffer = boost::beast::flat_buffer();
-
-  if (write_error) {
-    boost::system::error_code ignored;
-    context.client.close(ignored);
-    context.upstream.close(ignored);
-    const std::string detail = "the tunnel broke while it was being set up: " +
-                               write_error.message() + ".";
-    log::Record end = connect_line(context, method, display, port, {}, {}, detail);
-    end.event = log::Record::Event::end;
-    end.outcome = "reset";
-    end.bytes_up = early_bytes;
-    end.duration_ms = context.elapsed_ms();
-    context.record_end(end);
-    co_return;
-  }
-  // 8. Hand the sockets to a TunnelSession and let this coroutine (and its caller) finish, so a
-  // long-lived tunnel holds no coroutine frames.
-  Destination registered = std::move(*context.live.destination);
-  context.live.destination.reset();
-  TunnelSession::start(context, display, std::move(registered), early_bytes, std::move(ssh_watch),
-                       std::string(method), early_down);
+  record_tunnel_decision(setup, admission.rule());
+  co_await hand_over(setup, buffer);
 }
 
 }  // namespace sandgate::session

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "proxy/session/admission.hpp"
 #include "proxy/session/replies.hpp"
 #include "proxy/session/session_context.hpp"
 #include "rules/host.hpp"
@@ -33,22 +34,14 @@ struct TunnelFrontEnd {
   boost::asio::awaitable<boost::system::error_code> (*send_established)(SessionContext& context);
 };
 
-// The decision line of a request refused before its tunnel was up, counted like every decision:
-// `method` is the front end's ("CONNECT", "SOCKS5", "SOCKS4"), host "-" when none is known yet.
-void record_refusal(SessionContext& context, std::string_view method, rules::Reason reason,
-                    std::string_view host, std::uint16_t port, std::string_view sentence,
-                    std::string_view rule = {});
-
-// Logs the refusal of a tunnel request for `reason` (with the front end's method), sends the
-// front end's refusal and closes the client gracefully.
+// Logs the refusal of a tunnel request (with the front end's method), sends the front end's
+// refusal and closes the client gracefully. `host` is "-" when none is known yet.
 boost::asio::awaitable<void> refuse_tunnel(SessionContext& context, const TunnelFrontEnd& front,
-                                           rules::Reason reason, std::string_view host,
-                                           std::uint16_t port, std::string_view sentence,
-                                           std::string_view rule = {},
-                                           DeniedAt at = DeniedAt::target);
+                                           std::string_view host, std::uint16_t port,
+                                           const Refusal& refusal);
 
 // Opens a tunnel to host:port, already parsed strictly, for a client that asked through
-// `front`: decide, consult LaunchDarkly, dial, send success, inspect the first bytes, register,
+// `front`: admit (admission.hpp: decide, ask, LaunchDarkly, dial), send success, inspect the first bytes, register,
 // log, and hand the sockets to a TunnelSession. `buffer` holds the client's bytes that came
 // after its request; they are the start of the tunnelled stream. The caller has called
 // context.begin_request() and forgotten any earlier destination (see handle_connect). Every

@@ -13,8 +13,8 @@ namespace sandgate::session {
 using FaultHook = void (*)(std::string_view point);
 inline FaultHook fault_hook = nullptr;
 
-// The points: "connect-decided" (a CONNECT allowed, before dialling), "http-decided" (a plain
-// HTTP request allowed, before dialling), "tunnel-relay" (an established tunnel's relay, in a
+// The points: "admission-decided" (any front end's request allowed by the policy, before
+// LaunchDarkly and the dial; session/admission.cpp), "tunnel-relay" (an established tunnel's relay, in a
 // completion handler), "head-read" (a request head read, before anything is decided).
 inline void fault_point(std::string_view point) {
   if (fault_hook != nullptr) {

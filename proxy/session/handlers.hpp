@@ -8,7 +8,6 @@
 
 #include <optional>
 
-#include "proxy/launchdarkly/remote_allowlist.hpp"
 #include "proxy/session/replies.hpp"
 #include "proxy/session/graceful_close.hpp"
 #include "proxy/session/session_context.hpp"
@@ -47,20 +46,6 @@ boost::asio::awaitable<std::optional<rules::Decision>> ask_about(SessionContext&
                                                                  std::string_view method,
                                                                  const rules::Host& host,
                                                                  std::uint16_t port);
-
-// The LaunchDarkly allowlist, asked last: it can only deny what the local rules allowed. Gives
-// nothing when it is off. When it denies, the denial has been replied to and logged; in
-// report-only mode it is kept in `context.reported` instead and the answer comes back allowed.
-boost::asio::awaitable<std::optional<launchdarkly::Answer>> consult_remote_allowlist(
-    SessionContext& context, std::string_view method, const rules::Host& host,
-    std::uint16_t port);
-
-// The rule of a LaunchDarkly answer for the log (`source:line: entry`); empty when it has none.
-std::string remote_allowlist_rule(const launchdarkly::Answer& answer);
-
-// What an allow line should add about LaunchDarkly: nothing for a plain answer, the reason for
-// a failover or an expired answer.
-std::string remote_allowlist_note(const std::optional<launchdarkly::Answer>& answer);
 
 // Answers a request head that could not be read (timeout, too large, malformed) with the
 // matching reply and logs it; does nothing for `ok` and `closed`.

@@ -35,14 +35,13 @@
 #include <utility>
 
 #include "proxy/session/client_session.hpp"
-#include "proxy/session/fault_injection.hpp"
+#include "proxy/session/admission.hpp"
 #include "proxy/session/handlers.hpp"
 #include "proxy/session/http_exchange.hpp"
 #include "proxy/session/http_head.hpp"
 #include "proxy/session/http_target.hpp"
 #include "proxy/session/parent_dial.hpp"
 #include "proxy/session/tunnel_session.hpp"
-#include "proxy/session/upstream_dial.hpp"
 #include "rules/host.hpp"
 
 namespace sandgate::session {
@@ -175,112 +174,121 @@ asio::awaitable<void> run_websocket(Exchange& x, EndLine& end) {
   log_end(context, end);
 }
 
-// One request: check, decide, reach the origin, exchange. Returns whether the connection goes
-// on to the next request; when not, the client socket has been closed or handed to a reply.
-//
-// GCC 12 reports a false -Wmismatched-new-delete in this coroutine's ramp: it pairs the free()
-// inside Asio's frame deallocator with the frame's class-specific operator new, which allocates
-// with malloc() too. Silenced for this function only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_parser,
-                                      beast::flat_buffer& buffer, Upstream& upstream) {
-  // The rules in force now decide this request, whatever decided the ones before it.
-  context.begin_request();
-  const clock::time_point started = clock::now();
-  const std::string method(head_parser.get().method_string());
-  const std::string raw_target(head_parser.get().target());
-  boost::system::error_code ignored;
+// A request the admission pipeline let through, its upstream connected (or a kept-alive one
+// reused) and registered, its decision line written.
+struct AdmittedRequest {
+  std::string method;
+  HttpTarget target;
+  std::string display;  // the host as the log names it
+  std::string where;    // host:port, the key a kept-alive upstream is reused for
+};
 
-  // 1. The target, parsed strictly: the host checked is the host dialled and named upstream.
+// Refuses the request (the upstream closed, the reply written, the line logged); the connection
+// then ends.
+asio::awaitable<void> refuse_request(SessionContext& context, std::string_view method,
+                                     std::string_view host, std::uint16_t port,
+                                     const Refusal& refusal) {
+  boost::system::error_code ignored;
+  context.upstream.close(ignored);
+  context.live.destination.reset();
+  co_await reply_and_log(context, refusal.reason, method, host, port, refusal.sentence,
+                         refusal.rule, refusal.at);
+}
+
+// Stage 4 for plain HTTP: the kept-alive upstream if it is for the same host:port and still
+// idle, otherwise a fresh one through the pipeline's dial (resolved and checked like a tunnel's;
+// through a parent proxy, the parent itself, which then gets the request in absolute form: many
+// corporate proxies refuse CONNECT to port 80).
+asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission,
+                                   const AdmittedRequest& request, Upstream& upstream) {
+  const bool reuse = upstream.reusable && upstream.key == request.where &&
+                     context.upstream.is_open() && upstream.buffer.size() == 0 &&
+                     upstream_still_idle(context.upstream);
+  upstream.reusable = false;  // until this exchange shows it can be
+  if (reuse) {
+    co_return;
+  }
+  // The old upstream (another host, or gone stale) is closed: it is no longer this connection's
+  // destination.
+  boost::system::error_code ignored;
+  context.upstream.close(ignored);
+  context.live.destination.reset();
+  upstream.buffer.clear();
+  beast::flat_buffer unused;  // only a tunnel through a parent has bytes behind its head
+  co_await connect_upstream(context, admission, request.method, request.target.host,
+                            request.target.port, UpstreamUse::request, unused);
+  if (admission.admitted()) {
+    upstream.key = request.where;
+    upstream.address = to_text(admission.endpoint);
+    upstream.dialled = admission.dialled;
+  }
+}
+
+// The request's decision line: allowed, or (report-only mode) the first denial let through.
+void record_request_decision(SessionContext& context, const AdmittedRequest& request,
+                             const Admission& admission, const Upstream& upstream) {
+  log::Record record;
+  record.connection_id = context.id;
+  record.client = context.client_address;
+  record.method = request.method;
+  record.host = request.display;
+  record.port = request.target.port;
+  record.address = upstream.address;
+  const std::string rule = admission.rule();
+  const std::string note = admission.note();
+  record.rule = rule;
+  record.detail = note;
+  if (const auto& why = context.reported) {
+    record.rule = why->rule;
+    record.detail = why->sentence;
+    context.record_decision(record, why->reason, false);
+  } else {
+    context.record_decision(record, rules::Reason::allowed);
+  }
+  context.worker.metrics.http_requests_total.add();
+}
+
+// Steps 1-4 of a request: its target parsed strictly (the host checked is the host dialled and
+// named upstream), its framing checked, the admission pipeline, the upstream reached, the
+// destination registered for reloads and the decision logged. Nothing when the request was
+// refused (answered, logged, closed) or is over.
+asio::awaitable<std::optional<AdmittedRequest>> admit_request(SessionContext& context,
+                                                              HeadParser& head_parser,
+                                                              Upstream& upstream) {
+  AdmittedRequest request;
+  request.method = std::string(head_parser.get().method_string());
+  const std::string raw_target(head_parser.get().target());
   auto target = parse_http_target(raw_target, head_parser.get().method() == http::verb::options);
   if (!target) {
-    context.upstream.close(ignored);
-    co_await reply_and_log(context, target_error_reason(target.error()), method, raw_target, 0,
-                           target_error_text(target.error(), raw_target));
-    co_return Next::stop;
+    co_await refuse_request(context, request.method, raw_target, 0,
+                            {target_error_reason(target.error()),
+                             target_error_text(target.error(), raw_target)});
+    co_return std::nullopt;
   }
-  const rules::Host& host = target->host;
-  const std::uint16_t port = target->port;
-  const std::string display = host.display();
-  const std::string where = display + ":" + std::to_string(port);
+  request.target = std::move(*target);
+  const rules::Host& host = request.target.host;
+  const std::uint16_t port = request.target.port;
+  request.display = host.display();
+  request.where = request.display + ":" + std::to_string(port);
 
-  // 2. Framing the proxy and the origin could read differently is refused before anything is
-  // sent anywhere.
+  // Framing the proxy and the origin could read differently is refused before anything is sent
+  // anywhere.
   if (auto problem = request_framing_problem(head_parser.get())) {
-    context.upstream.close(ignored);
-    co_await reply_and_log(context, rules::Reason::bad_request, method, display, port, *problem);
-    co_return Next::stop;
+    co_await refuse_request(context, request.method, request.display, port,
+                            {rules::Reason::bad_request, *problem});
+    co_return std::nullopt;
   }
 
-  // 3. The policy, on every request of the connection. Report-only mode lets a policy denial
-  // through, logged as would-deny on the request's decision line below; a destination no rule
-  // decides may wait on a question.
-  context.reported.reset();
-  rules::Decision decision = context.policy->decide(host, port);
-  if (decision.ask && !context.reports(decision.reason)) {
-    auto answered = co_await ask_about(context, method, host, port);
-    if (!answered) {
-      co_return Next::stop;
-    }
-    decision = *answered;
-    if (!context.still_wanted(method, display, port)) {
-      co_return Next::stop;
-    }
+  // The admission pipeline, on every request of the connection.
+  Admission admission = co_await decide_admission(context, request.method, host, port);
+  if (admission.admitted()) {
+    co_await reach_origin(context, admission, request, upstream);
   }
-  if (!decision.allowed() && !context.report_instead(decision, host, port)) {
-    context.upstream.close(ignored);
-    co_await reply_and_log(context, decision.reason, method, display, port,
-                           context.policy->explain(decision, host, port),
-                           rules::rule_text(decision));
-    co_return Next::stop;
+  if (admission.refused()) {
+    co_await refuse_request(context, request.method, request.display, port, admission.refusal);
   }
-
-  fault_point("http-decided");
-
-  // 3b. LaunchDarkly, when enabled. Its answer may come after the drain closed the connection.
-  const auto remote = co_await consult_remote_allowlist(context, method, host, port);
-  if (!context.still_wanted(method, display, port)) {
-    co_return Next::stop;
-  }
-  if (remote && !remote->allowed) {
-    context.upstream.close(ignored);
-    co_return Next::stop;
-  }
-
-  // 4. The upstream: the kept-alive one if it is for the same host:port and still idle,
-  // otherwise a fresh one, resolved and checked like a tunnel's.
-  const bool reuse = upstream.reusable && upstream.key == where && context.upstream.is_open() &&
-                     upstream.buffer.size() == 0 && upstream_still_idle(context.upstream);
-  upstream.reusable = false;  // until this exchange shows it can be
-  if (!reuse) {
-    // The old upstream (another host, or gone stale) is closed: it is no longer this
-    // connection's destination.
-    context.upstream.close(ignored);
-    context.live.destination.reset();
-    upstream.buffer.clear();
-    // Through a parent proxy the request goes to it in absolute form (below), as corporate
-    // proxies expect of plain http (many refuse CONNECT to port 80); the parent resolves.
-    DialResult dial;
-    if (const parent::ParentAddress* parent = parent_for(context.settings(), host, port)) {
-      dial = co_await dial_parent(context, *parent);
-    } else {
-      dial = co_await dial_upstream(context, host, port);
-    }
-    if (!context.still_wanted(method, display, port)) {
-      co_return Next::stop;
-    }
-    if (!dial.connected) {
-      co_await reply_and_log(context, dial.reason, method, display, port, dial.sentence, {},
-                             dial.denied_at());
-      co_return Next::stop;
-    }
-    upstream.key = where;
-    upstream.address = to_text(dial.endpoint);
-    upstream.dialled.reset();
-    if (!host.is_ip() && parent_for(context.settings(), host, port) == nullptr) {
-      upstream.dialled = to_rules_address(dial.endpoint.address());
-    }
+  if (!admission.admitted()) {
+    co_return std::nullopt;
   }
   // Registered while the upstream is open, so that a reload can judge it again; judged first by
   // the rules now in force if a reload came during the waits above.
@@ -288,104 +296,30 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   destination.host = host;
   destination.port = port;
   destination.address = upstream.dialled;
-  destination.answered = decision.answered;
+  destination.answered = admission.decision.answered;
   if (auto revoked = context.register_destination(std::move(destination))) {
-    context.upstream.close(ignored);
-    context.live.destination.reset();
-    co_await reply_and_log(context, revocation_reason(*revoked), method, display, port,
-                           revoked->detail, revoked->rule);
-    co_return Next::stop;
+    co_await refuse_request(context, request.method, request.display, port,
+                            {revocation_reason(*revoked), revoked->detail, revoked->rule});
+    co_return std::nullopt;
   }
-  {
-    log::Record record;
-    record.connection_id = context.id;
-    record.client = context.client_address;
-    record.method = method;
-    record.host = display;
-    record.port = port;
-    const std::string rule = rules::rule_text(decision);
-    record.rule = rule;
-    record.address = upstream.address;
-    const std::string remote_note = remote_allowlist_note(remote);
-    record.detail = remote_note;
-    if (const auto& why = context.reported) {
-      // Report-only mode: the first denial let through is the request's decision.
-      record.rule = why->rule;
-      record.detail = why->sentence;
-      context.record_decision(record, why->reason, false);
-    } else {
-      context.record_decision(record, rules::Reason::allowed);
-    }
-    context.worker.metrics.http_requests_total.add();
-  }
-  EndLine end{method, display, port, "closed", {}, {}, 0, 0, started};
+  record_request_decision(context, request, admission, upstream);
+  co_return request;
+}
 
-  // 5. The head as the origin gets it.
-  const bool request_keep_alive = head_parser.keep_alive();
-  BodyRequestParser request(std::move(head_parser));
-  request.body_limit(boost::none);
-  auto& head = request.get();
-  const bool client_http11 = head.version() >= 11;
-  const bool websocket = is_websocket_upgrade(head) && request.is_done();
-  const bool expects_continue = beast::iequals(head[http::field::expect], "100-continue");
-  const bool send_continue = expects_continue && client_http11 && !request.is_done();
-  strip_hop_by_hop(head, websocket);
-  if (websocket) {
-    head.set(http::field::connection, "Upgrade");
-  }
-  if (expects_continue) {
-    head.erase(http::field::expect);  // answered here (below), not by the origin
-  }
-  head.target(target->origin_form);
-  head.version(11);
-  set_host_first(head, target->authority);
-  add_via(head);
-  use_parent_form(head, context.settings(), *target);
-
-  RequestWriter writer{head};
-  Exchange x(context, upstream, buffer, request, writer);
-  x.where = where;
-  x.head_request = head.method() == http::verb::head;
-  x.client_http11 = client_http11;
-  x.request_keep_alive = request_keep_alive;
-  x.websocket = websocket;
-
-  auto [head_error, head_written] =
-      co_await http::async_write_header(context.upstream, writer, use_tuple);
-  x.bytes_up += head_written;
-  if (head_error) {
-    x.state.origin_failed(
-        rules::Reason::upstream_closed,
-        where + " closed the connection before taking the request (" + head_error.message() + ").");
-  } else if (send_continue) {
-    auto [error, written] =
-        co_await asio::async_write(context.client, asio::buffer(kContinue), use_tuple);
-    x.bytes_down += written;
-    if (error) {
-      x.state.client_write_failed();
-    }
-  }
-
-  // 6. Both bodies at once, under the idle watchdog if one is set.
-  if (!head_error && !x.state.client_failed()) {
-    const std::chrono::seconds idle = context.settings().idle_timeout;
-    if (idle.count() > 0) {
-      co_await (send_request_body(x) && relay_response(x) && watch_idle(x, idle));
-    } else {
-      co_await (send_request_body(x) && relay_response(x));
-    }
-  }
-
-  // 7. How it ended: the state says, in one place (ExchangeState::ending).
+// How an exchange ended, in one place (ExchangeState::ending): its end line, and what becomes of
+// the two connections.
+asio::awaitable<Next> finish_exchange(Exchange& x, EndLine& end) {
+  SessionContext& context = x.context;
+  boost::system::error_code ignored;
   if (context.live.revoked) {
     // A reload denied the destination mid-exchange and closed both sides.
     reset(context.client);
     context.upstream.close(ignored);
-    context.record_revoked(method, x.bytes_up, x.bytes_down);
+    context.record_revoked(end.method, x.bytes_up, x.bytes_down);
     co_return Next::stop;
   }
   const ExchangeState::Ending ending =
-      x.state.ending(where, context.settings().idle_timeout.count(), x.request.is_done(),
+      x.state.ending(x.where, context.settings().idle_timeout.count(), x.request.is_done(),
                      kUpstreamBufferLimit / 1024);
   end.bytes_up = x.bytes_up;
   end.bytes_down = x.bytes_down;
@@ -418,8 +352,8 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   }
   log_end(context, end);
 
-  upstream.reusable = x.state.reusable_upstream() && upstream.buffer.size() == 0;
-  if (!upstream.reusable) {
+  x.upstream.reusable = x.state.reusable_upstream() && x.upstream.buffer.size() == 0;
+  if (!x.upstream.reusable) {
     context.upstream.close(ignored);
     context.live.destination.reset();
   }
@@ -429,6 +363,85 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     co_return Next::stop;
   }
   co_return Next::read_next;
+}
+
+// One request: admit it, then the exchange: the head as the origin gets it (origin-form target,
+// Host from the URL, hop-by-hop fields out, Via in), both bodies at once, and its end. Returns
+// whether the connection goes on to the next request; when not, the client socket has been
+// closed or handed to a reply.
+//
+// GCC 12 reports a false -Wmismatched-new-delete in this coroutine's ramp: it pairs the free()
+// inside Asio's frame deallocator with the frame's class-specific operator new, which allocates
+// with malloc() too. Silenced for this function only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_parser,
+                                      beast::flat_buffer& buffer, Upstream& upstream) {
+  // The rules in force now decide this request, whatever decided the ones before it.
+  context.begin_request();
+  const clock::time_point started = clock::now();
+  const auto admitted = co_await admit_request(context, head_parser, upstream);
+  if (!admitted) {
+    co_return Next::stop;
+  }
+  EndLine end{admitted->method, admitted->display, admitted->target.port, "closed", {}, {},
+              0, 0, started};
+
+  const bool request_keep_alive = head_parser.keep_alive();
+  BodyRequestParser request(std::move(head_parser));
+  request.body_limit(boost::none);
+  auto& head = request.get();
+  const bool client_http11 = head.version() >= 11;
+  const bool websocket = is_websocket_upgrade(head) && request.is_done();
+  const bool expects_continue = beast::iequals(head[http::field::expect], "100-continue");
+  const bool send_continue = expects_continue && client_http11 && !request.is_done();
+  strip_hop_by_hop(head, websocket);
+  if (websocket) {
+    head.set(http::field::connection, "Upgrade");
+  }
+  if (expects_continue) {
+    head.erase(http::field::expect);  // answered here (below), not by the origin
+  }
+  head.target(admitted->target.origin_form);
+  head.version(11);
+  set_host_first(head, admitted->target.authority);
+  add_via(head);
+  use_parent_form(head, context.settings(), admitted->target);
+
+  RequestWriter writer{head};
+  Exchange x(context, upstream, buffer, request, writer);
+  x.where = admitted->where;
+  x.head_request = head.method() == http::verb::head;
+  x.client_http11 = client_http11;
+  x.request_keep_alive = request_keep_alive;
+  x.websocket = websocket;
+
+  auto [head_error, head_written] =
+      co_await http::async_write_header(context.upstream, writer, use_tuple);
+  x.bytes_up += head_written;
+  if (head_error) {
+    x.state.origin_failed(rules::Reason::upstream_closed,
+                          x.where + " closed the connection before taking the request (" +
+                              head_error.message() + ").");
+  } else if (send_continue) {
+    auto [error, written] =
+        co_await asio::async_write(context.client, asio::buffer(kContinue), use_tuple);
+    x.bytes_down += written;
+    if (error) {
+      x.state.client_write_failed();
+    }
+  }
+
+  // Both bodies at once, under the idle watchdog if one is set.
+  if (!head_error && !x.state.client_failed()) {
+    const std::chrono::seconds idle = context.settings().idle_timeout;
+    if (idle.count() > 0) {
+      co_await (send_request_body(x) && relay_response(x) && watch_idle(x, idle));
+    } else {
+      co_await (send_request_body(x) && relay_response(x));
+    }
+  }
+  co_return co_await finish_exchange(x, end);
 }
 #pragma GCC diagnostic pop
 

@@ -10,6 +10,8 @@
 #include <span>
 #include <string>
 
+#include "proxy/settings/parent_route.hpp"
+
 namespace sandgate::session {
 namespace {
 
@@ -42,34 +44,6 @@ asio::awaitable<DialResult> connect_to_parent(SessionContext& context,
 }
 
 }  // namespace
-
-const parent::ParentAddress* parent_for(const settings::Settings& settings, const rules::Host& host,
-                                        std::uint16_t port) {
-  if (!settings.parent_proxy || settings.parent_exclude.excludes(host, port)) {
-    return nullptr;
-  }
-  return &*settings.parent_proxy;
-}
-
-std::string describe_parent(const settings::Settings& settings) {
-  if (!settings.parent_proxy) {
-    return {};
-  }
-  std::string text = "parent proxy " + settings.parent_proxy->display() +
-                     ": tunnels and plain requests go through it after the gate's own decision";
-  if (settings.parent_credentials) {
-    text += ", with the credentials of " + settings.parent_credentials_file + " (user " +
-            settings.parent_credentials->user + ")";
-  }
-  if (!settings.parent_exclude.empty()) {
-    text += "; dialled directly: " + settings.parent_exclude_text;
-  }
-  text +=
-      ". The parent resolves the names it is asked for, so the address rules (loopback, "
-      "private, metadata and blocklisted addresses) cannot check what those names resolve to; "
-      "IP-literal destinations are still checked";
-  return text;
-}
 
 asio::awaitable<DialResult> dial_parent(SessionContext& context,
                                         const parent::ParentAddress& parent) {
@@ -176,7 +150,7 @@ asio::awaitable<DialResult> connect_through_parent(SessionContext& context,
 
 void use_parent_form(boost::beast::http::request_header<>& head, const settings::Settings& settings,
                      const HttpTarget& target) {
-  if (parent_for(settings, target.host, target.port) == nullptr) {
+  if (settings::parent_for(settings, target.host, target.port) == nullptr) {
     return;
   }
   std::string absolute = "http://" + target.authority;

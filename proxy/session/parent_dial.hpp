@@ -24,16 +24,6 @@
 
 namespace sandgate::session {
 
-// The parent proxy a connection to host:port goes through: none when no parent is configured
-// or the exclusion list names the destination (then it is dialled directly, as without one).
-const parent::ParentAddress* parent_for(const settings::Settings& settings, const rules::Host& host,
-                                        std::uint16_t port);
-
-// The start-up line about the parent (nothing without one): where it is, whether credentials
-// and exclusions are set, and that the address rules cannot check the names it resolves.
-// The password is never in it.
-std::string describe_parent(const settings::Settings& settings);
-
 // Connects `context.upstream` to the parent itself (its name resolved by the gate's resolver,
 // its addresses not held to the policy: the operator named it), within the connect timeout.
 // Failures are parent-unreachable. For plain HTTP, which is then sent in absolute form.
@@ -53,7 +43,7 @@ boost::asio::awaitable<DialResult> connect_through_parent(SessionContext& contex
                                                           boost::beast::flat_buffer& from_parent);
 
 // A plain request's head as the parent proxy gets it, when `target` goes through one
-// (parent_for()): the target in absolute form (`http://authority/path`; `OPTIONS *` as
+// (settings::parent_for()): the target in absolute form (`http://authority/path`; `OPTIONS *` as
 // `http://authority`, RFC 9112 section 3.2.4) and, with credentials, Proxy-Authorization.
 // Unchanged otherwise. The client's own Proxy-Authorization (for this gate) was stripped before.
 void use_parent_form(boost::beast::http::request_header<>& head, const settings::Settings& settings,

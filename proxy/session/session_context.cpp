@@ -2,29 +2,6 @@
 #include "proxy/session/session_context.hpp"
 
 namespace sandgate::session {
-namespace {
-
-// Keeps a denial for /denials.
-void remember_denial(metrics::WorkerMetrics& metrics, const log::Record& record) {
-  // (The verdict says whether it was enforced: `deny`, `would-deny`, `error`.)
-  metrics::Denial denial;
-  denial.unix_millis = std::chrono::duration_cast<std::chrono::milliseconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                           .count();
-  denial.connection_id = record.connection_id;
-  denial.client = std::string(record.client);
-  denial.method = std::string(record.method);
-  denial.host = std::string(record.host);
-  denial.port = record.port;
-  denial.verdict = std::string(record.verdict);
-  denial.reason = std::string(record.reason);
-  denial.rule = std::string(record.rule);
-  denial.detail = std::string(record.detail);
-  metrics.record_denial(std::move(denial));
-}
-
-}  // namespace
-
 SessionContext::SessionContext(WorkerContext& w, boost::asio::ip::tcp::socket socket,
                                std::string address)
     : worker(w),
@@ -198,24 +175,6 @@ void SessionContext::record_revoked(std::string_view method, std::uint64_t bytes
   end.bytes_down = bytes_down;
   end.duration_ms = elapsed_ms();
   record_late_denial(worker, end, revocation_reason(why));
-}
-
-void record_late_denial(WorkerContext& worker, log::Record line, rules::Reason reason,
-                        bool enforced) {
-  const rules::ReasonInfo& row = rules::reason_info(reason);
-  const bool would = !enforced && row.verdict == rules::Verdict::deny;
-  line.verdict = would ? rules::kWouldDeny : rules::verdict_name(row.verdict);
-  line.reason = row.code;
-  worker.shared.log.write(line);
-  auto& metrics = worker.metrics;
-  metrics.bytes_up.add(line.bytes_up);
-  metrics.bytes_down.add(line.bytes_down);
-  metrics.count_decision(row.verdict, reason, !would);
-  remember_denial(metrics, line);
-}
-
-rules::Reason revocation_reason(const Revocation& revocation) {
-  return rules::find_reason(revocation.reason).value_or(rules::Reason::internal_error);
 }
 
 std::string to_text(const boost::asio::ip::tcp::endpoint& endpoint) {

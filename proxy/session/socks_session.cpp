@@ -178,7 +178,7 @@ asio::awaitable<bool> send(tcp::socket& client, std::span<const std::uint8_t> by
 asio::awaitable<void> refuse(SessionContext& context, rules::Reason reason, std::string_view host,
                              std::uint16_t port, std::string_view sentence,
                              std::span<const std::uint8_t> reply) {
-  record_refusal(context, kMethod, reason, host, port, sentence);
+  record_refusal(context, kMethod, host, port, {reason, std::string(sentence)});
   if (!reply.empty()) {
     co_await send(context.client, reply);
   }
@@ -413,9 +413,10 @@ asio::awaitable<void> serve_socks5(SessionContext& context, beast::flat_buffer& 
 }
 
 asio::awaitable<void> refuse_socks4(SessionContext& context) {
-  record_refusal(context, "SOCKS4", rules::Reason::socks4_refused, "-", 0,
-                 "SOCKS4 and SOCKS4a are not served (no authentication, no IPv6): use SOCKS5, "
-                 "for example a proxy URL of the form socks5h://HOST:PORT.");
+  record_refusal(context, "SOCKS4", "-", 0,
+                 {rules::Reason::socks4_refused,
+                  "SOCKS4 and SOCKS4a are not served (no authentication, no IPv6): use SOCKS5, "
+                  "for example a proxy URL of the form socks5h://HOST:PORT."});
   const auto refusal = socks::socks4_refusal();
   co_await send(context.client, refusal);
   co_await close_gracefully(context.client);

@@ -1,7 +1,7 @@
 // What a session needs from its worker. See worker_context.hpp.
 #include "proxy/session/worker_context.hpp"
 
-#include "proxy/session/session_context.hpp"
+#include <chrono>
 
 namespace sandgate::session {
 
@@ -131,6 +131,43 @@ std::optional<Revocation> judge_again(const rules::Policy& policy,
   revocation.detail = "the rules in force since the last reload deny this: " +
                       policy.explain(decision, destination.host, destination.port);
   return revocation;
+}
+
+
+void remember_denial(metrics::WorkerMetrics& metrics, const log::Record& record) {
+  // (The verdict says whether it was enforced: `deny`, `would-deny`, `error`.)
+  metrics::Denial denial;
+  denial.unix_millis = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+  denial.connection_id = record.connection_id;
+  denial.client = std::string(record.client);
+  denial.method = std::string(record.method);
+  denial.host = std::string(record.host);
+  denial.port = record.port;
+  denial.verdict = std::string(record.verdict);
+  denial.reason = std::string(record.reason);
+  denial.rule = std::string(record.rule);
+  denial.detail = std::string(record.detail);
+  metrics.record_denial(std::move(denial));
+}
+
+void record_late_denial(WorkerContext& worker, log::Record line, rules::Reason reason,
+                        bool enforced) {
+  const rules::ReasonInfo& row = rules::reason_info(reason);
+  const bool would = !enforced && row.verdict == rules::Verdict::deny;
+  line.verdict = would ? rules::kWouldDeny : rules::verdict_name(row.verdict);
+  line.reason = row.code;
+  worker.shared.log.write(line);
+  auto& metrics = worker.metrics;
+  metrics.bytes_up.add(line.bytes_up);
+  metrics.bytes_down.add(line.bytes_down);
+  metrics.count_decision(row.verdict, reason, !would);
+  remember_denial(metrics, line);
+}
+
+rules::Reason revocation_reason(const Revocation& revocation) {
+  return rules::find_reason(revocation.reason).value_or(rules::Reason::internal_error);
 }
 
 }  // namespace sandgate::session

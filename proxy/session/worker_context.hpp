@@ -136,4 +136,19 @@ class WorkerContext {
   std::size_t live_count_ = 0;
 };
 
+// Keeps a denial (its line as written) for the admin endpoint's /denials.
+void remember_denial(metrics::WorkerMetrics& metrics, const log::Record& record);
+
+// Logs a denial that came after the connection was allowed (a revoked connection's end line, an
+// SSH client refused in an established tunnel) and counts it as a denial, in the worker's
+// counters and /denials. The line's verdict and reason code are `reason`'s row. For sessions and
+// established tunnels, on the worker's thread.
+void record_late_denial(WorkerContext& worker, log::Record line, rules::Reason reason,
+                        bool enforced = true);
+
+// The reason of a reload's revocation, which carries it as its code (Revocation must
+// outlive the policy it came from). Every such code came from the table; internal_error if one
+// did not.
+rules::Reason revocation_reason(const Revocation& revocation);
+
 }  // namespace sandgate::session

@@ -149,23 +149,6 @@ struct SettingInfo {
   bool boolean;                   // a flag without a value means true
 };
 
-// Every setting, in the order --help lists them.
-const std::vector<SettingInfo>& all_settings();
-
-// The inputs to load from. `flags` holds the flags given, keyed by flag name ("--allow-ip"), with
-// "true" for a boolean flag given without a value. `env` looks up an environment variable.
-struct Sources {
-  std::map<std::string, std::string, std::less<>> flags;
-  std::function<std::optional<std::string>(std::string_view)> env;
-  std::string home;  // for `~` and the default blocklist path; empty: $HOME or the passwd entry
-};
-
-// The real process environment.
-std::optional<std::string> process_env(std::string_view name);
-
-// Loads and checks every setting. On failure, the message names the source and the value.
-Expected<Settings, std::string> load(const Sources& sources);
-
 // The CPUs this process may run on: the affinity mask, capped by a cgroup v2 CPU quota (as Go's
 // runtime counts them); at least 1. `why` says which limit decided, for the log.
 struct UsableCpus {

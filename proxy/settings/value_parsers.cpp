@@ -231,4 +231,15 @@ Expected<ListenAddress, std::string> parse_listen_address(std::string_view text)
   return ListenAddress{std::move(*endpoint)};
 }
 
+std::optional<bool> parse_bool(std::string_view text) {
+  auto value = detail::lower(detail::trim(text));
+  if (value == "true" || value == "1" || value == "yes" || value == "on") {
+    return true;
+  }
+  if (value == "false" || value == "0" || value == "no" || value == "off") {
+    return false;
+  }
+  return std::nullopt;
+}
+
 }  // namespace sandgate::settings

@@ -1,5 +1,6 @@
 // Capture's network set-up inside the namespace. See capture_network.hpp.
 #include "sandbox-profile/linux/capture_network.hpp"
+#include "sandbox-profile/linux/original_destination.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -20,11 +21,6 @@
 
 namespace sandgate::sandbox {
 namespace {
-
-// From <linux/netfilter_ipv4.h> and <linux/netfilter_ipv6/ip6_tables.h>, which cannot be
-// included next to <net/if.h> (both define the interface flags).
-constexpr int kSoOriginalDst = 80;      // SO_ORIGINAL_DST, level SOL_IP
-constexpr int kIp6tSoOriginalDst = 80;  // IP6T_SO_ORIGINAL_DST, level SOL_IPV6
 
 constexpr int kBacklog = 4096;  // as the gate's own listener
 constexpr std::uint16_t kDnsPort = 53;
@@ -362,20 +358,6 @@ std::string capture_ruleset(std::uint16_t port) {
          "}\n";
 }
 
-bool original_destination(int fd, sockaddr_storage& out) {
-  out = {};
-  sockaddr_storage local{};
-  socklen_t length = sizeof local;
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) != 0) {
-    return false;
-  }
-  length = sizeof out;
-  if (local.ss_family == AF_INET6) {
-    return ::getsockopt(fd, SOL_IPV6, kIp6tSoOriginalDst, &out, &length) == 0 &&
-           out.ss_family == AF_INET6;
-  }
-  return ::getsockopt(fd, SOL_IP, kSoOriginalDst, &out, &length) == 0 && out.ss_family == AF_INET;
-}
 
 Expected<CaptureSockets, std::string> set_up_capture() {
   CaptureSockets sockets;

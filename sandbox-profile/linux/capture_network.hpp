@@ -20,38 +20,17 @@
 //   - /etc/resolv.conf (as the command sees it) naming 127.0.0.1, a file bound read-only over it.
 //
 // set_up_capture() runs in the cloned child, single-threaded, between clone() and exec(); the
-// rest is Linux-only too but CaptureSockets, which `run` hands to the gate on every platform.
+// sockets it makes are plan/capture_sockets.hpp (handed to the gate on every platform), and the
+// gate reads each connection's destination with original_destination.hpp.
 #pragma once
-
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "rules/expected.hpp"
+#include "sandbox-profile/plan/capture_sockets.hpp"
 
 namespace sandgate::sandbox {
-
-// The capture's sockets, made in the namespace and served by the gate from the host. Each
-// descriptor is close-on-exec; the owner closes them.
-struct CaptureSockets {
-  std::vector<int> tcp;      // the capture listener: 127.0.0.1:P, and [::1]:P when IPv6 is up
-  std::vector<int> dns_udp;  // bound on 127.0.0.1:53 (and [::1]:53)
-  std::vector<int> dns_tcp;  // listening on 127.0.0.1:53 (and [::1]:53)
-  std::uint16_t port = 0;    // P
-
-  // Closes every descriptor (inline: the struct crosses run_confined.hpp on every platform).
-  void close_all() {
-    for (auto* list : {&tcp, &dns_udp, &dns_tcp}) {
-      for (int fd : *list) {
-        ::close(fd);
-      }
-      list->clear();
-    }
-  }
-};
 
 // The nftables ruleset that redirects to capture port `port` and fences the rest (the text
 // given to libnftables; exposed for tests and for the start-up message).
@@ -61,11 +40,5 @@ std::string capture_ruleset(std::uint16_t port);
 // rules, the redirect check and resolv.conf as above. The error is a sentence for the user (what
 // failed and what to do, including `--capture=off`).
 Expected<CaptureSockets, std::string> set_up_capture();
-
-// The original destination of a connection accepted on a capture listener (SO_ORIGINAL_DST for
-// IPv4, IP6T_SO_ORIGINAL_DST for IPv6: what the process dialled before the redirect), into
-// `out` (AF_INET or AF_INET6); false when the socket has none (it was not redirected).
-// Thread-safe; one system call.
-bool original_destination(int fd, sockaddr_storage& out);
 
 }  // namespace sandgate::sandbox

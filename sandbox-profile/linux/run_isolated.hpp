@@ -4,7 +4,7 @@
 // moves new .git entries aside. Internal to `sandgate run`.
 #pragma once
 
-#include "sandbox-profile/supervisor/run_confined.hpp"
+#include "sandbox-profile/supervisor/run_options.hpp"
 
 namespace sandgate::sandbox {
 

@@ -181,6 +181,23 @@ void PtyRelay::finish() {
   }
 }
 
+void PtyRelay::relay_pending_output(char* buffer, std::size_t size) {
+  constexpr std::size_t kMostBeforeAQuestion = 256 * 1024;
+  std::size_t relayed = 0;
+  while (relayed < kMostBeforeAQuestion) {
+    pollfd ready{master_, POLLIN, 0};
+    if (::poll(&ready, 1, 0) <= 0 || (ready.revents & POLLIN) == 0) {
+      return;
+    }
+    const ssize_t got = ::read(master_, buffer, size);
+    if (got <= 0) {
+      return;
+    }
+    write_all(output_, buffer, static_cast<std::size_t>(got));
+    relayed += static_cast<std::size_t>(got);
+  }
+}
+
 void PtyRelay::relay() {
   char buffer[16384];
   bool input_open = interactive_;
@@ -188,10 +205,25 @@ void PtyRelay::relay() {
     // A question holds the terminal: neither the command's output nor keys move meanwhile (the
     // command waits on a full terminal; the keys wait in the user's terminal).
     bool held = false;
+    bool hold_now = false;
     {
       std::lock_guard lock(hold_mutex_);
-      if (hold_wanted_ != holding_) {
+      hold_now = hold_wanted_ && !holding_;
+      if (!hold_now && hold_wanted_ != holding_) {
         holding_ = hold_wanted_;
+        held_changed_.notify_all();
+      }
+      held = holding_;
+    }
+    if (hold_now) {
+      // What the command wrote before the question goes out before it, so the question (and
+      // its reset of the terminal's modes) follows the command's last bytes instead of being
+      // overwritten or hidden by them afterwards. Bounded: a command that writes without pause
+      // cannot hold the question back.
+      relay_pending_output(buffer, sizeof buffer);
+      std::lock_guard lock(hold_mutex_);
+      if (hold_wanted_ && !holding_) {
+        holding_ = true;
         held_changed_.notify_all();
       }
       held = holding_;

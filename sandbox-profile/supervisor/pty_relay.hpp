@@ -12,8 +12,9 @@
 // into its own terminal reach only itself.
 //
 // A question on the terminal (terminal_asker.hpp) takes the terminal over with hold(): the
-// relay stops reading keys and relaying output until release(), so that the prompt is not mixed
-// with the command's output and its answer does not reach the command.
+// relay first passes on what the command's terminal already holds (the question comes after the
+// command's last bytes), then stops reading keys and relaying output until release(), so that
+// the prompt is not mixed with the command's output and its answer does not reach the command.
 //
 // Linux only. prepare() runs before clone(), open_pair() inside, adopt(), start(), resize() and
 // finish() in `run`'s main thread; the relay runs on a thread of its own until finish(); hold()
@@ -74,6 +75,8 @@ class PtyRelay final : public TerminalHolder {
 
  private:
   PtyRelay() = default;
+  // Relays what the command's terminal holds now (at most 256 KiB), without waiting for more.
+  void relay_pending_output(char* buffer, std::size_t size);
   void relay();
 
   int master_ = -1;

@@ -15,7 +15,7 @@
 
 #include "sandbox-profile/plan/protected_paths.hpp"
 #include "sandbox-profile/plan/sandbox_flags.hpp"
-#include "sandbox-profile/supervisor/run_confined.hpp"
+#include "sandbox-profile/supervisor/run_options.hpp"
 
 #ifdef __APPLE__
 #include <mach-o/dyld.h>

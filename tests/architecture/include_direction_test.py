@@ -16,6 +16,8 @@
       -> rules, config, proxy/json, proxy/asio
 
 connect-proxy (sandgate-connect) is plain POSIX and may include only rules/expected.hpp.
+Within a folder, no two units (a header and its source) include each other: a type both need
+goes in a header of its own.
 A folder that is not in the table fails the check: place it in a layer when you add it.
 Run: tests/architecture/include_direction_test.py [SOURCE_ROOT | --self-test]
 """
@@ -84,13 +86,31 @@ def check(root: pathlib.Path) -> int:
             if there != here and LAYER[there] >= LAYER[here]:
                 problems.append(f"{relative}:{line}: {here} (layer {LAYER[here]}) includes {target} "
                                 f"from {there} (layer {LAYER[there]}): dependencies point down only")
+    problems += mutual_units(root)
     for problem in problems:
         print(problem)
     if problems:
-        print(f"{len(problems)} include(s) against the direction of dependencies")
+        print(f"{len(problems)} problem(s) with the direction of dependencies")
         return 1
     print("includes point one way")
     return 0
+
+
+def mutual_units(root: pathlib.Path) -> list[str]:
+    """Pairs of units (`x.hpp` with `x.cpp`) where each one's files include the other's header."""
+    uses: dict[str, set[str]] = {}
+    for source in sorted(root.glob("**/*.[ch]pp")):
+        relative = source.relative_to(root).as_posix()
+        if relative.startswith(UNCHECKED) or folder_of(relative) is None:
+            continue
+        unit = relative.rsplit(".", 1)[0]
+        text = source.read_text(encoding="utf-8", errors="replace")
+        for match in INCLUDE.finditer(text):
+            other = match.group(1).rsplit(".", 1)[0]
+            if other != unit and (root / match.group(1)).exists():
+                uses.setdefault(unit, set()).add(other)
+    return [f"{a} and {b} include each other: move what both need into a header of its own"
+            for a in sorted(uses) for b in sorted(uses[a]) if a < b and a in uses.get(b, ())]
 
 
 def self_test() -> int:
@@ -111,6 +131,12 @@ def self_test() -> int:
         (root / "proxy/session/session.hpp").write_text('#include "proxy/server/worker.hpp"\n')
         if check(root) != 1:
             print("self-test: a session -> server include was not caught")
+            return 1
+        (root / "proxy/session/session.hpp").write_text('#include "rules/host.hpp"\n')
+        (root / "proxy/session/other.hpp").write_text('#include "proxy/session/session.hpp"\n')
+        (root / "proxy/session/session.cpp").write_text('#include "proxy/session/other.hpp"\n')
+        if check(root) != 1:
+            print("self-test: two units including each other were not caught")
             return 1
     print("self-test passed")
     return 0

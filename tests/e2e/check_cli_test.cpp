@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "proxy/settings/settings.hpp"
+#include "proxy/settings/load.hpp"
 #include "tests/fakes/fake_dns_server.hpp"
 #include "tests/fakes/fake_launchdarkly.hpp"
 

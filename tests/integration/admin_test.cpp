@@ -29,6 +29,7 @@
 #include "proxy/admin/admin_server.hpp"
 #include "proxy/metrics/prometheus.hpp"
 #include "proxy/reload/policy_reloader.hpp"
+#include "proxy/settings/load.hpp"
 #include "tests/support/sanitized_build.hpp"
 #include "tests/fakes/tcp_origin.hpp"
 #include "tests/integration/harness/test_client.hpp"

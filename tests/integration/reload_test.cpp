@@ -18,6 +18,7 @@
 #include "config/embedded_defaults.hpp"
 #include "proxy/reload/policy_reloader.hpp"
 #include "proxy/settings/settings.hpp"
+#include "proxy/settings/load.hpp"
 #include "tests/fakes/http_origin.hpp"
 #include "tests/integration/harness/test_client.hpp"
 #include "tests/integration/harness/test_proxy.hpp"

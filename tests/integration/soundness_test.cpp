@@ -653,7 +653,7 @@ TEST_F(SshAnywhereTest, OtherProtocolsPass) {
 
 std::atomic<int> g_faults{0};
 void throw_at_connect(std::string_view point) {
-  if (point == "connect-decided" && g_faults.fetch_add(1) == 0) {
+  if (point == "admission-decided" && g_faults.fetch_add(1) == 0) {
     throw std::runtime_error("injected fault");
   }
 }

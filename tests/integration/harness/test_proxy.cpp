@@ -1,5 +1,6 @@
 // The in-process gate for integration tests. See test_proxy.hpp.
 #include "tests/integration/harness/test_proxy.hpp"
+#include "proxy/settings/load.hpp"
 
 #include <unistd.h>
 

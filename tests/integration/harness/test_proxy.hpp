@@ -9,6 +9,7 @@
 
 #include "proxy/gate/gate.hpp"
 #include "proxy/settings/settings.hpp"
+#include "proxy/settings/load.hpp"
 #include "tests/fakes/fake_dns_server.hpp"
 
 namespace sandgate::testing {

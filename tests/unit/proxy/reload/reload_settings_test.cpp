@@ -9,6 +9,7 @@
 
 #include "proxy/reload/policy_reloader.hpp"
 #include "proxy/settings/settings.hpp"
+#include "proxy/settings/load.hpp"
 
 namespace sandgate::reload {
 namespace {

@@ -16,6 +16,7 @@
 #include "config/embedded_defaults.hpp"
 #include "proxy/settings/policy_loader.hpp"
 #include "proxy/settings/settings.hpp"
+#include "proxy/settings/load.hpp"
 #include "rules/host.hpp"
 
 namespace sandgate::settings {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "proxy/settings/settings.hpp"
+#include "proxy/settings/load.hpp"
 
 namespace sandgate::settings {
 namespace {

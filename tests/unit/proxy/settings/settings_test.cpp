@@ -6,6 +6,7 @@
 // the machine's own environment or home leaks in.
 #include "proxy/settings/setting_table.hpp"
 #include "proxy/settings/settings.hpp"
+#include "proxy/settings/load.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

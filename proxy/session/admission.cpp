@@ -1,0 +1,145 @@
+// The admission pipeline's stages (admission.hpp).
+#include "proxy/session/admission.hpp"
+
+#include "proxy/session/fault_injection.hpp"
+#include "proxy/session/handlers.hpp"
+#include "proxy/session/parent_dial.hpp"
+#include "proxy/session/upstream_dial.hpp"
+#include "proxy/settings/parent_route.hpp"
+
+namespace sandgate::session {
+namespace {
+
+namespace asio = boost::asio;
+
+Admission refused(Refusal refusal) {
+  Admission admission;
+  admission.status = Admission::Status::refused;
+  admission.refusal = std::move(refusal);
+  return admission;
+}
+
+Admission over() { return Admission{}; }
+
+// What a LaunchDarkly failover or an expired answer should add to an allow line; nothing for a
+// plain answer.
+std::string remote_allowlist_note(const std::optional<launchdarkly::Answer>& answer) {
+  if (!answer || answer->source == launchdarkly::Source::network ||
+      answer->source == launchdarkly::Source::cache || answer->source == launchdarkly::Source::list) {
+    return {};
+  }
+  return answer->detail;
+}
+
+}  // namespace
+
+std::string Admission::note() const {
+  std::string note = remote_allowlist_note(remote);
+  if (parent != nullptr && use == UpstreamUse::tunnel) {
+    const std::string via = "through the parent proxy " + parent->display();
+    note = note.empty() ? via : note + "; " + via;
+  }
+  return note;
+}
+
+asio::awaitable<Admission> decide_admission(SessionContext& context, std::string_view method,
+                                            const rules::Host& host, std::uint16_t port) {
+  const std::string display = host.display();
+
+  // 1 and 2. The policy; a destination no rule decides may wait on a question.
+  context.reported.reset();
+  Admission admission;
+  admission.decision = context.policy->decide(host, port);
+  if (admission.decision.ask && !context.reports(admission.decision.reason)) {
+    auto answered = co_await ask_about(context, method, host, port);
+    if (!answered || !context.still_wanted(method, display, port)) {
+      co_return over();
+    }
+    admission.decision = *answered;
+  }
+  if (!admission.decision.allowed() && !context.report_instead(admission.decision, host, port)) {
+    co_return refused({admission.decision.reason,
+                       context.policy->explain(admission.decision, host, port),
+                       rules::rule_text(admission.decision)});
+  }
+  fault_point("admission-decided");
+
+  // 3. LaunchDarkly. Its answer may come after the drain closed the connection.
+  if (launchdarkly::RemoteAllowlist* allowlist = context.worker.shared.remote_allowlist) {
+    admission.remote = co_await allowlist->check(host, port);
+    if (!context.still_wanted(method, display, port)) {
+      co_return over();
+    }
+    const launchdarkly::Answer& remote = *admission.remote;
+    if (!remote.allowed) {
+      if (!context.reports(remote.reason)) {
+        co_return refused({remote.reason, remote.detail + ".", remote_allowlist_rule(remote)});
+      }
+      context.keep_reported(remote.reason, remote_allowlist_rule(remote), remote.detail + ".");
+    }
+  }
+  admission.status = Admission::Status::admitted;
+  co_return admission;
+}
+
+asio::awaitable<void> connect_upstream(SessionContext& context, Admission& admission,
+                                       std::string_view method, const rules::Host& host,
+                                       std::uint16_t port, UpstreamUse use,
+                                       boost::beast::flat_buffer& from_parent) {
+  // Through a parent the parent resolves the name: the address rules on it cannot run here.
+  admission.use = use;
+  admission.parent = settings::parent_for(context.settings(), host, port);
+  DialResult dial;
+  if (admission.parent == nullptr) {
+    dial = co_await dial_upstream(context, host, port);
+  } else if (use == UpstreamUse::tunnel) {
+    dial = co_await connect_through_parent(context, *admission.parent, host, port, from_parent);
+  } else {
+    dial = co_await dial_parent(context, *admission.parent);
+  }
+  if (!context.still_wanted(method, host.display(), port)) {
+    admission = over();
+    co_return;
+  }
+  if (!dial.connected) {
+    admission = refused({dial.reason, dial.sentence, {}, dial.denied_at()});
+    co_return;
+  }
+  admission.endpoint = dial.endpoint;
+  if (!host.is_ip() && admission.parent == nullptr) {
+    admission.dialled = to_rules_address(dial.endpoint.address());
+  }
+}
+
+asio::awaitable<Admission> admit(SessionContext& context, std::string_view method,
+                                 const rules::Host& host, std::uint16_t port, UpstreamUse use,
+                                 boost::beast::flat_buffer& from_parent) {
+  Admission admission = co_await decide_admission(context, method, host, port);
+  if (admission.admitted()) {
+    co_await connect_upstream(context, admission, method, host, port, use, from_parent);
+  }
+  co_return admission;
+}
+
+void record_refusal(SessionContext& context, std::string_view method, std::string_view host,
+                    std::uint16_t port, const Refusal& refusal) {
+  log::Record record;
+  record.connection_id = context.id;
+  record.client = context.client_address;
+  record.method = method;
+  record.host = host;
+  record.port = port;
+  record.rule = refusal.rule;
+  record.detail = refusal.sentence;
+  context.record_decision(record, refusal.reason);
+}
+
+std::string remote_allowlist_rule(const launchdarkly::Answer& answer) {
+  if (!answer.rule) {
+    return {};
+  }
+  return std::string(answer.rule->source) + ":" + std::to_string(answer.rule->line) + ": " +
+         std::string(answer.rule->entry);
+}
+
+}  // namespace sandgate::session

@@ -1,0 +1,110 @@
+// The one admission pipeline. Every front end (HTTP CONNECT, plain HTTP, SOCKS5, capture) turns
+// its client's bytes into a destination, parsed strictly, and hands it here; what comes back is
+// "admitted, with the upstream connected", "refused, with a reason", or "over" (the client left,
+// the drain or a reload ended the wait; the line saying so has been written). The stages, in
+// order, each decided with the rules in force when the request arrived (context.policy):
+//
+//   1. the policy;
+//   2. a person's answer, when no rule decides and the gate asks (--unknown=ask);
+//   3. LaunchDarkly, when enabled: it can only deny what the local rules allowed;
+//   4. the dial: resolve, hold every address to the address rules and connect to exactly what
+//      was checked; or, through a parent proxy, the parent.
+//
+// Report-only mode lets a denial at 1-3 through and keeps it in context.reported for the
+// request's decision line. A front end only turns a refusal into its protocol's reply (a
+// 403/502 with Proxy-Status, a SOCKS5 reply code, a closed connection) after logging it with
+// record_refusal(); what happens after admission (the first bytes of a tunnel, the exchange of
+// a plain request) belongs to the relay that carries it.
+//
+// Everything here runs on the session's worker thread.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "proxy/launchdarkly/remote_allowlist.hpp"
+#include "proxy/parent/parent_proxy.hpp"
+#include "proxy/session/replies.hpp"
+#include "proxy/session/session_context.hpp"
+#include "rules/host.hpp"
+#include "rules/policy.hpp"
+#include "rules/reason.hpp"
+
+namespace sandgate::session {
+
+// What the upstream connection carries, which decides how a parent proxy is used.
+enum class UpstreamUse : std::uint8_t {
+  tunnel,   // a byte stream to host:port; through a parent, a CONNECT to it
+  request,  // plain HTTP requests; through a parent, a connection to the parent itself (the
+            // requests then go to it in absolute form)
+};
+
+// Why a request was refused, as its front end replies and the log records it.
+struct Refusal {
+  Refusal() = default;
+  Refusal(rules::Reason r, std::string s, std::string why = {}, DeniedAt where = DeniedAt::target)
+      : reason(r), sentence(std::move(s)), rule(std::move(why)), at(where) {}
+
+  rules::Reason reason = rules::Reason::internal_error;
+  std::string sentence;  // the human sentence of the reply and the log's detail
+  std::string rule;      // the rule that decided, `source:line: entry`; empty when none did
+  DeniedAt at = DeniedAt::target;
+};
+
+struct Admission {
+  enum class Status : std::uint8_t { admitted, refused, over };
+  Status status = Status::over;
+  Refusal refusal;  // when refused
+
+  // When admitted: what decided (the local rules, or a person) and LaunchDarkly's answer.
+  rules::Decision decision;
+  std::optional<launchdarkly::Answer> remote;
+  // After the dial (connect_upstream): the parent proxy the upstream goes through, if any; the
+  // address connected to (the parent's, through one); and, for a name dialled directly, the
+  // address it resolved to, which a reload judges again.
+  UpstreamUse use = UpstreamUse::tunnel;
+  const parent::ParentAddress* parent = nullptr;
+  boost::asio::ip::tcp::endpoint endpoint;
+  std::optional<rules::IpAddress> dialled;
+
+  bool admitted() const { return status == Status::admitted; }
+  bool refused() const { return status == Status::refused; }
+  // The decision line's rule, and what it should add for the operator (a LaunchDarkly failover,
+  // the parent a tunnel goes through); empty when nothing.
+  std::string rule() const { return rules::rule_text(decision); }
+  std::string note() const;
+};
+
+// Stages 1-3: the policy, a question, LaunchDarkly. Admitted (no upstream yet), refused or over.
+boost::asio::awaitable<Admission> decide_admission(SessionContext& context,
+                                                   std::string_view method,
+                                                   const rules::Host& host, std::uint16_t port);
+
+// Stage 4, for an admission decide_admission() admitted: connects context.upstream for `use`.
+// On failure the admission becomes refused (the network failed, or an address rule refused a
+// resolved address) or over. For a tunnel through a parent, `from_parent` receives the
+// destination's first bytes that came behind the parent's reply head.
+boost::asio::awaitable<void> connect_upstream(SessionContext& context, Admission& admission,
+                                              std::string_view method, const rules::Host& host,
+                                              std::uint16_t port, UpstreamUse use,
+                                              boost::beast::flat_buffer& from_parent);
+
+// The whole pipeline: decide_admission(), then connect_upstream().
+boost::asio::awaitable<Admission> admit(SessionContext& context, std::string_view method,
+                                        const rules::Host& host, std::uint16_t port,
+                                        UpstreamUse use, boost::beast::flat_buffer& from_parent);
+
+// The decision line of a refused request, counted like every decision: `method` is the front
+// end's ("CONNECT", "SOCKS5", "GET", ...), host "-" when none is known yet.
+void record_refusal(SessionContext& context, std::string_view method, std::string_view host,
+                    std::uint16_t port, const Refusal& refusal);
+
+// The rule of a LaunchDarkly answer for the log (`source:line: entry`); empty when it has none.
+std::string remote_allowlist_rule(const launchdarkly::Answer& answer);
+
+}  // namespace sandgate::session
