@@ -1,6 +1,6 @@
 // The one rule for where an HTTP/1 head ends and how its lines break, shared by every reader of
 // a head in the gate: the explicit proxy's and SOCKS5's request heads and the capture's (through
-// proxy/session/http_head.hpp's read_request_head), and a parent proxy's reply head
+// proxy/session/wire/http_head.hpp's read_request_head), and a parent proxy's reply head
 // (proxy/parent/parent_proxy.hpp). Every line ends in CRLF. A bare LF (which RFC 9112 section
 // 2.2 lets a recipient take for a line end, and Python's http.server and nginx do) or a bare CR
 // is refused, never read one way here and another way by the origin: two readings of one head

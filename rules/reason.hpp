@@ -95,7 +95,7 @@ struct ReasonInfo {
   unsigned status;
   // The reply's RFC 9209 Proxy-Status `error=` type; empty when `status` is 0. A denial of an
   // address a name resolved to is `destination_ip_prohibited` whatever its reason (see
-  // proxy/session/replies.hpp).
+  // proxy/session/wire/replies.hpp).
   std::string_view proxy_status_error;
   // The verdict of a decision with this reason. (An end line repeats its request's verdict: a
   // plain-HTTP exchange that was allowed and then failed ends with `allow` and, say,

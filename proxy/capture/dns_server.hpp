@@ -1,5 +1,5 @@
 // The capture DNS server's logic: what the gate answers a confined command's DNS query with, and
-// the decision it logs. No I/O (proxy/session/capture_session.hpp carries the queries over UDP
+// the decision it logs. No I/O (proxy/session/fronts/capture_session.hpp carries the queries over UDP
 // and TCP and writes the lines); unit-tested on its own.
 //
 // What is answered (one rule per query, in this order):

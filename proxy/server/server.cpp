@@ -15,7 +15,7 @@
 //   - The client's address: TCP clients get it from accept; a unix client is accepted without
 //     one and named in the log "uid:N" from SO_PEERCRED (getpeereid on macOS), or "unix".
 //   - local_endpoint() is never called on a client socket; the upstream socket is always TCP.
-// Every other call on the client socket (connect_tunnel, http_forward, the relays) was checked
+// Every other call on the client socket (open_tunnel, http_forward, the relays) was checked
 // for this: none asks for the client's address or sets a TCP option on it.
 #include "proxy/server/server.hpp"
 
@@ -43,8 +43,8 @@
 
 #include "proxy/dns/resolver_settings.hpp"
 #include "proxy/launchdarkly/remote_allowlist.hpp"
-#include "proxy/session/capture_session.hpp"
-#include "proxy/session/client_session.hpp"
+#include "proxy/session/fronts/capture_session.hpp"
+#include "proxy/session/fronts/client_session.hpp"
 
 namespace sandgate::server {
 namespace {

@@ -42,7 +42,7 @@ class Server {
   Expected<boost::asio::ip::tcp::endpoint, std::string> adopt_listener(int fd);
 
   // Capture (`sandgate run` on Linux): also serves the capture listeners (every worker accepts
-  // on a duplicate; session/capture_session.hpp) and the DNS sockets (on the first worker), with
+  // on a duplicate; session/fronts/capture_session.hpp) and the DNS sockets (on the first worker), with
   // one synthetic address book for the run. Call after bind() or adopt_listener(), before run().
   // Takes the descriptors over, also on failure; the error names what could not be used.
   Expected<bool, std::string> adopt_capture(sandbox::CaptureSockets sockets);

@@ -2,7 +2,7 @@
 #include "proxy/session/admission.hpp"
 
 #include "proxy/session/fault_injection.hpp"
-#include "proxy/session/handlers.hpp"
+#include "proxy/session/ask_wait.hpp"
 #include "proxy/session/parent_dial.hpp"
 #include "proxy/session/upstream_dial.hpp"
 #include "proxy/settings/parent_route.hpp"

@@ -29,7 +29,7 @@
 
 #include "proxy/launchdarkly/remote_allowlist.hpp"
 #include "proxy/parent/parent_proxy.hpp"
-#include "proxy/session/replies.hpp"
+#include "proxy/session/wire/replies.hpp"
 #include "proxy/session/session_context.hpp"
 #include "rules/host.hpp"
 #include "rules/policy.hpp"

@@ -1,5 +1,5 @@
 // --unknown=ask on the session's side: hold a request on the gate's question about its
-// destination. See handlers.hpp (ask_about) and proxy/ask/question_board.hpp.
+// destination. See ask_wait.hpp and proxy/ask/question_board.hpp.
 #include <sys/socket.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -9,7 +9,7 @@
 #include <cerrno>
 
 #include "proxy/ask/question_board.hpp"
-#include "proxy/session/handlers.hpp"
+#include "proxy/session/ask_wait.hpp"
 
 namespace sandgate::session {
 namespace {

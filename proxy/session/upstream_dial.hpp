@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "proxy/session/replies.hpp"
+#include "proxy/session/wire/replies.hpp"
 #include "proxy/session/session_context.hpp"
 #include "rules/host.hpp"
 #include "rules/reason.hpp"

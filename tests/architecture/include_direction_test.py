@@ -5,12 +5,17 @@
       -> proxy/commands                serve, check, run, profile
       -> proxy/gate                    assembles log, policy, reloader, resolver, LaunchDarkly, server, admin
       -> proxy/server                  workers, listeners
-      -> proxy/session                 one client connection: CONNECT, HTTP forwarding
+      -> proxy/session/fronts          the protocols a client speaks to the gate: HTTP (CONNECT and
+                                       plain requests), SOCKS5, captured connections; each turns
+                                       bytes into a destination and a refusal into its reply
+      -> proxy/session                 one connection's path: the admission pipeline (policy,
+                                       question, LaunchDarkly, dial), the tunnel's set-up and relay
       -> proxy/launchdarkly, proxy/reload, proxy/admin, proxy/ask
       -> proxy/log
       -> proxy/dns                     the resolver and its cache
-      -> proxy/settings, proxy/watch, proxy/relay, proxy/metrics, proxy/socks, proxy/capture
-                                       typed settings; the pieces below a session
+      -> proxy/settings, proxy/watch, proxy/relay, proxy/metrics, proxy/socks, proxy/capture,
+         proxy/session/wire            typed settings; the pieces below a session (the HTTP wire:
+                                       targets, heads, the gate's replies, the proxy token)
       -> sandbox-profile, proxy/parent confinement; takes its own options, knows nothing of proxy/;
                                        the parent proxy's values (settings hold them typed)
       -> rules, config, proxy/json, proxy/asio
@@ -29,11 +34,12 @@ LAYERS = [
     ["rules", "config", "proxy/json", "proxy/asio"],
     ["sandbox-profile", "connect-proxy", "proxy/parent"],
     ["proxy/settings", "proxy/watch", "proxy/relay", "proxy/metrics", "proxy/socks",
-     "proxy/capture"],
+     "proxy/capture", "proxy/session/wire"],
     ["proxy/dns"],
     ["proxy/log"],
     ["proxy/launchdarkly", "proxy/reload", "proxy/admin", "proxy/ask"],
     ["proxy/session"],
+    ["proxy/session/fronts"],
     ["proxy/server"],
     ["proxy/gate"],
     ["proxy/commands"],

@@ -1,6 +1,6 @@
 // Fuzz target: the proxy's request-head path, on arbitrary bytes from a client.
 //
-// What it runs, as proxy/session/client_session.cpp and http_forward.cpp do:
+// What it runs, as proxy/session/fronts/client_session.cpp and http_forward.cpp do:
 //   1. session::read_request_head() itself, reading from a real socket (one end of a socketpair,
 //      the input written to the other end in chunks, each taken by its own read) into a
 //      request_parser<empty_body> with a 16 KiB head limit and a 17 KiB buffer, as serve_client()
@@ -61,8 +61,8 @@
 #include <utility>
 #include <vector>
 
-#include "proxy/session/http_head.hpp"
-#include "proxy/session/http_target.hpp"
+#include "proxy/session/wire/http_head.hpp"
+#include "proxy/session/wire/http_target.hpp"
 #include "rules/host.hpp"
 #include "rules/tls_client_hello.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
@@ -283,7 +283,7 @@ void check_connect(const http::request_header<>& head, std::string_view tunnel_b
   if (const auto authority = rules::parse_authority(target)) {
     sandgate::fuzz::check_host_normal_form(authority->host, target);
     FUZZ_CHECK(authority->port != 0, "port 0 from '" + escaped(target) + "'");
-    // As connect_tunnel.cpp does on a TLS port: the bytes already read after the head are the
+    // As open_tunnel.cpp does on a TLS port: the bytes already read after the head are the
     // start of the client's ClientHello.
     const rules::ClientHello hello = rules::read_client_hello(tunnel_bytes);
     FUZZ_CHECK(hello.status == rules::ClientHello::Status::tls || hello.server_name.empty(),

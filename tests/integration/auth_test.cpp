@@ -16,7 +16,7 @@
 
 #include "connect-proxy/connect_request.hpp"
 #include "proxy/metrics/metrics.hpp"
-#include "proxy/session/client_session.hpp"
+#include "proxy/session/fronts/client_session.hpp"
 #include "tests/fakes/http_origin.hpp"
 #include "tests/fakes/tcp_origin.hpp"
 #include "tests/integration/harness/test_client.hpp"

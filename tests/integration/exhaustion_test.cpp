@@ -46,7 +46,7 @@
 #include <utility>
 #include <vector>
 
-#include "proxy/session/client_session.hpp"
+#include "proxy/session/fronts/client_session.hpp"
 #include "tests/fakes/tcp_origin.hpp"
 #include "tests/integration/harness/test_client.hpp"
 #include "tests/integration/harness/test_proxy.hpp"

@@ -7,7 +7,7 @@
 
 #include "proxy/metrics/metrics.hpp"
 #include "proxy/metrics/prometheus.hpp"
-#include "proxy/session/replies.hpp"
+#include "proxy/session/wire/replies.hpp"
 #include "rules/reason.hpp"
 
 namespace sandgate {

@@ -1,5 +1,5 @@
 // The proxy's own replies. See replies.hpp.
-#include "proxy/session/replies.hpp"
+#include "proxy/session/wire/replies.hpp"
 
 #include "proxy/json/json_writer.hpp"
 

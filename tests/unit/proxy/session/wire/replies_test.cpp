@@ -1,11 +1,11 @@
-// Unit tests for the proxy's own replies (proxy/session/replies.hpp): for every reason the gate
+// Unit tests for the proxy's own replies (proxy/session/wire/replies.hpp): for every reason the gate
 // replies with, the status line, the headers (Proxy-Status with the row's error type and the
 // reason code, Content-Type, Content-Length that matches the body, Connection: close, the 407
 // challenge), and the body; the resolved-address variant; a reason without a reply; and that
 // nothing a client sent (a host name quoted in the sentence) can add a header line, split the
 // response or put control characters in the body.
 
-#include "proxy/session/replies.hpp"
+#include "proxy/session/wire/replies.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

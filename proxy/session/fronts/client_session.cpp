@@ -1,6 +1,6 @@
 // A client connection's first phase: the request head, with its size and time limits, and the
 // client's token when the gate requires one.
-#include "proxy/session/client_session.hpp"
+#include "proxy/session/fronts/client_session.hpp"
 
 #include <algorithm>
 #include <array>
@@ -13,12 +13,13 @@
 #include <boost/beast/http/read.hpp>
 #include <chrono>
 
-#include "proxy/session/connect_tunnel.hpp"
+#include "proxy/session/open_tunnel.hpp"
 #include "proxy/session/fault_injection.hpp"
-#include "proxy/session/handlers.hpp"
-#include "proxy/session/http_head.hpp"
-#include "proxy/session/http_target.hpp"
-#include "proxy/session/socks_session.hpp"
+#include "proxy/session/fronts/http_front.hpp"
+#include "proxy/session/graceful_close.hpp"
+#include "proxy/session/wire/http_head.hpp"
+#include "proxy/session/wire/http_target.hpp"
+#include "proxy/session/fronts/socks_session.hpp"
 #include "proxy/socks/socks5_wire.hpp"
 #include "rules/host.hpp"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "connect-proxy/connect_request.hpp"
-#include "proxy/session/proxy_token.hpp"
+#include "proxy/session/wire/proxy_token.hpp"
 
 namespace sandgate::testing {
 namespace {

@@ -1,8 +1,9 @@
-// The tunnel's path shared by every protocol a client can ask for one with (HTTP CONNECT,
-// SOCKS5): the decision, LaunchDarkly, the dial of exactly what was checked, the look at the
-// client's first bytes (TLS server name, SSH), registration for reloads, the log line and the
-// hand-off to a TunnelSession. Only the front end differs: the method the log names, how a
-// refusal is sent and how success is sent.
+// The tunnel's path shared by every front end a client can ask for one through (HTTP CONNECT,
+// SOCKS5, capture): the admission pipeline (admission.hpp: the decision, a question,
+// LaunchDarkly, the dial of exactly what was checked), the look at the client's first bytes (TLS
+// server name, SSH), registration for reloads, the log line and the hand-off to a TunnelSession.
+// Only the front end differs: the method the log names, how a refusal is sent and how success
+// is sent.
 //
 // Everything here runs on the session's worker thread.
 #pragma once
@@ -14,16 +15,16 @@
 #include <string_view>
 
 #include "proxy/session/admission.hpp"
-#include "proxy/session/replies.hpp"
 #include "proxy/session/session_context.hpp"
+#include "proxy/session/wire/replies.hpp"
 #include "rules/host.hpp"
 #include "rules/reason.hpp"
 
 namespace sandgate::session {
 
-// How one protocol asks for a tunnel and is answered. Plain function pointers: the two front
-// ends are constants (kHttpConnectFront in connect_tunnel.cpp, the SOCKS5 one in
-// socks_session.cpp), and a coroutine must not capture.
+// How one protocol asks for a tunnel and is answered. Plain function pointers: the front ends
+// are constants (in fronts/http_connect.cpp, fronts/socks_session.cpp and
+// fronts/capture_session.cpp), and a coroutine must not capture.
 struct TunnelFrontEnd {
   std::string_view method;  // the log's `method`: "CONNECT", "SOCKS5"
   // Writes the refusal for `reason` (nothing else: the caller has logged it, and closes the

@@ -1,5 +1,5 @@
 // Plain-HTTP heads: reading, checking, rewriting. See http_head.hpp.
-#include "proxy/session/http_head.hpp"
+#include "proxy/session/wire/http_head.hpp"
 
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>

@@ -1,5 +1,5 @@
 // The gate's token check. See proxy_token.hpp.
-#include "proxy/session/proxy_token.hpp"
+#include "proxy/session/wire/proxy_token.hpp"
 
 #include <array>
 

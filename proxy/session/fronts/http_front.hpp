@@ -1,21 +1,20 @@
-// The request handlers a session dispatches to, after the request head has been read.
+// The HTTP front end (a client that speaks HTTP to the gate): after client_session.cpp has read
+// and authorised a request head, CONNECT opens a tunnel (http_connect.cpp) and an absolute-form
+// request is forwarded (http_forward.cpp); the gate's own replies for refusals and for heads it
+// could not read.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/empty_body.hpp>
-#include <boost/beast/http/parser.hpp>
+#include <cstdint>
+#include <string_view>
 
-#include <optional>
-
-#include "proxy/session/replies.hpp"
-#include "proxy/session/graceful_close.hpp"
 #include "proxy/session/session_context.hpp"
+#include "proxy/session/wire/http_head.hpp"
+#include "proxy/session/wire/replies.hpp"
+#include "rules/reason.hpp"
 
 namespace sandgate::session {
-
-using HeadParser = boost::beast::http::request_parser<boost::beast::http::empty_body>;
-struct HeadRead;  // http_head.hpp
 
 // CONNECT host:port: decide, dial, answer 200, relay. `buffer` holds bytes that arrived after
 // the head; they belong to the tunnel.
@@ -34,18 +33,6 @@ boost::asio::awaitable<void> reply_and_log(SessionContext& context, rules::Reaso
                                            std::uint16_t port, std::string_view sentence,
                                            std::string_view rule = {},
                                            DeniedAt at = DeniedAt::target);
-
-// --unknown=ask: holds the request on the gate's question about host:port (one question per
-// host:port, proxy/ask/question_board.hpp) until a person answers, the ask timeout passes or the
-// drain begins, and returns the decision that gives: allowed (`answered` set), or a denial with
-// ask-denied, ask-timeout or ask-unavailable (an allow when the ask default is allow). Nothing
-// when the request is over instead: its client left, or the gate is shutting down; its line has
-// been written and the client closed. Completes on the session's worker; the drain (the board
-// closed, or the client socket closed at the deadline) ends the wait.
-boost::asio::awaitable<std::optional<rules::Decision>> ask_about(SessionContext& context,
-                                                                 std::string_view method,
-                                                                 const rules::Host& host,
-                                                                 std::uint16_t port);
 
 // Answers a request head that could not be read (timeout, too large, malformed) with the
 // matching reply and logs it; does nothing for `ok` and `closed`.

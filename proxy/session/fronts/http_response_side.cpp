@@ -8,8 +8,8 @@
 #include <boost/beast/http/write.hpp>
 #include <memory>
 
-#include "proxy/session/http_exchange.hpp"
-#include "proxy/session/http_head.hpp"
+#include "proxy/session/fronts/http_exchange.hpp"
+#include "proxy/session/wire/http_head.hpp"
 
 namespace sandgate::session {
 namespace {

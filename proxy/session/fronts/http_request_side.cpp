@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "proxy/session/http_exchange.hpp"
+#include "proxy/session/fronts/http_exchange.hpp"
 
 namespace sandgate::session {
 namespace {

@@ -12,8 +12,9 @@
 #include <string_view>
 
 #include "proxy/session/worker_context.hpp"
-#include "proxy/session/handlers.hpp"
-#include "proxy/session/proxy_token.hpp"
+#include "proxy/session/session_context.hpp"
+#include "proxy/session/wire/http_head.hpp"
+#include "proxy/session/wire/proxy_token.hpp"
 
 namespace sandgate::session {
 

@@ -1,5 +1,5 @@
 // The exchange's state machine. See http_exchange_state.hpp.
-#include "proxy/session/http_exchange_state.hpp"
+#include "proxy/session/fronts/http_exchange_state.hpp"
 
 namespace sandgate::session {
 

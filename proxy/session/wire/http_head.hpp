@@ -22,16 +22,20 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/fields.hpp>
+#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/message.hpp>
+#include <boost/beast/http/parser.hpp>
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include "proxy/session/handlers.hpp"
 
 namespace sandgate::session {
+
+// A request head, read before its body is known (the body is read by the exchange).
+using HeadParser = boost::beast::http::request_parser<boost::beast::http::empty_body>;
 
 // The request head limit, the same on every request of a connection.
 inline constexpr std::size_t kHttpHeadLimit = 16 * 1024;

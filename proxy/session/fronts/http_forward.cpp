@@ -34,12 +34,13 @@
 #include <optional>
 #include <utility>
 
-#include "proxy/session/client_session.hpp"
+#include "proxy/session/fronts/client_session.hpp"
 #include "proxy/session/admission.hpp"
-#include "proxy/session/handlers.hpp"
-#include "proxy/session/http_exchange.hpp"
-#include "proxy/session/http_head.hpp"
-#include "proxy/session/http_target.hpp"
+#include "proxy/session/fronts/http_front.hpp"
+#include "proxy/session/graceful_close.hpp"
+#include "proxy/session/fronts/http_exchange.hpp"
+#include "proxy/session/wire/http_head.hpp"
+#include "proxy/session/wire/http_target.hpp"
 #include "proxy/session/parent_dial.hpp"
 #include "proxy/session/tunnel_session.hpp"
 #include "rules/host.hpp"

@@ -1,10 +1,10 @@
-// Unit tests for parse_http_target (proxy/session/http_target.hpp), the absolute-form target of a
+// Unit tests for parse_http_target (proxy/session/wire/http_target.hpp), the absolute-form target of a
 // plain-HTTP proxy request: what is accepted and how it is normalised (scheme case, host normal
 // form, default and explicit ports, IPv6 brackets, the path and query sent upstream, OPTIONS),
 // what is refused and with which reason (origin-form, authority-form, https, other schemes,
 // user information, fragments, control characters, bad hosts and ports), and the sentences.
 
-#include "proxy/session/http_target.hpp"
+#include "proxy/session/wire/http_target.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

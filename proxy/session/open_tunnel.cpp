@@ -1,7 +1,8 @@
-// CONNECT: the tunnel. Parse the target strictly, decide, dial exactly what was checked, then
-// answer 200 and relay until both sides are done. The steps after the parse are shared with
-// SOCKS5 (open_tunnel, connect_tunnel.hpp); only the front end differs.
-#include "proxy/session/connect_tunnel.hpp"
+// A tunnel from admission to its relay, for every front end that asks for one (HTTP CONNECT,
+// SOCKS5, capture): the admission pipeline, success sent, the client's first bytes judged, the
+// destination registered, the decision logged, and the sockets handed to a TunnelSession. See
+// open_tunnel.hpp.
+#include "proxy/session/open_tunnel.hpp"
 
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
@@ -10,7 +11,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
-#include "proxy/session/handlers.hpp"
+#include "proxy/session/graceful_close.hpp"
 #include "proxy/session/tunnel_session.hpp"
 #include "rules/host.hpp"
 #include "rules/ssh_identification.hpp"
@@ -23,8 +24,6 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-
-constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection Established\r\n\r\n";
 
 // What the client's first bytes in a tunnel to a TLS port showed.
 struct FirstBytes {
@@ -334,19 +333,6 @@ asio::awaitable<void> hand_over(TunnelSetup& setup, boost::beast::flat_buffer& b
                        std::move(setup.ssh_watch), std::string(setup.method), setup.early_down);
 }
 
-asio::awaitable<void> send_http_refusal(SessionContext& context, rules::Reason reason,
-                                        std::string_view sentence, DeniedAt at) {
-  const std::string reply = build_reply(reason, sentence, at);
-  co_await asio::async_write(context.client, asio::buffer(reply), use_tuple);
-}
-
-asio::awaitable<boost::system::error_code> send_http_established(SessionContext& context) {
-  auto [error, written] =
-      co_await asio::async_write(context.client, asio::buffer(kEstablished), use_tuple);
-  co_return error;
-}
-
-constexpr TunnelFrontEnd kHttpConnectFront{"CONNECT", &send_http_refusal, &send_http_established};
 
 }  // namespace
 
@@ -356,31 +342,6 @@ asio::awaitable<void> refuse_tunnel(SessionContext& context, const TunnelFrontEn
   record_refusal(context, front.method, host, port, refusal);
   co_await front.send_refusal(context, refusal.reason, refusal.sentence, refusal.at);
   co_await close_gracefully(context.client);
-}
-
-asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser,
-                                     boost::beast::flat_buffer& buffer) {
-  // The rules in force now decide this CONNECT, whatever came before on the connection. An
-  // upstream kept from earlier plain requests was closed by the caller: forget it, so that a
-  // reload judges this tunnel, not that old destination.
-  context.begin_request();
-  context.live.destination.reset();
-  context.live.revoked.reset();
-  const std::string raw_target(parser.get().target());
-  // The head's fields are not needed past this point; drop them rather than hold them for the
-  // tunnel's lifetime.
-  (void)parser.release();
-
-  // 1. Authority form only, parsed strictly: what is checked is what will be dialled.
-  auto authority = rules::parse_authority(raw_target);
-  if (!authority) {
-    co_await refuse_tunnel(context, kHttpConnectFront, raw_target, 0,
-                           {rules::Reason::invalid_host,
-                            "'" + raw_target + "' is not a valid CONNECT target (host:port): " +
-                                std::string(rules::to_string(authority.error())) + "."});
-    co_return;
-  }
-  co_await open_tunnel(context, kHttpConnectFront, authority->host, authority->port, buffer);
 }
 
 asio::awaitable<void> open_tunnel(SessionContext& context, const TunnelFrontEnd& front,

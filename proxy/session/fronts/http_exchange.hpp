@@ -21,7 +21,7 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/session/http_exchange_state.hpp"
+#include "proxy/session/fronts/http_exchange_state.hpp"
 #include "proxy/session/session_context.hpp"
 #include "rules/ip_address.hpp"
 

@@ -1,5 +1,5 @@
 // A SOCKS5 client's handshake, then the shared tunnel path. See socks_session.hpp.
-#include "proxy/session/socks_session.hpp"
+#include "proxy/session/fronts/socks_session.hpp"
 
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
@@ -12,9 +12,8 @@
 #include <vector>
 
 #include "proxy/session/graceful_close.hpp"
-#include "proxy/session/proxy_token.hpp"
-#include "proxy/session/connect_tunnel.hpp"
-#include "proxy/session/handlers.hpp"
+#include "proxy/session/wire/proxy_token.hpp"
+#include "proxy/session/open_tunnel.hpp"
 #include "rules/host.hpp"
 
 namespace sandgate::session {

@@ -1,5 +1,5 @@
 // Absolute-form request targets. See http_target.hpp.
-#include "proxy/session/http_target.hpp"
+#include "proxy/session/wire/http_target.hpp"
 
 namespace sandgate::session {
 namespace {

@@ -1,5 +1,5 @@
 // Captured connections and the capture's DNS server. See capture_session.hpp.
-#include "proxy/session/capture_session.hpp"
+#include "proxy/session/fronts/capture_session.hpp"
 
 #include <algorithm>
 #include <array>
@@ -15,10 +15,11 @@
 #include <cctype>
 #include <cstring>
 
-#include "proxy/session/connect_tunnel.hpp"
-#include "proxy/session/handlers.hpp"
-#include "proxy/session/http_head.hpp"
-#include "proxy/session/replies.hpp"
+#include "proxy/session/open_tunnel.hpp"
+#include "proxy/session/fronts/http_front.hpp"
+#include "proxy/session/graceful_close.hpp"
+#include "proxy/session/wire/http_head.hpp"
+#include "proxy/session/wire/replies.hpp"
 #include "rules/host.hpp"
 #include "rules/ip_address.hpp"
 

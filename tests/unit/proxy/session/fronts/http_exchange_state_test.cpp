@@ -1,4 +1,4 @@
-// The plain-HTTP exchange's state machine (proxy/session/http_exchange_state.hpp): each way an
+// The plain-HTTP exchange's state machine (proxy/session/fronts/http_exchange_state.hpp): each way an
 // exchange can go, as the two directions report it, and the ending derived from it (the end
 // line's outcome and reason, the proxy's answer, whether either connection is kept). The
 // integration tests (tests/integration/http_forward_test.cpp) drive the same paths over sockets.
@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-#include "proxy/session/http_exchange_state.hpp"
+#include "proxy/session/fronts/http_exchange_state.hpp"
 
 namespace sandgate::session {
 namespace {
