@@ -2,13 +2,17 @@
 JOBS ?= 2
 MAKEFLAGS += --no-print-directory
 
-.PHONY: deps configure build gate run test test-asan test-tsan test-sanitizers bench clean
+.PHONY: deps configure build gate run test test-asan test-tsan test-sanitizers bench format clean
 
 deps:
 	@./scripts/install-deps.sh
 
+# WERROR=ON makes every compiler warning an error (CI builds so); off by default, so that a user's
+# newer compiler with new warnings still builds.
+WERROR ?= OFF
+
 configure: deps
-	@cmake --preset release >/dev/null
+	@cmake --preset release -DSANDGATE_WERROR=$(WERROR) >/dev/null
 
 build: configure
 	@cmake --build --preset release -j $(JOBS)
@@ -50,6 +54,10 @@ test-sanitizers:
 bench: configure
 	@cmake --build --preset release -j $(JOBS) --target sandgate sandgate-load sandgate-limit-proxy rules_bench
 	./scripts/offline.sh ./bench/run.sh
+
+# Formats every C++ file as .clang-format says (CTest's format_check fails on any that is not).
+format: deps
+	@./scripts/cxx-sources.sh | xargs clang-format -i
 
 clean:
 	rm -rf build build-asan build-tsan

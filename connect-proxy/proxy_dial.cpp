@@ -151,8 +151,8 @@ Expected<Tunnel, std::string> open_tunnel(const ProxyLocation& proxy, std::strin
   }
   const std::string at = "the proxy at " + proxy.display();
 
-  if (auto error = send_all(socket->get(), build_connect_request(authority, proxy.credentials),
-                            deadline)) {
+  if (auto error =
+          send_all(socket->get(), build_connect_request(authority, proxy.credentials), deadline)) {
     return Unexpected(at + " failed while CONNECT " + std::string(authority) +
                       " was sent: " + *error);
   }

@@ -17,8 +17,8 @@
 #include "proxy/commands/run.hpp"
 #include "proxy/commands/sandbox_view.hpp"
 #include "proxy/commands/serve.hpp"
-#include "proxy/settings/settings.hpp"
 #include "proxy/settings/load.hpp"
+#include "proxy/settings/settings.hpp"
 #include "sandbox-profile/macos/profile_command.hpp"
 #include "sandbox-profile/supervisor/run_confined.hpp"
 
@@ -34,8 +34,8 @@ void add_setting_flags(CLI::App& app, std::map<std::string, std::string>& values
                  "override it")
       ->type_name("PATH");
   for (const auto& info : sandgate::settings::all_settings()) {
-    std::string help = std::string(info.help) + " [" + std::string(info.env) +
-                       ", default " + std::string(info.default_text) + "]";
+    std::string help = std::string(info.help) + " [" + std::string(info.env) + ", default " +
+                       std::string(info.default_text) + "]";
     std::string& value = values[std::string(info.flag)];
     if (info.boolean) {
       // `--allow-ip` means true; `--allow-ip=false` gives a value.
@@ -107,7 +107,8 @@ int main(int argc, char** argv) {
   auto* serve = app.add_subcommand("serve", "run the gate (what `sandgate` alone does)");
   serve->fallthrough();
   auto* check = app.add_subcommand(
-      "check", "print the decision for HOST[:PORT] (port 443 by default); exit 0 allowed, 1 denied");
+      "check",
+      "print the decision for HOST[:PORT] (port 443 by default); exit 0 allowed, 1 denied");
   check->fallthrough();
   std::string target;
   check->add_option("target", target, "HOST, HOST:PORT, [IPV6]:PORT")->required();
@@ -190,9 +191,8 @@ int main(int argc, char** argv) {
     request.sandbox = settings->sandbox;
     request.gate = sandgate::commands::gate_view(*settings);
     request.flags = profile_flags;
-    request.proxy_port = proxy_port_option->count() > 0
-                             ? proxy_port
-                             : sandgate::commands::listen_port(*settings);
+    request.proxy_port =
+        proxy_port_option->count() > 0 ? proxy_port : sandgate::commands::listen_port(*settings);
     request.listen_text = settings->listen.text();
     request.home = sandgate::settings::home_directory();
     return sandgate::sandbox::run_profile(request, std::cout, std::cerr);

@@ -407,8 +407,7 @@ std::optional<RuleMatch> DomainSet::Impl::match_regex(std::string_view name,
                                                       std::uint16_t port) const {
   const auto to_match = [this](const RegexRule& r) {
     return with_message(
-        RuleMatch{sources[r.source], r.line, text_of(r.text_offset, r.text_length), {}},
-        r.source);
+        RuleMatch{sources[r.source], r.line, text_of(r.text_offset, r.text_length), {}}, r.source);
   };
   if (regex_set) {
     std::vector<int> hits;  // allocates only when something matches

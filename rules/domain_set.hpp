@@ -55,8 +55,8 @@ class DomainSet {
   // that address; `re:` entries are tried after names, on the normalised text.
   std::optional<RuleMatch> match(const Host& host, std::uint16_t port) const;
 
-  std::size_t size() const;           // entries loaded
-  std::size_t memory_bytes() const;   // approximate heap held, for benchmarks and metrics
+  std::size_t size() const;          // entries loaded
+  std::size_t memory_bytes() const;  // approximate heap held, for benchmarks and metrics
 
  private:
   struct Impl;

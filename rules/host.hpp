@@ -32,24 +32,24 @@ struct Host {
 
 // Why a host or authority was refused. Stable: tests and logs key on these.
 enum class HostError : std::uint8_t {
-  empty,             // nothing there
-  too_long,          // a DNS name over 253 octets
-  label_too_long,    // a label over 63 octets
-  empty_label,       // `a..b`, `.a`, or more than one trailing dot
-  userinfo,          // `user@host`: the text before '@' would be checked, the rest dialled
-  path,              // '/', '\\', '?' or '#' inside the host
-  percent_escape,    // '%' outside an IPv6 zone: decoders disagree on what it means
-  nul,               // a NUL byte
-  whitespace,        // spaces, tabs, line breaks, other control characters
-  bad_character,     // anything else a DNS name cannot hold
-  bad_hyphen,        // a label that starts or ends with '-'
-  bad_underscore,    // '_' in the last label (top-level domains never have one)
-  bad_ipv4,          // ends in a number but is no valid IPv4 spelling (`1.2.3.256`)
-  bad_ipv6,          // inside brackets but no valid IPv6 literal
-  unbalanced_bracket,// '[' without ']' or the reverse
-  bad_idn,           // a non-ASCII name UTS #46 rejects, or an `xn--` label that is no valid punycode
-  missing_port,      // an authority without `:port`
-  bad_port,          // not 1..65535 in plain decimal without leading zeros
+  empty,               // nothing there
+  too_long,            // a DNS name over 253 octets
+  label_too_long,      // a label over 63 octets
+  empty_label,         // `a..b`, `.a`, or more than one trailing dot
+  userinfo,            // `user@host`: the text before '@' would be checked, the rest dialled
+  path,                // '/', '\\', '?' or '#' inside the host
+  percent_escape,      // '%' outside an IPv6 zone: decoders disagree on what it means
+  nul,                 // a NUL byte
+  whitespace,          // spaces, tabs, line breaks, other control characters
+  bad_character,       // anything else a DNS name cannot hold
+  bad_hyphen,          // a label that starts or ends with '-'
+  bad_underscore,      // '_' in the last label (top-level domains never have one)
+  bad_ipv4,            // ends in a number but is no valid IPv4 spelling (`1.2.3.256`)
+  bad_ipv6,            // inside brackets but no valid IPv6 literal
+  unbalanced_bracket,  // '[' without ']' or the reverse
+  bad_idn,       // a non-ASCII name UTS #46 rejects, or an `xn--` label that is no valid punycode
+  missing_port,  // an authority without `:port`
+  bad_port,      // not 1..65535 in plain decimal without leading zeros
 };
 
 std::string_view to_string(HostError);  // a short sentence, e.g. "user information ('@') in host"

@@ -52,16 +52,16 @@ std::optional<IpAddress> parse_ipv6(std::string_view text);
 
 // What kind of destination an address is. Ordered roughly from most to least dangerous.
 enum class AddressClass : std::uint8_t {
-  public_address,  // anything not listed below: the open internet
-  loopback,        // 127.0.0.0/8, ::1
-  unspecified,     // 0.0.0.0/8, :: (connecting to these reaches the local host)
-  metadata,        // cloud instance metadata services (169.254.169.254, fd00:ec2::254, ...)
-  link_local,      // 169.254.0.0/16, fe80::/10
-  private_network, // RFC 1918: 10/8, 172.16/12, 192.168/16
-  carrier_nat,     // 100.64.0.0/10 (RFC 6598)
-  unique_local,    // fc00::/7
-  multicast,       // 224.0.0.0/4, ff00::/8
-  reserved,        // 240.0.0.0/4, 255.255.255.255, and other never-routable ranges
+  public_address,   // anything not listed below: the open internet
+  loopback,         // 127.0.0.0/8, ::1
+  unspecified,      // 0.0.0.0/8, :: (connecting to these reaches the local host)
+  metadata,         // cloud instance metadata services (169.254.169.254, fd00:ec2::254, ...)
+  link_local,       // 169.254.0.0/16, fe80::/10
+  private_network,  // RFC 1918: 10/8, 172.16/12, 192.168/16
+  carrier_nat,      // 100.64.0.0/10 (RFC 6598)
+  unique_local,     // fc00::/7
+  multicast,        // 224.0.0.0/4, ff00::/8
+  reserved,         // 240.0.0.0/4, 255.255.255.255, and other never-routable ranges
 };
 
 std::string_view to_string(AddressClass);

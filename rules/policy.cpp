@@ -14,8 +14,8 @@ namespace {
 // what a name resolved to; naming them here also lets `sandgate check` (which does not resolve)
 // give the right answer, and stops them before any DNS query leaves the machine.
 constexpr std::array<std::string_view, 6> kMetadataNames = {
-    "metadata.google.internal", "metadata.goog",     "metadata",
-    "instance-data",            "instance-data.ec2.internal", "metadata.tencentyun.com",
+    "metadata.google.internal",   "metadata.goog",           "metadata", "instance-data",
+    "instance-data.ec2.internal", "metadata.tencentyun.com",
 };
 
 // True if `name` equals `parent` or is a subdomain of it (a label boundary, not a suffix).
@@ -49,17 +49,14 @@ Decision deny(Reason reason, AddressClass cls = AddressClass::public_address) {
 }  // namespace
 
 std::string rule_text(const RuleMatch& rule) {
-  return std::string(rule.source) + ":" + std::to_string(rule.line) + " " +
-         std::string(rule.entry);
+  return std::string(rule.source) + ":" + std::to_string(rule.line) + " " + std::string(rule.entry);
 }
 
 std::string rule_text(const Decision& decision) {
   return decision.rule ? rule_text(*decision.rule) : std::string();
 }
 
-bool is_localhost_name(std::string_view name) {
-  return equals_or_subdomain(name, "localhost");
-}
+bool is_localhost_name(std::string_view name) { return equals_or_subdomain(name, "localhost"); }
 
 Policy::Policy(PolicyOptions options, DomainSet blocklist, std::optional<DomainSet> allowlist)
     : Policy(std::move(options), std::make_shared<const DomainSet>(std::move(blocklist)),
@@ -287,8 +284,7 @@ std::string Policy::ssh_reason(std::uint16_t port) const {
   return "the client speaks SSH on port " + std::to_string(port);
 }
 
-std::string Policy::explain(const Decision& decision, const Host& host,
-                            std::uint16_t port) const {
+std::string Policy::explain(const Decision& decision, const Host& host, std::uint16_t port) const {
   if (decision.rule && !decision.rule->message.empty()) {
     // The entry's own message (its `#!` comment) follows the gate's sentence: the agent reads
     // why, then what to do instead.
@@ -324,8 +320,7 @@ std::string Policy::explain(const Decision& decision, const Host& host,
       return target + " is one of this machine's own addresses (" + cls +
              "), and connections back into this machine are blocked.";
     case Reason::ip_address:
-      return target +
-             " is a raw IP address; only host names are allowed (GOOSE_SANDBOX_ALLOW_IP).";
+      return target + " is a raw IP address; only host names are allowed (GOOSE_SANDBOX_ALLOW_IP).";
     case Reason::metadata_address:
       return target + " is a cloud metadata or link-local address (" + cls +
              "), which is always blocked (SANDGATE_ALLOW_METADATA).";
@@ -337,8 +332,7 @@ std::string Policy::explain(const Decision& decision, const Host& host,
     case Reason::blocklist:
       return host.name + " is blocked by the blocklist entry" + rule_text() + ".";
     case Reason::port_not_allowed:
-      return "port " + std::to_string(port) +
-             " is not an allowed port (SANDGATE_ALLOWED_PORTS).";
+      return "port " + std::to_string(port) + " is not an allowed port (SANDGATE_ALLOWED_PORTS).";
     case Reason::ssh_disabled:
       return ssh_reason(port) + ", and SSH is disabled (GOOSE_SANDBOX_ALLOW_SSH).";
     case Reason::ssh_non_git_host:

@@ -2,7 +2,8 @@
 //
 // Checks run in goose's order, first match wins, with sandgate's additions in between:
 //   1. loopback destination (when blocked)                  -> loopback
-//      one of this machine's other addresses (when blocked) -> local-address (rules/local_addresses.hpp)
+//      one of this machine's other addresses (when blocked) -> local-address
+//      (rules/local_addresses.hpp)
 //   2. IP literal (unless allowed)                          -> ip-address
 //      an allowed IP literal is still classified:           -> metadata-address, private-address,
 //                                                              reserved-address
@@ -67,23 +68,22 @@ enum class UnknownMode : std::uint8_t {
 };
 std::string_view to_string(UnknownMode mode);  // "default", "deny", "ask", "allow"
 
-
 // The rule that decided, as the log and /denials show it: "file:line entry"; empty when no list
 // entry decided.
 std::string rule_text(const Decision& decision);
 std::string rule_text(const RuleMatch& rule);
 
 struct PolicyOptions {
-  bool block_loopback = true;   // GOOSE_SANDBOX_BLOCK_LOOPBACK (goose's default was false)
-  bool allow_ip = false;        // GOOSE_SANDBOX_ALLOW_IP
-  bool allow_ssh = true;        // GOOSE_SANDBOX_ALLOW_SSH
-  bool ssh_all_hosts = false;   // GOOSE_SANDBOX_SSH_ALL_HOSTS
+  bool block_loopback = true;  // GOOSE_SANDBOX_BLOCK_LOOPBACK (goose's default was false)
+  bool allow_ip = false;       // GOOSE_SANDBOX_ALLOW_IP
+  bool allow_ssh = true;       // GOOSE_SANDBOX_ALLOW_SSH
+  bool ssh_all_hosts = false;  // GOOSE_SANDBOX_SSH_ALL_HOSTS
   // GOOSE_SANDBOX_GIT_HOSTS: normalised names; a host matches if equal or a subdomain.
   std::vector<std::string> git_hosts = {"github.com", "gitlab.com", "bitbucket.org",
                                         "ssh.dev.azure.com"};
   std::vector<std::uint16_t> ssh_ports = {22, 2222, 7999};  // SANDGATE_SSH_PORTS
   std::vector<std::uint16_t> allowed_ports;  // SANDGATE_ALLOWED_PORTS; empty = every port
-  bool block_private = false;   // SANDGATE_BLOCK_PRIVATE
+  bool block_private = false;                // SANDGATE_BLOCK_PRIVATE
   bool allow_metadata = false;  // SANDGATE_ALLOW_METADATA: the opt-out for metadata/link-local
   UnknownMode unknown = UnknownMode::usual;  // SANDGATE_UNKNOWN
 };

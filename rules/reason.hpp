@@ -51,18 +51,18 @@ enum class Reason : std::uint8_t {
   ask_denied,           // a person answered `deny` or `never` to the question about it
   ask_timeout,          // nobody answered within --ask-timeout; the ask-default is deny
   ask_unavailable,      // nobody can be asked (no asker, too many questions); ask-default deny
-  host_mismatch,             // capture: a plain-HTTP request whose Host is not the name dialled
-  dns_refused,               // capture: a DNS query of a type or a name shape the gate refuses
+  host_mismatch,        // capture: a plain-HTTP request whose Host is not the name dialled
+  dns_refused,          // capture: a DNS query of a type or a name shape the gate refuses
   // ---- The request (the proxy's own checks of what the client sent) ----
-  auth_required,        // the gate requires a token and the request carried none
-  auth_failed,          // the request's token is wrong or its Proxy-Authorization malformed
-  bad_request,          // not valid HTTP/1.1, a smuggling shape, a malformed body
-  origin_form,          // a bare path (`GET /x`) sent to the proxy
-  https_absolute_form,  // `GET https://...`, which must be tunnelled with CONNECT
-  unsupported_scheme,   // a target that is no http:// URL (`ftp://`, `*`, `host:port`)
-  request_timeout,      // the request head (or a plain-HTTP body) did not arrive in time
-  header_too_large,     // the request head is larger than 16 KiB
-  socks4_refused,       // a SOCKS4 or SOCKS4a request (only SOCKS5 is served)
+  auth_required,              // the gate requires a token and the request carried none
+  auth_failed,                // the request's token is wrong or its Proxy-Authorization malformed
+  bad_request,                // not valid HTTP/1.1, a smuggling shape, a malformed body
+  origin_form,                // a bare path (`GET /x`) sent to the proxy
+  https_absolute_form,        // `GET https://...`, which must be tunnelled with CONNECT
+  unsupported_scheme,         // a target that is no http:// URL (`ftp://`, `*`, `host:port`)
+  request_timeout,            // the request head (or a plain-HTTP body) did not arrive in time
+  header_too_large,           // the request head is larger than 16 KiB
+  socks4_refused,             // a SOCKS4 or SOCKS4a request (only SOCKS5 is served)
   socks_command_unsupported,  // a SOCKS5 BIND, UDP ASSOCIATE or unknown command
   // ---- Reaching the destination ----
   dns_not_found,            // the name does not exist or has no addresses
@@ -241,11 +241,11 @@ inline constexpr std::string_view kWouldDeny = "would-deny";
 // kReasons, so that a reason added to the table is enforced in report-only mode unless it is
 // named here.
 inline constexpr std::array<Reason, 16> kReportableReasons = {
-    Reason::ip_address,          Reason::private_address,  Reason::blocklist,
-    Reason::port_not_allowed,    Reason::ssh_disabled,     Reason::ssh_non_git_host,
-    Reason::not_allowlisted,     Reason::launchdarkly,     Reason::launchdarkly_unreachable,
-    Reason::sni_mismatch,        Reason::sni_missing,      Reason::protocol_mismatch,
-    Reason::unknown_destination, Reason::ask_denied,       Reason::ask_timeout,
+    Reason::ip_address,          Reason::private_address, Reason::blocklist,
+    Reason::port_not_allowed,    Reason::ssh_disabled,    Reason::ssh_non_git_host,
+    Reason::not_allowlisted,     Reason::launchdarkly,    Reason::launchdarkly_unreachable,
+    Reason::sni_mismatch,        Reason::sni_missing,     Reason::protocol_mismatch,
+    Reason::unknown_destination, Reason::ask_denied,      Reason::ask_timeout,
     Reason::ask_unavailable,
 };
 

@@ -55,9 +55,9 @@ constexpr std::size_t kMaxEntryName = 255;
 // scratch vector, so they are valid until either changes.
 struct RuleEntry {
   EntryKind kind = EntryKind::name_and_subdomains;
-  std::string_view text;               // the entry as written (trimmed, comment stripped)
-  Host host;                           // names and addresses: the normal form
-  std::string_view pattern;            // `re:` entries: the pattern, without `re:` and ports
+  std::string_view text;                 // the entry as written (trimmed, comment stripped)
+  Host host;                             // names and addresses: the normal form
+  std::string_view pattern;              // `re:` entries: the pattern, without `re:` and ports
   std::span<const std::uint16_t> ports;  // sorted and distinct; empty means any port
 };
 

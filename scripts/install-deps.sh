@@ -28,6 +28,7 @@ build_packages=(
 test_packages=(
   curl openssl openssh-client openssh-server git procps iproute2
   clang libclang-rt-14-dev
+  clang-format          # the format check (CTest format_check) and `make format`
   prometheus            # the admin endpoint test scrapes with a real Prometheus (its own process)
   netcat-openbsd        # socks_e2e_test: ssh through the gate's SOCKS5 with ProxyCommand nc -X 5
   squid                 # squid_parent_test and bench/e2e/socks_parent.sh: a real parent proxy (its own process)
@@ -41,7 +42,7 @@ case "$(uname -s)" in
   Darwin)
     cat <<'MSG'
 sandgate on macOS: install the dependencies with Homebrew, then run make again:
-  brew install cmake boost openssl@3 c-ares re2 libidn2 cli11 tomlplusplus fmt googletest google-benchmark
+  brew install cmake boost openssl@3 c-ares re2 libidn2 cli11 tomlplusplus fmt googletest google-benchmark clang-format
 MSG
     # Only fail when something the build needs is missing, so this stays idempotent on macOS too.
     command -v cmake >/dev/null || exit 1

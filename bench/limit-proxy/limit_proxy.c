@@ -149,8 +149,8 @@ static void open_upstream(struct side* client, size_t head_length) {
   }
   address.sin_port = htons((uint16_t)port);
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0 || (connect(fd, (struct sockaddr*)&address, sizeof address) != 0 &&
-                 errno != EINPROGRESS)) {
+  if (fd < 0 ||
+      (connect(fd, (struct sockaddr*)&address, sizeof address) != 0 && errno != EINPROGRESS)) {
     if (fd >= 0) {
       close(fd);
     }

@@ -26,20 +26,28 @@ namespace {
 
 const char* workload_name(workload_kind kind) {
   switch (kind) {
-    case workload_kind::setups: return "setups";
-    case workload_kind::download: return "download";
-    case workload_kind::upload: return "upload";
-    case workload_kind::idle: return "idle";
-    case workload_kind::http: return "http";
+    case workload_kind::setups:
+      return "setups";
+    case workload_kind::download:
+      return "download";
+    case workload_kind::upload:
+      return "upload";
+    case workload_kind::idle:
+      return "idle";
+    case workload_kind::http:
+      return "http";
   }
   return "?";
 }
 
 const char* unit_of(workload_kind kind) {
   switch (kind) {
-    case workload_kind::setups: return "setups/s";
-    case workload_kind::http: return "requests/s";
-    default: return "Gbit/s";
+    case workload_kind::setups:
+      return "setups/s";
+    case workload_kind::http:
+      return "requests/s";
+    default:
+      return "Gbit/s";
   }
 }
 
@@ -160,11 +168,20 @@ std::string escape_xml(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -212,7 +229,8 @@ bool write_chart(const std::string& path, const std::vector<chart_group>& groups
     for (const auto& b : group.bars) {
       const std::size_t colour =
           static_cast<std::size_t>(std::find(names.begin(), names.end(), b.target) -
-                                   names.begin()) % 10;
+                                   names.begin()) %
+          10;
       std::snprintf(text, sizeof text,
                     "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.0f\" height=\"%.1f\" fill=\"%s\">"
                     "<title>%s: %.2f×</title></rect>\n",
@@ -222,8 +240,8 @@ bool write_chart(const std::string& path, const std::vector<chart_group>& groups
       x += kBar;
     }
     std::snprintf(text, sizeof text,
-                  "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%s</text>\n",
-                  (start + x) / 2, kTop + kPlot + 20, escape_xml(group.title).c_str());
+                  "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%s</text>\n", (start + x) / 2,
+                  kTop + kPlot + 20, escape_xml(group.title).c_str());
     svg += text;
     x += kGap;
   }
@@ -295,8 +313,8 @@ int run_compare(const compare_options& options) {
           }
           r.value.push_back(headline_rate(result));
           if (has_latency(workload)) {
-            r.p99_ms.push_back(
-                static_cast<double>(result.latency_ns.value_at_percentile(99)) / 1e6);
+            r.p99_ms.push_back(static_cast<double>(result.latency_ns.value_at_percentile(99)) /
+                               1e6);
           }
           if (result.cpu_before && result.cpu_after) {
             const double cpu = result.cpu_after->user_s + result.cpu_after->system_s -
@@ -317,10 +335,11 @@ int run_compare(const compare_options& options) {
   const std::size_t reference = targets.size() > 1 ? 1 : 0;
   for (workload_kind workload : options.workloads) {
     if (!options.json) {
-      std::printf("\n%s: median of %u round(s) of %.0f s; (× direct) and (× %s) are ratios in "
-                  "the same rounds\n\n",
-                  workload_name(workload), options.rounds, options.duration_s,
-                  targets[reference].name.c_str());
+      std::printf(
+          "\n%s: median of %u round(s) of %.0f s; (× direct) and (× %s) are ratios in "
+          "the same rounds\n\n",
+          workload_name(workload), options.rounds, options.duration_s,
+          targets[reference].name.c_str());
       std::printf("| target | %s | %s | × direct | × %s |%s proxy CPU %s | runs | errors |\n",
                   has_latency(workload) ? "clients" : "tunnels", unit_of(workload),
                   targets[reference].name.c_str(),
@@ -376,9 +395,8 @@ int run_compare(const compare_options& options) {
         }
         if (!measured) {
           std::printf("| %s | %u | failed | — | — |%s — | %u | %llu |\n",
-                      targets[index].name.c_str(), level,
-                      has_latency(workload) ? " — | — |" : "", r.runs,
-                      static_cast<unsigned long long>(r.errors));
+                      targets[index].name.c_str(), level, has_latency(workload) ? " — | — |" : "",
+                      r.runs, static_cast<unsigned long long>(r.errors));
           continue;
         }
         char value_text[32];
@@ -398,12 +416,10 @@ int run_compare(const compare_options& options) {
         if (!r.cpu.empty()) {
           std::snprintf(cpu_text, sizeof cpu_text, "%.1f", cpu);
         }
-        std::printf("| %s | %u | %s | %s | %s |%s %s | %u | %llu |\n",
-                    targets[index].name.c_str(), level, value_text,
-                    index == 0 ? "—" : ratio_text(value, base_value).c_str(),
+        std::printf("| %s | %u | %s | %s | %s |%s %s | %u | %llu |\n", targets[index].name.c_str(),
+                    level, value_text, index == 0 ? "—" : ratio_text(value, base_value).c_str(),
                     index == reference ? "—" : ratio_text(value, ref_value).c_str(),
-                    latency.c_str(), cpu_text, r.runs,
-                    static_cast<unsigned long long>(r.errors));
+                    latency.c_str(), cpu_text, r.runs, static_cast<unsigned long long>(r.errors));
       }
     }
   }

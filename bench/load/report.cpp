@@ -108,8 +108,7 @@ std::string to_json(const run_result& r) {
       .field("measured_s", r.measured_s);
 
   if (r.workload == "setups") {
-    json.field("setups", r.ops)
-        .field("setups_per_s", headline_rate(r));
+    json.field("setups", r.ops).field("setups_per_s", headline_rate(r));
     latency_object(json, r.latency_ns);
     cpu_object(json, r);
   } else if (r.workload == "http") {
@@ -119,9 +118,7 @@ std::string to_json(const run_result& r) {
     latency_object(json, r.latency_ns);
     cpu_object(json, r);
   } else if (r.workload == "download" || r.workload == "upload") {
-    json.field("tunnels", r.ops)
-        .field("bytes", r.bytes)
-        .field("gbit_per_s", headline_rate(r));
+    json.field("tunnels", r.ops).field("bytes", r.bytes).field("gbit_per_s", headline_rate(r));
     cpu_object(json, r);
   } else if (r.workload == "idle") {
     json.field("tunnels_requested", r.tunnels_requested)
@@ -181,8 +178,7 @@ std::string to_human(const run_result& r) {
                   measured ? "" : "(no --proxy-pid) ", anon);
   } else {
     std::snprintf(line, sizeof line, "%-10s %-8s c=%-5u %7.2f Gbit/s over %llu tunnels", name,
-                  r.workload.c_str(), r.concurrency,
-                  headline_rate(r),
+                  r.workload.c_str(), r.concurrency, headline_rate(r),
                   static_cast<unsigned long long>(r.ops));
   }
   std::string text = line;

@@ -104,7 +104,8 @@ std::shared_ptr<Waiter> QuestionBoard::ask(std::string_view host, std::uint16_t 
       if (answerers_ <= 0 || questions_.size() >= kMaxQuestions) {
         ++unavailable_total_;
         if (answerers_ <= 0) {
-          refused = "nobody can answer it (no terminal, no admin endpoint); the ask default applies";
+          refused =
+              "nobody can answer it (no terminal, no admin endpoint); the ask default applies";
         } else {
           refusal = Outcome::overloaded;
           refused = std::to_string(kMaxQuestions) + " questions are pending; it is denied";

@@ -14,10 +14,10 @@
 // The reload of the list file then makes the answer a rule like any other.
 //
 // Bounds: at most kMaxQuestions questions pending at once (a request for one more is answered
-// `overloaded` at once, which the session denies whatever the ask default); the waiters are the gate's
-// connections, bounded by its connection limit; at most kMaxRemembered session answers (older
-// ones are forgotten first). A board with no front end that can answer (no terminal, no admin
-// endpoint) answers every question `unavailable` at once.
+// `overloaded` at once, which the session denies whatever the ask default); the waiters are the
+// gate's connections, bounded by its connection limit; at most kMaxRemembered session answers
+// (older ones are forgotten first). A board with no front end that can answer (no terminal, no
+// admin endpoint) answers every question `unavailable` at once.
 //
 // Threads: every member function is thread-safe (one mutex, never held across a callback or a
 // post). A waiter is woken on its own executor (the session's worker): the board posts the
@@ -63,7 +63,7 @@ enum class Outcome : std::uint8_t {
   // that holds 64 questions open would have every further destination decided at once by an
   // `allow` default, with no person given the time the ask timeout promises.
   overloaded,
-  cancelled,    // the gate is shutting down
+  cancelled,  // the gate is shutting down
 };
 
 struct Resolution {

@@ -201,19 +201,24 @@ DnsReply answer_query(std::span<const std::uint8_t> message, const rules::Policy
                                std::span<const rules::IpAddress>(&address, 1), kAnswerTtl);
   const std::string answered = "answered " + type + " " + address.to_string();
   if (would_deny) {
-    reply.decision = DnsDecision{host->name, type, decision.reason, rules::rule_text(decision),
-                                 policy.explain(decision, *host, port) + " Report-only: " +
-                                     answered + ".",
-                                 true};
+    reply.decision =
+        DnsDecision{host->name,
+                    type,
+                    decision.reason,
+                    rules::rule_text(decision),
+                    policy.explain(decision, *host, port) + " Report-only: " + answered + ".",
+                    true};
   } else if (ask_later) {
-    reply.decision = DnsDecision{host->name, type, rules::Reason::allowed, {},
+    reply.decision = DnsDecision{host->name,
+                                 type,
+                                 rules::Reason::allowed,
+                                 {},
                                  "no rule decides the name: " + answered +
                                      " (synthetic: its connection is held on a question)."};
   } else {
-    reply.decision = DnsDecision{host->name, type, rules::Reason::allowed,
-                                 rules::rule_text(decision),
-                                 answered +
-                                     " (synthetic: the connection to it is decided when it comes)."};
+    reply.decision =
+        DnsDecision{host->name, type, rules::Reason::allowed, rules::rule_text(decision),
+                    answered + " (synthetic: the connection to it is decided when it comes)."};
   }
   return reply;
 }

@@ -1,6 +1,6 @@
 // The capture DNS server's logic: what the gate answers a confined command's DNS query with, and
-// the decision it logs. No I/O (proxy/session/fronts/capture_session.hpp carries the queries over UDP
-// and TCP and writes the lines); unit-tested on its own.
+// the decision it logs. No I/O (proxy/session/fronts/capture_session.hpp carries the queries over
+// UDP and TCP and writes the lines); unit-tested on its own.
 //
 // What is answered (one rule per query, in this order):
 //   - a query that cannot be read: FORMERR when its ID could be read, else nothing (dns-refused);

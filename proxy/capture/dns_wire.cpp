@@ -49,8 +49,7 @@ std::optional<std::size_t> read_name(std::span<const std::uint8_t> m, std::size_
       return at;
     }
     if ((length & 0xc0) != 0) {
-      problem = (length & 0xc0) == 0xc0 ? "a compressed name in a query"
-                                         : "an extended label type";
+      problem = (length & 0xc0) == 0xc0 ? "a compressed name in a query" : "an extended label type";
       return std::nullopt;
     }
     if (at + length > m.size()) {
@@ -124,7 +123,8 @@ Expected<Query, QueryError> parse_query(std::span<const std::uint8_t> m) {
   std::size_t end = query.question_end;
   if (additional == 1) {
     // EDNS OPT: the root name, type 41, then class (UDP size), TTL (flags), RDLENGTH, RDATA.
-    if (end + 11 > m.size() || m[end] != 0 || u16(m, end + 1) != static_cast<std::uint16_t>(QueryType::opt)) {
+    if (end + 11 > m.size() || m[end] != 0 ||
+        u16(m, end + 1) != static_cast<std::uint16_t>(QueryType::opt)) {
       return bad("an additional record that is not an EDNS OPT at the root", query.id);
     }
     const std::size_t rdlength = u16(m, end + 9);
@@ -148,9 +148,9 @@ std::vector<std::uint8_t> build_response(std::span<const std::uint8_t> message, 
   out.reserve(kClassicUdpLimit);
   put16(out, query.id);
   // QR, AA (the gate is the authority on its synthetic answers), RD echoed, RA.
-  const std::uint16_t flags = static_cast<std::uint16_t>(
-      0x8000 | 0x0400 | (query.recursion_desired ? 0x0100 : 0) | 0x0080 |
-      static_cast<std::uint16_t>(code));
+  const std::uint16_t flags =
+      static_cast<std::uint16_t>(0x8000 | 0x0400 | (query.recursion_desired ? 0x0100 : 0) | 0x0080 |
+                                 static_cast<std::uint16_t>(code));
   put16(out, flags);
   put16(out, 1);  // the question, echoed
   std::vector<const rules::IpAddress*> records;
@@ -208,8 +208,8 @@ std::optional<std::string> name_over_budget(std::string_view name) {
   std::size_t start = 0;
   while (start <= name.size()) {
     const auto dot = name.find('.', start);
-    const auto label = name.substr(start, dot == std::string_view::npos ? std::string_view::npos
-                                                                        : dot - start);
+    const auto label =
+        name.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
     start = dot == std::string_view::npos ? name.size() + 1 : dot + 1;
     if (label.size() > kMaxLabel) {
       return "a label of " + std::to_string(label.size()) + " characters (over " +

@@ -56,10 +56,10 @@ inline constexpr std::size_t kClassicUdpLimit = 512;
 struct Query {
   std::uint16_t id = 0;
   bool recursion_desired = false;
-  std::string name;           // lower case, dot-separated, no trailing dot; "" for the root
-  std::uint16_t type = 0;     // QTYPE as sent (compare with QueryType)
+  std::string name;              // lower case, dot-separated, no trailing dot; "" for the root
+  std::uint16_t type = 0;        // QTYPE as sent (compare with QueryType)
   std::size_t question_end = 0;  // offset just past the question (to echo it)
-  bool edns = false;          // an OPT record came with it
+  bool edns = false;             // an OPT record came with it
 };
 
 struct QueryError {

@@ -45,8 +45,8 @@ int run_check(const settings::Settings& settings, std::string_view target, std::
     err << "sandgate: note: " << note << "\n";
   }
   for (const auto& issue : loaded->issues) {
-    err << "sandgate: warning: " << issue.source << ":" << issue.line << ": skipped '"
-        << issue.text << "': " << issue.message << "\n";
+    err << "sandgate: warning: " << issue.source << ":" << issue.line << ": skipped '" << issue.text
+        << "': " << issue.message << "\n";
   }
 
   auto authority = parse_target(target);
@@ -69,10 +69,10 @@ int run_check(const settings::Settings& settings, std::string_view target, std::
   std::optional<launchdarkly::Answer> remote;
   if (decision.allowed() && !settings.launchdarkly_client_id.empty()) {
     err << "sandgate: " << launchdarkly::describe_configuration(settings) << "\n";
-    launchdarkly::RemoteAllowlist client(settings, [&err](std::string_view level,
-                                                          std::string_view text) {
-      err << "sandgate: " << level << ": " << text << "\n";
-    });
+    launchdarkly::RemoteAllowlist client(settings,
+                                         [&err](std::string_view level, std::string_view text) {
+                                           err << "sandgate: " << level << ": " << text << "\n";
+                                         });
     client.start();
     remote = client.check_blocking(authority->host, authority->port);
     client.stop();

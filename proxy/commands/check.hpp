@@ -1,4 +1,5 @@
-// `sandgate check [--resolve] HOST[:PORT]`: the decision the gate would take, with its reason and rule.
+// `sandgate check [--resolve] HOST[:PORT]`: the decision the gate would take, with its reason and
+// rule.
 #pragma once
 
 #include <ostream>

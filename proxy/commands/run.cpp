@@ -187,8 +187,8 @@ class RunGate final : public sandbox::GateHandle {
 // ~/.local/state/sandgate/runs), made private to the user; "" if it cannot be made.
 std::string run_log_path(const std::string& home) {
   const char* state = std::getenv("XDG_STATE_HOME");
-  std::string folder = state != nullptr && state[0] == '/' ? std::string(state)
-                                                            : home + "/.local/state";
+  std::string folder =
+      state != nullptr && state[0] == '/' ? std::string(state) : home + "/.local/state";
   folder += "/sandgate/runs";
   std::error_code ec;
   std::filesystem::create_directories(folder, ec);

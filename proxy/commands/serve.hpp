@@ -1,8 +1,8 @@
 // `sandgate serve` (and `sandgate` alone): run the gate until SIGTERM or SIGINT.
 #pragma once
 
-#include "proxy/settings/settings.hpp"
 #include "proxy/settings/load.hpp"
+#include "proxy/settings/settings.hpp"
 
 namespace sandgate::commands {
 

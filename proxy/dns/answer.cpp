@@ -44,7 +44,9 @@ ResolveError map_status(int status) {
   }
 }
 
-std::uint16_t read16(const unsigned char* p) { return static_cast<std::uint16_t>(p[0] << 8 | p[1]); }
+std::uint16_t read16(const unsigned char* p) {
+  return static_cast<std::uint16_t>(p[0] << 8 | p[1]);
+}
 
 std::uint32_t read32(const unsigned char* p) {
   return static_cast<std::uint32_t>(read16(p)) << 16 | read16(p + 2);

@@ -136,9 +136,7 @@ std::shared_ptr<const HostsFile::Names> parse_file(const std::string& path,
 
 }  // namespace
 
-std::uint64_t HostsFile::parses() {
-  return shared_tables().parses.load(std::memory_order_relaxed);
-}
+std::uint64_t HostsFile::parses() { return shared_tables().parses.load(std::memory_order_relaxed); }
 
 HostsFile::HostsFile(std::string path, std::chrono::milliseconds check_interval)
     : path_(std::move(path)), check_interval_(check_interval) {}
@@ -170,10 +168,10 @@ void HostsFile::refresh(clock::time_point now) {
     seen.device = info.st_dev;
     seen.inode = info.st_ino;
     seen.size = info.st_size;
-    seen.mtime_ns = static_cast<std::int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 +
-                    info.st_mtim.tv_nsec;
-    seen.ctime_ns = static_cast<std::int64_t>(info.st_ctim.tv_sec) * 1'000'000'000 +
-                    info.st_ctim.tv_nsec;
+    seen.mtime_ns =
+        static_cast<std::int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 + info.st_mtim.tv_nsec;
+    seen.ctime_ns =
+        static_cast<std::int64_t>(info.st_ctim.tv_sec) * 1'000'000'000 + info.st_ctim.tv_nsec;
   }
   if (loaded_ && seen == fingerprint_) {
     return;

@@ -58,14 +58,13 @@ bool print_resolution(const settings::Settings& settings, const rules::Policy& p
   // Until the answer, not until the loop is idle: c-ares may keep a socket watched.
   while (!result && io.run_one() > 0) {
   }
-  const std::string servers =
-      settings.dns_servers.empty() ? std::string("the system's") : [&] {
-        std::string text;
-        for (const auto& server : settings.dns_servers) {
-          text += (text.empty() ? "" : ",") + server.text();
-        }
-        return text;
-      }();
+  const std::string servers = settings.dns_servers.empty() ? std::string("the system's") : [&] {
+    std::string text;
+    for (const auto& server : settings.dns_servers) {
+      text += (text.empty() ? "" : ",") + server.text();
+    }
+    return text;
+  }();
   out << "dns (" << servers << "): ";
   if (!result) {
     out << "no answer\n";
@@ -95,10 +94,10 @@ bool print_resolution(const settings::Settings& settings, const rules::Policy& p
   }
 
   // The addresses the gate would dial, each held to the address rules as the gate does.
-  const std::vector<asio::ip::address>& used =
-      !listed.empty() ? listed
-      : result && result->error == ResolveError::none ? result->addresses
-                                                      : std::vector<asio::ip::address>{};
+  const std::vector<asio::ip::address>& used = !listed.empty() ? listed
+                                               : result && result->error == ResolveError::none
+                                                   ? result->addresses
+                                                   : std::vector<asio::ip::address>{};
   bool all_allowed = !used.empty();
   for (const auto& address : used) {
     const rules::Decision decision = policy.decide_resolved(to_rules(address), port);

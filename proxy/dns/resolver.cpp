@@ -427,7 +427,8 @@ void Resolver::Impl::complete(const std::shared_ptr<Query>& query) {
   // Answers are cached even if their waiters already timed out: the next caller benefits.
   // Timeouts and server failures say nothing about the name, so they are never cached.
   if (merged.ttl && result.error == ResolveError::none) {
-    cache_store(query->name, result, std::min<steady_clock::duration>(result.ttl, options_.max_ttl));
+    cache_store(query->name, result,
+                std::min<steady_clock::duration>(result.ttl, options_.max_ttl));
   } else if (merged.ttl && result.error == ResolveError::not_found) {
     cache_store(query->name, result,
                 std::min<steady_clock::duration>(result.ttl, options_.negative_ttl));

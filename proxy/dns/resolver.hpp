@@ -47,7 +47,6 @@ struct ResolverOptions {
   std::chrono::milliseconds hosts_check_interval{1000};
 };
 
-
 struct Resolution {
   ResolveError error = ResolveError::none;
   // In the order to try them: as c-ares sorted them (RFC 6724), IPv6 and IPv4 mixed.

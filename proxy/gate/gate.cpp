@@ -98,7 +98,8 @@ std::optional<GateError> Gate::start(std::optional<int> listener) {
   if (!settings_.launchdarkly_client_id.empty()) {
     log::DecisionLog* log = log_.get();
     remote_ = std::make_unique<launchdarkly::RemoteAllowlist>(
-        settings_, [log](std::string_view level, std::string_view text) { log->note(level, text); });
+        settings_,
+        [log](std::string_view level, std::string_view text) { log->note(level, text); });
     log_->note("info", launchdarkly::describe_configuration(settings_));
     if (!settings_.ld_failover_given) {
       log_->note("warning", kFailOpenWarning);
@@ -135,10 +136,10 @@ void Gate::start_questions() {
   log::DecisionLog* log = log_.get();
   questions_ = std::make_unique<ask::QuestionBoard>(
       [log](std::string_view level, std::string_view text) { log->note(level, text); });
-  questions_->set_recorder([this](ask::Answer answer, std::string_view host, std::uint16_t port,
-                                  std::string_view by) {
-    return record_answer(answer, host, port, by);
-  });
+  questions_->set_recorder(
+      [this](ask::Answer answer, std::string_view host, std::uint16_t port, std::string_view by) {
+        return record_answer(answer, host, port, by);
+      });
   if (!settings_.enforce) {
     log_->note("warning",
                "report-only mode (SANDGATE_ENFORCE=false): policy denials are logged as "
@@ -147,13 +148,13 @@ void Gate::start_questions() {
                "and every protocol error");
   }
   if (settings_.policy.unknown == rules::UnknownMode::ask) {
-    log_->note("info", "destinations no rule decides are asked about (SANDGATE_UNKNOWN=ask): a "
-                       "request waits up to " + std::to_string(settings_.ask_timeout.count()) +
-                       " s for an answer, then is " +
-                       (settings_.ask_default_allow ? "allowed" : "denied") +
-                       " (SANDGATE_ASK_DEFAULT); at most " +
-                       std::to_string(ask::QuestionBoard::kMaxQuestions) +
-                       " questions at once");
+    log_->note("info",
+               "destinations no rule decides are asked about (SANDGATE_UNKNOWN=ask): a "
+               "request waits up to " +
+                   std::to_string(settings_.ask_timeout.count()) + " s for an answer, then is " +
+                   (settings_.ask_default_allow ? "allowed" : "denied") +
+                   " (SANDGATE_ASK_DEFAULT); at most " +
+                   std::to_string(ask::QuestionBoard::kMaxQuestions) + " questions at once");
   }
 }
 
@@ -162,9 +163,9 @@ void Gate::start_questions() {
 std::optional<std::string> Gate::record_answer(ask::Answer answer, std::string_view host,
                                                std::uint16_t port, std::string_view by) {
   const bool allow = answer == ask::Answer::always;
-  const std::string path =
-      reloader_ ? (allow ? reloader_->allowlist_path() : reloader_->blocklist_path())
-                : std::string();
+  const std::string path = reloader_
+                               ? (allow ? reloader_->allowlist_path() : reloader_->blocklist_path())
+                               : std::string();
   if (path.empty()) {
     if (allow) {
       return std::string(

@@ -35,9 +35,9 @@
 #include "proxy/log/decision_log.hpp"
 #include "proxy/reload/policy_reloader.hpp"
 #include "proxy/server/server.hpp"
+#include "proxy/settings/load.hpp"
 #include "proxy/settings/policy_loader.hpp"
 #include "proxy/settings/settings.hpp"
-#include "proxy/settings/load.hpp"
 #include "rules/expected.hpp"
 
 namespace sandgate::gate {

@@ -32,8 +32,8 @@ Expected<std::optional<FlagState>, Failure> interpret_reply(
                               reply.status, reply.retry_after}};
   }
   if (reply.content_type != "application/json") {
-    return Unexpected{Failure{"LaunchDarkly answered with '" + reply.content_type +
-                              "', not application/json"}};
+    return Unexpected{
+        Failure{"LaunchDarkly answered with '" + reply.content_type + "', not application/json"}};
   }
   auto state = read_flag(reply.body, flag, max_bytes);
   if (!state) {
@@ -122,7 +122,8 @@ asio::awaitable<Expected<std::optional<FlagState>, Failure>> Client::evaluate(
   request.method = http::verb::report;
   request.target = flag_path_;
   request.body = std::move(context_json);
-  auto reply = co_await http_->fetch(settings_.ld_base_uri, std::move(request), settings_.ld_timeout);
+  auto reply =
+      co_await http_->fetch(settings_.ld_base_uri, std::move(request), settings_.ld_timeout);
   // The reply's charge on the budget is given back when `reply` goes, after this parse.
   auto state = interpret_reply(reply, settings_.ld_flag, settings_.ld_max_payload);
   if (state) {

@@ -41,8 +41,9 @@ std::optional<Answer> DomainMode::answer_locally(const std::string& domain) {
   if (const auto retry_at = client_.retry_at(); !client_.reachable() && now < retry_at) {
     // A known outage: answer now instead of waiting for a request that would fail.
     return outage_answer_locked(
-        domain, "LaunchDarkly is unreachable; retrying in " +
-                    millis_text(std::chrono::duration_cast<std::chrono::milliseconds>(retry_at - now)));
+        domain,
+        "LaunchDarkly is unreachable; retrying in " +
+            millis_text(std::chrono::duration_cast<std::chrono::milliseconds>(retry_at - now)));
   }
   return std::nullopt;
 }
@@ -103,9 +104,9 @@ void DomainMode::start_next() {
       pending_.erase(next.domain);
       std::lock_guard lock(mutex_);
       for (auto& deliver : waiters) {
-        deliver(outage_answer_locked(
-            next.domain, "no free LaunchDarkly request slot within " +
-                             millis_text(settings_.ld_timeout) + " (SANDGATE_LD_MAX_LOOKUPS)"));
+        deliver(outage_answer_locked(next.domain, "no free LaunchDarkly request slot within " +
+                                                      millis_text(settings_.ld_timeout) +
+                                                      " (SANDGATE_LD_MAX_LOOKUPS)"));
       }
       continue;
     }

@@ -75,7 +75,7 @@ class DomainMode {
   std::unordered_map<std::string, std::vector<Deliver>> pending_;  // asked or queued
   std::deque<Queued> queue_;  // domains waiting for a free request slot, oldest first
   std::size_t in_flight_ = 0;
-  bool probing_ = false;      // while down: the one request that checks whether it is back
+  bool probing_ = false;            // while down: the one request that checks whether it is back
   bool over_budget_noted_ = false;  // a refusal by the reply budget was logged; reset by a reply
 };
 

@@ -46,8 +46,8 @@ Expected<json::value, std::string> parse_json(std::string_view text, std::size_t
   json::parse_options options;
   options.max_depth = kMaxJsonDepth;
   std::error_code ec;
-  json::value value = json::parse(json::string_view(text.data(), text.size()), ec,
-                                  json::storage_ptr(), options);
+  json::value value =
+      json::parse(json::string_view(text.data(), text.size()), ec, json::storage_ptr(), options);
   if (ec == json::error::too_deep) {
     return Unexpected{"nested deeper than " + std::to_string(kMaxJsonDepth) +
                       " levels (the JSON nesting limit)"};
@@ -174,8 +174,8 @@ Expected<CompiledList, std::string> compile_list(const FlagState& state, std::st
     ++number;
     const json::string* text = entry.if_string();
     if (text == nullptr) {
-      list.issues.push_back({std::string(source), number, json::serialize(entry).substr(0, 200),
-                             "not a string"});
+      list.issues.push_back(
+          {std::string(source), number, json::serialize(entry).substr(0, 200), "not a string"});
       continue;
     }
     const std::string_view line(text->data(), text->size());
@@ -186,8 +186,8 @@ Expected<CompiledList, std::string> compile_list(const FlagState& state, std::st
       continue;
     }
     if (auto error = builder.add_line(line, source, number)) {
-      list.issues.push_back({std::string(source), number, std::string(line.substr(0, 200)),
-                             *error});
+      list.issues.push_back(
+          {std::string(source), number, std::string(line.substr(0, 200)), *error});
       continue;
     }
     ++list.entries;

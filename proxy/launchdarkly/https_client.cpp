@@ -4,13 +4,13 @@
 #include <openssl/x509v3.h>
 
 #include <algorithm>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/read.hpp>
@@ -146,7 +146,9 @@ constexpr std::chrono::seconds kIdleReuse{30};
 constexpr std::size_t kMaxIdle = 64;
 
 // A failure that is not the budget's.
-Unexpected<FetchFailure> failed(std::string why) { return Unexpected{FetchFailure{std::move(why)}}; }
+Unexpected<FetchFailure> failed(std::string why) {
+  return Unexpected{FetchFailure{std::move(why)}};
+}
 
 // A reply the budget refused: how large it said it was (or how much had come), the budget and
 // what the other replies held.
@@ -351,9 +353,8 @@ asio::awaitable<Expected<HttpReply, FetchFailure>> HttpsClient::fetch(
       // The rest of the body is never read: the connection cannot carry another request.
       boost::system::error_code ignored;
       connection->socket.close(ignored);
-      co_return over_budget_failure(service, parser.content_length(),
-                                    parser.get().body().size(), budget_,
-                                    budget_.in_use() - reply.charge.bytes());
+      co_return over_budget_failure(service, parser.content_length(), parser.get().body().size(),
+                                    budget_, budget_.in_use() - reply.charge.bytes());
     }
     if (ec) {
       if (ec == http::error::body_limit) {
@@ -387,20 +388,19 @@ asio::awaitable<Expected<HttpReply, FetchFailure>> HttpsClient::fetch(
 }
 
 asio::awaitable<StreamEnd> HttpsClient::stream(const settings::ServiceUri& service,
-                                                 HttpRequest request,
-                                                 std::string_view expected_type,
-                                                 std::chrono::milliseconds connect_timeout,
-                                                 std::chrono::milliseconds read_timeout,
-                                                 std::function<void()> on_open,
-                                                 std::function<bool(std::string_view)> on_bytes) {
+                                               HttpRequest request, std::string_view expected_type,
+                                               std::chrono::milliseconds connect_timeout,
+                                               std::chrono::milliseconds read_timeout,
+                                               std::function<void()> on_open,
+                                               std::function<bool(std::string_view)> on_bytes) {
   auto connection = std::make_shared<Connection>(io_, tls_, service.tls);
   connection->expire_after(connect_timeout);
   if (auto failure = co_await open(*connection, service)) {
     connection->deadline.cancel();
-    co_return StreamEnd{choose(connection->timed_out,
-                               "no connection to " + service.text() + " within " +
-                                   seconds_text(connect_timeout),
-                               *failure)};
+    co_return StreamEnd{
+        choose(connection->timed_out,
+               "no connection to " + service.text() + " within " + seconds_text(connect_timeout),
+               *failure)};
   }
   http::request<http::string_body> head{request.method, service.prefix + request.target, 11};
   head.set(http::field::host, host_field(service));
@@ -422,10 +422,10 @@ asio::awaitable<StreamEnd> HttpsClient::stream(const settings::ServiceUri& servi
   connection->expire_after(read_timeout);
   if (auto ec = co_await connection->read_header(parser)) {
     connection->deadline.cancel();
-    co_return StreamEnd{choose(connection->timed_out,
-                               "no reply from " + service.text() + " within " +
-                                   seconds_text(read_timeout),
-                               "reading the reply of " + service.text() + ": " + describe(ec))};
+    co_return StreamEnd{
+        choose(connection->timed_out,
+               "no reply from " + service.text() + " within " + seconds_text(read_timeout),
+               "reading the reply of " + service.text() + ": " + describe(ec))};
   }
   const auto& head_in = parser.get();
   if (head_in.result_int() != 200) {

@@ -33,7 +33,7 @@ struct HttpReply {
   unsigned status = 0;
   std::string content_type;  // lower-cased media type without parameters: "application/json"
   std::string body;
-  std::string retry_after;   // the Retry-After field, as sent (empty: none)
+  std::string retry_after;  // the Retry-After field, as sent (empty: none)
   // The body's share of the gate-wide reply budget, given back when the reply is destroyed
   // (so: after it was parsed). Makes the reply move-only.
   ReplyBudget::Charge charge;
@@ -52,8 +52,8 @@ struct StreamEnd {
   explicit StreamEnd(std::string why_) : why(std::move(why_)) {}
 
   std::string why;
-  unsigned status = 0;       // an HTTP error status that refused the stream; 0 otherwise
-  std::string retry_after;   // that reply's Retry-After field
+  unsigned status = 0;      // an HTTP error status that refused the stream; 0 otherwise
+  std::string retry_after;  // that reply's Retry-After field
 };
 
 // `Host` as the request must carry it: the port is added when it is not the scheme's default
@@ -86,8 +86,7 @@ class HttpsClient {
   // closed. Failure: a sentence such as "connection refused", "TLS: certificate verify failed",
   // "no reply within 5 s". Runs on `io`'s thread only.
   boost::asio::awaitable<Expected<HttpReply, FetchFailure>> fetch(
-      const settings::ServiceUri& service, HttpRequest request,
-      std::chrono::milliseconds timeout);
+      const settings::ServiceUri& service, HttpRequest request, std::chrono::milliseconds timeout);
 
   // Closes the idle connections (before `io` is destroyed, or when the client stops).
   void close_idle();
@@ -96,13 +95,12 @@ class HttpsClient {
   // reply or another content type than `expected_type` ends it at once. Then every chunk of the
   // body goes to `on_bytes` (return false to stop), each read waiting at most `read_timeout`.
   // `on_open` runs once the headers were accepted. Returns why the stream ended.
-  boost::asio::awaitable<StreamEnd> stream(const settings::ServiceUri& service,
-                                             HttpRequest request,
-                                             std::string_view expected_type,
-                                             std::chrono::milliseconds connect_timeout,
-                                             std::chrono::milliseconds read_timeout,
-                                             std::function<void()> on_open,
-                                             std::function<bool(std::string_view)> on_bytes);
+  boost::asio::awaitable<StreamEnd> stream(const settings::ServiceUri& service, HttpRequest request,
+                                           std::string_view expected_type,
+                                           std::chrono::milliseconds connect_timeout,
+                                           std::chrono::milliseconds read_timeout,
+                                           std::function<void()> on_open,
+                                           std::function<bool(std::string_view)> on_bytes);
 
   struct Connection;
 

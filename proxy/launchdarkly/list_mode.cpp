@@ -113,8 +113,8 @@ void ListMode::apply(const FlagState& state, std::string_view how) {
     answered_ = true;
   }
   client_.note("info", "LaunchDarkly list (" + std::string(how) + ", version " +
-                           std::to_string(state.version) + "): " +
-                           std::to_string(compiled->entries) + " entries");
+                           std::to_string(state.version) +
+                           "): " + std::to_string(compiled->entries) + " entries");
 }
 
 void ListMode::replace_all(const std::optional<FlagState>& state, std::string_view how) {
@@ -122,11 +122,10 @@ void ListMode::replace_all(const std::optional<FlagState>& state, std::string_vi
     apply(*state, how);
     return;
   }
-  drop_list("LaunchDarkly's flags do not include the list flag '" + settings_.ld_flag + "'",
-            "warning",
-            "LaunchDarkly's flags (" + std::string(how) + ") no longer hold the flag '" +
-                settings_.ld_flag + "'; failover " + failover_name(settings_.ld_failover) +
-                " applies");
+  drop_list(
+      "LaunchDarkly's flags do not include the list flag '" + settings_.ld_flag + "'", "warning",
+      "LaunchDarkly's flags (" + std::string(how) + ") no longer hold the flag '" +
+          settings_.ld_flag + "'; failover " + failover_name(settings_.ld_failover) + " applies");
 }
 
 void ListMode::halt(const Failure& failure) {

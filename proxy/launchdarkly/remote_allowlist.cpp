@@ -45,7 +45,8 @@ std::string describe_configuration(const settings::Settings& settings) {
             std::to_string(settings.ld_cache_ttl.count()) + " s";
   }
   text += "; timeout " + millis_text(settings.ld_timeout) + "; failover " +
-          failover_name(settings.ld_failover) + (settings.ld_failover_given ? "" : " (the default)");
+          failover_name(settings.ld_failover) +
+          (settings.ld_failover_given ? "" : " (the default)");
   return text;
 }
 
@@ -118,8 +119,8 @@ asio::awaitable<Answer> RemoteAllowlist::ask_client_thread(std::string domain) {
           asio::executor_work_guard<asio::any_io_executor> work;
         };
         auto executor = asio::get_associated_executor(handler);
-        auto waiter = std::make_shared<Waiter>(
-            Waiter{std::move(handler), asio::make_work_guard(executor)});
+        auto waiter =
+            std::make_shared<Waiter>(Waiter{std::move(handler), asio::make_work_guard(executor)});
         DomainMode::Deliver deliver = [waiter](Answer answer) {
           auto target = waiter->work.get_executor();
           asio::post(target, [waiter, answer = std::move(answer)]() mutable {
@@ -127,10 +128,10 @@ asio::awaitable<Answer> RemoteAllowlist::ask_client_thread(std::string domain) {
             waiter->work.reset();
           });
         };
-        asio::post(client_->io(), [this, domain = std::move(domain),
-                                   deliver = std::move(deliver)]() mutable {
-          domain_->lookup(std::move(domain), std::move(deliver));
-        });
+        asio::post(client_->io(),
+                   [this, domain = std::move(domain), deliver = std::move(deliver)]() mutable {
+                     domain_->lookup(std::move(domain), std::move(deliver));
+                   });
       },
       asio::use_awaitable, std::move(domain));
 }
@@ -163,34 +164,60 @@ std::string RemoteAllowlist::render_prometheus() const {
     out += '\n';
   };
   auto value = [](std::uint64_t n) { return std::to_string(n); };
-  line("# HELP sandgate_launchdarkly_lookups_total LaunchDarkly allowlist answers, by where they came from.");
+  line(
+      "# HELP sandgate_launchdarkly_lookups_total LaunchDarkly allowlist answers, by where they "
+      "came from.");
   line("# TYPE sandgate_launchdarkly_lookups_total counter");
-  line("sandgate_launchdarkly_lookups_total{source=\"launchdarkly\"} " + value(client_->counters().lookups_network.load(std::memory_order_relaxed)));
-  line("sandgate_launchdarkly_lookups_total{source=\"cache\"} " + value(client_->counters().lookups_cache.load(std::memory_order_relaxed)));
-  line("sandgate_launchdarkly_lookups_total{source=\"stale-cache\"} " + value(client_->counters().lookups_stale.load(std::memory_order_relaxed)));
-  line("sandgate_launchdarkly_lookups_total{source=\"failover\"} " + value(client_->counters().lookups_failover.load(std::memory_order_relaxed)));
-  line("sandgate_launchdarkly_lookups_total{source=\"list\"} " + value(client_->counters().lookups_list.load(std::memory_order_relaxed)));
-  line("# HELP sandgate_launchdarkly_requests_total Requests to LaunchDarkly's evaluation endpoint, by result.");
+  line("sandgate_launchdarkly_lookups_total{source=\"launchdarkly\"} " +
+       value(client_->counters().lookups_network.load(std::memory_order_relaxed)));
+  line("sandgate_launchdarkly_lookups_total{source=\"cache\"} " +
+       value(client_->counters().lookups_cache.load(std::memory_order_relaxed)));
+  line("sandgate_launchdarkly_lookups_total{source=\"stale-cache\"} " +
+       value(client_->counters().lookups_stale.load(std::memory_order_relaxed)));
+  line("sandgate_launchdarkly_lookups_total{source=\"failover\"} " +
+       value(client_->counters().lookups_failover.load(std::memory_order_relaxed)));
+  line("sandgate_launchdarkly_lookups_total{source=\"list\"} " +
+       value(client_->counters().lookups_list.load(std::memory_order_relaxed)));
+  line(
+      "# HELP sandgate_launchdarkly_requests_total Requests to LaunchDarkly's evaluation endpoint, "
+      "by result.");
   line("# TYPE sandgate_launchdarkly_requests_total counter");
-  line("sandgate_launchdarkly_requests_total{result=\"ok\"} " + value(client_->counters().requests_ok.load(std::memory_order_relaxed)));
-  line("sandgate_launchdarkly_requests_total{result=\"failed\"} " + value(client_->counters().requests_failed.load(std::memory_order_relaxed)));
-  line("# HELP sandgate_launchdarkly_replies_over_budget_total Replies not read because the replies held at once would pass their gate-wide budget (twice SANDGATE_LD_MAX_PAYLOAD).");
+  line("sandgate_launchdarkly_requests_total{result=\"ok\"} " +
+       value(client_->counters().requests_ok.load(std::memory_order_relaxed)));
+  line("sandgate_launchdarkly_requests_total{result=\"failed\"} " +
+       value(client_->counters().requests_failed.load(std::memory_order_relaxed)));
+  line(
+      "# HELP sandgate_launchdarkly_replies_over_budget_total Replies not read because the replies "
+      "held at once would pass their gate-wide budget (twice SANDGATE_LD_MAX_PAYLOAD).");
   line("# TYPE sandgate_launchdarkly_replies_over_budget_total counter");
-  line("sandgate_launchdarkly_replies_over_budget_total " + value(client_->reply_budget().refusals()));
-  line("# HELP sandgate_launchdarkly_reply_bytes_held Bytes of LaunchDarkly replies held now, of their gate-wide budget.");
+  line("sandgate_launchdarkly_replies_over_budget_total " +
+       value(client_->reply_budget().refusals()));
+  line(
+      "# HELP sandgate_launchdarkly_reply_bytes_held Bytes of LaunchDarkly replies held now, of "
+      "their gate-wide budget.");
   line("# TYPE sandgate_launchdarkly_reply_bytes_held gauge");
   line("sandgate_launchdarkly_reply_bytes_held " + value(client_->reply_budget().in_use()));
-  line("# HELP sandgate_launchdarkly_up Whether LaunchDarkly answered the last request (1) or is treated as down (0).");
+  line(
+      "# HELP sandgate_launchdarkly_up Whether LaunchDarkly answered the last request (1) or is "
+      "treated as down (0).");
   line("# TYPE sandgate_launchdarkly_up gauge");
   line("sandgate_launchdarkly_up " + std::string(reachable() ? "1" : "0"));
   if (settings_.ld_mode == settings::LdMode::list) {
-    line("# HELP sandgate_launchdarkly_stream_connects_total Connections made to LaunchDarkly's stream.");
+    line(
+        "# HELP sandgate_launchdarkly_stream_connects_total Connections made to LaunchDarkly's "
+        "stream.");
     line("# TYPE sandgate_launchdarkly_stream_connects_total counter");
-    line("sandgate_launchdarkly_stream_connects_total " + value(client_->counters().stream_connects.load(std::memory_order_relaxed)));
-    line("# HELP sandgate_launchdarkly_stream_events_total Events received on LaunchDarkly's stream.");
+    line("sandgate_launchdarkly_stream_connects_total " +
+         value(client_->counters().stream_connects.load(std::memory_order_relaxed)));
+    line(
+        "# HELP sandgate_launchdarkly_stream_events_total Events received on LaunchDarkly's "
+        "stream.");
     line("# TYPE sandgate_launchdarkly_stream_events_total counter");
-    line("sandgate_launchdarkly_stream_events_total " + value(client_->counters().stream_events.load(std::memory_order_relaxed)));
-    line("# HELP sandgate_launchdarkly_list_entries Entries of the LaunchDarkly list in force (-1: none).");
+    line("sandgate_launchdarkly_stream_events_total " +
+         value(client_->counters().stream_events.load(std::memory_order_relaxed)));
+    line(
+        "# HELP sandgate_launchdarkly_list_entries Entries of the LaunchDarkly list in force (-1: "
+        "none).");
     line("# TYPE sandgate_launchdarkly_list_entries gauge");
     line("sandgate_launchdarkly_list_entries " + std::to_string(list_entries()));
   }

@@ -23,11 +23,13 @@ std::string describe_http_status(unsigned status) {
     case 400:
       return text + " (is secure mode on for the environment?)";
     case 401:
-      return text + " (LaunchDarkly does not accept this client-side ID: is it the environment's "
-                    "client-side ID?)";
+      return text +
+             " (LaunchDarkly does not accept this client-side ID: is it the environment's "
+             "client-side ID?)";
     case 403:
-      return text + " (LaunchDarkly refuses this client-side ID: is secure mode on, or the "
-                    "environment's access restricted?)";
+      return text +
+             " (LaunchDarkly refuses this client-side ID: is secure mode on, or the "
+             "environment's access restricted?)";
     case 404:
       return text + " (unknown client-side ID?)";
     case 408:
@@ -62,7 +64,8 @@ std::optional<std::chrono::milliseconds> parse_retry_after(
     const auto cap = std::chrono::duration_cast<std::chrono::seconds>(kMaxRetryAfter).count();
     delay = std::chrono::seconds(std::min<std::uint64_t>(seconds, static_cast<std::uint64_t>(cap)));
   } else {
-    // An HTTP-date (IMF-fixdate, the only form senders may generate): "Sun, 06 Nov 1994 08:49:37 GMT".
+    // An HTTP-date (IMF-fixdate, the only form senders may generate): "Sun, 06 Nov 1994 08:49:37
+    // GMT".
     if (value.size() > 64) {
       return std::nullopt;
     }

@@ -41,8 +41,8 @@ std::string describe_http_status(unsigned status);
 // The delay a `Retry-After` field asks for (RFC 9110 10.2.3: delta-seconds or an HTTP-date,
 // relative to `now`), at most kMaxRetryAfter; nothing when absent or unreadable.
 inline constexpr std::chrono::hours kMaxRetryAfter{1};
-std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view value,
-                                                           std::chrono::system_clock::time_point now);
+std::optional<std::chrono::milliseconds> parse_retry_after(
+    std::string_view value, std::chrono::system_clock::time_point now);
 
 // Exponential backoff with jitter, reset only by a connection that stayed open long enough:
 // launchdarkly-eventsource's default retry strategy, which both SDKs' streams use. A connection

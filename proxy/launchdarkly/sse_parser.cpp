@@ -50,7 +50,7 @@ bool SseParser::consume(std::string_view bytes, const Handlers& handlers) {
     if (end == std::string_view::npos) {
       if (partial_.size() + bytes.size() > max_line_) {
         error_ = "event stream line longer than " + std::to_string(max_line_) +
-               " bytes (the size limit, SANDGATE_LD_MAX_PAYLOAD)";
+                 " bytes (the size limit, SANDGATE_LD_MAX_PAYLOAD)";
         return false;
       }
       partial_.append(bytes);

@@ -51,10 +51,10 @@ class SseParser {
 
   std::size_t max_line_;
   std::size_t max_event_;
-  std::string partial_;        // the current line, not yet ended
-  bool last_was_cr_ = false;   // a CR ended the previous line: a following LF belongs to it
-  bool at_start_ = true;       // a UTF-8 byte order mark is skipped at the very start
-  std::string bom_held_;       // the first bytes, while they may still be a BOM
+  std::string partial_;       // the current line, not yet ended
+  bool last_was_cr_ = false;  // a CR ended the previous line: a following LF belongs to it
+  bool at_start_ = true;      // a UTF-8 byte order mark is skipped at the very start
+  std::string bom_held_;      // the first bytes, while they may still be a BOM
   SseEvent event_;
   bool have_data_ = false;
   std::size_t retry_ms_ = 0;

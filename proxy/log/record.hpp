@@ -13,18 +13,18 @@ struct Record {
   enum class Event : std::uint8_t { decision, end };
   Event event = Event::decision;
   std::uint64_t connection_id = 0;
-  std::string_view client;   // "127.0.0.1:50312"
-  std::string_view method;   // "CONNECT", "GET", ...
-  std::string_view host;     // normalised, `[v6]` for IPv6; or the raw target when invalid
+  std::string_view client;  // "127.0.0.1:50312"
+  std::string_view method;  // "CONNECT", "GET", ...
+  std::string_view host;    // normalised, `[v6]` for IPv6; or the raw target when invalid
   std::uint16_t port = 0;
   // "allow", "deny" (the policy said no) or "error" (allowed, but the upstream failed).
   std::string_view verdict = "allow";
   // The reason's code, from the one reason table (rules::reason_code); empty on an end line
   // that ended normally. Text rather than the enum: the line is written as given, byte for byte.
   std::string_view reason;
-  std::string_view rule;     // "file:line entry", empty when no list decided
-  std::string_view address;  // the upstream address dialled, "93.184.216.34:443"
-  std::string_view detail;   // the human sentence (denials and failures)
+  std::string_view rule;         // "file:line entry", empty when no list decided
+  std::string_view address;      // the upstream address dialled, "93.184.216.34:443"
+  std::string_view detail;       // the human sentence (denials and failures)
   std::uint64_t bytes_up = 0;    // client to upstream
   std::uint64_t bytes_down = 0;  // upstream to client
   double duration_ms = 0;

@@ -42,9 +42,8 @@ class Gauge {
 // Latency histogram with fixed buckets (seconds), Prometheus-style (cumulative on render).
 class Histogram {
  public:
-  static constexpr std::array<double, 14> kBounds = {0.0005, 0.001, 0.0025, 0.005, 0.01,
-                                                     0.025,  0.05,  0.1,    0.25,  0.5,
-                                                     1,      2.5,   5,      10};
+  static constexpr std::array<double, 14> kBounds = {
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
   void observe(std::chrono::steady_clock::duration elapsed);
   std::array<std::uint64_t, kBounds.size() + 1> buckets() const;  // last: +Inf
   double sum_seconds() const;
@@ -88,10 +87,10 @@ struct WorkerMetrics {
   Counter tunnels_closed_total;  // tunnels ended
   Counter http_requests_total;   // plain-HTTP requests forwarded
   Counter dns_failures_total;
-  Counter dns_cache_hits;         // names answered from the DNS cache
-  Counter dns_cache_misses;       // names that took a query (or joined one in flight)
-  Counter dns_hosts_file_answers; // names answered from the hosts file
-  Gauge dns_cache_entries;        // names the worker's DNS cache holds
+  Counter dns_cache_hits;          // names answered from the DNS cache
+  Counter dns_cache_misses;        // names that took a query (or joined one in flight)
+  Counter dns_hosts_file_answers;  // names answered from the hosts file
+  Gauge dns_cache_entries;         // names the worker's DNS cache holds
   Histogram upstream_connect;
   Histogram dns_lookup;
   // Dials of the parent proxy, by outcome: its 2xx to the gate's CONNECT (or the plain request

@@ -55,8 +55,7 @@ void histogram(std::string& out, const char* name, const char* help,
     } else {
       std::snprintf(le, sizeof le, "+Inf");
     }
-    sample(out, std::string(name) + "_bucket{le=\"" + le + "\"}",
-           static_cast<double>(cumulative));
+    sample(out, std::string(name) + "_bucket{le=\"" + le + "\"}", static_cast<double>(cumulative));
   }
   sample(out, std::string(name) + "_sum", sum);
   sample(out, std::string(name) + "_count", static_cast<double>(count));

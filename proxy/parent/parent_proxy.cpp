@@ -126,7 +126,8 @@ Expected<ParentAddress, std::string> parse_parent_url(std::string_view text) {
   }
   const auto scheme_end = text.find("://");
   if (scheme_end == std::string_view::npos) {
-    return Unexpected<std::string>{"'" + std::string(text) + "' is not a URL; write http://HOST:PORT"};
+    return Unexpected<std::string>{"'" + std::string(text) +
+                                   "' is not a URL; write http://HOST:PORT"};
   }
   std::string scheme(text.substr(0, scheme_end));
   std::transform(scheme.begin(), scheme.end(), scheme.begin(),
@@ -137,22 +138,25 @@ Expected<ParentAddress, std::string> parse_parent_url(std::string_view text) {
         "http:// port: TLS to destinations still travels end to end inside the tunnel")};
   }
   if (scheme != "http") {
-    return Unexpected<std::string>{"the parent proxy's scheme must be http://, not " + scheme + "://"};
+    return Unexpected<std::string>{"the parent proxy's scheme must be http://, not " + scheme +
+                                   "://"};
   }
   std::string_view rest = text.substr(kHttp.size());
   if (rest.ends_with('/')) {
     rest.remove_suffix(1);
   }
   if (rest.find_first_of("/?#") != std::string_view::npos) {
-    return Unexpected<std::string>{std::string("the parent proxy's URL must be http://HOST:PORT, no path")};
+    return Unexpected<std::string>{
+        std::string("the parent proxy's URL must be http://HOST:PORT, no path")};
   }
   auto authority = rules::parse_authority(rest);
   if (!authority) {
     if (authority.error() == rules::HostError::missing_port) {
-      return Unexpected<std::string>{std::string("the parent proxy's URL needs a port: http://HOST:PORT")};
+      return Unexpected<std::string>{
+          std::string("the parent proxy's URL needs a port: http://HOST:PORT")};
     }
     return Unexpected<std::string>{"the parent proxy's address '" + std::string(rest) +
-                      "': " + std::string(rules::to_string(authority.error()))};
+                                   "': " + std::string(rules::to_string(authority.error()))};
   }
   return ParentAddress{authority->host, authority->port};
 }
@@ -163,13 +167,13 @@ Expected<Credentials, std::string> parse_credentials(std::string_view file_text)
     line.remove_suffix(1);
   }
   if (line.empty()) {
-    return Unexpected<std::string>{std::string(
-        "the first line of the parent proxy credentials file is empty; it should be "
-        "user:password")};
+    return Unexpected<std::string>{
+        std::string("the first line of the parent proxy credentials file is empty; it should be "
+                    "user:password")};
   }
   if (std::any_of(line.begin(), line.end(), is_control)) {
-    return Unexpected<std::string>{std::string(
-        "the parent proxy credentials contain a control character")};
+    return Unexpected<std::string>{
+        std::string("the parent proxy credentials contain a control character")};
   }
   const auto colon = line.find(':');
   if (colon == std::string_view::npos) {
@@ -177,7 +181,8 @@ Expected<Credentials, std::string> parse_credentials(std::string_view file_text)
         "the parent proxy credentials file's first line has no ':'; it should be user:password")};
   }
   if (colon == 0) {
-    return Unexpected<std::string>{std::string("the parent proxy credentials have an empty user name")};
+    return Unexpected<std::string>{
+        std::string("the parent proxy credentials have an empty user name")};
   }
   return Credentials{std::string(line.substr(0, colon)), std::string(line.substr(colon + 1))};
 }
@@ -187,15 +192,15 @@ Expected<ExcludeList, std::string> ExcludeList::parse(std::string_view text) {
   std::size_t start = 0;
   while (start <= text.size()) {
     const auto comma = text.find(',', start);
-    const auto raw = trim(text.substr(start, comma == std::string_view::npos
-                                                  ? std::string_view::npos
-                                                  : comma - start));
+    const auto raw = trim(text.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
     start = comma == std::string_view::npos ? text.size() + 1 : comma + 1;
     if (raw.empty()) {
       continue;  // "a,,b" and a trailing comma, as curl allows
     }
     const auto fail = [&raw](std::string_view why) {
-      return Unexpected<std::string>{"parent proxy exclusion '" + std::string(raw) + "': " + std::string(why)};
+      return Unexpected<std::string>{"parent proxy exclusion '" + std::string(raw) +
+                                     "': " + std::string(why)};
     };
     Entry entry;
     if (raw == "*") {
@@ -266,9 +271,8 @@ bool ExcludeList::excludes(const rules::Host& host, std::uint16_t port) const {
       continue;
     }
     const std::string_view name = host.name;
-    if (name == entry.name ||
-        (name.size() > entry.name.size() && name.ends_with(entry.name) &&
-         name[name.size() - entry.name.size() - 1] == '.')) {
+    if (name == entry.name || (name.size() > entry.name.size() && name.ends_with(entry.name) &&
+                               name[name.size() - entry.name.size() - 1] == '.')) {
       return true;
     }
   }
@@ -366,8 +370,7 @@ ReplyHead read_reply_head(std::span<const char> bytes) {
     }
     line_start = newline + 1;
     if (line_start > kReplyHeadLimit) {
-      return fail("the parent's reply head is over " + std::to_string(kReplyHeadLimit) +
-                  " bytes");
+      return fail("the parent's reply head is over " + std::to_string(kReplyHeadLimit) + " bytes");
     }
   }
 }

@@ -107,10 +107,10 @@ struct ReplyHead {
   };
   Status status = Status::need_more;
   std::size_t head_length = 0;
-  int code = 0;                // the status code, 100..599
-  std::string reason_phrase;   // printable ASCII, quote and backslash as '?', at most
-                               // kReasonPhraseLimit: safe to quote in the log
-  std::string problem;         // malformed: why
+  int code = 0;               // the status code, 100..599
+  std::string reason_phrase;  // printable ASCII, quote and backslash as '?', at most
+                              // kReasonPhraseLimit: safe to quote in the log
+  std::string problem;        // malformed: why
 };
 
 // Reads the reply head strictly: `HTTP/1.0` or `HTTP/1.1`, a three-digit code, fields as

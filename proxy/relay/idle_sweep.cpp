@@ -33,8 +33,7 @@ void IdleSweep::watch(Entry& entry, const boost::asio::any_io_executor& executor
   }
   head_ = &entry;
   ++count_;
-  const auto eighth =
-      std::chrono::duration_cast<std::chrono::milliseconds>(entry.idle_timeout) / 8;
+  const auto eighth = std::chrono::duration_cast<std::chrono::milliseconds>(entry.idle_timeout) / 8;
   period_ = std::min(period_, std::clamp(eighth, kShortestPeriod, kLongestPeriod));
   if (!timer_) {
     timer_.emplace(executor);

@@ -24,7 +24,7 @@ class IdleSweep {
   // What the sweep watches: an idle clock, and what ends its owner when it runs out.
   class Entry {
    public:
-    std::chrono::seconds idle_timeout{0};                  // none when zero
+    std::chrono::seconds idle_timeout{0};                 // none when zero
     std::chrono::steady_clock::time_point last_activity;  // the last byte moved
 
    protected:

@@ -46,7 +46,9 @@ struct ExactAllocator {
   T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T))); }
   void deallocate(T* p, std::size_t) noexcept { ::operator delete(p); }
   template <typename U>
-  bool operator==(const ExactAllocator<U>&) const noexcept { return true; }
+  bool operator==(const ExactAllocator<U>&) const noexcept {
+    return true;
+  }
 };
 
 template <typename Handler>
@@ -102,16 +104,16 @@ void TunnelRelay::start() {
 void TunnelRelay::wait_readable(Direction& d) {
   ++pending_;
   d.from->async_wait(tcp::socket::wait_read, exact([this, &d](boost::system::error_code error) {
-    --pending_;
-    if (error || failed_) {
-      if (!failed_ && (!d.from->is_open() || !d.to->is_open())) {
-        result_.outcome = Outcome::aborted;  // closed from outside: the drain
-      }
-      fail(d);
-      return;
-    }
-    guarded(d, [this, &d] { on_readable(d); });
-  }));
+                       --pending_;
+                       if (error || failed_) {
+                         if (!failed_ && (!d.from->is_open() || !d.to->is_open())) {
+                           result_.outcome = Outcome::aborted;  // closed from outside: the drain
+                         }
+                         fail(d);
+                         return;
+                       }
+                       guarded(d, [this, &d] { on_readable(d); });
+                     }));
 }
 
 // The client's bytes while the check watches them: read (not peeked, which would cost a system
@@ -128,9 +130,8 @@ void TunnelRelay::first_bytes_read(Direction& d) {
     watch.judged = watch.held.size();
     watch.held.clear();
   }
-  const ssize_t got =
-      ::recv(d.from->native_handle(), d.buffer.get() + d.in_flight, kFirstRead - d.in_flight,
-             MSG_DONTWAIT);
+  const ssize_t got = ::recv(d.from->native_handle(), d.buffer.get() + d.in_flight,
+                             kFirstRead - d.in_flight, MSG_DONTWAIT);
   bool eof = false;
   if (got > 0) {
     d.in_flight += static_cast<std::size_t>(got);
@@ -270,8 +271,7 @@ void TunnelRelay::drain(Direction& d) {
     // behind it: the kernel then need not send a short segment at the end of this pipeful. If
     // nothing follows after all, the held tail leaves with the next ACK (the pipeful before it
     // is still unacknowledged), and the last, partly filled pipeful of a stream goes without it.
-    const unsigned int flags =
-        SPLICE_F_MOVE | SPLICE_F_NONBLOCK | (d.more ? SPLICE_F_MORE : 0U);
+    const unsigned int flags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK | (d.more ? SPLICE_F_MORE : 0U);
     while (d.in_flight > 0) {
       const ssize_t out =
           ::splice(d.pipe.read_fd, nullptr, d.to->native_handle(), nullptr, d.in_flight, flags);
@@ -417,12 +417,18 @@ void TunnelRelay::expire_idle() {
 
 const char* to_string(Outcome outcome) {
   switch (outcome) {
-    case Outcome::closed: return "closed";
-    case Outcome::reset: return "reset";
-    case Outcome::idle_timeout: return "idle-timeout";
-    case Outcome::aborted: return "aborted";
-    case Outcome::refused: return "refused";
-    case Outcome::internal_error: return "error";
+    case Outcome::closed:
+      return "closed";
+    case Outcome::reset:
+      return "reset";
+    case Outcome::idle_timeout:
+      return "idle-timeout";
+    case Outcome::aborted:
+      return "aborted";
+    case Outcome::refused:
+      return "refused";
+    case Outcome::internal_error:
+      return "error";
   }
   return "unknown";
 }

@@ -93,8 +93,8 @@ class TunnelRelay : private IdleSweep::Entry {
     boost::asio::ip::tcp::socket* from;
     boost::asio::ip::tcp::socket* to;
     PipePool::Pipe pipe;
-    std::size_t in_flight = 0;               // bytes in the pipe or buffer, not yet written
-    std::unique_ptr<char[]> buffer;          // the copy path's buffer, only while in flight
+    std::size_t in_flight = 0;       // bytes in the pipe or buffer, not yet written
+    std::unique_ptr<char[]> buffer;  // the copy path's buffer, only while in flight
     std::uint64_t* bytes;
     bool done = false;
     bool more = false;      // the last read filled the pipe (or buffer): the source likely has more
@@ -127,8 +127,8 @@ class TunnelRelay : private IdleSweep::Entry {
     std::optional<std::chrono::steady_clock::time_point> deadline;
     // Looks again while all is held (rare: a client stopped on a prefix), so made only then.
     std::unique_ptr<boost::asio::steady_timer> timer;
-    std::size_t judged = 0;                          // bytes of the first-read buffer it has seen
-    std::string held;                                // bytes it holds back between two reads
+    std::size_t judged = 0;  // bytes of the first-read buffer it has seen
+    std::string held;        // bytes it holds back between two reads
   };
 
   Direction up_;

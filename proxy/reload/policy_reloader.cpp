@@ -41,16 +41,15 @@ struct SettingRow {
     key, kind, [](const Settings& a, const Settings& b) { return a.member == b.member; }, \
         [](Settings& into, const Settings& from) { into.member = from.member; }           \
   }
-#define SANDGATE_RESTART(key, expression)                                             \
-  SettingRow {                                                                        \
-    key, Kind::restart, [](const Settings& a, const Settings& b) { return expression; }, \
-        nullptr                                                                       \
+#define SANDGATE_RESTART(key, expression)                                                        \
+  SettingRow {                                                                                   \
+    key, Kind::restart, [](const Settings& a, const Settings& b) { return expression; }, nullptr \
   }
 const std::vector<SettingRow>& setting_rows() {
   static const std::vector<SettingRow> rows = {
       SANDGATE_RESTART("blocklist", a.blocklist_path == b.blocklist_path),
       SANDGATE_RESTART("allowlist", a.allowlist_path == b.allowlist_path &&
-                                         a.allowlist_presets == b.allowlist_presets),
+                                        a.allowlist_presets == b.allowlist_presets),
       SANDGATE_ROW("block_loopback", Kind::policy, policy.block_loopback),
       SANDGATE_ROW("allow_ip", Kind::policy, policy.allow_ip),
       SANDGATE_ROW("allow_ssh", Kind::policy, policy.allow_ssh),
@@ -70,8 +69,8 @@ const std::vector<SettingRow>& setting_rows() {
       SANDGATE_ROW("ask_default", Kind::live, ask_default_allow),
       SANDGATE_RESTART("launchdarkly_client_id",
                        a.launchdarkly_client_id == b.launchdarkly_client_id),
-      SANDGATE_RESTART("ld_failover",
-                       a.ld_failover == b.ld_failover && a.ld_failover_given == b.ld_failover_given),
+      SANDGATE_RESTART("ld_failover", a.ld_failover == b.ld_failover &&
+                                          a.ld_failover_given == b.ld_failover_given),
       SANDGATE_RESTART("ld_mode", a.ld_mode == b.ld_mode),
       SANDGATE_RESTART("ld_flag", a.ld_flag == b.ld_flag),
       SANDGATE_RESTART("ld_cache_ttl", a.ld_cache_ttl == b.ld_cache_ttl),
@@ -104,14 +103,13 @@ const std::vector<SettingRow>& setting_rows() {
                    into.token_file = from.token_file;
                  }},
       // The admin token, likewise: /pending and /decide read it afresh for every request.
-      SettingRow{"admin_token", Kind::live,
-                 [](const Settings& a, const Settings& b) {
-                   return a.admin_token == b.admin_token;
-                 },
-                 [](Settings& into, const Settings& from) {
-                   into.admin_token = from.admin_token;
-                   into.admin_token_file = from.admin_token_file;
-                 }},
+      SettingRow{
+          "admin_token", Kind::live,
+          [](const Settings& a, const Settings& b) { return a.admin_token == b.admin_token; },
+          [](Settings& into, const Settings& from) {
+            into.admin_token = from.admin_token;
+            into.admin_token_file = from.admin_token_file;
+          }},
       SettingRow{"admin_token_file", Kind::live,
                  [](const Settings& a, const Settings& b) {
                    return a.admin_token_file == b.admin_token_file;
@@ -454,8 +452,8 @@ PolicyReloader::ConfigResult PolicyReloader::reload_config() {
   fresh->config_path = path;
   if (!asking_forbidden_.empty() && fresh->policy.unknown == rules::UnknownMode::ask &&
       last_loaded_.policy.unknown != rules::UnknownMode::ask) {
-    log_.note("warning", "config " + path + ": unknown changed to ask; not applied, " +
-                             asking_forbidden_);
+    log_.note("warning",
+              "config " + path + ": unknown changed to ask; not applied, " + asking_forbidden_);
     fresh->policy.unknown = last_loaded_.policy.unknown;
   }
   // Only what changed since the last load is taken: the settings in force may differ from what
@@ -483,8 +481,8 @@ void PolicyReloader::reload(const std::vector<std::string>& changed, bool everyt
   auto base = current();
   std::shared_ptr<const rules::DomainSet> blocklist = base->shared_blocklist();
   std::shared_ptr<const rules::DomainSet> allowlist = base->shared_allowlist();
-  bool any = false;            // the policy changes
-  bool settings_changed = false;  // a reloadable setting changed
+  bool any = false;                                               // the policy changes
+  bool settings_changed = false;                                  // a reloadable setting changed
   std::vector<std::pair<std::string, std::string>> config_notes;  // said after publishing
   const auto say_config_notes = [&] {
     for (const auto& [level, text] : config_notes) {

@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "proxy/log/decision_log.hpp"
-#include "proxy/settings/settings.hpp"
 #include "proxy/settings/load.hpp"
+#include "proxy/settings/settings.hpp"
 #include "proxy/watch/file_watcher.hpp"
 #include "rules/policy.hpp"
 
@@ -140,7 +140,7 @@ class PolicyReloader {
   settings::Settings settings_;     // the settings in force (paths as configured)
   settings::Settings started_;      // what the sources said at start
   settings::Settings last_loaded_;  // what they said at the last good load
-  settings::Sources sources_;    // with --config set to the resolved config file
+  settings::Sources sources_;       // with --config set to the resolved config file
   log::DecisionLog& log_;
   Publish publish_;
   File lists_[2];

@@ -138,7 +138,8 @@ asio::awaitable<void> accept_loop(Worker& worker, bool unix_clients) {
     if (no_delay != NoDelay::inherited) {
       socket.set_option(tcp::no_delay(true), ignored);
     }
-    asio::co_spawn(worker.io, session::serve_client(worker, std::move(socket), session::to_text(peer)),
+    asio::co_spawn(worker.io,
+                   session::serve_client(worker, std::move(socket), session::to_text(peer)),
                    asio::detached);
   }
 }
@@ -197,8 +198,8 @@ void run_worker(Worker& worker) {
       return;
     } catch (const std::exception& error) {
       worker.metrics.count_decision(rules::Verdict::error, rules::Reason::internal_error);
-      worker.shared.log.note("error", std::string("internal error in a worker's handler: ") +
-                                          error.what());
+      worker.shared.log.note("error",
+                             std::string("internal error in a worker's handler: ") + error.what());
     } catch (...) {
       worker.metrics.count_decision(rules::Verdict::error, rules::Reason::internal_error);
       worker.shared.log.note("error", "internal error in a worker's handler");
@@ -434,8 +435,8 @@ Expected<tcp::endpoint, std::string> Server::prepare_workers(int listening_fd) {
     endpoint_ = tcp::endpoint(asio::ip::address_v6(bytes), ntohs(v6->sin6_port));
   } else {
     const auto* v4 = reinterpret_cast<const sockaddr_in*>(&address);
-    endpoint_ = tcp::endpoint(asio::ip::address_v4(ntohl(v4->sin_addr.s_addr)),
-                              ntohs(v4->sin_port));
+    endpoint_ =
+        tcp::endpoint(asio::ip::address_v4(ntohl(v4->sin_addr.s_addr)), ntohs(v4->sin_port));
   }
 
   const dns::ResolverOptions dns_options = dns::resolver_options(settings_);

@@ -2,9 +2,9 @@
 // io_context, policy snapshots published to every worker, signals, and the drain on shutdown.
 #pragma once
 
+#include <sys/types.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <sys/types.h>
 
 #include <atomic>
 #include <functional>
@@ -42,9 +42,9 @@ class Server {
   Expected<boost::asio::ip::tcp::endpoint, std::string> adopt_listener(int fd);
 
   // Capture (`sandgate run` on Linux): also serves the capture listeners (every worker accepts
-  // on a duplicate; session/fronts/capture_session.hpp) and the DNS sockets (on the first worker), with
-  // one synthetic address book for the run. Call after bind() or adopt_listener(), before run().
-  // Takes the descriptors over, also on failure; the error names what could not be used.
+  // on a duplicate; session/fronts/capture_session.hpp) and the DNS sockets (on the first worker),
+  // with one synthetic address book for the run. Call after bind() or adopt_listener(), before
+  // run(). Takes the descriptors over, also on failure; the error names what could not be used.
   Expected<bool, std::string> adopt_capture(sandbox::CaptureSockets sockets);
 
   // Serves until begin_drain() (or SIGTERM/SIGINT when `handle_signals`), then lets open

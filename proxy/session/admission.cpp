@@ -1,8 +1,8 @@
 // The admission pipeline's stages (admission.hpp).
 #include "proxy/session/admission.hpp"
 
-#include "proxy/session/fault_injection.hpp"
 #include "proxy/session/ask_wait.hpp"
+#include "proxy/session/fault_injection.hpp"
 #include "proxy/session/parent_dial.hpp"
 #include "proxy/session/upstream_dial.hpp"
 #include "proxy/settings/parent_route.hpp"
@@ -25,7 +25,8 @@ Admission over() { return Admission{}; }
 // plain answer.
 std::string remote_allowlist_note(const std::optional<launchdarkly::Answer>& answer) {
   if (!answer || answer->source == launchdarkly::Source::network ||
-      answer->source == launchdarkly::Source::cache || answer->source == launchdarkly::Source::list) {
+      answer->source == launchdarkly::Source::cache ||
+      answer->source == launchdarkly::Source::list) {
     return {};
   }
   return answer->detail;

@@ -29,8 +29,8 @@
 
 #include "proxy/launchdarkly/remote_allowlist.hpp"
 #include "proxy/parent/parent_proxy.hpp"
-#include "proxy/session/wire/replies.hpp"
 #include "proxy/session/session_context.hpp"
+#include "proxy/session/wire/replies.hpp"
 #include "rules/host.hpp"
 #include "rules/policy.hpp"
 #include "rules/reason.hpp"
@@ -81,8 +81,7 @@ struct Admission {
 };
 
 // Stages 1-3: the policy, a question, LaunchDarkly. Admitted (no upstream yet), refused or over.
-boost::asio::awaitable<Admission> decide_admission(SessionContext& context,
-                                                   std::string_view method,
+boost::asio::awaitable<Admission> decide_admission(SessionContext& context, std::string_view method,
                                                    const rules::Host& host, std::uint16_t port);
 
 // Stage 4, for an admission decide_admission() admitted: connects context.upstream for `use`.

@@ -14,8 +14,8 @@ using FaultHook = void (*)(std::string_view point);
 inline FaultHook fault_hook = nullptr;
 
 // The points: "admission-decided" (any front end's request allowed by the policy, before
-// LaunchDarkly and the dial; session/admission.cpp), "tunnel-relay" (an established tunnel's relay, in a
-// completion handler), "head-read" (a request head read, before anything is decided).
+// LaunchDarkly and the dial; session/admission.cpp), "tunnel-relay" (an established tunnel's relay,
+// in a completion handler), "head-read" (a request head read, before anything is decided).
 inline void fault_point(std::string_view point) {
   if (fault_hook != nullptr) {
     fault_hook(point);

@@ -28,8 +28,8 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 // What the client's first bytes in a tunnel to a TLS port showed.
 struct FirstBytes {
   rules::Decision decision;
-  bool ssh = false;        // the client spoke SSH (the SSH rules decided)
-  std::string note;        // for the allow line: something the operator should know
+  bool ssh = false;                     // the client spoke SSH (the SSH rules decided)
+  std::string note;                     // for the allow line: something the operator should know
   std::optional<rules::Host> tls_name;  // an IP destination's SNI name, which passed the policy
 };
 
@@ -123,8 +123,7 @@ asio::awaitable<FirstBytes> inspect_first_bytes(SessionContext& context, const r
 // reads more only while the watch holds a prefix of an identification line ("SS"), within the
 // head timeout; a client that stops there is taken for SSH, the stricter reading. Undecided
 // (with nothing held) leaves the rest to the relay, which goes on watching from the same state.
-asio::awaitable<void> watch_early_bytes(SessionContext& context,
-                                        boost::beast::flat_buffer& buffer,
+asio::awaitable<void> watch_early_bytes(SessionContext& context, boost::beast::flat_buffer& buffer,
                                         rules::SshIdentificationWatch& watch) {
   using Verdict = rules::SshIdentificationWatch::Verdict;
   const auto text = [&buffer](std::size_t from) {
@@ -175,9 +174,9 @@ struct TunnelSetup {
   const rules::Host& host;
   std::string display;  // host as the log names it
   std::uint16_t port;
-  std::string upstream_address;  // what was connected to, for the log
-  Destination destination;       // registered for reloads once the first bytes were judged
-  std::string note;              // for the allow line: what the operator should know
+  std::string upstream_address;           // what was connected to, for the log
+  Destination destination;                // registered for reloads once the first bytes were judged
+  std::string note;                       // for the allow line: what the operator should know
   boost::system::error_code write_error;  // a write to either side failed during the set-up
   std::uint64_t early_up = 0;             // bytes passed on before the relay took over
   std::uint64_t early_down = 0;
@@ -250,8 +249,9 @@ asio::awaitable<void> pass_parent_bytes(TunnelSetup& setup,
 asio::awaitable<bool> look_at_first_bytes(TunnelSetup& setup, boost::beast::flat_buffer& buffer) {
   SessionContext& context = setup.context;
   const auto& tls_ports = context.settings().tls_ports;
-  const bool tls_port = context.settings().sni_check &&
-                        std::find(tls_ports.begin(), tls_ports.end(), setup.port) != tls_ports.end();
+  const bool tls_port =
+      context.settings().sni_check &&
+      std::find(tls_ports.begin(), tls_ports.end(), setup.port) != tls_ports.end();
   if (tls_port) {
     const FirstBytes first = co_await inspect_first_bytes(context, setup.host, setup.port, buffer);
     if (!context.still_wanted(setup.method, setup.display, setup.port) ||
@@ -303,7 +303,8 @@ void record_tunnel_decision(TunnelSetup& setup, const std::string& rule) {
 asio::awaitable<void> hand_over(TunnelSetup& setup, boost::beast::flat_buffer& buffer) {
   SessionContext& context = setup.context;
   if (!setup.write_error && buffer.size() > 0) {
-    auto [error, forwarded] = co_await asio::async_write(context.upstream, buffer.data(), use_tuple);
+    auto [error, forwarded] =
+        co_await asio::async_write(context.upstream, buffer.data(), use_tuple);
     setup.write_error = error;
     setup.early_up = forwarded;
     if (!context.still_wanted(setup.method, setup.display, setup.port)) {
@@ -332,7 +333,6 @@ asio::awaitable<void> hand_over(TunnelSetup& setup, boost::beast::flat_buffer& b
   TunnelSession::start(context, setup.display, std::move(registered), setup.early_up,
                        std::move(setup.ssh_watch), std::string(setup.method), setup.early_down);
 }
-
 
 }  // namespace
 

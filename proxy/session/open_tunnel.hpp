@@ -42,9 +42,9 @@ boost::asio::awaitable<void> refuse_tunnel(SessionContext& context, const Tunnel
                                            const Refusal& refusal);
 
 // Opens a tunnel to host:port, already parsed strictly, for a client that asked through
-// `front`: admit (admission.hpp: decide, ask, LaunchDarkly, dial), send success, inspect the first bytes, register,
-// log, and hand the sockets to a TunnelSession. `buffer` holds the client's bytes that came
-// after its request; they are the start of the tunnelled stream. The caller has called
+// `front`: admit (admission.hpp: decide, ask, LaunchDarkly, dial), send success, inspect the first
+// bytes, register, log, and hand the sockets to a TunnelSession. `buffer` holds the client's bytes
+// that came after its request; they are the start of the tunnelled stream. The caller has called
 // context.begin_request() and forgotten any earlier destination (see handle_connect). Every
 // refusal before success goes through `front`; one after it (SNI mismatch, SSH to a non-git
 // host, a reload) closes the connection, since the client already speaks its own protocol.

@@ -17,9 +17,9 @@
 #include <cstdint>
 
 #include "proxy/parent/parent_proxy.hpp"
-#include "proxy/session/wire/http_target.hpp"
 #include "proxy/session/session_context.hpp"
 #include "proxy/session/upstream_dial.hpp"
+#include "proxy/session/wire/http_target.hpp"
 #include "rules/host.hpp"
 
 namespace sandgate::session {

@@ -80,8 +80,7 @@ void SessionContext::record_internal_error(std::string_view what) {
   record_end_without_request(rules::Reason::internal_error, "error", detail);
 }
 
-std::optional<Revocation> SessionContext::register_destination(
-    Destination destination) {
+std::optional<Revocation> SessionContext::register_destination(Destination destination) {
   if (settings().revoke_on_reload && worker.policy != policy) {
     if (auto revocation = judge_again(*worker.policy, destination)) {
       const rules::Reason reason = revocation_reason(*revocation);
@@ -114,9 +113,9 @@ bool SessionContext::still_wanted(std::string_view method, std::string_view host
 
 void SessionContext::record_no_request(bool partial) {
   rules::Reason reason = partial ? rules::Reason::client_closed : rules::Reason::no_request;
-  std::string_view detail = partial
-                                ? "the client closed the connection in the middle of a request head."
-                                : "the client closed the connection without sending a request.";
+  std::string_view detail =
+      partial ? "the client closed the connection in the middle of a request head."
+              : "the client closed the connection without sending a request.";
   if (stopping()) {
     reason = rules::Reason::shutting_down;
     detail = "the gate is shutting down; the connection was closed before a request arrived.";

@@ -98,8 +98,7 @@ struct SessionContext {
   // Report-only mode, for a denial of the policy: true when it is reported, not enforced, which
   // also needs that no rule report-only mode keeps denies host:port (Policy::enforced_anyway).
   // Then the first such denial of the request is kept in `reported`.
-  bool report_instead(const rules::Decision& decision, const rules::Host& host,
-                      std::uint16_t port);
+  bool report_instead(const rules::Decision& decision, const rules::Host& host, std::uint16_t port);
   // Keeps the first reported denial of the request (report-only mode).
   void keep_reported(rules::Reason reason, std::string rule, std::string sentence);
   // The request's report-only denial, if any: its decision line is `would-deny` with it.
@@ -125,6 +124,5 @@ struct SessionContext {
 };
 
 std::string to_text(const boost::asio::ip::tcp::endpoint& endpoint);
-
 
 }  // namespace sandgate::session

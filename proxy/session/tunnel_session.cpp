@@ -21,19 +21,18 @@ void TunnelSession::start(SessionContext& context, std::string host, Destination
   session->relay_.start();
 }
 
-void TunnelSession::start_websocket(SessionContext& context, std::string method,
-                                    std::string host, Destination destination,
-                                    std::uint64_t bytes_up, std::uint64_t bytes_down,
+void TunnelSession::start_websocket(SessionContext& context, std::string method, std::string host,
+                                    Destination destination, std::uint64_t bytes_up,
+                                    std::uint64_t bytes_down,
                                     std::chrono::steady_clock::time_point request_started) {
   auto* session = new TunnelSession(context, Kind::websocket, std::move(method), std::move(host),
-                                    std::move(destination), bytes_up, bytes_down,
-                                    request_started);
+                                    std::move(destination), bytes_up, bytes_down, request_started);
   session->relay_.start();
 }
 
 TunnelSession::TunnelSession(SessionContext& context, Kind kind, std::string method,
-                             std::string host, Destination destination,
-                             std::uint64_t early_up, std::uint64_t early_down,
+                             std::string host, Destination destination, std::uint64_t early_up,
+                             std::uint64_t early_down,
                              std::chrono::steady_clock::time_point started)
     : worker_(context.worker),
       kind_(kind),
@@ -49,8 +48,7 @@ TunnelSession::TunnelSession(SessionContext& context, Kind kind, std::string met
       connection_started_(context.started),
       started_(started),
       relay_(client_, upstream_, context.worker.pipes, context.worker.idle_sweep,
-             context.settings().idle_timeout,
-             [this](relay::Result result) { on_done(result); }) {
+             context.settings().idle_timeout, [this](relay::Result result) { on_done(result); }) {
   context.handed_off = true;  // the connection's count and registration move here
   live_.client = &client_;
   live_.upstream = &upstream_;
@@ -132,8 +130,7 @@ void TunnelSession::log_end(std::string_view outcome, const relay::Result& resul
   const Revocation* why = live_.revoked.get();
   if (why != nullptr) {
     // As any connection a reload closed: its duration is the connection's.
-    end.duration_ms =
-        std::chrono::duration<double, std::milli>(now - connection_started_).count();
+    end.duration_ms = std::chrono::duration<double, std::milli>(now - connection_started_).count();
     end.rule = why->rule;
     end.detail = why->detail;
     record_late_denial(worker_, end, revocation_reason(*why));

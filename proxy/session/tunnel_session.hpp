@@ -28,14 +28,14 @@ class TunnelSession {
   // bytes already passed upstream. `ssh_watch`: the client's stream could still turn out to be
   // SSH (rules/ssh_identification.hpp, in the state the early bytes left it), so the relay looks
   // at what the client sends next and holds an SSH client to the SSH rules (of the policy in
-  // force when its identification arrives); nothing: it is not watched. `method` names the front end in the end line ("SOCKS5" for a
-  // SOCKS5 tunnel). `early_down`: destination bytes already passed to the client (what a
-  // parent proxy sent behind its reply head). Counted in the tunnel metrics. Worker thread only.
+  // force when its identification arrives); nothing: it is not watched. `method` names the front
+  // end in the end line ("SOCKS5" for a SOCKS5 tunnel). `early_down`: destination bytes already
+  // passed to the client (what a parent proxy sent behind its reply head). Counted in the tunnel
+  // metrics. Worker thread only.
   static void start(SessionContext& context, std::string host, Destination destination,
                     std::uint64_t early_bytes,
                     std::optional<rules::SshIdentificationWatch> ssh_watch,
-                    std::string method = "CONNECT",
-                    std::uint64_t early_down = 0);
+                    std::string method = "CONNECT", std::uint64_t early_down = 0);
 
   // A WebSocket connection after the 101 and whatever arrived behind either head were passed
   // on (`bytes_up`, `bytes_down`: what the exchange moved so far, heads included). Takes the
@@ -49,8 +49,8 @@ class TunnelSession {
  private:
   enum class Kind : std::uint8_t { connect, websocket };
   TunnelSession(SessionContext& context, Kind kind, std::string method, std::string host,
-                Destination destination, std::uint64_t early_up,
-                std::uint64_t early_down, std::chrono::steady_clock::time_point started);
+                Destination destination, std::uint64_t early_up, std::uint64_t early_down,
+                std::chrono::steady_clock::time_point started);
   ~TunnelSession();
   relay::FirstBytesLook judge_first_bytes(std::string_view bytes, bool end);
   void on_done(relay::Result result);

@@ -47,8 +47,8 @@ boost::system::error_code start_connect(tcp::socket& socket, const tcp::endpoint
   if (ec) {
     return ec;
   }
-  if (::connect(socket.native_handle(), endpoint.data(),
-                static_cast<socklen_t>(endpoint.size())) == 0) {
+  if (::connect(socket.native_handle(), endpoint.data(), static_cast<socklen_t>(endpoint.size())) ==
+      0) {
     return {};
   }
   // Interrupted, the handshake still goes on in the kernel (a second connect() would only say

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include "proxy/session/wire/replies.hpp"
 #include "proxy/session/session_context.hpp"
+#include "proxy/session/wire/replies.hpp"
 #include "rules/host.hpp"
 #include "rules/reason.hpp"
 

@@ -47,7 +47,6 @@ void WorkerContext::close_all() {
   }
 }
 
-
 std::size_t WorkerContext::apply_policy(std::shared_ptr<const rules::Policy> next, bool revoke) {
   policy = std::move(next);
   if (!revoke) {
@@ -99,8 +98,7 @@ void WorkerContext::report_would_revoke(LiveConnection& connection, const Revoca
   record_late_denial(*this, line, reason, false);
 }
 
-std::optional<Revocation> judge_again(const rules::Policy& policy,
-                                      const Destination& destination) {
+std::optional<Revocation> judge_again(const rules::Policy& policy, const Destination& destination) {
   rules::Decision decision = policy.decide(destination.host, destination.port);
   if (!decision.allowed() && decision.unknown && destination.answered) {
     decision = rules::Decision{};  // a person allowed it, and still no rule decides it
@@ -132,7 +130,6 @@ std::optional<Revocation> judge_again(const rules::Policy& policy,
                       policy.explain(decision, destination.host, destination.port);
   return revocation;
 }
-
 
 void remember_denial(metrics::WorkerMetrics& metrics, const log::Record& record) {
   // (The verdict says whether it was enforced: `deny`, `would-deny`, `error`.)

@@ -4,8 +4,8 @@
 // SharedState, which every worker shares.
 #pragma once
 
-#include <boost/asio/ip/tcp.hpp>
 #include <atomic>
+#include <boost/asio/ip/tcp.hpp>
 #include <cstdint>
 #include <memory>
 #include <optional>

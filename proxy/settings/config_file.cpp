@@ -1,10 +1,10 @@
 // The TOML config file. See config_file.hpp.
 #include "proxy/settings/config_file.hpp"
 
+#include <toml++/toml.h>
 #include <algorithm>
 #include <filesystem>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "proxy/settings/setting_table.hpp"
 
@@ -63,10 +63,9 @@ Expected<ConfigFile, std::string> read_config_file(const std::string& config_pat
   }
   // Unknown keys are errors: a misspelt setting silently ignored is a policy not applied.
   for (const auto& [key, node] : file) {
-    const bool known = std::any_of(detail::table().begin(), detail::table().end(),
-                                   [&key](const detail::Setting& s) {
-      return s.info.key == key.str();
-    });
+    const bool known =
+        std::any_of(detail::table().begin(), detail::table().end(),
+                    [&key](const detail::Setting& s) { return s.info.key == key.str(); });
     if (!known) {
       return Unexpected{config_path + ":" + std::to_string(node.source().begin.line) +
                         ": unknown setting '" + std::string(key.str()) + "'"};
@@ -75,8 +74,9 @@ Expected<ConfigFile, std::string> read_config_file(const std::string& config_pat
 
   ConfigFile out;
   for (const auto& [key, node] : file) {
-    out.emplace(std::string(key.str()),
-                ConfigEntry{toml_to_text(node), static_cast<std::size_t>(node.source().begin.line)});
+    out.emplace(
+        std::string(key.str()),
+        ConfigEntry{toml_to_text(node), static_cast<std::size_t>(node.source().begin.line)});
   }
   return out;
 }

@@ -78,7 +78,8 @@ Expected<Settings, std::string> load(const Sources& sources) {
     std::string origin;
     // A LaunchDarkly server-side or mobile key given by mistake is a credential: never echo it.
     auto is_secret = [&info](std::string_view v) {
-      return info.key == "launchdarkly_client_id" && (v.starts_with("sdk-") || v.starts_with("mob-"));
+      return info.key == "launchdarkly_client_id" &&
+             (v.starts_with("sdk-") || v.starts_with("mob-"));
     };
     // The client and admin tokens are secrets whatever they look like: errors name their source
     // only. So is a parent proxy URL with user information (refused for exactly that reason).
@@ -95,8 +96,8 @@ Expected<Settings, std::string> load(const Sources& sources) {
       value = *var;
       origin = std::string(info.env) + shown("=", value);
     } else if (auto entry = file.find(info.key); entry != file.end()) {
-      origin = config_path + ":" + std::to_string(entry->second.line) + ": " +
-               std::string(info.key);
+      origin =
+          config_path + ":" + std::to_string(entry->second.line) + ": " + std::string(info.key);
       if (!entry->second.text) {
         return Unexpected{origin + ": expected a string, number, boolean or array of them"};
       }
@@ -118,9 +119,10 @@ Expected<Settings, std::string> load(const Sources& sources) {
   if (settings.listen.unix_socket() != nullptr && !settings.port_file.empty()) {
     // The port file's content is a port number by contract; a unix socket has none, and its
     // address is the path the caller chose.
-    return Unexpected{"the port file (--port-file, SANDGATE_PORT_FILE or port_file) holds a TCP "
-                      "port, and the gate listens on " +
-                      settings.listen.text() + ", which has none; drop the port file"};
+    return Unexpected{
+        "the port file (--port-file, SANDGATE_PORT_FILE or port_file) holds a TCP "
+        "port, and the gate listens on " +
+        settings.listen.text() + ", which has none; drop the port file"};
   }
   if (!settings.admin_token.empty() && settings.admin_token == settings.token) {
     // The agent holds the proxy token (its proxy variables carry it); an admin token equal to it

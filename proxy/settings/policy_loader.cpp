@@ -267,8 +267,8 @@ Expected<LoadedPolicy, std::string> load_policy(const Settings& given,
     if (!text) {
       return Unexpected{"allowlist " + text.error()};
     }
-    allowlist = build_allowlist(settings.allowlist_presets, *text, settings.allowlist_path,
-                                loaded.issues);
+    allowlist =
+        build_allowlist(settings.allowlist_presets, *text, settings.allowlist_path, loaded.issues);
   } else if (!settings.allowlist_presets.empty()) {
     allowlist = build_allowlist(settings.allowlist_presets, {}, {}, loaded.issues);
   }

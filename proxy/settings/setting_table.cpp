@@ -44,8 +44,7 @@ ApplyResult check_token(std::string_view token, std::string_view what) {
            " characters; use a long random one (for example `openssl rand -hex 32`)";
   }
   if (token.size() > kMaxTokenLength) {
-    return std::string(what) + " is longer than " + std::to_string(kMaxTokenLength) +
-           " characters";
+    return std::string(what) + " is longer than " + std::to_string(kMaxTokenLength) + " characters";
   }
   if (!std::all_of(token.begin(), token.end(),
                    [](unsigned char c) { return c > 0x20 && c < 0x7f; })) {
@@ -118,8 +117,7 @@ ApplyResult read_token_file(Settings& s, std::string_view value, const TokenKind
   std::string text(kMaxTokenLength + 2, '\0');
   ssize_t got = 0;
   std::size_t used = 0;
-  while (used < text.size() &&
-         (got = ::read(fd, text.data() + used, text.size() - used)) != 0) {
+  while (used < text.size() && (got = ::read(fd, text.data() + used, text.size() - used)) != 0) {
     if (got < 0) {
       if (errno == EINTR) {
         continue;
@@ -224,8 +222,8 @@ ApplyResult set_allowlist(Settings& s, std::string_view value) {
     if (item.substr(0, kPrefix.size()) == kPrefix) {
       const std::string_view name = item.substr(kPrefix.size());
       if (!defaults::find_preset(name)) {
-        return "no preset " + describe_value(name) + "; the bundled presets are: " +
-               defaults::preset_names();
+        return "no preset " + describe_value(name) +
+               "; the bundled presets are: " + defaults::preset_names();
       }
       if (std::find(s.allowlist_presets.begin(), s.allowlist_presets.end(), name) ==
           s.allowlist_presets.end()) {
@@ -259,7 +257,10 @@ std::string show_allowlist(const Settings& s) {
 std::vector<Setting> make_table() {
   std::vector<Setting> settings = {
       // --- policy ---
-      {{"blocklist", "--blocklist", "SANDGATE_BLOCKLIST", {},
+      {{"blocklist",
+        "--blocklist",
+        "SANDGATE_BLOCKLIST",
+        {},
         "blocklist file (created from the bundled template on first run at the default path)",
         false},
        [](Settings& s, std::string_view v) -> ApplyResult {
@@ -270,30 +271,53 @@ std::vector<Setting> make_table() {
          return std::nullopt;
        },
        [](const Settings& s) { return s.blocklist_path; }},
-      {{"allowlist", "--allowlist", "SANDGATE_ALLOWLIST", {},
+      {{"allowlist",
+        "--allowlist",
+        "SANDGATE_ALLOWLIST",
+        {},
         "allowlist: a file and/or bundled presets (preset:dev), comma-separated; when set, only "
         "hosts it matches are allowed",
         false},
-       set_allowlist, show_allowlist},
-      {{"block_loopback", "--block-loopback", "GOOSE_SANDBOX_BLOCK_LOOPBACK", {},
-        "deny connections back into this machine (localhost, 127/8, ::1, 0.0.0.0)", true},
+       set_allowlist,
+       show_allowlist},
+      {{"block_loopback",
+        "--block-loopback",
+        "GOOSE_SANDBOX_BLOCK_LOOPBACK",
+        {},
+        "deny connections back into this machine (localhost, 127/8, ::1, 0.0.0.0)",
+        true},
        [](Settings& s, std::string_view v) { return set_bool(s.policy.block_loopback, v); },
        [](const Settings& s) { return bool_text(s.policy.block_loopback); }},
-      {{"allow_ip", "--allow-ip", "GOOSE_SANDBOX_ALLOW_IP", {},
-        "allow raw IP literals as destinations", true},
+      {{"allow_ip",
+        "--allow-ip",
+        "GOOSE_SANDBOX_ALLOW_IP",
+        {},
+        "allow raw IP literals as destinations",
+        true},
        [](Settings& s, std::string_view v) { return set_bool(s.policy.allow_ip, v); },
        [](const Settings& s) { return bool_text(s.policy.allow_ip); }},
-      {{"allow_ssh", "--allow-ssh", "GOOSE_SANDBOX_ALLOW_SSH", {},
-        "allow SSH ports at all (to git hosts only, unless ssh_all_hosts)", true},
+      {{"allow_ssh",
+        "--allow-ssh",
+        "GOOSE_SANDBOX_ALLOW_SSH",
+        {},
+        "allow SSH ports at all (to git hosts only, unless ssh_all_hosts)",
+        true},
        [](Settings& s, std::string_view v) { return set_bool(s.policy.allow_ssh, v); },
        [](const Settings& s) { return bool_text(s.policy.allow_ssh); }},
-      {{"ssh_all_hosts", "--ssh-all-hosts", "GOOSE_SANDBOX_SSH_ALL_HOSTS", {},
-        "allow SSH ports to any host, not only git hosts", true},
+      {{"ssh_all_hosts",
+        "--ssh-all-hosts",
+        "GOOSE_SANDBOX_SSH_ALL_HOSTS",
+        {},
+        "allow SSH ports to any host, not only git hosts",
+        true},
        [](Settings& s, std::string_view v) { return set_bool(s.policy.ssh_all_hosts, v); },
        [](const Settings& s) { return bool_text(s.policy.ssh_all_hosts); }},
-      {{"git_hosts", "--git-hosts", "GOOSE_SANDBOX_GIT_HOSTS",
+      {{"git_hosts",
+        "--git-hosts",
+        "GOOSE_SANDBOX_GIT_HOSTS",
         {},
-        "comma-separated git hosts reachable on SSH ports (replaces the default list)", false},
+        "comma-separated git hosts reachable on SSH ports (replaces the default list)",
+        false},
        [](Settings& s, std::string_view v) -> ApplyResult {
          auto items = split_list(v);
          if (!items) {
@@ -310,43 +334,76 @@ std::vector<Setting> make_table() {
          return std::nullopt;
        },
        [](const Settings& s) { return join(s.policy.git_hosts); }},
-      {{"ssh_ports", "--ssh-ports", "SANDGATE_SSH_PORTS", {},
-        "ports treated as SSH (reachable only for git hosts)", false},
+      {{"ssh_ports",
+        "--ssh-ports",
+        "SANDGATE_SSH_PORTS",
+        {},
+        "ports treated as SSH (reachable only for git hosts)",
+        false},
        [](Settings& s, std::string_view v) { return set_ports(s.policy.ssh_ports, v); },
        [](const Settings& s) { return ports_text(s.policy.ssh_ports, "(none)"); }},
-      {{"allowed_ports", "--allowed-ports", "SANDGATE_ALLOWED_PORTS", {},
-        "comma-separated ports that may be reached; unset: every port", false},
+      {{"allowed_ports",
+        "--allowed-ports",
+        "SANDGATE_ALLOWED_PORTS",
+        {},
+        "comma-separated ports that may be reached; unset: every port",
+        false},
        [](Settings& s, std::string_view v) { return set_ports(s.policy.allowed_ports, v); },
        [](const Settings& s) { return ports_text(s.policy.allowed_ports, "(any)"); }},
-      {{"block_private", "--block-private", "SANDGATE_BLOCK_PRIVATE", {},
-        "deny private networks (RFC 1918, CGNAT, IPv6 unique-local)", true},
+      {{"block_private",
+        "--block-private",
+        "SANDGATE_BLOCK_PRIVATE",
+        {},
+        "deny private networks (RFC 1918, CGNAT, IPv6 unique-local)",
+        true},
        [](Settings& s, std::string_view v) { return set_bool(s.policy.block_private, v); },
        [](const Settings& s) { return bool_text(s.policy.block_private); }},
-      {{"allow_metadata", "--allow-metadata", "SANDGATE_ALLOW_METADATA", {},
-        "allow cloud metadata and link-local addresses (denied by default)", true},
+      {{"allow_metadata",
+        "--allow-metadata",
+        "SANDGATE_ALLOW_METADATA",
+        {},
+        "allow cloud metadata and link-local addresses (denied by default)",
+        true},
        [](Settings& s, std::string_view v) { return set_bool(s.policy.allow_metadata, v); },
        [](const Settings& s) { return bool_text(s.policy.allow_metadata); }},
-      {{"sni_check", "--sni-check", "SANDGATE_SNI_CHECK", {},
+      {{"sni_check",
+        "--sni-check",
+        "SANDGATE_SNI_CHECK",
+        {},
         "on TLS ports, require TLS and a ClientHello server name equal to the CONNECT host",
         true},
        [](Settings& s, std::string_view v) { return set_bool(s.sni_check, v); },
        [](const Settings& s) { return bool_text(s.sni_check); }},
-      {{"tls_ports", "--tls-ports", "SANDGATE_TLS_PORTS", {},
-        "ports whose tunnels must carry TLS (checked when sni_check is on)", false},
+      {{"tls_ports",
+        "--tls-ports",
+        "SANDGATE_TLS_PORTS",
+        {},
+        "ports whose tunnels must carry TLS (checked when sni_check is on)",
+        false},
        [](Settings& s, std::string_view v) { return set_ports(s.tls_ports, v); },
        [](const Settings& s) { return ports_text(s.tls_ports, "(none)"); }},
-      {{"revoke_on_reload", "--revoke-on-reload", "SANDGATE_REVOKE_ON_RELOAD", {},
-        "on reload, close open tunnels and kept-alive connections the new rules deny", true},
+      {{"revoke_on_reload",
+        "--revoke-on-reload",
+        "SANDGATE_REVOKE_ON_RELOAD",
+        {},
+        "on reload, close open tunnels and kept-alive connections the new rules deny",
+        true},
        [](Settings& s, std::string_view v) { return set_bool(s.revoke_on_reload, v); },
        [](const Settings& s) { return bool_text(s.revoke_on_reload); }},
       // --- report-only and ask modes ---
-      {{"enforce", "--enforce", "SANDGATE_ENFORCE", {},
+      {{"enforce",
+        "--enforce",
+        "SANDGATE_ENFORCE",
+        {},
         "false: report-only; policy denials are logged as would-deny and the connection "
         "proceeds (loopback, metadata and reserved addresses stay denied)",
         true},
        [](Settings& s, std::string_view v) { return set_bool(s.enforce, v); },
        [](const Settings& s) { return bool_text(s.enforce); }},
-      {{"unknown", "--unknown", "SANDGATE_UNKNOWN", {},
+      {{"unknown",
+        "--unknown",
+        "SANDGATE_UNKNOWN",
+        {},
         "destinations no rule decides: deny, ask (hold the request on a question) or allow; "
         "default: allow with a blocklist only, deny in allowlist mode",
         false},
@@ -366,18 +423,26 @@ std::vector<Setting> make_table() {
          return std::nullopt;
        },
        [](const Settings& s) { return std::string(rules::to_string(s.policy.unknown)); }},
-      {{"ask_timeout", "--ask-timeout", "SANDGATE_ASK_TIMEOUT", {},
+      {{"ask_timeout",
+        "--ask-timeout",
+        "SANDGATE_ASK_TIMEOUT",
+        {},
         "--unknown=ask: seconds a request waits for an answer before the ask default applies",
         false},
        [](Settings& s, std::string_view v) -> ApplyResult {
-         if (auto error = set_seconds(s.ask_timeout, v, 3600); error || s.ask_timeout.count() == 0) {
+         if (auto error = set_seconds(s.ask_timeout, v, 3600);
+             error || s.ask_timeout.count() == 0) {
            return std::string("expected a whole number of seconds, 1..3600");
          }
          return std::nullopt;
        },
        [](const Settings& s) { return std::to_string(s.ask_timeout.count()); }},
-      {{"ask_default", "--ask-default", "SANDGATE_ASK_DEFAULT", {},
-        "--unknown=ask: deny or allow, when nobody answers in time or nobody can be asked", false},
+      {{"ask_default",
+        "--ask-default",
+        "SANDGATE_ASK_DEFAULT",
+        {},
+        "--unknown=ask: deny or allow, when nobody answers in time or nobody can be asked",
+        false},
        [](Settings& s, std::string_view v) -> ApplyResult {
          const auto answer = lower(v);
          if (answer != "deny" && answer != "allow") {
@@ -388,8 +453,12 @@ std::vector<Setting> make_table() {
        },
        [](const Settings& s) { return std::string(s.ask_default_allow ? "allow" : "deny"); }},
       // --- LaunchDarkly ---
-      {{"launchdarkly_client_id", "--launchdarkly-client-id", "LAUNCHDARKLY_CLIENT_ID", {},
-        "LaunchDarkly client-side ID (24 hex characters): enables the remote allowlist", false},
+      {{"launchdarkly_client_id",
+        "--launchdarkly-client-id",
+        "LAUNCHDARKLY_CLIENT_ID",
+        {},
+        "LaunchDarkly client-side ID (24 hex characters): enables the remote allowlist",
+        false},
        [](Settings& s, std::string_view v) -> ApplyResult {
          if (v.starts_with("sdk-")) {
            return std::string(
@@ -410,7 +479,10 @@ std::vector<Setting> make_table() {
          return std::nullopt;
        },
        [](const Settings& s) { return secret_text(s.launchdarkly_client_id); }},
-      {{"ld_failover", "--ld-failover", "GOOSE_SANDBOX_LD_FAILOVER", {},
+      {{"ld_failover",
+        "--ld-failover",
+        "GOOSE_SANDBOX_LD_FAILOVER",
+        {},
         "when LaunchDarkly gives no answer: allow, deny, or blocklist (local rules alone)",
         false},
        [](Settings& s, std::string_view v) -> ApplyResult {
@@ -428,7 +500,10 @@ std::vector<Setting> make_table() {
          return std::nullopt;
        },
        [](const Settings& s) { return std::string(ld_failover_text(s.ld_failover)); }},
-      {{"ld_mode", "--ld-mode", "SANDGATE_LD_MODE", {},
+      {{"ld_mode",
+        "--ld-mode",
+        "SANDGATE_LD_MODE",
+        {},
         "domain: ask LaunchDarkly per destination (goose); list: one flag holds the allowlist",
         false},
        [](Settings& s, std::string_view v) -> ApplyResult {
@@ -445,7 +520,10 @@ std::vector<Setting> make_table() {
        [](const Settings& s) {
          return std::string(s.ld_mode == LdMode::domain ? "domain" : "list");
        }},
-      {{"ld_flag", "--ld-flag", "SANDGATE_LD_FLAG", {},
+      {{"ld_flag",
+        "--ld-flag",
+        "SANDGATE_LD_FLAG",
+        {},
         "the LaunchDarkly flag key: a boolean per domain, or in list mode an array of rules",
         false},
        [](Settings& s, std::string_view v) -> ApplyResult {
@@ -459,12 +537,20 @@ std::vector<Setting> make_table() {
          return std::nullopt;
        },
        [](const Settings& s) { return s.ld_flag; }},
-      {{"ld_cache_ttl", "--ld-cache-ttl", "SANDGATE_LD_CACHE_TTL", {},
-        "seconds a per-domain LaunchDarkly answer is reused before it is asked again", false},
+      {{"ld_cache_ttl",
+        "--ld-cache-ttl",
+        "SANDGATE_LD_CACHE_TTL",
+        {},
+        "seconds a per-domain LaunchDarkly answer is reused before it is asked again",
+        false},
        [](Settings& s, std::string_view v) { return set_seconds(s.ld_cache_ttl, v, 604800); },
        [](const Settings& s) { return std::to_string(s.ld_cache_ttl.count()); }},
-      {{"ld_cache_size", "--ld-cache-size", "SANDGATE_LD_CACHE_SIZE", {},
-        "domains whose LaunchDarkly answer is kept (least recently used go first)", false},
+      {{"ld_cache_size",
+        "--ld-cache-size",
+        "SANDGATE_LD_CACHE_SIZE",
+        {},
+        "domains whose LaunchDarkly answer is kept (least recently used go first)",
+        false},
        [](Settings& s, std::string_view v) -> ApplyResult {
          auto n = parse_number(v, 1, 10'000'000);
          if (!n) {
@@ -474,8 +560,12 @@ std::vector<Setting> make_table() {
          return std::nullopt;
        },
        [](const Settings& s) { return std::to_string(s.ld_cache_size); }},
-      {{"ld_timeout", "--ld-timeout", "SANDGATE_LD_TIMEOUT", {},
-        "seconds (decimals allowed) to wait for a LaunchDarkly answer before failing over", false},
+      {{"ld_timeout",
+        "--ld-timeout",
+        "SANDGATE_LD_TIMEOUT",
+        {},
+        "seconds (decimals allowed) to wait for a LaunchDarkly answer before failing over",
+        false},
        [](Settings& s, std::string_view v) -> ApplyResult {
          auto ms = parse_decimal_seconds_ms(v);
          if (!ms || *ms < 10 || *ms > 120'000) {
@@ -485,18 +575,26 @@ std::vector<Setting> make_table() {
          return std::nullopt;
        },
        [](const Settings& s) { return seconds_text(s.ld_timeout); }},
-      {{"ld_context_key", "--ld-context-key", "SANDGATE_LD_CONTEXT_KEY", {},
-        "list mode: the key of the one context the list flag is evaluated for", false},
+      {{"ld_context_key",
+        "--ld-context-key",
+        "SANDGATE_LD_CONTEXT_KEY",
+        {},
+        "list mode: the key of the one context the list flag is evaluated for",
+        false},
        [](Settings& s, std::string_view v) -> ApplyResult {
-         if (v.empty() || v.size() > 256 ||
-             std::any_of(v.begin(), v.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
+         if (v.empty() || v.size() > 256 || std::any_of(v.begin(), v.end(), [](unsigned char c) {
+               return c < 0x20 || c == 0x7f;
+             })) {
            return std::string("expected a non-empty key without control characters");
          }
          s.ld_context_key = std::string(v);
          return std::nullopt;
        },
        [](const Settings& s) { return or_text(s.ld_context_key, "(the OS user name)"); }},
-      {{"ld_base_uri", "--ld-base-uri", "LAUNCHDARKLY_BASE_URI", {},
+      {{"ld_base_uri",
+        "--ld-base-uri",
+        "LAUNCHDARKLY_BASE_URI",
+        {},
         "LaunchDarkly evaluation endpoint (a Relay Proxy, a test server); http only on loopback",
         false},
        [](Settings& s, std::string_view v) -> ApplyResult {
@@ -508,9 +606,12 @@ std::vector<Setting> make_table() {
          return std::nullopt;
        },
        [](const Settings& s) { return s.ld_base_uri.text(); }},
-      {{"ld_stream_uri", "--ld-stream-uri", "LAUNCHDARKLY_STREAM_URI",
+      {{"ld_stream_uri",
+        "--ld-stream-uri",
+        "LAUNCHDARKLY_STREAM_URI",
         {},
-        "LaunchDarkly streaming endpoint (list mode); http only on loopback", false},
+        "LaunchDarkly streaming endpoint (list mode); http only on loopback",
+        false},
        [](Settings& s, std::string_view v) -> ApplyResult {
          auto uri = parse_service_uri(v);
          if (!uri) {
@@ -520,8 +621,12 @@ std::vector<Setting> make_table() {
          return std::nullopt;
        },
        [](const Settings& s) { return s.ld_stream_uri.text(); }},
-      {{"ld_max_payload", "--ld-max-payload", "SANDGATE_LD_MAX_PAYLOAD", {},
-        "MiB: the largest LaunchDarkly reply, stream line or event (they carry every flag)", false},
+      {{"ld_max_payload",
+        "--ld-max-payload",
+        "SANDGATE_LD_MAX_PAYLOAD",
+        {},
+        "MiB: the largest LaunchDarkly reply, stream line or event (they carry every flag)",
+        false},
        [](Settings& s, std::string_view v) -> ApplyResult {
          auto mib = parse_number(v, 1, 1024);
          if (!mib) {
@@ -531,7 +636,10 @@ std::vector<Setting> make_table() {
          return std::nullopt;
        },
        [](const Settings& s) { return std::to_string(s.ld_max_payload >> 20); }},
-      {{"ld_max_lookups", "--ld-max-lookups", "SANDGATE_LD_MAX_LOOKUPS", {},
+      {{"ld_max_lookups",
+        "--ld-max-lookups",
+        "SANDGATE_LD_MAX_LOOKUPS",
+        {},
         "per-domain mode: requests to LaunchDarkly at once; more new domains wait their turn",
         false},
        [](Settings& s, std::string_view v) -> ApplyResult {
@@ -544,26 +652,44 @@ std::vector<Setting> make_table() {
        },
        [](const Settings& s) { return std::to_string(s.ld_max_lookups); }},
       // --- sandbox profile ---
-      {{"protect_files", "--protect-files", "GOOSE_SANDBOX_PROTECT_FILES", {},
-        "sandbox: write-protect ~/.ssh, shell start-up files and config folders", true},
+      {{"protect_files",
+        "--protect-files",
+        "GOOSE_SANDBOX_PROTECT_FILES",
+        {},
+        "sandbox: write-protect ~/.ssh, shell start-up files and config folders",
+        true},
        [](Settings& s, std::string_view v) { return set_bool(s.sandbox.protect_files, v); },
        [](const Settings& s) { return bool_text(s.sandbox.protect_files); }},
-      {{"block_raw_sockets", "--block-raw-sockets", "GOOSE_SANDBOX_BLOCK_RAW_SOCKETS", {},
-        "sandbox: deny raw IPv4/IPv6 sockets", true},
+      {{"block_raw_sockets",
+        "--block-raw-sockets",
+        "GOOSE_SANDBOX_BLOCK_RAW_SOCKETS",
+        {},
+        "sandbox: deny raw IPv4/IPv6 sockets",
+        true},
        [](Settings& s, std::string_view v) { return set_bool(s.sandbox.block_raw_sockets, v); },
        [](const Settings& s) { return bool_text(s.sandbox.block_raw_sockets); }},
-      {{"block_tunneling", "--block-tunneling", "GOOSE_SANDBOX_BLOCK_TUNNELING", {},
-        "sandbox: deny tunnelling tools (nc, ncat, netcat, socat, telnet)", true},
+      {{"block_tunneling",
+        "--block-tunneling",
+        "GOOSE_SANDBOX_BLOCK_TUNNELING",
+        {},
+        "sandbox: deny tunnelling tools (nc, ncat, netcat, socat, telnet)",
+        true},
        [](Settings& s, std::string_view v) { return set_bool(s.sandbox.block_tunneling, v); },
        [](const Settings& s) { return bool_text(s.sandbox.block_tunneling); }},
-      {{"capture", "--capture", "SANDGATE_CAPTURE", {},
+      {{"capture",
+        "--capture",
+        "SANDGATE_CAPTURE",
+        {},
         "run (Linux): send every TCP connection and DNS query of the command to the gate, not "
         "only those of tools that honour the proxy variables (on/off)",
         true},
        [](Settings& s, std::string_view v) { return set_bool(s.sandbox.capture, v); },
        [](const Settings& s) { return bool_text(s.sandbox.capture); }},
       // --- the daemon ---
-      {{"listen", "--listen", "SANDGATE_LISTEN", {},
+      {{"listen",
+        "--listen",
+        "SANDGATE_LISTEN",
+        {},
         "address and port to listen on (port 0 picks a free one), or unix:/PATH for a unix "
         "socket only its owner can use (mode 0600)",
         false},
@@ -578,21 +704,35 @@ std::vector<Setting> make_table() {
          return std::nullopt;
        },
        [](const Settings& s) { return s.listen.text(); }},
-      {{"allow_remote_clients", "--allow-remote-clients", "SANDGATE_ALLOW_REMOTE_CLIENTS",
-        {}, "allow listening on a non-loopback address", true},
+      {{"allow_remote_clients",
+        "--allow-remote-clients",
+        "SANDGATE_ALLOW_REMOTE_CLIENTS",
+        {},
+        "allow listening on a non-loopback address",
+        true},
        [](Settings& s, std::string_view v) { return set_bool(s.allow_remote_clients, v); },
        [](const Settings& s) { return bool_text(s.allow_remote_clients); }},
-      {{"port_file", "--port-file", "SANDGATE_PORT_FILE", {},
-        "write the listening port to this file once ready (atomically)", false},
+      {{"port_file",
+        "--port-file",
+        "SANDGATE_PORT_FILE",
+        {},
+        "write the listening port to this file once ready (atomically)",
+        false},
        [](Settings& s, std::string_view v) { return set_path(s.port_file, v); },
        [](const Settings& s) { return or_text(s.port_file, "(none)"); }},
-      {{"token", "--token", "SANDGATE_TOKEN", {},
+      {{"token",
+        "--token",
+        "SANDGATE_TOKEN",
+        {},
         "require every request to carry Proxy-Authorization: Basic with any user name and this "
         "token as the password (16+ characters; prefer token_file)",
         false},
        [](Settings& s, std::string_view v) { return set_token(s, v, kProxyToken); },
        [](const Settings& s) { return secret_text(s.token); }},
-      {{"token_file", "--token-file", "SANDGATE_TOKEN_FILE", {},
+      {{"token_file",
+        "--token-file",
+        "SANDGATE_TOKEN_FILE",
+        {},
         "read the token from the first line of this file (which other users must not be able "
         "to read), so that it appears in no process list or environment",
         false},
@@ -601,21 +741,31 @@ std::vector<Setting> make_table() {
       // The admin token: the person's, for answering questions, which the agent asked (holding
       // the proxy token in its proxy variables) must not hold. After token and token_file, so
       // that load() can compare the two.
-      {{"admin_token", "--admin-token", "SANDGATE_ADMIN_TOKEN", {},
+      {{"admin_token",
+        "--admin-token",
+        "SANDGATE_ADMIN_TOKEN",
+        {},
         "require this token (16+ characters, not the proxy token) as Authorization: Bearer on "
         "the admin endpoint's /pending and /decide instead of the proxy token, so that an agent "
         "holding the proxy token cannot answer its own questions (prefer admin_token_file)",
         false},
        [](Settings& s, std::string_view v) { return set_token(s, v, kAdminToken); },
        [](const Settings& s) { return secret_text(s.admin_token); }},
-      {{"admin_token_file", "--admin-token-file", "SANDGATE_ADMIN_TOKEN_FILE", {},
+      {{"admin_token_file",
+        "--admin-token-file",
+        "SANDGATE_ADMIN_TOKEN_FILE",
+        {},
         "read the admin token from the first line of this file (which other users must not be "
         "able to read)",
         false},
        [](Settings& s, std::string_view v) { return read_token_file(s, v, kAdminToken); },
        [](const Settings& s) { return or_text(s.admin_token_file, "(none)"); }},
-      {{"threads", "--threads", "SANDGATE_THREADS", {},
-        "worker threads, each with its own event loop", false},
+      {{"threads",
+        "--threads",
+        "SANDGATE_THREADS",
+        {},
+        "worker threads, each with its own event loop",
+        false},
        [](Settings& s, std::string_view v) -> ApplyResult {
          auto n = parse_number(v, 1, 256);
          if (!n) {
@@ -627,12 +777,20 @@ std::vector<Setting> make_table() {
        [](const Settings& s) {
          return s.threads == 0 ? std::string("(number of cores)") : std::to_string(s.threads);
        }},
-      {{"drain_seconds", "--drain-seconds", "SANDGATE_DRAIN_SECONDS", {},
-        "on SIGTERM/SIGINT, how long open tunnels may finish before they are closed", false},
+      {{"drain_seconds",
+        "--drain-seconds",
+        "SANDGATE_DRAIN_SECONDS",
+        {},
+        "on SIGTERM/SIGINT, how long open tunnels may finish before they are closed",
+        false},
        [](Settings& s, std::string_view v) { return set_seconds(s.drain, v, 3600); },
        [](const Settings& s) { return std::to_string(s.drain.count()); }},
-      {{"dns_servers", "--dns-server", "SANDGATE_DNS_SERVERS", {},
-        "comma-separated name servers, ADDR:PORT or [V6]:PORT, instead of the system's", false},
+      {{"dns_servers",
+        "--dns-server",
+        "SANDGATE_DNS_SERVERS",
+        {},
+        "comma-separated name servers, ADDR:PORT or [V6]:PORT, instead of the system's",
+        false},
        [](Settings& s, std::string_view v) -> ApplyResult {
          auto items = split_list(v);
          if (!items) {
@@ -655,8 +813,12 @@ std::vector<Setting> make_table() {
          }
          return items.empty() ? std::string("(the system's)") : join(items);
        }},
-      {{"dns_timeout", "--dns-timeout", "SANDGATE_DNS_TIMEOUT", {},
-        "seconds to wait for a DNS answer (all servers and retries)", false},
+      {{"dns_timeout",
+        "--dns-timeout",
+        "SANDGATE_DNS_TIMEOUT",
+        {},
+        "seconds to wait for a DNS answer (all servers and retries)",
+        false},
        [](Settings& s, std::string_view v) -> ApplyResult {
          if (auto error = set_seconds(s.dns_timeout, v, 60); error || s.dns_timeout.count() == 0) {
            return std::string("expected a whole number of seconds, 1..60");
@@ -664,7 +826,10 @@ std::vector<Setting> make_table() {
          return std::nullopt;
        },
        [](const Settings& s) { return std::to_string(s.dns_timeout.count()); }},
-      {{"dns_cache_size", "--dns-cache-size", "SANDGATE_DNS_CACHE_SIZE", {},
+      {{"dns_cache_size",
+        "--dns-cache-size",
+        "SANDGATE_DNS_CACHE_SIZE",
+        {},
         "names each worker keeps DNS answers for (least recently used out first); 0: no cache",
         false},
        [](Settings& s, std::string_view v) -> ApplyResult {
@@ -676,25 +841,42 @@ std::vector<Setting> make_table() {
          return std::nullopt;
        },
        [](const Settings& s) { return std::to_string(s.dns_cache_size); }},
-      {{"dns_max_ttl", "--dns-max-ttl", "SANDGATE_DNS_MAX_TTL", {},
-        "seconds a DNS answer is kept at most, whatever its TTL", false},
+      {{"dns_max_ttl",
+        "--dns-max-ttl",
+        "SANDGATE_DNS_MAX_TTL",
+        {},
+        "seconds a DNS answer is kept at most, whatever its TTL",
+        false},
        [](Settings& s, std::string_view v) { return set_seconds(s.dns_max_ttl, v, 86400); },
        [](const Settings& s) { return std::to_string(s.dns_max_ttl.count()); }},
-      {{"dns_negative_ttl", "--dns-negative-ttl", "SANDGATE_DNS_NEGATIVE_TTL", {},
-        "seconds a 'no such name' answer is kept at most (its SOA may say less)", false},
+      {{"dns_negative_ttl",
+        "--dns-negative-ttl",
+        "SANDGATE_DNS_NEGATIVE_TTL",
+        {},
+        "seconds a 'no such name' answer is kept at most (its SOA may say less)",
+        false},
        [](Settings& s, std::string_view v) { return set_seconds(s.dns_negative_ttl, v, 3600); },
        [](const Settings& s) { return std::to_string(s.dns_negative_ttl.count()); }},
-      {{"head_timeout", "--head-timeout", "SANDGATE_HEAD_TIMEOUT", {},
-        "seconds a client has to send its request head", false},
+      {{"head_timeout",
+        "--head-timeout",
+        "SANDGATE_HEAD_TIMEOUT",
+        {},
+        "seconds a client has to send its request head",
+        false},
        [](Settings& s, std::string_view v) -> ApplyResult {
-         if (auto error = set_seconds(s.head_timeout, v, 600); error || s.head_timeout.count() == 0) {
+         if (auto error = set_seconds(s.head_timeout, v, 600);
+             error || s.head_timeout.count() == 0) {
            return std::string("expected a whole number of seconds, 1..600");
          }
          return std::nullopt;
        },
        [](const Settings& s) { return std::to_string(s.head_timeout.count()); }},
-      {{"connect_timeout", "--connect-timeout", "SANDGATE_CONNECT_TIMEOUT", {},
-        "seconds to wait for an upstream connection", false},
+      {{"connect_timeout",
+        "--connect-timeout",
+        "SANDGATE_CONNECT_TIMEOUT",
+        {},
+        "seconds to wait for an upstream connection",
+        false},
        [](Settings& s, std::string_view v) -> ApplyResult {
          if (auto error = set_seconds(s.connect_timeout, v, 600)) {
            return error;
@@ -705,15 +887,23 @@ std::vector<Setting> make_table() {
          return std::nullopt;
        },
        [](const Settings& s) { return std::to_string(s.connect_timeout.count()); }},
-      {{"idle_timeout", "--idle-timeout", "SANDGATE_IDLE_TIMEOUT", {},
-        "seconds a tunnel may carry no bytes before it is closed; 0: never", false},
+      {{"idle_timeout",
+        "--idle-timeout",
+        "SANDGATE_IDLE_TIMEOUT",
+        {},
+        "seconds a tunnel may carry no bytes before it is closed; 0: never",
+        false},
        [](Settings& s, std::string_view v) { return set_seconds(s.idle_timeout, v, 86400); },
        [](const Settings& s) {
          return s.idle_timeout.count() == 0 ? std::string("0 (off)")
                                             : std::to_string(s.idle_timeout.count());
        }},
-      {{"max_connections", "--max-connections", "SANDGATE_MAX_CONNECTIONS", {},
-        "client connections served at once; beyond it new clients get 503", false},
+      {{"max_connections",
+        "--max-connections",
+        "SANDGATE_MAX_CONNECTIONS",
+        {},
+        "client connections served at once; beyond it new clients get 503",
+        false},
        [](Settings& s, std::string_view v) -> ApplyResult {
          auto n = parse_number(v, 1, 1'000'000);
          if (!n) {
@@ -723,8 +913,12 @@ std::vector<Setting> make_table() {
          return std::nullopt;
        },
        [](const Settings& s) { return std::to_string(s.max_connections); }},
-      {{"log_format", "--log-format", "SANDGATE_LOG_FORMAT", {},
-        "decision log format: text or json (one object a line)", false},
+      {{"log_format",
+        "--log-format",
+        "SANDGATE_LOG_FORMAT",
+        {},
+        "decision log format: text or json (one object a line)",
+        false},
        [](Settings& s, std::string_view v) -> ApplyResult {
          auto format = lower(v);
          if (format == "text") {
@@ -739,8 +933,12 @@ std::vector<Setting> make_table() {
        [](const Settings& s) {
          return std::string(s.log_format == LogFormat::text ? "text" : "json");
        }},
-      {{"log_level", "--log-level", "SANDGATE_LOG_LEVEL", {},
-        "what the log keeps: error; warning (and denials); info (and allows, tunnel ends)", false},
+      {{"log_level",
+        "--log-level",
+        "SANDGATE_LOG_LEVEL",
+        {},
+        "what the log keeps: error; warning (and denials); info (and allows, tunnel ends)",
+        false},
        [](Settings& s, std::string_view v) -> ApplyResult {
          auto level = lower(v);
          if (level == "error") {
@@ -755,8 +953,12 @@ std::vector<Setting> make_table() {
          return std::nullopt;
        },
        [](const Settings& s) { return std::string(log_level_text(s.log_level)); }},
-      {{"admin", "--admin", "SANDGATE_ADMIN", {},
-        "admin listener ADDR:PORT (loopback only): /metrics, /healthz, /readyz, /denials", false},
+      {{"admin",
+        "--admin",
+        "SANDGATE_ADMIN",
+        {},
+        "admin listener ADDR:PORT (loopback only): /metrics, /healthz, /readyz, /denials",
+        false},
        [](Settings& s, std::string_view v) -> ApplyResult {
          auto endpoint = parse_tcp_endpoint(v, true, 0);
          if (!endpoint) {
@@ -766,12 +968,19 @@ std::vector<Setting> make_table() {
          return std::nullopt;
        },
        [](const Settings& s) { return s.admin ? s.admin->text() : std::string("(off)"); }},
-      {{"log_file", "--log-file", "SANDGATE_LOG_FILE", {},
-        "write the log to this file (reopened on SIGHUP)", false},
+      {{"log_file",
+        "--log-file",
+        "SANDGATE_LOG_FILE",
+        {},
+        "write the log to this file (reopened on SIGHUP)",
+        false},
        [](Settings& s, std::string_view v) { return set_path(s.log_file, v); },
        [](const Settings& s) { return or_text(s.log_file, "(standard error)"); }},
       // --- the parent proxy ---
-      {{"parent_proxy", "--parent-proxy", "SANDGATE_PARENT_PROXY", {},
+      {{"parent_proxy",
+        "--parent-proxy",
+        "SANDGATE_PARENT_PROXY",
+        {},
         "http://HOST:PORT of a corporate proxy to reach destinations through (CONNECT, and "
         "absolute-form for plain http); the gate still decides every request first",
         false},
@@ -785,9 +994,12 @@ std::vector<Setting> make_table() {
          return std::nullopt;
        },
        [](const Settings& s) { return or_text(s.parent_proxy_url, "(none: direct)"); }},
-      {{"parent_proxy_credentials", "--parent-proxy-credentials",
-        "SANDGATE_PARENT_PROXY_CREDENTIALS", {},
-        "file whose first line is user:password for the parent proxy (Basic; mode 0600)", false},
+      {{"parent_proxy_credentials",
+        "--parent-proxy-credentials",
+        "SANDGATE_PARENT_PROXY_CREDENTIALS",
+        {},
+        "file whose first line is user:password for the parent proxy (Basic; mode 0600)",
+        false},
        [](Settings& s, std::string_view v) -> ApplyResult {
          if (auto error = set_path(s.parent_credentials_file, v)) {
            return error;
@@ -800,7 +1012,10 @@ std::vector<Setting> make_table() {
          return std::nullopt;
        },
        [](const Settings& s) { return or_text(s.parent_credentials_file, "(none)"); }},
-      {{"parent_proxy_exclude", "--parent-proxy-exclude", "SANDGATE_PARENT_PROXY_EXCLUDE", {},
+      {{"parent_proxy_exclude",
+        "--parent-proxy-exclude",
+        "SANDGATE_PARENT_PROXY_EXCLUDE",
+        {},
         "destinations dialled directly, not through the parent proxy (NO_PROXY syntax: names, "
         "addresses, CIDR blocks, :PORT)",
         false},

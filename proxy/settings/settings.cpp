@@ -44,8 +44,9 @@ Expected<ServiceUri, std::string> parse_service_uri(std::string_view text) {
   if (path.find_first_of("?#") != std::string_view::npos ||
       std::any_of(path.begin(), path.end(),
                   [](unsigned char c) { return c <= 0x20 || c >= 0x7f || c == '%'; })) {
-    return Unexpected{quoted + ": the path may hold only plain characters (no query, fragment, "
-                               "escapes or spaces)"};
+    return Unexpected{quoted +
+                      ": the path may hold only plain characters (no query, fragment, "
+                      "escapes or spaces)"};
   }
   while (path.ends_with('/')) {
     path.remove_suffix(1);

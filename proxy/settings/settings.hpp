@@ -2,7 +2,8 @@
 //
 // Each setting can be given four ways; the first that is present wins:
 //   1. a command-line flag            --allow-ip=true
-//   2. an environment variable        GOOSE_SANDBOX_ALLOW_IP=true (goose's name where goose had one)
+//   2. an environment variable        GOOSE_SANDBOX_ALLOW_IP=true (goose's name where goose had
+//   one)
 //   3. the TOML config file           allow_ip = true      (--config / SANDGATE_CONFIG)
 //   4. the built-in default
 // A bad value is a start-up error whose message names the flag, variable or file and line, and
@@ -44,9 +45,9 @@ enum class LdMode : std::uint8_t { domain, list };
 // Where an HTTP service lives: `https://host[:port][/prefix]`, or `http://` for loopback only.
 struct ServiceUri {
   bool tls = true;
-  std::string host;       // a name, dotted IPv4, or IPv6 without brackets
+  std::string host;  // a name, dotted IPv4, or IPv6 without brackets
   std::uint16_t port = 443;
-  std::string prefix;     // path before the endpoint's own path, no trailing '/'; often empty
+  std::string prefix;        // path before the endpoint's own path, no trailing '/'; often empty
   std::string text() const;  // as given, normalised
 };
 
@@ -61,11 +62,11 @@ struct Settings {
   rules::PolicyOptions policy;
   std::string blocklist_path = "~/.config/goose/sandbox/blocked.txt";  // load(): `~` expanded
   bool blocklist_is_default = true;  // the default path: created from the template if absent
-  std::string allowlist_path;   // the allowlist file; empty: none
+  std::string allowlist_path;        // the allowlist file; empty: none
   // Bundled allowlists (`preset:NAME`, config/presets), applied with the file. Allowlist mode
   // is on when either is given.
   std::vector<std::string> allowlist_presets;
-  bool sni_check = true;        // inspect the ClientHello of tunnels to TLS ports
+  bool sni_check = true;  // inspect the ClientHello of tunnels to TLS ports
   std::vector<std::uint16_t> tls_ports = {443};
   // On reload, close open tunnels and kept-alive connections whose destination the new rules
   // deny (logged with outcome `revoked`). Off: what is open keeps going; new requests still
@@ -84,7 +85,7 @@ struct Settings {
   // LaunchDarkly remote allowlist.
   std::string launchdarkly_client_id;  // empty: off
   LdFailover ld_failover = LdFailover::allow;
-  bool ld_failover_given = false;      // unset means allow, with a warning that it fails open
+  bool ld_failover_given = false;  // unset means allow, with a warning that it fails open
   LdMode ld_mode = LdMode::domain;
   std::string ld_flag = "egress-allowlist";
   std::chrono::seconds ld_cache_ttl{3600};
@@ -110,14 +111,14 @@ struct Settings {
   // holds. Never equal to `token` (load() refuses it). A secret: never logged or echoed.
   std::string admin_token;
   std::string admin_token_file;  // where `admin_token` was read from, if from a file
-  unsigned threads = 0;  // 0: one per CPU this process may use (usable_cpus())
-  std::string threads_note;  // why `threads` is what it is, for the start-up log
+  unsigned threads = 0;          // 0: one per CPU this process may use (usable_cpus())
+  std::string threads_note;      // why `threads` is what it is, for the start-up log
   std::chrono::seconds drain{10};
   std::vector<TcpEndpoint> dns_servers;  // empty: the system's (a bare address means port 53)
   std::chrono::seconds dns_timeout{5};
-  std::uint32_t dns_cache_size = 4096;          // names per worker; 0: no DNS cache
-  std::chrono::seconds dns_max_ttl{300};       // cap on a positive answer's TTL
-  std::chrono::seconds dns_negative_ttl{30};   // cap on a negative answer's (SOA) TTL
+  std::uint32_t dns_cache_size = 4096;        // names per worker; 0: no DNS cache
+  std::chrono::seconds dns_max_ttl{300};      // cap on a positive answer's TTL
+  std::chrono::seconds dns_negative_ttl{30};  // cap on a negative answer's (SOA) TTL
   std::chrono::seconds head_timeout{10};
   std::chrono::seconds connect_timeout{10};
   std::chrono::seconds idle_timeout{0};  // 0: off

@@ -69,8 +69,10 @@ std::optional<std::uint64_t> parse_number(std::string_view text, std::uint64_t m
 std::optional<std::uint64_t> parse_decimal_seconds_ms(std::string_view text) {
   auto dot = text.find('.');
   auto whole = text.substr(0, dot);
-  std::string_view fraction = dot == std::string_view::npos ? std::string_view{} : text.substr(dot + 1);
-  if (whole.empty() || (dot != std::string_view::npos && (fraction.empty() || fraction.size() > 3))) {
+  std::string_view fraction =
+      dot == std::string_view::npos ? std::string_view{} : text.substr(dot + 1);
+  if (whole.empty() ||
+      (dot != std::string_view::npos && (fraction.empty() || fraction.size() > 3))) {
     return std::nullopt;
   }
   auto seconds = parse_number(whole, 0, 1'000'000);

@@ -190,15 +190,24 @@ std::array<std::uint8_t, 8> socks4_refusal() { return {0x00, 91, 0, 0, 0, 0, 0, 
 
 std::string_view to_string(ReplyCode code) {
   switch (code) {
-    case ReplyCode::succeeded: return "succeeded";
-    case ReplyCode::general_failure: return "general SOCKS server failure";
-    case ReplyCode::not_allowed_by_ruleset: return "connection not allowed by ruleset";
-    case ReplyCode::network_unreachable: return "network unreachable";
-    case ReplyCode::host_unreachable: return "host unreachable";
-    case ReplyCode::connection_refused: return "connection refused";
-    case ReplyCode::ttl_expired: return "TTL expired";
-    case ReplyCode::command_not_supported: return "command not supported";
-    case ReplyCode::address_type_not_supported: return "address type not supported";
+    case ReplyCode::succeeded:
+      return "succeeded";
+    case ReplyCode::general_failure:
+      return "general SOCKS server failure";
+    case ReplyCode::not_allowed_by_ruleset:
+      return "connection not allowed by ruleset";
+    case ReplyCode::network_unreachable:
+      return "network unreachable";
+    case ReplyCode::host_unreachable:
+      return "host unreachable";
+    case ReplyCode::connection_refused:
+      return "connection refused";
+    case ReplyCode::ttl_expired:
+      return "TTL expired";
+    case ReplyCode::command_not_supported:
+      return "command not supported";
+    case ReplyCode::address_type_not_supported:
+      return "address type not supported";
   }
   return "unknown reply code";
 }

@@ -31,8 +31,8 @@
 namespace sandgate::socks {
 
 inline constexpr std::uint8_t kVersion = 0x05;
-inline constexpr std::uint8_t kVersion4 = 0x04;             // SOCKS4 and SOCKS4a: refused
-inline constexpr std::uint8_t kAuthVersion = 0x01;          // RFC 1929's sub-negotiation
+inline constexpr std::uint8_t kVersion4 = 0x04;     // SOCKS4 and SOCKS4a: refused
+inline constexpr std::uint8_t kAuthVersion = 0x01;  // RFC 1929's sub-negotiation
 inline constexpr std::size_t kLongestMessage = 1 + 1 + 255 + 1 + 255;  // RFC 1929 request
 
 // Authentication methods (RFC 1928 section 3). Only these two are ever chosen.
@@ -61,9 +61,9 @@ enum class ReplyCode : std::uint8_t {
 
 // The outcome of reading one message from the start of `bytes`.
 enum class ReadStatus : std::uint8_t {
-  complete,    // the message is whole: `used` bytes of the input belong to it
-  need_more,   // every byte so far is valid; the message is not whole yet
-  malformed,   // the bytes cannot be this message: `problem` says why
+  complete,   // the message is whole: `used` bytes of the input belong to it
+  need_more,  // every byte so far is valid; the message is not whole yet
+  malformed,  // the bytes cannot be this message: `problem` says why
 };
 
 // The client's first message: VER NMETHODS METHODS...
@@ -82,9 +82,9 @@ struct Request {
   enum class AddressType : std::uint8_t { ipv4 = 0x01, domain = 0x03, ipv6 = 0x04 };
   Command command = Command::connect;
   AddressType address_type = AddressType::domain;
-  std::string domain;          // address_type domain: the bytes sent (1..255), not yet checked
-  rules::IpAddress address;    // address_type ipv4 or ipv6
-  std::uint16_t port = 0;      // 1..65535
+  std::string domain;        // address_type domain: the bytes sent (1..255), not yet checked
+  rules::IpAddress address;  // address_type ipv4 or ipv6
+  std::uint16_t port = 0;    // 1..65535
   // The command byte as sent, which may be none of the three commands (then command_known is
   // false and the reply is command_not_supported).
   std::uint8_t command_byte = 0x01;
@@ -94,9 +94,9 @@ struct Request {
 template <typename Message>
 struct Read {
   ReadStatus status = ReadStatus::need_more;
-  std::size_t used = 0;       // complete: the message's length
-  Message message{};          // complete: the message
-  std::string problem;        // malformed: a short sentence for the log
+  std::size_t used = 0;  // complete: the message's length
+  Message message{};     // complete: the message
+  std::string problem;   // malformed: a short sentence for the log
   // malformed: the reply code to send, where the protocol has one for the problem (an unknown
   // address type has address_type_not_supported); general_failure otherwise.
   ReplyCode reply = ReplyCode::general_failure;

@@ -358,7 +358,6 @@ std::string capture_ruleset(std::uint16_t port) {
          "}\n";
 }
 
-
 Expected<CaptureSockets, std::string> set_up_capture() {
   CaptureSockets sockets;
   const auto fail = [&](const std::string& why) {

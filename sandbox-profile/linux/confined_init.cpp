@@ -2,12 +2,12 @@
 #include "sandbox-profile/linux/confined_init.hpp"
 
 #include <fcntl.h>
+#include <linux/netlink.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
-#include <linux/netlink.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,14 +19,14 @@
 #include <vector>
 
 #include "sandbox-profile/linux/capture_network.hpp"
-#include "sandbox-profile/plan/child_environment.hpp"
-#include "sandbox-profile/supervisor/fd_passing.hpp"
 #include "sandbox-profile/linux/landlock.hpp"
 #include "sandbox-profile/linux/linux_namespaces.hpp"
-#include "sandbox-profile/supervisor/port_forwarder.hpp"
-#include "sandbox-profile/supervisor/pty_relay.hpp"
 #include "sandbox-profile/linux/self_probe.hpp"
 #include "sandbox-profile/linux/syscall_filter.hpp"
+#include "sandbox-profile/plan/child_environment.hpp"
+#include "sandbox-profile/supervisor/fd_passing.hpp"
+#include "sandbox-profile/supervisor/port_forwarder.hpp"
+#include "sandbox-profile/supervisor/pty_relay.hpp"
 
 namespace sandgate::sandbox {
 namespace {
@@ -125,8 +125,8 @@ std::string run_probe(ProbeTargets targets) {
       if (WIFSTOPPED(status)) {
         // A process that made init its tracer (PTRACE_TRACEME) stops at its next signal and
         // would wait for init for ever: init lets it go, with the signal it stopped for.
-        ::ptrace(PTRACE_DETACH, done, nullptr, reinterpret_cast<void*>(
-                                                   static_cast<long>(WSTOPSIG(status))));
+        ::ptrace(PTRACE_DETACH, done, nullptr,
+                 reinterpret_cast<void*>(static_cast<long>(WSTOPSIG(status))));
         continue;
       }
       if (done == command) {
@@ -165,8 +165,6 @@ Expected<int, std::string> seal_init(bool supervise_unix_sockets) {
   }
   return *filtered;
 }
-
-
 
 }  // namespace
 
@@ -274,9 +272,9 @@ Expected<int, std::string> seal_init(bool supervise_unix_sockets) {
   }
   if (options.sandbox.capture) {
     // The capture's sockets, one a message, then "capture done" (run_isolated.cpp reads them).
-    for (const auto& [kind, list] : {std::pair{"tcp", &capture.tcp},
-                                     std::pair{"dns-udp", &capture.dns_udp},
-                                     std::pair{"dns-tcp", &capture.dns_tcp}}) {
+    for (const auto& [kind, list] :
+         {std::pair{"tcp", &capture.tcp}, std::pair{"dns-udp", &capture.dns_udp},
+          std::pair{"dns-tcp", &capture.dns_tcp}}) {
       for (int fd : *list) {
         sent = sent && send_message(channel, std::string("capture ") + kind, fd);
       }

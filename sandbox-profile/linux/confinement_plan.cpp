@@ -14,8 +14,8 @@
 #include "sandbox-profile/linux/landlock.hpp"
 #include "sandbox-profile/linux/private_view.hpp"
 #include "sandbox-profile/plan/protected_paths.hpp"
-#include "sandbox-profile/supervisor/run_support.hpp"
 #include "sandbox-profile/plan/unix_sockets.hpp"
+#include "sandbox-profile/supervisor/run_support.hpp"
 
 namespace sandgate::sandbox {
 namespace {
@@ -197,15 +197,15 @@ std::vector<ProtectedPath> nested_git_paths(const std::vector<std::string>& git_
       for (fs::directory_iterator it(dir + group, ignored);
            !ignored && it != fs::directory_iterator(); it.increment(ignored)) {
         const std::string nested = it->path().string();
-        for (const char* name : {"config", "config.worktree", "hooks", "commondir", "gitdir",
-                                 "info/attributes"}) {
+        for (const char* name :
+             {"config", "config.worktree", "hooks", "commondir", "gitdir", "info/attributes"}) {
           out.push_back({nested + "/" + name, false, false});
         }
         // A worktree's gitdir file names its `.git` file; a submodule's core.worktree its
         // working folder, relative to its git folder.
         std::string gitfile;
-        if (std::ifstream in(nested + "/gitdir"); std::getline(in, gitfile) && !gitfile.empty() &&
-                                                  gitfile.front() == '/') {
+        if (std::ifstream in(nested + "/gitdir");
+            std::getline(in, gitfile) && !gitfile.empty() && gitfile.front() == '/') {
           out.push_back({fs::path(gitfile).lexically_normal().string(), false, false});
         }
         if (std::string worktree = core_worktree(nested + "/config"); !worktree.empty()) {
@@ -220,7 +220,6 @@ std::vector<ProtectedPath> nested_git_paths(const std::vector<std::string>& git_
   }
   return out;
 }
-
 
 }  // namespace
 

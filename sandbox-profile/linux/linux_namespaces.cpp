@@ -18,9 +18,9 @@
 #include <filesystem>
 #include <sstream>
 
-#include "sandbox-profile/supervisor/fd_passing.hpp"
 #include "sandbox-profile/linux/landlock.hpp"
 #include "sandbox-profile/linux/private_view.hpp"
+#include "sandbox-profile/supervisor/fd_passing.hpp"
 
 namespace sandgate::sandbox {
 namespace {

@@ -15,15 +15,15 @@
 #include <cstring>
 #include <memory>
 
+#include "sandbox-profile/audit/git_quarantine.hpp"
 #include "sandbox-profile/linux/confined_init.hpp"
 #include "sandbox-profile/linux/confinement_plan.hpp"
-#include "sandbox-profile/supervisor/fd_passing.hpp"
-#include "sandbox-profile/audit/git_quarantine.hpp"
 #include "sandbox-profile/linux/linux_namespaces.hpp"
+#include "sandbox-profile/linux/unix_connect_guard.hpp"
+#include "sandbox-profile/supervisor/fd_passing.hpp"
 #include "sandbox-profile/supervisor/port_forwarder.hpp"
 #include "sandbox-profile/supervisor/pty_relay.hpp"
 #include "sandbox-profile/supervisor/run_support.hpp"
-#include "sandbox-profile/linux/unix_connect_guard.hpp"
 
 namespace sandgate::sandbox {
 namespace {

@@ -7,10 +7,10 @@
 #include <sched.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -32,8 +32,8 @@ std::string tcp_escape(const ProbeTargets& targets) {
     if (udp < 0) {
       return {};
     }
-    const ssize_t sent = ::sendto(udp, "x", 1, 0, reinterpret_cast<sockaddr*>(&address),
-                                  sizeof address);
+    const ssize_t sent =
+        ::sendto(udp, "x", 1, 0, reinterpret_cast<sockaddr*>(&address), sizeof address);
     ::close(udp);
     if (sent >= 0) {
       return "a UDP datagram to " + targets.tcp_host + ":" + std::to_string(targets.tcp_port) +
@@ -210,8 +210,8 @@ std::vector<std::string> probe_fence(const ProbeTargets& targets) {
       escapes.push_back(std::move(escape));
     }
   }
-  for (auto escape : {pty_escape(targets), keyring_escape(), namespace_escape(),
-                      init_escape(targets.init_pid)}) {
+  for (auto escape :
+       {pty_escape(targets), keyring_escape(), namespace_escape(), init_escape(targets.init_pid)}) {
     if (!escape.empty()) {
       escapes.push_back(std::move(escape));
     }

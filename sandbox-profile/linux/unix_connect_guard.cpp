@@ -17,16 +17,16 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <algorithm>
-#include <chrono>
-#include <condition_variable>
 #include <deque>
+#include <fstream>
 #include <mutex>
 #include <optional>
 #include <system_error>
@@ -340,11 +340,10 @@ struct UnixConnectGuard::State {
 
   // Waits a little before trying again (1 ms, doubling up to a slice); false when the caller no
   // longer waits or the deadline has passed.
-  bool pause_before_retry(const Call& call, std::chrono::milliseconds& pause,
-                          const std::optional<std::chrono::steady_clock::time_point>& deadline)
-      const {
-    if (!caller_waits(call) ||
-        (deadline && std::chrono::steady_clock::now() >= *deadline)) {
+  bool pause_before_retry(
+      const Call& call, std::chrono::milliseconds& pause,
+      const std::optional<std::chrono::steady_clock::time_point>& deadline) const {
+    if (!caller_waits(call) || (deadline && std::chrono::steady_clock::now() >= *deadline)) {
       return false;
     }
     std::this_thread::sleep_for(pause);
@@ -395,9 +394,9 @@ struct UnixConnectGuard::State {
   }
 
   // A connect in progress: its outcome, polled in slices while the caller waits for it.
-  Answer finish_connect(const Call& call, int fd,
-                        const std::optional<std::chrono::steady_clock::time_point>& deadline)
-      const {
+  Answer finish_connect(
+      const Call& call, int fd,
+      const std::optional<std::chrono::steady_clock::time_point>& deadline) const {
     for (;;) {
       pollfd ready{fd, POLLOUT, 0};
       const int n = ::poll(&ready, 1, static_cast<int>(kConnectSlice.count()));
@@ -475,9 +474,8 @@ void serve_calls(std::shared_ptr<UnixConnectGuard::State> state) {
   std::unique_lock lock(state->pool_mutex);
   for (;;) {
     ++state->idle_threads;
-    const bool woken = state->pool_wakeup.wait_for(lock, kIdleThreadLifetime, [&] {
-      return state->stopping || !state->waiting.empty();
-    });
+    const bool woken = state->pool_wakeup.wait_for(
+        lock, kIdleThreadLifetime, [&] { return state->stopping || !state->waiting.empty(); });
     --state->idle_threads;
     if (!woken || state->waiting.empty()) {
       break;  // idle too long, or stopping with nothing left

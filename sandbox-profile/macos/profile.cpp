@@ -16,8 +16,8 @@
 #include <regex>
 #include <set>
 
-#include "sandbox-profile/plan/protected_paths.hpp"
 #include "sandbox-profile/macos/sbpl_string.hpp"
+#include "sandbox-profile/plan/protected_paths.hpp"
 
 namespace sandgate::sandbox {
 namespace {

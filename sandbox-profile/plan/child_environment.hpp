@@ -17,9 +17,10 @@
 namespace sandgate::sandbox {
 
 // `inherited` (NAME=VALUE entries, e.g. from environ) with the gate's variables set for a gate
-// on 127.0.0.1:`port` (HTTP proxy URLs, and a socks5h:// URL in ALL_PROXY/all_proxy); `connect_helper` is the absolute path of sandgate-connect (the ssh
-// ProxyCommand). Variables the gate sets replace inherited ones, except JAVA_TOOL_OPTIONS, whose
-// inherited options are kept in front of the gate's; order is kept otherwise.
+// on 127.0.0.1:`port` (HTTP proxy URLs, and a socks5h:// URL in ALL_PROXY/all_proxy);
+// `connect_helper` is the absolute path of sandgate-connect (the ssh ProxyCommand). Variables the
+// gate sets replace inherited ones, except JAVA_TOOL_OPTIONS, whose inherited options are kept in
+// front of the gate's; order is kept otherwise.
 std::vector<std::string> child_environment(const std::vector<std::string>& inherited,
                                            std::uint16_t port, const std::string& connect_helper);
 

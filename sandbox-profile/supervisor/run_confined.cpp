@@ -15,11 +15,11 @@
 #include <filesystem>
 #include <functional>
 
-#include "sandbox-profile/plan/child_environment.hpp"
-#include "sandbox-profile/supervisor/fd_passing.hpp"
 #include "sandbox-profile/macos/profile.hpp"
-#include "sandbox-profile/supervisor/run_support.hpp"
+#include "sandbox-profile/plan/child_environment.hpp"
 #include "sandbox-profile/plan/sandbox_flags.hpp"
+#include "sandbox-profile/supervisor/fd_passing.hpp"
+#include "sandbox-profile/supervisor/run_support.hpp"
 
 #ifdef __linux__
 #include "sandbox-profile/linux/run_isolated.hpp"
@@ -102,9 +102,9 @@ int run_confined(const RunOptions& options, GateHandle& gate) {
     for (const auto& path : options.flags.allow_writes) {
       allow_writes.push_back(resolved_path(path));
     }
-    if (auto refused = refuse_home_as_working_folder(
-            resolved_path(std::filesystem::current_path(ec).string()), resolved_path(options.home),
-            allow_writes);
+    if (auto refused =
+            refuse_home_as_working_folder(resolved_path(std::filesystem::current_path(ec).string()),
+                                          resolved_path(options.home), allow_writes);
         !refused) {
       say(refused.error());
       return kRunFailed;
@@ -123,11 +123,10 @@ int run_confined(const RunOptions& options, GateHandle& gate) {
   // The profile goes to sandbox-exec inline (-p), never through a file a leftover process could
   // rewrite before sandbox-exec reads it.
   return run_on_host(
-      options, gate,
-      [&](std::uint16_t port) -> std::optional<std::vector<std::string>> {
-        auto argv = sandbox_exec_argv(profile_options(options.sandbox, options.gate,
-                                                      options.flags, port, options.home,
-                                                      env_or_empty("SSH_AUTH_SOCK")));
+      options, gate, [&](std::uint16_t port) -> std::optional<std::vector<std::string>> {
+        auto argv =
+            sandbox_exec_argv(profile_options(options.sandbox, options.gate, options.flags, port,
+                                              options.home, env_or_empty("SSH_AUTH_SOCK")));
         if (!argv) {
           say(argv.error());
           return std::nullopt;

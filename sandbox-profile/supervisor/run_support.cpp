@@ -199,8 +199,7 @@ Expected<bool, std::string> refuse_socket_streams() {
     ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size);
     sockaddr_storage peer{};
     socklen_t peer_size = sizeof peer;
-    const bool connected =
-        ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_size) == 0;
+    const bool connected = ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_size) == 0;
     if (family == AF_UNIX && (type != SOCK_DGRAM || connected)) {
       continue;
     }
@@ -214,9 +213,9 @@ Expected<bool, std::string> refuse_socket_streams() {
   return true;
 }
 
-Expected<bool, std::string> refuse_home_as_working_folder(const std::string& working_folder,
-                                                          const std::string& home,
-                                                          const std::vector<std::string>& allow_writes) {
+Expected<bool, std::string> refuse_home_as_working_folder(
+    const std::string& working_folder, const std::string& home,
+    const std::vector<std::string>& allow_writes) {
   if (working_folder.empty() || working_folder == "/") {
     return true;
   }
@@ -241,8 +240,8 @@ Expected<bool, std::string> refuse_home_as_working_folder(const std::string& wor
                       "(" + one +
                       "), and the working folder is writable inside, so the command could plant "
                       "code for programs you run later (a Python .pth, .vimrc, .npmrc). Run it "
-                      "from a project folder, or give --allow-write " + working_folder +
-                      " to accept that"};
+                      "from a project folder, or give --allow-write " +
+                      working_folder + " to accept that"};
   }
   return true;
 }

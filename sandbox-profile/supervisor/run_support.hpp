@@ -96,8 +96,8 @@ Expected<bool, std::string> refuse_socket_streams();
 // refused (the error says so and what to do) unless the user gave the folder with --allow-write
 // (`allow_writes`, resolved), and so takes it knowingly; then a warning is said. `/` itself is
 // never writable: started there, nothing is. Checks $HOME (`home`) and the passwd entry's home.
-Expected<bool, std::string> refuse_home_as_working_folder(const std::string& working_folder,
-                                                          const std::string& home,
-                                                          const std::vector<std::string>& allow_writes);
+Expected<bool, std::string> refuse_home_as_working_folder(
+    const std::string& working_folder, const std::string& home,
+    const std::vector<std::string>& allow_writes);
 
 }  // namespace sandgate::sandbox

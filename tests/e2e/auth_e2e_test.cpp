@@ -34,7 +34,6 @@ void with_token(settings::Settings& s) {
   s.token = kToken;
 }
 
-
 bool have_curl() { return std::system("command -v curl >/dev/null 2>&1") == 0; }
 
 TEST(ProxyAuthCurl, CurlWithAndWithoutTheToken) {
@@ -64,7 +63,8 @@ TEST(ProxyAuthCurl, CurlWithAndWithoutTheToken) {
 
   // Plain HTTP forwarding: without the token curl shows the 407 page; with it the origin
   // answers and never sees the header.
-  auto plain_none = run_shell(curl + "-x http://127.0.0.1:" + port + " -w ' status=%{http_code}' " + url);
+  auto plain_none =
+      run_shell(curl + "-x http://127.0.0.1:" + port + " -w ' status=%{http_code}' " + url);
   EXPECT_NE(plain_none.output.find("refused (auth-required)"), std::string::npos)
       << plain_none.output;
   EXPECT_NE(plain_none.output.find("status=407"), std::string::npos) << plain_none.output;
@@ -90,7 +90,8 @@ TEST(ProxyAuthConnectHelper, SandgateConnectSendsTheToken) {
   const std::string destination = " origin.test " + std::to_string(origin.port());
 
   // In the proxy address.
-  auto in_url = run_shell(helper + "--proxy http://agent:" + kToken + "@127.0.0.1:" + port + destination);
+  auto in_url =
+      run_shell(helper + "--proxy http://agent:" + kToken + "@127.0.0.1:" + port + destination);
   EXPECT_EQ(in_url.exit_code, 0) << in_url.output;
   EXPECT_EQ(in_url.output, "hello");
 
@@ -107,29 +108,29 @@ TEST(ProxyAuthConnectHelper, SandgateConnectSendsTheToken) {
   EXPECT_NE(from_env.output.find("SANDGATE_TOKEN"), std::string::npos) << from_env.output;
 
   from_env = run_shell("printf hello | SANDGATE_TOKEN=" + kToken + " " + kConnect +
-                 " --timeout 10 --proxy 127.0.0.1:" + port + destination);
+                       " --timeout 10 --proxy 127.0.0.1:" + port + destination);
   EXPECT_EQ(from_env.exit_code, 0) << from_env.output;
   EXPECT_EQ(from_env.output, "hello");
 
   const std::string file = proxy.folder() + "/token";
   std::ofstream(file) << kToken << "\n";
   auto from_file =
-      run_shell("printf hello | env -u SANDGATE_TOKEN SANDGATE_TOKEN_FILE=" + file + " " + kConnect +
-          " --timeout 10 --proxy http://127.0.0.1:" + port + "/" + destination);
+      run_shell("printf hello | env -u SANDGATE_TOKEN SANDGATE_TOKEN_FILE=" + file + " " +
+                kConnect + " --timeout 10 --proxy http://127.0.0.1:" + port + "/" + destination);
   EXPECT_EQ(from_file.exit_code, 0) << from_file.output;
   EXPECT_EQ(from_file.output, "hello");
 
   // A wrong token: a clear message, exit 255, and the token it sent is not shown.
   auto wrong = run_shell("printf hello | SANDGATE_TOKEN=wrong-token-0123456789 " + kConnect +
-                   " --timeout 10 --proxy 127.0.0.1:" + port + destination);
+                         " --timeout 10 --proxy 127.0.0.1:" + port + destination);
   EXPECT_EQ(wrong.exit_code, 255) << wrong.output;
   EXPECT_NE(wrong.output.find("did not accept the token sent for CONNECT origin.test:"),
             std::string::npos)
       << wrong.output;
   EXPECT_NE(wrong.output.find("(auth-failed)"), std::string::npos) << wrong.output;
   EXPECT_EQ(wrong.output.find("wrong-token-0123456789"), std::string::npos) << wrong.output;
-  auto wrong_url =
-      run_shell(helper + "--proxy http://agent:wrong-token-0123456789@127.0.0.1:" + port + destination);
+  auto wrong_url = run_shell(
+      helper + "--proxy http://agent:wrong-token-0123456789@127.0.0.1:" + port + destination);
   EXPECT_EQ(wrong_url.exit_code, 255) << wrong_url.output;
   EXPECT_EQ(wrong_url.output.find("wrong-token-0123456789"), std::string::npos) << wrong_url.output;
   EXPECT_EQ(origin.connections(), 3u);
@@ -149,8 +150,8 @@ TEST(ProxyAuthCli, TheTokenIsNeverEchoed) {
       << short_token.output;
   EXPECT_EQ(short_token.output.find("tiny-secret"), std::string::npos) << short_token.output;
 
-  auto check =
-      run_shell(env + "SANDGATE_TOKEN=" + kToken + " " + kSandgate + " check example.com" + blocklist);
+  auto check = run_shell(env + "SANDGATE_TOKEN=" + kToken + " " + kSandgate + " check example.com" +
+                         blocklist);
   EXPECT_EQ(check.exit_code, 0) << check.output;
   EXPECT_EQ(check.output.find(kToken), std::string::npos) << check.output;
 }

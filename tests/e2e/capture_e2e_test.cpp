@@ -38,8 +38,7 @@ using namespace std::chrono_literals;
 // in one network namespace): each holds this lock while its origin has the port.
 class Port80Turn {
  public:
-  Port80Turn()
-      : fd_(::open("/tmp/sandgate-test-port80.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
+  Port80Turn() : fd_(::open("/tmp/sandgate-test-port80.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
     if (fd_ >= 0) {
       ::flock(fd_, LOCK_EX);
     }

@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "proxy/settings/settings.hpp"
 #include "proxy/settings/load.hpp"
+#include "proxy/settings/settings.hpp"
 #include "tests/fakes/fake_dns_server.hpp"
 #include "tests/fakes/fake_launchdarkly.hpp"
 
@@ -1000,14 +1000,16 @@ TEST(CheckCli, ShowsLaunchDarklysAnswer) {
 
   auto allowed = box.run({"check", "allowed.example"}, launchdarkly_env(fake));
   EXPECT_EQ(allowed.exit_code, 0) << describe(allowed);
-  EXPECT_EQ(allowed.line("launchdarkly: "), "allow (from launchdarkly): LaunchDarkly's flag "
-                                            "'egress-allowlist' is true for allowed.example");
+  EXPECT_EQ(allowed.line("launchdarkly: "),
+            "allow (from launchdarkly): LaunchDarkly's flag "
+            "'egress-allowlist' is true for allowed.example");
 
   auto denied = box.run({"check", "denied.example:443"}, launchdarkly_env(fake));
   EXPECT_EQ(denied.exit_code, 1) << describe(denied);
   EXPECT_EQ(denied.first_line(), "deny denied.example:443");
   EXPECT_EQ(denied.line("reason: "), "launchdarkly");
-  EXPECT_THAT(denied.err, HasSubstr("LaunchDarkly allowlist: flag 'egress-allowlist' asked per domain"));
+  EXPECT_THAT(denied.err,
+              HasSubstr("LaunchDarkly allowlist: flag 'egress-allowlist' asked per domain"));
 
   // Locally denied hosts are never sent to LaunchDarkly.
   box.write(".config/goose/sandbox/blocked.txt", "blocked.example\n");
@@ -1024,19 +1026,22 @@ TEST(CheckCli, ShowsTheFailoverAnswer) {
   auto denied = box.run({"check", "any.example"}, launchdarkly_env(fake, "deny"));
   EXPECT_EQ(denied.exit_code, 1) << describe(denied);
   EXPECT_EQ(denied.line("reason: "), "launchdarkly-unreachable");
-  EXPECT_THAT(*denied.line("launchdarkly: "), StartsWith("deny (from failover): LaunchDarkly gave "
-                                                         "no answer (LaunchDarkly answered HTTP 500)"));
+  EXPECT_THAT(*denied.line("launchdarkly: "),
+              StartsWith("deny (from failover): LaunchDarkly gave "
+                         "no answer (LaunchDarkly answered HTTP 500)"));
   auto allowed = box.run({"check", "any.example"}, launchdarkly_env(fake, "blocklist"));
   EXPECT_EQ(allowed.exit_code, 0) << describe(allowed);
-  EXPECT_THAT(*allowed.line("launchdarkly: "), HasSubstr("failover blocklist: the local rules alone decided"));
+  EXPECT_THAT(*allowed.line("launchdarkly: "),
+              HasSubstr("failover blocklist: the local rules alone decided"));
 }
 
 TEST(CheckCli, WrongLaunchDarklyKeysStopTheGateAtStartUp) {
   Sandbox box;
   const std::string server_key = "sdk-12345678-90ab-cdef-1234-567890abcdef";
   for (const auto& [value, message] : std::vector<std::pair<std::string, std::string>>{
-           {server_key, "this is a server-side SDK key; the remote allowlist needs the environment's "
-                        "client-side ID"},
+           {server_key,
+            "this is a server-side SDK key; the remote allowlist needs the environment's "
+            "client-side ID"},
            {"mob-12345678-90ab-cdef-1234-567890abcdef", "this is a mobile key"},
            {"not-an-id", "expected a client-side ID: 24 hex characters"}}) {
     auto r = box.run({"serve", "--listen", "127.0.0.1:0"}, {{"LAUNCHDARKLY_CLIENT_ID", value}});

@@ -21,7 +21,6 @@
 namespace sandgate::testing {
 namespace {
 
-
 // A throw-away CA and a server certificate for origin.test signed by it, made with the openssl
 // command line, plus `openssl s_server -www` serving HTTPS with it on loopback.
 class TlsOrigin {
@@ -107,7 +106,8 @@ TEST(CurlEndToEnd, HttpsThroughTheTunnelAndABlockedHost) {
   checking.dns().set("origin.test", {"127.0.0.1"});
   const std::string curl_checked = "curl -sS --max-time 20 --noproxy '' --cacert " + origin.ca() +
                                    " -x http://127.0.0.1:" + std::to_string(checking.port()) + " ";
-  auto inspected = run_shell(curl_checked + "https://origin.test:" + std::to_string(origin.port()) + "/");
+  auto inspected =
+      run_shell(curl_checked + "https://origin.test:" + std::to_string(origin.port()) + "/");
   EXPECT_EQ(inspected.exit_code, 0) << inspected.output;
   EXPECT_NE(inspected.output.find("s_server"), std::string::npos) << inspected.output;
 }

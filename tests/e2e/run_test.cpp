@@ -31,10 +31,10 @@
 #include <thread>
 #include <vector>
 
-#include "tests/support/sanitized_build.hpp"
 #include "tests/fakes/fake_dns_server.hpp"
 #include "tests/fakes/fake_launchdarkly.hpp"
 #include "tests/support/loopback_ports.hpp"
+#include "tests/support/sanitized_build.hpp"
 
 extern char** environ;
 
@@ -466,14 +466,17 @@ TEST_F(RunTest, TheSummaryAtExitSaysWhatWasRefusedAndHowToAllowIt) {
   ASSERT_NE(at, std::string::npos) << describe(o);
   const std::string summary = o.err.substr(at);
   // Most refused first; the blocklist (which wins over the allowlist) names its file and line.
-  EXPECT_NE(summary.find("  deny blocked.test:" + origin_port + " (blocklist) x2, rule " +
-                         blocklist_ + ":1 blocked.test\n    to allow: remove or narrow the "
-                         "blocklist entry at " + blocklist_ + ":1\n"),
-            std::string::npos)
+  EXPECT_NE(
+      summary.find("  deny blocked.test:" + origin_port + " (blocklist) x2, rule " + blocklist_ +
+                   ":1 blocked.test\n    to allow: remove or narrow the "
+                   "blocklist entry at " +
+                   blocklist_ + ":1\n"),
+      std::string::npos)
       << summary;
   EXPECT_NE(summary.find("  deny registry.example.dev:" + origin_port +
                          " (not-allowlisted) x1, no rule matched\n    to allow: add "
-                         "\"registry.example.dev\" to " + allowlist + "\n"),
+                         "\"registry.example.dev\" to " +
+                         allowlist + "\n"),
             std::string::npos)
       << summary;
   EXPECT_NE(summary.find("  deny 169.254.169.254:80 (metadata-address) x1, no rule matched\n"
@@ -743,8 +746,8 @@ TEST_F(RunTest, GitCloneOverSshGoesThroughTheGate) {
   EXPECT_EQ(read_file(work_ + "/clone/README"), "hello\n");
   EXPECT_NE(o.err.find("gitlocal.test"), std::string::npos) << describe(o);  // the gate's log
   // The commit made inside was pushed through the gate.
-  EXPECT_NE(shell("git --git-dir='" + folder + "/served.git' log --oneline from-inside").second.find(
-                "inside"),
+  EXPECT_NE(shell("git --git-dir='" + folder + "/served.git' log --oneline from-inside")
+                .second.find("inside"),
             std::string::npos);
 
   // A host that is not a git host is refused on the SSH port, as the gate's rules say.
@@ -1570,9 +1573,9 @@ TEST_F(RunTest, KeyUpcallsAndOtherKernelInterfacesAreNotThere) {
       "show('getpid', libc.getpid())\"";
   auto o = run({"--", "sh", "-c", command});
   EXPECT_EQ(o.exit_code, 0) << describe(o);
-  for (const char* refused : {"request_key=errno38", "dns_resolver=errno38", "add_key=errno38",
-                              "keyctl=errno38", "bpf=errno38", "userfaultfd=errno38",
-                              "unshare=errno1", "getpid=ok"}) {
+  for (const char* refused :
+       {"request_key=errno38", "dns_resolver=errno38", "add_key=errno38", "keyctl=errno38",
+        "bpf=errno38", "userfaultfd=errno38", "unshare=errno1", "getpid=ok"}) {
     EXPECT_NE(o.out.find(refused), std::string::npos) << refused << "\n" << describe(o);
   }
 }
@@ -1640,14 +1643,18 @@ TEST_F(RunTest, HostUnixSocketsMadeAfterStartAnywhereVisibleAreRefused) {
       "assert d.recv(1) == b'x'\"";
   const std::string script =
       "echo waiting; while [ ! -e " + go + " ]; do sleep 0.05; done; " +
-      attempt("docker", "curl -sS --max-time 1 --unix-socket " + docker + " http://x/; [ $? -eq 28 ]") +
-      attempt("in_work", "curl -sS --max-time 1 --unix-socket later.sock http://x/; [ $? -eq 28 ]") +
-      attempt("via_link", "ln -s " + docker + " link.sock && curl -sS --max-time 1 --unix-socket "
-              "link.sock http://x/; [ $? -eq 28 ]") +
-      attempt("listed", "curl -sS --max-time 1 --unix-socket " + listed + " http://x/; [ $? -eq 28 ]") +
+      attempt("docker",
+              "curl -sS --max-time 1 --unix-socket " + docker + " http://x/; [ $? -eq 28 ]") +
+      attempt("in_work",
+              "curl -sS --max-time 1 --unix-socket later.sock http://x/; [ $? -eq 28 ]") +
+      attempt("via_link", "ln -s " + docker +
+                              " link.sock && curl -sS --max-time 1 --unix-socket "
+                              "link.sock http://x/; [ $? -eq 28 ]") +
+      attempt("listed",
+              "curl -sS --max-time 1 --unix-socket " + listed + " http://x/; [ $? -eq 28 ]") +
       attempt("own", own) + curl_https("origin.test") + " >/dev/null && echo https=ok";
-  Process process(run_argv({"--allow-unix-socket", listed, "--", "sh", "-c", script}), environment(),
-                  root_ + "/later", work_);
+  Process process(run_argv({"--allow-unix-socket", listed, "--", "sh", "-c", script}),
+                  environment(), root_ + "/later", work_);
   ASSERT_TRUE(process.wait_for_output("waiting")) << describe(process.wait(5s));
   auto docker_server = std::make_unique<UnixServer>(docker);
   auto work_server = std::make_unique<UnixServer>(in_work);
@@ -1672,13 +1679,16 @@ TEST_F(RunTest, LinksPlantedInTheGitFolderAreMovedAside) {
   const std::string script =
       attempt("commit", "echo w > f && git add f && " + git + "commit -q -m two") +
       "for name in COMMIT_EDITMSG MERGE_MSG SQUASH_MSG TAG_EDITMSG FETCH_HEAD; do "
-      "rm -f .git/$name; ln -s " + home_ + "/.bashrc .git/$name && echo linked=$name; done; "
-      "ln -s " + home_ + "/.bashrc .git/refs/heads/evil; true";
+      "rm -f .git/$name; ln -s " +
+      home_ +
+      "/.bashrc .git/$name && echo linked=$name; done; "
+      "ln -s " +
+      home_ + "/.bashrc .git/refs/heads/evil; true";
   auto o = run({"--", "sh", "-c", script});
   EXPECT_EQ(o.exit_code, 0) << describe(o);
   EXPECT_NE(o.out.find("linked=COMMIT_EDITMSG"), std::string::npos) << describe(o);
-  for (const char* name : {"COMMIT_EDITMSG", "MERGE_MSG", "SQUASH_MSG", "TAG_EDITMSG",
-                           "FETCH_HEAD", "refs/heads/evil"}) {
+  for (const char* name : {"COMMIT_EDITMSG", "MERGE_MSG", "SQUASH_MSG", "TAG_EDITMSG", "FETCH_HEAD",
+                           "refs/heads/evil"}) {
     EXPECT_FALSE(fs::is_symlink(work_ + "/.git/" + name)) << name << "\n" << describe(o);
   }
   EXPECT_NE(o.err.find(".git/COMMIT_EDITMSG"), std::string::npos) << describe(o);
@@ -1693,17 +1703,20 @@ TEST_F(RunTest, LinksPlantedInTheGitFolderAreMovedAside) {
 TEST_F(RunTest, ASubmodulesGitfileCannotBeRepointed) {
   const std::string git = "git -c user.name=t -c user.email=t@t.invalid ";
   const std::string library = root_ + "/library";
-  ASSERT_EQ(shell("git init -q -b main '" + library + "' && cd '" + library + "' && " + git +
-                  "commit -q --allow-empty -m lib && cd '" + work_ + "' && git init -q -b main && " +
-                  git + "-c protocol.file.allow=always submodule add -q '" + library +
-                  "' lib && " + git + "commit -q -m sub")
-                .first,
-            0);
+  ASSERT_EQ(
+      shell("git init -q -b main '" + library + "' && cd '" + library + "' && " + git +
+            "commit -q --allow-empty -m lib && cd '" + work_ + "' && git init -q -b main && " +
+            git + "-c protocol.file.allow=always submodule add -q '" + library + "' lib && " + git +
+            "commit -q -m sub")
+          .first,
+      0);
   const std::string gitfile_before = read_file(work_ + "/lib/.git");
   ASSERT_NE(gitfile_before.find("gitdir:"), std::string::npos);
   const std::string script =
       "cp -r .git/modules/lib .git/logs/evil && git config -f .git/logs/evil/config "
-      "core.fsmonitor 'touch " + work_ + "/PWNED' && git config -f .git/logs/evil/config "
+      "core.fsmonitor 'touch " +
+      work_ +
+      "/PWNED' && git config -f .git/logs/evil/config "
       "core.worktree ../../../lib; " +
       attempt("repoint", "echo 'gitdir: ../.git/logs/evil' > lib/.git") +
       attempt("nested_config", "echo '[core]' >> .git/modules/lib/config");
@@ -1724,7 +1737,8 @@ TEST_F(RunTest, AChangedGitfileIsPutBackAfterTheRun) {
   std::ofstream(work_ + "/vendor/dep/.git") << "gitdir: /nonexistent/original\n";
   auto o = run({"--", "sh", "-c", "echo 'gitdir: /tmp/evil' > vendor/dep/.git; echo done"});
   EXPECT_EQ(o.exit_code, 0) << describe(o);
-  EXPECT_EQ(read_file(work_ + "/vendor/dep/.git"), "gitdir: /nonexistent/original\n") << describe(o);
+  EXPECT_EQ(read_file(work_ + "/vendor/dep/.git"), "gitdir: /nonexistent/original\n")
+      << describe(o);
   EXPECT_EQ(read_file(work_ + "/vendor/dep/.git.sandgate-quarantine-1"), "gitdir: /tmp/evil\n")
       << describe(o);
   EXPECT_NE(o.err.find("changed the gitfile"), std::string::npos) << describe(o);
@@ -1739,8 +1753,10 @@ TEST_F(RunTest, AFolderMadeIntoARepositoryWithoutADotGitIsUnmade) {
                   git + "add pkg && " + git + "commit -q -m one")
                 .first,
             0);
-  const std::string script = "git init -q --bare . && git config core.bare false && "
-                             "git config core.fsmonitor 'touch " + work_ + "/PWNED' && echo made";
+  const std::string script =
+      "git init -q --bare . && git config core.bare false && "
+      "git config core.fsmonitor 'touch " +
+      work_ + "/PWNED' && echo made";
   Process process(run_argv({"--", "sh", "-c", script}), environment(), root_ + "/bare",
                   work_ + "/pkg");
   auto o = process.wait();
@@ -1767,15 +1783,21 @@ TEST_F(RunTest, WhatGitObeysInEveryGitFolderIsJudgedByContentAfterTheRun) {
   const std::string config_before = read_file(work_ + "/nested/.git/config");
   const std::string payload = "touch " + work_ + "/PWNED; false";
   const std::string script =
-      "git -C nested config core.fsmonitor '" + payload + "'; "
-      "printf '#!/bin/sh\\n" + payload + "\\n' > nested/.git/hooks/post-checkout; "
+      "git -C nested config core.fsmonitor '" + payload +
+      "'; "
+      "printf '#!/bin/sh\\n" +
+      payload +
+      "\\n' > nested/.git/hooks/post-checkout; "
       "chmod +x nested/.git/hooks/post-checkout; "
       "d=.git/rebase-merge; mkdir $d; git rev-parse HEAD > $d/orig-head; git rev-parse HEAD > "
-      "$d/onto; echo refs/heads/main > $d/head-name; touch $d/interactive; echo 'exec " + payload +
+      "$d/onto; echo refs/heads/main > $d/head-name; touch $d/interactive; echo 'exec " +
+      payload +
       "' > $d/git-rebase-todo; "
       "echo '* filter=evil' >> .git/info/attributes; "
       "mkdir -p b/objects b/refs/heads && ln -s refs/heads/main b/HEAD && "
-      "printf '[core]\\n\\tbare = true\\n\\tfsmonitor = \"" + payload + "\"\\n' > b/config; "
+      "printf '[core]\\n\\tbare = true\\n\\tfsmonitor = \"" +
+      payload +
+      "\"\\n' > b/config; "
       "echo planted";
   auto o = run({"--", "sh", "-c", script});
   EXPECT_EQ(o.exit_code, 0) << describe(o);
@@ -1855,7 +1877,8 @@ TEST_F(RunTest, TheHomeFolderAsWorkingFolderIsRefusedUnlessGiven) {
 // the machine: packages come from local folders).
 class RunToolsTest : public RunTest {
  protected:
-  Outcome run_script(const std::string& script, const std::map<std::string, std::string>& env = {}) {
+  Outcome run_script(const std::string& script,
+                     const std::map<std::string, std::string>& env = {}) {
     Process process(run_argv({"--", "sh", "-c", script}), environment(env),
                     root_ + "/tool-" + std::to_string(++runs_), work_);
     return process.wait(180s);
@@ -1874,14 +1897,16 @@ TEST_F(RunToolsTest, NpmInstallsALocalPackage) {
       << R"({"name":"left-pad-local","version":"1.0.0","main":"index.js"})";
   std::ofstream(root_ + "/left-pad/index.js") << "module.exports = (s, n) => s.padStart(n);\n";
   std::ofstream(work_ + "/package.json") << R"({"name":"app","version":"1.0.0","private":true})";
-  auto o = run_script("npm install --offline --no-audit --no-fund --loglevel=error " + root_ +
-                      "/left-pad && node -e \"console.log('padded=' + require('left-pad-local')('x', 3))\"");
+  auto o = run_script(
+      "npm install --offline --no-audit --no-fund --loglevel=error " + root_ +
+      "/left-pad && node -e \"console.log('padded=' + require('left-pad-local')('x', 3))\"");
   EXPECT_EQ(o.exit_code, 0) << describe(o);
   EXPECT_NE(o.out.find("padded=  x"), std::string::npos) << describe(o);
 }
 
 TEST_F(RunToolsTest, PipInstallsALocalPackageAndPytestRuns) {
-  if (shell("/usr/bin/python3 -m pytest --version && /usr/bin/python3 -m pip --version").first != 0) {
+  if (shell("/usr/bin/python3 -m pytest --version && /usr/bin/python3 -m pip --version").first !=
+      0) {
     FAIL() << "Debian's python3-pytest and python3-pip are required";
   }
   fs::create_directories(work_ + "/vendor/greet/greet");
@@ -1891,7 +1916,9 @@ TEST_F(RunToolsTest, PipInstallsALocalPackageAndPytestRuns) {
   std::ofstream(work_ + "/test_greet.py")
       << "import greet\n\ndef test_hello():\n    assert greet.hello() == 'hello'\n";
   auto o = run_script(
-      "/usr/bin/python3 -m pip install -q --no-index --no-build-isolation --target site vendor/greet && PYTHONPATH=site /usr/bin/python3 -m pytest -q -p no:cacheprovider test_greet.py");
+      "/usr/bin/python3 -m pip install -q --no-index --no-build-isolation --target site "
+      "vendor/greet && PYTHONPATH=site /usr/bin/python3 -m pytest -q -p no:cacheprovider "
+      "test_greet.py");
   EXPECT_EQ(o.exit_code, 0) << describe(o);
   EXPECT_NE(o.out.find("1 passed"), std::string::npos) << describe(o);
 }
@@ -1910,15 +1937,15 @@ TEST_F(RunToolsTest, CargoBuildsACrate) {
   const std::string path = (bin.empty() ? "" : bin + ":") + std::string(std::getenv("PATH"));
   // rustup's cargo finds its toolchains through RUSTUP_HOME, which HOME no longer implies.
   const std::string sysroot = shell("PATH='" + path + "' rustc --print sysroot").second;
-  std::map<std::string, std::string> env = {{"CARGO_HOME", work_ + "/.cargo-home"},
-                                            {"PATH", path}};
+  std::map<std::string, std::string> env = {{"CARGO_HOME", work_ + "/.cargo-home"}, {"PATH", path}};
   const fs::path toolchains = fs::path(sysroot.substr(0, sysroot.find('\n'))).parent_path();
   if (toolchains.filename() == "toolchains") {
     env["RUSTUP_HOME"] = toolchains.parent_path().string();
   }
-  auto o = run_script("cargo new -q --vcs none hello && cd hello && cargo build -q --offline && "
-                      "./target/debug/hello",
-                      env);
+  auto o = run_script(
+      "cargo new -q --vcs none hello && cd hello && cargo build -q --offline && "
+      "./target/debug/hello",
+      env);
   EXPECT_EQ(o.exit_code, 0) << describe(o);
   EXPECT_NE(o.out.find("Hello, world!"), std::string::npos) << describe(o);
 }
@@ -1927,12 +1954,13 @@ TEST_F(RunToolsTest, GoBuildsAModule) {
   require("go");
   std::ofstream(work_ + "/main.go")
       << "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"go-built\") }\n";
-  auto o = run_script("go mod init example.test/hello 2>/dev/null && go build -o hello . && ./hello",
-                      {{"GOCACHE", work_ + "/.gocache"},
-                       {"GOPATH", work_ + "/.gopath"},
-                       {"GOPROXY", "off"},
-                       {"GOFLAGS", "-mod=mod"},
-                       {"GOTOOLCHAIN", "local"}});
+  auto o =
+      run_script("go mod init example.test/hello 2>/dev/null && go build -o hello . && ./hello",
+                 {{"GOCACHE", work_ + "/.gocache"},
+                  {"GOPATH", work_ + "/.gopath"},
+                  {"GOPROXY", "off"},
+                  {"GOFLAGS", "-mod=mod"},
+                  {"GOTOOLCHAIN", "local"}});
   EXPECT_EQ(o.exit_code, 0) << describe(o);
   EXPECT_NE(o.out.find("go-built"), std::string::npos) << describe(o);
 }
@@ -2031,8 +2059,7 @@ TEST_F(RunAskTest, OnceAllowsTheWaitingRequestAndTheLogSaysWhoAnsweredHow) {
   EXPECT_NE(shown.find("s_server"), std::string::npos) << shown;
   EXPECT_NE(shown.find("curl-rc=0"), std::string::npos) << shown;
   const std::string log = read_file(log_path());
-  EXPECT_NE(log.find("answered once by " + user() + " via the terminal"), std::string::npos)
-      << log;
+  EXPECT_NE(log.find("answered once by " + user() + " via the terminal"), std::string::npos) << log;
   EXPECT_TRUE(pty.echo_on()) << "the user's terminal was not restored";
 }
 
@@ -2045,13 +2072,13 @@ TEST_F(RunAskTest, AReloadCannotTurnAskingOnInARunThatStartedWithout) {
   Pty pty;
   const std::string go = work_ + "/go";
   const std::string ready = work_ + "/ready";
-  const pid_t pid = pty.start(
-      run_argv({"--config", config, "--log-file", log_path(), "--", "sh", "-c",
-                "touch " + ready + "; i=0; while [ ! -e " + go +
-                    " ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; " +
-                    curl_https("origin.test", "-v") + " 2>" + work_ +
-                    "/curl.err; echo curl-rc=$?"}),
-      environment(), work_);
+  const pid_t pid =
+      pty.start(run_argv({"--config", config, "--log-file", log_path(), "--", "sh", "-c",
+                          "touch " + ready + "; i=0; while [ ! -e " + go +
+                              " ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; " +
+                              curl_https("origin.test", "-v") + " 2>" + work_ +
+                              "/curl.err; echo curl-rc=$?"}),
+                environment(), work_);
   // The command runs: the gate and its reloader have started.
   for (int i = 0; i < 200 && !fs::exists(ready); ++i) {
     std::this_thread::sleep_for(50ms);
@@ -2067,7 +2094,7 @@ TEST_F(RunAskTest, AReloadCannotTurnAskingOnInARunThatStartedWithout) {
   const std::string shown = pty.read_until("curl-rc=");
   pty.read_until("\n", 5s);
   EXPECT_EQ(wait_exit(pid), 0) << shown;
-  EXPECT_EQ(shown.find("[o]nce"), std::string::npos) << shown;  // no question
+  EXPECT_EQ(shown.find("[o]nce"), std::string::npos) << shown;      // no question
   EXPECT_NE(shown.find("curl-rc=56"), std::string::npos) << shown;  // CONNECT refused
   EXPECT_NE(read_file(work_ + "/curl.err").find("403"), std::string::npos)
       << read_file(work_ + "/curl.err");
@@ -2180,9 +2207,9 @@ TEST_F(RunAskTest, TheQuestionCannotBeHiddenAndCarriesTheRunsMark) {
 // the start and at the end, not between the command's output lines.
 TEST_F(RunAskTest, UnderATerminalTheGatesLinesGoToTheRunsLogFile) {
   Pty pty;
-  const pid_t pid = pty.start(run_argv({"--", "sh", "-c",
-                                        curl_https("origin.test") + " >/dev/null; echo curl-rc=$?"}),
-                              environment(), work_);
+  const pid_t pid = pty.start(
+      run_argv({"--", "sh", "-c", curl_https("origin.test") + " >/dev/null; echo curl-rc=$?"}),
+      environment(), work_);
   const std::string shown = pty.read_until("curl-rc=");
   const std::string rest = pty.read_until("sandgate run: the gate's log of this run: ", 30s);
   pty.read_until("\n", 5s);

@@ -303,11 +303,12 @@ TEST_F(SshThroughSandgate, NonGitHostIsRefusedWithTheReason) {
   EXPECT_TRUE(contains(result.err, "other.test is not a git host")) << describe(result);
   // ssh itself says it too: sandgate-connect's in-band SSH disconnect, as OpenSSH prints one
   // (reason 1, host not allowed to connect; ProxyCommand peers are "UNKNOWN port 65535").
-  EXPECT_TRUE(contains(result.err, "Received disconnect from UNKNOWN port 65535:1: sandgate: "
-                                   "the proxy at 127.0.0.1:" +
-                                       std::to_string(proxy_->port()) + " refused other.test:" +
-                                       std::to_string(sshd_->port()) +
-                                       " with 403 Forbidden (ssh-non-git-host): "))
+  EXPECT_TRUE(contains(result.err,
+                       "Received disconnect from UNKNOWN port 65535:1: sandgate: "
+                       "the proxy at 127.0.0.1:" +
+                           std::to_string(proxy_->port()) +
+                           " refused other.test:" + std::to_string(sshd_->port()) +
+                           " with 403 Forbidden (ssh-non-git-host): "))
       << describe(result);
   EXPECT_FALSE(contains(sshd_->log(), "Accepted publickey")) << sshd_->log();
 }
@@ -318,8 +319,8 @@ TEST_F(SshThroughSandgate, TheRulesMessageArrivesAsAnSshDisconnect) {
                       "  #! SSH pushes are blocked here; use an https:// remote\n",
                   ssh_policy(sshd_->port()));
   proxy.dns().set("gitlocal.test", {"127.0.0.1"});
-  auto result = run(ssh_command(*sshd_, proxy.port()) + " " + user_at("gitlocal.test") +
-                    " echo hello");
+  auto result =
+      run(ssh_command(*sshd_, proxy.port()) + " " + user_at("gitlocal.test") + " echo hello");
   EXPECT_EQ(result.exit_code, 255) << describe(result);
   EXPECT_EQ(result.out, "");
   const auto at = result.err.find("Received disconnect from UNKNOWN port 65535:1: sandgate: ");
@@ -549,8 +550,8 @@ TEST(SandgateConnect, ARefusalIsAlsoWrittenInBandAsAnSshDisconnect) {
   EXPECT_EQ(packet.size() % 8, 0u);
   const std::size_t padding = std::uint8_t(packet[4]);
   EXPECT_GE(padding, 4u);
-  EXPECT_EQ(packet[5], 1);    // SSH_MSG_DISCONNECT
-  EXPECT_EQ(u32(6), 1u);      // SSH_DISCONNECT_HOST_NOT_ALLOWED_TO_CONNECT
+  EXPECT_EQ(packet[5], 1);  // SSH_MSG_DISCONNECT
+  EXPECT_EQ(u32(6), 1u);    // SSH_DISCONNECT_HOST_NOT_ALLOWED_TO_CONNECT
   const std::uint32_t text_length = u32(10);
   const std::string text = packet.substr(14, text_length);
   EXPECT_TRUE(contains(text, "sandgate: the proxy at 127.0.0.1:" + std::to_string(proxy.port()) +

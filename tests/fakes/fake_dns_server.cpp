@@ -490,8 +490,8 @@ FakeDnsServer::State::answer(const std::uint8_t* msg, std::size_t size, bool tcp
     if (!soa_minimum) {
       return;
     }
-    static const std::uint8_t names_rdata[] = {2, 'n', 's', 4, 't', 'e', 's', 't', 0,
-                                               4, 'h', 'o', 's', 't', 4, 't', 'e', 's', 't', 0};
+    static const std::uint8_t names_rdata[] = {2,   'n', 's', 4,   't', 'e', 's', 't', 0,   4,
+                                               'h', 'o', 's', 't', 4,   't', 'e', 's', 't', 0};
     put16(out, 0xc000 | header_size);
     put16(out, 6);  // SOA
     put16(out, class_in);

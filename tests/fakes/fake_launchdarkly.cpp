@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -19,7 +20,6 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
-#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -46,16 +46,20 @@ void run_or_throw(const std::string& command) {
 // A CA and a certificate for localhost and 127.0.0.1 signed by it, made with the openssl command.
 void make_certificates(const std::string& folder) {
   const std::string d = "'" + folder + "'";
-  run_or_throw("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 "
-               "-subj /CN=sandgate-test-ca -keyout " + d + "/ca.key -out " + d + "/ca.pem");
+  run_or_throw(
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 "
+      "-subj /CN=sandgate-test-ca -keyout " +
+      d + "/ca.key -out " + d + "/ca.pem");
   {
     std::ofstream ext(folder + "/server.ext");
     ext << "subjectAltName=DNS:localhost,IP:127.0.0.1\n"
            "basicConstraints=CA:FALSE\n"
            "extendedKeyUsage=serverAuth\n";
   }
-  run_or_throw("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost "
-               "-keyout " + d + "/server.key -out " + d + "/server.csr");
+  run_or_throw(
+      "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost "
+      "-keyout " +
+      d + "/server.key -out " + d + "/server.csr");
   run_or_throw("openssl x509 -req -days 2 -in " + d + "/server.csr -CA " + d + "/ca.pem -CAkey " +
                d + "/ca.key -CAcreateserial -extfile " + d + "/server.ext -out " + d +
                "/server.pem");
@@ -101,8 +105,9 @@ struct FakeLaunchDarkly::Impl {
     std::lock_guard lock(mutex);
     auto found = values.find(key);
     const std::string& value = found != values.end() ? found->second : default_value;
-    return "{\"" + flag + "\":{\"value\":" + value + ",\"variation\":0,\"version\":" +
-           std::to_string(version) + ",\"trackEvents\":false},\"other-flag\":{\"value\":1}}";
+    return "{\"" + flag + "\":{\"value\":" + value +
+           ",\"variation\":0,\"version\":" + std::to_string(version) +
+           ",\"trackEvents\":false},\"other-flag\":{\"value\":1}}";
   }
 
   // Counts an open connection for as long as it lives in serve().
@@ -122,7 +127,8 @@ struct FakeLaunchDarkly::Impl {
   // Serves the requests of one connection, one after another while the client keeps it alive
   // (as LaunchDarkly's endpoints do).
   asio::awaitable<void> serve(std::shared_ptr<Stream> stream) {
-    auto [handshake_error] = co_await stream->async_handshake(asio::ssl::stream_base::server, use_tuple);
+    auto [handshake_error] =
+        co_await stream->async_handshake(asio::ssl::stream_base::server, use_tuple);
     if (handshake_error) {
       co_return;
     }
@@ -231,7 +237,8 @@ struct FakeLaunchDarkly::Impl {
       const std::string head =
           "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
           "Cache-Control: no-cache\r\nConnection: close\r\n\r\n";
-      auto [write_error, written] = co_await asio::async_write(*stream, asio::buffer(head), use_tuple);
+      auto [write_error, written] =
+          co_await asio::async_write(*stream, asio::buffer(head), use_tuple);
       if (write_error) {
         co_return false;
       }
@@ -320,7 +327,8 @@ struct FakeLaunchDarkly::Impl {
           co_return false;  // the fake is going away
         }
       }
-      auto [write_error, written] = co_await asio::async_write(stream, asio::buffer(pieces[i]), use_tuple);
+      auto [write_error, written] =
+          co_await asio::async_write(stream, asio::buffer(pieces[i]), use_tuple);
       if (write_error) {
         co_return false;
       }
@@ -342,8 +350,8 @@ struct FakeLaunchDarkly::Impl {
   std::string client_id;
   std::string flag;
   asio::ssl::context tls;
-  std::list<std::shared_ptr<Stream>> streams;   // io thread only
-  std::list<std::shared_ptr<Stream>> hanging;   // io thread only
+  std::list<std::shared_ptr<Stream>> streams;                  // io thread only
+  std::list<std::shared_ptr<Stream>> hanging;                  // io thread only
   std::list<std::shared_ptr<asio::steady_timer>> held_timers;  // io thread only
   bool released = false;                                       // io thread only
 
@@ -536,7 +544,8 @@ std::vector<std::string> FakeLaunchDarkly::request_heads() const {
   return impl_->heads;
 }
 
-void FakeLaunchDarkly::fail_next_streams(int count, unsigned status, const std::string& retry_after) {
+void FakeLaunchDarkly::fail_next_streams(int count, unsigned status,
+                                         const std::string& retry_after) {
   std::lock_guard lock(impl_->mutex);
   impl_->fail_streams = {count, status, retry_after};
 }

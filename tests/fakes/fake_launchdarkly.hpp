@@ -27,8 +27,8 @@ class FakeLaunchDarkly {
  public:
   enum class Behaviour {
     normal,
-    hang,                // accept, read the request, never answer
-    refuse,              // close the listener: connections are refused
+    hang,    // accept, read the request, never answer
+    refuse,  // close the listener: connections are refused
     status_404,
     status_500,
     bad_json,
@@ -43,7 +43,7 @@ class FakeLaunchDarkly {
   FakeLaunchDarkly& operator=(const FakeLaunchDarkly&) = delete;
 
   std::uint16_t port() const { return port_; }
-  std::string base_uri() const;  // https://localhost:PORT
+  std::string base_uri() const;                            // https://localhost:PORT
   const std::string& ca_file() const { return ca_file_; }  // the CA to trust (SSL_CERT_FILE)
 
   // Per-domain mode: the flag's JSON value for a context key; others get `default_value`.
@@ -83,7 +83,7 @@ class FakeLaunchDarkly {
   int connections() const;           // TLS connections accepted in all
   int max_open_connections() const;  // the most open at once
   std::vector<std::chrono::steady_clock::time_point> stream_requests() const;  // when each came
-  int evaluations() const;                      // evaluation requests in all
+  int evaluations() const;  // evaluation requests in all
   int evaluations_for(const std::string& key) const;
   int streams_opened() const;
   std::vector<std::string> request_heads() const;  // every request's head, for header checks

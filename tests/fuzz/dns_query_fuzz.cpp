@@ -41,8 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                               name.find("..") == std::string::npos),
              "empty label in " + escaped(name));
   for (char c : name) {
-    FUZZ_CHECK((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-                   c == '.',
+    FUZZ_CHECK((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.',
                "name byte in " + escaped(name));
   }
   FUZZ_CHECK(query->question_end > 12 && query->question_end <= size, "question end");

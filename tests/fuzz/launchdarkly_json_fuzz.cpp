@@ -33,7 +33,7 @@ void check_state(const ld::FlagState& state, std::string_view input) {
                               ",\"version\":" + std::to_string(state.version) + "}}";
   auto again = ld::read_flag(wrapped, kFlag);
   FUZZ_CHECK(again.has_value() && again->has_value(),
-                      "value does not read back: " + escaped(state.value_json));
+             "value does not read back: " + escaped(state.value_json));
   FUZZ_CHECK((**again).version == state.version, escaped(input));
   // The text itself need not be a fixed point: this Boost.JSON does not round-trip every large
   // number exactly (a regression input has one). What must hold is the meaning: the same verdict
@@ -50,7 +50,8 @@ void check_state(const ld::FlagState& state, std::string_view input) {
   }
   if (list) {
     FUZZ_CHECK(list->rules != nullptr, escaped(input));
-    for (std::string_view name : {"example.com", "a.b.example.org", "xn--vil-9la.com", "localhost"}) {
+    for (std::string_view name :
+         {"example.com", "a.b.example.org", "xn--vil-9la.com", "localhost"}) {
       auto host = rules::parse_host(name);
       if (host) {
         (void)list->rules->match(*host, 443);

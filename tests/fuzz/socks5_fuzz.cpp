@@ -27,9 +27,9 @@ void check_reader(std::span<const std::uint8_t> input, std::size_t fixed_part, R
   const auto read = reader(input);
   switch (read.status) {
     case ReadStatus::complete: {
-      FUZZ_CHECK(read.used >= fixed_part && read.used <= input.size() &&
-                     read.used <= kLongestMessage,
-                 "complete message of " + std::to_string(read.used) + " bytes");
+      FUZZ_CHECK(
+          read.used >= fixed_part && read.used <= input.size() && read.used <= kLongestMessage,
+          "complete message of " + std::to_string(read.used) + " bytes");
       const auto again = reader(input.first(read.used));
       FUZZ_CHECK(again.status == ReadStatus::complete && again.used == read.used,
                  "the message's own bytes do not read the same");

@@ -30,10 +30,10 @@
 #include "proxy/metrics/prometheus.hpp"
 #include "proxy/reload/policy_reloader.hpp"
 #include "proxy/settings/load.hpp"
-#include "tests/support/sanitized_build.hpp"
 #include "tests/fakes/tcp_origin.hpp"
 #include "tests/integration/harness/test_client.hpp"
 #include "tests/integration/harness/test_proxy.hpp"
+#include "tests/support/sanitized_build.hpp"
 
 namespace sandgate::testing {
 namespace {
@@ -79,16 +79,20 @@ TEST(AdminEndpoint, CountsDecisionsBytesAndDenials) {
     client.shutdown_write();
     client.read_to_end();
   }
-  ASSERT_TRUE(proxy.wait_for_log([](const std::string& text) {
-    return text.find("\"event\":\"end\"") != std::string::npos;
-  }));
+  ASSERT_TRUE(proxy.wait_for_log(
+      [](const std::string& text) { return text.find("\"event\":\"end\"") != std::string::npos; }));
 
   const std::string metrics = http_get(*address, "/metrics");
   EXPECT_NE(metrics.find("HTTP/1.1 200"), std::string::npos);
   EXPECT_NE(metrics.find("text/plain; version=0.0.4"), std::string::npos);
-  EXPECT_EQ(sample_value(metrics, "sandgate_decisions_total{verdict=\"deny\",reason=\"blocklist\",enforced=\"true\"}"),
-            2);
-  EXPECT_EQ(sample_value(metrics, "sandgate_decisions_total{verdict=\"allow\",reason=\"allowed\",enforced=\"true\"}"),
+  EXPECT_EQ(
+      sample_value(
+          metrics,
+          "sandgate_decisions_total{verdict=\"deny\",reason=\"blocklist\",enforced=\"true\"}"),
+      2);
+  EXPECT_EQ(sample_value(
+                metrics,
+                "sandgate_decisions_total{verdict=\"allow\",reason=\"allowed\",enforced=\"true\"}"),
             1);
   EXPECT_EQ(sample_value(metrics, "sandgate_tunnels_total"), 1);
   EXPECT_EQ(sample_value(metrics, "sandgate_open_tunnels"), 0);

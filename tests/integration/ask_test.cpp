@@ -492,8 +492,8 @@ TEST(Ask, AWebPageCannotAnswerThroughTheBrowser) {
   const std::string target = "origin.test:" + std::to_string(origin.port());
   auto held = connect_later(proxy, target);
   ASSERT_TRUE(wait_for_question(proxy, target, 1));
-  const std::string body = "host=origin.test&port=" + std::to_string(origin.port()) +
-                           "&answer=session";
+  const std::string body =
+      "host=origin.test&port=" + std::to_string(origin.port()) + "&answer=session";
   const std::string local = "127.0.0.1:" + std::to_string(admin_port(proxy));
   for (const auto& [host, headers] : std::vector<std::pair<std::string, std::string>>{
            {local, "Origin: http://evil.example\r\n"},
@@ -506,9 +506,9 @@ TEST(Ask, AWebPageCannotAnswerThroughTheBrowser) {
   }
   EXPECT_EQ(held.status.wait_for(200ms), std::future_status::timeout);  // still asked
   // The gate's own CLI: an address, or localhost, in Host; no browser headers.
-  EXPECT_NE(admin_with(proxy, "localhost:1", "", "host=other.test&answer=session")
-                .find("HTTP/1.1 200"),
-            std::string::npos);
+  EXPECT_NE(
+      admin_with(proxy, "localhost:1", "", "host=other.test&answer=session").find("HTTP/1.1 200"),
+      std::string::npos);
   EXPECT_NE(admin_with(proxy, local, "", body).find("HTTP/1.1 200"), std::string::npos);
   EXPECT_EQ(held.status.get(), 200);
 }

@@ -9,9 +9,9 @@
 #include <thread>
 
 #include "tests/fakes/tcp_origin.hpp"
-#include "tests/support/client_hello.hpp"
 #include "tests/integration/harness/test_client.hpp"
 #include "tests/integration/harness/test_proxy.hpp"
+#include "tests/support/client_hello.hpp"
 
 namespace sandgate::testing {
 namespace {
@@ -60,9 +60,10 @@ TEST(ConnectTunnel, LogNamesTheClientByItsAddressAndPort) {
   client.close();
   const std::string who = "\"client\":\"127.0.0.1:" + std::to_string(client_port) + "\"";
   EXPECT_TRUE(proxy.wait_for_log([&who](const std::string& log) {
-    return log.find("\"event\":\"end\"") != std::string::npos &&
-           log.find(who) != std::string::npos;
-  })) << who << "\n" << proxy.log_text();
+    return log.find("\"event\":\"end\"") != std::string::npos && log.find(who) != std::string::npos;
+  })) << who
+      << "\n"
+      << proxy.log_text();
 }
 
 TEST(ConnectTunnel, BlocklistedHostGets403WithProxyStatus) {
@@ -139,9 +140,9 @@ TEST(ConnectTunnel, IpLiteralDeniedUnlessAllowed) {
 
 TEST(ConnectTunnel, AlternateLoopbackSpellingsDenied) {
   TestProxy proxy("", [](settings::Settings& s) { s.policy.allow_ip = true; });
-  for (const char* spelling : {"127.1:80", "2130706433:80", "0x7f.1:80", "0177.0.0.1:80",
-                               "0.0.0.0:80", "[::ffff:127.0.0.1]:80", "[::]:80",
-                               "localhost:80", "foo.localhost:80"}) {
+  for (const char* spelling :
+       {"127.1:80", "2130706433:80", "0x7f.1:80", "0177.0.0.1:80", "0.0.0.0:80",
+        "[::ffff:127.0.0.1]:80", "[::]:80", "localhost:80", "foo.localhost:80"}) {
     TestClient client(proxy.port());
     auto head = send_connect(client, spelling);
     EXPECT_EQ(head.status, 403) << spelling;
@@ -151,10 +152,10 @@ TEST(ConnectTunnel, AlternateLoopbackSpellingsDenied) {
 
 TEST(ConnectTunnel, MalformedTargetsGet400) {
   TestProxy proxy("", allow_loopback);
-  for (const char* bad : {"evil.com@github.com:443", "github.com/.attacker.example:22",
-                          "example.com", "example.com:0443", "example.com:99999",
-                          "example.com:0", "[::1:443", "exa%6dple.com:443", "a..b:443",
-                          "example.com:443/path", "::1:443"}) {
+  for (const char* bad :
+       {"evil.com@github.com:443", "github.com/.attacker.example:22", "example.com",
+        "example.com:0443", "example.com:99999", "example.com:0", "[::1:443", "exa%6dple.com:443",
+        "a..b:443", "example.com:443/path", "::1:443"}) {
     TestClient client(proxy.port());
     auto head = send_connect(client, bad);
     EXPECT_EQ(head.status, 400) << bad << "\n" << head.head;
@@ -399,8 +400,7 @@ class SniCheckTest : public ::testing::Test {
     if (!first_bytes.empty()) {
       client.send(first_bytes);
     }
-    return client.read_exact(first_bytes.empty() ? 1 : first_bytes.size(),
-                             std::chrono::seconds(3));
+    return client.read_exact(first_bytes.empty() ? 1 : first_bytes.size(), std::chrono::seconds(3));
   }
 
   bool logged(const std::string& reason) {

@@ -175,9 +175,12 @@ TEST_F(SshBehindLines, SshAfterAnEmptyLineThroughSocks5MeetsTheSshRules) {
 // with the domain as its host and no field it did not write.
 TEST(TextLogLine, Socks5DomainsCannotForgeFields) {
   TestProxy proxy("", [](settings::Settings& s) { s.log_format = settings::LogFormat::text; });
-  const std::vector<std::string> domains = {
-      "github.com:443 client=10.9.9.9:1 rule=allowlist:1 x", "a\"b=c", "evil\r\n2026 conn=9 ALLOW",
-      "\x1b[31mred", "quote\\\"", std::string("x\0y", 3)};
+  const std::vector<std::string> domains = {"github.com:443 client=10.9.9.9:1 rule=allowlist:1 x",
+                                            "a\"b=c",
+                                            "evil\r\n2026 conn=9 ALLOW",
+                                            "\x1b[31mred",
+                                            "quote\\\"",
+                                            std::string("x\0y", 3)};
   for (const std::string& domain : domains) {
     TestClient client(proxy.port());
     client.send(std::string("\x05\x01\x00", 3));

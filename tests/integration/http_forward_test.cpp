@@ -885,7 +885,8 @@ std::vector<std::string> end_lines(const std::string& log) {
 std::uint64_t number_field(const std::string& line, const std::string& name) {
   const std::string key = "\"" + name + "\":";
   const std::size_t at = line.find(key);
-  return at == std::string::npos ? ~0ULL : std::strtoull(line.c_str() + at + key.size(), nullptr, 10);
+  return at == std::string::npos ? ~0ULL
+                                 : std::strtoull(line.c_str() + at + key.size(), nullptr, 10);
 }
 
 bool has_end_line(TestProxy& proxy) {
@@ -983,8 +984,7 @@ TEST(HttpForwardWebSocket, IdleConnectionTimesOut) {
   client.read_to_end(&reset, std::chrono::seconds(5));
   EXPECT_TRUE(reset);
   ASSERT_TRUE(has_end_line(proxy)) << proxy.log_text();
-  EXPECT_NE(end_lines(proxy.log_text())[0].find("\"outcome\":\"idle-timeout\""),
-            std::string::npos)
+  EXPECT_NE(end_lines(proxy.log_text())[0].find("\"outcome\":\"idle-timeout\""), std::string::npos)
       << proxy.log_text();
 }
 
@@ -992,7 +992,8 @@ TEST(HttpForwardWebSocket, OriginResetIsPassedOnAsAReset) {
   // An origin that upgrades, then resets the connection.
   HttpOrigin origin([](const HttpOrigin::Request&) {
     Reply reply;
-    reply.head = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n";
+    reply.head =
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n";
     reply.reset = true;
     return reply;
   });
@@ -1037,8 +1038,7 @@ TEST(HttpForwardWebSocket, ReloadThatDeniesItsHostClosesIt) {
   ASSERT_TRUE(has_end_line(f.proxy)) << f.proxy.log_text();
   const std::string line = end_lines(f.proxy.log_text())[0];
   EXPECT_NE(line.find("\"method\":\"GET\""), std::string::npos) << line;
-  EXPECT_NE(line.find("\"verdict\":\"deny\",\"reason\":\"blocklist\""), std::string::npos)
-      << line;
+  EXPECT_NE(line.find("\"verdict\":\"deny\",\"reason\":\"blocklist\""), std::string::npos) << line;
   EXPECT_NE(line.find("\"rule\":\"/reloaded/blocked.txt:1 origin.test\""), std::string::npos)
       << line;
   EXPECT_NE(line.find("\"outcome\":\"revoked\""), std::string::npos) << line;
@@ -1167,7 +1167,8 @@ TEST(HttpForwardUpstream, ClientLeavingBeforeTheResponseEndsTheExchange) {
     EXPECT_EQ(read_response(pipelined).body, "late");
   }
   release = false;
-  ASSERT_TRUE(f.proxy.wait_for_log([](const std::string& log) { return end_lines(log).size() == 2; }));
+  ASSERT_TRUE(
+      f.proxy.wait_for_log([](const std::string& log) { return end_lines(log).size() == 2; }));
 
   const auto started = std::chrono::steady_clock::now();
   {

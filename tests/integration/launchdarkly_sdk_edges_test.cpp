@@ -131,7 +131,9 @@ bool eventually(Client& client, const std::string& name, Predicate predicate) {
   return false;
 }
 
-bool allowed_by_list(const Answer& answer) { return answer.allowed && answer.source == Source::list; }
+bool allowed_by_list(const Answer& answer) {
+  return answer.allowed && answer.source == Source::list;
+}
 
 // ---- 1. A ping whose re-fetch lacks the flag means no list, as a put without it does ----
 
@@ -388,7 +390,8 @@ TEST(LaunchDarklySdkEdges, HostCarriesTheServicePort) {
   EXPECT_THAT(fake.request_heads()[0], HasSubstr("Host: localhost:" + std::to_string(fake.port())));
 
   using launchdarkly::host_field;
-  EXPECT_EQ(host_field({true, "clientsdk.launchdarkly.com", 443, {}}), "clientsdk.launchdarkly.com");
+  EXPECT_EQ(host_field({true, "clientsdk.launchdarkly.com", 443, {}}),
+            "clientsdk.launchdarkly.com");
   EXPECT_EQ(host_field({false, "127.0.0.1", 80, {}}), "127.0.0.1");
   EXPECT_EQ(host_field({true, "relay.example", 8030, {}}), "relay.example:8030");
   EXPECT_EQ(host_field({false, "::1", 8030, {}}), "[::1]:8030");
@@ -471,7 +474,8 @@ TEST(LaunchDarklySdkEdges, RepliesHeldAtOnceStayWithinOneBudget) {
   }
   Lookups lookups(client, names);
   ASSERT_TRUE(wait_until([&] { return lookups.answered() == 14 && fake.held_replies() == 16; }))
-      << lookups.answered() << " answered, " << fake.held_replies() << " held\n" << client.notes();
+      << lookups.answered() << " answered, " << fake.held_replies() << " held\n"
+      << client.notes();
   EXPECT_EQ(client->reply_budget().in_use(), 2 * kLargeReply);
   EXPECT_EQ(client->reply_budget().refusals(), 14u);
   for (const Answer& answer : lookups.answers()) {

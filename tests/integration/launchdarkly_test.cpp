@@ -39,8 +39,8 @@ struct Options {
 // A gate that asks `fake`, trusting the fake's CA, with loopback origins reachable by name.
 std::unique_ptr<TestProxy> gate_for(FakeLaunchDarkly& fake, Options options = {}) {
   ::setenv("SSL_CERT_FILE", fake.ca_file().c_str(), 1);
-  auto base = settings::parse_service_uri(options.base_uri.empty() ? fake.base_uri()
-                                                                   : options.base_uri);
+  auto base =
+      settings::parse_service_uri(options.base_uri.empty() ? fake.base_uri() : options.base_uri);
   EXPECT_TRUE(base.has_value());
   auto proxy = std::make_unique<TestProxy>("blocked.test\n", [&](settings::Settings& s) {
     s.policy.block_loopback = false;
@@ -156,7 +156,8 @@ TEST(LaunchDarklyDomainMode, AnswersAreCachedUntilTheyExpire) {
   }
   EXPECT_EQ(fake.evaluations_for("allowed.test"), 1);
   const std::string metrics = proxy->remote_allowlist()->render_prometheus();
-  EXPECT_THAT(metrics, HasSubstr("sandgate_launchdarkly_lookups_total{source=\"launchdarkly\"} 1\n"));
+  EXPECT_THAT(metrics,
+              HasSubstr("sandgate_launchdarkly_lookups_total{source=\"launchdarkly\"} 1\n"));
   EXPECT_THAT(metrics, HasSubstr("sandgate_launchdarkly_lookups_total{source=\"cache\"} 4\n"));
   EXPECT_THAT(metrics, HasSubstr("sandgate_launchdarkly_requests_total{result=\"ok\"} 1\n"));
   EXPECT_THAT(metrics, HasSubstr("sandgate_launchdarkly_up 1\n"));
@@ -266,7 +267,8 @@ TEST(LaunchDarklyDomainMode, DuringAnOutageConnectionsDoNotWait) {
   std::atomic<int> refused{0};
   for (int i = 0; i < 100; ++i) {
     clients.emplace_back([&, i] {
-      const Outcome outcome = connect_to(*proxy, "host" + std::to_string(i) + ".test", origin.port());
+      const Outcome outcome =
+          connect_to(*proxy, "host" + std::to_string(i) + ".test", origin.port());
       if (outcome.status == 403 &&
           outcome.proxy_status.find("launchdarkly-unreachable") != std::string::npos) {
         ++refused;
@@ -416,7 +418,8 @@ TEST(LaunchDarklyListMode, StreamEventsChangeTheListLive) {
   EXPECT_EQ(connect_to(*proxy, "other.test", origin.port()).status, 403);
 
   // A newer patch adds other.test.
-  fake.push_event("patch", R"({"key":"egress-allowlist","value":["allowed.test","other.test"],"version":6})");
+  fake.push_event(
+      "patch", R"({"key":"egress-allowlist","value":["allowed.test","other.test"],"version":6})");
   EXPECT_TRUE(eventually(*proxy, "other.test", origin.port(), 200));
   // An older one is ignored.
   fake.push_event("patch", R"({"key":"egress-allowlist","value":[],"version":4})");

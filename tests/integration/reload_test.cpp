@@ -17,8 +17,8 @@
 
 #include "config/embedded_defaults.hpp"
 #include "proxy/reload/policy_reloader.hpp"
-#include "proxy/settings/settings.hpp"
 #include "proxy/settings/load.hpp"
+#include "proxy/settings/settings.hpp"
 #include "tests/fakes/http_origin.hpp"
 #include "tests/integration/harness/test_client.hpp"
 #include "tests/integration/harness/test_proxy.hpp"
@@ -388,7 +388,8 @@ TEST(ReloadStartUp, EmptyListAtStartUpIsEmptyWithAWarning) {
   write_file(proxy.settings().allowlist_path, "any.test\n");
   EXPECT_TRUE(becomes(proxy.port(), "any.test", 502));
   { std::ofstream truncate(proxy.settings().allowlist_path, std::ios::trunc); }
-  const std::string warning = "allowlist " + proxy.settings().allowlist_path + " is empty (0 bytes)";
+  const std::string warning =
+      "allowlist " + proxy.settings().allowlist_path + " is empty (0 bytes)";
   for (int i = 0; i < 300 && count_of(proxy.log_text(), warning) < 2; ++i) {
     std::this_thread::sleep_for(10ms);
   }
@@ -566,8 +567,10 @@ TEST(ReloadConfig, ReloadableSettingsApplyAndRestartOnlyOnesAreNamed) {
   TestProxy& proxy = *gate;
 
   const std::string token = "s3cret-token-value-1234";
-  write_file(config, "allow_ssh = false\nsni_check = false\nthreads = 3\n"
-                     "tls_ports = [443, 8443]\nhead_timeout = 30\ntoken = \"" + token + "\"\n");
+  write_file(config,
+             "allow_ssh = false\nsni_check = false\nthreads = 3\n"
+             "tls_ports = [443, 8443]\nhead_timeout = 30\ntoken = \"" +
+                 token + "\"\n");
   const std::string applied =
       "reloaded " + config +
       ": applied allow_ssh (--allow-ssh / GOOSE_SANDBOX_ALLOW_SSH), sni_check (--sni-check / "
@@ -589,9 +592,10 @@ TEST(ReloadConfig, ReloadableSettingsApplyAndRestartOnlyOnesAreNamed) {
 
   // Nothing changed: nothing is published, and the pending restart is still named.
   const auto generation = proxy.gate().reloader().generation();
-  write_file(config, "allow_ssh = false\nsni_check = false\nthreads = 3\n"
-                     "tls_ports = [443, 8443]\nhead_timeout = 30\ntoken = \"" + token +
-                     "\"\n# a comment\n");
+  write_file(config,
+             "allow_ssh = false\nsni_check = false\nthreads = 3\n"
+             "tls_ports = [443, 8443]\nhead_timeout = 30\ntoken = \"" +
+                 token + "\"\n# a comment\n");
   said = false;
   for (int i = 0; i < 200 && !said; ++i) {
     said = proxy.log_text().find("no reloadable setting changed") != std::string::npos &&

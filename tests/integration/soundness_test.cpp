@@ -276,9 +276,7 @@ TEST(EveryConnectionIsLogged, ClientLeavingMidHeadOrSilently) {
     TestClient partial(proxy.port());
     partial.send("CONNECT exam");
   }
-  {
-    TestClient silent(proxy.port());
-  }
+  { TestClient silent(proxy.port()); }
   EXPECT_TRUE(log_has(proxy, "\"reason\":\"client-closed\"")) << proxy.log_text();
   EXPECT_TRUE(log_has(proxy, "\"reason\":\"no-request\"")) << proxy.log_text();
 }

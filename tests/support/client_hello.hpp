@@ -19,7 +19,7 @@ inline void put24(std::string& out, std::size_t value) {
 // The handshake message (type, length, body).
 inline std::string client_hello_message(const std::string& server_name, bool with_sni = true) {
   std::string body;
-  put16(body, 0x0303);          // legacy_version
+  put16(body, 0x0303);           // legacy_version
   body += std::string(32, 'r');  // random
   body += '\0';                  // session id: empty
   put16(body, 4);                // two cipher suites

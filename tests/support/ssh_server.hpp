@@ -33,8 +33,9 @@ class SshServer {
     ::mkdir("/run/sshd", 0755);
     auto keys = run_shell("ssh-keygen -q -t ed25519 -N '' -C sandgate-test-host -f " + folder_ +
                           "/host_key && ssh-keygen -q -t ed25519 -N '' -C sandgate-test-client"
-                          " -f " + folder_ + "/client_key && cp " + folder_ +
-                          "/client_key.pub " + folder_ + "/authorized_keys");
+                          " -f " +
+                          folder_ + "/client_key && cp " + folder_ + "/client_key.pub " + folder_ +
+                          "/authorized_keys");
     if (keys.exit_code != 0) {
       throw std::runtime_error("ssh-keygen failed: " + keys.output);
     }

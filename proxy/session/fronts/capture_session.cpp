@@ -15,9 +15,9 @@
 #include <cctype>
 #include <cstring>
 
-#include "proxy/session/open_tunnel.hpp"
 #include "proxy/session/fronts/http_front.hpp"
 #include "proxy/session/graceful_close.hpp"
+#include "proxy/session/open_tunnel.hpp"
 #include "proxy/session/wire/http_head.hpp"
 #include "proxy/session/wire/replies.hpp"
 #include "rules/host.hpp"
@@ -92,8 +92,7 @@ std::optional<Target> captured_target(tcp::socket& client, capture::AddressBook&
     target.port = ntohs(v4->sin_port);
   }
   const rules::AddressClass kind = rules::classify(address);
-  target.direct =
-      kind == rules::AddressClass::loopback || kind == rules::AddressClass::unspecified;
+  target.direct = kind == rules::AddressClass::loopback || kind == rules::AddressClass::unspecified;
   const std::optional<std::string> name = book.name_of(address);
   // An address of the synthetic ranges that no name holds was never handed out: it stands for
   // no server, and must not be dialled as an IP literal (the IPv6 range is a unique-local
@@ -172,9 +171,9 @@ HostCheck judge_head(const boost::beast::http::request_header<>& head, const std
     const std::string_view rest = target.substr(7);
     const auto host = authority_host(rest.substr(0, rest.find_first_of("/?#")));
     if (!host || *host != name) {
-      return refused(rules::Reason::host_mismatch,
-                     "the request's target " + std::string(target) + " does not name " + name +
-                         ", the server the connection was made to.");
+      return refused(rules::Reason::host_mismatch, "the request's target " + std::string(target) +
+                                                       " does not name " + name +
+                                                       ", the server the connection was made to.");
     }
   } else if (!target.starts_with("/") && target != "*") {
     return refused(rules::Reason::host_mismatch,
@@ -182,16 +181,16 @@ HostCheck judge_head(const boost::beast::http::request_header<>& head, const std
   }
   const std::size_t hosts = head.count(http::field::host);
   if (hosts != 1) {
-    return refused(rules::Reason::host_mismatch,
-                   "the request carries " + std::to_string(hosts) +
-                       " Host fields; exactly one naming " + name + " is required.");
+    return refused(rules::Reason::host_mismatch, "the request carries " + std::to_string(hosts) +
+                                                     " Host fields; exactly one naming " + name +
+                                                     " is required.");
   }
   const std::string_view host_field = head[http::field::host];
   const auto host = authority_host(host_field);
   if (!host || *host != name) {
-    return refused(rules::Reason::host_mismatch,
-                   "the request's Host '" + std::string(host_field) + "' is not " + name +
-                       ", the server the connection was made to.");
+    return refused(rules::Reason::host_mismatch, "the request's Host '" + std::string(host_field) +
+                                                     "' is not " + name +
+                                                     ", the server the connection was made to.");
   }
   HostCheck check;
   check.result = HostCheck::Result::match;
@@ -286,9 +285,9 @@ asio::awaitable<HostCheck> check_http_host(SessionContext& context, const std::s
   HeadParser parser;
   parser.header_limit(kHttpHeadLimit);
   parser.body_limit(boost::none);
-  const auto left = std::max(std::chrono::ceil<std::chrono::seconds>(
-                                 deadline - std::chrono::steady_clock::now()),
-                             std::chrono::seconds(1));
+  const auto left =
+      std::max(std::chrono::ceil<std::chrono::seconds>(deadline - std::chrono::steady_clock::now()),
+               std::chrono::seconds(1));
   const HeadRead read =
       co_await read_request_head(context.client, buffer, parser, left, kHttpHeadLimit);
   switch (read.status) {
@@ -361,10 +360,10 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
     // open_tunnel asks or reports it after the Host check.)
     const rules::Decision decision = context.policy->decide(target->host, target->port);
     if (!decision.allowed() && !decision.ask && !context.reports(decision.reason)) {
-      co_await refuse_tunnel(context, kCaptureFront, display, target->port,
-                             {decision.reason,
-                              context.policy->explain(decision, target->host, target->port),
-                              rules::rule_text(decision)});
+      co_await refuse_tunnel(
+          context, kCaptureFront, display, target->port,
+          {decision.reason, context.policy->explain(decision, target->host, target->port),
+           rules::rule_text(decision)});
       co_return;
     }
     const HostCheck check = co_await check_http_host(context, target->host.name, buffer);
@@ -383,8 +382,7 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
       std::string rewritten = check.head;
       rewritten.append(static_cast<const char*>(rest.data()), rest.size());
       boost::beast::flat_buffer closing(std::max(rewritten.size(), kFirstBytesLimit));
-      closing.commit(asio::buffer_copy(closing.prepare(rewritten.size()),
-                                       asio::buffer(rewritten)));
+      closing.commit(asio::buffer_copy(closing.prepare(rewritten.size()), asio::buffer(rewritten)));
       buffer = std::move(closing);
     }
   }
@@ -468,25 +466,25 @@ asio::awaitable<void> serve_dns_tcp_client(WorkerContext& worker, tcp::socket so
     }
     const std::size_t length = (std::size_t{prefix[0]} << 8) | prefix[1];
     if (length == 0 || length > message.size()) {
-      closed_unanswered("a DNS-over-TCP message of " + std::to_string(length) +
-                        " bytes (1.." + std::to_string(message.size()) +
-                        " are read): the connection was closed.");
+      closed_unanswered("a DNS-over-TCP message of " + std::to_string(length) + " bytes (1.." +
+                        std::to_string(message.size()) + " are read): the connection was closed.");
       break;
     }
     auto body =
         co_await (asio::async_read(socket, asio::buffer(message.data(), length), use_tuple) ||
                   timeout.async_wait(use_tuple));
     if (body.index() == 1) {
-      closed_unanswered("a DNS-over-TCP message did not arrive in full in time "
-                        "(SANDGATE_HEAD_TIMEOUT): the connection was closed.");
+      closed_unanswered(
+          "a DNS-over-TCP message did not arrive in full in time "
+          "(SANDGATE_HEAD_TIMEOUT): the connection was closed.");
       break;
     }
     if (std::get<0>(std::get<0>(body))) {
       break;  // the client left mid-message: nobody to answer
     }
-    const capture::DnsReply reply = capture::answer_query(
-        std::span<const std::uint8_t>(message.data(), length), *worker.policy, *book,
-        !worker.settings->enforce);
+    const capture::DnsReply reply =
+        capture::answer_query(std::span<const std::uint8_t>(message.data(), length), *worker.policy,
+                              *book, !worker.settings->enforce);
     if (reply.decision) {
       record_dns(worker, *reply.decision, client);
     }
@@ -540,9 +538,9 @@ asio::awaitable<void> serve_dns_udp(WorkerContext& worker, udp::socket* socket,
       continue;  // an ICMP error for an earlier answer (the client had gone): nothing to do
     }
     try {
-      const capture::DnsReply reply = capture::answer_query(
-          std::span<const std::uint8_t>(datagram.data(), size), *worker.policy, *book,
-          !worker.settings->enforce);
+      const capture::DnsReply reply =
+          capture::answer_query(std::span<const std::uint8_t>(datagram.data(), size),
+                                *worker.policy, *book, !worker.settings->enforce);
       if (!reply.bytes.empty()) {
         co_await socket->async_send_to(asio::buffer(reply.bytes), from, use_tuple);
       }

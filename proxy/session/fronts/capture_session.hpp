@@ -1,5 +1,6 @@
 // Capture (`sandgate run` on Linux): connections and DNS queries of the confined command that
-// the namespace's nftables rules redirected to the gate (sandbox-profile/linux/capture_network.hpp).
+// the namespace's nftables rules redirected to the gate
+// (sandbox-profile/linux/capture_network.hpp).
 //
 // A captured connection takes the same path as a CONNECT (open_tunnel, connect_tunnel.hpp) with
 // a front end that has nothing to send: the destination is the address the command dialled

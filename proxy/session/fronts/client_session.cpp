@@ -13,13 +13,13 @@
 #include <boost/beast/http/read.hpp>
 #include <chrono>
 
-#include "proxy/session/open_tunnel.hpp"
 #include "proxy/session/fault_injection.hpp"
 #include "proxy/session/fronts/http_front.hpp"
+#include "proxy/session/fronts/socks_session.hpp"
 #include "proxy/session/graceful_close.hpp"
+#include "proxy/session/open_tunnel.hpp"
 #include "proxy/session/wire/http_head.hpp"
 #include "proxy/session/wire/http_target.hpp"
-#include "proxy/session/fronts/socks_session.hpp"
 #include "proxy/socks/socks5_wire.hpp"
 #include "rules/host.hpp"
 
@@ -95,7 +95,8 @@ asio::awaitable<void> reply_and_log(SessionContext& context, rules::Reason reaso
                                     std::string_view method, std::string_view host,
                                     std::uint16_t port, std::string_view sentence,
                                     std::string_view rule, DeniedAt at) {
-  record_refusal(context, method, host, port, {reason, std::string(sentence), std::string(rule), at});
+  record_refusal(context, method, host, port,
+                 {reason, std::string(sentence), std::string(rule), at});
   const std::string reply = build_reply(reason, sentence, at);
   co_await asio::async_write(context.client, asio::buffer(reply), use_tuple);
   co_await close_gracefully(context.client);
@@ -121,7 +122,6 @@ asio::awaitable<void> reply_to_failed_head(SessionContext& context, const HeadRe
       break;
   }
 }
-
 
 namespace {
 

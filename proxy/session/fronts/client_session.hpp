@@ -11,10 +11,10 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/session/worker_context.hpp"
 #include "proxy/session/session_context.hpp"
 #include "proxy/session/wire/http_head.hpp"
 #include "proxy/session/wire/proxy_token.hpp"
+#include "proxy/session/worker_context.hpp"
 
 namespace sandgate::session {
 

@@ -45,8 +45,8 @@ using ResponseWriter = boost::beast::http::response_serializer<boost::beast::htt
 
 // The upstream connection of a client connection, kept between its requests.
 struct Upstream {
-  std::string key;      // "host:port" it was dialled for
-  std::string address;  // the address connected to, for the log
+  std::string key;                          // "host:port" it was dialled for
+  std::string address;                      // the address connected to, for the log
   std::optional<rules::IpAddress> dialled;  // the checked address of a name, for a reload
   boost::beast::flat_buffer buffer{kUpstreamBufferLimit};
   bool reusable = false;

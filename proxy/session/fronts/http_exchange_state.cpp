@@ -5,25 +5,38 @@ namespace sandgate::session {
 
 const char* to_string(RequestPhase phase) {
   switch (phase) {
-    case RequestPhase::sending: return "sending";
-    case RequestPhase::sent: return "sent";
-    case RequestPhase::client_failed: return "client-failed";
-    case RequestPhase::origin_stopped: return "origin-stopped";
-    case RequestPhase::abandoned: return "abandoned";
-    case RequestPhase::stopped: return "stopped";
+    case RequestPhase::sending:
+      return "sending";
+    case RequestPhase::sent:
+      return "sent";
+    case RequestPhase::client_failed:
+      return "client-failed";
+    case RequestPhase::origin_stopped:
+      return "origin-stopped";
+    case RequestPhase::abandoned:
+      return "abandoned";
+    case RequestPhase::stopped:
+      return "stopped";
   }
   return "unknown";
 }
 
 const char* to_string(ResponsePhase phase) {
   switch (phase) {
-    case ResponsePhase::awaiting_head: return "awaiting-head";
-    case ResponsePhase::failed: return "failed";
-    case ResponsePhase::upgraded: return "upgraded";
-    case ResponsePhase::streaming: return "streaming";
-    case ResponsePhase::complete: return "complete";
-    case ResponsePhase::cut_off: return "cut-off";
-    case ResponsePhase::oversized: return "oversized";
+    case ResponsePhase::awaiting_head:
+      return "awaiting-head";
+    case ResponsePhase::failed:
+      return "failed";
+    case ResponsePhase::upgraded:
+      return "upgraded";
+    case ResponsePhase::streaming:
+      return "streaming";
+    case ResponsePhase::complete:
+      return "complete";
+    case ResponsePhase::cut_off:
+      return "cut-off";
+    case ResponsePhase::oversized:
+      return "oversized";
   }
   return "unknown";
 }

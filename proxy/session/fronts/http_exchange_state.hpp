@@ -77,9 +77,7 @@ class ExchangeState {
 
   // ---- what the directions ask ----
   // The request side stops before its next operation: the response or the watchdog ended it.
-  bool request_should_stop() const {
-    return request_ == RequestPhase::abandoned || timed_out_;
-  }
+  bool request_should_stop() const { return request_ == RequestPhase::abandoned || timed_out_; }
   // The response side stops before its next operation: the client broke or the watchdog fired.
   bool response_should_stop() const { return client_failed_ || timed_out_; }
 

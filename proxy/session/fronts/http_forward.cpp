@@ -34,15 +34,15 @@
 #include <optional>
 #include <utility>
 
-#include "proxy/session/fronts/client_session.hpp"
 #include "proxy/session/admission.hpp"
+#include "proxy/session/fronts/client_session.hpp"
+#include "proxy/session/fronts/http_exchange.hpp"
 #include "proxy/session/fronts/http_front.hpp"
 #include "proxy/session/graceful_close.hpp"
-#include "proxy/session/fronts/http_exchange.hpp"
-#include "proxy/session/wire/http_head.hpp"
-#include "proxy/session/wire/http_target.hpp"
 #include "proxy/session/parent_dial.hpp"
 #include "proxy/session/tunnel_session.hpp"
+#include "proxy/session/wire/http_head.hpp"
+#include "proxy/session/wire/http_target.hpp"
 #include "rules/host.hpp"
 
 namespace sandgate::session {
@@ -157,8 +157,7 @@ asio::awaitable<void> run_websocket(Exchange& x, EndLine& end) {
     Destination destination = std::move(*context.live.destination);
     context.live.destination.reset();
     TunnelSession::start_websocket(context, std::string(end.method), std::string(end.host),
-                                   std::move(destination), x.bytes_up, x.bytes_down,
-                                   end.started);
+                                   std::move(destination), x.bytes_up, x.bytes_down, end.started);
     co_return;
   }
   // The head or the bytes behind it could not be passed on: the upgrade failed.
@@ -261,9 +260,9 @@ asio::awaitable<std::optional<AdmittedRequest>> admit_request(SessionContext& co
   const std::string raw_target(head_parser.get().target());
   auto target = parse_http_target(raw_target, head_parser.get().method() == http::verb::options);
   if (!target) {
-    co_await refuse_request(context, request.method, raw_target, 0,
-                            {target_error_reason(target.error()),
-                             target_error_text(target.error(), raw_target)});
+    co_await refuse_request(
+        context, request.method, raw_target, 0,
+        {target_error_reason(target.error()), target_error_text(target.error(), raw_target)});
     co_return std::nullopt;
   }
   request.target = std::move(*target);
@@ -385,8 +384,8 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   if (!admitted) {
     co_return Next::stop;
   }
-  EndLine end{admitted->method, admitted->display, admitted->target.port, "closed", {}, {},
-              0, 0, started};
+  EndLine end{admitted->method, admitted->display, admitted->target.port, "closed", {}, {}, 0, 0,
+              started};
 
   const bool request_keep_alive = head_parser.keep_alive();
   BodyRequestParser request(std::move(head_parser));

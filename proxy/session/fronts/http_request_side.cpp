@@ -39,8 +39,7 @@ asio::awaitable<void> watch_client_leaving(Exchange& x) {
       co_return;  // cancelled (the response side ended, the watchdog), or the response began
     }
     char byte;
-    const ssize_t n =
-        ::recv(x.context.client.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    const ssize_t n = ::recv(x.context.client.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n > 0) {
       co_return;  // a pipelined request: the client is still there
     }

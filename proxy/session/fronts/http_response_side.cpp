@@ -47,13 +47,13 @@ asio::awaitable<bool> read_final_head(Exchange& x) {
         x.state.origin_failed(rules::Reason::bad_response,
                               x.where + " sent a response head larger than 64 KiB.");
       } else if (is_http_parse_error(error)) {
-        x.state.origin_failed(rules::Reason::bad_response,
-                              x.where + " sent a response that is not valid HTTP/1.1: " +
-                                  error.message() + ".");
+        x.state.origin_failed(
+            rules::Reason::bad_response,
+            x.where + " sent a response that is not valid HTTP/1.1: " + error.message() + ".");
       } else {
-        x.state.origin_failed(rules::Reason::upstream_closed,
-                              x.where + " closed the connection before its response head: " +
-                                  error.message() + ".");
+        x.state.origin_failed(
+            rules::Reason::upstream_closed,
+            x.where + " closed the connection before its response head: " + error.message() + ".");
       }
       co_return false;
     }
@@ -148,8 +148,8 @@ asio::awaitable<void> relay_final_response(Exchange& x) {
   }
   const bool to_eof = parser.need_eof();
   const bool unchunk = !x.client_http11 && parser.chunked();  // HTTP/1.0 cannot read chunks
-  const bool keeps_client = x.request_keep_alive && !to_eof && !unchunk &&
-                            x.request.is_done() && !x.state.client_failed();
+  const bool keeps_client = x.request_keep_alive && !to_eof && !unchunk && x.request.is_done() &&
+                            !x.state.client_failed();
   strip_hop_by_hop(response, false);
   add_via(response);
   if (response.count(http::field::content_length) > 1 && parser.content_length()) {

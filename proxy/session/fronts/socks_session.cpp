@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "proxy/session/graceful_close.hpp"
-#include "proxy/session/wire/proxy_token.hpp"
 #include "proxy/session/open_tunnel.hpp"
+#include "proxy/session/wire/proxy_token.hpp"
 #include "rules/host.hpp"
 
 namespace sandgate::session {

@@ -21,8 +21,8 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/fields.hpp>
 #include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/fields.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <chrono>
@@ -30,7 +30,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-
 
 namespace sandgate::session {
 

@@ -193,8 +193,7 @@ ResponseHead send_connect(TestClient& client, std::string_view target) {
 }
 
 std::string socks5_request_for_name(std::string_view name, std::uint16_t port, int command) {
-  std::string request{0x05, static_cast<char>(command), 0x00, 0x03,
-                      static_cast<char>(name.size())};
+  std::string request{0x05, static_cast<char>(command), 0x00, 0x03, static_cast<char>(name.size())};
   request += name;
   request += static_cast<char>(port >> 8);
   request += static_cast<char>(port & 0xff);

@@ -14,8 +14,7 @@
 
 namespace sandgate::testing {
 
-TestProxy::TestProxy(std::string blocklist_text,
-                     std::function<void(settings::Settings&)> configure,
+TestProxy::TestProxy(std::string blocklist_text, std::function<void(settings::Settings&)> configure,
                      settings::Sources sources) {
   char pattern[] = "/tmp/sandgate-test-XXXXXX";
   if (::mkdtemp(pattern) == nullptr) {

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "proxy/gate/gate.hpp"
-#include "proxy/settings/settings.hpp"
 #include "proxy/settings/load.hpp"
+#include "proxy/settings/settings.hpp"
 #include "tests/fakes/fake_dns_server.hpp"
 
 namespace sandgate::testing {

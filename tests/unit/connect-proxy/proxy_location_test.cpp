@@ -61,21 +61,22 @@ TEST_P(ProxyAddressRefused, SaysWhy) {
 
 INSTANTIATE_TEST_SUITE_P(
     Forms, ProxyAddressRefused,
-    ::testing::Values(
-        BadCase{"https://proxy:443", "TLS to the proxy"},
-        BadCase{"socks5://127.0.0.1:1080", "SOCKS"}, BadCase{"socks5h://127.0.0.1:1080", "SOCKS"},
-        BadCase{"ftp://x:1", "unknown scheme"},
-        BadCase{"http://user@proxy:8080", "need a password"},
-        BadCase{"http://user:@proxy:8080", "need a password"},
-        BadCase{"http://u:%zz@proxy:8080", "broken %-escape"},
-        BadCase{"http://u:%0a@proxy:8080", "control character"},
-        BadCase{"http://u%3ax:pw@proxy:8080", "':' in the user name"},
-        BadCase{"http://proxy:8080/path", "no path"}, BadCase{"http://proxy", "no port"},
-        BadCase{"proxy:", "not a number"}, BadCase{"proxy:0", "not a number"},
-        BadCase{"proxy:65536", "not a number"}, BadCase{"proxy:80x", "not a number"},
-        BadCase{"::1:8080", "brackets"}, BadCase{"[::1:8080", "closing"},
-        BadCase{"[nothex]:80", "not an IPv6"}, BadCase{"[::1]", "no port"},
-        BadCase{"pro xy:80", "not a host name"}, BadCase{"", "empty"}),
+    ::testing::Values(BadCase{"https://proxy:443", "TLS to the proxy"},
+                      BadCase{"socks5://127.0.0.1:1080", "SOCKS"},
+                      BadCase{"socks5h://127.0.0.1:1080", "SOCKS"},
+                      BadCase{"ftp://x:1", "unknown scheme"},
+                      BadCase{"http://user@proxy:8080", "need a password"},
+                      BadCase{"http://user:@proxy:8080", "need a password"},
+                      BadCase{"http://u:%zz@proxy:8080", "broken %-escape"},
+                      BadCase{"http://u:%0a@proxy:8080", "control character"},
+                      BadCase{"http://u%3ax:pw@proxy:8080", "':' in the user name"},
+                      BadCase{"http://proxy:8080/path", "no path"},
+                      BadCase{"http://proxy", "no port"}, BadCase{"proxy:", "not a number"},
+                      BadCase{"proxy:0", "not a number"}, BadCase{"proxy:65536", "not a number"},
+                      BadCase{"proxy:80x", "not a number"}, BadCase{"::1:8080", "brackets"},
+                      BadCase{"[::1:8080", "closing"}, BadCase{"[nothex]:80", "not an IPv6"},
+                      BadCase{"[::1]", "no port"}, BadCase{"pro xy:80", "not a host name"},
+                      BadCase{"", "empty"}),
     [](const auto& info) { return std::to_string(info.index); });
 
 // Credentials in the address: decoded for Proxy-Authorization, never shown in messages.

@@ -580,8 +580,8 @@ namespace {
 // form (how destinations are matched).
 TEST(DomainSetIpEntries, MappedEntriesMatchTheIpv4Address) {
   std::vector<LoadIssue> issues;
-  const DomainSet set = DomainSet::parse("::ffff:127.0.0.1\n[::ffff:203.0.113.9]:443\n::ffff:7f00:2\n",
-                                         "blocked.txt", issues);
+  const DomainSet set = DomainSet::parse(
+      "::ffff:127.0.0.1\n[::ffff:203.0.113.9]:443\n::ffff:7f00:2\n", "blocked.txt", issues);
   ASSERT_TRUE(issues.empty());
   auto match = [&set](std::string_view text, std::uint16_t port) -> std::optional<RuleMatch> {
     auto host = parse_host(text);
@@ -599,11 +599,12 @@ TEST(DomainSetIpEntries, MappedEntriesMatchTheIpv4Address) {
 TEST(DomainSetMessage, AMatchCarriesItsEntrysMessage) {
   std::vector<LoadIssue> issues;
   DomainSet::Builder builder;
-  builder.add_text("plain.example\n"
-                   "github.com:22  #! SSH pushes are blocked here; use an https:// remote\n"
-                   "re:.*\\.ngrok-free\\.app  #! tunnels to your laptop are not allowed\n"
-                   "# a comment line #! that is not an entry\n",
-                   "blocked.txt", issues);
+  builder.add_text(
+      "plain.example\n"
+      "github.com:22  #! SSH pushes are blocked here; use an https:// remote\n"
+      "re:.*\\.ngrok-free\\.app  #! tunnels to your laptop are not allowed\n"
+      "# a comment line #! that is not an entry\n",
+      "blocked.txt", issues);
   builder.add_text("other.example  #! from the second file\n", "more.txt", issues);
   const DomainSet set = std::move(builder).build();
   ASSERT_TRUE(issues.empty());
@@ -629,8 +630,8 @@ TEST(DomainSetMessage, AMatchCarriesItsEntrysMessage) {
 
 TEST(DomainSetMessage, ABadLineKeepsNoMessage) {
   std::vector<LoadIssue> issues;
-  const DomainSet set = DomainSet::parse("bad..example  #! never shown\ngood.example\n", "b.txt",
-                                         issues);
+  const DomainSet set =
+      DomainSet::parse("bad..example  #! never shown\ngood.example\n", "b.txt", issues);
   ASSERT_EQ(issues.size(), 1u);
   auto good = set.match(*parse_host("good.example"), 443);
   ASSERT_TRUE(good.has_value());

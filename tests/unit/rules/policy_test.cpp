@@ -747,8 +747,8 @@ TEST(PolicyBypass, BlocklistedIpv4IsBlockedInItsIpv4MappedSpelling) {
   // A dual-stack socket connecting to ::ffff:8.8.8.8 reaches 8.8.8.8 itself: the mapped form is
   // one more spelling of the blocked address, like 134744072 or 0x08080808.
   const Policy policy = make_policy(Opts{}.allow_ip(), "8.8.8.8\n");
-  for (const char* spelling : {"[::ffff:8.8.8.8]:443", "[64:ff9b::808:808]:443",
-                               "[::ffff:808:808]:443"}) {
+  for (const char* spelling :
+       {"[::ffff:8.8.8.8]:443", "[64:ff9b::808:808]:443", "[::ffff:808:808]:443"}) {
     const Outcome out = decide_text(policy, spelling);
     EXPECT_EQ(out.code, "blocklist") << spelling;
     EXPECT_EQ(out.rule, "blocked.txt:1") << spelling;
@@ -965,8 +965,9 @@ TEST(PolicyAccessors, SharedSetsAreUsedAsGiven) {
 
 TEST(PolicyMessage, TheEntrysMessageFollowsTheGatesSentence) {
   const Policy policy =
-      make_policy(Opts(), "github.com:22  #! SSH pushes are blocked here; use an https:// remote\n"
-                          "evil.example  #! ask the security team first!\n");
+      make_policy(Opts(),
+                  "github.com:22  #! SSH pushes are blocked here; use an https:// remote\n"
+                  "evil.example  #! ask the security team first!\n");
   Outcome ssh = decide_text(policy, "github.com:22");
   EXPECT_EQ(ssh.code, "blocklist");
   EXPECT_EQ(policy.explain(ssh.decision, *parse_host("github.com"), 22),

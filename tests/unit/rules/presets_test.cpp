@@ -14,7 +14,8 @@
 namespace sandgate::rules {
 namespace {
 
-const std::filesystem::path kPresets = std::filesystem::path(SANDGATE_SOURCE_DIR) / "config/presets";
+const std::filesystem::path kPresets =
+    std::filesystem::path(SANDGATE_SOURCE_DIR) / "config/presets";
 
 std::string read(const std::filesystem::path& path) {
   std::ifstream in(path);
@@ -63,11 +64,11 @@ TEST(Presets, EveryLineOfEveryPresetIsUsableAndExplained) {
 TEST(Presets, DevAllowsTheRegistriesGitHostsAndModelApisOnlyOnTheirPorts) {
   std::vector<LoadIssue> issues;
   const DomainSet dev = DomainSet::parse(read(kPresets / "dev.txt"), "dev.txt", issues);
-  for (const char* host : {"registry.npmjs.org", "pypi.org", "files.pythonhosted.org",
-                           "index.crates.io", "static.crates.io", "proxy.golang.org",
-                           "repo.maven.apache.org", "rubygems.org", "api.github.com",
-                           "objects.githubusercontent.com", "gitlab.com", "api.anthropic.com",
-                           "api.openai.com", "generativelanguage.googleapis.com"}) {
+  for (const char* host :
+       {"registry.npmjs.org", "pypi.org", "files.pythonhosted.org", "index.crates.io",
+        "static.crates.io", "proxy.golang.org", "repo.maven.apache.org", "rubygems.org",
+        "api.github.com", "objects.githubusercontent.com", "gitlab.com", "api.anthropic.com",
+        "api.openai.com", "generativelanguage.googleapis.com"}) {
     EXPECT_TRUE(allows(dev, host, 443)) << host;
   }
   EXPECT_TRUE(allows(dev, "deb.debian.org", 80));

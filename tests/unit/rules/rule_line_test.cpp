@@ -36,7 +36,10 @@ TEST(RuleLineEntryText, StripsCommentsAndAsciiWhiteSpace) {
   // A '#' inside a pattern is a comment too: the grammar has no escape for it.
   EXPECT_EQ(entry_text("re:a#b"), "re:a");
   // Non-ASCII white space is not trimmed (it reaches parse_host, which refuses it).
-  EXPECT_EQ(entry_text("\xC2\xA0" "evil.com"), "\xC2\xA0" "evil.com");
+  EXPECT_EQ(entry_text("\xC2\xA0"
+                       "evil.com"),
+            "\xC2\xA0"
+            "evil.com");
 }
 
 // ---- parse_entry: good entries, one row each ----
@@ -79,8 +82,11 @@ const GoodCase kGoodCases[] = {
     {"wildcard", "*.evil.com", EntryKind::subdomains_only, "evil.com", {}},
     {"wildcard_port", "*.evil.com:443", EntryKind::subdomains_only, "evil.com", {443}},
     {"port", "evil.com:443", EntryKind::name_and_subdomains, "evil.com", {443}},
-    {"ports_sorted_distinct", "evil.com:2222,22,2222", EntryKind::name_and_subdomains,
-     "evil.com", {22, 2222}},
+    {"ports_sorted_distinct",
+     "evil.com:2222,22,2222",
+     EntryKind::name_and_subdomains,
+     "evil.com",
+     {22, 2222}},
     {"port_bounds", "evil.com:1,65535", EntryKind::name_and_subdomains, "evil.com", {1, 65535}},
     {"ipv4", "203.0.113.7", EntryKind::address, "203.0.113.7", {}},
     {"ipv4_other_spelling", "0xcb.0.113.7", EntryKind::address, "203.0.113.7", {}},
@@ -91,11 +97,13 @@ const GoodCase kGoodCases[] = {
     // Two colons or more without brackets: an IPv6 address, never a port.
     {"ipv6_unbracketed_no_port", "::1:443", EntryKind::address, "::1:443", {}},
     {"ipv4_mapped_is_ipv4", "::ffff:203.0.113.7", EntryKind::address, "203.0.113.7", {}},
-    {"ipv4_mapped_bracketed_port", "[::ffff:203.0.113.7]:80", EntryKind::address,
-     "203.0.113.7", {80}},
+    {"ipv4_mapped_bracketed_port",
+     "[::ffff:203.0.113.7]:80",
+     EntryKind::address,
+     "203.0.113.7",
+     {80}},
     {"pattern", "re:.*\\.evil\\.com", EntryKind::pattern, ".*\\.evil\\.com", {}},
-    {"pattern_port", "re:.*\\.evil\\.com:443,80", EntryKind::pattern, ".*\\.evil\\.com",
-     {80, 443}},
+    {"pattern_port", "re:.*\\.evil\\.com:443,80", EntryKind::pattern, ".*\\.evil\\.com", {80, 443}},
     // Only a trailing digits-and-commas list is a port list; other colons are the pattern's.
     {"pattern_inner_colon", "re:a:b", EntryKind::pattern, "a:b", {}},
     {"pattern_non_capturing_group", "re:x(?::1)", EntryKind::pattern, "x(?::1)", {}},
@@ -220,11 +228,16 @@ TEST(RuleLineSplit, KeepsCarriageReturnsForEntryTextToTrim) {
 }
 
 TEST(RuleLineSplit, SkipsOnlyALeadingByteOrderMark) {
-  EXPECT_THAT(lines_of("\xEF\xBB\xBF" "a\nb"), ElementsAre(Line{1, "a"}, Line{2, "b"}));
+  EXPECT_THAT(lines_of("\xEF\xBB\xBF"
+                       "a\nb"),
+              ElementsAre(Line{1, "a"}, Line{2, "b"}));
   EXPECT_THAT(lines_of("\xEF\xBB\xBF"), IsEmpty());
   // A second mark, or one later in the file, is part of that line (and parse_host refuses it).
-  EXPECT_THAT(lines_of("a\n\xEF\xBB\xBF" "b"),
-              ElementsAre(Line{1, "a"}, Line{2, "\xEF\xBB\xBF" "b"}));
+  EXPECT_THAT(lines_of("a\n\xEF\xBB\xBF"
+                       "b"),
+              ElementsAre(Line{1, "a"}, Line{2,
+                                             "\xEF\xBB\xBF"
+                                             "b"}));
 }
 
 TEST(RuleLineIssue, NamesSourceLineAndTheTrimmedEntry) {
@@ -268,7 +281,8 @@ TEST(AgentMessage, TheTextAfterHashBangMadeOneSafeLine) {
   EXPECT_EQ(agent_message("github.com:22  #! SSH pushes are blocked here; use an https:// remote"),
             "SSH pushes are blocked here; use an https:// remote");
   EXPECT_EQ(agent_message("a.com #!   spaced   \r"), "spaced");
-  EXPECT_EQ(agent_message("a.com # a comment #! not a message"), "");  // the comment starts with '#'
+  EXPECT_EQ(agent_message("a.com # a comment #! not a message"),
+            "");  // the comment starts with '#'
   EXPECT_EQ(agent_message("a.com"), "");
   EXPECT_EQ(agent_message("a.com #!"), "");
   EXPECT_EQ(agent_message("a.com #!\t"), "");

@@ -137,8 +137,8 @@ TEST(CaptureDnsServer, ReportOnlyAnswersAReportableDenialAndKeepsTheEnforcedOnes
   const auto local = answer_query(query("localhost", ns_t_a), policy, book, true);
   EXPECT_EQ(rcode(local.bytes), 5);
   EXPECT_FALSE(local.decision->would_deny);
-  EXPECT_EQ(rcode(answer_query(query("metadata.google.internal", ns_t_a), policy, book, true).bytes),
-            5);
+  EXPECT_EQ(
+      rcode(answer_query(query("metadata.google.internal", ns_t_a), policy, book, true).bytes), 5);
 }
 
 TEST(CaptureDnsServer, OnlyAddressQueriesAreAnsweredAndHttpsIsEmpty) {

@@ -57,9 +57,9 @@ TEST(DnsWire, AnswersThatCAresReadsBack) {
   const Bytes response = build_response(query, *parsed, ResponseCode::no_error, addresses, 30);
   struct ares_addrttl a[4];
   int count = 4;
-  ASSERT_EQ(ares_parse_a_reply(response.data(), static_cast<int>(response.size()), nullptr, a,
-                               &count),
-            ARES_SUCCESS);
+  ASSERT_EQ(
+      ares_parse_a_reply(response.data(), static_cast<int>(response.size()), nullptr, a, &count),
+      ARES_SUCCESS);
   ASSERT_EQ(count, 1);  // only the record of the asked type
   char text[INET6_ADDRSTRLEN];
   EXPECT_STREQ(inet_ntop(AF_INET, &a[0].ipaddr, text, sizeof text), "198.18.0.7");
@@ -71,8 +71,8 @@ TEST(DnsWire, AnswersThatCAresReadsBack) {
   const Bytes response6 = build_response(query6, *parsed6, ResponseCode::no_error, addresses, 30);
   struct ares_addr6ttl a6[4];
   count = 4;
-  ASSERT_EQ(ares_parse_aaaa_reply(response6.data(), static_cast<int>(response6.size()), nullptr,
-                                  a6, &count),
+  ASSERT_EQ(ares_parse_aaaa_reply(response6.data(), static_cast<int>(response6.size()), nullptr, a6,
+                                  &count),
             ARES_SUCCESS);
   ASSERT_EQ(count, 1);
   EXPECT_STREQ(inet_ntop(AF_INET6, &a6[0].ip6addr, text, sizeof text), "fd12:3456:789a::7");
@@ -90,8 +90,8 @@ TEST(DnsWire, RefusalsAndEmptyAnswersCarryTheirCode) {
     EXPECT_EQ(response[3] & 0x0f, static_cast<int>(code));
     EXPECT_EQ(response[7], 0);  // no answers
     struct hostent* host = nullptr;
-    const int status = ares_parse_a_reply(response.data(), static_cast<int>(response.size()),
-                                          &host, nullptr, nullptr);
+    const int status = ares_parse_a_reply(response.data(), static_cast<int>(response.size()), &host,
+                                          nullptr, nullptr);
     EXPECT_NE(status, ARES_SUCCESS);
   }
   // NOERROR with no records (HTTPS/SVCB): c-ares sees "no data".
@@ -105,8 +105,8 @@ TEST(DnsWire, RefusalsAndEmptyAnswersCarryTheirCode) {
 }
 
 TEST(DnsWire, AnAnswerStaysWithinTheClassicUdpLimit) {
-  const std::string name = std::string(60, 'a') + "." + std::string(60, 'b') + "." +
-                           std::string(60, 'c') + ".example";
+  const std::string name =
+      std::string(60, 'a') + "." + std::string(60, 'b') + "." + std::string(60, 'c') + ".example";
   const Bytes query = ares_query(name.c_str(), ns_t_aaaa, 1);
   auto parsed = parse_query(query);
   ASSERT_TRUE(parsed.has_value()) << parsed.error().problem;

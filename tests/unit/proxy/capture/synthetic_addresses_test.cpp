@@ -50,7 +50,7 @@ TEST(SyntheticAddresses, PastCapacityTheLeastRecentlyUsedGivesWay) {
   const auto a = book.assign("a.test");
   book.assign("b.test");
   book.assign("c.test");
-  book.name_of(a.v4);        // a is used again: b is now the oldest
+  book.name_of(a.v4);  // a is used again: b is now the oldest
   const auto d = book.assign("d.test");
   EXPECT_EQ(book.size(), 3u);
   EXPECT_EQ(d.v4.to_string(), "198.18.0.2");  // b's address, recycled

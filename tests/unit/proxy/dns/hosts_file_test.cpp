@@ -24,8 +24,9 @@ using clock = HostsFile::clock;
 class TempFile {
  public:
   TempFile() {
-    path_ = std::filesystem::temp_directory_path() /
-            ("sandgate-hosts-unit-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
+    path_ =
+        std::filesystem::temp_directory_path() /
+        ("sandgate-hosts-unit-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
   }
   ~TempFile() { std::filesystem::remove(path_); }
   // Written beside and renamed into place, as editors and package managers save.

@@ -356,8 +356,9 @@ TEST_F(ResolverTest, HostsFileIsHonoured) {
 }
 
 TEST_F(ResolverTest, HostsFileAnswersWithoutQueryAndInFileOrder) {
-  hosts_.write("# comment\n10.1.2.3  Web.Internal web  # trailing comment\n"
-               "2001:db8::3 web.internal\n10.1.2.3 web.internal\nnot-an-address other\n");
+  hosts_.write(
+      "# comment\n10.1.2.3  Web.Internal web  # trailing comment\n"
+      "2001:db8::3 web.internal\n10.1.2.3 web.internal\nnot-an-address other\n");
   Resolver resolver(io_, options());
 
   const Resolution first = resolve_now(io_, resolver, "web.internal");

@@ -60,11 +60,12 @@ TEST(FlagPayload, MalformedRepliesAreErrors) {
   ASSERT_FALSE(too_deep.has_value());
   EXPECT_NE(too_deep.error().find("nesting limit"), std::string::npos) << too_deep.error();
   // A JSON flag nested 100 levels is an ordinary value, not an attack.
-  std::string nested = R"({"egress-allowlist":{"value":)" + std::string(100, '[') +
-                       std::string(100, ']') + "}}";
+  std::string nested =
+      R"({"egress-allowlist":{"value":)" + std::string(100, '[') + std::string(100, ']') + "}}";
   EXPECT_TRUE(read_flag(nested, kFlag).has_value());
   // So is an oversized reply.
-  std::string huge = R"({"egress-allowlist":{"value":")" + std::string(kMaxPayloadBytes, 'a') + "\"}}";
+  std::string huge =
+      R"({"egress-allowlist":{"value":")" + std::string(kMaxPayloadBytes, 'a') + "\"}}";
   auto refused = read_flag(huge, kFlag);
   ASSERT_FALSE(refused.has_value());
   EXPECT_NE(refused.error().find("larger than"), std::string::npos);

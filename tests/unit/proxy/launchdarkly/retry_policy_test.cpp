@@ -16,10 +16,10 @@ TEST(RetryPolicy, FinalStatusesAreTheSdksOnes) {
     unsigned status;
     bool recoverable;
   };
-  for (const Case& c : {Case{400, true}, Case{401, false}, Case{403, false}, Case{404, false},
-                        Case{405, false}, Case{408, true}, Case{410, false}, Case{413, false},
-                        Case{429, true}, Case{499, false}, Case{500, true}, Case{502, true},
-                        Case{503, true}, Case{504, true}, Case{301, true}}) {
+  for (const Case& c :
+       {Case{400, true}, Case{401, false}, Case{403, false}, Case{404, false}, Case{405, false},
+        Case{408, true}, Case{410, false}, Case{413, false}, Case{429, true}, Case{499, false},
+        Case{500, true}, Case{502, true}, Case{503, true}, Case{504, true}, Case{301, true}}) {
     EXPECT_EQ(is_http_error_recoverable(c.status), c.recoverable) << c.status;
   }
   EXPECT_NE(describe_http_status(404).find("unknown client-side ID"), std::string::npos);
@@ -28,13 +28,16 @@ TEST(RetryPolicy, FinalStatusesAreTheSdksOnes) {
 }
 
 TEST(RetryPolicy, RetryAfterInSecondsOrAsADate) {
-  const auto now = std::chrono::system_clock::from_time_t(784111777);  // Sun, 06 Nov 1994 08:49:37 GMT
+  const auto now =
+      std::chrono::system_clock::from_time_t(784111777);  // Sun, 06 Nov 1994 08:49:37 GMT
   EXPECT_EQ(parse_retry_after("120", now), std::chrono::milliseconds(120'000));
   EXPECT_EQ(parse_retry_after(" 0 ", now), std::chrono::milliseconds(0));
-  EXPECT_EQ(parse_retry_after("Sun, 06 Nov 1994 08:50:07 GMT", now), std::chrono::milliseconds(30'000));
+  EXPECT_EQ(parse_retry_after("Sun, 06 Nov 1994 08:50:07 GMT", now),
+            std::chrono::milliseconds(30'000));
   EXPECT_EQ(parse_retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now), std::chrono::milliseconds(0));
   // Bounded: a server cannot park the gate for days.
-  EXPECT_EQ(parse_retry_after("99999999999999999999999", now), std::chrono::milliseconds(kMaxRetryAfter));
+  EXPECT_EQ(parse_retry_after("99999999999999999999999", now),
+            std::chrono::milliseconds(kMaxRetryAfter));
   // Dates past what system_clock's nanoseconds hold (after 2262) are far away, not "now".
   EXPECT_EQ(parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", now), kMaxRetryAfter);
   EXPECT_EQ(parse_retry_after("Mon, 01 Jan 2263 00:00:00 GMT", now), kMaxRetryAfter);

@@ -82,7 +82,8 @@ TEST(SseParser, AnIncompleteEventIsNotDispatched) {
 
 TEST(SseParser, ChunkBoundariesAnywhereGiveTheSameEvents) {
   const std::string text =
-      "\xEF\xBB\xBF: hb\r\nevent: put\r\ndata: {\"a\":1}\r\n\r\nevent: patch\rdata: x\r\rdata: y\n\n";
+      "\xEF\xBB\xBF: hb\r\nevent: put\r\ndata: {\"a\":1}\r\n\r\nevent: patch\rdata: x\r\rdata: "
+      "y\n\n";
   const auto whole = parse(text);
   ASSERT_EQ(whole.events.size(), 3u);
   EXPECT_EQ(whole.comments, 1);
@@ -104,10 +105,15 @@ TEST(SseParser, ChunkBoundariesAnywhereGiveTheSameEvents) {
 }
 
 TEST(SseParser, ByteOrderMarkOnlyAtTheStart) {
-  auto out = parse("\xEF\xBB\xBF" "data: x\n\n\xEF\xBB\xBF" "data: y\n\n");
+  auto out = parse(
+      "\xEF\xBB\xBF"
+      "data: x\n\n\xEF\xBB\xBF"
+      "data: y\n\n");
   ASSERT_EQ(out.events.size(), 1u);  // the second BOM makes an unknown field
   EXPECT_EQ(out.events[0].data, "x");
-  auto partial = parse("\xEF\xBB" "data: z\n\n");  // not a BOM: an unknown field line
+  auto partial = parse(
+      "\xEF\xBB"
+      "data: z\n\n");  // not a BOM: an unknown field line
   EXPECT_TRUE(partial.events.empty());
 }
 

@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -198,9 +198,7 @@ class DecisionLogPipeTest : public ::testing::Test {
     std::lock_guard lock(mutex_);
     return text_;
   }
-  void close_stderr() {
-    ::dup2(saved_stderr_, STDERR_FILENO);
-  }
+  void close_stderr() { ::dup2(saved_stderr_, STDERR_FILENO); }
 
   int read_end_ = -1;
   int saved_stderr_ = -1;
@@ -271,7 +269,7 @@ TEST_F(DecisionLogPipeTest, AStalledReaderHoldsTheWritersBackInsteadOfGrowingThe
   std::this_thread::sleep_for(500ms);
   const int held = written.load();
   std::this_thread::sleep_for(300ms);
-  EXPECT_EQ(written.load(), held);  // blocked, not buffering
+  EXPECT_EQ(written.load(), held);    // blocked, not buffering
   const std::size_t line_size = 130;  // a line here is about 150 bytes
   EXPECT_LT(static_cast<std::size_t>(held) * line_size, 2u * 1024 * 1024 + 65536);
   start_reading();

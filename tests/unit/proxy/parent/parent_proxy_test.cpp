@@ -34,15 +34,12 @@ TEST(ParentUrl, RefusesWhatItCannotHonourWithAReason) {
     const char* url;
     const char* says;
   };
-  for (const Case& c : {Case{"https://proxy:3128", "https:// parent proxy"},
-                        Case{"socks5://proxy:1080", "must be http://"},
-                        Case{"proxy:3128", "not a URL"},
-                        Case{"http://user:pw@proxy:3128", "credentials file"},
-                        Case{"http://proxy", "needs a port"},
-                        Case{"http://proxy:0", "port"},
-                        Case{"http://proxy:3128/path", "no path"},
-                        Case{"http://proxy:3128?x", "no path"},
-                        Case{"http://pro xy:3128", "proxy"}}) {
+  for (const Case& c :
+       {Case{"https://proxy:3128", "https:// parent proxy"},
+        Case{"socks5://proxy:1080", "must be http://"}, Case{"proxy:3128", "not a URL"},
+        Case{"http://user:pw@proxy:3128", "credentials file"}, Case{"http://proxy", "needs a port"},
+        Case{"http://proxy:0", "port"}, Case{"http://proxy:3128/path", "no path"},
+        Case{"http://proxy:3128?x", "no path"}, Case{"http://pro xy:3128", "proxy"}}) {
     auto a = parse_parent_url(c.url);
     ASSERT_FALSE(a.has_value()) << c.url;
     EXPECT_NE(a.error().find(c.says), std::string::npos) << c.url << ": " << a.error();
@@ -75,7 +72,8 @@ TEST(ParentCredentials, FirstLineUserColonPassword) {
 }
 
 TEST(ParentExclusions, NamesMatchThemselvesAndBelow) {
-  auto list = ExcludeList::parse(" internal.example , .corp.example,*.dev.example, localhost:8080,,");
+  auto list =
+      ExcludeList::parse(" internal.example , .corp.example,*.dev.example, localhost:8080,,");
   ASSERT_TRUE(list.has_value()) << list.error();
   EXPECT_EQ(list->size(), 4u);
   EXPECT_TRUE(list->excludes(host("internal.example"), 443));

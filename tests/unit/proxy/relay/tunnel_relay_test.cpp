@@ -211,7 +211,7 @@ TEST(TunnelRelay, LargestPipesMoveTheSameBytes) {
 TEST(TunnelRelay, OneSidesEndLeavesTheOtherDirectionRunning) {
   RelayFixture f;
   f.start();
-  ::shutdown(f.a(), SHUT_WR);  // the client is done sending, and waits for the answer
+  ::shutdown(f.a(), SHUT_WR);         // the client is done sending, and waits for the answer
   EXPECT_EQ(read_to_end(f.b()), "");  // passed on as the end of the upstream's input
   const std::string answer = random_bytes(1024 * 1024, 3);
   std::thread writer([&] {
@@ -333,8 +333,8 @@ TEST(TunnelRelay, RefusedFirstBytesReachNobody) {
   RelayFixture f;
   f.start([](TunnelRelay& relay) {
     relay.watch_first_bytes([](std::string_view bytes, bool) {
-      return FirstBytesLook{
-          bytes.starts_with("SSH-") ? FirstBytesVerdict::refuse : FirstBytesVerdict::pass};
+      return FirstBytesLook{bytes.starts_with("SSH-") ? FirstBytesVerdict::refuse
+                                                      : FirstBytesVerdict::pass};
     });
   });
   send_all(f.a(), "SSH-2.0-client\r\n");
@@ -387,13 +387,13 @@ TEST(TunnelRelay, PassedFirstBytesWithTheClientsEndAreRelayedThenHalfClosed) {
   RelayFixture f;
   bool saw_final = false;
   f.start([&saw_final](TunnelRelay& relay) {
-    relay.watch_first_bytes([&saw_final, held = std::size_t{0}](std::string_view bytes,
-                                                                 bool end) mutable {
-      saw_final = end;
-      held += bytes.size();
-      return end ? FirstBytesLook{FirstBytesVerdict::pass}
-                 : FirstBytesLook{FirstBytesVerdict::watch, held};
-    });
+    relay.watch_first_bytes(
+        [&saw_final, held = std::size_t{0}](std::string_view bytes, bool end) mutable {
+          saw_final = end;
+          held += bytes.size();
+          return end ? FirstBytesLook{FirstBytesVerdict::pass}
+                     : FirstBytesLook{FirstBytesVerdict::watch, held};
+        });
   });
   send_all(f.a(), "hey");
   ::shutdown(f.a(), SHUT_WR);

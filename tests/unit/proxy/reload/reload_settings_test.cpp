@@ -4,12 +4,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <map>
+#include <regex>
 #include <set>
 #include <string>
 
 #include "proxy/reload/policy_reloader.hpp"
-#include "proxy/settings/settings.hpp"
 #include "proxy/settings/load.hpp"
+#include "proxy/settings/settings.hpp"
 
 namespace sandgate::reload {
 namespace {
@@ -35,6 +38,64 @@ TEST(ReloadSettings, EverySettingIsClassified) {
   }
 }
 
+// README.md's settings table is the settings' reference for users: one row per setting, with the
+// flag, TOML key and variable of the gate's own table (settings/setting_table.cpp) and the reload
+// class of policy_reloader.cpp. A setting added, renamed or reclassified without its row fails
+// here, as does a row left behind.
+TEST(ReloadSettings, TheReadmeListsEverySettingOnce) {
+  std::ifstream readme(std::string(SANDGATE_SOURCE_DIR) + "/README.md");
+  ASSERT_TRUE(readme) << "README.md not found";
+  struct Row {
+    std::string flag, env, reload;
+    int count = 0;
+  };
+  std::map<std::string, Row, std::less<>> rows;  // by TOML key
+  // | `--flag` / `key` | `VARIABLE` | default | live or restart | meaning |
+  const std::regex row_shape(
+      R"(^\| `(--[a-z0-9-]+)` / `([a-z0-9_]+)` \| `([A-Z0-9_]+)` \| [^|]* \| ([a-z]+) \|)");
+  bool in_settings = false;
+  int row_lines = 0;
+  for (std::string line; std::getline(readme, line);) {
+    if (line.starts_with("### ")) {
+      in_settings = line == "### Settings";
+      continue;
+    }
+    if (!in_settings || !line.starts_with("| `--")) {
+      continue;
+    }
+    ++row_lines;
+    std::smatch match;
+    ASSERT_TRUE(std::regex_search(line, match, row_shape))
+        << "a settings row of another shape: " << line;
+    Row& row = rows[match[2].str()];
+    row.flag = match[1].str();
+    row.env = match[3].str();
+    row.reload = match[4].str();
+    ++row.count;
+  }
+  std::map<std::string_view, bool> live;
+  for (const auto& setting : compared_settings()) {
+    live[setting.key] = setting.live;
+  }
+  ASSERT_GT(row_lines, 0) << "no settings table under ### Settings";
+  std::size_t documented = 0;
+  for (const auto& info : settings::all_settings()) {
+    auto found = rows.find(info.key);
+    if (found == rows.end()) {
+      ADD_FAILURE() << "README.md has no row for setting '" << info.key << "' (" << info.flag
+                    << " / " << info.env << ")";
+      continue;
+    }
+    ++documented;
+    const Row& row = found->second;
+    EXPECT_EQ(row.count, 1) << info.key << " has " << row.count << " rows";
+    EXPECT_EQ(row.flag, info.flag) << info.key;
+    EXPECT_EQ(row.env, info.env) << info.key;
+    EXPECT_EQ(row.reload, live.at(info.key) ? "live" : "restart") << info.key;
+  }
+  EXPECT_EQ(documented, rows.size()) << "README.md documents a setting the gate does not have";
+}
+
 // The reloadable settings: the policy options, and what every request reads afresh (the SNI
 // check and TLS ports, revocation, the token, the timeouts) and the log level. Everything else is
 // read once at start-up.
@@ -46,12 +107,12 @@ TEST(ReloadSettings, ReloadableSettingsAreTheOnesReadPerRequest) {
     }
   }
   EXPECT_EQ(live, (std::set<std::string_view>{
-                      "block_loopback", "allow_ip", "allow_ssh", "ssh_all_hosts", "git_hosts",
-                      "ssh_ports", "allowed_ports", "block_private", "allow_metadata", "sni_check",
-                      "tls_ports", "revoke_on_reload", "token", "token_file", "admin_token",
-                      "admin_token_file", "head_timeout",
-                      "enforce", "unknown", "ask_timeout", "ask_default",
-                      "connect_timeout", "idle_timeout", "log_level"}));
+                      "block_loopback", "allow_ip",        "allow_ssh",     "ssh_all_hosts",
+                      "git_hosts",      "ssh_ports",       "allowed_ports", "block_private",
+                      "allow_metadata", "sni_check",       "tls_ports",     "revoke_on_reload",
+                      "token",          "token_file",      "admin_token",   "admin_token_file",
+                      "head_timeout",   "enforce",         "unknown",       "ask_timeout",
+                      "ask_default",    "connect_timeout", "idle_timeout",  "log_level"}));
 }
 
 TEST(ReloadSettings, ChangesAreNamedByKeyFlagAndVariable) {

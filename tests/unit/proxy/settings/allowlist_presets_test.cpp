@@ -14,9 +14,9 @@
 #include <string>
 
 #include "config/embedded_defaults.hpp"
+#include "proxy/settings/load.hpp"
 #include "proxy/settings/policy_loader.hpp"
 #include "proxy/settings/settings.hpp"
-#include "proxy/settings/load.hpp"
 #include "rules/host.hpp"
 
 namespace sandgate::settings {

@@ -10,8 +10,8 @@
 #include <map>
 #include <string>
 
-#include "proxy/settings/settings.hpp"
 #include "proxy/settings/load.hpp"
+#include "proxy/settings/settings.hpp"
 
 namespace sandgate::settings {
 namespace {

@@ -4,9 +4,9 @@
 //
 // Every test runs against a fake environment (a map) and a temporary home folder, so nothing of
 // the machine's own environment or home leaks in.
-#include "proxy/settings/setting_table.hpp"
 #include "proxy/settings/settings.hpp"
 #include "proxy/settings/load.hpp"
+#include "proxy/settings/setting_table.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -394,8 +394,8 @@ TEST_F(SettingsTest, AnEmptyVariableCountsAsUnset) {
           {"SANDGATE_LISTEN", ""},        {"GOOSE_SANDBOX_GIT_HOSTS", ""},
           {"LAUNCHDARKLY_CLIENT_ID", ""}, {"SANDGATE_BLOCKLIST", ""}};
   const Settings s = ok();
-  EXPECT_TRUE(s.policy.allow_ip);         // the file's value
-  EXPECT_TRUE(s.policy.block_loopback);   // the default
+  EXPECT_TRUE(s.policy.allow_ip);                // the file's value
+  EXPECT_TRUE(s.policy.block_loopback);          // the default
   EXPECT_EQ(s.listen.text(), "127.0.0.1:7001");  // the file's value
   EXPECT_EQ(s.policy.git_hosts.size(), 4u);
   EXPECT_EQ(s.launchdarkly_client_id, "");
@@ -735,9 +735,11 @@ TEST_F(SettingsTest, LaunchDarklyServiceUris) {
 
 TEST_F(SettingsTest, LogLevel) {
   EXPECT_EQ(ok().log_level, LogLevel::info);
-  for (const auto& [text, level] : std::vector<std::pair<std::string, LogLevel>>{
-           {"error", LogLevel::error}, {"WARNING", LogLevel::warning}, {"warn", LogLevel::warning},
-           {"Info", LogLevel::info}}) {
+  for (const auto& [text, level] :
+       std::vector<std::pair<std::string, LogLevel>>{{"error", LogLevel::error},
+                                                     {"WARNING", LogLevel::warning},
+                                                     {"warn", LogLevel::warning},
+                                                     {"Info", LogLevel::info}}) {
     env_["SANDGATE_LOG_LEVEL"] = text;
     EXPECT_EQ(ok().log_level, level) << text;
   }
@@ -795,7 +797,8 @@ TEST_F(SettingsTest, ListenSyntax) {
 
 TEST_F(SettingsTest, ListenOnAUnixSocket) {
   env_ = {{"SANDGATE_LISTEN", "unix:/run/user/1000/sandgate.sock"}};
-  EXPECT_EQ(ok().listen.text(), "unix:/run/user/1000/sandgate.sock");  // local: no remote-clients flag
+  EXPECT_EQ(ok().listen.text(),
+            "unix:/run/user/1000/sandgate.sock");  // local: no remote-clients flag
   env_ = {{"SANDGATE_LISTEN", "unix:~/gate.sock"}};
   EXPECT_EQ(ok().listen.text(), "unix:" + home_ + "/gate.sock");
   ASSERT_NE(ok().listen.unix_socket(), nullptr);

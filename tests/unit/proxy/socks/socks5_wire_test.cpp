@@ -36,7 +36,8 @@ template <typename Reader>
 void expect_prefixes_need_more(const Bytes& message, Reader reader) {
   for (std::size_t n = 0; n < message.size(); ++n) {
     auto read = reader(std::span<const std::uint8_t>(message.data(), n));
-    EXPECT_EQ(read.status, ReadStatus::need_more) << "prefix of " << n << " bytes: " << read.problem;
+    EXPECT_EQ(read.status, ReadStatus::need_more)
+        << "prefix of " << n << " bytes: " << read.problem;
   }
   Bytes longer = message;
   longer.push_back(0x16);  // the first byte of a TLS ClientHello, say
@@ -120,8 +121,8 @@ TEST(Socks5Request, ReadsIpv4AndIpv6) {
   EXPECT_EQ(read.message.address.to_string(), "203.0.113.7");
   EXPECT_EQ(read.message.port, 443);
 
-  const Bytes v6 = bytes({5, 1, 0, 4, 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
-                          0x00, 0x50});
+  const Bytes v6 =
+      bytes({5, 1, 0, 4, 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0x00, 0x50});
   expect_prefixes_need_more(v6, [](auto b) { return read_request(b); });
   read = read_request(v6);
   EXPECT_EQ(read.message.address_type, Request::AddressType::ipv6);
@@ -173,7 +174,8 @@ TEST(Socks5Replies, HaveTheirExactBytes) {
   EXPECT_EQ(method_reply(Method::none_acceptable), (std::array<std::uint8_t, 2>{5, 0xff}));
   EXPECT_EQ(credentials_reply(true), (std::array<std::uint8_t, 2>{1, 0}));
   EXPECT_EQ(credentials_reply(false), (std::array<std::uint8_t, 2>{1, 1}));
-  EXPECT_EQ(request_reply(ReplyCode::not_allowed_by_ruleset), bytes({5, 2, 0, 1, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(request_reply(ReplyCode::not_allowed_by_ruleset),
+            bytes({5, 2, 0, 1, 0, 0, 0, 0, 0, 0}));
   const auto v4 = rules::IpAddress::from_v4(0x7f000001);
   EXPECT_EQ(request_reply(ReplyCode::succeeded, &v4, 40000),
             bytes({5, 0, 0, 1, 127, 0, 0, 1, 0x9c, 0x40}));

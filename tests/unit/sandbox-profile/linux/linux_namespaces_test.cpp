@@ -27,8 +27,7 @@ TEST(CloneConfined, RefusesWhileAnotherThreadRuns) {
   done.notify_one();
   other.join();
   ASSERT_FALSE(cloned.has_value());  // had it cloned, the child would be running this test too
-  EXPECT_NE(cloned.error().find("2 threads run at the clone"), std::string::npos)
-      << cloned.error();
+  EXPECT_NE(cloned.error().find("2 threads run at the clone"), std::string::npos) << cloned.error();
 }
 
 }  // namespace

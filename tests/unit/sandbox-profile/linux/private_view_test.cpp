@@ -23,12 +23,12 @@ constexpr const char* kMountinfo =
 TEST(MountAliases, FindsEveryOtherMountOfTheSameFolder) {
   EXPECT_EQ(mount_aliases(kMountinfo, "/home/ada/.bashrc"),
             (std::vector<std::string>{"/home/ada/projects/alias/.bashrc", "/mnt/h/ada/.bashrc"}));
-  EXPECT_EQ(
-      mount_aliases(kMountinfo, "/home/ada/.ssh"),
-      (std::vector<std::string>{"/home/ada/projects/alias/.ssh", "/mnt/h/ada/.ssh", "/opt/my keys"}));
+  EXPECT_EQ(mount_aliases(kMountinfo, "/home/ada/.ssh"),
+            (std::vector<std::string>{"/home/ada/projects/alias/.ssh", "/mnt/h/ada/.ssh",
+                                      "/opt/my keys"}));
   EXPECT_EQ(mount_aliases(kMountinfo, "/home/ada/.ssh/config"),
-            (std::vector<std::string>{"/home/ada/projects/alias/.ssh/config", "/mnt/h/ada/.ssh/config",
-                                      "/opt/my keys/config"}));
+            (std::vector<std::string>{"/home/ada/projects/alias/.ssh/config",
+                                      "/mnt/h/ada/.ssh/config", "/opt/my keys/config"}));
 }
 
 TEST(MountAliases, NoneForAPathMountedOnce) {

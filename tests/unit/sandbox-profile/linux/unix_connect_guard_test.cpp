@@ -18,10 +18,10 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <vector>
 #include <cstring>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "sandbox-profile/linux/syscall_filter.hpp"
 #include "sandbox-profile/supervisor/fd_passing.hpp"
@@ -139,9 +139,8 @@ TEST_F(UnixConnectGuardTest, HostSocketsAreRefusedUnlessListedAndTheChildsOwnWor
     std::atomic<int> connected{0};
     std::vector<std::thread> callers;
     for (int i = 0; i < 100; ++i) {
-      callers.emplace_back([&connected, this] {
-        connected += reach(root_ + "/busy.sock") == 0 ? 1 : 0;
-      });
+      callers.emplace_back(
+          [&connected, this] { connected += reach(root_ + "/busy.sock") == 0 ? 1 : 0; });
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     for (int i = 0; i < 100 && busy >= 0; ++i) {

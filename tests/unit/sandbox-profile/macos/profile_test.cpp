@@ -29,7 +29,8 @@ namespace {
 using testing::read_sbpl;
 using testing::Sexp;
 
-const std::string kGoldenDir = std::string(SANDGATE_SOURCE_DIR) + "/tests/unit/sandbox-profile/macos/golden/";
+const std::string kGoldenDir =
+    std::string(SANDGATE_SOURCE_DIR) + "/tests/unit/sandbox-profile/macos/golden/";
 
 ProfileOptions base_options(const std::string& home = "/Users/ada") {
   ProfileOptions options;

@@ -30,10 +30,10 @@ struct Sexp {
 Expected<std::vector<Sexp>, std::string> read_sbpl(std::string_view text);
 
 // Checks every top-level form against the vocabulary sandgate writes: (version 1), and
-// (allow|deny OPERATION... FILTER...) with known operations (; comments inside a form too), each filter allowed for the
-// operations of its rule and given arguments of the right kind: path filters take strings,
-// `regex` a string or #"..." that compiles as a POSIX extended regex and has no `(?i)`
-// (AppleMatch has no such flag: the rule would match nothing), `ip` only "localhost:PORT" or
+// (allow|deny OPERATION... FILTER...) with known operations (; comments inside a form too), each
+// filter allowed for the operations of its rule and given arguments of the right kind: path filters
+// take strings, `regex` a string or #"..." that compiles as a POSIX extended regex and has no
+// `(?i)` (AppleMatch has no such flag: the rule would match nothing), `ip` only "localhost:PORT" or
 // "localhost:*" (never any host). Returns "" or the first problem, naming the form.
 std::string check_sbpl(const std::vector<Sexp>& forms);
 

@@ -1,5 +1,5 @@
-// The plain-HTTP exchange's state machine (proxy/session/fronts/http_exchange_state.hpp): each way an
-// exchange can go, as the two directions report it, and the ending derived from it (the end
+// The plain-HTTP exchange's state machine (proxy/session/fronts/http_exchange_state.hpp): each way
+// an exchange can go, as the two directions report it, and the ending derived from it (the end
 // line's outcome and reason, the proxy's answer, whether either connection is kept). The
 // integration tests (tests/integration/http_forward_test.cpp) drive the same paths over sockets.
 #include <gtest/gtest.h>

@@ -1,8 +1,9 @@
-// Unit tests for parse_http_target (proxy/session/wire/http_target.hpp), the absolute-form target of a
-// plain-HTTP proxy request: what is accepted and how it is normalised (scheme case, host normal
-// form, default and explicit ports, IPv6 brackets, the path and query sent upstream, OPTIONS),
-// what is refused and with which reason (origin-form, authority-form, https, other schemes,
-// user information, fragments, control characters, bad hosts and ports), and the sentences.
+// Unit tests for parse_http_target (proxy/session/wire/http_target.hpp), the absolute-form target
+// of a plain-HTTP proxy request: what is accepted and how it is normalised (scheme case, host
+// normal form, default and explicit ports, IPv6 brackets, the path and query sent upstream,
+// OPTIONS), what is refused and with which reason (origin-form, authority-form, https, other
+// schemes, user information, fragments, control characters, bad hosts and ports), and the
+// sentences.
 
 #include "proxy/session/wire/http_target.hpp"
 
@@ -15,10 +16,10 @@
 namespace sandgate::session {
 namespace {
 
-using ::testing::HasSubstr;
 using rules::HostError;
 using rules::HostKind;
 using rules::Reason;
+using ::testing::HasSubstr;
 
 // ---- Accepted targets: one row each ----
 
@@ -51,8 +52,8 @@ TEST_P(HttpTargetGood, ParsesAndNormalises) {
 const GoodCase kGoodCases[] = {
     {"plain", "http://example.com/", false, HostKind::dns_name, "example.com", 80, "example.com",
      "/"},
-    {"path_and_query", "http://example.com/a/b?x=1&y=2", false, HostKind::dns_name,
-     "example.com", 80, "example.com", "/a/b?x=1&y=2"},
+    {"path_and_query", "http://example.com/a/b?x=1&y=2", false, HostKind::dns_name, "example.com",
+     80, "example.com", "/a/b?x=1&y=2"},
     {"empty_path", "http://example.com", false, HostKind::dns_name, "example.com", 80,
      "example.com", "/"},
     {"query_without_path", "http://example.com?q", false, HostKind::dns_name, "example.com", 80,
@@ -65,20 +66,19 @@ const GoodCase kGoodCases[] = {
      "example.com", "/"},
     {"host_normalised", "http://EXAMPLE.Com./", false, HostKind::dns_name, "example.com", 80,
      "example.com", "/"},
-    {"idn_to_punycode", "http://\xC3\xA9vil.com/", false, HostKind::dns_name, "xn--vil-9la.com",
-     80, "xn--vil-9la.com", "/"},
-    {"explicit_port", "http://example.com:8080/x", false, HostKind::dns_name, "example.com",
-     8080, "example.com:8080", "/x"},
-    {"default_port_written", "http://example.com:80/", false, HostKind::dns_name, "example.com",
-     80, "example.com", "/"},
-    {"highest_port", "http://example.com:65535/", false, HostKind::dns_name, "example.com",
-     65535, "example.com:65535", "/"},
-    {"ipv4", "http://203.0.113.7/", false, HostKind::ipv4, "203.0.113.7", 80, "203.0.113.7",
-     "/"},
+    {"idn_to_punycode", "http://\xC3\xA9vil.com/", false, HostKind::dns_name, "xn--vil-9la.com", 80,
+     "xn--vil-9la.com", "/"},
+    {"explicit_port", "http://example.com:8080/x", false, HostKind::dns_name, "example.com", 8080,
+     "example.com:8080", "/x"},
+    {"default_port_written", "http://example.com:80/", false, HostKind::dns_name, "example.com", 80,
+     "example.com", "/"},
+    {"highest_port", "http://example.com:65535/", false, HostKind::dns_name, "example.com", 65535,
+     "example.com:65535", "/"},
+    {"ipv4", "http://203.0.113.7/", false, HostKind::ipv4, "203.0.113.7", 80, "203.0.113.7", "/"},
     {"ipv4_other_spelling", "http://0xcb.0.113.7:81/", false, HostKind::ipv4, "203.0.113.7", 81,
      "203.0.113.7:81", "/"},
-    {"ipv6", "http://[2001:DB8::1]/", false, HostKind::ipv6, "2001:db8::1", 80,
-     "[2001:db8::1]", "/"},
+    {"ipv6", "http://[2001:DB8::1]/", false, HostKind::ipv6, "2001:db8::1", 80, "[2001:db8::1]",
+     "/"},
     {"ipv6_port", "http://[2001:db8::1]:8080/p", false, HostKind::ipv6, "2001:db8::1", 8080,
      "[2001:db8::1]:8080", "/p"},
     {"ipv6_no_path", "http://[::1]", false, HostKind::ipv6, "::1", 80, "[::1]", "/"},
@@ -87,8 +87,8 @@ const GoodCase kGoodCases[] = {
      "example.com", "/a@b"},
     {"colon_in_query", "http://example.com?a=b:c", false, HostKind::dns_name, "example.com", 80,
      "example.com", "/?a=b:c"},
-    {"percent_in_path_kept", "http://example.com/%2e%2e/", false, HostKind::dns_name,
-     "example.com", 80, "example.com", "/%2e%2e/"},
+    {"percent_in_path_kept", "http://example.com/%2e%2e/", false, HostKind::dns_name, "example.com",
+     80, "example.com", "/%2e%2e/"},
 };
 INSTANTIATE_TEST_SUITE_P(Targets, HttpTargetGood, ::testing::ValuesIn(kGoodCases),
                          [](const auto& info) { return std::string(info.param.label); });
@@ -144,8 +144,7 @@ const BadCase kBadCases[] = {
     {"nul", std::string_view("http://example.com/\0", 20), TargetError::bad_character, kAny,
      Reason::bad_request},
     {"del", "http://example.com/\x7f", TargetError::bad_character, kAny, Reason::bad_request},
-    {"control_before_scheme_check", "/\x01", TargetError::bad_character, kAny,
-     Reason::bad_request},
+    {"control_before_scheme_check", "/\x01", TargetError::bad_character, kAny, Reason::bad_request},
     {"fragment", "http://example.com/#top", TargetError::fragment, kAny, Reason::bad_request},
     {"fragment_in_authority", "http://example.com#x", TargetError::fragment, kAny,
      Reason::bad_request},
@@ -156,8 +155,8 @@ const BadCase kBadCases[] = {
     // Parsers disagree on which '@' ends the user information; any '@' is refused.
     {"userinfo_confusion", "http://allowed.com:80@evil.com/", TargetError::host,
      HostError::userinfo, Reason::invalid_host},
-    {"backslash_userinfo", "http://allowed.com\\@evil.com/", TargetError::host,
-     HostError::userinfo, Reason::invalid_host},
+    {"backslash_userinfo", "http://allowed.com\\@evil.com/", TargetError::host, HostError::userinfo,
+     Reason::invalid_host},
     {"empty_host", "http:///x", TargetError::host, HostError::empty, Reason::invalid_host},
     {"empty_host_with_port", "http://:80/", TargetError::host, HostError::empty,
      Reason::invalid_host},
@@ -177,8 +176,7 @@ const BadCase kBadCases[] = {
      Reason::invalid_host},
     {"ipv6_bad_literal", "http://[::g]/", TargetError::host, HostError::bad_ipv6,
      Reason::invalid_host},
-    {"bad_ipv4", "http://1.2.3.256/", TargetError::host, HostError::bad_ipv4,
-     Reason::invalid_host},
+    {"bad_ipv4", "http://1.2.3.256/", TargetError::host, HostError::bad_ipv4, Reason::invalid_host},
     {"empty_label", "http://a..com/", TargetError::host, HostError::empty_label,
      Reason::invalid_host},
     {"backslash_in_host", "http://evil.com\\.allowed.com/", TargetError::host, HostError::path,

@@ -1,5 +1,5 @@
-// Unit tests for the proxy's own replies (proxy/session/wire/replies.hpp): for every reason the gate
-// replies with, the status line, the headers (Proxy-Status with the row's error type and the
+// Unit tests for the proxy's own replies (proxy/session/wire/replies.hpp): for every reason the
+// gate replies with, the status line, the headers (Proxy-Status with the row's error type and the
 // reason code, Content-Type, Content-Length that matches the body, Connection: close, the 407
 // challenge), and the body; the resolved-address variant; a reason without a reply; and that
 // nothing a client sent (a host name quoted in the sentence) can add a header line, split the
@@ -18,9 +18,9 @@
 namespace sandgate::session {
 namespace {
 
+using rules::Reason;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-using rules::Reason;
 
 // A reply taken apart, checking its framing on the way: CRLF line ends only, every header line
 // `Name: value`, the body exactly Content-Length bytes.
@@ -153,12 +153,15 @@ TEST(Replies, AReasonWithoutAReplyBecomesAnInternalError) {
 }
 
 TEST(Replies, StatusTexts) {
-  const std::map<unsigned, std::string_view> expected = {
-      {400, "Bad Request"},           {403, "Forbidden"},
-      {407, "Proxy Authentication Required"}, {408, "Request Timeout"},
-      {431, "Request Header Fields Too Large"}, {500, "Internal Server Error"},
-      {502, "Bad Gateway"},           {503, "Service Unavailable"},
-      {504, "Gateway Timeout"}};
+  const std::map<unsigned, std::string_view> expected = {{400, "Bad Request"},
+                                                         {403, "Forbidden"},
+                                                         {407, "Proxy Authentication Required"},
+                                                         {408, "Request Timeout"},
+                                                         {431, "Request Header Fields Too Large"},
+                                                         {500, "Internal Server Error"},
+                                                         {502, "Bad Gateway"},
+                                                         {503, "Service Unavailable"},
+                                                         {504, "Gateway Timeout"}};
   for (const auto& [status, text] : expected) {
     EXPECT_EQ(status_text(status), text) << status;
   }
@@ -187,15 +190,15 @@ TEST(Replies, QuotesAndBackslashesCannotEndTheDetailsString) {
 }
 
 TEST(Replies, ControlAndNonUtf8BytesNeverReachTheBody) {
-  const std::string sentence = std::string("bell\a esc\x1b[31m nul") + '\0' +
-                               " del\x7f bad\xff utf8 \xC3\xA9";
+  const std::string sentence =
+      std::string("bell\a esc\x1b[31m nul") + '\0' + " del\x7f bad\xff utf8 \xC3\xA9";
   const Parsed reply = parse_reply(build_reply(Reason::bad_request, sentence));
   for (const char c : reply.body.substr(0, reply.body.size() - 1)) {
     const auto byte = static_cast<unsigned char>(c);
     EXPECT_TRUE(byte >= 0x20 && byte != 0x7f) << "control byte in body: " << int(byte);
   }
-  EXPECT_THAT(reply.body, HasSubstr("\xC3\xA9"));        // valid UTF-8 is kept
-  EXPECT_THAT(reply.body, HasSubstr("\xEF\xBF\xBD"));    // an ill-formed byte becomes U+FFFD
+  EXPECT_THAT(reply.body, HasSubstr("\xC3\xA9"));      // valid UTF-8 is kept
+  EXPECT_THAT(reply.body, HasSubstr("\xEF\xBF\xBD"));  // an ill-formed byte becomes U+FFFD
   EXPECT_THAT(reply.header("Proxy-Status"), HasSubstr("utf8 ??\""));  // sf-string: ASCII only
 }
 
