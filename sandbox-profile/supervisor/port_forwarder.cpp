@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <utility>
 
 #include "sandbox-profile/supervisor/fd_passing.hpp"
 
@@ -30,6 +32,19 @@ int connect_loopback(std::uint16_t port) {
     return -1;
   }
   return fd;
+}
+
+void set_non_blocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+// Closes a socket so that its peer sees a reset, not a clean end of stream.
+void close_with_reset(int fd) {
+  const linger abort{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+  ::close(fd);
+}
+
+bool would_block(ssize_t result) {
+  return result < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
 }
 
 }  // namespace
@@ -55,32 +70,129 @@ int connect_loopback(std::uint16_t port) {
   }
 }
 
+// One relayed connection: the accepted client and the far side, and what each has sent that
+// the other has not taken yet.
+struct PortForwarder::Connection {
+  struct Direction {  // bytes read from fd[i], to be written to fd[1 - i]
+    std::unique_ptr<char[]> buffer = std::make_unique<char[]>(kDirectionBuffer);
+    std::size_t start = 0;
+    std::size_t end = 0;
+    bool eof = false;   // fd[i] ended its stream
+    bool done = false;  // ... and the end was passed on (fd[1 - i] shut down for writing)
+  };
+  int fd[2];
+  Direction from[2];
+  bool broken = false;  // an error or a reset on either side: both were reset
+
+  Connection(int client, int far) : fd{client, far} {}
+
+  bool finished() const { return broken || (from[0].done && from[1].done); }
+
+  short events(int side) const {
+    short wanted = 0;
+    const Direction& out = from[side];
+    if (!out.eof && out.end < kDirectionBuffer) {
+      wanted |= POLLIN;
+    }
+    if (from[1 - side].start < from[1 - side].end) {
+      wanted |= POLLOUT;
+    }
+    return wanted;
+  }
+
+  // Passes a reset (or an error) on: both sides are reset.
+  void break_off() {
+    if (!broken) {
+      broken = true;
+      close_with_reset(fd[0]);
+      close_with_reset(fd[1]);
+    }
+  }
+
+  // Handles what poll() reported for fd[side].
+  void serve(int side, short revents) {
+    if (broken) {
+      return;
+    }
+    if ((revents & POLLERR) != 0) {
+      break_off();
+      return;
+    }
+    Direction& out = from[side];
+    if ((revents & (POLLIN | POLLHUP)) != 0 && !out.eof && out.end < kDirectionBuffer) {
+      const ssize_t got = ::read(fd[side], out.buffer.get() + out.end, kDirectionBuffer - out.end);
+      if (got > 0) {
+        out.end += static_cast<std::size_t>(got);
+      } else if (got == 0) {
+        out.eof = true;
+      } else if (!would_block(got)) {
+        break_off();
+        return;
+      }
+    }
+    Direction& in = from[1 - side];
+    if ((revents & POLLOUT) != 0 && in.start < in.end) {
+      const ssize_t sent =
+          ::send(fd[side], in.buffer.get() + in.start, in.end - in.start, MSG_NOSIGNAL);
+      if (sent > 0) {
+        in.start += static_cast<std::size_t>(sent);
+        if (in.start == in.end) {
+          in.start = in.end = 0;
+        }
+      } else if (!would_block(sent)) {
+        break_off();
+        return;
+      }
+    }
+    for (int d = 0; d < 2; ++d) {
+      Direction& direction = from[d];
+      if (direction.eof && !direction.done && direction.start == direction.end) {
+        ::shutdown(fd[1 - d], SHUT_WR);
+        direction.done = true;
+      }
+    }
+  }
+
+  void close_both() {
+    if (!broken) {
+      ::close(fd[0]);
+      ::close(fd[1]);
+    }
+  }
+};
+
 PortForwarder::PortForwarder() {
-  if (::pipe2(stop_pipe_, O_CLOEXEC) != 0) {
-    stop_pipe_[0] = stop_pipe_[1] = -1;
+  if (::pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
+    wake_pipe_[0] = wake_pipe_[1] = -1;
   }
 }
 
 PortForwarder::~PortForwarder() {
   stop();
-  for (int fd : stop_pipe_) {
+  for (int fd : wake_pipe_) {
     if (fd >= 0) {
       ::close(fd);
     }
   }
 }
 
-void PortForwarder::spawn(std::thread thread) {
+void PortForwarder::add(Listener listener) {
+  set_non_blocking(listener.fd);
   std::lock_guard lock(mutex_);
-  threads_.push_back(std::move(thread));
+  if (stopped_) {
+    ::close(listener.fd);
+    return;
+  }
+  pending_.push_back(listener);
+  if (!thread_.joinable()) {
+    thread_ = std::thread([this] { run(); });
+  }
+  const char wake = 0;
+  [[maybe_unused]] const ssize_t n = ::write(wake_pipe_[1], &wake, 1);
 }
 
 void PortForwarder::forward_outbound(int listener, std::uint16_t port) {
-  {
-    std::lock_guard lock(mutex_);
-    sockets_.push_back(listener);
-  }
-  spawn(std::thread([this, listener, port] { accept_loop(listener, port, false); }));
+  add({listener, port, false});
 }
 
 Expected<bool, std::string> PortForwarder::forward_inbound(std::uint16_t port, int connector) {
@@ -103,136 +215,133 @@ Expected<bool, std::string> PortForwarder::forward_inbound(std::uint16_t port, i
     ::close(listener);
     return Unexpected{error};
   }
-  {
-    std::lock_guard lock(mutex_);
-    sockets_.push_back(listener);
-  }
-  spawn(std::thread([this, listener, port] { accept_loop(listener, port, true); }));
+  add({listener, port, true});
   return true;
 }
 
 // Asks the connector for a socket connected to the command's 127.0.0.1:port; -1 if refused.
 int PortForwarder::connect_inside(std::uint16_t port) {
-  std::lock_guard lock(mutex_);  // one request at a time on the shared channel
-  if (connector_ < 0 || !send_message(connector_, std::to_string(port))) {
+  int connector = -1;
+  {
+    std::lock_guard lock(mutex_);
+    connector = connector_;
+  }
+  if (connector < 0 || !send_message(connector, std::to_string(port))) {
     return -1;
   }
-  auto answer = receive_message(connector_);
+  auto answer = receive_message(connector);
   return answer && answer->text == "ok" ? answer->fd : -1;
 }
 
-void PortForwarder::accept_loop(int listener, std::uint16_t port, bool inbound) {
+void PortForwarder::accept_all(const Listener& listener, std::vector<Connection>& connections) {
   for (;;) {
-    pollfd fds[2] = {{listener, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return;
-    }
-    if (fds[1].revents != 0) {
-      return;
-    }
-    const int client = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    const int client = ::accept4(listener.fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (client < 0) {
+      return;  // none left (EAGAIN), or the client already gave up
+    }
+    if (connections.size() >= kMaxConnections) {
+      close_with_reset(client);
       continue;
     }
-    const int upstream = inbound ? connect_inside(port) : connect_loopback(port);
-    if (upstream < 0) {
-      ::close(client);  // nothing listens on the other side: the client sees a closed connection
+    // Loopback on both sides: the connect is answered at once (accepted or refused).
+    const int far =
+        listener.inbound ? connect_inside(listener.port) : connect_loopback(listener.port);
+    if (far < 0) {
+      close_with_reset(client);  // nothing listens there: reset, as a direct connection would be
       continue;
     }
+    set_non_blocking(far);
+    connections.emplace_back(client, far);
+  }
+}
+
+void PortForwarder::run() {
+  std::vector<Listener> listeners;
+  std::vector<Connection> connections;
+  std::vector<pollfd> fds;
+  for (;;) {
     {
       std::lock_guard lock(mutex_);
       if (stopped_) {
-        ::close(client);
-        ::close(upstream);
-        return;
+        break;
       }
-      sockets_.push_back(client);
-      sockets_.push_back(upstream);
+      listeners.insert(listeners.end(), pending_.begin(), pending_.end());
+      pending_.clear();
     }
-    spawn(std::thread([this, client, upstream] { relay(client, upstream); }));
-  }
-}
-
-// Copies both ways until both directions are done, passing each EOF on as a half-close.
-void PortForwarder::relay(int a, int b) {
-  bool open[2] = {true, true};  // a->b, b->a
-  char buffer[65536];
-  while (open[0] || open[1]) {
-    pollfd fds[3] = {
-        {open[0] ? a : -1, POLLIN, 0}, {open[1] ? b : -1, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
-    if (::poll(fds, 3, -1) < 0) {
-      if (errno == EINTR) {
-        continue;
+    fds.clear();
+    fds.push_back({wake_pipe_[0], POLLIN, 0});
+    for (const Listener& listener : listeners) {
+      fds.push_back({listener.fd, POLLIN, 0});
+    }
+    for (const Connection& connection : connections) {
+      // A side with nothing to do is left out (-1): a socket shut both ways reports POLLHUP
+      // whatever is asked, and would wake the loop for nothing until the other side drains.
+      for (int side = 0; side < 2; ++side) {
+        const short events = connection.events(side);
+        fds.push_back({events != 0 ? connection.fd[side] : -1, events, 0});
       }
+    }
+    if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) {
       break;
     }
-    if (fds[2].revents != 0) {
-      break;
-    }
-    for (int direction = 0; direction < 2; ++direction) {
-      if (!open[direction] || fds[direction].revents == 0) {
-        continue;
-      }
-      const int from = direction == 0 ? a : b;
-      const int to = direction == 0 ? b : a;
-      const ssize_t n = ::read(from, buffer, sizeof buffer);
-      bool ok = n > 0;
-      for (ssize_t done = 0; ok && done < n;) {
-        const ssize_t w =
-            ::send(to, buffer + done, static_cast<std::size_t>(n - done), MSG_NOSIGNAL);
-        ok = w > 0;
-        done += w > 0 ? w : 0;
-      }
-      if (!ok) {
-        open[direction] = false;
-        ::shutdown(to, SHUT_WR);
+    if ((fds[0].revents & POLLIN) != 0) {
+      char drained[64];
+      while (::read(wake_pipe_[0], drained, sizeof drained) > 0) {
       }
     }
+    // Connections first (their slots follow the listeners'), then new ones.
+    for (std::size_t i = 0; i < connections.size(); ++i) {
+      const std::size_t slot = 1 + listeners.size() + 2 * i;
+      connections[i].serve(0, fds[slot].revents);
+      connections[i].serve(1, fds[slot + 1].revents);
+    }
+    for (std::size_t i = 0; i < connections.size();) {
+      if (connections[i].finished()) {
+        connections[i].close_both();
+        if (i + 1 != connections.size()) {
+          connections[i] = std::move(connections.back());
+        }
+        connections.pop_back();
+      } else {
+        ++i;
+      }
+    }
+    for (std::size_t i = 0; i < listeners.size(); ++i) {
+      if ((fds[1 + i].revents & POLLIN) != 0) {
+        accept_all(listeners[i], connections);
+      }
+    }
+    open_.store(connections.size(), std::memory_order_relaxed);
   }
-  std::lock_guard lock(mutex_);
-  if (!stopped_) {  // after stop() began, stop() closes them
-    for (int fd : {a, b}) {
-      sockets_.erase(std::remove(sockets_.begin(), sockets_.end(), fd), sockets_.end());
-      ::close(fd);
-    }
+  // Stopped: every listener and connection closes (a connection still open is reset: it was
+  // cut, not finished).
+  for (const Listener& listener : listeners) {
+    ::close(listener.fd);
   }
+  for (Connection& connection : connections) {
+    connection.break_off();
+  }
+  open_.store(0, std::memory_order_relaxed);
 }
 
 void PortForwarder::stop() {
-  std::vector<std::thread> threads;
   {
     std::lock_guard lock(mutex_);
     if (stopped_) {
       return;
     }
     stopped_ = true;
+    const char wake = 0;
+    [[maybe_unused]] const ssize_t n = ::write(wake_pipe_[1], &wake, 1);
   }
-  if (stop_pipe_[1] >= 0) {
-    const char byte = 0;
-    [[maybe_unused]] const ssize_t n = ::write(stop_pipe_[1], &byte, 1);
-  }
-  // Threads may still start connections until they see the pipe: join until none is left.
-  for (;;) {
-    {
-      std::lock_guard lock(mutex_);
-      threads.swap(threads_);
-    }
-    if (threads.empty()) {
-      break;
-    }
-    for (auto& thread : threads) {
-      thread.join();
-    }
-    threads.clear();
+  if (thread_.joinable()) {
+    thread_.join();
   }
   std::lock_guard lock(mutex_);
-  for (int fd : sockets_) {
-    ::close(fd);
+  for (const Listener& listener : pending_) {
+    ::close(listener.fd);
   }
-  sockets_.clear();
+  pending_.clear();
   if (connector_ >= 0) {
     ::close(connector_);
     connector_ = -1;

@@ -9,12 +9,18 @@
 //               process left in the namespace makes on request (a process outside cannot create
 //               sockets in that namespace without privileges).
 //
-// Plain blocking sockets, one thread per listener and per connection: a handful of local
-// connections, not the gate's data plane. Thread-safe; stop() ends everything.
+// The relay keeps the gate's contract for a tunnel: bytes pass unchanged and in order; an end of
+// stream is passed on as a half-close (the other direction goes on); a reset, or an error on
+// either side, is passed on as a reset to the other side, never as a clean end; when nothing
+// listens on the far side the client is reset, as a direct connection would be. Each direction
+// holds at most 64 KiB: a side that does not read stops the other from being read. One thread
+// serves every listener and connection (non-blocking sockets, one poll loop), at most
+// kMaxConnections at once (beyond, a new client is reset). Thread-safe; stop() ends everything.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -31,6 +37,9 @@ namespace sandgate::sandbox {
 
 class PortForwarder {
  public:
+  static constexpr std::size_t kMaxConnections = 1024;
+  static constexpr std::size_t kDirectionBuffer = 64 * 1024;
+
   PortForwarder();
   ~PortForwarder();  // stop()s
   PortForwarder(const PortForwarder&) = delete;
@@ -45,21 +54,32 @@ class PortForwarder {
   // inbound ports; taken ownership of on first use). The error says why the port cannot be used.
   Expected<bool, std::string> forward_inbound(std::uint16_t port, int connector);
 
-  // Closes the listeners and every relayed connection, and joins the threads. Idempotent.
+  // Closes the listeners and every relayed connection, and joins the thread. Idempotent.
   void stop();
 
- private:
-  void accept_loop(int listener, std::uint16_t port, bool inbound);
-  void relay(int a, int b);
-  int connect_inside(std::uint16_t port);
-  void spawn(std::thread thread);
+  // Connections being relayed now (for tests and the summary).
+  std::size_t open_connections() const { return open_.load(std::memory_order_relaxed); }
 
-  int stop_pipe_[2] = {-1, -1};  // readable once stop() begins
-  std::mutex mutex_;             // guards threads_, sockets_ and the connector
-  std::vector<std::thread> threads_;
-  std::vector<int> sockets_;  // listeners and relayed sockets, closed by stop()
+ private:
+  struct Listener {
+    int fd;
+    std::uint16_t port;
+    bool inbound;
+  };
+  struct Connection;
+
+  void add(Listener listener);
+  void run();
+  void accept_all(const Listener& listener, std::vector<Connection>& connections);
+  int connect_inside(std::uint16_t port);
+
+  int wake_pipe_[2] = {-1, -1};  // written by add() and stop()
+  std::mutex mutex_;             // guards pending_, connector_ and stopped_
+  std::vector<Listener> pending_;
   int connector_ = -1;
   bool stopped_ = false;
+  std::thread thread_;  // started by the first add()
+  std::atomic<std::size_t> open_{0};
 };
 
 }  // namespace sandgate::sandbox

@@ -1,0 +1,281 @@
+// The forwarded localhost ports of `run` (--allow-localhost-port): real sockets on loopback, the
+// contract of the gate's own relay: bytes unchanged, an end passed on as a half-close, a reset
+// passed on as a reset, nothing listening answered with a reset, bounded buffering, and one
+// thread for every connection. (Inbound ports go through the connector inside the namespace:
+// tests/e2e/run_test.cpp, RunTest.ListedLocalhostPortsAreForwardedBothWays.)
+#include "sandbox-profile/supervisor/port_forwarder.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace sandgate::sandbox {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Listening {
+  int fd = -1;
+  std::uint16_t port = 0;
+};
+
+Listening listen_loopback() {
+  Listening out;
+  out.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(out.fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::listen(out.fd, 512) != 0) {
+    ADD_FAILURE() << "cannot listen on loopback";
+    return out;
+  }
+  socklen_t length = sizeof address;
+  ::getsockname(out.fd, reinterpret_cast<sockaddr*>(&address), &length);
+  out.port = ntohs(address.sin_port);
+  return out;
+}
+
+// A blocking socket connected to 127.0.0.1:port, whose reads give up after 5 s.
+int connect_to(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(port);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  const timeval five{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &five, sizeof five);
+  return fd;
+}
+
+int accept_one(int listener) {
+  const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+  const timeval five{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &five, sizeof five);
+  return fd;
+}
+
+void reset_close(int fd) {
+  const linger abort{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+  ::close(fd);
+}
+
+// Reads until the end of the stream; the errno of a failed read in `error` (0 after a clean end).
+std::string read_to_end(int fd, int& error) {
+  std::string out;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got > 0) {
+      out.append(buffer, static_cast<std::size_t>(got));
+      continue;
+    }
+    error = got == 0 ? 0 : errno;
+    return out;
+  }
+}
+
+bool write_all(int fd, const std::string& bytes) {
+  for (std::size_t done = 0; done < bytes.size();) {
+    const ssize_t sent = ::send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    if (sent <= 0) {
+      return false;
+    }
+    done += static_cast<std::size_t>(sent);
+  }
+  return true;
+}
+
+std::size_t thread_count() {
+  std::size_t count = 0;
+  DIR* tasks = ::opendir("/proc/self/task");
+  while (dirent* entry = ::readdir(tasks)) {
+    count += entry->d_name[0] != '.';
+  }
+  ::closedir(tasks);
+  return count;
+}
+
+template <typename Condition>
+bool eventually(Condition condition) {
+  for (int i = 0; i < 500 && !condition(); ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  return condition();
+}
+
+// The forwarder in front of an origin: connections to `inside.port` reach `origin`.
+struct Forwarded {
+  Listening origin = listen_loopback();
+  Listening inside = listen_loopback();
+  PortForwarder forwarder;
+
+  Forwarded() { forwarder.forward_outbound(inside.fd, origin.port); }
+  ~Forwarded() {
+    forwarder.stop();
+    ::close(origin.fd);
+  }
+};
+
+TEST(PortForwarder, BytesPassUnchangedAndAnEndIsAHalfClose) {
+  Forwarded f;
+  const int client = connect_to(f.inside.port);
+  const int server = accept_one(f.origin.fd);
+  ASSERT_GE(server, 0);
+
+  // 4 MiB up (far more than the forwarder's buffers), then the client's end.
+  std::string upload(4 << 20, '\0');
+  for (std::size_t i = 0; i < upload.size(); ++i) {
+    upload[i] = static_cast<char>(i * 131 + i / 4096);
+  }
+  std::thread sender([&] {
+    EXPECT_TRUE(write_all(client, upload));
+    ::shutdown(client, SHUT_WR);
+  });
+  int error = -1;
+  const std::string received = read_to_end(server, error);
+  sender.join();
+  EXPECT_EQ(error, 0) << std::strerror(error);
+  EXPECT_TRUE(received == upload) << "received " << received.size() << " bytes, not the same";
+
+  // The other direction still works after the client's half-close, and ends cleanly.
+  ASSERT_TRUE(write_all(server, "the answer"));
+  ::close(server);
+  EXPECT_EQ(read_to_end(client, error), "the answer");
+  EXPECT_EQ(error, 0) << std::strerror(error);
+  ::close(client);
+  EXPECT_TRUE(eventually([&] { return f.forwarder.open_connections() == 0; }));
+}
+
+TEST(PortForwarder, AResetIsPassedOnAsAResetBothWays) {
+  Forwarded f;
+  {
+    const int client = connect_to(f.inside.port);
+    const int server = accept_one(f.origin.fd);
+    ASSERT_TRUE(write_all(server, "partial"));
+    reset_close(server);
+    int error = 0;
+    read_to_end(client, error);
+    EXPECT_EQ(error, ECONNRESET) << "the origin's reset reached the client as: "
+                                 << (error == 0 ? "a clean end" : std::strerror(error));
+    ::close(client);
+  }
+  {
+    const int client = connect_to(f.inside.port);
+    const int server = accept_one(f.origin.fd);
+    ASSERT_TRUE(write_all(client, "partial"));
+    std::this_thread::sleep_for(50ms);
+    reset_close(client);
+    int error = 0;
+    read_to_end(server, error);
+    EXPECT_EQ(error, ECONNRESET) << "the client's reset reached the origin as: "
+                                 << (error == 0 ? "a clean end" : std::strerror(error));
+    ::close(server);
+  }
+}
+
+TEST(PortForwarder, NothingListeningThereResetsTheClient) {
+  Listening nobody = listen_loopback();
+  const std::uint16_t closed_port = nobody.port;
+  ::close(nobody.fd);
+  Listening inside = listen_loopback();
+  PortForwarder forwarder;
+  forwarder.forward_outbound(inside.fd, closed_port);
+  const int client = connect_to(inside.port);
+  int error = 0;
+  read_to_end(client, error);
+  EXPECT_EQ(error, ECONNRESET) << (error == 0 ? "a clean end" : std::strerror(error));
+  ::close(client);
+}
+
+TEST(PortForwarder, AnOriginThatDoesNotReadStopsTheClientInsteadOfGrowingABuffer) {
+  Forwarded f;
+  const int client = connect_to(f.inside.port);
+  const int server = accept_one(f.origin.fd);
+  ASSERT_GE(server, 0);
+  ::fcntl(client, F_SETFL, ::fcntl(client, F_GETFL) | O_NONBLOCK);
+  const std::string chunk(65536, 'x');
+  std::size_t written = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 3s;
+  bool blocked = false;
+  while (std::chrono::steady_clock::now() < deadline && !blocked) {
+    const ssize_t sent = ::send(client, chunk.data(), chunk.size(), MSG_NOSIGNAL);
+    if (sent > 0) {
+      written += static_cast<std::size_t>(sent);
+    } else if (errno == EAGAIN) {
+      // Full: wait a moment in case the forwarder is still draining, then try once more.
+      std::this_thread::sleep_for(200ms);
+      blocked = ::send(client, chunk.data(), chunk.size(), MSG_NOSIGNAL) < 0 && errno == EAGAIN;
+    }
+  }
+  EXPECT_TRUE(blocked) << written << " bytes taken without the origin reading";
+  // What is held is the kernel's socket buffers and the forwarder's 64 KiB, not the upload.
+  EXPECT_LT(written, 64u << 20);
+  ::close(client);
+  ::close(server);
+}
+
+TEST(PortForwarder, OneThreadServesEveryConnection) {
+  Forwarded f;
+  // The forwarder's thread exists once a port is forwarded.
+  const std::size_t threads = thread_count();
+  std::vector<int> clients;
+  std::vector<int> servers;
+  for (int i = 0; i < 200; ++i) {
+    clients.push_back(connect_to(f.inside.port));
+    servers.push_back(accept_one(f.origin.fd));
+  }
+  EXPECT_TRUE(eventually([&] { return f.forwarder.open_connections() == 200; }))
+      << f.forwarder.open_connections();
+  EXPECT_EQ(thread_count(), threads);
+  // Every connection carries its own bytes.
+  for (int i = 0; i < 200; ++i) {
+    const std::string text = "connection " + std::to_string(i);
+    ASSERT_TRUE(write_all(clients[i], text));
+    char buffer[64];
+    const ssize_t got = ::read(servers[i], buffer, sizeof buffer);
+    ASSERT_GT(got, 0);
+    EXPECT_EQ(std::string(buffer, static_cast<std::size_t>(got)), text);
+  }
+  for (int fd : clients) {
+    ::close(fd);
+  }
+  for (int fd : servers) {
+    ::close(fd);
+  }
+  EXPECT_TRUE(eventually([&] { return f.forwarder.open_connections() == 0; }))
+      << f.forwarder.open_connections();
+}
+
+TEST(PortForwarder, StopCutsWhatIsOpenWithAReset) {
+  Forwarded f;
+  const int client = connect_to(f.inside.port);
+  const int server = accept_one(f.origin.fd);
+  ASSERT_TRUE(write_all(client, "hello"));
+  char buffer[8];
+  ASSERT_EQ(::read(server, buffer, sizeof buffer), 5);
+  f.forwarder.stop();
+  int error = 0;
+  read_to_end(client, error);
+  EXPECT_EQ(error, ECONNRESET);
+  read_to_end(server, error);
+  EXPECT_EQ(error, ECONNRESET);
+  ::close(client);
+  ::close(server);
+  f.forwarder.stop();  // idempotent
+}
+
+}  // namespace
+}  // namespace sandgate::sandbox
