@@ -273,6 +273,14 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
   }
   keep.insert(keep.end(), allow_writes.begin(), allow_writes.end());
   keep.insert(keep.end(), out.reachable_sockets.begin(), out.reachable_sockets.end());
+  // sandgate's own executables: the command's ssh is pointed at sandgate-connect, which must be
+  // there inside even when it was run from a folder under /tmp (read-only, as every binding
+  // from the read-only root is).
+  for (const auto& executable : own_executables()) {
+    if (exists(executable)) {
+      keep.push_back(executable);
+    }
+  }
   for (const auto& path : keep) {
     bool covered = false;  // by another kept folder, bound back as a whole
     for (const auto& other : keep) {

@@ -26,6 +26,7 @@
 
 #include "tests/fakes/fake_dns_server.hpp"
 #include "tests/support/loopback_ports.hpp"
+#include "tests/support/scratch_folder.hpp"
 #include "tests/support/shell_command.hpp"
 
 namespace sandgate::testing {
@@ -140,7 +141,7 @@ class CaptureTest : public ::testing::Test {
       FAIL() << "curl, openssl, dig, getent and python3 are required (scripts/install-deps.sh)";
     }
     // Not in /tmp: the confined command has a private, empty /tmp, and it must see these files.
-    std::string pattern = std::string(SANDGATE_BINARY_DIR) + "/capture-test-XXXXXX";
+    std::string pattern = visible_scratch_base() + "/capture-test-XXXXXX";
     ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
     root_ = fs::canonical(pattern).string();
     fs::create_directories(root_ + "/home");

@@ -35,6 +35,7 @@
 #include "tests/fakes/fake_launchdarkly.hpp"
 #include "tests/support/loopback_ports.hpp"
 #include "tests/support/sanitized_build.hpp"
+#include "tests/support/scratch_folder.hpp"
 
 extern char** environ;
 
@@ -332,8 +333,8 @@ class RunTest : public ::testing::Test {
       FAIL() << "curl and openssl are required (scripts/install-deps.sh installs them)";
     }
     // Not in /tmp: the confined command has a private, empty /tmp (and /run, /var/tmp, ...),
-    // and it must see the test's files.
-    std::string pattern = std::string(SANDGATE_BINARY_DIR) + "/run-test-XXXXXX";
+    // and it must see the test's files (tests/support/scratch_folder.hpp).
+    std::string pattern = visible_scratch_base() + "/run-test-XXXXXX";
     ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
     root_ = fs::canonical(pattern).string();
     blocklist_ = root_ + "/blocked.txt";
