@@ -7,6 +7,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -41,6 +42,56 @@ asio::awaitable<DialResult> connect_to_parent(SessionContext& context,
         "the parent proxy " + parent.display() + " could not be reached: " + dial.sentence;
   }
   co_return dial;
+}
+
+// The parent's reply head to CONNECT, or why it cannot be used.
+struct ParentReply {
+  parent::ReplyHead head;
+  std::optional<std::string> unusable;  // the sentence of a parent-unreachable refusal
+};
+
+// Reads the reply head strictly, within `deadline`; the buffer's maximum bounds it (one byte
+// over the limit is how an overlong head shows). What follows the head stays in `from_parent`.
+asio::awaitable<ParentReply> read_parent_reply(SessionContext& context,
+                                               asio::steady_timer& deadline,
+                                               boost::beast::flat_buffer& from_parent,
+                                               const std::string& where, const std::string& target,
+                                               const std::string& timed_out) {
+  ParentReply reply;
+  from_parent.clear();
+  from_parent.max_size(parent::kReplyHeadLimit + 1);
+  for (;;) {
+    const auto data = from_parent.data();
+    reply.head = parent::read_reply_head(
+        std::span<const char>(static_cast<const char*>(data.data()), data.size()));
+    if (reply.head.status != parent::ReplyHead::Status::need_more) {
+      break;
+    }
+    const std::size_t room = from_parent.max_size() - from_parent.size();
+    if (room == 0) {
+      reply.unusable =
+          where + "'s reply head is over " + std::to_string(parent::kReplyHeadLimit) + " bytes.";
+      co_return reply;
+    }
+    auto space = from_parent.prepare(std::min<std::size_t>(4096, room));
+    auto got = co_await (context.upstream.async_read_some(space, use_tuple) ||
+                         deadline.async_wait(use_tuple));
+    if (got.index() == 1) {
+      reply.unusable = timed_out;
+      co_return reply;
+    }
+    auto [error, n] = std::get<0>(got);
+    if (error) {
+      reply.unusable = where + " closed the connection before answering CONNECT " + target + " (" +
+                       error.message() + ").";
+      co_return reply;
+    }
+    from_parent.commit(n);
+  }
+  if (reply.head.status == parent::ReplyHead::Status::malformed) {
+    reply.unusable = where + " sent a reply the gate cannot use: " + reply.head.problem + ".";
+  }
+  co_return reply;
 }
 
 }  // namespace
@@ -95,39 +146,13 @@ asio::awaitable<DialResult> connect_through_parent(SessionContext& context,
                           error.message() + ").");
   }
 
-  // 3. Its reply head, read strictly; the buffer's maximum bounds it (one byte over the limit
-  // is how an overlong head shows).
-  from_parent.clear();
-  from_parent.max_size(parent::kReplyHeadLimit + 1);
-  parent::ReplyHead head;
-  for (;;) {
-    const auto data = from_parent.data();
-    head = parent::read_reply_head(
-        std::span<const char>(static_cast<const char*>(data.data()), data.size()));
-    if (head.status != parent::ReplyHead::Status::need_more) {
-      break;
-    }
-    const std::size_t room = from_parent.max_size() - from_parent.size();
-    if (room == 0) {
-      co_return unreachable(where + "'s reply head is over " +
-                            std::to_string(parent::kReplyHeadLimit) + " bytes.");
-    }
-    auto space = from_parent.prepare(std::min<std::size_t>(4096, room));
-    auto got = co_await (context.upstream.async_read_some(space, use_tuple) ||
-                         deadline.async_wait(use_tuple));
-    if (got.index() == 1) {
-      co_return unreachable(timed_out);
-    }
-    auto [error, n] = std::get<0>(got);
-    if (error) {
-      co_return unreachable(where + " closed the connection before answering CONNECT " + target +
-                            " (" + error.message() + ").");
-    }
-    from_parent.commit(n);
+  // 3. Its reply head.
+  const ParentReply reply =
+      co_await read_parent_reply(context, deadline, from_parent, where, target, timed_out);
+  if (reply.unusable) {
+    co_return unreachable(*reply.unusable);
   }
-  if (head.status == parent::ReplyHead::Status::malformed) {
-    co_return unreachable(where + " sent a reply the gate cannot use: " + head.problem + ".");
-  }
+  const parent::ReplyHead& head = reply.head;
 
   // 4. Only a 2xx opens the tunnel. A refusal's body (an error page) is the parent's message to
   // a browser, not to this client: it is dropped with the connection, never passed on.

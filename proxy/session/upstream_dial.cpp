@@ -9,6 +9,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cerrno>
+#include <optional>
+#include <vector>
 
 namespace sandgate::session {
 namespace {
@@ -85,71 +87,99 @@ rules::IpAddress to_rules_address(const asio::ip::address& address) {
   return rules::IpAddress::from_v6(address.to_v6().to_bytes());
 }
 
-asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::Host& host,
-                                          std::uint16_t port, AddressChecks checks) {
-  const std::string target = host.display() + ":" + std::to_string(port);
+namespace {
 
-  // 1. The addresses to try: the literal itself, or what the name resolves to.
+// The addresses a name resolves to (counted in the worker's DNS metrics), or why there are none.
+struct Lookup {
   std::vector<asio::ip::address> addresses;
-  if (host.is_ip()) {
-    addresses.push_back(to_asio_address(host.address));
-  } else {
-    const auto lookup_started = std::chrono::steady_clock::now();
-    dns::Resolution resolution = co_await context.worker.resolver->resolve(host.name);
-    context.worker.metrics.dns_lookup.observe(std::chrono::steady_clock::now() - lookup_started);
-    if (resolution.error != dns::ResolveError::none) {
-      context.worker.metrics.dns_failures_total.add();
-    }
-    auto& metrics = context.worker.metrics;
-    (resolution.from_hosts_file ? metrics.dns_hosts_file_answers
-     : resolution.from_cache    ? metrics.dns_cache_hits
-                                : metrics.dns_cache_misses)
-        .add();
-    metrics.dns_cache_entries.set(context.worker.resolver->cache_size());
-    switch (resolution.error) {
-      case dns::ResolveError::none:
-        break;
-      case dns::ResolveError::not_found:
-        co_return failure(rules::Reason::dns_not_found,
-                          host.name + " does not exist or has no addresses (DNS).");
-      case dns::ResolveError::timeout:
-        co_return failure(rules::Reason::dns_timeout, "looking up " + host.name + " timed out.");
-      case dns::ResolveError::cancelled:
-      case dns::ResolveError::server_failure:
-      case dns::ResolveError::bad_name:
-        co_return failure(rules::Reason::dns_error,
-                          "looking up " + host.name +
-                              " failed: " + std::string(dns::to_string(resolution.error)) + ".");
-    }
-    addresses = std::move(resolution.addresses);
+  std::optional<DialResult> failed;
+};
 
-    // 2. Every answer must pass the address rules; one bad answer condemns the name, since a
-    // client could otherwise be steered to it by the order of the answers.
-    for (const auto& address : addresses) {
-      if (checks == AddressChecks::none) {
-        break;  // the parent proxy: see AddressChecks
-      }
-      const rules::IpAddress checked = to_rules_address(address);
-      const rules::Decision decision = context.policy->decide_resolved(checked, port);
-      if (!decision.allowed()) {
-        rules::Host as_host{checked.is_v4() ? rules::HostKind::ipv4 : rules::HostKind::ipv6,
-                            checked.to_string(), checked};
-        std::string sentence = host.name + " resolves to " + checked.to_string() + ": " +
-                               context.policy->explain(decision, as_host, port);
-        if (context.reports(decision.reason)) {
-          // Report-only mode: a private or blocklisted answer is logged as would-deny and
-          // dialled; loopback, metadata and reserved answers are never reportable.
-          context.keep_reported(decision.reason, rules::rule_text(decision), std::move(sentence));
-          continue;
-        }
-        DialResult refused = failure(decision.reason, std::move(sentence));
-        refused.endpoint = tcp::endpoint(address, port);
-        co_return refused;
-      }
-    }
+asio::awaitable<Lookup> resolve_name(SessionContext& context, const std::string& name) {
+  auto& metrics = context.worker.metrics;
+  const auto lookup_started = std::chrono::steady_clock::now();
+  dns::Resolution resolution = co_await context.worker.resolver->resolve(name);
+  metrics.dns_lookup.observe(std::chrono::steady_clock::now() - lookup_started);
+  if (resolution.error != dns::ResolveError::none) {
+    metrics.dns_failures_total.add();
   }
+  (resolution.from_hosts_file ? metrics.dns_hosts_file_answers
+   : resolution.from_cache    ? metrics.dns_cache_hits
+                              : metrics.dns_cache_misses)
+      .add();
+  metrics.dns_cache_entries.set(context.worker.resolver->cache_size());
+  Lookup lookup;
+  switch (resolution.error) {
+    case dns::ResolveError::none:
+      lookup.addresses = std::move(resolution.addresses);
+      break;
+    case dns::ResolveError::not_found:
+      lookup.failed = failure(rules::Reason::dns_not_found,
+                              name + " does not exist or has no addresses (DNS).");
+      break;
+    case dns::ResolveError::timeout:
+      lookup.failed = failure(rules::Reason::dns_timeout, "looking up " + name + " timed out.");
+      break;
+    case dns::ResolveError::cancelled:
+    case dns::ResolveError::server_failure:
+    case dns::ResolveError::bad_name:
+      lookup.failed = failure(
+          rules::Reason::dns_error,
+          "looking up " + name + " failed: " + std::string(dns::to_string(resolution.error)) + ".");
+      break;
+  }
+  co_return lookup;
+}
 
-  // 3. Connect to the checked addresses in order, within one overall deadline.
+// Every answer must pass the address rules; one bad answer condemns the name, since a client
+// could otherwise be steered to it by the order of the answers. The refusal, or nothing.
+std::optional<DialResult> refuse_an_answer(SessionContext& context, const std::string& name,
+                                           std::uint16_t port,
+                                           const std::vector<asio::ip::address>& addresses) {
+  for (const auto& address : addresses) {
+    const rules::IpAddress checked = to_rules_address(address);
+    const rules::Decision decision = context.policy->decide_resolved(checked, port);
+    if (decision.allowed()) {
+      continue;
+    }
+    rules::Host as_host{checked.is_v4() ? rules::HostKind::ipv4 : rules::HostKind::ipv6,
+                        checked.to_string(), checked};
+    std::string sentence = name + " resolves to " + checked.to_string() + ": " +
+                           context.policy->explain(decision, as_host, port);
+    if (context.reports(decision.reason)) {
+      // Report-only mode: a private or blocklisted answer is logged as would-deny and dialled;
+      // loopback, metadata and reserved answers are never reportable.
+      context.keep_reported(decision.reason, rules::rule_text(decision), std::move(sentence));
+      continue;
+    }
+    DialResult refused = failure(decision.reason, std::move(sentence));
+    refused.endpoint = tcp::endpoint(address, port);
+    return refused;
+  }
+  return std::nullopt;
+}
+
+// Why the last address could not be connected to, as the refusal's reason and sentence.
+DialResult connect_failure(const std::string& target, const tcp::endpoint& last_endpoint,
+                           const boost::system::error_code& last_error) {
+  const std::string where = target + " (" + to_text(last_endpoint) + ")";
+  DialResult result;
+  if (last_error == asio::error::timed_out) {
+    result = failure(rules::Reason::connection_timeout, "connecting to " + where + " timed out.");
+  } else if (last_error == asio::error::connection_refused) {
+    result = failure(rules::Reason::connection_refused, "connecting to " + where + " was refused.");
+  } else {
+    result = failure(rules::Reason::destination_unavailable,
+                     "connecting to " + where + " failed: " + last_error.message() + ".");
+  }
+  result.endpoint = last_endpoint;
+  return result;
+}
+
+// Connects context.upstream to the checked addresses in order, within one overall deadline.
+asio::awaitable<DialResult> connect_in_order(SessionContext& context, const std::string& target,
+                                             const std::vector<asio::ip::address>& addresses,
+                                             std::uint16_t port) {
   const auto connect_started = std::chrono::steady_clock::now();
   asio::steady_timer deadline(context.client.get_executor());
   deadline.expires_after(context.settings().connect_timeout);
@@ -197,20 +227,33 @@ asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::
   }
   boost::system::error_code ignored;
   context.upstream.close(ignored);
+  co_return connect_failure(target, last_endpoint, last_error);
+}
 
-  DialResult result;
-  result.endpoint = last_endpoint;
-  const std::string where = target + " (" + to_text(last_endpoint) + ")";
-  if (last_error == asio::error::timed_out) {
-    result = failure(rules::Reason::connection_timeout, "connecting to " + where + " timed out.");
-  } else if (last_error == asio::error::connection_refused) {
-    result = failure(rules::Reason::connection_refused, "connecting to " + where + " was refused.");
+}  // namespace
+
+asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::Host& host,
+                                          std::uint16_t port, AddressChecks checks) {
+  // 1. The addresses to try: the literal itself, or what the name resolves to.
+  std::vector<asio::ip::address> addresses;
+  if (host.is_ip()) {
+    addresses.push_back(to_asio_address(host.address));
   } else {
-    result = failure(rules::Reason::destination_unavailable,
-                     "connecting to " + where + " failed: " + last_error.message() + ".");
+    Lookup lookup = co_await resolve_name(context, host.name);
+    if (lookup.failed) {
+      co_return std::move(*lookup.failed);
+    }
+    addresses = std::move(lookup.addresses);
+    // 2. Every answer held to the address rules (not the parent proxy's: see AddressChecks).
+    if (checks == AddressChecks::policy) {
+      if (auto refused = refuse_an_answer(context, host.name, port, addresses)) {
+        co_return std::move(*refused);
+      }
+    }
   }
-  result.endpoint = last_endpoint;
-  co_return result;
+  // 3. Exactly the checked addresses, in order.
+  co_return co_await connect_in_order(context, host.display() + ":" + std::to_string(port),
+                                      addresses, port);
 }
 
 }  // namespace sandgate::session
