@@ -4,6 +4,7 @@
 // table, a row per setting, kept in one place so that --help, the README and the reload table
 // can be checked against it.
 #include "proxy/settings/setting_table.hpp"
+#include "proxy/settings/token_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -34,7 +35,8 @@ ApplyResult set_path(std::string& target, std::string_view value) {
   return std::nullopt;
 }
 
-// The token is a secret: these messages never quote it, nor say how long it is.
+// The token is a secret: these messages never quote it, nor say how long it is. Reading it from
+// a file is token_file.cpp.
 constexpr std::size_t kMinTokenLength = 16;
 constexpr std::size_t kMaxTokenLength = 1024;
 
@@ -95,50 +97,14 @@ ApplyResult read_token_file(Settings& s, std::string_view value, const TokenKind
     return std::string(kind.given_twice);
   }
   const std::string noun(kind.noun);
-  const std::string& path = s.*kind.file;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    return "cannot read the " + noun + " file: " + std::string(std::strerror(errno));
+  auto line = read_token_line(s.*kind.file, noun, kMaxTokenLength);
+  if (!line) {
+    return line.error();
   }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    return "the " + noun + " file is not a regular file";
-  }
-  if ((st.st_mode & (S_IROTH | S_IWOTH)) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return "other users can read or write the " + noun + " file (mode " + std::string(mode) +
-           "); chmod 600 " + path;
-  }
-  std::string text(kMaxTokenLength + 2, '\0');
-  ssize_t got = 0;
-  std::size_t used = 0;
-  while (used < text.size() && (got = ::read(fd, text.data() + used, text.size() - used)) != 0) {
-    if (got < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return "cannot read the " + noun + " file: " + std::string(std::strerror(errno));
-    }
-    used += static_cast<std::size_t>(got);
-  }
-  text.resize(used);
-  std::string_view line = text;
-  line = line.substr(0, line.find('\n'));
-  if (line.ends_with('\r')) {
-    line.remove_suffix(1);
-  }
-  if (line.empty()) {
-    return "the first line of the " + noun + " file is empty; it should hold the " + noun;
-  }
-  if (auto error = check_token(line, "the " + noun + " in the file")) {
+  if (auto error = check_token(*line, "the " + noun + " in the file")) {
     return error;
   }
-  s.*kind.token = std::string(line);
+  s.*kind.token = std::move(*line);
   return std::nullopt;
 }
 
