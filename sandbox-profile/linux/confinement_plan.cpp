@@ -394,8 +394,12 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
         path.filename() == "hooks" && !exists(p.path) && is_folder(git_dir)) {
       ::mkdir(p.path.c_str(), 0755);
     }
-    // Paths in a private folder are not there inside, unless bound back.
-    if (within_any(p.path, private_folders) && !within_any(p.path, kept_inside)) {
+    // Paths in a private folder are not there inside unless bound back, and what is bound back
+    // from the read-only root stays read-only unless it is one of the writable places: only
+    // those need protecting (carving any other would take from the private folder, /tmp say,
+    // the right to create entries in it).
+    if (within_any(p.path, private_folders) &&
+        (!within_any(p.path, kept_inside) || !within_any(p.path, bound))) {
       continue;
     }
     // A missing file in a git folder (config.worktree, a submodule's config): carving it out
