@@ -822,6 +822,30 @@ std::string attempt(const std::string& name, const std::string& command) {
          "=denied; fi; ";
 }
 
+// sandgate run from a build under /tmp (a checkout there): its own executables are bound back
+// into the private /tmp, read-only (the command's ssh is pointed at sandgate-connect), and /tmp
+// stays writable (carving them out with Landlock took that right from /tmp).
+TEST_F(RunTest, FromABuildUnderTmpItsExecutablesAreThereAndTmpStaysWritable) {
+  char folder[] = "/tmp/sandgate-bin-XXXXXX";
+  ASSERT_NE(::mkdtemp(folder), nullptr);
+  const std::string bin = folder;
+  fs::copy_file(kBinDir + "/sandgate", bin + "/sandgate");
+  fs::copy_file(kBinDir + "/sandgate-connect", bin + "/sandgate-connect");
+  Process process(run_argv({"--", "sh", "-c",
+                            "test -x " + bin + "/sandgate-connect && echo connect=there; " +
+                                attempt("connect_write", "echo x >> " + bin + "/sandgate-connect") +
+                                attempt("tmp", "echo x > /tmp/new-file && mkdir /tmp/new-folder")},
+                           bin + "/sandgate"),
+                  environment(), root_ + "/from-tmp", work_);
+  auto o = process.wait();
+  std::error_code ec;
+  fs::remove_all(bin, ec);
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("connect=there"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("connect_write=denied"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("tmp=ok"), std::string::npos) << describe(o);
+}
+
 // A real D-Bus session bus (dbus-daemon from Debian's dbus package) on a socket in a runtime
 // folder under /tmp, as a desktop session has one in /run/user/UID.
 class SessionBus {
