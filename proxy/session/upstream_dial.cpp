@@ -131,34 +131,6 @@ asio::awaitable<Lookup> resolve_name(SessionContext& context, const std::string&
   co_return lookup;
 }
 
-// Every answer must pass the address rules; one bad answer condemns the name, since a client
-// could otherwise be steered to it by the order of the answers. The refusal, or nothing.
-std::optional<DialResult> refuse_an_answer(SessionContext& context, const std::string& name,
-                                           std::uint16_t port,
-                                           const std::vector<asio::ip::address>& addresses) {
-  for (const auto& address : addresses) {
-    const rules::IpAddress checked = to_rules_address(address);
-    const rules::Decision decision = context.policy->decide_resolved(checked, port);
-    if (decision.allowed()) {
-      continue;
-    }
-    rules::Host as_host{checked.is_v4() ? rules::HostKind::ipv4 : rules::HostKind::ipv6,
-                        checked.to_string(), checked};
-    std::string sentence = name + " resolves to " + checked.to_string() + ": " +
-                           context.policy->explain(decision, as_host, port);
-    if (context.reports(decision.reason)) {
-      // Report-only mode: a private or blocklisted answer is logged as would-deny and dialled;
-      // loopback, metadata and reserved answers are never reportable.
-      context.keep_reported(decision.reason, rules::rule_text(decision), std::move(sentence));
-      continue;
-    }
-    DialResult refused = failure(decision.reason, std::move(sentence));
-    refused.endpoint = tcp::endpoint(address, port);
-    return refused;
-  }
-  return std::nullopt;
-}
-
 // Why the last address could not be connected to, as the refusal's reason and sentence.
 DialResult connect_failure(const std::string& target, const tcp::endpoint& last_endpoint,
                            const boost::system::error_code& last_error) {
@@ -232,6 +204,31 @@ asio::awaitable<DialResult> connect_in_order(SessionContext& context, const std:
 
 }  // namespace
 
+std::optional<DialResult> refuse_resolved(SessionContext& context, const std::string& name,
+                                          std::uint16_t port,
+                                          const std::vector<rules::IpAddress>& addresses) {
+  for (const rules::IpAddress& checked : addresses) {
+    const rules::Decision decision = context.policy->decide_resolved(checked, port);
+    if (decision.allowed()) {
+      continue;
+    }
+    rules::Host as_host{checked.is_v4() ? rules::HostKind::ipv4 : rules::HostKind::ipv6,
+                        checked.to_string(), checked};
+    std::string sentence = name + " resolves to " + checked.to_string() + ": " +
+                           context.policy->explain(decision, as_host, port);
+    if (context.reports(decision.reason)) {
+      // Report-only mode: a private or blocklisted answer is logged as would-deny and dialled;
+      // loopback, metadata and reserved answers are never reportable.
+      context.keep_reported(decision.reason, rules::rule_text(decision), std::move(sentence));
+      continue;
+    }
+    DialResult refused = failure(decision.reason, std::move(sentence));
+    refused.endpoint = tcp::endpoint(to_asio_address(checked), port);
+    return refused;
+  }
+  return std::nullopt;
+}
+
 asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::Host& host,
                                           std::uint16_t port, AddressChecks checks) {
   // 1. The addresses to try: the literal itself, or what the name resolves to.
@@ -246,7 +243,12 @@ asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::
     addresses = std::move(lookup.addresses);
     // 2. Every answer held to the address rules (not the parent proxy's: see AddressChecks).
     if (checks == AddressChecks::policy) {
-      if (auto refused = refuse_an_answer(context, host.name, port, addresses)) {
+      std::vector<rules::IpAddress> answers;
+      answers.reserve(addresses.size());
+      for (const auto& address : addresses) {
+        answers.push_back(to_rules_address(address));
+      }
+      if (auto refused = refuse_resolved(context, host.name, port, answers)) {
         co_return std::move(*refused);
       }
     }

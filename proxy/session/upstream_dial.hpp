@@ -6,7 +6,9 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "proxy/session/session_context.hpp"
 #include "proxy/session/wire/replies.hpp"
@@ -35,6 +37,15 @@ rules::IpAddress to_rules_address(const boost::asio::ip::address& address);
 // dial: always for a destination; never for the parent proxy, which the operator named and
 // which usually sits on a private network the rules would refuse.
 enum class AddressChecks : std::uint8_t { policy, none };
+
+// Holds the addresses `name` resolved to to the address rules of the request's policy: one bad
+// answer condemns the name, since a client could otherwise be steered to it by the order of the
+// answers. In report-only mode a reportable denial is kept in context.reported instead. The
+// refusal (its endpoint the address refused), or nothing. dial_upstream() applies it to every
+// lookup; a kept-alive upstream is judged again with it for each request it carries.
+std::optional<DialResult> refuse_resolved(SessionContext& context, const std::string& name,
+                                          std::uint16_t port,
+                                          const std::vector<rules::IpAddress>& addresses);
 
 // Connects `context.upstream` to host:port. Completes on the session's worker.
 boost::asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::Host& host,

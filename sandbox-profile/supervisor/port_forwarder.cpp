@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <memory>
 #include <utility>
@@ -18,16 +19,28 @@
 namespace sandgate::sandbox {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+// How long an accept is paused when the process is out of descriptors (the listener stays
+// readable, and retrying at once would spin).
+constexpr std::chrono::milliseconds kAcceptPause{100};
+
+sockaddr_in loopback(std::uint16_t port) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(port);
+  return address;
+}
+
+// The connector's blocking connect, inside the namespace (its own process: it waits alone).
 int connect_loopback(std::uint16_t port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     return -1;
   }
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(port);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+  const sockaddr_in address = loopback(port);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
     ::close(fd);
     return -1;
   }
@@ -47,6 +60,18 @@ bool would_block(ssize_t result) {
   return result < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
 }
 
+// "WORD NUMBER" (the connector's protocol: "ID PORT" asked, "ok ID" or "refused ID" answered).
+bool split_number(std::string_view text, std::string_view& word, std::uint64_t& number) {
+  const auto space = text.find(' ');
+  if (space == std::string_view::npos) {
+    return false;
+  }
+  word = text.substr(0, space);
+  const std::string_view digits = text.substr(space + 1);
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
+  return error == std::errc() && end == digits.data() + digits.size();
+}
+
 }  // namespace
 
 [[noreturn]] void run_connector(int channel) {
@@ -58,10 +83,11 @@ bool would_block(ssize_t result) {
     if (request->fd >= 0) {
       ::close(request->fd);
     }
-    const int port = std::atoi(request->text.c_str());
-    const int fd =
-        port > 0 && port < 65536 ? connect_loopback(static_cast<std::uint16_t>(port)) : -1;
-    if (!send_message(channel, fd >= 0 ? "ok" : "refused", fd)) {
+    std::string_view id;
+    std::uint64_t port = 0;
+    const bool valid = split_number(request->text, id, port) && port > 0 && port < 65536;
+    const int fd = valid ? connect_loopback(static_cast<std::uint16_t>(port)) : -1;
+    if (!send_message(channel, (fd >= 0 ? "ok " : "refused ") + std::string(id), fd)) {
       ::_exit(0);
     }
     if (fd >= 0) {
@@ -82,13 +108,21 @@ struct PortForwarder::Connection {
   };
   int fd[2];
   Direction from[2];
+  bool connecting = false;  // the far side's connect is under way, until `deadline`
+  Clock::time_point deadline{};
   bool broken = false;  // an error or a reset on either side: both were reset
 
   Connection(int client, int far) : fd{client, far} {}
 
   bool finished() const { return broken || (from[0].done && from[1].done); }
 
-  short events(int side) const {
+  // What to poll fd[side] for; -1 as the descriptor when nothing at all: a side that ended
+  // both ways reports POLLHUP whatever is asked, and would wake the loop for nothing. Otherwise
+  // it is polled even for no event, so that a reset (POLLERR) is seen at once.
+  pollfd poll_entry(int side) const {
+    if (connecting) {
+      return {fd[side], static_cast<short>(side == 1 ? POLLOUT : 0), 0};
+    }
     short wanted = 0;
     const Direction& out = from[side];
     if (!out.eof && out.end < kDirectionBuffer) {
@@ -97,7 +131,8 @@ struct PortForwarder::Connection {
     if (from[1 - side].start < from[1 - side].end) {
       wanted |= POLLOUT;
     }
-    return wanted;
+    const bool ended_both_ways = out.eof && from[1 - side].done;
+    return {wanted == 0 && ended_both_ways ? -1 : fd[side], wanted, 0};
   }
 
   // Passes a reset (or an error) on: both sides are reset.
@@ -109,9 +144,29 @@ struct PortForwarder::Connection {
     }
   }
 
+  // The far side's connect has completed (writable, or an error): relayed from now on, or the
+  // client is reset, as a direct connection to a closed port would be.
+  void finish_connect() {
+    int error = 0;
+    socklen_t length = sizeof error;
+    if (::getsockopt(fd[1], SOL_SOCKET, SO_ERROR, &error, &length) != 0 || error != 0) {
+      break_off();
+      return;
+    }
+    connecting = false;
+  }
+
   // Handles what poll() reported for fd[side].
   void serve(int side, short revents) {
-    if (broken) {
+    if (broken || revents == 0) {
+      return;
+    }
+    if (connecting) {
+      if (side == 1) {
+        finish_connect();
+      } else if ((revents & (POLLERR | POLLHUP)) != 0) {
+        break_off();  // the client gave up first
+      }
       return;
     }
     if ((revents & POLLERR) != 0) {
@@ -119,7 +174,14 @@ struct PortForwarder::Connection {
       return;
     }
     Direction& out = from[side];
-    if ((revents & (POLLIN | POLLHUP)) != 0 && !out.eof && out.end < kDirectionBuffer) {
+    Direction& in = from[1 - side];
+    const bool reading = !out.eof && out.end < kDirectionBuffer;
+    if ((revents & POLLHUP) != 0 && !reading && in.start == in.end) {
+      // Gone both ways while the other direction is still open: nothing can reach it any more.
+      break_off();
+      return;
+    }
+    if ((revents & (POLLIN | POLLHUP)) != 0 && reading) {
       const ssize_t got = ::read(fd[side], out.buffer.get() + out.end, kDirectionBuffer - out.end);
       if (got > 0) {
         out.end += static_cast<std::size_t>(got);
@@ -130,8 +192,7 @@ struct PortForwarder::Connection {
         return;
       }
     }
-    Direction& in = from[1 - side];
-    if ((revents & POLLOUT) != 0 && in.start < in.end) {
+    if ((revents & (POLLOUT | POLLHUP)) != 0 && in.start < in.end) {
       const ssize_t sent =
           ::send(fd[side], in.buffer.get() + in.start, in.end - in.start, MSG_NOSIGNAL);
       if (sent > 0) {
@@ -161,7 +222,15 @@ struct PortForwarder::Connection {
   }
 };
 
-PortForwarder::PortForwarder() {
+// An inbound client waiting for the connector's socket to the command's server.
+struct PortForwarder::Waiting {
+  std::uint64_t id;
+  int client;
+  Clock::time_point deadline;
+};
+
+PortForwarder::PortForwarder(std::chrono::milliseconds connect_timeout)
+    : connect_timeout_(connect_timeout) {
   if (::pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
     wake_pipe_[0] = wake_pipe_[1] = -1;
   }
@@ -192,22 +261,24 @@ void PortForwarder::add(Listener listener) {
 }
 
 void PortForwarder::forward_outbound(int listener, std::uint16_t port) {
-  add({listener, port, false});
+  add({listener, port, false, {}});
 }
 
 Expected<bool, std::string> PortForwarder::forward_inbound(std::uint16_t port, int connector) {
   {
     std::lock_guard lock(mutex_);
-    connector_ = connector;
+    if (connector_ < 0) {
+      // Asked and answered without waiting: a connector the command stops or kills must not
+      // hold the forwarder (its clients are reset after the connect timeout instead).
+      set_non_blocking(connector);
+      connector_ = connector;
+    }
   }
   const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(port);
+  const sockaddr_in address = loopback(port);
   const int one = 1;
   ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+  if (::bind(listener, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
       ::listen(listener, 128) != 0) {
     const std::string error = "--allow-inbound-port " + std::to_string(port) +
                               ": cannot listen on 127.0.0.1:" + std::to_string(port) + ": " +
@@ -215,49 +286,120 @@ Expected<bool, std::string> PortForwarder::forward_inbound(std::uint16_t port, i
     ::close(listener);
     return Unexpected{error};
   }
-  add({listener, port, true});
+  add({listener, port, true, {}});
   return true;
 }
 
-// Asks the connector for a socket connected to the command's 127.0.0.1:port; -1 if refused.
-int PortForwarder::connect_inside(std::uint16_t port) {
-  int connector = -1;
-  {
-    std::lock_guard lock(mutex_);
-    connector = connector_;
-  }
-  if (connector < 0 || !send_message(connector, std::to_string(port))) {
-    return -1;
-  }
-  auto answer = receive_message(connector);
-  return answer && answer->text == "ok" ? answer->fd : -1;
+int PortForwarder::connector() {
+  std::lock_guard lock(mutex_);
+  return connector_;
 }
 
-void PortForwarder::accept_all(const Listener& listener, std::vector<Connection>& connections) {
+void PortForwarder::start_outbound(int client, std::uint16_t port,
+                                   std::vector<Connection>& connections) {
+  const int far = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  const sockaddr_in address = loopback(port);
+  if (far < 0) {
+    close_with_reset(client);
+    return;
+  }
+  if (::connect(far, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
+    connections.emplace_back(client, far);
+    return;
+  }
+  if (errno != EINPROGRESS) {
+    ::close(far);
+    close_with_reset(client);  // nothing listens there: reset, as a direct connection would be
+    return;
+  }
+  // Under way (a host service whose accept queue is full drops the SYN and the kernel retries):
+  // the loop goes on serving everyone else meanwhile.
+  Connection& connection = connections.emplace_back(client, far);
+  connection.connecting = true;
+  connection.deadline = Clock::now() + connect_timeout_;
+}
+
+void PortForwarder::start_inbound(int client, std::uint16_t port, std::vector<Waiting>& waiting) {
+  const int channel = connector();
+  const std::uint64_t id = next_id_++;
+  if (channel < 0 || waiting.size() >= kMaxWaiting ||
+      !send_message(channel, std::to_string(id) + " " + std::to_string(port))) {
+    close_with_reset(client);
+    return;
+  }
+  waiting.push_back({id, client, Clock::now() + connect_timeout_});
+}
+
+void PortForwarder::accept_all(Listener& listener, std::vector<Connection>& connections,
+                               std::vector<Waiting>& waiting) {
   for (;;) {
     const int client = ::accept4(listener.fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (client < 0) {
-      return;  // none left (EAGAIN), or the client already gave up
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        listener.paused_until = Clock::now() + kAcceptPause;
+      }
+      return;  // none left (EAGAIN), the client already gave up, or no descriptor for now
     }
-    if (connections.size() >= kMaxConnections) {
+    if (connections.size() + waiting.size() >= kMaxConnections) {
       close_with_reset(client);
       continue;
     }
-    // Loopback on both sides: the connect is answered at once (accepted or refused).
-    const int far =
-        listener.inbound ? connect_inside(listener.port) : connect_loopback(listener.port);
-    if (far < 0) {
-      close_with_reset(client);  // nothing listens there: reset, as a direct connection would be
+    if (listener.inbound) {
+      start_inbound(client, listener.port, waiting);
+    } else {
+      start_outbound(client, listener.port, connections);
+    }
+  }
+}
+
+void PortForwarder::take_answers(std::vector<Connection>& connections,
+                                 std::vector<Waiting>& waiting) {
+  const int channel = connector();
+  for (;;) {
+    pollfd ready{channel, POLLIN, 0};
+    if (::poll(&ready, 1, 0) <= 0) {
+      return;
+    }
+    auto answer = receive_message(channel);
+    if (!answer || answer->closed) {
+      // The connector is gone (the command ended or killed it): nobody can be connected inside.
+      std::lock_guard lock(mutex_);
+      ::close(connector_);
+      connector_ = -1;
+      for (const Waiting& w : waiting) {
+        close_with_reset(w.client);
+      }
+      waiting.clear();
+      return;
+    }
+    std::string_view word;
+    std::uint64_t id = 0;
+    const bool parsed = split_number(answer->text, word, id);
+    const auto found =
+        std::find_if(waiting.begin(), waiting.end(), [id](const Waiting& w) { return w.id == id; });
+    if (!parsed || found == waiting.end()) {
+      if (answer->fd >= 0) {
+        ::close(answer->fd);  // for a client that timed out meanwhile
+      }
       continue;
     }
-    set_non_blocking(far);
-    connections.emplace_back(client, far);
+    if (word == "ok" && answer->fd >= 0 && connections.size() < kMaxConnections) {
+      set_non_blocking(answer->fd);
+      connections.emplace_back(found->client, answer->fd);
+    } else {
+      if (answer->fd >= 0) {
+        ::close(answer->fd);
+      }
+      close_with_reset(found->client);
+    }
+    waiting.erase(found);
   }
 }
 
 void PortForwarder::run() {
   std::vector<Listener> listeners;
   std::vector<Connection> connections;
+  std::vector<Waiting> waiting;
   std::vector<pollfd> fds;
   for (;;) {
     {
@@ -268,20 +410,37 @@ void PortForwarder::run() {
       listeners.insert(listeners.end(), pending_.begin(), pending_.end());
       pending_.clear();
     }
+    // The next deadline bounds the wait: a connect under way, a client waiting for the
+    // connector, a paused listener.
+    const Clock::time_point now = Clock::now();
+    Clock::time_point next = Clock::time_point::max();
     fds.clear();
     fds.push_back({wake_pipe_[0], POLLIN, 0});
+    const int channel = connector();
+    fds.push_back({waiting.empty() ? -1 : channel, POLLIN, 0});
     for (const Listener& listener : listeners) {
-      fds.push_back({listener.fd, POLLIN, 0});
-    }
-    for (const Connection& connection : connections) {
-      // A side with nothing to do is left out (-1): a socket shut both ways reports POLLHUP
-      // whatever is asked, and would wake the loop for nothing until the other side drains.
-      for (int side = 0; side < 2; ++side) {
-        const short events = connection.events(side);
-        fds.push_back({events != 0 ? connection.fd[side] : -1, events, 0});
+      const bool paused = listener.paused_until > now;
+      fds.push_back({paused ? -1 : listener.fd, POLLIN, 0});
+      if (paused) {
+        next = std::min(next, listener.paused_until);
       }
     }
-    if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) {
+    for (const Connection& connection : connections) {
+      fds.push_back(connection.poll_entry(0));
+      fds.push_back(connection.poll_entry(1));
+      if (connection.connecting) {
+        next = std::min(next, connection.deadline);
+      }
+    }
+    for (const Waiting& w : waiting) {
+      next = std::min(next, w.deadline);
+    }
+    int timeout = -1;
+    if (next != Clock::time_point::max()) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
+      timeout = static_cast<int>(std::clamp<long long>(left, 0, 60'000));
+    }
+    if (::poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) {
       break;
     }
     if ((fds[0].revents & POLLIN) != 0) {
@@ -289,26 +448,41 @@ void PortForwarder::run() {
       while (::read(wake_pipe_[0], drained, sizeof drained) > 0) {
       }
     }
-    // Connections first (their slots follow the listeners'), then new ones.
+    // Connections first (their slots follow the listeners'), then answers and new clients.
+    const std::size_t first_connection = 2 + listeners.size();
     for (std::size_t i = 0; i < connections.size(); ++i) {
-      const std::size_t slot = 1 + listeners.size() + 2 * i;
-      connections[i].serve(0, fds[slot].revents);
-      connections[i].serve(1, fds[slot + 1].revents);
+      connections[i].serve(0, fds[first_connection + 2 * i].revents);
+      connections[i].serve(1, fds[first_connection + 2 * i + 1].revents);
     }
+    const Clock::time_point after = Clock::now();
     for (std::size_t i = 0; i < connections.size();) {
-      if (connections[i].finished()) {
-        connections[i].close_both();
+      Connection& connection = connections[i];
+      if (connection.connecting && connection.deadline <= after) {
+        connection.break_off();  // the far side never answered: the client is reset
+      }
+      if (connection.finished()) {
+        connection.close_both();
         if (i + 1 != connections.size()) {
-          connections[i] = std::move(connections.back());
+          connection = std::move(connections.back());
         }
         connections.pop_back();
       } else {
         ++i;
       }
     }
+    std::erase_if(waiting, [after](const Waiting& w) {
+      if (w.deadline <= after) {
+        close_with_reset(w.client);  // the connector did not answer in time
+        return true;
+      }
+      return false;
+    });
+    if (fds[1].revents != 0) {
+      take_answers(connections, waiting);
+    }
     for (std::size_t i = 0; i < listeners.size(); ++i) {
-      if ((fds[1 + i].revents & POLLIN) != 0) {
-        accept_all(listeners[i], connections);
+      if ((fds[2 + i].revents & POLLIN) != 0) {
+        accept_all(listeners[i], connections, waiting);
       }
     }
     open_.store(connections.size(), std::memory_order_relaxed);
@@ -320,6 +494,9 @@ void PortForwarder::run() {
   }
   for (Connection& connection : connections) {
     connection.break_off();
+  }
+  for (const Waiting& w : waiting) {
+    close_with_reset(w.client);
   }
   open_.store(0, std::memory_order_relaxed);
 }

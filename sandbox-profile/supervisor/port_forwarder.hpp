@@ -14,11 +14,14 @@
 // either side, is passed on as a reset to the other side, never as a clean end; when nothing
 // listens on the far side the client is reset, as a direct connection would be. Each direction
 // holds at most 64 KiB: a side that does not read stops the other from being read. One thread
-// serves every listener and connection (non-blocking sockets, one poll loop), at most
-// kMaxConnections at once (beyond, a new client is reset). Thread-safe; stop() ends everything.
+// serves every listener and connection (non-blocking sockets, one poll loop: a connect under
+// way, or a connector the command stops, waits without holding anyone else, and gives up after
+// kConnectTimeout with a reset), at most kMaxConnections at once (beyond, a new client is
+// reset). Thread-safe; stop() ends everything.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -38,9 +41,12 @@ namespace sandgate::sandbox {
 class PortForwarder {
  public:
   static constexpr std::size_t kMaxConnections = 1024;
+  static constexpr std::size_t kMaxWaiting = 64;  // inbound clients waiting for the connector
   static constexpr std::size_t kDirectionBuffer = 64 * 1024;
+  static constexpr std::chrono::seconds kConnectTimeout{10};
 
-  PortForwarder();
+  // `connect_timeout`: how long a connect (or the connector's answer) may take.
+  explicit PortForwarder(std::chrono::milliseconds connect_timeout = kConnectTimeout);
   ~PortForwarder();  // stop()s
   PortForwarder(const PortForwarder&) = delete;
   PortForwarder& operator=(const PortForwarder&) = delete;
@@ -65,20 +71,29 @@ class PortForwarder {
     int fd;
     std::uint16_t port;
     bool inbound;
+    std::chrono::steady_clock::time_point paused_until;  // out of descriptors: accept later
   };
   struct Connection;
+  struct Waiting;
 
   void add(Listener listener);
   void run();
-  void accept_all(const Listener& listener, std::vector<Connection>& connections);
-  int connect_inside(std::uint16_t port);
+  void accept_all(Listener& listener, std::vector<Connection>& connections,
+                  std::vector<Waiting>& waiting);
+  void start_outbound(int client, std::uint16_t port, std::vector<Connection>& connections);
+  void start_inbound(int client, std::uint16_t port, std::vector<Waiting>& waiting);
+  // The connector's answers that have arrived: each waiting client gets its socket or a reset.
+  void take_answers(std::vector<Connection>& connections, std::vector<Waiting>& waiting);
+  int connector();
 
   int wake_pipe_[2] = {-1, -1};  // written by add() and stop()
   std::mutex mutex_;             // guards pending_, connector_ and stopped_
   std::vector<Listener> pending_;
   int connector_ = -1;
   bool stopped_ = false;
-  std::thread thread_;  // started by the first add()
+  std::thread thread_;         // started by the first add()
+  std::uint64_t next_id_ = 1;  // the connector's requests, on the loop's thread
+  std::chrono::milliseconds connect_timeout_;
   std::atomic<std::size_t> open_{0};
 };
 

@@ -143,6 +143,31 @@ TEST(ReportOnly, ABlocklistedResolvedAddressIsDialled) {
   EXPECT_FALSE(line.empty()) << proxy.log_text();
 }
 
+// A kept-alive upstream carries each request of the connection: each is judged, so each of two
+// requests to a blocklisted address is a would-deny line (the second used to be a plain allow).
+TEST(ReportOnly, EachRequestOnAKeptAliveUpstreamIsReported) {
+  fakes::HttpOrigin origin;
+  TestProxy proxy("127.0.0.1\n", report_only);
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  TestClient client(proxy.port());
+  for (const char* path : {"/first", "/second"}) {
+    client.pending.clear();
+    client.send("GET http://origin.test:" + std::to_string(origin.port()) + path +
+                " HTTP/1.1\r\nHost: origin.test\r\n\r\n");
+    ASSERT_EQ(read_response_head(client).status, 200) << path;
+    client.read_until("\r\n\r\n", std::chrono::milliseconds(300));
+  }
+  EXPECT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    std::size_t count = 0;
+    for (std::size_t at = log.find("resolves to 127.0.0.1"); at != std::string::npos;
+         at = log.find("resolves to 127.0.0.1", at + 1)) {
+      ++count;
+    }
+    return count >= 2;
+  })) << proxy.log_text();
+  EXPECT_EQ(would_denies(proxy, rules::Reason::blocklist), 2u);
+}
+
 TEST(ReportOnly, AnSniMismatchGoesThrough) {
   fakes::TcpOrigin origin;
   TestProxy proxy("", [&](settings::Settings& s) {

@@ -98,6 +98,32 @@ TEST(CurrentPolicy, KeptAliveConnectionMeetsTheReloadedRules) {
   EXPECT_TRUE(log_has(proxy, "\"reason\":\"blocklist\"")) << proxy.log_text();
 }
 
+// The address a kept-alive upstream was dialled at is judged again for each request: a reload
+// that blocklists it refuses the next request on the connection, as on a new one.
+TEST(CurrentPolicy, AKeptAliveUpstreamsAddressMeetsTheReloadedRules) {
+  HttpOrigin origin;
+  TestProxy proxy("", [](settings::Settings& s) {
+    allow_loopback(s);
+    s.revoke_on_reload = false;  // the request, not the revocation, must refuse it
+  });
+  proxy.dns().set("fine.test", {"127.0.0.1"});
+
+  TestClient client(proxy.port());
+  client.send(get_request("fine.test", origin.port(), "/before"));
+  ASSERT_EQ(read_response_head(client).status, 200);
+  client.read_until("\r\n\r\n", 500ms);
+
+  publish_blocklist(proxy, "127.0.0.1\n");
+  std::this_thread::sleep_for(100ms);
+
+  client.pending.clear();
+  client.send(get_request("fine.test", origin.port(), "/after"));
+  auto second = read_response_head(client);
+  EXPECT_EQ(second.status, 403) << second.head;
+  EXPECT_NE(second.head.find("destination_ip_prohibited"), std::string::npos) << second.head;
+  EXPECT_TRUE(log_has(proxy, "fine.test resolves to 127.0.0.1")) << proxy.log_text();
+}
+
 TEST(CurrentPolicy, ConnectAfterPlainRequestsMeetsTheReloadedRules) {
   HttpOrigin origin;
   TcpOrigin tunnel_origin;

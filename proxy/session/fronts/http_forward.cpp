@@ -41,6 +41,7 @@
 #include "proxy/session/graceful_close.hpp"
 #include "proxy/session/parent_dial.hpp"
 #include "proxy/session/tunnel_session.hpp"
+#include "proxy/session/upstream_dial.hpp"
 #include "proxy/session/wire/http_head.hpp"
 #include "proxy/session/wire/http_target.hpp"
 #include "rules/host.hpp"
@@ -206,6 +207,15 @@ asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission
                      upstream_still_idle(context.upstream);
   upstream.reusable = false;  // until this exchange shows it can be
   if (reuse) {
+    // The address it was dialled at, judged again by the rules this request is decided with (a
+    // reload since the last request, or report-only mode's would-deny for this request).
+    if (upstream.dialled) {
+      if (auto refused = refuse_resolved(context, request.target.host.name, request.target.port,
+                                         {*upstream.dialled})) {
+        admission.status = Admission::Status::refused;
+        admission.refusal = {refused->reason, refused->sentence, {}, refused->denied_at()};
+      }
+    }
     co_return;
   }
   // The old upstream (another host, or gone stale) is closed: it is no longer this connection's

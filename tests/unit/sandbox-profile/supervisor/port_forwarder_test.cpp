@@ -1,14 +1,18 @@
 // The forwarded localhost ports of `run` (--allow-localhost-port): real sockets on loopback, the
 // contract of the gate's own relay: bytes unchanged, an end passed on as a half-close, a reset
-// passed on as a reset, nothing listening answered with a reset, bounded buffering, and one
-// thread for every connection. (Inbound ports go through the connector inside the namespace:
-// tests/e2e/run_test.cpp, RunTest.ListedLocalhostPortsAreForwardedBothWays.)
+// passed on as a reset, nothing listening answered with a reset, bounded buffering, one thread
+// for every connection, and nothing one connection (or the command's connector) does holds the
+// others. Inbound ports go through a connector inside the namespace; here the test plays it over
+// the same channel (and tests/e2e/run_test.cpp runs the real one).
 #include "sandbox-profile/supervisor/port_forwarder.hpp"
+
+#include "sandbox-profile/supervisor/fd_passing.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -275,6 +279,133 @@ TEST(PortForwarder, StopCutsWhatIsOpenWithAReset) {
   ::close(client);
   ::close(server);
   f.forwarder.stop();  // idempotent
+}
+
+// A host service whose accept queue is full drops the SYN: the connect to it waits (for the
+// connect timeout, then the client is reset) without holding any other connection.
+TEST(PortForwarder, AConnectThatHangsHoldsNoOtherConnection) {
+  Listening full = listen_loopback();
+  ASSERT_EQ(::listen(full.fd, 0), 0);  // a queue of one, never accepted
+  std::vector<int> fillers;
+  for (int i = 0; i < 3; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(full.port);
+    ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    fillers.push_back(fd);
+  }
+  Listening origin = listen_loopback();
+  Listening inside_full = listen_loopback();
+  Listening inside_origin = listen_loopback();
+  PortForwarder forwarder(1500ms);
+  forwarder.forward_outbound(inside_full.fd, full.port);
+  forwarder.forward_outbound(inside_origin.fd, origin.port);
+
+  std::vector<int> stuck;
+  for (int i = 0; i < 3; ++i) {
+    stuck.push_back(connect_to(inside_full.port));
+  }
+  const auto started = std::chrono::steady_clock::now();
+  const int client = connect_to(inside_origin.port);
+  const int server = accept_one(origin.fd);
+  ASSERT_GE(server, 0);
+  ASSERT_TRUE(write_all(client, "ping"));
+  char buffer[8];
+  ASSERT_EQ(::read(server, buffer, sizeof buffer), 4);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 1s) << "held by the hanging connects";
+
+  // The hanging ones are reset once the connect timeout has passed.
+  for (int fd : stuck) {
+    int error = 0;
+    read_to_end(fd, error);
+    EXPECT_EQ(error, ECONNRESET) << (error == 0 ? "a clean end" : std::strerror(error));
+    ::close(fd);
+  }
+  for (int fd : fillers) {
+    ::close(fd);
+  }
+  for (int fd : {client, server, full.fd, origin.fd}) {
+    ::close(fd);
+  }
+}
+
+// Inbound: the forwarder asks the connector inside for a socket and waits for its answer
+// without blocking. Here the test is the connector: it answers the first request with a socket
+// to the origin, and never answers the second (a connector the command stopped): that client is
+// reset after the timeout, and an outbound connection meanwhile is served at once.
+TEST(PortForwarder, InboundWaitsForTheConnectorWithoutHoldingAnyone) {
+  int channel[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel), 0);
+  Listening origin = listen_loopback();
+  Listening free_port = listen_loopback();  // the inbound port: free it for the forwarder
+  const std::uint16_t inbound = free_port.port;
+  ::close(free_port.fd);
+  Listening echo = listen_loopback();
+  Listening inside_echo = listen_loopback();
+  PortForwarder forwarder(1500ms);
+  ASSERT_TRUE(forwarder.forward_inbound(inbound, channel[0]));
+  forwarder.forward_outbound(inside_echo.fd, echo.port);
+
+  // 1. Answered: relayed to the socket the connector made.
+  const int first = connect_to(inbound);
+  auto request = receive_message(channel[1]);
+  ASSERT_TRUE(request) << request.error();
+  EXPECT_EQ(request->text.substr(request->text.find(' ') + 1), std::to_string(inbound));
+  const int made = connect_to(origin.port);
+  ASSERT_TRUE(
+      send_message(channel[1], "ok " + request->text.substr(0, request->text.find(' ')), made));
+  ::close(made);
+  const int server = accept_one(origin.fd);
+  ASSERT_TRUE(write_all(first, "inbound"));
+  char buffer[16];
+  ASSERT_EQ(::read(server, buffer, sizeof buffer), 7);
+
+  // 2. Never answered: the outbound side is not held, and the client is reset in time.
+  const int second = connect_to(inbound);
+  ASSERT_TRUE(receive_message(channel[1]));  // asked, and left unanswered
+  const auto started = std::chrono::steady_clock::now();
+  const int client = connect_to(inside_echo.port);
+  const int echo_server = accept_one(echo.fd);
+  ASSERT_TRUE(write_all(client, "ping"));
+  ASSERT_EQ(::read(echo_server, buffer, sizeof buffer), 4);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 1s) << "held by the silent connector";
+  int error = 0;
+  read_to_end(second, error);
+  EXPECT_EQ(error, ECONNRESET) << (error == 0 ? "a clean end" : std::strerror(error));
+  for (int fd : {first, second, server, client, echo_server, channel[1], origin.fd, echo.fd}) {
+    ::close(fd);
+  }
+}
+
+// A client that half-closes and then resets: the reset reaches a silent origin at once, not at
+// its next write.
+TEST(PortForwarder, AResetAfterAHalfCloseIsPassedOnAtOnce) {
+  Forwarded f;
+  const int client = connect_to(f.inside.port);
+  const int server = accept_one(f.origin.fd);
+  ASSERT_TRUE(write_all(client, "request"));
+  ::shutdown(client, SHUT_WR);
+  char buffer[16];
+  ASSERT_EQ(::read(server, buffer, sizeof buffer), 7);
+  ASSERT_EQ(::read(server, buffer, sizeof buffer), 0);  // the half-close
+  std::this_thread::sleep_for(100ms);
+  reset_close(client);
+  const auto started = std::chrono::steady_clock::now();
+  // Only an error or a hang-up wakes this: the end of stream already arrived.
+  pollfd ready{server, 0, 0};
+  ASSERT_EQ(::poll(&ready, 1, 3000), 1) << "the reset did not arrive";
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 1s);
+  EXPECT_NE(ready.revents & POLLERR, 0);
+  int error = 0;
+  socklen_t length = sizeof error;
+  ASSERT_EQ(::getsockopt(server, SOL_SOCKET, SO_ERROR, &error, &length), 0);
+  // (A reset on a socket that had the end of stream is EPIPE: the kernel's word for a reset in
+  // CLOSE_WAIT.)
+  EXPECT_TRUE(error == ECONNRESET || error == EPIPE) << std::strerror(error);
+  EXPECT_TRUE(eventually([&] { return f.forwarder.open_connections() == 0; }));
+  ::close(server);
 }
 
 }  // namespace
