@@ -55,7 +55,6 @@ int start_connector() {
       ::dup2(pair[1], 3);
       ::close_range(4, ~0U, 0);
       ::fcntl(3, F_SETFD, FD_CLOEXEC);
-      readable_by_supervisor();
       run_connector(3);
     }
     ::_exit(0);

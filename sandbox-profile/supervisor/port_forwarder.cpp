@@ -72,6 +72,28 @@ bool split_number(std::string_view text, std::string_view& word, std::uint64_t& 
   return error == std::errc() && end == digits.data() + digits.size();
 }
 
+// What the connector hands over must be what was asked for: a TCP socket connected to port
+// `port` on loopback (127.0.0.1 for the connector) in the namespace. Anything else (a unix socket,
+// another port) is refused: the connector is ours, but the check costs three calls and keeps a
+// mistake there from reaching a host client.
+bool connected_inside(int fd, std::uint16_t port) {
+  int type = 0;
+  int domain = 0;
+  socklen_t length = sizeof type;
+  if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length) != 0 || type != SOCK_STREAM) {
+    return false;
+  }
+  length = sizeof domain;
+  if (::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &length) != 0 || domain != AF_INET) {
+    return false;
+  }
+  sockaddr_in peer{};
+  length = sizeof peer;
+  return ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &length) == 0 &&
+         peer.sin_family == AF_INET && (ntohl(peer.sin_addr.s_addr) >> 24) == 127 &&
+         ntohs(peer.sin_port) == port;
+}
+
 }  // namespace
 
 [[noreturn]] void run_connector(int channel) {
@@ -108,7 +130,8 @@ struct PortForwarder::Connection {
   };
   int fd[2];
   Direction from[2];
-  bool connecting = false;  // the far side's connect is under way, until `deadline`
+  bool hung_up[2] = {false, false};  // fd[i] reported POLLHUP: shut both ways, or closed
+  bool connecting = false;           // the far side's connect is under way, until `deadline`
   Clock::time_point deadline{};
   bool broken = false;  // an error or a reset on either side: both were reset
 
@@ -116,9 +139,10 @@ struct PortForwarder::Connection {
 
   bool finished() const { return broken || (from[0].done && from[1].done); }
 
-  // What to poll fd[side] for; -1 as the descriptor when nothing at all: a side that ended
-  // both ways reports POLLHUP whatever is asked, and would wake the loop for nothing. Otherwise
-  // it is polled even for no event, so that a reset (POLLERR) is seen at once.
+  // What to poll fd[side] for; -1 as the descriptor when there is nothing to do on a side that
+  // has hung up (shut both ways, or closed): it reports POLLHUP whatever is asked, and would
+  // wake the loop for nothing while the other side drains. Otherwise a side is polled even for
+  // no event, so that a reset (POLLERR) is seen at once.
   pollfd poll_entry(int side) const {
     if (connecting) {
       return {fd[side], static_cast<short>(side == 1 ? POLLOUT : 0), 0};
@@ -131,8 +155,8 @@ struct PortForwarder::Connection {
     if (from[1 - side].start < from[1 - side].end) {
       wanted |= POLLOUT;
     }
-    const bool ended_both_ways = out.eof && from[1 - side].done;
-    return {wanted == 0 && ended_both_ways ? -1 : fd[side], wanted, 0};
+    const bool idle_after_hang_up = hung_up[side] || (out.eof && from[1 - side].done);
+    return {wanted == 0 && idle_after_hang_up ? -1 : fd[side], wanted, 0};
   }
 
   // Passes a reset (or an error) on: both sides are reset.
@@ -175,14 +199,15 @@ struct PortForwarder::Connection {
     }
     Direction& out = from[side];
     Direction& in = from[1 - side];
+    // A hang-up is not an end by itself: what the side sent before its end is still to be read
+    // (when there is room) and passed on; a write to it fails if it is really gone.
+    hung_up[side] = hung_up[side] || (revents & POLLHUP) != 0;
     const bool reading = !out.eof && out.end < kDirectionBuffer;
-    if ((revents & POLLHUP) != 0 && !reading && in.start == in.end) {
-      // Gone both ways while the other direction is still open: nothing can reach it any more.
-      break_off();
-      return;
-    }
     if ((revents & (POLLIN | POLLHUP)) != 0 && reading) {
-      const ssize_t got = ::read(fd[side], out.buffer.get() + out.end, kDirectionBuffer - out.end);
+      // MSG_DONTWAIT, not the descriptor's O_NONBLOCK: a socket from the connector shares its
+      // open file description with whoever else holds it.
+      const ssize_t got =
+          ::recv(fd[side], out.buffer.get() + out.end, kDirectionBuffer - out.end, MSG_DONTWAIT);
       if (got > 0) {
         out.end += static_cast<std::size_t>(got);
       } else if (got == 0) {
@@ -193,8 +218,8 @@ struct PortForwarder::Connection {
       }
     }
     if ((revents & (POLLOUT | POLLHUP)) != 0 && in.start < in.end) {
-      const ssize_t sent =
-          ::send(fd[side], in.buffer.get() + in.start, in.end - in.start, MSG_NOSIGNAL);
+      const ssize_t sent = ::send(fd[side], in.buffer.get() + in.start, in.end - in.start,
+                                  MSG_NOSIGNAL | MSG_DONTWAIT);
       if (sent > 0) {
         in.start += static_cast<std::size_t>(sent);
         if (in.start == in.end) {
@@ -226,6 +251,7 @@ struct PortForwarder::Connection {
 struct PortForwarder::Waiting {
   std::uint64_t id;
   int client;
+  std::uint16_t port;
   Clock::time_point deadline;
 };
 
@@ -327,7 +353,7 @@ void PortForwarder::start_inbound(int client, std::uint16_t port, std::vector<Wa
     close_with_reset(client);
     return;
   }
-  waiting.push_back({id, client, Clock::now() + connect_timeout_});
+  waiting.push_back({id, client, port, Clock::now() + connect_timeout_});
 }
 
 void PortForwarder::accept_all(Listener& listener, std::vector<Connection>& connections,
@@ -383,8 +409,8 @@ void PortForwarder::take_answers(std::vector<Connection>& connections,
       }
       continue;
     }
-    if (word == "ok" && answer->fd >= 0 && connections.size() < kMaxConnections) {
-      set_non_blocking(answer->fd);
+    if (word == "ok" && answer->fd >= 0 && connections.size() < kMaxConnections &&
+        connected_inside(answer->fd, found->port)) {
       connections.emplace_back(found->client, answer->fd);
     } else {
       if (answer->fd >= 0) {

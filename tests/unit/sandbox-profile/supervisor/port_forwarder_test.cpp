@@ -338,10 +338,21 @@ TEST(PortForwarder, AConnectThatHangsHoldsNoOtherConnection) {
 TEST(PortForwarder, InboundWaitsForTheConnectorWithoutHoldingAnyone) {
   int channel[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel), 0);
-  Listening origin = listen_loopback();
   Listening free_port = listen_loopback();  // the inbound port: free it for the forwarder
   const std::uint16_t inbound = free_port.port;
   ::close(free_port.fd);
+  // The command's server "inside" listens on the same port number, on 127.0.0.2 (here inside
+  // and outside are one namespace, and the forwarder holds 127.0.0.1:inbound).
+  Listening origin;
+  origin.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  origin.port = inbound;
+  sockaddr_in second_loopback{};
+  second_loopback.sin_family = AF_INET;
+  second_loopback.sin_addr.s_addr = htonl(0x7f000002);
+  second_loopback.sin_port = htons(inbound);
+  ASSERT_EQ(
+      ::bind(origin.fd, reinterpret_cast<sockaddr*>(&second_loopback), sizeof second_loopback), 0);
+  ASSERT_EQ(::listen(origin.fd, 16), 0);
   Listening echo = listen_loopback();
   Listening inside_echo = listen_loopback();
   PortForwarder forwarder(4s);  // far longer than a loopback round trip, even under a sanitizer
@@ -353,7 +364,9 @@ TEST(PortForwarder, InboundWaitsForTheConnectorWithoutHoldingAnyone) {
   auto request = receive_message(channel[1]);
   ASSERT_TRUE(request) << request.error();
   EXPECT_EQ(request->text.substr(request->text.find(' ') + 1), std::to_string(inbound));
-  const int made = connect_to(origin.port);
+  const int made = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(::connect(made, reinterpret_cast<sockaddr*>(&second_loopback), sizeof second_loopback),
+            0);
   ASSERT_TRUE(
       send_message(channel[1], "ok " + request->text.substr(0, request->text.find(' ')), made));
   ::close(made);
@@ -406,6 +419,81 @@ TEST(PortForwarder, AResetAfterAHalfCloseIsPassedOnAtOnce) {
   EXPECT_TRUE(error == ECONNRESET || error == EPIPE) << std::strerror(error);
   EXPECT_TRUE(eventually([&] { return f.forwarder.open_connections() == 0; }));
   ::close(server);
+}
+
+// A client that half-closes and then reads slowly (an HTTP/1.0 client, `nc -N`): the origin's
+// long answer and its end arrive whole, though the origin's end comes while the forwarder still
+// holds a full buffer of what it sent.
+TEST(PortForwarder, AfterAHalfCloseASlowReaderGetsEverything) {
+  Forwarded f;
+  const int client = connect_to(f.inside.port);
+  const int server = accept_one(f.origin.fd);
+  ASSERT_TRUE(write_all(client, "request"));
+  ::shutdown(client, SHUT_WR);
+  int error = -1;
+  EXPECT_EQ(read_to_end(server, error), "request");
+  std::string answer(4 << 20, '\0');
+  for (std::size_t i = 0; i < answer.size(); ++i) {
+    answer[i] = static_cast<char>(i * 7 + i / 65536);
+  }
+  std::thread origin([&] {
+    EXPECT_TRUE(write_all(server, answer));
+    ::close(server);
+  });
+  std::string received;
+  char buffer[16384];
+  for (;;) {
+    const ssize_t got = ::read(client, buffer, sizeof buffer);
+    if (got <= 0) {
+      error = got == 0 ? 0 : errno;
+      break;
+    }
+    received.append(buffer, static_cast<std::size_t>(got));
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+  origin.join();
+  EXPECT_EQ(error, 0) << std::strerror(error) << " after " << received.size() << " bytes";
+  EXPECT_TRUE(received == answer) << "received " << received.size() << " bytes, not the same";
+  ::close(client);
+}
+
+// The connector's answer must be a TCP socket connected to the port asked for inside: a unix
+// socket, or a socket to another port, is refused and the client reset.
+TEST(PortForwarder, AConnectorAnswerThatIsNotTheAskedPortIsRefused) {
+  int channel[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel), 0);
+  Listening other = listen_loopback();
+  Listening free_port = listen_loopback();
+  const std::uint16_t inbound = free_port.port;
+  ::close(free_port.fd);
+  PortForwarder forwarder(4s);
+  ASSERT_TRUE(forwarder.forward_inbound(inbound, channel[0]));
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const int client = connect_to(inbound);
+    auto request = receive_message(channel[1]);
+    ASSERT_TRUE(request) << request.error();
+    const std::string id = request->text.substr(0, request->text.find(' '));
+    int forged = -1;
+    int pair[2] = {-1, -1};
+    if (attempt == 0) {
+      ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+      forged = pair[0];
+    } else {
+      forged = connect_to(other.port);  // a real TCP socket, to another port
+    }
+    ASSERT_TRUE(send_message(channel[1], "ok " + id, forged));
+    int error = 0;
+    read_to_end(client, error);
+    EXPECT_EQ(error, ECONNRESET) << "answer " << attempt << ": "
+                                 << (error == 0 ? "a clean end" : std::strerror(error));
+    for (int fd : {client, forged, pair[1]}) {
+      if (fd >= 0) {
+        ::close(fd);
+      }
+    }
+  }
+  ::close(channel[1]);
+  ::close(other.fd);
 }
 
 }  // namespace
