@@ -34,9 +34,11 @@ namespace {
 // RLIMIT_NPROC for the command: generous for parallel builds, a stop for a fork bomb.
 constexpr rlim_t kProcessLimit = 4096;
 
-// A process of ours inside that makes calls the supervisor reads (connect, sendto): it must be
-// readable by `run` (process_vm_readv), so it is dumpable again; it holds nothing the command
-// could not have, and has the boundary like every other process inside.
+// The self-probe, which makes calls the supervisor reads (connect, sendto), is made dumpable
+// again for `run` to read it (process_vm_readv); it runs and ends before the command exists, so
+// nothing inside can reach it. The inbound connector stays non-dumpable: it lives alongside the
+// command and holds the channel to the forwarder (a dumpable one could be traced and its channel
+// taken with pidfd_getfd); `run`, owner of the user namespace, reads it all the same.
 void readable_by_supervisor() { ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0); }
 
 // Forks the connector for inbound ports (see port_forwarder.hpp) from the confined child, inside
@@ -51,7 +53,8 @@ int start_connector() {
   if (middle == 0) {
     if (::fork() == 0) {
       // Keep only the channel (as descriptor 3) and the standard streams.
-      // (It inherits init's boundary: Landlock, no privileges, not dumpable, the filter.)
+      // (It inherits init's boundary: Landlock, no privileges, not dumpable, the filter; it is
+      // left not dumpable, see readable_by_supervisor.)
       ::dup2(pair[1], 3);
       ::close_range(4, ~0U, 0);
       ::fcntl(3, F_SETFD, FD_CLOEXEC);
