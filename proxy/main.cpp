@@ -108,10 +108,16 @@ int main(int argc, char** argv) {
   serve->fallthrough();
   auto* check = app.add_subcommand(
       "check",
-      "print the decision for HOST[:PORT] (port 443 by default); exit 0 allowed, 1 denied");
+      "print the decision for HOST[:PORT] (port 443 by default), or for a request to a URL; exit 0 "
+      "allowed, 1 denied");
   check->fallthrough();
   std::string target;
-  check->add_option("target", target, "HOST, HOST:PORT, [IPV6]:PORT")->required();
+  check->add_option("target", target, "HOST, HOST:PORT, [IPV6]:PORT, or http(s)://HOST/PATH")
+      ->required();
+  std::string check_method = "GET";
+  check->add_option("--method", check_method,
+                    "with a URL: the request's method (GET by default); git-fetch and git-push "
+                    "stand for a git clone or push of the repository at the URL");
   bool resolve = false;
   check->add_flag("--resolve", resolve,
                   "also look the name up as the gate would: hosts file, DNS, cache, each address");
@@ -177,7 +183,8 @@ int main(int argc, char** argv) {
   }
 
   if (*check) {
-    return sandgate::commands::run_check(*settings, target, std::cout, std::cerr, resolve);
+    return sandgate::commands::run_check(*settings, target, std::cout, std::cerr, resolve,
+                                         check_method);
   }
   if (*pending) {
     return sandgate::commands::run_pending(*settings, watch_pending, std::cout, std::cerr);

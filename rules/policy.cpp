@@ -63,10 +63,12 @@ Policy::Policy(PolicyOptions options, DomainSet blocklist, std::optional<DomainS
              allowlist ? std::make_shared<const DomainSet>(std::move(*allowlist)) : nullptr) {}
 
 Policy::Policy(PolicyOptions options, std::shared_ptr<const DomainSet> blocklist,
-               std::shared_ptr<const DomainSet> allowlist)
+               std::shared_ptr<const DomainSet> allowlist,
+               std::shared_ptr<const RequestRules> requests)
     : options_(std::move(options)),
       blocklist_(std::move(blocklist)),
-      allowlist_(std::move(allowlist)) {
+      allowlist_(std::move(allowlist)),
+      requests_(requests ? std::move(requests) : std::make_shared<const RequestRules>()) {
   for (auto port : options_.ssh_ports) {
     ssh_ports_.set(port);
   }

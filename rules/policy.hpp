@@ -35,6 +35,7 @@
 #include "rules/host.hpp"
 #include "rules/ip_address.hpp"
 #include "rules/reason.hpp"
+#include "rules/request_rules.hpp"
 
 namespace sandgate::rules {
 
@@ -92,9 +93,11 @@ class Policy {
  public:
   Policy(PolicyOptions options, DomainSet blocklist, std::optional<DomainSet> allowlist);
   // Shares already-built sets, so a reload that changes one file need not rebuild the other.
-  // `allowlist` null: no allowlist mode. `blocklist` must not be null.
+  // `allowlist` null: no allowlist mode. `blocklist` must not be null. `requests` null: no
+  // request rules and nothing inspected.
   Policy(PolicyOptions options, std::shared_ptr<const DomainSet> blocklist,
-         std::shared_ptr<const DomainSet> allowlist);
+         std::shared_ptr<const DomainSet> allowlist,
+         std::shared_ptr<const RequestRules> requests = nullptr);
 
   // The decision for a parsed destination.
   Decision decide(const Host& host, std::uint16_t port) const;
@@ -125,6 +128,9 @@ class Policy {
   const DomainSet* allowlist() const { return allowlist_.get(); }  // null: no allowlist mode
   const std::shared_ptr<const DomainSet>& shared_blocklist() const { return blocklist_; }
   const std::shared_ptr<const DomainSet>& shared_allowlist() const { return allowlist_; }
+  // The request rules and inspection patterns (rules/request_rules.hpp); never null.
+  const RequestRules& requests() const { return *requests_; }
+  const std::shared_ptr<const RequestRules>& shared_requests() const { return requests_; }
 
  private:
   bool is_git_host(std::string_view name) const;
@@ -136,6 +142,7 @@ class Policy {
   PolicyOptions options_;
   std::shared_ptr<const DomainSet> blocklist_;
   std::shared_ptr<const DomainSet> allowlist_;
+  std::shared_ptr<const RequestRules> requests_;
   std::bitset<65536> ssh_ports_;
   std::bitset<65536> allowed_ports_;
 };

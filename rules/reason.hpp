@@ -53,6 +53,11 @@ enum class Reason : std::uint8_t {
   ask_unavailable,      // nobody can be asked (no asker, too many questions); ask-default deny
   host_mismatch,        // capture: a plain-HTTP request whose Host is not the name dialled
   dns_refused,          // capture: a DNS query of a type or a name shape the gate refuses
+  // ---- Requests inside a connection (rules/request_rules.hpp; plain HTTP and inspected TLS) ----
+  request_denied,       // a deny line of the request rules matches the request
+  request_not_allowed,  // the host has request rules and none of them allows the request
+  origin_certificate,   // inspection: the origin's TLS certificate could not be verified
+  client_tls_failed,    // inspection: the client gave up the TLS handshake with the gate
   // ---- The request (the proxy's own checks of what the client sent) ----
   auth_required,              // the gate requires a token and the request carried none
   auth_failed,                // the request's token is wrong or its Proxy-Authorization malformed
@@ -104,7 +109,7 @@ struct ReasonInfo {
   std::string_view description;  // one line for people: when the gate gives this reason
 };
 
-inline constexpr std::array<ReasonInfo, 50> kReasons = {{
+inline constexpr std::array<ReasonInfo, 54> kReasons = {{
     // The policy.
     {Reason::allowed, "allowed", 0, "", Verdict::allow, "no rule objected"},
     {Reason::invalid_host, "invalid-host", 400, "http_request_error", Verdict::deny,
@@ -157,6 +162,17 @@ inline constexpr std::array<ReasonInfo, 50> kReasons = {{
     {Reason::dns_refused, "dns-refused", 0, "", Verdict::deny,
      "capture: a DNS query the gate does not answer (a type other than A, AAAA, HTTPS and SVCB, "
      "a name over the length and entropy budget, a malformed query)"},
+    // Requests inside a connection.
+    {Reason::request_denied, "request-denied", 403, "http_request_denied", Verdict::deny,
+     "a deny line of the request rules (SANDGATE_REQUEST_RULES) matches the request"},
+    {Reason::request_not_allowed, "request-not-allowed", 403, "http_request_denied", Verdict::deny,
+     "the destination has request rules (SANDGATE_REQUEST_RULES) and none allows the request"},
+    {Reason::origin_certificate, "origin-certificate", 502, "tls_certificate_error", Verdict::error,
+     "inspection: the origin's TLS certificate could not be verified for its name (the reply "
+     "and the log name its subject)"},
+    {Reason::client_tls_failed, "client-tls-failed", 0, "", Verdict::error,
+     "inspection: the client ended the TLS handshake with the gate (it may not trust the gate's "
+     "certificate authority; see `sandgate ca`)"},
     // The request.
     {Reason::auth_required, "auth-required", 407, "http_request_denied", Verdict::deny,
      "the gate requires a token and the request carried none"},
@@ -240,13 +256,13 @@ inline constexpr std::string_view kWouldDeny = "would-deny";
 // protocol's (a bad request, a missing token, a head too large, ...). A list, not a column of
 // kReasons, so that a reason added to the table is enforced in report-only mode unless it is
 // named here.
-inline constexpr std::array<Reason, 16> kReportableReasons = {
+inline constexpr std::array<Reason, 18> kReportableReasons = {
     Reason::ip_address,          Reason::private_address, Reason::blocklist,
     Reason::port_not_allowed,    Reason::ssh_disabled,    Reason::ssh_non_git_host,
     Reason::not_allowlisted,     Reason::launchdarkly,    Reason::launchdarkly_unreachable,
     Reason::sni_mismatch,        Reason::sni_missing,     Reason::protocol_mismatch,
     Reason::unknown_destination, Reason::ask_denied,      Reason::ask_timeout,
-    Reason::ask_unavailable,
+    Reason::ask_unavailable,     Reason::request_denied,  Reason::request_not_allowed,
 };
 
 // True when report-only mode logs a denial for `reason` as would-deny instead of enforcing it.

@@ -2,6 +2,8 @@
 #include "proxy/commands/check.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <tuple>
 
 #include "proxy/dns/local_addresses.hpp"
 #include "proxy/dns/resolve_report.hpp"
@@ -32,10 +34,105 @@ Expected<rules::Authority, rules::HostError> parse_target(std::string_view targe
   return rules::Authority{std::move(*host), kDefaultCheckPort};
 }
 
+// A URL's parts: the destination and the origin-form target ("/" when the URL has no path).
+struct CheckedUrl {
+  std::string authority;
+  std::string origin_form;
+  std::uint16_t default_port = 443;
+};
+
+std::optional<CheckedUrl> split_url(std::string_view target) {
+  CheckedUrl url;
+  if (target.starts_with("https://")) {
+    target.remove_prefix(8);
+  } else if (target.starts_with("http://")) {
+    target.remove_prefix(7);
+    url.default_port = 80;
+  } else {
+    return std::nullopt;
+  }
+  const std::size_t end = target.find_first_of("/?");
+  url.authority = std::string(target.substr(0, end));
+  url.origin_form = end == std::string_view::npos ? "/" : std::string(target.substr(end));
+  if (url.origin_form.front() == '?') {
+    url.origin_form.insert(0, "/");
+  }
+  return url;
+}
+
+// The requests a git clone or push of `repository` makes, as `--method git-fetch|git-push`
+// stands for them: the one that moves the objects decides.
+std::pair<std::string, std::string> git_request(std::string_view method, std::string path) {
+  if (path.size() > 1 && path.back() == '/') {
+    path.pop_back();
+  }
+  return {"POST", path + (method == "git-push" ? "/git-receive-pack" : "/git-upload-pack")};
+}
+
+// The request part of a check: the request rules' verdict on `method` `origin_form`.
+struct RequestCheck {
+  rules::Reason reason = rules::Reason::allowed;
+  std::string rule;
+  std::string why;
+  std::string request;  // as people read it
+  bool judged = false;  // the host has request rules
+  bool inspected = false;
+};
+
+RequestCheck check_request(const rules::Policy& policy, const rules::Authority& authority,
+                           std::string_view method, std::string_view origin_form) {
+  const rules::RequestRules& requests = policy.requests();
+  RequestCheck check;
+  check.inspected = requests.inspects(authority.host, authority.port);
+  std::string request_method(method);
+  std::string target(origin_form);
+  if (method == "git-fetch" || method == "git-push") {
+    std::tie(request_method, target) = git_request(method, std::string(origin_form));
+  }
+  auto normal = rules::normalise_path(target);
+  if (!normal) {
+    check.request = request_method + " " + authority.host.display() + target;
+    check.reason = rules::Reason::bad_request;
+    check.why = normal.error() + ".";
+    check.judged = true;
+    return check;
+  }
+  const rules::RequestFacts facts{request_method, normal.value().path, normal.value().query};
+  const rules::RequestVerdict verdict = requests.decide(authority.host, authority.port, facts);
+  check.request = rules::describe_request(authority.host.display(), facts);
+  check.judged = verdict.kind != rules::RequestVerdict::Kind::unruled;
+  check.rule = rules::request_rule_text(verdict);
+  if (!verdict.permits()) {
+    check.reason = verdict.kind == rules::RequestVerdict::Kind::denied
+                       ? rules::Reason::request_denied
+                       : rules::Reason::request_not_allowed;
+  }
+  check.why = check.judged ? requests.explain(verdict, authority.host.display(), facts)
+                           : check.request + " is allowed: no request rules for " +
+                                 authority.host.display() + ".";
+  return check;
+}
+
+void print_request_check(const RequestCheck& check, const rules::Authority& authority,
+                         std::string_view host_why, std::ostream& out) {
+  out << rules::verdict_name(rules::reason_info(check.reason).verdict) << " " << check.request
+      << "\n";
+  out << "reason: " << rules::reason_code(check.reason) << "\n";
+  out << "rule: " << (check.rule.empty() ? "(none)" : check.rule) << "\n";
+  out << "why: " << check.why << "\n";
+  out << "destination: allow " << authority.host.display() << ":" << authority.port << " ("
+      << host_why << ")\n";
+  out << "inspected: "
+      << (check.inspected ? "yes (the gate terminates its TLS connections to see each request)"
+                          : "no (its TLS connections are tunnelled unopened; request rules apply "
+                            "to its plain HTTP only)")
+      << "\n";
+}
+
 }  // namespace
 
 int run_check(const settings::Settings& settings, std::string_view target, std::ostream& out,
-              std::ostream& err, bool resolve) {
+              std::ostream& err, bool resolve, std::string_view method) {
   auto loaded = settings::load_policy(settings, settings::MissingDefaultBlocklist::use_template);
   if (!loaded) {
     err << "sandgate: " << loaded.error() << "\n";
@@ -49,7 +146,14 @@ int run_check(const settings::Settings& settings, std::string_view target, std::
         << "': " << issue.message << "\n";
   }
 
+  const std::optional<CheckedUrl> url = split_url(target);
+  if (url) {
+    target = url->authority;
+  }
   auto authority = parse_target(target);
+  if (authority && url && target.find(':') == std::string_view::npos) {
+    authority->port = url->default_port;
+  }
   if (!authority) {
     constexpr rules::Reason reason = rules::Reason::invalid_host;
     out << rules::verdict_name(rules::reason_info(reason).verdict) << " " << target << "\n"
@@ -77,14 +181,20 @@ int run_check(const settings::Settings& settings, std::string_view target, std::
     remote = client.check_blocking(authority->host, authority->port);
     client.stop();
   }
-  const bool allowed = decision.allowed() && (!remote || remote->allowed);
+  bool allowed = decision.allowed() && (!remote || remote->allowed);
   // What decided: LaunchDarkly when it said no, the local rules otherwise. The verdict printed
   // is that reason's row's, as the daemon logs it.
   const rules::Reason reason = remote && !remote->allowed ? remote->reason : decision.reason;
 
-  out << rules::verdict_name(rules::reason_info(reason).verdict) << " " << authority->host.display()
-      << ":" << authority->port << "\n";
-  if (remote && !remote->allowed) {
+  if (url && allowed) {
+    // The destination is allowed: the request decides.
+    const RequestCheck request = check_request(policy, *authority, method, url->origin_form);
+    print_request_check(request, *authority,
+                        policy.explain(decision, authority->host, authority->port), out);
+    allowed = request.reason == rules::Reason::allowed;
+  } else if (remote && !remote->allowed) {
+    out << rules::verdict_name(rules::reason_info(reason).verdict) << " "
+        << authority->host.display() << ":" << authority->port << "\n";
     out << "reason: " << rules::reason_code(reason) << "\n";
     out << "rule: ";
     if (remote->rule) {
@@ -95,6 +205,8 @@ int run_check(const settings::Settings& settings, std::string_view target, std::
     out << "\n";
     out << "why: " << remote->detail << ".\n";
   } else {
+    out << rules::verdict_name(rules::reason_info(reason).verdict) << " "
+        << authority->host.display() << ":" << authority->port << "\n";
     out << "reason: " << rules::reason_code(reason) << "\n";
     out << "rule: ";
     if (decision.rule) {

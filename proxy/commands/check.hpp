@@ -1,5 +1,6 @@
 // `sandgate check [--resolve] HOST[:PORT]`: the decision the gate would take, with its reason and
-// rule.
+// rule; `sandgate check [--method M] http(s)://HOST[:PORT]/PATH`: the same for one request,
+// through the request rules too, and whether the host's connections are inspected.
 #pragma once
 
 #include <ostream>
@@ -18,7 +19,10 @@ inline constexpr int kCheckUsageError = 2;  // also configuration errors
 // `target` and prints the decision to `out`; warnings and errors go to `err`. With `resolve`
 // (--resolve) and a name allowed by the rules, also shows what the resolver would do with it
 // (dns/resolve_report.hpp); an address the rules deny makes the answer a denial.
+// `target` may be a URL (http:// or https://); then `method` is its request's method, and
+// `git-fetch` or `git-push` stand for the requests of a git clone or push of the repository the
+// URL names.
 int run_check(const settings::Settings& settings, std::string_view target, std::ostream& out,
-              std::ostream& err, bool resolve = false);
+              std::ostream& err, bool resolve = false, std::string_view method = "GET");
 
 }  // namespace sandgate::commands

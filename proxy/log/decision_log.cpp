@@ -98,6 +98,9 @@ void format_text(std::string& out, const Record& r) {
     out += ')';
   }
   append_field(out, "client", r.client);
+  if (!r.path.empty()) {
+    append_field(out, "path", r.path);
+  }
   if (r.event == Record::Event::decision) {
     if (!r.rule.empty()) {
       append_field(out, "rule", r.rule);
@@ -133,9 +136,11 @@ void format_json(std::string& out, const Record& r) {
       .string("client", r.client)
       .string("method", r.method)
       .string("host", r.host)
-      .number("port", r.port)
-      .string("verdict", r.verdict)
-      .string("reason", r.reason);
+      .number("port", r.port);
+  if (!r.path.empty()) {
+    object.string("path", r.path);
+  }
+  object.string("verdict", r.verdict).string("reason", r.reason);
   if (!r.rule.empty()) {
     object.string("rule", r.rule);
   }

@@ -17,6 +17,9 @@ struct Record {
   std::string_view method;  // "CONNECT", "GET", ...
   std::string_view host;    // normalised, `[v6]` for IPv6; or the raw target when invalid
   std::uint16_t port = 0;
+  // The request's target (path and query) when the gate saw one: plain HTTP, and requests
+  // inside inspected connections. Empty for tunnels.
+  std::string_view path;
   // "allow", "deny" (the policy said no) or "error" (allowed, but the upstream failed).
   std::string_view verdict = "allow";
   // The reason's code, from the one reason table (rules::reason_code); empty on an end line

@@ -50,6 +50,8 @@ const std::vector<SettingRow>& setting_rows() {
       SANDGATE_RESTART("blocklist", a.blocklist_path == b.blocklist_path),
       SANDGATE_RESTART("allowlist", a.allowlist_path == b.allowlist_path &&
                                         a.allowlist_presets == b.allowlist_presets),
+      SANDGATE_RESTART("request_rules", a.request_rules_path == b.request_rules_path),
+      SANDGATE_RESTART("inspect", a.inspect == b.inspect),
       SANDGATE_ROW("block_loopback", Kind::policy, policy.block_loopback),
       SANDGATE_ROW("allow_ip", Kind::policy, policy.allow_ip),
       SANDGATE_ROW("allow_ssh", Kind::policy, policy.allow_ssh),
@@ -230,9 +232,11 @@ PolicyReloader::PolicyReloader(settings::Settings settings, settings::Sources so
   const Settings resolved = settings::with_resolved_paths(settings_);
   lists_[0] = {"blocklist", settings_.blocklist_path, resolved.blocklist_path, {}, {}, {}};
   lists_[1] = {"allowlist", settings_.allowlist_path, resolved.allowlist_path, {}, {}, {}};
+  lists_[2] = {
+      "request rules", settings_.request_rules_path, resolved.request_rules_path, {}, {}, {}};
   config_ = {"config", settings_.config_path, resolved.config_path, {}, {}, {}};
   std::vector<std::string> paths;
-  for (File* file : {&lists_[0], &lists_[1], &config_}) {
+  for (File* file : {&lists_[0], &lists_[1], &lists_[2], &config_}) {
     if (file->path.empty()) {
       continue;
     }
@@ -256,7 +260,7 @@ PolicyReloader::PolicyReloader(settings::Settings settings, settings::Sources so
 
   // What the initial policy was built from, so an unchanged file is not rebuilt. A blank file at
   // start-up has no last good rules to keep: the empty list is in force, and that is said.
-  for (int index = 0; index < 2; ++index) {
+  for (int index = 0; index < 3; ++index) {
     File& file = lists_[index];
     if (file.path.empty()) {
       continue;
@@ -270,8 +274,9 @@ PolicyReloader::PolicyReloader(settings::Settings settings, settings::Sources so
       log_.note("warning",
                 file.kind + " " + file.path + " is empty (" + blank_description(*text) +
                     "): starting with an empty " + file.kind +
-                    (index == 0 ? " (it blocks nothing)"
-                                : " (allowlist mode with no entry denies every destination)") +
+                    (index == 0   ? " (it blocks nothing)"
+                     : index == 1 ? " (allowlist mode with no entry denies every destination)"
+                                  : " (no request is judged)") +
                     "; a list meant to be empty should say so with a comment");
     }
     file.last_text = std::move(*text);
@@ -345,8 +350,7 @@ void PolicyReloader::check_given(File& file) {
                            " (resolved at start-up): restart it to follow the new location");
 }
 
-std::shared_ptr<const rules::DomainSet> PolicyReloader::load_list(int index,
-                                                                  std::size_t entries_in_force) {
+bool PolicyReloader::load_list(int index, std::size_t entries_in_force, const ParseList& parse) {
   File& file = lists_[index];
   const std::string& path = file.path;
   const std::string keeping =
@@ -359,7 +363,7 @@ std::shared_ptr<const rules::DomainSet> PolicyReloader::load_list(int index,
     ++counts_[index].failed;
     hold(file, "unreadable: " + text.error(), "warning",
          file.kind + " " + text.error() + "; " + keeping + " until it is back");
-    return nullptr;
+    return false;
   }
   if (settings::is_blank(*text)) {
     // A truncated file (a failed or slow rewrite) is no decision to drop every rule, nor, for
@@ -369,36 +373,33 @@ std::shared_ptr<const rules::DomainSet> PolicyReloader::load_list(int index,
          file.kind + " " + path + " is empty (" + blank_description(*text) + "); " + keeping +
              ": an empty file is taken for a failed or unfinished write (to empty the list on "
              "purpose, leave a comment in it)");
-    return nullptr;
+    return false;
   }
   if (*text == file.last_text) {
     if (!file.held.empty()) {
       log_.note("info", path + " is back, with the rules in force");
     }
     release(file);
-    return nullptr;  // touched, but the same rules
+    return false;  // touched, but the same rules
   }
   if (text->find('\0') != std::string::npos) {
     ++counts_[index].failed;
     hold(file, "not text", "error", path + ": holds NUL bytes (not a text file); " + keeping);
-    return nullptr;
+    return false;
   }
   std::vector<rules::LoadIssue> issues;
-  // The allowlist file comes with the presets named beside it (embedded, never re-read).
-  auto set = std::make_shared<const rules::DomainSet>(
-      index == 1 ? settings::build_allowlist(settings_.allowlist_presets, *text, path, issues)
-                 : rules::DomainSet::parse(*text, path, issues));
+  const std::size_t entries = parse(*text, path, issues);
   for (const auto& issue : issues) {
     log_.note("warning", issue.source + ":" + std::to_string(issue.line) + ": skipped '" +
                              issue.text + "': " + issue.message);
   }
-  if (set->size() == 0 && !issues.empty()) {
+  if (entries == 0 && !issues.empty()) {
     // Nothing usable at all: more likely a broken file than an intended empty list.
     ++counts_[index].failed;
     log_.note("error", path + ": no usable entry (" + std::to_string(issues.size()) +
                            " rejected lines); " + keeping);
     file.held = "nothing usable";
-    return nullptr;
+    return false;
   }
   release(file);
   file.last_text = std::move(*text);
@@ -406,9 +407,9 @@ std::shared_ptr<const rules::DomainSet> PolicyReloader::load_list(int index,
   const auto millis = std::chrono::duration<double, std::milli>(clock::now() - started).count();
   char took[32];
   std::snprintf(took, sizeof took, "%.1f", millis);
-  log_.note("info", "reloaded " + path + ": " + std::to_string(set->size()) + " entries, " +
+  log_.note("info", "reloaded " + path + ": " + std::to_string(entries) + " entries, " +
                         std::to_string(issues.size()) + " rejected lines, " + took + " ms");
-  return set;
+  return true;
 }
 
 // Re-reads the settings (flags and variables still win over the file), from the resolved config
@@ -418,7 +419,7 @@ PolicyReloader::ConfigResult PolicyReloader::reload_config() {
   const std::string& path = config_.path;
   auto pinned = settings::PinnedFile::open(path);
   if (!pinned) {
-    ++counts_[2].failed;
+    ++counts_[kConfig].failed;
     hold(config_, "unreadable: " + pinned.error(), "warning",
          "config " + pinned.error() + "; keeping the previous settings until it is back");
     return {};
@@ -428,7 +429,7 @@ PolicyReloader::ConfigResult PolicyReloader::reload_config() {
   const ssize_t n = ::pread((*pinned)->descriptor(), head.data(), head.size(), 0);
   head.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
   if (n >= 0 && static_cast<std::size_t>(n) < 4096 && settings::is_blank(head)) {
-    ++counts_[2].failed;
+    ++counts_[kConfig].failed;
     hold(config_, "blank", "warning",
          "config " + path + " is empty (" + blank_description(head) +
              "); keeping the previous settings: an empty file is taken for a failed or unfinished "
@@ -441,14 +442,14 @@ PolicyReloader::ConfigResult PolicyReloader::reload_config() {
   sources.flags.insert_or_assign("--config", through);
   auto fresh = settings::load(sources);
   if (!fresh) {
-    ++counts_[2].failed;
+    ++counts_[kConfig].failed;
     log_.note("error", "config reload failed, keeping the previous settings: " +
                            replace_all(fresh.error(), through, path));
     config_.held = "invalid";
     return {};
   }
   release(config_);
-  ++counts_[2].ok;
+  ++counts_[kConfig].ok;
   fresh->config_path = path;
   if (!asking_forbidden_.empty() && fresh->policy.unknown == rules::UnknownMode::ask &&
       last_loaded_.policy.unknown != rules::UnknownMode::ask) {
@@ -481,6 +482,7 @@ void PolicyReloader::reload(const std::vector<std::string>& changed, bool everyt
   auto base = current();
   std::shared_ptr<const rules::DomainSet> blocklist = base->shared_blocklist();
   std::shared_ptr<const rules::DomainSet> allowlist = base->shared_allowlist();
+  std::shared_ptr<const rules::RequestRules> requests = base->shared_requests();
   bool any = false;                                               // the policy changes
   bool settings_changed = false;                                  // a reloadable setting changed
   std::vector<std::pair<std::string, std::string>> config_notes;  // said after publishing
@@ -490,7 +492,7 @@ void PolicyReloader::reload(const std::vector<std::string>& changed, bool everyt
     }
   };
 
-  for (File* file : {&lists_[0], &lists_[1], &config_}) {
+  for (File* file : {&lists_[0], &lists_[1], &lists_[2], &config_}) {
     if (!file->path.empty() && file->given != file->path && touched(file->given)) {
       check_given(*file);
     }
@@ -505,26 +507,46 @@ void PolicyReloader::reload(const std::vector<std::string>& changed, bool everyt
     if (everything) {
       lists_[0].last_text.clear();  // SIGHUP rebuilds even an unchanged file
     }
-    if (auto fresh = load_list(0, blocklist->size())) {
-      blocklist = std::move(fresh);
-      any = true;
-    }
+    any |= load_list(0, blocklist->size(),
+                     [&](const std::string& text, const std::string& path,
+                         std::vector<rules::LoadIssue>& issues) {
+                       blocklist = std::make_shared<const rules::DomainSet>(
+                           rules::DomainSet::parse(text, path, issues));
+                       return blocklist->size();
+                     });
   }
   if (!lists_[1].path.empty() && touched(lists_[1].path)) {
     if (everything) {
       lists_[1].last_text.clear();
     }
-    if (auto fresh = load_list(1, allowlist ? allowlist->size() : 0)) {
-      allowlist = std::move(fresh);
-      any = true;
+    // The allowlist file comes with the presets named beside it (embedded, never re-read).
+    any |=
+        load_list(1, allowlist ? allowlist->size() : 0,
+                  [&](const std::string& text, const std::string& path,
+                      std::vector<rules::LoadIssue>& issues) {
+                    allowlist = std::make_shared<const rules::DomainSet>(
+                        settings::build_allowlist(settings_.allowlist_presets, text, path, issues));
+                    return allowlist->size();
+                  });
+  }
+  if (!lists_[2].path.empty() && touched(lists_[2].path)) {
+    if (everything) {
+      lists_[2].last_text.clear();
     }
+    any |= load_list(2, requests->size(),
+                     [&](const std::string& text, const std::string& path,
+                         std::vector<rules::LoadIssue>& issues) {
+                       requests = settings::build_request_rules(settings_, text, path, issues);
+                       return requests->size();
+                     });
   }
   if (!any && !settings_changed) {
     say_config_notes();
     return;
   }
   auto policy =
-      any ? std::make_shared<const rules::Policy>(settings_.policy, blocklist, allowlist) : base;
+      any ? std::make_shared<const rules::Policy>(settings_.policy, blocklist, allowlist, requests)
+          : base;
   {
     std::lock_guard lock(mutex_);
     current_ = policy;

@@ -102,7 +102,8 @@ class PolicyReloader {
   };
   const Counts& blocklist_counts() const { return counts_[0]; }
   const Counts& allowlist_counts() const { return counts_[1]; }
-  const Counts& config_counts() const { return counts_[2]; }
+  const Counts& request_rules_counts() const { return counts_[2]; }
+  const Counts& config_counts() const { return counts_[kConfig]; }
 
  private:
   std::string asking_forbidden_;  // see forbid_asking(); empty: asking may be turned on
@@ -119,8 +120,12 @@ class PolicyReloader {
 
   void run();
   void reload(const std::vector<std::string>& changed, bool everything);
-  // Loads one list file; returns the new set, or null to keep the last good one.
-  std::shared_ptr<const rules::DomainSet> load_list(int index, std::size_t entries_in_force);
+  // Reads one list file (lists_[index]): its text when it changed and may be used, or nothing
+  // to keep the last good rules (the reason logged). `parse` builds the new rules from the text
+  // and returns how many entries they hold; then the reload is counted and logged.
+  using ParseList = std::function<std::size_t(const std::string& text, const std::string& path,
+                                              std::vector<rules::LoadIssue>& issues)>;
+  bool load_list(int index, std::size_t entries_in_force, const ParseList& parse);
   struct ConfigResult {
     bool policy = false;    // a policy option changed: build a new Policy
     bool settings = false;  // a reloadable setting changed: publish new settings
@@ -143,7 +148,9 @@ class PolicyReloader {
   settings::Sources sources_;       // with --config set to the resolved config file
   log::DecisionLog& log_;
   Publish publish_;
-  File lists_[2];
+  // The blocklist, the allowlist, the request rules; counts_ has theirs, then the config's.
+  static constexpr int kConfig = 3;
+  File lists_[3];
   File config_;
   std::unique_ptr<watch::FileWatcher> watcher_;
   std::thread thread_;
@@ -153,7 +160,7 @@ class PolicyReloader {
   mutable std::mutex mutex_;  // guards current_ (read by other threads); never on a hot path
   std::shared_ptr<const rules::Policy> current_;
   std::atomic<std::uint64_t> generation_{0};
-  Counts counts_[3];
+  Counts counts_[4];
 };
 
 }  // namespace sandgate::reload

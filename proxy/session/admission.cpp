@@ -132,7 +132,47 @@ void record_refusal(SessionContext& context, std::string_view method, std::strin
   record.port = port;
   record.rule = refusal.rule;
   record.detail = refusal.sentence;
+  record.path = refusal.path;
   context.record_decision(record, refusal.reason);
+}
+
+std::string_view logged_path(std::string_view origin_form) {
+  return origin_form.substr(0, origin_form.find('?'));
+}
+
+RequestJudgement judge_request(SessionContext& context, const rules::Host& host, std::uint16_t port,
+                               std::string_view method, std::string_view origin_form) {
+  RequestJudgement judgement;
+  const rules::RequestRules& rules = context.policy->requests();
+  if (!rules.judges(host, port)) {
+    return judgement;
+  }
+  const std::string path(logged_path(origin_form));
+  auto normal = rules::normalise_path(origin_form);
+  if (!normal) {
+    judgement.refusal =
+        Refusal(rules::Reason::bad_request, normal.error() + ".", {}, DeniedAt::target);
+    judgement.refusal->path = path;
+    return judgement;
+  }
+  const rules::RequestFacts facts{method, normal.value().path, normal.value().query};
+  const rules::RequestVerdict verdict = rules.decide(host, port, facts);
+  if (verdict.permits()) {
+    judgement.rule = rules::request_rule_text(verdict);
+    return judgement;
+  }
+  const rules::Reason reason = verdict.kind == rules::RequestVerdict::Kind::denied
+                                   ? rules::Reason::request_denied
+                                   : rules::Reason::request_not_allowed;
+  std::string sentence = rules.explain(verdict, host.display(), facts);
+  std::string rule = rules::request_rule_text(verdict);
+  if (context.reports(reason)) {
+    context.keep_reported(reason, std::move(rule), std::move(sentence));
+    return judgement;
+  }
+  judgement.refusal = Refusal(reason, std::move(sentence), std::move(rule));
+  judgement.refusal->path = path;
+  return judgement;
 }
 
 std::string remote_allowlist_rule(const launchdarkly::Answer& answer) {

@@ -54,6 +54,7 @@ struct Refusal {
   std::string sentence;  // the human sentence of the reply and the log's detail
   std::string rule;      // the rule that decided, `source:line: entry`; empty when none did
   DeniedAt at = DeniedAt::target;
+  std::string path;  // the request's path, for the log, when the refusal is of one request
 };
 
 struct Admission {
@@ -97,6 +98,22 @@ boost::asio::awaitable<void> connect_upstream(SessionContext& context, Admission
 boost::asio::awaitable<Admission> admit(SessionContext& context, std::string_view method,
                                         const rules::Host& host, std::uint16_t port,
                                         UpstreamUse use, boost::beast::flat_buffer& from_parent);
+
+// Stage 5, for each HTTP request (plain, or inside an inspected connection), after the
+// destination was admitted: the request rules of context.policy (rules/request_rules.hpp) on its
+// method and origin-form target. A path with no normal form is refused as bad-request, a request
+// the rules do not permit as request-denied or request-not-allowed, unless report-only mode lets
+// it through (then kept in context.reported). `rule` is the line that allowed it, for the log.
+struct RequestJudgement {
+  std::optional<Refusal> refusal;
+  std::string rule;
+};
+RequestJudgement judge_request(SessionContext& context, const rules::Host& host, std::uint16_t port,
+                               std::string_view method, std::string_view origin_form);
+
+// The path a log line names for an origin-form target: the path without its query (a query
+// may carry a token), or "*".
+std::string_view logged_path(std::string_view origin_form);
 
 // The decision line of a refused request, counted like every decision: `method` is the front
 // end's ("CONNECT", "SOCKS5", "GET", ...), host "-" when none is known yet.

@@ -129,8 +129,8 @@ std::string resolve_path(const std::string& path) {
 }
 
 Settings with_resolved_paths(Settings settings) {
-  for (std::string* path :
-       {&settings.blocklist_path, &settings.allowlist_path, &settings.config_path}) {
+  for (std::string* path : {&settings.blocklist_path, &settings.allowlist_path,
+                            &settings.request_rules_path, &settings.config_path}) {
     if (!path->empty()) {
       *path = resolve_path(*path);
     }
@@ -226,6 +226,13 @@ rules::DomainSet build_allowlist(const std::vector<std::string>& presets,
   return std::move(builder).build();
 }
 
+std::shared_ptr<const rules::RequestRules> build_request_rules(
+    const Settings& settings, std::string_view file_text, std::string_view path,
+    std::vector<rules::LoadIssue>& issues) {
+  return std::make_shared<const rules::RequestRules>(
+      rules::RequestRules::parse(file_text, path, settings.inspect, "inspect setting", issues));
+}
+
 Expected<LoadedPolicy, std::string> load_policy(const Settings& given,
                                                 MissingDefaultBlocklist missing) {
   LoadedPolicy loaded;
@@ -273,8 +280,22 @@ Expected<LoadedPolicy, std::string> load_policy(const Settings& given,
     allowlist = build_allowlist(settings.allowlist_presets, {}, {}, loaded.issues);
   }
 
-  loaded.policy = std::make_shared<const rules::Policy>(settings.policy, std::move(blocklist),
-                                                        std::move(allowlist));
+  auto requests = std::make_shared<const rules::RequestRules>();
+  loaded.request_rules_path = settings.request_rules_path;
+  if (!settings.request_rules_path.empty()) {
+    auto text = read_file_at(settings.request_rules_path);
+    if (!text) {
+      return Unexpected{"request rules " + text.error()};
+    }
+    requests = build_request_rules(settings, *text, settings.request_rules_path, loaded.issues);
+  } else if (!settings.inspect.empty()) {
+    requests = build_request_rules(settings, {}, {}, loaded.issues);
+  }
+
+  loaded.policy = std::make_shared<const rules::Policy>(
+      settings.policy, std::make_shared<const rules::DomainSet>(std::move(blocklist)),
+      allowlist ? std::make_shared<const rules::DomainSet>(std::move(*allowlist)) : nullptr,
+      std::move(requests));
   return loaded;
 }
 

@@ -33,7 +33,14 @@ struct LoadedPolicy {
   // there is none.
   std::string blocklist_path;
   std::string allowlist_path;
+  std::string request_rules_path;  // empty: none
 };
+
+// The request rules: the text of the file at `path` (none: both empty) with the inspection
+// patterns of settings.inspect. Bad lines go to `issues`. Used at start-up and on reload.
+std::shared_ptr<const rules::RequestRules> build_request_rules(
+    const Settings& settings, std::string_view file_text, std::string_view path,
+    std::vector<rules::LoadIssue>& issues);
 
 // The allowlist: the bundled presets named (config/presets, embedded) and then the file's text,
 // as one set whose rules say where each came from (`preset:dev:12 github.com:443,22`,

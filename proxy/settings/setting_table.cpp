@@ -19,6 +19,7 @@
 #include "config/embedded_defaults.hpp"
 #include "proxy/settings/endpoint.hpp"
 #include "rules/host.hpp"
+#include "rules/rule_line.hpp"
 
 namespace sandgate::settings::detail {
 namespace {
@@ -246,6 +247,45 @@ std::vector<Setting> make_table() {
         false},
        set_allowlist,
        show_allowlist},
+      {{"request_rules",
+        "--request-rules",
+        "SANDGATE_REQUEST_RULES",
+        {},
+        "request-rules file: which methods and paths (and git fetch or push) each host may be "
+        "sent; "
+        "its hosts' TLS connections are inspected",
+        false},
+       [](Settings& s, std::string_view v) { return set_path(s.request_rules_path, v); },
+       [](const Settings& s) { return or_text(s.request_rules_path, "(none)"); }},
+      {{"inspect",
+        "--inspect",
+        "SANDGATE_INSPECT",
+        {},
+        "comma-separated hosts (rules-file entries) whose TLS connections are inspected: the gate "
+        "terminates them with its own certificate authority to see each request",
+        false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         auto items = split_list(v);
+         if (!items) {
+           return items.error();
+         }
+         s.inspect.clear();
+         std::vector<std::uint16_t> ports;
+         for (auto item : *items) {
+           if (auto entry = rules::parse_entry(item, ports); !entry) {
+             return "'" + std::string(item) + "': " + entry.error();
+           }
+           s.inspect.emplace_back(item);
+         }
+         return std::nullopt;
+       },
+       [](const Settings& s) {
+         std::string text;
+         for (const auto& entry : s.inspect) {
+           text += (text.empty() ? "" : ",") + entry;
+         }
+         return or_text(text, "(none)");
+       }},
       {{"block_loopback",
         "--block-loopback",
         "GOOSE_SANDBOX_BLOCK_LOOPBACK",

@@ -66,6 +66,12 @@ struct Settings {
   // Bundled allowlists (`preset:NAME`, config/presets), applied with the file. Allowlist mode
   // is on when either is given.
   std::vector<std::string> allowlist_presets;
+  // The request-rules file (rules/request_rules.hpp); empty: none. Watched and reloaded like
+  // the lists.
+  std::string request_rules_path;
+  // Hosts whose TLS connections are inspected without request rules of their own (rules-file
+  // entries: `github.com`, `*.example.org`, `pypi.org:443`).
+  std::vector<std::string> inspect;
   bool sni_check = true;  // inspect the ClientHello of tunnels to TLS ports
   std::vector<std::uint16_t> tls_ports = {443};
   // On reload, close open tunnels and kept-alive connections whose destination the new rules

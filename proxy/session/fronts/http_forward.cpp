@@ -99,6 +99,7 @@ struct EndLine {
   std::string_view method;
   std::string_view host;
   std::uint16_t port = 0;
+  std::string_view path;
   std::string_view outcome;
   std::optional<rules::Reason> reason;  // none: it ended normally
   std::string_view detail;
@@ -115,6 +116,7 @@ void log_end(SessionContext& context, const EndLine& line) {
   end.method = line.method;
   end.host = line.host;
   end.port = line.port;
+  end.path = line.path;
   // The request was allowed; a failure after that is the end line's reason, not a new verdict.
   end.verdict = rules::verdict_name(rules::Verdict::allow);
   end.reason = line.reason ? rules::reason_code(*line.reason) : std::string_view{};
@@ -182,6 +184,8 @@ struct AdmittedRequest {
   HttpTarget target;
   std::string display;  // the host as the log names it
   std::string where;    // host:port, the key a kept-alive upstream is reused for
+  std::string path;     // the path as the log names it (logged_path)
+  std::string rule;     // the request rule that allowed it, if one did
 };
 
 // Refuses the request (the upstream closed, the reply written, the line logged); the connection
@@ -192,8 +196,10 @@ asio::awaitable<void> refuse_request(SessionContext& context, std::string_view m
   boost::system::error_code ignored;
   context.upstream.close(ignored);
   context.live.destination.reset();
-  co_await reply_and_log(context, refusal.reason, method, host, port, refusal.sentence,
-                         refusal.rule, refusal.at);
+  record_refusal(context, method, host, port, refusal);
+  const std::string reply = build_reply(refusal.reason, refusal.sentence, refusal.at);
+  co_await asio::async_write(context.client, asio::buffer(reply), use_tuple);
+  co_await close_gracefully(context.client);
 }
 
 // Stage 4 for plain HTTP: the kept-alive upstream if it is for the same host:port and still
@@ -243,8 +249,9 @@ void record_request_decision(SessionContext& context, const AdmittedRequest& req
   record.method = request.method;
   record.host = request.display;
   record.port = request.target.port;
+  record.path = request.path;
   record.address = upstream.address;
-  const std::string rule = admission.rule();
+  const std::string rule = request.rule.empty() ? admission.rule() : request.rule;
   const std::string note = admission.note();
   record.rule = rule;
   record.detail = note;
@@ -289,12 +296,24 @@ asio::awaitable<std::optional<AdmittedRequest>> admit_request(SessionContext& co
     co_return std::nullopt;
   }
 
-  // The admission pipeline, on every request of the connection.
+  // The admission pipeline, on every request of the connection: the destination, then the
+  // request itself (its method and path), then the dial.
+  request.path = std::string(logged_path(request.target.origin_form));
   Admission admission = co_await decide_admission(context, request.method, host, port);
+  if (admission.admitted()) {
+    RequestJudgement judged =
+        judge_request(context, host, port, request.method, request.target.origin_form);
+    if (judged.refusal) {
+      admission.status = Admission::Status::refused;
+      admission.refusal = std::move(*judged.refusal);
+    }
+    request.rule = std::move(judged.rule);
+  }
   if (admission.admitted()) {
     co_await reach_origin(context, admission, request, upstream);
   }
   if (admission.refused()) {
+    admission.refusal.path = request.path;
     co_await refuse_request(context, request.method, request.display, port, admission.refusal);
   }
   if (!admission.admitted()) {
@@ -394,7 +413,15 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   if (!admitted) {
     co_return Next::stop;
   }
-  EndLine end{admitted->method, admitted->display, admitted->target.port, "closed", {}, {}, 0, 0,
+  EndLine end{admitted->method,
+              admitted->display,
+              admitted->target.port,
+              admitted->path,
+              "closed",
+              {},
+              {},
+              0,
+              0,
               started};
 
   const bool request_keep_alive = head_parser.keep_alive();

@@ -48,8 +48,10 @@ socks::ReplyCode socks_reply_code(rules::Reason reason) {
     case Reason::ask_denied:
     case Reason::ask_timeout:
     case Reason::ask_unavailable:
-    case Reason::host_mismatch:  // capture only: never a SOCKS client's
-    case Reason::dns_refused:    // capture only: never a SOCKS client's
+    case Reason::host_mismatch:        // capture only: never a SOCKS client's
+    case Reason::dns_refused:          // capture only: never a SOCKS client's
+    case Reason::request_denied:       // inside a tunnel: never before a SOCKS reply
+    case Reason::request_not_allowed:  // inside a tunnel: never before a SOCKS reply
     case Reason::auth_required:
     case Reason::auth_failed:
       return ReplyCode::not_allowed_by_ruleset;
@@ -71,6 +73,10 @@ socks::ReplyCode socks_reply_code(rules::Reason reason) {
       return ReplyCode::host_unreachable;
     case Reason::connection_refused:
       return ReplyCode::connection_refused;
+    // Inspection, inside a tunnel already established: never before a SOCKS reply.
+    case Reason::origin_certificate:
+    case Reason::client_tls_failed:
+      return ReplyCode::general_failure;
     // The parent proxy: its refusal is a ruleset's (most often its ACLs), its absence the
     // network's.
     case Reason::parent_refused:

@@ -65,6 +65,7 @@ TEST(ReasonTable, EveryRowsReplyIsConsistent) {
       {"destination_unavailable", {502}},
       {"http_response_incomplete", {502}},
       {"connection_limit_reached", {503}},
+      {"tls_certificate_error", {502}},
   };
   for (const ReasonInfo& row : kReasons) {
     SCOPED_TRACE(std::string(row.code));
@@ -133,6 +134,10 @@ TEST(ReasonTable, ReleasedCodesAreUnchanged) {
       {Reason::ask_unavailable, "ask-unavailable"},
       {Reason::host_mismatch, "host-mismatch"},
       {Reason::dns_refused, "dns-refused"},
+      {Reason::request_denied, "request-denied"},
+      {Reason::request_not_allowed, "request-not-allowed"},
+      {Reason::origin_certificate, "origin-certificate"},
+      {Reason::client_tls_failed, "client-tls-failed"},
       {Reason::auth_required, "auth-required"},
       {Reason::auth_failed, "auth-failed"},
       {Reason::bad_request, "bad-request"},
