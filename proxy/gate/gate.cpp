@@ -84,8 +84,27 @@ std::optional<GateError> Gate::start(std::optional<int> listener) {
   local_addresses_ = std::make_unique<dns::LocalAddressWatch>();
   start_questions();
   // The server first: the parts made after it hold pointers into it or publish into it.
+  if (auto made = inspect::Inspection::create(
+          settings_.ca_dir.empty() ? inspect::default_ca_folder(settings::home_directory())
+                                   : settings_.ca_dir,
+          settings_.inspect_extra_ca)) {
+    inspection_ = std::move(*made);
+  } else {
+    return fail(made.error());
+  }
+  if (!loaded_.policy->requests().empty()) {
+    // Inspection is configured: the CA is made (or loaded) now, so that clients can be pointed
+    // at it before the first connection, and a broken one stops the start.
+    auto authority = inspection_->authority();
+    if (!authority) {
+      return fail("inspection: " + authority.error());
+    }
+    log_->note("info", "inspection: certificate authority " + (*authority)->paths().certificate +
+                           " (" + (*authority)->subject() + "); clients must trust it");
+  }
   server_ = std::make_unique<server::Server>(settings_, *log_, loaded_.policy);
   server_->use_question_board(questions_.get());
+  server_->use_inspection(inspection_.get());
   auto endpoint = listener ? server_->adopt_listener(*listener) : server_->bind();
   if (!endpoint) {
     return fail(endpoint.error());

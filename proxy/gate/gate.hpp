@@ -31,6 +31,7 @@
 #include "proxy/admin/admin_server.hpp"
 #include "proxy/ask/question_board.hpp"
 #include "proxy/dns/local_addresses.hpp"
+#include "proxy/inspect/inspection.hpp"
 #include "proxy/launchdarkly/remote_allowlist.hpp"
 #include "proxy/log/decision_log.hpp"
 #include "proxy/reload/policy_reloader.hpp"
@@ -159,6 +160,7 @@ class Gate {
   std::unique_ptr<dns::LocalAddressWatch> local_addresses_;
   // Before the server: the workers' sessions hold waiters on it until their loops end.
   std::unique_ptr<ask::QuestionBoard> questions_;
+  std::unique_ptr<inspect::Inspection> inspection_;  // before the server: it outlives the workers
   std::unique_ptr<server::Server> server_;
   std::unique_ptr<launchdarkly::RemoteAllowlist> remote_;
   std::unique_ptr<reload::PolicyReloader> reloader_;

@@ -69,6 +69,8 @@ class Server {
   }
   // The gate's question board (--unknown=ask), which outlives the workers. Before run().
   void use_question_board(ask::QuestionBoard* board) { shared_.questions = board; }
+  // Inspection's contexts and CA, which outlive the workers. Before run().
+  void use_inspection(inspect::Inspection* inspection) { shared_.inspection = inspection; }
 
   // Called on SIGHUP, on the control thread: reload the files and reopen the log.
   std::function<void()> on_hangup;

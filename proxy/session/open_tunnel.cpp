@@ -29,6 +29,7 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 struct FirstBytes {
   rules::Decision decision;
   bool ssh = false;                     // the client spoke SSH (the SSH rules decided)
+  bool tls = false;                     // the client sent a TLS ClientHello
   std::string note;                     // for the allow line: something the operator should know
   std::optional<rules::Host> tls_name;  // an IP destination's SNI name, which passed the policy
 };
@@ -81,6 +82,7 @@ asio::awaitable<FirstBytes> inspect_first_bytes(SessionContext& context, const r
     }
     case Status::tls: {
       FirstBytes tls;
+      tls.tls = true;
       if (hello.encrypted_client_hello) {
         // ECH (or GREASE ECH, which cannot be told apart): the name checked below is the outer
         // one, and the server dialled is the one the policy allowed; a name inside is not seen.
@@ -181,6 +183,7 @@ struct TunnelSetup {
   std::uint64_t early_up = 0;             // bytes passed on before the relay took over
   std::uint64_t early_down = 0;
   std::optional<rules::SshIdentificationWatch> ssh_watch;  // undecided: the relay goes on
+  bool tls = false;  // the client's first bytes were a TLS ClientHello (checked)
 
   void add_note(std::string_view more) {
     if (!more.empty()) {
@@ -259,6 +262,7 @@ asio::awaitable<bool> look_at_first_bytes(TunnelSetup& setup, boost::beast::flat
       co_return false;
     }
     setup.destination.ssh = first.ssh;
+    setup.tls = first.tls;
     if (first.tls_name) {
       setup.destination.tls_name = std::make_shared<const rules::Host>(*first.tls_name);
     }
@@ -344,19 +348,19 @@ asio::awaitable<void> refuse_tunnel(SessionContext& context, const TunnelFrontEn
   co_await close_gracefully(context.client);
 }
 
-asio::awaitable<void> open_tunnel(SessionContext& context, const TunnelFrontEnd& front,
-                                  const rules::Host& host, std::uint16_t port,
-                                  boost::beast::flat_buffer& buffer) {
+asio::awaitable<TunnelOpened> open_tunnel(SessionContext& context, const TunnelFrontEnd& front,
+                                          const rules::Host& host, std::uint16_t port,
+                                          boost::beast::flat_buffer& buffer) {
   // 2-4. The admission pipeline: the policy, a question, LaunchDarkly, the dial.
   boost::beast::flat_buffer from_parent;  // the destination's first bytes, behind the parent's head
   const Admission admission =
       co_await admit(context, front.method, host, port, UpstreamUse::tunnel, from_parent);
   if (admission.refused()) {
     co_await refuse_tunnel(context, front, host.display(), port, admission.refusal);
-    co_return;
+    co_return TunnelOpened::done;
   }
   if (!admission.admitted()) {
-    co_return;
+    co_return TunnelOpened::done;
   }
   TunnelSetup setup(context, front.method, host, port, to_text(admission.endpoint),
                     admission.note());
@@ -371,7 +375,7 @@ asio::awaitable<void> open_tunnel(SessionContext& context, const TunnelFrontEnd&
   if (!setup.write_error) {
     // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
     if (!co_await look_at_first_bytes(setup, buffer)) {
-      co_return;
+      co_return TunnelOpened::done;
     }
   }
 
@@ -379,10 +383,17 @@ asio::awaitable<void> open_tunnel(SessionContext& context, const TunnelFrontEnd&
   // they judged every tunnel already open. From here on a reload finds it registered.
   if (auto revoked = context.register_destination(std::move(setup.destination))) {
     deny_established(setup, revocation_reason(*revoked), revoked->rule, revoked->detail);
-    co_return;
+    co_return TunnelOpened::done;
   }
   record_tunnel_decision(setup, admission.rule());
+  // 7. Inspected: the front end serves its requests (inspected_connection.hpp). Otherwise the
+  // relay splices it.
+  if (setup.tls && !setup.write_error && context.worker.shared.inspection != nullptr &&
+      context.policy->requests().inspects(host, port)) {
+    co_return TunnelOpened::inspect;
+  }
   co_await hand_over(setup, buffer);
+  co_return TunnelOpened::done;
 }
 
 }  // namespace sandgate::session

@@ -48,8 +48,14 @@ boost::asio::awaitable<void> refuse_tunnel(SessionContext& context, const Tunnel
 // context.begin_request() and forgotten any earlier destination (see handle_connect). Every
 // refusal before success goes through `front`; one after it (SNI mismatch, SSH to a non-git
 // host, a reload) closes the connection, since the client already speaks its own protocol.
-boost::asio::awaitable<void> open_tunnel(SessionContext& context, const TunnelFrontEnd& front,
-                                         const rules::Host& host, std::uint16_t port,
-                                         boost::beast::flat_buffer& buffer);
+// How open_tunnel() ended: done (handed to the relay, or refused, or over; logged either way),
+// or admitted with a TLS ClientHello to a host that is inspected, which the front end then
+// serves with serve_inspected() (fronts/inspected_connection.hpp), `buffer` holding the hello.
+enum class TunnelOpened : std::uint8_t { done, inspect };
+
+boost::asio::awaitable<TunnelOpened> open_tunnel(SessionContext& context,
+                                                 const TunnelFrontEnd& front,
+                                                 const rules::Host& host, std::uint16_t port,
+                                                 boost::beast::flat_buffer& buffer);
 
 }  // namespace sandgate::session

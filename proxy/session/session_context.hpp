@@ -10,6 +10,7 @@
 #include <string>
 
 #include "proxy/log/decision_log.hpp"
+#include "proxy/session/wire/byte_stream.hpp"
 #include "proxy/session/worker_context.hpp"
 #include "rules/policy.hpp"
 #include "rules/reason.hpp"
@@ -36,6 +37,11 @@ struct SessionContext {
   WorkerContext& worker;
   boost::asio::ip::tcp::socket client;
   boost::asio::ip::tcp::socket upstream;
+  // What the HTTP exchange reads and writes: the sockets themselves, or the TLS streams of an
+  // inspected connection on top of them (wire/byte_stream.hpp). Socket-level operations
+  // (cancel, close, shutdown) stay on `client` and `upstream`.
+  ByteStream client_stream{client};
+  ByteStream upstream_stream{upstream};
   std::uint64_t id;
   std::string client_address;  // "127.0.0.1:50312", for the log
   // The snapshot the request being served is decided with: every request (each of a kept-alive

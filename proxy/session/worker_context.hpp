@@ -27,6 +27,9 @@ class RemoteAllowlist;
 namespace sandgate::ask {
 class QuestionBoard;
 }
+namespace sandgate::inspect {
+class Inspection;
+}
 
 namespace sandgate::session {
 
@@ -38,6 +41,9 @@ struct SharedState {
   // The gate's question board (--unknown=ask); set before the workers start, outlives them.
   // Null: nobody can be asked, the ask default applies.
   ask::QuestionBoard* questions = nullptr;
+  // Inspection's TLS contexts and CA (proxy/inspect/); set before the workers start, outlives
+  // them. Null: no connection is inspected.
+  inspect::Inspection* inspection = nullptr;
   std::atomic<std::uint32_t> open_connections{0};
   std::atomic<std::uint64_t> next_connection_id{1};
 };

@@ -286,6 +286,45 @@ std::vector<Setting> make_table() {
          }
          return or_text(text, "(none)");
        }},
+      {{"ca_dir",
+        "--ca-dir",
+        "SANDGATE_CA_DIR",
+        {},
+        "the inspection CA's folder (made on first use; `sandgate ca` prints it)",
+        false},
+       [](Settings& s, std::string_view v) { return set_path(s.ca_dir, v); },
+       [](const Settings& s) {
+         return or_text(s.ca_dir, "$XDG_DATA_HOME/sandgate/ca (~/.local/share/sandgate/ca)");
+       }},
+      {{"inspect_extra_ca",
+        "--inspect-extra-ca",
+        "SANDGATE_INSPECT_EXTRA_CA",
+        {},
+        "comma-separated PEM files of CAs that inspected origins may chain to, besides the "
+        "system's roots",
+        false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         auto items = split_list(v);
+         if (!items) {
+           return items.error();
+         }
+         s.inspect_extra_ca.clear();
+         for (auto item : *items) {
+           std::string path;
+           if (auto error = set_path(path, item)) {
+             return error;
+           }
+           s.inspect_extra_ca.push_back(std::move(path));
+         }
+         return std::nullopt;
+       },
+       [](const Settings& s) {
+         std::string text;
+         for (const auto& file : s.inspect_extra_ca) {
+           text += (text.empty() ? "" : ",") + file;
+         }
+         return or_text(text, "(none)");
+       }},
       {{"block_loopback",
         "--block-loopback",
         "GOOSE_SANDBOX_BLOCK_LOOPBACK",

@@ -72,6 +72,10 @@ struct Settings {
   // Hosts whose TLS connections are inspected without request rules of their own (rules-file
   // entries: `github.com`, `*.example.org`, `pypi.org:443`).
   std::vector<std::string> inspect;
+  // The inspection CA's folder; empty: $XDG_DATA_HOME/sandgate/ca (~/.local/share/sandgate/ca).
+  std::string ca_dir;
+  // PEM files of CAs an inspected origin may chain to, besides the system's roots.
+  std::vector<std::string> inspect_extra_ca;
   bool sni_check = true;  // inspect the ClientHello of tunnels to TLS ports
   std::vector<std::uint16_t> tls_ports = {443};
   // On reload, close open tunnels and kept-alive connections whose destination the new rules

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "proxy/session/fronts/http_front.hpp"
+#include "proxy/session/fronts/inspected_connection.hpp"
 #include "proxy/session/graceful_close.hpp"
 #include "proxy/session/open_tunnel.hpp"
 #include "proxy/session/wire/http_head.hpp"
@@ -289,7 +290,7 @@ asio::awaitable<HostCheck> check_http_host(SessionContext& context, const std::s
       std::max(std::chrono::ceil<std::chrono::seconds>(deadline - std::chrono::steady_clock::now()),
                std::chrono::seconds(1));
   const HeadRead read =
-      co_await read_request_head(context.client, buffer, parser, left, kHttpHeadLimit);
+      co_await read_request_head(context.client_stream, buffer, parser, left, kHttpHeadLimit);
   switch (read.status) {
     case HeadRead::Status::ok:
       co_return judge_head(parser.get(), name);
@@ -386,7 +387,10 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
       buffer = std::move(closing);
     }
   }
-  co_await open_tunnel(context, kCaptureFront, target->host, target->port, buffer);
+  if (co_await open_tunnel(context, kCaptureFront, target->host, target->port, buffer) ==
+      TunnelOpened::inspect) {
+    co_await serve_inspected(context, target->host, target->port, kCaptureFront.method, buffer);
+  }
 }
 
 // Logs one DNS decision and counts it like any other (denials also in /denials).

@@ -193,8 +193,8 @@ asio::awaitable<void> serve_first_request(SessionContext& context) {
   // Read the head within what is left of the time limit; a client that trickles bytes (slow
   // loris) is cut off. read_request_head() also refuses obsolete line folding, which Beast would
   // accept. Its bytes so far are in `buffer`.
-  const HeadRead read =
-      co_await read_request_head(context.client, buffer, parser, time_left(deadline), kHeadLimit);
+  const HeadRead read = co_await read_request_head(context.client_stream, buffer, parser,
+                                                   time_left(deadline), kHeadLimit);
   switch (read.status) {
     case HeadRead::Status::ok:
       break;

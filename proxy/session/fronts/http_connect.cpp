@@ -7,6 +7,7 @@
 #include <string>
 
 #include "proxy/session/fronts/http_front.hpp"
+#include "proxy/session/fronts/inspected_connection.hpp"
 #include "proxy/session/open_tunnel.hpp"
 #include "rules/host.hpp"
 
@@ -56,7 +57,11 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
                                 std::string(rules::to_string(authority.error())) + "."});
     co_return;
   }
-  co_await open_tunnel(context, kHttpConnectFront, authority->host, authority->port, buffer);
+  if (co_await open_tunnel(context, kHttpConnectFront, authority->host, authority->port, buffer) ==
+      TunnelOpened::inspect) {
+    co_await serve_inspected(context, authority->host, authority->port, kHttpConnectFront.method,
+                             buffer);
+  }
 }
 
 }  // namespace sandgate::session

@@ -43,13 +43,21 @@ using BodyResponseParser = boost::beast::http::response_parser<boost::beast::htt
 using RequestWriter = boost::beast::http::request_serializer<boost::beast::http::buffer_body>;
 using ResponseWriter = boost::beast::http::response_serializer<boost::beast::http::buffer_body>;
 
+class InspectedOrigin;
+
 // The upstream connection of a client connection, kept between its requests.
 struct Upstream {
+  // Set when the requests come from an inspected connection (inspected_connection.hpp): their
+  // one origin, reached over TLS.
+  InspectedOrigin* inspected = nullptr;
   std::string key;                          // "host:port" it was dialled for
   std::string address;                      // the address connected to, for the log
   std::optional<rules::IpAddress> dialled;  // the checked address of a name, for a reload
   boost::beast::flat_buffer buffer{kUpstreamBufferLimit};
   bool reusable = false;
+  // What every exchange of the client connection carried, heads included.
+  std::uint64_t carried_up = 0;
+  std::uint64_t carried_down = 0;
 };
 
 // One exchange: what both directions read and write. The state machine holds how it is going;

@@ -89,7 +89,7 @@ asio::awaitable<std::uint64_t> answer_failure(SessionContext& context, rules::Re
                                               std::string_view sentence) {
   const std::string reply = build_reply(reason, sentence);
   auto [error, written] =
-      co_await asio::async_write(context.client, asio::buffer(reply), use_tuple);
+      co_await asio::async_write(context.client_stream, asio::buffer(reply), use_tuple);
   (void)error;
   co_await close_gracefully(context.client);
   co_return written;
@@ -141,13 +141,13 @@ asio::awaitable<void> run_websocket(Exchange& x, EndLine& end) {
   // Bytes that arrived behind either head belong to the tunnel.
   if (ok && x.upstream.buffer.size() > 0) {
     auto [error, written] =
-        co_await asio::async_write(context.client, x.upstream.buffer.data(), use_tuple);
+        co_await asio::async_write(context.client_stream, x.upstream.buffer.data(), use_tuple);
     x.bytes_down += written;
     ok = !error;
   }
   if (ok && x.client_buffer.size() > 0) {
     auto [error, written] =
-        co_await asio::async_write(context.upstream, x.client_buffer.data(), use_tuple);
+        co_await asio::async_write(context.upstream_stream, x.client_buffer.data(), use_tuple);
     x.bytes_up += written;
     ok = !error;
   }
@@ -198,7 +198,7 @@ asio::awaitable<void> refuse_request(SessionContext& context, std::string_view m
   context.live.destination.reset();
   record_refusal(context, method, host, port, refusal);
   const std::string reply = build_reply(refusal.reason, refusal.sentence, refusal.at);
-  co_await asio::async_write(context.client, asio::buffer(reply), use_tuple);
+  co_await asio::async_write(context.client_stream, asio::buffer(reply), use_tuple);
   co_await close_gracefully(context.client);
 }
 
@@ -231,8 +231,17 @@ asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission
   context.live.destination.reset();
   upstream.buffer.clear();
   beast::flat_buffer unused;  // only a tunnel through a parent has bytes behind its head
-  co_await connect_upstream(context, admission, request.method, request.target.host,
-                            request.target.port, UpstreamUse::request, unused);
+  // An inspected origin is reached like a tunnel's (through a parent, a CONNECT to it), then
+  // secured; a plain one takes the requests itself.
+  co_await connect_upstream(
+      context, admission, request.method, request.target.host, request.target.port,
+      upstream.inspected ? UpstreamUse::tunnel : UpstreamUse::request, unused);
+  if (admission.admitted() && upstream.inspected) {
+    if (auto refused = co_await upstream.inspected->secure_upstream()) {
+      admission.status = Admission::Status::refused;
+      admission.refusal = std::move(*refused);
+    }
+  }
   if (admission.admitted()) {
     upstream.key = request.where;
     upstream.address = to_text(admission.endpoint);
@@ -265,6 +274,37 @@ void record_request_decision(SessionContext& context, const AdmittedRequest& req
   context.worker.metrics.http_requests_total.add();
 }
 
+asio::awaitable<bool> admit_target(SessionContext& context, HeadParser& head_parser,
+                                   Upstream& upstream, AdmittedRequest& request);
+
+// The target of a request inside an inspected connection: origin form, with a Host naming the
+// connection's host. The error is the client's sentence.
+Expected<HttpTarget, std::string> inspected_target(const InspectedOrigin& origin,
+                                                   const http::request_header<>& head) {
+  const std::string_view target = head.target();
+  const bool options_star = target == "*" && head.method() == http::verb::options;
+  if (!options_star && !target.starts_with('/')) {
+    return Unexpected(
+        std::string("an inspected connection takes requests in origin form ('/path'), not '" +
+                    std::string(target.substr(0, 100)) + "'."));
+  }
+  const auto host_field = head.find(http::field::host);
+  if (host_field == head.end()) {
+    return Unexpected(std::string("the request has no Host field."));
+  }
+  if (!origin.named_by(host_field->value())) {
+    return Unexpected("the request's Host '" + std::string(host_field->value().substr(0, 100)) +
+                      "' is not the host this connection was opened to (" + origin.authority +
+                      ").");
+  }
+  HttpTarget result;
+  result.host = origin.host;
+  result.port = origin.port;
+  result.authority = origin.authority;
+  result.origin_form = std::string(target);
+  return result;
+}
+
 // Steps 1-4 of a request: its target parsed strictly (the host checked is the host dialled and
 // named upstream), its framing checked, the admission pipeline, the upstream reached, the
 // destination registered for reloads and the decision logged. Nothing when the request was
@@ -275,14 +315,39 @@ asio::awaitable<std::optional<AdmittedRequest>> admit_request(SessionContext& co
   AdmittedRequest request;
   request.method = std::string(head_parser.get().method_string());
   const std::string raw_target(head_parser.get().target());
-  auto target = parse_http_target(raw_target, head_parser.get().method() == http::verb::options);
-  if (!target) {
-    co_await refuse_request(
-        context, request.method, raw_target, 0,
-        {target_error_reason(target.error()), target_error_text(target.error(), raw_target)});
+  if (upstream.inspected) {
+    auto target = inspected_target(*upstream.inspected, head_parser.get());
+    if (!target) {
+      Refusal refusal(rules::Reason::bad_request, target.error());
+      refusal.path = std::string(logged_path(raw_target));
+      // Named, not temporaries: GCC 12 can end a temporary of a co_await's operands early.
+      const std::string display = upstream.inspected->host.display();
+      co_await refuse_request(context, request.method, display, upstream.inspected->port, refusal);
+      co_return std::nullopt;
+    }
+    request.target = std::move(*target);
+  } else {
+    auto target = parse_http_target(raw_target, head_parser.get().method() == http::verb::options);
+    if (!target) {
+      co_await refuse_request(
+          context, request.method, raw_target, 0,
+          {target_error_reason(target.error()), target_error_text(target.error(), raw_target)});
+      co_return std::nullopt;
+    }
+    request.target = std::move(*target);
+  }
+  // (A flag, not `co_return co_await`: GCC 12 mishandles the frame of that shape.)
+  const bool admitted = co_await admit_target(context, head_parser, upstream, request);
+  if (!admitted) {
     co_return std::nullopt;
   }
-  request.target = std::move(*target);
+  co_return request;
+}
+
+// Steps 2-4 of admit_request, once the target is known: false when the request was refused
+// (answered, logged, closed) or is over.
+asio::awaitable<bool> admit_target(SessionContext& context, HeadParser& head_parser,
+                                   Upstream& upstream, AdmittedRequest& request) {
   const rules::Host& host = request.target.host;
   const std::uint16_t port = request.target.port;
   request.display = host.display();
@@ -293,7 +358,7 @@ asio::awaitable<std::optional<AdmittedRequest>> admit_request(SessionContext& co
   if (auto problem = request_framing_problem(head_parser.get())) {
     co_await refuse_request(context, request.method, request.display, port,
                             {rules::Reason::bad_request, *problem});
-    co_return std::nullopt;
+    co_return false;
   }
 
   // The admission pipeline, on every request of the connection: the destination, then the
@@ -317,7 +382,7 @@ asio::awaitable<std::optional<AdmittedRequest>> admit_request(SessionContext& co
     co_await refuse_request(context, request.method, request.display, port, admission.refusal);
   }
   if (!admission.admitted()) {
-    co_return std::nullopt;
+    co_return false;
   }
   // Registered while the upstream is open, so that a reload can judge it again; judged first by
   // the rules now in force if a reload came during the waits above.
@@ -329,10 +394,10 @@ asio::awaitable<std::optional<AdmittedRequest>> admit_request(SessionContext& co
   if (auto revoked = context.register_destination(std::move(destination))) {
     co_await refuse_request(context, request.method, request.display, port,
                             {revocation_reason(*revoked), revoked->detail, revoked->rule});
-    co_return std::nullopt;
+    co_return false;
   }
   record_request_decision(context, request, admission, upstream);
-  co_return request;
+  co_return true;
 }
 
 // How an exchange ended, in one place (ExchangeState::ending): its end line, and what becomes of
@@ -352,6 +417,8 @@ asio::awaitable<Next> finish_exchange(Exchange& x, EndLine& end) {
                      kUpstreamBufferLimit / 1024);
   end.bytes_up = x.bytes_up;
   end.bytes_down = x.bytes_down;
+  x.upstream.carried_up += x.bytes_up;
+  x.upstream.carried_down += x.bytes_down;
   end.outcome = ending.outcome;
   end.reason = ending.reason;
   end.detail = ending.sentence;
@@ -429,7 +496,9 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   request.body_limit(boost::none);
   auto& head = request.get();
   const bool client_http11 = head.version() >= 11;
-  const bool websocket = is_websocket_upgrade(head) && request.is_done();
+  // An inspected connection carries requests only: an upgrade would leave the gate with bytes
+  // it cannot read, so Upgrade is taken out and the origin answers the request as it is.
+  const bool websocket = is_websocket_upgrade(head) && request.is_done() && !upstream.inspected;
   const bool expects_continue = beast::iequals(head[http::field::expect], "100-continue");
   const bool send_continue = expects_continue && client_http11 && !request.is_done();
   strip_hop_by_hop(head, websocket);
@@ -443,7 +512,9 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   head.version(11);
   set_host_first(head, admitted->target.authority);
   add_via(head);
-  use_parent_form(head, context.settings(), admitted->target);
+  if (!upstream.inspected) {
+    use_parent_form(head, context.settings(), admitted->target);
+  }
 
   RequestWriter writer{head};
   Exchange x(context, upstream, buffer, request, writer);
@@ -454,7 +525,7 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   x.websocket = websocket;
 
   auto [head_error, head_written] =
-      co_await http::async_write_header(context.upstream, writer, use_tuple);
+      co_await http::async_write_header(context.upstream_stream, writer, use_tuple);
   x.bytes_up += head_written;
   if (head_error) {
     x.state.origin_failed(rules::Reason::upstream_closed,
@@ -462,7 +533,7 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
                               head_error.message() + ").");
   } else if (send_continue) {
     auto [error, written] =
-        co_await asio::async_write(context.client, asio::buffer(kContinue), use_tuple);
+        co_await asio::async_write(context.client_stream, asio::buffer(kContinue), use_tuple);
     x.bytes_down += written;
     if (error) {
       x.state.client_write_failed();
@@ -482,22 +553,31 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
 }
 #pragma GCC diagnostic pop
 
-// The requests of one client connection, in turn, while both sides keep it alive.
-asio::awaitable<void> serve_requests(SessionContext& context, HeadParser& first,
-                                     beast::flat_buffer& buffer) {
-  Upstream upstream;
+// The requests of one client connection, in turn, while both sides keep it alive. `first` is
+// the head already read (a proxy client's first request), or null to read one first (an
+// inspected connection).
+asio::awaitable<void> serve_requests(SessionContext& context, HeadParser* first,
+                                     beast::flat_buffer& buffer, Upstream& upstream) {
   std::optional<HeadParser> next;
-  HeadParser* parser = &first;
+  HeadParser* parser = first;
   boost::system::error_code ignored;
-  while (co_await forward_request(context, *parser, buffer, upstream) == Next::read_next) {
+  const bool inspected = upstream.inspected != nullptr;
+  for (;;) {
+    // (Not in the loop's condition: GCC 12 mishandles co_await in a short-circuit operand.)
+    if (parser != nullptr) {
+      const Next next_step = co_await forward_request(context, *parser, buffer, upstream);
+      if (next_step != Next::read_next) {
+        break;
+      }
+    }
     // The next head, with the same limits as the first, waited for with the head timeout in
     // force now (a reload since the last request may have changed it).
     context.take_current_settings();
     next.emplace();
     next->header_limit(static_cast<std::uint32_t>(kHttpHeadLimit));
     next->body_limit(boost::none);
-    const HeadRead read =
-        co_await read_request_head(context.client, buffer, *next, context.settings().head_timeout);
+    const HeadRead read = co_await read_request_head(context.client_stream, buffer, *next,
+                                                     context.settings().head_timeout);
     if (context.live.revoked) {
       // A reload denied the kept-alive destination while the connection waited for a request.
       context.upstream.close(ignored);
@@ -507,9 +587,10 @@ asio::awaitable<void> serve_requests(SessionContext& context, HeadParser& first,
     // The gate's token, on every request of the connection (client_session.cpp checked the
     // first); a failure has been answered with 407, logged and closed. The settings are taken
     // again now that the head is here: a connection idles between requests, and a reload in
-    // that pause (a new token) must apply to the request that follows it.
+    // that pause (a new token) must apply to the request that follows it. Inside an inspected
+    // connection the tunnel's request carried the token; what follows is the tunnel's.
     // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
-    if (read.status == HeadRead::Status::ok) {
+    if (read.status == HeadRead::Status::ok && !inspected) {
       context.take_current_settings();
       const bool authorized = co_await authorize_request(context, *next);
       if (!authorized) {
@@ -518,8 +599,15 @@ asio::awaitable<void> serve_requests(SessionContext& context, HeadParser& first,
       }
     }
     if (read.status == HeadRead::Status::ok && next->get().method() == http::verb::connect) {
-      // A tunnel after plain requests on the same connection: the CONNECT path takes over.
       context.upstream.close(ignored);
+      if (inspected) {
+        const std::string display = upstream.inspected->host.display();
+        const Refusal refusal(rules::Reason::bad_request,
+                              "CONNECT inside an inspected connection is refused.");
+        co_await refuse_request(context, "CONNECT", display, upstream.inspected->port, refusal);
+        co_return;
+      }
+      // A tunnel after plain requests on the same connection: the CONNECT path takes over.
       co_await handle_connect(context, *next, buffer);
       co_return;
     }
@@ -559,10 +647,43 @@ asio::awaitable<void> handle_http(SessionContext& context, HeadParser& parser,
                                   beast::flat_buffer& buffer) {
   // Beast reports through error codes on every path used here; anything thrown (an allocation
   // failure, say) is caught and logged against the connection by serve_client().
-  co_await serve_requests(context, parser, buffer);
+  Upstream upstream;
+  co_await serve_requests(context, &parser, buffer, upstream);
   boost::system::error_code ignored;
   context.client.close(ignored);
   context.upstream.close(ignored);
+}
+
+InspectedOrigin::InspectedOrigin(rules::Host h, std::uint16_t p)
+    : host(std::move(h)),
+      port(p),
+      authority(port == 443 ? host.display() : host.display() + ":" + std::to_string(port)) {}
+
+bool InspectedOrigin::named_by(std::string_view host_field) const {
+  const std::string name = host.display();
+  if (host_field.size() > 2 && port == 443 && host_field.ends_with(":443")) {
+    host_field.remove_suffix(4);
+  }
+  if (host_field.ends_with('.')) {
+    host_field.remove_suffix(1);  // `example.com.` names example.com
+  }
+  return beast::iequals(host_field, port == 443 ? name : authority);
+}
+
+asio::awaitable<void> serve_inspected_requests(SessionContext& context, InspectedOrigin& origin,
+                                               std::uint64_t& bytes_up, std::uint64_t& bytes_down) {
+  Upstream upstream;
+  upstream.inspected = &origin;
+  // The connection the tunnel dialled is the first upstream, already secured.
+  upstream.key = origin.host.display() + ":" + std::to_string(origin.port);
+  upstream.reusable = true;
+  upstream.dialled = context.live.destination ? context.live.destination->address : std::nullopt;
+  boost::system::error_code ignored;
+  upstream.address = to_text(context.upstream.remote_endpoint(ignored));
+  beast::flat_buffer buffer;
+  co_await serve_requests(context, nullptr, buffer, upstream);
+  bytes_up += upstream.carried_up;
+  bytes_down += upstream.carried_down;
 }
 
 }  // namespace sandgate::session

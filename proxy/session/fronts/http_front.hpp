@@ -7,8 +7,11 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 
+#include "proxy/session/admission.hpp"
 #include "proxy/session/session_context.hpp"
 #include "proxy/session/wire/http_head.hpp"
 #include "proxy/session/wire/replies.hpp"
@@ -25,6 +28,34 @@ boost::asio::awaitable<void> handle_connect(SessionContext& context, HeadParser&
 // next request on the same connection while both sides keep it alive.
 boost::asio::awaitable<void> handle_http(SessionContext& context, HeadParser& parser,
                                          boost::beast::flat_buffer& buffer);
+
+// The origin of an inspected connection, as its request loop sees it (inspected_connection.cpp
+// makes it): the one host and port every request must name, and how a freshly dialled
+// connection to it is secured.
+class InspectedOrigin {
+ public:
+  InspectedOrigin(rules::Host h, std::uint16_t p);
+  virtual ~InspectedOrigin() = default;
+
+  rules::Host host;
+  std::uint16_t port;
+  std::string authority;  // as a Host field names it: `name`, or `name:port` off port 443
+
+  // True when a request's Host field names this origin.
+  bool named_by(std::string_view host_field) const;
+  // Sets up and verifies TLS on context.upstream (just connected) and makes it
+  // context.upstream_stream; the refusal when the origin could not be verified or reached.
+  virtual boost::asio::awaitable<std::optional<Refusal>> secure_upstream() = 0;
+};
+
+// The requests inside an inspected connection, in turn, each through the admission pipeline
+// and the request rules, over context.client_stream and context.upstream_stream. Returns when
+// the connection is over; the requests' lines are written, the connection's end line is not.
+// The bytes it carried are added to `bytes_up` and `bytes_down`.
+boost::asio::awaitable<void> serve_inspected_requests(SessionContext& context,
+                                                      InspectedOrigin& origin,
+                                                      std::uint64_t& bytes_up,
+                                                      std::uint64_t& bytes_down);
 
 // Writes the proxy's own reply for `reason` (its row's status and Proxy-Status error, see
 // replies.hpp) and logs the decision with the row's verdict; the caller then closes.

@@ -92,8 +92,8 @@ asio::awaitable<void> send_request_body(Exchange& x) {
   while (!x.request.is_done() && !x.state.request_should_stop()) {
     body.data = piece.get();
     body.size = kBodyPiece;
-    auto [read_error, read] =
-        co_await http::async_read_some(x.context.client, x.client_buffer, x.request, use_tuple);
+    auto [read_error, read] = co_await http::async_read_some(x.context.client_stream,
+                                                             x.client_buffer, x.request, use_tuple);
     if (read_error == http::error::need_buffer) {
       read_error = {};
     }
@@ -123,7 +123,7 @@ asio::awaitable<void> send_request_body(Exchange& x) {
       break;
     }
     auto [write_error, written] =
-        co_await http::async_write(x.context.upstream, x.request_writer, use_tuple);
+        co_await http::async_write(x.context.upstream_stream, x.request_writer, use_tuple);
     x.bytes_up += written;
     if (write_error == http::error::need_buffer) {
       write_error = {};

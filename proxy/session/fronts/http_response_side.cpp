@@ -39,8 +39,8 @@ asio::awaitable<bool> read_final_head(Exchange& x) {
     if (x.head_request) {
       parser.skip(true);  // a response to HEAD has no body, whatever its framing fields say
     }
-    auto [error, read] =
-        co_await http::async_read_header(x.context.upstream, x.upstream.buffer, parser, use_tuple);
+    auto [error, read] = co_await http::async_read_header(x.context.upstream_stream,
+                                                          x.upstream.buffer, parser, use_tuple);
     x.touch();
     if (error) {
       if (error == http::error::header_limit || error == http::error::buffer_overflow) {
@@ -98,8 +98,8 @@ asio::awaitable<bool> relay_body(Exchange& x, BodyResponseParser& parser, Respon
     }
     body.data = piece.get();
     body.size = kBodyPiece;
-    auto [read_error, read] =
-        co_await http::async_read_some(x.context.upstream, x.upstream.buffer, parser, use_tuple);
+    auto [read_error, read] = co_await http::async_read_some(x.context.upstream_stream,
+                                                             x.upstream.buffer, parser, use_tuple);
     if (read_error == http::error::need_buffer) {
       read_error = {};
     }
@@ -119,7 +119,8 @@ asio::awaitable<bool> relay_body(Exchange& x, BodyResponseParser& parser, Respon
     if (size == 0 && body.more) {
       continue;
     }
-    auto [write_error, written] = co_await http::async_write(x.context.client, writer, use_tuple);
+    auto [write_error, written] =
+        co_await http::async_write(x.context.client_stream, writer, use_tuple);
     x.bytes_down += written;
     if (write_error == http::error::need_buffer) {
       write_error = {};
@@ -167,7 +168,7 @@ asio::awaitable<void> relay_final_response(Exchange& x) {
   x.state.response_started(keeps_client);
   ResponseWriter writer{response};
   auto [head_error, head_written] =
-      co_await http::async_write_header(x.context.client, writer, use_tuple);
+      co_await http::async_write_header(x.context.client_stream, writer, use_tuple);
   x.bytes_down += head_written;
   x.touch();
   const bool complete = !head_error && co_await relay_body(x, parser, writer);
@@ -178,7 +179,8 @@ asio::awaitable<void> relay_final_response(Exchange& x) {
 
 asio::awaitable<bool> write_response_head(Exchange& x, http::response<http::buffer_body>& head) {
   ResponseWriter writer{head};
-  auto [error, written] = co_await http::async_write_header(x.context.client, writer, use_tuple);
+  auto [error, written] =
+      co_await http::async_write_header(x.context.client_stream, writer, use_tuple);
   x.bytes_down += written;
   x.touch();
   co_return !error;

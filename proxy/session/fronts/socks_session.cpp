@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "proxy/session/fronts/inspected_connection.hpp"
 #include "proxy/session/graceful_close.hpp"
 #include "proxy/session/open_tunnel.hpp"
 #include "proxy/session/wire/proxy_token.hpp"
@@ -414,7 +415,10 @@ asio::awaitable<void> serve_socks5(SessionContext& context, beast::flat_buffer& 
   context.begin_request();
   context.live.destination.reset();
   context.live.revoked.reset();
-  co_await open_tunnel(context, kSocksFront, *host, request.port, buffer);
+  if (co_await open_tunnel(context, kSocksFront, *host, request.port, buffer) ==
+      TunnelOpened::inspect) {
+    co_await serve_inspected(context, *host, request.port, kSocksFront.method, buffer);
+  }
 }
 
 asio::awaitable<void> refuse_socks4(SessionContext& context) {

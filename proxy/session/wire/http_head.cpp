@@ -65,7 +65,7 @@ bool has_obsolete_fold(std::string_view raw_head) {
   return false;
 }
 
-asio::awaitable<HeadRead> read_request_head(tcp::socket& socket, beast::flat_buffer& buffer,
+asio::awaitable<HeadRead> read_request_head(ByteStream& socket, beast::flat_buffer& buffer,
                                             HeadParser& parser, std::chrono::seconds timeout,
                                             std::size_t limit) {
   HeadRead result;

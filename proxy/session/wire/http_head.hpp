@@ -31,6 +31,8 @@
 #include <string>
 #include <string_view>
 
+#include "proxy/session/wire/byte_stream.hpp"
+
 namespace sandgate::session {
 
 // A request head, read before its body is known (the body is read by the exchange).
@@ -59,7 +61,7 @@ struct HeadRead {
 // The one reader of request heads: the explicit proxy, SOCKS5's first byte's fallback and the
 // capture all read with it. Completes on
 // the socket's executor; closing the socket cancels it.
-boost::asio::awaitable<HeadRead> read_request_head(boost::asio::ip::tcp::socket& socket,
+boost::asio::awaitable<HeadRead> read_request_head(ByteStream& socket,
                                                    boost::beast::flat_buffer& buffer,
                                                    HeadParser& parser, std::chrono::seconds timeout,
                                                    std::size_t limit = kHttpHeadLimit);

@@ -1,0 +1,126 @@
+// The shared TLS set-up of inspection (inspection.hpp).
+#include "proxy/inspect/inspection.hpp"
+
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <cstring>
+
+namespace sandgate::inspect {
+namespace {
+
+constexpr unsigned char kHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+
+// ALPN for clients: HTTP/1.1 when offered, otherwise no protocol (the client then speaks
+// HTTP/1.1 by default; one that insists on h2 fails its handshake, as it would with a server
+// that only speaks HTTP/1.1).
+int select_http11(SSL*, const unsigned char** out, unsigned char* out_length,
+                  const unsigned char* offered, unsigned int offered_length, void*) {
+  unsigned char* chosen = nullptr;
+  if (SSL_select_next_proto(&chosen, out_length, kHttp11, sizeof kHttp11, offered,
+                            offered_length) == OPENSSL_NPN_NEGOTIATED) {
+    *out = chosen;
+    return SSL_TLSEXT_ERR_OK;
+  }
+  return SSL_TLSEXT_ERR_NOACK;
+}
+
+void common_settings(SSL_CTX* context) {
+  SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
+  SSL_CTX_set_options(context, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+  SSL_CTX_set_mode(context, SSL_MODE_RELEASE_BUFFERS);
+}
+
+}  // namespace
+
+std::string subject_of(X509* certificate) {
+  if (certificate == nullptr) {
+    return "(no certificate)";
+  }
+  BIO* bio = BIO_new(BIO_s_mem());
+  X509_NAME_print_ex(bio, X509_get_subject_name(certificate), 0,
+                     XN_FLAG_ONELINE & ~ASN1_STRFLGS_ESC_MSB);
+  char* data = nullptr;
+  const long size = BIO_get_mem_data(bio, &data);
+  std::string text(data, static_cast<std::size_t>(size > 0 ? size : 0));
+  BIO_free(bio);
+  return text;
+}
+
+Inspection::Inspection(std::string ca_folder)
+    : ca_folder_(std::move(ca_folder)),
+      client_facing_(boost::asio::ssl::context::tls_server),
+      origin_facing_(boost::asio::ssl::context::tls_client) {}
+
+Expected<std::unique_ptr<Inspection>, std::string> Inspection::create(
+    std::string ca_folder, const std::vector<std::string>& extra_ca_files) {
+  std::unique_ptr<Inspection> inspection(new Inspection(std::move(ca_folder)));
+  SSL_CTX* server = inspection->client_facing_.native_handle();
+  common_settings(server);
+  SSL_CTX_set_alpn_select_cb(server, select_http11, nullptr);
+  // Every connection gets a fresh handshake: nothing about one client's session is kept.
+  SSL_CTX_set_session_cache_mode(server, SSL_SESS_CACHE_OFF);
+  SSL_CTX_set_num_tickets(server, 0);
+
+  SSL_CTX* client = inspection->origin_facing_.native_handle();
+  common_settings(client);
+  // The system's roots; OpenSSL reads SSL_CERT_FILE / SSL_CERT_DIR here when they are set.
+  inspection->origin_facing_.set_default_verify_paths();
+  for (const std::string& file : extra_ca_files) {
+    if (SSL_CTX_load_verify_locations(client, file.c_str(), nullptr) != 1) {
+      return Unexpected("inspect_extra_ca: " + file +
+                        ": cannot read it as PEM certificates (it must exist and hold at least "
+                        "one CERTIFICATE block)");
+    }
+  }
+  SSL_CTX_set_verify(client, SSL_VERIFY_PEER, nullptr);
+  SSL_CTX_set_alpn_protos(client, kHttp11, sizeof kHttp11);
+  return inspection;
+}
+
+Expected<CertificateAuthority*, std::string> Inspection::authority() {
+  std::lock_guard lock(mutex_);
+  if (authority_) {
+    return authority_.get();
+  }
+  if (!authority_error_.empty()) {
+    return Unexpected(authority_error_);
+  }
+  auto opened = CertificateAuthority::open(ca_folder_);
+  if (!opened) {
+    authority_error_ = opened.error();
+    return Unexpected(authority_error_);
+  }
+  authority_ = std::move(*opened);
+  return authority_.get();
+}
+
+std::optional<std::string> Inspection::present_leaf(SSL* ssl, const rules::Host& host) {
+  auto ca = authority();
+  if (!ca) {
+    return ca.error();
+  }
+  auto leaf = (*ca)->leaf_for(host);
+  if (!leaf) {
+    return leaf.error();
+  }
+  if (SSL_use_certificate(ssl, (*leaf)->certificate.get()) != 1 ||
+      SSL_use_PrivateKey(ssl, (*leaf)->key.get()) != 1 ||
+      SSL_add1_chain_cert(ssl, (*ca)->certificate()) != 1) {
+    return std::string("cannot set the certificate for ") + host.display();
+  }
+  return std::nullopt;
+}
+
+void Inspection::expect_origin(SSL* ssl, const rules::Host& host) {
+  if (host.is_ip()) {
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.name.c_str());
+  } else {
+    SSL_set_tlsext_host_name(ssl, host.name.c_str());
+    SSL_set1_host(ssl, host.name.c_str());
+    // A name matches itself or a wildcard for its left-most label, never a partial one.
+    SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+  }
+}
+
+}  // namespace sandgate::inspect

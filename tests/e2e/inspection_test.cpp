@@ -1,0 +1,250 @@
+// Inspection end to end, with real clients from Debian against real TLS origins on loopback:
+// curl through an inspected CONNECT (request rules allow GET and deny DELETE, with the gate's
+// 403 and Proxy-Status inside TLS), an origin whose certificate the gate cannot verify (502,
+// origin-certificate), a client that does not trust the gate's CA (client-tls-failed), a Host
+// that names another server, and the real git cloning and pushing over smart HTTP through
+// inspection, with fetch allowed everywhere and push only to one organisation.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "tests/integration/harness/test_proxy.hpp"
+#include "tests/support/loopback_ports.hpp"
+#include "tests/support/shell_command.hpp"
+
+#ifndef SANDGATE_SOURCE_DIR
+#error "SANDGATE_SOURCE_DIR must name the source tree"
+#endif
+
+namespace sandgate::testing {
+namespace {
+
+// A throw-away CA and a certificate for origin.test (and git.test) signed by it.
+void make_origin_ca(const std::string& folder) {
+  const std::string make =
+      "cd " + folder +
+      " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2"
+      " -subj /CN=origin-test-ca -keyout origin-ca.key -out origin-ca.pem 2>/dev/null"
+      " && openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=origin.test"
+      " -keyout server.key -out server.csr 2>/dev/null"
+      " && printf 'subjectAltName=DNS:origin.test,DNS:git.test\\n' > san.ext"
+      " && openssl x509 -req -in server.csr -CA origin-ca.pem -CAkey origin-ca.key"
+      " -CAcreateserial -days 2 -extfile san.ext -out server.pem 2>/dev/null";
+  auto made = run_shell(make);
+  if (made.exit_code != 0) {
+    throw std::runtime_error("openssl could not make the test CA: " + made.output);
+  }
+}
+
+// A child process serving on a loopback port until the object goes.
+class Server {
+ public:
+  Server(std::uint16_t port, const std::string& command) : port_(port) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      std::freopen("/dev/null", "w", stdout);
+      std::freopen("/dev/null", "r", stdin);
+      ::execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    for (int i = 0; i < 400 && !port_accepts(port_); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  ~Server() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  std::uint16_t port() const { return port_; }
+
+ private:
+  std::uint16_t port_;
+  pid_t pid_ = -1;
+};
+
+void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+// A gate that inspects, with its request rules in `rules`, trusting the origins' test CA.
+std::unique_ptr<TestProxy> inspecting_gate(const std::string& folder, const std::string& rules,
+                                           std::uint16_t origin_port, bool trust_origin = true) {
+  write_file(folder + "/requests.txt", rules);
+  auto proxy = std::make_unique<TestProxy>("", [&](settings::Settings& s) {
+    s.policy.block_loopback = false;  // the test origins are on loopback
+    s.tls_ports = {origin_port};
+    s.request_rules_path = folder + "/requests.txt";
+    s.ca_dir = folder + "/gate-ca";
+    if (trust_origin) {
+      s.inspect_extra_ca = {folder + "/origin-ca.pem"};
+    }
+  });
+  proxy->dns().set("origin.test", {"127.0.0.1"});
+  proxy->dns().set("git.test", {"127.0.0.1"});
+  return proxy;
+}
+
+std::string curl_through(const TestProxy& proxy, const std::string& folder) {
+  return "curl -sS --max-time 20 --noproxy '' --cacert " + folder +
+         "/gate-ca/ca.pem -x http://127.0.0.1:" + std::to_string(proxy.port()) + " ";
+}
+
+class InspectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    folder_ = std::string(::testing::TempDir()) + "/inspection-XXXXXX";
+    ASSERT_NE(::mkdtemp(folder_.data()), nullptr);
+    make_origin_ca(folder_);
+  }
+  void TearDown() override { run_shell("rm -rf " + folder_); }
+  std::string folder_;
+};
+
+TEST_F(InspectionTest, CurlGetsAllowedRequestsAndTheGatesDenialInsideTls) {
+  const std::uint16_t port = free_port();
+  Server origin(port, "openssl s_server -quiet -www -accept 127.0.0.1:" + std::to_string(port) +
+                          " -cert " + folder_ + "/server.pem -key " + folder_ + "/server.key");
+  ASSERT_TRUE(port_accepts(port)) << "openssl s_server did not start";
+  auto proxy = inspecting_gate(folder_,
+                               "deny  origin.test DELETE  #! nothing is deleted here\n"
+                               "allow origin.test GET /**\n",
+                               port);
+  const std::string url = "https://origin.test:" + std::to_string(port);
+
+  // A GET: inspected, allowed by the rule, answered by the origin.
+  auto allowed = run_shell(curl_through(*proxy, folder_) + url + "/status");
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.output;
+  EXPECT_NE(allowed.output.find("s_server"), std::string::npos) << allowed.output;
+  // The certificate curl accepted is the gate's, for the host.
+  struct stat key {};
+  ASSERT_EQ(::stat((folder_ + "/gate-ca/ca-key.pem").c_str(), &key), 0);
+  EXPECT_EQ(key.st_mode & 0777, 0600u);
+
+  // A DELETE: refused by the gate inside the TLS connection, with a reason curl can show.
+  auto denied = run_shell(curl_through(*proxy, folder_) + "-i -X DELETE " + url + "/thing");
+  EXPECT_EQ(denied.exit_code, 0) << denied.output;
+  EXPECT_NE(denied.output.find("HTTP/1.1 403"), std::string::npos) << denied.output;
+  EXPECT_NE(denied.output.find("Proxy-Status: sandgate; error=http_request_denied"),
+            std::string::npos)
+      << denied.output;
+  EXPECT_NE(denied.output.find("nothing is deleted here"), std::string::npos) << denied.output;
+
+  // POST: the host's rules allow GET only.
+  auto other = run_shell(curl_through(*proxy, folder_) + "-i -d x=1 " + url + "/form");
+  EXPECT_NE(other.output.find("HTTP/1.1 403"), std::string::npos) << other.output;
+
+  EXPECT_TRUE(proxy->wait_for_log([](const std::string& log) {
+    return log.find("\"method\":\"GET\"") != std::string::npos &&
+           log.find("\"path\":\"/status\"") != std::string::npos &&
+           log.find("\"reason\":\"request-denied\"") != std::string::npos &&
+           log.find("\"path\":\"/thing\"") != std::string::npos &&
+           log.find("\"reason\":\"request-not-allowed\"") != std::string::npos;
+  })) << proxy->log_text();
+}
+
+TEST_F(InspectionTest, AnOriginTheGateCannotVerifyIsRefusedWithItsSubject) {
+  const std::uint16_t port = free_port();
+  Server origin(port, "openssl s_server -quiet -www -accept 127.0.0.1:" + std::to_string(port) +
+                          " -cert " + folder_ + "/server.pem -key " + folder_ + "/server.key");
+  ASSERT_TRUE(port_accepts(port));
+  // The gate does not trust the origin's CA: it must not talk to it.
+  auto proxy = inspecting_gate(folder_, "allow origin.test *\n", port, false);
+  auto reply = run_shell(curl_through(*proxy, folder_) +
+                         "-i https://origin.test:" + std::to_string(port) + "/");
+  EXPECT_NE(reply.output.find("HTTP/1.1 502"), std::string::npos) << reply.output;
+  EXPECT_NE(reply.output.find("error=tls_certificate_error"), std::string::npos) << reply.output;
+  EXPECT_EQ(reply.output.find("s_server"), std::string::npos) << reply.output;
+  EXPECT_TRUE(proxy->wait_for_log([](const std::string& log) {
+    return log.find("\"reason\":\"origin-certificate\"") != std::string::npos &&
+           log.find("CN = origin.test") != std::string::npos;
+  })) << proxy->log_text();
+}
+
+TEST_F(InspectionTest, AClientThatDoesNotTrustTheGateEndsWithItsReasonAndAHostMismatchIsRefused) {
+  const std::uint16_t port = free_port();
+  Server origin(port, "openssl s_server -quiet -www -accept 127.0.0.1:" + std::to_string(port) +
+                          " -cert " + folder_ + "/server.pem -key " + folder_ + "/server.key");
+  ASSERT_TRUE(port_accepts(port));
+  auto proxy = inspecting_gate(folder_, "allow origin.test *\n", port);
+  const std::string url = "https://origin.test:" + std::to_string(port) + "/";
+  // curl trusting only the origin's CA sees the gate's certificate and refuses it.
+  auto untrusting =
+      run_shell("curl -sS --max-time 20 --noproxy '' --cacert " + folder_ +
+                "/origin-ca.pem -x http://127.0.0.1:" + std::to_string(proxy->port()) + " " + url);
+  EXPECT_NE(untrusting.exit_code, 0) << untrusting.output;
+  EXPECT_TRUE(proxy->wait_for_log([](const std::string& log) {
+    return log.find("\"reason\":\"client-tls-failed\"") != std::string::npos;
+  })) << proxy->log_text();
+
+  // A Host naming another server than the tunnel's (domain fronting) is refused.
+  auto fronted = run_shell(curl_through(*proxy, folder_) + "-i -H 'Host: elsewhere.test' " + url);
+  EXPECT_NE(fronted.output.find("HTTP/1.1 400"), std::string::npos) << fronted.output;
+  EXPECT_EQ(fronted.output.find("s_server"), std::string::npos) << fronted.output;
+}
+
+TEST_F(InspectionTest, GitFetchesFromAnywhereAndPushesOnlyToItsOrganisation) {
+  if (run_shell("command -v git python3").exit_code != 0) {
+    FAIL() << "git and python3 are required (scripts/install-deps.sh installs them)";
+  }
+  // Two bare repositories on the origin, one per organisation.
+  const std::string root = folder_ + "/repos";
+  auto made = run_shell("set -e; mkdir -p " + root + "/ourorg " + root + "/theirorg " + folder_ +
+                        "/seed; cd " + folder_ +
+                        "/seed; git init -q -b main; git -c user.name=t -c user.email=t@t commit "
+                        "-q --allow-empty -m first; for o in ourorg theirorg; do git clone -q "
+                        "--bare . " +
+                        root + "/$o/app.git; git -C " + root +
+                        "/$o/app.git config http.receivepack true; done");
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  const std::uint16_t port = free_port();
+  Server origin(port, "python3 " SANDGATE_SOURCE_DIR "/tests/support/git_https_server.py " +
+                          std::to_string(port) + " " + folder_ + "/server.pem " + folder_ +
+                          "/server.key " + root);
+  ASSERT_TRUE(port_accepts(port)) << "the git server did not start";
+  auto proxy = inspecting_gate(folder_,
+                               "allow git.test git-fetch\n"
+                               "allow git.test git-push /ourorg/*\n",
+                               port);
+  // GIT_SSL_CAINFO, not http.sslCAInfo: the variable wins over the setting, and a machine may
+  // have it set.
+  const std::string git =
+      "cd " + folder_ + " && GIT_SSL_CAINFO=" + folder_ +
+      "/gate-ca/ca.pem git -c http.proxy=http://127.0.0.1:" + std::to_string(proxy->port()) +
+      " -c user.name=t -c user.email=t@t ";
+  const std::string base = "https://git.test:" + std::to_string(port);
+
+  // Clone from both organisations: fetching is allowed everywhere.
+  auto ours = run_shell(git + "clone -q " + base + "/ourorg/app.git ours 2>&1");
+  ASSERT_EQ(ours.exit_code, 0) << ours.output << proxy->log_text();
+  auto theirs = run_shell(git + "clone -q " + base + "/theirorg/app.git theirs 2>&1");
+  ASSERT_EQ(theirs.exit_code, 0) << theirs.output;
+
+  // Push to ourorg: allowed, and it lands.
+  auto pushed = run_shell(git + "-C ours commit -q --allow-empty -m second && " + git +
+                          "-C ours push -q origin main 2>&1");
+  EXPECT_EQ(pushed.exit_code, 0) << pushed.output << proxy->log_text();
+  EXPECT_EQ(run_shell("git -C " + root + "/ourorg/app.git log --oneline | wc -l").output, "2\n");
+
+  // Push to theirorg: refused by the gate, and nothing lands.
+  auto refused = run_shell(git + "-C theirs commit -q --allow-empty -m second && " + git +
+                           "-C theirs push -q origin main 2>&1");
+  EXPECT_NE(refused.exit_code, 0) << refused.output;
+  EXPECT_NE(refused.output.find("403"), std::string::npos) << refused.output;
+  EXPECT_EQ(run_shell("git -C " + root + "/theirorg/app.git log --oneline | wc -l").output, "1\n");
+  EXPECT_TRUE(proxy->wait_for_log([](const std::string& log) {
+    return log.find("\"reason\":\"request-not-allowed\"") != std::string::npos &&
+           log.find("/theirorg/app.git/info/refs") != std::string::npos;
+  })) << proxy->log_text();
+}
+
+}  // namespace
+}  // namespace sandgate::testing

@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""A smart-HTTP git server over TLS on loopback, for the inspection tests: `git http-backend`
+(the real one, as CGI) behind Python's HTTP server, wrapped in TLS with a test certificate.
+
+usage: git_https_server.py PORT CERT KEY PROJECT_ROOT
+
+Every repository under PROJECT_ROOT is served; pushes are accepted (REMOTE_USER is set)."""
+import http.server
+import os
+import ssl
+import subprocess
+import sys
+
+
+class GitHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def _backend(self):
+        path, _, query = self.path.partition("?")
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "GIT_PROJECT_ROOT": self.server.project_root,
+            "GIT_HTTP_EXPORT_ALL": "1",
+            "REMOTE_USER": "tester",
+            "REQUEST_METHOD": self.command,
+            "PATH_INFO": path,
+            "QUERY_STRING": query,
+            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": str(len(body)),
+            "GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
+        }
+        done = subprocess.run(["git", "http-backend"], input=body, env=env,
+                              capture_output=True, check=False)
+        head, _, payload = done.stdout.partition(b"\r\n\r\n")
+        status = 200
+        headers = []
+        for line in head.split(b"\r\n"):
+            name, _, value = line.decode("latin-1").partition(":")
+            if name.lower() == "status":
+                status = int(value.strip().split()[0])
+            elif name:
+                headers.append((name, value.strip()))
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    do_GET = _backend
+    do_POST = _backend
+
+    def log_message(self, *args):
+        pass
+
+
+def main():
+    port, cert, key, root = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), GitHandler)
+    server.project_root = root
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
