@@ -5,6 +5,7 @@
 //   sandgate profile [SETTINGS...] [FLAGS...] print the macOS Seatbelt profile `run` uses
 //   sandgate run [SETTINGS...] [FLAGS...] -- CMD [ARGS...]
 //                                            run CMD confined: the gate is its only way out
+//   sandgate ca [--rotate]                  the inspection CA and how to trust it
 //   sandgate pending [--watch]               the questions a gate with --unknown=ask waits on
 //   sandgate decide HOST[:PORT] ANSWER       answer one: once, session, always, deny, never
 #include <CLI/CLI.hpp>
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "proxy/commands/ask_commands.hpp"
+#include "proxy/commands/ca.hpp"
 #include "proxy/commands/check.hpp"
 #include "proxy/commands/run.hpp"
 #include "proxy/commands/sandbox_view.hpp"
@@ -144,6 +146,12 @@ int main(int argc, char** argv) {
                 "do not confine CMD: set the proxy variables only (says so loudly)");
   run->add_option("command", run_options.command, "CMD [ARGS...], after --")->required();
 
+  auto* ca = app.add_subcommand(
+      "ca", "print the inspection CA's certificate and how to trust it (made if there is none)");
+  ca->fallthrough();
+  bool rotate_ca = false;
+  ca->add_flag("--rotate", rotate_ca,
+               "replace the CA's key and certificate with new ones (restart running gates)");
   auto* pending = app.add_subcommand(
       "pending", "list the questions a gate with --unknown=ask waits on (via its admin endpoint)");
   pending->fallthrough();
@@ -158,7 +166,7 @@ int main(int argc, char** argv) {
       ->required();
   decide->add_option("answer", decide_answer, "once, session, always, deny or never")->required();
 
-  for (CLI::App* command : {serve, check, profile, run, pending, decide}) {
+  for (CLI::App* command : {serve, check, profile, run, ca, pending, decide}) {
     show_setting_flags(app, *command, version);
   }
 
@@ -185,6 +193,9 @@ int main(int argc, char** argv) {
   if (*check) {
     return sandgate::commands::run_check(*settings, target, std::cout, std::cerr, resolve,
                                          check_method);
+  }
+  if (*ca) {
+    return sandgate::commands::run_ca(*settings, rotate_ca, std::cout, std::cerr);
   }
   if (*pending) {
     return sandgate::commands::run_pending(*settings, watch_pending, std::cout, std::cerr);

@@ -15,6 +15,7 @@
 #include "proxy/commands/run_summary.hpp"
 #include "proxy/commands/sandbox_view.hpp"
 #include "proxy/gate/gate.hpp"
+#include "proxy/inspect/certificate_authority.hpp"
 #include "proxy/settings/load.hpp"
 
 namespace sandgate::commands {
@@ -227,6 +228,20 @@ int run_run(const settings::Settings& given, const settings::Sources& sources,
   options.sandbox = settings.sandbox;
   options.gate = gate_view(settings);
   options.home = home;
+  if (!settings.request_rules_path.empty() || !settings.inspect.empty()) {
+    // The gate inspects: the command's tools are pointed at its CA (with the system's roots).
+    auto ca = inspect::CertificateAuthority::open(inspect_ca_folder(settings), 1);
+    if (!ca) {
+      say("inspection: " + ca.error());
+      return sandbox::kRunFailed;
+    }
+    auto bundle = inspect::write_trust_bundle(**ca);
+    if (!bundle) {
+      say("inspection: " + bundle.error());
+      return sandbox::kRunFailed;
+    }
+    options.gate.ca_bundle = *bundle;
+  }
   RunGate gate(settings, sources);
   const int status = sandbox::run_confined(options, gate);
   // The command has exited and the gate has stopped (its log still open): tell the person what

@@ -1,6 +1,8 @@
 // The gate as the confinement sees it. See sandbox_view.hpp.
 #include "proxy/commands/sandbox_view.hpp"
 
+#include "proxy/inspect/certificate_authority.hpp"
+
 namespace sandgate::commands {
 
 sandbox::GateView gate_view(const settings::Settings& settings) {
@@ -14,7 +16,14 @@ sandbox::GateView gate_view(const settings::Settings& settings) {
   if (const settings::UnixPath* socket = settings.listen.unix_socket()) {
     view.unix_socket = socket->path;
   }
+  // The CA's key is never the command's to read, whether or not this gate inspects.
+  view.unreadable.push_back(inspect_ca_folder(settings));
   return view;
+}
+
+std::string inspect_ca_folder(const settings::Settings& settings) {
+  return settings.ca_dir.empty() ? inspect::default_ca_folder(settings::home_directory())
+                                 : settings.ca_dir;
 }
 
 std::uint16_t listen_port(const settings::Settings& settings) {

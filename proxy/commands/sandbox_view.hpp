@@ -13,6 +13,9 @@ namespace sandgate::commands {
 // socket (listen unix:PATH), if any.
 sandbox::GateView gate_view(const settings::Settings& settings);
 
+// The inspection CA's folder the settings name (ca_dir, or the default under the home).
+std::string inspect_ca_folder(const settings::Settings& settings);
+
 // The port of the listen setting (0 if it names port 0 or is a unix socket).
 std::uint16_t listen_port(const settings::Settings& settings);
 

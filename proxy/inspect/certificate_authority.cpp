@@ -202,6 +202,37 @@ CaPaths ca_paths(const std::string& folder) {
           (fs::path(folder) / "ca-key.pem").string()};
 }
 
+Expected<std::string, std::string> write_trust_bundle(const CertificateAuthority& ca) {
+  std::string roots_file;
+  if (const char* given = std::getenv("SSL_CERT_FILE"); given != nullptr && given[0] != '\0') {
+    roots_file = given;
+  } else {
+    roots_file = X509_get_default_cert_file();
+  }
+  std::string text;
+  if (FILE* roots = std::fopen(roots_file.c_str(), "r")) {
+    char chunk[65536];
+    std::size_t n = 0;
+    while ((n = std::fread(chunk, 1, sizeof chunk, roots)) > 0) {
+      text.append(chunk, n);
+    }
+    std::fclose(roots);
+  }
+  if (!text.empty() && text.back() != '\n') {
+    text += '\n';
+  }
+  text += pem_of(ca.certificate());
+  std::string folder = ca.paths().folder;
+  while (folder.size() > 1 && folder.back() == '/') {
+    folder.pop_back();
+  }
+  const std::string path = folder + "-bundle.pem";
+  if (auto error = write_private(path, text, 0644)) {
+    return Unexpected(*error);
+  }
+  return path;
+}
+
 std::string default_ca_folder(const std::string& home) {
   const char* data = std::getenv("XDG_DATA_HOME");
   const fs::path base =

@@ -87,6 +87,11 @@ class CertificateAuthority {
   std::unordered_map<std::string, decltype(recent_)::iterator> index_;
 };
 
+// Writes `FOLDER-bundle.pem` beside the CA's folder (which `run` hides from the command): the
+// system's roots (SSL_CERT_FILE, else OpenSSL's default file; none when neither can be read)
+// followed by the CA's certificate, for the tools that trust exactly one file. Its path.
+Expected<std::string, std::string> write_trust_bundle(const CertificateAuthority& ca);
+
 // The folder the CA lives in by default: $XDG_DATA_HOME/sandgate/ca, or
 // ~/.local/share/sandgate/ca.
 std::string default_ca_folder(const std::string& home);

@@ -317,7 +317,8 @@ Expected<int, std::string> seal_init(bool supervise_unix_sockets) {
     ::_exit(kRunFailed);
   }
   ::close(channel);
-  ExecImage image(options.command, child_environment(current_environment(), port, helper));
+  ExecImage image(options.command,
+                  child_environment(current_environment(), port, helper, options.gate.ca_bundle));
   const pid_t command = ::fork();
   if (command < 0) {
     ::_exit(kRunFailed);

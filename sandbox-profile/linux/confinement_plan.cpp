@@ -247,6 +247,13 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
       private_folders.push_back(folder);
     }
   }
+  // The inspection CA's folder: an empty tmpfs over it, so its key cannot be read.
+  for (const auto& folder : options.gate.unreadable) {
+    const std::string resolved = resolved_path(folder);
+    if (is_folder(resolved) && !within_any(resolved, private_folders)) {
+      private_folders.push_back(resolved);
+    }
+  }
   plan.view.private_roots = private_folders;
   if (!out.runtime_dir.empty() && within_any(out.runtime_dir, private_folders)) {
     plan.view.runtime_dir = out.runtime_dir;

@@ -162,6 +162,10 @@ void write_read_and_write_rules(ProfileWriter& w, const ProfileOptions& options)
   w.line(";; keys typed there (the command's own terminals are allowed again below).");
   w.line("(deny file-read* file-write* (regex #\"^/dev/bpf\"))");
   w.line("(deny file-read-data file-write* (regex #\"^/dev/ttys[0-9]+$\"))");
+  for (const auto& folder : options.unreadable) {
+    w.line(";; The inspection CA's folder: its key signs certificates clients trust.");
+    w.line("(deny file-read* file-write* (subpath " + w.quote(folder, "unreadable folder") + "))");
+  }
 
   std::vector<std::string> writable;
   w.line(";; Writes: only in these folders.");

@@ -34,6 +34,8 @@
 namespace sandgate::sandbox {
 
 struct ProfileOptions {
+  // Folders the command must not read at all (the inspection CA's): denied reads and writes.
+  std::vector<std::string> unreadable;
   std::string home;  // absolute and normal, e.g. "/Users/ada" ($HOME)
   // The passwd entry's home (getpwuid's pw_dir), absolute and normal; "" or equal to `home`
   // when they agree. When HOME was changed, the real home's protected paths are protected too:

@@ -53,7 +53,8 @@ std::string java_tool_options(const std::string& inherited, std::uint16_t port) 
 }
 
 std::vector<std::string> child_environment(const std::vector<std::string>& inherited,
-                                           std::uint16_t port, const std::string& connect_helper) {
+                                           std::uint16_t port, const std::string& connect_helper,
+                                           const std::string& ca_bundle) {
   const std::string proxy = "http://127.0.0.1:" + std::to_string(port);
   // ALL_PROXY is what clients use for protocols with no variable of their own (git://, ssh
   // through nc -X 5, many Go and Rust tools); the gate speaks SOCKS5 on the same port, and
@@ -67,7 +68,7 @@ std::vector<std::string> child_environment(const std::vector<std::string>& inher
       java_inherited = entry.substr(std::string_view("JAVA_TOOL_OPTIONS=").size());
     }
   }
-  const std::vector<std::pair<std::string, std::string>> gate = {
+  std::vector<std::pair<std::string, std::string>> gate = {
       {"http_proxy", proxy},
       {"https_proxy", proxy},
       {"HTTP_PROXY", proxy},
@@ -81,6 +82,13 @@ std::vector<std::string> child_environment(const std::vector<std::string>& inher
       {"GIT_SSH_COMMAND", git_ssh_command(connect_helper)},
       {"JAVA_TOOL_OPTIONS", java_tool_options(java_inherited, port)},
   };
+  if (!ca_bundle.empty()) {
+    for (const char* name :
+         {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO",
+          "NODE_EXTRA_CA_CERTS", "PIP_CERT", "AWS_CA_BUNDLE", "CARGO_HTTP_CAINFO", "DENO_CERT"}) {
+      gate.emplace_back(name, ca_bundle);
+    }
+  }
   std::vector<std::string> out;
   out.reserve(inherited.size() + gate.size());
   for (const auto& entry : inherited) {

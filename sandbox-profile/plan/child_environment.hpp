@@ -21,8 +21,13 @@ namespace sandgate::sandbox {
 // `connect_helper` is the absolute path of sandgate-connect (the ssh ProxyCommand). Variables the
 // gate sets replace inherited ones, except JAVA_TOOL_OPTIONS, whose inherited options are kept in
 // front of the gate's; order is kept otherwise.
+// With `ca_bundle` (the gate inspects some hosts: its CA with the system's roots), the variables
+// that name a CA file for the common tools point at it: SSL_CERT_FILE (OpenSSL, Go, Ruby),
+// REQUESTS_CA_BUNDLE (Python requests), CURL_CA_BUNDLE, GIT_SSL_CAINFO, NODE_EXTRA_CA_CERTS,
+// PIP_CERT, AWS_CA_BUNDLE, CARGO_HTTP_CAINFO, DENO_CERT.
 std::vector<std::string> child_environment(const std::vector<std::string>& inherited,
-                                           std::uint16_t port, const std::string& connect_helper);
+                                           std::uint16_t port, const std::string& connect_helper,
+                                           const std::string& ca_bundle = {});
 
 // The JVM options that send Java's HTTP and HTTPS clients through the gate on 127.0.0.1:`port`
 // (http.proxyHost/Port, https.proxyHost/Port, loopback exempt via http.nonProxyHosts), and

@@ -121,6 +121,9 @@ ProfileOptions profile_options(const SandboxSettings& sandbox, const GateView& g
   options.block_raw_sockets = sandbox.block_raw_sockets;
   options.block_tunneling = sandbox.block_tunneling;
   options.gate_files = gate_files(gate);
+  for (const auto& folder : gate.unreadable) {
+    options.unreadable.push_back(resolved_path(folder));
+  }
   ProtectionInputs inputs = with_process_inputs(protection_inputs(options));
   options.working_directory = inputs.working_directory;
   options.git_dirs = inputs.git_dirs;

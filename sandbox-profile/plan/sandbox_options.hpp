@@ -25,6 +25,11 @@ struct GateView {
   std::vector<std::string> files;
   // The path of the gate's unix socket (listen unix:PATH); empty for a TCP gate.
   std::string unix_socket;
+  // Folders the command must not read at all: the inspection CA's, which holds its key.
+  std::vector<std::string> unreadable;
+  // The CA bundle (the system's roots and the inspection CA) the command's tools are pointed
+  // at when the gate inspects; empty when it does not.
+  std::string ca_bundle;
 };
 
 }  // namespace sandgate::sandbox

@@ -57,8 +57,8 @@ int run_on_host(const RunOptions& options, GateHandle& gate, const Wrapper& wrap
     command = std::move(*prefix);
   }
   command.insert(command.end(), options.command.begin(), options.command.end());
-  ExecImage image(std::move(command),
-                  child_environment(current_environment(), *port, connect_helper()));
+  ExecImage image(std::move(command), child_environment(current_environment(), *port,
+                                                        connect_helper(), options.gate.ca_bundle));
 
   const pid_t pid = ::fork();
   if (pid < 0) {
