@@ -285,7 +285,7 @@ Expected<NormalPath, std::string> normalise_path(std::string_view origin_form) {
     return normal;
   }
   if (raw.empty() || raw.front() != '/') {
-    return Unexpected(std::string("the request's path does not start with '/'"));
+    return Unexpected{std::string("the request's path does not start with '/'")};
   }
   std::string& path = normal.path;
   path.reserve(raw.size());
@@ -293,8 +293,8 @@ Expected<NormalPath, std::string> normalise_path(std::string_view origin_form) {
     const auto byte = static_cast<unsigned char>(raw[i]);
     if (byte != '%') {
       if (refused_in_path(byte)) {
-        return Unexpected("the request's path holds " + byte_name(byte) +
-                          ", which origins read in different ways");
+        return Unexpected{"the request's path holds " + byte_name(byte) +
+                          ", which origins read in different ways"};
       }
       path += static_cast<char>(byte);
       continue;
@@ -302,12 +302,12 @@ Expected<NormalPath, std::string> normalise_path(std::string_view origin_form) {
     const int high = i + 1 < raw.size() ? hex_value(raw[i + 1]) : -1;
     const int low = i + 2 < raw.size() ? hex_value(raw[i + 2]) : -1;
     if (high < 0 || low < 0) {
-      return Unexpected(std::string("the request's path has a '%' that starts no escape"));
+      return Unexpected{std::string("the request's path has a '%' that starts no escape")};
     }
     const auto decoded = static_cast<unsigned char>(high * 16 + low);
     if (decoded == '/' || decoded == '%' || refused_in_path(decoded)) {
-      return Unexpected("the request's path has an escaped " + byte_name(decoded) +
-                        ", which origins read in different ways");
+      return Unexpected{"the request's path has an escaped " + byte_name(decoded) +
+                        ", which origins read in different ways"};
     }
     path += static_cast<char>(decoded);
     i += 2;
@@ -321,10 +321,10 @@ Expected<NormalPath, std::string> normalise_path(std::string_view origin_form) {
     }
     const std::string_view segment = std::string_view(path).substr(at, end - at);
     if (segment.empty() && end != path.size()) {
-      return Unexpected(std::string("the request's path has an empty segment ('//')"));
+      return Unexpected{std::string("the request's path has an empty segment ('//')")};
     }
     if (segment == "." || segment == "..") {
-      return Unexpected("the request's path has a '" + std::string(segment) + "' segment");
+      return Unexpected{"the request's path has a '" + std::string(segment) + "' segment"};
     }
     at = end + 1;
   }

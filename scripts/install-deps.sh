@@ -35,7 +35,7 @@ test_packages=(
   python3               # the service-file test reads the launchd plist with plistlib
   dbus keyutils         # run_test: a real session bus the confined command must not reach; keyctl
   nftables bind9-dnsutils  # capture_e2e_test: nft to inspect the rules; dig for DNS queries inside run
-  nodejs python3-pip python3-setuptools python3-pytest golang-go  # run_test: real tools inside run
+  nodejs python3-pip python3-setuptools python3-pytest python3-requests golang-go  # run_test: real tools inside run
 )
 
 case "$(uname -s)" in

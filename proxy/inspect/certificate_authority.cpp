@@ -133,7 +133,7 @@ Expected<CaPaths, std::string> create_ca(const CaPaths& paths) {
   auto key = new_p256_key();
   std::shared_ptr<X509> certificate(X509_new(), X509_free);
   if (!key || !certificate) {
-    return Unexpected(openssl_error("cannot make the CA key"));
+    return Unexpected{openssl_error("cannot make the CA key")};
   }
   X509* cert = certificate.get();
   X509_set_version(cert, 2);
@@ -153,14 +153,14 @@ Expected<CaPaths, std::string> create_ca(const CaPaths& paths) {
       !add_extension(cert, cert, NID_key_usage, "critical,keyCertSign,cRLSign") ||
       !add_extension(cert, cert, NID_subject_key_identifier, "hash") ||
       X509_sign(cert, key.get(), EVP_sha256()) == 0) {
-    return Unexpected(openssl_error("cannot make the CA certificate"));
+    return Unexpected{openssl_error("cannot make the CA certificate")};
   }
   // The key first: a certificate without its key would be a CA nobody can use.
   if (auto error = write_private(paths.key, pem_of(key.get()), 0600)) {
-    return Unexpected(*error);
+    return Unexpected{*error};
   }
   if (auto error = write_private(paths.certificate, pem_of(cert), 0644)) {
-    return Unexpected(*error);
+    return Unexpected{*error};
   }
   return paths;
 }
@@ -228,7 +228,7 @@ Expected<std::string, std::string> write_trust_bundle(const CertificateAuthority
   }
   const std::string path = folder + "-bundle.pem";
   if (auto error = write_private(path, text, 0644)) {
-    return Unexpected(*error);
+    return Unexpected{*error};
   }
   return path;
 }
@@ -242,7 +242,7 @@ std::string default_ca_folder(const std::string& home) {
 
 Expected<CaPaths, std::string> CertificateAuthority::rotate(const std::string& folder) {
   if (auto error = prepare_folder(folder)) {
-    return Unexpected(*error);
+    return Unexpected{*error};
   }
   return create_ca(ca_paths(folder));
 }
@@ -250,41 +250,41 @@ Expected<CaPaths, std::string> CertificateAuthority::rotate(const std::string& f
 Expected<std::unique_ptr<CertificateAuthority>, std::string> CertificateAuthority::open(
     const std::string& folder, std::size_t cache_size) {
   if (auto error = prepare_folder(folder)) {
-    return Unexpected(*error);
+    return Unexpected{*error};
   }
   const CaPaths paths = ca_paths(folder);
   struct stat st {};
   if (::stat(paths.key.c_str(), &st) != 0) {
     if (errno != ENOENT) {
-      return Unexpected(paths.key + ": " + std::strerror(errno));
+      return Unexpected{paths.key + ": " + std::strerror(errno)};
     }
     auto created = create_ca(paths);
     if (!created) {
-      return Unexpected(created.error());
+      return Unexpected{created.error()};
     }
   } else if ((st.st_mode & 077) != 0 || st.st_uid != ::geteuid()) {
-    return Unexpected(paths.key +
+    return Unexpected{paths.key +
                       ": the CA key can be read by others or belongs to another user; fix it "
-                      "(chmod 600) or rotate it (sandgate ca --rotate)");
+                      "(chmod 600) or rotate it (sandgate ca --rotate)"};
   }
   auto key = read_pem<EVP_PKEY>(paths.key, PEM_read_bio_PrivateKey, EVP_PKEY_free);
   if (!key) {
-    return Unexpected(openssl_error(paths.key + ": not a PEM private key"));
+    return Unexpected{openssl_error(paths.key + ": not a PEM private key")};
   }
   auto certificate = read_pem<X509>(paths.certificate, PEM_read_bio_X509, X509_free);
   if (!certificate) {
-    return Unexpected(openssl_error(paths.certificate + ": not a PEM certificate"));
+    return Unexpected{openssl_error(paths.certificate + ": not a PEM certificate")};
   }
   if (X509_check_private_key(certificate.get(), key.get()) != 1) {
-    return Unexpected(paths.certificate + " does not go with " + paths.key +
-                      "; rotate the CA (sandgate ca --rotate)");
+    return Unexpected{paths.certificate + " does not go with " + paths.key +
+                      "; rotate the CA (sandgate ca --rotate)"};
   }
   if (X509_cmp_current_time(X509_get0_notAfter(certificate.get())) <= 0) {
-    return Unexpected(paths.certificate + " has expired; rotate the CA (sandgate ca --rotate)");
+    return Unexpected{paths.certificate + " has expired; rotate the CA (sandgate ca --rotate)"};
   }
   auto leaf_key = new_p256_key();
   if (!leaf_key) {
-    return Unexpected(openssl_error("cannot make the leaf key"));
+    return Unexpected{openssl_error("cannot make the leaf key")};
   }
   return std::unique_ptr<CertificateAuthority>(new CertificateAuthority(
       paths, std::move(certificate), std::move(key), std::move(leaf_key), cache_size));
@@ -349,7 +349,7 @@ Expected<std::shared_ptr<const Leaf>, std::string> CertificateAuthority::mint(
     const rules::Host& host) {
   std::shared_ptr<X509> certificate(X509_new(), X509_free);
   if (!certificate) {
-    return Unexpected(openssl_error("cannot make a certificate"));
+    return Unexpected{openssl_error("cannot make a certificate")};
   }
   X509* cert = certificate.get();
   X509_set_version(cert, 2);
@@ -375,7 +375,7 @@ Expected<std::shared_ptr<const Leaf>, std::string> CertificateAuthority::mint(
       !add_extension(cert, certificate_.get(), NID_subject_alt_name, san.c_str()) ||
       !add_extension(cert, certificate_.get(), NID_authority_key_identifier, "keyid:always") ||
       X509_sign(cert, key_.get(), EVP_sha256()) == 0) {
-    return Unexpected(openssl_error("cannot mint a certificate for " + host.display()));
+    return Unexpected{openssl_error("cannot mint a certificate for " + host.display())};
   }
   auto leaf = std::make_shared<Leaf>();
   leaf->certificate = std::move(certificate);

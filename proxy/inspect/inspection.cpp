@@ -68,9 +68,9 @@ Expected<std::unique_ptr<Inspection>, std::string> Inspection::create(
   inspection->origin_facing_.set_default_verify_paths();
   for (const std::string& file : extra_ca_files) {
     if (SSL_CTX_load_verify_locations(client, file.c_str(), nullptr) != 1) {
-      return Unexpected("inspect_extra_ca: " + file +
+      return Unexpected{"inspect_extra_ca: " + file +
                         ": cannot read it as PEM certificates (it must exist and hold at least "
-                        "one CERTIFICATE block)");
+                        "one CERTIFICATE block)"};
     }
   }
   SSL_CTX_set_verify(client, SSL_VERIFY_PEER, nullptr);
@@ -84,12 +84,12 @@ Expected<CertificateAuthority*, std::string> Inspection::authority() {
     return authority_.get();
   }
   if (!authority_error_.empty()) {
-    return Unexpected(authority_error_);
+    return Unexpected{authority_error_};
   }
   auto opened = CertificateAuthority::open(ca_folder_);
   if (!opened) {
     authority_error_ = opened.error();
-    return Unexpected(authority_error_);
+    return Unexpected{authority_error_};
   }
   authority_ = std::move(*opened);
   return authority_.get();

@@ -34,7 +34,7 @@ LAYERS = [
     ["rules", "config", "proxy/json", "proxy/asio"],
     ["sandbox-profile", "connect-proxy", "proxy/parent"],
     ["proxy/settings", "proxy/watch", "proxy/relay", "proxy/metrics", "proxy/socks",
-     "proxy/capture", "proxy/session/wire"],
+     "proxy/capture", "proxy/session/wire", "proxy/inspect"],
     ["proxy/dns"],
     ["proxy/log"],
     ["proxy/launchdarkly", "proxy/reload", "proxy/admin", "proxy/ask"],

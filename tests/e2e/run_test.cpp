@@ -439,6 +439,40 @@ TEST_F(RunTest, HttpsThroughTheGateSucceeds) {
   EXPECT_NE(o.err.find("origin.test"), std::string::npos) << describe(o);
 }
 
+// Inspection inside run: the command's tools trust the gate's CA through the variables run sets
+// (curl and Python's requests with no CA option of their own), the request rules apply inside
+// TLS, and the CA's key cannot be read from inside.
+TEST_F(RunTest, InspectionIsTransparentToTheCommandsToolsAndItsKeyIsHidden) {
+  const std::string rules = root_ + "/requests.txt";
+  std::ofstream(rules) << "deny origin.test DELETE  #! read-only here\nallow origin.test GET\n";
+  const std::string ca_dir = root_ + "/gate-ca";
+  const std::string port = std::to_string(origin_->port());
+  const std::string url = "https://origin.test:" + port + "/";
+  auto o = run({"--request-rules", rules, "--tls-ports", port, "--inspect-extra-ca", origin_->ca(),
+                "--ca-dir", ca_dir, "--", "sh", "-c",
+                "curl -sS --max-time 20 " + url +
+                    " | grep -q s_server && echo page-ok; "
+                    "curl -sS --max-time 20 -o /dev/null -w 'delete=%{http_code}\\n' -X DELETE " +
+                    url +
+                    "; "
+                    "/usr/bin/python3 -c \"import requests; r = requests.get('" +
+                    url +
+                    "', timeout=20); print('python', r.status_code)\"; "
+                    "cat " +
+                    ca_dir + "/ca-key.pem 2>&1 | head -c 200; echo; echo bundle=$SSL_CERT_FILE"});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("page-ok"), std::string::npos) << describe(o);  // the origin's page
+  EXPECT_NE(o.out.find("delete=403"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("python 200"), std::string::npos) << describe(o);
+  EXPECT_EQ(o.out.find("PRIVATE KEY"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("No such file"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("bundle=" + ca_dir + "-bundle.pem"), std::string::npos) << describe(o);
+  // Outside, the key is there, mode 0600.
+  struct stat key {};
+  ASSERT_EQ(::stat((ca_dir + "/ca-key.pem").c_str(), &key), 0);
+  EXPECT_EQ(key.st_mode & 0777, 0600u);
+}
+
 TEST_F(RunTest, ABlockedHostFailsWithThe403ReasonVisibleToCurl) {
   auto o = run({"--", "sh", "-c",
                 curl_https("blocked.test", "-v") + " 2>" + work_ + "/curl.err; echo rc=$?"});

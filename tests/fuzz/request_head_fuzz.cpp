@@ -117,7 +117,8 @@ asio::awaitable<void> feed(asio::local::stream_protocol::socket peer, std::strin
 asio::awaitable<void> read_as_proxy(asio::ip::tcp::socket socket, session::HeadParser* parser,
                                     ProxyRead* out) {
   beast::flat_buffer buffer(kBufferLimit);
-  out->result = co_await session::read_request_head(socket, buffer, *parser,
+  session::ByteStream stream(socket);
+  out->result = co_await session::read_request_head(stream, buffer, *parser,
                                                     std::chrono::seconds(60), kHeadLimit);
   out->left.assign(static_cast<const char*>(buffer.data().data()), buffer.size());
   out->finished = true;

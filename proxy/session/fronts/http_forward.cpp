@@ -284,18 +284,18 @@ Expected<HttpTarget, std::string> inspected_target(const InspectedOrigin& origin
   const std::string_view target = head.target();
   const bool options_star = target == "*" && head.method() == http::verb::options;
   if (!options_star && !target.starts_with('/')) {
-    return Unexpected(
+    return Unexpected{
         std::string("an inspected connection takes requests in origin form ('/path'), not '" +
-                    std::string(target.substr(0, 100)) + "'."));
+                    std::string(target.substr(0, 100)) + "'.")};
   }
   const auto host_field = head.find(http::field::host);
   if (host_field == head.end()) {
-    return Unexpected(std::string("the request has no Host field."));
+    return Unexpected{std::string("the request has no Host field.")};
   }
   if (!origin.named_by(host_field->value())) {
-    return Unexpected("the request's Host '" + std::string(host_field->value().substr(0, 100)) +
+    return Unexpected{"the request's Host '" + std::string(host_field->value().substr(0, 100)) +
                       "' is not the host this connection was opened to (" + origin.authority +
-                      ").");
+                      ")."};
   }
   HttpTarget result;
   result.host = origin.host;
