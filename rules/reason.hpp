@@ -58,6 +58,7 @@ enum class Reason : std::uint8_t {
   request_not_allowed,  // the host has request rules and none of them allows the request
   origin_certificate,   // inspection: the origin's TLS certificate could not be verified
   client_tls_failed,    // inspection: the client gave up the TLS handshake with the gate
+  not_inspectable,      // the host has request rules, and this tunnel cannot be inspected
   // ---- The request (the proxy's own checks of what the client sent) ----
   auth_required,              // the gate requires a token and the request carried none
   auth_failed,                // the request's token is wrong or its Proxy-Authorization malformed
@@ -109,7 +110,7 @@ struct ReasonInfo {
   std::string_view description;  // one line for people: when the gate gives this reason
 };
 
-inline constexpr std::array<ReasonInfo, 54> kReasons = {{
+inline constexpr std::array<ReasonInfo, 55> kReasons = {{
     // The policy.
     {Reason::allowed, "allowed", 0, "", Verdict::allow, "no rule objected"},
     {Reason::invalid_host, "invalid-host", 400, "http_request_error", Verdict::deny,
@@ -173,6 +174,9 @@ inline constexpr std::array<ReasonInfo, 54> kReasons = {{
     {Reason::client_tls_failed, "client-tls-failed", 0, "", Verdict::error,
      "inspection: the client ended the TLS handshake with the gate (it may not trust the gate's "
      "certificate authority; see `sandgate ca`)"},
+    {Reason::not_inspectable, "not-inspectable", 403, "http_request_denied", Verdict::deny,
+     "the destination has request rules, and the tunnel cannot be inspected (not TLS on a TLS "
+     "port: SSH, another protocol or port); plain HTTP and inspected HTTPS reach it"},
     // The request.
     {Reason::auth_required, "auth-required", 407, "http_request_denied", Verdict::deny,
      "the gate requires a token and the request carried none"},
@@ -256,13 +260,14 @@ inline constexpr std::string_view kWouldDeny = "would-deny";
 // protocol's (a bad request, a missing token, a head too large, ...). A list, not a column of
 // kReasons, so that a reason added to the table is enforced in report-only mode unless it is
 // named here.
-inline constexpr std::array<Reason, 18> kReportableReasons = {
+inline constexpr std::array<Reason, 19> kReportableReasons = {
     Reason::ip_address,          Reason::private_address, Reason::blocklist,
     Reason::port_not_allowed,    Reason::ssh_disabled,    Reason::ssh_non_git_host,
     Reason::not_allowlisted,     Reason::launchdarkly,    Reason::launchdarkly_unreachable,
     Reason::sni_mismatch,        Reason::sni_missing,     Reason::protocol_mismatch,
     Reason::unknown_destination, Reason::ask_denied,      Reason::ask_timeout,
     Reason::ask_unavailable,     Reason::request_denied,  Reason::request_not_allowed,
+    Reason::not_inspectable,
 };
 
 // True when report-only mode logs a denial for `reason` as would-deny instead of enforcing it.

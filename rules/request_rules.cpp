@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstddef>
 #include <string>
 #include <unordered_map>
@@ -78,9 +79,10 @@ std::string byte_name(unsigned char byte) {
 
 // Bytes that must not reach a path judged by rules, written or escaped: they would let an
 // origin read another path than the one judged (';' parameters, '\' as a separator, '%'
-// decoded twice) or are no part of a path at all.
+// decoded twice, non-ASCII bytes that some origins fold into ASCII: an overlong UTF-8 '.', a
+// fullwidth '．') or are no part of a path at all.
 bool refused_in_path(unsigned char byte) {
-  return byte < 0x20 || byte == 0x7f || byte == '\\' || byte == ';' || byte == '?' || byte == '#';
+  return byte < 0x20 || byte >= 0x7f || byte == '\\' || byte == ';' || byte == '?' || byte == '#';
 }
 
 // The glob of a PATH as an RE2 pattern matching the whole path, ASCII case ignored.
@@ -135,6 +137,15 @@ std::optional<std::string> path_pattern_problem(std::string_view pattern) {
   return std::nullopt;
 }
 
+// Methods are case-sensitive tokens (RFC 9110), but some origins upper-case what they get: a
+// rule's method matches the request's in any case, so `delete` cannot pass a `deny DELETE`.
+bool same_method(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::toupper(static_cast<unsigned char>(x)) ==
+                  std::toupper(static_cast<unsigned char>(y));
+         });
+}
+
 // One line, compiled.
 struct CompiledRule {
   RequestRule rule;
@@ -145,7 +156,8 @@ struct CompiledRule {
     if (rule.methods.empty() && !rule.git_fetch && !rule.git_push) {
       return true;
     }
-    return std::find(rule.methods.begin(), rule.methods.end(), method) != rule.methods.end();
+    return std::any_of(rule.methods.begin(), rule.methods.end(),
+                       [method](const std::string& m) { return same_method(m, method); });
   }
   bool matches(const RequestFacts& request, const GitRequest& git) const {
     if (matches_method(request.method) && RE2::FullMatch(request.path, *path)) {
@@ -233,7 +245,7 @@ GitRequest classify_git(const RequestFacts& request) {
   constexpr std::string_view kUpload = "/git-upload-pack";
   constexpr std::string_view kReceive = "/git-receive-pack";
   std::string_view repository;
-  if (request.method == "GET" && ends_with(path, kRefs)) {
+  if (same_method(request.method, "GET") && ends_with(path, kRefs)) {
     repository = path.substr(0, path.size() - kRefs.size());
     // The service asked for: several `service` parameters (which an origin might read either
     // way) count as a push, the stricter of the two.
@@ -257,10 +269,10 @@ GitRequest classify_git(const RequestFacts& request) {
     if (receive) {
       git.service = GitService::push;
     }
-  } else if (request.method == "POST" && ends_with(path, kUpload)) {
+  } else if (same_method(request.method, "POST") && ends_with(path, kUpload)) {
     repository = path.substr(0, path.size() - kUpload.size());
     git.service = GitService::fetch;
-  } else if (request.method == "POST" && ends_with(path, kReceive)) {
+  } else if (same_method(request.method, "POST") && ends_with(path, kReceive)) {
     repository = path.substr(0, path.size() - kReceive.size());
     git.service = GitService::push;
   } else {

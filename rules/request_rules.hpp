@@ -77,7 +77,8 @@ GitRequest classify_git(const RequestFacts& request);
 // The path of an origin-form target (`/a/b?x=1`) in the normal form rules are matched against:
 // percent-escapes decoded, and the query apart. The error is a sentence for the client: a path
 // whose meaning an origin could read differently from the gate is refused (dot segments, empty
-// segments, an escaped '/' or '\', a backslash, ';' parameters, control bytes, a bad escape).
+// segments, an escaped '/' or '\', a backslash, ';' parameters, control bytes, bytes outside
+// ASCII (an overlong UTF-8 '.', a fullwidth '．'), a bad escape).
 struct NormalPath {
   std::string path;
   std::string query;

@@ -123,7 +123,8 @@ void print_request_check(const RequestCheck& check, const rules::Authority& auth
   out << "destination: allow " << authority.host.display() << ":" << authority.port << " ("
       << host_why << ")\n";
   out << "inspected: "
-      << (check.inspected ? "yes (the gate terminates its TLS connections to see each request)"
+      << (check.inspected ? "yes (the gate terminates its TLS connections to see each request; "
+                            "with request rules, a tunnel it cannot inspect is refused)"
                           : "no (its TLS connections are tunnelled unopened; request rules apply "
                             "to its plain HTTP only)")
       << "\n";

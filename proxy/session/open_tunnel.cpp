@@ -338,6 +338,21 @@ asio::awaitable<void> hand_over(TunnelSetup& setup, boost::beast::flat_buffer& b
                        std::move(setup.ssh_watch), std::string(setup.method), setup.early_down);
 }
 
+// Whether tunnels to `port` have their first bytes looked at (a TLS port, with the SNI check on):
+// only those can be inspected.
+bool is_tls_port(SessionContext& context, std::uint16_t port) {
+  const auto& tls_ports = context.settings().tls_ports;
+  return context.settings().sni_check &&
+         std::find(tls_ports.begin(), tls_ports.end(), port) != tls_ports.end();
+}
+
+std::string not_inspectable_sentence(const rules::Host& host, std::uint16_t port) {
+  return host.display() + ":" + std::to_string(port) +
+         " has request rules, and this tunnel cannot be inspected (only TLS on a TLS port is; "
+         "SSH and other protocols or ports would carry requests no rule could judge): use "
+         "https:// on a TLS port, or plain http:// through the proxy.";
+}
+
 }  // namespace
 
 asio::awaitable<void> refuse_tunnel(SessionContext& context, const TunnelFrontEnd& front,
@@ -348,19 +363,30 @@ asio::awaitable<void> refuse_tunnel(SessionContext& context, const TunnelFrontEn
   co_await close_gracefully(context.client);
 }
 
-asio::awaitable<TunnelOpened> open_tunnel(SessionContext& context, const TunnelFrontEnd& front,
-                                          const rules::Host& host, std::uint16_t port,
-                                          boost::beast::flat_buffer& buffer) {
+asio::awaitable<std::optional<rules::Host>> open_tunnel(SessionContext& context,
+                                                        const TunnelFrontEnd& front,
+                                                        const rules::Host& host, std::uint16_t port,
+                                                        boost::beast::flat_buffer& buffer) {
   // 2-4. The admission pipeline: the policy, a question, LaunchDarkly, the dial.
   boost::beast::flat_buffer from_parent;  // the destination's first bytes, behind the parent's head
-  const Admission admission =
-      co_await admit(context, front.method, host, port, UpstreamUse::tunnel, from_parent);
+  Admission admission = co_await decide_admission(context, front.method, host, port);
+  // A host with request rules on a port whose tunnels are not looked into: refused before
+  // anything is dialled, with a reason the client can read.
+  if (admission.admitted() && context.policy->requests().judges(host, port) &&
+      !is_tls_port(context, port) && !context.reports(rules::Reason::not_inspectable)) {
+    admission.status = Admission::Status::refused;
+    admission.refusal = {rules::Reason::not_inspectable, not_inspectable_sentence(host, port)};
+  }
+  if (admission.admitted()) {
+    co_await connect_upstream(context, admission, front.method, host, port, UpstreamUse::tunnel,
+                              from_parent);
+  }
   if (admission.refused()) {
     co_await refuse_tunnel(context, front, host.display(), port, admission.refusal);
-    co_return TunnelOpened::done;
+    co_return std::nullopt;
   }
   if (!admission.admitted()) {
-    co_return TunnelOpened::done;
+    co_return std::nullopt;
   }
   TunnelSetup setup(context, front.method, host, port, to_text(admission.endpoint),
                     admission.note());
@@ -375,25 +401,40 @@ asio::awaitable<TunnelOpened> open_tunnel(SessionContext& context, const TunnelF
   if (!setup.write_error) {
     // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
     if (!co_await look_at_first_bytes(setup, buffer)) {
-      co_return TunnelOpened::done;
+      co_return std::nullopt;
     }
   }
 
   // 6. A reload while this tunnel was being set up: the rules now in force judge it again, as
   // they judged every tunnel already open. From here on a reload finds it registered.
+  // The name an IP destination's ClientHello asked for decides its inspection (kept before the
+  // destination is handed to the registry).
+  const rules::Host named = setup.destination.tls_name ? *setup.destination.tls_name : host;
   if (auto revoked = context.register_destination(std::move(setup.destination))) {
     deny_established(setup, revocation_reason(*revoked), revoked->rule, revoked->detail);
-    co_return TunnelOpened::done;
+    co_return std::nullopt;
+  }
+  // 7. Inspected: the front end serves its requests (inspected_connection.hpp). A host with
+  // request rules is never reached through a tunnel the gate cannot see into. Otherwise the
+  // relay splices it.
+  const rules::RequestRules& requests = context.policy->requests();
+  if (setup.tls && !setup.write_error && context.worker.shared.inspection != nullptr &&
+      requests.inspects(named, port)) {
+    record_tunnel_decision(setup, admission.rule());
+    co_return named;
+  }
+  if (requests.judges(named, port) && !context.reports(rules::Reason::not_inspectable)) {
+    deny_established(setup, rules::Reason::not_inspectable, {},
+                     not_inspectable_sentence(named, port));
+    co_return std::nullopt;
+  }
+  if (requests.judges(named, port)) {
+    context.keep_reported(rules::Reason::not_inspectable, {},
+                          not_inspectable_sentence(named, port));
   }
   record_tunnel_decision(setup, admission.rule());
-  // 7. Inspected: the front end serves its requests (inspected_connection.hpp). Otherwise the
-  // relay splices it.
-  if (setup.tls && !setup.write_error && context.worker.shared.inspection != nullptr &&
-      context.policy->requests().inspects(host, port)) {
-    co_return TunnelOpened::inspect;
-  }
   co_await hand_over(setup, buffer);
-  co_return TunnelOpened::done;
+  co_return std::nullopt;
 }
 
 }  // namespace sandgate::session

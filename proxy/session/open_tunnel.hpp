@@ -12,6 +12,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/system/error_code.hpp>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "proxy/session/admission.hpp"
@@ -48,14 +49,17 @@ boost::asio::awaitable<void> refuse_tunnel(SessionContext& context, const Tunnel
 // context.begin_request() and forgotten any earlier destination (see handle_connect). Every
 // refusal before success goes through `front`; one after it (SNI mismatch, SSH to a non-git
 // host, a reload) closes the connection, since the client already speaks its own protocol.
-// How open_tunnel() ended: done (handed to the relay, or refused, or over; logged either way),
-// or admitted with a TLS ClientHello to a host that is inspected, which the front end then
-// serves with serve_inspected() (fronts/inspected_connection.hpp), `buffer` holding the hello.
-enum class TunnelOpened : std::uint8_t { done, inspect };
-
-boost::asio::awaitable<TunnelOpened> open_tunnel(SessionContext& context,
-                                                 const TunnelFrontEnd& front,
-                                                 const rules::Host& host, std::uint16_t port,
-                                                 boost::beast::flat_buffer& buffer);
+// Returns nothing when the tunnel is done with (handed to the relay, or refused, or over; logged
+// either way), or the host to inspect: the tunnel was admitted with a TLS ClientHello to a host
+// that is inspected (the CONNECT's host, or for an IP destination the name its ClientHello
+// asked for), which the front end then serves with serve_inspected()
+// (fronts/inspected_connection.hpp), `buffer` holding the hello. A tunnel to a host with
+// request rules that cannot be inspected (not a TLS port, not TLS, no inspection) is refused
+// as not-inspectable: its requests could not be judged.
+boost::asio::awaitable<std::optional<rules::Host>> open_tunnel(SessionContext& context,
+                                                               const TunnelFrontEnd& front,
+                                                               const rules::Host& host,
+                                                               std::uint16_t port,
+                                                               boost::beast::flat_buffer& buffer);
 
 }  // namespace sandgate::session

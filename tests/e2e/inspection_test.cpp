@@ -77,13 +77,15 @@ void write_file(const std::string& path, const std::string& text) { std::ofstrea
 
 // A gate that inspects, with its request rules in `rules`, trusting the origins' test CA.
 std::unique_ptr<TestProxy> inspecting_gate(const std::string& folder, const std::string& rules,
-                                           std::uint16_t origin_port, bool trust_origin = true) {
+                                           std::uint16_t origin_port, bool trust_origin = true,
+                                           bool allow_ip = false) {
   write_file(folder + "/requests.txt", rules);
   auto proxy = std::make_unique<TestProxy>("", [&](settings::Settings& s) {
     s.policy.block_loopback = false;  // the test origins are on loopback
     s.tls_ports = {origin_port};
     s.request_rules_path = folder + "/requests.txt";
     s.ca_dir = folder + "/gate-ca";
+    s.policy.allow_ip = allow_ip;
     if (trust_origin) {
       s.inspect_extra_ca = {folder + "/origin-ca.pem"};
     }
@@ -189,6 +191,59 @@ TEST_F(InspectionTest, AClientThatDoesNotTrustTheGateEndsWithItsReasonAndAHostMi
   auto fronted = run_shell(curl_through(*proxy, folder_) + "-i -H 'Host: elsewhere.test' " + url);
   EXPECT_NE(fronted.output.find("HTTP/1.1 400"), std::string::npos) << fronted.output;
   EXPECT_EQ(fronted.output.find("s_server"), std::string::npos) << fronted.output;
+}
+
+// What the gate cannot inspect does not reach a host with request rules: a tunnel to another
+// port (plain HTTP through CONNECT), SSH; and the gate's own refusals of a malformed head inside
+// an inspected connection are sent inside its TLS.
+TEST_F(InspectionTest, TunnelsThatCannotBeInspectedAreRefusedAndRefusalsStayInsideTls) {
+  const std::uint16_t port = free_port();
+  Server origin(port, "openssl s_server -quiet -www -accept 127.0.0.1:" + std::to_string(port) +
+                          " -cert " + folder_ + "/server.pem -key " + folder_ + "/server.key");
+  ASSERT_TRUE(port_accepts(port));
+  auto proxy = inspecting_gate(folder_, "allow origin.test GET\n", port);
+  // A tunnel to another port of the host: its requests could not be judged.
+  auto tunnelled = run_shell(curl_through(*proxy, folder_) +
+                             "-p -i http://origin.test:" + std::to_string(free_port()) + "/x");
+  EXPECT_NE(tunnelled.output.find("403"), std::string::npos) << tunnelled.output;
+  EXPECT_NE(tunnelled.output.find("not-inspectable"), std::string::npos) << tunnelled.output;
+  // SSH to it (a git host): refused too.
+  auto ssh = run_shell(
+      "printf 'CONNECT origin.test:22 HTTP/1.1\\r\\nHost: origin.test:22\\r\\n\\r\\n' | "
+      "timeout 10 nc -q 5 127.0.0.1 " +
+      std::to_string(proxy->port()));
+  EXPECT_NE(ssh.output.find("403"), std::string::npos) << ssh.output;
+
+  // An IP-literal tunnel whose ClientHello names the host is inspected as the host.
+  auto ip_gate = inspecting_gate(folder_, "allow origin.test GET\n", port, true, true);
+  const std::string to_ip = "--connect-to origin.test:" + std::to_string(port) +
+                            ":127.0.0.1:" + std::to_string(port) + " ";
+  auto by_address = run_shell(curl_through(*ip_gate, folder_) + to_ip +
+                              "-i -X DELETE https://origin.test:" + std::to_string(port) + "/x");
+  EXPECT_NE(by_address.output.find("HTTP/1.1 403"), std::string::npos) << by_address.output;
+  EXPECT_NE(by_address.output.find("request-not-allowed"), std::string::npos) << by_address.output;
+
+  // A bare LF inside the inspected connection: the 400 comes back encrypted.
+  const std::string python =
+      "import socket, ssl\n"
+      "s = socket.create_connection(('127.0.0.1', " +
+      std::to_string(proxy->port()) +
+      "))\n"
+      "s.sendall(b'CONNECT origin.test:" +
+      std::to_string(port) +
+      " HTTP/1.1\\r\\nHost: origin.test\\r\\n\\r\\n')\n"
+      "assert b' 200 ' in s.recv(4096)\n"
+      "c = ssl.create_default_context(cafile='" +
+      folder_ +
+      "/gate-ca/ca.pem')\n"
+      "t = c.wrap_socket(s, server_hostname='origin.test')\n"
+      "t.sendall(b'GET / HTTP/1.1\\nHost: origin.test:" +
+      std::to_string(port) +
+      "\\n\\n')\n"
+      "print(t.recv(4096).split(b'\\r\\n')[0].decode())\n";
+  write_file(folder_ + "/bare_lf.py", python);
+  auto bare = run_shell("/usr/bin/python3 " + folder_ + "/bare_lf.py 2>&1");
+  EXPECT_NE(bare.output.find("HTTP/1.1 400"), std::string::npos) << bare.output;
 }
 
 TEST_F(InspectionTest, GitFetchesFromAnywhereAndPushesOnlyToItsOrganisation) {

@@ -387,9 +387,11 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
       buffer = std::move(closing);
     }
   }
-  if (co_await open_tunnel(context, kCaptureFront, target->host, target->port, buffer) ==
-      TunnelOpened::inspect) {
-    co_await serve_inspected(context, target->host, target->port, kCaptureFront.method, buffer);
+  // (Named: GCC 12 mishandles a co_await inside an if's condition declaration.)
+  const std::optional<rules::Host> inspected =
+      co_await open_tunnel(context, kCaptureFront, target->host, target->port, buffer);
+  if (inspected) {
+    co_await serve_inspected(context, *inspected, target->port, kCaptureFront.method, buffer);
   }
 }
 

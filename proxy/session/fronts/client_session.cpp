@@ -98,7 +98,7 @@ asio::awaitable<void> reply_and_log(SessionContext& context, rules::Reason reaso
   record_refusal(context, method, host, port,
                  {reason, std::string(sentence), std::string(rule), at});
   const std::string reply = build_reply(reason, sentence, at);
-  co_await asio::async_write(context.client, asio::buffer(reply), use_tuple);
+  co_await asio::async_write(context.client_stream, asio::buffer(reply), use_tuple);
   co_await close_gracefully(context.client);
 }
 

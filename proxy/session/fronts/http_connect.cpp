@@ -57,9 +57,10 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
                                 std::string(rules::to_string(authority.error())) + "."});
     co_return;
   }
-  if (co_await open_tunnel(context, kHttpConnectFront, authority->host, authority->port, buffer) ==
-      TunnelOpened::inspect) {
-    co_await serve_inspected(context, authority->host, authority->port, kHttpConnectFront.method,
+  const std::optional<rules::Host> inspected =
+      co_await open_tunnel(context, kHttpConnectFront, authority->host, authority->port, buffer);
+  if (inspected) {
+    co_await serve_inspected(context, *inspected, authority->port, kHttpConnectFront.method,
                              buffer);
   }
 }

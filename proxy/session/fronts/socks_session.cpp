@@ -53,6 +53,7 @@ socks::ReplyCode socks_reply_code(rules::Reason reason) {
     case Reason::dns_refused:          // capture only: never a SOCKS client's
     case Reason::request_denied:       // inside a tunnel: never before a SOCKS reply
     case Reason::request_not_allowed:  // inside a tunnel: never before a SOCKS reply
+    case Reason::not_inspectable:
     case Reason::auth_required:
     case Reason::auth_failed:
       return ReplyCode::not_allowed_by_ruleset;
@@ -415,9 +416,10 @@ asio::awaitable<void> serve_socks5(SessionContext& context, beast::flat_buffer& 
   context.begin_request();
   context.live.destination.reset();
   context.live.revoked.reset();
-  if (co_await open_tunnel(context, kSocksFront, *host, request.port, buffer) ==
-      TunnelOpened::inspect) {
-    co_await serve_inspected(context, *host, request.port, kSocksFront.method, buffer);
+  const std::optional<rules::Host> inspected =
+      co_await open_tunnel(context, kSocksFront, *host, request.port, buffer);
+  if (inspected) {
+    co_await serve_inspected(context, *inspected, request.port, kSocksFront.method, buffer);
   }
 }
 

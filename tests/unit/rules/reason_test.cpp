@@ -138,6 +138,7 @@ TEST(ReasonTable, ReleasedCodesAreUnchanged) {
       {Reason::request_not_allowed, "request-not-allowed"},
       {Reason::origin_certificate, "origin-certificate"},
       {Reason::client_tls_failed, "client-tls-failed"},
+      {Reason::not_inspectable, "not-inspectable"},
       {Reason::auth_required, "auth-required"},
       {Reason::auth_failed, "auth-failed"},
       {Reason::bad_request, "bad-request"},

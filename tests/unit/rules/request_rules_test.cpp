@@ -85,8 +85,10 @@ TEST(RequestRules, TheFirstMatchingLineOfTheMostSpecificGroupDecides) {
   EXPECT_EQ(decide(rules, "api.example.com", "POST", "/repos/o/r"), Kind::not_allowed);
   // The most specific group: api.example.com does not fall back to example.com's `allow *`.
   EXPECT_EQ(decide(rules, "www.example.com", "DELETE", "/a/b"), Kind::allowed);
-  // Methods are case-sensitive tokens (RFC 9110): `get` is not GET.
-  EXPECT_EQ(decide(rules, "api.example.com", "get", "/repos/x"), Kind::not_allowed);
+  // A method in another case is judged as the method an origin may upper-case it into: `delete`
+  // cannot pass a `deny DELETE`.
+  EXPECT_EQ(decide(rules, "api.example.com", "delete", "/repos/x"), Kind::denied);
+  EXPECT_EQ(decide(rules, "api.example.com", "get", "/repos/x"), Kind::allowed);
 
   const auto normal = normalise_path("/repos/o/r").value();
   const RequestFacts facts{"DELETE", normal.path, normal.query};
@@ -157,9 +159,28 @@ TEST(NormalisePath, DecodesEscapesAndRefusesWhatOriginsReadDifferently) {
   EXPECT_EQ(normalise_path("/dir/").value().path, "/dir/");
   EXPECT_EQ(normalise_path("/").value().path, "/");
   EXPECT_EQ(normalise_path("*").value().path, "*");
-  for (const char* bad : {"/a/../b", "/a/./b", "/a//b", "//a", "/a/%2e%2e/b", "/a%2Fb", "/a%2fb",
-                          "/a%5Cb", "/a\\b", "/a;jsessionid=1/b", "/a%3Bb", "/a%25b", "/a%zz",
-                          "/a%2", "/a%00b", "relative", "", "/a/..", "/%2E/x"}) {
+  for (const char* bad : {"/a/../b",
+                          "/a/./b",
+                          "/a//b",
+                          "//a",
+                          "/a/%2e%2e/b",
+                          "/a%2Fb",
+                          "/a%2fb",
+                          "/a%5Cb",
+                          "/a\\b",
+                          "/a;jsessionid=1/b",
+                          "/a%3Bb",
+                          "/a%25b",
+                          "/a%zz",
+                          "/a%2",
+                          "/a%00b",
+                          "relative",
+                          "",
+                          "/a/..",
+                          "/%2E/x",
+                          "/repos/%C0%AE%C0%AE/user",
+                          "/repos/\xEF\xBC\x8E\xEF\xBC\x8E/user",
+                          "/caf%C3%A9"}) {
     EXPECT_FALSE(normalise_path(bad).has_value()) << bad;
   }
 }
