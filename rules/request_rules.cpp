@@ -7,6 +7,8 @@
 // make a match slow.
 #include "rules/request_rules.hpp"
 
+#include "rules/percent_escape.hpp"
+
 #include <re2/re2.h>
 
 #include <algorithm>
@@ -54,19 +56,6 @@ bool is_upper_method(std::string_view method) {
   return !method.empty() && std::all_of(method.begin(), method.end(), [](char c) {
     return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
   });
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
 }
 
 std::string byte_name(unsigned char byte) {

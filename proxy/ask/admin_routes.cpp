@@ -6,22 +6,10 @@
 
 #include "proxy/json/json_writer.hpp"
 #include "rules/host.hpp"
+#include "rules/percent_escape.hpp"
 
 namespace sandgate::ask {
 namespace {
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
 
 // application/x-www-form-urlencoded: '+' is a space, %XX a byte.
 std::optional<std::string> form_decode(std::string_view text) {
@@ -33,8 +21,8 @@ std::optional<std::string> form_decode(std::string_view text) {
       if (i + 2 >= text.size()) {
         return std::nullopt;
       }
-      const int high = hex_value(text[i + 1]);
-      const int low = hex_value(text[i + 2]);
+      const int high = rules::hex_value(text[i + 1]);
+      const int low = rules::hex_value(text[i + 2]);
       if (high < 0 || low < 0) {
         return std::nullopt;
       }

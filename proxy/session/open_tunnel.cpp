@@ -418,17 +418,18 @@ asio::awaitable<std::optional<rules::Host>> open_tunnel(SessionContext& context,
   // request rules is never reached through a tunnel the gate cannot see into. Otherwise the
   // relay splices it.
   const rules::RequestRules& requests = context.policy->requests();
+  const bool judged = requests.judges(named, port);
   if (setup.tls && !setup.write_error && context.worker.shared.inspection != nullptr &&
-      requests.inspects(named, port)) {
+      (judged || requests.inspects(named, port))) {
     record_tunnel_decision(setup, admission.rule());
     co_return named;
   }
-  if (requests.judges(named, port) && !context.reports(rules::Reason::not_inspectable)) {
+  if (judged && !context.reports(rules::Reason::not_inspectable)) {
     deny_established(setup, rules::Reason::not_inspectable, {},
                      not_inspectable_sentence(named, port));
     co_return std::nullopt;
   }
-  if (requests.judges(named, port)) {
+  if (judged) {
     context.keep_reported(rules::Reason::not_inspectable, {},
                           not_inspectable_sentence(named, port));
   }

@@ -279,13 +279,7 @@ std::vector<Setting> make_table() {
          }
          return std::nullopt;
        },
-       [](const Settings& s) {
-         std::string text;
-         for (const auto& entry : s.inspect) {
-           text += (text.empty() ? "" : ",") + entry;
-         }
-         return or_text(text, "(none)");
-       }},
+       [](const Settings& s) { return or_text(join(s.inspect), "(none)"); }},
       {{"ca_dir",
         "--ca-dir",
         "SANDGATE_CA_DIR",
@@ -318,13 +312,7 @@ std::vector<Setting> make_table() {
          }
          return std::nullopt;
        },
-       [](const Settings& s) {
-         std::string text;
-         for (const auto& file : s.inspect_extra_ca) {
-           text += (text.empty() ? "" : ",") + file;
-         }
-         return or_text(text, "(none)");
-       }},
+       [](const Settings& s) { return or_text(join(s.inspect_extra_ca), "(none)"); }},
       {{"block_loopback",
         "--block-loopback",
         "GOOSE_SANDBOX_BLOCK_LOOPBACK",

@@ -73,6 +73,12 @@ class Server {
   pid_t pid_ = -1;
 };
 
+// `openssl s_server -www` on 127.0.0.1:`port` with the certificate make_origin_ca() made.
+std::string s_server(const std::string& folder, std::uint16_t port) {
+  return "openssl s_server -quiet -www -accept 127.0.0.1:" + std::to_string(port) + " -cert " +
+         folder + "/server.pem -key " + folder + "/server.key";
+}
+
 void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 // A gate that inspects, with its request rules in `rules`, trusting the origins' test CA.
@@ -113,8 +119,7 @@ class InspectionTest : public ::testing::Test {
 
 TEST_F(InspectionTest, CurlGetsAllowedRequestsAndTheGatesDenialInsideTls) {
   const std::uint16_t port = free_port();
-  Server origin(port, "openssl s_server -quiet -www -accept 127.0.0.1:" + std::to_string(port) +
-                          " -cert " + folder_ + "/server.pem -key " + folder_ + "/server.key");
+  Server origin(port, s_server(folder_, port));
   ASSERT_TRUE(port_accepts(port)) << "openssl s_server did not start";
   auto proxy = inspecting_gate(folder_,
                                "deny  origin.test DELETE  #! nothing is deleted here\n"
@@ -155,8 +160,7 @@ TEST_F(InspectionTest, CurlGetsAllowedRequestsAndTheGatesDenialInsideTls) {
 
 TEST_F(InspectionTest, AnOriginTheGateCannotVerifyIsRefusedWithItsSubject) {
   const std::uint16_t port = free_port();
-  Server origin(port, "openssl s_server -quiet -www -accept 127.0.0.1:" + std::to_string(port) +
-                          " -cert " + folder_ + "/server.pem -key " + folder_ + "/server.key");
+  Server origin(port, s_server(folder_, port));
   ASSERT_TRUE(port_accepts(port));
   // The gate does not trust the origin's CA: it must not talk to it.
   auto proxy = inspecting_gate(folder_, "allow origin.test *\n", port, false);
@@ -173,8 +177,7 @@ TEST_F(InspectionTest, AnOriginTheGateCannotVerifyIsRefusedWithItsSubject) {
 
 TEST_F(InspectionTest, AClientThatDoesNotTrustTheGateEndsWithItsReasonAndAHostMismatchIsRefused) {
   const std::uint16_t port = free_port();
-  Server origin(port, "openssl s_server -quiet -www -accept 127.0.0.1:" + std::to_string(port) +
-                          " -cert " + folder_ + "/server.pem -key " + folder_ + "/server.key");
+  Server origin(port, s_server(folder_, port));
   ASSERT_TRUE(port_accepts(port));
   auto proxy = inspecting_gate(folder_, "allow origin.test *\n", port);
   const std::string url = "https://origin.test:" + std::to_string(port) + "/";
@@ -198,8 +201,7 @@ TEST_F(InspectionTest, AClientThatDoesNotTrustTheGateEndsWithItsReasonAndAHostMi
 // an inspected connection are sent inside its TLS.
 TEST_F(InspectionTest, TunnelsThatCannotBeInspectedAreRefusedAndRefusalsStayInsideTls) {
   const std::uint16_t port = free_port();
-  Server origin(port, "openssl s_server -quiet -www -accept 127.0.0.1:" + std::to_string(port) +
-                          " -cert " + folder_ + "/server.pem -key " + folder_ + "/server.key");
+  Server origin(port, s_server(folder_, port));
   ASSERT_TRUE(port_accepts(port));
   auto proxy = inspecting_gate(folder_, "allow origin.test GET\n", port);
   // A tunnel to another port of the host: its requests could not be judged.
