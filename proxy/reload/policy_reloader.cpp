@@ -352,7 +352,8 @@ void PolicyReloader::check_given(File& file) {
                            " (resolved at start-up): restart it to follow the new location");
 }
 
-bool PolicyReloader::load_list(int index, std::size_t entries_in_force, const ParseList& parse) {
+bool PolicyReloader::load_list(int index, std::size_t entries_in_force, const ParseList& parse,
+                               Notes& said_after_publishing) {
   File& file = lists_[index];
   const std::string& path = file.path;
   const std::string keeping =
@@ -409,8 +410,9 @@ bool PolicyReloader::load_list(int index, std::size_t entries_in_force, const Pa
   const auto millis = std::chrono::duration<double, std::milli>(clock::now() - started).count();
   char took[32];
   std::snprintf(took, sizeof took, "%.1f", millis);
-  log_.note("info", "reloaded " + path + ": " + std::to_string(entries) + " entries, " +
-                        std::to_string(issues.size()) + " rejected lines, " + took + " ms");
+  said_after_publishing.emplace_back("info", "reloaded " + path + ": " + std::to_string(entries) +
+                                                 " entries, " + std::to_string(issues.size()) +
+                                                 " rejected lines, " + took + " ms");
   return true;
 }
 
@@ -485,11 +487,13 @@ void PolicyReloader::reload(const std::vector<std::string>& changed, bool everyt
   std::shared_ptr<const rules::DomainSet> blocklist = base->shared_blocklist();
   std::shared_ptr<const rules::DomainSet> allowlist = base->shared_allowlist();
   std::shared_ptr<const rules::RequestRules> requests = base->shared_requests();
-  bool any = false;                                               // the policy changes
-  bool settings_changed = false;                                  // a reloadable setting changed
-  std::vector<std::pair<std::string, std::string>> config_notes;  // said after publishing
-  const auto say_config_notes = [&] {
-    for (const auto& [level, text] : config_notes) {
+  bool any = false;               // the policy changes
+  bool settings_changed = false;  // a reloadable setting changed
+  // "reloaded ..." is said once the workers have the new rules: a client that reads it and
+  // connects is decided by them.
+  Notes notes;
+  const auto say_notes = [&] {
+    for (const auto& [level, text] : notes) {
       log_.note(level, text);
     }
   };
@@ -503,47 +507,52 @@ void PolicyReloader::reload(const std::vector<std::string>& changed, bool everyt
     ConfigResult result = reload_config();
     any |= result.policy;
     settings_changed |= result.settings;
-    config_notes = std::move(result.notes);
+    notes = std::move(result.notes);
   }
   if (touched(lists_[0].path)) {
     if (everything) {
       lists_[0].last_text.clear();  // SIGHUP rebuilds even an unchanged file
     }
-    any |= load_list(0, blocklist->size(),
-                     [&](const std::string& text, const std::string& path,
-                         std::vector<rules::LoadIssue>& issues) {
-                       blocklist = std::make_shared<const rules::DomainSet>(
-                           rules::DomainSet::parse(text, path, issues));
-                       return blocklist->size();
-                     });
+    any |= load_list(
+        0, blocklist->size(),
+        [&](const std::string& text, const std::string& path,
+            std::vector<rules::LoadIssue>& issues) {
+          blocklist =
+              std::make_shared<const rules::DomainSet>(rules::DomainSet::parse(text, path, issues));
+          return blocklist->size();
+        },
+        notes);
   }
   if (!lists_[1].path.empty() && touched(lists_[1].path)) {
     if (everything) {
       lists_[1].last_text.clear();
     }
     // The allowlist file comes with the presets named beside it (embedded, never re-read).
-    any |=
-        load_list(1, allowlist ? allowlist->size() : 0,
-                  [&](const std::string& text, const std::string& path,
-                      std::vector<rules::LoadIssue>& issues) {
-                    allowlist = std::make_shared<const rules::DomainSet>(
-                        settings::build_allowlist(settings_.allowlist_presets, text, path, issues));
-                    return allowlist->size();
-                  });
+    any |= load_list(
+        1, allowlist ? allowlist->size() : 0,
+        [&](const std::string& text, const std::string& path,
+            std::vector<rules::LoadIssue>& issues) {
+          allowlist = std::make_shared<const rules::DomainSet>(
+              settings::build_allowlist(settings_.allowlist_presets, text, path, issues));
+          return allowlist->size();
+        },
+        notes);
   }
   if (!lists_[2].path.empty() && touched(lists_[2].path)) {
     if (everything) {
       lists_[2].last_text.clear();
     }
-    any |= load_list(2, requests->size(),
-                     [&](const std::string& text, const std::string& path,
-                         std::vector<rules::LoadIssue>& issues) {
-                       requests = settings::build_request_rules(settings_, text, path, issues);
-                       return requests->size();
-                     });
+    any |= load_list(
+        2, requests->size(),
+        [&](const std::string& text, const std::string& path,
+            std::vector<rules::LoadIssue>& issues) {
+          requests = settings::build_request_rules(settings_, text, path, issues);
+          return requests->size();
+        },
+        notes);
   }
   if (!any && !settings_changed) {
-    say_config_notes();
+    say_notes();
     return;
   }
   auto policy =
@@ -555,7 +564,7 @@ void PolicyReloader::reload(const std::vector<std::string>& changed, bool everyt
   }
   publish_(std::move(policy), std::make_shared<const Settings>(settings_));
   ++generation_;
-  say_config_notes();
+  say_notes();
 }
 
 }  // namespace sandgate::reload

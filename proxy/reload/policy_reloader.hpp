@@ -122,17 +122,20 @@ class PolicyReloader {
   void reload(const std::vector<std::string>& changed, bool everything);
   // Reads one list file (lists_[index]): its text when it changed and may be used, or nothing
   // to keep the last good rules (the reason logged). `parse` builds the new rules from the text
-  // and returns how many entries they hold; then the reload is counted and logged.
+  // and returns how many entries they hold; then the reload is counted, and its line added to
+  // `said_after_publishing`.
+  using Notes = std::vector<std::pair<std::string, std::string>>;  // level, text
   using ParseList = std::function<std::size_t(const std::string& text, const std::string& path,
                                               std::vector<rules::LoadIssue>& issues)>;
-  bool load_list(int index, std::size_t entries_in_force, const ParseList& parse);
+  bool load_list(int index, std::size_t entries_in_force, const ParseList& parse,
+                 Notes& said_after_publishing);
   struct ConfigResult {
     bool policy = false;    // a policy option changed: build a new Policy
     bool settings = false;  // a reloadable setting changed: publish new settings
     // What the reload says ("reloaded ...: applied ...", the restart-only warnings), logged
     // once the new settings are published: a client that sees "applied" and connects is served
     // with them (the workers take the update before any connection accepted after it).
-    std::vector<std::pair<std::string, std::string>> notes;  // level, text
+    Notes notes;
   };
   ConfigResult reload_config();
   // Warns when a configured path now leads somewhere other than the file read.
