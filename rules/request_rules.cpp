@@ -206,6 +206,18 @@ bool ends_with(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
+// The media type of a Content-Type value, without its parameters or surrounding spaces.
+std::string_view media_type(std::string_view content_type) {
+  content_type = content_type.substr(0, content_type.find(';'));
+  while (!content_type.empty() && (content_type.back() == ' ' || content_type.back() == '\t')) {
+    content_type.remove_suffix(1);
+  }
+  while (!content_type.empty() && (content_type.front() == ' ' || content_type.front() == '\t')) {
+    content_type.remove_prefix(1);
+  }
+  return content_type;
+}
+
 std::string without_dot_git(std::string_view path) {
   if (ends_with(path, ".git") && path.size() > 4) {
     path.remove_suffix(4);
@@ -225,6 +237,20 @@ std::string_view to_string(GitService service) {
       return "git-push";
   }
   return "";
+}
+
+std::vector<std::string> query_method_overrides(std::string_view query) {
+  std::vector<std::string> methods;
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    const std::size_t eq = pair.find('=');
+    if (eq != std::string_view::npos && percent_decode_value(pair.substr(0, eq)) == "_method") {
+      methods.push_back(percent_decode_value(pair.substr(eq + 1)));
+    }
+  }
+  return methods;
 }
 
 GitRequest classify_git(const RequestFacts& request) {
@@ -258,7 +284,12 @@ GitRequest classify_git(const RequestFacts& request) {
     if (receive) {
       git.service = GitService::push;
     }
-  } else if (same_method(request.method, "POST") && ends_with(path, kUpload)) {
+  } else if (same_method(request.method, "POST") && ends_with(path, kUpload) &&
+             same_method(media_type(request.content_type),
+                         "application/x-git-upload-pack-request")) {
+    // Only what git sends is a fetch: another POST to such a path may be read by the origin as
+    // something else, and is judged as the POST it is. (A push is a push whatever its type:
+    // the stricter reading.)
     repository = path.substr(0, path.size() - kUpload.size());
     git.service = GitService::fetch;
   } else if (same_method(request.method, "POST") && ends_with(path, kReceive)) {

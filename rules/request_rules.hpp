@@ -64,6 +64,9 @@ struct RequestFacts {
   std::string_view method;
   std::string_view path;
   std::string_view query;  // without the '?'; empty when none
+  // The Content-Type header: a POST is git's fetch only with git's type
+  // (application/x-git-upload-pack-request).
+  std::string_view content_type;
 };
 
 // The git side of a request: the service and the repository's path ("/ourorg/repo", without
@@ -73,6 +76,10 @@ struct GitRequest {
   std::string repository;
 };
 GitRequest classify_git(const RequestFacts& request);
+
+// The methods `_method` query parameters name (decoded), which frameworks such as Laravel and
+// Symfony act on as the request's method (every one: an origin may read the first or the last).
+std::vector<std::string> query_method_overrides(std::string_view query);
 
 // The path of an origin-form target (`/a/b?x=1`) in the normal form rules are matched against:
 // percent-escapes decoded, and the query apart. The error is a sentence for the client: a path

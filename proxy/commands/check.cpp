@@ -97,7 +97,11 @@ RequestCheck check_request(const rules::Policy& policy, const rules::Authority& 
     check.judged = true;
     return check;
   }
-  const rules::RequestFacts facts{request_method, normal.value().path, normal.value().query};
+  // A fetch is a fetch with the type git sends (classify_git).
+  const std::string_view content_type =
+      method == "git-fetch" ? "application/x-git-upload-pack-request" : "";
+  const rules::RequestFacts facts{request_method, normal.value().path, normal.value().query,
+                                  content_type};
   const rules::RequestVerdict verdict = requests.decide(authority.host, authority.port, facts);
   check.request = rules::describe_request(authority.host.display(), facts);
   check.judged = verdict.kind != rules::RequestVerdict::Kind::unruled;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -165,9 +166,15 @@ Expected<CaPaths, std::string> create_ca(const CaPaths& paths) {
   return paths;
 }
 
+std::string octal_mode(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
+  return text;
+}
+
 std::optional<std::string> prepare_folder(const std::string& folder) {
   std::error_code ec;
-  fs::create_directories(folder, ec);
+  const bool created = fs::create_directories(folder, ec);
   if (ec) {
     return folder + ": cannot create the CA folder: " + ec.message();
   }
@@ -177,6 +184,12 @@ std::optional<std::string> prepare_folder(const std::string& folder) {
   }
   if (st.st_uid != ::geteuid()) {
     return folder + ": the CA folder belongs to another user";
+  }
+  if (!created && (st.st_mode & 022) != 0) {
+    // Others could have replaced what it holds: nothing in it is trusted, nor made private now.
+    return folder + ": the CA folder can be written by others (mode " + octal_mode(st.st_mode) +
+           "); its key and certificate cannot be trusted: make it private (chmod 700 " + folder +
+           ") and make a new CA (sandgate ca --rotate)";
   }
   if ((st.st_mode & 077) != 0 && ::chmod(folder.c_str(), 0700) != 0) {
     return folder + ": cannot make the CA folder private (mode 0700): " + std::strerror(errno);

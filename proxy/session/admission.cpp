@@ -1,6 +1,9 @@
 // The admission pipeline's stages (admission.hpp).
 #include "proxy/session/admission.hpp"
 
+#include <algorithm>
+#include <vector>
+
 #include "proxy/session/ask_wait.hpp"
 #include "proxy/session/fault_injection.hpp"
 #include "proxy/session/parent_dial.hpp"
@@ -141,37 +144,69 @@ std::string_view logged_path(std::string_view origin_form) {
 }
 
 RequestJudgement judge_request(SessionContext& context, const rules::Host& host, std::uint16_t port,
-                               std::string_view method, std::string_view origin_form) {
+                               const RequestToJudge& request) {
   RequestJudgement judgement;
   const rules::RequestRules& rules = context.policy->requests();
   if (!rules.judges(host, port)) {
     return judgement;
   }
-  const std::string path(logged_path(origin_form));
-  auto normal = rules::normalise_path(origin_form);
-  if (!normal) {
-    judgement.refusal =
-        Refusal(rules::Reason::bad_request, normal.error() + ".", {}, DeniedAt::target);
+  const std::string path(logged_path(request.origin_form));
+  const auto refuse = [&](rules::Reason reason, std::string sentence, std::string rule,
+                          DeniedAt at) {
+    judgement.refusal = Refusal(reason, std::move(sentence), std::move(rule), at);
     judgement.refusal->path = path;
     return judgement;
+  };
+  auto normal = rules::normalise_path(request.origin_form);
+  if (!normal) {
+    return refuse(rules::Reason::bad_request, normal.error() + ".", {}, DeniedAt::target);
   }
-  const rules::RequestFacts facts{method, normal.value().path, normal.value().query};
-  const rules::RequestVerdict verdict = rules.decide(host, port, facts);
-  if (verdict.permits()) {
-    judgement.rule = rules::request_rule_text(verdict);
-    return judgement;
+  if (request.overrides_disagree) {
+    return refuse(rules::Reason::bad_request,
+                  "the request names different methods in its method-override headers.", {},
+                  DeniedAt::target);
   }
-  const rules::Reason reason = verdict.kind == rules::RequestVerdict::Kind::denied
-                                   ? rules::Reason::request_denied
-                                   : rules::Reason::request_not_allowed;
-  std::string sentence = rules.explain(verdict, host.display(), facts);
-  std::string rule = rules::request_rule_text(verdict);
-  if (context.reports(reason)) {
-    context.keep_reported(reason, std::move(rule), std::move(sentence));
-    return judgement;
+  // Every method an origin may act on: the request's, and those an override names.
+  const std::vector<std::string> from_query = rules::query_method_overrides(normal.value().query);
+  std::vector<std::string_view> methods{request.method};
+  const auto add = [&methods](std::string_view method) {
+    if (!method.empty() && std::find(methods.begin(), methods.end(), method) == methods.end()) {
+      methods.push_back(method);
+    }
+  };
+  add(request.method_override);
+  for (const std::string& method : from_query) {
+    add(method);
   }
-  judgement.refusal = Refusal(reason, std::move(sentence), std::move(rule));
-  judgement.refusal->path = path;
+  for (const std::string_view method : methods) {
+    const rules::RequestFacts facts{method, normal.value().path, normal.value().query,
+                                    request.content_type};
+    const rules::RequestVerdict verdict = rules.decide(host, port, facts);
+    if (verdict.permits()) {
+      if (judgement.rule.empty()) {
+        judgement.rule = rules::request_rule_text(verdict);
+      }
+      continue;
+    }
+    const rules::Reason reason = verdict.kind == rules::RequestVerdict::Kind::denied
+                                     ? rules::Reason::request_denied
+                                     : rules::Reason::request_not_allowed;
+    std::string sentence = rules.explain(verdict, host.display(), facts);
+    if (method != request.method) {
+      sentence +=
+          " (the request asks for " + std::string(method) + " through " +
+          (method == request.method_override ? "a method-override header" : "a _method parameter") +
+          ".)";
+    }
+    std::string rule = rules::request_rule_text(verdict);
+    if (context.reports(reason)) {
+      context.keep_reported(reason, std::move(rule), std::move(sentence));
+      judgement.rule.clear();
+      return judgement;
+    }
+    judgement.rule.clear();
+    return refuse(reason, std::move(sentence), std::move(rule), DeniedAt::target);
+  }
   return judgement;
 }
 

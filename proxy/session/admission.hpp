@@ -108,8 +108,19 @@ struct RequestJudgement {
   std::optional<Refusal> refusal;
   std::string rule;
 };
+// What the request rules read of a request, as the front end parsed it.
+struct RequestToJudge {
+  std::string_view method;
+  std::string_view origin_form;
+  std::string_view content_type;  // git's fetch is told by it (rules::classify_git)
+  // X-HTTP-Method-Override, X-HTTP-Method or X-Method-Override: origins that honour one act on
+  // the request as that method, so it is judged as that method too (both must be allowed).
+  // Empty when none; `overrides_disagree` when several name different methods (refused).
+  std::string_view method_override;
+  bool overrides_disagree = false;
+};
 RequestJudgement judge_request(SessionContext& context, const rules::Host& host, std::uint16_t port,
-                               std::string_view method, std::string_view origin_form);
+                               const RequestToJudge& request);
 
 // The path a log line names for an origin-form target: the path without its query (a query
 // may carry a token), or "*".

@@ -28,6 +28,7 @@
 #include "tests/support/loopback_ports.hpp"
 #include "tests/support/scratch_folder.hpp"
 #include "tests/support/shell_command.hpp"
+#include "tests/support/test_certificates.hpp"
 
 namespace sandgate::testing {
 namespace {
@@ -149,17 +150,8 @@ class CaptureTest : public ::testing::Test {
     fs::create_directories(root_ + "/origin");
     std::ofstream(root_ + "/blocked.txt") << "blocked.test\n";
     // The HTTPS origin: a test CA and a certificate for origin.test.
-    const auto made =
-        run_shell("cd " + sh_quote(root_ + "/origin") +
-                  " && openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=capture-test-ca"
-                  " -keyout ca.key -out ca.pem"
-                  " && openssl req -newkey rsa:2048 -nodes -subj /CN=origin.test"
-                  " -keyout server.key -out server.csr"
-                  " && printf 'subjectAltName=DNS:origin.test,DNS:other.test\\n' > san.ext"
-                  " && openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial"
-                  " -days 2 -extfile san.ext -out server.pem");
-    ASSERT_EQ(made.exit_code, 0) << made.output;
-    ::chmod((root_ + "/origin/ca.pem").c_str(), 0644);
+    make_test_certificates(root_ + "/origin", {"DNS:origin.test", "DNS:other.test"},
+                           "capture-test-ca");
     https_port_ = free_port();
     origin_ = start({"openssl", "s_server", "-quiet", "-www", "-accept",
                      "127.0.0.1:" + std::to_string(https_port_), "-cert",

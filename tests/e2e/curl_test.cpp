@@ -17,28 +17,17 @@
 #include "tests/integration/harness/test_proxy.hpp"
 #include "tests/support/loopback_ports.hpp"
 #include "tests/support/shell_command.hpp"
+#include "tests/support/test_certificates.hpp"
 
 namespace sandgate::testing {
 namespace {
 
-// A throw-away CA and a server certificate for origin.test signed by it, made with the openssl
-// command line, plus `openssl s_server -www` serving HTTPS with it on loopback.
+// A throw-away CA and a server certificate for origin.test signed by it
+// (make_test_certificates), plus `openssl s_server -www` serving HTTPS with it on loopback.
 class TlsOrigin {
  public:
   explicit TlsOrigin(const std::string& folder) : folder_(folder) {
-    const std::string make =
-        "cd " + folder_ +
-        " && openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=sandgate-test-ca"
-        " -keyout ca.key -out ca.pem"
-        " && openssl req -newkey rsa:2048 -nodes -subj /CN=origin.test"
-        " -keyout server.key -out server.csr"
-        " && printf 'subjectAltName=DNS:origin.test,DNS:blocked.test\\n' > san.ext"
-        " && openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial"
-        " -days 2 -extfile san.ext -out server.pem";
-    auto made = run_shell(make);
-    if (made.exit_code != 0) {
-      throw std::runtime_error("openssl could not make the test CA: " + made.output);
-    }
+    make_test_certificates(folder_, {"DNS:origin.test", "DNS:blocked.test"});
     port_ = free_port();
     pid_ = ::fork();
     if (pid_ == 0) {

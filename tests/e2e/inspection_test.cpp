@@ -17,9 +17,12 @@
 #include <string>
 #include <thread>
 
+#include "proxy/metrics/prometheus.hpp"
+#include "rules/reason.hpp"
 #include "tests/integration/harness/test_proxy.hpp"
 #include "tests/support/loopback_ports.hpp"
 #include "tests/support/shell_command.hpp"
+#include "tests/support/test_certificates.hpp"
 
 #ifndef SANDGATE_SOURCE_DIR
 #error "SANDGATE_SOURCE_DIR must name the source tree"
@@ -29,20 +32,9 @@ namespace sandgate::testing {
 namespace {
 
 // A throw-away CA and a certificate for origin.test (and git.test) signed by it.
+// The origins' CA (FOLDER/ca.pem, which the gate is told to trust) and their certificate.
 void make_origin_ca(const std::string& folder) {
-  const std::string make =
-      "cd " + folder +
-      " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2"
-      " -subj /CN=origin-test-ca -keyout origin-ca.key -out origin-ca.pem 2>/dev/null"
-      " && openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=origin.test"
-      " -keyout server.key -out server.csr 2>/dev/null"
-      " && printf 'subjectAltName=DNS:origin.test,DNS:git.test\\n' > san.ext"
-      " && openssl x509 -req -in server.csr -CA origin-ca.pem -CAkey origin-ca.key"
-      " -CAcreateserial -days 2 -extfile san.ext -out server.pem 2>/dev/null";
-  auto made = run_shell(make);
-  if (made.exit_code != 0) {
-    throw std::runtime_error("openssl could not make the test CA: " + made.output);
-  }
+  make_test_certificates(folder, {"DNS:origin.test", "DNS:git.test"}, "origin-test-ca");
 }
 
 // A child process serving on a loopback port until the object goes.
@@ -84,7 +76,8 @@ void write_file(const std::string& path, const std::string& text) { std::ofstrea
 // A gate that inspects, with its request rules in `rules`, trusting the origins' test CA.
 std::unique_ptr<TestProxy> inspecting_gate(const std::string& folder, const std::string& rules,
                                            std::uint16_t origin_port, bool trust_origin = true,
-                                           bool allow_ip = false) {
+                                           bool allow_ip = false,
+                                           std::chrono::seconds idle_timeout = {}) {
   write_file(folder + "/requests.txt", rules);
   auto proxy = std::make_unique<TestProxy>("", [&](settings::Settings& s) {
     s.policy.block_loopback = false;  // the test origins are on loopback
@@ -92,8 +85,9 @@ std::unique_ptr<TestProxy> inspecting_gate(const std::string& folder, const std:
     s.request_rules_path = folder + "/requests.txt";
     s.ca_dir = folder + "/gate-ca";
     s.policy.allow_ip = allow_ip;
+    s.idle_timeout = idle_timeout;
     if (trust_origin) {
-      s.inspect_extra_ca = {folder + "/origin-ca.pem"};
+      s.inspect_extra_ca = {folder + "/ca.pem"};
     }
   });
   proxy->dns().set("origin.test", {"127.0.0.1"});
@@ -104,6 +98,17 @@ std::unique_ptr<TestProxy> inspecting_gate(const std::string& folder, const std:
 std::string curl_through(const TestProxy& proxy, const std::string& folder) {
   return "curl -sS --max-time 20 --noproxy '' --cacert " + folder +
          "/gate-ca/ca.pem -x http://127.0.0.1:" + std::to_string(proxy.port()) + " ";
+}
+
+// How many decisions /metrics counts under `reason` (enforced), 0 when it has no series yet.
+std::uint64_t counted(TestProxy& proxy, rules::Reason reason) {
+  const rules::ReasonInfo& row = rules::reason_info(reason);
+  const std::string text = metrics::render_prometheus(proxy.server().worker_metrics(), {});
+  const std::string series = "sandgate_decisions_total{verdict=\"" +
+                             std::string(rules::verdict_name(row.verdict)) + "\",reason=\"" +
+                             std::string(row.code) + "\",enforced=\"true\"} ";
+  const auto at = text.find(series);
+  return at == std::string::npos ? 0 : std::stoull(text.substr(at + series.size()));
 }
 
 class InspectionTest : public ::testing::Test {
@@ -156,6 +161,10 @@ TEST_F(InspectionTest, CurlGetsAllowedRequestsAndTheGatesDenialInsideTls) {
            log.find("\"path\":\"/thing\"") != std::string::npos &&
            log.find("\"reason\":\"request-not-allowed\"") != std::string::npos;
   })) << proxy->log_text();
+  // Each inspected request is counted under its own reason, as every decision is.
+  EXPECT_GE(counted(*proxy, rules::Reason::allowed), 1u);
+  EXPECT_EQ(counted(*proxy, rules::Reason::request_denied), 1u);
+  EXPECT_EQ(counted(*proxy, rules::Reason::request_not_allowed), 1u);
 }
 
 TEST_F(InspectionTest, AnOriginTheGateCannotVerifyIsRefusedWithItsSubject) {
@@ -173,6 +182,7 @@ TEST_F(InspectionTest, AnOriginTheGateCannotVerifyIsRefusedWithItsSubject) {
     return log.find("\"reason\":\"origin-certificate\"") != std::string::npos &&
            log.find("CN = origin.test") != std::string::npos;
   })) << proxy->log_text();
+  EXPECT_EQ(counted(*proxy, rules::Reason::origin_certificate), 1u);
 }
 
 TEST_F(InspectionTest, AClientThatDoesNotTrustTheGateEndsWithItsReasonAndAHostMismatchIsRefused) {
@@ -184,7 +194,7 @@ TEST_F(InspectionTest, AClientThatDoesNotTrustTheGateEndsWithItsReasonAndAHostMi
   // curl trusting only the origin's CA sees the gate's certificate and refuses it.
   auto untrusting =
       run_shell("curl -sS --max-time 20 --noproxy '' --cacert " + folder_ +
-                "/origin-ca.pem -x http://127.0.0.1:" + std::to_string(proxy->port()) + " " + url);
+                "/ca.pem -x http://127.0.0.1:" + std::to_string(proxy->port()) + " " + url);
   EXPECT_NE(untrusting.exit_code, 0) << untrusting.output;
   EXPECT_TRUE(proxy->wait_for_log([](const std::string& log) {
     return log.find("\"reason\":\"client-tls-failed\"") != std::string::npos;
@@ -305,3 +315,82 @@ TEST_F(InspectionTest, GitFetchesFromAnywhereAndPushesOnlyToItsOrganisation) {
 
 }  // namespace
 }  // namespace sandgate::testing
+
+// Origins that honour a method override act on the method it names, so a request is judged as
+// that method too; a request body that stalls ends its exchange with 408 (idle_timeout here;
+// without it, after five minutes), so a client cannot hold an inspected connection's buffers.
+TEST_F(InspectionTest, MethodOverridesAreJudgedAndAStalledBodyEndsTheExchange) {
+  const std::string root = folder_ + "/repos";
+  ASSERT_EQ(run_shell("mkdir -p " + root).exit_code, 0);
+  const std::uint16_t port = free_port();
+  // An origin that reads a request's whole body before it answers.
+  Server origin(port, "python3 " SANDGATE_SOURCE_DIR "/tests/support/git_https_server.py " +
+                          std::to_string(port) + " " + folder_ + "/server.pem " + folder_ +
+                          "/server.key " + root);
+  ASSERT_TRUE(port_accepts(port)) << "the origin did not start";
+  auto proxy = inspecting_gate(folder_,
+                               "deny  origin.test DELETE  #! nothing is deleted here\n"
+                               "allow origin.test GET,POST /**\n",
+                               port, true, false, std::chrono::seconds{1});
+  const std::string url = "https://origin.test:" + std::to_string(port) + "/thing";
+  const auto status_of = [](const std::string& output) {
+    const std::size_t at = output.find("HTTP/1.1 ");
+    return at == std::string::npos ? std::string("(none)") : output.substr(at + 9, 3);
+  };
+
+  auto header =
+      run_shell(curl_through(*proxy, folder_) + "-i -H 'X-HTTP-Method-Override: DELETE' " + url);
+  EXPECT_EQ(status_of(header.output), "403") << header.output;
+  EXPECT_NE(header.output.find("nothing is deleted here"), std::string::npos) << header.output;
+  EXPECT_NE(header.output.find("through a method-override header"), std::string::npos)
+      << header.output;
+  auto variant =
+      run_shell(curl_through(*proxy, folder_) + "-i -d x=1 -H 'X-HTTP-Method: delete' " + url);
+  EXPECT_EQ(status_of(variant.output), "403") << variant.output;
+  auto query =
+      run_shell(curl_through(*proxy, folder_) + "-i -d x=1 '" + url + "?a=1&_method=DEL%45TE'");
+  EXPECT_EQ(status_of(query.output), "403") << query.output;
+  EXPECT_NE(query.output.find("through a _method parameter"), std::string::npos) << query.output;
+  auto disagreeing = run_shell(curl_through(*proxy, folder_) +
+                               "-i -H 'X-HTTP-Method-Override: GET' "
+                               "-H 'X-HTTP-Method-Override: DELETE' " +
+                               url);
+  EXPECT_EQ(status_of(disagreeing.output), "400") << disagreeing.output;
+  // An override to an allowed method changes nothing: the request reaches the origin (git's
+  // backend, which has no such repository).
+  auto harmless =
+      run_shell(curl_through(*proxy, folder_) + "-i -H 'X-HTTP-Method-Override: GET' " + url);
+  EXPECT_EQ(harmless.exit_code, 0) << harmless.output;
+  EXPECT_NE(status_of(harmless.output), "(none)") << harmless.output;
+  EXPECT_EQ(harmless.output.find("Proxy-Status"), std::string::npos) << harmless.output;
+
+  // A POST whose body stops after 10 of its 100 bytes.
+  const std::string python =
+      "import socket, ssl, time\n"
+      "s = socket.create_connection(('127.0.0.1', " +
+      std::to_string(proxy->port()) +
+      "))\n"
+      "s.sendall(b'CONNECT origin.test:" +
+      std::to_string(port) +
+      " HTTP/1.1\\r\\nHost: origin.test\\r\\n\\r\\n')\n"
+      "assert b' 200 ' in s.recv(4096)\n"
+      "c = ssl.create_default_context(cafile='" +
+      folder_ +
+      "/gate-ca/ca.pem')\n"
+      "t = c.wrap_socket(s, server_hostname='origin.test')\n"
+      "t.sendall(b'POST /upload HTTP/1.1\\r\\nHost: origin.test:" +
+      std::to_string(port) +
+      "\\r\\nContent-Length: 100\\r\\n\\r\\n0123456789')\n"
+      "t.settimeout(20)\n"
+      "started = time.monotonic()\n"
+      "print(t.recv(4096).split(b'\\r\\n')[0].decode())\n"
+      "print('after', round(time.monotonic() - started))\n";
+  write_file(folder_ + "/stalled.py", python);
+  auto stalled = run_shell("/usr/bin/python3 " + folder_ + "/stalled.py 2>&1");
+  EXPECT_NE(stalled.output.find("HTTP/1.1 408"), std::string::npos) << stalled.output;
+  EXPECT_TRUE(proxy->wait_for_log([](const std::string& log) {
+    return log.find("\"reason\":\"request-timeout\"") != std::string::npos &&
+           log.find("the request body stalled for 1 s") != std::string::npos &&
+           log.find("\"path\":\"/upload\"") != std::string::npos;
+  })) << proxy->log_text();
+}

@@ -36,6 +36,7 @@
 #include "tests/support/loopback_ports.hpp"
 #include "tests/support/sanitized_build.hpp"
 #include "tests/support/scratch_folder.hpp"
+#include "tests/support/test_certificates.hpp"
 
 extern char** environ;
 
@@ -180,19 +181,8 @@ std::pair<int, std::string> shell(const std::string& command) {
 class TlsOrigin {
  public:
   explicit TlsOrigin(const std::string& folder) : folder_(folder) {
-    auto made = shell(
-        "cd '" + folder_ +
-        "' && openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=sandgate-run-test-ca"
-        " -keyout ca.key -out ca.pem"
-        " && openssl req -newkey rsa:2048 -nodes -subj /CN=origin.test"
-        " -keyout server.key -out server.csr"
-        " && printf 'subjectAltName=DNS:origin.test,DNS:blocked.test,IP:127.0.0.1\\n' > san.ext"
-        " && openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial"
-        " -days 2 -extfile san.ext -out server.pem");
-    if (made.first != 0) {
-      throw std::runtime_error("openssl could not make the test CA: " + made.second);
-    }
-    ::chmod((folder_ + "/ca.pem").c_str(), 0644);
+    make_test_certificates(folder_, {"DNS:origin.test", "DNS:blocked.test", "IP:127.0.0.1"},
+                           "sandgate-run-test-ca");
     port_ = free_port();
     pid_ = ::fork();
     if (pid_ == 0) {
@@ -458,12 +448,20 @@ TEST_F(RunTest, InspectionIsTransparentToTheCommandsToolsAndItsKeyIsHidden) {
                     "/usr/bin/python3 -c \"import requests; r = requests.get('" +
                     url +
                     "', timeout=20); print('python', r.status_code)\"; "
+                    // Node's fetch honours no proxy variable: it is captured, and trusts the
+                    // gate through NODE_EXTRA_CA_CERTS.
+                    "node -e \"for (const m of ['GET', 'DELETE']) fetch('" +
+                    url +
+                    "', {method: m}).then(r => console.log('node', m, r.status), "
+                    "e => console.log('node', m, 'failed', e.cause ? e.cause.code : e))\"; "
                     "cat " +
                     ca_dir + "/ca-key.pem 2>&1 | head -c 200; echo; echo bundle=$SSL_CERT_FILE"});
   EXPECT_EQ(o.exit_code, 0) << describe(o);
   EXPECT_NE(o.out.find("page-ok"), std::string::npos) << describe(o);  // the origin's page
   EXPECT_NE(o.out.find("delete=403"), std::string::npos) << describe(o);
   EXPECT_NE(o.out.find("python 200"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("node GET 200"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("node DELETE 403"), std::string::npos) << describe(o);
   EXPECT_EQ(o.out.find("PRIVATE KEY"), std::string::npos) << describe(o);
   EXPECT_NE(o.out.find("No such file"), std::string::npos) << describe(o);
   EXPECT_NE(o.out.find("bundle=" + ca_dir + "-bundle.pem"), std::string::npos) << describe(o);

@@ -29,6 +29,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "tests/support/test_certificates.hpp"
+
 namespace sandgate::fakes {
 namespace {
 
@@ -36,34 +38,6 @@ namespace asio = boost::asio;
 namespace http = boost::beast::http;
 using tcp = asio::ip::tcp;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-
-void run_or_throw(const std::string& command) {
-  if (std::system((command + " >/dev/null 2>&1").c_str()) != 0) {
-    throw std::runtime_error("fake LaunchDarkly: failed: " + command);
-  }
-}
-
-// A CA and a certificate for localhost and 127.0.0.1 signed by it, made with the openssl command.
-void make_certificates(const std::string& folder) {
-  const std::string d = "'" + folder + "'";
-  run_or_throw(
-      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 "
-      "-subj /CN=sandgate-test-ca -keyout " +
-      d + "/ca.key -out " + d + "/ca.pem");
-  {
-    std::ofstream ext(folder + "/server.ext");
-    ext << "subjectAltName=DNS:localhost,IP:127.0.0.1\n"
-           "basicConstraints=CA:FALSE\n"
-           "extendedKeyUsage=serverAuth\n";
-  }
-  run_or_throw(
-      "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost "
-      "-keyout " +
-      d + "/server.key -out " + d + "/server.csr");
-  run_or_throw("openssl x509 -req -days 2 -in " + d + "/server.csr -CA " + d + "/ca.pem -CAkey " +
-               d + "/ca.key -CAcreateserial -extfile " + d + "/server.ext -out " + d +
-               "/server.pem");
-}
 
 }  // namespace
 
@@ -385,7 +359,7 @@ FakeLaunchDarkly::FakeLaunchDarkly(std::string client_id, std::string flag) {
     throw std::runtime_error("mkdtemp failed");
   }
   folder_ = pattern;
-  make_certificates(folder_);
+  testing::make_test_certificates(folder_, {"DNS:localhost", "IP:127.0.0.1"});
   ca_file_ = folder_ + "/ca.pem";
   impl_ = std::make_unique<Impl>(std::move(client_id), std::move(flag), folder_);
   impl_->open_listener(0);

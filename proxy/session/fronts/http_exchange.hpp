@@ -60,6 +60,13 @@ struct Upstream {
   std::uint64_t carried_down = 0;
 };
 
+// With no idle_timeout set, an HTTP exchange (plain or inspected) on which nothing moves either
+// way for this long is ended, as nginx's client_body_timeout ends a stalled body: a client that
+// stops mid-body would otherwise hold the gate's buffers (and, inspected, two TLS sessions) for
+// ever. Tunnels stay unbounded (an SSH session may idle for hours); idle_timeout, when set, is
+// the bound of both.
+inline constexpr std::chrono::seconds kExchangeIdleWithoutTimeout{300};
+
 // One exchange: what both directions read and write. The state machine holds how it is going;
 // the rest is its fixed inputs and the I/O both sides use.
 struct Exchange {
@@ -82,6 +89,8 @@ struct Exchange {
   bool client_http11 = true;
   bool request_keep_alive = true;
   bool websocket = false;  // the client asked for a WebSocket upgrade
+  // How long nothing may move either way: idle_timeout, or kExchangeIdleWithoutTimeout.
+  std::chrono::seconds idle_limit = kExchangeIdleWithoutTimeout;
 
   ExchangeState state;
   std::optional<BodyResponseParser> response;

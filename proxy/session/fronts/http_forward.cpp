@@ -344,6 +344,24 @@ asio::awaitable<std::optional<AdmittedRequest>> admit_request(SessionContext& co
   co_return request;
 }
 
+// What the request rules read of a request: its line, its type, and a method override.
+RequestToJudge what_rules_read(const AdmittedRequest& request, const http::request_header<>& head) {
+  RequestToJudge judged{request.method, request.target.origin_form, {}, {}, false};
+  judged.content_type = head[http::field::content_type];
+  for (const std::string_view name :
+       {"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"}) {
+    for (auto [field, end] = head.equal_range(name); field != end; ++field) {
+      const std::string_view value = field->value();
+      if (judged.method_override.empty()) {
+        judged.method_override = value;
+      } else if (value != judged.method_override) {
+        judged.overrides_disagree = true;
+      }
+    }
+  }
+  return judged;
+}
+
 // Steps 2-4 of admit_request, once the target is known: false when the request was refused
 // (answered, logged, closed) or is over.
 asio::awaitable<bool> admit_target(SessionContext& context, HeadParser& head_parser,
@@ -367,7 +385,7 @@ asio::awaitable<bool> admit_target(SessionContext& context, HeadParser& head_par
   Admission admission = co_await decide_admission(context, request.method, host, port);
   if (admission.admitted()) {
     RequestJudgement judged =
-        judge_request(context, host, port, request.method, request.target.origin_form);
+        judge_request(context, host, port, what_rules_read(request, head_parser.get()));
     if (judged.refusal) {
       admission.status = Admission::Status::refused;
       admission.refusal = std::move(*judged.refusal);
@@ -413,7 +431,7 @@ asio::awaitable<Next> finish_exchange(Exchange& x, EndLine& end) {
     co_return Next::stop;
   }
   const ExchangeState::Ending ending =
-      x.state.ending(x.where, context.settings().idle_timeout.count(), x.request.is_done(),
+      x.state.ending(x.where, x.idle_limit.count(), x.request.is_done(),
                      kUpstreamBufferLimit / 1024);
   end.bytes_up = x.bytes_up;
   end.bytes_down = x.bytes_down;
@@ -523,6 +541,9 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   x.client_http11 = client_http11;
   x.request_keep_alive = request_keep_alive;
   x.websocket = websocket;
+  if (context.settings().idle_timeout.count() > 0) {
+    x.idle_limit = context.settings().idle_timeout;
+  }
 
   auto [head_error, head_written] =
       co_await http::async_write_header(context.upstream_stream, writer, use_tuple);
@@ -540,14 +561,9 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     }
   }
 
-  // Both bodies at once, under the idle watchdog if one is set.
+  // Both bodies at once, under the idle watchdog.
   if (!head_error && !x.state.client_failed()) {
-    const std::chrono::seconds idle = context.settings().idle_timeout;
-    if (idle.count() > 0) {
-      co_await (send_request_body(x) && relay_response(x) && watch_idle(x, idle));
-    } else {
-      co_await (send_request_body(x) && relay_response(x));
-    }
+    co_await (send_request_body(x) && relay_response(x) && watch_idle(x, x.idle_limit));
   }
   co_return co_await finish_exchange(x, end);
 }

@@ -25,12 +25,14 @@ Loaded load(std::string_view text, std::vector<std::string> inspect = {}) {
   return loaded;
 }
 
+constexpr std::string_view kUploadPackType = "application/x-git-upload-pack-request";
+
 RequestVerdict::Kind decide(const RequestRules& rules, std::string_view name,
                             std::string_view method, std::string_view target,
-                            std::uint16_t port = 443) {
+                            std::uint16_t port = 443, std::string_view content_type = {}) {
   const auto normal = normalise_path(target);
   EXPECT_TRUE(normal.has_value()) << target;
-  const RequestFacts facts{method, normal.value().path, normal.value().query};
+  const RequestFacts facts{method, normal.value().path, normal.value().query, content_type};
   return rules.decide(host(name), port, facts).kind;
 }
 
@@ -46,8 +48,15 @@ TEST(RequestRules, FetchFromAnywherePushOnlyToOurOrganisation) {
   EXPECT_EQ(
       decide(rules, "github.com", "GET", "/someone/tool.git/info/refs?service=git-upload-pack"),
       Kind::allowed);
-  EXPECT_EQ(decide(rules, "github.com", "POST", "/someone/tool.git/git-upload-pack"),
+  EXPECT_EQ(decide(rules, "github.com", "POST", "/someone/tool.git/git-upload-pack", 443,
+                   kUploadPackType),
             Kind::allowed);
+  // A POST there without git's type is not a fetch: judged as the POST it is.
+  EXPECT_EQ(decide(rules, "github.com", "POST", "/someone/tool.git/git-upload-pack"),
+            Kind::not_allowed);
+  EXPECT_EQ(decide(rules, "github.com", "POST", "/someone/tool.git/git-upload-pack", 443,
+                   "application/json"),
+            Kind::not_allowed);
   // Push only to ourorg.
   EXPECT_EQ(
       decide(rules, "github.com", "GET", "/ourorg/app.git/info/refs?service=git-receive-pack"),
@@ -186,9 +195,10 @@ TEST(NormalisePath, DecodesEscapesAndRefusesWhatOriginsReadDifferently) {
 }
 
 TEST(ClassifyGit, SmartHttpServicesAndTheirRepository) {
-  auto git = [](std::string_view method, std::string_view target) {
+  auto git = [](std::string_view method, std::string_view target,
+                std::string_view content_type = kUploadPackType) {
     const auto normal = normalise_path(target).value();
-    return classify_git({method, normal.path, normal.query});
+    return classify_git({method, normal.path, normal.query, content_type});
   };
   EXPECT_EQ(git("GET", "/o/r.git/info/refs?service=git-upload-pack").service, GitService::fetch);
   EXPECT_EQ(git("GET", "/o/r.git/info/refs?service=git-upload-pack").repository, "/o/r");
@@ -201,6 +211,13 @@ TEST(ClassifyGit, SmartHttpServicesAndTheirRepository) {
       git("GET", "/o/r.git/info/refs?service=git-upload-pack&service=git-receive-pack").service,
       GitService::push);
   EXPECT_EQ(git("POST", "/o/r.git/git-upload-pack").service, GitService::fetch);
+  EXPECT_EQ(git("POST", "/o/r.git/git-upload-pack", " Application/X-Git-Upload-Pack-Request ; x=1")
+                .service,
+            GitService::fetch);
+  // Fetch only with git's type; a push whatever its type.
+  EXPECT_EQ(git("POST", "/o/r.git/git-upload-pack", "").service, GitService::none);
+  EXPECT_EQ(git("POST", "/o/r.git/git-upload-pack", "text/plain").service, GitService::none);
+  EXPECT_EQ(git("POST", "/o/r.git/git-receive-pack", "").service, GitService::push);
   EXPECT_EQ(git("POST", "/o/r.git/git-receive-pack").service, GitService::push);
   EXPECT_EQ(git("POST", "/o/r.git/git-receive-pack").repository, "/o/r");
   EXPECT_EQ(git("GET", "/o/r.git/git-receive-pack").service, GitService::none);
@@ -213,8 +230,9 @@ TEST(RequestRules, DescribesRequestsAsPeopleReadThem) {
             "POST api.github.com/repos/o/r/pulls");
   EXPECT_EQ(describe_request("github.com", {"POST", "/o/r.git/git-receive-pack", ""}),
             "git push to github.com/o/r");
-  EXPECT_EQ(describe_request("github.com", {"POST", "/o/r.git/git-upload-pack", ""}),
-            "git fetch from github.com/o/r");
+  EXPECT_EQ(
+      describe_request("github.com", {"POST", "/o/r.git/git-upload-pack", "", kUploadPackType}),
+      "git fetch from github.com/o/r");
 }
 
 }  // namespace

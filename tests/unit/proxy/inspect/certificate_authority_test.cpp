@@ -120,6 +120,31 @@ TEST_F(CertificateAuthorityTest, AKeyOthersCanReadIsRefusedAndRotationReplacesIt
   EXPECT_NE(X509_cmp((*fresh)->certificate(), (*ca)->certificate()), 0);
 }
 
+// A folder others could write to may hold a key they planted: refused, rotation too, until it is
+// private again; a folder only others could read is made private.
+TEST_F(CertificateAuthorityTest, AFolderOthersCanWriteIsRefusedUntilPrivateAndRotated) {
+  const std::string folder = root_ + "/ca";
+  auto ca = CertificateAuthority::open(folder);
+  ASSERT_TRUE(ca) << ca.error();
+  ::chmod(folder.c_str(), 0777);
+  auto refused = CertificateAuthority::open(folder);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().find("written by others (mode 0777)"), std::string::npos)
+      << refused.error();
+  EXPECT_NE(refused.error().find("chmod 700 " + folder), std::string::npos) << refused.error();
+  EXPECT_FALSE(CertificateAuthority::rotate(folder));
+  EXPECT_EQ(mode_of(folder), 0777u);  // left as found: the person decides
+
+  ::chmod(folder.c_str(), 0700);
+  auto rotated = CertificateAuthority::rotate(folder);
+  ASSERT_TRUE(rotated) << rotated.error();
+  ASSERT_TRUE(CertificateAuthority::open(folder));
+
+  ::chmod(folder.c_str(), 0755);
+  ASSERT_TRUE(CertificateAuthority::open(folder));
+  EXPECT_EQ(mode_of(folder), 0700u);
+}
+
 TEST_F(CertificateAuthorityTest, TheTrustBundleHoldsTheSystemRootsAndTheCa) {
   auto ca = CertificateAuthority::open(root_ + "/ca");
   ASSERT_TRUE(ca);
