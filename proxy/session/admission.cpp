@@ -193,10 +193,10 @@ RequestJudgement judge_request(SessionContext& context, const rules::Host& host,
                                      : rules::Reason::request_not_allowed;
     std::string sentence = rules.explain(verdict, host.display(), facts);
     if (method != request.method) {
-      sentence +=
-          " (the request asks for " + std::string(method) + " through " +
+      sentence =
+          "the request asks for " + std::string(method) + " through " +
           (method == request.method_override ? "a method-override header" : "a _method parameter") +
-          ".)";
+          ": " + sentence;
     }
     std::string rule = rules::request_rule_text(verdict);
     if (context.reports(reason)) {

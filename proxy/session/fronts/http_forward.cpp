@@ -430,9 +430,8 @@ asio::awaitable<Next> finish_exchange(Exchange& x, EndLine& end) {
     context.record_revoked(end.method, x.bytes_up, x.bytes_down);
     co_return Next::stop;
   }
-  const ExchangeState::Ending ending =
-      x.state.ending(x.where, x.idle_limit.count(), x.request.is_done(),
-                     kUpstreamBufferLimit / 1024);
+  const ExchangeState::Ending ending = x.state.ending(
+      x.where, x.idle_limit.count(), x.request.is_done(), kUpstreamBufferLimit / 1024);
   end.bytes_up = x.bytes_up;
   end.bytes_down = x.bytes_down;
   x.upstream.carried_up += x.bytes_up;

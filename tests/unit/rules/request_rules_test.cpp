@@ -100,7 +100,7 @@ TEST(RequestRules, TheFirstMatchingLineOfTheMostSpecificGroupDecides) {
   EXPECT_EQ(decide(rules, "api.example.com", "get", "/repos/x"), Kind::allowed);
 
   const auto normal = normalise_path("/repos/o/r").value();
-  const RequestFacts facts{"DELETE", normal.path, normal.query};
+  const RequestFacts facts{"DELETE", normal.path, normal.query, {}};
   const RequestVerdict verdict = rules.decide(host("api.example.com"), 443, facts);
   EXPECT_EQ(request_rule_text(verdict), "requests.txt:1 deny  api.example.com DELETE");
   EXPECT_EQ(rules.explain(verdict, "api.example.com", facts),
@@ -226,9 +226,9 @@ TEST(ClassifyGit, SmartHttpServicesAndTheirRepository) {
 }
 
 TEST(RequestRules, DescribesRequestsAsPeopleReadThem) {
-  EXPECT_EQ(describe_request("api.github.com", {"POST", "/repos/o/r/pulls", ""}),
+  EXPECT_EQ(describe_request("api.github.com", {"POST", "/repos/o/r/pulls", "", {}}),
             "POST api.github.com/repos/o/r/pulls");
-  EXPECT_EQ(describe_request("github.com", {"POST", "/o/r.git/git-receive-pack", ""}),
+  EXPECT_EQ(describe_request("github.com", {"POST", "/o/r.git/git-receive-pack", "", {}}),
             "git push to github.com/o/r");
   EXPECT_EQ(
       describe_request("github.com", {"POST", "/o/r.git/git-upload-pack", "", kUploadPackType}),
