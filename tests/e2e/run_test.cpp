@@ -471,6 +471,52 @@ TEST_F(RunTest, InspectionIsTransparentToTheCommandsToolsAndItsKeyIsHidden) {
   EXPECT_EQ(key.st_mode & 0777, 0600u);
 }
 
+// git over HTTPS inside run, through inspection, with nothing configured in git: fetch from any
+// repository, push only to ourorg's (run's GIT_SSL_CAINFO points git at the gate's CA).
+TEST_F(RunTest, GitOverInspectedHttpsFetchesEverywhereAndPushesOnlyWhereTheRulesSay) {
+  const std::string repos = root_ + "/repos";
+  const auto made = shell(
+      "set -e; mkdir -p '" + repos + "/ourorg' '" + repos + "/theirorg' '" + root_ +
+      "/seed'; cd '" + root_ +
+      "/seed'; git init -q -b main; git -c user.name=t -c user.email=t@t commit -q --allow-empty "
+      "-m first; for o in ourorg theirorg; do git clone -q --bare . '" +
+      repos + "'/$o/app.git; git -C '" + repos + "'/$o/app.git config http.receivepack true; done");
+  ASSERT_EQ(made.first, 0) << made.second;
+  const std::string certificates = root_ + "/git-origin";
+  fs::create_directories(certificates);
+  const TestCertificates files =
+      make_test_certificates(certificates, {"DNS:git.test"}, "git-origin-ca");
+  const std::uint16_t port = free_port();
+  Process origin({"/usr/bin/python3", SANDGATE_SOURCE_DIR "/tests/support/git_https_server.py",
+                  std::to_string(port), files.certificate, files.key, repos},
+                 environment(), root_ + "/git-origin/server");
+  for (int i = 0; i < 100 && !port_accepts(port); ++i) {
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(port_accepts(port)) << "the git server did not start";
+  dns_.set("git.test", {"127.0.0.1"});
+  const std::string rules = root_ + "/git-requests.txt";
+  std::ofstream(rules) << "allow git.test git-fetch\nallow git.test git-push /ourorg/*\n";
+  const std::string base = "https://git.test:" + std::to_string(port);
+  const std::string git = "git -c user.name=t -c user.email=t@t ";
+  auto o = run({"--request-rules", rules, "--tls-ports", std::to_string(port), "--inspect-extra-ca",
+                files.ca, "--ca-dir", root_ + "/gate-ca", "--", "sh", "-c",
+                git + "clone -q " + base + "/ourorg/app.git ours && " + git + "clone -q " + base +
+                    "/theirorg/app.git theirs && echo cloned; " + git +
+                    "-C ours commit -q --allow-empty -m second && " + git +
+                    "-C ours push -q origin main && echo pushed-ours; " + git +
+                    "-C theirs commit -q --allow-empty -m second && " + git +
+                    "-C theirs push -q origin main 2>&1; echo theirs=$?"});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("cloned"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("pushed-ours"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("403"), std::string::npos) << describe(o);
+  EXPECT_EQ(o.out.find("theirs=0"), std::string::npos) << describe(o);
+  EXPECT_EQ(shell("git -C '" + repos + "/ourorg/app.git' rev-list --count main").second, "2\n");
+  EXPECT_EQ(shell("git -C '" + repos + "/theirorg/app.git' rev-list --count main").second, "1\n");
+  ::kill(origin.pid(), SIGTERM);
+}
+
 TEST_F(RunTest, ABlockedHostFailsWithThe403ReasonVisibleToCurl) {
   auto o = run({"--", "sh", "-c",
                 curl_https("blocked.test", "-v") + " 2>" + work_ + "/curl.err; echo rc=$?"});
