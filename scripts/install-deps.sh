@@ -18,7 +18,7 @@ build_packages=(
   libfmt-dev            # formatting
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev gnuplot-nox valgrind  # micro-benchmarks; make bench's plots, instruction counts
-  strace tinyproxy squid linux-perf  # make bench (the peers, system calls, the profile); bench_smoke.compare (the peers)
+  strace tinyproxy squid-openssl linux-perf  # make bench (the peers, system calls, the profile; squid-openssl is squid with ssl-bump, for bench/e2e/inspection.sh); bench_smoke.compare (the peers)
   ccache                # compiler cache: rebuilds across build trees (release, sanitizers)
   lld                   # LLVM's linker: links the test programs three times faster than GNU ld
   libseccomp-dev        # seccomp: the system-call allow-list of every process inside `run`
@@ -32,7 +32,7 @@ test_packages=(
   clang-format          # the format check (CTest format_check) and `make format`
   prometheus            # the admin endpoint test scrapes with a real Prometheus (its own process)
   netcat-openbsd        # socks_e2e_test: ssh through the gate's SOCKS5 with ProxyCommand nc -X 5
-  squid                 # squid_parent_test and bench/e2e/socks_parent.sh: a real parent proxy (its own process)
+  squid-openssl         # squid_parent_test and bench/e2e/socks_parent.sh: a real parent proxy (its own process); Debian's squid built with OpenSSL (ssl-bump), replacing the GnuTLS squid it conflicts with
   python3               # the service-file test reads the launchd plist with plistlib
   dbus keyutils         # run_test: a real session bus the confined command must not reach; keyctl
   nftables bind9-dnsutils  # capture_e2e_test: nft to inspect the rules; dig for DNS queries inside run

@@ -30,6 +30,9 @@ HEADLINE = {
     "download": ("gbit_per_s", "Gbit/s"),
     "upload": ("gbit_per_s", "Gbit/s"),
     "http": ("requests_per_s", "requests/s"),
+    # An https setup is one full TLS handshake and one request (bench/e2e/inspection.sh).
+    "https-setups": ("setups_per_s", "handshakes/s"),
+    "https": ("requests_per_s", "requests/s"),
     "idle": ("anon_kb_per_tunnel", "KB/idle tunnel"),
 }
 BASELINE = "none"
@@ -71,8 +74,8 @@ def metrics_of(run, cpu_mhz):
     workload = run["workload"]
     out = {}
     cpu = cpu_seconds(run)
-    if workload in ("setups", "http"):
-        ops = run["setups"] if workload == "setups" else run["requests"]
+    if workload in ("setups", "http", "https-setups", "https"):
+        ops = run["setups"] if workload in ("setups", "https-setups") else run["requests"]
         if ops == 0:
             return out
         out[HEADLINE[workload][0]] = run[HEADLINE[workload][0]]
@@ -80,7 +83,7 @@ def metrics_of(run, cpu_mhz):
             out[name] = run["latency_us"][key] / 1000
         # Proxy CPU (user + system, all threads) per operation, over the measured window.
         out["cpu_us_per_op"] = None if cpu is None else cpu * 1e6 / ops
-        if workload == "http":
+        if workload in ("http", "https"):
             out["connections"] = run["connections"]
     elif workload in ("download", "upload"):
         if run["tunnels"] == 0 or run["bytes"] == 0:
@@ -180,7 +183,7 @@ def rate_table(t, suite, workload, title, vs=None):
     unit = HEADLINE[workload][1]
     rate = HEADLINE[workload][0]
     caption(title)
-    extra = " connections |" if workload == "http" else ""
+    extra = " connections |" if workload in ("http", "https") else ""
     print(f"| target | clients | {unit} | p50 ms | p99 ms | p99.9 ms | proxy CPU µs/op |{extra}"
           " runs | errors |")
     print("|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if extra else "") + "---:|---:|")
@@ -360,6 +363,16 @@ def print_suite(t, suite, notes):
                    "name, then of its address. (×) = ratio to no proxy, [× sandgate] = ratio "
                    "to sandgate with its default (empty) blocklist in the same rounds.",
                    vs="sandgate")
+    elif suite == "inspection":
+        rate_table(t, suite, "https-setups", "**HTTPS setups**: connect → CONNECT → TLS handshake "
+                   "(SNI, certificate verified) → one GET → 32-byte response → close, in a loop "
+                   "per client; every handshake a full one. Median of rounds; (×) = ratio to no "
+                   "proxy, [× squid-bump] = ratio to squid's ssl-bump in the same rounds.",
+                   vs="squid-bump")
+        rate_table(t, suite, "https", "**HTTPS on kept-alive connections**: one CONNECT and one "
+                   "TLS handshake per connection, then a loop of `GET /32` → 32-byte response. "
+                   "Median of rounds; (×) = ratio to no proxy, [× squid-bump] = ratio to "
+                   "squid's ssl-bump.", vs="squid-bump")
     elif suite == "scaling":
         scaling_table(t, suite)
     elif suite == "owncore":

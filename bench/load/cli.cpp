@@ -31,7 +31,8 @@ std::optional<command_line> parse_command_line(int argc, char** argv, int& exit_
       "sandgate-load: end-to-end load for CONNECT proxies on loopback.\n"
       "  sandgate-load origin --listen 127.0.0.1:0 --port-file F\n"
       "  sandgate-load run --proxy HOST:PORT|none --origin HOST:PORT "
-      "--workload setups|download|upload|idle|http --concurrency N --duration S\n"
+      "--workload setups|download|upload|idle|http|https-setups|https --concurrency N "
+      "--duration S [--ca-file F]\n"
       "  sandgate-load compare NAME=HOST:PORT [NAME=socks5://HOST:PORT ...] "
       "[--workload setups,download] [--concurrency 16] [--rounds 3]"};
   app.require_subcommand(1);
@@ -52,20 +53,28 @@ std::optional<command_line> parse_command_line(int argc, char** argv, int& exit_
       ->capture_default_str();
   origin->add_flag("--dns", line.origin.dns,
                    "also answer DNS on UDP at the same port: every name is 127.0.0.1");
+  auto* tls_cert = origin->add_option("--tls-cert", line.origin.tls_certificate_file,
+                                      "serve HTTP over TLS too (sessions starting with a TLS "
+                                      "record) with this PEM certificate chain, leaf first");
+  auto* tls_key = origin->add_option("--tls-key", line.origin.tls_key_file,
+                                     "the PEM private key of --tls-cert");
+  tls_cert->check(CLI::ExistingFile)->needs(tls_key);
+  tls_key->check(CLI::ExistingFile)->needs(tls_cert);
 
   std::string proxy_text;
   std::string origin_text;
   auto& r = line.run;
-  const std::map<std::string, workload_kind> workloads{{"setups", workload_kind::setups},
-                                                       {"download", workload_kind::download},
-                                                       {"upload", workload_kind::upload},
-                                                       {"idle", workload_kind::idle},
-                                                       {"http", workload_kind::http}};
+  const std::map<std::string, workload_kind> workloads{
+      {"setups", workload_kind::setups}, {"download", workload_kind::download},
+      {"upload", workload_kind::upload}, {"idle", workload_kind::idle},
+      {"http", workload_kind::http},     {"https-setups", workload_kind::https_setups},
+      {"https", workload_kind::https}};
   auto* run = app.add_subcommand("run", "drive one workload and print its result");
   run->add_option("--proxy", proxy_text, "CONNECT proxy HOST:PORT, or none (straight to origin)")
       ->required();
   run->add_option("--origin", origin_text, "the sandgate-load origin's HOST:PORT")->required();
-  run->add_option("--workload", r.workload, "setups | download | upload | idle | http")
+  run->add_option("--workload", r.workload,
+                  "setups | download | upload | idle | http | https-setups | https")
       ->required()
       ->transform(CLI::CheckedTransformer(workloads, CLI::ignore_case));
   run->add_option("--concurrency", r.concurrency,
@@ -98,6 +107,10 @@ std::optional<command_line> parse_command_line(int argc, char** argv, int& exit_
                             "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.") == std::string::npos;
         return ok ? std::string() : "a DNS name (letters, digits, '-' and '.') is required";
       });
+  run->add_option("--ca-file", r.ca_file,
+                  "https workloads: the PEM bundle of CAs the origin's (or an inspecting "
+                  "proxy's) certificate is verified against")
+      ->check(CLI::ExistingFile);
   run->add_flag("--socks5", r.socks5,
                 "ask the proxy for each tunnel with SOCKS5 (no authentication) instead of CONNECT");
   run->add_option("--max-errors", r.max_errors, "stop the run early past this many errors")
@@ -216,6 +229,12 @@ std::optional<command_line> parse_command_line(int argc, char** argv, int& exit_
         r.proxy = endpoint_option("--proxy", proxy_text, false);
       }
       r.origin = endpoint_option("--origin", origin_text, false);
+      const bool https =
+          r.workload == workload_kind::https_setups || r.workload == workload_kind::https;
+      if (https && r.ca_file.empty()) {
+        throw CLI::ValidationError("--ca-file",
+                                   "the https workloads verify certificates: name the CA bundle");
+      }
     }
   } catch (const CLI::ParseError& error) {
     exit_code = app.exit(error);

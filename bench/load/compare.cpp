@@ -36,6 +36,10 @@ const char* workload_name(workload_kind kind) {
       return "idle";
     case workload_kind::http:
       return "http";
+    case workload_kind::https_setups:
+      return "https-setups";
+    case workload_kind::https:
+      return "https";
   }
   return "?";
 }
@@ -45,14 +49,18 @@ const char* unit_of(workload_kind kind) {
     case workload_kind::setups:
       return "setups/s";
     case workload_kind::http:
+    case workload_kind::https:
       return "requests/s";
+    case workload_kind::https_setups:
+      return "handshakes/s";
     default:
       return "Gbit/s";
   }
 }
 
 bool has_latency(workload_kind kind) {
-  return kind == workload_kind::setups || kind == workload_kind::http;
+  return kind == workload_kind::setups || kind == workload_kind::http ||
+         kind == workload_kind::https_setups || kind == workload_kind::https;
 }
 
 double median(std::vector<double> values) {

@@ -8,6 +8,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "bench/load/loopback_endpoint.hpp"
+#include "bench/load/tls.hpp"
 
 namespace sandgate::load {
 
@@ -32,6 +34,9 @@ using asio::ip::tcp;
 namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+// The first byte of every TLS connection: the content type of its ClientHello's record.
+constexpr char tls_handshake_record = 0x16;
 
 // Echo: the bytes already read go back first, then whatever else arrives, until EOF. The buffer
 // is small and lives in the frame: setups send 32 bytes, and idle tunnels should cost the origin
@@ -93,8 +98,10 @@ bool connection_says(std::string_view head, std::string_view word) {
 
 // HTTP: answers each request head with a fixed-size body, "GET /N" -> N bytes of 'h' (at most
 // 64 KiB), keeping the connection alive the way HTTP/1.1 (or an HTTP/1.0 keep-alive) asks. Request
-// bodies are not expected (GET only) and not read. One buffer per connection.
-asio::awaitable<void> serve_http(tcp::socket& socket, std::string_view first_bytes) {
+// bodies are not expected (GET only) and not read. One buffer per connection. `Stream` is the
+// plain socket or the TLS stream over it.
+template <typename Stream>
+asio::awaitable<void> serve_http(Stream& socket, std::string_view first_bytes) {
   std::string pending(first_bytes);
   std::string reply;
   std::array<char, 4096> chunk;
@@ -137,10 +144,34 @@ asio::awaitable<void> serve_http(tcp::socket& socket, std::string_view first_byt
   }
 }
 
+// A TLS session: the handshake, then HTTP inside it until the client goes. The client closes
+// without close_notify as often as with it, so the end is not checked.
+asio::awaitable<void> serve_tls_http(tcp::socket& socket, std::shared_ptr<asio::ssl::context> tls) {
+  tls_stream stream(socket, *tls);
+  auto [error] = co_await stream.async_handshake(asio::ssl::stream_base::server, use_tuple);
+  if (error) {
+    co_return;
+  }
+  co_await serve_http(stream, std::string_view());
+}
+
 // One client connection: read the role byte (with whatever follows it), then serve that role.
+// With TLS configured, the first byte is peeked first, so a TLS ClientHello reaches OpenSSL whole.
 asio::awaitable<void> origin_session(tcp::socket socket,
-                                     std::shared_ptr<const std::vector<char>> chunk) {
+                                     std::shared_ptr<const std::vector<char>> chunk,
+                                     std::shared_ptr<asio::ssl::context> tls) {
   std::array<char, 512> buffer;
+  if (tls) {
+    auto [peek_error, peeked] = co_await socket.async_receive(asio::buffer(buffer.data(), 1),
+                                                              tcp::socket::message_peek, use_tuple);
+    if (peek_error || peeked == 0) {
+      co_return;
+    }
+    if (buffer[0] == tls_handshake_record) {
+      co_await serve_tls_http(socket, tls);
+      co_return;
+    }
+  }
   auto [error, n] = co_await socket.async_read_some(asio::buffer(buffer), use_tuple);
   if (error || n == 0) {
     co_return;
@@ -164,7 +195,8 @@ asio::awaitable<void> origin_session(tcp::socket socket,
 }
 
 asio::awaitable<void> accept_loop(tcp::acceptor acceptor,
-                                  std::shared_ptr<const std::vector<char>> chunk) {
+                                  std::shared_ptr<const std::vector<char>> chunk,
+                                  std::shared_ptr<asio::ssl::context> tls) {
   asio::steady_timer backoff(acceptor.get_executor());
   while (true) {
     auto [error, socket] = co_await acceptor.async_accept(use_tuple);
@@ -179,7 +211,7 @@ asio::awaitable<void> accept_loop(tcp::acceptor acceptor,
     }
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    asio::co_spawn(acceptor.get_executor(), origin_session(std::move(socket), chunk),
+    asio::co_spawn(acceptor.get_executor(), origin_session(std::move(socket), chunk, tls),
                    asio::detached);
   }
 }
@@ -245,6 +277,17 @@ bool write_port_file(const std::string& path, const std::string& text) {
 int run_origin(const origin_options& options) {
   asio::io_context context(1);
 
+  std::shared_ptr<asio::ssl::context> tls;
+  if (!options.tls_certificate_file.empty()) {
+    try {
+      tls = make_server_tls_context(options.tls_certificate_file, options.tls_key_file);
+    } catch (const boost::system::system_error& error) {
+      std::fprintf(stderr, "sandgate-load origin: cannot load the TLS certificate or key: %s\n",
+                   error.what());
+      return 1;
+    }
+  }
+
   tcp::acceptor acceptor(context);
   boost::system::error_code error;
   acceptor.open(options.listen.protocol(), error);
@@ -290,7 +333,7 @@ int run_origin(const origin_options& options) {
   std::fflush(stdout);
 
   auto chunk = std::make_shared<const std::vector<char>>(options.chunk_bytes, 'x');
-  asio::co_spawn(context, accept_loop(std::move(acceptor), chunk), asio::detached);
+  asio::co_spawn(context, accept_loop(std::move(acceptor), chunk, tls), asio::detached);
 
   // Stop on a signal or at the end of the lifetime, whichever is first.
   asio::signal_set signals(context, SIGINT, SIGTERM);

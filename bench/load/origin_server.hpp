@@ -4,6 +4,8 @@
 //   'd'  source  writes chunks as fast as the peer takes them, until the peer goes (download)
 //   'u'  sink    reads and discards until EOF (upload)
 //   'G'  HTTP    "GET /N HTTP/1.x" requests answered with an N-byte body, kept alive (http)
+// With --tls-cert and --tls-key, a session whose first byte is a TLS handshake record (0x16) is
+// TLS: the origin completes the handshake and serves HTTP inside it (https, https-setups).
 // With --dns it also answers DNS queries over UDP on the same port: every name's A record is
 // 127.0.0.1 (and it has no AAAA), so a proxy pointed at it resolves --connect-host to the origin.
 #pragma once
@@ -26,6 +28,10 @@ struct origin_options {
   double lifetime_s = 3600;  // exits by itself after this long, so a lost process cannot linger
   std::size_t chunk_bytes = 128 * 1024;  // write size of the source and read size of the sink
   bool dns = false;  // also answer DNS (UDP) on the listening port: every name is 127.0.0.1
+  // Both set: TLS sessions (told apart by their first byte) are served HTTP inside TLS with this
+  // PEM certificate chain and key. Empty: plain sessions only.
+  std::string tls_certificate_file;
+  std::string tls_key_file;
 };
 
 // Listens, prints "sandgate-load origin listening on HOST:PORT" on stdout, serves on the calling

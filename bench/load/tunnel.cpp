@@ -32,6 +32,8 @@ std::string_view error_kind_name(error_kind kind) {
       return "io";
     case error_kind::mismatch:
       return "mismatch";
+    case error_kind::tls:
+      return "tls";
   }
   return "unknown";
 }

@@ -23,8 +23,9 @@ enum class error_kind {
   timeout,       // the operation passed its deadline (--timeout) and the watchdog closed it
   io,            // the established tunnel failed: read/write error or early EOF
   mismatch,      // the origin's echo differed from what was sent
+  tls,           // the TLS handshake failed: certificate not verified, an alert, or a close
 };
-inline constexpr std::size_t error_kind_count = 8;
+inline constexpr std::size_t error_kind_count = 9;
 
 std::string_view error_kind_name(error_kind kind);
 

@@ -1,4 +1,4 @@
-// The five client workloads (see workloads.hpp). Each worker thread owns one io_context, one
+// The seven client workloads (see workloads.hpp). Each worker thread owns one io_context, one
 // run_state and its clients; threads share nothing until their results are merged at the end.
 #include "bench/load/workloads.hpp"
 
@@ -11,13 +11,16 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/read_until.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/system/system_error.hpp>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <memory>
 #include <span>
 #include <string>
@@ -29,6 +32,7 @@
 #include "bench/load/loopback_endpoint.hpp"
 #include "bench/load/origin_server.hpp"
 #include "bench/load/process_memory.hpp"
+#include "bench/load/tls.hpp"
 #include "bench/load/tunnel.hpp"
 
 namespace sandgate::load {
@@ -57,6 +61,11 @@ struct run_state {
   std::vector<std::shared_ptr<client_slot>> slots;
   std::shared_ptr<const std::vector<char>> upload_chunk;
   std::string http_request;  // http: the GET every client repeats
+  // https workloads: the clients' TLS context (shared by every worker thread), the name (or
+  // address) verified and sent as SNI, and the origin-form GET sent inside TLS.
+  std::shared_ptr<asio::ssl::context> tls;
+  std::string tls_host;
+  std::string https_request;
 
   // Counts an error; past --max-errors, ends the run now so a dead target costs seconds, not
   // the whole duration (each client also backs off 10 ms per error).
@@ -307,13 +316,15 @@ bool parse_response_head(std::string_view head, response_head& out) {
   return have_length;
 }
 
-// One request and its whole response on an open connection. `stale` is set when a kept-alive
-// connection turns out to have been closed by the server before it answered: the client then
-// reconnects and asks again, which is what a real client does and not the proxy's failure.
-asio::awaitable<error_kind> http_exchange(client_slot& slot, const std::string& request,
-                                          std::string& buffer, bool reused, int& status,
-                                          bool& close_after, bool& stale) {
-  auto& socket = slot.socket();
+// One request and its whole response on an open connection (`Stream`: the slot's socket, or a TLS
+// stream over it). `stale` is set when a kept-alive connection turns out to have been closed by
+// the server before it answered: the client then reconnects and asks again, which is what a real
+// client does and not the proxy's failure.
+template <typename Stream>
+asio::awaitable<error_kind> http_exchange(Stream& socket, client_slot& slot,
+                                          const std::string& request, std::string& buffer,
+                                          bool reused, int& status, bool& close_after,
+                                          bool& stale) {
   buffer.clear();
   auto [write_error, written] =
       co_await asio::async_write(socket, asio::buffer(request), use_tuple);
@@ -389,8 +400,8 @@ asio::awaitable<void> http_client(std::shared_ptr<client_slot> slot,
     bool close_after = false;
     bool stale = false;
     if (outcome == error_kind::none) {
-      outcome = co_await http_exchange(*slot, state->http_request, buffer, reused, status,
-                                       close_after, stale);
+      outcome = co_await http_exchange(slot->socket(), *slot, state->http_request, buffer, reused,
+                                       status, close_after, stale);
     }
     const auto finished = steady::now();
     if (stale) {
@@ -423,10 +434,150 @@ asio::awaitable<void> http_client(std::shared_ptr<client_slot> slot,
   slot->finish();
 }
 
+// ---- https ----
+
+// The client's TLS handshake on an open tunnel (or a direct connection), bounded by the slot's
+// deadline: SNI and the certificate verified for `host` against the --ca-file bundle.
+asio::awaitable<error_kind> tls_handshake(client_slot& slot, tls_stream& stream,
+                                          const std::string& host) {
+  if (!prepare_client_tls(stream, host)) {
+    co_return error_kind::tls;
+  }
+  auto [error] = co_await stream.async_handshake(asio::ssl::stream_base::client, use_tuple);
+  if (error) {
+    co_return failure(slot, error_kind::tls);
+  }
+  co_return error_kind::none;
+}
+
+// HTTPS setups: one client's loop of connect -> CONNECT -> TLS handshake -> one GET and its whole
+// response -> close, until the end of the run. Every handshake is a full one (no session is
+// kept). The close sends no close_notify, as many clients do not; the latency runs from before
+// the connect to the response's last byte.
+asio::awaitable<void> https_setups_client(std::shared_ptr<client_slot> slot,
+                                          std::shared_ptr<run_state> state) {
+  std::string head;
+  head.reserve(512);
+  std::string buffer;
+  buffer.reserve(1024);
+  asio::steady_timer backoff(slot->socket().get_executor());
+
+  while (true) {
+    const auto started = steady::now();
+    if (started >= state->run_end) {
+      break;
+    }
+    slot->arm(deadline_from(*state, started));
+    slot->take_timed_out();
+
+    int status = 0;
+    error_kind outcome = co_await open_tunnel(*slot, state->via, head, status);
+    if (outcome == error_kind::none) {
+      tls_stream stream(slot->socket(), *state->tls);
+      outcome = co_await tls_handshake(*slot, stream, state->tls_host);
+      if (outcome == error_kind::none) {
+        bool close_after = false;
+        bool stale = false;
+        outcome = co_await http_exchange(stream, *slot, state->https_request, buffer, false, status,
+                                         close_after, stale);
+      }
+    }
+    const auto finished = steady::now();
+    slot->close();
+
+    if (outcome == error_kind::none) {
+      if (finished >= state->warmup_end && finished <= state->run_end) {
+        state->result.latency_ns.record(static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(finished - started).count()));
+        ++state->result.ops;
+      }
+      continue;
+    }
+    if (finished >= state->run_end) {
+      break;
+    }
+    state->count_error(outcome, status);
+    backoff.expires_after(error_backoff);
+    co_await backoff.async_wait(use_tuple);
+  }
+  slot->finish();
+}
+
+// HTTPS on kept-alive connections: one client's TLS connection (through one CONNECT, or straight
+// to the origin) and its loop of GET -> whole response, as the http workload but inside TLS. A
+// connection the server closes is reopened (CONNECT and a new full handshake); latency includes
+// that when it happens.
+asio::awaitable<void> https_client(std::shared_ptr<client_slot> slot,
+                                   std::shared_ptr<run_state> state) {
+  std::string head;
+  std::string buffer;
+  buffer.reserve(1024);
+  asio::steady_timer backoff(slot->socket().get_executor());
+  // Made anew for every connection: an OpenSSL stream cannot be reused after its socket closed.
+  std::unique_ptr<tls_stream> stream;
+
+  while (true) {
+    const auto started = steady::now();
+    if (started >= state->run_end) {
+      break;
+    }
+    slot->arm(deadline_from(*state, started));
+    slot->take_timed_out();
+
+    int status = 0;
+    error_kind outcome = error_kind::none;
+    const bool reused = stream != nullptr;
+    if (!stream) {
+      outcome = co_await open_tunnel(*slot, state->via, head, status);
+      if (outcome == error_kind::none) {
+        stream = std::make_unique<tls_stream>(slot->socket(), *state->tls);
+        outcome = co_await tls_handshake(*slot, *stream, state->tls_host);
+      }
+      state->result.connections += outcome == error_kind::none ? 1 : 0;
+    }
+    bool close_after = false;
+    bool stale = false;
+    if (outcome == error_kind::none) {
+      outcome = co_await http_exchange(*stream, *slot, state->https_request, buffer, reused, status,
+                                       close_after, stale);
+    }
+    const auto finished = steady::now();
+    if (stale) {
+      slot->close();
+      stream.reset();
+      continue;
+    }
+    if (outcome == error_kind::none) {
+      if (close_after) {
+        slot->close();
+        stream.reset();
+      }
+      if (finished >= state->warmup_end && finished <= state->run_end) {
+        state->result.latency_ns.record(static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(finished - started).count()));
+        ++state->result.ops;
+      }
+      continue;
+    }
+    slot->close();
+    stream.reset();
+    if (finished >= state->run_end) {
+      break;
+    }
+    state->count_error(outcome, status);
+    backoff.expires_after(error_backoff);
+    co_await backoff.async_wait(use_tuple);
+  }
+  slot->close();
+  stream.reset();
+  slot->finish();
+}
+
 // One worker thread of a timed workload: its share of the clients on its own io_context.
-run_result run_timed_worker(const run_options& options, unsigned clients, unsigned first_client,
-                            steady::time_point warmup_end, steady::time_point run_end,
-                            std::uint64_t max_errors) {
+run_result run_timed_worker(const run_options& options,
+                            const std::shared_ptr<asio::ssl::context>& tls, unsigned clients,
+                            unsigned first_client, steady::time_point warmup_end,
+                            steady::time_point run_end, std::uint64_t max_errors) {
   asio::io_context context(1);
   auto state = std::make_shared<run_state>();
   state->options = options;
@@ -438,6 +589,13 @@ run_result run_timed_worker(const run_options& options, unsigned clients, unsign
   state->upload_chunk = std::make_shared<const std::vector<char>>(options.chunk_bytes, 'u');
   state->http_request = make_http_request(options.proxy.has_value(), options.origin,
                                           options.connect_host, options.payload_bytes);
+  state->tls = tls;
+  state->tls_host =
+      options.connect_host.empty() ? options.origin.address().to_string() : options.connect_host;
+  // Inside TLS the request is in origin form, whatever the first hop: the tunnel is the proxy's
+  // business, the request the origin's (an inspecting proxy requires exactly this form).
+  state->https_request =
+      make_http_request(false, options.origin, options.connect_host, options.payload_bytes);
 
   for (unsigned i = 0; i < clients; ++i) {
     auto slot = std::make_shared<client_slot>(context.get_executor());
@@ -447,6 +605,10 @@ run_result run_timed_worker(const run_options& options, unsigned clients, unsign
       asio::co_spawn(context, setups_client(slot, state, first_client + i), asio::detached);
     } else if (options.workload == workload_kind::http) {
       asio::co_spawn(context, http_client(slot, state), asio::detached);
+    } else if (options.workload == workload_kind::https_setups) {
+      asio::co_spawn(context, https_setups_client(slot, state), asio::detached);
+    } else if (options.workload == workload_kind::https) {
+      asio::co_spawn(context, https_client(slot, state), asio::detached);
     } else {
       asio::co_spawn(context, stream_client(slot, state), asio::detached);
     }
@@ -468,6 +630,19 @@ run_result run_timed_worker(const run_options& options, unsigned clients, unsign
 }
 
 run_result run_timed(const run_options& options) {
+  // One client TLS context for every worker thread (OpenSSL's contexts are safe to share once
+  // set up); made before the clock starts, since loading the bundle is not part of the load.
+  std::shared_ptr<asio::ssl::context> tls;
+  if (options.workload == workload_kind::https_setups || options.workload == workload_kind::https) {
+    try {
+      tls = make_client_tls_context(options.ca_file);
+    } catch (const boost::system::system_error& error) {
+      std::fprintf(stderr, "sandgate-load: cannot load --ca-file: %s\n", error.what());
+      run_result failed;
+      failed.aborted = true;
+      return failed;
+    }
+  }
   const double warmup =
       options.warmup_s >= 0 ? options.warmup_s : std::min(1.0, options.duration_s / 10);
   const auto start = steady::now();
@@ -500,14 +675,15 @@ run_result run_timed(const run_options& options) {
       first_client += clients;
       continue;
     }
-    helpers.emplace_back([&parts, &options, t, clients, first_client, warmup_end, run_end,
+    helpers.emplace_back([&parts, &options, &tls, t, clients, first_client, warmup_end, run_end,
                           max_errors] {
-      parts[t] = run_timed_worker(options, clients, first_client, warmup_end, run_end, max_errors);
+      parts[t] =
+          run_timed_worker(options, tls, clients, first_client, warmup_end, run_end, max_errors);
     });
     first_client += clients;
   }
   const unsigned own = options.concurrency / threads + (0 < options.concurrency % threads);
-  parts[0] = run_timed_worker(options, own, 0, warmup_end, run_end,
+  parts[0] = run_timed_worker(options, tls, own, 0, warmup_end, run_end,
                               std::max<std::uint64_t>(1, options.max_errors / threads));
   for (auto& helper : helpers) {
     helper.join();
@@ -670,6 +846,10 @@ const char* workload_name(workload_kind kind) {
       return "idle";
     case workload_kind::http:
       return "http";
+    case workload_kind::https_setups:
+      return "https-setups";
+    case workload_kind::https:
+      return "https";
   }
   return "unknown";
 }

@@ -1,4 +1,4 @@
-// The client side of the load tool: the five workloads and the options they share.
+// The client side of the load tool: the seven workloads and the options they share.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
@@ -17,6 +17,10 @@ enum class workload_kind {
   upload,    // N tunnels writing into the origin's sink: aggregate Gbit/s
   idle,      // N tunnels opened, echoed once, then held: the proxy's memory per tunnel
   http,      // N kept-alive connections, each a loop of plain-HTTP GET -> response: requests/s
+  // connect, CONNECT, TLS handshake (SNI, verified), one GET and its response, close, in a loop
+  // per client: handshakes/s and latency
+  https_setups,
+  https,  // N kept-alive TLS connections (one CONNECT each), a loop of GET -> response: requests/s
 };
 
 struct run_options {
@@ -35,8 +39,11 @@ struct run_options {
   // name with 127.0.0.1). Empty: the origin's address literal.
   std::string connect_host;
   bool socks5 = false;  // ask the proxy with SOCKS5 instead of HTTP CONNECT (tunnel workloads)
+  // https workloads: the PEM bundle the server's certificate is verified against; the name
+  // verified (and sent as SNI) is connect_host, or the origin's address when that is empty.
+  std::string ca_file;
   std::uint64_t max_errors = 100000;     // the run stops early past this many errors
-  std::size_t payload_bytes = 32;        // setups/idle echo size; http response body size
+  std::size_t payload_bytes = 32;        // setups/idle echo size; http(s) response body size
   std::size_t chunk_bytes = 128 * 1024;  // download read size, upload write size
   unsigned open_parallelism = 64;        // idle: tunnels being opened at once
   double settle_s = 1;                   // idle: pause between the last open and the sample
