@@ -25,6 +25,24 @@ int select_http11(SSL*, const unsigned char** out, unsigned char* out_length,
   return SSL_TLSEXT_ERR_NOACK;
 }
 
+// Where an origin-facing SSL keeps the Inspection and the "host:port" its session is filed
+// under, for the new-session callback (which may run during the first read: TLS 1.3 sends its
+// tickets after the handshake).
+struct OriginSessionKey {
+  Inspection* inspection;
+  std::string key;
+};
+
+void free_origin_session_key(void*, void* pointer, CRYPTO_EX_DATA*, int, long, void*) {
+  delete static_cast<OriginSessionKey*>(pointer);
+}
+
+int origin_session_key_index() {
+  static const int index =
+      SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, free_origin_session_key);
+  return index;
+}
+
 void common_settings(SSL_CTX* context) {
   SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
   SSL_CTX_set_options(context, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
@@ -75,6 +93,10 @@ Expected<std::unique_ptr<Inspection>, std::string> Inspection::create(
   }
   SSL_CTX_set_verify(client, SSL_VERIFY_PEER, nullptr);
   SSL_CTX_set_alpn_protos(client, kHttp11, sizeof kHttp11);
+  // Sessions are kept by host:port here, not in OpenSSL's cache (which files them by session
+  // id, for servers).
+  SSL_CTX_set_session_cache_mode(client, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+  SSL_CTX_sess_set_new_cb(client, on_new_origin_session);
   return inspection;
 }
 
@@ -112,7 +134,78 @@ std::optional<std::string> Inspection::present_leaf(SSL* ssl, const rules::Host&
   return std::nullopt;
 }
 
-void Inspection::expect_origin(SSL* ssl, const rules::Host& host) {
+Inspection::~Inspection() {
+  for (auto& [key, session] : origin_sessions_) {
+    SSL_SESSION_free(session);
+  }
+}
+
+int Inspection::on_new_origin_session(SSL* ssl, SSL_SESSION* session) {
+  auto* filed = static_cast<OriginSessionKey*>(SSL_get_ex_data(ssl, origin_session_key_index()));
+  if (filed == nullptr || SSL_get_verify_result(ssl) != X509_V_OK) {
+    return 0;
+  }
+  // A copy: `session` stays the connection's own, and OpenSSL marks it not resumable when the
+  // connection ends without a close_notify (as an origin connection often does).
+  if (SSL_SESSION* copy = SSL_SESSION_dup(session)) {
+    filed->inspection->remember_origin_session(filed->key, copy);
+  }
+  return 0;  // OpenSSL keeps its reference to `session`
+}
+
+void Inspection::remember_origin_session(const std::string& key, SSL_SESSION* session) {
+  std::lock_guard lock(sessions_mutex_);
+  auto [at, added] = origin_sessions_.try_emplace(key, session);
+  if (!added) {
+    SSL_SESSION_free(at->second);
+    at->second = session;
+    return;
+  }
+  origin_session_order_.push_back(key);
+  while (origin_sessions_.size() > kOriginSessions && !origin_session_order_.empty()) {
+    auto oldest = origin_sessions_.find(origin_session_order_.front());
+    origin_session_order_.pop_front();
+    if (oldest != origin_sessions_.end()) {
+      SSL_SESSION_free(oldest->second);
+      origin_sessions_.erase(oldest);
+    }
+  }
+}
+
+void Inspection::forget_origin_session(SSL* ssl) {
+  auto* filed = static_cast<OriginSessionKey*>(SSL_get_ex_data(ssl, origin_session_key_index()));
+  if (filed == nullptr) {
+    return;
+  }
+  std::lock_guard lock(sessions_mutex_);
+  auto at = origin_sessions_.find(filed->key);
+  if (at != origin_sessions_.end()) {
+    SSL_SESSION_free(at->second);
+    origin_sessions_.erase(at);
+    std::erase(origin_session_order_, filed->key);
+  }
+}
+
+std::size_t Inspection::origin_sessions() const {
+  std::lock_guard lock(sessions_mutex_);
+  return origin_sessions_.size();
+}
+
+void Inspection::expect_origin(SSL* ssl, const rules::Host& host, std::uint16_t port) {
+  auto filed = std::make_unique<OriginSessionKey>(
+      OriginSessionKey{this, host.display() + ":" + std::to_string(port)});
+  {
+    std::lock_guard lock(sessions_mutex_);
+    auto at = origin_sessions_.find(filed->key);
+    if (at != origin_sessions_.end()) {
+      // A copy again: the connection marks its session not resumable when it ends uncleanly.
+      if (SSL_SESSION* copy = SSL_SESSION_dup(at->second)) {
+        SSL_set_session(ssl, copy);  // takes its own reference
+        SSL_SESSION_free(copy);
+      }
+    }
+  }
+  SSL_set_ex_data(ssl, origin_session_key_index(), filed.release());
   if (host.is_ip()) {
     X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.name.c_str());
   } else {

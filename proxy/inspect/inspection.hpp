@@ -10,6 +10,9 @@
 #include <openssl/types.h>
 
 #include <boost/asio/ssl/context.hpp>
+#include <cstdint>
+#include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -28,6 +31,9 @@ class Inspection {
   // Fails, naming the file, when one cannot be read.
   static Expected<std::unique_ptr<Inspection>, std::string> create(
       std::string ca_folder, const std::vector<std::string>& extra_ca_files);
+  ~Inspection();
+  Inspection(const Inspection&) = delete;
+  Inspection& operator=(const Inspection&) = delete;
 
   boost::asio::ssl::context& client_facing() { return client_facing_; }
   boost::asio::ssl::context& origin_facing() { return origin_facing_; }
@@ -39,8 +45,18 @@ class Inspection {
   std::optional<std::string> present_leaf(SSL* ssl, const rules::Host& host);
 
   // Makes `ssl`, an origin-facing SSL, ask for `host` (SNI) and accept only a certificate
-  // valid for it (its name or address), chaining to a trusted root.
-  static void expect_origin(SSL* ssl, const rules::Host& host);
+  // valid for it (its name or address), chaining to a trusted root; and offers the session last
+  // made with host:port, if any, to resume.
+  void expect_origin(SSL* ssl, const rules::Host& host, std::uint16_t port);
+  // A handshake with `ssl` failed: the session it offered is not offered again.
+  void forget_origin_session(SSL* ssl);
+  std::size_t origin_sessions() const;  // how many are kept
+  // Keeps `session` (and the reference the caller held) as the one to offer to `key`
+  // ("host:port"); OpenSSL's new-session callback calls it.
+  void remember_origin_session(const std::string& key, SSL_SESSION* session);
+
+  // The origin sessions kept, at most: one per host:port, the oldest dropped first.
+  static constexpr std::size_t kOriginSessions = 1024;
 
   const std::string& ca_folder() const { return ca_folder_; }
 
@@ -53,6 +69,16 @@ class Inspection {
   std::mutex mutex_;
   std::unique_ptr<CertificateAuthority> authority_;
   std::string authority_error_;
+
+  // Sessions with origins, by "host:port". Resuming one skips the origin's handshake: most of a
+  // new inspected connection's CPU was that handshake, its certificate chain decoded and
+  // verified again for each client connection (bench/results/2026-11-27-inspection/). A
+  // session is only ever offered for the host:port it was verified for (OpenSSL keeps the
+  // verification with it, as a browser's resumption does); one that fails is dropped.
+  static int on_new_origin_session(SSL* ssl, SSL_SESSION* session);
+  mutable std::mutex sessions_mutex_;
+  std::map<std::string, SSL_SESSION*, std::less<>> origin_sessions_;
+  std::deque<std::string> origin_session_order_;  // oldest first
 };
 
 // The subject of a certificate, one line ("CN=example.com, O=...").

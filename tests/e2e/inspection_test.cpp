@@ -136,6 +136,10 @@ TEST_F(InspectionTest, CurlGetsAllowedRequestsAndTheGatesDenialInsideTls) {
   auto allowed = run_shell(curl_through(*proxy, folder_) + url + "/status");
   EXPECT_EQ(allowed.exit_code, 0) << allowed.output;
   EXPECT_NE(allowed.output.find("s_server"), std::string::npos) << allowed.output;
+  // A second connection: the gate resumes its session with the origin instead of a full
+  // handshake (s_server's page says which it was).
+  auto again = run_shell(curl_through(*proxy, folder_) + url + "/status");
+  EXPECT_NE(again.output.find("Reused, TLSv1.3"), std::string::npos) << again.output;
   // The certificate curl accepted is the gate's, for the host.
   struct stat key {};
   ASSERT_EQ(::stat((folder_ + "/gate-ca/ca-key.pem").c_str(), &key), 0);

@@ -17,6 +17,7 @@
 #include <boost/beast/http/serializer.hpp>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,6 +30,24 @@ namespace sandgate::session {
 
 // The bodies stream through pieces of this size, so neither is ever held whole.
 constexpr std::size_t kBodyPiece = 64 * 1024;
+
+// A body piece, taken from its thread's few spare ones and given back when the exchange is
+// done. A fresh block per body was zero-filled and, freed at the top of the heap, handed back
+// to the kernel and faulted in again by the next one: over half of the gate's CPU per kept-alive
+// inspected request (bench/results/2026-11-27-inspection/). At most kSparePieces stay spare per
+// thread, so a burst of bodies leaves no more than 2 MiB behind.
+class BodyPiece {
+ public:
+  static constexpr std::size_t kSparePieces = 32;
+  BodyPiece();
+  ~BodyPiece();
+  BodyPiece(const BodyPiece&) = delete;
+  BodyPiece& operator=(const BodyPiece&) = delete;
+  char* data() const { return block_.get(); }
+
+ private:
+  std::unique_ptr<char[]> block_;
+};
 constexpr std::uint32_t kResponseHeadLimit = 64 * 1024;
 // What the gate holds of an origin's bytes that the parser has not taken yet: a response head
 // (at most kResponseHeadLimit), a chunk header line, or a trailer section. Beast 1.81 has no

@@ -75,6 +75,26 @@ void set_host_first(http::fields& fields, std::string_view authority) {
   }
 }
 
+namespace {
+// The spare pieces of this thread (BodyPiece).
+thread_local std::vector<std::unique_ptr<char[]>> spare_pieces;
+}  // namespace
+
+BodyPiece::BodyPiece() {
+  if (spare_pieces.empty()) {
+    block_ = std::make_unique_for_overwrite<char[]>(kBodyPiece);
+  } else {
+    block_ = std::move(spare_pieces.back());
+    spare_pieces.pop_back();
+  }
+}
+
+BodyPiece::~BodyPiece() {
+  if (spare_pieces.size() < kSparePieces) {
+    spare_pieces.push_back(std::move(block_));
+  }
+}
+
 void Exchange::cancel_both() {
   boost::system::error_code ignored;
   context.client.cancel(ignored);
@@ -83,14 +103,14 @@ void Exchange::cancel_both() {
 
 asio::awaitable<void> send_request_body(Exchange& x) {
   auto& body = x.request.get().body();
-  std::unique_ptr<char[]> piece;
+  std::optional<BodyPiece> piece;
   if (!x.request.is_done()) {
-    piece = std::make_unique<char[]>(kBodyPiece);
+    piece.emplace();
   }
   // The state is asked before each operation starts: cancel() from the other direction only
   // reaches an operation in flight, not one about to be started.
   while (!x.request.is_done() && !x.state.request_should_stop()) {
-    body.data = piece.get();
+    body.data = piece->data();
     body.size = kBodyPiece;
     auto [read_error, read] = co_await http::async_read_some(x.context.client_stream,
                                                              x.client_buffer, x.request, use_tuple);
@@ -113,7 +133,7 @@ asio::awaitable<void> send_request_body(Exchange& x) {
     }
     x.touch();
     const std::size_t size = kBodyPiece - body.size;
-    body.data = size > 0 ? piece.get() : nullptr;
+    body.data = size > 0 ? piece->data() : nullptr;
     body.size = size;
     body.more = !x.request.is_done();
     if (size == 0 && body.more) {

@@ -88,15 +88,15 @@ asio::awaitable<bool> read_final_head(Exchange& x) {
 // the client; an oversized chunk header or trailer is reported to the state.
 asio::awaitable<bool> relay_body(Exchange& x, BodyResponseParser& parser, ResponseWriter& writer) {
   auto& body = parser.get().body();
-  std::unique_ptr<char[]> piece;
+  std::optional<BodyPiece> piece;
   if (!parser.is_done()) {
-    piece = std::make_unique<char[]>(kBodyPiece);
+    piece.emplace();
   }
   while (!parser.is_done()) {
     if (x.state.response_should_stop()) {
       co_return false;
     }
-    body.data = piece.get();
+    body.data = piece->data();
     body.size = kBodyPiece;
     auto [read_error, read] = co_await http::async_read_some(x.context.upstream_stream,
                                                              x.upstream.buffer, parser, use_tuple);
@@ -113,7 +113,7 @@ asio::awaitable<bool> relay_body(Exchange& x, BodyResponseParser& parser, Respon
     }
     x.touch();
     const std::size_t size = kBodyPiece - body.size;
-    body.data = size > 0 ? piece.get() : nullptr;
+    body.data = size > 0 ? piece->data() : nullptr;
     body.size = size;
     body.more = !parser.is_done();
     if (size == 0 && body.more) {

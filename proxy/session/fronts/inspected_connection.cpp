@@ -132,7 +132,7 @@ asio::awaitable<std::optional<Refusal>> InspectedTls::secure_upstream() {
   context_.upstream_stream.detach();
   origin_tls_.emplace(context_.upstream, inspection_.origin_facing());
   SSL* ssl = origin_tls_->native_handle();
-  inspect::Inspection::expect_origin(ssl, host);
+  inspection_.expect_origin(ssl, host, port);
   verify_error_ = X509_V_OK;
   verify_subject_.clear();
   origin_tls_->set_verify_callback([this](bool preverified, asio::ssl::verify_context& verify) {
@@ -145,6 +145,9 @@ asio::awaitable<std::optional<Refusal>> InspectedTls::secure_upstream() {
   });
   const boost::system::error_code error = co_await within(
       context_, origin_tls_->async_handshake(asio::ssl::stream_base::client, use_tuple));
+  if (verify_error_ != X509_V_OK || error) {
+    inspection_.forget_origin_session(ssl);
+  }
   if (verify_error_ != X509_V_OK) {
     co_return Refusal(rules::Reason::origin_certificate,
                       "the certificate of " + where(*this) + " could not be verified: " +
