@@ -165,6 +165,9 @@ int main(int argc, char** argv) {
   decide->add_option("target", decide_target, "HOST, HOST:PORT, [IPV6]:PORT (port 443 if none)")
       ->required();
   decide->add_option("answer", decide_answer, "once, session, always, deny or never")->required();
+  std::string decide_request;
+  decide->add_option("--request", decide_request,
+                     "a request's question, as `sandgate pending` lists it (\"POST /x\")");
 
   for (CLI::App* command : {serve, check, profile, run, ca, pending, decide}) {
     show_setting_flags(app, *command, version);
@@ -201,8 +204,8 @@ int main(int argc, char** argv) {
     return sandgate::commands::run_pending(*settings, watch_pending, std::cout, std::cerr);
   }
   if (*decide) {
-    return sandgate::commands::run_decide(*settings, decide_target, decide_answer, std::cout,
-                                          std::cerr);
+    return sandgate::commands::run_decide(*settings, decide_target, decide_answer, decide_request,
+                                          std::cout, std::cerr);
   }
   if (*profile) {
     sandgate::sandbox::ProfileRequest request;

@@ -46,10 +46,11 @@ std::string render_pending_json(const QuestionBoard& board) {
     const PendingQuestion& q = questions[i];
     out += i == 0 ? "\n" : ",\n";
     json_writer::ObjectWriter object(out);
-    object.number("id", q.id)
-        .string("host", q.host)
-        .number("port", q.port)
-        .number("waiting", q.waiting)
+    object.number("id", q.id).string("host", q.host).number("port", q.port);
+    if (!q.request.empty()) {
+      object.string("request", q.request);
+    }
+    object.number("waiting", q.waiting)
         .number("age_ms", std::chrono::duration_cast<std::chrono::milliseconds>(q.age).count());
     object.close();
   }
@@ -66,8 +67,9 @@ std::string render_pending_text(const QuestionBoard& board) {
   }
   std::string out;
   for (const PendingQuestion& q : questions) {
-    out += "#" + std::to_string(q.id) + " " + q.host + ":" + std::to_string(q.port) + "  " +
-           std::to_string(q.waiting) + " waiting  for " +
+    out += "#" + std::to_string(q.id) + " " + q.host + ":" + std::to_string(q.port) +
+           (q.request.empty() ? "" : " " + q.request) + "  " + std::to_string(q.waiting) +
+           " waiting  for " +
            std::to_string(std::chrono::duration_cast<std::chrono::seconds>(q.age).count()) + " s\n";
   }
   return out;
@@ -109,6 +111,14 @@ Expected<DecideRequest, std::string> parse_decide_form(std::string_view body) {
       }
     } else if (name == "who") {
       request.who = value->substr(0, 80);
+    } else if (name == "request") {
+      // A request's question, as /pending lists it ("POST /repos/o/r/pulls").
+      if (value->size() > 8192 || std::any_of(value->begin(), value->end(), [](char c) {
+            return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+          })) {
+        return Unexpected{std::string("request: expected METHOD /PATH as /pending lists it")};
+      }
+      request.request = std::move(*value);
     }
   }
   if (!host || !answer) {
@@ -137,8 +147,9 @@ std::pair<unsigned, std::string> decide_from_form(QuestionBoard& board, std::str
   const std::string by = (request->who.empty() ? std::string("someone") : request->who) +
                          " via sandgate decide (the admin endpoint, from " + std::string(peer) +
                          ")";
-  auto applied = board.answer(request->host, request->port, request->answer, by);
-  const std::string target = request->host + ":" + std::to_string(request->port);
+  auto applied = board.answer(request->host, request->port, request->answer, by, request->request);
+  const std::string target = request->host + ":" + std::to_string(request->port) +
+                             (request->request.empty() ? "" : " " + request->request);
   if (!applied) {
     const bool missing = applied.error().starts_with("no question");
     return {missing ? 404u : 409u, applied.error() + "\n"};

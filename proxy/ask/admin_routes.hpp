@@ -25,6 +25,7 @@ struct DecideRequest {
   std::uint16_t port = 443;
   Answer answer = Answer::once;
   std::string who;
+  std::string request;  // a request's question ("POST /x"); empty for a destination's
 };
 Expected<DecideRequest, std::string> parse_decide_form(std::string_view body);
 

@@ -10,8 +10,25 @@ namespace {
 constexpr std::string_view kAnswerNames[kAnswerCount] = {"once", "session", "always", "deny",
                                                          "never"};
 
-std::string key_of(std::string_view host, std::uint16_t port) {
-  return std::string(host) + ":" + std::to_string(port);
+std::string key_of(std::string_view host, std::uint16_t port, std::string_view request = {}) {
+  std::string key = std::string(host) + ":" + std::to_string(port);
+  if (!request.empty()) {
+    key += " ";
+    key += request;
+  }
+  return key;
+}
+
+// How notes and questions name what is asked: "api.github.com:443" or "POST
+// api.github.com:443/repos/o/r/pulls".
+std::string asked_about(std::string_view host, std::uint16_t port, std::string_view request) {
+  const std::string where = std::string(host) + ":" + std::to_string(port);
+  if (request.empty()) {
+    return where;
+  }
+  const std::size_t space = request.rfind(' ');
+  return std::string(request.substr(0, space)) + " " + where +
+         std::string(request.substr(space + 1));
 }
 
 std::shared_ptr<Waiter> resolved(boost::asio::any_io_executor executor, std::string key,
@@ -81,8 +98,10 @@ void QuestionBoard::remove_answerer() {
 }
 
 std::shared_ptr<Waiter> QuestionBoard::ask(std::string_view host, std::uint16_t port,
-                                           boost::asio::any_io_executor executor) {
-  std::string key = key_of(host, port);
+                                           boost::asio::any_io_executor executor,
+                                           const RequestQuestion* request) {
+  const std::string_view asked = request != nullptr ? std::string_view(request->request) : "";
+  std::string key = key_of(host, port, asked);
   std::optional<PendingQuestion> fresh;
   Listener listener;
   std::shared_ptr<Waiter> waiter;
@@ -116,9 +135,13 @@ std::shared_ptr<Waiter> QuestionBoard::ask(std::string_view host, std::uint16_t 
         made.host = std::string(host);
         made.port = port;
         made.asked = std::chrono::steady_clock::now();
+        if (request != nullptr) {
+          made.request = *request;
+        }
         question = questions_.emplace(key, std::move(made)).first;
         ++questions_total_;
-        fresh = PendingQuestion{question->second.id, question->second.host, port, 1, {}};
+        fresh = PendingQuestion{
+            question->second.id, question->second.host, port, std::string(asked), 1, {}};
         listener = listener_;
       }
     }
@@ -131,12 +154,14 @@ std::shared_ptr<Waiter> QuestionBoard::ask(std::string_view host, std::uint16_t 
   }
   if (!refused.empty()) {
     if (note_) {
-      note_("warning", "ask: " + key + " is not asked about: " + refused);
+      note_("warning",
+            "ask: " + asked_about(host, port, asked) + " is not asked about: " + refused);
     }
     return resolved(std::move(executor), std::move(key), {refusal, {}, {}});
   }
   if (fresh && note_) {
-    note_("info", "ask: question #" + std::to_string(fresh->id) + ": allow " + key + "?");
+    note_("info", "ask: question #" + std::to_string(fresh->id) + ": allow " +
+                      asked_about(host, port, asked) + "?");
   }
   if (fresh && listener) {
     listener(*fresh);
@@ -161,13 +186,22 @@ void QuestionBoard::leave(const std::shared_ptr<Waiter>& waiter, bool timed_out)
 }
 
 Expected<std::size_t, std::string> QuestionBoard::answer(std::string_view host, std::uint16_t port,
-                                                         Answer answer, std::string_view by) {
-  const std::string key = key_of(host, port);
+                                                         Answer answer, std::string_view by,
+                                                         std::string_view request) {
+  const std::string key = key_of(host, port, request);
+  const std::string named = asked_about(host, port, request);
+  const bool recorded = answer == Answer::always || answer == Answer::never;
   Recorder recorder;
+  std::optional<RequestQuestion> asked;
   {
     std::lock_guard lock(mutex_);
-    if ((answer == Answer::once || answer == Answer::deny) && !questions_.contains(key)) {
-      return Unexpected{"no question is pending for " + key};
+    const auto question = questions_.find(key);
+    if (question == questions_.end() &&
+        (answer == Answer::once || answer == Answer::deny || (recorded && !request.empty()))) {
+      return Unexpected{"no question is pending for " + named};
+    }
+    if (question != questions_.end()) {
+      asked = question->second.request;
     }
     recorder = recorder_;
   }
@@ -177,7 +211,7 @@ Expected<std::size_t, std::string> QuestionBoard::answer(std::string_view host, 
     if (!recorder) {
       return Unexpected{std::string("this gate has no list file to write the answer into")};
     }
-    if (auto error = recorder(answer, host, port, by)) {
+    if (auto error = recorder(answer, host, port, by, asked ? &*asked : nullptr)) {
       return Unexpected{*error};
     }
   }
@@ -194,7 +228,7 @@ Expected<std::size_t, std::string> QuestionBoard::answer(std::string_view host, 
     ++answers_total_[static_cast<std::size_t>(answer)];
   }
   if (note_) {
-    note_("info", "ask: " + key + " answered " + std::string(to_string(answer)) + " by " +
+    note_("info", "ask: " + named + " answered " + std::string(to_string(answer)) + " by " +
                       std::string(by) + " (" + std::to_string(woken.size()) +
                       " waiting request(s) decided)");
   }
@@ -221,8 +255,9 @@ std::vector<PendingQuestion> QuestionBoard::pending() const {
   const auto now = std::chrono::steady_clock::now();
   std::lock_guard lock(mutex_);
   for (const auto& [key, question] : questions_) {
-    out.push_back(
-        {question.id, question.host, question.port, question.waiters.size(), now - question.asked});
+    out.push_back({question.id, question.host, question.port,
+                   question.request ? question.request->request : std::string(),
+                   question.waiters.size(), now - question.asked});
   }
   return out;
 }

@@ -76,10 +76,20 @@ struct Resolution {
 // reference. `wake` and `result` are touched only on `executor`'s thread.
 struct Waiter {
   boost::asio::any_io_executor executor;
-  std::string key;  // "host:port" of its question
+  std::string key;  // its question's key: "host:port", or "host:port REQUEST"
   // Set by the waiting session while it waits; the board's resolution cancels it.
   boost::asio::steady_timer* wake = nullptr;
   std::optional<Resolution> result;  // set when ask() resolved it at once, or by the board
+};
+
+// A question about one request rather than its destination: under --unknown=ask, a request the
+// host's request rules do not decide (request-not-allowed) is asked about ("allow POST
+// api.github.com/repos/o/r/pulls?"). Its answers stand for that method and path only; `always`
+// and `never` append a line to the request-rules file.
+struct RequestQuestion {
+  std::string request;     // "POST /repos/o/r/pulls", "git push /o/r": what is asked
+  std::string allow_line;  // the line `always` appends ("allow github.com git-push /o/r")
+  std::string deny_line;   // the line `never` appends; both empty when the path cannot be a line
 };
 
 // A question as the front ends show it.
@@ -87,6 +97,7 @@ struct PendingQuestion {
   std::uint64_t id = 0;
   std::string host;  // as the log shows it ("api.example.dev", "[2001:db8::1]")
   std::uint16_t port = 0;
+  std::string request;      // empty for a destination's question (RequestQuestion::request)
   std::size_t waiting = 0;  // requests waiting on it now
   std::chrono::steady_clock::duration age{};
 };
@@ -96,11 +107,13 @@ class QuestionBoard {
   static constexpr std::size_t kMaxQuestions = 64;
   static constexpr std::size_t kMaxRemembered = 4096;
 
-  // Writes an `always` (allowlist) or `never` (blocklist) answer into its list file; returns
-  // the error sentence, or nothing when the entry is written. Called without the board's lock,
-  // on the answering thread.
-  using Recorder = std::function<std::optional<std::string>(
-      Answer answer, std::string_view host, std::uint16_t port, std::string_view by)>;
+  // Writes an `always` (allowlist) or `never` (blocklist) answer into its list file, or for a
+  // request's question (`request` not null) its line into the request-rules file; returns the
+  // error sentence, or nothing when the entry is written. Called without the board's lock, on
+  // the answering thread.
+  using Recorder = std::function<std::optional<std::string>(Answer answer, std::string_view host,
+                                                            std::uint16_t port, std::string_view by,
+                                                            const RequestQuestion* request)>;
   // Where the board's own notes go (answers, questions refused for the bound): level, text.
   using Note = std::function<void(std::string_view level, std::string_view text)>;
   // Told of every new question (the terminal asker); called without the lock, on the asking
@@ -120,8 +133,10 @@ class QuestionBoard {
   // `result` set) when a remembered answer, the bound, the lack of answerers or a closed board
   // decides at once; otherwise it waits on the question until resolve posts its result to
   // `executor`, or until the session gives up with leave().
+  // `request`: a question about that request (RequestQuestion), not about the destination.
   std::shared_ptr<Waiter> ask(std::string_view host, std::uint16_t port,
-                              boost::asio::any_io_executor executor);
+                              boost::asio::any_io_executor executor,
+                              const RequestQuestion* request = nullptr);
   // The session stops waiting (its client left, its timeout passed). A question left without
   // waiters is withdrawn. `timed_out`: counted as a timeout.
   void leave(const std::shared_ptr<Waiter>& waiter, bool timed_out);
@@ -129,8 +144,11 @@ class QuestionBoard {
   // Applies a person's answer to host:port. `once` and `deny` need a pending question; the
   // others also stand for later requests. Returns how many waiting requests it decided, or why
   // it was not applied (no such question, the list file could not be written).
+  // `request` names a request's question (PendingQuestion::request); `always` and `never` for
+  // one need it pending (its lines are the question's).
   Expected<std::size_t, std::string> answer(std::string_view host, std::uint16_t port,
-                                            Answer answer, std::string_view by);
+                                            Answer answer, std::string_view by,
+                                            std::string_view request = {});
 
   std::vector<PendingQuestion> pending() const;
   // The questions and answers counters in Prometheus text format.
@@ -146,6 +164,7 @@ class QuestionBoard {
     std::uint16_t port = 0;
     std::chrono::steady_clock::time_point asked;
     std::vector<std::shared_ptr<Waiter>> waiters;
+    std::optional<RequestQuestion> request;
   };
   // Posts `resolution` to each waiter's executor. Without the lock.
   static void resolve(std::vector<std::shared_ptr<Waiter>> waiters, const Resolution& resolution);
@@ -158,9 +177,10 @@ class QuestionBoard {
   int answerers_ = 0;
   bool closed_ = false;
   std::uint64_t next_id_ = 1;
-  std::map<std::string, Question, std::less<>> questions_;  // by "host:port"
-  std::map<std::string, bool, std::less<>> remembered_;     // "host:port" -> allowed
-  std::deque<std::string> remembered_order_;                // oldest first, for the bound
+  // By "host:port", or "host:port REQUEST" for a request's question.
+  std::map<std::string, Question, std::less<>> questions_;
+  std::map<std::string, bool, std::less<>> remembered_;  // key -> allowed
+  std::deque<std::string> remembered_order_;             // oldest first, for the bound
   std::uint64_t questions_total_ = 0;
   std::uint64_t answers_total_[kAnswerCount] = {};
   std::uint64_t timeouts_total_ = 0;

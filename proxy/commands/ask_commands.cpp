@@ -198,7 +198,8 @@ int run_pending(const settings::Settings& settings, bool watch, std::ostream& ou
 }
 
 int run_decide(const settings::Settings& settings, std::string_view target,
-               std::string_view answer_text, std::ostream& out, std::ostream& err) {
+               std::string_view answer_text, std::string_view asked_request, std::ostream& out,
+               std::ostream& err) {
   const auto answer = ask::parse_answer(answer_text);
   if (!answer) {
     err << "sandgate: '" << answer_text
@@ -222,9 +223,11 @@ int run_decide(const settings::Settings& settings, std::string_view target,
   if (admin == nullptr) {
     return kAskUsageError;
   }
-  const std::string body = "host=" + form_encode(host) + "&port=" + std::to_string(port) +
-                           "&answer=" + std::string(ask::to_string(*answer)) +
-                           "&who=" + form_encode(user_name());
+  const std::string body =
+      "host=" + form_encode(host) + "&port=" + std::to_string(port) +
+      "&answer=" + std::string(ask::to_string(*answer)) + "&who=" + form_encode(user_name()) +
+      (asked_request.empty() ? std::string()
+                             : "&request=" + form_encode(std::string(asked_request)));
   const std::string request = "POST /decide HTTP/1.1\r\nHost: " + admin->text() + "\r\n" +
                               authorization(settings) +
                               "Content-Type: application/x-www-form-urlencoded\r\n"

@@ -21,8 +21,9 @@ int run_pending(const settings::Settings& settings, bool watch, std::ostream& ou
                 std::ostream& err);
 
 // Answers the question about `target` (HOST, HOST:PORT, [V6]:PORT; port 443 by default) with
-// `answer` (once, session, always, deny, never), as the user running the command.
+// `answer` (once, session, always, deny, never), as the user running the command. `request`
+// ("POST /repos/o/r/pulls", as `sandgate pending` lists it) answers a request's question.
 int run_decide(const settings::Settings& settings, std::string_view target, std::string_view answer,
-               std::ostream& out, std::ostream& err);
+               std::string_view request, std::ostream& out, std::ostream& err);
 
 }  // namespace sandgate::commands

@@ -49,7 +49,12 @@ sandbox::TerminalQuestion terminal_question(ask::QuestionBoard& board,
                                             const ask::PendingQuestion& question,
                                             const std::string& by) {
   sandbox::TerminalQuestion out;
-  const std::string target = question.host + ":" + std::to_string(question.port);
+  std::string target = question.host + ":" + std::to_string(question.port);
+  if (!question.request.empty()) {
+    // "POST api.github.com:443/repos/o/r/pulls", "git push github.com:443/o/r"
+    const std::size_t space = question.request.rfind(' ');
+    target = question.request.substr(0, space) + " " + target + question.request.substr(space + 1);
+  }
   out.prompt = "allow " + target + "? [o]nce / [s]ession / [a]lways / [d]eny / [n]ever";
   out.keys = "osadn";  // the first letters, as ask::parse_answer reads them
   const std::uint64_t id = question.id;
@@ -63,12 +68,13 @@ sandbox::TerminalQuestion terminal_question(ask::QuestionBoard& board,
   };
   const std::string host = question.host;
   const std::uint16_t port = question.port;
-  out.answer = [&board, host, port, by](char key) -> std::optional<std::string> {
+  const std::string request = question.request;
+  out.answer = [&board, host, port, request, by](char key) -> std::optional<std::string> {
     const auto answer = ask::parse_answer(std::string_view(&key, 1));
     if (!answer) {
       return std::string("not an answer");
     }
-    auto applied = board.answer(host, port, *answer, by);
+    auto applied = board.answer(host, port, *answer, by, request);
     if (!applied) {
       return applied.error();
     }

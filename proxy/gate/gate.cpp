@@ -155,10 +155,10 @@ void Gate::start_questions() {
   log::DecisionLog* log = log_.get();
   questions_ = std::make_unique<ask::QuestionBoard>(
       [log](std::string_view level, std::string_view text) { log->note(level, text); });
-  questions_->set_recorder(
-      [this](ask::Answer answer, std::string_view host, std::uint16_t port, std::string_view by) {
-        return record_answer(answer, host, port, by);
-      });
+  questions_->set_recorder([this](ask::Answer answer, std::string_view host, std::uint16_t port,
+                                  std::string_view by, const ask::RequestQuestion* request) {
+    return record_answer(answer, host, port, by, request);
+  });
   if (!settings_.enforce) {
     log_->note("warning",
                "report-only mode (SANDGATE_ENFORCE=false): policy denials are logged as "
@@ -180,8 +180,31 @@ void Gate::start_questions() {
 // `always` and `never`: the entry goes into the file the reloader watches (as it resolved it),
 // whose reload then applies it.
 std::optional<std::string> Gate::record_answer(ask::Answer answer, std::string_view host,
-                                               std::uint16_t port, std::string_view by) {
+                                               std::uint16_t port, std::string_view by,
+                                               const ask::RequestQuestion* request) {
   const bool allow = answer == ask::Answer::always;
+  if (request != nullptr) {
+    // A request's question: its line goes into the request-rules file, after every line there,
+    // in the group the request's host fell in (so it cannot start a narrower group that would
+    // take the host's other requests away from the lines that decide them now).
+    const std::string& line = allow ? request->allow_line : request->deny_line;
+    const std::string path = reloader_ ? reloader_->request_rules_path() : std::string();
+    if (line.empty()) {
+      return std::string(
+          "this request's path cannot be written as a rule line (it holds a space, "
+          "`#` or `*`); answer `session` or `deny`");
+    }
+    if (path.empty()) {
+      return std::string("this gate has no request-rules file to write the answer into");
+    }
+    if (auto error = ask::append_entry(path, line, by)) {
+      log_->note("error", "ask: could not add '" + line + "' to " + path + ": " + *error);
+      return error;
+    }
+    log_->note("info", "ask: added '" + line + "' to " + path + " (" +
+                           std::string(ask::to_string(answer)) + ", by " + std::string(by) + ")");
+    return std::nullopt;
+  }
   const std::string path = reloader_
                                ? (allow ? reloader_->allowlist_path() : reloader_->blocklist_path())
                                : std::string();

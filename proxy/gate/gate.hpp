@@ -145,7 +145,8 @@ class Gate {
   std::optional<GateError> start_admin();
   void start_questions();
   std::optional<std::string> record_answer(ask::Answer answer, std::string_view host,
-                                           std::uint16_t port, std::string_view by);
+                                           std::uint16_t port, std::string_view by,
+                                           const ask::RequestQuestion* request);
 
   // Declaration order is destruction order in reverse: the admin endpoint goes first, then the
   // reloader, LaunchDarkly, the server, and the log last (everything writes to it).

@@ -93,6 +93,7 @@ class PolicyReloader {
   // The files read, as resolved at construction (empty: none). Thread-safe (never change).
   const std::string& blocklist_path() const { return lists_[0].path; }
   const std::string& allowlist_path() const { return lists_[1].path; }
+  const std::string& request_rules_path() const { return lists_[2].path; }
   const std::string& config_path() const { return config_.path; }
 
   // Reload results per file kind, for /metrics. Thread-safe.

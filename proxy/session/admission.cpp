@@ -2,6 +2,7 @@
 #include "proxy/session/admission.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <vector>
 
 #include "proxy/session/ask_wait.hpp"
@@ -143,6 +144,41 @@ std::string_view logged_path(std::string_view origin_form) {
   return origin_form.substr(0, origin_form.find('?'));
 }
 
+namespace {
+
+// What a person is asked about a request no line of its host's group decides, and the lines an
+// `always` or `never` would add to that group (none when its path cannot be written as one).
+ask::RequestQuestion question_about(const rules::RequestVerdict& verdict,
+                                    const rules::RequestFacts& facts) {
+  ask::RequestQuestion question;
+  const rules::GitRequest git = rules::classify_git(facts);
+  std::string methods;
+  std::string path;
+  if (git.service != rules::GitService::none) {
+    question.request =
+        std::string(git.service == rules::GitService::push ? "git push " : "git fetch ") +
+        git.repository;
+    methods = std::string(rules::to_string(git.service));
+    path = git.repository;
+  } else {
+    for (const char c : facts.method) {
+      methods += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
+    path = std::string(facts.path);
+    question.request = methods + " " + path;
+  }
+  const bool writable =
+      !path.empty() && path.find_first_of(" \t#*") == std::string::npos && !verdict.group.empty();
+  if (writable) {
+    const std::string rest = std::string(verdict.group) + " " + methods + " " + path;
+    question.allow_line = "allow " + rest;
+    question.deny_line = "deny " + rest;
+  }
+  return question;
+}
+
+}  // namespace
+
 RequestJudgement judge_request(SessionContext& context, const rules::Host& host, std::uint16_t port,
                                const RequestToJudge& request) {
   RequestJudgement judgement;
@@ -199,6 +235,9 @@ RequestJudgement judge_request(SessionContext& context, const rules::Host& host,
           ": " + sentence;
     }
     std::string rule = rules::request_rule_text(verdict);
+    if (verdict.kind == rules::RequestVerdict::Kind::not_allowed && method == request.method) {
+      judgement.question = question_about(verdict, facts);
+    }
     if (context.reports(reason)) {
       context.keep_reported(reason, std::move(rule), std::move(sentence));
       judgement.rule.clear();

@@ -27,6 +27,7 @@
 #include <string>
 #include <string_view>
 
+#include "proxy/ask/question_board.hpp"
 #include "proxy/launchdarkly/remote_allowlist.hpp"
 #include "proxy/parent/parent_proxy.hpp"
 #include "proxy/session/session_context.hpp"
@@ -107,6 +108,9 @@ boost::asio::awaitable<Admission> admit(SessionContext& context, std::string_vie
 struct RequestJudgement {
   std::optional<Refusal> refusal;
   std::string rule;
+  // Set with a request-not-allowed refusal (no line of the host's group decides it): what
+  // --unknown=ask asks a person about it.
+  std::optional<ask::RequestQuestion> question;
 };
 // What the request rules read of a request, as the front end parsed it.
 struct RequestToJudge {

@@ -54,13 +54,15 @@ rules::Decision ask_default(const SessionContext& context, rules::Reason reason)
 asio::awaitable<std::optional<rules::Decision>> ask_about(SessionContext& context,
                                                           std::string_view method,
                                                           const rules::Host& host,
-                                                          std::uint16_t port) {
+                                                          std::uint16_t port,
+                                                          const ask::RequestQuestion* request) {
   const std::string display = host.display();
   ask::QuestionBoard* board = context.worker.shared.questions;
   if (board == nullptr) {
     co_return ask_default(context, rules::Reason::ask_unavailable);
   }
-  std::shared_ptr<ask::Waiter> waiter = board->ask(display, port, context.client.get_executor());
+  std::shared_ptr<ask::Waiter> waiter =
+      board->ask(display, port, context.client.get_executor(), request);
 
   // 1. Wait for the answer, the ask timeout, or the client leaving (its socket readable with
   // nothing to read). A client that sends bytes early is not watched further: they belong to

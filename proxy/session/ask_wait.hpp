@@ -7,6 +7,7 @@
 #include <optional>
 #include <string_view>
 
+#include "proxy/ask/question_board.hpp"
 #include "proxy/session/session_context.hpp"
 #include "rules/host.hpp"
 #include "rules/policy.hpp"
@@ -20,9 +21,9 @@ namespace sandgate::session {
 // when the request is over instead: its client left, or the gate is shutting down; its line has
 // been written and the client closed. Completes on the session's worker; the drain (the board
 // closed, or the client socket closed at the deadline) ends the wait.
-boost::asio::awaitable<std::optional<rules::Decision>> ask_about(SessionContext& context,
-                                                                 std::string_view method,
-                                                                 const rules::Host& host,
-                                                                 std::uint16_t port);
+// `request`: the question is about that request (its method and path) rather than host:port.
+boost::asio::awaitable<std::optional<rules::Decision>> ask_about(
+    SessionContext& context, std::string_view method, const rules::Host& host, std::uint16_t port,
+    const ask::RequestQuestion* request = nullptr);
 
 }  // namespace sandgate::session

@@ -6,6 +6,7 @@
 // way; no admin endpoint: the ask default at once.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <sstream>
@@ -437,6 +438,76 @@ TEST(Ask, PlainHttpAndSocksAreHeldTheSameWay) {
   const std::string reply = socks.read_exact(10);
   ASSERT_EQ(reply.size(), 10u);
   EXPECT_EQ(reply[1], 0x02);  // not allowed by ruleset
+}
+
+// A request no line of its host's request rules decides is asked about as a destination is
+// ("allow POST origin.test:PORT/items?"): its answers stand for that method and path only,
+// `always` appends the line to the request-rules file, in the host's group, and the reload makes
+// it a rule; a request a line denies is not asked about.
+TEST(Ask, ARequestNoRequestRuleDecidesIsAskedAboutAndAlwaysWritesItsLine) {
+  fakes::HttpOrigin origin;
+  std::string folder = std::string(::testing::TempDir()) + "/ask-requests-XXXXXX";
+  ASSERT_NE(::mkdtemp(folder.data()), nullptr);
+  const std::string rules = folder + "/requests.txt";
+  std::ofstream(rules) << "allow origin.test GET\ndeny origin.test DELETE\n";
+  TestProxy proxy("", asking([&rules](settings::Settings& s) { s.request_rules_path = rules; }));
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  const std::string port = std::to_string(origin.port());
+  const std::string where = "origin.test:" + port;
+  const auto send = [&](TestClient& client, const std::string& method, const std::string& path) {
+    client.send(method + " http://" + where + path + " HTTP/1.1\r\nHost: " + where +
+                "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+  };
+  // The destination first (no rule decides it either): allowed for the session.
+  TestClient first(proxy.port());
+  send(first, "GET", "/");
+  ASSERT_TRUE(wait_for_question(proxy, where, 1));
+  admin(proxy, "POST", "/decide", "host=origin.test&port=" + port + "&answer=session");
+  EXPECT_EQ(read_response_head(first).status, 200);
+
+  // POST /items: no line decides it; the question names the request.
+  TestClient post(proxy.port());
+  send(post, "POST", "/items");
+  ASSERT_TRUE(wait_for_question(proxy, where + " POST /items", 1))
+      << ask::render_pending_text(proxy.gate().questions());
+  EXPECT_NE(admin(proxy, "GET", "/pending").find("\"request\":\"POST /items\""), std::string::npos);
+  EXPECT_TRUE(proxy.wait_for_log([&where](const std::string& log) {
+    return log.find("question #2: allow POST " + where + "/items?") != std::string::npos;
+  })) << proxy.log_text();
+  const std::string answered =
+      admin(proxy, "POST", "/decide",
+            "host=origin.test&port=" + port + "&answer=always&request=POST+%2Fitems&who=alice");
+  EXPECT_NE(answered.find("HTTP/1.1 200"), std::string::npos) << answered;
+  EXPECT_EQ(read_response_head(post).status, 200);
+  const std::string text = read_text(rules);
+  EXPECT_TRUE(text.starts_with("allow origin.test GET\ndeny origin.test DELETE\n# added ")) << text;
+  EXPECT_TRUE(text.ends_with("\nallow origin.test POST /items\n")) << text;
+  ASSERT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return log.find("reloaded") != std::string::npos &&
+           log.find("requests.txt") != std::string::npos;
+  })) << proxy.log_text();
+  TestClient again(proxy.port());
+  send(again, "POST", "/items");
+  EXPECT_EQ(read_response_head(again).status, 200);  // the rule now, no question
+
+  // Another path is asked about again; deny refuses it with its reason.
+  TestClient other(proxy.port());
+  send(other, "POST", "/other");
+  ASSERT_TRUE(wait_for_question(proxy, where + " POST /other", 1));
+  admin(proxy, "POST", "/decide",
+        "host=origin.test&port=" + port + "&answer=deny&request=POST+%2Fother");
+  const auto refused = read_response_head(other);
+  EXPECT_EQ(refused.status, 403);
+  // A line that denies decides: no question.
+  TestClient removal(proxy.port());
+  send(removal, "DELETE", "/items");
+  EXPECT_EQ(read_response_head(removal).status, 403);
+  EXPECT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return log.find("\"reason\":\"ask-denied\"") != std::string::npos &&
+           log.find("\"path\":\"/other\"") != std::string::npos &&
+           log.find("\"reason\":\"request-denied\"") != std::string::npos;
+  })) << proxy.log_text();
+  std::filesystem::remove_all(folder);
 }
 
 TEST(Ask, RulesStillDecideWhatTheyDecide) {

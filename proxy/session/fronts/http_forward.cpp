@@ -35,6 +35,7 @@
 #include <utility>
 
 #include "proxy/session/admission.hpp"
+#include "proxy/session/ask_wait.hpp"
 #include "proxy/session/fronts/client_session.hpp"
 #include "proxy/session/fronts/http_exchange.hpp"
 #include "proxy/session/fronts/http_front.hpp"
@@ -386,6 +387,32 @@ asio::awaitable<bool> admit_target(SessionContext& context, HeadParser& head_par
   if (admission.admitted()) {
     RequestJudgement judged =
         judge_request(context, host, port, what_rules_read(request, head_parser.get()));
+    if (judged.refusal && judged.question &&
+        context.policy->options().unknown == rules::UnknownMode::ask) {
+      // No line decides it: a person is asked about this request, as about a destination.
+      const ask::RequestQuestion question = std::move(*judged.question);
+      const std::optional<rules::Decision> answered =
+          co_await ask_about(context, request.method, host, port, &question);
+      if (!answered || !context.still_wanted(request.method, request.display, port)) {
+        co_return false;
+      }
+      if (answered->allowed()) {
+        judged.refusal.reset();
+        judged.rule = "answered: " + question.request;
+      } else {
+        const std::string asked = question.request + " on " + request.where;
+        const std::string sentence =
+            answered->reason == rules::Reason::ask_denied
+                ? "a person answered the question about " + asked + " with deny."
+            : answered->reason == rules::Reason::ask_timeout
+                ? "nobody answered the question about " + asked +
+                      " within the ask timeout; the ask default denies it."
+                : "nobody can be asked about " + asked +
+                      " (no one to answer, or too many questions pending).";
+        judged.refusal = Refusal(answered->reason, sentence, judged.refusal->rule);
+        judged.refusal->path = request.path;
+      }
+    }
     if (judged.refusal) {
       admission.status = Admission::Status::refused;
       admission.refusal = std::move(*judged.refusal);

@@ -30,9 +30,9 @@ struct Waiting {
 };
 
 Waiting wait_on(QuestionBoard& board, asio::io_context& io, std::string_view host,
-                std::uint16_t port) {
+                std::uint16_t port, const RequestQuestion* request = nullptr) {
   Waiting w;
-  w.waiter = board.ask(host, port, io.get_executor());
+  w.waiter = board.ask(host, port, io.get_executor(), request);
   if (!w.waiter->result) {
     w.wake = std::make_unique<asio::steady_timer>(io);
     w.wake->expires_after(std::chrono::hours(1));
@@ -86,9 +86,8 @@ TEST(QuestionBoard, SessionAndNeverAreRememberedOnceAndDenyAreNot) {
   asio::io_context io;
   QuestionBoard board;
   board.add_answerer();
-  board.set_recorder([](Answer, std::string_view, std::uint16_t, std::string_view) {
-    return std::optional<std::string>();
-  });
+  board.set_recorder([](Answer, std::string_view, std::uint16_t, std::string_view,
+                        const RequestQuestion*) { return std::optional<std::string>(); });
   auto first = wait_on(board, io, "a.example", 443);
   ASSERT_TRUE(board.answer("a.example", 443, Answer::session, "t"));
   run_posted(io);
@@ -126,9 +125,10 @@ TEST(QuestionBoard, AFailedListWriteLeavesTheQuestionPending) {
   auto w = wait_on(board, io, "a.example", 443);
   // No recorder: `always` cannot be written anywhere.
   EXPECT_FALSE(board.answer("a.example", 443, Answer::always, "t"));
-  board.set_recorder([](Answer, std::string_view, std::uint16_t, std::string_view) {
-    return std::optional<std::string>("disk full");
-  });
+  board.set_recorder(
+      [](Answer, std::string_view, std::uint16_t, std::string_view, const RequestQuestion*) {
+        return std::optional<std::string>("disk full");
+      });
   auto failed = board.answer("a.example", 443, Answer::never, "t");
   ASSERT_FALSE(failed);
   EXPECT_EQ(failed.error(), "disk full");
@@ -382,6 +382,46 @@ TEST(ListAppend, ConcurrentAppendsLoseNoEntry) {
     }
   }
   std::system(("rm -rf " + std::string(folder)).c_str());
+}
+
+// A request's question is its own: apart from its destination's and from other requests', its
+// answers stand for it alone, and `always` hands the recorder the question's line.
+TEST(QuestionBoard, ARequestsQuestionIsAnsweredApartAndAlwaysWritesItsLine) {
+  asio::io_context io;
+  QuestionBoard board;
+  board.add_answerer();
+  std::vector<std::string> written;
+  board.set_recorder([&written](Answer, std::string_view, std::uint16_t, std::string_view,
+                                const RequestQuestion* request) {
+    written.push_back(request != nullptr ? request->allow_line : "(destination)");
+    return std::optional<std::string>();
+  });
+  const RequestQuestion pulls{"POST /repos/o/r/pulls", "allow api.github.com POST /repos/o/r/pulls",
+                              "deny api.github.com POST /repos/o/r/pulls"};
+  const RequestQuestion issues{"POST /repos/o/r/issues", "", ""};
+  auto destination = wait_on(board, io, "api.github.com", 443);
+  auto first = wait_on(board, io, "api.github.com", 443, &pulls);
+  auto second = wait_on(board, io, "api.github.com", 443, &pulls);
+  auto other = wait_on(board, io, "api.github.com", 443, &issues);
+  const auto pending = board.pending();
+  ASSERT_EQ(pending.size(), 3u);  // the destination, and two requests
+  // `always` for a request needs its question pending (its line comes from it).
+  EXPECT_FALSE(board.answer("api.github.com", 443, Answer::always, "t", "GET /other"));
+  written.clear();
+  ASSERT_TRUE(board.answer("api.github.com", 443, Answer::always, "t", "POST /repos/o/r/pulls"));
+  run_posted(io);
+  EXPECT_EQ(written, std::vector<std::string>{"allow api.github.com POST /repos/o/r/pulls"});
+  EXPECT_EQ(first.waiter->result->outcome, Outcome::allowed);
+  EXPECT_EQ(second.waiter->result->outcome, Outcome::allowed);
+  EXPECT_FALSE(other.waiter->result);        // another request's question: still pending
+  EXPECT_FALSE(destination.waiter->result);  // and the destination's
+  // Remembered for that request only.
+  auto later = wait_on(board, io, "api.github.com", 443, &pulls);
+  ASSERT_TRUE(later.waiter->result);
+  EXPECT_EQ(later.waiter->result->outcome, Outcome::allowed);
+  ASSERT_TRUE(board.answer("api.github.com", 443, Answer::deny, "t", "POST /repos/o/r/issues"));
+  run_posted(io);
+  EXPECT_EQ(other.waiter->result->outcome, Outcome::denied);
 }
 
 }  // namespace
