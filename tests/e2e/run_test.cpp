@@ -2239,6 +2239,36 @@ TEST_F(RunAskTest, AlwaysAppendsTheEntryToTheAllowlistFile) {
   EXPECT_NE(written.find("by " + user() + " via the terminal"), std::string::npos) << written;
 }
 
+// Under request rules, a request no line decides is asked about on the terminal as well, by its
+// method and path (inside the inspected TLS connection): deny refuses it inside TLS.
+TEST_F(RunAskTest, ARequestNoRuleDecidesIsAskedAboutByItsMethodAndPath) {
+  const std::string rules = root_ + "/requests.txt";
+  std::ofstream(rules) << "allow origin.test GET\n";
+  const std::string port = std::to_string(origin_->port());
+  Pty pty;
+  const pid_t pid =
+      start_asking(pty,
+                   {"--request-rules", rules, "--tls-ports", port, "--inspect-extra-ca",
+                    origin_->ca(), "--ca-dir", root_ + "/gate-ca"},
+                   "curl -sS --max-time 20 -o /dev/null -w 'status=%{http_code}\\n' -X POST "
+                   "https://origin.test:" +
+                       port + "/form; echo curl-rc=$?");
+  // The destination first (on no list), then the request.
+  ASSERT_NE(pty.read_until(prompt()).find(prompt()), std::string::npos);
+  pty.type("s");
+  const std::string request_prompt = "allow POST origin.test:" + port + "/form? [o]nce";
+  ASSERT_NE(pty.read_until(request_prompt).find(request_prompt), std::string::npos);
+  pty.type("d");
+  const std::string shown = pty.read_until("curl-rc=");
+  pty.read_until("\n", 5s);
+  EXPECT_EQ(wait_exit(pid), 0) << shown;
+  EXPECT_NE(shown.find("status=403"), std::string::npos) << shown;
+  const std::string log = read_file(log_path());
+  EXPECT_NE(log.find("POST origin.test:" + port + "/form answered deny by " + user()),
+            std::string::npos)
+      << log;
+}
+
 TEST_F(RunAskTest, SessionIsAskedOnceForEveryLaterRequest) {
   Pty pty;
   const pid_t pid = start_asking(pty, {},
