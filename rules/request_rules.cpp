@@ -218,8 +218,18 @@ std::string_view media_type(std::string_view content_type) {
   return content_type;
 }
 
+// The repository without its `.git` suffixes, in any case and however many (git hosts answer
+// `/o/r.GIT` and `/o/r.git.git` as `/o/r`, so a deny line for `/o/r` must meet them).
 std::string without_dot_git(std::string_view path) {
-  if (ends_with(path, ".git") && path.size() > 4) {
+  const auto dot_git = [](std::string_view text) {
+    if (text.size() <= 4) {
+      return false;
+    }
+    const std::string_view tail = text.substr(text.size() - 4);
+    return tail[0] == '.' && (tail[1] | 0x20) == 'g' && (tail[2] | 0x20) == 'i' &&
+           (tail[3] | 0x20) == 't';
+  };
+  while (dot_git(path)) {
     path.remove_suffix(4);
   }
   return std::string(path);
@@ -242,15 +252,35 @@ std::string_view to_string(GitService service) {
 std::vector<std::string> query_method_overrides(std::string_view query) {
   std::vector<std::string> methods;
   while (!query.empty()) {
-    const std::size_t amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    // `;` separates parameters too for some servers (Rack 2, older Go and Python).
+    const std::size_t end = query.find_first_of("&;");
+    const std::string_view pair = query.substr(0, end);
+    query = end == std::string_view::npos ? std::string_view{} : query.substr(end + 1);
     const std::size_t eq = pair.find('=');
-    if (eq != std::string_view::npos && percent_decode_value(pair.substr(0, eq)) == "_method") {
+    if (eq == std::string_view::npos) {
+      continue;
+    }
+    // The name as frameworks may read it: PHP turns a leading ' ', '.' or '[' (and '+', a
+    // space) into '_', and case is ignored here to be safe.
+    std::string name = percent_decode_value(pair.substr(0, eq));
+    for (char& c : name) {
+      c = c == ' ' || c == '.' || c == '[' || c == '+'
+              ? '_'
+              : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    if (name == "_method") {
       methods.push_back(percent_decode_value(pair.substr(eq + 1)));
     }
   }
   return methods;
+}
+
+bool is_method_token(std::string_view text) {
+  constexpr std::string_view kSpecials = "!#$%&'*+-.^_`|~";
+  return !text.empty() && std::all_of(text.begin(), text.end(), [&](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+           kSpecials.find(c) != std::string_view::npos;
+  });
 }
 
 GitRequest classify_git(const RequestFacts& request) {

@@ -79,7 +79,12 @@ GitRequest classify_git(const RequestFacts& request);
 
 // The methods `_method` query parameters name (decoded), which frameworks such as Laravel and
 // Symfony act on as the request's method (every one: an origin may read the first or the last).
+// A parameter is taken for one whatever its case, `;` separates parameters too, and a name PHP
+// reads as `_method` (` method`, `.method`, `[method`) counts.
 std::vector<std::string> query_method_overrides(std::string_view query);
+
+// True when `text` is one HTTP method token (RFC 9110): what an override must be to be judged.
+bool is_method_token(std::string_view text);
 
 // The path of an origin-form target (`/a/b?x=1`) in the normal form rules are matched against:
 // percent-escapes decoded, and the query apart. The error is a sentence for the client: a path

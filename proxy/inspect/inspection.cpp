@@ -5,6 +5,7 @@
 #include <openssl/x509v3.h>
 
 #include <cstring>
+#include <ctime>
 
 namespace sandgate::inspect {
 namespace {
@@ -197,6 +198,14 @@ void Inspection::expect_origin(SSL* ssl, const rules::Host& host, std::uint16_t 
   {
     std::lock_guard lock(sessions_mutex_);
     auto at = origin_sessions_.find(filed->key);
+    if (at != origin_sessions_.end() &&
+        SSL_SESSION_get_time(at->second) + kOriginSessionLifetime.count() < std::time(nullptr)) {
+      // Too old: the origin's certificate is verified afresh at least this often.
+      SSL_SESSION_free(at->second);
+      origin_sessions_.erase(at);
+      std::erase(origin_session_order_, filed->key);
+      at = origin_sessions_.end();
+    }
     if (at != origin_sessions_.end()) {
       // A copy again: the connection marks its session not resumable when it ends uncleanly.
       if (SSL_SESSION* copy = SSL_SESSION_dup(at->second)) {

@@ -10,6 +10,7 @@
 #include <openssl/types.h>
 
 #include <boost/asio/ssl/context.hpp>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -57,6 +58,10 @@ class Inspection {
 
   // The origin sessions kept, at most: one per host:port, the oldest dropped first.
   static constexpr std::size_t kOriginSessions = 1024;
+  // The longest a session is resumed: past it, a full handshake verifies the origin's
+  // certificate again (an origin that keeps its ticket keys across a certificate change would
+  // otherwise be resumed for as long as it accepts them).
+  static constexpr std::chrono::seconds kOriginSessionLifetime{3600};
 
   const std::string& ca_folder() const { return ca_folder_; }
 

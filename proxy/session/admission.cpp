@@ -197,10 +197,8 @@ RequestJudgement judge_request(SessionContext& context, const rules::Host& host,
   if (!normal) {
     return refuse(rules::Reason::bad_request, normal.error() + ".", {}, DeniedAt::target);
   }
-  if (request.overrides_disagree) {
-    return refuse(rules::Reason::bad_request,
-                  "the request names different methods in its method-override headers.", {},
-                  DeniedAt::target);
+  if (!request.problem.empty()) {
+    return refuse(rules::Reason::bad_request, std::string(request.problem), {}, DeniedAt::target);
   }
   // Every method an origin may act on: the request's, and those an override names.
   const std::vector<std::string> from_query = rules::query_method_overrides(normal.value().query);
@@ -212,6 +210,11 @@ RequestJudgement judge_request(SessionContext& context, const rules::Host& host,
   };
   add(request.method_override);
   for (const std::string& method : from_query) {
+    if (!rules::is_method_token(method)) {
+      return refuse(rules::Reason::bad_request,
+                    "a _method parameter of the request is not a single method.", {},
+                    DeniedAt::target);
+    }
     add(method);
   }
   for (const std::string_view method : methods) {

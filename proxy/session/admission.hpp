@@ -119,9 +119,11 @@ struct RequestToJudge {
   std::string_view content_type;  // git's fetch is told by it (rules::classify_git)
   // X-HTTP-Method-Override, X-HTTP-Method or X-Method-Override: origins that honour one act on
   // the request as that method, so it is judged as that method too (both must be allowed).
-  // Empty when none; `overrides_disagree` when several name different methods (refused).
+  // Empty when none.
   std::string_view method_override;
-  bool overrides_disagree = false;
+  // Why the request cannot be judged (refused 400): overrides that disagree or are not a single
+  // method, two Content-Type fields. Empty when none.
+  std::string_view problem;
 };
 RequestJudgement judge_request(SessionContext& context, const rules::Host& host, std::uint16_t port,
                                const RequestToJudge& request);

@@ -352,6 +352,28 @@ TEST_F(InspectionTest, MethodOverridesAreJudgedAndAStalledBodyEndsTheExchange) {
       run_shell(curl_through(*proxy, folder_) + "-i -d x=1 '" + url + "?a=1&_method=DEL%45TE'");
   EXPECT_EQ(status_of(query.output), "403") << query.output;
   EXPECT_NE(query.output.find("through a _method parameter"), std::string::npos) << query.output;
+  // Spellings origins read as an override, and values they cut down to one: judged, or refused.
+  for (const std::string spelled :
+       {"-H 'X_HTTP_Method_Override: DELETE' ", "-H 'x-http-method-override: DELETE, GET' ",
+        "-H $'X-HTTP-Method-Override: DELETE\\xa0' "}) {
+    auto odd =
+        run_shell("bash -c \"" + curl_through(*proxy, folder_) + "-i " + spelled + url + "\"");
+    const std::string status = status_of(odd.output);
+    EXPECT_TRUE(status == "403" || status == "400") << spelled << odd.output;
+  }
+  for (const std::string name : {"_METHOD", ".method", "%20method", "%5Bmethod"}) {
+    auto odd =
+        run_shell(curl_through(*proxy, folder_) + "-i -d x=1 '" + url + "?" + name + "=DELETE'");
+    EXPECT_EQ(status_of(odd.output), "403") << name << odd.output;
+  }
+  auto list =
+      run_shell(curl_through(*proxy, folder_) + "-i -d x=1 '" + url + "?_method=DELETE,GET'");
+  EXPECT_EQ(status_of(list.output), "400") << list.output;
+  // Two Content-Type fields: which one an origin reads is its choice, so the gate refuses.
+  auto types =
+      run_shell(curl_through(*proxy, folder_) +
+                "-i -H 'Content-Type: text/plain' -H 'Content-Type: text/html' -d x " + url);
+  EXPECT_EQ(status_of(types.output), "400") << types.output;
   auto disagreeing = run_shell(curl_through(*proxy, folder_) +
                                "-i -H 'X-HTTP-Method-Override: GET' "
                                "-H 'X-HTTP-Method-Override: DELETE' " +
@@ -394,6 +416,57 @@ TEST_F(InspectionTest, MethodOverridesAreJudgedAndAStalledBodyEndsTheExchange) {
            log.find("the request body stalled for 1 s") != std::string::npos &&
            log.find("\"path\":\"/upload\"") != std::string::npos;
   })) << proxy->log_text();
+}
+
+// What a client fills of an inspected connection's buffer is bounded as on the proxy's own
+// connections (an endless chunk extension is cut off, not held), and each client connection
+// costs the origin one connection: its first request goes over the one the tunnel secured.
+TEST_F(InspectionTest, AnEndlessChunkLineIsCutOffAndEachConnectionDialsTheOriginOnce) {
+  const std::string root = folder_ + "/repos";
+  ASSERT_EQ(run_shell("mkdir -p " + root).exit_code, 0);
+  const std::uint16_t port = free_port();
+  Server origin(port, "python3 " SANDGATE_SOURCE_DIR "/tests/support/git_https_server.py " +
+                          std::to_string(port) + " " + folder_ + "/server.pem " + folder_ +
+                          "/server.key " + root);
+  ASSERT_TRUE(port_accepts(port)) << "the origin did not start";
+  auto proxy = inspecting_gate(folder_, "allow origin.test *\n", port);
+  const std::string url = "https://origin.test:" + std::to_string(port);
+  for (int i = 0; i < 3; ++i) {
+    auto fetched = run_shell(curl_through(*proxy, folder_) + url + "/nothing-here");
+    EXPECT_EQ(fetched.exit_code, 0) << fetched.output;
+  }
+  auto counted = run_shell(curl_through(*proxy, folder_) + url + "/connections");
+  EXPECT_EQ(counted.output, "4") << counted.output;  // not 8: no second dial per connection
+
+  const std::string python =
+      "import socket, ssl\n"
+      "s = socket.create_connection(('127.0.0.1', " +
+      std::to_string(proxy->port()) +
+      "))\n"
+      "s.sendall(b'CONNECT origin.test:" +
+      std::to_string(port) +
+      " HTTP/1.1\\r\\nHost: origin.test\\r\\n\\r\\n')\n"
+      "assert b' 200 ' in s.recv(4096)\n"
+      "c = ssl.create_default_context(cafile='" +
+      folder_ +
+      "/gate-ca/ca.pem')\n"
+      "t = c.wrap_socket(s, server_hostname='origin.test')\n"
+      "t.settimeout(20)\n"
+      "t.sendall(b'POST /upload HTTP/1.1\\r\\nHost: origin.test:" +
+      std::to_string(port) +
+      "\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n1;a=')\n"
+      "sent = 0\n"
+      "try:\n"
+      "    while sent < 32 * 1024 * 1024:\n"
+      "        t.sendall(b'a' * 65536)\n"
+      "        sent += 65536\n"
+      "    print('sent all')\n"
+      "except Exception as e:\n"
+      "    print('cut after', sent, type(e).__name__)\n";
+  write_file(folder_ + "/endless.py", python);
+  auto endless = run_shell("/usr/bin/python3 " + folder_ + "/endless.py 2>&1");
+  EXPECT_NE(endless.output.find("cut after"), std::string::npos) << endless.output;
+  EXPECT_EQ(endless.output.find("sent all"), std::string::npos) << endless.output;
 }
 
 }  // namespace

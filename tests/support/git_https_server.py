@@ -4,19 +4,34 @@
 
 usage: git_https_server.py PORT CERT KEY PROJECT_ROOT
 
-Every repository under PROJECT_ROOT is served; pushes are accepted (REMOTE_USER is set)."""
+Every repository under PROJECT_ROOT is served; pushes are accepted (REMOTE_USER is set).
+GET /connections answers how many TLS connections the server has accepted (tests count the
+gate's dials with it)."""
 import http.server
 import os
 import ssl
 import subprocess
 import sys
+import threading
 
 
 class GitHandler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
+    def setup(self):
+        super().setup()
+        with self.server.lock:
+            self.server.connections += 1
+
     def _backend(self):
         path, _, query = self.path.partition("?")
+        if path == "/connections":
+            payload = str(self.server.connections).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+            return
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         env = {
@@ -60,6 +75,8 @@ def main():
     port, cert, key, root = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), GitHandler)
     server.project_root = root
+    server.connections = 0
+    server.lock = threading.Lock()
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     server.socket = context.wrap_socket(server.socket, server_side=True)

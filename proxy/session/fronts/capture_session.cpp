@@ -39,9 +39,9 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 constexpr std::string_view kMethod = "CAPTURE";
 constexpr std::string_view kDnsMethod = "DNS";
-// The first bytes the gate may hold of a captured connection: a plain-HTTP request head (16 KiB,
-// as on the explicit proxy) or a TLS ClientHello (its limit in connect_tunnel.cpp), with room.
-constexpr std::size_t kFirstBytesLimit = 16 * 1024 + 1024;
+// The first bytes the gate may hold of a captured connection: a plain-HTTP request (as on the
+// explicit proxy) or a TLS ClientHello (its limit in connect_tunnel.cpp), with room.
+constexpr std::size_t kFirstBytesLimit = kClientBufferLimit;
 // The port whose connections are held to the plain-HTTP Host check.
 constexpr std::uint16_t kHttpPort = 80;
 // DNS-over-TCP clients one worker serves at once; one more is closed at once (a confined

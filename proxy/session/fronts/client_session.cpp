@@ -33,8 +33,6 @@ using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
-constexpr std::size_t kHeadLimit = 16 * 1024;
-
 // Host and port for the log line of a request refused before its target was looked at; "-" when
 // the target does not parse (it is never acted on, so it need not).
 std::pair<std::string, std::uint16_t> target_for_log(const HeadParser& parser) {
@@ -156,9 +154,9 @@ std::chrono::seconds time_left(std::chrono::steady_clock::time_point deadline) {
 
 // The first request of a connection, and whatever follows it.
 asio::awaitable<void> serve_first_request(SessionContext& context) {
-  beast::flat_buffer buffer(kHeadLimit + 1024);
+  beast::flat_buffer buffer(kClientBufferLimit);
   HeadParser parser;
-  parser.header_limit(kHeadLimit);
+  parser.header_limit(kHttpHeadLimit);
   // Bodies are streamed by the handlers, never held whole: no limit here (Beast's default of
   // 1 MB would refuse every larger upload at head time).
   parser.body_limit(boost::none);
@@ -194,7 +192,7 @@ asio::awaitable<void> serve_first_request(SessionContext& context) {
   // loris) is cut off. read_request_head() also refuses obsolete line folding, which Beast would
   // accept. Its bytes so far are in `buffer`.
   const HeadRead read = co_await read_request_head(context.client_stream, buffer, parser,
-                                                   time_left(deadline), kHeadLimit);
+                                                   time_left(deadline), kHttpHeadLimit);
   switch (read.status) {
     case HeadRead::Status::ok:
       break;

@@ -74,6 +74,10 @@ struct Upstream {
   std::optional<rules::IpAddress> dialled;  // the checked address of a name, for a reload
   boost::beast::flat_buffer buffer{kUpstreamBufferLimit};
   bool reusable = false;
+  // Secured a moment ago by the tunnel and not used yet (an inspected connection's first
+  // upstream): idle by construction. A peek at its socket would see the origin's TLS session
+  // tickets and take it for a connection gone stale.
+  bool fresh = false;
   // What every exchange of the client connection carried, heads included.
   std::uint64_t carried_up = 0;
   std::uint64_t carried_down = 0;

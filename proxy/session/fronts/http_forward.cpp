@@ -211,8 +211,9 @@ asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission
                                    const AdmittedRequest& request, Upstream& upstream) {
   const bool reuse = upstream.reusable && upstream.key == request.where &&
                      context.upstream.is_open() && upstream.buffer.size() == 0 &&
-                     upstream_still_idle(context.upstream);
+                     (upstream.fresh || upstream_still_idle(context.upstream));
   upstream.reusable = false;  // until this exchange shows it can be
+  upstream.fresh = false;
   if (reuse) {
     // The address it was dialled at, judged again by the rules this request is decided with (a
     // reload since the last request, or report-only mode's would-deny for this request).
@@ -345,19 +346,39 @@ asio::awaitable<std::optional<AdmittedRequest>> admit_request(SessionContext& co
   co_return request;
 }
 
-// What the request rules read of a request: its line, its type, and a method override.
+// What the request rules read of a request: its line, its type, and a method override. Names
+// are compared as CGI and WSGI servers read them (any case, `_` for `-`), so that no spelling an
+// origin takes for an override goes unjudged.
 RequestToJudge what_rules_read(const AdmittedRequest& request, const http::request_header<>& head) {
-  RequestToJudge judged{request.method, request.target.origin_form, {}, {}, false};
+  RequestToJudge judged{request.method, request.target.origin_form, {}, {}, {}};
+  if (head.count(http::field::content_type) > 1) {
+    judged.problem = "the request has more than one Content-Type field.";
+  }
   judged.content_type = head[http::field::content_type];
-  for (const std::string_view name :
-       {"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"}) {
-    for (auto [field, end] = head.equal_range(name); field != end; ++field) {
-      const std::string_view value = field->value();
-      if (judged.method_override.empty()) {
-        judged.method_override = value;
-      } else if (value != judged.method_override) {
-        judged.overrides_disagree = true;
-      }
+  for (const auto& field : head) {
+    std::string name(field.name_string());
+    for (char& c : name) {
+      c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    if (name != "x-http-method-override" && name != "x-http-method" &&
+        name != "x-method-override") {
+      continue;
+    }
+    std::string_view value = field.value();
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
+      value.remove_prefix(1);
+    }
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) {
+      value.remove_suffix(1);
+    }
+    if (!rules::is_method_token(value)) {
+      // A list ("DELETE, GET"), a space or a byte outside ASCII: origins read the first item, or
+      // trim what they see as space; the gate judges only a single method.
+      judged.problem = "a method-override field of the request is not a single method.";
+    } else if (judged.method_override.empty()) {
+      judged.method_override = value;
+    } else if (value != judged.method_override) {
+      judged.problem = "the request names different methods in its method-override fields.";
     }
   }
   return judged;
@@ -719,10 +740,11 @@ asio::awaitable<void> serve_inspected_requests(SessionContext& context, Inspecte
   // The connection the tunnel dialled is the first upstream, already secured.
   upstream.key = origin.host.display() + ":" + std::to_string(origin.port);
   upstream.reusable = true;
+  upstream.fresh = true;
   upstream.dialled = context.live.destination ? context.live.destination->address : std::nullopt;
   boost::system::error_code ignored;
   upstream.address = to_text(context.upstream.remote_endpoint(ignored));
-  beast::flat_buffer buffer;
+  beast::flat_buffer buffer(kClientBufferLimit);
   co_await serve_requests(context, nullptr, buffer, upstream);
   bytes_up += upstream.carried_up;
   bytes_down += upstream.carried_down;

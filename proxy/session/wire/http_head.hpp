@@ -40,6 +40,12 @@ using HeadParser = boost::beast::http::request_parser<boost::beast::http::empty_
 
 // The request head limit, the same on every request of a connection.
 inline constexpr std::size_t kHttpHeadLimit = 16 * 1024;
+// The most a client's bytes may fill of the buffer a front end reads its requests into: a head
+// (kHttpHeadLimit), or a chunk line or trailer section of a body, with room for what follows.
+// Beast 1.81 limits neither chunk extensions nor trailers: the buffer's maximum is that limit (a
+// read fails with buffer_overflow instead of growing). Every front end that reads HTTP from a
+// client (the proxy's, capture's, an inspected connection's) makes its buffer with it.
+inline constexpr std::size_t kClientBufferLimit = kHttpHeadLimit + 1024;
 
 struct HeadRead {
   enum class Status : std::uint8_t {

@@ -194,6 +194,45 @@ TEST(NormalisePath, DecodesEscapesAndRefusesWhatOriginsReadDifferently) {
   }
 }
 
+// Git hosts answer `/o/r.GIT` and `/o/r.git.git` as `/o/r`: a deny line for the repository
+// meets every spelling.
+TEST(RequestRules, ARepositoryIsJudgedWhateverItsDotGitSuffixes) {
+  const auto loaded = load(
+      "deny  github.com git-push /ourorg/secret\n"
+      "allow github.com git-push /ourorg/*\n");
+  ASSERT_TRUE(loaded.issues.empty());
+  for (const std::string_view repository :
+       {"/ourorg/secret", "/ourorg/secret.git", "/ourorg/secret.GIT", "/ourorg/secret.git.git",
+        "/ourorg/Secret.Git"}) {
+    EXPECT_EQ(
+        decide(loaded.rules, "github.com", "POST", std::string(repository) + "/git-receive-pack"),
+        Kind::denied)
+        << repository;
+    EXPECT_EQ(decide(loaded.rules, "github.com", "GET",
+                     std::string(repository) + "/info/refs?service=git-receive-pack"),
+              Kind::denied)
+        << repository;
+  }
+  EXPECT_EQ(decide(loaded.rules, "github.com", "POST", "/ourorg/app.GIT/git-receive-pack"),
+            Kind::allowed);
+}
+
+// The `_method` parameters frameworks read: any case, `;` as a separator, PHP's spellings.
+TEST(RequestRules, QueryMethodOverridesInEverySpellingOriginsRead) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(query_method_overrides("a=1&_method=DELETE"), V{"DELETE"});
+  EXPECT_EQ(query_method_overrides("_METHOD=PUT"), V{"PUT"});
+  EXPECT_EQ(query_method_overrides("a=1;_method=PATCH"), V{"PATCH"});
+  EXPECT_EQ(query_method_overrides(".method=DELETE&%20method=PUT&%5Bmethod=GET&+method=POST"),
+            (V{"DELETE", "PUT", "GET", "POST"}));
+  EXPECT_EQ(query_method_overrides("%5Fmethod=DEL%45TE"), V{"DELETE"});
+  EXPECT_EQ(query_method_overrides("method=DELETE&x_method=PUT"), V{});
+  EXPECT_TRUE(is_method_token("DELETE"));
+  EXPECT_FALSE(is_method_token("DELETE, GET"));
+  EXPECT_FALSE(is_method_token("DELETE\xa0"));
+  EXPECT_FALSE(is_method_token(""));
+}
+
 TEST(ClassifyGit, SmartHttpServicesAndTheirRepository) {
   auto git = [](std::string_view method, std::string_view target,
                 std::string_view content_type = kUploadPackType) {
