@@ -100,6 +100,24 @@ std::string curl_through(const TestProxy& proxy, const std::string& folder) {
          "/gate-ca/ca.pem -x http://127.0.0.1:" + std::to_string(proxy.port()) + " ";
 }
 
+// The start of a Python client that asks the gate for a tunnel to origin.test:`port` and
+// speaks TLS in it trusting the gate's CA: the TLS socket is `t`.
+std::string tls_client_through(const TestProxy& proxy, std::uint16_t port,
+                               const std::string& folder) {
+  return "import socket, ssl\n"
+         "s = socket.create_connection(('127.0.0.1', " +
+         std::to_string(proxy.port()) +
+         "))\n"
+         "s.sendall(b'CONNECT origin.test:" +
+         std::to_string(port) +
+         " HTTP/1.1\\r\\nHost: origin.test\\r\\n\\r\\n')\n"
+         "assert b' 200 ' in s.recv(4096)\n"
+         "c = ssl.create_default_context(cafile='" +
+         folder +
+         "/gate-ca/ca.pem')\n"
+         "t = c.wrap_socket(s, server_hostname='origin.test')\n";
+}
+
 // How many decisions /metrics counts under `reason` (enforced), 0 when it has no series yet.
 std::uint64_t counted(TestProxy& proxy, rules::Reason reason) {
   const rules::ReasonInfo& row = rules::reason_info(reason);
@@ -241,20 +259,8 @@ TEST_F(InspectionTest, TunnelsThatCannotBeInspectedAreRefusedAndRefusalsStayInsi
 
   // A bare LF inside the inspected connection: the 400 comes back encrypted.
   const std::string python =
-      "import socket, ssl\n"
-      "s = socket.create_connection(('127.0.0.1', " +
-      std::to_string(proxy->port()) +
-      "))\n"
-      "s.sendall(b'CONNECT origin.test:" +
-      std::to_string(port) +
-      " HTTP/1.1\\r\\nHost: origin.test\\r\\n\\r\\n')\n"
-      "assert b' 200 ' in s.recv(4096)\n"
-      "c = ssl.create_default_context(cafile='" +
-      folder_ +
-      "/gate-ca/ca.pem')\n"
-      "t = c.wrap_socket(s, server_hostname='origin.test')\n"
-      "t.sendall(b'GET / HTTP/1.1\\nHost: origin.test:" +
-      std::to_string(port) +
+      tls_client_through(*proxy, port, folder_) +
+      "t.sendall(b'GET / HTTP/1.1\\nHost: origin.test:" + std::to_string(port) +
       "\\n\\n')\n"
       "print(t.recv(4096).split(b'\\r\\n')[0].decode())\n";
   write_file(folder_ + "/bare_lf.py", python);
@@ -389,20 +395,8 @@ TEST_F(InspectionTest, MethodOverridesAreJudgedAndAStalledBodyEndsTheExchange) {
 
   // A POST whose body stops after 10 of its 100 bytes.
   const std::string python =
-      "import socket, ssl, time\n"
-      "s = socket.create_connection(('127.0.0.1', " +
-      std::to_string(proxy->port()) +
-      "))\n"
-      "s.sendall(b'CONNECT origin.test:" +
-      std::to_string(port) +
-      " HTTP/1.1\\r\\nHost: origin.test\\r\\n\\r\\n')\n"
-      "assert b' 200 ' in s.recv(4096)\n"
-      "c = ssl.create_default_context(cafile='" +
-      folder_ +
-      "/gate-ca/ca.pem')\n"
-      "t = c.wrap_socket(s, server_hostname='origin.test')\n"
-      "t.sendall(b'POST /upload HTTP/1.1\\r\\nHost: origin.test:" +
-      std::to_string(port) +
+      tls_client_through(*proxy, port, folder_) + "import time\n" +
+      "t.sendall(b'POST /upload HTTP/1.1\\r\\nHost: origin.test:" + std::to_string(port) +
       "\\r\\nContent-Length: 100\\r\\n\\r\\n0123456789')\n"
       "t.settimeout(20)\n"
       "started = time.monotonic()\n"
@@ -438,31 +432,19 @@ TEST_F(InspectionTest, AnEndlessChunkLineIsCutOffAndEachConnectionDialsTheOrigin
   auto counted = run_shell(curl_through(*proxy, folder_) + url + "/connections");
   EXPECT_EQ(counted.output, "4") << counted.output;  // not 8: no second dial per connection
 
-  const std::string python =
-      "import socket, ssl\n"
-      "s = socket.create_connection(('127.0.0.1', " +
-      std::to_string(proxy->port()) +
-      "))\n"
-      "s.sendall(b'CONNECT origin.test:" +
-      std::to_string(port) +
-      " HTTP/1.1\\r\\nHost: origin.test\\r\\n\\r\\n')\n"
-      "assert b' 200 ' in s.recv(4096)\n"
-      "c = ssl.create_default_context(cafile='" +
-      folder_ +
-      "/gate-ca/ca.pem')\n"
-      "t = c.wrap_socket(s, server_hostname='origin.test')\n"
-      "t.settimeout(20)\n"
-      "t.sendall(b'POST /upload HTTP/1.1\\r\\nHost: origin.test:" +
-      std::to_string(port) +
-      "\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n1;a=')\n"
-      "sent = 0\n"
-      "try:\n"
-      "    while sent < 32 * 1024 * 1024:\n"
-      "        t.sendall(b'a' * 65536)\n"
-      "        sent += 65536\n"
-      "    print('sent all')\n"
-      "except Exception as e:\n"
-      "    print('cut after', sent, type(e).__name__)\n";
+  const std::string python = tls_client_through(*proxy, port, folder_) +
+                             "t.settimeout(20)\n"
+                             "t.sendall(b'POST /upload HTTP/1.1\\r\\nHost: origin.test:" +
+                             std::to_string(port) +
+                             "\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n1;a=')\n"
+                             "sent = 0\n"
+                             "try:\n"
+                             "    while sent < 32 * 1024 * 1024:\n"
+                             "        t.sendall(b'a' * 65536)\n"
+                             "        sent += 65536\n"
+                             "    print('sent all')\n"
+                             "except Exception as e:\n"
+                             "    print('cut after', sent, type(e).__name__)\n";
   write_file(folder_ + "/endless.py", python);
   auto endless = run_shell("/usr/bin/python3 " + folder_ + "/endless.py 2>&1");
   EXPECT_NE(endless.output.find("cut after"), std::string::npos) << endless.output;
