@@ -479,6 +479,9 @@ void Server::publish(std::shared_ptr<const rules::Policy> policy,
   for (auto& worker : workers_) {
     Worker* target = worker.get();
     asio::post(target->io, [target, policy, settings] {
+      // Idle origin connections were verified and checked under the rules and settings
+      // replaced here (its CAs, parent, address rules): none is handed out after them.
+      target->forget_idle_origins();
       target->settings = settings;
       if (target->policy == policy) {
         return;  // only settings changed: nothing open is judged again
@@ -563,6 +566,7 @@ void Server::begin_drain() {
       asio::post(target->io, [target] {
         boost::system::error_code ignored;
         target->acceptor->close(ignored);
+        target->close_idle_origins();  // no new client will take them; none is kept from now
         for (auto& capture : target->capture_acceptors) {
           capture.close(ignored);
         }
@@ -603,7 +607,8 @@ void Server::drain_step() {
     asio::post(target->io, [target] {
       target->stopping = true;
       target->close_all();
-      target->idle_sweep.stop();  // its timer must not keep the loop alive
+      target->idle_sweep.stop();     // its timer must not keep the loop alive
+      target->close_idle_origins();  // nor the watches of idle origin connections
       if (target->resolver) {
         target->resolver->shut_down();
       }

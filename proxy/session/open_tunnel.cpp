@@ -12,7 +12,10 @@
 #include <boost/asio/write.hpp>
 
 #include "proxy/session/graceful_close.hpp"
+#include "proxy/session/origin_pool.hpp"
 #include "proxy/session/tunnel_session.hpp"
+#include "proxy/session/upstream_dial.hpp"
+#include "proxy/settings/parent_route.hpp"
 #include "rules/host.hpp"
 #include "rules/ssh_identification.hpp"
 #include "rules/tls_client_hello.hpp"
@@ -346,6 +349,70 @@ bool is_tls_port(SessionContext& context, std::uint16_t port) {
          std::find(tls_ports.begin(), tls_ports.end(), port) != tls_ports.end();
 }
 
+// Stage 4 for a tunnel that will be inspected if its client speaks TLS: an idle connection the
+// worker's pool keeps for host:port (origin_pool.hpp), already verified, instead of a dial. Only
+// for a request decided with the worker's current rules and settings (the pool's connections
+// were made under those); the address it was dialled at is held to them again, as for a
+// kept-alive upstream. False when none was taken: the caller dials.
+bool take_idle_origin(SessionContext& context, Admission& admission, const rules::Host& host,
+                      std::uint16_t port) {
+  const rules::RequestRules& requests = context.policy->requests();
+  if (context.worker.shared.inspection == nullptr || host.is_ip() || !is_tls_port(context, port) ||
+      !(requests.judges(host, port) || requests.inspects(host, port)) ||
+      context.policy != context.worker.policy ||
+      context.settings_snapshot != context.worker.settings) {
+    return false;
+  }
+  std::unique_ptr<SecuredOrigin> origin =
+      context.worker.origins->take(host.display() + ":" + std::to_string(port));
+  if (origin == nullptr) {
+    return false;
+  }
+  admission.use = UpstreamUse::tunnel;
+  admission.parent = settings::parent_for(context.settings(), host, port);
+  admission.endpoint = origin->endpoint;
+  admission.dialled = origin->dialled;
+  if (origin->dialled) {
+    if (auto refused = refuse_resolved(context, host.name, port, {*origin->dialled})) {
+      boost::system::error_code ignored;
+      origin->socket.close(ignored);
+      admission.status = Admission::Status::refused;
+      admission.refusal = {refused->reason, refused->sentence, {}, refused->denied_at()};
+      return true;
+    }
+  }
+  context.upstream = std::move(origin->socket);
+  origin->tls->next_layer().point_at(context.upstream);
+  context.secured_origin = std::move(origin);
+  return true;
+}
+
+// A tunnel that took an idle TLS connection to its origin turned out not to be TLS (SSH on port
+// 443): the bytes must reach the origin as they are, over a connection of their own. The
+// success was sent, so a dial that fails closes the tunnel with its reason. False when the
+// tunnel is over (logged).
+asio::awaitable<bool> dial_instead_of_idle(TunnelSetup& setup, Admission& admission) {
+  SessionContext& context = setup.context;
+  boost::system::error_code ignored;
+  context.upstream.close(ignored);
+  context.secured_origin.reset();
+  boost::beast::flat_buffer from_parent;
+  co_await connect_upstream(context, admission, setup.method, setup.host, setup.port,
+                            UpstreamUse::tunnel, from_parent);
+  if (admission.refused()) {
+    deny_established(setup, admission.refusal.reason, admission.refusal.rule,
+                     admission.refusal.sentence);
+    co_return false;
+  }
+  if (!admission.admitted()) {
+    co_return false;
+  }
+  setup.upstream_address = to_text(admission.endpoint);
+  setup.destination.address = admission.dialled;
+  co_await pass_parent_bytes(setup, from_parent);
+  co_return true;
+}
+
 std::string not_inspectable_sentence(const rules::Host& host, std::uint16_t port) {
   return host.display() + ":" + std::to_string(port) +
          " has request rules, and this tunnel cannot be inspected (only TLS on a TLS port is; "
@@ -377,7 +444,7 @@ asio::awaitable<std::optional<rules::Host>> open_tunnel(SessionContext& context,
     admission.status = Admission::Status::refused;
     admission.refusal = {rules::Reason::not_inspectable, not_inspectable_sentence(host, port)};
   }
-  if (admission.admitted()) {
+  if (admission.admitted() && !take_idle_origin(context, admission, host, port)) {
     co_await connect_upstream(context, admission, front.method, host, port, UpstreamUse::tunnel,
                               from_parent);
   }
@@ -401,6 +468,11 @@ asio::awaitable<std::optional<rules::Host>> open_tunnel(SessionContext& context,
   if (!setup.write_error) {
     // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
     if (!co_await look_at_first_bytes(setup, buffer)) {
+      co_return std::nullopt;
+    }
+  }
+  if (context.secured_origin && !setup.tls && !setup.write_error) {
+    if (!co_await dial_instead_of_idle(setup, admission)) {
       co_return std::nullopt;
     }
   }

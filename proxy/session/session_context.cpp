@@ -1,6 +1,8 @@
 // Per-connection state. See session_context.hpp.
 #include "proxy/session/session_context.hpp"
 
+#include "proxy/session/origin_pool.hpp"
+
 namespace sandgate::session {
 SessionContext::SessionContext(WorkerContext& w, boost::asio::ip::tcp::socket socket,
                                std::string address)

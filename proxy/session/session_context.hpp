@@ -17,6 +17,8 @@
 
 namespace sandgate::session {
 
+struct SecuredOrigin;
+
 // Report-only mode (SANDGATE_ENFORCE=false): a policy denial that was logged and let through.
 // A request keeps the first one it met; its decision line is then `would-deny` with it.
 struct Reported {
@@ -42,6 +44,10 @@ struct SessionContext {
   // (cancel, close, shutdown) stay on `client` and `upstream`.
   ByteStream client_stream{client};
   ByteStream upstream_stream{upstream};
+  // A tunnel to an inspected host that took an idle verified origin connection from the
+  // worker's pool instead of dialling (open_tunnel.cpp): its socket is `upstream`, its TLS
+  // stream is here until the inspected front end adopts it.
+  std::unique_ptr<SecuredOrigin> secured_origin;
   std::uint64_t id;
   std::string client_address;  // "127.0.0.1:50312", for the log
   // The snapshot the request being served is decided with: every request (each of a kept-alive

@@ -3,6 +3,8 @@
 
 #include <chrono>
 
+#include "proxy/session/origin_pool.hpp"
+
 namespace sandgate::session {
 
 WorkerContext::WorkerContext(SharedState& shared_state,
@@ -10,7 +12,14 @@ WorkerContext::WorkerContext(SharedState& shared_state,
                              std::shared_ptr<const rules::Policy> initial_policy)
     : shared(shared_state),
       settings(std::move(initial_settings)),
-      policy(std::move(initial_policy)) {}
+      policy(std::move(initial_policy)),
+      origins(std::make_unique<OriginPool>()) {}
+
+WorkerContext::~WorkerContext() = default;
+
+void WorkerContext::forget_idle_origins() { origins->forget_all(); }
+
+void WorkerContext::close_idle_origins() { origins->close(); }
 
 void WorkerContext::attach(LiveConnection& connection) {
   connection.prev = nullptr;

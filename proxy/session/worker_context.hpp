@@ -33,6 +33,8 @@ class Inspection;
 
 namespace sandgate::session {
 
+class OriginPool;
+
 // What all workers share: the log, the LaunchDarkly client, two counters.
 struct SharedState {
   log::DecisionLog& log;
@@ -101,6 +103,9 @@ class WorkerContext {
  public:
   WorkerContext(SharedState& shared, std::shared_ptr<const settings::Settings> settings,
                 std::shared_ptr<const rules::Policy> policy);
+  ~WorkerContext();
+  WorkerContext(const WorkerContext&) = delete;
+  WorkerContext& operator=(const WorkerContext&) = delete;
 
   SharedState& shared;
   // The settings and the policy snapshot this worker serves with. Replaced (on this thread) by
@@ -112,6 +117,9 @@ class WorkerContext {
   std::unique_ptr<dns::Resolver> resolver;
   relay::PipePool pipes;
   relay::IdleSweep idle_sweep;  // the idle timeouts of this worker's tunnels, one timer for all
+  // Idle verified TLS connections to inspected origins (origin_pool.hpp). Emptied by every
+  // policy or settings update and by the drain.
+  std::unique_ptr<OriginPool> origins;
   metrics::WorkerMetrics metrics;
 
   // Set (on this thread) when the drain deadline has passed: every wait a session resumes from
@@ -122,6 +130,12 @@ class WorkerContext {
   // peeks and closes gracefully, for up to a few seconds each). Bounded by kMaxBusyRefusals, so
   // that a flood past the limit cannot hold descriptors the served connections need.
   std::size_t busy_refusals = 0;
+
+  // Closes the idle origin connections (a reload: none verified under the old rules and
+  // settings is kept or handed out after it). Worker thread.
+  void forget_idle_origins();
+  // The drain: closes them and keeps none from now on. Worker thread.
+  void close_idle_origins();
 
   void attach(LiveConnection& connection);
   void detach(LiveConnection& connection);

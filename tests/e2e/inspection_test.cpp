@@ -429,8 +429,10 @@ TEST_F(InspectionTest, AnEndlessChunkLineIsCutOffAndEachConnectionDialsTheOrigin
     auto fetched = run_shell(curl_through(*proxy, folder_) + url + "/nothing-here");
     EXPECT_EQ(fetched.exit_code, 0) << fetched.output;
   }
+  // One origin connection for the four client connections: the first is dialled once (not a
+  // second time for its first request), then kept idle for the next client.
   auto counted = run_shell(curl_through(*proxy, folder_) + url + "/connections");
-  EXPECT_EQ(counted.output, "4") << counted.output;  // not 8: no second dial per connection
+  EXPECT_EQ(counted.output, "1") << counted.output;
 
   const std::string python = tls_client_through(*proxy, port, folder_) +
                              "t.settimeout(20)\n"
@@ -449,6 +451,54 @@ TEST_F(InspectionTest, AnEndlessChunkLineIsCutOffAndEachConnectionDialsTheOrigin
   auto endless = run_shell("/usr/bin/python3 " + folder_ + "/endless.py 2>&1");
   EXPECT_NE(endless.output.find("cut after"), std::string::npos) << endless.output;
   EXPECT_EQ(endless.output.find("sent all"), std::string::npos) << endless.output;
+}
+
+// The idle origin connections the gate keeps between client connections (origin_pool.hpp),
+// counted by the origin: reused by the next client of the same host:port, never by another
+// host's, never after a request that authenticated the connection (NTLM), dropped when the
+// origin closes it while idle, and forgotten by a reload.
+TEST_F(InspectionTest, IdleOriginConnectionsAreReusedOnlyWhereTheyMayBe) {
+  const std::string root = folder_ + "/repos";
+  ASSERT_EQ(run_shell("mkdir -p " + root).exit_code, 0);
+  const std::uint16_t port = free_port();
+  Server origin(port, "python3 " SANDGATE_SOURCE_DIR "/tests/support/git_https_server.py " +
+                          std::to_string(port) + " " + folder_ + "/server.pem " + folder_ +
+                          "/server.key " + root);
+  ASSERT_TRUE(port_accepts(port)) << "the origin did not start";
+  auto proxy = inspecting_gate(folder_, "allow origin.test *\nallow git.test *\n", port);
+  const std::string at = ":" + std::to_string(port);
+  const auto get = [&](const std::string& host, const std::string& path,
+                       const std::string& options = {}) {
+    auto got = run_shell(curl_through(*proxy, folder_) + options + " https://" + host + at + path);
+    EXPECT_EQ(got.exit_code, 0) << host << path << ": " << got.output;
+    return got.output;
+  };
+  const auto connections = [&](const std::string& host) { return get(host, "/connections"); };
+
+  get("origin.test", "/nothing-here");
+  EXPECT_EQ(connections("origin.test"), "1");  // the next client took it
+  EXPECT_EQ(connections("git.test"), "2");     // another host: its own connection
+  EXPECT_EQ(connections("origin.test"), "2");  // origin.test's was kept meanwhile
+
+  // NTLM authenticates the connection, not the request: it is not handed to the next client.
+  get("origin.test", "/nothing-here",
+      "-H 'Authorization: NTLM TlRMTVNTUAABAAAAB4IIogAAAAAAAAAAAAAAAAAAAAAGAbEdAAAADw=='");
+  EXPECT_EQ(connections("origin.test"), "3");
+
+  // The origin closes the connection after answering, without saying it would: the next client
+  // is not given the dead connection.
+  get("origin.test", "/close-after");
+  EXPECT_EQ(connections("origin.test"), "4");
+
+  // A reload (new rules, perhaps new CAs or a new parent): nothing kept from before it is used.
+  const auto before = proxy->log_text().size();
+  write_file(folder_ + "/requests.txt", "allow origin.test *\nallow git.test *\n# changed\n");
+  proxy->gate().reload();
+  ASSERT_TRUE(proxy->wait_for_log([&](const std::string& text) {
+    return text.size() > before && text.find("requests.txt", before) != std::string::npos;
+  })) << proxy->log_text();
+  EXPECT_EQ(connections("origin.test"), "5");
+  EXPECT_EQ(connections("origin.test"), "5");
 }
 
 }  // namespace

@@ -6,7 +6,8 @@ usage: git_https_server.py PORT CERT KEY PROJECT_ROOT
 
 Every repository under PROJECT_ROOT is served; pushes are accepted (REMOTE_USER is set).
 GET /connections answers how many TLS connections the server has accepted (tests count the
-gate's dials with it)."""
+gate's dials with it); GET /close-after answers, then closes the connection without having
+said it would (as an origin whose keep-alive timeout ends does)."""
 import http.server
 import os
 import ssl
@@ -25,12 +26,13 @@ class GitHandler(http.server.BaseHTTPRequestHandler):
 
     def _backend(self):
         path, _, query = self.path.partition("?")
-        if path == "/connections":
+        if path in ("/connections", "/close-after"):
             payload = str(self.server.connections).encode()
             self.send_response(200)
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)
+            self.close_connection = path == "/close-after"
             return
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""

@@ -74,6 +74,9 @@ struct Upstream {
   std::optional<rules::IpAddress> dialled;  // the checked address of a name, for a reload
   boost::beast::flat_buffer buffer{kUpstreamBufferLimit};
   bool reusable = false;
+  // A request on it carried a connection-bound authentication (NTLM, Negotiate): the origin
+  // holds the connection for that client, so it is never handed to another.
+  bool bound_to_client = false;
   // Secured a moment ago by the tunnel and not used yet (an inspected connection's first
   // upstream): idle by construction. A peek at its socket would see the origin's TLS session
   // tickets and take it for a connection gone stale.

@@ -72,6 +72,22 @@ bool upstream_still_idle(tcp::socket& socket) {
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
+// True when the request authenticates the connection rather than itself (NTLM, Negotiate: the
+// origin then serves the connection as that client), so it must never carry another's requests.
+bool binds_connection(const http::request_header<>& head) {
+  for (const auto& field : head) {
+    if (field.name() != http::field::authorization) {
+      continue;
+    }
+    const std::string_view value = field.value();
+    const std::string_view scheme = value.substr(0, value.find(' '));
+    if (beast::iequals(scheme, "NTLM") || beast::iequals(scheme, "Negotiate")) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Closes a socket so that the peer sees a reset rather than a clean end of stream.
 void reset(tcp::socket& socket) {
   boost::system::error_code ignored;
@@ -561,6 +577,9 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   request.body_limit(boost::none);
   auto& head = request.get();
   const bool client_http11 = head.version() >= 11;
+  if (binds_connection(head)) {
+    upstream.bound_to_client = true;
+  }
   // An inspected connection carries requests only: an upgrade would leave the gate with bytes
   // it cannot read, so Upgrade is taken out and the origin answers the request as it is.
   const bool websocket = is_websocket_upgrade(head) && request.is_done() && !upstream.inspected;
@@ -678,7 +697,11 @@ asio::awaitable<void> serve_requests(SessionContext& context, HeadParser* first,
       parser = &*next;
       continue;
     }
-    context.upstream.close(ignored);
+    // The client is done. An inspected connection's origin connection may be kept idle for
+    // another client (serve_inspected_requests decides); any other is closed now.
+    if (!inspected || read.partial) {
+      context.upstream.close(ignored);
+    }
     switch (read.status) {
       case HeadRead::Status::ok:
         break;
@@ -733,21 +756,30 @@ bool InspectedOrigin::named_by(std::string_view host_field) const {
   return beast::iequals(host_field, port == 443 ? name : authority);
 }
 
-asio::awaitable<void> serve_inspected_requests(SessionContext& context, InspectedOrigin& origin,
-                                               std::uint64_t& bytes_up, std::uint64_t& bytes_down) {
+asio::awaitable<InspectedRequestsEnd> serve_inspected_requests(SessionContext& context,
+                                                               InspectedOrigin& origin) {
   Upstream upstream;
   upstream.inspected = &origin;
-  // The connection the tunnel dialled is the first upstream, already secured.
+  // The connection the tunnel dialled (or took idle from the pool) is the first upstream,
+  // already secured.
   upstream.key = origin.host.display() + ":" + std::to_string(origin.port);
   upstream.reusable = true;
-  upstream.fresh = true;
+  upstream.fresh = !origin.taken_idle;
   upstream.dialled = context.live.destination ? context.live.destination->address : std::nullopt;
   boost::system::error_code ignored;
   upstream.address = to_text(context.upstream.remote_endpoint(ignored));
   beast::flat_buffer buffer(kClientBufferLimit);
   co_await serve_requests(context, nullptr, buffer, upstream);
-  bytes_up += upstream.carried_up;
-  bytes_down += upstream.carried_down;
+  InspectedRequestsEnd end;
+  end.bytes_up = upstream.carried_up;
+  end.bytes_down = upstream.carried_down;
+  end.origin_idle = upstream.reusable && !upstream.bound_to_client && upstream.buffer.size() == 0 &&
+                    context.upstream.is_open() && !context.live.revoked;
+  end.origin_address = upstream.dialled;
+  if (!end.origin_idle) {
+    context.upstream.close(ignored);
+  }
+  co_return end;
 }
 
 }  // namespace sandgate::session

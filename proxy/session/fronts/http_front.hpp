@@ -41,6 +41,11 @@ class InspectedOrigin {
   std::uint16_t port;
   std::string authority;  // as a Host field names it: `name`, or `name:port` off port 443
 
+  // Set by secure_upstream() when the connection it secured was an idle one from the worker's
+  // pool (origin_pool.hpp) rather than a fresh handshake: not known idle any more, so checked
+  // before the first request it carries.
+  bool taken_idle = false;
+
   // True when a request's Host field names this origin.
   bool named_by(std::string_view host_field) const;
   // Sets up and verifies TLS on context.upstream (just connected) and makes it
@@ -48,14 +53,23 @@ class InspectedOrigin {
   virtual boost::asio::awaitable<std::optional<Refusal>> secure_upstream() = 0;
 };
 
+// How the requests of an inspected connection ended.
+struct InspectedRequestsEnd {
+  std::uint64_t bytes_up = 0;  // what every exchange carried, heads included
+  std::uint64_t bytes_down = 0;
+  // The client is done (it closed, or idled out between requests) and the origin connection
+  // is left open, idle and reusable by another client: its last exchange was complete and kept
+  // alive, nothing of the origin's is unread, and no request on it carried a connection-bound
+  // authentication (NTLM, Negotiate). Otherwise context.upstream has been closed.
+  bool origin_idle = false;
+  std::optional<rules::IpAddress> origin_address;  // the checked address of the name it dialled
+};
+
 // The requests inside an inspected connection, in turn, each through the admission pipeline
 // and the request rules, over context.client_stream and context.upstream_stream. Returns when
 // the connection is over; the requests' lines are written, the connection's end line is not.
-// The bytes it carried are added to `bytes_up` and `bytes_down`.
-boost::asio::awaitable<void> serve_inspected_requests(SessionContext& context,
-                                                      InspectedOrigin& origin,
-                                                      std::uint64_t& bytes_up,
-                                                      std::uint64_t& bytes_down);
+boost::asio::awaitable<InspectedRequestsEnd> serve_inspected_requests(SessionContext& context,
+                                                                      InspectedOrigin& origin);
 
 // Writes the proxy's own reply for `reason` (its row's status and Proxy-Status error, see
 // replies.hpp) and logs the decision with the row's verdict; the caller then closes.

@@ -20,6 +20,7 @@
 #include "proxy/session/admission.hpp"
 #include "proxy/session/fronts/http_front.hpp"
 #include "proxy/session/graceful_close.hpp"
+#include "proxy/session/origin_pool.hpp"
 #include "proxy/session/wire/http_head.hpp"
 #include "proxy/session/wire/replies.hpp"
 
@@ -76,7 +77,6 @@ class PrefixedSocket {
 };
 
 using ClientTls = asio::ssl::stream<PrefixedSocket>;
-using OriginTls = asio::ssl::stream<tcp::socket&>;
 
 class InspectedTls final : public InspectedOrigin {
  public:
@@ -94,6 +94,8 @@ class InspectedTls final : public InspectedOrigin {
   InspectedTls& operator=(const InspectedTls&) = delete;
 
   asio::awaitable<std::optional<Refusal>> secure_upstream() override;
+  // Hands the origin connection, idle and reusable, to the worker's pool for another client.
+  void keep_origin(const std::optional<rules::IpAddress>& dialled);
   // The client's handshake with the host's leaf; nothing when it succeeded, otherwise the
   // reason and sentence for the connection's end line.
   asio::awaitable<std::optional<Refusal>> secure_client(beast::flat_buffer& hello);
@@ -106,6 +108,9 @@ class InspectedTls final : public InspectedOrigin {
   inspect::Inspection& inspection_;
   ClientTls client_tls_;
   std::optional<OriginTls> origin_tls_;
+  // The pool's epoch when the origin connection was secured, 0 when it was secured under rules
+  // or settings the worker no longer serves with (never kept then).
+  std::uint64_t epoch_ = 0;
   // Why the origin's certificate failed verification (the first failure of its chain).
   int verify_error_ = X509_V_OK;
   std::string verify_subject_;
@@ -130,6 +135,20 @@ std::string where(const InspectedOrigin& origin) {
 
 asio::awaitable<std::optional<Refusal>> InspectedTls::secure_upstream() {
   context_.upstream_stream.detach();
+  taken_idle = false;
+  if (context_.secured_origin) {
+    // An idle connection the tunnel took from the pool (open_tunnel.cpp): verified already.
+    std::unique_ptr<SecuredOrigin> idle = std::move(context_.secured_origin);
+    origin_tls_.emplace(std::move(*idle->tls));
+    origin_tls_->next_layer().point_at(context_.upstream);
+    epoch_ = idle->epoch;
+    taken_idle = true;
+    context_.upstream_stream.attach(*origin_tls_);
+    co_return std::nullopt;
+  }
+  const bool current = context_.policy == context_.worker.policy &&
+                       context_.settings_snapshot == context_.worker.settings;
+  epoch_ = current ? context_.worker.origins->epoch() : 0;
   origin_tls_.emplace(context_.upstream, inspection_.origin_facing());
   SSL* ssl = origin_tls_->native_handle();
   inspection_.expect_origin(ssl, host, port);
@@ -159,8 +178,28 @@ asio::awaitable<std::optional<Refusal>> InspectedTls::secure_upstream() {
         rules::Reason::destination_unavailable,
         "the TLS handshake with " + where(*this) + " failed: " + error.message() + ".");
   }
+  // Verified: the callback, which points into this object, is not kept with a connection that
+  // may outlive it in the pool (no handshake runs on it again: renegotiation is refused).
+  origin_tls_->set_verify_callback(
+      [](bool preverified, asio::ssl::verify_context&) { return preverified; });
   context_.upstream_stream.attach(*origin_tls_);
   co_return std::nullopt;
+}
+
+void InspectedTls::keep_origin(const std::optional<rules::IpAddress>& dialled) {
+  context_.upstream_stream.detach();
+  if (!origin_tls_ || epoch_ == 0 || context_.stopping()) {
+    return;  // the caller closes context.upstream
+  }
+  boost::system::error_code ignored;
+  auto idle = std::make_unique<SecuredOrigin>(std::move(context_.upstream));
+  idle->endpoint = idle->socket.remote_endpoint(ignored);
+  idle->dialled = dialled;
+  idle->epoch = epoch_;
+  origin_tls_->next_layer().point_at(idle->socket);
+  idle->tls.emplace(std::move(*origin_tls_));
+  origin_tls_.reset();
+  context_.worker.origins->park(where(*this), std::move(idle));
 }
 
 asio::awaitable<std::optional<Refusal>> InspectedTls::secure_client(beast::flat_buffer& hello) {
@@ -264,20 +303,23 @@ asio::awaitable<void> serve_inspected(SessionContext& context, const rules::Host
     record_connection_end(context, method, tls, "closed", client_failure, 0, 0);
     co_return;
   }
-  std::uint64_t up = 0;
-  std::uint64_t down = 0;
+  InspectedRequestsEnd served;
   if (origin_failure) {
     co_await answer_first_request(context, tls, *origin_failure);
   } else {
-    co_await serve_inspected_requests(context, tls, up, down);
+    served = co_await serve_inspected_requests(context, tls);
   }
   if (context.live.revoked) {
     co_return;  // the revocation's line is written
   }
+  if (served.origin_idle) {
+    tls.keep_origin(served.origin_address);
+  }
   co_await tls.close_client();
   context.client.close(ignored);
   context.upstream.close(ignored);
-  record_connection_end(context, method, tls, "closed", std::nullopt, up, down);
+  record_connection_end(context, method, tls, "closed", std::nullopt, served.bytes_up,
+                        served.bytes_down);
 }
 
 }  // namespace sandgate::session
