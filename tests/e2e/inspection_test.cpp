@@ -410,6 +410,32 @@ TEST_F(InspectionTest, MethodOverridesAreJudgedAndAStalledBodyEndsTheExchange) {
            log.find("the request body stalled for 1 s") != std::string::npos &&
            log.find("\"path\":\"/upload\"") != std::string::npos;
   })) << proxy->log_text();
+
+  // A POST whose body trickles in, a byte every 0.3 s: never idle for the 1 s bound, but below
+  // the minimum rate once the grace (the idle bound here) is spent.
+  const std::string trickle =
+      tls_client_through(*proxy, port, folder_) + "import time\n" +
+      "t.sendall(b'POST /trickle HTTP/1.1\\r\\nHost: origin.test:" + std::to_string(port) +
+      "\\r\\nContent-Length: 100\\r\\n\\r\\n')\n"
+      "started = time.monotonic()\n"
+      "try:\n"
+      "    for i in range(100):\n"
+      "        t.sendall(b'x')\n"
+      "        time.sleep(0.3)\n"
+      "    print('sent all')\n"
+      "except OSError:\n"
+      "    pass\n"
+      "t.settimeout(20)\n"
+      "print(t.recv(4096).split(b'\\r\\n')[0].decode())\n"
+      "print('after', round(time.monotonic() - started))\n";
+  write_file(folder_ + "/trickle.py", trickle);
+  auto trickled = run_shell("/usr/bin/python3 " + folder_ + "/trickle.py 2>&1");
+  EXPECT_NE(trickled.output.find("HTTP/1.1 408"), std::string::npos) << trickled.output;
+  EXPECT_EQ(trickled.output.find("sent all"), std::string::npos) << trickled.output;
+  EXPECT_TRUE(proxy->wait_for_log([](const std::string& log) {
+    return log.find("\"path\":\"/trickle\"") != std::string::npos &&
+           log.find("below 500 bytes/s") != std::string::npos;
+  })) << proxy->log_text();
 }
 
 // What a client fills of an inspected connection's buffer is bounded as on the proxy's own

@@ -93,6 +93,15 @@ struct Upstream {
 // the bound of both.
 inline constexpr std::chrono::seconds kExchangeIdleWithoutTimeout{300};
 
+// A request body must come at kBodyMinRate on average once it has taken kBodyGrace (or the
+// exchange's idle limit, when shorter) of the time the gate spent waiting for it, as Apache's
+// mod_reqtimeout asks by default (`body=20,MinRate=500`): a client that trickles a byte now and
+// then, never idle long enough for the idle bound, would otherwise hold its connection, the
+// gate's buffers and (inspected) two TLS sessions for as long as it likes. Only the time spent
+// waiting for the client counts: an origin that reads slowly slows nobody down here.
+inline constexpr std::chrono::seconds kBodyGrace{60};
+inline constexpr std::uint64_t kBodyMinRate = 500;  // bytes per second
+
 // One exchange: what both directions read and write. The state machine holds how it is going;
 // the rest is its fixed inputs and the I/O both sides use.
 struct Exchange {

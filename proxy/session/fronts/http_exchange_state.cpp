@@ -143,7 +143,8 @@ ExchangeState::Ending ExchangeState::ending(std::string_view where, std::int64_t
         end.sentence = problem_;
       } else if (timed_out_ && !request_all_read) {
         end.reason = rules::Reason::request_timeout;
-        end.sentence = "the request body stalled for " + idle + " s.";
+        end.sentence =
+            slow_body_.empty() ? "the request body stalled for " + idle + " s." : slow_body_;
       } else if (timed_out_) {
         end.reason = rules::Reason::response_timeout;
         end.sentence = std::string(where) + " sent no response for " + idle + " s.";

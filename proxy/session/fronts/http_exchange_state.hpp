@@ -74,6 +74,12 @@ class ExchangeState {
   void client_write_failed() { client_failed_ = true; }
   // The idle watchdog fired (the caller cancels the pending operations).
   void timed_out() { timed_out_ = true; }
+  // The request body came too slowly (http_exchange.hpp, kBodyMinRate); `sentence` says how
+  // slowly. Ends it as the watchdog would, with that sentence (the caller cancels).
+  void body_too_slow(std::string sentence) {
+    timed_out_ = true;
+    slow_body_ = std::move(sentence);
+  }
 
   // ---- what the directions ask ----
   // The request side stops before its next operation: the response or the watchdog ended it.
@@ -117,6 +123,7 @@ class ExchangeState {
   ResponsePhase response_ = ResponsePhase::awaiting_head;
   bool client_failed_ = false;
   bool timed_out_ = false;
+  std::string slow_body_;  // set by body_too_slow()
   bool response_keeps_client_ = false;
   bool origin_keep_alive_ = false;
   std::string problem_;  // the malformed body's sentence

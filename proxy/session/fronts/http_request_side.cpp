@@ -2,12 +2,14 @@
 // and the rewriting of the request head's Host. See http_exchange.hpp.
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <cerrno>
+#include <chrono>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -107,13 +109,31 @@ asio::awaitable<void> send_request_body(Exchange& x) {
   if (!x.request.is_done()) {
     piece.emplace();
   }
+  // The time spent waiting for the client's body and what it sent (kBodyMinRate).
+  const auto grace = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::min<std::chrono::seconds>(kBodyGrace, x.idle_limit));
+  std::chrono::steady_clock::duration waited{};
+  std::uint64_t received = 0;
   // The state is asked before each operation starts: cancel() from the other direction only
   // reaches an operation in flight, not one about to be started.
   while (!x.request.is_done() && !x.state.request_should_stop()) {
     body.data = piece->data();
     body.size = kBodyPiece;
+    const auto asked = std::chrono::steady_clock::now();
     auto [read_error, read] = co_await http::async_read_some(x.context.client_stream,
                                                              x.client_buffer, x.request, use_tuple);
+    waited += std::chrono::steady_clock::now() - asked;
+    received += read;
+    const auto allowed = grace + std::chrono::seconds(received / kBodyMinRate);
+    if (!read_error && !x.request.is_done() && waited > allowed) {
+      const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(waited).count();
+      x.state.body_too_slow("the request body came at " +
+                            std::to_string(received / std::max<std::int64_t>(seconds, 1)) +
+                            " bytes/s over " + std::to_string(seconds) + " s, below " +
+                            std::to_string(kBodyMinRate) + " bytes/s.");
+      x.cancel_both();
+      break;
+    }
     if (read_error == http::error::need_buffer) {
       read_error = {};
     }
