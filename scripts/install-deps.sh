@@ -37,6 +37,7 @@ test_packages=(
   dbus keyutils         # run_test: a real session bus the confined command must not reach; keyctl
   nftables bind9-dnsutils  # capture_e2e_test: nft to inspect the rules; dig for DNS queries inside run
   nodejs python3-pip python3-setuptools python3-pytest python3-requests golang-go  # run_test: real tools inside run
+  openjdk-17-jdk-headless  # run_test: a Java client through inspection; keytool reads the gate's Java trust store
 )
 
 case "$(uname -s)" in

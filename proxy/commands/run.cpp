@@ -247,6 +247,12 @@ int run_run(const settings::Settings& given, const settings::Sources& sources,
       return sandbox::kRunFailed;
     }
     options.gate.ca_bundle = *bundle;
+    auto java = inspect::write_java_trust_store(*bundle);
+    if (!java) {
+      say("inspection: " + java.error());
+      return sandbox::kRunFailed;
+    }
+    options.gate.java_trust_store = *java;
   }
   RunGate gate(settings, sources);
   const int status = sandbox::run_confined(options, gate);

@@ -5,7 +5,9 @@
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/objects.h>
 #include <openssl/pem.h>
+#include <openssl/pkcs12.h>
 #include <openssl/rand.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
@@ -240,6 +242,74 @@ Expected<std::string, std::string> write_trust_bundle(const CertificateAuthority
     folder.pop_back();
   }
   const std::string path = folder + "-bundle.pem";
+  if (auto error = write_private(path, text, 0644)) {
+    return Unexpected{*error};
+  }
+  return path;
+}
+
+Expected<std::string, std::string> write_java_trust_store(const std::string& bundle) {
+  std::unique_ptr<BIO, decltype(&BIO_free)> in(BIO_new_file(bundle.c_str(), "r"), BIO_free);
+  if (!in) {
+    return Unexpected{openssl_error(bundle)};
+  }
+  // Oracle's trusted-key-usage attribute (2.16.840.1.113894.746875.1.1) valued
+  // anyExtendedKeyUsage: "trusted for every purpose", as keytool writes it.
+  ASN1_OBJECT* any_usage = OBJ_txt2obj("2.5.29.37.0", 1);
+  int trusted_usage = OBJ_txt2nid("2.16.840.1.113894.746875.1.1");
+  if (trusted_usage == NID_undef) {
+    trusted_usage = OBJ_create("2.16.840.1.113894.746875.1.1", "oracle-jdk-trustedkeyusage",
+                               "Trusted key usage (Oracle)");
+  }
+  STACK_OF(PKCS12_SAFEBAG)* bags = nullptr;
+  std::size_t count = 0;
+  bool failed = any_usage == nullptr || trusted_usage == NID_undef;
+  while (!failed) {
+    X509* certificate = PEM_read_bio_X509(in.get(), nullptr, nullptr, nullptr);
+    if (certificate == nullptr) {
+      ERR_clear_error();  // the end of the file
+      break;
+    }
+    PKCS12_SAFEBAG* bag = PKCS12_add_cert(&bags, certificate);
+    const std::string alias = "sandgate-" + std::to_string(++count);
+    failed = bag == nullptr || PKCS12_add_friendlyname_asc(bag, alias.c_str(), -1) != 1 ||
+             PKCS12_add1_attr_by_NID(bag, trusted_usage, V_ASN1_OBJECT,
+                                     reinterpret_cast<const unsigned char*>(any_usage), -1) != 1;
+    X509_free(certificate);
+  }
+  ASN1_OBJECT_free(any_usage);
+  PKCS12* store = nullptr;
+  if (!failed && count > 0) {
+    STACK_OF(PKCS7)* safes = nullptr;
+    // The certificates unencrypted (they are public), the whole under a MAC as Java expects.
+    if (PKCS12_add_safe(&safes, bags, -1, 0, nullptr) == 1) {
+      store = PKCS12_add_safes(safes, 0);
+    }
+    sk_PKCS7_pop_free(safes, PKCS7_free);
+    if (store != nullptr &&
+        PKCS12_set_mac(store, kJavaTrustStorePassword, -1, nullptr, 0, 2048, nullptr) != 1) {
+      PKCS12_free(store);
+      store = nullptr;
+    }
+  }
+  sk_PKCS12_SAFEBAG_pop_free(bags, PKCS12_SAFEBAG_free);
+  if (store == nullptr) {
+    return Unexpected{count == 0 ? bundle + ": no certificate to trust"
+                                 : openssl_error(bundle + ": the Java trust store")};
+  }
+  unsigned char* der = nullptr;
+  const int size = i2d_PKCS12(store, &der);
+  PKCS12_free(store);
+  if (size <= 0) {
+    return Unexpected{openssl_error(bundle + ": the Java trust store")};
+  }
+  const std::string text(reinterpret_cast<const char*>(der), static_cast<std::size_t>(size));
+  OPENSSL_free(der);
+  std::string path = bundle;
+  if (path.ends_with(".pem")) {
+    path.resize(path.size() - 4);
+  }
+  path += ".p12";
   if (auto error = write_private(path, text, 0644)) {
     return Unexpected{*error};
   }

@@ -92,6 +92,14 @@ class CertificateAuthority {
 // followed by the CA's certificate, for the tools that trust exactly one file. Its path.
 Expected<std::string, std::string> write_trust_bundle(const CertificateAuthority& ca);
 
+// Writes the certificates of the PEM file `bundle` as a PKCS12 trust store for Java
+// (`javax.net.ssl.trustStore`, type PKCS12, password kJavaTrustStorePassword: it holds no
+// secret) beside it, `NAME.p12` for `NAME.pem`. Java trusts a PKCS12 certificate only when its
+// bag carries Oracle's trusted-key-usage attribute, which `keytool -importcert` sets and OpenSSL
+// 3.0's command line cannot; it is set here on each. Its path.
+Expected<std::string, std::string> write_java_trust_store(const std::string& bundle);
+inline constexpr const char* kJavaTrustStorePassword = "changeit";
+
 // The folder the CA lives in by default: $XDG_DATA_HOME/sandgate/ca, or
 // ~/.local/share/sandgate/ca.
 std::string default_ca_folder(const std::string& home);

@@ -13,7 +13,9 @@ namespace asio = boost::asio;
 bool nothing_unread(OriginTls& tls) {
   SSL* ssl = tls.native_handle();
   // Decrypted application data, a record read ahead, or bytes the stream passed to OpenSSL's
-  // side of its BIO pair that no record has taken yet.
+  // side of its BIO pair that no record has taken yet. (Asio's stream also holds what it read
+  // from the socket until OpenSSL's side takes it; it hands all of it over after each read
+  // unless that side is full, which BIO_ctrl_pending then shows.)
   return SSL_pending(ssl) == 0 && SSL_has_pending(ssl) == 0 &&
          BIO_ctrl_pending(SSL_get_rbio(ssl)) == 0;
 }

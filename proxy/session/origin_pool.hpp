@@ -10,8 +10,12 @@
 // What is kept, and for how long:
 //   - only a connection whose last exchange ended cleanly with nothing unread (a complete
 //     response the origin keeps alive, no bytes behind it in the parser, in OpenSSL or in the
-//     TLS record layer) and that never carried a connection-bound authentication (NTLM,
-//     Negotiate): such a connection belongs to the client that authenticated it;
+//     TLS record layer), that no client reached by IP address, and whose exchanges never
+//     included a request with a body (an origin that reads less of it than it should would
+//     take the rest as the next client's request), a HEAD or a 204/304 response (whose body an
+//     origin may send late, into the next client's exchange), or an Authorization scheme other
+//     than Basic, Bearer, Digest and AWS SigV4 (NTLM, Negotiate and their kind authenticate the
+//     connection, which then belongs to its client);
 //   - per host:port, the origin its certificate was verified for (SNI and name checked): a
 //     connection is only ever taken for the host:port it was verified for;
 //   - kIdleLifetime at most, kPerOrigin per host:port, kTotal per worker (each holds two 17 KiB

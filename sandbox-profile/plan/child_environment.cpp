@@ -39,7 +39,8 @@ std::string git_ssh_command(const std::string& connect_helper) {
   return "ssh -o " + shell_quote("ProxyCommand=" + helper + " %h %p");
 }
 
-std::string java_tool_options(const std::string& inherited, std::uint16_t port) {
+std::string java_tool_options(const std::string& inherited, std::uint16_t port,
+                              const std::string& trust_store) {
   // The JVM splits the variable on white space; none of these values contains any.
   const std::string p = std::to_string(port);
   std::string out = inherited;
@@ -49,12 +50,18 @@ std::string java_tool_options(const std::string& inherited, std::uint16_t port) 
   out += "-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=" + p +
          " -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=" + p +
          " -Dhttp.nonProxyHosts=localhost|127.*|[::1] -Djava.net.preferIPv4Stack=true";
+  if (!trust_store.empty() && trust_store.find_first_of(" \t\n\r'\"") == std::string::npos) {
+    // The password only guards the file's integrity: it holds public certificates.
+    out += " -Djavax.net.ssl.trustStore=" + trust_store +
+           " -Djavax.net.ssl.trustStoreType=PKCS12 -Djavax.net.ssl.trustStorePassword=changeit";
+  }
   return out;
 }
 
 std::vector<std::string> child_environment(const std::vector<std::string>& inherited,
                                            std::uint16_t port, const std::string& connect_helper,
-                                           const std::string& ca_bundle) {
+                                           const std::string& ca_bundle,
+                                           const std::string& java_trust_store) {
   const std::string proxy = "http://127.0.0.1:" + std::to_string(port);
   // ALL_PROXY is what clients use for protocols with no variable of their own (git://, ssh
   // through nc -X 5, many Go and Rust tools); the gate speaks SOCKS5 on the same port, and
@@ -80,7 +87,7 @@ std::vector<std::string> child_environment(const std::vector<std::string>& inher
       {"NODE_USE_ENV_PROXY", "1"},
       {"SANDBOX_PROXY_PORT", std::to_string(port)},
       {"GIT_SSH_COMMAND", git_ssh_command(connect_helper)},
-      {"JAVA_TOOL_OPTIONS", java_tool_options(java_inherited, port)},
+      {"JAVA_TOOL_OPTIONS", java_tool_options(java_inherited, port, java_trust_store)},
   };
   if (!ca_bundle.empty()) {
     for (const char* name :

@@ -24,10 +24,12 @@ namespace sandgate::sandbox {
 // With `ca_bundle` (the gate inspects some hosts: its CA with the system's roots), the variables
 // that name a CA file for the common tools point at it: SSL_CERT_FILE (OpenSSL, Go, Ruby),
 // REQUESTS_CA_BUNDLE (Python requests), CURL_CA_BUNDLE, GIT_SSL_CAINFO, NODE_EXTRA_CA_CERTS,
-// PIP_CERT, AWS_CA_BUNDLE, CARGO_HTTP_CAINFO, DENO_CERT.
+// PIP_CERT, AWS_CA_BUNDLE, CARGO_HTTP_CAINFO, DENO_CERT; with `java_trust_store` (the same
+// certificates as PKCS12), JAVA_TOOL_OPTIONS names it as Java's trust store.
 std::vector<std::string> child_environment(const std::vector<std::string>& inherited,
                                            std::uint16_t port, const std::string& connect_helper,
-                                           const std::string& ca_bundle = {});
+                                           const std::string& ca_bundle = {},
+                                           const std::string& java_trust_store = {});
 
 // The JVM options that send Java's HTTP and HTTPS clients through the gate on 127.0.0.1:`port`
 // (http.proxyHost/Port, https.proxyHost/Port, loopback exempt via http.nonProxyHosts), and
@@ -35,7 +37,11 @@ std::vector<std::string> child_environment(const std::vector<std::string>& inher
 // Seatbelt's "localhost" does not match, so a JVM would be refused the gate on macOS. With
 // `inherited` (the caller's JAVA_TOOL_OPTIONS, may be empty) in front: for a property given
 // twice, the JVM keeps the last. The JVM prints "Picked up JAVA_TOOL_OPTIONS" on stderr.
-std::string java_tool_options(const std::string& inherited, std::uint16_t port);
+// With `trust_store` (a PKCS12 file, inspect::write_java_trust_store), it is Java's trust store
+// (javax.net.ssl.trustStore, its type and password); left out when its path holds white space
+// or a quote, which the JVM would split it at.
+std::string java_tool_options(const std::string& inherited, std::uint16_t port,
+                              const std::string& trust_store = {});
 
 // GIT_SSH_COMMAND's value: `ssh -o 'ProxyCommand=HELPER %h %p'`, with the helper's path quoted
 // for the shell that runs ProxyCommand, its `%` doubled for ssh, and the whole option quoted

@@ -30,6 +30,8 @@ struct GateView {
   // The CA bundle (the system's roots and the inspection CA) the command's tools are pointed
   // at when the gate inspects; empty when it does not.
   std::string ca_bundle;
+  // The same certificates as a PKCS12 trust store, for Java (JAVA_TOOL_OPTIONS); empty when none.
+  std::string java_trust_store;
 };
 
 }  // namespace sandgate::sandbox

@@ -57,8 +57,9 @@ int run_on_host(const RunOptions& options, GateHandle& gate, const Wrapper& wrap
     command = std::move(*prefix);
   }
   command.insert(command.end(), options.command.begin(), options.command.end());
-  ExecImage image(std::move(command), child_environment(current_environment(), *port,
-                                                        connect_helper(), options.gate.ca_bundle));
+  ExecImage image(std::move(command),
+                  child_environment(current_environment(), *port, connect_helper(),
+                                    options.gate.ca_bundle, options.gate.java_trust_store));
 
   const pid_t pid = ::fork();
   if (pid < 0) {

@@ -481,8 +481,9 @@ TEST_F(InspectionTest, AnEndlessChunkLineIsCutOffAndEachConnectionDialsTheOrigin
 
 // The idle origin connections the gate keeps between client connections (origin_pool.hpp),
 // counted by the origin: reused by the next client of the same host:port, never by another
-// host's, never after a request that authenticated the connection (NTLM), dropped when the
-// origin closes it while idle, and forgotten by a reload.
+// host's; not after a request that may have authenticated the connection itself (NTLM and the
+// like, however spelled), a request with a body, or a HEAD; never one a client reached by IP
+// address; dropped when the origin closes it while idle; forgotten by a reload.
 TEST_F(InspectionTest, IdleOriginConnectionsAreReusedOnlyWhereTheyMayBe) {
   const std::string root = folder_ + "/repos";
   ASSERT_EQ(run_shell("mkdir -p " + root).exit_code, 0);
@@ -491,7 +492,8 @@ TEST_F(InspectionTest, IdleOriginConnectionsAreReusedOnlyWhereTheyMayBe) {
                           std::to_string(port) + " " + folder_ + "/server.pem " + folder_ +
                           "/server.key " + root);
   ASSERT_TRUE(port_accepts(port)) << "the origin did not start";
-  auto proxy = inspecting_gate(folder_, "allow origin.test *\nallow git.test *\n", port);
+  auto proxy =
+      inspecting_gate(folder_, "allow origin.test *\nallow git.test *\n", port, true, true);
   const std::string at = ":" + std::to_string(port);
   const auto get = [&](const std::string& host, const std::string& path,
                        const std::string& options = {}) {
@@ -506,15 +508,48 @@ TEST_F(InspectionTest, IdleOriginConnectionsAreReusedOnlyWhereTheyMayBe) {
   EXPECT_EQ(connections("git.test"), "2");     // another host: its own connection
   EXPECT_EQ(connections("origin.test"), "2");  // origin.test's was kept meanwhile
 
-  // NTLM authenticates the connection, not the request: it is not handed to the next client.
-  get("origin.test", "/nothing-here",
-      "-H 'Authorization: NTLM TlRMTVNTUAABAAAAB4IIogAAAAAAAAAAAAAAAAAAAAAGAbEdAAAADw=='");
-  EXPECT_EQ(connections("origin.test"), "3");
+  // Schemes that may authenticate the connection, not the request, in any spelling: the
+  // connection is not handed to the next client.
+  int dialled = 2;
+  for (const std::string scheme :
+       {"NTLM\\tTlRMTVNTUAABAAAAB4IIogAAAAAAAAAAAAAAAAAAAAAGAbEdAAAADw==", "Kerberos YIIC",
+        "negotiate YIIC", "CredSSP x", "Custom x"}) {
+    get("origin.test", "/nothing-here", "-H \"$(printf 'Authorization: " + scheme + "')\"");
+    EXPECT_EQ(connections("origin.test"), std::to_string(++dialled)) << scheme;
+  }
+  // A bearer token authenticates its request only: kept.
+  get("origin.test", "/nothing-here", "-H 'Authorization: Bearer abc'");
+  EXPECT_EQ(connections("origin.test"), std::to_string(dialled));
+  // After a request with a body (an origin may read less of it than it should) or a HEAD (an
+  // origin may send a body late): not kept.
+  get("origin.test", "/nothing-here", "-d x=1");
+  EXPECT_EQ(connections("origin.test"), std::to_string(++dialled));
+  get("origin.test", "/connections", "-I");
+  EXPECT_EQ(connections("origin.test"), std::to_string(++dialled));
 
   // The origin closes the connection after answering, without saying it would: the next client
   // is not given the dead connection.
   get("origin.test", "/close-after");
-  EXPECT_EQ(connections("origin.test"), "4");
+  EXPECT_EQ(connections("origin.test"), std::to_string(++dialled));
+
+  // A client that asked for the address (its ClientHello naming origin.test) gets a connection
+  // of its own, which is not kept for the clients that ask for the name.
+  const std::string python = tls_client_through(*proxy, port, folder_) +
+                             "t.sendall(b'GET /connection HTTP/1.1\\r\\nHost: origin.test" + at +
+                             "\\r\\nConnection: close\\r\\n\\r\\n')\n"
+                             "t.settimeout(20)\n"
+                             "reply = b''\n"
+                             "while True:\n"
+                             "    piece = t.recv(4096)\n"
+                             "    if not piece: break\n"
+                             "    reply += piece\n"
+                             "print(reply.split(b'\\r\\n\\r\\n', 1)[1].decode())\n";
+  std::string by_address = python;
+  by_address.replace(by_address.find("CONNECT origin.test"), 19, "CONNECT 127.0.0.1");
+  write_file(folder_ + "/by_address.py", by_address);
+  auto address = run_shell("/usr/bin/python3 " + folder_ + "/by_address.py 2>&1");
+  EXPECT_EQ(address.output, std::to_string(++dialled) + "\n");
+  EXPECT_EQ(get("origin.test", "/connection"), std::to_string(dialled - 1));
 
   // A reload (new rules, perhaps new CAs or a new parent): nothing kept from before it is used.
   const auto before = proxy->log_text().size();
@@ -523,8 +558,8 @@ TEST_F(InspectionTest, IdleOriginConnectionsAreReusedOnlyWhereTheyMayBe) {
   ASSERT_TRUE(proxy->wait_for_log([&](const std::string& text) {
     return text.size() > before && text.find("requests.txt", before) != std::string::npos;
   })) << proxy->log_text();
-  EXPECT_EQ(connections("origin.test"), "5");
-  EXPECT_EQ(connections("origin.test"), "5");
+  EXPECT_EQ(connections("origin.test"), std::to_string(++dialled));
+  EXPECT_EQ(connections("origin.test"), std::to_string(dialled));
 }
 
 }  // namespace

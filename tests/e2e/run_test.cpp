@@ -438,6 +438,24 @@ TEST_F(RunTest, InspectionIsTransparentToTheCommandsToolsAndItsKeyIsHidden) {
   const std::string ca_dir = root_ + "/gate-ca";
   const std::string port = std::to_string(origin_->port());
   const std::string url = "https://origin.test:" + port + "/";
+  // Java (HttpURLConnection) trusts the gate through the PKCS12 trust store JAVA_TOOL_OPTIONS
+  // names; it goes to the gate through the same variable's proxy options.
+  const std::string java = root_ + "/Fetch.java";
+  std::ofstream(java)
+      << "import java.net.*;\n"
+         "public class Fetch {\n"
+         "  public static void main(String[] args) throws Exception {\n"
+         "    for (String method : new String[] {\"GET\", \"DELETE\"}) {\n"
+         "      HttpURLConnection c = (HttpURLConnection) new URL(args[0]).openConnection();\n"
+         "      c.setRequestMethod(method);\n"
+         "      try {\n"
+         "        System.out.println(\"java \" + method + \" \" + c.getResponseCode());\n"
+         "      } catch (Exception e) {\n"
+         "        System.out.println(\"java \" + method + \" failed \" + e);\n"
+         "      }\n"
+         "    }\n"
+         "  }\n"
+         "}\n";
   auto o = run({"--request-rules", rules, "--tls-ports", port, "--inspect-extra-ca", origin_->ca(),
                 "--ca-dir", ca_dir, "--", "sh", "-c",
                 "curl -sS --max-time 20 " + url +
@@ -454,6 +472,9 @@ TEST_F(RunTest, InspectionIsTransparentToTheCommandsToolsAndItsKeyIsHidden) {
                     url +
                     "', {method: m}).then(r => console.log('node', m, r.status), "
                     "e => console.log('node', m, 'failed', e.cause ? e.cause.code : e))\"; "
+                    "java " +
+                    java + " " + url +
+                    " 2>&1 | grep -v JAVA_TOOL_OPTIONS; "
                     "cat " +
                     ca_dir + "/ca-key.pem 2>&1 | head -c 200; echo; echo bundle=$SSL_CERT_FILE"});
   EXPECT_EQ(o.exit_code, 0) << describe(o);
@@ -462,6 +483,8 @@ TEST_F(RunTest, InspectionIsTransparentToTheCommandsToolsAndItsKeyIsHidden) {
   EXPECT_NE(o.out.find("python 200"), std::string::npos) << describe(o);
   EXPECT_NE(o.out.find("node GET 200"), std::string::npos) << describe(o);
   EXPECT_NE(o.out.find("node DELETE 403"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("java GET 200"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("java DELETE 403"), std::string::npos) << describe(o);
   EXPECT_EQ(o.out.find("PRIVATE KEY"), std::string::npos) << describe(o);
   EXPECT_NE(o.out.find("No such file"), std::string::npos) << describe(o);
   EXPECT_NE(o.out.find("bundle=" + ca_dir + "-bundle.pem"), std::string::npos) << describe(o);

@@ -6,8 +6,9 @@ usage: git_https_server.py PORT CERT KEY PROJECT_ROOT
 
 Every repository under PROJECT_ROOT is served; pushes are accepted (REMOTE_USER is set).
 GET /connections answers how many TLS connections the server has accepted (tests count the
-gate's dials with it); GET /close-after answers, then closes the connection without having
-said it would (as an origin whose keep-alive timeout ends does)."""
+gate's dials with it), GET /connection which of them the request came over (1 for the first);
+GET /close-after answers, then closes the connection without having said it would (as an origin
+whose keep-alive timeout ends does)."""
 import http.server
 import os
 import ssl
@@ -23,11 +24,13 @@ class GitHandler(http.server.BaseHTTPRequestHandler):
         super().setup()
         with self.server.lock:
             self.server.connections += 1
+            self.connection_number = self.server.connections
 
     def _backend(self):
         path, _, query = self.path.partition("?")
-        if path in ("/connections", "/close-after"):
-            payload = str(self.server.connections).encode()
+        if path in ("/connections", "/close-after", "/connection"):
+            number = self.connection_number if path == "/connection" else self.server.connections
+            payload = str(number).encode()
             self.send_response(200)
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()

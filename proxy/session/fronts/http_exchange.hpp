@@ -74,9 +74,9 @@ struct Upstream {
   std::optional<rules::IpAddress> dialled;  // the checked address of a name, for a reload
   boost::beast::flat_buffer buffer{kUpstreamBufferLimit};
   bool reusable = false;
-  // A request on it carried a connection-bound authentication (NTLM, Negotiate): the origin
-  // holds the connection for that client, so it is never handed to another.
-  bool bound_to_client = false;
+  // Whether another client may be given this connection once this one is done with it
+  // (origin_pool.hpp); see shareable_after() in http_forward.cpp for what makes it private.
+  bool shareable = true;
   // Secured a moment ago by the tunnel and not used yet (an inspected connection's first
   // upstream): idle by construction. A peek at its socket would see the origin's TLS session
   // tickets and take it for a connection gone stale.
@@ -121,6 +121,10 @@ struct Exchange {
   RequestWriter& request_writer;
   std::string where;  // "host:port", for sentences
   bool head_request = false;
+  // The request carried a body; its Authorization fields authenticate it alone (see
+  // shareable_after() in http_forward.cpp).
+  bool request_had_body = false;
+  bool per_request_auth = true;
   bool client_http11 = true;
   bool request_keep_alive = true;
   bool websocket = false;  // the client asked for a WebSocket upgrade

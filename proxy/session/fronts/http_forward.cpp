@@ -72,20 +72,41 @@ bool upstream_still_idle(tcp::socket& socket) {
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
-// True when the request authenticates the connection rather than itself (NTLM, Negotiate: the
-// origin then serves the connection as that client), so it must never carry another's requests.
-bool binds_connection(const http::request_header<>& head) {
+// True when every Authorization field of the request (none at all included) uses a scheme that
+// authenticates the request itself: Basic, Bearer, Digest, AWS SigV4. Any other (NTLM,
+// Negotiate, Kerberos, CredSSP, Nego2, or one not known here) may authenticate the connection,
+// which the origin then serves as that client. An allow-list: a scheme not named here keeps the
+// connection to its client.
+bool authenticates_each_request(const http::request_header<>& head) {
   for (const auto& field : head) {
     if (field.name() != http::field::authorization) {
       continue;
     }
     const std::string_view value = field.value();
-    const std::string_view scheme = value.substr(0, value.find(' '));
-    if (beast::iequals(scheme, "NTLM") || beast::iequals(scheme, "Negotiate")) {
-      return true;
+    const std::string_view scheme = value.substr(0, value.find_first_of(" \t"));
+    bool known = false;
+    for (const std::string_view per_request : {"Basic", "Bearer", "Digest", "AWS4-HMAC-SHA256"}) {
+      known = known || beast::iequals(scheme, per_request);
+    }
+    if (!known) {
+      return false;
     }
   }
-  return false;
+  return true;
+}
+
+// Whether an origin connection may still be handed to another client after this exchange
+// (origin_pool.hpp), as far as the exchange shows. Not after a request with a body: an origin
+// that reads less of it than its framing says (a GET whose Content-Length it ignores) would take
+// the rest as the next request, which would then be another client's. Not after a HEAD, an
+// interim-only, 204 or 304 response, whose body length an origin may get wrong and send late.
+// Not after a connection-bound authentication (authenticates_each_request).
+bool shareable_after(const Exchange& x) {
+  if (x.request_had_body || !x.per_request_auth || x.head_request || !x.response) {
+    return false;
+  }
+  const unsigned status = x.response->get().result_int();
+  return status >= 200 && status != 204 && status != 304;
 }
 
 // Closes a socket so that the peer sees a reset rather than a clean end of stream.
@@ -530,6 +551,7 @@ asio::awaitable<Next> finish_exchange(Exchange& x, EndLine& end) {
   log_end(context, end);
 
   x.upstream.reusable = x.state.reusable_upstream() && x.upstream.buffer.size() == 0;
+  x.upstream.shareable = x.upstream.shareable && shareable_after(x);
   if (!x.upstream.reusable) {
     context.upstream.close(ignored);
     context.live.destination.reset();
@@ -577,9 +599,6 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   request.body_limit(boost::none);
   auto& head = request.get();
   const bool client_http11 = head.version() >= 11;
-  if (binds_connection(head)) {
-    upstream.bound_to_client = true;
-  }
   // An inspected connection carries requests only: an upgrade would leave the gate with bytes
   // it cannot read, so Upgrade is taken out and the origin answers the request as it is.
   const bool websocket = is_websocket_upgrade(head) && request.is_done() && !upstream.inspected;
@@ -604,6 +623,8 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   Exchange x(context, upstream, buffer, request, writer);
   x.where = admitted->where;
   x.head_request = head.method() == http::verb::head;
+  x.request_had_body = request.chunked() || request.content_length().value_or(0) > 0;
+  x.per_request_auth = authenticates_each_request(head);
   x.client_http11 = client_http11;
   x.request_keep_alive = request_keep_alive;
   x.websocket = websocket;
@@ -758,6 +779,10 @@ bool InspectedOrigin::named_by(std::string_view host_field) const {
 
 asio::awaitable<InspectedRequestsEnd> serve_inspected_requests(SessionContext& context,
                                                                InspectedOrigin& origin) {
+  // A tunnel to an IP address is inspected under the name its ClientHello gave: its origin
+  // connection leads to the address the client chose, not to where the name resolves, and is
+  // never handed to a client that asked for the name.
+  const bool to_an_address = context.live.destination && context.live.destination->host.is_ip();
   Upstream upstream;
   upstream.inspected = &origin;
   // The connection the tunnel dialled (or took idle from the pool) is the first upstream,
@@ -773,8 +798,9 @@ asio::awaitable<InspectedRequestsEnd> serve_inspected_requests(SessionContext& c
   InspectedRequestsEnd end;
   end.bytes_up = upstream.carried_up;
   end.bytes_down = upstream.carried_down;
-  end.origin_idle = upstream.reusable && !upstream.bound_to_client && upstream.buffer.size() == 0 &&
-                    context.upstream.is_open() && !context.live.revoked;
+  end.origin_idle = upstream.reusable && upstream.shareable && !to_an_address &&
+                    upstream.buffer.size() == 0 && context.upstream.is_open() &&
+                    !context.live.revoked;
   end.origin_address = upstream.dialled;
   if (!end.origin_idle) {
     context.upstream.close(ignored);

@@ -7,6 +7,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -158,6 +159,34 @@ TEST_F(CertificateAuthorityTest, TheTrustBundleHoldsTheSystemRootsAndTheCa) {
                             std::istreambuf_iterator<char>());
   EXPECT_TRUE(text.ends_with(ca_text));
   EXPECT_GT(text.size(), ca_text.size());  // the system's roots come first
+
+  // The same certificates for Java, as keytool (the JDK's own reader) lists them: every one a
+  // trusted certificate entry.
+  auto store = write_java_trust_store(*bundle);
+  ASSERT_TRUE(store) << store.error();
+  EXPECT_EQ(*store, root_ + "/ca-bundle.p12");
+  std::size_t certificates = 0;
+  for (std::size_t at = text.find("-----BEGIN CERTIFICATE-----"); at != std::string::npos;
+       at = text.find("-----BEGIN CERTIFICATE-----", at + 1)) {
+    ++certificates;
+  }
+  ASSERT_EQ(::access("/usr/bin/keytool", X_OK), 0) << "scripts/install-deps.sh installs a JDK";
+  const std::string listing = root_ + "/listing.txt";
+  const std::string command = "keytool -list -storetype PKCS12 -storepass " +
+                              std::string(kJavaTrustStorePassword) + " -keystore " + *store +
+                              " > " + listing + " 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  std::ifstream listed(listing);
+  const std::string list((std::istreambuf_iterator<char>(listed)),
+                         std::istreambuf_iterator<char>());
+  std::size_t trusted = 0;
+  for (std::size_t at = list.find("trustedCertEntry"); at != std::string::npos;
+       at = list.find("trustedCertEntry", at + 1)) {
+    ++trusted;
+  }
+  EXPECT_EQ(trusted, certificates) << list.substr(0, 2000);
+  EXPECT_NE(list.find("sandgate-" + std::to_string(certificates) + ","), std::string::npos)
+      << "the gate's CA, last in the bundle";
 }
 
 }  // namespace
