@@ -79,6 +79,12 @@ void add_sandbox_flags(CLI::App& command, sandgate::sandbox::SandboxFlags& flags
                   "also let the command write below PATH (repeatable)")
       ->type_name("PATH")
       ->allow_extra_args(false);
+  command
+      .add_option("--allow-read", flags.allow_reads,
+                  "let the command read this credential store, hidden by default (repeatable; "
+                  "a folder opens every store inside it)")
+      ->type_name("PATH")
+      ->allow_extra_args(false);
   command.add_flag("--allow-local-bind", flags.allow_local_bind,
                    "macOS: let the command serve on and connect to any localhost port (this "
                    "reaches every local server)");

@@ -13,6 +13,7 @@
 
 #include "sandbox-profile/linux/landlock.hpp"
 #include "sandbox-profile/linux/private_view.hpp"
+#include "sandbox-profile/plan/credential_stores.hpp"
 #include "sandbox-profile/plan/protected_paths.hpp"
 #include "sandbox-profile/plan/unix_sockets.hpp"
 #include "sandbox-profile/supervisor/run_support.hpp"
@@ -450,6 +451,18 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
             [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
   plan.view.read_only.erase(std::unique(plan.view.read_only.begin(), plan.view.read_only.end()),
                             plan.view.read_only.end());
+  // The credential stores (credential_stores.hpp), less what --allow-read opens.
+  std::vector<std::string> allow_reads;
+  for (const auto& path : options.flags.allow_reads) {
+    allow_reads.push_back(resolved_path(path));
+  }
+  const CredentialStores stores =
+      credential_stores(home, current_environment(), allow_reads, false);
+  plan.view.secret_folders = stores.folders;
+  plan.view.secret_shown = stores.shown;
+  plan.view.secret_files = stores.files;
+  out.hidden_stores = stores.folders;
+  out.hidden_stores.insert(out.hidden_stores.end(), stores.files.begin(), stores.files.end());
   // System folders, written by no one inside (root's owner rights included).
   out.probe_no_write.emplace_back("/etc");
   out.probe_no_write.emplace_back("/usr/bin");
@@ -498,6 +511,9 @@ std::string describe_protection(const SandboxSettings& sandbox, const Confinemen
       text += " " + path;
     }
   }
+  text += "\nsandgate run: credential stores hidden (--allow-read PATH opens one): " +
+          (confinement.hidden_stores.empty() ? std::string("none found")
+                                             : join_list(confinement.hidden_stores));
   text += pty ? "\nsandgate run: the command has a terminal of its own (relayed), not yours"
               : "\nsandgate run: the command has no controlling terminal";
   text +=

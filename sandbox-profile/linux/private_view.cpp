@@ -214,6 +214,96 @@ std::vector<std::string> mount_aliases(std::string_view mountinfo, const std::st
   return out;
 }
 
+namespace {
+
+// The last step of the view: the credential stores (ViewPlan::secret_*). A store that vanished
+// since the plan is skipped; any other failure ends the run, since the command would read what
+// it was promised not to.
+Expected<bool, std::string> hide_credential_stores(const ViewPlan& plan) {
+  const auto refused = [](const std::string& path) {
+    return Unexpected{errno_text("cannot hide the credential store " + path) +
+                      " (give --allow-read " + path + " to leave it readable)"};
+  };
+  // A second mount of the home (under the working folder, say) would show the stores by another
+  // path: those aliases are hidden too (whole, without what stays readable in them).
+  std::string mountinfo;
+  if (const int fd = ::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC); fd >= 0) {
+    char buffer[65536];
+    ssize_t got = 0;
+    while ((got = ::read(fd, buffer, sizeof buffer)) > 0) {
+      mountinfo.append(buffer, static_cast<std::size_t>(got));
+    }
+    ::close(fd);
+  }
+  std::vector<std::string> folders = plan.secret_folders;
+  std::vector<std::string> files = plan.secret_files;
+  for (const auto& folder : plan.secret_folders) {
+    for (auto& alias : mount_aliases(mountinfo, folder)) {
+      folders.push_back(std::move(alias));
+    }
+  }
+  for (const auto& file : plan.secret_files) {
+    for (auto& alias : mount_aliases(mountinfo, file)) {
+      files.push_back(std::move(alias));
+    }
+  }
+  // What stays readable, opened before its folder is covered.
+  std::vector<std::pair<std::string, int>> shown;
+  for (const auto& path : plan.secret_shown) {
+    const int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
+    if (fd >= 0) {
+      shown.emplace_back(path, fd);
+    }
+  }
+  const auto close_shown = [&shown] {
+    for (auto& [path, fd] : shown) {
+      ::close(fd);
+    }
+  };
+  for (const auto& folder : folders) {
+    if (::mount("tmpfs", folder.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                "mode=0700,size=1m") != 0) {
+      if (errno == ENOENT || errno == ENOTDIR) {
+        continue;
+      }
+      auto error = refused(folder);
+      close_shown();
+      return error;
+    }
+    for (auto& [path, fd] : shown) {
+      if (!path.starts_with(folder + "/")) {
+        continue;
+      }
+      struct stat info {};
+      const std::string source = "/proc/self/fd/" + std::to_string(fd);
+      if (::fstat(fd, &info) != 0 || !make_mount_point(path, info.st_mode) ||
+          ::mount(source.c_str(), path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+        const std::string error = errno_text("cannot show " + path + " in its hidden folder");
+        close_shown();
+        return Unexpected{error};
+      }
+    }
+    if (::mount(nullptr, folder.c_str(), nullptr,
+                MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700") != 0) {
+      auto error = refused(folder);
+      close_shown();
+      return error;
+    }
+  }
+  close_shown();
+  for (const auto& file : files) {
+    if (::mount("/dev/null", file.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+      if (errno == ENOENT || errno == ENOTDIR) {
+        continue;
+      }
+      return refused(file);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 Expected<bool, std::string> build_private_view(const ViewPlan& plan,
                                                std::vector<std::string>& hidden) {
   // Nothing mounted here may propagate back to the host's mount namespace.
@@ -321,7 +411,7 @@ Expected<bool, std::string> build_private_view(const ViewPlan& plan,
       return bound;
     }
   }
-  return true;
+  return hide_credential_stores(plan);
 }
 
 Expected<bool, std::string> mount_fresh_proc() {

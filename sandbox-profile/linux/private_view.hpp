@@ -15,6 +15,8 @@
 //     a file system mounted inside a writable place stays read-only;
 //   - a new devpts instance on /dev/pts (and its ptmx on /dev/ptmx): the user's other
 //     terminals are not there;
+//   - the credential stores hidden: empty read-only tmpfs over their folders (with what stays
+//     readable in them bound back), /dev/null over their files;
 //   - a fresh /proc for the new pid namespace, its /proc/sys read-only.
 //
 // Mount work runs in the confined child, single-threaded, between clone() and exec(). The
@@ -43,6 +45,13 @@ struct ViewPlan {
   std::vector<std::string> hide;       // unix sockets elsewhere: /dev/null bound over each
   std::vector<std::string> read_only;  // bound read-only onto themselves (existing paths)
   std::vector<std::string> pinned;     // bound read-write onto themselves: cannot be moved
+  // Credential stores (plan/credential_stores.hpp), mounted last so that no bind covers them:
+  // an empty read-only tmpfs over each folder (what it held reads as missing, nothing can be
+  // written there), with `secret_shown` (paths inside them) bound back; /dev/null over each
+  // file (it reads as empty).
+  std::vector<std::string> secret_folders;
+  std::vector<std::string> secret_shown;
+  std::vector<std::string> secret_files;
 };
 
 // Makes the mount namespace private (nothing propagates to the host), then builds the view

@@ -20,6 +20,9 @@ struct SandboxFlags {
   // --allow-write PATH (repeatable): writable for the command besides the working folder, the
   // home's caches and the temporary folders (protected paths stay read-only).
   std::vector<std::string> allow_writes;
+  // --allow-read PATH (repeatable): a credential store (plan/credential_stores.hpp) that is PATH
+  // or lies inside it stays readable; a PATH inside a hidden folder is shown in it.
+  std::vector<std::string> allow_reads;
   // --allow-local-bind (macOS profile): serve on and connect to any localhost port.
   bool allow_local_bind = false;
 };

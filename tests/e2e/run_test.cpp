@@ -416,6 +416,61 @@ std::string describe(const Outcome& o) {
          "\n--- stdout\n" + o.out + "--- stderr\n" + o.err;
 }
 
+// The credential stores are hidden by default (plan/credential_stores.hpp): a folder's files read
+// as missing, a single file as empty, ~/.ssh keeps what ssh reads without a secret, what lies
+// beside a store stays, a variable's store is followed, and --allow-read opens one.
+TEST_F(RunTest, CredentialStoresAreHiddenUnlessAllowed) {
+  const auto write = [&](const std::string& relative) {
+    const std::string path = home_ + "/" + relative;
+    fs::create_directories(fs::path(path).parent_path());
+    std::ofstream(path) << "SECRET-" << fs::path(relative).filename().string() << "\n";
+  };
+  for (const std::string file :
+       {".aws/credentials", ".aws/config", ".ssh/id_ed25519", ".ssh/known_hosts",
+        ".ssh/id_ed25519.pub", ".netrc", ".cargo/credentials.toml", ".cargo/bin/tool",
+        ".config/gcloud/application_default_credentials.json", ".kube/config"}) {
+    write(file);
+  }
+  write("moved/kubeconfig");
+  const std::string show =
+      "for f in .aws/credentials .aws/config .ssh/id_ed25519 .ssh/known_hosts "
+      ".ssh/id_ed25519.pub .netrc .cargo/credentials.toml .cargo/bin/tool "
+      ".config/gcloud/application_default_credentials.json .kube/config moved/kubeconfig; do "
+      "printf '%s=' $f; cat \"$HOME/$f\" 2>/dev/null || echo missing; done; echo; "
+      "printf 'write='; (echo x > \"$HOME/.aws/new\") 2>/dev/null && echo yes || echo refused";
+  auto o = run({"--", "sh", "-c", show}, 60s);
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  for (const std::string hidden :
+       {".aws/credentials=missing", ".aws/config=missing", ".ssh/id_ed25519=missing",
+        ".kube/config=missing", ".config/gcloud/application_default_credentials.json=missing"}) {
+    EXPECT_NE(o.out.find(hidden), std::string::npos) << hidden << "\n" << describe(o);
+  }
+  // A single file reads as empty: nothing follows its `=` but the next name.
+  EXPECT_NE(o.out.find(".netrc=.cargo/credentials.toml=.cargo/bin/tool="), std::string::npos)
+      << describe(o);
+  for (const std::string shown :
+       {".ssh/known_hosts=SECRET-known_hosts", ".ssh/id_ed25519.pub=SECRET-id_ed25519.pub",
+        ".cargo/bin/tool=SECRET-tool", "moved/kubeconfig=SECRET-kubeconfig"}) {
+    EXPECT_NE(o.out.find(shown), std::string::npos) << shown << "\n" << describe(o);
+  }
+  EXPECT_NE(o.out.find("write=refused"), std::string::npos) << describe(o);
+  EXPECT_EQ(o.out.find("SECRET-credentials"), std::string::npos) << describe(o);
+  EXPECT_EQ(o.out.find("SECRET-id_ed25519\n"), std::string::npos) << describe(o);
+  EXPECT_NE(o.err.find("credential stores hidden"), std::string::npos) << describe(o);
+
+  // A variable that moves a store; --allow-read opening one, and a file inside a hidden folder.
+  Process moved(run_argv({"--allow-read", home_ + "/.netrc", "--allow-read", home_ + "/.aws/config",
+                          "--", "sh", "-c", show}),
+                environment({{"KUBECONFIG", home_ + "/moved/kubeconfig"}}), root_ + "/run-moved",
+                work_);
+  auto m = moved.wait(60s);
+  EXPECT_EQ(m.exit_code, 0) << describe(m);
+  for (const std::string expected : {"moved/kubeconfig=\n", ".netrc=SECRET-.netrc",
+                                     ".aws/config=SECRET-config", ".aws/credentials=missing"}) {
+    EXPECT_NE(m.out.find(expected), std::string::npos) << expected << "\n" << describe(m);
+  }
+}
+
 TEST_F(RunTest, HttpsThroughTheGateSucceeds) {
   auto o = run({"--", "sh", "-c", curl_https("origin.test")});
   EXPECT_EQ(o.exit_code, 0) << describe(o);

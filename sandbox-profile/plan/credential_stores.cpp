@@ -1,0 +1,153 @@
+// The credential stores `run` hides. See credential_stores.hpp.
+#include "sandbox-profile/plan/credential_stores.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <string_view>
+
+#include "sandbox-profile/plan/sandbox_flags.hpp"
+
+namespace sandgate::sandbox {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string variable(const std::vector<std::string>& environment, std::string_view name) {
+  for (const auto& entry : environment) {
+    if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=') {
+      return entry.substr(name.size() + 1);
+    }
+  }
+  return {};
+}
+
+bool inside(const std::string& path, const std::string& folder) {
+  return path.size() > folder.size() && path.starts_with(folder) &&
+         (folder.back() == '/' || path[folder.size()] == '/');
+}
+
+// What ssh reads from ~/.ssh that holds no secret.
+bool ssh_may_read(const std::string& name) {
+  return name.starts_with("known_hosts") || name == "config" || name == "config.d" ||
+         name.starts_with("authorized_keys") || name.ends_with(".pub");
+}
+
+}  // namespace
+
+CredentialStores credential_stores(const std::string& home,
+                                   const std::vector<std::string>& environment,
+                                   const std::vector<std::string>& allow_reads, bool macos) {
+  std::vector<std::string> folders;
+  std::vector<std::string> files;
+  const auto folder = [&](const std::string& path) {
+    if (!path.empty()) {
+      folders.push_back(resolved_path(path));
+    }
+  };
+  const auto file = [&](const std::string& path) {
+    if (!path.empty()) {
+      files.push_back(resolved_path(path));
+    }
+  };
+  const std::string h = home;
+  for (const char* name :
+       {"/.aws", "/.config/gcloud", "/.azure", "/.kube", "/.gnupg/private-keys-v1.d",
+        "/.password-store", "/.local/share/keyrings", "/.mozilla", "/.config/google-chrome",
+        "/.config/chromium", "/.config/BraveSoftware", "/.config/microsoft-edge"}) {
+    folder(h + name);
+  }
+  for (const char* name :
+       {"/.netrc", "/.git-credentials", "/.config/git/credentials", "/.docker/config.json",
+        "/.config/gh/hosts.yml", "/.pypirc", "/.vault-token", "/.cargo/credentials",
+        "/.cargo/credentials.toml", "/.terraform.d/credentials.tfrc.json"}) {
+    file(h + name);
+  }
+  if (macos) {
+    for (const char* name :
+         {"/Library/Keychains", "/Library/Cookies", "/Library/Application Support/Google/Chrome",
+          "/Library/Application Support/Chromium", "/Library/Application Support/Firefox",
+          "/Library/Application Support/BraveSoftware",
+          "/Library/Application Support/Microsoft Edge"}) {
+      folder(h + name);
+    }
+  }
+  // Where the tools' variables move them.
+  const auto from = [&](std::string_view name) { return variable(environment, name); };
+  file(from("AWS_SHARED_CREDENTIALS_FILE"));
+  file(from("AWS_CONFIG_FILE"));
+  folder(from("CLOUDSDK_CONFIG"));
+  folder(from("AZURE_CONFIG_DIR"));
+  if (const std::string list = from("KUBECONFIG"); !list.empty()) {
+    for (std::size_t at = 0; at <= list.size();) {
+      const std::size_t end = std::min(list.find(':', at), list.size());
+      file(list.substr(at, end - at));
+      at = end + 1;
+    }
+  }
+  if (const std::string docker = from("DOCKER_CONFIG"); !docker.empty()) {
+    file(docker + "/config.json");
+  }
+  if (const std::string gnupg = from("GNUPGHOME"); !gnupg.empty()) {
+    folder(gnupg + "/private-keys-v1.d");
+  }
+  folder(from("PASSWORD_STORE_DIR"));
+  if (const std::string gh = from("GH_CONFIG_DIR"); !gh.empty()) {
+    file(gh + "/hosts.yml");
+  }
+  file(from("NETRC"));
+  if (const std::string cargo = from("CARGO_HOME"); !cargo.empty()) {
+    file(cargo + "/credentials");
+    file(cargo + "/credentials.toml");
+  }
+  file(from("TF_CLI_CONFIG_FILE"));
+  file(from("VAULT_CONFIG_PATH"));
+
+  CredentialStores out;
+  std::error_code ec;
+  const auto opened = [&](const std::string& store) {
+    return std::any_of(allow_reads.begin(), allow_reads.end(), [&](const std::string& allowed) {
+      return store == allowed || inside(store, allowed);
+    });
+  };
+  // ~/.ssh: hidden but for what ssh may read.
+  const std::string ssh = resolved_path(h + "/.ssh");
+  if (fs::is_directory(ssh, ec) && !opened(ssh)) {
+    out.folders.push_back(ssh);
+    for (const auto& entry : fs::directory_iterator(ssh, ec)) {
+      if (ssh_may_read(entry.path().filename().string())) {
+        out.shown.push_back(entry.path().string());
+      }
+    }
+  }
+  std::sort(folders.begin(), folders.end());
+  folders.erase(std::unique(folders.begin(), folders.end()), folders.end());
+  for (const auto& path : folders) {
+    const bool covered = std::any_of(out.folders.begin(), out.folders.end(),
+                                     [&](const std::string& f) { return inside(path, f); });
+    if (!covered && !opened(path) && fs::is_directory(path, ec)) {
+      out.folders.push_back(path);
+    }
+  }
+  std::sort(files.begin(), files.end());
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+  for (const auto& path : files) {
+    const bool covered = std::any_of(out.folders.begin(), out.folders.end(),
+                                     [&](const std::string& f) { return inside(path, f); });
+    if (!covered && !opened(path) && fs::is_regular_file(path, ec)) {
+      out.files.push_back(path);
+    }
+  }
+  // An --allow-read path inside a hidden folder is shown in it.
+  for (const auto& allowed : allow_reads) {
+    const bool in_hidden = std::any_of(out.folders.begin(), out.folders.end(),
+                                       [&](const std::string& f) { return inside(allowed, f); });
+    if (in_hidden && fs::exists(allowed, ec) &&
+        std::find(out.shown.begin(), out.shown.end(), allowed) == out.shown.end()) {
+      out.shown.push_back(allowed);
+    }
+  }
+  std::sort(out.shown.begin(), out.shown.end());
+  return out;
+}
+
+}  // namespace sandgate::sandbox

@@ -1,0 +1,43 @@
+// The credential stores `sandgate run` hides from the confined command by default: an agent that
+// can read ~/.aws/credentials and reach one allowed host can send the key there, whatever the
+// allowlist says. What is hidden:
+//   - whole folders that hold nothing but credentials and their tools' state: ~/.aws,
+//     ~/.config/gcloud, ~/.azure, ~/.kube, ~/.gnupg/private-keys-v1.d, ~/.password-store,
+//     ~/.local/share/keyrings, the browsers' profiles (Firefox, Chrome, Chromium, Brave, Edge;
+//     on macOS also ~/Library/Keychains and ~/Library/Cookies);
+//   - single files in folders that must stay readable: ~/.netrc, ~/.git-credentials,
+//     ~/.config/git/credentials, ~/.docker/config.json, ~/.config/gh/hosts.yml, ~/.pypirc,
+//     ~/.vault-token, ~/.cargo/credentials(.toml), ~/.terraform.d/credentials.tfrc.json;
+//   - ~/.ssh, but for what ssh reads that holds no secret (an allow-list): known_hosts*,
+//     config, config.d, authorized_keys*, *.pub. The private keys stay hidden; the SSH agent
+//     (SSH_AUTH_SOCK) stays reachable, so ssh and git still authenticate through it;
+//   - where the tools' variables move them: AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE,
+//     CLOUDSDK_CONFIG, AZURE_CONFIG_DIR, KUBECONFIG (each file of its list), DOCKER_CONFIG,
+//     GNUPGHOME (its private-keys-v1.d), PASSWORD_STORE_DIR, GH_CONFIG_DIR, NETRC,
+//     CARGO_HOME (its credentials), TF_CLI_CONFIG_FILE, VAULT_CONFIG_PATH.
+// `--allow-read PATH` opens one: a store that is PATH or lies inside it is not hidden, and a
+// PATH inside a hidden folder is shown in it.
+//
+// Pure but for the file system's answers (what exists, what is a folder). Paths are resolved.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace sandgate::sandbox {
+
+struct CredentialStores {
+  std::vector<std::string> folders;  // hidden whole: empty inside
+  std::vector<std::string> files;    // hidden one by one: read as empty
+  // Paths inside `folders` that stay readable (~/.ssh's known_hosts, an --allow-read path).
+  std::vector<std::string> shown;
+};
+
+// The stores of `home` and of the variables in `environment` (NAME=VALUE entries) that exist,
+// less what `allow_reads` (resolved paths) opens. `macos`: the macOS places as well (Keychains,
+// Library browser profiles).
+CredentialStores credential_stores(const std::string& home,
+                                   const std::vector<std::string>& environment,
+                                   const std::vector<std::string>& allow_reads, bool macos);
+
+}  // namespace sandgate::sandbox

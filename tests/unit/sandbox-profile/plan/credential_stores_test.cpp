@@ -1,0 +1,141 @@
+// The credential stores `run` hides (sandbox-profile/plan/credential_stores.hpp), against a
+// scratch home: what is hidden whole, file by file, what ssh keeps, the variables that move
+// stores, and what --allow-read opens.
+#include "sandbox-profile/plan/credential_stores.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+namespace sandgate::sandbox {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool has(const std::vector<std::string>& paths, const std::string& path) {
+  return std::find(paths.begin(), paths.end(), path) != paths.end();
+}
+
+class CredentialStoresTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    home_ = std::string(::testing::TempDir()) + "/stores-XXXXXX";
+    ASSERT_NE(::mkdtemp(home_.data()), nullptr);
+    home_ = fs::canonical(home_).string();
+  }
+  void TearDown() override { fs::remove_all(home_); }
+  // Makes `relative` under the home, a file unless it ends with '/'.
+  std::string make(const std::string& relative) {
+    const std::string path = home_ + "/" + relative;
+    if (relative.ends_with('/')) {
+      fs::create_directories(path);
+      return path.substr(0, path.size() - 1);
+    }
+    fs::create_directories(fs::path(path).parent_path());
+    std::ofstream(path) << "secret\n";
+    return path;
+  }
+  std::string home_;
+};
+
+TEST_F(CredentialStoresTest, FoldersWholeFilesOneByOneAndOnlyWhatExists) {
+  const std::string aws = make(".aws/");
+  make(".aws/credentials");
+  const std::string kube = make(".kube/");
+  const std::string keys = make(".gnupg/private-keys-v1.d/");
+  const std::string gnupg_conf = make(".gnupg/gpg.conf");
+  const std::string netrc = make(".netrc");
+  const std::string docker = make(".docker/config.json");
+  const std::string docker_other = make(".docker/contexts/meta/x");
+  const std::string cargo = make(".cargo/credentials.toml");
+  const std::string cargo_bin = make(".cargo/bin/tool");
+  const std::string gh = make(".config/gh/hosts.yml");
+  const std::string browser = make(".config/google-chrome/");
+  const auto stores = credential_stores(home_, {}, {}, false);
+  for (const auto& folder : {aws, kube, keys, browser}) {
+    EXPECT_TRUE(has(stores.folders, folder)) << folder;
+  }
+  for (const auto& file : {netrc, docker, cargo, gh}) {
+    EXPECT_TRUE(has(stores.files, file)) << file;
+  }
+  // What lives beside them stays.
+  for (const auto& kept : {gnupg_conf, docker_other, cargo_bin, home_ + "/.cargo"}) {
+    EXPECT_FALSE(has(stores.files, kept) || has(stores.folders, kept)) << kept;
+  }
+  // What does not exist is not planned (nothing to mount over), on Linux and macOS alike.
+  EXPECT_FALSE(has(stores.folders, home_ + "/.azure"));
+  EXPECT_FALSE(has(stores.files, home_ + "/.pypirc"));
+  EXPECT_FALSE(has(stores.folders, home_ + "/Library/Keychains"));
+  make("Library/Keychains/");
+  EXPECT_FALSE(has(credential_stores(home_, {}, {}, false).folders, home_ + "/Library/Keychains"));
+  EXPECT_TRUE(has(credential_stores(home_, {}, {}, true).folders, home_ + "/Library/Keychains"));
+}
+
+TEST_F(CredentialStoresTest, SshKeepsWhatHoldsNoSecretAndHidesTheRest) {
+  const std::string ssh = make(".ssh/");
+  const std::string key = make(".ssh/id_ed25519");
+  const std::string odd_key = make(".ssh/work-key");
+  const std::string pub = make(".ssh/id_ed25519.pub");
+  const std::string known = make(".ssh/known_hosts");
+  const std::string known_old = make(".ssh/known_hosts.old");
+  const std::string config = make(".ssh/config");
+  const std::string included = make(".ssh/config.d/");
+  const std::string authorized = make(".ssh/authorized_keys");
+  const auto stores = credential_stores(home_, {}, {}, false);
+  EXPECT_TRUE(has(stores.folders, ssh));
+  for (const auto& shown : {pub, known, known_old, config, included, authorized}) {
+    EXPECT_TRUE(has(stores.shown, shown)) << shown;
+  }
+  // An allow-list: a key by any name stays hidden.
+  EXPECT_FALSE(has(stores.shown, key));
+  EXPECT_FALSE(has(stores.shown, odd_key));
+}
+
+TEST_F(CredentialStoresTest, TheVariablesThatMoveStoresAreFollowed) {
+  const std::string credentials = make("elsewhere/aws-credentials");
+  const std::string kube_a = make("elsewhere/kube-a");
+  const std::string kube_b = make("elsewhere/kube-b");
+  const std::string docker = make("elsewhere/docker/config.json");
+  const std::string gnupg = make("elsewhere/gnupg/private-keys-v1.d/");
+  const std::string gcloud = make("elsewhere/gcloud/");
+  const std::string netrc = make("elsewhere/netrc");
+  const std::string cargo = make("elsewhere/cargo/credentials");
+  const auto stores = credential_stores(
+      home_,
+      {"AWS_SHARED_CREDENTIALS_FILE=" + credentials, "KUBECONFIG=" + kube_a + ":" + kube_b,
+       "DOCKER_CONFIG=" + home_ + "/elsewhere/docker", "GNUPGHOME=" + home_ + "/elsewhere/gnupg",
+       "CLOUDSDK_CONFIG=" + gcloud, "NETRC=" + netrc, "CARGO_HOME=" + home_ + "/elsewhere/cargo",
+       "PATH=/usr/bin"},
+      {}, false);
+  for (const auto& file : {credentials, kube_a, kube_b, docker, netrc, cargo}) {
+    EXPECT_TRUE(has(stores.files, file)) << file;
+  }
+  for (const auto& folder : {gnupg, gcloud}) {
+    EXPECT_TRUE(has(stores.folders, folder)) << folder;
+  }
+}
+
+TEST_F(CredentialStoresTest, AllowReadOpensAStoreOrShowsAPathInsideOne) {
+  const std::string aws = make(".aws/");
+  const std::string aws_config = make(".aws/config");
+  make(".aws/credentials");
+  const std::string kube = make(".kube/");
+  const std::string netrc = make(".netrc");
+  const std::string ssh = make(".ssh/");
+  make(".ssh/id_rsa");
+  const auto stores = credential_stores(home_, {}, {aws_config, kube, netrc, ssh}, false);
+  EXPECT_TRUE(has(stores.folders, aws));  // still hidden, but for its config
+  EXPECT_TRUE(has(stores.shown, aws_config));
+  EXPECT_FALSE(has(stores.folders, kube));
+  EXPECT_FALSE(has(stores.files, netrc));
+  EXPECT_FALSE(has(stores.folders, ssh));
+  // A folder given opens every store inside it: the home opens all.
+  const auto all = credential_stores(home_, {}, {home_}, false);
+  EXPECT_TRUE(all.folders.empty() && all.files.empty());
+}
+
+}  // namespace
+}  // namespace sandgate::sandbox
