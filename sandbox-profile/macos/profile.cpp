@@ -174,6 +174,28 @@ void write_read_and_write_rules(ProfileWriter& w, const ProfileOptions& options)
     writable.push_back("(subpath " + w.quote(folder.path, "writable folder") + ")");
   }
   w.rule("allow file-write*", writable);
+
+  // After the writes they would otherwise fall under (a working folder that holds the home).
+  if (!options.secret_folders.empty() || !options.secret_files.empty()) {
+    w.line(";; Credential stores: neither read nor written (--allow-read PATH opens one).");
+    std::vector<std::string> secrets;
+    for (const auto& folder : options.secret_folders) {
+      secrets.push_back("(subpath " + w.quote(folder, "credential store") + ")");
+    }
+    for (const auto& file : options.secret_files) {
+      secrets.push_back("(literal " + w.quote(file, "credential store") + ")");
+    }
+    w.rule("deny file-read* file-write*", secrets);
+    std::vector<std::string> shown;
+    for (const auto& path : options.secret_shown) {
+      shown.push_back("(subpath " + w.quote(path, "readable in a credential store") + ")");
+    }
+    if (!shown.empty()) {
+      w.line(
+          ";; What stays readable in them (~/.ssh's known hosts and public keys, --allow-read).");
+      w.rule("allow file-read*", shown);
+    }
+  }
 }
 
 // The devices tools write to or set modes on, the command's terminals and its own ptys.

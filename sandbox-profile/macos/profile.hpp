@@ -36,6 +36,11 @@ namespace sandgate::sandbox {
 struct ProfileOptions {
   // Folders the command must not read at all (the inspection CA's): denied reads and writes.
   std::vector<std::string> unreadable;
+  // The credential stores (plan/credential_stores.hpp): denied reads and writes, after every
+  // allow they would otherwise fall under; `secret_shown` (inside them) readable again.
+  std::vector<std::string> secret_folders;
+  std::vector<std::string> secret_files;
+  std::vector<std::string> secret_shown;
   std::string home;  // absolute and normal, e.g. "/Users/ada" ($HOME)
   // The passwd entry's home (getpwuid's pw_dir), absolute and normal; "" or equal to `home`
   // when they agree. When HOME was changed, the real home's protected paths are protected too:

@@ -1,6 +1,8 @@
 // The shared flags. See sandbox_flags.hpp.
 #include "sandbox-profile/plan/sandbox_flags.hpp"
 
+#include "sandbox-profile/plan/credential_stores.hpp"
+
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -124,6 +126,19 @@ ProfileOptions profile_options(const SandboxSettings& sandbox, const GateView& g
   for (const auto& folder : gate.unreadable) {
     options.unreadable.push_back(resolved_path(folder));
   }
+  std::vector<std::string> allow_reads;
+  for (const auto& path : flags.allow_reads) {
+    allow_reads.push_back(resolved_path(path));
+  }
+  std::vector<std::string> environment;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    environment.emplace_back(*entry);
+  }
+  const CredentialStores stores =
+      credential_stores(options.home, environment, allow_reads, /*macos=*/true);
+  options.secret_folders = stores.folders;
+  options.secret_files = stores.files;
+  options.secret_shown = stores.shown;
   ProtectionInputs inputs = with_process_inputs(protection_inputs(options));
   options.working_directory = inputs.working_directory;
   options.git_dirs = inputs.git_dirs;

@@ -452,6 +452,30 @@ TEST(ProfileEvaluator, WritesOnlyInTheWritableFoldersAndNeverToProtectedPaths) {
   EXPECT_FALSE(allowed(forms, "file-write-setugid", "/Users/ada/src/app/x"));
 }
 
+// The credential stores: neither read nor written, even inside a writable working folder that
+// holds them; what stays readable in them (known_hosts) is readable, and nothing else changes.
+TEST(ProfileEvaluator, CredentialStoresAreNeitherReadNorWrittenButWhatIsShown) {
+  ProfileOptions options = base_options();
+  options.working_directory = "/Users/ada";
+  options.secret_folders = {"/Users/ada/.aws", "/Users/ada/.ssh", "/Users/ada/Library/Keychains"};
+  options.secret_files = {"/Users/ada/.netrc"};
+  options.secret_shown = {"/Users/ada/.ssh/known_hosts", "/Users/ada/.ssh/config.d"};
+  const auto forms = parse(generate(options));
+  for (const char* path :
+       {"/Users/ada/.aws/credentials", "/Users/ada/.ssh/id_ed25519", "/Users/ada/.netrc",
+        "/Users/ada/Library/Keychains/login.keychain-db", "/Users/ada/.aws"}) {
+    EXPECT_FALSE(allowed(forms, "file-read-data", path)) << path;
+    EXPECT_FALSE(allowed(forms, "file-write-data", path)) << path;
+    EXPECT_FALSE(allowed(forms, "file-write-create", path)) << path;
+  }
+  for (const char* path : {"/Users/ada/.ssh/known_hosts", "/Users/ada/.ssh/config.d/work"}) {
+    EXPECT_TRUE(allowed(forms, "file-read-data", path)) << path;
+  }
+  EXPECT_TRUE(allowed(forms, "file-read-data", "/Users/ada/.netrc2"));
+  EXPECT_TRUE(allowed(forms, "file-write-data", "/Users/ada/notes.txt"));
+  EXPECT_TRUE(allowed(forms, "file-read-data", "/Users/ada/.awsome/x"));
+}
+
 // Every file-write* allow is a folder writable_folders() lists, and the list is what the options
 // say; other write allows are devices.
 TEST(ProfileStructure, EveryFileWriteAllowIsAListedFolder) {
