@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string_view>
 
-#include "sandbox-profile/plan/sandbox_flags.hpp"
+#include "sandbox-profile/plan/resolved_path.hpp"
 
 namespace sandgate::sandbox {
 namespace {

@@ -8,6 +8,7 @@
 
 #include "rules/expected.hpp"
 #include "sandbox-profile/macos/profile.hpp"
+#include "sandbox-profile/plan/resolved_path.hpp"
 #include "sandbox-profile/plan/sandbox_options.hpp"
 
 namespace sandgate::sandbox {
@@ -30,11 +31,6 @@ struct SandboxFlags {
 // The files the gate reads and writes, made absolute and resolved: the command must not be able
 // to change them (the gate reloads its lists live).
 std::vector<std::string> gate_files(const GateView& gate);
-
-// `path` made absolute (against the working folder) and normal, with symbolic links resolved as
-// far as the path exists: Seatbelt and Landlock see resolved paths (on macOS /var is
-// /private/var). Only lexical clean-up when the file system cannot be asked.
-std::string resolved_path(const std::string& path);
 
 // The profile's options for a gate on `proxy_port` (0: only on the gate's unix socket), from the
 // sandbox's settings (the three toggles), the gate's files and socket, the flags, `home` and
