@@ -18,6 +18,15 @@ sandbox::GateView gate_view(const settings::Settings& settings) {
   }
   // The CA's key is never the command's to read, whether or not this gate inspects.
   view.unreadable.push_back(inspect_ca_folder(settings));
+  // Nor are the gate's own keys: its token and admin token files (the command must not answer
+  // its own questions, nor carry a token to the gates that need one) and the parent proxy's
+  // credentials.
+  for (const std::string* path :
+       {&settings.token_file, &settings.admin_token_file, &settings.parent_credentials_file}) {
+    if (!path->empty()) {
+      view.secret_files.push_back(*path);
+    }
+  }
   return view;
 }
 

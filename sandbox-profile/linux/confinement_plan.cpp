@@ -456,8 +456,14 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
   for (const auto& path : options.flags.allow_reads) {
     allow_reads.push_back(resolved_path(path));
   }
-  const CredentialStores stores =
-      credential_stores(home, current_environment(), allow_reads, false);
+  std::vector<std::string> homes = {home};
+  if (const passwd* account = ::getpwuid(::geteuid());
+      account != nullptr && account->pw_dir != nullptr && account->pw_dir[0] == '/' &&
+      resolved_path(account->pw_dir) != home) {
+    homes.push_back(resolved_path(account->pw_dir));
+  }
+  CredentialStores stores = credential_stores(homes, current_environment(), allow_reads, false);
+  add_gate_secrets(stores, options.gate.secret_files);
   plan.view.secret_folders = stores.folders;
   plan.view.secret_shown = stores.shown;
   plan.view.secret_files = stores.files;

@@ -250,7 +250,9 @@ Expected<bool, std::string> hide_credential_stores(const ViewPlan& plan) {
   // What stays readable, opened before its folder is covered.
   std::vector<std::pair<std::string, int>> shown;
   for (const auto& path : plan.secret_shown) {
-    const int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
+    // Never through a link: one could lead into a store (the plan takes none; this holds if one
+    // replaced a file since).
+    const int fd = ::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
     if (fd >= 0) {
       shown.emplace_back(path, fd);
     }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string_view>
 
 #include "sandbox-profile/plan/resolved_path.hpp"
@@ -26,15 +27,33 @@ bool inside(const std::string& path, const std::string& folder) {
          (folder.back() == '/' || path[folder.size()] == '/');
 }
 
-// What ssh reads from ~/.ssh that holds no secret.
-bool ssh_may_read(const std::string& name) {
-  return name.starts_with("known_hosts") || name == "config" || name == "config.d" ||
-         name.starts_with("authorized_keys") || name.ends_with(".pub");
+// What ssh reads from ~/.ssh that holds no secret: by name, a regular file (config.d a folder),
+// never a link (which could lead anywhere), and no `.pub` that is a private key.
+bool ssh_may_read(const fs::directory_entry& entry) {
+  std::error_code ec;
+  const std::string name = entry.path().filename().string();
+  const fs::file_status status = entry.symlink_status(ec);
+  if (ec || fs::is_symlink(status)) {
+    return false;
+  }
+  if (name == "config.d") {
+    return fs::is_directory(status);
+  }
+  if (!fs::is_regular_file(status)) {
+    return false;
+  }
+  if (name.ends_with(".pub")) {
+    std::ifstream in(entry.path());
+    std::string start(11, '\0');
+    in.read(start.data(), static_cast<std::streamsize>(start.size()));
+    return start != "-----BEGIN ";
+  }
+  return name.starts_with("known_hosts") || name == "config" || name.starts_with("authorized_keys");
 }
 
 }  // namespace
 
-CredentialStores credential_stores(const std::string& home,
+CredentialStores credential_stores(const std::vector<std::string>& homes,
                                    const std::vector<std::string>& environment,
                                    const std::vector<std::string>& allow_reads, bool macos) {
   std::vector<std::string> folders;
@@ -49,30 +68,60 @@ CredentialStores credential_stores(const std::string& home,
       files.push_back(resolved_path(path));
     }
   };
-  const std::string h = home;
-  for (const char* name :
-       {"/.aws", "/.config/gcloud", "/.azure", "/.kube", "/.gnupg/private-keys-v1.d",
-        "/.password-store", "/.local/share/keyrings", "/.mozilla", "/.config/google-chrome",
-        "/.config/chromium", "/.config/BraveSoftware", "/.config/microsoft-edge"}) {
-    folder(h + name);
-  }
-  for (const char* name :
-       {"/.netrc", "/.git-credentials", "/.config/git/credentials", "/.docker/config.json",
-        "/.config/gh/hosts.yml", "/.pypirc", "/.vault-token", "/.cargo/credentials",
-        "/.cargo/credentials.toml", "/.terraform.d/credentials.tfrc.json"}) {
-    file(h + name);
-  }
-  if (macos) {
-    for (const char* name :
-         {"/Library/Keychains", "/Library/Cookies", "/Library/Application Support/Google/Chrome",
-          "/Library/Application Support/Chromium", "/Library/Application Support/Firefox",
-          "/Library/Application Support/BraveSoftware",
-          "/Library/Application Support/Microsoft Edge"}) {
+  const auto from = [&](std::string_view name) { return variable(environment, name); };
+  for (const auto& h : homes) {
+    for (const char* name : {"/.aws",
+                             "/.config/gcloud",
+                             "/.azure",
+                             "/.kube",
+                             "/.minikube",
+                             "/.gnupg/private-keys-v1.d",
+                             "/.password-store",
+                             "/.local/share/keyrings",
+                             "/.mozilla",
+                             "/.config/google-chrome",
+                             "/.config/google-chrome-beta",
+                             "/.config/chromium",
+                             "/.config/BraveSoftware",
+                             "/.config/microsoft-edge",
+                             "/.config/vivaldi",
+                             "/snap/firefox",
+                             "/snap/chromium",
+                             "/.var/app/org.mozilla.firefox",
+                             "/.var/app/com.google.Chrome",
+                             "/.var/app/org.chromium.Chromium",
+                             "/.var/app/com.brave.Browser"}) {
       folder(h + name);
+    }
+    for (const char* name :
+         {"/.netrc", "/.git-credentials", "/.config/git/credentials", "/.docker/config.json",
+          "/.config/gh/hosts.yml", "/.npmrc", "/.pypirc", "/.pgpass", "/.gnupg/secring.gpg",
+          "/.vault-token", "/.cargo/credentials", "/.cargo/credentials.toml", "/.terraformrc",
+          "/.terraform.d/credentials.tfrc.json", "/.config/rclone/rclone.conf",
+          "/.cache/huggingface/token", "/.huggingface/token", "/.claude/.credentials.json"}) {
+      file(h + name);
+    }
+    if (macos) {
+      for (const char* name :
+           {"/Library/Keychains", "/Library/Cookies", "/Library/Application Support/Google/Chrome",
+            "/Library/Application Support/Chromium", "/Library/Application Support/Firefox",
+            "/Library/Application Support/BraveSoftware",
+            "/Library/Application Support/Microsoft Edge",
+            "/Library/Application Support/Vivaldi"}) {
+        folder(h + name);
+      }
     }
   }
   // Where the tools' variables move them.
-  const auto from = [&](std::string_view name) { return variable(environment, name); };
+  if (const std::string config = from("XDG_CONFIG_HOME"); !config.empty()) {
+    file(config + "/git/credentials");
+    file(config + "/gh/hosts.yml");
+    file(config + "/rclone/rclone.conf");
+    folder(config + "/gcloud");
+  }
+  file(from("NPM_CONFIG_USERCONFIG"));
+  file(from("GOOGLE_APPLICATION_CREDENTIALS"));
+  file(from("HF_TOKEN_PATH"));
   file(from("AWS_SHARED_CREDENTIALS_FILE"));
   file(from("AWS_CONFIG_FILE"));
   folder(from("CLOUDSDK_CONFIG"));
@@ -110,11 +159,15 @@ CredentialStores credential_stores(const std::string& home,
     });
   };
   // ~/.ssh: hidden but for what ssh may read.
-  const std::string ssh = resolved_path(h + "/.ssh");
-  if (fs::is_directory(ssh, ec) && !opened(ssh)) {
+  for (const auto& h : homes) {
+    const std::string ssh = resolved_path(h + "/.ssh");
+    if (!fs::is_directory(ssh, ec) || opened(ssh) ||
+        std::find(out.folders.begin(), out.folders.end(), ssh) != out.folders.end()) {
+      continue;
+    }
     out.folders.push_back(ssh);
     for (const auto& entry : fs::directory_iterator(ssh, ec)) {
-      if (ssh_may_read(entry.path().filename().string())) {
+      if (ssh_may_read(entry)) {
         out.shown.push_back(entry.path().string());
       }
     }
@@ -148,6 +201,17 @@ CredentialStores credential_stores(const std::string& home,
   }
   std::sort(out.shown.begin(), out.shown.end());
   return out;
+}
+
+void add_gate_secrets(CredentialStores& stores, const std::vector<std::string>& files) {
+  std::error_code ec;
+  for (const auto& given : files) {
+    const std::string path = resolved_path(given);
+    if (!given.empty() && fs::is_regular_file(path, ec) &&
+        std::find(stores.files.begin(), stores.files.end(), path) == stores.files.end()) {
+      stores.files.push_back(path);
+    }
+  }
 }
 
 }  // namespace sandgate::sandbox

@@ -2,19 +2,26 @@
 // can read ~/.aws/credentials and reach one allowed host can send the key there, whatever the
 // allowlist says. What is hidden:
 //   - whole folders that hold nothing but credentials and their tools' state: ~/.aws,
-//     ~/.config/gcloud, ~/.azure, ~/.kube, ~/.gnupg/private-keys-v1.d, ~/.password-store,
-//     ~/.local/share/keyrings, the browsers' profiles (Firefox, Chrome, Chromium, Brave, Edge;
-//     on macOS also ~/Library/Keychains and ~/Library/Cookies);
+//     ~/.config/gcloud, ~/.azure, ~/.kube, ~/.minikube, ~/.gnupg/private-keys-v1.d,
+//     ~/.password-store, ~/.local/share/keyrings, the browsers' profiles (Firefox, Chrome and
+//     its beta, Chromium, Brave, Edge, Vivaldi, their snap and flatpak installs; on macOS also
+//     ~/Library/Keychains and ~/Library/Cookies);
 //   - single files in folders that must stay readable: ~/.netrc, ~/.git-credentials,
-//     ~/.config/git/credentials, ~/.docker/config.json, ~/.config/gh/hosts.yml, ~/.pypirc,
-//     ~/.vault-token, ~/.cargo/credentials(.toml), ~/.terraform.d/credentials.tfrc.json;
+//     git's and gh's credentials under ~/.config (or $XDG_CONFIG_HOME), ~/.docker/config.json,
+//     ~/.npmrc, ~/.pypirc, ~/.pgpass, ~/.gnupg/secring.gpg, ~/.vault-token,
+//     ~/.cargo/credentials(.toml), ~/.terraformrc, ~/.terraform.d/credentials.tfrc.json,
+//     rclone's config, Hugging Face's token, Claude Code's credentials;
 //   - ~/.ssh, but for what ssh reads that holds no secret (an allow-list): known_hosts*,
 //     config, config.d, authorized_keys*, *.pub. The private keys stay hidden; the SSH agent
 //     (SSH_AUTH_SOCK) stays reachable, so ssh and git still authenticate through it;
 //   - where the tools' variables move them: AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE,
 //     CLOUDSDK_CONFIG, AZURE_CONFIG_DIR, KUBECONFIG (each file of its list), DOCKER_CONFIG,
 //     GNUPGHOME (its private-keys-v1.d), PASSWORD_STORE_DIR, GH_CONFIG_DIR, NETRC,
-//     CARGO_HOME (its credentials), TF_CLI_CONFIG_FILE, VAULT_CONFIG_PATH.
+//     CARGO_HOME (its credentials), TF_CLI_CONFIG_FILE, VAULT_CONFIG_PATH, NPM_CONFIG_USERCONFIG,
+//     GOOGLE_APPLICATION_CREDENTIALS, HF_TOKEN_PATH.
+// The ~/.ssh allow-list takes only regular files (config.d: a folder), never a link, and no
+// `*.pub` that holds a private key. Best effort: a store not listed here, or a secret in an
+// environment variable, is the command's to read.
 // `--allow-read PATH` opens one: a store that is PATH or lies inside it is not hidden, and a
 // PATH inside a hidden folder is shown in it.
 //
@@ -33,11 +40,17 @@ struct CredentialStores {
   std::vector<std::string> shown;
 };
 
-// The stores of `home` and of the variables in `environment` (NAME=VALUE entries) that exist,
-// less what `allow_reads` (resolved paths) opens. `macos`: the macOS places as well (Keychains,
-// Library browser profiles).
-CredentialStores credential_stores(const std::string& home,
+// The stores of each of `homes` ($HOME, and the passwd entry's home when it differs: ssh and
+// many tools read the latter whatever $HOME says) and of the variables in `environment`
+// (NAME=VALUE entries) that exist, less what `allow_reads` (resolved paths) opens. `macos`: the
+// macOS places as well (Keychains, Library browser profiles).
+CredentialStores credential_stores(const std::vector<std::string>& homes,
                                    const std::vector<std::string>& environment,
                                    const std::vector<std::string>& allow_reads, bool macos);
+
+// Adds the gate's own secret files (its token, admin token and parent-proxy credentials files,
+// GateView::secret_files) that exist to `stores`, whatever --allow-read says: the command never
+// reads the keys to the gate itself.
+void add_gate_secrets(CredentialStores& stores, const std::vector<std::string>& files);
 
 }  // namespace sandgate::sandbox

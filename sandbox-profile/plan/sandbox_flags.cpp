@@ -113,8 +113,12 @@ ProfileOptions profile_options(const SandboxSettings& sandbox, const GateView& g
   for (char** entry = environ; *entry != nullptr; ++entry) {
     environment.emplace_back(*entry);
   }
-  const CredentialStores stores =
-      credential_stores(options.home, environment, allow_reads, /*macos=*/true);
+  std::vector<std::string> homes = {options.home};
+  if (!options.real_home.empty() && options.real_home != options.home) {
+    homes.push_back(options.real_home);
+  }
+  CredentialStores stores = credential_stores(homes, environment, allow_reads, /*macos=*/true);
+  add_gate_secrets(stores, gate.secret_files);
   options.secret_folders = stores.folders;
   options.secret_files = stores.files;
   options.secret_shown = stores.shown;

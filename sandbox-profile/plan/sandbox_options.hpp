@@ -27,6 +27,9 @@ struct GateView {
   std::string unix_socket;
   // Folders the command must not read at all: the inspection CA's, which holds its key.
   std::vector<std::string> unreadable;
+  // Files of the gate's own secrets (its token, admin token, parent-proxy credentials): hidden
+  // like the credential stores.
+  std::vector<std::string> secret_files;
   // The CA bundle (the system's roots and the inspection CA) the command's tools are pointed
   // at when the gate inspects; empty when it does not.
   std::string ca_bundle;

@@ -458,9 +458,14 @@ TEST_F(RunTest, CredentialStoresAreHiddenUnlessAllowed) {
   EXPECT_EQ(o.out.find("SECRET-id_ed25519\n"), std::string::npos) << describe(o);
   EXPECT_NE(o.err.find("credential stores hidden"), std::string::npos) << describe(o);
 
-  // A variable that moves a store; --allow-read opening one, and a file inside a hidden folder.
+  // A variable that moves a store; --allow-read opening one, and a file inside a hidden folder;
+  // the gate's own admin token hidden whatever --allow-read says.
+  const std::string admin_token = root_ + "/admin-token";
+  std::ofstream(admin_token) << "ADMIN-SECRET-TOKEN\n";
+  fs::permissions(admin_token, fs::perms::owner_read | fs::perms::owner_write);
   Process moved(run_argv({"--allow-read", home_ + "/.netrc", "--allow-read", home_ + "/.aws/config",
-                          "--", "sh", "-c", show}),
+                          "--allow-read", admin_token, "--admin-token-file", admin_token, "--",
+                          "sh", "-c", show + "; echo; printf 'admin='; cat " + admin_token}),
                 environment({{"KUBECONFIG", home_ + "/moved/kubeconfig"}}), root_ + "/run-moved",
                 work_);
   auto m = moved.wait(60s);
@@ -469,6 +474,8 @@ TEST_F(RunTest, CredentialStoresAreHiddenUnlessAllowed) {
                                      ".aws/config=SECRET-config", ".aws/credentials=missing"}) {
     EXPECT_NE(m.out.find(expected), std::string::npos) << expected << "\n" << describe(m);
   }
+  EXPECT_EQ(m.out.find("ADMIN-SECRET-TOKEN"), std::string::npos) << describe(m);
+  EXPECT_NE(m.out.find("admin="), std::string::npos) << describe(m);
 }
 
 TEST_F(RunTest, HttpsThroughTheGateSucceeds) {

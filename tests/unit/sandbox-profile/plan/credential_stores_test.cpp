@@ -54,7 +54,7 @@ TEST_F(CredentialStoresTest, FoldersWholeFilesOneByOneAndOnlyWhatExists) {
   const std::string cargo_bin = make(".cargo/bin/tool");
   const std::string gh = make(".config/gh/hosts.yml");
   const std::string browser = make(".config/google-chrome/");
-  const auto stores = credential_stores(home_, {}, {}, false);
+  const auto stores = credential_stores({home_}, {}, {}, false);
   for (const auto& folder : {aws, kube, keys, browser}) {
     EXPECT_TRUE(has(stores.folders, folder)) << folder;
   }
@@ -70,8 +70,9 @@ TEST_F(CredentialStoresTest, FoldersWholeFilesOneByOneAndOnlyWhatExists) {
   EXPECT_FALSE(has(stores.files, home_ + "/.pypirc"));
   EXPECT_FALSE(has(stores.folders, home_ + "/Library/Keychains"));
   make("Library/Keychains/");
-  EXPECT_FALSE(has(credential_stores(home_, {}, {}, false).folders, home_ + "/Library/Keychains"));
-  EXPECT_TRUE(has(credential_stores(home_, {}, {}, true).folders, home_ + "/Library/Keychains"));
+  EXPECT_FALSE(
+      has(credential_stores({home_}, {}, {}, false).folders, home_ + "/Library/Keychains"));
+  EXPECT_TRUE(has(credential_stores({home_}, {}, {}, true).folders, home_ + "/Library/Keychains"));
 }
 
 TEST_F(CredentialStoresTest, SshKeepsWhatHoldsNoSecretAndHidesTheRest) {
@@ -84,7 +85,7 @@ TEST_F(CredentialStoresTest, SshKeepsWhatHoldsNoSecretAndHidesTheRest) {
   const std::string config = make(".ssh/config");
   const std::string included = make(".ssh/config.d/");
   const std::string authorized = make(".ssh/authorized_keys");
-  const auto stores = credential_stores(home_, {}, {}, false);
+  const auto stores = credential_stores({home_}, {}, {}, false);
   EXPECT_TRUE(has(stores.folders, ssh));
   for (const auto& shown : {pub, known, known_old, config, included, authorized}) {
     EXPECT_TRUE(has(stores.shown, shown)) << shown;
@@ -92,6 +93,35 @@ TEST_F(CredentialStoresTest, SshKeepsWhatHoldsNoSecretAndHidesTheRest) {
   // An allow-list: a key by any name stays hidden.
   EXPECT_FALSE(has(stores.shown, key));
   EXPECT_FALSE(has(stores.shown, odd_key));
+}
+
+// ssh's allow-list takes no link (one could lead into another store), no private key named
+// like a public one, and the passwd entry's home is searched as well as $HOME.
+TEST_F(CredentialStoresTest, SshShowsNoLinkNorADisguisedKeyAndEveryHomeIsSearched) {
+  make(".aws/credentials");
+  const std::string ssh = make(".ssh/");
+  const std::string link = home_ + "/.ssh/known_hosts2";
+  fs::create_symlink(home_ + "/.aws/credentials", link);
+  const std::string disguised = home_ + "/.ssh/id_work.pub";
+  std::ofstream(disguised) << "-----BEGIN OPENSSH PRIVATE KEY-----\n";
+  const std::string real_pub = home_ + "/.ssh/id_ed25519.pub";
+  std::ofstream(real_pub) << "ssh-ed25519 AAAA ada@host\n";
+  const std::string other = make("other-home/");
+  const std::string other_aws = make("other-home/.aws/");
+  const std::string other_key = make("other-home/.ssh/id_rsa");
+  const std::string other_npmrc = make("other-home/.npmrc");
+  const auto stores = credential_stores({home_, other}, {}, {}, false);
+  EXPECT_FALSE(has(stores.shown, link));
+  EXPECT_FALSE(has(stores.shown, disguised));
+  EXPECT_TRUE(has(stores.shown, real_pub));
+  EXPECT_TRUE(has(stores.folders, other_aws));
+  EXPECT_TRUE(has(stores.folders, other + "/.ssh"));
+  EXPECT_TRUE(has(stores.files, other_npmrc));
+  // The gate's own keys, whatever --allow-read says.
+  const std::string token = make("gate/admin-token");
+  auto opened = credential_stores({home_}, {}, {home_}, false);
+  add_gate_secrets(opened, {token, home_ + "/gate/absent"});
+  EXPECT_EQ(opened.files, std::vector<std::string>{token});
 }
 
 TEST_F(CredentialStoresTest, TheVariablesThatMoveStoresAreFollowed) {
@@ -103,14 +133,17 @@ TEST_F(CredentialStoresTest, TheVariablesThatMoveStoresAreFollowed) {
   const std::string gcloud = make("elsewhere/gcloud/");
   const std::string netrc = make("elsewhere/netrc");
   const std::string cargo = make("elsewhere/cargo/credentials");
+  const std::string google = make("elsewhere/adc.json");
+  const std::string xdg_gh = make("xdg/gh/hosts.yml");
   const auto stores = credential_stores(
-      home_,
-      {"AWS_SHARED_CREDENTIALS_FILE=" + credentials, "KUBECONFIG=" + kube_a + ":" + kube_b,
+      {home_},
+      {"GOOGLE_APPLICATION_CREDENTIALS=" + google, "XDG_CONFIG_HOME=" + home_ + "/xdg",
+       "AWS_SHARED_CREDENTIALS_FILE=" + credentials, "KUBECONFIG=" + kube_a + ":" + kube_b,
        "DOCKER_CONFIG=" + home_ + "/elsewhere/docker", "GNUPGHOME=" + home_ + "/elsewhere/gnupg",
        "CLOUDSDK_CONFIG=" + gcloud, "NETRC=" + netrc, "CARGO_HOME=" + home_ + "/elsewhere/cargo",
        "PATH=/usr/bin"},
       {}, false);
-  for (const auto& file : {credentials, kube_a, kube_b, docker, netrc, cargo}) {
+  for (const auto& file : {credentials, kube_a, kube_b, docker, netrc, cargo, google, xdg_gh}) {
     EXPECT_TRUE(has(stores.files, file)) << file;
   }
   for (const auto& folder : {gnupg, gcloud}) {
@@ -126,14 +159,14 @@ TEST_F(CredentialStoresTest, AllowReadOpensAStoreOrShowsAPathInsideOne) {
   const std::string netrc = make(".netrc");
   const std::string ssh = make(".ssh/");
   make(".ssh/id_rsa");
-  const auto stores = credential_stores(home_, {}, {aws_config, kube, netrc, ssh}, false);
+  const auto stores = credential_stores({home_}, {}, {aws_config, kube, netrc, ssh}, false);
   EXPECT_TRUE(has(stores.folders, aws));  // still hidden, but for its config
   EXPECT_TRUE(has(stores.shown, aws_config));
   EXPECT_FALSE(has(stores.folders, kube));
   EXPECT_FALSE(has(stores.files, netrc));
   EXPECT_FALSE(has(stores.folders, ssh));
   // A folder given opens every store inside it: the home opens all.
-  const auto all = credential_stores(home_, {}, {home_}, false);
+  const auto all = credential_stores({home_}, {}, {home_}, false);
   EXPECT_TRUE(all.folders.empty() && all.files.empty());
 }
 
