@@ -19,6 +19,7 @@
 #include "sandbox-profile/linux/confined_init.hpp"
 #include "sandbox-profile/linux/confinement_plan.hpp"
 #include "sandbox-profile/linux/linux_namespaces.hpp"
+#include "sandbox-profile/linux/store_watch.hpp"
 #include "sandbox-profile/linux/unix_connect_guard.hpp"
 #include "sandbox-profile/supervisor/fd_passing.hpp"
 #include "sandbox-profile/supervisor/port_forwarder.hpp"
@@ -169,6 +170,8 @@ int run_isolated(const RunOptions& options, GateHandle& gate) {
   }
   ::close(channel[1]);
   const int to_child = channel[0];
+  // From now on a hidden credential store replaced outside ends the run (store_watch.hpp).
+  StoreWatch store_watch(confinement->hidden_stores, pid);
   // Ends the child (it waits for the next message and exits when the channel closes) and
   // reaps it.
   const auto abandon = [&]() {
@@ -315,6 +318,12 @@ int run_isolated(const RunOptions& options, GateHandle& gate) {
   forwarder.stop();
   gate.stop();
   quarantine_new_git_entries(git_before, confinement->scanned, confinement->git_dirs);
+  if (const std::string replaced = store_watch.replaced(); !replaced.empty()) {
+    say("the command was stopped: the hidden credential store " + replaced +
+        " was replaced outside during the run, which would have shown the new one inside; run "
+        "it again to hide it (or --allow-read it)");
+    return kRunFailed;
+  }
   return status;
 }
 

@@ -478,6 +478,25 @@ TEST_F(RunTest, CredentialStoresAreHiddenUnlessAllowed) {
   EXPECT_NE(m.out.find("admin="), std::string::npos) << describe(m);
 }
 
+// A hidden store that a program outside replaces during the run (a rename over it, which takes
+// the run's mount with the old file) ends the run instead of showing the new one.
+TEST_F(RunTest, AHiddenStoreReplacedOutsideStopsTheCommand) {
+  std::ofstream(home_ + "/.git-credentials") << "https://u:OLD-TOKEN@git.test\n";
+  std::ofstream(home_ + "/.git-credentials.new") << "https://u:NEW-TOKEN@git.test\n";
+  Process process(
+      run_argv({"--", "sh", "-c",
+                "echo started; i=0; while [ $i -lt 100 ]; do cat \"$HOME/.git-credentials\"; "
+                "sleep 0.1; i=$((i+1)); done; echo finished"}),
+      environment(), root_ + "/run-replaced", work_);
+  std::this_thread::sleep_for(1500ms);  // the run is up and reading
+  fs::rename(home_ + "/.git-credentials.new", home_ + "/.git-credentials");
+  auto o = process.wait(60s);
+  EXPECT_EQ(o.exit_code, 125) << describe(o);
+  EXPECT_EQ(o.out.find("finished"), std::string::npos) << describe(o);
+  EXPECT_EQ(o.out.find("OLD-TOKEN"), std::string::npos) << describe(o);
+  EXPECT_NE(o.err.find("was replaced outside during the run"), std::string::npos) << describe(o);
+}
+
 TEST_F(RunTest, HttpsThroughTheGateSucceeds) {
   auto o = run({"--", "sh", "-c", curl_https("origin.test")});
   EXPECT_EQ(o.exit_code, 0) << describe(o);
