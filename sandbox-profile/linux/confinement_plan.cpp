@@ -469,6 +469,14 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
   plan.view.secret_files = stores.files;
   out.hidden_stores = stores.folders;
   out.hidden_stores.insert(out.hidden_stores.end(), stores.files.begin(), stores.files.end());
+  // A hidden file with a second name (a hard link, made by a backup or by an earlier run where
+  // the path was writable) is readable by that name: the start-up lines say so.
+  for (const auto& file : stores.files) {
+    struct stat info {};
+    if (::stat(file.c_str(), &info) == 0 && S_ISREG(info.st_mode) && info.st_nlink > 1) {
+      out.linked_stores.push_back(file);
+    }
+  }
   // System folders, written by no one inside (root's owner rights included).
   out.probe_no_write.emplace_back("/etc");
   out.probe_no_write.emplace_back("/usr/bin");
@@ -520,6 +528,12 @@ std::string describe_protection(const SandboxSettings& sandbox, const Confinemen
   text += "\nsandgate run: credential stores hidden (--allow-read PATH opens one): " +
           (confinement.hidden_stores.empty() ? std::string("none found")
                                              : join_list(confinement.hidden_stores));
+  if (!confinement.linked_stores.empty()) {
+    text +=
+        "\nsandgate run: warning: these hidden credential files have another name (a hard "
+        "link) where the command may read them: " +
+        join_list(confinement.linked_stores);
+  }
   text += pty ? "\nsandgate run: the command has a terminal of its own (relayed), not yours"
               : "\nsandgate run: the command has no controlling terminal";
   text +=

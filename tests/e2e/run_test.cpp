@@ -432,6 +432,9 @@ TEST_F(RunTest, CredentialStoresAreHiddenUnlessAllowed) {
     write(file);
   }
   write("moved/kubeconfig");
+  // A hidden file with a second name: the start-up lines warn.
+  write(".pypirc");
+  fs::create_hard_link(home_ + "/.pypirc", work_ + "/pypirc-link");
   const std::string show =
       "for f in .aws/credentials .aws/config .ssh/id_ed25519 .ssh/known_hosts "
       ".ssh/id_ed25519.pub .netrc .cargo/credentials.toml .cargo/bin/tool "
@@ -457,6 +460,10 @@ TEST_F(RunTest, CredentialStoresAreHiddenUnlessAllowed) {
   EXPECT_EQ(o.out.find("SECRET-credentials"), std::string::npos) << describe(o);
   EXPECT_EQ(o.out.find("SECRET-id_ed25519\n"), std::string::npos) << describe(o);
   EXPECT_NE(o.err.find("credential stores hidden"), std::string::npos) << describe(o);
+  EXPECT_NE(o.err.find("have another name (a hard link) where the command may read them: " + home_ +
+                       "/.pypirc"),
+            std::string::npos)
+      << describe(o);
 
   // A variable that moves a store; --allow-read opening one, and a file inside a hidden folder;
   // the gate's own admin token hidden whatever --allow-read says.
