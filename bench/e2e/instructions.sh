@@ -42,24 +42,10 @@ work=$(mktemp -d /tmp/sandgate-instructions.XXXXXX)
 mkdir "$work/policy"
 # Copies, so a rebuild during the run cannot change what is measured.
 cp "$sandgate" "$work/sandgate" && cp "$load" "$work/sandgate-load"
-started=()
-stop_pid() {
-  local pid=$1
-  kill -TERM "$pid" 2>/dev/null || return 0
-  # Under valgrind the shutdown is slow (and callgrind writes its file at exit): wait up to 60 s.
-  for _ in $(seq 600); do
-    kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }
-    sleep 0.1
-  done
-  kill -KILL "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
-}
-cleanup() {
-  for pid in "${started[@]}"; do stop_pid "$pid"; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# The started processes, stopped on exit (with $work): processes.sh. Under valgrind the shutdown
+# is slow (and callgrind writes its file at exit): up to 60 s each.
+stop_wait_tenths=600
+source "$here/processes.sh"
 
 # Whether the machine counts instructions in hardware: recorded, for the reader.
 if perf stat -x, -e instructions true 2>&1 >/dev/null | grep -q '^[0-9]'; then

@@ -1,5 +1,7 @@
-# Sourced by the bench scripts that start proxies (compare.sh, inspection.sh): the processes
-# they started, stopped on exit with the work folder ($work) removed, and two loopback helpers.
+# Sourced by the bench scripts that start proxies (compare.sh, inspection.sh, instructions.sh,
+# socks_parent.sh): the processes they started, stopped on exit with the work folder ($work)
+# removed, and two loopback helpers. $stop_wait_tenths (50 unless the script set it) is how long
+# a process is given to end after SIGTERM, in tenths of a second.
 # shellcheck shell=bash
 
 declare -A proxy_addr proxy_pid
@@ -8,7 +10,7 @@ started=()
 stop_pid() {
   local pid=$1
   kill -TERM "$pid" 2>/dev/null || return 0
-  for _ in $(seq 50); do
+  for _ in $(seq "${stop_wait_tenths:-50}"); do
     kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }
     sleep 0.1
   done

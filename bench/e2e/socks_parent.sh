@@ -44,29 +44,8 @@ chmod 755 "$work"  # squid, as root, runs as its own user and must reach its fil
 cp "$build/bench/sandgate-load" "$work/load" && cp "$build/bin/sandgate" "$work/sandgate"
 load=$work/load
 sandgate=$work/sandgate
-started=()
-cleanup() {
-  for pid in "${started[@]}"; do
-    kill -TERM "$pid" 2>/dev/null
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-wait_listening() {  # PID PORT, without connecting (a probe would be a client)
-  for _ in $(seq 100); do
-    kill -0 "$1" 2>/dev/null || return 1
-    [[ -n $(ss -Hltn "sport = :$2" 2>/dev/null) ]] && return 0
-    sleep 0.1
-  done
-  return 1
-}
+# The started processes, stopped on exit (with $work), free_port and wait_listening: processes.sh.
+source "$here/processes.sh"
 
 # The origin: echoes; CONNECTs name its address literal (its port file holds ADDR:PORT), so
 # nothing is resolved anywhere.

@@ -181,15 +181,7 @@ Expected<bool, std::string> apply_landlock(const NamespacePlan& plan, NamespaceR
   // A second mount of a protected path (a bind mount of the home under the working folder)
   // reaches the same files by another path: carve that path out too.
   WritePolicy policy = plan.writes;
-  std::string mountinfo;
-  if (const int fd = ::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC); fd >= 0) {
-    char buffer[65536];
-    ssize_t got = 0;
-    while ((got = ::read(fd, buffer, sizeof buffer)) > 0) {
-      mountinfo.append(buffer, static_cast<std::size_t>(got));
-    }
-    ::close(fd);
-  }
+  const std::string mountinfo = read_mountinfo();
   for (const auto& path : plan.writes.carved) {
     for (auto& alias : mount_aliases(mountinfo, path)) {
       policy.carved.push_back(std::move(alias));

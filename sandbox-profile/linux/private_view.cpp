@@ -137,15 +137,7 @@ std::string joined(const std::string& folder, const std::string& rest) {
 // Remounts every mount of this namespace read-only, /proc aside (a fresh one replaces it). Each
 // keeps the flags the kernel locked when the mount namespace was copied into the user namespace.
 Expected<bool, std::string> remount_all_read_only() {
-  std::string text;
-  if (const int fd = ::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC); fd >= 0) {
-    char buffer[65536];
-    ssize_t got = 0;
-    while ((got = ::read(fd, buffer, sizeof buffer)) > 0) {
-      text.append(buffer, static_cast<std::size_t>(got));
-    }
-    ::close(fd);
-  }
+  const std::string text = read_mountinfo();
   const auto mounts = parse_mountinfo(text);
   if (mounts.empty()) {
     return Unexpected{std::string("cannot read /proc/self/mountinfo")};
@@ -185,6 +177,19 @@ Expected<bool, std::string> mount_fresh_devpts() {
 }
 
 }  // namespace
+
+std::string read_mountinfo() {
+  std::string text;
+  if (const int fd = ::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC); fd >= 0) {
+    char buffer[65536];
+    ssize_t got = 0;
+    while ((got = ::read(fd, buffer, sizeof buffer)) > 0) {
+      text.append(buffer, static_cast<std::size_t>(got));
+    }
+    ::close(fd);
+  }
+  return text;
+}
 
 std::vector<std::string> mount_aliases(std::string_view mountinfo, const std::string& path) {
   const auto mounts = parse_mountinfo(mountinfo);
@@ -226,15 +231,7 @@ Expected<bool, std::string> hide_credential_stores(const ViewPlan& plan) {
   };
   // A second mount of the home (under the working folder, say) would show the stores by another
   // path: those aliases are hidden too (whole, without what stays readable in them).
-  std::string mountinfo;
-  if (const int fd = ::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC); fd >= 0) {
-    char buffer[65536];
-    ssize_t got = 0;
-    while ((got = ::read(fd, buffer, sizeof buffer)) > 0) {
-      mountinfo.append(buffer, static_cast<std::size_t>(got));
-    }
-    ::close(fd);
-  }
+  const std::string mountinfo = read_mountinfo();
   std::vector<std::string> folders = plan.secret_folders;
   std::vector<std::string> files = plan.secret_files;
   for (const auto& folder : plan.secret_folders) {

@@ -63,6 +63,9 @@ Expected<bool, std::string> build_private_view(const ViewPlan& plan,
 // build_private_view: it binds through /proc/self/fd).
 Expected<bool, std::string> mount_fresh_proc();
 
+// The text of /proc/self/mountinfo ("" when it cannot be read).
+std::string read_mountinfo();
+
 // The other places where a mount shows `path` (absolute, resolved) according to the text of
 // /proc/self/mountinfo: the same file system's folder mounted a second time (a bind mount of
 // the home under a working folder, say). `path` itself is not among them.

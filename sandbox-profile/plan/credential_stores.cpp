@@ -172,29 +172,29 @@ CredentialStores credential_stores(const std::vector<std::string>& homes,
       }
     }
   }
-  std::sort(folders.begin(), folders.end());
-  folders.erase(std::unique(folders.begin(), folders.end()), folders.end());
-  for (const auto& path : folders) {
-    const bool covered = std::any_of(out.folders.begin(), out.folders.end(),
-                                     [&](const std::string& f) { return inside(path, f); });
-    if (!covered && !opened(path) && fs::is_directory(path, ec)) {
-      out.folders.push_back(path);
+  const auto in_hidden_folder = [&](const std::string& path) {
+    return std::any_of(out.folders.begin(), out.folders.end(),
+                       [&](const std::string& f) { return inside(path, f); });
+  };
+  // The candidates of one kind that exist as it, less duplicates, what a hidden folder already
+  // covers and what --allow-read opens. Folders first: a file inside one needs no mount of its own.
+  const auto keep = [&](std::vector<std::string>& candidates, auto is_kind,
+                        std::vector<std::string>& into) {
+    std::sort(candidates.begin(), candidates.end());
+    candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+    for (const auto& path : candidates) {
+      if (!in_hidden_folder(path) && !opened(path) && is_kind(path)) {
+        into.push_back(path);
+      }
     }
-  }
-  std::sort(files.begin(), files.end());
-  files.erase(std::unique(files.begin(), files.end()), files.end());
-  for (const auto& path : files) {
-    const bool covered = std::any_of(out.folders.begin(), out.folders.end(),
-                                     [&](const std::string& f) { return inside(path, f); });
-    if (!covered && !opened(path) && fs::is_regular_file(path, ec)) {
-      out.files.push_back(path);
-    }
-  }
+  };
+  keep(
+      folders, [&](const std::string& path) { return fs::is_directory(path, ec); }, out.folders);
+  keep(
+      files, [&](const std::string& path) { return fs::is_regular_file(path, ec); }, out.files);
   // An --allow-read path inside a hidden folder is shown in it.
   for (const auto& allowed : allow_reads) {
-    const bool in_hidden = std::any_of(out.folders.begin(), out.folders.end(),
-                                       [&](const std::string& f) { return inside(allowed, f); });
-    if (in_hidden && fs::exists(allowed, ec) &&
+    if (in_hidden_folder(allowed) && fs::exists(allowed, ec) &&
         std::find(out.shown.begin(), out.shown.end(), allowed) == out.shown.end()) {
       out.shown.push_back(allowed);
     }

@@ -71,6 +71,13 @@ std::string s_server(const std::string& folder, std::uint16_t port) {
          folder + "/server.pem -key " + folder + "/server.key";
 }
 
+// tests/support/git_https_server.py on 127.0.0.1:`port` with that certificate, serving the
+// repositories under `root` (and counting its connections).
+std::string git_server(const std::string& folder, std::uint16_t port, const std::string& root) {
+  return "python3 " SANDGATE_SOURCE_DIR "/tests/support/git_https_server.py " +
+         std::to_string(port) + " " + folder + "/server.pem " + folder + "/server.key " + root;
+}
+
 void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 // A gate that inspects, with its request rules in `rules`, trusting the origins' test CA.
@@ -283,9 +290,7 @@ TEST_F(InspectionTest, GitFetchesFromAnywhereAndPushesOnlyToItsOrganisation) {
                         "/$o/app.git config http.receivepack true; done");
   ASSERT_EQ(made.exit_code, 0) << made.output;
   const std::uint16_t port = free_port();
-  Server origin(port, "python3 " SANDGATE_SOURCE_DIR "/tests/support/git_https_server.py " +
-                          std::to_string(port) + " " + folder_ + "/server.pem " + folder_ +
-                          "/server.key " + root);
+  Server origin(port, git_server(folder_, port, root));
   ASSERT_TRUE(port_accepts(port)) << "the git server did not start";
   auto proxy = inspecting_gate(folder_,
                                "allow git.test git-fetch\n"
@@ -331,9 +336,7 @@ TEST_F(InspectionTest, MethodOverridesAreJudgedAndAStalledBodyEndsTheExchange) {
   ASSERT_EQ(run_shell("mkdir -p " + root).exit_code, 0);
   const std::uint16_t port = free_port();
   // An origin that reads a request's whole body before it answers.
-  Server origin(port, "python3 " SANDGATE_SOURCE_DIR "/tests/support/git_https_server.py " +
-                          std::to_string(port) + " " + folder_ + "/server.pem " + folder_ +
-                          "/server.key " + root);
+  Server origin(port, git_server(folder_, port, root));
   ASSERT_TRUE(port_accepts(port)) << "the origin did not start";
   auto proxy = inspecting_gate(folder_,
                                "deny  origin.test DELETE  #! nothing is deleted here\n"
@@ -445,9 +448,7 @@ TEST_F(InspectionTest, AnEndlessChunkLineIsCutOffAndEachConnectionDialsTheOrigin
   const std::string root = folder_ + "/repos";
   ASSERT_EQ(run_shell("mkdir -p " + root).exit_code, 0);
   const std::uint16_t port = free_port();
-  Server origin(port, "python3 " SANDGATE_SOURCE_DIR "/tests/support/git_https_server.py " +
-                          std::to_string(port) + " " + folder_ + "/server.pem " + folder_ +
-                          "/server.key " + root);
+  Server origin(port, git_server(folder_, port, root));
   ASSERT_TRUE(port_accepts(port)) << "the origin did not start";
   auto proxy = inspecting_gate(folder_, "allow origin.test *\n", port);
   const std::string url = "https://origin.test:" + std::to_string(port);
@@ -488,9 +489,7 @@ TEST_F(InspectionTest, IdleOriginConnectionsAreReusedOnlyWhereTheyMayBe) {
   const std::string root = folder_ + "/repos";
   ASSERT_EQ(run_shell("mkdir -p " + root).exit_code, 0);
   const std::uint16_t port = free_port();
-  Server origin(port, "python3 " SANDGATE_SOURCE_DIR "/tests/support/git_https_server.py " +
-                          std::to_string(port) + " " + folder_ + "/server.pem " + folder_ +
-                          "/server.key " + root);
+  Server origin(port, git_server(folder_, port, root));
   ASSERT_TRUE(port_accepts(port)) << "the origin did not start";
   auto proxy =
       inspecting_gate(folder_, "allow origin.test *\nallow git.test *\n", port, true, true);
