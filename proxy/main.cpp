@@ -48,6 +48,10 @@ void add_setting_flags(CLI::App& app, std::map<std::string, std::string>& values
         // Repeatable: `--allowlist preset:dev --allowlist my.txt` is `preset:dev,my.txt`.
         option->multi_option_policy(CLI::MultiOptionPolicy::Join)->delimiter(',');
       }
+      if (info.flag == "--secret") {
+        // Repeatable, one entry per line (an entry's host list holds commas).
+        option->multi_option_policy(CLI::MultiOptionPolicy::Join)->delimiter('\n');
+      }
     }
   }
 }

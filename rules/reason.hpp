@@ -59,6 +59,7 @@ enum class Reason : std::uint8_t {
   origin_certificate,   // inspection: the origin's TLS certificate could not be verified
   client_tls_failed,    // inspection: the client gave up the TLS handshake with the gate
   not_inspectable,      // the host has request rules, and this tunnel cannot be inspected
+  secret_refused,       // a masked secret's sentinel where the gate does not fill it in
   // ---- The request (the proxy's own checks of what the client sent) ----
   auth_required,              // the gate requires a token and the request carried none
   auth_failed,                // the request's token is wrong or its Proxy-Authorization malformed
@@ -110,7 +111,7 @@ struct ReasonInfo {
   std::string_view description;  // one line for people: when the gate gives this reason
 };
 
-inline constexpr std::array<ReasonInfo, 55> kReasons = {{
+inline constexpr std::array<ReasonInfo, 56> kReasons = {{
     // The policy.
     {Reason::allowed, "allowed", 0, "", Verdict::allow, "no rule objected"},
     {Reason::invalid_host, "invalid-host", 400, "http_request_error", Verdict::deny,
@@ -177,6 +178,10 @@ inline constexpr std::array<ReasonInfo, 55> kReasons = {{
     {Reason::not_inspectable, "not-inspectable", 403, "http_request_denied", Verdict::deny,
      "the destination has request rules, and the tunnel cannot be inspected (not TLS on a TLS "
      "port: SSH, another protocol or port); plain HTTP and inspected HTTPS reach it"},
+    {Reason::secret_refused, "secret-refused", 403, "http_request_denied", Verdict::deny,
+     "the request carries a masked secret's sentinel where the gate does not fill it in: "
+     "another host than the secret's, plain HTTP, the URL, a field other than a credential's "
+     "(--secret)"},
     // The request.
     {Reason::auth_required, "auth-required", 407, "http_request_denied", Verdict::deny,
      "the gate requires a token and the request carried none"},

@@ -87,12 +87,14 @@ sandbox::TerminalQuestion terminal_question(ask::QuestionBoard& board,
 // confinement hands over, stopped when CMD has ended.
 class RunGate final : public sandbox::GateHandle {
  public:
-  RunGate(const settings::Settings& settings, const settings::Sources& sources)
-      : settings_(settings), sources_(sources) {}
+  RunGate(const settings::Settings& settings, const settings::Sources& sources,
+          std::shared_ptr<const secrets::MaskedSecrets> secrets)
+      : settings_(settings), sources_(sources), secrets_(std::move(secrets)) {}
 
   bool open() override {
     gate::GateOptions options{settings_, sources_, settings::MissingDefaultBlocklist::create};
     options.without_token = true;  // see GateOptions::without_token
+    options.secrets = secrets_;
     if (settings_.policy.unknown != rules::UnknownMode::ask) {
       options.asking_only_from_start =
           "as this run started without asking: its questions go to the terminal, which is set "
@@ -184,6 +186,7 @@ class RunGate final : public sandbox::GateHandle {
 
   const settings::Settings& settings_;
   const settings::Sources& sources_;
+  std::shared_ptr<const secrets::MaskedSecrets> secrets_;
   std::unique_ptr<gate::Gate> gate_;
   sandbox::CaptureSockets capture_;  // handed over before start()
   std::shared_ptr<AskerSlot> slot_ = std::make_shared<AskerSlot>();
@@ -234,7 +237,20 @@ int run_run(const settings::Settings& given, const settings::Sources& sources,
   options.sandbox = settings.sandbox;
   options.gate = gate_view(settings);
   options.home = home;
-  if (!settings.request_rules_path.empty() || !settings.inspect.empty()) {
+  // The masked credentials are read now: the command's environment holds their sentinels.
+  auto secrets = secrets::MaskedSecrets::load(settings.secrets, [](const std::string& name) {
+    const char* value = std::getenv(name.c_str());
+    return value == nullptr ? std::nullopt : std::optional<std::string>(value);
+  });
+  if (!secrets) {
+    say(secrets.error());
+    return sandbox::kRunFailed;
+  }
+  for (const auto& secret : (*secrets)->all()) {
+    options.gate.masked_variables.push_back({secret.spec.name, secret.value, secret.sentinel});
+  }
+  if (!settings.request_rules_path.empty() || !settings.inspect.empty() ||
+      !settings.secrets.empty()) {
     // The gate inspects: the command's tools are pointed at its CA (with the system's roots).
     auto ca = inspect::CertificateAuthority::open(inspect_ca_folder(settings), 1);
     if (!ca) {
@@ -254,7 +270,7 @@ int run_run(const settings::Settings& given, const settings::Sources& sources,
     }
     options.gate.java_trust_store = *java;
   }
-  RunGate gate(settings, sources);
+  RunGate gate(settings, sources, *secrets);
   const int status = sandbox::run_confined(options, gate);
   // The command has exited and the gate has stopped (its log still open): tell the person what
   // was refused, on run's standard error, after anything the command printed. Nothing when

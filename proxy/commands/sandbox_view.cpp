@@ -27,6 +27,12 @@ sandbox::GateView gate_view(const settings::Settings& settings) {
       view.secret_files.push_back(*path);
     }
   }
+  // A masked credential read from a file: the command holds its sentinel, not the file.
+  for (const auto& spec : settings.secrets) {
+    if (spec.source == secrets::SecretSource::file) {
+      view.secret_files.push_back(spec.from);
+    }
+  }
   return view;
 }
 

@@ -1,7 +1,13 @@
 // `sandgate serve`: start the gate, announce it, serve until a signal, drain.
 #include "proxy/commands/serve.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -28,6 +34,39 @@ bool write_port_file(const std::string& path, std::uint16_t port, std::string& e
     }
   }
   std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) {
+    error = "cannot rename " + temporary + " to " + path + ": " + ec.message();
+    return false;
+  }
+  return true;
+}
+
+// The sentinels for the launcher that starts the sandboxed command: NAME=SENTINEL lines, in a
+// file only the user may read, written whole (a temporary file and a rename) before the gate
+// says it listens.
+bool write_sentinels_file(const std::string& path, const secrets::MaskedSecrets& secrets,
+                          std::string& error) {
+  const std::string temporary = path + ".tmp";
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                        0600);
+  if (fd < 0) {
+    error = "cannot write " + temporary + ": " + std::strerror(errno);
+    return false;
+  }
+  std::string text;
+  for (const auto& secret : secrets.all()) {
+    text += secret.spec.name + "=" + secret.sentinel + "\n";
+  }
+  const bool written = ::fchmod(fd, 0600) == 0 &&
+                       ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  std::error_code ec;
+  if (!written) {
+    error = "cannot write " + temporary + ": " + std::strerror(errno);
+    std::filesystem::remove(temporary, ec);
+    return false;
+  }
   std::filesystem::rename(temporary, path, ec);
   if (ec) {
     error = "cannot rename " + temporary + " to " + path + ": " + ec.message();
@@ -64,6 +103,13 @@ int run_serve(const settings::Settings& settings, const settings::Sources& sourc
     std::string error;
     if (!write_port_file(settings.port_file, gate.port(), error)) {
       gate.log().note("error", "port file: " + error);
+      return kStartupError;
+    }
+  }
+  if (!settings.sentinels_file.empty()) {
+    std::string error;
+    if (!write_sentinels_file(settings.sentinels_file, gate.secrets(), error)) {
+      gate.log().note("error", "sentinels file: " + error);
       return kStartupError;
     }
   }

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -53,6 +54,27 @@ Expected<std::unique_ptr<Gate>, GateError> Gate::open(GateOptions options) {
   }
   report_load(*gate->log_, *loaded);
   gate->loaded_ = std::move(*loaded);
+  if (!gate->secrets_) {
+    auto secrets =
+        secrets::MaskedSecrets::load(gate->settings_.secrets, [](const std::string& name) {
+          const char* value = std::getenv(name.c_str());
+          return value == nullptr ? std::nullopt : std::optional<std::string>(value);
+        });
+    if (!secrets) {
+      return Unexpected{gate->fail(secrets.error())};
+    }
+    gate->secrets_ = std::move(*secrets);
+  }
+  for (const auto& secret : gate->secrets_->all()) {
+    std::string hosts;
+    for (const auto& host : secret.spec.hosts) {
+      hosts += (hosts.empty() ? "" : ", ") + host;
+    }
+    gate->log_->note("info", "secret " + secret.spec.name + ": filled in on requests to " + hosts +
+                                 " inside TLS the gate inspects; the sandbox's value (a "
+                                 "sentinel) is " +
+                                 secret.sentinel);
+  }
   return gate;
 }
 
@@ -62,6 +84,7 @@ Gate::Gate(GateOptions options, std::unique_ptr<log::DecisionLog> log)
       missing_blocklist_(options.missing_blocklist),
       without_token_(options.without_token),
       asking_only_from_start_(std::move(options.asking_only_from_start)),
+      secrets_(std::move(options.secrets)),
       log_(std::move(log)) {
   if (without_token_) {
     settings_.token.clear();
@@ -105,6 +128,7 @@ std::optional<GateError> Gate::start(std::optional<int> listener) {
   server_ = std::make_unique<server::Server>(settings_, *log_, loaded_.policy);
   server_->use_question_board(questions_.get());
   server_->use_inspection(inspection_.get());
+  server_->use_secrets(secrets_.get());
   auto endpoint = listener ? server_->adopt_listener(*listener) : server_->bind();
   if (!endpoint) {
     return fail(endpoint.error());

@@ -37,6 +37,7 @@
 #include "proxy/reload/policy_reloader.hpp"
 #include "proxy/server/server.hpp"
 #include "proxy/settings/load.hpp"
+#include "proxy/secrets/masked_secrets.hpp"
 #include "proxy/settings/policy_loader.hpp"
 #include "proxy/settings/settings.hpp"
 #include "rules/expected.hpp"
@@ -58,6 +59,9 @@ struct GateOptions {
   // Refuse a reload that turns `unknown` to ask, saying why (`run` started without asking: the
   // terminal that answers questions is set up at its start, or never). Empty: allowed.
   std::string asking_only_from_start = {};
+  // The masked credentials' values and sentinels, loaded by the caller (`run` hands the
+  // sentinels to the command). Null: open() loads them from the settings' secrets.
+  std::shared_ptr<const secrets::MaskedSecrets> secrets = nullptr;
 };
 
 // Why a gate could not be opened or started. `logged`: the message is in the decision log
@@ -123,6 +127,8 @@ class Gate {
   // The policy as loaded at open() (files it came from, entries).
   const settings::LoadedPolicy& loaded() const { return loaded_; }
   const settings::Settings& settings() const { return settings_; }
+  // The masked credentials (empty when none are set). Valid after open().
+  const secrets::MaskedSecrets& secrets() const { return *secrets_; }
 
   // Capture (`sandgate run` on Linux): the capture listeners and DNS sockets are served too.
   // After start(), before the workers run (start_thread()/serve()); see Server::adopt_capture.
@@ -155,6 +161,7 @@ class Gate {
   settings::MissingDefaultBlocklist missing_blocklist_;
   bool without_token_;
   std::string asking_only_from_start_;  // GateOptions::asking_only_from_start
+  std::shared_ptr<const secrets::MaskedSecrets> secrets_;
   std::unique_ptr<log::DecisionLog> log_;
   settings::LoadedPolicy loaded_;
   // This machine's addresses, read before the first decision and kept current (check 1a).

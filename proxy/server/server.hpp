@@ -71,6 +71,8 @@ class Server {
   void use_question_board(ask::QuestionBoard* board) { shared_.questions = board; }
   // Inspection's contexts and CA, which outlive the workers. Before run().
   void use_inspection(inspect::Inspection* inspection) { shared_.inspection = inspection; }
+  // The masked credentials (proxy/secrets/); before start(), outlives the workers.
+  void use_secrets(const secrets::MaskedSecrets* secrets) { shared_.secrets = secrets; }
 
   // Called on SIGHUP, on the control thread: reload the files and reopen the log.
   std::function<void()> on_hangup;

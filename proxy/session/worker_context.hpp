@@ -30,6 +30,9 @@ class QuestionBoard;
 namespace sandgate::inspect {
 class Inspection;
 }
+namespace sandgate::secrets {
+class MaskedSecrets;
+}
 
 namespace sandgate::session {
 
@@ -46,6 +49,9 @@ struct SharedState {
   // Inspection's TLS contexts and CA (proxy/inspect/); set before the workers start, outlives
   // them. Null: no connection is inspected.
   inspect::Inspection* inspection = nullptr;
+  // The masked credentials (proxy/secrets/); set before the workers start, outlives them. Null
+  // or empty: none.
+  const secrets::MaskedSecrets* secrets = nullptr;
   std::atomic<std::uint32_t> open_connections{0};
   std::atomic<std::uint64_t> next_connection_id{1};
 };

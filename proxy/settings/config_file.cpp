@@ -11,8 +11,9 @@
 namespace sandgate::settings {
 namespace {
 
-// Converts a TOML value to the text form every source shares; arrays become comma lists.
-std::optional<std::string> toml_to_text(const toml::node& node) {
+// Converts a TOML value to the text form every source shares; arrays become comma lists (or
+// lines, for a setting whose items hold commas: `secrets`).
+std::optional<std::string> toml_to_text(const toml::node& node, char separator = ',') {
   if (auto v = node.as_string()) {
     return v->get();
   }
@@ -30,7 +31,7 @@ std::optional<std::string> toml_to_text(const toml::node& node) {
         return std::nullopt;
       }
       if (!joined.empty()) {
-        joined += ',';
+        joined += separator;
       }
       joined += *text;
     }
@@ -76,7 +77,8 @@ Expected<ConfigFile, std::string> read_config_file(const std::string& config_pat
   for (const auto& [key, node] : file) {
     out.emplace(
         std::string(key.str()),
-        ConfigEntry{toml_to_text(node), static_cast<std::size_t>(node.source().begin.line)});
+        ConfigEntry{toml_to_text(node, key.str() == "secrets" ? '\n' : ','),
+                    static_cast<std::size_t>(node.source().begin.line)});
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -229,8 +230,16 @@ rules::DomainSet build_allowlist(const std::vector<std::string>& presets,
 std::shared_ptr<const rules::RequestRules> build_request_rules(
     const Settings& settings, std::string_view file_text, std::string_view path,
     std::vector<rules::LoadIssue>& issues) {
+  // The hosts secrets are bound to are inspected too: the gate fills secrets in only on the
+  // requests it sees.
+  std::vector<std::string> inspected = settings.inspect;
+  for (auto& host : secrets::bound_hosts(settings.secrets)) {
+    if (std::find(inspected.begin(), inspected.end(), host) == inspected.end()) {
+      inspected.push_back(std::move(host));
+    }
+  }
   return std::make_shared<const rules::RequestRules>(
-      rules::RequestRules::parse(file_text, path, settings.inspect, "inspect setting", issues));
+      rules::RequestRules::parse(file_text, path, inspected, "inspect setting", issues));
 }
 
 Expected<LoadedPolicy, std::string> load_policy(const Settings& given,
@@ -288,7 +297,7 @@ Expected<LoadedPolicy, std::string> load_policy(const Settings& given,
       return Unexpected{"request rules " + text.error()};
     }
     requests = build_request_rules(settings, *text, settings.request_rules_path, loaded.issues);
-  } else if (!settings.inspect.empty()) {
+  } else if (!settings.inspect.empty() || !settings.secrets.empty()) {
     requests = build_request_rules(settings, {}, {}, loaded.issues);
   }
 

@@ -280,6 +280,51 @@ std::vector<Setting> make_table() {
          return std::nullopt;
        },
        [](const Settings& s) { return or_text(join(s.inspect), "(none)"); }},
+      {{"secrets",
+        "--secret",
+        "SANDGATE_SECRETS",
+        {},
+        "a masked credential, NAME=HOST[,HOST...][=SOURCE] (repeatable; one per line in the "
+        "variable): the command sees a sentinel in $NAME, the gate puts the real value (from "
+        "$NAME, or SOURCE: @FILE, !COMMAND, $VARIABLE) in requests to HOSTS over TLS it inspects",
+        false},
+       [](Settings& s, std::string_view v) -> ApplyResult {
+         s.secrets.clear();
+         std::size_t start = 0;
+         while (start < v.size()) {
+           const std::size_t end = std::min(v.find('\n', start), v.size());
+           const std::string_view line = trim(v.substr(start, end - start));
+           start = end + 1;
+           if (line.empty()) {
+             continue;
+           }
+           auto spec = secrets::parse_secret_spec(line);
+           if (!spec) {
+             return spec.error();
+           }
+           if (spec->source == secrets::SecretSource::file) {
+             spec->from = expand_home(spec->from, home());
+           }
+           s.secrets.push_back(std::move(*spec));
+         }
+         return std::nullopt;
+       },
+       [](const Settings& s) {
+         std::string text;
+         for (const auto& spec : s.secrets) {
+           text += (text.empty() ? "" : " ") + secrets::secret_spec_text(spec);
+         }
+         return or_text(text, "(none)");
+       }},
+      {{"sentinels_file",
+        "--sentinels-file",
+        "SANDGATE_SENTINELS_FILE",
+        {},
+        "serve: write each secret's sentinel here (NAME=SENTINEL lines, mode 0600) for the "
+        "launcher that starts the sandboxed command",
+        false},
+       [](Settings& s, std::string_view v) { return set_path(s.sentinels_file, v); },
+       [](const Settings& s) { return or_text(s.sentinels_file, "(none)"); }},
       {{"ca_dir",
         "--ca-dir",
         "SANDGATE_CA_DIR",

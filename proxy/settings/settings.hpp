@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "proxy/parent/parent_proxy.hpp"
+#include "proxy/secrets/secret_spec.hpp"
 #include "proxy/settings/endpoint.hpp"
 #include "rules/expected.hpp"
 #include "rules/policy.hpp"
@@ -77,6 +78,12 @@ struct Settings {
   // PEM files of CAs an inspected origin may chain to, besides the system's roots.
   std::vector<std::string> inspect_extra_ca;
   bool sni_check = true;  // inspect the ClientHello of tunnels to TLS ports
+  // Masked credentials (proxy/secrets/): what each is, where it may go, where its value comes
+  // from. Their hosts are inspected. The values are read once, when the gate starts.
+  std::vector<secrets::SecretSpec> secrets;
+  // Where `serve` writes each secret's sentinel (NAME=SENTINEL lines, private to the user) for
+  // the launcher that starts the sandboxed command; empty: the log only.
+  std::string sentinels_file;
   std::vector<std::uint16_t> tls_ports = {443};
   // On reload, close open tunnels and kept-alive connections whose destination the new rules
   // deny (logged with outcome `revoked`). Off: what is open keeps going; new requests still

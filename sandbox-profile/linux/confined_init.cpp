@@ -319,7 +319,7 @@ Expected<int, std::string> seal_init(bool supervise_unix_sockets) {
   ::close(channel);
   ExecImage image(options.command,
                   child_environment(current_environment(), port, helper, options.gate.ca_bundle,
-                                    options.gate.java_trust_store));
+                                    options.gate.java_trust_store, options.gate.masked_variables));
   const pid_t command = ::fork();
   if (command < 0) {
     ::_exit(kRunFailed);

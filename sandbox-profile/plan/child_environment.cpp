@@ -61,7 +61,8 @@ std::string java_tool_options(const std::string& inherited, std::uint16_t port,
 std::vector<std::string> child_environment(const std::vector<std::string>& inherited,
                                            std::uint16_t port, const std::string& connect_helper,
                                            const std::string& ca_bundle,
-                                           const std::string& java_trust_store) {
+                                           const std::string& java_trust_store,
+                                           const std::vector<MaskedVariable>& masked) {
   const std::string proxy = "http://127.0.0.1:" + std::to_string(port);
   // ALL_PROXY is what clients use for protocols with no variable of their own (git://, ssh
   // through nc -X 5, many Go and Rust tools); the gate speaks SOCKS5 on the same port, and
@@ -96,15 +97,26 @@ std::vector<std::string> child_environment(const std::vector<std::string>& inher
       gate.emplace_back(name, ca_bundle);
     }
   }
+  for (const auto& variable : masked) {
+    gate.emplace_back(variable.name, variable.sentinel);
+  }
   std::vector<std::string> out;
   out.reserve(inherited.size() + gate.size());
   for (const auto& entry : inherited) {
     const std::string_view name = std::string_view(entry).substr(0, entry.find('='));
     const bool replaced = std::any_of(gate.begin(), gate.end(),
                                       [&](const auto& variable) { return variable.first == name; });
-    if (!replaced) {
-      out.push_back(entry);
+    if (replaced) {
+      continue;
     }
+    std::string kept = entry;
+    for (const auto& variable : masked) {
+      for (std::size_t at = kept.find(variable.value, name.size()); at != std::string::npos;
+           at = kept.find(variable.value, at + variable.sentinel.size())) {
+        kept.replace(at, variable.value.size(), variable.sentinel);
+      }
+    }
+    out.push_back(std::move(kept));
   }
   for (const auto& [name, value] : gate) {
     out.push_back(name + "=" + value);

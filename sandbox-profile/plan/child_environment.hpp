@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sandbox-profile/plan/sandbox_options.hpp"
+
 namespace sandgate::sandbox {
 
 // `inherited` (NAME=VALUE entries, e.g. from environ) with the gate's variables set for a gate
@@ -25,11 +27,14 @@ namespace sandgate::sandbox {
 // that name a CA file for the common tools point at it: SSL_CERT_FILE (OpenSSL, Go, Ruby),
 // REQUESTS_CA_BUNDLE (Python requests), CURL_CA_BUNDLE, GIT_SSL_CAINFO, NODE_EXTRA_CA_CERTS,
 // PIP_CERT, AWS_CA_BUNDLE, CARGO_HTTP_CAINFO, DENO_CERT; with `java_trust_store` (the same
-// certificates as PKCS12), JAVA_TOOL_OPTIONS names it as Java's trust store.
+// certificates as PKCS12), JAVA_TOOL_OPTIONS names it as Java's trust store. Each of `masked`
+// sets its variable to its sentinel, and its real value is replaced by the sentinel in every
+// inherited variable that holds it.
 std::vector<std::string> child_environment(const std::vector<std::string>& inherited,
                                            std::uint16_t port, const std::string& connect_helper,
                                            const std::string& ca_bundle = {},
-                                           const std::string& java_trust_store = {});
+                                           const std::string& java_trust_store = {},
+                                           const std::vector<MaskedVariable>& masked = {});
 
 // The JVM options that send Java's HTTP and HTTPS clients through the gate on 127.0.0.1:`port`
 // (http.proxyHost/Port, https.proxyHost/Port, loopback exempt via http.nonProxyHosts), and

@@ -19,6 +19,15 @@ struct SandboxSettings {
 };
 
 // The gate a command is confined behind.
+// A masked credential as the command sees it (proxy/secrets/): `name` holds `sentinel`, and
+// every inherited variable that holds the real `value` (its source, a copy under another
+// name) holds the sentinel there instead.
+struct MaskedVariable {
+  std::string name;
+  std::string value;
+  std::string sentinel;
+};
+
 struct GateView {
   // The gate's files as configured (blocklist, allowlist, config file, log file; empty ones left
   // out): the command must not be able to change them, nor re-point a link on their way.
@@ -35,6 +44,8 @@ struct GateView {
   std::string ca_bundle;
   // The same certificates as a PKCS12 trust store, for Java (JAVA_TOOL_OPTIONS); empty when none.
   std::string java_trust_store;
+  // The masked credentials: the command's environment holds their sentinels, never their values.
+  std::vector<MaskedVariable> masked_variables;
 };
 
 }  // namespace sandgate::sandbox

@@ -21,7 +21,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "proxy/secrets/masked_secrets.hpp"
 #include "proxy/session/fronts/http_exchange_state.hpp"
 #include "proxy/session/session_context.hpp"
 #include "rules/ip_address.hpp"
@@ -128,6 +130,14 @@ struct Exchange {
   bool client_http11 = true;
   bool request_keep_alive = true;
   bool websocket = false;  // the client asked for a WebSocket upgrade
+  // The response comes from a host masked secrets are bound to: it is cleaned of their real
+  // values (proxy/secrets/redaction.hpp). `carried_secret`: this request carried one, so a
+  // response the gate cannot search (compressed) is refused.
+  const std::vector<secrets::Redaction>* redactions = nullptr;
+  bool carried_secret = false;
+  // The whole request body, read before the head went (read_body_ahead); sent as it is.
+  std::string body_read_ahead;
+  bool body_was_read_ahead = false;
   // How long nothing may move either way: idle_timeout, or kExchangeIdleWithoutTimeout.
   std::chrono::seconds idle_limit = kExchangeIdleWithoutTimeout;
 
@@ -152,6 +162,15 @@ struct Exchange {
   // Cancels both sockets' pending operations: the other direction (or the watchdog) ended it.
   void cancel_both();
 };
+
+// The most of a request body the gate reads before sending its head (to sign a SigV4 request
+// again: the signature covers the body's hash).
+inline constexpr std::size_t kSignedBodyLimit = 1024 * 1024;
+
+// Reads the whole request body into x.body_read_ahead, at most `limit` bytes, with the idle and
+// rate bounds of send_request_body. False when it could not (reported to the state: too large,
+// malformed, the client gone or too slow).
+boost::asio::awaitable<bool> read_body_ahead(Exchange& x, std::size_t limit);
 
 // Client to origin: the request body, piece by piece, re-framed by the serializer (chunked
 // stays chunked, Content-Length stays exact); then, until the response side ends, a watch for

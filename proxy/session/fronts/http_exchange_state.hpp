@@ -57,6 +57,11 @@ class ExchangeState {
   // ---- transitions: the response side ----
   // The origin failed before a final head reached the client; the first failure is kept.
   void origin_failed(rules::Reason reason, std::string sentence);
+  // The gate refuses the request after it was admitted (a masked secret it cannot sign again):
+  // answered with `reason`, nothing sent upstream.
+  void refused(rules::Reason reason, std::string sentence) {
+    origin_failed(reason, std::move(sentence));
+  }
   void upgraded();
   // The final head is about to go to the client; `keeps_client`: the client connection can
   // carry another request after this one, as far as this response's framing goes.

@@ -34,6 +34,7 @@
 #include <optional>
 #include <utility>
 
+#include "proxy/secrets/request_secrets.hpp"
 #include "proxy/session/admission.hpp"
 #include "proxy/session/ask_wait.hpp"
 #include "proxy/session/fronts/client_session.hpp"
@@ -437,6 +438,19 @@ asio::awaitable<bool> admit_target(SessionContext& context, HeadParser& head_par
                             {rules::Reason::bad_request, *problem});
     co_return false;
   }
+  // A masked secret's sentinel goes nowhere the gate would not fill it in (request_secrets.hpp):
+  // refused before anything is decided or dialled, logged as the attempt it is.
+  if (const secrets::MaskedSecrets* secrets = context.worker.shared.secrets) {
+    const bool to_an_address =
+        context.live.destination && context.live.destination->host.is_ip();
+    if (auto misplaced = secrets::misplaced_secret(*secrets, head_parser.get(), host.name,
+                                                   upstream.inspected != nullptr && !to_an_address)) {
+      Refusal refusal(rules::Reason::secret_refused, *misplaced);
+      refusal.path = std::string(logged_path(request.target.origin_form));
+      co_await refuse_request(context, request.method, request.display, port, refusal);
+      co_return false;
+    }
+  }
 
   // The admission pipeline, on every request of the connection: the destination, then the
   // request itself (its method and path), then the dial.
@@ -603,7 +617,17 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   // it cannot read, so Upgrade is taken out and the origin answers the request as it is.
   const bool websocket = is_websocket_upgrade(head) && request.is_done() && !upstream.inspected;
   const bool expects_continue = beast::iequals(head[http::field::expect], "100-continue");
-  const bool send_continue = expects_continue && client_http11 && !request.is_done();
+  bool send_continue = expects_continue && client_http11 && !request.is_done();
+  // Masked secrets bound to this host (only ever inside an inspected connection: anywhere else a
+  // sentinel was refused by admit_target). A SigV4 signature is taken as the client made it,
+  // before the head is rewritten.
+  const secrets::MaskedSecrets* secrets = context.worker.shared.secrets;
+  const bool bound_host = secrets != nullptr && upstream.inspected != nullptr &&
+                          secrets->any_bound_to(admitted->target.host.name);
+  std::optional<secrets::SignedRequest> signed_request;
+  if (bound_host) {
+    signed_request = secrets::signed_request(head);
+  }
   strip_hop_by_hop(head, websocket);
   if (websocket) {
     head.set(http::field::connection, "Upgrade");
@@ -619,9 +643,20 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     use_parent_form(head, context.settings(), admitted->target);
   }
 
+  bool filled = false;
+  if (bound_host) {
+    filled = secrets::fill_secrets(*secrets, head);
+    // What comes back is searched for the real values (redaction.hpp): not compressed.
+    head.set(http::field::accept_encoding, "identity");
+  }
+
   RequestWriter writer{head};
   Exchange x(context, upstream, buffer, request, writer);
   x.where = admitted->where;
+  if (bound_host) {
+    x.redactions = &secrets->redactions();
+    x.carried_secret = filled;
+  }
   x.head_request = head.method() == http::verb::head;
   x.request_had_body = request.chunked() || request.content_length().value_or(0) > 0;
   x.per_request_auth = authenticates_each_request(head);
@@ -632,25 +667,50 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     x.idle_limit = context.settings().idle_timeout;
   }
 
-  auto [head_error, head_written] =
-      co_await http::async_write_header(context.upstream_stream, writer, use_tuple);
-  x.bytes_up += head_written;
-  if (head_error) {
-    x.state.origin_failed(rules::Reason::upstream_closed,
-                          x.where + " closed the connection before taking the request (" +
-                              head_error.message() + ").");
-  } else if (send_continue) {
-    auto [error, written] =
-        co_await asio::async_write(context.client_stream, asio::buffer(kContinue), use_tuple);
-    x.bytes_down += written;
-    if (error) {
-      x.state.client_write_failed();
+  // A request the client signed (SigV4) with a sentinel is signed again with the real key; the
+  // signature covers the body's hash, so a body without x-amz-content-sha256 is read first.
+  bool may_send = true;
+  if (signed_request) {
+    if (signed_request->needs_body_hash) {
+      if (send_continue) {
+        send_continue = false;
+        auto [error, written] =
+            co_await asio::async_write(context.client_stream, asio::buffer(kContinue), use_tuple);
+        x.bytes_down += written;
+      }
+      may_send = co_await read_body_ahead(x, kSignedBodyLimit);
+      signed_request->as_sent.payload_hash = secrets::sha256_hex(x.body_read_ahead);
+    }
+    if (may_send) {
+      if (auto refused = secrets::sign_again(*secrets, admitted->target.host.name,
+                                             *signed_request, head)) {
+        x.state.refused(rules::Reason::secret_refused, std::move(*refused));
+        may_send = false;
+      }
     }
   }
 
-  // Both bodies at once, under the idle watchdog.
-  if (!head_error && !x.state.client_failed()) {
-    co_await (send_request_body(x) && relay_response(x) && watch_idle(x, x.idle_limit));
+  if (may_send) {
+    auto [head_error, head_written] =
+        co_await http::async_write_header(context.upstream_stream, writer, use_tuple);
+    x.bytes_up += head_written;
+    if (head_error) {
+      x.state.origin_failed(rules::Reason::upstream_closed,
+                            x.where + " closed the connection before taking the request (" +
+                                head_error.message() + ").");
+    } else if (send_continue) {
+      auto [error, written] =
+          co_await asio::async_write(context.client_stream, asio::buffer(kContinue), use_tuple);
+      x.bytes_down += written;
+      if (error) {
+        x.state.client_write_failed();
+      }
+    }
+
+    // Both bodies at once, under the idle watchdog.
+    if (!head_error && !x.state.client_failed()) {
+      co_await (send_request_body(x) && relay_response(x) && watch_idle(x, x.idle_limit));
+    }
   }
   co_return co_await finish_exchange(x, end);
 }

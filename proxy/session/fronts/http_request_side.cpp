@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
@@ -103,8 +104,93 @@ void Exchange::cancel_both() {
   context.upstream.cancel(ignored);
 }
 
+asio::awaitable<bool> read_body_ahead(Exchange& x, std::size_t limit) {
+  auto& body = x.request.get().body();
+  if (const auto length = x.request.content_length(); length && *length > limit) {
+    x.state.refused(rules::Reason::secret_refused,
+                    "the request is signed (SigV4) with a masked secret and its body is larger "
+                    "than " +
+                        std::to_string(limit / 1024) +
+                        " KiB without x-amz-content-sha256: the gate reads at most that much to "
+                        "sign it again.");
+    co_return false;
+  }
+  x.body_was_read_ahead = true;
+  const auto grace = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::min<std::chrono::seconds>(kBodyGrace, x.idle_limit));
+  const auto started = std::chrono::steady_clock::now();
+  std::string& whole = x.body_read_ahead;
+  while (!x.request.is_done()) {
+    const std::size_t had = whole.size();
+    if (had >= limit) {
+      x.state.refused(rules::Reason::secret_refused,
+                      "the request is signed (SigV4) with a masked secret and its body is larger "
+                      "than " +
+                          std::to_string(limit / 1024) +
+                          " KiB without x-amz-content-sha256: the gate reads at most that much to "
+                          "sign it again.");
+      co_return false;
+    }
+    const std::size_t room = std::min<std::size_t>(kBodyPiece, limit - had);
+    whole.resize(had + room);
+    body.data = whole.data() + had;
+    body.size = room;
+    // Bounded by the idle limit as a whole (the watchdog does not run yet) and by the body rate.
+    asio::steady_timer deadline(x.context.client.get_executor());
+    deadline.expires_after(x.idle_limit);
+    deadline.async_wait([&x](const boost::system::error_code& error) {
+      if (!error) {
+        boost::system::error_code ignored;
+        x.context.client.cancel(ignored);
+      }
+    });
+    auto [error, read] = co_await http::async_read_some(x.context.client_stream, x.client_buffer,
+                                                        x.request, use_tuple);
+    deadline.cancel();
+    whole.resize(had + (room - body.size));
+    if (error == http::error::need_buffer) {
+      error = {};
+    }
+    const auto waited = std::chrono::steady_clock::now() - started;
+    if (!error && !x.request.is_done() &&
+        waited > grace + std::chrono::seconds(whole.size() / kBodyMinRate)) {
+      x.state.body_too_slow("the request body came at less than " + std::to_string(kBodyMinRate) +
+                            " bytes/s.");
+      co_return false;
+    }
+    if (error == asio::error::operation_aborted) {
+      x.state.timed_out();
+      co_return false;
+    }
+    if (error) {
+      x.state.client_read_failed(is_http_parse_error(error) ? "the request body is malformed: " +
+                                                                  error.message() + "."
+                                                            : std::string());
+      co_return false;
+    }
+    x.touch();
+  }
+  co_return true;
+}
+
 asio::awaitable<void> send_request_body(Exchange& x) {
   auto& body = x.request.get().body();
+  if (x.body_was_read_ahead && !x.state.request_should_stop()) {
+    // Read whole before the head went (read_body_ahead): sent in one piece.
+    body.data = x.body_read_ahead.empty() ? nullptr : x.body_read_ahead.data();
+    body.size = x.body_read_ahead.size();
+    body.more = false;
+    auto [write_error, written] =
+        co_await http::async_write(x.context.upstream_stream, x.request_writer, use_tuple);
+    x.bytes_up += written;
+    if (write_error == http::error::need_buffer) {
+      write_error = {};
+    }
+    if (write_error) {
+      x.state.origin_stopped_reading();
+    }
+    x.touch();
+  }
   std::optional<BodyPiece> piece;
   if (!x.request.is_done()) {
     piece.emplace();

@@ -7,7 +7,11 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "proxy/secrets/redaction.hpp"
 #include "proxy/session/fronts/http_exchange.hpp"
 #include "proxy/session/wire/http_head.hpp"
 
@@ -15,9 +19,36 @@ namespace sandgate::session {
 namespace {
 
 namespace asio = boost::asio;
+namespace beast = boost::beast;
 namespace http = boost::beast::http;
 using clock = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+// Cleans a response head from a host masked secrets are bound to of their real values (its
+// reason phrase and every field's value), keeping each value's length.
+void redact_head(const Exchange& x, http::response<http::buffer_body>& head) {
+  if (x.redactions == nullptr) {
+    return;
+  }
+  std::string reason(head.reason());
+  if (secrets::redact(reason, *x.redactions) > 0) {
+    head.reason(reason);
+  }
+  std::vector<std::pair<std::string, std::string>> fields;
+  bool any = false;
+  for (const auto& field : head) {
+    std::string value(field.value());
+    any = secrets::redact(value, *x.redactions) > 0 || any;
+    fields.emplace_back(std::string(field.name_string()), std::move(value));
+  }
+  if (any) {
+    // Rebuilt in the same order: Beast cannot change a field's value in place.
+    head.clear();
+    for (const auto& [name, value] : fields) {
+      head.insert(name, value);
+    }
+  }
+}
 
 // Reads interim responses until the final (or 101) head has arrived. Returns false on failure
 // (reported to the state) or when the exchange was stopped.
@@ -73,6 +104,7 @@ asio::awaitable<bool> read_final_head(Exchange& x) {
     }
     // 1xx: pass it on to HTTP/1.1 clients (HTTP/1.0 ones cannot read it), then read on.
     if (x.client_http11) {
+      redact_head(x, head);
       strip_hop_by_hop(head, false);
       add_via(head);
       head.version(11);
@@ -84,6 +116,62 @@ asio::awaitable<bool> read_final_head(Exchange& x) {
   }
 }
 
+// relay_body for a host masked secrets are bound to: each piece is cleaned of their real values
+// (redaction.hpp) and its last bytes wait for the next piece, where a value may go on.
+asio::awaitable<bool> relay_redacted_body(Exchange& x, BodyResponseParser& parser,
+                                          ResponseWriter& writer) {
+  auto& body = parser.get().body();
+  secrets::StreamRedaction redaction(*x.redactions);
+  std::vector<char> buffer(redaction.carry_limit() + kBodyPiece);
+  bool more = !parser.is_done();
+  while (more) {
+    if (x.state.response_should_stop()) {
+      co_return false;
+    }
+    std::size_t fresh = 0;
+    if (!parser.is_done()) {
+      body.data = buffer.data() + redaction.carried();
+      body.size = kBodyPiece;
+      auto [read_error, read] = co_await http::async_read_some(
+          x.context.upstream_stream, x.upstream.buffer, parser, use_tuple);
+      if (read_error == http::error::need_buffer) {
+        read_error = {};
+      }
+      if (read_error == http::error::buffer_overflow) {
+        x.state.response_oversized();
+        co_return false;
+      }
+      if (read_error) {
+        co_return false;  // the origin broke off mid-response
+      }
+      x.touch();
+      fresh = kBodyPiece - body.size;
+    }
+    const bool last = parser.is_done();
+    const std::size_t ready = redaction.pass(buffer.data(), fresh, last);
+    body.data = ready > 0 ? buffer.data() : nullptr;
+    body.size = ready;
+    body.more = !last;
+    more = !last;
+    if (ready == 0 && body.more) {
+      redaction.held_back_to_front(buffer.data());
+      continue;
+    }
+    auto [write_error, written] =
+        co_await http::async_write(x.context.client_stream, writer, use_tuple);
+    x.bytes_down += written;
+    if (write_error == http::error::need_buffer) {
+      write_error = {};
+    }
+    if (write_error) {
+      co_return false;
+    }
+    redaction.held_back_to_front(buffer.data());
+    x.touch();
+  }
+  co_return true;
+}
+
 // The final response's body, piece by piece, after its head. Returns whether all of it reached
 // the client; an oversized chunk header or trailer is reported to the state.
 asio::awaitable<bool> relay_body(Exchange& x, BodyResponseParser& parser, ResponseWriter& writer) {
@@ -91,6 +179,10 @@ asio::awaitable<bool> relay_body(Exchange& x, BodyResponseParser& parser, Respon
   std::optional<BodyPiece> piece;
   if (!parser.is_done()) {
     piece.emplace();
+  }
+  if (x.redactions != nullptr) {
+    const bool complete = co_await relay_redacted_body(x, parser, writer);
+    co_return complete;
   }
   while (!parser.is_done()) {
     if (x.state.response_should_stop()) {
@@ -147,6 +239,18 @@ asio::awaitable<void> relay_final_response(Exchange& x) {
                           x.where + " sent both Content-Length and Transfer-Encoding.");
     co_return;
   }
+  // A compressed response to a request that carried a secret cannot be searched for it.
+  const auto coding = response.find(http::field::content_encoding);
+  if (x.carried_secret && coding != response.end() && !coding->value().empty() &&
+      !beast::iequals(coding->value(), "identity") && !parser.is_done()) {
+    x.state.origin_failed(rules::Reason::bad_response,
+                          x.where + " sent a compressed response (" +
+                              std::string(coding->value().substr(0, 32)) +
+                              ") to a request that carried a masked secret, though asked for none: "
+                              "the gate cannot search it for the secret's real value.");
+    co_return;
+  }
+  redact_head(x, response);
   const bool to_eof = parser.need_eof();
   const bool unchunk = !x.client_http11 && parser.chunked();  // HTTP/1.0 cannot read chunks
   const bool keeps_client = x.request_keep_alive && !to_eof && !unchunk && x.request.is_done() &&

@@ -54,6 +54,7 @@ socks::ReplyCode socks_reply_code(rules::Reason reason) {
     case Reason::request_denied:       // inside a tunnel: never before a SOCKS reply
     case Reason::request_not_allowed:  // inside a tunnel: never before a SOCKS reply
     case Reason::not_inspectable:
+    case Reason::secret_refused:
     case Reason::auth_required:
     case Reason::auth_failed:
       return ReplyCode::not_allowed_by_ruleset;

@@ -1,0 +1,280 @@
+// Loading the secrets and making their sentinels. See masked_secrets.hpp.
+#include "proxy/secrets/masked_secrets.hpp"
+
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+namespace sandgate::secrets {
+namespace {
+
+// What a value may be at most: larger is no credential.
+constexpr std::size_t kMaxValue = 16 * 1024;
+constexpr std::size_t kMinLength = 8;
+constexpr double kMinBits = 40;
+
+bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
+bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_alnum(char c) { return is_lower(c) || is_upper(c) || is_digit(c); }
+
+std::string trim_line_break(std::string text) {
+  if (text.ends_with('\n')) {
+    text.pop_back();
+    if (text.ends_with('\r')) {
+      text.pop_back();
+    }
+  }
+  return text;
+}
+
+Expected<std::string, std::string> read_value(const SecretSpec& spec,
+                                              const MaskedSecrets::Lookup& environment) {
+  const std::string who = "secret " + spec.name;
+  switch (spec.source) {
+    case SecretSource::variable: {
+      auto value = environment(spec.from);
+      if (!value) {
+        return Unexpected{who + ": the variable " + spec.from + " is not set"};
+      }
+      return *value;
+    }
+    case SecretSource::file: {
+      std::ifstream in(spec.from, std::ios::binary);
+      if (!in) {
+        return Unexpected{who + ": cannot read " + spec.from + ": " + std::strerror(errno)};
+      }
+      std::string text;
+      text.resize(kMaxValue + 1);
+      in.read(text.data(), static_cast<std::streamsize>(text.size()));
+      text.resize(static_cast<std::size_t>(in.gcount()));
+      if (text.size() > kMaxValue) {
+        return Unexpected{who + ": " + spec.from + " is larger than 16 KiB"};
+      }
+      return trim_line_break(std::move(text));
+    }
+    case SecretSource::command: {
+      // Its standard error and input stay the terminal's: a password manager may ask.
+      std::fflush(nullptr);
+      FILE* pipe = ::popen(spec.from.c_str(), "r");
+      if (pipe == nullptr) {
+        return Unexpected{who + ": cannot run its command: " + std::strerror(errno)};
+      }
+      std::string text;
+      char block[4096];
+      std::size_t got = 0;
+      while ((got = std::fread(block, 1, sizeof block, pipe)) > 0 && text.size() <= kMaxValue) {
+        text.append(block, got);
+      }
+      const int status = ::pclose(pipe);
+      if (status != 0) {
+        return Unexpected{who + ": its command failed (" +
+                          (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
+                                             : std::string("killed by a signal")) +
+                          ")"};
+      }
+      if (text.size() > kMaxValue) {
+        return Unexpected{who + ": its command printed more than 16 KiB"};
+      }
+      return trim_line_break(std::move(text));
+    }
+  }
+  return Unexpected{who + ": unknown source"};
+}
+
+std::string base64(std::string_view bytes, bool url_safe) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()),
+                                static_cast<int>(bytes.size()));
+  out.resize(static_cast<std::size_t>(n));
+  if (url_safe) {
+    std::replace(out.begin(), out.end(), '+', '-');
+    std::replace(out.begin(), out.end(), '/', '_');
+  }
+  return out;
+}
+
+std::string percent_encoded(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : text) {
+    if (is_alnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[static_cast<unsigned char>(c) >> 4];
+      out += kHex[static_cast<unsigned char>(c) & 15];
+    }
+  }
+  return out;
+}
+
+std::string json_slashes(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '/') {
+      out += '\\';
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::uint8_t random_byte() {
+  unsigned char byte = 0;
+  if (RAND_bytes(&byte, 1) != 1) {
+    std::abort();  // no randomness: nothing safe can be made
+  }
+  return byte;
+}
+
+}  // namespace
+
+std::string make_sentinel(std::string_view value,
+                          const std::function<std::uint8_t()>& random_byte) {
+  if (value.size() < kMinLength) {
+    return {};
+  }
+  std::size_t prefix = 0;
+  for (std::size_t i = 0; i < std::min<std::size_t>(12, value.size()); ++i) {
+    if (value[i] == '_' || value[i] == '-') {
+      prefix = i + 1;
+    }
+  }
+  std::string alphabet;
+  const std::string_view rest = value.substr(prefix);
+  if (std::any_of(rest.begin(), rest.end(), is_lower)) {
+    alphabet += "abcdefghijklmnopqrstuvwxyz";
+  }
+  if (std::any_of(rest.begin(), rest.end(), is_upper)) {
+    alphabet += "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  }
+  if (std::any_of(rest.begin(), rest.end(), is_digit)) {
+    alphabet += "0123456789";
+  }
+  const auto drawn = static_cast<double>(std::count_if(rest.begin(), rest.end(), is_alnum));
+  if (alphabet.empty() || drawn * std::log2(static_cast<double>(alphabet.size())) < kMinBits) {
+    return {};
+  }
+  // Rejection sampling: only bytes below the largest multiple of the alphabet's size.
+  const unsigned limit = 256 - 256 % alphabet.size();
+  std::string sentinel(value);
+  for (std::size_t i = prefix; i < sentinel.size(); ++i) {
+    if (!is_alnum(sentinel[i])) {
+      continue;
+    }
+    unsigned byte = random_byte();
+    while (byte >= limit) {
+      byte = random_byte();
+    }
+    sentinel[i] = alphabet[byte % alphabet.size()];
+  }
+  return sentinel;
+}
+
+std::vector<Redaction> redactions_of(std::string_view value, std::string_view sentinel) {
+  std::vector<Redaction> out;
+  const auto add = [&out](std::string real, std::string masked) {
+    if (real.size() < kMinLength || real.size() != masked.size()) {
+      return;
+    }
+    if (std::none_of(out.begin(), out.end(), [&](const Redaction& r) { return r.real == real; })) {
+      out.push_back({std::move(real), std::move(masked)});
+    }
+  };
+  add(std::string(value), std::string(sentinel));
+  // Base64 at each of the three alignments the value can have in an encoded stream: the whole
+  // groups of three bytes it fills encode alike wherever the stream starts.
+  for (std::size_t skip = 0; skip < 3 && skip < value.size(); ++skip) {
+    const std::size_t length = (value.size() - skip) / 3 * 3;
+    if (length < 6) {
+      continue;
+    }
+    for (const bool url_safe : {false, true}) {
+      add(base64(value.substr(skip, length), url_safe),
+          base64(sentinel.substr(skip, length), url_safe));
+    }
+  }
+  add(percent_encoded(value), percent_encoded(sentinel));
+  add(json_slashes(value), json_slashes(sentinel));
+  return out;
+}
+
+MaskedSecrets::MaskedSecrets(std::vector<MaskedSecret> secrets) : secrets_(std::move(secrets)) {
+  for (const auto& secret : secrets_) {
+    for (auto& redaction : redactions_of(secret.value, secret.sentinel)) {
+      redactions_.push_back(std::move(redaction));
+    }
+  }
+  // Longest first: a longer form that contains a shorter one is replaced whole.
+  std::stable_sort(redactions_.begin(), redactions_.end(),
+                   [](const Redaction& a, const Redaction& b) { return a.real.size() > b.real.size(); });
+}
+
+std::shared_ptr<const MaskedSecrets> MaskedSecrets::with(std::vector<MaskedSecret> secrets) {
+  return std::shared_ptr<const MaskedSecrets>(new MaskedSecrets(std::move(secrets)));
+}
+
+Expected<std::shared_ptr<const MaskedSecrets>, std::string> MaskedSecrets::load(
+    const std::vector<SecretSpec>& specs, const Lookup& environment) {
+  std::vector<MaskedSecret> secrets;
+  for (const auto& spec : specs) {
+    if (std::any_of(secrets.begin(), secrets.end(),
+                    [&](const MaskedSecret& s) { return s.spec.name == spec.name; })) {
+      return Unexpected{"secret " + spec.name + " is given twice"};
+    }
+    auto value = read_value(spec, environment);
+    if (!value) {
+      return Unexpected{value.error()};
+    }
+    if (value->empty()) {
+      return Unexpected{"secret " + spec.name + " is empty"};
+    }
+    if (std::any_of(value->begin(), value->end(),
+                    [](unsigned char c) { return c < 0x20 || c >= 0x7f; }) ||
+        value->front() == ' ' || value->back() == ' ') {
+      return Unexpected{"secret " + spec.name +
+                        " holds a control character, a byte outside ASCII or a leading or "
+                        "trailing space: it cannot go in a request's header field"};
+    }
+    std::string sentinel;
+    for (int attempt = 0; attempt < 8 && (sentinel.empty() || sentinel == *value); ++attempt) {
+      sentinel = make_sentinel(*value, random_byte);
+    }
+    if (sentinel.empty()) {
+      return Unexpected{"secret " + spec.name +
+                        " is too short or too plain to mask: a sentinel of its shape would be "
+                        "guessable (at least 8 characters and 40 bits of letters and digits)"};
+    }
+    secrets.push_back({spec, std::move(*value), std::move(sentinel)});
+  }
+  return with(std::move(secrets));
+}
+
+const MaskedSecret* MaskedSecrets::sentinel_in(std::string_view text) const {
+  for (const auto& secret : secrets_) {
+    if (text.size() >= secret.sentinel.size() &&
+        ::memmem(text.data(), text.size(), secret.sentinel.data(), secret.sentinel.size()) !=
+            nullptr) {
+      return &secret;
+    }
+  }
+  return nullptr;
+}
+
+bool MaskedSecrets::any_bound_to(std::string_view host) const {
+  return std::any_of(secrets_.begin(), secrets_.end(),
+                     [&](const MaskedSecret& s) { return secret_bound_to(s.spec, host); });
+}
+
+}  // namespace sandgate::secrets

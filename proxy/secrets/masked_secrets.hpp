@@ -1,0 +1,79 @@
+// The secrets of one gate, loaded once at start: each real value, the sentinel the sandboxed
+// command holds instead, and what the gate looks for on the way out and on the way back.
+//
+// A sentinel has the real value's length, keeps its prefix (up to the last '_' or '-' in its
+// first 12 characters: `ghp_`, `github_pat_`, `sk-proj-`) and its punctuation where it is, and
+// draws every other character at random from the kinds (lower case, upper case, digits) the
+// value uses: a tool that checks a token's shape accepts it, and a value the gate puts back in a
+// response (redaction) keeps its length, so the response's framing stays true.
+//
+// Immutable once loaded; shared by every worker. The real values are never written anywhere
+// but into request heads to their bound hosts: not into a log, a metric or a message.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proxy/secrets/secret_spec.hpp"
+#include "rules/expected.hpp"
+
+namespace sandgate::secrets {
+
+// A real form of a secret and the masked form of the same length that replaces it in what a
+// bound host sends back: the value itself, and the spellings an echo would give it (base64 at
+// each alignment, percent-encoded, JSON with `\/`).
+struct Redaction {
+  std::string real;
+  std::string masked;
+};
+
+struct MaskedSecret {
+  SecretSpec spec;
+  std::string value;     // the real one
+  std::string sentinel;  // what the command holds
+};
+
+class MaskedSecrets {
+ public:
+  // Reads the environment as the process has it.
+  using Lookup = std::function<std::optional<std::string>(const std::string& name)>;
+
+  // Reads each value (a variable, a file, a command's output; one trailing line break taken
+  // off) and makes its sentinel. The error names the secret and what failed, never a value.
+  static Expected<std::shared_ptr<const MaskedSecrets>, std::string> load(
+      const std::vector<SecretSpec>& specs, const Lookup& environment);
+
+  // For tests: a secret with a given sentinel.
+  static std::shared_ptr<const MaskedSecrets> with(std::vector<MaskedSecret> secrets);
+
+  const std::vector<MaskedSecret>& all() const { return secrets_; }
+  bool empty() const { return secrets_.empty(); }
+
+  // The first secret whose sentinel occurs in `text`, or null.
+  const MaskedSecret* sentinel_in(std::string_view text) const;
+  // Whether any secret is bound to `host` (normal form).
+  bool any_bound_to(std::string_view host) const;
+  // What the responses of a host some secret is bound to are cleaned of: every form of every
+  // secret (a value stored by one bound host may come back from another).
+  const std::vector<Redaction>& redactions() const { return redactions_; }
+
+ private:
+  explicit MaskedSecrets(std::vector<MaskedSecret> secrets);
+
+  std::vector<MaskedSecret> secrets_;
+  std::vector<Redaction> redactions_;
+};
+
+// A sentinel for `value`, as described above, from `random` (bytes of a CSPRNG). Empty when the
+// value is too short or too plain to mask: fewer than 8 characters, or under 40 bits of choice.
+std::string make_sentinel(std::string_view value,
+                          const std::function<std::uint8_t()>& random_byte);
+
+// The redactions of one secret (exposed for tests).
+std::vector<Redaction> redactions_of(std::string_view value, std::string_view sentinel);
+
+}  // namespace sandgate::secrets

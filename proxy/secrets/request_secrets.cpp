@@ -1,0 +1,283 @@
+// Sentinels in request heads. See request_secrets.hpp.
+#include "proxy/secrets/request_secrets.hpp"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/field.hpp>
+
+namespace sandgate::secrets {
+namespace {
+
+namespace http = boost::beast::http;
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+// "Basic <base64>": its credentials decoded, or nothing.
+std::optional<std::string> basic_credentials(std::string_view value) {
+  if (value.size() < 7 || !boost::beast::iequals(value.substr(0, 6), "Basic ")) {
+    return std::nullopt;
+  }
+  std::string_view encoded = value.substr(6);
+  while (!encoded.empty() && encoded.front() == ' ') {
+    encoded.remove_prefix(1);
+  }
+  while (!encoded.empty() && encoded.back() == ' ') {
+    encoded.remove_suffix(1);
+  }
+  if (encoded.empty() || encoded.size() % 4 != 0 || encoded.size() > 8192) {
+    return std::nullopt;
+  }
+  std::string out(encoded.size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(encoded.data()),
+                                static_cast<int>(encoded.size()));
+  if (n < 0) {
+    return std::nullopt;
+  }
+  // EVP_DecodeBlock counts the padding as zero bytes.
+  std::size_t size = static_cast<std::size_t>(n);
+  size -= static_cast<std::size_t>(std::count(encoded.end() - 2, encoded.end(), '='));
+  out.resize(size);
+  return out;
+}
+
+std::string basic_value(std::string_view credentials) {
+  std::string out(4 * ((credentials.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(credentials.data()),
+                                static_cast<int>(credentials.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return "Basic " + out;
+}
+
+std::string percent_decoded(std::string_view text) {
+  std::string out;
+  const auto hex = [](char c) {
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && hex(text[i + 1]) >= 0 && hex(text[i + 2]) >= 0) {
+      out += static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2]));
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+// Replaces every sentinel in `text` with its value; returns whether any was.
+bool replace_sentinels(const MaskedSecrets& secrets, std::string& text) {
+  bool any = false;
+  for (const auto& secret : secrets.all()) {
+    std::size_t at = 0;
+    while ((at = text.find(secret.sentinel, at)) != std::string::npos) {
+      text.replace(at, secret.sentinel.size(), secret.value);
+      at += secret.value.size();
+      any = true;
+    }
+  }
+  return any;
+}
+
+std::string host_list(const SecretSpec& spec) {
+  std::string out;
+  for (std::size_t i = 0; i < spec.hosts.size(); ++i) {
+    out += (i > 0 ? ", " : "") + spec.hosts[i];
+  }
+  return out;
+}
+
+std::string refusal(const MaskedSecret& secret, const std::string& where) {
+  return "the request carries the masked secret " + secret.spec.name + " " + where +
+         "; the gate fills it in only in Authorization or a field named *-Key, *-Token, "
+         "*-Secret or *ApiKey, on requests to " +
+         host_list(secret.spec) + " inside TLS it inspects.";
+}
+
+}  // namespace
+
+bool carries_credentials(std::string_view field_name) {
+  const std::string name = lower(field_name);
+  return name == "authorization" || name.ends_with("-key") || name.ends_with("-token") ||
+         name.ends_with("-secret") || name.ends_with("apikey");
+}
+
+std::optional<std::string> misplaced_secret(const MaskedSecrets& secrets,
+                                            const http::request_header<>& head,
+                                            std::string_view host, bool verified_tls) {
+  if (secrets.empty()) {
+    return std::nullopt;
+  }
+  const std::string_view target = head.target();
+  const MaskedSecret* in_target = secrets.sentinel_in(target);
+  if (in_target == nullptr) {
+    in_target = secrets.sentinel_in(percent_decoded(target));
+  }
+  if (in_target == nullptr) {
+    in_target = secrets.sentinel_in(head.method_string());
+  }
+  if (in_target != nullptr) {
+    return refusal(*in_target, "in its target (the URL: servers log and echo it)");
+  }
+  for (const auto& field : head) {
+    const std::string_view name = field.name_string();
+    const std::string_view value = field.value();
+    if (const MaskedSecret* secret = secrets.sentinel_in(name)) {
+      return refusal(*secret, "in the name of a header field");
+    }
+    const MaskedSecret* secret = secrets.sentinel_in(value);
+    if (secret == nullptr && boost::beast::iequals(name, "authorization")) {
+      if (const auto decoded = basic_credentials(value)) {
+        secret = secrets.sentinel_in(*decoded);
+      }
+    }
+    if (secret == nullptr) {
+      continue;
+    }
+    if (!carries_credentials(name)) {
+      return refusal(*secret, "in its " + std::string(name.substr(0, 64)) + " field");
+    }
+    if (!secret_bound_to(secret->spec, host)) {
+      return refusal(*secret, "to " + std::string(host) + ", a host it is not bound to");
+    }
+    if (!verified_tls) {
+      return refusal(*secret,
+                     "over a connection the gate did not verify (plain HTTP, or a destination "
+                     "named by its address)");
+    }
+    // Every sentinel in the field must be one bound to this host.
+    for (const auto& other : secrets.all()) {
+      if (&other != secret && !secret_bound_to(other.spec, host) &&
+          (value.find(other.sentinel) != std::string_view::npos)) {
+        return refusal(other, "to " + std::string(host) + ", a host it is not bound to");
+      }
+    }
+    if (boost::beast::iequals(name, "authorization")) {
+      if (const auto decoded = basic_credentials(value)) {
+        for (const auto& other : secrets.all()) {
+          if (!secret_bound_to(other.spec, host) &&
+              decoded->find(other.sentinel) != std::string::npos) {
+            return refusal(other, "to " + std::string(host) + ", a host it is not bound to");
+          }
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+bool fill_secrets(const MaskedSecrets& secrets, http::request_header<>& head) {
+  if (secrets.empty()) {
+    return false;
+  }
+  std::vector<std::pair<std::string, std::string>> fields;
+  bool any = false;
+  for (const auto& field : head) {
+    std::string value(field.value());
+    const std::string_view name = field.name_string();
+    if (carries_credentials(name)) {
+      auto decoded = boost::beast::iequals(name, "authorization")
+                         ? basic_credentials(value)
+                         : std::optional<std::string>();
+      if (decoded && replace_sentinels(secrets, *decoded)) {
+        value = basic_value(*decoded);
+        any = true;
+      } else if (replace_sentinels(secrets, value)) {
+        any = true;
+      }
+    }
+    fields.emplace_back(std::string(name), std::move(value));
+  }
+  if (!any) {
+    return false;
+  }
+  // Rebuilt in the same order: Beast cannot change a field's value in place.
+  head.clear();
+  for (const auto& [name, value] : fields) {
+    head.insert(name, value);
+  }
+  return true;
+}
+
+std::optional<SignedRequest> signed_request(const http::request_header<>& head) {
+  const auto authorization = head.find(http::field::authorization);
+  if (authorization == head.end()) {
+    return std::nullopt;
+  }
+  auto parsed = parse_sigv4_authorization(authorization->value());
+  if (!parsed) {
+    return std::nullopt;
+  }
+  SignedRequest out;
+  out.authorization = std::move(*parsed);
+  out.as_sent.method = std::string(head.method_string());
+  out.as_sent.target = std::string(head.target());
+  for (const auto& field : head) {
+    out.as_sent.fields.emplace_back(std::string(field.name_string()), std::string(field.value()));
+    if (boost::beast::iequals(field.name_string(), "x-amz-content-sha256")) {
+      out.as_sent.payload_hash = std::string(field.value());
+    }
+  }
+  out.needs_body_hash = out.as_sent.payload_hash.empty();
+  return out;
+}
+
+std::optional<std::string> sign_again(const MaskedSecrets& secrets, std::string_view host,
+                                      const SignedRequest& signed_request,
+                                      http::request_header<>& head) {
+  const MaskedSecret* key = nullptr;
+  std::optional<CanonicalForm> form;
+  for (const auto& secret : secrets.all()) {
+    if (!secret_bound_to(secret.spec, host)) {
+      continue;
+    }
+    form = sigv4_signed_with(signed_request.as_sent, signed_request.authorization,
+                             secret.sentinel);
+    if (form) {
+      key = &secret;
+      break;
+    }
+  }
+  if (key == nullptr) {
+    return std::nullopt;
+  }
+  const std::string& payload = signed_request.as_sent.payload_hash;
+  if (payload.starts_with("STREAMING-") && !payload.starts_with("STREAMING-UNSIGNED-")) {
+    return "the request is signed with the masked secret " + key->spec.name +
+           " chunk by chunk (" + payload.substr(0, 64) +
+           "), which the gate cannot sign again; have the client send an unsigned payload "
+           "(UNSIGNED-PAYLOAD, or STREAMING-UNSIGNED-PAYLOAD-TRAILER) or its hash.";
+  }
+  auto authorization = parse_sigv4_authorization(head[http::field::authorization]);
+  if (!authorization) {
+    return "the request's SigV4 Authorization could not be read again after its secrets were "
+           "filled in.";
+  }
+  SigV4Request leaving;
+  leaving.method = std::string(head.method_string());
+  leaving.target = std::string(head.target());
+  for (const auto& field : head) {
+    leaving.fields.emplace_back(std::string(field.name_string()), std::string(field.value()));
+  }
+  leaving.payload_hash = payload;
+  auto signature = sigv4_signature(leaving, *authorization, key->value, *form);
+  if (!signature) {
+    return "the request as it leaves lacks a field its SigV4 signature covers.";
+  }
+  authorization->signature = std::move(*signature);
+  head.set(http::field::authorization, render_sigv4_authorization(*authorization));
+  return std::nullopt;
+}
+
+}  // namespace sandgate::secrets

@@ -1,0 +1,57 @@
+// The secrets in a request head: where its sentinels are, whether the gate may put the real
+// values there, and putting them there (the gate's side of masked_secrets.hpp).
+//
+// A sentinel is filled in only
+//   - in a field that carries credentials: Authorization (a Basic one decoded and encoded
+//     again), and fields named *-Key, *-Token, *-Secret or *ApiKey (X-Api-Key, Private-Token,
+//     X-Amz-Security-Token, ...), never the target, Host or any other field a server may echo,
+//     log or store;
+//   - on a request to a host the secret is bound to;
+//   - inside a TLS connection the gate inspects, to an origin whose certificate it verified for
+//     that name (not over plain HTTP, not through a tunnel it cannot see into, not to a
+//     destination the client named by address).
+// A sentinel anywhere else refuses the request, with a sentence naming the secret (never its
+// value) and what was wrong.
+#pragma once
+
+#include <boost/beast/http/message.hpp>
+#include <optional>
+#include <string>
+
+#include "proxy/secrets/masked_secrets.hpp"
+#include "proxy/secrets/sigv4.hpp"
+
+namespace sandgate::secrets {
+
+// Whether the gate fills secrets in a field of this name.
+bool carries_credentials(std::string_view field_name);
+
+// Why a request carrying a sentinel is refused.
+std::optional<std::string> misplaced_secret(const MaskedSecrets& secrets,
+                                            const boost::beast::http::request_header<>& head,
+                                            std::string_view host, bool verified_tls);
+
+// Puts the real values where the sentinels are (a head misplaced_secret() passed). Returns
+// whether it filled any.
+bool fill_secrets(const MaskedSecrets& secrets, boost::beast::http::request_header<>& head);
+
+// A request signed with SigV4 whose signature the gate may have to make again: what it covered
+// as the client sent it. Nothing when the head carries no SigV4 Authorization.
+struct SignedRequest {
+  SigV4Authorization authorization;
+  SigV4Request as_sent;
+  // The body's hash is needed and not in the head (no x-amz-content-sha256): the gate reads
+  // the body first.
+  bool needs_body_hash = false;
+};
+std::optional<SignedRequest> signed_request(const boost::beast::http::request_header<>& head);
+
+// The client signed `signed_request` with the sentinel of one of the secrets bound to `host`:
+// signs `head` (filled, as it leaves) with that secret's real value instead. Returns the
+// refusal's sentence when it cannot (a streaming payload signed chunk by chunk); nothing
+// otherwise, also when no sentinel signed it (the client's own key: left as it is).
+std::optional<std::string> sign_again(const MaskedSecrets& secrets, std::string_view host,
+                                      const SignedRequest& signed_request,
+                                      boost::beast::http::request_header<>& head);
+
+}  // namespace sandgate::secrets
