@@ -38,6 +38,7 @@ test_packages=(
   nftables bind9-dnsutils  # capture_e2e_test: nft to inspect the rules; dig for DNS queries inside run
   nodejs python3-pip python3-setuptools python3-pytest python3-requests golang-go  # run_test: real tools inside run
   openjdk-17-jdk-headless  # run_test: a Java client through inspection; keytool reads the gate's Java trust store
+  python3-botocore      # secrets_test: the AWS SDK's own SigV4 signer as the client of a masked AWS key
 )
 
 case "$(uname -s)" in

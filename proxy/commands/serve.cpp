@@ -48,8 +48,8 @@ bool write_port_file(const std::string& path, std::uint16_t port, std::string& e
 bool write_sentinels_file(const std::string& path, const secrets::MaskedSecrets& secrets,
                           std::string& error) {
   const std::string temporary = path + ".tmp";
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-                        0600);
+  const int fd =
+      ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
     error = "cannot write " + temporary + ": " + std::strerror(errno);
     return false;

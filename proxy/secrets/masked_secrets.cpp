@@ -217,8 +217,9 @@ MaskedSecrets::MaskedSecrets(std::vector<MaskedSecret> secrets) : secrets_(std::
     }
   }
   // Longest first: a longer form that contains a shorter one is replaced whole.
-  std::stable_sort(redactions_.begin(), redactions_.end(),
-                   [](const Redaction& a, const Redaction& b) { return a.real.size() > b.real.size(); });
+  std::stable_sort(
+      redactions_.begin(), redactions_.end(),
+      [](const Redaction& a, const Redaction& b) { return a.real.size() > b.real.size(); });
 }
 
 std::shared_ptr<const MaskedSecrets> MaskedSecrets::with(std::vector<MaskedSecret> secrets) {

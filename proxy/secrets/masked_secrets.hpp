@@ -70,8 +70,7 @@ class MaskedSecrets {
 
 // A sentinel for `value`, as described above, from `random` (bytes of a CSPRNG). Empty when the
 // value is too short or too plain to mask: fewer than 8 characters, or under 40 bits of choice.
-std::string make_sentinel(std::string_view value,
-                          const std::function<std::uint8_t()>& random_byte);
+std::string make_sentinel(std::string_view value, const std::function<std::uint8_t()>& random_byte);
 
 // The redactions of one secret (exposed for tests).
 std::vector<Redaction> redactions_of(std::string_view value, std::string_view sentinel);

@@ -187,9 +187,8 @@ bool fill_secrets(const MaskedSecrets& secrets, http::request_header<>& head) {
     std::string value(field.value());
     const std::string_view name = field.name_string();
     if (carries_credentials(name)) {
-      auto decoded = boost::beast::iequals(name, "authorization")
-                         ? basic_credentials(value)
-                         : std::optional<std::string>();
+      auto decoded = boost::beast::iequals(name, "authorization") ? basic_credentials(value)
+                                                                  : std::optional<std::string>();
       if (decoded && replace_sentinels(secrets, *decoded)) {
         value = basic_value(*decoded);
         any = true;
@@ -242,8 +241,7 @@ std::optional<std::string> sign_again(const MaskedSecrets& secrets, std::string_
     if (!secret_bound_to(secret.spec, host)) {
       continue;
     }
-    form = sigv4_signed_with(signed_request.as_sent, signed_request.authorization,
-                             secret.sentinel);
+    form = sigv4_signed_with(signed_request.as_sent, signed_request.authorization, secret.sentinel);
     if (form) {
       key = &secret;
       break;
@@ -254,8 +252,8 @@ std::optional<std::string> sign_again(const MaskedSecrets& secrets, std::string_
   }
   const std::string& payload = signed_request.as_sent.payload_hash;
   if (payload.starts_with("STREAMING-") && !payload.starts_with("STREAMING-UNSIGNED-")) {
-    return "the request is signed with the masked secret " + key->spec.name +
-           " chunk by chunk (" + payload.substr(0, 64) +
+    return "the request is signed with the masked secret " + key->spec.name + " chunk by chunk (" +
+           payload.substr(0, 64) +
            "), which the gate cannot sign again; have the client send an unsigned payload "
            "(UNSIGNED-PAYLOAD, or STREAMING-UNSIGNED-PAYLOAD-TRAILER) or its hash.";
   }

@@ -28,7 +28,8 @@ Expected<std::string, std::string> parse_bound_host(std::string_view text) {
   }
   auto host = rules::parse_host(name);
   if (!host) {
-    return Unexpected{"'" + std::string(text) + "': " + std::string(rules::to_string(host.error()))};
+    return Unexpected{"'" + std::string(text) +
+                      "': " + std::string(rules::to_string(host.error()))};
   }
   if (host->is_ip()) {
     return Unexpected{"'" + std::string(text) +

@@ -141,7 +141,8 @@ std::string canonical_query(std::string_view query, QueryForm form) {
     const std::string_view pair = query.substr(start, amp - start);
     const std::size_t equals = pair.find('=');
     std::string key(pair.substr(0, equals));
-    std::string value(equals == std::string_view::npos ? std::string_view() : pair.substr(equals + 1));
+    std::string value(equals == std::string_view::npos ? std::string_view()
+                                                       : pair.substr(equals + 1));
     if (form == QueryForm::encoded_again) {
       if (!pair.empty()) {
         pairs.emplace_back(encode(decode(key), false), encode(decode(value), false));

@@ -75,10 +75,9 @@ Expected<ConfigFile, std::string> read_config_file(const std::string& config_pat
 
   ConfigFile out;
   for (const auto& [key, node] : file) {
-    out.emplace(
-        std::string(key.str()),
-        ConfigEntry{toml_to_text(node, key.str() == "secrets" ? '\n' : ','),
-                    static_cast<std::size_t>(node.source().begin.line)});
+    out.emplace(std::string(key.str()),
+                ConfigEntry{toml_to_text(node, key.str() == "secrets" ? '\n' : ','),
+                            static_cast<std::size_t>(node.source().begin.line)});
   }
   return out;
 }

@@ -57,9 +57,10 @@ int run_on_host(const RunOptions& options, GateHandle& gate, const Wrapper& wrap
     command = std::move(*prefix);
   }
   command.insert(command.end(), options.command.begin(), options.command.end());
-  ExecImage image(std::move(command),
-                  child_environment(current_environment(), *port, connect_helper(),
-                                    options.gate.ca_bundle, options.gate.java_trust_store, options.gate.masked_variables));
+  ExecImage image(
+      std::move(command),
+      child_environment(current_environment(), *port, connect_helper(), options.gate.ca_bundle,
+                        options.gate.java_trust_store, options.gate.masked_variables));
 
   const pid_t pid = ::fork();
   if (pid < 0) {

@@ -2,9 +2,11 @@
 """A smart-HTTP git server over TLS on loopback, for the inspection tests: `git http-backend`
 (the real one, as CGI) behind Python's HTTP server, wrapped in TLS with a test certificate.
 
-usage: git_https_server.py PORT CERT KEY PROJECT_ROOT
+usage: git_https_server.py PORT CERT KEY PROJECT_ROOT [USER:PASSWORD]
 
-Every repository under PROJECT_ROOT is served; pushes are accepted (REMOTE_USER is set).
+Every repository under PROJECT_ROOT is served; pushes are accepted (REMOTE_USER is set). With
+USER:PASSWORD, a push (git-receive-pack, its advertisement too) must carry them as Basic
+credentials, or is answered 401 with a Basic challenge, as a forge asks for a token.
 GET /connections answers how many TLS connections the server has accepted (tests count the
 gate's dials with it), GET /connection which of them the request came over (1 for the first);
 GET /close-after answers, then closes the connection without having said it would (as an origin
@@ -39,6 +41,15 @@ class GitHandler(http.server.BaseHTTPRequestHandler):
             return
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
+        if self.server.credentials and "git-receive-pack" in self.path:
+            import base64
+            expected = "Basic " + base64.b64encode(self.server.credentials.encode()).decode()
+            if self.headers.get("Authorization") != expected:
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="git"')
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "GIT_PROJECT_ROOT": self.server.project_root,
@@ -80,6 +91,7 @@ def main():
     port, cert, key, root = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), GitHandler)
     server.project_root = root
+    server.credentials = sys.argv[5] if len(sys.argv) > 5 else ""
     server.connections = 0
     server.lock = threading.Lock()
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -441,10 +441,10 @@ asio::awaitable<bool> admit_target(SessionContext& context, HeadParser& head_par
   // A masked secret's sentinel goes nowhere the gate would not fill it in (request_secrets.hpp):
   // refused before anything is decided or dialled, logged as the attempt it is.
   if (const secrets::MaskedSecrets* secrets = context.worker.shared.secrets) {
-    const bool to_an_address =
-        context.live.destination && context.live.destination->host.is_ip();
-    if (auto misplaced = secrets::misplaced_secret(*secrets, head_parser.get(), host.name,
-                                                   upstream.inspected != nullptr && !to_an_address)) {
+    const bool to_an_address = context.live.destination && context.live.destination->host.is_ip();
+    if (auto misplaced =
+            secrets::misplaced_secret(*secrets, head_parser.get(), host.name,
+                                      upstream.inspected != nullptr && !to_an_address)) {
       Refusal refusal(rules::Reason::secret_refused, *misplaced);
       refusal.path = std::string(logged_path(request.target.origin_form));
       co_await refuse_request(context, request.method, request.display, port, refusal);
@@ -682,8 +682,8 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
       signed_request->as_sent.payload_hash = secrets::sha256_hex(x.body_read_ahead);
     }
     if (may_send) {
-      if (auto refused = secrets::sign_again(*secrets, admitted->target.host.name,
-                                             *signed_request, head)) {
+      if (auto refused =
+              secrets::sign_again(*secrets, admitted->target.host.name, *signed_request, head)) {
         x.state.refused(rules::Reason::secret_refused, std::move(*refused));
         may_send = false;
       }

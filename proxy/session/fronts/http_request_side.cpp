@@ -163,9 +163,9 @@ asio::awaitable<bool> read_body_ahead(Exchange& x, std::size_t limit) {
       co_return false;
     }
     if (error) {
-      x.state.client_read_failed(is_http_parse_error(error) ? "the request body is malformed: " +
-                                                                  error.message() + "."
-                                                            : std::string());
+      x.state.client_read_failed(is_http_parse_error(error)
+                                     ? "the request body is malformed: " + error.message() + "."
+                                     : std::string());
       co_return false;
     }
     x.touch();

@@ -1,0 +1,281 @@
+// Masked credentials end to end (proxy/secrets/), with real clients from Debian against real TLS
+// origins on loopback: curl with a masked bearer token (filled in for its host, refused for any
+// other, in the URL, in other fields, over plain HTTP; echoes of it cleaned from responses in
+// every spelling, across chunk boundaries, a compressed echo refused), git pushing with a
+// masked token to a smart-HTTP server that demands it, and the AWS SDK's own signer (botocore)
+// signing with a masked secret key that the gate signs again with the real one, checked by a
+// verifier of the origin's own.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "tests/integration/harness/test_proxy.hpp"
+#include "tests/support/loopback_ports.hpp"
+#include "tests/support/shell_command.hpp"
+#include "tests/support/test_certificates.hpp"
+
+#ifndef SANDGATE_SOURCE_DIR
+#error "SANDGATE_SOURCE_DIR must name the source tree"
+#endif
+
+namespace sandgate::testing {
+namespace {
+
+constexpr const char* kToken = "ghp_RealTokenRealTokenRealToken0123456789";
+constexpr const char* kAwsKey = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+
+// A child process serving on a loopback port until the object goes.
+class Server {
+ public:
+  Server(std::uint16_t port, const std::string& command) : port_(port) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      std::freopen("/dev/null", "w", stdout);
+      std::freopen("/dev/null", "r", stdin);
+      ::execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    for (int i = 0; i < 400 && !port_accepts(port_); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  ~Server() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+
+ private:
+  std::uint16_t port_;
+  pid_t pid_ = -1;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class SecretsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    folder_ = std::string(::testing::TempDir()) + "/secrets-XXXXXX";
+    ASSERT_NE(::mkdtemp(folder_.data()), nullptr);
+    make_test_certificates(
+        folder_,
+        {"DNS:api.origin.test", "DNS:other.test", "DNS:git.origin.test", "DNS:sts.origin.test"},
+        "secrets-origin-ca");
+    std::ofstream(folder_ + "/token") << kToken << "\n";
+    std::ofstream(folder_ + "/aws-key") << kAwsKey << "\n";
+    port_ = free_port();
+    echo_ = std::make_unique<Server>(
+        port_, "python3 " SANDGATE_SOURCE_DIR "/tests/support/echo_https_server.py " +
+                   std::to_string(port_) + " " + folder_ + "/server.pem " + folder_ +
+                   "/server.key '" + kAwsKey + "'");
+    ASSERT_TRUE(port_accepts(port_)) << "the echo origin did not start";
+  }
+  void TearDown() override {
+    echo_.reset();
+    run_shell("rm -rf " + folder_);
+  }
+
+  // A gate with `secrets` (--secret entries), trusting the origins' test CA.
+  std::unique_ptr<TestProxy> gate(const std::vector<std::string>& secrets, std::uint16_t tls_port) {
+    auto proxy = std::make_unique<TestProxy>("", [&](settings::Settings& s) {
+      s.policy.block_loopback = false;  // the test origins are on loopback
+      s.tls_ports = {tls_port};
+      s.ca_dir = folder_ + "/gate-ca";
+      s.inspect_extra_ca = {folder_ + "/ca.pem"};
+      // Seen by the gate, so that a sentinel sent there can be refused (inside a tunnel the gate
+      // does not inspect it is not seen: only the sentinel, never the value, goes there).
+      s.inspect = {"other.test"};
+      for (const auto& entry : secrets) {
+        s.secrets.push_back(*secrets::parse_secret_spec(entry));
+      }
+    });
+    for (const char* name :
+         {"api.origin.test", "other.test", "git.origin.test", "sts.origin.test"}) {
+      proxy->dns().set(name, {"127.0.0.1"});
+    }
+    return proxy;
+  }
+  std::string curl(const TestProxy& proxy) const {
+    return "curl -sS --max-time 20 --noproxy '' --cacert " + folder_ +
+           "/gate-ca/ca.pem -x http://127.0.0.1:" + std::to_string(proxy.port()) + " ";
+  }
+  std::string url(const std::string& host, const std::string& path) const {
+    return "https://" + host + ":" + std::to_string(port_) + path;
+  }
+  // What the origin received (every request head, in order).
+  std::string received() const {
+    return read_file(folder_ + "/" + std::to_string(port_) + ".requests");
+  }
+
+  std::string folder_;
+  std::uint16_t port_ = 0;
+  std::unique_ptr<Server> echo_;
+};
+
+TEST_F(SecretsTest, ABearerTokenIsFilledInForItsHostOnlyAndNeverComesBack) {
+  auto proxy = gate({"API_TOKEN=api.origin.test=@" + folder_ + "/token"}, port_);
+  const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
+  ASSERT_EQ(sentinel.size(), std::string(kToken).size());
+  const std::string bearer = "-H 'Authorization: Bearer " + sentinel + "' ";
+
+  // The bound host gets the real token; the client sees its own sentinel echoed back, in the
+  // body as sent, base64-encoded, and in chunks of 3 bytes that split it anywhere.
+  for (const std::string query : {"", "?base64=1", "?chunks=3"}) {
+    auto echoed = run_shell(curl(*proxy) + bearer + url("api.origin.test", "/anything" + query));
+    EXPECT_EQ(echoed.exit_code, 0) << echoed.output;
+    EXPECT_EQ(echoed.output.find("RealToken"), std::string::npos) << query << echoed.output;
+    if (query != "?base64=1") {
+      EXPECT_NE(echoed.output.find("Authorization: Bearer " + sentinel), std::string::npos)
+          << echoed.output;
+    }
+  }
+  EXPECT_NE(received().find(std::string("Authorization: Bearer ") + kToken), std::string::npos)
+      << received();
+  EXPECT_EQ(received().find(sentinel), std::string::npos) << received();
+  // An echo in a response field is cleaned too.
+  auto field = run_shell(curl(*proxy) + "-i " + bearer +
+                         url("api.origin.test", "/echo-header/Authorization"));
+  EXPECT_NE(field.output.find("X-Echo: Bearer " + sentinel), std::string::npos) << field.output;
+  EXPECT_EQ(field.output.find("RealToken"), std::string::npos) << field.output;
+  // A compressed echo cannot be searched: refused when the request carried the secret, passed
+  // when it did not.
+  auto packed = run_shell(curl(*proxy) + "-i " + bearer + url("api.origin.test", "/x?gzip=1"));
+  EXPECT_NE(packed.output.find("HTTP/1.1 502"), std::string::npos) << packed.output;
+  EXPECT_NE(packed.output.find("compressed"), std::string::npos) << packed.output;
+  EXPECT_EQ(packed.output.find("RealToken"), std::string::npos) << packed.output;
+  auto unpacked = run_shell(curl(*proxy) + "--compressed " + url("api.origin.test", "/x?gzip=1"));
+  EXPECT_NE(unpacked.output.find("GET /x?gzip=1"), std::string::npos) << unpacked.output;
+
+  // Everywhere else the sentinel is refused with its own reason, and nothing is sent.
+  const std::string before = received();
+  for (const std::string& attempt :
+       {bearer + url("other.test", "/anything"),                             // another host
+        url("api.origin.test", "/anything?token=" + sentinel),               // the URL
+        "-H 'User-Agent: " + sentinel + "' " + url("api.origin.test", "/"),  // another field
+        "-H 'X-Api-Key: " + sentinel + "' " + url("other.test", "/")}) {
+    auto refused = run_shell(curl(*proxy) + "-i " + attempt);
+    EXPECT_NE(refused.output.find("HTTP/1.1 403"), std::string::npos) << attempt << refused.output;
+    EXPECT_NE(refused.output.find("masked secret API_TOKEN"), std::string::npos) << refused.output;
+  }
+  EXPECT_EQ(received(), before);
+  // A redirect to another host, followed with the header it was given (--location-trusted):
+  // the gate refuses it.
+  auto redirected = run_shell(curl(*proxy) + "-i --location-trusted " + bearer +
+                              url("api.origin.test", "/redirect?to=" + url("other.test", "/x")));
+  EXPECT_EQ(received().find("GET /x\n"), std::string::npos) << received();
+  EXPECT_NE(redirected.output.find("HTTP/1.1 403"), std::string::npos) << redirected.output;
+  EXPECT_EQ(redirected.output.find("RealToken"), std::string::npos) << redirected.output;
+
+  EXPECT_TRUE(proxy->wait_for_log([](const std::string& log) {
+    return log.find("\"reason\":\"secret-refused\"") != std::string::npos;
+  })) << proxy->log_text();
+  EXPECT_EQ(proxy->log_text().find("RealToken"), std::string::npos) << proxy->log_text();
+}
+
+TEST_F(SecretsTest, PlainHttpToTheBoundHostIsRefused) {
+  const std::uint16_t plain = free_port();
+  Server origin(plain, "python3 -m http.server --bind 127.0.0.1 " + std::to_string(plain));
+  auto proxy = gate({"API_TOKEN=api.origin.test=@" + folder_ + "/token"}, port_);
+  const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
+  auto refused = run_shell(curl(*proxy) + "-i -H 'Authorization: Bearer " + sentinel +
+                           "' http://api.origin.test:" + std::to_string(plain) + "/");
+  EXPECT_NE(refused.output.find("HTTP/1.1 403"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("did not verify"), std::string::npos) << refused.output;
+  // Without the sentinel the same request goes through.
+  auto plain_ok =
+      run_shell(curl(*proxy) + "-o /dev/null -w '%{http_code}' http://api.origin.test:" +
+                std::to_string(plain) + "/");
+  EXPECT_EQ(plain_ok.output, "200") << plain_ok.output;
+}
+
+TEST_F(SecretsTest, GitPushesWithAMaskedToken) {
+  const std::string repos = folder_ + "/repos";
+  const auto made =
+      run_shell("set -e; mkdir -p '" + repos + "' '" + folder_ + "/seed'; cd '" + folder_ +
+                "/seed'; git init -q -b main; git -c user.name=t -c user.email=t@t commit -q "
+                "--allow-empty -m first; git clone -q --bare . '" +
+                repos + "/app.git'; git -C '" + repos + "/app.git' config http.receivepack true");
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  const std::uint16_t git_port = free_port();
+  Server git(git_port, "python3 " SANDGATE_SOURCE_DIR "/tests/support/git_https_server.py " +
+                           std::to_string(git_port) + " " + folder_ + "/server.pem " + folder_ +
+                           "/server.key " + repos + " x-access-token:" + kToken);
+  auto proxy = gate({"GIT_TOKEN=git.origin.test=@" + folder_ + "/token"}, git_port);
+  const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
+  // git asks its credential helper, which answers with what the sandbox holds: the sentinel.
+  const std::string git_env =
+      "cd '" + folder_ + "/seed' && https_proxy=http://127.0.0.1:" + std::to_string(proxy->port()) +
+      " GIT_SSL_CAINFO=" + folder_ +
+      "/gate-ca/ca.pem GIT_TERMINAL_PROMPT=0 git -c credential.helper= " +
+      "-c 'credential.helper=!f() { echo username=x-access-token; echo "
+      "password=";
+  const std::string remote =
+      " https://git.origin.test:" + std::to_string(git_port) + "/app.git HEAD:refs/heads/";
+  auto pushed = run_shell(git_env + sentinel + "; }; f' push" + remote + "masked 2>&1");
+  EXPECT_EQ(pushed.exit_code, 0) << pushed.output;
+  auto listed = run_shell("git -C '" + repos + "/app.git' branch --list masked");
+  EXPECT_NE(listed.output.find("masked"), std::string::npos) << listed.output;
+  // A wrong token is not filled in (it is no sentinel) and the origin refuses it.
+  auto wrong = run_shell(git_env + "ghp_NotTheTokenNotTheTokenNotTheToken0123; }; f' push" +
+                         remote + "wrong 2>&1");
+  EXPECT_NE(wrong.exit_code, 0) << wrong.output;
+  EXPECT_EQ(proxy->log_text().find("RealToken"), std::string::npos);
+}
+
+TEST_F(SecretsTest, TheAwsSdksSignatureWithAMaskedKeyIsMadeAgainWithTheRealOne) {
+  auto proxy = gate({"AWS_SECRET_ACCESS_KEY=*.origin.test=@" + folder_ + "/aws-key"}, port_);
+  const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
+  const std::string script = folder_ + "/aws.py";
+  std::ofstream(script)
+      << "import sys, botocore.session\n"
+         "from botocore.config import Config\n"
+         "s = botocore.session.get_session()\n"
+         "kw = dict(region_name='us-east-1', aws_access_key_id='AKIDEXAMPLE',\n"
+         "          aws_secret_access_key=sys.argv[1], verify=sys.argv[2])\n"
+         "sts = s.create_client('sts', endpoint_url=sys.argv[3] + '/aws/sts', **kw)\n"
+         "try:\n"
+         "    print('sts', sts.get_caller_identity()['Account'])\n"
+         "except Exception as e:\n"
+         "    print('sts failed', e)\n"
+         "s3 = s.create_client('s3', endpoint_url=sys.argv[3] + '/aws',\n"
+         "    config=Config(s3={'addressing_style': 'path'}), **kw)\n"
+         "try:\n"
+         "    s3.put_object(Bucket='bucket', Key='a b/c', Body=b'hello')\n"
+         "    print('s3 ok')\n"
+         "except Exception as e:\n"
+         "    print('s3 failed', e)\n";
+  const std::string through = "https_proxy=http://127.0.0.1:" + std::to_string(proxy->port()) +
+                              " /usr/bin/python3 " + script + " ";
+  const std::string ca = " " + folder_ + "/gate-ca/ca.pem " + url("sts.origin.test", "");
+  auto masked = run_shell(through + "'" + sentinel + "'" + ca + " 2>&1");
+  EXPECT_NE(masked.output.find("sts 123456789012"), std::string::npos) << masked.output;
+  EXPECT_NE(masked.output.find("s3 ok"), std::string::npos) << masked.output;
+  // The client's own key (no sentinel) is left as it is: the real key signs, the origin agrees;
+  // another key is left as it is too, and the origin refuses it.
+  auto own = run_shell(through + "'" + kAwsKey + "'" + ca + " 2>&1");
+  EXPECT_NE(own.output.find("sts 123456789012"), std::string::npos) << own.output;
+  auto other = run_shell(through + "'wJalrXUtnFEMI/K7MDENG+bPxRfiCYOTHERKEYXX'" + ca + " 2>&1");
+  EXPECT_NE(other.output.find("sts failed"), std::string::npos) << other.output;
+  const std::string checks = read_file(folder_ + "/" + std::to_string(port_) + ".aws-log");
+  EXPECT_NE(checks.find("ok POST /aws/sts"), std::string::npos) << checks;
+  EXPECT_NE(checks.find("ok PUT /aws/bucket/a%20b/c"), std::string::npos) << checks;
+  EXPECT_NE(checks.find("bad POST /aws/sts"), std::string::npos) << checks;
+  EXPECT_EQ(proxy->log_text().find("EXAMPLEKEY"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sandgate::testing

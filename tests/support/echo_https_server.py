@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""An HTTPS origin for the masked-secrets tests: it shows each request back as it arrived.
+
+    echo_https_server.py PORT CERT KEY SECRET_KEY
+
+GET/POST /anything    200, the body lists the request line and every header field as received
+                      ("name: value" lines), then the body; ?chunks=N sends it N bytes per chunk,
+                      ?base64=1 sends it base64-encoded, ?gzip=1 gzip-compressed (whatever the
+                      request's Accept-Encoding says)
+/echo-header/NAME     200 with the request's NAME field sent back as the response's X-Echo field
+/redirect?to=URL      302 to URL
+/aws/...              an AWS endpoint: the request's SigV4 signature is checked with SECRET_KEY
+                      (an implementation of its own, after AWS's documentation); a good one gets
+                      STS's GetCallerIdentity answer (or S3's empty 200 for PUT), a bad one 403
+                      SignatureDoesNotMatch as AWS writes it. Every check is appended to
+                      PORT.aws-log beside the certificate as "ok|bad METHOD PATH".
+Every request's head, as received, is appended to PORT.requests beside the certificate (what the
+origin saw, for the tests to compare with what the client saw).
+"""
+import base64
+import gzip
+import hashlib
+import hmac
+import http.server
+import os
+import socketserver
+import ssl
+import sys
+import urllib.parse
+
+PORT = int(sys.argv[1])
+CERT, KEY, SECRET_KEY = sys.argv[2], sys.argv[3], sys.argv[4]
+AWS_LOG = os.path.join(os.path.dirname(CERT), f"{PORT}.aws-log")
+REQUEST_LOG = os.path.join(os.path.dirname(CERT), f"{PORT}.requests")
+
+
+def sigv4_ok(method, raw_path, headers, body):
+    auth = headers.get("Authorization", "")
+    if not auth.startswith("AWS4-HMAC-SHA256 "):
+        return False
+    params = dict(p.strip().split("=", 1) for p in auth[len("AWS4-HMAC-SHA256 "):].split(","))
+    akid, date, region, service, terminal = params["Credential"].split("/")
+    signed = params["SignedHeaders"].split(";")
+    path, _, query = raw_path.partition("?")
+    if service == "s3":
+        uri = path or "/"
+    else:
+        uri = urllib.parse.quote(path or "/", safe="/~")
+    pairs = []
+    for item in query.split("&") if query else []:
+        k, _, v = item.partition("=")
+        pairs.append((urllib.parse.quote(urllib.parse.unquote(k), safe="~"),
+                      urllib.parse.quote(urllib.parse.unquote(v), safe="~")))
+    canonical_query = "&".join(f"{k}={v}" for k, v in sorted(pairs))
+    lines = []
+    for name in signed:
+        values = headers.get_all(name) or []
+        lines.append(name + ":" + ",".join(" ".join(v.split()) for v in values) + "\n")
+    payload = headers.get("x-amz-content-sha256") or hashlib.sha256(body).hexdigest()
+    canonical = "\n".join([method, uri, canonical_query, "".join(lines), ";".join(signed), payload])
+    amz_date = headers["X-Amz-Date"]
+    scope = f"{date}/{region}/{service}/aws4_request"
+    to_sign = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope,
+                         hashlib.sha256(canonical.encode()).hexdigest()])
+    key = ("AWS4" + SECRET_KEY).encode()
+    for part in (date, region, service, "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    expected = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected, params["Signature"])
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def body(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def send(self, status, payload, fields=(), chunk=0):
+        self.send_response(status)
+        for name, value in fields:
+            self.send_header(name, value)
+        if chunk:
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for i in range(0, len(payload), chunk):
+                piece = payload[i:i + chunk]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.write(b"0\r\n\r\n")
+        else:
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    def handle_any(self):
+        body = self.body()
+        with open(REQUEST_LOG, "a") as log:
+            log.write(f"{self.command} {self.path}\n")
+            for name, value in self.headers.items():
+                log.write(f"{name}: {value}\n")
+            log.write("\n")
+        url = urllib.parse.urlsplit(self.path)
+        query = urllib.parse.parse_qs(url.query)
+        if url.path.startswith("/aws/"):
+            ok = sigv4_ok(self.command, self.path, self.headers, body)
+            with open(AWS_LOG, "a") as log:
+                log.write(f"{'ok' if ok else 'bad'} {self.command} {url.path}\n")
+            if not ok:
+                self.send(403, b"<ErrorResponse><Error><Type>Sender</Type><Code>SignatureDoesNotMatch"
+                          b"</Code><Message>bad signature</Message></Error></ErrorResponse>",
+                          [("Content-Type", "text/xml")])
+            elif self.command == "PUT":
+                self.send(200, b"", [("ETag", '"0"')])
+            else:
+                self.send(200, b"<GetCallerIdentityResponse><GetCallerIdentityResult>"
+                          b"<Arn>arn:aws:iam::123456789012:user/test</Arn><UserId>AIDA</UserId>"
+                          b"<Account>123456789012</Account></GetCallerIdentityResult>"
+                          b"</GetCallerIdentityResponse>", [("Content-Type", "text/xml")])
+            return
+        if url.path == "/redirect":
+            self.send(302, b"", [("Location", query["to"][0])])
+            return
+        if url.path.startswith("/echo-header/"):
+            name = url.path[len("/echo-header/"):]
+            self.send(200, b"echoed\n", [("X-Echo", self.headers.get(name, ""))])
+            return
+        shown = f"{self.command} {self.path}\n".encode()
+        for name, value in self.headers.items():
+            shown += f"{name}: {value}\n".encode()
+        shown += b"\n" + body
+        fields = [("Content-Type", "text/plain")]
+        if "base64" in query:
+            shown = base64.b64encode(shown)
+        if "gzip" in query:
+            shown = gzip.compress(shown)
+            fields.append(("Content-Encoding", "gzip"))
+        self.send(200, shown, fields, int(query.get("chunks", ["0"])[0]))
+
+    do_GET = do_POST = do_PUT = do_DELETE = handle_any
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain(CERT, KEY)
+server = Server(("127.0.0.1", PORT), Handler)
+server.socket = context.wrap_socket(server.socket, server_side=True)
+server.serve_forever()

@@ -1,0 +1,167 @@
+// Sentinels, loading values and cleaning responses of them (masked_secrets.hpp, redaction.hpp).
+#include "proxy/secrets/masked_secrets.hpp"
+
+#include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <random>
+
+#include "proxy/secrets/redaction.hpp"
+
+namespace sandgate::secrets {
+namespace {
+
+std::function<std::uint8_t()> seeded(unsigned seed) {
+  auto engine = std::make_shared<std::mt19937>(seed);
+  return [engine] { return static_cast<std::uint8_t>((*engine)() & 0xff); };
+}
+
+bool same_kind(char a, char b) {
+  const auto kind = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 ? 'a' : c;
+  };
+  return kind(a) == kind(b);
+}
+
+TEST(Sentinel, KeepsTheValuesShapeAndNothingElse) {
+  const std::string token = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
+  const std::string sentinel = make_sentinel(token, seeded(1));
+  ASSERT_EQ(sentinel.size(), token.size());
+  EXPECT_NE(sentinel, token);
+  EXPECT_TRUE(sentinel.starts_with("ghp_"));
+  std::size_t same = 0;
+  for (std::size_t i = 0; i < token.size(); ++i) {
+    EXPECT_TRUE(same_kind(token[i], sentinel[i])) << i;
+    same += token[i] == sentinel[i] ? 1 : 0;
+  }
+  EXPECT_LT(same, 12u);  // the prefix and chance
+  // Two runs, two sentinels.
+  EXPECT_NE(make_sentinel(token, seeded(2)), sentinel);
+
+  // An AWS secret key: '/' and '+' stay where they are; the letters and digits are drawn.
+  const std::string key = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+  const std::string masked = make_sentinel(key, seeded(3));
+  ASSERT_EQ(masked.size(), key.size());
+  EXPECT_EQ(masked[13], '/');
+  EXPECT_EQ(masked[21], '+');
+  // Digits only when the value has digits: a hex value stays hex-like, lower case stays lower.
+  const std::string hex = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+  const std::string masked_hex = make_sentinel(hex, seeded(4));
+  for (const char c : masked_hex) {
+    EXPECT_TRUE((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z')) << masked_hex;
+  }
+}
+
+TEST(Sentinel, RefusesValuesTooShortOrTooPlainToMask) {
+  EXPECT_EQ(make_sentinel("short", seeded(1)), "");
+  EXPECT_EQ(make_sentinel("abcdefgh", seeded(1)), "");          // 8 lower-case letters: 37 bits
+  EXPECT_EQ(make_sentinel("----------------", seeded(1)), "");  // nothing to draw
+  EXPECT_NE(make_sentinel("abcdefghij", seeded(1)), "");        // 47 bits
+}
+
+TEST(MaskedSecretsLoad, ReadsEachSourceAndSaysWhatFailedWithoutTheValue) {
+  char folder[] = "/tmp/secrets-XXXXXX";
+  ASSERT_NE(::mkdtemp(folder), nullptr);
+  const std::string file = std::string(folder) + "/token";
+  std::ofstream(file) << "file-value-0123456789abcdef\n";
+  const auto environment = [](const std::string& name) -> std::optional<std::string> {
+    if (name == "FROM_ENV") {
+      return "env-value-0123456789abcdef";
+    }
+    if (name == "BAD") {
+      return "has\nline";
+    }
+    return std::nullopt;
+  };
+  std::vector<SecretSpec> specs = {*parse_secret_spec("FROM_ENV=a.example"),
+                                   *parse_secret_spec("FROM_FILE=b.example=@" + file),
+                                   *parse_secret_spec("FROM_COMMAND=c.example=!printf "
+                                                      "'cmd-value-0123456789abcdef\\r\\n'")};
+  auto loaded = MaskedSecrets::load(specs, environment);
+  ASSERT_TRUE(loaded) << loaded.error();
+  ASSERT_EQ((*loaded)->all().size(), 3u);
+  EXPECT_EQ((*loaded)->all()[0].value, "env-value-0123456789abcdef");
+  EXPECT_EQ((*loaded)->all()[1].value, "file-value-0123456789abcdef");
+  EXPECT_EQ((*loaded)->all()[2].value, "cmd-value-0123456789abcdef");
+  const MaskedSecret& first = (*loaded)->all()[0];
+  EXPECT_EQ((*loaded)->sentinel_in("Bearer " + first.sentinel), &first);
+  EXPECT_EQ((*loaded)->sentinel_in("Bearer " + first.value), nullptr);
+  EXPECT_TRUE((*loaded)->any_bound_to("b.example"));
+  EXPECT_FALSE((*loaded)->any_bound_to("d.example"));
+
+  const auto fails = [&](const std::string& entry, const std::string& expected) {
+    auto result = MaskedSecrets::load({*parse_secret_spec(entry)}, environment);
+    ASSERT_FALSE(result) << entry;
+    EXPECT_NE(result.error().find(expected), std::string::npos) << result.error();
+    EXPECT_EQ(result.error().find("value-0123"), std::string::npos) << result.error();
+  };
+  fails("MISSING=a.example", "the variable MISSING is not set");
+  fails("BAD=a.example", "control character");
+  fails("X=a.example=@" + std::string(folder) + "/none", "cannot read");
+  fails("X=a.example=!exit 3", "exit status 3");
+  fails("X=a.example=!echo short", "too short");
+  auto twice = MaskedSecrets::load({specs[0], specs[0]}, environment);
+  ASSERT_FALSE(twice);
+  EXPECT_NE(twice.error().find("given twice"), std::string::npos);
+  std::system(("rm -rf " + std::string(folder)).c_str());
+}
+
+std::string base64(const std::string& bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  out.resize(static_cast<std::size_t>(EVP_EncodeBlock(
+      reinterpret_cast<unsigned char*>(out.data()),
+      reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()))));
+  return out;
+}
+
+TEST(Redaction, FindsTheValueRawBase64EncodedAtAnyAlignmentAndPercentEncoded) {
+  const std::string value = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+  const std::string sentinel = make_sentinel(value, seeded(9));
+  const auto redactions = redactions_of(value, sentinel);
+  for (const auto& redaction : redactions) {
+    EXPECT_EQ(redaction.real.size(), redaction.masked.size()) << redaction.real;
+  }
+  // A Basic header of any user name, and a JSON echo of it: no trace of the value is left in
+  // any of them, and each keeps its length.
+  for (const std::string user : {"", "a", "ab", "abc", "x-access-token"}) {
+    std::string text = "Authorization: Basic " + base64(user + ":" + value) + "\n" + "{\"key\":\"" +
+                       value + "\",\"url\":\"k%3D" +
+                       std::string("wJalrXUtnFEMI%2FK7MDENG%2BbPxRfiCYEXAMPLEKEY") +
+                       "\",\"j\":\"wJalrXUtnFEMI\\/K7MDENG+bPxRfiCYEXAMPLEKEY\"}";
+    const std::size_t size = text.size();
+    EXPECT_GE(redact(text, redactions), 4u) << user;
+    EXPECT_EQ(text.size(), size);
+    EXPECT_EQ(text.find("EXAMPLEKEY"), std::string::npos) << text;
+    EXPECT_EQ(text.find(base64(user + ":" + value).substr(8, 24)), std::string::npos) << text;
+  }
+}
+
+TEST(Redaction, AValueSplitAcrossBodyPiecesIsFoundWhereverThePiecesBreak) {
+  const std::string value = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
+  const std::string sentinel = make_sentinel(value, seeded(5));
+  const auto redactions = redactions_of(value, sentinel);
+  const std::string body = "{\"token\": \"" + value + "\", \"again\": \"" + value + "\"}";
+  for (std::size_t piece = 1; piece <= body.size(); ++piece) {
+    StreamRedaction redaction(redactions);
+    std::vector<char> buffer(redaction.carry_limit() + piece);
+    std::string sent;
+    for (std::size_t at = 0; at < body.size();) {
+      const std::size_t fresh = std::min(piece, body.size() - at);
+      std::copy_n(body.data() + at, fresh, buffer.data() + redaction.carried());
+      at += fresh;
+      const std::size_t ready = redaction.pass(buffer.data(), fresh, at == body.size());
+      sent.append(buffer.data(), ready);
+      redaction.held_back_to_front(buffer.data());
+    }
+    ASSERT_EQ(sent.size(), body.size()) << piece;
+    EXPECT_EQ(sent.find(value), std::string::npos) << piece;
+    EXPECT_EQ(redaction.replaced(), 2u) << piece;
+    EXPECT_NE(sent.find(sentinel), std::string::npos) << piece;
+  }
+}
+
+}  // namespace
+}  // namespace sandgate::secrets

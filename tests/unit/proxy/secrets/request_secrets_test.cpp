@@ -1,0 +1,116 @@
+// Sentinels in request heads (request_secrets.hpp): where they may be filled in, and filling.
+#include "proxy/secrets/request_secrets.hpp"
+
+#include <gtest/gtest.h>
+#include <openssl/evp.h>
+
+namespace sandgate::secrets {
+namespace {
+
+namespace http = boost::beast::http;
+
+std::string base64(const std::string& bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  out.resize(static_cast<std::size_t>(EVP_EncodeBlock(
+      reinterpret_cast<unsigned char*>(out.data()),
+      reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()))));
+  return out;
+}
+
+class RequestSecrets : public ::testing::Test {
+ protected:
+  RequestSecrets()
+      : secrets_(MaskedSecrets::with({
+            {*parse_secret_spec("GITHUB_TOKEN=api.github.com,github.com"), kToken, kSentinel},
+            {*parse_secret_spec("NPM_TOKEN=registry.npmjs.org"), kNpm, kNpmSentinel},
+        })) {}
+
+  static http::request_header<> head(const std::string& target,
+                                     std::vector<std::pair<std::string, std::string>> fields) {
+    http::request_header<> out;
+    out.method(http::verb::get);
+    out.target(target);
+    for (const auto& [name, value] : fields) {
+      out.insert(name, value);
+    }
+    return out;
+  }
+  std::optional<std::string> misplaced(const http::request_header<>& h,
+                                       const std::string& host = "api.github.com",
+                                       bool verified = true) {
+    return misplaced_secret(*secrets_, h, host, verified);
+  }
+
+  static constexpr const char* kToken = "ghp_realrealrealrealrealrealrealreal1234";
+  static constexpr const char* kSentinel = "ghp_SENTINELsentinelSENTINELsentinel5678";
+  static constexpr const char* kNpm = "npm_realrealrealrealrealrealrealrealREAL";
+  static constexpr const char* kNpmSentinel = "npm_MASKmaskMASKmaskMASKmaskMASKmaskMASK";
+  std::shared_ptr<const MaskedSecrets> secrets_;
+};
+
+TEST_F(RequestSecrets, FillsBearerApiKeyFieldsAndBasicCredentials) {
+  auto h = head("/user", {{"Authorization", std::string("Bearer ") + kSentinel},
+                          {"X-Api-Key", kSentinel},
+                          {"Private-Token", std::string("x") + kSentinel},
+                          {"Accept", "*/*"}});
+  EXPECT_FALSE(misplaced(h));
+  EXPECT_TRUE(fill_secrets(*secrets_, h));
+  EXPECT_EQ(h[http::field::authorization], std::string("Bearer ") + kToken);
+  EXPECT_EQ(h["X-Api-Key"], kToken);
+  EXPECT_EQ(h["Private-Token"], std::string("x") + kToken);
+  EXPECT_EQ(h[http::field::accept], "*/*");
+  // The order of the fields is kept.
+  EXPECT_EQ(std::string(h.begin()->name_string()), "Authorization");
+
+  auto basic = head("/info/refs", {{"Authorization", "Basic " + base64(std::string("x-access-"
+                                                                                   "token:") +
+                                                                       kSentinel)}});
+  EXPECT_FALSE(misplaced(basic, "github.com"));
+  EXPECT_TRUE(fill_secrets(*secrets_, basic));
+  EXPECT_EQ(basic[http::field::authorization],
+            "Basic " + base64(std::string("x-access-token:") + kToken));
+
+  auto none = head("/", {{"Accept", "*/*"}});
+  EXPECT_FALSE(misplaced(none));
+  EXPECT_FALSE(fill_secrets(*secrets_, none));
+}
+
+TEST_F(RequestSecrets, RefusesASentinelAnywhereElseNamingTheSecretNotItsValue) {
+  const auto refused = [&](const std::optional<std::string>& why, const std::string& expected) {
+    ASSERT_TRUE(why) << expected;
+    EXPECT_NE(why->find(expected), std::string::npos) << *why;
+    EXPECT_NE(why->find("GITHUB_TOKEN"), std::string::npos) << *why;
+    EXPECT_EQ(why->find(kToken), std::string::npos) << *why;
+    EXPECT_EQ(why->find(kSentinel), std::string::npos) << *why;
+  };
+  const std::string bearer = std::string("Bearer ") + kSentinel;
+  // Another host, a subdomain the list does not name, plain HTTP, the URL (raw or escaped),
+  // fields a server echoes or logs, a field's name.
+  refused(misplaced(head("/", {{"Authorization", bearer}}), "evil.example"), "not bound");
+  refused(misplaced(head("/", {{"Authorization", bearer}}), "gist.github.com"), "not bound");
+  refused(misplaced(head("/", {{"Authorization", bearer}}), "api.github.com", false),
+          "did not verify");
+  refused(misplaced(head(std::string("/?token=") + kSentinel, {})), "target");
+  std::string escaped = "/?t=";
+  for (const char c : std::string(kSentinel)) {
+    escaped += "%" + std::string(1, "0123456789ABCDEF"[c >> 4]) +
+               std::string(1, "0123456789ABCDEF"[c & 15]);
+  }
+  refused(misplaced(head(escaped, {})), "target");
+  refused(misplaced(head("/", {{"User-Agent", kSentinel}})), "User-Agent");
+  refused(misplaced(head("/", {{"Host", kSentinel}})), "Host");
+  refused(misplaced(head("/", {{"Cookie", std::string("s=") + kSentinel}})), "Cookie");
+  refused(misplaced(head("/", {{std::string("X-") + kSentinel, "1"}})), "name");
+  refused(
+      misplaced(head("/", {{"Authorization", "Basic " + base64(std::string("u:") + kSentinel)}}),
+                "evil.example"),
+      "not bound");
+  // Two secrets in one request to a host only one of them is bound to.
+  auto both = head("/", {{"Authorization", bearer}, {"X-Npm-Token", kNpmSentinel}});
+  auto why = misplaced(both);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("NPM_TOKEN"), std::string::npos) << *why;
+}
+
+}  // namespace
+}  // namespace sandgate::secrets
