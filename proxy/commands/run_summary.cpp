@@ -67,6 +67,10 @@ std::string how_to_allow(const log::DeniedDestination& d, const settings::Settin
     case Reason::sni_missing:
     case Reason::protocol_mismatch:
       return "cannot be allowed: the client's first bytes did not match what it asked for";
+    case Reason::secret_refused:
+      return "not a destination rule: the command sent a masked secret's sentinel where the gate "
+             "does not fill it in (another host, the URL, a field other than a credential's); "
+             "bind the secret to the host with --secret NAME=HOST if it belongs there";
     default:
       return "not a destination rule: the request itself was refused (" +
              std::string(rules::reason_info(*reason).description) + ")";

@@ -17,7 +17,8 @@
          proxy/session/wire            typed settings; the pieces below a session (the HTTP wire:
                                        targets, heads, the gate's replies, the proxy token)
       -> sandbox-profile, proxy/parent confinement; takes its own options, knows nothing of proxy/;
-                                       the parent proxy's values (settings hold them typed)
+         proxy/secrets                 the parent proxy's values and the masked credentials
+                                       (settings hold them typed)
       -> rules, config, proxy/json, proxy/asio
 
 connect-proxy (sandgate-connect) is plain POSIX and may include only rules/expected.hpp.
@@ -32,7 +33,7 @@ import sys
 
 LAYERS = [
     ["rules", "config", "proxy/json", "proxy/asio"],
-    ["sandbox-profile", "connect-proxy", "proxy/parent"],
+    ["sandbox-profile", "connect-proxy", "proxy/parent", "proxy/secrets"],
     ["proxy/settings", "proxy/watch", "proxy/relay", "proxy/metrics", "proxy/socks",
      "proxy/capture", "proxy/session/wire", "proxy/inspect"],
     ["proxy/dns"],

@@ -628,6 +628,61 @@ TEST_F(RunTest, GitOverInspectedHttpsFetchesEverywhereAndPushesOnlyWhereTheRules
   ::kill(origin.pid(), SIGTERM);
 }
 
+// Masked credentials inside run: the command's variable (and any other variable holding the
+// same value) is a sentinel, the file a secret came from is hidden, and curl's bearer token
+// reaches the bound origin as the real value while the echo the command reads back is masked.
+TEST_F(RunTest, AMaskedSecretIsASentinelInsideAndTheRealValueOnlyOnTheWire) {
+  const std::string real = "ghp_RealTokenRealTokenRealToken0123456789";
+  const std::string certificates = root_ + "/echo-origin";
+  fs::create_directories(certificates);
+  const TestCertificates files =
+      make_test_certificates(certificates, {"DNS:api.origin.test"}, "echo-origin-ca");
+  const std::uint16_t port = free_port();
+  Process origin({"/usr/bin/python3", SANDGATE_SOURCE_DIR "/tests/support/echo_https_server.py",
+                  std::to_string(port), files.certificate, files.key, "unused"},
+                 environment(), certificates + "/server");
+  for (int i = 0; i < 100 && !port_accepts(port); ++i) {
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(port_accepts(port)) << "the echo origin did not start";
+  dns_.set("api.origin.test", {"127.0.0.1"});
+  const std::string npm_file = home_ + "/npm-token";
+  std::ofstream(npm_file) << "npm_RealNpmTokenRealNpmToken0123456789\n";
+  const std::string url = "https://api.origin.test:" + std::to_string(port) + "/anything";
+  Process process(
+      run_argv({"--secret", "GITHUB_TOKEN=api.origin.test", "--secret",
+                "NPM_TOKEN=api.origin.test=@" + npm_file, "--tls-ports", std::to_string(port),
+                "--inspect-extra-ca", files.ca, "--ca-dir", root_ + "/gate-ca", "--", "sh", "-c",
+                "echo \"token=$GITHUB_TOKEN copy=$COPY_OF_TOKEN npm=$NPM_TOKEN\"; "
+                "echo \"file=$(cat " +
+                    npm_file +
+                    ")\"; "
+                    "echo \"init=$(cat /proc/1/environ 2>/dev/null | tr '\\0' '\\n' | grep -c "
+                    "RealToken)\"; "
+                    "curl -sS --max-time 20 -H \"Authorization: Bearer $GITHUB_TOKEN\" " +
+                    url}),
+      environment({{"GITHUB_TOKEN", real}, {"COPY_OF_TOKEN", "x" + real + "x"}}),
+      root_ + "/run-secret", work_);
+  auto o = process.wait(60s);
+  ::kill(origin.pid(), SIGTERM);
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  // Inside, nothing holds the real values; the token variable holds a sentinel of its shape.
+  EXPECT_EQ(o.out.find("RealToken"), std::string::npos) << describe(o);
+  EXPECT_EQ(o.out.find("RealNpmToken"), std::string::npos) << describe(o);
+  const auto at = o.out.find("token=ghp_");
+  ASSERT_NE(at, std::string::npos) << describe(o);
+  const std::string sentinel = o.out.substr(at + 6, real.size());
+  EXPECT_NE(o.out.find("copy=x" + sentinel + "x"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("npm=npm_"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("file=\n"), std::string::npos) << describe(o);  // hidden: reads empty
+  EXPECT_NE(o.out.find("init=0"), std::string::npos) << describe(o);
+  // The origin saw the real token; the command saw its echo masked.
+  EXPECT_NE(o.out.find("Authorization: Bearer " + sentinel), std::string::npos) << describe(o);
+  const std::string received = read_file(certificates + "/" + std::to_string(port) + ".requests");
+  EXPECT_NE(received.find("Authorization: Bearer " + real), std::string::npos) << received;
+  EXPECT_EQ(o.err.find("RealToken"), std::string::npos) << describe(o);
+}
+
 TEST_F(RunTest, ABlockedHostFailsWithThe403ReasonVisibleToCurl) {
   auto o = run({"--", "sh", "-c",
                 curl_https("blocked.test", "-v") + " 2>" + work_ + "/curl.err; echo rc=$?"});

@@ -139,6 +139,7 @@ TEST(ReasonTable, ReleasedCodesAreUnchanged) {
       {Reason::origin_certificate, "origin-certificate"},
       {Reason::client_tls_failed, "client-tls-failed"},
       {Reason::not_inspectable, "not-inspectable"},
+      {Reason::secret_refused, "secret-refused"},
       {Reason::auth_required, "auth-required"},
       {Reason::auth_failed, "auth-failed"},
       {Reason::bad_request, "bad-request"},
