@@ -171,6 +171,13 @@ class RunGate final : public sandbox::GateHandle {
     }
   }
 
+  void stores_attempted(std::vector<sandbox::StoreAttempt> attempts, bool complete) override {
+    store_attempts_ = std::move(attempts);
+    store_attempts_complete_ = complete;
+  }
+  const std::vector<sandbox::StoreAttempt>& store_attempts() const { return store_attempts_; }
+  bool store_attempts_complete() const { return store_attempts_complete_; }
+
   // What the gate refused while it ran (all of it, aggregated; see log::DenialTally); empty
   // when it never opened.
   log::DenialCounts denials() const {
@@ -191,6 +198,8 @@ class RunGate final : public sandbox::GateHandle {
   sandbox::CaptureSockets capture_;  // handed over before start()
   std::shared_ptr<AskerSlot> slot_ = std::make_shared<AskerSlot>();
   bool asking_ = false;  // the terminal is one of the board's answerers
+  std::vector<sandbox::StoreAttempt> store_attempts_;
+  bool store_attempts_complete_ = true;
 };
 
 // A log file of its own for this run, under $XDG_STATE_HOME/sandgate/runs (else
@@ -275,7 +284,9 @@ int run_run(const settings::Settings& given, const settings::Sources& sources,
   // The command has exited and the gate has stopped (its log still open): tell the person what
   // was refused, on run's standard error, after anything the command printed. Nothing when
   // nothing was.
-  std::cerr << render_run_summary(gate.denials(), settings) << std::flush;
+  std::cerr << render_run_summary(gate.denials(), settings)
+            << render_store_attempts(gate.store_attempts(), gate.store_attempts_complete())
+            << std::flush;
   if (!run_log.empty()) {
     say("the gate's log of this run: " + run_log);
   }

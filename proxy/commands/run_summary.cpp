@@ -113,4 +113,28 @@ std::string render_run_summary(const log::DenialCounts& counts, const settings::
   return out;
 }
 
+std::string render_store_attempts(const std::vector<sandbox::StoreAttempt>& attempts,
+                                  bool complete) {
+  if (attempts.empty()) {
+    return complete ? std::string() : "sandgate run: the command's attempts on hidden credential "
+                                      "stores were too many to count\n";
+  }
+  std::string out = "sandgate run: the command tried to read hidden credential stores:\n";
+  const std::size_t listed = std::min(kSummaryDestinations, attempts.size());
+  for (std::size_t i = 0; i < listed; ++i) {
+    const auto& attempt = attempts[i];
+    out += "  " + std::string(attempt.listed ? "listed " : "read ") + attempt.path + " x" +
+           std::to_string(attempt.count) + "\n";
+  }
+  if (attempts.size() > listed) {
+    out += "  and " + plural(attempts.size() - listed, "more store", "more stores") + "\n";
+  }
+  if (!complete) {
+    out += "  (and more: too many attempts to count them all)\n";
+  }
+  out += "    to allow one: --allow-read PATH (or --secret NAME=HOST to let the command use a "
+         "credential without reading it)\n";
+  return out;
+}
+
 }  // namespace sandgate::commands

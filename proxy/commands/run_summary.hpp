@@ -6,9 +6,11 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "proxy/log/denial_tally.hpp"
 #include "proxy/settings/settings.hpp"
+#include "sandbox-profile/supervisor/run_options.hpp"
 
 namespace sandgate::commands {
 
@@ -23,5 +25,11 @@ std::string render_run_summary(const log::DenialCounts& counts, const settings::
 // What would allow a destination denied for `reason` (a reason code) by `rule` ("file:line
 // entry" or empty): a command or setting, or why nothing can. One line, no newline.
 std::string how_to_allow(const log::DeniedDestination& denied, const settings::Settings& settings);
+
+// The command's attempts on the hidden credential stores (lines ending in '\n'), or "" when it
+// made none that could be seen; `complete` is false when some were lost. At most
+// kSummaryDestinations stores are listed. Pure; thread-safe.
+std::string render_store_attempts(const std::vector<sandbox::StoreAttempt>& attempts,
+                                  bool complete);
 
 }  // namespace sandgate::commands

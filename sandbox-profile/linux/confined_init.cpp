@@ -263,6 +263,13 @@ Expected<int, std::string> seal_init(bool supervise_unix_sockets) {
     ::_exit(kRunFailed);
   }
   bool sent = static_cast<bool>(send_message(channel, "ready\n" + report.serialize(), *listener));
+  // The watch over the hidden credential stores, for `run` to read when the command has ended.
+  if (report.reads.watch >= 0) {
+    if (!report.reads.watched.empty()) {
+      sent = sent && send_message(channel, "reads", report.reads.watch);
+    }
+    ::close(report.reads.watch);
+  }
   if (guard >= 0) {
     sent = sent && send_message(channel, "guard", guard) && send_message(channel, "diag", diag);
     ::close(guard);

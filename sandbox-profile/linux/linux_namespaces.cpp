@@ -92,6 +92,10 @@ std::string NamespaceReport::serialize() const {
   for (const auto& path : hidden) {
     out << "hidden " << path << "\n";
   }
+  for (const auto& watched : reads.watched) {
+    out << "watched " << watched.wd << " " << (watched.folder ? 'D' : 'F') << " " << watched.path
+        << "\n";
+  }
   return out.str();
 }
 
@@ -112,6 +116,17 @@ NamespaceReport NamespaceReport::parse(const std::string& text) {
       report.landlock_note = value;
     } else if (key == "hidden") {
       report.hidden.push_back(value);
+    } else if (key == "watched") {
+      std::istringstream fields(value);
+      StoreReads::Watched watched{};
+      char kind = 0;
+      fields >> watched.wd >> kind;
+      fields.get();  // the space before the path
+      std::getline(fields, watched.path);
+      watched.folder = kind == 'D';
+      if (fields && !watched.path.empty()) {
+        report.reads.watched.push_back(std::move(watched));
+      }
     }
   }
   return report;
@@ -156,7 +171,7 @@ Expected<int, std::string> enter_namespaces(const NamespacePlan& plan, Namespace
   if (auto up = bring_loopback_up(); !up) {
     return Unexpected{up.error()};
   }
-  if (auto view = build_private_view(plan.view, report.hidden); !view) {
+  if (auto view = build_private_view(plan.view, report.hidden, report.reads); !view) {
     return Unexpected{view.error()};
   }
   if (auto proc = mount_fresh_proc(); !proc) {

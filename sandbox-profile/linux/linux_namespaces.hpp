@@ -40,6 +40,9 @@ struct NamespaceReport {
   bool landlock_scoped = false;     // abstract sockets and signals scoped (ABI 6)
   std::string landlock_note;        // why not, when not
   std::vector<std::string> hidden;  // sockets covered
+  // The watch over the hidden credential stores (private_view.hpp). Its descriptor is sent on
+  // its own after the report (confined_init.cpp); the list goes in the report.
+  StoreReads reads;
 
   std::string serialize() const;
   static NamespaceReport parse(const std::string& text);

@@ -2,6 +2,7 @@
 #include "sandbox-profile/linux/private_view.hpp"
 
 #include <fcntl.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -224,7 +225,57 @@ namespace {
 // The last step of the view: the credential stores (ViewPlan::secret_*). A store that vanished
 // since the plan is skipped; any other failure ends the run, since the command would read what
 // it was promised not to.
-Expected<bool, std::string> hide_credential_stores(const ViewPlan& plan) {
+// The empty, read-only files that cover hidden files, one each (an open of one is an attempt
+// on its store, StoreReads): made on a small tmpfs mounted under a private root only while they
+// are made, then detached (the binds keep them; no path inside shows them). Empty when there is
+// no private root to make them under: the files are then covered with /dev/null, unwatched.
+struct Placeholders {
+  std::string folder;  // the tmpfs's mount point while it is mounted
+  std::vector<int> files;  // O_PATH, one per hidden file, same order
+};
+
+Placeholders make_placeholders(const ViewPlan& plan, std::size_t count) {
+  Placeholders made;
+  if (count == 0 || plan.private_roots.empty()) {
+    return made;
+  }
+  std::string folder = plan.private_roots.front() + "/.sandgate-stores-XXXXXX";
+  if (::mkdtemp(folder.data()) == nullptr) {
+    return made;
+  }
+  if (::mount("tmpfs", folder.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              "mode=0700,size=64k,nr_inodes=4096") != 0) {
+    ::rmdir(folder.c_str());
+    return made;
+  }
+  made.folder = folder;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::string path = folder + "/" + std::to_string(i);
+    const int created = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0444);
+    const int fd = created < 0 ? -1 : ::open(path.c_str(), O_PATH | O_CLOEXEC);
+    if (created >= 0) {
+      ::close(created);
+    }
+    made.files.push_back(fd);
+  }
+  return made;
+}
+
+void drop_placeholders(Placeholders& made) {
+  for (int fd : made.files) {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+  }
+  made.files.clear();
+  if (!made.folder.empty()) {
+    ::umount2(made.folder.c_str(), MNT_DETACH);
+    ::rmdir(made.folder.c_str());
+    made.folder.clear();
+  }
+}
+
+Expected<bool, std::string> hide_credential_stores(const ViewPlan& plan, StoreReads& reads) {
   const auto refused = [](const std::string& path) {
     return Unexpected{errno_text("cannot hide the credential store " + path) +
                       " (give --allow-read " + path + " to leave it readable)"};
@@ -259,6 +310,18 @@ Expected<bool, std::string> hide_credential_stores(const ViewPlan& plan) {
       ::close(fd);
     }
   };
+  // The attempts on them are watched (StoreReads); without inotify they are hidden all the same.
+  reads.watch = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  const auto watch = [&reads](const std::string& path, bool folder, const std::string& as) {
+    if (reads.watch < 0 || as.find('\n') != std::string::npos) {
+      return;
+    }
+    const int wd = ::inotify_add_watch(reads.watch, path.c_str(),
+                                       IN_OPEN | (folder ? IN_ONLYDIR : 0) | IN_DONT_FOLLOW);
+    if (wd >= 0) {
+      reads.watched.push_back({wd, folder, as});
+    }
+  };
   for (const auto& folder : folders) {
     if (::mount("tmpfs", folder.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                 "mode=0700,size=1m") != 0) {
@@ -269,6 +332,7 @@ Expected<bool, std::string> hide_credential_stores(const ViewPlan& plan) {
       close_shown();
       return error;
     }
+    watch(folder, true, folder);
     for (auto& [path, fd] : shown) {
       if (!path.starts_with(folder + "/")) {
         continue;
@@ -290,21 +354,40 @@ Expected<bool, std::string> hide_credential_stores(const ViewPlan& plan) {
     }
   }
   close_shown();
-  for (const auto& file : files) {
-    if (::mount("/dev/null", file.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+  Placeholders placeholders = make_placeholders(plan, files.size());
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::string& file = files[i];
+    const int placeholder = i < placeholders.files.size() ? placeholders.files[i] : -1;
+    const std::string source =
+        placeholder >= 0 ? "/proc/self/fd/" + std::to_string(placeholder) : "/dev/null";
+    if (::mount(source.c_str(), file.c_str(), nullptr, MS_BIND, nullptr) != 0) {
       if (errno == ENOENT || errno == ENOTDIR) {
         continue;
       }
+      drop_placeholders(placeholders);
       return refused(file);
     }
+    if (placeholder < 0) {
+      continue;
+    }
+    // Read-only, so that nobody inside changes its mode and writes into it.
+    if (::mount(nullptr, file.c_str(), nullptr,
+                MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                nullptr) != 0) {
+      drop_placeholders(placeholders);
+      return refused(file);
+    }
+    watch(placeholders.folder + "/" + std::to_string(i), false, file);
   }
+  drop_placeholders(placeholders);
   return true;
 }
 
 }  // namespace
 
 Expected<bool, std::string> build_private_view(const ViewPlan& plan,
-                                               std::vector<std::string>& hidden) {
+                                               std::vector<std::string>& hidden,
+                                               StoreReads& reads) {
   // Nothing mounted here may propagate back to the host's mount namespace.
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     return Unexpected{errno_text("cannot make the mount namespace private")};
@@ -410,7 +493,7 @@ Expected<bool, std::string> build_private_view(const ViewPlan& plan,
       return bound;
     }
   }
-  return hide_credential_stores(plan);
+  return hide_credential_stores(plan, reads);
 }
 
 Expected<bool, std::string> mount_fresh_proc() {

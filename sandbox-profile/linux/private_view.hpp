@@ -16,7 +16,8 @@
 //   - a new devpts instance on /dev/pts (and its ptmx on /dev/ptmx): the user's other
 //     terminals are not there;
 //   - the credential stores hidden: empty read-only tmpfs over their folders (with what stays
-//     readable in them bound back), /dev/null over their files;
+//     readable in them bound back), an empty read-only file over each of their files, all of
+//     them watched for the command's attempts to open them (StoreReads);
 //   - a fresh /proc for the new pid namespace, its /proc/sys read-only.
 //
 // Mount work runs in the confined child, single-threaded, between clone() and exec(). The
@@ -47,17 +48,34 @@ struct ViewPlan {
   std::vector<std::string> pinned;     // bound read-write onto themselves: cannot be moved
   // Credential stores (plan/credential_stores.hpp), mounted last so that no bind covers them:
   // an empty read-only tmpfs over each folder (what it held reads as missing, nothing can be
-  // written there), with `secret_shown` (paths inside them) bound back; /dev/null over each
-  // file (it reads as empty).
+  // written there), with `secret_shown` (paths inside them) bound back; an empty read-only
+  // file over each file (it reads as empty, and cannot be written).
   std::vector<std::string> secret_folders;
   std::vector<std::string> secret_shown;
   std::vector<std::string> secret_files;
 };
 
+// What the command attempts on the hidden credential stores, as the kernel sees it: an inotify
+// instance watching each cover for opens (a hidden file's placeholder opened: a read; a hidden
+// folder's tmpfs opened: a listing; a read of a name inside a hidden folder fails as missing
+// before anything is opened, and is not seen). `run` reads it when the command has ended
+// (store_reads.hpp). `watch` is -1 when nothing is watched.
+struct StoreReads {
+  int watch = -1;
+  struct Watched {
+    int wd;
+    bool folder;
+    std::string path;
+  };
+  std::vector<Watched> watched;
+};
+
 // Makes the mount namespace private (nothing propagates to the host), then builds the view
-// above. `hidden` receives the sockets actually covered. The error names the path and errno.
+// above. `hidden` receives the sockets actually covered, `reads` the watch over the stores. The
+// error names the path and errno.
 Expected<bool, std::string> build_private_view(const ViewPlan& plan,
-                                               std::vector<std::string>& hidden);
+                                               std::vector<std::string>& hidden,
+                                               StoreReads& reads);
 
 // Mounts a new proc file system on /proc (call as the pid namespace's first process, after
 // build_private_view: it binds through /proc/self/fd).

@@ -19,6 +19,7 @@
 #include "sandbox-profile/linux/confined_init.hpp"
 #include "sandbox-profile/linux/confinement_plan.hpp"
 #include "sandbox-profile/linux/linux_namespaces.hpp"
+#include "sandbox-profile/linux/store_reads.hpp"
 #include "sandbox-profile/linux/store_watch.hpp"
 #include "sandbox-profile/linux/unix_connect_guard.hpp"
 #include "sandbox-profile/supervisor/fd_passing.hpp"
@@ -172,9 +173,13 @@ int run_isolated(const RunOptions& options, GateHandle& gate) {
   const int to_child = channel[0];
   // From now on a hidden credential store replaced outside ends the run (store_watch.hpp).
   StoreWatch store_watch(confinement->hidden_stores, pid);
+  int store_reads = -1;  // the watch over the hidden credential stores (store_reads.hpp)
   // Ends the child (it waits for the next message and exits when the channel closes) and
   // reaps it.
   const auto abandon = [&]() {
+    if (store_reads >= 0) {
+      ::close(store_reads);
+    }
     ::close(to_child);
     ::waitpid(pid, nullptr, 0);
     return kRunFailed;
@@ -195,6 +200,16 @@ int run_isolated(const RunOptions& options, GateHandle& gate) {
   }
   const NamespaceReport report = NamespaceReport::parse(message->text);
   const int listener_fd = message->fd;
+  // The watch over the hidden credential stores, read when the command has ended.
+  if (!report.reads.watched.empty()) {
+    auto sent = receive_message(to_child);
+    if (!sent || sent->fd < 0 || sent->text != "reads") {
+      ::close(listener_fd);
+      say("the confined process sent no watch over the credential stores");
+      return abandon();
+    }
+    store_reads = sent->fd;
+  }
   // The unix-socket supervisor, before anything inside may connect (the self-probe does).
   std::unique_ptr<UnixConnectGuard> guard;
   if (confinement->plan.supervise_unix_sockets) {
@@ -318,6 +333,12 @@ int run_isolated(const RunOptions& options, GateHandle& gate) {
   forwarder.stop();
   gate.stop();
   quarantine_new_git_entries(git_before, confinement->scanned, confinement->git_dirs);
+  if (store_reads >= 0) {
+    StoreAttempts attempts = read_store_attempts(store_reads, report.reads.watched,
+                                                 confinement->plan.view.secret_shown);
+    ::close(store_reads);
+    gate.stores_attempted(std::move(attempts.attempts), attempts.complete);
+  }
   if (const std::string replaced = store_watch.replaced(); !replaced.empty()) {
     say("the command was stopped: the hidden credential store " + replaced +
         " was replaced outside during the run, which would have shown the new one inside; run "

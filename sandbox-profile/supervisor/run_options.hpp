@@ -23,6 +23,14 @@ struct RunOptions {
   std::string home;                  // the user's home (as $HOME or the passwd entry give it)
 };
 
+// What the command attempted on a hidden credential store (plan/credential_stores.hpp), as far
+// as the platform sees it (Linux: sandbox-profile/linux/store_reads.hpp).
+struct StoreAttempt {
+  std::string path;
+  bool listed = false;  // the folder itself was opened (a listing), not a file read
+  std::uint64_t count = 0;
+};
+
 // The gate a command runs behind, as the confinement drives it. Implemented by `sandgate run`
 // over the daemon's Gate; every failure is said (on standard error or in the gate's log) by the
 // implementation.
@@ -46,6 +54,12 @@ class GateHandle {
   // gone (before it is stopped): the gate's questions go to it, and nobody is left to answer
   // them on it after null. From `run`'s main thread.
   virtual void ask_on(TerminalAsker* asker) { (void)asker; }
+  // When CMD has ended: its attempts on the hidden credential stores (none may be seen), for the
+  // run's summary; `complete` is false when the kernel dropped some (its queue overflowed).
+  virtual void stores_attempted(std::vector<StoreAttempt> attempts, bool complete) {
+    (void)attempts;
+    (void)complete;
+  }
 };
 
 // Exit status of `sandgate run` when it could not start CMD (as env(1) and timeout(1) do), so

@@ -440,7 +440,9 @@ TEST_F(RunTest, CredentialStoresAreHiddenUnlessAllowed) {
       ".ssh/id_ed25519.pub .netrc .cargo/credentials.toml .cargo/bin/tool "
       ".config/gcloud/application_default_credentials.json .kube/config moved/kubeconfig; do "
       "printf '%s=' $f; cat \"$HOME/$f\" 2>/dev/null || echo missing; done; echo; "
-      "printf 'write='; (echo x > \"$HOME/.aws/new\") 2>/dev/null && echo yes || echo refused";
+      "printf 'write='; (echo x > \"$HOME/.aws/new\") 2>/dev/null && echo yes || echo refused; "
+      "printf 'netrc-write='; (echo x > \"$HOME/.netrc\") 2>/dev/null && echo yes || echo refused; "
+      "ls \"$HOME/.aws\" >/dev/null";
   auto o = run({"--", "sh", "-c", show}, 60s);
   EXPECT_EQ(o.exit_code, 0) << describe(o);
   for (const std::string hidden :
@@ -457,6 +459,17 @@ TEST_F(RunTest, CredentialStoresAreHiddenUnlessAllowed) {
     EXPECT_NE(o.out.find(shown), std::string::npos) << shown << "\n" << describe(o);
   }
   EXPECT_NE(o.out.find("write=refused"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("netrc-write=refused"), std::string::npos) << describe(o);
+  // When the command has ended, run lists what it tried: the hidden files it opened (they read
+  // as empty) and the hidden folders it listed.
+  EXPECT_NE(o.err.find("the command tried to read hidden credential stores:"), std::string::npos)
+      << describe(o);
+  for (const std::string& attempt : {"read " + home_ + "/.netrc x1",
+                                    "read " + home_ + "/.cargo/credentials.toml x1",
+                                    "listed " + home_ + "/.aws x1"}) {
+    EXPECT_NE(o.err.find(attempt), std::string::npos) << attempt << "\n" << describe(o);
+  }
+  EXPECT_EQ(o.err.find(".ssh/known_hosts x"), std::string::npos) << describe(o);
   EXPECT_EQ(o.out.find("SECRET-credentials"), std::string::npos) << describe(o);
   EXPECT_EQ(o.out.find("SECRET-id_ed25519\n"), std::string::npos) << describe(o);
   EXPECT_NE(o.err.find("credential stores hidden"), std::string::npos) << describe(o);
