@@ -196,6 +196,17 @@ int run_check(const settings::Settings& settings, std::string_view target, std::
     const RequestCheck request = check_request(policy, *authority, method, url->origin_form);
     print_request_check(request, *authority,
                         policy.explain(decision, authority->host, authority->port), out);
+    // The masked credentials the gate fills in on requests here (never their values).
+    std::string bound;
+    for (const auto& spec : settings.secrets) {
+      if (secrets::secret_bound_to(spec, authority->host.name)) {
+        bound += (bound.empty() ? "" : ", ") + spec.name;
+      }
+    }
+    if (!bound.empty()) {
+      out << "secrets: " << bound
+          << " filled in here (credential fields, inside inspected TLS; see --secret)\n";
+    }
     allowed = request.reason == rules::Reason::allowed;
   } else if (remote && !remote->allowed) {
     out << rules::verdict_name(rules::reason_info(reason).verdict) << " "

@@ -116,8 +116,9 @@ std::string render_run_summary(const log::DenialCounts& counts, const settings::
 std::string render_store_attempts(const std::vector<sandbox::StoreAttempt>& attempts,
                                   bool complete) {
   if (attempts.empty()) {
-    return complete ? std::string() : "sandgate run: the command's attempts on hidden credential "
-                                      "stores were too many to count\n";
+    return complete ? std::string()
+                    : "sandgate run: the command's attempts on hidden credential "
+                      "stores were too many to count\n";
   }
   std::string out = "sandgate run: the command tried to read hidden credential stores:\n";
   const std::size_t listed = std::min(kSummaryDestinations, attempts.size());
@@ -132,8 +133,9 @@ std::string render_store_attempts(const std::vector<sandbox::StoreAttempt>& atte
   if (!complete) {
     out += "  (and more: too many attempts to count them all)\n";
   }
-  out += "    to allow one: --allow-read PATH (or --secret NAME=HOST to let the command use a "
-         "credential without reading it)\n";
+  out +=
+      "    to allow one: --allow-read PATH (or --secret NAME=HOST to let the command use a "
+      "credential without reading it)\n";
   return out;
 }
 

@@ -230,7 +230,7 @@ namespace {
 // are made, then detached (the binds keep them; no path inside shows them). Empty when there is
 // no private root to make them under: the files are then covered with /dev/null, unwatched.
 struct Placeholders {
-  std::string folder;  // the tmpfs's mount point while it is mounted
+  std::string folder;      // the tmpfs's mount point while it is mounted
   std::vector<int> files;  // O_PATH, one per hidden file, same order
 };
 

@@ -74,8 +74,7 @@ struct StoreReads {
 // above. `hidden` receives the sockets actually covered, `reads` the watch over the stores. The
 // error names the path and errno.
 Expected<bool, std::string> build_private_view(const ViewPlan& plan,
-                                               std::vector<std::string>& hidden,
-                                               StoreReads& reads);
+                                               std::vector<std::string>& hidden, StoreReads& reads);
 
 // Mounts a new proc file system on /proc (call as the pid namespace's first process, after
 // build_private_view: it binds through /proc/self/fd).

@@ -334,8 +334,8 @@ int run_isolated(const RunOptions& options, GateHandle& gate) {
   gate.stop();
   quarantine_new_git_entries(git_before, confinement->scanned, confinement->git_dirs);
   if (store_reads >= 0) {
-    StoreAttempts attempts = read_store_attempts(store_reads, report.reads.watched,
-                                                 confinement->plan.view.secret_shown);
+    StoreAttempts attempts =
+        read_store_attempts(store_reads, report.reads.watched, confinement->plan.view.secret_shown);
     ::close(store_reads);
     gate.stores_attempted(std::move(attempts.attempts), attempts.complete);
   }

@@ -13,9 +13,8 @@ StoreAttempts read_store_attempts(int watch, const std::vector<StoreReads::Watch
                                   const std::vector<std::string>& shown) {
   StoreAttempts out;
   const auto count = [&out](const std::string& path, bool listed) {
-    auto known = std::find_if(out.attempts.begin(), out.attempts.end(), [&](const auto& a) {
-      return a.path == path && a.listed == listed;
-    });
+    auto known = std::find_if(out.attempts.begin(), out.attempts.end(),
+                              [&](const auto& a) { return a.path == path && a.listed == listed; });
     if (known == out.attempts.end()) {
       out.attempts.push_back({path, listed, 0});
       known = out.attempts.end() - 1;

@@ -806,6 +806,24 @@ TEST(CheckCli, WhyNamesTheRuleFileAndLine) {
   EXPECT_THAT(invalid.line("why: ").value_or(""), HasSubstr("user information ('@') in host"));
 }
 
+// The masked credentials bound to a URL's host are named (never a value: check reads none), from
+// flags and from the config file's array alike.
+TEST(CheckCli, NamesTheMaskedSecretsFilledInForAUrlsHost) {
+  Sandbox box;
+  box.write("cfg.toml", "secrets = [\"CONFIG_TOKEN=*.example.org\", \"OTHER=other.example\"]\n");
+  const RunResult r = box.run({"check", "--config", box.home() + "/cfg.toml", "--secret",
+                               "GITHUB_TOKEN=api.github.com,github.com", "--secret",
+                               "NPM_TOKEN=registry.npmjs.org", "https://api.github.com/user"});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_THAT(r.out, HasSubstr("secrets: GITHUB_TOKEN filled in here"));
+  EXPECT_THAT(r.out, Not(HasSubstr("NPM_TOKEN")));
+  const RunResult config =
+      box.run({"check", "--config", box.home() + "/cfg.toml", "https://api.example.org/x"});
+  EXPECT_THAT(config.out, HasSubstr("secrets: CONFIG_TOKEN filled in here")) << describe(config);
+  const RunResult none = box.run({"check", "--secret", "T=api.github.com", "https://x.org/"});
+  EXPECT_THAT(none.out, Not(HasSubstr("secrets:"))) << describe(none);
+}
+
 TEST(CheckCli, MissingDefaultBlocklistUsesTheTemplateAndWritesNothing) {
   Sandbox box;
   const RunResult r = box.run({"check", "example.com"});
@@ -862,6 +880,11 @@ TEST(CheckCli, ConfigurationErrorsExitTwoAndNameTheirSource) {
        {{"LAUNCHDARKLY_CLIENT_ID", "sdk-123"}},
        {},
        "client-side ID"},
+      {"bad_secret",
+       {"check", "example.com", "--secret", "TOKEN=127.0.0.1"},
+       {},
+       {},
+       "a secret is bound to host names, not addresses"},
       {"bad_failover",
        {"check", "example.com"},
        {{"GOOSE_SANDBOX_LD_FAILOVER", "open"}},

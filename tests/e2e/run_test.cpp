@@ -464,9 +464,9 @@ TEST_F(RunTest, CredentialStoresAreHiddenUnlessAllowed) {
   // as empty) and the hidden folders it listed.
   EXPECT_NE(o.err.find("the command tried to read hidden credential stores:"), std::string::npos)
       << describe(o);
-  for (const std::string& attempt : {"read " + home_ + "/.netrc x1",
-                                    "read " + home_ + "/.cargo/credentials.toml x1",
-                                    "listed " + home_ + "/.aws x1"}) {
+  for (const std::string& attempt :
+       {"read " + home_ + "/.netrc x1", "read " + home_ + "/.cargo/credentials.toml x1",
+        "listed " + home_ + "/.aws x1"}) {
     EXPECT_NE(o.err.find(attempt), std::string::npos) << attempt << "\n" << describe(o);
   }
   EXPECT_EQ(o.err.find(".ssh/known_hosts x"), std::string::npos) << describe(o);
