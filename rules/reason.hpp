@@ -85,7 +85,8 @@ enum class Reason : std::uint8_t {
   bad_response,      // the origin sent something that is no acceptable HTTP response
   response_timeout,  // the origin sent no response within the idle timeout
   // ---- The gate itself ----
-  connection_limit,  // more clients at once than SANDGATE_MAX_CONNECTIONS
+  connection_limit,  // more clients at once than SANDGATE_MAX_CONNECTIONS (or request bodies
+                     // held to sign again than the gate holds)
   shutting_down,     // the drain closed the connection before it was set up
   client_closed,     // the client left in the middle of a request head
   no_request,        // the client closed the connection without sending a request
@@ -229,7 +230,8 @@ inline constexpr std::array<ReasonInfo, 56> kReasons = {{
      "the origin sent no response within the idle timeout"},
     // The gate itself.
     {Reason::connection_limit, "connection-limit", 503, "connection_limit_reached", Verdict::error,
-     "the gate is serving SANDGATE_MAX_CONNECTIONS clients already"},
+     "the gate is serving SANDGATE_MAX_CONNECTIONS clients already (or holds 64 MiB of request "
+     "bodies to sign again with masked secrets)"},
     {Reason::shutting_down, "shutting-down", 0, "", Verdict::error,
      "the gate is shutting down; the connection was closed before it was set up"},
     {Reason::client_closed, "client-closed", 0, "", Verdict::error,

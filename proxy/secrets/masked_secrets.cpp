@@ -18,7 +18,7 @@ namespace sandgate::secrets {
 namespace {
 
 // What a value may be at most: larger is no credential.
-constexpr std::size_t kMaxValue = 16 * 1024;
+constexpr std::size_t kMaxValue = 4 * 1024;
 constexpr std::size_t kMinLength = 8;
 constexpr double kMinBits = 40;
 
@@ -58,7 +58,7 @@ Expected<std::string, std::string> read_value(const SecretSpec& spec,
       in.read(text.data(), static_cast<std::streamsize>(text.size()));
       text.resize(static_cast<std::size_t>(in.gcount()));
       if (text.size() > kMaxValue) {
-        return Unexpected{who + ": " + spec.from + " is larger than 16 KiB"};
+        return Unexpected{who + ": " + spec.from + " is larger than 4 KiB"};
       }
       return trim_line_break(std::move(text));
     }
@@ -83,7 +83,7 @@ Expected<std::string, std::string> read_value(const SecretSpec& spec,
                           ")"};
       }
       if (text.size() > kMaxValue) {
-        return Unexpected{who + ": its command printed more than 16 KiB"};
+        return Unexpected{who + ": its command printed more than 4 KiB"};
       }
       return trim_line_break(std::move(text));
     }
@@ -100,32 +100,6 @@ std::string base64(std::string_view bytes, bool url_safe) {
   if (url_safe) {
     std::replace(out.begin(), out.end(), '+', '-');
     std::replace(out.begin(), out.end(), '/', '_');
-  }
-  return out;
-}
-
-std::string percent_encoded(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const char c : text) {
-    if (is_alnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += c;
-    } else {
-      out += '%';
-      out += kHex[static_cast<unsigned char>(c) >> 4];
-      out += kHex[static_cast<unsigned char>(c) & 15];
-    }
-  }
-  return out;
-}
-
-std::string json_slashes(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    if (c == '/') {
-      out += '\\';
-    }
-    out += c;
   }
   return out;
 }
@@ -184,29 +158,40 @@ std::string make_sentinel(std::string_view value,
 
 std::vector<Redaction> redactions_of(std::string_view value, std::string_view sentinel) {
   std::vector<Redaction> out;
-  const auto add = [&out](std::string real, std::string masked) {
-    if (real.size() < kMinLength || real.size() != masked.size()) {
-      return;
-    }
-    if (std::none_of(out.begin(), out.end(), [&](const Redaction& r) { return r.real == real; })) {
-      out.push_back({std::move(real), std::move(masked)});
-    }
-  };
-  add(std::string(value), std::string(sentinel));
-  // Base64 at each of the three alignments the value can have in an encoded stream: the whole
-  // groups of three bytes it fills encode alike wherever the stream starts.
-  for (std::size_t skip = 0; skip < 3 && skip < value.size(); ++skip) {
-    const std::size_t length = (value.size() - skip) / 3 * 3;
-    if (length < 6) {
-      continue;
-    }
+  out.push_back({std::string(value), std::string(sentinel)});
+  // Base64 at each alignment: the value's bytes after `skip` bytes of something else, padded to
+  // whole groups of three. Every character whose six bits touch the value is part of the form;
+  // the first and last may hold bits of the neighbours too (head_bits, tail_bits).
+  for (std::size_t skip = 0; skip < 3; ++skip) {
+    const std::size_t bytes = skip + value.size();
+    const std::size_t padded = (bytes + 2) / 3 * 3;
+    std::string real(skip, '\0');
+    std::string masked(skip, '\0');
+    real.append(value);
+    masked.append(sentinel);
+    real.resize(padded, '\0');
+    masked.resize(padded, '\0');
+    const std::size_t first_bit = 8 * skip;
+    const std::size_t end_bit = 8 * bytes;  // one past the value's last bit
+    const std::size_t first = first_bit / 6;
+    const std::size_t last = (end_bit - 1) / 6;
+    const unsigned head_value_bits =
+        static_cast<unsigned>(std::min<std::size_t>(6, 6 * first + 6 - first_bit));
+    const unsigned tail_value_bits = static_cast<unsigned>(end_bit - 6 * last);
     for (const bool url_safe : {false, true}) {
-      add(base64(value.substr(skip, length), url_safe),
-          base64(sentinel.substr(skip, length), url_safe));
+      Redaction form;
+      form.real = base64(real, url_safe).substr(first, last - first + 1);
+      form.masked = base64(masked, url_safe).substr(first, last - first + 1);
+      form.url_safe = url_safe;
+      form.base64 = true;
+      form.head_bits = static_cast<unsigned char>((1u << head_value_bits) - 1);
+      form.tail_bits =
+          static_cast<unsigned char>(((1u << tail_value_bits) - 1) << (6 - tail_value_bits));
+      if (form.real.size() >= kMinLength && form.real != form.masked) {
+        out.push_back(std::move(form));
+      }
     }
   }
-  add(percent_encoded(value), percent_encoded(sentinel));
-  add(json_slashes(value), json_slashes(sentinel));
   return out;
 }
 

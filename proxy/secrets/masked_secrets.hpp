@@ -24,11 +24,18 @@
 namespace sandgate::secrets {
 
 // A real form of a secret and the masked form of the same length that replaces it in what a
-// bound host sends back: the value itself, and the spellings an echo would give it (base64 at
-// each alignment, percent-encoded, JSON with `\/`).
+// bound host sends back: the value itself, or its base64 encoding at one of the three alignments
+// it can have in an encoded stream (standard or URL-safe alphabet). redaction.hpp finds a form in
+// every spelling an echo gives its punctuation (JSON and HTML escapes, %-encoding in either
+// case). A base64 form's first and last characters may also carry bits of the bytes around the
+// value: `head_bits` and `tail_bits` are the bits of each (a 6-bit mask) that come from it.
 struct Redaction {
   std::string real;
   std::string masked;
+  bool url_safe = false;           // a base64 form in the URL-safe alphabet
+  bool base64 = false;             // a base64 form (head_bits and tail_bits apply)
+  unsigned char head_bits = 0x3f;  // 0x3f: the whole first character is the value's
+  unsigned char tail_bits = 0x3f;
 };
 
 struct MaskedSecret {

@@ -1,27 +1,309 @@
 // Replacing real forms of secrets in what bound hosts send back. See redaction.hpp.
+//
+// A form is found wherever its letters and digits stand in order and each of its other
+// characters is spelled as an echo would spell it: as itself, %-encoded (either case), JSON's
+// `\"` `\\` `\/` and `\u00XX` (either case), HTML's and XML's entities (`&quot;` `&amp;` `&lt;`
+// `&gt;` `&apos;`, `&#NN;`, `&#xXX;` in either case), and `+` as the space a form decoder makes
+// of it. Letters and digits are replaced by the masked form's; a character spelled otherwise is
+// spelled again the same way when the masked form has another character there (a base64 form)
+// and the spelling has a fixed length (itself, %XX, \u00XX, &#xXX;); a spelling of another
+// length is left as it is (it shows only that the value had that character there).
 #include "proxy/secrets/redaction.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 namespace sandgate::secrets {
+namespace {
+
+bool is_alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+// The longest spelling of one character: `\u002f`, `&#x2F;`, `&quot;`, `&#123;`.
+constexpr std::size_t kLongestSpelling = 6;
+
+enum class Family : unsigned char {
+  literal,
+  percent_upper,
+  percent_lower,
+  json_upper,  // \u00XX
+  json_lower,
+  entity_hex_upper,  // &#xXX;
+  entity_hex_lower,
+  other,  // a spelling of its own length: \/ \" \\, &#NN;, a named entity, a space for '+'
+};
+
+struct Spelling {
+  std::size_t length = 0;  // 0: none matched
+  Family family = Family::literal;
+};
+
+constexpr char kUpper[] = "0123456789ABCDEF";
+constexpr char kLower[] = "0123456789abcdef";
+
+// Every spelling of `c` (not a letter or digit) an echo may give it, most common first.
+std::vector<std::pair<std::string, Family>> spellings_of(char c) {
+  const auto byte = static_cast<unsigned char>(c);
+  const std::string upper = {kUpper[byte >> 4], kUpper[byte & 15]};
+  const std::string lower = {kLower[byte >> 4], kLower[byte & 15]};
+  std::vector<std::pair<std::string, Family>> out = {
+      {std::string(1, c), Family::literal},
+      {"%" + upper, Family::percent_upper},
+      {"%" + lower, Family::percent_lower},
+      {"\\u00" + upper, Family::json_upper},
+      {"\\u00" + lower, Family::json_lower},
+      {"&#x" + upper + ";", Family::entity_hex_upper},
+      {"&#x" + lower + ";", Family::entity_hex_lower},
+      {"&#" + std::to_string(byte) + ";", Family::other},
+  };
+  if (c == '"' || c == '\\' || c == '/') {
+    out.emplace_back(std::string("\\") + c, Family::other);
+  }
+  static constexpr std::array<std::pair<char, std::string_view>, 6> kNamed = {{
+      {'"', "&quot;"},
+      {'&', "&amp;"},
+      {'<', "&lt;"},
+      {'>', "&gt;"},
+      {'\'', "&apos;"},
+      {'\'', "&#39;"},
+  }};
+  for (const auto& [named, text] : kNamed) {
+    if (named == c) {
+      out.emplace_back(std::string(text), Family::other);
+    }
+  }
+  if (c == '+') {
+    out.emplace_back(" ", Family::other);
+  }
+  return out;
+}
+
+// How `c` (not a letter or digit) is spelled starting at `at`, if it is: the longest spelling
+// that fits (`&amp;` before a literal `&`), or with `literal_first` the character itself first.
+Spelling spelled(char c, const char* at, std::size_t left, bool literal_first) {
+  if (literal_first && left >= 1 && *at == c) {
+    return {1, Family::literal};
+  }
+  Spelling best;
+  for (const auto& [text, family] : spellings_of(c)) {
+    if (text.size() > best.length && left >= text.size() &&
+        std::memcmp(at, text.data(), text.size()) == 0) {
+      best = {text.size(), family};
+    }
+  }
+  return best;
+}
+
+// How `c` is spelled ending just before `end` (data[0, end)), if it is: the longest spelling.
+Spelling spelled_before(char c, const char* data, std::size_t end) {
+  Spelling best;
+  for (const auto& [text, family] : spellings_of(c)) {
+    if (text.size() > best.length && end >= text.size() &&
+        std::memcmp(data + end - text.size(), text.data(), text.size()) == 0) {
+      best = {text.size(), family};
+    }
+  }
+  return best;
+}
+
+// Writes `c` in `family`'s spelling over the one at `at` (same length by construction).
+void respell(char c, Family family, char* at) {
+  const auto byte = static_cast<unsigned char>(c);
+  switch (family) {
+    case Family::literal:
+      at[0] = c;
+      return;
+    case Family::percent_upper:
+    case Family::percent_lower:
+    case Family::json_upper:
+    case Family::json_lower:
+    case Family::entity_hex_upper:
+    case Family::entity_hex_lower: {
+      const bool upper = family == Family::percent_upper || family == Family::json_upper ||
+                         family == Family::entity_hex_upper;
+      const std::size_t digits = family == Family::percent_upper || family == Family::percent_lower
+                                     ? 1
+                                 : family == Family::json_upper || family == Family::json_lower ? 4
+                                                                                                : 3;
+      const char* hex = upper ? kUpper : kLower;
+      at[digits] = hex[byte >> 4];
+      at[digits + 1] = hex[byte & 15];
+      return;
+    }
+    case Family::other:
+      return;  // no spelling of the same length: left as it is
+  }
+}
+
+int base64_value(char c, bool url_safe) {
+  if (c >= 'A' && c <= 'Z') {
+    return c - 'A';
+  }
+  if (c >= 'a' && c <= 'z') {
+    return c - 'a' + 26;
+  }
+  if (c >= '0' && c <= '9') {
+    return c - '0' + 52;
+  }
+  if (c == (url_safe ? '-' : '+')) {
+    return 62;
+  }
+  if (c == (url_safe ? '_' : '/')) {
+    return 63;
+  }
+  return -1;
+}
+
+char base64_char(int value, bool url_safe) {
+  static constexpr char kStandard[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static constexpr char kUrlSafe[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  return (url_safe ? kUrlSafe : kStandard)[value & 63];
+}
+
+// A base64 form's first or last character at `at`, which may hold bits of the neighbours: does
+// it hold the value's `bits`? If so it is rewritten with the masked form's.
+bool mixed_matches(const Redaction& form, std::size_t index, unsigned char bits, char at) {
+  const int found = base64_value(at, form.url_safe);
+  const int real = base64_value(form.real[index], form.url_safe);
+  return found >= 0 && real >= 0 && (found & bits) == (real & bits);
+}
+
+char mixed_masked(const Redaction& form, std::size_t index, unsigned char bits, char at) {
+  const int found = base64_value(at, form.url_safe);
+  const int masked = base64_value(form.masked[index], form.url_safe);
+  return base64_char((found & ~bits) | (masked & bits), form.url_safe);
+}
+
+struct Step {
+  std::size_t at;
+  Spelling spelling;
+};
+
+// One way of matching (see match()).
+std::size_t match_once(const Redaction& form, std::size_t from, std::size_t to, const char* data,
+                       std::size_t size, std::size_t at, std::vector<Step>& steps,
+                       bool literal_first) {
+  steps.clear();
+  for (std::size_t i = from; i < to; ++i) {
+    const char c = form.real[i];
+    if (is_alnum(c)) {
+      if (at >= size || data[at] != c) {
+        return std::string::npos;
+      }
+      steps.push_back({at, {1, Family::literal}});
+      ++at;
+      continue;
+    }
+    const Spelling spelling = spelled(c, data + at, at <= size ? size - at : 0, literal_first);
+    if (spelling.length == 0) {
+      return std::string::npos;
+    }
+    steps.push_back({at, spelling});
+    at += spelling.length;
+  }
+  return at;
+}
+
+// Matches form.real[from, to) at data[at, size): each letter and digit as itself, anything else
+// in any spelling, the longest first (and, should that fail, the character itself first: a
+// value that holds `&amp;` as it is). Fills `steps`; returns where the match ends, or npos.
+std::size_t match(const Redaction& form, std::size_t from, std::size_t to, const char* data,
+                  std::size_t size, std::size_t at, std::vector<Step>& steps) {
+  const std::size_t end = match_once(form, from, to, data, size, at, steps, false);
+  return end != std::string::npos ? end : match_once(form, from, to, data, size, at, steps, true);
+}
+
+std::size_t redact_form(char* data, std::size_t size, const Redaction& form) {
+  const bool mixed_head = form.base64 && form.head_bits != 0x3f;
+  const bool mixed_tail = form.base64 && form.tail_bits != 0x3f;
+  const std::size_t from = mixed_head ? 1 : 0;
+  const std::size_t to = form.real.size() - (mixed_tail ? 1 : 0);
+  // The anchor, found with memmem: the core's first run of letters and digits. What comes before
+  // it (characters spelled in any way) is matched backwards from there.
+  std::size_t anchor = from;
+  while (anchor < to && !is_alnum(form.real[anchor])) {
+    ++anchor;
+  }
+  std::size_t anchor_end = anchor;
+  while (anchor_end < to && is_alnum(form.real[anchor_end])) {
+    ++anchor_end;
+  }
+  if (anchor == to) {
+    return 0;  // no letter or digit at all: nothing to anchor on (a value never is so)
+  }
+  const std::string_view lead(form.real.data() + anchor, anchor_end - anchor);
+  std::size_t replaced = 0;
+  std::vector<Step> steps;
+  std::vector<Step> before;
+  for (std::size_t start = 0; start + lead.size() <= size;) {
+    const void* found = ::memmem(data + start, size - start, lead.data(), lead.size());
+    if (found == nullptr) {
+      break;
+    }
+    const std::size_t anchored = static_cast<std::size_t>(static_cast<const char*>(found) - data);
+    start = anchored + 1;
+    // Backwards over the characters before the anchor.
+    before.clear();
+    std::size_t at = anchored;
+    bool matched = true;
+    for (std::size_t i = anchor; i > from; --i) {
+      const Spelling spelling = spelled_before(form.real[i - 1], data, at);
+      if (spelling.length == 0) {
+        matched = false;
+        break;
+      }
+      at -= spelling.length;
+      before.push_back({at, spelling});
+    }
+    if (!matched) {
+      continue;
+    }
+    const std::size_t end = match(form, anchor, to, data, size, anchored, steps);
+    if (end == std::string::npos) {
+      continue;
+    }
+    if (mixed_head && (at == 0 || !mixed_matches(form, 0, form.head_bits, data[at - 1]))) {
+      continue;
+    }
+    if (mixed_tail &&
+        (end >= size || !mixed_matches(form, form.real.size() - 1, form.tail_bits, data[end]))) {
+      continue;
+    }
+    if (mixed_head) {
+      data[at - 1] = mixed_masked(form, 0, form.head_bits, data[at - 1]);
+    }
+    if (mixed_tail) {
+      data[end] = mixed_masked(form, form.real.size() - 1, form.tail_bits, data[end]);
+    }
+    // `before` runs backwards from the anchor: its k-th step is character anchor - 1 - k.
+    for (std::size_t k = 0; k < before.size(); ++k) {
+      const std::size_t index = anchor - 1 - k;
+      if (form.real[index] != form.masked[index]) {
+        respell(form.masked[index], before[k].spelling.family, data + before[k].at);
+      }
+    }
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const std::size_t index = anchor + i;
+      if (form.real[index] != form.masked[index]) {
+        respell(form.masked[index], steps[i].spelling.family, data + steps[i].at);
+      }
+    }
+    ++replaced;
+    start = end;
+  }
+  return replaced;
+}
+
+}  // namespace
 
 std::size_t redact(char* data, std::size_t size, const std::vector<Redaction>& redactions) {
   std::size_t replaced = 0;
-  for (const auto& [real, masked] : redactions) {
-    char* from = data;
-    std::size_t left = size;
-    while (left >= real.size()) {
-      void* found = ::memmem(from, left, real.data(), real.size());
-      if (found == nullptr) {
-        break;
-      }
-      char* at = static_cast<char*>(found);
-      std::memcpy(at, masked.data(), masked.size());
-      ++replaced;
-      left -= static_cast<std::size_t>(at - from) + real.size();
-      from = at + real.size();
-    }
+  for (const auto& form : redactions) {
+    replaced += redact_form(data, size, form);
   }
   return replaced;
 }
@@ -33,7 +315,8 @@ std::size_t redact(std::string& text, const std::vector<Redaction>& redactions) 
 StreamRedaction::StreamRedaction(const std::vector<Redaction>& redactions)
     : redactions_(redactions) {
   for (const auto& redaction : redactions) {
-    carry_limit_ = std::max(carry_limit_, redaction.real.size() - 1);
+    // Every character in its longest spelling, and a mixed character on either side.
+    carry_limit_ = std::max(carry_limit_, redaction.real.size() * kLongestSpelling + 1);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
+#include <ctime>
 
 namespace sandgate::secrets {
 namespace {
@@ -232,9 +233,60 @@ std::optional<SignedRequest> signed_request(const http::request_header<>& head) 
   return out;
 }
 
+std::optional<std::string> unsignable(const SignedRequest& signed_request,
+                                      std::chrono::system_clock::time_point now) {
+  const auto& signed_headers = signed_request.authorization.signed_headers;
+  if (std::find(signed_headers.begin(), signed_headers.end(), "x-amz-date") ==
+      signed_headers.end()) {
+    return std::string(
+        "the request's SigV4 signature does not cover X-Amz-Date; the gate signs again only "
+        "requests whose date is signed.");
+  }
+  std::string stamp;
+  for (const auto& [name, value] : signed_request.as_sent.fields) {
+    if (boost::beast::iequals(name, "x-amz-date")) {
+      stamp = value;
+    }
+  }
+  std::tm parts{};
+  const char* end =
+      stamp.size() == 16 ? ::strptime(stamp.c_str(), "%Y%m%dT%H%M%SZ", &parts) : nullptr;
+  if (end == nullptr || *end != '\0') {
+    return std::string("the request's X-Amz-Date is not a SigV4 time (YYYYMMDDTHHMMSSZ).");
+  }
+  const auto when = std::chrono::system_clock::from_time_t(::timegm(&parts));
+  const auto skew = when > now ? when - now : now - when;
+  if (skew > std::chrono::minutes(15)) {
+    return std::string(
+        "the request's X-Amz-Date is more than 15 minutes from the gate's clock; the gate signs "
+        "again only requests made now (as AWS accepts them).");
+  }
+  const std::string_view target = signed_request.as_sent.target;
+  const std::size_t question = target.find('?');
+  if (question != std::string_view::npos) {
+    const std::string query = lower(percent_decoded(target.substr(question + 1)));
+    for (const char* presign : {"x-amz-algorithm", "x-amz-credential", "x-amz-date",
+                                "x-amz-expires", "x-amz-signedheaders", "x-amz-signature"}) {
+      for (std::size_t at = query.find(presign); at != std::string::npos;
+           at = query.find(presign, at + 1)) {
+        if (at == 0 || query[at - 1] == '&') {
+          return std::string(
+              "the request carries presigned-URL parameters (X-Amz-*) besides its SigV4 "
+              "Authorization; the gate does not sign such a request again.");
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> sign_again(const MaskedSecrets& secrets, std::string_view host,
                                       const SignedRequest& signed_request,
-                                      http::request_header<>& head) {
+                                      http::request_header<>& head,
+                                      std::chrono::system_clock::time_point now) {
+  if (auto refused = unsignable(signed_request, now)) {
+    return refused;
+  }
   const MaskedSecret* key = nullptr;
   std::optional<CanonicalForm> form;
   for (const auto& secret : secrets.all()) {

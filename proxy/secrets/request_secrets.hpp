@@ -15,6 +15,7 @@
 #pragma once
 
 #include <boost/beast/http/message.hpp>
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -46,12 +47,22 @@ struct SignedRequest {
 };
 std::optional<SignedRequest> signed_request(const boost::beast::http::request_header<>& head);
 
+// Why the gate will not sign `signed_request` again, whoever signed it: its X-Amz-Date is not
+// signed, or is more than 15 minutes from `now` (AWS refuses such a request anyway; a signature
+// made for a date the command picks could be kept for later), or its query carries presigned-URL
+// parameters (X-Amz-Algorithm, -Credential, -Date, -Expires, -SignedHeaders, -Signature: AWS
+// refuses two ways of authenticating at once, and the gate's signature must never double as a
+// presigned URL's). Nothing when it may.
+std::optional<std::string> unsignable(const SignedRequest& signed_request,
+                                      std::chrono::system_clock::time_point now);
+
 // The client signed `signed_request` with the sentinel of one of the secrets bound to `host`:
 // signs `head` (filled, as it leaves) with that secret's real value instead. Returns the
 // refusal's sentence when it cannot (a streaming payload signed chunk by chunk); nothing
 // otherwise, also when no sentinel signed it (the client's own key: left as it is).
-std::optional<std::string> sign_again(const MaskedSecrets& secrets, std::string_view host,
-                                      const SignedRequest& signed_request,
-                                      boost::beast::http::request_header<>& head);
+std::optional<std::string> sign_again(
+    const MaskedSecrets& secrets, std::string_view host, const SignedRequest& signed_request,
+    boost::beast::http::request_header<>& head,
+    std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
 
 }  // namespace sandgate::secrets

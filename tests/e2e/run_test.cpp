@@ -667,6 +667,8 @@ TEST_F(RunTest, AMaskedSecretIsASentinelInsideAndTheRealValueOnlyOnTheWire) {
                 "NPM_TOKEN=api.origin.test=@" + npm_file, "--tls-ports", std::to_string(port),
                 "--inspect-extra-ca", files.ca, "--ca-dir", root_ + "/gate-ca", "--", "sh", "-c",
                 "echo \"token=$GITHUB_TOKEN copy=$COPY_OF_TOKEN npm=$NPM_TOKEN\"; "
+                "echo \"$DOCKER_AUTH_CONFIG\" | sed 's/.*auth\":\"//; s/\".*//' | base64 -d; "
+                "echo; echo \"url=$TOKEN_URL\"; "
                 "echo \"file=$(cat " +
                     npm_file +
                     ")\"; "
@@ -674,7 +676,14 @@ TEST_F(RunTest, AMaskedSecretIsASentinelInsideAndTheRealValueOnlyOnTheWire) {
                     "RealToken)\"; "
                     "curl -sS --max-time 20 -H \"Authorization: Bearer $GITHUB_TOKEN\" " +
                     url}),
-      environment({{"GITHUB_TOKEN", real}, {"COPY_OF_TOKEN", "x" + real + "x"}}),
+      environment({{"GITHUB_TOKEN", real},
+                   {"COPY_OF_TOKEN", "x" + real + "x"},
+                   // Encoded copies (hostile review F3): base64 as in DOCKER_AUTH_CONFIG, and
+                   // %-encoded in a URL.
+                   {"DOCKER_AUTH_CONFIG",
+                    "{\"auths\":{\"r\":{\"auth\":\"" +
+                        shell("printf 'ci:" + real + "' | base64 -w0").second + "\"}}}"},
+                   {"TOKEN_URL", "https://u:ghp%5fRealTokenRealTokenRealToken0123456789@x"}}),
       root_ + "/run-secret", work_);
   auto o = process.wait(60s);
   ::kill(origin.pid(), SIGTERM);
@@ -686,6 +695,9 @@ TEST_F(RunTest, AMaskedSecretIsASentinelInsideAndTheRealValueOnlyOnTheWire) {
   ASSERT_NE(at, std::string::npos) << describe(o);
   const std::string sentinel = o.out.substr(at + 6, real.size());
   EXPECT_NE(o.out.find("copy=x" + sentinel + "x"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("ci:" + sentinel), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("url=https://u:ghp%5f" + sentinel.substr(4) + "@x"), std::string::npos)
+      << describe(o);
   EXPECT_NE(o.out.find("npm=npm_"), std::string::npos) << describe(o);
   EXPECT_NE(o.out.find("file=\n"), std::string::npos) << describe(o);  // hidden: reads empty
   EXPECT_NE(o.out.find("init=0"), std::string::npos) << describe(o);

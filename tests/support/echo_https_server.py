@@ -6,7 +6,8 @@
 GET/POST /anything    200, the body lists the request line and every header field as received
                       ("name: value" lines), then the body; ?chunks=N sends it N bytes per chunk,
                       ?base64=1 sends it base64-encoded, ?gzip=1 gzip-compressed (whatever the
-                      request's Accept-Encoding says)
+                      request's Accept-Encoding says), ?te=gzip as a gzip transfer coding
+                      (Transfer-Encoding: gzip, chunked)
 /echo-header/NAME     200 with the request's NAME field sent back as the response's X-Echo field
 /redirect?to=URL      302 to URL
 /aws/...              an AWS endpoint: the request's SigV4 signature is checked with SECRET_KEY
@@ -79,12 +80,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
 
-    def send(self, status, payload, fields=(), chunk=0):
+    def send(self, status, payload, fields=(), chunk=0, coding=""):
         self.send_response(status)
         for name, value in fields:
             self.send_header(name, value)
         if chunk:
-            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Transfer-Encoding", (coding + ", " if coding else "") + "chunked")
             self.end_headers()
             for i in range(0, len(payload), chunk):
                 piece = payload[i:i + chunk]
@@ -137,6 +138,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if "gzip" in query:
             shown = gzip.compress(shown)
             fields.append(("Content-Encoding", "gzip"))
+        if "te" in query:
+            self.send(200, gzip.compress(shown), fields, 4096, "gzip")
+            return
         self.send(200, shown, fields, int(query.get("chunks", ["0"])[0]))
 
     do_GET = do_POST = do_PUT = do_DELETE = handle_any

@@ -104,6 +104,28 @@ inline constexpr std::chrono::seconds kExchangeIdleWithoutTimeout{300};
 inline constexpr std::chrono::seconds kBodyGrace{60};
 inline constexpr std::uint64_t kBodyMinRate = 500;  // bytes per second
 
+// The most of a request body the gate reads before sending its head (to sign a SigV4 request
+// again: the signature covers the body's hash), per request and for all requests at once: a
+// command that starts many such bodies and never ends them holds no more of the gate's memory.
+// The read has kReadAheadDeadline at most, whatever the idle limit.
+inline constexpr std::size_t kSignedBodyLimit = 8 * 1024 * 1024;
+inline constexpr std::size_t kReadAheadTotal = 64 * 1024 * 1024;
+inline constexpr std::chrono::seconds kReadAheadDeadline{60};
+
+// Bytes of kReadAheadTotal held by one exchange, given back when it goes.
+class ReadAheadShare {
+ public:
+  ReadAheadShare() = default;
+  ~ReadAheadShare();
+  ReadAheadShare(const ReadAheadShare&) = delete;
+  ReadAheadShare& operator=(const ReadAheadShare&) = delete;
+  // Takes `bytes` more of the total; false (nothing taken) when they are not left.
+  bool take(std::size_t bytes);
+
+ private:
+  std::size_t held_ = 0;
+};
+
 // One exchange: what both directions read and write. The state machine holds how it is going;
 // the rest is its fixed inputs and the I/O both sides use.
 struct Exchange {
@@ -138,6 +160,7 @@ struct Exchange {
   // The whole request body, read before the head went (read_body_ahead); sent as it is.
   std::string body_read_ahead;
   bool body_was_read_ahead = false;
+  ReadAheadShare read_ahead_share;
   // How long nothing may move either way: idle_timeout, or kExchangeIdleWithoutTimeout.
   std::chrono::seconds idle_limit = kExchangeIdleWithoutTimeout;
 
@@ -162,10 +185,6 @@ struct Exchange {
   // Cancels both sockets' pending operations: the other direction (or the watchdog) ended it.
   void cancel_both();
 };
-
-// The most of a request body the gate reads before sending its head (to sign a SigV4 request
-// again: the signature covers the body's hash).
-inline constexpr std::size_t kSignedBodyLimit = 1024 * 1024;
 
 // Reads the whole request body into x.body_read_ahead, at most `limit` bytes, with the idle and
 // rate bounds of send_request_body. False when it could not (reported to the state: too large,

@@ -671,7 +671,11 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   // signature covers the body's hash, so a body without x-amz-content-sha256 is read first.
   bool may_send = true;
   if (signed_request) {
-    if (signed_request->needs_body_hash) {
+    // Checked before any body is read: a request the gate would not sign costs no buffer.
+    if (auto refused = secrets::unsignable(*signed_request, std::chrono::system_clock::now())) {
+      x.state.refused(rules::Reason::secret_refused, std::move(*refused));
+      may_send = false;
+    } else if (signed_request->needs_body_hash) {
       if (send_continue) {
         send_continue = false;
         auto [error, written] =

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -104,41 +105,71 @@ void Exchange::cancel_both() {
   context.upstream.cancel(ignored);
 }
 
+namespace {
+std::atomic<std::size_t> read_ahead_held{0};  // bytes of kReadAheadTotal taken, gate-wide
+}  // namespace
+
+ReadAheadShare::~ReadAheadShare() { read_ahead_held.fetch_sub(held_); }
+
+bool ReadAheadShare::take(std::size_t bytes) {
+  std::size_t held = read_ahead_held.load();
+  do {
+    if (held + bytes > kReadAheadTotal) {
+      return false;
+    }
+  } while (!read_ahead_held.compare_exchange_weak(held, held + bytes));
+  held_ += bytes;
+  return true;
+}
+
 asio::awaitable<bool> read_body_ahead(Exchange& x, std::size_t limit) {
   auto& body = x.request.get().body();
-  if (const auto length = x.request.content_length(); length && *length > limit) {
-    x.state.refused(rules::Reason::secret_refused,
-                    "the request is signed (SigV4) with a masked secret and its body is larger "
-                    "than " +
-                        std::to_string(limit / 1024) +
-                        " KiB without x-amz-content-sha256: the gate reads at most that much to "
-                        "sign it again.");
+  const std::string too_large =
+      "the request is signed (SigV4) with a masked secret and its body is larger than " +
+      std::to_string(limit / (1024 * 1024)) +
+      " MiB without x-amz-content-sha256: the gate reads at most that much to sign it again.";
+  const std::string too_many =
+      "the gate already holds " + std::to_string(kReadAheadTotal / (1024 * 1024)) +
+      " MiB of request bodies to sign again (SigV4 with masked secrets); try again later.";
+  const auto length = x.request.content_length();
+  if (length && *length > limit) {
+    x.state.refused(rules::Reason::secret_refused, too_large);
     co_return false;
   }
   x.body_was_read_ahead = true;
+  const auto started = std::chrono::steady_clock::now();
+  const auto deadline =
+      started + std::min<std::chrono::steady_clock::duration>(kReadAheadDeadline, x.idle_limit);
   const auto grace = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::min<std::chrono::seconds>(kBodyGrace, x.idle_limit));
-  const auto started = std::chrono::steady_clock::now();
   std::string& whole = x.body_read_ahead;
+  if (length) {
+    // Known up front: the whole share is taken at once, and the string never grows past it.
+    if (!x.read_ahead_share.take(static_cast<std::size_t>(*length))) {
+      x.state.refused(rules::Reason::connection_limit, too_many);
+      co_return false;
+    }
+    whole.reserve(static_cast<std::size_t>(*length));
+  }
   while (!x.request.is_done()) {
     const std::size_t had = whole.size();
     if (had >= limit) {
-      x.state.refused(rules::Reason::secret_refused,
-                      "the request is signed (SigV4) with a masked secret and its body is larger "
-                      "than " +
-                          std::to_string(limit / 1024) +
-                          " KiB without x-amz-content-sha256: the gate reads at most that much to "
-                          "sign it again.");
+      x.state.refused(rules::Reason::secret_refused, too_large);
       co_return false;
     }
     const std::size_t room = std::min<std::size_t>(kBodyPiece, limit - had);
+    if (!length && !x.read_ahead_share.take(room)) {
+      x.state.refused(rules::Reason::connection_limit, too_many);
+      co_return false;
+    }
     whole.resize(had + room);
     body.data = whole.data() + had;
     body.size = room;
-    // Bounded by the idle limit as a whole (the watchdog does not run yet) and by the body rate.
-    asio::steady_timer deadline(x.context.client.get_executor());
-    deadline.expires_after(x.idle_limit);
-    deadline.async_wait([&x](const boost::system::error_code& error) {
+    // Bounded by the idle limit and the read-ahead's own deadline (the watchdog does not run
+    // yet), and by the body rate.
+    asio::steady_timer timer(x.context.client.get_executor());
+    timer.expires_at(std::min(std::chrono::steady_clock::now() + x.idle_limit, deadline));
+    timer.async_wait([&x](const boost::system::error_code& error) {
       if (!error) {
         boost::system::error_code ignored;
         x.context.client.cancel(ignored);
@@ -146,7 +177,7 @@ asio::awaitable<bool> read_body_ahead(Exchange& x, std::size_t limit) {
     });
     auto [error, read] = co_await http::async_read_some(x.context.client_stream, x.client_buffer,
                                                         x.request, use_tuple);
-    deadline.cancel();
+    timer.cancel();
     whole.resize(had + (room - body.size));
     if (error == http::error::need_buffer) {
       error = {};

@@ -24,6 +24,34 @@ namespace http = boost::beast::http;
 using clock = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
+// The first coding of a response's Content-Encoding other than identity, or of its
+// Transfer-Encoding other than chunked; "" when it has none.
+std::string compression_of(const http::response<http::buffer_body>& response) {
+  for (const auto& [field, plain] : {std::pair{http::field::content_encoding, "identity"},
+                                     std::pair{http::field::transfer_encoding, "chunked"}}) {
+    const auto [first, last] = response.equal_range(field);
+    for (auto header = first; header != last; ++header) {
+      std::string_view list = header->value();
+      while (!list.empty()) {
+        const std::size_t comma = std::min(list.find(','), list.size());
+        std::string_view coding = list.substr(0, comma);
+        list.remove_prefix(std::min(comma + 1, list.size()));
+        coding = coding.substr(0, coding.find(';'));
+        while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) {
+          coding.remove_prefix(1);
+        }
+        while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) {
+          coding.remove_suffix(1);
+        }
+        if (!coding.empty() && !beast::iequals(coding, plain)) {
+          return std::string(coding.substr(0, 32));
+        }
+      }
+    }
+  }
+  return {};
+}
+
 // Cleans a response head from a host masked secrets are bound to of their real values (its
 // reason phrase and every field's value), keeping each value's length.
 void redact_head(const Exchange& x, http::response<http::buffer_body>& head) {
@@ -239,16 +267,16 @@ asio::awaitable<void> relay_final_response(Exchange& x) {
                           x.where + " sent both Content-Length and Transfer-Encoding.");
     co_return;
   }
-  // A compressed response to a request that carried a secret cannot be searched for it.
-  const auto coding = response.find(http::field::content_encoding);
-  if (x.carried_secret && coding != response.end() && !coding->value().empty() &&
-      !beast::iequals(coding->value(), "identity") && !parser.is_done()) {
-    x.state.origin_failed(rules::Reason::bad_response,
-                          x.where + " sent a compressed response (" +
-                              std::string(coding->value().substr(0, 32)) +
-                              ") to a request that carried a masked secret, though asked for none: "
-                              "the gate cannot search it for the secret's real value.");
-    co_return;
+  // A compressed response to a request that carried a secret cannot be searched for it: a
+  // content coding, or a transfer coding other than chunked (the gate offered none).
+  if (x.carried_secret && !parser.is_done()) {
+    if (const std::string coding = compression_of(response); !coding.empty()) {
+      x.state.origin_failed(rules::Reason::bad_response,
+                            x.where + " sent a compressed response (" + coding +
+                                ") to a request that carried a masked secret, though asked for "
+                                "none: the gate cannot search it for the secret's real value.");
+      co_return;
+    }
   }
   redact_head(x, response);
   const bool to_eof = parser.need_eof();

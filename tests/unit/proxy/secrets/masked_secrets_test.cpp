@@ -139,6 +139,56 @@ TEST(Redaction, FindsTheValueRawBase64EncodedAtAnyAlignmentAndPercentEncoded) {
   }
 }
 
+// What echo endpoints write of a value with punctuation (hostile review F1): JSON as Python and
+// Go write it, HTML and XML entities, %-encoding in either case, a form decoder's space for '+'.
+TEST(Redaction, FindsEverySpellingAnEchoGivesThePunctuation) {
+  const std::string value = "Pa\"ss\\wo<rd>&/+=Xy7Qz9Kp3Lm2Nv8Rt";
+  const std::string sentinel = make_sentinel(value, seeded(11));
+  ASSERT_FALSE(sentinel.empty());
+  const auto redactions = redactions_of(value, sentinel);
+  for (const std::string echo : {
+           "{\"v\": \"Pa\\\"ss\\\\wo<rd>&/+=Xy7Qz9Kp3Lm2Nv8Rt\"}",
+           "{\"v\": \"Pa\\\"ss\\\\wo\\u003crd\\u003e\\u0026/+=Xy7Qz9Kp3Lm2Nv8Rt\"}",
+           "Pa&quot;ss\\wo&lt;rd&gt;&amp;/+=Xy7Qz9Kp3Lm2Nv8Rt",
+           "<a v=\"Pa&quot;ss\\wo&lt;rd>&amp;/+=Xy7Qz9Kp3Lm2Nv8Rt\"/>",
+           "Pa%22ss%5cwo%3crd%3e%26%2f%2b%3dXy7Qz9Kp3Lm2Nv8Rt",
+           "Pa%22ss%5Cwo%3Crd%3E%26%2F%2B%3DXy7Qz9Kp3Lm2Nv8Rt",
+           "Pa&#34;ss&#92;wo&#x3C;rd&#x3e;&#38;&#x2F;+=Xy7Qz9Kp3Lm2Nv8Rt",
+           "q=Pa\"ss\\wo<rd>&/ =Xy7Qz9Kp3Lm2Nv8Rt",
+       }) {
+    std::string text = echo;
+    EXPECT_EQ(redact(text, redactions), 1u) << echo;
+    EXPECT_EQ(text.size(), echo.size());
+    EXPECT_EQ(text.find("Xy7Qz9Kp3Lm2Nv8Rt"), std::string::npos) << text;
+    EXPECT_EQ(text.find("Pa"), std::string::npos) << text;
+  }
+}
+
+// Basic credentials echoed back whatever the user name's length: every base64 character that
+// holds bits of the value is rewritten, the ones it shares with its neighbours included (hostile
+// review F2), and the neighbours' bits are kept.
+TEST(Redaction, Base64EchoesKeepNoBitOfTheValueAtAnyAlignment) {
+  const std::string value = "Sup3rRealT0kenValueXYZ1234567890abcd";
+  const std::string sentinel = make_sentinel(value, seeded(12));
+  const auto redactions = redactions_of(value, sentinel);
+  for (const std::string user : {"", "u", "us", "use", "user", "x-access-token"}) {
+    for (const std::string after : {"", "!", "!!", "!!!"}) {
+      const std::string credentials = user + ":" + value + after;
+      std::string text = base64(credentials);
+      redact(text, redactions);
+      // Decoded, the echo holds the user name, the sentinel and what followed: not one byte of
+      // the value.
+      std::string decoded(text.size() / 4 * 3, '\0');
+      const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(decoded.data()),
+                                    reinterpret_cast<const unsigned char*>(text.data()),
+                                    static_cast<int>(text.size()));
+      ASSERT_GE(n, 0) << text;
+      decoded.resize(credentials.size());
+      EXPECT_EQ(decoded, user + ":" + sentinel + after) << user << after;
+    }
+  }
+}
+
 TEST(Redaction, AValueSplitAcrossBodyPiecesIsFoundWhereverThePiecesBreak) {
   const std::string value = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
   const std::string sentinel = make_sentinel(value, seeded(5));

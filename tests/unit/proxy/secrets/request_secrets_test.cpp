@@ -112,5 +112,46 @@ TEST_F(RequestSecrets, RefusesASentinelAnywhereElseNamingTheSecretNotItsValue) {
   EXPECT_NE(why->find("NPM_TOKEN"), std::string::npos) << *why;
 }
 
+// The gate signs again only requests made now, with their date signed, and never one shaped
+// like a presigned URL (hostile review F5): its signature must not be usable later or elsewhere.
+TEST(SignAgain, OnlyRequestsMadeNowAndNeverPresignedShapes) {
+  const auto signed_at = [](const std::string& target, const std::string& date,
+                            const std::string& headers) {
+    http::request_header<> h;
+    h.method(http::verb::get);
+    h.target(target);
+    h.insert("Host", "s3.example.com");
+    h.insert("X-Amz-Date", date);
+    h.insert("Authorization",
+             "AWS4-HMAC-SHA256 Credential=AKID/20261128/us-east-1/s3/aws4_request, "
+             "SignedHeaders=" +
+                 headers +
+                 ", Signature=5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7");
+    return *signed_request(h);
+  };
+  std::tm noon{};
+  ::strptime("20261128T120000Z", "%Y%m%dT%H%M%SZ", &noon);
+  const auto now = std::chrono::system_clock::from_time_t(::timegm(&noon));
+  EXPECT_FALSE(unsignable(signed_at("/b/k", "20261128T121000Z", "host;x-amz-date"), now));
+  EXPECT_FALSE(unsignable(signed_at("/b/k", "20261128T115000Z", "host;x-amz-date"), now));
+  const auto refused = [&](const SignedRequest& r, const std::string& expected) {
+    const auto why = unsignable(r, now);
+    ASSERT_TRUE(why) << expected;
+    EXPECT_NE(why->find(expected), std::string::npos) << *why;
+  };
+  refused(signed_at("/b/k", "20261204T120000Z", "host;x-amz-date"), "15 minutes");
+  refused(signed_at("/b/k", "20261128T114000Z", "host;x-amz-date"), "15 minutes");
+  refused(signed_at("/b/k", "20261128T120000Z", "host"), "does not cover X-Amz-Date");
+  refused(signed_at("/b/k", "2026-11-28", "host;x-amz-date"), "not a SigV4 time");
+  refused(signed_at("/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Expires=604800",
+                    "20261128T120000Z", "host;x-amz-date"),
+          "presigned-URL");
+  refused(signed_at("/b/k?a=1&x%2Damz%2Dsignature=00", "20261128T120000Z", "host;x-amz-date"),
+          "presigned-URL");
+  // A parameter that only ends in such a name is no presigned URL's.
+  EXPECT_FALSE(
+      unsignable(signed_at("/b/k?my-x-amz-date=1", "20261128T120000Z", "host;x-amz-date"), now));
+}
+
 }  // namespace
 }  // namespace sandgate::secrets
