@@ -222,15 +222,25 @@ std::size_t redact_form(char* data, std::size_t size, const Redaction& form) {
   const bool mixed_tail = form.base64 && form.tail_bits != 0x3f;
   const std::size_t from = mixed_head ? 1 : 0;
   const std::size_t to = form.real.size() - (mixed_tail ? 1 : 0);
-  // The anchor, found with memmem: the core's first run of letters and digits. What comes before
-  // it (characters spelled in any way) is matched backwards from there.
-  std::size_t anchor = from;
-  while (anchor < to && !is_alnum(form.real[anchor])) {
-    ++anchor;
-  }
-  std::size_t anchor_end = anchor;
-  while (anchor_end < to && is_alnum(form.real[anchor_end])) {
-    ++anchor_end;
+  // The anchor, found with memmem: the core's longest run of letters and digits (a long needle
+  // is found fastest and rarely by chance). What comes before it is matched backwards from there,
+  // what follows forwards.
+  std::size_t anchor = to;
+  std::size_t anchor_end = to;
+  for (std::size_t i = from; i < to;) {
+    if (!is_alnum(form.real[i])) {
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j < to && is_alnum(form.real[j])) {
+      ++j;
+    }
+    if (anchor == to || j - i > anchor_end - anchor) {
+      anchor = i;
+      anchor_end = j;
+    }
+    i = j;
   }
   if (anchor == to) {
     return 0;  // no letter or digit at all: nothing to anchor on (a value never is so)
@@ -251,7 +261,11 @@ std::size_t redact_form(char* data, std::size_t size, const Redaction& form) {
     std::size_t at = anchored;
     bool matched = true;
     for (std::size_t i = anchor; i > from; --i) {
-      const Spelling spelling = spelled_before(form.real[i - 1], data, at);
+      const char c = form.real[i - 1];
+      const Spelling spelling = is_alnum(c) ? (at > 0 && data[at - 1] == c
+                                                   ? Spelling{1, Family::literal}
+                                                   : Spelling{})
+                                            : spelled_before(c, data, at);
       if (spelling.length == 0) {
         matched = false;
         break;
