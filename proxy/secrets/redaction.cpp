@@ -262,10 +262,9 @@ std::size_t redact_form(char* data, std::size_t size, const Redaction& form) {
     bool matched = true;
     for (std::size_t i = anchor; i > from; --i) {
       const char c = form.real[i - 1];
-      const Spelling spelling = is_alnum(c) ? (at > 0 && data[at - 1] == c
-                                                   ? Spelling{1, Family::literal}
-                                                   : Spelling{})
-                                            : spelled_before(c, data, at);
+      const Spelling spelling =
+          is_alnum(c) ? (at > 0 && data[at - 1] == c ? Spelling{1, Family::literal} : Spelling{})
+                      : spelled_before(c, data, at);
       if (spelling.length == 0) {
         matched = false;
         break;

@@ -190,6 +190,54 @@ TEST_F(SecretsTest, ABearerTokenIsFilledInForItsHostOnlyAndNeverComesBack) {
   EXPECT_EQ(proxy->log_text().find("RealToken"), std::string::npos) << proxy->log_text();
 }
 
+// A hostile client's own bytes: the head split into pieces anywhere (inside the sentinel too),
+// and a second request with the sentinel smuggled in the first one's body.
+TEST_F(SecretsTest, AHeadSplitAnywhereIsFilledAndARequestInABodyIsNot) {
+  auto proxy = gate({"API_TOKEN=api.origin.test=@" + folder_ + "/token"}, port_);
+  const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
+  const std::string script = folder_ + "/raw.py";
+  std::ofstream(script)
+      << "import socket, ssl, sys, time\n"
+         "gate, port, ca, sentinel = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]\n"
+         "s = socket.create_connection(('127.0.0.1', gate))\n"
+         "s.sendall(('CONNECT api.origin.test:%s HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n' % "
+         "port).encode())\n"
+         "assert b' 200 ' in s.recv(4096)\n"
+         "t = ssl.create_default_context(cafile=ca).wrap_socket(s, "
+         "server_hostname='api.origin.test')\n"
+         "head = ('GET /split HTTP/1.1\\r\\nHost: api.origin.test:%s\\r\\n'\n"
+         "        'Authorization: Bearer %s\\r\\n\\r\\n' % (port, sentinel)).encode()\n"
+         "at = head.index(sentinel.encode()) + 7\n"
+         "for piece in (head[:5], head[5:at], head[at:at + 1], head[at + 1:]):\n"
+         "    t.sendall(piece); time.sleep(0.05)\n"
+         "inner = ('GET /smuggled HTTP/1.1\\r\\nHost: api.origin.test\\r\\n'\n"
+         "         'Authorization: Bearer %s\\r\\n\\r\\n' % sentinel).encode()\n"
+         "t.sendall(('POST /outer HTTP/1.1\\r\\nHost: api.origin.test:%s\\r\\n'\n"
+         "           'Content-Length: %d\\r\\n\\r\\n' % (port, len(inner))).encode() + inner)\n"
+         "t.settimeout(10); data = b''\n"
+         "try:\n"
+         "    while b'Bearer' not in data.split(b'POST /outer')[-1] or b'POST' not in data:\n"
+         "        more = t.recv(65536)\n"
+         "        if not more: break\n"
+         "        data += more\n"
+         "except socket.timeout:\n"
+         "    pass\n"
+         "print(data.decode(errors='replace'))\n";
+  auto o =
+      run_shell("/usr/bin/python3 " + script + " " + std::to_string(proxy->port()) + " " +
+                std::to_string(port_) + " " + folder_ + "/gate-ca/ca.pem " + sentinel + " 2>&1");
+  EXPECT_NE(o.output.find("GET /split"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("Authorization: Bearer " + sentinel), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("RealToken"), std::string::npos) << o.output;
+  // The origin got the real token in the split head, and the smuggled request as the body it was:
+  // with the sentinel, never as a request of its own.
+  EXPECT_NE(received().find("GET /split\nHost"), std::string::npos) << received();
+  EXPECT_NE(received().find(std::string("Authorization: Bearer ") + kToken), std::string::npos);
+  EXPECT_NE(received().find("POST /outer"), std::string::npos) << received();
+  EXPECT_EQ(received().find("/smuggled"), std::string::npos) << received();
+  EXPECT_NE(o.output.find("GET /smuggled HTTP/1.1"), std::string::npos) << o.output;  // the body
+}
+
 TEST_F(SecretsTest, PlainHttpToTheBoundHostIsRefused) {
   const std::uint16_t plain = free_port();
   Server origin(plain, "python3 -m http.server --bind 127.0.0.1 " + std::to_string(plain));
