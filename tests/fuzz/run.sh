@@ -8,7 +8,8 @@
 # Prints one line per target (time, executions, coverage) and exits non-zero if any target
 # crashed, hung, ran out of memory or failed a regression. A crashing input is left under
 # build-fuzz/fuzz-runs/<target>/ with the command that replays it; see README.md for what to do
-# with it. Runs the targets one after another, and builds with -j2: the machine is shared.
+# with it. Builds with -j2 and runs two targets at a time (FUZZ_JOBS): the machine has two cores,
+# and each target is one process (CTest runs this alone: fuzz_smoke is RUN_SERIAL).
 set -euo pipefail
 
 seconds=${1:-10}
@@ -57,13 +58,14 @@ cmake --build --preset fuzz -j 2 >/dev/null || {
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:symbolize=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
-failed=0
-for target in "${targets[@]}"; do
+# One target: its regressions replayed, then fuzzed; prints its report line(s), returns non-zero
+# when it failed.
+fuzz_one() {
+  local target=$1
   exe="$bin_dir/$target"
   if [[ ! -x "$exe" ]]; then
     echo "$target: FAILED (no such fuzz target: $exe)"
-    failed=1
-    continue
+    return 1
   fi
   work="$runs_dir/$target"
   rm -rf "$work"
@@ -82,8 +84,7 @@ for target in "${targets[@]}"; do
     if ! "$exe" -artifact_prefix="$work/artifacts/" "${regressions[@]}" \
       >"$work/regressions.log" 2>&1; then
       echo "$target: FAILED a saved regression input crashes again; see $work/regressions.log"
-      failed=1
-      continue
+      return 1
     fi
   fi
 
@@ -116,7 +117,25 @@ for target in "${targets[@]}"; do
       echo "  replay: $exe $crash"
     fi
     echo "  log: $log"
-    failed=1
+    return 1
   fi
+}
+
+# The targets FUZZ_JOBS at a time (2 by default: the machine's two cores; each target is one
+# process), their reports printed in order once each batch is done.
+jobs=${FUZZ_JOBS:-2}
+failed=0
+mkdir -p "$runs_dir"
+for ((i = 0; i < ${#targets[@]}; i += jobs)); do
+  batch=("${targets[@]:i:jobs}")
+  pids=()
+  for target in "${batch[@]}"; do
+    fuzz_one "$target" >"$runs_dir/$target.report" 2>&1 &
+    pids+=($!)
+  done
+  for k in "${!batch[@]}"; do
+    wait "${pids[$k]}" || failed=1
+    cat "$runs_dir/${batch[$k]}.report"
+  done
 done
 exit $failed
