@@ -8,6 +8,11 @@
 // spelled again the same way when the masked form has another character there (a base64 form)
 // and the spelling has a fixed length (itself, %XX, \u00XX, &#xXX;); a spelling of another
 // length is left as it is (it shows only that the value had that character there).
+//
+// Spellings are many more than these (double %-encoding, `\x2f`, `&sol;`, octal, ...). So every
+// run of kLongRun or more letters and digits of a form is also replaced wherever it stands on its
+// own, whatever surrounds it: an echo in a spelling not listed here keeps at most the value's
+// punctuation and its shorter runs, never a long stretch of it.
 #include "proxy/secrets/redaction.hpp"
 
 #include <algorithm>
@@ -23,6 +28,10 @@ bool is_alnum(char c) {
 
 // The longest spelling of one character: `\u002f`, `&#x2F;`, `&quot;`, `&#123;`.
 constexpr std::size_t kLongestSpelling = 6;
+
+// A run of letters and digits this long is replaced on its own too (see above): a chance match in
+// data that holds no secret is one in 62^8 (5e-15) per position.
+constexpr std::size_t kLongRun = 8;
 
 enum class Family : unsigned char {
   literal,
@@ -217,6 +226,25 @@ std::size_t match(const Redaction& form, std::size_t from, std::size_t to, const
   return end != std::string::npos ? end : match_once(form, from, to, data, size, at, steps, true);
 }
 
+// Replaces every occurrence of form.real[at, at + length) in data[0, size) with the masked
+// form's characters there; returns how many.
+std::size_t redact_run(char* data, std::size_t size, const Redaction& form, std::size_t at,
+                       std::size_t length) {
+  std::size_t replaced = 0;
+  const char* run = form.real.data() + at;
+  for (std::size_t start = 0; start + length <= size;) {
+    void* found = ::memmem(data + start, size - start, run, length);
+    if (found == nullptr) {
+      break;
+    }
+    char* hit = static_cast<char*>(found);
+    std::memcpy(hit, form.masked.data() + at, length);
+    ++replaced;
+    start = static_cast<std::size_t>(hit - data) + length;
+  }
+  return replaced;
+}
+
 std::size_t redact_form(char* data, std::size_t size, const Redaction& form) {
   const bool mixed_head = form.base64 && form.head_bits != 0x3f;
   const bool mixed_tail = form.base64 && form.tail_bits != 0x3f;
@@ -272,18 +300,20 @@ std::size_t redact_form(char* data, std::size_t size, const Redaction& form) {
       at -= spelling.length;
       before.push_back({at, spelling});
     }
-    if (!matched) {
-      continue;
-    }
-    const std::size_t end = match(form, anchor, to, data, size, anchored, steps);
-    if (end == std::string::npos) {
-      continue;
-    }
-    if (mixed_head && (at == 0 || !mixed_matches(form, 0, form.head_bits, data[at - 1]))) {
-      continue;
-    }
-    if (mixed_tail &&
-        (end >= size || !mixed_matches(form, form.real.size() - 1, form.tail_bits, data[end]))) {
+    const std::size_t end =
+        matched ? match(form, anchor, to, data, size, anchored, steps) : std::string::npos;
+    const bool whole =
+        end != std::string::npos &&
+        (!mixed_head || (at > 0 && mixed_matches(form, 0, form.head_bits, data[at - 1]))) &&
+        (!mixed_tail ||
+         (end < size && mixed_matches(form, form.real.size() - 1, form.tail_bits, data[end])));
+    if (!whole) {
+      // Not the whole form in a known spelling: a long anchor is replaced on its own.
+      if (lead.size() >= kLongRun) {
+        std::memcpy(data + anchored, form.masked.data() + anchor, lead.size());
+        ++replaced;
+        start = anchored + lead.size();
+      }
       continue;
     }
     if (mixed_head) {
@@ -307,6 +337,21 @@ std::size_t redact_form(char* data, std::size_t size, const Redaction& form) {
     }
     ++replaced;
     start = end;
+  }
+  // The form's other long runs, wherever they stand on their own.
+  for (std::size_t i = from; i < to;) {
+    if (!is_alnum(form.real[i])) {
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j < to && is_alnum(form.real[j])) {
+      ++j;
+    }
+    if (i != anchor && j - i >= kLongRun) {
+      replaced += redact_run(data, size, form, i, j - i);
+    }
+    i = j;
   }
   return replaced;
 }

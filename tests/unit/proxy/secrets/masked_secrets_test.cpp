@@ -164,6 +164,23 @@ TEST(Redaction, FindsEverySpellingAnEchoGivesThePunctuation) {
   }
 }
 
+// A spelling the matcher does not know (`\x2f`, `&plus;`, double %-encoding): every long run of
+// the value's letters and digits is replaced on its own all the same, so at most the punctuation
+// and the short runs (here K7MDENG) remain.
+TEST(Redaction, UnknownSpellingsKeepNoLongRunOfTheValue) {
+  const std::string value = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+  const auto redactions = redactions_of(value, make_sentinel(value, seeded(13)));
+  for (const std::string echo : {"wJalrXUtnFEMI\\x2fK7MDENG&plus;bPxRfiCYEXAMPLEKEY",
+                                 "wJalrXUtnFEMI%252FK7MDENG%252BbPxRfiCYEXAMPLEKEY",
+                                 "wJalrXUtnFEMI&sol;K7MDENG\\053bPxRfiCYEXAMPLEKEY"}) {
+    std::string text = echo;
+    redact(text, redactions);
+    EXPECT_EQ(text.size(), echo.size());
+    EXPECT_EQ(text.find("wJalrXUtnFEMI"), std::string::npos) << text;
+    EXPECT_EQ(text.find("bPxRfiCYEXAMPLEKEY"), std::string::npos) << text;
+  }
+}
+
 // Basic credentials echoed back whatever the user name's length: every base64 character that
 // holds bits of the value is rewritten, the ones it shares with its neighbours included (hostile
 // review F2), and the neighbours' bits are kept.
