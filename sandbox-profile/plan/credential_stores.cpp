@@ -2,6 +2,7 @@
 #include "sandbox-profile/plan/credential_stores.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <string_view>
@@ -27,28 +28,61 @@ bool inside(const std::string& path, const std::string& folder) {
          (folder.back() == '/' || path[folder.size()] == '/');
 }
 
-// What ssh reads from ~/.ssh that holds no secret: by name, a regular file (config.d a folder),
-// never a link (which could lead anywhere), and no `.pub` that is a private key.
-bool ssh_may_read(const fs::directory_entry& entry) {
+// Whether a file shown inside ~/.ssh holds no private key: a regular file, never a link (which
+// could lead anywhere) nor one with a second name (a hard link to a key), at most 1 MiB, and
+// nothing in it that marks a private key (PEM's and OpenSSH's `PRIVATE KEY`, PuTTY's header),
+// wherever in the file it stands.
+bool holds_no_private_key(const fs::path& path) {
   std::error_code ec;
-  const std::string name = entry.path().filename().string();
-  const fs::file_status status = entry.symlink_status(ec);
-  if (ec || fs::is_symlink(status)) {
+  const fs::file_status status = fs::symlink_status(path, ec);
+  if (ec || !fs::is_regular_file(status) || fs::hard_link_count(path, ec) != 1 || ec) {
     return false;
   }
-  if (name == "config.d") {
-    return fs::is_directory(status);
-  }
-  if (!fs::is_regular_file(status)) {
+  const auto size = fs::file_size(path, ec);
+  if (ec || size > 1024 * 1024) {
     return false;
   }
-  if (name.ends_with(".pub")) {
-    std::ifstream in(entry.path());
-    std::string start(11, '\0');
-    in.read(start.data(), static_cast<std::streamsize>(start.size()));
-    return start != "-----BEGIN ";
+  std::ifstream in(path, std::ios::binary);
+  std::string text(size, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(size));
+  if (!in && !in.eof()) {
+    return false;
   }
-  return name.starts_with("known_hosts") || name == "config" || name.starts_with("authorized_keys");
+  return text.find("PRIVATE KEY") == std::string::npos &&
+         text.find("PuTTY-User-Key-File") == std::string::npos &&
+         (!path.filename().string().ends_with(".pub") ||
+          text.find("-----BEGIN ") == std::string::npos);
+}
+
+// What ssh reads from ~/.ssh that holds no secret (an allow-list by name, each file checked by
+// holds_no_private_key): known_hosts*, config, authorized_keys*, *.pub, and the files of
+// config.d (each on its own, at most 4 folders deep and 1000 files: a key kept there by any name
+// stays hidden).
+void ssh_shown(const fs::path& ssh, std::vector<std::string>& shown) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(ssh, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool by_name = name.starts_with("known_hosts") || name == "config" ||
+                         name.starts_with("authorized_keys") || name.ends_with(".pub");
+    if (by_name && holds_no_private_key(entry.path())) {
+      shown.push_back(entry.path().string());
+    }
+  }
+  const fs::path config_d = ssh / "config.d";
+  if (!fs::is_directory(fs::symlink_status(config_d, ec))) {
+    return;
+  }
+  std::size_t files = 0;
+  for (auto it = fs::recursive_directory_iterator(config_d, ec), end = decltype(it)();
+       !ec && it != end && files < 1000; it.increment(ec)) {
+    if (it.depth() >= 4) {
+      it.disable_recursion_pending();
+    }
+    if (it->is_regular_file(ec) && holds_no_private_key(it->path())) {
+      shown.push_back(it->path().string());
+      ++files;
+    }
+  }
 }
 
 }  // namespace
@@ -68,7 +102,35 @@ CredentialStores credential_stores(const std::vector<std::string>& homes,
       files.push_back(resolved_path(path));
     }
   };
-  const auto from = [&](std::string_view name) { return variable(environment, name); };
+  // A variable's path as the tools read it: botocore and others expand `~` and `$VAR` (or
+  // `${VAR}`) themselves, so both spellings lead to the store.
+  const auto from = [&](std::string_view name) {
+    std::string value = variable(environment, name);
+    if (!homes.empty() && (value == "~" || value.starts_with("~/"))) {
+      value = homes.front() + value.substr(1);
+    }
+    std::string out;
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      if (value[i] != '$' || i + 1 >= value.size()) {
+        out += value[i];
+        continue;
+      }
+      const bool braced = value[i + 1] == '{';
+      std::size_t start = i + (braced ? 2 : 1);
+      std::size_t end = start;
+      while (end < value.size() &&
+             (std::isalnum(static_cast<unsigned char>(value[end])) != 0 || value[end] == '_')) {
+        ++end;
+      }
+      if (end == start || (braced && (end >= value.size() || value[end] != '}'))) {
+        out += value[i];
+        continue;
+      }
+      out += variable(environment, std::string_view(value).substr(start, end - start));
+      i = braced ? end : end - 1;
+    }
+    return out;
+  };
   for (const auto& h : homes) {
     for (const char* name : {"/.aws",
                              "/.config/gcloud",
@@ -166,11 +228,7 @@ CredentialStores credential_stores(const std::vector<std::string>& homes,
       continue;
     }
     out.folders.push_back(ssh);
-    for (const auto& entry : fs::directory_iterator(ssh, ec)) {
-      if (ssh_may_read(entry)) {
-        out.shown.push_back(entry.path().string());
-      }
-    }
+    ssh_shown(ssh, out.shown);
   }
   const auto in_hidden_folder = [&](const std::string& path) {
     return std::any_of(out.folders.begin(), out.folders.end(),

@@ -83,13 +83,16 @@ TEST_F(CredentialStoresTest, SshKeepsWhatHoldsNoSecretAndHidesTheRest) {
   const std::string known = make(".ssh/known_hosts");
   const std::string known_old = make(".ssh/known_hosts.old");
   const std::string config = make(".ssh/config");
-  const std::string included = make(".ssh/config.d/");
+  const std::string included = make(".ssh/config.d/work");
+  const std::string nested = make(".ssh/config.d/clients/acme");
   const std::string authorized = make(".ssh/authorized_keys");
   const auto stores = credential_stores({home_}, {}, {}, false);
   EXPECT_TRUE(has(stores.folders, ssh));
-  for (const auto& shown : {pub, known, known_old, config, included, authorized}) {
+  for (const auto& shown : {pub, known, known_old, config, included, nested, authorized}) {
     EXPECT_TRUE(has(stores.shown, shown)) << shown;
   }
+  // config.d is shown file by file, not as a folder.
+  EXPECT_FALSE(has(stores.shown, home_ + "/.ssh/config.d"));
   // An allow-list: a key by any name stays hidden.
   EXPECT_FALSE(has(stores.shown, key));
   EXPECT_FALSE(has(stores.shown, odd_key));
@@ -110,10 +113,29 @@ TEST_F(CredentialStoresTest, SshShowsNoLinkNorADisguisedKeyAndEveryHomeIsSearche
   const std::string other_aws = make("other-home/.aws/");
   const std::string other_key = make("other-home/.ssh/id_rsa");
   const std::string other_npmrc = make("other-home/.npmrc");
+  // Second review, finding 11: a key in config.d by any name, a hard link to a key named like
+  // known_hosts, a .pub whose key comes after a first line, a PuTTY key: all hidden.
+  const std::string key = home_ + "/.ssh/id_ed25519";
+  std::ofstream(key) << "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n";
+  const std::string hard = home_ + "/.ssh/known_hosts";
+  fs::create_hard_link(key, hard);
+  fs::create_directories(home_ + "/.ssh/config.d");
+  const std::string in_config_d = home_ + "/.ssh/config.d/deploy.key";
+  std::ofstream(in_config_d) << "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n";
+  const std::string putty = home_ + "/.ssh/config.d/work.ppk";
+  std::ofstream(putty) << "PuTTY-User-Key-File-3: ssh-ed25519\n";
+  const std::string config_d_ok = home_ + "/.ssh/config.d/hosts";
+  std::ofstream(config_d_ok) << "Host work\n  User ada\n";
+  const std::string second_line = home_ + "/.ssh/backup.pub";
+  std::ofstream(second_line) << "ssh-ed25519 AAAA ada@host\n-----BEGIN OPENSSH PRIVATE KEY-----\n";
   const auto stores = credential_stores({home_, other}, {}, {}, false);
   EXPECT_FALSE(has(stores.shown, link));
   EXPECT_FALSE(has(stores.shown, disguised));
   EXPECT_TRUE(has(stores.shown, real_pub));
+  for (const auto& hidden : {hard, in_config_d, putty, second_line}) {
+    EXPECT_FALSE(has(stores.shown, hidden)) << hidden;
+  }
+  EXPECT_TRUE(has(stores.shown, config_d_ok));
   EXPECT_TRUE(has(stores.folders, other_aws));
   EXPECT_TRUE(has(stores.folders, other + "/.ssh"));
   EXPECT_TRUE(has(stores.files, other_npmrc));
@@ -148,6 +170,19 @@ TEST_F(CredentialStoresTest, TheVariablesThatMoveStoresAreFollowed) {
   }
   for (const auto& folder : {gnupg, gcloud}) {
     EXPECT_TRUE(has(stores.folders, folder)) << folder;
+  }
+  // Written with `~`, `$HOME` or `${VAR}`, as the tools expand them themselves (second review,
+  // finding 12).
+  const std::string tilde = make("creds/aws");
+  const std::string dollar = make("creds/aws-config");
+  const std::string braced = make("creds/kube");
+  const auto expanded = credential_stores(
+      {home_},
+      {"AWS_SHARED_CREDENTIALS_FILE=~/creds/aws", "AWS_CONFIG_FILE=$HOME/creds/aws-config",
+       "KUBECONFIG=${CREDS}/kube", "HOME=" + home_, "CREDS=" + home_ + "/creds"},
+      {}, false);
+  for (const auto& file : {tilde, dollar, braced}) {
+    EXPECT_TRUE(has(expanded.files, file)) << file;
   }
 }
 
