@@ -23,6 +23,7 @@
 #include "proxy/settings/settings.hpp"
 #include "sandbox-profile/macos/profile_command.hpp"
 #include "sandbox-profile/supervisor/run_confined.hpp"
+#include "sandbox-profile/supervisor/run_support.hpp"
 
 namespace {
 
@@ -108,6 +109,8 @@ void show_setting_flags(const CLI::App& app, CLI::App& command, const CLI::Optio
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Kept to be blanked in the confined command's view (`run`: tokens and --secret entries).
+  sandgate::sandbox::keep_process_arguments(argc, argv);
   CLI::App app{"sandgate: the network gate for sandboxed AI agents", "sandgate"};
   const CLI::Option* version =
       app.set_version_flag("--version", std::string("sandgate ") + SANDGATE_VERSION);

@@ -27,6 +27,7 @@
 #include "sandbox-profile/supervisor/fd_passing.hpp"
 #include "sandbox-profile/supervisor/port_forwarder.hpp"
 #include "sandbox-profile/supervisor/pty_relay.hpp"
+#include "sandbox-profile/supervisor/run_support.hpp"
 
 namespace sandgate::sandbox {
 namespace {
@@ -180,6 +181,8 @@ Expected<int, std::string> seal_init(bool supervise_unix_sockets) {
   // If sandgate dies, so does everything here: it would have no way out anyway.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   close_inherited_descriptors(channel);
+  // The command sees this process as its pid 1: not sandgate's command line (tokens, --secret).
+  blank_process_arguments();
   NamespaceReport report;
   auto listener = enter_namespaces(plan, report);
   if (!listener) {

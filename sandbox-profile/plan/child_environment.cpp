@@ -106,7 +106,9 @@ std::vector<std::string> child_environment(const std::vector<std::string>& inher
     const std::string_view name = std::string_view(entry).substr(0, entry.find('='));
     const bool replaced = std::any_of(gate.begin(), gate.end(),
                                       [&](const auto& variable) { return variable.first == name; });
-    if (replaced) {
+    // sandgate's own variables (a token, an admin token, the secrets' entries) are the gate's,
+    // not the command's.
+    if (replaced || name.starts_with("SANDGATE_")) {
       continue;
     }
     std::string kept = entry;

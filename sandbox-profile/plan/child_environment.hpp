@@ -22,7 +22,8 @@ namespace sandgate::sandbox {
 // on 127.0.0.1:`port` (HTTP proxy URLs, and a socks5h:// URL in ALL_PROXY/all_proxy);
 // `connect_helper` is the absolute path of sandgate-connect (the ssh ProxyCommand). Variables the
 // gate sets replace inherited ones, except JAVA_TOOL_OPTIONS, whose inherited options are kept in
-// front of the gate's; order is kept otherwise.
+// front of the gate's; sandgate's own SANDGATE_* variables (its token, admin token, secrets'
+// entries) are left out; order is kept otherwise.
 // With `ca_bundle` (the gate inspects some hosts: its CA with the system's roots), the variables
 // that name a CA file for the common tools point at it: SSL_CERT_FILE (OpenSSL, Go, Ruby),
 // REQUESTS_CA_BUNDLE (Python requests), CURL_CA_BUNDLE, GIT_SSL_CAINFO, NODE_EXTRA_CA_CERTS,

@@ -29,6 +29,32 @@ namespace fs = std::filesystem;
 
 void say(const std::string& text) { std::cerr << "sandgate run: " << text << std::endl; }
 
+namespace {
+char* arguments_start = nullptr;  // keep_process_arguments: argv[0]'s first byte
+char* arguments_end = nullptr;    // one past the last argument's NUL
+}  // namespace
+
+void keep_process_arguments(int argc, char** argv) {
+  if (argc <= 0 || argv == nullptr || argv[0] == nullptr) {
+    return;
+  }
+  arguments_start = argv[0];
+  arguments_end = argv[argc - 1] + std::strlen(argv[argc - 1]) + 1;
+}
+
+void blank_process_arguments() {
+  // The kernel shows the bytes between the arguments' start and end as they are now: all NUL
+  // but a name, so `ps` still shows what the process is.
+  if (arguments_start == nullptr || arguments_end <= arguments_start) {
+    return;
+  }
+  std::memset(arguments_start, 0, static_cast<std::size_t>(arguments_end - arguments_start));
+  static constexpr char kName[] = "sandgate-init";
+  if (static_cast<std::size_t>(arguments_end - arguments_start) > sizeof kName) {
+    std::memcpy(arguments_start, kName, sizeof kName);
+  }
+}
+
 std::vector<std::string> current_environment() {
   std::vector<std::string> out;
   for (char** entry = environ; *entry != nullptr; ++entry) {

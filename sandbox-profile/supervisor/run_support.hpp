@@ -19,6 +19,12 @@ inline constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, 
 // Writes "sandgate run: TEXT" to standard error.
 void say(const std::string& text);
 
+// sandgate's own command line, kept by main() (`--token X`, `--secret` entries and their
+// commands are on it): blank_process_arguments() overwrites it in a process the command can see
+// (the namespace's init, whose /proc/1/cmdline would show it otherwise).
+void keep_process_arguments(int argc, char** argv);
+void blank_process_arguments();
+
 // This process's environment, as NAME=VALUE strings.
 std::vector<std::string> current_environment();
 

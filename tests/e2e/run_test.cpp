@@ -674,6 +674,7 @@ TEST_F(RunTest, AMaskedSecretIsASentinelInsideAndTheRealValueOnlyOnTheWire) {
                     ")\"; "
                     "echo \"init=$(cat /proc/1/environ 2>/dev/null | tr '\\0' '\\n' | grep -c "
                     "RealToken)\"; "
+                    "echo \"cmdline=$(tr '\\0' ' ' < /proc/1/cmdline)\"; "
                     "curl -sS --max-time 20 -H \"Authorization: Bearer $GITHUB_TOKEN\" " +
                     url}),
       environment({{"GITHUB_TOKEN", real},
@@ -701,6 +702,9 @@ TEST_F(RunTest, AMaskedSecretIsASentinelInsideAndTheRealValueOnlyOnTheWire) {
   EXPECT_NE(o.out.find("npm=npm_"), std::string::npos) << describe(o);
   EXPECT_NE(o.out.find("file=\n"), std::string::npos) << describe(o);  // hidden: reads empty
   EXPECT_NE(o.out.find("init=0"), std::string::npos) << describe(o);
+  // pid 1 inside does not show sandgate's command line (second review, finding 14).
+  EXPECT_NE(o.out.find("cmdline=sandgate-init"), std::string::npos) << describe(o);
+  EXPECT_EQ(o.out.find("NPM_TOKEN=api.origin.test"), std::string::npos) << describe(o);
   // The origin saw the real token; the command saw its echo masked.
   EXPECT_NE(o.out.find("Authorization: Bearer " + sentinel), std::string::npos) << describe(o);
   const std::string received = read_file(certificates + "/" + std::to_string(port) + ".requests");

@@ -24,8 +24,13 @@ std::map<std::string, std::string> as_map(const std::vector<std::string>& env) {
 TEST(ChildEnvironment, PointsEveryProxyVariableAtTheGateAndKeepsTheRest) {
   const auto env =
       as_map(child_environment({"PATH=/usr/bin", "HOME=/home/ada", "http_proxy=http://corp:3128",
-                                "NO_PROXY=.corp", "ODD=a=b"},
+                                "NO_PROXY=.corp", "ODD=a=b", "SANDGATE_ADMIN_TOKEN=secret",
+                                "SANDGATE_TOKEN=secret2", "SANDGATE_SECRETS=T=x.org"},
                                41234, "/opt/sandgate/bin/sandgate-connect"));
+  // The gate's own variables stay the gate's (second review, finding 14).
+  for (const char* name : {"SANDGATE_ADMIN_TOKEN", "SANDGATE_TOKEN", "SANDGATE_SECRETS"}) {
+    EXPECT_FALSE(env.contains(name)) << name;
+  }
   const std::string proxy = "http://127.0.0.1:41234";
   for (const char* name : {"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"}) {
     EXPECT_EQ(env.at(name), proxy) << name;
