@@ -316,8 +316,10 @@ Expected<bool, std::string> hide_credential_stores(const ViewPlan& plan, StoreRe
     if (reads.watch < 0 || as.find('\n') != std::string::npos) {
       return;
     }
-    const int wd = ::inotify_add_watch(reads.watch, path.c_str(),
-                                       IN_OPEN | (folder ? IN_ONLYDIR : 0) | IN_DONT_FOLLOW);
+    // Closes too: two opens in a row would be merged into one event by the kernel.
+    const int wd = ::inotify_add_watch(
+        reads.watch, path.c_str(),
+        IN_OPEN | IN_CLOSE_NOWRITE | (folder ? IN_ONLYDIR : 0) | IN_DONT_FOLLOW);
     if (wd >= 0) {
       reads.watched.push_back({wd, folder, as});
     }

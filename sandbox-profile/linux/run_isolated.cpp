@@ -173,13 +173,11 @@ int run_isolated(const RunOptions& options, GateHandle& gate) {
   const int to_child = channel[0];
   // From now on a hidden credential store replaced outside ends the run (store_watch.hpp).
   StoreWatch store_watch(confinement->hidden_stores, pid);
-  int store_reads = -1;  // the watch over the hidden credential stores (store_reads.hpp)
+  // The command's attempts on the hidden stores, counted from the child's watch (store_reads.hpp).
+  std::unique_ptr<StoreReadWatch> store_reads;
   // Ends the child (it waits for the next message and exits when the channel closes) and
   // reaps it.
   const auto abandon = [&]() {
-    if (store_reads >= 0) {
-      ::close(store_reads);
-    }
     ::close(to_child);
     ::waitpid(pid, nullptr, 0);
     return kRunFailed;
@@ -208,7 +206,8 @@ int run_isolated(const RunOptions& options, GateHandle& gate) {
       say("the confined process sent no watch over the credential stores");
       return abandon();
     }
-    store_reads = sent->fd;
+    store_reads = std::make_unique<StoreReadWatch>(sent->fd, report.reads.watched,
+                                                   confinement->plan.view.secret_shown);
   }
   // The unix-socket supervisor, before anything inside may connect (the self-probe does).
   std::unique_ptr<UnixConnectGuard> guard;
@@ -333,10 +332,8 @@ int run_isolated(const RunOptions& options, GateHandle& gate) {
   forwarder.stop();
   gate.stop();
   quarantine_new_git_entries(git_before, confinement->scanned, confinement->git_dirs);
-  if (store_reads >= 0) {
-    StoreAttempts attempts =
-        read_store_attempts(store_reads, report.reads.watched, confinement->plan.view.secret_shown);
-    ::close(store_reads);
+  if (store_reads) {
+    StoreAttempts attempts = store_reads->finish();
     gate.stores_attempted(std::move(attempts.attempts), attempts.complete);
   }
   if (const std::string replaced = store_watch.replaced(); !replaced.empty()) {
