@@ -156,9 +156,12 @@ std::string make_sentinel(std::string_view value,
   return sentinel;
 }
 
-std::vector<Redaction> redactions_of(std::string_view value, std::string_view sentinel) {
-  std::vector<Redaction> out;
-  out.push_back({std::string(value), std::string(sentinel)});
+namespace {
+
+// Base64 at each alignment: the value's bytes after `skip` bytes of something else, padded to
+// whole groups of three. Every character whose six bits touch the value is part of the form;
+// the first and last may hold bits of the neighbours too (head_bits, tail_bits).
+void base64_forms(std::string_view value, std::string_view sentinel, std::vector<Redaction>& out) {
   // Base64 at each alignment: the value's bytes after `skip` bytes of something else, padded to
   // whole groups of three. Every character whose six bits touch the value is part of the form;
   // the first and last may hold bits of the neighbours too (head_bits, tail_bits).
@@ -191,6 +194,46 @@ std::vector<Redaction> redactions_of(std::string_view value, std::string_view se
         out.push_back(std::move(form));
       }
     }
+  }
+}
+
+}  // namespace
+
+std::vector<Redaction> redactions_of(std::string_view value, std::string_view sentinel) {
+  std::vector<Redaction> out;
+  out.push_back({std::string(value), std::string(sentinel)});
+  // Hexadecimal, either case.
+  for (const char* digits : {"0123456789abcdef", "0123456789ABCDEF"}) {
+    Redaction hex;
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      for (const auto& [text, into] :
+           {std::pair{value, &hex.real}, std::pair{sentinel, &hex.masked}}) {
+        const auto byte = static_cast<unsigned char>(text[i]);
+        *into += digits[byte >> 4];
+        *into += digits[byte & 15];
+      }
+    }
+    out.push_back(std::move(hex));
+  }
+  // The value as JSON writes it inside a string (`\/`, `\"`, `\\`), which is what a base64
+  // encoding of a JSON document holds.
+  const auto json = [](std::string_view text) {
+    std::string escaped;
+    for (const char c : text) {
+      if (c == '/' || c == '"' || c == '\\') {
+        escaped += '\\';
+      }
+      escaped += c;
+    }
+    return escaped;
+  };
+  std::vector<std::pair<std::string, std::string>> encoded = {
+      {std::string(value), std::string(sentinel)}};
+  if (json(value) != value) {
+    encoded.emplace_back(json(value), json(sentinel));
+  }
+  for (const auto& [plain, masked_plain] : encoded) {
+    base64_forms(plain, masked_plain, out);
   }
   return out;
 }

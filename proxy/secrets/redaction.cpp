@@ -26,8 +26,8 @@ bool is_alnum(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
 
-// The longest spelling of one character: `\u002f`, `&#x2F;`, `&quot;`, `&#123;`.
-constexpr std::size_t kLongestSpelling = 6;
+// The longest spelling of one character, two layers deep: `%26%23x002F%3B`.
+constexpr std::size_t kLongestSpelling = 16;
 
 // A run of letters and digits this long is replaced on its own too (see above): a chance match in
 // data that holds no secret is one in 62^8 (5e-15) per position.
@@ -52,12 +52,17 @@ struct Spelling {
 constexpr char kUpper[] = "0123456789ABCDEF";
 constexpr char kLower[] = "0123456789abcdef";
 
-// Every spelling of `c` (not a letter or digit) an echo may give it, most common first.
-std::vector<std::pair<std::string, Family>> spellings_of(char c) {
+using Spellings = std::vector<std::pair<std::string, Family>>;
+
+// The spellings of `c` (not a letter or digit) in one layer of escaping: itself, %-encoded,
+// JSON's, HTML's and XML's references (named, hexadecimal and decimal, zero-padded, with or
+// without the closing `;`), C's and JavaScript's `\xHH`, a form decoder's space for `+`.
+Spellings first_layer(char c) {
   const auto byte = static_cast<unsigned char>(c);
   const std::string upper = {kUpper[byte >> 4], kUpper[byte & 15]};
   const std::string lower = {kLower[byte >> 4], kLower[byte & 15]};
-  std::vector<std::pair<std::string, Family>> out = {
+  const std::string decimal = std::to_string(byte);
+  Spellings out = {
       {std::string(1, c), Family::literal},
       {"%" + upper, Family::percent_upper},
       {"%" + lower, Family::percent_lower},
@@ -65,18 +70,33 @@ std::vector<std::pair<std::string, Family>> spellings_of(char c) {
       {"\\u00" + lower, Family::json_lower},
       {"&#x" + upper + ";", Family::entity_hex_upper},
       {"&#x" + lower + ";", Family::entity_hex_lower},
-      {"&#" + std::to_string(byte) + ";", Family::other},
   };
+  for (const std::string& hex : {upper, lower}) {
+    for (const char* x : {"x", "X"}) {
+      for (const char* zeros : {"", "0", "00"}) {
+        for (const char* end : {";", ""}) {
+          out.emplace_back(std::string("&#") + x + zeros + hex + end, Family::other);
+        }
+      }
+    }
+    out.emplace_back("\\x" + hex, Family::other);
+  }
+  for (const char* zeros : {"", "0", "00"}) {
+    for (const char* end : {";", ""}) {
+      out.emplace_back("&#" + std::string(zeros) + decimal + end, Family::other);
+    }
+  }
   if (c == '"' || c == '\\' || c == '/') {
     out.emplace_back(std::string("\\") + c, Family::other);
   }
-  static constexpr std::array<std::pair<char, std::string_view>, 6> kNamed = {{
-      {'"', "&quot;"},
-      {'&', "&amp;"},
-      {'<', "&lt;"},
-      {'>', "&gt;"},
-      {'\'', "&apos;"},
-      {'\'', "&#39;"},
+  static constexpr std::array<std::pair<char, std::string_view>, 35> kNamed = {{
+      {'"', "&quot;"},   {'"', "&QUOT;"},   {'&', "&amp;"},   {'&', "&AMP;"},   {'<', "&lt;"},
+      {'<', "&LT;"},     {'>', "&gt;"},     {'>', "&GT;"},    {'\'', "&apos;"}, {'/', "&sol;"},
+      {'+', "&plus;"},   {'=', "&equals;"}, {'!', "&excl;"},  {'#', "&num;"},   {'$', "&dollar;"},
+      {'%', "&percnt;"}, {'(', "&lpar;"},   {')', "&rpar;"},  {'*', "&ast;"},   {',', "&comma;"},
+      {'.', "&period;"}, {':', "&colon;"},  {';', "&semi;"},  {'?', "&quest;"}, {'@', "&commat;"},
+      {'[', "&lsqb;"},   {']', "&rsqb;"},   {'\\', "&bsol;"}, {'^', "&Hat;"},   {'_', "&lowbar;"},
+      {'`', "&grave;"},  {'{', "&lcub;"},   {'}', "&rcub;"},  {'|', "&vert;"},  {'|', "&verbar;"},
   }};
   for (const auto& [named, text] : kNamed) {
     if (named == c) {
@@ -87,6 +107,76 @@ std::vector<std::pair<std::string, Family>> spellings_of(char c) {
     out.emplace_back(" ", Family::other);
   }
   return out;
+}
+
+// A second layer over a spelling: %-encoded again (`%252F`, or every character of it: `%5C%2F`),
+// JSON-escaped again (`\\\\/`, `\\\"`), HTML-escaped again (`&amp;quot;`).
+std::vector<std::string> second_layer(const std::string& spelling) {
+  std::vector<std::string> out;
+  const auto replaced = [&](char from, std::string_view to) {
+    if (spelling.find(from) == std::string::npos) {
+      return;
+    }
+    std::string text;
+    for (const char c : spelling) {
+      if (c == from) {
+        text += to;
+      } else {
+        text += c;
+      }
+    }
+    out.push_back(std::move(text));
+  };
+  replaced('%', "%25");
+  replaced('\\', "\\\\");
+  replaced('"', "\\\"");
+  replaced('&', "&amp;");
+  for (const char* hex : {kUpper, kLower}) {
+    std::string text;
+    for (const char c : spelling) {
+      if (is_alnum(c)) {
+        text += c;
+      } else {
+        const auto byte = static_cast<unsigned char>(c);
+        text += '%';
+        text += hex[byte >> 4];
+        text += hex[byte & 15];
+      }
+    }
+    out.push_back(std::move(text));
+  }
+  return out;
+}
+
+// Every spelling of `c` an echo may give it, in one layer or two; made once per character.
+const Spellings& spellings_of(char c) {
+  static const std::array<Spellings, 256> table = [] {
+    std::array<Spellings, 256> made;
+    for (int byte = 0; byte < 256; ++byte) {
+      const char c = static_cast<char>(byte);
+      if (is_alnum(c)) {
+        continue;
+      }
+      Spellings all = first_layer(c);
+      const std::size_t first = all.size();
+      for (std::size_t i = 0; i < first; ++i) {
+        for (auto& twice : second_layer(all[i].first)) {
+          all.emplace_back(std::move(twice), Family::other);
+        }
+      }
+      // Each once; the families of the first layer win.
+      Spellings unique;
+      for (auto& spelling : all) {
+        if (std::none_of(unique.begin(), unique.end(),
+                         [&](const auto& u) { return u.first == spelling.first; })) {
+          unique.push_back(std::move(spelling));
+        }
+      }
+      made[static_cast<std::size_t>(byte)] = std::move(unique);
+    }
+    return made;
+  }();
+  return table[static_cast<unsigned char>(c)];
 }
 
 // How `c` (not a letter or digit) is spelled starting at `at`, if it is: the longest spelling
@@ -273,70 +363,73 @@ std::size_t redact_form(char* data, std::size_t size, const Redaction& form) {
   if (anchor == to) {
     return 0;  // no letter or digit at all: nothing to anchor on (a value never is so)
   }
-  const std::string_view lead(form.real.data() + anchor, anchor_end - anchor);
   std::size_t replaced = 0;
   std::vector<Step> steps;
   std::vector<Step> before;
-  for (std::size_t start = 0; start + lead.size() <= size;) {
-    const void* found = ::memmem(data + start, size - start, lead.data(), lead.size());
-    if (found == nullptr) {
-      break;
-    }
-    const std::size_t anchored = static_cast<std::size_t>(static_cast<const char*>(found) - data);
-    start = anchored + 1;
-    // Backwards over the characters before the anchor.
-    before.clear();
-    std::size_t at = anchored;
-    bool matched = true;
-    for (std::size_t i = anchor; i > from; --i) {
-      const char c = form.real[i - 1];
-      const Spelling spelling =
-          is_alnum(c) ? (at > 0 && data[at - 1] == c ? Spelling{1, Family::literal} : Spelling{})
-                      : spelled_before(c, data, at);
-      if (spelling.length == 0) {
-        matched = false;
+  const std::vector<std::pair<std::size_t, std::size_t>> anchors = {{anchor, anchor_end - anchor}};
+  for (const auto& [first, length] : anchors) {
+    const std::string_view lead(form.real.data() + first, length);
+    for (std::size_t start = 0; start + lead.size() <= size;) {
+      const void* found = ::memmem(data + start, size - start, lead.data(), lead.size());
+      if (found == nullptr) {
         break;
       }
-      at -= spelling.length;
-      before.push_back({at, spelling});
-    }
-    const std::size_t end =
-        matched ? match(form, anchor, to, data, size, anchored, steps) : std::string::npos;
-    const bool whole =
-        end != std::string::npos &&
-        (!mixed_head || (at > 0 && mixed_matches(form, 0, form.head_bits, data[at - 1]))) &&
-        (!mixed_tail ||
-         (end < size && mixed_matches(form, form.real.size() - 1, form.tail_bits, data[end])));
-    if (!whole) {
-      // Not the whole form in a known spelling: a long anchor is replaced on its own.
-      if (lead.size() >= kLongRun) {
-        std::memcpy(data + anchored, form.masked.data() + anchor, lead.size());
-        ++replaced;
-        start = anchored + lead.size();
+      const std::size_t anchored = static_cast<std::size_t>(static_cast<const char*>(found) - data);
+      start = anchored + 1;
+      // Backwards over the characters before the anchor.
+      before.clear();
+      std::size_t at = anchored;
+      bool matched = true;
+      for (std::size_t i = first; i > from; --i) {
+        const char c = form.real[i - 1];
+        const Spelling spelling =
+            is_alnum(c) ? (at > 0 && data[at - 1] == c ? Spelling{1, Family::literal} : Spelling{})
+                        : spelled_before(c, data, at);
+        if (spelling.length == 0) {
+          matched = false;
+          break;
+        }
+        at -= spelling.length;
+        before.push_back({at, spelling});
       }
-      continue;
-    }
-    if (mixed_head) {
-      data[at - 1] = mixed_masked(form, 0, form.head_bits, data[at - 1]);
-    }
-    if (mixed_tail) {
-      data[end] = mixed_masked(form, form.real.size() - 1, form.tail_bits, data[end]);
-    }
-    // `before` runs backwards from the anchor: its k-th step is character anchor - 1 - k.
-    for (std::size_t k = 0; k < before.size(); ++k) {
-      const std::size_t index = anchor - 1 - k;
-      if (form.real[index] != form.masked[index]) {
-        respell(form.masked[index], before[k].spelling.family, data + before[k].at);
+      const std::size_t end =
+          matched ? match(form, first, to, data, size, anchored, steps) : std::string::npos;
+      const bool whole =
+          end != std::string::npos &&
+          (!mixed_head || (at > 0 && mixed_matches(form, 0, form.head_bits, data[at - 1]))) &&
+          (!mixed_tail ||
+           (end < size && mixed_matches(form, form.real.size() - 1, form.tail_bits, data[end])));
+      if (!whole) {
+        // Not the whole form in a known spelling: a long anchor is replaced on its own.
+        if (lead.size() >= kLongRun) {
+          std::memcpy(data + anchored, form.masked.data() + first, lead.size());
+          ++replaced;
+          start = anchored + lead.size();
+        }
+        continue;
       }
-    }
-    for (std::size_t i = 0; i < steps.size(); ++i) {
-      const std::size_t index = anchor + i;
-      if (form.real[index] != form.masked[index]) {
-        respell(form.masked[index], steps[i].spelling.family, data + steps[i].at);
+      if (mixed_head) {
+        data[at - 1] = mixed_masked(form, 0, form.head_bits, data[at - 1]);
       }
+      if (mixed_tail) {
+        data[end] = mixed_masked(form, form.real.size() - 1, form.tail_bits, data[end]);
+      }
+      // `before` runs backwards from the anchor: its k-th step is character first - 1 - k.
+      for (std::size_t k = 0; k < before.size(); ++k) {
+        const std::size_t index = first - 1 - k;
+        if (form.real[index] != form.masked[index]) {
+          respell(form.masked[index], before[k].spelling.family, data + before[k].at);
+        }
+      }
+      for (std::size_t i = 0; i < steps.size(); ++i) {
+        const std::size_t index = first + i;
+        if (form.real[index] != form.masked[index]) {
+          respell(form.masked[index], steps[i].spelling.family, data + steps[i].at);
+        }
+      }
+      ++replaced;
+      start = end;
     }
-    ++replaced;
-    start = end;
   }
   // The form's other long runs, wherever they stand on their own.
   for (std::size_t i = from; i < to;) {
@@ -360,10 +453,52 @@ std::size_t redact_form(char* data, std::size_t size, const Redaction& form) {
 
 std::size_t redact(char* data, std::size_t size, const std::vector<Redaction>& redactions) {
   std::size_t replaced = 0;
+  // MIME wraps base64 in lines, and a line break may fall inside a form: base64 forms are looked
+  // for in the data without its line breaks, and what they change is written back in place.
+  const bool lines = std::memchr(data, '\n', size) != nullptr;
+  bool base64 = false;
   for (const auto& form : redactions) {
-    replaced += redact_form(data, size, form);
+    if (form.base64 && lines) {
+      base64 = true;
+    } else {
+      replaced += redact_form(data, size, form);
+    }
   }
-  return replaced;
+  if (!base64) {
+    return replaced;
+  }
+  // The data without its line breaks (LF and the CR of a CRLF), copied a line at a time.
+  thread_local std::string joined;
+  thread_local std::vector<std::pair<std::size_t, std::size_t>> segments;  // (from, length)
+  joined.resize(size);
+  segments.clear();
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < size;) {
+    const void* found_lf = std::memchr(data + i, '\n', size - i);
+    const std::size_t lf =
+        found_lf == nullptr ? size
+                            : static_cast<std::size_t>(static_cast<const char*>(found_lf) - data);
+    const std::size_t line_end = lf > i && lf < size && data[lf - 1] == '\r' ? lf - 1 : lf;
+    std::memcpy(joined.data() + kept, data + i, line_end - i);
+    segments.emplace_back(i, line_end - i);
+    kept += line_end - i;
+    i = lf + 1;
+  }
+  joined.resize(kept);
+  std::size_t found = 0;
+  for (const auto& form : redactions) {
+    if (form.base64) {
+      found += redact_form(joined.data(), joined.size(), form);
+    }
+  }
+  if (found > 0) {
+    std::size_t from = 0;
+    for (const auto& [at, length] : segments) {
+      std::memcpy(data + at, joined.data() + from, length);
+      from += length;
+    }
+  }
+  return replaced + found;
 }
 
 std::size_t redact(std::string& text, const std::vector<Redaction>& redactions) {

@@ -167,6 +167,44 @@ TEST(Redaction, FindsEverySpellingAnEchoGivesThePunctuation) {
 // A spelling the matcher does not know (`\x2f`, `&plus;`, double %-encoding): every long run of
 // the value's letters and digits is replaced on its own all the same, so at most the punctuation
 // and the short runs (here K7MDENG) remain.
+// The spellings the second review found leaking (finding 01): two layers of escaping, padded and
+// unterminated references, HTML5's named ones, C's \xHH; and (finding 02) base64 wrapped by MIME,
+// base64 of a JSON document, hexadecimal.
+TEST(Redaction, LayeredAndOtherEchoSpellingsAreCleanedWhole) {
+  const std::string value = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY=";
+  const std::string sentinel = make_sentinel(value, seeded(14));
+  const auto redactions = redactions_of(value, sentinel);
+  const auto hex = [](const std::string& text) {
+    std::string out;
+    for (const unsigned char c : text) {
+      out += "0123456789abcdef"[c >> 4];
+      out += "0123456789abcdef"[c & 15];
+    }
+    return out;
+  };
+  std::string mime = base64("x:" + value + "!");
+  mime.insert(20, "\r\n");
+  for (const std::string& echo : std::vector<std::string>{
+           "next=wJalrXUtnFEMI%252FK7MDENG%252BbPxRfiCYEXAMPLEKEY%253D",
+           "q=wJalrXUtnFEMI%5C%2FK7MDENG%2BbPxRfiCYEXAMPLEKEY%3D",
+           "{\"a\": \"{\\\"k\\\": \\\"wJalrXUtnFEMI\\\\/K7MDENG+bPxRfiCYEXAMPLEKEY=\\\"}\"}",
+           "wJalrXUtnFEMI&#x002F;K7MDENG&#043;bPxRfiCYEXAMPLEKEY&#61;",
+           "wJalrXUtnFEMI&#x2fK7MDENG&#43bPxRfiCYEXAMPLEKEY&#61 ",
+           "wJalrXUtnFEMI&sol;K7MDENG&plus;bPxRfiCYEXAMPLEKEY&equals;",
+           "wJalrXUtnFEMI\\x2fK7MDENG\\x2BbPxRfiCYEXAMPLEKEY\\x3d",
+           "wJalrXUtnFEMI&amp;#x2F;K7MDENG&amp;#x2B;bPxRfiCYEXAMPLEKEY&amp;#x3D;",
+           mime,
+           base64("{\"secret\": \"wJalrXUtnFEMI\\/K7MDENG+bPxRfiCYEXAMPLEKEY=\"}"),
+           hex(value),
+       }) {
+    std::string text = echo;
+    EXPECT_GE(redact(text, redactions), 1u) << echo;
+    EXPECT_EQ(text.size(), echo.size());
+    EXPECT_EQ(text.find("K7MDENG"), std::string::npos) << echo << " -> " << text;
+    EXPECT_EQ(text.find("EXAMPLEKEY"), std::string::npos) << echo << " -> " << text;
+  }
+}
+
 TEST(Redaction, UnknownSpellingsKeepNoLongRunOfTheValue) {
   const std::string value = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
   const auto redactions = redactions_of(value, make_sentinel(value, seeded(13)));
