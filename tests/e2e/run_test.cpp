@@ -717,6 +717,79 @@ TEST_F(RunTest, AMaskedSecretIsASentinelInsideAndTheRealValueOnlyOnTheWire) {
   EXPECT_EQ(o.err.find("RealToken"), std::string::npos) << describe(o);
 }
 
+// Real clients inside run with masked credentials: git pushes with a token it only knows as a
+// sentinel (through a credential helper) to a smart-HTTP server that demands the real one, and
+// the AWS SDK's own signer (botocore) signs with a masked secret key that the gate signs again,
+// checked by the origin's own verifier.
+TEST_F(RunTest, GitAndTheAwsSdkWorkWithMaskedCredentials) {
+  const std::string token = "ghp_RealTokenRealTokenRealToken0123456789";
+  const std::string aws_key = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+  const std::string repos = root_ + "/masked-repos";
+  const auto made =
+      shell("set -e; mkdir -p '" + repos + "' '" + root_ + "/masked-seed'; cd '" + root_ +
+            "/masked-seed'; git init -q -b main; git -c user.name=t -c "
+            "user.email=t@t commit -q --allow-empty -m first; git clone -q --bare . '" +
+            repos + "/app.git'; git -C '" + repos + "/app.git' config http.receivepack true");
+  ASSERT_EQ(made.first, 0) << made.second;
+  const std::string certificates = root_ + "/masked-origins";
+  fs::create_directories(certificates);
+  const TestCertificates files = make_test_certificates(
+      certificates, {"DNS:git.origin.test", "DNS:sts.origin.test"}, "masked-origins-ca");
+  const std::uint16_t git_port = free_port();
+  Process git_origin(
+      {"/usr/bin/python3", SANDGATE_SOURCE_DIR "/tests/support/git_https_server.py",
+       std::to_string(git_port), files.certificate, files.key, repos, "x-access-token:" + token},
+      environment(), certificates + "/git");
+  const std::uint16_t aws_port = free_port();
+  Process aws_origin({"/usr/bin/python3", SANDGATE_SOURCE_DIR "/tests/support/echo_https_server.py",
+                      std::to_string(aws_port), files.certificate, files.key, aws_key},
+                     environment(), certificates + "/aws");
+  for (int i = 0; i < 100 && !(port_accepts(git_port) && port_accepts(aws_port)); ++i) {
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(port_accepts(git_port) && port_accepts(aws_port)) << "the origins did not start";
+  dns_.set("git.origin.test", {"127.0.0.1"});
+  dns_.set("sts.origin.test", {"127.0.0.1"});
+  const std::string aws_script = root_ + "/masked-aws.py";
+  std::ofstream(aws_script)
+      << "import os, botocore.session\n"
+         "s = botocore.session.get_session()\n"
+         "c = s.create_client('sts', region_name='us-east-1', endpoint_url='https://"
+         "sts.origin.test:"
+      << aws_port
+      << "/aws/sts')\n"
+         "print('sts', c.get_caller_identity()['Account'])\n";
+  const std::string git = "git -c user.name=t -c user.email=t@t ";
+  Process process(
+      run_argv({"--secret", "GIT_TOKEN=git.origin.test", "--secret",
+                "AWS_SECRET_ACCESS_KEY=sts.origin.test", "--tls-ports",
+                std::to_string(git_port) + "," + std::to_string(aws_port), "--inspect-extra-ca",
+                files.ca, "--ca-dir", root_ + "/gate-ca", "--", "sh", "-c",
+                git + "clone -q https://git.origin.test:" + std::to_string(git_port) +
+                    "/app.git app && cd app && " + git + "commit -q --allow-empty -m masked && " +
+                    git +
+                    "-c credential.helper= -c 'credential.helper=!f() { echo "
+                    "username=x-access-token; echo \"password=$GIT_TOKEN\"; }; f' push -q origin "
+                    "main && echo pushed; cd ..; /usr/bin/python3 " +
+                    aws_script + " 2>&1 | tail -1"}),
+      environment({{"GIT_TOKEN", token},
+                   {"AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"},
+                   {"AWS_SECRET_ACCESS_KEY", aws_key},
+                   {"GIT_TERMINAL_PROMPT", "0"}}),
+      root_ + "/run-masked-clients", work_);
+  auto o = process.wait(90s);
+  ::kill(git_origin.pid(), SIGTERM);
+  ::kill(aws_origin.pid(), SIGTERM);
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("pushed"), std::string::npos) << describe(o);
+  EXPECT_EQ(shell("git -C '" + repos + "/app.git' rev-list --count main").second, "2\n");
+  EXPECT_NE(o.out.find("sts 123456789012"), std::string::npos) << describe(o);
+  const std::string checks = read_file(certificates + "/" + std::to_string(aws_port) + ".aws-log");
+  EXPECT_NE(checks.find("ok POST /aws/sts"), std::string::npos) << checks;
+  EXPECT_EQ(o.out.find("RealToken"), std::string::npos) << describe(o);
+  EXPECT_EQ(o.err.find("EXAMPLEKEY"), std::string::npos) << describe(o);
+}
+
 TEST_F(RunTest, ABlockedHostFailsWithThe403ReasonVisibleToCurl) {
   auto o = run({"--", "sh", "-c",
                 curl_https("blocked.test", "-v") + " 2>" + work_ + "/curl.err; echo rc=$?"});
