@@ -188,20 +188,6 @@ std::string group_key(const RuleEntry& entry) {
   return key;
 }
 
-std::string percent_decode_value(std::string_view value) {
-  std::string out;
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    if (value[i] == '%' && i + 2 < value.size() && hex_value(value[i + 1]) >= 0 &&
-        hex_value(value[i + 2]) >= 0) {
-      out += static_cast<char>(hex_value(value[i + 1]) * 16 + hex_value(value[i + 2]));
-      i += 2;
-    } else {
-      out += value[i];
-    }
-  }
-  return out;
-}
-
 bool ends_with(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
@@ -262,14 +248,14 @@ std::vector<std::string> query_method_overrides(std::string_view query) {
     }
     // The name as frameworks may read it: PHP turns a leading ' ', '.' or '[' (and '+', a
     // space) into '_', and case is ignored here to be safe.
-    std::string name = percent_decode_value(pair.substr(0, eq));
+    std::string name = percent_decoded(pair.substr(0, eq));
     for (char& c : name) {
       c = c == ' ' || c == '.' || c == '[' || c == '+'
               ? '_'
               : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     }
     if (name == "_method") {
-      methods.push_back(percent_decode_value(pair.substr(eq + 1)));
+      methods.push_back(percent_decoded(pair.substr(eq + 1)));
     }
   }
   return methods;
@@ -302,11 +288,11 @@ GitRequest classify_git(const RequestFacts& request) {
       const std::string_view pair = query.substr(0, amp);
       query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
       const std::size_t eq = pair.find('=');
-      if (percent_decode_value(pair.substr(0, eq)) != "service") {
+      if (percent_decoded(pair.substr(0, eq)) != "service") {
         continue;
       }
       const std::string value =
-          eq == std::string_view::npos ? std::string() : percent_decode_value(pair.substr(eq + 1));
+          eq == std::string_view::npos ? std::string() : percent_decoded(pair.substr(eq + 1));
       if (value != "git-upload-pack") {
         receive = true;  // git-receive-pack, or a service nobody can tell
       }

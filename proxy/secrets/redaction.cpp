@@ -316,6 +316,30 @@ std::size_t match(const Redaction& form, std::size_t from, std::size_t to, const
   return end != std::string::npos ? end : match_once(form, from, to, data, size, at, steps, true);
 }
 
+// A run of letters and digits in a form: where it starts and how long it is.
+struct Run {
+  std::size_t first;
+  std::size_t length;
+};
+
+// The runs of letters and digits in text[from, to).
+std::vector<Run> runs_of(const std::string& text, std::size_t from, std::size_t to) {
+  std::vector<Run> runs;
+  for (std::size_t i = from; i < to;) {
+    if (!is_alnum(text[i])) {
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j < to && is_alnum(text[j])) {
+      ++j;
+    }
+    runs.push_back({i, j - i});
+    i = j;
+  }
+  return runs;
+}
+
 // Replaces every occurrence of form.real[at, at + length) in data[0, size) with the masked
 // form's characters there; returns how many.
 std::size_t redact_run(char* data, std::size_t size, const Redaction& form, std::size_t at,
@@ -343,31 +367,19 @@ std::size_t redact_form(char* data, std::size_t size, const Redaction& form) {
   // The anchor, found with memmem: the core's longest run of letters and digits (a long needle
   // is found fastest and rarely by chance). What comes before it is matched backwards from there,
   // what follows forwards.
-  std::size_t anchor = to;
-  std::size_t anchor_end = to;
-  for (std::size_t i = from; i < to;) {
-    if (!is_alnum(form.real[i])) {
-      ++i;
-      continue;
-    }
-    std::size_t j = i;
-    while (j < to && is_alnum(form.real[j])) {
-      ++j;
-    }
-    if (anchor == to || j - i > anchor_end - anchor) {
-      anchor = i;
-      anchor_end = j;
-    }
-    i = j;
-  }
-  if (anchor == to) {
+  const std::vector<Run> runs = runs_of(form.real, from, to);
+  if (runs.empty()) {
     return 0;  // no letter or digit at all: nothing to anchor on (a value never is so)
   }
+  const Run longest = *std::max_element(
+      runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.length < b.length; });
+  const std::size_t anchor = longest.first;
   std::size_t replaced = 0;
   std::vector<Step> steps;
   std::vector<Step> before;
-  const std::vector<std::pair<std::size_t, std::size_t>> anchors = {{anchor, anchor_end - anchor}};
-  for (const auto& [first, length] : anchors) {
+  {
+    const std::size_t first = longest.first;
+    const std::size_t length = longest.length;
     const std::string_view lead(form.real.data() + first, length);
     for (std::size_t start = 0; start + lead.size() <= size;) {
       const void* found = ::memmem(data + start, size - start, lead.data(), lead.size());
@@ -432,19 +444,10 @@ std::size_t redact_form(char* data, std::size_t size, const Redaction& form) {
     }
   }
   // The form's other long runs, wherever they stand on their own.
-  for (std::size_t i = from; i < to;) {
-    if (!is_alnum(form.real[i])) {
-      ++i;
-      continue;
+  for (const Run& run : runs) {
+    if (run.first != anchor && run.length >= kLongRun) {
+      replaced += redact_run(data, size, form, run.first, run.length);
     }
-    std::size_t j = i;
-    while (j < to && is_alnum(form.real[j])) {
-      ++j;
-    }
-    if (i != anchor && j - i >= kLongRun) {
-      replaced += redact_run(data, size, form, i, j - i);
-    }
-    i = j;
   }
   return replaced;
 }

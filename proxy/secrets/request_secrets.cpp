@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
+
 #include <ctime>
+#include "rules/percent_escape.hpp"
 
 namespace sandgate::secrets {
 namespace {
@@ -58,25 +60,6 @@ std::string basic_value(std::string_view credentials) {
   return "Basic " + out;
 }
 
-std::string percent_decoded(std::string_view text) {
-  std::string out;
-  const auto hex = [](char c) {
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-  };
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() && hex(text[i + 1]) >= 0 && hex(text[i + 2]) >= 0) {
-      out += static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2]));
-      i += 2;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
-
 // Replaces every sentinel in `text` with its value; returns whether any was.
 bool replace_sentinels(const MaskedSecrets& secrets, std::string& text) {
   bool any = false;
@@ -123,7 +106,7 @@ std::optional<std::string> misplaced_secret(const MaskedSecrets& secrets,
   const std::string_view target = head.target();
   const MaskedSecret* in_target = secrets.sentinel_in(target);
   if (in_target == nullptr) {
-    in_target = secrets.sentinel_in(percent_decoded(target));
+    in_target = secrets.sentinel_in(rules::percent_decoded(target));
   }
   if (in_target == nullptr) {
     in_target = secrets.sentinel_in(head.method_string());
@@ -264,7 +247,7 @@ std::optional<std::string> unsignable(const SignedRequest& signed_request,
   const std::string_view target = signed_request.as_sent.target;
   const std::size_t question = target.find('?');
   if (question != std::string_view::npos) {
-    const std::string query = lower(percent_decoded(target.substr(question + 1)));
+    const std::string query = lower(rules::percent_decoded(target.substr(question + 1)));
     for (const char* presign : {"x-amz-algorithm", "x-amz-credential", "x-amz-date",
                                 "x-amz-expires", "x-amz-signedheaders", "x-amz-signature"}) {
       for (std::size_t at = query.find(presign); at != std::string::npos;

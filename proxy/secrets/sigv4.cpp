@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <array>
 
+#include "rules/percent_escape.hpp"
+
 namespace sandgate::secrets {
 namespace {
 
@@ -73,33 +75,6 @@ std::string encode(std::string_view text, bool keep_slash) {
   return out;
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
-
-std::string decode(std::string_view text) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() && hex_value(text[i + 1]) >= 0 &&
-        hex_value(text[i + 2]) >= 0) {
-      out += static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2]));
-      i += 2;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
-
 // RFC 3986's remove_dot_segments, with empty segments dropped as AWS services want (botocore's
 // normalize_url_path).
 std::string without_dot_segments(std::string_view path) {
@@ -145,7 +120,8 @@ std::string canonical_query(std::string_view query, QueryForm form) {
                                                        : pair.substr(equals + 1));
     if (form == QueryForm::encoded_again) {
       if (!pair.empty()) {
-        pairs.emplace_back(encode(decode(key), false), encode(decode(value), false));
+        pairs.emplace_back(encode(rules::percent_decoded(key), false),
+                           encode(rules::percent_decoded(value), false));
       }
     } else {
       pairs.emplace_back(std::move(key), std::move(value));
@@ -241,7 +217,7 @@ std::optional<SigV4Authorization> parse_sigv4_authorization(std::string_view val
       headers = true;
     } else if (key == "Signature" && !signature) {
       if (text.size() != 64 ||
-          !std::all_of(text.begin(), text.end(), [](char c) { return hex_value(c) >= 0; })) {
+          !std::all_of(text.begin(), text.end(), [](char c) { return rules::hex_value(c) >= 0; })) {
         return std::nullopt;
       }
       out.signature = lower(text);

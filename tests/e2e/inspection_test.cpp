@@ -20,6 +20,7 @@
 #include "proxy/metrics/prometheus.hpp"
 #include "rules/reason.hpp"
 #include "tests/integration/harness/test_proxy.hpp"
+#include "tests/support/child_server.hpp"
 #include "tests/support/loopback_ports.hpp"
 #include "tests/support/shell_command.hpp"
 #include "tests/support/test_certificates.hpp"
@@ -36,34 +37,6 @@ namespace {
 void make_origin_ca(const std::string& folder) {
   make_test_certificates(folder, {"DNS:origin.test", "DNS:git.test"}, "origin-test-ca");
 }
-
-// A child process serving on a loopback port until the object goes.
-class Server {
- public:
-  Server(std::uint16_t port, const std::string& command) : port_(port) {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      std::freopen("/dev/null", "w", stdout);
-      std::freopen("/dev/null", "r", stdin);
-      ::execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    for (int i = 0; i < 400 && !port_accepts(port_); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
-  ~Server() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  std::uint16_t port() const { return port_; }
-
- private:
-  std::uint16_t port_;
-  pid_t pid_ = -1;
-};
 
 // `openssl s_server -www` on 127.0.0.1:`port` with the certificate make_origin_ca() made.
 std::string s_server(const std::string& folder, std::uint16_t port) {
@@ -149,7 +122,7 @@ class InspectionTest : public ::testing::Test {
 
 TEST_F(InspectionTest, CurlGetsAllowedRequestsAndTheGatesDenialInsideTls) {
   const std::uint16_t port = free_port();
-  Server origin(port, s_server(folder_, port));
+  ChildServer origin(port, s_server(folder_, port));
   ASSERT_TRUE(port_accepts(port)) << "openssl s_server did not start";
   auto proxy = inspecting_gate(folder_,
                                "deny  origin.test DELETE  #! nothing is deleted here\n"
@@ -198,7 +171,7 @@ TEST_F(InspectionTest, CurlGetsAllowedRequestsAndTheGatesDenialInsideTls) {
 
 TEST_F(InspectionTest, AnOriginTheGateCannotVerifyIsRefusedWithItsSubject) {
   const std::uint16_t port = free_port();
-  Server origin(port, s_server(folder_, port));
+  ChildServer origin(port, s_server(folder_, port));
   ASSERT_TRUE(port_accepts(port));
   // The gate does not trust the origin's CA: it must not talk to it.
   auto proxy = inspecting_gate(folder_, "allow origin.test *\n", port, false);
@@ -216,7 +189,7 @@ TEST_F(InspectionTest, AnOriginTheGateCannotVerifyIsRefusedWithItsSubject) {
 
 TEST_F(InspectionTest, AClientThatDoesNotTrustTheGateEndsWithItsReasonAndAHostMismatchIsRefused) {
   const std::uint16_t port = free_port();
-  Server origin(port, s_server(folder_, port));
+  ChildServer origin(port, s_server(folder_, port));
   ASSERT_TRUE(port_accepts(port));
   auto proxy = inspecting_gate(folder_, "allow origin.test *\n", port);
   const std::string url = "https://origin.test:" + std::to_string(port) + "/";
@@ -240,7 +213,7 @@ TEST_F(InspectionTest, AClientThatDoesNotTrustTheGateEndsWithItsReasonAndAHostMi
 // an inspected connection are sent inside its TLS.
 TEST_F(InspectionTest, TunnelsThatCannotBeInspectedAreRefusedAndRefusalsStayInsideTls) {
   const std::uint16_t port = free_port();
-  Server origin(port, s_server(folder_, port));
+  ChildServer origin(port, s_server(folder_, port));
   ASSERT_TRUE(port_accepts(port));
   auto proxy = inspecting_gate(folder_, "allow origin.test GET\n", port);
   // A tunnel to another port of the host: its requests could not be judged.
@@ -290,7 +263,7 @@ TEST_F(InspectionTest, GitFetchesFromAnywhereAndPushesOnlyToItsOrganisation) {
                         "/$o/app.git config http.receivepack true; done");
   ASSERT_EQ(made.exit_code, 0) << made.output;
   const std::uint16_t port = free_port();
-  Server origin(port, git_server(folder_, port, root));
+  ChildServer origin(port, git_server(folder_, port, root));
   ASSERT_TRUE(port_accepts(port)) << "the git server did not start";
   auto proxy = inspecting_gate(folder_,
                                "allow git.test git-fetch\n"
@@ -336,7 +309,7 @@ TEST_F(InspectionTest, MethodOverridesAreJudgedAndAStalledBodyEndsTheExchange) {
   ASSERT_EQ(run_shell("mkdir -p " + root).exit_code, 0);
   const std::uint16_t port = free_port();
   // An origin that reads a request's whole body before it answers.
-  Server origin(port, git_server(folder_, port, root));
+  ChildServer origin(port, git_server(folder_, port, root));
   ASSERT_TRUE(port_accepts(port)) << "the origin did not start";
   auto proxy = inspecting_gate(folder_,
                                "deny  origin.test DELETE  #! nothing is deleted here\n"
@@ -448,7 +421,7 @@ TEST_F(InspectionTest, AnEndlessChunkLineIsCutOffAndEachConnectionDialsTheOrigin
   const std::string root = folder_ + "/repos";
   ASSERT_EQ(run_shell("mkdir -p " + root).exit_code, 0);
   const std::uint16_t port = free_port();
-  Server origin(port, git_server(folder_, port, root));
+  ChildServer origin(port, git_server(folder_, port, root));
   ASSERT_TRUE(port_accepts(port)) << "the origin did not start";
   auto proxy = inspecting_gate(folder_, "allow origin.test *\n", port);
   const std::string url = "https://origin.test:" + std::to_string(port);
@@ -489,7 +462,7 @@ TEST_F(InspectionTest, IdleOriginConnectionsAreReusedOnlyWhereTheyMayBe) {
   const std::string root = folder_ + "/repos";
   ASSERT_EQ(run_shell("mkdir -p " + root).exit_code, 0);
   const std::uint16_t port = free_port();
-  Server origin(port, git_server(folder_, port, root));
+  ChildServer origin(port, git_server(folder_, port, root));
   ASSERT_TRUE(port_accepts(port)) << "the origin did not start";
   auto proxy =
       inspecting_gate(folder_, "allow origin.test *\nallow git.test *\n", port, true, true);

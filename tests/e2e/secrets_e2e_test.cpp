@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "tests/integration/harness/test_proxy.hpp"
+#include "tests/support/child_server.hpp"
 #include "tests/support/loopback_ports.hpp"
 #include "tests/support/shell_command.hpp"
 #include "tests/support/test_certificates.hpp"
@@ -31,33 +32,6 @@ namespace {
 
 constexpr const char* kToken = "ghp_RealTokenRealTokenRealToken0123456789";
 constexpr const char* kAwsKey = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
-
-// A child process serving on a loopback port until the object goes.
-class Server {
- public:
-  Server(std::uint16_t port, const std::string& command) : port_(port) {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      std::freopen("/dev/null", "w", stdout);
-      std::freopen("/dev/null", "r", stdin);
-      ::execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    for (int i = 0; i < 400 && !port_accepts(port_); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
-  ~Server() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-
- private:
-  std::uint16_t port_;
-  pid_t pid_ = -1;
-};
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
@@ -78,7 +52,7 @@ class SecretsTest : public ::testing::Test {
     std::ofstream(folder_ + "/token") << kToken << "\n";
     std::ofstream(folder_ + "/aws-key") << kAwsKey << "\n";
     port_ = free_port();
-    echo_ = std::make_unique<Server>(
+    echo_ = std::make_unique<ChildServer>(
         port_, "python3 " SANDGATE_SOURCE_DIR "/tests/support/echo_https_server.py " +
                    std::to_string(port_) + " " + folder_ + "/server.pem " + folder_ +
                    "/server.key '" + kAwsKey + "'");
@@ -123,7 +97,7 @@ class SecretsTest : public ::testing::Test {
 
   std::string folder_;
   std::uint16_t port_ = 0;
-  std::unique_ptr<Server> echo_;
+  std::unique_ptr<ChildServer> echo_;
 };
 
 TEST_F(SecretsTest, ABearerTokenIsFilledInForItsHostOnlyAndNeverComesBack) {
@@ -240,7 +214,7 @@ TEST_F(SecretsTest, AHeadSplitAnywhereIsFilledAndARequestInABodyIsNot) {
 
 TEST_F(SecretsTest, PlainHttpToTheBoundHostIsRefused) {
   const std::uint16_t plain = free_port();
-  Server origin(plain, "python3 -m http.server --bind 127.0.0.1 " + std::to_string(plain));
+  ChildServer origin(plain, "python3 -m http.server --bind 127.0.0.1 " + std::to_string(plain));
   auto proxy = gate({"API_TOKEN=api.origin.test=@" + folder_ + "/token"}, port_);
   const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
   auto refused = run_shell(curl(*proxy) + "-i -H 'Authorization: Bearer " + sentinel +
@@ -263,9 +237,9 @@ TEST_F(SecretsTest, GitPushesWithAMaskedToken) {
                 repos + "/app.git'; git -C '" + repos + "/app.git' config http.receivepack true");
   ASSERT_EQ(made.exit_code, 0) << made.output;
   const std::uint16_t git_port = free_port();
-  Server git(git_port, "python3 " SANDGATE_SOURCE_DIR "/tests/support/git_https_server.py " +
-                           std::to_string(git_port) + " " + folder_ + "/server.pem " + folder_ +
-                           "/server.key " + repos + " x-access-token:" + kToken);
+  ChildServer git(git_port, "python3 " SANDGATE_SOURCE_DIR "/tests/support/git_https_server.py " +
+                                std::to_string(git_port) + " " + folder_ + "/server.pem " +
+                                folder_ + "/server.key " + repos + " x-access-token:" + kToken);
   auto proxy = gate({"GIT_TOKEN=git.origin.test=@" + folder_ + "/token"}, git_port);
   const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
   // git asks its credential helper, which answers with what the sandbox holds: the sentinel.

@@ -144,58 +144,80 @@ asio::awaitable<bool> read_final_head(Exchange& x) {
   }
 }
 
+// Reads the next piece of the response body into `into` (room for kBodyPiece bytes). Returns
+// how many bytes came (0 for a chunk header alone), or nothing when the origin broke off or sent
+// an oversized chunk header or trailer (reported to the state).
+asio::awaitable<std::optional<std::size_t>> read_body_piece(Exchange& x, BodyResponseParser& parser,
+                                                            char* into) {
+  auto& body = parser.get().body();
+  body.data = into;
+  body.size = kBodyPiece;
+  auto [error, read] = co_await http::async_read_some(x.context.upstream_stream, x.upstream.buffer,
+                                                      parser, use_tuple);
+  if (error == http::error::need_buffer) {
+    error = {};
+  }
+  if (error == http::error::buffer_overflow) {
+    // A chunk header or trailer section that would not end: the gate does not hold more.
+    x.state.response_oversized();
+    co_return std::nullopt;
+  }
+  if (error) {
+    co_return std::nullopt;  // the origin broke off mid-response
+  }
+  x.touch();
+  co_return kBodyPiece - body.size;
+}
+
+// Writes `size` bytes at `data` as the next piece of the body to the client (`last`: the body
+// ends with it). False when the client stopped taking it.
+asio::awaitable<bool> write_body_piece(Exchange& x, BodyResponseParser& parser,
+                                       ResponseWriter& writer, char* data, std::size_t size,
+                                       bool last) {
+  auto& body = parser.get().body();
+  body.data = size > 0 ? data : nullptr;
+  body.size = size;
+  body.more = !last;
+  auto [error, written] = co_await http::async_write(x.context.client_stream, writer, use_tuple);
+  x.bytes_down += written;
+  if (error == http::error::need_buffer) {
+    error = {};
+  }
+  if (!error) {
+    x.touch();
+  }
+  co_return !error;
+}
+
 // relay_body for a host masked secrets are bound to: each piece is cleaned of their real values
 // (redaction.hpp) and its last bytes wait for the next piece, where a value may go on.
 asio::awaitable<bool> relay_redacted_body(Exchange& x, BodyResponseParser& parser,
                                           ResponseWriter& writer) {
-  auto& body = parser.get().body();
   secrets::StreamRedaction redaction(*x.redactions);
   std::vector<char> buffer(redaction.carry_limit() + kBodyPiece);
-  bool more = !parser.is_done();
-  while (more) {
+  for (bool more = !parser.is_done(); more;) {
     if (x.state.response_should_stop()) {
       co_return false;
     }
     std::size_t fresh = 0;
     if (!parser.is_done()) {
-      body.data = buffer.data() + redaction.carried();
-      body.size = kBodyPiece;
-      auto [read_error, read] = co_await http::async_read_some(
-          x.context.upstream_stream, x.upstream.buffer, parser, use_tuple);
-      if (read_error == http::error::need_buffer) {
-        read_error = {};
-      }
-      if (read_error == http::error::buffer_overflow) {
-        x.state.response_oversized();
+      const auto read = co_await read_body_piece(x, parser, buffer.data() + redaction.carried());
+      if (!read) {
         co_return false;
       }
-      if (read_error) {
-        co_return false;  // the origin broke off mid-response
-      }
-      x.touch();
-      fresh = kBodyPiece - body.size;
+      fresh = *read;
     }
     const bool last = parser.is_done();
     const std::size_t ready = redaction.pass(buffer.data(), fresh, last);
-    body.data = ready > 0 ? buffer.data() : nullptr;
-    body.size = ready;
-    body.more = !last;
     more = !last;
-    if (ready == 0 && body.more) {
+    if (ready == 0 && more) {
       redaction.held_back_to_front(buffer.data());
       continue;
     }
-    auto [write_error, written] =
-        co_await http::async_write(x.context.client_stream, writer, use_tuple);
-    x.bytes_down += written;
-    if (write_error == http::error::need_buffer) {
-      write_error = {};
-    }
-    if (write_error) {
+    if (!co_await write_body_piece(x, parser, writer, buffer.data(), ready, last)) {
       co_return false;
     }
     redaction.held_back_to_front(buffer.data());
-    x.touch();
   }
   co_return true;
 }
@@ -203,52 +225,29 @@ asio::awaitable<bool> relay_redacted_body(Exchange& x, BodyResponseParser& parse
 // The final response's body, piece by piece, after its head. Returns whether all of it reached
 // the client; an oversized chunk header or trailer is reported to the state.
 asio::awaitable<bool> relay_body(Exchange& x, BodyResponseParser& parser, ResponseWriter& writer) {
-  auto& body = parser.get().body();
-  std::optional<BodyPiece> piece;
-  if (!parser.is_done()) {
-    piece.emplace();
-  }
   if (x.redactions != nullptr) {
     const bool complete = co_await relay_redacted_body(x, parser, writer);
     co_return complete;
+  }
+  std::optional<BodyPiece> piece;
+  if (!parser.is_done()) {
+    piece.emplace();
   }
   while (!parser.is_done()) {
     if (x.state.response_should_stop()) {
       co_return false;
     }
-    body.data = piece->data();
-    body.size = kBodyPiece;
-    auto [read_error, read] = co_await http::async_read_some(x.context.upstream_stream,
-                                                             x.upstream.buffer, parser, use_tuple);
-    if (read_error == http::error::need_buffer) {
-      read_error = {};
-    }
-    if (read_error == http::error::buffer_overflow) {
-      // A chunk header or trailer section that would not end: the gate does not hold more.
-      x.state.response_oversized();
+    const auto read = co_await read_body_piece(x, parser, piece->data());
+    if (!read) {
       co_return false;
     }
-    if (read_error) {
-      co_return false;  // the origin broke off mid-response
+    const bool last = parser.is_done();
+    if (*read == 0 && !last) {
+      continue;  // a chunk header, no data yet
     }
-    x.touch();
-    const std::size_t size = kBodyPiece - body.size;
-    body.data = size > 0 ? piece->data() : nullptr;
-    body.size = size;
-    body.more = !parser.is_done();
-    if (size == 0 && body.more) {
-      continue;
-    }
-    auto [write_error, written] =
-        co_await http::async_write(x.context.client_stream, writer, use_tuple);
-    x.bytes_down += written;
-    if (write_error == http::error::need_buffer) {
-      write_error = {};
-    }
-    if (write_error) {
+    if (!co_await write_body_piece(x, parser, writer, piece->data(), *read, last)) {
       co_return false;
     }
-    x.touch();
   }
   co_return true;
 }
