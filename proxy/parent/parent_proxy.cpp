@@ -1,10 +1,9 @@
 #include "proxy/parent/parent_proxy.hpp"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <charconv>
 
+#include "rules/base64.hpp"
 #include "rules/http_lines.hpp"
 #include "rules/ip_address.hpp"
 
@@ -35,15 +34,6 @@ std::optional<std::uint16_t> parse_port(std::string_view text) {
     return std::nullopt;
   }
   return static_cast<std::uint16_t>(value);
-}
-
-std::string base64(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  const int written = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                      reinterpret_cast<const unsigned char*>(bytes.data()),
-                                      static_cast<int>(bytes.size()));
-  out.resize(static_cast<std::size_t>(written));
-  return out;
 }
 
 // Whether `address` lies in `network`/`prefix_length` (same family only).
@@ -280,7 +270,7 @@ bool ExcludeList::excludes(const rules::Host& host, std::uint16_t port) const {
 }
 
 std::string proxy_authorization(const Credentials& credentials) {
-  return "Basic " + base64(credentials.user + ":" + credentials.password);
+  return "Basic " + rules::base64_encoded(credentials.user + ":" + credentials.password);
 }
 
 std::string connect_request(const rules::Host& host, std::uint16_t port,

@@ -1,7 +1,6 @@
 // Loading the secrets and making their sentinels. See masked_secrets.hpp.
 #include "proxy/secrets/masked_secrets.hpp"
 
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <sys/wait.h>
 
@@ -13,6 +12,8 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+
+#include "rules/base64.hpp"
 
 namespace sandgate::secrets {
 namespace {
@@ -89,19 +90,6 @@ Expected<std::string, std::string> read_value(const SecretSpec& spec,
     }
   }
   return Unexpected{who + ": unknown source"};
-}
-
-std::string base64(std::string_view bytes, bool url_safe) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(bytes.data()),
-                                static_cast<int>(bytes.size()));
-  out.resize(static_cast<std::size_t>(n));
-  if (url_safe) {
-    std::replace(out.begin(), out.end(), '+', '-');
-    std::replace(out.begin(), out.end(), '/', '_');
-  }
-  return out;
 }
 
 std::uint8_t random_byte() {
@@ -183,8 +171,8 @@ void base64_forms(std::string_view value, std::string_view sentinel, std::vector
     const unsigned tail_value_bits = static_cast<unsigned>(end_bit - 6 * last);
     for (const bool url_safe : {false, true}) {
       Redaction form;
-      form.real = base64(real, url_safe).substr(first, last - first + 1);
-      form.masked = base64(masked, url_safe).substr(first, last - first + 1);
+      form.real = rules::base64_encoded(real, url_safe).substr(first, last - first + 1);
+      form.masked = rules::base64_encoded(masked, url_safe).substr(first, last - first + 1);
       form.url_safe = url_safe;
       form.base64 = true;
       form.head_bits = static_cast<unsigned char>((1u << head_value_bits) - 1);

@@ -1,13 +1,12 @@
 // Sentinels in request heads. See request_secrets.hpp.
 #include "proxy/secrets/request_secrets.hpp"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 
 #include <ctime>
+#include "rules/base64.hpp"
 #include "rules/percent_escape.hpp"
 
 namespace sandgate::secrets {
@@ -34,30 +33,14 @@ std::optional<std::string> basic_credentials(std::string_view value) {
   while (!encoded.empty() && encoded.back() == ' ') {
     encoded.remove_suffix(1);
   }
-  if (encoded.empty() || encoded.size() % 4 != 0 || encoded.size() > 8192) {
+  if (encoded.size() > 8192) {
     return std::nullopt;
   }
-  std::string out(encoded.size() / 4 * 3, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(encoded.data()),
-                                static_cast<int>(encoded.size()));
-  if (n < 0) {
-    return std::nullopt;
-  }
-  // EVP_DecodeBlock counts the padding as zero bytes.
-  std::size_t size = static_cast<std::size_t>(n);
-  size -= static_cast<std::size_t>(std::count(encoded.end() - 2, encoded.end(), '='));
-  out.resize(size);
-  return out;
+  return rules::base64_decoded(encoded);
 }
 
 std::string basic_value(std::string_view credentials) {
-  std::string out(4 * ((credentials.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(credentials.data()),
-                                static_cast<int>(credentials.size()));
-  out.resize(static_cast<std::size_t>(n));
-  return "Basic " + out;
+  return "Basic " + rules::base64_encoded(credentials);
 }
 
 // Replaces every sentinel in `text` with its value; returns whether any was.

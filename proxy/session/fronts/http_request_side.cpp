@@ -204,23 +204,37 @@ asio::awaitable<bool> read_body_ahead(Exchange& x, std::size_t limit) {
   co_return true;
 }
 
+namespace {
+
+// Writes `size` bytes at `data` upstream as the next piece of the request body (`last`: the body
+// ends with it). False when the origin stopped reading (reported to the state: it may still have
+// answered, 413 say, which the other direction relays).
+asio::awaitable<bool> write_request_piece(Exchange& x, char* data, std::size_t size, bool last) {
+  auto& body = x.request.get().body();
+  body.data = size > 0 ? data : nullptr;
+  body.size = size;
+  body.more = !last;
+  auto [error, written] =
+      co_await http::async_write(x.context.upstream_stream, x.request_writer, use_tuple);
+  x.bytes_up += written;
+  if (error == http::error::need_buffer) {
+    error = {};
+  }
+  if (error) {
+    x.state.origin_stopped_reading();
+    co_return false;
+  }
+  x.touch();
+  co_return true;
+}
+
+}  // namespace
+
 asio::awaitable<void> send_request_body(Exchange& x) {
   auto& body = x.request.get().body();
   if (x.body_was_read_ahead && !x.state.request_should_stop()) {
     // Read whole before the head went (read_body_ahead): sent in one piece.
-    body.data = x.body_read_ahead.empty() ? nullptr : x.body_read_ahead.data();
-    body.size = x.body_read_ahead.size();
-    body.more = false;
-    auto [write_error, written] =
-        co_await http::async_write(x.context.upstream_stream, x.request_writer, use_tuple);
-    x.bytes_up += written;
-    if (write_error == http::error::need_buffer) {
-      write_error = {};
-    }
-    if (write_error) {
-      x.state.origin_stopped_reading();
-    }
-    x.touch();
+    co_await write_request_piece(x, x.body_read_ahead.data(), x.body_read_ahead.size(), true);
   }
   std::optional<BodyPiece> piece;
   if (!x.request.is_done()) {
@@ -270,28 +284,18 @@ asio::awaitable<void> send_request_body(Exchange& x) {
     }
     x.touch();
     const std::size_t size = kBodyPiece - body.size;
-    body.data = size > 0 ? piece->data() : nullptr;
-    body.size = size;
-    body.more = !x.request.is_done();
-    if (size == 0 && body.more) {
+    const bool last = x.request.is_done();
+    if (size == 0 && !last) {
       continue;  // a chunk header, no data yet
     }
     if (x.state.request_should_stop()) {
       break;
     }
-    auto [write_error, written] =
-        co_await http::async_write(x.context.upstream_stream, x.request_writer, use_tuple);
-    x.bytes_up += written;
-    if (write_error == http::error::need_buffer) {
-      write_error = {};
-    }
-    if (write_error) {
-      // The origin stopped reading; it may still have answered (413, say), which the other
-      // direction relays.
-      x.state.origin_stopped_reading();
+    // (A flag, not the co_await in the condition: GCC 12.)
+    const bool written = co_await write_request_piece(x, piece->data(), size, last);
+    if (!written) {
       break;
     }
-    x.touch();
   }
   x.state.request_side_ended(x.request.is_done());
   if (x.state.request() == RequestPhase::sent) {

@@ -1,24 +1,12 @@
 // The gate's token check. See proxy_token.hpp.
 #include "proxy/session/wire/proxy_token.hpp"
 
-#include <array>
+#include "rules/base64.hpp"
 
 namespace sandgate::session {
 namespace {
 
 namespace http = boost::beast::http;
-
-// The base64 alphabet's values; -1 for every other byte.
-constexpr std::array<signed char, 256> kBase64Values = [] {
-  std::array<signed char, 256> values{};
-  values.fill(-1);
-  constexpr std::string_view alphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  for (std::size_t i = 0; i < alphabet.size(); ++i) {
-    values[static_cast<unsigned char>(alphabet[i])] = static_cast<signed char>(i);
-  }
-  return values;
-}();
 
 bool ascii_iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) {
@@ -50,39 +38,6 @@ bool equals_secret(std::string_view given, std::string_view secret) {
   return result == 0;
 }
 
-std::optional<std::string> decode_base64_strict(std::string_view text) {
-  if (text.empty() || text.size() % 4 != 0) {
-    return std::nullopt;
-  }
-  std::size_t padding = 0;
-  if (text.ends_with("==")) {
-    padding = 2;
-  } else if (text.ends_with('=')) {
-    padding = 1;
-  }
-  std::string out;
-  out.reserve(text.size() / 4 * 3);
-  std::uint32_t bits = 0;
-  int held = 0;
-  for (std::size_t i = 0; i < text.size() - padding; ++i) {
-    const signed char value = kBase64Values[static_cast<unsigned char>(text[i])];
-    if (value < 0) {
-      return std::nullopt;  // outside the alphabet, or '=' before the end
-    }
-    bits = (bits << 6) | static_cast<std::uint32_t>(value);
-    held += 6;
-    if (held >= 8) {
-      held -= 8;
-      out += static_cast<char>((bits >> held) & 0xff);
-    }
-  }
-  // The bits left over must be zero: one text, one encoding.
-  if ((bits & ((1u << held) - 1)) != 0) {
-    return std::nullopt;
-  }
-  return out;
-}
-
 AuthResult check_proxy_authorization(const http::fields& head, std::string_view token) {
   if (token.empty()) {
     return {AuthCheck::ok, {}};
@@ -112,7 +67,7 @@ AuthResult check_proxy_authorization(const http::fields& head, std::string_view 
   while (encoded.starts_with(' ')) {
     encoded.remove_prefix(1);
   }
-  const auto decoded = decode_base64_strict(encoded);
+  const auto decoded = rules::base64_decoded(encoded);
   if (!decoded) {
     return {AuthCheck::malformed, "the Basic credentials are not valid base64"};
   }

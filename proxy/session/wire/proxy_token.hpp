@@ -36,8 +36,4 @@ AuthResult check_proxy_authorization(const boost::beast::http::fields& head,
 // much of the secret a guess got right. The token checks of HTTP and SOCKS5 both use it. Pure.
 bool equals_secret(std::string_view given, std::string_view secret);
 
-// Strict base64 (RFC 4648 section 4: the standard alphabet, padding required, no whitespace,
-// unused bits zero); nothing when `text` is not that. Exposed for tests.
-std::optional<std::string> decode_base64_strict(std::string_view text);
-
 }  // namespace sandgate::session

@@ -1,21 +1,15 @@
 // Sentinels in request heads (request_secrets.hpp): where they may be filled in, and filling.
 #include "proxy/secrets/request_secrets.hpp"
+#include "rules/base64.hpp"
 
 #include <gtest/gtest.h>
-#include <openssl/evp.h>
 
 namespace sandgate::secrets {
 namespace {
 
 namespace http = boost::beast::http;
 
-std::string base64(const std::string& bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  out.resize(static_cast<std::size_t>(EVP_EncodeBlock(
-      reinterpret_cast<unsigned char*>(out.data()),
-      reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()))));
-  return out;
-}
+std::string base64(const std::string& bytes) { return rules::base64_encoded(bytes); }
 
 class RequestSecrets : public ::testing::Test {
  protected:

@@ -8,6 +8,7 @@
 
 #include "connect-proxy/connect_request.hpp"
 #include "proxy/session/wire/proxy_token.hpp"
+#include "rules/base64.hpp"
 
 namespace sandgate::testing {
 namespace {
@@ -22,15 +23,15 @@ std::string basic(std::string_view credentials) {
 }
 
 TEST(DecodeBase64Strict, CanonicalPaddedBase64Only) {
-  EXPECT_EQ(session::decode_base64_strict("dTp0"), "u:t");
-  EXPECT_EQ(session::decode_base64_strict("dTp0bw=="), "u:to");
-  EXPECT_EQ(session::decode_base64_strict("dTp0b2s="), "u:tok");
-  EXPECT_EQ(session::decode_base64_strict("Pz8/Pz8+"), "?\?\?\?\?>");
+  EXPECT_EQ(rules::base64_decoded("dTp0"), "u:t");
+  EXPECT_EQ(rules::base64_decoded("dTp0bw=="), "u:to");
+  EXPECT_EQ(rules::base64_decoded("dTp0b2s="), "u:tok");
+  EXPECT_EQ(rules::base64_decoded("Pz8/Pz8+"), "?\?\?\?\?>");
   for (const char* bad : {"", "dTp", "dTp0b", "dTp0bw", "dTp0bw=", "dTp0b===", "dT=0",
                           "dTp0bx==",  // unused bits set: not the canonical encoding
                           "dTp0b2t=",  // likewise
                           "dTp0 bw==", "dTp0bw==\n", "dT-_", "====", "d\xc3\xa9p0"}) {
-    EXPECT_EQ(session::decode_base64_strict(bad), std::nullopt) << bad;
+    EXPECT_EQ(rules::base64_decoded(bad), std::nullopt) << bad;
   }
 }
 
