@@ -64,11 +64,13 @@ Policy::Policy(PolicyOptions options, DomainSet blocklist, std::optional<DomainS
 
 Policy::Policy(PolicyOptions options, std::shared_ptr<const DomainSet> blocklist,
                std::shared_ptr<const DomainSet> allowlist,
-               std::shared_ptr<const RequestRules> requests)
+               std::shared_ptr<const RequestRules> requests,
+               std::shared_ptr<const BudgetRules> budgets)
     : options_(std::move(options)),
       blocklist_(std::move(blocklist)),
       allowlist_(std::move(allowlist)),
-      requests_(requests ? std::move(requests) : std::make_shared<const RequestRules>()) {
+      requests_(requests ? std::move(requests) : std::make_shared<const RequestRules>()),
+      budgets_(budgets ? std::move(budgets) : std::make_shared<const BudgetRules>()) {
   for (auto port : options_.ssh_ports) {
     ssh_ports_.set(port);
   }

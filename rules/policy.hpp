@@ -31,6 +31,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rules/budgets.hpp"
 #include "rules/domain_set.hpp"
 #include "rules/host.hpp"
 #include "rules/ip_address.hpp"
@@ -94,10 +95,11 @@ class Policy {
   Policy(PolicyOptions options, DomainSet blocklist, std::optional<DomainSet> allowlist);
   // Shares already-built sets, so a reload that changes one file need not rebuild the other.
   // `allowlist` null: no allowlist mode. `blocklist` must not be null. `requests` null: no
-  // request rules and nothing inspected.
+  // request rules and nothing inspected. `budgets` null: nothing limited (rules/budgets.hpp).
   Policy(PolicyOptions options, std::shared_ptr<const DomainSet> blocklist,
          std::shared_ptr<const DomainSet> allowlist,
-         std::shared_ptr<const RequestRules> requests = nullptr);
+         std::shared_ptr<const RequestRules> requests = nullptr,
+         std::shared_ptr<const BudgetRules> budgets = nullptr);
 
   // The decision for a parsed destination.
   Decision decide(const Host& host, std::uint16_t port) const;
@@ -131,6 +133,9 @@ class Policy {
   // The request rules and inspection patterns (rules/request_rules.hpp); never null.
   const RequestRules& requests() const { return *requests_; }
   const std::shared_ptr<const RequestRules>& shared_requests() const { return requests_; }
+  // The budgets (rules/budgets.hpp); never null. What was spent is the gate's (proxy/budget/).
+  const BudgetRules& budgets() const { return *budgets_; }
+  const std::shared_ptr<const BudgetRules>& shared_budgets() const { return budgets_; }
 
  private:
   bool is_git_host(std::string_view name) const;
@@ -143,6 +148,7 @@ class Policy {
   std::shared_ptr<const DomainSet> blocklist_;
   std::shared_ptr<const DomainSet> allowlist_;
   std::shared_ptr<const RequestRules> requests_;
+  std::shared_ptr<const BudgetRules> budgets_;
   std::bitset<65536> ssh_ports_;
   std::bitset<65536> allowed_ports_;
 };

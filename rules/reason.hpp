@@ -60,6 +60,7 @@ enum class Reason : std::uint8_t {
   client_tls_failed,    // inspection: the client gave up the TLS handshake with the gate
   not_inspectable,      // the host has request rules, and this tunnel cannot be inspected
   secret_refused,       // a masked secret's sentinel where the gate does not fill it in
+  budget_exhausted,     // a budget of the destination's is spent (rules/budgets.hpp)
   // ---- The request (the proxy's own checks of what the client sent) ----
   auth_required,              // the gate requires a token and the request carried none
   auth_failed,                // the request's token is wrong or its Proxy-Authorization malformed
@@ -112,7 +113,7 @@ struct ReasonInfo {
   std::string_view description;  // one line for people: when the gate gives this reason
 };
 
-inline constexpr std::array<ReasonInfo, 56> kReasons = {{
+inline constexpr std::array<ReasonInfo, 57> kReasons = {{
     // The policy.
     {Reason::allowed, "allowed", 0, "", Verdict::allow, "no rule objected"},
     {Reason::invalid_host, "invalid-host", 400, "http_request_error", Verdict::deny,
@@ -183,6 +184,10 @@ inline constexpr std::array<ReasonInfo, 56> kReasons = {{
      "the request carries a masked secret's sentinel where the gate does not fill it in: "
      "another host than the secret's, plain HTTP, the URL, a field other than a credential's "
      "(--secret)"},
+    {Reason::budget_exhausted, "budget-exhausted", 429, "http_request_denied", Verdict::deny,
+     "a budget that applies to the destination (SANDGATE_BUDGETS) is spent: bytes sent or "
+     "received, connections or requests; a tunnel or exchange already open is cut at the byte "
+     "where it ends"},
     // The request.
     {Reason::auth_required, "auth-required", 407, "http_request_denied", Verdict::deny,
      "the gate requires a token and the request carried none"},
@@ -267,14 +272,14 @@ inline constexpr std::string_view kWouldDeny = "would-deny";
 // protocol's (a bad request, a missing token, a head too large, ...). A list, not a column of
 // kReasons, so that a reason added to the table is enforced in report-only mode unless it is
 // named here.
-inline constexpr std::array<Reason, 19> kReportableReasons = {
-    Reason::ip_address,          Reason::private_address, Reason::blocklist,
-    Reason::port_not_allowed,    Reason::ssh_disabled,    Reason::ssh_non_git_host,
-    Reason::not_allowlisted,     Reason::launchdarkly,    Reason::launchdarkly_unreachable,
-    Reason::sni_mismatch,        Reason::sni_missing,     Reason::protocol_mismatch,
-    Reason::unknown_destination, Reason::ask_denied,      Reason::ask_timeout,
-    Reason::ask_unavailable,     Reason::request_denied,  Reason::request_not_allowed,
-    Reason::not_inspectable,
+inline constexpr std::array<Reason, 20> kReportableReasons = {
+    Reason::ip_address,          Reason::private_address,  Reason::blocklist,
+    Reason::port_not_allowed,    Reason::ssh_disabled,     Reason::ssh_non_git_host,
+    Reason::not_allowlisted,     Reason::launchdarkly,     Reason::launchdarkly_unreachable,
+    Reason::sni_mismatch,        Reason::sni_missing,      Reason::protocol_mismatch,
+    Reason::unknown_destination, Reason::ask_denied,       Reason::ask_timeout,
+    Reason::ask_unavailable,     Reason::request_denied,   Reason::request_not_allowed,
+    Reason::not_inspectable,     Reason::budget_exhausted,
 };
 
 // True when report-only mode logs a denial for `reason` as would-deny instead of enforcing it.

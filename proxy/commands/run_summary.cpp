@@ -71,6 +71,11 @@ std::string how_to_allow(const log::DeniedDestination& d, const settings::Settin
       return "not a destination rule: the command sent a masked secret's sentinel where the gate "
              "does not fill it in (another host, the URL, a field other than a credential's); "
              "bind the secret to the host with --secret NAME=HOST if it belongs there";
+    case Reason::budget_exhausted:
+      return "a budget in " +
+             (settings.budgets_path.empty() ? std::string("the budgets file")
+                                            : settings.budgets_path) +
+             " is spent: raise its amount (the reload keeps what was spent)";
     default:
       return "not a destination rule: the request itself was refused (" +
              std::string(rules::reason_info(*reason).description) + ")";

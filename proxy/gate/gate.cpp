@@ -129,6 +129,7 @@ std::optional<GateError> Gate::start(std::optional<int> listener) {
   server_->use_question_board(questions_.get());
   server_->use_inspection(inspection_.get());
   server_->use_secrets(secrets_.get());
+  server_->use_budgets(&budgets_);
   auto endpoint = listener ? server_->adopt_listener(*listener) : server_->bind();
   if (!endpoint) {
     return fail(endpoint.error());
@@ -375,6 +376,7 @@ std::string Gate::render_metrics() const {
   if (remote_) {
     text += remote_->render_prometheus();
   }
+  text += budgets_.render_prometheus(policy->budgets());
   return text;
 }
 

@@ -30,6 +30,7 @@
 
 #include "proxy/admin/admin_server.hpp"
 #include "proxy/ask/question_board.hpp"
+#include "proxy/budget/ledger.hpp"
 #include "proxy/dns/local_addresses.hpp"
 #include "proxy/inspect/inspection.hpp"
 #include "proxy/launchdarkly/remote_allowlist.hpp"
@@ -129,6 +130,8 @@ class Gate {
   const settings::Settings& settings() const { return settings_; }
   // The masked credentials (empty when none are set). Valid after open().
   const secrets::MaskedSecrets& secrets() const { return *secrets_; }
+  // What was spent of the egress budgets (rules/budgets.hpp). Thread-safe.
+  const budget::Ledger& budgets() const { return budgets_; }
 
   // Capture (`sandgate run` on Linux): the capture listeners and DNS sockets are served too.
   // After start(), before the workers run (start_thread()/serve()); see Server::adopt_capture.
@@ -168,6 +171,9 @@ class Gate {
   std::unique_ptr<dns::LocalAddressWatch> local_addresses_;
   // Before the server: the workers' sessions hold waiters on it until their loops end.
   std::unique_ptr<ask::QuestionBoard> questions_;
+  // What was spent of the egress budgets, for the gate's life (reloads keep it); before the
+  // server, whose connections count into it.
+  budget::Ledger budgets_;
   std::unique_ptr<inspect::Inspection> inspection_;  // before the server: it outlives the workers
   std::unique_ptr<server::Server> server_;
   std::unique_ptr<launchdarkly::RemoteAllowlist> remote_;

@@ -29,6 +29,8 @@ constexpr std::size_t kFirstRead = 16 * 1024;
 // to the worker's other work with a readiness wait; at least one pipeful. 512 KiB: the eight
 // 64 KiB pipefuls of the burst measured in bench/results/2026-11-26/ab-relay.md.
 constexpr std::size_t kBurstBytes = 512 * 1024;
+// What a direction cut by its allowance reads and throws away before the tunnel is reset.
+constexpr std::size_t kDiscardLimit = 1024 * 1024;
 
 bool would_block(int error) { return error == EAGAIN || error == EWOULDBLOCK; }
 
@@ -130,8 +132,19 @@ void TunnelRelay::first_bytes_read(Direction& d) {
     watch.judged = watch.held.size();
     watch.held.clear();
   }
-  const ssize_t got = ::recv(d.from->native_handle(), d.buffer.get() + d.in_flight,
-                             kFirstRead - d.in_flight, MSG_DONTWAIT);
+  std::size_t room = kFirstRead - d.in_flight;
+  if (allowance_ != nullptr && room > 0) {
+    room = allowed(d, room);
+    if (room == 0) {
+      return;
+    }
+  }
+  const ssize_t got =
+      room == 0 ? 0
+                : ::recv(d.from->native_handle(), d.buffer.get() + d.in_flight, room, MSG_DONTWAIT);
+  if (allowance_ != nullptr) {
+    settle(d, room, got);
+  }
   bool eof = false;
   if (got > 0) {
     d.in_flight += static_cast<std::size_t>(got);
@@ -222,6 +235,10 @@ void TunnelRelay::first_bytes_read(Direction& d) {
 }
 
 void TunnelRelay::on_readable(Direction& d) {
+  if (d.discarding) {
+    discard(d);
+    return;
+  }
   if (&d == &up_ && watch_) {
     first_bytes_read(d);
     return;
@@ -231,15 +248,27 @@ void TunnelRelay::on_readable(Direction& d) {
     d.pipe = pipes_.acquire();
   }
   if (d.pipe.read_fd >= 0) {
-    // As much as the socket has, up to a pipeful.
-    const ssize_t in = ::splice(d.from->native_handle(), nullptr, d.pipe.write_fd, nullptr,
-                                d.pipe.capacity, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    // As much as the socket has, up to a pipeful (and what the allowance lets through).
+    std::size_t wanted = d.pipe.capacity;
+    if (allowance_ != nullptr) {
+      wanted = allowed(d, wanted);
+      if (wanted == 0) {
+        return;
+      }
+    }
+    const ssize_t in = ::splice(d.from->native_handle(), nullptr, d.pipe.write_fd, nullptr, wanted,
+                                SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    const int splice_error = errno;
+    if (allowance_ != nullptr) {
+      settle(d, wanted, in);
+    }
+    errno = splice_error;
     if (in > 0) {
       d.in_flight = static_cast<std::size_t>(in);
       // A read that did not fill the pipe took what the socket had: the next one would see
       // EAGAIN, so drain() waits for readiness instead of asking (the wait re-arms readiness
       // and completes at once if more came meanwhile).
-      d.more = d.in_flight >= d.pipe.capacity;
+      d.more = d.in_flight >= wanted;
       *d.bytes += static_cast<std::uint64_t>(in);
       drain(d);
       return;
@@ -339,8 +368,20 @@ void TunnelRelay::drain(Direction& d) {
 void TunnelRelay::copy_read(Direction& d) {
   // recv() itself, not read_some(): the socket is non-blocking in the kernel but not in Asio's
   // user mode, where read_some() would wait (poll) on EAGAIN instead of returning it.
+  std::size_t wanted = kChunk;
+  if (allowance_ != nullptr) {
+    wanted = allowed(d, wanted);
+    if (wanted == 0) {
+      return;
+    }
+  }
   d.buffer = std::make_unique_for_overwrite<char[]>(kChunk);  // no zeroing: recv fills it
-  const ssize_t got = ::recv(d.from->native_handle(), d.buffer.get(), kChunk, MSG_DONTWAIT);
+  const ssize_t got = ::recv(d.from->native_handle(), d.buffer.get(), wanted, MSG_DONTWAIT);
+  const int recv_error = errno;
+  if (allowance_ != nullptr) {
+    settle(d, wanted, got);
+  }
+  errno = recv_error;
   if (got < 0 && would_block(errno)) {
     d.buffer.reset();
     wait_readable(d);
@@ -358,9 +399,94 @@ void TunnelRelay::copy_read(Direction& d) {
   }
   const auto n = static_cast<std::size_t>(got);
   d.in_flight = n;
-  d.more = n == kChunk;
+  d.more = n == wanted;
   *d.bytes += n;
   drain(d);
+}
+
+std::size_t TunnelRelay::allowed(Direction& d, std::size_t wanted) {
+  const std::size_t granted = allowance_->reserve(&d == &up_, wanted);
+  if (granted > 0) {
+    return granted;
+  }
+  // Nothing more may move this way. If the source has ended (or has nothing yet), that is no
+  // cut: look before cutting.
+  char probe = 0;
+  const ssize_t got = ::recv(d.from->native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (got == 0) {
+    if (d.pipe.read_fd >= 0) {
+      pipes_.release(d.pipe);
+      d.pipe = {};
+    }
+    if (d.buffer && d.in_flight == 0) {
+      d.buffer.reset();
+    }
+    finish_direction(d, true);
+  } else if (got < 0 && would_block(errno)) {
+    if (d.pipe.read_fd >= 0) {
+      pipes_.release(d.pipe);
+      d.pipe = {};
+    }
+    d.more = false;
+    d.burst = 0;
+    if (!(watch_ && &d == &up_ && d.in_flight > 0)) {
+      d.buffer.reset();
+    }
+    wait_readable(d);
+  } else if (got < 0) {
+    fail(d);
+  } else {
+    cut(d);
+  }
+  return 0;
+}
+
+void TunnelRelay::settle(Direction& d, std::size_t reserved, ssize_t got) {
+  allowance_->settle(&d == &up_, reserved, got > 0 ? static_cast<std::size_t>(got) : 0);
+}
+
+void TunnelRelay::cut(Direction& d) {
+  if (!failed_ && result_.outcome == Outcome::closed) {
+    result_.outcome = Outcome::budget_exhausted;
+  }
+  if (d.pipe.read_fd >= 0) {
+    pipes_.release(d.pipe);  // empty: a read is only made with nothing in flight
+    d.pipe = {};
+  }
+  d.buffer.reset();
+  d.in_flight = 0;
+  watch_.reset();  // held first bytes are never relayed now
+  boost::system::error_code ignored;
+  d.to->shutdown(tcp::socket::shutdown_send, ignored);
+  d.discarding = true;
+  discard(d);
+}
+
+// A cut direction: its source's bytes are read and dropped until its end, so that closing the
+// sockets later sends no reset; one that sends more than kDiscardLimit is reset.
+void TunnelRelay::discard(Direction& d) {
+  char scrap[16 * 1024];
+  for (;;) {
+    const ssize_t got = ::recv(d.from->native_handle(), scrap, sizeof scrap, MSG_DONTWAIT);
+    if (got > 0) {
+      d.discarded += static_cast<std::size_t>(got);
+      if (d.discarded > kDiscardLimit) {
+        fail(d);
+        return;
+      }
+      continue;
+    }
+    if (got == 0) {
+      finish_direction(d, true);
+      return;
+    }
+    if (would_block(errno)) {
+      wait_readable(d);
+      return;
+    }
+    fail(d);
+    return;
+  }
 }
 
 // The end of one direction's stream: pass the half-close on, let the other direction run. When
@@ -429,6 +555,8 @@ const char* to_string(Outcome outcome) {
       return "refused";
     case Outcome::internal_error:
       return "error";
+    case Outcome::budget_exhausted:
+      return "budget-exhausted";
   }
   return "unknown";
 }

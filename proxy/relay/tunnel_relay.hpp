@@ -35,8 +35,11 @@ enum class Outcome : std::uint8_t {
   aborted,         // the sockets were closed from outside (drain deadline, reload)
   refused,         // the client's first bytes were refused (TunnelRelay::watch_first_bytes)
   internal_error,  // a handler failed unexpectedly (an exception); the tunnel was reset
+  // A direction's ByteAllowance ran out: its destination got the end of the stream there.
+  budget_exhausted,
 };
-// The end line's outcome: "closed", "reset", "idle-timeout", "aborted", "refused", "error".
+// The end line's outcome: "closed", "reset", "idle-timeout", "aborted", "refused", "error",
+// "budget-exhausted".
 const char* to_string(Outcome outcome);
 
 struct Result {
@@ -54,6 +57,19 @@ enum class FirstBytesVerdict : std::uint8_t {
 struct FirstBytesLook {
   FirstBytesVerdict verdict = FirstBytesVerdict::pass;
   std::size_t hold = 0;  // with watch: how many of the last bytes to keep back for now
+};
+
+// How many bytes a relay may move (egress budgets, proxy/budget/): asked before every read, so
+// that a direction stops at the exact byte where its allowance ends. Called on the relay's
+// thread.
+class ByteAllowance {
+ public:
+  virtual ~ByteAllowance() = default;
+  // Up to `wanted` bytes `upward` (client to upstream) or downward may move now; what is
+  // returned is held for the read. 0: none may, and the direction is cut.
+  virtual std::size_t reserve(bool upward, std::size_t wanted) = 0;
+  // Of what reserve() returned, `moved` bytes were read and relayed; the rest is given back.
+  virtual void settle(bool upward, std::size_t reserved, std::size_t moved) = 0;
 };
 
 // An IdleSweep::Entry: the worker's idle sweep ends it after its idle timeout without a byte.
@@ -82,6 +98,14 @@ class TunnelRelay : private IdleSweep::Entry {
   void watch_first_bytes(FirstBytesCheck check,
                          std::chrono::milliseconds patience = std::chrono::seconds(10));
 
+  // Before start(): ask `allowance` before every read. When it gives nothing, the direction is
+  // cut there: its destination gets the end of the stream (a FIN, nothing of the gate's own),
+  // what its source still sends is read and thrown away (at most 1 MiB, so that the final close
+  // is no reset that could destroy bytes a peer has not read yet), the other direction runs on,
+  // and the outcome is budget_exhausted. A source that ends exactly at the allowance's end
+  // ends normally. Must outlive the relay.
+  void limit_bytes(ByteAllowance* allowance) { allowance_ = allowance; }
+
   // Starts relaying. Both sockets must be open and connected. `done` is called from a handler
   // on the sockets' executor, never from within start(). Destroying the relay before `done` is
   // not allowed (handlers point into it): close the sockets from outside instead (the drain, a
@@ -100,6 +124,8 @@ class TunnelRelay : private IdleSweep::Entry {
     bool more = false;      // the last read filled the pipe (or buffer): the source likely has more
     bool eof_read = false;  // the source's end came with the held first bytes: pass it on after
     std::size_t burst = 0;  // bytes moved since the last readiness wait
+    bool discarding = false;  // cut by the allowance: what comes is thrown away
+    std::size_t discarded = 0;
   };
 
   void wait_readable(Direction& d);
@@ -113,6 +139,13 @@ class TunnelRelay : private IdleSweep::Entry {
   void guarded(Direction& d, Body&& body);
   void drain(Direction& d);
   void copy_read(Direction& d);
+  // What the allowance lets `d` read now, at most `wanted`; 0 when the direction was cut (or
+  // ended: an allowance spent exactly at the source's end is no cut), and then `d` has been
+  // handled.
+  std::size_t allowed(Direction& d, std::size_t wanted);
+  void settle(Direction& d, std::size_t reserved, ssize_t got);
+  void cut(Direction& d);
+  void discard(Direction& d);
   void finish_direction(Direction& d, bool eof);
   void fail(Direction& d);
   // The sweep found no byte moved for the idle timeout.
@@ -137,6 +170,7 @@ class TunnelRelay : private IdleSweep::Entry {
   IdleSweep& idle_;
   Done done_;
   std::unique_ptr<FirstBytesWatch> watch_;
+  ByteAllowance* allowance_ = nullptr;
   Result result_;
   int pending_ = 0;  // handlers outstanding; the relay ends when none are left
   bool failed_ = false;

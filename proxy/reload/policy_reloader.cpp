@@ -51,6 +51,7 @@ const std::vector<SettingRow>& setting_rows() {
       SANDGATE_RESTART("allowlist", a.allowlist_path == b.allowlist_path &&
                                         a.allowlist_presets == b.allowlist_presets),
       SANDGATE_RESTART("request_rules", a.request_rules_path == b.request_rules_path),
+      SANDGATE_RESTART("budgets", a.budgets_path == b.budgets_path),
       SANDGATE_RESTART("inspect", a.inspect == b.inspect),
       SANDGATE_RESTART("ca_dir", a.ca_dir == b.ca_dir),
       SANDGATE_RESTART("secrets", a.secrets == b.secrets),
@@ -238,9 +239,10 @@ PolicyReloader::PolicyReloader(settings::Settings settings, settings::Sources so
   lists_[1] = {"allowlist", settings_.allowlist_path, resolved.allowlist_path, {}, {}, {}};
   lists_[2] = {
       "request rules", settings_.request_rules_path, resolved.request_rules_path, {}, {}, {}};
+  lists_[3] = {"budgets", settings_.budgets_path, resolved.budgets_path, {}, {}, {}};
   config_ = {"config", settings_.config_path, resolved.config_path, {}, {}, {}};
   std::vector<std::string> paths;
-  for (File* file : {&lists_[0], &lists_[1], &lists_[2], &config_}) {
+  for (File* file : {&lists_[0], &lists_[1], &lists_[2], &lists_[3], &config_}) {
     if (file->path.empty()) {
       continue;
     }
@@ -264,7 +266,7 @@ PolicyReloader::PolicyReloader(settings::Settings settings, settings::Sources so
 
   // What the initial policy was built from, so an unchanged file is not rebuilt. A blank file at
   // start-up has no last good rules to keep: the empty list is in force, and that is said.
-  for (int index = 0; index < 3; ++index) {
+  for (int index = 0; index < kLists; ++index) {
     File& file = lists_[index];
     if (file.path.empty()) {
       continue;
@@ -280,7 +282,8 @@ PolicyReloader::PolicyReloader(settings::Settings settings, settings::Sources so
                     "): starting with an empty " + file.kind +
                     (index == 0   ? " (it blocks nothing)"
                      : index == 1 ? " (allowlist mode with no entry denies every destination)"
-                                  : " (no request is judged)") +
+                     : index == 2 ? " (no request is judged)"
+                                  : " (nothing is limited)") +
                     "; a list meant to be empty should say so with a comment");
     }
     file.last_text = std::move(*text);
@@ -489,6 +492,7 @@ void PolicyReloader::reload(const std::vector<std::string>& changed, bool everyt
   std::shared_ptr<const rules::DomainSet> blocklist = base->shared_blocklist();
   std::shared_ptr<const rules::DomainSet> allowlist = base->shared_allowlist();
   std::shared_ptr<const rules::RequestRules> requests = base->shared_requests();
+  std::shared_ptr<const rules::BudgetRules> budgets = base->shared_budgets();
   bool any = false;               // the policy changes
   bool settings_changed = false;  // a reloadable setting changed
   // "reloaded ..." is said once the workers have the new rules: a client that reads it and
@@ -500,7 +504,7 @@ void PolicyReloader::reload(const std::vector<std::string>& changed, bool everyt
     }
   };
 
-  for (File* file : {&lists_[0], &lists_[1], &lists_[2], &config_}) {
+  for (File* file : {&lists_[0], &lists_[1], &lists_[2], &lists_[3], &config_}) {
     if (!file->path.empty() && file->given != file->path && touched(file->given)) {
       check_given(*file);
     }
@@ -553,13 +557,27 @@ void PolicyReloader::reload(const std::vector<std::string>& changed, bool everyt
         },
         notes);
   }
+  if (!lists_[3].path.empty() && touched(lists_[3].path)) {
+    if (everything) {
+      lists_[3].last_text.clear();
+    }
+    any |= load_list(
+        3, budgets->size(),
+        [&](const std::string& text, const std::string& path,
+            std::vector<rules::LoadIssue>& issues) {
+          budgets = std::make_shared<const rules::BudgetRules>(
+              rules::BudgetRules::parse(text, path, issues));
+          return budgets->size();
+        },
+        notes);
+  }
   if (!any && !settings_changed) {
     say_notes();
     return;
   }
-  auto policy =
-      any ? std::make_shared<const rules::Policy>(settings_.policy, blocklist, allowlist, requests)
-          : base;
+  auto policy = any ? std::make_shared<const rules::Policy>(settings_.policy, blocklist, allowlist,
+                                                            requests, budgets)
+                    : base;
   {
     std::lock_guard lock(mutex_);
     current_ = policy;

@@ -94,6 +94,7 @@ class PolicyReloader {
   const std::string& blocklist_path() const { return lists_[0].path; }
   const std::string& allowlist_path() const { return lists_[1].path; }
   const std::string& request_rules_path() const { return lists_[2].path; }
+  const std::string& budgets_path() const { return lists_[3].path; }
   const std::string& config_path() const { return config_.path; }
 
   // Reload results per file kind, for /metrics. Thread-safe.
@@ -104,6 +105,7 @@ class PolicyReloader {
   const Counts& blocklist_counts() const { return counts_[0]; }
   const Counts& allowlist_counts() const { return counts_[1]; }
   const Counts& request_rules_counts() const { return counts_[2]; }
+  const Counts& budgets_counts() const { return counts_[3]; }
   const Counts& config_counts() const { return counts_[kConfig]; }
 
  private:
@@ -152,9 +154,11 @@ class PolicyReloader {
   settings::Sources sources_;       // with --config set to the resolved config file
   log::DecisionLog& log_;
   Publish publish_;
-  // The blocklist, the allowlist, the request rules; counts_ has theirs, then the config's.
-  static constexpr int kConfig = 3;
-  File lists_[3];
+  // The blocklist, the allowlist, the request rules, the budgets; counts_ has theirs, then the
+  // config's.
+  static constexpr int kLists = 4;
+  static constexpr int kConfig = kLists;
+  File lists_[kLists];
   File config_;
   std::unique_ptr<watch::FileWatcher> watcher_;
   std::thread thread_;
@@ -164,7 +168,7 @@ class PolicyReloader {
   mutable std::mutex mutex_;  // guards current_ (read by other threads); never on a hot path
   std::shared_ptr<const rules::Policy> current_;
   std::atomic<std::uint64_t> generation_{0};
-  Counts counts_[4];
+  Counts counts_[kLists + 1];
 };
 
 }  // namespace sandgate::reload

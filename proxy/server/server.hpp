@@ -73,6 +73,8 @@ class Server {
   void use_inspection(inspect::Inspection* inspection) { shared_.inspection = inspection; }
   // The masked credentials (proxy/secrets/); before start(), outlives the workers.
   void use_secrets(const secrets::MaskedSecrets* secrets) { shared_.secrets = secrets; }
+  // The ledger of egress budgets (proxy/budget/); before start(), outlives the workers.
+  void use_budgets(budget::Ledger* budgets) { shared_.budgets = budgets; }
 
   // Called on SIGHUP, on the control thread: reload the files and reopen the log.
   std::function<void()> on_hangup;

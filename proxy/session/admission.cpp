@@ -5,6 +5,7 @@
 #include <cctype>
 #include <vector>
 
+#include "proxy/budget/destination_budgets.hpp"
 #include "proxy/session/ask_wait.hpp"
 #include "proxy/session/fault_injection.hpp"
 #include "proxy/session/parent_dial.hpp"
@@ -124,6 +125,25 @@ asio::awaitable<Admission> admit(SessionContext& context, std::string_view metho
     co_await connect_upstream(context, admission, method, host, port, use, from_parent);
   }
   co_return admission;
+}
+
+std::optional<Refusal> count_against_budgets(SessionContext& context, rules::BudgetKind kind,
+                                             const rules::Host& host, std::uint16_t port) {
+  budget::Ledger* ledger = context.worker.shared.budgets;
+  if (ledger == nullptr || context.policy->budgets().empty()) {
+    return std::nullopt;
+  }
+  budget::DestinationBudgets budgets(*ledger, context.policy->shared_budgets(), host, port);
+  const bool enforce = !context.reports(rules::Reason::budget_exhausted);
+  auto stop = budgets.count_one(kind, enforce);
+  if (!stop) {
+    return std::nullopt;
+  }
+  if (!enforce) {
+    context.keep_reported(rules::Reason::budget_exhausted, stop->rule, stop->sentence);
+    return std::nullopt;
+  }
+  return Refusal(rules::Reason::budget_exhausted, std::move(stop->sentence), std::move(stop->rule));
 }
 
 void record_refusal(SessionContext& context, std::string_view method, std::string_view host,

@@ -128,6 +128,13 @@ struct RequestToJudge {
 RequestJudgement judge_request(SessionContext& context, const rules::Host& host, std::uint16_t port,
                                const RequestToJudge& request);
 
+// One connection or request to host:port, counted against the egress budgets in force
+// (rules/budgets.hpp; context.policy's, the gate's ledger). The refusal (budget-exhausted) when
+// a limit of `kind` is spent, and then nothing is counted; report-only mode counts it anyway
+// and keeps the denial in context.reported.
+std::optional<Refusal> count_against_budgets(SessionContext& context, rules::BudgetKind kind,
+                                             const rules::Host& host, std::uint16_t port);
+
 // The path a log line names for an origin-form target: the path without its query (a query
 // may carry a token), or "*".
 std::string_view logged_path(std::string_view origin_form);

@@ -444,6 +444,12 @@ asio::awaitable<std::optional<rules::Host>> open_tunnel(SessionContext& context,
     admission.status = Admission::Status::refused;
     admission.refusal = {rules::Reason::not_inspectable, not_inspectable_sentence(host, port)};
   }
+  if (admission.admitted()) {
+    if (auto spent = count_against_budgets(context, rules::BudgetKind::connections, host, port)) {
+      admission.status = Admission::Status::refused;
+      admission.refusal = std::move(*spent);
+    }
+  }
   if (admission.admitted() && !take_idle_origin(context, admission, host, port)) {
     co_await connect_upstream(context, admission, front.method, host, port, UpstreamUse::tunnel,
                               from_parent);

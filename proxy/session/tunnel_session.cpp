@@ -18,7 +18,7 @@ void TunnelSession::start(SessionContext& context, std::string host, Destination
       return session->judge_first_bytes(bytes, end);
     });
   }
-  session->relay_.start();
+  session->start_relay();
 }
 
 void TunnelSession::start_websocket(SessionContext& context, std::string method, std::string host,
@@ -27,7 +27,69 @@ void TunnelSession::start_websocket(SessionContext& context, std::string method,
                                     std::chrono::steady_clock::time_point request_started) {
   auto* session = new TunnelSession(context, Kind::websocket, std::move(method), std::move(host),
                                     std::move(destination), bytes_up, bytes_down, request_started);
-  session->relay_.start();
+  session->start_relay();
+}
+
+void TunnelSession::start_relay() {
+  if (worker_.shared.budgets != nullptr) {
+    relay_.limit_bytes(this);
+    // Bytes the set-up passed on (a ClientHello, a parent's or a WebSocket's early bytes) have
+    // left already: counted whatever is left, and the relay's first read stops if that spent it.
+    budget::DestinationBudgets& budgets = this->budgets();
+    if (!budgets.empty()) {
+      budgets.charge(rules::BudgetKind::up, early_up_);
+      budgets.charge(rules::BudgetKind::down, early_down_);
+    }
+  }
+  relay_.start();
+}
+
+budget::DestinationBudgets& TunnelSession::budgets() {
+  const auto& rules = worker_.policy->shared_budgets();
+  if (budgets_.made_from() != rules.get()) {
+    const Destination& destination = *live_.destination;
+    budgets_ = budget::DestinationBudgets(*worker_.shared.budgets, rules, destination.host,
+                                          destination.port, destination.address);
+  }
+  return budgets_;
+}
+
+std::size_t TunnelSession::reserve(bool upward, std::size_t wanted) {
+  budget::DestinationBudgets& budgets = this->budgets();
+  if (budgets.empty() || !worker_.settings->enforce) {
+    return wanted;  // report-only mode counts what moved, in settle()
+  }
+  const auto kind = upward ? rules::BudgetKind::up : rules::BudgetKind::down;
+  const std::uint64_t granted = budgets.reserve(kind, wanted);
+  if (granted == 0 && !stop_) {
+    stop_ = std::make_unique<const budget::Stop>(budgets.stop(kind));
+  }
+  return static_cast<std::size_t>(granted);
+}
+
+void TunnelSession::settle(bool upward, std::size_t reserved, std::size_t moved) {
+  if (budgets_.empty()) {
+    return;
+  }
+  const auto kind = upward ? rules::BudgetKind::up : rules::BudgetKind::down;
+  if (worker_.settings->enforce) {
+    budgets_.settle(kind, reserved, moved);
+    return;
+  }
+  auto over = budgets_.charge(kind, moved);
+  if (over && !stop_reported_) {
+    // Report-only mode: the tunnel goes on; its budget's end is logged once, as would-deny.
+    stop_reported_ = true;
+    log::Record line;
+    line.connection_id = id_;
+    line.client = client_address_;
+    line.method = method_;
+    line.host = host_;
+    line.port = port_;
+    line.rule = over->rule;
+    line.detail = over->sentence;
+    record_late_denial(worker_, line, rules::Reason::budget_exhausted, false);
+  }
 }
 
 TunnelSession::TunnelSession(SessionContext& context, Kind kind, std::string method,
@@ -147,6 +209,13 @@ void TunnelSession::log_end(std::string_view outcome, const relay::Result& resul
   }
   if (refused_) {
     set_reason(refused_->reason);  // after the deny line of the refused first bytes
+  }
+  if (result.outcome == relay::Outcome::budget_exhausted && stop_) {
+    // Cut where a budget ended: the end line is the denial, counted as one.
+    end.rule = stop_->rule;
+    end.detail = stop_->sentence;
+    record_late_denial(worker_, end, rules::Reason::budget_exhausted);
+    return;
   }
   if (result.outcome == relay::Outcome::internal_error) {
     constexpr rules::Reason reason = rules::Reason::internal_error;

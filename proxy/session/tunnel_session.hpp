@@ -15,13 +15,16 @@
 #include <optional>
 #include <string>
 
+#include "proxy/budget/destination_budgets.hpp"
 #include "proxy/relay/tunnel_relay.hpp"
 #include "proxy/session/session_context.hpp"
 #include "rules/ssh_identification.hpp"
 
 namespace sandgate::session {
 
-class TunnelSession {
+// Its relay asks it, before every read, how many bytes the destination's egress budgets let
+// through (rules/budgets.hpp): the budgets of the rules in force at that read.
+class TunnelSession : private relay::ByteAllowance {
  public:
   // A CONNECT tunnel. Takes the sockets and the connection's place in the worker's counts from
   // `context` (which must not touch them afterwards) and starts relaying. `early_bytes`: client
@@ -51,7 +54,14 @@ class TunnelSession {
   TunnelSession(SessionContext& context, Kind kind, std::string method, std::string host,
                 Destination destination, std::uint64_t early_up, std::uint64_t early_down,
                 std::chrono::steady_clock::time_point started);
-  ~TunnelSession();
+  ~TunnelSession() override;
+  // The relay's ByteAllowance.
+  std::size_t reserve(bool upward, std::size_t wanted) override;
+  void settle(bool upward, std::size_t reserved, std::size_t moved) override;
+  // The destination's budgets under the rules in force now (made again after a reload).
+  budget::DestinationBudgets& budgets();
+  // Starts the relay, counting against the budgets what the set-up already passed on.
+  void start_relay();
   relay::FirstBytesLook judge_first_bytes(std::string_view bytes, bool end);
   void on_done(relay::Result result);
   void log_end(std::string_view outcome, const relay::Result& result);
@@ -80,6 +90,10 @@ class TunnelSession {
     std::string detail;
   };
   std::unique_ptr<const Refusal> refused_;  // rare: behind a pointer, like a revocation
+  budget::DestinationBudgets budgets_;
+  // Why the budgets cut the tunnel (or, in report-only mode, would have, which is logged once).
+  std::unique_ptr<const budget::Stop> stop_;
+  bool stop_reported_ = false;
   relay::TunnelRelay relay_;
 };
 

@@ -33,6 +33,9 @@ class Inspection;
 namespace sandgate::secrets {
 class MaskedSecrets;
 }
+namespace sandgate::budget {
+class Ledger;
+}
 
 namespace sandgate::session {
 
@@ -52,6 +55,9 @@ struct SharedState {
   // The masked credentials (proxy/secrets/); set before the workers start, outlives them. Null
   // or empty: none.
   const secrets::MaskedSecrets* secrets = nullptr;
+  // What was spent of the egress budgets (proxy/budget/); set before the workers start, outlives
+  // them. Null: nothing is counted (tests that make a worker of their own).
+  budget::Ledger* budgets = nullptr;
   std::atomic<std::uint32_t> open_connections{0};
   std::atomic<std::uint64_t> next_connection_id{1};
 };

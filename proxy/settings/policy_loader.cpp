@@ -130,8 +130,9 @@ std::string resolve_path(const std::string& path) {
 }
 
 Settings with_resolved_paths(Settings settings) {
-  for (std::string* path : {&settings.blocklist_path, &settings.allowlist_path,
-                            &settings.request_rules_path, &settings.config_path}) {
+  for (std::string* path :
+       {&settings.blocklist_path, &settings.allowlist_path, &settings.request_rules_path,
+        &settings.budgets_path, &settings.config_path}) {
     if (!path->empty()) {
       *path = resolve_path(*path);
     }
@@ -301,10 +302,21 @@ Expected<LoadedPolicy, std::string> load_policy(const Settings& given,
     requests = build_request_rules(settings, {}, {}, loaded.issues);
   }
 
+  std::shared_ptr<const rules::BudgetRules> budgets;
+  loaded.budgets_path = settings.budgets_path;
+  if (!settings.budgets_path.empty()) {
+    auto text = read_file_at(settings.budgets_path);
+    if (!text) {
+      return Unexpected{"budgets " + text.error()};
+    }
+    budgets = std::make_shared<const rules::BudgetRules>(
+        rules::BudgetRules::parse(*text, settings.budgets_path, loaded.issues));
+  }
+
   loaded.policy = std::make_shared<const rules::Policy>(
       settings.policy, std::make_shared<const rules::DomainSet>(std::move(blocklist)),
       allowlist ? std::make_shared<const rules::DomainSet>(std::move(*allowlist)) : nullptr,
-      std::move(requests));
+      std::move(requests), std::move(budgets));
   return loaded;
 }
 

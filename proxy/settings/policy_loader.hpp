@@ -34,6 +34,7 @@ struct LoadedPolicy {
   std::string blocklist_path;
   std::string allowlist_path;
   std::string request_rules_path;  // empty: none
+  std::string budgets_path;        // empty: none
 };
 
 // The request rules: the text of the file at `path` (none: both empty) with the inspection

@@ -70,6 +70,9 @@ struct Settings {
   // The request-rules file (rules/request_rules.hpp); empty: none. Watched and reloaded like
   // the lists.
   std::string request_rules_path;
+  // The budgets file (rules/budgets.hpp): how much may leave per destination; empty: none.
+  // Watched and reloaded like the lists; what was spent is kept across reloads.
+  std::string budgets_path;
   // Hosts whose TLS connections are inspected without request rules of their own (rules-file
   // entries: `github.com`, `*.example.org`, `pypi.org:443`).
   std::vector<std::string> inspect;

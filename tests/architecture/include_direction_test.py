@@ -18,7 +18,8 @@
                                        targets, heads, the gate's replies, the proxy token)
       -> sandbox-profile, proxy/parent confinement; takes its own options, knows nothing of proxy/;
          proxy/secrets                 the parent proxy's values and the masked credentials
-                                       (settings hold them typed)
+                                       (settings hold them typed);
+         proxy/budget                  the ledger of egress budgets (what was spent)
       -> rules, config, proxy/json, proxy/asio
 
 connect-proxy (sandgate-connect) is plain POSIX and may include only rules/expected.hpp.
@@ -33,7 +34,7 @@ import sys
 
 LAYERS = [
     ["rules", "config", "proxy/json", "proxy/asio"],
-    ["sandbox-profile", "connect-proxy", "proxy/parent", "proxy/secrets"],
+    ["sandbox-profile", "connect-proxy", "proxy/parent", "proxy/secrets", "proxy/budget"],
     ["proxy/settings", "proxy/watch", "proxy/relay", "proxy/metrics", "proxy/socks",
      "proxy/capture", "proxy/session/wire", "proxy/inspect"],
     ["proxy/dns"],

@@ -270,6 +270,16 @@ asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission
   context.upstream.close(ignored);
   context.live.destination.reset();
   upstream.buffer.clear();
+  // A new connection to the origin counts against its budgets (an inspected one's tunnel was
+  // counted when it was opened).
+  if (!upstream.inspected) {
+    if (auto spent = count_against_budgets(context, rules::BudgetKind::connections,
+                                           request.target.host, request.target.port)) {
+      admission.status = Admission::Status::refused;
+      admission.refusal = std::move(*spent);
+      co_return;
+    }
+  }
   beast::flat_buffer unused;  // only a tunnel through a parent has bytes behind its head
   // An inspected origin is reached like a tunnel's (through a parent, a CONNECT to it), then
   // secured; a plain one takes the requests itself.
@@ -484,6 +494,9 @@ asio::awaitable<bool> admit_target(SessionContext& context, HeadParser& head_par
         judged.refusal = Refusal(answered->reason, sentence, judged.refusal->rule);
         judged.refusal->path = request.path;
       }
+    }
+    if (!judged.refusal) {
+      judged.refusal = count_against_budgets(context, rules::BudgetKind::requests, host, port);
     }
     if (judged.refusal) {
       admission.status = Admission::Status::refused;

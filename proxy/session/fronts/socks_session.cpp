@@ -55,6 +55,7 @@ socks::ReplyCode socks_reply_code(rules::Reason reason) {
     case Reason::request_not_allowed:  // inside a tunnel: never before a SOCKS reply
     case Reason::not_inspectable:
     case Reason::secret_refused:
+    case Reason::budget_exhausted:
     case Reason::auth_required:
     case Reason::auth_failed:
       return ReplyCode::not_allowed_by_ruleset;

@@ -21,6 +21,8 @@ std::string_view status_text(unsigned status) {
       return "Proxy Authentication Required";
     case 408:
       return "Request Timeout";
+    case 429:
+      return "Too Many Requests";
     case 431:
       return "Request Header Fields Too Large";
     case 500:

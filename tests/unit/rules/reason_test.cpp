@@ -55,7 +55,7 @@ TEST(ReasonTable, FindReasonIsTheInverseOfReasonCode) {
 TEST(ReasonTable, EveryRowsReplyIsConsistent) {
   // The RFC 9209 error types the gate uses, and the statuses each may come with.
   const std::map<std::string_view, std::set<unsigned>> kErrorStatuses = {
-      {"http_request_denied", {403, 407}},
+      {"http_request_denied", {403, 407, 429}},
       {"destination_ip_prohibited", {403}},
       {"http_request_error", {400, 408, 431}},
       {"dns_error", {502}},
@@ -140,6 +140,7 @@ TEST(ReasonTable, ReleasedCodesAreUnchanged) {
       {Reason::client_tls_failed, "client-tls-failed"},
       {Reason::not_inspectable, "not-inspectable"},
       {Reason::secret_refused, "secret-refused"},
+      {Reason::budget_exhausted, "budget-exhausted"},
       {Reason::auth_required, "auth-required"},
       {Reason::auth_failed, "auth-failed"},
       {Reason::bad_request, "bad-request"},

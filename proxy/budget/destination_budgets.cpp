@@ -1,0 +1,120 @@
+// A destination's budgets. See destination_budgets.hpp.
+#include "proxy/budget/destination_budgets.hpp"
+
+namespace sandgate::budget {
+
+DestinationBudgets::DestinationBudgets(Ledger& ledger,
+                                       std::shared_ptr<const rules::BudgetRules> rules,
+                                       const rules::Host& host, std::uint16_t port,
+                                       const std::optional<rules::IpAddress>& dialled)
+    : rules_(std::move(rules)), where_(host.display() + ":" + std::to_string(port)) {
+  if (!rules_ || rules_->empty()) {
+    return;
+  }
+  for (const rules::BudgetLine* line : rules_->match(host, port, dialled)) {
+    for (const rules::BudgetLimit& limit : line->limits) {
+      charges_.push_back({line, &limit, ledger.account(limit)});
+    }
+  }
+}
+
+Stop DestinationBudgets::stop_for(const Charge& charge) const {
+  const rules::BudgetLimit& limit = *charge.limit;
+  const bool everything = charge.line->entry == "*";
+  std::string sentence = where_ + " has spent " + (everything ? "the gate's" : "its") +
+                         " budget of " + rules::describe_amount(limit.kind, limit.amount);
+  if (limit.kind == rules::BudgetKind::up) {
+    sentence += " sent";
+  } else if (limit.kind == rules::BudgetKind::down) {
+    sentence += " received";
+  }
+  sentence += limit.window == rules::BudgetWindow::run
+                  ? " while the gate runs"
+                  : " per " + std::string(rules::to_string(limit.window));
+  sentence += " (" + charge.line->rule() + ")";
+  if (!charge.line->message.empty()) {
+    sentence += ": " + charge.line->message;
+  } else {
+    sentence += ".";
+  }
+  return {charge.line->rule(), std::move(sentence)};
+}
+
+std::optional<Stop> DestinationBudgets::count_one(rules::BudgetKind kind, bool enforce) {
+  if (!enforce) {
+    return charge(kind, 1);
+  }
+  // All or nothing: a refused request spends nothing.
+  std::vector<Account*> taken;
+  for (const Charge& c : charges_) {
+    if (c.limit->kind != kind) {
+      continue;
+    }
+    if (c.account->take(1) == 0) {
+      for (Account* account : taken) {
+        account->give_back(1);
+      }
+      c.account->count_stop();
+      return stop_for(c);
+    }
+    taken.push_back(c.account.get());
+  }
+  return std::nullopt;
+}
+
+std::uint64_t DestinationBudgets::reserve(rules::BudgetKind kind, std::uint64_t wanted) {
+  std::uint64_t granted = wanted;
+  std::vector<std::pair<Account*, std::uint64_t>> taken;
+  for (const Charge& c : charges_) {
+    if (c.limit->kind != kind || granted == 0) {
+      continue;
+    }
+    const std::uint64_t got = c.account->take(granted);
+    taken.emplace_back(c.account.get(), got);
+    granted = got;
+  }
+  // Each took at most what the one before it gave: give back what is over the least.
+  for (auto& [account, got] : taken) {
+    account->give_back(got - granted);
+  }
+  return granted;
+}
+
+void DestinationBudgets::settle(rules::BudgetKind kind, std::uint64_t reserved,
+                                std::uint64_t moved) {
+  if (moved >= reserved) {
+    return;
+  }
+  for (const Charge& c : charges_) {
+    if (c.limit->kind == kind) {
+      c.account->give_back(reserved - moved);
+    }
+  }
+}
+
+std::optional<Stop> DestinationBudgets::charge(rules::BudgetKind kind, std::uint64_t bytes) {
+  std::optional<Stop> over;
+  for (const Charge& c : charges_) {
+    if (c.limit->kind == kind && c.account->take_anyway(bytes) && !over) {
+      over = stop_for(c);
+    }
+  }
+  return over;
+}
+
+Stop DestinationBudgets::stop(rules::BudgetKind kind) {
+  for (const Charge& c : charges_) {
+    if (c.limit->kind == kind && c.account->state().spent >= c.limit->amount) {
+      c.account->count_stop();
+      return stop_for(c);
+    }
+  }
+  for (const Charge& c : charges_) {
+    if (c.limit->kind == kind) {
+      return stop_for(c);
+    }
+  }
+  return {{}, where_ + " has spent a budget."};
+}
+
+}  // namespace sandgate::budget

@@ -1,0 +1,70 @@
+// The egress budgets that apply to one destination (rules/budgets.hpp), with the gate's
+// accounts of them (ledger.hpp): what a connection to it counts into, and what stops it.
+//
+// Made by the connection that counts, on its worker's thread, from the budget rules in force;
+// a connection that outlives a reload makes a new one from the new rules (the accounts, and what
+// they have spent, stay the ledger's). Not thread-safe itself; the accounts are.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "proxy/budget/ledger.hpp"
+#include "rules/budgets.hpp"
+#include "rules/host.hpp"
+#include "rules/ip_address.hpp"
+
+namespace sandgate::budget {
+
+// Why a spent budget stops something: the limit's line (`budgets.txt:3 github.com`) and a
+// sentence for the client and the log.
+struct Stop {
+  std::string rule;
+  std::string sentence;
+};
+
+class DestinationBudgets {
+ public:
+  DestinationBudgets() = default;
+  // The limits of `rules` that apply to host:port (and the address a name was dialled at).
+  DestinationBudgets(Ledger& ledger, std::shared_ptr<const rules::BudgetRules> rules,
+                     const rules::Host& host, std::uint16_t port,
+                     const std::optional<rules::IpAddress>& dialled = {});
+
+  bool empty() const { return charges_.empty(); }
+  // The rules it was made from (null: none), so that a holder can tell a reload's new ones.
+  const rules::BudgetRules* made_from() const { return rules_.get(); }
+
+  // One connection or request, counted against every limit of `kind`. Enforced: counted only
+  // when every one has room, else the stop of the first that has none. Not enforced
+  // (report-only mode): counted whatever, and the stop of a limit it went over, if any.
+  std::optional<Stop> count_one(rules::BudgetKind kind, bool enforce);
+
+  // Bytes: takes up to `wanted` from every limit of `kind` (the least any has left) and returns
+  // it; 0 when one is spent (stop() says which). A kind no limit names gets `wanted`.
+  std::uint64_t reserve(rules::BudgetKind kind, std::uint64_t wanted);
+  // Of what reserve() took, `moved` was used: the rest goes back.
+  void settle(rules::BudgetKind kind, std::uint64_t reserved, std::uint64_t moved);
+  // Bytes that moved whatever the budgets say (sent before the relay began, report-only mode):
+  // counted, and the stop of a limit they went over, if any.
+  std::optional<Stop> charge(rules::BudgetKind kind, std::uint64_t bytes);
+  // The stop of the first limit of `kind` with nothing left, counted as a stop in /metrics.
+  Stop stop(rules::BudgetKind kind);
+
+ private:
+  struct Charge {
+    const rules::BudgetLine* line;
+    const rules::BudgetLimit* limit;
+    std::shared_ptr<Account> account;
+  };
+  Stop stop_for(const Charge& charge) const;
+
+  std::shared_ptr<const rules::BudgetRules> rules_;
+  std::vector<Charge> charges_;
+  std::string where_;  // "github.com:443", for the sentence
+};
+
+}  // namespace sandgate::budget

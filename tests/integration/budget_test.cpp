@@ -1,0 +1,255 @@
+// Egress budgets (rules/budgets.hpp) against a running gate: an upload cut at the exact byte its
+// budget ends, a download likewise, connections and requests refused once theirs are spent,
+// report-only mode, a reload that keeps what was spent, and /metrics. Real sockets on loopback.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "tests/fakes/http_origin.hpp"
+#include "tests/fakes/tcp_origin.hpp"
+#include "tests/integration/harness/test_client.hpp"
+#include "tests/integration/harness/test_proxy.hpp"
+
+namespace sandgate::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+// A budgets file in a folder of its own, and a gate that reads it.
+class Budgets {
+ public:
+  explicit Budgets(const std::string& text, bool enforce = true) {
+    char pattern[] = "/tmp/sandgate-budgets-XXXXXX";
+    folder_ = ::mkdtemp(pattern);
+    path_ = folder_ + "/budgets.txt";
+    write(text);
+    proxy_ = std::make_unique<TestProxy>("", [this, enforce](settings::Settings& s) {
+      s.policy.block_loopback = false;  // the origins are on loopback
+      s.budgets_path = path_;
+      s.enforce = enforce;
+    });
+    proxy_->dns().set("origin.test", {"127.0.0.1"});
+    proxy_->dns().set("other.test", {"127.0.0.1"});
+  }
+  ~Budgets() {
+    proxy_.reset();
+    std::filesystem::remove_all(folder_);
+  }
+  void write(const std::string& text) {
+    const std::string temporary = path_ + ".new";
+    std::ofstream(temporary) << text;
+    std::filesystem::rename(temporary, path_);
+  }
+  TestProxy& proxy() { return *proxy_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string folder_;
+  std::string path_;
+  std::unique_ptr<TestProxy> proxy_;
+};
+
+// The lines of the log holding every part.
+std::vector<std::string> lines_with(const std::string& log,
+                                    std::initializer_list<std::string_view> parts) {
+  std::vector<std::string> found;
+  std::size_t start = 0;
+  while (start < log.size()) {
+    const std::size_t end = log.find('\n', start);
+    const std::string line = log.substr(start, end == std::string::npos ? end : end - start);
+    bool all = true;
+    for (std::string_view part : parts) {
+      all = all && line.find(part) != std::string::npos;
+    }
+    if (all) {
+      found.push_back(line);
+    }
+    if (end == std::string::npos) {
+      break;
+    }
+    start = end + 1;
+  }
+  return found;
+}
+
+TEST(BudgetTest, AnUploadIsCutAtTheExactByteItsBudgetEnds) {
+  fakes::TcpOrigin origin;  // echoes
+  Budgets budgets("origin.test  up=100000B/run  #! uploads are capped\n");
+  TestProxy& proxy = budgets.proxy();
+  TestClient client(proxy.port());
+  ASSERT_EQ(send_connect(client, "origin.test:" + std::to_string(origin.port())).status, 200);
+  const std::string upload(1'000'000, 'u');
+  std::thread sender([&] {
+    client.send(upload);
+    client.shutdown_write();
+  });
+  bool reset = true;
+  const std::string echoed = client.read_to_end(&reset, 10s);
+  sender.join();
+  // The origin got exactly the budget, echoed it, and the client's connection ended cleanly.
+  EXPECT_EQ(origin.bytes_received(), 100000u);
+  EXPECT_EQ(echoed.size(), 100000u);
+  EXPECT_FALSE(reset);
+  ASSERT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return log.find("\"outcome\":\"budget-exhausted\"") != std::string::npos;
+  })) << proxy.log_text();
+  const auto ends = lines_with(proxy.log_text(), {"\"event\":\"end\""});
+  ASSERT_EQ(ends.size(), 1u) << proxy.log_text();
+  EXPECT_THAT(ends[0], HasSubstr("\"verdict\":\"deny\""));
+  EXPECT_THAT(ends[0], HasSubstr("\"reason\":\"budget-exhausted\""));
+  EXPECT_THAT(ends[0], HasSubstr("\"bytes_up\":100000"));
+  EXPECT_THAT(ends[0], HasSubstr("budgets.txt:1 origin.test"));
+  EXPECT_THAT(ends[0], HasSubstr("uploads are capped"));
+
+  // Spent for the run: the next tunnel is cut before its first byte leaves.
+  TestClient again(proxy.port());
+  ASSERT_EQ(send_connect(again, "origin.test:" + std::to_string(origin.port())).status, 200);
+  again.send("more");
+  again.shutdown_write();
+  EXPECT_EQ(again.read_to_end(&reset), "");
+  EXPECT_FALSE(reset);
+  EXPECT_EQ(origin.bytes_received(), 100000u);
+
+  // /metrics: the limit, what was spent, what is left, the stops.
+  const std::string metrics = proxy.gate().render_metrics();
+  const std::string labels =
+      "{rule=\"" + budgets.path() + ":1 origin.test\",kind=\"up\",window=\"run\"} ";
+  EXPECT_THAT(metrics, HasSubstr("sandgate_budget_amount" + labels + "100000\n"));
+  EXPECT_THAT(metrics, HasSubstr("sandgate_budget_spent" + labels + "100000\n"));
+  EXPECT_THAT(metrics, HasSubstr("sandgate_budget_left" + labels + "0\n"));
+  EXPECT_THAT(metrics, HasSubstr("sandgate_budget_stops_total" + labels + "2\n"));
+}
+
+TEST(BudgetTest, AnUploadThatEndsExactlyAtItsBudgetEndsNormally) {
+  fakes::TcpOrigin origin;
+  Budgets budgets("origin.test  up=5000B\n");
+  TestProxy& proxy = budgets.proxy();
+  TestClient client(proxy.port());
+  ASSERT_EQ(send_connect(client, "origin.test:" + std::to_string(origin.port())).status, 200);
+  client.send(std::string(5000, 'x'));
+  client.shutdown_write();
+  bool reset = true;
+  EXPECT_EQ(client.read_to_end(&reset).size(), 5000u);
+  EXPECT_FALSE(reset);
+  ASSERT_TRUE(proxy.wait_for_log(
+      [](const std::string& log) { return log.find("\"event\":\"end\"") != std::string::npos; }));
+  EXPECT_THAT(proxy.log_text(), HasSubstr("\"outcome\":\"closed\""));
+}
+
+TEST(BudgetTest, ADownloadIsCutAtItsBudgetAndTheClientGetsEveryByteOfIt) {
+  fakes::TcpOrigin origin(fakes::TcpOrigin::Mode::flood);
+  origin.set_flood_bytes(800'000);
+  Budgets budgets("*  down=300kB/hour\n");
+  TestProxy& proxy = budgets.proxy();
+  TestClient client(proxy.port());
+  ASSERT_EQ(send_connect(client, "origin.test:" + std::to_string(origin.port())).status, 200);
+  bool reset = true;
+  const std::string got = client.read_to_end(&reset, 10s);
+  EXPECT_EQ(got.size(), 300000u);
+  EXPECT_FALSE(reset);
+  client.close();
+  ASSERT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return log.find("\"outcome\":\"budget-exhausted\"") != std::string::npos;
+  })) << proxy.log_text();
+  const auto ends = lines_with(proxy.log_text(), {"\"event\":\"end\""});
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_THAT(ends[0], HasSubstr("\"bytes_down\":300000"));
+  EXPECT_THAT(ends[0], HasSubstr("the gate's budget of 300 kB received per hour"));
+}
+
+TEST(BudgetTest, ConnectionsBeyondTheirBudgetAreRefusedWith429) {
+  fakes::TcpOrigin origin;
+  Budgets budgets("origin.test connections=3/minute\n");
+  TestProxy& proxy = budgets.proxy();
+  const std::string target = "origin.test:" + std::to_string(origin.port());
+  for (int i = 0; i < 3; ++i) {
+    TestClient client(proxy.port());
+    EXPECT_EQ(send_connect(client, target).status, 200);
+  }
+  TestClient refused(proxy.port());
+  const ResponseHead head = send_connect(refused, target);
+  EXPECT_EQ(head.status, 429);
+  EXPECT_THAT(head.proxy_status, HasSubstr("budget-exhausted"));
+  EXPECT_THAT(head.head, HasSubstr("3 connections per minute"));
+  EXPECT_EQ(origin.connections(), 3u);
+  // Another destination is not counted against it.
+  TestClient other(proxy.port());
+  EXPECT_EQ(send_connect(other, "other.test:" + std::to_string(origin.port())).status, 200);
+}
+
+TEST(BudgetTest, PlainHttpRequestsAndConnectionsAreCounted) {
+  fakes::HttpOrigin origin(
+      [](const fakes::HttpOrigin::Request&) { return fakes::HttpOrigin::Reply::fixed(200, "ok"); });
+  Budgets budgets("origin.test:" + std::to_string(origin.port()) + " requests=2/run\n");
+  TestProxy& proxy = budgets.proxy();
+  TestClient client(proxy.port());
+  const std::string request = "GET http://origin.test:" + std::to_string(origin.port()) +
+                              "/x HTTP/1.1\r\nHost: origin.test\r\n\r\n";
+  for (int i = 0; i < 2; ++i) {
+    client.send(request);
+    const ResponseHead head = read_response_head(client);
+    EXPECT_EQ(head.status, 200);
+    client.read_exact(2 - head.body_after.size());
+  }
+  client.send(request);
+  const ResponseHead refused = read_response_head(client);
+  EXPECT_EQ(refused.status, 429);
+  EXPECT_THAT(refused.proxy_status, HasSubstr("budget-exhausted"));
+  EXPECT_EQ(origin.requests().size(), 2u);
+}
+
+TEST(BudgetTest, ReportOnlyLetsTheBytesThroughAndLogsWouldDenyOnce) {
+  fakes::TcpOrigin origin;
+  Budgets budgets("origin.test up=1000B\n", /*enforce=*/false);
+  TestProxy& proxy = budgets.proxy();
+  TestClient client(proxy.port());
+  ASSERT_EQ(send_connect(client, "origin.test:" + std::to_string(origin.port())).status, 200);
+  const std::string upload(20000, 'r');
+  client.send(upload);
+  EXPECT_EQ(client.read_exact(upload.size()).size(), upload.size());
+  client.close();
+  ASSERT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return log.find("\"event\":\"end\"") != std::string::npos;
+  })) << proxy.log_text();
+  const auto would = lines_with(proxy.log_text(), {"\"would-deny\"", "budget-exhausted"});
+  EXPECT_EQ(would.size(), 1u) << proxy.log_text();
+  EXPECT_EQ(origin.bytes_received(), upload.size());
+}
+
+TEST(BudgetTest, AReloadKeepsWhatWasSpentAndARaisedAmountAppliesAtOnce) {
+  fakes::TcpOrigin origin;
+  Budgets budgets("origin.test up=10000B\n");
+  TestProxy& proxy = budgets.proxy();
+  const std::string target = "origin.test:" + std::to_string(origin.port());
+  auto upload = [&](std::size_t size) {
+    TestClient client(proxy.port());
+    EXPECT_EQ(send_connect(client, target).status, 200);
+    client.send(std::string(size, 'k'));
+    client.shutdown_write();
+    return client.read_to_end().size();
+  };
+  EXPECT_EQ(upload(6000), 6000u);
+  // The same limit under a comment and another line: what was spent stays spent.
+  const auto generation = proxy.gate().reloader().generation();
+  budgets.write("# reloaded\nother.test up=1B\norigin.test   up=10000B\n");
+  for (int i = 0; i < 100 && proxy.gate().reloader().generation() == generation; ++i) {
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_GT(proxy.gate().reloader().generation(), generation);
+  EXPECT_EQ(upload(6000), 4000u);
+  // Raised: 5000 more.
+  const auto second = proxy.gate().reloader().generation();
+  budgets.write("origin.test up=15000B\n");
+  for (int i = 0; i < 100 && proxy.gate().reloader().generation() == second; ++i) {
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(upload(6000), 5000u);
+  EXPECT_EQ(origin.bytes_received(), 15000u);
+}
+
+}  // namespace
+}  // namespace sandgate::testing
