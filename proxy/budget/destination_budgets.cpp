@@ -103,18 +103,25 @@ std::optional<Stop> DestinationBudgets::charge(rules::BudgetKind kind, std::uint
 }
 
 Stop DestinationBudgets::stop(rules::BudgetKind kind) {
+  // The limit with the least left (a spent one, or the one a whole part did not fit in).
+  const Charge* tightest = nullptr;
+  std::uint64_t least = 0;
   for (const Charge& c : charges_) {
-    if (c.limit->kind == kind && c.account->state().spent >= c.limit->amount) {
-      c.account->count_stop();
-      return stop_for(c);
+    if (c.limit->kind != kind) {
+      continue;
+    }
+    const Account::State state = c.account->state();
+    const std::uint64_t left = state.spent >= state.amount ? 0 : state.amount - state.spent;
+    if (tightest == nullptr || left < least) {
+      tightest = &c;
+      least = left;
     }
   }
-  for (const Charge& c : charges_) {
-    if (c.limit->kind == kind) {
-      return stop_for(c);
-    }
+  if (tightest == nullptr) {
+    return {{}, where_ + " has spent a budget."};
   }
-  return {{}, where_ + " has spent a budget."};
+  tightest->account->count_stop();
+  return stop_for(*tightest);
 }
 
 }  // namespace sandgate::budget

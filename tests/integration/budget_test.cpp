@@ -202,6 +202,75 @@ TEST(BudgetTest, PlainHttpRequestsAndConnectionsAreCounted) {
   EXPECT_EQ(origin.requests().size(), 2u);
 }
 
+TEST(BudgetTest, APlainRequestOrResponseThatCannotFitIsAnswered429BeforeAnyOfItMoves) {
+  fakes::HttpOrigin origin([](const fakes::HttpOrigin::Request& r) {
+    return fakes::HttpOrigin::Reply::fixed(200, std::string(r.target == "/big" ? 500000 : 10, 'b'));
+  });
+  Budgets budgets("origin.test up=20kB down=100kB\n");
+  TestProxy& proxy = budgets.proxy();
+  const std::string base = "http://origin.test:" + std::to_string(origin.port());
+  // An upload of known length that does not fit: refused, nothing reaches the origin.
+  {
+    TestClient client(proxy.port());
+    client.send("POST " + base +
+                "/up HTTP/1.1\r\nHost: origin.test\r\nContent-Length: 50000\r\n\r\n");
+    const ResponseHead head = read_response_head(client);
+    EXPECT_EQ(head.status, 429);
+    EXPECT_THAT(head.proxy_status, HasSubstr("budget-exhausted"));
+    EXPECT_THAT(head.head + client.read_to_end(), HasSubstr("do not fit"));
+    EXPECT_EQ(origin.requests().size(), 0u);
+  }
+  // A response of known length that does not fit: answered 429 instead of it.
+  {
+    TestClient client(proxy.port());
+    client.send("GET " + base + "/big HTTP/1.1\r\nHost: origin.test\r\n\r\n");
+    const ResponseHead head = read_response_head(client);
+    EXPECT_EQ(head.status, 429);
+    EXPECT_THAT(head.proxy_status, HasSubstr("budget-exhausted"));
+  }
+  // What fits goes, and is counted.
+  {
+    TestClient client(proxy.port());
+    client.send("GET " + base + "/small HTTP/1.1\r\nHost: origin.test\r\n\r\n");
+    EXPECT_EQ(read_response_head(client).status, 200);
+  }
+  ASSERT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return lines_with(log, {"\"event\":\"end\"", "budget-exhausted"}).size() == 2;
+  })) << proxy.log_text();
+  const std::string metrics = proxy.gate().render_metrics();
+  EXPECT_THAT(metrics, HasSubstr("sandgate_budget_stops_total{rule=\"" + budgets.path() +
+                                 ":1 origin.test\",kind=\"down\",window=\"run\"} 1\n"));
+}
+
+TEST(BudgetTest, AStreamedResponseIsCutWhereItsBudgetEnds) {
+  fakes::HttpOrigin origin([](const fakes::HttpOrigin::Request&) {
+    fakes::HttpOrigin::Reply reply;
+    reply.head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+    reply.stream_bytes = 1'000'000;
+    reply.stream_chunked = true;
+    return reply;
+  });
+  Budgets budgets("* down=300kB\n");
+  TestProxy& proxy = budgets.proxy();
+  TestClient client(proxy.port());
+  client.send("GET http://origin.test:" + std::to_string(origin.port()) +
+              "/stream HTTP/1.1\r\nHost: origin.test\r\n\r\n");
+  bool reset = false;
+  const std::string got = client.read_to_end(&reset, 10s);
+  // The head and what the reset let the client read first (a reset may discard the tail the
+  // client had not read yet): never more than the budget and the chunks' framing.
+  EXPECT_THAT(got, HasSubstr("200 OK"));
+  EXPECT_LT(got.size(), 310000u);
+  EXPECT_TRUE(reset);  // a response cut short is never made to look complete
+  ASSERT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return log.find("\"outcome\":\"budget-exhausted\"") != std::string::npos;
+  })) << proxy.log_text();
+  // The ledger took exactly the budget: the head and the body's bytes up to it.
+  EXPECT_THAT(proxy.gate().render_metrics(),
+              HasSubstr("sandgate_budget_spent{rule=\"" + budgets.path() +
+                        ":1 *\",kind=\"down\",window=\"run\"} 300000\n"));
+}
+
 TEST(BudgetTest, ReportOnlyLetsTheBytesThroughAndLogsWouldDenyOnce) {
   fakes::TcpOrigin origin;
   Budgets budgets("origin.test up=1000B\n", /*enforce=*/false);

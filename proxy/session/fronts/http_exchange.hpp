@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "proxy/budget/destination_budgets.hpp"
 #include "proxy/secrets/masked_secrets.hpp"
 #include "proxy/session/fronts/http_exchange_state.hpp"
 #include "proxy/session/session_context.hpp"
@@ -164,6 +165,14 @@ struct Exchange {
   // How long nothing may move either way: idle_timeout, or kExchangeIdleWithoutTimeout.
   std::chrono::seconds idle_limit = kExchangeIdleWithoutTimeout;
 
+  // The destination's egress budgets, when any apply (rules/budgets.hpp): heads and body bytes
+  // are taken from them before they are sent (take_whole, take_piece). `*_paid`: a body of known
+  // length was taken whole with its head, so its pieces are not taken again.
+  std::optional<budget::DestinationBudgets> budgets;
+  bool up_paid = false;
+  bool down_paid = false;
+  bool budget_reported = false;  // report-only mode: its would-deny line was written
+
   ExchangeState state;
   std::optional<BodyResponseParser> response;
   std::uint64_t bytes_up = 0;    // to the origin, heads included
@@ -185,6 +194,16 @@ struct Exchange {
   // Cancels both sockets' pending operations: the other direction (or the watchdog) ended it.
   void cancel_both();
 };
+
+// Egress budgets on an exchange (http_budget.cpp). `kind` is up (towards the origin) or down.
+// take_whole: `bytes` (a head, with its body when the length is known) before they are sent;
+// false when the budget has not that much left: nothing is taken, and the state says why
+// (budget_spent). take_piece: how many of a body piece's `size` bytes may be sent (all of it
+// when no limit applies or the body was taken whole); fewer when a budget ends inside it, and
+// then the state says so. Report-only mode takes everything and logs the first overrun as
+// would-deny.
+bool take_whole(Exchange& x, rules::BudgetKind kind, std::uint64_t bytes);
+std::size_t take_piece(Exchange& x, rules::BudgetKind kind, std::size_t size);
 
 // Reads the whole request body into x.body_read_ahead, at most `limit` bytes, with the idle and
 // rate bounds of send_request_body. False when it could not (reported to the state: too large,

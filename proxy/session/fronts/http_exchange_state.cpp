@@ -138,7 +138,12 @@ ExchangeState::Ending ExchangeState::ending(std::string_view where, std::int64_t
       end.kind = Ending::Kind::answer;
       end.outcome = "error";
       const std::string idle = std::to_string(idle_seconds);
-      if (!problem_.empty()) {
+      if (!budget_.empty()) {
+        end.outcome = "budget-exhausted";
+        end.reason = rules::Reason::budget_exhausted;
+        end.sentence = budget_;
+        end.rule = budget_rule_;
+      } else if (!problem_.empty()) {
         end.reason = rules::Reason::bad_request;
         end.sentence = problem_;
       } else if (timed_out_ && !request_all_read) {
@@ -162,6 +167,12 @@ ExchangeState::Ending ExchangeState::ending(std::string_view where, std::int64_t
       // Broken off mid-response: a reset, never bytes of the proxy's own in a half-sent one.
       end.kind = Ending::Kind::broken;
       end.outcome = timed_out_ ? "timeout" : "reset";
+      if (!budget_.empty()) {
+        end.outcome = "budget-exhausted";
+        end.reason = rules::Reason::budget_exhausted;
+        end.sentence = budget_;
+        end.rule = budget_rule_;
+      }
       return end;
     case ResponsePhase::oversized:
       end.kind = Ending::Kind::broken;

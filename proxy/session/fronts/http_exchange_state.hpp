@@ -86,11 +86,26 @@ class ExchangeState {
     slow_body_ = std::move(sentence);
   }
 
+  // An egress budget of the destination's ends here (`sentence` says which): both directions
+  // stop (the caller cancels); answered 429 budget-exhausted before the response began, cut
+  // (the client reset) after.
+  void budget_spent(std::string sentence, std::string rule) {
+    if (budget_.empty()) {
+      budget_ = std::move(sentence);
+      budget_rule_ = std::move(rule);
+    }
+  }
+
   // ---- what the directions ask ----
-  // The request side stops before its next operation: the response or the watchdog ended it.
-  bool request_should_stop() const { return request_ == RequestPhase::abandoned || timed_out_; }
-  // The response side stops before its next operation: the client broke or the watchdog fired.
-  bool response_should_stop() const { return client_failed_ || timed_out_; }
+  // The request side stops before its next operation: the response, the watchdog or a budget
+  // ended it.
+  bool request_should_stop() const {
+    return request_ == RequestPhase::abandoned || timed_out_ || !budget_.empty();
+  }
+  // The response side stops before its next operation: the client broke, the watchdog fired or
+  // a budget ended.
+  bool response_should_stop() const { return client_failed_ || timed_out_ || !budget_.empty(); }
+  bool budget_is_spent() const { return !budget_.empty(); }
 
   RequestPhase request() const { return request_; }
   ResponsePhase response() const { return response_; }
@@ -108,9 +123,11 @@ class ExchangeState {
       complete,   // the response is complete: keep or close the connections (see below)
     };
     Kind kind = Kind::complete;
-    std::string_view outcome;  // the end line's: "closed", "reset", "timeout", "error"
+    // The end line's: "closed", "reset", "timeout", "error", "budget-exhausted".
+    std::string_view outcome;
     std::optional<rules::Reason> reason;
     std::string sentence;  // the end line's detail, and the answer's sentence
+    std::string rule;      // the budget's line, when one ended it
   };
   // `where`: "host:port", for sentences; `idle_seconds`: the idle timeout, for sentences;
   // `request_all_read`: the parser has the whole request; `buffer_limit_kib`: the size limit an
@@ -129,6 +146,8 @@ class ExchangeState {
   bool client_failed_ = false;
   bool timed_out_ = false;
   std::string slow_body_;  // set by body_too_slow()
+  std::string budget_;     // set by budget_spent()
+  std::string budget_rule_;
   bool response_keeps_client_ = false;
   bool origin_keep_alive_ = false;
   std::string problem_;  // the malformed body's sentence

@@ -32,6 +32,7 @@
 #include <boost/beast/http/write.hpp>
 #include <cerrno>
 #include <optional>
+#include <sstream>
 #include <utility>
 
 #include "proxy/secrets/request_secrets.hpp"
@@ -145,6 +146,7 @@ struct EndLine {
   std::uint64_t bytes_up = 0;
   std::uint64_t bytes_down = 0;
   clock::time_point started;
+  std::string_view rule;  // a budget's line, when one ended the exchange
 };
 
 void log_end(SessionContext& context, const EndLine& line) {
@@ -164,6 +166,12 @@ void log_end(SessionContext& context, const EndLine& line) {
   end.bytes_up = line.bytes_up;
   end.bytes_down = line.bytes_down;
   end.duration_ms = ms_since(line.started);
+  if (line.reason == rules::Reason::budget_exhausted) {
+    // Refused or cut where a budget ended: the end line is the denial, counted as one.
+    end.rule = line.rule;
+    record_late_denial(context.worker, end, *line.reason);
+    return;
+  }
   context.record_end(end);
 }
 
@@ -551,6 +559,7 @@ asio::awaitable<Next> finish_exchange(Exchange& x, EndLine& end) {
   end.outcome = ending.outcome;
   end.reason = ending.reason;
   end.detail = ending.sentence;
+  end.rule = ending.rule;
   switch (ending.kind) {
     case ExchangeState::Ending::Kind::websocket:
       co_await run_websocket(x, end);
@@ -619,7 +628,8 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
               {},
               0,
               0,
-              started};
+              started,
+              {}};
 
   const bool request_keep_alive = head_parser.keep_alive();
   BodyRequestParser request(std::move(head_parser));
@@ -679,6 +689,11 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   if (context.settings().idle_timeout.count() > 0) {
     x.idle_limit = context.settings().idle_timeout;
   }
+  if (budget::Ledger* ledger = context.worker.shared.budgets;
+      ledger != nullptr && !context.policy->budgets().empty()) {
+    x.budgets.emplace(*ledger, context.policy->shared_budgets(), admitted->target.host,
+                      admitted->target.port, upstream.dialled);
+  }
 
   // A request the client signed (SigV4) with a sentinel is signed again with the real key; the
   // signature covers the body's hash, so a body without x-amz-content-sha256 is read first.
@@ -707,6 +722,15 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     }
   }
 
+  if (may_send && x.budgets && !x.budgets->empty()) {
+    // The head, with a body of known length, is taken from the budgets whole: a request that
+    // does not fit is answered 429 before any of it leaves.
+    std::ostringstream serialized;
+    serialized << head.base();
+    const std::uint64_t length = request.chunked() ? 0 : request.content_length().value_or(0);
+    x.up_paid = !request.chunked();
+    may_send = take_whole(x, rules::BudgetKind::up, serialized.str().size() + length);
+  }
   if (may_send) {
     auto [head_error, head_written] =
         co_await http::async_write_header(context.upstream_stream, writer, use_tuple);

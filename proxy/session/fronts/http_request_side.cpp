@@ -209,7 +209,7 @@ namespace {
 // Writes `size` bytes at `data` upstream as the next piece of the request body (`last`: the body
 // ends with it). False when the origin stopped reading (reported to the state: it may still have
 // answered, 413 say, which the other direction relays).
-asio::awaitable<bool> write_request_piece(Exchange& x, char* data, std::size_t size, bool last) {
+asio::awaitable<bool> send_request_piece(Exchange& x, char* data, std::size_t size, bool last) {
   auto& body = x.request.get().body();
   body.data = size > 0 ? data : nullptr;
   body.size = size;
@@ -226,6 +226,21 @@ asio::awaitable<bool> write_request_piece(Exchange& x, char* data, std::size_t s
   }
   x.touch();
   co_return true;
+}
+
+// send_request_piece, as far as the egress budgets let it: a piece they end inside goes as far
+// as they allow, and the exchange ends there (the origin gets exactly the budget).
+asio::awaitable<bool> write_request_piece(Exchange& x, char* data, std::size_t size, bool last) {
+  const std::size_t allowed = take_piece(x, rules::BudgetKind::up, size);
+  if (allowed == size) {
+    const bool sent = co_await send_request_piece(x, data, size, last);
+    co_return sent;
+  }
+  if (allowed > 0) {
+    co_await send_request_piece(x, data, allowed, false);
+  }
+  x.cancel_both();
+  co_return false;
 }
 
 }  // namespace

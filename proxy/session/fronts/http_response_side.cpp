@@ -7,6 +7,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -171,9 +172,9 @@ asio::awaitable<std::optional<std::size_t>> read_body_piece(Exchange& x, BodyRes
 
 // Writes `size` bytes at `data` as the next piece of the body to the client (`last`: the body
 // ends with it). False when the client stopped taking it.
-asio::awaitable<bool> write_body_piece(Exchange& x, BodyResponseParser& parser,
-                                       ResponseWriter& writer, char* data, std::size_t size,
-                                       bool last) {
+asio::awaitable<bool> send_body_piece(Exchange& x, BodyResponseParser& parser,
+                                      ResponseWriter& writer, char* data, std::size_t size,
+                                      bool last) {
   auto& body = parser.get().body();
   body.data = size > 0 ? data : nullptr;
   body.size = size;
@@ -187,6 +188,22 @@ asio::awaitable<bool> write_body_piece(Exchange& x, BodyResponseParser& parser,
     x.touch();
   }
   co_return !error;
+}
+
+// send_body_piece, as far as the egress budgets let it: a piece they end inside goes as far as
+// they allow, and the response is cut there (the client gets exactly the budget, then a reset).
+asio::awaitable<bool> write_body_piece(Exchange& x, BodyResponseParser& parser,
+                                       ResponseWriter& writer, char* data, std::size_t size,
+                                       bool last) {
+  const std::size_t allowed = take_piece(x, rules::BudgetKind::down, size);
+  if (allowed == size) {
+    const bool sent = co_await send_body_piece(x, parser, writer, data, size, last);
+    co_return sent;
+  }
+  if (allowed > 0) {
+    co_await send_body_piece(x, parser, writer, data, allowed, false);
+  }
+  co_return false;
 }
 
 // relay_body for a host masked secrets are bound to: each piece is cleaned of their real values
@@ -296,6 +313,17 @@ asio::awaitable<void> relay_final_response(Exchange& x) {
     response.set(http::field::connection, "keep-alive");
   }
 
+  if (x.budgets && !x.budgets->empty()) {
+    // The head, with a body of known length, is taken from the budgets whole: a response that
+    // does not fit is answered 429 instead, before any of it reaches the client.
+    std::ostringstream serialized;
+    serialized << response.base();
+    const auto length = parser.content_length();
+    x.down_paid = length.has_value() || parser.is_done();
+    if (!take_whole(x, rules::BudgetKind::down, serialized.str().size() + length.value_or(0))) {
+      co_return;
+    }
+  }
   x.state.response_started(keeps_client);
   ResponseWriter writer{response};
   auto [head_error, head_written] =

@@ -1,0 +1,71 @@
+// Egress budgets on an HTTP exchange, plain or inspected. See take_whole() in http_exchange.hpp.
+#include "proxy/session/fronts/http_exchange.hpp"
+
+namespace sandgate::session {
+namespace {
+
+// Report-only mode: everything is taken, and the first time a budget is overrun on this exchange
+// a would-deny line says so.
+void take_anyway(Exchange& x, rules::BudgetKind kind, std::uint64_t bytes) {
+  auto over = x.budgets->charge(kind, bytes);
+  if (!over || x.budget_reported) {
+    return;
+  }
+  x.budget_reported = true;
+  SessionContext& context = x.context;
+  log::Record line;
+  line.connection_id = context.id;
+  line.client = context.client_address;
+  if (context.live.destination) {
+    line.host = context.live.destination->host.display();
+    line.port = context.live.destination->port;
+  }
+  line.method = "-";
+  line.rule = over->rule;
+  line.detail = over->sentence;
+  record_late_denial(context.worker, line, rules::Reason::budget_exhausted, false);
+}
+
+bool enforced(const Exchange& x) { return !x.context.reports(rules::Reason::budget_exhausted); }
+
+}  // namespace
+
+bool take_whole(Exchange& x, rules::BudgetKind kind, std::uint64_t bytes) {
+  if (!x.budgets || x.budgets->empty() || bytes == 0) {
+    return true;
+  }
+  if (!enforced(x)) {
+    take_anyway(x, kind, bytes);
+    return true;
+  }
+  const std::uint64_t granted = x.budgets->reserve(kind, bytes);
+  if (granted == bytes) {
+    return true;
+  }
+  x.budgets->settle(kind, granted, 0);
+  budget::Stop stop = x.budgets->stop(kind);
+  x.state.budget_spent(
+      stop.sentence + " The " + (kind == rules::BudgetKind::up ? "request's " : "response's ") +
+          std::to_string(bytes) + " bytes do not fit in the " + std::to_string(granted) + " left.",
+      stop.rule);
+  return false;
+}
+
+std::size_t take_piece(Exchange& x, rules::BudgetKind kind, std::size_t size) {
+  const bool paid = kind == rules::BudgetKind::up ? x.up_paid : x.down_paid;
+  if (!x.budgets || x.budgets->empty() || paid || size == 0) {
+    return size;
+  }
+  if (!enforced(x)) {
+    take_anyway(x, kind, size);
+    return size;
+  }
+  const auto granted = static_cast<std::size_t>(x.budgets->reserve(kind, size));
+  if (granted < size) {
+    budget::Stop stop = x.budgets->stop(kind);
+    x.state.budget_spent(std::move(stop.sentence), std::move(stop.rule));
+  }
+  return granted;
+}
+
+}  // namespace sandgate::session
