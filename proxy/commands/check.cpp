@@ -241,6 +241,22 @@ int run_check(const settings::Settings& settings, std::string_view target, std::
     }
     out << "\n";
   }
+  if (allowed) {
+    // The egress budgets that count this destination (what was spent is the running gate's:
+    // its /metrics).
+    for (const rules::BudgetLine* line : policy.budgets().match(authority->host, authority->port)) {
+      out << "budget: " << line->rule() << ":";
+      for (std::size_t i = 0; i < line->limits.size(); ++i) {
+        const rules::BudgetLimit& limit = line->limits[i];
+        const bool bytes =
+            limit.kind == rules::BudgetKind::up || limit.kind == rules::BudgetKind::down;
+        out << (i == 0 ? " " : ", ")
+            << (bytes ? std::string(rules::to_string(limit.kind)) + " " : "")
+            << rules::describe_limit(limit);
+      }
+      out << "\n";
+    }
+  }
   if (settings.parent_proxy) {
     // Through a parent the gate does not resolve the name, so what it resolves to is not
     // checked (and --resolve would check what the gate never looks up).

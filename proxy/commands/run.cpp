@@ -189,6 +189,15 @@ class RunGate final : public sandbox::GateHandle {
   log::DenialCounts denials() const {
     return gate_ ? gate_->log().denials().counts() : log::DenialCounts{};
   }
+  // What went where and what the budgets spent (render_budget_summary); "" without budgets or
+  // when the gate never opened.
+  std::string budget_summary() const {
+    if (!gate_) {
+      return {};
+    }
+    return render_budget_summary(gate_->log().traffic().counts(),
+                                 gate_->server().current_policy()->budgets(), gate_->budgets());
+  }
 
  private:
   static void report(const gate::GateError& error) {
@@ -315,7 +324,7 @@ int run_run(const settings::Settings& given, const settings::Sources& sources,
   // The command has exited and the gate has stopped (its log still open): tell the person what
   // was refused, on run's standard error, after anything the command printed. Nothing when
   // nothing was.
-  std::cerr << render_run_summary(gate.denials(), settings)
+  std::cerr << render_run_summary(gate.denials(), settings) << gate.budget_summary()
             << render_store_attempts(gate.store_attempts(), gate.store_attempts_complete())
             << std::flush;
   if (!run_log.empty()) {

@@ -2,6 +2,8 @@
 #include "proxy/commands/run_summary.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <iterator>
 
 #include "config/embedded_defaults.hpp"
 #include "rules/reason.hpp"
@@ -114,6 +116,77 @@ std::string render_run_summary(const log::DenialCounts& counts, const settings::
                           (counts.untracked > 0 ? " and others" : "")
                     : std::string("other destinations");
     out += " (" + plural(rest, "connection", "connections") + "); the gate's log has every one\n";
+  }
+  return out;
+}
+
+namespace {
+
+// "1.2 MB", "830 kB", "12 bytes": bytes rounded for a person (the log has them exactly).
+std::string rounded_bytes(std::uint64_t bytes) {
+  if (bytes < 1000) {
+    return std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes");
+  }
+  const char* units[] = {"kB", "MB", "GB", "TB", "PB"};
+  double value = static_cast<double>(bytes) / 1000;
+  std::size_t unit = 0;
+  while (value >= 1000 && unit + 1 < std::size(units)) {
+    value /= 1000;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, value < 10 ? "%.1f %s" : "%.0f %s", value, units[unit]);
+  return text;
+}
+
+std::string amount_text(rules::BudgetKind kind, std::uint64_t amount) {
+  return kind == rules::BudgetKind::up || kind == rules::BudgetKind::down ? rounded_bytes(amount)
+                                                                          : std::to_string(amount);
+}
+
+}  // namespace
+
+std::string render_budget_summary(const log::TrafficCounts& traffic,
+                                  const rules::BudgetRules& budgets, const budget::Ledger& ledger) {
+  if (budgets.empty()) {
+    return {};
+  }
+  std::string out = "sandgate run: sent / received per destination during the run:\n";
+  const std::size_t listed = std::min(kSummaryDestinations, traffic.destinations.size());
+  for (std::size_t i = 0; i < listed; ++i) {
+    const auto& d = traffic.destinations[i];
+    const std::string host = d.host + ":" + std::to_string(d.port);
+    out += "  " + host + "  " + rounded_bytes(d.sent) + " / " + rounded_bytes(d.received) + "\n";
+  }
+  log::DestinationTraffic rest = traffic.others;
+  std::size_t more = 0;
+  for (std::size_t i = listed; i < traffic.destinations.size(); ++i) {
+    rest.sent += traffic.destinations[i].sent;
+    rest.received += traffic.destinations[i].received;
+    ++more;
+  }
+  if (rest.sent + rest.received > 0 || more > 0) {
+    out += "  and " +
+           (more > 0 ? plural(more, "more destination", "more destinations")
+                     : std::string("other destinations")) +
+           "  " + rounded_bytes(rest.sent) + " / " + rounded_bytes(rest.received) + "\n";
+  }
+  if (traffic.destinations.empty() && rest.sent + rest.received == 0) {
+    out += "  (nothing)\n";
+  }
+  out += "sandgate run: budgets (spent of amount):\n";
+  for (const rules::BudgetLine& line : budgets.lines()) {
+    out += "  " + line.rule() + ":";
+    for (std::size_t i = 0; i < line.limits.size(); ++i) {
+      const rules::BudgetLimit& limit = line.limits[i];
+      const auto account = ledger.find(limit.key);
+      const std::uint64_t spent = account ? account->state().spent : 0;
+      out += std::string(i == 0 ? " " : ", ") + std::string(rules::to_string(limit.kind)) + " " +
+             amount_text(limit.kind, spent) + " of " + amount_text(limit.kind, limit.amount) +
+             " per " + std::string(rules::to_string(limit.window)) +
+             (spent >= limit.amount ? " (SPENT)" : "");
+    }
+    out += "\n";
   }
   return out;
 }

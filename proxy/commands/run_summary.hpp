@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "proxy/budget/ledger.hpp"
 #include "proxy/log/denial_tally.hpp"
+#include "proxy/log/traffic_tally.hpp"
 #include "proxy/settings/settings.hpp"
 #include "sandbox-profile/supervisor/run_options.hpp"
 
@@ -25,6 +27,13 @@ std::string render_run_summary(const log::DenialCounts& counts, const settings::
 // What would allow a destination denied for `reason` (a reason code) by `rule` ("file:line
 // entry" or empty): a command or setting, or why nothing can. One line, no newline.
 std::string how_to_allow(const log::DeniedDestination& denied, const settings::Settings& settings);
+
+// With egress budgets (rules/budgets.hpp): what went to and came from each destination during
+// the run, most first (at most kSummaryDestinations, the rest together), and each budget limit's
+// spending against its amount, spent ones marked. "" when there are no budgets. Pure apart from
+// reading the ledger; thread-safe.
+std::string render_budget_summary(const log::TrafficCounts& traffic,
+                                  const rules::BudgetRules& budgets, const budget::Ledger& ledger);
 
 // The command's attempts on the hidden credential stores (lines ending in '\n'), or "" when it
 // made none that could be seen; `complete` is false when some were lost. At most

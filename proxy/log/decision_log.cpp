@@ -338,7 +338,9 @@ void DecisionLog::emit(std::string& line, bool now) {
 }
 
 void DecisionLog::write(const Record& record) {
-  denials_.add(record);  // before the level filter: the run's summary counts every denial
+  // Before the level filter: the run's summary counts every denial and every byte.
+  denials_.add(record);
+  traffic_.add(record);
   // Denials are warnings, failures errors; allows and end lines are the detail of `info`.
   const settings::LogLevel needed =
       record.event == Record::Event::end || record.verdict == "allow" ? settings::LogLevel::info

@@ -28,6 +28,7 @@
 
 #include "proxy/log/denial_tally.hpp"
 #include "proxy/log/record.hpp"
+#include "proxy/log/traffic_tally.hpp"
 #include "proxy/settings/settings.hpp"
 #include "rules/expected.hpp"
 
@@ -58,6 +59,8 @@ class DecisionLog {
   // Every denial written since the log opened, counted per destination (whatever the level).
   // Thread-safe.
   const DenialTally& denials() const { return denials_; }
+  // The bytes of every destination since the gate started (traffic_tally.hpp).
+  const TrafficTally& traffic() const { return traffic_; }
 
  private:
   DecisionLog(settings::LogFormat format, std::string path, int fd, settings::LogLevel level);
@@ -85,6 +88,7 @@ class DecisionLog {
   bool stopping_ = false;
   std::thread writer_;
   DenialTally denials_;
+  TrafficTally traffic_;
 };
 
 // The line write() (or note()) writes, without its newline and whatever the level, appended to

@@ -17,7 +17,8 @@ bool is_denial(const Record& record) {
   if (record.verdict != "deny" && record.verdict != "would-deny") {
     return false;
   }
-  if (record.event == Record::Event::end && record.outcome != "revoked") {
+  if (record.event == Record::Event::end && record.outcome != "revoked" &&
+      record.outcome != "budget-exhausted") {
     return false;  // an end line repeats its decision line's verdict
   }
   // Requests refused before they named a destination (connection limit, a client that left)

@@ -32,8 +32,11 @@ struct Record {
   std::uint64_t bytes_down = 0;  // upstream to client
   double duration_ms = 0;
   // For `end`: "closed", "reset", "timeout", "idle-timeout", "aborted", "revoked", "refused",
-  // "error".
+  // "error", "budget-exhausted".
   std::string_view outcome;
+  // An inspected connection's end line, whose bytes are the sum of its requests' end lines
+  // (not written to the log; the traffic tally does not count them twice).
+  bool repeats_requests = false;
 };
 
 }  // namespace sandgate::log

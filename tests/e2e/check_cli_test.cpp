@@ -824,6 +824,24 @@ TEST(CheckCli, NamesTheMaskedSecretsFilledInForAUrlsHost) {
   EXPECT_THAT(none.out, Not(HasSubstr("secrets:"))) << describe(none);
 }
 
+TEST(CheckCli, NamesTheBudgetsThatCountADestination) {
+  Sandbox box;
+  box.write("budgets.txt",
+            "* up=500MB\ngithub.com up=50MB down=2GiB/day requests=5000/hour\n"
+            "gitlab.com up=1MB\nbad line here\n");
+  const std::string file = box.home() + "/budgets.txt";
+  const RunResult r = box.run({"check", "--budgets", file, "https://api.github.com/user"});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_THAT(r.out, HasSubstr("budget: " + file + ":1 *: up 500 MB per run\n"));
+  EXPECT_THAT(r.out, HasSubstr("budget: " + file +
+                               ":2 github.com: up 50 MB per run, down 2 GiB per day, 5000 "
+                               "requests per hour\n"));
+  EXPECT_THAT(r.out, Not(HasSubstr("gitlab.com")));
+  EXPECT_THAT(r.err, HasSubstr(file + ":4: skipped 'bad line here'"));
+  const RunResult none = box.run({"check", "example.org"});
+  EXPECT_THAT(none.out, Not(HasSubstr("budget:"))) << describe(none);
+}
+
 TEST(CheckCli, MissingDefaultBlocklistUsesTheTemplateAndWritesNothing) {
   Sandbox box;
   const RunResult r = box.run({"check", "example.com"});

@@ -839,6 +839,40 @@ TEST_F(RunTest, TheSummaryAtExitSaysWhatWasRefusedAndHowToAllowIt) {
   EXPECT_EQ(summary.find("origin.test"), std::string::npos) << summary;
 }
 
+// With budgets, the summary at exit says what went where and what each budget spent; an upload
+// cut at its budget is among the refusals, with what would allow more.
+TEST_F(RunTest, TheSummaryShowsWhatWentWhereAndWhatEachBudgetSpent) {
+  const std::string budgets = root_ + "/budgets.txt";
+  std::ofstream(budgets) << "origin.test up=20kB\n* down=10MB/hour requests=5/minute\n";
+  const std::string origin_port = std::to_string(origin_->port());
+  auto o =
+      run({"--budgets", budgets, "--", "sh", "-c",
+           curl_https("origin.test") + " >/dev/null; head -c 200000 /dev/zero > big; " +
+               curl_https("origin.test", "--data-binary @big") + " >/dev/null 2>&1; echo rc=$?"});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_EQ(o.out.find("rc=0"), std::string::npos) << describe(o);  // the upload was cut
+  const auto at = o.err.find("sandgate run: the gate refused 1 connection during the run:\n");
+  ASSERT_NE(at, std::string::npos) << describe(o);
+  const std::string summary = o.err.substr(at);
+  EXPECT_NE(
+      summary.find("  deny origin.test:" + origin_port + " (budget-exhausted) x1, rule " + budgets +
+                   ":1 origin.test\n    to allow: a budget in " + budgets + " is spent"),
+      std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("sandgate run: sent / received per destination during the run:\n"
+                         "  origin.test:" +
+                         origin_port + "  20 kB / "),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("sandgate run: budgets (spent of amount):\n  " + budgets +
+                         ":1 origin.test: up 20 kB of 20 kB per run (SPENT)\n  " + budgets +
+                         ":2 *: down "),
+            std::string::npos)
+      << summary;
+  // Two tunnels, no HTTP request the gate could see (they are TLS it does not inspect).
+  EXPECT_NE(summary.find(", requests 0 of 5 per minute\n"), std::string::npos) << summary;
+}
+
 // Nothing refused, nothing said.
 TEST_F(RunTest, NoSummaryWhenNothingWasRefused) {
   auto o = run({"--", "sh", "-c", curl_https("origin.test") + " >/dev/null"});

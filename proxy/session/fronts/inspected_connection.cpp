@@ -255,6 +255,7 @@ void record_connection_end(SessionContext& context, std::string_view method,
   }
   end.bytes_up = up;
   end.bytes_down = down;
+  end.repeats_requests = true;
   end.duration_ms = context.elapsed_ms();
   context.record_end(end);
 }
