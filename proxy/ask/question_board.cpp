@@ -19,18 +19,6 @@ std::string key_of(std::string_view host, std::uint16_t port, std::string_view r
   return key;
 }
 
-// How notes and questions name what is asked: "api.github.com:443" or "POST
-// api.github.com:443/repos/o/r/pulls".
-std::string asked_about(std::string_view host, std::uint16_t port, std::string_view request) {
-  const std::string where = std::string(host) + ":" + std::to_string(port);
-  if (request.empty()) {
-    return where;
-  }
-  const std::size_t space = request.rfind(' ');
-  return std::string(request.substr(0, space)) + " " + where +
-         std::string(request.substr(space + 1));
-}
-
 std::shared_ptr<Waiter> resolved(boost::asio::any_io_executor executor, std::string key,
                                  Resolution resolution) {
   auto waiter = std::make_shared<Waiter>();
@@ -41,6 +29,20 @@ std::shared_ptr<Waiter> resolved(boost::asio::any_io_executor executor, std::str
 }
 
 }  // namespace
+
+std::string asked_about(std::string_view host, std::uint16_t port, std::string_view request,
+                        bool budget) {
+  const std::string where = std::string(host) + ":" + std::to_string(port);
+  if (request.empty()) {
+    return where;
+  }
+  if (budget) {
+    return where + " " + std::string(request);
+  }
+  const std::size_t space = request.rfind(' ');
+  return std::string(request.substr(0, space)) + " " + where +
+         std::string(request.substr(space + 1));
+}
 
 std::string_view to_string(Answer answer) { return kAnswerNames[static_cast<std::size_t>(answer)]; }
 
@@ -101,6 +103,7 @@ std::shared_ptr<Waiter> QuestionBoard::ask(std::string_view host, std::uint16_t 
                                            boost::asio::any_io_executor executor,
                                            const RequestQuestion* request) {
   const std::string_view asked = request != nullptr ? std::string_view(request->request) : "";
+  const bool budget = request != nullptr && request->budget;
   std::string key = key_of(host, port, asked);
   std::optional<PendingQuestion> fresh;
   Listener listener;
@@ -141,7 +144,7 @@ std::shared_ptr<Waiter> QuestionBoard::ask(std::string_view host, std::uint16_t 
         question = questions_.emplace(key, std::move(made)).first;
         ++questions_total_;
         fresh = PendingQuestion{
-            question->second.id, question->second.host, port, std::string(asked), 1, {}};
+            question->second.id, question->second.host, port, std::string(asked), 1, {}, budget};
         listener = listener_;
       }
     }
@@ -155,13 +158,13 @@ std::shared_ptr<Waiter> QuestionBoard::ask(std::string_view host, std::uint16_t 
   if (!refused.empty()) {
     if (note_) {
       note_("warning",
-            "ask: " + asked_about(host, port, asked) + " is not asked about: " + refused);
+            "ask: " + asked_about(host, port, asked, budget) + " is not asked about: " + refused);
     }
     return resolved(std::move(executor), std::move(key), {refusal, {}, {}});
   }
   if (fresh && note_) {
     note_("info", "ask: question #" + std::to_string(fresh->id) + ": allow " +
-                      asked_about(host, port, asked) + "?");
+                      asked_about(host, port, asked, budget) + "?");
   }
   if (fresh && listener) {
     listener(*fresh);
@@ -189,7 +192,7 @@ Expected<std::size_t, std::string> QuestionBoard::answer(std::string_view host, 
                                                          Answer answer, std::string_view by,
                                                          std::string_view request) {
   const std::string key = key_of(host, port, request);
-  const std::string named = asked_about(host, port, request);
+  std::string named = asked_about(host, port, request, false);
   const bool recorded = answer == Answer::always || answer == Answer::never;
   Recorder recorder;
   std::optional<RequestQuestion> asked;
@@ -202,6 +205,9 @@ Expected<std::size_t, std::string> QuestionBoard::answer(std::string_view host, 
     }
     if (question != questions_.end()) {
       asked = question->second.request;
+      if (asked && asked->budget) {
+        named = asked_about(host, port, request, true);
+      }
     }
     recorder = recorder_;
   }
@@ -257,7 +263,8 @@ std::vector<PendingQuestion> QuestionBoard::pending() const {
   for (const auto& [key, question] : questions_) {
     out.push_back({question.id, question.host, question.port,
                    question.request ? question.request->request : std::string(),
-                   question.waiters.size(), now - question.asked});
+                   question.waiters.size(), now - question.asked,
+                   question.request && question.request->budget});
   }
   return out;
 }

@@ -90,6 +90,9 @@ struct RequestQuestion {
   std::string request;     // "POST /repos/o/r/pulls", "git push /o/r": what is asked
   std::string allow_line;  // the line `always` appends ("allow github.com git-push /o/r")
   std::string deny_line;   // the line `never` appends; both empty when the path cannot be a line
+  // A spent egress budget's question ("50 MB more sent (budgets.txt:2 github.com: ...)"): once
+  // grants the amount once more, session each time it is spent again; nothing is written.
+  bool budget = false;
 };
 
 // A question as the front ends show it.
@@ -100,7 +103,13 @@ struct PendingQuestion {
   std::string request;      // empty for a destination's question (RequestQuestion::request)
   std::size_t waiting = 0;  // requests waiting on it now
   std::chrono::steady_clock::duration age{};
+  bool budget = false;  // a spent budget's question (RequestQuestion::budget)
 };
+
+// How notes, questions and prompts name what is asked: "api.github.com:443", "POST
+// api.github.com:443/repos/o/r/pulls", or for a budget "github.com:443 50 MB more sent (...)".
+std::string asked_about(std::string_view host, std::uint16_t port, std::string_view request,
+                        bool budget);
 
 class QuestionBoard {
  public:

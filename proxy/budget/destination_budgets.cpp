@@ -37,7 +37,15 @@ Stop DestinationBudgets::stop_for(const Charge& charge) const {
   } else {
     sentence += ".";
   }
-  return {charge.line->rule(), std::move(sentence)};
+  std::string question = rules::describe_amount(limit.kind, limit.amount) + " more";
+  if (limit.kind == rules::BudgetKind::up) {
+    question += " sent";
+  } else if (limit.kind == rules::BudgetKind::down) {
+    question += " received";
+  }
+  question += " (" + charge.line->rule() + ": " + rules::describe_limit(limit) + ")";
+  return {charge.line->rule(), std::move(sentence), std::move(question), charge.account,
+          limit.amount};
 }
 
 std::optional<Stop> DestinationBudgets::count_one(rules::BudgetKind kind, bool enforce) {
@@ -118,7 +126,9 @@ Stop DestinationBudgets::stop(rules::BudgetKind kind) {
     }
   }
   if (tightest == nullptr) {
-    return {{}, where_ + " has spent a budget."};
+    Stop none;
+    none.sentence = where_ + " has spent a budget.";
+    return none;
   }
   tightest->account->count_stop();
   return stop_for(*tightest);

@@ -24,6 +24,11 @@ namespace sandgate::budget {
 struct Stop {
   std::string rule;
   std::string sentence;
+  // --unknown=ask: what a person is asked ("50 MB more received (budgets.txt:2 github.com: 50 MB
+  // per run)"), and what an answer that allows it grants the account: the limit's amount again.
+  std::string question;
+  std::shared_ptr<Account> account;
+  std::uint64_t amount = 0;
 };
 
 class DestinationBudgets {

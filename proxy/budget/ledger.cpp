@@ -2,6 +2,7 @@
 #include "proxy/budget/ledger.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 namespace sandgate::budget {
@@ -70,7 +71,7 @@ std::uint64_t Account::take(std::uint64_t wanted, Clock::time_point now) {
   std::lock_guard lock(mutex_);
   advance(now);
   const std::uint64_t spent = spent_locked();
-  const std::uint64_t left = spent >= amount_ ? 0 : amount_ - spent;
+  const std::uint64_t left = spent >= limit() ? 0 : limit() - spent;
   const std::uint64_t taken = std::min(wanted, left);
   if (slot_ms_ == 0) {
     run_spent_ += taken;
@@ -85,7 +86,7 @@ bool Account::take_anyway(std::uint64_t wanted, Clock::time_point now) {
   std::lock_guard lock(mutex_);
   advance(now);
   const std::uint64_t spent = spent_locked();
-  const bool over = spent >= amount_ || wanted > amount_ - spent;
+  const bool over = spent >= limit() || wanted > limit() - spent;
   if (slot_ms_ == 0) {
     run_spent_ += wanted;
   } else {
@@ -119,7 +120,13 @@ void Account::give_back(std::uint64_t amount, Clock::time_point now) {
 Account::State Account::state(Clock::time_point now) const {
   std::lock_guard lock(mutex_);
   advance(now);
-  return {amount_, spent_locked(), total_, stops_};
+  return {limit(), spent_locked(), total_, stops_};
+}
+
+void Account::grant(std::uint64_t more) {
+  std::lock_guard lock(mutex_);
+  constexpr std::uint64_t kCap = std::numeric_limits<std::uint64_t>::max() / 4;  // never wraps
+  granted_ = more > kCap - granted_ ? kCap : granted_ + more;
 }
 
 void Account::count_stop() {
@@ -171,13 +178,14 @@ std::string Ledger::render_prometheus(const rules::BudgetRules& rules) const {
     for (const rules::BudgetLimit& limit : line.limits) {
       const std::shared_ptr<Account> account = find(limit.key);
       const Account::State state = account ? account->state(now) : Account::State{limit.amount};
+      // In force: the limit's amount and what people granted on top (--unknown=ask).
       const std::string labels = "{rule=\"" + label_value(line.rule()) + "\",kind=\"" +
                                  std::string(rules::to_string(limit.kind)) + "\",window=\"" +
                                  std::string(rules::to_string(limit.window)) + "\"} ";
-      amount += "sandgate_budget_amount" + labels + std::to_string(limit.amount) + "\n";
+      amount += "sandgate_budget_amount" + labels + std::to_string(state.amount) + "\n";
       spent += "sandgate_budget_spent" + labels + std::to_string(state.spent) + "\n";
       left += "sandgate_budget_left" + labels +
-              std::to_string(state.spent >= limit.amount ? 0 : limit.amount - state.spent) + "\n";
+              std::to_string(state.spent >= state.amount ? 0 : state.amount - state.spent) + "\n";
       total += "sandgate_budget_counted_total" + labels + std::to_string(state.total) + "\n";
       stops += "sandgate_budget_stops_total" + labels + std::to_string(state.stops) + "\n";
     }

@@ -39,9 +39,12 @@ class Account {
   bool take_anyway(std::uint64_t wanted, Clock::time_point now = Clock::now());
   // Gives back what was taken and not used.
   void give_back(std::uint64_t amount, Clock::time_point now = Clock::now());
+  // A person allowed `more` beyond the amount (--unknown=ask): kept for the gate's life, on top
+  // of whatever amount a reload sets.
+  void grant(std::uint64_t more);
 
   struct State {
-    std::uint64_t amount = 0;  // in force
+    std::uint64_t amount = 0;  // in force: the limit's amount and what people granted
     std::uint64_t spent = 0;   // in the window now
     std::uint64_t total = 0;   // everything counted since the gate started
     std::uint64_t stops = 0;   // times something was refused or cut by it
@@ -58,7 +61,9 @@ class Account {
   const rules::BudgetWindow window_;
   const std::int64_t slot_ms_;  // 0 for run
   std::uint64_t amount_ = 0;
-  std::uint64_t run_spent_ = 0;  // window run
+  std::uint64_t granted_ = 0;
+  std::uint64_t limit() const { return amount_ + granted_; }  // mutex held
+  std::uint64_t run_spent_ = 0;                               // window run
   mutable std::array<std::uint64_t, 60> slots_{};
   mutable std::int64_t head_ = 0;  // the slot `now` falls in, counted from the clock's epoch
   std::uint64_t total_ = 0;

@@ -55,12 +55,10 @@ sandbox::TerminalQuestion terminal_question(ask::QuestionBoard& board,
                                             const ask::PendingQuestion& question,
                                             const std::string& by) {
   sandbox::TerminalQuestion out;
-  std::string target = question.host + ":" + std::to_string(question.port);
-  if (!question.request.empty()) {
-    // "POST api.github.com:443/repos/o/r/pulls", "git push github.com:443/o/r"
-    const std::size_t space = question.request.rfind(' ');
-    target = question.request.substr(0, space) + " " + target + question.request.substr(space + 1);
-  }
+  // "POST api.github.com:443/repos/o/r/pulls", "git push github.com:443/o/r", "github.com:443 50
+  // MB more sent (...)"
+  const std::string target =
+      ask::asked_about(question.host, question.port, question.request, question.budget);
   out.prompt = "allow " + target + "? [o]nce / [s]ession / [a]lways / [d]eny / [n]ever";
   out.keys = "osadn";  // the first letters, as ask::parse_answer reads them
   const std::uint64_t id = question.id;

@@ -208,6 +208,12 @@ std::optional<std::string> Gate::record_answer(ask::Answer answer, std::string_v
                                                std::uint16_t port, std::string_view by,
                                                const ask::RequestQuestion* request) {
   const bool allow = answer == ask::Answer::always;
+  if (request != nullptr && request->budget) {
+    return std::string(
+        "a budget's question is answered once (its amount once more), session (each time it is "
+        "spent again while the gate runs) or deny; to make more last, raise the amount in the "
+        "budgets file");
+  }
   if (request != nullptr) {
     // A request's question: its line goes into the request-rules file, after every line there,
     // in the group the request's host fell in (so it cannot start a narrower group that would

@@ -436,7 +436,32 @@ std::size_t TunnelRelay::allowed(Direction& d, std::size_t wanted) {
   } else if (got < 0) {
     fail(d);
   } else {
-    cut(d);
+    if (d.pipe.read_fd >= 0) {
+      pipes_.release(d.pipe);  // empty: nothing is read while the direction is held
+      d.pipe = {};
+    }
+    d.more = false;
+    d.burst = 0;
+    ++pending_;
+    const bool held = allowance_->hold(&d == &up_, [this, &d](bool go_on) {
+      --pending_;
+      if (failed_ || d.done) {
+        maybe_done();
+        return;
+      }
+      last_activity = clock::now();  // the wait was a person's, not an idle tunnel's
+      guarded(d, [this, &d, go_on] {
+        if (go_on) {
+          on_readable(d);
+        } else {
+          cut(d);
+        }
+      });
+    });
+    if (!held) {
+      --pending_;
+      cut(d);
+    }
   }
   return 0;
 }

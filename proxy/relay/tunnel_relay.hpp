@@ -70,6 +70,15 @@ class ByteAllowance {
   virtual std::size_t reserve(bool upward, std::size_t wanted) = 0;
   // Of what reserve() returned, `moved` bytes were read and relayed; the rest is given back.
   virtual void settle(bool upward, std::size_t reserved, std::size_t moved) = 0;
+  // reserve() gave nothing while the source has bytes: true to hold the direction (nothing read
+  // from it) until `resume` is called, once, on the relay's executor: true to read on (asking
+  // reserve() again), false to cut. False (the default): cut now. A relay that ends meanwhile
+  // still waits for `resume`.
+  virtual bool hold(bool upward, std::function<void(bool go_on)> resume) {
+    (void)upward;
+    (void)resume;
+    return false;
+  }
 };
 
 // An IdleSweep::Entry: the worker's idle sweep ends it after its idle timeout without a byte.

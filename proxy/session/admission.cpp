@@ -127,23 +127,40 @@ asio::awaitable<Admission> admit(SessionContext& context, std::string_view metho
   co_return admission;
 }
 
-std::optional<Refusal> count_against_budgets(SessionContext& context, rules::BudgetKind kind,
-                                             const rules::Host& host, std::uint16_t port) {
+asio::awaitable<BudgetCheck> count_against_budgets(SessionContext& context, std::string_view method,
+                                                   rules::BudgetKind kind, const rules::Host& host,
+                                                   std::uint16_t port) {
+  BudgetCheck check;
   budget::Ledger* ledger = context.worker.shared.budgets;
   if (ledger == nullptr || context.policy->budgets().empty()) {
-    return std::nullopt;
+    co_return check;
   }
   budget::DestinationBudgets budgets(*ledger, context.policy->shared_budgets(), host, port);
   const bool enforce = !context.reports(rules::Reason::budget_exhausted);
   auto stop = budgets.count_one(kind, enforce);
   if (!stop) {
-    return std::nullopt;
+    co_return check;
   }
   if (!enforce) {
     context.keep_reported(rules::Reason::budget_exhausted, stop->rule, stop->sentence);
-    return std::nullopt;
+    co_return check;
   }
-  return Refusal(rules::Reason::budget_exhausted, std::move(stop->sentence), std::move(stop->rule));
+  const AskedForMore asked = co_await ask_for_more(context, method, host, port, *stop);
+  if (asked == AskedForMore::over) {
+    check.over = true;
+    co_return check;
+  }
+  if (asked == AskedForMore::granted) {
+    stop = budgets.count_one(kind, true);
+    if (!stop) {
+      co_return check;
+    }
+  } else if (asked == AskedForMore::refused) {
+    stop->sentence += " More was asked for and not allowed.";
+  }
+  check.refusal =
+      Refusal(rules::Reason::budget_exhausted, std::move(stop->sentence), std::move(stop->rule));
+  co_return check;
 }
 
 void record_refusal(SessionContext& context, std::string_view method, std::string_view host,

@@ -129,11 +129,20 @@ RequestJudgement judge_request(SessionContext& context, const rules::Host& host,
                                const RequestToJudge& request);
 
 // One connection or request to host:port, counted against the egress budgets in force
-// (rules/budgets.hpp; context.policy's, the gate's ledger). The refusal (budget-exhausted) when
-// a limit of `kind` is spent, and then nothing is counted; report-only mode counts it anyway
-// and keeps the denial in context.reported.
-std::optional<Refusal> count_against_budgets(SessionContext& context, rules::BudgetKind kind,
-                                             const rules::Host& host, std::uint16_t port);
+// (rules/budgets.hpp; context.policy's, the gate's ledger). When a limit of `kind` is spent:
+// under --unknown=ask a person is asked for its amount once more (ask_for_more); otherwise, or
+// when they refuse, the refusal (budget-exhausted), and nothing is counted. Report-only mode
+// counts it anyway and keeps the denial in context.reported. `over`: the request ended while a
+// person was asked (its line written).
+struct BudgetCheck {
+  std::optional<Refusal> refusal;
+  bool over = false;
+};
+boost::asio::awaitable<BudgetCheck> count_against_budgets(SessionContext& context,
+                                                          std::string_view method,
+                                                          rules::BudgetKind kind,
+                                                          const rules::Host& host,
+                                                          std::uint16_t port);
 
 // The path a log line names for an origin-form target: the path without its query (a query
 // may carry a token), or "*".

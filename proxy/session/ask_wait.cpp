@@ -137,4 +137,26 @@ asio::awaitable<std::optional<rules::Decision>> ask_about(SessionContext& contex
   co_return ask_default(context, rules::Reason::ask_unavailable);
 }
 
+asio::awaitable<AskedForMore> ask_for_more(SessionContext& context, std::string_view method,
+                                           const rules::Host& host, std::uint16_t port,
+                                           const budget::Stop& stop) {
+  if (context.policy->options().unknown != rules::UnknownMode::ask ||
+      context.worker.shared.questions == nullptr || !stop.account) {
+    co_return AskedForMore::not_asked;
+  }
+  ask::RequestQuestion question;
+  question.request = stop.question;
+  question.budget = true;
+  const std::optional<rules::Decision> answered =
+      co_await ask_about(context, method, host, port, &question);
+  if (!answered || !context.still_wanted(method, host.display(), port)) {
+    co_return AskedForMore::over;
+  }
+  if (!answered->allowed()) {
+    co_return AskedForMore::refused;
+  }
+  stop.account->grant(stop.amount);
+  co_return AskedForMore::granted;
+}
+
 }  // namespace sandgate::session

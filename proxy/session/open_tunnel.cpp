@@ -445,9 +445,13 @@ asio::awaitable<std::optional<rules::Host>> open_tunnel(SessionContext& context,
     admission.refusal = {rules::Reason::not_inspectable, not_inspectable_sentence(host, port)};
   }
   if (admission.admitted()) {
-    if (auto spent = count_against_budgets(context, rules::BudgetKind::connections, host, port)) {
+    BudgetCheck spent = co_await count_against_budgets(context, front.method,
+                                                       rules::BudgetKind::connections, host, port);
+    if (spent.over) {
+      admission.status = Admission::Status::over;
+    } else if (spent.refusal) {
       admission.status = Admission::Status::refused;
-      admission.refusal = std::move(*spent);
+      admission.refusal = std::move(*spent.refusal);
     }
   }
   if (admission.admitted() && !take_idle_origin(context, admission, host, port)) {

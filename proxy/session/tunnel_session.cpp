@@ -1,6 +1,7 @@
 // An established tunnel or WebSocket connection. See tunnel_session.hpp.
 #include "proxy/session/tunnel_session.hpp"
 
+#include "proxy/ask/question_board.hpp"
 #include "proxy/session/fault_injection.hpp"
 
 namespace sandgate::session {
@@ -65,6 +66,49 @@ std::size_t TunnelSession::reserve(bool upward, std::size_t wanted) {
     stop_ = std::make_unique<const budget::Stop>(budgets.stop(kind));
   }
   return static_cast<std::size_t>(granted);
+}
+
+bool TunnelSession::hold(bool upward, std::function<void(bool go_on)> resume) {
+  ask::QuestionBoard* board = worker_.shared.questions;
+  if (board == nullptr || worker_.policy->options().unknown != rules::UnknownMode::ask || !stop_ ||
+      !stop_->account) {
+    return false;
+  }
+  ask::RequestQuestion question;
+  question.request = stop_->question;
+  question.budget = true;
+  (void)upward;
+  auto waiter = board->ask(host_, port_, client_.get_executor(), &question);
+  asking_ = std::make_unique<boost::asio::steady_timer>(client_.get_executor());
+  asking_->expires_after(waiter->result
+                             ? std::chrono::steady_clock::duration::zero()
+                             : std::chrono::steady_clock::duration(worker_.settings->ask_timeout));
+  waiter->wake = asking_.get();
+  asking_->async_wait([this, board, waiter,
+                       resume = std::move(resume)](boost::system::error_code) mutable {
+    waiter->wake = nullptr;
+    const bool timed_out = !waiter->result;
+    if (timed_out) {
+      board->leave(waiter, true);
+    }
+    // A person's allow, or the ask default of allow when nobody answered in time.
+    const bool allowed =
+        waiter->result ? waiter->result->outcome == ask::Outcome::allowed
+                       : (timed_out && worker_.settings->ask_default_allow && !worker_.stopping);
+    if (allowed) {
+      stop_->account->grant(stop_->amount);
+      stop_.reset();  // the next spent limit makes its own
+    } else {
+      const std::string note = waiter->result && waiter->result->outcome == ask::Outcome::denied
+                                   ? " A person refused more."
+                                   : " Nobody allowed more in time.";
+      stop_ = std::make_unique<const budget::Stop>(budget::Stop{
+          stop_->rule, stop_->sentence + note, stop_->question, stop_->account, stop_->amount});
+    }
+    asking_.reset();  // this handler's own timer: nothing of it is touched after this line
+    resume(allowed);
+  });
+  return true;
 }
 
 void TunnelSession::settle(bool upward, std::size_t reserved, std::size_t moved) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -58,6 +59,9 @@ class TunnelSession : private relay::ByteAllowance {
   // The relay's ByteAllowance.
   std::size_t reserve(bool upward, std::size_t wanted) override;
   void settle(bool upward, std::size_t reserved, std::size_t moved) override;
+  // --unknown=ask: a person is asked for the spent budget's amount once more while the direction
+  // waits (the gate's question board, as a request's question).
+  bool hold(bool upward, std::function<void(bool go_on)> resume) override;
   // The destination's budgets under the rules in force now (made again after a reload).
   budget::DestinationBudgets& budgets();
   // Starts the relay, counting against the budgets what the set-up already passed on.
@@ -94,6 +98,8 @@ class TunnelSession : private relay::ByteAllowance {
   // Why the budgets cut the tunnel (or, in report-only mode, would have, which is logged once).
   std::unique_ptr<const budget::Stop> stop_;
   bool stop_reported_ = false;
+  // While a person is asked for more: the wait's timer (the board's answer cancels it).
+  std::unique_ptr<boost::asio::steady_timer> asking_;
   relay::TunnelRelay relay_;
 };
 

@@ -2546,6 +2546,63 @@ TEST_F(RunAskTest, AlwaysAppendsTheEntryToTheAllowlistFile) {
   EXPECT_NE(written.find("by " + user() + " via the terminal"), std::string::npos) << written;
 }
 
+// A budget spent in the middle of an upload is a question on the terminal, the tunnel held
+// while it waits: `session` grants the amount again each time it is spent while the gate runs,
+// and the upload completes; `deny` cuts it where the budget ended.
+TEST_F(RunAskTest, ASpentBudgetIsAQuestionAndTheTunnelWaitsForTheAnswer) {
+  const std::string allowlist = root_ + "/allow.txt";
+  std::ofstream(allowlist) << "origin.test\n";
+  const std::string budgets = root_ + "/budgets.txt";
+  std::ofstream(budgets) << "origin.test up=20kB\n";
+  const std::string question = "allow origin.test:" + std::to_string(origin_->port()) +
+                               " 20 kB more sent (" + budgets +
+                               ":1 origin.test: 20 kB per run)? [o]nce / [s]ession";
+  // (The terminal may wrap a long line: only its start is looked for.)
+  // (openssl s_server does not answer a POST: curl gives up after 3 s, and the gate's end line
+  // says how much went up.)
+  const std::string upload = "head -c 100000 /dev/zero > big; " +
+                             curl_https("origin.test", "--max-time 3 --data-binary @big") +
+                             " >/dev/null 2>&1; echo curl-rc=$?";
+  auto bytes_up = [](const std::string& log) -> std::uint64_t {
+    const auto end = log.find(" END CONNECT origin.test");
+    const auto at = end == std::string::npos ? end : log.find(" up=", end);
+    return at == std::string::npos ? 0 : std::stoull(log.substr(at + 4));
+  };
+  {
+    Pty pty;
+    const pid_t pid = start_asking(pty, {"--allowlist", allowlist, "--budgets", budgets}, upload);
+    const std::string asked = pty.read_until(question);
+    ASSERT_NE(asked.find(question), std::string::npos) << asked;
+    pty.type("s");
+    const std::string shown = pty.read_until("curl-rc=");
+    pty.read_until("\n", 5s);
+    EXPECT_EQ(wait_exit(pid), 0) << shown;
+    // Asked once: the later ends of the budget were granted by the session answer, and the
+    // whole upload went.
+    EXPECT_EQ(count(shown, "20 kB more sent"), 1u) << shown;
+    const std::string log = read_file(log_path());
+    EXPECT_NE(log.find("answered session by " + user() + " via the terminal"), std::string::npos)
+        << log;
+    EXPECT_EQ(log.find("budget-exhausted"), std::string::npos) << log;
+    EXPECT_GT(bytes_up(log), 100000u) << log;
+    std::filesystem::remove(log_path());
+  }
+  {
+    Pty pty;
+    const pid_t pid = start_asking(pty, {"--allowlist", allowlist, "--budgets", budgets}, upload);
+    ASSERT_NE(pty.read_until(question).find(question), std::string::npos);
+    pty.type("d");
+    const std::string shown = pty.read_until("curl-rc=");
+    pty.read_until("\n", 5s);
+    EXPECT_EQ(wait_exit(pid), 0) << shown;
+    const std::string log = read_file(log_path());
+    EXPECT_NE(log.find("outcome=budget-exhausted"), std::string::npos) << log;
+    EXPECT_NE(log.find("answered deny by " + user() + " via the terminal"), std::string::npos)
+        << log;
+    EXPECT_EQ(bytes_up(log), 20000u) << log;  // cut at the byte the budget ended
+  }
+}
+
 // Under request rules, a request no line decides is asked about on the terminal as well, by its
 // method and path (inside the inspected TLS connection): deny refuses it inside TLS.
 TEST_F(RunAskTest, ARequestNoRuleDecidesIsAskedAboutByItsMethodAndPath) {

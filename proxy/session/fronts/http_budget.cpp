@@ -1,4 +1,5 @@
 // Egress budgets on an HTTP exchange, plain or inspected. See take_whole() in http_exchange.hpp.
+#include "proxy/session/ask_wait.hpp"
 #include "proxy/session/fronts/http_exchange.hpp"
 
 namespace sandgate::session {
@@ -20,7 +21,7 @@ void take_anyway(Exchange& x, rules::BudgetKind kind, std::uint64_t bytes) {
     line.host = context.live.destination->host.display();
     line.port = context.live.destination->port;
   }
-  line.method = "-";
+  line.method = x.method.empty() ? std::string_view("-") : x.method;
   line.rule = over->rule;
   line.detail = over->sentence;
   record_late_denial(context.worker, line, rules::Reason::budget_exhausted, false);
@@ -30,28 +31,28 @@ bool enforced(const Exchange& x) { return !x.context.reports(rules::Reason::budg
 
 }  // namespace
 
-bool take_whole(Exchange& x, rules::BudgetKind kind, std::uint64_t bytes) {
+std::optional<budget::Stop> take_whole(Exchange& x, rules::BudgetKind kind, std::uint64_t bytes) {
   if (!x.budgets || x.budgets->empty() || bytes == 0) {
-    return true;
+    return std::nullopt;
   }
   if (!enforced(x)) {
     take_anyway(x, kind, bytes);
-    return true;
+    return std::nullopt;
   }
   const std::uint64_t granted = x.budgets->reserve(kind, bytes);
   if (granted == bytes) {
-    return true;
+    return std::nullopt;
   }
   x.budgets->settle(kind, granted, 0);
   budget::Stop stop = x.budgets->stop(kind);
-  x.state.budget_spent(
-      stop.sentence + " The " + (kind == rules::BudgetKind::up ? "request's " : "response's ") +
-          std::to_string(bytes) + " bytes do not fit in the " + std::to_string(granted) + " left.",
-      stop.rule);
-  return false;
+  stop.sentence +=
+      " The " + std::string(kind == rules::BudgetKind::up ? "request's " : "response's ") +
+      std::to_string(bytes) + " bytes do not fit in the " + std::to_string(granted) + " left.";
+  return stop;
 }
 
-std::size_t take_piece(Exchange& x, rules::BudgetKind kind, std::size_t size) {
+std::size_t take_piece(Exchange& x, rules::BudgetKind kind, std::size_t size,
+                       std::optional<budget::Stop>& stop) {
   const bool paid = kind == rules::BudgetKind::up ? x.up_paid : x.down_paid;
   if (!x.budgets || x.budgets->empty() || paid || size == 0) {
     return size;
@@ -62,10 +63,24 @@ std::size_t take_piece(Exchange& x, rules::BudgetKind kind, std::size_t size) {
   }
   const auto granted = static_cast<std::size_t>(x.budgets->reserve(kind, size));
   if (granted < size) {
-    budget::Stop stop = x.budgets->stop(kind);
-    x.state.budget_spent(std::move(stop.sentence), std::move(stop.rule));
+    stop = x.budgets->stop(kind);
   }
   return granted;
+}
+
+boost::asio::awaitable<bool> more_granted(Exchange& x, const budget::Stop& stop) {
+  SessionContext& context = x.context;
+  if (!context.live.destination) {
+    co_return false;
+  }
+  const Destination& destination = *context.live.destination;
+  const AskedForMore asked =
+      co_await ask_for_more(context, x.method, destination.host, destination.port, stop);
+  co_return asked == AskedForMore::granted;
+}
+
+void budget_spent(Exchange& x, budget::Stop stop, std::string_view extra) {
+  x.state.budget_spent(std::move(stop.sentence) + std::string(extra), std::move(stop.rule));
 }
 
 }  // namespace sandgate::session

@@ -144,7 +144,8 @@ struct Exchange {
   boost::beast::flat_buffer& client_buffer;
   BodyRequestParser& request;
   RequestWriter& request_writer;
-  std::string where;  // "host:port", for sentences
+  std::string where;        // "host:port", for sentences
+  std::string_view method;  // the request's, for the lines a question writes
   bool head_request = false;
   // The request carried a body; its Authorization fields authenticate it alone (see
   // shareable_after() in http_forward.cpp).
@@ -197,13 +198,17 @@ struct Exchange {
 
 // Egress budgets on an exchange (http_budget.cpp). `kind` is up (towards the origin) or down.
 // take_whole: `bytes` (a head, with its body when the length is known) before they are sent;
-// false when the budget has not that much left: nothing is taken, and the state says why
-// (budget_spent). take_piece: how many of a body piece's `size` bytes may be sent (all of it
-// when no limit applies or the body was taken whole); fewer when a budget ends inside it, and
-// then the state says so. Report-only mode takes everything and logs the first overrun as
-// would-deny.
-bool take_whole(Exchange& x, rules::BudgetKind kind, std::uint64_t bytes);
-std::size_t take_piece(Exchange& x, rules::BudgetKind kind, std::size_t size);
+// the stop when the budget has not that much left (then nothing is taken). take_piece: how many
+// of a body piece's `size` bytes may be sent (all of it when no limit applies or the body was
+// taken whole); fewer when a budget ends inside it, with `stop` set. Report-only mode takes
+// everything and logs the first overrun as would-deny. more_granted: --unknown=ask asks a
+// person for the stop's amount once more; true when granted. budget_spent: the exchange ends
+// at the stop (the state's budget_spent, with `extra` after its sentence).
+std::optional<budget::Stop> take_whole(Exchange& x, rules::BudgetKind kind, std::uint64_t bytes);
+std::size_t take_piece(Exchange& x, rules::BudgetKind kind, std::size_t size,
+                       std::optional<budget::Stop>& stop);
+boost::asio::awaitable<bool> more_granted(Exchange& x, const budget::Stop& stop);
+void budget_spent(Exchange& x, budget::Stop stop, std::string_view extra = {});
 
 // Reads the whole request body into x.body_read_ahead, at most `limit` bytes, with the idle and
 // rate bounds of send_request_body. False when it could not (reported to the state: too large,

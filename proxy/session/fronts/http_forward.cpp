@@ -281,10 +281,16 @@ asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission
   // A new connection to the origin counts against its budgets (an inspected one's tunnel was
   // counted when it was opened).
   if (!upstream.inspected) {
-    if (auto spent = count_against_budgets(context, rules::BudgetKind::connections,
-                                           request.target.host, request.target.port)) {
+    BudgetCheck spent =
+        co_await count_against_budgets(context, request.method, rules::BudgetKind::connections,
+                                       request.target.host, request.target.port);
+    if (spent.over) {
+      admission.status = Admission::Status::over;
+      co_return;
+    }
+    if (spent.refusal) {
       admission.status = Admission::Status::refused;
-      admission.refusal = std::move(*spent);
+      admission.refusal = std::move(*spent.refusal);
       co_return;
     }
   }
@@ -504,7 +510,12 @@ asio::awaitable<bool> admit_target(SessionContext& context, HeadParser& head_par
       }
     }
     if (!judged.refusal) {
-      judged.refusal = count_against_budgets(context, rules::BudgetKind::requests, host, port);
+      BudgetCheck spent = co_await count_against_budgets(context, request.method,
+                                                         rules::BudgetKind::requests, host, port);
+      if (spent.over) {
+        co_return false;
+      }
+      judged.refusal = std::move(spent.refusal);
     }
     if (judged.refusal) {
       admission.status = Admission::Status::refused;
@@ -676,6 +687,7 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   RequestWriter writer{head};
   Exchange x(context, upstream, buffer, request, writer);
   x.where = admitted->where;
+  x.method = admitted->method;
   if (bound_host) {
     x.redactions = &secrets->redactions();
     x.carried_secret = filled;
@@ -729,7 +741,15 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     serialized << head.base();
     const std::uint64_t length = request.chunked() ? 0 : request.content_length().value_or(0);
     x.up_paid = !request.chunked();
-    may_send = take_whole(x, rules::BudgetKind::up, serialized.str().size() + length);
+    const std::uint64_t whole = serialized.str().size() + length;
+    if (auto stop = take_whole(x, rules::BudgetKind::up, whole)) {
+      // Asked once: a request larger than the amount granted is still refused.
+      const bool more = co_await more_granted(x, *stop);
+      if (!more || take_whole(x, rules::BudgetKind::up, whole)) {
+        budget_spent(x, std::move(*stop));
+        may_send = false;
+      }
+    }
   }
   if (may_send) {
     auto [head_error, head_written] =
