@@ -4,6 +4,7 @@
 #   share/sandgate/blocked.txt                     the blocklist template (also embedded)
 #   share/sandgate/sandgate.example.toml           an example config file (--config)
 #   share/sandgate/presets/*.txt                   the allowlist presets (also embedded)
+#   share/sandgate/budgets/*.txt                   budgets suggestions, to copy
 #   share/sandgate/launchd/io.sandgate.gate.plist  launchd agent, for ~/Library/LaunchAgents
 #   lib/systemd/user/sandgate.service              systemd user unit
 #   share/doc/sandgate/README.md
@@ -22,6 +23,9 @@ install(FILES ${PROJECT_SOURCE_DIR}/config/blocked.txt
 # reading, and for copying into an allowlist of one's own).
 file(GLOB sandgate_presets ${PROJECT_SOURCE_DIR}/config/presets/*.txt)
 install(FILES ${sandgate_presets} DESTINATION ${CMAKE_INSTALL_DATADIR}/sandgate/presets)
+# The budgets suggestions (`--budgets FILE`: copy one and adjust it).
+file(GLOB sandgate_budgets ${PROJECT_SOURCE_DIR}/config/budgets/*.txt)
+install(FILES ${sandgate_budgets} DESTINATION ${CMAKE_INSTALL_DATADIR}/sandgate/budgets)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 # The unit and the agent name the executable by its full path, known only at install time

@@ -5,6 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 namespace sandgate::rules {
 namespace {
 
@@ -168,6 +171,24 @@ TEST(BudgetAmounts, ReadAsPeopleWriteThem) {
   EXPECT_EQ(describe_amount(BudgetKind::up, 999), "999 bytes");
   EXPECT_EQ(describe_amount(BudgetKind::up, 1), "1 byte");
   EXPECT_EQ(describe_amount(BudgetKind::connections, 3), "3 connections");
+}
+
+// The bundled suggestion (config/budgets/dev.txt) loads without a skipped line, and counts what
+// it says it counts.
+TEST(BudgetRules, TheBundledDevSuggestionLoadsWhole) {
+  std::ifstream file(std::string(SANDGATE_SOURCE_DIR) + "/config/budgets/dev.txt");
+  ASSERT_TRUE(file) << "config/budgets/dev.txt";
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::vector<LoadIssue> issues;
+  const BudgetRules rules = BudgetRules::parse(text, "dev.txt", issues);
+  for (const LoadIssue& issue : issues) {
+    ADD_FAILURE() << issue.line << ": " << issue.message;
+  }
+  std::vector<std::string> entries;
+  for (const BudgetLine* line : rules.match(host("registry.npmjs.org"), 443)) {
+    entries.push_back(line->entry);
+  }
+  EXPECT_EQ(entries, (std::vector<std::string>{"*", "registry.npmjs.org"}));
 }
 
 }  // namespace
