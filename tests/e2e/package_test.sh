@@ -102,6 +102,7 @@ usr/bin/sandgate-load
 usr/lib/systemd/user/sandgate.service
 usr/share/doc/sandgate/README.md
 usr/share/sandgate/blocked.txt
+usr/share/sandgate/budgets/dev.txt
 usr/share/sandgate/launchd/io.sandgate.gate.plist
 usr/share/sandgate/presets/dev.txt
 usr/share/sandgate/sandgate.example.toml
