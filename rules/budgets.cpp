@@ -104,6 +104,9 @@ Expected<std::uint64_t, std::string> parse_amount(BudgetKind kind, std::string_v
       return Unexpected{"amount " + quoted + " is not a whole number of bytes"};
     }
     amount += static_cast<std::uint64_t>(part / 1000000);
+    if (amount > kMax) {
+      return Unexpected{"amount " + quoted + " is too large or too precise"};
+    }
   }
   return amount;
 }

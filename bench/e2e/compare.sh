@@ -16,7 +16,9 @@
 # containers and launchers run it), sandgate-logfile (the log to --log-file), sandgate-pipe (standard
 # error into a pipe a reader drains to a file, like the journal), sandgate-quiet (--log-level
 # error: nothing logged per connection), sandgate-t2 (2 worker threads), sandgate-1m (1
-# worker thread, a 1,000,000-entry blocklist), sandgate-b (the build in SANDGATE_B, run like
+# worker thread, a 1,000,000-entry blocklist), sandgate-budgets (1 worker thread, egress budgets
+# that count every tunnel: `*` and the origin's address, up, down and connections, amounts far
+# above what a run moves, so nothing is cut and only the counting costs), sandgate-b (the build in SANDGATE_B, run like
 # sandgate: an A/B test of a candidate change, side by side in the same rounds), tinyproxy, squid.
 #
 # Environment: ROUNDS (3; quick 1), QUICK (0), TARGETS ("none limit sandgate tinyproxy squid"),
@@ -210,6 +212,11 @@ start_sandgate() {
   local blocklist=$work/policy/blocked.txt threads=1
   [[ $variant == sandgate-1m ]] && blocklist=$work/policy/blocked-1m.txt
   [[ $variant == sandgate-t2 ]] && threads=2
+  if [[ $variant == sandgate-budgets ]]; then
+    printf '%s\n' '* up=1000TB down=1000TB connections=1000000000' \
+      '127.0.0.1 up=1000TB/day down=1000TB/day connections=1000000000/minute' \
+      >"$work/policy/budgets.txt"
+  fi
   # An empty blocklist of its own so the user's file (which may be large) does not change the
   # numbers (the bundled default blocks nothing either); IP literals and loopback allowed since
   # the origin is 127.0.0.1; enough connection slots for the idle test; a short drain.
@@ -220,6 +227,7 @@ start_sandgate() {
   case $variant in
     sandgate-logfile) base+=(--log-file "$work/$variant.log") ;;
     sandgate-quiet) base+=(--log-level error) ;;
+    sandgate-budgets) base+=(--budgets "$work/policy/budgets.txt") ;;
   esac
   local attempt args
   for attempt in full minimal; do
@@ -320,7 +328,7 @@ start_target() {
     none) proxy_addr[none]=none ;;
     limit) start_limit ;;
     sandgate | sandgate-t2 | sandgate-1m | sandgate-b | sandgate-logfile | sandgate-pipe | \
-      sandgate-quiet) start_sandgate "$target" ;;
+      sandgate-quiet | sandgate-budgets) start_sandgate "$target" ;;
     tinyproxy) start_tinyproxy ;;
     squid) start_squid ;;
     *) note "unknown target $target: skipped"; return 1 ;;

@@ -26,7 +26,7 @@ runs_dir="$root/build-fuzz/fuzz-runs"
 
 all_targets=(host_fuzz ip_fuzz domain_set_fuzz client_hello_fuzz request_head_fuzz sse_fuzz
   launchdarkly_json_fuzz json_writer_fuzz text_log_fuzz socks5_fuzz parent_reply_fuzz dns_query_fuzz
-  secrets_fuzz)
+  secrets_fuzz budgets_fuzz)
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=("${all_targets[@]}")
 
@@ -34,7 +34,7 @@ targets=("$@")
 dict_for() {
   case "$1" in
     host_fuzz | ip_fuzz) echo "$here/dict/host.dict" ;;
-    domain_set_fuzz) echo "$here/dict/domain_set.dict" ;;
+    domain_set_fuzz | budgets_fuzz) echo "$here/dict/domain_set.dict" ;;
     client_hello_fuzz) echo "$here/dict/tls.dict" ;;
     request_head_fuzz | parent_reply_fuzz | secrets_fuzz) echo "$here/dict/http.dict" ;;
     sse_fuzz | launchdarkly_json_fuzz) echo "$here/dict/launchdarkly.dict" ;;
