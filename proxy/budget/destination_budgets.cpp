@@ -72,17 +72,17 @@ std::optional<Stop> DestinationBudgets::count_one(rules::BudgetKind kind, bool e
 
 std::uint64_t DestinationBudgets::reserve(rules::BudgetKind kind, std::uint64_t wanted) {
   std::uint64_t granted = wanted;
-  std::vector<std::pair<Account*, std::uint64_t>> taken;
+  taken_.clear();  // reused: no allocation per read once it has grown
   for (const Charge& c : charges_) {
     if (c.limit->kind != kind || granted == 0) {
       continue;
     }
     const std::uint64_t got = c.account->take(granted);
-    taken.emplace_back(c.account.get(), got);
+    taken_.emplace_back(c.account.get(), got);
     granted = got;
   }
   // Each took at most what the one before it gave: give back what is over the least.
-  for (auto& [account, got] : taken) {
+  for (auto& [account, got] : taken_) {
     account->give_back(got - granted);
   }
   return granted;

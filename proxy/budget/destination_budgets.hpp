@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "proxy/budget/ledger.hpp"
@@ -70,7 +71,8 @@ class DestinationBudgets {
 
   std::shared_ptr<const rules::BudgetRules> rules_;
   std::vector<Charge> charges_;
-  std::string where_;  // "github.com:443", for the sentence
+  std::string where_;                                      // "github.com:443", for the sentence
+  std::vector<std::pair<Account*, std::uint64_t>> taken_;  // reserve()'s scratch
 };
 
 }  // namespace sandgate::budget

@@ -150,5 +150,74 @@ TEST(RunSummary, EveryPolicyReasonSaysHowToAllowOrThatItCannot) {
   EXPECT_EQ(advice("no-such-reason"), "see the gate's log for this reason");
 }
 
+// ---- The traffic per destination and the budgets' part of the summary ----
+
+Record end_line(std::string_view host, std::uint16_t port, std::uint64_t up, std::uint64_t down) {
+  Record r;
+  r.event = Record::Event::end;
+  r.host = host;
+  r.port = port;
+  r.bytes_up = up;
+  r.bytes_down = down;
+  r.outcome = "closed";
+  return r;
+}
+
+TEST(TrafficTally, SumsEndLinesPerDestinationOnceAndIsBounded) {
+  TrafficTally tally(2);
+  tally.add(end_line("a.test", 443, 100, 1000));
+  tally.add(end_line("a.test", 443, 50, 500));
+  tally.add(decision("allow", "a.test", 443, "allowed"));  // not an end line
+  tally.add(end_line("-", 0, 7, 7));                       // no destination
+  Record inspected = end_line("a.test", 443, 150, 1500);   // repeats its requests' lines
+  inspected.repeats_requests = true;
+  tally.add(inspected);
+  tally.add(end_line("b.test", 80, 1, 1));
+  tally.add(end_line("c.test", 80, 10, 20));  // past the bound: counted with the others
+  const TrafficCounts counts = tally.counts();
+  ASSERT_EQ(counts.destinations.size(), 2u);
+  EXPECT_EQ(counts.destinations[0].host, "a.test");
+  EXPECT_EQ(counts.destinations[0].sent, 150u);
+  EXPECT_EQ(counts.destinations[0].received, 1500u);
+  EXPECT_EQ(counts.destinations[0].connections, 2u);
+  EXPECT_EQ(counts.destinations[1].host, "b.test");
+  EXPECT_EQ(counts.others.sent, 10u);
+  EXPECT_EQ(counts.others.received, 20u);
+}
+
+TEST(TrafficTally, ACutAtABudgetIsAmongTheDenials) {
+  DenialTally tally;
+  Record cut = end_line("a.test", 443, 20000, 0);
+  cut.verdict = "deny";
+  cut.reason = "budget-exhausted";
+  cut.outcome = "budget-exhausted";
+  tally.add(cut);
+  ASSERT_EQ(tally.counts().destinations.size(), 1u);
+  EXPECT_EQ(tally.counts().destinations[0].reason, "budget-exhausted");
+}
+
+TEST(RunSummary, BudgetsSayWhatWentWhereAndWhatEachLimitSpent) {
+  std::vector<rules::LoadIssue> issues;
+  const rules::BudgetRules budgets = rules::BudgetRules::parse(
+      "* up=200MB down=10GB/day\na.test up=20kB requests=5/minute\n", "budgets.txt", issues);
+  ASSERT_TRUE(issues.empty());
+  budget::Ledger ledger;
+  ledger.account(budgets.lines()[1].limits[0])->take(20000);
+  ledger.account(budgets.lines()[0].limits[0])->take(1'234'567);
+  TrafficTally tally;
+  tally.add(end_line("a.test", 443, 20000, 3'200'000));
+  tally.add(end_line("b.test", 443, 1'214'567, 999));
+  const std::string text = commands::render_budget_summary(tally.counts(), budgets, ledger);
+  EXPECT_EQ(text,
+            "sandgate run: sent / received per destination during the run:\n"
+            "  a.test:443  20 kB / 3.2 MB\n"
+            "  b.test:443  1.2 MB / 999 bytes\n"
+            "sandgate run: budgets (spent of amount):\n"
+            "  budgets.txt:1 *: up 1.2 MB of 200 MB per run, down 0 bytes of 10 GB per day\n"
+            "  budgets.txt:2 a.test: up 20 kB of 20 kB per run (SPENT), requests 0 of 5 per "
+            "minute\n");
+  EXPECT_EQ(commands::render_budget_summary(tally.counts(), rules::BudgetRules(), ledger), "");
+}
+
 }  // namespace
 }  // namespace sandgate::log
