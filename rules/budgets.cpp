@@ -342,16 +342,30 @@ BudgetRules BudgetRules::parse(std::string_view text, std::string_view source,
 std::vector<const BudgetLine*> BudgetRules::match(const Host& host, std::uint16_t port,
                                                   const std::optional<IpAddress>& dialled) const {
   std::vector<const BudgetLine*> out;
+  // An address as the entries name it: an IPv4-mapped IPv6 address (`::ffff:192.0.2.1`, which
+  // a name's AAAA answer or a literal may give) is the IPv4 address it carries.
+  auto as_entry_host = [](const IpAddress& ip) {
+    Host form;
+    IpAddress plain = ip;
+    if (!ip.is_v4()) {
+      if (auto embedded = embedded_ipv4(ip); embedded && embedded->form == "IPv4-mapped") {
+        plain = embedded->address;
+      }
+    }
+    form.kind = plain.is_v4() ? HostKind::ipv4 : HostKind::ipv6;
+    form.address = plain;
+    form.name = plain.to_string();
+    return form;
+  };
+  const Host named = host.is_ip() ? as_entry_host(host.address) : host;
   std::optional<Host> address;
-  if (dialled && !host.is_ip()) {
-    address.emplace();
-    address->kind = dialled->is_v4() ? HostKind::ipv4 : HostKind::ipv6;
-    address->address = *dialled;
-    address->name = dialled->to_string();
+  if (dialled) {
+    address = as_entry_host(*dialled);
   }
   for (std::size_t i = 0; i < impl_->lines.size(); ++i) {
     const DomainSet* entry = impl_->matchers[i].entry.get();
-    if (entry == nullptr || entry->match(host, port) || (address && entry->match(*address, port))) {
+    if (entry == nullptr || entry->match(named, port) ||
+        (address && entry->match(*address, port))) {
       out.push_back(&impl_->lines[i]);
     }
   }

@@ -110,6 +110,20 @@ std::optional<Stop> DestinationBudgets::charge(rules::BudgetKind kind, std::uint
   return over;
 }
 
+std::optional<Stop> DestinationBudgets::spent(rules::BudgetKind kind) {
+  for (const Charge& c : charges_) {
+    if (c.limit->kind != kind) {
+      continue;
+    }
+    const Account::State state = c.account->state();
+    if (state.spent >= state.amount) {
+      c.account->count_stop();
+      return stop_for(c);
+    }
+  }
+  return std::nullopt;
+}
+
 Stop DestinationBudgets::stop(rules::BudgetKind kind) {
   // The limit with the least left (a spent one, or the one a whole part did not fit in).
   const Charge* tightest = nullptr;

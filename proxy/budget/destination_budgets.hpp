@@ -57,6 +57,8 @@ class DestinationBudgets {
   // Bytes that moved whatever the budgets say (sent before the relay began, report-only mode):
   // counted, and the stop of a limit they went over, if any.
   std::optional<Stop> charge(rules::BudgetKind kind, std::uint64_t bytes);
+  // The stop of a limit of `kind` with nothing left, if one has none (counted as a stop).
+  std::optional<Stop> spent(rules::BudgetKind kind);
   // The stop of the limit of `kind` with the least left (nothing, or too little for a whole
   // part), counted as a stop in /metrics.
   Stop stop(rules::BudgetKind kind);

@@ -137,7 +137,32 @@ asio::awaitable<BudgetCheck> count_against_budgets(SessionContext& context, std:
   }
   budget::DestinationBudgets budgets(*ledger, context.policy->shared_budgets(), host, port);
   const bool enforce = !context.reports(rules::Reason::budget_exhausted);
-  auto stop = budgets.count_one(kind, enforce);
+  // Bytes first: a destination whose upload or download budget is spent takes no new connection
+  // or request (what a client sends with its request would leave before a relay counted it).
+  std::optional<budget::Stop> stop = budgets.spent(rules::BudgetKind::up);
+  if (!stop) {
+    stop = budgets.spent(rules::BudgetKind::down);
+  }
+  if (stop && enforce) {
+    const AskedForMore asked = co_await ask_for_more(context, method, host, port, *stop);
+    if (asked == AskedForMore::over) {
+      check.over = true;
+      co_return check;
+    }
+    if (asked != AskedForMore::granted) {
+      if (asked == AskedForMore::refused) {
+        stop->sentence += " More was asked for and not allowed.";
+      }
+      check.refusal = Refusal(rules::Reason::budget_exhausted, std::move(stop->sentence),
+                              std::move(stop->rule));
+      co_return check;
+    }
+  }
+  const std::optional<budget::Stop> spent_bytes = enforce ? std::nullopt : stop;
+  stop = budgets.count_one(kind, enforce);
+  if (!stop) {
+    stop = spent_bytes;
+  }
   if (!stop) {
     co_return check;
   }

@@ -11,6 +11,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include "proxy/budget/destination_budgets.hpp"
 #include "proxy/session/graceful_close.hpp"
 #include "proxy/session/origin_pool.hpp"
 #include "proxy/session/tunnel_session.hpp"
@@ -310,11 +311,45 @@ void record_tunnel_decision(TunnelSetup& setup, const std::string& rule) {
 asio::awaitable<void> hand_over(TunnelSetup& setup, boost::beast::flat_buffer& buffer) {
   SessionContext& context = setup.context;
   if (!setup.write_error && buffer.size() > 0) {
-    auto [error, forwarded] =
-        co_await asio::async_write(context.upstream, buffer.data(), use_tuple);
+    // These bytes leave before the relay counts anything: taken from the budgets first, and
+    // only as many as they allow (the origin gets exactly the budget, as from the relay).
+    std::size_t allowed = buffer.size();
+    std::optional<budget::Stop> stop;
+    if (budget::Ledger* ledger = context.worker.shared.budgets;
+        ledger != nullptr && !context.policy->budgets().empty()) {
+      budget::DestinationBudgets budgets(*ledger, context.policy->shared_budgets(), setup.host,
+                                         setup.port, setup.destination.address);
+      if (context.reports(rules::Reason::budget_exhausted)) {
+        (void)budgets.charge(rules::BudgetKind::up, allowed);  // the relay reports a spent one
+      } else {
+        allowed = static_cast<std::size_t>(budgets.reserve(rules::BudgetKind::up, allowed));
+        if (allowed < buffer.size()) {
+          stop = budgets.stop(rules::BudgetKind::up);
+        }
+      }
+    }
+    auto [error, forwarded] = co_await asio::async_write(
+        context.upstream, asio::buffer(buffer.data().data(), allowed), use_tuple);
     setup.write_error = error;
     setup.early_up = forwarded;
     if (!context.still_wanted(setup.method, setup.display, setup.port)) {
+      co_return;
+    }
+    if (stop && !setup.write_error) {
+      // Cut where the budget ended, before the relay began: the origin gets the end of the
+      // stream there; the client's connection closes. One end line, the denial.
+      boost::system::error_code ignored;
+      context.upstream.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+      context.client.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+      context.upstream.close(ignored);
+      context.client.close(ignored);
+      log::Record end = connect_line(setup, {}, stop->rule, stop->sentence);
+      end.event = log::Record::Event::end;
+      end.outcome = "budget-exhausted";
+      end.bytes_up = setup.early_up;
+      end.bytes_down = setup.early_down;
+      end.duration_ms = context.elapsed_ms();
+      record_late_denial(context.worker, end, rules::Reason::budget_exhausted);
       co_return;
     }
   }

@@ -34,11 +34,12 @@ void TunnelSession::start_websocket(SessionContext& context, std::string method,
 void TunnelSession::start_relay() {
   if (worker_.shared.budgets != nullptr) {
     relay_.limit_bytes(this);
-    // Bytes the set-up passed on (a ClientHello, a parent's or a WebSocket's early bytes) have
-    // left already: counted whatever is left, and the relay's first read stops if that spent it.
+    // What a parent proxy sent behind its reply head went to the client before the relay:
+    // counted whatever is left (the relay's first read stops if that spent it). The client's
+    // early bytes were taken before they were sent (open_tunnel.cpp), and a WebSocket's by its
+    // exchange.
     budget::DestinationBudgets& budgets = this->budgets();
-    if (!budgets.empty()) {
-      budgets.charge(rules::BudgetKind::up, early_up_);
+    if (!budgets.empty() && kind_ == Kind::connect) {
       budgets.charge(rules::BudgetKind::down, early_down_);
     }
   }

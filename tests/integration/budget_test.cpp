@@ -105,14 +105,13 @@ TEST(BudgetTest, AnUploadIsCutAtTheExactByteItsBudgetEnds) {
   EXPECT_THAT(ends[0], HasSubstr("budgets.txt:1 origin.test"));
   EXPECT_THAT(ends[0], HasSubstr("uploads are capped"));
 
-  // Spent for the run: the next tunnel is cut before its first byte leaves.
+  // Spent for the run: the next tunnel is refused, nothing dialled.
   TestClient again(proxy.port());
-  ASSERT_EQ(send_connect(again, "origin.test:" + std::to_string(origin.port())).status, 200);
-  again.send("more");
-  again.shutdown_write();
-  EXPECT_EQ(again.read_to_end(&reset), "");
-  EXPECT_FALSE(reset);
+  const ResponseHead refused = send_connect(again, "origin.test:" + std::to_string(origin.port()));
+  EXPECT_EQ(refused.status, 429);
+  EXPECT_THAT(refused.head + again.read_to_end(), HasSubstr("uploads are capped"));
   EXPECT_EQ(origin.bytes_received(), 100000u);
+  EXPECT_EQ(origin.connections(), 1u);
 
   // /metrics: the limit, what was spent, what is left, the stops.
   const std::string metrics = proxy.gate().render_metrics();
@@ -269,6 +268,65 @@ TEST(BudgetTest, AStreamedResponseIsCutWhereItsBudgetEnds) {
   EXPECT_THAT(proxy.gate().render_metrics(),
               HasSubstr("sandgate_budget_spent{rule=\"" + budgets.path() +
                         ":1 *\",kind=\"down\",window=\"run\"} 300000\n"));
+}
+
+// Review finding: bytes a client sends together with its CONNECT leave before the relay begins;
+// they are taken from the budget first, so the origin still gets exactly the budget, and once it
+// is spent a new tunnel (CONNECT or SOCKS5) is refused instead of dialled.
+TEST(BudgetTest, BytesSentWithTheRequestAreCountedAndASpentUploadRefusesNewTunnels) {
+  fakes::TcpOrigin origin;
+  Budgets budgets("origin.test up=100B\n");
+  TestProxy& proxy = budgets.proxy();
+  const std::string target = "origin.test:" + std::to_string(origin.port());
+  {
+    TestClient client(proxy.port());
+    client.send("CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n" +
+                std::string(4000, 'e'));
+    EXPECT_EQ(read_response_head(client).status, 200);
+    bool reset = true;
+    client.read_to_end(&reset);
+  }
+  ASSERT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return log.find("\"outcome\":\"budget-exhausted\"") != std::string::npos;
+  })) << proxy.log_text();
+  EXPECT_EQ(origin.bytes_received(), 100u);
+  EXPECT_EQ(lines_with(proxy.log_text(), {"\"event\":\"end\""}).size(), 1u) << proxy.log_text();
+  for (int i = 0; i < 3; ++i) {
+    TestClient again(proxy.port());
+    const ResponseHead head = send_connect(again, target);
+    EXPECT_EQ(head.status, 429);
+    EXPECT_THAT(head.proxy_status, HasSubstr("budget-exhausted"));
+  }
+  TestClient socks(proxy.port());
+  socks.send(std::string("\x05\x01\x00", 3));
+  EXPECT_EQ(socks.read_exact(2), std::string("\x05\x00", 2));
+  socks.send(socks5_request_for_name("origin.test", origin.port()));
+  const std::string reply = socks.read_exact(2);
+  ASSERT_EQ(reply.size(), 2u);
+  EXPECT_EQ(reply[1], '\x02');  // not allowed by ruleset
+  EXPECT_EQ(origin.connections(), 1u);
+  EXPECT_EQ(origin.bytes_received(), 100u);
+}
+
+// Review finding: interim (1xx) heads are bytes towards the client like any other.
+TEST(BudgetTest, InterimResponsesCountAgainstTheDownloadBudget) {
+  fakes::HttpOrigin origin([](const fakes::HttpOrigin::Request&) {
+    fakes::HttpOrigin::Reply reply = fakes::HttpOrigin::Reply::fixed(200, "ok");
+    for (int i = 0; i < 20; ++i) {
+      reply.interim +=
+          "HTTP/1.1 103 Early Hints\r\nLink: <" + std::string(2000, 'h') + ">; rel=preload\r\n\r\n";
+    }
+    return reply;
+  });
+  Budgets budgets("origin.test down=10kB\n");
+  TestProxy& proxy = budgets.proxy();
+  TestClient client(proxy.port());
+  client.send("GET http://origin.test:" + std::to_string(origin.port()) +
+              "/ HTTP/1.1\r\nHost: origin.test\r\n\r\n");
+  const std::string got = client.read_to_end(nullptr, 10s);
+  EXPECT_LT(got.size(), 12000u);
+  EXPECT_THAT(got, HasSubstr("budget-exhausted"));
+  EXPECT_THAT(got, ::testing::Not(HasSubstr("200 OK")));
 }
 
 TEST(BudgetTest, ReportOnlyLetsTheBytesThroughAndLogsWouldDenyOnce) {

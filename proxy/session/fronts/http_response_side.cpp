@@ -137,7 +137,21 @@ asio::awaitable<bool> read_final_head(Exchange& x) {
       strip_hop_by_hop(head, false);
       add_via(head);
       head.version(11);
-      if (!co_await write_response_head(x, head)) {
+      if (x.budgets && !x.budgets->empty()) {
+        // An interim head is bytes towards the client like any other: taken from the budgets
+        // first (an origin could otherwise send megabytes of them uncounted).
+        std::ostringstream serialized;
+        serialized << head.base();
+        if (auto stop = take_whole(x, rules::BudgetKind::down, serialized.str().size())) {
+          const bool more = co_await more_granted(x, *stop);
+          if (!more || take_whole(x, rules::BudgetKind::down, serialized.str().size())) {
+            budget_spent(x, std::move(*stop));
+            co_return false;
+          }
+        }
+      }
+      const bool written = co_await write_response_head(x, head);
+      if (!written) {
         x.state.client_write_failed();
         co_return false;
       }

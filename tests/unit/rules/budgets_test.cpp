@@ -107,8 +107,13 @@ TEST(BudgetRules, EveryLineThatMatchesApplies) {
   EXPECT_EQ(entries("npmjs.org", 443), (V{"*"}));  // `*.` is subdomains only
   EXPECT_EQ(entries("203.0.113.7", 443), (V{"*", "203.0.113.7"}));
   EXPECT_EQ(entries("api12.example.com", 443), (V{"*", "re:^api[0-9]+\\.example\\.com$"}));
-  // A name dialled at an address that a line names counts against that line too.
+  // A name dialled at an address that a line names counts against that line too, also when
+  // the address came as IPv4-mapped IPv6 (an AAAA answer), and so does such a literal.
   EXPECT_EQ(entries("mirror.test", 443, host("203.0.113.7").address), (V{"*", "203.0.113.7"}));
+  EXPECT_EQ(entries("mapped.test", 443, host("::ffff:203.0.113.7").address),
+            (V{"*", "203.0.113.7"}));
+  EXPECT_EQ(entries("::ffff:203.0.113.7", 443), (V{"*", "203.0.113.7"}));
+  EXPECT_EQ(entries("::ffff:203.0.113.8", 443), (V{"*"}));
 
   const BudgetLine& github = rules.lines()[1];
   EXPECT_EQ(github.rule(), "budgets.txt:3 github.com");
