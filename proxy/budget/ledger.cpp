@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <numeric>
 
 namespace sandgate::budget {
 namespace {
@@ -52,47 +51,40 @@ void Account::advance(Clock::time_point now) const {
   }
   if (slot - head_ >= static_cast<std::int64_t>(slots_.size())) {
     slots_.fill(0);
+    window_spent_ = 0;
   } else {
     for (std::int64_t s = head_ + 1; s <= slot; ++s) {
-      slots_[static_cast<std::size_t>(s % static_cast<std::int64_t>(slots_.size()))] = 0;
+      auto& leaving =
+          slots_[static_cast<std::size_t>(s % static_cast<std::int64_t>(slots_.size()))];
+      window_spent_ -= leaving;
+      leaving = 0;
     }
   }
   head_ = slot;
 }
 
-std::uint64_t Account::spent_locked() const {
-  if (slot_ms_ == 0) {
-    return run_spent_;
+void Account::add_locked(std::uint64_t amount) {
+  window_spent_ += amount;
+  if (slot_ms_ != 0) {
+    slots_[static_cast<std::size_t>(head_ % static_cast<std::int64_t>(slots_.size()))] += amount;
   }
-  return std::accumulate(slots_.begin(), slots_.end(), std::uint64_t{0});
+  total_ += amount;
 }
 
 std::uint64_t Account::take(std::uint64_t wanted, Clock::time_point now) {
   std::lock_guard lock(mutex_);
   advance(now);
-  const std::uint64_t spent = spent_locked();
-  const std::uint64_t left = spent >= limit() ? 0 : limit() - spent;
+  const std::uint64_t left = window_spent_ >= limit() ? 0 : limit() - window_spent_;
   const std::uint64_t taken = std::min(wanted, left);
-  if (slot_ms_ == 0) {
-    run_spent_ += taken;
-  } else {
-    slots_[static_cast<std::size_t>(head_ % static_cast<std::int64_t>(slots_.size()))] += taken;
-  }
-  total_ += taken;
+  add_locked(taken);
   return taken;
 }
 
 bool Account::take_anyway(std::uint64_t wanted, Clock::time_point now) {
   std::lock_guard lock(mutex_);
   advance(now);
-  const std::uint64_t spent = spent_locked();
-  const bool over = spent >= limit() || wanted > limit() - spent;
-  if (slot_ms_ == 0) {
-    run_spent_ += wanted;
-  } else {
-    slots_[static_cast<std::size_t>(head_ % static_cast<std::int64_t>(slots_.size()))] += wanted;
-  }
-  total_ += wanted;
+  const bool over = window_spent_ >= limit() || wanted > limit() - window_spent_;
+  add_locked(wanted);
   return over && wanted > 0;
 }
 
@@ -104,7 +96,7 @@ void Account::give_back(std::uint64_t amount, Clock::time_point now) {
   advance(now);
   total_ -= std::min(total_, amount);
   if (slot_ms_ == 0) {
-    run_spent_ -= std::min(run_spent_, amount);
+    window_spent_ -= std::min(window_spent_, amount);
     return;
   }
   // Taken moments ago: from the newest slots first.
@@ -113,6 +105,7 @@ void Account::give_back(std::uint64_t amount, Clock::time_point now) {
                                                  static_cast<std::int64_t>(slots_.size()))];
     const std::uint64_t back = std::min(slot, amount);
     slot -= back;
+    window_spent_ -= back;
     amount -= back;
   }
 }
@@ -120,7 +113,7 @@ void Account::give_back(std::uint64_t amount, Clock::time_point now) {
 Account::State Account::state(Clock::time_point now) const {
   std::lock_guard lock(mutex_);
   advance(now);
-  return {limit(), spent_locked(), total_, stops_};
+  return {limit(), window_spent_, total_, stops_};
 }
 
 void Account::grant(std::uint64_t more) {

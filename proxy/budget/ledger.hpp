@@ -55,7 +55,7 @@ class Account {
 
  private:
   void advance(Clock::time_point now) const;  // mutex held: forgets the slots that left
-  std::uint64_t spent_locked() const;         // mutex held
+  void add_locked(std::uint64_t amount);      // mutex held: counts it in the window now
 
   mutable std::mutex mutex_;
   const rules::BudgetWindow window_;
@@ -63,7 +63,9 @@ class Account {
   std::uint64_t amount_ = 0;
   std::uint64_t granted_ = 0;
   std::uint64_t limit() const { return amount_ + granted_; }  // mutex held
-  std::uint64_t run_spent_ = 0;                               // window run
+  // What the window holds now: everything for `run`, the sum of the slots for the others (kept
+  // beside them, so that a read of the relay costs no sum over 60 slots).
+  mutable std::uint64_t window_spent_ = 0;
   mutable std::array<std::uint64_t, 60> slots_{};
   mutable std::int64_t head_ = 0;  // the slot `now` falls in, counted from the clock's epoch
   std::uint64_t total_ = 0;
