@@ -5,6 +5,7 @@
 #include <array>
 #include <charconv>
 #include <limits>
+#include <unordered_map>
 
 namespace sandgate::rules {
 namespace {
@@ -262,6 +263,7 @@ BudgetRules BudgetRules::parse(std::string_view text, std::string_view source,
   BudgetRules rules;
   Impl& impl = *rules.impl_;
   std::vector<std::uint16_t> ports;
+  std::unordered_map<std::string, std::uint32_t> lines_of_keys;  // each loaded limit's line
   for_each_line(text, [&](std::string_view raw, std::uint32_t number) {
     const std::string_view content = entry_text(raw);
     if (content.empty()) {
@@ -316,13 +318,9 @@ BudgetRules BudgetRules::parse(std::string_view text, std::string_view source,
       limit->key = normal + " " + std::string(to_string(limit->kind)) + "/" +
                    std::string(to_string(limit->window));
       // The same entry, kind and window twice would share one account with two amounts.
-      for (const BudgetLine& other : impl.lines) {
-        for (const BudgetLimit& seen : other.limits) {
-          if (seen.key == limit->key) {
-            issue("the same limit (" + limit->key + ") as line " + std::to_string(other.line));
-            return;
-          }
-        }
+      if (const auto seen = lines_of_keys.find(limit->key); seen != lines_of_keys.end()) {
+        issue("the same limit (" + limit->key + ") as line " + std::to_string(seen->second));
+        return;
       }
       for (const BudgetLimit& seen : line.limits) {
         if (seen.key == limit->key) {
@@ -331,6 +329,9 @@ BudgetRules BudgetRules::parse(std::string_view text, std::string_view source,
         }
       }
       line.limits.push_back(std::move(*limit));
+    }
+    for (const BudgetLimit& limit : line.limits) {
+      lines_of_keys.emplace(limit.key, number);
     }
     impl.limits += line.limits.size();
     impl.lines.push_back(std::move(line));

@@ -137,6 +137,13 @@ asio::awaitable<std::optional<rules::Decision>> ask_about(SessionContext& contex
   co_return ask_default(context, rules::Reason::ask_unavailable);
 }
 
+ask::RequestQuestion budget_question(const budget::Stop& stop) {
+  ask::RequestQuestion question;
+  question.request = stop.question;
+  question.budget = true;
+  return question;
+}
+
 asio::awaitable<AskedForMore> ask_for_more(SessionContext& context, std::string_view method,
                                            const rules::Host& host, std::uint16_t port,
                                            const budget::Stop& stop) {
@@ -144,9 +151,7 @@ asio::awaitable<AskedForMore> ask_for_more(SessionContext& context, std::string_
       context.worker.shared.questions == nullptr || !stop.account) {
     co_return AskedForMore::not_asked;
   }
-  ask::RequestQuestion question;
-  question.request = stop.question;
-  question.budget = true;
+  const ask::RequestQuestion question = budget_question(stop);
   const std::optional<rules::Decision> answered =
       co_await ask_about(context, method, host, port, &question);
   if (!answered || !context.still_wanted(method, host.display(), port)) {

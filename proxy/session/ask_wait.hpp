@@ -33,6 +33,8 @@ boost::asio::awaitable<std::optional<rules::Decision>> ask_about(
 // refused: denied, or no answer in time with an ask default of deny; not_asked: the gate does
 // not ask (no --unknown=ask, nobody to ask); over: the request ended while it waited (its line
 // written).
+// The question a spent budget asks a person ("50 MB more sent (budgets.txt:2 ...)").
+ask::RequestQuestion budget_question(const budget::Stop& stop);
 enum class AskedForMore : std::uint8_t { granted, refused, not_asked, over };
 boost::asio::awaitable<AskedForMore> ask_for_more(SessionContext& context, std::string_view method,
                                                   const rules::Host& host, std::uint16_t port,

@@ -2,6 +2,7 @@
 #include "proxy/session/tunnel_session.hpp"
 
 #include "proxy/ask/question_board.hpp"
+#include "proxy/session/ask_wait.hpp"
 #include "proxy/session/fault_injection.hpp"
 
 namespace sandgate::session {
@@ -75,10 +76,8 @@ bool TunnelSession::hold(bool upward, std::function<void(bool go_on)> resume) {
       !stop_->account) {
     return false;
   }
-  ask::RequestQuestion question;
-  question.request = stop_->question;
-  question.budget = true;
   (void)upward;
+  const ask::RequestQuestion question = budget_question(*stop_);
   auto waiter = board->ask(host_, port_, client_.get_executor(), &question);
   asking_ = std::make_unique<boost::asio::steady_timer>(client_.get_executor());
   asking_->expires_after(waiter->result
@@ -125,12 +124,7 @@ void TunnelSession::settle(bool upward, std::size_t reserved, std::size_t moved)
   if (over && !stop_reported_) {
     // Report-only mode: the tunnel goes on; its budget's end is logged once, as would-deny.
     stop_reported_ = true;
-    log::Record line;
-    line.connection_id = id_;
-    line.client = client_address_;
-    line.method = method_;
-    line.host = host_;
-    line.port = port_;
+    log::Record line = record();
     line.rule = over->rule;
     line.detail = over->sentence;
     record_late_denial(worker_, line, rules::Reason::budget_exhausted, false);
@@ -175,6 +169,16 @@ TunnelSession::~TunnelSession() {
   worker_.shared.open_connections.fetch_sub(1, std::memory_order_relaxed);
 }
 
+log::Record TunnelSession::record() const {
+  log::Record line;
+  line.connection_id = id_;
+  line.client = client_address_;
+  line.method = method_;
+  line.host = host_;
+  line.port = port_;
+  return line;
+}
+
 // The client's bytes, on a port whose tunnels are not inspected for TLS: an SSH client is held
 // to the SSH rules wherever its identification appears within what a tolerant server reads
 // (rules/ssh_identification.hpp). Decided with the worker's policy now in force.
@@ -201,12 +205,7 @@ relay::FirstBytesLook TunnelSession::judge_first_bytes(std::string_view bytes, b
   }
   if (!worker_.settings->enforce && rules::reportable(decision.reason)) {
     // Report-only mode: logged and counted as would-deny, and the bytes pass.
-    log::Record line;
-    line.connection_id = id_;
-    line.client = client_address_;
-    line.method = method_;
-    line.host = host_;
-    line.port = port_;
+    log::Record line = record();
     const std::string rule = rules::rule_text(decision);
     const std::string detail = policy.explain(decision, destination.host, destination.port);
     line.rule = rule;
@@ -222,13 +221,8 @@ relay::FirstBytesLook TunnelSession::judge_first_bytes(std::string_view bytes, b
 }
 
 void TunnelSession::log_end(std::string_view outcome, const relay::Result& result) {
-  log::Record end;
+  log::Record end = record();
   end.event = log::Record::Event::end;
-  end.connection_id = id_;
-  end.client = client_address_;
-  end.method = method_;
-  end.host = host_;
-  end.port = port_;
   end.outcome = outcome;
   end.bytes_up = result.bytes_up;
   end.bytes_down = result.bytes_down;
@@ -285,12 +279,7 @@ void TunnelSession::on_done(relay::Result result) {
 
   if (refused_) {
     // The client's first bytes were SSH to a host the SSH rules refuse: a decision of its own.
-    log::Record denied;
-    denied.connection_id = id_;
-    denied.client = client_address_;
-    denied.method = method_;
-    denied.host = host_;
-    denied.port = port_;
+    log::Record denied = record();
     denied.rule = refused_->rule;
     denied.detail = refused_->detail;
     // Counted and kept in /denials like any denial.

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "proxy/budget/destination_budgets.hpp"
+#include "proxy/log/record.hpp"
 #include "proxy/relay/tunnel_relay.hpp"
 #include "proxy/session/session_context.hpp"
 #include "rules/ssh_identification.hpp"
@@ -69,6 +70,9 @@ class TunnelSession : private relay::ByteAllowance {
   relay::FirstBytesLook judge_first_bytes(std::string_view bytes, bool end);
   void on_done(relay::Result result);
   void log_end(std::string_view outcome, const relay::Result& result);
+  // A log line naming this connection (its id, client, method, host and port); the caller adds
+  // the rest. Its views point into this session.
+  log::Record record() const;
 
   WorkerContext& worker_;
   Kind kind_;

@@ -63,29 +63,6 @@ bool eventually(const std::function<bool()>& done) {
   return done();
 }
 
-// The lines of the log holding every part.
-std::vector<std::string> lines_with(const std::string& log,
-                                    std::initializer_list<std::string_view> parts) {
-  std::vector<std::string> found;
-  std::size_t start = 0;
-  while (start < log.size()) {
-    const std::size_t end = log.find('\n', start);
-    const std::string line = log.substr(start, end == std::string::npos ? end : end - start);
-    bool all = true;
-    for (std::string_view part : parts) {
-      all = all && line.find(part) != std::string::npos;
-    }
-    if (all) {
-      found.push_back(line);
-    }
-    if (end == std::string::npos) {
-      break;
-    }
-    start = end + 1;
-  }
-  return found;
-}
-
 TEST(BudgetTest, AnUploadIsCutAtTheExactByteItsBudgetEnds) {
   fakes::TcpOrigin origin;  // echoes
   Budgets budgets("origin.test  up=100000B/run  #! uploads are capped\n");
@@ -107,7 +84,7 @@ TEST(BudgetTest, AnUploadIsCutAtTheExactByteItsBudgetEnds) {
   ASSERT_TRUE(proxy.wait_for_log([](const std::string& log) {
     return log.find("\"outcome\":\"budget-exhausted\"") != std::string::npos;
   })) << proxy.log_text();
-  const auto ends = lines_with(proxy.log_text(), {"\"event\":\"end\""});
+  const auto ends = log_lines_with(proxy.log_text(), {"\"event\":\"end\""});
   ASSERT_EQ(ends.size(), 1u) << proxy.log_text();
   EXPECT_THAT(ends[0], HasSubstr("\"verdict\":\"deny\""));
   EXPECT_THAT(ends[0], HasSubstr("\"reason\":\"budget-exhausted\""));
@@ -164,7 +141,7 @@ TEST(BudgetTest, ADownloadIsCutAtItsBudgetAndTheClientGetsEveryByteOfIt) {
   ASSERT_TRUE(proxy.wait_for_log([](const std::string& log) {
     return log.find("\"outcome\":\"budget-exhausted\"") != std::string::npos;
   })) << proxy.log_text();
-  const auto ends = lines_with(proxy.log_text(), {"\"event\":\"end\""});
+  const auto ends = log_lines_with(proxy.log_text(), {"\"event\":\"end\""});
   ASSERT_EQ(ends.size(), 1u);
   EXPECT_THAT(ends[0], HasSubstr("\"bytes_down\":300000"));
   EXPECT_THAT(ends[0], HasSubstr("the gate's budget of 300 kB received per hour"));
@@ -244,7 +221,7 @@ TEST(BudgetTest, APlainRequestOrResponseThatCannotFitIsAnswered429BeforeAnyOfItM
     EXPECT_EQ(read_response_head(client).status, 200);
   }
   ASSERT_TRUE(proxy.wait_for_log([](const std::string& log) {
-    return lines_with(log, {"\"event\":\"end\"", "budget-exhausted"}).size() == 2;
+    return log_lines_with(log, {"\"event\":\"end\"", "budget-exhausted"}).size() == 2;
   })) << proxy.log_text();
   const std::string metrics = proxy.gate().render_metrics();
   EXPECT_THAT(metrics, HasSubstr("sandgate_budget_stops_total{rule=\"" + budgets.path() +
@@ -301,7 +278,7 @@ TEST(BudgetTest, BytesSentWithTheRequestAreCountedAndASpentUploadRefusesNewTunne
   })) << proxy.log_text();
   EXPECT_TRUE(eventually([&] { return origin.bytes_received() == 100; }))
       << origin.bytes_received();
-  EXPECT_EQ(lines_with(proxy.log_text(), {"\"event\":\"end\""}).size(), 1u) << proxy.log_text();
+  EXPECT_EQ(log_lines_with(proxy.log_text(), {"\"event\":\"end\""}).size(), 1u) << proxy.log_text();
   for (int i = 0; i < 3; ++i) {
     TestClient again(proxy.port());
     const ResponseHead head = send_connect(again, target);
@@ -353,7 +330,7 @@ TEST(BudgetTest, ReportOnlyLetsTheBytesThroughAndLogsWouldDenyOnce) {
   ASSERT_TRUE(proxy.wait_for_log([](const std::string& log) {
     return log.find("\"event\":\"end\"") != std::string::npos;
   })) << proxy.log_text();
-  const auto would = lines_with(proxy.log_text(), {"\"would-deny\"", "budget-exhausted"});
+  const auto would = log_lines_with(proxy.log_text(), {"\"would-deny\"", "budget-exhausted"});
   EXPECT_EQ(would.size(), 1u) << proxy.log_text();
   EXPECT_EQ(origin.bytes_received(), upload.size());
 }

@@ -24,28 +24,15 @@ void report_only(settings::Settings& s) {
   s.policy.block_loopback = false;  // the fake origins are on loopback
 }
 
-// The first log line holding every part, or "".
+// The first log line holding every part, or "" (waiting up to 5 s for one).
 std::string line_with(TestProxy& proxy, std::initializer_list<std::string_view> parts) {
   std::string found;
   proxy.wait_for_log([&](const std::string& log) {
-    std::size_t start = 0;
-    while (start < log.size()) {
-      const std::size_t end = log.find('\n', start);
-      const std::string line = log.substr(start, end == std::string::npos ? end : end - start);
-      bool all = true;
-      for (std::string_view part : parts) {
-        all = all && line.find(part) != std::string::npos;
-      }
-      if (all) {
-        found = line;
-        return true;
-      }
-      if (end == std::string::npos) {
-        break;
-      }
-      start = end + 1;
+    const std::vector<std::string> lines = log_lines_with(log, parts);
+    if (!lines.empty()) {
+      found = lines.front();
     }
-    return false;
+    return !lines.empty();
   });
   return found;
 }

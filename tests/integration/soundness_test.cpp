@@ -53,20 +53,6 @@ bool log_has(TestProxy& proxy, const std::string& needle) {
       [&needle](const std::string& log) { return log.find(needle) != std::string::npos; });
 }
 
-// The JSON log's lines that contain every one of `parts`.
-std::size_t lines_with(const std::string& log, const std::vector<std::string>& parts) {
-  std::istringstream lines(log);
-  std::size_t count = 0;
-  for (std::string line; std::getline(lines, line);) {
-    bool all = true;
-    for (const auto& part : parts) {
-      all = all && line.find(part) != std::string::npos;
-    }
-    count += all ? 1 : 0;
-  }
-  return count;
-}
-
 std::string get_request(const std::string& host, std::uint16_t port, const std::string& path) {
   return "GET http://" + host + ":" + std::to_string(port) + path + " HTTP/1.1\r\nHost: " + host +
          "\r\n\r\n";
@@ -164,8 +150,9 @@ TEST(Revocation, OpenTunnelIsClosedWithTheRule) {
   client.read_to_end(&reset, 3s);  // returns once the gate closed the tunnel
   EXPECT_TRUE(log_has(proxy, "\"outcome\":\"revoked\"")) << proxy.log_text();
   const std::string log = proxy.log_text();
-  EXPECT_EQ(lines_with(log, {"\"outcome\":\"revoked\"", "\"reason\":\"blocklist\"",
-                             "\"rule\":\"/reloaded/blocked.txt:2 evil.test\""}),
+  EXPECT_EQ(log_lines_with(log, {"\"outcome\":\"revoked\"", "\"reason\":\"blocklist\"",
+                                 "\"rule\":\"/reloaded/blocked.txt:2 evil.test\""})
+                .size(),
             1u)
       << log;
 }
@@ -802,7 +789,7 @@ TEST(Shutdown, DrainWithDnsLookupsPendingEndsCleanly) {
   proxy->stop();
   EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
   const std::string log = proxy->log_text();
-  EXPECT_EQ(lines_with(log, {"\"reason\":\"shutting-down\"", "slow.test"}), 4u) << log;
+  EXPECT_EQ(log_lines_with(log, {"\"reason\":\"shutting-down\"", "slow.test"}).size(), 4u) << log;
   EXPECT_EQ(origin.bytes_received(), 0u);
 }
 

@@ -79,4 +79,20 @@ bool TestProxy::wait_for_log(const std::function<bool(const std::string&)>& pred
   return predicate(log_text());
 }
 
+std::vector<std::string> log_lines_with(const std::string& log,
+                                        std::initializer_list<std::string_view> parts) {
+  std::vector<std::string> found;
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    bool all = true;
+    for (std::string_view part : parts) {
+      all = all && line.find(part) != std::string::npos;
+    }
+    if (all) {
+      found.push_back(std::move(line));
+    }
+  }
+  return found;
+}
+
 }  // namespace sandgate::testing

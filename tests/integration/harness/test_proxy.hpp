@@ -4,8 +4,11 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "proxy/gate/gate.hpp"
 #include "proxy/settings/load.hpp"
@@ -47,5 +50,9 @@ class TestProxy {
   settings::Settings settings_;
   std::unique_ptr<gate::Gate> gate_;
 };
+
+// The lines of `log` (JSON or text lines) that contain every one of `parts`, in order.
+std::vector<std::string> log_lines_with(const std::string& log,
+                                        std::initializer_list<std::string_view> parts);
 
 }  // namespace sandgate::testing
