@@ -317,6 +317,37 @@ TEST(BudgetTest, InterimResponsesCountAgainstTheDownloadBudget) {
   EXPECT_THAT(got, ::testing::Not(HasSubstr("200 OK")));
 }
 
+// A WebSocket's 101 and the bytes behind it move before its relay begins: they are taken from
+// the budget whole first (an upgrade they do not fit in goes no further), and the relay counts
+// on from there.
+TEST(BudgetTest, AWebSocketsFirstBytesAreTakenBeforeTheyMove) {
+  fakes::HttpOrigin origin([](const fakes::HttpOrigin::Request&) {
+    fakes::HttpOrigin::Reply reply;
+    reply.head =
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
+    reply.body = std::string(2000, 'g');  // a greeting behind the head
+    reply.echo = true;
+    return reply;
+  });
+  Budgets budgets("origin.test down=1000B\n");
+  TestProxy& proxy = budgets.proxy();
+  TestClient client(proxy.port());
+  client.send("GET http://origin.test:" + std::to_string(origin.port()) +
+              "/chat HTTP/1.1\r\nHost: origin.test\r\nUpgrade: websocket\r\n"
+              "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+              "Sec-WebSocket-Version: 13\r\n\r\n");
+  // Whether the greeting came with the head (then the upgrade goes no further) or after it
+  // (then the relay cuts it), the client gets no more than the budget, head included.
+  const std::string got = client.read_to_end();
+  EXPECT_LE(got.size(), 1000u) << got.size();
+  client.close();
+  ASSERT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return log.find("\"outcome\":\"budget-exhausted\"") != std::string::npos;
+  })) << proxy.log_text();
+  EXPECT_EQ(log_lines_with(proxy.log_text(), {"\"event\":\"end\""}).size(), 1u) << proxy.log_text();
+}
+
 TEST(BudgetTest, ReportOnlyLetsTheBytesThroughAndLogsWouldDenyOnce) {
   fakes::TcpOrigin origin;
   Budgets budgets("origin.test up=1000B\n", /*enforce=*/false);

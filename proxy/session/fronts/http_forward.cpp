@@ -183,7 +183,24 @@ asio::awaitable<void> run_websocket(Exchange& x, EndLine& end) {
   response.set(http::field::connection, "Upgrade");
   add_via(response);
   response.version(11);
-  bool ok = co_await write_response_head(x, response);
+  // The 101 head and the bytes behind either head move before the relay counts anything: taken
+  // from the budgets first, whole (they are at most the two buffers' limits).
+  std::optional<budget::Stop> spent;
+  if (x.budgets && !x.budgets->empty()) {
+    std::ostringstream serialized;
+    serialized << response.base();
+    spent =
+        take_whole(x, rules::BudgetKind::down, serialized.str().size() + x.upstream.buffer.size());
+    if (!spent) {
+      spent = take_whole(x, rules::BudgetKind::up, x.client_buffer.size());
+    }
+  }
+  bool ok = false;
+  if (!spent) {
+    // (Not in one expression with the test: GCC 12 mishandles co_await in a short-circuit
+    // operand.)
+    ok = co_await write_response_head(x, response);
+  }
 
   // Bytes that arrived behind either head belong to the tunnel.
   if (ok && x.upstream.buffer.size() > 0) {
@@ -219,6 +236,12 @@ asio::awaitable<void> run_websocket(Exchange& x, EndLine& end) {
     co_return;
   }
   end.outcome = relay::to_string(relay::Outcome::reset);
+  if (spent) {
+    end.outcome = relay::to_string(relay::Outcome::budget_exhausted);
+    end.reason = rules::Reason::budget_exhausted;
+    end.rule = spent->rule;
+    end.detail = spent->sentence;
+  }
   end.bytes_up = x.bytes_up;
   end.bytes_down = x.bytes_down;
   log_end(context, end);
