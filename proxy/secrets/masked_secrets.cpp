@@ -185,23 +185,71 @@ void base64_forms(std::string_view value, std::string_view sentinel, std::vector
   }
 }
 
+// Each byte of `text` in hexadecimal (`digits`), after `marker` ("" for plain hexadecimal).
+std::string hex_of(std::string_view text, const char* digits, std::string_view marker) {
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    out += marker;
+    out += digits[byte >> 4];
+    out += digits[byte & 15];
+  }
+  return out;
+}
+
+std::string decimal_of(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    out += std::to_string(static_cast<unsigned char>(c));
+  }
+  return out;
+}
+
+// The letters and digits of `form` (see Redaction::skeleton).
+void make_skeleton(Redaction& form) {
+  const bool mixed_head = form.base64 && form.head_bits != 0x3f;
+  const bool mixed_tail = form.base64 && form.tail_bits != 0x3f;
+  const std::size_t to = form.real.size() - (mixed_tail ? 1 : 0);
+  for (std::size_t i = mixed_head ? 1 : 0; i < to; ++i) {
+    if (is_alnum(form.real[i])) {
+      form.skeleton += form.real[i];
+      form.masked_skeleton += form.masked[i];
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<Redaction> redactions_of(std::string_view value, std::string_view sentinel) {
   std::vector<Redaction> out;
-  out.push_back({std::string(value), std::string(sentinel)});
-  // Hexadecimal, either case.
+  Redaction plain;
+  plain.real = std::string(value);
+  plain.masked = std::string(sentinel);
+  out.push_back(std::move(plain));
+  // Hexadecimal, either case: as it is, and as each byte is written with a marker of its own
+  // (`\x67`, `0x67`, `&#x67;`, `\u0067`), which only ever stands with separators between bytes.
   for (const char* digits : {"0123456789abcdef", "0123456789ABCDEF"}) {
-    Redaction hex;
-    for (std::size_t i = 0; i < value.size(); ++i) {
-      for (const auto& [text, into] :
-           {std::pair{value, &hex.real}, std::pair{sentinel, &hex.masked}}) {
-        const auto byte = static_cast<unsigned char>(text[i]);
-        *into += digits[byte >> 4];
-        *into += digits[byte & 15];
-      }
+    for (const char* marker : {"", "x", "0x", "u00"}) {
+      Redaction hex;
+      hex.real = hex_of(value, digits, marker);
+      hex.masked = hex_of(sentinel, digits, marker);
+      hex.separated_only = *marker != '\0';
+      out.push_back(std::move(hex));
     }
-    out.push_back(std::move(hex));
+  }
+  // Each byte in decimal (a byte array: `[103, 104, 112, ...]`). A sentinel's bytes have other
+  // lengths in decimal: its masked form is the sentinel's digits, repeated to the same length.
+  {
+    Redaction decimal;
+    decimal.real = decimal_of(value);
+    const std::string digits = decimal_of(sentinel);
+    for (std::size_t i = 0; i < decimal.real.size(); ++i) {
+      decimal.masked += digits[i % digits.size()];
+    }
+    decimal.separated_only = true;
+    if (decimal.masked != decimal.real) {
+      out.push_back(std::move(decimal));
+    }
   }
   // The value as JSON writes it inside a string (`\/`, `\"`, `\\`), which is what a base64
   // encoding of a JSON document holds.
@@ -222,6 +270,9 @@ std::vector<Redaction> redactions_of(std::string_view value, std::string_view se
   }
   for (const auto& [plain, masked_plain] : encoded) {
     base64_forms(plain, masked_plain, out);
+  }
+  for (auto& form : out) {
+    make_skeleton(form);
   }
   return out;
 }

@@ -18,11 +18,12 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <optional>
 
 namespace sandgate::secrets {
 namespace {
 
-bool is_alnum(char c) {
+constexpr bool is_alnum(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
 
@@ -452,24 +453,11 @@ std::size_t redact_form(char* data, std::size_t size, const Redaction& form) {
   return replaced;
 }
 
-}  // namespace
-
-std::size_t redact(char* data, std::size_t size, const std::vector<Redaction>& redactions) {
-  std::size_t replaced = 0;
-  // MIME wraps base64 in lines, and a line break may fall inside a form: base64 forms are looked
-  // for in the data without its line breaks, and what they change is written back in place.
-  const bool lines = std::memchr(data, '\n', size) != nullptr;
-  bool base64 = false;
-  for (const auto& form : redactions) {
-    if (form.base64 && lines) {
-      base64 = true;
-    } else {
-      replaced += redact_form(data, size, form);
-    }
-  }
-  if (!base64) {
-    return replaced;
-  }
+// The base64 forms looked for in the data without its line breaks (LF and the CR of a CRLF), and
+// what they change written back in place: MIME wraps base64 in lines, and a break may fall inside
+// a form. Returns how many were replaced.
+std::size_t redact_joined_lines(char* data, std::size_t size,
+                                const std::vector<Redaction>& redactions) {
   // The data without its line breaks (LF and the CR of a CRLF), copied a line at a time.
   thread_local std::string joined;
   thread_local std::vector<std::pair<std::size_t, std::size_t>> segments;  // (from, length)
@@ -501,32 +489,272 @@ std::size_t redact(char* data, std::size_t size, const std::vector<Redaction>& r
       from += length;
     }
   }
-  return replaced + found;
+  return found;
+}
+
+// Whether each byte is a letter or a digit, as a number to add (the separated view's filter).
+constexpr std::array<unsigned char, 256> kLetterOrDigit = [] {
+  std::array<unsigned char, 256> table{};
+  for (int c = 0; c < 256; ++c) {
+    table[static_cast<std::size_t>(c)] = is_alnum(static_cast<char>(c)) ? 1 : 0;
+  }
+  return table;
+}();
+
+// The separated view is built in blocks of this many bytes; where each block's letters and digits
+// start in the view is kept, so that a match in the view is found in the data by a short walk.
+constexpr std::size_t kViewBlock = 256;
+
+// Every form looked for once more in the data's letters and digits alone (the separated view):
+// an echo that puts anything between a form's characters (`78 2d 61`, `78:2d`, `\x78\x2d`,
+// `[0x78, 0x2d]`, base64 broken by line breaks or spaces) is found and its letters and digits
+// replaced in place. Returns how many were.
+std::size_t redact_separated(char* data, std::size_t size, const std::vector<Redaction>& forms) {
+  thread_local std::string view;
+  thread_local std::vector<std::uint32_t> block_starts;  // view index of each block's first
+  thread_local std::vector<std::pair<std::size_t, char>> writes;
+  view.resize(size);
+  block_starts.resize(size / kViewBlock + 1);
+  std::size_t kept = 0;
+  for (std::size_t block = 0; block * kViewBlock < size; ++block) {
+    block_starts[block] = static_cast<std::uint32_t>(kept);
+    const std::size_t end = std::min(size, (block + 1) * kViewBlock);
+    for (std::size_t i = block * kViewBlock; i < end; ++i) {
+      const auto byte = static_cast<unsigned char>(data[i]);
+      view[kept] = static_cast<char>(byte);
+      kept += kLetterOrDigit[byte];
+    }
+  }
+  writes.clear();
+  std::size_t replaced = 0;
+  for (const auto& form : forms) {
+    const std::string& needle = form.skeleton;
+    if (needle.size() < kLongRun) {
+      continue;
+    }
+    for (std::size_t start = 0; start + needle.size() <= kept;) {
+      void* found = ::memmem(view.data() + start, kept - start, needle.data(), needle.size());
+      if (found == nullptr) {
+        break;
+      }
+      const auto at = static_cast<std::size_t>(static_cast<char*>(found) - view.data());
+      // The data's byte of view index `at`: from the start of its block, counting letters and
+      // digits (the data is not written until every form has been looked for).
+      std::size_t block = static_cast<std::size_t>(
+          std::upper_bound(
+              block_starts.begin(),
+              block_starts.begin() + static_cast<std::ptrdiff_t>((size - 1) / kViewBlock + 1),
+              static_cast<std::uint32_t>(at)) -
+          block_starts.begin() - 1);
+      std::size_t index = block_starts[block];
+      std::size_t i = block * kViewBlock;
+      for (std::size_t k = 0; k < needle.size(); ++i) {
+        if (kLetterOrDigit[static_cast<unsigned char>(data[i])] == 0) {
+          continue;
+        }
+        if (index++ >= at) {
+          writes.emplace_back(i, form.masked_skeleton[k++]);
+        }
+      }
+      std::memcpy(view.data() + at, form.masked_skeleton.data(), needle.size());
+      ++replaced;
+      start = at + needle.size();
+    }
+  }
+  for (const auto& [at, c] : writes) {
+    data[at] = c;
+  }
+  return replaced;
+}
+
+}  // namespace
+
+std::size_t redact(char* data, std::size_t size, const std::vector<Redaction>& redactions) {
+  std::size_t replaced = 0;
+  // MIME wraps base64 in lines, and a line break may fall inside a form: base64 forms are looked
+  // for in the data without its line breaks, and what they change is written back in place.
+  const bool lines = std::memchr(data, '\n', size) != nullptr;
+  bool base64 = false;
+  for (const auto& form : redactions) {
+    if (form.separated_only) {
+      continue;
+    }
+    if (form.base64 && lines) {
+      base64 = true;
+    } else {
+      replaced += redact_form(data, size, form);
+    }
+  }
+  if (base64) {
+    replaced += redact_joined_lines(data, size, redactions);
+  }
+  // Last, what is left of every form with anything between its characters.
+  if (size > 0) {
+    replaced += redact_separated(data, size, redactions);
+  }
+  return replaced;
 }
 
 std::size_t redact(std::string& text, const std::vector<Redaction>& redactions) {
   return redact(text.data(), text.size(), redactions);
 }
 
+namespace {
+
+// How many letters and digits of `form` data[0, size) spells from the form's beginning, running
+// out before the form does (each character as redact_form() reads it, a spelling of punctuation
+// cut short by the end included); nothing when data[0, size) is not such a beginning.
+std::optional<std::size_t> spelled_prefix(const Redaction& form, const char* data,
+                                          std::size_t size) {
+  const bool mixed_head = form.base64 && form.head_bits != 0x3f;
+  std::size_t at = 0;
+  std::size_t letters = 0;
+  for (std::size_t i = mixed_head ? 1 : 0; i < form.real.size(); ++i) {
+    if (at == size) {
+      return letters;
+    }
+    const char c = form.real[i];
+    if (is_alnum(c)) {
+      if (data[at] != c) {
+        return std::nullopt;
+      }
+      ++at;
+      ++letters;
+      continue;
+    }
+    const Spelling whole = spelled(c, data + at, size - at, false);
+    if (whole.length > 0) {
+      at += whole.length;
+      continue;
+    }
+    // A spelling the end of the data cuts short.
+    const std::size_t left = size - at;
+    for (const auto& [text, family] : spellings_of(c)) {
+      if (text.size() > left && std::memcmp(data + at, text.data(), left) == 0) {
+        return letters;
+      }
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;  // the whole form: it would have been replaced
+}
+
+// How many letters and digits of `form`'s skeleton data[0, size) holds from its beginning, with
+// anything else between them, running out before the skeleton does.
+std::optional<std::size_t> separated_prefix(const Redaction& form, const char* data,
+                                            std::size_t size) {
+  std::size_t k = 0;
+  for (std::size_t at = 0; at < size; ++at) {
+    if (!is_alnum(data[at])) {
+      continue;
+    }
+    if (k == form.skeleton.size() || data[at] != form.skeleton[k]) {
+      return std::nullopt;
+    }
+    ++k;
+  }
+  return k;
+}
+
+}  // namespace
+
 StreamRedaction::StreamRedaction(const std::vector<Redaction>& redactions)
     : redactions_(redactions) {
-  for (const auto& redaction : redactions) {
-    // Every character in its longest spelling, and a mixed character on either side.
-    carry_limit_ = std::max(carry_limit_, redaction.real.size() * kLongestSpelling + 1);
+  for (const auto& form : redactions) {
+    // Every character in its longest spelling, one separator after each letter or digit, and a
+    // mixed character on either side.
+    std::size_t longest = 2;
+    for (const char c : form.real) {
+      longest += is_alnum(c) ? 2 : kLongestSpelling;
+    }
+    carry_limit_ = std::max(carry_limit_, longest);
+    for (const Run& run : runs_of(form.real, 0, form.real.size())) {
+      if (run.length >= kLongRun) {
+        long_runs_.emplace_back(form.real.data() + run.first, run.length);
+      }
+    }
   }
 }
 
-std::size_t StreamRedaction::pass(char* data, std::size_t fresh, bool last) {
-  const std::size_t size = carried_ + fresh;
-  replaced_ += redact(data, size, redactions_);
-  const std::size_t hold = last ? 0 : std::min(carry_limit_, size);
-  held_.assign(data + size - hold, hold);
-  carried_ = hold;
-  return size - hold;
+std::size_t StreamRedaction::hold_from(const char* data, std::size_t size) {
+  strong_ = false;
+  // The trailing run of letters and digits (not sent yet) may go on as one of a form's long runs,
+  // which are replaced wherever they stand: it waits for the next piece. It waits through pauses
+  // too when it ends in kPauseHold or more characters that begin such a run.
+  std::size_t run = size;
+  while (run > sent_ && is_alnum(data[run - 1])) {
+    --run;
+  }
+  for (std::size_t from = run; from + kPauseHold <= size && !strong_; ++from) {
+    const std::string_view tail(data + from, size - from);
+    strong_ = std::any_of(long_runs_.begin(), long_runs_.end(), [&](std::string_view long_run) {
+      return long_run.size() > tail.size() && long_run.starts_with(tail);
+    });
+  }
+  // A form's beginning, in any spelling or with separators between its characters, that goes on
+  // to the end and holds kPauseHold or more of its letters and digits: what is not sent of it
+  // waits, through pauses too, until it is whole (and cleaned) or is no form after all. It may
+  // have begun in bytes already sent (kept as context). A shorter beginning goes at once: the
+  // next piece finds it in the context and holds the rest once it is kPauseHold long, so at most
+  // its first kPauseHold - 1 characters ever go uncleaned (a prefix such as `ghp_` or `sk-`).
+  const std::size_t low = size > carry_limit_ ? size - carry_limit_ : 0;
+  for (std::size_t p = low; p < size; ++p) {
+    const char first = data[p];
+    std::size_t letters = 0;
+    for (const auto& form : redactions_) {
+      if (form.skeleton.empty()) {
+        continue;
+      }
+      if (first == form.skeleton.front()) {
+        if (const auto count = separated_prefix(form, data + p, size - p)) {
+          letters = std::max(letters, *count);
+        }
+      }
+      const bool mixed_head = form.base64 && form.head_bits != 0x3f;
+      const char head = form.real[mixed_head ? 1 : 0];
+      if (!form.separated_only && (!is_alnum(head) || first == head)) {
+        if (const auto count = spelled_prefix(form, data + p, size - p)) {
+          letters = std::max(letters, *count);
+        }
+      }
+    }
+    if (letters >= kPauseHold) {
+      strong_ = true;
+      // A base64 form's mixed first character stands just before: held with it.
+      return std::max(sent_, std::min(run, p > 0 ? p - 1 : p));
+    }
+  }
+  return run;
 }
 
-void StreamRedaction::held_back_to_front(char* data) {
-  std::memcpy(data, held_.data(), held_.size());
+StreamRedaction::Ready StreamRedaction::pass(char* data, std::size_t fresh, bool last) {
+  size_ = carried_ + fresh;
+  replaced_ += redact(data, size_, redactions_);
+  const std::size_t hold = last ? size_ : hold_from(data, size_);
+  if (last) {
+    strong_ = false;
+  }
+  const Ready ready{sent_, hold - sent_};
+  sent_ = hold;
+  return ready;
+}
+
+StreamRedaction::Ready StreamRedaction::on_pause() {
+  if (strong_ || sent_ == size_) {
+    return {sent_, 0};
+  }
+  const Ready ready{sent_, size_ - sent_};
+  sent_ = size_;
+  return ready;
+}
+
+void StreamRedaction::to_front(char* data) {
+  const std::size_t unsent = size_ - sent_;
+  const std::size_t keep = std::min(size_, unsent + carry_limit_);
+  std::memmove(data, data + size_ - keep, keep);
+  carried_ = keep;
+  size_ = keep;
+  sent_ = keep - unsent;
 }
 
 }  // namespace sandgate::secrets

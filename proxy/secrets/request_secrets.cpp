@@ -266,6 +266,17 @@ std::optional<std::string> sign_again(const MaskedSecrets& secrets, std::string_
     }
   }
   if (key == nullptr) {
+    // Signed with a key the gate does not hold: filling a sentinel into it would send the real
+    // value in a request whose signature the origin will refuse, and its error echoes the request
+    // back (S3's CanonicalRequestBytes spells it in hexadecimal). Nothing is filled into it.
+    for (const auto& [name, value] : signed_request.as_sent.fields) {
+      if (const MaskedSecret* secret = secrets.sentinel_in(value)) {
+        return "the request carries the masked secret " + secret->spec.name +
+               " but its SigV4 signature was not made with a masked key; the gate fills a "
+               "secret into a signed request only when it signs it again (sign it with the "
+               "masked key the command holds).";
+      }
+    }
     return std::nullopt;
   }
   const std::string& payload = signed_request.as_sent.payload_hash;
@@ -280,6 +291,10 @@ std::optional<std::string> sign_again(const MaskedSecrets& secrets, std::string_
     return "the request's SigV4 Authorization could not be read again after its secrets were "
            "filled in.";
   }
+  // The gate's signature covers what leaves: not the range fields it took out (without_ranges).
+  std::erase_if(authorization->signed_headers, [&](const std::string& name) {
+    return (name == "range" || name == "if-range") && head.find(name) == head.end();
+  });
   SigV4Request leaving;
   leaving.method = std::string(head.method_string());
   leaving.target = std::string(head.target());
@@ -293,6 +308,40 @@ std::optional<std::string> sign_again(const MaskedSecrets& secrets, std::string_
   }
   authorization->signature = std::move(*signature);
   head.set(http::field::authorization, render_sigv4_authorization(*authorization));
+  return std::nullopt;
+}
+
+bool signed_by_a_sentinel(const MaskedSecrets& secrets, std::string_view host,
+                          const SignedRequest& signed_request) {
+  return std::any_of(secrets.all().begin(), secrets.all().end(), [&](const MaskedSecret& secret) {
+    return secret_bound_to(secret.spec, host) &&
+           sigv4_signed_with(signed_request.as_sent, signed_request.authorization, secret.sentinel)
+               .has_value();
+  });
+}
+
+void without_ranges(http::request_header<>& head) {
+  head.erase(http::field::range);
+  head.erase(http::field::if_range);
+}
+
+std::optional<std::string> partial_response_problem(unsigned status,
+                                                    std::string_view content_type) {
+  std::string_view type = content_type.substr(0, content_type.find(';'));
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) {
+    type.remove_suffix(1);
+  }
+  while (!type.empty() && (type.front() == ' ' || type.front() == '\t')) {
+    type.remove_prefix(1);
+  }
+  if (status == 206) {
+    return std::string("sent a partial response (206) to a request that carried a masked secret");
+  }
+  if (boost::beast::iequals(type, "multipart/byteranges")) {
+    return std::string(
+        "sent parts of a resource (multipart/byteranges) to a request that carried a masked "
+        "secret");
+  }
   return std::nullopt;
 }
 

@@ -65,4 +65,18 @@ std::optional<std::string> sign_again(
     boost::beast::http::request_header<>& head,
     std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
 
+// Whether a sentinel of a secret bound to `host` made `signed_request`'s signature (the gate
+// will sign it again with the real key).
+bool signed_by_a_sentinel(const MaskedSecrets& secrets, std::string_view host,
+                          const SignedRequest& signed_request);
+
+// A response the gate cleans must hold an echo whole: pieces of one (a Range of 7 bytes, and the
+// next 7 in another request) are each too short to be recognised. So a request to a host secrets
+// are bound to goes without Range and If-Range (a server may always answer such a request whole;
+// the gate's signature of a request it signs again leaves them out) ...
+void without_ranges(boost::beast::http::request_header<>& head);
+// ... and a partial response to a request that carried a secret is refused: why, when it is one
+// (status 206, or parts of a resource as multipart/byteranges).
+std::optional<std::string> partial_response_problem(unsigned status, std::string_view content_type);
+
 }  // namespace sandgate::secrets

@@ -303,5 +303,119 @@ TEST_F(SecretsTest, TheAwsSdksSignatureWithAMaskedKeyIsMadeAgainWithTheRealOne) 
   EXPECT_EQ(proxy->log_text().find("EXAMPLEKEY"), std::string::npos);
 }
 
+// Each byte of `text` in hexadecimal with a space after it (the echo server's ?hex=1, S3's
+// CanonicalRequestBytes).
+std::string spaced_hex(const std::string& text) {
+  std::string out;
+  for (const unsigned char c : text) {
+    char one[4];
+    std::snprintf(one, sizeof one, "%02x ", c);
+    out += one;
+  }
+  return out;
+}
+
+// Hostile review (issue 39, 1): a client signs an S3 request with a key of its own (a garbage
+// signature) and puts the masked session token in X-Amz-Security-Token. Filled, S3 would answer
+// SignatureDoesNotMatch with the canonical request in spaced hexadecimal, the real token in it.
+// The gate fills nothing into a SigV4 request no sentinel signed: refused, nothing sent.
+TEST_F(SecretsTest, AMaskedTokenIsNotFilledIntoARequestSignedWithAnotherKey) {
+  const std::string token = "IQoJb3JpZ2luX2VjEJrRealSessionTokenRealSessionToken0123456789";
+  std::ofstream(folder_ + "/session-token") << token << "\n";
+  auto proxy = gate({"AWS_SESSION_TOKEN=*.origin.test=@" + folder_ + "/session-token"}, port_);
+  const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
+  const std::string signed_request =
+      curl(*proxy) + "-i -X PUT --data x -H \"X-Amz-Date: $(date -u +%Y%m%dT%H%M%SZ)\" " +
+      "-H 'X-Amz-Content-Sha256: UNSIGNED-PAYLOAD' -H 'X-Amz-Security-Token: " + sentinel + "' " +
+      "-H 'Authorization: AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261206/us-east-1/s3/"
+      "aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date;x-amz-security-token, "
+      "Signature=" +
+      std::string(64, 'a') + "' " + url("api.origin.test", "/aws/bucket/key");
+  auto refused = run_shell(signed_request);
+  EXPECT_NE(refused.output.find("HTTP/1.1 403"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("masked secret AWS_SESSION_TOKEN"), std::string::npos)
+      << refused.output;
+  EXPECT_EQ(refused.output.find(spaced_hex(token.substr(20, 12))), std::string::npos)
+      << refused.output;
+  EXPECT_EQ(received().find(token), std::string::npos) << received();
+  EXPECT_EQ(received().find("PUT /aws/bucket/key"), std::string::npos) << received();
+}
+
+// An echo in spaced hexadecimal (issue 39, 1) is cleaned like any other: the client reads its
+// sentinel's bytes back, never the real value's.
+TEST_F(SecretsTest, AnEchoInSpacedHexadecimalIsCleaned) {
+  auto proxy = gate({"API_TOKEN=api.origin.test=@" + folder_ + "/token"}, port_);
+  const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
+  auto echoed = run_shell(curl(*proxy) + "-H 'Authorization: Bearer " + sentinel + "' " +
+                          url("api.origin.test", "/anything?hex=1"));
+  EXPECT_EQ(echoed.exit_code, 0) << echoed.output;
+  EXPECT_NE(echoed.output.find(spaced_hex(sentinel.substr(4))), std::string::npos) << echoed.output;
+  EXPECT_EQ(echoed.output.find(spaced_hex(std::string(kToken).substr(4, 8))), std::string::npos)
+      << echoed.output;
+  EXPECT_NE(received().find(kToken), std::string::npos);
+}
+
+// Issue 39, 5: a Range would split an echo into pieces too short to recognise. A request to a
+// bound host goes without Range and If-Range, and a partial response to a request that carried
+// a secret is refused.
+TEST_F(SecretsTest, AnEchoCannotBeReadInRanges) {
+  auto proxy = gate({"API_TOKEN=api.origin.test=@" + folder_ + "/token"}, port_);
+  const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
+  const std::string bearer = "-H 'Authorization: Bearer " + sentinel + "' ";
+  // Where the token stands in the echo, and seven-byte ranges over it.
+  std::string ranges = "bytes=";
+  for (int at = 40; at < 100; at += 7) {
+    ranges += (at > 40 ? "," : "") + std::to_string(at) + "-" + std::to_string(at + 6);
+  }
+  auto whole = run_shell(curl(*proxy) + "-i " + bearer + "-H 'Range: " + ranges +
+                         "' -H 'If-Range: \"x\"' " + url("api.origin.test", "/anything?ranges=1"));
+  EXPECT_NE(whole.output.find("HTTP/1.1 200"), std::string::npos) << whole.output;
+  EXPECT_NE(whole.output.find("Authorization: Bearer " + sentinel), std::string::npos)
+      << whole.output;
+  EXPECT_EQ(whole.output.find("RealTok"), std::string::npos) << whole.output;
+  EXPECT_EQ(received().find("Range:"), std::string::npos) << received();
+  // An origin that answers with a part anyway.
+  for (const std::string part : {"50-56", "40-46,47-53"}) {
+    auto cut = run_shell(curl(*proxy) + "-i " + bearer +
+                         url("api.origin.test", "/anything?partial=" + part));
+    EXPECT_NE(cut.output.find("HTTP/1.1 502"), std::string::npos) << part << cut.output;
+    EXPECT_NE(cut.output.find("secret's echo in pieces"), std::string::npos) << cut.output;
+    EXPECT_EQ(cut.output.find("RealTok"), std::string::npos) << cut.output;
+  }
+  // Without a secret in the request too, a bound host is asked for the whole resource.
+  auto plain = run_shell(curl(*proxy) + "-i -H 'Range: bytes=0-2' " +
+                         url("api.origin.test", "/anything?ranges=1"));
+  EXPECT_NE(plain.output.find("HTTP/1.1 200"), std::string::npos) << plain.output;
+}
+
+// Issue 42: a streamed reply from a bound host streams. Four server-sent events 400 ms apart:
+// the first reaches the client long before the last is sent, and the echo of the token in the
+// last is cleaned.
+TEST_F(SecretsTest, AStreamedReplyFromABoundHostArrivesAsItIsSent) {
+  auto proxy = gate({"API_TOKEN=api.origin.test=@" + folder_ + "/token"}, port_);
+  const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
+  auto streamed = run_shell(curl(*proxy) + "-N -H 'Authorization: Bearer " + sentinel + "' " + "'" +
+                            url("api.origin.test", "/sse?events=4&gap=400") + "'" +
+                            " | while IFS= read -r line; do echo \"$(date +%s%3N) $line\"; done");
+  ASSERT_EQ(streamed.exit_code, 0) << streamed.output;
+  long long first = 0;
+  long long last = 0;
+  std::istringstream lines(streamed.output);
+  for (std::string line; std::getline(lines, line);) {
+    const auto stamp = [&] { return std::strtoll(line.c_str(), nullptr, 10); };
+    if (line.find("\"index\":0") != std::string::npos) {
+      first = stamp();
+    }
+    if (line.find("\"index\":3") != std::string::npos) {
+      last = stamp();
+    }
+  }
+  ASSERT_GT(first, 0) << streamed.output;
+  ASSERT_GT(last, 0) << streamed.output;
+  EXPECT_GE(last - first, 800) << "the events arrived together:\n" << streamed.output;
+  EXPECT_NE(streamed.output.find("Bearer " + sentinel), std::string::npos) << streamed.output;
+  EXPECT_EQ(streamed.output.find("RealToken"), std::string::npos) << streamed.output;
+}
+
 }  // namespace
 }  // namespace sandgate::testing

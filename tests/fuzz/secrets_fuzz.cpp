@@ -97,28 +97,51 @@ void check_head(std::string_view input, std::uint8_t mode) {
   }
 }
 
+// Each byte of `text` in hexadecimal with a space after it, as S3's CanonicalRequestBytes.
+std::string spaced_hex(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    out += "0123456789abcdef"[byte >> 4];
+    out += "0123456789abcdef"[byte & 15];
+    out += ' ';
+  }
+  return out;
+}
+
 void check_body(std::string_view input, std::uint8_t piece_size, std::uint8_t places) {
   std::string body(input);
-  // The real values, put in where the input says.
+  // The real values, put in where the input says, and one spelled in spaced hexadecimal.
   const std::size_t at = body.empty() ? 0 : places % (body.size() + 1);
   body.insert(at, places & 1 ? kToken : kKey);
   body.insert(body.size() / 2, kToken);
+  if (places & 2) {
+    body.insert(body.size() / 3, spaced_hex(kToken));
+  }
   const std::string original = body;
   const auto& redactions = masked().redactions();
   secrets::StreamRedaction redaction(redactions);
   const std::size_t piece = 1 + piece_size % 97;
-  std::string buffer(redaction.carry_limit() + piece, '\0');
+  // The origin pauses after every few pieces (never, when the input's bits say so).
+  const std::size_t pause_every = (places >> 2) % 8;
+  std::string buffer(redaction.front_limit() + piece, '\0');
   std::string sent;
+  std::size_t pieces = 0;
   for (std::size_t from = 0; from < body.size();) {
     const std::size_t fresh = std::min(piece, body.size() - from);
     body.copy(buffer.data() + redaction.carried(), fresh, from);
     from += fresh;
-    const std::size_t ready = redaction.pass(buffer.data(), fresh, from == body.size());
-    sent.append(buffer.data(), ready);
-    redaction.held_back_to_front(buffer.data());
+    const auto ready = redaction.pass(buffer.data(), fresh, from == body.size());
+    sent.append(buffer.data() + ready.from, ready.size);
+    if (pause_every > 0 && ++pieces % pause_every == 0 && from < body.size()) {
+      const auto released = redaction.on_pause();
+      sent.append(buffer.data() + released.from, released.size);
+    }
+    redaction.to_front(buffer.data());
   }
   FUZZ_CHECK(sent.size() == original.size(), std::to_string(sent.size()));
   FUZZ_CHECK(!has_real(sent), sent);
+  FUZZ_CHECK(sent.find(spaced_hex(kToken.substr(8, 16))) == std::string::npos, sent);
 }
 
 }  // namespace

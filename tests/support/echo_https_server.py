@@ -7,13 +7,19 @@ GET/POST /anything    200, the body lists the request line and every header fiel
                       ("name: value" lines), then the body; ?chunks=N sends it N bytes per chunk,
                       ?base64=1 sends it base64-encoded, ?gzip=1 gzip-compressed (whatever the
                       request's Accept-Encoding says), ?te=gzip as a gzip transfer coding
-                      (Transfer-Encoding: gzip, chunked)
+                      (Transfer-Encoding: gzip, chunked); ?hex=1 sends each byte in hexadecimal
+                      with a space after it; ?ranges=1 honours the request's Range field (one
+                      range: 206 with Content-Range; several: 206 multipart/byteranges);
+                      ?partial=A-B answers 206 with bytes A-B whatever the request asked
+/sse?events=N&gap=MS  200 text/event-stream, chunked: N events MS milliseconds apart, each in a
+                      chunk of its own and flushed, the request's Authorization echoed in the last
 /echo-header/NAME     200 with the request's NAME field sent back as the response's X-Echo field
 /redirect?to=URL      302 to URL
 /aws/...              an AWS endpoint: the request's SigV4 signature is checked with SECRET_KEY
                       (an implementation of its own, after AWS's documentation); a good one gets
                       STS's GetCallerIdentity answer (or S3's empty 200 for PUT), a bad one 403
-                      SignatureDoesNotMatch as AWS writes it. Every check is appended to
+                      SignatureDoesNotMatch as S3 writes it (the canonical request as text and
+                      as bytes in spaced hexadecimal). Every check is appended to
                       PORT.aws-log beside the certificate as "ok|bad METHOD PATH".
 Every request's head, as received, is appended to PORT.requests beside the certificate (what the
 origin saw, for the tests to compare with what the client saw).
@@ -27,6 +33,7 @@ import os
 import socketserver
 import ssl
 import sys
+import time
 import urllib.parse
 
 PORT = int(sys.argv[1])
@@ -110,9 +117,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             with open(AWS_LOG, "a") as log:
                 log.write(f"{'ok' if ok else 'bad'} {self.command} {url.path}\n")
             if not ok:
-                self.send(403, b"<ErrorResponse><Error><Type>Sender</Type><Code>SignatureDoesNotMatch"
-                          b"</Code><Message>bad signature</Message></Error></ErrorResponse>",
-                          [("Content-Type", "text/xml")])
+                # As S3 answers: the request as it was signed, as text and as bytes.
+                canonical = "".join(f"{name.lower()}:{value}\n" for name, value in self.headers.items()
+                                    if name.lower().startswith("x-amz-")).encode()
+                spaced = " ".join(f"{b:02x}" for b in canonical).encode()
+                self.send(403, b"<Error><Code>SignatureDoesNotMatch</Code><Message>bad signature"
+                          b"</Message><CanonicalRequest>" + canonical + b"</CanonicalRequest>"
+                          b"<CanonicalRequestBytes>" + spaced + b"</CanonicalRequestBytes></Error>",
+                          [("Content-Type", "application/xml")])
             elif self.command == "PUT":
                 self.send(200, b"", [("ETag", '"0"')])
             else:
@@ -128,6 +140,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             name = url.path[len("/echo-header/"):]
             self.send(200, b"echoed\n", [("X-Echo", self.headers.get(name, ""))])
             return
+        if url.path == "/sse":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            events = int(query.get("events", ["4"])[0])
+            for i in range(events):
+                if i > 0:
+                    time.sleep(int(query.get("gap", ["300"])[0]) / 1000)
+                text = self.headers.get("Authorization", "") if i == events - 1 else f"word {i}"
+                event = f'event: delta\ndata: {{"index":{i},"text":"{text}"}}\n\n'.encode()
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            return
         shown = f"{self.command} {self.path}\n".encode()
         for name, value in self.headers.items():
             shown += f"{name}: {value}\n".encode()
@@ -138,6 +165,27 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if "gzip" in query:
             shown = gzip.compress(shown)
             fields.append(("Content-Encoding", "gzip"))
+        if "hex" in query:
+            shown = b"".join(b"%02x " % b for b in shown)
+        ranges = self.headers.get("Range", "")
+        if "partial" in query or ("ranges" in query and ranges.startswith("bytes=")):
+            spans = []
+            asked = ranges[6:] if ranges.startswith("bytes=") else query.get("partial", ["0-6"])[0]
+            for item in asked.split(","):
+                first, _, last = item.strip().partition("-")
+                spans.append((int(first), min(int(last), len(shown) - 1)))
+            if len(spans) == 1:
+                first, last = spans[0]
+                fields.append(("Content-Range", f"bytes {first}-{last}/{len(shown)}"))
+                self.send(206, shown[first:last + 1], fields)
+                return
+            parts = b""
+            for first, last in spans:
+                parts += (b"--PARTS\r\nContent-Type: text/plain\r\nContent-Range: bytes %d-%d/%d\r\n\r\n"
+                          % (first, last, len(shown))) + shown[first:last + 1] + b"\r\n"
+            self.send(206, parts + b"--PARTS--\r\n",
+                      [("Content-Type", "multipart/byteranges; boundary=PARTS")])
+            return
         if "te" in query:
             self.send(200, gzip.compress(shown), fields, 4096, "gzip")
             return

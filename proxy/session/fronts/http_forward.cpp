@@ -703,8 +703,14 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   bool filled = false;
   if (bound_host) {
     filled = secrets::fill_secrets(*secrets, head);
-    // What comes back is searched for the real values (redaction.hpp): not compressed.
+    // What comes back is searched for the real values (redaction.hpp): not compressed, and whole
+    // (unless a key the gate does not hold signed the request: taking its ranges out would break
+    // the signature, and it carries no secret of the gate's).
     head.set(http::field::accept_encoding, "identity");
+    if (!signed_request ||
+        secrets::signed_by_a_sentinel(*secrets, admitted->target.host.name, *signed_request)) {
+      secrets::without_ranges(head);
+    }
   }
 
   RequestWriter writer{head};

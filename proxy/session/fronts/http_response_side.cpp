@@ -2,6 +2,8 @@
 // client can trust, and the body, from the origin to the client; and the idle watchdog over both
 // directions. See http_exchange.hpp.
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "proxy/secrets/redaction.hpp"
+#include "proxy/secrets/request_secrets.hpp"
 #include "proxy/session/fronts/http_exchange.hpp"
 #include "proxy/session/wire/http_head.hpp"
 
@@ -24,6 +27,12 @@ namespace beast = boost::beast;
 namespace http = boost::beast::http;
 using clock = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+using namespace asio::experimental::awaitable_operators;
+
+// How long a bound host's response may pause before the bytes its redaction holds back (a tail
+// that only might begin a secret's echo) go to the client anyway: short against the gaps of a
+// streamed reply, long against the gaps inside one burst.
+constexpr std::chrono::milliseconds kRedactionPause{20};
 
 // The first coding of a response's Content-Encoding other than identity, or of its
 // Transfer-Encoding other than chunked; "" when it has none.
@@ -235,15 +244,42 @@ asio::awaitable<bool> write_body_piece(Exchange& x, BodyResponseParser& parser,
   }
 }
 
+// Waits up to `pause` for the origin's next bytes: true when none came (the origin paused), false
+// when some did or the exchange is being stopped. Only waits: the socket's data stays where it is,
+// for the read that follows (a TLS stream's read is never cancelled half-way).
+asio::awaitable<bool> origin_paused(Exchange& x, std::chrono::milliseconds pause) {
+  asio::steady_timer timer(x.context.upstream.get_executor(), pause);
+  const auto first =
+      co_await (x.context.upstream.async_wait(asio::ip::tcp::socket::wait_read, use_tuple) ||
+                timer.async_wait(use_tuple));
+  co_return first.index() == 1 && !std::get<0>(std::get<1>(first));
+}
+
 // relay_body for a host masked secrets are bound to: each piece is cleaned of their real values
-// (redaction.hpp) and its last bytes wait for the next piece, where a value may go on.
+// (redaction.hpp) and goes on at once but for a tail that could still become a value's echo;
+// that tail goes with the next piece, or when the origin pauses (StreamRedaction::on_pause), so
+// a streamed reply streams.
 asio::awaitable<bool> relay_redacted_body(Exchange& x, BodyResponseParser& parser,
                                           ResponseWriter& writer) {
   secrets::StreamRedaction redaction(*x.redactions);
-  std::vector<char> buffer(redaction.carry_limit() + kBodyPiece);
+  std::vector<char> buffer(redaction.front_limit() + kBodyPiece);
   for (bool more = !parser.is_done(); more;) {
     if (x.state.response_should_stop()) {
       co_return false;
+    }
+    if (redaction.held() > 0 && x.upstream.buffer.size() == 0 && !parser.is_done()) {
+      const bool paused = co_await origin_paused(x, kRedactionPause);
+      if (paused) {
+        const auto ready = redaction.on_pause();
+        if (ready.size > 0) {
+          const bool sent = co_await write_body_piece(x, parser, writer, buffer.data() + ready.from,
+                                                      ready.size, false);
+          if (!sent) {
+            co_return false;
+          }
+        }
+        redaction.to_front(buffer.data());
+      }
     }
     std::size_t fresh = 0;
     if (!parser.is_done()) {
@@ -254,16 +290,16 @@ asio::awaitable<bool> relay_redacted_body(Exchange& x, BodyResponseParser& parse
       fresh = *read;
     }
     const bool last = parser.is_done();
-    const std::size_t ready = redaction.pass(buffer.data(), fresh, last);
+    const auto ready = redaction.pass(buffer.data(), fresh, last);
     more = !last;
-    if (ready == 0 && more) {
-      redaction.held_back_to_front(buffer.data());
-      continue;
+    if (ready.size > 0 || last) {
+      const bool sent = co_await write_body_piece(x, parser, writer, buffer.data() + ready.from,
+                                                  ready.size, last);
+      if (!sent) {
+        co_return false;
+      }
     }
-    if (!co_await write_body_piece(x, parser, writer, buffer.data(), ready, last)) {
-      co_return false;
-    }
-    redaction.held_back_to_front(buffer.data());
+    redaction.to_front(buffer.data());
   }
   co_return true;
 }
@@ -312,6 +348,18 @@ asio::awaitable<void> relay_final_response(Exchange& x) {
                           x.where + " sent both Content-Length and Transfer-Encoding.");
     co_return;
   }
+  // Cleaned first: what follows may quote the head in the gate's own answer.
+  redact_head(x, response);
+  if (x.carried_secret) {
+    if (auto problem = secrets::partial_response_problem(response.result_int(),
+                                                         response[http::field::content_type])) {
+      x.state.origin_failed(rules::Reason::bad_response,
+                            x.where + " " + *problem +
+                                " (the gate asked for the whole resource): a secret's echo in "
+                                "pieces cannot be cleaned.");
+      co_return;
+    }
+  }
   // A compressed response to a request that carried a secret cannot be searched for it: a
   // content coding, or a transfer coding other than chunked (the gate offered none).
   if (x.carried_secret && !parser.is_done()) {
@@ -323,7 +371,6 @@ asio::awaitable<void> relay_final_response(Exchange& x) {
       co_return;
     }
   }
-  redact_head(x, response);
   const bool to_eof = parser.need_eof();
   const bool unchunk = !x.client_http11 && parser.chunked();  // HTTP/1.0 cannot read chunks
   const bool keeps_client = x.request_keep_alive && !to_eof && !unchunk && x.request.is_done() &&

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -234,27 +235,152 @@ TEST(Redaction, Base64EchoesKeepNoBitOfTheValueAtAnyAlignment) {
   }
 }
 
+// What a client receives of `body` streamed through a StreamRedaction in pieces of `piece`
+// bytes; `paused_after(i)`: the origin pauses after piece i.
+struct Streamed {
+  std::string sent;
+  std::vector<std::size_t> sent_by_piece;  // how much had gone after each piece (and its pause)
+  std::size_t replaced = 0;
+};
+Streamed stream(const std::vector<Redaction>& redactions, const std::string& body,
+                std::size_t piece, const std::function<bool(std::size_t)>& paused_after) {
+  StreamRedaction redaction(redactions);
+  std::vector<char> buffer(redaction.front_limit() + piece);
+  Streamed out;
+  for (std::size_t at = 0, index = 0; at < body.size(); ++index) {
+    const std::size_t fresh = std::min(piece, body.size() - at);
+    std::copy_n(body.data() + at, fresh, buffer.data() + redaction.carried());
+    at += fresh;
+    const auto ready = redaction.pass(buffer.data(), fresh, at == body.size());
+    out.sent.append(buffer.data() + ready.from, ready.size);
+    if (at < body.size() && paused_after(index)) {
+      const auto released = redaction.on_pause();
+      out.sent.append(buffer.data() + released.from, released.size);
+    }
+    redaction.to_front(buffer.data());
+    out.sent_by_piece.push_back(out.sent.size());
+  }
+  out.replaced = redaction.replaced();
+  return out;
+}
+
 TEST(Redaction, AValueSplitAcrossBodyPiecesIsFoundWhereverThePiecesBreak) {
   const std::string value = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
   const std::string sentinel = make_sentinel(value, seeded(5));
   const auto redactions = redactions_of(value, sentinel);
   const std::string body = "{\"token\": \"" + value + "\", \"again\": \"" + value + "\"}";
   for (std::size_t piece = 1; piece <= body.size(); ++piece) {
-    StreamRedaction redaction(redactions);
-    std::vector<char> buffer(redaction.carry_limit() + piece);
-    std::string sent;
-    for (std::size_t at = 0; at < body.size();) {
-      const std::size_t fresh = std::min(piece, body.size() - at);
-      std::copy_n(body.data() + at, fresh, buffer.data() + redaction.carried());
-      at += fresh;
-      const std::size_t ready = redaction.pass(buffer.data(), fresh, at == body.size());
-      sent.append(buffer.data(), ready);
-      redaction.held_back_to_front(buffer.data());
+    const Streamed out = stream(redactions, body, piece, [](std::size_t) { return false; });
+    ASSERT_EQ(out.sent.size(), body.size()) << piece;
+    EXPECT_EQ(out.sent.find(value), std::string::npos) << piece;
+    EXPECT_EQ(out.replaced, 2u) << piece;
+    EXPECT_NE(out.sent.find(sentinel), std::string::npos) << piece;
+  }
+}
+
+// Hostile review (issue 39, 1): S3 answers a bad signature with the canonical request as text and
+// again as bytes in hexadecimal, a space after each (`<CanonicalRequestBytes>78 2d 61 ...`); other
+// echoes put `:`, `,`, line breaks, `\x`, `0x` or `\u00` between a form's characters, or write
+// each byte in decimal. Every such echo is cleaned, and keeps its length.
+TEST(Redaction, AFormWithSeparatorsBetweenItsCharactersIsCleaned) {
+  const std::string value = "IQoJb3JpZ2luX2VjEJr//////////wEaCXVzLWVhc3QtMSJHMEUCIQD6";
+  const std::string sentinel = make_sentinel(value, seeded(21));
+  ASSERT_FALSE(sentinel.empty());
+  const auto redactions = redactions_of(value, sentinel);
+  const auto bytes = [&](const char* format, const char* between) {
+    std::string out;
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      char one[16];
+      std::snprintf(one, sizeof one, format, static_cast<unsigned char>(value[i]));
+      out += (i > 0 ? between : "") + std::string(one);
     }
-    ASSERT_EQ(sent.size(), body.size()) << piece;
-    EXPECT_EQ(sent.find(value), std::string::npos) << piece;
-    EXPECT_EQ(redaction.replaced(), 2u) << piece;
-    EXPECT_NE(sent.find(sentinel), std::string::npos) << piece;
+    return out;
+  };
+  const std::string header = "x-amz-security-token:" + value + "\n";
+  std::string canonical;
+  for (const unsigned char c : header) {
+    char one[4];
+    std::snprintf(one, sizeof one, "%02x", c);
+    canonical += (canonical.empty() ? "" : " ") + std::string(one);
+  }
+  for (const std::string& echo : std::vector<std::string>{
+           "<CanonicalRequestBytes>" + canonical + "</CanonicalRequestBytes>",
+           bytes("%02x", " "),
+           bytes("%02X", ":"),
+           bytes("%02x", "-"),
+           bytes("%02x", ",\n"),
+           bytes("\\x%02x", ""),
+           bytes("0x%02x", ", "),
+           bytes("0x%02X", ","),
+           bytes("\\u%04x", ""),
+           bytes("&#x%02x;", ""),
+           "[" + bytes("%u", ", ") + "]",
+           bytes("%c", " "),
+           bytes("%c", "\r\n"),
+       }) {
+    std::string text = echo;
+    EXPECT_GE(redact(text, redactions), 1u) << echo;
+    EXPECT_EQ(text.size(), echo.size());
+    EXPECT_NE(text, echo);
+    // No run of the value's bytes, in any of these spellings, is left.
+    for (const std::string& piece :
+         {canonical.substr(60, 24), bytes("%02x", " ").substr(30, 24),
+          bytes("%c", " ").substr(20, 12), bytes("%u", ", ").substr(20, 16)}) {
+      EXPECT_EQ(text.find(piece), std::string::npos) << echo << " -> " << text;
+    }
+  }
+}
+
+// Issue 42: a reply from a bound host streams. Server-sent events that do not begin a secret's
+// echo go on with the piece they came in; a tail that might (a piece ending in the first
+// characters of a form) waits for the next piece or a pause, and a real echo cut by a pause
+// lets out at most its first kPauseHold - 1 characters: the rest is cleaned.
+TEST(Redaction, AStreamedReplyGoesOnAsItComesAndHoldsBackOnlyWhatMayBeginASecret) {
+  const std::string value = "sk-ant-api03-Zq8XkW2mVt7RbN4cLp9HsDf6GyJ3uAeK1oQwErTyUiOp";
+  const std::string sentinel = make_sentinel(value, seeded(23));
+  const auto redactions = redactions_of(value, sentinel);
+  std::string body;
+  std::vector<std::size_t> event_ends;
+  for (int i = 0; i < 40; ++i) {
+    body +=
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+        "\"delta\":{\"type\":\"text_delta\",\"text\":\"word " +
+        std::to_string(i) + "\"}}\n\n";
+    event_ends.push_back(body.size());
+  }
+  // One piece per event: each event reaches the client with its own piece.
+  {
+    StreamRedaction redaction(redactions);
+    std::vector<char> buffer(redaction.front_limit() + 4096);
+    std::size_t from = 0;
+    std::size_t delayed = 0;
+    for (const std::size_t end : event_ends) {
+      std::copy(body.begin() + static_cast<std::ptrdiff_t>(from),
+                body.begin() + static_cast<std::ptrdiff_t>(end),
+                buffer.begin() + static_cast<std::ptrdiff_t>(redaction.carried()));
+      const auto ready = redaction.pass(buffer.data(), end - from, false);
+      EXPECT_EQ(ready.from + ready.size + redaction.held(), redaction.carried() + (end - from));
+      if (const std::size_t held = redaction.held(); held > 0) {
+        ++delayed;  // a chance resemblance: let go when the origin pauses
+        EXPECT_EQ(redaction.on_pause().size, held);
+      }
+      redaction.to_front(buffer.data());
+      EXPECT_EQ(redaction.held(), 0u);
+      from = end;
+    }
+    EXPECT_EQ(delayed, 0u) << "each event goes out with its own piece";
+  }
+  // A real echo, the origin pausing inside it after every 3 bytes: the client never gets more
+  // than kPauseHold - 1 letters or digits of it in a row.
+  const std::string echoed = "data: {\"key\":\"" + value + "\"}\n\n";
+  for (std::size_t piece = 1; piece <= 8; ++piece) {
+    const Streamed out = stream(redactions, echoed, piece, [](std::size_t) { return true; });
+    ASSERT_EQ(out.sent.size(), echoed.size());
+    // The sentinel keeps the value's `sk-ant-`; of the rest, no four characters in a row.
+    for (std::size_t at = 7; at + 4 <= value.size(); ++at) {
+      EXPECT_EQ(out.sent.find(value.substr(at, 4)), std::string::npos)
+          << "piece " << piece << ": " << out.sent;
+    }
   }
 }
 
