@@ -19,6 +19,9 @@
 #include <array>
 #include <cstring>
 #include <optional>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace sandgate::secrets {
 namespace {
@@ -505,6 +508,96 @@ constexpr std::array<unsigned char, 256> kLetterOrDigit = [] {
 // start in the view is kept, so that a match in the view is found in the data by a short walk.
 constexpr std::size_t kViewBlock = 256;
 
+// The view may be written this far past its last letter or digit (whole 16-byte stores).
+constexpr std::size_t kViewSlack = 16;
+
+// Copies the letters and digits of data[0, size) to `out`, in order, and where each block of
+// kViewBlock bytes starts in it to `starts`; returns how many. One byte at a time here.
+std::size_t letters_and_digits_bytewise(const char* data, std::size_t size, char* out,
+                                        std::uint32_t* starts) {
+  const auto* const in = reinterpret_cast<const unsigned char*>(data);
+  std::size_t kept = 0;
+  for (std::size_t block = 0; block * kViewBlock < size; ++block) {
+    starts[block] = static_cast<std::uint32_t>(kept);
+    const std::size_t end = std::min(size, (block + 1) * kViewBlock);
+    for (std::size_t i = block * kViewBlock; i < end; ++i) {
+      const unsigned char byte = in[i];
+      out[kept] = static_cast<char>(byte);
+      kept += kLetterOrDigit[byte];
+    }
+  }
+  return kept;
+}
+
+#if defined(__x86_64__)
+// The same, 16 bytes at a time (SSSE3): each half's letters and digits are gathered to its front
+// by one shuffle, from a table of the 256 shapes of eight bytes, and stored whole.
+constexpr std::array<std::array<std::uint8_t, 16>, 256> kGather = [] {
+  std::array<std::array<std::uint8_t, 16>, 256> table{};
+  for (unsigned mask = 0; mask < 256; ++mask) {
+    unsigned k = 0;
+    for (unsigned bit = 0; bit < 8; ++bit) {
+      if ((mask >> bit & 1) != 0) {
+        table[mask][k++] = static_cast<std::uint8_t>(bit);
+      }
+    }
+    while (k < 16) {
+      table[mask][k++] = 0x80;  // a zero byte
+    }
+  }
+  return table;
+}();
+
+__attribute__((target("ssse3,popcnt"))) std::size_t letters_and_digits_ssse3(
+    const char* data, std::size_t size, char* out, std::uint32_t* starts) {
+  const __m128i case_bit = _mm_set1_epi8(0x20);
+  // (x - base - 128) as a signed byte is below -128 + span exactly when base <= x < base + span.
+  const __m128i letter_shift = _mm_set1_epi8(static_cast<char>(-'a' - 128));
+  const __m128i letter_limit = _mm_set1_epi8(static_cast<char>(-128 + 26));
+  const __m128i digit_shift = _mm_set1_epi8(static_cast<char>(-'0' - 128));
+  const __m128i digit_limit = _mm_set1_epi8(static_cast<char>(-128 + 10));
+  std::size_t kept = 0;
+  std::size_t i = 0;
+  for (std::size_t block = 0; block * kViewBlock < size; ++block) {
+    starts[block] = static_cast<std::uint32_t>(kept);
+    const std::size_t end = std::min(size, (block + 1) * kViewBlock);
+    for (; i + 16 <= end; i += 16) {
+      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + i));
+      const __m128i letter = _mm_cmplt_epi8(
+          _mm_add_epi8(_mm_or_si128(bytes, case_bit), letter_shift), letter_limit);
+      const __m128i digit = _mm_cmplt_epi8(_mm_add_epi8(bytes, digit_shift), digit_limit);
+      const auto mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(letter, digit)));
+      const __m128i low = _mm_shuffle_epi8(
+          bytes, _mm_loadu_si128(reinterpret_cast<const __m128i*>(kGather[mask & 0xff].data())));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + kept), low);
+      kept += static_cast<std::size_t>(__builtin_popcount(mask & 0xff));
+      const __m128i high =
+          _mm_shuffle_epi8(_mm_srli_si128(bytes, 8),
+                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(kGather[mask >> 8].data())));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + kept), high);
+      kept += static_cast<std::size_t>(__builtin_popcount(mask >> 8));
+    }
+    for (; i < end; ++i) {
+      const auto byte = static_cast<unsigned char>(data[i]);
+      out[kept] = static_cast<char>(byte);
+      kept += kLetterOrDigit[byte];
+    }
+  }
+  return kept;
+}
+#endif
+
+std::size_t letters_and_digits(const char* data, std::size_t size, char* out,
+                               std::uint32_t* starts) {
+#if defined(__x86_64__)
+  static const bool ssse3 = __builtin_cpu_supports("ssse3") && __builtin_cpu_supports("popcnt");
+  if (ssse3) {
+    return letters_and_digits_ssse3(data, size, out, starts);
+  }
+#endif
+  return letters_and_digits_bytewise(data, size, out, starts);
+}
+
 // Every form looked for once more in the data's letters and digits alone (the separated view):
 // an echo that puts anything between a form's characters (`78 2d 61`, `78:2d`, `\x78\x2d`,
 // `[0x78, 0x2d]`, base64 broken by line breaks or spaces) is found and its letters and digits
@@ -513,18 +606,9 @@ std::size_t redact_separated(char* data, std::size_t size, const std::vector<Red
   thread_local std::string view;
   thread_local std::vector<std::uint32_t> block_starts;  // view index of each block's first
   thread_local std::vector<std::pair<std::size_t, char>> writes;
-  view.resize(size);
   block_starts.resize(size / kViewBlock + 1);
-  std::size_t kept = 0;
-  for (std::size_t block = 0; block * kViewBlock < size; ++block) {
-    block_starts[block] = static_cast<std::uint32_t>(kept);
-    const std::size_t end = std::min(size, (block + 1) * kViewBlock);
-    for (std::size_t i = block * kViewBlock; i < end; ++i) {
-      const auto byte = static_cast<unsigned char>(data[i]);
-      view[kept] = static_cast<char>(byte);
-      kept += kLetterOrDigit[byte];
-    }
-  }
+  view.resize(size + kViewSlack);
+  const std::size_t kept = letters_and_digits(data, size, view.data(), block_starts.data());
   writes.clear();
   std::size_t replaced = 0;
   for (const auto& form : forms) {
