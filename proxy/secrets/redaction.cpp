@@ -563,17 +563,17 @@ __attribute__((target("ssse3,popcnt"))) std::size_t letters_and_digits_ssse3(
     const std::size_t end = std::min(size, (block + 1) * kViewBlock);
     for (; i + 16 <= end; i += 16) {
       const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + i));
-      const __m128i letter = _mm_cmplt_epi8(
-          _mm_add_epi8(_mm_or_si128(bytes, case_bit), letter_shift), letter_limit);
+      const __m128i letter =
+          _mm_cmplt_epi8(_mm_add_epi8(_mm_or_si128(bytes, case_bit), letter_shift), letter_limit);
       const __m128i digit = _mm_cmplt_epi8(_mm_add_epi8(bytes, digit_shift), digit_limit);
       const auto mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(letter, digit)));
       const __m128i low = _mm_shuffle_epi8(
           bytes, _mm_loadu_si128(reinterpret_cast<const __m128i*>(kGather[mask & 0xff].data())));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + kept), low);
       kept += static_cast<std::size_t>(__builtin_popcount(mask & 0xff));
-      const __m128i high =
-          _mm_shuffle_epi8(_mm_srli_si128(bytes, 8),
-                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(kGather[mask >> 8].data())));
+      const __m128i high = _mm_shuffle_epi8(
+          _mm_srli_si128(bytes, 8),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(kGather[mask >> 8].data())));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + kept), high);
       kept += static_cast<std::size_t>(__builtin_popcount(mask >> 8));
     }
