@@ -417,5 +417,19 @@ TEST_F(SecretsTest, AStreamedReplyFromABoundHostArrivesAsItIsSent) {
   EXPECT_EQ(streamed.output.find("RealToken"), std::string::npos) << streamed.output;
 }
 
+// A held attack of issue 39's review, kept: the real value echoed in every part of a
+// response's framing (an interim response's reason and field, the final reason, a chunk
+// extension, a trailer) never reaches the client.
+TEST_F(SecretsTest, AnEchoInTheResponsesFramingIsCleanedOrDropped) {
+  auto proxy = gate({"API_TOKEN=api.origin.test=@" + folder_ + "/token"}, port_);
+  const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
+  auto framed = run_shell(curl(*proxy) + "-i --raw -H 'Authorization: Bearer " + sentinel + "' " +
+                          url("api.origin.test", "/framing"));
+  EXPECT_NE(framed.output.find("hello"), std::string::npos) << framed.output;
+  EXPECT_NE(framed.output.find("Bearer " + sentinel), std::string::npos) << framed.output;
+  EXPECT_EQ(framed.output.find("RealToken"), std::string::npos) << framed.output;
+  EXPECT_EQ(proxy->log_text().find("RealToken"), std::string::npos) << proxy->log_text();
+}
+
 }  // namespace
 }  // namespace sandgate::testing

@@ -11,8 +11,11 @@ GET/POST /anything    200, the body lists the request line and every header fiel
                       with a space after it; ?ranges=1 honours the request's Range field (one
                       range: 206 with Content-Range; several: 206 multipart/byteranges);
                       ?partial=A-B answers 206 with bytes A-B whatever the request asked
+/framing              the request's Authorization echoed in every part of the framing: a 103's
+                      reason and Link field, the 200's reason, a chunk extension, a trailer
 /sse?events=N&gap=MS  200 text/event-stream, chunked: N events MS milliseconds apart, each in a
-                      chunk of its own and flushed, the request's Authorization echoed in the last
+                      chunk of its own and flushed, with the time it was sent (sent_us, the
+                      epoch in microseconds), the request's Authorization echoed in the last
 /echo-header/NAME     200 with the request's NAME field sent back as the response's X-Echo field
 /redirect?to=URL      302 to URL
 /aws/...              an AWS endpoint: the request's SigV4 signature is checked with SECRET_KEY
@@ -140,6 +143,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
             name = url.path[len("/echo-header/"):]
             self.send(200, b"echoed\n", [("X-Echo", self.headers.get(name, ""))])
             return
+        if url.path == "/framing":
+            # The request's Authorization in every part of a response's framing: an interim
+            # response's reason and field, the final reason, a chunk extension and a trailer.
+            echo = self.headers.get("Authorization", "").encode()
+            self.wfile.write(b"HTTP/1.1 103 Early " + echo + b"\r\nLink: <" + echo + b">\r\n\r\n"
+                             b"HTTP/1.1 200 OK " + echo + b"\r\nTransfer-Encoding: chunked\r\n"
+                             b"Trailer: X-Echo\r\nConnection: close\r\n\r\n"
+                             b"6;ext=\"" + echo + b"\"\r\nhello\n\r\n0\r\nX-Echo: " + echo +
+                             b"\r\n\r\n")
+            self.wfile.flush()
+            self.close_connection = True
+            return
         if url.path == "/sse":
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -150,7 +165,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 if i > 0:
                     time.sleep(int(query.get("gap", ["300"])[0]) / 1000)
                 text = self.headers.get("Authorization", "") if i == events - 1 else f"word {i}"
-                event = f'event: delta\ndata: {{"index":{i},"text":"{text}"}}\n\n'.encode()
+                sent = int(time.time() * 1e6)
+                event = (f'event: delta\ndata: {{"index":{i},"sent_us":{sent},'
+                         f'"text":"{text}"}}\n\n').encode()
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
