@@ -207,6 +207,11 @@ std::string decimal_of(std::string_view text) {
 
 // The letters and digits of `form` (see Redaction::skeleton).
 void make_skeleton(Redaction& form) {
+  // A form of letters and digits alone is found whole by the separated view (redaction.hpp); not
+  // a base64 one, whose first and last characters may share bits with its neighbours, which only
+  // the search in the data itself rewrites.
+  form.view_only =
+      form.view_only || (!form.base64 && std::all_of(form.real.begin(), form.real.end(), is_alnum));
   const bool mixed_head = form.base64 && form.head_bits != 0x3f;
   const bool mixed_tail = form.base64 && form.tail_bits != 0x3f;
   const std::size_t to = form.real.size() - (mixed_tail ? 1 : 0);
@@ -228,12 +233,13 @@ std::vector<Redaction> redactions_of(std::string_view value, std::string_view se
   out.push_back(std::move(plain));
   // Hexadecimal, either case: as it is, and as each byte is written with a marker of its own
   // (`\x67`, `0x67`, `&#x67;`, `\u0067`), which only ever stands with separators between bytes.
+  // Letters and digits alone: looked for in the separated view only, which finds them either way.
   for (const char* digits : {"0123456789abcdef", "0123456789ABCDEF"}) {
     for (const char* marker : {"", "x", "0x", "u00"}) {
       Redaction hex;
       hex.real = hex_of(value, digits, marker);
       hex.masked = hex_of(sentinel, digits, marker);
-      hex.separated_only = *marker != '\0';
+      hex.view_only = true;
       out.push_back(std::move(hex));
     }
   }
@@ -246,7 +252,7 @@ std::vector<Redaction> redactions_of(std::string_view value, std::string_view se
     for (std::size_t i = 0; i < decimal.real.size(); ++i) {
       decimal.masked += digits[i % digits.size()];
     }
-    decimal.separated_only = true;
+    decimal.view_only = true;
     if (decimal.masked != decimal.real) {
       out.push_back(std::move(decimal));
     }

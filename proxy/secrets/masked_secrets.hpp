@@ -36,9 +36,10 @@ struct Redaction {
   bool base64 = false;             // a base64 form (head_bits and tail_bits apply)
   unsigned char head_bits = 0x3f;  // 0x3f: the whole first character is the value's
   unsigned char tail_bits = 0x3f;
-  // Looked for only with separators between its characters (redaction.hpp): a form no echo
-  // writes contiguously (each byte in hexadecimal after `x`, `0x` or `u00`, or in decimal).
-  bool separated_only = false;
+  // Looked for only in the data's letters and digits (redaction.hpp's separated view), which
+  // finds it with or without anything between its characters: a form of letters and digits alone
+  // (hexadecimal; each byte in hexadecimal after `x`, `0x` or `u00`, or in decimal).
+  bool view_only = false;
   // The form's letters and digits (its mixed first and last base64 characters left out), and the
   // masked form's characters at the same places: what the separated search looks for and writes.
   std::string skeleton;

@@ -508,6 +508,101 @@ constexpr std::array<unsigned char, 256> kLetterOrDigit = [] {
 // start in the view is kept, so that a match in the view is found in the data by a short walk.
 constexpr std::size_t kViewBlock = 256;
 
+// Every form's skeleton looked for in one pass over the view (Wu and Manber's multi-pattern
+// search: a window as long as the shortest skeleton, at most kWindow, slides by the table's shift
+// for its last three characters, and only a window whose last three could end a skeleton's first
+// kWindow characters is compared). Over letters and digits, memmem per form crawls: a long needle
+// fills its shift table. Made once per set of forms and thread (see of()).
+class SkeletonSearch {
+ public:
+  static constexpr std::size_t kWindow = 32;
+  static constexpr std::size_t kBlock = 3;
+  static constexpr std::size_t kTable = 4096;
+
+  // The search for `forms`, made again only when they change.
+  static const SkeletonSearch& of(const std::vector<Redaction>& forms) {
+    thread_local SkeletonSearch made;
+    if (!made.made_for(forms)) {
+      made = SkeletonSearch(forms);
+    }
+    return made;
+  }
+
+  // Calls found(form, at) for each skeleton found in view[0, size), left to right per window;
+  // returns how many were found.
+  template <class Found>
+  std::size_t find_all(const char* view, std::size_t size, Found&& found) const {
+    if (window_ == 0 || size < window_) {
+      return 0;
+    }
+    std::size_t count = 0;
+    for (std::size_t end = window_ - 1; end < size;) {
+      const std::size_t key = hash(view + end + 1 - kBlock);
+      if (shift_[key] > 0) {
+        end += shift_[key];
+        continue;
+      }
+      const std::size_t start = end + 1 - window_;
+      for (const Redaction* form : ending_[key]) {
+        const std::string& skeleton = form->skeleton;
+        if (start + skeleton.size() <= size &&
+            std::memcmp(view + start, skeleton.data(), skeleton.size()) == 0) {
+          found(*form, start);
+          ++count;
+        }
+      }
+      ++end;
+    }
+    return count;
+  }
+
+ private:
+  SkeletonSearch() = default;
+  explicit SkeletonSearch(const std::vector<Redaction>& forms) {
+    key_ = forms;
+    window_ = kWindow;
+    for (const auto& form : key_) {
+      if (form.skeleton.size() >= kLongRun) {
+        window_ = std::min(window_, form.skeleton.size());
+      }
+    }
+    shift_.assign(kTable, static_cast<std::uint8_t>(window_ - kBlock + 1));
+    ending_.assign(kTable, {});
+    for (const auto& form : key_) {
+      if (form.skeleton.size() < kLongRun) {
+        continue;
+      }
+      for (std::size_t j = kBlock - 1; j < window_; ++j) {
+        const std::size_t key = hash(form.skeleton.data() + j + 1 - kBlock);
+        shift_[key] =
+            std::min<std::uint8_t>(shift_[key], static_cast<std::uint8_t>(window_ - 1 - j));
+      }
+      ending_[hash(form.skeleton.data() + window_ - kBlock)].push_back(&form);
+    }
+  }
+
+  static std::size_t hash(const char* at) {
+    const auto a = static_cast<unsigned char>(at[0]);
+    const auto b = static_cast<unsigned char>(at[1]);
+    const auto c = static_cast<unsigned char>(at[2]);
+    return ((a << 6) ^ (b << 3) ^ c ^ (a >> 2)) & (kTable - 1);
+  }
+
+  // Whether this search was made for `forms` (the same skeletons, in order).
+  bool made_for(const std::vector<Redaction>& forms) const {
+    return window_ != 0 && forms.size() == key_.size() &&
+           std::equal(forms.begin(), forms.end(), key_.begin(),
+                      [](const Redaction& a, const Redaction& b) {
+                        return a.skeleton == b.skeleton && a.masked_skeleton == b.masked_skeleton;
+                      });
+  }
+
+  std::vector<Redaction> key_;  // the forms it was made for (a copy: found() refers to them)
+  std::size_t window_ = 0;
+  std::vector<std::uint8_t> shift_;
+  std::vector<std::vector<const Redaction*>> ending_;
+};
+
 // The view may be written this far past its last letter or digit (whole 16-byte stores).
 constexpr std::size_t kViewSlack = 16;
 
@@ -610,41 +705,34 @@ std::size_t redact_separated(char* data, std::size_t size, const std::vector<Red
   view.resize(size + kViewSlack);
   const std::size_t kept = letters_and_digits(data, size, view.data(), block_starts.data());
   writes.clear();
-  std::size_t replaced = 0;
-  for (const auto& form : forms) {
-    const std::string& needle = form.skeleton;
-    if (needle.size() < kLongRun) {
-      continue;
-    }
-    for (std::size_t start = 0; start + needle.size() <= kept;) {
-      void* found = ::memmem(view.data() + start, kept - start, needle.data(), needle.size());
-      if (found == nullptr) {
-        break;
+  // The data's bytes of view[at, at + length): from the start of its block, counting letters and
+  // digits (the data is not written until every form has been looked for), each to get the
+  // masked skeleton's character.
+  const std::size_t blocks = (size - 1) / kViewBlock + 1;
+  const auto write_back = [&](const Redaction& form, std::size_t at) {
+    const std::size_t block = static_cast<std::size_t>(
+        std::upper_bound(block_starts.begin(),
+                         block_starts.begin() + static_cast<std::ptrdiff_t>(blocks),
+                         static_cast<std::uint32_t>(at)) -
+        block_starts.begin() - 1);
+    std::size_t index = block_starts[block];
+    std::size_t i = block * kViewBlock;
+    for (std::size_t k = 0; k < form.skeleton.size(); ++i) {
+      if (kLetterOrDigit[static_cast<unsigned char>(data[i])] == 0) {
+        continue;
       }
-      const auto at = static_cast<std::size_t>(static_cast<char*>(found) - view.data());
-      // The data's byte of view index `at`: from the start of its block, counting letters and
-      // digits (the data is not written until every form has been looked for).
-      std::size_t block = static_cast<std::size_t>(
-          std::upper_bound(
-              block_starts.begin(),
-              block_starts.begin() + static_cast<std::ptrdiff_t>((size - 1) / kViewBlock + 1),
-              static_cast<std::uint32_t>(at)) -
-          block_starts.begin() - 1);
-      std::size_t index = block_starts[block];
-      std::size_t i = block * kViewBlock;
-      for (std::size_t k = 0; k < needle.size(); ++i) {
-        if (kLetterOrDigit[static_cast<unsigned char>(data[i])] == 0) {
-          continue;
-        }
-        if (index++ >= at) {
-          writes.emplace_back(i, form.masked_skeleton[k++]);
-        }
+      if (index++ >= at) {
+        writes.emplace_back(i, form.masked_skeleton[k++]);
       }
-      std::memcpy(view.data() + at, form.masked_skeleton.data(), needle.size());
-      ++replaced;
-      start = at + needle.size();
     }
-  }
+  };
+  const SkeletonSearch& search = SkeletonSearch::of(forms);
+  const std::size_t replaced =
+      search.find_all(view.data(), kept, [&](const Redaction& form, std::size_t at) {
+        write_back(form, at);
+        // Masked in the view too, so that no other form is found over it again.
+        std::memcpy(view.data() + at, form.masked_skeleton.data(), form.skeleton.size());
+      });
   for (const auto& [at, c] : writes) {
     data[at] = c;
   }
@@ -660,7 +748,7 @@ std::size_t redact(char* data, std::size_t size, const std::vector<Redaction>& r
   const bool lines = std::memchr(data, '\n', size) != nullptr;
   bool base64 = false;
   for (const auto& form : redactions) {
-    if (form.separated_only) {
+    if (form.view_only) {
       continue;
     }
     if (form.base64 && lines) {
@@ -757,6 +845,20 @@ StreamRedaction::StreamRedaction(const std::vector<Redaction>& redactions)
         long_runs_.emplace_back(form.real.data() + run.first, run.length);
       }
     }
+    // The bytes a form's beginning may start with: its skeleton's first character, and its own
+    // first character in every spelling.
+    if (!form.skeleton.empty()) {
+      may_begin_[static_cast<unsigned char>(form.skeleton.front())] = true;
+    }
+    const bool mixed_head = form.base64 && form.head_bits != 0x3f;
+    const char head = form.real[mixed_head ? 1 : 0];
+    if (is_alnum(head)) {
+      may_begin_[static_cast<unsigned char>(head)] = true;
+    } else {
+      for (const auto& [text, family] : spellings_of(head)) {
+        may_begin_[static_cast<unsigned char>(text.front())] = true;
+      }
+    }
   }
 }
 
@@ -784,6 +886,9 @@ std::size_t StreamRedaction::hold_from(const char* data, std::size_t size) {
   const std::size_t low = size > carry_limit_ ? size - carry_limit_ : 0;
   for (std::size_t p = low; p < size; ++p) {
     const char first = data[p];
+    if (!may_begin_[static_cast<unsigned char>(first)]) {
+      continue;
+    }
     std::size_t letters = 0;
     for (const auto& form : redactions_) {
       if (form.skeleton.empty()) {
@@ -796,7 +901,7 @@ std::size_t StreamRedaction::hold_from(const char* data, std::size_t size) {
       }
       const bool mixed_head = form.base64 && form.head_bits != 0x3f;
       const char head = form.real[mixed_head ? 1 : 0];
-      if (!form.separated_only && (!is_alnum(head) || first == head)) {
+      if (!form.view_only && (!is_alnum(head) || first == head)) {
         if (const auto count = spelled_prefix(form, data + p, size - p)) {
           letters = std::max(letters, *count);
         }
