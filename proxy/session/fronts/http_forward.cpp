@@ -272,12 +272,34 @@ asio::awaitable<void> refuse_request(SessionContext& context, std::string_view m
   co_await close_gracefully(context.client);
 }
 
+// An inspected connection opened to an address leads there whatever name its requests give
+// (the admission pipeline decided that name): each request holds the address to the rules it is
+// decided with too, as they would hold a new tunnel to it. Nothing when it may go on (or
+// report-only mode lets it, keeping the denial for the request's line).
+std::optional<Refusal> refuse_address(SessionContext& context, const ConnectionFacts& facts) {
+  const rules::Decision decision = context.policy->decide(facts.requested, facts.port);
+  // (A person's answer allowed the address, and still no rule decides it: as judge_again.)
+  if (decision.allowed() || (decision.unknown && facts.answered) ||
+      context.report_instead(decision, facts.requested, facts.port)) {
+    return std::nullopt;
+  }
+  return Refusal(decision.reason, context.policy->explain(decision, facts.requested, facts.port),
+                 rules::rule_text(decision));
+}
+
 // Stage 4 for plain HTTP: the kept-alive upstream if it is for the same host:port and still
 // idle, otherwise a fresh one through the pipeline's dial (resolved and checked like a tunnel's;
 // through a parent proxy, the parent itself, which then gets the request in absolute form: many
 // corporate proxies refuse CONNECT to port 80).
 asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission,
                                    const AdmittedRequest& request, Upstream& upstream) {
+  if (upstream.inspected != nullptr && upstream.inspected->facts.by_address()) {
+    if (auto refused = refuse_address(context, upstream.inspected->facts)) {
+      admission.status = Admission::Status::refused;
+      admission.refusal = std::move(*refused);
+      co_return;
+    }
+  }
   const bool reuse = upstream.reusable && upstream.key == request.where &&
                      context.upstream.is_open() && upstream.buffer.size() == 0 &&
                      (upstream.fresh || upstream_still_idle(context.upstream));
