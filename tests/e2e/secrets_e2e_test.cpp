@@ -218,7 +218,8 @@ TEST_F(SecretsTest, AHeadSplitAnywhereIsFilledAndARequestInABodyIsNot) {
 // A tunnel the client opened to an address is inspected as the name its ClientHello gives, and
 // never gets a value, on its first request or any later one: whether the connection leads to an
 // address is a fact of the tunnel, not of the last request's registration (hostile review
-// finding 2: the second request on the connection was filled).
+// finding 2: the second request on the connection was filled). A CONNECT and a SOCKS5 tunnel
+// alike.
 TEST_F(SecretsTest, ATunnelToAnAddressIsNeverFilledNotEvenOnALaterRequest) {
   auto proxy = gate({"API_TOKEN=api.origin.test=@" + folder_ + "/token"}, port_, true);
   const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
@@ -227,9 +228,15 @@ TEST_F(SecretsTest, ATunnelToAnAddressIsNeverFilledNotEvenOnALaterRequest) {
       << "import socket, ssl, sys\n"
          "gate, port, ca, sentinel = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]\n"
          "s = socket.create_connection(('127.0.0.1', gate))\n"
-         "s.sendall(('CONNECT 127.0.0.1:%s HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n' % "
+         "if sys.argv[5] == 'SOCKS5':\n"
+         "    s.sendall(b'\\x05\\x01\\x00'); assert s.recv(2) == b'\\x05\\x00'\n"
+         "    s.sendall(b'\\x05\\x01\\x00\\x01' + socket.inet_aton('127.0.0.1') +\n"
+         "              int(port).to_bytes(2, 'big'))\n"
+         "    assert s.recv(10)[1] == 0\n"
+         "else:\n"
+         "    s.sendall(('CONNECT 127.0.0.1:%s HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n' % "
          "port).encode())\n"
-         "assert b' 200 ' in s.recv(4096)\n"
+         "    assert b' 200 ' in s.recv(4096)\n"
          "t = ssl.create_default_context(cafile=ca).wrap_socket(s, "
          "server_hostname='api.origin.test')\n"
          "t.settimeout(10)\n"
@@ -248,13 +255,16 @@ TEST_F(SecretsTest, ATunnelToAnAddressIsNeverFilledNotEvenOnALaterRequest) {
          "exchange('GET /second HTTP/1.1\\r\\nHost: api.origin.test:%s\\r\\n'\n"
          "         'Authorization: Bearer %s\\r\\n\\r\\n' % (port, sentinel),\n"
          "         b'GET /second', b'API_TOKEN')\n";
-  auto o =
-      run_shell("/usr/bin/python3 " + script + " " + std::to_string(proxy->port()) + " " +
-                std::to_string(port_) + " " + folder_ + "/gate-ca/ca.pem " + sentinel + " 2>&1");
-  // The first request reached the origin; the second, carrying the sentinel, was refused.
-  EXPECT_NE(received().find("GET /first"), std::string::npos) << o.output << received();
-  EXPECT_NE(o.output.find("HTTP/1.1 403"), std::string::npos) << o.output;
-  EXPECT_NE(o.output.find("masked secret API_TOKEN"), std::string::npos) << o.output;
+  for (const std::string front : {"CONNECT", "SOCKS5"}) {
+    auto o = run_shell("/usr/bin/python3 " + script + " " + std::to_string(proxy->port()) + " " +
+                       std::to_string(port_) + " " + folder_ + "/gate-ca/ca.pem " + sentinel + " " +
+                       front + " 2>&1");
+    // The first request reached the origin; the second, carrying the sentinel, was refused.
+    EXPECT_NE(o.output.find("GET /first"), std::string::npos) << front << o.output;
+    EXPECT_NE(o.output.find("HTTP/1.1 403"), std::string::npos) << front << o.output;
+    EXPECT_NE(o.output.find("masked secret API_TOKEN"), std::string::npos) << o.output;
+  }
+  EXPECT_NE(received().find("GET /first"), std::string::npos) << received();
   EXPECT_EQ(received().find("GET /second"), std::string::npos) << received();
   EXPECT_EQ(received().find(kToken), std::string::npos) << received();
 }
