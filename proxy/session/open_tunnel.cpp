@@ -14,6 +14,7 @@
 #include "proxy/budget/destination_budgets.hpp"
 #include "proxy/session/graceful_close.hpp"
 #include "proxy/session/origin_pool.hpp"
+#include "proxy/session/parent_dial.hpp"
 #include "proxy/session/tunnel_session.hpp"
 #include "proxy/session/upstream_dial.hpp"
 #include "proxy/settings/parent_route.hpp"
@@ -180,8 +181,15 @@ struct TunnelSetup {
   const rules::Host& host;
   std::string display;  // host as the log names it
   std::uint16_t port;
-  std::string upstream_address;           // what was connected to, for the log
-  Destination destination;                // registered for reloads once the first bytes were judged
+  std::string upstream_address;  // what was connected to, for the log
+  // What the set-up learns of the connection (how the client named it, its ClientHello's name,
+  // what was dialled, SSH, inspected), each decided once; registered for reloads once the first
+  // bytes were judged, and carried to the inspected connection's requests.
+  ConnectionFacts facts;
+  // What a parent proxy sent behind its reply head: the destination's first bytes. Held until
+  // the tunnel is known to be spliced (then they follow the success reply); an inspected
+  // tunnel's origin speaks only after the gate's own ClientHello.
+  boost::beast::flat_buffer from_parent;
   std::string note;                       // for the allow line: what the operator should know
   boost::system::error_code write_error;  // a write to either side failed during the set-up
   std::uint64_t early_up = 0;             // bytes passed on before the relay took over
@@ -234,17 +242,16 @@ bool first_bytes_pass(TunnelSetup& setup, const rules::Decision& decision,
   return false;
 }
 
-// What the parent sent behind its head came from the destination: it follows the success
-// reply, before anything else is read.
-asio::awaitable<void> pass_parent_bytes(TunnelSetup& setup,
-                                        boost::beast::flat_buffer& from_parent) {
-  if (!setup.write_error && from_parent.size() > 0) {
+// What the parent sent behind its head came from the destination: on a spliced tunnel it is the
+// first thing the client reads from it.
+asio::awaitable<void> pass_parent_bytes(TunnelSetup& setup) {
+  if (!setup.write_error && setup.from_parent.size() > 0) {
     auto [error, written] =
-        co_await asio::async_write(setup.context.client, from_parent.data(), use_tuple);
+        co_await asio::async_write(setup.context.client, setup.from_parent.data(), use_tuple);
     setup.write_error = error;
     setup.early_down = written;
   }
-  from_parent = boost::beast::flat_buffer();
+  setup.from_parent = boost::beast::flat_buffer();
 }
 
 // On a TLS port, what the client sends first decides before a byte goes upstream: the protocol
@@ -265,10 +272,10 @@ asio::awaitable<bool> look_at_first_bytes(TunnelSetup& setup, boost::beast::flat
         !first_bytes_pass(setup, first.decision, first.tls_name.value_or(setup.host))) {
       co_return false;
     }
-    setup.destination.ssh = first.ssh;
+    setup.facts.ssh = first.ssh;
     setup.tls = first.tls;
     if (first.tls_name) {
-      setup.destination.tls_name = std::make_shared<const rules::Host>(*first.tls_name);
+      setup.facts.tls_name = std::make_shared<const rules::Host>(*first.tls_name);
     }
     setup.add_note(first.note);
     co_return true;
@@ -284,7 +291,7 @@ asio::awaitable<bool> look_at_first_bytes(TunnelSetup& setup, boost::beast::flat
     if (!first_bytes_pass(setup, context.policy->decide_ssh(setup.host), setup.host)) {
       co_return false;
     }
-    setup.destination.ssh = true;
+    setup.facts.ssh = true;
   }
   if (watch.verdict() != rules::SshIdentificationWatch::Verdict::undecided) {
     setup.ssh_watch.reset();  // decided: the relay need not look
@@ -304,12 +311,14 @@ void record_tunnel_decision(TunnelSetup& setup, const std::string& rule) {
   }
 }
 
-// Passes on what the client sent so far (the start of the tunnelled stream: a TLS ClientHello,
-// possibly sent before our 200 arrived), then hands the sockets to a TunnelSession and lets the
-// set-up's coroutines finish, so a long-lived tunnel holds no coroutine frames. A write that
-// failed during the set-up ends the tunnel here, with its end line.
+// Passes on what the parent sent behind its head, and what the client sent so far (the start of
+// the tunnelled stream: a TLS ClientHello, possibly sent before our 200 arrived), then hands the
+// sockets to a TunnelSession and lets the set-up's coroutines finish, so a long-lived tunnel
+// holds no coroutine frames. A write that failed during the set-up ends the tunnel here, with
+// its end line.
 asio::awaitable<void> hand_over(TunnelSetup& setup, boost::beast::flat_buffer& buffer) {
   SessionContext& context = setup.context;
+  co_await pass_parent_bytes(setup);
   if (!setup.write_error && buffer.size() > 0) {
     // These bytes leave before the relay counts anything: taken from the budgets first, and
     // only as many as they allow (the origin gets exactly the budget, as from the relay).
@@ -318,7 +327,7 @@ asio::awaitable<void> hand_over(TunnelSetup& setup, boost::beast::flat_buffer& b
     if (budget::Ledger* ledger = context.worker.shared.budgets;
         ledger != nullptr && !context.policy->budgets().empty()) {
       budget::DestinationBudgets budgets(*ledger, context.policy->shared_budgets(), setup.host,
-                                         setup.port, setup.destination.address);
+                                         setup.port, setup.facts.dialled);
       if (context.reports(rules::Reason::budget_exhausted)) {
         (void)budgets.charge(rules::BudgetKind::up, allowed);  // the relay reports a spent one
       } else {
@@ -431,9 +440,8 @@ asio::awaitable<bool> dial_instead_of_idle(TunnelSetup& setup, Admission& admiss
   boost::system::error_code ignored;
   context.upstream.close(ignored);
   context.secured_origin.reset();
-  boost::beast::flat_buffer from_parent;
   co_await connect_upstream(context, admission, setup.method, setup.host, setup.port,
-                            UpstreamUse::tunnel, from_parent);
+                            UpstreamUse::tunnel, setup.from_parent);
   if (admission.refused()) {
     deny_established(setup, admission.refusal.reason, admission.refusal.rule,
                      admission.refusal.sentence);
@@ -443,16 +451,38 @@ asio::awaitable<bool> dial_instead_of_idle(TunnelSetup& setup, Admission& admiss
     co_return false;
   }
   setup.upstream_address = to_text(admission.endpoint);
-  setup.destination.address = admission.dialled;
-  co_await pass_parent_bytes(setup, from_parent);
+  setup.facts.dialled = admission.dialled;
   co_return true;
 }
 
-std::string not_inspectable_sentence(const rules::Host& host, std::uint16_t port) {
-  return host.display() + ":" + std::to_string(port) +
-         " has request rules, and this tunnel cannot be inspected (only TLS on a TLS port is; "
-         "SSH and other protocols or ports would carry requests no rule could judge): use "
-         "https:// on a TLS port, or plain http:// through the proxy.";
+// Whether the gate inspects the tunnel, decided once from what its set-up saw: a TLS
+// ClientHello, inspection on, and a host with request rules or named by the inspection
+// patterns. False also when a tunnel that must not be spliced (splice_bar) was denied (logged,
+// closed); report-only mode lets it through spliced, logged as would-deny. Sets
+// setup.facts.inspected.
+bool decide_inspection(TunnelSetup& setup) {
+  SessionContext& context = setup.context;
+  ConnectionFacts& facts = setup.facts;
+  const rules::Host* tls_name = facts.tls_name.get();
+  const SpliceBar bar = splice_bar(*context.policy, facts.requested, tls_name, setup.port);
+  // A nameless address is not inspected even when it could be: its requests would be judged as
+  // the address, by no host's rules.
+  const bool inspectable = setup.tls && !setup.write_error &&
+                           context.worker.shared.inspection != nullptr &&
+                           bar != SpliceBar::nameless_address;
+  facts.inspected =
+      inspectable && (bar == SpliceBar::request_rules ||
+                      context.policy->requests().inspects(facts.served_host(), setup.port));
+  if (facts.inspected || bar == SpliceBar::none) {
+    return true;
+  }
+  const std::string sentence = splice_bar_sentence(bar, facts.requested, tls_name, setup.port);
+  if (!context.reports(rules::Reason::not_inspectable)) {
+    deny_established(setup, rules::Reason::not_inspectable, {}, sentence);
+    return false;
+  }
+  context.keep_reported(rules::Reason::not_inspectable, {}, sentence);
+  return true;
 }
 
 }  // namespace
@@ -465,19 +495,25 @@ asio::awaitable<void> refuse_tunnel(SessionContext& context, const TunnelFrontEn
   co_await close_gracefully(context.client);
 }
 
-asio::awaitable<std::optional<rules::Host>> open_tunnel(SessionContext& context,
-                                                        const TunnelFrontEnd& front,
-                                                        const rules::Host& host, std::uint16_t port,
-                                                        boost::beast::flat_buffer& buffer) {
+asio::awaitable<std::optional<ConnectionFacts>> open_tunnel(SessionContext& context,
+                                                            const TunnelFrontEnd& front,
+                                                            const rules::Host& host,
+                                                            std::uint16_t port,
+                                                            boost::beast::flat_buffer& buffer) {
   // 2-4. The admission pipeline: the policy, a question, LaunchDarkly, the dial.
   boost::beast::flat_buffer from_parent;  // the destination's first bytes, behind the parent's head
   Admission admission = co_await decide_admission(context, front.method, host, port);
-  // A host with request rules on a port whose tunnels are not looked into: refused before
-  // anything is dialled, with a reason the client can read.
-  if (admission.admitted() && context.policy->requests().judges(host, port) &&
-      !is_tls_port(context, port) && !context.reports(rules::Reason::not_inspectable)) {
-    admission.status = Admission::Status::refused;
-    admission.refusal = {rules::Reason::not_inspectable, not_inspectable_sentence(host, port)};
+  // A tunnel that must not be spliced (a host with request rules, an address while they are in
+  // force) on a port whose tunnels are not looked into: refused before anything is dialled, with
+  // a reason the client can read.
+  if (admission.admitted() && !is_tls_port(context, port) &&
+      !context.reports(rules::Reason::not_inspectable)) {
+    if (const SpliceBar bar = splice_bar(*context.policy, host, nullptr, port);
+        bar != SpliceBar::none) {
+      admission.status = Admission::Status::refused;
+      admission.refusal = {rules::Reason::not_inspectable,
+                           splice_bar_sentence(bar, host, nullptr, port)};
+    }
   }
   if (admission.admitted()) {
     BudgetCheck spent = co_await count_against_budgets(context, front.method,
@@ -502,14 +538,15 @@ asio::awaitable<std::optional<rules::Host>> open_tunnel(SessionContext& context,
   }
   TunnelSetup setup(context, front.method, host, port, to_text(admission.endpoint),
                     admission.note());
-  setup.destination.host = host;
-  setup.destination.port = port;
-  setup.destination.answered = admission.decision.answered;
-  setup.destination.address = admission.dialled;
+  setup.facts.requested = host;
+  setup.facts.port = port;
+  setup.facts.answered = admission.decision.answered;
+  setup.facts.dialled = admission.dialled;
+  setup.from_parent = std::move(from_parent);
 
-  // 5. Tell the client the tunnel is up, then look at what it sends first.
+  // 5. Tell the client the tunnel is up, then look at what it sends first. (What the parent
+  // sent behind its head waits until the tunnel is known to be spliced.)
   setup.write_error = co_await front.send_established(context);
-  co_await pass_parent_bytes(setup, from_parent);
   if (!setup.write_error) {
     // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
     if (!co_await look_at_first_bytes(setup, buffer)) {
@@ -522,35 +559,31 @@ asio::awaitable<std::optional<rules::Host>> open_tunnel(SessionContext& context,
     }
   }
 
-  // 6. A reload while this tunnel was being set up: the rules now in force judge it again, as
+  // 6. Inspected or spliced, decided once; from here on the facts are only read. An inspected
+  // tunnel's origin has nothing to say before the gate's ClientHello: bytes the parent passed
+  // behind its head would reach the client outside the gate's TLS, so the tunnel is refused.
+  if (!decide_inspection(setup)) {
+    co_return std::nullopt;
+  }
+  const ConnectionFacts& facts = setup.facts;
+  if (facts.inspected && setup.from_parent.size() > 0) {
+    deny_established(setup, rules::Reason::bad_response, {},
+                     bytes_before_handshake(host, port, setup.from_parent.size()));
+    co_return std::nullopt;
+  }
+
+  // 7. A reload while this tunnel was being set up: the rules now in force judge it again, as
   // they judged every tunnel already open. From here on a reload finds it registered.
-  // The name an IP destination's ClientHello asked for decides its inspection (kept before the
-  // destination is handed to the registry).
-  const rules::Host named = setup.destination.tls_name ? *setup.destination.tls_name : host;
-  if (auto revoked = context.register_destination(std::move(setup.destination))) {
+  if (auto revoked = context.register_destination(facts.destination(facts.dialled))) {
     deny_established(setup, revocation_reason(*revoked), revoked->rule, revoked->detail);
     co_return std::nullopt;
   }
-  // 7. Inspected: the front end serves its requests (inspected_connection.hpp). A host with
-  // request rules is never reached through a tunnel the gate cannot see into. Otherwise the
-  // relay splices it.
-  const rules::RequestRules& requests = context.policy->requests();
-  const bool judged = requests.judges(named, port);
-  if (setup.tls && !setup.write_error && context.worker.shared.inspection != nullptr &&
-      (judged || requests.inspects(named, port))) {
-    record_tunnel_decision(setup, admission.rule());
-    co_return named;
-  }
-  if (judged && !context.reports(rules::Reason::not_inspectable)) {
-    deny_established(setup, rules::Reason::not_inspectable, {},
-                     not_inspectable_sentence(named, port));
-    co_return std::nullopt;
-  }
-  if (judged) {
-    context.keep_reported(rules::Reason::not_inspectable, {},
-                          not_inspectable_sentence(named, port));
-  }
   record_tunnel_decision(setup, admission.rule());
+  // 8. Inspected: the front end serves its requests (inspected_connection.hpp) from these
+  // facts. Otherwise the relay splices it.
+  if (facts.inspected) {
+    co_return facts;
+  }
   co_await hand_over(setup, buffer);
   co_return std::nullopt;
 }

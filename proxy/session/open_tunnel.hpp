@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "proxy/session/admission.hpp"
+#include "proxy/session/connection_facts.hpp"
 #include "proxy/session/session_context.hpp"
 #include "proxy/session/wire/replies.hpp"
 #include "rules/host.hpp"
@@ -50,16 +51,15 @@ boost::asio::awaitable<void> refuse_tunnel(SessionContext& context, const Tunnel
 // refusal before success goes through `front`; one after it (SNI mismatch, SSH to a non-git
 // host, a reload) closes the connection, since the client already speaks its own protocol.
 // Returns nothing when the tunnel is done with (handed to the relay, or refused, or over; logged
-// either way), or the host to inspect: the tunnel was admitted with a TLS ClientHello to a host
-// that is inspected (the CONNECT's host, or for an IP destination the name its ClientHello
-// asked for), which the front end then serves with serve_inspected()
-// (fronts/inspected_connection.hpp), `buffer` holding the hello. A tunnel to a host with
-// request rules that cannot be inspected (not a TLS port, not TLS, no inspection) is refused
-// as not-inspectable: its requests could not be judged.
-boost::asio::awaitable<std::optional<rules::Host>> open_tunnel(SessionContext& context,
-                                                               const TunnelFrontEnd& front,
-                                                               const rules::Host& host,
-                                                               std::uint16_t port,
-                                                               boost::beast::flat_buffer& buffer);
+// either way), or the facts of a tunnel to inspect (connection_facts.hpp): it was admitted with a
+// TLS ClientHello to a host that is inspected (the CONNECT's host, or for an IP destination the
+// name its ClientHello asked for), which the front end then serves with serve_inspected()
+// (fronts/inspected_connection.hpp), `buffer` holding the hello. A tunnel that must not be
+// spliced (splice_bar: a host with request rules, an address that names no host while they are
+// in force) and cannot be inspected (not a TLS port, not TLS, no inspection) is refused as
+// not-inspectable: its requests could not be judged.
+boost::asio::awaitable<std::optional<ConnectionFacts>> open_tunnel(
+    SessionContext& context, const TunnelFrontEnd& front, const rules::Host& host,
+    std::uint16_t port, boost::beast::flat_buffer& buffer);
 
 }  // namespace sandgate::session

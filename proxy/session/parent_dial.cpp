@@ -173,6 +173,14 @@ asio::awaitable<DialResult> connect_through_parent(SessionContext& context,
   co_return dial;
 }
 
+std::string bytes_before_handshake(const rules::Host& host, std::uint16_t port, std::size_t count) {
+  return "the parent proxy passed " + std::to_string(count) + " bytes from " + host.display() +
+         ":" + std::to_string(port) +
+         " behind its reply, before the gate's TLS handshake with the origin: an inspected "
+         "connection's origin speaks only after it, and nothing reaches the client outside the "
+         "gate's own TLS.";
+}
+
 void use_parent_form(boost::beast::http::request_header<>& head, const settings::Settings& settings,
                      const HttpTarget& target) {
   if (settings::parent_for(settings, target.host, target.port) == nullptr) {

@@ -42,6 +42,11 @@ boost::asio::awaitable<DialResult> connect_through_parent(SessionContext& contex
                                                           std::uint16_t port,
                                                           boost::beast::flat_buffer& from_parent);
 
+// Why a connection the gate inspects is refused (reason bad-response) when the parent passed
+// `count` bytes behind its 2xx head: the origin of a connection the gate secures speaks only
+// after the gate's own ClientHello, and nothing may reach the client outside the gate's TLS.
+std::string bytes_before_handshake(const rules::Host& host, std::uint16_t port, std::size_t count);
+
 // A plain request's head as the parent proxy gets it, when `target` goes through one
 // (settings::parent_for()): the target in absolute form (`http://authority/path`; `OPTIONS *` as
 // `http://authority`, RFC 9112 section 3.2.4) and, with credentials, Proxy-Authorization.

@@ -107,6 +107,35 @@ void WorkerContext::report_would_revoke(LiveConnection& connection, const Revoca
   record_late_denial(*this, line, reason, false);
 }
 
+SpliceBar splice_bar(const rules::Policy& policy, const rules::Host& requested,
+                     const rules::Host* tls_name, std::uint16_t port) {
+  const rules::RequestRules& requests = policy.requests();
+  if (requests.judges(tls_name != nullptr ? *tls_name : requested, port)) {
+    return SpliceBar::request_rules;
+  }
+  if (requested.is_ip() && tls_name == nullptr && requests.size() > 0) {
+    return SpliceBar::nameless_address;
+  }
+  return SpliceBar::none;
+}
+
+std::string splice_bar_sentence(SpliceBar bar, const rules::Host& requested,
+                                const rules::Host* tls_name, std::uint16_t port) {
+  const std::string where = requested.display() + ":" + std::to_string(port);
+  if (bar == SpliceBar::nameless_address) {
+    return where +
+           " is an address and this tunnel names no host (no TLS server name): with request "
+           "rules in force the gate cannot tell whose rules its requests would meet, and it "
+           "lets no tunnel carry requests unjudged. Connect to the host by its name.";
+  }
+  const std::string served =
+      tls_name != nullptr ? tls_name->display() + ":" + std::to_string(port) : where;
+  return served +
+         " has request rules, and this tunnel cannot be inspected (only TLS on a TLS port is; "
+         "SSH and other protocols or ports would carry requests no rule could judge): use "
+         "https:// on a TLS port, or plain http:// through the proxy.";
+}
+
 std::optional<Revocation> judge_again(const rules::Policy& policy, const Destination& destination) {
   rules::Decision decision = policy.decide(destination.host, destination.port);
   if (!decision.allowed() && decision.unknown && destination.answered) {
@@ -126,6 +155,19 @@ std::optional<Revocation> judge_again(const rules::Policy& policy, const Destina
       revocation.rule = rules::rule_text(decision);
       revocation.detail = "the rules in force since the last reload deny this: the TLS name " +
                           policy.explain(decision, *destination.tls_name, destination.port);
+      return revocation;
+    }
+  }
+  if (decision.allowed() && destination.spliced) {
+    // Request rules are judged on requests; a tunnel the gate does not read has none to judge,
+    // so one whose host has come to need them is closed, as its set-up would now refuse it.
+    const rules::Host* tls_name = destination.tls_name.get();
+    const SpliceBar bar = splice_bar(policy, destination.host, tls_name, destination.port);
+    if (bar != SpliceBar::none) {
+      Revocation revocation;
+      revocation.reason = std::string(rules::reason_code(rules::Reason::not_inspectable));
+      revocation.detail = "the rules in force since the last reload judge this host's requests: " +
+                          splice_bar_sentence(bar, destination.host, tls_name, destination.port);
       return revocation;
     }
   }

@@ -75,7 +75,32 @@ struct Destination {
   // Allowed by a person's answer to a question (--unknown=ask), not by a rule: a reload that
   // still finds no rule for it keeps it.
   bool answered = false;
+  // An uninspected tunnel: the gate does not read what it carries, so a reload that gives its
+  // host request rules (splice_bar) closes it rather than let requests pass unjudged.
+  bool spliced = false;
 };
+
+// Why a tunnel may not be spliced (relayed without the gate reading it): its requests must be
+// judged by the request rules, and a spliced tunnel's would not be.
+enum class SpliceBar : std::uint8_t {
+  none,           // nothing bars it
+  request_rules,  // the host it is served as has request rules: inspected, or refused
+  // It was opened to an address and names no host (no TLS server name) while request rules
+  // are in force: the gate cannot tell which host's rules its requests would meet, and
+  // inspecting it as the address would judge them by none. Refused.
+  nameless_address,
+};
+
+// What bars a tunnel to `requested`:port from being spliced under `policy`'s request rules;
+// `tls_name`: the name its ClientHello gave an address (null when none, or not known yet).
+// The one judgement of both the tunnel's set-up (open_tunnel.cpp) and a reload (judge_again).
+// Pure.
+SpliceBar splice_bar(const rules::Policy& policy, const rules::Host& requested,
+                     const rules::Host* tls_name, std::uint16_t port);
+
+// The sentence of a refusal (reason not-inspectable) for `bar` (not none).
+std::string splice_bar_sentence(SpliceBar bar, const rules::Host& requested,
+                                const rules::Host* tls_name, std::uint16_t port);
 
 // Why a reload closed a connection, for its end line. Strings, not a rules::Decision: the policy
 // the decision points into may be gone by the time the connection logs its end.
@@ -106,7 +131,8 @@ struct LiveConnection {
 };
 
 // Holds an open connection's destination to `policy` again (the name's rules, the SSH rules when
-// it speaks SSH, the dialled address's rules); nothing when it is still allowed. Pure.
+// it speaks SSH, the dialled address's rules, and for a spliced tunnel the request rules, which
+// may now need it inspected); nothing when it is still allowed. Pure.
 std::optional<Revocation> judge_again(const rules::Policy& policy, const Destination& destination);
 
 // The per-thread state sessions use. Every member is touched only on the worker's thread, after

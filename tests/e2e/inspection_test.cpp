@@ -248,6 +248,87 @@ TEST_F(InspectionTest, TunnelsThatCannotBeInspectedAreRefusedAndRefusalsStayInsi
   EXPECT_NE(bare.output.find("HTTP/1.1 400"), std::string::npos) << bare.output;
 }
 
+// A connection opened to an address stays one whatever its requests name: a reload that turns
+// --allow-ip off closes it after its first request too (what it registers for reloads is the
+// tunnel's destination, not the last request's host), and with revocation off its next request
+// is refused, as a new tunnel to the address would be.
+TEST_F(InspectionTest, AConnectionToAnAddressIsJudgedAsOneOnEveryRequestAndReload) {
+  const std::uint16_t port = free_port();
+  ChildServer origin(port, "python3 " SANDGATE_SOURCE_DIR "/tests/support/echo_https_server.py " +
+                               std::to_string(port) + " " + folder_ + "/server.pem " + folder_ +
+                               "/server.key unused");
+  ASSERT_TRUE(port_accepts(port)) << "the echo origin did not start";
+  // Two requests on one connection to 127.0.0.1 (its ClientHello naming origin.test); between
+  // them the script says `first` is answered and waits for the test's `go`.
+  const std::string script = folder_ + "/two_requests.py";
+  write_file(
+      script,
+      "import os, socket, ssl, sys, time\n"
+      "gate, port, ca, folder = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]\n"
+      "s = socket.create_connection(('127.0.0.1', gate))\n"
+      "s.sendall(('CONNECT 127.0.0.1:%s HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n' % "
+      "port).encode())\n"
+      "assert b' 200 ' in s.recv(4096)\n"
+      "t = ssl.create_default_context(cafile=ca).wrap_socket(s, "
+      "server_hostname='origin.test')\n"
+      "t.settimeout(10)\n"
+      "def ask(path):\n"
+      "    data = b''\n"
+      "    try:\n"
+      "        t.sendall(('GET %s HTTP/1.1\\r\\nHost: origin.test:%s\\r\\n\\r\\n' "
+      "% (path, port)).encode())\n"
+      "        while (b'GET ' + path.encode()) not in data and b'HTTP/1.1 403' not in data:\n"
+      "            more = t.recv(65536)\n"
+      "            if not more: break\n"
+      "            data += more\n"
+      "    except Exception as e:\n"
+      "        data += repr(e).encode()\n"
+      "    print(path, data.decode(errors='replace'))\n"
+      "ask('/first')\n"
+      "open(folder + '/first', 'w').close()\n"
+      "while not os.path.exists(folder + '/go'): time.sleep(0.05)\n"
+      "time.sleep(0.3)\n"
+      "ask('/second')\n");
+  for (const bool revoke : {true, false}) {
+    auto proxy = inspecting_gate(folder_, "allow origin.test GET\n", port, true, true);
+    run_shell("rm -f " + folder_ + "/first " + folder_ + "/go");
+    std::string output;
+    std::thread client([&] {
+      output =
+          run_shell("/usr/bin/python3 " + script + " " + std::to_string(proxy->port()) + " " +
+                    std::to_string(port) + " " + folder_ + "/gate-ca/ca.pem " + folder_ + " 2>&1")
+              .output;
+    });
+    for (int i = 0; i < 200 && ::access((folder_ + "/first").c_str(), F_OK) != 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    // The reload: the same rules, with raw IP literals no longer allowed.
+    const auto current = proxy->server().current_policy();
+    rules::PolicyOptions options = current->options();
+    options.allow_ip = false;
+    auto settings = std::make_shared<settings::Settings>(proxy->settings());
+    settings->policy.allow_ip = false;
+    settings->revoke_on_reload = revoke;
+    proxy->server().publish(std::make_shared<const rules::Policy>(
+                                options, current->shared_blocklist(), current->shared_allowlist(),
+                                current->shared_requests(), current->shared_budgets()),
+                            settings);
+    write_file(folder_ + "/go", "");
+    client.join();
+    EXPECT_NE(output.find("GET /first"), std::string::npos) << revoke << output;
+    EXPECT_EQ(output.find("GET /second"), std::string::npos) << revoke << output;
+    // Revoked, or its second request refused: either way for the address, by the new rules.
+    const std::string how = revoke ? "\"outcome\":\"revoked\"" : "\"path\":\"/second\"";
+    EXPECT_TRUE(proxy->wait_for_log([&how](const std::string& log) {
+      return !log_lines_with(log, {how, "\"reason\":\"ip-address\""}).empty();
+    })) << revoke
+        << proxy->log_text();
+    if (!revoke) {
+      EXPECT_NE(output.find("HTTP/1.1 403"), std::string::npos) << output;
+    }
+  }
+}
+
 TEST_F(InspectionTest, GitFetchesFromAnywhereAndPushesOnlyToItsOrganisation) {
   if (run_shell("command -v git python3").exit_code != 0) {
     FAIL() << "git and python3 are required (scripts/install-deps.sh installs them)";

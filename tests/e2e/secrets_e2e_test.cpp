@@ -63,10 +63,13 @@ class SecretsTest : public ::testing::Test {
     run_shell("rm -rf " + folder_);
   }
 
-  // A gate with `secrets` (--secret entries), trusting the origins' test CA.
-  std::unique_ptr<TestProxy> gate(const std::vector<std::string>& secrets, std::uint16_t tls_port) {
+  // A gate with `secrets` (--secret entries), trusting the origins' test CA; `allow_ip`:
+  // --allow-ip.
+  std::unique_ptr<TestProxy> gate(const std::vector<std::string>& secrets, std::uint16_t tls_port,
+                                  bool allow_ip = false) {
     auto proxy = std::make_unique<TestProxy>("", [&](settings::Settings& s) {
       s.policy.block_loopback = false;  // the test origins are on loopback
+      s.policy.allow_ip = allow_ip;
       s.tls_ports = {tls_port};
       s.ca_dir = folder_ + "/gate-ca";
       s.inspect_extra_ca = {folder_ + "/ca.pem"};
@@ -210,6 +213,60 @@ TEST_F(SecretsTest, AHeadSplitAnywhereIsFilledAndARequestInABodyIsNot) {
   EXPECT_NE(received().find("POST /outer"), std::string::npos) << received();
   EXPECT_EQ(received().find("/smuggled"), std::string::npos) << received();
   EXPECT_NE(o.output.find("GET /smuggled HTTP/1.1"), std::string::npos) << o.output;  // the body
+}
+
+// A tunnel the client opened to an address is inspected as the name its ClientHello gives, and
+// never gets a value, on its first request or any later one: whether the connection leads to an
+// address is a fact of the tunnel, not of the last request's registration (hostile review
+// finding 2: the second request on the connection was filled). A CONNECT and a SOCKS5 tunnel
+// alike.
+TEST_F(SecretsTest, ATunnelToAnAddressIsNeverFilledNotEvenOnALaterRequest) {
+  auto proxy = gate({"API_TOKEN=api.origin.test=@" + folder_ + "/token"}, port_, true);
+  const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
+  const std::string script = folder_ + "/by_address.py";
+  std::ofstream(script)
+      << "import socket, ssl, sys\n"
+         "gate, port, ca, sentinel = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]\n"
+         "s = socket.create_connection(('127.0.0.1', gate))\n"
+         "if sys.argv[5] == 'SOCKS5':\n"
+         "    s.sendall(b'\\x05\\x01\\x00'); assert s.recv(2) == b'\\x05\\x00'\n"
+         "    s.sendall(b'\\x05\\x01\\x00\\x01' + socket.inet_aton('127.0.0.1') +\n"
+         "              int(port).to_bytes(2, 'big'))\n"
+         "    assert s.recv(10)[1] == 0\n"
+         "else:\n"
+         "    s.sendall(('CONNECT 127.0.0.1:%s HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n' % "
+         "port).encode())\n"
+         "    assert b' 200 ' in s.recv(4096)\n"
+         "t = ssl.create_default_context(cafile=ca).wrap_socket(s, "
+         "server_hostname='api.origin.test')\n"
+         "t.settimeout(10)\n"
+         "def exchange(head, *ends):\n"
+         "    t.sendall(head.encode()); data = b''\n"
+         "    try:\n"
+         "        while not any(end in data for end in ends):\n"
+         "            more = t.recv(65536)\n"
+         "            if not more: break\n"
+         "            data += more\n"
+         "    except socket.timeout:\n"
+         "        pass\n"
+         "    print(data.decode(errors='replace'))\n"
+         "exchange('GET /first HTTP/1.1\\r\\nHost: api.origin.test:%s\\r\\n\\r\\n' % port,\n"
+         "         b'GET /first')\n"
+         "exchange('GET /second HTTP/1.1\\r\\nHost: api.origin.test:%s\\r\\n'\n"
+         "         'Authorization: Bearer %s\\r\\n\\r\\n' % (port, sentinel),\n"
+         "         b'GET /second', b'API_TOKEN')\n";
+  for (const std::string front : {"CONNECT", "SOCKS5"}) {
+    auto o = run_shell("/usr/bin/python3 " + script + " " + std::to_string(proxy->port()) + " " +
+                       std::to_string(port_) + " " + folder_ + "/gate-ca/ca.pem " + sentinel + " " +
+                       front + " 2>&1");
+    // The first request reached the origin; the second, carrying the sentinel, was refused.
+    EXPECT_NE(o.output.find("GET /first"), std::string::npos) << front << o.output;
+    EXPECT_NE(o.output.find("HTTP/1.1 403"), std::string::npos) << front << o.output;
+    EXPECT_NE(o.output.find("masked secret API_TOKEN"), std::string::npos) << o.output;
+  }
+  EXPECT_NE(received().find("GET /first"), std::string::npos) << received();
+  EXPECT_EQ(received().find("GET /second"), std::string::npos) << received();
+  EXPECT_EQ(received().find(kToken), std::string::npos) << received();
 }
 
 TEST_F(SecretsTest, PlainHttpToTheBoundHostIsRefused) {

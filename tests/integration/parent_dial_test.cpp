@@ -23,6 +23,7 @@
 #include "tests/fakes/tcp_origin.hpp"
 #include "tests/integration/harness/test_client.hpp"
 #include "tests/integration/harness/test_proxy.hpp"
+#include "tests/support/client_hello.hpp"
 
 namespace sandgate::testing {
 namespace {
@@ -167,6 +168,32 @@ TEST(ParentDial, TheConnectCarriesCredentialsAndBytesBehindTheHeadReachTheClient
   })) << proxy.log_text();
   EXPECT_FALSE(contains(proxy.log_text(), "se:cret"));
   EXPECT_EQ(parent_dials(proxy, metrics::WorkerMetrics::ParentDial::connected), 1u);
+}
+
+// On a tunnel the gate inspects, the client's TLS is with the gate: bytes the parent passed
+// behind its 200 (an origin speaks only after the gate's own ClientHello) must never reach the
+// client outside that TLS. The tunnel is refused instead, with its reason.
+TEST(ParentDial, BytesBehindTheHeadNeverReachTheClientOfAnInspectedTunnel) {
+  FakeParent parent("HTTP/1.1 200 Connection established\r\n\r\nstray bytes\n");
+  std::string ca_dir = ::testing::TempDir() + "/parent-inspect-XXXXXX";
+  ASSERT_NE(::mkdtemp(ca_dir.data()), nullptr);
+  TestProxy proxy("", [&](settings::Settings& s) {
+    through(parent.url())(s);
+    s.inspect = {"origin.test"};
+    s.ca_dir = ca_dir + "/ca";
+  });
+
+  TestClient client(proxy.port());
+  const auto head = send_connect(client, "origin.test:443");
+  ASSERT_EQ(head.status, 200) << head.head;
+  std::string seen = head.body_after;
+  client.pending.clear();
+  client.send(client_hello_records("origin.test"));
+  seen += client.read_to_end(nullptr, 3s);
+  EXPECT_FALSE(contains(seen, "stray")) << seen;
+  EXPECT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return contains(log, "\"reason\":\"bad-response\"") && contains(log, "behind its reply");
+  })) << proxy.log_text();
 }
 
 TEST(ParentDial, PlainHttpGoesInAbsoluteFormWithCredentials) {

@@ -18,6 +18,7 @@
 
 #include "proxy/session/fault_injection.hpp"
 #include "rules/domain_set.hpp"
+#include "rules/request_rules.hpp"
 #include "tests/fakes/fake_launchdarkly.hpp"
 #include "tests/fakes/http_origin.hpp"
 #include "tests/fakes/tcp_origin.hpp"
@@ -46,6 +47,18 @@ void publish_blocklist(TestProxy& proxy, const std::string& blocklist_text) {
   ASSERT_TRUE(issues.empty());
   proxy.server().publish(
       std::make_shared<const rules::Policy>(proxy.settings().policy, std::move(set), std::nullopt));
+}
+
+// Publishes a policy whose request rules are `request_rules_text` (and no blocklist), as a
+// reload of the request-rules file does.
+void publish_request_rules(TestProxy& proxy, const std::string& request_rules_text) {
+  std::vector<rules::LoadIssue> issues;
+  auto requests = std::make_shared<const rules::RequestRules>(rules::RequestRules::parse(
+      request_rules_text, "/reloaded/requests.txt", {}, "inspect setting", issues));
+  ASSERT_TRUE(issues.empty());
+  proxy.server().publish(std::make_shared<const rules::Policy>(
+      proxy.settings().policy, std::make_shared<const rules::DomainSet>(), nullptr,
+      std::move(requests)));
 }
 
 bool log_has(TestProxy& proxy, const std::string& needle) {
@@ -279,6 +292,75 @@ TEST(Revocation, IpTunnelWhoseTlsNameIsBlockedLaterIsClosed) {
   publish_blocklist(proxy, "evil.test\n");
   client.read_to_end(nullptr, 3s);
   EXPECT_TRUE(log_has(proxy, "\"outcome\":\"revoked\"")) << proxy.log_text();
+}
+
+// A reload judges every rule kind, request rules included: a tunnel the gate does not read,
+// to a host that now has request rules, would carry requests no rule judges (an old git tunnel
+// pushing anywhere while a new one is refused). It is closed as its set-up would now be refused.
+TEST(Revocation, ASplicedTunnelWhoseHostGetsRequestRulesIsClosed) {
+  TcpOrigin origin;
+  TcpOrigin other_origin;
+  TestProxy proxy("", allow_loopback);
+  proxy.dns().set("git.test", {"127.0.0.1"});
+  proxy.dns().set("other.test", {"127.0.0.1"});
+
+  TestClient client(proxy.port());
+  ASSERT_EQ(send_connect(client, target("git.test", origin.port())).status, 200);
+  client.send("ping");
+  ASSERT_EQ(client.read_exact(4), "ping");
+  TestClient bystander(proxy.port());
+  ASSERT_EQ(send_connect(bystander, target("other.test", other_origin.port())).status, 200);
+
+  publish_request_rules(proxy, "allow git.test git-fetch\n");
+  client.read_to_end(nullptr, 3s);  // returns once the gate closed the tunnel
+  EXPECT_TRUE(log_has(proxy, "\"outcome\":\"revoked\"")) << proxy.log_text();
+  const std::string log = proxy.log_text();
+  EXPECT_EQ(log_lines_with(log, {"\"outcome\":\"revoked\"", "\"reason\":\"not-inspectable\"",
+                                 "\"host\":\"git.test\""})
+                .size(),
+            1u)
+      << log;
+  // A host the new rules leave unjudged keeps its tunnel.
+  bystander.send("ping");
+  EXPECT_EQ(bystander.read_exact(4), "ping");
+}
+
+// Under --allow-ip, a tunnel to an address that names no host cannot be matched against the
+// request rules (whose host is it?): while any are in force it is refused, not spliced, both
+// when its port says so before the dial and when its ClientHello carries no name.
+TEST(NamelessAddresses, AreRefusedWhileRequestRulesAreInForce) {
+  TcpOrigin origin;
+  TcpOrigin tls_origin;
+  const std::string folder = ::testing::TempDir() + "/nameless-requests.txt";
+  std::ofstream(folder) << "allow git.test git-fetch\n";
+  TestProxy proxy("", [&](settings::Settings& s) {
+    s.policy.block_loopback = false;
+    s.policy.allow_ip = true;
+    s.tls_ports = {tls_origin.port()};
+    s.request_rules_path = folder;
+  });
+
+  TestClient plain(proxy.port());
+  const auto refused = send_connect(plain, target("127.0.0.1", origin.port()));
+  EXPECT_EQ(refused.status, 403) << refused.head;
+  EXPECT_NE(refused.head.find("not-inspectable"), std::string::npos) << refused.head;
+  EXPECT_EQ(origin.bytes_received(), 0u);
+
+  TestClient tls(proxy.port());
+  ASSERT_EQ(send_connect(tls, target("127.0.0.1", tls_origin.port())).status, 200);
+  tls.send(client_hello_records("", false));
+  EXPECT_EQ(tls.read_to_end(nullptr, 3s), "") << "the tunnel must not carry bytes";
+  EXPECT_EQ(tls_origin.bytes_received(), 0u);
+  const std::string log = proxy.log_text();
+  EXPECT_EQ(log_lines_with(log, {"\"reason\":\"not-inspectable\"", "names no host"}).size(), 2u)
+      << log;
+
+  // One that names a host (unjudged) in its ClientHello is judged as that name, as before.
+  TestClient named(proxy.port());
+  ASSERT_EQ(send_connect(named, target("127.0.0.1", tls_origin.port())).status, 200);
+  const std::string hello = client_hello_records("fine.test");
+  named.send(hello);
+  EXPECT_EQ(named.read_exact(hello.size(), 3s), hello);
 }
 
 // ---- No connection ends unseen ----

@@ -388,10 +388,10 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
     }
   }
   // (Named: GCC 12 mishandles a co_await inside an if's condition declaration.)
-  const std::optional<rules::Host> inspected =
+  const std::optional<ConnectionFacts> inspected =
       co_await open_tunnel(context, kCaptureFront, target->host, target->port, buffer);
   if (inspected) {
-    co_await serve_inspected(context, *inspected, target->port, kCaptureFront.method, buffer);
+    co_await serve_inspected(context, *inspected, kCaptureFront.method, buffer);
   }
 }
 

@@ -57,11 +57,10 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
                                 std::string(rules::to_string(authority.error())) + "."});
     co_return;
   }
-  const std::optional<rules::Host> inspected =
+  const std::optional<ConnectionFacts> inspected =
       co_await open_tunnel(context, kHttpConnectFront, authority->host, authority->port, buffer);
   if (inspected) {
-    co_await serve_inspected(context, *inspected, authority->port, kHttpConnectFront.method,
-                             buffer);
+    co_await serve_inspected(context, *inspected, kHttpConnectFront.method, buffer);
   }
 }
 

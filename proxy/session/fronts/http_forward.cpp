@@ -272,12 +272,34 @@ asio::awaitable<void> refuse_request(SessionContext& context, std::string_view m
   co_await close_gracefully(context.client);
 }
 
+// An inspected connection opened to an address leads there whatever name its requests give
+// (the admission pipeline decided that name): each request holds the address to the rules it is
+// decided with too, as they would hold a new tunnel to it. Nothing when it may go on (or
+// report-only mode lets it, keeping the denial for the request's line).
+std::optional<Refusal> refuse_address(SessionContext& context, const ConnectionFacts& facts) {
+  const rules::Decision decision = context.policy->decide(facts.requested, facts.port);
+  // (A person's answer allowed the address, and still no rule decides it: as judge_again.)
+  if (decision.allowed() || (decision.unknown && facts.answered) ||
+      context.report_instead(decision, facts.requested, facts.port)) {
+    return std::nullopt;
+  }
+  return Refusal(decision.reason, context.policy->explain(decision, facts.requested, facts.port),
+                 rules::rule_text(decision));
+}
+
 // Stage 4 for plain HTTP: the kept-alive upstream if it is for the same host:port and still
 // idle, otherwise a fresh one through the pipeline's dial (resolved and checked like a tunnel's;
 // through a parent proxy, the parent itself, which then gets the request in absolute form: many
 // corporate proxies refuse CONNECT to port 80).
 asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission,
                                    const AdmittedRequest& request, Upstream& upstream) {
+  if (upstream.inspected != nullptr && upstream.inspected->facts.by_address()) {
+    if (auto refused = refuse_address(context, upstream.inspected->facts)) {
+      admission.status = Admission::Status::refused;
+      admission.refusal = std::move(*refused);
+      co_return;
+    }
+  }
   const bool reuse = upstream.reusable && upstream.key == request.where &&
                      context.upstream.is_open() && upstream.buffer.size() == 0 &&
                      (upstream.fresh || upstream_still_idle(context.upstream));
@@ -317,12 +339,22 @@ asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission
       co_return;
     }
   }
-  beast::flat_buffer unused;  // only a tunnel through a parent has bytes behind its head
-  // An inspected origin is reached like a tunnel's (through a parent, a CONNECT to it), then
-  // secured; a plain one takes the requests itself.
-  co_await connect_upstream(
-      context, admission, request.method, request.target.host, request.target.port,
-      upstream.inspected ? UpstreamUse::tunnel : UpstreamUse::request, unused);
+  beast::flat_buffer from_parent;  // only a tunnel through a parent has bytes behind its head
+  // An inspected origin is reached like a tunnel's (through a parent, a CONNECT to it), where
+  // its tunnel was (an address the client chose stays that address), then secured; a plain one
+  // takes the requests itself.
+  const rules::Host& dialled_host =
+      upstream.inspected ? upstream.inspected->facts.requested : request.target.host;
+  co_await connect_upstream(context, admission, request.method, dialled_host, request.target.port,
+                            upstream.inspected ? UpstreamUse::tunnel : UpstreamUse::request,
+                            from_parent);
+  if (admission.admitted() && upstream.inspected && from_parent.size() > 0) {
+    context.upstream.close(ignored);
+    admission.status = Admission::Status::refused;
+    admission.refusal = Refusal(
+        rules::Reason::bad_response,
+        bytes_before_handshake(upstream.inspected->host, request.target.port, from_parent.size()));
+  }
   if (admission.admitted() && upstream.inspected) {
     if (auto refused = co_await upstream.inspected->secure_upstream()) {
       admission.status = Admission::Status::refused;
@@ -488,10 +520,10 @@ asio::awaitable<bool> admit_target(SessionContext& context, HeadParser& head_par
   // A masked secret's sentinel goes nowhere the gate would not fill it in (request_secrets.hpp):
   // refused before anything is decided or dialled, logged as the attempt it is.
   if (const secrets::MaskedSecrets* secrets = context.worker.shared.secrets) {
-    const bool to_an_address = context.live.destination && context.live.destination->host.is_ip();
+    const bool may_fill =
+        upstream.inspected != nullptr && upstream.inspected->facts.may_fill_secrets();
     if (auto misplaced =
-            secrets::misplaced_secret(*secrets, head_parser.get(), host.name,
-                                      upstream.inspected != nullptr && !to_an_address)) {
+            secrets::misplaced_secret(*secrets, head_parser.get(), host.name, may_fill)) {
       Refusal refusal(rules::Reason::secret_refused, *misplaced);
       refusal.path = std::string(logged_path(request.target.origin_form));
       co_await refuse_request(context, request.method, request.display, port, refusal);
@@ -557,12 +589,22 @@ asio::awaitable<bool> admit_target(SessionContext& context, HeadParser& head_par
     co_return false;
   }
   // Registered while the upstream is open, so that a reload can judge it again; judged first by
-  // the rules now in force if a reload came during the waits above.
+  // the rules now in force if a reload came during the waits above. An inspected connection
+  // registers where its tunnel led (an address the client chose, with the name its ClientHello
+  // gave), so that a reload holds it to every rule kind its set-up was.
   Destination destination;
-  destination.host = host;
-  destination.port = port;
-  destination.address = upstream.dialled;
-  destination.answered = admission.decision.answered;
+  if (upstream.inspected != nullptr) {
+    const ConnectionFacts& facts = upstream.inspected->facts;
+    destination = facts.destination(upstream.dialled);
+    // (This request's answer was about the name it named: the tunnel's host only when it was
+    // opened to that name.)
+    destination.answered = facts.answered || (admission.decision.answered && !facts.by_address());
+  } else {
+    destination.host = host;
+    destination.port = port;
+    destination.address = upstream.dialled;
+    destination.answered = admission.decision.answered;
+  }
   if (auto revoked = context.register_destination(std::move(destination))) {
     co_await refuse_request(context, request.method, request.display, port,
                             {revocation_reason(*revoked), revoked->detail, revoked->rule});
@@ -680,6 +722,7 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   // before the head is rewritten.
   const secrets::MaskedSecrets* secrets = context.worker.shared.secrets;
   const bool bound_host = secrets != nullptr && upstream.inspected != nullptr &&
+                          upstream.inspected->facts.may_fill_secrets() &&
                           secrets->any_bound_to(admitted->target.host.name);
   std::optional<secrets::SignedRequest> signed_request;
   if (bound_host) {
@@ -911,9 +954,10 @@ asio::awaitable<void> handle_http(SessionContext& context, HeadParser& parser,
   context.upstream.close(ignored);
 }
 
-InspectedOrigin::InspectedOrigin(rules::Host h, std::uint16_t p)
-    : host(std::move(h)),
-      port(p),
+InspectedOrigin::InspectedOrigin(ConnectionFacts f)
+    : facts(std::move(f)),
+      host(facts.served_host()),
+      port(facts.port),
       authority(port == 443 ? host.display() : host.display() + ":" + std::to_string(port)) {}
 
 bool InspectedOrigin::named_by(std::string_view host_field) const {
@@ -932,7 +976,7 @@ asio::awaitable<InspectedRequestsEnd> serve_inspected_requests(SessionContext& c
   // A tunnel to an IP address is inspected under the name its ClientHello gave: its origin
   // connection leads to the address the client chose, not to where the name resolves, and is
   // never handed to a client that asked for the name.
-  const bool to_an_address = context.live.destination && context.live.destination->host.is_ip();
+  const bool to_an_address = origin.facts.by_address();
   Upstream upstream;
   upstream.inspected = &origin;
   // The connection the tunnel dialled (or took idle from the pool) is the first upstream,
@@ -940,7 +984,7 @@ asio::awaitable<InspectedRequestsEnd> serve_inspected_requests(SessionContext& c
   upstream.key = origin.host.display() + ":" + std::to_string(origin.port);
   upstream.reusable = true;
   upstream.fresh = !origin.taken_idle;
-  upstream.dialled = context.live.destination ? context.live.destination->address : std::nullopt;
+  upstream.dialled = origin.facts.dialled;
   boost::system::error_code ignored;
   upstream.address = to_text(context.upstream.remote_endpoint(ignored));
   beast::flat_buffer buffer(kClientBufferLimit);

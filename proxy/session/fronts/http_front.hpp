@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "proxy/session/admission.hpp"
+#include "proxy/session/connection_facts.hpp"
 #include "proxy/session/session_context.hpp"
 #include "proxy/session/wire/http_head.hpp"
 #include "proxy/session/wire/replies.hpp"
@@ -30,14 +31,17 @@ boost::asio::awaitable<void> handle_http(SessionContext& context, HeadParser& pa
                                          boost::beast::flat_buffer& buffer);
 
 // The origin of an inspected connection, as its request loop sees it (inspected_connection.cpp
-// makes it): the one host and port every request must name, and how a freshly dialled
-// connection to it is secured.
+// makes it): the tunnel's facts, the one host and port every request must name, and how a
+// freshly dialled connection to it is secured.
 class InspectedOrigin {
  public:
-  InspectedOrigin(rules::Host h, std::uint16_t p);
+  explicit InspectedOrigin(ConnectionFacts f);
   virtual ~InspectedOrigin() = default;
 
-  rules::Host host;
+  // Decided when the tunnel was set up (connection_facts.hpp); every request is judged from
+  // them, never from the connection's registration, which each request replaces.
+  const ConnectionFacts facts;
+  rules::Host host;  // facts.served_host()
   std::uint16_t port;
   std::string authority;  // as a Host field names it: `name`, or `name:port` off port 443
 

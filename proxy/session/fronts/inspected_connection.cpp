@@ -80,8 +80,8 @@ using ClientTls = asio::ssl::stream<PrefixedSocket>;
 
 class InspectedTls final : public InspectedOrigin {
  public:
-  InspectedTls(SessionContext& c, inspect::Inspection& i, const rules::Host& h, std::uint16_t p)
-      : InspectedOrigin(h, p),
+  InspectedTls(SessionContext& c, inspect::Inspection& i, const ConnectionFacts& facts)
+      : InspectedOrigin(facts),
         context_(c),
         inspection_(i),
         client_tls_(c.client, i.client_facing()) {}
@@ -284,10 +284,11 @@ asio::awaitable<void> answer_first_request(SessionContext& context, const Inspec
 
 }  // namespace
 
-asio::awaitable<void> serve_inspected(SessionContext& context, const rules::Host& host,
-                                      std::uint16_t port, std::string_view method,
-                                      beast::flat_buffer& hello) {
-  InspectedTls tls(context, *context.worker.shared.inspection, host, port);
+asio::awaitable<void> serve_inspected(SessionContext& context, const ConnectionFacts& facts,
+                                      std::string_view method, beast::flat_buffer& hello) {
+  InspectedTls tls(context, *context.worker.shared.inspection, facts);
+  const rules::Host& host = tls.host;
+  const std::uint16_t port = tls.port;
   boost::system::error_code ignored;
   // The origin first: a client is only ever shown a certificate for a host whose own
   // certificate the gate verified (or is told why not, inside the connection).

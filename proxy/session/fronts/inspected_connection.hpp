@@ -20,17 +20,19 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <cstdint>
 
+#include "proxy/session/connection_facts.hpp"
 #include "proxy/session/session_context.hpp"
 #include "rules/host.hpp"
 
 namespace sandgate::session {
 
-// Serves the inspected connection to host:port: context.client has had its tunnel answered,
-// context.upstream is connected to the origin (or through the parent to it), `hello` holds what
-// the client sent so far (its ClientHello). Writes every request's lines and the connection's
-// end line; closes both sockets.
-boost::asio::awaitable<void> serve_inspected(SessionContext& context, const rules::Host& host,
-                                             std::uint16_t port, std::string_view method,
+// Serves the inspected connection whose tunnel open_tunnel() set up with `facts` (as their
+// served_host() and port): context.client has had its tunnel answered, context.upstream is
+// connected to the origin (or through the parent to it), `hello` holds what the client sent so
+// far (its ClientHello). Every request is judged from `facts`. Writes every request's lines and
+// the connection's end line; closes both sockets.
+boost::asio::awaitable<void> serve_inspected(SessionContext& context, const ConnectionFacts& facts,
+                                             std::string_view method,
                                              boost::beast::flat_buffer& hello);
 
 }  // namespace sandgate::session

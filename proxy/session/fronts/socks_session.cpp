@@ -418,10 +418,10 @@ asio::awaitable<void> serve_socks5(SessionContext& context, beast::flat_buffer& 
   context.begin_request();
   context.live.destination.reset();
   context.live.revoked.reset();
-  const std::optional<rules::Host> inspected =
+  const std::optional<ConnectionFacts> inspected =
       co_await open_tunnel(context, kSocksFront, *host, request.port, buffer);
   if (inspected) {
-    co_await serve_inspected(context, *inspected, request.port, kSocksFront.method, buffer);
+    co_await serve_inspected(context, *inspected, kSocksFront.method, buffer);
   }
 }
 
