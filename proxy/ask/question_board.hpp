@@ -97,8 +97,11 @@ struct RequestQuestion {
   // line for several methods would stand for more than the set asked about.
   std::string no_line_because = {};
   // A spent egress budget's question ("50 MB more sent (budgets.txt:2 github.com: ...)"): once
-  // grants the amount once more, session each time it is spent again; nothing is written.
+  // grants the amount asked for, session each time it is spent again; nothing is written.
   bool budget = false;
+  // What a `session` answer is remembered under, when not the question itself: a budget's
+  // limit, whatever amount each of its questions asks for.
+  std::string remembered_as = {};
 };
 
 // A question as the front ends show it.
@@ -180,6 +183,7 @@ class QuestionBoard {
     std::chrono::steady_clock::time_point asked;
     std::vector<std::shared_ptr<Waiter>> waiters;
     std::optional<RequestQuestion> request;
+    std::string remembered_as;  // the key a `session` answer to it is remembered under
   };
   // Posts `resolution` to each waiter's executor. Without the lock.
   static void resolve(std::vector<std::shared_ptr<Waiter>> waiters, const Resolution& resolution);

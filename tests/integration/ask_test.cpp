@@ -665,6 +665,75 @@ TEST(Ask, AnAnswerStandsForExactlyTheMethodsTheRequestMayActAs) {
   EXPECT_EQ(requests[2].field("X-HTTP-Method-Override"), "PUT");
 }
 
+// Waits for a spent budget's question and returns it.
+std::optional<ask::PendingQuestion> wait_for_budget_question(TestProxy& proxy) {
+  for (int i = 0; i < 500; ++i) {
+    for (const ask::PendingQuestion& question : proxy.gate().questions().pending()) {
+      if (question.budget) {
+        return question;
+      }
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  return std::nullopt;
+}
+
+// Review finding (issue 39, 7): a 20 kB upload against `up=2kB` asked for "2 kB more sent", and
+// a yes granted 2 kB and refused the request anyway. The question says what the waiting request
+// needs and asks for what it lacks; a yes sends it. A `session` answer stands for the limit,
+// whatever a later request lacks.
+TEST(Ask, ABudgetQuestionAsksForWhatTheRequestNeedsAndAYesSendsIt) {
+  fakes::HttpOrigin origin;
+  std::string folder = std::string(::testing::TempDir()) + "/ask-budget-XXXXXX";
+  ASSERT_NE(::mkdtemp(folder.data()), nullptr);
+  const std::string budgets = folder + "/budgets.txt";
+  std::ofstream(budgets) << "origin.test up=2kB\n";
+  TestProxy proxy("", asking([&budgets](settings::Settings& s) { s.budgets_path = budgets; }));
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  const std::uint16_t port = origin.port();
+  const std::string where = "origin.test:" + std::to_string(port);
+  const auto upload_later = [&](std::size_t size) {
+    Held held{std::make_unique<TestClient>(proxy.port()), {}};
+    held.client->send("POST http://" + where + "/up HTTP/1.1\r\nHost: " + where +
+                      "\r\nContent-Length: " + std::to_string(size) +
+                      "\r\nConnection: close\r\n\r\n" + std::string(size, 'u'));
+    TestClient* client = held.client.get();
+    held.status =
+        std::async(std::launch::async, [client] { return read_response_head(*client).status; });
+    return held;
+  };
+  const auto answer = [&](const ask::PendingQuestion& question, ask::Answer given) {
+    return proxy.gate().questions().answer("origin.test", port, given, "tester", question.request);
+  };
+
+  auto first = upload_later(20000);
+  ASSERT_TRUE(wait_for_question(proxy, where, 1));  // the destination's own question first
+  admin(proxy, "POST", "/decide",
+        "host=origin.test&port=" + std::to_string(port) + "&answer=session");
+  const auto asked = wait_for_budget_question(proxy);
+  ASSERT_TRUE(asked) << ask::render_pending_text(proxy.gate().questions());
+  EXPECT_THAT(asked->request, ::testing::HasSubstr("more sent (the waiting transfer needs 20."));
+  EXPECT_THAT(asked->request, ::testing::HasSubstr("kB and 2 kB are left; "));
+  EXPECT_THAT(asked->request, ::testing::HasSubstr("budgets.txt:1 origin.test: 2 kB per run)"));
+  ASSERT_TRUE(answer(*asked, ask::Answer::once));
+  EXPECT_EQ(first.status.get(), 200);
+  ASSERT_TRUE(origin.wait_for_requests(1));
+  EXPECT_EQ(origin.requests()[0].body.size(), 20000u);
+
+  // `session`: this and every later request the limit cannot hold, whatever each lacks.
+  auto second = upload_later(30000);
+  const auto again = wait_for_budget_question(proxy);
+  ASSERT_TRUE(again) << ask::render_pending_text(proxy.gate().questions());
+  ASSERT_TRUE(answer(*again, ask::Answer::session));
+  EXPECT_EQ(second.status.get(), 200);
+  auto third = upload_later(40000);
+  EXPECT_EQ(third.status.get(), 200);
+  EXPECT_EQ(ask::render_pending_text(proxy.gate().questions()), "no questions pending\n");
+  ASSERT_TRUE(origin.wait_for_requests(3));
+  EXPECT_EQ(origin.requests()[2].body.size(), 40000u);
+  std::filesystem::remove_all(folder);
+}
+
 TEST(Ask, RulesStillDecideWhatTheyDecide) {
   fakes::TcpOrigin origin;
   TestProxy proxy("blocked.test\n",

@@ -765,13 +765,10 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     const std::uint64_t length = request.chunked() ? 0 : request.content_length().value_or(0);
     x.up_paid = !request.chunked();
     const std::uint64_t whole = serialized.str().size() + length;
-    if (auto stop = take_whole(x, rules::BudgetKind::up, whole)) {
-      // Asked once: a request larger than the amount granted is still refused.
-      const bool more = co_await more_granted(x, *stop);
-      if (!more || take_whole(x, rules::BudgetKind::up, whole)) {
-        budget_spent(x, std::move(*stop));
-        may_send = false;
-      }
+    // Under --unknown=ask a person is asked for what the request lacks: a yes sends it.
+    if (auto stop = co_await take_whole_or_ask(x, rules::BudgetKind::up, whole)) {
+      budget_spent(x, std::move(*stop));
+      may_send = false;
     }
   }
   if (may_send) {

@@ -105,6 +105,29 @@ TEST(DestinationBudgets, ARefusedCountSpendsNothing) {
   EXPECT_EQ(ledger.find("* requests/run")->state().spent, 2u);
 }
 
+// Review finding (issue 39, 7): a question asks for what the waiting transfer lacks when that
+// is more than the limit's amount (a yes must let it through), and is remembered by its limit
+// whatever amount it asks for.
+TEST(DestinationBudgets, AStopAsksForWhatTheWaitingTransferLacks) {
+  Ledger ledger;
+  auto rules = parse("x.test up=2kB\n");
+  DestinationBudgets x(ledger, rules, host("x.test"), 8081);
+  EXPECT_EQ(x.reserve(rules::BudgetKind::up, 500), 500u);  // 1500 left
+  const Stop big = x.stop(rules::BudgetKind::up, 20119);
+  EXPECT_EQ(big.amount, 18619u);
+  EXPECT_EQ(big.question,
+            "18.619 kB more sent (the waiting transfer needs 20.119 kB and 1.5 kB are left; "
+            "budgets.txt:1 x.test: 2 kB per run)");
+  EXPECT_EQ(big.remembered_as, "budget x.test up/run");
+  big.account->grant(big.amount);
+  EXPECT_EQ(x.reserve(rules::BudgetKind::up, 20119), 20119u);  // a yes lets it through
+  // A transfer that lacks less than the amount is asked the amount again, as before.
+  const Stop small = x.stop(rules::BudgetKind::up, 100);
+  EXPECT_EQ(small.amount, 2000u);
+  EXPECT_EQ(small.question, "2 kB more sent (budgets.txt:1 x.test: 2 kB per run)");
+  EXPECT_EQ(small.remembered_as, big.remembered_as);
+}
+
 TEST(Ledger, ThreadsCountIntoOneAccountWithoutLosingAByte) {
   Ledger ledger;
   auto rules = parse("* up=1000000B\n");
