@@ -127,16 +127,35 @@ asio::awaitable<Admission> admit(SessionContext& context, std::string_view metho
   co_return admission;
 }
 
-asio::awaitable<BudgetCheck> count_against_budgets(SessionContext& context, std::string_view method,
-                                                   rules::BudgetKind kind, const rules::Host& host,
-                                                   std::uint16_t port) {
+namespace {
+
+// count_against_budgets and check_budgets_before_dial in one place. Before the dial (`dialled`
+// unknown, `count` false) the limits the destination's name matches are only looked at, so
+// that a spent one refuses (or asks) before anything is dialled; after it (`count` true) every
+// limit of the name and of the address dialled counts the connection or request.
+asio::awaitable<BudgetCheck> settle_budgets(SessionContext& context, std::string_view method,
+                                            rules::BudgetKind kind, const rules::Host& host,
+                                            std::uint16_t port,
+                                            std::optional<rules::IpAddress> dialled, bool count) {
   BudgetCheck check;
   budget::Ledger* ledger = context.worker.shared.budgets;
   if (ledger == nullptr || context.policy->budgets().empty()) {
     co_return check;
   }
-  budget::DestinationBudgets budgets(*ledger, context.policy->shared_budgets(), host, port);
   const bool enforce = !context.reports(rules::Reason::budget_exhausted);
+  if (!count && !enforce) {
+    co_return check;  // report-only mode counts, and reports, after the dial
+  }
+  budget::DestinationBudgets budgets(*ledger, context.policy->shared_budgets(), host, port,
+                                     dialled);
+  const auto refuse = [&check](budget::Stop stop, AskedForMore asked) {
+    if (asked == AskedForMore::refused) {
+      stop.sentence += " More was asked for and not allowed.";
+    }
+    check.refusal =
+        Refusal(rules::Reason::budget_exhausted, std::move(stop.sentence), std::move(stop.rule));
+    return check;
+  };
   // Bytes first: a destination whose upload or download budget is spent takes no new connection
   // or request (what a client sends with its request would leave before a relay counted it).
   std::optional<budget::Stop> stop = budgets.spent(rules::BudgetKind::up);
@@ -150,13 +169,24 @@ asio::awaitable<BudgetCheck> count_against_budgets(SessionContext& context, std:
       co_return check;
     }
     if (asked != AskedForMore::granted) {
-      if (asked == AskedForMore::refused) {
-        stop->sentence += " More was asked for and not allowed.";
-      }
-      check.refusal = Refusal(rules::Reason::budget_exhausted, std::move(stop->sentence),
-                              std::move(stop->rule));
+      co_return refuse(std::move(*stop), asked);
+    }
+  }
+  if (!count) {
+    // A spent count refuses now, counting nothing: the count itself waits for the address.
+    stop = budgets.spent(kind);
+    if (!stop) {
       co_return check;
     }
+    const AskedForMore asked = co_await ask_for_more(context, method, host, port, *stop);
+    if (asked == AskedForMore::over) {
+      check.over = true;
+      co_return check;
+    }
+    if (asked == AskedForMore::granted) {
+      co_return check;
+    }
+    co_return refuse(std::move(*stop), asked);
   }
   const std::optional<budget::Stop> spent_bytes = enforce ? std::nullopt : stop;
   stop = budgets.count_one(kind, enforce);
@@ -180,12 +210,35 @@ asio::awaitable<BudgetCheck> count_against_budgets(SessionContext& context, std:
     if (!stop) {
       co_return check;
     }
-  } else if (asked == AskedForMore::refused) {
-    stop->sentence += " More was asked for and not allowed.";
   }
-  check.refusal =
-      Refusal(rules::Reason::budget_exhausted, std::move(stop->sentence), std::move(stop->rule));
-  co_return check;
+  co_return refuse(std::move(*stop), asked);
+}
+
+}  // namespace
+
+asio::awaitable<BudgetCheck> check_budgets_before_dial(SessionContext& context,
+                                                       std::string_view method,
+                                                       rules::BudgetKind kind,
+                                                       const rules::Host& host,
+                                                       std::uint16_t port) {
+  return settle_budgets(context, method, kind, host, port, std::nullopt, false);
+}
+
+asio::awaitable<BudgetCheck> count_against_budgets(SessionContext& context, std::string_view method,
+                                                   rules::BudgetKind kind, const rules::Host& host,
+                                                   std::uint16_t port,
+                                                   std::optional<rules::IpAddress> dialled) {
+  return settle_budgets(context, method, kind, host, port, dialled, true);
+}
+
+bool BudgetCheck::apply_to(Admission& admission) {
+  if (over) {
+    admission.status = Admission::Status::over;
+  } else if (refusal) {
+    admission.status = Admission::Status::refused;
+    admission.refusal = std::move(*refusal);
+  }
+  return admission.admitted();
 }
 
 void record_refusal(SessionContext& context, std::string_view method, std::string_view host,

@@ -302,18 +302,13 @@ asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission
   context.live.destination.reset();
   upstream.buffer.clear();
   // A new connection to the origin counts against its budgets (an inspected one's tunnel was
-  // counted when it was opened).
+  // counted when it was opened): refused before the dial when the name's are spent, counted
+  // after it, when the address is known too.
   if (!upstream.inspected) {
     BudgetCheck spent =
-        co_await count_against_budgets(context, request.method, rules::BudgetKind::connections,
-                                       request.target.host, request.target.port);
-    if (spent.over) {
-      admission.status = Admission::Status::over;
-      co_return;
-    }
-    if (spent.refusal) {
-      admission.status = Admission::Status::refused;
-      admission.refusal = std::move(*spent.refusal);
+        co_await check_budgets_before_dial(context, request.method, rules::BudgetKind::connections,
+                                           request.target.host, request.target.port);
+    if (!spent.apply_to(admission)) {
       co_return;
     }
   }
@@ -323,6 +318,12 @@ asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission
   co_await connect_upstream(
       context, admission, request.method, request.target.host, request.target.port,
       upstream.inspected ? UpstreamUse::tunnel : UpstreamUse::request, unused);
+  if (admission.admitted() && !upstream.inspected) {
+    BudgetCheck counted =
+        co_await count_against_budgets(context, request.method, rules::BudgetKind::connections,
+                                       request.target.host, request.target.port, admission.dialled);
+    counted.apply_to(admission);
+  }
   if (admission.admitted() && upstream.inspected) {
     if (auto refused = co_await upstream.inspected->secure_upstream()) {
       admission.status = Admission::Status::refused;
@@ -533,8 +534,8 @@ asio::awaitable<bool> admit_target(SessionContext& context, HeadParser& head_par
       }
     }
     if (!judged.refusal) {
-      BudgetCheck spent = co_await count_against_budgets(context, request.method,
-                                                         rules::BudgetKind::requests, host, port);
+      BudgetCheck spent = co_await check_budgets_before_dial(
+          context, request.method, rules::BudgetKind::requests, host, port);
       if (spent.over) {
         co_return false;
       }
@@ -548,6 +549,15 @@ asio::awaitable<bool> admit_target(SessionContext& context, HeadParser& head_par
   }
   if (admission.admitted()) {
     co_await reach_origin(context, admission, request, upstream);
+  }
+  // The request counts once the address its upstream was dialled at is known (an entry for the
+  // address counts requests made by name), before any of it is sent.
+  if (admission.admitted()) {
+    BudgetCheck counted = co_await count_against_budgets(
+        context, request.method, rules::BudgetKind::requests, host, port, upstream.dialled);
+    if (!counted.apply_to(admission) && !admission.refused()) {
+      co_return false;
+    }
   }
   if (admission.refused()) {
     admission.refusal.path = request.path;

@@ -128,6 +128,22 @@ TEST(DestinationBudgets, AStopAsksForWhatTheWaitingTransferLacks) {
   EXPECT_EQ(small.remembered_as, big.remembered_as);
 }
 
+// Review finding (issue 39, 4): an address's entry counts connections and requests to a name
+// dialled at it, as it counts their bytes.
+TEST(DestinationBudgets, AnAddressEntryCountsANameDialledThere) {
+  Ledger ledger;
+  auto rules = parse("127.0.0.2 connections=2\n");
+  rules::IpAddress address;
+  ASSERT_EQ(rules::parse_ipv4("127.0.0.2", address), rules::Ipv4Parse::ok);
+  DestinationBudgets by_name(ledger, rules, host("x.test"), 443, address);
+  DestinationBudgets by_address(ledger, rules, host("127.0.0.2"), 443);
+  EXPECT_EQ(by_name.limits(rules::BudgetKind::connections), 1u);
+  EXPECT_FALSE(by_name.count_one(rules::BudgetKind::connections, true));
+  EXPECT_FALSE(by_address.count_one(rules::BudgetKind::connections, true));
+  EXPECT_TRUE(by_name.count_one(rules::BudgetKind::connections, true));
+  EXPECT_TRUE(by_address.count_one(rules::BudgetKind::connections, true));
+}
+
 TEST(Ledger, ThreadsCountIntoOneAccountWithoutLosingAByte) {
   Ledger ledger;
   auto rules = parse("* up=1000000B\n");
