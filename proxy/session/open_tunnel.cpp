@@ -493,7 +493,10 @@ asio::awaitable<std::optional<rules::Host>> open_tunnel(SessionContext& context,
   if (admission.admitted()) {
     BudgetCheck counted = co_await count_against_budgets(
         context, front.method, rules::BudgetKind::connections, host, port, admission.dialled);
-    counted.apply_to(admission);
+    if (!counted.apply_to(admission)) {
+      boost::system::error_code ignored;
+      context.upstream.close(ignored);  // dialled, and refused before anything was sent
+    }
   }
   if (admission.refused()) {
     co_await refuse_tunnel(context, front, host.display(), port, admission.refusal);
