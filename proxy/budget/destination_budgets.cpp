@@ -52,8 +52,8 @@ Stop DestinationBudgets::stop_for(const Charge& charge, std::uint64_t wanted,
   }
   question += " (";
   if (lacking > limit.amount) {
-    question += "the waiting transfer needs " + rules::describe_amount(limit.kind, wanted) +
-                " and " + rules::describe_amount(limit.kind, left) + " are left; ";
+    question += "the waiting transfer needs " + rules::describe_amount(limit.kind, wanted) + ", " +
+                rules::describe_amount(limit.kind, left) + " left; ";
   }
   question += charge.line->rule() + ": " + rules::describe_limit(limit) + ")";
   return {charge.line->rule(),  std::move(sentence), std::move(question), charge.account, grant,

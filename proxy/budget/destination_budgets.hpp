@@ -28,7 +28,7 @@ struct Stop {
   // --unknown=ask: what a person is asked ("50 MB more received (budgets.txt:2 github.com: 50 MB
   // per run)"), and what an answer that allows it grants the account: the limit's amount again,
   // or what the waiting request or response lacks when that is more ("18.1 kB more sent (the
-  // waiting transfer needs 20.1 kB and 2 kB are left; ...)"), so that a yes lets it through.
+  // waiting transfer needs 20.1 kB, 2 kB left; ...)"), so that a yes lets it through.
   std::string question;
   std::shared_ptr<Account> account;
   std::uint64_t amount = 0;

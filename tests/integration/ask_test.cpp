@@ -713,7 +713,7 @@ TEST(Ask, ABudgetQuestionAsksForWhatTheRequestNeedsAndAYesSendsIt) {
   const auto asked = wait_for_budget_question(proxy);
   ASSERT_TRUE(asked) << ask::render_pending_text(proxy.gate().questions());
   EXPECT_THAT(asked->request, ::testing::HasSubstr("more sent (the waiting transfer needs 20."));
-  EXPECT_THAT(asked->request, ::testing::HasSubstr("kB and 2 kB are left; "));
+  EXPECT_THAT(asked->request, ::testing::HasSubstr("kB, 2 kB left; "));
   EXPECT_THAT(asked->request, ::testing::HasSubstr("budgets.txt:1 origin.test: 2 kB per run)"));
   ASSERT_TRUE(answer(*asked, ask::Answer::once));
   EXPECT_EQ(first.status.get(), 200);

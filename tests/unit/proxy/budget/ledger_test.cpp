@@ -116,7 +116,7 @@ TEST(DestinationBudgets, AStopAsksForWhatTheWaitingTransferLacks) {
   const Stop big = x.stop(rules::BudgetKind::up, 20119);
   EXPECT_EQ(big.amount, 18619u);
   EXPECT_EQ(big.question,
-            "18.619 kB more sent (the waiting transfer needs 20.119 kB and 1.5 kB are left; "
+            "18.619 kB more sent (the waiting transfer needs 20.119 kB, 1.5 kB left; "
             "budgets.txt:1 x.test: 2 kB per run)");
   EXPECT_EQ(big.remembered_as, "budget x.test up/run");
   big.account->grant(big.amount);
