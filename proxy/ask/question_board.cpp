@@ -105,6 +105,9 @@ std::shared_ptr<Waiter> QuestionBoard::ask(std::string_view host, std::uint16_t 
   const std::string_view asked = request != nullptr ? std::string_view(request->request) : "";
   const bool budget = request != nullptr && request->budget;
   std::string key = key_of(host, port, asked);
+  const std::string remembered_as = request != nullptr && !request->remembered_as.empty()
+                                        ? key_of(host, port, request->remembered_as)
+                                        : key;
   std::optional<PendingQuestion> fresh;
   Listener listener;
   std::shared_ptr<Waiter> waiter;
@@ -115,7 +118,7 @@ std::shared_ptr<Waiter> QuestionBoard::ask(std::string_view host, std::uint16_t 
     if (closed_) {
       return resolved(std::move(executor), std::move(key), {Outcome::cancelled, {}, {}});
     }
-    if (auto known = remembered_.find(key); known != remembered_.end()) {
+    if (auto known = remembered_.find(remembered_as); known != remembered_.end()) {
       ++remembered_hits_total_;
       return resolved(
           std::move(executor), std::move(key),
@@ -141,6 +144,7 @@ std::shared_ptr<Waiter> QuestionBoard::ask(std::string_view host, std::uint16_t 
         if (request != nullptr) {
           made.request = *request;
         }
+        made.remembered_as = remembered_as;
         question = questions_.emplace(key, std::move(made)).first;
         ++questions_total_;
         fresh = PendingQuestion{
@@ -224,12 +228,14 @@ Expected<std::size_t, std::string> QuestionBoard::answer(std::string_view host, 
   std::vector<std::shared_ptr<Waiter>> woken;
   {
     std::lock_guard lock(mutex_);
+    std::string remembered_as = key;
     if (auto question = questions_.find(key); question != questions_.end()) {
       woken = std::move(question->second.waiters);
+      remembered_as = std::move(question->second.remembered_as);
       questions_.erase(question);
     }
     if (answer != Answer::once && answer != Answer::deny) {
-      remember_locked(key, allows(answer));
+      remember_locked(remembered_as, allows(answer));
     }
     ++answers_total_[static_cast<std::size_t>(answer)];
   }

@@ -84,15 +84,24 @@ struct Waiter {
 
 // A question about one request rather than its destination: under --unknown=ask, a request the
 // host's request rules do not decide (request-not-allowed) is asked about ("allow POST
-// api.github.com/repos/o/r/pulls?"). Its answers stand for that method and path only; `always`
-// and `never` append a line to the request-rules file.
+// api.github.com/repos/o/r/pulls?"). It is about the effective request: every method the request
+// may act as (its own and those its method overrides name: "GET as DELETE /repos/o/r"), and
+// its answers stand for exactly that set and path; `always` and `never` append a line to the
+// request-rules file.
 struct RequestQuestion {
-  std::string request;     // "POST /repos/o/r/pulls", "git push /o/r": what is asked
+  // What is asked: "POST /repos/o/r/pulls", "GET as DELETE /repos/o/r", "git push /o/r".
+  std::string request;
   std::string allow_line;  // the line `always` appends ("allow github.com git-push /o/r")
-  std::string deny_line;   // the line `never` appends; both empty when the path cannot be a line
+  std::string deny_line;   // the line `never` appends
+  // Why there are no lines (both empty), as a sentence: the path cannot be written in one, or a
+  // line for several methods would stand for more than the set asked about.
+  std::string no_line_because = {};
   // A spent egress budget's question ("50 MB more sent (budgets.txt:2 github.com: ...)"): once
-  // grants the amount once more, session each time it is spent again; nothing is written.
+  // grants the amount asked for, session each time it is spent again; nothing is written.
   bool budget = false;
+  // What a `session` answer is remembered under, when not the question itself: a budget's
+  // limit, whatever amount each of its questions asks for.
+  std::string remembered_as = {};
 };
 
 // A question as the front ends show it.
@@ -174,6 +183,7 @@ class QuestionBoard {
     std::chrono::steady_clock::time_point asked;
     std::vector<std::shared_ptr<Waiter>> waiters;
     std::optional<RequestQuestion> request;
+    std::string remembered_as;  // the key a `session` answer to it is remembered under
   };
   // Posts `resolution` to each waiter's executor. Without the lock.
   static void resolve(std::vector<std::shared_ptr<Waiter>> waiters, const Resolution& resolution);

@@ -1,6 +1,8 @@
 // A destination's budgets. See destination_budgets.hpp.
 #include "proxy/budget/destination_budgets.hpp"
 
+#include <algorithm>
+
 namespace sandgate::budget {
 
 DestinationBudgets::DestinationBudgets(Ledger& ledger,
@@ -18,7 +20,8 @@ DestinationBudgets::DestinationBudgets(Ledger& ledger,
   }
 }
 
-Stop DestinationBudgets::stop_for(const Charge& charge) const {
+Stop DestinationBudgets::stop_for(const Charge& charge, std::uint64_t wanted,
+                                  std::uint64_t left) const {
   const rules::BudgetLimit& limit = *charge.limit;
   const bool everything = charge.line->entry == "*";
   std::string sentence = where_ + " has spent " + (everything ? "the gate's" : "its") +
@@ -37,15 +40,29 @@ Stop DestinationBudgets::stop_for(const Charge& charge) const {
   } else {
     sentence += ".";
   }
-  std::string question = rules::describe_amount(limit.kind, limit.amount) + " more";
+  // A yes grants the limit's amount again, or what the waiting transfer lacks when that is more:
+  // never less than it needs to go through.
+  const std::uint64_t lacking = wanted > left ? wanted - left : 0;
+  const std::uint64_t grant = std::max(limit.amount, lacking);
+  std::string question = rules::describe_amount(limit.kind, grant) + " more";
   if (limit.kind == rules::BudgetKind::up) {
     question += " sent";
   } else if (limit.kind == rules::BudgetKind::down) {
     question += " received";
   }
-  question += " (" + charge.line->rule() + ": " + rules::describe_limit(limit) + ")";
-  return {charge.line->rule(), std::move(sentence), std::move(question), charge.account,
-          limit.amount};
+  question += " (";
+  if (lacking > limit.amount) {
+    question += "the waiting transfer needs " + rules::describe_amount(limit.kind, wanted) + ", " +
+                rules::describe_amount(limit.kind, left) + " left; ";
+  }
+  question += charge.line->rule() + ": " + rules::describe_limit(limit) + ")";
+  return {charge.line->rule(),  std::move(sentence), std::move(question), charge.account, grant,
+          "budget " + limit.key};
+}
+
+std::size_t DestinationBudgets::limits(rules::BudgetKind kind) const {
+  return static_cast<std::size_t>(std::count_if(
+      charges_.begin(), charges_.end(), [kind](const Charge& c) { return c.limit->kind == kind; }));
 }
 
 std::optional<Stop> DestinationBudgets::count_one(rules::BudgetKind kind, bool enforce) {
@@ -124,7 +141,7 @@ std::optional<Stop> DestinationBudgets::spent(rules::BudgetKind kind) {
   return std::nullopt;
 }
 
-Stop DestinationBudgets::stop(rules::BudgetKind kind) {
+Stop DestinationBudgets::stop(rules::BudgetKind kind, std::uint64_t wanted) {
   // The limit with the least left (a spent one, or the one a whole part did not fit in).
   const Charge* tightest = nullptr;
   std::uint64_t least = 0;
@@ -145,7 +162,7 @@ Stop DestinationBudgets::stop(rules::BudgetKind kind) {
     return none;
   }
   tightest->account->count_stop();
-  return stop_for(*tightest);
+  return stop_for(*tightest, wanted, least);
 }
 
 }  // namespace sandgate::budget

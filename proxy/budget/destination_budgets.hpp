@@ -26,10 +26,15 @@ struct Stop {
   std::string rule;
   std::string sentence;
   // --unknown=ask: what a person is asked ("50 MB more received (budgets.txt:2 github.com: 50 MB
-  // per run)"), and what an answer that allows it grants the account: the limit's amount again.
+  // per run)"), and what an answer that allows it grants the account: the limit's amount again,
+  // or what the waiting request or response lacks when that is more ("18.1 kB more sent (the
+  // waiting transfer needs 20.1 kB, 2 kB left; ...)"), so that a yes lets it through.
   std::string question;
   std::shared_ptr<Account> account;
   std::uint64_t amount = 0;
+  // What a `session` answer is remembered under: the limit itself (its ledger key), whatever
+  // amount one question or another asks for. Empty: the question's text.
+  std::string remembered_as = {};
 };
 
 class DestinationBudgets {
@@ -60,8 +65,11 @@ class DestinationBudgets {
   // The stop of a limit of `kind` with nothing left, if one has none (counted as a stop).
   std::optional<Stop> spent(rules::BudgetKind kind);
   // The stop of the limit of `kind` with the least left (nothing, or too little for a whole
-  // part), counted as a stop in /metrics.
-  Stop stop(rules::BudgetKind kind);
+  // part), counted as a stop in /metrics. `wanted`: what the waiting transfer needs in all, so
+  // that the question asks for at least what that limit lacks of it.
+  Stop stop(rules::BudgetKind kind, std::uint64_t wanted = 0);
+  // How many limits of `kind` apply (each may need a person's yes before a transfer fits).
+  std::size_t limits(rules::BudgetKind kind) const;
 
  private:
   struct Charge {
@@ -69,7 +77,9 @@ class DestinationBudgets {
     const rules::BudgetLimit* limit;
     std::shared_ptr<Account> account;
   };
-  Stop stop_for(const Charge& charge) const;
+  // `wanted`: what the waiting transfer needs in all, of which the limit has `left`; a question
+  // asks for what it lacks when that is more than the limit's amount.
+  Stop stop_for(const Charge& charge, std::uint64_t wanted = 0, std::uint64_t left = 0) const;
 
   std::shared_ptr<const rules::BudgetRules> rules_;
   std::vector<Charge> charges_;

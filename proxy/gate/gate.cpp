@@ -221,9 +221,7 @@ std::optional<std::string> Gate::record_answer(ask::Answer answer, std::string_v
     const std::string& line = allow ? request->allow_line : request->deny_line;
     const std::string path = reloader_ ? reloader_->request_rules_path() : std::string();
     if (line.empty()) {
-      return std::string(
-          "this request's path cannot be written as a rule line (it holds a space, "
-          "`#` or `*`); answer `session` or `deny`");
+      return request->no_line_because + "; answer `once`, `session` or `deny`";
     }
     if (path.empty()) {
       return std::string("this gate has no request-rules file to write the answer into");

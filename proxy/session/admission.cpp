@@ -127,16 +127,35 @@ asio::awaitable<Admission> admit(SessionContext& context, std::string_view metho
   co_return admission;
 }
 
-asio::awaitable<BudgetCheck> count_against_budgets(SessionContext& context, std::string_view method,
-                                                   rules::BudgetKind kind, const rules::Host& host,
-                                                   std::uint16_t port) {
+namespace {
+
+// count_against_budgets and check_budgets_before_dial in one place. Before the dial (`dialled`
+// unknown, `count` false) the limits the destination's name matches are only looked at, so
+// that a spent one refuses (or asks) before anything is dialled; after it (`count` true) every
+// limit of the name and of the address dialled counts the connection or request.
+asio::awaitable<BudgetCheck> settle_budgets(SessionContext& context, std::string_view method,
+                                            rules::BudgetKind kind, const rules::Host& host,
+                                            std::uint16_t port,
+                                            std::optional<rules::IpAddress> dialled, bool count) {
   BudgetCheck check;
   budget::Ledger* ledger = context.worker.shared.budgets;
   if (ledger == nullptr || context.policy->budgets().empty()) {
     co_return check;
   }
-  budget::DestinationBudgets budgets(*ledger, context.policy->shared_budgets(), host, port);
   const bool enforce = !context.reports(rules::Reason::budget_exhausted);
+  if (!count && !enforce) {
+    co_return check;  // report-only mode counts, and reports, after the dial
+  }
+  budget::DestinationBudgets budgets(*ledger, context.policy->shared_budgets(), host, port,
+                                     dialled);
+  const auto refuse = [&check](budget::Stop stop, AskedForMore asked) {
+    if (asked == AskedForMore::refused) {
+      stop.sentence += " More was asked for and not allowed.";
+    }
+    check.refusal =
+        Refusal(rules::Reason::budget_exhausted, std::move(stop.sentence), std::move(stop.rule));
+    return check;
+  };
   // Bytes first: a destination whose upload or download budget is spent takes no new connection
   // or request (what a client sends with its request would leave before a relay counted it).
   std::optional<budget::Stop> stop = budgets.spent(rules::BudgetKind::up);
@@ -150,13 +169,24 @@ asio::awaitable<BudgetCheck> count_against_budgets(SessionContext& context, std:
       co_return check;
     }
     if (asked != AskedForMore::granted) {
-      if (asked == AskedForMore::refused) {
-        stop->sentence += " More was asked for and not allowed.";
-      }
-      check.refusal = Refusal(rules::Reason::budget_exhausted, std::move(stop->sentence),
-                              std::move(stop->rule));
+      co_return refuse(std::move(*stop), asked);
+    }
+  }
+  if (!count) {
+    // A spent count refuses now, counting nothing: the count itself waits for the address.
+    stop = budgets.spent(kind);
+    if (!stop) {
       co_return check;
     }
+    const AskedForMore asked = co_await ask_for_more(context, method, host, port, *stop);
+    if (asked == AskedForMore::over) {
+      check.over = true;
+      co_return check;
+    }
+    if (asked == AskedForMore::granted) {
+      co_return check;
+    }
+    co_return refuse(std::move(*stop), asked);
   }
   const std::optional<budget::Stop> spent_bytes = enforce ? std::nullopt : stop;
   stop = budgets.count_one(kind, enforce);
@@ -180,12 +210,35 @@ asio::awaitable<BudgetCheck> count_against_budgets(SessionContext& context, std:
     if (!stop) {
       co_return check;
     }
-  } else if (asked == AskedForMore::refused) {
-    stop->sentence += " More was asked for and not allowed.";
   }
-  check.refusal =
-      Refusal(rules::Reason::budget_exhausted, std::move(stop->sentence), std::move(stop->rule));
-  co_return check;
+  co_return refuse(std::move(*stop), asked);
+}
+
+}  // namespace
+
+asio::awaitable<BudgetCheck> check_budgets_before_dial(SessionContext& context,
+                                                       std::string_view method,
+                                                       rules::BudgetKind kind,
+                                                       const rules::Host& host,
+                                                       std::uint16_t port) {
+  return settle_budgets(context, method, kind, host, port, std::nullopt, false);
+}
+
+asio::awaitable<BudgetCheck> count_against_budgets(SessionContext& context, std::string_view method,
+                                                   rules::BudgetKind kind, const rules::Host& host,
+                                                   std::uint16_t port,
+                                                   std::optional<rules::IpAddress> dialled) {
+  return settle_budgets(context, method, kind, host, port, dialled, true);
+}
+
+bool BudgetCheck::apply_to(Admission& admission) {
+  if (over) {
+    admission.status = Admission::Status::over;
+  } else if (refusal) {
+    admission.status = Admission::Status::refused;
+    admission.refusal = std::move(*refusal);
+  }
+  return admission.admitted();
 }
 
 void record_refusal(SessionContext& context, std::string_view method, std::string_view host,
@@ -208,31 +261,72 @@ std::string_view logged_path(std::string_view origin_form) {
 
 namespace {
 
+std::string upper_case(std::string_view text) {
+  std::string upper(text);
+  for (char& c : upper) {
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return upper;
+}
+
+// The methods a request may act as, as a question names them: its own method, then each other
+// one an override names, in upper case (methods match in any case), once each and in order, so
+// that one set is always spelled one way ("GET", "GET as DELETE", "POST as DELETE or PUT").
+std::string effective_methods(std::string_view method,
+                              const std::vector<std::string_view>& overrides) {
+  std::vector<std::string> others;
+  const std::string own = upper_case(method);
+  for (const std::string_view named : overrides) {
+    std::string other = upper_case(named);
+    if (other != own && std::find(others.begin(), others.end(), other) == others.end()) {
+      others.push_back(std::move(other));
+    }
+  }
+  std::sort(others.begin(), others.end());
+  std::string text = own;
+  for (std::size_t i = 0; i < others.size(); ++i) {
+    text += (i == 0 ? " as " : " or ") + others[i];
+  }
+  return text;
+}
+
 // What a person is asked about a request no line of its host's group decides, and the lines an
-// `always` or `never` would add to that group (none when its path cannot be written as one).
+// `always` or `never` would add to that group. The question is about the effective request:
+// every method it may act as (`methods`: its own first, then what overrides name), so that an
+// answer stands for exactly that set. A request that may act as several methods, or whose path
+// a line cannot hold, gets no lines: `allow HOST GET,DELETE /p` would allow a DELETE without
+// the GET, a wider set than the one a person was asked about.
 ask::RequestQuestion question_about(const rules::RequestVerdict& verdict,
-                                    const rules::RequestFacts& facts) {
+                                    const rules::RequestFacts& facts,
+                                    const std::vector<std::string_view>& methods) {
   ask::RequestQuestion question;
-  const rules::GitRequest git = rules::classify_git(facts);
-  std::string methods;
+  const std::vector<std::string_view> overrides(methods.begin() + 1, methods.end());
+  const std::string acts_as = effective_methods(facts.method, overrides);
+  const bool one_method = acts_as.find(' ') == std::string::npos;
+  const rules::GitRequest git = one_method ? rules::classify_git(facts) : rules::GitRequest{};
+  std::string written_methods;
   std::string path;
   if (git.service != rules::GitService::none) {
     question.request =
         std::string(git.service == rules::GitService::push ? "git push " : "git fetch ") +
         git.repository;
-    methods = std::string(rules::to_string(git.service));
+    written_methods = std::string(rules::to_string(git.service));
     path = git.repository;
   } else {
-    for (const char c : facts.method) {
-      methods += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    }
+    written_methods = acts_as;
     path = std::string(facts.path);
-    question.request = methods + " " + path;
+    question.request = acts_as + " " + path;
   }
-  const bool writable =
-      !path.empty() && path.find_first_of(" \t#*") == std::string::npos && !verdict.group.empty();
-  if (writable) {
-    const std::string rest = std::string(verdict.group) + " " + methods + " " + path;
+  if (!one_method) {
+    question.no_line_because =
+        "this request may act as several methods (" + acts_as +
+        "), and a rule line for them all would also allow or deny each one alone";
+  } else if (path.empty() || path.find_first_of(" \t#*") != std::string::npos ||
+             verdict.group.empty()) {
+    question.no_line_because =
+        "this request's path cannot be written as a rule line (it holds a space, `#` or `*`)";
+  } else {
+    const std::string rest = std::string(verdict.group) + " " + written_methods + " " + path;
     question.allow_line = "allow " + rest;
     question.deny_line = "deny " + rest;
   }
@@ -279,39 +373,55 @@ RequestJudgement judge_request(SessionContext& context, const rules::Host& host,
     }
     add(method);
   }
+  const auto facts_for = [&](std::string_view method) {
+    return rules::RequestFacts{method, normal.value().path, normal.value().query,
+                               request.content_type};
+  };
+  // Each of them judged: a line that denies any one decides, before any question (a person is
+  // never asked to let through what a line denies); then one that no line allows.
+  struct Unsettled {
+    std::string_view method;
+    rules::RequestVerdict verdict;
+  };
+  std::optional<Unsettled> denied;
+  std::optional<Unsettled> not_allowed;
   for (const std::string_view method : methods) {
-    const rules::RequestFacts facts{method, normal.value().path, normal.value().query,
-                                    request.content_type};
-    const rules::RequestVerdict verdict = rules.decide(host, port, facts);
+    const rules::RequestVerdict verdict = rules.decide(host, port, facts_for(method));
     if (verdict.permits()) {
       if (judgement.rule.empty()) {
         judgement.rule = rules::request_rule_text(verdict);
       }
-      continue;
+    } else if (verdict.kind == rules::RequestVerdict::Kind::denied) {
+      denied = Unsettled{method, verdict};
+      break;
+    } else if (!not_allowed) {
+      not_allowed = Unsettled{method, verdict};
     }
-    const rules::Reason reason = verdict.kind == rules::RequestVerdict::Kind::denied
-                                     ? rules::Reason::request_denied
-                                     : rules::Reason::request_not_allowed;
-    std::string sentence = rules.explain(verdict, host.display(), facts);
-    if (method != request.method) {
-      sentence =
-          "the request asks for " + std::string(method) + " through " +
-          (method == request.method_override ? "a method-override header" : "a _method parameter") +
-          ": " + sentence;
-    }
-    std::string rule = rules::request_rule_text(verdict);
-    if (verdict.kind == rules::RequestVerdict::Kind::not_allowed && method == request.method) {
-      judgement.question = question_about(verdict, facts);
-    }
-    if (context.reports(reason)) {
-      context.keep_reported(reason, std::move(rule), std::move(sentence));
-      judgement.rule.clear();
-      return judgement;
-    }
-    judgement.rule.clear();
-    return refuse(reason, std::move(sentence), std::move(rule), DeniedAt::target);
   }
-  return judgement;
+  const std::optional<Unsettled>& decisive = denied ? denied : not_allowed;
+  if (!decisive) {
+    return judgement;
+  }
+  judgement.rule.clear();
+  const rules::Reason reason =
+      denied ? rules::Reason::request_denied : rules::Reason::request_not_allowed;
+  const rules::RequestFacts facts = facts_for(decisive->method);
+  std::string sentence = rules.explain(decisive->verdict, host.display(), facts);
+  if (decisive->method != request.method) {
+    sentence = "the request asks for " + std::string(decisive->method) + " through " +
+               (decisive->method == request.method_override ? "a method-override header"
+                                                            : "a _method parameter") +
+               ": " + sentence;
+  }
+  std::string rule = rules::request_rule_text(decisive->verdict);
+  if (!denied) {
+    judgement.question = question_about(decisive->verdict, facts_for(request.method), methods);
+  }
+  if (context.reports(reason)) {
+    context.keep_reported(reason, std::move(rule), std::move(sentence));
+    return judgement;
+  }
+  return refuse(reason, std::move(sentence), std::move(rule), DeniedAt::target);
 }
 
 std::string remote_allowlist_rule(const launchdarkly::Answer& answer) {

@@ -33,6 +33,7 @@
 #include "proxy/session/session_context.hpp"
 #include "proxy/session/wire/replies.hpp"
 #include "rules/host.hpp"
+#include "rules/ip_address.hpp"
 #include "rules/policy.hpp"
 #include "rules/reason.hpp"
 
@@ -129,20 +130,34 @@ RequestJudgement judge_request(SessionContext& context, const rules::Host& host,
                                const RequestToJudge& request);
 
 // One connection or request to host:port, counted against the egress budgets in force
-// (rules/budgets.hpp; context.policy's, the gate's ledger). When a limit of `kind` is spent:
-// under --unknown=ask a person is asked for its amount once more (ask_for_more); otherwise, or
-// when they refuse, the refusal (budget-exhausted), and nothing is counted. Report-only mode
-// counts it anyway and keeps the denial in context.reported. `over`: the request ended while a
-// person was asked (its line written).
+// (rules/budgets.hpp; context.policy's, the gate's ledger): every limit whose entry matches the
+// name the client asked for and, for a name, the address it was dialled at (`dialled`), so that
+// an address's entry counts the connections and requests made by name too. It is counted once
+// the address is known, after the dial, and before any byte moves; check_budgets_before_dial
+// refuses earlier, dialling nothing, what the name's own limits already refuse.
+//
+// When a limit of `kind` is spent (or an up or down limit of the destination has nothing left):
+// under --unknown=ask a person is asked for more (ask_for_more); otherwise, or when they refuse,
+// the refusal (budget-exhausted), and nothing is counted. Report-only mode counts it anyway and
+// keeps the denial in context.reported. `over`: the request ended while a person was asked (its
+// line written).
 struct BudgetCheck {
   std::optional<Refusal> refusal;
   bool over = false;
+
+  // Makes `admission` over or refused as this check says; true when it is still admitted.
+  bool apply_to(Admission& admission);
 };
-boost::asio::awaitable<BudgetCheck> count_against_budgets(SessionContext& context,
-                                                          std::string_view method,
-                                                          rules::BudgetKind kind,
-                                                          const rules::Host& host,
-                                                          std::uint16_t port);
+boost::asio::awaitable<BudgetCheck> count_against_budgets(
+    SessionContext& context, std::string_view method, rules::BudgetKind kind,
+    const rules::Host& host, std::uint16_t port, std::optional<rules::IpAddress> dialled);
+// Before the dial, when only the name is known: the same refusal (or question) when a limit the
+// name matches is spent; nothing is counted (count_against_budgets does, after the dial).
+boost::asio::awaitable<BudgetCheck> check_budgets_before_dial(SessionContext& context,
+                                                              std::string_view method,
+                                                              rules::BudgetKind kind,
+                                                              const rules::Host& host,
+                                                              std::uint16_t port);
 
 // The path a log line names for an origin-form target: the path without its query (a query
 // may carry a token), or "*".

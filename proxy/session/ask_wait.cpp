@@ -141,6 +141,7 @@ ask::RequestQuestion budget_question(const budget::Stop& stop) {
   ask::RequestQuestion question;
   question.request = stop.question;
   question.budget = true;
+  question.remembered_as = stop.remembered_as;
   return question;
 }
 

@@ -27,14 +27,16 @@ boost::asio::awaitable<std::optional<rules::Decision>> ask_about(
     SessionContext& context, std::string_view method, const rules::Host& host, std::uint16_t port,
     const ask::RequestQuestion* request = nullptr);
 
-// --unknown=ask, for a spent egress budget (proxy/budget/): asks the person whether `stop`'s
-// limit may have its amount once more ("allow github.com:443 50 MB more sent (...)?"). granted:
-// allowed (the account was granted the amount; an ask default of allow grants it too);
-// refused: denied, or no answer in time with an ask default of deny; not_asked: the gate does
-// not ask (no --unknown=ask, nobody to ask); over: the request ended while it waited (its line
-// written).
-// The question a spent budget asks a person ("50 MB more sent (budgets.txt:2 ...)").
+// The question a spent budget asks a person ("50 MB more sent (budgets.txt:2 ...)"), remembered
+// by a `session` answer under its limit, whatever amount it asks for.
 ask::RequestQuestion budget_question(const budget::Stop& stop);
+
+// --unknown=ask, for a spent egress budget (proxy/budget/): asks the person whether `stop`'s
+// limit may have stop.amount more (its amount again, or what the waiting transfer lacks when
+// that is more: "allow github.com:443 50 MB more sent (...)?"). granted: allowed (the account
+// was granted stop.amount; an ask default of allow grants it too); refused: denied, or no
+// answer in time with an ask default of deny; not_asked: the gate does not ask (no
+// --unknown=ask, nobody to ask); over: the request ended while it waited (its line written).
 enum class AskedForMore : std::uint8_t { granted, refused, not_asked, over };
 boost::asio::awaitable<AskedForMore> ask_for_more(SessionContext& context, std::string_view method,
                                                   const rules::Host& host, std::uint16_t port,

@@ -516,18 +516,23 @@ asio::awaitable<std::optional<ConnectionFacts>> open_tunnel(SessionContext& cont
     }
   }
   if (admission.admitted()) {
-    BudgetCheck spent = co_await count_against_budgets(context, front.method,
-                                                       rules::BudgetKind::connections, host, port);
-    if (spent.over) {
-      admission.status = Admission::Status::over;
-    } else if (spent.refusal) {
-      admission.status = Admission::Status::refused;
-      admission.refusal = std::move(*spent.refusal);
-    }
+    BudgetCheck spent = co_await check_budgets_before_dial(
+        context, front.method, rules::BudgetKind::connections, host, port);
+    spent.apply_to(admission);
   }
   if (admission.admitted() && !take_idle_origin(context, admission, host, port)) {
     co_await connect_upstream(context, admission, front.method, host, port, UpstreamUse::tunnel,
                               from_parent);
+  }
+  // Counted once the address is known (an entry for it counts names that lead there), before
+  // the client hears the tunnel is up.
+  if (admission.admitted()) {
+    BudgetCheck counted = co_await count_against_budgets(
+        context, front.method, rules::BudgetKind::connections, host, port, admission.dialled);
+    if (!counted.apply_to(admission)) {
+      boost::system::error_code ignored;
+      context.upstream.close(ignored);  // dialled, and refused before anything was sent
+    }
   }
   if (admission.refused()) {
     co_await refuse_tunnel(context, front, host.display(), port, admission.refusal);

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -23,13 +24,15 @@ using namespace std::chrono_literals;
 // A budgets file in a folder of its own, and a gate that reads it.
 class Budgets {
  public:
-  explicit Budgets(const std::string& text, bool enforce = true) {
+  // `allow_ip`: the gate takes tunnels to IP addresses too (GOOSE_SANDBOX_ALLOW_IP).
+  explicit Budgets(const std::string& text, bool enforce = true, bool allow_ip = false) {
     char pattern[] = "/tmp/sandgate-budgets-XXXXXX";
     folder_ = ::mkdtemp(pattern);
     path_ = folder_ + "/budgets.txt";
     write(text);
-    proxy_ = std::make_unique<TestProxy>("", [this, enforce](settings::Settings& s) {
+    proxy_ = std::make_unique<TestProxy>("", [this, enforce, allow_ip](settings::Settings& s) {
       s.policy.block_loopback = false;  // the origins are on loopback
+      s.policy.allow_ip = allow_ip;
       s.budgets_path = path_;
       s.enforce = enforce;
     });
@@ -395,6 +398,91 @@ TEST(BudgetTest, AReloadKeepsWhatWasSpentAndARaisedAmountAppliesAtOnce) {
   }
   EXPECT_EQ(upload(6000), 5000u);
   EXPECT_EQ(origin.bytes_received(), 15000u);
+}
+
+// Review finding (issue 39, 4): an address's entry counted bytes to names that lead there, but
+// not connections or requests made by name. One destination identity for every kind: the
+// connection or request counts against the entry of the address it was dialled at, on every
+// front (CONNECT, SOCKS5, plain HTTP), refused 429 before any of its bytes move.
+TEST(BudgetTest, AnAddressEntryCountsConnectionsAndRequestsMadeByName) {
+  fakes::HttpOrigin origin(
+      [](const fakes::HttpOrigin::Request&) { return fakes::HttpOrigin::Reply::fixed(200, "ok"); });
+  Budgets budgets("127.0.0.1 connections=3 requests=2\n", true, /*allow_ip=*/true);
+  TestProxy& proxy = budgets.proxy();
+  const std::string port = std::to_string(origin.port());
+  TestClient tunnel(proxy.port());
+  EXPECT_EQ(send_connect(tunnel, "origin.test:" + port).status, 200);  // 1 connection
+  TestClient socks(proxy.port());
+  socks.send(std::string("\x05\x01\x00", 3));
+  EXPECT_EQ(socks.read_exact(2), std::string("\x05\x00", 2));
+  socks.send(socks5_request_for_name("origin.test", origin.port()));
+  EXPECT_EQ(socks.read_exact(2), std::string("\x05\x00", 2));  // 2 connections
+  // Plain HTTP: one connection (3), two requests, and the third request refused.
+  TestClient plain(proxy.port());
+  const std::string request =
+      "GET http://origin.test:" + port + "/x HTTP/1.1\r\nHost: origin.test\r\n\r\n";
+  for (int i = 0; i < 2; ++i) {
+    plain.send(request);
+    const ResponseHead head = read_response_head(plain);
+    EXPECT_EQ(head.status, 200);
+    plain.read_exact(2 - head.body_after.size());
+  }
+  plain.send(request);
+  const ResponseHead third = read_response_head(plain);
+  EXPECT_EQ(third.status, 429);
+  EXPECT_THAT(third.head, HasSubstr("2 requests while the gate runs"));
+  EXPECT_EQ(origin.requests().size(), 2u);
+  // The connections are spent, by name and by address alike.
+  for (const std::string& target : {"origin.test:" + port, "127.0.0.1:" + port}) {
+    TestClient refused(proxy.port());
+    const ResponseHead head = send_connect(refused, target);
+    EXPECT_EQ(head.status, 429) << target;
+    EXPECT_THAT(head.proxy_status, HasSubstr("budget-exhausted")) << target;
+    EXPECT_THAT(head.head, HasSubstr("3 connections while the gate runs")) << target;
+  }
+  TestClient late_socks(proxy.port());
+  late_socks.send(std::string("\x05\x01\x00", 3));
+  EXPECT_EQ(late_socks.read_exact(2), std::string("\x05\x00", 2));
+  late_socks.send(socks5_request_for_name("origin.test", origin.port()));
+  const std::string reply = late_socks.read_exact(2);
+  ASSERT_EQ(reply.size(), 2u);
+  EXPECT_EQ(reply[1], '\x02');  // not allowed by ruleset
+  EXPECT_THAT(proxy.gate().render_metrics(),
+              HasSubstr("sandgate_budget_spent{rule=\"" + budgets.path() +
+                        ":1 127.0.0.1\",kind=\"connections\",window=\"run\"} 3\n"));
+}
+
+// Held attack (issue 39): budget races under parallel load and reload. Clients open tunnels at
+// once, half by name and half by the address its entry names, while the budgets file is
+// rewritten (the same limit, so what was spent is kept): exactly the budget's connections are
+// let through, whichever worker and whichever rules each was counted under.
+TEST(BudgetTest, ParallelTunnelsByNameAndAddressAcrossReloadsTakeExactlyTheBudget) {
+  fakes::TcpOrigin origin;
+  Budgets budgets("127.0.0.1 connections=10\n", true, /*allow_ip=*/true);
+  TestProxy& proxy = budgets.proxy();
+  const std::string port = std::to_string(origin.port());
+  constexpr int kClients = 24;
+  std::vector<std::unique_ptr<TestClient>> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.push_back(std::make_unique<TestClient>(proxy.port()));
+  }
+  std::vector<int> statuses(kClients, 0);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kClients; ++i) {
+    threads.emplace_back([&, i] {
+      const std::string target = (i % 2 == 0 ? "origin.test:" : "127.0.0.1:") + port;
+      statuses[static_cast<std::size_t>(i)] = send_connect(*clients[i], target).status;
+    });
+  }
+  for (int i = 0; i < 3; ++i) {
+    budgets.write("# reload " + std::to_string(i) + "\n127.0.0.1   connections=10\n");
+    std::this_thread::sleep_for(20ms);
+  }
+  for (auto& thread : threads) {
+    thread.join();
+  }
+  EXPECT_EQ(std::count(statuses.begin(), statuses.end(), 200), 10);
+  EXPECT_EQ(std::count(statuses.begin(), statuses.end(), 429), kClients - 10);
 }
 
 }  // namespace

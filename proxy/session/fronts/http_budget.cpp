@@ -44,11 +44,33 @@ std::optional<budget::Stop> take_whole(Exchange& x, rules::BudgetKind kind, std:
     return std::nullopt;
   }
   x.budgets->settle(kind, granted, 0);
-  budget::Stop stop = x.budgets->stop(kind);
+  budget::Stop stop = x.budgets->stop(kind, bytes);
   stop.sentence +=
       " The " + std::string(kind == rules::BudgetKind::up ? "request's " : "response's ") +
       std::to_string(bytes) + " bytes do not fit in the " + std::to_string(granted) + " left.";
   return stop;
+}
+
+boost::asio::awaitable<std::optional<budget::Stop>> take_whole_or_ask(Exchange& x,
+                                                                      rules::BudgetKind kind,
+                                                                      std::uint64_t bytes) {
+  std::optional<budget::Stop> stop = take_whole(x, kind, bytes);
+  // Each limit short of the bytes is one question (the tightest first); a yes grants that limit
+  // what they need of it. Bounded by the limits, and one more round for bytes another
+  // connection took meanwhile: a remembered `session` answer must not loop for ever.
+  const std::size_t rounds = stop ? x.budgets->limits(kind) + 1 : 0;
+  for (std::size_t round = 0; stop && round < rounds; ++round) {
+    const bool more = co_await more_granted(x, *stop);
+    if (!more) {
+      break;
+    }
+    std::optional<budget::Stop> next = take_whole(x, kind, bytes);
+    if (!next) {
+      co_return std::nullopt;
+    }
+    stop = std::move(next);
+  }
+  co_return stop;
 }
 
 std::size_t take_piece(Exchange& x, rules::BudgetKind kind, std::size_t size,
@@ -63,7 +85,7 @@ std::size_t take_piece(Exchange& x, rules::BudgetKind kind, std::size_t size,
   }
   const auto granted = static_cast<std::size_t>(x.budgets->reserve(kind, size));
   if (granted < size) {
-    stop = x.budgets->stop(kind);
+    stop = x.budgets->stop(kind, size - granted);  // the rest of the piece, from a spent limit
   }
   return granted;
 }

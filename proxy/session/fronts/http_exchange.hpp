@@ -202,9 +202,15 @@ struct Exchange {
 // of a body piece's `size` bytes may be sent (all of it when no limit applies or the body was
 // taken whole); fewer when a budget ends inside it, with `stop` set. Report-only mode takes
 // everything and logs the first overrun as would-deny. more_granted: --unknown=ask asks a
-// person for the stop's amount once more; true when granted. budget_spent: the exchange ends
-// at the stop (the state's budget_spent, with `extra` after its sentence).
+// person for the stop's amount (what the transfer lacks, at least the limit's amount); true
+// when granted. take_whole_or_ask: take_whole, and while a limit lacks room a person is asked
+// for what the bytes need of it (each limit short of them in turn), so that a yes lets them
+// through; the stop when a person refused or nobody could be asked. budget_spent: the exchange
+// ends at the stop (the state's budget_spent, with `extra` after its sentence).
 std::optional<budget::Stop> take_whole(Exchange& x, rules::BudgetKind kind, std::uint64_t bytes);
+boost::asio::awaitable<std::optional<budget::Stop>> take_whole_or_ask(Exchange& x,
+                                                                      rules::BudgetKind kind,
+                                                                      std::uint64_t bytes);
 std::size_t take_piece(Exchange& x, rules::BudgetKind kind, std::size_t size,
                        std::optional<budget::Stop>& stop);
 boost::asio::awaitable<bool> more_granted(Exchange& x, const budget::Stop& stop);

@@ -324,18 +324,13 @@ asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission
   context.live.destination.reset();
   upstream.buffer.clear();
   // A new connection to the origin counts against its budgets (an inspected one's tunnel was
-  // counted when it was opened).
+  // counted when it was opened): refused before the dial when the name's are spent, counted
+  // after it, when the address is known too.
   if (!upstream.inspected) {
     BudgetCheck spent =
-        co_await count_against_budgets(context, request.method, rules::BudgetKind::connections,
-                                       request.target.host, request.target.port);
-    if (spent.over) {
-      admission.status = Admission::Status::over;
-      co_return;
-    }
-    if (spent.refusal) {
-      admission.status = Admission::Status::refused;
-      admission.refusal = std::move(*spent.refusal);
+        co_await check_budgets_before_dial(context, request.method, rules::BudgetKind::connections,
+                                           request.target.host, request.target.port);
+    if (!spent.apply_to(admission)) {
       co_return;
     }
   }
@@ -354,6 +349,12 @@ asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission
     admission.refusal = Refusal(
         rules::Reason::bad_response,
         bytes_before_handshake(upstream.inspected->host, request.target.port, from_parent.size()));
+  }
+  if (admission.admitted() && !upstream.inspected) {
+    BudgetCheck counted =
+        co_await count_against_budgets(context, request.method, rules::BudgetKind::connections,
+                                       request.target.host, request.target.port, admission.dialled);
+    counted.apply_to(admission);
   }
   if (admission.admitted() && upstream.inspected) {
     if (auto refused = co_await upstream.inspected->secure_upstream()) {
@@ -565,8 +566,8 @@ asio::awaitable<bool> admit_target(SessionContext& context, HeadParser& head_par
       }
     }
     if (!judged.refusal) {
-      BudgetCheck spent = co_await count_against_budgets(context, request.method,
-                                                         rules::BudgetKind::requests, host, port);
+      BudgetCheck spent = co_await check_budgets_before_dial(
+          context, request.method, rules::BudgetKind::requests, host, port);
       if (spent.over) {
         co_return false;
       }
@@ -580,6 +581,15 @@ asio::awaitable<bool> admit_target(SessionContext& context, HeadParser& head_par
   }
   if (admission.admitted()) {
     co_await reach_origin(context, admission, request, upstream);
+  }
+  // The request counts once the address its upstream was dialled at is known (an entry for the
+  // address counts requests made by name), before any of it is sent.
+  if (admission.admitted()) {
+    BudgetCheck counted = co_await count_against_budgets(
+        context, request.method, rules::BudgetKind::requests, host, port, upstream.dialled);
+    if (!counted.apply_to(admission) && !admission.refused()) {
+      co_return false;
+    }
   }
   if (admission.refused()) {
     admission.refusal.path = request.path;
@@ -814,13 +824,10 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     const std::uint64_t length = request.chunked() ? 0 : request.content_length().value_or(0);
     x.up_paid = !request.chunked();
     const std::uint64_t whole = serialized.str().size() + length;
-    if (auto stop = take_whole(x, rules::BudgetKind::up, whole)) {
-      // Asked once: a request larger than the amount granted is still refused.
-      const bool more = co_await more_granted(x, *stop);
-      if (!more || take_whole(x, rules::BudgetKind::up, whole)) {
-        budget_spent(x, std::move(*stop));
-        may_send = false;
-      }
+    // Under --unknown=ask a person is asked for what the request lacks: a yes sends it.
+    if (auto stop = co_await take_whole_or_ask(x, rules::BudgetKind::up, whole)) {
+      budget_spent(x, std::move(*stop));
+      may_send = false;
     }
   }
   if (may_send) {

@@ -151,12 +151,10 @@ asio::awaitable<bool> read_final_head(Exchange& x) {
         // first (an origin could otherwise send megabytes of them uncounted).
         std::ostringstream serialized;
         serialized << head.base();
-        if (auto stop = take_whole(x, rules::BudgetKind::down, serialized.str().size())) {
-          const bool more = co_await more_granted(x, *stop);
-          if (!more || take_whole(x, rules::BudgetKind::down, serialized.str().size())) {
-            budget_spent(x, std::move(*stop));
-            co_return false;
-          }
+        if (auto stop =
+                co_await take_whole_or_ask(x, rules::BudgetKind::down, serialized.str().size())) {
+          budget_spent(x, std::move(*stop));
+          co_return false;
         }
       }
       const bool written = co_await write_response_head(x, head);
@@ -397,13 +395,10 @@ asio::awaitable<void> relay_final_response(Exchange& x) {
     const auto length = parser.content_length();
     x.down_paid = length.has_value() || parser.is_done();
     const std::uint64_t whole = serialized.str().size() + length.value_or(0);
-    if (auto stop = take_whole(x, rules::BudgetKind::down, whole)) {
-      // Asked once: a response larger than the amount granted is still refused.
-      const bool more = co_await more_granted(x, *stop);
-      if (!more || take_whole(x, rules::BudgetKind::down, whole)) {
-        budget_spent(x, std::move(*stop));
-        co_return;
-      }
+    // Under --unknown=ask a person is asked for what the response lacks: a yes sends it.
+    if (auto stop = co_await take_whole_or_ask(x, rules::BudgetKind::down, whole)) {
+      budget_spent(x, std::move(*stop));
+      co_return;
     }
   }
   x.state.response_started(keeps_client);

@@ -109,6 +109,33 @@ TEST(QuestionBoard, SessionAndNeverAreRememberedOnceAndDenyAreNot) {
   EXPECT_FALSE(wait_on(board, io, "c.example", 443).waiter->result);  // asked again
 }
 
+// A budget's `session` answer stands for its limit (RequestQuestion::remembered_as): a later
+// question of the same limit asking for another amount is answered by it at once.
+TEST(QuestionBoard, ABudgetsSessionAnswerStandsForItsLimitWhateverAmountIsAsked) {
+  asio::io_context io;
+  QuestionBoard board;
+  board.add_answerer();
+  RequestQuestion first{"18 kB more sent (budgets.txt:1 x.test: 2 kB per run)",
+                        {},
+                        {},
+                        {},
+                        true,
+                        "budget x.test up/run"};
+  auto asked = wait_on(board, io, "x.test", 8081, &first);
+  ASSERT_FALSE(asked.waiter->result);
+  ASSERT_TRUE(board.answer("x.test", 8081, Answer::session, "t", first.request));
+  run_posted(io);
+  EXPECT_EQ(asked.waiter->result->outcome, Outcome::allowed);
+  RequestQuestion later = first;
+  later.request = "30 kB more sent (budgets.txt:1 x.test: 2 kB per run)";
+  auto remembered = wait_on(board, io, "x.test", 8081, &later);
+  ASSERT_TRUE(remembered.waiter->result);
+  EXPECT_EQ(remembered.waiter->result->outcome, Outcome::allowed);
+  RequestQuestion other = later;
+  other.remembered_as = "budget y.test up/run";
+  EXPECT_FALSE(wait_on(board, io, "x.test", 8081, &other).waiter->result);  // another limit
+}
+
 TEST(QuestionBoard, OnceAndDenyNeedAPendingQuestion) {
   QuestionBoard board;
   board.add_answerer();

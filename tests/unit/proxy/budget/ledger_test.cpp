@@ -105,6 +105,45 @@ TEST(DestinationBudgets, ARefusedCountSpendsNothing) {
   EXPECT_EQ(ledger.find("* requests/run")->state().spent, 2u);
 }
 
+// Review finding (issue 39, 7): a question asks for what the waiting transfer lacks when that
+// is more than the limit's amount (a yes must let it through), and is remembered by its limit
+// whatever amount it asks for.
+TEST(DestinationBudgets, AStopAsksForWhatTheWaitingTransferLacks) {
+  Ledger ledger;
+  auto rules = parse("x.test up=2kB\n");
+  DestinationBudgets x(ledger, rules, host("x.test"), 8081);
+  EXPECT_EQ(x.reserve(rules::BudgetKind::up, 500), 500u);  // 1500 left
+  const Stop big = x.stop(rules::BudgetKind::up, 20119);
+  EXPECT_EQ(big.amount, 18619u);
+  EXPECT_EQ(big.question,
+            "18.619 kB more sent (the waiting transfer needs 20.119 kB, 1.5 kB left; "
+            "budgets.txt:1 x.test: 2 kB per run)");
+  EXPECT_EQ(big.remembered_as, "budget x.test up/run");
+  big.account->grant(big.amount);
+  EXPECT_EQ(x.reserve(rules::BudgetKind::up, 20119), 20119u);  // a yes lets it through
+  // A transfer that lacks less than the amount is asked the amount again, as before.
+  const Stop small = x.stop(rules::BudgetKind::up, 100);
+  EXPECT_EQ(small.amount, 2000u);
+  EXPECT_EQ(small.question, "2 kB more sent (budgets.txt:1 x.test: 2 kB per run)");
+  EXPECT_EQ(small.remembered_as, big.remembered_as);
+}
+
+// Review finding (issue 39, 4): an address's entry counts connections and requests to a name
+// dialled at it, as it counts their bytes.
+TEST(DestinationBudgets, AnAddressEntryCountsANameDialledThere) {
+  Ledger ledger;
+  auto rules = parse("127.0.0.2 connections=2\n");
+  rules::IpAddress address;
+  ASSERT_EQ(rules::parse_ipv4("127.0.0.2", address), rules::Ipv4Parse::ok);
+  DestinationBudgets by_name(ledger, rules, host("x.test"), 443, address);
+  DestinationBudgets by_address(ledger, rules, host("127.0.0.2"), 443);
+  EXPECT_EQ(by_name.limits(rules::BudgetKind::connections), 1u);
+  EXPECT_FALSE(by_name.count_one(rules::BudgetKind::connections, true));
+  EXPECT_FALSE(by_address.count_one(rules::BudgetKind::connections, true));
+  EXPECT_TRUE(by_name.count_one(rules::BudgetKind::connections, true));
+  EXPECT_TRUE(by_address.count_one(rules::BudgetKind::connections, true));
+}
+
 TEST(Ledger, ThreadsCountIntoOneAccountWithoutLosingAByte) {
   Ledger ledger;
   auto rules = parse("* up=1000000B\n");
