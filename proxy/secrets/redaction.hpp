@@ -74,7 +74,7 @@ class StreamRedaction {
   std::size_t sent_ = 0;  // of them, sent (or given to the caller to send)
   bool strong_ = false;   // the held tail begins a form for kPauseHold letters or digits or more
   std::vector<std::string_view> long_runs_;  // the forms' runs that are replaced on their own
-  std::array<bool, 256> may_begin_{};         // the bytes a form's beginning may start with
+  std::array<bool, 256> may_begin_{};        // the bytes a form's beginning may start with
   std::size_t replaced_ = 0;
 };
 

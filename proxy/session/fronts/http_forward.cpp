@@ -727,15 +727,16 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   const bool websocket = is_websocket_upgrade(head) && request.is_done() && !upstream.inspected;
   const bool expects_continue = beast::iequals(head[http::field::expect], "100-continue");
   bool send_continue = expects_continue && client_http11 && !request.is_done();
-  // Masked secrets bound to this host (only ever inside an inspected connection: anywhere else a
-  // sentinel was refused by admit_target). A SigV4 signature is taken as the client made it,
-  // before the head is rewritten.
+  // Masked secrets bound to this host: what comes back is cleaned of them whenever the gate sees
+  // it (an inspected connection), and they are filled in only where the connection's facts allow
+  // (not to an address the client chose; anywhere else a sentinel was refused by admit_target).
+  // A SigV4 signature is taken as the client made it, before the head is rewritten.
   const secrets::MaskedSecrets* secrets = context.worker.shared.secrets;
   const bool bound_host = secrets != nullptr && upstream.inspected != nullptr &&
-                          upstream.inspected->facts.may_fill_secrets() &&
                           secrets->any_bound_to(admitted->target.host.name);
+  const bool may_fill = bound_host && upstream.inspected->facts.may_fill_secrets();
   std::optional<secrets::SignedRequest> signed_request;
-  if (bound_host) {
+  if (may_fill) {
     signed_request = secrets::signed_request(head);
   }
   strip_hop_by_hop(head, websocket);
@@ -755,7 +756,7 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
 
   bool filled = false;
   if (bound_host) {
-    filled = secrets::fill_secrets(*secrets, head);
+    filled = may_fill && secrets::fill_secrets(*secrets, head);
     // What comes back is searched for the real values (redaction.hpp): not compressed, and whole
     // (unless a key the gate does not hold signed the request: taking its ranges out would break
     // the signature, and it carries no secret of the gate's).
