@@ -222,6 +222,26 @@ std::vector<ProtectedPath> nested_git_paths(const std::vector<std::string>& git_
   return out;
 }
 
+// The sandbox's per-user kernel limits, from the caller's (/proc/sys/user/*): no namespaces
+// (the system-call filter refuses them too), and a quarter of each other limit (inotify instances
+// and watches, fanotify groups and marks), so that the user's own programs and other runs keep the
+// rest. Limits this kernel does not have are left out.
+std::vector<std::pair<std::string, long>> sandbox_user_limits() {
+  std::vector<std::pair<std::string, long>> limits;
+  std::error_code ec;
+  for (fs::directory_iterator it("/proc/sys/user", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    long value = 0;
+    if (!(std::ifstream(it->path()) >> value)) {
+      continue;
+    }
+    const bool namespaces = name.starts_with("max_") && name.ends_with("_namespaces");
+    limits.emplace_back(name, namespaces ? 0 : std::max(1L, value / 4));
+  }
+  std::sort(limits.begin(), limits.end());
+  return limits;
+}
+
 }  // namespace
 
 Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
@@ -339,6 +359,7 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
     int scope = 0;
     plan.supervise_unix_sockets = !(yama >> scope) || scope < 2;
   }
+  plan.user_limits = sandbox_user_limits();
   plan.view.read_only_root = true;
   plan.view.fresh_devpts = true;
   plan.view.writable = bound;
@@ -352,6 +373,18 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
     writes.writable.push_back(out.runtime_dir);
   }
   out.writable = writes.writable;
+  // Unix sockets are bound only where the host cannot see them (the private temporary and runtime
+  // folders, tmpfs inside, less host folders bound back into them) and where the user asks.
+  for (const auto& folder : writes.writable) {
+    if (std::find(private_folders.begin(), private_folders.end(), folder) !=
+        private_folders.end()) {
+      writes.sockets.push_back(folder);
+    }
+  }
+  writes.not_sockets = plan.view.keep;
+  for (const auto& path : options.flags.allow_unix_binds) {
+    writes.sockets.push_back(resolved_path(path));
+  }
   writes.devices = {"/dev/null",    "/dev/zero", "/dev/full", "/dev/random",
                     "/dev/urandom", "/dev/tty",  "/dev/ptmx", "/dev/pts"};
   out.git_dirs = git_dirs;

@@ -44,6 +44,11 @@ constexpr int kMaxCallThreads = 64;
 constexpr std::chrono::milliseconds kConnectSlice{100};
 // A pool thread with nothing to do for this long ends; the next call makes one again.
 constexpr std::chrono::seconds kIdleThreadLifetime{10};
+// The sendto() flags the supervisor passes on: an allow-list. Left out: MSG_ZEROCOPY (the kernel
+// would send the pages of `run`'s copy of the data, reused after the call, and report completion
+// to the caller, who never lent them) and everything else whose effect depends on who calls.
+constexpr int kAllowedSendFlags = MSG_DONTWAIT | MSG_NOSIGNAL | MSG_EOR | MSG_OOB | MSG_MORE |
+                                  MSG_CONFIRM | MSG_DONTROUTE | MSG_FASTOPEN;
 
 // A descriptor closed when it goes out of scope.
 struct Fd {
@@ -300,22 +305,81 @@ struct UnixConnectGuard::State {
     if (::getsockopt(socket.fd, SOL_SOCKET, SO_DOMAIN, &family, &size) != 0) {
       return fail(ENOTSOCK);
     }
+    const int send_flags = static_cast<int>(call.args[3]);
+    if (!is_connect && (send_flags & ~kAllowedSendFlags) != 0) {
+      return fail(EOPNOTSUPP);  // MSG_ZEROCOPY would send `run`'s memory, not the caller's
+    }
     Fd judged;
     auto* address = reinterpret_cast<sockaddr*>(&storage);
-    const bool path = family == AF_UNIX && address->sa_family == AF_UNIX &&
-                      length > offsetof(sockaddr_un, sun_path) &&
-                      reinterpret_cast<sockaddr_un*>(&storage)->sun_path[0] != '\0';
-    if (path) {
-      if (int error =
-              judge_path(call.pid, *reinterpret_cast<sockaddr_un*>(&storage), length, judged);
-          error != 0) {
-        return fail(error);
-      }
+    switch (family) {
+      case AF_UNIX:
+        if (address->sa_family == AF_UNIX && length > offsetof(sockaddr_un, sun_path) &&
+            reinterpret_cast<sockaddr_un*>(&storage)->sun_path[0] != '\0') {
+          if (int error =
+                  judge_path(call.pid, *reinterpret_cast<sockaddr_un*>(&storage), length, judged);
+              error != 0) {
+            return fail(error);
+          }
+        }
+        break;
+      case AF_INET:
+      case AF_INET6:
+        break;  // no capability is asked on these calls: the sandbox's network namespace fences
+      case AF_NETLINK:
+        if (int error = judge_netlink(socket.fd, is_connect, storage, length); error != 0) {
+          return fail(error);
+        }
+        if (!is_connect) {
+          // Sent without the address: the kernel then asks the socket's own capabilities (the
+          // caller's), not only those of the sender (`run`, owner of the user namespace).
+          address = nullptr;
+          length = 0;
+        }
+        break;
+      default:
+        return fail(EAFNOSUPPORT);  // the filter lets no other family be made
     }
     if (is_connect) {
       return connect_for(call, socket.fd, family, address, length);
     }
-    return send_for(call, socket.fd, data, static_cast<int>(call.args[3]), address, length);
+    return send_for(call, socket.fd, data, send_flags, address, length);
+  }
+
+  // A netlink connect() or addressed sendto() on the caller's socket `fd`, judged so that `run`
+  // lends it no capability. The kernel checks a netlink request against the capabilities of the
+  // process that sends it when the sender names the destination (NETLINK_SKB_DST), and `run`
+  // holds every capability in the sandbox's user namespace: made as asked, an addressed request
+  // would delete the capture's nftables table or make interfaces. So only what needs no
+  // capability is made: a connect() without multicast groups, and a sendto() to the kernel
+  // (port 0, no groups) on a socket not connected elsewhere, which is then sent without the
+  // address (the same destination; the kernel then asks the socket's opener, the caller, too).
+  // Anything else (a multicast send or connect, a message to another socket's port) answers
+  // EPERM, as the kernel answers a process without CAP_NET_ADMIN. 0 when it may be made.
+  static int judge_netlink(int fd, bool is_connect, const sockaddr_storage& storage,
+                           socklen_t length) {
+    const auto& address = reinterpret_cast<const sockaddr_nl&>(storage);
+    if (is_connect) {
+      if (length < sizeof(sa_family_t) || address.nl_family == AF_UNSPEC) {
+        return 0;  // a disconnect
+      }
+      if (length < sizeof(sockaddr_nl) || address.nl_family != AF_NETLINK) {
+        return EINVAL;
+      }
+      return address.nl_groups == 0 ? 0 : EPERM;
+    }
+    if (length < sizeof(sockaddr_nl) || address.nl_family != AF_NETLINK) {
+      return EINVAL;  // the kernel's answer to a netlink sendto() with another address
+    }
+    if (address.nl_pid != 0 || address.nl_groups != 0) {
+      return EPERM;
+    }
+    sockaddr_nl peer{};
+    socklen_t size = sizeof peer;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &size) != 0 || peer.nl_pid != 0 ||
+        peer.nl_groups != 0) {
+      return EPERM;  // connected elsewhere: without the address it would not go to the kernel
+    }
+    return 0;
   }
 
   // The call is made as the kernel would make it for the caller, but without holding a pool
