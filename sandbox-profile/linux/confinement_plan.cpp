@@ -385,6 +385,12 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
   for (const auto& path : options.flags.allow_unix_binds) {
     writes.sockets.push_back(resolved_path(path));
   }
+  // The self-probe binds a socket where the host would see it: the home's caches (made when
+  // missing, see home_caches), unless the user gave them.
+  if (const std::string cache = home + "/.cache";
+      is_folder(cache) && !within_any(resolved_path(cache), writes.sockets)) {
+    out.probe_no_socket = resolved_path(cache);
+  }
   writes.devices = {"/dev/null",    "/dev/zero", "/dev/full", "/dev/random",
                     "/dev/urandom", "/dev/tty",  "/dev/ptmx", "/dev/pts"};
   out.git_dirs = git_dirs;
