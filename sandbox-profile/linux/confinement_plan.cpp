@@ -242,6 +242,20 @@ std::vector<std::pair<std::string, long>> sandbox_user_limits() {
   return limits;
 }
 
+// "32 inotify instances, 16384 inotify watches": the limits that are not namespaces'.
+std::string describe_user_limits(const std::vector<std::pair<std::string, long>>& limits) {
+  std::string text;
+  for (const auto& [name, value] : limits) {
+    if (name.ends_with("_namespaces") || !name.starts_with("max_")) {
+      continue;
+    }
+    std::string what = name.substr(4);
+    std::replace(what.begin(), what.end(), '_', ' ');
+    text += (text.empty() ? "" : ", ") + std::to_string(value) + " " + what;
+  }
+  return text.empty() ? std::string("none known") : text;
+}
+
 }  // namespace
 
 Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
@@ -558,6 +572,10 @@ std::string describe_protection(const SandboxSettings& sandbox, const Confinemen
           join_list(confinement.plan.view.private_roots) + "; reachable: " +
           (confinement.reachable_sockets.empty() ? std::string("none")
                                                  : join_list(confinement.reachable_sockets));
+  text += report.landlock_abi > 0
+              ? "; bound only in " + join_list(confinement.plan.writes.sockets) +
+                    " (--allow-unix-bind PATH adds one)"
+              : std::string("; bound wherever the command may write (no Landlock)");
   if (!report.hidden.empty()) {
     text += "\nsandgate run: unix sockets hidden:";
     for (const auto& path : report.hidden) {
@@ -581,8 +599,11 @@ std::string describe_protection(const SandboxSettings& sandbox, const Confinemen
       std::string(confinement.plan.supervise_unix_sockets
                       ? "refused at connect() unless listed, even ones made later"
                       : "hidden as found at start (Yama's ptrace_scope keeps the supervisor out)") +
+      "\nsandgate run: per-user kernel limits inside: a quarter of yours (" +
+      describe_user_limits(confinement.plan.user_limits) + "), no namespaces" +
       "\nsandgate run: self-probe passed: no direct connection, no host unix socket, no "
-      "protected write, no key upcall, no new namespace, no way into the namespace's init";
+      "protected write, no key upcall, no new namespace, no way into the namespace's init, no "
+      "privileged netlink request, no socket bound where the host sees it";
   return text;
 }
 
