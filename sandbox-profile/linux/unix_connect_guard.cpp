@@ -326,7 +326,7 @@ struct UnixConnectGuard::State {
       case AF_INET6:
         break;  // no capability is asked on these calls: the sandbox's network namespace fences
       case AF_NETLINK:
-        if (int error = judge_netlink(socket.fd, is_connect, storage, length); error != 0) {
+        if (int error = judge_netlink(socket.fd, is_connect, storage, length, data); error != 0) {
           return fail(error);
         }
         if (!is_connect) {
@@ -345,21 +345,26 @@ struct UnixConnectGuard::State {
     return send_for(call, socket.fd, data, send_flags, address, length);
   }
 
-  // A netlink connect() or addressed sendto() on the caller's socket `fd`, judged so that `run`
-  // lends it no capability. The kernel checks a netlink request against the capabilities of the
-  // process that sends it when the sender names the destination (NETLINK_SKB_DST), and `run`
-  // holds every capability in the sandbox's user namespace: made as asked, an addressed request
-  // would delete the capture's nftables table or make interfaces. So only what needs no
-  // capability is made: a connect() without multicast groups, and a sendto() to the kernel
-  // (port 0, no groups) on a socket not connected elsewhere, which is then sent without the
-  // address (the same destination; the kernel then asks the socket's opener, the caller, too).
-  // Anything else (a multicast send or connect, a message to another socket's port) answers
-  // EPERM, as the kernel answers a process without CAP_NET_ADMIN. 0 when it may be made.
+  // A netlink connect() or addressed sendto() (of `data`) on the caller's socket `fd`, judged so
+  // that `run` lends it no capability. The kernel checks a netlink request against the
+  // capabilities of the process that sends it when the sender names the destination
+  // (NETLINK_SKB_DST), and `run` holds every capability in the sandbox's user namespace: made as
+  // asked, an addressed request would delete the capture's nftables table or make interfaces.
+  // And the kernel handles a request in its sender's context: a process id or descriptor number
+  // in it (NETNSA_PID, IFLA_NET_NS_FD) would name one of `run`'s. So only this is made:
+  //   - a connect() without multicast groups (it only sets the default destination);
+  //   - a sendto() to the kernel (port 0, no groups) on a routing socket not connected elsewhere,
+  //     of dump requests only (RTM_GET* with NLM_F_DUMP: what the C library's getifaddrs() and
+  //     if_nameindex() and Go's net.Interfaces() send with an address), sent without the address
+  //     (the same destination; the kernel then asks the socket's opener, the caller, too).
+  // Anything else answers EPERM, as the kernel answers a process without CAP_NET_ADMIN (the same
+  // request sent without an address, with send(), is the caller's own and not supervised). 0
+  // when it may be made.
   static int judge_netlink(int fd, bool is_connect, const sockaddr_storage& storage,
-                           socklen_t length) {
+                           socklen_t length, const std::vector<char>& data) {
     const auto& address = reinterpret_cast<const sockaddr_nl&>(storage);
     if (is_connect) {
-      if (length < sizeof(sa_family_t) || address.nl_family == AF_UNSPEC) {
+      if (address.nl_family == AF_UNSPEC) {
         return 0;  // a disconnect
       }
       if (length < sizeof(sockaddr_nl) || address.nl_family != AF_NETLINK) {
@@ -373,13 +378,37 @@ struct UnixConnectGuard::State {
     if (address.nl_pid != 0 || address.nl_groups != 0) {
       return EPERM;
     }
+    int protocol = -1;
+    socklen_t protocol_size = sizeof protocol;
     sockaddr_nl peer{};
     socklen_t size = sizeof peer;
-    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &size) != 0 || peer.nl_pid != 0 ||
+    if (::getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &protocol_size) != 0 ||
+        protocol != NETLINK_ROUTE ||
+        ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &size) != 0 || peer.nl_pid != 0 ||
         peer.nl_groups != 0) {
-      return EPERM;  // connected elsewhere: without the address it would not go to the kernel
+      return EPERM;  // another protocol, or connected elsewhere (not to the kernel without it)
     }
-    return 0;
+    return only_route_dumps(data) ? 0 : EPERM;
+  }
+
+  // Whether `data` is one or more whole netlink messages, each an RTM_GET* dump request.
+  static bool only_route_dumps(const std::vector<char>& data) {
+    std::size_t at = 0;
+    while (at < data.size()) {
+      nlmsghdr header{};
+      if (data.size() - at < sizeof header) {
+        return false;
+      }
+      std::memcpy(&header, data.data() + at, sizeof header);
+      const bool get = header.nlmsg_type >= RTM_BASE && header.nlmsg_type < RTM_MAX &&
+                       (header.nlmsg_type & 3) == (RTM_GETLINK & 3);
+      if (header.nlmsg_len < sizeof header || header.nlmsg_len > data.size() - at || !get ||
+          (header.nlmsg_flags & NLM_F_DUMP) != NLM_F_DUMP) {
+        return false;
+      }
+      at += NLMSG_ALIGN(header.nlmsg_len);
+    }
+    return at > 0;
   }
 
   // The call is made as the kernel would make it for the caller, but without holding a pool
