@@ -522,6 +522,38 @@ TEST_F(RunTest, AHiddenStoreReplacedOutsideStopsTheCommand) {
   EXPECT_NE(o.err.find("was replaced outside during the run"), std::string::npos) << describe(o);
 }
 
+// Issue 40, 9: with every inotify instance of the user's taken (by other programs: in a user
+// namespace of the test's own with a limit of 4, so that nothing else on the machine starves),
+// `run` still starts (the gate's file watch polls) and still stops the command when a hidden store
+// is replaced (the store watch polls too).
+TEST_F(RunTest, WithoutAnInotifyInstanceLeftRunStartsAndStillWatchesTheStores) {
+  std::ofstream(home_ + "/.git-credentials") << "https://u:OLD-TOKEN@git.test\n";
+  std::ofstream(home_ + "/.git-credentials.new") << "https://u:NEW-TOKEN@git.test\n";
+  // Takes every instance the namespace allows (kept open across exec), then runs the rest.
+  const std::string take_all =
+      "echo 4 > /proc/sys/user/max_inotify_instances && exec /usr/bin/python3 -c '"
+      "import ctypes, os, sys\n"
+      "libc = ctypes.CDLL(None, use_errno=True)\n"
+      "while libc.inotify_init1(0) >= 0: pass\n"
+      "os.execv(sys.argv[1], sys.argv[1:])' \"$@\"";
+  std::vector<std::string> argv = {"/usr/bin/unshare", "--user", "--map-root-user", "sh", "-c",
+                                   take_all,           "sh"};
+  for (auto& arg : run_argv({"--", "sh", "-c",
+                             "echo started; i=0; while [ $i -lt 100 ]; do cat "
+                             "\"$HOME/.git-credentials\"; sleep 0.1; i=$((i+1)); done; "
+                             "echo finished"})) {
+    argv.push_back(std::move(arg));
+  }
+  Process process(argv, environment(), root_ + "/run-no-inotify", work_);
+  ASSERT_TRUE(process.wait_for_output("started")) << describe(process.wait(5s));
+  fs::rename(home_ + "/.git-credentials.new", home_ + "/.git-credentials");
+  auto o = process.wait(60s);
+  EXPECT_EQ(o.exit_code, 125) << describe(o);
+  EXPECT_EQ(o.out.find("finished"), std::string::npos) << describe(o);
+  EXPECT_EQ(o.out.find("OLD-TOKEN"), std::string::npos) << describe(o);
+  EXPECT_NE(o.err.find("was replaced outside during the run"), std::string::npos) << describe(o);
+}
+
 TEST_F(RunTest, HttpsThroughTheGateSucceeds) {
   auto o = run({"--", "sh", "-c", curl_https("origin.test")});
   EXPECT_EQ(o.exit_code, 0) << describe(o);
