@@ -397,7 +397,13 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
   }
   writes.not_sockets = plan.view.keep;
   for (const auto& path : options.flags.allow_unix_binds) {
-    writes.sockets.push_back(resolved_path(path));
+    const std::string resolved = resolved_path(path);
+    if (!is_folder(resolved) || !within_any(resolved, writes.writable)) {
+      return Unexpected{"--allow-unix-bind " + path +
+                        ": not a folder the command may write to; give --allow-write " + path +
+                        " too (sockets are made where files are)"};
+    }
+    writes.sockets.push_back(resolved);
   }
   // The self-probe binds a socket where the host would see it: the home's caches (made when
   // missing, see home_caches), unless the user gave them.

@@ -2203,6 +2203,14 @@ TEST_F(RunTest, SocketsAreBoundOnlyInThePrivateFoldersUnlessAsked) {
     EXPECT_NE(o.out.find(expected), std::string::npos) << expected << "\n" << describe(o);
   }
   EXPECT_FALSE(fs::exists(home_ + "/.cache/git/credential/socket"));
+  // A folder the command may not write to cannot take sockets either: said at once.
+  auto refused = run({"--allow-unix-bind", root_ + "/origin", "--", "true"});
+  EXPECT_EQ(refused.exit_code, 125) << describe(refused);
+  EXPECT_NE(refused.err.find("--allow-unix-bind " + root_ +
+                             "/origin: not a folder the command "
+                             "may write to"),
+            std::string::npos)
+      << describe(refused);
 }
 
 // 9: inotify instances are counted per user across namespaces: the command gets a quarter of the
