@@ -76,6 +76,12 @@ void add_sandbox_flags(CLI::App& command, sandgate::sandbox::SandboxFlags& flags
                   "allow connecting to this unix socket (repeatable)")
       ->type_name("PATH")
       ->allow_extra_args(false);
+  command
+      .add_option("--allow-unix-bind", flags.allow_unix_binds,
+                  "Linux: let the command bind unix sockets below PATH, where the host's programs "
+                  "can connect to them (repeatable; PATH must be writable inside)")
+      ->type_name("PATH")
+      ->allow_extra_args(false);
   command.add_flag("--strict-unix-sockets", flags.strict_unix_sockets,
                    "kept for compatibility: every unix socket is now denied unless listed with "
                    "--allow-unix-socket");

@@ -88,7 +88,14 @@ std::unique_ptr<WatchBackend> make_polling_backend(int wake_fd) {
 std::unique_ptr<WatchBackend> make_platform_backend(const std::vector<std::string>& paths,
                                                     int wake_fd) {
 #if defined(__linux__)
-  return make_inotify_backend(paths, wake_fd);
+  // Without an inotify instance to be had (the user's are all taken: EMFILE; a confined
+  // command's limit), the timer's fingerprint comparison alone finds the changes, a poll
+  // interval late: the gate starts and reloads all the same.
+  try {
+    return make_inotify_backend(paths, wake_fd);
+  } catch (const std::runtime_error&) {
+    return make_polling_backend(wake_fd);
+  }
 #elif defined(SANDGATE_WATCH_KQUEUE)
   return make_kqueue_backend(paths, wake_fd);
 #else

@@ -3,14 +3,14 @@
 // created after start, its folder deleted and restored, or replaced by a symlink.
 //
 // Linux: inotify on the folder holding each file, so renames and re-creations are seen, not
-// only writes to the first inode. macOS and the BSDs: kqueue on each file and its folder,
-// re-armed on the new inode after a rename or delete (kqueue_backend.cpp). Everywhere (and as
-// the safety net of both): a cheap stat() fingerprint compared on a timer, which also covers
-// file systems that send no events and a path whose folder is re-pointed (a symlinked folder).
-// What each event means, the debounce and the comparison are change_logic.hpp, shared by all.
-// Symlinks are not followed to watch their targets' folders: the policy reloader passes paths it
-// resolved at start-up and reads nothing else. Not tied to any event loop: a caller's thread blocks
-// in wait_for_change().
+// only writes to the first inode (or the timer alone when the user has no inotify instance left).
+// macOS and the BSDs: kqueue on each file and its folder, re-armed on the new inode after a rename
+// or delete (kqueue_backend.cpp). Everywhere (and as the safety net of both): a cheap stat()
+// fingerprint compared on a timer, which also covers file systems that send no events and a path
+// whose folder is re-pointed (a symlinked folder). What each event means, the debounce and the
+// comparison are change_logic.hpp, shared by all. Symlinks are not followed to watch their targets'
+// folders: the policy reloader passes paths it resolved at start-up and reads nothing else. Not
+// tied to any event loop: a caller's thread blocks in wait_for_change().
 #pragma once
 
 #include <chrono>

@@ -39,8 +39,9 @@ std::pair<std::string, std::string> folder_and_name(const std::string& path);
 // The fingerprint of a path as it is now (stat, following symlinks, plus the link's target).
 Fingerprint take_fingerprint(const std::string& path);
 
-// The backend for this platform. Each throws std::runtime_error naming the call the kernel
-// refused. `wake_fd` stays owned by the caller.
+// The backend for this platform (on Linux, polling when no inotify instance can be had). Each
+// throws std::runtime_error naming the call the kernel refused. `wake_fd` stays owned by the
+// caller.
 std::unique_ptr<WatchBackend> make_platform_backend(const std::vector<std::string>& paths,
                                                     int wake_fd);
 std::unique_ptr<WatchBackend> make_polling_backend(int wake_fd);

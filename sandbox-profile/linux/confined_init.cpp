@@ -318,6 +318,8 @@ Expected<int, std::string> seal_init(bool supervise_unix_sockets) {
   targets.host_pty_device = confinement.host_pty_device;
   targets.captured = options.sandbox.capture;
   targets.init_pid = static_cast<int>(::getpid());  // 1: this process, init of the namespace
+  targets.netlink = true;                           // nothing inside holds a capability
+  targets.no_socket_folder = confinement.probe_no_socket;
   const std::string escaped = run_probe(targets);
   if (!send_message(channel, escaped.empty() ? "probe-ok" : "probe-failed\n" + escaped)) {
     ::_exit(kRunFailed);

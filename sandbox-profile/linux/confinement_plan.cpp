@@ -222,6 +222,40 @@ std::vector<ProtectedPath> nested_git_paths(const std::vector<std::string>& git_
   return out;
 }
 
+// The sandbox's per-user kernel limits, from the caller's (/proc/sys/user/*): no namespaces
+// (the system-call filter refuses them too), and a quarter of each other limit (inotify instances
+// and watches, fanotify groups and marks), so that the user's own programs and other runs keep the
+// rest. Limits this kernel does not have are left out.
+std::vector<std::pair<std::string, long>> sandbox_user_limits() {
+  std::vector<std::pair<std::string, long>> limits;
+  std::error_code ec;
+  for (fs::directory_iterator it("/proc/sys/user", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    long value = 0;
+    if (!(std::ifstream(it->path()) >> value)) {
+      continue;
+    }
+    const bool namespaces = name.starts_with("max_") && name.ends_with("_namespaces");
+    limits.emplace_back(name, namespaces ? 0 : std::max(1L, value / 4));
+  }
+  std::sort(limits.begin(), limits.end());
+  return limits;
+}
+
+// "32 inotify instances, 16384 inotify watches": the limits that are not namespaces'.
+std::string describe_user_limits(const std::vector<std::pair<std::string, long>>& limits) {
+  std::string text;
+  for (const auto& [name, value] : limits) {
+    if (name.ends_with("_namespaces") || !name.starts_with("max_")) {
+      continue;
+    }
+    std::string what = name.substr(4);
+    std::replace(what.begin(), what.end(), '_', ' ');
+    text += (text.empty() ? "" : ", ") + std::to_string(value) + " " + what;
+  }
+  return text.empty() ? std::string("none known") : text;
+}
+
 }  // namespace
 
 Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
@@ -339,6 +373,7 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
     int scope = 0;
     plan.supervise_unix_sockets = !(yama >> scope) || scope < 2;
   }
+  plan.user_limits = sandbox_user_limits();
   plan.view.read_only_root = true;
   plan.view.fresh_devpts = true;
   plan.view.writable = bound;
@@ -352,6 +387,30 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
     writes.writable.push_back(out.runtime_dir);
   }
   out.writable = writes.writable;
+  // Unix sockets are bound only where the host cannot see them (the private temporary and runtime
+  // folders, tmpfs inside, less host folders bound back into them) and where the user asks.
+  for (const auto& folder : writes.writable) {
+    if (std::find(private_folders.begin(), private_folders.end(), folder) !=
+        private_folders.end()) {
+      writes.sockets.push_back(folder);
+    }
+  }
+  writes.not_sockets = plan.view.keep;
+  for (const auto& path : options.flags.allow_unix_binds) {
+    const std::string resolved = resolved_path(path);
+    if (!is_folder(resolved) || !within_any(resolved, writes.writable)) {
+      return Unexpected{"--allow-unix-bind " + path +
+                        ": not a folder the command may write to; give --allow-write " + path +
+                        " too (sockets are made where files are)"};
+    }
+    writes.sockets.push_back(resolved);
+  }
+  // The self-probe binds a socket where the host would see it: the home's caches (made when
+  // missing, see home_caches), unless the user gave them.
+  if (const std::string cache = home + "/.cache";
+      is_folder(cache) && !within_any(resolved_path(cache), writes.sockets)) {
+    out.probe_no_socket = resolved_path(cache);
+  }
   writes.devices = {"/dev/null",    "/dev/zero", "/dev/full", "/dev/random",
                     "/dev/urandom", "/dev/tty",  "/dev/ptmx", "/dev/pts"};
   out.git_dirs = git_dirs;
@@ -519,6 +578,10 @@ std::string describe_protection(const SandboxSettings& sandbox, const Confinemen
           join_list(confinement.plan.view.private_roots) + "; reachable: " +
           (confinement.reachable_sockets.empty() ? std::string("none")
                                                  : join_list(confinement.reachable_sockets));
+  text += report.landlock_abi > 0
+              ? "; bound only in " + join_list(confinement.plan.writes.sockets) +
+                    " (--allow-unix-bind PATH adds one)"
+              : std::string("; bound wherever the command may write (no Landlock)");
   if (!report.hidden.empty()) {
     text += "\nsandgate run: unix sockets hidden:";
     for (const auto& path : report.hidden) {
@@ -542,8 +605,11 @@ std::string describe_protection(const SandboxSettings& sandbox, const Confinemen
       std::string(confinement.plan.supervise_unix_sockets
                       ? "refused at connect() unless listed, even ones made later"
                       : "hidden as found at start (Yama's ptrace_scope keeps the supervisor out)") +
+      "\nsandgate run: per-user kernel limits inside: a quarter of yours (" +
+      describe_user_limits(confinement.plan.user_limits) + "), no namespaces" +
       "\nsandgate run: self-probe passed: no direct connection, no host unix socket, no "
-      "protected write, no key upcall, no new namespace, no way into the namespace's init";
+      "protected write, no key upcall, no new namespace, no way into the namespace's init, no "
+      "privileged netlink request, no socket bound where the host sees it";
   return text;
 }
 

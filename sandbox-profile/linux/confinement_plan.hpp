@@ -25,6 +25,7 @@ struct Confinement {
   std::vector<std::string> hidden_stores;      // credential stores hidden, for the same
   std::vector<std::string> linked_stores;      // hidden files with another name (hard links)
   std::vector<std::string> probe_no_write;     // what the self-probe tries to write
+  std::string probe_no_socket;                 // where the self-probe tries to bind a socket
   std::vector<std::string> git_dirs;           // the enclosing repository's git folders
   std::vector<std::string> scanned;            // searched for new `.git` entries after the run
   std::string host_pty;                        // a host terminal the self-probe tries to open

@@ -145,6 +145,7 @@ int landlock_abi() {
 Expected<LandlockReport, std::string> deny_writes(const std::vector<ProtectedPath>& paths) {
   WritePolicy policy;
   policy.writable = {"/"};
+  policy.sockets = {"/"};
   for (const auto& p : paths) {
     policy.carved.push_back(p.path);
   }
@@ -210,6 +211,9 @@ Expected<LandlockReport, std::string> restrict_writes(const WritePolicy& policy)
   }
   // One grant: `rights` on the file or folder at `path` (symbolic links are skipped: they are
   // governed by where they lead). Missing paths grant nothing.
+  // The rights granted on writable roots: binding a unix socket is granted apart (below).
+  const std::uint64_t root_rights =
+      handled & ~static_cast<std::uint64_t>(LANDLOCK_ACCESS_FS_MAKE_SOCK);
   const auto grant = [&](const std::string& path, std::uint64_t rights,
                          bool devices_only) -> Expected<bool, std::string> {
     Fd fd(::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
@@ -233,31 +237,32 @@ Expected<LandlockReport, std::string> restrict_writes(const WritePolicy& policy)
     return true;
   };
 
-  for (const auto& given : policy.writable) {
+  // `rights` on and beneath the root `given`: on the root itself, or, when carved paths lie
+  // below it, on every entry beside the way to them and nothing on the way itself. A root that
+  // does not exist, or lies in a carved path, grants nothing.
+  const auto grant_root =
+      [&](const std::string& given, std::uint64_t rights,
+          const std::set<std::string>& excluded) -> Expected<bool, std::string> {
     std::error_code ec;
     const auto real = std::filesystem::canonical(given, ec);
     if (ec) {
-      continue;
+      return false;
     }
     const std::string root = real.string();
     bool inside_carved = false;
     std::vector<std::string> below;  // carved paths strictly below the root
-    for (const auto& path : protect) {
+    for (const auto& path : excluded) {
       inside_carved = inside_carved || is_within(root, path);
       if (path != root && is_within(path, root)) {
         below.push_back(path);
       }
     }
     if (inside_carved) {
-      continue;
+      return false;
     }
     if (below.empty()) {
-      if (auto added = grant(root, handled, false); !added) {
-        return Unexpected{added.error()};
-      }
-      continue;
+      return grant(root, rights, false);
     }
-    // Grant every write right on each entry beside the way; nothing on the way itself.
     std::set<std::string> on_the_way;  // folders from the root down that lead to a carved path
     for (const auto& path : below) {
       on_the_way.insert(root);
@@ -276,15 +281,34 @@ Expected<LandlockReport, std::string> restrict_writes(const WritePolicy& policy)
           continue;
         }
         const std::string path = join(folder, entry->d_name);
-        if (protect.count(path) != 0 || on_the_way.count(path) != 0) {
+        if (excluded.count(path) != 0 || on_the_way.count(path) != 0) {
           continue;
         }
-        if (auto added = grant(path, handled, false); !added) {
+        if (auto added = grant(path, rights, false); !added) {
           ::closedir(dir);
           return Unexpected{added.error()};
         }
       }
       ::closedir(dir);
+    }
+    return true;
+  };
+  for (const auto& given : policy.writable) {
+    if (auto added = grant_root(given, root_rights, protect); !added) {
+      return Unexpected{added.error()};
+    }
+  }
+  // Unix sockets: bound only beneath the socket roots, never in a carved path (a socket in place
+  // of a missing protected file) nor in a host folder bound back inside one.
+  std::set<std::string> no_sockets = protect;
+  for (const auto& path : policy.not_sockets) {
+    std::error_code ec;
+    const auto real = std::filesystem::canonical(path, ec);
+    no_sockets.insert(ec ? path : real.string());
+  }
+  for (const auto& given : policy.sockets) {
+    if (auto added = grant_root(given, LANDLOCK_ACCESS_FS_MAKE_SOCK, no_sockets); !added) {
+      return Unexpected{added.error()};
     }
   }
   // Devices: opening for writing only (/dev/null, /dev/tty, the terminal's pty, ...).

@@ -43,17 +43,24 @@ struct WritePolicy {
   std::vector<std::string> writable;  // absolute: writes granted on and beneath each
   std::vector<std::string> devices;   // device files (or /dev/pts) that may be opened to write
   std::vector<std::string> carved;    // absolute: no write on or beneath each, even in a root
+  // Absolute: unix sockets may be bound (made) on and beneath each, and nowhere else. A socket
+  // bound where the host can see it is a server the user's own tools may connect to (git's
+  // credential cache, ssh's ControlMaster, git's fsmonitor), so only the run's private folders
+  // and what the user names are given. Writes must be allowed there too.
+  std::vector<std::string> sockets;
+  std::vector<std::string> not_sockets;  // absolute: no socket on or beneath each (host folders
+                                         // bound back inside a private socket root)
 };
 
 // Sets no_new_privs and restricts this process (and what it executes) so that it can write only
-// beneath policy.writable, never on or beneath policy.carved (nor on the symbolic links met
-// resolving a carved path, nor where they lead), and open policy.devices for writing. A root
-// that does not exist, or lies in a carved path, grants nothing. The error says which step
-// failed and why; on error nothing has been restricted.
+// beneath policy.writable (and bind unix sockets only beneath policy.sockets), never on or beneath
+// policy.carved (nor on the symbolic links met resolving a carved path, nor where they lead), and
+// open policy.devices for writing. A root that does not exist, or lies in a carved path, grants
+// nothing. The error says which step failed and why; on error nothing has been restricted.
 Expected<LandlockReport, std::string> restrict_writes(const WritePolicy& policy);
 
-// The older contract: writes allowed everywhere but the protected paths (restrict_writes with
-// "/" as the only root).
+// The older contract: writes (and sockets) allowed everywhere but the protected paths
+// (restrict_writes with "/" as the only root).
 Expected<LandlockReport, std::string> deny_writes(const std::vector<ProtectedPath>& paths);
 
 // The symbolic links met while resolving `path` (absolute), each as the absolute path of the

@@ -61,6 +61,19 @@ Expected<bool, std::string> map_ids(unsigned uid, unsigned gid) {
   return true;
 }
 
+// The limits of the user namespace this process made (it holds CAP_SYS_RESOURCE there): a new
+// user namespace starts with none of its own (only its parents' count).
+Expected<bool, std::string> set_user_limits(
+    const std::vector<std::pair<std::string, long>>& limits) {
+  for (const auto& [name, value] : limits) {
+    if (!write_file("/proc/sys/user/" + name, std::to_string(value))) {
+      return Unexpected{errno_text("cannot limit /proc/sys/user/" + name + " to " +
+                                   std::to_string(value) + " in the sandbox's user namespace")};
+    }
+  }
+  return true;
+}
+
 // A new network namespace has one interface, `lo`, and it is down.
 Expected<bool, std::string> bring_loopback_up() {
   const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -167,6 +180,9 @@ Expected<pid_t, std::string> clone_confined() {
 Expected<int, std::string> enter_namespaces(const NamespacePlan& plan, NamespaceReport& report) {
   if (auto mapped = map_ids(plan.uid, plan.gid); !mapped) {
     return Unexpected{mapped.error()};
+  }
+  if (auto limited = set_user_limits(plan.user_limits); !limited) {
+    return Unexpected{limited.error()};
   }
   if (auto up = bring_loopback_up(); !up) {
     return Unexpected{up.error()};

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <sys/types.h>
@@ -31,6 +32,11 @@ struct NamespacePlan {
   // connect() and addressed sendto() go to `run`'s unix-socket supervisor (false where the
   // supervisor could not read the callers: Yama's ptrace_scope 2 or 3).
   bool supervise_unix_sockets = true;
+  // The per-user kernel limits of the sandbox's user namespace, as /proc/sys/user/NAME = value.
+  // The kernel counts inotify instances and watches, fanotify groups and marks, and namespaces
+  // per user across namespaces, each level within its own limit: a command that takes them all
+  // takes them from the user's editors and other runs too.
+  std::vector<std::pair<std::string, long>> user_limits;
 };
 
 // What the child managed, reported to the parent (one line each, for the start-up message).
@@ -53,9 +59,10 @@ struct NamespaceReport {
 // what to do. Call while single-threaded.
 Expected<pid_t, std::string> clone_confined();
 
-// In the cloned child: maps the ids, brings loopback up, builds the private view, mounts a
-// fresh /proc and opens the listener (127.0.0.1, port 0). Returns the listener. The error is a
-// sentence for the user: what failed and, for the usual causes, why and what to do.
+// In the cloned child: maps the ids, sets the user namespace's limits, brings loopback up, builds
+// the private view, mounts a fresh /proc and opens the listener (127.0.0.1, port 0). Returns the
+// listener. The error is a sentence for the user: what failed and, for the usual causes, why and
+// what to do.
 Expected<int, std::string> enter_namespaces(const NamespacePlan& plan, NamespaceReport& report);
 
 // In the cloned child, after enter_namespaces and the last mount: the Landlock write

@@ -3,6 +3,8 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/ptrace.h>
@@ -138,6 +140,80 @@ std::string pty_escape(const ProbeTargets& targets) {
   return host ? "the host's terminal " + targets.host_pty + " could be opened" : std::string();
 }
 
+// An addressed RTM_NEWADDR of 127.0.0.1/8 on lo (index 1): refused for want of CAP_NET_ADMIN
+// (EPERM) before the kernel looks at the address, which exists already (EEXIST) if allowed.
+std::string netlink_escape(bool probed) {
+  if (!probed) {
+    return {};
+  }
+  const int fd = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+  if (fd < 0) {
+    return {};
+  }
+  struct {
+    nlmsghdr header;
+    ifaddrmsg address;
+    rtattr local;
+    in_addr loopback;
+  } request{};
+  request.header.nlmsg_len = sizeof request;
+  request.header.nlmsg_type = RTM_NEWADDR;
+  request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL;
+  request.header.nlmsg_seq = 1;
+  request.address.ifa_family = AF_INET;
+  request.address.ifa_prefixlen = 8;
+  request.address.ifa_index = 1;
+  request.local.rta_len = RTA_LENGTH(sizeof request.loopback);
+  request.local.rta_type = IFA_LOCAL;
+  request.loopback.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_nl kernel{};
+  kernel.nl_family = AF_NETLINK;
+  int error = EPERM;
+  if (::sendto(fd, &request, sizeof request, 0, reinterpret_cast<sockaddr*>(&kernel),
+               sizeof kernel) == static_cast<ssize_t>(sizeof request)) {
+    struct {
+      nlmsghdr header;
+      nlmsgerr answer;
+    } reply{};
+    if (::recv(fd, &reply, sizeof reply, 0) >= static_cast<ssize_t>(sizeof reply) &&
+        reply.header.nlmsg_type == NLMSG_ERROR) {
+      error = -reply.answer.error;
+    }
+  }
+  ::close(fd);
+  if (error != EPERM) {
+    return "a netlink request that needs CAP_NET_ADMIN, sent with an address, was not refused "
+           "(answer: " +
+           std::string(error == 0 ? "done" : std::strerror(error)) + ")";
+  }
+  return {};
+}
+
+// A unix socket bound where the host sees it is a server the user's own tools may trust.
+std::string bind_escape(const std::string& folder) {
+  if (folder.empty()) {
+    return {};
+  }
+  const std::string path = folder + "/sandgate-probe-bind-" + std::to_string(::getpid()) + ".sock";
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof address.sun_path) {
+    return {};
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return {};
+  }
+  const int result = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  ::close(fd);
+  if (result == 0) {
+    ::unlink(path.c_str());
+    return "a unix socket could be bound in " + folder + ", where the host's programs see it";
+  }
+  return {};
+}
+
 // The kernel's key system calls must not exist inside: request_key() without a callout makes
 // no upcall, so asking is harmless, and any answer but ENOSYS means they are reachable.
 std::string keyring_escape() {
@@ -211,7 +287,8 @@ std::vector<std::string> probe_fence(const ProbeTargets& targets) {
     }
   }
   for (auto escape :
-       {pty_escape(targets), keyring_escape(), namespace_escape(), init_escape(targets.init_pid)}) {
+       {netlink_escape(targets.netlink), bind_escape(targets.no_socket_folder), pty_escape(targets),
+        keyring_escape(), namespace_escape(), init_escape(targets.init_pid)}) {
     if (!escape.empty()) {
       escapes.push_back(std::move(escape));
     }

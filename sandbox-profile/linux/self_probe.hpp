@@ -12,6 +12,10 @@
 //     mode it has (Landlock does not cover metadata; the read-only mounts must);
 //   - opening a terminal of the host's (/dev/pts/N): another terminal of the user's, whose keys
 //     it could read;
+//   - a netlink request that needs CAP_NET_ADMIN, sent with an address (through `run`'s
+//     supervisor, which owns the user namespace: it must lend no capability), one that changes
+//     nothing when allowed (adding lo's own 127.0.0.1/8 again: EEXIST) and EPERM when refused;
+//   - binding a unix socket in a folder the host sees (a server the user's tools would trust);
 //   - the kernel keyrings (request_key: a key upcall runs a helper in the host's namespaces), a
 //     new namespace (unshare), and the namespace's init: tracing it, reading its memory, or
 //     taking one of its descriptors (pidfd_getfd), any of which would hand over what init holds
@@ -40,6 +44,11 @@ struct ProbeTargets {
   bool captured = false;
   // The namespace's init, which the probe and the command must not reach (0: not probed).
   int init_pid = 0;
+  // The probe holds no capability: a privileged netlink request must be refused (false: not
+  // probed, as where the prober owns its namespace).
+  bool netlink = false;
+  // A folder the host sees, where no unix socket may be bound (empty: not probed).
+  std::string no_socket_folder;
 };
 
 // What escaped, one sentence each; empty when the fence held everywhere.

@@ -5,9 +5,11 @@
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 
 namespace sandgate::sandbox {
@@ -18,9 +20,7 @@ StoreWatch::StoreWatch(const std::vector<std::string>& stores, pid_t child) {
   }
   inotify_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
   stop_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (inotify_ < 0 || stop_ < 0) {
-    return;
-  }
+  bool watched = inotify_ >= 0 && stop_ >= 0;
   for (const auto& store : stores) {
     const auto slash = store.rfind('/');
     if (slash == std::string::npos || slash + 1 >= store.size()) {
@@ -34,32 +34,79 @@ StoreWatch::StoreWatch(const std::vector<std::string>& stores, pid_t child) {
       // A new entry of the store's name (a rename over it, or one made after it was deleted or
       // moved away, which alone shows nothing), or the folder itself moved or deleted (a new one
       // may take its place).
-      const int wd =
-          ::inotify_add_watch(inotify_, folder.c_str(),
-                              IN_MOVED_TO | IN_CREATE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR);
-      if (wd < 0) {
-        continue;
-      }
+      const int wd = !watched ? -1
+                              : ::inotify_add_watch(inotify_, folder.c_str(),
+                                                    IN_MOVED_TO | IN_CREATE | IN_DELETE_SELF |
+                                                        IN_MOVE_SELF | IN_ONLYDIR);
+      // A folder that cannot be watched (no watch left for the user) is polled, with the rest.
+      watched = watched && (wd >= 0 || errno == ENOENT || errno == ENOTDIR);
       folders_.push_back({wd, folder, {}});
+      polled_.push_back(identity_of(folder));
       known = folders_.end() - 1;
     }
     known->names.push_back(name);
+    polled_.push_back(identity_of(store));
   }
-  if (!folders_.empty()) {
+  if (folders_.empty()) {
+    return;
+  }
+  if (watched) {
     thread_ = std::thread([this, child] { watch(child); });
+  } else {
+    thread_ = std::thread([this, child] { poll(child); });
   }
 }
 
 StoreWatch::~StoreWatch() {
   if (thread_.joinable()) {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    stop_polling_.notify_all();
     const std::uint64_t one = 1;
-    (void)!::write(stop_, &one, sizeof one);
+    if (stop_ >= 0) {
+      (void)!::write(stop_, &one, sizeof one);
+    }
     thread_.join();
   }
   for (int fd : {inotify_, stop_}) {
     if (fd >= 0) {
       ::close(fd);
     }
+  }
+}
+
+StoreWatch::Identity StoreWatch::identity_of(const std::string& path) {
+  Identity identity{path};
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) == 0) {
+    identity.exists = true;
+    identity.device = info.st_dev;
+    identity.inode = info.st_ino;
+  }
+  return identity;
+}
+
+void StoreWatch::stopped_for(pid_t child, const std::string& hit) {
+  ::kill(child, SIGKILL);
+  std::lock_guard lock(mutex_);
+  if (replaced_.empty()) {
+    replaced_ = hit;
+  }
+}
+
+void StoreWatch::poll(pid_t child) {
+  std::unique_lock lock(mutex_);
+  while (!stop_polling_.wait_for(lock, kPollInterval, [this] { return stopping_; })) {
+    lock.unlock();
+    for (const auto& before : polled_) {
+      const Identity now = identity_of(before.path);
+      if (now.exists != before.exists || now.device != before.device || now.inode != before.inode) {
+        stopped_for(child, before.path);
+      }
+    }
+    lock.lock();
   }
 }
 
@@ -97,11 +144,7 @@ void StoreWatch::watch(pid_t child) {
         }
       }
       if (!hit.empty()) {
-        ::kill(child, SIGKILL);
-        std::lock_guard lock(mutex_);
-        if (replaced_.empty()) {
-          replaced_ = hit;
-        }
+        stopped_for(child, hit);
       }
     }
   }

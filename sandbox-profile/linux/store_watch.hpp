@@ -4,11 +4,17 @@
 // with the old file, and the command could read the new one. So the run fails closed: the
 // command is killed at once and `run` says why. (A read in the instant between the rename and
 // the kill is not ruled out.) A hidden folder replaced whole is watched the same way.
+//
+// With inotify; when no inotify instance or watch can be had (the user's are all taken by other
+// programs), by comparing each store's and folder's inode every kPollInterval instead (a
+// replacement is then seen up to that late).
 #pragma once
 
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -19,7 +25,7 @@ namespace sandgate::sandbox {
 class StoreWatch {
  public:
   // Watches `stores` (absolute paths) for the process `child` (the namespace's init). Nothing
-  // is watched when `stores` is empty or inotify is not available.
+  // is watched when `stores` is empty.
   StoreWatch(const std::vector<std::string>& stores, pid_t child);
   ~StoreWatch();
   StoreWatch(const StoreWatch&) = delete;
@@ -29,7 +35,12 @@ class StoreWatch {
   std::string replaced() const;
 
  private:
+  static constexpr std::chrono::milliseconds kPollInterval{100};
+
   void watch(pid_t child);
+  // The fallback: each store and folder, by inode, until stop.
+  void poll(pid_t child);
+  void stopped_for(pid_t child, const std::string& hit);
 
   int inotify_ = -1;
   int stop_ = -1;  // an eventfd: the destructor ends the thread through it
@@ -39,6 +50,17 @@ class StoreWatch {
     std::vector<std::string> names;  // the stores in it
   };
   std::vector<Folder> folders_;
+  // Polled: what each path (a store or its folder) was at start.
+  struct Identity {
+    std::string path;
+    bool exists = false;
+    dev_t device = 0;
+    ino_t inode = 0;
+  };
+  static Identity identity_of(const std::string& path);
+  std::vector<Identity> polled_;
+  std::condition_variable stop_polling_;
+  bool stopping_ = false;  // guarded by mutex_
   mutable std::mutex mutex_;
   std::string replaced_;
   std::thread thread_;

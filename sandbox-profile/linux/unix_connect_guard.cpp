@@ -44,6 +44,11 @@ constexpr int kMaxCallThreads = 64;
 constexpr std::chrono::milliseconds kConnectSlice{100};
 // A pool thread with nothing to do for this long ends; the next call makes one again.
 constexpr std::chrono::seconds kIdleThreadLifetime{10};
+// The sendto() flags the supervisor passes on: an allow-list. Left out: MSG_ZEROCOPY (the kernel
+// would send the pages of `run`'s copy of the data, reused after the call, and report completion
+// to the caller, who never lent them) and everything else whose effect depends on who calls.
+constexpr int kAllowedSendFlags = MSG_DONTWAIT | MSG_NOSIGNAL | MSG_EOR | MSG_OOB | MSG_MORE |
+                                  MSG_CONFIRM | MSG_DONTROUTE | MSG_FASTOPEN;
 
 // A descriptor closed when it goes out of scope.
 struct Fd {
@@ -300,22 +305,110 @@ struct UnixConnectGuard::State {
     if (::getsockopt(socket.fd, SOL_SOCKET, SO_DOMAIN, &family, &size) != 0) {
       return fail(ENOTSOCK);
     }
+    const int send_flags = static_cast<int>(call.args[3]);
+    if (!is_connect && (send_flags & ~kAllowedSendFlags) != 0) {
+      return fail(EOPNOTSUPP);  // MSG_ZEROCOPY would send `run`'s memory, not the caller's
+    }
     Fd judged;
     auto* address = reinterpret_cast<sockaddr*>(&storage);
-    const bool path = family == AF_UNIX && address->sa_family == AF_UNIX &&
-                      length > offsetof(sockaddr_un, sun_path) &&
-                      reinterpret_cast<sockaddr_un*>(&storage)->sun_path[0] != '\0';
-    if (path) {
-      if (int error =
-              judge_path(call.pid, *reinterpret_cast<sockaddr_un*>(&storage), length, judged);
-          error != 0) {
-        return fail(error);
-      }
+    switch (family) {
+      case AF_UNIX:
+        if (address->sa_family == AF_UNIX && length > offsetof(sockaddr_un, sun_path) &&
+            reinterpret_cast<sockaddr_un*>(&storage)->sun_path[0] != '\0') {
+          if (int error =
+                  judge_path(call.pid, *reinterpret_cast<sockaddr_un*>(&storage), length, judged);
+              error != 0) {
+            return fail(error);
+          }
+        }
+        break;
+      case AF_INET:
+      case AF_INET6:
+        break;  // no capability is asked on these calls: the sandbox's network namespace fences
+      case AF_NETLINK:
+        if (int error = judge_netlink(socket.fd, is_connect, storage, length, data); error != 0) {
+          return fail(error);
+        }
+        if (!is_connect) {
+          // Sent without the address: the kernel then asks the socket's own capabilities (the
+          // caller's), not only those of the sender (`run`, owner of the user namespace).
+          address = nullptr;
+          length = 0;
+        }
+        break;
+      default:
+        return fail(EAFNOSUPPORT);  // the filter lets no other family be made
     }
     if (is_connect) {
       return connect_for(call, socket.fd, family, address, length);
     }
-    return send_for(call, socket.fd, data, static_cast<int>(call.args[3]), address, length);
+    return send_for(call, socket.fd, data, send_flags, address, length);
+  }
+
+  // A netlink connect() or addressed sendto() (of `data`) on the caller's socket `fd`, judged so
+  // that `run` lends it no capability. The kernel checks a netlink request against the
+  // capabilities of the process that sends it when the sender names the destination
+  // (NETLINK_SKB_DST), and `run` holds every capability in the sandbox's user namespace: made as
+  // asked, an addressed request would delete the capture's nftables table or make interfaces.
+  // And the kernel handles a request in its sender's context: a process id or descriptor number
+  // in it (NETNSA_PID, IFLA_NET_NS_FD) would name one of `run`'s. So only this is made:
+  //   - a connect() without multicast groups (it only sets the default destination);
+  //   - a sendto() to the kernel (port 0, no groups) on a routing socket not connected elsewhere,
+  //     of dump requests only (RTM_GET* with NLM_F_DUMP: what the C library's getifaddrs() and
+  //     if_nameindex() and Go's net.Interfaces() send with an address), sent without the address
+  //     (the same destination; the kernel then asks the socket's opener, the caller, too).
+  // Anything else answers EPERM, as the kernel answers a process without CAP_NET_ADMIN (the same
+  // request sent without an address, with send(), is the caller's own and not supervised). 0
+  // when it may be made.
+  static int judge_netlink(int fd, bool is_connect, const sockaddr_storage& storage,
+                           socklen_t length, const std::vector<char>& data) {
+    const auto& address = reinterpret_cast<const sockaddr_nl&>(storage);
+    if (is_connect) {
+      if (address.nl_family == AF_UNSPEC) {
+        return 0;  // a disconnect
+      }
+      if (length < sizeof(sockaddr_nl) || address.nl_family != AF_NETLINK) {
+        return EINVAL;
+      }
+      return address.nl_groups == 0 ? 0 : EPERM;
+    }
+    if (length < sizeof(sockaddr_nl) || address.nl_family != AF_NETLINK) {
+      return EINVAL;  // the kernel's answer to a netlink sendto() with another address
+    }
+    if (address.nl_pid != 0 || address.nl_groups != 0) {
+      return EPERM;
+    }
+    int protocol = -1;
+    socklen_t protocol_size = sizeof protocol;
+    sockaddr_nl peer{};
+    socklen_t size = sizeof peer;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &protocol_size) != 0 ||
+        protocol != NETLINK_ROUTE ||
+        ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &size) != 0 || peer.nl_pid != 0 ||
+        peer.nl_groups != 0) {
+      return EPERM;  // another protocol, or connected elsewhere (not to the kernel without it)
+    }
+    return only_route_dumps(data) ? 0 : EPERM;
+  }
+
+  // Whether `data` is one or more whole netlink messages, each an RTM_GET* dump request.
+  static bool only_route_dumps(const std::vector<char>& data) {
+    std::size_t at = 0;
+    while (at < data.size()) {
+      nlmsghdr header{};
+      if (data.size() - at < sizeof header) {
+        return false;
+      }
+      std::memcpy(&header, data.data() + at, sizeof header);
+      const bool get = header.nlmsg_type >= RTM_BASE && header.nlmsg_type < RTM_MAX &&
+                       (header.nlmsg_type & 3) == (RTM_GETLINK & 3);
+      if (header.nlmsg_len < sizeof header || header.nlmsg_len > data.size() - at || !get ||
+          (header.nlmsg_flags & NLM_F_DUMP) != NLM_F_DUMP) {
+        return false;
+      }
+      at += NLMSG_ALIGN(header.nlmsg_len);
+    }
+    return at > 0;
   }
 
   // The call is made as the kernel would make it for the caller, but without holding a pool

@@ -6,9 +6,15 @@
 // mounts do not stop connect(), and Landlock (ABI 7) does not cover it. So connect(), and
 // sendto() with an address, of every process inside are handed to this supervisor by the
 // seccomp filter (user notification), and the supervisor makes the call itself on the caller's
-// own socket (taken with pidfd_getfd), after judging the destination:
-//   - a socket that is not AF_UNIX (the family the socket has, not the one the address claims),
-//     an abstract or unnamed unix address: done as asked (the network namespace fences them);
+// own socket (taken with pidfd_getfd), after judging the destination, never with more authority
+// than the caller has (the kernel checks some calls against the capabilities of the process
+// that makes them, and `run` owns the sandbox's user namespace):
+//   - the family is the one the socket has, not the one the address claims; only unix, IPv4,
+//     IPv6 and netlink sockets exist inside (the filter), any other answers EAFNOSUPPORT;
+//   - sendto() flags by allow-list: MSG_ZEROCOPY and the rest answer EOPNOTSUPP;
+//   - IPv4, IPv6, an abstract or unnamed unix address: made as asked (the network namespace
+//     fences them; no capability is asked of these calls);
+//   - netlink: only what needs no capability (see judge_netlink), else EPERM;
 //   - a unix path: opened in the caller's view (its root, its working folder), and made only when
 //     the socket there is bound in the confinement's own network namespace (the command's own
 //     sockets: asked of the kernel with sock_diag, through a socket made inside, at the time of
@@ -16,6 +22,9 @@
 //     a container's, another sandbox's, whenever it was made) is refused with ECONNREFUSED. The
 //     call is then made on exactly the inode that was judged (through /proc/self/fd), so nothing
 //     can be swapped in between.
+// Why not let the kernel make the rest as the caller (SECCOMP_USER_NOTIF_FLAG_CONTINUE): it would
+// run the call on whatever the caller's descriptor number and memory hold by then, which its other
+// threads can change after the judgement (a unix socket and a path in place of a netlink socket).
 // The caller's memory is read once; a caller that cannot be read (it made itself non-dumpable)
 // is refused with EACCES. Not covered: sendmsg() with an address on an unconnected datagram
 // socket (seccomp cannot read the address inside the message header, and notifying every

@@ -18,6 +18,9 @@ struct SandboxFlags {
   std::vector<std::uint16_t> allow_inbound_ports;    // --allow-inbound-port N (repeatable)
   std::vector<std::string> allow_unix_sockets;       // --allow-unix-socket PATH (repeatable)
   bool strict_unix_sockets = false;                  // --strict-unix-sockets
+  // --allow-unix-bind PATH (repeatable, Linux): the command may bind unix sockets below PATH
+  // (which must be writable), a place the host sees; elsewhere only in the private folders.
+  std::vector<std::string> allow_unix_binds;
   // --allow-write PATH (repeatable): writable for the command besides the working folder, the
   // home's caches and the temporary folders (protected paths stay read-only).
   std::vector<std::string> allow_writes;

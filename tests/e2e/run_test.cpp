@@ -522,6 +522,38 @@ TEST_F(RunTest, AHiddenStoreReplacedOutsideStopsTheCommand) {
   EXPECT_NE(o.err.find("was replaced outside during the run"), std::string::npos) << describe(o);
 }
 
+// Issue 40, 9: with every inotify instance of the user's taken (by other programs: in a user
+// namespace of the test's own with a limit of 4, so that nothing else on the machine starves),
+// `run` still starts (the gate's file watch polls) and still stops the command when a hidden store
+// is replaced (the store watch polls too).
+TEST_F(RunTest, WithoutAnInotifyInstanceLeftRunStartsAndStillWatchesTheStores) {
+  std::ofstream(home_ + "/.git-credentials") << "https://u:OLD-TOKEN@git.test\n";
+  std::ofstream(home_ + "/.git-credentials.new") << "https://u:NEW-TOKEN@git.test\n";
+  // Takes every instance the namespace allows (kept open across exec), then runs the rest.
+  const std::string take_all =
+      "echo 4 > /proc/sys/user/max_inotify_instances && exec /usr/bin/python3 -c '"
+      "import ctypes, os, sys\n"
+      "libc = ctypes.CDLL(None, use_errno=True)\n"
+      "while libc.inotify_init1(0) >= 0: pass\n"
+      "os.execv(sys.argv[1], sys.argv[1:])' \"$@\"";
+  std::vector<std::string> argv = {"/usr/bin/unshare", "--user", "--map-root-user", "sh", "-c",
+                                   take_all,           "sh"};
+  for (auto& arg : run_argv({"--", "sh", "-c",
+                             "echo started; i=0; while [ $i -lt 100 ]; do cat "
+                             "\"$HOME/.git-credentials\"; sleep 0.1; i=$((i+1)); done; "
+                             "echo finished"})) {
+    argv.push_back(std::move(arg));
+  }
+  Process process(argv, environment(), root_ + "/run-no-inotify", work_);
+  ASSERT_TRUE(process.wait_for_output("started")) << describe(process.wait(5s));
+  fs::rename(home_ + "/.git-credentials.new", home_ + "/.git-credentials");
+  auto o = process.wait(60s);
+  EXPECT_EQ(o.exit_code, 125) << describe(o);
+  EXPECT_EQ(o.out.find("finished"), std::string::npos) << describe(o);
+  EXPECT_EQ(o.out.find("OLD-TOKEN"), std::string::npos) << describe(o);
+  EXPECT_NE(o.err.find("was replaced outside during the run"), std::string::npos) << describe(o);
+}
+
 TEST_F(RunTest, HttpsThroughTheGateSucceeds) {
   auto o = run({"--", "sh", "-c", curl_https("origin.test")});
   EXPECT_EQ(o.exit_code, 0) << describe(o);
@@ -2046,6 +2078,7 @@ TEST_F(RunTest, HostUnixSocketsMadeAfterStartAnywhereVisibleAreRefused) {
   const std::string go = work_ + "/go";
   const std::string own =
       "/usr/bin/python3 -c \"import socket, os\n"
+      "os.chdir('/tmp')\n"  // sockets are bound only in the private folders
       "s = socket.socket(socket.AF_UNIX); s.bind('own.sock'); s.listen(1)\n"
       "c = socket.socket(socket.AF_UNIX); c.connect('own.sock')\n"
       "d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); d.bind('own.dgram')\n"
@@ -2075,6 +2108,139 @@ TEST_F(RunTest, HostUnixSocketsMadeAfterStartAnywhereVisibleAreRefused) {
        {"docker=denied", "in_work=denied", "via_link=denied", "listed=ok", "own=ok", "https=ok"}) {
     EXPECT_NE(o.out.find(expected), std::string::npos) << expected << "\n" << describe(o);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 40: `run` never acts with more authority than the command, the command serves nothing
+// the host connects to, and it cannot take the user's per-user kernel resources.
+
+// Writes `text` to `path` (a script the confined command runs).
+void write_script(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+// 1: a netlink request sent with an address through the supervisor gets none of `run`'s
+// capabilities (it owns the sandbox's user namespace): adding an address to lo is refused (only
+// dump requests are made for the command, as the C library and Go send them: if_nameindex still
+// works), as it is when sent directly; a multicast send is refused too.
+TEST_F(RunTest, ANetlinkRequestWithAnAddressGetsNoCapabilityFromRun) {
+  write_script(work_ + "/netlink.py", R"(import socket, struct
+def newaddr(address):
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
+    payload = struct.pack('BBBBI', socket.AF_INET, 32, 0, 0, 1)
+    payload += struct.pack('HH', 8, 2) + socket.inet_aton('10.77.0.1')  # IFA_LOCAL
+    flags = 0x1 | 0x4 | 0x200 | 0x400  # NLM_F_REQUEST | NLM_F_ACK | NLM_F_EXCL | NLM_F_CREATE
+    message = struct.pack('IHHII', 16 + len(payload), 20, flags, 1, 0) + payload  # RTM_NEWADDR
+    try:
+        if address:
+            s.sendto(message, (0, 0))
+        else:
+            s.send(message)
+        return '%d' % struct.unpack('i', s.recv(4096)[16:20])[0]
+    except OSError as e:
+        return 'errno%d' % e.errno
+print('addressed=' + newaddr(True))
+print('direct=' + newaddr(False))
+print('names=' + ','.join(name for _, name in socket.if_nameindex()))
+try:
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
+    s.sendto(b'x' * 16, (0, 1))
+    print('groups=sent')
+except OSError as e:
+    print('groups=errno%d' % e.errno)
+)");
+  auto o = run({"--", "/usr/bin/python3", work_ + "/netlink.py"});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  for (const char* expected :
+       {"addressed=errno1\n", "direct=-1\n", "names=lo\n", "groups=errno1\n"}) {
+    EXPECT_NE(o.out.find(expected), std::string::npos) << expected << "\n" << describe(o);
+  }
+}
+
+// 2: MSG_ZEROCOPY through the supervisor would send `run`'s copy of the data (its heap, reused
+// after the call): refused; the same datagram without it arrives as the command sent it.
+TEST_F(RunTest, ZeroCopySendsThroughTheSupervisorAreRefused) {
+  write_script(work_ + "/zerocopy.py", R"(import socket
+r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+r.bind(('127.0.0.1', 0))
+r.settimeout(5)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, 60, 1)  # SO_ZEROCOPY
+try:
+    s.sendto(b'COMMAND-BYTES' * 300, 0x4000000, r.getsockname())  # MSG_ZEROCOPY
+    print('zerocopy=sent')
+except OSError as e:
+    print('zerocopy=errno%d' % e.errno)
+s.sendto(b'PLAIN', r.getsockname())
+print('got=' + r.recv(65536)[:13].decode('latin-1'))
+)");
+  auto o = run({"--", "/usr/bin/python3", work_ + "/zerocopy.py"});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("zerocopy=errno95\n"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("got=PLAIN\n"), std::string::npos) << describe(o);
+}
+
+// 3: a socket the command binds where the host sees it is a server the user's own tools connect
+// to (git's credential cache under ~/.cache, ssh's ControlMaster, git's fsmonitor in the git
+// folder): refused there; the private /tmp and a folder given with --allow-unix-bind take them.
+TEST_F(RunTest, SocketsAreBoundOnlyInThePrivateFoldersUnlessAsked) {
+  fs::create_directories(work_ + "/served");
+  const std::string bind =
+      "/usr/bin/python3 -c \"import socket, sys, os\n"
+      "os.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True)\n"
+      "socket.socket(socket.AF_UNIX).bind(sys.argv[1])\" ";
+  const std::string script = attempt("cache", bind + home_ + "/.cache/git/credential/socket") +
+                             attempt("work", bind + work_ + "/own.sock") +
+                             attempt("dgram",
+                                     "/usr/bin/python3 -c \"import socket\n"
+                                     "socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).bind('" +
+                                         home_ + "/.cache/d.sock')\"") +
+                             attempt("fifo", "mkfifo " + home_ + "/.cache/fifo") +
+                             attempt("tmp", bind + "/tmp/own.sock") +
+                             attempt("asked", bind + work_ + "/served/own.sock");
+  auto o = run({"--allow-unix-bind", work_ + "/served", "--", "sh", "-c", script});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  for (const char* expected :
+       {"cache=denied", "work=denied", "dgram=denied", "fifo=ok", "tmp=ok", "asked=ok"}) {
+    EXPECT_NE(o.out.find(expected), std::string::npos) << expected << "\n" << describe(o);
+  }
+  EXPECT_FALSE(fs::exists(home_ + "/.cache/git/credential/socket"));
+  // A folder the command may not write to cannot take sockets either: said at once.
+  auto refused = run({"--allow-unix-bind", root_ + "/origin", "--", "true"});
+  EXPECT_EQ(refused.exit_code, 125) << describe(refused);
+  EXPECT_NE(refused.err.find("--allow-unix-bind " + root_ +
+                             "/origin: not a folder the command "
+                             "may write to"),
+            std::string::npos)
+      << describe(refused);
+}
+
+// 9: inotify instances are counted per user across namespaces: the command gets a quarter of the
+// user's, and no namespaces, so the user's editors and other runs keep the rest.
+TEST_F(RunTest, PerUserKernelLimitsAreCappedInside) {
+  long host_instances = 0;
+  std::ifstream("/proc/sys/user/max_inotify_instances") >> host_instances;
+  ASSERT_GT(host_instances, 0);
+  write_script(work_ + "/inotify.py", R"(import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+count = 0
+while libc.inotify_init1(0) >= 0:
+    count += 1
+    if count > 1000000:
+        break
+print('instances=%d errno=%d' % (count, ctypes.get_errno()))
+print('limit=' + open('/proc/sys/user/max_inotify_instances').read().strip())
+print('userns=' + open('/proc/sys/user/max_user_namespaces').read().strip())
+)");
+  auto o = run({"--", "/usr/bin/python3", work_ + "/inotify.py"});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  const auto number = [&o](const std::string& key) -> long {
+    const auto at = o.out.find(key + "=");
+    return at == std::string::npos ? -1 : std::atol(o.out.c_str() + at + key.size() + 1);
+  };
+  EXPECT_EQ(number("limit"), std::max(1L, host_instances / 4)) << describe(o);
+  EXPECT_GE(number("instances"), 0) << describe(o);
+  EXPECT_LE(number("instances"), host_instances / 4) << describe(o);
+  EXPECT_NE(o.out.find("errno=24"), std::string::npos) << describe(o);
+  EXPECT_EQ(number("userns"), 0) << describe(o);
 }
 
 // 2: a symbolic link planted in the git folder (COMMIT_EDITMSG -> ~/.bashrc) is moved aside

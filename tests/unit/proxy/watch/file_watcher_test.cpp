@@ -5,9 +5,13 @@
 
 #include "proxy/watch/file_watcher.hpp"
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -15,6 +19,7 @@
 #include <future>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace sandgate::watch {
 namespace {
@@ -71,6 +76,37 @@ TEST_F(FileWatcherTest, ReportsAFileCreatedAfterStart) {
   FileWatcher watcher({path_});
   write(path_, "evil.com\n");
   EXPECT_THAT(wait(watcher, 5s), ElementsAre(path_));
+}
+
+// Issue 40, 9: with no inotify instance to be had (every descriptor taken here, as every instance
+// of the user's can be), the watcher still starts and the timer's comparison finds the change.
+TEST_F(FileWatcherTest, WithoutAnInotifyInstanceItPolls) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const rlimit limit{64, 64};
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+    std::vector<int> taken;
+    for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) {
+      taken.push_back(fd);
+    }
+    // Two for the watcher's wake pipe; none left for inotify.
+    for (int i = 0; i < 2 && !taken.empty(); ++i) {
+      ::close(taken.back());
+      taken.pop_back();
+    }
+    try {
+      FileWatcher watcher({path_});
+      ::close(taken.back());  // one to write the file with
+      write(path_, "evil.com\n");
+      ::_exit(wait(watcher, 5s) == std::vector<std::string>{path_} ? 0 : 1);
+    } catch (const std::exception&) {
+      ::_exit(2);
+    }
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "exit " << WEXITSTATUS(status) << " (1: no change seen, 2: the watcher did not start)";
 }
 
 TEST_F(FileWatcherTest, ReportsAWriteInPlaceAndAnAtomicReplace) {

@@ -5,7 +5,9 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -156,6 +158,58 @@ TEST_F(LandlockTest, WritesOnlyBeneathTheGrantedRootsWithCarvedPathsAndTheirLink
   ::waitpid(pid, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "see the child's messages";
   EXPECT_FALSE(fs::exists("/etc/sandgate-landlock-test"));
+}
+
+// Whether a unix socket can be bound at `path`.
+bool can_bind(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof address.sun_path, "%s", path.c_str());
+  const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+  ::close(fd);
+  return bound;
+}
+
+// Issue 40, 3: unix sockets are bound only beneath the socket roots, never in a host folder bound
+// back inside one, nor in a carved path; writing stays allowed in every writable root.
+TEST_F(LandlockTest, SocketsAreBoundOnlyBeneathTheSocketRoots) {
+  fs::create_directories(home_ + "/.cache");
+  fs::create_directories(root_ + "/private/kept");
+  fs::create_directories(root_ + "/private/mine");
+  WritePolicy policy;
+  policy.writable = {home_, root_ + "/private"};
+  policy.sockets = {root_ + "/private"};
+  policy.not_sockets = {root_ + "/private/kept"};
+  policy.carved = {home_ + "/.bashrc"};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    auto applied = restrict_writes(policy);
+    if (!applied) {
+      std::fprintf(stderr, "%s\n", applied.error().c_str());
+      ::_exit(100);
+    }
+    int bad = 0;
+    const auto expect = [&bad](bool ok, const char* what) {
+      if (!ok) {
+        std::fprintf(stderr, "failed: %s\n", what);
+        ++bad;
+      }
+    };
+    expect(!can_bind(home_ + "/.cache/socket"),
+           "bind in a writable root that is not a socket root");
+    expect(can_write(home_ + "/.cache/file"), "write in it");
+    expect(::mkfifo((home_ + "/.cache/fifo").c_str(), 0600) == 0, "make a fifo in it");
+    expect(can_bind(root_ + "/private/mine/own.sock"), "bind in a socket root");
+    // The price of the kept folder: nothing new directly in the folder on the way to it.
+    expect(!can_bind(root_ + "/private/own.sock"), "(documented) bind directly beside it");
+    expect(!can_bind(root_ + "/private/kept/host.sock"), "bind in a host folder kept inside");
+    expect(can_write(root_ + "/private/kept/file"), "write in the kept folder");
+    ::_exit(bad);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "see the child's messages";
 }
 
 TEST_F(LandlockTest, LinksOnTheWayAreFoundThroughNestedLinks) {

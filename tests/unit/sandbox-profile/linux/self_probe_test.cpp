@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -95,6 +96,28 @@ TEST_F(SelfProbeTest, ReportsEveryWayOutThatWorks) {
   std::ifstream in(root_ + "/rc");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text, "# rc\n");
+}
+
+// Issue 40: with a capability over the network namespace (root here), an addressed netlink
+// request that needs CAP_NET_ADMIN is a way out the probe reports (it changes nothing: lo's own
+// address again), and so is a unix socket bound in a folder the host sees (then removed).
+TEST_F(SelfProbeTest, ReportsAPrivilegedNetlinkRequestAndASocketBoundWhereTheHostSees) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "needs CAP_NET_ADMIN over this network namespace";
+  }
+  ProbeTargets targets;
+  targets.tcp_host = "127.0.0.1";
+  targets.tcp_port = tcp_listener();
+  targets.netlink = true;
+  targets.no_socket_folder = root_;
+  const auto escapes = probe_fence(targets);
+  const auto reported = [&escapes](const std::string& text) {
+    return std::any_of(escapes.begin(), escapes.end(),
+                       [&](const std::string& e) { return e.find(text) != std::string::npos; });
+  };
+  EXPECT_TRUE(reported("netlink request that needs CAP_NET_ADMIN")) << escapes.size();
+  EXPECT_TRUE(reported("unix socket could be bound in " + root_)) << escapes.size();
+  EXPECT_TRUE(fs::is_empty(root_)) << "the probe's socket was left behind";
 }
 
 // In a network namespace of its own (no route at all, as inside `run`), the default TCP
