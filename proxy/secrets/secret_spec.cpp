@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "proxy/secrets/known_credentials.hpp"
 #include "rules/host.hpp"
 
 namespace sandgate::secrets {
@@ -48,23 +49,27 @@ Expected<std::string, std::string> parse_bound_host(std::string_view text) {
 
 Expected<SecretSpec, std::string> parse_secret_spec(std::string_view text) {
   SecretSpec spec;
-  const std::size_t equals = text.find('=');
-  if (equals == std::string_view::npos) {
-    return Unexpected{std::string(
-        "a secret is NAME=HOST[,HOST...] (its value from $NAME) or NAME=HOSTS=SOURCE (SOURCE "
-        "@FILE, !COMMAND or $VARIABLE)")};
-  }
+  const std::size_t equals = std::min(text.find('='), text.size());
   spec.name = std::string(text.substr(0, equals));
   if (!is_variable_name(spec.name)) {
     return Unexpected{"'" + spec.name.substr(0, 64) +
                       "' cannot name an environment variable (letters, digits and '_', not "
                       "starting with a digit)"};
   }
-  std::string_view rest = text.substr(equals + 1);
+  // NAME alone, or NAME==SOURCE: the hosts a known credential belongs to.
+  std::string_view rest = equals < text.size() ? text.substr(equals + 1) : std::string_view();
   const std::size_t source_at = rest.find('=');
-  const std::string_view hosts = rest.substr(0, source_at);
+  std::string_view hosts = rest.substr(0, source_at);
   if (hosts.empty()) {
-    return Unexpected{"secret " + spec.name + " names no host to send it to"};
+    const KnownCredential* known = known_credential(spec.name);
+    if (known == nullptr) {
+      return Unexpected{"secret " + spec.name +
+                        " names no host to send it to, and it is not one of the credentials whose "
+                        "hosts the gate knows (the README's \"Known credentials\" lists them): "
+                        "write NAME=HOST[,HOST...], or NAME=HOSTS=SOURCE (SOURCE @FILE, !COMMAND "
+                        "or $VARIABLE)"};
+    }
+    hosts = known->hosts;
   }
   std::size_t start = 0;
   while (start <= hosts.size()) {

@@ -6,6 +6,9 @@
 //   NPM_TOKEN=registry.npmjs.org=@~/.config/npm.tok  a file's contents (one trailing newline off)
 //   GH_TOKEN=api.github.com=!gh auth token           a command's output, run once at start
 //   AWS_SECRET_ACCESS_KEY=*.amazonaws.com=$AWS_KEY   another variable's value
+//   ANTHROPIC_API_KEY                                a known credential: its API hosts
+//   OPENAI_API_KEY==!pass show openai               the same, its value from a command
+//                                                    (known_credentials.hpp lists them)
 //
 // Hosts are DNS names, or `*.name` for every name below `name`; no IP literals (a secret goes
 // only where a certificate for a name was verified) and no ports (any TLS port of the host).

@@ -295,7 +295,9 @@ std::vector<Setting> make_table() {
         {},
         "a masked credential, NAME=HOST[,HOST...][=SOURCE] (repeatable; one per line in the "
         "variable): the command sees a sentinel in $NAME, the gate puts the real value (from "
-        "$NAME, or SOURCE: @FILE, !COMMAND, $VARIABLE) in requests to HOSTS over TLS it inspects",
+        "$NAME, or SOURCE: @FILE, !COMMAND, $VARIABLE) in requests to HOSTS over TLS it inspects; "
+        "a well-known credential (ANTHROPIC_API_KEY, OPENAI_API_KEY, GITHUB_TOKEN, ...) may leave "
+        "its hosts out (NAME, or NAME==SOURCE) for its API's",
         false},
        [](Settings& s, std::string_view v) -> ApplyResult {
          s.secrets.clear();

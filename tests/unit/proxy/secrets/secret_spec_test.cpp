@@ -1,6 +1,8 @@
 // The --secret entry's syntax (proxy/secrets/secret_spec.hpp).
 #include "proxy/secrets/secret_spec.hpp"
 
+#include "proxy/secrets/known_credentials.hpp"
+
 #include <gtest/gtest.h>
 
 namespace sandgate::secrets {
@@ -40,8 +42,9 @@ TEST(SecretSpec, NamesHostsAndEachSource) {
 
 TEST(SecretSpec, RefusesWhatWouldSendASecretFurtherThanMeant) {
   for (const char* bad : {
-           "GITHUB_TOKEN",                    // no hosts
-           "GITHUB_TOKEN=",                   // empty list
+           "MY_TOKEN",                        // no hosts, and no known ones
+           "MY_TOKEN=",                       // empty list
+           "MY_TOKEN==@/run/token",           // the same, with a source
            "GITHUB_TOKEN=github.com,,x.org",  // an empty item
            "1TOKEN=github.com",               // not a variable name
            "MY-TOKEN=github.com",             // not a variable name
@@ -63,6 +66,40 @@ TEST(SecretSpec, RefusesWhatWouldSendASecretFurtherThanMeant) {
   auto long_name = parse_secret_spec(std::string(300, 'A') + "-=x.org");
   ASSERT_FALSE(long_name);
   EXPECT_LT(long_name.error().size(), 200u);
+}
+
+// Issue 42: an agent's own key is kept outside with one word. A known credential's entry may
+// leave out its hosts (NAME, or NAME==SOURCE); they are the API hosts the table names.
+TEST(SecretSpec, AKnownCredentialWithoutHostsIsBoundToItsApiHosts) {
+  auto anthropic = parse_secret_spec("ANTHROPIC_API_KEY");
+  ASSERT_TRUE(anthropic) << anthropic.error();
+  EXPECT_EQ(anthropic->hosts, std::vector<std::string>{"api.anthropic.com"});
+  EXPECT_EQ(anthropic->source, SecretSource::variable);
+  EXPECT_EQ(anthropic->from, "ANTHROPIC_API_KEY");
+  auto github = parse_secret_spec("GITHUB_TOKEN==!gh auth token");
+  ASSERT_TRUE(github) << github.error();
+  EXPECT_EQ(github->hosts,
+            (std::vector<std::string>{"github.com", "api.github.com", "uploads.github.com"}));
+  EXPECT_EQ(github->source, SecretSource::command);
+  EXPECT_EQ(github->from, "gh auth token");
+  EXPECT_EQ(secret_spec_text(*github),
+            "GITHUB_TOKEN=github.com,api.github.com,uploads.github.com=!gh auth token");
+  auto aws = parse_secret_spec("AWS_SESSION_TOKEN");
+  ASSERT_TRUE(aws);
+  EXPECT_TRUE(secret_bound_to(*aws, "s3.us-east-1.amazonaws.com"));
+  // Hosts written out still win.
+  auto own = parse_secret_spec("OPENAI_API_KEY=llm.internal.example");
+  ASSERT_TRUE(own);
+  EXPECT_EQ(own->hosts, std::vector<std::string>{"llm.internal.example"});
+  // Every table entry parses as the entry it stands for: its hosts are valid bound hosts.
+  for (const KnownCredential& known : known_credentials()) {
+    auto spec = parse_secret_spec(known.variable);
+    ASSERT_TRUE(spec) << known.variable << ": " << spec.error();
+    EXPECT_FALSE(spec->hosts.empty()) << known.variable;
+  }
+  auto unknown = parse_secret_spec("MY_TOKEN");
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().find("Known credentials"), std::string::npos) << unknown.error();
 }
 
 }  // namespace
