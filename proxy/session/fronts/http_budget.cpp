@@ -17,10 +17,8 @@ void take_anyway(Exchange& x, rules::BudgetKind kind, std::uint64_t bytes) {
   log::Record line;
   line.connection_id = context.id;
   line.client = context.client_address;
-  if (context.live.destination) {
-    line.host = context.live.destination->host.display();
-    line.port = context.live.destination->port;
-  }
+  line.host = x.host.display();
+  line.port = x.port;
   line.method = x.method.empty() ? std::string_view("-") : x.method;
   line.rule = over->rule;
   line.detail = over->sentence;
@@ -91,13 +89,7 @@ std::size_t take_piece(Exchange& x, rules::BudgetKind kind, std::size_t size,
 }
 
 boost::asio::awaitable<bool> more_granted(Exchange& x, const budget::Stop& stop) {
-  SessionContext& context = x.context;
-  if (!context.live.destination) {
-    co_return false;
-  }
-  const Destination& destination = *context.live.destination;
-  const AskedForMore asked =
-      co_await ask_for_more(context, x.method, destination.host, destination.port, stop);
+  const AskedForMore asked = co_await ask_for_more(x.context, x.method, x.host, x.port, stop);
   co_return asked == AskedForMore::granted;
 }
 

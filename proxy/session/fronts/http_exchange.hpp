@@ -144,7 +144,11 @@ struct Exchange {
   boost::beast::flat_buffer& client_buffer;
   BodyRequestParser& request;
   RequestWriter& request_writer;
-  std::string where;        // "host:port", for sentences
+  std::string where;  // "host:port", for sentences
+  // The host and port the request was admitted for: what its budget lines and questions name
+  // (decided once; the connection's registered destination may be another, an address).
+  rules::Host host;
+  std::uint16_t port = 0;
   std::string_view method;  // the request's, for the lines a question writes
   bool head_request = false;
   // The request carried a body; its Authorization fields authenticate it alone (see

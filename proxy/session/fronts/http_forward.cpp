@@ -770,6 +770,8 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   RequestWriter writer{head};
   Exchange x(context, upstream, buffer, request, writer);
   x.where = admitted->where;
+  x.host = admitted->target.host;
+  x.port = admitted->target.port;
   x.method = admitted->method;
   if (bound_host) {
     x.redactions = &secrets->redactions();
