@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -43,9 +45,27 @@ std::string random_mark() {
   return mark;
 }
 
+// Why output written to `fd` could reach the screen of the terminal `tty` without passing the
+// relay (see open()); "" when it cannot.
+std::string unrelayed(int fd, const struct stat& tty) {
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    return {};  // closed: nothing is written there
+  }
+  if (S_ISCHR(info.st_mode) && (info.st_rdev == tty.st_rdev || info.st_rdev == makedev(1, 3))) {
+    return {};  // the terminal itself (relayed), or /dev/null
+  }
+  const char* what = S_ISFIFO(info.st_mode)   ? "a pipe"
+                     : S_ISREG(info.st_mode)  ? "a file"
+                     : S_ISSOCK(info.st_mode) ? "a socket"
+                     : S_ISCHR(info.st_mode)  ? "another device"
+                                              : "not the terminal";
+  return std::string(fd == STDOUT_FILENO ? "standard output" : "standard error") + " is " + what;
+}
+
 }  // namespace
 
-std::unique_ptr<TerminalAsker> TerminalAsker::open() {
+std::unique_ptr<TerminalAsker> TerminalAsker::open(std::string* refused) {
   // O_NOCTTY: `run` already has its controlling terminal; /dev/tty is it, whatever its
   // standard streams are.
   const int tty = ::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
@@ -56,6 +76,24 @@ std::unique_ptr<TerminalAsker> TerminalAsker::open() {
   // SIGTTIN), and the keys belong to whoever is in the foreground.
   if (::tcgetpgrp(tty) != ::getpgrp()) {
     ::close(tty);
+    return nullptr;
+  }
+  struct stat terminal {};
+  std::string unsafe;
+  if (::fstat(tty, &terminal) == 0) {
+    for (int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+      if (const std::string why = unrelayed(fd, terminal); !why.empty()) {
+        unsafe += (unsafe.empty() ? "" : "; ") + why;
+      }
+    }
+  } else {
+    unsafe = "the terminal cannot be examined";
+  }
+  if (!unsafe.empty()) {
+    ::close(tty);
+    if (refused != nullptr) {
+      *refused = unsafe;
+    }
     return nullptr;
   }
   std::unique_ptr<TerminalAsker> asker(new TerminalAsker(tty));
