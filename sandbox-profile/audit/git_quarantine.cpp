@@ -335,6 +335,20 @@ void scan_working_folders(const std::vector<std::string>& folders, const AuditLi
   }
 }
 
+// Every git folder there is: the repository's, nested repositories' `.git` folders (a clone
+// in third_party/, not a submodule), bare ones, and submodules' below modules/.
+std::set<std::string> git_folders(const GitSnapshot& snapshot,
+                                  const std::vector<std::string>& git_dirs) {
+  std::set<std::string> all(git_dirs.begin(), git_dirs.end());
+  for (const auto& path : snapshot.dot_gits) {
+    if (!snapshot.gitfiles.contains(path) && !snapshot.links.contains(path)) {
+      all.insert(path);
+    }
+  }
+  all.insert(snapshot.repositories.begin(), snapshot.repositories.end());
+  return all;
+}
+
 // Everything but the targets of the configuration, which are found once, before the run.
 GitSnapshot scan(const std::vector<std::string>& folders, const std::vector<std::string>& git_dirs,
                  std::vector<std::string> hook_folders, std::vector<std::string> included_files,
@@ -344,16 +358,7 @@ GitSnapshot scan(const std::vector<std::string>& folders, const std::vector<std:
   out.included_files = std::move(included_files);
   scan_git_dirs(git_dirs, limits, out);
   scan_working_folders(folders, limits, out);
-  // Every git folder there is: the repository's, nested repositories' `.git` folders (a clone
-  // in third_party/, not a submodule), bare ones, and submodules' below modules/.
-  std::set<std::string> all(git_dirs.begin(), git_dirs.end());
-  for (const auto& path : out.dot_gits) {
-    if (!out.gitfiles.contains(path) && !out.links.contains(path)) {
-      all.insert(path);
-    }
-  }
-  all.insert(out.repositories.begin(), out.repositories.end());
-  for (const auto& dir : all) {
+  for (const auto& dir : git_folders(out, git_dirs)) {
     for (const char* name : kObeyed) {
       record_files(dir + "/" + name, out.obeyed, out);
     }
@@ -525,7 +530,27 @@ void judge_incomplete(const GitSnapshot& before, const GitSnapshot& after,
 GitSnapshot snapshot_git(const std::vector<std::string>& folders,
                          const std::vector<std::string>& git_dirs, const GitConfigTargets& targets,
                          const AuditLimits& limits) {
-  return scan(folders, git_dirs, targets.hook_folders, targets.included_files, limits);
+  GitSnapshot out = scan(folders, git_dirs, targets.hook_folders, targets.included_files, limits);
+  // The nested repositories' own hooks folders and included files (the repository's were found
+  // with the plan, and made read-only): judged after the run as theirs.
+  for (const auto& dir : git_folders(out, git_dirs)) {
+    if (std::find(git_dirs.begin(), git_dirs.end(), dir) != git_dirs.end()) {
+      continue;
+    }
+    const std::string top =
+        fs::path(dir).filename() == ".git" ? fs::path(dir).parent_path().string() : std::string();
+    const GitConfigTargets nested = git_config_targets({dir}, top, "");
+    for (const auto& [from, to] : {std::pair{&nested.hook_folders, &out.hook_folders},
+                                   std::pair{&nested.included_files, &out.included_files}}) {
+      for (const auto& path : *from) {
+        if (std::find(to->begin(), to->end(), path) == to->end()) {
+          to->push_back(path);
+          record_files(path, out.obeyed, out);
+        }
+      }
+    }
+  }
+  return out;
 }
 
 GitAudit quarantine_new_git_entries(const GitSnapshot& before,

@@ -64,6 +64,9 @@ std::string read_value(std::string_view text, std::size_t& at) {
 }
 
 std::string home_expanded(const std::string& path, const std::string& home) {
+  if (home.empty()) {
+    return path;
+  }
   if (path == "~") {
     return home;
   }

@@ -33,8 +33,8 @@ struct GitConfigTargets {
 // whose working tree's top is `worktree_top` ("" if bare): the targets named in its config and
 // config.worktree, in `home`'s ~/.gitconfig and ~/.config/git/config, and in the files those
 // include (up to 10 deep, as git). Relative hooks folders are taken from the working tree's
-// top, relative includes from the including file's folder, `~/` from `home`. Reads the file
-// system.
+// top (from the git folder when bare), relative includes from the including file's folder, `~/`
+// from `home` ("": the user's files are not read, `~/` is left as it is). Reads the file system.
 GitConfigTargets git_config_targets(const std::vector<std::string>& git_dirs,
                                     const std::string& worktree_top, const std::string& home);
 
