@@ -349,6 +349,72 @@ std::set<std::string> git_folders(const GitSnapshot& snapshot,
   return all;
 }
 
+// The names git runs from a hooks folder (githooks(5)).
+bool hook_name(std::string_view name) {
+  static constexpr std::string_view kHooks[] = {"applypatch-msg",
+                                                "pre-applypatch",
+                                                "post-applypatch",
+                                                "pre-commit",
+                                                "pre-merge-commit",
+                                                "prepare-commit-msg",
+                                                "commit-msg",
+                                                "post-commit",
+                                                "pre-rebase",
+                                                "post-checkout",
+                                                "post-merge",
+                                                "pre-push",
+                                                "pre-receive",
+                                                "update",
+                                                "proc-receive",
+                                                "post-receive",
+                                                "post-update",
+                                                "reference-transaction",
+                                                "push-to-checkout",
+                                                "pre-auto-gc",
+                                                "post-rewrite",
+                                                "sendemail-validate",
+                                                "fsmonitor-watchman",
+                                                "p4-changelist",
+                                                "p4-prepare-changelist",
+                                                "p4-post-changelist",
+                                                "p4-pre-submit",
+                                                "post-index-change"};
+  return std::find(std::begin(kHooks), std::end(kHooks), name) != std::end(kHooks);
+}
+
+// A hooks folder core.hooksPath names: all of it (husky's scripts source helpers beside the
+// hooks), except when it holds a scanned folder or a git folder (core.hooksPath = .): then only
+// the hooks at its top, so that the work in the folder is not taken for hooks.
+void record_hooks_folder(const std::string& folder, const std::vector<std::string>& holds_not,
+                         GitSnapshot& out) {
+  const bool holds_work =
+      std::any_of(holds_not.begin(), holds_not.end(), [&folder](const std::string& inside) {
+        return inside == folder || inside.starts_with(folder == "/" ? folder : folder + "/");
+      });
+  if (!holds_work) {
+    record_files(folder, out.obeyed, out);
+    return;
+  }
+  std::size_t budget = kFilesPerFolder;
+  const std::string stopped = walk(folder, budget, [&out](const Entry& entry) {
+    if (hook_name(entry.name) && (entry.type == DT_REG || entry.type == DT_LNK)) {
+      out.obeyed[entry.path] = content_of(entry.path);
+    }
+    return Step::skip;
+  });
+  if (!stopped.empty()) {
+    out.incomplete[folder] = stopped;
+  }
+}
+
+// The folders a hooks folder must not be taken whole from: the scanned folders and git folders.
+std::vector<std::string> not_hooks(const std::vector<std::string>& folders,
+                                   const std::vector<std::string>& git_dirs) {
+  std::vector<std::string> out(folders.begin(), folders.end());
+  out.insert(out.end(), git_dirs.begin(), git_dirs.end());
+  return out;
+}
+
 // Everything but the targets of the configuration, which are found once, before the run.
 GitSnapshot scan(const std::vector<std::string>& folders, const std::vector<std::string>& git_dirs,
                  std::vector<std::string> hook_folders, std::vector<std::string> included_files,
@@ -364,8 +430,9 @@ GitSnapshot scan(const std::vector<std::string>& folders, const std::vector<std:
     }
     record_hidden_index_entries(dir, out.hidden_index_entries);
   }
+  const std::vector<std::string> holds_not = not_hooks(folders, git_dirs);
   for (const auto& path : out.hook_folders) {
-    record_files(path, out.obeyed, out);
+    record_hooks_folder(path, holds_not, out);
   }
   for (const auto& path : out.included_files) {
     record_files(path, out.obeyed, out);
@@ -531,6 +598,7 @@ GitSnapshot snapshot_git(const std::vector<std::string>& folders,
                          const std::vector<std::string>& git_dirs, const GitConfigTargets& targets,
                          const AuditLimits& limits) {
   GitSnapshot out = scan(folders, git_dirs, targets.hook_folders, targets.included_files, limits);
+  const std::vector<std::string> holds_not = not_hooks(folders, git_dirs);
   // The nested repositories' own hooks folders and included files (the repository's were found
   // with the plan, and made read-only): judged after the run as theirs.
   for (const auto& dir : git_folders(out, git_dirs)) {
@@ -540,13 +608,18 @@ GitSnapshot snapshot_git(const std::vector<std::string>& folders,
     const std::string top =
         fs::path(dir).filename() == ".git" ? fs::path(dir).parent_path().string() : std::string();
     const GitConfigTargets nested = git_config_targets({dir}, top, "");
-    for (const auto& [from, to] : {std::pair{&nested.hook_folders, &out.hook_folders},
-                                   std::pair{&nested.included_files, &out.included_files}}) {
-      for (const auto& path : *from) {
-        if (std::find(to->begin(), to->end(), path) == to->end()) {
-          to->push_back(path);
-          record_files(path, out.obeyed, out);
-        }
+    for (const auto& path : nested.hook_folders) {
+      if (std::find(out.hook_folders.begin(), out.hook_folders.end(), path) ==
+          out.hook_folders.end()) {
+        out.hook_folders.push_back(path);
+        record_hooks_folder(path, holds_not, out);
+      }
+    }
+    for (const auto& path : nested.included_files) {
+      if (std::find(out.included_files.begin(), out.included_files.end(), path) ==
+          out.included_files.end()) {
+        out.included_files.push_back(path);
+        record_files(path, out.obeyed, out);
       }
     }
   }

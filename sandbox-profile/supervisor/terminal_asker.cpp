@@ -5,7 +5,6 @@
 #include <poll.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -45,15 +44,21 @@ std::string random_mark() {
   return mark;
 }
 
-// Why output written to `fd` could reach the screen of the terminal `tty` without passing the
-// relay (see open()); "" when it cannot.
-std::string unrelayed(int fd, const struct stat& tty) {
+// Why output written to `fd` could reach the screen without passing the relay (see open()); ""
+// when it cannot: `fd` is closed, /dev/null, or the controlling terminal of run's session (a
+// terminal whose session is run's; /dev/tty itself cannot be compared, it stands for any).
+std::string unrelayed(int fd) {
   struct stat info {};
   if (::fstat(fd, &info) != 0) {
     return {};  // closed: nothing is written there
   }
-  if (S_ISCHR(info.st_mode) && (info.st_rdev == tty.st_rdev || info.st_rdev == makedev(1, 3))) {
-    return {};  // the terminal itself (relayed), or /dev/null
+  struct stat null {};
+  if (S_ISCHR(info.st_mode) && ::stat("/dev/null", &null) == 0 && S_ISCHR(null.st_mode) &&
+      info.st_rdev == null.st_rdev) {
+    return {};
+  }
+  if (::isatty(fd) == 1 && ::tcgetsid(fd) == ::getsid(0)) {
+    return {};  // the terminal itself, which the relay carries
   }
   const char* what = S_ISFIFO(info.st_mode)   ? "a pipe"
                      : S_ISREG(info.st_mode)  ? "a file"
@@ -78,16 +83,11 @@ std::unique_ptr<TerminalAsker> TerminalAsker::open(std::string* refused) {
     ::close(tty);
     return nullptr;
   }
-  struct stat terminal {};
   std::string unsafe;
-  if (::fstat(tty, &terminal) == 0) {
-    for (int fd : {STDOUT_FILENO, STDERR_FILENO}) {
-      if (const std::string why = unrelayed(fd, terminal); !why.empty()) {
-        unsafe += (unsafe.empty() ? "" : "; ") + why;
-      }
+  for (int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+    if (const std::string why = unrelayed(fd); !why.empty()) {
+      unsafe += (unsafe.empty() ? "" : "; ") + why;
     }
-  } else {
-    unsafe = "the terminal cannot be examined";
   }
   if (!unsafe.empty()) {
     ::close(tty);

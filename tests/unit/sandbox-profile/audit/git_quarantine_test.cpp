@@ -62,6 +62,22 @@ TEST_F(GitQuarantineTest, AWorkingFolderCheckedOnlyInPartIsSaidToBe) {
   EXPECT_TRUE(fs::is_directory(work_ + "/.git"));  // the git folder itself was seen whole
 }
 
+// core.hooksPath = . (the working folder's top is the hooks folder): only the hooks there are
+// judged; the command's other new files are its work.
+TEST_F(GitQuarantineTest, AHooksPathThatHoldsTheWorkJudgesOnlyTheHooksThere) {
+  const std::vector<std::string> git_dirs = {work_ + "/.git"};
+  GitConfigTargets targets;
+  targets.hook_folders = {work_};
+  const GitSnapshot before = snapshot_git({work_}, git_dirs, targets, limits_);
+  std::ofstream(work_ + "/notes.txt") << "work\n";
+  std::ofstream(work_ + "/pre-commit") << "#!/bin/sh\ntouch PWNED\n";
+  const GitAudit audit = quarantine_new_git_entries(before, {work_}, git_dirs, limits_);
+  EXPECT_TRUE(fs::exists(work_ + "/notes.txt"));
+  EXPECT_FALSE(fs::exists(work_ + "/pre-commit"));
+  EXPECT_TRUE(fs::exists(work_ + "/pre-commit.sandgate-quarantine-1"));
+  EXPECT_EQ(audit.actions.size(), 1U);
+}
+
 TEST_F(GitQuarantineTest, ALinkOnTheWayIsNeverFollowed) {
   fs::create_directories(root_ + "/ssh");
   std::ofstream(root_ + "/ssh/config") << "Host *\n";
