@@ -545,8 +545,10 @@ std::string describe_protection(const SandboxSettings& sandbox, const Confinemen
             " protected paths read-only: the gate's files";
     text += sandbox.protect_files
                 ? ", shell start-up files, ~/.ssh, ~/.gnupg, autostart, systemd and D-Bus user "
-                  "services, git's configuration and hooks, and what else runs code later; new "
-                  ".git entries are moved aside when the command ends"
+                  "services, git's configuration and hooks (core.hooksPath and included files "
+                  "too), the working folder's files that editors and agents run or trust "
+                  "(.envrc, .vscode, .idea, .claude, .mcp.json, .husky, ...), and what else runs "
+                  "code later; new .git entries are moved aside when the command ends"
                 : " only (GOOSE_SANDBOX_PROTECT_FILES=false)";
     if (report.landlock_scoped) {
       text += "; abstract unix sockets and signals scoped to the command";
