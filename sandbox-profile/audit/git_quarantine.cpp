@@ -227,10 +227,12 @@ void record_files(const std::string& path, std::map<std::string, std::string>& o
 }
 
 // What git obeys in a git folder: its config, the attributes that pick filters, the exclude file
-// that hides files from `git status`, its hooks, and the state of a rebase, cherry-pick or
-// revert in progress (a todo list whose `exec` lines run at `git rebase --continue`).
-constexpr const char* kObeyed[] = {"config", "config.worktree", "info/attributes", "info/exclude",
-                                   "hooks",  "rebase-merge",    "rebase-apply",    "sequencer"};
+// and sparse-checkout patterns that hide files from `git status`, its hooks, and the state of a
+// rebase, cherry-pick or revert in progress (a todo list whose `exec` lines run at `git rebase
+// --continue`).
+constexpr const char* kObeyed[] = {"config",       "config.worktree",      "info/attributes",
+                                   "info/exclude", "info/sparse-checkout", "hooks",
+                                   "rebase-merge", "rebase-apply",         "sequencer"};
 
 // SHA-256 repositories say so in their config; their index holds longer object names.
 std::size_t hash_size(const std::string& git_dir) {

@@ -10,10 +10,10 @@
 //   - a `.git` file (a submodule's or a linked worktree's gitfile) whose content changed: the
 //     command's version is moved aside and the original written back;
 //   - in every git folder (the repository's, a nested clone's, a bare one's, a submodule's): its
-//     config, config.worktree, info/attributes, info/exclude and hooks, changed (put back as
-//     they were, the command's version kept aside) or new (moved aside), and a rebase,
-//     cherry-pick or revert the command left in progress (its todo list runs `exec` lines at
-//     --continue: moved aside);
+//     config, config.worktree, info/attributes, info/exclude, info/sparse-checkout and hooks,
+//     changed (put back as they were, the command's version kept aside) or new (moved aside),
+//     and a rebase, cherry-pick or revert the command left in progress (its todo list runs
+//     `exec` lines at --continue: moved aside);
 //   - the hooks folder core.hooksPath names and the files include.path names, wherever they are
 //     (husky's `.husky/_` in the working folder): found before the run, judged as hooks;
 //   - in the repository's git folders: a new entry at the top that git does not make itself
