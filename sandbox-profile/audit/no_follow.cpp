@@ -11,11 +11,10 @@
 #include <utility>
 
 namespace sandgate::sandbox {
-namespace {
 
-// The walk for kernels without openat2: "/" first, then each component with O_NOFOLLOW, folders
-// as O_PATH descriptors, the last one with the caller's flags.
-UniqueFd walk_no_follow(const std::string& path, int flags, mode_t mode) {
+// "/" first, then each component with O_NOFOLLOW, folders as O_PATH descriptors, the last one
+// with the caller's flags.
+UniqueFd open_no_follow_walking(const std::string& path, int flags, mode_t mode) {
   UniqueFd at(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
   std::size_t start = 1;
   while (at) {
@@ -36,11 +35,20 @@ UniqueFd walk_no_follow(const std::string& path, int flags, mode_t mode) {
     if (last) {
       return UniqueFd(::openat(at.get(), part.c_str(), flags | O_NOFOLLOW | O_CLOEXEC, mode));
     }
-    at = UniqueFd(::openat(at.get(), part.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd next(::openat(at.get(), part.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat info {};
+    if (!next && errno == ENOTDIR &&
+        ::fstatat(at.get(), part.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISLNK(info.st_mode)) {
+      errno = ELOOP;  // a link on the way, as openat2 says it
+    }
+    at = std::move(next);
     start = end + 1;
   }
   return {};
 }
+
+namespace {
 
 // The folder holding `path`, reached without links, and the last component's name.
 struct Parent {
@@ -95,7 +103,7 @@ UniqueFd open_no_follow(const std::string& path, int flags, mode_t mode) {
   if (fd >= 0 || (errno != ENOSYS && errno != EPERM)) {
     return UniqueFd(static_cast<int>(fd));  // EPERM: a seccomp filter that refuses openat2
   }
-  return walk_no_follow(path, flags, mode);
+  return open_no_follow_walking(path, flags, mode);
 }
 
 std::optional<struct stat> stat_no_follow(const std::string& path) {

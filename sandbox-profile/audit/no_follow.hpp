@@ -40,6 +40,10 @@ class UniqueFd {
 // O_CREAT. Invalid (errno set: ELOOP for a link) on failure.
 UniqueFd open_no_follow(const std::string& path, int flags, mode_t mode = 0);
 
+// open_no_follow() as it is on kernels without openat2: a walk from "/", O_NOFOLLOW at each
+// step. Exposed so that it is tested where openat2 exists.
+UniqueFd open_no_follow_walking(const std::string& path, int flags, mode_t mode = 0);
+
 // The entry itself, not what a link at `path` points to; nothing if missing or unreachable.
 std::optional<struct stat> stat_no_follow(const std::string& path);
 

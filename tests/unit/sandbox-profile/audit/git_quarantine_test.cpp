@@ -95,6 +95,13 @@ TEST_F(GitQuarantineTest, ALinkOnTheWayIsNeverFollowed) {
   EXPECT_FALSE(create_no_follow(work_ + "/link/new", "x"));
   EXPECT_TRUE(fs::exists(root_ + "/ssh/config"));
   EXPECT_FALSE(fs::exists(root_ + "/ssh/new"));
+  // The same without openat2 (kernels before 5.6).
+  EXPECT_FALSE(open_no_follow_walking(work_ + "/link/config", O_RDONLY));
+  EXPECT_EQ(errno, ELOOP);
+  EXPECT_FALSE(open_no_follow_walking(work_ + "/link", O_RDONLY));
+  EXPECT_TRUE(open_no_follow_walking(root_ + "/ssh/config", O_RDONLY));
+  EXPECT_TRUE(open_no_follow_walking(root_ + "/ssh", O_PATH | O_DIRECTORY));
+  EXPECT_TRUE(open_no_follow_walking("/", O_PATH | O_DIRECTORY));
 }
 
 }  // namespace
