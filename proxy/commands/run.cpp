@@ -179,6 +179,8 @@ class RunGate final : public sandbox::GateHandle {
     store_attempts_ = std::move(attempts);
     store_attempts_complete_ = complete;
   }
+  void audited(sandbox::GitAudit audit) override { audit_ = std::move(audit); }
+  const sandbox::GitAudit& audit() const { return audit_; }
   const std::vector<sandbox::StoreAttempt>& store_attempts() const { return store_attempts_; }
   bool store_attempts_complete() const { return store_attempts_complete_; }
 
@@ -213,6 +215,7 @@ class RunGate final : public sandbox::GateHandle {
   bool asking_ = false;  // the terminal is one of the board's answerers
   std::vector<sandbox::StoreAttempt> store_attempts_;
   bool store_attempts_complete_ = true;
+  sandbox::GitAudit audit_;
 };
 
 // A log file of its own for this run, under $XDG_STATE_HOME/sandgate/runs (else
@@ -324,7 +327,7 @@ int run_run(const settings::Settings& given, const settings::Sources& sources,
   // nothing was.
   std::cerr << render_run_summary(gate.denials(), settings) << gate.budget_summary()
             << render_store_attempts(gate.store_attempts(), gate.store_attempts_complete())
-            << std::flush;
+            << render_git_audit(gate.audit()) << std::flush;
   if (!run_log.empty()) {
     say("the gate's log of this run: " + run_log);
   }

@@ -217,4 +217,46 @@ std::string render_store_attempts(const std::vector<sandbox::StoreAttempt>& atte
   return out;
 }
 
+namespace {
+
+// One group of the audit's lines under `title`, with what to do about them.
+void render_group(const std::vector<std::string>& lines, const std::string& title,
+                  const std::string& advice, std::string& out) {
+  if (lines.empty()) {
+    return;
+  }
+  out += "sandgate run: " + title + ":\n";
+  const std::size_t listed = std::min(kSummaryDestinations, lines.size());
+  for (std::size_t i = 0; i < listed; ++i) {
+    out += "  " + lines[i] + "\n";
+  }
+  if (lines.size() > listed) {
+    out += "  and " + plural(lines.size() - listed, "more", "more") + "\n";
+  }
+  out += "    " + advice + "\n";
+}
+
+}  // namespace
+
+std::string render_git_audit(const sandbox::GitAudit& audit) {
+  std::string out;
+  render_group(audit.auto_run,
+               "files that editors, shells and agents run or trust, written by "
+               "the command",
+               "review them before you open the folder in an editor, a shell with direnv or an "
+               "agent (--allow-write PATH lets the command write one)",
+               out);
+  render_group(audit.hidden, "index entries the command hid from git status and git diff",
+               "git update-index --no-skip-worktree / --no-assume-unchanged -- PATH shows their "
+               "changes again",
+               out);
+  render_group(audit.actions, "moved aside or put back, as git would have obeyed them",
+               "look at the moved files before you use them", out);
+  render_group(audit.incomplete, "NOT checked whole after the run (treat as suspect)",
+               "look for new .git entries, links in git folders and hooks there before running "
+               "git",
+               out);
+  return out;
+}
+
 }  // namespace sandgate::commands

@@ -41,4 +41,10 @@ std::string render_budget_summary(const log::TrafficCounts& traffic,
 std::string render_store_attempts(const std::vector<sandbox::StoreAttempt>& attempts,
                                   bool complete);
 
+// What the check after the run found in the git folders and working folders (lines ending in
+// '\n'), or "" when it found nothing: the files that tools run or trust that are new or changed,
+// index entries hidden from git status, what was moved aside or put back, and the folders that
+// could not be checked whole. At most kSummaryDestinations lines per group. Pure; thread-safe.
+std::string render_git_audit(const sandbox::GitAudit& audit);
+
 }  // namespace sandgate::commands

@@ -1,5 +1,5 @@
 // After a confined run: what the command planted for the user's next git command is moved aside
-// (or, for a gitfile it re-pointed, put back) and named loudly. git runs a repository's
+// (or, for a file it changed, put back) and named loudly. git runs a repository's
 // core.fsmonitor, hooks and aliases, and writes its message files through whatever is at their
 // path, so every one of these is judged by type and content, not by name:
 //   - a new `.git` (a git folder, or a `gitdir:` file) anywhere in the working folder or an
@@ -10,25 +10,48 @@
 //   - a `.git` file (a submodule's or a linked worktree's gitfile) whose content changed: the
 //     command's version is moved aside and the original written back;
 //   - in every git folder (the repository's, a nested clone's, a bare one's, a submodule's): its
-//     config, config.worktree, info/attributes and hooks, changed (put back as they were, the
-//     command's version kept aside) or new (moved aside), and a rebase, cherry-pick or revert
-//     the command left in progress (its todo list runs `exec` lines at --continue: moved aside);
+//     config, config.worktree, info/attributes, info/exclude, info/sparse-checkout and hooks,
+//     changed (put back as they were, the command's version kept aside) or new (moved aside),
+//     and a rebase, cherry-pick or revert the command left in progress (its todo list runs
+//     `exec` lines at --continue: moved aside);
+//   - the hooks folder core.hooksPath names and the files include.path names, wherever they are
+//     (husky's `.husky/_` in the working folder): found before the run, judged as hooks;
 //   - in the repository's git folders: a new entry at the top that git does not make itself
 //     (commondir, gitdir, config.worktree), a new modules/ or worktrees/ entry, a new
 //     folder shaped like a git folder at any depth, and a symbolic link, at any depth, that is
 //     new or points elsewhere than before (COMMIT_EDITMSG -> ~/.bashrc: git would write through
 //     it).
+// And it reports, without moving them: index entries that became skip-worktree or
+// assume-unchanged (git status and git diff no longer show their changes), and the files in the
+// working folder that tools run or trust (auto_run_paths(): .envrc, .vscode/tasks.json, ...)
+// that are new or changed.
+//
+// Complete, or loudly not: the repository's git folders are scanned first, each on its own
+// budget, the object store last; the working folders after, on theirs. Nothing is followed
+// through a link (no_follow.hpp). A scan that stops short is said so, and a git folder whose
+// scan stopped short after the run but not before it (the command padded it) is moved aside
+// whole, so that git does not run there until the user has looked.
 // Internal to `sandgate run`.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "sandbox-profile/audit/git_audit.hpp"
+#include "sandbox-profile/plan/git_config_targets.hpp"
+
 namespace sandgate::sandbox {
 
-// What is checked again after the run. Stops after a million entries (a warning then).
+// How many entries one scan looks at before it stops (then the snapshot says it is incomplete).
+struct AuditLimits {
+  std::size_t entries_per_git_dir = 4'000'000;
+  std::size_t entries_per_folder = 4'000'000;
+};
+
+// What is checked again after the run.
 struct GitSnapshot {
   std::set<std::string> dot_gits;               // every `.git` entry in the scanned folders
   std::map<std::string, std::string> gitfiles;  // `.git` files: path -> content
@@ -36,21 +59,35 @@ struct GitSnapshot {
   std::set<std::string> git_entries;            // top, modules/ and worktrees/ entries
   std::map<std::string, std::string> links;     // links in the git folders: path -> target
   // In every git folder found (the repository's, nested and bare ones, submodules'): config,
-  // config.worktree, info/attributes, hooks, and rebase or sequencer state: path -> content.
+  // config.worktree, info/attributes, info/exclude, hooks, and rebase or sequencer state, and
+  // the hooks folders and included files the configuration names: path -> content.
   std::map<std::string, std::string> obeyed;
-  bool complete = true;
+  // Found before the run (and kept for the check after it): core.hooksPath folders and
+  // include.path files.
+  std::vector<std::string> hook_folders;
+  std::vector<std::string> included_files;
+  // Index entries git status does not look at, per index file: "index\tskip-worktree\tPATH".
+  std::set<std::string> hidden_index_entries;
+  // Files tools run or trust in the working folders: path -> content.
+  std::map<std::string, std::string> auto_run;
+  // The scans that stopped short: the folder scanned -> where it stopped.
+  std::map<std::string, std::string> incomplete;
+  bool complete() const { return incomplete.empty(); }
 };
 
 // `folders`: searched for `.git` entries and repository-shaped folders (not following links,
-// not entering `.git`); `git_dirs`: the repository's git folders, searched whole.
+// not entering `.git`); `git_dirs`: the repository's git folders, searched whole; `targets`: what
+// their configuration names outside them, found before the run (git_config_targets()).
 GitSnapshot snapshot_git(const std::vector<std::string>& folders,
-                         const std::vector<std::string>& git_dirs);
+                         const std::vector<std::string>& git_dirs, const GitConfigTargets& targets,
+                         const AuditLimits& limits = {});
 
 // After the command: compares with `before`, moves aside (as NAME.sandgate-quarantine-N) or puts
 // back what is listed above, says so on standard error with the path and what was done, and
-// returns one line per action.
-std::vector<std::string> quarantine_new_git_entries(const GitSnapshot& before,
-                                                    const std::vector<std::string>& folders,
-                                                    const std::vector<std::string>& git_dirs);
+// returns it all.
+GitAudit quarantine_new_git_entries(const GitSnapshot& before,
+                                    const std::vector<std::string>& folders,
+                                    const std::vector<std::string>& git_dirs,
+                                    const AuditLimits& limits = {});
 
 }  // namespace sandgate::sandbox

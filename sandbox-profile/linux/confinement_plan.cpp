@@ -256,6 +256,47 @@ std::string describe_user_limits(const std::vector<std::pair<std::string, long>>
   return text.empty() ? std::string("none known") : text;
 }
 
+// What runs later from the working folders without being git's own: the hooks folder of
+// core.hooksPath and the include.path files wherever they are (husky's `.husky/_`), and what
+// tools run or trust in the working folders (.envrc, .vscode/tasks.json, ...), unless an
+// --allow-write path is or lies in one. Only those that exist as files or folders reached
+// without a link: they are bound read-only. A missing one (or a link) would be Landlock's to
+// protect, and its carving forbids every new entry in the folders on the way, the working
+// folder's top included; those are judged after the run (git_quarantine.hpp) instead. A hooks
+// folder that holds the working folder or a git folder (core.hooksPath=.) is left to that too.
+std::vector<ProtectedPath> run_later_paths(const Confinement& confinement,
+                                           const std::vector<std::string>& allow_writes) {
+  std::vector<ProtectedPath> candidates;
+  for (const auto& folder : confinement.git_targets.hook_folders) {
+    candidates.push_back({folder, true, false});
+  }
+  for (const auto& file : confinement.git_targets.included_files) {
+    candidates.push_back({file, false, false});
+  }
+  for (const auto& folder : confinement.scanned) {
+    for (auto& p : auto_run_paths(folder)) {
+      candidates.push_back(std::move(p));
+    }
+  }
+  std::vector<ProtectedPath> out;
+  for (auto& p : candidates) {
+    const bool named =
+        std::any_of(allow_writes.begin(), allow_writes.end(),
+                    [&p](const std::string& given) { return is_within(given, p.path); });
+    const bool holds_work =
+        is_within(confinement.working_folder, p.path) ||
+        std::any_of(confinement.git_dirs.begin(), confinement.git_dirs.end(),
+                    [&p](const std::string& dir) { return is_within(dir, p.path); });
+    struct stat info {};
+    if (named || holds_work || ::lstat(p.path.c_str(), &info) != 0 || S_ISLNK(info.st_mode) ||
+        !links_on_the_way(p.path).empty()) {
+      continue;
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 }  // namespace
 
 Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
@@ -450,6 +491,12 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
   for (auto& p : nested_git_paths(git_dirs)) {
     protect.push_back(std::move(p));
   }
+  out.git_targets = git_config_targets(git_dirs, enclosing_worktree(out.working_folder), home);
+  if (options.sandbox.protect_files) {
+    for (auto& p : run_later_paths(out, allow_writes)) {
+      protect.push_back(std::move(p));
+    }
+  }
   std::vector<std::string> kept_inside = plan.view.keep;
   std::vector<std::string> pinned;
   for (const auto& p : protect) {
@@ -557,8 +604,10 @@ std::string describe_protection(const SandboxSettings& sandbox, const Confinemen
             " protected paths read-only: the gate's files";
     text += sandbox.protect_files
                 ? ", shell start-up files, ~/.ssh, ~/.gnupg, autostart, systemd and D-Bus user "
-                  "services, git's configuration and hooks, and what else runs code later; new "
-                  ".git entries are moved aside when the command ends"
+                  "services, git's configuration and hooks (core.hooksPath and included files "
+                  "too), the working folder's files that editors and agents run or trust "
+                  "(.envrc, .vscode, .idea, .claude, .mcp.json, .husky, ...), and what else runs "
+                  "code later; new .git entries are moved aside when the command ends"
                 : " only (GOOSE_SANDBOX_PROTECT_FILES=false)";
     if (report.landlock_scoped) {
       text += "; abstract unix sockets and signals scoped to the command";

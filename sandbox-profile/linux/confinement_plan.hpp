@@ -11,6 +11,7 @@
 
 #include "rules/expected.hpp"
 #include "sandbox-profile/linux/linux_namespaces.hpp"
+#include "sandbox-profile/plan/git_config_targets.hpp"
 #include "sandbox-profile/supervisor/run_confined.hpp"
 
 namespace sandgate::sandbox {
@@ -28,7 +29,8 @@ struct Confinement {
   std::string probe_no_socket;                 // where the self-probe tries to bind a socket
   std::vector<std::string> git_dirs;           // the enclosing repository's git folders
   std::vector<std::string> scanned;            // searched for new `.git` entries after the run
-  std::string host_pty;                        // a host terminal the self-probe tries to open
+  GitConfigTargets git_targets;  // what the repository's configuration names outside its folders
+  std::string host_pty;          // a host terminal the self-probe tries to open
   unsigned long long host_pty_device = 0;
 };
 

@@ -139,10 +139,11 @@ int run_isolated(const RunOptions& options, GateHandle& gate) {
   }
   // The `.git` entries and git folder entries before the command runs: new ones are moved aside
   // after it.
-  const GitSnapshot git_before = snapshot_git(confinement->scanned, confinement->git_dirs);
-  if (!git_before.complete) {
-    say("warning: too many files to check for new .git entries after the run; only the first "
-        "million are checked");
+  const GitSnapshot git_before =
+      snapshot_git(confinement->scanned, confinement->git_dirs, confinement->git_targets);
+  for (const auto& [folder, stopped] : git_before.incomplete) {
+    say("warning: " + folder + " is too large to check whole (stopped at " + stopped +
+        "): what the command leaves there beyond that point will not be judged after the run");
   }
 
   int channel[2];
@@ -307,7 +308,15 @@ int run_isolated(const RunOptions& options, GateHandle& gate) {
   // --unknown=ask: questions go to the user's terminal (not CMD's standard input), taken over
   // from the relay for each one. Ended before the relay: the terminal's modes are restored in
   // the reverse order they were set.
-  std::unique_ptr<TerminalAsker> asker = gate.asks() ? TerminalAsker::open() : nullptr;
+  std::string not_asked;
+  std::unique_ptr<TerminalAsker> asker = gate.asks() ? TerminalAsker::open(&not_asked) : nullptr;
+  if (!not_asked.empty()) {
+    say("questions are not asked on this terminal: " + not_asked +
+        ", which reaches the screen without passing the relay that holds the command's output "
+        "while a question is up (the command could draw beside a question and change what your "
+        "key answers); they go to the admin endpoint (`sandgate pending`, `sandgate decide`) "
+        "or get the ask default");
+  }
   if (asker) {
     asker->share_with(pty.get());
     asker->start();
@@ -331,7 +340,7 @@ int run_isolated(const RunOptions& options, GateHandle& gate) {
   stop_asking();
   forwarder.stop();
   gate.stop();
-  quarantine_new_git_entries(git_before, confinement->scanned, confinement->git_dirs);
+  gate.audited(quarantine_new_git_entries(git_before, confinement->scanned, confinement->git_dirs));
   if (store_reads) {
     StoreAttempts attempts = store_reads->finish();
     gate.stores_attempted(std::move(attempts.attempts), attempts.complete);

@@ -405,6 +405,26 @@ std::vector<ProtectedPath> profile_protected_paths(const ProfileOptions& options
       add(p);
     }
   }
+  // What editors, shells and agents run or trust in the working and --allow-write folders,
+  // unless an --allow-write path is or lies in one: Seatbelt denies a path whether or not it
+  // exists, so a missing one cannot be created either (Linux can only bind existing ones).
+  if (options.protect_files) {
+    std::vector<std::string> folders = {options.working_directory};
+    folders.insert(folders.end(), options.allow_writes.begin(), options.allow_writes.end());
+    for (const auto& folder : folders) {
+      if (folder.empty() || folder == "/" || folder.front() != '/') {
+        continue;
+      }
+      for (const auto& p : auto_run_paths(folder)) {
+        const bool named =
+            std::any_of(options.allow_writes.begin(), options.allow_writes.end(),
+                        [&p](const std::string& given) { return is_within(given, p.path); });
+        if (!named) {
+          add(p);
+        }
+      }
+    }
+  }
   for (const auto& extra : options.resolved_spellings) {
     add(extra);
   }

@@ -319,37 +319,68 @@ std::string resolve_links(const std::string& path) {
   return done.empty() ? "/" : done;
 }
 
-std::vector<std::string> enclosing_git_dirs(const std::string& working_directory) {
+std::string enclosing_worktree(const std::string& working_directory) {
   if (working_directory.empty() || working_directory.front() != '/') {
     return {};
   }
   for (std::string folder = lexically_normal(working_directory);; folder = parent_of(folder)) {
-    const std::string dot_git = (folder == "/" ? std::string() : folder) + "/.git";
-    if (is_directory(dot_git)) {
-      return {resolve_links(dot_git)};
-    }
-    if (exists(dot_git)) {
-      // A linked worktree or a submodule: `.git` is a file "gitdir: PATH".
-      const std::string line = read_first_line(dot_git);
-      constexpr std::string_view kPrefix = "gitdir: ";
-      if (line.rfind(kPrefix, 0) != 0) {
-        return {};
-      }
-      const std::string git_dir = resolve_links(join(folder, line.substr(kPrefix.size())));
-      std::vector<std::string> out = {git_dir};
-      const std::string common = read_first_line(git_dir + "/commondir");
-      if (!common.empty()) {
-        const std::string common_dir = resolve_links(join(git_dir, common));
-        if (common_dir != git_dir) {
-          out.push_back(common_dir);
-        }
-      }
-      return out;
+    if (exists((folder == "/" ? std::string() : folder) + "/.git")) {
+      return folder;
     }
     if (folder == "/") {
       return {};
     }
   }
+}
+
+std::vector<ProtectedPath> auto_run_paths(const std::string& folder) {
+  // The files sandbox-runtime denies too, and the folders whose every file is read as code or
+  // trust (tasks, hooks, run configurations, agents' commands).
+  static constexpr std::array<std::string_view, 8> kFiles = {".envrc",
+                                                             ".mcp.json",
+                                                             ".gitmodules",
+                                                             ".pre-commit-config.yaml",
+                                                             ".vscode/tasks.json",
+                                                             ".vscode/settings.json",
+                                                             ".vscode/launch.json",
+                                                             ".vscode/extensions.json"};
+  static constexpr std::array<std::string_view, 3> kFolders = {".idea", ".claude", ".husky"};
+  std::vector<ProtectedPath> out;
+  const std::string base = folder == "/" ? std::string() : folder;
+  for (auto name : kFiles) {
+    out.push_back({base + "/" + std::string(name), false, false});
+  }
+  for (auto name : kFolders) {
+    out.push_back({base + "/" + std::string(name), true, false});
+  }
+  return out;
+}
+
+std::vector<std::string> enclosing_git_dirs(const std::string& working_directory) {
+  const std::string folder = enclosing_worktree(working_directory);
+  if (folder.empty()) {
+    return {};
+  }
+  const std::string dot_git = (folder == "/" ? std::string() : folder) + "/.git";
+  if (is_directory(dot_git)) {
+    return {resolve_links(dot_git)};
+  }
+  // A linked worktree or a submodule: `.git` is a file "gitdir: PATH".
+  const std::string line = read_first_line(dot_git);
+  constexpr std::string_view kPrefix = "gitdir: ";
+  if (line.rfind(kPrefix, 0) != 0) {
+    return {};
+  }
+  const std::string git_dir = resolve_links(join(folder, line.substr(kPrefix.size())));
+  std::vector<std::string> out = {git_dir};
+  const std::string common = read_first_line(git_dir + "/commondir");
+  if (!common.empty()) {
+    const std::string common_dir = resolve_links(join(git_dir, common));
+    if (common_dir != git_dir) {
+      out.push_back(common_dir);
+    }
+  }
+  return out;
 }
 
 std::vector<std::string> path_folders() {

@@ -75,6 +75,16 @@ std::string resolve_links(const std::string& path);
 // Empty outside a repository. Reads the file system.
 std::vector<std::string> enclosing_git_dirs(const std::string& working_directory);
 
+// The top of the working tree that encloses `working_directory` (the first folder, walking up,
+// that holds `.git`); "" outside a repository. Reads the file system.
+std::string enclosing_worktree(const std::string& working_directory);
+
+// What tools run or trust when the user opens `folder` (absolute and normal) later, outside the
+// sandbox: editors' tasks and settings (.vscode, .idea), direnv's .envrc, an agent's settings
+// and hooks (.claude, .mcp.json), submodules (.gitmodules), pre-commit's and husky's hooks. As
+// protected paths (folders as trees), in a fixed order. Pure.
+std::vector<ProtectedPath> auto_run_paths(const std::string& folder);
+
 // $PATH's absolute folders, resolved. Reads the environment and the file system.
 std::vector<std::string> path_folders();
 

@@ -20,7 +20,8 @@
 // The files: run_confined.cpp (this entry point, and the host-side variants), run_isolated.cpp
 // (the Linux parent), confinement_plan.cpp (what the Linux confinement allows, decided before
 // clone()), confined_init.cpp (the namespace's init: confine, self-probe, run CMD),
-// git_quarantine.cpp (new .git entries moved aside after the run), run_support.cpp (exec,
+// git_quarantine.cpp (what the command left for git and for the tools that open the working
+// folder, judged after the run; with git_index.cpp and no_follow.cpp), run_support.cpp (exec,
 // signals, supervision), terminal_asker.cpp (--unknown=ask's questions on the user's terminal,
 // taken over from the pty relay for each).
 #pragma once

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "sandbox-profile/audit/git_audit.hpp"
 #include "sandbox-profile/plan/capture_sockets.hpp"
 #include "sandbox-profile/plan/sandbox_flags.hpp"
 #include "sandbox-profile/plan/sandbox_options.hpp"
@@ -60,6 +61,9 @@ class GateHandle {
     (void)attempts;
     (void)complete;
   }
+  // When CMD has ended and its git folders and working folders were checked (Linux): what was
+  // moved aside or put back, and what is only reported, for the run's summary.
+  virtual void audited(GitAudit audit) { (void)audit; }
 };
 
 // Exit status of `sandgate run` when it could not start CMD (as env(1) and timeout(1) do), so

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -43,9 +44,33 @@ std::string random_mark() {
   return mark;
 }
 
+// Why output written to `fd` could reach the screen without passing the relay (see open()); ""
+// when it cannot: `fd` is closed, /dev/null, or the controlling terminal of run's session (a
+// terminal whose session is run's; /dev/tty itself cannot be compared, it stands for any).
+std::string unrelayed(int fd) {
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    return {};  // closed: nothing is written there
+  }
+  struct stat null {};
+  if (S_ISCHR(info.st_mode) && ::stat("/dev/null", &null) == 0 && S_ISCHR(null.st_mode) &&
+      info.st_rdev == null.st_rdev) {
+    return {};
+  }
+  if (::isatty(fd) == 1 && ::tcgetsid(fd) == ::getsid(0)) {
+    return {};  // the terminal itself, which the relay carries
+  }
+  const char* what = S_ISFIFO(info.st_mode)   ? "a pipe"
+                     : S_ISREG(info.st_mode)  ? "a file"
+                     : S_ISSOCK(info.st_mode) ? "a socket"
+                     : S_ISCHR(info.st_mode)  ? "another device"
+                                              : "not the terminal";
+  return std::string(fd == STDOUT_FILENO ? "standard output" : "standard error") + " is " + what;
+}
+
 }  // namespace
 
-std::unique_ptr<TerminalAsker> TerminalAsker::open() {
+std::unique_ptr<TerminalAsker> TerminalAsker::open(std::string* refused) {
   // O_NOCTTY: `run` already has its controlling terminal; /dev/tty is it, whatever its
   // standard streams are.
   const int tty = ::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
@@ -56,6 +81,19 @@ std::unique_ptr<TerminalAsker> TerminalAsker::open() {
   // SIGTTIN), and the keys belong to whoever is in the foreground.
   if (::tcgetpgrp(tty) != ::getpgrp()) {
     ::close(tty);
+    return nullptr;
+  }
+  std::string unsafe;
+  for (int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+    if (const std::string why = unrelayed(fd); !why.empty()) {
+      unsafe += (unsafe.empty() ? "" : "; ") + why;
+    }
+  }
+  if (!unsafe.empty()) {
+    ::close(tty);
+    if (refused != nullptr) {
+      *refused = unsafe;
+    }
     return nullptr;
   }
   std::unique_ptr<TerminalAsker> asker(new TerminalAsker(tty));

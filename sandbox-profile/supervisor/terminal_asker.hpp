@@ -57,9 +57,19 @@ class TerminalAsker {
  public:
   static constexpr std::size_t kMaxQueued = 64;
 
-  // The user's controlling terminal, when there is one and `run` is in its foreground; nothing
-  // otherwise (then nobody can be asked on a terminal).
-  static std::unique_ptr<TerminalAsker> open();
+  // The user's controlling terminal, when there is one, `run` is in its foreground and nothing
+  // but the asker and the command's relay can draw on it while a question is up; nothing
+  // otherwise (then nobody can be asked on a terminal). When there is a terminal that is not
+  // safe to ask on, `refused` (if given) says why.
+  //
+  // Safe means: each of run's output streams (standard output and error) is that terminal,
+  // relayed by pty_relay.hpp and held during a question, or /dev/null. Anything else is a way
+  // for the command's output to reach the screen unheld: a pipe to `tee` or `less` that writes
+  // to the same terminal, a file another program follows, another terminal. There the command
+  // could draw beside the question, rewrite its host after the mark, and have the user's key
+  // answer for another host; the questions then go to the admin endpoint only (or get the ask
+  // default), which shows each question by its host.
+  static std::unique_ptr<TerminalAsker> open(std::string* refused = nullptr);
 
   ~TerminalAsker();  // stop()s, closes the terminal
   TerminalAsker(const TerminalAsker&) = delete;

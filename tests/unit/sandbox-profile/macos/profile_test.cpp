@@ -454,6 +454,27 @@ TEST(ProfileEvaluator, WritesOnlyInTheWritableFoldersAndNeverToProtectedPaths) {
 
 // The credential stores: neither read nor written, even inside a writable working folder that
 // holds them; what stays readable in them (known_hosts) is readable, and nothing else changes.
+// Issue 40, 10: what editors, shells and agents run or trust in the working folder is denied,
+// existing or not, unless --allow-write names it; the rest of the folder stays writable.
+TEST(ProfileEvaluator, AutoRunFilesInTheWorkingFolderAreDeniedUnlessNamed) {
+  ProfileOptions options = base_options();
+  options.working_directory = "/Users/ada/src/app";
+  options.allow_writes = {"/Users/ada/src/app/.claude"};
+  const auto forms = parse(generate(options));
+  for (const char* path :
+       {"/Users/ada/src/app/.envrc", "/Users/ada/src/app/.vscode/tasks.json",
+        "/Users/ada/src/app/.vscode/settings.json", "/Users/ada/src/app/.idea/workspace.xml",
+        "/Users/ada/src/app/.mcp.json", "/Users/ada/src/app/.husky/pre-commit",
+        "/Users/ada/src/app/.gitmodules", "/Users/ada/src/app/.pre-commit-config.yaml"}) {
+    EXPECT_FALSE(allowed(forms, "file-write-create", path)) << path;
+    EXPECT_FALSE(allowed(forms, "file-write-data", path)) << path;
+  }
+  for (const char* path : {"/Users/ada/src/app/.claude/settings.json",
+                           "/Users/ada/src/app/.vscode/notes.md", "/Users/ada/src/app/main.c"}) {
+    EXPECT_TRUE(allowed(forms, "file-write-data", path)) << path;
+  }
+}
+
 TEST(ProfileEvaluator, CredentialStoresAreNeitherReadNorWrittenButWhatIsShown) {
   ProfileOptions options = base_options();
   options.working_directory = "/Users/ada";
