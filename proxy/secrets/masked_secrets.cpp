@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <tuple>
 
 #include "rules/base64.hpp"
 
@@ -102,30 +104,52 @@ std::uint8_t random_byte() {
 
 }  // namespace
 
+namespace {
+
+// What a sentinel keeps of the value (its prefix, up to the last '_' or '-' in its first 12
+// characters) and draws at random for the rest: the alphabet of the kinds of character the rest
+// uses, for each of its letters and digits.
+struct Drawing {
+  std::size_t prefix = 0;
+  std::string alphabet;
+  double drawn = 0;
+  double bits() const {
+    return alphabet.empty() ? 0 : drawn * std::log2(static_cast<double>(alphabet.size()));
+  }
+};
+
+Drawing drawing_of(std::string_view value) {
+  Drawing out;
+  for (std::size_t i = 0; i < std::min<std::size_t>(12, value.size()); ++i) {
+    if (value[i] == '_' || value[i] == '-') {
+      out.prefix = i + 1;
+    }
+  }
+  const std::string_view rest = value.substr(std::min(out.prefix, value.size()));
+  if (std::any_of(rest.begin(), rest.end(), is_lower)) {
+    out.alphabet += "abcdefghijklmnopqrstuvwxyz";
+  }
+  if (std::any_of(rest.begin(), rest.end(), is_upper)) {
+    out.alphabet += "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  }
+  if (std::any_of(rest.begin(), rest.end(), is_digit)) {
+    out.alphabet += "0123456789";
+  }
+  out.drawn = static_cast<double>(std::count_if(rest.begin(), rest.end(), is_alnum));
+  return out;
+}
+
+}  // namespace
+
 std::string make_sentinel(std::string_view value,
                           const std::function<std::uint8_t()>& random_byte) {
   if (value.size() < kMinLength) {
     return {};
   }
-  std::size_t prefix = 0;
-  for (std::size_t i = 0; i < std::min<std::size_t>(12, value.size()); ++i) {
-    if (value[i] == '_' || value[i] == '-') {
-      prefix = i + 1;
-    }
-  }
-  std::string alphabet;
-  const std::string_view rest = value.substr(prefix);
-  if (std::any_of(rest.begin(), rest.end(), is_lower)) {
-    alphabet += "abcdefghijklmnopqrstuvwxyz";
-  }
-  if (std::any_of(rest.begin(), rest.end(), is_upper)) {
-    alphabet += "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
-  }
-  if (std::any_of(rest.begin(), rest.end(), is_digit)) {
-    alphabet += "0123456789";
-  }
-  const auto drawn = static_cast<double>(std::count_if(rest.begin(), rest.end(), is_alnum));
-  if (alphabet.empty() || drawn * std::log2(static_cast<double>(alphabet.size())) < kMinBits) {
+  const Drawing drawing = drawing_of(value);
+  const std::size_t prefix = drawing.prefix;
+  const std::string& alphabet = drawing.alphabet;
+  if (alphabet.empty() || drawing.bits() < kMinBits) {
     return {};
   }
   // Rejection sampling: only bytes below the largest multiple of the alphabet's size.
@@ -197,12 +221,31 @@ std::string hex_of(std::string_view text, const char* digits, std::string_view m
   return out;
 }
 
-std::string decimal_of(std::string_view text) {
+// Each byte of `text` in `base` (10 or 8), zero-padded to `width` digits, after `marker`.
+std::string number_of(std::string_view text, int base, int width, std::string_view marker) {
   std::string out;
   for (const char c : text) {
-    out += std::to_string(static_cast<unsigned char>(c));
+    std::string number;
+    for (unsigned byte = static_cast<unsigned char>(c); number.empty() || byte > 0;
+         byte /= static_cast<unsigned>(base)) {
+      number.insert(number.begin(), static_cast<char>('0' + byte % static_cast<unsigned>(base)));
+    }
+    if (static_cast<int>(number.size()) < width) {
+      number.insert(0, static_cast<std::size_t>(width) - number.size(), '0');
+    }
+    out += marker;
+    out += number;
   }
   return out;
+}
+
+// Marks `forms` as one set, made now and never changed after (Redaction::set).
+void stamp(std::vector<Redaction>& forms) {
+  static std::atomic<std::uint64_t> sets{0};
+  const std::uint64_t set = ++sets;
+  for (auto& form : forms) {
+    form.set = set;
+  }
 }
 
 // The letters and digits of `form` (see Redaction::skeleton).
@@ -234,8 +277,10 @@ std::vector<Redaction> redactions_of(std::string_view value, std::string_view se
   // Hexadecimal, either case: as it is, and as each byte is written with a marker of its own
   // (`\x67`, `0x67`, `&#x67;`, `\u0067`), which only ever stands with separators between bytes.
   // Letters and digits alone: looked for in the separated view only, which finds them either way.
+  // Markers: `\x67`, `&#x67;` and `0x67` (`x`), `&#X67;` and `0X67` (`X`), `\u0067` (`u00`),
+  // `\u{67}` (`u`), `U+0067` (`U00`), `\U00000067` (`U000000`).
   for (const char* digits : {"0123456789abcdef", "0123456789ABCDEF"}) {
-    for (const char* marker : {"", "x", "0x", "u00"}) {
+    for (const char* marker : {"", "x", "X", "0x", "0X", "u00", "u", "U00", "U000000"}) {
       Redaction hex;
       hex.real = hex_of(value, digits, marker);
       hex.masked = hex_of(sentinel, digits, marker);
@@ -243,12 +288,16 @@ std::vector<Redaction> redactions_of(std::string_view value, std::string_view se
       out.push_back(std::move(hex));
     }
   }
-  // Each byte in decimal (a byte array: `[103, 104, 112, ...]`). A sentinel's bytes have other
-  // lengths in decimal: its masked form is the sentinel's digits, repeated to the same length.
-  {
+  // Each byte in decimal (a byte array: `[103, 104, 112, ...]`), also zero-padded to 3 or 4
+  // digits, or after a `0` (`&#0103;`, `&#095;`), and in octal (`\147\150`). A sentinel's bytes
+  // have other lengths in decimal: the masked form is the sentinel's digits, repeated to the
+  // same length.
+  for (const auto& [base, width, marker] : {std::tuple{10, 0, ""}, std::tuple{10, 3, ""},
+                                             std::tuple{10, 4, ""}, std::tuple{10, 0, "0"},
+                                             std::tuple{8, 3, ""}}) {
     Redaction decimal;
-    decimal.real = decimal_of(value);
-    const std::string digits = decimal_of(sentinel);
+    decimal.real = number_of(value, base, width, marker);
+    const std::string digits = number_of(sentinel, base, width, marker);
     for (std::size_t i = 0; i < decimal.real.size(); ++i) {
       decimal.masked += digits[i % digits.size()];
     }
@@ -277,8 +326,22 @@ std::vector<Redaction> redactions_of(std::string_view value, std::string_view se
   for (const auto& [plain, masked_plain] : encoded) {
     base64_forms(plain, masked_plain, out);
   }
+  stamp(out);
+  // What each form's characters tell of the secret (Redaction::bits_per_char).
+  const Drawing drawing = drawing_of(value);
   for (auto& form : out) {
     make_skeleton(form);
+    form.secret_bits = drawing.bits();
+    if (form.base64) {
+      form.bits_per_char = 6;
+    } else if (form.real.size() == value.size()) {
+      form.bits_per_char =
+          drawing.alphabet.empty() ? 0 : std::log2(static_cast<double>(drawing.alphabet.size()));
+    } else if (form.view_only && std::all_of(form.real.begin(), form.real.end(), is_digit)) {
+      form.bits_per_char = std::log2(10.0);  // decimal
+    } else {
+      form.bits_per_char = 4;  // hexadecimal, with or without its markers
+    }
   }
   return out;
 }
@@ -293,6 +356,7 @@ MaskedSecrets::MaskedSecrets(std::vector<MaskedSecret> secrets) : secrets_(std::
   std::stable_sort(
       redactions_.begin(), redactions_.end(),
       [](const Redaction& a, const Redaction& b) { return a.real.size() > b.real.size(); });
+  stamp(redactions_);
 }
 
 std::shared_ptr<const MaskedSecrets> MaskedSecrets::with(std::vector<MaskedSecret> secrets) {

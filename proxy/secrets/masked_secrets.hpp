@@ -11,6 +11,7 @@
 // but into request heads to their bound hosts: not into a log, a metric or a message.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -44,6 +45,14 @@ struct Redaction {
   // masked form's characters at the same places: what the separated search looks for and writes.
   std::string skeleton;
   std::string masked_skeleton;
+  // What one of the form's letters or digits tells of the secret where it differs from the
+  // masked form's (log2 of the alphabet it is drawn from: 6 for base64, 4 for hexadecimal), and
+  // what the secret's random part holds in all (StreamRedaction decides what to hold by them).
+  double bits_per_char = 4;
+  double secret_bits = 0;
+  // The set of forms it was made with (redactions_of(), a gate's secrets), never changed after:
+  // what is worked out once per set (redaction.cpp's search) is kept by this stamp. 0: unstamped.
+  std::uint64_t set = 0;
 };
 
 struct MaskedSecret {

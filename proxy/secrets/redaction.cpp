@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <limits>
 #include <optional>
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -590,8 +591,15 @@ class SkeletonSearch {
 
   // Whether this search was made for `forms` (the same skeletons, in order).
   bool made_for(const std::vector<Redaction>& forms) const {
-    return window_ != 0 && forms.size() == key_.size() &&
-           std::equal(forms.begin(), forms.end(), key_.begin(),
+    if (window_ == 0 || forms.size() != key_.size()) {
+      return false;
+    }
+    // A set stamped when it was made (masked_secrets.hpp) is never changed: its stamp names it.
+    if (forms.front().set != 0 && forms.front().set == key_.front().set &&
+        forms.back().set == key_.back().set) {
+      return true;
+    }
+    return std::equal(forms.begin(), forms.end(), key_.begin(),
                       [](const Redaction& a, const Redaction& b) {
                         return a.skeleton == b.skeleton && a.masked_skeleton == b.masked_skeleton;
                       });
@@ -773,25 +781,38 @@ std::size_t redact(std::string& text, const std::vector<Redaction>& redactions) 
 
 namespace {
 
-// How many letters and digits of `form` data[0, size) spells from the form's beginning, running
-// out before the form does (each character as redact_form() reads it, a spelling of punctuation
-// cut short by the end included); nothing when data[0, size) is not such a beginning.
-std::optional<std::size_t> spelled_prefix(const Redaction& form, const char* data,
-                                          std::size_t size) {
+// What a beginning of a form found at the end of the data is worth: the bits of the secret its
+// letters and digits spell (those where the real form and the masked one differ: a prefix the
+// sentinel keeps, `ghp_`, is worth nothing), and where each letter or digit of it stands with the
+// masked form's character for it (to clean it when the data ends there).
+struct Beginning {
+  double bits = 0;
+  std::vector<std::pair<std::size_t, char>>* letters = nullptr;  // (offset, masked), if wanted
+};
+
+// Whether data[0, size) spells the beginning of `form` (each character as redact_form() reads
+// it, a spelling of punctuation cut short by the end included) and runs out before the form
+// does; what it is worth.
+std::optional<Beginning> spelled_prefix(const Redaction& form, const char* data, std::size_t size,
+                                        Beginning found = {}) {
   const bool mixed_head = form.base64 && form.head_bits != 0x3f;
   std::size_t at = 0;
-  std::size_t letters = 0;
   for (std::size_t i = mixed_head ? 1 : 0; i < form.real.size(); ++i) {
     if (at == size) {
-      return letters;
+      return found;
     }
     const char c = form.real[i];
     if (is_alnum(c)) {
       if (data[at] != c) {
         return std::nullopt;
       }
+      if (form.masked[i] != c) {
+        found.bits += form.bits_per_char;
+      }
+      if (found.letters != nullptr) {
+        found.letters->emplace_back(at, form.masked[i]);
+      }
       ++at;
-      ++letters;
       continue;
     }
     const Spelling whole = spelled(c, data + at, size - at, false);
@@ -803,7 +824,7 @@ std::optional<std::size_t> spelled_prefix(const Redaction& form, const char* dat
     const std::size_t left = size - at;
     for (const auto& [text, family] : spellings_of(c)) {
       if (text.size() > left && std::memcmp(data + at, text.data(), left) == 0) {
-        return letters;
+        return found;
       }
     }
     return std::nullopt;
@@ -811,10 +832,9 @@ std::optional<std::size_t> spelled_prefix(const Redaction& form, const char* dat
   return std::nullopt;  // the whole form: it would have been replaced
 }
 
-// How many letters and digits of `form`'s skeleton data[0, size) holds from its beginning, with
-// anything else between them, running out before the skeleton does.
-std::optional<std::size_t> separated_prefix(const Redaction& form, const char* data,
-                                            std::size_t size) {
+// The same for `form`'s skeleton, with anything between its letters and digits.
+std::optional<Beginning> separated_prefix(const Redaction& form, const char* data, std::size_t size,
+                                          Beginning found = {}) {
   std::size_t k = 0;
   for (std::size_t at = 0; at < size; ++at) {
     if (!is_alnum(data[at])) {
@@ -823,105 +843,165 @@ std::optional<std::size_t> separated_prefix(const Redaction& form, const char* d
     if (k == form.skeleton.size() || data[at] != form.skeleton[k]) {
       return std::nullopt;
     }
+    if (form.masked_skeleton[k] != form.skeleton[k]) {
+      found.bits += form.bits_per_char;
+    }
+    if (found.letters != nullptr) {
+      found.letters->emplace_back(at, form.masked_skeleton[k]);
+    }
     ++k;
   }
-  return k;
+  return found;
 }
 
 }  // namespace
 
 StreamRedaction::StreamRedaction(const std::vector<Redaction>& redactions)
     : redactions_(redactions) {
+  double weakest = std::numeric_limits<double>::infinity();
   for (const auto& form : redactions) {
-    // Every character in its longest spelling, one separator after each letter or digit, and a
-    // mixed character on either side.
-    std::size_t longest = 2;
-    for (const char c : form.real) {
-      longest += is_alnum(c) ? 2 : kLongestSpelling;
-    }
-    carry_limit_ = std::max(carry_limit_, longest);
+    weakest = std::min(weakest, form.secret_bits);
+    // Where an echo of the form may end at most: every character in its longest spelling (a form
+    // of letters and digits alone, found in the separated view, with three bytes between any two
+    // of them), and a mixed character on either side.
+    carry_limit_ =
+        std::max(carry_limit_, form.real.size() * (form.view_only ? 4 : kLongestSpelling) + 2);
     for (const Run& run : runs_of(form.real, 0, form.real.size())) {
       if (run.length >= kLongRun) {
-        long_runs_.emplace_back(form.real.data() + run.first, run.length);
+        long_runs_.push_back({&form, run.first, run.length});
       }
     }
-    // The bytes a form's beginning may start with: its skeleton's first character, and its own
-    // first character in every spelling.
-    if (!form.skeleton.empty()) {
-      may_begin_[static_cast<unsigned char>(form.skeleton.front())] = true;
+    // The ways a form's beginning may start, by its first byte: its skeleton's first character
+    // (separated), and its own first character in every spelling.
+    if (form.skeleton.empty()) {
+      continue;
+    }
+    beginners_[static_cast<unsigned char>(form.skeleton.front())].push_back({&form, true});
+    if (form.view_only) {
+      continue;
     }
     const bool mixed_head = form.base64 && form.head_bits != 0x3f;
     const char head = form.real[mixed_head ? 1 : 0];
     if (is_alnum(head)) {
-      may_begin_[static_cast<unsigned char>(head)] = true;
+      beginners_[static_cast<unsigned char>(head)].push_back({&form, false});
     } else {
+      std::array<bool, 256> starts{};
       for (const auto& [text, family] : spellings_of(head)) {
-        may_begin_[static_cast<unsigned char>(text.front())] = true;
+        starts[static_cast<unsigned char>(text.front())] = true;
+      }
+      for (std::size_t byte = 0; byte < 256; ++byte) {
+        if (starts[byte]) {
+          beginners_[byte].push_back({&form, false});
+        }
       }
     }
   }
+  streams_ = redactions.empty() || weakest >= kStreamingSecretBits;
 }
 
 std::size_t StreamRedaction::hold_from(const char* data, std::size_t size) {
   strong_ = false;
-  // The trailing run of letters and digits (not sent yet) may go on as one of a form's long runs,
-  // which are replaced wherever they stand: it waits for the next piece. It waits through pauses
-  // too when it ends in kPauseHold or more characters that begin such a run.
+  strong_from_ = size;
+  strong_letters_.clear();
+  const std::size_t low = size > carry_limit_ ? size - carry_limit_ : 0;
+  if (!streams_) {
+    // A secret too short to stream with (see kStreamingSecretBits): a window of fixed length,
+    // whatever it holds, waits for the next piece, through pauses too.
+    strong_ = true;
+    return std::max(sent_, low);
+  }
+  // The trailing run of letters and digits (not sent yet, within the window) may go on as one of
+  // a form's long runs, which are replaced wherever they stand: it waits for the next piece. It
+  // waits through pauses too when it ends in kHoldBits or more of such a run's beginning.
   std::size_t run = size;
-  while (run > sent_ && is_alnum(data[run - 1])) {
+  while (run > std::max(sent_, low) && is_alnum(data[run - 1])) {
     --run;
   }
-  for (std::size_t from = run; from + kPauseHold <= size && !strong_; ++from) {
+  for (std::size_t from = run; from < size && !strong_; ++from) {
     const std::string_view tail(data + from, size - from);
-    strong_ = std::any_of(long_runs_.begin(), long_runs_.end(), [&](std::string_view long_run) {
-      return long_run.size() > tail.size() && long_run.starts_with(tail);
-    });
-  }
-  // A form's beginning, in any spelling or with separators between its characters, that goes on
-  // to the end and holds kPauseHold or more of its letters and digits: what is not sent of it
-  // waits, through pauses too, until it is whole (and cleaned) or is no form after all. It may
-  // have begun in bytes already sent (kept as context). A shorter beginning goes at once: the
-  // next piece finds it in the context and holds the rest once it is kPauseHold long, so at most
-  // its first kPauseHold - 1 characters ever go uncleaned (a prefix such as `ghp_` or `sk-`).
-  const std::size_t low = size > carry_limit_ ? size - carry_limit_ : 0;
-  for (std::size_t p = low; p < size; ++p) {
-    const char first = data[p];
-    if (!may_begin_[static_cast<unsigned char>(first)]) {
-      continue;
-    }
-    std::size_t letters = 0;
-    for (const auto& form : redactions_) {
-      if (form.skeleton.empty()) {
+    for (const LongRun& long_run : long_runs_) {
+      const std::string_view text(long_run.form->real.data() + long_run.first, long_run.length);
+      if (text.size() <= tail.size() || !text.starts_with(tail)) {
         continue;
       }
-      if (first == form.skeleton.front()) {
-        if (const auto count = separated_prefix(form, data + p, size - p)) {
-          letters = std::max(letters, *count);
+      double bits = 0;
+      for (std::size_t i = 0; i < tail.size(); ++i) {
+        const std::size_t index = long_run.first + i;
+        if (long_run.form->real[index] != long_run.form->masked[index]) {
+          bits += long_run.form->bits_per_char;
         }
       }
-      const bool mixed_head = form.base64 && form.head_bits != 0x3f;
-      const char head = form.real[mixed_head ? 1 : 0];
-      if (!form.view_only && (!is_alnum(head) || first == head)) {
-        if (const auto count = spelled_prefix(form, data + p, size - p)) {
-          letters = std::max(letters, *count);
+      if (bits >= kHoldBits) {
+        strong_ = true;
+        strong_from_ = from;
+        strong_letters_.clear();
+        for (std::size_t i = 0; i < tail.size(); ++i) {
+          strong_letters_.emplace_back(from + i, long_run.form->masked[long_run.first + i]);
         }
+        break;
       }
     }
-    if (letters >= kPauseHold) {
+  }
+  // A form's beginning, in any spelling or with separators between its characters, that goes on
+  // to the end and spells kHoldBits or more of the secret: what is not sent of it waits, through
+  // pauses too, until it is whole (and cleaned), is no form after all, or the data ends (and it
+  // is cleaned). It may have begun in bytes already sent (kept as context). A beginning worth
+  // less goes at once: what the gate lets out or holds must not tell a client that its guess of
+  // a secret's first characters is right, and a guess worth kHoldBits is out of reach. So an echo
+  // cut there lets out at most the first kHoldBits of the secret in it; the next piece finds the
+  // rest in the context and holds it.
+  for (std::size_t p = low; p < size; ++p) {
+    const auto first = static_cast<unsigned char>(data[p]);
+    double best = -1;
+    const Beginner* chosen = nullptr;
+    for (const Beginner& beginner : beginners_[first]) {
+      const auto found = beginner.separated ? separated_prefix(*beginner.form, data + p, size - p)
+                                            : spelled_prefix(*beginner.form, data + p, size - p);
+      if (found && found->bits > best) {
+        best = found->bits;
+        chosen = &beginner;
+      }
+    }
+    if (chosen != nullptr && best >= kHoldBits) {
       strong_ = true;
+      strong_from_ = p;
+      // Where its letters and digits stand, should the body end here (pass()).
+      std::vector<std::pair<std::size_t, char>> letters;
+      const Beginning want{0, &letters};
+      if (chosen->separated) {
+        separated_prefix(*chosen->form, data + p, size - p, want);
+      } else {
+        spelled_prefix(*chosen->form, data + p, size - p, want);
+      }
+      strong_letters_.clear();
+      for (const auto& [offset, masked] : letters) {
+        strong_letters_.emplace_back(p + offset, masked);
+      }
       // A base64 form's mixed first character stands just before: held with it.
       return std::max(sent_, std::min(run, p > 0 ? p - 1 : p));
     }
   }
-  return run;
+  return strong_ ? std::max(sent_, std::min(run, strong_from_)) : run;
 }
 
 StreamRedaction::Ready StreamRedaction::pass(char* data, std::size_t fresh, bool last) {
   size_ = carried_ + fresh;
   replaced_ += redact(data, size_, redactions_);
-  const std::size_t hold = last ? size_ : hold_from(data, size_);
+  std::size_t hold = size_;
   if (last) {
+    // The data ends in the middle of an echo worth holding: cleaned as far as it goes.
+    hold_from(data, size_);
+    if (strong_ && streams_) {
+      for (const auto& [at, masked] : strong_letters_) {
+        if (at >= sent_) {
+          data[at] = masked;
+        }
+      }
+      ++replaced_;
+    }
     strong_ = false;
+  } else {
+    hold = hold_from(data, size_);
   }
   const Ready ready{sent_, hold - sent_};
   sent_ = hold;

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "proxy/secrets/masked_secrets.hpp"
@@ -20,24 +21,32 @@ std::size_t redact(char* data, std::size_t size, const std::vector<Redaction>& r
 std::size_t redact(std::string& text, const std::vector<Redaction>& redactions);
 
 // One body's redaction across its pieces, as the pieces come: what is sent at once is all of a
-// piece but the tail that could still become a form's echo (the longest suffix that begins one,
-// in any spelling or with separators between its characters, and a trailing run of letters and
-// digits), so a streamed reply (server-sent events, a chunk a token) reaches the client as it
-// streams. The caller keeps a buffer of front_limit() + its piece size: at its front wait the
-// bytes held back and, before them, the last bytes already sent, kept so that a form that began
-// in them is still found whole when it ends in the next piece.
+// piece but a tail that may still become an echo. The caller keeps a buffer of front_limit() +
+// its piece size: at its front wait the bytes held back and, before them, the last bytes already
+// sent, kept so that an echo that began in them is still found whole when it ends.
 //
-// What is held back: a form's beginning once it holds kPauseHold letters or digits (a shorter
-// one goes at once: a piece ending in `7}` when a form begins `73` is no reason to wait, and if
-// it was an echo after all, the next piece finds it in the context and holds the rest, so at most
-// a form's first kPauseHold - 1 characters go uncleaned); and a trailing run of letters and
-// digits, which may go on as one of a form's long runs. When the origin pauses, on_pause() lets
-// the trailing run go unless it ends in kPauseHold or more characters that begin such a run: an
-// idle stream is not frozen by a word cut in two.
+// What is held back, so that a streamed reply (server-sent events, a chunk a token) reaches the
+// client as it streams:
+//   - a trailing run of letters and digits (a word the piece cut), which may go on as one of a
+//     form's long runs; it also goes when the origin pauses (on_pause());
+//   - the beginning of a form, in any spelling or with separators, once it spells kHoldBits of
+//     the secret: it waits, through pauses, until the echo is whole and cleaned, turns out to be
+//     none, or the body ends (then what there is of it is cleaned).
+// A beginning worth less is not held: whether the gate holds a tail must not tell a client that
+// its guess of a secret's first characters is right (it could time a streamed echo of its
+// guesses), and a guess worth kHoldBits is out of reach. The cost: an echo cut by a piece's end
+// or a pause lets out at most the first kHoldBits of the secret it spells.
+// Every hold stays within the window (carry_limit) the buffer is sized for.
+//
+// A secret of under kStreamingSecretBits (in its random part) cannot spare kHoldBits: while one
+// is bound, a fixed window of every piece waits for the next one, whatever it holds, as before
+// replies streamed.
 class StreamRedaction {
  public:
-  // A held-back tail that begins a form for this many letters or digits waits through pauses.
-  static constexpr std::size_t kPauseHold = 4;
+  // What a beginning must spell of a secret before it is held (2^40 guesses).
+  static constexpr double kHoldBits = 40;
+  // The least a secret's random part must hold for its replies to stream.
+  static constexpr double kStreamingSecretBits = 128;
 
   explicit StreamRedaction(const std::vector<Redaction>& redactions);
 
@@ -47,14 +56,17 @@ class StreamRedaction {
   std::size_t carried() const { return carried_; }
   // How many of them have not been sent.
   std::size_t held() const { return size_ - sent_; }
+  // Whether replies stream (no secret shorter than kStreamingSecretBits).
+  bool streams() const { return streams_; }
 
   // Bytes of the buffer that may be sent now.
   struct Ready {
     std::size_t from = 0;
     std::size_t size = 0;
   };
-  // `data` holds carried() bytes and then `fresh` new ones. Cleans them all and returns what may
-  // be sent now: everything unsent when `last`.
+  // `data` holds carried() bytes and then `fresh` new ones (carried() + fresh <= front_limit() +
+  // the caller's piece size). Cleans them all and returns what may be sent now: everything unsent
+  // when `last`.
   Ready pass(char* data, std::size_t fresh, bool last);
   // The origin paused: the held bytes that may be sent now (see above).
   Ready on_pause();
@@ -67,14 +79,28 @@ class StreamRedaction {
   // Where the tail to hold back begins in data[0, size), and whether it waits through pauses.
   std::size_t hold_from(const char* data, std::size_t size);
 
+  struct LongRun {
+    const Redaction* form;
+    std::size_t first;
+    std::size_t length;
+  };
+
   const std::vector<Redaction>& redactions_;
   std::size_t carry_limit_ = 0;
   std::size_t carried_ = 0;
   std::size_t size_ = 0;  // bytes in the buffer after the last pass
   std::size_t sent_ = 0;  // of them, sent (or given to the caller to send)
-  bool strong_ = false;   // the held tail begins a form for kPauseHold letters or digits or more
-  std::vector<std::string_view> long_runs_;  // the forms' runs that are replaced on their own
-  std::array<bool, 256> may_begin_{};        // the bytes a form's beginning may start with
+  bool streams_ = true;
+  bool strong_ = false;  // the held tail waits through pauses
+  std::size_t strong_from_ = 0;
+  std::vector<std::pair<std::size_t, char>> strong_letters_;  // its letters, and their masked
+  std::vector<LongRun> long_runs_;  // the forms' runs that are replaced on their own
+  // A way a form's beginning may start: its skeleton (separated) or its spelling.
+  struct Beginner {
+    const Redaction* form;
+    bool separated;
+  };
+  std::array<std::vector<Beginner>, 256> beginners_;  // by the first byte
   std::size_t replaced_ = 0;
 };
 

@@ -2,6 +2,7 @@
 #include "proxy/secrets/request_secrets.hpp"
 
 #include <algorithm>
+#include <array>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 
@@ -67,17 +68,46 @@ std::string host_list(const SecretSpec& spec) {
 
 std::string refusal(const MaskedSecret& secret, const std::string& where) {
   return "the request carries the masked secret " + secret.spec.name + " " + where +
-         "; the gate fills it in only in Authorization or a field named *-Key, *-Token, "
-         "*-Secret or *ApiKey, on requests to " +
+         "; the gate fills it in only in Authorization or a credential field APIs use (X-Api-Key, "
+         "Api-Key, X-Goog-Api-Key, X-Amz-Security-Token, Private-Token, ...: the README lists "
+         "them), on requests to " +
          host_list(secret.spec) + " inside TLS it inspects.";
 }
 
 }  // namespace
 
 bool carries_credentials(std::string_view field_name) {
+  // An allow-list of the fields APIs take credentials in. Not every field whose name ends in
+  // -Key or -Token: servers store and serve back many such (S3's x-amz-meta-*-token, GCS's and
+  // Azure's metadata, Idempotency-Key), and a real value filled there would be published.
+  static constexpr std::array<std::string_view, 23> kCredentialFields = {
+      "authorization",         // Bearer, token, Basic (user:password decoded), SigV4, ...
+      "x-api-key",             // Anthropic, Exa, Serper, many others
+      "api-key",               // Azure OpenAI, Pinecone
+      "apikey",                // Supabase
+      "x-goog-api-key",        // Google (Gemini)
+      "x-amz-security-token",  // AWS session tokens
+      "private-token",         // GitLab
+      "job-token",             // GitLab CI
+      "x-auth-token",          // OpenStack, many others
+      "x-access-token",
+      "x-auth-key",                 // Cloudflare's global key
+      "ocp-apim-subscription-key",  // Azure API Management
+      "x-vault-token",              // HashiCorp Vault
+      "x-figma-token",
+      "circle-token",  // CircleCI
+      "x-shopify-access-token",
+      "x-rapidapi-key",
+      "x-subscription-token",  // Brave Search
+      "x-functions-key",       // Azure Functions
+      "dd-api-key",            // Datadog
+      "dd-application-key",
+      "x-honeycomb-team",
+      "x-algolia-api-key",
+  };
   const std::string name = lower(field_name);
-  return name == "authorization" || name.ends_with("-key") || name.ends_with("-token") ||
-         name.ends_with("-secret") || name.ends_with("apikey");
+  return std::find(kCredentialFields.begin(), kCredentialFields.end(), name) !=
+         kCredentialFields.end();
 }
 
 std::optional<std::string> misplaced_secret(const MaskedSecrets& secrets,
@@ -114,6 +144,16 @@ std::optional<std::string> misplaced_secret(const MaskedSecrets& secrets,
     }
     if (!carries_credentials(name)) {
       return refusal(*secret, "in its " + std::string(name.substr(0, 64)) + " field");
+    }
+    // Basic credentials are base64 of user:password: a sentinel stands inside them, never as the
+    // encoded text itself (filled there, a server that decodes it would echo the value's bytes
+    // transformed).
+    if (boost::beast::iequals(name, "authorization") && value.size() > 6 &&
+        boost::beast::iequals(value.substr(0, 6), "Basic ") &&
+        secrets.sentinel_in(value) != nullptr) {
+      return refusal(*secret,
+                     "as the text of a Basic credential (a sentinel goes inside its base64 "
+                     "user:password, where the gate decodes and encodes it again)");
     }
     if (!secret_bound_to(secret->spec, host)) {
       return refusal(*secret, "to " + std::string(host) + ", a host it is not bound to");
@@ -270,7 +310,13 @@ std::optional<std::string> sign_again(const MaskedSecrets& secrets, std::string_
     // value in a request whose signature the origin will refuse, and its error echoes the request
     // back (S3's CanonicalRequestBytes spells it in hexadecimal). Nothing is filled into it.
     for (const auto& [name, value] : signed_request.as_sent.fields) {
-      if (const MaskedSecret* secret = secrets.sentinel_in(value)) {
+      const MaskedSecret* secret = secrets.sentinel_in(value);
+      if (secret == nullptr && boost::beast::iequals(name, "authorization")) {
+        if (const auto decoded = basic_credentials(value)) {
+          secret = secrets.sentinel_in(*decoded);
+        }
+      }
+      if (secret != nullptr) {
         return "the request carries the masked secret " + secret->spec.name +
                " but its SigV4 signature was not made with a masked key; the gate fills a "
                "secret into a signed request only when it signs it again (sign it with the "

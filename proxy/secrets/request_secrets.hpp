@@ -2,10 +2,11 @@
 // values there, and putting them there (the gate's side of masked_secrets.hpp).
 //
 // A sentinel is filled in only
-//   - in a field that carries credentials: Authorization (a Basic one decoded and encoded
-//     again), and fields named *-Key, *-Token, *-Secret or *ApiKey (X-Api-Key, Private-Token,
-//     X-Amz-Security-Token, ...), never the target, Host or any other field a server may echo,
-//     log or store;
+//   - in a field that carries credentials, from an allow-list: Authorization (a Basic one
+//     decoded and encoded again) and the credential fields APIs use (X-Api-Key, Api-Key,
+//     X-Goog-Api-Key, X-Amz-Security-Token, Private-Token, ...; carries_credentials()), never the
+//     target, Host or any other field a server may echo, log or store (S3's x-amz-meta-*-token
+//     is stored and served back);
 //   - on a request to a host the secret is bound to;
 //   - inside a TLS connection the gate inspects, to an origin whose certificate it verified for
 //     that name (not over plain HTTP, not through a tunnel it cannot see into, not to a

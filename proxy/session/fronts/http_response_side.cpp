@@ -63,7 +63,7 @@ std::string compression_of(const http::response<http::buffer_body>& response) {
 }
 
 // Cleans a response head from a host masked secrets are bound to of their real values (its
-// reason phrase and every field's value), keeping each value's length.
+// reason phrase and every field's name and value), keeping each one's length.
 void redact_head(const Exchange& x, http::response<http::buffer_body>& head) {
   if (x.redactions == nullptr) {
     return;
@@ -75,9 +75,13 @@ void redact_head(const Exchange& x, http::response<http::buffer_body>& head) {
   std::vector<std::pair<std::string, std::string>> fields;
   bool any = false;
   for (const auto& field : head) {
+    // The name too: an origin may echo a value in one (`X-Seen-<value>: 1`); letters and digits
+    // replaced by letters and digits keep it a token.
+    std::string name(field.name_string());
     std::string value(field.value());
+    any = secrets::redact(name, *x.redactions) > 0 || any;
     any = secrets::redact(value, *x.redactions) > 0 || any;
-    fields.emplace_back(std::string(field.name_string()), std::move(value));
+    fields.emplace_back(std::move(name), std::move(value));
   }
   if (any) {
     // Rebuilt in the same order: Beast cannot change a field's value in place.
@@ -261,11 +265,21 @@ asio::awaitable<bool> relay_redacted_body(Exchange& x, BodyResponseParser& parse
                                           ResponseWriter& writer) {
   secrets::StreamRedaction redaction(*x.redactions);
   std::vector<char> buffer(redaction.front_limit() + kBodyPiece);
+  // Whether the last read had to wait: bytes that came at once (records already inside the TLS
+  // layer, which the socket does not show) mean more are coming, and no pause is looked for.
+  bool waited = true;
   for (bool more = !parser.is_done(); more;) {
     if (x.state.response_should_stop()) {
       co_return false;
     }
-    if (redaction.held() > 0 && x.upstream.buffer.size() == 0 && !parser.is_done()) {
+    if (redaction.carried() > redaction.front_limit()) {
+      // StreamRedaction keeps every hold within its window; a read past the buffer is never
+      // risked should that ever fail.
+      x.state.origin_failed(rules::Reason::internal_error,
+                            "the gate's redaction of " + x.where + " held more than its window.");
+      co_return false;
+    }
+    if (waited && redaction.held() > 0 && x.upstream.buffer.size() == 0 && !parser.is_done()) {
       const bool paused = co_await origin_paused(x, kRedactionPause);
       if (paused) {
         const auto ready = redaction.on_pause();
@@ -281,11 +295,13 @@ asio::awaitable<bool> relay_redacted_body(Exchange& x, BodyResponseParser& parse
     }
     std::size_t fresh = 0;
     if (!parser.is_done()) {
+      const auto asked = std::chrono::steady_clock::now();
       const auto read = co_await read_body_piece(x, parser, buffer.data() + redaction.carried());
       if (!read) {
         co_return false;
       }
       fresh = *read;
+      waited = std::chrono::steady_clock::now() - asked >= kRedactionPause / 10;
     }
     const bool last = parser.is_done();
     const auto ready = redaction.pass(buffer.data(), fresh, last);

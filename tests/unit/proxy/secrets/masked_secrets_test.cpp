@@ -331,10 +331,8 @@ TEST(Redaction, AFormWithSeparatorsBetweenItsCharactersIsCleaned) {
   }
 }
 
-// Issue 42: a reply from a bound host streams. Server-sent events that do not begin a secret's
-// echo go on with the piece they came in; a tail that might (a piece ending in the first
-// characters of a form) waits for the next piece or a pause, and a real echo cut by a pause
-// lets out at most its first kPauseHold - 1 characters: the rest is cleaned.
+// Issue 42: a reply from a bound host streams. Server-sent events go on with the piece they came
+// in, and a real echo cut by pauses lets out at most its first kHoldBits: the rest is cleaned.
 TEST(Redaction, AStreamedReplyGoesOnAsItComesAndHoldsBackOnlyWhatMayBeginASecret) {
   const std::string value = "sk-ant-api03-Zq8XkW2mVt7RbN4cLp9HsDf6GyJ3uAeK1oQwErTyUiOp";
   const std::string sentinel = make_sentinel(value, seeded(23));
@@ -376,12 +374,106 @@ TEST(Redaction, AStreamedReplyGoesOnAsItComesAndHoldsBackOnlyWhatMayBeginASecret
   for (std::size_t piece = 1; piece <= 8; ++piece) {
     const Streamed out = stream(redactions, echoed, piece, [](std::size_t) { return true; });
     ASSERT_EQ(out.sent.size(), echoed.size());
-    // The sentinel keeps the value's `sk-ant-`; of the rest, no four characters in a row.
-    for (std::size_t at = 7; at + 4 <= value.size(); ++at) {
+    // The sentinel keeps the value's `sk-ant-`; of the rest at most the first kHoldBits (6
+    // characters of 62 kinds: `api03-Z`) go before the rest is held and cleaned.
+    for (std::size_t at = 14; at + 4 <= value.size(); ++at) {
       EXPECT_EQ(out.sent.find(value.substr(at, 4)), std::string::npos)
           << "piece " << piece << ": " << out.sent;
     }
   }
+}
+
+// Hostile review of the streaming redaction, 1: a long run of letters and digits (200 kB of `a`,
+// a hexadecimal blob) once grew the held tail past the buffer the caller sized by front_limit().
+// Every hold stays within the window, whatever the pieces hold.
+TEST(Redaction, NoHoldOutgrowsTheWindow) {
+  const std::string value = "ghp_Zq7VxK2mN9pLw4RtY8sB3cHd6FjGa1Ue5Xo0";
+  const auto redactions = redactions_of(value, make_sentinel(value, seeded(31)));
+  for (const std::string& body : {std::string(200 * 1024, 'a'), std::string(130 * 1024, '7'), [&] {
+                                    std::string hex;
+                                    for (int i = 0; i < 40000; ++i) {
+                                      hex += "0123456789abcdef"[i % 16];
+                                    }
+                                    return hex + value;
+                                  }()}) {
+    StreamRedaction redaction(redactions);
+    std::vector<char> buffer(redaction.front_limit() + 64 * 1024);
+    std::string sent;
+    for (std::size_t at = 0; at < body.size();) {
+      ASSERT_LE(redaction.carried(), redaction.front_limit());
+      const std::size_t fresh = std::min<std::size_t>(64 * 1024, body.size() - at);
+      std::copy_n(body.data() + at, fresh, buffer.data() + redaction.carried());
+      at += fresh;
+      const auto ready = redaction.pass(buffer.data(), fresh, at == body.size());
+      sent.append(buffer.data() + ready.from, ready.size);
+      redaction.to_front(buffer.data());
+    }
+    EXPECT_EQ(sent.size(), body.size());
+    EXPECT_EQ(sent.find(value), std::string::npos);
+  }
+}
+
+// Hostile review of the streaming redaction, 3: what the gate holds must not tell a client that
+// its guess of a secret's first characters is right. A line echoing a guess of the token's
+// first characters is held, or let go, alike whether the guess is right or wrong, up to
+// kHoldBits of the secret: a guess worth more is out of reach.
+TEST(Redaction, WhatIsHeldBackDoesNotTellARightGuessFromAWrongOne) {
+  const std::string value = "ghp_Zq7VxK2mN9pLw4RtY8sB3cHd6FjGa1Ue5Xo0";
+  const auto redactions = redactions_of(value, make_sentinel(value, seeded(32)));
+  const auto held_after = [&](const std::string& line, bool pause) {
+    StreamRedaction redaction(redactions);
+    std::vector<char> buffer(redaction.front_limit() + 4096);
+    std::copy(line.begin(), line.end(), buffer.begin());
+    redaction.pass(buffer.data(), line.size(), false);
+    if (pause) {
+      redaction.on_pause();
+    }
+    return redaction.held();
+  };
+  // `ghp_` and 6 characters of 62 kinds: 35.7 bits.
+  for (std::size_t known = 5; known <= 10; ++known) {
+    const std::string right = value.substr(0, known);
+    std::string wrong = right;
+    wrong.back() = wrong.back() == 'Q' ? 'R' : 'Q';
+    for (const std::string end : {"", "\n", "\"}\n\n", " 6"}) {
+      for (const bool pause : {false, true}) {
+        EXPECT_EQ(held_after("data: " + right + end, pause),
+                  held_after("data: " + wrong + end, pause))
+            << known << " '" << end << "' pause " << pause;
+      }
+    }
+  }
+}
+
+// The body ends in the middle of an echo worth holding (an origin that cuts it short): what
+// there is of it is cleaned, not let out.
+TEST(Redaction, AnEchoTheBodyEndsInIsCleanedAsFarAsItGoes) {
+  const std::string value = "ghp_Zq7VxK2mN9pLw4RtY8sB3cHd6FjGa1Ue5Xo0";
+  const std::string sentinel = make_sentinel(value, seeded(33));
+  const auto redactions = redactions_of(value, sentinel);
+  const std::string body = "token: " + value.substr(0, 30);
+  const Streamed out = stream(redactions, body, 5, [](std::size_t) { return true; });
+  ASSERT_EQ(out.sent.size(), body.size());
+  EXPECT_EQ(out.sent.find(value.substr(14, 8)), std::string::npos) << out.sent;
+  EXPECT_NE(out.sent.find(sentinel.substr(14, 8)), std::string::npos) << out.sent;
+}
+
+// A secret too short to spare kHoldBits does not stream: a fixed window of every piece waits,
+// whatever it holds.
+TEST(Redaction, AShortSecretKeepsAFixedWindow) {
+  const std::string value = "Pw7Kq2Zx9Lm4";  // 12 characters of 62 kinds: 71 bits
+  const auto redactions = redactions_of(value, make_sentinel(value, seeded(34)));
+  StreamRedaction redaction(redactions);
+  EXPECT_FALSE(redaction.streams());
+  std::vector<char> buffer(redaction.front_limit() + 4096);
+  const std::string line = "data: {\"text\":\"hello\"}\n\n";
+  std::copy(line.begin(), line.end(), buffer.begin());
+  redaction.pass(buffer.data(), line.size(), false);
+  EXPECT_EQ(redaction.held(), line.size());
+  EXPECT_EQ(redaction.on_pause().size, 0u);
+  const std::string long_value = "ghp_Zq7VxK2mN9pLw4RtY8sB3cHd6FjGa1Ue5Xo0";
+  const auto long_forms = redactions_of(long_value, make_sentinel(long_value, seeded(35)));
+  EXPECT_TRUE(StreamRedaction(long_forms).streams());
 }
 
 }  // namespace
