@@ -33,6 +33,9 @@ using namespace asio::experimental::awaitable_operators;
 // that only might begin a secret's echo) go to the client anyway: short against the gaps of a
 // streamed reply, long against the gaps inside one burst.
 constexpr std::chrono::milliseconds kRedactionPause{20};
+// How much of a response from a bound host that keeps coming is gathered before it is cleaned and
+// passed on (less when the origin has to be waited for).
+constexpr std::size_t kGatherBeforePass = 16 * 1024;
 
 // The first coding of a response's Content-Encoding other than identity, or of its
 // Transfer-Encoding other than chunked; "" when it has none.
@@ -170,14 +173,15 @@ asio::awaitable<bool> read_final_head(Exchange& x) {
   }
 }
 
-// Reads the next piece of the response body into `into` (room for kBodyPiece bytes). Returns
-// how many bytes came (0 for a chunk header alone), or nothing when the origin broke off or sent
-// an oversized chunk header or trailer (reported to the state).
+// Reads the next piece of the response body into `into` (room for `room` bytes, kBodyPiece at
+// most). Returns how many bytes came (0 for a chunk header alone), or nothing when the origin
+// broke off or sent an oversized chunk header or trailer (reported to the state).
 asio::awaitable<std::optional<std::size_t>> read_body_piece(Exchange& x, BodyResponseParser& parser,
-                                                            char* into) {
+                                                            char* into,
+                                                            std::size_t room = kBodyPiece) {
   auto& body = parser.get().body();
   body.data = into;
-  body.size = kBodyPiece;
+  body.size = room;
   auto [error, read] = co_await http::async_read_some(x.context.upstream_stream, x.upstream.buffer,
                                                       parser, use_tuple);
   if (error == http::error::need_buffer) {
@@ -192,7 +196,7 @@ asio::awaitable<std::optional<std::size_t>> read_body_piece(Exchange& x, BodyRes
     co_return std::nullopt;  // the origin broke off mid-response
   }
   x.touch();
-  co_return kBodyPiece - body.size;
+  co_return room - body.size;
 }
 
 // Writes `size` bytes at `data` as the next piece of the body to the client (`last`: the body
@@ -293,15 +297,21 @@ asio::awaitable<bool> relay_redacted_body(Exchange& x, BodyResponseParser& parse
         redaction.to_front(buffer.data());
       }
     }
+    // What comes at once is gathered into one pass (up to kGatherBeforePass): an origin sending
+    // a byte a record would otherwise cost a pass over the whole window per byte.
     std::size_t fresh = 0;
-    if (!parser.is_done()) {
+    while (!parser.is_done()) {
       const auto asked = std::chrono::steady_clock::now();
-      const auto read = co_await read_body_piece(x, parser, buffer.data() + redaction.carried());
+      const auto read = co_await read_body_piece(
+          x, parser, buffer.data() + redaction.carried() + fresh, kBodyPiece - fresh);
       if (!read) {
         co_return false;
       }
-      fresh = *read;
+      fresh += *read;
       waited = std::chrono::steady_clock::now() - asked >= kRedactionPause / 10;
+      if (waited || fresh >= kGatherBeforePass) {
+        break;
+      }
     }
     const bool last = parser.is_done();
     const auto ready = redaction.pass(buffer.data(), fresh, last);
