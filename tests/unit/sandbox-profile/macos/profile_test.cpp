@@ -324,71 +324,15 @@ TEST(ProfileUnixSockets, OnlyTheAllowListIsReachable) {
 
 // --- deny-default structure ---------------------------------------------------------------
 
-// What the profile decides for `operation` on `path`, read the way libsandbox does: the last
-// rule that names the operation (or a wildcard covering it) and whose filters match decides;
-// none: the default. Knows the filters sandgate writes for files and unix sockets; an
-// (extension ...) never matches (the evaluator holds no extensions).
-bool filter_matches(const Sexp& filter, const std::string& path) {
-  if (filter.kind != Sexp::Kind::list || filter.items.empty()) {
-    return false;
-  }
-  const Sexp& head = filter.items[0];
-  if ((head.is_symbol("literal") || head.is_symbol("path-literal")) && filter.items.size() == 2) {
-    return path == filter.items[1].text;
-  }
-  if (head.is_symbol("subpath") && filter.items.size() == 2) {
-    return is_within(path, filter.items[1].text);
-  }
-  if ((head.is_symbol("regex") || head.is_symbol("path-regex")) && filter.items.size() == 2) {
-    return std::regex_search(path, std::regex(filter.items[1].text, std::regex::extended));
-  }
-  if (head.is_symbol("require-all")) {
-    return std::all_of(filter.items.begin() + 1, filter.items.end(),
-                       [&](const Sexp& part) { return filter_matches(part, path); });
-  }
-  if (head.is_symbol("remote") && filter.items.size() == 3 &&
-      filter.items[1].is_symbol("unix-socket")) {
-    return filter_matches(filter.items[2], path);
-  }
-  return false;
-}
-
-bool names_operation(const std::string& named, const std::string& operation) {
-  if (named == operation) {
-    return true;
-  }
-  return named.ends_with("*") && operation.starts_with(named.substr(0, named.size() - 1));
-}
-
+// What the profile decides for the file operation `operation` on `path` (testing::evaluate: the
+// last matching rule wins).
 bool allowed(const std::vector<Sexp>& forms, const std::string& operation,
              const std::string& path) {
-  bool decision = false;
-  for (const auto& form : forms) {
-    if (form.items.size() < 2 || form.items[0].kind != Sexp::Kind::symbol) {
-      continue;
-    }
-    const bool allow = form.items[0].is_symbol("allow");
-    if (!allow && !form.items[0].is_symbol("deny")) {
-      continue;
-    }
-    bool names = false;
-    std::size_t i = 1;
-    for (; i < form.items.size() && form.items[i].kind == Sexp::Kind::symbol; ++i) {
-      names = names || form.items[i].text == "default" ||
-              names_operation(form.items[i].text, operation);
-    }
-    if (!names) {
-      continue;
-    }
-    bool matches = i == form.items.size();  // no filter: every path
-    for (; i < form.items.size(); ++i) {
-      matches = matches || filter_matches(form.items[i], path);
-    }
-    if (matches) {
-      decision = allow;
-    }
-  }
-  return decision;
+  testing::Request request;
+  request.operation = operation;
+  request.path = path;
+  request.unix_socket = operation.starts_with("network");
+  return testing::evaluate(forms, request);
 }
 
 TEST(ProfileEvaluator, WritesOnlyInTheWritableFoldersAndNeverToProtectedPaths) {
