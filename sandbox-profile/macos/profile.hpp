@@ -67,8 +67,21 @@ struct ProfileOptions {
   std::vector<std::string> allow_writes;  // --allow-write folders, resolved
   std::vector<std::string> home_caches;   // kHomeCaches that exist as real folders
   // The terminals the command inherits (ttyname of standard input, output and error, resolved,
-  // e.g. "/dev/ttys003"): readable, writable and ioctl-able, so that isatty() and raw mode work.
+  // e.g. "/dev/ttys003"): readable and writable, never ioctl-able: they are the user's, and
+  // TIOCSTI on one types commands into the user's shell, which runs them after the command
+  // exits, outside the sandbox (the same holds for /dev/tty).
   std::vector<std::string> terminals;
+  // Folders that belong to this run alone (made for it, removed after it; nothing outside
+  // connects to a socket there): the only places the command may bind unix sockets. Empty:
+  // no unix socket may be bound at all.
+  std::vector<std::string> private_folders;
+  // Allow com.apple.trustd.agent (TLS certificate checks through Security.framework), which
+  // fetches the URLs a certificate names (OCSP, CRL, issuers) itself, outside the gate. Off
+  // unless asked: a certificate the command makes up names the URL trustd fetches.
+  bool allow_trustd = false;
+  // The gate listens on ::1 rather than 127.0.0.1 (listen [::1]:PORT): its port is allowed over
+  // TCP on IPv6 instead of IPv4.
+  bool gate_on_ipv6 = false;
   // What the process and the file system say (see ProtectionInputs and with_process_inputs()):
   std::string working_directory;
   std::vector<std::string> git_dirs;
@@ -100,22 +113,94 @@ struct WritableFolder {
 // the home's download caches, --allow-write folders. Protected paths inside them stay denied.
 std::vector<WritableFolder> writable_folders(const ProfileOptions& options);
 
-// The download and build caches in the home that stay writable when they exist as folders (not
-// links): the same as the Linux confinement's, plus macOS's ~/Library/Caches (pip, go build,
-// Homebrew, node-gyp, Yarn). A poisoned cache entry may be used by a later build outside the
-// sandbox: the price of builds that work.
+// The download caches in the home that stay writable when they exist as folders (not links):
+// only the data folders of known tools whose entries are checked against what they name when
+// they are used (npm's content-addressed cache, pip's cache, cargo's registry, Go's module cache
+// under go.sum, Maven's repository), never a whole ~/.cache or ~/Library/Caches: those also hold
+// what runs later without a check (pre-commit's hook environments, Homebrew's bootsnap,
+// Playwright's browsers, npx's installs, compiled build caches). A poisoned entry may still be
+// used by a later build outside the sandbox: the price of downloads that are kept.
 inline constexpr const char* kHomeCaches[] = {
-    "/.cache",
-    "/.npm",
-    "/.cargo/registry",
-    "/.cargo/git",
-    "/go/pkg/mod",
-    "/.m2/repository",
-    "/.gradle/caches",
-    "/.gradle/wrapper",
-    "/.local/share/pnpm",
-    "/Library/Caches",
+    "/.npm/_cacache", "/Library/Caches/pip", "/.cargo/registry", "/go/pkg/mod", "/.m2/repository",
 };
+
+// The sysctl values the command may read, by name (sysctl-name): what runtimes, build tools and
+// `uname` ask for (CPU count and kind, memory and page size, the OS's name and version, the host
+// name, limits such as ARG_MAX). Never the process table (kern.proc.*) or another process's
+// arguments and environment (kern.procargs2: `ps -E` would show the gate's), nor open files or
+// sockets (kern.file, net.*). The same kind of list as sandbox-runtime's and Codex's.
+inline constexpr const char* kReadableSysctls[] = {
+    "hw.ncpu",
+    "hw.activecpu",
+    "hw.logicalcpu",
+    "hw.logicalcpu_max",
+    "hw.physicalcpu",
+    "hw.physicalcpu_max",
+    "hw.packages",
+    "hw.nperflevels",
+    "hw.cputype",
+    "hw.cpusubtype",
+    "hw.cpufamily",
+    "hw.cpusubfamily",
+    "hw.cpu64bit_capable",
+    "hw.byteorder",
+    "hw.machine",
+    "hw.model",
+    "hw.vectorunit",
+    "hw.cacheconfig",
+    "hw.cachesize",
+    "hw.cachelinesize",
+    "hw.l1icachesize",
+    "hw.l1dcachesize",
+    "hw.l2cachesize",
+    "hw.l3cachesize",
+    "hw.cpufrequency",
+    "hw.cpufrequency_max",
+    "hw.busfrequency",
+    "hw.tbfrequency",
+    "hw.cachelinesize_compat",
+    "hw.l1icachesize_compat",
+    "hw.l1dcachesize_compat",
+    "hw.l2cachesize_compat",
+    "hw.l3cachesize_compat",
+    "hw.cpufrequency_compat",
+    "hw.busfrequency_compat",
+    "hw.tbfrequency_compat",
+    "hw.pagesize_compat",
+    "hw.memsize",
+    "hw.physmem",
+    "hw.pagesize",
+    "vm.loadavg",
+    "vm.swapusage",
+    "kern.ostype",
+    "kern.osrelease",
+    "kern.osversion",
+    "kern.osproductversion",
+    "kern.osproductversioncompat",
+    "kern.osvariant_status",
+    "kern.version",
+    "kern.hostname",
+    "kern.boottime",
+    "kern.clockrate",
+    "kern.argmax",
+    "kern.maxfiles",
+    "kern.maxfilesperproc",
+    "kern.maxproc",
+    "kern.maxprocperuid",
+    "kern.ngroups",
+    "kern.usrstack64",
+    "kern.secure_kernel",
+    "kern.hv_support",
+    "kern.hv_vmm_present",
+    "sysctl.proc_cputype",
+    "sysctl.proc_translated",
+    "sysctl.proc_native",
+};
+
+// Readable by prefix (sysctl-name-prefix): CPU features (SIMD paths of compilers, codecs,
+// numpy), Apple silicon's performance levels, the CPU's brand and features.
+inline constexpr const char* kReadableSysctlPrefixes[] = {"hw.optional.", "hw.perflevel",
+                                                          "machdep.cpu."};
 
 // A Mach service the command may look up, and why it needs it.
 struct MachService {
@@ -133,14 +218,20 @@ inline constexpr MachService kAllowedMachServices[] = {
      "group membership checks (mbr_*, getgrouplist) that access decisions make"},
     {"com.apple.bsd.dirhelper",
      "the per-user temporary and cache folders (confstr _CS_DARWIN_USER_TEMP_DIR)"},
-    {"com.apple.trustd.agent",
-     "TLS certificate verification through Security.framework (Go, Rust, Swift, curl)"},
     {"com.apple.FSEvents", "file watchers (fsevents: watchman, chokidar, cargo watch, jest)"},
     {"com.apple.system.notification_center",
      "notify(3), which libSystem uses for time zone and configuration changes"},
     {"com.apple.logd", "the unified log (os_log) for the command's own messages"},
     {"com.apple.system.logger", "syslog(3) and ASL for the command's own messages"},
 };
+
+// Allowed only with allow_trustd: TLS certificate verification through Security.framework (Go,
+// Rust's native-tls, Swift, curl with Secure Transport). trustd fetches the revocation and
+// issuer URLs a certificate names itself, outside the gate.
+inline constexpr MachService kTrustdService = {
+    "com.apple.trustd.agent",
+    "TLS certificate verification through Security.framework (asked for: it fetches the URLs a "
+    "certificate names, outside the gate)"};
 
 // The profile text, or an error naming the option or path that cannot be used and why.
 Expected<std::string, std::string> generate_profile(const ProfileOptions& options);
