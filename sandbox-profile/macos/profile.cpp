@@ -118,6 +118,13 @@ void write_process_rules(ProfileWriter& w, const ProfileOptions& options) {
   w.line("(allow process-fork)");
   w.line("(allow process-info* (target same-sandbox))");
   w.line("(allow signal (target same-sandbox))");
+  w.line(";; Set-user-ID helpers: sudo would use a live ticket of the user's terminal; su, login,");
+  w.line(";; at and crontab act as root or schedule what runs outside the sandbox later.");
+  std::string helpers = "(deny process-exec";
+  for (const char* helper : kDeniedSetuidHelpers) {
+    helpers += std::string("\n") + kIndent + "(literal " + sbpl_quote(helper) + ")";
+  }
+  w.line(helpers + ")");
   if (options.block_tunneling) {
     w.line(
         ";; Tunnelling tools wherever they are installed, by name "

@@ -249,6 +249,17 @@ Expected<std::vector<std::string>, std::string> sandbox_exec_argv(const ProfileO
 // AppleMatch has no (?i) flag: a profile with one loads, and the rule matches nothing.
 std::string case_folded_regex(const std::string& path, bool tree);
 
+// The set-user-ID helpers never run, by path (a copy elsewhere loses the bit): the command shares
+// the user's terminal, so sudo would use a live ticket of the user's shell (no password asked),
+// and su, login, the authorization trampoline, at and crontab act as root or schedule code that
+// runs outside the sandbox later.
+inline constexpr const char* kDeniedSetuidHelpers[] = {
+    "/usr/bin/sudo",   "/usr/bin/su",      "/usr/bin/login",
+    "/usr/bin/at",     "/usr/bin/batch",   "/usr/bin/atq",
+    "/usr/bin/atrm",   "/usr/bin/crontab", "/usr/libexec/security_authtrampoline",
+    "/usr/bin/newgrp",
+};
+
 // The executables denied when block_tunneling is on, matched by name anywhere: as an SBPL
 // regex, and as the names it matches (for documentation and tests).
 inline constexpr const char* kTunnelingRegex = "/(nc|ncat|netcat|socat|telnet)$";

@@ -5,7 +5,8 @@
 // writes, unix sockets are bound only in the run's private folders, caches are only known tools'
 // data folders, trustd is off unless asked, loopback means TCP to localhost, common macOS secrets
 // are unreadable, autostart places are never writable; and, for every protected or hidden path
-// in every mode (default, home, --allow-write, worktree), the deny wins over every allow.
+// in every mode (default, home, --allow-write, worktree), the deny wins over every allow; no
+// set-user-ID helper (sudo with a live ticket) runs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -366,6 +367,16 @@ TEST(ProfileHold, AutostartPlacesAreNeverWritable) {
     EXPECT_FALSE(writable(forms, path)) << path;
   }
   EXPECT_TRUE(file(forms, "file-write-data", kHome + "/Library/Preferences/com.x.plist"));
+}
+
+TEST(ProfileHold, SetuidHelpersCannotBeRun) {
+  const auto forms = forms_of(base_options());
+  for (const char* helper : {"/usr/bin/sudo", "/usr/bin/su", "/usr/bin/login", "/usr/bin/crontab",
+                             "/usr/bin/at", "/usr/libexec/security_authtrampoline"}) {
+    EXPECT_FALSE(file(forms, "process-exec", helper)) << helper;
+  }
+  EXPECT_TRUE(file(forms, "process-exec", "/usr/bin/git"));
+  EXPECT_TRUE(file(forms, "process-exec", "/opt/homebrew/bin/sudoku"));
 }
 
 // --- rule order, proven for every protected or hidden path in every mode ------------------------

@@ -305,6 +305,9 @@ std::string check_filter(const Sexp& filter, Family family) {
       if (name == "regex" && filter.items.size() == 2) {
         return check_regex(filter.items[1]);
       }
+      if (name == "literal") {
+        return one_string(filter) ? std::string() : "literal takes one string";
+      }
       break;
     case Family::network:
       if ((name == "remote" || name == "local") && filter.items.size() >= 2) {
