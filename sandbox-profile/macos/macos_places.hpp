@@ -14,12 +14,12 @@ namespace sandgate::sandbox {
 // Folders in the home neither read nor written: what a terminal with Full Disk Access would
 // otherwise pass on to the command. Kept to folders that hold the user's messages, mail,
 // contacts, browsing, accounts and passwords, and nothing a build or a developer tool reads.
+// ~/Library/Keychains and ~/Library/Cookies are credential stores (plan/credential_stores.hpp),
+// hidden there so that --allow-read can open them; these cannot be opened.
 inline constexpr const char* kMacosHiddenFolders[] = {
     "/Library/Messages",
     "/Library/Mail",
     "/Library/Safari",
-    "/Library/Cookies",
-    "/Library/Keychains",
     "/Library/Accounts",
     "/Library/Calendars",
     "/Library/HTTPStorages",

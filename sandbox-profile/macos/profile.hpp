@@ -2,22 +2,29 @@
 // `sandgate profile` prints. Deny-default, like Anthropic's sandbox-runtime and Chromium's and
 // Apple's own profiles: nothing is allowed that a rule does not name.
 //   - processes: exec and fork; process information and signals only within the sandbox; no
-//     task ports of other processes;
-//   - reads: everything (for now; read denials have their place right after the allow), except
-//     the packet-capture devices /dev/bpf*;
+//     task ports of other processes; no set-user-ID helper (kDeniedSetuidHelpers);
+//   - reads: everything but what is hidden: the credential stores, the user's mail, messages,
+//     browsing and accounts (kMacosHiddenFolders), the inspection CA's folder (last of all the
+//     read rules), the packet-capture devices /dev/bpf* and the user's other terminals;
 //   - writes: only the folders writable_folders() lists (the working folder, the repository's
-//     git folders, the temporary folders, the home's download caches, --allow-write), the few
+//     git folders, the temporary folders, known tools' download caches, --allow-write), the few
 //     devices tools write (/dev/null, the terminal, ...), and never the protected paths
-//     (protected_paths(), for $HOME and for the passwd entry's home), spelled as given, resolved
-//     through symbolic links and case-folded (APFS is case-insensitive); no hard links; the
-//     folders above protected paths kept from being created, renamed or removed;
-//   - Mach services: only kAllowedMachServices, each with its reason; no pasteboard, window
-//     server, Bonjour, Launch Services, Apple events, launchd jobs or background transfers;
-//   - network: TCP on localhost only to the gate's port and to --allow-localhost-port ports;
-//     serving only on --allow-inbound-port ports (any local port only with --allow-local-bind);
-//     unix sockets only SSH_AUTH_SOCK, the gate's own socket and --allow-unix-socket paths,
-//     matched by path when the command connects (so one re-created later is still refused);
-//   - sysctl reads, no sysctl writes but the JVM's one; no IOKit user clients;
+//     (protected_paths(), for $HOME and for the passwd entry's home, and macOS's autostart
+//     places), spelled as given, resolved through symbolic links and case-folded (APFS is
+//     case-insensitive); git folders only where a commit writes, without symbolic links; no
+//     nested `.git` in the working or --allow-write folders; no hard links; the folders above
+//     protected paths kept from being created, renamed or removed, those above hidden paths
+//     from being renamed or removed; no ioctl on the user's terminals (TIOCSTI);
+//   - Mach services: only kAllowedMachServices, each with its reason (trustd only when asked);
+//     no pasteboard, window server, Bonjour, Launch Services, Apple events, launchd jobs or
+//     background transfers;
+//   - network: TCP only: on localhost to the gate's port (on its family) and to
+//     --allow-localhost-port ports; serving only on --allow-inbound-port ports (any local port
+//     only with --allow-local-bind); unix sockets only SSH_AUTH_SOCK, the gate's own socket and
+//     --allow-unix-socket paths, matched by path when the command connects (so one re-created
+//     later is still refused), bound only in the run's private folders;
+//   - named sysctl reads (kReadableSysctls), no sysctl writes but the JVM's one; no IOKit user
+//     clients;
 //   - tunnelling tools denied by executable name wherever they are installed;
 //   - every path escaped; a path that cannot be represented safely is an error.
 //
@@ -108,9 +115,10 @@ struct WritableFolder {
 };
 
 // The folders writes are allowed in, in a fixed order, without duplicates, never "/": the working
-// folder, the enclosing repository's git folders, $TMPDIR and beside it the per-user cache folder
-// (/private/var/folders/../C: clang's module cache, xcrun), /private/tmp and /private/var/tmp,
-// the home's download caches, --allow-write folders. Protected paths inside them stay denied.
+// folder, the enclosing repository's git folders, $TMPDIR (not the per-user cache folder beside
+// it), /private/tmp and /private/var/tmp, the home's download caches, --allow-write folders.
+// Protected and hidden paths inside them stay denied; so do git folders but for what a commit
+// writes.
 std::vector<WritableFolder> writable_folders(const ProfileOptions& options);
 
 // The download caches in the home that stay writable when they exist as folders (not links):

@@ -337,6 +337,8 @@ TEST(ProfileHold, CommonMacosSecretsAreUnreadable) {
   ProfileOptions options = base_options();
   options.working_directory = kHome;
   options.protect_files = false;
+  // The credential stores macOS adds (credential_stores(..., macos=true)), as run finds them.
+  options.secret_folders = {kHome + "/Library/Keychains", kHome + "/Library/Cookies"};
   const auto forms = forms_of(options);
   for (const std::string& path :
        {kHome + "/Library/Messages/chat.db", kHome + "/Library/Mail/V10/x.emlx",
