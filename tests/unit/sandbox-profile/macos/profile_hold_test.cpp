@@ -417,6 +417,15 @@ std::vector<Mode> modes() {
   return out;
 }
 
+// Whether some allow rule of `forms`, taken alone, matches `request`: the deny that decides
+// against it then wins over that allow, rather than over nothing.
+bool an_allow_matches(const std::vector<Sexp>& forms, const Request& request) {
+  return std::any_of(forms.begin(), forms.end(), [&](const Sexp& form) {
+    return form.items.size() >= 2 && form.items[0].is_symbol("allow") &&
+           testing::evaluate(std::vector<Sexp>{form}, request);
+  });
+}
+
 TEST(ProfileHold, EveryProtectedOrHiddenPathsDenyWinsInEveryMode) {
   for (const auto& mode : modes()) {
     SCOPED_TRACE(mode.name);
@@ -443,6 +452,13 @@ TEST(ProfileHold, EveryProtectedOrHiddenPathsDenyWinsInEveryMode) {
       if (p.tree) {
         spellings.push_back(p.path + "/x");
         spellings.push_back(upper(p.path) + "/X");
+      }
+      if (std::string(mode.name) == "allow-write" && p.path.starts_with(kHome + "/")) {
+        // Everything in the home is writable in this mode: each deny beats an allow.
+        Request request;
+        request.operation = "file-write-data";
+        request.path = p.path;
+        EXPECT_TRUE(an_allow_matches(forms, request)) << p.path;
       }
       for (const auto& path : spellings) {
         EXPECT_FALSE(file(forms, "file-write-data", path)) << path;
