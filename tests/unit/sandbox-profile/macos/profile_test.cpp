@@ -224,12 +224,25 @@ TEST(Profile, DenialsComeAfterTheAllowsTheyNarrow) {
   options.allow_localhost_ports = {5432};
   options.allow_local_bind = true;
   options.working_directory = "/Users/ada/src/app";
+  options.git_dirs = {"/Users/ada/src/app/.git"};
+  options.secret_folders = {"/Users/ada/.aws"};
+  options.secret_shown = {"/Users/ada/.aws/config"};
+  options.unreadable = {"/Users/ada/.local/share/sandgate/ca"};
   const auto forms = parse(generate(options));
   EXPECT_LT(index_of(forms, "(allow process-exec)"),
             index_starting(forms, "(deny process-exec (regex"));
   EXPECT_LT(index_of(forms, "(allow file-read*)"), index_starting(forms, "(deny file-read* "));
   const int write_allow = index_starting(forms, "(allow file-write* ");
-  const int first_write_deny = index_starting(forms, "(deny file-write* (subpath");
+  // The git folders' deny is narrowed by what a commit writes, right after it; the credential
+  // stores' by what stays shown. From the inspection CA's folder on, only denials.
+  const int git_deny =
+      index_starting(forms, "(deny file-write* (subpath \"/Users/ada/src/app/.git\")");
+  EXPECT_LT(write_allow, git_deny);
+  EXPECT_EQ(
+      index_starting(forms, "(allow file-write* (subpath \"/Users/ada/src/app/.git/objects\")"),
+      git_deny + 1);
+  const int first_write_deny =
+      index_starting(forms, "(deny file-read* file-write* (subpath \"/Users/ada/.local/share");
   EXPECT_LT(write_allow, first_write_deny);
   EXPECT_LT(write_allow, index_of(forms, "(deny file-link)"));
   EXPECT_LT(write_allow, index_of(forms, "(deny file-write-setugid)"));
