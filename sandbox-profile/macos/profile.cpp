@@ -278,7 +278,13 @@ void write_device_rules(ProfileWriter& w, const ProfileOptions& options) {
   w.line(";; The terminals the command was started on: read and written, never ioctl'd (they are");
   w.line(";; the user's: see the end of the file rules). The pseudo-terminals it opens itself");
   w.line(";; (openpty: script, expect, node-pty) carry the sandbox's pty extension: its own.");
-  w.rule("allow file-read* file-write-data", terminals);
+  if (options.terminals_relayed) {
+    w.line(";; Here they are the pty the supervisor relays for this run: ioctl'd too.");
+    w.rule("allow file-read* file-write-data file-ioctl", terminals);
+    w.line("(allow file-ioctl (literal \"/dev/tty\"))");
+  } else {
+    w.rule("allow file-read* file-write-data", terminals);
+  }
   w.line("(allow pseudo-tty)");
   w.line("(allow file-read* file-write-data file-ioctl (literal \"/dev/ptmx\"))");
   w.line("(allow file-read* file-write-data file-ioctl");
@@ -428,6 +434,9 @@ void write_protected_rules(ProfileWriter& w, const ProfileOptions& options) {
   w.line("(deny file-link)");
   w.line("(deny file-write-setugid)");
 
+  if (options.terminals_relayed) {
+    return;  // the command's terminal is a relayed pty of its own
+  }
   std::vector<std::string> terminals = {"(literal \"/dev/tty\")"};
   for (const auto& terminal : sorted_unique(options.terminals)) {
     terminals.push_back("(literal " + w.quote(terminal, "terminal") + ")");

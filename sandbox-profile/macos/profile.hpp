@@ -78,6 +78,10 @@ struct ProfileOptions {
   // TIOCSTI on one types commands into the user's shell, which runs them after the command
   // exits, outside the sandbox (the same holds for /dev/tty).
   std::vector<std::string> terminals;
+  // The terminals are the pseudo-terminal the supervisor relays for this run, not the user's
+  // (the pty relay, as on Linux): then they and /dev/tty may be ioctl'd (raw mode, window size),
+  // since TIOCSTI there only types into the command's own input. Nothing sets it on macOS yet.
+  bool terminals_relayed = false;
   // Folders that belong to this run alone (made for it, removed after it; nothing outside
   // connects to a socket there): the only places the command may bind unix sockets. Empty:
   // no unix socket may be bound at all.

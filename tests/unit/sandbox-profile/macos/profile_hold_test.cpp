@@ -113,6 +113,21 @@ TEST(ProfileHold, NoIoctlOnTheUsersTerminalsSoNoTiocsti) {
   EXPECT_TRUE(file(forms, "file-ioctl", "/dev/ptmx")) << "ptys of its own (openpty)";
 }
 
+// When `run` relays a pty of its own (the follow-up in sandbox-profile/supervisor/), the
+// command's terminal is that pty: raw mode and window size work again, and TIOCSTI only types
+// into the command's own input.
+TEST(ProfileHold, ARelayedTerminalMayBeIoctld) {
+  ProfileOptions options = base_options();
+  options.terminals = {"/dev/ttys007"};
+  options.terminals_relayed = true;
+  const auto forms = forms_of(options);
+  for (const char* terminal : {"/dev/ttys007", "/dev/tty"}) {
+    EXPECT_TRUE(file(forms, "file-ioctl", terminal)) << terminal;
+  }
+  EXPECT_FALSE(file(forms, "file-ioctl", "/dev/ttys003")) << "another terminal of the user's";
+  EXPECT_FALSE(file(forms, "file-read-data", "/dev/ttys003"));
+}
+
 // --- finding 2: named sysctls only --------------------------------------------------------------
 
 TEST(ProfileHold, OnlyNamedSysctlsAreReadableNeverOtherProcessesArguments) {
