@@ -134,14 +134,12 @@ void write_process_rules(ProfileWriter& w, const ProfileOptions& options) {
 }
 
 void write_system_rules(ProfileWriter& w) {
-  w.line(";; System information: the sysctl values runtimes and build tools read, by name (CPU");
-  w.line(
-      ";; count and kind, memory, the OS's version, limits); never the process table or another");
-  w.line(
-      ";; process's arguments and environment (kern.proc, kern.procargs2). No sysctl writes but");
-  w.line(";; kern.grade_cputype, which the JVM's CPU probe sets to read it. Preferences may be");
-  w.line(";; read, not written (cfprefsd is not reachable either). IOKit: registry properties may");
-  w.line(";; be read; no user client may be opened (no iokit-open).");
+  w.line(";; System information: the sysctl values runtimes and build tools read, by name");
+  w.line(";; (CPU count and kind, memory, the OS's version, limits); never the process table");
+  w.line(";; or another process's arguments and environment (kern.proc, kern.procargs2). No");
+  w.line(";; sysctl writes but kern.grade_cputype, which the JVM's CPU probe sets to read it.");
+  w.line(";; Preferences may be read, not written (cfprefsd is not reachable either). IOKit:");
+  w.line(";; registry properties may be read; no user client may be opened (no iokit-open).");
   std::string sysctls = "(allow sysctl-read";
   for (const char* name : kReadableSysctls) {
     sysctls += std::string("\n") + kIndent + "(sysctl-name " + sbpl_quote(name) + ")";
@@ -322,10 +320,12 @@ void write_hidden_rules(ProfileWriter& w, const ProfileOptions& options) {
   w.line(";; The packet-capture devices (as root, /dev/bpf* reads the host's traffic).");
   w.line("(deny file-read* file-write* (regex #\"^/dev/bpf\"))");
   const auto hidden = hidden_paths(options);
-  w.line(";; Credential stores (--allow-read PATH opens one) and the user's mail, messages,");
-  w.line(";; browsing, contacts and accounts (a terminal with Full Disk Access would pass them");
-  w.line(";; on): neither read nor written, in every spelling (APFS is case-insensitive).");
-  w.rule("deny file-read* file-write*", path_filters(w, hidden, "credential store"));
+  if (!hidden.empty()) {
+    w.line(";; Credential stores (--allow-read PATH opens one) and the user's mail, messages,");
+    w.line(";; browsing, contacts and accounts (a terminal with Full Disk Access would pass them");
+    w.line(";; on): neither read nor written, in every spelling (APFS is case-insensitive).");
+    w.rule("deny file-read* file-write*", path_filters(w, hidden, "credential store"));
+  }
   std::vector<std::string> shown;
   for (const auto& path : options.secret_shown) {
     shown.push_back("(subpath " + w.quote(path, "readable in a credential store") + ")");
@@ -415,8 +415,10 @@ void write_protected_rules(ProfileWriter& w, const ProfileOptions& options) {
       hidden_above.push_back(folder);
     }
   }
-  w.line(";; Folders above hidden paths may not be renamed or removed.");
-  w.rule("deny file-write-unlink", path_filters(w, hidden_above, "folder"));
+  if (!hidden_above.empty()) {
+    w.line(";; Folders above hidden paths may not be renamed or removed.");
+    w.rule("deny file-write-unlink", path_filters(w, hidden_above, "folder"));
+  }
 
   std::vector<std::string> git_links;
   for (const auto& dir : options.git_dirs) {
