@@ -13,9 +13,9 @@
 #include "sandbox-profile/macos/profile.hpp"
 
 #include <algorithm>
-#include <regex>
 #include <set>
 
+#include "sandbox-profile/macos/macos_places.hpp"
 #include "sandbox-profile/macos/sbpl_string.hpp"
 #include "sandbox-profile/plan/protected_paths.hpp"
 
@@ -118,6 +118,13 @@ void write_process_rules(ProfileWriter& w, const ProfileOptions& options) {
   w.line("(allow process-fork)");
   w.line("(allow process-info* (target same-sandbox))");
   w.line("(allow signal (target same-sandbox))");
+  w.line(";; Set-user-ID helpers: sudo would use a live ticket of the user's terminal; su, login,");
+  w.line(";; at and crontab act as root or schedule what runs outside the sandbox later.");
+  std::string helpers = "(deny process-exec";
+  for (const char* helper : kDeniedSetuidHelpers) {
+    helpers += std::string("\n") + kIndent + "(literal " + sbpl_quote(helper) + ")";
+  }
+  w.line(helpers + ")");
   if (options.block_tunneling) {
     w.line(
         ";; Tunnelling tools wherever they are installed, by name "
@@ -127,11 +134,20 @@ void write_process_rules(ProfileWriter& w, const ProfileOptions& options) {
 }
 
 void write_system_rules(ProfileWriter& w) {
-  w.line(";; System information: sysctl reads (CPU count, OS version, the process table); no");
+  w.line(";; System information: the sysctl values runtimes and build tools read, by name");
+  w.line(";; (CPU count and kind, memory, the OS's version, limits); never the process table");
+  w.line(";; or another process's arguments and environment (kern.proc, kern.procargs2). No");
   w.line(";; sysctl writes but kern.grade_cputype, which the JVM's CPU probe sets to read it.");
   w.line(";; Preferences may be read, not written (cfprefsd is not reachable either). IOKit:");
   w.line(";; registry properties may be read; no user client may be opened (no iokit-open).");
-  w.line("(allow sysctl-read)");
+  std::string sysctls = "(allow sysctl-read";
+  for (const char* name : kReadableSysctls) {
+    sysctls += std::string("\n") + kIndent + "(sysctl-name " + sbpl_quote(name) + ")";
+  }
+  for (const char* prefix : kReadableSysctlPrefixes) {
+    sysctls += std::string("\n") + kIndent + "(sysctl-name-prefix " + sbpl_quote(prefix) + ")";
+  }
+  w.line(sysctls + ")");
   w.line("(allow sysctl-write (sysctl-name \"kern.grade_cputype\"))");
   w.line("(allow user-preference-read)");
   w.line("(allow iokit-get-properties)");
@@ -140,32 +156,51 @@ void write_system_rules(ProfileWriter& w) {
   w.line("(allow ipc-posix-sem)");
 }
 
-void write_mach_rules(ProfileWriter& w) {
+void write_mach_rules(ProfileWriter& w, const ProfileOptions& options) {
   w.line(";; Mach services: only these. Every other lookup is refused: the pasteboard, the window");
   w.line(";; server, Bonjour and DNS (mDNSResponder: the gate resolves names), Launch Services");
   w.line(";; (`open`), Apple events (`osascript`), launchd jobs, nsurlsessiond (transfers that");
-  w.line(";; bypass the gate), cfprefsd (preference writes), securityd (the keychain).");
+  w.line(";; bypass the gate), cfprefsd (preference writes), securityd (the keychain), and trustd");
+  w.line(";; unless asked (it fetches the URLs a certificate names, outside the gate).");
   std::string text = "(allow mach-lookup";
-  for (const auto& service : kAllowedMachServices) {
+  const auto add = [&text](const MachService& service) {
     text += std::string("\n") + kIndent + ";; " + service.why + "\n" + kIndent + "(global-name " +
             sbpl_quote(service.name) + ")";
+  };
+  for (const auto& service : kAllowedMachServices) {
+    add(service);
+  }
+  if (options.allow_trustd) {
+    add(kTrustdService);
   }
   w.line(text + ")");
 }
 
-// Reads everywhere but the devices that spy; writes in the writable folders.
-void write_read_and_write_rules(ProfileWriter& w, const ProfileOptions& options) {
-  w.line(";; Reads: everything, for now. Denials of reads (secrets) belong right after this rule.");
+// What git writes in a git folder to commit, fetch, merge, stash and check out: objects, refs and
+// their logs, the index and the pseudo-refs, each also as NAME.lock (git's lock files). Not:
+// config, config.worktree, hooks/, info/ (attributes pick filters), commondir and gitdir (they
+// redirect git elsewhere), modules/ and worktrees/ (more of both), rebase-merge/, rebase-apply/
+// and sequencer/ (their todo lists run `exec` lines when the user continues), description.
+constexpr const char* kGitWritableFolders[] = {"objects", "refs", "logs"};
+constexpr const char* kGitWritableFiles[] = {
+    "index",      "HEAD",        "ORIG_HEAD",   "FETCH_HEAD",       "MERGE_HEAD",  "MERGE_MSG",
+    "MERGE_MODE", "AUTO_MERGE",  "MERGE_RR",    "CHERRY_PICK_HEAD", "REVERT_HEAD", "COMMIT_EDITMSG",
+    "SQUASH_MSG", "TAG_EDITMSG", "packed-refs", "shallow",          "gc.pid",      "gc.log"};
+
+// A case-folded regex for every `.git` entry below `folder` (a nested repository's folder, a
+// worktree's or submodule's gitfile), `folder`'s own `.git` included.
+std::string nested_git_regex(const std::string& folder) {
+  std::string prefix = case_folded_regex(folder, false);
+  prefix.pop_back();  // the closing '$'
+  return prefix + "/(.*/)?\\.[gG][iI][tT]($|/)";
+}
+
+// Reads everywhere; writes in the writable folders but their git folders, of which only what a
+// commit writes. Allows only: every deny that narrows them comes after (the last match wins).
+void write_file_allows(ProfileWriter& w, const ProfileOptions& options) {
+  w.line(";; Reads: everything but what the denials below hide (credential stores, the user's");
+  w.line(";; mail, messages and browsing, the inspection CA, packet capture, other terminals).");
   w.line("(allow file-read*)");
-  w.line(";; Except the packet-capture devices (as root, /dev/bpf* reads the host's traffic),");
-  w.line(";; and the contents of terminals: reading another terminal of the user's would take the");
-  w.line(";; keys typed there (the command's own terminals are allowed again below).");
-  w.line("(deny file-read* file-write* (regex #\"^/dev/bpf\"))");
-  w.line("(deny file-read-data file-write* (regex #\"^/dev/ttys[0-9]+$\"))");
-  for (const auto& folder : options.unreadable) {
-    w.line(";; The inspection CA's folder: its key signs certificates clients trust.");
-    w.line("(deny file-read* file-write* (subpath " + w.quote(folder, "unreadable folder") + "))");
-  }
 
   std::vector<std::string> writable;
   w.line(";; Writes: only in these folders.");
@@ -175,30 +210,50 @@ void write_read_and_write_rules(ProfileWriter& w, const ProfileOptions& options)
   }
   w.rule("allow file-write*", writable);
 
-  // After the writes they would otherwise fall under (a working folder that holds the home).
-  if (!options.secret_folders.empty() || !options.secret_files.empty()) {
-    w.line(";; Credential stores: neither read nor written (--allow-read PATH opens one).");
-    std::vector<std::string> secrets;
-    for (const auto& folder : options.secret_folders) {
-      secrets.push_back("(subpath " + w.quote(folder, "credential store") + ")");
+  // Git folders: read-only (as Codex keeps them), then what a commit writes is opened again.
+  // A nested repository, or a gitfile, made in the working folder or an --allow-write folder
+  // would have the user's git obey a config and hooks of the command's choosing the next time
+  // it runs there; the temporary folders are left out (a clone there is an agent's daily work,
+  // and nothing of the user's runs git in them unasked).
+  std::vector<ProtectedPath> git_dirs;
+  for (const auto& dir : options.git_dirs) {
+    git_dirs.push_back({dir, true, false});
+  }
+  std::vector<std::string> git_denies = path_filters(w, git_dirs, "git folder");
+  std::vector<std::string> nested_in = {options.working_directory};
+  nested_in.insert(nested_in.end(), options.allow_writes.begin(), options.allow_writes.end());
+  for (const auto& folder : sorted_unique(nested_in)) {
+    if (!folder.empty() && folder != "/") {
+      w.quote(folder, "writable folder");
+      if (w.ok()) {
+        git_denies.push_back("(regex " + sbpl_quote(nested_git_regex(folder)) + ")");
+      }
     }
-    for (const auto& file : options.secret_files) {
-      secrets.push_back("(literal " + w.quote(file, "credential store") + ")");
+  }
+  if (!git_denies.empty()) {
+    w.line(";; Git folders, nested repositories and gitfiles: not written (the user's git would");
+    w.line(";; obey a config, hooks or a redirection of the command's making) ...");
+    w.rule("deny file-write*", git_denies);
+  }
+  std::vector<std::string> commit_parts;
+  for (const auto& dir : options.git_dirs) {
+    for (const char* folder : kGitWritableFolders) {
+      commit_parts.push_back("(subpath " + w.quote(dir + "/" + folder, "git folder") + ")");
     }
-    w.rule("deny file-read* file-write*", secrets);
-    std::vector<std::string> shown;
-    for (const auto& path : options.secret_shown) {
-      shown.push_back("(subpath " + w.quote(path, "readable in a credential store") + ")");
+    for (const char* name : kGitWritableFiles) {
+      for (const char* suffix : {"", ".lock"}) {
+        commit_parts.push_back("(literal " + w.quote(dir + "/" + name + suffix, "git folder") +
+                               ")");
+      }
     }
-    if (!shown.empty()) {
-      w.line(
-          ";; What stays readable in them (~/.ssh's known hosts and public keys, --allow-read).");
-      w.rule("allow file-read*", shown);
-    }
+  }
+  if (!commit_parts.empty()) {
+    w.line(";; ... but for what git writes to commit, fetch, merge and check out.");
+    w.rule("allow file-write*", commit_parts);
   }
 }
 
-// The devices tools write to or set modes on, the command's terminals and its own ptys.
+// The devices tools write to, the command's terminals and its own ptys.
 void write_device_rules(ProfileWriter& w, const ProfileOptions& options) {
   w.line(";; Devices: data may be written to the null and zero devices, dtrace's helper (USDT");
   w.line(";; probes of node and python), descriptors already held (/dev/fd, /dev/stdout) and the");
@@ -210,16 +265,24 @@ void write_device_rules(ProfileWriter& w, const ProfileOptions& options) {
   w.line(std::string(kIndent) + "(subpath \"/dev/fd\"))");
   w.line(
       "(allow file-ioctl (literal \"/dev/null\") (literal \"/dev/zero\") "
-      "(literal \"/dev/dtracehelper\") (literal \"/dev/tty\"))");
+      "(literal \"/dev/dtracehelper\"))");
+  w.line(";; The contents of terminals: reading another terminal of the user's would take the");
+  w.line(";; keys typed there (the command's own terminals are allowed again below).");
+  w.line("(deny file-read-data file-write* (regex #\"^/dev/ttys[0-9]+$\"))");
   std::vector<std::string> terminals;
   for (const auto& terminal : sorted_unique(options.terminals)) {
     terminals.push_back("(literal " + w.quote(terminal, "terminal") + ")");
   }
-  w.line(";; The terminals the command was started on (isatty, raw mode, its own input), and the");
-  w.line(
-      ";; pseudo-terminals it opens itself (openpty: script, expect, node-pty), which carry the");
-  w.line(";; sandbox's pty extension. Other terminals of the user's do not.");
-  w.rule("allow file-read* file-write-data file-ioctl", terminals);
+  w.line(";; The terminals the command was started on: read and written, never ioctl'd (they are");
+  w.line(";; the user's: see the end of the file rules). The pseudo-terminals it opens itself");
+  w.line(";; (openpty: script, expect, node-pty) carry the sandbox's pty extension: its own.");
+  if (options.terminals_relayed) {
+    w.line(";; Here they are the pty the supervisor relays for this run: ioctl'd too.");
+    w.rule("allow file-read* file-write-data file-ioctl", terminals);
+    w.line("(allow file-ioctl (literal \"/dev/tty\"))");
+  } else {
+    w.rule("allow file-read* file-write-data", terminals);
+  }
   w.line("(allow pseudo-tty)");
   w.line("(allow file-read* file-write-data file-ioctl (literal \"/dev/ptmx\"))");
   w.line("(allow file-read* file-write-data file-ioctl");
@@ -227,34 +290,63 @@ void write_device_rules(ProfileWriter& w, const ProfileOptions& options) {
          "(require-all (regex #\"^/dev/ttys[0-9]+$\") (extension \"com.apple.sandbox.pty\")))");
 }
 
-// The protected paths, denied inside the writable folders; the folders above them; hard links
-// and set-user-ID bits.
-void write_protected_rules(ProfileWriter& w, const ProfileOptions& options) {
-  auto paths = profile_protected_paths(options);
-  std::vector<ProtectedPath> always;
-  std::vector<ProtectedPath> optional;
-  for (const auto& p : paths) {
-    (p.always ? always : optional).push_back(p);
+// What is hidden: neither read nor written. After every allow, so that no writable folder, and no
+// shown path but the credential stores' own, re-opens it.
+std::vector<ProtectedPath> hidden_paths(const ProfileOptions& options) {
+  std::vector<ProtectedPath> out;
+  const auto add = [&out](const std::string& path, bool tree) {
+    const bool known = std::any_of(out.begin(), out.end(), [&](const ProtectedPath& p) {
+      return p.path == path || (p.tree && is_within(path, p.path));
+    });
+    if (!known) {
+      out.push_back({path, tree, true});
+    }
+  };
+  for (const auto& folder : options.secret_folders) {
+    add(folder, true);
   }
-  const auto always_filters = path_filters(w, always, "gate file");
-  w.line(";; Never written, inside the writable folders too: the gate's own configuration and");
-  w.line(";; executables, whatever the settings say (they decide where this sandbox may connect,");
-  w.line(";; and sandgate reloads its lists live), and the sockets the command may connect to.");
-  w.rule("deny file-write*", always_filters);
-  std::vector<std::string> optional_filters;
-  if (!optional.empty()) {
-    optional_filters = path_filters(w, optional, "protected path");
-    w.line(";; Never written: every place that runs code later, outside the sandbox");
-    w.line(";; (GOOSE_SANDBOX_PROTECT_FILES): shell start-up files, git's configuration and this");
-    w.line(";; repository's hooks and config, keys and configuration in ~/.ssh and ~/.gnupg,");
-    w.line(";; LaunchAgents, PATH folders, cron and launchd's system folders, goose's config.");
-    w.rule("deny file-write*", optional_filters);
+  for (const auto& file : options.secret_files) {
+    add(file, false);
   }
+  for (const auto& home : {options.home, options.real_home}) {
+    for (const auto& folder : macos_hidden_folders(home)) {
+      add(folder, true);
+    }
+  }
+  return out;
+}
 
-  // The folders above a protected path may be neither renamed nor removed (mv ~/.config ~/x;
-  // edit ~/x/goose/...; mv ~/x ~/.config), nor created when missing: a missing ~/.config made a
-  // symbolic link to a folder of the command's, or a folder renamed into its place, would bring
-  // planted files under the protected names (rename and symlink both create the entry).
+void write_hidden_rules(ProfileWriter& w, const ProfileOptions& options) {
+  w.line(";; The packet-capture devices (as root, /dev/bpf* reads the host's traffic).");
+  w.line("(deny file-read* file-write* (regex #\"^/dev/bpf\"))");
+  const auto hidden = hidden_paths(options);
+  if (!hidden.empty()) {
+    w.line(";; Credential stores (--allow-read PATH opens one) and the user's mail, messages,");
+    w.line(";; browsing, contacts and accounts (a terminal with Full Disk Access would pass them");
+    w.line(";; on): neither read nor written, in every spelling (APFS is case-insensitive).");
+    w.rule("deny file-read* file-write*", path_filters(w, hidden, "credential store"));
+  }
+  std::vector<std::string> shown;
+  for (const auto& path : options.secret_shown) {
+    shown.push_back("(subpath " + w.quote(path, "readable in a credential store") + ")");
+  }
+  if (!shown.empty()) {
+    w.line(";; What stays readable in them (~/.ssh's known hosts and public keys, --allow-read).");
+    w.rule("allow file-read*", shown);
+  }
+  std::vector<ProtectedPath> unreadable;
+  for (const auto& folder : options.unreadable) {
+    unreadable.push_back({folder, true, true});
+  }
+  if (!unreadable.empty()) {
+    w.line(";; The inspection CA's folder: its key signs certificates clients trust. Last of the");
+    w.line(";; reads: nothing re-opens it.");
+    w.rule("deny file-read* file-write*", path_filters(w, unreadable, "unreadable folder"));
+  }
+}
+
+// The folders above `paths` that no tree among `paths` covers.
+std::vector<ProtectedPath> folders_above(const std::vector<ProtectedPath>& paths) {
   std::set<std::string> folders;
   for (const auto& p : paths) {
     for (auto& folder : ancestors(p.path)) {
@@ -270,19 +362,98 @@ void write_protected_rules(ProfileWriter& w, const ProfileOptions& options) {
       above.push_back({folder, false, false});
     }
   }
+  return above;
+}
+
+// The protected paths, denied inside the writable folders; the folders above them and above the
+// hidden paths; links in git folders, hard links, set-user-ID bits and the user's terminals.
+void write_protected_rules(ProfileWriter& w, const ProfileOptions& options) {
+  auto paths = profile_protected_paths(options);
+  std::vector<ProtectedPath> always;
+  std::vector<ProtectedPath> optional;
+  for (const auto& p : paths) {
+    (p.always ? always : optional).push_back(p);
+  }
+  const auto always_filters = path_filters(w, always, "gate file");
+  w.line(";; Never written, inside the writable folders too: the gate's own configuration and");
+  w.line(";; executables, whatever the settings say (they decide where this sandbox may connect,");
+  w.line(";; and sandgate reloads its lists live), the sockets the command may connect to, and");
+  w.line(";; the places macOS starts programs from by itself (launchd agents and daemons, login");
+  w.line(";; items).");
+  w.rule("deny file-write*", always_filters);
+  std::vector<std::string> optional_filters;
+  if (!optional.empty()) {
+    optional_filters = path_filters(w, optional, "protected path");
+    w.line(";; Never written: every place that runs code later, outside the sandbox");
+    w.line(";; (GOOSE_SANDBOX_PROTECT_FILES): shell start-up files, git's configuration and this");
+    w.line(";; repository's hooks and config, keys and configuration in ~/.ssh and ~/.gnupg,");
+    w.line(";; PATH folders, cron and launchd's system folders, goose's config.");
+    w.rule("deny file-write*", optional_filters);
+  }
+
+  // The folders above a protected path may be neither renamed nor removed (mv ~/.config ~/x;
+  // edit ~/x/goose/...; mv ~/x ~/.config), nor created when missing: a missing ~/.config made a
+  // symbolic link to a folder of the command's, or a folder renamed into its place, would bring
+  // planted files under the protected names (rename and symlink both create the entry).
+  const auto above = folders_above(paths);
   w.line(";; Folders above protected paths may not be created, renamed or removed.");
   w.rule("deny file-write-create file-write-unlink", path_filters(w, above, "folder"));
+  // The folders above a hidden path may not be renamed (a rename is an unlink of the old name):
+  // mv ~/.cache/huggingface ~/x would make ~/x/token a name no deny covers.
+  std::vector<ProtectedPath> hidden = hidden_paths(options);
+  for (const auto& folder : options.unreadable) {
+    hidden.push_back({folder, true, true});
+  }
+  std::vector<ProtectedPath> hidden_above;
+  for (const auto& folder : folders_above(hidden)) {
+    const bool done = std::any_of(above.begin(), above.end(),
+                                  [&](const ProtectedPath& p) { return p.path == folder.path; }) ||
+                      std::any_of(paths.begin(), paths.end(), [&](const ProtectedPath& p) {
+                        return p.path == folder.path || (p.tree && is_within(folder.path, p.path));
+                      });
+    if (!done) {
+      hidden_above.push_back(folder);
+    }
+  }
+  if (!hidden_above.empty()) {
+    w.line(";; Folders above hidden paths may not be renamed or removed.");
+    w.rule("deny file-write-unlink", path_filters(w, hidden_above, "folder"));
+  }
 
+  std::vector<std::string> git_links;
+  for (const auto& dir : options.git_dirs) {
+    git_links.push_back("(require-all (subpath " + w.quote(dir, "git folder") +
+                        ") (vnode-type SYMLINK))");
+  }
+  if (!git_links.empty()) {
+    w.line(";; No symbolic links in git folders: the user's git would write through them");
+    w.line(";; (COMMIT_EDITMSG or index made a link to ~/.zshrc).");
+    w.rule("deny file-write-create", git_links);
+  }
   w.line(";; No hard links at all: a link made in a writable folder to a file outside would be a");
   w.line(";; writable second name for it (Seatbelt matches names, not files). Git, cargo and pnpm");
   w.line(";; fall back to renaming or copying. No set-user-ID or set-group-ID bits either.");
   w.line("(deny file-link)");
   w.line("(deny file-write-setugid)");
+
+  if (options.terminals_relayed) {
+    return;  // the command's terminal is a relayed pty of its own
+  }
+  std::vector<std::string> terminals = {"(literal \"/dev/tty\")"};
+  for (const auto& terminal : sorted_unique(options.terminals)) {
+    terminals.push_back("(literal " + w.quote(terminal, "terminal") + ")");
+  }
+  w.line(";; No ioctl on the user's terminal (the controlling one, and those on 0-2): TIOCSTI");
+  w.line(";; would type commands into the user's shell, which runs them after the command exits,");
+  w.line(";; outside the sandbox. Seatbelt cannot tell TIOCSTI from the ioctls that isatty() and");
+  w.line(";; raw mode need, so the command sees no terminal there (as if its output were piped).");
+  w.rule("deny file-ioctl", terminals);
 }
 
 void write_file_rules(ProfileWriter& w, const ProfileOptions& options) {
-  write_read_and_write_rules(w, options);
+  write_file_allows(w, options);
   write_device_rules(w, options);
+  write_hidden_rules(w, options);
   write_protected_rules(w, options);
 }
 
@@ -325,41 +496,57 @@ void write_network_rules(ProfileWriter& w, const ProfileOptions& options) {
       ";; terminals' and editors' servers, ssh ControlMaster, gpg's dirmngr. Matched by path at");
   w.line(";; each connect: a socket that appears or is re-created after start is refused as well.");
   w.rule("allow network-outbound", sockets);
-  w.line(";; Serving on a unix socket is local; where it may be created is up to the file rules.");
-  w.line("(allow network-bind (local unix-socket (path-regex #\"^/\")))");
+  // Binding: only in the run's own folders. A socket bound in a shared place (/private/tmp,
+  // $TMPDIR, a repository's .git) can squat the name a program outside connects to later: a
+  // tmux server's socket, git's fsmonitor daemon, an editor's IPC.
+  std::vector<std::string> bind_in;
+  for (const auto& folder : sorted_unique(options.private_folders)) {
+    bind_in.push_back("(local unix-socket (subpath " + w.quote(folder, "private folder") + "))");
+  }
+  if (bind_in.empty()) {
+    w.line(";; Serving on a unix socket: nowhere (this run has no private folder to bind in).");
+  } else {
+    w.line(";; Serving on a unix socket: only in this run's private folders.");
+    w.rule("allow network-bind", bind_in);
+  }
 
-  // TCP and UDP: only localhost, only these ports.
-  const auto port_rule = [](const char* head, const char* side, const std::string& port) {
-    return std::string("(allow ") + head + " (" + side + " ip \"localhost:" + port + "\"))";
+  // TCP only (no UDP: a DNS server or any other UDP service on localhost would be a way out),
+  // only localhost. SBPL names no address but `localhost` and `*`: `localhost` in a remote
+  // filter is 127.0.0.1 or ::1, so the gate's rule names its family (tcp4 or tcp6).
+  const auto port_rule = [](const char* head, const char* side, const char* kind,
+                            const std::string& port) {
+    return std::string("(allow ") + head + " (" + side + " " + kind + " \"localhost:" + port +
+           "\"))";
   };
-  w.line(";; The gate: the only way out.");
+  w.line(";; The gate: the only way out, over TCP on the family it listens on.");
   if (options.proxy_port != 0) {
-    w.line(port_rule("network-outbound", "remote", std::to_string(options.proxy_port)));
+    w.line(port_rule("network-outbound", "remote", options.gate_on_ipv6 ? "tcp6" : "tcp4",
+                     std::to_string(options.proxy_port)));
   }
   const auto outbound = sorted_unique(options.allow_localhost_ports);
   if (!outbound.empty()) {
-    w.line(";; --allow-localhost-port");
+    w.line(";; --allow-localhost-port (TCP)");
     for (auto port : outbound) {
-      w.line(port_rule("network-outbound", "remote", std::to_string(port)));
+      w.line(port_rule("network-outbound", "remote", "tcp", std::to_string(port)));
     }
   }
   const auto inbound = sorted_unique(options.allow_inbound_ports);
   if (!inbound.empty()) {
     w.line(";; --allow-inbound-port: servers inside the sandbox that local clients may reach,");
-    w.line(";; and that the command may reach itself.");
+    w.line(";; and that the command may reach itself (TCP).");
     for (auto port : inbound) {
-      w.line(port_rule("network-bind", "local", std::to_string(port)));
-      w.line(port_rule("network-inbound", "local", std::to_string(port)));
-      w.line(port_rule("network-outbound", "remote", std::to_string(port)));
+      w.line(port_rule("network-bind", "local", "tcp", std::to_string(port)));
+      w.line(port_rule("network-inbound", "local", "tcp", std::to_string(port)));
+      w.line(port_rule("network-outbound", "remote", "tcp", std::to_string(port)));
     }
   }
   if (options.allow_local_bind) {
-    w.line(";; --allow-local-bind: serving on any localhost port and connecting to any. Seatbelt");
-    w.line(";; matches ports, not processes: this reaches every local server, not only the");
-    w.line(";; command's own.");
-    w.line(port_rule("network-bind", "local", "*"));
-    w.line(port_rule("network-inbound", "local", "*"));
-    w.line(port_rule("network-outbound", "remote", "*"));
+    w.line(";; --allow-local-bind: serving on any localhost port and connecting to any (TCP).");
+    w.line(";; Seatbelt matches ports, not processes: this reaches every local server, not only");
+    w.line(";; the command's own.");
+    w.line(port_rule("network-bind", "local", "tcp", "*"));
+    w.line(port_rule("network-inbound", "local", "tcp", "*"));
+    w.line(port_rule("network-outbound", "remote", "tcp", "*"));
   }
 }
 
@@ -428,6 +615,12 @@ std::vector<ProtectedPath> profile_protected_paths(const ProfileOptions& options
   for (const auto& extra : options.resolved_spellings) {
     add(extra);
   }
+  // macOS's autostart places, always: below the home, in the real home, and the system's.
+  for (const auto& home : {options.home, options.real_home}) {
+    for (const auto& place : autostart_places(home)) {
+      add(place);
+    }
+  }
   for (const std::string* socket : {&options.gate_unix_socket, &options.ssh_auth_sock}) {
     if (!socket->empty()) {
       add({*socket, false, true});
@@ -450,13 +643,8 @@ std::vector<WritableFolder> writable_folders(const ProfileOptions& options) {
     add(dir, "the repository's git folder");
   }
   add(options.temp_dir, "$TMPDIR");
-  // $TMPDIR is /private/var/folders/XX/YYYY/T: its sibling C is the per-user cache folder
-  // (confstr's _CS_DARWIN_USER_CACHE_DIR). The other sibling, 0, holds system services' files
-  // and stays read-only.
-  static const std::regex per_user_temp("^/private/var/folders/[^/]+/[^/]+/T$");
-  if (std::regex_match(options.temp_dir, per_user_temp)) {
-    add(options.temp_dir.substr(0, options.temp_dir.size() - 1) + "C", "the per-user cache folder");
-  }
+  // Not its sibling C, the per-user cache folder (confstr's _CS_DARWIN_USER_CACHE_DIR): it
+  // holds what runs later (xcrun's tool cache, clang's module cache).
   add("/private/tmp", "/tmp, shared with the host");
   add("/private/var/tmp", "/var/tmp, shared with the host");
   for (const auto& cache : options.home_caches) {
@@ -524,7 +712,7 @@ Expected<std::string, std::string> generate_profile(const ProfileOptions& option
   w.blank();
   write_system_rules(w);
   w.blank();
-  write_mach_rules(w);
+  write_mach_rules(w, options);
   w.blank();
   write_file_rules(w, options);
   w.blank();

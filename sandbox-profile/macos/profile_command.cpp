@@ -25,9 +25,12 @@ int run_profile(const ProfileRequest& request, std::ostream& out, std::ostream& 
         << request.listen_text << ") has none; give --proxy-port N\n";
     return kUsageError;
   }
-  auto profile = generate_profile(profile_options(request.sandbox, request.gate, request.flags,
-                                                  request.proxy_port, request.home,
-                                                  env_or_empty("SSH_AUTH_SOCK")));
+  ProfileOptions options =
+      profile_options(request.sandbox, request.gate, request.flags, request.proxy_port,
+                      request.home, env_or_empty("SSH_AUTH_SOCK"));
+  // A gate listening on ::1 is reached over IPv6 only; any other listen address is 127.0.0.1's.
+  options.gate_on_ipv6 = request.listen_text.starts_with("[::1]");
+  auto profile = generate_profile(options);
   if (!profile) {
     err << "sandgate profile: " << profile.error() << "\n";
     return kUsageError;

@@ -2705,8 +2705,9 @@ TEST_F(RunTest, ProfilePrintsTheSeatbeltProfileOrSaysWhatIsMissing) {
   auto o = ok.wait();
   EXPECT_EQ(o.exit_code, 0) << describe(o);
   EXPECT_TRUE(o.out.find("(version 1)") != std::string::npos) << describe(o);
-  EXPECT_NE(o.out.find("(allow network-outbound (remote ip \"localhost:4321\"))"),
-            std::string::npos);
+  EXPECT_NE(o.out.find("(allow network-outbound (remote tcp4 \"localhost:4321\"))"),
+            std::string::npos)
+      << o.out;
   EXPECT_NE(o.out.find("(literal \"" + home_ + "/.ssh/authorized_keys\")"), std::string::npos);
   // Deny-default, and HOME here is a scratch folder: the passwd entry's home is protected too.
   EXPECT_NE(o.out.find("\n(version 1)\n(deny default)\n"), std::string::npos) << o.out;
@@ -2719,6 +2720,15 @@ TEST_F(RunTest, ProfilePrintsTheSeatbeltProfileOrSaysWhatIsMissing) {
     EXPECT_NE(o.out.find("(literal \"" + real_home + "/.ssh/authorized_keys\")"), std::string::npos)
         << o.out;
   }
+
+  // A gate on ::1 is reached over IPv6 only (issue 41: loopback means the gate's own family).
+  Process on_ipv6({kBinDir + "/sandgate", "profile", "--listen", "[::1]:4322"}, environment(),
+                  root_ + "/profile-ipv6");
+  auto v6 = on_ipv6.wait();
+  EXPECT_EQ(v6.exit_code, 0) << describe(v6);
+  EXPECT_NE(v6.out.find("(allow network-outbound (remote tcp6 \"localhost:4322\"))"),
+            std::string::npos)
+      << v6.out;
 
   Process no_port({kBinDir + "/sandgate", "profile", "--listen", "127.0.0.1:0"}, environment(),
                   root_ + "/profile-no-port");

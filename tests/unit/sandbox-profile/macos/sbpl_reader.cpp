@@ -1,7 +1,9 @@
 // The test SBPL reader. See sbpl_reader.hpp.
 #include "tests/unit/sandbox-profile/macos/sbpl_reader.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <map>
 #include <regex>
 #include <set>
 
@@ -199,8 +201,15 @@ bool one_string(const Sexp& filter) {
   return filter.items.size() == 2 && filter.items[1].kind == Sexp::Kind::string;
 }
 
+// The address kinds of a network filter: any IP, IPv4 or IPv6, TCP or UDP over either or one.
+bool ip_kind(const Sexp& symbol) {
+  static const std::set<std::string> kinds = {"ip",   "ip4", "ip6",  "tcp", "tcp4",
+                                              "tcp6", "udp", "udp4", "udp6"};
+  return symbol.kind == Sexp::Kind::symbol && kinds.count(symbol.text) != 0;
+}
+
 std::string check_ip(const Sexp& filter) {
-  // (remote ip "localhost:PORT") / (local ip "localhost:*")
+  // (remote tcp4 "localhost:PORT") / (local tcp "localhost:*")
   if (filter.items.size() != 3 || filter.items[2].kind != Sexp::Kind::string) {
     return "ip takes one string";
   }
@@ -240,6 +249,11 @@ std::string check_unix_socket(const Sexp& filter) {
   return "unknown unix-socket filter " + path.print();
 }
 
+bool vnode_type(const Sexp& symbol) {
+  return symbol.is_symbol("REGULAR-FILE") || symbol.is_symbol("DIRECTORY") ||
+         symbol.is_symbol("SYMLINK");
+}
+
 std::string check_filter(const Sexp& filter, Family family) {
   if (filter.kind != Sexp::Kind::list || filter.items.empty() ||
       filter.items[0].kind != Sexp::Kind::symbol) {
@@ -254,35 +268,50 @@ std::string check_filter(const Sexp& filter, Family family) {
       if (name == "regex" && filter.items.size() == 2) {
         return check_regex(filter.items[1]);
       }
+      if (name == "vnode-type") {
+        return filter.items.size() == 2 && vnode_type(filter.items[1])
+                   ? std::string()
+                   : "vnode-type takes one of REGULAR-FILE, DIRECTORY, SYMLINK";
+      }
       if (name == "require-all" && filter.items.size() >= 3) {
-        // Only (regex ...) and (extension "NAME") parts: the pty rule.
+        // Path filters, (vnode-type ...) and (extension "NAME") parts: the pty rule, links in
+        // the git folders.
         for (std::size_t i = 1; i < filter.items.size(); ++i) {
           const Sexp& part = filter.items[i];
-          if (part.items.size() == 2 && part.items[0].is_symbol("regex")) {
-            if (auto problem = check_regex(part.items[1]); !problem.empty()) {
+          const bool extension = part.items.size() == 2 && part.items[0].is_symbol("extension") &&
+                                 part.items[1].kind == Sexp::Kind::string;
+          const bool nested =
+              part.kind == Sexp::Kind::list && !part.items.empty() &&
+              (part.items[0].is_symbol("regex") || part.items[0].is_symbol("literal") ||
+               part.items[0].is_symbol("subpath") || part.items[0].is_symbol("vnode-type"));
+          if (!extension && !nested) {
+            return "unknown file filter " + part.print();
+          }
+          if (nested) {
+            if (auto problem = check_filter(part, family); !problem.empty()) {
               return problem;
             }
-          } else if (!(part.items.size() == 2 && part.items[0].is_symbol("extension") &&
-                       part.items[1].kind == Sexp::Kind::string)) {
-            return "unknown file filter " + part.print();
           }
         }
         return {};
       }
       break;
     case Family::sysctl:
-      if (name == "sysctl-name") {
-        return one_string(filter) ? std::string() : "sysctl-name takes one string";
+      if (name == "sysctl-name" || name == "sysctl-name-prefix") {
+        return one_string(filter) ? std::string() : name + " takes one string";
       }
       break;
     case Family::exec:
       if (name == "regex" && filter.items.size() == 2) {
         return check_regex(filter.items[1]);
       }
+      if (name == "literal") {
+        return one_string(filter) ? std::string() : "literal takes one string";
+      }
       break;
     case Family::network:
       if ((name == "remote" || name == "local") && filter.items.size() >= 2) {
-        if (filter.items[1].is_symbol("ip")) {
+        if (ip_kind(filter.items[1])) {
           return check_ip(filter);
         }
         if (filter.items[1].is_symbol("unix-socket")) {
@@ -364,7 +393,152 @@ std::string check_form(const Sexp& form) {
   return {};
 }
 
+// --- the evaluator --------------------------------------------------------------------------
+
+bool within(const std::string& path, const std::string& folder) {
+  if (folder == "/") {
+    return path.starts_with("/");
+  }
+  return path == folder || (path.starts_with(folder) && path[folder.size()] == '/');
+}
+
+// Whether a rule's operation `named` covers `operation`: the same, or a wildcard (file-write*
+// covers file-write-data, file-write-create, file-write-unlink, ...).
+bool covers(const std::string& named, const std::string& operation) {
+  if (named == operation || named == "default") {
+    return true;
+  }
+  return named.ends_with("*") && operation.starts_with(named.substr(0, named.size() - 1));
+}
+
+// "tcp4" is matched by ip, ip4, tcp and tcp4; "udp6" by ip, ip6, udp and udp6.
+bool kind_matches(const std::string& kind, const std::string& protocol) {
+  if (protocol.size() != 4) {
+    return false;
+  }
+  const std::string transport = protocol.substr(0, 3);
+  const char version = protocol[3];
+  return kind == "ip" || kind == std::string("ip") + version || kind == transport ||
+         kind == protocol;
+}
+
+bool address_matches(const std::string& value, const Request& request) {
+  const auto colon = value.rfind(':');
+  if (colon == std::string::npos) {
+    return false;
+  }
+  const std::string host = value.substr(0, colon);
+  const std::string port = value.substr(colon + 1);
+  const bool host_ok = host == "*" || (host == "localhost" && request.host == "localhost");
+  const bool port_ok = port == "*" || port == std::to_string(request.port);
+  return host_ok && port_ok;
+}
+
+// A regex compiled once: the evaluator meets the same case-folded regexes in every request. The
+// tests run on one thread.
+bool search(const std::string& text, const std::string& source) {
+  static std::map<std::string, std::regex> compiled;
+  auto at = compiled.find(source);
+  if (at == compiled.end()) {
+    at = compiled.emplace(source, std::regex(source, std::regex::extended)).first;
+  }
+  return std::regex_search(text, at->second);
+}
+
+bool matches(const Sexp& filter, const Request& request) {
+  if (filter.kind != Sexp::Kind::list || filter.items.empty()) {
+    return false;
+  }
+  const Sexp& head = filter.items[0];
+  const bool one = filter.items.size() == 2;
+  const std::string& arg = one ? filter.items[1].text : head.text;
+  if (head.is_symbol("require-all")) {
+    return std::all_of(filter.items.begin() + 1, filter.items.end(),
+                       [&](const Sexp& part) { return matches(part, request); });
+  }
+  if (head.is_symbol("require-any")) {
+    return std::any_of(filter.items.begin() + 1, filter.items.end(),
+                       [&](const Sexp& part) { return matches(part, request); });
+  }
+  if (head.is_symbol("require-not") && one) {
+    return !matches(filter.items[1], request);
+  }
+  const bool file = !request.path.empty() && !request.unix_socket;
+  const bool socket_path = !request.path.empty() && request.unix_socket;
+  if (one && (head.is_symbol("literal") || head.is_symbol("subpath") || head.is_symbol("regex"))) {
+    if (!file && !socket_path) {
+      return false;
+    }
+    if (head.is_symbol("literal")) {
+      return request.path == arg;
+    }
+    if (head.is_symbol("subpath")) {
+      return within(request.path, arg);
+    }
+    return search(request.path, arg);
+  }
+  if (one && head.is_symbol("path-literal")) {
+    return socket_path && request.path == arg;
+  }
+  if (one && head.is_symbol("path-regex")) {
+    return socket_path && search(request.path, arg);
+  }
+  if (one && head.is_symbol("vnode-type")) {
+    return !request.vnode_type.empty() && request.vnode_type == arg;
+  }
+  if (one && head.is_symbol("sysctl-name")) {
+    return !request.sysctl.empty() && request.sysctl == arg;
+  }
+  if (one && head.is_symbol("sysctl-name-prefix")) {
+    return !request.sysctl.empty() && request.sysctl.starts_with(arg);
+  }
+  if (one && head.is_symbol("global-name")) {
+    return !request.mach.empty() && request.mach == arg;
+  }
+  if ((head.is_symbol("local") || head.is_symbol("remote")) && filter.items.size() >= 2) {
+    const bool local_side =
+        request.operation == "network-bind" || request.operation == "network-inbound";
+    if (head.is_symbol("local") != local_side) {
+      return false;
+    }
+    if (filter.items[1].is_symbol("unix-socket")) {
+      return request.unix_socket && (filter.items.size() == 2 || matches(filter.items[2], request));
+    }
+    if (ip_kind(filter.items[1]) && filter.items.size() == 3) {
+      return !request.unix_socket && kind_matches(filter.items[1].text, request.protocol) &&
+             address_matches(filter.items[2].text, request);
+    }
+  }
+  return false;  // extension, target, socket-domain: never
+}
+
 }  // namespace
+
+bool evaluate(const std::vector<Sexp>& forms, const Request& request) {
+  bool decision = false;  // (deny default), or no rule at all
+  for (const auto& form : forms) {
+    if (form.items.size() < 2 ||
+        !(form.items[0].is_symbol("allow") || form.items[0].is_symbol("deny"))) {
+      continue;
+    }
+    bool named = false;
+    std::size_t i = 1;
+    for (; i < form.items.size() && form.items[i].kind == Sexp::Kind::symbol; ++i) {
+      named = named || covers(form.items[i].text, request.operation);
+    }
+    if (!named) {
+      continue;
+    }
+    bool match = i == form.items.size();  // no filter: everything
+    for (; i < form.items.size() && !match; ++i) {
+      match = matches(form.items[i], request);
+    }
+    if (match) {
+      decision = form.items[0].is_symbol("allow");
+    }
+  }
+  return decision;
+}
 
 std::string check_sbpl(const std::vector<Sexp>& forms) {
   if (forms.empty() || forms[0].print() != "(version 1)") {

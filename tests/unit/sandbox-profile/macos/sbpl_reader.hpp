@@ -4,9 +4,11 @@
 // check that a profile is well formed and that every string reads back as the bytes meant; and a
 // checker for the vocabulary sandgate's profiles may use (operations, filters and their
 // arguments, regexes), so that a misspelt operation or a filter in the wrong place, which
-// sandbox-exec would refuse or silently never match, fails a unit test on Linux too.
+// sandbox-exec would refuse or silently never match, fails a unit test on Linux too; and an
+// evaluator that decides one operation the way libsandbox does (the last matching rule wins).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +38,33 @@ Expected<std::vector<Sexp>, std::string> read_sbpl(std::string_view text);
 // `(?i)` (AppleMatch has no such flag: the rule would match nothing), `ip` only "localhost:PORT" or
 // "localhost:*" (never any host). Returns "" or the first problem, naming the form.
 std::string check_sbpl(const std::vector<Sexp>& forms);
+
+// One operation to decide, with what its filters look at. Fields an operation has no use for stay
+// empty; a filter that needs an empty field does not match.
+struct Request {
+  std::string operation;   // e.g. "file-write-unlink", "sysctl-read", "network-outbound"
+  std::string path;        // file operations, and unix sockets (with `unix_socket`)
+  std::string vnode_type;  // what a file operation acts on or creates: "SYMLINK", "REGULAR-FILE"
+  std::string sysctl;      // sysctl-read and sysctl-write: the name, e.g. "kern.procargs2"
+  std::string mach;        // mach-lookup: the service's global name
+  bool unix_socket = false;
+  // An IP socket: "tcp" or "udp", 4 or 6, and where the address is: "localhost" (127.0.0.1 or
+  // ::1) or anything else ("*" matches both, "localhost" only the former).
+  std::string protocol;  // "tcp4", "tcp6", "udp4", "udp6"
+  std::string host = "localhost";
+  std::uint16_t port = 0;
+};
+
+// What the profile decides for `request`, read the way libsandbox does: of the rules that name
+// the operation (itself, a wildcard such as file-write* that covers it, or default), the last
+// whose filters match decides (the filters of one rule are alternatives; a rule without filters
+// matches everything). None: refused. Filters: literal, subpath, regex (POSIX extended),
+// path-literal and path-regex, require-all/-any/-not, vnode-type, (local|remote unix-socket ...),
+// (local|remote ip|ip4|ip6|tcp|tcp4|tcp6|udp|udp4|udp6 "HOST:PORT"), sysctl-name,
+// sysctl-name-prefix and global-name; (extension ...) and (target ...) never match (the evaluator
+// holds no extension and is no process). `local` filters are read for network-bind and
+// network-inbound, `remote` for network-outbound.
+bool evaluate(const std::vector<Sexp>& forms, const Request& request);
 
 // Every string (not regex) value in `forms`, depth first.
 std::vector<std::string> all_strings(const std::vector<Sexp>& forms);
