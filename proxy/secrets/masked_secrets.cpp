@@ -270,6 +270,11 @@ void make_skeleton(Redaction& form) {
 
 std::vector<Redaction> redactions_of(std::string_view value, std::string_view sentinel) {
   std::vector<Redaction> out;
+  if (sentinel.size() != value.size()) {
+    // Never from make_sentinel(); a caller's own pair (MaskedSecrets::with) must keep it too:
+    // each masked form replaces its real one in place.
+    std::abort();
+  }
   Redaction plain;
   plain.real = std::string(value);
   plain.masked = std::string(sentinel);

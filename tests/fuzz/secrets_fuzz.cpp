@@ -29,9 +29,12 @@ namespace http = boost::beast::http;
 using namespace sandgate;
 
 constexpr std::string_view kToken = "ghp_RealTokenRealTokenRealToken0123456789";
-constexpr std::string_view kSentinel = "ghp_SentinelSentinelSentinel987654321XYZ";
+constexpr std::string_view kSentinel = "ghp_SentinelSentinelSentinel9876543210XYZ";
 constexpr std::string_view kKey = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
-constexpr std::string_view kKeySentinel = "qwErtYUiopASD/F7GHJKL+zXcVbnmQWERTYUIOP";
+constexpr std::string_view kKeySentinel = "qwErtYUiopASD/F7GHJKL+zXcVbnmQWERTYUIOPA";
+
+// (A sentinel has its value's length, as make_sentinel() makes it.)
+static_assert(kSentinel.size() == kToken.size() && kKeySentinel.size() == kKey.size());
 
 const secrets::MaskedSecrets& masked() {
   static const auto made = secrets::MaskedSecrets::with({
