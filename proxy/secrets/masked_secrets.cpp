@@ -297,9 +297,9 @@ std::vector<Redaction> redactions_of(std::string_view value, std::string_view se
   // digits, or after a `0` (`&#0103;`, `&#095;`), and in octal (`\147\150`). A sentinel's bytes
   // have other lengths in decimal: the masked form is the sentinel's digits, repeated to the
   // same length.
-  for (const auto& [base, width, marker] : {std::tuple{10, 0, ""}, std::tuple{10, 3, ""},
-                                             std::tuple{10, 4, ""}, std::tuple{10, 0, "0"},
-                                             std::tuple{8, 3, ""}}) {
+  for (const auto& [base, width, marker] :
+       {std::tuple{10, 0, ""}, std::tuple{10, 3, ""}, std::tuple{10, 4, ""}, std::tuple{10, 0, "0"},
+        std::tuple{8, 3, ""}}) {
     Redaction decimal;
     decimal.real = number_of(value, base, width, marker);
     const std::string digits = number_of(sentinel, base, width, marker);
