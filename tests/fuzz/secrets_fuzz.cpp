@@ -118,8 +118,10 @@ void check_body(std::string_view input, std::uint8_t piece_size, std::uint8_t pl
   const std::size_t at = body.empty() ? 0 : places % (body.size() + 1);
   body.insert(at, places & 1 ? kToken : kKey);
   body.insert(body.size() / 2, kToken);
+  const std::string spaced = spaced_hex(kToken);
+  const std::size_t spaced_at = body.size() / 3;
   if (places & 2) {
-    body.insert(body.size() / 3, spaced_hex(kToken));
+    body.insert(spaced_at, spaced);
   }
   const std::string original = body;
   const auto& redactions = masked().redactions();
@@ -144,7 +146,13 @@ void check_body(std::string_view input, std::uint8_t piece_size, std::uint8_t pl
   }
   FUZZ_CHECK(sent.size() == original.size(), std::to_string(sent.size()));
   FUZZ_CHECK(!has_real(sent), sent);
-  FUZZ_CHECK(sent.find(spaced_hex(kToken.substr(8, 16))) == std::string::npos, sent);
+  // The spaced echo is cleaned but for its first 40 bits of the secret at most (a pause may cut
+  // it there; redaction.hpp): its last 16 bytes never go as they came. (A piece of the value the
+  // input spells itself is no form, and is not cleaned.)
+  if (places & 2) {
+    const std::size_t tail = spaced.size() - 3 * 16;
+    FUZZ_CHECK(sent.compare(spaced_at + tail, 3 * 16, spaced, tail, 3 * 16) != 0, sent);
+  }
 }
 
 }  // namespace
