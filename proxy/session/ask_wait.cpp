@@ -83,13 +83,17 @@ asio::awaitable<std::optional<rules::Decision>> ask_about(
   std::shared_ptr<ask::Waiter> waiter =
       board->ask(display, port, context.client.get_executor(), request);
   // Whether `policy` still leaves the question to a person: a destination's while no rule
-  // decides it, a request's while `still_asked` says so; a budget's always (no rule grants
-  // more).
+  // decides it, a request's while `still_asked` says so; a budget's while no rule denies its
+  // destination (no rule grants more).
   const auto asked_under = [&](const std::shared_ptr<const rules::Policy>& policy) {
     if (request == nullptr) {
       return policy->decide(host, port).ask;
     }
-    return request->budget || still_asked == nullptr || (*still_asked)(policy);
+    if (request->budget) {
+      const rules::Decision decision = policy->decide(host, port);
+      return decision.allowed() || decision.unknown;
+    }
+    return still_asked == nullptr || (*still_asked)(policy);
   };
 
   // 1. Wait for the answer, the ask timeout, or the client leaving (its socket readable with

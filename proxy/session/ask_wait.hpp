@@ -26,8 +26,9 @@ namespace sandgate::session {
 // closed, or the client socket closed at the deadline) ends the wait.
 // `request`: the question is about that request (its method and path) rather than host:port.
 //
-// A reload while it waits: if the new rules decide what was asked (the destination's policy, or
-// for a request `still_asked` returning false), the request stops waiting (the question is
+// A reload while it waits: if the new rules decide what was asked (the destination's policy; for
+// a spent budget's question, a rule that denies the destination; for a request, `still_asked`
+// returning false), the request stops waiting (the question is
 // withdrawn when nobody else waits on it) and comes back with `ask` set and no answer
 // (withdrawn()): the caller decides it again by the rules now in force. Otherwise it waits on.
 using StillAsked = std::function<bool(const std::shared_ptr<const rules::Policy>&)>;
