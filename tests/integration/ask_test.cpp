@@ -16,6 +16,7 @@
 #include "connect-proxy/connect_request.hpp"
 #include "proxy/ask/admin_routes.hpp"
 #include "proxy/metrics/prometheus.hpp"
+#include "rules/domain_set.hpp"
 #include "tests/fakes/http_origin.hpp"
 #include "tests/fakes/tcp_origin.hpp"
 #include "tests/integration/harness/test_client.hpp"
@@ -862,6 +863,49 @@ TEST(Ask, OneOnceToABudgetQuestionGrantsItsAmountOnceHoweverManyWait) {
   }
   EXPECT_EQ(allowed, 1);
   EXPECT_EQ(origin.requests().size(), 2u);
+  std::filesystem::remove_all(folder);
+}
+
+// Review finding (facts F3): a reload that denies a destination decides the requests waiting on
+// its spent budget's question: the question is withdrawn and the new rules refuse them, rather
+// than a later `once` letting them through.
+TEST(Ask, AReloadThatDeniesADestinationWithdrawsItsBudgetQuestion) {
+  fakes::HttpOrigin origin;
+  std::string folder = std::string(::testing::TempDir()) + "/ask-budget-reload-XXXXXX";
+  ASSERT_NE(::mkdtemp(folder.data()), nullptr);
+  const std::string budgets = folder + "/budgets.txt";
+  std::ofstream(budgets) << "origin.test requests=1\n";
+  TestProxy proxy("", asking([&budgets](settings::Settings& s) { s.budgets_path = budgets; }));
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  const std::uint16_t port = origin.port();
+  const std::string where = "origin.test:" + std::to_string(port);
+  const auto get_later = [&] {
+    Held held{std::make_unique<TestClient>(proxy.port()), {}};
+    held.client->send("GET http://" + where + "/x HTTP/1.1\r\nHost: " + where +
+                      "\r\nConnection: close\r\n\r\n");
+    TestClient* client = held.client.get();
+    held.status =
+        std::async(std::launch::async, [client] { return read_response_head(*client).status; });
+    return held;
+  };
+  auto first = get_later();
+  ASSERT_TRUE(wait_for_question(proxy, where, 1));
+  admin(proxy, "POST", "/decide",
+        "host=origin.test&port=" + std::to_string(port) + "&answer=session");
+  ASSERT_EQ(first.status.get(), 200);
+  auto second = get_later();
+  ASSERT_TRUE(wait_for_budget_question(proxy))
+      << ask::render_pending_text(proxy.gate().questions());
+
+  std::vector<rules::LoadIssue> issues;
+  auto blocked = rules::DomainSet::parse("origin.test\n", "/reloaded/blocked.txt", issues);
+  proxy.server().publish(std::make_shared<const rules::Policy>(proxy.settings().policy,
+                                                               std::move(blocked), std::nullopt));
+  ASSERT_EQ(second.status.wait_for(5s), std::future_status::ready)
+      << ask::render_pending_text(proxy.gate().questions());
+  EXPECT_EQ(second.status.get(), 403);
+  EXPECT_EQ(ask::render_pending_text(proxy.gate().questions()), "no questions pending\n");
+  EXPECT_EQ(origin.requests().size(), 1u);
   std::filesystem::remove_all(folder);
 }
 
