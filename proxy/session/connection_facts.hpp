@@ -21,7 +21,9 @@ struct ConnectionFacts {
   rules::Host requested;
   std::uint16_t port = 0;
   // For a tunnel opened to an address: the name its TLS ClientHello asked for, which passed the
-  // policy too. (A tunnel to a name must name it there, so it adds nothing.)
+  // admission too (the policy, a person's answer) and counts against its budgets: the
+  // connection is judged and counted as each of requested, tls_name and dialled. (A tunnel to
+  // a name must name it there, so it adds nothing.)
   std::shared_ptr<const rules::Host> tls_name;
   // The address the tunnel's connection was made to (a name's checked answer), when known.
   std::optional<rules::IpAddress> dialled;

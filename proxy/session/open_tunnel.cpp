@@ -36,7 +36,7 @@ struct FirstBytes {
   bool ssh = false;                     // the client spoke SSH (the SSH rules decided)
   bool tls = false;                     // the client sent a TLS ClientHello
   std::string note;                     // for the allow line: something the operator should know
-  std::optional<rules::Host> tls_name;  // an IP destination's SNI name, which passed the policy
+  std::optional<rules::Host> tls_name;  // an IP destination's SNI name, still to be decided
 };
 
 // Reads the client's first bytes (into `buffer`, which may already hold some) until they show
