@@ -20,11 +20,14 @@ std::string key_of(std::string_view host, std::uint16_t port, std::string_view r
 }
 
 std::shared_ptr<Waiter> resolved(boost::asio::any_io_executor executor, std::string key,
-                                 Resolution resolution) {
+                                 Resolution resolution, const RequestQuestion* request) {
   auto waiter = std::make_shared<Waiter>();
   waiter->executor = std::move(executor);
   waiter->key = std::move(key);
   waiter->result = std::move(resolution);
+  if (request != nullptr && request->grant) {
+    waiter->grant = std::make_shared<Grant>(request->grant);  // a question of its own
+  }
   return waiter;
 }
 
@@ -116,13 +119,14 @@ std::shared_ptr<Waiter> QuestionBoard::ask(std::string_view host, std::uint16_t 
   {
     std::lock_guard lock(mutex_);
     if (closed_) {
-      return resolved(std::move(executor), std::move(key), {Outcome::cancelled, {}, {}});
+      return resolved(std::move(executor), std::move(key), {Outcome::cancelled, {}, {}}, request);
     }
     if (auto known = remembered_.find(remembered_as); known != remembered_.end()) {
       ++remembered_hits_total_;
       return resolved(
           std::move(executor), std::move(key),
-          {known->second ? Outcome::allowed : Outcome::denied, std::nullopt, "an earlier answer"});
+          {known->second ? Outcome::allowed : Outcome::denied, std::nullopt, "an earlier answer"},
+          request);
     }
     auto question = questions_.find(key);
     if (question == questions_.end()) {
@@ -143,6 +147,9 @@ std::shared_ptr<Waiter> QuestionBoard::ask(std::string_view host, std::uint16_t 
         made.asked = std::chrono::steady_clock::now();
         if (request != nullptr) {
           made.request = *request;
+          if (request->grant) {
+            made.grant = std::make_shared<Grant>(request->grant);
+          }
         }
         made.remembered_as = remembered_as;
         question = questions_.emplace(key, std::move(made)).first;
@@ -156,6 +163,7 @@ std::shared_ptr<Waiter> QuestionBoard::ask(std::string_view host, std::uint16_t 
       waiter = std::make_shared<Waiter>();
       waiter->executor = std::move(executor);
       waiter->key = key;
+      waiter->grant = question->second.grant;
       question->second.waiters.push_back(waiter);
     }
   }
@@ -164,7 +172,7 @@ std::shared_ptr<Waiter> QuestionBoard::ask(std::string_view host, std::uint16_t 
       note_("warning",
             "ask: " + asked_about(host, port, asked, budget) + " is not asked about: " + refused);
     }
-    return resolved(std::move(executor), std::move(key), {refusal, {}, {}});
+    return resolved(std::move(executor), std::move(key), {refusal, {}, {}}, request);
   }
   if (fresh && note_) {
     note_("info", "ask: question #" + std::to_string(fresh->id) + ": allow " +

@@ -72,6 +72,25 @@ struct Resolution {
   std::string by;                // who answered, and how ("alice via the admin endpoint")
 };
 
+// What an allowing answer to a budget's question grants (RequestQuestion::grant), applied once
+// per question however many requests wait on it: the first waiter to come back allowed applies
+// it, and the waiters then compete for what it granted (those it does not fit ask again).
+// Thread-safe.
+class Grant {
+ public:
+  explicit Grant(std::function<void()> apply) : apply_(std::move(apply)) {}
+  // Applies the grant if nobody has yet; later calls do nothing.
+  void apply_once() {
+    if (apply_ && !applied_.exchange(true)) {
+      apply_();
+    }
+  }
+
+ private:
+  std::function<void()> apply_;
+  std::atomic<bool> applied_{false};
+};
+
 // One request waiting on a question. Made by ask(); the session that waits owns the only other
 // reference. `wake` and `result` are touched only on `executor`'s thread.
 struct Waiter {
@@ -80,6 +99,9 @@ struct Waiter {
   // Set by the waiting session while it waits; the board's resolution cancels it.
   boost::asio::steady_timer* wake = nullptr;
   std::optional<Resolution> result;  // set when ask() resolved it at once, or by the board
+  // A budget's question: its grant, shared by every waiter of the one question (null for
+  // others). The waiter applies it when its wait ends allowed (Grant::apply_once).
+  std::shared_ptr<Grant> grant;
 };
 
 // A question about one request rather than its destination: under --unknown=ask, a request the
@@ -102,6 +124,10 @@ struct RequestQuestion {
   // What a `session` answer is remembered under, when not the question itself: a budget's
   // limit, whatever amount each of its questions asks for.
   std::string remembered_as = {};
+  // A budget's question: what an allowing answer grants (the account's amount more). Applied
+  // once per question (Grant), not once per request that waits on it; a remembered `session`
+  // answer is a new question each time, and grants each time.
+  std::function<void()> grant = {};
 };
 
 // A question as the front ends show it.
@@ -183,7 +209,8 @@ class QuestionBoard {
     std::chrono::steady_clock::time_point asked;
     std::vector<std::shared_ptr<Waiter>> waiters;
     std::optional<RequestQuestion> request;
-    std::string remembered_as;  // the key a `session` answer to it is remembered under
+    std::string remembered_as;     // the key a `session` answer to it is remembered under
+    std::shared_ptr<Grant> grant;  // a budget's question: shared by its waiters
   };
   // Posts `resolution` to each waiter's executor. Without the lock.
   static void resolve(std::vector<std::shared_ptr<Waiter>> waiters, const Resolution& resolution);

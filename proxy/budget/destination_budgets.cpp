@@ -8,16 +8,32 @@ namespace sandgate::budget {
 DestinationBudgets::DestinationBudgets(Ledger& ledger,
                                        std::shared_ptr<const rules::BudgetRules> rules,
                                        const rules::Host& host, std::uint16_t port,
-                                       const std::optional<rules::IpAddress>& dialled)
+                                       const std::optional<rules::IpAddress>& dialled,
+                                       const rules::Host* tls_name)
     : rules_(std::move(rules)), where_(host.display() + ":" + std::to_string(port)) {
   if (!rules_ || rules_->empty()) {
     return;
   }
-  for (const rules::BudgetLine* line : rules_->match(host, port, dialled)) {
+  std::vector<const rules::BudgetLine*> lines = rules_->match(host, port, dialled);
+  if (tls_name != nullptr) {
+    for (const rules::BudgetLine* line : rules_->match(*tls_name, port)) {
+      if (std::find(lines.begin(), lines.end(), line) == lines.end()) {
+        lines.push_back(line);
+      }
+    }
+  }
+  for (const rules::BudgetLine* line : lines) {
     for (const rules::BudgetLimit& limit : line->limits) {
       charges_.push_back({line, &limit, ledger.account(limit)});
     }
   }
+}
+
+void DestinationBudgets::drop_limits_of(const DestinationBudgets& counted) {
+  std::erase_if(charges_, [&counted](const Charge& charge) {
+    return std::any_of(counted.charges_.begin(), counted.charges_.end(),
+                       [&charge](const Charge& c) { return c.account == charge.account; });
+  });
 }
 
 Stop DestinationBudgets::stop_for(const Charge& charge, std::uint64_t wanted,

@@ -40,10 +40,17 @@ struct Stop {
 class DestinationBudgets {
  public:
   DestinationBudgets() = default;
-  // The limits of `rules` that apply to host:port (and the address a name was dialled at).
+  // The limits of `rules` that apply to host:port (and the address a name was dialled at, and
+  // `tls_name`, the name a tunnel to an address gave in its ClientHello): every identity the
+  // connection is judged by, each line once.
   DestinationBudgets(Ledger& ledger, std::shared_ptr<const rules::BudgetRules> rules,
                      const rules::Host& host, std::uint16_t port,
-                     const std::optional<rules::IpAddress>& dialled = {});
+                     const std::optional<rules::IpAddress>& dialled = {},
+                     const rules::Host* tls_name = nullptr);
+
+  // Drops the limits `counted` holds: what is left are those an identity learnt later (a
+  // ClientHello's name) adds, to count what the earlier ones did not.
+  void drop_limits_of(const DestinationBudgets& counted);
 
   bool empty() const { return charges_.empty(); }
   // The rules it was made from (null: none), so that a holder can tell a reload's new ones.

@@ -49,19 +49,36 @@ std::string Admission::note() const {
 }
 
 asio::awaitable<Admission> decide_admission(SessionContext& context, std::string_view method,
-                                            const rules::Host& host, std::uint16_t port) {
+                                            const rules::Host& host, std::uint16_t port,
+                                            std::optional<rules::Decision> answered) {
   const std::string display = host.display();
 
-  // 1 and 2. The policy; a destination no rule decides may wait on a question.
-  context.reported.reset();
+  // 1 and 2. The policy; a destination no rule decides may wait on a question. A reload during
+  // the wait decides it again with the new rules: they may decide it now (a person's answer
+  // then decides nothing); while they still leave it to a person, the answer stands.
   Admission admission;
-  admission.decision = context.policy->decide(host, port);
-  if (admission.decision.ask && !context.reports(admission.decision.reason)) {
-    auto answered = co_await ask_about(context, method, host, port);
+  for (;;) {
+    context.reported.reset();
+    admission.decision = context.policy->decide(host, port);
+    if (!admission.decision.ask || context.reports(admission.decision.reason)) {
+      break;
+    }
+    if (answered) {
+      admission.decision = *answered;
+      break;
+    }
+    answered = co_await ask_about(context, method, host, port);
     if (!answered || !context.still_wanted(method, display, port)) {
       co_return over();
     }
-    admission.decision = *answered;
+    if (context.policy == context.worker.policy) {
+      admission.decision = *answered;
+      break;
+    }
+    context.begin_request();
+    if (withdrawn(*answered)) {
+      answered.reset();  // nobody answered: the new rules decided it
+    }
   }
   if (!admission.decision.allowed() && !context.report_instead(admission.decision, host, port)) {
     co_return refused({admission.decision.reason,
@@ -136,7 +153,8 @@ namespace {
 asio::awaitable<BudgetCheck> settle_budgets(SessionContext& context, std::string_view method,
                                             rules::BudgetKind kind, const rules::Host& host,
                                             std::uint16_t port,
-                                            std::optional<rules::IpAddress> dialled, bool count) {
+                                            std::optional<rules::IpAddress> dialled, bool count,
+                                            const rules::Host* tls_name = nullptr) {
   BudgetCheck check;
   budget::Ledger* ledger = context.worker.shared.budgets;
   if (ledger == nullptr || context.policy->budgets().empty()) {
@@ -146,8 +164,13 @@ asio::awaitable<BudgetCheck> settle_budgets(SessionContext& context, std::string
   if (!count && !enforce) {
     co_return check;  // report-only mode counts, and reports, after the dial
   }
-  budget::DestinationBudgets budgets(*ledger, context.policy->shared_budgets(), host, port,
-                                     dialled);
+  budget::DestinationBudgets budgets(*ledger, context.policy->shared_budgets(), host, port, dialled,
+                                     tls_name);
+  if (tls_name != nullptr) {
+    // Only what the name adds: host and the address dialled were counted before it was known.
+    budgets.drop_limits_of(
+        budget::DestinationBudgets(*ledger, context.policy->shared_budgets(), host, port, dialled));
+  }
   const auto refuse = [&check](budget::Stop stop, AskedForMore asked) {
     if (asked == AskedForMore::refused) {
       stop.sentence += " More was asked for and not allowed.";
@@ -227,8 +250,9 @@ asio::awaitable<BudgetCheck> check_budgets_before_dial(SessionContext& context,
 asio::awaitable<BudgetCheck> count_against_budgets(SessionContext& context, std::string_view method,
                                                    rules::BudgetKind kind, const rules::Host& host,
                                                    std::uint16_t port,
-                                                   std::optional<rules::IpAddress> dialled) {
-  return settle_budgets(context, method, kind, host, port, dialled, true);
+                                                   std::optional<rules::IpAddress> dialled,
+                                                   const rules::Host* tls_name) {
+  return settle_budgets(context, method, kind, host, port, dialled, true, tls_name);
 }
 
 bool BudgetCheck::apply_to(Admission& admission) {

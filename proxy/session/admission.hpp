@@ -2,7 +2,8 @@
 // its client's bytes into a destination, parsed strictly, and hands it here; what comes back is
 // "admitted, with the upstream connected", "refused, with a reason", or "over" (the client left,
 // the drain or a reload ended the wait; the line saying so has been written). The stages, in
-// order, each decided with the rules in force when the request arrived (context.policy):
+// order, each decided with the rules in force when it is decided (context.policy: those of the
+// request's arrival, or of a reload that came during one of its waits, which decides it again):
 //
 //   1. the policy;
 //   2. a person's answer, when no rule decides and the gate asks (--unknown=ask);
@@ -84,8 +85,13 @@ struct Admission {
 };
 
 // Stages 1-3: the policy, a question, LaunchDarkly. Admitted (no upstream yet), refused or over.
-boost::asio::awaitable<Admission> decide_admission(SessionContext& context, std::string_view method,
-                                                   const rules::Host& host, std::uint16_t port);
+// A reload while it waits on a question makes it take the new rules (context.policy) and decide
+// again with them. `answered`: a person's answer about host:port already given for this request
+// (a decision made again after a reload), which stands instead of a new question while the rules
+// leave host:port to a person.
+boost::asio::awaitable<Admission> decide_admission(
+    SessionContext& context, std::string_view method, const rules::Host& host, std::uint16_t port,
+    std::optional<rules::Decision> answered = std::nullopt);
 
 // Stage 4, for an admission decide_admission() admitted: connects context.upstream for `use`.
 // On failure the admission becomes refused (the network failed, or an address rule refused a
@@ -148,9 +154,12 @@ struct BudgetCheck {
   // Makes `admission` over or refused as this check says; true when it is still admitted.
   bool apply_to(Admission& admission);
 };
+// `tls_name`: the name a tunnel to an address gave in its ClientHello, learnt after host and
+// the address were counted: only the limits it adds count (and may refuse) the connection now.
 boost::asio::awaitable<BudgetCheck> count_against_budgets(
     SessionContext& context, std::string_view method, rules::BudgetKind kind,
-    const rules::Host& host, std::uint16_t port, std::optional<rules::IpAddress> dialled);
+    const rules::Host& host, std::uint16_t port, std::optional<rules::IpAddress> dialled,
+    const rules::Host* tls_name = nullptr);
 // Before the dial, when only the name is known: the same refusal (or question) when a limit the
 // name matches is spent; nothing is counted (count_against_budgets does, after the dial).
 boost::asio::awaitable<BudgetCheck> check_budgets_before_dial(SessionContext& context,

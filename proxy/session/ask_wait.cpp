@@ -49,13 +49,32 @@ rules::Decision ask_default(const SessionContext& context, rules::Reason reason)
   return context.settings().ask_default_allow ? allowed_by_answer() : denied(reason);
 }
 
+// What a finished wait decides (the gate is not shutting down).
+rules::Decision decision_of(const SessionContext& context, const ask::Waiter& waiter,
+                            bool timed_out) {
+  if (timed_out || !waiter.result) {
+    return ask_default(context, rules::Reason::ask_timeout);
+  }
+  switch (waiter.result->outcome) {
+    case ask::Outcome::allowed:
+      return allowed_by_answer();
+    case ask::Outcome::denied:
+      return denied(rules::Reason::ask_denied);
+    case ask::Outcome::overloaded:
+      // Too many questions pending: never the ask default, which may be allow (see Outcome).
+      return denied(rules::Reason::ask_unavailable);
+    case ask::Outcome::unavailable:
+    case ask::Outcome::cancelled:
+      break;
+  }
+  return ask_default(context, rules::Reason::ask_unavailable);
+}
+
 }  // namespace
 
-asio::awaitable<std::optional<rules::Decision>> ask_about(SessionContext& context,
-                                                          std::string_view method,
-                                                          const rules::Host& host,
-                                                          std::uint16_t port,
-                                                          const ask::RequestQuestion* request) {
+asio::awaitable<std::optional<rules::Decision>> ask_about(
+    SessionContext& context, std::string_view method, const rules::Host& host, std::uint16_t port,
+    const ask::RequestQuestion* request, const StillAsked* still_asked) {
   const std::string display = host.display();
   ask::QuestionBoard* board = context.worker.shared.questions;
   if (board == nullptr) {
@@ -63,15 +82,38 @@ asio::awaitable<std::optional<rules::Decision>> ask_about(SessionContext& contex
   }
   std::shared_ptr<ask::Waiter> waiter =
       board->ask(display, port, context.client.get_executor(), request);
+  // Whether `policy` still leaves the question to a person: a destination's while no rule
+  // decides it, a request's while `still_asked` says so; a budget's while no rule denies its
+  // destination (no rule grants more).
+  const auto asked_under = [&](const std::shared_ptr<const rules::Policy>& policy) {
+    if (request == nullptr) {
+      return policy->decide(host, port).ask;
+    }
+    if (request->budget) {
+      const rules::Decision decision = policy->decide(host, port);
+      return decision.allowed() || decision.unknown;
+    }
+    return still_asked == nullptr || (*still_asked)(policy);
+  };
 
   // 1. Wait for the answer, the ask timeout, or the client leaving (its socket readable with
   // nothing to read). A client that sends bytes early is not watched further: they belong to
   // the request, and a readable socket would wake this loop at once again.
   bool timed_out = false;
+  bool withdrawn = false;
   if (!waiter->result) {
     asio::steady_timer wake(context.client.get_executor());
     wake.expires_after(context.settings().ask_timeout);
+    const auto deadline = wake.expiry();
     waiter->wake = &wake;
+    // A reload wakes it (WorkerContext::asking) to see whether the new rules decide it now.
+    struct Listed {
+      std::vector<asio::steady_timer*>& asking;
+      asio::steady_timer* timer;
+      ~Listed() { std::erase(asking, timer); }
+    } listed{context.worker.asking, &wake};
+    context.worker.asking.push_back(&wake);
+    const rules::Policy* seen = context.worker.policy.get();
     bool watch_client = true;
     for (;;) {
       if (watch_client) {
@@ -104,37 +146,42 @@ asio::awaitable<std::optional<rules::Decision>> ask_about(SessionContext& contex
       } else {
         co_await wake.async_wait(use_tuple);
       }
+      if (!waiter->result && !context.stopping() && context.worker.policy.get() != seen) {
+        // A reload: the question stands while the new rules still leave it to a person (the
+        // same deadline); otherwise it is withdrawn, and the caller decides by them.
+        seen = context.worker.policy.get();
+        if (asked_under(context.worker.policy)) {
+          wake.expires_at(deadline);
+          continue;
+        }
+        withdrawn = true;
+      }
       break;
     }
     waiter->wake = nullptr;
     if (!waiter->result) {
-      timed_out = !context.stopping();
+      timed_out = !context.stopping() && !withdrawn;
       board->leave(waiter, timed_out);
     }
   }
 
-  // 2. What the answer (or its absence) means for this request.
+  // 2. What the answer (or its absence) means for this request. A budget's grant is applied by
+  // the first of the question's waiters to come back allowed, once for the question.
   if (context.stopping() ||
       (waiter->result && waiter->result->outcome == ask::Outcome::cancelled)) {
     context.record_shutting_down(method, display, port);
     co_return std::nullopt;
   }
-  if (timed_out || !waiter->result) {
-    co_return ask_default(context, rules::Reason::ask_timeout);
+  if (withdrawn) {
+    rules::Decision rules_decide = denied(rules::Reason::ask_unavailable);
+    rules_decide.ask = true;  // no answer: the new rules (context.worker.policy) decide
+    co_return rules_decide;
   }
-  switch (waiter->result->outcome) {
-    case ask::Outcome::allowed:
-      co_return allowed_by_answer();
-    case ask::Outcome::denied:
-      co_return denied(rules::Reason::ask_denied);
-    case ask::Outcome::overloaded:
-      // Too many questions pending: never the ask default, which may be allow (see Outcome).
-      co_return denied(rules::Reason::ask_unavailable);
-    case ask::Outcome::unavailable:
-    case ask::Outcome::cancelled:
-      break;
+  const rules::Decision decision = decision_of(context, *waiter, timed_out);
+  if (decision.allowed() && waiter->grant) {
+    waiter->grant->apply_once();
   }
-  co_return ask_default(context, rules::Reason::ask_unavailable);
+  co_return decision;
 }
 
 ask::RequestQuestion budget_question(const budget::Stop& stop) {
@@ -152,7 +199,10 @@ asio::awaitable<AskedForMore> ask_for_more(SessionContext& context, std::string_
       context.worker.shared.questions == nullptr || !stop.account) {
     co_return AskedForMore::not_asked;
   }
-  const ask::RequestQuestion question = budget_question(stop);
+  ask::RequestQuestion question = budget_question(stop);
+  // The grant is the question's, applied once however many requests wait on it (ask::Grant):
+  // each then takes what it needs, and one it does not fit is stopped again.
+  question.grant = [account = stop.account, amount = stop.amount] { account->grant(amount); };
   const std::optional<rules::Decision> answered =
       co_await ask_about(context, method, host, port, &question);
   if (!answered || !context.still_wanted(method, host.display(), port)) {
@@ -161,7 +211,6 @@ asio::awaitable<AskedForMore> ask_for_more(SessionContext& context, std::string_
   if (!answered->allowed()) {
     co_return AskedForMore::refused;
   }
-  stop.account->grant(stop.amount);
   co_return AskedForMore::granted;
 }
 

@@ -4,6 +4,8 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string_view>
 
@@ -23,9 +25,21 @@ namespace sandgate::session {
 // been written and the client closed. Completes on the session's worker; the drain (the board
 // closed, or the client socket closed at the deadline) ends the wait.
 // `request`: the question is about that request (its method and path) rather than host:port.
+//
+// A reload while it waits: if the new rules decide what was asked (the destination's policy; for
+// a spent budget's question, a rule that denies the destination; for a request, `still_asked`
+// returning false), the request stops waiting (the question is
+// withdrawn when nobody else waits on it) and comes back with `ask` set and no answer
+// (withdrawn()): the caller decides it again by the rules now in force. Otherwise it waits on.
+using StillAsked = std::function<bool(const std::shared_ptr<const rules::Policy>&)>;
 boost::asio::awaitable<std::optional<rules::Decision>> ask_about(
     SessionContext& context, std::string_view method, const rules::Host& host, std::uint16_t port,
-    const ask::RequestQuestion* request = nullptr);
+    const ask::RequestQuestion* request = nullptr, const StillAsked* still_asked = nullptr);
+
+// What ask_about returns when a reload's rules decided the question instead of a person.
+inline bool withdrawn(const rules::Decision& decision) {
+  return decision.ask && !decision.allowed();
+}
 
 // The question a spent budget asks a person ("50 MB more sent (budgets.txt:2 ...)"), remembered
 // by a `session` answer under its limit, whatever amount it asks for.
@@ -34,7 +48,9 @@ ask::RequestQuestion budget_question(const budget::Stop& stop);
 // --unknown=ask, for a spent egress budget (proxy/budget/): asks the person whether `stop`'s
 // limit may have stop.amount more (its amount again, or what the waiting transfer lacks when
 // that is more: "allow github.com:443 50 MB more sent (...)?"). granted: allowed (the account
-// was granted stop.amount; an ask default of allow grants it too); refused: denied, or no
+// was granted stop.amount, once for the question however many requests waited on it, so the
+// caller must still take what it needs and may find it taken; an ask default of allow grants it
+// too); refused: denied, or no
 // answer in time with an ask default of deny; not_asked: the gate does not ask (no
 // --unknown=ask, nobody to ask); over: the request ended while it waited (its line written).
 enum class AskedForMore : std::uint8_t { granted, refused, not_asked, over };

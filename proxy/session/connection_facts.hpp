@@ -21,12 +21,15 @@ struct ConnectionFacts {
   rules::Host requested;
   std::uint16_t port = 0;
   // For a tunnel opened to an address: the name its TLS ClientHello asked for, which passed the
-  // policy too. (A tunnel to a name must name it there, so it adds nothing.)
+  // admission too (the policy, a person's answer) and counts against its budgets: the
+  // connection is judged and counted as each of requested, tls_name and dialled. (A tunnel to
+  // a name must name it there, so it adds nothing.)
   std::shared_ptr<const rules::Host> tls_name;
   // The address the tunnel's connection was made to (a name's checked answer), when known.
   std::optional<rules::IpAddress> dialled;
-  bool ssh = false;       // the client spoke SSH: the SSH rules hold it too
-  bool answered = false;  // a person's answer, not a rule, allowed `requested`
+  bool ssh = false;                // the client spoke SSH: the SSH rules hold it too
+  bool answered = false;           // a person's answer, not a rule, allowed `requested`
+  bool tls_name_answered = false;  // and `tls_name`
   // The gate terminates its TLS and judges each request in it; otherwise the tunnel is spliced.
   bool inspected = false;
 
@@ -50,6 +53,7 @@ struct ConnectionFacts {
     registered.ssh = ssh;
     registered.tls_name = tls_name;
     registered.answered = answered;
+    registered.tls_name_answered = tls_name_answered;
     registered.spliced = !inspected;
     return registered;
   }

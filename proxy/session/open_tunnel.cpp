@@ -36,14 +36,13 @@ struct FirstBytes {
   bool ssh = false;                     // the client spoke SSH (the SSH rules decided)
   bool tls = false;                     // the client sent a TLS ClientHello
   std::string note;                     // for the allow line: something the operator should know
-  std::optional<rules::Host> tls_name;  // an IP destination's SNI name, which passed the policy
+  std::optional<rules::Host> tls_name;  // an IP destination's SNI name, still to be decided
 };
 
 // Reads the client's first bytes (into `buffer`, which may already hold some) until they show
 // the protocol: TLS with its server name, SSH, or something else. Bounded in time, and in size by
 // the buffer's maximum: a ClientHello that does not fit is refused, never grown into.
 asio::awaitable<FirstBytes> inspect_first_bytes(SessionContext& context, const rules::Host& host,
-                                                std::uint16_t port,
                                                 boost::beast::flat_buffer& buffer) {
   using Status = rules::ClientHello::Status;
   FirstBytes mismatch;
@@ -115,9 +114,8 @@ asio::awaitable<FirstBytes> inspect_first_bytes(SessionContext& context, const r
         }
         co_return tls;
       }
-      // An IP destination with a name inside: the name must pass the policy too (and a reload
-      // judges it again).
-      tls.decision = context.policy->decide(*named, port);
+      // An IP destination with a name inside: the name must pass the admission too, as any
+      // destination does (decide_name_given, after this; a reload judges it again).
       tls.tls_name = *named;
       co_return tls;
     }
@@ -254,6 +252,43 @@ asio::awaitable<void> pass_parent_bytes(TunnelSetup& setup) {
   setup.from_parent = boost::beast::flat_buffer();
 }
 
+// A tunnel to an address whose ClientHello named `name`: the name is a destination like any
+// other, decided by the same stages (admission.hpp: the policy, a person's answer or an earlier
+// one, LaunchDarkly), and then the connection is counted against the name's budgets too (the
+// limits its address and requested name did not already count): an upload to the name through
+// its address meets the name's budgets. False when the tunnel is over (denied: logged, closed).
+asio::awaitable<bool> decide_name_given(TunnelSetup& setup, const rules::Host& name) {
+  SessionContext& context = setup.context;
+  // (A denial report-only mode let through earlier stays the request's; decide_admission starts
+  // its own.)
+  std::optional<Reported> earlier = std::move(context.reported);
+  Admission admission = co_await decide_admission(context, setup.method, name, setup.port);
+  if (earlier) {
+    context.reported = std::move(earlier);
+  }
+  if (admission.status == Admission::Status::over) {
+    co_return false;
+  }
+  if (admission.refused()) {
+    deny_established(setup, admission.refusal.reason, admission.refusal.rule,
+                     "the TLS name: " + admission.refusal.sentence);
+    co_return false;
+  }
+  setup.facts.tls_name_answered = admission.decision.answered;
+  BudgetCheck counted =
+      co_await count_against_budgets(context, setup.method, rules::BudgetKind::connections,
+                                     setup.host, setup.port, setup.facts.dialled, &name);
+  if (counted.over) {
+    co_return false;
+  }
+  if (counted.refusal) {
+    deny_established(setup, counted.refusal->reason, counted.refusal->rule,
+                     counted.refusal->sentence);
+    co_return false;
+  }
+  co_return context.still_wanted(setup.method, setup.display, setup.port);
+}
+
 // On a TLS port, what the client sends first decides before a byte goes upstream: the protocol
 // actually spoken, not the port number (inspect_first_bytes). On other ports the client's stream
 // is read as a tolerant SSH server reads it (rules/ssh_identification.hpp): bytes that came with
@@ -267,7 +302,7 @@ asio::awaitable<bool> look_at_first_bytes(TunnelSetup& setup, boost::beast::flat
       context.settings().sni_check &&
       std::find(tls_ports.begin(), tls_ports.end(), setup.port) != tls_ports.end();
   if (tls_port) {
-    const FirstBytes first = co_await inspect_first_bytes(context, setup.host, setup.port, buffer);
+    const FirstBytes first = co_await inspect_first_bytes(context, setup.host, buffer);
     if (!context.still_wanted(setup.method, setup.display, setup.port) ||
         !first_bytes_pass(setup, first.decision, first.tls_name.value_or(setup.host))) {
       co_return false;
@@ -275,6 +310,9 @@ asio::awaitable<bool> look_at_first_bytes(TunnelSetup& setup, boost::beast::flat
     setup.facts.ssh = first.ssh;
     setup.tls = first.tls;
     if (first.tls_name) {
+      if (!co_await decide_name_given(setup, *first.tls_name)) {
+        co_return false;
+      }
       setup.facts.tls_name = std::make_shared<const rules::Host>(*first.tls_name);
     }
     setup.add_note(first.note);
@@ -327,7 +365,8 @@ asio::awaitable<void> hand_over(TunnelSetup& setup, boost::beast::flat_buffer& b
     if (budget::Ledger* ledger = context.worker.shared.budgets;
         ledger != nullptr && !context.policy->budgets().empty()) {
       budget::DestinationBudgets budgets(*ledger, context.policy->shared_budgets(), setup.host,
-                                         setup.port, setup.facts.dialled);
+                                         setup.port, setup.facts.dialled,
+                                         setup.facts.tls_name.get());
       if (context.reports(rules::Reason::budget_exhausted)) {
         (void)budgets.charge(rules::BudgetKind::up, allowed);  // the relay reports a spent one
       } else {

@@ -52,7 +52,8 @@ budget::DestinationBudgets& TunnelSession::budgets() {
   if (budgets_.made_from() != rules.get()) {
     const Destination& destination = *live_.destination;
     budgets_ = budget::DestinationBudgets(*worker_.shared.budgets, rules, destination.host,
-                                          destination.port, destination.address);
+                                          destination.port, destination.address,
+                                          destination.tls_name.get());
   }
   return budgets_;
 }
@@ -77,7 +78,9 @@ bool TunnelSession::hold(bool upward, std::function<void(bool go_on)> resume) {
     return false;
   }
   (void)upward;
-  const ask::RequestQuestion question = budget_question(*stop_);
+  ask::RequestQuestion question = budget_question(*stop_);
+  // Applied once for the question, however many tunnels wait on it (ask::Grant).
+  question.grant = [account = stop_->account, amount = stop_->amount] { account->grant(amount); };
   auto waiter = board->ask(host_, port_, client_.get_executor(), &question);
   asking_ = std::make_unique<boost::asio::steady_timer>(client_.get_executor());
   asking_->expires_after(waiter->result
@@ -96,7 +99,9 @@ bool TunnelSession::hold(bool upward, std::function<void(bool go_on)> resume) {
         waiter->result ? waiter->result->outcome == ask::Outcome::allowed
                        : (timed_out && worker_.settings->ask_default_allow && !worker_.stopping);
     if (allowed) {
-      stop_->account->grant(stop_->amount);
+      if (waiter->grant) {
+        waiter->grant->apply_once();
+      }
       stop_.reset();  // the next spent limit makes its own
     } else {
       const std::string note = waiter->result && waiter->result->outcome == ask::Outcome::denied

@@ -58,6 +58,9 @@ void WorkerContext::close_all() {
 
 std::size_t WorkerContext::apply_policy(std::shared_ptr<const rules::Policy> next, bool revoke) {
   policy = std::move(next);
+  for (boost::asio::steady_timer* waiting : asking) {
+    waiting->cancel();
+  }
   if (!revoke) {
     return 0;
   }
@@ -149,6 +152,9 @@ std::optional<Revocation> judge_again(const rules::Policy& policy, const Destina
   }
   if (decision.allowed() && destination.tls_name) {
     decision = policy.decide(*destination.tls_name, destination.port);
+    if (!decision.allowed() && decision.unknown && destination.tls_name_answered) {
+      decision = rules::Decision{};  // a person allowed the name, and still no rule decides it
+    }
     if (!decision.allowed()) {
       Revocation revocation;
       revocation.reason = std::string(rules::reason_code(decision.reason));

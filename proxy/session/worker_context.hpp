@@ -6,10 +6,12 @@
 
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "proxy/dns/resolver.hpp"
 #include "proxy/log/decision_log.hpp"
@@ -75,6 +77,7 @@ struct Destination {
   // Allowed by a person's answer to a question (--unknown=ask), not by a rule: a reload that
   // still finds no rule for it keeps it.
   bool answered = false;
+  bool tls_name_answered = false;  // as `answered`, for tls_name
   // An uninspected tunnel: the gate does not read what it carries, so a reload that gives its
   // host request rules (splice_bar) closes it rather than let requests pass unjudged.
   bool spliced = false;
@@ -169,6 +172,11 @@ class WorkerContext {
   // that a flood past the limit cannot hold descriptors the served connections need.
   std::size_t busy_refusals = 0;
 
+  // The timers of this worker's requests waiting on a question (ask_wait.cpp). A new policy
+  // (apply_policy) wakes them: each sees whether the new rules now decide what it asked, and if
+  // so stops waiting, to be decided by them.
+  std::vector<boost::asio::steady_timer*> asking;
+
   // Closes the idle origin connections (a reload: none verified under the old rules and
   // settings is kept or handed out after it). Worker thread.
   void forget_idle_origins();
@@ -179,7 +187,8 @@ class WorkerContext {
   void detach(LiveConnection& connection);
   // Closes every live connection's sockets (drain deadline). Worker thread only.
   void close_all();
-  // Makes `next` the policy of this worker; when `revoke`, closes every live connection whose
+  // Makes `next` the policy of this worker and wakes the requests waiting on a question (see
+  // `asking`); when `revoke`, closes every live connection whose
   // destination `next` denies, marking it revoked. Returns how many were closed. Worker thread.
   // In report-only mode (this worker's settings say enforce=false) a reportable revocation
   // closes nothing: it is logged once per connection as would-deny and counted.

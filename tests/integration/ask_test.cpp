@@ -16,10 +16,12 @@
 #include "connect-proxy/connect_request.hpp"
 #include "proxy/ask/admin_routes.hpp"
 #include "proxy/metrics/prometheus.hpp"
+#include "rules/domain_set.hpp"
 #include "tests/fakes/http_origin.hpp"
 #include "tests/fakes/tcp_origin.hpp"
 #include "tests/integration/harness/test_client.hpp"
 #include "tests/integration/harness/test_proxy.hpp"
+#include "tests/support/client_hello.hpp"
 
 namespace sandgate::testing {
 namespace {
@@ -568,6 +570,7 @@ class RequestQuestions {
 
   TestProxy& proxy() { return *proxy_; }
   const std::string& where() const { return where_; }
+  const std::string& rules_path() const { return rules_; }
   fakes::HttpOrigin& origin() { return origin_; }
 
  private:
@@ -613,6 +616,76 @@ TEST(Ask, AHiddenDeleteMeetsTheDenyLineWithoutAQuestionInEveryShape) {
         << shape.fields << shape.query;
   }
   EXPECT_EQ(gate.origin().requests().size(), 1u);  // the first POST alone
+}
+
+// Review finding (facts F3): a request waiting on its question was let through by `once`
+// after a reload had added a line denying it. A decision made before a wait is not read back
+// after it: the request is judged again by the rules in force when the answer came.
+TEST(Ask, ARequestWaitingOnAQuestionMeetsTheRulesAReloadBroughtMeanwhile) {
+  RequestQuestions gate;
+  TestProxy& proxy = gate.proxy();
+  auto other = gate.send_later("GET", "/other");
+  ASSERT_TRUE(wait_for_question(proxy, gate.where() + " GET /other", 1))
+      << ask::render_pending_text(proxy.gate().questions());
+  std::ofstream(gate.rules_path(), std::ios::app) << "deny origin.test GET /other\n";
+  ASSERT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return log.find("reloaded") != std::string::npos &&
+           log.find("requests.txt") != std::string::npos;
+  })) << proxy.log_text();
+  // A request a line denies is never asked about: the question is withdrawn, the rules decide.
+  ASSERT_EQ(other.status.wait_for(5s), std::future_status::ready)
+      << ask::render_pending_text(proxy.gate().questions());
+  EXPECT_EQ(other.status.get(), 403);
+  EXPECT_EQ(ask::render_pending_text(proxy.gate().questions()), "no questions pending\n");
+  EXPECT_EQ(gate.origin().requests().size(), 1u);  // the first POST alone
+
+  // A reload that leaves a waiting request to a person keeps its question, and the answer
+  // stands for it; the new rules still judge it (here its destination stays allowed).
+  auto more = gate.send_later("GET", "/more");
+  ASSERT_TRUE(wait_for_question(proxy, gate.where() + " GET /more", 1));
+  std::ofstream(gate.rules_path(), std::ios::app) << "deny origin.test PUT /elsewhere\n";
+  ASSERT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return log_lines_with(log, {"reloaded", "requests.txt"}).size() >= 2;
+  })) << proxy.log_text();
+  std::this_thread::sleep_for(200ms);  // every worker has taken the new rules
+  EXPECT_EQ(more.status.wait_for(100ms), std::future_status::timeout);
+  ASSERT_TRUE(wait_for_question(proxy, gate.where() + " GET /more", 1));
+  EXPECT_NE(gate.decide("GET /more", "once").find("HTTP/1.1 200"), std::string::npos);
+  EXPECT_EQ(more.status.get(), 200);
+  EXPECT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return log_lines_with(log, {"\"reason\":\"request-denied\"", "\"path\":\"/other\""}).size() ==
+           1;
+  })) << proxy.log_text();
+}
+
+// Review finding (facts F5): a tunnel to an address whose ClientHello names a host no rule
+// decides was refused unknown-destination although a person had allowed both: the name's
+// decision did not go through the admission's stages. It is asked about (or remembered) as any
+// destination is.
+TEST(Ask, AClientHellosNameIsAskedAboutAsAnyDestinationIs) {
+  fakes::TcpOrigin origin;  // echoes
+  TestProxy proxy("", asking([&origin](settings::Settings& s) {
+                    s.policy.allow_ip = true;
+                    s.tls_ports = {origin.port()};
+                  }));
+  const std::string port = std::to_string(origin.port());
+  const std::string hello = client_hello_records("named.test");
+  for (int round = 0; round < 2; ++round) {
+    Held held = connect_later(proxy, "127.0.0.1:" + port);
+    if (round == 0) {
+      ASSERT_TRUE(wait_for_question(proxy, "127.0.0.1:" + port, 1));
+      admin(proxy, "POST", "/decide", "host=127.0.0.1&port=" + port + "&answer=session");
+    }
+    ASSERT_EQ(held.status.get(), 200);
+    held.client->send(hello);
+    if (round == 0) {
+      ASSERT_TRUE(wait_for_question(proxy, "named.test:" + port, 1))
+          << ask::render_pending_text(proxy.gate().questions()) << proxy.log_text();
+      admin(proxy, "POST", "/decide", "host=named.test&port=" + port + "&answer=session");
+    }
+    // Allowed by the answer, then by its memory: the hello reaches the origin and comes back.
+    EXPECT_EQ(held.client->read_exact(hello.size(), 5s), hello) << round << proxy.log_text();
+  }
 }
 
 // A question is about the effective request: the methods it may act as are shown ("GET as PUT
@@ -731,6 +804,108 @@ TEST(Ask, ABudgetQuestionAsksForWhatTheRequestNeedsAndAYesSendsIt) {
   EXPECT_EQ(ask::render_pending_text(proxy.gate().questions()), "no questions pending\n");
   ASSERT_TRUE(origin.wait_for_requests(3));
   EXPECT_EQ(origin.requests()[2].body.size(), 40000u);
+  std::filesystem::remove_all(folder);
+}
+
+// Review finding (facts F2): with `requests=1` spent, five requests waiting on the one budget
+// question were each granted the amount by a single `once`, and all five went through. The
+// answer's grant is applied once for the question; the waiters compete for it, and those it does
+// not fit are asked again (here denied).
+TEST(Ask, OneOnceToABudgetQuestionGrantsItsAmountOnceHoweverManyWait) {
+  fakes::HttpOrigin origin;
+  std::string folder = std::string(::testing::TempDir()) + "/ask-budget-once-XXXXXX";
+  ASSERT_NE(::mkdtemp(folder.data()), nullptr);
+  const std::string budgets = folder + "/budgets.txt";
+  std::ofstream(budgets) << "origin.test requests=1\n";
+  TestProxy proxy("", asking([&budgets](settings::Settings& s) { s.budgets_path = budgets; }));
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  const std::uint16_t port = origin.port();
+  const std::string where = "origin.test:" + std::to_string(port);
+  const auto get_later = [&] {
+    Held held{std::make_unique<TestClient>(proxy.port()), {}};
+    held.client->send("GET http://" + where + "/x HTTP/1.1\r\nHost: " + where +
+                      "\r\nConnection: close\r\n\r\n");
+    TestClient* client = held.client.get();
+    held.status =
+        std::async(std::launch::async, [client] { return read_response_head(*client).status; });
+    return held;
+  };
+  auto first = get_later();  // the destination's question, then the one request the limit holds
+  ASSERT_TRUE(wait_for_question(proxy, where, 1));
+  admin(proxy, "POST", "/decide",
+        "host=origin.test&port=" + std::to_string(port) + "&answer=session");
+  ASSERT_EQ(first.status.get(), 200);
+
+  std::vector<Held> held;
+  for (int i = 0; i < 5; ++i) {
+    held.push_back(get_later());
+  }
+  std::optional<ask::PendingQuestion> asked;
+  for (int i = 0; i < 500 && !(asked && asked->waiting == 5); ++i) {
+    std::this_thread::sleep_for(10ms);
+    asked = wait_for_budget_question(proxy);
+  }
+  ASSERT_TRUE(asked && asked->waiting == 5) << ask::render_pending_text(proxy.gate().questions());
+  ASSERT_TRUE(proxy.gate().questions().answer("origin.test", port, ask::Answer::once, "tester",
+                                              asked->request));
+  // Those the one grant does not fit are asked again: deny every later question.
+  int allowed = 0;
+  for (auto& h : held) {
+    while (h.status.wait_for(50ms) != std::future_status::ready) {
+      for (const ask::PendingQuestion& again : proxy.gate().questions().pending()) {
+        (void)proxy.gate().questions().answer("origin.test", port, ask::Answer::deny, "tester",
+                                              again.request);
+      }
+    }
+    const int status = h.status.get();
+    EXPECT_TRUE(status == 200 || status == 429) << status;
+    allowed += status == 200 ? 1 : 0;
+  }
+  EXPECT_EQ(allowed, 1);
+  EXPECT_EQ(origin.requests().size(), 2u);
+  std::filesystem::remove_all(folder);
+}
+
+// Review finding (facts F3): a reload that denies a destination decides the requests waiting on
+// its spent budget's question: the question is withdrawn and the new rules refuse them, rather
+// than a later `once` letting them through.
+TEST(Ask, AReloadThatDeniesADestinationWithdrawsItsBudgetQuestion) {
+  fakes::HttpOrigin origin;
+  std::string folder = std::string(::testing::TempDir()) + "/ask-budget-reload-XXXXXX";
+  ASSERT_NE(::mkdtemp(folder.data()), nullptr);
+  const std::string budgets = folder + "/budgets.txt";
+  std::ofstream(budgets) << "origin.test requests=1\n";
+  TestProxy proxy("", asking([&budgets](settings::Settings& s) { s.budgets_path = budgets; }));
+  proxy.dns().set("origin.test", {"127.0.0.1"});
+  const std::uint16_t port = origin.port();
+  const std::string where = "origin.test:" + std::to_string(port);
+  const auto get_later = [&] {
+    Held held{std::make_unique<TestClient>(proxy.port()), {}};
+    held.client->send("GET http://" + where + "/x HTTP/1.1\r\nHost: " + where +
+                      "\r\nConnection: close\r\n\r\n");
+    TestClient* client = held.client.get();
+    held.status =
+        std::async(std::launch::async, [client] { return read_response_head(*client).status; });
+    return held;
+  };
+  auto first = get_later();
+  ASSERT_TRUE(wait_for_question(proxy, where, 1));
+  admin(proxy, "POST", "/decide",
+        "host=origin.test&port=" + std::to_string(port) + "&answer=session");
+  ASSERT_EQ(first.status.get(), 200);
+  auto second = get_later();
+  ASSERT_TRUE(wait_for_budget_question(proxy))
+      << ask::render_pending_text(proxy.gate().questions());
+
+  std::vector<rules::LoadIssue> issues;
+  auto blocked = rules::DomainSet::parse("origin.test\n", "/reloaded/blocked.txt", issues);
+  proxy.server().publish(std::make_shared<const rules::Policy>(proxy.settings().policy,
+                                                               std::move(blocked), std::nullopt));
+  ASSERT_EQ(second.status.wait_for(5s), std::future_status::ready)
+      << ask::render_pending_text(proxy.gate().questions());
+  EXPECT_EQ(second.status.get(), 403);
+  EXPECT_EQ(ask::render_pending_text(proxy.gate().questions()), "no questions pending\n");
+  EXPECT_EQ(origin.requests().size(), 1u);
   std::filesystem::remove_all(folder);
 }
 

@@ -14,6 +14,7 @@
 #include "tests/fakes/tcp_origin.hpp"
 #include "tests/integration/harness/test_client.hpp"
 #include "tests/integration/harness/test_proxy.hpp"
+#include "tests/support/client_hello.hpp"
 
 namespace sandgate::testing {
 namespace {
@@ -25,17 +26,23 @@ using namespace std::chrono_literals;
 class Budgets {
  public:
   // `allow_ip`: the gate takes tunnels to IP addresses too (GOOSE_SANDBOX_ALLOW_IP).
-  explicit Budgets(const std::string& text, bool enforce = true, bool allow_ip = false) {
+  // `more`: further settings.
+  explicit Budgets(const std::string& text, bool enforce = true, bool allow_ip = false,
+                   std::function<void(settings::Settings&)> more = {}) {
     char pattern[] = "/tmp/sandgate-budgets-XXXXXX";
     folder_ = ::mkdtemp(pattern);
     path_ = folder_ + "/budgets.txt";
     write(text);
-    proxy_ = std::make_unique<TestProxy>("", [this, enforce, allow_ip](settings::Settings& s) {
-      s.policy.block_loopback = false;  // the origins are on loopback
-      s.policy.allow_ip = allow_ip;
-      s.budgets_path = path_;
-      s.enforce = enforce;
-    });
+    proxy_ =
+        std::make_unique<TestProxy>("", [this, enforce, allow_ip, more](settings::Settings& s) {
+          s.policy.block_loopback = false;  // the origins are on loopback
+          s.policy.allow_ip = allow_ip;
+          s.budgets_path = path_;
+          s.enforce = enforce;
+          if (more) {
+            more(s);
+          }
+        });
     proxy_->dns().set("origin.test", {"127.0.0.1"});
     proxy_->dns().set("other.test", {"127.0.0.1"});
   }
@@ -483,6 +490,44 @@ TEST(BudgetTest, ParallelTunnelsByNameAndAddressAcrossReloadsTakeExactlyTheBudge
   }
   EXPECT_EQ(std::count(statuses.begin(), statuses.end(), 200), 10);
   EXPECT_EQ(std::count(statuses.begin(), statuses.end(), 429), kClients - 10);
+}
+
+// Review finding (facts F1): a tunnel to a name's address that names it in its ClientHello is
+// the name's connection too. Its budgets count it once the name is known: the name's spent
+// connections refuse it, and an upload through it is cut where the name's budget ends, as one
+// made by name is.
+TEST(BudgetTest, ATunnelToAnAddressThatNamesAHostInItsClientHelloMeetsTheHostsBudgets) {
+  fakes::TcpOrigin origin;  // echoes
+  Budgets budgets("origin.test connections=1 up=10kB\n", true, true,
+                  [&origin](settings::Settings& s) { s.tls_ports = {origin.port()}; });
+  TestProxy& proxy = budgets.proxy();
+  const std::string port = std::to_string(origin.port());
+  const std::string hello = client_hello_records("origin.test");
+
+  // By address, naming origin.test: the upload stops where origin.test's budget ends.
+  TestClient first(proxy.port());
+  ASSERT_EQ(send_connect(first, "127.0.0.1:" + port).status, 200);
+  const std::string upload(50'000, 'u');
+  std::thread sender([&] {
+    first.send(hello + upload);
+    first.shutdown_write();
+  });
+  first.read_to_end(nullptr, 10s);
+  sender.join();
+  EXPECT_TRUE(eventually([&] { return origin.bytes_received() > 0; }));
+  EXPECT_EQ(origin.bytes_received(), 10'000u);
+
+  // Its one connection is spent: the next by-address tunnel naming it is closed before a byte
+  // of it moves.
+  const std::uint64_t before = origin.bytes_received();
+  TestClient second(proxy.port());
+  ASSERT_EQ(send_connect(second, "127.0.0.1:" + port).status, 200);
+  second.send(hello);
+  EXPECT_EQ(second.read_to_end(nullptr, 3s), "");
+  EXPECT_EQ(origin.bytes_received(), before);
+  EXPECT_TRUE(proxy.wait_for_log([](const std::string& log) {
+    return log_lines_with(log, {"\"reason\":\"budget-exhausted\""}).size() >= 2;
+  })) << proxy.log_text();
 }
 
 }  // namespace

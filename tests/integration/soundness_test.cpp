@@ -363,6 +363,39 @@ TEST(NamelessAddresses, AreRefusedWhileRequestRulesAreInForce) {
   EXPECT_EQ(named.read_exact(hello.size(), 3s), hello);
 }
 
+// Review finding (facts F4): a plain request to an address carried requests no rule judged,
+// where a tunnel to the address was refused. The nameless-address rule holds on every front: a
+// request in absolute form to a literal address, whatever its Host field says, is refused as
+// not-inspectable while request rules are in force.
+TEST(NamelessAddresses, PlainRequestsToAnAddressAreRefusedWhileRequestRulesAreInForce) {
+  HttpOrigin origin;
+  const std::string folder = ::testing::TempDir() + "/nameless-plain-requests.txt";
+  std::ofstream(folder) << "allow api.test GET /ok/**\n";
+  TestProxy proxy("", [&](settings::Settings& s) {
+    s.policy.block_loopback = false;
+    s.policy.allow_ip = true;
+    s.request_rules_path = folder;
+  });
+  proxy.dns().set("api.test", {"127.0.0.1"});
+  const std::string port = std::to_string(origin.port());
+  for (const std::string host : {"127.0.0.1", "[::ffff:127.0.0.1]"}) {
+    for (const std::string& field : {"api.test:" + port, host + ":" + port}) {
+      TestClient client(proxy.port());
+      client.send("DELETE http://" + host + ":" + port + "/x HTTP/1.1\r\nHost: " + field +
+                  "\r\nConnection: close\r\n\r\n");
+      const ResponseHead head = read_response_head(client);
+      EXPECT_EQ(head.status, 403) << host << " " << field << "\n" << head.head;
+      EXPECT_THAT(head.proxy_status, HasSubstr("not-inspectable")) << head.head;
+    }
+  }
+  EXPECT_EQ(origin.requests().size(), 0u);
+  // By its name, the request rules judge it.
+  TestClient named(proxy.port());
+  named.send("GET http://api.test:" + port + "/ok/1 HTTP/1.1\r\nHost: api.test:" + port +
+             "\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(read_response_head(named).status, 200);
+}
+
 // ---- No connection ends unseen ----
 
 TEST(EveryConnectionIsLogged, ClientLeavingMidHeadOrSilently) {

@@ -502,6 +502,125 @@ RequestToJudge what_rules_read(const AdmittedRequest& request, const http::reque
   return judged;
 }
 
+// A person's answer to a request's question, carried into a decision made again: it stands for
+// exactly the request it was asked about (`asked`, RequestQuestion::request).
+struct RequestAnswer {
+  std::string asked;
+  rules::Decision decision;
+};
+
+// A plain request in absolute form to a literal address while request rules are in force: the
+// gate cannot tell whose rules it would meet (its Host field is the client's word), as with a
+// tunnel to an address that names no host (splice_bar). Refused as not-inspectable, unless an
+// entry of the request rules names the address itself.
+std::optional<Refusal> refuse_nameless_request(SessionContext& context, const rules::Host& host,
+                                               std::uint16_t port) {
+  if (splice_bar(*context.policy, host, nullptr, port) != SpliceBar::nameless_address) {
+    return std::nullopt;
+  }
+  const std::string sentence =
+      host.display() + ":" + std::to_string(port) +
+      " is an address: with request rules in force the gate cannot tell whose rules a request "
+      "to it would meet (its Host field is only the client's word), and it lets no request "
+      "through unjudged. Send it to the host by its name.";
+  if (context.reports(rules::Reason::not_inspectable)) {
+    context.keep_reported(rules::Reason::not_inspectable, {}, sentence);
+    return std::nullopt;
+  }
+  return Refusal(rules::Reason::not_inspectable, sentence);
+}
+
+// The decision of admit_target, with the rules of context.policy: the destination (a question
+// when no rule decides it), the nameless-address rule, the request rules (a question when no
+// line decides the request), the request budgets before the dial (a question when one is
+// spent; `budgets` false when the request was counted already). Sets `admission` admitted or
+// refused; nothing when the request is over (its line written). `destination_answer` and
+// `request_answer` carry a person's answers from an earlier round (a reload came during a wait) and
+// receive this round's.
+asio::awaitable<std::optional<bool>> decide_request(
+    SessionContext& context, HeadParser& head_parser, Upstream& upstream, AdmittedRequest& request,
+    Admission& admission, std::optional<rules::Decision>& destination_answer,
+    std::optional<RequestAnswer>& request_answer, bool budgets = true) {
+  const rules::Host& host = request.target.host;
+  const std::uint16_t port = request.target.port;
+  admission = co_await decide_admission(context, request.method, host, port, destination_answer);
+  if (admission.status == Admission::Status::over) {
+    co_return std::nullopt;
+  }
+  if (admission.decision.answered) {
+    destination_answer = admission.decision;
+  }
+  if (!admission.admitted()) {
+    co_return true;
+  }
+  std::optional<Refusal> refusal;
+  if (upstream.inspected == nullptr) {
+    refusal = refuse_nameless_request(context, host, port);
+  }
+  RequestJudgement judged;
+  if (!refusal) {
+    judged = judge_request(context, host, port, what_rules_read(request, head_parser.get()));
+    refusal = std::move(judged.refusal);
+  }
+  if (refusal && judged.question && context.policy->options().unknown == rules::UnknownMode::ask) {
+    // No line decides it: a person is asked about this request, as about a destination (once:
+    // an answer given before a reload stands while the new rules still leave it to a person).
+    const ask::RequestQuestion question = std::move(*judged.question);
+    if (!request_answer || request_answer->asked != question.request) {
+      // While it waits, a reload's rules are asked whether they still leave it to a person.
+      const StillAsked still_asked = [&](const std::shared_ptr<const rules::Policy>& policy) {
+        std::shared_ptr<const rules::Policy> current = std::exchange(context.policy, policy);
+        std::optional<Reported> reported = std::exchange(context.reported, std::nullopt);
+        const RequestJudgement again =
+            judge_request(context, host, port, what_rules_read(request, head_parser.get()));
+        context.policy = std::move(current);
+        context.reported = std::move(reported);
+        return again.refusal && again.question && again.question->request == question.request;
+      };
+      const std::optional<rules::Decision> answered =
+          co_await ask_about(context, request.method, host, port, &question, &still_asked);
+      if (!answered || !context.still_wanted(request.method, request.display, port)) {
+        co_return std::nullopt;
+      }
+      if (withdrawn(*answered) && context.policy != context.worker.policy) {
+        co_return true;  // the rules now in force decide it: the caller decides again
+      }
+      request_answer = RequestAnswer{question.request, *answered};
+    }
+    const rules::Decision& answer = request_answer->decision;
+    if (answer.allowed()) {
+      refusal.reset();
+      judged.rule = "answered: " + question.request;
+    } else {
+      const std::string asked = question.request + " on " + request.where;
+      const std::string sentence =
+          answer.reason == rules::Reason::ask_denied
+              ? "a person answered the question about " + asked + " with deny."
+          : answer.reason == rules::Reason::ask_timeout
+              ? "nobody answered the question about " + asked +
+                    " within the ask timeout; the ask default denies it."
+              : "nobody can be asked about " + asked +
+                    " (no one to answer, or too many questions pending).";
+      refusal = Refusal(answer.reason, sentence, refusal->rule);
+      refusal->path = request.path;
+    }
+  }
+  if (!refusal && budgets) {
+    BudgetCheck spent = co_await check_budgets_before_dial(context, request.method,
+                                                           rules::BudgetKind::requests, host, port);
+    if (spent.over) {
+      co_return std::nullopt;
+    }
+    refusal = std::move(spent.refusal);
+  }
+  if (refusal) {
+    admission.status = Admission::Status::refused;
+    admission.refusal = std::move(*refusal);
+  }
+  request.rule = std::move(judged.rule);
+  co_return true;
+}
+
 // Steps 2-4 of admit_request, once the target is known: false when the request was refused
 // (answered, logged, closed) or is over.
 asio::awaitable<bool> admit_target(SessionContext& context, HeadParser& head_parser,
@@ -533,51 +652,26 @@ asio::awaitable<bool> admit_target(SessionContext& context, HeadParser& head_par
   }
 
   // The admission pipeline, on every request of the connection: the destination, then the
-  // request itself (its method and path), then the dial.
+  // request itself (its method and path), then the dial. A reload during one of its waits (a
+  // question, a spent budget's question) makes the decision taken before it stale: the whole
+  // admission is made again with the rules now in force, and what a person answered stands
+  // only for what it was asked about, while the new rules still leave that to a person.
   request.path = std::string(logged_path(request.target.origin_form));
-  Admission admission = co_await decide_admission(context, request.method, host, port);
-  if (admission.admitted()) {
-    RequestJudgement judged =
-        judge_request(context, host, port, what_rules_read(request, head_parser.get()));
-    if (judged.refusal && judged.question &&
-        context.policy->options().unknown == rules::UnknownMode::ask) {
-      // No line decides it: a person is asked about this request, as about a destination.
-      const ask::RequestQuestion question = std::move(*judged.question);
-      const std::optional<rules::Decision> answered =
-          co_await ask_about(context, request.method, host, port, &question);
-      if (!answered || !context.still_wanted(request.method, request.display, port)) {
-        co_return false;
-      }
-      if (answered->allowed()) {
-        judged.refusal.reset();
-        judged.rule = "answered: " + question.request;
-      } else {
-        const std::string asked = question.request + " on " + request.where;
-        const std::string sentence =
-            answered->reason == rules::Reason::ask_denied
-                ? "a person answered the question about " + asked + " with deny."
-            : answered->reason == rules::Reason::ask_timeout
-                ? "nobody answered the question about " + asked +
-                      " within the ask timeout; the ask default denies it."
-                : "nobody can be asked about " + asked +
-                      " (no one to answer, or too many questions pending).";
-        judged.refusal = Refusal(answered->reason, sentence, judged.refusal->rule);
-        judged.refusal->path = request.path;
-      }
+  std::optional<rules::Decision> destination_answer;
+  std::optional<RequestAnswer> request_answer;
+  Admission admission;
+  // (Each round that comes back stale waited through a reload; one that waits on nothing, or
+  // through none, is the last.)
+  for (;;) {
+    std::optional<bool> decided = co_await decide_request(
+        context, head_parser, upstream, request, admission, destination_answer, request_answer);
+    if (!decided) {
+      co_return false;
     }
-    if (!judged.refusal) {
-      BudgetCheck spent = co_await check_budgets_before_dial(
-          context, request.method, rules::BudgetKind::requests, host, port);
-      if (spent.over) {
-        co_return false;
-      }
-      judged.refusal = std::move(spent.refusal);
+    if (context.policy == context.worker.policy) {
+      break;
     }
-    if (judged.refusal) {
-      admission.status = Admission::Status::refused;
-      admission.refusal = std::move(*judged.refusal);
-    }
-    request.rule = std::move(judged.rule);
+    context.begin_request();  // a reload came during a wait: decide again with its rules
   }
   if (admission.admitted()) {
     co_await reach_origin(context, admission, request, upstream);
@@ -589,6 +683,24 @@ asio::awaitable<bool> admit_target(SessionContext& context, HeadParser& head_par
         context, request.method, rules::BudgetKind::requests, host, port, upstream.dialled);
     if (!counted.apply_to(admission) && !admission.refused()) {
       co_return false;
+    }
+  }
+  // A reload during the dial or the count: the destination and the request are judged again
+  // by its rules (the budgets have counted the request already).
+  while (admission.admitted() && context.policy != context.worker.policy) {
+    context.begin_request();
+    const Admission dialled = admission;
+    std::optional<bool> decided =
+        co_await decide_request(context, head_parser, upstream, request, admission,
+                                destination_answer, request_answer, /*budgets=*/false);
+    if (!decided) {
+      co_return false;
+    }
+    if (admission.admitted()) {
+      admission.use = dialled.use;
+      admission.parent = dialled.parent;
+      admission.endpoint = dialled.endpoint;
+      admission.dialled = dialled.dialled;
     }
   }
   if (admission.refused()) {
@@ -788,8 +900,16 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   }
   if (budget::Ledger* ledger = context.worker.shared.budgets;
       ledger != nullptr && !context.policy->budgets().empty()) {
-    x.budgets.emplace(*ledger, context.policy->shared_budgets(), admitted->target.host,
-                      admitted->target.port, upstream.dialled);
+    // Every identity the connection is judged by: an inspected one's tunnel facts (the address
+    // the client chose and the name its ClientHello gave), otherwise the request's host.
+    if (upstream.inspected != nullptr) {
+      const ConnectionFacts& facts = upstream.inspected->facts;
+      x.budgets.emplace(*ledger, context.policy->shared_budgets(), facts.requested,
+                        admitted->target.port, upstream.dialled, facts.tls_name.get());
+    } else {
+      x.budgets.emplace(*ledger, context.policy->shared_budgets(), admitted->target.host,
+                        admitted->target.port, upstream.dialled);
+    }
   }
 
   // A request the client signed (SigV4) with a sentinel is signed again with the real key; the

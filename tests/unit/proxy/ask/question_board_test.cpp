@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "proxy/ask/admin_routes.hpp"
 #include "proxy/ask/list_append.hpp"
@@ -134,6 +135,39 @@ TEST(QuestionBoard, ABudgetsSessionAnswerStandsForItsLimitWhateverAmountIsAsked)
   RequestQuestion other = later;
   other.remembered_as = "budget y.test up/run";
   EXPECT_FALSE(wait_on(board, io, "x.test", 8081, &other).waiter->result);  // another limit
+}
+
+// Review finding (facts F2): a budget question's grant is the question's, shared by all its
+// waiters and applied once however many apply it; a remembered answer is a question of its own.
+TEST(QuestionBoard, ABudgetQuestionsGrantIsAppliedOncePerQuestion) {
+  asio::io_context io;
+  QuestionBoard board;
+  board.add_answerer();
+  int granted = 0;
+  RequestQuestion budget{"1 requests more (budgets.txt:1 x.test: 1 requests per run)",
+                         {},
+                         {},
+                         {},
+                         true,
+                         "budget x.test requests/run",
+                         [&granted] { ++granted; }};
+  std::vector<Waiting> waiting;
+  for (int i = 0; i < 5; ++i) {
+    waiting.push_back(wait_on(board, io, "x.test", 80, &budget));
+  }
+  ASSERT_TRUE(board.answer("x.test", 80, Answer::session, "t", budget.request));
+  run_posted(io);
+  for (Waiting& w : waiting) {
+    ASSERT_TRUE(w.waiter->grant);
+    EXPECT_EQ(w.waiter->grant, waiting[0].waiter->grant);
+    w.waiter->grant->apply_once();
+  }
+  EXPECT_EQ(granted, 1);
+  auto remembered = wait_on(board, io, "x.test", 80, &budget);
+  ASSERT_TRUE(remembered.waiter->result && remembered.waiter->grant);
+  remembered.waiter->grant->apply_once();
+  remembered.waiter->grant->apply_once();
+  EXPECT_EQ(granted, 2);
 }
 
 TEST(QuestionBoard, OnceAndDenyNeedAPendingQuestion) {
