@@ -7,6 +7,7 @@
 
 #include "config/embedded_defaults.hpp"
 #include "rules/reason.hpp"
+#include "sandbox-profile/supervisor/run_support.hpp"
 
 namespace sandgate::commands {
 namespace {
@@ -228,7 +229,7 @@ void render_group(const std::vector<std::string>& lines, const std::string& titl
   out += "sandgate run: " + title + ":\n";
   const std::size_t listed = std::min(kSummaryDestinations, lines.size());
   for (std::size_t i = 0; i < listed; ++i) {
-    out += "  " + lines[i] + "\n";
+    out += "  " + sandbox::terminal_safe(lines[i]) + "\n";  // paths the command named
   }
   if (lines.size() > listed) {
     out += "  and " + plural(lines.size() - listed, "more", "more") + "\n";

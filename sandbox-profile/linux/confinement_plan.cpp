@@ -83,7 +83,7 @@ std::vector<std::string> home_caches(const std::string& home) {
   std::vector<std::string> out;
   for (const char* name :
        {"/.cache", "/.npm", "/.cargo/registry", "/.cargo/git", "/go/pkg/mod", "/.m2/repository",
-        "/.gradle/caches", "/.gradle/wrapper", "/.local/share/pnpm"}) {
+        "/.gradle/caches", "/.gradle/wrapper", "/.local/share/pnpm/store"}) {
     const std::string path = home + name;
     // A link (~/.cache -> elsewhere) is followed by the bind: only a real folder is granted.
     struct stat info {};

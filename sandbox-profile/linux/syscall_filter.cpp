@@ -1,12 +1,14 @@
 // The system-call allow-list. See syscall_filter.hpp.
 #include "sandbox-profile/linux/syscall_filter.hpp"
 
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -22,22 +24,21 @@ const std::vector<std::string_view>& allowed_system_calls() {
   // header says is left out.
   static const std::vector<std::string_view> kAllowed = {
       // Files and folders.
-      "access", "faccessat", "faccessat2", "open", "openat", "openat2", "creat", "close",
-      "close_range", "read", "readv", "pread64", "preadv", "preadv2", "write", "writev", "pwrite64",
-      "pwritev", "pwritev2", "lseek", "_llseek", "stat", "fstat", "lstat", "newfstatat", "statx",
-      "stat64", "fstat64", "lstat64", "fstatat64", "statfs", "fstatfs", "statfs64", "fstatfs64",
-      "getdents", "getdents64", "readlink", "readlinkat", "mkdir", "mkdirat", "rmdir", "rename",
-      "renameat", "renameat2", "link", "linkat", "unlink", "unlinkat", "symlink", "symlinkat",
-      "chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat",
-      "truncate", "ftruncate", "truncate64", "ftruncate64", "fallocate", "fadvise64",
+      "access", "faccessat", "faccessat2", "close", "close_range", "read", "readv", "pread64",
+      "preadv", "preadv2", "write", "writev", "pwrite64", "pwritev", "pwritev2", "lseek", "_llseek",
+      "stat", "fstat", "lstat", "newfstatat", "statx", "stat64", "fstat64", "lstat64", "fstatat64",
+      "statfs", "fstatfs", "statfs64", "fstatfs64", "getdents", "getdents64", "readlink",
+      "readlinkat", "mkdir", "mkdirat", "rmdir", "rename", "renameat", "renameat2", "link",
+      "linkat", "unlink", "unlinkat", "symlink", "symlinkat", "chown", "fchown", "lchown",
+      "fchownat", "truncate", "ftruncate", "truncate64", "ftruncate64", "fallocate", "fadvise64",
       "fadvise64_64", "readahead", "fsync", "fdatasync", "sync", "syncfs", "sync_file_range",
       "flock", "fcntl", "fcntl64", "dup", "dup2", "dup3", "chdir", "fchdir", "getcwd", "umask",
-      "utime", "utimes", "utimensat", "futimesat", "mknod", "mknodat", "copy_file_range",
-      "sendfile", "sendfile64", "splice", "tee", "vmsplice", "getxattr", "lgetxattr", "fgetxattr",
-      "setxattr", "lsetxattr", "fsetxattr", "listxattr", "llistxattr", "flistxattr", "removexattr",
-      "lremovexattr", "fremovexattr", "getxattrat", "setxattrat", "listxattrat", "removexattrat",
-      "file_getattr", "file_setattr", "name_to_handle_at", "inotify_init", "inotify_init1",
-      "inotify_add_watch", "inotify_rm_watch", "cachestat", "ioctl",
+      "utime", "utimes", "utimensat", "futimesat", "copy_file_range", "sendfile", "sendfile64",
+      "splice", "tee", "vmsplice", "getxattr", "lgetxattr", "fgetxattr", "setxattr", "lsetxattr",
+      "fsetxattr", "listxattr", "llistxattr", "flistxattr", "removexattr", "lremovexattr",
+      "fremovexattr", "getxattrat", "setxattrat", "listxattrat", "removexattrat", "file_getattr",
+      "file_setattr", "name_to_handle_at", "inotify_init", "inotify_init1", "inotify_add_watch",
+      "inotify_rm_watch", "cachestat", "ioctl",
       // Memory.
       "brk", "mmap", "mmap2", "munmap", "mremap", "mprotect", "madvise", "mincore", "msync",
       "mlock", "mlock2", "munlock", "mlockall", "munlockall", "membarrier", "memfd_create",
@@ -247,6 +248,66 @@ Expected<bool, std::string> add_process_rules(scmp_filter_ctx filter) {
   return true;
 }
 
+// A file the command makes set-user-ID or set-group-ID stays so on the host, owned by the
+// user who ran `run` (root, often): whoever runs it later runs it as them. So no call that sets
+// a mode may set S_ISUID or S_ISGID (EPERM): chmod and its kin, and creat, open and openat when
+// they create (O_CREAT or O_TMPFILE), mknod and mknodat. openat2, whose mode sits in a struct a
+// filter cannot read, is not allowed at all (ENOSYS: callers fall back to openat).
+Expected<bool, std::string> add_mode_rules(scmp_filter_ctx filter) {
+  constexpr scmp_datum_t kSetId = S_ISUID | S_ISGID;
+  constexpr scmp_datum_t kCreates = O_CREAT | __O_TMPFILE;
+  struct ModeCall {
+    const char* name;
+    unsigned mode_arg;
+    int flags_arg;  // -1: the call always sets the mode
+  };
+  constexpr ModeCall kCalls[] = {
+      {"chmod", 1, -1},     {"fchmod", 1, -1}, {"fchmodat", 2, -1},
+      {"fchmodat2", 2, -1}, {"creat", 1, -1},  {"mknod", 1, -1},
+      {"mknodat", 2, -1},   {"open", 2, 1},    {"openat", 3, 2},
+  };
+  const auto rule = [&](uint32_t action, int call, std::vector<scmp_arg_cmp> conditions) {
+    const int rc = seccomp_rule_add_array(
+        filter, action, call, static_cast<unsigned>(conditions.size()), conditions.data());
+    return rc == 0 || rc == -EEXIST ? 0 : rc;
+  };
+  for (const ModeCall& c : kCalls) {
+    const int call = seccomp_syscall_resolve_name(c.name);
+    if (call == __NR_SCMP_ERROR || call < 0) {
+      continue;  // not a call of this architecture: ENOSYS
+    }
+    const scmp_arg_cmp no_set_id = {c.mode_arg, SCMP_CMP_MASKED_EQ, kSetId, 0};
+    if (int rc = rule(SCMP_ACT_ALLOW, call, {no_set_id}); rc != 0) {
+      return failed(std::string("seccomp_rule_add(") + c.name + ")", rc);
+    }
+    if (c.flags_arg >= 0) {
+      // Not creating: the mode argument is whatever the register held, and means nothing.
+      const scmp_arg_cmp opens = {static_cast<unsigned>(c.flags_arg), SCMP_CMP_MASKED_EQ, kCreates,
+                                  0};
+      if (int rc = rule(SCMP_ACT_ALLOW, call, {opens}); rc != 0) {
+        return failed(std::string("seccomp_rule_add(") + c.name + ")", rc);
+      }
+    }
+    for (scmp_datum_t bit : {scmp_datum_t{S_ISUID}, scmp_datum_t{S_ISGID}}) {
+      const scmp_arg_cmp sets = {c.mode_arg, SCMP_CMP_MASKED_EQ, bit, bit};
+      if (c.flags_arg < 0) {
+        if (int rc = rule(SCMP_ACT_ERRNO(EPERM), call, {sets}); rc != 0) {
+          return failed(std::string("seccomp_rule_add(") + c.name + ")", rc);
+        }
+        continue;
+      }
+      for (scmp_datum_t creates : {scmp_datum_t{O_CREAT}, scmp_datum_t{__O_TMPFILE}}) {
+        const scmp_arg_cmp creating = {static_cast<unsigned>(c.flags_arg), SCMP_CMP_MASKED_EQ,
+                                       creates, creates};
+        if (int rc = rule(SCMP_ACT_ERRNO(EPERM), call, {creating, sets}); rc != 0) {
+          return failed(std::string("seccomp_rule_add(") + c.name + ")", rc);
+        }
+      }
+    }
+  }
+  return true;
+}
+
 // connect(), and sendto() with an address, go to the supervisor (unix_connect_guard.hpp);
 // sendto() without one (a connected socket) is an ordinary call.
 Expected<bool, std::string> add_supervised_rules(scmp_filter_ctx filter) {
@@ -325,6 +386,9 @@ Expected<int, std::string> install_syscall_filter(bool supervise_unix_sockets) {
     return Unexpected{added.error()};
   }
   if (auto added = add_process_rules(filter.get()); !added) {
+    return Unexpected{added.error()};
+  }
+  if (auto added = add_mode_rules(filter.get()); !added) {
     return Unexpected{added.error()};
   }
   if (supervise_unix_sockets) {

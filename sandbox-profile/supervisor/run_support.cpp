@@ -27,7 +27,9 @@ namespace sandgate::sandbox {
 
 namespace fs = std::filesystem;
 
-void say(const std::string& text) { std::cerr << "sandgate run: " << text << std::endl; }
+void say(const std::string& text) {
+  std::cerr << "sandgate run: " << terminal_safe(text) << std::endl;
+}
 
 namespace {
 char* arguments_start = nullptr;  // keep_process_arguments: argv[0]'s first byte

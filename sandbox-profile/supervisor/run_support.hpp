@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sandgate::sandbox {
@@ -16,7 +17,29 @@ namespace sandgate::sandbox {
 // Signals passed on to CMD. SIGCHLD is taken too, to learn when CMD ends.
 inline constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
-// Writes "sandgate run: TEXT" to standard error.
+// `text` with every control character, DEL and byte outside ASCII written as \xHH. (Inline: the
+// run summary's text, built without the sandbox's library, uses it too.)
+inline std::string terminal_safe(std::string_view text) {
+  // Paths the command named end up in these lines (the audit's warnings): a control character, a
+  // DEL or a byte outside ASCII is written as \xHH, so that no name can move the cursor, erase a
+  // line or hide what follows.
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte >= 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// Writes "sandgate run: TEXT" (terminal_safe) to standard error.
 void say(const std::string& text);
 
 // sandgate's own command line, kept by main() (`--token X`, `--secret` entries and their

@@ -2178,6 +2178,42 @@ print('got=' + r.recv(65536)[:13].decode('latin-1'))
   EXPECT_NE(o.out.find("got=PLAIN\n"), std::string::npos) << describe(o);
 }
 
+// Hostile review of run, 1: a file the command makes set-user-ID stays so on the host, owned by
+// the user who ran `run`. No call may set S_ISUID or S_ISGID: chmod, fchmodat, an open or creat
+// that creates with them, mknod; openat2 (its mode out of the filter's sight) is not there.
+TEST_F(RunTest, TheCommandMakesNoSetIdFile) {
+  write_script(work_ + "/setid.py", R"(import os, stat
+p = os.path.join(os.environ['W'], 'prog')
+open(p, 'w').close()
+for name, call in [('chmod', lambda: os.chmod(p, 0o4755)),
+                   ('chmod-g', lambda: os.chmod(p, 0o2755)),
+                   ('open', lambda: os.close(os.open(p + '2', os.O_CREAT | os.O_WRONLY, 0o4755))),
+                   ('mknod', lambda: os.mknod(p + '3', stat.S_IFREG | 0o6755))]:
+    try:
+        call()
+        print(name + '=done')
+    except OSError as e:
+        print(name + '=errno%d' % e.errno)
+os.chmod(p, 0o755)
+os.close(os.open(p + '4', os.O_CREAT | os.O_WRONLY, 0o644))
+print('plain=ok')
+for q in [p, p + '2', p + '3', p + '4']:
+    if os.path.exists(q) and os.stat(q).st_mode & (stat.S_ISUID | stat.S_ISGID):
+        print('setid=' + q)
+)");
+  auto o = run({"--", "/usr/bin/env", "W=" + work_, "/usr/bin/python3", work_ + "/setid.py"});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  for (const char* refused :
+       {"chmod=errno1\n", "chmod-g=errno1\n", "open=errno1\n", "mknod=errno1\n"}) {
+    EXPECT_NE(o.out.find(refused), std::string::npos) << refused << describe(o);
+  }
+  EXPECT_NE(o.out.find("plain=ok\n"), std::string::npos) << describe(o);
+  EXPECT_EQ(o.out.find("setid="), std::string::npos) << describe(o);
+  struct stat info {};
+  ASSERT_EQ(::stat((work_ + "/prog").c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & (S_ISUID | S_ISGID), 0u);
+}
+
 // 3: a socket the command binds where the host sees it is a server the user's own tools connect
 // to (git's credential cache under ~/.cache, ssh's ControlMaster, git's fsmonitor in the git
 // folder): refused there; the private /tmp and a folder given with --allow-unix-bind take them.
