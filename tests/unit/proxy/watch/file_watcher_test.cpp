@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/sanitized_build.hpp"
+
 namespace sandgate::watch {
 namespace {
 
@@ -81,6 +83,11 @@ TEST_F(FileWatcherTest, ReportsAFileCreatedAfterStart) {
 // Issue 40, 9: with no inotify instance to be had (every descriptor taken here, as every instance
 // of the user's can be), the watcher still starts and the timer's comparison finds the change.
 TEST_F(FileWatcherTest, WithoutAnInotifyInstanceItPolls) {
+  if (sandgate::testing::kSanitizedBuild) {
+    // Out of descriptors, UBSan's vptr check cannot make its probe pipe and reports a false
+    // "invalid vptr" (tests/support/sanitized_build.hpp): the release job runs this case.
+    GTEST_SKIP() << "runs in the release job";
+  }
   const pid_t pid = ::fork();
   if (pid == 0) {
     const rlimit limit{64, 64};
