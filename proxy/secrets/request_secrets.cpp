@@ -40,6 +40,19 @@ std::optional<std::string> basic_credentials(std::string_view value) {
   return rules::base64_decoded(encoded);
 }
 
+// The first sentinel a header field carries: in its value, or inside the Basic credentials of an
+// Authorization field, decoded (what misplaced_secret() and sign_again() both look at).
+const MaskedSecret* sentinel_in_field(const MaskedSecrets& secrets, std::string_view name,
+                                      std::string_view value) {
+  const MaskedSecret* secret = secrets.sentinel_in(value);
+  if (secret == nullptr && boost::beast::iequals(name, "authorization")) {
+    if (const auto decoded = basic_credentials(value)) {
+      secret = secrets.sentinel_in(*decoded);
+    }
+  }
+  return secret;
+}
+
 std::string basic_value(std::string_view credentials) {
   return "Basic " + rules::base64_encoded(credentials);
 }
@@ -133,12 +146,7 @@ std::optional<std::string> misplaced_secret(const MaskedSecrets& secrets,
     if (const MaskedSecret* secret = secrets.sentinel_in(name)) {
       return refusal(*secret, "in the name of a header field");
     }
-    const MaskedSecret* secret = secrets.sentinel_in(value);
-    if (secret == nullptr && boost::beast::iequals(name, "authorization")) {
-      if (const auto decoded = basic_credentials(value)) {
-        secret = secrets.sentinel_in(*decoded);
-      }
-    }
+    const MaskedSecret* secret = sentinel_in_field(secrets, name, value);
     if (secret == nullptr) {
       continue;
     }
@@ -310,13 +318,7 @@ std::optional<std::string> sign_again(const MaskedSecrets& secrets, std::string_
     // value in a request whose signature the origin will refuse, and its error echoes the request
     // back (S3's CanonicalRequestBytes spells it in hexadecimal). Nothing is filled into it.
     for (const auto& [name, value] : signed_request.as_sent.fields) {
-      const MaskedSecret* secret = secrets.sentinel_in(value);
-      if (secret == nullptr && boost::beast::iequals(name, "authorization")) {
-        if (const auto decoded = basic_credentials(value)) {
-          secret = secrets.sentinel_in(*decoded);
-        }
-      }
-      if (secret != nullptr) {
+      if (const MaskedSecret* secret = sentinel_in_field(secrets, name, value)) {
         return "the request carries the masked secret " + secret->spec.name +
                " but its SigV4 signature was not made with a masked key; the gate fills a "
                "secret into a signed request only when it signs it again (sign it with the "

@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 namespace sandgate::sandbox {
 namespace {
@@ -58,21 +59,30 @@ std::string tcp_escape(const ProbeTargets& targets) {
   return {};
 }
 
+// A unix socket's address for `path`; nothing when the path is too long for one.
+std::optional<sockaddr_un> unix_address(const std::string& path) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof address.sun_path) {
+    return std::nullopt;
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  return address;
+}
+
 std::string unix_escape(const std::string& path) {
   if (path.empty()) {
     return {};
   }
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (path.size() >= sizeof address.sun_path) {
+  const auto address = unix_address(path);
+  if (!address) {
     return {};
   }
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     return {};
   }
-  const int result = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  const int result = ::connect(fd, reinterpret_cast<const sockaddr*>(&*address), sizeof *address);
   ::close(fd);
   if (result == 0) {
     return "the host's unix socket " + path +
@@ -195,17 +205,15 @@ std::string bind_escape(const std::string& folder) {
     return {};
   }
   const std::string path = folder + "/sandgate-probe-bind-" + std::to_string(::getpid()) + ".sock";
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (path.size() >= sizeof address.sun_path) {
+  const auto address = unix_address(path);
+  if (!address) {
     return {};
   }
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     return {};
   }
-  const int result = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  const int result = ::bind(fd, reinterpret_cast<const sockaddr*>(&*address), sizeof *address);
   ::close(fd);
   if (result == 0) {
     ::unlink(path.c_str());

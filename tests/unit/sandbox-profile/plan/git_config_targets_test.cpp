@@ -48,16 +48,16 @@ TEST(GitConfigTargets, FindsTheHooksFolderAndEveryIncludedFile) {
   ASSERT_NE(::mkdtemp(templ.data()), nullptr);
   const std::string root = templ;
   fs::create_directories(root + "/home/.config/git");
-  fs::create_directories(root + "/work/.git");
+  fs::create_directories(root + "/project/.git");
   std::ofstream(root + "/home/.gitconfig") << "[include]\n\tpath = ~/extra.inc\n";
   std::ofstream(root + "/home/extra.inc") << "[include]\n\tpath = nested.inc\n";
-  std::ofstream(root + "/work/.git/config")
+  std::ofstream(root + "/project/.git/config")
       << "[core]\n\thooksPath = .husky/_\n[includeIf \"onbranch:main\"]\n\tpath = ../team.inc\n";
   const GitConfigTargets targets =
-      git_config_targets({root + "/work/.git"}, root + "/work", root + "/home");
-  EXPECT_EQ(targets.hook_folders, Values{root + "/work/.husky/_"});
-  EXPECT_EQ(targets.included_files,
-            (Values{root + "/home/extra.inc", root + "/home/nested.inc", root + "/work/team.inc"}));
+      git_config_targets({root + "/project/.git"}, root + "/project", root + "/home");
+  EXPECT_EQ(targets.hook_folders, Values{root + "/project/.husky/_"});
+  EXPECT_EQ(targets.included_files, (Values{root + "/home/extra.inc", root + "/home/nested.inc",
+                                            root + "/project/team.inc"}));
   fs::remove_all(root);
 }
 
