@@ -375,6 +375,45 @@ TEST_F(CaptureTest, AConnectionStraightToTheCaptureListenerIsNotDialledOnTheHost
   EXPECT_FALSE(has(o, "FAIL CAPTURE 127.0.0.1:")) << o.output;  // no dial was tried
 }
 
+TEST_F(CaptureTest, AConnectionClosedBeforeItsFirstByteIsNeitherReportedNorDialled) {
+  // Runtimes open spare connections and close them unused (Bun, browsers' preconnect): the gate
+  // neither dials the origin for them nor reports them as refused. A client that stays silent
+  // on a TLS port (where the client speaks first) is refused at the head timeout, undialled.
+  // Then a real request on the same name goes through.
+  const std::string port = std::to_string(https_port_);
+  const auto o =
+      run("/usr/bin/python3 -c \"\nimport socket, time\n"
+          "for i in range(3):\n"
+          "    socket.create_connection(('origin.test', " +
+              port +
+              "), timeout=5).close()\n"
+              "s = socket.create_connection(('origin.test', " +
+              port +
+              "), timeout=5)\n"
+              "s.settimeout(5)\nprint('silent got', len(s.recv(10)))\n\"; "
+              "curl -sS --noproxy '*' --max-time 20 --cacert " +
+              ca() + " " + https_url("origin.test") + " | head -c 300; echo; echo allowed=$?",
+          {"--head-timeout", "1"});
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_TRUE(has(o, "silent got 0")) << o.output;
+  EXPECT_TRUE(has(o, "s_server")) << o.output;  // the origin's page
+  std::size_t closed = 0;
+  const std::string unused = "outcome=closed reason=no-request up=0 down=0";
+  for (std::size_t at = o.output.find(unused); at != std::string::npos;
+       at = o.output.find(unused, at + 1)) {
+    ++closed;
+  }
+  EXPECT_EQ(closed, 3U) << o.output;
+  // Only curl's connection was decided and dialled (one allow line; the silent one refused).
+  const std::string allow = "ALLOW CAPTURE origin.test:" + port;
+  const auto first_allow = o.output.find(allow);
+  EXPECT_NE(first_allow, std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find(allow, first_allow + 1), std::string::npos) << o.output;
+  EXPECT_TRUE(has(o, "sent nothing within the head timeout")) << o.output;
+  // The run's summary lists the silent one alone.
+  EXPECT_TRUE(has(o, "refused 1 connection during the run")) << o.output;
+}
+
 TEST_F(CaptureTest, DnsOverTcpConnectionsClosedWithoutAnAnswerAreLogged) {
   // One connection announcing a message over the limit; then more DNS-over-TCP connections than
   // the gate serves at once, each holding a partial length (in this order: the first must not

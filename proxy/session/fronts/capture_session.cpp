@@ -323,6 +323,58 @@ asio::awaitable<void> send_http_refusal(SessionContext& context, rules::Reason r
 }
 constexpr TunnelFrontEnd kCaptureHttpFront{kMethod, &send_http_refusal, &already_established};
 
+// What a captured client did first, on a port whose protocols speak first from the client (TLS,
+// plain HTTP).
+enum class FirstMove {
+  spoke,   // its first bytes are in the buffer
+  closed,  // it closed (or reset) the connection before sending a byte
+  silent,  // nothing within the head timeout
+};
+
+// Waits, within the head timeout, for a captured client's first bytes (into `buffer`). Runtimes
+// open spare connections they may never use (Bun, browsers' preconnect) and close them unused:
+// nothing is decided, asked, reported or dialled for such a connection.
+asio::awaitable<FirstMove> await_first_bytes(SessionContext& context,
+                                             boost::beast::flat_buffer& buffer) {
+  asio::steady_timer timeout(context.client.get_executor());
+  timeout.expires_after(context.settings().head_timeout);
+  auto space = buffer.prepare(std::min<std::size_t>(4096, buffer.max_size() - buffer.size()));
+  auto outcome =
+      co_await (context.client.async_read_some(space, use_tuple) || timeout.async_wait(use_tuple));
+  if (outcome.index() == 1) {
+    co_return FirstMove::silent;
+  }
+  auto [error, n] = std::get<0>(outcome);
+  buffer.commit(n);
+  if (n > 0) {
+    co_return FirstMove::spoke;
+  }
+  co_return error ? FirstMove::closed : FirstMove::silent;
+}
+
+// The end line of a captured connection its client closed before sending a byte: not a denial
+// (nothing was refused, and the run's summary does not list it), not an allowed tunnel (nothing
+// was decided or dialled), counted as a connection without a request.
+void record_closed_unused(SessionContext& context, const std::string& display, std::uint16_t port) {
+  log::Record end;
+  end.event = log::Record::Event::end;
+  end.connection_id = context.id;
+  end.client = context.client_address;
+  end.method = kMethod;
+  end.host = display;
+  end.port = port;
+  end.verdict = rules::verdict_name(rules::reason_info(rules::Reason::no_request).verdict);
+  end.reason = rules::reason_code(rules::Reason::no_request);
+  end.outcome = "closed";
+  end.detail =
+      "the command closed the connection before sending a byte; nothing was decided or dialled "
+      "for it.";
+  end.duration_ms = context.elapsed_ms();
+  context.log().write(end);
+  context.worker.metrics.count_decision(rules::reason_info(rules::Reason::no_request).verdict,
+                                        rules::Reason::no_request);
+}
+
 asio::awaitable<void> serve_captured_connection(SessionContext& context,
                                                 capture::AddressBook& book) {
   context.begin_request();
@@ -354,9 +406,30 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
   const auto& tls_ports = context.settings().tls_ports;
   const bool tls_port =
       std::find(tls_ports.begin(), tls_ports.end(), target->port) != tls_ports.end();
+  if (tls_port || target->port == kHttpPort) {
+    // The client speaks first on these ports: hear it before anything is decided or dialled.
+    // (Other ports may carry server-first protocols: those are dialled at once.)
+    const FirstMove first = co_await await_first_bytes(context, buffer);
+    if (!context.still_wanted(kMethod, display, target->port)) {
+      co_return;
+    }
+    if (first == FirstMove::closed) {
+      record_closed_unused(context, display, target->port);
+      co_return;
+    }
+    if (first == FirstMove::silent && tls_port && context.settings().sni_check &&
+        !context.reports(rules::Reason::protocol_mismatch)) {
+      co_await refuse_tunnel(
+          context, kCaptureFront, display, target->port,
+          {rules::Reason::protocol_mismatch,
+           "the command sent nothing within the head timeout (SANDGATE_HEAD_TIMEOUT) on a TLS "
+           "port, where the client speaks first; nothing was dialled."});
+      co_return;
+    }
+  }
   if (target->port == kHttpPort && !tls_port && !target->host.is_ip()) {
-    // Plain HTTP: its Host must be the name the address stands for. The policy first, so that a
-    // denied name is refused for its own reason without waiting for the client's bytes.
+    // Plain HTTP: its Host must be the name the address stands for. The policy before the head,
+    // so that a denied name is refused for its own reason without waiting for all of it.
     // (A destination to ask about, or a denial report-only mode lets through, goes on:
     // open_tunnel asks or reports it after the Host check.)
     const rules::Decision decision = context.policy->decide(target->host, target->port);
@@ -367,7 +440,11 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
            rules::rule_text(decision)});
       co_return;
     }
-    const HostCheck check = co_await check_http_host(context, target->host.name, buffer);
+    // (A silent client was waited for already: what it may speak is left to the tunnel.)
+    HostCheck check;
+    if (buffer.size() > 0) {
+      check = co_await check_http_host(context, target->host.name, buffer);
+    }
     if (!context.still_wanted(kMethod, display, target->port)) {
       co_return;
     }
