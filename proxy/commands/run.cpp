@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -18,7 +19,9 @@
 #include "proxy/commands/run_summary.hpp"
 #include "proxy/commands/sandbox_view.hpp"
 #include "proxy/gate/gate.hpp"
+#include "proxy/gate/secret_loading.hpp"
 #include "proxy/inspect/certificate_authority.hpp"
+#include "proxy/secrets/known_credentials.hpp"
 #include "proxy/secrets/redaction.hpp"
 #include "proxy/settings/load.hpp"
 
@@ -262,6 +265,71 @@ void mask_environment(const secrets::MaskedSecrets& secrets) {
   }
 }
 
+// A value the gate can mask: long and varied enough for a sentinel of its shape, and nothing
+// a request's header field cannot carry (MaskedSecrets::load's conditions).
+bool maskable(const std::string& value) {
+  if (std::any_of(value.begin(), value.end(),
+                  [](unsigned char c) { return c < 0x20 || c >= 0x7f; }) ||
+      value.front() == ' ' || value.back() == ' ') {
+    return false;
+  }
+  return !secrets::make_sentinel(value, [] { return std::uint8_t{0}; }).empty();
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names) {
+    out += (out.empty() ? "" : ", ") + name;
+  }
+  return out;
+}
+
+// The well-known credential variables of the caller's environment (ANTHROPIC_API_KEY,
+// GITHUB_TOKEN, ...; known_credentials.hpp) that no --secret names are kept outside by default:
+// each is masked for its API's hosts as `--secret NAME` would, and one that cannot be masked (too
+// short or plain for a sentinel) is left out of the command's environment. An agent's own key is
+// what a prompt injection wants most; with it masked, the command can use it only on its API.
+// With --mask-known-secrets=false each passes in the clear, named in a warning.
+void keep_known_credentials_outside(settings::Settings& settings) {
+  const auto environment = [](const std::string& name) -> std::optional<std::string> {
+    const char* value = std::getenv(name.c_str());
+    return value == nullptr ? std::nullopt : std::optional<std::string>(value);
+  };
+  std::vector<std::string> masked;
+  std::vector<std::string> left_out;
+  std::vector<std::string> passed;
+  for (const secrets::KnownCredential* known :
+       secrets::known_credentials_set(environment, settings.secrets)) {
+    const std::string name(known->variable);
+    if (!settings.mask_known_secrets) {
+      passed.push_back(name);
+      continue;
+    }
+    auto spec = secrets::parse_secret_spec(name);
+    if (spec && maskable(*environment(name))) {
+      settings.secrets.push_back(std::move(*spec));
+      masked.push_back(name);
+    } else {
+      ::unsetenv(name.c_str());
+      left_out.push_back(name);
+    }
+  }
+  if (!masked.empty()) {
+    say("keys kept outside: " + joined(masked) +
+        " (the command holds sentinels; the gate fills the real values in for their APIs; "
+        "--mask-known-secrets=false passes them in the clear)");
+  }
+  if (!left_out.empty()) {
+    say("left out of the command's environment (too short or too plain to mask): " +
+        joined(left_out));
+  }
+  if (!passed.empty()) {
+    say("warning: " + joined(passed) +
+        " pass into the sandbox in the clear (--mask-known-secrets=false); drop that flag, or "
+        "name each with --secret NAME, to keep them outside");
+  }
+}
+
 }  // namespace
 
 int run_run(const settings::Settings& given, const settings::Sources& sources,
@@ -287,10 +355,8 @@ int run_run(const settings::Settings& given, const settings::Sources& sources,
   options.gate = gate_view(settings);
   options.home = home;
   // The masked credentials are read now: the command's environment holds their sentinels.
-  auto secrets = secrets::MaskedSecrets::load(settings.secrets, [](const std::string& name) {
-    const char* value = std::getenv(name.c_str());
-    return value == nullptr ? std::nullopt : std::optional<std::string>(value);
-  });
+  keep_known_credentials_outside(settings);
+  auto secrets = gate::load_masked_secrets(settings);
   if (!secrets) {
     say(secrets.error());
     return sandbox::kRunFailed;

@@ -10,6 +10,7 @@
 
 #include "proxy/ask/admin_routes.hpp"
 #include "proxy/ask/list_append.hpp"
+#include "proxy/gate/secret_loading.hpp"
 #include "proxy/metrics/prometheus.hpp"
 #include "proxy/settings/parent_route.hpp"
 
@@ -55,11 +56,7 @@ Expected<std::unique_ptr<Gate>, GateError> Gate::open(GateOptions options) {
   report_load(*gate->log_, *loaded);
   gate->loaded_ = std::move(*loaded);
   if (!gate->secrets_) {
-    auto secrets =
-        secrets::MaskedSecrets::load(gate->settings_.secrets, [](const std::string& name) {
-          const char* value = std::getenv(name.c_str());
-          return value == nullptr ? std::nullopt : std::optional<std::string>(value);
-        });
+    auto secrets = load_masked_secrets(gate->settings_);
     if (!secrets) {
       return Unexpected{gate->fail(secrets.error())};
     }

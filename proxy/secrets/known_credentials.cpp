@@ -49,4 +49,21 @@ const KnownCredential* known_credential(std::string_view variable) {
   return found == kKnown.end() ? nullptr : &*found;
 }
 
+std::vector<const KnownCredential*> known_credentials_set(
+    const std::function<std::optional<std::string>(const std::string&)>& environment,
+    const std::vector<SecretSpec>& named) {
+  std::vector<const KnownCredential*> out;
+  for (const KnownCredential& known : kKnown) {
+    const std::string variable(known.variable);
+    if (std::any_of(named.begin(), named.end(),
+                    [&](const SecretSpec& spec) { return spec.name == variable; })) {
+      continue;
+    }
+    if (const auto value = environment(variable); value && !value->empty()) {
+      out.push_back(&known);
+    }
+  }
+  return out;
+}
+
 }  // namespace sandgate::secrets

@@ -6,8 +6,14 @@
 // listed: the API, not the hosts a tool downloads from (a CDN, a release asset's storage).
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
+
+#include "proxy/secrets/secret_spec.hpp"
 
 namespace sandgate::secrets {
 
@@ -22,5 +28,11 @@ std::span<const KnownCredential> known_credentials();
 
 // The one named `variable` (exact case), or null.
 const KnownCredential* known_credential(std::string_view variable);
+
+// The known credentials `environment` holds a value for (not empty) that none of `named`
+// masks already, in the table's order: what `run` masks by default, or warns of.
+std::vector<const KnownCredential*> known_credentials_set(
+    const std::function<std::optional<std::string>(const std::string&)>& environment,
+    const std::vector<SecretSpec>& named);
 
 }  // namespace sandgate::secrets

@@ -369,7 +369,8 @@ std::shared_ptr<const MaskedSecrets> MaskedSecrets::with(std::vector<MaskedSecre
 }
 
 Expected<std::shared_ptr<const MaskedSecrets>, std::string> MaskedSecrets::load(
-    const std::vector<SecretSpec>& specs, const Lookup& environment) {
+    const std::vector<SecretSpec>& specs, const Lookup& environment,
+    const SentinelKey* stable_key) {
   std::vector<MaskedSecret> secrets;
   for (const auto& spec : specs) {
     if (std::any_of(secrets.begin(), secrets.end(),
@@ -391,8 +392,15 @@ Expected<std::shared_ptr<const MaskedSecrets>, std::string> MaskedSecrets::load(
                         "trailing space: it cannot go in a request's header field"};
     }
     std::string sentinel;
+    std::optional<StableSentinelBytes> stable;
+    if (stable_key != nullptr) {
+      stable.emplace(*stable_key, spec.name, *value);
+    }
+    const std::function<std::uint8_t()> draw = [&stable]() {
+      return stable ? (*stable)() : random_byte();
+    };
     for (int attempt = 0; attempt < 8 && (sentinel.empty() || sentinel == *value); ++attempt) {
-      sentinel = make_sentinel(*value, random_byte);
+      sentinel = make_sentinel(*value, draw);
     }
     if (sentinel.empty()) {
       return Unexpected{"secret " + spec.name +

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "proxy/secrets/secret_spec.hpp"
+#include "proxy/secrets/stable_sentinel.hpp"
 #include "rules/expected.hpp"
 
 namespace sandgate::secrets {
@@ -67,9 +68,12 @@ class MaskedSecrets {
   using Lookup = std::function<std::optional<std::string>(const std::string& name)>;
 
   // Reads each value (a variable, a file, a command's output; one trailing line break taken
-  // off) and makes its sentinel. The error names the secret and what failed, never a value.
+  // off) and makes its sentinel: at random, or with `stable_key` drawn from it
+  // (stable_sentinel.hpp), the same for the same name and value. The error names the secret and
+  // what failed, never a value.
   static Expected<std::shared_ptr<const MaskedSecrets>, std::string> load(
-      const std::vector<SecretSpec>& specs, const Lookup& environment);
+      const std::vector<SecretSpec>& specs, const Lookup& environment,
+      const SentinelKey* stable_key = nullptr);
 
   // For tests: a secret with a given sentinel.
   static std::shared_ptr<const MaskedSecrets> with(std::vector<MaskedSecret> secrets);

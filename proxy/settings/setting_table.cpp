@@ -327,6 +327,26 @@ std::vector<Setting> make_table() {
          }
          return or_text(text, "(none)");
        }},
+      {{"mask_known_secrets",
+        "--mask-known-secrets",
+        "SANDGATE_MASK_KNOWN_SECRETS",
+        {},
+        "run: mask every well-known credential variable set in the environment (ANTHROPIC_API_KEY, "
+        "GITHUB_TOKEN, ...) as if --secret NAME named it; false passes them in the clear, each "
+        "named in a warning",
+        true},
+       [](Settings& s, std::string_view v) { return set_bool(s.mask_known_secrets, v); },
+       [](const Settings& s) { return bool_text(s.mask_known_secrets); }},
+      {{"stable_sentinels",
+        "--stable-sentinels",
+        "SANDGATE_STABLE_SENTINELS",
+        {},
+        "give each masked secret the same sentinel in every run while its value stays the same "
+        "(made from a key of yours kept beside the inspection CA), for agents that remember a key "
+        "by its value",
+        true},
+       [](Settings& s, std::string_view v) { return set_bool(s.stable_sentinels, v); },
+       [](const Settings& s) { return bool_text(s.stable_sentinels); }},
       {{"sentinels_file",
         "--sentinels-file",
         "SANDGATE_SENTINELS_FILE",

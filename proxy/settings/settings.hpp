@@ -84,6 +84,14 @@ struct Settings {
   // Masked credentials (proxy/secrets/): what each is, where it may go, where its value comes
   // from. Their hosts are inspected. The values are read once, when the gate starts.
   std::vector<secrets::SecretSpec> secrets;
+  // `run`: every well-known credential variable (known_credentials.hpp) set in the caller's
+  // environment and not named by `secrets` is masked too, bound to its API's hosts. Off: they
+  // pass in the clear, each named in a warning.
+  bool mask_known_secrets = true;
+  // Sentinels made from a key of the user's (stable_sentinel.hpp) instead of at random: the same
+  // secret with the same value has the same sentinel in every run, so an agent that remembers a
+  // key by its value does not ask again.
+  bool stable_sentinels = false;
   // Where `serve` writes each secret's sentinel (NAME=SENTINEL lines, private to the user) for
   // the launcher that starts the sandboxed command; empty: the log only.
   std::string sentinels_file;

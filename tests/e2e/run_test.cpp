@@ -749,6 +749,75 @@ TEST_F(RunTest, AMaskedSecretIsASentinelInsideAndTheRealValueOnlyOnTheWire) {
   EXPECT_EQ(o.err.find("RealToken"), std::string::npos) << describe(o);
 }
 
+// Well-known credential variables (an agent's own key) are kept outside by default: each is a
+// sentinel inside, one too plain to mask is left out, and --mask-known-secrets=false passes them
+// in the clear with a warning naming each. With --stable-sentinels the sentinel is the same from
+// run to run while the value stays the same, and another when it changes.
+TEST_F(RunTest, WellKnownKeysAreKeptOutsideByDefaultAndStableSentinelsStay) {
+  const std::string github = "ghp_RealTokenRealTokenRealToken0123456789";
+  const std::string anthropic = "sk-ant-api03-RealAnthropicKeyRealAnthropicKey0123456789-AA";
+  const std::string script =
+      "echo \"gh=$GITHUB_TOKEN an=$ANTHROPIC_API_KEY short=${GH_TOKEN-unset}\"";
+  const auto run_with = [&](const std::vector<std::string>& flags,
+                            const std::map<std::string, std::string>& keys) {
+    std::vector<std::string> args = {"--ca-dir", root_ + "/gate-ca"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    for (const char* word : {"--", "sh", "-c"}) {
+      args.emplace_back(word);
+    }
+    args.push_back(script);
+    Process process(run_argv(args), environment(keys),
+                    root_ + "/run-known-" + std::to_string(++runs_), work_);
+    return process.wait(60s);
+  };
+  const std::map<std::string, std::string> keys = {
+      {"GITHUB_TOKEN", github}, {"ANTHROPIC_API_KEY", anthropic}, {"GH_TOKEN", "abc"}};
+
+  const auto masked = run_with({}, keys);
+  EXPECT_EQ(masked.exit_code, 0) << describe(masked);
+  EXPECT_EQ(masked.out.find("RealToken"), std::string::npos) << describe(masked);
+  EXPECT_EQ(masked.out.find("RealAnthropicKey"), std::string::npos) << describe(masked);
+  EXPECT_NE(masked.out.find("gh=ghp_"), std::string::npos) << describe(masked);
+  EXPECT_NE(masked.out.find("an=sk-ant-"), std::string::npos) << describe(masked);
+  EXPECT_NE(masked.out.find("short=unset"), std::string::npos) << describe(masked);
+  EXPECT_NE(masked.err.find("keys kept outside: ANTHROPIC_API_KEY, GITHUB_TOKEN"),
+            std::string::npos)
+      << describe(masked);
+  EXPECT_NE(masked.err.find("too short or too plain to mask): GH_TOKEN"), std::string::npos)
+      << describe(masked);
+  EXPECT_EQ(masked.err.find("RealToken"), std::string::npos) << describe(masked);
+
+  const auto passed = run_with({"--mask-known-secrets=false"}, keys);
+  EXPECT_EQ(passed.exit_code, 0) << describe(passed);
+  EXPECT_NE(passed.out.find("gh=" + github), std::string::npos) << describe(passed);
+  EXPECT_NE(passed.out.find("short=abc"), std::string::npos) << describe(passed);
+  EXPECT_NE(passed.err.find("warning: ANTHROPIC_API_KEY, GITHUB_TOKEN, GH_TOKEN pass into the "
+                            "sandbox in the clear"),
+            std::string::npos)
+      << describe(passed);
+
+  // Random sentinels differ from run to run; stable ones do not, until the value changes.
+  const auto sentinel_of = [](const Outcome& o) {
+    const auto at = o.out.find("gh=");
+    return at == std::string::npos ? std::string() : o.out.substr(at + 3, 41);
+  };
+  const auto again = run_with({}, keys);
+  EXPECT_NE(sentinel_of(again), sentinel_of(masked)) << describe(again);
+  const auto first = run_with({"--stable-sentinels"}, keys);
+  const auto second = run_with({"--stable-sentinels"}, keys);
+  ASSERT_EQ(sentinel_of(first).size(), github.size()) << describe(first);
+  EXPECT_EQ(sentinel_of(first), sentinel_of(second)) << describe(second);
+  EXPECT_EQ(sentinel_of(first).find("RealToken"), std::string::npos);
+  std::map<std::string, std::string> changed = keys;
+  changed["GITHUB_TOKEN"] = "ghp_OtherTokenOtherTokenOtherToken01234567";
+  const auto third = run_with({"--stable-sentinels"}, changed);
+  EXPECT_NE(sentinel_of(third), sentinel_of(first)) << describe(third);
+  struct stat key {};
+  ASSERT_EQ(::lstat((root_ + "/gate-ca/sentinel.key").c_str(), &key), 0);
+  EXPECT_EQ(key.st_mode & 0777, 0600U);
+  EXPECT_EQ(key.st_size, 32);
+}
+
 // Real clients inside run with masked credentials: git pushes with a token it only knows as a
 // sentinel (through a credential helper) to a smart-HTTP server that demands the real one, and
 // the AWS SDK's own signer (botocore) signs with a masked secret key that the gate signs again,

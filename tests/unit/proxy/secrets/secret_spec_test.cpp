@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
+
 namespace sandgate::secrets {
 namespace {
 
@@ -100,6 +103,25 @@ TEST(SecretSpec, AKnownCredentialWithoutHostsIsBoundToItsApiHosts) {
   auto unknown = parse_secret_spec("MY_TOKEN");
   ASSERT_FALSE(unknown);
   EXPECT_NE(unknown.error().find("Known credentials"), std::string::npos) << unknown.error();
+}
+
+TEST(KnownCredentials, TheSetOnesNotNamedAlreadyAreFoundInTheTablesOrder) {
+  const std::map<std::string, std::string> environment = {{"GITHUB_TOKEN", "ghp_x"},
+                                                          {"ANTHROPIC_API_KEY", "sk-ant-x"},
+                                                          {"OPENAI_API_KEY", ""},
+                                                          {"NPM_TOKEN", "npm_x"},
+                                                          {"MY_TOKEN", "not known"}};
+  const auto lookup = [&](const std::string& name) -> std::optional<std::string> {
+    const auto found = environment.find(name);
+    return found == environment.end() ? std::nullopt : std::optional(found->second);
+  };
+  const std::vector<SecretSpec> named = {*parse_secret_spec("NPM_TOKEN=registry.example")};
+  std::vector<std::string> found;
+  for (const KnownCredential* known : known_credentials_set(lookup, named)) {
+    found.emplace_back(known->variable);
+  }
+  // Set and not empty, not named by a --secret already; an unknown name is never taken.
+  EXPECT_EQ(found, (std::vector<std::string>{"ANTHROPIC_API_KEY", "GITHUB_TOKEN"}));
 }
 
 }  // namespace
