@@ -56,6 +56,8 @@ const std::vector<SettingRow>& setting_rows() {
       SANDGATE_RESTART("ca_dir", a.ca_dir == b.ca_dir),
       SANDGATE_RESTART("secrets", a.secrets == b.secrets),
       SANDGATE_RESTART("sentinels_file", a.sentinels_file == b.sentinels_file),
+      SANDGATE_RESTART("mask_known_secrets", a.mask_known_secrets == b.mask_known_secrets),
+      SANDGATE_RESTART("stable_sentinels", a.stable_sentinels == b.stable_sentinels),
       SANDGATE_RESTART("inspect_extra_ca", a.inspect_extra_ca == b.inspect_extra_ca),
       SANDGATE_ROW("block_loopback", Kind::policy, policy.block_loopback),
       SANDGATE_ROW("allow_ip", Kind::policy, policy.allow_ip),
