@@ -370,6 +370,8 @@ std::string Gate::render_metrics() const {
   };
   gauges.blocklist_reloads = copy(reloader_->blocklist_counts());
   gauges.allowlist_reloads = copy(reloader_->allowlist_counts());
+  gauges.request_rules_reloads = copy(reloader_->request_rules_counts());
+  gauges.budgets_reloads = copy(reloader_->budgets_counts());
   gauges.config_reloads = copy(reloader_->config_counts());
   gauges.version = SANDGATE_VERSION_STRING;
   std::string text = metrics::render_prometheus(server_->worker_metrics(), gauges);

@@ -176,6 +176,8 @@ std::string render_prometheus(const std::vector<const WorkerMetrics*>& workers,
   const std::pair<const char*, const ReloadCounts*> files[] = {
       {"blocklist", &gauges.blocklist_reloads},
       {"allowlist", &gauges.allowlist_reloads},
+      {"request-rules", &gauges.request_rules_reloads},
+      {"budgets", &gauges.budgets_reloads},
       {"config", &gauges.config_reloads}};
   for (const auto& [file, counts] : files) {
     sample(out, std::string("sandgate_reloads_total{file=\"") + file + "\",result=\"ok\"}",

@@ -23,6 +23,8 @@ struct GaugeValues {
   std::int64_t allowlist_entries = -1;  // -1: no allowlist mode
   ReloadCounts blocklist_reloads;
   ReloadCounts allowlist_reloads;
+  ReloadCounts request_rules_reloads;
+  ReloadCounts budgets_reloads;
   ReloadCounts config_reloads;
   std::string version;
 };
