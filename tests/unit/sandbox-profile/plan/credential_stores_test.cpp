@@ -236,11 +236,11 @@ TEST_F(CredentialStoresTest, AgentsAndOtherToolsLoginsAreHidden) {
   const std::string s3cmd = make("elsewhere/s3cmd.cfg");
   const std::string gradle = make("elsewhere/gradle/gradle.properties");
   const std::string pgpass = make("elsewhere/pgpass");
-  const auto moved = credential_stores(
-      {home_},
-      {"CODEX_HOME=" + home_ + "/elsewhere/codex", "S3CMD_CONFIG=" + s3cmd,
-       "GRADLE_USER_HOME=~/elsewhere/gradle", "PGPASSFILE=" + pgpass},
-      {}, false);
+  const auto moved =
+      credential_stores({home_},
+                        {"CODEX_HOME=" + home_ + "/elsewhere/codex", "S3CMD_CONFIG=" + s3cmd,
+                         "GRADLE_USER_HOME=~/elsewhere/gradle", "PGPASSFILE=" + pgpass},
+                        {}, false);
   for (const auto& file : {codex_home, s3cmd, gradle, pgpass}) {
     EXPECT_TRUE(has(moved.files, file)) << file;
   }
