@@ -14,6 +14,7 @@
 #include "sandbox-profile/linux/landlock.hpp"
 #include "sandbox-profile/linux/private_view.hpp"
 #include "sandbox-profile/plan/credential_stores.hpp"
+#include "sandbox-profile/plan/home_caches.hpp"
 #include "sandbox-profile/plan/protected_paths.hpp"
 #include "sandbox-profile/plan/unix_sockets.hpp"
 #include "sandbox-profile/supervisor/run_support.hpp"
@@ -65,33 +66,133 @@ std::vector<std::string> sockets_to_hide_now(const std::vector<std::string>& all
   return sockets_to_hide(inputs);
 }
 
-// The home's folders that stay writable: caches that package managers and build tools write on
-// every run and that hold nothing the user's shell, editor or git read as configuration. The
-// rest of the home is read-only (--allow-write adds more). ~/.cache (the XDG cache: pip, go
-// build, ccache, node-gyp, yarn, Bazel, ...) is created if missing; the others only when they
-// exist (a tool whose cache is missing then fails with EROFS and names it).
-// A poisoned cache entry may still be used by a later build outside the sandbox: the price of
-// builds that work.
-std::vector<std::string> home_caches(const std::string& home) {
+// The home's caches as the run sees them (plan/home_caches.hpp): the shared data folders, bound
+// read-write, and the folders the run gets afresh (an empty tmpfs each, the shared ones inside
+// bound back, the unshared git caches inside shared ones covered). A cache is shared only when
+// it is a real folder reached without a symbolic link (a link would grant its target, and one
+// planted by an earlier run could lead anywhere); a fresh folder is laid over the folder a link
+// leads to, since covering it grants nothing. ~/.cache is made if missing (so its host copy is
+// never the command's to write), the unshared folders inside a shared cache too (so none can be
+// made there during the run); the rest only when they exist (the home is read-only: a tool whose
+// cache is missing fails with EROFS and names it).
+struct HomeCaches {
+  std::vector<std::string> shared;  // bound read-write: kept for later runs and programs
+  std::vector<std::string> fresh;   // the run's own: empty at start, gone at the end
+};
+
+bool real_folder(const std::string& path) {
+  struct stat info {};
+  return ::lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode) && resolved_path(path) == path;
+}
+
+HomeCaches home_caches(const std::string& home) {
+  HomeCaches out;
   if (home.empty() || home == "/") {
-    return {};
+    return out;
   }
-  const std::string cache = home + "/.cache";
-  if (!exists(cache)) {
+  if (const std::string cache = home + "/.cache"; !exists(cache)) {
     ::mkdir(cache.c_str(), 0700);
   }
-  std::vector<std::string> out;
-  for (const char* name :
-       {"/.cache", "/.npm", "/.cargo/registry", "/.cargo/git", "/go/pkg/mod", "/.m2/repository",
-        "/.gradle/caches", "/.gradle/wrapper", "/.local/share/pnpm/store"}) {
-    const std::string path = home + name;
-    // A link (~/.cache -> elsewhere) is followed by the bind: only a real folder is granted.
-    struct stat info {};
-    if (::lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
-      out.push_back(path);
+  for (const char* name : kRunOnlyHomeCaches) {
+    if (const std::string folder = resolved_path(home + name); is_folder(folder)) {
+      out.fresh.push_back(folder);
+    }
+  }
+  std::vector<std::string> shared;
+  for (const char* name : kHomeCaches) {
+    shared.push_back(home + name);
+  }
+  for (const char* name : kLinuxHomeCaches) {
+    shared.push_back(home + name);
+  }
+  for (const auto& folder : shared) {
+    if (!real_folder(folder)) {
+      continue;
+    }
+    // The git caches inside it: made if missing, and only a real folder is covered; a shared
+    // cache whose git cache is a link (or cannot be made) is not shared at all.
+    bool covered = true;
+    for (const char* name : kUnsharedInHomeCaches) {
+      const std::string unshared = home + name;
+      if (!is_within(unshared, folder)) {
+        continue;
+      }
+      std::error_code ec;
+      fs::create_directories(unshared, ec);
+      if (real_folder(unshared)) {
+        out.fresh.push_back(unshared);
+      } else {
+        covered = false;
+      }
+    }
+    if (covered) {
+      out.shared.push_back(folder);
     }
   }
   return out;
+}
+
+// The tmpfs options of the run's fresh caches: ~/.cache an eighth of RAM (build caches live
+// there), the others a sixteenth each.
+std::vector<std::string> fresh_cache_options(const std::vector<std::string>& fresh,
+                                             const std::string& home) {
+  struct sysinfo info {};
+  unsigned long long ram = 8ULL << 30;
+  if (::sysinfo(&info) == 0 && info.totalram > 0) {
+    ram = static_cast<unsigned long long>(info.totalram) * info.mem_unit;
+  }
+  std::vector<std::string> out;
+  for (const auto& folder : fresh) {
+    const unsigned long long size = folder == home + "/.cache" ? ram / 8 : ram / 16;
+    const unsigned long long inodes = std::max(16384ULL, size / 16384);
+    out.push_back("size=" + std::to_string(size) + ",nr_inodes=" + std::to_string(inodes));
+  }
+  return out;
+}
+
+// Whether the host's `path` shows inside as far as the home's caches go: true unless the
+// innermost of the run's fresh caches and the folders bound back that holds it is a fresh one
+// (then what is there on the host is covered, and nothing of it needs protecting or pinning).
+bool shown_past_fresh_caches(const std::string& path, const std::vector<std::string>& bound,
+                             const std::vector<std::string>& fresh) {
+  std::size_t bound_depth = 0;
+  std::size_t fresh_depth = 0;
+  for (const auto& place : bound) {
+    if (is_within(path, place)) {
+      bound_depth = std::max(bound_depth, place.size());
+    }
+  }
+  for (const auto& place : fresh) {
+    if (is_within(path, place)) {
+      fresh_depth = std::max(fresh_depth, place.size());
+    }
+  }
+  return fresh_depth == 0 || bound_depth > fresh_depth;
+}
+
+// The folders from the writable place that holds `path` (the innermost of `places`) down to
+// `path`'s parent, added to `pinned` (bound onto themselves: a mount point cannot be renamed or
+// removed). What is mounted on `path` (a read-only bind, a hidden store's cover, a fresh cache)
+// then stays where it is: no folder on its way can be moved aside and replaced by one of the
+// command's. Nothing when `path` lies in no place or is one.
+void pin_the_way(const std::string& path, const std::vector<std::string>& places,
+                 std::vector<std::string>& pinned) {
+  const std::string* root = nullptr;
+  for (const auto& place : places) {
+    if (is_within(path, place) && path != place &&
+        (root == nullptr || place.size() > root->size())) {
+      root = &place;
+    }
+  }
+  if (root == nullptr) {
+    return;
+  }
+  for (auto folder = fs::path(path).parent_path(); folder.string().size() > root->size();
+       folder = folder.parent_path()) {
+    if (std::find(pinned.begin(), pinned.end(), folder.string()) == pinned.end()) {
+      pinned.push_back(folder.string());
+    }
+  }
 }
 
 // The size and inode limits of the private tmpfs: /tmp an eighth of RAM, /var/tmp and /dev/shm a
@@ -323,13 +424,6 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
       private_folders.push_back(folder);
     }
   }
-  // The inspection CA's folder: an empty tmpfs over it, so its key cannot be read.
-  for (const auto& folder : options.gate.unreadable) {
-    const std::string resolved = resolved_path(folder);
-    if (is_folder(resolved) && !within_any(resolved, private_folders)) {
-      private_folders.push_back(resolved);
-    }
-  }
   plan.view.private_roots = private_folders;
   if (!out.runtime_dir.empty() && within_any(out.runtime_dir, private_folders)) {
     plan.view.runtime_dir = out.runtime_dir;
@@ -396,7 +490,12 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
   for (const auto& dir : git_dirs) {
     add_bound(dir);
   }
-  for (const auto& path : home_caches(home)) {
+  HomeCaches caches = home_caches(home);
+  // A cache the user gave with --allow-write (or one inside a folder given) is the host's.
+  std::erase_if(caches.fresh, [&allow_writes](const std::string& folder) {
+    return within_any(folder, allow_writes);
+  });
+  for (const auto& path : caches.shared) {
     add_bound(path);
   }
   if (const std::string tmpdir = env_or_empty("TMPDIR"); !tmpdir.empty()) {
@@ -419,8 +518,13 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
   plan.view.fresh_devpts = true;
   plan.view.writable = bound;
   plan.view.private_options = private_tmpfs_options(plan.view.private_roots, out.runtime_dir);
+  plan.view.fresh = caches.fresh;
+  plan.view.fresh_options = fresh_cache_options(caches.fresh, home);
+  out.shared_caches = caches.shared;
+  out.fresh_caches = caches.fresh;
   auto& writes = plan.writes;
   writes.writable = bound;
+  writes.writable.insert(writes.writable.end(), caches.fresh.begin(), caches.fresh.end());
   for (const char* temp : {"/tmp", "/var/tmp", "/dev/shm"}) {
     writes.writable.emplace_back(temp);
   }
@@ -446,11 +550,13 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
     }
     writes.sockets.push_back(resolved);
   }
-  // The self-probe binds a socket where the host would see it: the home's caches (made when
-  // missing, see home_caches), unless the user gave them.
-  if (const std::string cache = home + "/.cache";
-      is_folder(cache) && !within_any(resolved_path(cache), writes.sockets)) {
-    out.probe_no_socket = resolved_path(cache);
+  // The self-probe binds a socket where the host would see it: the first place bound back
+  // read-write (the working folder, a shared cache, ...) that the user did not give for sockets.
+  for (const auto& place : bound) {
+    if (!within_any(place, writes.sockets)) {
+      out.probe_no_socket = place;
+      break;
+    }
   }
   writes.devices = {"/dev/null",    "/dev/zero", "/dev/full", "/dev/random",
                     "/dev/urandom", "/dev/tty",  "/dev/ptmx", "/dev/pts"};
@@ -497,6 +603,13 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
       protect.push_back(std::move(p));
     }
   }
+  // Each protected path also where its links lead (~/.bashrc -> dotfiles/bashrc): what is
+  // written through a name is the file it resolves to, so that file is judged by where it is.
+  for (std::size_t i = 0, count = protect.size(); i < count; ++i) {
+    if (std::string real = resolve_links(protect[i].path); real != protect[i].path) {
+      protect.push_back({std::move(real), protect[i].tree, protect[i].always});
+    }
+  }
   std::vector<std::string> kept_inside = plan.view.keep;
   std::vector<std::string> pinned;
   for (const auto& p : protect) {
@@ -512,8 +625,14 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
     // from the read-only root stays read-only unless it is one of the writable places: only
     // those need protecting (carving any other would take from the private folder, /tmp say,
     // the right to create entries in it).
+    // (A link's own name is judged here as the link it is; where it leads is judged as the
+    // resolved spelling added above.) Likewise a path in one of the run's fresh caches is not
+    // there inside unless a shared cache brings it back.
     if (within_any(p.path, private_folders) &&
         (!within_any(p.path, kept_inside) || !within_any(p.path, bound))) {
+      continue;
+    }
+    if (!shown_past_fresh_caches(p.path, bound, caches.fresh)) {
       continue;
     }
     // A missing file in a git folder (config.worktree, a submodule's config): carving it out
@@ -529,30 +648,18 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
     // swapped). Landlock is not asked: its carving would forbid new entries beside the path.
     // Missing paths and symbolic links are Landlock's (it denies creating and re-pointing them).
     struct stat info {};
-    const std::string* root = nullptr;
-    for (const auto& place : bound) {
-      if (is_within(p.path, place) && p.path != place &&
-          (root == nullptr || place.size() > root->size())) {
-        root = &place;
-      }
-    }
-    if (root != nullptr && ::lstat(p.path.c_str(), &info) == 0 && !S_ISLNK(info.st_mode) &&
-        links_on_the_way(p.path).empty()) {
+    if (within_any(p.path, bound) && ::lstat(p.path.c_str(), &info) == 0 &&
+        !S_ISLNK(info.st_mode) && links_on_the_way(p.path).empty()) {
       plan.view.read_only.push_back(p.path);
-      for (auto folder = path.parent_path(); folder.string().size() > root->size();
-           folder = folder.parent_path()) {
-        if (std::find(pinned.begin(), pinned.end(), folder.string()) == pinned.end()) {
-          pinned.push_back(folder.string());
-        }
-      }
+      pin_the_way(p.path, bound, pinned);
       continue;
     }
     writes.carved.push_back(p.path);
   }
-  // Folders first, then what lies in them: a bind onto a folder would cover a bind below it.
-  std::sort(pinned.begin(), pinned.end(),
-            [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
-  plan.view.pinned = pinned;
+  // The unshared git caches inside shared ones (Go's VCS cache): their fresh cover stays put.
+  for (const auto& folder : caches.fresh) {
+    pin_the_way(folder, bound, pinned);
+  }
   std::sort(plan.view.read_only.begin(), plan.view.read_only.end(),
             [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
   plan.view.read_only.erase(std::unique(plan.view.read_only.begin(), plan.view.read_only.end()),
@@ -583,6 +690,28 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
       out.linked_stores.push_back(file);
     }
   }
+  // The inspection CA's folder, wherever it shows inside (under a home or a working folder bound
+  // back, say): covered last, as a hidden store is, whatever --allow-read says, so its key cannot
+  // be read. Not watched for replacement: the gate itself writes there.
+  for (const auto& folder : options.gate.unreadable) {
+    if (const std::string resolved = resolved_path(folder); is_folder(resolved)) {
+      plan.view.secret_folders.push_back(resolved);
+    }
+  }
+  // A hidden store inside a writable place keeps its cover only if no folder on its way can be
+  // renamed (the cover would move with it, and the command would leave its own store at the
+  // name the user's tools read later).
+  for (const auto& hidden : {plan.view.secret_folders, plan.view.secret_files}) {
+    for (const auto& store : hidden) {
+      if (exists(store) && shown_past_fresh_caches(store, bound, caches.fresh)) {
+        pin_the_way(store, bound, pinned);
+      }
+    }
+  }
+  // Folders first, then what lies in them: a bind onto a folder would cover a bind below it.
+  std::sort(pinned.begin(), pinned.end(),
+            [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+  plan.view.pinned = pinned;
   // System folders, written by no one inside (root's owner rights included).
   out.probe_no_write.emplace_back("/etc");
   out.probe_no_write.emplace_back("/usr/bin");
@@ -617,6 +746,12 @@ std::string describe_protection(const SandboxSettings& sandbox, const Confinemen
             "; NO Landlock: " + report.landlock_note +
             " (protected paths that are missing can be created)";
   }
+  text += "\nsandgate run: caches shared with later runs: " +
+          (confinement.shared_caches.empty() ? std::string("none")
+                                             : join_list(confinement.shared_caches)) +
+          "; the run's own (empty at start, gone at the end): " +
+          (confinement.fresh_caches.empty() ? std::string("none")
+                                            : join_list(confinement.fresh_caches));
   text += sandbox.capture
               ? "\nsandgate run: capture: every other TCP connection goes to the gate too, DNS "
                 "is answered by the gate, all other UDP and ICMP is dropped (--capture=off to "

@@ -23,6 +23,8 @@ struct Confinement {
   std::string runtime_dir;
   std::vector<std::string> reachable_sockets;  // bound back in
   std::vector<std::string> writable;           // for the start-up message
+  std::vector<std::string> shared_caches;      // the home's caches kept across runs (bound back)
+  std::vector<std::string> fresh_caches;       // the run's own caches: empty at start, then gone
   std::vector<std::string> hidden_stores;      // credential stores hidden, for the same
   std::vector<std::string> linked_stores;      // hidden files with another name (hard links)
   std::vector<std::string> probe_no_write;     // what the self-probe tries to write
@@ -36,8 +38,8 @@ struct Confinement {
 
 // The Linux confinement for `options`, with the user's `home` (resolved): the private view, the
 // sockets, the write allow-list and what is carved out of it. The error is why `run` must not
-// start. May create ~/.cache and the repository's missing hooks folder (so they are protected
-// rather than creatable later).
+// start. May create ~/.cache, Go's VCS cache in a shared module cache and the repository's
+// missing hooks folder (so they are covered or protected rather than creatable later).
 Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
                                                     const std::string& home);
 

@@ -8,6 +8,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -174,6 +175,73 @@ Expected<bool, std::string> mount_fresh_devpts() {
       ::mount("/dev/pts/ptmx", "/dev/ptmx", nullptr, MS_BIND, nullptr) != 0) {
     return Unexpected{errno_text("cannot bind /dev/pts/ptmx on /dev/ptmx")};
   }
+  return true;
+}
+
+// The writable places, read-write again, and the run's fresh folders, parents first: a fresh
+// tmpfs covers what lies below it on the host, so each writable folder is bound from a
+// descriptor opened before any of them is mounted (the host's folder, wherever it now lies under a
+// fresh one). Only the top mount of each writable place is made writable: a file system mounted
+// inside one stays read-only, as do second mounts of protected folders.
+Expected<bool, std::string> lay_writable_and_fresh(const ViewPlan& plan) {
+  struct Layer {
+    std::string path;
+    int fd = -1;          // writable: the host's folder; -1 for a fresh one
+    std::string options;  // fresh: tmpfs options
+  };
+  std::vector<Layer> layers;
+  const auto close_all = [&layers] {
+    for (auto& layer : layers) {
+      if (layer.fd >= 0) {
+        ::close(layer.fd);
+      }
+    }
+  };
+  for (const auto& path : plan.writable) {
+    const int fd = ::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+      layers.push_back({path, fd, {}});
+    }
+  }
+  for (std::size_t i = 0; i < plan.fresh.size(); ++i) {
+    std::string options = "mode=0700";
+    if (i < plan.fresh_options.size() && !plan.fresh_options[i].empty()) {
+      options += "," + plan.fresh_options[i];
+    }
+    layers.push_back({plan.fresh[i], -1, std::move(options)});
+  }
+  std::stable_sort(layers.begin(), layers.end(),
+                   [](const Layer& a, const Layer& b) { return a.path.size() < b.path.size(); });
+  for (const auto& layer : layers) {
+    if (!make_folders(layer.path, 0700)) {
+      const std::string error = errno_text("cannot make " + layer.path + " in the view");
+      close_all();
+      return Unexpected{error};
+    }
+    if (layer.fd < 0) {
+      if (::mount("tmpfs", layer.path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
+                  layer.options.c_str()) != 0) {
+        const std::string error = errno_text("cannot mount the run's own " + layer.path);
+        close_all();
+        return Unexpected{error};
+      }
+      continue;
+    }
+    const std::string source = "/proc/self/fd/" + std::to_string(layer.fd);
+    if (::mount(source.c_str(), layer.path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      const std::string error = errno_text("cannot bind " + layer.path + " onto itself");
+      close_all();
+      return Unexpected{error};
+    }
+    if (::mount(nullptr, layer.path.c_str(), nullptr,
+                MS_BIND | MS_REMOUNT | locked_flags(layer.path), nullptr) != 0 &&
+        errno != EPERM) {  // EPERM: read-only on the host already (locked): it stays so
+      const std::string error = errno_text("cannot make " + layer.path + " writable");
+      close_all();
+      return Unexpected{error};
+    }
+  }
+  close_all();
   return true;
 }
 
@@ -456,21 +524,8 @@ Expected<bool, std::string> build_private_view(const ViewPlan& plan,
       return done;
     }
   }
-  // The writable places, read-write again (parents first). Only the top mount of each: a file
-  // system mounted inside one stays read-only, as do second mounts of protected folders.
-  for (const auto& path : plan.writable) {
-    struct stat info {};
-    if (::stat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
-      continue;
-    }
-    if (::mount(path.c_str(), path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
-      return Unexpected{errno_text("cannot bind " + path + " onto itself")};
-    }
-    if (::mount(nullptr, path.c_str(), nullptr, MS_BIND | MS_REMOUNT | locked_flags(path),
-                nullptr) != 0 &&
-        errno != EPERM) {  // EPERM: read-only on the host already (locked): it stays so
-      return Unexpected{errno_text("cannot make " + path + " writable")};
-    }
+  if (auto laid = lay_writable_and_fresh(plan); !laid) {
+    return laid;
   }
   // Sockets outside the private folders, as found at start-up: /dev/null over each.
   for (const auto& path : plan.hide) {

@@ -13,6 +13,7 @@
 //     in a user namespace), then the writable places bound back read-write: everything else,
 //     the home included, refuses writes and metadata changes (chmod, utimes, xattrs) with EROFS;
 //     a file system mounted inside a writable place stays read-only;
+//   - the run's own caches (fresh): an empty tmpfs over each, the shared ones inside bound back;
 //   - a new devpts instance on /dev/pts (and its ptmx on /dev/ptmx): the user's other
 //     terminals are not there;
 //   - the credential stores hidden: empty read-only tmpfs over their folders (with what stays
@@ -40,6 +41,13 @@ struct ViewPlan {
   // EROFS, which Landlock cannot deny), then `writable` bound back read-write.
   bool read_only_root = false;
   std::vector<std::string> writable;  // existing folders bound read-write onto themselves
+  // Folders the run gets afresh: an empty, writable tmpfs over each (the host's contents are not
+  // seen, and nothing written there outlives the run), laid with `writable` parents first, so
+  // that a writable folder inside one is the host's folder bound back into it and one inside a
+  // writable folder covers that part of it. Existing folders (on the host, or made in a fresh
+  // parent), absolute.
+  std::vector<std::string> fresh;
+  std::vector<std::string> fresh_options;  // tmpfs options for each, same order ("": mode only)
   bool fresh_devpts = false;  // a new devpts instance on /dev/pts: the host's ptys are not there
   std::vector<std::string> keep;       // absolute paths under a private root, bound back
   std::string runtime_dir;             // $XDG_RUNTIME_DIR: re-created empty (0700) inside

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "rules/expected.hpp"
+#include "sandbox-profile/plan/home_caches.hpp"
 #include "sandbox-profile/plan/protected_paths.hpp"
 
 namespace sandgate::sandbox {
@@ -124,17 +125,6 @@ struct WritableFolder {
 // Protected and hidden paths inside them stay denied; so do git folders but for what a commit
 // writes.
 std::vector<WritableFolder> writable_folders(const ProfileOptions& options);
-
-// The download caches in the home that stay writable when they exist as folders (not links):
-// only the data folders of known tools whose entries are checked against what they name when
-// they are used (npm's content-addressed cache, pip's cache, cargo's registry, Go's module cache
-// under go.sum, Maven's repository), never a whole ~/.cache or ~/Library/Caches: those also hold
-// what runs later without a check (pre-commit's hook environments, Homebrew's bootsnap,
-// Playwright's browsers, npx's installs, compiled build caches). A poisoned entry may still be
-// used by a later build outside the sandbox: the price of downloads that are kept.
-inline constexpr const char* kHomeCaches[] = {
-    "/.npm/_cacache", "/Library/Caches/pip", "/.cargo/registry", "/go/pkg/mod", "/.m2/repository",
-};
 
 // The sysctl values the command may read, by name (sysctl-name): what runtimes, build tools and
 // `uname` ask for (CPU count and kind, memory and page size, the OS's name and version, the host

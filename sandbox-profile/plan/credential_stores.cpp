@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string_view>
+#include <utility>
 
 #include "sandbox-profile/plan/resolved_path.hpp"
 
@@ -85,6 +86,70 @@ void ssh_shown(const fs::path& ssh, std::vector<std::string>& shown) {
   }
 }
 
+// More tools' credential files in the home (a file each, in folders that also hold settings the
+// tool needs): AI agents' logins (Codex, Gemini CLI, GitHub Copilot), forges' CLIs (glab, hub),
+// package registries (RubyGems, Maven, Gradle, Composer, Poetry, Yarn), object stores and
+// databases (s3cmd, boto, MySQL, Databricks, Snowflake), clouds and platforms (doctl, flyctl,
+// Pulumi, OpenStack, Linode, Wrangler, Vercel, Netlify, Firebase, Supabase, ngrok, Kaggle,
+// Sentry, Helm's repositories), and age's keys for sops.
+constexpr const char* kMoreCredentialFiles[] = {
+    "/.codex/auth.json",
+    "/.gemini/oauth_creds.json",
+    "/.gemini/mcp-oauth-tokens.json",
+    "/.config/github-copilot/apps.json",
+    "/.config/github-copilot/hosts.json",
+    "/.config/glab-cli/config.yml",
+    "/.config/hub",
+    "/.gem/credentials",
+    "/.local/share/gem/credentials",
+    "/.m2/settings.xml",
+    "/.m2/settings-security.xml",
+    "/.gradle/gradle.properties",
+    "/.config/composer/auth.json",
+    "/.composer/auth.json",
+    "/.config/pypoetry/auth.toml",
+    "/.yarnrc.yml",
+    "/.s3cfg",
+    "/.boto",
+    "/.my.cnf",
+    "/.mylogin.cnf",
+    "/.databrickscfg",
+    "/.snowflake/connections.toml",
+    "/.snowflake/config.toml",
+    "/.config/doctl/config.yaml",
+    "/.fly/config.yml",
+    "/.pulumi/credentials.json",
+    "/.config/openstack/clouds.yaml",
+    "/.config/linode-cli",
+    "/.wrangler/config/default.toml",
+    "/.config/.wrangler/config/default.toml",
+    "/.local/share/com.vercel.cli/auth.json",
+    "/.config/netlify/config.json",
+    "/.config/configstore/firebase-tools.json",
+    "/.supabase/access-token",
+    "/.config/ngrok/ngrok.yml",
+    "/.kaggle/kaggle.json",
+    "/.config/kaggle/kaggle.json",
+    "/.sentryclirc",
+    "/.config/helm/repositories.yaml",
+    "/.config/sops/age/keys.txt",
+};
+
+// Variables that move one of those tools' folders, and the credential file in it.
+constexpr std::pair<const char*, const char*> kFilesInVariableFolders[] = {
+    {"CODEX_HOME", "/auth.json"},          {"CLAUDE_CONFIG_DIR", "/.credentials.json"},
+    {"GLAB_CONFIG_DIR", "/config.yml"},    {"GRADLE_USER_HOME", "/gradle.properties"},
+    {"COMPOSER_HOME", "/auth.json"},       {"PULUMI_HOME", "/credentials.json"},
+    {"KAGGLE_CONFIG_DIR", "/kaggle.json"}, {"FLY_CONFIG_DIR", "/config.yml"},
+};
+
+// Variables that name a credential file itself.
+constexpr const char* kFileVariables[] = {
+    "S3CMD_CONFIG",        "BOTO_CONFIG",           "DATABRICKS_CONFIG_FILE",
+    "OCI_CLI_CONFIG_FILE", "RCLONE_CONFIG",         "PGPASSFILE",
+    "SOPS_AGE_KEY_FILE",   "OS_CLIENT_CONFIG_FILE", "HELM_REPOSITORY_CONFIG",
+};
+
 }  // namespace
 
 CredentialStores credential_stores(const std::vector<std::string>& homes,
@@ -152,7 +217,9 @@ CredentialStores credential_stores(const std::vector<std::string>& homes,
                              "/.var/app/org.mozilla.firefox",
                              "/.var/app/com.google.Chrome",
                              "/.var/app/org.chromium.Chromium",
-                             "/.var/app/com.brave.Browser"}) {
+                             "/.var/app/com.brave.Browser",
+                             "/.oci",
+                             "/.config/Bitwarden CLI"}) {
       folder(h + name);
     }
     for (const char* name :
@@ -161,6 +228,9 @@ CredentialStores credential_stores(const std::vector<std::string>& homes,
           "/.vault-token", "/.cargo/credentials", "/.cargo/credentials.toml", "/.terraformrc",
           "/.terraform.d/credentials.tfrc.json", "/.config/rclone/rclone.conf",
           "/.cache/huggingface/token", "/.huggingface/token", "/.claude/.credentials.json"}) {
+      file(h + name);
+    }
+    for (const char* name : kMoreCredentialFiles) {
       file(h + name);
     }
     if (macos) {
@@ -212,6 +282,14 @@ CredentialStores credential_stores(const std::vector<std::string>& homes,
   }
   file(from("TF_CLI_CONFIG_FILE"));
   file(from("VAULT_CONFIG_PATH"));
+  for (const auto& [name, store] : kFilesInVariableFolders) {
+    if (const std::string moved = from(name); !moved.empty()) {
+      file(moved + store);
+    }
+  }
+  for (const char* name : kFileVariables) {
+    file(from(name));
+  }
 
   CredentialStores out;
   std::error_code ec;

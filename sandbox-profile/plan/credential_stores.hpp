@@ -5,12 +5,18 @@
 //     ~/.config/gcloud, ~/.azure, ~/.kube, ~/.minikube, ~/.gnupg/private-keys-v1.d,
 //     ~/.password-store, ~/.local/share/keyrings, the browsers' profiles (Firefox, Chrome and
 //     its beta, Chromium, Brave, Edge, Vivaldi, their snap and flatpak installs; on macOS also
-//     ~/Library/Keychains and ~/Library/Cookies);
+//     ~/Library/Keychains and ~/Library/Cookies), ~/.oci, Bitwarden's CLI folder;
 //   - single files in folders that must stay readable: ~/.netrc, ~/.git-credentials,
 //     git's and gh's credentials under ~/.config (or $XDG_CONFIG_HOME), ~/.docker/config.json,
 //     ~/.npmrc, ~/.pypirc, ~/.pgpass, ~/.gnupg/secring.gpg, ~/.vault-token,
 //     ~/.cargo/credentials(.toml), ~/.terraformrc, ~/.terraform.d/credentials.tfrc.json,
-//     rclone's config, Hugging Face's token, Claude Code's credentials;
+//     rclone's config, Hugging Face's token, Claude Code's credentials, and the logins of
+//     Codex (~/.codex/auth.json), Gemini CLI, GitHub Copilot, glab, hub, RubyGems, Maven
+//     (settings.xml and settings-security.xml), Gradle (gradle.properties), Composer, Poetry,
+//     Yarn (.yarnrc.yml), s3cmd (~/.s3cfg), boto, MySQL (~/.my.cnf, ~/.mylogin.cnf), Databricks,
+//     Snowflake, doctl, flyctl, Pulumi, OpenStack, Linode, Wrangler, Vercel, Netlify, Firebase,
+//     Supabase, ngrok, Kaggle, Sentry, Helm's repositories and sops's age keys
+//     (kMoreCredentialFiles in the .cpp);
 //   - ~/.ssh, but for what ssh reads that holds no secret (an allow-list): known_hosts*,
 //     config, config.d, authorized_keys*, *.pub. The private keys stay hidden; the SSH agent
 //     (SSH_AUTH_SOCK) stays reachable, so ssh and git still authenticate through it;
@@ -18,7 +24,10 @@
 //     CLOUDSDK_CONFIG, AZURE_CONFIG_DIR, KUBECONFIG (each file of its list), DOCKER_CONFIG,
 //     GNUPGHOME (its private-keys-v1.d), PASSWORD_STORE_DIR, GH_CONFIG_DIR, NETRC,
 //     CARGO_HOME (its credentials), TF_CLI_CONFIG_FILE, VAULT_CONFIG_PATH, NPM_CONFIG_USERCONFIG,
-//     GOOGLE_APPLICATION_CREDENTIALS, HF_TOKEN_PATH.
+//     GOOGLE_APPLICATION_CREDENTIALS, HF_TOKEN_PATH, CODEX_HOME, CLAUDE_CONFIG_DIR,
+//     GLAB_CONFIG_DIR, GRADLE_USER_HOME, COMPOSER_HOME, PULUMI_HOME, KAGGLE_CONFIG_DIR,
+//     FLY_CONFIG_DIR, S3CMD_CONFIG, BOTO_CONFIG, DATABRICKS_CONFIG_FILE, OCI_CLI_CONFIG_FILE,
+//     RCLONE_CONFIG, PGPASSFILE, SOPS_AGE_KEY_FILE, OS_CLIENT_CONFIG_FILE, HELM_REPOSITORY_CONFIG.
 // The ~/.ssh allow-list takes only regular files (config.d: a folder), never a link, and no
 // `*.pub` that holds a private key. Best effort: a store not listed here, or a secret in an
 // environment variable, is the command's to read.

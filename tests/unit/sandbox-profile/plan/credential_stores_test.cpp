@@ -205,5 +205,46 @@ TEST_F(CredentialStoresTest, AllowReadOpensAStoreOrShowsAPathInsideOne) {
   EXPECT_TRUE(all.folders.empty() && all.files.empty());
 }
 
+// Agents' logins and the stores of other well-known tools (the hostile review's list, and their
+// class): hidden file by file, beside the settings the tools still read; and where their
+// variables move them.
+TEST_F(CredentialStoresTest, AgentsAndOtherToolsLoginsAreHidden) {
+  std::vector<std::string> expected_files;
+  for (const char* relative :
+       {".codex/auth.json", ".gemini/oauth_creds.json", ".config/github-copilot/apps.json",
+        ".config/glab-cli/config.yml", ".gem/credentials", ".m2/settings.xml",
+        ".gradle/gradle.properties", ".config/composer/auth.json", ".config/doctl/config.yaml",
+        ".s3cfg", ".boto", ".my.cnf", ".config/hub", ".databrickscfg", ".fly/config.yml",
+        ".pulumi/credentials.json", ".claude/.credentials.json", ".yarnrc.yml"}) {
+    expected_files.push_back(make(relative));
+  }
+  const std::string oci = make(".oci/");
+  make(".oci/config");
+  const std::string codex_settings = make(".codex/config.toml");
+  const std::string gemini_settings = make(".gemini/settings.json");
+  const std::string maven_repository = make(".m2/repository/x.jar");
+  const auto stores = credential_stores({home_}, {}, {}, false);
+  for (const auto& file : expected_files) {
+    EXPECT_TRUE(has(stores.files, file)) << file;
+  }
+  EXPECT_TRUE(has(stores.folders, oci));
+  for (const auto& kept : {codex_settings, gemini_settings, maven_repository}) {
+    EXPECT_FALSE(has(stores.files, kept)) << kept;
+  }
+  // Moved by their variables.
+  const std::string codex_home = make("elsewhere/codex/auth.json");
+  const std::string s3cmd = make("elsewhere/s3cmd.cfg");
+  const std::string gradle = make("elsewhere/gradle/gradle.properties");
+  const std::string pgpass = make("elsewhere/pgpass");
+  const auto moved =
+      credential_stores({home_},
+                        {"CODEX_HOME=" + home_ + "/elsewhere/codex", "S3CMD_CONFIG=" + s3cmd,
+                         "GRADLE_USER_HOME=~/elsewhere/gradle", "PGPASSFILE=" + pgpass},
+                        {}, false);
+  for (const auto& file : {codex_home, s3cmd, gradle, pgpass}) {
+    EXPECT_TRUE(has(moved.files, file)) << file;
+  }
+}
+
 }  // namespace
 }  // namespace sandgate::sandbox
