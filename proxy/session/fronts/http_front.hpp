@@ -55,6 +55,9 @@ class InspectedOrigin {
   // Sets up and verifies TLS on context.upstream (just connected) and makes it
   // context.upstream_stream; the refusal when the origin could not be verified or reached.
   virtual boost::asio::awaitable<std::optional<Refusal>> secure_upstream() = 0;
+  // Whether the TLS layer holds bytes of the origin's that the socket no longer shows (decrypted
+  // data, a record read ahead): a read now returns without waiting for the network.
+  virtual bool origin_bytes_held() = 0;
 };
 
 // How the requests of an inspected connection ended.

@@ -261,6 +261,18 @@ asio::awaitable<bool> origin_paused(Exchange& x, std::chrono::milliseconds pause
   co_return first.index() == 1 && !std::get<0>(std::get<1>(first));
 }
 
+// Whether the origin's next bytes can be read at once: unparsed in the exchange's buffer, held
+// by the TLS layer, or waiting on the socket. Whether the last read waited says nothing of this:
+// a chunk's data parsed from the buffer comes at once however long the next one takes.
+bool origin_has_more(Exchange& x) {
+  if (x.upstream.buffer.size() > 0 ||
+      (x.upstream.inspected != nullptr && x.upstream.inspected->origin_bytes_held())) {
+    return true;
+  }
+  boost::system::error_code ignored;
+  return x.context.upstream.available(ignored) > 0;
+}
+
 // relay_body for a host masked secrets are bound to: each piece is cleaned of their real values
 // (redaction.hpp) and goes on at once but for a tail that could still become a value's echo;
 // that tail goes with the next piece, or when the origin pauses (StreamRedaction::on_pause), so
@@ -269,9 +281,6 @@ asio::awaitable<bool> relay_redacted_body(Exchange& x, BodyResponseParser& parse
                                           ResponseWriter& writer) {
   secrets::StreamRedaction redaction(*x.redactions);
   std::vector<char> buffer(redaction.front_limit() + kBodyPiece);
-  // Whether the last read had to wait: bytes that came at once (records already inside the TLS
-  // layer, which the socket does not show) mean more are coming, and no pause is looked for.
-  bool waited = true;
   for (bool more = !parser.is_done(); more;) {
     if (x.state.response_should_stop()) {
       co_return false;
@@ -283,7 +292,7 @@ asio::awaitable<bool> relay_redacted_body(Exchange& x, BodyResponseParser& parse
                             "the gate's redaction of " + x.where + " held more than its window.");
       co_return false;
     }
-    if (waited && redaction.held() > 0 && x.upstream.buffer.size() == 0 && !parser.is_done()) {
+    if (redaction.held() > 0 && !parser.is_done() && !origin_has_more(x)) {
       const bool paused = co_await origin_paused(x, kRedactionPause);
       if (paused) {
         const auto ready = redaction.on_pause();
@@ -297,19 +306,19 @@ asio::awaitable<bool> relay_redacted_body(Exchange& x, BodyResponseParser& parse
         redaction.to_front(buffer.data());
       }
     }
-    // What comes at once is gathered into one pass (up to kGatherBeforePass): an origin sending
-    // a byte a record would otherwise cost a pass over the whole window per byte.
+    // What can be read at once is gathered into one pass (up to kGatherBeforePass): an origin
+    // sending a byte a record would otherwise cost a pass over the whole window per byte. A read
+    // that would wait is not started while data is in hand: it would hold that data back until
+    // the origin's next piece (one event behind, on a stream of events).
     std::size_t fresh = 0;
     while (!parser.is_done()) {
-      const auto asked = std::chrono::steady_clock::now();
       const auto read = co_await read_body_piece(
           x, parser, buffer.data() + redaction.carried() + fresh, kBodyPiece - fresh);
       if (!read) {
         co_return false;
       }
       fresh += *read;
-      waited = std::chrono::steady_clock::now() - asked >= kRedactionPause / 10;
-      if (waited || fresh >= kGatherBeforePass) {
+      if (fresh >= kGatherBeforePass || (fresh > 0 && !origin_has_more(x))) {
         break;
       }
     }

@@ -94,6 +94,7 @@ class InspectedTls final : public InspectedOrigin {
   InspectedTls& operator=(const InspectedTls&) = delete;
 
   asio::awaitable<std::optional<Refusal>> secure_upstream() override;
+  bool origin_bytes_held() override { return origin_tls_ && !nothing_unread(*origin_tls_); }
   // Hands the origin connection, idle and reusable, to the worker's pool for another client.
   void keep_origin(const std::optional<rules::IpAddress>& dialled);
   // The client's handshake with the host's leaf; nothing when it succeeded, otherwise the
