@@ -25,9 +25,8 @@ std::string first_line(const std::string& path) {
 // No ".", "..", or empty component: is_within() compares spellings.
 bool normal(std::string_view path) {
   return path.find("/./") == std::string_view::npos &&
-         path.find("/../") == std::string_view::npos &&
-         path.find("//") == std::string_view::npos && !path.ends_with("/.") &&
-         !path.ends_with("/..");
+         path.find("/../") == std::string_view::npos && path.find("//") == std::string_view::npos &&
+         !path.ends_with("/.") && !path.ends_with("/..");
 }
 
 bool added_outside(const std::string& entry, const std::vector<std::string>& writable) {

@@ -596,8 +596,8 @@ void report_hidden(const GitSnapshot& before, const GitSnapshot& after, GitAudit
   }
 }
 
-// The files tools run or trust in the working folders, new, changed or removed: named for the
-// user to review, not moved (they may be the work asked for).
+// The files tools run or trust at any depth of the working folders, new, changed or removed:
+// named for the user to review, not moved (they may be the work asked for).
 void report_auto_run(const GitSnapshot& before, const GitSnapshot& after, GitAudit& audit) {
   for (const auto& [path, content] : after.auto_run) {
     const auto old = before.auto_run.find(path);
@@ -614,8 +614,8 @@ void report_auto_run(const GitSnapshot& before, const GitSnapshot& after, GitAud
     }
   }
   if (!audit.auto_run.empty()) {
-    say("WARNING: the command wrote files that editors, shells and agents run or trust when you "
-        "open the folder (review them first): " +
+    say("WARNING: the command wrote files that editors, shells, package managers and agents run "
+        "or trust when you open or enter their folders (review them first): " +
         [&audit] {
           std::string list;
           for (const auto& line : audit.auto_run) {

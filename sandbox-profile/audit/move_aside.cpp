@@ -34,7 +34,8 @@ std::string random_suffix() {
 // Mode 0 on the entry itself (a link has no mode of its own to take away: fchmodat refuses).
 bool lock(const std::string& path) {
   const auto slash = path.rfind('/');
-  const UniqueFd folder = open_no_follow(slash == 0 ? "/" : path.substr(0, slash), O_PATH | O_DIRECTORY);
+  const UniqueFd folder =
+      open_no_follow(slash == 0 ? "/" : path.substr(0, slash), O_PATH | O_DIRECTORY);
   return folder &&
          ::fchmodat(folder.get(), path.substr(slash + 1).c_str(), 0, AT_SYMLINK_NOFOLLOW) == 0;
 }

@@ -135,8 +135,7 @@ TEST_F(GitQuarantineTest, WhatCannotBeMovedIsMadeUnreadableAndNamed) {
     }
     const GitAudit audit = quarantine_new_git_entries(before, {work_}, git_dirs, limits_);
     struct stat info {};
-    const bool named = audit.unmoved.size() == 1 &&
-                       audit.unmoved[0].starts_with(planted + " (") &&
+    const bool named = audit.unmoved.size() == 1 && audit.unmoved[0].starts_with(planted + " (") &&
                        audit.unmoved[0].find("made unreadable") != std::string::npos;
     const bool locked = ::lstat(planted.c_str(), &info) == 0 && (info.st_mode & 07777) == 0;
     ::_exit(named && locked ? 0 : 1);

@@ -12,13 +12,33 @@ namespace sandgate::sandbox {
 namespace {
 
 TEST(AutoRunFiles, ListedFilesAreFoundAtAnyDepth) {
-  for (const char* path :
-       {".envrc", "sub/.envrc", "a/b/c/.envrc", ".vscode/mcp.json", "web/.vscode/tasks.json",
-        ".cargo/config.toml", "crates/x/.cargo/config", ".npmrc", "packages/web/.npmrc",
-        ".yarnrc.yml", ".yarnrc", ".pnpmfile.cjs", "mise.toml", "sub/.mise.toml",
-        ".tool-versions", ".python-version", "CLAUDE.md", "sub/AGENTS.md", ".goosehints",
-        ".github/copilot-instructions.md", ".devcontainer.json", ".config/mise.toml",
-        "lefthook.yml", ".mcp.json", ".gitmodules", ".dir-locals.el", ".nvim.lua"}) {
+  for (const char* path : {".envrc",
+                           "sub/.envrc",
+                           "a/b/c/.envrc",
+                           ".vscode/mcp.json",
+                           "web/.vscode/tasks.json",
+                           ".cargo/config.toml",
+                           "crates/x/.cargo/config",
+                           ".npmrc",
+                           "packages/web/.npmrc",
+                           ".yarnrc.yml",
+                           ".yarnrc",
+                           ".pnpmfile.cjs",
+                           "mise.toml",
+                           "sub/.mise.toml",
+                           ".tool-versions",
+                           ".python-version",
+                           "CLAUDE.md",
+                           "sub/AGENTS.md",
+                           ".goosehints",
+                           ".github/copilot-instructions.md",
+                           ".devcontainer.json",
+                           ".config/mise.toml",
+                           "lefthook.yml",
+                           ".mcp.json",
+                           ".gitmodules",
+                           ".dir-locals.el",
+                           ".nvim.lua"}) {
     EXPECT_TRUE(is_auto_run_file(path)) << path;
   }
   for (const char* path :
@@ -30,8 +50,8 @@ TEST(AutoRunFiles, ListedFilesAreFoundAtAnyDepth) {
 }
 
 TEST(AutoRunFiles, ListedFoldersAreFoundAtAnyDepth) {
-  for (const char* path : {".claude", "sub/.claude", ".cursor", ".gemini", ".devcontainer",
-                           ".idea", "a/.zed", ".husky", ".github/instructions", ".config/mise"}) {
+  for (const char* path : {".claude", "sub/.claude", ".cursor", ".gemini", ".devcontainer", ".idea",
+                           "a/.zed", ".husky", ".github/instructions", ".config/mise"}) {
     EXPECT_TRUE(is_auto_run_folder(path)) << path;
   }
   for (const char* path : {"claude", ".github", ".vscode", ".config", "src", "x.idea"}) {
