@@ -3113,6 +3113,53 @@ TEST_F(RunAskTest, OtherKeysDoNotAnswerAndTheCommandStillGetsItsKeys) {
   EXPECT_NE(read_file(log_path()).find("answered once by"), std::string::npos);
 }
 
+// Issue 40 (the terminal question): what the terminal itself writes to its input while a
+// question is up (mouse and focus reports, which the command can turn on, cursor position and
+// device attributes replies to queries it wrote just before, a paste, 8-bit and UTF-8 forms,
+// several keys at once) holds answer letters but never answers; the next key pressed alone
+// does, and none of it reaches the command.
+TEST_F(RunAskTest, TheTerminalsReportsAndPastesNeverAnswer) {
+  Pty pty;
+  const pid_t pid = start_asking(pty, {},
+                                 curl_https("origin.test") +
+                                     " 2>/dev/null; echo curl-rc=$?; IFS= read -r line; "
+                                     "echo got=$line");
+  ASSERT_NE(pty.read_until(prompt()).find(prompt()), std::string::npos);
+  for (const std::string report : {
+           "\x9bM o!",                  // X10 mouse report, 8-bit CSI: column 'o'
+           "\x1b[M as",                 // X10 mouse report: column 'a', row 's'
+           "\x1b[<0;111;115M",          // SGR mouse report
+           "\x1b[I",                    // focus in
+           "\xc2\x9bO",                 // focus out, its CSI written in UTF-8
+           "\x1b[200~always\x1b[201~",  // a pasted answer
+           "\x1b[200~o\r\n\x1b[201~",   // another
+           "\x1b[24;80R",               // cursor position report
+           "\x1b[?62;22c",              // device attributes
+           "\x1b]l sandgate: o\x1b\\",  // a title report: text the command chose
+           "\x1bP1$r0;1m\x1b\\",        // DECRQSS reply
+           "\xc3\xb6",                  // a key beyond ASCII
+           "so",                        // two keys at once (a paste without brackets)
+       }) {
+    pty.type(report);
+    std::this_thread::sleep_for(120ms);
+  }
+  std::this_thread::sleep_for(300ms);
+  pty.type("d");
+  pty.read_until("curl-rc=");
+  pty.type("hello\r");
+  const std::string shown = pty.read_until("got=");
+  pty.read_until("\n", 5s);
+  EXPECT_EQ(wait_exit(pid), 0) << shown;
+  EXPECT_NE(shown.find("curl-rc=56"), std::string::npos) << shown;  // refused: denied
+  EXPECT_NE(shown.find("got=hello\r"), std::string::npos) << shown;
+  const std::string log = read_file(log_path());
+  EXPECT_NE(log.find("answered deny by"), std::string::npos) << log;
+  for (const char* other :
+       {"answered once", "answered session", "answered always", "answered never"}) {
+    EXPECT_EQ(log.find(other), std::string::npos) << log;
+  }
+}
+
 // Issue 26, 9: the command prints a question of its own, then conceals what follows (ESC[8m).
 // The gate's question resets every attribute first and carries the run's mark, shown before the
 // command started; the fake one does not.
