@@ -98,7 +98,9 @@ class Process {
       if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) {
         ::_exit(126);
       }
-      if (inherit >= 0) {
+      if (inherit == 7) {
+        ::fcntl(7, F_SETFD, 0);  // already there: dup2 onto itself would keep close-on-exec
+      } else if (inherit >= 0) {
         ::dup2(inherit, 7);  // dup2 clears close-on-exec
       }
       ::execve(args[0], args.data(), envp.data());
