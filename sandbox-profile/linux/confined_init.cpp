@@ -7,7 +7,6 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,9 +30,6 @@
 
 namespace sandgate::sandbox {
 namespace {
-
-// RLIMIT_NPROC for the command: generous for parallel builds, a stop for a fork bomb.
-constexpr rlim_t kProcessLimit = 4096;
 
 // The self-probe, which makes calls the supervisor reads (connect, sendto), is made dumpable
 // again for `run` to read it (process_vm_readv); it runs and ends before the command exists, so
@@ -350,10 +346,8 @@ Expected<int, std::string> seal_init(bool supervise_unix_sockets) {
     // Nothing inherited but the standard streams: a descriptor the invoker left open (a socket
     // of the host's network namespace, say) would be a way around the fence.
     ::close_range(3, ~0U, 0);
-    // A process limit: a fork bomb ends at it (uid 0 is exempt in the kernel's check).
-    const rlimit processes{kProcessLimit, kProcessLimit};
-    ::setrlimit(RLIMIT_NPROC, &processes);
-    // (The system-call filter and the rest of the boundary are init's, inherited.)
+    // (The system-call filter, the per-user rlimits (a process limit among them) and the rest of
+    // the boundary are init's, inherited.)
     restore_signals(previous);
     ::_exit(image.exec());
   }

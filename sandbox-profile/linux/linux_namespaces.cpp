@@ -9,10 +9,12 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -74,6 +76,25 @@ Expected<bool, std::string> set_user_limits(
   return true;
 }
 
+// The kernel's rlimits counted per user namespace (its ucounts: include/linux/user_namespace.h).
+// RLIMIT_NPROC also stops a fork bomb: 4096 at most, generous for parallel builds (uid 0 is exempt
+// from it in the kernel's check).
+Expected<bool, std::string> cap_user_rlimits() {
+  for (const auto& limit : kUserRlimits) {
+    rlimit user{};
+    if (::getrlimit(limit.resource, &user) != 0) {
+      return Unexpected{errno_text(std::string("getrlimit(") + limit.name + ")")};
+    }
+    const rlim_t share = std::min(command_share(user.rlim_cur, limit.ceiling), user.rlim_max);
+    const rlimit command{share, share};
+    if (::setrlimit(limit.resource, &command) != 0) {
+      return Unexpected{errno_text(std::string("cannot limit ") + limit.name + " to " +
+                                   std::to_string(share) + " in the sandbox")};
+    }
+  }
+  return true;
+}
+
 // A new network namespace has one interface, `lo`, and it is down.
 Expected<bool, std::string> bring_loopback_up() {
   const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -96,6 +117,20 @@ Expected<bool, std::string> bring_loopback_up() {
 }
 
 }  // namespace
+
+const UserRlimit kUserRlimits[4] = {
+    {RLIMIT_SIGPENDING, "RLIMIT_SIGPENDING", RLIM_INFINITY},
+    {RLIMIT_MSGQUEUE, "RLIMIT_MSGQUEUE", RLIM_INFINITY},
+    {RLIMIT_MEMLOCK, "RLIMIT_MEMLOCK", RLIM_INFINITY},
+    {RLIMIT_NPROC, "RLIMIT_NPROC", 4096},
+};
+
+rlim_t command_share(rlim_t user, rlim_t ceiling) {
+  if (user == RLIM_INFINITY) {
+    return ceiling;
+  }
+  return std::min(std::max<rlim_t>(1, user / 4), ceiling);
+}
 
 std::string NamespaceReport::serialize() const {
   std::ostringstream out;
@@ -183,6 +218,9 @@ Expected<int, std::string> enter_namespaces(const NamespacePlan& plan, Namespace
   }
   if (auto limited = set_user_limits(plan.user_limits); !limited) {
     return Unexpected{limited.error()};
+  }
+  if (auto capped = cap_user_rlimits(); !capped) {
+    return Unexpected{capped.error()};
   }
   if (auto up = bring_loopback_up(); !up) {
     return Unexpected{up.error()};

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include "rules/expected.hpp"
@@ -59,11 +60,30 @@ struct NamespaceReport {
 // what to do. Call while single-threaded.
 Expected<pid_t, std::string> clone_confined();
 
-// In the cloned child: maps the ids, sets the user namespace's limits, brings loopback up, builds
+// In the cloned child: maps the ids, sets the user namespace's limits (/proc/sys/user) and the
+// per-user rlimits (kUserRlimits, soft and hard, to the command's share: raising a hard limit
+// needs CAP_SYS_RESOURCE in the host's user namespace, which nothing inside has; every process
+// inside inherits them), brings loopback up, builds
 // the private view, mounts a fresh /proc and opens the listener (127.0.0.1, port 0). Returns the
 // listener. The error is a sentence for the user: what failed and, for the usual causes, why and
 // what to do.
 Expected<int, std::string> enter_namespaces(const NamespacePlan& plan, NamespaceReport& report);
+
+// The per-user resources the kernel counts per user namespace, each level of them within its own
+// limit, and whose limit is an rlimit of the process (not a /proc/sys/user file): pending signals
+// (queued with sigqueue, or kept for a timer), POSIX message queue bytes, shared memory locked
+// (SHM_LOCK, hugetlb), processes. The command's count is the sandbox's level; the user's other
+// programs share the level above with it, up to their own limits.
+struct UserRlimit {
+  int resource;      // RLIMIT_SIGPENDING, ...
+  const char* name;  // for the error
+  rlim_t ceiling;    // the command's limit is never above this (RLIM_INFINITY: none)
+};
+extern const UserRlimit kUserRlimits[4];
+
+// The command's share of the user's limit `user` (its soft limit, the one the kernel checks):
+// a quarter, like the /proc/sys/user limits, at least 1, at most `ceiling`; no limit without one.
+rlim_t command_share(rlim_t user, rlim_t ceiling);
 
 // In the cloned child, after enter_namespaces and the last mount: the Landlock write
 // allow-list of the plan (and the second mounts of protected paths found in this view carved

@@ -10,9 +10,12 @@
 
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <ctime>
 #include <string_view>
+
+#include "sandbox-profile/supervisor/terminal_input.hpp"
 
 namespace sandgate::sandbox {
 namespace {
@@ -20,6 +23,11 @@ namespace {
 // How often a prompt on screen checks that its question still waits (it may time out or be
 // answered on the admin endpoint meanwhile).
 constexpr int kPollMs = 200;
+
+// How long the input must stay quiet after a key for the key to be a key press alone: a
+// terminal writes a report or a paste at once, and a person's next key comes later (key repeat
+// starts after a quarter of a second or more).
+constexpr int kQuietMs = 50;
 
 // Drawn before each question, to undo what the command's output may have set to hide or garble
 // it: a soft reset (DECSTR: display attributes, character sets, insert and origin modes, the
@@ -228,41 +236,51 @@ void TerminalAsker::put(TerminalQuestion& question) {
 }
 
 std::optional<char> TerminalAsker::read_key(TerminalQuestion& question) {
+  // The question's own reader: nothing read before it was asked counts.
+  TerminalInput input;
+  auto checked = std::chrono::steady_clock::now();
   for (;;) {
+    // While a burst of input is open, wait only for the quiet moment that closes it.
     pollfd fds[2] = {{tty_, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
-    const int ready = ::poll(fds, 2, kPollMs);
+    const int ready = ::poll(fds, 2, input.in_burst() ? kQuietMs : kPollMs);
     if (ready < 0 && errno != EINTR) {
       return std::nullopt;
     }
     if ((fds[1].revents & POLLIN) != 0) {
       return std::nullopt;  // stop()
     }
-    if (ready <= 0) {
+    if (ready == 0 && input.in_burst()) {
+      const TerminalInput::Burst burst = input.quiet();
+      if (burst.key) {
+        const char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(*burst.key)));
+        if (question.keys.find(lower) != std::string::npos) {
+          return lower;
+        }
+      }
+      if (burst.key || burst.typed) {
+        show("\a");  // typed, but not an answer
+      }
+    }
+    // (Checked on time, not only when the input is idle: a stream that never goes quiet, a
+    // held key or an endless paste, must not keep a question up that no longer waits.)
+    if (const auto now = std::chrono::steady_clock::now();
+        now - checked >= std::chrono::milliseconds(kPollMs)) {
+      checked = now;
       if (!question.pending()) {
         return std::nullopt;
       }
+    }
+    if (ready <= 0) {
       continue;
     }
-    char buffer[64];
+    char buffer[4096];
     const ssize_t got = ::read(tty_, buffer, sizeof buffer);
     if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) {
       return std::nullopt;  // the terminal hung up
     }
-    if (got < 0) {
-      continue;
+    if (got > 0) {
+      input.feed(std::string_view(buffer, static_cast<std::size_t>(got)));
     }
-    const std::string_view read(buffer, static_cast<std::size_t>(got));
-    // An escape sequence (an arrow key is ESC [ A) holds letters that are not answers.
-    if (read.find('\x1b') != std::string_view::npos) {
-      continue;
-    }
-    for (char c : read) {
-      const char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (lower != '\0' && question.keys.find(lower) != std::string::npos) {
-        return lower;
-      }
-    }
-    show("\a");  // not an answer
   }
 }
 

@@ -43,7 +43,8 @@ class TerminalHolder {
 struct TerminalQuestion {
   // The prompt line without a newline: "allow api.example.dev:443? [o]nce / ... / [n]ever".
   std::string prompt;
-  // The keys that answer it (lower case; their upper case counts too). Other keys are ignored.
+  // The keys that answer it (lower case; their upper case counts too), each pressed alone.
+  // Other keys are ignored.
   std::string keys;
   // Whether the question still waits for an answer (it may time out, or be answered elsewhere):
   // polled while the prompt is up, and before it is put. Asker's thread.
@@ -97,7 +98,9 @@ class TerminalAsker {
   void serve();
   // Shows one question until it is answered, stops waiting or the asker stops.
   void put(TerminalQuestion& question);
-  // Reads one answering key; nothing when the question stopped waiting or the asker stopped.
+  // Reads one answering key: a single plain key press, alone in its burst of input
+  // (terminal_input.hpp); a terminal's reports, pasted text and escape sequences never answer,
+  // whatever letters they hold. Nothing when the question stopped waiting or the asker stopped.
   std::optional<char> read_key(TerminalQuestion& question);
   void show(const std::string& text) const;
 

@@ -12,6 +12,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -97,7 +98,9 @@ class Process {
       if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) {
         ::_exit(126);
       }
-      if (inherit >= 0) {
+      if (inherit == 7) {
+        ::fcntl(7, F_SETFD, 0);  // already there: dup2 onto itself would keep close-on-exec
+      } else if (inherit >= 0) {
         ::dup2(inherit, 7);  // dup2 clears close-on-exec
       }
       ::execve(args[0], args.data(), envp.data());
@@ -2364,6 +2367,85 @@ print('userns=' + open('/proc/sys/user/max_user_namespaces').read().strip())
   EXPECT_EQ(number("userns"), 0) << describe(o);
 }
 
+// Issue 40 (per-user kernel resources): pending signals, POSIX message queue bytes and shared
+// memory locked are counted per user at each namespace level, against rlimits. The command's are
+// a quarter of the user's, soft and hard: it takes all it can get and holds it, and a program of
+// the same user outside still gets one (root's SHM_LOCK is not limited outside: CAP_IPC_LOCK).
+TEST_F(RunTest, PerUserRlimitsAreAQuarterInsideAndTheUserKeepsTheRest) {
+  write_script(work_ + "/take.py", R"(import ctypes, os, resource, signal, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+class MqAttr(ctypes.Structure):
+    _fields_ = [('flags', ctypes.c_long), ('maxmsg', ctypes.c_long), ('msgsize', ctypes.c_long),
+                ('curmsgs', ctypes.c_long), ('pad', ctypes.c_long * 4)]
+def take(mode, n):  # one unit: a pending signal, a queue of 80 kB, 256 kB locked
+    if mode == 'sig':
+        return libc.sigqueue(os.getpid(), signal.SIGRTMIN, ctypes.c_void_p(0)) == 0
+    if mode == 'mq':
+        name = b'/sandgate-test-%d-%d' % (os.getpid(), n)
+        # (Read-only: Landlock refuses a queue opened for writing inside, not its creation.)
+        q = libc.mq_open(name, os.O_CREAT | os.O_RDONLY, 0o600, ctypes.byref(MqAttr(0, 10, 8192)))
+        if q >= 0 and n < 0:
+            libc.mq_unlink(name)
+        return q >= 0
+    segment = libc.shmget(0, 256 * 1024, 0o1600)  # IPC_PRIVATE, IPC_CREAT
+    ok = segment >= 0 and libc.shmctl(segment, 11, None) == 0  # SHM_LOCK
+    if n < 0 or not ok:
+        libc.shmctl(segment, 0, None)  # IPC_RMID
+    return ok
+mode = sys.argv[1]
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGRTMIN])
+if sys.argv[2] == 'one':
+    print('one=' + ('ok' if take(mode, -1) else 'errno %d' % ctypes.get_errno()))
+    sys.exit(0)
+names = {'sig': 'SIGPENDING', 'mq': 'MSGQUEUE', 'shm': 'MEMLOCK'}
+soft, hard = resource.getrlimit(getattr(resource, 'RLIMIT_' + names[mode]))
+print('soft=%d hard=%d' % (soft, hard))
+taken = 0
+while taken < 10000000 and take(mode, taken):
+    taken += 1
+print('taken=%d errno=%d' % (taken, ctypes.get_errno()), flush=True)
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.05)
+)");
+  const auto number = [](const std::string& text, const std::string& key) -> long long {
+    const auto at = text.find(key + "=");
+    return at == std::string::npos ? -1 : std::atoll(text.c_str() + at + key.size() + 1);
+  };
+  struct Case {
+    std::string mode;
+    int resource;
+    long long unit;  // what one unit taken costs at least, in the limit's unit
+    bool outside;    // whether the user's limit binds a program outside (root: not SHM_LOCK)
+  };
+  for (const Case& c :
+       {Case{"sig", RLIMIT_SIGPENDING, 1, true}, Case{"mq", RLIMIT_MSGQUEUE, 10 * 8192, true},
+        Case{"shm", RLIMIT_MEMLOCK, 256 * 1024, ::geteuid() != 0}}) {
+    SCOPED_TRACE(c.mode);
+    rlimit user{};
+    ASSERT_EQ(::getrlimit(c.resource, &user), 0);
+    ASSERT_NE(user.rlim_cur, RLIM_INFINITY) << "the test needs a limit to share";
+    const long long share = std::max<long long>(1, static_cast<long long>(user.rlim_cur / 4));
+    const std::string go = work_ + "/go-" + c.mode;
+    Process process(run_argv({"--", "/usr/bin/python3", work_ + "/take.py", c.mode, go}),
+                    environment(), root_ + "/run-" + c.mode, work_);
+    const bool holding = process.wait_for_output("taken=", 60s);
+    // A program of the same user outside, while the command holds what it took.
+    const auto outside = shell("/usr/bin/python3 " + work_ + "/take.py " + c.mode + " one");
+    std::ofstream(go) << "";
+    const Outcome o = process.wait();
+    ASSERT_TRUE(holding) << describe(o);
+    EXPECT_EQ(o.exit_code, 0) << describe(o);
+    EXPECT_EQ(number(o.out, "soft"), share) << describe(o);
+    EXPECT_EQ(number(o.out, "hard"), share) << describe(o);
+    EXPECT_GE(number(o.out, "taken"), 0) << describe(o);
+    EXPECT_LE(number(o.out, "taken") * c.unit, share) << describe(o);
+    if (c.outside) {
+      EXPECT_NE(outside.second.find("one=ok"), std::string::npos) << outside.second << describe(o);
+    }
+  }
+}
+
 // 2: a symbolic link planted in the git folder (COMMIT_EDITMSG -> ~/.bashrc) is moved aside
 // after the run, so the user's next commit does not write through it.
 TEST_F(RunTest, LinksPlantedInTheGitFolderAreMovedAside) {
@@ -3340,6 +3422,53 @@ TEST_F(RunAskTest, OtherKeysDoNotAnswerAndTheCommandStillGetsItsKeys) {
   EXPECT_NE(shown.find("curl-rc=0"), std::string::npos) << shown;
   EXPECT_NE(shown.find("got=hello"), std::string::npos) << shown;
   EXPECT_NE(read_file(log_path()).find("answered once by"), std::string::npos);
+}
+
+// Issue 40 (the terminal question): what the terminal itself writes to its input while a
+// question is up (mouse and focus reports, which the command can turn on, cursor position and
+// device attributes replies to queries it wrote just before, a paste, 8-bit and UTF-8 forms,
+// several keys at once) holds answer letters but never answers; the next key pressed alone
+// does, and none of it reaches the command.
+TEST_F(RunAskTest, TheTerminalsReportsAndPastesNeverAnswer) {
+  Pty pty;
+  const pid_t pid = start_asking(pty, {},
+                                 curl_https("origin.test") +
+                                     " 2>/dev/null; echo curl-rc=$?; IFS= read -r line; "
+                                     "echo got=$line");
+  ASSERT_NE(pty.read_until(prompt()).find(prompt()), std::string::npos);
+  for (const std::string report : {
+           "\x9bM o!",                  // X10 mouse report, 8-bit CSI: column 'o'
+           "\x1b[M as",                 // X10 mouse report: column 'a', row 's'
+           "\x1b[<0;111;115M",          // SGR mouse report
+           "\x1b[I",                    // focus in
+           "\xc2\x9bO",                 // focus out, its CSI written in UTF-8
+           "\x1b[200~always\x1b[201~",  // a pasted answer
+           "\x1b[200~o\r\n\x1b[201~",   // another
+           "\x1b[24;80R",               // cursor position report
+           "\x1b[?62;22c",              // device attributes
+           "\x1b]l sandgate: o\x1b\\",  // a title report: text the command chose
+           "\x1bP1$r0;1m\x1b\\",        // DECRQSS reply
+           "\xc3\xb6",                  // a key beyond ASCII
+           "so",                        // two keys at once (a paste without brackets)
+       }) {
+    pty.type(report);
+    std::this_thread::sleep_for(120ms);
+  }
+  std::this_thread::sleep_for(300ms);
+  pty.type("d");
+  pty.read_until("curl-rc=");
+  pty.type("hello\r");
+  const std::string shown = pty.read_until("got=");
+  pty.read_until("\n", 5s);
+  EXPECT_EQ(wait_exit(pid), 0) << shown;
+  EXPECT_NE(shown.find("curl-rc=56"), std::string::npos) << shown;  // refused: denied
+  EXPECT_NE(shown.find("got=hello\r"), std::string::npos) << shown;
+  const std::string log = read_file(log_path());
+  EXPECT_NE(log.find("answered deny by"), std::string::npos) << log;
+  for (const char* other :
+       {"answered once", "answered session", "answered always", "answered never"}) {
+    EXPECT_EQ(log.find(other), std::string::npos) << log;
+  }
 }
 
 // Issue 26, 9: the command prints a question of its own, then conceals what follows (ESC[8m).
