@@ -17,6 +17,7 @@
 #include "proxy/secrets/redaction.hpp"
 #include "proxy/secrets/request_secrets.hpp"
 #include "proxy/session/fronts/http_exchange.hpp"
+#include "proxy/session/fronts/http_front.hpp"
 #include "proxy/session/wire/http_head.hpp"
 
 namespace sandgate::session {
@@ -261,16 +262,48 @@ asio::awaitable<bool> origin_paused(Exchange& x, std::chrono::milliseconds pause
   co_return first.index() == 1 && !std::get<0>(std::get<1>(first));
 }
 
-// Whether the origin's next bytes can be read at once: unparsed in the exchange's buffer, held
-// by the TLS layer, or waiting on the socket. Whether the last read waited says nothing of this:
-// a chunk's data parsed from the buffer comes at once however long the next one takes.
+// Whether the origin has sent bytes the exchange has not read yet: held by the TLS layer
+// (decrypted, or a record read ahead) or waiting on the socket. (What is in the exchange's own
+// buffer is parsed by parse_buffered() instead: it may be only the start of the next chunk.)
 bool origin_has_more(Exchange& x) {
-  if (x.upstream.buffer.size() > 0 ||
-      (x.upstream.inspected != nullptr && x.upstream.inspected->origin_bytes_held())) {
+  if (x.upstream.inspected != nullptr && x.upstream.inspected->origin_bytes_held()) {
     return true;
   }
   boost::system::error_code ignored;
   return x.context.upstream.available(ignored) > 0;
+}
+
+// Parses what the exchange's buffer already holds into up to `room` bytes of body at `into`,
+// without reading: how many it gave; nothing when the response is malformed (reported).
+std::optional<std::size_t> parse_buffered(Exchange& x, BodyResponseParser& parser, char* into,
+                                          std::size_t room) {
+  auto& body = parser.get().body();
+  body.data = into;
+  body.size = room;
+  while (x.upstream.buffer.size() > 0 && body.size > 0 && !parser.is_done()) {
+    boost::system::error_code error;
+    const std::size_t used = parser.put(x.upstream.buffer.data(), error);
+    x.upstream.buffer.consume(used);
+    if (error == http::error::need_more || error == http::error::need_buffer) {
+      if (used == 0) {
+        break;  // a part of a chunk header, or the body buffer is full
+      }
+      continue;
+    }
+    if (error == http::error::buffer_overflow) {
+      x.state.response_oversized();
+      return std::nullopt;
+    }
+    if (error) {
+      x.state.origin_failed(rules::Reason::bad_response,
+                            x.where + " sent a malformed body: " + error.message() + ".");
+      return std::nullopt;
+    }
+    if (used == 0) {
+      break;
+    }
+  }
+  return room - body.size;
 }
 
 // relay_body for a host masked secrets are bound to: each piece is cleaned of their real values
@@ -281,6 +314,9 @@ asio::awaitable<bool> relay_redacted_body(Exchange& x, BodyResponseParser& parse
                                           ResponseWriter& writer) {
   secrets::StreamRedaction redaction(*x.redactions);
   std::vector<char> buffer(redaction.front_limit() + kBodyPiece);
+  // Whether the last pass took everything the exchange could read without waiting: only then
+  // does a quiet socket mean the origin paused.
+  bool drained = true;
   for (bool more = !parser.is_done(); more;) {
     if (x.state.response_should_stop()) {
       co_return false;
@@ -292,7 +328,7 @@ asio::awaitable<bool> relay_redacted_body(Exchange& x, BodyResponseParser& parse
                             "the gate's redaction of " + x.where + " held more than its window.");
       co_return false;
     }
-    if (redaction.held() > 0 && !parser.is_done() && !origin_has_more(x)) {
+    if (drained && redaction.held() > 0 && !parser.is_done() && !origin_has_more(x)) {
       const bool paused = co_await origin_paused(x, kRedactionPause);
       if (paused) {
         const auto ready = redaction.on_pause();
@@ -311,14 +347,28 @@ asio::awaitable<bool> relay_redacted_body(Exchange& x, BodyResponseParser& parse
     // that would wait is not started while data is in hand: it would hold that data back until
     // the origin's next piece (one event behind, on a stream of events).
     std::size_t fresh = 0;
+    drained = false;
     while (!parser.is_done()) {
+      const auto parsed = parse_buffered(x, parser, buffer.data() + redaction.carried() + fresh,
+                                         kBodyPiece - fresh);
+      if (!parsed) {
+        co_return false;
+      }
+      fresh += *parsed;
+      if (fresh >= kGatherBeforePass || parser.is_done()) {
+        break;
+      }
+      if (fresh > 0 && !origin_has_more(x)) {
+        drained = true;
+        break;
+      }
       const auto read = co_await read_body_piece(
           x, parser, buffer.data() + redaction.carried() + fresh, kBodyPiece - fresh);
       if (!read) {
         co_return false;
       }
       fresh += *read;
-      if (fresh >= kGatherBeforePass || (fresh > 0 && !origin_has_more(x))) {
+      if (fresh >= kGatherBeforePass) {
         break;
       }
     }
