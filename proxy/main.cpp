@@ -99,6 +99,10 @@ void add_sandbox_flags(CLI::App& command, sandgate::sandbox::SandboxFlags& flags
   command.add_flag("--allow-local-bind", flags.allow_local_bind,
                    "macOS: let the command serve on and connect to any localhost port (this "
                    "reaches every local server)");
+  command.add_flag("--allow-trustd", flags.allow_trustd,
+                   "macOS: let the command ask trustd to check certificates (Security.framework: "
+                   "Go, Swift, Rust's native-tls); trustd fetches the revocation and issuer URLs "
+                   "a certificate names itself, outside the gate");
 }
 
 // Subcommands take every setting flag (they fall through to the top level); their --help lists

@@ -1494,31 +1494,39 @@ int wait_exit(pid_t pid, std::chrono::seconds timeout = 60s) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-TEST_F(RunTest, TheCommandGetsATerminalOfItsOwnAndCannotTypeIntoTheUsers) {
+// Pushes "echo INJECTED" with TIOCSTI into the caller's controlling terminal (/dev/tty).
+std::string tiocsti_into_dev_tty() {
+  return "/usr/bin/python3 -c \"import fcntl, termios\n"
+         "with open('/dev/tty', 'w') as tty:\n"
+         "    [fcntl.ioctl(tty, termios.TIOCSTI, bytes([c])) for c in b'echo INJECTED\\n']\"";
+}
+
+// bash: says whether it has a terminal and its size, injects, drains what the injection pushed
+// into its own terminal (`read -t`), then reads a line the user types.
+std::string terminal_script() {
+  return "test -t 0 && echo tty=yes; echo size=$(stty size); " + tiocsti_into_dev_tty() +
+         "; echo injected-rc=$?; while IFS= read -r -t 1 x; do echo \"drained=$x\"; done; echo "
+         "ready; IFS= read -r line; echo \"got=$line\"";
+}
+
+// Runs `argv` (a `sandgate run` of terminal_script()) as the foreground of a terminal: the
+// command is interactive on a terminal of its own with the user's window size and gets the keys
+// typed, and its TIOCSTI does not reach the user's shell. First a control: the same injection
+// run directly lands in the user's terminal, which is what the check looks for.
+void expect_a_terminal_of_its_own(const std::vector<std::string>& argv,
+                                  const std::vector<std::string>& env, const std::string& cwd) {
   if (!fs::exists("/usr/bin/python3")) {
     FAIL() << "python3 (Debian's) is required for TIOCSTI";
   }
-  const std::string inject =
-      "/usr/bin/python3 -c \"import fcntl, termios\n"
-      "with open('/dev/tty', 'w') as tty:\n"
-      "    [fcntl.ioctl(tty, termios.TIOCSTI, bytes([c])) for c in b'echo INJECTED\\n']\"";
-  // bash: `read -t` drains what the injection pushed into the command's own terminal.
-  const std::string script = "test -t 0 && echo tty=yes; echo size=$(stty size); " + inject +
-                             "; echo injected-rc=$?; while IFS= read -r -t 1 x; do echo "
-                             "\"drained=$x\"; done; echo ready; IFS= read -r line; "
-                             "echo \"got=$line\"";
-  // Control: without isolation the same injection lands in the user's terminal, which is what
-  // this test looks for.
   {
     Pty pty;
-    const pid_t pid =
-        pty.start(run_argv({"--no-isolation", "--", "sh", "-c", inject}), environment(), work_);
+    const pid_t pid = pty.start({"/bin/sh", "-c", tiocsti_into_dev_tty()}, env, cwd);
     EXPECT_EQ(wait_exit(pid), 0) << pty.read_until("never", 1s);
     EXPECT_NE(pty.pending_input().find("INJECTED"), std::string::npos)
         << "the control injection did not land: this test could not see an escape";
   }
   Pty pty;
-  const pid_t pid = pty.start(run_argv({"--", "bash", "-c", script}), environment(), work_);
+  const pid_t pid = pty.start(argv, env, cwd);
   const std::string shown = pty.read_until("ready");
   EXPECT_NE(shown.find("tty=yes"), std::string::npos) << shown;
   EXPECT_NE(shown.find("size=33 77"), std::string::npos) << shown;
@@ -1528,7 +1536,20 @@ TEST_F(RunTest, TheCommandGetsATerminalOfItsOwnAndCannotTypeIntoTheUsers) {
   EXPECT_EQ(wait_exit(pid), 0) << after;
   EXPECT_NE(after.find("got=hello"), std::string::npos) << after;
   EXPECT_EQ(pty.pending_input().find("INJECTED"), std::string::npos)
-      << "keystrokes pushed by the confined command reached the user's shell";
+      << "keystrokes pushed by the command reached the user's shell";
+}
+
+TEST_F(RunTest, TheCommandGetsATerminalOfItsOwnAndCannotTypeIntoTheUsers) {
+  expect_a_terminal_of_its_own(run_argv({"--", "bash", "-c", terminal_script()}), environment(),
+                               work_);
+}
+
+// The host's side of `run` (macOS's sandbox-exec path; here --no-isolation, its empty wrapper)
+// relays a terminal of its own the same way: CMD leads a session on a new pty, and TIOCSTI into
+// /dev/tty types only into that one.
+TEST_F(RunTest, TheHostPathGivesTheCommandATerminalOfItsOwnToo) {
+  expect_a_terminal_of_its_own(run_argv({"--no-isolation", "--", "bash", "-c", terminal_script()}),
+                               environment(), work_);
 }
 
 // Without a terminal on standard input, the command has no controlling terminal at all.
