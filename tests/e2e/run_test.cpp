@@ -749,6 +749,54 @@ TEST_F(RunTest, AMaskedSecretIsASentinelInsideAndTheRealValueOnlyOnTheWire) {
   EXPECT_EQ(o.err.find("RealToken"), std::string::npos) << describe(o);
 }
 
+// The gate's own process (`run`, and `serve`) shows no real secret to another process of the
+// user's: /proc/PID/environ and /proc/PID/cmdline (like macOS's `ps -E`) read the strings the
+// kernel placed at exec, which unsetenv() does not change; `run` masks them in place once the
+// secrets are read. Here the command reads them from its parent, `run --no-isolation`, while it
+// runs; a `!COMMAND` source with a literal in it is masked in the arguments too.
+TEST_F(RunTest, TheGatesProcessShowsNoRealSecretInItsEnvironmentOrArguments) {
+  const std::string real = "ghp_RealTokenRealTokenRealToken0123456789";
+  const std::string literal = "sk_LiteralSecretLiteralSecret0123456789";
+  Process process(
+      run_argv({"--no-isolation", "--secret", "GITHUB_TOKEN=api.origin.test", "--secret",
+                "OTHER_TOKEN=api.origin.test=!printf " + literal, "--ca-dir", root_ + "/gate-ca",
+                "--", "sh", "-c",
+                "echo environ:; tr '\\0' '\\n' < /proc/$PPID/environ; echo cmdline:; "
+                "tr '\\0' ' ' < /proc/$PPID/cmdline; echo; echo \"own=$GITHUB_TOKEN\""}),
+      environment({{"GITHUB_TOKEN", real}, {"COPY_OF_TOKEN", "x" + real + "x"}}),
+      root_ + "/run-process-strings", work_);
+  auto o = process.wait(60s);
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  // The reads worked: the parent's variables and arguments are there, masked.
+  EXPECT_NE(o.out.find("\nHOME=" + home_ + "\n"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("\nGITHUB_TOKEN=ghp_"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("\nCOPY_OF_TOKEN=xghp_"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find(" OTHER_TOKEN=api.origin.test=!printf sk_"), std::string::npos)
+      << describe(o);
+  EXPECT_EQ(o.out.find("RealToken"), std::string::npos) << describe(o);
+  EXPECT_EQ(o.out.find("LiteralSecret"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("own=ghp_"), std::string::npos) << describe(o);
+}
+
+// `serve` likewise, read from outside while it serves.
+TEST_F(RunTest, TheServingGateShowsNoRealSecretInItsEnvironmentOrArguments) {
+  const std::string real = "ghp_RealTokenRealTokenRealToken0123456789";
+  std::vector<std::string> argv = run_argv({});
+  argv[1] = "serve";
+  argv.insert(argv.end(), {"--listen", "127.0.0.1:0", "--secret", "GITHUB_TOKEN=api.origin.test",
+                           "--ca-dir", root_ + "/gate-ca"});
+  Process gate(argv, environment({{"GITHUB_TOKEN", real}}), root_ + "/serve-process-strings",
+               work_);
+  ASSERT_TRUE(gate.wait_for_output("listening")) << read_file(root_ + "/serve-process-strings.err");
+  const std::string environ_text = read_file("/proc/" + std::to_string(gate.pid()) + "/environ");
+  const std::string cmdline = read_file("/proc/" + std::to_string(gate.pid()) + "/cmdline");
+  EXPECT_NE(environ_text.find("GITHUB_TOKEN=ghp_"), std::string::npos)
+      << "the environment could not be read";
+  EXPECT_EQ(environ_text.find("RealToken"), std::string::npos);
+  EXPECT_NE(cmdline.find("GITHUB_TOKEN=api.origin.test"), std::string::npos);
+  EXPECT_EQ(cmdline.find("RealToken"), std::string::npos);
+}
+
 // Real clients inside run with masked credentials: git pushes with a token it only knows as a
 // sentinel (through a credential helper) to a smart-HTTP server that demands the real one, and
 // the AWS SDK's own signer (botocore) signs with a masked secret key that the gate signs again,
