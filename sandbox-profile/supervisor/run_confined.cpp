@@ -170,13 +170,19 @@ int run_on_host(const RunOptions& options, GateHandle& gate, const HostWrapper& 
   if (pty) {
     pty->start();
   }
-  TerminalQuestions questions(gate, pty.get());
+  // Questions on the terminal only when CMD is confined: unconfined (--no-isolation) it could
+  // open the user's terminal by its name and draw beside a question, so they go to the admin
+  // endpoint there, as before.
+  std::optional<TerminalQuestions> questions;
+  if (wrap) {
+    questions.emplace(gate, pty.get());
+  }
   const int status = supervise(pid, set, [&pty] {
     if (pty) {
       pty->resize();
     }
   });
-  questions.stop();
+  questions.reset();
   if (pty) {
     pty->finish();
   }

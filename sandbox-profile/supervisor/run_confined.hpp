@@ -60,8 +60,9 @@ using HostWrapper = std::function<std::optional<HostLaunch>(std::uint16_t port,
 
 // The host's side of a run (macOS, and --no-isolation with an empty `wrap`): the gate on the
 // host's loopback, CMD in a session of its own with a relayed terminal when one of run's
-// streams is a terminal, --unknown=ask's questions on the user's terminal, CMD run behind
-// `wrap`'s launch. Returns as run_confined() does; the same threading.
+// streams is a terminal, CMD run behind `wrap`'s launch and, when there is one (CMD is
+// confined), --unknown=ask's questions on the user's terminal. Returns as run_confined() does; the
+// same threading.
 int run_on_host(const RunOptions& options, GateHandle& gate, const HostWrapper& wrap);
 
 // sandbox-exec's launch for one run: a private folder made now under $TMPDIR (CMD's $TMPDIR),

@@ -2856,6 +2856,24 @@ TEST_F(RunTest, ProfilePrintsTheSeatbeltProfileOrSaysWhatIsMissing) {
   EXPECT_NE(b.err.find("control character"), std::string::npos) << describe(b);
 }
 
+// trustd (which fetches the URLs a certificate names, outside the gate) is off unless
+// --allow-trustd asks for it, on `profile` as on `run`, which share the flag.
+TEST_F(RunTest, TrustdIsReachableOnlyWithAllowTrustd) {
+  const std::string trustd = "(global-name \"com.apple.trustd.agent\")";
+  Process off({kBinDir + "/sandgate", "profile", "--proxy-port", "4321"}, environment(),
+              root_ + "/profile-trustd-off");
+  auto o = off.wait();
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_EQ(o.out.find(trustd), std::string::npos) << o.out;
+  Process on({kBinDir + "/sandgate", "profile", "--proxy-port", "4321", "--allow-trustd"},
+             environment(), root_ + "/profile-trustd-on");
+  auto a = on.wait();
+  EXPECT_EQ(a.exit_code, 0) << describe(a);
+  EXPECT_NE(a.out.find(trustd), std::string::npos) << a.out;
+  Process help({kBinDir + "/sandgate", "run", "--help"}, environment(), root_ + "/run-help");
+  EXPECT_NE(help.wait().out.find("--allow-trustd"), std::string::npos);
+}
+
 // ---------------------------------------------------------------------------------------------
 // --unknown=ask on `run`'s terminal: origin.test is on no list, so each curl of it waits on a
 // question, which the person at the terminal (the test, through the pty) answers with one key.
