@@ -26,6 +26,37 @@ echo hello >"$home/Library/Messages/chat.db"
 git -C "$work" init -q
 git -C "$work" -c user.email=check@example.com -c user.name=check commit -q --allow-empty -m init
 
+# Helpers for the terminal and ps -E checks (readable inside: reads are not restricted).
+cat >"$scratch/with-user-tty" <<'EOF'
+#!/bin/sh
+# Runs "$@" with USER_TTY naming the terminal it was started on (script's, the user's here).
+USER_TTY=$(tty) exec "$@"
+EOF
+cat >"$scratch/own-tty" <<'EOF'
+#!/bin/sh
+# Inside run: a terminal, and not the user's.
+test -t 0 && test "$(tty)" != "$USER_TTY"
+EOF
+cat >"$scratch/tiocsti-user-tty" <<'EOF'
+#!/usr/bin/python3
+# Inside run: TIOCSTI into the user's terminal, opened by its name.
+import fcntl, os, termios
+fd = os.open(os.environ["USER_TTY"], os.O_RDWR | os.O_NOCTTY)
+fcntl.ioctl(fd, termios.TIOCSTI, b"#")
+EOF
+cat >"$scratch/ps-e-outside" <<'EOF'
+#!/bin/sh
+# Outside any sandbox: while "$@" (a run with a --secret) runs, ps -E shows its sentinel and
+# never the real value.
+GITHUB_TOKEN=ghp_checklistRealValue0123456789abcdefAB "$@" --secret GITHUB_TOKEN=api.github.com \
+  -- /bin/sleep 4 &
+sleep 2
+shown=$(/bin/ps -E -ww -o command= -p $!)
+wait
+echo "$shown" | grep -q 'GITHUB_TOKEN=ghp_' && ! echo "$shown" | grep -q checklistRealValue
+EOF
+chmod +x "$scratch/with-user-tty" "$scratch/own-tty" "$scratch/tiocsti-user-tty" "$scratch/ps-e-outside"
+
 surprises=0
 # check fail|ok FINDING WHAT -- COMMAND...: COMMAND runs in the working folder with the scratch HOME.
 check() {
@@ -50,14 +81,23 @@ check ok control "git commits" -- "${run[@]}" -- /bin/sh -c \
   'git -c user.email=c@example.com -c user.name=c commit -q --allow-empty -m inside'
 check ok control "a named sysctl" -- "${run[@]}" -- /usr/sbin/sysctl -n hw.ncpu kern.osrelease
 
-# 1. TIOCSTI on the user's terminal (script(1) gives the run a terminal, as a shell would).
-check fail 1 "TIOCSTI types into the terminal" -- /usr/bin/script -q /dev/null "${run[@]}" -- \
-  /usr/bin/python3 -c 'import fcntl,termios,sys; fcntl.ioctl(open("/dev/tty","rb"),termios.TIOCSTI,b"#"); sys.exit(0)'
+# 1. The user's terminal (script(1) gives the run a terminal, as a shell would): the command has
+# a relayed pty of its own, where TIOCSTI types only into its own input; the user's, by name, is
+# out of reach.
+check ok 1 "a terminal of its own, not the user's" -- /usr/bin/script -q /dev/null \
+  "$scratch/with-user-tty" "${run[@]}" -- "$scratch/own-tty"
+check ok 1 "TIOCSTI into its own terminal (its own input)" -- /usr/bin/script -q /dev/null \
+  "${run[@]}" -- /usr/bin/python3 -c \
+  'import fcntl,termios; fcntl.ioctl(open("/dev/tty","rb"),termios.TIOCSTI,b"\n")'
+check fail 1 "TIOCSTI into the user's terminal, opened by name" -- /usr/bin/script -q /dev/null \
+  "$scratch/with-user-tty" "${run[@]}" -- "$scratch/tiocsti-user-tty"
 # 2. Another process's arguments and environment (KERN_PROCARGS2): the gate's, the parent.
 check fail 2 "ps -E shows the gate's environment" -- "${run[@]}" -- /bin/sh -c \
   '/bin/ps -E -ww -o command= -p $PPID | grep -q PATH='
 check fail 2 "the process table (kern.proc.all)" -- "${run[@]}" -- /bin/sh -c \
   '/bin/ps -ax -o pid= | grep -q .'
+check ok 2 "outside, ps -E of the gate shows a --secret's sentinel, not its value" -- \
+  "$scratch/ps-e-outside" "${run[@]}"
 # 3. A credential store read by renaming a writable parent.
 check fail 3 "mv ~/.cache/huggingface, then read the token" -- "${run[@]}" \
   --allow-write "$home/.cache" -- /bin/sh -c 'mv "$HOME/.cache/huggingface" "$HOME/.cache/x" && cat "$HOME/.cache/x/token"'
@@ -74,6 +114,11 @@ check fail 6 "bind a socket in /tmp" -- "${run[@]}" -- /usr/bin/python3 -c \
   'import socket; socket.socket(socket.AF_UNIX).bind("/private/tmp/sandgate-checklist.sock")'
 check fail 6 "bind a socket in the working folder" -- "${run[@]}" -- /usr/bin/python3 -c \
   'import socket; socket.socket(socket.AF_UNIX).bind("x.sock")'
+check ok 6 "bind a socket in the run's private folder (its \$TMPDIR)" -- "${run[@]}" -- \
+  /usr/bin/python3 -c 'import os,socket; socket.socket(socket.AF_UNIX).bind(os.environ["TMPDIR"]+"/s.sock")'
+check ok 6 "the private folder is gone after the run" -- /bin/sh -c \
+  'd=$("$0" run -- /bin/sh -c "echo \$TMPDIR" 2>/dev/null | tail -1)
+   case "$d" in */sandgate-run.*) ! test -e "$d" ;; *) false ;; esac' "$bin"
 # 7. Caches that hold what runs later; trustd.
 check fail 7 "write ~/Library/Caches" -- "${run[@]}" -- /usr/bin/touch "$home/Library/Caches/x"
 check fail 7 "write the per-user cache folder (xcrun's)" -- "${run[@]}" -- /bin/sh -c \

@@ -19,6 +19,7 @@
 #include "proxy/commands/run.hpp"
 #include "proxy/commands/sandbox_view.hpp"
 #include "proxy/commands/serve.hpp"
+#include "proxy/secrets/process_strings.hpp"
 #include "proxy/settings/load.hpp"
 #include "proxy/settings/settings.hpp"
 #include "sandbox-profile/macos/profile_command.hpp"
@@ -99,6 +100,10 @@ void add_sandbox_flags(CLI::App& command, sandgate::sandbox::SandboxFlags& flags
   command.add_flag("--allow-local-bind", flags.allow_local_bind,
                    "macOS: let the command serve on and connect to any localhost port (this "
                    "reaches every local server)");
+  command.add_flag("--allow-trustd", flags.allow_trustd,
+                   "macOS: let the command ask trustd to check certificates (Security.framework: "
+                   "Go, Swift, Rust's native-tls); trustd fetches the revocation and issuer URLs "
+                   "a certificate names itself, outside the gate");
 }
 
 // Subcommands take every setting flag (they fall through to the top level); their --help lists
@@ -117,6 +122,8 @@ void show_setting_flags(const CLI::App& app, CLI::App& command, const CLI::Optio
 int main(int argc, char** argv) {
   // Kept to be blanked in the confined command's view (`run`: tokens and --secret entries).
   sandgate::sandbox::keep_process_arguments(argc, argv);
+  // Kept to mask the secrets in once they are read (`ps -E`, /proc/PID/environ show them).
+  sandgate::secrets::note_process_strings(argc, argv);
   CLI::App app{"sandgate: the network gate for sandboxed AI agents", "sandgate"};
   const CLI::Option* version =
       app.set_version_flag("--version", std::string("sandgate ") + SANDGATE_VERSION);

@@ -22,10 +22,8 @@
 #include "proxy/gate/secret_loading.hpp"
 #include "proxy/inspect/certificate_authority.hpp"
 #include "proxy/secrets/known_credentials.hpp"
-#include "proxy/secrets/redaction.hpp"
+#include "proxy/secrets/process_strings.hpp"
 #include "proxy/settings/load.hpp"
-
-extern char** environ;
 
 namespace sandgate::commands {
 namespace {
@@ -241,30 +239,6 @@ std::string run_log_path(const std::string& home) {
   return folder + "/run-" + stamp + "-" + std::to_string(::getpid()) + ".log";
 }
 
-// Every variable of this process that holds a masked value in any spelling responses are
-// cleaned of (a copy under another name, DOCKER_AUTH_CONFIG's base64, a URL's %-encoding, JSON)
-// holds the sentinel's instead, before the command's environment is made from it.
-void mask_environment(const secrets::MaskedSecrets& secrets) {
-  if (secrets.empty()) {
-    return;
-  }
-  std::vector<std::pair<std::string, std::string>> changed;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string_view text = *entry;
-    const std::size_t equals = text.find('=');
-    if (equals == std::string_view::npos) {
-      continue;
-    }
-    std::string value(text.substr(equals + 1));
-    if (secrets::redact(value, secrets.redactions()) > 0) {
-      changed.emplace_back(std::string(text.substr(0, equals)), std::move(value));
-    }
-  }
-  for (const auto& [name, value] : changed) {
-    ::setenv(name.c_str(), value.c_str(), 1);
-  }
-}
-
 // A value the gate can mask: long and varied enough for a sentinel of its shape, and nothing
 // a request's header field cannot carry (MaskedSecrets::load's conditions).
 bool maskable(const std::string& value) {
@@ -329,7 +303,6 @@ void keep_known_credentials_outside(settings::Settings& settings) {
         "name each with --secret NAME, to keep them outside");
   }
 }
-
 }  // namespace
 
 int run_run(const settings::Settings& given, const settings::Sources& sources,
@@ -364,7 +337,9 @@ int run_run(const settings::Settings& given, const settings::Sources& sources,
   for (const auto& secret : (*secrets)->all()) {
     options.gate.masked_variables.push_back({secret.spec.name, secret.value, secret.sentinel});
   }
-  mask_environment(**secrets);
+  // Nothing of this process shows a real value from now on, neither to the command (its
+  // environment is made from this one) nor to `ps -E` or /proc/PID/environ.
+  secrets::mask_process_strings(**secrets);
   if (!settings.request_rules_path.empty() || !settings.inspect.empty() ||
       !settings.secrets.empty()) {
     // The gate inspects: the command's tools are pointed at its CA (with the system's roots).

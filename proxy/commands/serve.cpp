@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "proxy/gate/gate.hpp"
+#include "proxy/secrets/process_strings.hpp"
 #include "proxy/settings/load.hpp"
 
 namespace sandgate::commands {
@@ -96,6 +97,9 @@ int run_serve(const settings::Settings& settings, const settings::Sources& sourc
     return startup_error(opened.error());
   }
   gate::Gate& gate = **opened;
+  // The secrets are read: nothing of this process shows a real value from now on (`ps -E`,
+  // /proc/PID/environ), before any thread of the gate's starts.
+  secrets::mask_process_strings(gate.secrets());
   if (auto error = gate.start()) {
     return startup_error(*error);
   }

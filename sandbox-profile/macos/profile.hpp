@@ -81,7 +81,8 @@ struct ProfileOptions {
   std::vector<std::string> terminals;
   // The terminals are the pseudo-terminal the supervisor relays for this run, not the user's
   // (the pty relay, as on Linux): then they and /dev/tty may be ioctl'd (raw mode, window size),
-  // since TIOCSTI there only types into the command's own input. Nothing sets it on macOS yet.
+  // since TIOCSTI there only types into the command's own input. `run` sets it whenever it relays
+  // (plan/sandbox_flags.hpp's add_run_places()).
   bool terminals_relayed = false;
   // Folders that belong to this run alone (made for it, removed after it; nothing outside
   // connects to a socket there): the only places the command may bind unix sockets. Empty:
@@ -251,8 +252,9 @@ Expected<std::vector<std::string>, std::string> sandbox_exec_argv(const ProfileO
 // AppleMatch has no (?i) flag: a profile with one loads, and the rule matches nothing.
 std::string case_folded_regex(const std::string& path, bool tree);
 
-// The set-user-ID helpers never run, by path (a copy elsewhere loses the bit): the command shares
-// the user's terminal, so sudo would use a live ticket of the user's shell (no password asked),
+// The set-user-ID helpers never run, by path (a copy elsewhere loses the bit): a command that
+// shares the user's terminal (`sandbox-exec` run by hand with this profile) would have sudo use a
+// live ticket of the user's shell (no password asked),
 // and su, login, the authorization trampoline, at and crontab act as root or schedule code that
 // runs outside the sandbox later.
 inline constexpr const char* kDeniedSetuidHelpers[] = {

@@ -94,6 +94,7 @@ ProfileOptions profile_options(const SandboxSettings& sandbox, const GateView& g
   }
   options.strict_unix_sockets = flags.strict_unix_sockets;
   options.allow_local_bind = flags.allow_local_bind;
+  options.allow_trustd = flags.allow_trustd;
   if (!gate.unix_socket.empty()) {
     options.gate_unix_socket = resolved_path(gate.unix_socket);
   }
@@ -129,6 +130,16 @@ ProfileOptions profile_options(const SandboxSettings& sandbox, const GateView& g
   options.own_executables = inputs.own_executables;
   options.resolved_spellings = resolved_spellings(profile_protected_paths(options));
   return options;
+}
+
+void add_run_places(ProfileOptions& options, const RunPlaces& places) {
+  if (!places.relayed_terminal.empty()) {
+    options.terminals = {resolved_path(places.relayed_terminal)};
+    options.terminals_relayed = true;
+  }
+  if (!places.private_folder.empty()) {
+    options.private_folders.push_back(resolved_path(places.private_folder));
+  }
 }
 
 }  // namespace sandgate::sandbox

@@ -29,6 +29,10 @@ struct SandboxFlags {
   std::vector<std::string> allow_reads;
   // --allow-local-bind (macOS profile): serve on and connect to any localhost port.
   bool allow_local_bind = false;
+  // --allow-trustd (macOS profile): let the command reach com.apple.trustd.agent, which checks
+  // certificates for Security.framework and fetches the URLs a certificate names (OCSP, CRL,
+  // issuers) itself, outside the gate (ProfileOptions::allow_trustd).
+  bool allow_trustd = false;
 };
 
 // The files the gate reads and writes, made absolute and resolved: the command must not be able
@@ -45,5 +49,17 @@ std::vector<std::string> gate_files(const GateView& gate);
 ProfileOptions profile_options(const SandboxSettings& sandbox, const GateView& gate,
                                const SandboxFlags& flags, std::uint16_t proxy_port,
                                const std::string& home, const std::string& ssh_auth_sock);
+
+// What `run` made for one run on the host's side (macOS under sandbox-exec) that its profile
+// names.
+struct RunPlaces {
+  std::string relayed_terminal;  // the slave of the pty `run` relays (pty_relay.hpp); "": none
+  std::string private_folder;    // the run's private folder (private_folder.hpp); "": none
+};
+
+// `options` for that run: a relayed terminal is the command's only terminal (the user's are not
+// among `terminals` any more) and may be ioctl'd (terminals_relayed), and unix sockets may be
+// bound in the private folder only.
+void add_run_places(ProfileOptions& options, const RunPlaces& places);
 
 }  // namespace sandgate::sandbox

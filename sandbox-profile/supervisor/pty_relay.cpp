@@ -15,6 +15,21 @@ namespace {
 
 std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
 
+// A pipe whose ends are closed on exec (pipe2 is not on macOS; `run` opens these before any
+// thread of its own starts, so no fork can race the flag).
+bool make_pipe(int ends[2], bool nonblocking) {
+  if (::pipe(ends) != 0) {
+    return false;
+  }
+  for (int i = 0; i < 2; ++i) {
+    ::fcntl(ends[i], F_SETFD, FD_CLOEXEC);
+    if (nonblocking) {
+      ::fcntl(ends[i], F_SETFL, ::fcntl(ends[i], F_GETFL) | O_NONBLOCK);
+    }
+  }
+  return true;
+}
+
 // Writes all of `data` to `fd` (nowhere when fd < 0); false when `fd` is gone.
 bool write_all(int fd, const char* data, std::size_t size) {
   while (fd >= 0 && size > 0) {
@@ -64,18 +79,23 @@ Expected<std::unique_ptr<PtyRelay>, std::string> PtyRelay::prepare() {
   // Keys are read only from a terminal on standard input whose foreground `run` is (reading in
   // the background would stop `run` with SIGTTIN, and the keys belong to the foreground).
   pty->interactive_ = ::isatty(STDIN_FILENO) == 1 && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
-  if (::pipe2(pty->stop_pipe_, O_CLOEXEC) != 0 ||
-      ::pipe2(pty->wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
+  if (!make_pipe(pty->stop_pipe_, false) || !make_pipe(pty->wake_pipe_, true)) {
     return Unexpected{errno_text("pipe")};
   }
   return pty;
 }
 
 Expected<std::pair<int, int>, std::string> PtyRelay::open_pair() {
-  const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+#ifdef __linux__
+  constexpr int kCloseOnExec = O_CLOEXEC;
+#else
+  constexpr int kCloseOnExec = 0;  // XNU's posix_openpt takes O_RDWR and O_NOCTTY only
+#endif
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY | kCloseOnExec);
   if (master < 0) {
     return Unexpected{errno_text("posix_openpt")};
   }
+  ::fcntl(master, F_SETFD, FD_CLOEXEC);
   char name[128];
   if (::grantpt(master) != 0 || ::unlockpt(master) != 0 ||
       ::ptsname_r(master, name, sizeof name) != 0) {
@@ -90,6 +110,38 @@ Expected<std::pair<int, int>, std::string> PtyRelay::open_pair() {
     return Unexpected{error};
   }
   return std::make_pair(master, slave);
+}
+
+Expected<PtyRelay::CommandSide, std::string> PtyRelay::open_here() {
+  auto pair = open_pair();
+  if (!pair) {
+    return Unexpected{pair.error()};
+  }
+  char name[128];
+  if (::ttyname_r(pair->second, name, sizeof name) != 0) {
+    const std::string error = errno_text("ttyname");
+    ::close(pair->first);
+    ::close(pair->second);
+    return Unexpected{error};
+  }
+  adopt(pair->first);
+  return CommandSide{pair->second, name};
+}
+
+bool PtyRelay::attach(int slave, unsigned streams) {
+  // A new session has no controlling terminal; the slave, never anyone's before, becomes its.
+  if (::setsid() < 0 || ::ioctl(slave, TIOCSCTTY, 0) != 0) {
+    return false;
+  }
+  for (int fd = 0; fd <= 2; ++fd) {
+    if ((streams & (1U << fd)) != 0 && ::dup2(slave, fd) < 0) {
+      return false;
+    }
+  }
+  if (slave > 2) {
+    ::close(slave);
+  }
+  return true;
 }
 
 void PtyRelay::adopt(int master) {
@@ -240,8 +292,8 @@ void PtyRelay::relay() {
     }
     if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
       const ssize_t got = ::read(master_, buffer, sizeof buffer);
-      if (got <= 0 && errno != EINTR && errno != EAGAIN) {
-        return;  // EIO: every slave is closed, the command and its children are gone
+      if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) {
+        return;  // EIO (Linux) or end of file (XNU): every slave is closed, the command is gone
       }
       if (got > 0) {
         write_all(output_, buffer, static_cast<std::size_t>(got));

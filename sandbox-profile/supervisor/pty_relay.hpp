@@ -1,24 +1,30 @@
-// The terminal of a confined command on Linux. The command runs in a session of its own, so it
-// has no controlling terminal of the user's: it cannot push keystrokes into the user's shell
-// with TIOCSTI (the kernel allows TIOCSTI only on one's own controlling terminal), nor take the
+// The terminal of a confined command. The command runs in a session of its own, so it has no
+// controlling terminal of the user's: it cannot push keystrokes into the user's shell with
+// TIOCSTI (Linux and XNU allow TIOCSTI only on one's own controlling terminal), nor take the
 // terminal's foreground. Whenever one of `run`'s standard streams is a terminal, the command gets
-// a pseudo-terminal instead, opened inside its confinement from a devpts instance of its own
-// (the user's other terminals, /dev/pts/N, are not there): its slave becomes the command's
-// controlling terminal and its standard streams where `run`'s were the terminal, so the command
-// never holds a descriptor of the user's terminal (it could read keys from it or change its
-// modes). `run` relays the command's output to the user's terminal and, when it is in the
-// terminal's foreground with the terminal on standard input, the keys back, with the user's
-// terminal in raw mode (restored at the end) and the window size. Keystrokes the command pushes
-// into its own terminal reach only itself.
+// a pseudo-terminal instead: its slave becomes the command's controlling terminal and its
+// standard streams where `run`'s were the terminal, so the command never holds a descriptor of
+// the user's terminal (it could read keys from it or change its modes). `run` relays the
+// command's output to the user's terminal and, when it is in the terminal's foreground with the
+// terminal on standard input, the keys back, with the user's terminal in raw mode (restored at
+// the end) and the window size. Keystrokes the command pushes into its own terminal reach only
+// itself.
+//
+// Where the pair is opened: on Linux inside the confinement, from a devpts instance of its own
+// (the user's other terminals, /dev/pts/N, are not there): open_pair() there, adopt() here. On
+// the host's side (macOS under sandbox-exec, and --no-isolation) by `run` itself before fork():
+// open_here(), then attach() in the child; the Seatbelt profile allows ioctl only on that slave
+// (ProfileOptions::terminals_relayed).
 //
 // A question on the terminal (terminal_asker.hpp) takes the terminal over with hold(): the
 // relay first passes on what the command's terminal already holds (the question comes after the
 // command's last bytes), then stops reading keys and relaying output until release(), so that
 // the prompt is not mixed with the command's output and its answer does not reach the command.
 //
-// Linux only. prepare() runs before clone(), open_pair() inside, adopt(), start(), resize() and
-// finish() in `run`'s main thread; the relay runs on a thread of its own until finish(); hold()
-// and release() on the asker's thread.
+// POSIX (Linux and macOS). prepare() and open_here() run before fork()/clone(), open_pair()
+// inside, attach() in the child, adopt(), start(), resize() and finish() in `run`'s main thread;
+// the relay runs on a thread of its own until finish(); hold() and release() on the asker's
+// thread.
 #pragma once
 
 #include <termios.h>
@@ -49,6 +55,20 @@ class PtyRelay final : public TerminalHolder {
 
   // Takes the master (opened inside) and gives its slave the user's modes and window size.
   void adopt(int master);
+
+  // The command's side of a pair opened here (open_here()).
+  struct CommandSide {
+    int slave = -1;    // close-on-exec; the child attach()es it, the parent closes it after fork()
+    std::string name;  // its path, e.g. /dev/pts/4 or /dev/ttys007
+  };
+  // Opens a pair in this process and adopt()s its master: the host's side (no confinement of
+  // its own to open it in). The error names the call that failed.
+  Expected<CommandSide, std::string> open_here();
+
+  // In the child, after fork() and before exec: a session of its own whose controlling terminal
+  // is `slave`, on the standard streams that were terminals (`streams`, terminal_streams()).
+  // Async-signal-safe; false (errno set) when the terminal cannot be made controlling.
+  static bool attach(int slave, unsigned streams);
 
   // True when standard input is a terminal whose foreground `run` is: a relay is wanted.
   static bool wanted();

@@ -14,11 +14,13 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <memory>
 
 #include "sandbox-profile/macos/profile.hpp"
 #include "sandbox-profile/plan/child_environment.hpp"
 #include "sandbox-profile/plan/sandbox_flags.hpp"
 #include "sandbox-profile/supervisor/fd_passing.hpp"
+#include "sandbox-profile/supervisor/pty_relay.hpp"
 #include "sandbox-profile/supervisor/run_support.hpp"
 
 #ifdef __linux__
@@ -28,11 +30,58 @@
 namespace sandgate::sandbox {
 namespace {
 
-// A gate on the host's loopback, and CMD run with `wrap(port)` in front of it (sandbox-exec on
-// macOS; nothing with --no-isolation, when `wrap` is empty).
-using Wrapper = std::function<std::optional<std::vector<std::string>>(std::uint16_t port)>;
+// `environment` (NAME=VALUE entries) with `name` set to `value`, in place of any entry it had.
+void set_variable(std::vector<std::string>& environment, const std::string& name,
+                  const std::string& value) {
+  const std::string prefix = name + "=";
+  std::erase_if(environment, [&](const std::string& entry) { return entry.starts_with(prefix); });
+  environment.push_back(prefix + value);
+}
 
-int run_on_host(const RunOptions& options, GateHandle& gate, const Wrapper& wrap) {
+// --unknown=ask's questions on the user's terminal while CMD runs, taken over from the relay
+// for each one (as on Linux: run_isolated.cpp). Stopped before the relay finishes: the
+// terminal's modes are restored in the reverse order they were set.
+class TerminalQuestions {
+ public:
+  TerminalQuestions(GateHandle& gate, PtyRelay* pty) : gate_(gate) {
+    if (!gate.asks()) {
+      return;
+    }
+    std::string not_asked;
+    asker_ = TerminalAsker::open(&not_asked);
+    if (!not_asked.empty()) {
+      say("questions are not asked on this terminal: " + not_asked +
+          ", which reaches the screen without passing the relay that holds the command's "
+          "output while a question is up (the command could draw beside a question and change "
+          "what your key answers); they go to the admin endpoint (`sandgate pending`, "
+          "`sandgate decide`) or get the ask default");
+    }
+    if (asker_) {
+      asker_->share_with(pty);
+      asker_->start();
+      gate.ask_on(asker_.get());
+    }
+  }
+  ~TerminalQuestions() { stop(); }
+  TerminalQuestions(const TerminalQuestions&) = delete;
+  TerminalQuestions& operator=(const TerminalQuestions&) = delete;
+
+  void stop() {
+    if (asker_) {
+      gate_.ask_on(nullptr);
+      asker_->stop();
+      asker_.reset();
+    }
+  }
+
+ private:
+  GateHandle& gate_;
+  std::unique_ptr<TerminalAsker> asker_;
+};
+
+}  // namespace
+
+int run_on_host(const RunOptions& options, GateHandle& gate, const HostWrapper& wrap) {
   if (!gate.open()) {
     return kRunFailed;
   }
@@ -41,47 +90,137 @@ int run_on_host(const RunOptions& options, GateHandle& gate, const Wrapper& wrap
     say("cannot listen on 127.0.0.1: " + listener.error());
     return kRunFailed;
   }
+  // The command's terminal: a pseudo-terminal of its own whenever one of run's streams is a
+  // terminal, opened before the gate's threads start (the slave is closed on exec until the
+  // child attach()es it).
+  std::unique_ptr<PtyRelay> pty;
+  PtyRelay::CommandSide terminal;
+  if (PtyRelay::wanted()) {
+    auto prepared = PtyRelay::prepare();
+    auto opened = prepared ? (*prepared)->open_here()
+                           : Expected<PtyRelay::CommandSide, std::string>(
+                                 Unexpected{std::string(prepared.error())});
+    if (!opened) {
+      say("cannot relay the terminal: " + opened.error());
+      ::close(*listener);
+      return kRunFailed;
+    }
+    pty = std::move(*prepared);
+    terminal = std::move(*opened);
+  }
+  const auto close_slave = [&terminal] {
+    if (terminal.slave >= 0) {
+      ::close(terminal.slave);
+      terminal.slave = -1;
+    }
+  };
   SignalState previous;
-  const sigset_t set = block_signals(previous);
+  sigset_t set = block_signals(previous);
+  sigset_t winch;
+  sigemptyset(&winch);
+  sigaddset(&winch, SIGWINCH);
+  ::sigprocmask(SIG_BLOCK, &winch, nullptr);
+  sigaddset(&set, SIGWINCH);
   const auto port = gate.start(*listener);
   if (!port) {
+    close_slave();
     return kRunFailed;
   }
-  std::vector<std::string> command;
+  HostLaunch launch;
   if (wrap) {
-    auto prefix = wrap(*port);
-    if (!prefix) {
+    auto made = wrap(*port, terminal.name);
+    if (!made) {
+      close_slave();
       gate.stop();
       return kRunFailed;
     }
-    command = std::move(*prefix);
+    launch = std::move(*made);
   }
+  std::vector<std::string> command = launch.prefix;
   command.insert(command.end(), options.command.begin(), options.command.end());
-  ExecImage image(
-      std::move(command),
+  std::vector<std::string> environment =
       child_environment(current_environment(), *port, connect_helper(), options.gate.ca_bundle,
-                        options.gate.java_trust_store, options.gate.masked_variables));
+                        options.gate.java_trust_store, options.gate.masked_variables);
+  for (const auto& [name, value] : launch.environment) {
+    set_variable(environment, name, value);
+  }
+  ExecImage image(std::move(command), std::move(environment));
+  const unsigned streams = pty ? pty->terminal_streams() : 0;
 
   const pid_t pid = ::fork();
   if (pid < 0) {
     say(std::string("fork: ") + std::strerror(errno));
+    close_slave();
     gate.stop();
     return kRunFailed;
   }
   if (pid == 0) {
     restore_signals(previous);
+    // A session of its own: no controlling terminal but the relayed one, if any (never the
+    // user's, which TIOCSTI would type into).
+    if (terminal.slave >= 0 ? !PtyRelay::attach(terminal.slave, streams) : ::setsid() < 0) {
+      static constexpr char kFailed[] = "sandgate run: cannot give the command its terminal\n";
+      ssize_t ignored = ::write(STDERR_FILENO, kFailed, sizeof kFailed - 1);
+      (void)ignored;
+      ::_exit(kRunFailed);
+    }
     ::_exit(image.exec());
   }
-  const int status = supervise(pid, set);
+  close_slave();
+  if (pty) {
+    pty->start();
+  }
+  // Questions on the terminal only when CMD is confined: unconfined (--no-isolation) it could
+  // open the user's terminal by its name and draw beside a question, so they go to the admin
+  // endpoint there, as before.
+  std::optional<TerminalQuestions> questions;
+  if (wrap) {
+    questions.emplace(gate, pty.get());
+  }
+  const int status = supervise(pid, set, [&pty] {
+    if (pty) {
+      pty->resize();
+    }
+  });
+  questions.reset();
+  if (pty) {
+    pty->finish();
+  }
   gate.stop();
   return status;
 }
 
-#ifdef __APPLE__
-constexpr const char* kSandboxExec = kSandboxExecPath;
-#endif
-
-}  // namespace
+std::optional<HostLaunch> seatbelt_launch(const RunOptions& options, std::uint16_t port,
+                                          const std::string& relayed_terminal,
+                                          const std::string& sandbox_exec) {
+  auto folder = PrivateFolder::make(env_or_empty("TMPDIR"));
+  if (!folder) {
+    say(folder.error());
+    return std::nullopt;
+  }
+  ProfileOptions profile = profile_options(options.sandbox, options.gate, options.flags, port,
+                                           options.home, env_or_empty("SSH_AUTH_SOCK"));
+  add_run_places(profile, RunPlaces{relayed_terminal, folder->path()});
+  // The profile goes to sandbox-exec inline (-p), never through a file a leftover process could
+  // rewrite before sandbox-exec reads it.
+  auto argv = sandbox_exec_argv(profile);
+  if (!argv) {
+    say(argv.error());
+    return std::nullopt;
+  }
+  argv->front() = sandbox_exec;
+  say("confined by sandbox-exec (`sandgate profile` prints the profile); the gate on "
+      "127.0.0.1:" +
+      std::to_string(port) + " is the only way out; " +
+      (relayed_terminal.empty() ? std::string("no terminal")
+                                : "a terminal of its own (relayed), not yours") +
+      "; its $TMPDIR " + folder->path() + " (removed at the end)");
+  HostLaunch launch;
+  launch.prefix = std::move(*argv);
+  launch.environment = {{"TMPDIR", folder->path()}};
+  launch.private_folder.emplace(std::move(*folder));
+  return launch;
+}
 
 int run_confined(const RunOptions& options, GateHandle& gate) {
   if (options.command.empty()) {
@@ -91,7 +230,8 @@ int run_confined(const RunOptions& options, GateHandle& gate) {
   if (options.no_isolation) {
     say("WARNING: --no-isolation: the command is NOT confined. Only the proxy variables point it "
         "at the gate; anything that ignores them (curl --noproxy, raw sockets, most non-HTTP "
-        "clients) reaches the network directly.");
+        "clients) reaches the network directly, and it may read and write whatever you may. (It "
+        "runs on a terminal of its own, relayed, as confined commands do.)");
     return run_on_host(options, gate, {});
   }
   if (auto refused = refuse_socket_streams(); !refused) {
@@ -116,28 +256,15 @@ int run_confined(const RunOptions& options, GateHandle& gate) {
   return run_isolated(options, gate);
 #elif defined(__APPLE__)
   // Never run unconfined by accident: check before anything starts.
-  if (::access(kSandboxExec, X_OK) != 0) {
-    say(std::string("sandbox-exec is not available (") + kSandboxExec +
+  if (::access(kSandboxExecPath, X_OK) != 0) {
+    say(std::string("sandbox-exec is not available (") + kSandboxExecPath +
         " is missing): not starting the command unconfined; --no-isolation runs it with the "
         "proxy variables only");
     return kRunFailed;
   }
-  // The profile goes to sandbox-exec inline (-p), never through a file a leftover process could
-  // rewrite before sandbox-exec reads it.
-  return run_on_host(
-      options, gate, [&](std::uint16_t port) -> std::optional<std::vector<std::string>> {
-        auto argv =
-            sandbox_exec_argv(profile_options(options.sandbox, options.gate, options.flags, port,
-                                              options.home, env_or_empty("SSH_AUTH_SOCK")));
-        if (!argv) {
-          say(argv.error());
-          return std::nullopt;
-        }
-        say("confined by sandbox-exec (`sandgate profile` prints the profile); the gate on "
-            "127.0.0.1:" +
-            std::to_string(port) + " is the only way out");
-        return *argv;
-      });
+  return run_on_host(options, gate, [&](std::uint16_t port, const std::string& terminal) {
+    return seatbelt_launch(options, port, terminal, kSandboxExecPath);
+  });
 #else
   say("confinement is implemented for Linux and macOS only; --no-isolation runs the command "
       "with the proxy variables only");

@@ -13,9 +13,14 @@
 //           forwarded between the host's loopback and the namespace's (port_forwarder.hpp).
 //   macOS:  CMD runs under sandbox-exec with the deny-default profile of profile.hpp (passed
 //           inline): writes only in its writable folders, an allow-list of Mach services, the
-//           gate's port and the listed unix sockets; if /usr/bin/sandbox-exec is missing,
-//           nothing is started.
-//   --no-isolation: the proxy variables only, with a loud warning.
+//           gate's port and the listed unix sockets; in a session of its own (a relayed
+//           pseudo-terminal, the only terminal it may ioctl, when one of run's streams is a
+//           terminal: pty_relay.hpp), with a private folder of the run as $TMPDIR, the only
+//           place it may bind unix sockets (private_folder.hpp); if /usr/bin/sandbox-exec is
+//           missing, nothing is started.
+//   --no-isolation: the proxy variables only, with a loud warning. The same session and relayed
+//           terminal as on macOS (it costs nothing and keeps TIOCSTI off the user's shell), but
+//           this is no sandbox: the command may do anything the user may.
 //
 // The files: run_confined.cpp (this entry point, and the host-side variants), run_isolated.cpp
 // (the Linux parent), confinement_plan.cpp (what the Linux confinement allows, decided before
@@ -26,6 +31,14 @@
 // taken over from the pty relay for each).
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sandbox-profile/supervisor/private_folder.hpp"
 #include "sandbox-profile/supervisor/run_options.hpp"
 
 namespace sandgate::sandbox {
@@ -33,5 +46,30 @@ namespace sandgate::sandbox {
 // Runs CMD as above behind `gate`. Returns CMD's exit status, 128+N if it died of signal N, or
 // kRunFailed. Call from a single-threaded process: it forks (the gate's threads start after).
 int run_confined(const RunOptions& options, GateHandle& gate);
+
+// What the host's side puts around CMD (macOS: sandbox-exec and its profile).
+struct HostLaunch {
+  std::vector<std::string> prefix;                               // the words in front of CMD
+  std::vector<std::pair<std::string, std::string>> environment;  // set in CMD's environment
+  std::optional<PrivateFolder> private_folder;  // kept until CMD has ended, then removed
+};
+// Makes the launch for a gate on 127.0.0.1:`port`, with `relayed_terminal` the command's
+// terminal ("" when no stream is a terminal). Nothing: it said why, and nothing is started.
+using HostWrapper = std::function<std::optional<HostLaunch>(std::uint16_t port,
+                                                            const std::string& relayed_terminal)>;
+
+// The host's side of a run (macOS, and --no-isolation with an empty `wrap`): the gate on the
+// host's loopback, CMD in a session of its own with a relayed terminal when one of run's
+// streams is a terminal, CMD run behind `wrap`'s launch and, when there is one (CMD is
+// confined), --unknown=ask's questions on the user's terminal. Returns as run_confined() does; the
+// same threading.
+int run_on_host(const RunOptions& options, GateHandle& gate, const HostWrapper& wrap);
+
+// sandbox-exec's launch for one run: a private folder made now under $TMPDIR (CMD's $TMPDIR),
+// and the profile for `options` with that folder and the relayed terminal (add_run_places()),
+// given inline to `sandbox_exec` (kSandboxExecPath; a test gives a stand-in that runs on Linux).
+std::optional<HostLaunch> seatbelt_launch(const RunOptions& options, std::uint16_t port,
+                                          const std::string& relayed_terminal,
+                                          const std::string& sandbox_exec);
 
 }  // namespace sandgate::sandbox

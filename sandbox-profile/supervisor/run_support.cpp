@@ -147,29 +147,21 @@ int exit_status(int status) {
   return kRunFailed;
 }
 
-// Waits for CMD to end, forwarding the signals `run` receives. A signal the terminal sent
-// (Ctrl-C, Ctrl-\) went to CMD as well, since both are in its foreground process group: it is
-// not sent twice.
-int supervise(pid_t child, const sigset_t& set) {
+// Waits for CMD to end, passing on the signals `run` receives. CMD is in a session of its own: a
+// signal the terminal sent (Ctrl-C while `run`'s terminal is not in raw mode) reached `run` only,
+// so every signal is passed on.
+int supervise(pid_t child, const sigset_t& set, const std::function<void()>& resize) {
   for (;;) {
     int number = 0;
-    bool from_terminal = false;
-#ifdef __linux__
-    siginfo_t info{};
-    number = ::sigwaitinfo(&set, &info);
-    if (number < 0) {
-      continue;  // EINTR
-    }
-    from_terminal = info.si_code == SI_KERNEL;
-#else
     if (::sigwait(&set, &number) != 0) {
       continue;
     }
-    // No siginfo here: a SIGINT or SIGQUIT while we are the terminal's foreground group came
-    // from the terminal.
-    from_terminal = (number == SIGINT || number == SIGQUIT) && ::isatty(STDIN_FILENO) &&
-                    ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
-#endif
+    if (number == SIGWINCH) {
+      if (resize) {
+        resize();
+      }
+      continue;
+    }
     if (number == SIGCHLD) {
       int status = 0;
       const pid_t done = ::waitpid(child, &status, WNOHANG);
@@ -178,9 +170,7 @@ int supervise(pid_t child, const sigset_t& set) {
       }
       continue;
     }
-    if (!from_terminal) {
-      ::kill(child, number);
-    }
+    ::kill(child, number);
   }
 }
 

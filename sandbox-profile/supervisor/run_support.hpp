@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -103,8 +104,10 @@ void restore_signals(const SignalState& previous);
 // A wait status as an exit status: the code, 128+N for signal N, else kRunFailed.
 int exit_status(int status);
 
-// Waits for CMD to end, forwarding the signals `run` receives; returns its exit status.
-int supervise(pid_t child, const sigset_t& set);
+// Waits for CMD, which runs in a session of its own (nothing the terminal sends reaches it
+// directly), to end: passes on every signal of `set` that `run` receives, and on SIGWINCH (when
+// in `set`) the window size to `resize` (may be empty). Returns CMD's exit status.
+int supervise(pid_t child, const sigset_t& set, const std::function<void()>& resize);
 
 // File system checks that do not follow a final symbolic link.
 bool is_folder(const std::string& path);

@@ -837,6 +837,54 @@ TEST_F(RunTest, WellKnownKeysAreKeptOutsideByDefaultAndStableSentinelsStay) {
   EXPECT_EQ(key.st_size, 32);
 }
 
+// The gate's own process (`run`, and `serve`) shows no real secret to another process of the
+// user's: /proc/PID/environ and /proc/PID/cmdline (like macOS's `ps -E`) read the strings the
+// kernel placed at exec, which unsetenv() does not change; `run` masks them in place once the
+// secrets are read. Here the command reads them from its parent, `run --no-isolation`, while it
+// runs; a `!COMMAND` source with a literal in it is masked in the arguments too.
+TEST_F(RunTest, TheGatesProcessShowsNoRealSecretInItsEnvironmentOrArguments) {
+  const std::string real = "ghp_RealTokenRealTokenRealToken0123456789";
+  const std::string literal = "sk_LiteralSecretLiteralSecret0123456789";
+  Process process(
+      run_argv({"--no-isolation", "--secret", "GITHUB_TOKEN=api.origin.test", "--secret",
+                "OTHER_TOKEN=api.origin.test=!printf " + literal, "--ca-dir", root_ + "/gate-ca",
+                "--", "sh", "-c",
+                "echo environ:; tr '\\0' '\\n' < /proc/$PPID/environ; echo cmdline:; "
+                "tr '\\0' ' ' < /proc/$PPID/cmdline; echo; echo \"own=$GITHUB_TOKEN\""}),
+      environment({{"GITHUB_TOKEN", real}, {"COPY_OF_TOKEN", "x" + real + "x"}}),
+      root_ + "/run-process-strings", work_);
+  auto o = process.wait(60s);
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  // The reads worked: the parent's variables and arguments are there, masked.
+  EXPECT_NE(o.out.find("\nHOME=" + home_ + "\n"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("\nGITHUB_TOKEN=ghp_"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("\nCOPY_OF_TOKEN=xghp_"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find(" OTHER_TOKEN=api.origin.test=!printf sk_"), std::string::npos)
+      << describe(o);
+  EXPECT_EQ(o.out.find("RealToken"), std::string::npos) << describe(o);
+  EXPECT_EQ(o.out.find("LiteralSecret"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("own=ghp_"), std::string::npos) << describe(o);
+}
+
+// `serve` likewise, read from outside while it serves.
+TEST_F(RunTest, TheServingGateShowsNoRealSecretInItsEnvironmentOrArguments) {
+  const std::string real = "ghp_RealTokenRealTokenRealToken0123456789";
+  std::vector<std::string> argv = run_argv({});
+  argv[1] = "serve";
+  argv.insert(argv.end(), {"--listen", "127.0.0.1:0", "--secret", "GITHUB_TOKEN=api.origin.test",
+                           "--ca-dir", root_ + "/gate-ca"});
+  Process gate(argv, environment({{"GITHUB_TOKEN", real}}), root_ + "/serve-process-strings",
+               work_);
+  ASSERT_TRUE(gate.wait_for_output("listening")) << read_file(root_ + "/serve-process-strings.err");
+  const std::string environ_text = read_file("/proc/" + std::to_string(gate.pid()) + "/environ");
+  const std::string cmdline = read_file("/proc/" + std::to_string(gate.pid()) + "/cmdline");
+  EXPECT_NE(environ_text.find("GITHUB_TOKEN=ghp_"), std::string::npos)
+      << "the environment could not be read";
+  EXPECT_EQ(environ_text.find("RealToken"), std::string::npos);
+  EXPECT_NE(cmdline.find("GITHUB_TOKEN=api.origin.test"), std::string::npos);
+  EXPECT_EQ(cmdline.find("RealToken"), std::string::npos);
+}
+
 // Real clients inside run with masked credentials: git pushes with a token it only knows as a
 // sentinel (through a credential helper) to a smart-HTTP server that demands the real one, and
 // the AWS SDK's own signer (botocore) signs with a masked secret key that the gate signs again,
@@ -1582,31 +1630,39 @@ int wait_exit(pid_t pid, std::chrono::seconds timeout = 60s) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-TEST_F(RunTest, TheCommandGetsATerminalOfItsOwnAndCannotTypeIntoTheUsers) {
+// Pushes "echo INJECTED" with TIOCSTI into the caller's controlling terminal (/dev/tty).
+std::string tiocsti_into_dev_tty() {
+  return "/usr/bin/python3 -c \"import fcntl, termios\n"
+         "with open('/dev/tty', 'w') as tty:\n"
+         "    [fcntl.ioctl(tty, termios.TIOCSTI, bytes([c])) for c in b'echo INJECTED\\n']\"";
+}
+
+// bash: says whether it has a terminal and its size, injects, drains what the injection pushed
+// into its own terminal (`read -t`), then reads a line the user types.
+std::string terminal_script() {
+  return "test -t 0 && echo tty=yes; echo size=$(stty size); " + tiocsti_into_dev_tty() +
+         "; echo injected-rc=$?; while IFS= read -r -t 1 x; do echo \"drained=$x\"; done; echo "
+         "ready; IFS= read -r line; echo \"got=$line\"";
+}
+
+// Runs `argv` (a `sandgate run` of terminal_script()) as the foreground of a terminal: the
+// command is interactive on a terminal of its own with the user's window size and gets the keys
+// typed, and its TIOCSTI does not reach the user's shell. First a control: the same injection
+// run directly lands in the user's terminal, which is what the check looks for.
+void expect_a_terminal_of_its_own(const std::vector<std::string>& argv,
+                                  const std::vector<std::string>& env, const std::string& cwd) {
   if (!fs::exists("/usr/bin/python3")) {
     FAIL() << "python3 (Debian's) is required for TIOCSTI";
   }
-  const std::string inject =
-      "/usr/bin/python3 -c \"import fcntl, termios\n"
-      "with open('/dev/tty', 'w') as tty:\n"
-      "    [fcntl.ioctl(tty, termios.TIOCSTI, bytes([c])) for c in b'echo INJECTED\\n']\"";
-  // bash: `read -t` drains what the injection pushed into the command's own terminal.
-  const std::string script = "test -t 0 && echo tty=yes; echo size=$(stty size); " + inject +
-                             "; echo injected-rc=$?; while IFS= read -r -t 1 x; do echo "
-                             "\"drained=$x\"; done; echo ready; IFS= read -r line; "
-                             "echo \"got=$line\"";
-  // Control: without isolation the same injection lands in the user's terminal, which is what
-  // this test looks for.
   {
     Pty pty;
-    const pid_t pid =
-        pty.start(run_argv({"--no-isolation", "--", "sh", "-c", inject}), environment(), work_);
+    const pid_t pid = pty.start({"/bin/sh", "-c", tiocsti_into_dev_tty()}, env, cwd);
     EXPECT_EQ(wait_exit(pid), 0) << pty.read_until("never", 1s);
     EXPECT_NE(pty.pending_input().find("INJECTED"), std::string::npos)
         << "the control injection did not land: this test could not see an escape";
   }
   Pty pty;
-  const pid_t pid = pty.start(run_argv({"--", "bash", "-c", script}), environment(), work_);
+  const pid_t pid = pty.start(argv, env, cwd);
   const std::string shown = pty.read_until("ready");
   EXPECT_NE(shown.find("tty=yes"), std::string::npos) << shown;
   EXPECT_NE(shown.find("size=33 77"), std::string::npos) << shown;
@@ -1616,7 +1672,20 @@ TEST_F(RunTest, TheCommandGetsATerminalOfItsOwnAndCannotTypeIntoTheUsers) {
   EXPECT_EQ(wait_exit(pid), 0) << after;
   EXPECT_NE(after.find("got=hello"), std::string::npos) << after;
   EXPECT_EQ(pty.pending_input().find("INJECTED"), std::string::npos)
-      << "keystrokes pushed by the confined command reached the user's shell";
+      << "keystrokes pushed by the command reached the user's shell";
+}
+
+TEST_F(RunTest, TheCommandGetsATerminalOfItsOwnAndCannotTypeIntoTheUsers) {
+  expect_a_terminal_of_its_own(run_argv({"--", "bash", "-c", terminal_script()}), environment(),
+                               work_);
+}
+
+// The host's side of `run` (macOS's sandbox-exec path; here --no-isolation, its empty wrapper)
+// relays a terminal of its own the same way: CMD leads a session on a new pty, and TIOCSTI into
+// /dev/tty types only into that one.
+TEST_F(RunTest, TheHostPathGivesTheCommandATerminalOfItsOwnToo) {
+  expect_a_terminal_of_its_own(run_argv({"--no-isolation", "--", "bash", "-c", terminal_script()}),
+                               environment(), work_);
 }
 
 // Without a terminal on standard input, the command has no controlling terminal at all.
@@ -3176,6 +3245,24 @@ TEST_F(RunTest, ProfilePrintsTheSeatbeltProfileOrSaysWhatIsMissing) {
   auto b = bad_home.wait();
   EXPECT_EQ(b.exit_code, 2) << describe(b);
   EXPECT_NE(b.err.find("control character"), std::string::npos) << describe(b);
+}
+
+// trustd (which fetches the URLs a certificate names, outside the gate) is off unless
+// --allow-trustd asks for it, on `profile` as on `run`, which share the flag.
+TEST_F(RunTest, TrustdIsReachableOnlyWithAllowTrustd) {
+  const std::string trustd = "(global-name \"com.apple.trustd.agent\")";
+  Process off({kBinDir + "/sandgate", "profile", "--proxy-port", "4321"}, environment(),
+              root_ + "/profile-trustd-off");
+  auto o = off.wait();
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_EQ(o.out.find(trustd), std::string::npos) << o.out;
+  Process on({kBinDir + "/sandgate", "profile", "--proxy-port", "4321", "--allow-trustd"},
+             environment(), root_ + "/profile-trustd-on");
+  auto a = on.wait();
+  EXPECT_EQ(a.exit_code, 0) << describe(a);
+  EXPECT_NE(a.out.find(trustd), std::string::npos) << a.out;
+  Process help({kBinDir + "/sandgate", "run", "--help"}, environment(), root_ + "/run-help");
+  EXPECT_NE(help.wait().out.find("--allow-trustd"), std::string::npos);
 }
 
 // ---------------------------------------------------------------------------------------------
