@@ -170,6 +170,8 @@ int main(int argc, char** argv) {
   add_sandbox_flags(*run, run_options.flags);
   run->add_flag("--no-isolation", run_options.no_isolation,
                 "do not confine CMD: set the proxy variables only (says so loudly)");
+  run->add_flag("--verbose", run_options.verbose,
+                "say in full how CMD is confined before it starts (the run's log always has it)");
   run->add_option("command", run_options.command, "CMD [ARGS...], after --")->required();
 
   auto* ca = app.add_subcommand(

@@ -141,6 +141,12 @@ class RunGate final : public sandbox::GateHandle {
     }
   }
 
+  void log_detail(const std::string& line) override {
+    if (gate_) {
+      gate_->log().note("info", "run: " + line);
+    }
+  }
+
   bool asks() const override { return settings_.policy.unknown == rules::UnknownMode::ask; }
 
   void ask_on(sandbox::TerminalAsker* asker) override {

@@ -8,10 +8,11 @@ namespace sandgate::secrets {
 namespace {
 
 // Model providers first (an agent's own key), then code hosts, package registries and clouds.
-constexpr std::array<KnownCredential, 27> kKnown = {{
+constexpr std::array<KnownCredential, 28> kKnown = {{
     {"ANTHROPIC_API_KEY", "api.anthropic.com", "Anthropic"},
     {"ANTHROPIC_AUTH_TOKEN", "api.anthropic.com", "Anthropic"},
     {"OPENAI_API_KEY", "api.openai.com", "OpenAI"},
+    {"CODEX_API_KEY", "api.openai.com", "OpenAI (the Codex CLI's)"},
     {"GEMINI_API_KEY", "generativelanguage.googleapis.com", "Google Gemini"},
     {"GOOGLE_API_KEY", "generativelanguage.googleapis.com", "Google Gemini"},
     {"MISTRAL_API_KEY", "api.mistral.ai", "Mistral"},

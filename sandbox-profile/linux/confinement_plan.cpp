@@ -719,8 +719,11 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
   return out;
 }
 
-std::string describe_protection(const SandboxSettings& sandbox, const Confinement& confinement,
-                                const NamespaceReport& report, std::uint16_t port, bool pty) {
+namespace {
+
+// Every line of describe_protection(), separated by "\nsandgate run: " as they were once said.
+std::string protection_text(const SandboxSettings& sandbox, const Confinement& confinement,
+                            const NamespaceReport& report, std::uint16_t port, bool pty) {
   std::string text =
       "confined: user, network, mount, pid and IPC namespaces with loopback only, a new session "
       "keyring; the gate on 127.0.0.1:" +
@@ -797,7 +800,92 @@ std::string describe_protection(const SandboxSettings& sandbox, const Confinemen
   return text;
 }
 
-std::string describe_ports(const RunOptions& options) {
+std::vector<std::string> split_said_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    std::string line = text.substr(start, end - start);
+    if (line.starts_with("sandgate run: ")) {
+      line.erase(0, std::string_view("sandgate run: ").size());
+    }
+    if (!line.empty()) {
+      lines.push_back(std::move(line));
+    }
+    start = end + 1;
+  }
+  return lines;
+}
+
+}  // namespace
+
+std::vector<std::string> describe_protection(const SandboxSettings& sandbox,
+                                             const Confinement& confinement,
+                                             const NamespaceReport& report, std::uint16_t port,
+                                             bool pty) {
+  return split_said_lines(protection_text(sandbox, confinement, report, port, pty));
+}
+
+std::string command_out_of_view(const Confinement& confinement, const std::string& command,
+                                const std::string& search_path) {
+  if (command.empty()) {
+    return {};
+  }
+  std::string found;
+  if (command.find('/') != std::string::npos) {
+    found = command.front() == '/' ? command : confinement.working_folder + "/" + command;
+  } else {
+    std::size_t start = 0;
+    while (start <= search_path.size() && found.empty()) {
+      const std::size_t end = std::min(search_path.find(':', start), search_path.size());
+      const std::string folder = search_path.substr(start, end - start);
+      const std::string candidate = (folder.empty() ? "." : folder) + "/" + command;
+      if (::access(candidate.c_str(), X_OK) == 0) {
+        found = candidate;
+      }
+      start = end + 1;
+    }
+  }
+  if (found.empty() || !exists(found)) {
+    return {};
+  }
+  const std::string resolved = resolved_path(found);
+  std::vector<std::string> bound_back;
+  for (const auto& folder : confinement.writable) {
+    if (std::find(confinement.plan.view.private_roots.begin(),
+                  confinement.plan.view.private_roots.end(),
+                  folder) == confinement.plan.view.private_roots.end()) {
+      bound_back.push_back(folder);
+    }
+  }
+  for (const auto& root : confinement.plan.view.private_roots) {
+    if (within_any(resolved, {root}) && !within_any(resolved, bound_back)) {
+      return command + " (" + resolved + ") lies under " + root +
+             ", which is private and empty inside `run`: it cannot be found there. Install it "
+             "outside " +
+             root + " (under your home, say), or start `run` from its folder";
+    }
+  }
+  return {};
+}
+
+std::string summarize_protection(const Confinement& confinement, const NamespaceReport& report,
+                                 std::uint16_t port) {
+  std::string line = "confined: the gate on 127.0.0.1:" + std::to_string(port) +
+                     " is the only way out; writes only in " + confinement.working_folder;
+  const std::size_t others = confinement.writable.size() > 0 ? confinement.writable.size() - 1 : 0;
+  if (others > 0) {
+    line += " and " + std::to_string(others) + (others == 1 ? " other place" : " other places");
+  }
+  if (report.landlock_abi == 0) {
+    line += " (NO Landlock: protected paths that are missing can be created)";
+  } else {
+    line += "; credentials hidden, start-up files and git hooks read-only";
+  }
+  return line + " (--verbose, or the run's log, has every detail)";
+}
+
+std::vector<std::string> describe_ports(const RunOptions& options) {
   std::string text;
   const auto list = [](const std::vector<std::uint16_t>& ports) {
     std::string out;
@@ -814,7 +902,7 @@ std::string describe_ports(const RunOptions& options) {
     text += "\nsandgate run: the host's localhost forwarded in to: " +
             list(options.flags.allow_inbound_ports);
   }
-  return text;
+  return split_said_lines(text);
 }
 
 }  // namespace sandgate::sandbox

@@ -43,11 +43,26 @@ struct Confinement {
 Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
                                                     const std::string& home);
 
-// The start-up lines that say how the command is confined (after the self-probe passed).
-std::string describe_protection(const SandboxSettings& sandbox, const Confinement& confinement,
-                                const NamespaceReport& report, std::uint16_t port, bool pty);
+// The lines that say in full how the command is confined (after the self-probe passed), each
+// without the "sandgate run: " its saying adds: what --verbose prints at start and the run's log
+// always holds.
+std::vector<std::string> describe_protection(const SandboxSettings& sandbox,
+                                             const Confinement& confinement,
+                                             const NamespaceReport& report, std::uint16_t port,
+                                             bool pty);
 
-// The start-up line for the forwarded ports; empty without any.
-std::string describe_ports(const RunOptions& options);
+// Why `command` (CMD as given, found on `search_path` like a shell would) cannot be found inside:
+// it lies under a folder that is private and empty there (/tmp, /run, ...) and not bound back.
+// Empty when it is in view, or not found at all (the shell's own message says so then).
+std::string command_out_of_view(const Confinement& confinement, const std::string& command,
+                                const std::string& search_path);
+
+// The one line said at start without --verbose: the way out, where the command may write, and
+// where the rest is.
+std::string summarize_protection(const Confinement& confinement, const NamespaceReport& report,
+                                 std::uint16_t port);
+
+// The lines for the forwarded ports (as describe_protection's); none without any.
+std::vector<std::string> describe_ports(const RunOptions& options);
 
 }  // namespace sandgate::sandbox

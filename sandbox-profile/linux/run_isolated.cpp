@@ -124,6 +124,12 @@ int run_isolated(const RunOptions& options, GateHandle& gate) {
     say(confinement.error());
     return kRunFailed;
   }
+  if (const std::string hidden =
+          command_out_of_view(*confinement, options.command.front(), env_or_empty("PATH"));
+      !hidden.empty()) {
+    say(hidden);
+    return kCommandNotFound;
+  }
   const std::string helper = connect_helper();
   if (!gate.open()) {
     return kRunFailed;
@@ -300,8 +306,24 @@ int run_isolated(const RunOptions& options, GateHandle& gate) {
     say("refusing to start the command: the self-probe got out of the confinement: " + escapes);
     return give_up();
   }
-  say(describe_protection(options.sandbox, *confinement, report, *port, pty != nullptr) +
-      describe_ports(options));
+  // The full account goes to the run's log; the terminal gets one line (and every warning)
+  // unless --verbose asks for all of it.
+  std::vector<std::string> details =
+      describe_protection(options.sandbox, *confinement, report, *port, pty != nullptr);
+  for (auto& line : describe_ports(options)) {
+    details.push_back(std::move(line));
+  }
+  for (const auto& line : details) {
+    gate.log_detail(line);
+  }
+  if (!options.verbose) {
+    say(summarize_protection(*confinement, report, *port));
+  }
+  for (const auto& line : details) {
+    if (options.verbose || line.starts_with("warning:")) {
+      say(line);
+    }
+  }
   if (pty) {
     pty->start();
   }

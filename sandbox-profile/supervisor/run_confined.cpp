@@ -238,6 +238,16 @@ int run_confined(const RunOptions& options, GateHandle& gate) {
     say(refused.error());
     return kRunFailed;
   }
+  if (auto made = make_missing_write_folders(options.flags.allow_writes); !made) {
+    say(made.error());
+    return kRunFailed;
+  } else if (!made->empty()) {
+    std::string list;
+    for (const auto& folder : *made) {
+      list += (list.empty() ? "" : ", ") + folder;
+    }
+    say("made for --allow-write (it did not exist): " + list);
+  }
   {
     std::error_code ec;
     std::vector<std::string> allow_writes;

@@ -22,6 +22,7 @@ struct RunOptions {
   SandboxSettings sandbox;           // the sandbox's settings
   GateView gate;                     // the gate's files and socket, which CMD must not change
   std::string home;                  // the user's home (as $HOME or the passwd entry give it)
+  bool verbose = false;              // --verbose: how the command is confined, in full, at start
 };
 
 // What the command attempted on a hidden credential store (plan/credential_stores.hpp), as far
@@ -48,6 +49,8 @@ class GateHandle {
   virtual void serve_capture(CaptureSockets sockets) = 0;
   // Drains and stops the gate. Idempotent.
   virtual void stop() = 0;
+  // A line for the run's log, not the terminal: how the command is confined, in full.
+  virtual void log_detail(const std::string& line) { (void)line; }
   // Whether the gate has questions for a person (--unknown=ask): then the confinement offers it
   // the user's terminal while CMD runs.
   virtual bool asks() const { return false; }
@@ -70,5 +73,7 @@ class GateHandle {
 // that it is not mistaken for CMD's own: 126 and 127 keep their shell meanings (found but not
 // executable, not found).
 inline constexpr int kRunFailed = 125;
+// The exit status when CMD cannot be found (a shell's): said at start when `run` can tell why.
+inline constexpr int kCommandNotFound = 127;
 
 }  // namespace sandgate::sandbox

@@ -264,4 +264,29 @@ Expected<bool, std::string> refuse_home_as_working_folder(
   return true;
 }
 
+Expected<std::vector<std::string>, std::string> make_missing_write_folders(
+    const std::vector<std::string>& paths) {
+  std::vector<std::string> made;
+  for (const auto& path : paths) {
+    std::error_code ec;
+    if (fs::exists(fs::symlink_status(path, ec)) || path.empty()) {
+      continue;
+    }
+    // Each missing folder on the way, made private (create_directories would use the umask).
+    fs::path so_far;
+    for (const auto& part : fs::path(path)) {
+      so_far /= part;
+      if (fs::exists(fs::symlink_status(so_far, ec))) {
+        continue;
+      }
+      if (::mkdir(so_far.c_str(), 0700) != 0 && errno != EEXIST) {
+        return Unexpected{"--allow-write " + path + ": cannot make " + so_far.string() + ": " +
+                          std::strerror(errno)};
+      }
+    }
+    made.push_back(path);
+  }
+  return made;
+}
+
 }  // namespace sandgate::sandbox

@@ -132,4 +132,11 @@ Expected<bool, std::string> refuse_home_as_working_folder(
     const std::string& working_folder, const std::string& home,
     const std::vector<std::string>& allow_writes);
 
+// Makes each --allow-write folder (`paths`, as given) that does not exist yet, with its missing
+// parents (mode 0700), so that the grant is not lost: an agent that makes its folder on its first
+// run (~/.codex) finds it writable. Returns the folders it made, for the start-up line; the error
+// names a path that could not be made and why. A path that exists is left as it is.
+Expected<std::vector<std::string>, std::string> make_missing_write_folders(
+    const std::vector<std::string>& paths);
+
 }  // namespace sandgate::sandbox

@@ -578,10 +578,15 @@ TEST_F(RunTest, HttpsThroughTheGateSucceeds) {
   EXPECT_EQ(o.exit_code, 0) << describe(o);
   EXPECT_NE(o.out.find("s_server"), std::string::npos) << describe(o);
   // The start-up message says what is in force.
-  EXPECT_NE(o.err.find("sandgate run: confined: user, network, mount, pid and IPC namespaces"),
+  // The start-up line says what is in force in one line; the log has every detail.
+  EXPECT_NE(o.err.find("sandgate run: confined: the gate on 127.0.0.1:"), std::string::npos)
+      << describe(o);
+  EXPECT_NE(o.err.find("run: confined: user, network, mount, pid and IPC namespaces"),
             std::string::npos)
       << describe(o);
-  EXPECT_NE(o.err.find("self-probe passed"), std::string::npos) << describe(o);
+  EXPECT_NE(o.err.find("run: self-probe passed"), std::string::npos) << describe(o);
+  EXPECT_EQ(o.err.find("sandgate run: self-probe passed"), std::string::npos) << describe(o);
+  EXPECT_EQ(o.err.find("\\x0a"), std::string::npos) << describe(o);
   // The gate logged the tunnel it made.
   EXPECT_NE(o.err.find("origin.test"), std::string::npos) << describe(o);
 }
@@ -883,6 +888,36 @@ TEST_F(RunTest, TheServingGateShowsNoRealSecretInItsEnvironmentOrArguments) {
   EXPECT_EQ(environ_text.find("RealToken"), std::string::npos);
   EXPECT_NE(cmdline.find("GITHUB_TOKEN=api.origin.test"), std::string::npos);
   EXPECT_EQ(cmdline.find("RealToken"), std::string::npos);
+}
+
+// An agent that makes its folder on its first run (~/.codex) needs it writable before it exists:
+// --allow-write of a missing folder makes it (private to the user) and says so, and a command
+// installed under a folder that is private inside is named with why it cannot be found.
+TEST_F(RunTest, AnAllowWriteFolderThatDoesNotExistYetIsMadeAndWritable) {
+  const std::string folder = home_ + "/.codex/sessions";
+  auto o = run({"--allow-write", folder, "--", "sh", "-c",
+                "echo hello > " + folder + "/first && echo wrote"});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("wrote"), std::string::npos) << describe(o);
+  EXPECT_NE(o.err.find("made for --allow-write (it did not exist): " + folder), std::string::npos)
+      << describe(o);
+  EXPECT_EQ(read_file(folder + "/first"), "hello\n");
+  struct stat made {};
+  ASSERT_EQ(::stat((home_ + "/.codex").c_str(), &made), 0);
+  EXPECT_EQ(made.st_mode & 0777, 0700U);
+
+  // An agent installed under /tmp (private and empty inside): named, with why, exit 127.
+  char installed[] = "/tmp/sandgate-test-agent-XXXXXX";
+  ASSERT_NE(::mkdtemp(installed), nullptr);
+  const std::string agent = std::string(installed) + "/agent";
+  std::ofstream(agent) << "#!/bin/sh\necho agent ran\n";
+  ::chmod(agent.c_str(), 0755);
+  auto hidden = run({"--", agent});
+  fs::remove_all(installed);
+  EXPECT_EQ(hidden.exit_code, 127) << describe(hidden);
+  EXPECT_NE(hidden.err.find("lies under /tmp, which is private and empty inside `run`"),
+            std::string::npos)
+      << describe(hidden);
 }
 
 // Real clients inside run with masked credentials: git pushes with a token it only knows as a
@@ -3636,6 +3671,26 @@ TEST_F(RunAskTest, UnderATerminalTheGatesLinesGoToTheRunsLogFile) {
   path = path.substr(0, path.find_first_of("\r\n"));
   EXPECT_TRUE(path.starts_with(home_ + "/.local/state/sandgate/runs/run-")) << path;
   EXPECT_NE(read_file(path).find("origin.test"), std::string::npos) << path;
+  // A quiet start: at most three lines before the command's output (the log's path, one line
+  // of what is confined); the full account is in the run's log.
+  const std::string before = shown.substr(0, shown.find("curl-rc="));
+  std::size_t lines = 0;
+  for (std::size_t at = before.find("sandgate run: "); at != std::string::npos;
+       at = before.find("sandgate run: ", at + 1)) {
+    ++lines;
+  }
+  EXPECT_LE(lines, 3U) << before;
+  EXPECT_NE(before.find("sandgate run: confined: the gate on 127.0.0.1:"), std::string::npos)
+      << before;
+  EXPECT_NE(read_file(path).find("run: self-probe passed"), std::string::npos) << path;
+  // --verbose says it all on the terminal.
+  Pty verbose_pty;
+  const pid_t verbose = verbose_pty.start(run_argv({"--verbose", "--", "sh", "-c", "echo done"}),
+                                          environment(), work_);
+  const std::string verbose_shown = verbose_pty.read_until("done", 30s);
+  wait_exit(verbose);
+  EXPECT_NE(verbose_shown.find("sandgate run: self-probe passed"), std::string::npos)
+      << verbose_shown;
 }
 
 // Without a terminal nobody can be asked: the ask default (deny) applies at once, as before.
