@@ -55,7 +55,7 @@ case $mode in
     key_variable=${KEY_VARIABLE:-ANTHROPIC_API_KEY}
     key=sk-ant-api03-$(head -c 70 /dev/urandom | base64 -w0 | tr '+/' '-_' | head -c 93)AA
     probe_url=https://api.anthropic.com/v1/messages
-    allowlist=${ALLOWLIST:-preset:claude-code,preset:claude-code-telemetry}
+    allowlist=${ALLOWLIST:-preset:claude-code}
     agent_home=$home/.claude ;;
   codex)
     agent=$agents/codex/node_modules/.bin/codex

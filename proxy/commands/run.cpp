@@ -278,8 +278,11 @@ void keep_known_credentials_outside(settings::Settings& settings) {
   std::vector<std::string> masked;
   std::vector<std::string> left_out;
   std::vector<std::string> passed;
-  for (const secrets::KnownCredential* known :
-       secrets::known_credentials_set(environment, settings.secrets)) {
+  std::vector<std::string> named;
+  for (const auto& spec : settings.secrets) {
+    named.push_back(spec.name);
+  }
+  for (const secrets::KnownCredential* known : secrets::known_credentials_set(environment, named)) {
     const std::string name(known->variable);
     if (!settings.mask_known_secrets) {
       passed.push_back(name);

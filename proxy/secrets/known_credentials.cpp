@@ -52,12 +52,11 @@ const KnownCredential* known_credential(std::string_view variable) {
 
 std::vector<const KnownCredential*> known_credentials_set(
     const std::function<std::optional<std::string>(const std::string&)>& environment,
-    const std::vector<SecretSpec>& named) {
+    const std::vector<std::string>& named) {
   std::vector<const KnownCredential*> out;
   for (const KnownCredential& known : kKnown) {
     const std::string variable(known.variable);
-    if (std::any_of(named.begin(), named.end(),
-                    [&](const SecretSpec& spec) { return spec.name == variable; })) {
+    if (std::find(named.begin(), named.end(), variable) != named.end()) {
       continue;
     }
     if (const auto value = environment(variable); value && !value->empty()) {

@@ -13,8 +13,6 @@
 #include <string_view>
 #include <vector>
 
-#include "proxy/secrets/secret_spec.hpp"
-
 namespace sandgate::secrets {
 
 struct KnownCredential {
@@ -29,10 +27,11 @@ std::span<const KnownCredential> known_credentials();
 // The one named `variable` (exact case), or null.
 const KnownCredential* known_credential(std::string_view variable);
 
-// The known credentials `environment` holds a value for (not empty) that none of `named`
-// masks already, in the table's order: what `run` masks by default, or warns of.
+// The known credentials `environment` holds a value for (not empty) that are not among `named`
+// (the variables --secret masks already), in the table's order: what `run` masks by default, or
+// warns of.
 std::vector<const KnownCredential*> known_credentials_set(
     const std::function<std::optional<std::string>(const std::string&)>& environment,
-    const std::vector<SecretSpec>& named);
+    const std::vector<std::string>& named);
 
 }  // namespace sandgate::secrets

@@ -104,6 +104,8 @@ usr/share/doc/sandgate/README.md
 usr/share/sandgate/blocked.txt
 usr/share/sandgate/budgets/dev.txt
 usr/share/sandgate/launchd/io.sandgate.gate.plist
+usr/share/sandgate/presets/claude-code.txt
+usr/share/sandgate/presets/codex.txt
 usr/share/sandgate/presets/dev.txt
 usr/share/sandgate/sandgate.example.toml
 EOF

@@ -2255,7 +2255,7 @@ TEST_F(RunTest, TheNamespacesInitCannotBeTracedAndHoldsNoHostDescriptor) {
   EXPECT_NE(o.out.find("/proc/1/cwd=errno13"), std::string::npos) << describe(o);
   EXPECT_EQ(o.out.find("wrote="), std::string::npos) << describe(o);
   EXPECT_EQ(read_file(log).find("FORGED"), std::string::npos);
-  EXPECT_NE(o.err.find("self-probe passed"), std::string::npos) << describe(o);
+  EXPECT_NE(read_file(log).find("run: self-probe passed"), std::string::npos) << describe(o);
 }
 
 // 10: a host socket made after start where the command can see it (a restarted container

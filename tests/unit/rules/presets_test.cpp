@@ -88,7 +88,7 @@ DomainSet preset(const char* file) {
   return set;
 }
 
-TEST(Presets, AgentPresetsAllowTheirApisAndSignInAndKeepTelemetryApart) {
+TEST(Presets, AgentPresetsAllowTheirApisAndSignInAndNoTelemetryHost) {
   const DomainSet claude = preset("claude-code.txt");
   for (const char* host : {"api.anthropic.com", "platform.claude.com", "claude.ai"}) {
     EXPECT_TRUE(allows(claude, host, 443)) << host;
@@ -97,11 +97,10 @@ TEST(Presets, AgentPresetsAllowTheirApisAndSignInAndKeepTelemetryApart) {
   for (const char* host : {"api.openai.com", "chatgpt.com", "auth.openai.com"}) {
     EXPECT_TRUE(allows(codex, host, 443)) << host;
   }
-  // Telemetry only in its own preset; error reports (a host every Sentry customer receives at)
-  // and update downloads (a bucket host any project can serve from) in none.
+  // No telemetry host; error reports (a host every Sentry customer receives at) and update
+  // downloads (a bucket host any project can serve from) in none.
   EXPECT_FALSE(allows(claude, "statsig.anthropic.com", 443));
-  EXPECT_TRUE(allows(preset("claude-code-telemetry.txt"), "statsig.anthropic.com", 443));
-  for (const char* file : {"claude-code.txt", "claude-code-telemetry.txt", "codex.txt"}) {
+  for (const char* file : {"claude-code.txt", "codex.txt"}) {
     const DomainSet set = preset(file);
     for (const char* host : {"sentry.io", "o1.ingest.sentry.io", "storage.googleapis.com",
                              "api.anthropic.com.evil", "github.com"}) {

@@ -115,7 +115,7 @@ TEST(KnownCredentials, TheSetOnesNotNamedAlreadyAreFoundInTheTablesOrder) {
     const auto found = environment.find(name);
     return found == environment.end() ? std::nullopt : std::optional(found->second);
   };
-  const std::vector<SecretSpec> named = {*parse_secret_spec("NPM_TOKEN=registry.example")};
+  const std::vector<std::string> named = {"NPM_TOKEN"};
   std::vector<std::string> found;
   for (const KnownCredential* known : known_credentials_set(lookup, named)) {
     found.emplace_back(known->variable);

@@ -114,7 +114,7 @@ TEST(EmbeddedPresets, AreTheFilesOfConfigPresetsAndEveryLineParses) {
                                 << issues.front().message;
     EXPECT_GT(set.size(), 0u) << preset.name;
   }
-  EXPECT_EQ(defaults::preset_names(), "dev");
+  EXPECT_EQ(defaults::preset_names(), "claude-code, codex, dev");
 }
 
 TEST_F(AllowlistPresets, APresetAloneIsAllowlistModeAndItsRulesNameThePresetAndLine) {
@@ -143,7 +143,7 @@ TEST_F(AllowlistPresets, UnknownPresetIsAnErrorNamingTheKnownOnes) {
   ASSERT_FALSE(settings.has_value());
   EXPECT_THAT(settings.error(), HasSubstr("--allowlist"));
   EXPECT_THAT(settings.error(), HasSubstr("no preset 'devv'"));
-  EXPECT_THAT(settings.error(), HasSubstr("the bundled presets are: dev"));
+  EXPECT_THAT(settings.error(), HasSubstr("the bundled presets are: claude-code, codex, dev"));
 
   flags_.erase("--allowlist");
   env_["SANDGATE_ALLOWLIST"] = "preset:";
