@@ -325,10 +325,13 @@ TEST_F(WatchTest, WhenTheWatchLeavesTheRunsTerminalAsksAgain) {
 
 TEST_F(WatchTest, WithNoRunToWatchItSaysWhereItLooked) {
   Driver watch;
-  watch.start({"/usr/bin/python3", kScreenDriver, "--timeout", "10", "--", kSandgate, "watch"},
+  const std::string screen = root_ + "/screen.txt";
+  watch.start({"/usr/bin/python3", kScreenDriver, "--timeout", "10", "wait:sandgate watch: no run",
+               "dump:" + screen, "--", kSandgate, "watch"},
               environment(), root_ + "/watch.log");
-  EXPECT_EQ(watch.wait(), 2);
-  const std::string said = read_file(watch.err_path);
+  EXPECT_EQ(watch.wait(), 2) << read_file(watch.err_path);
+  std::string said = read_file(screen);
+  std::erase(said, '\n');  // the message wraps at the terminal's width
   EXPECT_NE(said.find("no run of this user to watch"), std::string::npos) << said;
   EXPECT_NE(said.find(root_ + "/runtime/sandgate/runs"), std::string::npos) << said;
 }
