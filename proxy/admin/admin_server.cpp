@@ -436,11 +436,17 @@ asio::awaitable<void> serve_connection(Endpoint& endpoint, Socket socket) {
 // is closed unanswered. The folder's 0700 already keeps others out; this holds even if it did
 // not.
 bool same_user(unix_stream::socket& socket) {
+#if defined(SO_PEERCRED)
   ucred credentials{};
   socklen_t length = sizeof credentials;
   return ::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &credentials, &length) ==
              0 &&
          credentials.uid == ::geteuid();
+#else
+  uid_t uid = 0;
+  gid_t gid = 0;
+  return ::getpeereid(socket.native_handle(), &uid, &gid) == 0 && uid == ::geteuid();
+#endif
 }
 bool same_user(tcp::socket&) { return true; }
 

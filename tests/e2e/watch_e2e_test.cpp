@@ -308,12 +308,16 @@ TEST_F(WatchTest, WhenTheWatchLeavesTheRunsTerminalAsksAgain) {
   start_run();
   ASSERT_TRUE(log_says("sandgate watch can attach to this run at")) << read_file(log_path());
   Driver watch;
+  // Resized to 40 columns on the way: redrawn, each line cut to the width.
   watch.start({"/usr/bin/python3", kScreenDriver, "--timeout", "30", "wait:attached",
-               "wait:" + question(), "key:q", "--", kSandgate, "watch"},
+               "wait:" + question(), "resize:12x40", "wait:> allow origin.test:",
+               "dump:" + root_ + "/narrow.txt", "key:q", "--", kSandgate, "watch"},
               environment(), root_ + "/watch.log");
   ASSERT_TRUE(log_says("questions go to sandgate watch")) << read_file(watch.err_path);
   go();
   ASSERT_EQ(watch.wait(), 0) << read_file(watch.err_path);
+  const std::string narrow = read_file(root_ + "/narrow.txt");
+  EXPECT_NE(narrow.find("Questions (1)  o once  s session  a alwa\n"), std::string::npos) << narrow;
   ASSERT_TRUE(log_says("sandgate watch left"));
   // The question still waits: the terminal takes it now.
   const std::string shown = run_.read_until(question());
