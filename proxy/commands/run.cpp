@@ -120,6 +120,11 @@ class RunGate final : public sandbox::GateHandle {
   RunGate(const settings::Settings& settings, const settings::Sources& sources,
           std::shared_ptr<const secrets::MaskedSecrets> secrets)
       : settings_(settings), sources_(sources), secrets_(std::move(secrets)) {}
+  // The gate stops first: a watch still attached is told it left (watch_attached) while the
+  // members that reads are still here.
+  ~RunGate() override { stop(); }
+  RunGate(const RunGate&) = delete;
+  RunGate& operator=(const RunGate&) = delete;
 
   bool open() override {
     gate::GateOptions options{settings_, sources_, settings::MissingDefaultBlocklist::create};

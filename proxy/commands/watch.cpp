@@ -94,17 +94,8 @@ void refresh_gate(Attached& gate, bool shown, Clock::time_point now) {
     gate.view.set_status({});
     if (auto about = watch_view::exchange(gate.where, "GET", "/about");
         about && about->status == 200) {
-      // {"name":"sh","pid":1234}: shown as "sh 1234".
-      GateView named(gate.view.name());
-      const auto name_at = about->body.find("\"name\":\"");
-      const auto pid_at = about->body.find("\"pid\":");
-      if (name_at != std::string::npos && pid_at != std::string::npos) {
-        const auto start = name_at + 8;
-        const std::string name = about->body.substr(start, about->body.find('"', start) - start);
-        const std::string pid =
-            about->body.substr(pid_at + 6, about->body.find_first_of(",}", pid_at) - pid_at - 6);
-        gate.view = GateView(watch_view::printable(name + " " + pid));
-        gate.view.set_attached(true);
+      if (auto name = watch_view::name_from_about(about->body)) {
+        gate.view.set_name(*name);
       }
     }
   }

@@ -206,6 +206,20 @@ std::string decide_form(const QuestionRow& question, std::string_view answer,
   return form;
 }
 
+std::optional<std::string> name_from_about(std::string_view text) {
+  boost::system::error_code ec;
+  const json::value parsed = json::parse(text, ec);
+  if (ec || !parsed.is_object() || !parsed.get_object().contains("name")) {
+    return std::nullopt;
+  }
+  const json::object& object = parsed.get_object();
+  std::string name = text_of(object, "name");
+  if (const std::uint64_t pid = number_of(object, "pid"); pid > 0) {
+    name += " " + std::to_string(pid);
+  }
+  return name.empty() ? std::nullopt : std::optional<std::string>(name);
+}
+
 void GateView::add_event_line(std::string_view text) {
   if (text.find_first_not_of(" \t\r") == std::string_view::npos) {
     return;  // the stream's heartbeat

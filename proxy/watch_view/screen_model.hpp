@@ -83,6 +83,8 @@ class GateView {
   // Whether the stream is attached, and a line about the last thing done (an answer's result).
   void set_attached(bool attached) { attached_ = attached; }
   void set_status(std::string status) { status_ = std::move(status); }
+  // What the gate calls itself (GET /about, name_from_about).
+  void set_name(std::string name) { name_ = std::move(name); }
 
   const std::string& name() const { return name_; }
   bool attached() const { return attached_; }
@@ -135,6 +137,10 @@ std::optional<std::string_view> answer_for_key(int key);
 
 // POST /decide's form body for `question` answered `answer`, by `who`.
 std::string decide_form(const QuestionRow& question, std::string_view answer, std::string_view who);
+
+// The name GET /about gives ({"name":"sh","pid":1234}) as the view shows it: "sh 1234";
+// nothing when the document is not that.
+std::optional<std::string> name_from_about(std::string_view json);
 
 // "[######----]": `spent` of `amount` in `width` cells (at least 3); full when spent >= amount.
 std::string bar(std::uint64_t spent, std::uint64_t amount, int width);

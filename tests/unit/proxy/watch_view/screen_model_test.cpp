@@ -187,6 +187,14 @@ TEST(ScreenModel, KeysAnswerAsOnRunsTerminal) {
   EXPECT_EQ(decide_form(v6, "never", "x&y"), "host=[2001:db8::1]&port=8443&answer=never&who=x%26y");
 }
 
+TEST(ScreenModel, AGateIsNamedAsItsAboutSays) {
+  EXPECT_EQ(name_from_about(R"({"name":"claude","pid":4242})"), "claude 4242");
+  EXPECT_EQ(name_from_about(R"({"name":"serve 127.0.0.1:9877"})"), "serve 127.0.0.1:9877");
+  EXPECT_EQ(name_from_about(R"({"name":"a\u001b[2Jb","pid":1})"), "a?[2Jb 1");
+  EXPECT_EQ(name_from_about("{}"), std::nullopt);
+  EXPECT_EQ(name_from_about("not json"), std::nullopt);
+}
+
 TEST(ScreenModel, BarsAndAmounts) {
   EXPECT_EQ(bar(0, 100, 12), "[----------]");
   EXPECT_EQ(bar(50, 100, 12), "[#####-----]");
