@@ -26,6 +26,7 @@
 
 #include "tests/fakes/fake_dns_server.hpp"
 #include "tests/fakes/http_origin.hpp"
+#include "tests/support/loopback_ports.hpp"
 #include "tests/support/scratch_folder.hpp"
 
 extern char** environ;
@@ -255,6 +256,15 @@ class WatchTest : public ::testing::Test {
     return false;
   }
   std::string log_path() const { return root_ + "/gate.log"; }
+  static bool eventually_accepts(std::uint16_t port) {
+    for (int i = 0; i < 250; ++i) {
+      if (port_accepts(port)) {
+        return true;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    return false;
+  }
   std::string question() const {
     return "allow origin.test:" + std::to_string(origin_.port()) + "?";
   }
@@ -325,6 +335,47 @@ TEST_F(WatchTest, WhenTheWatchLeavesTheRunsTerminalAsksAgain) {
   run_.type("o");
   EXPECT_NE(run_.read_until("curl-rc=").find("curl-rc=0"), std::string::npos);
   EXPECT_EQ(run_.wait_exit(), 0);
+}
+
+// A `serve` through its admin endpoint and admin token: a request the blocklist refuses shows
+// with its reason; without the token the watch is refused and says so.
+TEST_F(WatchTest, AServeIsWatchedThroughItsAdminEndpointWithItsToken) {
+  const std::string token_file = root_ + "/admin-token";
+  std::ofstream(token_file) << "0123456789abcdef0123456789abcdef\n";
+  ::chmod(token_file.c_str(), 0600);
+  const std::uint16_t port = free_port();
+  const std::string admin = "127.0.0.1:" + std::to_string(free_port());
+  Driver serve;
+  serve.start({kSandgate, "serve", "--listen", "127.0.0.1:" + std::to_string(port), "--admin",
+               admin, "--admin-token-file", token_file, "--blocklist", root_ + "/blocked.txt",
+               "--dns-server", dns_.endpoint(), "--threads", "1", "--drain-seconds", "1"},
+              environment(), root_ + "/serve.log");
+  ASSERT_TRUE(eventually_accepts(port)) << read_file(serve.err_path);
+
+  Driver refused;
+  refused.start({"/usr/bin/python3", kScreenDriver, "--timeout", "20", "wait:HTTP 401", "key:q",
+                 "--", kSandgate, "watch", "--admin", admin},
+                environment(), root_ + "/refused.log");
+  EXPECT_EQ(refused.wait(), 0) << read_file(refused.err_path);
+
+  Driver watch;
+  const std::string screen = root_ + "/serve-screen.txt";
+  watch.start({"/usr/bin/python3", kScreenDriver, "--timeout", "20", "wait:attached",
+               "wait:sandgate watch: serve 127.0.0.1:" + std::to_string(port),
+               "wait:CONNECT blocked.test:443  blocklist", "dump:" + screen, "key:q", "--",
+               kSandgate, "watch", "--admin", admin, "--admin-token-file", token_file},
+              environment(), root_ + "/watch.log");
+  // Refused requests until the watch has shown one (its screen is dumped then).
+  for (int i = 0; i < 100 && read_file(screen).empty(); ++i) {
+    const std::string cmd =
+        "curl -s -o /dev/null --max-time 5 -x http://127.0.0.1:" + std::to_string(port) +
+        " https://blocked.test/ >/dev/null 2>&1";
+    (void)!std::system(cmd.c_str());
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_EQ(watch.wait(), 0) << read_file(watch.err_path);
+  EXPECT_NE(read_file(screen).find("deny  CONNECT blocked.test:443  blocklist"), std::string::npos)
+      << read_file(screen);
 }
 
 TEST_F(WatchTest, WithNoRunToWatchItSaysWhereItLooked) {
