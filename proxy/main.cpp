@@ -8,6 +8,8 @@
 //   sandgate ca [--rotate]                  the inspection CA and how to trust it
 //   sandgate pending [--watch]               the questions a gate with --unknown=ask waits on
 //   sandgate decide HOST[:PORT] ANSWER       answer one: once, session, always, deny, never
+//   sandgate watch [PID]                    a terminal view of a run (or --admin ADDR:PORT: a
+//   serve)
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <map>
@@ -19,6 +21,7 @@
 #include "proxy/commands/run.hpp"
 #include "proxy/commands/sandbox_view.hpp"
 #include "proxy/commands/serve.hpp"
+#include "proxy/commands/watch.hpp"
 #include "proxy/secrets/process_strings.hpp"
 #include "proxy/settings/load.hpp"
 #include "proxy/settings/settings.hpp"
@@ -197,7 +200,16 @@ int main(int argc, char** argv) {
   decide->add_option("--request", decide_request,
                      "a request's question, as `sandgate pending` lists it (\"POST /x\")");
 
-  for (CLI::App* command : {serve, check, profile, run, ca, pending, decide}) {
+  auto* watch = app.add_subcommand(
+      "watch",
+      "a terminal view of a run (or, with --admin, a serve): its connections, questions to "
+      "answer, budgets and bytes per destination");
+  watch->fallthrough();
+  pid_t watch_pid = 0;
+  watch->add_option("pid", watch_pid, "the run to watch (default: every run of this user)")
+      ->check(CLI::PositiveNumber);
+
+  for (CLI::App* command : {serve, check, profile, run, ca, pending, decide, watch}) {
     show_setting_flags(app, *command, version);
   }
 
@@ -234,6 +246,10 @@ int main(int argc, char** argv) {
   if (*decide) {
     return sandgate::commands::run_decide(*settings, decide_target, decide_answer, decide_request,
                                           std::cout, std::cerr);
+  }
+  if (*watch) {
+    return sandgate::commands::run_watch(
+        *settings, watch_pid > 0 ? std::optional<pid_t>(watch_pid) : std::nullopt, std::cerr);
   }
   if (*profile) {
     sandgate::sandbox::ProfileRequest request;

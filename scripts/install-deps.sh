@@ -23,6 +23,7 @@ build_packages=(
   lld                   # LLVM's linker: links the test programs three times faster than GNU ld
   libseccomp-dev        # seccomp: the system-call allow-list of every process inside `run`
   libnftables-dev       # `run`'s capture: the nftables rules that redirect the command's connections
+  libncurses-dev        # `sandgate watch`: the terminal view (linked into the sandgate binary only)
 )
 # Tests drive real clients and servers from Debian's packages. The fuzz targets (tests/fuzz) need
 # clang and its libFuzzer and sanitizer runtimes.
@@ -39,13 +40,14 @@ test_packages=(
   nodejs python3-pip python3-setuptools python3-pytest python3-requests golang-go  # run_test: real tools inside run
   openjdk-17-jdk-headless  # run_test: a Java client through inspection; keytool reads the gate's Java trust store
   python3-botocore      # secrets_test: the AWS SDK's own SigV4 signer as the client of a masked AWS key
+  python3-pyte          # watch_e2e_test: a real terminal emulator renders `sandgate watch` under a pty
 )
 
 case "$(uname -s)" in
   Darwin)
     cat <<'MSG'
 sandgate on macOS: install the dependencies with Homebrew, then run make again:
-  brew install cmake boost openssl@3 c-ares re2 libidn2 cli11 tomlplusplus fmt googletest google-benchmark clang-format
+  brew install cmake boost openssl@3 c-ares re2 libidn2 cli11 tomlplusplus fmt googletest google-benchmark clang-format ncurses
 MSG
     # Only fail when something the build needs is missing, so this stays idempotent on macOS too.
     command -v cmake >/dev/null || exit 1

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -16,13 +17,16 @@
 #include <utility>
 #include <vector>
 
+#include "proxy/commands/run_sockets.hpp"
 #include "proxy/commands/run_summary.hpp"
 #include "proxy/commands/sandbox_view.hpp"
 #include "proxy/gate/gate.hpp"
 #include "proxy/gate/secret_loading.hpp"
 #include "proxy/inspect/certificate_authority.hpp"
+#include "proxy/json/json_writer.hpp"
 #include "proxy/secrets/known_credentials.hpp"
 #include "proxy/secrets/process_strings.hpp"
+#include "proxy/secrets/redaction.hpp"
 #include "proxy/settings/load.hpp"
 
 namespace sandgate::commands {
@@ -48,7 +52,30 @@ std::string user_name() {
 struct AskerSlot {
   std::mutex mutex;
   sandbox::TerminalAsker* asker = nullptr;  // guarded by mutex
+  // A `sandgate watch` answers questions now: the terminal is left alone (watch_attached()).
+  std::atomic<bool> watched{false};
 };
+
+// A question for the terminal that steps aside while a watch is attached: a prompt already up
+// is withdrawn (the asker polls `pending`), and a queued one is never put.
+sandbox::TerminalQuestion unless_watched(sandbox::TerminalQuestion question,
+                                         std::shared_ptr<AskerSlot> slot) {
+  question.pending = [slot = std::move(slot), pending = std::move(question.pending)] {
+    return !slot->watched.load() && pending();
+  };
+  return question;
+}
+
+// What GET /about says of this run on its private socket: the command's name and the pid.
+std::string run_about(const std::vector<std::string>& command) {
+  std::string name = command.empty() ? std::string("run")
+                                     : std::filesystem::path(command.front()).filename().string();
+  std::string out;
+  json_writer::ObjectWriter object(out);
+  object.string("name", name).number("pid", ::getpid());
+  object.close();
+  return out + "\n";
+}
 
 // One question of the board as the terminal puts it. Its answer takes the same path as
 // POST /decide (QuestionBoard::answer), from the asker's thread.
@@ -95,6 +122,11 @@ class RunGate final : public sandbox::GateHandle {
   RunGate(const settings::Settings& settings, const settings::Sources& sources,
           std::shared_ptr<const secrets::MaskedSecrets> secrets)
       : settings_(settings), sources_(sources), secrets_(std::move(secrets)) {}
+  // The gate stops first: a watch still attached is told it left (watch_attached) while the
+  // members that reads are still here.
+  ~RunGate() override { stop(); }
+  RunGate(const RunGate&) = delete;
+  RunGate& operator=(const RunGate&) = delete;
 
   bool open() override {
     gate::GateOptions options{settings_, sources_, settings::MissingDefaultBlocklist::create};
@@ -132,8 +164,12 @@ class RunGate final : public sandbox::GateHandle {
     }
     // Signals are `run`'s to handle (they go to CMD): the gate runs without a handler of its own.
     gate_->start_thread();
+    serve_watch();
     return gate_->port();
   }
+
+  // The command, named on the private socket for `sandgate watch`. Before start().
+  void name_for_watch(const std::vector<std::string>& command) { about_ = run_about(command); }
 
   void stop() override {
     if (gate_) {
@@ -164,8 +200,8 @@ class RunGate final : public sandbox::GateHandle {
       board.set_listener([slot = slot_, &board, by = user_name() + " via the terminal"](
                              const ask::PendingQuestion& question) {
         std::lock_guard lock(slot->mutex);
-        if (slot->asker != nullptr) {
-          slot->asker->ask(terminal_question(board, question, by));
+        if (slot->asker != nullptr && !slot->watched.load()) {
+          slot->asker->ask(unless_watched(terminal_question(board, question, by), slot));
         }
       });
       board.add_answerer();
@@ -207,6 +243,48 @@ class RunGate final : public sandbox::GateHandle {
   }
 
  private:
+  // `sandgate watch`: the gate's admin routes on a socket of this user's only, outside the
+  // sandbox (run_sockets.hpp). Without it the run goes on; watch just cannot attach.
+  void serve_watch() {
+    auto folder = make_run_sockets_folder();
+    const std::string path = folder ? run_socket_path(*folder, ::getpid()) : std::string();
+    if (path.empty()) {
+      gate_->log().note("warning", "sandgate watch cannot attach to this run: " +
+                                       (folder ? "the socket path is too long" : folder.error()));
+      return;
+    }
+    gate::PrivateAdmin watch{path, about_,
+                             [this](std::size_t answering) { watch_attached(answering > 0); }};
+    if (auto error = gate_->start_private_admin(watch)) {
+      report(*error);
+    }
+  }
+
+  // A watch that answers came (or the last one went): questions go to it, and the terminal is
+  // left alone; when it goes, the terminal asks again, starting with what waits now. Admin
+  // thread.
+  void watch_attached(bool attached) {
+    if (!asks() || slot_->watched.load() == attached) {
+      return;
+    }
+    ask::QuestionBoard& board = gate_->questions();
+    slot_->watched.store(attached);
+    if (attached) {
+      board.add_answerer();
+      gate_->log().note("info", "ask: questions go to sandgate watch while it is attached");
+      return;
+    }
+    board.remove_answerer();
+    gate_->log().note("info", "ask: sandgate watch left; questions are asked on the terminal");
+    std::lock_guard lock(slot_->mutex);
+    if (slot_->asker != nullptr) {
+      for (const auto& question : board.pending()) {
+        slot_->asker->ask(unless_watched(
+            terminal_question(board, question, user_name() + " via the terminal"), slot_));
+      }
+    }
+  }
+
   static void report(const gate::GateError& error) {
     if (!error.logged) {
       say(error.message);
@@ -219,7 +297,8 @@ class RunGate final : public sandbox::GateHandle {
   std::unique_ptr<gate::Gate> gate_;
   sandbox::CaptureSockets capture_;  // handed over before start()
   std::shared_ptr<AskerSlot> slot_ = std::make_shared<AskerSlot>();
-  bool asking_ = false;  // the terminal is one of the board's answerers
+  std::string about_ = run_about({});  // GET /about on the private socket
+  bool asking_ = false;                // the terminal is one of the board's answerers
   std::vector<sandbox::StoreAttempt> store_attempts_;
   bool store_attempts_complete_ = true;
   sandbox::GitAudit audit_;
@@ -371,6 +450,7 @@ int run_run(const settings::Settings& given, const settings::Sources& sources,
     options.gate.java_trust_store = *java;
   }
   RunGate gate(settings, sources, *secrets);
+  gate.name_for_watch(options.command);
   const int status = sandbox::run_confined(options, gate);
   // The command has exited and the gate has stopped (its log still open): tell the person what
   // was refused, on run's standard error, after anything the command printed. Nothing when

@@ -8,9 +8,11 @@
 #include <string_view>
 #include <utility>
 
+#include "proxy/admin/watch_routes.hpp"
 #include "proxy/ask/admin_routes.hpp"
 #include "proxy/ask/list_append.hpp"
 #include "proxy/gate/secret_loading.hpp"
+#include "proxy/json/json_writer.hpp"
 #include "proxy/metrics/prometheus.hpp"
 #include "proxy/settings/parent_route.hpp"
 
@@ -253,8 +255,9 @@ std::optional<std::string> Gate::record_answer(ask::Answer answer, std::string_v
   return std::nullopt;
 }
 
-// The admin endpoint reads the workers' counters and the reloader's; it runs on its own thread.
-std::optional<GateError> Gate::start_admin() {
+// What every admin endpoint of the gate answers with. The handlers read the workers' counters,
+// the reloader's, the board and the log; they run on the endpoint's own thread.
+admin::AdminHandlers Gate::admin_handlers() {
   admin::AdminHandlers handlers;
   handlers.metrics = [this] { return render_metrics(); };
   handlers.denials = [this] { return metrics::render_denials_json(server_->worker_metrics()); };
@@ -265,6 +268,18 @@ std::optional<GateError> Gate::start_admin() {
   handlers.decide = [this](std::string_view body, std::string_view peer) {
     return ask::decide_from_form(*questions_, body, peer);
   };
+  handlers.budgets = [this] {
+    return admin::render_budgets_json(server_->current_policy()->budgets(), budgets_);
+  };
+  handlers.traffic = [this] { return admin::render_traffic_json(log_->traffic().counts()); };
+  handlers.events = &log_->events();
+  log::DecisionLog* log = log_.get();
+  handlers.note = [log](std::string_view level, std::string_view text) { log->note(level, text); };
+  return handlers;
+}
+
+std::optional<GateError> Gate::start_admin() {
+  admin::AdminHandlers handlers = admin_handlers();
   handlers.token = [this] {
     std::lock_guard lock(token_mutex_);
     return token_;
@@ -273,8 +288,13 @@ std::optional<GateError> Gate::start_admin() {
     std::lock_guard lock(token_mutex_);
     return admin_token_;
   };
-  log::DecisionLog* log = log_.get();
-  handlers.note = [log](std::string_view level, std::string_view text) { log->note(level, text); };
+  handlers.about = [this] {
+    std::string out;
+    json_writer::ObjectWriter object(out);
+    object.string("name", "serve " + server_->listen_text()).number("pid", ::getpid());
+    object.close();
+    return out + "\n";
+  };
   admin_ = std::make_unique<admin::AdminServer>(std::move(handlers));
   auto bound = admin_->start(*settings_.admin);
   if (!bound) {
@@ -291,6 +311,20 @@ std::optional<GateError> Gate::start_admin() {
     log_->note("warning", std::string(kNoAdminTokenWarning) + " (" + admin_address_ + ")");
   }
   questions_->add_answerer();  // `sandgate pending` and `sandgate decide` can answer
+  return std::nullopt;
+}
+
+std::optional<GateError> Gate::start_private_admin(const PrivateAdmin& private_admin) {
+  admin::AdminHandlers handlers = admin_handlers();
+  handlers.about = [about = private_admin.about] { return about; };
+  handlers.answering_changed = private_admin.answering_changed;
+  private_admin_ = std::make_unique<admin::AdminServer>(std::move(handlers));
+  auto bound = private_admin_->start_private(private_admin.socket_path);
+  if (!bound) {
+    private_admin_.reset();
+    return fail(bound.error());
+  }
+  log_->note("info", "sandgate watch can attach to this run at " + *bound);
   return std::nullopt;
 }
 
@@ -352,8 +386,9 @@ void Gate::stop() {
   }
   stopped_ = true;
   drain();
-  // The admin endpoint first: its handlers read the reloader's counters.
+  // The admin endpoints first: their handlers read the reloader's counters.
   admin_.reset();
+  private_admin_.reset();
   reloader_.reset();
   log_->flush();  // every line of the drained connections is out when stop() returns
 }

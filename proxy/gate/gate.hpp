@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -44,6 +45,14 @@
 #include "rules/expected.hpp"
 
 namespace sandgate::gate {
+
+// `run`'s private admin socket (Gate::start_private_admin): where, what /about says, and who is
+// told when `sandgate watch` attaches to answer questions or leaves.
+struct PrivateAdmin {
+  std::string socket_path;
+  std::string about;  // the JSON of GET /about
+  std::function<void(std::size_t answering)> answering_changed;
+};
 
 // What a gate is made from.
 struct GateOptions {
@@ -123,6 +132,11 @@ class Gate {
   std::uint16_t port() const { return port_; }
   // What the gate listens on: "127.0.0.1:9877", "[::1]:9877" or "unix:/path".
   std::string listen_text() const { return server_->listen_text(); }
+  // `run`: the admin routes on a unix socket of this user's only (admin_server.hpp,
+  // start_private), for `sandgate watch`; no token. After start(). The socket is removed at
+  // stop().
+  std::optional<GateError> start_private_admin(const PrivateAdmin& private_admin);
+
   // The admin endpoint's bound ADDR:PORT; empty when there is none.
   const std::string& admin_address() const { return admin_address_; }
   // The policy as loaded at open() (files it came from, entries).
@@ -152,6 +166,7 @@ class Gate {
   Gate(GateOptions options, std::unique_ptr<log::DecisionLog> log);
   GateError fail(const std::string& message);
   std::optional<GateError> start_admin();
+  admin::AdminHandlers admin_handlers();
   void start_questions();
   std::optional<std::string> record_answer(ask::Answer answer, std::string_view host,
                                            std::uint16_t port, std::string_view by,
@@ -179,6 +194,7 @@ class Gate {
   std::unique_ptr<launchdarkly::RemoteAllowlist> remote_;
   std::unique_ptr<reload::PolicyReloader> reloader_;
   std::unique_ptr<admin::AdminServer> admin_;
+  std::unique_ptr<admin::AdminServer> private_admin_;  // `run`'s, for `sandgate watch`
   std::thread thread_;  // runs Server::run() when start_thread() was called
   std::uint16_t port_ = 0;
   std::string admin_address_;

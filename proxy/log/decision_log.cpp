@@ -337,10 +337,21 @@ void DecisionLog::emit(std::string& line, bool now) {
   }
 }
 
+void DecisionLog::publish_event(const Record& record) {
+  if (!events_.enabled()) {
+    return;
+  }
+  thread_local std::string json;
+  json.clear();
+  format_record(json, settings::LogFormat::json, record);
+  events_.publish(json);
+}
+
 void DecisionLog::write(const Record& record) {
   // Before the level filter: the run's summary counts every denial and every byte.
   denials_.add(record);
   traffic_.add(record);
+  publish_event(record);
   // Denials are warnings, failures errors; allows and end lines are the detail of `info`.
   const settings::LogLevel needed =
       record.event == Record::Event::end || record.verdict == "allow" ? settings::LogLevel::info

@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "proxy/log/denial_tally.hpp"
+#include "proxy/log/event_feed.hpp"
 #include "proxy/log/record.hpp"
 #include "proxy/log/traffic_tally.hpp"
 #include "proxy/settings/settings.hpp"
@@ -61,6 +62,9 @@ class DecisionLog {
   const DenialTally& denials() const { return denials_; }
   // The bytes of every destination since the gate started (traffic_tally.hpp).
   const TrafficTally& traffic() const { return traffic_; }
+  // Every record as a JSON line, live, for `sandgate watch` (event_feed.hpp; whatever the
+  // level and format). Thread-safe.
+  EventFeed& events() { return events_; }
 
  private:
   DecisionLog(settings::LogFormat format, std::string path, int fd, settings::LogLevel level);
@@ -71,6 +75,8 @@ class DecisionLog {
   // Takes the batch and writes it; the caller holds output_mutex_ (the order of batches).
   void write_batch(std::string& spare);
   void run_writer();
+  // The record as JSON into the live feed, when something can watch it.
+  void publish_event(const Record& record);
 
   settings::LogFormat format_;
   std::atomic<settings::LogLevel> level_;  // read on every write; changed by a reload
@@ -89,6 +95,7 @@ class DecisionLog {
   std::thread writer_;
   DenialTally denials_;
   TrafficTally traffic_;
+  EventFeed events_;
 };
 
 // The line write() (or note()) writes, without its newline and whatever the level, appended to

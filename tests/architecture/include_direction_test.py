@@ -10,7 +10,8 @@
                                        bytes into a destination and a refusal into its reply
       -> proxy/session                 one connection's path: the admission pipeline (policy,
                                        question, LaunchDarkly, dial), the tunnel's set-up and relay
-      -> proxy/launchdarkly, proxy/reload, proxy/admin, proxy/ask
+      -> proxy/launchdarkly, proxy/reload, proxy/admin, proxy/ask, proxy/watch_view (watch's
+                                       screen model and admin client)
       -> proxy/log
       -> proxy/dns                     the resolver and its cache
       -> proxy/settings, proxy/watch, proxy/relay, proxy/metrics, proxy/socks, proxy/capture,
@@ -39,7 +40,7 @@ LAYERS = [
      "proxy/capture", "proxy/session/wire", "proxy/inspect"],
     ["proxy/dns"],
     ["proxy/log"],
-    ["proxy/launchdarkly", "proxy/reload", "proxy/admin", "proxy/ask"],
+    ["proxy/launchdarkly", "proxy/reload", "proxy/admin", "proxy/ask", "proxy/watch_view"],
     ["proxy/session"],
     ["proxy/session/fronts"],
     ["proxy/server"],
