@@ -87,8 +87,9 @@ sandbox::TerminalQuestion terminal_question(ask::QuestionBoard& board,
   // MB more sent (...)"
   const std::string target =
       ask::asked_about(question.host, question.port, question.request, question.budget);
-  out.prompt = "allow " + target + "? [o]nce / [s]ession / [a]lways / [d]eny / [n]ever";
-  out.keys = "osadn";  // the first letters, as ask::parse_answer reads them
+  out.prompt = "allow " + target + "? [o]nce / [s]ession / [A]lways / [d]eny / [N]ever, then Enter";
+  out.keys = "osadn";       // the first letters, as ask::parse_answer reads them
+  out.lasting_keys = "an";  // always and never write a list file
   const std::uint64_t id = question.id;
   out.pending = [&board, id] {
     for (const auto& waiting : board.pending()) {

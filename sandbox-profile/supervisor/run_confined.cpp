@@ -238,7 +238,10 @@ int run_confined(const RunOptions& options, GateHandle& gate) {
     say(refused.error());
     return kRunFailed;
   }
-  if (auto made = make_missing_write_folders(options.flags.allow_writes); !made) {
+  std::error_code cwd_error;
+  if (auto made = make_missing_write_folders(options.flags.allow_writes, options.home,
+                                             std::filesystem::current_path(cwd_error).string());
+      !made) {
     say(made.error());
     return kRunFailed;
   } else if (!made->empty()) {

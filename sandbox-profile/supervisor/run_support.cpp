@@ -265,26 +265,58 @@ Expected<bool, std::string> refuse_home_as_working_folder(
 }
 
 Expected<std::vector<std::string>, std::string> make_missing_write_folders(
-    const std::vector<std::string>& paths) {
+    const std::vector<std::string>& paths, const std::string& home,
+    const std::string& working_folder) {
   std::vector<std::string> made;
-  for (const auto& path : paths) {
-    std::error_code ec;
-    if (fs::exists(fs::symlink_status(path, ec)) || path.empty()) {
+  const auto strictly_inside = [](const fs::path& path, const std::string& folder) {
+    std::error_code ignored;
+    for (const std::string& form : {folder, fs::weakly_canonical(folder, ignored).string()}) {
+      if (!form.empty() && form != "/" && path.string().size() > form.size() &&
+          within_any(path.string(), {form})) {
+        return true;
+      }
+    }
+    return false;
+  };
+  for (const auto& given : paths) {
+    if (given.empty()) {
       continue;
     }
-    // Each missing folder on the way, made private (create_directories would use the umask).
+    std::error_code ec;
+    const fs::path path = fs::absolute(given, ec).lexically_normal();
+    const fs::file_status status = fs::symlink_status(path, ec);
+    if (fs::is_symlink(status) && !fs::exists(fs::status(path, ec))) {
+      return Unexpected{"--allow-write " + given + ": it is a symbolic link to " +
+                        fs::read_symlink(path, ec).string() +
+                        ", which does not exist; give a folder that does, or its real path"};
+    }
+    if (fs::exists(status)) {
+      continue;
+    }
+    // Each folder on the way: a link inside the home or the working folder is not gone
+    // through; a missing one is made, private (create_directories would use the umask).
     fs::path so_far;
-    for (const auto& part : fs::path(path)) {
+    for (const auto& part : path) {
       so_far /= part;
-      if (fs::exists(fs::symlink_status(so_far, ec))) {
+      const fs::file_status on_way = fs::symlink_status(so_far, ec);
+      if (fs::is_symlink(on_way)) {
+        if (strictly_inside(so_far, home) || strictly_inside(so_far, working_folder)) {
+          return Unexpected{"--allow-write " + given + ": it does not exist, and " +
+                            so_far.string() + " on the way is a symbolic link to " +
+                            fs::read_symlink(so_far, ec).string() +
+                            "; nothing is made through it: give the real path if you mean it"};
+        }
+        continue;
+      }
+      if (fs::exists(on_way)) {
         continue;
       }
       if (::mkdir(so_far.c_str(), 0700) != 0 && errno != EEXIST) {
-        return Unexpected{"--allow-write " + path + ": cannot make " + so_far.string() + ": " +
+        return Unexpected{"--allow-write " + given + ": cannot make " + so_far.string() + ": " +
                           std::strerror(errno)};
       }
     }
-    made.push_back(path);
+    made.push_back(given);
   }
   return made;
 }

@@ -135,8 +135,13 @@ Expected<bool, std::string> refuse_home_as_working_folder(
 // Makes each --allow-write folder (`paths`, as given) that does not exist yet, with its missing
 // parents (mode 0700), so that the grant is not lost: an agent that makes its folder on its first
 // run (~/.codex) finds it writable. Returns the folders it made, for the start-up line; the error
-// names a path that could not be made and why. A path that exists is left as it is.
+// names a path that could not be made and why. A path that exists is left as it is. Nothing is
+// made through a symbolic link inside `home` or the `working_folder` (a cloned project's
+// `tools -> ~/.local/lib/python3.11` would have the folder made, and granted, where Python runs
+// code from): that is refused, naming the link and where it leads; so is a path that is a
+// dangling link.
 Expected<std::vector<std::string>, std::string> make_missing_write_folders(
-    const std::vector<std::string>& paths);
+    const std::vector<std::string>& paths, const std::string& home,
+    const std::string& working_folder);
 
 }  // namespace sandgate::sandbox

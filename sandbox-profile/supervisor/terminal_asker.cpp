@@ -28,6 +28,10 @@ constexpr int kPollMs = 200;
 // terminal writes a report or a paste at once, and a person's next key comes later (key repeat
 // starts after a quarter of a second or more).
 constexpr int kQuietMs = 50;
+// How long a question is on screen before a key can answer it: what is typed before was meant
+// for the command (a person typing on does not stop at once when the question appears, and a
+// command can time its connection to the user's typing).
+constexpr std::chrono::milliseconds kArmAfter{750};
 
 // Drawn before each question, to undo what the command's output may have set to hide or garble
 // it: a soft reset (DECSTR: display attributes, character sets, insert and origin modes, the
@@ -213,7 +217,7 @@ void TerminalAsker::put(TerminalQuestion& question) {
     const std::optional<char> key = read_key(question);
     std::optional<std::string> refused;
     if (key) {
-      show(std::string(1, *key) + "\r\n");
+      show("\r\n");
       refused = question.answer(*key);
       if (refused) {
         show("sandgate: " + *refused + "\r\n");
@@ -235,10 +239,40 @@ void TerminalAsker::put(TerminalQuestion& question) {
   }
 }
 
+// An answer is deliberate: typed once the question has been on screen for kArmAfter (keys typed
+// before were meant for the command, and are dropped), as a line of its own: the answer's key,
+// then Enter. A line that holds anything else (a word typed on for the command: "add tests"
+// ends in an answer's letter) answers nothing when its Enter comes; Backspace starts the line
+// again. The answers that last beyond the run take their capital letter only. What the
+// terminal writes by itself (reports, pastes) is never part of a line (terminal_input.hpp).
 std::optional<char> TerminalAsker::read_key(TerminalQuestion& question) {
   // The question's own reader: nothing read before it was asked counts.
   TerminalInput input;
   auto checked = std::chrono::steady_clock::now();
+  const auto armed = checked + kArmAfter;
+  std::optional<char> chosen;  // the line so far, when it is one answer's key
+  bool spoiled = false;        // the line holds something that is not one answer's key
+  const auto answer_for = [&question](char key) -> std::optional<char> {
+    const char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(key)));
+    if (question.keys.find(lower) == std::string::npos) {
+      return std::nullopt;
+    }
+    const bool lasting = question.lasting_keys.find(lower) != std::string::npos;
+    if (lasting && key == lower) {
+      return std::nullopt;  // always and never: the capital letter only
+    }
+    return lower;
+  };
+  const auto start_over = [&](bool beep) {
+    if (chosen) {
+      show("\b \b");  // take the shown key back
+    }
+    chosen.reset();
+    spoiled = false;
+    if (beep) {
+      show("\a");
+    }
+  };
   for (;;) {
     // While a burst of input is open, wait only for the quiet moment that closes it.
     pollfd fds[2] = {{tty_, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
@@ -251,14 +285,34 @@ std::optional<char> TerminalAsker::read_key(TerminalQuestion& question) {
     }
     if (ready == 0 && input.in_burst()) {
       const TerminalInput::Burst burst = input.quiet();
-      if (burst.key) {
-        const char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(*burst.key)));
-        if (question.keys.find(lower) != std::string::npos) {
-          return lower;
+      if (std::chrono::steady_clock::now() < armed) {
+        // Typed before the question could be read: meant for the command; dropped.
+      } else if (burst.erase) {
+        start_over(false);
+      } else if (burst.enter || burst.key_then_enter) {
+        std::optional<char> answer = chosen;
+        if (burst.key_then_enter) {
+          answer = chosen || spoiled ? std::nullopt : answer_for(*burst.key_then_enter);
+        } else if (spoiled) {
+          answer.reset();
         }
-      }
-      if (burst.key || burst.typed) {
-        show("\a");  // typed, but not an answer
+        if (answer) {
+          return answer;
+        }
+        start_over(true);
+      } else if (burst.key) {
+        if (!chosen && !spoiled && answer_for(*burst.key)) {
+          chosen = answer_for(*burst.key);
+          show(std::string(1, *burst.key));
+        } else {
+          start_over(false);
+          spoiled = true;
+          show("\a");
+        }
+      } else if (burst.typed) {
+        start_over(false);
+        spoiled = true;
+        show("\a");
       }
     }
     // (Checked on time, not only when the input is idle: a stream that never goes quiet, a

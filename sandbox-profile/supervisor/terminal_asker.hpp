@@ -43,9 +43,12 @@ class TerminalHolder {
 struct TerminalQuestion {
   // The prompt line without a newline: "allow api.example.dev:443? [o]nce / ... / [n]ever".
   std::string prompt;
-  // The keys that answer it (lower case; their upper case counts too), each pressed alone.
-  // Other keys are ignored.
+  // The keys that answer it (lower case; their upper case counts too), each typed as a line of
+  // its own (the key, then Enter; see TerminalAsker::read_key). Other keys are ignored.
   std::string keys;
+  // Among `keys`, the answers that last beyond the run (always, never: a list file changes):
+  // these take the capital letter only, so that a word typed for the command cannot give one.
+  std::string lasting_keys;
   // Whether the question still waits for an answer (it may time out, or be answered elsewhere):
   // polled while the prompt is up, and before it is put. Asker's thread.
   std::function<bool()> pending;

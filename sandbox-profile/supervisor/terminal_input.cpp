@@ -58,8 +58,15 @@ TerminalInput::Burst TerminalInput::quiet() {
     state_ = State::kGround;
     emit(Token::kTyped);
   }
-  if (began_in_ground_ && state_ == State::kGround && tokens_ == 1 && first_key_) {
+  const bool whole = began_in_ground_ && state_ == State::kGround;
+  if (whole && tokens_ == 1 && first_key_) {
     burst.key = first_key_;
+  } else if (whole && tokens_ == 1 && first_token_ == Token::kEnter) {
+    burst.enter = true;
+  } else if (whole && tokens_ == 1 && first_token_ == Token::kErase) {
+    burst.erase = true;
+  } else if (whole && tokens_ == 2 && first_key_ && last_token_ == Token::kEnter) {
+    burst.key_then_enter = first_key_;
   } else {
     burst.typed = typed_;
   }
@@ -106,8 +113,12 @@ void TerminalInput::ground(unsigned char byte) {
     state_ = State::kEscape;
   } else if (in(byte, 0x20, 0x7e)) {
     emit(Token::kPlainKey, static_cast<char>(byte));
-  } else if (byte < 0x20 || byte == kDel) {
-    emit(Token::kTyped);  // a control key: Enter, Tab, Backspace, Ctrl+letter
+  } else if (byte == '\r' || byte == '\n') {
+    emit(Token::kEnter);
+  } else if (byte == kDel || byte == '\b') {
+    emit(Token::kErase);
+  } else if (byte < 0x20) {
+    emit(Token::kTyped);  // a control key: Tab, Ctrl+letter
   } else if (in(byte, 0x80, 0x9f)) {
     c1(byte);  // 8-bit form
   } else if (const unsigned due = utf8_length(byte); due > 0) {
@@ -366,6 +377,10 @@ void TerminalInput::abandon(unsigned char byte) {
 
 void TerminalInput::emit(Token token, char key) {
   ++tokens_;
+  if (tokens_ == 1) {
+    first_token_ = token;
+  }
+  last_token_ = token;
   if (token == Token::kPlainKey && tokens_ == 1) {
     first_key_ = key;
   }

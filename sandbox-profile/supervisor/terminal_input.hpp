@@ -47,6 +47,11 @@ class TerminalInput {
     // key, a character beyond ASCII, several keys at once): worth a beep when it answers
     // nothing. Reports, pastes and escape sequences are not.
     bool typed = false;
+    // The burst was a plain key and then Enter, typed together (a fast typist's answer and its
+    // Enter): that key. `key` is empty then.
+    std::optional<char> key_then_enter;
+    bool enter = false;  // the burst was Enter alone (CR or LF)
+    bool erase = false;  // the burst was Backspace alone (DEL or BS)
   };
 
   // Takes bytes as read from the terminal, in order, in chunks of any size.
@@ -77,6 +82,8 @@ class TerminalInput {
     kPlainKey,  // printable ASCII, alone
     kTyped,     // a control key, a character beyond ASCII, a malformed byte
     kSequence,  // an escape sequence, control string, report or paste
+    kEnter,     // CR or LF
+    kErase,     // DEL or BS
   };
 
   void step(unsigned char byte);
@@ -115,6 +122,8 @@ class TerminalInput {
   bool began_in_ground_ = false;
   std::size_t tokens_ = 0;
   std::optional<char> first_key_;
+  Token first_token_ = Token::kSequence;
+  Token last_token_ = Token::kSequence;
   bool typed_ = false;
 };
 

@@ -906,6 +906,24 @@ TEST_F(RunTest, AnAllowWriteFolderThatDoesNotExistYetIsMadeAndWritable) {
   ASSERT_EQ(::stat((home_ + "/.codex").c_str(), &made), 0);
   EXPECT_EQ(made.st_mode & 0777, 0700U);
 
+  // Hostile review: nothing is made through a link inside the working folder (a cloned
+  // project's `tools -> elsewhere`), and a dangling link is no folder to grant.
+  fs::create_directories(root_ + "/elsewhere");
+  fs::create_symlink(root_ + "/elsewhere", work_ + "/tools");
+  auto through = run({"--allow-write", work_ + "/tools/site-packages", "--", "true"});
+  EXPECT_EQ(through.exit_code, 125) << describe(through);
+  EXPECT_NE(
+      through.err.find(work_ + "/tools on the way is a symbolic link to " + root_ + "/elsewhere"),
+      std::string::npos)
+      << describe(through);
+  EXPECT_FALSE(fs::exists(root_ + "/elsewhere/site-packages"));
+  fs::create_symlink(root_ + "/missing", work_ + "/dangling");
+  auto dangling = run({"--allow-write", work_ + "/dangling", "--", "true"});
+  EXPECT_EQ(dangling.exit_code, 125) << describe(dangling);
+  EXPECT_NE(dangling.err.find("which does not exist"), std::string::npos) << describe(dangling);
+  fs::remove(work_ + "/tools");
+  fs::remove(work_ + "/dangling");
+
   // An agent installed under /tmp (private and empty inside): named, with why, exit 127.
   char installed[] = "/tmp/sandgate-test-agent-XXXXXX";
   ASSERT_NE(::mkdtemp(installed), nullptr);
@@ -3311,7 +3329,7 @@ class RunAskTest : public RunTest {
   // exists before the clone now, and clone_confined refuses if one does.)
   std::string prompt() const {
     return "allow origin.test:" + std::to_string(origin_->port()) +
-           "? [o]nce / [s]ession / [a]lways / [d]eny / [n]ever";
+           "? [o]nce / [s]ession / [A]lways / [d]eny / [N]ever, then Enter";
   }
   // Starts `sandgate run --unknown=ask [extra] -- sh -c script` as the terminal's foreground.
   pid_t start_asking(Pty& pty, const std::vector<std::string>& extra, const std::string& script) {
@@ -3325,6 +3343,12 @@ class RunAskTest : public RunTest {
   static std::string user() {
     const passwd* entry = ::getpwuid(::getuid());
     return entry != nullptr ? entry->pw_name : "";
+  }
+  // Answers the question on screen as a person does: once it has been up a moment (keys typed
+  // sooner were meant for the command), the key and Enter.
+  static void answer(Pty& pty, const std::string& key) {
+    std::this_thread::sleep_for(1s);
+    pty.type(key + "\r");
   }
   static std::size_t count(const std::string& text, const std::string& what) {
     std::size_t n = 0;
@@ -3340,7 +3364,7 @@ TEST_F(RunAskTest, OnceAllowsTheWaitingRequestAndTheLogSaysWhoAnsweredHow) {
   const pid_t pid = start_asking(pty, {}, curl_https("origin.test") + "; echo curl-rc=$?");
   const std::string asked = pty.read_until(prompt());
   ASSERT_NE(asked.find(prompt()), std::string::npos) << asked;
-  pty.type("o");
+  answer(pty, "o");
   const std::string shown = pty.read_until("curl-rc=");
   pty.read_until("\n", 5s);
   EXPECT_EQ(wait_exit(pid), 0) << shown;
@@ -3393,7 +3417,7 @@ TEST_F(RunAskTest, DenyRefusesWithAskDenied) {
   const pid_t pid = start_asking(
       pty, {}, curl_https("origin.test", "-v") + " 2>" + work_ + "/curl.err; echo curl-rc=$?");
   ASSERT_NE(pty.read_until(prompt()).find(prompt()), std::string::npos);
-  pty.type("d");
+  answer(pty, "d");
   const std::string shown = pty.read_until("curl-rc=");
   pty.read_until("\n", 5s);
   EXPECT_EQ(wait_exit(pid), 0) << shown;
@@ -3412,7 +3436,7 @@ TEST_F(RunAskTest, AlwaysAppendsTheEntryToTheAllowlistFile) {
   const pid_t pid = start_asking(pty, {"--allowlist", allowlist},
                                  curl_https("origin.test") + "; echo curl-rc=$?");
   ASSERT_NE(pty.read_until(prompt()).find(prompt()), std::string::npos);
-  pty.type("a");
+  answer(pty, "A");
   const std::string shown = pty.read_until("curl-rc=");
   pty.read_until("\n", 5s);
   EXPECT_EQ(wait_exit(pid), 0) << shown;
@@ -3451,7 +3475,7 @@ TEST_F(RunAskTest, ASpentBudgetIsAQuestionAndTheTunnelWaitsForTheAnswer) {
     const pid_t pid = start_asking(pty, {"--allowlist", allowlist, "--budgets", budgets}, upload);
     const std::string asked = pty.read_until(question);
     ASSERT_NE(asked.find(question), std::string::npos) << asked;
-    pty.type("s");
+    answer(pty, "s");
     const std::string shown = pty.read_until("curl-rc=");
     pty.read_until("\n", 5s);
     EXPECT_EQ(wait_exit(pid), 0) << shown;
@@ -3469,7 +3493,7 @@ TEST_F(RunAskTest, ASpentBudgetIsAQuestionAndTheTunnelWaitsForTheAnswer) {
     Pty pty;
     const pid_t pid = start_asking(pty, {"--allowlist", allowlist, "--budgets", budgets}, upload);
     ASSERT_NE(pty.read_until(question).find(question), std::string::npos);
-    pty.type("d");
+    answer(pty, "d");
     const std::string shown = pty.read_until("curl-rc=");
     pty.read_until("\n", 5s);
     EXPECT_EQ(wait_exit(pid), 0) << shown;
@@ -3497,10 +3521,10 @@ TEST_F(RunAskTest, ARequestNoRuleDecidesIsAskedAboutByItsMethodAndPath) {
                        port + "/form; echo curl-rc=$?");
   // The destination first (on no list), then the request.
   ASSERT_NE(pty.read_until(prompt()).find(prompt()), std::string::npos);
-  pty.type("s");
+  answer(pty, "s");
   const std::string request_prompt = "allow POST origin.test:" + port + "/form? [o]nce";
   ASSERT_NE(pty.read_until(request_prompt).find(request_prompt), std::string::npos);
-  pty.type("d");
+  answer(pty, "d");
   const std::string shown = pty.read_until("curl-rc=");
   pty.read_until("\n", 5s);
   EXPECT_EQ(wait_exit(pid), 0) << shown;
@@ -3517,7 +3541,7 @@ TEST_F(RunAskTest, SessionIsAskedOnceForEveryLaterRequest) {
                                  curl_https("origin.test") + "; echo first-rc=$?; " +
                                      curl_https("origin.test") + "; echo second-rc=$?");
   ASSERT_NE(pty.read_until(prompt()).find(prompt()), std::string::npos);
-  pty.type("s");
+  answer(pty, "s");
   const std::string shown = pty.read_until("second-rc=");
   pty.read_until("\n", 5s);
   EXPECT_EQ(wait_exit(pid), 0) << shown;
@@ -3535,7 +3559,8 @@ TEST_F(RunAskTest, OtherKeysDoNotAnswerAndTheCommandStillGetsItsKeys) {
   ASSERT_NE(pty.read_until(prompt()).find(prompt()), std::string::npos);
   pty.type("x\x1b[A");
   std::this_thread::sleep_for(300ms);
-  pty.type("o");
+  pty.type("\r");  // the line held x: Enter answers nothing and starts it again
+  answer(pty, "o");
   pty.read_until("curl-rc=");
   pty.type("hello\r");
   const std::string shown = pty.read_until("got=");
@@ -3544,6 +3569,42 @@ TEST_F(RunAskTest, OtherKeysDoNotAnswerAndTheCommandStillGetsItsKeys) {
   EXPECT_NE(shown.find("curl-rc=0"), std::string::npos) << shown;
   EXPECT_NE(shown.find("got=hello"), std::string::npos) << shown;
   EXPECT_NE(read_file(log_path()).find("answered once by"), std::string::npos);
+}
+
+// Hostile review (the keystroke race): the command opens a connection as the user types to it,
+// so that the question comes up under the user's fingers. Keys typed in the question's first
+// moment are dropped, a line answers only when it is one answer's key and Enter (a sentence
+// ending in an answer's letter never does), and always and never take their capital letter:
+// nothing the user meant for the command answers, and no list file changes.
+TEST_F(RunAskTest, TypingMeantForTheCommandNeverAnswers) {
+  const std::string allowlist = root_ + "/allow.txt";
+  std::ofstream(allowlist) << "other.test\n";
+  Pty pty;
+  const pid_t pid = start_asking(pty, {"--allowlist", allowlist},
+                                 curl_https("origin.test") + " 2>/dev/null; echo curl-rc=$?");
+  ASSERT_NE(pty.read_until(prompt()).find(prompt()), std::string::npos);
+  for (const char c : std::string("please also add tests")) {
+    pty.type(std::string(1, c));
+    std::this_thread::sleep_for(70ms);  // a typist: every key a burst of its own
+  }
+  pty.type("\r");
+  std::this_thread::sleep_for(1s);
+  for (const std::string line : {"a\r", "n\r", "s", "x\r", "d\r"}) {
+    // lower-case always and never; then a line that ends in "sx"; the last answers deny
+    pty.type(line);
+    std::this_thread::sleep_for(200ms);
+  }
+  const std::string shown = pty.read_until("curl-rc=");
+  pty.read_until("\n", 5s);
+  EXPECT_EQ(wait_exit(pid), 0) << shown;
+  EXPECT_NE(shown.find("curl-rc=56"), std::string::npos) << shown;  // denied, by the last line
+  const std::string log = read_file(log_path());
+  EXPECT_NE(log.find("answered deny by"), std::string::npos) << log;
+  for (const char* other :
+       {"answered once", "answered session", "answered always", "answered never"}) {
+    EXPECT_EQ(log.find(other), std::string::npos) << log;
+  }
+  EXPECT_EQ(read_file(allowlist), "other.test\n");
 }
 
 // Issue 40 (the terminal question): what the terminal itself writes to its input while a
@@ -3577,7 +3638,8 @@ TEST_F(RunAskTest, TheTerminalsReportsAndPastesNeverAnswer) {
     std::this_thread::sleep_for(120ms);
   }
   std::this_thread::sleep_for(300ms);
-  pty.type("d");
+  pty.type("\r");  // "so" and the key beyond ASCII were typed: Enter starts the line again
+  answer(pty, "d");
   pty.read_until("curl-rc=");
   pty.type("hello\r");
   const std::string shown = pty.read_until("got=");
@@ -3619,7 +3681,7 @@ TEST_F(RunAskTest, TheQuestionCannotBeHiddenAndCarriesTheRunsMark) {
       << asked;
   // The command's fake question has no mark.
   EXPECT_NE(asked.find("sandgate: allow innocent.test"), std::string::npos) << asked;
-  pty.type("d");
+  answer(pty, "d");
   pty.read_until("curl-rc=");
   pty.read_until("\n", 5s);
   wait_exit(pid);
@@ -3640,7 +3702,7 @@ TEST_F(RunAskTest, NoQuestionOnATerminalTheCommandsOutputReachesUnrelayed) {
   const pid_t pid = pty.start(argv, environment(), work_);
   const std::string shown = pty.read_until("curl-rc=", 40s);
   if (shown.find(prompt()) != std::string::npos) {
-    pty.type("d");  // asked all the same: answer, so that the run ends
+    answer(pty, "d");  // asked all the same: answer, so that the run ends
   }
   const std::string rest = pty.read_until("\n", 10s);
   wait_exit(pid);

@@ -107,7 +107,34 @@ TEST(TerminalInput, SeveralKeysInOneBurstAreNoKeyAndWantABeep) {
   input.feed("\x1b[I");
   EXPECT_FALSE(input.quiet().typed);  // a report: no beep
   input.feed("\r");
-  EXPECT_TRUE(input.quiet().typed);
+  EXPECT_TRUE(input.quiet().enter);  // Enter alone: told apart, not a key
+}
+
+TEST(TerminalInput, EnterBackspaceAndAKeyWithItsEnterAreToldApart) {
+  TerminalInput input;
+  input.feed("\r");
+  EXPECT_TRUE(input.quiet().enter);
+  input.feed("\n");
+  EXPECT_TRUE(input.quiet().enter);
+  input.feed("\x7f");
+  EXPECT_TRUE(input.quiet().erase);
+  input.feed("o\r");
+  auto both = input.quiet();
+  EXPECT_EQ(both.key_then_enter, std::optional<char>('o'));
+  EXPECT_FALSE(both.key);
+  EXPECT_FALSE(both.enter);
+  for (const std::string burst : {"\ro", "oo\r", "o\r\r", "\x1b[Ao\r", "\r\r", "\x1b[I\r"}) {
+    input.feed(burst);
+    const auto result = input.quiet();
+    EXPECT_FALSE(result.key_then_enter) << burst;
+    EXPECT_FALSE(result.enter) << burst;
+    EXPECT_FALSE(result.key) << burst;
+  }
+  // A paste holding a key and Enter is a paste.
+  input.feed("\x1b[200~o\r\x1b[201~");
+  const auto paste = input.quiet();
+  EXPECT_FALSE(paste.key_then_enter);
+  EXPECT_FALSE(paste.enter);
 }
 
 TEST(TerminalInput, NoReportIsAKeyAndTheNextKeyPressStillIs) {
