@@ -39,6 +39,7 @@ test_packages=(
   nodejs python3-pip python3-setuptools python3-pytest python3-requests golang-go  # run_test: real tools inside run
   openjdk-17-jdk-headless  # run_test: a Java client through inspection; keytool reads the gate's Java trust store
   python3-botocore      # secrets_test: the AWS SDK's own SigV4 signer as the client of a masked AWS key
+  python3-websockets    # websocket_e2e_test: a WebSocket client and TLS origin through inspection
 )
 
 case "$(uname -s)" in

@@ -40,7 +40,7 @@ LAYERS = [
     ["proxy/dns"],
     ["proxy/log"],
     ["proxy/launchdarkly", "proxy/reload", "proxy/admin", "proxy/ask"],
-    ["proxy/session"],
+    ["proxy/session", "proxy/session/exchange"],
     ["proxy/session/fronts"],
     ["proxy/server"],
     ["proxy/gate"],
