@@ -134,6 +134,20 @@ TEST_F(WebSocketTest, TextAndBinaryMessagesFragmentedOrNotGoBothWays) {
   EXPECT_EQ(proxy->log_text().find("onetwo"), std::string::npos) << proxy->log_text();
 }
 
+// The origin closes first: its close reaches the client, the client's answer the origin.
+TEST_F(WebSocketTest, AnOriginsCloseIsPassedOnAndAnswered) {
+  auto proxy = gate();
+  const auto closed = client(*proxy, "other.test", "bye");
+  EXPECT_EQ(closed.exit_code, 0) << closed.output;
+  EXPECT_NE(closed.output.find("message bye\n"), std::string::npos) << closed.output;
+  EXPECT_NE(closed.output.find("close 4000 bye"), std::string::npos) << closed.output;
+  const std::string end = end_line(*proxy);
+  EXPECT_NE(end.find("\"outcome\":\"closed\""), std::string::npos) << end;
+  EXPECT_NE(end.find("WebSocket: 0 messages (0 bytes) up, 1 message (3 bytes) down"),
+            std::string::npos)
+      << end;
+}
+
 TEST_F(WebSocketTest, ARealValueTheOriginSendsArrivesAsTheSentinelAcrossFramesAndMessages) {
   auto proxy = gate();
   const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;

@@ -11,6 +11,7 @@ Modes (each prints what it saw, one fact a line, and `close CODE REASON` at the 
   deflate      to /echo, offering permessage-deflate (websockets' default); prints `extensions`
   flood        reads /flood until the connection closes; prints the number of messages
   oversized    one binary message of ARG bytes to /echo
+  bye          reads /bye's message, then its close
   idle         to /echo, then waits for the gate to end the WebSocket (at most ARG seconds)
   unmasked     a hand-made upgrade to /echo, then a text frame without a mask (which a client
                must never send); prints the close frame the gate answers with
@@ -65,7 +66,7 @@ def unmasked():
 
 async def run():
     context = ssl.create_default_context(cafile=CA)
-    path = {"echo": "/echo", "idle": "/echo", "secret": "/secret", "send": "/record", "deflate": "/echo",
+    path = {"echo": "/echo", "idle": "/echo", "bye": "/bye", "secret": "/secret", "send": "/record", "deflate": "/echo",
             "flood": "/flood", "oversized": "/echo"}[MODE]
     compression = "deflate" if MODE == "deflate" else None
     async with websockets.connect(f"wss://{HOST}:{PORT}{path}", sock=tunnel(), ssl=context,
@@ -99,6 +100,9 @@ async def run():
                 except websockets.ConnectionClosed:
                     pass
                 print("messages", count)
+            elif MODE == "bye":
+                print("message", await ws.recv())
+                await ws.wait_closed()
             elif MODE == "idle":
                 await asyncio.wait_for(ws.recv(), float(ARG))
             elif MODE == "oversized":

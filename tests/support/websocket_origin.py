@@ -10,6 +10,7 @@ python3-websockets 10.4, with its own defaults: it accepts permessage-deflate wh
           then its halves ending one message and beginning the next
 /record   every message it gets is appended to PORT.messages beside the certificate (repr)
 /flood    twenty binary messages of 1,000 bytes, then waits for the client's close
+/bye      one message, then closes with 4000 "bye" and waits for the client's answer
 The request's Sec-WebSocket-Extensions and the extensions chosen are appended to PORT.upgrades
 beside the certificate ("PATH offered=... chosen=...").
 """
@@ -51,6 +52,9 @@ async def handler(ws, path):
         async for message in ws:
             append("messages", repr(message))
             await ws.send("recorded")
+    elif path == "/bye":
+        await ws.send("bye")
+        await ws.close(4000, "bye")
     elif path == "/flood":
         for _ in range(20):
             await ws.send(b"x" * 1000)

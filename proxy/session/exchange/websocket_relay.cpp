@@ -421,9 +421,11 @@ class Relay {
 }  // namespace
 
 std::string WebSocketTally::summary() const {
-  return std::to_string(messages_up) + " messages (" + std::to_string(payload_up) + " bytes) up, " +
-         std::to_string(messages_down) + " messages (" + std::to_string(payload_down) +
-         " bytes) down";
+  auto count = [](std::uint64_t messages, std::uint64_t bytes) {
+    return std::to_string(messages) + (messages == 1 ? " message (" : " messages (") +
+           std::to_string(bytes) + " bytes)";
+  };
+  return count(messages_up, payload_up) + " up, " + count(messages_down, payload_down) + " down";
 }
 
 asio::awaitable<WebSocketEnd> relay_websocket(WebSocketSide client, WebSocketSide origin,
