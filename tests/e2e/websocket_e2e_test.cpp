@@ -167,6 +167,16 @@ TEST_F(WebSocketTest, ARealValueTheOriginSendsArrivesAsTheSentinelAcrossFramesAn
   EXPECT_EQ(proxy->log_text().find("RealToken"), std::string::npos);
 }
 
+// A control frame is no way around it: a close reason is cleaned as a message is.
+TEST_F(WebSocketTest, ARealValueInAnOriginsCloseReasonArrivesAsTheSentinel) {
+  auto proxy = gate();
+  const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
+  const auto closed = client(*proxy, "api.origin.test", "bye", "/bye-secret");
+  EXPECT_EQ(closed.exit_code, 0) << closed.output;
+  EXPECT_EQ(closed.output.find("RealToken"), std::string::npos) << closed.output;
+  EXPECT_NE(closed.output.find("close 4000 key " + sentinel), std::string::npos) << closed.output;
+}
+
 // A message is a body: a sentinel in it is passed as it is (never filled in), to any host, as a
 // request body's is (request_secrets.hpp); only the upgrade request's head is judged for them.
 TEST_F(WebSocketTest, AClientsSentinelInAMessageGoesAsItIsNeverFilled) {

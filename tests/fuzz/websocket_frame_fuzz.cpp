@@ -13,6 +13,7 @@
 //   - a control frame is at most 125 bytes and final; no frame or message passes its limit;
 //     a continuation comes only inside a message, a new message only outside one;
 //   - a close payload read back has a code an endpoint may send;
+//   - a server's control frame cleaned keeps its length and never carries the secret;
 //   - the server's payloads, cleaned as one stream: every frame comes out with its own header
 //     and its length, the cleaned payloads have the input's length, and the secret's real
 //     value never comes out.
@@ -131,7 +132,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
       continue;
     }
-    if (h.control() || sender != Sender::server) {
+    if (sender != Sender::server) {
+      continue;
+    }
+    if (h.control()) {
+      // A control frame's payload is cleaned whole, apart from the data frames' stream.
+      redaction.clean_control(payload);
+      FUZZ_CHECK(payload.size() == h.length && payload.find(kToken) == std::string::npos,
+                 std::string("a control frame kept the secret") + ": " + std::to_string(h.length));
       continue;
     }
     // The server's data frames, cleaned as the relay cleans them.

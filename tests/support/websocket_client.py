@@ -11,7 +11,7 @@ Modes (each prints what it saw, one fact a line, and `close CODE REASON` at the 
   deflate      to /echo, offering permessage-deflate (websockets' default); prints `extensions`
   flood        reads /flood until the connection closes; prints the number of messages
   oversized    one binary message of ARG bytes to /echo
-  bye          reads /bye's message, then its close
+  bye          reads /bye's message (or ARG's, a path), then its close
   idle         to /echo, then waits for the gate to end the WebSocket (at most ARG seconds)
   unmasked     a hand-made upgrade to /echo, then a text frame without a mask (which a client
                must never send); prints the close frame the gate answers with
@@ -66,7 +66,7 @@ def unmasked():
 
 async def run():
     context = ssl.create_default_context(cafile=CA)
-    path = {"echo": "/echo", "idle": "/echo", "bye": "/bye", "secret": "/secret", "send": "/record", "deflate": "/echo",
+    path = {"echo": "/echo", "idle": "/echo", "bye": ARG or "/bye", "secret": "/secret", "send": "/record", "deflate": "/echo",
             "flood": "/flood", "oversized": "/echo"}[MODE]
     compression = "deflate" if MODE == "deflate" else None
     async with websockets.connect(f"wss://{HOST}:{PORT}{path}", sock=tunnel(), ssl=context,

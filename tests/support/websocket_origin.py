@@ -11,6 +11,7 @@ python3-websockets 10.4, with its own defaults: it accepts permessage-deflate wh
 /record   every message it gets is appended to PORT.messages beside the certificate (repr)
 /flood    twenty binary messages of 1,000 bytes, then waits for the client's close
 /bye      one message, then closes with 4000 "bye" and waits for the client's answer
+/bye-secret  the same, its close reason "key SECRET"
 The request's Sec-WebSocket-Extensions and the extensions chosen are appended to PORT.upgrades
 beside the certificate ("PATH offered=... chosen=...").
 """
@@ -52,9 +53,9 @@ async def handler(ws, path):
         async for message in ws:
             append("messages", repr(message))
             await ws.send("recorded")
-    elif path == "/bye":
+    elif path in ("/bye", "/bye-secret"):
         await ws.send("bye")
-        await ws.close(4000, "bye")
+        await ws.close(4000, "bye" if path == "/bye" else "key " + SECRET)
     elif path == "/flood":
         for _ in range(20):
             await ws.send(b"x" * 1000)

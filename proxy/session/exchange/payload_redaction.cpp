@@ -6,7 +6,11 @@
 namespace sandgate::session::exchange {
 
 PayloadRedaction::PayloadRedaction(const std::vector<secrets::Redaction>& redactions)
-    : redaction_(redactions), buffer_(redaction_.front_limit() + kPiece) {}
+    : redactions_(redactions), redaction_(redactions), buffer_(redaction_.front_limit() + kPiece) {}
+
+void PayloadRedaction::clean_control(std::string& payload) {
+  control_replaced_ += secrets::redact(payload.data(), payload.size(), redactions_);
+}
 
 void PayloadRedaction::frame_begins(std::string header, std::uint64_t length) {
   pending_.push_back({received_, std::move(header)});

@@ -42,12 +42,16 @@ class PayloadRedaction {
   // Everything held goes now, cleaned as far as it goes (before a control frame, which may not
   // be written inside a data frame, and at the end).
   void flush(std::string& out);
+  // A control frame's payload (a close reason, a ping's or pong's data), cleaned whole in place:
+  // at most 125 bytes, apart from the data frames' stream (an origin could otherwise hand the
+  // value over in a close reason).
+  void clean_control(std::string& payload);
   // Payload bytes received and not yet given out.
   std::uint64_t held() const { return received_ - released_; }
   // Whether the last frame begun is written whole: a frame of the gate's own may follow.
   bool between_frames() const { return released_ == frame_end_ && pending_.empty(); }
   // Forms of secrets replaced so far.
-  std::size_t replaced() const { return redaction_.replaced(); }
+  std::size_t replaced() const { return redaction_.replaced() + control_replaced_; }
 
  private:
   // Appends `size` cleaned bytes at the stream's release point to `out`, each frame header
@@ -55,8 +59,10 @@ class PayloadRedaction {
   void release(const char* data, std::size_t size, std::string& out);
   void headers_due(std::string& out);
 
+  const std::vector<secrets::Redaction>& redactions_;
   secrets::StreamRedaction redaction_;
   std::vector<char> buffer_;
+  std::size_t control_replaced_ = 0;
   struct PendingHeader {
     std::uint64_t at;  // the stream position of the frame's first payload byte
     std::string header;

@@ -234,7 +234,7 @@ class Relay {
         co_return Step::stop;
       }
     }
-    const std::string payload(d.inbox.view().substr(0, header.length));
+    std::string payload(d.inbox.view().substr(0, header.length));
     d.inbox.consume(header.length);
     if (header.opcode == Opcode::close) {
       std::string plain = payload;
@@ -247,10 +247,12 @@ class Relay {
         co_return Step::stop;
       }
     }
-    // Not inside a data frame: what redaction holds of the last one goes first.
+    // Not inside a data frame: what redaction holds of the last one goes first. (A server's
+    // control frame is not masked: its payload is cleaned as it is.)
     std::string out;
     if (d.redaction) {
       d.redaction->flush(out);
+      d.redaction->clean_control(payload);
     }
     out += encode_frame_header(true, header.opcode, header.length,
                                header.masked ? &header.mask : nullptr);
