@@ -223,6 +223,16 @@ class Relay {
       }
     }
     d.in_frame = false;
+    if (d.redaction && header.fin) {
+      // A message's end is a pause of the origin's: what is held only because a word was cut
+      // goes now; a secret's held beginning (worth kHoldBits) still waits for the next bytes.
+      d.redaction->on_pause(out);
+      if (!out.empty()) {
+        if (!co_await write(d, out)) {
+          co_return Step::stop;
+        }
+      }
+    }
     co_return Step::next_frame;
   }
 
