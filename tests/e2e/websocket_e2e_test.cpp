@@ -49,9 +49,16 @@ class WebSocketTest : public ::testing::Test {
                    std::to_string(port_) + " " + folder_ + "/server.pem " + folder_ +
                    "/server.key " + kToken);
     ASSERT_TRUE(port_accepts(port_)) << "the WebSocket origin did not start";
+    bad_port_ = free_port();
+    bad_origin_ = std::make_unique<ChildServer>(
+        bad_port_,
+        std::string(kPython) + SANDGATE_SOURCE_DIR "/tests/support/bad_upgrade_origin.py " +
+            std::to_string(bad_port_) + " " + folder_ + "/server.pem " + folder_ + "/server.key");
+    ASSERT_TRUE(port_accepts(bad_port_)) << "the misbehaving origin did not start";
   }
   void TearDown() override {
     origin_.reset();
+    bad_origin_.reset();
     run_shell("rm -rf " + folder_);
   }
 
@@ -64,7 +71,7 @@ class WebSocketTest : public ::testing::Test {
     }
     auto proxy = std::make_unique<TestProxy>("", [&](settings::Settings& s) {
       s.policy.block_loopback = false;  // the test origin is on loopback
-      s.tls_ports = {port_};
+      s.tls_ports = {port_, bad_port_};
       s.ca_dir = folder_ + "/gate-ca";
       s.inspect_extra_ca = {folder_ + "/ca.pem"};
       s.inspect = {"other.test", "api.origin.test"};
@@ -80,12 +87,13 @@ class WebSocketTest : public ::testing::Test {
     }
     return proxy;
   }
+  // Python's websockets through `proxy` to `host` on the origin's port (or `port`).
   CommandResult client(const TestProxy& proxy, const std::string& host, const std::string& mode,
-                       const std::string& arg = "") const {
-    return run_shell(std::string(kPython) +
-                     SANDGATE_SOURCE_DIR "/tests/support/websocket_client.py " +
-                     std::to_string(proxy.port()) + " " + host + " " + std::to_string(port_) + " " +
-                     folder_ + "/gate-ca/ca.pem " + mode + " '" + arg + "' 2>&1");
+                       const std::string& arg = "", std::uint16_t port = 0) const {
+    return run_shell(
+        std::string(kPython) + SANDGATE_SOURCE_DIR "/tests/support/websocket_client.py " +
+        std::to_string(proxy.port()) + " " + host + " " + std::to_string(port != 0 ? port : port_) +
+        " " + folder_ + "/gate-ca/ca.pem " + mode + " '" + arg + "' 2>&1");
   }
   std::string origin_file(const std::string& name) const {
     return read_file(folder_ + "/" + std::to_string(port_) + "." + name);
@@ -109,6 +117,8 @@ class WebSocketTest : public ::testing::Test {
   std::string folder_;
   std::uint16_t port_ = 0;
   std::unique_ptr<ChildServer> origin_;
+  std::uint16_t bad_port_ = 0;  // tests/support/bad_upgrade_origin.py
+  std::unique_ptr<ChildServer> bad_origin_;
 };
 
 TEST_F(WebSocketTest, TextAndBinaryMessagesFragmentedOrNotGoBothWays) {
@@ -226,6 +236,22 @@ TEST_F(WebSocketTest, AFrameOverTheLimitEndsTheWebSocketWith1009) {
   EXPECT_NE(end.find("\"reason\":\"bad-request\""), std::string::npos) << end;
   EXPECT_NE(end.find("the client sent a frame larger than the gate's limit"), std::string::npos)
       << end;
+}
+
+// The gate reads what it relays: a 101 that does not answer the key, or that chose an extension
+// (the gate offered none), is refused 502 and no frame moves.
+TEST_F(WebSocketTest, AnOriginsUpgradeThatDoesNotAnswerTheRequestIsRefused) {
+  auto proxy = gate();
+  for (const char* path : {"/wrong-accept", "/forced-deflate"}) {
+    const auto answered = client(*proxy, "other.test", "upgrade", path, bad_port_);
+    EXPECT_EQ(answered.exit_code, 0) << answered.output;
+    EXPECT_NE(answered.output.find("status HTTP/1.1 502"), std::string::npos)
+        << path << answered.output;
+  }
+  EXPECT_TRUE(proxy->wait_for_log([](const std::string& log) {
+    return log.find("Sec-WebSocket-Accept does not answer") != std::string::npos &&
+           log.find("it chose the extension permessage-deflate") != std::string::npos;
+  })) << proxy->log_text();
 }
 
 TEST_F(WebSocketTest, AMalformedFrameEndsTheWebSocketWith1002AndItsReasonIsLogged) {

@@ -15,6 +15,7 @@ Modes (each prints what it saw, one fact a line, and `close CODE REASON` at the 
   idle         to /echo, then waits for the gate to end the WebSocket (at most ARG seconds)
   unmasked     a hand-made upgrade to /echo, then a text frame without a mask (which a client
                must never send); prints the close frame the gate answers with
+  upgrade      a hand-made upgrade to ARG (a path); prints the answer's status line
 """
 import asyncio
 import socket
@@ -40,10 +41,10 @@ def tunnel():
     return s
 
 
-def unmasked():
+def unmasked(path="/echo"):
     context = ssl.create_default_context(cafile=CA)
     s = context.wrap_socket(tunnel(), server_hostname=HOST)
-    s.sendall((f"GET /echo HTTP/1.1\r\nHost: {HOST}:{PORT}\r\nUpgrade: websocket\r\n"
+    s.sendall((f"GET {path} HTTP/1.1\r\nHost: {HOST}:{PORT}\r\nUpgrade: websocket\r\n"
                "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
                "Sec-WebSocket-Version: 13\r\n\r\n").encode())
     data = b""
@@ -51,6 +52,8 @@ def unmasked():
         data += s.recv(4096)
     head, _, data = data.partition(b"\r\n\r\n")
     print("status", head.split(b"\r\n")[0].decode())
+    if MODE == "upgrade":
+        return
     s.sendall(b"\x81\x05hello")
     s.settimeout(10)
     while len(data) < 2 or len(data) < 2 + data[1]:
@@ -113,7 +116,7 @@ async def run():
     print("close", ws.close_code, ws.close_reason)
 
 
-if MODE == "unmasked":
-    unmasked()
+if MODE in ("unmasked", "upgrade"):
+    unmasked(ARG or "/echo")
 else:
     asyncio.run(asyncio.wait_for(run(), 60))
