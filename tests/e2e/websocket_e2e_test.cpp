@@ -267,6 +267,19 @@ TEST_F(WebSocketTest, AMalformedFrameEndsTheWebSocketWith1002AndItsReasonIsLogge
   EXPECT_NE(end.find("the client sent a client frame without a mask"), std::string::npos) << end;
 }
 
+TEST_F(WebSocketTest, AMalformedFrameFromTheOriginEndsTheWebSocketWith1002) {
+  auto proxy = gate();
+  const auto listened = client(*proxy, "other.test", "listen", "/masked-frame", bad_port_);
+  EXPECT_EQ(listened.exit_code, 0) << listened.output;
+  EXPECT_NE(listened.output.find("status HTTP/1.1 101"), std::string::npos) << listened.output;
+  EXPECT_NE(listened.output.find("close 1002 a server frame with a mask"), std::string::npos)
+      << listened.output;
+  const std::string end = end_line(*proxy);
+  EXPECT_NE(end.find("\"outcome\":\"error\""), std::string::npos) << end;
+  EXPECT_NE(end.find("\"reason\":\"bad-response\""), std::string::npos) << end;
+  EXPECT_NE(end.find("the origin sent a server frame with a mask"), std::string::npos) << end;
+}
+
 // idle_timeout ends a WebSocket as it ends a tunnel: close 1001 to both sides.
 TEST_F(WebSocketTest, AnIdleWebSocketEndsAfterTheIdleTimeout) {
   auto proxy = gate("", std::chrono::seconds(1));

@@ -6,6 +6,8 @@
 /wrong-accept    a 101 whose Sec-WebSocket-Accept answers another key
 /forced-deflate  a 101 that chooses permessage-deflate whatever was offered
 Then it sends one unmasked text frame ("hi") and closes.
+/masked-frame    a good 101, then a masked text frame (a server must never mask), then waits
+                 for the connection to close
 """
 import base64
 import hashlib
@@ -36,6 +38,13 @@ def serve(connection):
                   for l in lines[1:] if ":" in l}
         key = fields.get("sec-websocket-key", "")
         answer = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        if path == "/masked-frame":
+            answer += f"Sec-WebSocket-Accept: {accept_for(key)}\r\n\r\n"
+            masked = bytes(c ^ m for c, m in zip(b"hi", b"\x01\x02"))
+            connection.sendall(answer.encode() + b"\x81\x82\x01\x02\x03\x04" + masked)
+            while connection.recv(4096):
+                pass
+            return
         if path == "/wrong-accept":
             answer += f"Sec-WebSocket-Accept: {accept_for('not the key')}\r\n"
         else:

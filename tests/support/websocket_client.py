@@ -16,6 +16,7 @@ Modes (each prints what it saw, one fact a line, and `close CODE REASON` at the 
   unmasked     a hand-made upgrade to /echo, then a text frame without a mask (which a client
                must never send); prints the close frame the gate answers with
   upgrade      a hand-made upgrade to ARG (a path); prints the answer's status line
+  listen       the same, then prints the close frame that comes
 """
 import asyncio
 import socket
@@ -54,7 +55,8 @@ def unmasked(path="/echo"):
     print("status", head.split(b"\r\n")[0].decode())
     if MODE == "upgrade":
         return
-    s.sendall(b"\x81\x05hello")
+    if MODE == "unmasked":
+        s.sendall(b"\x81\x05hello")
     s.settimeout(10)
     while len(data) < 2 or len(data) < 2 + data[1]:
         more = s.recv(4096)
@@ -116,7 +118,7 @@ async def run():
     print("close", ws.close_code, ws.close_reason)
 
 
-if MODE in ("unmasked", "upgrade"):
+if MODE in ("unmasked", "upgrade", "listen"):
     unmasked(ARG or "/echo")
 else:
     asyncio.run(asyncio.wait_for(run(), 60))
