@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "tests/integration/harness/test_proxy.hpp"
 #include "tests/support/child_server.hpp"
@@ -278,6 +280,29 @@ TEST_F(WebSocketTest, AMalformedFrameFromTheOriginEndsTheWebSocketWith1002) {
   EXPECT_NE(end.find("\"outcome\":\"error\""), std::string::npos) << end;
   EXPECT_NE(end.find("\"reason\":\"bad-response\""), std::string::npos) << end;
   EXPECT_NE(end.find("the origin sent a server frame with a mask"), std::string::npos) << end;
+}
+
+// A reload that denies the host closes an open WebSocket like any connection to it: revoked.
+TEST_F(WebSocketTest, AReloadThatDeniesTheHostClosesAnOpenWebSocket) {
+  auto proxy = gate();
+  CommandResult held;
+  std::thread client_thread([&] { held = client(*proxy, "other.test", "hold"); });
+  for (int i = 0; i < 100 && proxy->log_text().find("\"path\":\"/echo\"") == std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the echo went both ways
+  std::vector<rules::LoadIssue> issues;
+  auto blocked = rules::DomainSet::parse("other.test\n", "/reloaded/blocked.txt", issues);
+  proxy->server().publish(std::make_shared<const rules::Policy>(proxy->settings().policy,
+                                                                std::move(blocked), std::nullopt));
+  client_thread.join();
+  EXPECT_NE(held.output.find("echo 'hello'"), std::string::npos) << held.output;
+  EXPECT_NE(held.output.find("close 1006"), std::string::npos) << held.output;
+  EXPECT_TRUE(proxy->wait_for_log([](const std::string& log) {
+    return log.find("\"outcome\":\"revoked\"") != std::string::npos &&
+           log.find("/reloaded/blocked.txt:1 other.test") != std::string::npos;
+  })) << proxy->log_text();
 }
 
 // idle_timeout ends a WebSocket as it ends a tunnel: close 1001 to both sides.

@@ -12,6 +12,7 @@ Modes (each prints what it saw, one fact a line, and `close CODE REASON` at the 
   flood        reads /flood until the connection closes; prints the number of messages
   oversized    one binary message of ARG bytes to /echo
   bye          reads /bye's message (or ARG's, a path), then its close
+  hold         to /echo: one message and its echo, then waits for the gate to end the WebSocket
   idle         to /echo, then waits for the gate to end the WebSocket (at most ARG seconds)
   unmasked     a hand-made upgrade to /echo, then a text frame without a mask (which a client
                must never send); prints the close frame the gate answers with
@@ -71,7 +72,7 @@ def unmasked(path="/echo"):
 
 async def run():
     context = ssl.create_default_context(cafile=CA)
-    path = {"echo": "/echo", "idle": "/echo", "bye": ARG or "/bye", "secret": "/secret", "send": "/record", "deflate": "/echo",
+    path = {"echo": "/echo", "idle": "/echo", "hold": "/echo", "bye": ARG or "/bye", "secret": "/secret", "send": "/record", "deflate": "/echo",
             "flood": "/flood", "oversized": "/echo"}[MODE]
     compression = "deflate" if MODE == "deflate" else None
     async with websockets.connect(f"wss://{HOST}:{PORT}{path}", sock=tunnel(), ssl=context,
@@ -108,6 +109,10 @@ async def run():
             elif MODE == "bye":
                 print("message", await ws.recv())
                 await ws.wait_closed()
+            elif MODE == "hold":
+                await ws.send("hello")
+                print("echo", repr(await ws.recv()))
+                await ws.recv()
             elif MODE == "idle":
                 await asyncio.wait_for(ws.recv(), float(ARG))
             elif MODE == "oversized":
