@@ -146,6 +146,20 @@ TEST_F(WebSocketTest, TextAndBinaryMessagesFragmentedOrNotGoBothWays) {
   EXPECT_EQ(proxy->log_text().find("onetwo"), std::string::npos) << proxy->log_text();
 }
 
+// Frames the client sent behind its upgrade request, before the 101, are read as frames too.
+TEST_F(WebSocketTest, FramesBehindTheUpgradeRequestAreRelayedAsFrames) {
+  auto proxy = gate();
+  const auto early = client(*proxy, "other.test", "early");
+  EXPECT_EQ(early.exit_code, 0) << early.output;
+  // The echo: "hello" in a final text frame.
+  EXPECT_NE(early.output.find("frames 810568656c6c6f\n"), std::string::npos)
+      << early.output;
+  const std::string end = end_line(*proxy);
+  EXPECT_NE(end.find("WebSocket: 1 message (5 bytes) up, 1 message (5 bytes) down"),
+            std::string::npos)
+      << end;
+}
+
 // The origin closes first: its close reaches the client, the client's answer the origin.
 TEST_F(WebSocketTest, AnOriginsCloseIsPassedOnAndAnswered) {
   auto proxy = gate();

@@ -18,6 +18,8 @@ Modes (each prints what it saw, one fact a line, and `close CODE REASON` at the 
                must never send); prints the close frame the gate answers with
   upgrade      a hand-made upgrade to ARG (a path); prints the answer's status line
   listen       the same, then prints the close frame that comes
+  early        a hand-made upgrade to /echo with a message behind it in the same write; prints
+               the frame that comes back (hexadecimal)
 """
 import asyncio
 import socket
@@ -46,9 +48,13 @@ def tunnel():
 def unmasked(path="/echo"):
     context = ssl.create_default_context(cafile=CA)
     s = context.wrap_socket(tunnel(), server_hostname=HOST)
-    s.sendall((f"GET {path} HTTP/1.1\r\nHost: {HOST}:{PORT}\r\nUpgrade: websocket\r\n"
+    upgrade = (f"GET {path} HTTP/1.1\r\nHost: {HOST}:{PORT}\r\nUpgrade: websocket\r\n"
                "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-               "Sec-WebSocket-Version: 13\r\n\r\n").encode())
+               "Sec-WebSocket-Version: 13\r\n\r\n").encode()
+    # early: a masked "hello" in the same write as the upgrade request.
+    mask = b"\x0a\x0b\x0c\x0d"
+    early = b"\x81\x85" + mask + bytes(c ^ mask[i % 4] for i, c in enumerate(b"hello"))
+    s.sendall(upgrade + (early if MODE == "early" else b""))
     data = b""
     while b"\r\n\r\n" not in data:
         data += s.recv(4096)
@@ -59,6 +65,14 @@ def unmasked(path="/echo"):
     if MODE == "unmasked":
         s.sendall(b"\x81\x05hello")
     s.settimeout(10)
+    if MODE == "early":
+        while len(data) < 7:  # the echo
+            more = s.recv(4096)
+            if not more:
+                break
+            data += more
+        print("frames", data.hex())
+        return
     while len(data) < 2 or len(data) < 2 + data[1]:
         more = s.recv(4096)
         if not more:
@@ -123,7 +137,7 @@ async def run():
     print("close", ws.close_code, ws.close_reason)
 
 
-if MODE in ("unmasked", "upgrade", "listen"):
+if MODE in ("unmasked", "upgrade", "listen", "early"):
     unmasked(ARG or "/echo")
 else:
     asyncio.run(asyncio.wait_for(run(), 60))
