@@ -152,8 +152,7 @@ TEST_F(WebSocketTest, FramesBehindTheUpgradeRequestAreRelayedAsFrames) {
   const auto early = client(*proxy, "other.test", "early");
   EXPECT_EQ(early.exit_code, 0) << early.output;
   // The echo: "hello" in a final text frame.
-  EXPECT_NE(early.output.find("frames 810568656c6c6f\n"), std::string::npos)
-      << early.output;
+  EXPECT_NE(early.output.find("frames 810568656c6c6f\n"), std::string::npos) << early.output;
   const std::string end = end_line(*proxy);
   EXPECT_NE(end.find("WebSocket: 1 message (5 bytes) up, 1 message (5 bytes) down"),
             std::string::npos)
@@ -191,6 +190,17 @@ TEST_F(WebSocketTest, ARealValueTheOriginSendsArrivesAsTheSentinelAcrossFramesAn
   EXPECT_NE(received.output.find("message " + sentinel.substr(half) + " end\n"), std::string::npos)
       << received.output;
   EXPECT_EQ(proxy->log_text().find("RealToken"), std::string::npos);
+}
+
+// A large frame (a 64-bit length, many reads) with the value across every 16 KiB boundary.
+TEST_F(WebSocketTest, ALargeFrameIsCleanedAcrossItsReadsAndKeepsItsLength) {
+  auto proxy = gate();
+  const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
+  const auto received = client(*proxy, "api.origin.test", "big", sentinel);
+  EXPECT_EQ(received.exit_code, 0) << received.output;
+  // 3 MiB, the value at each of the 191 boundaries it fits across, and at the end.
+  EXPECT_NE(received.output.find("size 3145728 sentinels 192 real 0"), std::string::npos)
+      << received.output;
 }
 
 // A control frame is no way around it: a close reason is cleaned as a message is.

@@ -11,6 +11,7 @@ Modes (each prints what it saw, one fact a line, and `close CODE REASON` at the 
   deflate      to /echo, offering permessage-deflate (websockets' default); prints `extensions`
   flood        reads /flood until the connection closes; prints the number of messages
   oversized    one binary message of ARG bytes to /echo
+  big          reads /big's message; prints its size and how often ARG (a sentinel) is in it
   bye          reads /bye's message (or ARG's, a path), then its close
   hold         to /echo: one message and its echo, then waits for the gate to end the WebSocket
   idle         to /echo, then waits for the gate to end the WebSocket (at most ARG seconds)
@@ -86,7 +87,7 @@ def unmasked(path="/echo"):
 
 async def run():
     context = ssl.create_default_context(cafile=CA)
-    path = {"echo": "/echo", "idle": "/echo", "hold": "/echo", "bye": ARG or "/bye", "secret": "/secret", "send": "/record", "deflate": "/echo",
+    path = {"echo": "/echo", "idle": "/echo", "hold": "/echo", "big": "/big", "bye": ARG or "/bye", "secret": "/secret", "send": "/record", "deflate": "/echo",
             "flood": "/flood", "oversized": "/echo"}[MODE]
     compression = "deflate" if MODE == "deflate" else None
     async with websockets.connect(f"wss://{HOST}:{PORT}{path}", sock=tunnel(), ssl=context,
@@ -120,6 +121,10 @@ async def run():
                 except websockets.ConnectionClosed:
                     pass
                 print("messages", count)
+            elif MODE == "big":
+                message = await ws.recv()
+                print("size", len(message), "sentinels", message.count(ARG.encode()),
+                      "real", message.count(b"RealToken"))
             elif MODE == "bye":
                 print("message", await ws.recv())
                 await ws.wait_closed()

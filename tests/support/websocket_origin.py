@@ -10,6 +10,8 @@ python3-websockets 10.4, with its own defaults: it accepts permessage-deflate wh
           then its halves ending one message and beginning the next
 /record   every message it gets is appended to PORT.messages beside the certificate (repr)
 /flood    twenty binary messages of 1,000 bytes, then waits for the client's close
+/big      one binary message of 3 MiB with SECRET at every 16 KiB boundary (across it) and at
+          its end, then waits for the client's close
 /bye      one message, then closes with 4000 "bye" and waits for the client's answer
 /bye-secret  the same, its close reason "key SECRET"
 The request's Sec-WebSocket-Extensions and the extensions chosen are appended to PORT.upgrades
@@ -53,6 +55,13 @@ async def handler(ws, path):
         async for message in ws:
             append("messages", repr(message))
             await ws.send("recorded")
+    elif path == "/big":
+        data = bytearray(b"." * (3 * 1024 * 1024))
+        for at in range(16 * 1024 - 10, len(data) - len(SECRET), 16 * 1024):
+            data[at:at + len(SECRET)] = SECRET.encode()
+        data[len(data) - len(SECRET):] = SECRET.encode()
+        await ws.send(bytes(data))
+        await ws.wait_closed()
     elif path in ("/bye", "/bye-secret"):
         await ws.send("bye")
         await ws.close(4000, "bye" if path == "/bye" else "key " + SECRET)

@@ -25,8 +25,9 @@ namespace sandgate::session::exchange {
 
 class PayloadRedaction {
  public:
-  // How many payload bytes one pass takes at most.
-  static constexpr std::size_t kPiece = 64 * 1024;
+  // How many payload bytes one pass takes at most: a TLS record's plaintext, the most one read
+  // of the origin brings (a larger buffer would only cost every open WebSocket memory).
+  static constexpr std::size_t kPiece = 16 * 1024;
 
   explicit PayloadRedaction(const std::vector<secrets::Redaction>& redactions);
 

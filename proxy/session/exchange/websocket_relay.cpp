@@ -25,7 +25,9 @@ constexpr std::chrono::milliseconds kRedactionPause{20};
 // The longest frame header: 2 bytes, a 64-bit length, a mask.
 constexpr std::size_t kMaxHeader = 14;
 
-// Bytes read from one side and not taken yet: a header's beginning, a piece of payload.
+// Bytes read from one side and not taken yet: a header's beginning, a piece of payload. Room for
+// one read of kPiece (a TLS record's plaintext, the most a read brings) behind a header's
+// beginning; more only for the bytes that arrived behind the heads.
 class Inbox {
  public:
   explicit Inbox(boost::beast::flat_buffer& early)
