@@ -266,6 +266,19 @@ TEST_F(WebSocketTest, AFrameOverTheLimitEndsTheWebSocketWith1009) {
 
 // The gate reads what it relays: a 101 that does not answer the key, or that chose an extension
 // (the gate offered none), is refused 502 and no frame moves.
+// 64 MiB is the largest message, whatever its fragments (here five of under 16 MiB each).
+TEST_F(WebSocketTest, AMessageOverTheLimitEndsTheWebSocketWith1009) {
+  auto proxy = gate();
+  const auto sent =
+      client(*proxy, "other.test", "fragmented", std::to_string(64 * 1024 * 1024 + 1));
+  EXPECT_EQ(sent.exit_code, 0) << sent.output;
+  EXPECT_NE(sent.output.find("close 1009"), std::string::npos) << sent.output;
+  const std::string end = end_line(*proxy);
+  EXPECT_NE(end.find("\"reason\":\"bad-request\""), std::string::npos) << end;
+  EXPECT_NE(end.find("the client sent a message larger than the gate's limit"), std::string::npos)
+      << end;
+}
+
 TEST_F(WebSocketTest, AnOriginsUpgradeThatDoesNotAnswerTheRequestIsRefused) {
   auto proxy = gate();
   for (const char* path : {"/wrong-accept", "/forced-deflate"}) {

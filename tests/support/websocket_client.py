@@ -11,6 +11,7 @@ Modes (each prints what it saw, one fact a line, and `close CODE REASON` at the 
   deflate      to /echo, offering permessage-deflate (websockets' default); prints `extensions`
   flood        reads /flood until the connection closes; prints the number of messages
   oversized    one binary message of ARG bytes to /echo
+  fragmented   one binary message of ARG bytes to /echo, in five fragments
   big          reads /big's message; prints its size and how often ARG (a sentinel) is in it
   bye          reads /bye's message (or ARG's, a path), then its close
   hold         to /echo: one message and its echo, then waits for the gate to end the WebSocket
@@ -88,7 +89,8 @@ def unmasked(path="/echo"):
 async def run():
     context = ssl.create_default_context(cafile=CA)
     path = {"echo": "/echo", "idle": "/echo", "hold": "/echo", "big": "/big", "bye": ARG or "/bye", "secret": "/secret", "send": "/record", "deflate": "/echo",
-            "flood": "/flood", "oversized": "/echo"}[MODE]
+            "flood": "/flood", "oversized": "/echo",
+            "fragmented": "/echo"}[MODE]
     compression = "deflate" if MODE == "deflate" else None
     async with websockets.connect(f"wss://{HOST}:{PORT}{path}", sock=tunnel(), ssl=context,
                                   server_hostname=HOST, compression=compression,
@@ -134,6 +136,11 @@ async def run():
                 await ws.recv()
             elif MODE == "idle":
                 await asyncio.wait_for(ws.recv(), float(ARG))
+            elif MODE == "fragmented":
+                size = int(ARG)
+                cut = [size * i // 5 for i in range(6)]
+                await ws.send([b"f" * (cut[i + 1] - cut[i]) for i in range(5)])
+                await ws.recv()
             elif MODE == "oversized":
                 await ws.send(b"z" * int(ARG))
                 await ws.recv()
