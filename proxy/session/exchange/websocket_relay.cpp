@@ -115,6 +115,11 @@ class Relay {
     std::optional<PayloadRedaction> redaction;  // the origin's payloads, when secrets are bound
     bool in_frame = false;                      // a frame's payload is being relayed
     bool close_passed = false;                  // a close frame went to `to`
+    // The gate is ending the WebSocket and its close went (or could not go) to `to`: what
+    // `from` still sends is read and dropped until its own close (its answer), its end, or
+    // kEndingWait, so that closing the socket never resets a peer that has not yet read the
+    // gate's close.
+    bool discarding = false;
   };
   // Why the gate ends the WebSocket, and what its close frames say.
   struct Ending {
@@ -136,10 +141,9 @@ class Relay {
   asio::awaitable<void> relay_frames(Direction& d) {
     for (;;) {
       // The gate ends it (a fault, a budget, a timeout, the other side gone): a close goes to
-      // this direction's destination where a frame may begin.
-      if (ending_) {
+      // this direction's destination where a frame may begin; then the source is drained.
+      if (ending_ && !d.discarding) {
         co_await finish(d);
-        co_return;
       }
       // A header: read, checked alone, then in the order of messages.
       const HeaderRead read = read_frame_header(d.inbox.view(), d.sender);
@@ -151,16 +155,23 @@ class Relay {
         continue;
       }
       if (read.status == HeaderRead::Status::refused) {
-        co_await broke(d, read.error);
-        co_return;
+        if (d.discarding) {
+          // Where the next frame begins is lost: what comes is dropped as it is.
+          co_await drop_the_rest(d);
+          co_return;
+        }
+        broke(d, read.error);
+        continue;
       }
       const FrameHeader header = read.header;
-      if (const FrameError order = d.sequence.accept(header); order != FrameError::none) {
-        co_await broke(d, order);
-        co_return;
+      if (!d.discarding) {
+        if (const FrameError order = d.sequence.accept(header); order != FrameError::none) {
+          broke(d, order);
+          continue;  // the header is sound: the source is drained frame by frame
+        }
       }
       // The budgets: the whole frame, before any of it goes.
-      if (options_.allowance != nullptr) {
+      if (options_.allowance != nullptr && !d.discarding) {
         std::optional<budget::Stop> stop =
             co_await options_.allowance->take(d.upward, header.header_size + header.length);
         if (stop && !ending_) {
@@ -187,14 +198,16 @@ class Relay {
 
   // A data frame (text, binary, continuation), its payload streamed in pieces.
   asio::awaitable<Step> relay_data(Direction& d, const FrameHeader& header) {
-    if (header.opcode != Opcode::continuation) {
-      ++(d.upward ? result_.tally.messages_up : result_.tally.messages_down);
+    if (!d.discarding) {
+      if (header.opcode != Opcode::continuation) {
+        ++(d.upward ? result_.tally.messages_up : result_.tally.messages_down);
+      }
+      (d.upward ? result_.tally.payload_up : result_.tally.payload_down) += header.length;
     }
-    (d.upward ? result_.tally.payload_up : result_.tally.payload_down) += header.length;
     std::string out = encode_frame_header(header.fin, header.opcode, header.length,
                                           header.masked ? &header.mask : nullptr);
     d.in_frame = true;
-    if (d.redaction) {
+    if (d.redaction && !d.discarding) {
       d.redaction->frame_begins(std::move(out), header.length);
       out.clear();
     }
@@ -202,7 +215,9 @@ class Relay {
     for (;;) {
       const auto n = static_cast<std::size_t>(
           std::min<std::uint64_t>({remaining, d.inbox.size(), PayloadRedaction::kPiece}));
-      if (d.redaction) {
+      if (d.discarding) {
+        out.clear();
+      } else if (d.redaction) {
         std::memcpy(d.redaction->fresh_space(), d.inbox.view().data(), n);
         d.redaction->pass(n, out);
       } else {
@@ -225,7 +240,7 @@ class Relay {
       }
     }
     d.in_frame = false;
-    if (d.redaction && header.fin) {
+    if (d.redaction && header.fin && !d.discarding) {
       // A message's end is a pause of the origin's: what is held only because a word was cut
       // goes now; a secret's held beginning (worth kHoldBits) still waits for the next bytes.
       d.redaction->on_pause(out);
@@ -248,6 +263,10 @@ class Relay {
     }
     std::string payload(d.inbox.view().substr(0, header.length));
     d.inbox.consume(header.length);
+    if (d.discarding) {
+      // The source's answer to the gate's close ends what is drained of it.
+      co_return header.opcode == Opcode::close ? Step::stop : Step::next_frame;
+    }
     if (header.opcode == Opcode::close) {
       std::string plain = payload;
       if (header.masked) {
@@ -255,8 +274,8 @@ class Relay {
       }
       ClosePayload close;
       if (const FrameError error = read_close_payload(plain, close); error != FrameError::none) {
-        co_await broke(d, error);
-        co_return Step::stop;
+        broke(d, error);
+        co_return Step::next_frame;  // the source is drained from the next frame on
       }
     }
     // Not inside a data frame: what redaction holds of the last one goes first. (A server's
@@ -303,19 +322,41 @@ class Relay {
         }
       }
     }
-    if (ending_) {
-      co_return false;
+    for (;;) {
+      if (ending_ && !d.discarding) {
+        // The gate is ending it (its cancel may have ended the last read): the close goes to
+        // the destination, and the source is read on only to drain it.
+        co_await finish(d);
+      }
+      auto [error, n] = co_await d.from.stream.async_read_some(d.inbox.room(), use_tuple);
+      if (error == asio::error::operation_aborted && ending_ && !d.discarding) {
+        continue;
+      }
+      if (error || n == 0) {
+        co_return false;
+      }
+      d.inbox.commit(n);
+      touch();
+      co_return true;
     }
-    auto [error, n] = co_await d.from.stream.async_read_some(d.inbox.room(), use_tuple);
-    if (error || n == 0) {
-      co_return false;
+  }
+
+  // What the source still sends once the frames cannot be followed: read and dropped until it
+  // ends (or kEndingWait closes it).
+  asio::awaitable<void> drop_the_rest(Direction& d) {
+    for (;;) {
+      d.inbox.consume(d.inbox.size());
+      auto [error, n] = co_await d.from.stream.async_read_some(d.inbox.room(), use_tuple);
+      if (error || n == 0) {
+        co_return;
+      }
     }
-    d.inbox.commit(n);
-    touch();
-    co_return true;
   }
 
   asio::awaitable<bool> write(Direction& d, std::string_view bytes) {
+    if (d.discarding) {
+      co_return true;  // drained: nothing goes on
+    }
     auto [error, written] = co_await asio::async_write(d.to.stream, asio::buffer(bytes), use_tuple);
     (d.upward ? result_.tally.bytes_up : result_.tally.bytes_down) += written;
     touch();
@@ -329,9 +370,16 @@ class Relay {
     co_return !error;
   }
 
-  // The source ended or failed (or the gate cancelled its read to end the WebSocket).
+  // The source ended or failed.
   asio::awaitable<void> source_ended(Direction& d) {
-    if (!ending_) {
+    if (d.discarding) {
+      co_return;
+    }
+    if (!ending_ && other(d).close_passed) {
+      // It went after the other side's close reached it, without answering: an end all the
+      // same (the other side is told so by the gate's close).
+      end(WebSocketEnd::How::closed, {}, kCloseNormal, "");
+    } else if (!ending_) {
       end(WebSocketEnd::How::reset,
           std::string("the ") + name_of(d.sender) + " closed the connection without a close frame.",
           kCloseGoingAway, "the other side went away");
@@ -340,18 +388,19 @@ class Relay {
   }
 
   // `d`'s source broke the protocol or a limit: the WebSocket ends, 1002 (or 1009) both ways.
-  asio::awaitable<void> broke(Direction& d, FrameError error) {
+  void broke(Direction& d, FrameError error) {
     end(d.sender == Sender::client ? WebSocketEnd::How::client_broke
                                    : WebSocketEnd::How::origin_broke,
         std::string("the ") + name_of(d.sender) + " sent " + describe(error) + ".",
         close_code_for(error), describe(error));
-    co_await finish(d);
   }
 
   // The gate's close to `d`'s destination, unless it has had one or a frame to it is unfinished
   // (then the connection just ends).
   asio::awaitable<void> finish(Direction& d) {
-    if (d.close_passed || d.in_frame || !ending_) {
+    const bool may_write = !d.close_passed && !d.in_frame && ending_;
+    d.discarding = true;
+    if (!may_write) {
       co_return;
     }
     std::string out;
@@ -362,6 +411,7 @@ class Relay {
     const std::array<std::uint8_t, 4> mask = fresh_mask();
     out += encode_close_frame(ending_->code, ending_->reason, d.upward ? &mask : nullptr);
     d.close_passed = true;
+    // (Not through write(): the direction is draining now.)
     auto [error, written] = co_await asio::async_write(d.to.stream, asio::buffer(out), use_tuple);
     (void)error;
     (d.upward ? result_.tally.bytes_up : result_.tally.bytes_down) += written;
