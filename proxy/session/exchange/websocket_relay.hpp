@@ -15,7 +15,9 @@
 // side ends the WebSocket with a close of code 1002 (1009 over a limit) to both sides where a
 // frame may still be written (not in the middle of one), and its reason is logged. Nothing
 // moving either way for the idle limit (the tunnel relay's idle_timeout; none when zero) ends it
-// with 1001.
+// with 1001. Once the gate ends it, what each side still sends is read and dropped until that
+// side's answering close, its end, or kEndingWait: closing a socket with unread bytes would
+// reset it, and a reset can destroy the gate's close before the peer reads it.
 //
 // Runs on the sockets' executor (the session's worker thread); one per WebSocket.
 #pragma once
