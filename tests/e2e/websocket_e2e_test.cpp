@@ -190,6 +190,8 @@ TEST_F(WebSocketTest, ARealValueTheOriginSendsArrivesAsTheSentinelAcrossFramesAn
   EXPECT_NE(received.output.find("message " + sentinel.substr(half) + " end\n"), std::string::npos)
       << received.output;
   EXPECT_EQ(proxy->log_text().find("RealToken"), std::string::npos);
+  EXPECT_NE(end_line(*proxy).find("real values of masked secrets cleaned"), std::string::npos)
+      << proxy->log_text();
 }
 
 // A large frame (a 64-bit length, many reads) with the value across every 16 KiB boundary.

@@ -64,7 +64,9 @@ class Inbox {
 std::array<std::uint8_t, 4> fresh_mask() {
   std::array<std::uint8_t, 4> mask{};
   if (RAND_bytes(mask.data(), static_cast<int>(mask.size())) != 1) {
-    mask = {0x5a, 0xa5, 0x3c, 0xc3};  // a mask hides nothing from the gate's own peer anyway
+    // A mask guards intermediaries' caches from a client's chosen bytes, not a secret: a fixed
+    // one when the generator fails only loses that guard for the gate's own close.
+    mask = {0x5a, 0xa5, 0x3c, 0xc3};
   }
   return mask;
 }

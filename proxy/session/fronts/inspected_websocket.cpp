@@ -32,6 +32,10 @@ InspectedWebSocketEnd end_of(const exchange::WebSocketEnd& relayed) {
   using How = exchange::WebSocketEnd::How;
   InspectedWebSocketEnd end;
   end.detail = "WebSocket: " + relayed.tally.summary() + ".";
+  if (relayed.tally.redacted > 0) {
+    end.detail += " " + std::to_string(relayed.tally.redacted) +
+                  " real values of masked secrets cleaned from what the origin sent.";
+  }
   if (!relayed.problem.empty()) {
     end.detail += " " + relayed.problem;
   }
