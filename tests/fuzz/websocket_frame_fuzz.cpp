@@ -82,7 +82,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   const Sender sender = (data[0] & 1) != 0 ? Sender::client : Sender::server;
-  const std::size_t piece = 1 + (data[0] >> 1);
+  // 1 byte to 16 KiB: a pass per byte is slow under the sanitizers, so few inputs ask for it.
+  const std::size_t piece = std::size_t{1} << ((data[0] >> 1) % 15);
   std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
 
   MessageSequence sequence(kLimits);
