@@ -41,6 +41,7 @@ test_packages=(
   openjdk-17-jdk-headless  # run_test: a Java client through inspection; keytool reads the gate's Java trust store
   python3-botocore      # secrets_test: the AWS SDK's own SigV4 signer as the client of a masked AWS key
   python3-pyte          # watch_e2e_test: a real terminal emulator renders `sandgate watch` under a pty
+  python3-websockets    # websocket_e2e_test: a WebSocket client and TLS origin through inspection
 )
 
 case "$(uname -s)" in

@@ -41,7 +41,7 @@ LAYERS = [
     ["proxy/dns"],
     ["proxy/log"],
     ["proxy/launchdarkly", "proxy/reload", "proxy/admin", "proxy/ask", "proxy/watch_view"],
-    ["proxy/session"],
+    ["proxy/session", "proxy/session/exchange"],
     ["proxy/session/fronts"],
     ["proxy/server"],
     ["proxy/gate"],

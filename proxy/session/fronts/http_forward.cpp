@@ -21,7 +21,8 @@
 // This file holds the steps of a request and the connection's loop over its requests; the two
 // directions of the exchange are http_request_side.cpp and http_response_side.cpp, its state
 // machine http_exchange_state.hpp. A WebSocket upgrade is handed to the tunnel relay
-// (tunnel_session.hpp) once its 101 has been passed on.
+// (tunnel_session.hpp) once its 101 has been passed on; on an inspected connection, to the
+// frame relay (inspected_websocket.hpp).
 #include <sys/socket.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -38,9 +39,11 @@
 #include "proxy/secrets/request_secrets.hpp"
 #include "proxy/session/admission.hpp"
 #include "proxy/session/ask_wait.hpp"
+#include "proxy/session/exchange/websocket_handshake.hpp"
 #include "proxy/session/fronts/client_session.hpp"
 #include "proxy/session/fronts/http_exchange.hpp"
 #include "proxy/session/fronts/http_front.hpp"
+#include "proxy/session/fronts/inspected_websocket.hpp"
 #include "proxy/session/graceful_close.hpp"
 #include "proxy/session/parent_dial.hpp"
 #include "proxy/session/tunnel_session.hpp"
@@ -242,6 +245,29 @@ asio::awaitable<void> run_websocket(Exchange& x, EndLine& end) {
     end.rule = spent->rule;
     end.detail = spent->sentence;
   }
+  end.bytes_up = x.bytes_up;
+  end.bytes_down = x.bytes_down;
+  log_end(context, end);
+}
+
+// An inspected WebSocket: its frames are relayed here, inside the connection's two TLS streams,
+// by a unit of its own (inspected_websocket.hpp); then the WebSocket's end line, and the
+// connection ends.
+asio::awaitable<void> run_inspected_websocket(Exchange& x, EndLine& end) {
+  SessionContext& context = x.context;
+  const InspectedWebSocketEnd relayed = co_await relay_inspected_websocket(x);
+  boost::system::error_code ignored;
+  context.upstream.close(ignored);
+  x.upstream.carried_up += x.bytes_up - end.bytes_up;
+  x.upstream.carried_down += x.bytes_down - end.bytes_down;
+  if (context.live.revoked) {
+    context.record_revoked(end.method, x.bytes_up, x.bytes_down);
+    co_return;
+  }
+  end.outcome = relayed.outcome;
+  end.reason = relayed.reason;
+  end.detail = relayed.detail;
+  end.rule = relayed.rule;
   end.bytes_up = x.bytes_up;
   end.bytes_down = x.bytes_down;
   log_end(context, end);
@@ -760,7 +786,11 @@ asio::awaitable<Next> finish_exchange(Exchange& x, EndLine& end) {
   end.rule = ending.rule;
   switch (ending.kind) {
     case ExchangeState::Ending::Kind::websocket:
-      co_await run_websocket(x, end);
+      if (x.upstream.inspected != nullptr) {
+        co_await run_inspected_websocket(x, end);
+      } else {
+        co_await run_websocket(x, end);
+      }
       co_return Next::stop;
     case ExchangeState::Ending::Kind::silent:
       // The client left: nobody to answer.
@@ -834,9 +864,9 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   request.body_limit(boost::none);
   auto& head = request.get();
   const bool client_http11 = head.version() >= 11;
-  // An inspected connection carries requests only: an upgrade would leave the gate with bytes
-  // it cannot read, so Upgrade is taken out and the origin answers the request as it is.
-  const bool websocket = is_websocket_upgrade(head) && request.is_done() && !upstream.inspected;
+  // A WebSocket upgrade (without a body) is passed on; on an inspected connection the gate
+  // then reads its frames (inspected_websocket.hpp), so it offers the origin no extension.
+  const bool websocket = is_websocket_upgrade(head) && request.is_done();
   const bool expects_continue = beast::iequals(head[http::field::expect], "100-continue");
   bool send_continue = expects_continue && client_http11 && !request.is_done();
   // Masked secrets bound to this host: what comes back is cleaned of them whenever the gate sees
@@ -854,6 +884,9 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   strip_hop_by_hop(head, websocket);
   if (websocket) {
     head.set(http::field::connection, "Upgrade");
+    if (upstream.inspected != nullptr) {
+      exchange::offer_no_extensions(head);
+    }
   }
   if (expects_continue) {
     head.erase(http::field::expect);  // answered here (below), not by the origin

@@ -16,6 +16,7 @@
 
 #include "proxy/secrets/redaction.hpp"
 #include "proxy/secrets/request_secrets.hpp"
+#include "proxy/session/exchange/websocket_handshake.hpp"
 #include "proxy/session/fronts/http_exchange.hpp"
 #include "proxy/session/fronts/http_front.hpp"
 #include "proxy/session/wire/http_head.hpp"
@@ -141,6 +142,17 @@ asio::awaitable<bool> read_final_head(Exchange& x) {
         x.state.origin_failed(rules::Reason::bad_response,
                               x.where + " switched protocols without a WebSocket upgrade.");
         co_return false;
+      }
+      if (x.upstream.inspected != nullptr) {
+        // The gate relays this WebSocket frame by frame: only a handshake that answers the
+        // request as the gate sent it (its key, no extension) is one it can read.
+        if (auto problem = exchange::upgrade_problem(x.request.get(), head)) {
+          x.state.origin_failed(
+              rules::Reason::bad_response,
+              x.where + " answered the WebSocket upgrade wrongly: " + *problem + ".");
+          co_return false;
+        }
+        redact_head(x, head);
       }
       x.state.upgraded();
       co_return true;

@@ -13,7 +13,8 @@
 // A request must be in origin form with a Host that names the tunnel's host (and its port, when
 // not 443); anything else is refused. An origin whose certificate fails verification is never
 // talked to: the client's first request is answered 502 with the reason `origin-certificate`
-// and the certificate's subject. WebSocket upgrades are refused (501) on inspected connections.
+// and the certificate's subject. A WebSocket upgrade is judged like any request; after the
+// origin's 101 its frames are relayed one by one (inspected_websocket.hpp).
 #pragma once
 
 #include <boost/asio/awaitable.hpp>

@@ -1,0 +1,110 @@
+// An inspected WebSocket after its 101: the gate reads every frame both ways with its own strict
+// codec (websocket_frame.hpp) and passes it on frame by frame through a few stages:
+//   - the codec and the order of messages (MessageSequence), with the frame and message limits;
+//   - the budgets (FrameAllowance): each frame, header and payload, is taken from the
+//     destination's egress budgets before it goes, as the tunnel relay counts every byte; when a
+//     frame does not fit, the WebSocket is closed 1008 "budget spent" both ways;
+//   - redaction (PayloadRedaction) of what the origin sends, when secrets are bound to the host;
+//   - the tally (WebSocketTally) for the end line: messages and bytes each way, never contents.
+// A client's frames are not searched for sentinels: a request body is not either (it is passed
+// as it is, never filled; see request_secrets.hpp and the README's table), and a WebSocket
+// message is a body; only the upgrade request's head was judged, like any request head.
+//
+// Closing: a close frame is passed on and ends its direction; the other side's close then ends
+// the other (or kCloseWait after the first, the gate ends it). A malformed frame from either
+// side ends the WebSocket with a close of code 1002 (1009 over a limit) to both sides where a
+// frame may still be written (not in the middle of one), and its reason is logged. Nothing
+// moving either way for the idle limit (the tunnel relay's idle_timeout; none when zero) ends it
+// with 1001. Once the gate ends it, what each side still sends is read and dropped until that
+// side's answering close, its end, or kEndingWait: closing a socket with unread bytes would
+// reset it, and a reset can destroy the gate's close before the peer reads it.
+//
+// Runs on the sockets' executor (the session's worker thread); one per WebSocket.
+#pragma once
+
+#include <array>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "proxy/budget/destination_budgets.hpp"
+#include "proxy/secrets/masked_secrets.hpp"
+#include "proxy/session/exchange/payload_redaction.hpp"
+#include "proxy/session/exchange/websocket_frame.hpp"
+#include "proxy/session/wire/byte_stream.hpp"
+
+namespace sandgate::session::exchange {
+
+// After one side's close was passed on, how long the other has to answer with its own.
+inline constexpr std::chrono::seconds kCloseWait{5};
+// After the gate decided to end a WebSocket, how long its own close frames may take to go.
+inline constexpr std::chrono::seconds kEndingWait{2};
+
+// The budgets, as the relay asks them: before a frame of `bytes` (header and payload) goes
+// `upward` (client to origin) or down. Nothing: it may go; otherwise the budget's stop (its rule
+// and sentence). May wait (--unknown=ask asks a person for more).
+class FrameAllowance {
+ public:
+  virtual ~FrameAllowance() = default;
+  virtual boost::asio::awaitable<std::optional<budget::Stop>> take(bool upward,
+                                                                   std::uint64_t bytes) = 0;
+};
+
+// What a WebSocket carried, for its end line: counts and sizes, never contents.
+struct WebSocketTally {
+  std::uint64_t messages_up = 0;
+  std::uint64_t messages_down = 0;
+  std::uint64_t payload_up = 0;  // payload bytes of data frames
+  std::uint64_t payload_down = 0;
+  std::uint64_t bytes_up = 0;  // frames as relayed, headers and control frames included
+  std::uint64_t bytes_down = 0;
+  std::uint64_t redacted = 0;  // forms of secrets replaced in what the origin sent
+  // "3 messages (120 bytes) up, 5 messages (4096 bytes) down"
+  std::string summary() const;
+};
+
+struct WebSocketEnd {
+  enum class How : std::uint8_t {
+    closed,            // both closes passed (or one, and the other side went)
+    idle_timeout,      // nothing moved for the idle limit
+    reset,             // a side failed or went without a close
+    budget_exhausted,  // a frame did not fit in the budgets: `budget`
+    client_broke,      // the client sent a malformed frame or broke a limit: `problem`
+    origin_broke,      // the origin did
+  };
+  How how = How::closed;
+  std::optional<budget::Stop> budget;
+  std::string problem;  // a sentence, naming the frame's fault (never its bytes)
+  WebSocketTally tally;
+};
+
+// The two sides of the WebSocket: each stream (TLS), its socket (to cancel a pending read), and
+// the bytes that already arrived behind its head (read first).
+struct WebSocketSide {
+  ByteStream& stream;
+  boost::asio::ip::tcp::socket& socket;
+  boost::beast::flat_buffer& early;
+};
+
+struct WebSocketOptions {
+  FrameLimits limits;
+  std::chrono::seconds idle{0};  // none when zero
+  // The forms to clean the origin's payloads of; null when no secret is bound to the host.
+  const std::vector<secrets::Redaction>* redactions = nullptr;
+  FrameAllowance* allowance = nullptr;  // null: no budget applies
+};
+
+// Relays until both directions are done; the caller closes the sockets after. Completes on the
+// sockets' executor; destroying the frame that awaits it is not allowed while it runs (close
+// the sockets instead: the relay ends with `reset`).
+boost::asio::awaitable<WebSocketEnd> relay_websocket(WebSocketSide client, WebSocketSide origin,
+                                                     WebSocketOptions options);
+
+}  // namespace sandgate::session::exchange
