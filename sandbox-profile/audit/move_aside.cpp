@@ -39,7 +39,7 @@ std::string random_suffix() {
 bool shares_inode(const struct stat& info) { return !S_ISDIR(info.st_mode) && info.st_nlink > 1; }
 
 // fchmodat2(2) (Linux 6.6), which takes AT_EMPTY_PATH: a mode set on the descriptor's inode.
-// Not yet in every libc's headers; its number is the same on every architecture.
+// Not yet in every libc's headers; 452 in the system-call table the architectures share.
 constexpr long kFchmodat2 = 452;
 
 // Sets `mode` on the inode `entry` (an O_PATH descriptor) holds, never on what a name leads to
