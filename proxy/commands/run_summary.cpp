@@ -243,14 +243,15 @@ std::string render_git_audit(const sandbox::GitAudit& audit) {
   std::string out;
   render_group(audit.unmoved,
                "WARNING: could NOT be moved aside, and git, an editor or a shell would obey them",
-               "do not run git, an editor or a shell in their folders until you have removed them",
+               "do not run git, an editor or a shell in their folders until you have removed them "
+               "(a hard link: remove that name alone; its file's other names may be yours)",
                out);
   render_group(audit.auto_run,
-               "files that editors, shells, package managers and agents run or trust, written by "
-               "the command (at any depth)",
-               "review them before you open or enter their folders in an editor, a shell with "
-               "direnv or mise, a package manager or an agent (--allow-write PATH lets the command "
-               "write one at the top)",
+               "files that editors, shells, package managers and agents run or trust, or links "
+               "at their names, written by the command (at any depth)",
+               "review them, and what a link leads to, before you open or enter their folders in "
+               "an editor, a shell with direnv or mise, a package manager or an agent "
+               "(--allow-write PATH lets the command write one at the top)",
                out);
   render_group(audit.hidden, "index entries the command hid from git status and git diff",
                "git update-index --no-skip-worktree / --no-assume-unchanged -- PATH shows their "

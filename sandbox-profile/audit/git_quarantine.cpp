@@ -20,7 +20,6 @@
 #include "sandbox-profile/audit/no_follow.hpp"
 #include "sandbox-profile/plan/auto_run_files.hpp"
 #include "sandbox-profile/plan/git_config_targets.hpp"
-#include "sandbox-profile/plan/protected_paths.hpp"
 #include "sandbox-profile/supervisor/run_support.hpp"
 
 namespace sandgate::sandbox {
@@ -300,33 +299,37 @@ void scan_git_dirs(const std::vector<std::string>& git_dirs, const AuditLimits& 
 }
 
 // The files tools run or trust at any depth below a scanned folder (auto_run_files.hpp), met by
-// its walk: a listed file, or any file below a listed folder, with their content. Bounded in
-// files and bytes: beyond them, the folder is said not to be checked whole.
+// its walk: an entry at a listed name whatever its type, or any file below a listed folder, with
+// their content; and a link at a name tools look up (a listed one, or a folder on the way to one:
+// `sub/.vscode -> ../assets`) with where it leads and what a tool finds there (AutoRunLink).
+// Bounded in files, bytes and entries walked through links: beyond them, the folder is said not
+// to be checked whole.
 class AutoRunFinder {
  public:
-  AutoRunFinder(const std::string& folder, std::map<std::string, std::string>& out)
-      : skip_(folder == "/" ? 1 : folder.size() + 1), out_(out) {}
+  AutoRunFinder(const std::string& folder, GitSnapshot& out)
+      : folder_(folder), skip_(folder == "/" ? 1 : folder.size() + 1), out_(out) {}
 
-  void visit(const Entry& entry) {
+  // Records `entry` if tools look it up. For a folder: whether a walk that looks only for these
+  // should enter it (a listed folder, one below it, or one on the way to a listed file).
+  Step visit(const Entry& entry) {
     const std::string_view path = entry.path;
     const std::string_view relative = path.substr(skip_);
     const bool below_listed = listed_folders_.contains(path.substr(0, path.rfind('/')));
     if (entry.type == DT_DIR) {
       if (below_listed || is_auto_run_folder(relative)) {
         listed_folders_.insert(entry.path);
+        return Step::descend;
       }
-      return;
+      return is_auto_run_name(relative) ? Step::descend : Step::skip;
     }
-    if ((entry.type != DT_REG && entry.type != DT_LNK) ||
-        (!below_listed && !is_auto_run_file(relative)) || !stopped_.empty()) {
-      return;
+    if ((below_listed || is_auto_run_name(relative)) && stopped_.empty()) {
+      if (entry.type == DT_LNK) {
+        record_link(entry.path, relative);
+      } else if (std::string content = content_of(entry.path); charge(entry.path, content)) {
+        out_.auto_run[entry.path] = std::move(content);
+      }
     }
-    std::string content = content_of(entry.path);
-    if (++files_ > kAutoRunFiles || (bytes_ += content.size()) > kAutoRunBytes) {
-      stopped_ = entry.path;
-      return;
-    }
-    out_[entry.path] = std::move(content);
+    return Step::skip;
   }
   // Where the bounds were reached; "" if they were not.
   const std::string& stopped() const { return stopped_; }
@@ -334,13 +337,117 @@ class AutoRunFinder {
  private:
   static constexpr std::size_t kAutoRunFiles = 4096;
   static constexpr std::size_t kAutoRunBytes = 64 << 20;
+  static constexpr std::size_t kEntriesThroughLinks = 65536;
+
+  // Counts one more file of `content`'s size; false (and stopped_ set) beyond the bounds.
+  bool charge(const std::string& path, const std::string& content) {
+    if (++files_ > kAutoRunFiles || (bytes_ += content.size()) > kAutoRunBytes) {
+      stopped_ = path;
+      return false;
+    }
+    return true;
+  }
+
+  // The link at `path` (`relative` below the scanned folder): where it leads, as a tool would go
+  // (the kernel resolves `..` after the link's own folder), and, when that is in the scanned
+  // folder and reached without another link, the files tools would read there as if they were
+  // at the link's path.
+  void record_link(const std::string& path, std::string_view relative) {
+    AutoRunLink link;
+    link.target = link_target(path).value_or("?");
+    const std::string raw = (fs::path(path).parent_path() / link.target).string();
+    link.reached = fs::path(raw).lexically_normal().string();
+    if (link.reached.size() > 1 && link.reached.ends_with('/')) {
+      link.reached.pop_back();
+    }
+    const bool inside =
+        link.reached == folder_ || link.reached.starts_with(folder_ == "/" ? "/" : folder_ + "/");
+    link.leads =
+        inside ? look_through(raw, std::string(relative), link) : AutoRunLink::Leads::outside;
+    out_.auto_run_links[path] = std::move(link);
+  }
+
+  // `raw` opened with no link on the way or at the end: then the kernel's `..` and the lexical
+  // one agree, and link.reached is where a tool lands.
+  AutoRunLink::Leads look_through(const std::string& raw, const std::string& relative,
+                                  AutoRunLink& link) {
+    const UniqueFd end = open_no_follow(raw, O_PATH);
+    struct stat info {};
+    if (!end) {
+      return errno == ENOENT ? AutoRunLink::Leads::nowhere : AutoRunLink::Leads::through_link;
+    }
+    if (::fstat(end.get(), &info) != 0 || S_ISLNK(info.st_mode)) {
+      return AutoRunLink::Leads::through_link;
+    }
+    if (!S_ISDIR(info.st_mode)) {
+      if (std::string content = content_of(link.reached); charge(link.reached, content)) {
+        link.holds[""] = std::move(content);
+      }
+      return AutoRunLink::Leads::inside;
+    }
+    const std::size_t skip = link.reached == "/" ? 1 : link.reached.size() + 1;
+    const std::string stopped = walk(link.reached, link_budget_, [&](const Entry& entry) {
+      const std::string below = entry.path.substr(skip);
+      const std::string seen_as = relative + "/" + below;
+      if (entry.type == DT_DIR) {
+        return is_auto_run_name(seen_as) || is_auto_run_path(seen_as) ? Step::descend : Step::skip;
+      }
+      if (is_auto_run_path(seen_as) && stopped_.empty()) {
+        if (std::string content = content_of(entry.path); charge(entry.path, content)) {
+          link.holds[below] = std::move(content);
+        }
+      }
+      return Step::skip;
+    });
+    if (!stopped.empty() && stopped_.empty()) {
+      stopped_ = stopped;
+    }
+    return AutoRunLink::Leads::inside;
+  }
+
+  std::string folder_;
   std::size_t skip_;
-  std::map<std::string, std::string>& out_;
+  GitSnapshot& out_;
   std::set<std::string, std::less<>> listed_folders_;
   std::size_t files_ = 0;
   std::size_t bytes_ = 0;
+  std::size_t link_budget_ = kEntriesThroughLinks;
   std::string stopped_;
 };
+
+// The names tools look up at the top of a scanned folder, again on a budget of their own: a
+// padded folder does not hide them. Each first component of a listed path (".vscode" for
+// ".vscode/tasks.json"), whatever it is, and below it what tools read.
+void find_auto_run_at_top(const std::string& folder, GitSnapshot& out) {
+  std::set<std::string> firsts;
+  for (const auto& name : auto_run_names()) {
+    firsts.insert(std::string(name.path.substr(0, name.path.find('/'))));
+  }
+  AutoRunFinder finder(folder, out);
+  for (const auto& first : firsts) {
+    const std::string path = join(folder, first);
+    const auto info = stat_no_follow(path);
+    if (!info) {
+      continue;
+    }
+    const unsigned char type = S_ISDIR(info->st_mode)   ? DT_DIR
+                               : S_ISLNK(info->st_mode) ? DT_LNK
+                               : S_ISREG(info->st_mode) ? DT_REG
+                                                        : DT_UNKNOWN;
+    if (finder.visit(Entry{path, -1, first.c_str(), type}) != Step::descend) {
+      continue;
+    }
+    std::size_t budget = kFilesPerFolder;
+    const std::string stopped =
+        walk(path, budget, [&finder](const Entry& entry) { return finder.visit(entry); });
+    if (!stopped.empty()) {
+      out.incomplete.emplace(path, stopped);
+    }
+  }
+  if (!finder.stopped().empty()) {
+    out.incomplete.emplace(folder, finder.stopped());
+  }
+}
 
 // The scanned folders, after the git folders and each on its own budget: `.git` entries
 // (gitfiles with their content, links with their target) and repository-shaped folders, the
@@ -365,7 +472,7 @@ void scan_working_folders(const std::vector<std::string>& folders, const AuditLi
       out.repositories.insert(folder);
     }
     std::size_t budget = limits.entries_per_folder;
-    AutoRunFinder auto_run(folder, out.auto_run);
+    AutoRunFinder auto_run(folder, out);
     std::string stopped = walk(folder, budget, [&](const Entry& entry) {
       auto_run.visit(entry);
       if (std::strcmp(entry.name, "HEAD") == 0 && repository_shaped(entry.folder)) {
@@ -385,10 +492,7 @@ void scan_working_folders(const std::vector<std::string>& folders, const AuditLi
     if (!stopped.empty()) {
       out.incomplete[folder] = stopped;
     }
-    // The top's, again on a budget of their own: a padded folder does not hide them.
-    for (const auto& path : auto_run_paths(folder)) {
-      record_files(path.path, out.auto_run, out);
-    }
+    find_auto_run_at_top(folder, out);
   }
 }
 
@@ -497,18 +601,40 @@ GitSnapshot scan(const std::vector<std::string>& folders, const std::vector<std:
   return out;
 }
 
-// What could not be moved aside: said, listed for the exit summary, and made unreadable
-// (move_aside()) so that git fails there rather than obeys it.
+// What was done instead of moving it, for the warning and for the exit summary's list.
+struct FallbackWords {
+  std::string said;
+  std::string listed;
+};
+
+FallbackWords fallback_words(const MovedAside& moved) {
+  switch (moved.fallback) {
+    case Fallback::locked:
+      return {"it was made unreadable (mode 0)", "made unreadable"};
+    case Fallback::hard_link: {
+      const std::string names = std::to_string(moved.names);
+      return {"it is a hard link (its file has " + names +
+                  " names, one of them perhaps a file of yours), so it was NOT made unreadable: "
+                  "that would have taken the other names' file away too",
+              "a hard link, its file has " + names + " names: NOT made unreadable"};
+    }
+    case Fallback::none:
+    case Fallback::failed:
+      break;
+  }
+  return {"it could not be made unreadable", "NOT made unreadable"};
+}
+
+// What could not be moved aside: said, listed for the exit summary, and made unreadable where
+// that reaches nothing else (move_aside()) so that git fails there rather than obeys it.
 void could_not_move(const std::string& path, const std::string& why, const MovedAside& moved,
                     GitAudit& audit) {
   const std::string reason = std::strerror(moved.error);
+  const FallbackWords words = fallback_words(moved);
   say("WARNING: the command " + why + ": " + path + ", which git would obey, could not be " +
-      "moved aside (" + reason + ")" +
-      (moved.locked ? "; it was made unreadable (mode 0)" : "; it could not be made unreadable") +
-      ". Do not run git, an editor or a shell in " + fs::path(path).parent_path().string() +
-      " until you have removed it");
-  audit.unmoved.push_back(path + " (" + reason +
-                          (moved.locked ? "; made unreadable)" : "; NOT made unreadable)"));
+      "moved aside (" + reason + "); " + words.said + ". Do not run git, an editor or a shell in " +
+      fs::path(path).parent_path().string() + " until you have removed it");
+  audit.unmoved.push_back(path + " (" + reason + "; " + words.listed + ")");
 }
 
 // Moves `path` aside and says why; appends what was done to the audit.
@@ -571,9 +697,10 @@ std::string new_state_folder(const std::string& path,
   return {};
 }
 
-bool top_of(const std::string& path, const std::vector<std::string>& git_dirs) {
+// `path` is an entry at the top of one of `folders`.
+bool top_of(const std::string& path, const std::vector<std::string>& folders) {
   const std::string parent = fs::path(path).parent_path().string();
-  return std::find(git_dirs.begin(), git_dirs.end(), parent) != git_dirs.end();
+  return std::find(folders.begin(), folders.end(), parent) != folders.end();
 }
 
 // Index entries that git status and git diff stopped looking at during the run: named, with the
@@ -596,26 +723,99 @@ void report_hidden(const GitSnapshot& before, const GitSnapshot& after, GitAudit
   }
 }
 
-// The files tools run or trust at any depth of the working folders, new, changed or removed:
-// named for the user to review, not moved (they may be the work asked for).
-void report_auto_run(const GitSnapshot& before, const GitSnapshot& after, GitAudit& audit) {
+// For the summary: where a link at a name tools look up leads, and what they find there.
+std::string where_it_leads(const AutoRunLink& link) {
+  switch (link.leads) {
+    case AutoRunLink::Leads::outside:
+      return "leads out of the working folder: not read";
+    case AutoRunLink::Leads::nowhere:
+      return "leads nowhere yet";
+    case AutoRunLink::Leads::through_link:
+      return "leads through another link: not followed";
+    case AutoRunLink::Leads::inside:
+      break;
+  }
+  if (link.holds.contains("")) {
+    return "leads to " + link.reached;
+  }
+  if (link.holds.empty()) {
+    return "leads to " + link.reached + ", which holds none of the files tools read";
+  }
+  constexpr std::size_t kNamed = 4;
+  std::string names;
+  std::size_t named = 0;
+  for (const auto& [below, content] : link.holds) {
+    if (named++ == kNamed) {
+      names += " and " + std::to_string(link.holds.size() - kNamed) + " more";
+      break;
+    }
+    names += (names.empty() ? "" : ", ") + below;
+  }
+  return "leads to " + link.reached + ", which holds " + names;
+}
+
+// The links at names tools look up, new or changed (pointed elsewhere, or what they lead to
+// changed) or removed. One made or pointed elsewhere at the top of a working folder, where the
+// tools look first and follow it, is said at once and listed first.
+void report_auto_run_links(const GitSnapshot& before, const GitSnapshot& after,
+                           const std::vector<std::string>& folders, std::vector<std::string>& top,
+                           std::vector<std::string>& lines) {
+  for (const auto& [path, link] : after.auto_run_links) {
+    const auto old = before.auto_run_links.find(path);
+    const bool made = old == before.auto_run_links.end();
+    if (!made && old->second == link) {
+      continue;
+    }
+    const std::string where = where_it_leads(link);
+    const std::string what = made ? "new link" : "changed link";
+    if ((made || old->second.target != link.target) && top_of(path, folders)) {
+      say("WARNING: the command made " + path + " a symbolic link to " + link.target + " (" +
+          where +
+          "): editors, shells and agents that look there follow it. Remove it before you "
+          "open or enter " +
+          fs::path(path).parent_path().string() + " with them");
+      top.push_back(path + " -> " + link.target + " (" + what +
+                    " AT THE TOP, which the tools follow; " + where + ")");
+      continue;
+    }
+    lines.push_back(path + " -> " + link.target + " (" + what + "; " + where + ")");
+  }
+  for (const auto& [path, link] : before.auto_run_links) {
+    if (!after.auto_run_links.contains(path) && !after.auto_run.contains(path)) {
+      lines.push_back(path + " -> " + link.target + " (removed link)");
+    }
+  }
+}
+
+// The files tools run or trust at any depth of the working folders, new, changed or removed, and
+// the links at their names: named for the user to review, not moved (they may be the work
+// asked for).
+void report_auto_run(const GitSnapshot& before, const GitSnapshot& after,
+                     const std::vector<std::string>& folders, GitAudit& audit) {
+  std::vector<std::string> top;
+  std::vector<std::string> lines;
   for (const auto& [path, content] : after.auto_run) {
     const auto old = before.auto_run.find(path);
     const char* what = old == before.auto_run.end() ? "new"
                        : old->second != content     ? "changed"
                                                     : nullptr;
     if (what != nullptr) {
-      audit.auto_run.push_back(path + " (" + what + ")");
+      lines.push_back(path + " (" + what + ")");
     }
   }
   for (const auto& [path, content] : before.auto_run) {
-    if (!after.auto_run.contains(path)) {
-      audit.auto_run.push_back(path + " (removed)");
+    if (!after.auto_run.contains(path) && !after.auto_run_links.contains(path)) {
+      lines.push_back(path + " (removed)");
     }
   }
+  report_auto_run_links(before, after, folders, top, lines);
+  std::sort(lines.begin(), lines.end());
+  audit.auto_run = std::move(top);
+  audit.auto_run.insert(audit.auto_run.end(), lines.begin(), lines.end());
   if (!audit.auto_run.empty()) {
-    say("WARNING: the command wrote files that editors, shells, package managers and agents run "
-        "or trust when you open or enter their folders (review them first): " +
+    say("WARNING: the command wrote files (or links to them) that editors, shells, package "
+        "managers and agents run or trust when you open or enter their folders (review them "
+        "first): " +
         [&audit] {
           std::string list;
           for (const auto& line : audit.auto_run) {
@@ -776,7 +976,7 @@ GitAudit quarantine_new_git_entries(const GitSnapshot& before,
     }
   }
   report_hidden(before, after, audit);
-  report_auto_run(before, after, audit);
+  report_auto_run(before, after, folders, audit);
   judge_incomplete(before, after, git_dirs, audit);
   return audit;
 }

@@ -24,7 +24,9 @@
 // And it reports, without moving them: index entries that became skip-worktree or
 // assume-unchanged (git status and git diff no longer show their changes), and the files that
 // tools run or trust (auto_run_files.hpp: .envrc, .vscode/tasks.json, .cargo/config.toml, ...),
-// at any depth of the working folders, that are new or changed.
+// at any depth of the working folders, that are new or changed, whatever their type: a link at
+// one of their names (or at a folder on the way, `sub/.vscode -> ../assets`) with where it leads
+// and the files tools would read there; a new one at the top of a working folder loudly.
 //
 // What is moved goes beside it under a name drawn after the run (move_aside.hpp); what cannot
 // be moved is made unreadable and listed in GitAudit::unmoved. A new worktrees/ entry that the
@@ -55,6 +57,25 @@ struct AuditLimits {
   std::size_t entries_per_folder = 4'000'000;
 };
 
+// A symbolic link at a name tools look up (auto_run_files.hpp: `sub/.vscode -> ../assets`), and
+// what a tool finds through it. Read only inside the scanned folder it is in, and never through
+// a further link.
+struct AutoRunLink {
+  enum class Leads : unsigned char {
+    inside,        // into the scanned folder: `reached`, and what it holds
+    outside,       // out of the scanned folder: not read
+    nowhere,       // to nothing (yet)
+    through_link,  // to or through another link: not followed
+  };
+  std::string target;  // as the link says it
+  Leads leads = Leads::nowhere;
+  std::string reached;  // where it leads, absolute and normal
+  // The files tools read there, by their path below the link ("" for the target itself when it
+  // is a file): path -> content.
+  std::map<std::string, std::string> holds;
+  bool operator==(const AutoRunLink&) const = default;
+};
+
 // What is checked again after the run.
 struct GitSnapshot {
   std::set<std::string> dot_gits;               // every `.git` entry in the scanned folders
@@ -74,6 +95,8 @@ struct GitSnapshot {
   std::set<std::string> hidden_index_entries;
   // Files tools run or trust in the working folders: path -> content.
   std::map<std::string, std::string> auto_run;
+  // Links at the names tools look up in the working folders: path -> where they lead.
+  std::map<std::string, AutoRunLink> auto_run_links;
   // The scans that stopped short: the folder scanned -> where it stopped.
   std::map<std::string, std::string> incomplete;
   bool complete() const { return incomplete.empty(); }

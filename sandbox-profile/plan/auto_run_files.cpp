@@ -91,6 +91,20 @@ bool matches(std::string_view relative, bool folder) {
   return false;
 }
 
+// `relative` ends with a folder on the way to a listed path: ".vscode" for ".vscode/tasks.json",
+// ".config" for ".config/mise".
+bool on_the_way(std::string_view relative) {
+  for (const auto& name : kNames) {
+    for (auto slash = name.path.find('/'); slash != std::string_view::npos;
+         slash = name.path.find('/', slash + 1)) {
+      if (ends_with_component(relative, name.path.substr(0, slash))) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::span<const AutoRunName> auto_run_names() { return kNames; }
@@ -98,5 +112,22 @@ std::span<const AutoRunName> auto_run_names() { return kNames; }
 bool is_auto_run_file(std::string_view relative) { return matches(relative, false); }
 
 bool is_auto_run_folder(std::string_view relative) { return matches(relative, true); }
+
+bool is_auto_run_name(std::string_view relative) {
+  return matches(relative, false) || matches(relative, true) || on_the_way(relative);
+}
+
+bool is_auto_run_path(std::string_view relative) {
+  if (is_auto_run_file(relative)) {
+    return true;
+  }
+  for (auto slash = relative.find('/'); slash != std::string_view::npos;
+       slash = relative.find('/', slash + 1)) {
+    if (is_auto_run_folder(relative.substr(0, slash))) {
+      return true;
+    }
+  }
+  return false;
+}
 
 }  // namespace sandgate::sandbox

@@ -12,7 +12,9 @@
 //     removed, it is named in the exit summary. Most of these tools read them below the top too:
 //     direnv's `.envrc` in every folder the user enters, cargo's `.cargo/config.toml` in every
 //     folder above a crate, npm's `.npmrc` in each package's folder, mise's files in every
-//     folder above, an agent's instructions in the folder it works in.
+//     folder above, an agent's instructions in the folder it works in. A symbolic link at one of
+//     these names (or at a folder on the way to one, `.vscode`) is named with where it leads
+//     and which of these files it finds there.
 // Pure; thread-safe.
 #pragma once
 
@@ -39,5 +41,15 @@ bool is_auto_run_file(std::string_view relative);
 // `relative`: a folder's path below a working folder. True when it ends with a listed folder's
 // path ("packages/web/.idea"): every file below it is judged.
 bool is_auto_run_folder(std::string_view relative);
+
+// `relative`: an entry's path below a working folder. True when a tool looks it up by that name:
+// a listed file or folder, or a folder on the way to a listed file (".vscode" for
+// ".vscode/tasks.json", ".cargo", ".config", ".github"). A symbolic link there leads the tool
+// wherever it points (`sub/.vscode -> ../assets`: assets/tasks.json runs on folder open).
+bool is_auto_run_name(std::string_view relative);
+
+// `relative`: a file's path below a working folder. True when a tool reads it: a listed file, or
+// any file below a listed folder, at whatever depth (".claude/commands/x.md").
+bool is_auto_run_path(std::string_view relative);
 
 }  // namespace sandgate::sandbox

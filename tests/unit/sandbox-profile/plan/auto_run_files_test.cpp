@@ -59,6 +59,32 @@ TEST(AutoRunFiles, ListedFoldersAreFoundAtAnyDepth) {
   }
 }
 
+// Second review: a link at a listed folder's name, or at a folder on the way to a listed file,
+// leads the tool elsewhere (`sub/.vscode -> ../assets`): those names are looked up too.
+TEST(AutoRunFiles, NamesToolsLookUpIncludeTheFoldersOnTheWay) {
+  for (const char* path : {".vscode", "sub1/.vscode", ".claude", "sub2/.claude", ".devcontainer",
+                           "sub3/.devcontainer", ".cargo", ".github", ".config", "a/.config/mise",
+                           ".envrc", ".vscode/tasks.json", ".github/instructions"}) {
+    EXPECT_TRUE(is_auto_run_name(path)) << path;
+  }
+  for (const char* path : {"vscode", "assets", "x.vscode", ".vscode/notes.md", "docs/x",
+                           ".cargo/credentials.toml", "config", ".github/workflows"}) {
+    EXPECT_FALSE(is_auto_run_name(path)) << path;
+  }
+}
+
+TEST(AutoRunFiles, FilesBelowAListedFolderAreReadAtAnyDepth) {
+  for (const char* path :
+       {".claude/commands/x.md", "sub/.config/mise/config.toml", ".vscode/tasks.json",
+        "a/.idea/b/c.xml", ".devcontainer/devcontainer.json"}) {
+    EXPECT_TRUE(is_auto_run_path(path)) << path;
+  }
+  for (const char* path :
+       {".vscode/notes.md", "claude/x", ".config/git/config", "src/main.cpp", ".claude"}) {
+    EXPECT_FALSE(is_auto_run_path(path)) << path;
+  }
+}
+
 // At the top, every name but the one the work writes as often as not is protected.
 TEST(AutoRunFiles, TheTopsAreProtectedButPythonVersion) {
   const auto paths = auto_run_paths("/w");
