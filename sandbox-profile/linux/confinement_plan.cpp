@@ -323,26 +323,6 @@ std::vector<ProtectedPath> nested_git_paths(const std::vector<std::string>& git_
   return out;
 }
 
-// The sandbox's per-user kernel limits, from the caller's (/proc/sys/user/*): no namespaces
-// (the system-call filter refuses them too), and a quarter of each other limit (inotify instances
-// and watches, fanotify groups and marks), so that the user's own programs and other runs keep the
-// rest. Limits this kernel does not have are left out.
-std::vector<std::pair<std::string, long>> sandbox_user_limits() {
-  std::vector<std::pair<std::string, long>> limits;
-  std::error_code ec;
-  for (fs::directory_iterator it("/proc/sys/user", ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    long value = 0;
-    if (!(std::ifstream(it->path()) >> value)) {
-      continue;
-    }
-    const bool namespaces = name.starts_with("max_") && name.ends_with("_namespaces");
-    limits.emplace_back(name, namespaces ? 0 : std::max(1L, value / 4));
-  }
-  std::sort(limits.begin(), limits.end());
-  return limits;
-}
-
 // "32 inotify instances, 16384 inotify watches": the limits that are not namespaces'.
 std::string describe_user_limits(const std::vector<std::pair<std::string, long>>& limits) {
   std::string text;

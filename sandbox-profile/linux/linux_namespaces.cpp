@@ -18,6 +18,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "sandbox-profile/linux/landlock.hpp"
@@ -124,6 +126,63 @@ const UserRlimit kUserRlimits[4] = {
     {RLIMIT_MEMLOCK, "RLIMIT_MEMLOCK", RLIM_INFINITY},
     {RLIMIT_NPROC, "RLIMIT_NPROC", 4096},
 };
+
+namespace {
+
+// The files under /proc/sys that show the initial user namespace's value of a /proc/sys/user
+// limit, whatever namespace reads them (the kernel points both at init_user_ns.ucount_max).
+constexpr std::pair<const char*, const char*> kTopLevelUserLimits[] = {
+    {"max_inotify_instances", "fs/inotify/max_user_instances"},
+    {"max_inotify_watches", "fs/inotify/max_user_watches"},
+    {"max_fanotify_groups", "fs/fanotify/max_user_groups"},
+    {"max_fanotify_marks", "fs/fanotify/max_user_marks"},
+};
+
+// The number a /proc/sys file holds, if it holds one.
+std::optional<long> read_number(const std::filesystem::path& path) {
+  long value = 0;
+  if (!(std::ifstream(path) >> value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// The caller's limit `name` (a /proc/sys/user file): the smaller of its own level's value and
+// the top level's, where the kernel shows that.
+std::optional<long> callers_user_limit(const std::filesystem::path& proc_sys,
+                                       const std::string& name) {
+  std::optional<long> limit = read_number(proc_sys / "user" / name);
+  if (!limit) {
+    return std::nullopt;
+  }
+  for (const auto& [user_name, top_level] : kTopLevelUserLimits) {
+    if (name == user_name) {
+      if (const auto top = read_number(proc_sys / top_level); top && *top >= 0) {
+        limit = std::min(*limit, *top);
+      }
+    }
+  }
+  return limit;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, long>> sandbox_user_limits(const std::string& proc_sys) {
+  std::vector<std::pair<std::string, long>> limits;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(std::filesystem::path(proc_sys) / "user", ec), end;
+       !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const auto limit = callers_user_limit(proc_sys, name);
+    if (!limit) {
+      continue;
+    }
+    const bool namespaces = name.starts_with("max_") && name.ends_with("_namespaces");
+    limits.emplace_back(name, namespaces ? 0 : std::max(1L, *limit / 4));
+  }
+  std::sort(limits.begin(), limits.end());
+  return limits;
+}
 
 rlim_t command_share(rlim_t user, rlim_t ceiling) {
   if (user == RLIM_INFINITY) {

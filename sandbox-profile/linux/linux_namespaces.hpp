@@ -85,6 +85,19 @@ extern const UserRlimit kUserRlimits[4];
 // a quarter, like the /proc/sys/user limits, at least 1, at most `ceiling`; no limit without one.
 rlim_t command_share(rlim_t user, rlim_t ceiling);
 
+// The sandbox's per-user kernel limits (NamespacePlan::user_limits), from the caller's, as read
+// under `proc_sys` (/proc/sys; a test gives a folder of its own): no namespaces (the
+// system-call filter refuses them too), and a quarter of each other limit (inotify instances
+// and watches, fanotify groups and marks), so that the user's own programs and other runs keep
+// the rest. The caller's limit is the smaller of its user namespace's (user/max_*) and the
+// top level's (fs/inotify/max_user_*, fs/fanotify/max_user_*, which every namespace shows as
+// the initial one's): `run` started inside a user namespace (rootless podman, toolbox, a CI
+// runner) reads its own level as INT_MAX, while the kernel still charges the top level's
+// limit. (A level in between, which no file shows, may be lower still.) Limits this kernel does
+// not have are left out.
+std::vector<std::pair<std::string, long>> sandbox_user_limits(
+    const std::string& proc_sys = "/proc/sys");
+
 // In the cloned child, after enter_namespaces and the last mount: the Landlock write
 // allow-list of the plan (and the second mounts of protected paths found in this view carved
 // out of it). Reports what it did; the error says why it could not.

@@ -133,6 +133,76 @@ constexpr const char* kMoreCredentialFiles[] = {
     "/.sentryclirc",
     "/.config/helm/repositories.yaml",
     "/.config/sops/age/keys.txt",
+    // Container and package registries: podman's, buildah's and skopeo's logins, Helm's OCI
+    // logins, Bundler's, pip's and conda's (an index or channel URL holds its token), NuGet's,
+    // sbt's and Ivy's.
+    "/.config/containers/auth.json",
+    "/.config/helm/registry/config.json",
+    "/.bundle/config",
+    "/.config/pip/pip.conf",
+    "/.pip/pip.conf",
+    "/.condarc",
+    "/.conda/.condarc",
+    "/.config/conda/.condarc",
+    "/.config/conda/condarc",
+    "/.nuget/NuGet/NuGet.Config",
+    "/.sbt/credentials",
+    "/.ivy2/.credentials",
+    // Mercurial ([auth] passwords), MinIO's client, s3fs.
+    "/.hgrc",
+    "/.config/hg/hgrc",
+    "/.mc/config.json",
+    "/.passwd-s3fs",
+    // Platforms' CLIs: Stripe, Hetzner Cloud, Railway, Talos, CircleCI, ngrok's older place,
+    // WakaTime.
+    "/.config/stripe/config.toml",
+    "/.config/hcloud/cli.toml",
+    "/.railway/config.json",
+    "/.talos/config",
+    "/.circleci/cli.yml",
+    "/.ngrok2/ngrok.yml",
+    "/.wakatime.cfg",
+    // Agents and their keys: opencode, goose (without a keyring), llm, aider, a home .env, and
+    // Claude Code's ~/.claude.json (a Console sign-in's key, primaryApiKey, and the user's MCP
+    // servers with their tokens; with CLAUDE_CONFIG_DIR Claude Code keeps its own copy there).
+    "/.local/share/opencode/auth.json",
+    "/.config/goose/secrets.yaml",
+    "/.config/io.datasette.llm/keys.json",
+    "/.aider.conf.yml",
+    "/.env",
+    "/.claude.json",
+    // Histories: the tokens pasted on command lines and into REPLs.
+    "/.bash_history",
+    "/.zsh_history",
+    "/.zhistory",
+    "/.local/share/fish/fish_history",
+    "/.psql_history",
+    "/.mysql_history",
+    "/.python_history",
+    "/.node_repl_history",
+    "/.sqlite_history",
+    "/.rediscli_history",
+    "/.dbshell",
+    "/.mongodb/mongosh/mongosh_repl_history",
+    "/.ipython/profile_default/history.sqlite",
+};
+
+// More folders that hold nothing but credentials or histories: svn's cached passwords,
+// cloudflared's account certificate and tunnels' secrets, atuin's key and history, and
+// sandgate's own run logs (the hosts, questions and sentinels of every run).
+constexpr const char* kMoreCredentialFolders[] = {
+    "/.subversion/auth",
+    "/.cloudflared",
+    "/.local/share/atuin",
+    "/.local/state/sandgate/runs",
+};
+
+// Where the XDG variables move a place in the home: a store under ~/.config, ~/.local/share or
+// ~/.local/state is under $XDG_CONFIG_HOME, $XDG_DATA_HOME or $XDG_STATE_HOME when they are set.
+constexpr std::pair<const char*, const char*> kXdgFolders[] = {
+    {"/.config/", "XDG_CONFIG_HOME"},
+    {"/.local/share/", "XDG_DATA_HOME"},
+    {"/.local/state/", "XDG_STATE_HOME"},
 };
 
 // Variables that move one of those tools' folders, and the credential file in it.
@@ -141,13 +211,35 @@ constexpr std::pair<const char*, const char*> kFilesInVariableFolders[] = {
     {"GLAB_CONFIG_DIR", "/config.yml"},    {"GRADLE_USER_HOME", "/gradle.properties"},
     {"COMPOSER_HOME", "/auth.json"},       {"PULUMI_HOME", "/credentials.json"},
     {"KAGGLE_CONFIG_DIR", "/kaggle.json"}, {"FLY_CONFIG_DIR", "/config.yml"},
+    {"BUNDLE_USER_HOME", "/config"},       {"WAKATIME_HOME", "/.wakatime.cfg"},
+    {"LLM_USER_PATH", "/keys.json"},
 };
 
 // Variables that name a credential file itself.
 constexpr const char* kFileVariables[] = {
-    "S3CMD_CONFIG",        "BOTO_CONFIG",           "DATABRICKS_CONFIG_FILE",
-    "OCI_CLI_CONFIG_FILE", "RCLONE_CONFIG",         "PGPASSFILE",
-    "SOPS_AGE_KEY_FILE",   "OS_CLIENT_CONFIG_FILE", "HELM_REPOSITORY_CONFIG",
+    "S3CMD_CONFIG",
+    "BOTO_CONFIG",
+    "DATABRICKS_CONFIG_FILE",
+    "OCI_CLI_CONFIG_FILE",
+    "RCLONE_CONFIG",
+    "PGPASSFILE",
+    "SOPS_AGE_KEY_FILE",
+    "OS_CLIENT_CONFIG_FILE",
+    "HELM_REPOSITORY_CONFIG",
+    "REGISTRY_AUTH_FILE",
+    "HELM_REGISTRY_CONFIG",
+    "BUNDLE_USER_CONFIG",
+    "PIP_CONFIG_FILE",
+    "CONDARC",
+    "HCLOUD_CONFIG",
+    "TALOSCONFIG",
+    "HISTFILE",
+    "PSQL_HISTORY",
+    "MYSQL_HISTFILE",
+    "NODE_REPL_HISTORY",
+    "PYTHON_HISTORY",
+    "SQLITE_HISTORY",
+    "REDISCLI_HISTFILE",
 };
 
 }  // namespace
@@ -196,44 +288,61 @@ CredentialStores credential_stores(const std::vector<std::string>& homes,
     }
     return out;
   };
-  for (const auto& h : homes) {
-    for (const char* name : {"/.aws",
-                             "/.config/gcloud",
-                             "/.azure",
-                             "/.kube",
-                             "/.minikube",
-                             "/.gnupg/private-keys-v1.d",
-                             "/.password-store",
-                             "/.local/share/keyrings",
-                             "/.mozilla",
-                             "/.config/google-chrome",
-                             "/.config/google-chrome-beta",
-                             "/.config/chromium",
-                             "/.config/BraveSoftware",
-                             "/.config/microsoft-edge",
-                             "/.config/vivaldi",
-                             "/snap/firefox",
-                             "/snap/chromium",
-                             "/.var/app/org.mozilla.firefox",
-                             "/.var/app/com.google.Chrome",
-                             "/.var/app/org.chromium.Chromium",
-                             "/.var/app/com.brave.Browser",
-                             "/.oci",
-                             "/.config/Bitwarden CLI"}) {
-      folder(h + name);
+  // A place in the home, in each home, and where an XDG variable moves it.
+  const auto in_homes = [&](const char* relative, const auto& add) {
+    for (const auto& h : homes) {
+      add(h + relative);
     }
-    for (const char* name :
-         {"/.netrc", "/.git-credentials", "/.config/git/credentials", "/.docker/config.json",
-          "/.config/gh/hosts.yml", "/.npmrc", "/.pypirc", "/.pgpass", "/.gnupg/secring.gpg",
-          "/.vault-token", "/.cargo/credentials", "/.cargo/credentials.toml", "/.terraformrc",
-          "/.terraform.d/credentials.tfrc.json", "/.config/rclone/rclone.conf",
-          "/.cache/huggingface/token", "/.huggingface/token", "/.claude/.credentials.json"}) {
-      file(h + name);
+    const std::string_view place(relative);
+    for (const auto& [prefix, name] : kXdgFolders) {
+      if (place.starts_with(prefix)) {
+        if (const std::string moved = from(name); !moved.empty()) {
+          add(moved + "/" + std::string(place.substr(std::string_view(prefix).size())));
+        }
+      }
     }
-    for (const char* name : kMoreCredentialFiles) {
-      file(h + name);
-    }
-    if (macos) {
+  };
+  for (const char* name : {"/.aws",
+                           "/.config/gcloud",
+                           "/.azure",
+                           "/.kube",
+                           "/.minikube",
+                           "/.gnupg/private-keys-v1.d",
+                           "/.password-store",
+                           "/.local/share/keyrings",
+                           "/.mozilla",
+                           "/.config/google-chrome",
+                           "/.config/google-chrome-beta",
+                           "/.config/chromium",
+                           "/.config/BraveSoftware",
+                           "/.config/microsoft-edge",
+                           "/.config/vivaldi",
+                           "/snap/firefox",
+                           "/snap/chromium",
+                           "/.var/app/org.mozilla.firefox",
+                           "/.var/app/com.google.Chrome",
+                           "/.var/app/org.chromium.Chromium",
+                           "/.var/app/com.brave.Browser",
+                           "/.oci",
+                           "/.config/Bitwarden CLI"}) {
+    in_homes(name, folder);
+  }
+  for (const char* name : kMoreCredentialFolders) {
+    in_homes(name, folder);
+  }
+  for (const char* name :
+       {"/.netrc", "/.git-credentials", "/.config/git/credentials", "/.docker/config.json",
+        "/.config/gh/hosts.yml", "/.npmrc", "/.pypirc", "/.pgpass", "/.gnupg/secring.gpg",
+        "/.vault-token", "/.cargo/credentials", "/.cargo/credentials.toml", "/.terraformrc",
+        "/.terraform.d/credentials.tfrc.json", "/.config/rclone/rclone.conf",
+        "/.cache/huggingface/token", "/.huggingface/token", "/.claude/.credentials.json"}) {
+    in_homes(name, file);
+  }
+  for (const char* name : kMoreCredentialFiles) {
+    in_homes(name, file);
+  }
+  if (macos) {
+    for (const auto& h : homes) {
       for (const char* name :
            {"/Library/Keychains", "/Library/Cookies", "/Library/Application Support/Google/Chrome",
             "/Library/Application Support/Chromium", "/Library/Application Support/Firefox",
@@ -245,12 +354,6 @@ CredentialStores credential_stores(const std::vector<std::string>& homes,
     }
   }
   // Where the tools' variables move them.
-  if (const std::string config = from("XDG_CONFIG_HOME"); !config.empty()) {
-    file(config + "/git/credentials");
-    file(config + "/gh/hosts.yml");
-    file(config + "/rclone/rclone.conf");
-    folder(config + "/gcloud");
-  }
   file(from("NPM_CONFIG_USERCONFIG"));
   file(from("GOOGLE_APPLICATION_CREDENTIALS"));
   file(from("HF_TOKEN_PATH"));

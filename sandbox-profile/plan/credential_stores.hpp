@@ -5,7 +5,9 @@
 //     ~/.config/gcloud, ~/.azure, ~/.kube, ~/.minikube, ~/.gnupg/private-keys-v1.d,
 //     ~/.password-store, ~/.local/share/keyrings, the browsers' profiles (Firefox, Chrome and
 //     its beta, Chromium, Brave, Edge, Vivaldi, their snap and flatpak installs; on macOS also
-//     ~/Library/Keychains and ~/Library/Cookies), ~/.oci, Bitwarden's CLI folder;
+//     ~/Library/Keychains and ~/Library/Cookies), ~/.oci, Bitwarden's CLI folder, svn's
+//     ~/.subversion/auth, ~/.cloudflared, atuin's ~/.local/share/atuin, and sandgate's own run
+//     logs (~/.local/state/sandgate/runs);
 //   - single files in folders that must stay readable: ~/.netrc, ~/.git-credentials,
 //     git's and gh's credentials under ~/.config (or $XDG_CONFIG_HOME), ~/.docker/config.json,
 //     ~/.npmrc, ~/.pypirc, ~/.pgpass, ~/.gnupg/secring.gpg, ~/.vault-token,
@@ -15,7 +17,12 @@
 //     (settings.xml and settings-security.xml), Gradle (gradle.properties), Composer, Poetry,
 //     Yarn (.yarnrc.yml), s3cmd (~/.s3cfg), boto, MySQL (~/.my.cnf, ~/.mylogin.cnf), Databricks,
 //     Snowflake, doctl, flyctl, Pulumi, OpenStack, Linode, Wrangler, Vercel, Netlify, Firebase,
-//     Supabase, ngrok, Kaggle, Sentry, Helm's repositories and sops's age keys
+//     Supabase, ngrok, Kaggle, Sentry, Helm's repositories and sops's age keys; registries'
+//     logins and index settings (podman's auth.json, Helm's OCI logins, Bundler, pip.conf,
+//     .condarc, NuGet, sbt, Ivy), Mercurial, MinIO's client, s3fs, Stripe, Hetzner Cloud,
+//     Railway, Talos, CircleCI, WakaTime; agents' keys (opencode, goose, llm, aider, a home
+//     .env, ~/.claude.json); and the histories of shells and REPLs (bash, zsh, fish, psql,
+//     mysql, python, node, sqlite, redis-cli, mongo, IPython), which hold pasted tokens
 //     (kMoreCredentialFiles in the .cpp);
 //   - ~/.ssh, but for what ssh reads that holds no secret (an allow-list): known_hosts*,
 //     config, config.d, authorized_keys*, *.pub. The private keys stay hidden; the SSH agent
@@ -27,7 +34,15 @@
 //     GOOGLE_APPLICATION_CREDENTIALS, HF_TOKEN_PATH, CODEX_HOME, CLAUDE_CONFIG_DIR,
 //     GLAB_CONFIG_DIR, GRADLE_USER_HOME, COMPOSER_HOME, PULUMI_HOME, KAGGLE_CONFIG_DIR,
 //     FLY_CONFIG_DIR, S3CMD_CONFIG, BOTO_CONFIG, DATABRICKS_CONFIG_FILE, OCI_CLI_CONFIG_FILE,
-//     RCLONE_CONFIG, PGPASSFILE, SOPS_AGE_KEY_FILE, OS_CLIENT_CONFIG_FILE, HELM_REPOSITORY_CONFIG.
+//     RCLONE_CONFIG, PGPASSFILE, SOPS_AGE_KEY_FILE, OS_CLIENT_CONFIG_FILE, HELM_REPOSITORY_CONFIG,
+//     REGISTRY_AUTH_FILE, HELM_REGISTRY_CONFIG, BUNDLE_USER_CONFIG, BUNDLE_USER_HOME,
+//     PIP_CONFIG_FILE, CONDARC, HCLOUD_CONFIG, TALOSCONFIG, WAKATIME_HOME, LLM_USER_PATH, the
+//     histories' HISTFILE, PSQL_HISTORY, MYSQL_HISTFILE, NODE_REPL_HISTORY, PYTHON_HISTORY,
+//     SQLITE_HISTORY, REDISCLI_HISTFILE; and XDG_CONFIG_HOME, XDG_DATA_HOME and XDG_STATE_HOME
+//     for every store under ~/.config, ~/.local/share and ~/.local/state.
+// A file that may hold a credential is hidden whole, whatever it holds now (pip.conf, .condarc
+// and .hgrc also hold settings): judging by content would be a deny-list of the ways to write
+// a token, and --allow-read gives one back.
 // The ~/.ssh allow-list takes only regular files (config.d: a folder), never a link, and no
 // `*.pub` that holds a private key. Best effort: a store not listed here, or a secret in an
 // environment variable, is the command's to read.

@@ -2462,8 +2462,13 @@ TEST_F(RunTest, SocketsAreBoundOnlyInThePrivateFoldersUnlessAsked) {
 // 9: inotify instances are counted per user across namespaces: the command gets a quarter of the
 // user's, and no namespaces, so the user's editors and other runs keep the rest.
 TEST_F(RunTest, PerUserKernelLimitsAreCappedInside) {
+  // The user's limit: the smaller of this user namespace's and the top level's (this test may
+  // itself run in a user namespace, as scripts/offline.sh makes for an ordinary user).
   long host_instances = 0;
+  long top_level_instances = 0;
   std::ifstream("/proc/sys/user/max_inotify_instances") >> host_instances;
+  std::ifstream("/proc/sys/fs/inotify/max_user_instances") >> top_level_instances;
+  host_instances = std::min(host_instances, top_level_instances);
   ASSERT_GT(host_instances, 0);
   write_script(work_ + "/inotify.py", R"(import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
@@ -2487,6 +2492,46 @@ print('userns=' + open('/proc/sys/user/max_user_namespaces').read().strip())
   EXPECT_LE(number("instances"), host_instances / 4) << describe(o);
   EXPECT_NE(o.out.find("errno=24"), std::string::npos) << describe(o);
   EXPECT_EQ(number("userns"), 0) << describe(o);
+}
+
+// Third review, finding 3: `run` started inside a user namespace (rootless podman, toolbox, a CI
+// runner) reads that namespace's /proc/sys/user as INT_MAX, while the kernel still charges the
+// top level's limit for the user: the command's cap is a quarter of the top level's, and it
+// cannot take every inotify instance the user has.
+TEST_F(RunTest, InsideANestedUserNamespaceTheCapsAreAQuarterOfTheTopLevels) {
+  long top_level = 0;
+  std::ifstream("/proc/sys/fs/inotify/max_user_instances") >> top_level;
+  ASSERT_GT(top_level, 0);
+  const auto nested =
+      shell("unshare --user --map-root-user cat /proc/sys/user/max_inotify_instances");
+  if (nested.first != 0) {
+    GTEST_SKIP() << "cannot make a user namespace here: " << nested.second;
+  }
+  ASSERT_GT(std::atol(nested.second.c_str()), top_level) << "the nested namespace's own limit";
+  write_script(work_ + "/inotify.py", R"(import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+count = 0
+while libc.inotify_init1(0) >= 0:
+    count += 1
+    if count > 1000000:
+        break
+print('instances=%d errno=%d' % (count, ctypes.get_errno()))
+print('limit=' + open('/proc/sys/user/max_inotify_instances').read().strip())
+)");
+  std::vector<std::string> argv = {"/usr/bin/unshare", "--user", "--map-root-user"};
+  for (auto& arg : run_argv({"--", "/usr/bin/python3", work_ + "/inotify.py"})) {
+    argv.push_back(std::move(arg));
+  }
+  Process process(argv, environment(), root_ + "/run-nested", work_);
+  auto o = process.wait(60s);
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  const auto number = [&o](const std::string& key) -> long {
+    const auto at = o.out.find(key + "=");
+    return at == std::string::npos ? -1 : std::atol(o.out.c_str() + at + key.size() + 1);
+  };
+  EXPECT_EQ(number("limit"), std::max(1L, top_level / 4)) << describe(o);
+  EXPECT_LE(number("instances"), top_level / 4) << describe(o);
+  EXPECT_NE(o.out.find("errno=24"), std::string::npos) << describe(o);
 }
 
 // Issue 40 (per-user kernel resources): pending signals, POSIX message queue bytes and shared
@@ -3091,6 +3136,57 @@ TEST_F(RunTest, AgentsAndOtherToolsLoginsAreHidden) {
   EXPECT_NE(o.out.find("read .config/doctl/config.yaml"), std::string::npos) << describe(o);
   EXPECT_EQ(o.out.find("REAL-SECRET"), std::string::npos) << describe(o);
   EXPECT_NE(o.out.find("model = \"kept\""), std::string::npos) << describe(o);
+}
+
+// Third review, finding 4: registries' logins, platforms' CLIs, agents' keys, shell and REPL
+// histories and sandgate's own run logs, read for real from inside; the settings beside them
+// stay readable.
+TEST_F(RunTest, RegistriesPlatformsAgentsAndHistoriesAreHidden) {
+  const std::vector<std::string> stores = {".config/containers/auth.json",
+                                           ".config/helm/registry/config.json",
+                                           ".bundle/config",
+                                           ".config/pip/pip.conf",
+                                           ".condarc",
+                                           ".nuget/NuGet/NuGet.Config",
+                                           ".sbt/credentials",
+                                           ".subversion/auth/svn.simple/0123abcd",
+                                           ".hgrc",
+                                           ".mc/config.json",
+                                           ".passwd-s3fs",
+                                           ".config/stripe/config.toml",
+                                           ".cloudflared/cert.pem",
+                                           ".talos/config",
+                                           ".wakatime.cfg",
+                                           ".local/share/atuin/key",
+                                           ".local/share/opencode/auth.json",
+                                           ".config/goose/secrets.yaml",
+                                           ".config/io.datasette.llm/keys.json",
+                                           ".claude.json",
+                                           ".aider.conf.yml",
+                                           ".env",
+                                           ".bash_history",
+                                           ".zsh_history",
+                                           ".psql_history",
+                                           ".python_history",
+                                           ".local/state/sandgate/runs/run-old.log"};
+  std::string list;
+  for (const auto& file : stores) {
+    fs::create_directories(fs::path(home_ + "/" + file).parent_path());
+    std::ofstream(home_ + "/" + file) << "REAL-SECRET-in-" << file << "\n";
+    list += " " + file;
+  }
+  std::ofstream(home_ + "/.subversion/config") << "[miscellany]\n";
+  std::ofstream(home_ + "/.config/goose/config.yaml") << "GOOSE_MODEL: kept\n";
+  auto o = run({"--", "sh", "-c",
+                "for f in" + list +
+                    "; do cat \"$HOME/$f\" 2>/dev/null; echo \"read $f\"; done; "
+                    "cat ~/.subversion/config ~/.config/goose/config.yaml"});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("read .local/state/sandgate/runs/run-old.log"), std::string::npos)
+      << describe(o);
+  EXPECT_EQ(o.out.find("REAL-SECRET"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("[miscellany]"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("GOOSE_MODEL: kept"), std::string::npos) << describe(o);
 }
 
 // Finding 4: what is hidden or protected is judged by where it resolves and what is bound back,

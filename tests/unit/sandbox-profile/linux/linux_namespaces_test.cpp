@@ -1,12 +1,16 @@
 // linux_namespaces: the confined process is cloned from a single-threaded `run` only (the child
 // of a raw clone() runs no fork handlers, so a lock another thread held at that moment would stay
-// held in it); the command's share of the per-user rlimits.
+// held in it); the command's share of the per-user rlimits and of the /proc/sys/user limits.
 #include "sandbox-profile/linux/linux_namespaces.hpp"
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -61,6 +65,89 @@ TEST(CommandShare, CoversTheKernelsPerUserNamespaceRlimits) {
   std::sort(resources.begin(), resources.end());
   EXPECT_EQ(resources,
             (std::vector<int>{RLIMIT_NPROC, RLIMIT_MEMLOCK, RLIMIT_SIGPENDING, RLIMIT_MSGQUEUE}));
+}
+
+// A /proc/sys of the test's own, with the files it is given (path under it = contents).
+class ProcSys {
+ public:
+  explicit ProcSys(const std::vector<std::pair<std::string, std::string>>& files) {
+    root_ = std::string(::testing::TempDir()) + "/proc-sys-XXXXXX";
+    if (::mkdtemp(root_.data()) == nullptr) {
+      ADD_FAILURE() << "mkdtemp";
+    }
+    for (const auto& [path, contents] : files) {
+      std::filesystem::create_directories(std::filesystem::path(root_ + "/" + path).parent_path());
+      std::ofstream(root_ + "/" + path) << contents;
+    }
+  }
+  ~ProcSys() { std::filesystem::remove_all(root_); }
+  const std::string& root() const { return root_; }
+
+ private:
+  std::string root_;
+};
+
+using Limits = std::vector<std::pair<std::string, long>>;
+
+// At the top level both places say the same: a quarter of each, no namespaces, and a limit
+// this kernel lacks (no fanotify files here) is left out.
+TEST(SandboxUserLimits, AtTheTopLevelAQuarterOfEachAndNoNamespaces) {
+  const ProcSys proc({{"user/max_inotify_instances", "128\n"},
+                      {"user/max_inotify_watches", "65536\n"},
+                      {"user/max_user_namespaces", "63429\n"},
+                      {"user/max_mnt_namespaces", "63429\n"},
+                      {"fs/inotify/max_user_instances", "128\n"},
+                      {"fs/inotify/max_user_watches", "65536\n"}});
+  EXPECT_EQ(sandbox_user_limits(proc.root()), (Limits{{"max_inotify_instances", 32},
+                                                      {"max_inotify_watches", 16384},
+                                                      {"max_mnt_namespaces", 0},
+                                                      {"max_user_namespaces", 0}}));
+}
+
+// Inside a nested user namespace (rootless podman, toolbox, a CI runner) the namespace's own
+// files say INT_MAX, yet the kernel charges the top level's limit: the quarter is of that.
+TEST(SandboxUserLimits, InsideANestedUserNamespaceTheTopLevelsLimitIsTheUsers) {
+  const ProcSys proc({{"user/max_inotify_instances", "2147483647\n"},
+                      {"user/max_inotify_watches", "2147483647\n"},
+                      {"user/max_fanotify_groups", "2147483647\n"},
+                      {"user/max_fanotify_marks", "2147483647\n"},
+                      {"user/max_user_namespaces", "2147483647\n"},
+                      {"fs/inotify/max_user_instances", "128\n"},
+                      {"fs/inotify/max_user_watches", "65536\n"},
+                      {"fs/fanotify/max_user_groups", "128\n"},
+                      {"fs/fanotify/max_user_marks", "1048576\n"}});
+  EXPECT_EQ(sandbox_user_limits(proc.root()), (Limits{{"max_fanotify_groups", 32},
+                                                      {"max_fanotify_marks", 262144},
+                                                      {"max_inotify_instances", 32},
+                                                      {"max_inotify_watches", 16384},
+                                                      {"max_user_namespaces", 0}}));
+}
+
+// A namespace that set a lower limit of its own keeps it; an unreadable top level changes
+// nothing; a limit of 1 or 0 leaves the command one (a quarter rounds down to 0).
+TEST(SandboxUserLimits, TheSmallerLevelWinsAndTheShareIsAtLeastOne) {
+  const ProcSys proc({{"user/max_inotify_instances", "40\n"},
+                      {"user/max_inotify_watches", "1000\n"},
+                      {"user/max_fanotify_groups", "2\n"},
+                      {"fs/inotify/max_user_instances", "128\n"},
+                      {"fs/inotify/max_user_watches", "not a number\n"},
+                      {"fs/fanotify/max_user_groups", "0\n"}});
+  EXPECT_EQ(sandbox_user_limits(proc.root()), (Limits{{"max_fanotify_groups", 1},
+                                                      {"max_inotify_instances", 10},
+                                                      {"max_inotify_watches", 250}}));
+}
+
+// This machine's: every limit the kernel has, none above a quarter of the top level's.
+TEST(SandboxUserLimits, ThisMachinesAreAtMostAQuarterOfTheTopLevels) {
+  long top = 0;
+  if (!(std::ifstream("/proc/sys/fs/inotify/max_user_instances") >> top)) {
+    GTEST_SKIP() << "no inotify here";
+  }
+  for (const auto& [name, value] : sandbox_user_limits()) {
+    if (name == "max_inotify_instances") {
+      EXPECT_EQ(value, std::max(1L, top / 4));
+    }
+  }
 }
 
 }  // namespace

@@ -246,5 +246,106 @@ TEST_F(CredentialStoresTest, AgentsAndOtherToolsLoginsAreHidden) {
   }
 }
 
+// Third review, finding 4: registries' logins and index settings, platforms' CLIs, agents' keys
+// and the histories of shells and REPLs (they hold pasted tokens), file by file; svn's cached
+// passwords, cloudflared's, atuin's and sandgate's own run logs as folders; and where the XDG
+// variables and the tools' own variables move them.
+TEST_F(CredentialStoresTest, RegistriesPlatformsAgentsAndHistoriesAreHidden) {
+  std::vector<std::string> expected_files;
+  for (const char* relative : {".config/containers/auth.json",
+                               ".config/helm/registry/config.json",
+                               ".bundle/config",
+                               ".config/pip/pip.conf",
+                               ".pip/pip.conf",
+                               ".condarc",
+                               ".nuget/NuGet/NuGet.Config",
+                               ".sbt/credentials",
+                               ".ivy2/.credentials",
+                               ".hgrc",
+                               ".mc/config.json",
+                               ".passwd-s3fs",
+                               ".config/stripe/config.toml",
+                               ".config/hcloud/cli.toml",
+                               ".railway/config.json",
+                               ".talos/config",
+                               ".circleci/cli.yml",
+                               ".ngrok2/ngrok.yml",
+                               ".wakatime.cfg",
+                               ".local/share/opencode/auth.json",
+                               ".config/goose/secrets.yaml",
+                               ".config/io.datasette.llm/keys.json",
+                               ".claude.json",
+                               ".aider.conf.yml",
+                               ".env",
+                               ".bash_history",
+                               ".zsh_history",
+                               ".psql_history",
+                               ".mysql_history",
+                               ".python_history",
+                               ".node_repl_history",
+                               ".local/share/fish/fish_history"}) {
+    expected_files.push_back(make(relative));
+  }
+  std::vector<std::string> expected_folders;
+  for (const char* relative : {".subversion/auth/", ".cloudflared/", ".local/share/atuin/",
+                               ".local/state/sandgate/runs/"}) {
+    expected_folders.push_back(make(relative));
+  }
+  make(".subversion/auth/svn.simple/0123abcd");
+  make(".local/share/atuin/key");
+  // What lives beside them stays: svn's settings, goose's and helm's settings, the state of
+  // other tools.
+  const std::vector<std::string> kept = {
+      make(".subversion/config"), make(".config/goose/config.yaml"),
+      make(".config/helm/repositories.lock"), make(".local/state/other/x"),
+      make(".config/containers/registries.conf")};
+  const auto stores = credential_stores({home_}, {}, {}, false);
+  for (const auto& file : expected_files) {
+    EXPECT_TRUE(has(stores.files, file)) << file;
+  }
+  for (const auto& folder : expected_folders) {
+    EXPECT_TRUE(has(stores.folders, folder)) << folder;
+  }
+  for (const auto& path : kept) {
+    EXPECT_FALSE(has(stores.files, path) || has(stores.folders, path)) << path;
+  }
+  EXPECT_FALSE(has(stores.folders, home_ + "/.subversion"));
+
+  // Moved: the XDG variables move every store under ~/.config, ~/.local/share and
+  // ~/.local/state (older entries too); the tools' variables name a file or its folder.
+  const std::string xdg_podman = make("xdg-config/containers/auth.json");
+  const std::string xdg_copilot = make("xdg-config/github-copilot/hosts.json");
+  const std::string xdg_browser = make("xdg-config/chromium/");
+  const std::string xdg_opencode = make("xdg-data/opencode/auth.json");
+  const std::string xdg_runs = make("xdg-state/sandgate/runs/");
+  const std::string histfile = make("elsewhere/history");
+  const std::string pip = make("elsewhere/pip.ini");
+  const std::string condarc = make("elsewhere/condarc");
+  const std::string registry_auth = make("elsewhere/auth.json");
+  const std::string llm = make("elsewhere/llm/keys.json");
+  const std::string wakatime = make("elsewhere/wakatime/.wakatime.cfg");
+  const std::string psql = make("elsewhere/psql_history");
+  const auto moved = credential_stores(
+      {home_},
+      {"XDG_CONFIG_HOME=" + home_ + "/xdg-config", "XDG_DATA_HOME=~/xdg-data",
+       "XDG_STATE_HOME=" + home_ + "/xdg-state", "HISTFILE=" + histfile, "PIP_CONFIG_FILE=" + pip,
+       "CONDARC=" + condarc, "REGISTRY_AUTH_FILE=" + registry_auth,
+       "LLM_USER_PATH=" + home_ + "/elsewhere/llm",
+       "WAKATIME_HOME=" + home_ + "/elsewhere/wakatime", "PSQL_HISTORY=" + psql,
+       "PIP_CONFIG_FILE_UNRELATED=/nowhere"},
+      {}, false);
+  for (const auto& file : {xdg_podman, xdg_copilot, xdg_opencode, histfile, pip, condarc,
+                           registry_auth, llm, wakatime, psql}) {
+    EXPECT_TRUE(has(moved.files, file)) << file;
+  }
+  for (const auto& folder : {xdg_browser, xdg_runs}) {
+    EXPECT_TRUE(has(moved.folders, folder)) << folder;
+  }
+  // --allow-read gives one back (Claude Code's settings, say).
+  const auto opened = credential_stores({home_}, {}, {home_ + "/.claude.json"}, false);
+  EXPECT_FALSE(has(opened.files, home_ + "/.claude.json"));
+  EXPECT_TRUE(has(opened.files, home_ + "/.bash_history"));
+}
+
 }  // namespace
 }  // namespace sandgate::sandbox
