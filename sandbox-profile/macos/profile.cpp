@@ -210,6 +210,23 @@ void write_file_allows(ProfileWriter& w, const ProfileOptions& options) {
   }
   w.rule("allow file-write*", writable);
 
+  // Inside a shared download cache, the folders where a tool keeps git repositories it runs git
+  // in later (Go's VCS cache): never written (home_caches.hpp; on Linux the run gets an empty
+  // one).
+  std::vector<ProtectedPath> unshared;
+  for (const auto& cache : options.home_caches) {
+    for (const char* inside : kUnsharedInHomeCaches) {
+      const std::string path = options.home + inside;
+      if (path.starts_with(cache + "/")) {
+        unshared.push_back({path, true, false});
+      }
+    }
+  }
+  if (!unshared.empty()) {
+    w.line(";; Git repositories inside a shared cache: not written (git runs in them later).");
+    w.rule("deny file-write*", path_filters(w, unshared, "cache's git folder"));
+  }
+
   // Git folders: read-only (as Codex keeps them), then what a commit writes is opened again.
   // A nested repository, or a gitfile, made in the working folder or an --allow-write folder
   // would have the user's git obey a config and hooks of the command's choosing the next time

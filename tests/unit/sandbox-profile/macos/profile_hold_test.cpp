@@ -280,7 +280,10 @@ TEST(ProfileHold, CachesAreOnlyKnownToolsDataFolders) {
        {kHome + "/Library/Caches/Homebrew/bootsnap/x", kHome + "/Library/Caches/ms-playwright/x",
         kHome + "/.cache/pre-commit/repo/hook", kHome + "/.npm/_npx/1/node_modules/x",
         std::string("/private/var/folders/zz/abc/C/xcrun_db"),
-        std::string("/private/var/folders/zz/abc/C/clang/ModuleCache/x.pcm")}) {
+        std::string("/private/var/folders/zz/abc/C/clang/ModuleCache/x.pcm"),
+        // Go's VCS cache inside the shared module cache: git repositories git runs in later.
+        kHome + "/go/pkg/mod/cache/vcs/0123abcd/config",
+        kHome + "/go/pkg/mod/cache/vcs/0123abcd/hooks/post-checkout"}) {
     EXPECT_FALSE(writable(forms, path)) << path;
   }
   for (const std::string& path :
