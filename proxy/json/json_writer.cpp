@@ -18,6 +18,28 @@ void append_u_escape(std::string& out, std::uint32_t code) {
   }
 }
 
+// The code point of a well-formed sequence of 2 or 3 bytes (4-byte ones are never format
+// characters).
+std::uint32_t code_point(const unsigned char* p, std::size_t length) {
+  if (length == 2) {
+    return ((p[0] & 0x1fU) << 6) | (p[1] & 0x3fU);
+  }
+  if (length == 3) {
+    return ((p[0] & 0x0fU) << 12) | ((p[1] & 0x3fU) << 6) | (p[2] & 0x3fU);
+  }
+  return 0;
+}
+
+// Invisible characters that reorder or hide what a reader sees around them: the bidirectional
+// controls (a host can be made to read backwards: U+202E) and the zero-width ones. Written
+// escaped in JSON and as '?' in text, like control characters, so that a log line, an event or
+// a reply shows what the bytes are.
+bool is_format_spoofer(std::uint32_t code) {
+  return code == 0x061c || (code >= 0x200b && code <= 0x200f) ||
+         (code >= 0x202a && code <= 0x202e) || (code >= 0x2060 && code <= 0x2064) ||
+         (code >= 0x2066 && code <= 0x2069) || code == 0xfeff;
+}
+
 // What starts at a position: a well-formed sequence of `length` bytes, or (`valid` false) an
 // ill-formed stretch of `length` bytes, its maximal subpart, to be replaced by one U+FFFD.
 struct Sequence {
@@ -129,6 +151,9 @@ void append_string(std::string& out, std::string_view bytes) {
         append_u_escape(out, p[i + 1]);  // C1 control U+0080..U+009F
       } else if (c == 0xe2 && p[i + 1] == 0x80 && (p[i + 2] == 0xa8 || p[i + 2] == 0xa9)) {
         append_u_escape(out, 0x2000u + p[i + 2] - 0x80u);  // U+2028, U+2029
+      } else if (const std::uint32_t code = code_point(p + i, sequence.length);
+                 is_format_spoofer(code)) {
+        append_u_escape(out, code);
       } else {
         out.append(bytes.data() + i, sequence.length);
       }
@@ -157,6 +182,8 @@ void append_text(std::string& out, std::string_view bytes) {
       out += "\xef\xbf\xbd";  // U+FFFD
     } else if (c == 0xc2 && p[i + 1] <= 0x9f) {
       out += '?';  // a C1 control
+    } else if (is_format_spoofer(code_point(p + i, sequence.length))) {
+      out += '?';
     } else {
       out.append(bytes.data() + i, sequence.length);
     }

@@ -194,6 +194,29 @@ TEST_F(WebSocketTest, ARealValueTheOriginSendsArrivesAsTheSentinelAcrossFramesAn
       << proxy->log_text();
 }
 
+// Hostile review: a ping between the fragments of a message made the gate let go of what it
+// held of the value as if the stream had ended, and the rest of it came through. The ping now
+// waits for the held end: every split arrives as the sentinel but for a beginning that tells
+// less than 40 bits, which is never held (as in HTTP bodies).
+TEST_F(WebSocketTest, APingBetweenAMessagesFragmentsDoesNotLetTheRestOfAValueThrough) {
+  auto proxy = gate();
+  const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
+  const std::string splits = std::to_string(sentinel.size() - 7);
+  const auto received = client(*proxy, "api.origin.test", "secret-ping", splits);
+  EXPECT_EQ(received.exit_code, 0) << received.output;
+  EXPECT_EQ(received.output.find("RealToken"), std::string::npos) << received.output;
+  // What may show is what a form's beginning of under 40 bits tells (README: "What comes
+  // back"): "ghp_" and up to six more characters, never a seventh.
+  EXPECT_EQ(received.output.find("RealTok"), std::string::npos) << received.output;
+  for (std::size_t cut = 6; cut + 1 < sentinel.size(); ++cut) {
+    const std::string line = "message cut " + std::to_string(cut) + " ";
+    const auto at = received.output.find(line);
+    ASSERT_NE(at, std::string::npos) << cut << "\n" << received.output;
+    const std::string value = received.output.substr(at + line.size(), sentinel.size());
+    EXPECT_EQ(value.substr(10), sentinel.substr(10)) << cut << "\n" << received.output;
+  }
+}
+
 // A large frame (a 64-bit length, many reads) with the value across every 16 KiB boundary.
 TEST_F(WebSocketTest, ALargeFrameIsCleanedAcrossItsReadsAndKeepsItsLength) {
   auto proxy = gate();

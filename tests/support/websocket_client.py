@@ -88,7 +88,7 @@ def unmasked(path="/echo"):
 
 async def run():
     context = ssl.create_default_context(cafile=CA)
-    path = {"echo": "/echo", "idle": "/echo", "hold": "/echo", "big": "/big", "bye": ARG or "/bye", "secret": "/secret", "send": "/record", "deflate": "/echo",
+    path = {"echo": "/echo", "idle": "/echo", "hold": "/echo", "big": "/big", "bye": ARG or "/bye", "secret": "/secret", "secret-ping": "/secret-ping", "send": "/record", "deflate": "/echo",
             "flood": "/flood", "oversized": "/echo",
             "fragmented": "/echo"}[MODE]
     compression = "deflate" if MODE == "deflate" else None
@@ -106,6 +106,9 @@ async def run():
                 print("echo", repr(await ws.recv()))
             elif MODE == "secret":
                 for _ in range(4):
+                    print("message", await ws.recv())
+            elif MODE == "secret-ping":
+                for _ in range(int(ARG)):
                     print("message", await ws.recv())
             elif MODE == "send":
                 await ws.send(ARG)

@@ -8,6 +8,8 @@ python3-websockets 10.4, with its own defaults: it accepts permessage-deflate wh
           back as one message in the fragments A, B and C
 /secret   SECRET in three messages: split across the fragments of one, then whole in another,
           then its halves ending one message and beginning the next
+/secret-ping  SECRET split across two fragments of one message with a ping between them, for
+          each split from 6 characters on (one message a split)
 /record   every message it gets is appended to PORT.messages beside the certificate (repr)
 /flood    twenty binary messages of 1,000 bytes, then waits for the client's close
 /big      one binary message of 3 MiB with SECRET at every 16 KiB boundary (across it) and at
@@ -50,6 +52,14 @@ async def handler(ws, path):
         await ws.send("whole " + SECRET)
         await ws.send("halves " + SECRET[:len(SECRET) // 2])
         await ws.send(SECRET[len(SECRET) // 2:] + " end")
+        await ws.wait_closed()
+    elif path == "/secret-ping":
+        for cut in range(6, len(SECRET) - 1):
+            async def parts():
+                yield f"cut {cut} " + SECRET[:cut]
+                await ws.ping(f"p{cut}".encode())
+                yield SECRET[cut:]
+            await ws.send(parts())
         await ws.wait_closed()
     elif path == "/record":
         async for message in ws:

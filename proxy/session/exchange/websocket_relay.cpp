@@ -122,7 +122,16 @@ class Relay {
     // kEndingWait, so that closing the socket never resets a peer that has not yet read the
     // gate's close.
     bool discarding = false;
+    // The origin's pings and pongs that came while redaction held the end of a data frame:
+    // written once that frame is whole (a control frame may come between a message's frames,
+    // not inside one). Writing them at once would mean letting go of the held end as if the
+    // stream had ended, and the rest of a value split around the control frame would no longer
+    // match any form. At most kMaxHeldControls; more are dropped (pings and pongs may be lost
+    // on the way: the peer pings again).
+    std::string held_controls{};
+    std::size_t held_control_count = 0;
   };
+  static constexpr std::size_t kMaxHeldControls = 16;
   // Why the gate ends the WebSocket, and what its close frames say.
   struct Ending {
     std::uint16_t code;
@@ -198,6 +207,15 @@ class Relay {
     }
   }
 
+  // The control frames that waited for a data frame to be whole, once it is.
+  static void take_held_controls(Direction& d, std::string& out) {
+    if (!d.held_controls.empty() && d.redaction && d.redaction->between_frames()) {
+      out += d.held_controls;
+      d.held_controls.clear();
+      d.held_control_count = 0;
+    }
+  }
+
   // A data frame (text, binary, continuation), its payload streamed in pieces.
   asio::awaitable<Step> relay_data(Direction& d, const FrameHeader& header) {
     if (!d.discarding) {
@@ -222,6 +240,7 @@ class Relay {
       } else if (d.redaction) {
         std::memcpy(d.redaction->fresh_space(), d.inbox.view().data(), n);
         d.redaction->pass(n, out);
+        take_held_controls(d, out);
       } else {
         out.append(d.inbox.view().data(), n);
       }
@@ -246,6 +265,7 @@ class Relay {
       // A message's end is a pause of the origin's: what is held only because a word was cut
       // goes now; a secret's held beginning (worth kHoldBits) still waits for the next bytes.
       d.redaction->on_pause(out);
+      take_held_controls(d, out);
       if (!out.empty()) {
         if (!co_await write(d, out)) {
           co_return Step::stop;
@@ -280,12 +300,22 @@ class Relay {
         co_return Step::next_frame;  // the source is drained from the next frame on
       }
     }
-    // Not inside a data frame: what redaction holds of the last one goes first. (A server's
-    // control frame is not masked: its payload is cleaned as it is.)
+    // A server's control frame is not masked: its payload is cleaned as it is.
     std::string out;
     if (d.redaction) {
-      d.redaction->flush(out);
       d.redaction->clean_control(payload);
+      if (header.opcode != Opcode::close && !d.redaction->between_frames()) {
+        // The end of a data frame is held: this waits for it (see held_controls).
+        if (d.held_control_count < kMaxHeldControls) {
+          d.held_controls += encode_frame_header(true, header.opcode, header.length, nullptr);
+          d.held_controls += payload;
+          ++d.held_control_count;
+        }
+        co_return Step::next_frame;
+      }
+      // A close ends the stream: what redaction holds goes first, then what waited for it.
+      d.redaction->flush(out);
+      take_held_controls(d, out);
     }
     out += encode_frame_header(true, header.opcode, header.length,
                                header.masked ? &header.mask : nullptr);
@@ -408,6 +438,7 @@ class Relay {
     std::string out;
     if (d.redaction) {
       d.redaction->flush(out);
+      take_held_controls(d, out);
     }
     // To an origin the gate writes as a client does: masked.
     const std::array<std::uint8_t, 4> mask = fresh_mask();

@@ -144,6 +144,8 @@ asio::awaitable<bool> read_final_head(Exchange& x) {
         co_return false;
       }
       if (x.upstream.inspected != nullptr) {
+        // Cleaned first: the refusal below quotes the head in the gate's own answer.
+        redact_head(x, head);
         // The gate relays this WebSocket frame by frame: only a handshake that answers the
         // request as the gate sent it (its key, no extension) is one it can read.
         if (auto problem = exchange::upgrade_problem(x.request.get(), head)) {
@@ -152,7 +154,6 @@ asio::awaitable<bool> read_final_head(Exchange& x) {
               x.where + " answered the WebSocket upgrade wrongly: " + *problem + ".");
           co_return false;
         }
-        redact_head(x, head);
       }
       x.state.upgraded();
       co_return true;

@@ -173,6 +173,20 @@ INSTANTIATE_TEST_SUITE_P(Table, AppendString, ::testing::ValuesIn(kCases),
                            return std::string(info.param.name);
                          });
 
+// Hostile review: a host with U+202E (right-to-left override) read backwards in a log viewer or a
+// terminal. The bidirectional controls and zero-width characters are escaped in JSON and shown
+// as '?' in text, like control characters; other characters beyond ASCII are kept.
+TEST(AppendString, InvisibleCharactersThatReorderTextAreEscaped) {
+  std::string json;
+  append_string(json,
+                "xn--\xe2\x80\xae.test \xe2\x81\xa6"
+                "a\xe2\x80\x8b \xef\xbb\xbf \xd8\x9c \xc3\xa9");
+  EXPECT_EQ(json, "\"xn--\\u202e.test \\u2066a\\u200b \\ufeff \\u061c \xc3\xa9\"");
+  std::string text;
+  append_text(text, "xn--\xe2\x80\xae.test \xe2\x81\xa9 \xc3\xa9");
+  EXPECT_EQ(text, "xn--?.test ? \xc3\xa9");
+}
+
 TEST(AppendString, AppendsToWhatIsThere) {
   std::string out = "x=";
   append_string(out, "\xff");
