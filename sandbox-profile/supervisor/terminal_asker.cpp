@@ -44,11 +44,24 @@ constexpr std::chrono::milliseconds kArmAfter{750};
 constexpr std::string_view kPlainTerminal =
     "\x1b[!p\x1b]110\x07\x1b]111\x07\x1b]104\x07\x1b[0m\x0f\x1b(B\x1b[?25h\x1b[4l";
 
+// `lines` one below the other, the last without a line's end (the key is typed after it).
+std::string one_below_the_other(const std::vector<std::string>& lines) {
+  std::string text;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    text += (i == 0 ? "" : "\r\n") + lines[i];
+  }
+  return text;
+}
+
 // A question over a full-screen program's screen takes its last rows, as many as the question
 // needs with room for the answer's key (so that nothing scrolls the program's screen), the
 // cursor saved before (ESC 7) and put back after (ESC 8), the rows erased after the answer.
 // The program repaints its screen then (TerminalHolder::full_screen()).
 class BottomRows {
+  static constexpr std::string_view kSaveCursor = "\0337";     // DECSC (ESC 7)
+  static constexpr std::string_view kRestoreCursor = "\0338";  // DECRC (ESC 8)
+  static constexpr std::string_view kEraseBelow = "\x1b[J";    // the cursor's row and below
+
  public:
   // The rows for `lines` on the terminal `tty`; nothing when its size is unknown or too small
   // (the question is then a line among the program's output).
@@ -66,21 +79,17 @@ class BottomRows {
     }
     return BottomRows(static_cast<int>(size.ws_row - rows) + 1);
   }
-  // The resets, then `lines` (the last without a line's end: the key is typed after it).
+  // The resets, then `lines`.
   std::string draw(const std::vector<std::string>& lines) const {
-    std::string text =
-        "\x1b"
-        "7" +
-        go_to_first() + std::string(kPlainTerminal) + go_to_first() + "\x1b[J";
-    for (std::size_t i = 0; i < lines.size(); ++i) {
-      text += (i == 0 ? "" : "\r\n") + lines[i];
-    }
-    return text;
+    // To the first row before the resets (a terminal that does not know one of them may print
+    // its last letter: there, not over the program's screen) and after them (origin mode is
+    // off then: the row is the screen's, whatever scrolling region the program set).
+    std::string text = std::string(kSaveCursor) + go_to_first() + std::string(kPlainTerminal) +
+                       go_to_first() + std::string(kEraseBelow);
+    return text + one_below_the_other(lines);
   }
   std::string erase() const {
-    return go_to_first() +
-           "\x1b[0m\x1b[J\x1b"
-           "8";
+    return go_to_first() + "\x1b[0m" + std::string(kEraseBelow) + std::string(kRestoreCursor);
   }
 
  private:
@@ -268,20 +277,24 @@ void TerminalAsker::put(TerminalQuestion& question) {
     lines.push_back("sandgate [" + mark_ + "]: " + question.prompt + " ");
     const std::optional<BottomRows> rows =
         holder_ != nullptr && holder_->full_screen() ? BottomRows::fit(tty_, lines) : std::nullopt;
-    show(rows ? rows->draw(lines) : "\r\n" + std::string(kPlainTerminal) + lines.back());
+    if (rows) {
+      show(rows->draw(lines));
+    } else {
+      show("\r\n" + std::string(kPlainTerminal) + one_below_the_other(lines));
+    }
     const std::optional<char> key = read_key(question);
     refusal.clear();
     std::optional<std::string> refused;
     if (key) {
+      if (!rows) {
+        show("\r\n");
+      }
       refused = question.answer(*key);
       if (rows) {
         show(rows->erase());
         refusal = refused.value_or("");  // shown above the question, asked again
-      } else {
-        show("\r\n");
-        if (refused) {
-          show("sandgate: " + *refused + "\r\n");
-        }
+      } else if (refused) {
+        show("sandgate: " + *refused + "\r\n");
       }
     } else {
       show(rows ? rows->erase() : "(no longer asked)\r\n");
