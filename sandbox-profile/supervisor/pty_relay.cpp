@@ -108,23 +108,7 @@ void ScreenModes::step(char c) {
           parameters_ += c;
         }
       } else if (c == 'h' || c == 'l') {
-        const Setting setting = c == 'h' ? Setting::set : Setting::reset;
-        std::size_t from = 0;
-        while (from <= parameters_.size()) {
-          std::size_t to = parameters_.find(';', from);
-          to = to == std::string::npos ? parameters_.size() : to;
-          const std::string_view mode(parameters_.data() + from, to - from);
-          if (mode == "1049" || mode == "1047" || mode == "47") {
-            alternate_screen_ = setting == Setting::set;
-          } else if (mode == "1") {
-            cursor_keys_ = setting;
-          } else if (mode == "25") {
-            cursor_shown_ = setting;
-          } else if (mode == "7") {
-            autowrap_ = setting;
-          }
-          from = to + 1;
-        }
+        apply_private_modes(c == 'h' ? Setting::set : Setting::reset);
         state_ = State::text;
       } else {
         state_ = ends_control_sequence(c) ? State::text : State::skip_csi;
@@ -135,6 +119,26 @@ void ScreenModes::step(char c) {
         state_ = State::text;
       }
       return;
+  }
+}
+
+void ScreenModes::apply_private_modes(Setting setting) {
+  // DECSET and DECRST take several modes at once: ESC[?1049;1h.
+  std::size_t from = 0;
+  while (from <= parameters_.size()) {
+    std::size_t to = parameters_.find(';', from);
+    to = to == std::string::npos ? parameters_.size() : to;
+    const std::string_view mode(parameters_.data() + from, to - from);
+    if (mode == "1049" || mode == "1047" || mode == "47") {
+      alternate_screen_ = setting == Setting::set;
+    } else if (mode == "1") {
+      cursor_keys_ = setting;
+    } else if (mode == "25") {
+      cursor_shown_ = setting;
+    } else if (mode == "7") {
+      autowrap_ = setting;
+    }
+    from = to + 1;
   }
 }
 

@@ -72,7 +72,7 @@ class ScreenModes {
  private:
   static constexpr std::size_t kMostParameters = 32;
   enum class Setting { untouched, set, reset };
-  void apply_private_modes();
+  void apply_private_modes(Setting setting);  // of the private CSI just read
   void step(char c);
 
   enum class State { text, escape, csi, private_csi, skip_csi } state_ = State::text;
