@@ -40,7 +40,8 @@ test_packages=(
   nodejs python3-pip python3-setuptools python3-pytest python3-requests golang-go  # run_test: real tools inside run
   openjdk-17-jdk-headless  # run_test: a Java client through inspection; keytool reads the gate's Java trust store
   python3-botocore      # secrets_test: the AWS SDK's own SigV4 signer as the client of a masked AWS key
-  python3-pyte          # watch_e2e_test: a real terminal emulator renders `sandgate watch` under a pty
+  python3-pyte          # watch_e2e_test, run_test: a real terminal emulator renders `sandgate watch` and full-screen programs under a pty
+  vim                   # run_test: a real full-screen program a question is drawn over
   python3-websockets    # websocket_e2e_test: a WebSocket client and TLS origin through inspection
 )
 

@@ -7,8 +7,10 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 namespace sandgate::sandbox {
 namespace {
@@ -51,7 +53,160 @@ bool write_all(int fd, const char* data, std::size_t size) {
   return true;
 }
 
+constexpr char kEscape = '\x1b';
+constexpr char kCancel = '\x18';      // CAN: ends an escape sequence unfinished
+constexpr char kSubstitute = '\x1a';  // SUB: likewise
+
+bool ends_control_sequence(char c) { return c >= 0x40 && c <= 0x7e; }
+
 }  // namespace
+
+void ScreenModes::feed(const char* data, std::size_t size) {
+  for (std::size_t i = 0; i < size; ++i) {
+    step(data[i]);
+  }
+}
+
+void ScreenModes::step(char c) {
+  // An escape starts a new sequence wherever it comes, and CAN or SUB end one, as in terminals.
+  if (c == kEscape) {
+    state_ = State::escape;
+    return;
+  }
+  if (state_ != State::text && (c == kCancel || c == kSubstitute)) {
+    state_ = State::text;
+    return;
+  }
+  switch (state_) {
+    case State::text:
+      return;
+    case State::escape:
+      state_ = State::text;
+      if (c == '[') {
+        state_ = State::csi;
+      } else if (c == '=') {
+        keypad_ = Setting::set;
+      } else if (c == '>') {
+        keypad_ = Setting::reset;
+      } else if (c == 'c') {
+        *this = ScreenModes();  // RIS: the terminal as it started
+      }
+      return;
+    case State::csi:
+      if (c == '?') {
+        parameters_.clear();
+        state_ = State::private_csi;
+      } else {
+        state_ = ends_control_sequence(c) ? State::text : State::skip_csi;
+      }
+      return;
+    case State::private_csi:
+      if ((c >= '0' && c <= '9') || c == ';') {
+        if (parameters_.size() >= kMostParameters) {
+          state_ = State::skip_csi;  // no mode of ours is written so long
+        } else {
+          parameters_ += c;
+        }
+      } else if (c == 'h' || c == 'l') {
+        apply_private_modes(c == 'h' ? Setting::set : Setting::reset);
+        state_ = State::text;
+      } else {
+        state_ = ends_control_sequence(c) ? State::text : State::skip_csi;
+      }
+      return;
+    case State::skip_csi:
+      if (ends_control_sequence(c)) {
+        state_ = State::text;
+      }
+      return;
+  }
+}
+
+void ScreenModes::apply_private_modes(Setting setting) {
+  // DECSET and DECRST take several modes at once: ESC[?1049;1h.
+  std::size_t from = 0;
+  while (from <= parameters_.size()) {
+    std::size_t to = parameters_.find(';', from);
+    to = to == std::string::npos ? parameters_.size() : to;
+    const std::string_view mode(parameters_.data() + from, to - from);
+    if (mode == "1049" || mode == "1047" || mode == "47") {
+      alternate_screen_ = setting == Setting::set;
+    } else if (mode == "1") {
+      cursor_keys_ = setting;
+    } else if (mode == "25") {
+      cursor_shown_ = setting;
+    } else if (mode == "7") {
+      autowrap_ = setting;
+    }
+    from = to + 1;
+  }
+}
+
+std::string ScreenModes::restore_sequence() const {
+  std::string sequence;
+  const auto private_mode = [&sequence](Setting setting, const char* mode) {
+    if (setting != Setting::untouched) {
+      sequence += std::string("\x1b[?") + mode + (setting == Setting::set ? "h" : "l");
+    }
+  };
+  private_mode(cursor_keys_, "1");
+  private_mode(autowrap_, "7");
+  private_mode(cursor_shown_, "25");
+  if (keypad_ != Setting::untouched) {
+    sequence += keypad_ == Setting::set ? "\x1b=" : "\x1b>";
+  }
+  return sequence;
+}
+
+void RepaintRequest::start(int master, int terminal) {
+  finish_if_due(true);
+  winsize size{};
+  if (::ioctl(master, TIOCGWINSZ, &size) != 0 || size.ws_row == 0) {
+    return;  // no size known: the program draws for none
+  }
+  winsize changed = size;
+  changed.ws_row = size.ws_row > 1 ? size.ws_row - 1 : size.ws_row + 1;
+  if (::ioctl(master, TIOCSWINSZ, &changed) != 0) {
+    return;
+  }
+  master_ = master;
+  terminal_ = terminal;
+  original_ = size;
+  pending_ = true;
+  const auto now = std::chrono::steady_clock::now();
+  least_ = now + std::chrono::milliseconds(kLeastMs);
+  latest_ = now + std::chrono::milliseconds(kLongestMs);
+  due_ = latest_;
+}
+
+int RepaintRequest::wait_ms() const {
+  if (!pending_) {
+    return -1;
+  }
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      due_ - std::chrono::steady_clock::now());
+  return left.count() < 0 ? 0 : static_cast<int>(left.count()) + 1;
+}
+
+void RepaintRequest::saw_output() {
+  if (pending_) {
+    due_ = std::min(latest_, std::max(least_, std::chrono::steady_clock::now() +
+                                                  std::chrono::milliseconds(kQuietMs)));
+  }
+}
+
+void RepaintRequest::finish_if_due(bool now) {
+  if (!pending_ || (!now && std::chrono::steady_clock::now() < due_)) {
+    return;
+  }
+  pending_ = false;
+  // The user's size, which a resize() meanwhile may have given the program already.
+  winsize size{};
+  if (::ioctl(terminal_, TIOCGWINSZ, &size) != 0 || size.ws_row == 0) {
+    size = original_;
+  }
+  ::ioctl(master_, TIOCSWINSZ, &size);
+}
 
 bool PtyRelay::wanted() {
   for (int fd = 0; fd <= 2; ++fd) {
@@ -233,6 +388,43 @@ void PtyRelay::finish() {
   }
 }
 
+void PtyRelay::pass_output(const char* data, std::size_t size) {
+  modes_.feed(data, size);
+  repaint_.saw_output();
+  write_all(output_, data, size);
+}
+
+void PtyRelay::relay_pending_input(char* buffer, std::size_t size, bool& input_open) {
+  constexpr std::size_t kMostBeforeAQuestion = 64 * 1024;
+  std::size_t relayed = 0;
+  while (input_open && relayed < kMostBeforeAQuestion) {
+    pollfd ready{STDIN_FILENO, POLLIN, 0};
+    if (::poll(&ready, 1, 0) <= 0 || (ready.revents & (POLLIN | POLLHUP | POLLERR)) == 0) {
+      return;
+    }
+    const ssize_t got = ::read(STDIN_FILENO, buffer, size);
+    if (got <= 0) {
+      input_open = got < 0 && (errno == EINTR || errno == EAGAIN);
+      return;
+    }
+    write_all(master_, buffer, static_cast<std::size_t>(got));
+    relayed += static_cast<std::size_t>(got);
+  }
+}
+
+void PtyRelay::after_question() {
+  // What the command wrote meanwhile goes out first: the modes it set then count too.
+  char buffer[16384];
+  relay_pending_output(buffer, sizeof buffer);
+  // The question's soft reset undid modes the program set once (cursor keys, a hidden cursor):
+  // a program that relies on them does not set them again when it repaints.
+  const std::string modes = modes_.restore_sequence();
+  write_all(output_, modes.data(), modes.size());
+  if (held_full_screen_ && modes_.alternate_screen()) {
+    repaint_.start(master_, terminal_);
+  }
+}
+
 void PtyRelay::relay_pending_output(char* buffer, std::size_t size) {
   constexpr std::size_t kMostBeforeAQuestion = 256 * 1024;
   std::size_t relayed = 0;
@@ -245,7 +437,7 @@ void PtyRelay::relay_pending_output(char* buffer, std::size_t size) {
     if (got <= 0) {
       return;
     }
-    write_all(output_, buffer, static_cast<std::size_t>(got));
+    pass_output(buffer, static_cast<std::size_t>(got));
     relayed += static_cast<std::size_t>(got);
   }
 }
@@ -258,21 +450,29 @@ void PtyRelay::relay() {
     // command waits on a full terminal; the keys wait in the user's terminal).
     bool held = false;
     bool hold_now = false;
+    bool released = false;
     {
       std::lock_guard lock(hold_mutex_);
       hold_now = hold_wanted_ && !holding_;
       if (!hold_now && hold_wanted_ != holding_) {
+        released = holding_;
         holding_ = hold_wanted_;
         held_changed_.notify_all();
       }
       held = holding_;
     }
+    if (released) {
+      after_question();
+    }
     if (hold_now) {
       // What the command wrote before the question goes out before it, so the question (and
       // its reset of the terminal's modes) follows the command's last bytes instead of being
-      // overwritten or hidden by them afterwards. Bounded: a command that writes without pause
-      // cannot hold the question back.
+      // overwritten or hidden by them afterwards; the keys typed before it reach the command.
+      // Bounded: a command that writes without pause cannot hold the question back.
       relay_pending_output(buffer, sizeof buffer);
+      relay_pending_input(buffer, sizeof buffer, input_open);
+      repaint_.finish_if_due(true);  // the size the question is drawn for is the user's
+      held_full_screen_ = modes_.alternate_screen();
       std::lock_guard lock(hold_mutex_);
       if (hold_wanted_ && !holding_) {
         holding_ = true;
@@ -284,7 +484,11 @@ void PtyRelay::relay() {
                      {stop_pipe_[0], POLLIN, 0},
                      {input_open && !held ? STDIN_FILENO : -1, POLLIN, 0},
                      {wake_pipe_[0], POLLIN, 0}};
-    if (::poll(fds, 4, -1) < 0) {
+    const int polled = ::poll(fds, 4, held ? -1 : repaint_.wait_ms());
+    if (!held) {
+      repaint_.finish_if_due();
+    }
+    if (polled < 0) {
       if (errno == EINTR) {
         continue;
       }
@@ -296,7 +500,7 @@ void PtyRelay::relay() {
         return;  // EIO (Linux) or end of file (XNU): every slave is closed, the command is gone
       }
       if (got > 0) {
-        write_all(output_, buffer, static_cast<std::size_t>(got));
+        pass_output(buffer, static_cast<std::size_t>(got));
       }
     }
     if ((fds[2].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
@@ -321,7 +525,7 @@ void PtyRelay::relay() {
         if (got <= 0) {
           break;
         }
-        write_all(output_, buffer, static_cast<std::size_t>(got));
+        pass_output(buffer, static_cast<std::size_t>(got));
       }
       return;
     }

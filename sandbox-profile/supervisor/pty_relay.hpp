@@ -18,8 +18,17 @@
 //
 // A question on the terminal (terminal_asker.hpp) takes the terminal over with hold(): the
 // relay first passes on what the command's terminal already holds (the question comes after the
-// command's last bytes), then stops reading keys and relaying output until release(), so that
-// the prompt is not mixed with the command's output and its answer does not reach the command.
+// command's last bytes) and the keys already typed (they were meant for the command), then
+// stops reading keys and relaying output until release(), so that the prompt is not mixed with
+// the command's output and its answer does not reach the command.
+//
+// Full-screen programs (editors, agents' terminal interfaces) draw on the alternate screen: a
+// question drawn there covers part of the program's screen, which the program does not know.
+// The relay follows the modes the command's output sets (ScreenModes); after a question on the
+// alternate screen it gives back the modes the question's resets undid and has the program
+// repaint its whole screen: it changes the command's window size by one row and back, and the
+// kernel sends SIGWINCH each time (RepaintRequest). A line-oriented program is left alone: the
+// question was a line of its own among its output.
 //
 // POSIX (Linux and macOS). prepare() and open_here() run before fork()/clone(), open_pair()
 // inside, attach() in the child, adopt(), start(), resize() and finish() in `run`'s main thread;
@@ -27,9 +36,11 @@
 // thread.
 #pragma once
 
+#include <sys/ioctl.h>
 #include <termios.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -41,6 +52,68 @@
 #include "sandbox-profile/supervisor/terminal_asker.hpp"
 
 namespace sandgate::sandbox {
+
+// The terminal modes the command's output has set, followed across its output's chunks with
+// a bounded state (an escape sequence longer than kMostParameters is not one of these, and is
+// skipped): the alternate screen (private modes 1049, 1047, 47), and the modes a question's
+// soft reset undoes that a program sets once and relies on (application cursor keys 1, cursor
+// shown 25, autowrap 7, application keypad ESC = / ESC >). ESC c (a full reset) forgets them.
+// One thread (the relay's).
+class ScreenModes {
+ public:
+  // Follows `size` bytes of the command's output.
+  void feed(const char* data, std::size_t size);
+  // Whether the terminal shows the alternate screen (a full-screen program's).
+  bool alternate_screen() const { return alternate_screen_; }
+  // The sequences that set again the modes the command set (other than the screen), to undo a
+  // soft reset drawn since; "" when it set none.
+  std::string restore_sequence() const;
+
+ private:
+  static constexpr std::size_t kMostParameters = 32;
+  enum class Setting { untouched, set, reset };
+  void apply_private_modes(Setting setting);  // of the private CSI just read
+  void step(char c);
+
+  enum class State { text, escape, csi, private_csi, skip_csi } state_ = State::text;
+  std::string parameters_;  // of the private CSI being read, at most kMostParameters
+  bool alternate_screen_ = false;
+  Setting cursor_keys_ = Setting::untouched;
+  Setting cursor_shown_ = Setting::untouched;
+  Setting autowrap_ = Setting::untouched;
+  Setting keypad_ = Setting::untouched;
+};
+
+// A request that a full-screen program repaint its whole screen: the command's window gets one
+// row fewer (or more, on a one-row terminal), then its size back. Each change sends SIGWINCH to
+// the command's foreground; the size comes back only once the program has drawn for the changed
+// one and gone quiet (kQuietMs, and not before kLeastMs), or after kLongestMs, so that it does
+// not read the same size twice (its two signals as one) and skip its repaint. The program repaints
+// everything, since its screen changed size. The relay's thread.
+class RepaintRequest {
+ public:
+  static constexpr int kLeastMs = 100;
+  static constexpr int kQuietMs = 60;
+  static constexpr int kLongestMs = 600;
+  // Changes the size of `master`'s terminal; the size it comes back to is `terminal`'s (the
+  // user's, which may change meanwhile), or the current one when that cannot be read.
+  void start(int master, int terminal);
+  // Milliseconds until the size must come back (for poll), -1 when nothing waits.
+  int wait_ms() const;
+  // The program wrote: it is drawing for the changed size.
+  void saw_output();
+  // Gives the size back when it is time (or now, when `now` is true).
+  void finish_if_due(bool now = false);
+
+ private:
+  int master_ = -1;
+  int terminal_ = -1;
+  winsize original_{};
+  bool pending_ = false;
+  std::chrono::steady_clock::time_point due_{};
+  std::chrono::steady_clock::time_point least_{};
+  std::chrono::steady_clock::time_point latest_{};
+};
 
 class PtyRelay final : public TerminalHolder {
  public:
@@ -92,11 +165,21 @@ class PtyRelay final : public TerminalHolder {
   // once the relay's thread has stopped, at once when it is not running. Thread-safe.
   void hold() override;
   void release() override;
+  // Whether the screen held is a full-screen program's (the alternate screen): the question is
+  // then drawn over it, and release() has the program repaint. Between hold() and release().
+  bool full_screen() const override { return held_full_screen_; }
 
  private:
   PtyRelay() = default;
   // Relays what the command's terminal holds now (at most 256 KiB), without waiting for more.
   void relay_pending_output(char* buffer, std::size_t size);
+  // Passes the keys the user's terminal holds now to the command (at most 64 KiB).
+  void relay_pending_input(char* buffer, std::size_t size, bool& input_open);
+  // Writes the command's output to the user's terminal, following its modes.
+  void pass_output(const char* data, std::size_t size);
+  // Back from a question: the modes its resets undid, and a repaint when it was drawn over a
+  // full-screen program.
+  void after_question();
   void relay();
 
   int master_ = -1;
@@ -112,6 +195,9 @@ class PtyRelay final : public TerminalHolder {
   bool hold_wanted_ = false;  // hold() asked, release() not yet
   bool holding_ = false;      // the relay's thread has stopped relaying for hold()
   bool raw_ = false;
+  ScreenModes modes_;                           // the relay's thread
+  RepaintRequest repaint_;                      // the relay's thread
+  std::atomic<bool> held_full_screen_ = false;  // set by the relay's thread before holding_
   termios saved_{};
   std::thread thread_;
 };

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <termios.h>
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <ctime>
 #include <string_view>
+#include <vector>
 
 #include "sandbox-profile/supervisor/terminal_input.hpp"
 
@@ -41,6 +43,60 @@ constexpr std::chrono::milliseconds kArmAfter{750};
 // set (SI, ESC ( B), the cursor shown, insert mode off.
 constexpr std::string_view kPlainTerminal =
     "\x1b[!p\x1b]110\x07\x1b]111\x07\x1b]104\x07\x1b[0m\x0f\x1b(B\x1b[?25h\x1b[4l";
+
+// `lines` one below the other, the last without a line's end (the key is typed after it).
+std::string one_below_the_other(const std::vector<std::string>& lines) {
+  std::string text;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    text += (i == 0 ? "" : "\r\n") + lines[i];
+  }
+  return text;
+}
+
+// A question over a full-screen program's screen takes its last rows, as many as the question
+// needs with room for the answer's key (so that nothing scrolls the program's screen), the
+// cursor saved before (ESC 7) and put back after (ESC 8), the rows erased after the answer.
+// The program repaints its screen then (TerminalHolder::full_screen()).
+class BottomRows {
+  static constexpr std::string_view kSaveCursor = "\0337";     // DECSC (ESC 7)
+  static constexpr std::string_view kRestoreCursor = "\0338";  // DECRC (ESC 8)
+  static constexpr std::string_view kEraseBelow = "\x1b[J";    // the cursor's row and below
+
+ public:
+  // The rows for `lines` on the terminal `tty`; nothing when its size is unknown or too small
+  // (the question is then a line among the program's output).
+  static std::optional<BottomRows> fit(int tty, const std::vector<std::string>& lines) {
+    winsize size{};
+    if (::ioctl(tty, TIOCGWINSZ, &size) != 0 || size.ws_row == 0 || size.ws_col == 0) {
+      return std::nullopt;
+    }
+    std::size_t rows = 0;
+    for (const auto& line : lines) {
+      rows += line.size() / size.ws_col + 1;  // bytes: at least the columns they take
+    }
+    if (rows >= size.ws_row) {
+      return std::nullopt;
+    }
+    return BottomRows(static_cast<int>(size.ws_row - rows) + 1);
+  }
+  // The resets, then `lines`.
+  std::string draw(const std::vector<std::string>& lines) const {
+    // To the first row before the resets (a terminal that does not know one of them may print
+    // its last letter: there, not over the program's screen) and after them (origin mode is
+    // off then: the row is the screen's, whatever scrolling region the program set).
+    std::string text = std::string(kSaveCursor) + go_to_first() + std::string(kPlainTerminal) +
+                       go_to_first() + std::string(kEraseBelow);
+    return text + one_below_the_other(lines);
+  }
+  std::string erase() const {
+    return go_to_first() + "\x1b[0m" + std::string(kEraseBelow) + std::string(kRestoreCursor);
+  }
+
+ private:
+  explicit BottomRows(int first) : first_(first) {}
+  std::string go_to_first() const { return "\x1b[" + std::to_string(first_) + ";1H"; }
+  int first_;  // 1-based
+};
 
 std::string random_mark() {
   constexpr std::string_view kLetters = "ACEFHJKLMNPRTUVWXY";  // no look-alikes (0/O, 1/I)
@@ -180,6 +236,7 @@ void TerminalAsker::serve() {
 }
 
 void TerminalAsker::put(TerminalQuestion& question) {
+  std::string refusal;  // why the last answer was not applied, over a full-screen program
   for (;;) {
     if (!question.pending()) {
       return;  // answered elsewhere or timed out while it was queued
@@ -211,19 +268,36 @@ void TerminalAsker::put(TerminalQuestion& question) {
     }
     // Keys typed before the question was on screen were meant for the command, not for it.
     ::tcflush(tty_, TCIFLUSH);
-    // 3. The prompt on a line of its own (the command may have left the cursor mid-line).
-    show("\r\n" + std::string(kPlainTerminal) + "sandgate [" + mark_ + "]: " + question.prompt +
-         " ");
+    // 3. The prompt: over a full-screen program, on the screen's last rows, erased after the
+    // answer; otherwise on a line of its own (the command may have left the cursor mid-line).
+    std::vector<std::string> lines;
+    if (!refusal.empty()) {
+      lines.push_back("sandgate: " + refusal);
+    }
+    lines.push_back("sandgate [" + mark_ + "]: " + question.prompt + " ");
+    const std::optional<BottomRows> rows =
+        holder_ != nullptr && holder_->full_screen() ? BottomRows::fit(tty_, lines) : std::nullopt;
+    if (rows) {
+      show(rows->draw(lines));
+    } else {
+      show("\r\n" + std::string(kPlainTerminal) + one_below_the_other(lines));
+    }
     const std::optional<char> key = read_key(question);
+    refusal.clear();
     std::optional<std::string> refused;
     if (key) {
-      show("\r\n");
+      if (!rows) {
+        show("\r\n");
+      }
       refused = question.answer(*key);
-      if (refused) {
+      if (rows) {
+        show(rows->erase());
+        refusal = refused.value_or("");  // shown above the question, asked again
+      } else if (refused) {
         show("sandgate: " + *refused + "\r\n");
       }
     } else {
-      show("(no longer asked)\r\n");
+      show(rows ? rows->erase() : "(no longer asked)\r\n");
     }
     // 4. Give the terminal back as it was.
     if (have_modes) {

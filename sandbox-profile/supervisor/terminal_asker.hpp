@@ -37,6 +37,10 @@ class TerminalHolder {
   virtual ~TerminalHolder() = default;
   virtual void hold() = 0;
   virtual void release() = 0;
+  // Whether the terminal, held, shows a full-screen program's screen (the alternate screen),
+  // which the question is drawn over and the holder has repainted after release(); false: the
+  // question is a line among the command's output. Between hold() and release().
+  virtual bool full_screen() const { return false; }
 };
 
 // One question as the terminal shows it.

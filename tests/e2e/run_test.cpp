@@ -3862,5 +3862,67 @@ TEST_F(RunAskTest, WithoutATerminalTheAskDefaultAppliesAtOnce) {
       << read_file(work_ + "/curl.err");
 }
 
+// Issue 42: a question over a full-screen program (the alternate screen) leaves its screen
+// exactly as it was. A real terminal emulator (tests/support/pty_screen.py, pyte) renders the run's
+// terminal: the program's screen is taken once it has drawn, the command's background curl
+// (started by the file `go`) is asked about and answered, and the screen must be the same again,
+// every cell and the cursor; then the program still gets its keys.
+// `before`: steps that bring the program to the screen taken.
+std::vector<std::string> full_screen_steps(const std::string& go,
+                                           const std::vector<std::string>& before,
+                                           const std::vector<std::string>& after) {
+  std::vector<std::string> steps = {
+      "/usr/bin/python3", SANDGATE_SOURCE_DIR "/tests/support/pty_screen.py", "--timeout", "20"};
+  steps.insert(steps.end(), before.begin(), before.end());
+  steps.insert(steps.end(), {"quiet:0.5", "snap:program", "touch:" + go, "wait:allow origin.test:",
+                             "sleep:1",  // keys sooner were meant for the command
+                             "key:d\\r", "sleep:0.3", "quiet:0.5", "same:program"});
+  steps.insert(steps.end(), after.begin(), after.end());
+  return steps;
+}
+
+TEST_F(RunAskTest, AQuestionOverVimLeavesItsScreenExactlyAsItWas) {
+  if (shell("command -v vim").first != 0) {
+    FAIL() << "vim is required (scripts/install-deps.sh installs it)";
+  }
+  std::ofstream(work_ + "/notes.txt") << "first line of the notes\nsecond line\n";
+  const std::string go = work_ + "/go";
+  // vim's last message ("notes.txt" 2L, 36B) is not part of what it repaints (a real resize
+  // drops it too): the screen taken is one without a message, redrawn with Ctrl-L.
+  auto argv = full_screen_steps(go, {"wait:second line", "quiet:0.3", "key:\\x0c"},
+                                {"key:ix\\e", "wait:xfirst line of the notes", "key::q!\\r", "--"});
+  for (auto& arg :
+       run_argv({"--unknown=ask", "--ask-timeout", "30", "--log-file", log_path(), "--", "sh", "-c",
+                 "(while [ ! -e " + go + " ]; do sleep 0.1; done; " + curl_https("origin.test") +
+                     " >/dev/null 2>&1) & exec vim -u NONE -N notes.txt"})) {
+    argv.push_back(arg);
+  }
+  Process driver(argv, environment({{"TERM", "xterm"}}), root_ + "/vim-screen", work_);
+  const Outcome o = driver.wait(40s);
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(read_file(log_path()).find("answered deny by " + user() + " via the terminal"),
+            std::string::npos)
+      << read_file(log_path());
+}
+
+TEST_F(RunAskTest, AQuestionOverACursesProgramLeavesItsScreenExactlyAsItWas) {
+  const std::string go = work_ + "/go";
+  auto argv = full_screen_steps(go, {"wait:fullscreen 24x80"},
+                                {"key:hello", "wait:typed:hello", "key:q", "--"});
+  for (auto& arg :
+       run_argv({"--unknown=ask", "--ask-timeout", "30", "--log-file", log_path(), "--", "sh", "-c",
+                 "(while [ ! -e " + go + " ]; do sleep 0.1; done; " + curl_https("origin.test") +
+                     " >/dev/null 2>&1) & exec /usr/bin/python3 " SANDGATE_SOURCE_DIR
+                     "/tests/support/pty_fullscreen.py"})) {
+    argv.push_back(arg);
+  }
+  Process driver(argv, environment({{"TERM", "xterm"}}), root_ + "/curses-screen", work_);
+  const Outcome o = driver.wait(40s);
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(read_file(log_path()).find("answered deny by " + user() + " via the terminal"),
+            std::string::npos)
+      << read_file(log_path());
+}
+
 }  // namespace
 }  // namespace sandgate::testing
