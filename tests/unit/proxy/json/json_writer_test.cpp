@@ -107,7 +107,8 @@ const Case kCases[] = {
     {"two_byte_last", "\xdf\xbf"sv, "\"\xdf\xbf\""sv},
     {"three_byte_first", "\xe0\xa0\x80"sv, "\"\xe0\xa0\x80\""sv},
     {"three_byte_euro", "\xe2\x82\xac"sv, "\"\xe2\x82\xac\""sv},
-    {"three_byte_near_2028", "\xe2\x80\xa7\xe2\x80\xaa"sv, "\"\xe2\x80\xa7\xe2\x80\xaa\""sv},
+    // U+2027 as it is; U+202A, a bidirectional control, escaped (see the test of those below).
+    {"three_byte_near_2028", "\xe2\x80\xa7\xe2\x80\xaa"sv, "\"\xe2\x80\xa7\\u202a\""sv},
     {"last_before_surrogates", "\xed\x9f\xbf"sv, "\"\xed\x9f\xbf\""sv},
     {"first_after_surrogates", "\xee\x80\x80"sv, "\"\xee\x80\x80\""sv},
     {"three_byte_last", "\xef\xbf\xbf"sv, "\"\xef\xbf\xbf\""sv},
