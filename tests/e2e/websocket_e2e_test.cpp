@@ -206,8 +206,8 @@ TEST_F(WebSocketTest, APingBetweenAMessagesFragmentsDoesNotLetTheRestOfAValueThr
   EXPECT_EQ(received.exit_code, 0) << received.output;
   EXPECT_EQ(received.output.find("RealToken"), std::string::npos) << received.output;
   // What may show is what a form's beginning of under 40 bits tells (README: "What comes
-  // back"): "ghp_" and up to six more characters, never a seventh.
-  EXPECT_EQ(received.output.find("RealTok"), std::string::npos) << received.output;
+  // back"): "ghp_" and up to six more characters; from the seventh on, the sentinel's. (Not a
+  // search for "RealTok": the sentinel's own character there is that 'k' once in 62 runs.)
   for (std::size_t cut = 6; cut + 1 < sentinel.size(); ++cut) {
     const std::string line = "message cut " + std::to_string(cut) + " ";
     const auto at = received.output.find(line);
