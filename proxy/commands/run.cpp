@@ -325,17 +325,6 @@ std::string run_log_path(const std::string& home) {
   return folder + "/run-" + stamp + "-" + std::to_string(::getpid()) + ".log";
 }
 
-// A value the gate can mask: long and varied enough for a sentinel of its shape, and nothing
-// a request's header field cannot carry (MaskedSecrets::load's conditions).
-bool maskable(const std::string& value) {
-  if (std::any_of(value.begin(), value.end(),
-                  [](unsigned char c) { return c < 0x20 || c >= 0x7f; }) ||
-      value.front() == ' ' || value.back() == ' ') {
-    return false;
-  }
-  return !secrets::make_sentinel(value, [] { return std::uint8_t{0}; }).empty();
-}
-
 std::string joined(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& name : names) {
@@ -369,7 +358,7 @@ void keep_known_credentials_outside(settings::Settings& settings) {
       continue;
     }
     auto spec = secrets::parse_secret_spec(name);
-    if (spec && maskable(*environment(name))) {
+    if (spec && secrets::can_mask(*environment(name))) {
       settings.secrets.push_back(std::move(*spec));
       masked.push_back(name);
     } else {

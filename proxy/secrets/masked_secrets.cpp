@@ -94,6 +94,14 @@ Expected<std::string, std::string> read_value(const SecretSpec& spec,
   return Unexpected{who + ": unknown source"};
 }
 
+// Nothing a request's header field cannot carry: no control character, no byte outside ASCII,
+// no space at either end. `value` is not empty (the callers check).
+bool header_safe(std::string_view value) {
+  return std::none_of(value.begin(), value.end(),
+                      [](unsigned char c) { return c < 0x20 || c >= 0x7f; }) &&
+         value.front() != ' ' && value.back() != ' ';
+}
+
 std::uint8_t random_byte() {
   unsigned char byte = 0;
   if (RAND_bytes(&byte, 1) != 1) {
@@ -368,6 +376,11 @@ std::shared_ptr<const MaskedSecrets> MaskedSecrets::with(std::vector<MaskedSecre
   return std::shared_ptr<const MaskedSecrets>(new MaskedSecrets(std::move(secrets)));
 }
 
+bool can_mask(std::string_view value) {
+  return !value.empty() && header_safe(value) &&
+         !make_sentinel(value, [] { return std::uint8_t{0}; }).empty();
+}
+
 Expected<std::shared_ptr<const MaskedSecrets>, std::string> MaskedSecrets::load(
     const std::vector<SecretSpec>& specs, const Lookup& environment,
     const SentinelKey* stable_key) {
@@ -384,9 +397,7 @@ Expected<std::shared_ptr<const MaskedSecrets>, std::string> MaskedSecrets::load(
     if (value->empty()) {
       return Unexpected{"secret " + spec.name + " is empty"};
     }
-    if (std::any_of(value->begin(), value->end(),
-                    [](unsigned char c) { return c < 0x20 || c >= 0x7f; }) ||
-        value->front() == ' ' || value->back() == ' ') {
+    if (!header_safe(*value)) {
       return Unexpected{"secret " + spec.name +
                         " holds a control character, a byte outside ASCII or a leading or "
                         "trailing space: it cannot go in a request's header field"};

@@ -100,6 +100,11 @@ class MaskedSecrets {
 // value is too short or too plain to mask: fewer than 8 characters, or under 40 bits of choice.
 std::string make_sentinel(std::string_view value, const std::function<std::uint8_t()>& random_byte);
 
+// Whether `value` can be masked: it may go in a request's header field (no control character,
+// no byte outside ASCII, no space at either end) and is long and varied enough for a sentinel
+// (make_sentinel). MaskedSecrets::load refuses what fails this, naming which.
+bool can_mask(std::string_view value);
+
 // The redactions of one secret (exposed for tests).
 std::vector<Redaction> redactions_of(std::string_view value, std::string_view sentinel);
 

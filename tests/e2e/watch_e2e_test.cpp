@@ -185,7 +185,7 @@ class WatchTest : public ::testing::Test {
     ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
     root_ = fs::canonical(pattern).string();
     fs::create_directories(root_ + "/home");
-    fs::create_directories(root_ + "/work");
+    fs::create_directories(root_ + "/project");
     fs::create_directories(root_ + "/runtime");
     ::chmod((root_ + "/runtime").c_str(), 0700);
     std::ofstream(root_ + "/blocked.txt") << "blocked.test\n";
@@ -241,7 +241,7 @@ class WatchTest : public ::testing::Test {
                 "sh",
                 "-c",
                 script},
-               environment(), root_ + "/work");
+               environment(), root_ + "/project");
   }
   // Waits until the run's log says `text`.
   bool log_says(const std::string& text, std::chrono::seconds timeout = 20s) {
@@ -268,7 +268,7 @@ class WatchTest : public ::testing::Test {
   std::string question() const {
     return "allow origin.test:" + std::to_string(origin_.port()) + "?";
   }
-  void go() { std::ofstream(root_ + "/work/go") << "go\n"; }
+  void go() { std::ofstream(root_ + "/project/go") << "go\n"; }
 
   std::string root_;
   fakes::FakeDnsServer dns_;
