@@ -126,9 +126,11 @@ class MessageSequence {
 };
 
 // A close frame's payload, unmasked: none, or a code (and a reason, left unread).
+// The reason is a copy (at most 123 bytes), so that a close read from a scratch buffer stays
+// valid after the buffer goes.
 struct ClosePayload {
   std::optional<std::uint16_t> code;
-  std::string_view reason;
+  std::string reason;
 };
 // Reads a close payload; close_payload_malformed or close_code_invalid when it is neither
 // empty nor a code an endpoint may send (1000-1003, 1007-1014, 3000-4999) with a reason.
