@@ -24,6 +24,7 @@ build_packages=(
   libseccomp-dev        # seccomp: the system-call allow-list of every process inside `run`
   libnftables-dev       # `run`'s capture: the nftables rules that redirect the command's connections
   libncurses-dev        # `sandgate watch`: the terminal view (linked into the sandgate binary only)
+  libnghttp2-dev        # HTTP/2 on inspected connections, towards clients and origins
 )
 # Tests drive real clients and servers from Debian's packages. The fuzz targets (tests/fuzz) need
 # clang and its libFuzzer and sanitizer runtimes.
@@ -43,6 +44,8 @@ test_packages=(
   python3-pyte          # watch_e2e_test, run_test: a real terminal emulator renders `sandgate watch` and full-screen programs under a pty
   vim                   # run_test: a real full-screen program a question is drawn over
   python3-websockets    # websocket_e2e_test: a WebSocket client and TLS origin through inspection
+  nghttp2-client nghttp2-server  # http2 tests: nghttp and nghttpd as a real HTTP/2 client and origin
+  python3-grpcio        # grpc tests: a real gRPC client and server through inspection
 )
 
 case "$(uname -s)" in
