@@ -39,6 +39,7 @@
 #include "proxy/secrets/request_secrets.hpp"
 #include "proxy/session/admission.hpp"
 #include "proxy/session/ask_wait.hpp"
+#include "proxy/session/exchange/request_admission.hpp"
 #include "proxy/session/exchange/websocket_handshake.hpp"
 #include "proxy/session/fronts/client_session.hpp"
 #include "proxy/session/fronts/http_exchange.hpp"
@@ -62,6 +63,8 @@ using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 using clock = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+using exchange::AdmittedRequest;
 
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
@@ -273,17 +276,6 @@ asio::awaitable<void> run_inspected_websocket(Exchange& x, EndLine& end) {
   log_end(context, end);
 }
 
-// A request the admission pipeline let through, its upstream connected (or a kept-alive one
-// reused) and registered, its decision line written.
-struct AdmittedRequest {
-  std::string method;
-  HttpTarget target;
-  std::string display;  // the host as the log names it
-  std::string where;    // host:port, the key a kept-alive upstream is reused for
-  std::string path;     // the path as the log names it (logged_path)
-  std::string rule;     // the request rule that allowed it, if one did
-};
-
 // Refuses the request (the upstream closed, the reply written, the line logged); the connection
 // then ends.
 asio::awaitable<void> refuse_request(SessionContext& context, std::string_view method,
@@ -298,21 +290,6 @@ asio::awaitable<void> refuse_request(SessionContext& context, std::string_view m
   co_await close_gracefully(context.client);
 }
 
-// An inspected connection opened to an address leads there whatever name its requests give
-// (the admission pipeline decided that name): each request holds the address to the rules it is
-// decided with too, as they would hold a new tunnel to it. Nothing when it may go on (or
-// report-only mode lets it, keeping the denial for the request's line).
-std::optional<Refusal> refuse_address(SessionContext& context, const ConnectionFacts& facts) {
-  const rules::Decision decision = context.policy->decide(facts.requested, facts.port);
-  // (A person's answer allowed the address, and still no rule decides it: as judge_again.)
-  if (decision.allowed() || (decision.unknown && facts.answered) ||
-      context.report_instead(decision, facts.requested, facts.port)) {
-    return std::nullopt;
-  }
-  return Refusal(decision.reason, context.policy->explain(decision, facts.requested, facts.port),
-                 rules::rule_text(decision));
-}
-
 // Stage 4 for plain HTTP: the kept-alive upstream if it is for the same host:port and still
 // idle, otherwise a fresh one through the pipeline's dial (resolved and checked like a tunnel's;
 // through a parent proxy, the parent itself, which then gets the request in absolute form: many
@@ -320,7 +297,7 @@ std::optional<Refusal> refuse_address(SessionContext& context, const ConnectionF
 asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission,
                                    const AdmittedRequest& request, Upstream& upstream) {
   if (upstream.inspected != nullptr && upstream.inspected->facts.by_address()) {
-    if (auto refused = refuse_address(context, upstream.inspected->facts)) {
+    if (auto refused = exchange::refuse_address(context, upstream.inspected->facts)) {
       admission.status = Admission::Status::refused;
       admission.refusal = std::move(*refused);
       co_return;
@@ -395,34 +372,6 @@ asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission
   }
 }
 
-// The request's decision line: allowed, or (report-only mode) the first denial let through.
-void record_request_decision(SessionContext& context, const AdmittedRequest& request,
-                             const Admission& admission, const Upstream& upstream) {
-  log::Record record;
-  record.connection_id = context.id;
-  record.client = context.client_address;
-  record.method = request.method;
-  record.host = request.display;
-  record.port = request.target.port;
-  record.path = request.path;
-  record.address = upstream.address;
-  const std::string rule = request.rule.empty() ? admission.rule() : request.rule;
-  const std::string note = admission.note();
-  record.rule = rule;
-  record.detail = note;
-  if (const auto& why = context.reported) {
-    record.rule = why->rule;
-    record.detail = why->sentence;
-    context.record_decision(record, why->reason, false);
-  } else {
-    context.record_decision(record, rules::Reason::allowed);
-  }
-  context.worker.metrics.http_requests_total.add();
-}
-
-asio::awaitable<bool> admit_target(SessionContext& context, HeadParser& head_parser,
-                                   Upstream& upstream, AdmittedRequest& request);
-
 // The target of a request inside an inspected connection: origin form, with a Host naming the
 // connection's host. The error is the client's sentence.
 Expected<HttpTarget, std::string> inspected_target(const InspectedOrigin& origin,
@@ -451,315 +400,70 @@ Expected<HttpTarget, std::string> inspected_target(const InspectedOrigin& origin
   return result;
 }
 
+// How an HTTP/1.1 request reaches its origin: the connection's kept-alive upstream, or a dial.
+class UpstreamReach final : public exchange::OriginReach {
+ public:
+  explicit UpstreamReach(Upstream& upstream) : upstream_(upstream) {}
+  asio::awaitable<void> reach(SessionContext& context, Admission& admission,
+                              const AdmittedRequest& request) override {
+    co_await reach_origin(context, admission, request, upstream_);
+  }
+  std::optional<rules::IpAddress> dialled() const override { return upstream_.dialled; }
+  std::string address() const override { return upstream_.address; }
+  const ConnectionFacts* inspected() const override {
+    return upstream_.inspected != nullptr ? &upstream_.inspected->facts : nullptr;
+  }
+
+ private:
+  Upstream& upstream_;
+};
+
 // Steps 1-4 of a request: its target parsed strictly (the host checked is the host dialled and
-// named upstream), its framing checked, the admission pipeline, the upstream reached, the
-// destination registered for reloads and the decision logged. Nothing when the request was
-// refused (answered, logged, closed) or is over.
+// named upstream), then the admission pipeline (exchange/request_admission.hpp). Nothing when
+// the request was refused (answered, logged, closed) or is over.
 asio::awaitable<std::optional<AdmittedRequest>> admit_request(SessionContext& context,
                                                               HeadParser& head_parser,
                                                               Upstream& upstream) {
-  AdmittedRequest request;
-  request.method = std::string(head_parser.get().method_string());
+  const std::string method(head_parser.get().method_string());
   const std::string raw_target(head_parser.get().target());
+  HttpTarget target;
   if (upstream.inspected) {
-    auto target = inspected_target(*upstream.inspected, head_parser.get());
-    if (!target) {
-      Refusal refusal(rules::Reason::bad_request, target.error());
+    auto parsed = inspected_target(*upstream.inspected, head_parser.get());
+    if (!parsed) {
+      Refusal refusal(rules::Reason::bad_request, parsed.error());
       refusal.path = std::string(logged_path(raw_target));
       // Named, not temporaries: GCC 12 can end a temporary of a co_await's operands early.
       const std::string display = upstream.inspected->host.display();
-      co_await refuse_request(context, request.method, display, upstream.inspected->port, refusal);
+      co_await refuse_request(context, method, display, upstream.inspected->port, refusal);
       co_return std::nullopt;
     }
-    request.target = std::move(*target);
+    target = std::move(*parsed);
   } else {
-    auto target = parse_http_target(raw_target, head_parser.get().method() == http::verb::options);
-    if (!target) {
+    auto parsed = parse_http_target(raw_target, head_parser.get().method() == http::verb::options);
+    if (!parsed) {
       co_await refuse_request(
-          context, request.method, raw_target, 0,
-          {target_error_reason(target.error()), target_error_text(target.error(), raw_target)});
+          context, method, raw_target, 0,
+          {target_error_reason(parsed.error()), target_error_text(parsed.error(), raw_target)});
       co_return std::nullopt;
     }
-    request.target = std::move(*target);
+    target = std::move(*parsed);
   }
-  // (A flag, not `co_return co_await`: GCC 12 mishandles the frame of that shape.)
-  const bool admitted = co_await admit_target(context, head_parser, upstream, request);
-  if (!admitted) {
-    co_return std::nullopt;
-  }
-  co_return request;
-}
-
-// What the request rules read of a request: its line, its type, and a method override. Names
-// are compared as CGI and WSGI servers read them (any case, `_` for `-`), so that no spelling an
-// origin takes for an override goes unjudged.
-RequestToJudge what_rules_read(const AdmittedRequest& request, const http::request_header<>& head) {
-  RequestToJudge judged{request.method, request.target.origin_form, {}, {}, {}};
-  if (head.count(http::field::content_type) > 1) {
-    judged.problem = "the request has more than one Content-Type field.";
-  }
-  judged.content_type = head[http::field::content_type];
-  for (const auto& field : head) {
-    std::string name(field.name_string());
-    for (char& c : name) {
-      c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
-    if (name != "x-http-method-override" && name != "x-http-method" &&
-        name != "x-method-override") {
-      continue;
-    }
-    std::string_view value = field.value();
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
-      value.remove_prefix(1);
-    }
-    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) {
-      value.remove_suffix(1);
-    }
-    if (!rules::is_method_token(value)) {
-      // A list ("DELETE, GET"), a space or a byte outside ASCII: origins read the first item, or
-      // trim what they see as space; the gate judges only a single method.
-      judged.problem = "a method-override field of the request is not a single method.";
-    } else if (judged.method_override.empty()) {
-      judged.method_override = value;
-    } else if (value != judged.method_override) {
-      judged.problem = "the request names different methods in its method-override fields.";
-    }
-  }
-  return judged;
-}
-
-// A person's answer to a request's question, carried into a decision made again: it stands for
-// exactly the request it was asked about (`asked`, RequestQuestion::request).
-struct RequestAnswer {
-  std::string asked;
-  rules::Decision decision;
-};
-
-// A plain request in absolute form to a literal address while request rules are in force: the
-// gate cannot tell whose rules it would meet (its Host field is the client's word), as with a
-// tunnel to an address that names no host (splice_bar). Refused as not-inspectable, unless an
-// entry of the request rules names the address itself.
-std::optional<Refusal> refuse_nameless_request(SessionContext& context, const rules::Host& host,
-                                               std::uint16_t port) {
-  if (splice_bar(*context.policy, host, nullptr, port) != SpliceBar::nameless_address) {
-    return std::nullopt;
-  }
-  const std::string sentence =
-      host.display() + ":" + std::to_string(port) +
-      " is an address: with request rules in force the gate cannot tell whose rules a request "
-      "to it would meet (its Host field is only the client's word), and it lets no request "
-      "through unjudged. Send it to the host by its name.";
-  if (context.reports(rules::Reason::not_inspectable)) {
-    context.keep_reported(rules::Reason::not_inspectable, {}, sentence);
-    return std::nullopt;
-  }
-  return Refusal(rules::Reason::not_inspectable, sentence);
-}
-
-// The decision of admit_target, with the rules of context.policy: the destination (a question
-// when no rule decides it), the nameless-address rule, the request rules (a question when no
-// line decides the request), the request budgets before the dial (a question when one is
-// spent; `budgets` false when the request was counted already). Sets `admission` admitted or
-// refused; nothing when the request is over (its line written). `destination_answer` and
-// `request_answer` carry a person's answers from an earlier round (a reload came during a wait) and
-// receive this round's.
-asio::awaitable<std::optional<bool>> decide_request(
-    SessionContext& context, HeadParser& head_parser, Upstream& upstream, AdmittedRequest& request,
-    Admission& admission, std::optional<rules::Decision>& destination_answer,
-    std::optional<RequestAnswer>& request_answer, bool budgets = true) {
-  const rules::Host& host = request.target.host;
-  const std::uint16_t port = request.target.port;
-  admission = co_await decide_admission(context, request.method, host, port, destination_answer);
-  if (admission.status == Admission::Status::over) {
-    co_return std::nullopt;
-  }
-  if (admission.decision.answered) {
-    destination_answer = admission.decision;
-  }
-  if (!admission.admitted()) {
-    co_return true;
-  }
-  std::optional<Refusal> refusal;
-  if (upstream.inspected == nullptr) {
-    refusal = refuse_nameless_request(context, host, port);
-  }
-  RequestJudgement judged;
-  if (!refusal) {
-    judged = judge_request(context, host, port, what_rules_read(request, head_parser.get()));
-    refusal = std::move(judged.refusal);
-  }
-  if (refusal && judged.question && context.policy->options().unknown == rules::UnknownMode::ask) {
-    // No line decides it: a person is asked about this request, as about a destination (once:
-    // an answer given before a reload stands while the new rules still leave it to a person).
-    const ask::RequestQuestion question = std::move(*judged.question);
-    if (!request_answer || request_answer->asked != question.request) {
-      // While it waits, a reload's rules are asked whether they still leave it to a person.
-      const StillAsked still_asked = [&](const std::shared_ptr<const rules::Policy>& policy) {
-        std::shared_ptr<const rules::Policy> current = std::exchange(context.policy, policy);
-        std::optional<Reported> reported = std::exchange(context.reported, std::nullopt);
-        const RequestJudgement again =
-            judge_request(context, host, port, what_rules_read(request, head_parser.get()));
-        context.policy = std::move(current);
-        context.reported = std::move(reported);
-        return again.refusal && again.question && again.question->request == question.request;
-      };
-      const std::optional<rules::Decision> answered =
-          co_await ask_about(context, request.method, host, port, &question, &still_asked);
-      if (!answered || !context.still_wanted(request.method, request.display, port)) {
-        co_return std::nullopt;
-      }
-      if (withdrawn(*answered) && context.policy != context.worker.policy) {
-        co_return true;  // the rules now in force decide it: the caller decides again
-      }
-      request_answer = RequestAnswer{question.request, *answered};
-    }
-    const rules::Decision& answer = request_answer->decision;
-    if (answer.allowed()) {
-      refusal.reset();
-      judged.rule = "answered: " + question.request;
-    } else {
-      const std::string asked = question.request + " on " + request.where;
-      const std::string sentence =
-          answer.reason == rules::Reason::ask_denied
-              ? "a person answered the question about " + asked + " with deny."
-          : answer.reason == rules::Reason::ask_timeout
-              ? "nobody answered the question about " + asked +
-                    " within the ask timeout; the ask default denies it."
-              : "nobody can be asked about " + asked +
-                    " (no one to answer, or too many questions pending).";
-      refusal = Refusal(answer.reason, sentence, refusal->rule);
-      refusal->path = request.path;
-    }
-  }
-  if (!refusal && budgets) {
-    BudgetCheck spent = co_await check_budgets_before_dial(context, request.method,
-                                                           rules::BudgetKind::requests, host, port);
-    if (spent.over) {
+  UpstreamReach reach(upstream);
+  exchange::RequestAdmission admission =
+      co_await exchange::admit_request(context, head_parser.get(), std::move(target), reach);
+  switch (admission.status) {
+    case exchange::RequestAdmission::Status::admitted:
+      co_return std::move(admission.request);
+    case exchange::RequestAdmission::Status::refused: {
+      const AdmittedRequest& request = admission.request;
+      co_await refuse_request(context, request.method, request.display, request.target.port,
+                              admission.refusal);
       co_return std::nullopt;
     }
-    refusal = std::move(spent.refusal);
-  }
-  if (refusal) {
-    admission.status = Admission::Status::refused;
-    admission.refusal = std::move(*refusal);
-  }
-  request.rule = std::move(judged.rule);
-  co_return true;
-}
-
-// Steps 2-4 of admit_request, once the target is known: false when the request was refused
-// (answered, logged, closed) or is over.
-asio::awaitable<bool> admit_target(SessionContext& context, HeadParser& head_parser,
-                                   Upstream& upstream, AdmittedRequest& request) {
-  const rules::Host& host = request.target.host;
-  const std::uint16_t port = request.target.port;
-  request.display = host.display();
-  request.where = request.display + ":" + std::to_string(port);
-
-  // Framing the proxy and the origin could read differently is refused before anything is sent
-  // anywhere.
-  if (auto problem = request_framing_problem(head_parser.get())) {
-    co_await refuse_request(context, request.method, request.display, port,
-                            {rules::Reason::bad_request, *problem});
-    co_return false;
-  }
-  // A masked secret's sentinel goes nowhere the gate would not fill it in (request_secrets.hpp):
-  // refused before anything is decided or dialled, logged as the attempt it is.
-  if (const secrets::MaskedSecrets* secrets = context.worker.shared.secrets) {
-    const bool may_fill =
-        upstream.inspected != nullptr && upstream.inspected->facts.may_fill_secrets();
-    if (auto misplaced =
-            secrets::misplaced_secret(*secrets, head_parser.get(), host.name, may_fill)) {
-      Refusal refusal(rules::Reason::secret_refused, *misplaced);
-      refusal.path = std::string(logged_path(request.target.origin_form));
-      co_await refuse_request(context, request.method, request.display, port, refusal);
-      co_return false;
-    }
-  }
-
-  // The admission pipeline, on every request of the connection: the destination, then the
-  // request itself (its method and path), then the dial. A reload during one of its waits (a
-  // question, a spent budget's question) makes the decision taken before it stale: the whole
-  // admission is made again with the rules now in force, and what a person answered stands
-  // only for what it was asked about, while the new rules still leave that to a person.
-  request.path = std::string(logged_path(request.target.origin_form));
-  std::optional<rules::Decision> destination_answer;
-  std::optional<RequestAnswer> request_answer;
-  Admission admission;
-  // (Each round that comes back stale waited through a reload; one that waits on nothing, or
-  // through none, is the last.)
-  for (;;) {
-    std::optional<bool> decided = co_await decide_request(
-        context, head_parser, upstream, request, admission, destination_answer, request_answer);
-    if (!decided) {
-      co_return false;
-    }
-    if (context.policy == context.worker.policy) {
+    case exchange::RequestAdmission::Status::over:
       break;
-    }
-    context.begin_request();  // a reload came during a wait: decide again with its rules
   }
-  if (admission.admitted()) {
-    co_await reach_origin(context, admission, request, upstream);
-  }
-  // The request counts once the address its upstream was dialled at is known (an entry for the
-  // address counts requests made by name), before any of it is sent.
-  if (admission.admitted()) {
-    BudgetCheck counted = co_await count_against_budgets(
-        context, request.method, rules::BudgetKind::requests, host, port, upstream.dialled);
-    if (!counted.apply_to(admission) && !admission.refused()) {
-      co_return false;
-    }
-  }
-  // A reload during the dial or the count: the destination and the request are judged again
-  // by its rules (the budgets have counted the request already).
-  while (admission.admitted() && context.policy != context.worker.policy) {
-    context.begin_request();
-    const Admission dialled = admission;
-    std::optional<bool> decided =
-        co_await decide_request(context, head_parser, upstream, request, admission,
-                                destination_answer, request_answer, /*budgets=*/false);
-    if (!decided) {
-      co_return false;
-    }
-    if (admission.admitted()) {
-      admission.use = dialled.use;
-      admission.parent = dialled.parent;
-      admission.endpoint = dialled.endpoint;
-      admission.dialled = dialled.dialled;
-    }
-  }
-  if (admission.refused()) {
-    admission.refusal.path = request.path;
-    co_await refuse_request(context, request.method, request.display, port, admission.refusal);
-  }
-  if (!admission.admitted()) {
-    co_return false;
-  }
-  // Registered while the upstream is open, so that a reload can judge it again; judged first by
-  // the rules now in force if a reload came during the waits above. An inspected connection
-  // registers where its tunnel led (an address the client chose, with the name its ClientHello
-  // gave), so that a reload holds it to every rule kind its set-up was.
-  Destination destination;
-  if (upstream.inspected != nullptr) {
-    const ConnectionFacts& facts = upstream.inspected->facts;
-    destination = facts.destination(upstream.dialled);
-    // (This request's answer was about the name it named: the tunnel's host only when it was
-    // opened to that name.)
-    destination.answered = facts.answered || (admission.decision.answered && !facts.by_address());
-  } else {
-    destination.host = host;
-    destination.port = port;
-    destination.address = upstream.dialled;
-    destination.answered = admission.decision.answered;
-  }
-  if (auto revoked = context.register_destination(std::move(destination))) {
-    co_await refuse_request(context, request.method, request.display, port,
-                            {revocation_reason(*revoked), revoked->detail, revoked->rule});
-    co_return false;
-  }
-  record_request_decision(context, request, admission, upstream);
-  co_return true;
+  co_return std::nullopt;
 }
 
 // How an exchange ended, in one place (ExchangeState::ending): its end line, and what becomes of
@@ -871,8 +575,8 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   bool send_continue = expects_continue && client_http11 && !request.is_done();
   // Masked secrets bound to this host: what comes back is cleaned of them whenever the gate sees
   // it (an inspected connection), and they are filled in only where the connection's facts allow
-  // (not to an address the client chose; anywhere else a sentinel was refused by admit_target).
-  // A SigV4 signature is taken as the client made it, before the head is rewritten.
+  // (not to an address the client chose; anywhere else a sentinel was refused by the admission
+  // stage). A SigV4 signature is taken as the client made it, before the head is rewritten.
   const secrets::MaskedSecrets* secrets = context.worker.shared.secrets;
   const bool bound_host = secrets != nullptr && upstream.inspected != nullptr &&
                           secrets->any_bound_to(admitted->target.host.name);

@@ -1,0 +1,331 @@
+// The admission pipeline on one request (request_admission.hpp).
+#include "proxy/session/exchange/request_admission.hpp"
+
+#include <cctype>
+#include <functional>
+#include <memory>
+#include <utility>
+
+#include "proxy/secrets/request_secrets.hpp"
+#include "proxy/session/ask_wait.hpp"
+#include "proxy/session/wire/http_head.hpp"
+
+namespace sandgate::session::exchange {
+namespace {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+
+// The request's decision line: allowed, or (report-only mode) the first denial let through.
+void record_request_decision(SessionContext& context, const AdmittedRequest& request,
+                             const Admission& admission, const OriginReach& origin) {
+  log::Record record;
+  record.connection_id = context.id;
+  record.client = context.client_address;
+  record.method = request.method;
+  record.host = request.display;
+  record.port = request.target.port;
+  record.path = request.path;
+  const std::string address = origin.address();
+  record.address = address;
+  const std::string rule = request.rule.empty() ? admission.rule() : request.rule;
+  const std::string note = admission.note();
+  record.rule = rule;
+  record.detail = note;
+  if (const auto& why = context.reported) {
+    record.rule = why->rule;
+    record.detail = why->sentence;
+    context.record_decision(record, why->reason, false);
+  } else {
+    context.record_decision(record, rules::Reason::allowed);
+  }
+  context.worker.metrics.http_requests_total.add();
+}
+
+// What the request rules read of a request: its line, its type, and a method override. Names
+// are compared as CGI and WSGI servers read them (any case, `_` for `-`), so that no spelling an
+// origin takes for an override goes unjudged.
+RequestToJudge what_rules_read(const AdmittedRequest& request, const http::request_header<>& head) {
+  RequestToJudge judged{request.method, request.target.origin_form, {}, {}, {}};
+  if (head.count(http::field::content_type) > 1) {
+    judged.problem = "the request has more than one Content-Type field.";
+  }
+  judged.content_type = head[http::field::content_type];
+  for (const auto& field : head) {
+    std::string name(field.name_string());
+    for (char& c : name) {
+      c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    if (name != "x-http-method-override" && name != "x-http-method" &&
+        name != "x-method-override") {
+      continue;
+    }
+    std::string_view value = field.value();
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
+      value.remove_prefix(1);
+    }
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) {
+      value.remove_suffix(1);
+    }
+    if (!rules::is_method_token(value)) {
+      // A list ("DELETE, GET"), a space or a byte outside ASCII: origins read the first item, or
+      // trim what they see as space; the gate judges only a single method.
+      judged.problem = "a method-override field of the request is not a single method.";
+    } else if (judged.method_override.empty()) {
+      judged.method_override = value;
+    } else if (value != judged.method_override) {
+      judged.problem = "the request names different methods in its method-override fields.";
+    }
+  }
+  return judged;
+}
+
+// A person's answer to a request's question, carried into a decision made again: it stands for
+// exactly the request it was asked about (`asked`, RequestQuestion::request).
+struct RequestAnswer {
+  std::string asked;
+  rules::Decision decision;
+};
+
+// A plain request in absolute form to a literal address while request rules are in force: the
+// gate cannot tell whose rules it would meet (its Host field is the client's word), as with a
+// tunnel to an address that names no host (splice_bar). Refused as not-inspectable, unless an
+// entry of the request rules names the address itself.
+std::optional<Refusal> refuse_nameless_request(SessionContext& context, const rules::Host& host,
+                                               std::uint16_t port) {
+  if (splice_bar(*context.policy, host, nullptr, port) != SpliceBar::nameless_address) {
+    return std::nullopt;
+  }
+  const std::string sentence =
+      host.display() + ":" + std::to_string(port) +
+      " is an address: with request rules in force the gate cannot tell whose rules a request "
+      "to it would meet (its Host field is only the client's word), and it lets no request "
+      "through unjudged. Send it to the host by its name.";
+  if (context.reports(rules::Reason::not_inspectable)) {
+    context.keep_reported(rules::Reason::not_inspectable, {}, sentence);
+    return std::nullopt;
+  }
+  return Refusal(rules::Reason::not_inspectable, sentence);
+}
+
+// The decision of admit_target, with the rules of context.policy: the destination (a question
+// when no rule decides it), the nameless-address rule, the request rules (a question when no
+// line decides the request), the request budgets before the dial (a question when one is
+// spent; `budgets` false when the request was counted already). Sets `admission` admitted or
+// refused; nothing when the request is over (its line written). `destination_answer` and
+// `request_answer` carry a person's answers from an earlier round (a reload came during a wait) and
+// receive this round's.
+asio::awaitable<std::optional<bool>> decide_request(
+    SessionContext& context, const http::request_header<>& head, const OriginReach& origin,
+    AdmittedRequest& request, Admission& admission,
+    std::optional<rules::Decision>& destination_answer,
+    std::optional<RequestAnswer>& request_answer, bool budgets = true) {
+  const rules::Host& host = request.target.host;
+  const std::uint16_t port = request.target.port;
+  admission = co_await decide_admission(context, request.method, host, port, destination_answer);
+  if (admission.status == Admission::Status::over) {
+    co_return std::nullopt;
+  }
+  if (admission.decision.answered) {
+    destination_answer = admission.decision;
+  }
+  if (!admission.admitted()) {
+    co_return true;
+  }
+  std::optional<Refusal> refusal;
+  if (origin.inspected() == nullptr) {
+    refusal = refuse_nameless_request(context, host, port);
+  }
+  RequestJudgement judged;
+  if (!refusal) {
+    judged = judge_request(context, host, port, what_rules_read(request, head));
+    refusal = std::move(judged.refusal);
+  }
+  if (refusal && judged.question && context.policy->options().unknown == rules::UnknownMode::ask) {
+    // No line decides it: a person is asked about this request, as about a destination (once:
+    // an answer given before a reload stands while the new rules still leave it to a person).
+    const ask::RequestQuestion question = std::move(*judged.question);
+    if (!request_answer || request_answer->asked != question.request) {
+      // While it waits, a reload's rules are asked whether they still leave it to a person.
+      const StillAsked still_asked = [&](const std::shared_ptr<const rules::Policy>& policy) {
+        std::shared_ptr<const rules::Policy> current = std::exchange(context.policy, policy);
+        std::optional<Reported> reported = std::exchange(context.reported, std::nullopt);
+        const RequestJudgement again =
+            judge_request(context, host, port, what_rules_read(request, head));
+        context.policy = std::move(current);
+        context.reported = std::move(reported);
+        return again.refusal && again.question && again.question->request == question.request;
+      };
+      const std::optional<rules::Decision> answered =
+          co_await ask_about(context, request.method, host, port, &question, &still_asked);
+      if (!answered || !context.still_wanted(request.method, request.display, port)) {
+        co_return std::nullopt;
+      }
+      if (withdrawn(*answered) && context.policy != context.worker.policy) {
+        co_return true;  // the rules now in force decide it: the caller decides again
+      }
+      request_answer = RequestAnswer{question.request, *answered};
+    }
+    const rules::Decision& answer = request_answer->decision;
+    if (answer.allowed()) {
+      refusal.reset();
+      judged.rule = "answered: " + question.request;
+    } else {
+      const std::string asked = question.request + " on " + request.where;
+      const std::string sentence =
+          answer.reason == rules::Reason::ask_denied
+              ? "a person answered the question about " + asked + " with deny."
+          : answer.reason == rules::Reason::ask_timeout
+              ? "nobody answered the question about " + asked +
+                    " within the ask timeout; the ask default denies it."
+              : "nobody can be asked about " + asked +
+                    " (no one to answer, or too many questions pending).";
+      refusal = Refusal(answer.reason, sentence, refusal->rule);
+      refusal->path = request.path;
+    }
+  }
+  if (!refusal && budgets) {
+    BudgetCheck spent = co_await check_budgets_before_dial(context, request.method,
+                                                           rules::BudgetKind::requests, host, port);
+    if (spent.over) {
+      co_return std::nullopt;
+    }
+    refusal = std::move(spent.refusal);
+  }
+  if (refusal) {
+    admission.status = Admission::Status::refused;
+    admission.refusal = std::move(*refusal);
+  }
+  request.rule = std::move(judged.rule);
+  co_return true;
+}
+
+// The refusal the front answers, with the request's path for its line.
+RequestAdmission refused(AdmittedRequest request, Refusal refusal) {
+  if (refusal.path.empty()) {
+    refusal.path = request.path;
+  }
+  return {RequestAdmission::Status::refused, std::move(request), std::move(refusal)};
+}
+
+}  // namespace
+
+asio::awaitable<RequestAdmission> admit_request(SessionContext& context,
+                                                const http::request_header<>& head,
+                                                HttpTarget target, OriginReach& origin) {
+  AdmittedRequest request;
+  request.method = std::string(head.method_string());
+  request.target = std::move(target);
+  const rules::Host& host = request.target.host;
+  const std::uint16_t port = request.target.port;
+  request.display = host.display();
+  request.where = request.display + ":" + std::to_string(port);
+  request.path = std::string(logged_path(request.target.origin_form));
+
+  // Framing the proxy and the origin could read differently is refused before anything is sent
+  // anywhere.
+  if (auto problem = request_framing_problem(head)) {
+    co_return refused(std::move(request), {rules::Reason::bad_request, *problem});
+  }
+  // A masked secret's sentinel goes nowhere the gate would not fill it in (request_secrets.hpp):
+  // refused before anything is decided or dialled, logged as the attempt it is.
+  if (const secrets::MaskedSecrets* secrets = context.worker.shared.secrets) {
+    const ConnectionFacts* facts = origin.inspected();
+    const bool may_fill = facts != nullptr && facts->may_fill_secrets();
+    if (auto misplaced = secrets::misplaced_secret(*secrets, head, host.name, may_fill)) {
+      co_return refused(std::move(request), {rules::Reason::secret_refused, *misplaced});
+    }
+  }
+
+  // The admission pipeline: the destination, then the request itself (its method and path),
+  // then the origin reached. (Each round that comes back stale waited through a reload; one
+  // that waits on nothing, or through none, is the last.)
+  std::optional<rules::Decision> destination_answer;
+  std::optional<RequestAnswer> request_answer;
+  Admission admission;
+  for (;;) {
+    std::optional<bool> decided = co_await decide_request(context, head, origin, request, admission,
+                                                          destination_answer, request_answer);
+    if (!decided) {
+      co_return RequestAdmission{};
+    }
+    if (context.policy == context.worker.policy) {
+      break;
+    }
+    context.begin_request();  // a reload came during a wait: decide again with its rules
+  }
+  if (admission.admitted()) {
+    co_await origin.reach(context, admission, request);
+  }
+  // The request counts once the address its origin was dialled at is known (an entry for the
+  // address counts requests made by name), before any of it is sent.
+  if (admission.admitted()) {
+    BudgetCheck counted = co_await count_against_budgets(
+        context, request.method, rules::BudgetKind::requests, host, port, origin.dialled());
+    if (!counted.apply_to(admission) && !admission.refused()) {
+      co_return RequestAdmission{};
+    }
+  }
+  // A reload during the reach or the count: the destination and the request are judged again
+  // by its rules (the budgets have counted the request already).
+  while (admission.admitted() && context.policy != context.worker.policy) {
+    context.begin_request();
+    const Admission reached = admission;
+    std::optional<bool> decided =
+        co_await decide_request(context, head, origin, request, admission, destination_answer,
+                                request_answer, /*budgets=*/false);
+    if (!decided) {
+      co_return RequestAdmission{};
+    }
+    if (admission.admitted()) {
+      admission.use = reached.use;
+      admission.parent = reached.parent;
+      admission.endpoint = reached.endpoint;
+      admission.dialled = reached.dialled;
+    }
+  }
+  if (admission.refused()) {
+    co_return refused(std::move(request), std::move(admission.refusal));
+  }
+  if (!admission.admitted()) {
+    co_return RequestAdmission{};
+  }
+  // Registered while the origin connection is open, so that a reload can judge it again. An
+  // inspected connection registers where its tunnel led (an address the client chose, with the
+  // name its ClientHello gave), so that a reload holds it to every rule kind its set-up was.
+  Destination destination;
+  if (const ConnectionFacts* facts = origin.inspected()) {
+    destination = facts->destination(origin.dialled());
+    // (This request's answer was about the name it named: the tunnel's host only when it was
+    // opened to that name.)
+    destination.answered = facts->answered || (admission.decision.answered && !facts->by_address());
+  } else {
+    destination.host = host;
+    destination.port = port;
+    destination.address = origin.dialled();
+    destination.answered = admission.decision.answered;
+  }
+  if (auto revoked = context.register_destination(std::move(destination))) {
+    co_return refused(std::move(request),
+                      {revocation_reason(*revoked), revoked->detail, revoked->rule});
+  }
+  record_request_decision(context, request, admission, origin);
+  co_return RequestAdmission{RequestAdmission::Status::admitted, std::move(request), {}};
+}
+
+// An inspected connection opened to an address leads there whatever name its requests give
+// (the admission pipeline decided that name): each request holds the address to the rules it is
+// decided with too, as they would hold a new tunnel to it. Nothing when it may go on (or
+// report-only mode lets it, keeping the denial for the request's line).
+std::optional<Refusal> refuse_address(SessionContext& context, const ConnectionFacts& facts) {
+  const rules::Decision decision = context.policy->decide(facts.requested, facts.port);
+  // (A person's answer allowed the address, and still no rule decides it: as judge_again.)
+  if (decision.allowed() || (decision.unknown && facts.answered) ||
+      context.report_instead(decision, facts.requested, facts.port)) {
+    return std::nullopt;
+  }
+  return Refusal(decision.reason, context.policy->explain(decision, facts.requested, facts.port),
+                 rules::rule_text(decision));
+}
+
+}  // namespace sandgate::session::exchange
