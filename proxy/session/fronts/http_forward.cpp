@@ -36,10 +36,10 @@
 #include <sstream>
 #include <utility>
 
-#include "proxy/secrets/request_secrets.hpp"
 #include "proxy/session/admission.hpp"
 #include "proxy/session/ask_wait.hpp"
 #include "proxy/session/exchange/request_admission.hpp"
+#include "proxy/session/exchange/secrets_stage.hpp"
 #include "proxy/session/exchange/websocket_handshake.hpp"
 #include "proxy/session/fronts/client_session.hpp"
 #include "proxy/session/fronts/http_exchange.hpp"
@@ -573,18 +573,10 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   const bool websocket = is_websocket_upgrade(head) && request.is_done();
   const bool expects_continue = beast::iequals(head[http::field::expect], "100-continue");
   bool send_continue = expects_continue && client_http11 && !request.is_done();
-  // Masked secrets bound to this host: what comes back is cleaned of them whenever the gate sees
-  // it (an inspected connection), and they are filled in only where the connection's facts allow
-  // (not to an address the client chose; anywhere else a sentinel was refused by the admission
-  // stage). A SigV4 signature is taken as the client made it, before the head is rewritten.
-  const secrets::MaskedSecrets* secrets = context.worker.shared.secrets;
-  const bool bound_host = secrets != nullptr && upstream.inspected != nullptr &&
-                          secrets->any_bound_to(admitted->target.host.name);
-  const bool may_fill = bound_host && upstream.inspected->facts.may_fill_secrets();
-  std::optional<secrets::SignedRequest> signed_request;
-  if (may_fill) {
-    signed_request = secrets::signed_request(head);
-  }
+  // The masked secrets bound to the host (exchange/secrets_stage.hpp), taken before the head is
+  // rewritten: a SigV4 signature is read as the client made it.
+  exchange::SecretsStage secrets(context.worker.shared.secrets, admitted->target.host.name,
+                                 upstream.inspected ? &upstream.inspected->facts : nullptr, head);
   strip_hop_by_hop(head, websocket);
   if (websocket) {
     head.set(http::field::connection, "Upgrade");
@@ -603,18 +595,7 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     use_parent_form(head, context.settings(), admitted->target);
   }
 
-  bool filled = false;
-  if (bound_host) {
-    filled = may_fill && secrets::fill_secrets(*secrets, head);
-    // What comes back is searched for the real values (redaction.hpp): not compressed, and whole
-    // (unless a key the gate does not hold signed the request: taking its ranges out would break
-    // the signature, and it carries no secret of the gate's).
-    head.set(http::field::accept_encoding, "identity");
-    if (!signed_request ||
-        secrets::signed_by_a_sentinel(*secrets, admitted->target.host.name, *signed_request)) {
-      secrets::without_ranges(head);
-    }
-  }
+  secrets.fill(head);
 
   RequestWriter writer{head};
   Exchange x(context, upstream, buffer, request, writer);
@@ -622,10 +603,8 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   x.host = admitted->target.host;
   x.port = admitted->target.port;
   x.method = admitted->method;
-  if (bound_host) {
-    x.redactions = &secrets->redactions();
-    x.carried_secret = filled;
-  }
+  x.redactions = secrets.redactions();
+  x.carried_secret = secrets.carried_secret();
   x.head_request = head.method() == http::verb::head;
   x.request_had_body = request.chunked() || request.content_length().value_or(0) > 0;
   x.per_request_auth = authenticates_each_request(head);
@@ -652,12 +631,12 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   // A request the client signed (SigV4) with a sentinel is signed again with the real key; the
   // signature covers the body's hash, so a body without x-amz-content-sha256 is read first.
   bool may_send = true;
-  if (signed_request) {
+  if (secrets.signed_again()) {
     // Checked before any body is read: a request the gate would not sign costs no buffer.
-    if (auto refused = secrets::unsignable(*signed_request, std::chrono::system_clock::now())) {
+    if (auto refused = secrets.refuse_unsignable()) {
       x.state.refused(rules::Reason::secret_refused, std::move(*refused));
       may_send = false;
-    } else if (signed_request->needs_body_hash) {
+    } else if (secrets.needs_body()) {
       if (send_continue) {
         send_continue = false;
         auto [error, written] =
@@ -665,11 +644,11 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
         x.bytes_down += written;
       }
       may_send = co_await read_body_ahead(x, kSignedBodyLimit);
-      signed_request->as_sent.payload_hash = secrets::sha256_hex(x.body_read_ahead);
     }
     if (may_send) {
-      if (auto refused =
-              secrets::sign_again(*secrets, admitted->target.host.name, *signed_request, head)) {
+      const std::optional<std::string_view> body =
+          secrets.needs_body() ? std::optional<std::string_view>(x.body_read_ahead) : std::nullopt;
+      if (auto refused = secrets.sign(head, body)) {
         x.state.refused(rules::Reason::secret_refused, std::move(*refused));
         may_send = false;
       }
