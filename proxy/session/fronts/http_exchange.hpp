@@ -25,6 +25,7 @@
 
 #include "proxy/budget/destination_budgets.hpp"
 #include "proxy/secrets/masked_secrets.hpp"
+#include "proxy/session/exchange/budget_stage.hpp"
 #include "proxy/session/fronts/http_exchange_state.hpp"
 #include "proxy/session/session_context.hpp"
 #include "rules/ip_address.hpp"
@@ -170,13 +171,9 @@ struct Exchange {
   // How long nothing may move either way: idle_timeout, or kExchangeIdleWithoutTimeout.
   std::chrono::seconds idle_limit = kExchangeIdleWithoutTimeout;
 
-  // The destination's egress budgets, when any apply (rules/budgets.hpp): heads and body bytes
-  // are taken from them before they are sent (take_whole, take_piece). `*_paid`: a body of known
-  // length was taken whole with its head, so its pieces are not taken again.
-  std::optional<budget::DestinationBudgets> budgets;
-  bool up_paid = false;
-  bool down_paid = false;
-  bool budget_reported = false;  // report-only mode: its would-deny line was written
+  // The destination's egress budgets (exchange/budget_stage.hpp): heads and body bytes are
+  // taken from them before they are sent.
+  exchange::BudgetStage budget;
 
   ExchangeState state;
   std::optional<BodyResponseParser> response;
@@ -200,24 +197,8 @@ struct Exchange {
   void cancel_both();
 };
 
-// Egress budgets on an exchange (http_budget.cpp). `kind` is up (towards the origin) or down.
-// take_whole: `bytes` (a head, with its body when the length is known) before they are sent;
-// the stop when the budget has not that much left (then nothing is taken). take_piece: how many
-// of a body piece's `size` bytes may be sent (all of it when no limit applies or the body was
-// taken whole); fewer when a budget ends inside it, with `stop` set. Report-only mode takes
-// everything and logs the first overrun as would-deny. more_granted: --unknown=ask asks a
-// person for the stop's amount (what the transfer lacks, at least the limit's amount); true
-// when granted. take_whole_or_ask: take_whole, and while a limit lacks room a person is asked
-// for what the bytes need of it (each limit short of them in turn), so that a yes lets them
-// through; the stop when a person refused or nobody could be asked. budget_spent: the exchange
-// ends at the stop (the state's budget_spent, with `extra` after its sentence).
-std::optional<budget::Stop> take_whole(Exchange& x, rules::BudgetKind kind, std::uint64_t bytes);
-boost::asio::awaitable<std::optional<budget::Stop>> take_whole_or_ask(Exchange& x,
-                                                                      rules::BudgetKind kind,
-                                                                      std::uint64_t bytes);
-std::size_t take_piece(Exchange& x, rules::BudgetKind kind, std::size_t size,
-                       std::optional<budget::Stop>& stop);
-boost::asio::awaitable<bool> more_granted(Exchange& x, const budget::Stop& stop);
+// The exchange ends at a budget's stop (the state's budget_spent, with `extra` after its
+// sentence).
 void budget_spent(Exchange& x, budget::Stop stop, std::string_view extra = {});
 
 // Reads the whole request body into x.body_read_ahead, at most `limit` bytes, with the idle and

@@ -192,13 +192,13 @@ asio::awaitable<void> run_websocket(Exchange& x, EndLine& end) {
   // The 101 head and the bytes behind either head move before the relay counts anything: taken
   // from the budgets first, whole (they are at most the two buffers' limits).
   std::optional<budget::Stop> spent;
-  if (x.budgets && !x.budgets->empty()) {
+  if (x.budget.active()) {
     std::ostringstream serialized;
     serialized << response.base();
-    spent =
-        take_whole(x, rules::BudgetKind::down, serialized.str().size() + x.upstream.buffer.size());
+    spent = x.budget.take_whole(rules::BudgetKind::down,
+                                serialized.str().size() + x.upstream.buffer.size());
     if (!spent) {
-      spent = take_whole(x, rules::BudgetKind::up, x.client_buffer.size());
+      spent = x.budget.take_whole(rules::BudgetKind::up, x.client_buffer.size());
     }
   }
   bool ok = false;
@@ -614,19 +614,8 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   if (context.settings().idle_timeout.count() > 0) {
     x.idle_limit = context.settings().idle_timeout;
   }
-  if (budget::Ledger* ledger = context.worker.shared.budgets;
-      ledger != nullptr && !context.policy->budgets().empty()) {
-    // Every identity the connection is judged by: an inspected one's tunnel facts (the address
-    // the client chose and the name its ClientHello gave), otherwise the request's host.
-    if (upstream.inspected != nullptr) {
-      const ConnectionFacts& facts = upstream.inspected->facts;
-      x.budgets.emplace(*ledger, context.policy->shared_budgets(), facts.requested,
-                        admitted->target.port, upstream.dialled, facts.tls_name.get());
-    } else {
-      x.budgets.emplace(*ledger, context.policy->shared_budgets(), admitted->target.host,
-                        admitted->target.port, upstream.dialled);
-    }
-  }
+  x.budget.open(context, x.method, admitted->target.host, admitted->target.port,
+                upstream.inspected ? &upstream.inspected->facts : nullptr, upstream.dialled);
 
   // A request the client signed (SigV4) with a sentinel is signed again with the real key; the
   // signature covers the body's hash, so a body without x-amz-content-sha256 is read first.
@@ -655,16 +644,16 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
     }
   }
 
-  if (may_send && x.budgets && !x.budgets->empty()) {
+  if (may_send && x.budget.active()) {
     // The head, with a body of known length, is taken from the budgets whole: a request that
     // does not fit is answered 429 before any of it leaves.
     std::ostringstream serialized;
     serialized << head.base();
     const std::uint64_t length = request.chunked() ? 0 : request.content_length().value_or(0);
-    x.up_paid = !request.chunked();
+    x.budget.paid_whole(rules::BudgetKind::up, !request.chunked());
     const std::uint64_t whole = serialized.str().size() + length;
     // Under --unknown=ask a person is asked for what the request lacks: a yes sends it.
-    if (auto stop = co_await take_whole_or_ask(x, rules::BudgetKind::up, whole)) {
+    if (auto stop = co_await x.budget.take_whole_or_ask(rules::BudgetKind::up, whole)) {
       budget_spent(x, std::move(*stop));
       may_send = false;
     }

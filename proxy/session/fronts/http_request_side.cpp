@@ -234,7 +234,7 @@ asio::awaitable<bool> send_request_piece(Exchange& x, char* data, std::size_t si
 asio::awaitable<bool> write_request_piece(Exchange& x, char* data, std::size_t size, bool last) {
   for (;;) {
     std::optional<budget::Stop> stop;
-    const std::size_t allowed = take_piece(x, rules::BudgetKind::up, size, stop);
+    const std::size_t allowed = x.budget.take_piece(rules::BudgetKind::up, size, stop);
     if (allowed == size) {
       const bool sent = co_await send_request_piece(x, data, size, last);
       co_return sent;
@@ -249,7 +249,7 @@ asio::awaitable<bool> write_request_piece(Exchange& x, char* data, std::size_t s
     }
     data += allowed;
     size -= allowed;
-    const bool more = co_await more_granted(x, *stop);
+    const bool more = co_await x.budget.more_granted(*stop);
     if (!more) {
       budget_spent(x, std::move(*stop));
       x.cancel_both();

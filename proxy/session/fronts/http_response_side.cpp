@@ -167,13 +167,13 @@ asio::awaitable<bool> read_final_head(Exchange& x) {
       strip_hop_by_hop(head, false);
       add_via(head);
       head.version(11);
-      if (x.budgets && !x.budgets->empty()) {
+      if (x.budget.active()) {
         // An interim head is bytes towards the client like any other: taken from the budgets
         // first (an origin could otherwise send megabytes of them uncounted).
         std::ostringstream serialized;
         serialized << head.base();
-        if (auto stop =
-                co_await take_whole_or_ask(x, rules::BudgetKind::down, serialized.str().size())) {
+        if (auto stop = co_await x.budget.take_whole_or_ask(rules::BudgetKind::down,
+                                                            serialized.str().size())) {
           budget_spent(x, std::move(*stop));
           co_return false;
         }
@@ -241,7 +241,7 @@ asio::awaitable<bool> write_body_piece(Exchange& x, BodyResponseParser& parser,
                                        bool last) {
   for (;;) {
     std::optional<budget::Stop> stop;
-    const std::size_t allowed = take_piece(x, rules::BudgetKind::down, size, stop);
+    const std::size_t allowed = x.budget.take_piece(rules::BudgetKind::down, size, stop);
     if (allowed == size) {
       const bool sent = co_await send_body_piece(x, parser, writer, data, size, last);
       co_return sent;
@@ -256,7 +256,7 @@ asio::awaitable<bool> write_body_piece(Exchange& x, BodyResponseParser& parser,
     }
     data += allowed;
     size -= allowed;
-    const bool more = co_await more_granted(x, *stop);
+    const bool more = co_await x.budget.more_granted(*stop);
     if (!more) {
       budget_spent(x, std::move(*stop));
       co_return false;
@@ -485,16 +485,16 @@ asio::awaitable<void> relay_final_response(Exchange& x) {
     response.set(http::field::connection, "keep-alive");
   }
 
-  if (x.budgets && !x.budgets->empty()) {
+  if (x.budget.active()) {
     // The head, with a body of known length, is taken from the budgets whole: a response that
     // does not fit is answered 429 instead, before any of it reaches the client.
     std::ostringstream serialized;
     serialized << response.base();
     const auto length = parser.content_length();
-    x.down_paid = length.has_value() || parser.is_done();
+    x.budget.paid_whole(rules::BudgetKind::down, length.has_value() || parser.is_done());
     const std::uint64_t whole = serialized.str().size() + length.value_or(0);
     // Under --unknown=ask a person is asked for what the response lacks: a yes sends it.
-    if (auto stop = co_await take_whole_or_ask(x, rules::BudgetKind::down, whole)) {
+    if (auto stop = co_await x.budget.take_whole_or_ask(rules::BudgetKind::down, whole)) {
       budget_spent(x, std::move(*stop));
       co_return;
     }

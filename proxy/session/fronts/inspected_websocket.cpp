@@ -20,8 +20,8 @@ class ExchangeAllowance final : public exchange::FrameAllowance {
   explicit ExchangeAllowance(Exchange& x) : x_(x) {}
   boost::asio::awaitable<std::optional<budget::Stop>> take(bool upward,
                                                            std::uint64_t bytes) override {
-    co_return co_await take_whole_or_ask(
-        x_, upward ? rules::BudgetKind::up : rules::BudgetKind::down, bytes);
+    co_return co_await x_.budget.take_whole_or_ask(
+        upward ? rules::BudgetKind::up : rules::BudgetKind::down, bytes);
   }
 
  private:
@@ -79,10 +79,10 @@ boost::asio::awaitable<InspectedWebSocketEnd> relay_inspected_websocket(Exchange
   response.version(11);
   // The 101 head is bytes towards the client like any other; the frames behind either head are
   // the relay's, taken frame by frame.
-  if (x.budgets && !x.budgets->empty()) {
+  if (x.budget.active()) {
     std::ostringstream serialized;
     serialized << response.base();
-    if (auto stop = take_whole(x, rules::BudgetKind::down, serialized.str().size())) {
+    if (auto stop = x.budget.take_whole(rules::BudgetKind::down, serialized.str().size())) {
       InspectedWebSocketEnd spent;
       spent.outcome = relay::to_string(relay::Outcome::budget_exhausted);
       spent.reason = rules::Reason::budget_exhausted;
@@ -102,7 +102,7 @@ boost::asio::awaitable<InspectedWebSocketEnd> relay_inspected_websocket(Exchange
   exchange::WebSocketOptions options;
   options.idle = context.settings().idle_timeout;  // as the tunnel relay: none when zero
   options.redactions = x.redactions;
-  options.allowance = x.budgets && !x.budgets->empty() ? &allowance : nullptr;
+  options.allowance = x.budget.active() ? &allowance : nullptr;
   const exchange::WebSocketEnd relayed = co_await exchange::relay_websocket(
       {context.client_stream, context.client, x.client_buffer},
       {context.upstream_stream, context.upstream, x.upstream.buffer}, options);
