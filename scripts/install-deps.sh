@@ -54,7 +54,7 @@ case "$(uname -s)" in
   Darwin)
     cat <<'MSG'
 sandgate on macOS: install the dependencies with Homebrew, then run make again:
-  brew install cmake boost openssl@3 c-ares re2 libidn2 cli11 tomlplusplus fmt googletest google-benchmark clang-format ncurses
+  brew install cmake boost openssl@3 c-ares re2 libidn2 cli11 tomlplusplus fmt googletest google-benchmark clang-format ncurses pandoc
 MSG
     # Only fail when something the build needs is missing, so this stays idempotent on macOS too.
     command -v cmake >/dev/null || exit 1
