@@ -7,12 +7,17 @@
 #   share/sandgate/budgets/*.txt                   budgets suggestions, to copy
 #   share/sandgate/launchd/io.sandgate.gate.plist  launchd agent, for ~/Library/LaunchAgents
 #   lib/systemd/user/sandgate.service              systemd user unit
-#   share/doc/sandgate/README.md
+#   share/doc/sandgate/README.md, docs/*.md       the README and the documentation pages
+#   share/doc/sandgate/LICENSE, THIRD-PARTY-NOTICES, copyright, changelog.gz
+#                                                  the licence, the notices of what is linked, and
+#                                                  the Debian package's copyright and changelog
+#   share/man/man1/*.1.gz, share/man/man5/*.5.gz   the manual pages (cmake/man.cmake)
 # The package holds the same files under /usr; `cmake --install` defaults to /usr/local.
 include(GNUInstallDirs)
 
 install(TARGETS sandgate sandgate-connect RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-# `sandgate-load compare` benchmarks any HTTP CONNECT or SOCKS5 proxy on loopback (README).
+# `sandgate-load compare` benchmarks any HTTP CONNECT or SOCKS5 proxy on loopback
+# (docs/performance.md).
 if(TARGET sandgate-load)
   install(TARGETS sandgate-load RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
@@ -26,7 +31,27 @@ install(FILES ${sandgate_presets} DESTINATION ${CMAKE_INSTALL_DATADIR}/sandgate/
 # The budgets suggestions (`--budgets FILE`: copy one and adjust it).
 file(GLOB sandgate_budgets ${PROJECT_SOURCE_DIR}/config/budgets/*.txt)
 install(FILES ${sandgate_budgets} DESTINATION ${CMAKE_INSTALL_DATADIR}/sandgate/budgets)
-install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE
+              ${PROJECT_SOURCE_DIR}/THIRD-PARTY-NOTICES
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# The README links docs/PAGE.md: the pages keep that place beside it.
+file(GLOB sandgate_doc_pages ${PROJECT_SOURCE_DIR}/docs/*.md)
+install(FILES ${sandgate_doc_pages} DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
+# Debian's copyright file (machine-readable) and changelog, where Debian policy puts them: the
+# changelog compressed as dpkg and lintian expect (gzip -9n: no name, no time, the same bytes on
+# every build).
+find_program(SANDGATE_GZIP gzip REQUIRED)
+add_custom_command(
+  OUTPUT ${PROJECT_BINARY_DIR}/debian/changelog.gz
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/debian
+  COMMAND ${SANDGATE_GZIP} -9 -n -c ${PROJECT_SOURCE_DIR}/debian/changelog
+          > ${PROJECT_BINARY_DIR}/debian/changelog.gz
+  DEPENDS ${PROJECT_SOURCE_DIR}/debian/changelog
+  COMMENT "debian/changelog.gz"
+  VERBATIM)
+add_custom_target(debian_changelog ALL DEPENDS ${PROJECT_BINARY_DIR}/debian/changelog.gz)
+install(FILES ${PROJECT_SOURCE_DIR}/debian/copyright ${PROJECT_BINARY_DIR}/debian/changelog.gz
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 # The unit and the agent name the executable by its full path, known only at install time
 # (--prefix, or /usr inside the package): the path they ship with is rewritten while copying.

@@ -5,7 +5,7 @@
 // HTTP status and RFC 9209 Proxy-Status error type of the gate's reply, the verdict a decision
 // with this reason carries, and a line for people.
 //
-// A new reason is one enumerator and one row here, and a mention in README.md's reason tables
+// A new reason is one enumerator and one row here, and a mention in the reason lists of docs/
 // (tests/unit/rules/reason_test.cpp fails until both agree). Nothing here allocates; every
 // function is constexpr or pure and thread-safe.
 #pragma once

@@ -25,6 +25,7 @@ build_packages=(
   libnftables-dev       # `run`'s capture: the nftables rules that redirect the command's connections
   libncurses-dev        # `sandgate watch`: the terminal view (linked into the sandgate binary only)
   libnghttp2-dev        # HTTP/2 on inspected connections, towards clients and origins
+  pandoc                # the manual pages: man/*.md (Markdown, as docs/) into sandgate(1), sandgate.toml(5), ... (the man_pages target)
 )
 # Tests drive real clients and servers from Debian's packages. The fuzz targets (tests/fuzz) need
 # clang and its libFuzzer and sanitizer runtimes.
@@ -46,13 +47,14 @@ test_packages=(
   python3-websockets    # websocket_e2e_test: a WebSocket client and TLS origin through inspection
   nghttp2-client nghttp2-server  # http2 tests: nghttp and nghttpd as a real HTTP/2 client and origin
   python3-grpcio        # grpc tests: a real gRPC client and server through inspection
+  lintian               # package_test: the .deb checked by Debian's own package checker
 )
 
 case "$(uname -s)" in
   Darwin)
     cat <<'MSG'
 sandgate on macOS: install the dependencies with Homebrew, then run make again:
-  brew install cmake boost openssl@3 c-ares re2 libidn2 cli11 tomlplusplus fmt googletest google-benchmark clang-format ncurses
+  brew install cmake boost openssl@3 c-ares re2 libidn2 cli11 tomlplusplus fmt googletest google-benchmark clang-format ncurses pandoc
 MSG
     # Only fail when something the build needs is missing, so this stays idempotent on macOS too.
     command -v cmake >/dev/null || exit 1

@@ -82,7 +82,7 @@ std::string host_list(const SecretSpec& spec) {
 std::string refusal(const MaskedSecret& secret, const std::string& where) {
   return "the request carries the masked secret " + secret.spec.name + " " + where +
          "; the gate fills it in only in Authorization or a credential field APIs use (X-Api-Key, "
-         "Api-Key, X-Goog-Api-Key, X-Amz-Security-Token, Private-Token, ...: the README lists "
+         "Api-Key, X-Goog-Api-Key, X-Amz-Security-Token, Private-Token, ...: docs/secrets.md lists "
          "them), on requests to " +
          host_list(secret.spec) + " inside TLS it inspects.";
 }

@@ -63,11 +63,12 @@ Expected<SecretSpec, std::string> parse_secret_spec(std::string_view text) {
   if (hosts.empty()) {
     const KnownCredential* known = known_credential(spec.name);
     if (known == nullptr) {
-      return Unexpected{"secret " + spec.name +
-                        " names no host to send it to, and it is not one of the credentials whose "
-                        "hosts the gate knows (the README's \"Known credentials\" lists them): "
-                        "write NAME=HOST[,HOST...], or NAME=HOSTS=SOURCE (SOURCE @FILE, !COMMAND "
-                        "or $VARIABLE)"};
+      return Unexpected{
+          "secret " + spec.name +
+          " names no host to send it to, and it is not one of the credentials whose "
+          "hosts the gate knows (\"Known credentials\" in docs/secrets.md lists them): "
+          "write NAME=HOST[,HOST...], or NAME=HOSTS=SOURCE (SOURCE @FILE, !COMMAND "
+          "or $VARIABLE)"};
     }
     hosts = known->hosts;
   }

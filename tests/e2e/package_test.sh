@@ -3,9 +3,15 @@
 #   1. `cmake --install` into a temporary prefix: the layout, and the service files naming the
 #      executable they were installed with;
 #   2. `cpack -G DEB` into a temporary folder: the package's metadata (dpkg-deb -I/-f), Depends
-#      covering every library the executable links (ldd + dpkg -S), its exact file list;
-#   3. the package extracted into a temporary root (dpkg-deb -x): `sandgate --version`, and
-#      `sandgate check` with the packaged blocklist template, as is and with an entry added.
+#      covering every library the executable links (ldd + dpkg -S), its exact file list, and
+#      Debian's own checker: lintian, whose errors and warnings fail the test (its informational
+#      tags are printed: hardening flags, the LICENSE beside the copyright file, data files in
+#      /usr/share/sandgate, and spelling "errors" that are fragments of strings the compiler
+#      packed; no tag is overridden);
+#   3. the package extracted into a temporary root (dpkg-deb -x): the copyright file in Debian's
+#      machine-readable format, the changelog's version the package's, the manual pages readable
+#      by man, `sandgate --version`, and `sandgate check` with the packaged blocklist template, as
+#      is and with an entry added.
 # Usage: package_test.sh BUILD_DIR SOURCE_DIR. Exit 77 (skipped) without dpkg-deb or cpack.
 set -euo pipefail
 
@@ -13,6 +19,11 @@ build=$(cd "$1" && pwd)
 source=$(cd "$2" && pwd)
 for tool in cpack dpkg-deb dpkg ldd readelf; do
   command -v "$tool" >/dev/null || { echo "package_test: no $tool here; skipped"; exit 77; }
+done
+# Where dpkg is, lintian must be: scripts/install-deps.sh installs it.
+for tool in lintian dpkg-parsechangelog man; do
+  command -v "$tool" >/dev/null ||
+    { echo "package_test: FAIL: no $tool here (scripts/install-deps.sh installs it)" >&2; exit 1; }
 done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/sandgate-package-XXXXXX")
@@ -34,7 +45,11 @@ for f in bin/sandgate bin/sandgate-connect bin/sandgate-load; do
 done
 for f in share/sandgate/blocked.txt share/sandgate/sandgate.example.toml \
   share/sandgate/launchd/io.sandgate.gate.plist lib/systemd/user/sandgate.service \
-  share/doc/sandgate/README.md share/sandgate/presets/dev.txt; do
+  share/doc/sandgate/README.md share/doc/sandgate/docs/settings.md share/doc/sandgate/LICENSE \
+  share/doc/sandgate/THIRD-PARTY-NOTICES share/doc/sandgate/copyright \
+  share/doc/sandgate/changelog.gz share/man/man1/sandgate.1.gz share/man/man1/sandgate-run.1.gz \
+  share/man/man1/sandgate-connect.1.gz share/man/man1/sandgate-load.1.gz \
+  share/man/man5/sandgate.toml.5.gz share/sandgate/presets/dev.txt; do
   [[ -f $prefix/$f ]] || fail "cmake --install: $f missing"
 done
 cmp -s "$source/config/presets/dev.txt" "$prefix/share/sandgate/presets/dev.txt" ||
@@ -94,13 +109,23 @@ done
 
 # The package holds exactly these files (no tests, no benchmarks but the load tool, no build
 # paths).
-dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { print $NF }' | sed 's|^\./||' | sort >"$work/files.txt"
-cat >"$work/expected.txt" <<'EOF'
+dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { print $NF }' | sed 's|^\./||' | LC_ALL=C sort >"$work/files.txt"
+{
+  cat <<'EOF'
 usr/bin/sandgate
 usr/bin/sandgate-connect
 usr/bin/sandgate-load
 usr/lib/systemd/user/sandgate.service
+usr/share/doc/sandgate/LICENSE
 usr/share/doc/sandgate/README.md
+usr/share/doc/sandgate/THIRD-PARTY-NOTICES
+usr/share/doc/sandgate/changelog.gz
+usr/share/doc/sandgate/copyright
+usr/share/man/man1/sandgate-connect.1.gz
+usr/share/man/man1/sandgate-load.1.gz
+usr/share/man/man1/sandgate-run.1.gz
+usr/share/man/man1/sandgate.1.gz
+usr/share/man/man5/sandgate.toml.5.gz
 usr/share/sandgate/blocked.txt
 usr/share/sandgate/budgets/dev.txt
 usr/share/sandgate/launchd/io.sandgate.gate.plist
@@ -109,7 +134,17 @@ usr/share/sandgate/presets/codex.txt
 usr/share/sandgate/presets/dev.txt
 usr/share/sandgate/sandgate.example.toml
 EOF
+  # Every page of docs/, beside the README that links them.
+  for page in "$source"/docs/*.md; do echo "usr/share/doc/sandgate/docs/$(basename "$page")"; done
+} | LC_ALL=C sort >"$work/expected.txt"
 diff -u "$work/expected.txt" "$work/files.txt" >&2 || fail "unexpected file list in the package (diff above)"
+
+# Debian's checker. --fail-on error,warning: a tag of either level fails the test; --allow-root:
+# CI runs as root. The informational tags are printed for the log, not judged.
+lintian --allow-root --fail-on error,warning --info --display-info "$deb" >"$work/lintian.txt" 2>&1 ||
+  fail "lintian found errors or warnings in $(basename "$deb"):
+$(grep -E '^[EW]:' "$work/lintian.txt" || cat "$work/lintian.txt")"
+grep -E '^I:' "$work/lintian.txt" | sed 's/^/package_test: lintian /' || true
 
 # ---- 3. the extracted package runs ---------------------------------------------------------
 root=$work/root
@@ -120,6 +155,21 @@ grep -qxF "Documentation=file:///usr/share/doc/sandgate/README.md" \
   "$root/usr/lib/systemd/user/sandgate.service" || fail "the packaged unit's Documentation= is wrong"
 grep -qF "<string>/usr/bin/sandgate</string>" "$root/usr/share/sandgate/launchd/io.sandgate.gate.plist" ||
   fail "the packaged launchd agent does not run /usr/bin/sandgate"
+
+# The copyright file is Debian's machine-readable format, naming the project's licence; the
+# changelog's newest entry is this version; every manual page renders.
+[[ $(head -n1 "$root/usr/share/doc/sandgate/copyright") == \
+  "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/" ]] ||
+  fail "copyright is not in the machine-readable format: $(head -n1 "$root/usr/share/doc/sandgate/copyright")"
+grep -qxF "License: Apache-2.0" "$root/usr/share/doc/sandgate/copyright" ||
+  fail "copyright does not name the Apache-2.0 licence"
+changelog_version=$(zcat "$root/usr/share/doc/sandgate/changelog.gz" | dpkg-parsechangelog -l- -S Version)
+[[ $changelog_version == "$version" ]] ||
+  fail "changelog.gz's newest entry is $changelog_version, the package $version"
+for page in "$root"/usr/share/man/man1/*.1.gz "$root"/usr/share/man/man5/*.5.gz; do
+  text=$(MANWIDTH=100 man -l "$page" 2>"$work/man.err") || fail "man -l $page: $(cat "$work/man.err")"
+  grep -q '^NAME' <<<"$text" || fail "man -l $page printed no NAME section"
+done
 
 sandgate=$root/usr/bin/sandgate
 template=$root/usr/share/sandgate/blocked.txt

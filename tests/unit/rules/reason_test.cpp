@@ -1,10 +1,12 @@
 // The one reason table (rules/reason.hpp): its rows are well-formed and consistent with each
-// other, the look-ups agree with it, and README.md documents exactly its codes, each with the
-// reply the table gives it.
+// other, the look-ups agree with it, and the docs (docs/*.md) document exactly its codes, each
+// with the reply the table gives it.
 #include "rules/reason.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -189,10 +191,10 @@ TEST(ReasonTable, ExplainHasASentenceForEveryReason) {
   }
 }
 
-// ---- README.md ----
+// ---- The docs ----
 
-// A reason code list in README.md: where it is, and each backticked code in it with the row of
-// the README table it sits in.
+// A reason code list in the docs: where it is, and each backticked code in it with the row of
+// the docs' table it sits in.
 struct Mention {
   std::string code;
   std::string section;
@@ -200,10 +202,22 @@ struct Mention {
   std::string error;   // the client table's error cell without backticks ("—" for none)
 };
 
-std::string read_readme() {
-  std::ifstream in(std::string(SANDGATE_SOURCE_DIR) + "/README.md");
+// Every page of docs/, in name order, one after the other: the reason lists live in several
+// (clients.md, policy.md, operations.md), and a list that moves between pages is still found.
+std::string read_docs() {
+  std::vector<std::filesystem::path> pages;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(SANDGATE_SOURCE_DIR) + "/docs")) {
+    if (entry.path().extension() == ".md") {
+      pages.push_back(entry.path());
+    }
+  }
+  std::sort(pages.begin(), pages.end());
   std::stringstream text;
-  text << in.rdbuf();
+  for (const auto& page : pages) {
+    std::ifstream in(page);
+    text << in.rdbuf() << '\n';
+  }
   return text.str();
 }
 
@@ -243,9 +257,9 @@ std::vector<std::string> backticked(const std::string& text) {
 
 // The table rows (lines starting with '|') after the line that starts with `header`, its
 // separator line skipped.
-std::vector<std::string> table_after(const std::string& readme, std::string_view header) {
+std::vector<std::string> table_after(const std::string& docs, std::string_view header) {
   std::vector<std::string> rows;
-  std::istringstream lines(readme);
+  std::istringstream lines(docs);
   std::string line;
   bool found = false;
   while (std::getline(lines, line)) {
@@ -264,9 +278,10 @@ std::vector<std::string> table_after(const std::string& readme, std::string_view
 }
 
 // Every code-like backticked word in the three reason lists: the table "What a client sees when
-// it is denied", the reason column of "The decision", and the log's `reason` field.
-std::vector<Mention> readme_mentions() {
-  const std::string readme = read_readme();
+// it is denied" (docs/clients.md), the reason column of "The decision" (docs/policy.md), and the
+// log's `reason` field (docs/operations.md).
+std::vector<Mention> docs_mentions() {
+  const std::string docs = read_docs();
   std::vector<Mention> mentions;
   auto add_codes = [&mentions](const std::string& cell, const std::string& section,
                                const std::string& status, const std::string& error) {
@@ -277,7 +292,7 @@ std::vector<Mention> readme_mentions() {
     }
   };
 
-  const auto client = table_after(readme, "| status | Proxy-Status `error=` |");
+  const auto client = table_after(docs, "| status | Proxy-Status `error=` |");
   EXPECT_GE(client.size(), 10u) << "the table 'What a client sees when it is denied' moved";
   for (const std::string& row : client) {
     const auto cells = split_cells(row);
@@ -289,7 +304,7 @@ std::vector<Mention> readme_mentions() {
     }
   }
 
-  const auto decision = table_after(readme, "| # | check | reason code |");
+  const auto decision = table_after(docs, "| # | check | reason code |");
   EXPECT_GE(decision.size(), 9u) << "the table of 'The decision' moved";
   for (const std::string& row : decision) {
     const auto cells = split_cells(row);
@@ -300,7 +315,7 @@ std::vector<Mention> readme_mentions() {
   }
 
   bool log_row = false;
-  std::istringstream lines(readme);
+  std::istringstream lines(docs);
   for (std::string line; std::getline(lines, line);) {
     if (line.starts_with("| `reason` |")) {
       log_row = true;
@@ -311,19 +326,21 @@ std::vector<Mention> readme_mentions() {
   return mentions;
 }
 
-TEST(ReasonReadme, EveryCodeInTheTableIsDocumented) {
+TEST(ReasonDocs, EveryCodeInTheTableIsDocumented) {
   std::set<std::string> documented;
-  for (const Mention& mention : readme_mentions()) {
+  for (const Mention& mention : docs_mentions()) {
     documented.insert(mention.code);
   }
   for (const ReasonInfo& row : kReasons) {
     EXPECT_TRUE(documented.contains(std::string(row.code)))
-        << row.code << " is in rules/reason.hpp but in none of README.md's reason lists";
+        << row.code
+        << " is in rules/reason.hpp but in none of the docs' reason lists (docs/clients.md, "
+        << "docs/policy.md, docs/operations.md)";
   }
 }
 
-TEST(ReasonReadme, EveryCodeInTheReadmeIsInTheTable) {
-  for (const Mention& mention : readme_mentions()) {
+TEST(ReasonDocs, EveryCodeInTheDocsIsInTheTable) {
+  for (const Mention& mention : docs_mentions()) {
     if (mention.code.ends_with("-*")) {
       const std::string prefix = mention.code.substr(0, mention.code.size() - 1);
       bool matched = false;
@@ -340,15 +357,15 @@ TEST(ReasonReadme, EveryCodeInTheReadmeIsInTheTable) {
 
 // The client table lists each code under the status and error type its row gives it, and every
 // code the gate replies for is there.
-TEST(ReasonReadme, TheClientTableMatchesEachRowsReply) {
+TEST(ReasonDocs, TheClientTableMatchesEachRowsReply) {
   std::set<std::string> in_client_table;
-  for (const Mention& mention : readme_mentions()) {
+  for (const Mention& mention : docs_mentions()) {
     if (mention.section != "client table") {
       continue;
     }
     const auto reason = find_reason(mention.code);
     if (!reason) {
-      continue;  // reported by EveryCodeInTheReadmeIsInTheTable
+      continue;  // reported by EveryCodeInTheDocsIsInTheTable
     }
     in_client_table.insert(mention.code);
     const ReasonInfo& row = reason_info(*reason);

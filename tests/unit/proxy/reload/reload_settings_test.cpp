@@ -38,13 +38,15 @@ TEST(ReloadSettings, EverySettingIsClassified) {
   }
 }
 
-// README.md's settings table is the settings' reference for users: one row per setting, with the
-// flag, TOML key and variable of the gate's own table (settings/setting_table.cpp) and the reload
-// class of policy_reloader.cpp. A setting added, renamed or reclassified without its row fails
-// here, as does a row left behind.
-TEST(ReloadSettings, TheReadmeListsEverySettingOnce) {
-  std::ifstream readme(std::string(SANDGATE_SOURCE_DIR) + "/README.md");
-  ASSERT_TRUE(readme) << "README.md not found";
+// docs/settings.md's settings table is the settings' reference for users (and, through man/, the
+// OPTIONS of sandgate(1) and the keys of sandgate.toml(5)): one row per setting, with the flag,
+// TOML key and variable of the gate's own table (settings/setting_table.cpp) and the reload class
+// of policy_reloader.cpp. A setting added, renamed or reclassified without its row fails here, as
+// does a row left behind.
+TEST(ReloadSettings, TheDocsListEverySettingOnce) {
+  const std::string page = std::string(SANDGATE_SOURCE_DIR) + "/docs/settings.md";
+  std::ifstream docs(page);
+  ASSERT_TRUE(docs) << page << " not found";
   struct Row {
     std::string flag, env, reload;
     int count = 0;
@@ -55,9 +57,9 @@ TEST(ReloadSettings, TheReadmeListsEverySettingOnce) {
       R"(^\| `(--[a-z0-9-]+)` / `([a-z0-9_]+)` \| `([A-Z0-9_]+)` \| [^|]* \| ([a-z]+) \|)");
   bool in_settings = false;
   int row_lines = 0;
-  for (std::string line; std::getline(readme, line);) {
-    if (line.starts_with("### ")) {
-      in_settings = line == "### Settings";
+  for (std::string line; std::getline(docs, line);) {
+    if (line.starts_with("## ")) {
+      in_settings = line == "## Settings";
       continue;
     }
     if (!in_settings || !line.starts_with("| `--")) {
@@ -77,12 +79,12 @@ TEST(ReloadSettings, TheReadmeListsEverySettingOnce) {
   for (const auto& setting : compared_settings()) {
     live[setting.key] = setting.live;
   }
-  ASSERT_GT(row_lines, 0) << "no settings table under ### Settings";
+  ASSERT_GT(row_lines, 0) << "no settings table under '## Settings' in " << page;
   std::size_t documented = 0;
   for (const auto& info : settings::all_settings()) {
     auto found = rows.find(info.key);
     if (found == rows.end()) {
-      ADD_FAILURE() << "README.md has no row for setting '" << info.key << "' (" << info.flag
+      ADD_FAILURE() << "docs/settings.md has no row for setting '" << info.key << "' (" << info.flag
                     << " / " << info.env << ")";
       continue;
     }
@@ -93,7 +95,8 @@ TEST(ReloadSettings, TheReadmeListsEverySettingOnce) {
     EXPECT_EQ(row.env, info.env) << info.key;
     EXPECT_EQ(row.reload, live.at(info.key) ? "live" : "restart") << info.key;
   }
-  EXPECT_EQ(documented, rows.size()) << "README.md documents a setting the gate does not have";
+  EXPECT_EQ(documented, rows.size())
+      << "docs/settings.md documents a setting the gate does not have";
 }
 
 // The reloadable settings: the policy options, and what every request reads afresh (the SNI

@@ -525,7 +525,7 @@ TEST(ProfileStructure, EveryFileWriteAllowIsAListedFolder) {
 }
 
 // The Mach allow-list is exactly kAllowedMachServices, in one rule, each name after a comment
-// giving its reason; and the README lists every one.
+// giving its reason; and docs/confinement.md lists every one.
 TEST(ProfileStructure, MachLookupIsExactlyTheDocumentedList) {
   const std::string text = generate(base_options());
   std::vector<std::string> names;
@@ -543,7 +543,7 @@ TEST(ProfileStructure, MachLookupIsExactlyTheDocumentedList) {
   }
   EXPECT_EQ(rules, 1);
   std::vector<std::string> documented;
-  const std::string readme = read_file(std::string(SANDGATE_SOURCE_DIR) + "/README.md");
+  const std::string docs = read_file(std::string(SANDGATE_SOURCE_DIR) + "/docs/confinement.md");
   for (const auto& service : kAllowedMachServices) {
     documented.emplace_back(service.name);
     const std::string quoted = std::string("(global-name \"") + service.name + "\")";
@@ -553,8 +553,8 @@ TEST(ProfileStructure, MachLookupIsExactlyTheDocumentedList) {
     const auto line_start = text.rfind('\n', text.rfind('\n', at) - 1) + 1;
     EXPECT_NE(text.substr(line_start, at - line_start).find(comment), std::string::npos)
         << service.name << ": no reason on the line above";
-    EXPECT_NE(readme.find(std::string("`") + service.name + "`"), std::string::npos)
-        << service.name << " is not in the README";
+    EXPECT_NE(docs.find(std::string("`") + service.name + "`"), std::string::npos)
+        << service.name << " is not in docs/confinement.md";
   }
   EXPECT_EQ(names, documented);
   // Never these: each hands the command a way around the sandbox or the gate.
