@@ -56,11 +56,12 @@ std::string to_sf_string(std::string_view text) {
   return out;
 }
 
-std::string build_reply(rules::Reason reason, std::string_view sentence, DeniedAt at) {
+Reply reply_for(rules::Reason reason, std::string_view sentence, DeniedAt at) {
   const rules::ReasonInfo& row = rules::reason_info(reason);
   // A reason without a reply of its own reaching here is a bug in the caller; answer rather
   // than send a status line with 0 in it.
-  const unsigned status = row.status != 0 ? row.status : 500;
+  Reply reply;
+  reply.status = row.status != 0 ? row.status : 500;
   std::string_view error = row.status != 0 ? row.proxy_status_error : "proxy_internal_error";
   if (at == DeniedAt::resolved_address) {
     error = "destination_ip_prohibited";
@@ -69,31 +70,39 @@ std::string build_reply(rules::Reason reason, std::string_view sentence, DeniedA
   std::string details(row.code);
   details += ": ";
   details += sentence;
+  reply.proxy_status = "sandgate; error=";
+  reply.proxy_status += error;
+  reply.proxy_status += "; details=";
+  reply.proxy_status += to_sf_string(details);
 
-  std::string body = "sandgate: ";
-  body += status >= 500 ? "could not connect" : "refused";
-  body += " (";
-  body += row.code;
-  body += "): ";
+  reply.body = "sandgate: ";
+  reply.body += reply.status >= 500 ? "could not connect" : "refused";
+  reply.body += " (";
+  reply.body += row.code;
+  reply.body += "): ";
   // The sentence may quote what the client sent (a host name): the body is labelled UTF-8 text,
   // so make it that, with no control character a terminal would act on.
-  json_writer::append_text(body, sentence);
-  body += '\n';
+  json_writer::append_text(reply.body, sentence);
+  reply.body += '\n';
+  return reply;
+}
 
-  std::string reply = "HTTP/1.1 " + std::to_string(status) + " ";
-  reply += status_text(status);
-  reply += "\r\nProxy-Status: sandgate; error=";
-  reply += error;
-  reply += "; details=";
-  reply += to_sf_string(details);
-  if (status == 407) {
+std::string build_reply(rules::Reason reason, std::string_view sentence, DeniedAt at) {
+  const Reply parts = reply_for(reason, sentence, at);
+  std::string reply = "HTTP/1.1 " + std::to_string(parts.status) + " ";
+  reply += status_text(parts.status);
+  reply += "\r\nProxy-Status: ";
+  reply += parts.proxy_status;
+  if (parts.status == 407) {
     reply += "\r\n";
     reply += kChallenge;
   }
-  reply += "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ";
-  reply += std::to_string(body.size());
+  reply += "\r\nContent-Type: ";
+  reply += kReplyContentType;
+  reply += "\r\nContent-Length: ";
+  reply += std::to_string(parts.body.size());
   reply += "\r\nConnection: close\r\n\r\n";
-  reply += body;
+  reply += parts.body;
   return reply;
 }
 

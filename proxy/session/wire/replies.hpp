@@ -26,6 +26,17 @@ enum class DeniedAt : std::uint8_t {
 // The reason phrase of a status the gate replies with ("Forbidden", "Bad Gateway", ...).
 std::string_view status_text(unsigned status);
 
+// The parts of the gate's reply for `reason`, for any wire: its row's status (500 for a reason
+// without one), the Proxy-Status field's value (the error type and `details`: the reason code
+// and `sentence`), and a short text body (kReplyContentType) carrying both.
+struct Reply {
+  unsigned status = 500;
+  std::string proxy_status;
+  std::string body;
+};
+inline constexpr std::string_view kReplyContentType = "text/plain; charset=utf-8";
+Reply reply_for(rules::Reason reason, std::string_view sentence, DeniedAt at = DeniedAt::target);
+
 // A complete HTTP/1.1 response with `Connection: close` for `reason`, which must be one the
 // gate replies for (its row's status is not 0; otherwise a 500 with `proxy_internal_error`).
 // Proxy-Status `details` and the body carry the reason code and `sentence`; a 407 also carries
