@@ -157,6 +157,8 @@ void ClientCodec::take_response_head(StreamId stream, StreamState& state, bool e
     return;
   }
   state.final_head = true;
+  state.peer_head_done = true;
+  state.peer_length = state.head_request ? std::nullopt : head->content_length;
   events_.emplace_back(ResponseHeadEvent{stream, std::move(*head), end_stream});
   if (end_stream) {
     events_.emplace_back(EndEvent{stream});

@@ -96,16 +96,17 @@ ConnectionError error_for_fatal(long code, ConnectionError recorded) {
   }
 }
 
-// What nghttp2's library error on a stream's frame means for the stream.
-StreamProblem problem_for(int lib_error, std::uint8_t frame_type, bool announced) {
+// What nghttp2's library error on a stream's frame means for the stream. `trailers`: the peer's
+// head passed already, so a header block is its trailers.
+StreamProblem problem_for(int lib_error, std::uint8_t frame_type, bool trailers) {
   switch (lib_error) {
     case NGHTTP2_ERR_HTTP_HEADER:
-      return StreamProblem::forbidden_field;
+      return trailers ? StreamProblem::trailers_invalid : StreamProblem::forbidden_field;
     case NGHTTP2_ERR_HTTP_MESSAGING:
       if (frame_type == NGHTTP2_DATA) {
         return StreamProblem::content_length_mismatch;
       }
-      return announced ? StreamProblem::trailers_invalid : StreamProblem::missing_pseudo_header;
+      return trailers ? StreamProblem::trailers_invalid : StreamProblem::missing_pseudo_header;
     case NGHTTP2_ERR_FLOW_CONTROL:
       return StreamProblem::stream_flow_control;
     default:
@@ -192,7 +193,7 @@ struct Connection::Callbacks {
       state->closer = Closer::codec;
       state->code = reset_code_for(lib_error);
       if (state->problem == StreamProblem::none) {
-        state->problem = problem_for(lib_error, frame.hd.type, state->announced);
+        state->problem = problem_for(lib_error, frame.hd.type, state->peer_head_done);
       }
       state->discard_input = true;
       if (frame.hd.type == NGHTTP2_HEADERS && !state->announced) {
@@ -365,6 +366,9 @@ struct Connection::Callbacks {
     Connection& c = self(user);
     return guarded(c, [&] {
       StreamState* state = c.find(stream_id);
+      if (state != nullptr) {
+        state->received += length;
+      }
       if (state == nullptr || !state->announced || state->discard_input || state->closer) {
         // Nobody forwards these bytes: the window they took is given back at once.
         return nghttp2_session_consume(session, stream_id, length) == 0
@@ -654,6 +658,12 @@ void Connection::close_stream(StreamId stream, std::uint32_t code) {
   } else if (code == NGHTTP2_REFUSED_STREAM && (peer_goaway_ || local_goaway_)) {
     closed.by = Closer::goaway;
     closed.code = ErrorCode::refused_stream;
+  } else if (code == NGHTTP2_PROTOCOL_ERROR && state.peer_length &&
+             state.received != *state.peer_length) {
+    // nghttp2 resets a stream whose DATA disagrees with its content-length without a callback.
+    closed.by = Closer::codec;
+    closed.code = ErrorCode::protocol_error;
+    closed.problem = StreamProblem::content_length_mismatch;
   } else {
     closed.by = Closer::codec;
     closed.code = static_cast<ErrorCode>(code);

@@ -40,8 +40,11 @@ struct StreamState {
   bool discard_input = false;    // the peer's DATA is credited as it comes and not passed on
   bool final_head = false;       // a final head passed: the owner's (server), the peer's (client)
   bool head_request = false;     // the request's method is HEAD: its response has no body
+  bool peer_head_done = false;   // the peer's (final) head passed: its next block is trailers
   std::size_t head_bytes = 0;    // the head's share of Limits::connection_head_bytes
   std::uint64_t unconsumed = 0;  // DATA passed to the owner and not consumed yet
+  std::optional<std::uint64_t> peer_length;  // the peer's content-length
+  std::uint64_t received = 0;                // the peer's body bytes so far
 
   // The owner's side: its body, buffered until nghttp2 takes it.
   bool body_open = false;      // a head went out without END_STREAM: data may follow

@@ -147,6 +147,8 @@ void ServerCodec::take_request_head(StreamId stream, StreamState& state, bool en
     return;
   }
   state.announced = true;
+  state.peer_head_done = true;
+  state.peer_length = head->content_length;
   state.head_request = head->method == "HEAD";
   events_.emplace_back(RequestHeadEvent{stream, std::move(*head), end_stream});
   if (end_stream) {
