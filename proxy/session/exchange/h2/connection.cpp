@@ -63,9 +63,13 @@ std::string printable(std::string_view text) {
   return out;
 }
 
-ConnectionError error_for_goaway(std::uint32_t code) {
+// The connection error behind a GOAWAY nghttp2 sent, from its code (and, for ENHANCE_YOUR_CALM,
+// which nghttp2 1.52 sends only for a SETTINGS frame of too many entries, its reason).
+ConnectionError error_for_goaway(std::uint32_t code, std::string_view reason) {
   switch (static_cast<ErrorCode>(code)) {
     case ErrorCode::protocol_error:
+    case ErrorCode::settings_timeout:
+    case ErrorCode::stream_closed:
       return ConnectionError::protocol;
     case ErrorCode::flow_control_error:
       return ConnectionError::flow_control;
@@ -73,9 +77,9 @@ ConnectionError error_for_goaway(std::uint32_t code) {
       return ConnectionError::compression;
     case ErrorCode::frame_size_error:
       return ConnectionError::frame_size;
-    case ErrorCode::settings_timeout:
-    case ErrorCode::stream_closed:
-      return ConnectionError::protocol;
+    case ErrorCode::enhance_your_calm:
+      return reason.find("SETTINGS") != std::string_view::npos ? ConnectionError::too_many_settings
+                                                               : ConnectionError::internal;
     default:
       return ConnectionError::internal;
   }
@@ -200,7 +204,9 @@ struct Connection::Callbacks {
         c.hooks_.on_block_refused(id, *state);
       }
     }
-    if (c.side_ == Side::server && !c.flood_.stream_reset()) {
+    // REFUSED_STREAM (the concurrency limit, before the client saw it) costs the gate nothing.
+    if (c.side_ == Side::server && lib_error != NGHTTP2_ERR_REFUSED_STREAM &&
+        !c.flood_.stream_reset()) {
       c.fail(c.flood_.exceeded());
     }
   }
@@ -224,8 +230,10 @@ struct Connection::Callbacks {
         break;
       case NGHTTP2_GOAWAY:
         if (frame.goaway.error_code != NGHTTP2_NO_ERROR && c.error_ == ConnectionError::none) {
-          c.error_ = error_for_goaway(frame.goaway.error_code);
-          c.error_detail_ = printable(view(frame.goaway.opaque_data, frame.goaway.opaque_data_len));
+          const std::string_view reason =
+              view(frame.goaway.opaque_data, frame.goaway.opaque_data_len);
+          c.error_ = error_for_goaway(frame.goaway.error_code, reason);
+          c.error_detail_ = printable(reason);
         }
         break;
       default:
@@ -479,9 +487,11 @@ Connection::Connection(Side side, const Limits& limits, Clock clock, ConnectionH
       raw_option, std::max<std::size_t>(2 * limits_.max_header_list_size, 64 * 1024));
   nghttp2_option_set_no_closed_streams(raw_option, 1);
   nghttp2_option_set_peer_max_concurrent_streams(raw_option, limits_.max_concurrent_streams);
-  // nghttp2's own rapid-reset limit (GOAWAY INTERNAL_ERROR) stays a backstop behind the gate's.
-  nghttp2_option_set_stream_reset_rate_limit(raw_option, 2ULL * limits_.stream_reset_burst + 1,
-                                             2ULL * limits_.stream_resets_per_second + 1);
+  // The gate's rapid-reset bucket (the owner's clock, GOAWAY ENHANCE_YOUR_CALM, counting the
+  // resets the peer makes the gate send too) replaces nghttp2's (the wall clock, INTERNAL_ERROR,
+  // RST_STREAM frames only), which is set out of reach so that one limit decides.
+  nghttp2_option_set_stream_reset_rate_limit(raw_option, std::uint64_t{1} << 62,
+                                             std::uint64_t{1} << 62);
 
   nghttp2_session* raw_session = nullptr;
   const int created =
@@ -658,16 +668,15 @@ void Connection::close_stream(StreamId stream, std::uint32_t code) {
   } else if (code == NGHTTP2_REFUSED_STREAM && (peer_goaway_ || local_goaway_)) {
     closed.by = Closer::goaway;
     closed.code = ErrorCode::refused_stream;
-  } else if (code == NGHTTP2_PROTOCOL_ERROR && state.peer_length &&
-             state.received != *state.peer_length) {
-    // nghttp2 resets a stream whose DATA disagrees with its content-length without a callback.
-    closed.by = Closer::codec;
-    closed.code = ErrorCode::protocol_error;
-    closed.problem = StreamProblem::content_length_mismatch;
   } else {
+    // nghttp2 reset it by itself, without a callback: DATA over the stream's window, or DATA
+    // that disagrees with the content-length.
     closed.by = Closer::codec;
     closed.code = static_cast<ErrorCode>(code);
-    closed.problem = StreamProblem::stream_protocol_error;
+    closed.problem = code == NGHTTP2_FLOW_CONTROL_ERROR ? StreamProblem::stream_flow_control
+                     : state.peer_length && state.received != *state.peer_length
+                         ? StreamProblem::content_length_mismatch
+                         : StreamProblem::stream_protocol_error;
   }
   closed.retry_safe = state.retry_safe ||
                       (side_ == Side::client &&

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -173,15 +174,15 @@ struct RawClient {
     }
     return read_frames(out);
   }
-  // The first frame of `type` (on `stream`, unless 0 for any) among `frames`, or nullptr.
-  static const Frame* find(const std::vector<Frame>& frames, std::uint8_t type,
-                           std::uint32_t stream = 0) {
+  // The first frame of `type` (on `stream`, unless 0 for any) among `frames`, if any.
+  static std::optional<Frame> find(const std::vector<Frame>& frames, std::uint8_t type,
+                                   std::uint32_t stream = 0) {
     for (const Frame& frame : frames) {
       if (frame.type == type && (stream == 0 || frame.stream == stream)) {
-        return &frame;
+        return frame;
       }
     }
-    return nullptr;
+    return std::nullopt;
   }
   std::string request(std::uint32_t stream, const FieldList& block, bool end_stream = true) {
     return headers_frame(stream, encoder.encode(block), end_stream);

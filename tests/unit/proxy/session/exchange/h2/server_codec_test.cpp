@@ -629,8 +629,8 @@ TEST(H2ServerCodec, AnUppercaseNameIsMalformed) {
   RawClient raw;
   raw.send(raw.request(1, request_block("GET", "/", "example.test", "https", {{"X-Upper", "1"}})));
   const auto frames = raw.frames();
-  const auto* reset = RawClient::find(frames, testing::kRstStream, 1);
-  ASSERT_NE(reset, nullptr);
+  const auto reset = RawClient::find(frames, testing::kRstStream, 1);
+  ASSERT_TRUE(reset.has_value());
   EXPECT_EQ(reset->error_code(), NGHTTP2_PROTOCOL_ERROR);
   const auto rejected = testing::only<RequestRejectedEvent>(raw.events);
   ASSERT_EQ(rejected.size(), 1U);
