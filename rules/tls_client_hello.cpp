@@ -15,6 +15,8 @@ constexpr std::uint16_t kServerNameExtension = 0;
 // draft-ietf-tls-esni: encrypted_client_hello. Its presence means the name above may be only
 // the outer, public name of a client-facing server.
 constexpr std::uint16_t kEncryptedClientHelloExtension = 0xfe0d;
+// RFC 7301: protocol_name_list<2..2^16-1> of ProtocolName<1..2^8-1>.
+constexpr std::uint16_t kAlpnExtension = 16;
 constexpr std::uint8_t kHostNameType = 0;
 
 // A bounds-checked cursor: every read fails cleanly past the end.
@@ -107,6 +109,8 @@ ClientHello parse_body(std::string_view body) {
   std::string name;
   bool seen_sni = false;
   bool ech = false;
+  bool seen_alpn = false;
+  bool offers_h2 = false;
   while (!each.empty()) {
     std::uint16_t type = 0;
     std::string_view data;
@@ -115,6 +119,26 @@ ClientHello parse_body(std::string_view body) {
     }
     if (type == kEncryptedClientHelloExtension) {
       ech = true;
+      continue;
+    }
+    if (type == kAlpnExtension) {
+      if (seen_alpn) {
+        return result(ClientHello::Status::malformed);  // duplicate extensions are illegal
+      }
+      seen_alpn = true;
+      Reader alpn(data);
+      std::string_view list;
+      if (!alpn.vector(2, list) || !alpn.empty() || list.empty()) {
+        return result(ClientHello::Status::malformed);
+      }
+      Reader names(list);
+      while (!names.empty()) {
+        std::string_view protocol;
+        if (!names.vector(1, protocol) || protocol.empty()) {
+          return result(ClientHello::Status::malformed);
+        }
+        offers_h2 = offers_h2 || protocol == "h2";
+      }
       continue;
     }
     if (type != kServerNameExtension) {
@@ -146,6 +170,7 @@ ClientHello parse_body(std::string_view body) {
   }
   ClientHello hello = result(ClientHello::Status::tls, std::move(name));
   hello.encrypted_client_hello = ech;
+  hello.offers_h2 = offers_h2;
   return hello;
 }
 

@@ -26,6 +26,9 @@ struct ClientHello {
   // looks the same from outside): `server_name` is then the outer name, and the name the client
   // really asks for may be encrypted inside.
   bool encrypted_client_hello = false;
+  // Its ALPN extension offers HTTP/2 ("h2"): an inspected connection may then speak it, when the
+  // origin does too.
+  bool offers_h2 = false;
 };
 
 // Examines the start of a client's stream. A ClientHello may span several TLS records; at most

@@ -17,7 +17,10 @@ inline void put24(std::string& out, std::size_t value) {
 }
 
 // The handshake message (type, length, body).
-inline std::string client_hello_message(const std::string& server_name, bool with_sni = true) {
+// `alpn`: the ALPN extension's protocol_name_list as it goes on the wire (its entries each with
+// their length byte), none when empty.
+inline std::string client_hello_message(const std::string& server_name, bool with_sni = true,
+                                        const std::string& alpn = {}) {
   std::string body;
   put16(body, 0x0303);           // legacy_version
   body += std::string(32, 'r');  // random
@@ -39,6 +42,12 @@ inline std::string client_hello_message(const std::string& server_name, bool wit
     put16(extensions, 0);  // server_name
     put16(extensions, data.size());
     extensions += data;
+  }
+  if (!alpn.empty()) {
+    put16(extensions, 16);  // application_layer_protocol_negotiation
+    put16(extensions, alpn.size() + 2);
+    put16(extensions, alpn.size());
+    extensions += alpn;
   }
   put16(extensions, 0x002b);  // supported_versions: TLS 1.3
   put16(extensions, 3);

@@ -17,6 +17,25 @@ TEST(ClientHelloTest, ReadsTheServerName) {
   EXPECT_EQ(hello.server_name, "Example.COM");  // normalising is the caller's job
 }
 
+TEST(ClientHelloTest, ReadsWhetherAlpnOffersHttp2) {
+  const auto read = [](const std::string& alpn) {
+    const std::string message = testing::client_hello_message("example.com", true, alpn);
+    std::string record = "\x16\x03\x01";
+    record += static_cast<char>(message.size() >> 8);
+    record += static_cast<char>(message.size() & 0xff);
+    return read_client_hello(record + message);
+  };
+  EXPECT_TRUE(read(std::string("\x02h2\x08http/1.1", 12)).offers_h2);
+  EXPECT_TRUE(read(std::string("\x08http/1.1\x02h2", 12)).offers_h2);
+  EXPECT_FALSE(read(std::string("\x08http/1.1", 9)).offers_h2);
+  EXPECT_FALSE(read(std::string("\x03h2c", 4)).offers_h2);  // h2 over cleartext is not h2
+  EXPECT_FALSE(read("").offers_h2);
+  EXPECT_EQ(read(std::string("\x02h2", 3)).status, Status::tls);
+  // A name of length 0, or a length past the list, is malformed.
+  EXPECT_EQ(read(std::string("\x02h2\x00", 4)).status, Status::malformed);
+  EXPECT_EQ(read(std::string("\x05h2", 3)).status, Status::malformed);
+}
+
 TEST(ClientHelloTest, NoServerName) {
   auto hello = read_client_hello(client_hello_records("", /*with_sni=*/false));
   EXPECT_EQ(hello.status, Status::tls);
