@@ -11,13 +11,27 @@ namespace sandgate::inspect {
 namespace {
 
 constexpr unsigned char kHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+constexpr unsigned char kH2[] = {2, 'h', '2'};
+constexpr unsigned char kH2OrHttp11[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 
-// ALPN for clients: HTTP/1.1 when offered, otherwise no protocol (the client then speaks
-// HTTP/1.1 by default; one that insists on h2 fails its handshake, as it would with a server
-// that only speaks HTTP/1.1).
-int select_http11(SSL*, const unsigned char** out, unsigned char* out_length,
-                  const unsigned char* offered, unsigned int offered_length, void*) {
+// Where a client-facing SSL keeps whether the origin chose h2 (answer_client_with).
+int client_protocol_index() {
+  static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
+// ALPN for clients: what the origin chose (h2 when it did and the client offers it), otherwise
+// HTTP/1.1 when offered, otherwise no protocol (the client then speaks HTTP/1.1 by default; one
+// that insists on h2 fails its handshake, as it would with a server that only speaks HTTP/1.1).
+int select_protocol(SSL* ssl, const unsigned char** out, unsigned char* out_length,
+                    const unsigned char* offered, unsigned int offered_length, void*) {
   unsigned char* chosen = nullptr;
+  if (SSL_get_ex_data(ssl, client_protocol_index()) != nullptr &&
+      SSL_select_next_proto(&chosen, out_length, kH2, sizeof kH2, offered, offered_length) ==
+          OPENSSL_NPN_NEGOTIATED) {
+    *out = chosen;
+    return SSL_TLSEXT_ERR_OK;
+  }
   if (SSL_select_next_proto(&chosen, out_length, kHttp11, sizeof kHttp11, offered,
                             offered_length) == OPENSSL_NPN_NEGOTIATED) {
     *out = chosen;
@@ -76,7 +90,7 @@ Expected<std::unique_ptr<Inspection>, std::string> Inspection::create(
   std::unique_ptr<Inspection> inspection(new Inspection(std::move(ca_folder)));
   SSL_CTX* server = inspection->client_facing_.native_handle();
   common_settings(server);
-  SSL_CTX_set_alpn_select_cb(server, select_http11, nullptr);
+  SSL_CTX_set_alpn_select_cb(server, select_protocol, nullptr);
   // Every connection gets a fresh handshake: nothing about one client's session is kept.
   SSL_CTX_set_session_cache_mode(server, SSL_SESS_CACHE_OFF);
   SSL_CTX_set_num_tickets(server, 0);
@@ -99,6 +113,23 @@ Expected<std::unique_ptr<Inspection>, std::string> Inspection::create(
   SSL_CTX_set_session_cache_mode(client, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
   SSL_CTX_sess_set_new_cb(client, on_new_origin_session);
   return inspection;
+}
+
+void Inspection::offer_origin_h2(SSL* ssl) {
+  SSL_set_alpn_protos(ssl, kH2OrHttp11, sizeof kH2OrHttp11);
+}
+
+bool Inspection::origin_chose_h2(SSL* ssl) {
+  const unsigned char* chosen = nullptr;
+  unsigned int length = 0;
+  SSL_get0_alpn_selected(ssl, &chosen, &length);
+  return length == 2 && std::memcmp(chosen, "h2", 2) == 0;
+}
+
+void Inspection::answer_client_with_h2(SSL* ssl) {
+  // Any non-null pointer says yes; the SSL keeps no ownership of it.
+  static int yes = 1;
+  SSL_set_ex_data(ssl, client_protocol_index(), &yes);
 }
 
 Expected<CertificateAuthority*, std::string> Inspection::authority() {

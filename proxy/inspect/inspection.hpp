@@ -1,8 +1,9 @@
 // What an inspected connection needs from the gate, made once and shared by every worker: the
-// TLS context that faces clients (the gate's leaf certificates, HTTP/1.1 only), the TLS context
-// that faces origins (the system's roots plus --inspect-extra-ca, peer verification, HTTP/1.1
-// only), and the certificate authority, opened (and made, the first time) when the first
-// connection is inspected, so a gate that never inspects never writes a key.
+// TLS context that faces clients (the gate's leaf certificates), the TLS context that faces
+// origins (the system's roots plus --inspect-extra-ca, peer verification); ALPN: HTTP/1.1, or
+// h2 on both sides when the client offers it and the origin chooses it, and the certificate
+// authority, opened (and made, the first time) when the first connection is inspected, so a gate
+// that never inspects never writes a key.
 //
 // Both contexts refuse renegotiation and anything older than TLS 1.2. Thread-safe.
 #pragma once
@@ -49,6 +50,14 @@ class Inspection {
   // valid for it (its name or address), chaining to a trusted root; and offers the session last
   // made with host:port, if any, to resume.
   void expect_origin(SSL* ssl, const rules::Host& host, std::uint16_t port);
+  // ALPN on an inspected connection follows the origin: an origin-facing `ssl` offers h2 (and
+  // HTTP/1.1) only when the client offered h2 too (offer_origin_h2, before the handshake); when
+  // the origin chose it (origin_chose_h2), the client-facing SSL answers h2
+  // (answer_client_with_h2, before the client's handshake). Otherwise both sides speak HTTP/1.1:
+  // no request is ever carried from one version to the other.
+  static void offer_origin_h2(SSL* ssl);
+  static bool origin_chose_h2(SSL* ssl);
+  static void answer_client_with_h2(SSL* ssl);
   // A handshake with `ssl` failed: the session it offered is not offered again.
   void forget_origin_session(SSL* ssl);
   std::size_t origin_sessions() const;  // how many are kept

@@ -19,10 +19,12 @@
 #include "proxy/inspect/inspection.hpp"
 #include "proxy/session/admission.hpp"
 #include "proxy/session/fronts/http_front.hpp"
+#include "proxy/session/fronts/inspected_h2.hpp"
 #include "proxy/session/graceful_close.hpp"
 #include "proxy/session/origin_pool.hpp"
 #include "proxy/session/wire/http_head.hpp"
 #include "proxy/session/wire/replies.hpp"
+#include "rules/tls_client_hello.hpp"
 
 namespace sandgate::session {
 namespace {
@@ -94,6 +96,11 @@ class InspectedTls final : public InspectedOrigin {
   InspectedTls& operator=(const InspectedTls&) = delete;
 
   asio::awaitable<std::optional<Refusal>> secure_upstream() override;
+  // The next fresh handshake with the origin offers h2 (the client's ClientHello did).
+  void offer_h2() { offer_h2_ = true; }
+  // Both sides chose h2 by ALPN (after secure_client).
+  bool speaks_h2() const { return origin_h2_ && client_h2_; }
+  bool origin_chose_h2() const { return origin_h2_; }
   bool origin_bytes_held() override { return origin_tls_ && !nothing_unread(*origin_tls_); }
   // Hands the origin connection, idle and reusable, to the worker's pool for another client.
   void keep_origin(const std::optional<rules::IpAddress>& dialled);
@@ -115,6 +122,9 @@ class InspectedTls final : public InspectedOrigin {
   // Why the origin's certificate failed verification (the first failure of its chain).
   int verify_error_ = X509_V_OK;
   std::string verify_subject_;
+  bool offer_h2_ = false;
+  bool origin_h2_ = false;
+  bool client_h2_ = false;
 };
 
 // Runs `operation` (an awaitable of a tuple whose first element is an error code) against the
@@ -153,6 +163,11 @@ asio::awaitable<std::optional<Refusal>> InspectedTls::secure_upstream() {
   origin_tls_.emplace(context_.upstream, inspection_.origin_facing());
   SSL* ssl = origin_tls_->native_handle();
   inspection_.expect_origin(ssl, host, port);
+  // Only the connection's first handshake may offer h2: a later one (a request's new dial on an
+  // HTTP/1.1 connection) serves a client that speaks HTTP/1.1 already.
+  if (std::exchange(offer_h2_, false)) {
+    inspect::Inspection::offer_origin_h2(ssl);
+  }
   verify_error_ = X509_V_OK;
   verify_subject_.clear();
   origin_tls_->set_verify_callback([this](bool preverified, asio::ssl::verify_context& verify) {
@@ -179,6 +194,7 @@ asio::awaitable<std::optional<Refusal>> InspectedTls::secure_upstream() {
         rules::Reason::destination_unavailable,
         "the TLS handshake with " + where(*this) + " failed: " + error.message() + ".");
   }
+  origin_h2_ = inspect::Inspection::origin_chose_h2(ssl);
   // Verified: the callback, which points into this object, is not kept with a connection that
   // may outlive it in the pool (no handshake runs on it again: renegotiation is refused).
   origin_tls_->set_verify_callback(
@@ -209,6 +225,9 @@ asio::awaitable<std::optional<Refusal>> InspectedTls::secure_client(beast::flat_
   asio::buffer_copy(buffered.prepare(size), hello.data());
   buffered.commit(size);
   hello = beast::flat_buffer();
+  if (origin_h2_) {
+    inspect::Inspection::answer_client_with_h2(client_tls_.native_handle());
+  }
   if (auto failure = inspection_.present_leaf(client_tls_.native_handle(), host)) {
     co_return Refusal(
         rules::Reason::internal_error,
@@ -222,6 +241,7 @@ asio::awaitable<std::optional<Refusal>> InspectedTls::secure_client(beast::flat_
                           where(*this) + ": " + error.message() +
                           " (does it trust the gate's CA? see `sandgate ca`).");
   }
+  client_h2_ = inspect::Inspection::origin_chose_h2(client_tls_.native_handle());
   context_.client_stream.attach(client_tls_);
   co_return std::nullopt;
 }
@@ -289,6 +309,14 @@ asio::awaitable<void> serve_inspected(SessionContext& context, const ConnectionF
                                       std::string_view method, beast::flat_buffer& hello) {
   InspectedTls tls(context, *context.worker.shared.inspection, facts);
   const rules::Host& host = tls.host;
+  {
+    const auto bytes = hello.data();
+    if (rules::read_client_hello(
+            std::string_view(static_cast<const char*>(bytes.data()), bytes.size()))
+            .offers_h2) {
+      tls.offer_h2();
+    }
+  }
   const std::uint16_t port = tls.port;
   boost::system::error_code ignored;
   // The origin first: a client is only ever shown a certificate for a host whose own
@@ -309,6 +337,16 @@ asio::awaitable<void> serve_inspected(SessionContext& context, const ConnectionF
   InspectedRequestsEnd served;
   if (origin_failure) {
     co_await answer_first_request(context, tls, *origin_failure);
+  } else if (tls.speaks_h2()) {
+    served = co_await serve_inspected_h2(context, tls);
+  } else if (tls.origin_chose_h2()) {
+    // The client was offered h2 (its ClientHello asked for it) and took HTTP/1.1: no request is
+    // carried from one version to the other.
+    context.upstream.close(ignored);
+    const Refusal refusal(rules::Reason::bad_request,
+                          "the client offered h2 and then chose HTTP/1.1, while " + where(tls) +
+                              " speaks h2: the gate carries no request between versions.");
+    co_await answer_first_request(context, tls, refusal);
   } else {
     served = co_await serve_inspected_requests(context, tls);
   }

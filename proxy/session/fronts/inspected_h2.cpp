@@ -1,0 +1,1170 @@
+// An inspected HTTP/2 connection (inspected_h2.hpp).
+//
+// Shape: four loops share the connection (the client's bytes read into the server codec, the
+// origin's into the client codec, and each codec's output written to its socket), and each
+// client stream is a coroutine of its own: first its admission (one stream at a time: the
+// connection's decision state is the session's), then its two directions at once, up (the
+// client's body to the origin) and down (the origin's response to the client). The loops hand
+// each stream its events through two inboxes; nothing blocks another stream.
+#include "proxy/session/fronts/inspected_h2.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/message.hpp>
+#include <cctype>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "proxy/log/record.hpp"
+#include "proxy/secrets/redaction.hpp"
+#include "proxy/secrets/request_secrets.hpp"
+#include "proxy/session/admission.hpp"
+#include "proxy/session/exchange/budget_stage.hpp"
+#include "proxy/session/exchange/h2/client_codec.hpp"
+#include "proxy/session/exchange/h2/server_codec.hpp"
+#include "proxy/session/exchange/request_admission.hpp"
+#include "proxy/session/exchange/secrets_stage.hpp"
+#include "proxy/session/fronts/http_exchange.hpp"
+#include "proxy/session/wire/replies.hpp"
+
+namespace sandgate::session {
+namespace {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+namespace h2 = exchange::h2;
+using namespace asio::experimental::awaitable_operators;
+using clock = std::chrono::steady_clock;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+// How long a stream's response from a bound host may pause before the bytes its redaction holds
+// back (a tail that could still become a value's echo) are sent as they are: as on HTTP/1.1.
+constexpr std::chrono::milliseconds kRedactionPause{20};
+// The most the gate reads of one socket at a time.
+constexpr std::size_t kReadPiece = 16 * 1024;
+
+// What a stream's direction is told by the connection's loops.
+struct Closed {
+  bool by_client = false;  // the client's stream ended (reset, or both sides over)
+  h2::ErrorCode code = h2::ErrorCode::no_error;
+  bool finished = false;  // it ended cleanly
+};
+using Item = std::variant<h2::InterimHeadEvent, h2::ResponseHeadEvent, h2::DataEvent,
+                          h2::TrailersEvent, h2::EndEvent, Closed>;
+
+// Events for one direction of a stream, and the wake-up of the coroutine that takes them.
+class Inbox {
+ public:
+  explicit Inbox(const asio::any_io_executor& executor) : signal_(executor) {
+    signal_.expires_at(clock::time_point::max());
+  }
+  void push(Item item) {
+    items_.push_back(std::move(item));
+    signal_.cancel();
+  }
+  void wake() { signal_.cancel(); }
+  bool empty() const { return items_.empty(); }
+  Item pop() {
+    Item item = std::move(items_.front());
+    items_.pop_front();
+    return item;
+  }
+  // Waits for a push or a wake (or `deadline`); true when the deadline passed first.
+  asio::awaitable<bool> wait(clock::time_point deadline = clock::time_point::max()) {
+    signal_.expires_at(deadline);
+    auto [error] = co_await signal_.async_wait(use_tuple);
+    signal_.expires_at(clock::time_point::max());
+    co_return !error;
+  }
+
+ private:
+  std::deque<Item> items_;
+  asio::steady_timer signal_;
+};
+
+// One client stream and what its stages carried.
+struct Stream {
+  Stream(const asio::any_io_executor& executor, h2::StreamId id)
+      : client(id), up(executor), down(executor) {}
+  h2::StreamId client;
+  h2::StreamId origin = 0;
+  h2::RequestHead request;
+  bool request_ended = false;  // the head ended the client's side
+  bool grpc = false;
+  Inbox up;    // the client's body, trailers and end; the origin codec's room
+  Inbox down;  // the origin's heads, body, trailers and end; the server codec's room
+  bool origin_room = false;
+  bool client_room = false;
+  bool client_closed = false;
+  bool origin_closed = false;
+  bool response_started = false;
+
+  exchange::AdmittedRequest admitted;
+  exchange::BudgetStage budget;
+  const std::vector<secrets::Redaction>* redactions = nullptr;
+  bool carried_secret = false;
+
+  clock::time_point started = clock::now();
+  std::uint64_t bytes_up = 0;
+  std::uint64_t bytes_down = 0;
+  unsigned status = 0;
+  std::string outcome = "closed";
+  std::optional<rules::Reason> reason;  // why it ended early, for the end line
+  std::string detail;
+  std::string rule;
+};
+
+std::size_t head_size(const h2::FieldList& fields) {
+  // As HPACK counts a header list (RFC 7541 section 4.1): name, value and 32 per field.
+  std::size_t size = 0;
+  for (const auto& field : fields) {
+    size += field.name.size() + field.value.size() + 32;
+  }
+  return size;
+}
+
+bool is_grpc(const h2::FieldList& fields) {
+  const std::string* type = h2::find_field(fields, "content-type");
+  return type != nullptr && type->starts_with("application/grpc");
+}
+
+// gRPC's status for the gate's reply (grpc/doc/statuscodes.md, and http-grpc-status-mapping.md
+// for what a client reads from an HTTP status).
+int grpc_status_for(unsigned status) {
+  switch (status) {
+    case 400:
+      return 3;  // INVALID_ARGUMENT
+    case 401:
+    case 407:
+      return 16;  // UNAUTHENTICATED
+    case 403:
+      return 7;  // PERMISSION_DENIED
+    case 429:
+      return 8;  // RESOURCE_EXHAUSTED
+    case 504:
+      return 4;  // DEADLINE_EXCEEDED
+    default:
+      return 14;  // UNAVAILABLE
+  }
+}
+
+// grpc-message is percent-encoded UTF-8 (PROTOCOL-HTTP2.md): what is not printable ASCII, and
+// '%' itself, goes as %XX.
+std::string percent_encoded(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte <= 0x7e && byte != '%') {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xf];
+    }
+  }
+  return out;
+}
+
+// The request as the admission and secrets stages read it (their one model of a head).
+http::request_header<> to_head(const h2::RequestHead& request) {
+  http::request_header<> head;
+  head.method_string(request.method);
+  head.target(request.path);
+  head.version(11);
+  head.set(http::field::host, request.authority);
+  for (const auto& field : request.fields) {
+    head.insert(field.name, field.value);
+  }
+  return head;
+}
+
+// Back to HTTP/2 after the stages: the regular fields lowercased, Host as :authority.
+h2::RequestHead to_request(const h2::RequestHead& original, const http::request_header<>& head) {
+  h2::RequestHead request;
+  request.method = original.method;
+  request.scheme = original.scheme;
+  request.authority = original.authority;
+  request.path = original.path;
+  request.protocol = original.protocol;
+  for (const auto& field : head) {
+    std::string name(field.name_string());
+    for (char& c : name) {
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    if (name == "host") {
+      continue;
+    }
+    const h2::Field* sent = nullptr;
+    for (const auto& candidate : original.fields) {
+      if (candidate.name == name) {
+        sent = &candidate;
+        break;
+      }
+    }
+    request.fields.push_back(
+        {name, std::string(field.value()), sent != nullptr && sent->never_index});
+  }
+  return request;
+}
+
+std::string address_of(const asio::ip::tcp::socket& socket) {
+  boost::system::error_code ignored;
+  return to_text(socket.remote_endpoint(ignored));
+}
+
+class H2Connection {
+ public:
+  H2Connection(SessionContext& context, InspectedOrigin& origin)
+      : context_(context),
+        origin_(origin),
+        server_(server_options()),
+        client_(h2::ClientOptions{}),
+        client_signal_(context.client.get_executor()),
+        origin_signal_(context.client.get_executor()),
+        turn_(context.client.get_executor()),
+        streams_done_(context.client.get_executor()),
+        watchdog_(context.client.get_executor()),
+        reach_(origin, address_of(context.upstream)) {
+    client_signal_.expires_at(clock::time_point::max());
+    origin_signal_.expires_at(clock::time_point::max());
+    turn_.expires_at(clock::time_point::max());
+    streams_done_.expires_at(clock::time_point::max());
+    if (context.settings().idle_timeout.count() > 0) {
+      idle_limit_ = context.settings().idle_timeout;
+    }
+  }
+
+  asio::awaitable<InspectedRequestsEnd> serve() {
+    co_await (read_client() && read_origin() && write_client() && write_origin() && watch_idle());
+    // The loops are over: every stream still running is told so, and waited for.
+    for (auto& [id, stream] : streams_) {
+      stream->up.push(Closed{true, h2::ErrorCode::cancel, false});
+      stream->down.push(Closed{true, h2::ErrorCode::cancel, false});
+    }
+    while (running_streams_ > 0) {
+      co_await streams_done_.async_wait(use_tuple);
+      streams_done_.expires_at(clock::time_point::max());
+    }
+    InspectedRequestsEnd end;
+    end.bytes_up = bytes_up_;
+    end.bytes_down = bytes_down_;
+    end.origin_idle = false;
+    boost::system::error_code ignored;
+    context_.upstream.close(ignored);
+    co_return end;
+  }
+
+ private:
+  // The origin of every stream is the connection's: reached already, its address judged again
+  // for a tunnel opened to an address, as an HTTP/1.1 request's is.
+  class ConnectionReach final : public exchange::OriginReach {
+   public:
+    ConnectionReach(const InspectedOrigin& origin, std::string address)
+        : origin_(origin), address_(std::move(address)) {}
+    asio::awaitable<void> reach(SessionContext& context, Admission& admission,
+                                const exchange::AdmittedRequest&) override {
+      if (origin_.facts.by_address()) {
+        if (auto refused = exchange::refuse_address(context, origin_.facts)) {
+          admission.status = Admission::Status::refused;
+          admission.refusal = std::move(*refused);
+        }
+      }
+      co_return;
+    }
+    std::optional<rules::IpAddress> dialled() const override { return origin_.facts.dialled; }
+    std::string address() const override { return address_; }
+    const ConnectionFacts* inspected() const override { return &origin_.facts; }
+
+   private:
+    const InspectedOrigin& origin_;
+    std::string address_;
+  };
+
+  h2::ServerOptions server_options() const {
+    h2::ServerOptions options;
+    options.scheme = "https";
+    return options;
+  }
+
+  void touch() { last_activity_ = clock::now(); }
+  void wake_writers() {
+    client_signal_.cancel();
+    origin_signal_.cancel();
+  }
+
+  // Ends the connection: the loops stop, the streams are told.
+  void stop() {
+    if (stopping_) {
+      return;
+    }
+    stopping_ = true;
+    boost::system::error_code ignored;
+    context_.client.cancel(ignored);
+    context_.upstream.cancel(ignored);
+    watchdog_.cancel();
+    wake_writers();
+  }
+
+  // --- the connection's loops ---
+
+  asio::awaitable<void> read_client() {
+    std::vector<char> buffer(kReadPiece);
+    while (!stopping_) {
+      auto [error, n] =
+          co_await context_.client_stream.async_read_some(asio::buffer(buffer), use_tuple);
+      if (error || stopping_) {
+        stop();  // the client is gone: so is every stream of its connection
+        break;
+      }
+      touch();
+      bytes_up_ += n;
+      const h2::ConnectionError failed = server_.receive(std::string_view(buffer.data(), n));
+      take_server_events();
+      wake_writers();
+      if (failed != h2::ConnectionError::none) {
+        connection_problem_ =
+            std::string("the client broke HTTP/2: ") + std::string(h2::describe(failed)) + ".";
+        break;  // its GOAWAY is written by write_client, which then stops
+      }
+    }
+  }
+
+  asio::awaitable<void> read_origin() {
+    std::vector<char> buffer(kReadPiece);
+    while (!stopping_) {
+      auto [error, n] =
+          co_await context_.upstream_stream.async_read_some(asio::buffer(buffer), use_tuple);
+      if (error || stopping_) {
+        origin_gone("the origin closed its HTTP/2 connection");
+        break;
+      }
+      touch();
+      const h2::ConnectionError failed = client_.receive(std::string_view(buffer.data(), n));
+      take_client_events();
+      wake_writers();
+      if (failed != h2::ConnectionError::none) {
+        origin_gone("the origin broke HTTP/2 (" + std::string(h2::describe(failed)) + ")");
+        break;
+      }
+    }
+  }
+
+  // The origin connection is over: its streams end (a refusal where nothing was answered yet,
+  // a reset where a response had begun), and the client is told to open a new connection.
+  void origin_gone(const std::string& why) {
+    origin_down_ = true;
+    origin_problem_ = why;
+    for (auto& [id, stream] : streams_) {
+      stream->down.push(Closed{false, h2::ErrorCode::internal_error, false});
+      stream->up.push(Closed{false, h2::ErrorCode::internal_error, false});
+    }
+    server_.shutdown();
+    wake_writers();
+  }
+
+  asio::awaitable<void> write_client() {
+    std::string out;
+    while (!stopping_) {
+      const std::string_view pending = server_.pending_output();
+      take_server_events();
+      if (pending.empty()) {
+        if (server_.finished() || (connection_problem_.size() > 0 && !server_.wants_read())) {
+          stop();
+          break;
+        }
+        if (origin_down_ && server_.open_streams() == 0) {
+          stop();
+          break;
+        }
+        co_await client_signal_.async_wait(use_tuple);
+        client_signal_.expires_at(clock::time_point::max());
+        continue;
+      }
+      out.assign(pending);
+      auto [error, n] =
+          co_await asio::async_write(context_.client_stream, asio::buffer(out), use_tuple);
+      if (error) {
+        stop();
+        break;
+      }
+      touch();
+      bytes_down_ += n;
+      server_.consume_output(n);
+      take_server_events();
+    }
+  }
+
+  asio::awaitable<void> write_origin() {
+    std::string out;
+    while (!stopping_) {
+      const std::string_view pending = origin_down_ ? std::string_view{} : client_.pending_output();
+      take_client_events();
+      if (pending.empty()) {
+        co_await origin_signal_.async_wait(use_tuple);
+        origin_signal_.expires_at(clock::time_point::max());
+        continue;
+      }
+      out.assign(pending);
+      auto [error, n] =
+          co_await asio::async_write(context_.upstream_stream, asio::buffer(out), use_tuple);
+      if (error) {
+        origin_gone("the origin's HTTP/2 connection failed (" + error.message() + ")");
+        continue;
+      }
+      touch();
+      client_.consume_output(n);
+      take_client_events();
+    }
+  }
+
+  // Nothing moving either way for the idle limit ends the connection, as on HTTP/1.1.
+  asio::awaitable<void> watch_idle() {
+    while (!stopping_) {
+      watchdog_.expires_at(last_activity_ + idle_limit_);
+      auto [error] = co_await watchdog_.async_wait(use_tuple);
+      if (stopping_) {
+        break;
+      }
+      if (!error && clock::now() - last_activity_ >= idle_limit_) {
+        timed_out_ = true;
+        server_.shutdown();
+        stop();
+        break;
+      }
+    }
+  }
+
+  // --- events to streams ---
+
+  Stream* by_client(h2::StreamId id) {
+    auto found = streams_.find(id);
+    return found == streams_.end() ? nullptr : found->second.get();
+  }
+  Stream* by_origin(h2::StreamId id) {
+    auto found = origin_streams_.find(id);
+    return found == origin_streams_.end() ? nullptr : found->second;
+  }
+
+  void take_server_events() {
+    while (auto event = server_.next_event()) {
+      std::visit([this](auto& e) { on_server_event(e); }, *event);
+    }
+  }
+  void take_client_events() {
+    while (auto event = client_.next_event()) {
+      std::visit([this](auto& e) { on_client_event(e); }, *event);
+    }
+  }
+
+  void on_server_event(h2::RequestHeadEvent& event) {
+    auto stream = std::make_unique<Stream>(context_.client.get_executor(), event.stream);
+    stream->request = std::move(event.head);
+    stream->request_ended = event.end_stream;
+    stream->grpc = is_grpc(stream->request.fields);
+    Stream* raw = stream.get();
+    streams_.emplace(event.stream, std::move(stream));
+    ++running_streams_;
+    asio::co_spawn(context_.client.get_executor(), serve_stream(*raw),
+                   [this](const std::exception_ptr&) {
+                     if (--running_streams_ == 0) {
+                       streams_done_.cancel();
+                     }
+                   });
+  }
+  void on_server_event(h2::RequestRejectedEvent& event) {
+    // Refused by the codec: malformed (reset already), or one the gate answers itself.
+    Refusal refusal(rules::Reason::bad_request, "the HTTP/2 request broke the protocol: " +
+                                                    std::string(h2::describe(event.problem)) + ".");
+    if (event.problem == h2::StreamProblem::plain_connect) {
+      refusal.sentence = "CONNECT inside an inspected connection is refused.";
+    } else if (event.problem == h2::StreamProblem::head_too_large) {
+      refusal = Refusal(rules::Reason::header_too_large,
+                        "the request's header list is larger than the gate reads.");
+    }
+    record_refusal(context_, "-", origin_.host.display(), origin_.port, refusal);
+    if (event.must_answer) {
+      answer(event.stream, refusal, false);
+    }
+  }
+  void on_server_event(h2::DataEvent& event) {
+    if (Stream* s = by_client(event.stream)) {
+      s->up.push(std::move(event));
+    } else {
+      server_.consume(event.stream, event.bytes.size());
+    }
+  }
+  void on_server_event(h2::TrailersEvent& event) {
+    if (Stream* s = by_client(event.stream)) {
+      s->up.push(std::move(event));
+    }
+  }
+  void on_server_event(h2::EndEvent& event) {
+    if (Stream* s = by_client(event.stream)) {
+      s->up.push(event);
+    }
+  }
+  void on_server_event(h2::SendReadyEvent& event) {
+    if (Stream* s = by_client(event.stream)) {
+      s->client_room = true;
+      s->down.wake();
+    }
+  }
+  void on_server_event(h2::StreamClosedEvent& event) {
+    if (Stream* s = by_client(event.stream)) {
+      s->client_closed = true;
+      const bool finished = event.by == h2::Closer::finished;
+      s->up.push(Closed{true, event.code, finished});
+      s->down.push(Closed{true, event.code, finished});
+    }
+  }
+  void on_server_event(h2::GoawayEvent&) {
+    // The client opens no new stream; those open go on.
+  }
+
+  void on_client_event(h2::InterimHeadEvent& event) {
+    if (Stream* s = by_origin(event.stream)) {
+      s->down.push(std::move(event));
+    }
+  }
+  void on_client_event(h2::ResponseHeadEvent& event) {
+    if (Stream* s = by_origin(event.stream)) {
+      s->down.push(std::move(event));
+    }
+  }
+  void on_client_event(h2::DataEvent& event) {
+    if (Stream* s = by_origin(event.stream)) {
+      s->down.push(std::move(event));
+    } else {
+      client_.consume(event.stream, event.bytes.size());
+    }
+  }
+  void on_client_event(h2::TrailersEvent& event) {
+    if (Stream* s = by_origin(event.stream)) {
+      s->down.push(std::move(event));
+    }
+  }
+  void on_client_event(h2::EndEvent& event) {
+    if (Stream* s = by_origin(event.stream)) {
+      s->down.push(event);
+    }
+  }
+  void on_client_event(h2::SendReadyEvent& event) {
+    if (Stream* s = by_origin(event.stream)) {
+      s->origin_room = true;
+      s->up.wake();
+    }
+  }
+  void on_client_event(h2::StreamClosedEvent& event) {
+    slot_freed();
+    if (Stream* s = by_origin(event.stream)) {
+      s->origin_closed = true;
+      origin_streams_.erase(event.stream);
+      const bool finished = event.by == h2::Closer::finished;
+      s->down.push(Closed{false, event.code, finished});
+      s->up.push(Closed{false, event.code, finished});
+    }
+  }
+  void on_client_event(h2::GoawayEvent&) { slot_freed(); }
+  void on_client_event(h2::PeerSettingsEvent&) { slot_freed(); }
+  void on_client_event(h2::PingAckEvent&) {}
+
+  void slot_freed() {
+    for (auto& [id, stream] : streams_) {
+      if (stream->origin == 0) {
+        stream->up.wake();
+      }
+    }
+  }
+
+  // --- one stream ---
+
+  // The gate's own answer on a stream: its reply for the refusal, or for gRPC a trailers-only
+  // response with the matching gRPC status.
+  void answer(h2::StreamId id, const Refusal& refusal, bool grpc) {
+    const Reply reply = reply_for(refusal.reason, refusal.sentence, refusal.at);
+    h2::ResponseHead head;
+    head.fields.push_back({"proxy-status", reply.proxy_status, false});
+    if (grpc) {
+      head.status = 200;
+      head.fields.push_back({"content-type", "application/grpc", false});
+      head.fields.push_back({"grpc-status", std::to_string(grpc_status_for(reply.status)), false});
+      head.fields.push_back({"grpc-message", percent_encoded(reply.body), false});
+      server_.submit_response(id, head, true);
+    } else {
+      head.status = reply.status;
+      head.fields.push_back({"content-type", std::string(kReplyContentType), false});
+      head.fields.push_back({"content-length", std::to_string(reply.body.size()), false});
+      if (server_.submit_response(id, head, false) == h2::SubmitError::none) {
+        server_.send_data(id, reply.body);  // far below a stream's send buffer
+        server_.end_stream(id);
+      }
+    }
+    wake_writers();
+  }
+
+  // Whether this stream's request goes on: its admission (one stream at a time), then its
+  // secrets and head budget; answered and logged here when refused.
+  asio::awaitable<bool> admit(Stream& s) {
+    while (deciding_ && !stopping_) {
+      co_await turn_.async_wait(use_tuple);
+    }
+    if (stopping_ || s.client_closed) {
+      co_return false;
+    }
+    deciding_ = true;
+    context_.begin_request();
+    http::request_header<> head = to_head(s.request);
+    HttpTarget target;
+    target.host = origin_.host;
+    target.port = origin_.port;
+    target.authority = origin_.authority;
+    target.origin_form = s.request.path;
+    std::optional<Refusal> refusal;
+    if (!origin_.named_by(s.request.authority)) {
+      refusal = Refusal(rules::Reason::bad_request,
+                        "the request's :authority '" + s.request.authority.substr(0, 100) +
+                            "' is not the host this connection was opened to (" +
+                            origin_.authority + ").");
+    }
+    exchange::RequestAdmission admission;
+    if (!refusal) {
+      admission = co_await exchange::admit_request(context_, head, target, reach_);
+      if (admission.status == exchange::RequestAdmission::Status::refused) {
+        refusal = std::move(admission.refusal);
+      }
+    }
+    deciding_ = false;
+    turn_.cancel();
+    if (refusal) {
+      const std::string display = origin_.host.display();
+      if (refusal->path.empty()) {
+        refusal->path = std::string(logged_path(s.request.path));
+      }
+      record_refusal(context_, s.request.method, display, origin_.port, *refusal);
+      answer(s.client, *refusal, s.grpc);
+      co_return false;
+    }
+    if (admission.status != exchange::RequestAdmission::Status::admitted) {
+      server_.reset_stream(s.client, h2::ErrorCode::cancel);
+      wake_writers();
+      co_return false;
+    }
+    s.admitted = std::move(admission.request);
+
+    // Masked secrets, as on HTTP/1.1 (exchange/secrets_stage.hpp).
+    exchange::SecretsStage secrets(context_.worker.shared.secrets, origin_.host.name,
+                                   &origin_.facts, head);
+    secrets.fill(head);
+    s.redactions = secrets.redactions();
+    s.carried_secret = secrets.carried_secret();
+    std::optional<std::string> refused_secret = secrets.refuse_unsignable();
+    if (!refused_secret && secrets.signed_again()) {
+      std::optional<std::string> body;
+      if (secrets.needs_body()) {
+        body = co_await read_whole_body(s);
+        if (!body) {
+          refused_secret = "the request body to sign again is larger than " +
+                           std::to_string(kSignedBodyLimit) + " bytes, or did not come whole.";
+        }
+      }
+      if (!refused_secret) {
+        refused_secret = secrets.sign(head, body);
+        if (body) {
+          s.up.push(h2::DataEvent{s.client, std::move(*body)});  // sent as it is, after the head
+          s.up.push(h2::EndEvent{s.client});
+        }
+      }
+    }
+    if (refused_secret) {
+      end_early(s, Refusal(rules::Reason::secret_refused, *refused_secret));
+      co_return false;
+    }
+    s.request = to_request(s.request, head);
+
+    // The head, with a body of known length, taken from the budgets whole.
+    s.budget.open(context_, s.request.method, origin_.host, origin_.port, &origin_.facts,
+                  origin_.facts.dialled);
+    if (s.budget.active()) {
+      const std::uint64_t length = s.request.content_length.value_or(0);
+      s.budget.paid_whole(rules::BudgetKind::up, s.request.content_length.has_value());
+      if (auto stop = co_await s.budget.take_whole_or_ask(rules::BudgetKind::up,
+                                                          head_size(s.request.fields) + length)) {
+        Refusal spent(rules::Reason::budget_exhausted, stop->sentence, stop->rule);
+        end_early(s, spent);
+        co_return false;
+      }
+    }
+    co_return true;
+  }
+
+  // A stream refused after its admission's allow line: the refusal is its end line, as a
+  // budget's or a secret's on HTTP/1.1.
+  void end_early(Stream& s, const Refusal& refusal) {
+    s.reason = refusal.reason;
+    s.detail = refusal.sentence;
+    s.rule = refusal.rule;
+    s.outcome = "refused";
+    answer(s.client, refusal, s.grpc);
+  }
+
+  // The whole request body (for a SigV4 signature over its hash), at most kSignedBodyLimit.
+  asio::awaitable<std::optional<std::string>> read_whole_body(Stream& s) {
+    std::string body;
+    if (s.request_ended) {
+      co_return body;
+    }
+    for (;;) {
+      while (s.up.empty()) {
+        co_await s.up.wait();
+      }
+      Item item = s.up.pop();
+      if (auto* data = std::get_if<h2::DataEvent>(&item)) {
+        server_.consume(s.client, data->bytes.size());
+        wake_writers();
+        if (body.size() + data->bytes.size() > kSignedBodyLimit) {
+          co_return std::nullopt;
+        }
+        body += data->bytes;
+      } else if (std::holds_alternative<h2::EndEvent>(item)) {
+        co_return body;  // its end is pushed again behind the body
+      } else {
+        co_return std::nullopt;  // trailers cannot be signed; a close ends it
+      }
+    }
+  }
+
+  asio::awaitable<void> serve_stream(Stream& s) {
+    const bool admitted = co_await admit(s);
+    if (admitted) {
+      const bool opened = co_await open_origin_stream(s);
+      if (opened) {
+        co_await (relay_up(s) && relay_down(s));
+      }
+      log_end(s);
+    } else {
+      if (s.reason) {
+        log_end(s);
+      }
+      co_await drain(s);
+    }
+    if (s.origin != 0) {
+      origin_streams_.erase(s.origin);
+    }
+    streams_.erase(s.client);
+  }
+
+  // After the gate answered: waits until the stream is over, giving the client back the window
+  // of whatever body it still sends.
+  asio::awaitable<void> drain(Stream& s) {
+    while (!s.client_closed && !stopping_) {
+      while (!s.up.empty()) {
+        Item item = s.up.pop();
+        if (auto* data = std::get_if<h2::DataEvent>(&item)) {
+          server_.consume(s.client, data->bytes.size());
+          wake_writers();
+        }
+      }
+      if (s.client_closed || stopping_) {
+        break;
+      }
+      co_await s.up.wait();
+    }
+  }
+
+  // The request's head on a stream of the origin connection, once it has room for one.
+  asio::awaitable<bool> open_origin_stream(Stream& s) {
+    for (;;) {
+      if (stopping_ || s.client_closed) {
+        co_return false;
+      }
+      if (origin_down_) {
+        end_early(s, Refusal(rules::Reason::upstream_closed,
+                             origin_problem_ + " before the request could be sent."));
+        co_return false;
+      }
+      auto submitted = client_.submit_request(s.request, s.request_ended);
+      if (submitted) {
+        s.origin = *submitted;
+        origin_streams_[s.origin] = &s;
+        s.bytes_up += head_size(s.request.fields);
+        wake_writers();
+        co_return true;
+      }
+      if (submitted.error() == h2::SubmitError::stream_limit_reached) {
+        co_await s.up.wait();  // a slot frees when an origin stream closes
+        continue;
+      }
+      end_early(s, Refusal(rules::Reason::upstream_closed,
+                           "the origin takes no more streams on this connection (" +
+                               std::string(h2::describe(submitted.error())) + ")."));
+      co_return false;
+    }
+  }
+
+  // Sends `bytes` on one side's stream as its room allows; false when the stream ended first.
+  template <typename Codec>
+  asio::awaitable<bool> send_all(Codec& codec, h2::StreamId id, std::string_view bytes, bool& room,
+                                 Inbox& inbox, const bool& closed) {
+    while (!bytes.empty()) {
+      if (closed || stopping_) {
+        co_return false;
+      }
+      auto taken = codec.send_data(id, bytes);
+      if (!taken) {
+        co_return false;
+      }
+      bytes.remove_prefix(*taken);
+      wake_writers();
+      if (!bytes.empty()) {
+        room = false;
+        while (!room && !closed && !stopping_) {
+          co_await inbox.wait();
+        }
+      }
+    }
+    co_return true;
+  }
+
+  // Client to origin: the body (taken from the budgets), trailers, the end; the client's window
+  // opened only by what the origin took.
+  asio::awaitable<void> relay_up(Stream& s) {
+    bool done = s.request_ended;
+    while (!done && !stopping_) {
+      while (s.up.empty() && !stopping_) {
+        co_await s.up.wait();
+      }
+      if (stopping_) {
+        break;
+      }
+      Item item = s.up.pop();
+      if (auto* data = std::get_if<h2::DataEvent>(&item)) {
+        const std::size_t size = data->bytes.size();
+        std::optional<budget::Stop> stop;
+        std::size_t allowed = s.budget.take_piece(rules::BudgetKind::up, size, stop);
+        if (stop) {
+          // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
+          const bool granted = co_await s.budget.more_granted(*stop);
+          if (granted) {
+            stop.reset();
+            allowed = size;
+          }
+        }
+        const bool sent =
+            co_await send_all(client_, s.origin, std::string_view(data->bytes).substr(0, allowed),
+                              s.origin_room, s.up, s.origin_closed);
+        s.bytes_up += allowed;
+        server_.consume(s.client, size);
+        wake_writers();
+        if (stop) {
+          cut(s, *stop);
+          break;
+        }
+        if (!sent) {
+          break;
+        }
+      } else if (auto* trailers = std::get_if<h2::TrailersEvent>(&item)) {
+        client_.submit_trailers(s.origin, std::move(trailers->fields));
+        wake_writers();
+        done = true;
+      } else if (std::holds_alternative<h2::EndEvent>(item)) {
+        client_.end_stream(s.origin);
+        wake_writers();
+        done = true;
+      } else if (auto* closed = std::get_if<Closed>(&item)) {
+        if (closed->by_client && !closed->finished && !s.origin_closed) {
+          client_.reset_stream(s.origin, h2::ErrorCode::cancel);  // the client gave up
+          wake_writers();
+        }
+        break;
+      }
+    }
+  }
+
+  // A budget ended the stream: both sides reset, the stop the end line's reason.
+  void cut(Stream& s, const budget::Stop& stop) {
+    s.reason = rules::Reason::budget_exhausted;
+    s.detail = stop.sentence;
+    s.rule = stop.rule;
+    s.outcome = "budget-exhausted";
+    if (!s.origin_closed) {
+      client_.reset_stream(s.origin, h2::ErrorCode::cancel);
+    }
+    if (!s.client_closed) {
+      if (s.response_started) {
+        server_.reset_stream(s.client, h2::ErrorCode::cancel);
+      } else {
+        answer(s.client, Refusal(rules::Reason::budget_exhausted, stop.sentence, stop.rule),
+               s.grpc);
+      }
+    }
+    wake_writers();
+  }
+
+  // The origin's response head, cleaned and checked as on HTTP/1.1; false when it is refused.
+  asio::awaitable<bool> pass_response_head(Stream& s, h2::ResponseHeadEvent& event) {
+    h2::ResponseHead& head = event.head;
+    if (s.redactions != nullptr) {
+      for (auto& field : head.fields) {
+        secrets::redact(field.name, *s.redactions);
+        secrets::redact(field.value, *s.redactions);
+      }
+    }
+    const std::string* type = h2::find_field(head.fields, "content-type");
+    if (s.carried_secret) {
+      if (auto problem = secrets::partial_response_problem(head.status, type ? *type : "")) {
+        fail_response(s, Refusal(rules::Reason::bad_response,
+                                 origin_.host.display() + " " + *problem +
+                                     " (the gate asked for the whole resource): a secret's echo "
+                                     "in pieces cannot be cleaned."));
+        co_return false;
+      }
+      const std::string* coding = h2::find_field(head.fields, "content-encoding");
+      if (!event.end_stream && coding != nullptr && *coding != "identity") {
+        fail_response(s, Refusal(rules::Reason::bad_response,
+                                 origin_.host.display() + " sent a compressed response (" +
+                                     coding->substr(0, 32) +
+                                     ") to a request that carried a masked secret, though asked "
+                                     "for none: the gate cannot search it for the secret's real "
+                                     "value."));
+        co_return false;
+      }
+    }
+    if (s.budget.active()) {
+      s.budget.paid_whole(rules::BudgetKind::down, head.content_length.has_value());
+      if (auto stop = co_await s.budget.take_whole_or_ask(
+              rules::BudgetKind::down, head_size(head.fields) + head.content_length.value_or(0))) {
+        cut(s, *stop);
+        co_return false;
+      }
+    }
+    s.status = head.status;
+    s.bytes_down += head_size(head.fields);
+    if (server_.submit_response(s.client, head, event.end_stream) != h2::SubmitError::none) {
+      co_return false;
+    }
+    s.response_started = true;
+    wake_writers();
+    co_return true;
+  }
+
+  // The origin failed the exchange before a response began: the client gets the gate's answer.
+  void fail_response(Stream& s, const Refusal& refusal) {
+    s.reason = refusal.reason;
+    s.detail = refusal.sentence;
+    s.outcome = "failed";
+    if (!s.origin_closed) {
+      client_.reset_stream(s.origin, h2::ErrorCode::cancel);
+    }
+    if (!s.client_closed) {
+      if (s.response_started) {
+        server_.reset_stream(s.client, h2::ErrorCode::internal_error);
+      } else {
+        answer(s.client, refusal, s.grpc);
+      }
+    }
+    wake_writers();
+  }
+
+  // Origin to client: interim heads, the head, the body (budgets, redaction), trailers, the end.
+  asio::awaitable<void> relay_down(Stream& s) {
+    std::optional<secrets::StreamRedaction> redaction;
+    std::vector<char> buffer;
+    bool done = false;
+    const auto send_ready = [&](secrets::StreamRedaction::Ready ready) -> asio::awaitable<bool> {
+      const bool sent = co_await send_all(server_, s.client,
+                                          std::string_view(buffer.data() + ready.from, ready.size),
+                                          s.client_room, s.down, s.client_closed);
+      s.bytes_down += ready.size;
+      redaction->to_front(buffer.data());
+      co_return sent;
+    };
+    while (!done && !stopping_) {
+      while (s.down.empty() && !stopping_) {
+        if (redaction && redaction->held() > 0) {
+          // A pause of the origin's: what the redaction held back goes now.
+          const bool paused = co_await s.down.wait(clock::now() + kRedactionPause);
+          if (paused && s.down.empty()) {
+            const bool sent = co_await send_ready(redaction->on_pause());
+            if (!sent) {
+              done = true;
+              break;
+            }
+          }
+          continue;
+        }
+        co_await s.down.wait();
+      }
+      if (done || stopping_) {
+        break;
+      }
+      Item item = s.down.pop();
+      if (auto* interim = std::get_if<h2::InterimHeadEvent>(&item)) {
+        server_.submit_interim(s.client, interim->head);
+        wake_writers();
+      } else if (auto* response = std::get_if<h2::ResponseHeadEvent>(&item)) {
+        if (!co_await pass_response_head(s, *response)) {
+          break;
+        }
+        if (s.redactions != nullptr && !response->end_stream) {
+          redaction.emplace(*s.redactions);
+          buffer.resize(redaction->front_limit() + kReadPiece);
+        }
+        done = response->end_stream;
+      } else if (auto* data = std::get_if<h2::DataEvent>(&item)) {
+        const std::size_t size = data->bytes.size();
+        std::optional<budget::Stop> stop;
+        std::size_t allowed = s.budget.take_piece(rules::BudgetKind::down, size, stop);
+        if (stop) {
+          // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
+          const bool granted = co_await s.budget.more_granted(*stop);
+          if (granted) {
+            stop.reset();
+            allowed = size;
+          }
+        }
+        bool sent = true;
+        std::string_view piece = std::string_view(data->bytes).substr(0, allowed);
+        if (redaction) {
+          // In pieces the buffer holds beside what the redaction carries.
+          while (sent && !piece.empty()) {
+            const std::size_t fresh = std::min(piece.size(), kReadPiece);
+            std::memcpy(buffer.data() + redaction->carried(), piece.data(), fresh);
+            piece.remove_prefix(fresh);
+            sent = co_await send_ready(redaction->pass(buffer.data(), fresh, false));
+          }
+        } else {
+          sent =
+              co_await send_all(server_, s.client, piece, s.client_room, s.down, s.client_closed);
+          s.bytes_down += allowed;
+        }
+        client_.consume(s.origin, size);
+        wake_writers();
+        if (stop) {
+          cut(s, *stop);
+          break;
+        }
+        if (!sent) {
+          break;
+        }
+      } else if (auto* trailers = std::get_if<h2::TrailersEvent>(&item)) {
+        if (redaction) {
+          const bool sent = co_await send_ready(redaction->pass(buffer.data(), 0, true));
+          if (!sent) {
+            break;
+          }
+        }
+        if (s.redactions != nullptr) {
+          for (auto& field : trailers->fields) {
+            secrets::redact(field.value, *s.redactions);
+          }
+        }
+        server_.submit_trailers(s.client, std::move(trailers->fields));
+        wake_writers();
+        done = true;
+      } else if (std::holds_alternative<h2::EndEvent>(item)) {
+        if (redaction) {
+          const bool sent = co_await send_ready(redaction->pass(buffer.data(), 0, true));
+          if (!sent) {
+            break;
+          }
+        }
+        server_.end_stream(s.client);
+        wake_writers();
+        done = true;
+      } else if (auto* closed = std::get_if<Closed>(&item)) {
+        if (!closed->by_client && !closed->finished && !s.client_closed) {
+          if (s.response_started) {
+            server_.reset_stream(s.client, closed->code == h2::ErrorCode::no_error
+                                               ? h2::ErrorCode::internal_error
+                                               : closed->code);
+            s.outcome = "reset";
+          } else {
+            fail_response(
+                s, Refusal(rules::Reason::upstream_closed,
+                           origin_.host.display() + " ended the stream before its response (" +
+                               std::string(h2::describe(closed->code)) + ")."));
+          }
+          wake_writers();
+        } else if (closed->by_client && !closed->finished) {
+          s.outcome = "client-reset";
+        }
+        break;
+      }
+    }
+    // The response is over (or the stream is): the other direction stops waiting for room.
+    s.up.wake();
+  }
+
+  void log_end(const Stream& s) {
+    log::Record end;
+    end.event = log::Record::Event::end;
+    end.connection_id = context_.id;
+    end.client = context_.client_address;
+    end.method = s.request.method;
+    const std::string host = origin_.host.display();
+    end.host = host;
+    end.port = origin_.port;
+    const std::string path(logged_path(s.request.path));
+    end.path = path;
+    end.verdict = rules::verdict_name(rules::Verdict::allow);
+    end.reason = s.reason ? rules::reason_code(*s.reason) : std::string_view{};
+    end.detail = s.detail;
+    end.outcome = s.outcome;
+    end.bytes_up = s.bytes_up;
+    end.bytes_down = s.bytes_down;
+    end.duration_ms = std::chrono::duration<double, std::milli>(clock::now() - s.started).count();
+    if (s.reason == rules::Reason::budget_exhausted) {
+      end.rule = s.rule;
+      record_late_denial(context_.worker, end, *s.reason);
+      return;
+    }
+    context_.record_end(end);
+  }
+
+  SessionContext& context_;
+  InspectedOrigin& origin_;
+  h2::ServerCodec server_;
+  h2::ClientCodec client_;
+  asio::steady_timer client_signal_;
+  asio::steady_timer origin_signal_;
+  asio::steady_timer turn_;
+  asio::steady_timer streams_done_;
+  asio::steady_timer watchdog_;
+  ConnectionReach reach_;
+  std::map<h2::StreamId, std::unique_ptr<Stream>> streams_;
+  std::map<h2::StreamId, Stream*> origin_streams_;
+  std::size_t running_streams_ = 0;
+  bool deciding_ = false;
+  bool stopping_ = false;
+  bool origin_down_ = false;
+  bool timed_out_ = false;
+  std::string origin_problem_;
+  std::string connection_problem_;
+  std::chrono::seconds idle_limit_ = kExchangeIdleWithoutTimeout;
+  clock::time_point last_activity_ = clock::now();
+  std::uint64_t bytes_up_ = 0;
+  std::uint64_t bytes_down_ = 0;
+};
+
+}  // namespace
+
+asio::awaitable<InspectedRequestsEnd> serve_inspected_h2(SessionContext& context,
+                                                         InspectedOrigin& origin) {
+  H2Connection connection(context, origin);
+  co_return co_await connection.serve();
+}
+
+}  // namespace sandgate::session
