@@ -701,7 +701,7 @@ SubmitError Connection::submit_head(StreamId stream, const FieldList& block, boo
     return SubmitError::connection_ended;
   }
   StreamState* state = find(stream);
-  if (state == nullptr || state->closer) {
+  if (state == nullptr || !state->announced || state->closer) {
     return SubmitError::unknown_stream;
   }
   const auto nva = to_nv(block);
@@ -720,7 +720,7 @@ SubmitError Connection::submit_interim(StreamId stream, const FieldList& block) 
     return SubmitError::connection_ended;
   }
   StreamState* state = find(stream);
-  if (state == nullptr || state->closer) {
+  if (state == nullptr || !state->announced || state->closer) {
     return SubmitError::unknown_stream;
   }
   const auto nva = to_nv(block);
@@ -758,7 +758,7 @@ Expected<std::size_t, SubmitError> Connection::send_data(StreamId stream, std::s
     return Unexpected{SubmitError::connection_ended};
   }
   StreamState* state = find(stream);
-  if (state == nullptr || state->closer) {
+  if (state == nullptr || !state->announced || state->closer) {
     return Unexpected{SubmitError::unknown_stream};
   }
   if (!state->body_open || state->end_submitted) {
@@ -783,8 +783,8 @@ Expected<std::size_t, SubmitError> Connection::send_data(StreamId stream, std::s
 
 std::size_t Connection::send_capacity(StreamId stream) const {
   const StreamState* state = find(stream);
-  if (state == nullptr || state->closer || !state->body_open || state->end_submitted ||
-      !state->body_allowed) {
+  if (state == nullptr || !state->announced || state->closer || !state->body_open ||
+      state->end_submitted || !state->body_allowed) {
     return 0;
   }
   const std::size_t stream_room =
@@ -807,7 +807,7 @@ SubmitError Connection::end_stream(StreamId stream) {
     return SubmitError::connection_ended;
   }
   StreamState* state = find(stream);
-  if (state == nullptr || state->closer) {
+  if (state == nullptr || !state->announced || state->closer) {
     return SubmitError::unknown_stream;
   }
   if (!state->body_open || state->end_submitted) {
@@ -831,7 +831,7 @@ SubmitError Connection::reset_stream(StreamId stream, ErrorCode code) {
     return SubmitError::connection_ended;
   }
   StreamState* state = find(stream);
-  if (state == nullptr || state->closer) {
+  if (state == nullptr || !state->announced || state->closer) {
     return SubmitError::unknown_stream;
   }
   state->closer = Closer::owner;
