@@ -147,9 +147,15 @@ void ClientCodec::take_response_head(StreamId stream, StreamState& state, bool e
     connection_->refuse(stream, ErrorCode::cancel, StreamProblem::head_too_large);
     return;
   }
+  const std::size_t size = state.block.size();
   auto head = read_response_head(state.block.take_fields());
   if (!head) {
     connection_->refuse(stream, ErrorCode::protocol_error, head.error());
+    return;
+  }
+  // The heads the owner holds, all streams together, stay within the connection's budget.
+  if (!connection_->hold_head_bytes(state, size)) {
+    connection_->refuse(stream, ErrorCode::cancel, StreamProblem::too_many_open_heads);
     return;
   }
   if (head->status < 200) {
@@ -170,9 +176,15 @@ void ClientCodec::take_trailers(StreamId stream, StreamState& state) {
     connection_->refuse(stream, ErrorCode::cancel, StreamProblem::trailers_too_large);
     return;
   }
+  const std::size_t size = state.block.size();
   FieldList trailers = state.block.take_fields();
   if (const StreamProblem problem = check_trailers(trailers); problem != StreamProblem::none) {
     connection_->refuse(stream, ErrorCode::protocol_error, problem);
+    return;
+  }
+  // Trailers wait for the owner like heads, and count with them.
+  if (!connection_->hold_head_bytes(state, size)) {
+    connection_->refuse(stream, ErrorCode::enhance_your_calm, StreamProblem::too_many_open_heads);
     return;
   }
   events_.emplace_back(TrailersEvent{stream, std::move(trailers)});

@@ -16,11 +16,6 @@ namespace {
 struct OptionDeleter {
   void operator()(nghttp2_option* option) const { nghttp2_option_del(option); }
 };
-struct CallbacksDeleter {
-  void operator()(nghttp2_session_callbacks* callbacks) const {
-    nghttp2_session_callbacks_del(callbacks);
-  }
-};
 
 // GOAWAY is type 7; its payload is the last stream id and the error code (RFC 9113 section 6.8).
 constexpr std::uint8_t kGoawayType = 0x7;
@@ -129,6 +124,33 @@ ErrorCode reset_code_for(int lib_error) {
     default:
       return ErrorCode::protocol_error;
   }
+}
+
+using OptionPtr = std::unique_ptr<nghttp2_option, OptionDeleter>;
+
+// nghttp2's own limits, set from the gate's.
+OptionPtr make_options(const Limits& limits) {
+  nghttp2_option* raw = nullptr;
+  if (nghttp2_option_new(&raw) != 0) {
+    throw std::bad_alloc();
+  }
+  OptionPtr option(raw);
+  // Flow control is the owner's: a window opens again only for bytes it forwarded.
+  nghttp2_option_set_no_auto_window_update(raw, 1);
+  nghttp2_option_set_max_outbound_ack(raw, limits.max_queued_acks);
+  nghttp2_option_set_max_settings(raw, limits.max_settings_entries);
+  nghttp2_option_set_max_continuations(raw, limits.max_continuations);
+  nghttp2_option_set_max_deflate_dynamic_table_size(raw, limits.hpack_table_size);
+  // A head of the list limit, HPACK-encoded, with room: nghttp2 counts its worst case.
+  nghttp2_option_set_max_send_header_block_length(
+      raw, std::max<std::size_t>(2 * limits.max_header_list_size, 64 * 1024));
+  nghttp2_option_set_no_closed_streams(raw, 1);
+  nghttp2_option_set_peer_max_concurrent_streams(raw, limits.max_concurrent_streams);
+  // The gate's rapid-reset bucket (the owner's clock, GOAWAY ENHANCE_YOUR_CALM, counting the
+  // resets the peer makes the gate send too) replaces nghttp2's (the wall clock, INTERNAL_ERROR,
+  // RST_STREAM frames only), which is set out of reach so that one limit decides.
+  nghttp2_option_set_stream_reset_rate_limit(raw, std::uint64_t{1} << 62, std::uint64_t{1} << 62);
+  return option;
 }
 
 }  // namespace
@@ -443,65 +465,47 @@ void Connection::SessionDeleter::operator()(nghttp2_session* session) const {
   nghttp2_session_del(session);
 }
 
+void Connection::CallbacksDeleter::operator()(nghttp2_session_callbacks* callbacks) const {
+  nghttp2_session_callbacks_del(callbacks);
+}
+
+// The callbacks every session of the gate's has (Connection::Callbacks).
+Connection::CallbacksPtr Connection::make_callbacks() {
+  nghttp2_session_callbacks* raw = nullptr;
+  if (nghttp2_session_callbacks_new(&raw) != 0) {
+    throw std::bad_alloc();
+  }
+  CallbacksPtr callbacks(raw);
+  nghttp2_session_callbacks_set_on_begin_frame_callback(raw, &Callbacks::on_begin_frame);
+  nghttp2_session_callbacks_set_on_begin_headers_callback(raw, &Callbacks::on_begin_headers);
+  nghttp2_session_callbacks_set_on_header_callback(raw, &Callbacks::on_header);
+  nghttp2_session_callbacks_set_on_invalid_header_callback(raw, &Callbacks::on_invalid_header);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(raw, &Callbacks::on_frame_recv);
+  nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(raw,
+                                                               &Callbacks::on_invalid_frame_recv);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(raw, &Callbacks::on_data_chunk_recv);
+  nghttp2_session_callbacks_set_on_stream_close_callback(raw, &Callbacks::on_stream_close);
+  nghttp2_session_callbacks_set_on_frame_send_callback(raw, &Callbacks::on_frame_send);
+  nghttp2_session_callbacks_set_on_frame_not_send_callback(raw, &Callbacks::on_frame_not_send);
+  return callbacks;
+}
+
 Connection::Connection(Side side, const Limits& limits, Clock clock, ConnectionHooks& hooks,
                        bool connect_protocol)
     : side_(side),
       limits_(limits),
       hooks_(hooks),
       flood_(limits, clock ? std::move(clock) : Clock(&std::chrono::steady_clock::now)) {
-  nghttp2_session_callbacks* raw_callbacks = nullptr;
-  if (nghttp2_session_callbacks_new(&raw_callbacks) != 0) {
-    throw std::bad_alloc();
-  }
-  const std::unique_ptr<nghttp2_session_callbacks, CallbacksDeleter> callbacks(raw_callbacks);
-  nghttp2_session_callbacks_set_on_begin_frame_callback(raw_callbacks, &Callbacks::on_begin_frame);
-  nghttp2_session_callbacks_set_on_begin_headers_callback(raw_callbacks,
-                                                          &Callbacks::on_begin_headers);
-  nghttp2_session_callbacks_set_on_header_callback(raw_callbacks, &Callbacks::on_header);
-  nghttp2_session_callbacks_set_on_invalid_header_callback(raw_callbacks,
-                                                           &Callbacks::on_invalid_header);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(raw_callbacks, &Callbacks::on_frame_recv);
-  nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(raw_callbacks,
-                                                               &Callbacks::on_invalid_frame_recv);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(raw_callbacks,
-                                                            &Callbacks::on_data_chunk_recv);
-  nghttp2_session_callbacks_set_on_stream_close_callback(raw_callbacks,
-                                                         &Callbacks::on_stream_close);
-  nghttp2_session_callbacks_set_on_frame_send_callback(raw_callbacks, &Callbacks::on_frame_send);
-  nghttp2_session_callbacks_set_on_frame_not_send_callback(raw_callbacks,
-                                                           &Callbacks::on_frame_not_send);
-
-  nghttp2_option* raw_option = nullptr;
-  if (nghttp2_option_new(&raw_option) != 0) {
-    throw std::bad_alloc();
-  }
-  const std::unique_ptr<nghttp2_option, OptionDeleter> option(raw_option);
-  // Flow control is the owner's: a window opens again only for bytes it forwarded.
-  nghttp2_option_set_no_auto_window_update(raw_option, 1);
-  nghttp2_option_set_max_outbound_ack(raw_option, limits_.max_queued_acks);
-  nghttp2_option_set_max_settings(raw_option, limits_.max_settings_entries);
-  nghttp2_option_set_max_continuations(raw_option, limits_.max_continuations);
-  nghttp2_option_set_max_deflate_dynamic_table_size(raw_option, limits_.hpack_table_size);
-  // A head of the list limit, HPACK-encoded, with room: nghttp2 counts its worst case.
-  nghttp2_option_set_max_send_header_block_length(
-      raw_option, std::max<std::size_t>(2 * limits_.max_header_list_size, 64 * 1024));
-  nghttp2_option_set_no_closed_streams(raw_option, 1);
-  nghttp2_option_set_peer_max_concurrent_streams(raw_option, limits_.max_concurrent_streams);
-  // The gate's rapid-reset bucket (the owner's clock, GOAWAY ENHANCE_YOUR_CALM, counting the
-  // resets the peer makes the gate send too) replaces nghttp2's (the wall clock, INTERNAL_ERROR,
-  // RST_STREAM frames only), which is set out of reach so that one limit decides.
-  nghttp2_option_set_stream_reset_rate_limit(raw_option, std::uint64_t{1} << 62,
-                                             std::uint64_t{1} << 62);
-
-  nghttp2_session* raw_session = nullptr;
-  const int created =
-      side == Side::server
-          ? nghttp2_session_server_new2(&raw_session, raw_callbacks, this, raw_option)
-          : nghttp2_session_client_new2(&raw_session, raw_callbacks, this, raw_option);
+  const CallbacksPtr callbacks = make_callbacks();
+  const OptionPtr option = make_options(limits_);
+  nghttp2_session* raw = nullptr;
+  const int created = side == Side::server
+                          ? nghttp2_session_server_new2(&raw, callbacks.get(), this, option.get())
+                          : nghttp2_session_client_new2(&raw, callbacks.get(), this, option.get());
   if (created != 0) {
     throw std::bad_alloc();
   }
-  session_.reset(raw_session);
+  session_.reset(raw);
   send_settings(connect_protocol);
 }
 
@@ -701,7 +705,7 @@ SubmitError Connection::submit_head(StreamId stream, const FieldList& block, boo
     return SubmitError::connection_ended;
   }
   StreamState* state = find(stream);
-  if (state == nullptr || state->closer) {
+  if (state == nullptr || !state->announced || state->closer) {
     return SubmitError::unknown_stream;
   }
   const auto nva = to_nv(block);
@@ -720,7 +724,7 @@ SubmitError Connection::submit_interim(StreamId stream, const FieldList& block) 
     return SubmitError::connection_ended;
   }
   StreamState* state = find(stream);
-  if (state == nullptr || state->closer) {
+  if (state == nullptr || !state->announced || state->closer) {
     return SubmitError::unknown_stream;
   }
   const auto nva = to_nv(block);
@@ -758,7 +762,7 @@ Expected<std::size_t, SubmitError> Connection::send_data(StreamId stream, std::s
     return Unexpected{SubmitError::connection_ended};
   }
   StreamState* state = find(stream);
-  if (state == nullptr || state->closer) {
+  if (state == nullptr || !state->announced || state->closer) {
     return Unexpected{SubmitError::unknown_stream};
   }
   if (!state->body_open || state->end_submitted) {
@@ -783,8 +787,8 @@ Expected<std::size_t, SubmitError> Connection::send_data(StreamId stream, std::s
 
 std::size_t Connection::send_capacity(StreamId stream) const {
   const StreamState* state = find(stream);
-  if (state == nullptr || state->closer || !state->body_open || state->end_submitted ||
-      !state->body_allowed) {
+  if (state == nullptr || !state->announced || state->closer || !state->body_open ||
+      state->end_submitted || !state->body_allowed) {
     return 0;
   }
   const std::size_t stream_room =
@@ -807,7 +811,7 @@ SubmitError Connection::end_stream(StreamId stream) {
     return SubmitError::connection_ended;
   }
   StreamState* state = find(stream);
-  if (state == nullptr || state->closer) {
+  if (state == nullptr || !state->announced || state->closer) {
     return SubmitError::unknown_stream;
   }
   if (!state->body_open || state->end_submitted) {
@@ -831,7 +835,7 @@ SubmitError Connection::reset_stream(StreamId stream, ErrorCode code) {
     return SubmitError::connection_ended;
   }
   StreamState* state = find(stream);
-  if (state == nullptr || state->closer) {
+  if (state == nullptr || !state->announced || state->closer) {
     return SubmitError::unknown_stream;
   }
   state->closer = Closer::owner;

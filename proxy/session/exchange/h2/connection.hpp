@@ -26,6 +26,7 @@
 #include "rules/expected.hpp"
 
 struct nghttp2_session;
+struct nghttp2_session_callbacks;
 
 namespace sandgate::session::exchange::h2 {
 
@@ -137,6 +138,11 @@ class Connection {
   struct SessionDeleter {
     void operator()(nghttp2_session* session) const;
   };
+  struct CallbacksDeleter {
+    void operator()(nghttp2_session_callbacks* callbacks) const;
+  };
+  using CallbacksPtr = std::unique_ptr<nghttp2_session_callbacks, CallbacksDeleter>;
+  static CallbacksPtr make_callbacks();
 
   void send_settings(bool connect_protocol);
   void pump();

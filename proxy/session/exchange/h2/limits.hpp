@@ -59,10 +59,11 @@ inline constexpr std::int32_t kConnectionWindow = 4 << 20;
 inline constexpr std::size_t kStreamSendBuffer = 64 * 1024;
 inline constexpr std::size_t kConnectionSendBuffer = 1 << 20;
 
-// The decoded heads of a connection's open streams together (what the owner holds while its
-// stages judge them, a question to a person possibly among them). 2 MiB is 32 heads at the
-// list limit, or every one of 100 streams with 20 KiB of head when real heads are 1-2 KiB. A
-// stream whose head would pass it is refused with REFUSED_STREAM (the client may retry later).
+// The decoded heads (and trailers) of a connection's open streams together: what the owner holds
+// while its stages judge them, a question to a person possibly among them. 2 MiB is 32 heads at
+// the list limit, or every one of 100 streams with 20 KiB of head when real heads are 1-2 KiB.
+// A request whose head would pass it is refused with REFUSED_STREAM (the client may retry
+// later); trailers that would, or an origin's response head, end their stream.
 inline constexpr std::size_t kConnectionHeadBytes = 2 << 20;
 
 // Output serialized ahead of the socket: what pending_output() holds at most (plus one frame).

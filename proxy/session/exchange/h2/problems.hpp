@@ -72,8 +72,10 @@ enum class StreamProblem : std::uint8_t {
   // Refused, the stream left open for the owner's answer (RequestRejectedEvent::must_answer).
   head_too_large,  // the header list over Limits::max_header_list_size: answer 431
   plain_connect,   // CONNECT without :protocol: a tunnel inside an inspected connection
-  // Refused with REFUSED_STREAM (safe to retry): the connection holds too many heads already.
-  too_many_open_heads,  // the open streams' heads over Limits::max_connection_head_bytes
+  // The heads (and trailers) the connection's open streams hold together would pass
+  // Limits::connection_head_bytes: a request head is refused with REFUSED_STREAM (safe to
+  // retry); trailers, or (client side) a response head, end their stream.
+  too_many_open_heads,
   // Ended by the codec for a limit; the stream is reset.
   trailers_too_large,  // trailers over Limits::max_header_list_size
   // Found by nghttp2 on a stream: the stream is reset with the code it names.

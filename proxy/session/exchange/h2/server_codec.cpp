@@ -161,9 +161,15 @@ void ServerCodec::take_trailers(StreamId stream, StreamState& state) {
     connection_->refuse(stream, ErrorCode::enhance_your_calm, StreamProblem::trailers_too_large);
     return;
   }
+  const std::size_t size = state.block.size();
   FieldList trailers = state.block.take_fields();
   if (const StreamProblem problem = check_trailers(trailers); problem != StreamProblem::none) {
     connection_->refuse(stream, ErrorCode::protocol_error, problem);
+    return;
+  }
+  // Trailers wait for the owner like heads, and count with them.
+  if (!connection_->hold_head_bytes(state, size)) {
+    connection_->refuse(stream, ErrorCode::enhance_your_calm, StreamProblem::too_many_open_heads);
     return;
   }
   events_.emplace_back(TrailersEvent{stream, std::move(trailers)});

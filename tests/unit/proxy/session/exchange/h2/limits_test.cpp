@@ -461,6 +461,43 @@ TEST(H2Limits, TheConnectionsHeadBytesAreBounded) {
   EXPECT_EQ(testing::only<RequestHeadEvent>(raw.events).size(), fit + 1);
 }
 
+TEST(H2Limits, TrailersCountWithTheHeads) {
+  ServerOptions options;
+  options.limits.connection_head_bytes = 8 * 1024;
+  RawClient raw(options);
+  raw.send(raw.request(1, request_block("POST", "/"), false));
+  raw.send(split_block(1, raw.encoder.encode({{"x-trailer", std::string(9000, 't')}}), true));
+  const auto reset = RawClient::find(raw.frames(), testing::kRstStream, 1);
+  ASSERT_TRUE(reset.has_value());
+  EXPECT_EQ(reset->error_code(), NGHTTP2_ENHANCE_YOUR_CALM);
+  const auto closed = testing::only<StreamClosedEvent>(raw.events);
+  ASSERT_EQ(closed.size(), 1U);
+  EXPECT_EQ(closed[0].problem, StreamProblem::too_many_open_heads);
+}
+
+TEST(H2Limits, AnOriginsHeadsCountAgainstTheConnectionsBudget) {
+  ClientOptions options;
+  options.limits.connection_head_bytes = 10 * 1024;
+  ClientPair pair(options);
+  pair.auto_consume = false;
+  pair.relay();
+  std::vector<StreamId> ids;
+  for (int i = 0; i < 3; ++i) {
+    ids.push_back(*pair.codec.submit_request(
+        RequestHead{"GET", "https", "origin.test", "/", {}, {}, {}}, true));
+  }
+  pair.relay();
+  for (const StreamId id : ids) {
+    // Bodies that do not end: the streams stay open, their heads held.
+    pair.server().submit_headers(id, {{":status", "200"}, {"x-h", std::string(4000, 'h')}}, false);
+  }
+  pair.relay();
+  EXPECT_EQ(pair.all<ResponseHeadEvent>().size(), 2U);
+  ASSERT_NE(pair.closed(ids[2]), nullptr);
+  EXPECT_EQ(pair.closed(ids[2])->problem, StreamProblem::too_many_open_heads);
+  EXPECT_EQ(pair.server().streams[ids[2]].reset, NGHTTP2_CANCEL);
+}
+
 TEST(H2Limits, TrailersOverTheListLimitResetTheStream) {
   RawClient raw;
   raw.send(raw.request(1, request_block("POST", "/"), false));

@@ -135,6 +135,10 @@ void Nghttp2Peer::consume(std::int32_t id, std::size_t bytes) {
   nghttp2_session_consume(session_.get(), id, bytes);
 }
 
+void Nghttp2Peer::consume_connection(std::size_t bytes) {
+  nghttp2_session_consume_connection(session_.get(), bytes);
+}
+
 long Nghttp2Peer::receive(std::string_view bytes) {
   return nghttp2_session_mem_recv(
       session_.get(), reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());

@@ -66,8 +66,10 @@ class Nghttp2Peer {
   void reset(std::int32_t stream, std::uint32_t code);
   void goaway(std::int32_t last_stream_id, std::uint32_t code);
   void ping();
-  // Gives back `bytes` of a stream's window (with consume = false).
+  // Gives back `bytes` of a stream's window and the connection's (with consume = false).
   void consume(std::int32_t stream, std::size_t bytes);
+  // Gives back `bytes` of the connection's window only: the stream's stays closed.
+  void consume_connection(std::size_t bytes);
 
   // Bytes from the codec; returns nghttp2's result (negative: a fatal error).
   long receive(std::string_view bytes);

@@ -1,7 +1,7 @@
-// ServerCodec (proxy/session/exchange/h2/server_codec.hpp) on a real loopback socket, with HTTP/2
-// clients nobody here wrote: nghttp (nghttp2's client), curl --http2-prior-knowledge, and h2load.
-// Plain TCP with prior knowledge (:scheme http): TLS and ALPN are the inspected connection's, not
-// the codec's.
+// The HTTP/2 codecs (proxy/session/exchange/h2/) on real loopback sockets with peers nobody here
+// wrote: ServerCodec with nghttp (nghttp2's client), curl --http2-prior-knowledge and h2load;
+// ClientCodec with nghttpd (nghttp2's server). Plain TCP with prior knowledge (:scheme http): TLS
+// and ALPN are the inspected connection's, not the codecs'.
 //
 // The server in this file is the codec's owner at its simplest: one thread, poll(2), non-blocking
 // sockets; each request is answered with what it was (method, path, body length), or with a body
@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,13 +19,19 @@
 
 #include <atomic>
 #include <cerrno>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "proxy/session/exchange/h2/client_codec.hpp"
 #include "proxy/session/exchange/h2/server_codec.hpp"
+#include "tests/support/child_server.hpp"
+#include "tests/support/loopback_ports.hpp"
 #include "tests/support/shell_command.hpp"
 
 namespace sandgate::session::exchange::h2 {
@@ -283,6 +290,131 @@ TEST(H2ServerCodecClients, H2loadManyStreamsOnFewConnections) {
       << result.output;
   EXPECT_EQ(server.requests, 2000);
   EXPECT_EQ(server.connection_errors, 0);
+}
+
+// ClientCodec's owner at its simplest: one connection to 127.0.0.1:port, blocking reads with a
+// timeout, each request's body kept.
+class OriginConnection {
+ public:
+  explicit OriginConnection(std::uint16_t port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(port);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+  }
+  ~OriginConnection() { ::close(fd_); }
+  bool connected() const { return connected_; }
+
+  // Moves bytes until every stream opened is closed (or nothing comes for 5 s).
+  void run() {
+    while (!open_.empty() || !settings_) {
+      write();
+      pollfd fd{fd_, POLLIN, 0};
+      if (::poll(&fd, 1, 5000) <= 0) {
+        ADD_FAILURE() << "nghttpd went quiet with " << open_.size() << " streams open";
+        return;
+      }
+      char buffer[16384];
+      const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
+      if (n <= 0) {
+        ADD_FAILURE() << "nghttpd closed the connection";
+        return;
+      }
+      codec.receive(std::string_view(buffer, static_cast<std::size_t>(n)));
+      take_events();
+    }
+    write();
+  }
+
+  StreamId get(const std::string& path) {
+    const auto id =
+        codec.submit_request(RequestHead{"GET", "http", "127.0.0.1", path, {}, {}, {}}, true);
+    EXPECT_TRUE(id) << describe(id.error());
+    open_.insert(*id);
+    return *id;
+  }
+
+  ClientCodec codec;
+  std::map<StreamId, unsigned> status;
+  std::map<StreamId, std::string> body;
+  std::map<StreamId, StreamClosedEvent> closed;
+  std::uint32_t peer_max_streams = 0;
+
+ private:
+  void write() {
+    for (std::string_view out = codec.pending_output(); !out.empty();
+         out = codec.pending_output()) {
+      const ssize_t n = ::send(fd_, out.data(), out.size(), MSG_NOSIGNAL);
+      if (n <= 0) {
+        return;
+      }
+      codec.consume_output(static_cast<std::size_t>(n));
+      take_events();
+    }
+  }
+  void take_events() {
+    while (auto event = codec.next_event()) {
+      if (const auto* settings = std::get_if<PeerSettingsEvent>(&*event)) {
+        settings_ = true;
+        peer_max_streams = settings->max_concurrent_streams;
+      } else if (const auto* head = std::get_if<ResponseHeadEvent>(&*event)) {
+        status[head->stream] = head->head.status;
+      } else if (const auto* data = std::get_if<DataEvent>(&*event)) {
+        body[data->stream] += data->bytes;
+        codec.consume(data->stream, data->bytes.size());
+      } else if (const auto* end = std::get_if<StreamClosedEvent>(&*event)) {
+        closed[end->stream] = *end;
+        open_.erase(end->stream);
+      }
+    }
+  }
+
+  int fd_ = -1;
+  bool connected_ = false;
+  bool settings_ = false;
+  std::set<StreamId> open_;
+};
+
+TEST(H2ClientCodecOrigins, NghttpdServesManyStreamsWithinItsLimit) {
+  char folder[] = "/tmp/sandgate-h2-htdocs-XXXXXX";
+  ASSERT_NE(::mkdtemp(folder), nullptr);
+  const std::string big(3 << 20, 'n');
+  std::ofstream(std::string(folder) + "/big.bin", std::ios::binary) << big;
+  std::ofstream(std::string(folder) + "/small.txt") << "small file\n";
+  const std::uint16_t port = sandgate::testing::free_port();
+  // nghttpd allows 8 streams at once; its stream window 2^16 - 1 (the default).
+  sandgate::testing::ChildServer nghttpd(
+      port, "nghttpd --no-tls -m 8 -d " + std::string(folder) + " " + std::to_string(port));
+  OriginConnection origin(port);
+  ASSERT_TRUE(origin.connected());
+  origin.run();  // the SETTINGS
+  EXPECT_EQ(origin.peer_max_streams, 8U);
+  EXPECT_EQ(origin.codec.available_streams(), 8U);
+  std::vector<StreamId> ids;
+  for (int i = 0; i < 8; ++i) {
+    ids.push_back(origin.get(i == 0 ? "/big.bin" : "/small.txt"));
+  }
+  // The ninth waits for a stream to close: refused now, not queued.
+  EXPECT_EQ(
+      origin.codec
+          .submit_request(RequestHead{"GET", "http", "127.0.0.1", "/small.txt", {}, {}, {}}, true)
+          .error(),
+      SubmitError::stream_limit_reached);
+  origin.run();
+  EXPECT_EQ(origin.body[ids[0]], big);
+  for (std::size_t i = 1; i < ids.size(); ++i) {
+    EXPECT_EQ(origin.status[ids[i]], 200U);
+    EXPECT_EQ(origin.body[ids[i]], "small file\n");
+    EXPECT_EQ(origin.closed[ids[i]].by, Closer::finished);
+  }
+  EXPECT_EQ(origin.codec.available_streams(), 8U);
+  const StreamId not_found = origin.get("/nothing-here");
+  origin.run();
+  EXPECT_EQ(origin.status[not_found], 404U);
+  EXPECT_EQ(origin.codec.error(), ConnectionError::none);
+  std::filesystem::remove_all(folder);
 }
 
 }  // namespace
