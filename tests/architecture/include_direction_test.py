@@ -21,7 +21,7 @@
          proxy/secrets                 the parent proxy's values and the masked credentials
                                        (settings hold them typed);
          proxy/budget                  the ledger of egress budgets (what was spent)
-      -> rules, config, proxy/json, proxy/asio
+      -> rules, config, proxy/json, proxy/sse, proxy/asio
 
 connect-proxy (sandgate-connect) is plain POSIX and may include only rules/expected.hpp.
 Within a folder, no two units (a header and its source) include each other: a type both need
@@ -34,7 +34,7 @@ import re
 import sys
 
 LAYERS = [
-    ["rules", "config", "proxy/json", "proxy/asio"],
+    ["rules", "config", "proxy/json", "proxy/sse", "proxy/asio"],
     ["sandbox-profile", "connect-proxy", "proxy/parent", "proxy/secrets", "proxy/budget"],
     ["proxy/settings", "proxy/watch", "proxy/relay", "proxy/metrics", "proxy/socks",
      "proxy/capture", "proxy/session/wire", "proxy/inspect"],
