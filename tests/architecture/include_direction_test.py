@@ -15,8 +15,9 @@
       -> proxy/log
       -> proxy/dns                     the resolver and its cache
       -> proxy/settings, proxy/watch, proxy/relay, proxy/metrics, proxy/socks, proxy/capture,
-         proxy/session/wire            typed settings; the pieces below a session (the HTTP wire:
-                                       targets, heads, the gate's replies, the proxy token)
+         proxy/session/wire, proxy/mcp typed settings; the pieces below a session (the HTTP wire:
+                                       targets, heads, the gate's replies, the proxy token; the
+                                       MCP stage the HTTP exchange calls)
       -> sandbox-profile, proxy/parent confinement; takes its own options, knows nothing of proxy/;
          proxy/secrets                 the parent proxy's values and the masked credentials
                                        (settings hold them typed);
@@ -37,7 +38,7 @@ LAYERS = [
     ["rules", "config", "proxy/json", "proxy/sse", "proxy/asio"],
     ["sandbox-profile", "connect-proxy", "proxy/parent", "proxy/secrets", "proxy/budget"],
     ["proxy/settings", "proxy/watch", "proxy/relay", "proxy/metrics", "proxy/socks",
-     "proxy/capture", "proxy/session/wire", "proxy/inspect"],
+     "proxy/capture", "proxy/session/wire", "proxy/inspect", "proxy/mcp"],
     ["proxy/dns"],
     ["proxy/log"],
     ["proxy/launchdarkly", "proxy/reload", "proxy/admin", "proxy/ask", "proxy/watch_view"],
