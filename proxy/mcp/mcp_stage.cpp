@@ -17,11 +17,10 @@ using rules::McpVerdict;
 
 // JSON-RPC error codes of the gate's answers: a refused request (a server error of the
 // implementation-defined range, as the SDKs' own transport refusals use), an unknown method,
-// and a body that is not JSON-RPC the gate can read.
+// and a body the gate cannot read (a parse error, as the SDKs answer one).
 constexpr int kRefusedCode = -32000;
 constexpr int kMethodNotFound = -32601;
 constexpr int kParseError = -32700;
-constexpr int kInvalidRequest = -32600;
 
 std::string lower(std::string_view text) {
   std::string out(text);
