@@ -121,10 +121,11 @@ BENCHMARK(BM_FilterToolsList)->RangeMultiplier(4)->Range(4, 256);
 // A call's result (N bytes of text) through the event-stream filter, as the SDK's server writes it.
 void BM_FilterSseResult(benchmark::State& state) {
   const mcp::McpStage judge = stage();
-  const std::string event = "event: message\nid: 1\ndata: "
-                            R"({"result":{"content":[{"type":"text","text":")" +
-                            std::string(static_cast<std::size_t>(state.range(0)), 'x') +
-                            R"("}]},"jsonrpc":"2.0","id":7})" + "\n\n";
+  const std::string event =
+      "event: message\nid: 1\ndata: "
+      R"({"result":{"content":[{"type":"text","text":")" +
+      std::string(static_cast<std::size_t>(state.range(0)), 'x') +
+      R"("}]},"jsonrpc":"2.0","id":7})" + "\n\n";
   for (auto _ : state) {
     mcp::ResponseFilter filter(judge);
     filter.start(200, "text/event-stream");
