@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "proxy/mcp/mcp_stage.hpp"
+#include "proxy/mcp/response_filter.hpp"
 #include "rules/request_rules.hpp"
 
 namespace {

@@ -18,14 +18,15 @@
 //   - under --unknown=ask a call no line decides is a Question; the pipeline asks, then judges
 //     the body again with the answers (Setting::answers);
 //   - report-only lets refused calls through, each one a `would-deny` Call.
-// The response side (ResponseFilter): tools/list, prompts/list and resources/list results are
-// filtered to what may be called, in JSON answers and in event streams (POST answers and the GET
-// stream alike, so a list asked for after notifications/tools/list_changed is filtered too); the
-// gate's answers are merged in; a server message the gate cannot read cuts the stream.
+// The response side (ResponseFilter, response_filter.hpp): tools/list, prompts/list and
+// resources/list results are filtered to what may be called, in JSON answers and in event streams
+// (POST answers and the GET stream alike, so a list asked for after
+// notifications/tools/list_changed is filtered too); the gate's answers are merged in; a server
+// message the gate cannot read cuts the stream.
 //
-// Thread safety: a McpStage and a ResponseFilter belong to one exchange on one thread. They hold
-// a pointer to the rules (Setting::rules): the pipeline keeps that policy snapshot alive for the
-// exchange, as it does for the request rules.
+// Thread safety: a McpStage belongs to one exchange on one thread (its const members may be
+// called from any). It holds a pointer to the rules (Setting::rules): the pipeline keeps that
+// policy snapshot alive for the exchange, as it does for the request rules.
 #pragma once
 
 #include <cstdint>
@@ -34,8 +35,8 @@
 #include <string_view>
 #include <vector>
 
+#include "proxy/mcp/answers.hpp"
 #include "proxy/mcp/messages.hpp"
-#include "proxy/sse/sse_parser.hpp"
 #include "rules/expected.hpp"
 #include "rules/host.hpp"
 #include "rules/mcp_rules.hpp"
@@ -48,15 +49,6 @@ struct Limits {
   // A JSON answer held whole to filter or merge, and one event of a stream.
   JsonLimits response{16u << 20, 64};
 };
-
-// How an answer travels: application/json or text/event-stream.
-enum class Transport : std::uint8_t { json, sse };
-std::string_view content_type(Transport transport);
-
-// The transport of the gate's own answer: JSON when the request's Accept takes it (or names
-// nothing), unless the server answered this connection in SSE last (`usual`) and Accept takes
-// that; SSE when Accept takes only that.
-Transport choose_transport(std::string_view accept, std::optional<Transport> usual);
 
 // A person's answer to a Question, carried into the judgement made again.
 struct PersonAnswer {
@@ -109,13 +101,6 @@ struct Question {
   std::string text;        // "allow tool delete_repo on mcp.example.com?"
   std::string allow_line;  // "allow mcp.example.com mcp-tool delete_repo" (for `always`)
   std::string deny_line;   // "deny mcp.example.com mcp-tool delete_repo" (for `never`)
-};
-
-// An answer the gate writes itself.
-struct GateAnswer {
-  unsigned status = 200;
-  std::string content_type;  // empty for a 202 without a body
-  std::string body;
 };
 
 // What the request side leaves the response side.
@@ -171,52 +156,6 @@ class McpStage {
   Call judge(const Message& message, std::size_t index, std::vector<Question>& questions) const;
 
   Setting setting_;
-};
-
-// The response side of one exchange (a POST's answer) or of one GET stream.
-class ResponseFilter {
- public:
-  // A POST's answer, with what judge_request planned.
-  ResponseFilter(const McpStage& stage, ResponsePlan plan);
-  // The GET stream (server-initiated messages; a resumed POST stream): lists filtered.
-  explicit ResponseFilter(const McpStage& stage);
-
-  enum class Mode : std::uint8_t {
-    pass,     // send the answer as it is
-    json,     // hold the whole body (at most Limits::response bytes), then finish_json()
-    sse,      // each piece through feed_sse(), then end_sse()
-    replace,  // write replacement() instead (a 202 for a batch whose requests the gate answered)
-  };
-  // From the answer's status and Content-Type.
-  Mode start(unsigned status, std::string_view content_type);
-
-  // The body to send instead of `body` (Mode::json); the error: cut the exchange (502).
-  Expected<std::string, std::string> finish_json(std::string_view body);
-  // The bytes to send now for `bytes` of the stream (Mode::sse; the first call also gives the
-  // gate's answers); the error: cut the stream.
-  Expected<std::string, std::string> feed_sse(std::string_view bytes);
-  // At the stream's end: what is still to send (the gate's answers, if no byte came).
-  std::string end_sse();
-  GateAnswer replacement() const;
-
-  // The transport the server answered in (for the connection's `usual`), once start() saw it.
-  std::optional<Transport> seen() const { return seen_; }
-  // List entries hidden so far.
-  std::size_t hidden() const { return hidden_; }
-
- private:
-  std::optional<std::string> filtered(std::string_view message_text,
-                                      const boost::json::value& message);
-  std::string gate_events() const;
-
-  const McpStage* stage_;
-  ResponsePlan plan_;
-  std::optional<Transport> seen_;
-  bool prologue_sent_ = false;
-  std::size_t hidden_ = 0;
-  sse::SseParser parser_;
-  std::string out_;  // what feed_sse() gives back, built by the parser's handlers
-  std::string error_;
 };
 
 }  // namespace sandgate::mcp

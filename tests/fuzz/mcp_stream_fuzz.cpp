@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "proxy/mcp/mcp_stage.hpp"
+#include "proxy/mcp/response_filter.hpp"
 #include "proxy/sse/sse_parser.hpp"
 #include "rules/request_rules.hpp"
 #include "tests/fuzz/fuzz_check.hpp"

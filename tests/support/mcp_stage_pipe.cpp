@@ -22,6 +22,7 @@
 #include <string>
 
 #include "proxy/mcp/mcp_stage.hpp"
+#include "proxy/mcp/response_filter.hpp"
 #include "rules/request_rules.hpp"
 
 namespace {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "proxy/mcp/mcp_stage.hpp"
+#include "proxy/mcp/response_filter.hpp"
 #include "rules/request_rules.hpp"
 
 namespace sandgate::mcp {

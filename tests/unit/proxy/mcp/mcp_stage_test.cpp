@@ -2,6 +2,7 @@
 // judgement of each message, the gate's answers, batch splitting and merging, list filtering in
 // JSON and event streams, questions under ask, report-only, and the calls' /metrics.
 #include "proxy/mcp/mcp_stage.hpp"
+#include "proxy/mcp/response_filter.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
