@@ -1,6 +1,8 @@
 // Strict reading of the JSON an MCP client or server sends through the gate: one parse with
-// Boost.JSON's SAX parser (basic_parser) into a value, refusing what a server could read in
-// another way than the gate:
+// Boost.JSON's SAX parser (basic_parser) into a value (Boost.JSON: Debian's libboost1.81-dev,
+// already the gate's JSON reader for LaunchDarkly, rather than a second library such as nlohmann
+// or simdjson; its SAX handler sees every key, so a duplicate is caught while parsing), refusing
+// what a server could read in another way than the gate:
 //   - a key twice in one object (JSON.parse and Python keep the last, some parsers the first:
 //     `{"name":"search","name":"delete_repo"}` would be judged as one tool and run as another);
 //   - text that is not UTF-8, a lone surrogate escape (`\ud800`), comments, trailing commas,
