@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "proxy/commands/ask_commands.hpp"
@@ -149,6 +150,17 @@ int main(int argc, char** argv) {
   check->add_option("--method", check_method,
                     "with a URL: the request's method (GET by default); git-fetch and git-push "
                     "stand for a git clone or push of the repository at the URL");
+  std::string check_mcp_tool;
+  std::string check_mcp_prompt;
+  std::string check_mcp_resource;
+  auto* mcp_tool = check->add_option("--mcp-tool", check_mcp_tool,
+                                     "with a URL: an MCP tools/call of this tool posted there");
+  auto* mcp_prompt = check->add_option("--mcp-prompt", check_mcp_prompt,
+                                       "with a URL: an MCP prompts/get of this prompt");
+  auto* mcp_resource = check->add_option("--mcp-resource", check_mcp_resource,
+                                         "with a URL: an MCP resources/read of this URI");
+  mcp_tool->excludes(mcp_prompt)->excludes(mcp_resource);
+  mcp_prompt->excludes(mcp_resource);
   bool resolve = false;
   check->add_flag("--resolve", resolve,
                   "also look the name up as the gate would: hosts file, DNS, cache, each address");
@@ -234,8 +246,16 @@ int main(int argc, char** argv) {
   }
 
   if (*check) {
+    std::optional<sandgate::commands::McpCall> mcp;
+    if (*mcp_tool) {
+      mcp = sandgate::commands::McpCall{sandgate::rules::McpKind::tool, check_mcp_tool};
+    } else if (*mcp_prompt) {
+      mcp = sandgate::commands::McpCall{sandgate::rules::McpKind::prompt, check_mcp_prompt};
+    } else if (*mcp_resource) {
+      mcp = sandgate::commands::McpCall{sandgate::rules::McpKind::resource, check_mcp_resource};
+    }
     return sandgate::commands::run_check(*settings, target, std::cout, std::cerr, resolve,
-                                         check_method);
+                                         check_method, mcp ? &*mcp : nullptr);
   }
   if (*ca) {
     return sandgate::commands::run_ca(*settings, rotate_ca, std::cout, std::cerr);

@@ -384,6 +384,7 @@ struct RequestRules::Impl {
   std::vector<Group> groups;
   DomainSet hosts;    // one entry per group; its match's line is the group's index + 1
   DomainSet inspect;  // SANDGATE_INSPECT
+  McpRules mcp;       // the MCP lines (mcp-tool, mcp-prompt, mcp-resource)
   std::size_t inspect_patterns = 0;
 
   const Group* group_for(const Host& host, std::uint16_t port) const {
@@ -401,6 +402,39 @@ RequestRules::RequestRules(RequestRules&&) noexcept = default;
 RequestRules& RequestRules::operator=(RequestRules&&) noexcept = default;
 
 namespace {
+
+// The MCP word of an entry's METHODS field (`allow HOST mcp-tool NAME`), if it has one.
+std::optional<McpKind> mcp_word_of(std::string_view text) {
+  const std::vector<std::string_view> fields = split_fields(text);
+  return fields.size() >= 3 ? parse_mcp_word(fields[2]) : std::nullopt;
+}
+
+// Parses one non-empty MCP entry (`VERB HOST WORD PATTERN`) into `rule`; the error sentence, or
+// nothing.
+std::optional<std::string> parse_mcp_rule(std::string_view text, McpRule& rule, RuleEntry& entry,
+                                          std::vector<std::uint16_t>& ports) {
+  const std::vector<std::string_view> fields = split_fields(text);
+  const McpKind kind = *parse_mcp_word(fields[2]);
+  const std::string grammar = "an MCP rule is: allow|deny HOST " + std::string(mcp_word(kind)) +
+                              (kind == McpKind::resource ? " URI-PATTERN" : " NAME-PATTERN");
+  if (fields.size() != 4) {
+    return fields.size() < 4 ? grammar
+                             : "too many fields ('" + std::string(fields[4]) + "'): " + grammar;
+  }
+  if (fields[0] != "allow" && fields[0] != "deny") {
+    return "a request rule starts with allow or deny (got '" + std::string(fields[0]) + "')";
+  }
+  rule.allow = fields[0] == "allow";
+  rule.kind = kind;
+  auto parsed = parse_entry(fields[1], ports);
+  if (!parsed) {
+    return parsed.error();
+  }
+  entry = parsed.value();
+  rule.host = std::string(fields[1]);
+  rule.pattern = std::string(fields[3]);
+  return mcp_pattern_problem(kind, rule.pattern);
+}
 
 // Parses one non-empty entry into `rule`; the error sentence, or nothing.
 std::optional<std::string> parse_rule(std::string_view text, RequestRule& rule, RuleEntry& entry,
@@ -461,6 +495,7 @@ RequestRules RequestRules::parse(std::string_view text, std::string_view source,
   RequestRules result;
   Impl& impl = *result.impl_;
   std::unordered_map<std::string, std::size_t> group_of;
+  McpRules::Builder mcp;
   std::vector<std::uint16_t> ports;
   std::uint32_t line_number = 0;
   if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") {
@@ -476,7 +511,22 @@ RequestRules RequestRules::parse(std::string_view text, std::string_view source,
     ++line_number;
     at = end + 1;
     const std::string_view entry_part = entry_text(line);
-    if (!entry_part.empty()) {
+    if (!entry_part.empty() && mcp_word_of(entry_part)) {
+      McpRule rule;
+      RuleEntry entry;
+      auto problem = parse_mcp_rule(entry_part, rule, entry, ports);
+      if (!problem) {
+        rule.source = std::string(source);
+        rule.line = line_number;
+        rule.text = std::string(entry_part);
+        rule.message = agent_message(line);
+        problem = mcp.add(group_key(entry), std::move(rule));
+      }
+      if (problem) {
+        issues.push_back(LoadIssue{std::string(source), line_number, std::string(trim(line)),
+                                   std::move(*problem)});
+      }
+    } else if (!entry_part.empty()) {
       CompiledRule compiled;
       RuleEntry entry;
       auto problem = parse_rule(entry_part, compiled.rule, entry, ports);
@@ -516,6 +566,7 @@ RequestRules RequestRules::parse(std::string_view text, std::string_view source,
     (void)hosts.add_line(impl.groups[i].host, source, static_cast<std::uint32_t>(i + 1));
   }
   impl.hosts = std::move(hosts).build();
+  impl.mcp = std::move(mcp).build();
 
   DomainSet::Builder inspected;
   for (const std::string& pattern : inspect) {
@@ -538,8 +589,15 @@ bool RequestRules::judges(const Host& host, std::uint16_t port) const {
 }
 
 bool RequestRules::inspects(const Host& host, std::uint16_t port) const {
-  return judges(host, port) || impl_->inspect.match(host, port).has_value();
+  return judges(host, port) || impl_->mcp.judges(host, port) ||
+         impl_->inspect.match(host, port).has_value();
 }
+
+bool RequestRules::guards(const Host& host, std::uint16_t port) const {
+  return judges(host, port) || impl_->mcp.judges(host, port);
+}
+
+const McpRules& RequestRules::mcp() const { return impl_->mcp; }
 
 RequestVerdict RequestRules::decide(const Host& host, std::uint16_t port,
                                     const RequestFacts& request) const {
@@ -600,7 +658,7 @@ std::string RequestRules::explain(const RequestVerdict& verdict, std::string_vie
   return what;
 }
 
-std::size_t RequestRules::size() const { return impl_->rules.size(); }
+std::size_t RequestRules::size() const { return impl_->rules.size() + impl_->mcp.size(); }
 bool RequestRules::has_inspect_patterns() const { return impl_->inspect_patterns > 0; }
 
 std::string request_rule_text(const RequestVerdict& verdict) {

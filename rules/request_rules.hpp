@@ -7,6 +7,7 @@
 //   deny   api.github.com  DELETE                 #! the API is read-only here
 //   allow  github.com      git-fetch
 //   allow  github.com      git-push  /ourorg/*
+//   allow  mcp.example.com mcp-tool  search       (MCP: rules/mcp_rules.hpp)
 //
 //   LINE    := VERB HOST [METHODS [PATH]]    ('#' starts a comment, '#!' a message, as in the
 //                                             other rules files)
@@ -14,7 +15,10 @@
 //   HOST    := an entry as in the blocklist: name (and subdomains), *.name, re:PATTERN, an IP
 //              literal, each optionally with :PORTS
 //   METHODS := * | METHOD[,METHOD...]; a METHOD is an HTTP method in upper case, or git-fetch
-//              (smart-HTTP git-upload-pack: clone, fetch, pull) or git-push (git-receive-pack)
+//              (smart-HTTP git-upload-pack: clone, fetch, pull) or git-push (git-receive-pack);
+//              or alone, one of the MCP words mcp-tool, mcp-prompt, mcp-resource, whose PATH
+//              is then a name or URI pattern (rules/mcp_rules.hpp: MCP lines are grouped and
+//              decided apart from the HTTP lines)
 //   PATH    := a pattern starting with '/': `*` matches within one segment, `**` across
 //              segments, and a trailing `/**` also matches the path without it. Default: `/**`.
 //              For git-fetch and git-push it is matched against the repository's path (without
@@ -28,8 +32,8 @@
 // has a group and matches none of its lines is denied: a group is an allow-list. A host with no
 // group is not judged here.
 //
-// A host with a group, or one named by the inspection patterns (SANDGATE_INSPECT), has its TLS
-// connections inspected: the gate terminates them to see their requests.
+// A host with a group, with MCP lines, or named by the inspection patterns (SANDGATE_INSPECT),
+// has its TLS connections inspected: the gate terminates them to see their requests.
 //
 // Paths are judged in one normal form, and a request whose path has none (normalise_path) is
 // refused, so that no spelling of a path reaches an origin as another path than the one judged.
@@ -47,6 +51,7 @@
 #include "rules/domain_set.hpp"
 #include "rules/expected.hpp"
 #include "rules/host.hpp"
+#include "rules/mcp_rules.hpp"
 #include "rules/rule_line.hpp"
 
 namespace sandgate::rules {
@@ -142,11 +147,16 @@ class RequestRules {
                             const std::vector<std::string>& inspect,
                             std::string_view inspect_source, std::vector<LoadIssue>& issues);
 
-  // True when connections to host:port are inspected: its host has a group, or an inspection
-  // pattern names it.
+  // True when connections to host:port are inspected: its host has a group or MCP lines, or
+  // an inspection pattern names it.
   bool inspects(const Host& host, std::uint16_t port) const;
+  // The MCP lines of the file (tools, prompts, resources), decided apart from the HTTP lines.
+  const McpRules& mcp() const;
   // True when host:port has a group (its requests are judged).
   bool judges(const Host& host, std::uint16_t port) const;
+  // True when host:port has a group or MCP lines: no connection to it may carry requests
+  // unjudged (a tunnel to it that cannot be inspected is refused).
+  bool guards(const Host& host, std::uint16_t port) const;
 
   RequestVerdict decide(const Host& host, std::uint16_t port, const RequestFacts& request) const;
 
@@ -155,7 +165,7 @@ class RequestRules {
   std::string explain(const RequestVerdict& verdict, std::string_view host,
                       const RequestFacts& request) const;
 
-  std::size_t size() const;  // lines loaded
+  std::size_t size() const;  // lines loaded (HTTP and MCP)
   bool empty() const { return size() == 0 && !has_inspect_patterns(); }
   bool has_inspect_patterns() const;
 

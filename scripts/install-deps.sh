@@ -73,14 +73,40 @@ for pkg in "${build_packages[@]}" "${test_packages[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
   [[ "$status" == "install ok installed" ]] || missing+=("$pkg")
 done
-[[ ${#missing[@]} -eq 0 ]] && exit 0
+# The official MCP TypeScript SDK (npm's @modelcontextprotocol/sdk, pinned by
+# tests/e2e/mcp/package-lock.json) as a real MCP client and server: mcp_sdk_test records their
+# traffic and drives them through the MCP stage. npm ci installs it into tests/e2e/mcp/node_modules,
+# again only when the lock file changed since. Debian's npm is installed for it where no npm is
+# (a Node.js from elsewhere brings its own, which Debian's would conflict with).
+install_mcp_sdk() {
+  local dir
+  dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/e2e/mcp"
+  if [[ -f "$dir/node_modules/.sandgate-lock" ]] &&
+     cmp -s "$dir/package-lock.json" "$dir/node_modules/.sandgate-lock"; then
+    return 0
+  fi
+  if ! command -v npm >/dev/null; then
+    "${sudo[@]}" apt-get install -y -qq --no-install-recommends npm >/dev/null
+  fi
+  echo "install-deps: installing the MCP SDK for the tests (npm ci in tests/e2e/mcp)" >&2
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  cp "$dir/package-lock.json" "$dir/node_modules/.sandgate-lock"
+}
 
 sudo=()
-if [[ $(id -u) -ne 0 ]]; then
-  command -v sudo >/dev/null || { echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+if [[ $(id -u) -ne 0 ]] && command -v sudo >/dev/null; then
   sudo=(sudo)
+fi
+if [[ ${#missing[@]} -eq 0 ]]; then
+  install_mcp_sdk
+  exit 0
+fi
+if [[ $(id -u) -ne 0 && ${#sudo[@]} -eq 0 ]]; then
+  echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2
+  exit 1
 fi
 echo "install-deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_mcp_sdk

@@ -34,10 +34,13 @@ std::shared_ptr<Waiter> resolved(boost::asio::any_io_executor executor, std::str
 }  // namespace
 
 std::string asked_about(std::string_view host, std::uint16_t port, std::string_view request,
-                        bool budget) {
+                        bool budget, bool mcp_call) {
   const std::string where = std::string(host) + ":" + std::to_string(port);
   if (request.empty()) {
     return where;
+  }
+  if (mcp_call) {
+    return std::string(request) + " on " + where;
   }
   if (budget) {
     return where + " " + std::string(request);
@@ -107,6 +110,7 @@ std::shared_ptr<Waiter> QuestionBoard::ask(std::string_view host, std::uint16_t 
                                            const RequestQuestion* request) {
   const std::string_view asked = request != nullptr ? std::string_view(request->request) : "";
   const bool budget = request != nullptr && request->budget;
+  const bool mcp_call = request != nullptr && request->mcp_call;
   std::string key = key_of(host, port, asked);
   const std::string remembered_as = request != nullptr && !request->remembered_as.empty()
                                         ? key_of(host, port, request->remembered_as)
@@ -154,8 +158,14 @@ std::shared_ptr<Waiter> QuestionBoard::ask(std::string_view host, std::uint16_t 
         made.remembered_as = remembered_as;
         question = questions_.emplace(key, std::move(made)).first;
         ++questions_total_;
-        fresh = PendingQuestion{
-            question->second.id, question->second.host, port, std::string(asked), 1, {}, budget};
+        fresh = PendingQuestion{question->second.id,
+                                question->second.host,
+                                port,
+                                std::string(asked),
+                                1,
+                                {},
+                                budget,
+                                mcp_call};
         listener = listener_;
       }
     }
@@ -169,14 +179,14 @@ std::shared_ptr<Waiter> QuestionBoard::ask(std::string_view host, std::uint16_t 
   }
   if (!refused.empty()) {
     if (note_) {
-      note_("warning",
-            "ask: " + asked_about(host, port, asked, budget) + " is not asked about: " + refused);
+      note_("warning", "ask: " + asked_about(host, port, asked, budget, mcp_call) +
+                           " is not asked about: " + refused);
     }
     return resolved(std::move(executor), std::move(key), {refusal, {}, {}}, request);
   }
   if (fresh && note_) {
     note_("info", "ask: question #" + std::to_string(fresh->id) + ": allow " +
-                      asked_about(host, port, asked, budget) + "?");
+                      asked_about(host, port, asked, budget, mcp_call) + "?");
   }
   if (fresh && listener) {
     listener(*fresh);
@@ -217,8 +227,8 @@ Expected<std::size_t, std::string> QuestionBoard::answer(std::string_view host, 
     }
     if (question != questions_.end()) {
       asked = question->second.request;
-      if (asked && asked->budget) {
-        named = asked_about(host, port, request, true);
+      if (asked && (asked->budget || asked->mcp_call)) {
+        named = asked_about(host, port, request, asked->budget, asked->mcp_call);
       }
     }
     recorder = recorder_;
@@ -278,7 +288,8 @@ std::vector<PendingQuestion> QuestionBoard::pending() const {
     out.push_back({question.id, question.host, question.port,
                    question.request ? question.request->request : std::string(),
                    question.waiters.size(), now - question.asked,
-                   question.request && question.request->budget});
+                   question.request && question.request->budget,
+                   question.request && question.request->mcp_call});
   }
   return out;
 }

@@ -128,6 +128,9 @@ struct RequestQuestion {
   // once per question (Grant), not once per request that waits on it; a remembered `session`
   // answer is a new question each time, and grants each time.
   std::function<void()> grant = {};
+  // An MCP call's question ("tool delete_repo", proxy/mcp/): named "tool delete_repo on
+  // HOST:PORT"; its lines are `mcp-tool` lines.
+  bool mcp_call = false;
 };
 
 // A question as the front ends show it.
@@ -138,13 +141,15 @@ struct PendingQuestion {
   std::string request;      // empty for a destination's question (RequestQuestion::request)
   std::size_t waiting = 0;  // requests waiting on it now
   std::chrono::steady_clock::duration age{};
-  bool budget = false;  // a spent budget's question (RequestQuestion::budget)
+  bool budget = false;    // a spent budget's question (RequestQuestion::budget)
+  bool mcp_call = false;  // an MCP call's question (RequestQuestion::mcp_call)
 };
 
 // How notes, questions and prompts name what is asked: "api.github.com:443", "POST
-// api.github.com:443/repos/o/r/pulls", or for a budget "github.com:443 50 MB more sent (...)".
+// api.github.com:443/repos/o/r/pulls", for a budget "github.com:443 50 MB more sent (...)", for
+// an MCP call "tool delete_repo on mcp.example.com:443".
 std::string asked_about(std::string_view host, std::uint16_t port, std::string_view request,
-                        bool budget);
+                        bool budget, bool mcp_call = false);
 
 class QuestionBoard {
  public:

@@ -134,10 +134,41 @@ void print_request_check(const RequestCheck& check, const rules::Authority& auth
       << "\n";
 }
 
+// An MCP call's part of a check: the MCP lines' verdict on it, as the stage decides it.
+RequestCheck check_mcp_call(const rules::Policy& policy, const rules::Authority& authority,
+                            const McpCall& call, rules::UnknownMode unknown) {
+  const rules::McpRules& mcp = policy.requests().mcp();
+  RequestCheck check;
+  check.inspected = policy.requests().inspects(authority.host, authority.port);
+  const std::string host = authority.host.display();
+  check.request = std::string(rules::mcp_noun(call.kind)) + " " +
+                  rules::shown_name(call.kind, call.name) + " on " + host;
+  const rules::McpVerdict verdict =
+      mcp.decide(authority.host, authority.port, call.kind, call.name);
+  check.judged = verdict.kind != rules::McpVerdict::Kind::unruled;
+  check.rule = rules::mcp_rule_text(verdict);
+  check.why = mcp.explain(verdict, host, call.name);
+  if (!verdict.permits()) {
+    check.reason = verdict.kind == rules::McpVerdict::Kind::denied
+                       ? rules::Reason::request_denied
+                       : rules::Reason::request_not_allowed;
+    if (verdict.kind == rules::McpVerdict::Kind::not_allowed &&
+        unknown == rules::UnknownMode::ask && rules::plain_name(call.kind, call.name)) {
+      check.why += " Under --unknown=ask a person is asked (allow " + check.request + "?).";
+    }
+  }
+  if (verdict.kind == rules::McpVerdict::Kind::unruled &&
+      !mcp.judges(authority.host, authority.port)) {
+    check.why = check.request + " is allowed: " + host +
+                " has no MCP rules (its POST bodies are not read as MCP).";
+  }
+  return check;
+}
+
 }  // namespace
 
 int run_check(const settings::Settings& settings, std::string_view target, std::ostream& out,
-              std::ostream& err, bool resolve, std::string_view method) {
+              std::ostream& err, bool resolve, std::string_view method, const McpCall* mcp) {
   auto loaded = settings::load_policy(settings, settings::MissingDefaultBlocklist::use_template);
   if (!loaded) {
     err << "sandgate: " << loaded.error() << "\n";
@@ -192,8 +223,12 @@ int run_check(const settings::Settings& settings, std::string_view target, std::
   const rules::Reason reason = remote && !remote->allowed ? remote->reason : decision.reason;
 
   if (url && allowed) {
-    // The destination is allowed: the request decides.
-    const RequestCheck request = check_request(policy, *authority, method, url->origin_form);
+    // The destination is allowed: the request decides, and for an MCP call then the call.
+    RequestCheck request =
+        check_request(policy, *authority, mcp != nullptr ? "POST" : method, url->origin_form);
+    if (mcp != nullptr && request.reason == rules::Reason::allowed) {
+      request = check_mcp_call(policy, *authority, *mcp, policy.options().unknown);
+    }
     print_request_check(request, *authority,
                         policy.explain(decision, authority->host, authority->port), out);
     // The masked credentials the gate fills in on requests here (never their values).

@@ -84,9 +84,9 @@ sandbox::TerminalQuestion terminal_question(ask::QuestionBoard& board,
                                             const std::string& by) {
   sandbox::TerminalQuestion out;
   // "POST api.github.com:443/repos/o/r/pulls", "git push github.com:443/o/r", "github.com:443 50
-  // MB more sent (...)"
-  const std::string target =
-      ask::asked_about(question.host, question.port, question.request, question.budget);
+  // MB more sent (...)", "tool delete_repo on mcp.example.com:443"
+  const std::string target = ask::asked_about(question.host, question.port, question.request,
+                                              question.budget, question.mcp_call);
   out.prompt = "allow " + target + "? [o]nce / [s]ession / [A]lways / [d]eny / [N]ever, then Enter";
   out.keys = "osadn";       // the first letters, as ask::parse_answer reads them
   out.lasting_keys = "an";  // always and never write a list file

@@ -129,6 +129,7 @@ std::optional<GateError> Gate::start(std::optional<int> listener) {
   server_->use_inspection(inspection_.get());
   server_->use_secrets(secrets_.get());
   server_->use_budgets(&budgets_);
+  server_->use_mcp_calls(&mcp_calls_);
   auto endpoint = listener ? server_->adopt_listener(*listener) : server_->bind();
   if (!endpoint) {
     return fail(endpoint.error());
@@ -415,6 +416,7 @@ std::string Gate::render_metrics() const {
     text += remote_->render_prometheus();
   }
   text += budgets_.render_prometheus(policy->budgets());
+  text += mcp_calls_.render_prometheus();
   return text;
 }
 

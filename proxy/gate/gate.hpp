@@ -36,6 +36,7 @@
 #include "proxy/inspect/inspection.hpp"
 #include "proxy/launchdarkly/remote_allowlist.hpp"
 #include "proxy/log/decision_log.hpp"
+#include "proxy/mcp/call_tally.hpp"
 #include "proxy/reload/policy_reloader.hpp"
 #include "proxy/secrets/masked_secrets.hpp"
 #include "proxy/server/server.hpp"
@@ -189,6 +190,8 @@ class Gate {
   // What was spent of the egress budgets, for the gate's life (reloads keep it); before the
   // server, whose connections count into it.
   budget::Ledger budgets_;
+  // The MCP calls judged, for the gate's life (reloads keep it); before the server.
+  mcp::CallTally mcp_calls_;
   std::unique_ptr<inspect::Inspection> inspection_;  // before the server: it outlives the workers
   std::unique_ptr<server::Server> server_;
   std::unique_ptr<launchdarkly::RemoteAllowlist> remote_;

@@ -233,7 +233,7 @@ asio::awaitable<void> ListMode::run() {
   asio::steady_timer wait(client_.io());
   const Timing& timing = client_.timing();
   while (!client_.stopping() && !client_.halted()) {
-    SseParser parser(settings_.ld_max_payload, settings_.ld_max_payload);
+    SseParser parser(settings_.ld_max_payload, settings_.ld_max_payload, "SANDGATE_LD_MAX_PAYLOAD");
     SseParser::Handlers handlers;
     handlers.on_event = [this](SseEvent&& event) { handle_event(event); };
     std::function<void()> on_open = [this] {

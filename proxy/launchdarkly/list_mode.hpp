@@ -17,10 +17,13 @@
 #include <string>
 
 #include "proxy/launchdarkly/client.hpp"
-#include "proxy/launchdarkly/sse_parser.hpp"
+#include "proxy/sse/sse_parser.hpp"
 #include "rules/domain_set.hpp"
 
 namespace sandgate::launchdarkly {
+
+using sse::SseEvent;
+using sse::SseParser;
 
 class ListMode {
  public:

@@ -101,6 +101,9 @@ void format_text(std::string& out, const Record& r) {
   if (!r.path.empty()) {
     append_field(out, "path", r.path);
   }
+  if (!r.call.empty()) {
+    append_field(out, "call", r.call);
+  }
   if (r.event == Record::Event::decision) {
     if (!r.rule.empty()) {
       append_field(out, "rule", r.rule);
@@ -139,6 +142,9 @@ void format_json(std::string& out, const Record& r) {
       .number("port", r.port);
   if (!r.path.empty()) {
     object.string("path", r.path);
+  }
+  if (!r.call.empty()) {
+    object.string("call", r.call);
   }
   object.string("verdict", r.verdict).string("reason", r.reason);
   if (!r.rule.empty()) {

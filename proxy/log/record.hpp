@@ -20,6 +20,10 @@ struct Record {
   // The request's target (path and query) when the gate saw one: plain HTTP, and requests
   // inside inspected connections. Empty for tunnels.
   std::string_view path;
+  // An MCP call the line is about (proxy/mcp: Call::logged()): "tool delete_repo", "prompt p",
+  // "resource repo://docs/a.md", a name that is not plain ASCII quoted and escaped. Never the
+  // call's arguments. Empty for anything else.
+  std::string_view call;
   // "allow", "deny" (the policy said no) or "error" (allowed, but the upstream failed).
   std::string_view verdict = "allow";
   // The reason's code, from the one reason table (rules::reason_code); empty on an end line

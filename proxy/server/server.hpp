@@ -75,6 +75,8 @@ class Server {
   void use_secrets(const secrets::MaskedSecrets* secrets) { shared_.secrets = secrets; }
   // The ledger of egress budgets (proxy/budget/); before start(), outlives the workers.
   void use_budgets(budget::Ledger* budgets) { shared_.budgets = budgets; }
+  // The gate's tally of MCP calls (for /metrics); before start().
+  void use_mcp_calls(mcp::CallTally* calls) { shared_.mcp_calls = calls; }
 
   // Called on SIGHUP, on the control thread: reload the files and reopen the log.
   std::function<void()> on_hangup;

@@ -441,8 +441,7 @@ bool take_idle_origin(SessionContext& context, Admission& admission, const rules
                       std::uint16_t port) {
   const rules::RequestRules& requests = context.policy->requests();
   if (context.worker.shared.inspection == nullptr || host.is_ip() || !is_tls_port(context, port) ||
-      !(requests.judges(host, port) || requests.inspects(host, port)) ||
-      context.policy != context.worker.policy ||
+      !requests.inspects(host, port) || context.policy != context.worker.policy ||
       context.settings_snapshot != context.worker.settings) {
     return false;
   }

@@ -113,7 +113,7 @@ void WorkerContext::report_would_revoke(LiveConnection& connection, const Revoca
 SpliceBar splice_bar(const rules::Policy& policy, const rules::Host& requested,
                      const rules::Host* tls_name, std::uint16_t port) {
   const rules::RequestRules& requests = policy.requests();
-  if (requests.judges(tls_name != nullptr ? *tls_name : requested, port)) {
+  if (requests.guards(tls_name != nullptr ? *tls_name : requested, port)) {
     return SpliceBar::request_rules;
   }
   if (requested.is_ip() && tls_name == nullptr && requests.size() > 0) {

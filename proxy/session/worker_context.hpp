@@ -38,6 +38,9 @@ class MaskedSecrets;
 namespace sandgate::budget {
 class Ledger;
 }
+namespace sandgate::mcp {
+class CallTally;
+}
 
 namespace sandgate::session {
 
@@ -60,6 +63,9 @@ struct SharedState {
   // What was spent of the egress budgets (proxy/budget/); set before the workers start, outlives
   // them. Null: nothing is counted (tests that make a worker of their own).
   budget::Ledger* budgets = nullptr;
+  // The MCP calls judged, per tool and verdict (/metrics; proxy/mcp/call_tally.hpp); set before
+  // the workers start, outlives them. Null: not counted (tests that make a worker of their own).
+  mcp::CallTally* mcp_calls = nullptr;
   std::atomic<std::uint32_t> open_connections{0};
   std::atomic<std::uint64_t> next_connection_id{1};
 };

@@ -16,13 +16,13 @@
       -> proxy/dns                     the resolver and its cache
       -> proxy/settings, proxy/watch, proxy/relay, proxy/metrics, proxy/socks, proxy/capture,
          proxy/session/wire,           typed settings; the pieces below a session (the HTTP wire:
-         proxy/session/exchange/h2     targets, heads, the gate's replies, the proxy token; the
-                                       HTTP/2 codecs on nghttp2, sans-IO)
+         proxy/session/exchange/h2,    targets, heads, the gate's replies, the proxy token; the
+         proxy/mcp                     HTTP/2 codecs on nghttp2, sans-IO; the MCP stage)
       -> sandbox-profile, proxy/parent confinement; takes its own options, knows nothing of proxy/;
          proxy/secrets                 the parent proxy's values and the masked credentials
                                        (settings hold them typed);
          proxy/budget                  the ledger of egress budgets (what was spent)
-      -> rules, config, proxy/json, proxy/asio
+      -> rules, config, proxy/json, proxy/sse, proxy/asio
 
 connect-proxy (sandgate-connect) is plain POSIX and may include only rules/expected.hpp.
 Within a folder, no two units (a header and its source) include each other: a type both need
@@ -35,10 +35,11 @@ import re
 import sys
 
 LAYERS = [
-    ["rules", "config", "proxy/json", "proxy/asio"],
+    ["rules", "config", "proxy/json", "proxy/sse", "proxy/asio"],
     ["sandbox-profile", "connect-proxy", "proxy/parent", "proxy/secrets", "proxy/budget"],
     ["proxy/settings", "proxy/watch", "proxy/relay", "proxy/metrics", "proxy/socks",
-     "proxy/capture", "proxy/session/wire", "proxy/session/exchange/h2", "proxy/inspect"],
+     "proxy/capture", "proxy/session/wire", "proxy/session/exchange/h2", "proxy/inspect",
+     "proxy/mcp"],
     ["proxy/dns"],
     ["proxy/log"],
     ["proxy/launchdarkly", "proxy/reload", "proxy/admin", "proxy/ask", "proxy/watch_view"],

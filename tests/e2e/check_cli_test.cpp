@@ -842,6 +842,35 @@ TEST(CheckCli, NamesTheBudgetsThatCountADestination) {
   EXPECT_THAT(none.out, Not(HasSubstr("budget:"))) << describe(none);
 }
 
+// `--mcp-tool NAME URL` explains an MCP call's decision: the line and its message, or the group
+// that has no line for it; a bad MCP line is a warning with its file and line.
+TEST(CheckCli, ExplainsAnMcpToolCall) {
+  Sandbox box;
+  box.write("requests.txt",
+            "allow mcp.example.com mcp-tool search\n"
+            "deny  mcp.example.com mcp-tool delete_*   #! agents never delete\n"
+            "allow mcp.example.com mcp-tool\n");
+  const std::string file = box.home() + "/requests.txt";
+  const RunResult denied = box.run({"check", "--request-rules", file, "--mcp-tool", "delete_repo",
+                                    "https://mcp.example.com/mcp"});
+  EXPECT_EQ(denied.exit_code, 1) << describe(denied);
+  EXPECT_THAT(denied.out, HasSubstr("deny tool delete_repo on mcp.example.com\n"));
+  EXPECT_EQ(denied.line("reason: "), "request-denied");
+  EXPECT_EQ(denied.line("rule: "), file + ":2 deny  mcp.example.com mcp-tool delete_*");
+  EXPECT_THAT(denied.line("why: ").value_or(""), HasSubstr("agents never delete"));
+  EXPECT_THAT(denied.out, HasSubstr("inspected: yes"));
+  EXPECT_THAT(denied.err, HasSubstr(file + ":3: skipped 'allow mcp.example.com mcp-tool': an MCP "
+                                           "rule is: allow|deny HOST mcp-tool NAME-PATTERN"));
+  const RunResult allowed = box.run(
+      {"check", "--request-rules", file, "--mcp-tool", "search", "https://mcp.example.com/mcp"});
+  EXPECT_EQ(allowed.exit_code, 0) << describe(allowed);
+  EXPECT_EQ(allowed.line("rule: "), file + ":1 allow mcp.example.com mcp-tool search");
+  const RunResult unlisted = box.run(
+      {"check", "--request-rules", file, "--mcp-tool", "SEARCH", "https://mcp.example.com/mcp"});
+  EXPECT_EQ(unlisted.exit_code, 1) << describe(unlisted);
+  EXPECT_EQ(unlisted.line("reason: "), "request-not-allowed");
+}
+
 TEST(CheckCli, MissingDefaultBlocklistUsesTheTemplateAndWritesNothing) {
   Sandbox box;
   const RunResult r = box.run({"check", "example.com"});

@@ -1,4 +1,4 @@
-// Fuzz target: the Server-Sent Events parser (proxy/launchdarkly/sse_parser.hpp) that reads
+// Fuzz target: the Server-Sent Events parser (proxy/sse/sse_parser.hpp) that reads
 // LaunchDarkly's stream, on arbitrary bytes in arbitrary chunks.
 //
 // Invariants, beyond "no out-of-bounds access and no undefined behaviour" (ASan, UBSan):
@@ -13,14 +13,14 @@
 #include <string_view>
 #include <vector>
 
-#include "proxy/launchdarkly/sse_parser.hpp"
+#include "proxy/sse/sse_parser.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
 namespace {
 
 using sandgate::fuzz::escaped;
-using sandgate::launchdarkly::SseEvent;
-using sandgate::launchdarkly::SseParser;
+using sandgate::sse::SseEvent;
+using sandgate::sse::SseParser;
 
 // Small limits, so that the fuzzer reaches them.
 constexpr std::size_t kMaxLine = 256;

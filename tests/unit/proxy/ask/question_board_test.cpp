@@ -485,5 +485,30 @@ TEST(QuestionBoard, ARequestsQuestionIsAnsweredApartAndAlwaysWritesItsLine) {
   EXPECT_EQ(other.waiter->result->outcome, Outcome::denied);
 }
 
+// An MCP call's question (proxy/mcp/) is named as a person reads it: "allow tool delete_repo on
+// mcp.example.com:443?", in notes, prompts and `sandgate pending` alike.
+TEST(QuestionBoard, AnMcpCallsQuestionNamesTheCallOnItsHost) {
+  EXPECT_EQ(asked_about("mcp.example.com", 443, "tool delete_repo", false, true),
+            "tool delete_repo on mcp.example.com:443");
+  EXPECT_EQ(asked_about("api.github.com", 443, "POST /repos/o/r/pulls", false),
+            "POST api.github.com:443/repos/o/r/pulls");
+  std::vector<std::string> notes;
+  QuestionBoard board(
+      [&notes](std::string_view, std::string_view text) { notes.emplace_back(text); });
+  board.add_answerer();
+  boost::asio::io_context io;
+  RequestQuestion question;
+  question.request = "tool delete_repo";
+  question.allow_line = "allow mcp.example.com mcp-tool delete_repo";
+  question.deny_line = "deny mcp.example.com mcp-tool delete_repo";
+  question.mcp_call = true;
+  const auto waiter = board.ask("mcp.example.com", 443, io.get_executor(), &question);
+  ASSERT_FALSE(waiter->result);
+  ASSERT_EQ(board.pending().size(), 1u);
+  EXPECT_TRUE(board.pending()[0].mcp_call);
+  EXPECT_EQ(notes.back(), "ask: question #1: allow tool delete_repo on mcp.example.com:443?");
+  board.close();
+}
+
 }  // namespace
 }  // namespace sandgate::ask

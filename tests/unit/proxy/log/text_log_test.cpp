@@ -87,6 +87,24 @@ TEST(TextLog, EveryFieldIsEscapedAndReadsBack) {
   }
 }
 
+// An MCP call's line names the call (never its arguments) in its own field, both formats.
+TEST(TextLog, AnMcpCallHasItsOwnField) {
+  log::Record r = denial();
+  r.method = "POST";
+  r.host = "mcp.example.com";
+  r.path = "/mcp";
+  r.call = "tool delete_repo";
+  r.reason = "request-denied";
+  const std::string line = text(r);
+  EXPECT_NE(line.find(" path=/mcp call=\"tool delete_repo\" "), std::string::npos) << line;
+  const auto parsed = log::parse_text_line(line);
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(*parsed->field("call"), "tool delete_repo");
+  std::string json;
+  log::format_record(json, settings::LogFormat::json, r);
+  EXPECT_NE(json.find(R"("path":"/mcp","call":"tool delete_repo")"), std::string::npos) << json;
+}
+
 // Values that need nothing stay as they were: the line reads as before for ordinary traffic.
 TEST(TextLog, PlainValuesAreWrittenAsTheyAre) {
   const std::string line = text(denial());

@@ -1,13 +1,13 @@
 // The event-stream parser: framing as the format defines it (line ends, comments, fields, data
 // joining, dispatch), chunk boundaries anywhere, and the limits that bound hostile streams.
-#include "proxy/launchdarkly/sse_parser.hpp"
+#include "proxy/sse/sse_parser.hpp"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-namespace sandgate::launchdarkly {
+namespace sandgate::sse {
 namespace {
 
 struct Collected {
@@ -137,5 +137,37 @@ TEST(SseParser, LimitsStopHostileStreams) {
   }
 }
 
+TEST(SseParser, IdOnlyBlocksAndRetryAreToldWhenAsked) {
+  SseParser parser;
+  std::vector<std::string> ids;
+  std::vector<std::size_t> retries;
+  std::vector<SseEvent> events;
+  SseParser::Handlers handlers;
+  handlers.on_event = [&events](SseEvent&& event) { events.push_back(std::move(event)); };
+  handlers.on_id_only = [&ids](std::string&& id) { ids.push_back(std::move(id)); };
+  handlers.on_retry = [&retries](std::size_t ms) { retries.push_back(ms); };
+  // A priming event as MCP servers send it (an id and an empty data line) is an event; an id
+  // alone is told apart; an event type alone is nothing; an id with a NUL is ignored.
+  using namespace std::string_literals;
+  ASSERT_TRUE(parser.feed(
+      "id: 1\ndata:\n\nid: 2\n\nretry: 300\nevent: x\n\nid: a\0b\n\ndata: d\n\n"s, handlers));
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].id, "1");
+  EXPECT_EQ(events[0].data, "");
+  EXPECT_EQ(events[1].id, "");  // ids do not carry over from one block to the next
+  EXPECT_EQ(ids, std::vector<std::string>{"2"});
+  EXPECT_EQ(retries, std::vector<std::size_t>{300});
+}
+
+TEST(SseParser, TheLimitsErrorNamesTheSettingGiven) {
+  SseParser parser(8, 8, "SANDGATE_LD_MAX_PAYLOAD");
+  EXPECT_FALSE(parser.feed("data: 0123456789\n", {}));
+  EXPECT_EQ(parser.error(),
+            "event stream line longer than 8 bytes (the size limit, SANDGATE_LD_MAX_PAYLOAD)");
+  SseParser unnamed(8, 8);
+  EXPECT_FALSE(unnamed.feed("data: 0123456789\n", {}));
+  EXPECT_EQ(unnamed.error(), "event stream line longer than 8 bytes");
+}
+
 }  // namespace
-}  // namespace sandgate::launchdarkly
+}  // namespace sandgate::sse

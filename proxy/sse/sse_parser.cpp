@@ -1,12 +1,20 @@
-#include "proxy/launchdarkly/sse_parser.hpp"
+#include "proxy/sse/sse_parser.hpp"
 
 #include <algorithm>
 #include <charconv>
 
-namespace sandgate::launchdarkly {
+namespace sandgate::sse {
 
-SseParser::SseParser(std::size_t max_line, std::size_t max_event)
-    : max_line_(max_line), max_event_(max_event) {}
+namespace {
+
+std::string limit_clause(const std::string& limit_name) {
+  return limit_name.empty() ? std::string() : " (the size limit, " + limit_name + ")";
+}
+
+}  // namespace
+
+SseParser::SseParser(std::size_t max_line, std::size_t max_event, std::string limit_name)
+    : max_line_(max_line), max_event_(max_event), limit_name_(std::move(limit_name)) {}
 
 bool SseParser::feed(std::string_view bytes, const Handlers& handlers) {
   if (failed()) {
@@ -49,16 +57,16 @@ bool SseParser::consume(std::string_view bytes, const Handlers& handlers) {
     const auto end = bytes.find_first_of("\r\n");
     if (end == std::string_view::npos) {
       if (partial_.size() + bytes.size() > max_line_) {
-        error_ = "event stream line longer than " + std::to_string(max_line_) +
-                 " bytes (the size limit, SANDGATE_LD_MAX_PAYLOAD)";
+        error_ = "event stream line longer than " + std::to_string(max_line_) + " bytes" +
+                 limit_clause(limit_name_);
         return false;
       }
       partial_.append(bytes);
       return true;
     }
     if (partial_.size() + end > max_line_) {
-      error_ = "event stream line longer than " + std::to_string(max_line_) +
-               " bytes (the size limit, SANDGATE_LD_MAX_PAYLOAD)";
+      error_ = "event stream line longer than " + std::to_string(max_line_) + " bytes" +
+               limit_clause(limit_name_);
       return false;
     }
     std::string_view text = bytes.substr(0, end);
@@ -97,9 +105,12 @@ void SseParser::line(std::string_view text, const Handlers& handlers) {
       if (handlers.on_event) {
         handlers.on_event(std::move(out));
       }
+    } else if (have_id_ && handlers.on_id_only) {
+      handlers.on_id_only(std::move(event_.id));
     }
     event_ = SseEvent{};
     have_data_ = false;
+    have_id_ = false;
     return;
   }
   if (text.front() == ':') {
@@ -121,8 +132,8 @@ void SseParser::line(std::string_view text, const Handlers& handlers) {
     event_.type = std::string(value);
   } else if (field == "data") {
     if (event_.data.size() + value.size() + 1 > max_event_) {
-      error_ = "event stream event larger than " + std::to_string(max_event_) +
-               " bytes (the size limit, SANDGATE_LD_MAX_PAYLOAD)";
+      error_ = "event stream event larger than " + std::to_string(max_event_) + " bytes" +
+               limit_clause(limit_name_);
       return;
     }
     if (have_data_) {
@@ -133,15 +144,19 @@ void SseParser::line(std::string_view text, const Handlers& handlers) {
   } else if (field == "id") {
     if (value.find('\0') == std::string_view::npos) {
       event_.id = std::string(value);
+      have_id_ = true;
     }
   } else if (field == "retry") {
     std::size_t ms = 0;
     auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
     if (ec == std::errc{} && end == value.data() + value.size() && !value.empty()) {
       retry_ms_ = ms;
+      if (handlers.on_retry) {
+        handlers.on_retry(ms);
+      }
     }
   }
   // Other fields are ignored, as the format requires.
 }
 
-}  // namespace sandgate::launchdarkly
+}  // namespace sandgate::sse

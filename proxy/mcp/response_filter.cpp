@@ -1,0 +1,261 @@
+// The filter of an MCP server's answers (see response_filter.hpp).
+#include "proxy/mcp/response_filter.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace sandgate::mcp {
+namespace {
+
+namespace json = boost::json;
+
+bool same_id(const json::value& a, const json::value& b) {
+  if (a.is_string() || b.is_string()) {
+    return a.is_string() && b.is_string() && a.get_string() == b.get_string();
+  }
+  // Integers: an id the client sent as 5 and one the server wrote as 5 are the same, whichever
+  // of int64 and uint64 each was read as.
+  const auto as_wide = [](const json::value& v) -> std::optional<std::uint64_t> {
+    if (v.is_int64() && v.get_int64() >= 0) {
+      return static_cast<std::uint64_t>(v.get_int64());
+    }
+    if (v.is_uint64()) {
+      return v.get_uint64();
+    }
+    return std::nullopt;
+  };
+  if (a.is_int64() && b.is_int64()) {
+    return a.get_int64() == b.get_int64();
+  }
+  const auto wide_a = as_wide(a);
+  const auto wide_b = as_wide(b);
+  return wide_a && wide_b && *wide_a == *wide_b;
+}
+
+}  // namespace
+
+ResponseFilter::ResponseFilter(const McpStage& stage, ResponsePlan plan)
+    : stage_(&stage),
+      plan_(std::move(plan)),
+      parser_(stage.setting().limits.response.max_bytes,
+              stage.setting().limits.response.max_bytes) {}
+
+ResponseFilter::ResponseFilter(const McpStage& stage) : ResponseFilter(stage, ResponsePlan{}) {}
+
+ResponseFilter::Mode ResponseFilter::start(unsigned status, std::string_view type) {
+  const std::string media = media_type(type);
+  if (media == "application/json") {
+    seen_ = Transport::json;
+  } else if (media == "text/event-stream") {
+    seen_ = Transport::sse;
+  }
+  if (status == 202 && plan_.has_gate_answers()) {
+    return Mode::replace;
+  }
+  if (status < 200 || status > 299) {
+    return Mode::pass;
+  }
+  if (seen_ == Transport::sse) {
+    return Mode::sse;
+  }
+  if (seen_ == Transport::json && (plan_.lists || plan_.has_gate_answers())) {
+    return Mode::json;
+  }
+  return Mode::pass;
+}
+
+GateAnswer ResponseFilter::replacement() const {
+  std::vector<std::string> answers;
+  for (const ResponsePlan::Slot& slot : plan_.slots) {
+    if (slot.gate_answer) {
+      answers.push_back(*slot.gate_answer);
+    }
+  }
+  return render(answers, plan_.batch, plan_.gate_transport);
+}
+
+// The message with its list result filtered, or nothing when it is unchanged.
+std::optional<std::string> ResponseFilter::filtered(std::string_view text,
+                                                    const json::value& message) {
+  if (!message.is_object()) {
+    return std::nullopt;
+  }
+  const json::value* result = message.get_object().if_contains("result");
+  if (result == nullptr || !result->is_object()) {
+    return std::nullopt;
+  }
+  for (const ListShape& shape : kListShapes) {
+    const json::value* entries = result->get_object().if_contains(shape.array);
+    if (entries == nullptr || !entries->is_array()) {
+      continue;
+    }
+    // Which entries stay: those a call could be allowed for. An entry without a string name
+    // cannot be judged, and is hidden.
+    std::vector<bool> keep;
+    for (const json::value& entry : entries->get_array()) {
+      const json::value* name =
+          entry.is_object() ? entry.get_object().if_contains(shape.field) : nullptr;
+      keep.push_back(name != nullptr && name->is_string() &&
+                     stage_->listed(shape.kind, std::string_view(name->get_string())));
+    }
+    if (std::all_of(keep.begin(), keep.end(), [](bool k) { return k; })) {
+      continue;
+    }
+    // The message's own bytes, with the hidden entries cut out of the array.
+    std::string_view array_text;
+    for (const RawMember& member : raw_members(text)) {
+      if (member.key != "result") {
+        continue;
+      }
+      for (const RawMember& inner : raw_members(member.value)) {
+        if (inner.key == shape.array) {
+          array_text = inner.value;
+        }
+      }
+    }
+    const std::vector<std::string_view> elements = raw_elements(array_text);
+    if (array_text.empty() || elements.size() != keep.size()) {
+      return std::nullopt;  // cannot happen for text read_json accepted
+    }
+    std::string kept = "[";
+    bool first = true;
+    for (std::size_t i = 0; i < elements.size(); ++i) {
+      if (keep[i]) {
+        kept += (first ? "" : ",") + std::string(elements[i]);
+        first = false;
+      } else {
+        ++hidden_;
+      }
+    }
+    kept += "]";
+    const std::size_t at = static_cast<std::size_t>(array_text.data() - text.data());
+    std::string out(text.substr(0, at));
+    out += kept;
+    out += text.substr(at + array_text.size());
+    return out;
+  }
+  return std::nullopt;
+}
+
+Expected<std::string, std::string> ResponseFilter::finish_json(std::string_view body) {
+  const JsonLimits& limits = stage_->setting().limits.response;
+  auto value = read_server_message(body, limits);
+  if (!value) {
+    return Unexpected{"the MCP server's answer cannot be read: " + value.error().sentence};
+  }
+  // The server's messages, each as its own (possibly filtered) text.
+  struct Answer {
+    std::string text;
+    json::value id;
+    bool has_id = false;
+    bool used = false;
+  };
+  std::vector<Answer> answers;
+  const auto add = [&](std::string_view text, const json::value& message) {
+    Answer answer;
+    answer.text = std::string(text);
+    if (auto changed = filtered(text, message)) {
+      answer.text = std::move(*changed);
+    }
+    if (message.is_object()) {
+      if (const json::value* id = message.get_object().if_contains("id")) {
+        answer.has_id = true;
+        answer.id = *id;
+      }
+    }
+    answers.push_back(std::move(answer));
+  };
+  if (value->is_array()) {
+    const std::vector<std::string_view> raws = raw_elements(body);
+    for (std::size_t i = 0; i < raws.size() && i < value->get_array().size(); ++i) {
+      add(raws[i], value->get_array()[i]);
+    }
+  } else {
+    add(trim_json(body), *value);
+  }
+  if (!plan_.has_gate_answers()) {
+    if (answers.size() == 1 && !value->is_array()) {
+      return std::move(answers.front().text);
+    }
+  }
+  // In the order of the requests: the gate's answer or the server's; then whatever else the
+  // server sent (an error without an id, say).
+  std::vector<std::string> merged;
+  for (const ResponsePlan::Slot& slot : plan_.slots) {
+    if (slot.gate_answer) {
+      merged.push_back(*slot.gate_answer);
+      continue;
+    }
+    for (Answer& answer : answers) {
+      if (!answer.used && answer.has_id && same_id(answer.id, slot.id)) {
+        answer.used = true;
+        merged.push_back(std::move(answer.text));
+        break;
+      }
+    }
+  }
+  for (Answer& answer : answers) {
+    if (!answer.used && !answer.text.empty()) {
+      merged.push_back(std::move(answer.text));
+    }
+  }
+  const bool as_array = plan_.batch || value->is_array() || merged.size() != 1;
+  return render(merged, as_array, Transport::json).body;
+}
+
+std::string ResponseFilter::gate_events() const {
+  std::string out;
+  for (const ResponsePlan::Slot& slot : plan_.slots) {
+    if (slot.gate_answer) {
+      out += sse_event("message", {}, *slot.gate_answer);
+    }
+  }
+  return out;
+}
+
+Expected<std::string, std::string> ResponseFilter::feed_sse(std::string_view bytes) {
+  out_.clear();
+  if (!prologue_sent_) {
+    prologue_sent_ = true;
+    out_ = gate_events();
+  }
+  sse::SseParser::Handlers handlers;
+  handlers.on_event = [this](sse::SseEvent&& event) {
+    if (!error_.empty()) {
+      return;
+    }
+    // Every event's data is read, whatever its type: a client that takes any event for a
+    // message must not get an unfiltered list either. A priming event has no data.
+    if (event.data.empty()) {
+      out_ += sse_event(event.type, event.id, event.data);
+      return;
+    }
+    auto value = read_server_message(event.data, stage_->setting().limits.response);
+    if (!value) {
+      error_ = "an event of the MCP server's stream cannot be read: " + value.error().sentence;
+      return;
+    }
+    auto changed = filtered(event.data, *value);
+    out_ += sse_event(event.type, event.id, changed ? *changed : event.data);
+  };
+  handlers.on_comment = [this] { out_ += ":\n\n"; };
+  handlers.on_retry = [this](std::size_t ms) { out_ += "retry: " + std::to_string(ms) + "\n\n"; };
+  handlers.on_id_only = [this](std::string&& id) { out_ += "id: " + id + "\n\n"; };
+  if (!parser_.feed(bytes, handlers)) {
+    return Unexpected{"the MCP server's event stream cannot be read: " + parser_.error()};
+  }
+  if (!error_.empty()) {
+    return Unexpected{error_};
+  }
+  return std::move(out_);
+}
+
+std::string ResponseFilter::end_sse() {
+  if (prologue_sent_) {
+    return {};
+  }
+  prologue_sent_ = true;
+  return gate_events();
+}
+
+}  // namespace sandgate::mcp
