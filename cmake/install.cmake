@@ -117,4 +117,6 @@ set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "prometheus")
+# `sandgate run`'s capture on Linux hands its rules to the nft command.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "nftables")
 include(CPack)

@@ -22,7 +22,7 @@ build_packages=(
   ccache                # compiler cache: rebuilds across build trees (release, sanitizers)
   lld                   # LLVM's linker: links the test programs three times faster than GNU ld
   libseccomp-dev        # seccomp: the system-call allow-list of every process inside `run`
-  libnftables-dev       # `run`'s capture: the nftables rules that redirect the command's connections
+  nftables              # `run`'s capture: the nft command applies the rules that redirect the command's connections
   libncurses-dev        # `sandgate watch`: the terminal view (linked into the sandgate binary only)
   libnghttp2-dev        # HTTP/2 on inspected connections, towards clients and origins
   pandoc                # the manual pages: man/*.md (Markdown, as docs/) into sandgate(1), sandgate.toml(5), ... (the man_pages target)

@@ -4,14 +4,17 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <nftables/libnftables.h>
 #include <poll.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -197,19 +200,110 @@ bool has_ipv6() {
   return ::bind(probe.fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
 }
 
-Expected<bool, std::string> apply_ruleset(const std::string& text) {
-  std::unique_ptr<nft_ctx, void (*)(nft_ctx*)> context(nft_ctx_new(NFT_CTX_DEFAULT), nft_ctx_free);
-  if (!context) {
-    return Unexpected{std::string("libnftables: cannot create a context")};
+// Where Debian (and most distributions) install nft, the nftables command. It runs as a program
+// of its own rather than through libnftables: that library is GPL-2.0-only, which cannot be
+// linked into one program with OpenSSL 3 (Apache-2.0); a separate program can be run by any.
+constexpr const char* kNftPaths[] = {"/usr/sbin/nft", "/sbin/nft", "/usr/bin/nft"};
+
+const char* nft_path() {
+  for (const char* path : kNftPaths) {
+    if (::access(path, X_OK) == 0) {
+      return path;
+    }
   }
-  nft_ctx_buffer_output(context.get());
-  nft_ctx_buffer_error(context.get());
-  if (nft_run_cmd_from_buffer(context.get(), text.c_str()) != 0) {
+  return nullptr;
+}
+
+// In the child, before exec: CAP_NET_ADMIN (which this process holds in the run's network
+// namespace, as the owner of its user namespace) stays effective across exec, which otherwise
+// clears the capabilities of a user that is not root.
+void keep_net_admin_across_exec() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (::syscall(SYS_capget, &header, data) != 0) {
+    return;
+  }
+  data[0].inheritable |= 1U << CAP_NET_ADMIN;
+  if (::syscall(SYS_capset, &header, data) == 0) {
+    ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_NET_ADMIN, 0, 0);
+  }
+}
+
+// Runs `nft -f -` with `text` on its input; its first line of errors when it fails.
+Expected<bool, std::string> apply_ruleset(const std::string& text) {
+  const char* nft = nft_path();
+  if (nft == nullptr) {
+    return Unexpected{std::string(
+        "the capture needs the nft command (Debian's nftables package), found in none of "
+        "/usr/sbin, /sbin, /usr/bin")};
+  }
+  int input[2];
+  int errors[2];
+  if (::pipe2(input, O_CLOEXEC) != 0) {
+    return Unexpected{errno_text("pipe")};
+  }
+  if (::pipe2(errors, O_CLOEXEC) != 0) {
+    ::close(input[0]);
+    ::close(input[1]);
+    return Unexpected{errno_text("pipe")};
+  }
+  const pid_t child = ::fork();
+  if (child < 0) {
+    for (int fd : {input[0], input[1], errors[0], errors[1]}) {
+      ::close(fd);
+    }
+    return Unexpected{errno_text("fork for nft")};
+  }
+  if (child == 0) {
+    ::dup2(input[0], STDIN_FILENO);
+    ::dup2(errors[1], STDOUT_FILENO);
+    ::dup2(errors[1], STDERR_FILENO);
+    keep_net_admin_across_exec();
+    char* const argv[] = {const_cast<char*>("nft"), const_cast<char*>("-f"), const_cast<char*>("-"),
+                          nullptr};
+    char* const envp[] = {const_cast<char*>("PATH=/usr/sbin:/usr/bin:/sbin:/bin"), nullptr};
+    ::execve(nft, argv, envp);
+    ::_exit(127);
+  }
+  ::close(input[0]);
+  ::close(errors[1]);
+  // The ruleset is a few hundred bytes: far below a pipe's buffer, so the write cannot block
+  // on a child that has not started reading.
+  std::size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = ::write(input[1], text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      break;
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  ::close(input[1]);
+  std::string error;
+  char buffer[1024];
+  for (;;) {
+    const ssize_t n = ::read(errors[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      break;
+    }
+    if (error.size() < 4096) {
+      error.append(buffer, static_cast<std::size_t>(n));
+    }
+  }
+  ::close(errors[0]);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     // The first line says what; the ones after it quote the rule and point at the spot.
-    std::string error = nft_ctx_get_error_buffer(context.get());
     error = error.substr(0, error.find('\n'));
     return Unexpected{"nftables refused the capture rules: " +
-                      (error.empty() ? std::string("no reason given") : error)};
+                      (error.empty() ? std::string("nft failed with no reason given") : error)};
   }
   return true;
 }
