@@ -18,15 +18,15 @@
 #include <vector>
 
 #include "sandbox-profile/linux/capture_network.hpp"
+#include "sandbox-profile/linux/inbound_connector.hpp"
 #include "sandbox-profile/linux/landlock.hpp"
 #include "sandbox-profile/linux/linux_namespaces.hpp"
 #include "sandbox-profile/linux/self_probe.hpp"
 #include "sandbox-profile/linux/syscall_filter.hpp"
 #include "sandbox-profile/plan/child_environment.hpp"
-#include "sandbox-profile/supervisor/fd_passing.hpp"
-#include "sandbox-profile/supervisor/port_forwarder.hpp"
-#include "sandbox-profile/supervisor/pty_relay.hpp"
-#include "sandbox-profile/supervisor/run_support.hpp"
+#include "sandbox-profile/process/fd_passing.hpp"
+#include "sandbox-profile/process/pseudo_terminal.hpp"
+#include "sandbox-profile/process/run_support.hpp"
 
 namespace sandgate::sandbox {
 namespace {
@@ -38,7 +38,7 @@ namespace {
 // taken with pidfd_getfd); `run`, owner of the user namespace, reads it all the same.
 void readable_by_supervisor() { ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0); }
 
-// Forks the connector for inbound ports (see port_forwarder.hpp) from the confined child, inside
+// Forks the connector for inbound ports (see inbound_connector.hpp) from the confined child, inside
 // its namespaces, so that it belongs to no one: a double fork leaves it to the namespace's init,
 // and it lives exactly as long as the channel to the gate. Returns the gate's end, or -1.
 int start_connector() {
@@ -223,7 +223,7 @@ Expected<int, std::string> seal_init(bool supervise_unix_sockets) {
   int tty_slave = -1;
   int tty_master = -1;
   if (tty_streams != 0) {
-    auto pair = PtyRelay::open_pair();
+    auto pair = open_pseudo_terminal();
     if (!pair) {
       send_message(channel, "error the command's terminal: " + pair.error());
       ::_exit(kRunFailed);

@@ -17,7 +17,7 @@
 #include "sandbox-profile/plan/home_caches.hpp"
 #include "sandbox-profile/plan/protected_paths.hpp"
 #include "sandbox-profile/plan/unix_sockets.hpp"
-#include "sandbox-profile/supervisor/run_support.hpp"
+#include "sandbox-profile/process/run_support.hpp"
 
 namespace sandgate::sandbox {
 namespace {

@@ -25,7 +25,7 @@
 #include "rules/ip_address.hpp"
 
 #ifdef __linux__
-#include "sandbox-profile/linux/original_destination.hpp"
+#include "sandbox-profile/process/capture_sockets.hpp"
 #endif
 
 namespace sandgate::session {

@@ -6,7 +6,7 @@
 // the same channel (and tests/e2e/run_test.cpp runs the real one).
 #include "sandbox-profile/supervisor/port_forwarder.hpp"
 
-#include "sandbox-profile/supervisor/fd_passing.hpp"
+#include "sandbox-profile/process/fd_passing.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

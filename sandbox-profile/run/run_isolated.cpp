@@ -3,7 +3,7 @@
 // The order matters: everything that may fail is checked before CMD starts; clone() happens
 // before the gate's threads start; the signals that are forwarded, and SIGCHLD, are blocked
 // before it so that none is lost, and are taken synchronously with sigwaitinfo() in this thread.
-#include "sandbox-profile/linux/run_isolated.hpp"
+#include "sandbox-profile/run/run_isolated.hpp"
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -22,10 +22,10 @@
 #include "sandbox-profile/linux/store_reads.hpp"
 #include "sandbox-profile/linux/store_watch.hpp"
 #include "sandbox-profile/linux/unix_connect_guard.hpp"
-#include "sandbox-profile/supervisor/fd_passing.hpp"
+#include "sandbox-profile/process/fd_passing.hpp"
+#include "sandbox-profile/process/run_support.hpp"
 #include "sandbox-profile/supervisor/port_forwarder.hpp"
 #include "sandbox-profile/supervisor/pty_relay.hpp"
-#include "sandbox-profile/supervisor/run_support.hpp"
 
 namespace sandgate::sandbox {
 namespace {

@@ -5,7 +5,7 @@
 // before the gate's threads start; the signals that are forwarded, and SIGCHLD, are blocked
 // before fork() so that none is lost, and are taken synchronously with sigwait() in the main
 // thread.
-#include "sandbox-profile/supervisor/run_confined.hpp"
+#include "sandbox-profile/run/run_confined.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -17,14 +17,16 @@
 #include <memory>
 
 #include "sandbox-profile/macos/profile.hpp"
+#include "sandbox-profile/macos/profile_options.hpp"
 #include "sandbox-profile/plan/child_environment.hpp"
-#include "sandbox-profile/plan/sandbox_flags.hpp"
-#include "sandbox-profile/supervisor/fd_passing.hpp"
+#include "sandbox-profile/plan/resolved_path.hpp"
+#include "sandbox-profile/process/fd_passing.hpp"
+#include "sandbox-profile/process/run_support.hpp"
+#include "sandbox-profile/run/start_checks.hpp"
 #include "sandbox-profile/supervisor/pty_relay.hpp"
-#include "sandbox-profile/supervisor/run_support.hpp"
 
 #ifdef __linux__
-#include "sandbox-profile/linux/run_isolated.hpp"
+#include "sandbox-profile/run/run_isolated.hpp"
 #endif
 
 namespace sandgate::sandbox {
