@@ -128,6 +128,18 @@ sigset_t block_signals(SignalState& previous) {
   return set;
 }
 
+RunSignals take_run_signals() {
+  RunSignals signals;
+  signals.forwarded = block_signals(signals.previous);
+  sigset_t winch;
+  sigemptyset(&winch);
+  sigaddset(&winch, SIGWINCH);
+  ::sigprocmask(SIG_BLOCK, &winch, nullptr);
+  signals.waited = signals.forwarded;
+  sigaddset(&signals.waited, SIGWINCH);
+  return signals;
+}
+
 // Puts the child's signal state back as the caller of `sandgate run` left it.
 // Async-signal-safe.
 void restore_signals(const SignalState& previous) {

@@ -97,6 +97,16 @@ struct SignalState {
 // for. `previous` is what to give CMD back.
 sigset_t block_signals(SignalState& previous);
 
+// The signals `run` takes while CMD runs: block_signals()'s, and SIGWINCH, blocked too, for the
+// relayed terminal's window size.
+struct RunSignals {
+  SignalState previous;  // what to give CMD back
+  sigset_t forwarded;    // block_signals()'s set: passed on to CMD (the namespace's init waits
+                         // for these; the relay gives CMD its window size itself)
+  sigset_t waited;       // `forwarded` and SIGWINCH: what `run` waits for
+};
+RunSignals take_run_signals();
+
 // Puts the child's signal state back as the caller of `sandgate run` left it.
 // Async-signal-safe.
 void restore_signals(const SignalState& previous);

@@ -1,315 +1,116 @@
 // `sandgate run` on Linux, the parent's side. See run_isolated.hpp.
 //
+// One way through: plan (what the confinement allows, decided before anything starts), apply
+// (the namespace's init confines itself and hands over what the gate and the supervision need:
+// linux/confined_child.hpp), supervise (the gate serves, the ports are forwarded, the self-probe
+// passes, CMD runs with its terminal relayed), audit (what CMD left in the git folders and what
+// it attempted on the hidden stores); each step takes only what the one before handed it.
+//
 // The order matters: everything that may fail is checked before CMD starts; clone() happens
 // before the gate's threads start; the signals that are forwarded, and SIGCHLD, are blocked
-// before it so that none is lost, and are taken synchronously with sigwaitinfo() in this thread.
+// before it so that none is lost, and are taken synchronously in this thread.
 #include "sandbox-profile/run/run_isolated.hpp"
 
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <memory>
+#include <optional>
 
 #include "sandbox-profile/audit/git_quarantine.hpp"
-#include "sandbox-profile/linux/confined_init.hpp"
+#include "sandbox-profile/linux/confined_child.hpp"
 #include "sandbox-profile/linux/confinement_plan.hpp"
-#include "sandbox-profile/linux/linux_namespaces.hpp"
-#include "sandbox-profile/linux/store_reads.hpp"
 #include "sandbox-profile/linux/store_watch.hpp"
-#include "sandbox-profile/linux/unix_connect_guard.hpp"
-#include "sandbox-profile/process/fd_passing.hpp"
+#include "sandbox-profile/plan/resolved_path.hpp"
 #include "sandbox-profile/process/run_support.hpp"
+#include "sandbox-profile/run/terminal_questions.hpp"
 #include "sandbox-profile/supervisor/port_forwarder.hpp"
 #include "sandbox-profile/supervisor/pty_relay.hpp"
 
 namespace sandgate::sandbox {
 namespace {
 
-// Waits for the namespace's init to end, passing on every signal `run` receives (init and CMD
-// are in sessions of their own: nothing the terminal sends reaches them directly) and the
-// window size of the user's terminal.
-int supervise_confined(pid_t child, const sigset_t& set, PtyRelay* pty) {
-  for (;;) {
-    siginfo_t info{};
-    const int number = ::sigwaitinfo(&set, &info);
-    if (number < 0) {
-      continue;  // EINTR
-    }
-    if (number == SIGWINCH) {
-      if (pty != nullptr) {
-        pty->resize();
-      }
-      continue;
-    }
-    if (number == SIGCHLD) {
-      int status = 0;
-      if (::waitpid(child, &status, WNOHANG) == child) {
-        return exit_status(status);
-      }
-      continue;
-    }
-    ::kill(child, number);
-  }
-}
+// The plan, and what must be ready before the confinement is made.
+struct Prepared {
+  Confinement confinement;
+  std::string helper;             // sandgate-connect, for the command's ssh
+  std::unique_ptr<PtyRelay> pty;  // the terminal's relay; null: no stream is a terminal
+};
 
-// A listening unix socket of the host's, made after the confinement is built, where the command
-// can see it (the home's cache folder, bound in; else the runtime folder or /tmp, which are
-// private inside): the self-probe must not reach it. Returns its descriptor and path, or -1.
-std::pair<int, std::string> probe_socket(const std::string& home, const std::string& runtime_dir) {
-  const std::string folder = is_folder(home + "/.cache")                      ? home + "/.cache"
-                             : !runtime_dir.empty() && is_folder(runtime_dir) ? runtime_dir
-                                                                              : "/tmp";
-  const std::string path = folder + "/sandgate-probe-" + std::to_string(::getpid()) + ".sock";
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (path.size() >= sizeof address.sun_path) {
-    return {-1, ""};
-  }
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ::unlink(path.c_str());
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::listen(fd, 1) != 0) {
-    if (fd >= 0) {
-      ::close(fd);
-    }
-    return {-1, ""};
-  }
-  ::chmod(path.c_str(), 0666);
-  return {fd, path};
-}
-
-// The capture's sockets as confined_init sends them: "capture tcp|dns-udp|dns-tcp" with a
-// descriptor each, then "capture done". At most two of each (IPv4 and IPv6).
-Expected<CaptureSockets, std::string> receive_capture(int channel) {
-  CaptureSockets sockets;
-  for (int count = 0; count <= 6; ++count) {
-    auto sent = receive_message(channel);
-    if (!sent || sent->closed) {
-      break;
-    }
-    if (sent->text == "capture done" && sent->fd < 0) {
-      if (sockets.tcp.empty() || sockets.dns_udp.empty() || sockets.dns_tcp.empty()) {
-        break;
-      }
-      return sockets;
-    }
-    std::vector<int>* list = sent->text == "capture tcp"       ? &sockets.tcp
-                             : sent->text == "capture dns-udp" ? &sockets.dns_udp
-                             : sent->text == "capture dns-tcp" ? &sockets.dns_tcp
-                                                               : nullptr;
-    if (list == nullptr || sent->fd < 0) {
-      if (sent->fd >= 0) {
-        ::close(sent->fd);
-      }
-      break;
-    }
-    list->push_back(sent->fd);
-  }
-  sockets.close_all();
-  return Unexpected{std::string("the confined process sent no capture sockets")};
-}
-
-}  // namespace
-
-int run_isolated(const RunOptions& options, GateHandle& gate) {
-  const std::string home = resolved_path(options.home);
+// Plans the confinement for `options` and the user's `home` (resolved), checks that CMD is in
+// view inside, opens the gate and prepares the terminal's relay. The error is the exit status
+// (the reason said).
+Expected<Prepared, int> prepare(const RunOptions& options, const std::string& home,
+                                GateHandle& gate) {
   auto confinement = plan_confinement(options, home);
   if (!confinement) {
     say(confinement.error());
-    return kRunFailed;
+    return Unexpected{kRunFailed};
   }
   if (const std::string hidden =
           command_out_of_view(*confinement, options.command.front(), env_or_empty("PATH"));
       !hidden.empty()) {
     say(hidden);
-    return kCommandNotFound;
+    return Unexpected{kCommandNotFound};
   }
-  const std::string helper = connect_helper();
+  Prepared prepared{std::move(*confinement), connect_helper(), nullptr};
   if (!gate.open()) {
-    return kRunFailed;
+    return Unexpected{kRunFailed};
   }
-  std::unique_ptr<PtyRelay> pty;
   if (PtyRelay::wanted()) {
-    auto prepared = PtyRelay::prepare();
-    if (!prepared) {
-      say("cannot relay the terminal: " + prepared.error());
-      return kRunFailed;
+    auto relay = PtyRelay::prepare();
+    if (!relay) {
+      say("cannot relay the terminal: " + relay.error());
+      return Unexpected{kRunFailed};
     }
-    pty = std::move(*prepared);
+    prepared.pty = std::move(*relay);
   }
-  // The `.git` entries and git folder entries before the command runs: new ones are moved aside
-  // after it.
-  const GitSnapshot git_before =
-      snapshot_git(confinement->scanned, confinement->git_dirs, confinement->git_targets);
-  for (const auto& [folder, stopped] : git_before.incomplete) {
+  return prepared;
+}
+
+// The `.git` entries and git folder entries before the command runs: new ones are moved aside
+// after it (audit/git_quarantine.hpp).
+GitSnapshot snapshot_before(const Confinement& confinement) {
+  GitSnapshot before =
+      snapshot_git(confinement.scanned, confinement.git_dirs, confinement.git_targets);
+  for (const auto& [folder, stopped] : before.incomplete) {
     say("warning: " + folder + " is too large to check whole (stopped at " + stopped +
         "): what the command leaves there beyond that point will not be judged after the run");
   }
+  return before;
+}
 
-  int channel[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel) != 0) {
-    say(std::string("socketpair: ") + std::strerror(errno));
-    return kRunFailed;
+// The forwarded ports: --allow-localhost-port's listeners and --allow-inbound-port's connector,
+// as the child sends them, given to `forwarder`. False: it said why.
+bool forward_ports(ConfinedChild& child, const SandboxFlags& flags, PortForwarder& forwarder) {
+  auto outbound = child.receive_outbound(flags.allow_localhost_ports);
+  if (!outbound) {
+    say(outbound.error());
+    return false;
   }
-  SignalState previous;
-  sigset_t set = block_signals(previous);
-  sigset_t winch;
-  sigemptyset(&winch);
-  sigaddset(&winch, SIGWINCH);
-  ::sigprocmask(SIG_BLOCK, &winch, nullptr);
-  const sigset_t init_set = set;  // init does not take SIGWINCH: the pty sends it to CMD
-  sigaddset(&set, SIGWINCH);
-  auto cloned = clone_confined();
-  if (!cloned) {
-    say(cloned.error());
-    return kRunFailed;
+  for (const auto& [port, listener] : *outbound) {
+    forwarder.forward_outbound(listener, port);
   }
-  const pid_t pid = *cloned;
-  if (pid == 0) {
-    ::close(channel[0]);
-    confined_init(channel[1], *confinement, options, helper, previous, init_set,
-                  pty ? pty->terminal_streams() : 0);
+  if (flags.allow_inbound_ports.empty()) {
+    return true;
   }
-  ::close(channel[1]);
-  const int to_child = channel[0];
-  // From now on a hidden credential store replaced outside ends the run (store_watch.hpp).
-  StoreWatch store_watch(confinement->hidden_stores, pid);
-  // The command's attempts on the hidden stores, counted from the child's watch (store_reads.hpp).
-  std::unique_ptr<StoreReadWatch> store_reads;
-  // Ends the child (it waits for the next message and exits when the channel closes) and
-  // reaps it.
-  const auto abandon = [&]() {
-    ::close(to_child);
-    ::waitpid(pid, nullptr, 0);
-    return kRunFailed;
-  };
+  auto connector = child.receive_connector();
+  if (!connector) {
+    say(connector.error());
+    return false;
+  }
+  for (auto forwarded : flags.allow_inbound_ports) {
+    if (auto listening = forwarder.forward_inbound(forwarded, *connector); !listening) {
+      say(listening.error());
+      return false;
+    }
+  }
+  return true;
+}
 
-  auto message = receive_message(to_child);
-  if (!message || message->closed) {
-    say("the confined process ended before it was ready");
-    return abandon();
-  }
-  if (message->text.starts_with("error ")) {
-    say(message->text.substr(6));
-    return abandon();
-  }
-  if (message->fd < 0) {
-    say("the confined process sent no listening socket");
-    return abandon();
-  }
-  const NamespaceReport report = NamespaceReport::parse(message->text);
-  const int listener_fd = message->fd;
-  // The watch over the hidden credential stores, read when the command has ended.
-  if (!report.reads.watched.empty()) {
-    auto sent = receive_message(to_child);
-    if (!sent || sent->fd < 0 || sent->text != "reads") {
-      ::close(listener_fd);
-      say("the confined process sent no watch over the credential stores");
-      return abandon();
-    }
-    store_reads = std::make_unique<StoreReadWatch>(sent->fd, report.reads.watched,
-                                                   confinement->plan.view.secret_shown);
-  }
-  // The unix-socket supervisor, before anything inside may connect (the self-probe does).
-  std::unique_ptr<UnixConnectGuard> guard;
-  if (confinement->plan.supervise_unix_sockets) {
-    auto sent = receive_message(to_child);
-    auto diag = sent ? receive_message(to_child) : sent;
-    if (!sent || sent->fd < 0 || sent->text != "guard" || !diag || diag->fd < 0 ||
-        diag->text != "diag") {
-      ::close(listener_fd);
-      say("the confined process sent no system-call listener");
-      return abandon();
-    }
-    guard = std::make_unique<UnixConnectGuard>(sent->fd, diag->fd, confinement->reachable_sockets);
-  }
-  if (pty) {
-    auto sent = receive_message(to_child);
-    if (!sent || sent->fd < 0 || sent->text != "pty") {
-      ::close(listener_fd);
-      say("the confined process sent no terminal");
-      return abandon();
-    }
-    pty->adopt(sent->fd);
-  }
-  if (options.sandbox.capture) {
-    auto capture = receive_capture(to_child);
-    if (!capture) {
-      ::close(listener_fd);
-      say(capture.error());
-      return abandon();
-    }
-    gate.serve_capture(std::move(*capture));
-  }
-  const auto port = gate.start(listener_fd);
-  if (!port) {
-    return abandon();
-  }
-  // The forwarded localhost ports, as the child sent them.
-  PortForwarder forwarder;
-  const auto give_up = [&]() {
-    forwarder.stop();
-    gate.stop();
-    return abandon();
-  };
-  for (auto forwarded : options.flags.allow_localhost_ports) {
-    auto sent = receive_message(to_child);
-    if (!sent || sent->fd < 0 || sent->text != "outbound " + std::to_string(forwarded)) {
-      say("the confined process sent no listener for --allow-localhost-port " +
-          std::to_string(forwarded));
-      return give_up();
-    }
-    forwarder.forward_outbound(sent->fd, forwarded);
-  }
-  if (!options.flags.allow_inbound_ports.empty()) {
-    auto sent = receive_message(to_child);
-    if (!sent || sent->fd < 0 || sent->text != "connector") {
-      say("the confined process sent no connector for --allow-inbound-port");
-      return give_up();
-    }
-    for (auto forwarded : options.flags.allow_inbound_ports) {
-      if (auto listening = forwarder.forward_inbound(forwarded, sent->fd); !listening) {
-        say(listening.error());
-        return give_up();
-      }
-    }
-  }
-  // The self-probe, against a host socket made now, after the confinement (as a daemon's
-  // restart would make one).
-  auto [probe_fd, probe_path] = probe_socket(home, confinement->runtime_dir);
-  const bool asked = static_cast<bool>(send_message(to_child, "probe " + probe_path));
-  auto verdict = asked ? receive_message(to_child)
-                       : Expected<Message, std::string>(Unexpected{std::string("not asked")});
-  if (probe_fd >= 0) {
-    ::close(probe_fd);
-    ::unlink(probe_path.c_str());
-  }
-  if (!verdict || verdict->closed) {
-    say("the confined process ended during the self-probe");
-    return give_up();
-  }
-  if (verdict->text != "probe-ok") {
-    const auto newline = verdict->text.find('\n');
-    std::string escapes = newline == std::string::npos ? "" : verdict->text.substr(newline + 1);
-    while (!escapes.empty() && escapes.back() == '\n') {
-      escapes.pop_back();
-    }
-    for (auto& c : escapes) {
-      c = c == '\n' ? ';' : c;
-    }
-    say("refusing to start the command: the self-probe got out of the confinement: " + escapes);
-    return give_up();
-  }
-  // The full account goes to the run's log; the terminal gets one line (and every warning)
-  // unless --verbose asks for all of it.
+// How the command is confined: in full to the run's log, and to the terminal one line (and
+// every warning) unless --verbose asks for all of it.
+void announce(const RunOptions& options, const Confinement& confinement,
+              const NamespaceReport& report, std::uint16_t port, bool pty, GateHandle& gate) {
   std::vector<std::string> details =
-      describe_protection(options.sandbox, *confinement, report, *port, pty != nullptr);
+      describe_protection(options.sandbox, confinement, report, port, pty);
   for (auto& line : describe_ports(options)) {
     details.push_back(std::move(line));
   }
@@ -317,53 +118,51 @@ int run_isolated(const RunOptions& options, GateHandle& gate) {
     gate.log_detail(line);
   }
   if (!options.verbose) {
-    say(summarize_protection(*confinement, report, *port));
+    say(summarize_protection(confinement, report, port));
   }
   for (const auto& line : details) {
     if (options.verbose || line.starts_with("warning:")) {
       say(line);
     }
   }
-  if (pty) {
+}
+
+// CMD's run: its terminal relayed, --unknown=ask's questions on the user's terminal (ended
+// before the relay: the terminal's modes are restored in the reverse order they were set), "go"
+// to the child, then waiting for it while passing signals on. CMD's exit status, or nothing
+// when the child was gone before "go".
+std::optional<int> run_command(ConfinedChild& child, PtyRelay* pty, GateHandle& gate,
+                               const sigset_t& waited) {
+  if (pty != nullptr) {
     pty->start();
   }
-  // --unknown=ask: questions go to the user's terminal (not CMD's standard input), taken over
-  // from the relay for each one. Ended before the relay: the terminal's modes are restored in
-  // the reverse order they were set.
-  std::string not_asked;
-  std::unique_ptr<TerminalAsker> asker = gate.asks() ? TerminalAsker::open(&not_asked) : nullptr;
-  if (!not_asked.empty()) {
-    say("questions are not asked on this terminal: " + not_asked +
-        ", which reaches the screen without passing the relay that holds the command's output "
-        "while a question is up (the command could draw beside a question and change what your "
-        "key answers); they go to the admin endpoint (`sandgate pending`, `sandgate decide`) "
-        "or get the ask default");
-  }
-  if (asker) {
-    asker->share_with(pty.get());
-    asker->start();
-    gate.ask_on(asker.get());
-  }
+  TerminalQuestions questions(gate, pty);
   const auto stop_asking = [&]() {
-    if (asker) {
-      gate.ask_on(nullptr);
-      asker->stop();
-    }
-    if (pty) {
+    questions.stop();
+    if (pty != nullptr) {
       pty->finish();
     }
   };
-  if (!send_message(to_child, "go")) {
+  if (!child.go()) {
     stop_asking();
-    return give_up();
+    return std::nullopt;
   }
-  ::close(to_child);
-  const int status = supervise_confined(pid, set, pty.get());
+  const int status = supervise(child.pid(), waited, [pty] {
+    if (pty != nullptr) {
+      pty->resize();
+    }
+  });
   stop_asking();
-  forwarder.stop();
-  gate.stop();
-  gate.audited(quarantine_new_git_entries(git_before, confinement->scanned, confinement->git_dirs));
-  if (store_reads) {
+  return status;
+}
+
+// After CMD: what it left in the git folders (moved aside or reported) and what it attempted on
+// the hidden stores, for the gate's summary. kRunFailed when a hidden store was replaced outside
+// during the run (the command was stopped for it); else `status`.
+int audit(int status, const GitSnapshot& git_before, const Confinement& confinement,
+          StoreReadWatch* store_reads, const StoreWatch& store_watch, GateHandle& gate) {
+  gate.audited(quarantine_new_git_entries(git_before, confinement.scanned, confinement.git_dirs));
+  if (store_reads != nullptr) {
     StoreAttempts attempts = store_reads->finish();
     gate.stores_attempted(std::move(attempts.attempts), attempts.complete);
   }
@@ -374,6 +173,71 @@ int run_isolated(const RunOptions& options, GateHandle& gate) {
     return kRunFailed;
   }
   return status;
+}
+
+}  // namespace
+
+int run_isolated(const RunOptions& options, GateHandle& gate) {
+  // Plan.
+  const std::string home = resolved_path(options.home);
+  auto prepared = prepare(options, home, gate);
+  if (!prepared) {
+    return prepared.error();
+  }
+  const Confinement& confinement = prepared->confinement;
+  PtyRelay* pty = prepared->pty.get();
+  const GitSnapshot git_before = snapshot_before(confinement);
+
+  // Apply: the namespace's init confines itself and hands over what the gate needs.
+  const RunSignals signals = take_run_signals();
+  auto child = ConfinedChild::start(confinement, options, prepared->helper, signals,
+                                    pty != nullptr ? pty->terminal_streams() : 0);
+  if (!child) {
+    say(child.error());
+    return kRunFailed;
+  }
+  // From now on a hidden credential store replaced outside ends the run (store_watch.hpp).
+  StoreWatch store_watch(confinement.hidden_stores, (*child)->pid());
+  auto handover = (*child)->receive_handover(confinement, pty != nullptr, options.sandbox.capture);
+  if (!handover) {
+    say(handover.error());
+    return (*child)->abandon();
+  }
+  if (pty != nullptr) {
+    pty->adopt(handover->pty_master);
+  }
+  if (options.sandbox.capture) {
+    gate.serve_capture(std::move(handover->capture));
+  }
+
+  // Supervise: the gate serves, the ports are forwarded, the self-probe passes, CMD runs.
+  const auto port = gate.start(handover->listener);
+  if (!port) {
+    return (*child)->abandon();
+  }
+  PortForwarder forwarder;
+  const auto give_up = [&]() {
+    forwarder.stop();
+    gate.stop();
+    return (*child)->abandon();
+  };
+  if (!forward_ports(**child, options.flags, forwarder)) {
+    return give_up();
+  }
+  if (auto probed = (*child)->pass_self_probe(home, confinement.runtime_dir); !probed) {
+    say(probed.error());
+    return give_up();
+  }
+  announce(options, confinement, handover->report, *port, pty != nullptr, gate);
+  const std::optional<int> status = run_command(**child, pty, gate, signals.waited);
+  if (!status) {
+    return give_up();
+  }
+  forwarder.stop();
+  gate.stop();
+
+  // Audit.
+  return audit(*status, git_before, confinement, handover->store_reads.get(), store_watch, gate);
 }
 
 }  // namespace sandgate::sandbox
