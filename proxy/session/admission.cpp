@@ -2,7 +2,6 @@
 #include "proxy/session/admission.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <vector>
 
 #include "proxy/budget/destination_budgets.hpp"
@@ -11,6 +10,7 @@
 #include "proxy/session/parent_dial.hpp"
 #include "proxy/session/upstream_dial.hpp"
 #include "proxy/settings/parent_route.hpp"
+#include "rules/ascii.hpp"
 
 namespace sandgate::session {
 namespace {
@@ -303,23 +303,15 @@ std::string_view logged_path(std::string_view origin_form) {
 
 namespace {
 
-std::string upper_case(std::string_view text) {
-  std::string upper(text);
-  for (char& c : upper) {
-    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  }
-  return upper;
-}
-
 // The methods a request may act as, as a question names them: its own method, then each other
 // one an override names, in upper case (methods match in any case), once each and in order, so
 // that one set is always spelled one way ("GET", "GET as DELETE", "POST as DELETE or PUT").
 std::string effective_methods(std::string_view method,
                               const std::vector<std::string_view>& overrides) {
   std::vector<std::string> others;
-  const std::string own = upper_case(method);
+  const std::string own = rules::ascii_upper(method);
   for (const std::string_view named : overrides) {
-    std::string other = upper_case(named);
+    std::string other = rules::ascii_upper(named);
     if (other != own && std::find(others.begin(), others.end(), other) == others.end()) {
       others.push_back(std::move(other));
     }
