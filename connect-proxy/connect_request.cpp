@@ -7,6 +7,8 @@
 #include <charconv>
 #include <cstdint>
 
+#include "rules/ascii.hpp"
+
 namespace sandgate::connect_proxy {
 namespace {
 
@@ -15,19 +17,18 @@ bool iequals(std::string_view a, std::string_view b) {
     return false;
   }
   for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
+    if (rules::ascii_lower(a[i]) != rules::ascii_lower(b[i])) {
       return false;
     }
   }
   return true;
 }
 
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) {
+// `text` without SP and HTAB at either end, and without the CR a line split at its LF keeps at
+// its end (a proxy that ends its lines in CRLF).
+std::string_view trim_ows_and_cr(std::string_view text) {
+  text = rules::trim_ows(text);
+  while (!text.empty() && (rules::is_ows(text.back()) || text.back() == '\r')) {
     text.remove_suffix(1);
   }
   return text;
@@ -164,7 +165,7 @@ Expected<ResponseHead, std::string> parse_response_head(std::string_view head) {
     return not_http();
   }
   if (status_line.size() > 13) {
-    parsed.reason = printable(trim(status_line.substr(13)), 80);
+    parsed.reason = printable(trim_ows_and_cr(status_line.substr(13)), 80);
   }
 
   // Header fields: only Proxy-Status matters here.
@@ -177,7 +178,7 @@ Expected<ResponseHead, std::string> parse_response_head(std::string_view head) {
     if (colon == std::string_view::npos) {
       continue;  // not a field; a proxy's sloppiness is no reason to hide its status
     }
-    if (iequals(trim(line.substr(0, colon)), "Proxy-Status") && parsed.details.empty()) {
+    if (iequals(trim_ows_and_cr(line.substr(0, colon)), "Proxy-Status") && parsed.details.empty()) {
       if (auto details = proxy_status_details(line.substr(colon + 1))) {
         parsed.details = printable(*details);
       }

@@ -12,30 +12,14 @@
 #include <cstring>
 #include <fstream>
 
+#include "rules/ascii.hpp"
+
 namespace sandgate::connect_proxy {
 namespace {
 
 // The URL variables, in the order they are consulted after SANDBOX_PROXY_PORT.
 constexpr std::array<std::string_view, 4> kUrlVariables = {"HTTPS_PROXY", "https_proxy",
                                                            "ALL_PROXY", "all_proxy"};
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
 
 // A decimal port 1..65535, digits only.
 std::optional<std::uint16_t> parse_port(std::string_view text) {
@@ -142,14 +126,14 @@ Expected<ProxyLocation, std::string> parse_proxy_address(std::string_view text,
     return Unexpected(quote_setting(source, original) +
                       " is not a usable proxy address: " + std::string(why));
   };
-  text = trim(text);
+  text = rules::trim_ascii_space(text);
   if (text.empty()) {
     return fail("it is empty");
   }
 
   // The scheme: only plain HTTP proxies speak CONNECT the way this helper does.
   if (auto colon_slashes = text.find("://"); colon_slashes != std::string_view::npos) {
-    const std::string scheme = lower(text.substr(0, colon_slashes));
+    const std::string scheme = rules::ascii_lower(text.substr(0, colon_slashes));
     if (scheme == "https") {
       return fail("https:// (TLS to the proxy) is not supported; use http://HOST:PORT");
     }
@@ -232,7 +216,7 @@ Expected<ProxyLocation, std::string> find_proxy(const std::optional<std::string>
   }
   auto present = [&](std::string_view name) -> std::optional<std::string> {
     auto value = env(name);
-    if (!value || trim(*value).empty()) {
+    if (!value || rules::trim_ascii_space(*value).empty()) {
       return std::nullopt;
     }
     return value;
@@ -240,7 +224,7 @@ Expected<ProxyLocation, std::string> find_proxy(const std::optional<std::string>
 
   // goose's variable: a bare port on the loopback address.
   if (auto port_text = present("SANDBOX_PROXY_PORT")) {
-    const auto port = parse_port(trim(*port_text));
+    const auto port = parse_port(rules::trim_ascii_space(*port_text));
     if (!port) {
       return Unexpected(quote_setting("SANDBOX_PROXY_PORT", *port_text) +
                         " is not a port number from 1 to 65535");

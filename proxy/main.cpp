@@ -27,8 +27,8 @@
 #include "proxy/settings/load.hpp"
 #include "proxy/settings/settings.hpp"
 #include "sandbox-profile/macos/profile_command.hpp"
-#include "sandbox-profile/supervisor/run_confined.hpp"
-#include "sandbox-profile/supervisor/run_support.hpp"
+#include "sandbox-profile/process/run_support.hpp"
+#include "sandbox-profile/run/run_confined.hpp"
 
 namespace {
 

@@ -16,6 +16,8 @@
 #include <memory>
 #include <optional>
 
+#include "rules/ascii.hpp"
+
 namespace sandgate::rules {
 namespace {
 
@@ -34,10 +36,8 @@ struct IdnFree {
 };
 using IdnString = std::unique_ptr<char, IdnFree>;
 
-char to_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
 bool starts_with_ace_prefix(std::string_view label) {
-  return label.size() >= 4 && to_lower(label[0]) == 'x' && to_lower(label[1]) == 'n' &&
+  return label.size() >= 4 && ascii_lower(label[0]) == 'x' && ascii_lower(label[1]) == 'n' &&
          label[2] == '-' && label[3] == '-';
 }
 
@@ -186,7 +186,7 @@ Expected<Host, HostError> parse_ascii_name(std::string_view text) {
   }
   std::string normal(name);
   for (char& c : normal) {
-    c = to_lower(c);
+    c = ascii_lower(c);
   }
   if (has_a_label) {
     std::string_view rest = normal;

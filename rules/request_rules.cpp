@@ -7,6 +7,7 @@
 // make a match slow.
 #include "rules/request_rules.hpp"
 
+#include "rules/ascii.hpp"
 #include "rules/percent_escape.hpp"
 
 #include <re2/re2.h>
@@ -23,15 +24,6 @@ namespace sandgate::rules {
 namespace {
 
 constexpr std::string_view kSpaces = " \t";
-
-std::string_view trim(std::string_view text) {
-  const std::size_t first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) {
-    return {};
-  }
-  const std::size_t last = text.find_last_not_of(" \t\r\n");
-  return text.substr(first, last - first + 1);
-}
 
 // The fields of an entry, split on spaces and tabs.
 std::vector<std::string_view> split_fields(std::string_view text) {
@@ -130,8 +122,7 @@ std::optional<std::string> path_pattern_problem(std::string_view pattern) {
 // rule's method matches the request's in any case, so `delete` cannot pass a `deny DELETE`.
 bool same_method(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::toupper(static_cast<unsigned char>(x)) ==
-                  std::toupper(static_cast<unsigned char>(y));
+           return ascii_upper(x) == ascii_upper(y);
          });
 }
 
@@ -250,9 +241,7 @@ std::vector<std::string> query_method_overrides(std::string_view query) {
     // space) into '_', and case is ignored here to be safe.
     std::string name = percent_decoded(pair.substr(0, eq));
     for (char& c : name) {
-      c = c == ' ' || c == '.' || c == '[' || c == '+'
-              ? '_'
-              : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      c = c == ' ' || c == '.' || c == '[' || c == '+' ? '_' : ascii_lower(c);
     }
     if (name == "_method") {
       methods.push_back(percent_decoded(pair.substr(eq + 1)));
@@ -540,8 +529,8 @@ RequestRules RequestRules::parse(std::string_view text, std::string_view source,
         }
       }
       if (problem) {
-        issues.push_back(LoadIssue{std::string(source), line_number, std::string(trim(line)),
-                                   std::move(*problem)});
+        issues.push_back(LoadIssue{std::string(source), line_number,
+                                   std::string(trim_ascii_space(line)), std::move(*problem)});
       } else {
         compiled.rule.source = std::string(source);
         compiled.rule.line = line_number;
@@ -570,7 +559,7 @@ RequestRules RequestRules::parse(std::string_view text, std::string_view source,
 
   DomainSet::Builder inspected;
   for (const std::string& pattern : inspect) {
-    const std::string_view entry = trim(pattern);
+    const std::string_view entry = trim_ascii_space(pattern);
     if (entry.empty()) {
       continue;
     }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "rules/ascii.hpp"
 #include "rules/ip_address.hpp"
 
 namespace sandgate::rules {
@@ -13,20 +14,6 @@ constexpr std::string_view kNeedsDomain = "'*.' needs a domain after it";
 constexpr std::string_view kBadStar = "'*' is only allowed as a whole leading label";
 constexpr std::string_view kWildcardIp = "wildcard not allowed on an IP address";
 constexpr std::string_view kNeedsPattern = "'re:' needs a pattern after it";
-
-constexpr bool is_ascii_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_ascii_space(s.front())) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && is_ascii_space(s.back())) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
 
 std::optional<std::string> fail(std::string message) { return message; }
 
@@ -186,14 +173,16 @@ std::optional<std::string> parse_name(std::string_view text, RuleEntry& entry,
 
 }  // namespace
 
-std::string_view entry_text(std::string_view line) { return trim(line.substr(0, line.find('#'))); }
+std::string_view entry_text(std::string_view line) {
+  return trim_ascii_space(line.substr(0, line.find('#')));
+}
 
 std::string agent_message(std::string_view line) {
   const std::size_t hash = line.find('#');
   if (hash == std::string_view::npos || hash + 1 >= line.size() || line[hash + 1] != '!') {
     return {};
   }
-  const std::string_view raw = trim(line.substr(hash + 2));
+  const std::string_view raw = trim_ascii_space(line.substr(hash + 2));
   std::string message;
   message.reserve(std::min(raw.size(), kMaxAgentMessage));
   for (const char ch : raw.substr(0, kMaxAgentMessage)) {

@@ -4,6 +4,8 @@
 #include <boost/asio/post.hpp>
 #include <cctype>
 
+#include "rules/ascii.hpp"
+
 namespace sandgate::ask {
 namespace {
 
@@ -53,10 +55,7 @@ std::string asked_about(std::string_view host, std::uint16_t port, std::string_v
 std::string_view to_string(Answer answer) { return kAnswerNames[static_cast<std::size_t>(answer)]; }
 
 std::optional<Answer> parse_answer(std::string_view text) {
-  std::string lower;
-  for (char c : text) {
-    lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
+  const std::string lower = rules::ascii_lower(text);
   for (std::size_t i = 0; i < kAnswerCount; ++i) {
     const std::string_view name = kAnswerNames[i];
     // The full word, or its first letter (the terminal's [o]nce / [s]ession / ...).

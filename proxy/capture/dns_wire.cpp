@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "rules/ascii.hpp"
+
 namespace sandgate::capture {
 namespace {
 
@@ -65,7 +67,7 @@ std::optional<std::size_t> read_name(std::span<const std::uint8_t> m, std::size_
         problem = "a name byte that is not a letter, digit, '-' or '_'";
         return std::nullopt;
       }
-      name += static_cast<char>(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
+      name += rules::ascii_lower(static_cast<char>(c));
     }
     if (name.size() > kMaxName) {
       problem = "a name over 253 characters";

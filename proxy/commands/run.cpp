@@ -240,7 +240,7 @@ class RunGate final : public sandbox::GateHandle {
       return {};
     }
     return render_budget_summary(gate_->log().traffic().counts(),
-                                 gate_->server().current_policy()->budgets(), gate_->budgets());
+                                 gate_->current_policy()->budgets(), gate_->budgets());
   }
 
  private:

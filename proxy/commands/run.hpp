@@ -1,12 +1,12 @@
 // `sandgate run [SETTINGS] [FLAGS] -- CMD [ARGS...]`: starts a Gate in-process on a free port and
 // runs CMD confined so that the gate is its only way out
-// (sandbox-profile/supervisor/run_confined.hpp says how); when CMD exits, drains the gate and exits
+// (sandbox-profile/run/run_confined.hpp says how); when CMD exits, drains the gate and exits
 // with CMD's status.
 #pragma once
 
 #include "proxy/settings/load.hpp"
 #include "proxy/settings/settings.hpp"
-#include "sandbox-profile/supervisor/run_confined.hpp"
+#include "sandbox-profile/run/run_confined.hpp"
 
 namespace sandgate::commands {
 

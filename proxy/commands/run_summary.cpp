@@ -7,7 +7,7 @@
 
 #include "config/embedded_defaults.hpp"
 #include "rules/reason.hpp"
-#include "sandbox-profile/supervisor/run_support.hpp"
+#include "sandbox-profile/process/run_support.hpp"
 
 namespace sandgate::commands {
 namespace {

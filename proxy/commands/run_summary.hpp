@@ -12,7 +12,8 @@
 #include "proxy/log/denial_tally.hpp"
 #include "proxy/log/traffic_tally.hpp"
 #include "proxy/settings/settings.hpp"
-#include "sandbox-profile/supervisor/run_options.hpp"
+#include "sandbox-profile/audit/git_audit.hpp"
+#include "sandbox-profile/plan/credential_stores.hpp"
 
 namespace sandgate::commands {
 

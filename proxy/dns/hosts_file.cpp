@@ -11,6 +11,8 @@
 #include <memory>
 #include <mutex>
 
+#include "rules/ascii.hpp"
+
 namespace sandgate::dns {
 namespace {
 
@@ -20,11 +22,10 @@ namespace asio = boost::asio;
 // runaway file cannot take the worker's memory.
 constexpr std::size_t max_hosts_bytes = 64u << 20;
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) {
-    return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  });
+// A name as the file and the lookups compare it: lower case, without a final dot ("Example.COM."
+// is "example.com").
+std::string comparable_name(std::string_view text) {
+  std::string out = rules::ascii_lower(text);
   if (!out.empty() && out.back() == '.') {
     out.pop_back();
   }
@@ -90,7 +91,7 @@ std::unordered_map<std::string, std::vector<asio::ip::address>> parse_hosts(std:
       continue;  // not an address line: skipped, as the C library does
     }
     for (std::string_view name = next_field(line); !name.empty(); name = next_field(line)) {
-      std::vector<asio::ip::address>& list = names[lower(name)];
+      std::vector<asio::ip::address>& list = names[comparable_name(name)];
       if (std::find(list.begin(), list.end(), address) == list.end()) {
         list.push_back(address);
       }
@@ -143,7 +144,7 @@ HostsFile::HostsFile(std::string path, std::chrono::milliseconds check_interval)
 
 std::vector<asio::ip::address> HostsFile::lookup(std::string_view name, clock::time_point now) {
   refresh(now);
-  const std::string key = lower(name);
+  const std::string key = comparable_name(name);
   if (names_) {
     if (const auto found = names_->find(key); found != names_->end()) {
       return found->second;

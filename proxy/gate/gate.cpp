@@ -394,6 +394,10 @@ void Gate::stop() {
   log_->flush();  // every line of the drained connections is out when stop() returns
 }
 
+std::shared_ptr<const rules::Policy> Gate::current_policy() const {
+  return server_->current_policy();
+}
+
 std::string Gate::render_metrics() const {
   metrics::GaugeValues gauges;
   gauges.open_connections = server_->open_connections();

@@ -147,6 +147,9 @@ class Gate {
   const secrets::MaskedSecrets& secrets() const { return *secrets_; }
   // What was spent of the egress budgets (rules/budgets.hpp). Thread-safe.
   const budget::Ledger& budgets() const { return budgets_; }
+  // The policy in force now (the last good reload's, else open()'s): its budgets are what the
+  // ledger's spending is measured against. Valid after start(); thread-safe.
+  std::shared_ptr<const rules::Policy> current_policy() const;
 
   // Capture (`sandgate run` on Linux): the capture listeners and DNS sockets are served too.
   // After start(), before the workers run (start_thread()/serve()); see Server::adopt_capture.

@@ -22,6 +22,7 @@
 
 #include "proxy/launchdarkly/flag_payload.hpp"
 #include "proxy/launchdarkly/retry_policy.hpp"
+#include "rules/ascii.hpp"
 
 #ifndef SANDGATE_VERSION_STRING
 #define SANDGATE_VERSION_STRING "dev"
@@ -45,13 +46,10 @@ std::string seconds_text(std::chrono::milliseconds ms) {
 std::string media_type(std::string_view content_type) {
   auto end = content_type.find(';');
   std::string_view type = content_type.substr(0, end);
-  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) {
+  while (!type.empty() && rules::is_ows(type.back())) {
     type.remove_suffix(1);
   }
-  std::string out(type);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
+  return rules::ascii_lower(type);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "rules/ascii.hpp"
 #include "rules/base64.hpp"
 #include "rules/http_lines.hpp"
 #include "rules/ip_address.hpp"
@@ -16,12 +17,6 @@ using sandgate::Unexpected;
 bool is_control(char c) {
   const auto u = static_cast<unsigned char>(c);
   return u < 0x20 || u == 0x7f;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
 }
 
 std::optional<std::uint16_t> parse_port(std::string_view text) {
@@ -119,9 +114,7 @@ Expected<ParentAddress, std::string> parse_parent_url(std::string_view text) {
     return Unexpected<std::string>{"'" + std::string(text) +
                                    "' is not a URL; write http://HOST:PORT"};
   }
-  std::string scheme(text.substr(0, scheme_end));
-  std::transform(scheme.begin(), scheme.end(), scheme.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string scheme = rules::ascii_lower(text.substr(0, scheme_end));
   if (scheme == "https") {
     return Unexpected<std::string>{std::string(
         "an https:// parent proxy (TLS to the proxy itself) is not supported; use its "
@@ -182,7 +175,7 @@ Expected<ExcludeList, std::string> ExcludeList::parse(std::string_view text) {
   std::size_t start = 0;
   while (start <= text.size()) {
     const auto comma = text.find(',', start);
-    const auto raw = trim(text.substr(
+    const auto raw = rules::trim_ows(text.substr(
         start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
     start = comma == std::string_view::npos ? text.size() + 1 : comma + 1;
     if (raw.empty()) {

@@ -7,6 +7,7 @@
 #include <boost/beast/http/field.hpp>
 
 #include <ctime>
+#include "rules/ascii.hpp"
 #include "rules/base64.hpp"
 #include "rules/percent_escape.hpp"
 
@@ -14,13 +15,6 @@ namespace sandgate::secrets {
 namespace {
 
 namespace http = boost::beast::http;
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 // "Basic <base64>": its credentials decoded, or nothing.
 std::optional<std::string> basic_credentials(std::string_view value) {
@@ -118,7 +112,7 @@ bool carries_credentials(std::string_view field_name) {
       "x-honeycomb-team",
       "x-algolia-api-key",
   };
-  const std::string name = lower(field_name);
+  const std::string name = rules::ascii_lower(field_name);
   return std::find(kCredentialFields.begin(), kCredentialFields.end(), name) !=
          kCredentialFields.end();
 }
@@ -278,7 +272,8 @@ std::optional<std::string> unsignable(const SignedRequest& signed_request,
   const std::string_view target = signed_request.as_sent.target;
   const std::size_t question = target.find('?');
   if (question != std::string_view::npos) {
-    const std::string query = lower(rules::percent_decoded(target.substr(question + 1)));
+    const std::string query =
+        rules::ascii_lower(rules::percent_decoded(target.substr(question + 1)));
     for (const char* presign : {"x-amz-algorithm", "x-amz-credential", "x-amz-date",
                                 "x-amz-expires", "x-amz-signedheaders", "x-amz-signature"}) {
       for (std::size_t at = query.find(presign); at != std::string::npos;

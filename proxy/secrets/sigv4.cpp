@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 
+#include "rules/ascii.hpp"
 #include "rules/percent_escape.hpp"
 
 namespace sandgate::secrets {
@@ -33,26 +34,6 @@ std::string hmac(std::string_view key, std::string_view data) {
   HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
        reinterpret_cast<const unsigned char*>(data.data()), data.size(), out.data(), &size);
   return std::string(reinterpret_cast<const char*>(out.data()), size);
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') {
-      c = static_cast<char>(c - 'A' + 'a');
-    }
-  }
-  return out;
 }
 
 bool unreserved(char c) {
@@ -139,7 +120,7 @@ std::string canonical_query(std::string_view query, QueryForm form) {
 std::string collapse_spaces(std::string_view value) {
   std::string out;
   bool space = false;
-  for (const char c : trim(value)) {
+  for (const char c : rules::trim_ows(value)) {
     if (c == ' ' || c == '\t') {
       space = true;
       continue;
@@ -162,7 +143,7 @@ std::string sha256_hex(std::string_view bytes) {
 }
 
 std::optional<SigV4Authorization> parse_sigv4_authorization(std::string_view value) {
-  value = trim(value);
+  value = rules::trim_ows(value);
   if (!value.starts_with(kScheme) || value.size() == kScheme.size() ||
       (value[kScheme.size()] != ' ' && value[kScheme.size()] != '\t')) {
     return std::nullopt;
@@ -175,7 +156,7 @@ std::optional<SigV4Authorization> parse_sigv4_authorization(std::string_view val
   std::size_t start = 0;
   while (start <= value.size()) {
     const std::size_t comma = std::min(value.find(',', start), value.size());
-    const std::string_view item = trim(value.substr(start, comma - start));
+    const std::string_view item = rules::trim_ows(value.substr(start, comma - start));
     start = comma + 1;
     const std::size_t equals = item.find('=');
     if (equals == std::string_view::npos) {
@@ -211,7 +192,7 @@ std::optional<SigV4Authorization> parse_sigv4_authorization(std::string_view val
         if (name.empty()) {
           return std::nullopt;
         }
-        out.signed_headers.push_back(lower(name));
+        out.signed_headers.push_back(rules::ascii_lower(name));
         from = semicolon + 1;
       }
       headers = true;
@@ -220,7 +201,7 @@ std::optional<SigV4Authorization> parse_sigv4_authorization(std::string_view val
           !std::all_of(text.begin(), text.end(), [](char c) { return rules::hex_value(c) >= 0; })) {
         return std::nullopt;
       }
-      out.signature = lower(text);
+      out.signature = rules::ascii_lower(text);
       signature = true;
     } else {
       return std::nullopt;
@@ -258,7 +239,7 @@ std::optional<std::string> sigv4_signature(const SigV4Request& request,
     std::string value;
     bool found = false;
     for (const auto& [field, text] : request.fields) {
-      if (lower(field) == name) {
+      if (rules::ascii_lower(field) == name) {
         value += (found ? "," : "") + collapse_spaces(text);
         found = true;
       }
@@ -269,8 +250,8 @@ std::optional<std::string> sigv4_signature(const SigV4Request& request,
     headers += name + ":" + value + "\n";
   }
   for (const auto& [field, text] : request.fields) {
-    if (lower(field) == "x-amz-date") {
-      timestamp = trim(text);
+    if (rules::ascii_lower(field) == "x-amz-date") {
+      timestamp = rules::trim_ows(text);
     }
   }
   if (timestamp.size() != 16 || !timestamp.starts_with(authorization.date)) {

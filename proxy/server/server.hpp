@@ -20,7 +20,7 @@
 #include "proxy/settings/settings.hpp"
 #include "rules/expected.hpp"
 #include "rules/policy.hpp"
-#include "sandbox-profile/plan/capture_sockets.hpp"
+#include "sandbox-profile/process/capture_sockets.hpp"
 
 namespace sandgate::server {
 

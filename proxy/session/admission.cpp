@@ -2,7 +2,6 @@
 #include "proxy/session/admission.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <vector>
 
 #include "proxy/budget/destination_budgets.hpp"
@@ -11,6 +10,7 @@
 #include "proxy/session/parent_dial.hpp"
 #include "proxy/session/upstream_dial.hpp"
 #include "proxy/settings/parent_route.hpp"
+#include "rules/ascii.hpp"
 
 namespace sandgate::session {
 namespace {
@@ -134,17 +134,78 @@ asio::awaitable<void> connect_upstream(SessionContext& context, Admission& admis
   }
 }
 
-asio::awaitable<Admission> admit(SessionContext& context, std::string_view method,
-                                 const rules::Host& host, std::uint16_t port, UpstreamUse use,
-                                 boost::beast::flat_buffer& from_parent) {
-  Admission admission = co_await decide_admission(context, method, host, port);
-  if (admission.admitted()) {
-    co_await connect_upstream(context, admission, method, host, port, use, from_parent);
+bool keep_open_upstream(SessionContext& context, Admission& admission, const rules::Host& host,
+                        std::uint16_t port, const std::optional<rules::IpAddress>& dialled) {
+  if (!dialled) {
+    return true;
   }
-  co_return admission;
+  auto refused_now = refuse_resolved(context, host.name, port, {*dialled});
+  if (!refused_now) {
+    return true;
+  }
+  admission.status = Admission::Status::refused;
+  admission.refusal = {refused_now->reason, refused_now->sentence, {}, refused_now->denied_at()};
+  return false;
 }
 
 namespace {
+
+// A spent budget's refusal, saying when a person was asked for more and refused it.
+BudgetCheck budget_refusal(budget::Stop stop, AskedForMore asked) {
+  if (asked == AskedForMore::refused) {
+    stop.sentence += " More was asked for and not allowed.";
+  }
+  BudgetCheck check;
+  check.refusal =
+      Refusal(rules::Reason::budget_exhausted, std::move(stop.sentence), std::move(stop.rule));
+  return check;
+}
+
+// Asks a person for more past `stop` (ask_for_more). Nothing when more was granted; otherwise
+// the check: over (the request ended while a person was asked) or the budget's refusal.
+asio::awaitable<std::optional<BudgetCheck>> ask_past(SessionContext& context,
+                                                     std::string_view method,
+                                                     const rules::Host& host, std::uint16_t port,
+                                                     budget::Stop stop) {
+  const AskedForMore asked = co_await ask_for_more(context, method, host, port, stop);
+  if (asked == AskedForMore::granted) {
+    co_return std::nullopt;
+  }
+  if (asked == AskedForMore::over) {
+    BudgetCheck check;
+    check.over = true;
+    co_return check;
+  }
+  co_return budget_refusal(std::move(stop), asked);
+}
+
+// After the dial: every limit of the name and of the address dialled counts the connection or
+// request of `kind`. `spent_bytes`: a spent up or down limit that report-only mode let through.
+asio::awaitable<BudgetCheck> count_after_dial(SessionContext& context, std::string_view method,
+                                              rules::BudgetKind kind, const rules::Host& host,
+                                              std::uint16_t port,
+                                              budget::DestinationBudgets& budgets, bool enforce,
+                                              std::optional<budget::Stop> spent_bytes) {
+  std::optional<budget::Stop> stop = budgets.count_one(kind, enforce);
+  if (!stop) {
+    stop = std::move(spent_bytes);
+  }
+  if (!stop) {
+    co_return BudgetCheck{};
+  }
+  if (!enforce) {
+    context.keep_reported(rules::Reason::budget_exhausted, stop->rule, stop->sentence);
+    co_return BudgetCheck{};
+  }
+  if (auto settled = co_await ask_past(context, method, host, port, *stop)) {
+    co_return std::move(*settled);
+  }
+  stop = budgets.count_one(kind, true);
+  if (!stop) {
+    co_return BudgetCheck{};
+  }
+  co_return budget_refusal(std::move(*stop), AskedForMore::granted);
+}
 
 // count_against_budgets and check_budgets_before_dial in one place. Before the dial (`dialled`
 // unknown, `count` false) the limits the destination's name matches are only looked at, so
@@ -155,14 +216,13 @@ asio::awaitable<BudgetCheck> settle_budgets(SessionContext& context, std::string
                                             std::uint16_t port,
                                             std::optional<rules::IpAddress> dialled, bool count,
                                             const rules::Host* tls_name = nullptr) {
-  BudgetCheck check;
   budget::Ledger* ledger = context.worker.shared.budgets;
   if (ledger == nullptr || context.policy->budgets().empty()) {
-    co_return check;
+    co_return BudgetCheck{};
   }
   const bool enforce = !context.reports(rules::Reason::budget_exhausted);
   if (!count && !enforce) {
-    co_return check;  // report-only mode counts, and reports, after the dial
+    co_return BudgetCheck{};  // report-only mode counts, and reports, after the dial
   }
   budget::DestinationBudgets budgets(*ledger, context.policy->shared_budgets(), host, port, dialled,
                                      tls_name);
@@ -171,14 +231,6 @@ asio::awaitable<BudgetCheck> settle_budgets(SessionContext& context, std::string
     budgets.drop_limits_of(
         budget::DestinationBudgets(*ledger, context.policy->shared_budgets(), host, port, dialled));
   }
-  const auto refuse = [&check](budget::Stop stop, AskedForMore asked) {
-    if (asked == AskedForMore::refused) {
-      stop.sentence += " More was asked for and not allowed.";
-    }
-    check.refusal =
-        Refusal(rules::Reason::budget_exhausted, std::move(stop.sentence), std::move(stop.rule));
-    return check;
-  };
   // Bytes first: a destination whose upload or download budget is spent takes no new connection
   // or request (what a client sends with its request would leave before a relay counted it).
   std::optional<budget::Stop> stop = budgets.spent(rules::BudgetKind::up);
@@ -186,55 +238,21 @@ asio::awaitable<BudgetCheck> settle_budgets(SessionContext& context, std::string
     stop = budgets.spent(rules::BudgetKind::down);
   }
   if (stop && enforce) {
-    const AskedForMore asked = co_await ask_for_more(context, method, host, port, *stop);
-    if (asked == AskedForMore::over) {
-      check.over = true;
-      co_return check;
-    }
-    if (asked != AskedForMore::granted) {
-      co_return refuse(std::move(*stop), asked);
+    if (auto settled = co_await ask_past(context, method, host, port, *stop)) {
+      co_return std::move(*settled);
     }
   }
-  if (!count) {
-    // A spent count refuses now, counting nothing: the count itself waits for the address.
-    stop = budgets.spent(kind);
-    if (!stop) {
-      co_return check;
-    }
-    const AskedForMore asked = co_await ask_for_more(context, method, host, port, *stop);
-    if (asked == AskedForMore::over) {
-      check.over = true;
-      co_return check;
-    }
-    if (asked == AskedForMore::granted) {
-      co_return check;
-    }
-    co_return refuse(std::move(*stop), asked);
+  if (count) {
+    co_return co_await count_after_dial(context, method, kind, host, port, budgets, enforce,
+                                        enforce ? std::nullopt : stop);
   }
-  const std::optional<budget::Stop> spent_bytes = enforce ? std::nullopt : stop;
-  stop = budgets.count_one(kind, enforce);
-  if (!stop) {
-    stop = spent_bytes;
-  }
-  if (!stop) {
-    co_return check;
-  }
-  if (!enforce) {
-    context.keep_reported(rules::Reason::budget_exhausted, stop->rule, stop->sentence);
-    co_return check;
-  }
-  const AskedForMore asked = co_await ask_for_more(context, method, host, port, *stop);
-  if (asked == AskedForMore::over) {
-    check.over = true;
-    co_return check;
-  }
-  if (asked == AskedForMore::granted) {
-    stop = budgets.count_one(kind, true);
-    if (!stop) {
-      co_return check;
+  // A spent count refuses now, counting nothing: the count itself waits for the address.
+  if (std::optional<budget::Stop> spent = budgets.spent(kind)) {
+    if (auto settled = co_await ask_past(context, method, host, port, *spent)) {
+      co_return std::move(*settled);
     }
   }
-  co_return refuse(std::move(*stop), asked);
+  co_return BudgetCheck{};
 }
 
 }  // namespace
@@ -285,23 +303,15 @@ std::string_view logged_path(std::string_view origin_form) {
 
 namespace {
 
-std::string upper_case(std::string_view text) {
-  std::string upper(text);
-  for (char& c : upper) {
-    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  }
-  return upper;
-}
-
 // The methods a request may act as, as a question names them: its own method, then each other
 // one an override names, in upper case (methods match in any case), once each and in order, so
 // that one set is always spelled one way ("GET", "GET as DELETE", "POST as DELETE or PUT").
 std::string effective_methods(std::string_view method,
                               const std::vector<std::string_view>& overrides) {
   std::vector<std::string> others;
-  const std::string own = upper_case(method);
+  const std::string own = rules::ascii_upper(method);
   for (const std::string_view named : overrides) {
-    std::string other = upper_case(named);
+    std::string other = rules::ascii_upper(named);
     if (other != own && std::find(others.begin(), others.end(), other) == others.end()) {
       others.push_back(std::move(other));
     }
@@ -359,6 +369,62 @@ ask::RequestQuestion question_about(const rules::RequestVerdict& verdict,
 
 }  // namespace
 
+namespace {
+
+// Every method an origin may act on for `request`: its own, then the one its override header
+// names and those the query's _method parameters name (`from_query`), once each. The error: a
+// _method that is not a single method.
+Expected<std::vector<std::string_view>, std::string> methods_acted_as(
+    const RequestToJudge& request, const std::vector<std::string>& from_query) {
+  std::vector<std::string_view> methods{request.method};
+  const auto add = [&methods](std::string_view method) {
+    if (!method.empty() && std::find(methods.begin(), methods.end(), method) == methods.end()) {
+      methods.push_back(method);
+    }
+  };
+  add(request.method_override);
+  for (const std::string& method : from_query) {
+    if (!rules::is_method_token(method)) {
+      return Unexpected{std::string("a _method parameter of the request is not a single method.")};
+    }
+    add(method);
+  }
+  return methods;
+}
+
+// A method the request rules did not permit, and their verdict on it.
+struct Unsettled {
+  std::string_view method;
+  rules::RequestVerdict verdict;
+  bool denied = false;  // a line denies it (else no line allows it)
+};
+
+// Each of `methods` judged: a line that denies any one decides, before any question (a person
+// is never asked to let through what a line denies); then one that no line allows. Nothing when
+// every one is permitted; `rule` then names the line that permitted the first.
+template <class FactsFor>
+std::optional<Unsettled> unsettled_method(const rules::RequestRules& rules, const rules::Host& host,
+                                          std::uint16_t port,
+                                          const std::vector<std::string_view>& methods,
+                                          const FactsFor& facts_for, std::string& rule) {
+  std::optional<Unsettled> not_allowed;
+  for (const std::string_view method : methods) {
+    const rules::RequestVerdict verdict = rules.decide(host, port, facts_for(method));
+    if (verdict.permits()) {
+      if (rule.empty()) {
+        rule = rules::request_rule_text(verdict);
+      }
+    } else if (verdict.kind == rules::RequestVerdict::Kind::denied) {
+      return Unsettled{method, verdict, true};
+    } else if (!not_allowed) {
+      not_allowed = Unsettled{method, verdict, false};
+    }
+  }
+  return not_allowed;
+}
+
+}  // namespace
+
 RequestJudgement judge_request(SessionContext& context, const rules::Host& host, std::uint16_t port,
                                const RequestToJudge& request) {
   RequestJudgement judgement;
@@ -380,57 +446,25 @@ RequestJudgement judge_request(SessionContext& context, const rules::Host& host,
   if (!request.problem.empty()) {
     return refuse(rules::Reason::bad_request, std::string(request.problem), {}, DeniedAt::target);
   }
-  // Every method an origin may act on: the request's, and those an override names.
   const std::vector<std::string> from_query = rules::query_method_overrides(normal.value().query);
-  std::vector<std::string_view> methods{request.method};
-  const auto add = [&methods](std::string_view method) {
-    if (!method.empty() && std::find(methods.begin(), methods.end(), method) == methods.end()) {
-      methods.push_back(method);
-    }
-  };
-  add(request.method_override);
-  for (const std::string& method : from_query) {
-    if (!rules::is_method_token(method)) {
-      return refuse(rules::Reason::bad_request,
-                    "a _method parameter of the request is not a single method.", {},
-                    DeniedAt::target);
-    }
-    add(method);
+  auto methods = methods_acted_as(request, from_query);
+  if (!methods) {
+    return refuse(rules::Reason::bad_request, methods.error(), {}, DeniedAt::target);
   }
   const auto facts_for = [&](std::string_view method) {
     return rules::RequestFacts{method, normal.value().path, normal.value().query,
                                request.content_type};
   };
-  // Each of them judged: a line that denies any one decides, before any question (a person is
-  // never asked to let through what a line denies); then one that no line allows.
-  struct Unsettled {
-    std::string_view method;
-    rules::RequestVerdict verdict;
-  };
-  std::optional<Unsettled> denied;
-  std::optional<Unsettled> not_allowed;
-  for (const std::string_view method : methods) {
-    const rules::RequestVerdict verdict = rules.decide(host, port, facts_for(method));
-    if (verdict.permits()) {
-      if (judgement.rule.empty()) {
-        judgement.rule = rules::request_rule_text(verdict);
-      }
-    } else if (verdict.kind == rules::RequestVerdict::Kind::denied) {
-      denied = Unsettled{method, verdict};
-      break;
-    } else if (!not_allowed) {
-      not_allowed = Unsettled{method, verdict};
-    }
-  }
-  const std::optional<Unsettled>& decisive = denied ? denied : not_allowed;
+  const std::optional<Unsettled> decisive =
+      unsettled_method(rules, host, port, *methods, facts_for, judgement.rule);
   if (!decisive) {
     return judgement;
   }
   judgement.rule.clear();
   const rules::Reason reason =
-      denied ? rules::Reason::request_denied : rules::Reason::request_not_allowed;
-  const rules::RequestFacts facts = facts_for(decisive->method);
-  std::string sentence = rules.explain(decisive->verdict, host.display(), facts);
+      decisive->denied ? rules::Reason::request_denied : rules::Reason::request_not_allowed;
+  std::string sentence =
+      rules.explain(decisive->verdict, host.display(), facts_for(decisive->method));
   if (decisive->method != request.method) {
     sentence = "the request asks for " + std::string(decisive->method) + " through " +
                (decisive->method == request.method_override ? "a method-override header"
@@ -438,8 +472,8 @@ RequestJudgement judge_request(SessionContext& context, const rules::Host& host,
                ": " + sentence;
   }
   std::string rule = rules::request_rule_text(decisive->verdict);
-  if (!denied) {
-    judgement.question = question_about(decisive->verdict, facts_for(request.method), methods);
+  if (!decisive->denied) {
+    judgement.question = question_about(decisive->verdict, facts_for(request.method), *methods);
   }
   if (context.reports(reason)) {
     context.keep_reported(reason, std::move(rule), std::move(sentence));

@@ -102,10 +102,14 @@ boost::asio::awaitable<void> connect_upstream(SessionContext& context, Admission
                                               std::uint16_t port, UpstreamUse use,
                                               boost::beast::flat_buffer& from_parent);
 
-// The whole pipeline: decide_admission(), then connect_upstream().
-boost::asio::awaitable<Admission> admit(SessionContext& context, std::string_view method,
-                                        const rules::Host& host, std::uint16_t port,
-                                        UpstreamUse use, boost::beast::flat_buffer& from_parent);
+// Stage 4 when an upstream is already open to host:port, instead of the dial (the one way to get
+// an upstream is: keep the client connection's kept-alive one, else take an idle one from the
+// worker's pool, else dial): the address it was dialled at (`dialled`, none through a parent or
+// for an address) is held to the rules this request is decided with (a reload since it was
+// dialled, or report-only mode's would-deny). False, with `admission` refused, when an address
+// rule now refuses it.
+bool keep_open_upstream(SessionContext& context, Admission& admission, const rules::Host& host,
+                        std::uint16_t port, const std::optional<rules::IpAddress>& dialled);
 
 // Stage 5, for each HTTP request (plain, or inside an inspected connection), after the
 // destination was admitted: the request rules of context.policy (rules/request_rules.hpp) on its

@@ -7,6 +7,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cerrno>
+#include <functional>
+#include <memory>
 
 #include "proxy/ask/question_board.hpp"
 #include "proxy/session/ask_wait.hpp"
@@ -70,6 +72,96 @@ rules::Decision decision_of(const SessionContext& context, const ask::Waiter& wa
   return ask_default(context, rules::Reason::ask_unavailable);
 }
 
+// How a wait for a person's answer ended.
+enum class WaitEnd : std::uint8_t {
+  answered,     // the waiter has its result, or the gate is stopping
+  timed_out,    // nobody answered within the ask timeout
+  withdrawn,    // a reload's rules no longer leave it to a person
+  client_left,  // the client left (logged, closed)
+};
+
+// The client left while its request waited: the question is left, the client closed and the
+// decision line written.
+void record_client_left(SessionContext& context, ask::QuestionBoard& board,
+                        const std::shared_ptr<ask::Waiter>& waiter, std::string_view method,
+                        const std::string& display, std::uint16_t port) {
+  waiter->wake = nullptr;
+  board.leave(waiter, false);
+  boost::system::error_code ignored;
+  context.client.close(ignored);
+  const std::string detail = "the client left while its request waited for an answer about " +
+                             display + ":" + std::to_string(port) + ".";
+  log::Record line;  // views: `detail` must outlive the write
+  line.connection_id = context.id;
+  line.client = context.client_address;
+  line.method = method;
+  line.host = display;
+  line.port = port;
+  line.detail = detail;
+  context.record_decision(line, rules::Reason::client_closed);
+}
+
+// Waits for the answer, the ask timeout, or the client leaving (its socket readable with nothing
+// to read). A client that sends bytes early is not watched further: they belong to the request,
+// and a readable socket would wake this loop at once again. A reload wakes it
+// (WorkerContext::asking): the question stands while the new rules still leave it to a person
+// (`asked_under`; the same deadline), otherwise it is withdrawn.
+asio::awaitable<WaitEnd> wait_for_answer(SessionContext& context, ask::QuestionBoard& board,
+                                         std::shared_ptr<ask::Waiter> waiter,
+                                         std::string_view method, const std::string& display,
+                                         std::uint16_t port, const StillAsked& asked_under) {
+  if (waiter->result) {
+    co_return WaitEnd::answered;
+  }
+  asio::steady_timer wake(context.client.get_executor());
+  wake.expires_after(context.settings().ask_timeout);
+  const auto deadline = wake.expiry();
+  waiter->wake = &wake;
+  struct Listed {
+    std::vector<asio::steady_timer*>& asking;
+    asio::steady_timer* timer;
+    ~Listed() { std::erase(asking, timer); }
+  } listed{context.worker.asking, &wake};
+  context.worker.asking.push_back(&wake);
+  const rules::Policy* seen = context.worker.policy.get();
+  bool watch_client = true;
+  bool withdrawn = false;
+  for (;;) {
+    if (watch_client) {
+      auto outcome = co_await (wake.async_wait(use_tuple) ||
+                               context.client.async_wait(tcp::socket::wait_read, use_tuple));
+      if (outcome.index() == 1) {
+        if (!waiter->result && !context.stopping() && client_left(context.client)) {
+          record_client_left(context, board, waiter, method, display, port);
+          co_return WaitEnd::client_left;
+        }
+        if (!waiter->result && !context.stopping()) {
+          watch_client = false;
+          continue;
+        }
+      }
+    } else {
+      co_await wake.async_wait(use_tuple);
+    }
+    if (!waiter->result && !context.stopping() && context.worker.policy.get() != seen) {
+      seen = context.worker.policy.get();
+      if (asked_under(context.worker.policy)) {
+        wake.expires_at(deadline);
+        continue;
+      }
+      withdrawn = true;
+    }
+    break;
+  }
+  waiter->wake = nullptr;
+  if (waiter->result) {
+    co_return WaitEnd::answered;
+  }
+  const bool timed_out = !context.stopping() && !withdrawn;
+  board.leave(waiter, timed_out);
+  co_return withdrawn ? WaitEnd::withdrawn : timed_out ? WaitEnd::timed_out : WaitEnd::answered;
+}
+
 }  // namespace
 
 asio::awaitable<std::optional<rules::Decision>> ask_about(
@@ -85,7 +177,7 @@ asio::awaitable<std::optional<rules::Decision>> ask_about(
   // Whether `policy` still leaves the question to a person: a destination's while no rule
   // decides it, a request's while `still_asked` says so; a budget's while no rule denies its
   // destination (no rule grants more).
-  const auto asked_under = [&](const std::shared_ptr<const rules::Policy>& policy) {
+  const StillAsked asked_under = [&](const std::shared_ptr<const rules::Policy>& policy) {
     if (request == nullptr) {
       return policy->decide(host, port).ask;
     }
@@ -96,73 +188,11 @@ asio::awaitable<std::optional<rules::Decision>> ask_about(
     return still_asked == nullptr || (*still_asked)(policy);
   };
 
-  // 1. Wait for the answer, the ask timeout, or the client leaving (its socket readable with
-  // nothing to read). A client that sends bytes early is not watched further: they belong to
-  // the request, and a readable socket would wake this loop at once again.
-  bool timed_out = false;
-  bool withdrawn = false;
-  if (!waiter->result) {
-    asio::steady_timer wake(context.client.get_executor());
-    wake.expires_after(context.settings().ask_timeout);
-    const auto deadline = wake.expiry();
-    waiter->wake = &wake;
-    // A reload wakes it (WorkerContext::asking) to see whether the new rules decide it now.
-    struct Listed {
-      std::vector<asio::steady_timer*>& asking;
-      asio::steady_timer* timer;
-      ~Listed() { std::erase(asking, timer); }
-    } listed{context.worker.asking, &wake};
-    context.worker.asking.push_back(&wake);
-    const rules::Policy* seen = context.worker.policy.get();
-    bool watch_client = true;
-    for (;;) {
-      if (watch_client) {
-        auto outcome = co_await (wake.async_wait(use_tuple) ||
-                                 context.client.async_wait(tcp::socket::wait_read, use_tuple));
-        if (outcome.index() == 1) {
-          if (!waiter->result && !context.stopping() && client_left(context.client)) {
-            waiter->wake = nullptr;
-            board->leave(waiter, false);
-            boost::system::error_code ignored;
-            context.client.close(ignored);
-            const std::string detail =
-                "the client left while its request waited for an answer about " +
-                std::string(display) + ":" + std::to_string(port) + ".";
-            log::Record line;  // views: `detail` must outlive the write
-            line.connection_id = context.id;
-            line.client = context.client_address;
-            line.method = method;
-            line.host = display;
-            line.port = port;
-            line.detail = detail;
-            context.record_decision(line, rules::Reason::client_closed);
-            co_return std::nullopt;
-          }
-          if (!waiter->result && !context.stopping()) {
-            watch_client = false;
-            continue;
-          }
-        }
-      } else {
-        co_await wake.async_wait(use_tuple);
-      }
-      if (!waiter->result && !context.stopping() && context.worker.policy.get() != seen) {
-        // A reload: the question stands while the new rules still leave it to a person (the
-        // same deadline); otherwise it is withdrawn, and the caller decides by them.
-        seen = context.worker.policy.get();
-        if (asked_under(context.worker.policy)) {
-          wake.expires_at(deadline);
-          continue;
-        }
-        withdrawn = true;
-      }
-      break;
-    }
-    waiter->wake = nullptr;
-    if (!waiter->result) {
-      timed_out = !context.stopping() && !withdrawn;
-      board->leave(waiter, timed_out);
-    }
+  // 1. Wait for the answer, the ask timeout, or the client leaving.
+  const WaitEnd end =
+      co_await wait_for_answer(context, *board, waiter, method, display, port, asked_under);
+  if (end == WaitEnd::client_left) {
+    co_return std::nullopt;
   }
 
   // 2. What the answer (or its absence) means for this request. A budget's grant is applied by
@@ -172,12 +202,12 @@ asio::awaitable<std::optional<rules::Decision>> ask_about(
     context.record_shutting_down(method, display, port);
     co_return std::nullopt;
   }
-  if (withdrawn) {
+  if (end == WaitEnd::withdrawn) {
     rules::Decision rules_decide = denied(rules::Reason::ask_unavailable);
     rules_decide.ask = true;  // no answer: the new rules (context.worker.policy) decide
     co_return rules_decide;
   }
-  const rules::Decision decision = decision_of(context, *waiter, timed_out);
+  const rules::Decision decision = decision_of(context, *waiter, end == WaitEnd::timed_out);
   if (decision.allowed() && waiter->grant) {
     waiter->grant->apply_once();
   }

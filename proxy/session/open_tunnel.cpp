@@ -39,50 +39,27 @@ struct FirstBytes {
   std::optional<rules::Host> tls_name;  // an IP destination's SNI name, still to be decided
 };
 
-// Reads the client's first bytes (into `buffer`, which may already hold some) until they show
-// the protocol: TLS with its server name, SSH, or something else. Bounded in time, and in size by
-// the buffer's maximum: a ClientHello that does not fit is refused, never grown into.
-asio::awaitable<FirstBytes> inspect_first_bytes(SessionContext& context, const rules::Host& host,
-                                                boost::beast::flat_buffer& buffer) {
-  using Status = rules::ClientHello::Status;
+// First bytes that are neither TLS nor SSH, or that never showed which.
+FirstBytes protocol_mismatch() {
   FirstBytes mismatch;
   mismatch.decision.verdict = rules::Verdict::deny;
   mismatch.decision.reason = rules::Reason::protocol_mismatch;
+  return mismatch;
+}
 
-  asio::steady_timer timeout(context.client.get_executor());
-  timeout.expires_after(context.settings().head_timeout);
-  rules::ClientHello hello;
-  for (;;) {
-    const auto bytes = buffer.data();
-    hello = rules::read_client_hello(
-        std::string_view(static_cast<const char*>(bytes.data()), bytes.size()));
-    if (hello.status != Status::need_more) {
-      break;
-    }
-    const std::size_t room = buffer.max_size() - buffer.size();
-    if (room == 0) {
-      co_return mismatch;  // larger than any ClientHello the gate reads
-    }
-    auto space = buffer.prepare(std::min<std::size_t>(4096, room));
-    auto outcome = co_await (context.client.async_read_some(space, use_tuple) ||
-                             timeout.async_wait(use_tuple));
-    if (outcome.index() == 1) {
-      co_return mismatch;  // a client that waits for the server to speak first is not TLS
-    }
-    auto [error, n] = std::get<0>(outcome);
-    if (error) {
-      co_return mismatch;
-    }
-    buffer.commit(n);
-  }
-
+// What a complete read of the client's first bytes (`hello`) says about a tunnel to `host`: SSH
+// (the SSH rules decide), TLS with its server name held to the host asked for (an IP
+// destination's name still to be decided), or a protocol mismatch.
+FirstBytes judge_first_bytes(SessionContext& context, const rules::Host& host,
+                             const rules::ClientHello& hello) {
+  using Status = rules::ClientHello::Status;
   switch (hello.status) {
     case Status::ssh: {
       // SSH on a TLS port is still SSH: it reaches only git hosts.
       FirstBytes ssh;
       ssh.ssh = true;
       ssh.decision = context.policy->decide_ssh(host);
-      co_return ssh;
+      return ssh;
     }
     case Status::tls: {
       FirstBytes tls;
@@ -99,29 +76,67 @@ asio::awaitable<FirstBytes> inspect_first_bytes(SessionContext& context, const r
           tls.decision.verdict = rules::Verdict::deny;
           tls.decision.reason = rules::Reason::sni_missing;
         }
-        co_return tls;
+        return tls;
       }
       auto named = rules::parse_host(hello.server_name);
       if (!named) {
         tls.decision.verdict = rules::Verdict::deny;
         tls.decision.reason = rules::Reason::sni_mismatch;
-        co_return tls;
+        return tls;
       }
       if (!host.is_ip()) {
         if (named->name != host.name) {
           tls.decision.verdict = rules::Verdict::deny;
           tls.decision.reason = rules::Reason::sni_mismatch;
         }
-        co_return tls;
+        return tls;
       }
       // An IP destination with a name inside: the name must pass the admission too, as any
       // destination does (decide_name_given, after this; a reload judges it again).
       tls.tls_name = *named;
-      co_return tls;
+      return tls;
     }
     default:
-      co_return mismatch;
+      return protocol_mismatch();
   }
+}
+
+// Reads the client's first bytes (into `buffer`, which may already hold some) until they show
+// the protocol: TLS with its server name, SSH, or something else. Bounded in time, and in size by
+// the buffer's maximum: a ClientHello that does not fit is refused, never grown into.
+asio::awaitable<FirstBytes> inspect_first_bytes(SessionContext& context, const rules::Host& host,
+                                                boost::beast::flat_buffer& buffer) {
+  using Status = rules::ClientHello::Status;
+
+  asio::steady_timer timeout(context.client.get_executor());
+  timeout.expires_after(context.settings().head_timeout);
+  rules::ClientHello hello;
+  for (;;) {
+    const auto bytes = buffer.data();
+    hello = rules::read_client_hello(
+        std::string_view(static_cast<const char*>(bytes.data()), bytes.size()));
+    if (hello.status != Status::need_more) {
+      break;
+    }
+    const std::size_t room = buffer.max_size() - buffer.size();
+    if (room == 0) {
+      co_return protocol_mismatch();  // larger than any ClientHello the gate reads
+    }
+    auto space = buffer.prepare(std::min<std::size_t>(4096, room));
+    auto outcome = co_await (context.client.async_read_some(space, use_tuple) ||
+                             timeout.async_wait(use_tuple));
+    if (outcome.index() == 1) {
+      co_return protocol_mismatch();  // a client that waits for the server to speak first is not
+                                      // TLS
+    }
+    auto [error, n] = std::get<0>(outcome);
+    if (error) {
+      co_return protocol_mismatch();
+    }
+    buffer.commit(n);
+  }
+
+  co_return judge_first_bytes(context, host, hello);
 }
 
 // Feeds the client's bytes that came before the tunnel opened (in `buffer`) to `watch`, and
@@ -454,19 +469,55 @@ bool take_idle_origin(SessionContext& context, Admission& admission, const rules
   admission.parent = settings::parent_for(context.settings(), host, port);
   admission.endpoint = origin->endpoint;
   admission.dialled = origin->dialled;
-  if (origin->dialled) {
-    if (auto refused = refuse_resolved(context, host.name, port, {*origin->dialled})) {
-      boost::system::error_code ignored;
-      origin->socket.close(ignored);
-      admission.status = Admission::Status::refused;
-      admission.refusal = {refused->reason, refused->sentence, {}, refused->denied_at()};
-      return true;
-    }
+  if (!keep_open_upstream(context, admission, host, port, origin->dialled)) {
+    boost::system::error_code ignored;
+    origin->socket.close(ignored);
+    return true;
   }
   context.upstream = std::move(origin->socket);
   origin->tls->next_layer().point_at(context.upstream);
   context.secured_origin = std::move(origin);
   return true;
+}
+
+// Stages 1-4 for a tunnel, the one composition of admission for every front end that opens one:
+// the decision (decide_admission: the policy, a question, LaunchDarkly); a tunnel that must not
+// be spliced (a host with request rules, an address while they are in force) refused, before
+// anything is dialled, on a port whose tunnels are not looked into; the connection budgets looked
+// at; the upstream (an idle one the worker's pool keeps, else a dial); and the connection counted
+// once the address is known (an entry for it counts names that lead there), before the client
+// hears the tunnel is up. `from_parent` receives what a parent sent behind its reply head.
+asio::awaitable<Admission> admit_tunnel(SessionContext& context, std::string_view method,
+                                        const rules::Host& host, std::uint16_t port,
+                                        boost::beast::flat_buffer& from_parent) {
+  Admission admission = co_await decide_admission(context, method, host, port);
+  if (admission.admitted() && !is_tls_port(context, port) &&
+      !context.reports(rules::Reason::not_inspectable)) {
+    if (const SpliceBar bar = splice_bar(*context.policy, host, nullptr, port);
+        bar != SpliceBar::none) {
+      admission.status = Admission::Status::refused;
+      admission.refusal = {rules::Reason::not_inspectable,
+                           splice_bar_sentence(bar, host, nullptr, port)};
+    }
+  }
+  if (admission.admitted()) {
+    BudgetCheck spent = co_await check_budgets_before_dial(
+        context, method, rules::BudgetKind::connections, host, port);
+    spent.apply_to(admission);
+  }
+  if (admission.admitted() && !take_idle_origin(context, admission, host, port)) {
+    co_await connect_upstream(context, admission, method, host, port, UpstreamUse::tunnel,
+                              from_parent);
+  }
+  if (admission.admitted()) {
+    BudgetCheck counted = co_await count_against_budgets(
+        context, method, rules::BudgetKind::connections, host, port, admission.dialled);
+    if (!counted.apply_to(admission)) {
+      boost::system::error_code ignored;
+      context.upstream.close(ignored);  // dialled, and refused before anything was sent
+    }
+  }
+  co_return admission;
 }
 
 // A tunnel that took an idle TLS connection to its origin turned out not to be TLS (SSH on port
@@ -538,40 +589,9 @@ asio::awaitable<std::optional<ConnectionFacts>> open_tunnel(SessionContext& cont
                                                             const rules::Host& host,
                                                             std::uint16_t port,
                                                             boost::beast::flat_buffer& buffer) {
-  // 2-4. The admission pipeline: the policy, a question, LaunchDarkly, the dial.
+  // 2-4. The admission pipeline: the policy, a question, LaunchDarkly, the upstream.
   boost::beast::flat_buffer from_parent;  // the destination's first bytes, behind the parent's head
-  Admission admission = co_await decide_admission(context, front.method, host, port);
-  // A tunnel that must not be spliced (a host with request rules, an address while they are in
-  // force) on a port whose tunnels are not looked into: refused before anything is dialled, with
-  // a reason the client can read.
-  if (admission.admitted() && !is_tls_port(context, port) &&
-      !context.reports(rules::Reason::not_inspectable)) {
-    if (const SpliceBar bar = splice_bar(*context.policy, host, nullptr, port);
-        bar != SpliceBar::none) {
-      admission.status = Admission::Status::refused;
-      admission.refusal = {rules::Reason::not_inspectable,
-                           splice_bar_sentence(bar, host, nullptr, port)};
-    }
-  }
-  if (admission.admitted()) {
-    BudgetCheck spent = co_await check_budgets_before_dial(
-        context, front.method, rules::BudgetKind::connections, host, port);
-    spent.apply_to(admission);
-  }
-  if (admission.admitted() && !take_idle_origin(context, admission, host, port)) {
-    co_await connect_upstream(context, admission, front.method, host, port, UpstreamUse::tunnel,
-                              from_parent);
-  }
-  // Counted once the address is known (an entry for it counts names that lead there), before
-  // the client hears the tunnel is up.
-  if (admission.admitted()) {
-    BudgetCheck counted = co_await count_against_budgets(
-        context, front.method, rules::BudgetKind::connections, host, port, admission.dialled);
-    if (!counted.apply_to(admission)) {
-      boost::system::error_code ignored;
-      context.upstream.close(ignored);  // dialled, and refused before anything was sent
-    }
-  }
+  Admission admission = co_await admit_tunnel(context, front.method, host, port, from_parent);
   if (admission.refused()) {
     co_await refuse_tunnel(context, front, host.display(), port, admission.refusal);
     co_return std::nullopt;

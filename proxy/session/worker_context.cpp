@@ -28,7 +28,6 @@ void WorkerContext::attach(LiveConnection& connection) {
     live_->prev = &connection;
   }
   live_ = &connection;
-  ++live_count_;
 }
 
 void WorkerContext::detach(LiveConnection& connection) {
@@ -41,7 +40,6 @@ void WorkerContext::detach(LiveConnection& connection) {
     connection.next->prev = connection.prev;
   }
   connection.prev = connection.next = nullptr;
-  --live_count_;
 }
 
 void WorkerContext::close_all() {

@@ -199,14 +199,12 @@ class WorkerContext {
   // In report-only mode (this worker's settings say enforce=false) a reportable revocation
   // closes nothing: it is logged once per connection as would-deny and counted.
   std::size_t apply_policy(std::shared_ptr<const rules::Policy> next, bool revoke);
-  std::size_t live_count() const { return live_count_; }
 
  private:
   void report_would_revoke(LiveConnection& connection, const Revocation& revocation,
                            rules::Reason reason);
 
   LiveConnection* live_ = nullptr;
-  std::size_t live_count_ = 0;
 };
 
 // Keeps a denial (its line as written) for the admin endpoint's /denials.

@@ -37,7 +37,6 @@ const std::vector<SettingInfo>& all_settings() {
 
 Expected<Settings, std::string> load(const Sources& sources) {
   const std::string home = sources.home.empty() ? home_directory() : sources.home;
-  const detail::HomeScope home_scope(home);
 
   auto env = [&sources](std::string_view name) -> std::optional<std::string> {
     if (!sources.env) {
@@ -106,7 +105,7 @@ Expected<Settings, std::string> load(const Sources& sources) {
     } else {
       continue;  // the built-in default stands
     }
-    if (auto error = setting.apply(settings, value)) {
+    if (auto error = setting.apply(settings, value, home)) {
       return Unexpected{origin + ": " + *error};
     }
   }

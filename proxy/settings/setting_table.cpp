@@ -18,21 +18,19 @@
 
 #include "config/embedded_defaults.hpp"
 #include "proxy/settings/endpoint.hpp"
+#include "rules/ascii.hpp"
 #include "rules/host.hpp"
 #include "rules/rule_line.hpp"
 
 namespace sandgate::settings::detail {
 namespace {
 
-thread_local const std::string* g_home = nullptr;
-
-const std::string& home() { return *g_home; }
-
-ApplyResult set_path(std::string& target, std::string_view value) {
+// Sets `target` to the path `value`, a leading `~` expanded to `home`.
+ApplyResult set_path(std::string& target, std::string_view value, const std::string& home) {
   if (value.find('\0') != std::string_view::npos) {
     return std::string("a path cannot contain a NUL byte");
   }
-  target = expand_home(value, home());
+  target = expand_home(value, home);
   return std::nullopt;
 }
 
@@ -90,8 +88,9 @@ ApplyResult set_token(Settings& s, std::string_view value, const TokenKind& kind
 
 // Reads the token from the first line of `path`. The file must be a regular file that other
 // users can neither read nor write (as ssh requires of private keys).
-ApplyResult read_token_file(Settings& s, std::string_view value, const TokenKind& kind) {
-  if (auto error = set_path(s.*kind.file, value)) {
+ApplyResult read_token_file(Settings& s, std::string_view value, const std::string& home,
+                            const TokenKind& kind) {
+  if (auto error = set_path(s.*kind.file, value, home)) {
     return error;
   }
   if (!(s.*kind.token).empty()) {
@@ -177,7 +176,7 @@ const char* log_level_text(LogLevel level) {
 // `--allowlist FILE`, `preset:NAME`, or a comma list of both (at most one file): the presets
 // are embedded in the executable (config/presets), the file is the user's own. A later source
 // replaces an earlier one's whole value, as for every setting.
-ApplyResult set_allowlist(Settings& s, std::string_view value) {
+ApplyResult set_allowlist(Settings& s, std::string_view value, const std::string& home) {
   auto items = split_list(value);
   if (!items) {
     return items.error();
@@ -201,7 +200,7 @@ ApplyResult set_allowlist(Settings& s, std::string_view value) {
     if (!s.allowlist_path.empty()) {
       return std::string("at most one allowlist file may be given (with any number of presets)");
     }
-    if (auto error = set_path(s.allowlist_path, item)) {
+    if (auto error = set_path(s.allowlist_path, item, home)) {
       return error;
     }
   }
@@ -230,8 +229,8 @@ std::vector<Setting> make_table() {
         {},
         "blocklist file (created from the bundled template on first run at the default path)",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
-         if (auto error = set_path(s.blocklist_path, v)) {
+       [](Settings& s, std::string_view v, const std::string& home) -> ApplyResult {
+         if (auto error = set_path(s.blocklist_path, v, home)) {
            return error;
          }
          s.blocklist_is_default = false;
@@ -255,7 +254,9 @@ std::vector<Setting> make_table() {
         "sent; "
         "its hosts' TLS connections are inspected",
         false},
-       [](Settings& s, std::string_view v) { return set_path(s.request_rules_path, v); },
+       [](Settings& s, std::string_view v, const std::string& home) {
+         return set_path(s.request_rules_path, v, home);
+       },
        [](const Settings& s) { return or_text(s.request_rules_path, "(none)"); }},
       {{"budgets",
         "--budgets",
@@ -264,7 +265,9 @@ std::vector<Setting> make_table() {
         "budgets file: how many bytes may go up and down, and how many connections and requests "
         "may be made, per destination or in all, per run, minute, hour or day",
         false},
-       [](Settings& s, std::string_view v) { return set_path(s.budgets_path, v); },
+       [](Settings& s, std::string_view v, const std::string& home) {
+         return set_path(s.budgets_path, v, home);
+       },
        [](const Settings& s) { return or_text(s.budgets_path, "(none)"); }},
       {{"inspect",
         "--inspect",
@@ -273,7 +276,7 @@ std::vector<Setting> make_table() {
         "comma-separated hosts (rules-file entries) whose TLS connections are inspected: the gate "
         "terminates them with its own certificate authority to see each request",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
          auto items = split_list(v);
          if (!items) {
            return items.error();
@@ -299,12 +302,12 @@ std::vector<Setting> make_table() {
         "a well-known credential (ANTHROPIC_API_KEY, OPENAI_API_KEY, GITHUB_TOKEN, ...) may leave "
         "its hosts out (NAME, or NAME==SOURCE) for its API's",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string& home) -> ApplyResult {
          s.secrets.clear();
          std::size_t start = 0;
          while (start < v.size()) {
            const std::size_t end = std::min(v.find('\n', start), v.size());
-           const std::string_view line = trim(v.substr(start, end - start));
+           const std::string_view line = rules::trim_ascii_space(v.substr(start, end - start));
            start = end + 1;
            if (line.empty()) {
              continue;
@@ -314,7 +317,7 @@ std::vector<Setting> make_table() {
              return spec.error();
            }
            if (spec->source == secrets::SecretSource::file) {
-             spec->from = expand_home(spec->from, home());
+             spec->from = expand_home(spec->from, home);
            }
            s.secrets.push_back(std::move(*spec));
          }
@@ -335,7 +338,9 @@ std::vector<Setting> make_table() {
         "GITHUB_TOKEN, ...) as if --secret NAME named it; false passes them in the clear, each "
         "named in a warning",
         true},
-       [](Settings& s, std::string_view v) { return set_bool(s.mask_known_secrets, v); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_bool(s.mask_known_secrets, v);
+       },
        [](const Settings& s) { return bool_text(s.mask_known_secrets); }},
       {{"stable_sentinels",
         "--stable-sentinels",
@@ -345,7 +350,9 @@ std::vector<Setting> make_table() {
         "(made from a key of yours kept beside the inspection CA), for agents that remember a key "
         "by its value",
         true},
-       [](Settings& s, std::string_view v) { return set_bool(s.stable_sentinels, v); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_bool(s.stable_sentinels, v);
+       },
        [](const Settings& s) { return bool_text(s.stable_sentinels); }},
       {{"sentinels_file",
         "--sentinels-file",
@@ -354,7 +361,9 @@ std::vector<Setting> make_table() {
         "serve: write each secret's sentinel here (NAME=SENTINEL lines, mode 0600) for the "
         "launcher that starts the sandboxed command",
         false},
-       [](Settings& s, std::string_view v) { return set_path(s.sentinels_file, v); },
+       [](Settings& s, std::string_view v, const std::string& home) {
+         return set_path(s.sentinels_file, v, home);
+       },
        [](const Settings& s) { return or_text(s.sentinels_file, "(none)"); }},
       {{"ca_dir",
         "--ca-dir",
@@ -362,7 +371,9 @@ std::vector<Setting> make_table() {
         {},
         "the inspection CA's folder (made on first use; `sandgate ca` prints it)",
         false},
-       [](Settings& s, std::string_view v) { return set_path(s.ca_dir, v); },
+       [](Settings& s, std::string_view v, const std::string& home) {
+         return set_path(s.ca_dir, v, home);
+       },
        [](const Settings& s) {
          return or_text(s.ca_dir, "$XDG_DATA_HOME/sandgate/ca (~/.local/share/sandgate/ca)");
        }},
@@ -373,7 +384,7 @@ std::vector<Setting> make_table() {
         "comma-separated PEM files of CAs that inspected origins may chain to, besides the "
         "system's roots",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string& home) -> ApplyResult {
          auto items = split_list(v);
          if (!items) {
            return items.error();
@@ -381,7 +392,7 @@ std::vector<Setting> make_table() {
          s.inspect_extra_ca.clear();
          for (auto item : *items) {
            std::string path;
-           if (auto error = set_path(path, item)) {
+           if (auto error = set_path(path, item, home)) {
              return error;
            }
            s.inspect_extra_ca.push_back(std::move(path));
@@ -395,7 +406,9 @@ std::vector<Setting> make_table() {
         {},
         "deny connections back into this machine (localhost, 127/8, ::1, 0.0.0.0)",
         true},
-       [](Settings& s, std::string_view v) { return set_bool(s.policy.block_loopback, v); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_bool(s.policy.block_loopback, v);
+       },
        [](const Settings& s) { return bool_text(s.policy.block_loopback); }},
       {{"allow_ip",
         "--allow-ip",
@@ -403,7 +416,9 @@ std::vector<Setting> make_table() {
         {},
         "allow raw IP literals as destinations",
         true},
-       [](Settings& s, std::string_view v) { return set_bool(s.policy.allow_ip, v); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_bool(s.policy.allow_ip, v);
+       },
        [](const Settings& s) { return bool_text(s.policy.allow_ip); }},
       {{"allow_ssh",
         "--allow-ssh",
@@ -411,7 +426,9 @@ std::vector<Setting> make_table() {
         {},
         "allow SSH ports at all (to git hosts only, unless ssh_all_hosts)",
         true},
-       [](Settings& s, std::string_view v) { return set_bool(s.policy.allow_ssh, v); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_bool(s.policy.allow_ssh, v);
+       },
        [](const Settings& s) { return bool_text(s.policy.allow_ssh); }},
       {{"ssh_all_hosts",
         "--ssh-all-hosts",
@@ -419,7 +436,9 @@ std::vector<Setting> make_table() {
         {},
         "allow SSH ports to any host, not only git hosts",
         true},
-       [](Settings& s, std::string_view v) { return set_bool(s.policy.ssh_all_hosts, v); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_bool(s.policy.ssh_all_hosts, v);
+       },
        [](const Settings& s) { return bool_text(s.policy.ssh_all_hosts); }},
       {{"git_hosts",
         "--git-hosts",
@@ -427,7 +446,7 @@ std::vector<Setting> make_table() {
         {},
         "comma-separated git hosts reachable on SSH ports (replaces the default list)",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
          auto items = split_list(v);
          if (!items) {
            return items.error();
@@ -449,7 +468,9 @@ std::vector<Setting> make_table() {
         {},
         "ports treated as SSH (reachable only for git hosts)",
         false},
-       [](Settings& s, std::string_view v) { return set_ports(s.policy.ssh_ports, v); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_ports(s.policy.ssh_ports, v);
+       },
        [](const Settings& s) { return ports_text(s.policy.ssh_ports, "(none)"); }},
       {{"allowed_ports",
         "--allowed-ports",
@@ -457,7 +478,9 @@ std::vector<Setting> make_table() {
         {},
         "comma-separated ports that may be reached; unset: every port",
         false},
-       [](Settings& s, std::string_view v) { return set_ports(s.policy.allowed_ports, v); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_ports(s.policy.allowed_ports, v);
+       },
        [](const Settings& s) { return ports_text(s.policy.allowed_ports, "(any)"); }},
       {{"block_private",
         "--block-private",
@@ -465,7 +488,9 @@ std::vector<Setting> make_table() {
         {},
         "deny private networks (RFC 1918, CGNAT, IPv6 unique-local)",
         true},
-       [](Settings& s, std::string_view v) { return set_bool(s.policy.block_private, v); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_bool(s.policy.block_private, v);
+       },
        [](const Settings& s) { return bool_text(s.policy.block_private); }},
       {{"allow_metadata",
         "--allow-metadata",
@@ -473,7 +498,9 @@ std::vector<Setting> make_table() {
         {},
         "allow cloud metadata and link-local addresses (denied by default)",
         true},
-       [](Settings& s, std::string_view v) { return set_bool(s.policy.allow_metadata, v); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_bool(s.policy.allow_metadata, v);
+       },
        [](const Settings& s) { return bool_text(s.policy.allow_metadata); }},
       {{"sni_check",
         "--sni-check",
@@ -481,7 +508,7 @@ std::vector<Setting> make_table() {
         {},
         "on TLS ports, require TLS and a ClientHello server name equal to the CONNECT host",
         true},
-       [](Settings& s, std::string_view v) { return set_bool(s.sni_check, v); },
+       [](Settings& s, std::string_view v, const std::string&) { return set_bool(s.sni_check, v); },
        [](const Settings& s) { return bool_text(s.sni_check); }},
       {{"tls_ports",
         "--tls-ports",
@@ -489,7 +516,9 @@ std::vector<Setting> make_table() {
         {},
         "ports whose tunnels must carry TLS (checked when sni_check is on)",
         false},
-       [](Settings& s, std::string_view v) { return set_ports(s.tls_ports, v); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_ports(s.tls_ports, v);
+       },
        [](const Settings& s) { return ports_text(s.tls_ports, "(none)"); }},
       {{"revoke_on_reload",
         "--revoke-on-reload",
@@ -497,7 +526,9 @@ std::vector<Setting> make_table() {
         {},
         "on reload, close open tunnels and kept-alive connections the new rules deny",
         true},
-       [](Settings& s, std::string_view v) { return set_bool(s.revoke_on_reload, v); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_bool(s.revoke_on_reload, v);
+       },
        [](const Settings& s) { return bool_text(s.revoke_on_reload); }},
       // --- report-only and ask modes ---
       {{"enforce",
@@ -507,7 +538,7 @@ std::vector<Setting> make_table() {
         "false: report-only; policy denials are logged as would-deny and the connection "
         "proceeds (loopback, metadata and reserved addresses stay denied)",
         true},
-       [](Settings& s, std::string_view v) { return set_bool(s.enforce, v); },
+       [](Settings& s, std::string_view v, const std::string&) { return set_bool(s.enforce, v); },
        [](const Settings& s) { return bool_text(s.enforce); }},
       {{"unknown",
         "--unknown",
@@ -516,8 +547,8 @@ std::vector<Setting> make_table() {
         "destinations no rule decides: deny, ask (hold the request on a question) or allow; "
         "default: allow with a blocklist only, deny in allowlist mode",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
-         const auto mode = lower(v);
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
+         const auto mode = rules::ascii_lower(v);
          if (mode == "deny") {
            s.policy.unknown = rules::UnknownMode::deny;
          } else if (mode == "ask") {
@@ -538,7 +569,7 @@ std::vector<Setting> make_table() {
         {},
         "--unknown=ask: seconds a request waits for an answer before the ask default applies",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
          if (auto error = set_seconds(s.ask_timeout, v, 3600);
              error || s.ask_timeout.count() == 0) {
            return std::string("expected a whole number of seconds, 1..3600");
@@ -552,8 +583,8 @@ std::vector<Setting> make_table() {
         {},
         "--unknown=ask: deny or allow, when nobody answers in time or nobody can be asked",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
-         const auto answer = lower(v);
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
+         const auto answer = rules::ascii_lower(v);
          if (answer != "deny" && answer != "allow") {
            return std::string("expected deny or allow");
          }
@@ -568,7 +599,7 @@ std::vector<Setting> make_table() {
         {},
         "LaunchDarkly client-side ID (24 hex characters): enables the remote allowlist",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
          if (v.starts_with("sdk-")) {
            return std::string(
                "this is a server-side SDK key; the remote allowlist needs the environment's "
@@ -594,8 +625,8 @@ std::vector<Setting> make_table() {
         {},
         "when LaunchDarkly gives no answer: allow, deny, or blocklist (local rules alone)",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
-         auto mode = lower(v);
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
+         auto mode = rules::ascii_lower(v);
          if (mode == "allow") {
            s.ld_failover = LdFailover::allow;
          } else if (mode == "deny") {
@@ -615,8 +646,8 @@ std::vector<Setting> make_table() {
         {},
         "domain: ask LaunchDarkly per destination (goose); list: one flag holds the allowlist",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
-         auto mode = lower(v);
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
+         auto mode = rules::ascii_lower(v);
          if (mode == "domain") {
            s.ld_mode = LdMode::domain;
          } else if (mode == "list") {
@@ -635,7 +666,7 @@ std::vector<Setting> make_table() {
         {},
         "the LaunchDarkly flag key: a boolean per domain, or in list mode an array of rules",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
          // LaunchDarkly flag keys: letters, digits, '.', '_' and '-'.
          if (v.empty() || v.size() > 256 || !std::all_of(v.begin(), v.end(), [](unsigned char c) {
                return std::isalnum(c) != 0 || c == '.' || c == '_' || c == '-';
@@ -652,7 +683,9 @@ std::vector<Setting> make_table() {
         {},
         "seconds a per-domain LaunchDarkly answer is reused before it is asked again",
         false},
-       [](Settings& s, std::string_view v) { return set_seconds(s.ld_cache_ttl, v, 604800); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_seconds(s.ld_cache_ttl, v, 604800);
+       },
        [](const Settings& s) { return std::to_string(s.ld_cache_ttl.count()); }},
       {{"ld_cache_size",
         "--ld-cache-size",
@@ -660,7 +693,7 @@ std::vector<Setting> make_table() {
         {},
         "domains whose LaunchDarkly answer is kept (least recently used go first)",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
          auto n = parse_number(v, 1, 10'000'000);
          if (!n) {
            return std::string("expected a number of domains, 1..10000000");
@@ -675,7 +708,7 @@ std::vector<Setting> make_table() {
         {},
         "seconds (decimals allowed) to wait for a LaunchDarkly answer before failing over",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
          auto ms = parse_decimal_seconds_ms(v);
          if (!ms || *ms < 10 || *ms > 120'000) {
            return std::string("expected seconds, 0.01..120 (for example 5 or 0.5)");
@@ -690,7 +723,7 @@ std::vector<Setting> make_table() {
         {},
         "list mode: the key of the one context the list flag is evaluated for",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
          if (v.empty() || v.size() > 256 || std::any_of(v.begin(), v.end(), [](unsigned char c) {
                return c < 0x20 || c == 0x7f;
              })) {
@@ -706,7 +739,7 @@ std::vector<Setting> make_table() {
         {},
         "LaunchDarkly evaluation endpoint (a Relay Proxy, a test server); http only on loopback",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
          auto uri = parse_service_uri(v);
          if (!uri) {
            return uri.error();
@@ -721,7 +754,7 @@ std::vector<Setting> make_table() {
         {},
         "LaunchDarkly streaming endpoint (list mode); http only on loopback",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
          auto uri = parse_service_uri(v);
          if (!uri) {
            return uri.error();
@@ -736,7 +769,7 @@ std::vector<Setting> make_table() {
         {},
         "MiB: the largest LaunchDarkly reply, stream line or event (they carry every flag)",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
          auto mib = parse_number(v, 1, 1024);
          if (!mib) {
            return std::string("expected MiB, 1..1024");
@@ -751,7 +784,7 @@ std::vector<Setting> make_table() {
         {},
         "per-domain mode: requests to LaunchDarkly at once; more new domains wait their turn",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
          auto n = parse_number(v, 1, 256);
          if (!n) {
            return std::string("expected a number of requests, 1..256");
@@ -767,7 +800,9 @@ std::vector<Setting> make_table() {
         {},
         "sandbox: write-protect ~/.ssh, shell start-up files and config folders",
         true},
-       [](Settings& s, std::string_view v) { return set_bool(s.sandbox.protect_files, v); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_bool(s.sandbox.protect_files, v);
+       },
        [](const Settings& s) { return bool_text(s.sandbox.protect_files); }},
       {{"block_raw_sockets",
         "--block-raw-sockets",
@@ -775,7 +810,9 @@ std::vector<Setting> make_table() {
         {},
         "sandbox: deny raw IPv4/IPv6 sockets",
         true},
-       [](Settings& s, std::string_view v) { return set_bool(s.sandbox.block_raw_sockets, v); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_bool(s.sandbox.block_raw_sockets, v);
+       },
        [](const Settings& s) { return bool_text(s.sandbox.block_raw_sockets); }},
       {{"block_tunneling",
         "--block-tunneling",
@@ -783,7 +820,9 @@ std::vector<Setting> make_table() {
         {},
         "sandbox: deny tunnelling tools (nc, ncat, netcat, socat, telnet)",
         true},
-       [](Settings& s, std::string_view v) { return set_bool(s.sandbox.block_tunneling, v); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_bool(s.sandbox.block_tunneling, v);
+       },
        [](const Settings& s) { return bool_text(s.sandbox.block_tunneling); }},
       {{"capture",
         "--capture",
@@ -792,7 +831,9 @@ std::vector<Setting> make_table() {
         "run (Linux): send every TCP connection and DNS query of the command to the gate, not "
         "only those of tools that honour the proxy variables (on/off)",
         true},
-       [](Settings& s, std::string_view v) { return set_bool(s.sandbox.capture, v); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_bool(s.sandbox.capture, v);
+       },
        [](const Settings& s) { return bool_text(s.sandbox.capture); }},
       // --- the daemon ---
       {{"listen",
@@ -802,9 +843,9 @@ std::vector<Setting> make_table() {
         "address and port to listen on (port 0 picks a free one), or unix:/PATH for a unix "
         "socket only its owner can use (mode 0600)",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string& home) -> ApplyResult {
          const std::string text =
-             v.starts_with("unix:") ? "unix:" + expand_home(v.substr(5), home()) : std::string(v);
+             v.starts_with("unix:") ? "unix:" + expand_home(v.substr(5), home) : std::string(v);
          auto parsed = parse_listen_address(text);
          if (!parsed) {
            return parsed.error();
@@ -819,7 +860,9 @@ std::vector<Setting> make_table() {
         {},
         "allow listening on a non-loopback address",
         true},
-       [](Settings& s, std::string_view v) { return set_bool(s.allow_remote_clients, v); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_bool(s.allow_remote_clients, v);
+       },
        [](const Settings& s) { return bool_text(s.allow_remote_clients); }},
       {{"port_file",
         "--port-file",
@@ -827,7 +870,9 @@ std::vector<Setting> make_table() {
         {},
         "write the listening port to this file once ready (atomically)",
         false},
-       [](Settings& s, std::string_view v) { return set_path(s.port_file, v); },
+       [](Settings& s, std::string_view v, const std::string& home) {
+         return set_path(s.port_file, v, home);
+       },
        [](const Settings& s) { return or_text(s.port_file, "(none)"); }},
       {{"token",
         "--token",
@@ -836,7 +881,9 @@ std::vector<Setting> make_table() {
         "require every request to carry Proxy-Authorization: Basic with any user name and this "
         "token as the password (16+ characters; prefer token_file)",
         false},
-       [](Settings& s, std::string_view v) { return set_token(s, v, kProxyToken); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_token(s, v, kProxyToken);
+       },
        [](const Settings& s) { return secret_text(s.token); }},
       {{"token_file",
         "--token-file",
@@ -845,7 +892,9 @@ std::vector<Setting> make_table() {
         "read the token from the first line of this file (which other users must not be able "
         "to read), so that it appears in no process list or environment",
         false},
-       [](Settings& s, std::string_view v) { return read_token_file(s, v, kProxyToken); },
+       [](Settings& s, std::string_view v, const std::string& home) {
+         return read_token_file(s, v, home, kProxyToken);
+       },
        [](const Settings& s) { return or_text(s.token_file, "(none)"); }},
       // The admin token: the person's, for answering questions, which the agent asked (holding
       // the proxy token in its proxy variables) must not hold. After token and token_file, so
@@ -858,7 +907,9 @@ std::vector<Setting> make_table() {
         "the admin endpoint's /pending and /decide instead of the proxy token, so that an agent "
         "holding the proxy token cannot answer its own questions (prefer admin_token_file)",
         false},
-       [](Settings& s, std::string_view v) { return set_token(s, v, kAdminToken); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_token(s, v, kAdminToken);
+       },
        [](const Settings& s) { return secret_text(s.admin_token); }},
       {{"admin_token_file",
         "--admin-token-file",
@@ -867,7 +918,9 @@ std::vector<Setting> make_table() {
         "read the admin token from the first line of this file (which other users must not be "
         "able to read)",
         false},
-       [](Settings& s, std::string_view v) { return read_token_file(s, v, kAdminToken); },
+       [](Settings& s, std::string_view v, const std::string& home) {
+         return read_token_file(s, v, home, kAdminToken);
+       },
        [](const Settings& s) { return or_text(s.admin_token_file, "(none)"); }},
       {{"threads",
         "--threads",
@@ -875,7 +928,7 @@ std::vector<Setting> make_table() {
         {},
         "worker threads, each with its own event loop",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
          auto n = parse_number(v, 1, 256);
          if (!n) {
            return std::string("expected a number of threads, 1..256");
@@ -892,7 +945,9 @@ std::vector<Setting> make_table() {
         {},
         "on SIGTERM/SIGINT, how long open tunnels may finish before they are closed",
         false},
-       [](Settings& s, std::string_view v) { return set_seconds(s.drain, v, 3600); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_seconds(s.drain, v, 3600);
+       },
        [](const Settings& s) { return std::to_string(s.drain.count()); }},
       {{"dns_servers",
         "--dns-server",
@@ -900,7 +955,7 @@ std::vector<Setting> make_table() {
         {},
         "comma-separated name servers, ADDR:PORT or [V6]:PORT, instead of the system's",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
          auto items = split_list(v);
          if (!items) {
            return items.error();
@@ -928,7 +983,7 @@ std::vector<Setting> make_table() {
         {},
         "seconds to wait for a DNS answer (all servers and retries)",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
          if (auto error = set_seconds(s.dns_timeout, v, 60); error || s.dns_timeout.count() == 0) {
            return std::string("expected a whole number of seconds, 1..60");
          }
@@ -941,7 +996,7 @@ std::vector<Setting> make_table() {
         {},
         "names each worker keeps DNS answers for (least recently used out first); 0: no cache",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
          auto n = parse_number(v, 0, 10'000'000);
          if (!n) {
            return std::string("expected a number of names, 0..10000000");
@@ -956,7 +1011,9 @@ std::vector<Setting> make_table() {
         {},
         "seconds a DNS answer is kept at most, whatever its TTL",
         false},
-       [](Settings& s, std::string_view v) { return set_seconds(s.dns_max_ttl, v, 86400); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_seconds(s.dns_max_ttl, v, 86400);
+       },
        [](const Settings& s) { return std::to_string(s.dns_max_ttl.count()); }},
       {{"dns_negative_ttl",
         "--dns-negative-ttl",
@@ -964,7 +1021,9 @@ std::vector<Setting> make_table() {
         {},
         "seconds a 'no such name' answer is kept at most (its SOA may say less)",
         false},
-       [](Settings& s, std::string_view v) { return set_seconds(s.dns_negative_ttl, v, 3600); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_seconds(s.dns_negative_ttl, v, 3600);
+       },
        [](const Settings& s) { return std::to_string(s.dns_negative_ttl.count()); }},
       {{"head_timeout",
         "--head-timeout",
@@ -972,7 +1031,7 @@ std::vector<Setting> make_table() {
         {},
         "seconds a client has to send its request head",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
          if (auto error = set_seconds(s.head_timeout, v, 600);
              error || s.head_timeout.count() == 0) {
            return std::string("expected a whole number of seconds, 1..600");
@@ -986,7 +1045,7 @@ std::vector<Setting> make_table() {
         {},
         "seconds to wait for an upstream connection",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
          if (auto error = set_seconds(s.connect_timeout, v, 600)) {
            return error;
          }
@@ -1002,7 +1061,9 @@ std::vector<Setting> make_table() {
         {},
         "seconds a tunnel may carry no bytes before it is closed; 0: never",
         false},
-       [](Settings& s, std::string_view v) { return set_seconds(s.idle_timeout, v, 86400); },
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_seconds(s.idle_timeout, v, 86400);
+       },
        [](const Settings& s) {
          return s.idle_timeout.count() == 0 ? std::string("0 (off)")
                                             : std::to_string(s.idle_timeout.count());
@@ -1013,7 +1074,7 @@ std::vector<Setting> make_table() {
         {},
         "client connections served at once; beyond it new clients get 503",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
          auto n = parse_number(v, 1, 1'000'000);
          if (!n) {
            return std::string("expected a number of connections, 1..1000000");
@@ -1028,8 +1089,8 @@ std::vector<Setting> make_table() {
         {},
         "decision log format: text or json (one object a line)",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
-         auto format = lower(v);
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
+         auto format = rules::ascii_lower(v);
          if (format == "text") {
            s.log_format = LogFormat::text;
          } else if (format == "json") {
@@ -1048,8 +1109,8 @@ std::vector<Setting> make_table() {
         {},
         "what the log keeps: error; warning (and denials); info (and allows, tunnel ends)",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
-         auto level = lower(v);
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
+         auto level = rules::ascii_lower(v);
          if (level == "error") {
            s.log_level = LogLevel::error;
          } else if (level == "warning" || level == "warn") {
@@ -1068,7 +1129,7 @@ std::vector<Setting> make_table() {
         {},
         "admin listener ADDR:PORT (loopback only): /metrics, /healthz, /readyz, /denials",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
          auto endpoint = parse_tcp_endpoint(v, true, 0);
          if (!endpoint) {
            return endpoint.error();
@@ -1083,7 +1144,9 @@ std::vector<Setting> make_table() {
         {},
         "write the log to this file (reopened on SIGHUP)",
         false},
-       [](Settings& s, std::string_view v) { return set_path(s.log_file, v); },
+       [](Settings& s, std::string_view v, const std::string& home) {
+         return set_path(s.log_file, v, home);
+       },
        [](const Settings& s) { return or_text(s.log_file, "(standard error)"); }},
       // --- the parent proxy ---
       {{"parent_proxy",
@@ -1093,7 +1156,7 @@ std::vector<Setting> make_table() {
         "http://HOST:PORT of a corporate proxy to reach destinations through (CONNECT, and "
         "absolute-form for plain http); the gate still decides every request first",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
          auto parsed = parent::parse_parent_url(v);
          if (!parsed) {
            return parsed.error();
@@ -1109,8 +1172,8 @@ std::vector<Setting> make_table() {
         {},
         "file whose first line is user:password for the parent proxy (Basic; mode 0600)",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
-         if (auto error = set_path(s.parent_credentials_file, v)) {
+       [](Settings& s, std::string_view v, const std::string& home) -> ApplyResult {
+         if (auto error = set_path(s.parent_credentials_file, v, home)) {
            return error;
          }
          auto read = parent::read_credentials_file(s.parent_credentials_file);
@@ -1128,7 +1191,7 @@ std::vector<Setting> make_table() {
         "destinations dialled directly, not through the parent proxy (NO_PROXY syntax: names, "
         "addresses, CIDR blocks, :PORT)",
         false},
-       [](Settings& s, std::string_view v) -> ApplyResult {
+       [](Settings& s, std::string_view v, const std::string&) -> ApplyResult {
          auto parsed = parent::ExcludeList::parse(v);
          if (!parsed) {
            return parsed.error();
@@ -1151,9 +1214,6 @@ std::vector<Setting> make_table() {
 }
 
 }  // namespace
-
-HomeScope::HomeScope(const std::string& home) { g_home = &home; }
-HomeScope::~HomeScope() { g_home = nullptr; }
 
 const std::vector<Setting>& table() {
   static const std::vector<Setting> settings = make_table();

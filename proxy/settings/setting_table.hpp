@@ -15,7 +15,9 @@
 namespace sandgate::settings::detail {
 
 using ApplyResult = std::optional<std::string>;  // an error sentence, or nothing when fine
-using Apply = ApplyResult (*)(Settings&, std::string_view);
+// Applies a value to the settings; a leading `~` in a path expands to `home` (the user's, or the
+// one the sources name).
+using Apply = ApplyResult (*)(Settings&, std::string_view value, const std::string& home);
 // The value a Settings holds for the row, as --help shows a default ("(off)" for an empty one).
 using Show = std::string (*)(const Settings&);
 
@@ -28,19 +30,7 @@ struct Setting {
 // Every setting, in --help order (the README's settings reference follows it).
 const std::vector<Setting>& table();
 
-// The home `~` expands to while values are applied: set by load() for its duration
-// (single-threaded start-up, or the reloader's thread; the pointer is thread-local).
-class HomeScope {
- public:
-  explicit HomeScope(const std::string& home);
-  ~HomeScope();
-  HomeScope(const HomeScope&) = delete;
-  HomeScope& operator=(const HomeScope&) = delete;
-};
-
 // ---- value parsers (value_parsers.cpp) ----
-std::string lower(std::string_view text);
-std::string_view trim(std::string_view text);
 // Splits on commas, trimming each item; empty items are errors (a doubled comma is a typo).
 Expected<std::vector<std::string_view>, std::string> split_list(std::string_view text);
 // A decimal number in [min, max] (no sign, no spaces).

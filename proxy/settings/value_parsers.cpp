@@ -9,37 +9,22 @@
 
 #include "proxy/settings/endpoint.hpp"
 #include "proxy/settings/setting_table.hpp"
+#include "rules/ascii.hpp"
 
 namespace sandgate::settings {
 namespace detail {
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-std::string_view trim(std::string_view text) {
-  const auto* ws = " \t\r\n";
-  auto first = text.find_first_not_of(ws);
-  if (first == std::string_view::npos) {
-    return {};
-  }
-  auto last = text.find_last_not_of(ws);
-  return text.substr(first, last - first + 1);
-}
-
 // Splits on commas, trimming each item; empty items are errors (a doubled comma is a typo).
 Expected<std::vector<std::string_view>, std::string> split_list(std::string_view text) {
   std::vector<std::string_view> items;
-  if (trim(text).empty()) {
+  if (rules::trim_ascii_space(text).empty()) {
     return items;
   }
   std::size_t start = 0;
   while (true) {
     auto comma = text.find(',', start);
-    auto item = trim(text.substr(start, comma == std::string_view::npos ? comma : comma - start));
+    auto item = rules::trim_ascii_space(
+        text.substr(start, comma == std::string_view::npos ? comma : comma - start));
     if (item.empty()) {
       return Unexpected{std::string("empty item in a comma-separated list")};
     }
@@ -234,7 +219,7 @@ Expected<ListenAddress, std::string> parse_listen_address(std::string_view text)
 }
 
 std::optional<bool> parse_bool(std::string_view text) {
-  auto value = detail::lower(detail::trim(text));
+  auto value = rules::ascii_lower(rules::trim_ascii_space(text));
   if (value == "true" || value == "1" || value == "yes" || value == "on") {
     return true;
   }

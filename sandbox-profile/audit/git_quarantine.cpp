@@ -20,7 +20,7 @@
 #include "sandbox-profile/audit/no_follow.hpp"
 #include "sandbox-profile/plan/auto_run_files.hpp"
 #include "sandbox-profile/plan/git_config_targets.hpp"
-#include "sandbox-profile/supervisor/run_support.hpp"
+#include "sandbox-profile/process/run_support.hpp"
 
 namespace sandgate::sandbox {
 namespace {

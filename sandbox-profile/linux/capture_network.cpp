@@ -1,6 +1,6 @@
 // Capture's network set-up inside the namespace. See capture_network.hpp.
 #include "sandbox-profile/linux/capture_network.hpp"
-#include "sandbox-profile/linux/original_destination.hpp"
+#include "sandbox-profile/process/capture_sockets.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -20,15 +20,15 @@
 //   - /etc/resolv.conf (as the command sees it) naming 127.0.0.1, a file bound read-only over it.
 //
 // set_up_capture() runs in the cloned child, single-threaded, between clone() and exec(); the
-// sockets it makes are plan/capture_sockets.hpp (handed to the gate on every platform), and the
-// gate reads each connection's destination with original_destination.hpp.
+// sockets it makes are process/capture_sockets.hpp (handed to the gate on every platform), where
+// the gate also reads each connection's destination (original_destination()).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "rules/expected.hpp"
-#include "sandbox-profile/plan/capture_sockets.hpp"
+#include "sandbox-profile/process/capture_sockets.hpp"
 
 namespace sandgate::sandbox {
 

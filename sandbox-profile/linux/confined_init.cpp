@@ -18,15 +18,15 @@
 #include <vector>
 
 #include "sandbox-profile/linux/capture_network.hpp"
+#include "sandbox-profile/linux/inbound_connector.hpp"
 #include "sandbox-profile/linux/landlock.hpp"
 #include "sandbox-profile/linux/linux_namespaces.hpp"
 #include "sandbox-profile/linux/self_probe.hpp"
 #include "sandbox-profile/linux/syscall_filter.hpp"
 #include "sandbox-profile/plan/child_environment.hpp"
-#include "sandbox-profile/supervisor/fd_passing.hpp"
-#include "sandbox-profile/supervisor/port_forwarder.hpp"
-#include "sandbox-profile/supervisor/pty_relay.hpp"
-#include "sandbox-profile/supervisor/run_support.hpp"
+#include "sandbox-profile/process/fd_passing.hpp"
+#include "sandbox-profile/process/pseudo_terminal.hpp"
+#include "sandbox-profile/process/run_support.hpp"
 
 namespace sandgate::sandbox {
 namespace {
@@ -38,7 +38,7 @@ namespace {
 // taken with pidfd_getfd); `run`, owner of the user namespace, reads it all the same.
 void readable_by_supervisor() { ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0); }
 
-// Forks the connector for inbound ports (see port_forwarder.hpp) from the confined child, inside
+// Forks the connector for inbound ports (see inbound_connector.hpp) from the confined child, inside
 // its namespaces, so that it belongs to no one: a double fork leaves it to the namespace's init,
 // and it lives exactly as long as the channel to the gate. Returns the gate's end, or -1.
 int start_connector() {
@@ -165,26 +165,88 @@ Expected<int, std::string> seal_init(bool supervise_unix_sockets) {
   return *filtered;
 }
 
-}  // namespace
+// The init's failure before CMD exists: `error` goes to `run`, which says it; the init exits.
+[[noreturn]] void fail(int channel, const std::string& error) {
+  send_message(channel, "error " + error);
+  ::_exit(kRunFailed);
+}
 
-[[noreturn]] void confined_init(int channel, const Confinement& confinement,
-                                const RunOptions& options, const std::string& helper,
-                                const SignalState& previous, const sigset_t& set,
-                                unsigned tty_streams) {
+// What the init makes while it confines itself, to hand over to `run` or keep for CMD.
+struct Made {
+  int listener = -1;  // the gate's, on the namespace's loopback
+  std::uint16_t port = 0;
+  CaptureSockets capture;                               // empty without capture
+  std::vector<std::pair<std::uint16_t, int>> outbound;  // --allow-localhost-port N: listener
+  int tty_master = -1;   // the command's terminal (-1: none): its master goes to `run`
+  int tty_slave = -1;    // ... and its slave stays for CMD
+  int null_device = -1;  // init's standard streams once the command has its own
+  int diag = -1;         // the unix-socket supervisor's sock_diag socket (-1: none)
+  int guard = -1;        // the system-call filter's listener (-1: none)
+  int connector = -1;    // --allow-inbound-port's connector (-1: none)
+};
+
+// The namespace's network: the gate's listener, the capture (routes, the capture and DNS
+// sockets, the nftables rules and resolv.conf, while this process still holds CAP_NET_ADMIN in
+// the namespace, and before Landlock forbids mounts), and --allow-localhost-port's listeners on
+// this namespace's 127.0.0.1:N for the gate to relay to the host's.
+void make_network(int channel, Made& made, const RunOptions& options) {
+  if (options.sandbox.capture) {
+    auto set_up = set_up_capture();
+    if (!set_up) {
+      fail(channel, set_up.error());
+    }
+    made.capture = std::move(*set_up);
+  }
+  sockaddr_in address{};
+  socklen_t length = sizeof address;
+  ::getsockname(made.listener, reinterpret_cast<sockaddr*>(&address), &length);
+  made.port = ntohs(address.sin_port);
+  for (auto forwarded : options.flags.allow_localhost_ports) {
+    auto opened = open_loopback_listener(forwarded);
+    if (!opened) {
+      fail(channel, "--allow-localhost-port " + std::to_string(forwarded) + ": " + opened.error());
+    }
+    made.outbound.emplace_back(forwarded, *opened);
+  }
+}
+
+// Landlock, a fresh keyring, the supervisor's view of this namespace's unix sockets (a sock_diag
+// socket made here lists the sockets bound in this network namespace, the only ones the command
+// may reach unlisted), and the boundary every process inside shares (seal_init()).
+void seal(int channel, Made& made, const NamespacePlan& plan, NamespaceReport& report) {
+  if (auto landlock = apply_landlock(plan, report); !landlock) {
+    fail(channel, landlock.error());
+  }
+  if (auto keyring = join_fresh_keyring(); !keyring) {
+    fail(channel, keyring.error());
+  }
+  // Opened while /dev is still ours to open.
+  made.null_device = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  made.diag = plan.supervise_unix_sockets
+                  ? ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG)
+                  : -1;
+  if (plan.supervise_unix_sockets && made.diag < 0) {
+    fail(channel,
+         "the unix-socket supervisor's sock_diag socket: " + std::string(std::strerror(errno)));
+  }
+  auto sealed = seal_init(plan.supervise_unix_sockets);
+  if (!sealed) {
+    fail(channel, sealed.error());
+  }
+  made.guard = *sealed;
+}
+
+// Enters the namespaces and confines this process as planned, making on the way what `run` and
+// CMD are handed. Reports what it found in `report`.
+Made confine(int channel, const Confinement& confinement, const RunOptions& options,
+             unsigned tty_streams, NamespaceReport& report) {
   const NamespacePlan& plan = confinement.plan;
-  // Out of the user's terminal's session: a signal it sends reaches `run`, which passes it on.
-  ::setsid();
-  // If sandgate dies, so does everything here: it would have no way out anyway.
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  close_inherited_descriptors(channel);
-  // The command sees this process as its pid 1: not sandgate's command line (tokens, --secret).
-  blank_process_arguments();
-  NamespaceReport report;
+  Made made;
   auto listener = enter_namespaces(plan, report);
   if (!listener) {
-    send_message(channel, "error " + listener.error());
-    ::_exit(kRunFailed);
+    fail(channel, listener.error());
   }
+  made.listener = *listener;
   // The working folder, looked up again through the view's mounts (the folder inherited from
   // the parent is the one below them).
   if (!confinement.working_folder.empty()) {
@@ -192,76 +254,28 @@ Expected<int, std::string> seal_init(bool supervise_unix_sockets) {
       ::chdir("/");
     }
   }
-  // Capture: routes, the capture and DNS sockets, the nftables rules and resolv.conf, while this
-  // process still holds CAP_NET_ADMIN in the namespace (and before Landlock forbids mounts).
-  CaptureSockets capture;
-  if (options.sandbox.capture) {
-    auto set_up = set_up_capture();
-    if (!set_up) {
-      send_message(channel, "error " + set_up.error());
-      ::_exit(kRunFailed);
-    }
-    capture = std::move(*set_up);
-  }
-  sockaddr_in address{};
-  socklen_t length = sizeof address;
-  ::getsockname(*listener, reinterpret_cast<sockaddr*>(&address), &length);
-  const std::uint16_t port = ntohs(address.sin_port);
-  // --allow-localhost-port N: a listener on this namespace's 127.0.0.1:N for the gate to relay
-  // to the host's; --allow-inbound-port: the connector.
-  std::vector<std::pair<std::uint16_t, int>> outbound;
-  for (auto forwarded : options.flags.allow_localhost_ports) {
-    auto opened = open_loopback_listener(forwarded);
-    if (!opened) {
-      send_message(channel, "error --allow-localhost-port " + std::to_string(forwarded) + ": " +
-                                opened.error());
-      ::_exit(kRunFailed);
-    }
-    outbound.emplace_back(forwarded, *opened);
-  }
-  // The command's terminal, from this namespace's own devpts instance: its master goes to `run`.
-  int tty_slave = -1;
-  int tty_master = -1;
+  make_network(channel, made, options);
+  // The command's terminal, from this namespace's own devpts instance.
   if (tty_streams != 0) {
-    auto pair = PtyRelay::open_pair();
+    auto pair = open_pseudo_terminal();
     if (!pair) {
-      send_message(channel, "error the command's terminal: " + pair.error());
-      ::_exit(kRunFailed);
+      fail(channel, "the command's terminal: " + pair.error());
     }
-    std::tie(tty_master, tty_slave) = *pair;
+    std::tie(made.tty_master, made.tty_slave) = *pair;
   }
-  if (auto landlock = apply_landlock(plan, report); !landlock) {
-    send_message(channel, "error " + landlock.error());
-    ::_exit(kRunFailed);
+  seal(channel, made, plan, report);
+  made.connector = options.flags.allow_inbound_ports.empty() ? -1 : start_connector();
+  if (!options.flags.allow_inbound_ports.empty() && made.connector < 0) {
+    fail(channel, "cannot start the connector for --allow-inbound-port");
   }
-  if (auto keyring = join_fresh_keyring(); !keyring) {
-    send_message(channel, "error " + keyring.error());
-    ::_exit(kRunFailed);
-  }
-  // Opened while /dev is still ours to open: init's standard streams once the command has its own.
-  const int null_device = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  // The supervisor's view of this namespace's unix sockets: a sock_diag socket made here lists
-  // the sockets bound in this network namespace, the only ones the command may reach unlisted.
-  const int diag = plan.supervise_unix_sockets
-                       ? ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG)
-                       : -1;
-  if (plan.supervise_unix_sockets && diag < 0) {
-    send_message(channel, "error the unix-socket supervisor's sock_diag socket: " +
-                              std::string(std::strerror(errno)));
-    ::_exit(kRunFailed);
-  }
-  auto sealed = seal_init(plan.supervise_unix_sockets);
-  if (!sealed) {
-    send_message(channel, "error " + sealed.error());
-    ::_exit(kRunFailed);
-  }
-  const int guard = *sealed;
-  const int connector = options.flags.allow_inbound_ports.empty() ? -1 : start_connector();
-  if (!options.flags.allow_inbound_ports.empty() && connector < 0) {
-    send_message(channel, "error cannot start the connector for --allow-inbound-port");
-    ::_exit(kRunFailed);
-  }
-  bool sent = static_cast<bool>(send_message(channel, "ready\n" + report.serialize(), *listener));
+  return made;
+}
+
+// Hands `run` what it needs, in the order confined_child.hpp reads it, closing each here once
+// sent. False when `run` is gone.
+bool hand_over(int channel, Made& made, NamespaceReport& report, bool capture) {
+  bool sent =
+      static_cast<bool>(send_message(channel, "ready\n" + report.serialize(), made.listener));
   // The watch over the hidden credential stores, for `run` to read when the command has ended.
   if (report.reads.watch >= 0) {
     if (!report.reads.watched.empty()) {
@@ -269,43 +283,45 @@ Expected<int, std::string> seal_init(bool supervise_unix_sockets) {
     }
     ::close(report.reads.watch);
   }
-  if (guard >= 0) {
-    sent = sent && send_message(channel, "guard", guard) && send_message(channel, "diag", diag);
-    ::close(guard);
-    ::close(diag);
+  if (made.guard >= 0) {
+    sent = sent && send_message(channel, "guard", made.guard) &&
+           send_message(channel, "diag", made.diag);
+    ::close(made.guard);
+    ::close(made.diag);
   }
-  if (tty_master >= 0) {
-    sent = sent && send_message(channel, "pty", tty_master);
-    ::close(tty_master);
+  if (made.tty_master >= 0) {
+    sent = sent && send_message(channel, "pty", made.tty_master);
+    ::close(made.tty_master);
   }
-  if (options.sandbox.capture) {
-    // The capture's sockets, one a message, then "capture done" (run_isolated.cpp reads them).
+  if (capture) {
+    // The capture's sockets, one a message, then "capture done".
     for (const auto& [kind, list] :
-         {std::pair{"tcp", &capture.tcp}, std::pair{"dns-udp", &capture.dns_udp},
-          std::pair{"dns-tcp", &capture.dns_tcp}}) {
+         {std::pair{"tcp", &made.capture.tcp}, std::pair{"dns-udp", &made.capture.dns_udp},
+          std::pair{"dns-tcp", &made.capture.dns_tcp}}) {
       for (int fd : *list) {
         sent = sent && send_message(channel, std::string("capture ") + kind, fd);
       }
     }
     sent = sent && send_message(channel, "capture done");
-    capture.close_all();
+    made.capture.close_all();
   }
-  for (const auto& [forwarded, fd] : outbound) {
+  for (const auto& [forwarded, fd] : made.outbound) {
     sent = sent && send_message(channel, "outbound " + std::to_string(forwarded), fd);
     ::close(fd);
   }
-  if (connector >= 0) {
-    sent = sent && send_message(channel, "connector", connector);
-    ::close(connector);
+  if (made.connector >= 0) {
+    sent = sent && send_message(channel, "connector", made.connector);
+    ::close(made.connector);
   }
-  if (!sent) {
-    ::_exit(kRunFailed);
-  }
-  ::close(*listener);
-  // The self-probe, with the host socket `run` made after all of the above.
+  return sent;
+}
+
+// The self-probe, with the host socket `run` made after all of the above; its verdict goes to
+// `run`. Exits when `run` is gone (the gate did not start: `run` has said why).
+void answer_probe(int channel, const Confinement& confinement, const RunOptions& options) {
   auto probe = receive_message(channel);
   if (!probe || !probe->text.starts_with("probe")) {
-    ::_exit(kRunFailed);  // the gate did not start; the parent has said why
+    ::_exit(kRunFailed);
   }
   ProbeTargets targets;
   targets.host_socket = probe->text.size() > 6 ? probe->text.substr(6) : std::string();
@@ -320,46 +336,76 @@ Expected<int, std::string> seal_init(bool supervise_unix_sockets) {
   if (!send_message(channel, escaped.empty() ? "probe-ok" : "probe-failed\n" + escaped)) {
     ::_exit(kRunFailed);
   }
+}
+
+// CMD, forked as init's child: a session of its own, with no controlling terminal but the
+// relayed one, if any, on the streams that were terminals (`tty_streams`), and nothing
+// inherited but the standard streams.
+[[noreturn]] void exec_command(ExecImage& image, int tty_slave, unsigned tty_streams,
+                               const SignalState& previous) {
+  ::setsid();
+  if (tty_slave >= 0) {
+    ::ioctl(tty_slave, TIOCSCTTY, 0);
+    for (int fd = 0; fd <= 2; ++fd) {
+      if ((tty_streams & (1U << fd)) != 0) {
+        ::dup2(tty_slave, fd);
+      }
+    }
+  }
+  // A descriptor the invoker left open (a socket of the host's network namespace, say) would be
+  // a way around the fence.
+  ::close_range(3, ~0U, 0);
+  // (The system-call filter, the per-user rlimits (a process limit among them) and the rest of
+  // the boundary are init's, inherited.)
+  restore_signals(previous);
+  ::_exit(image.exec());
+}
+
+}  // namespace
+
+[[noreturn]] void confined_init(int channel, const Confinement& confinement,
+                                const RunOptions& options, const std::string& helper,
+                                const SignalState& previous, const sigset_t& set,
+                                unsigned tty_streams) {
+  // Out of the user's terminal's session: a signal it sends reaches `run`, which passes it on.
+  ::setsid();
+  // If sandgate dies, so does everything here: it would have no way out anyway.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  close_inherited_descriptors(channel);
+  // The command sees this process as its pid 1: not sandgate's command line (tokens, --secret).
+  blank_process_arguments();
+  NamespaceReport report;
+  Made made = confine(channel, confinement, options, tty_streams, report);
+  if (!hand_over(channel, made, report, options.sandbox.capture)) {
+    ::_exit(kRunFailed);
+  }
+  ::close(made.listener);
+  answer_probe(channel, confinement, options);
   auto go = receive_message(channel);
   if (!go || go->text != "go") {
     ::_exit(kRunFailed);
   }
   ::close(channel);
-  ExecImage image(options.command,
-                  child_environment(current_environment(), port, helper, options.gate.ca_bundle,
-                                    options.gate.java_trust_store, options.gate.masked_variables));
+  ExecImage image(
+      options.command,
+      child_environment(current_environment(), made.port, helper, options.gate.ca_bundle,
+                        options.gate.java_trust_store, options.gate.masked_variables));
   const pid_t command = ::fork();
   if (command < 0) {
     ::_exit(kRunFailed);
   }
   if (command == 0) {
-    // A session of its own: no controlling terminal but the relayed one, if any.
-    ::setsid();
-    if (tty_slave >= 0) {
-      ::ioctl(tty_slave, TIOCSCTTY, 0);
-      for (int fd = 0; fd <= 2; ++fd) {
-        if ((tty_streams & (1U << fd)) != 0) {
-          ::dup2(tty_slave, fd);
-        }
-      }
-    }
-    // Nothing inherited but the standard streams: a descriptor the invoker left open (a socket
-    // of the host's network namespace, say) would be a way around the fence.
-    ::close_range(3, ~0U, 0);
-    // (The system-call filter, the per-user rlimits (a process limit among them) and the rest of
-    // the boundary are init's, inherited.)
-    restore_signals(previous);
-    ::_exit(image.exec());
+    exec_command(image, made.tty_slave, tty_streams, previous);
   }
-  if (tty_slave >= 0) {
-    ::close(tty_slave);
+  if (made.tty_slave >= 0) {
+    ::close(made.tty_slave);
   }
   // init keeps none of the user's streams (a terminal, a pipe): the command has what it needs.
-  if (null_device >= 0) {
+  if (made.null_device >= 0) {
     for (int fd = 0; fd <= 2; ++fd) {
-      ::dup2(null_device, fd);
+      ::dup2(made.null_device, fd);
     }
-    ::close(null_device);
+    ::close(made.null_device);
   }
   init_supervise(command, set);
 }

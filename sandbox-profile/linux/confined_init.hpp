@@ -9,8 +9,8 @@
 #include <string>
 
 #include "sandbox-profile/linux/confinement_plan.hpp"
-#include "sandbox-profile/supervisor/run_confined.hpp"
-#include "sandbox-profile/supervisor/run_support.hpp"
+#include "sandbox-profile/plan/run_options.hpp"
+#include "sandbox-profile/process/run_support.hpp"
 
 namespace sandgate::sandbox {
 

@@ -17,7 +17,7 @@
 #include "sandbox-profile/plan/home_caches.hpp"
 #include "sandbox-profile/plan/protected_paths.hpp"
 #include "sandbox-profile/plan/unix_sockets.hpp"
-#include "sandbox-profile/supervisor/run_support.hpp"
+#include "sandbox-profile/process/run_support.hpp"
 
 namespace sandgate::sandbox {
 namespace {
@@ -380,9 +380,19 @@ std::vector<ProtectedPath> run_later_paths(const Confinement& confinement,
 
 }  // namespace
 
-Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
-                                                    const std::string& home) {
-  Confinement out;
+namespace {
+
+// What the phases of plan_confinement() hand each other besides the Confinement they fill.
+struct Places {
+  std::vector<std::string> private_folders;  // tmpfs inside: /tmp, /run, ... (that exist)
+  std::vector<std::string> allow_writes;     // --allow-write, resolved
+  std::vector<std::string> bound;            // bound back read-write after / is made read-only
+  HomeCaches caches;                         // the home's caches, shared and fresh
+  std::vector<std::string> pinned;           // folders bound onto themselves (none renamed)
+};
+
+// What the user is and where the run starts. The error: root without Landlock.
+Expected<bool, std::string> plan_identity(Confinement& out) {
   NamespacePlan& plan = out.plan;
   plan.uid = ::geteuid();
   plan.gid = ::getegid();
@@ -396,16 +406,44 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
   out.working_folder = resolved_path(fs::current_path(ec).string());
   const std::string runtime = env_or_empty("XDG_RUNTIME_DIR");
   out.runtime_dir = runtime.empty() ? std::string() : resolved_path(runtime);
+  return true;
+}
 
-  // The private folders (tmpfs inside) and what is bound back into them.
-  std::vector<std::string> private_folders;
-  for (const auto& folder : private_socket_folders(out.runtime_dir)) {
-    if (is_folder(folder)) {
-      private_folders.push_back(folder);
+// Of the places the command must still reach (`keep`: the home, the working folder,
+// --allow-write, the sockets it may reach, sandgate's executables), those that lie in a private
+// folder and exist: bound back into it, each once, none that a kept folder brings back whole,
+// parents first.
+std::vector<std::string> kept_in_private(const std::vector<std::string>& keep,
+                                         const std::vector<std::string>& private_folders) {
+  std::vector<std::string> kept;
+  for (const auto& path : keep) {
+    bool covered = false;  // by another kept folder, bound back as a whole
+    for (const auto& other : keep) {
+      covered = covered || (other != path && is_within(path, other) && is_folder(other));
+    }
+    if (!covered && within_any(path, private_folders) && exists(path) &&
+        std::find(private_folders.begin(), private_folders.end(), path) == private_folders.end() &&
+        std::find(kept.begin(), kept.end(), path) == kept.end()) {
+      kept.push_back(path);
     }
   }
-  plan.view.private_roots = private_folders;
-  if (!out.runtime_dir.empty() && within_any(out.runtime_dir, private_folders)) {
+  // Parents before what lies in them: a bind onto a folder covers binds made below it before.
+  std::sort(kept.begin(), kept.end(),
+            [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+  return kept;
+}
+
+// The private folders (tmpfs inside), what is bound back into them and the sockets hidden.
+void plan_private_view(Confinement& out, Places& places, const RunOptions& options,
+                       const std::string& home) {
+  NamespacePlan& plan = out.plan;
+  for (const auto& folder : private_socket_folders(out.runtime_dir)) {
+    if (is_folder(folder)) {
+      places.private_folders.push_back(folder);
+    }
+  }
+  plan.view.private_roots = places.private_folders;
+  if (!out.runtime_dir.empty() && within_any(out.runtime_dir, places.private_folders)) {
     plan.view.runtime_dir = out.runtime_dir;
   }
   std::string ssh_agent = env_or_empty("SSH_AUTH_SOCK");
@@ -418,9 +456,8 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
   if (!ssh_agent.empty() && exists(ssh_agent)) {
     out.reachable_sockets.push_back(ssh_agent);
   }
-  std::vector<std::string> allow_writes;
   for (const auto& path : options.flags.allow_writes) {
-    allow_writes.push_back(resolved_path(path));
+    places.allow_writes.push_back(resolved_path(path));
   }
   std::vector<std::string> keep;
   for (const auto& path : {home, out.working_folder}) {
@@ -428,7 +465,7 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
       keep.push_back(path);
     }
   }
-  keep.insert(keep.end(), allow_writes.begin(), allow_writes.end());
+  keep.insert(keep.end(), places.allow_writes.begin(), places.allow_writes.end());
   keep.insert(keep.end(), out.reachable_sockets.begin(), out.reachable_sockets.end());
   // sandgate's own executables: the command's ssh is pointed at sandgate-connect, which must be
   // there inside even when it was run from a folder under /tmp (read-only, as every binding
@@ -438,54 +475,76 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
       keep.push_back(executable);
     }
   }
-  for (const auto& path : keep) {
-    bool covered = false;  // by another kept folder, bound back as a whole
-    for (const auto& other : keep) {
-      covered = covered || (other != path && is_within(path, other) && is_folder(other));
-    }
-    if (!covered && within_any(path, private_folders) && exists(path) &&
-        std::find(private_folders.begin(), private_folders.end(), path) == private_folders.end() &&
-        std::find(plan.view.keep.begin(), plan.view.keep.end(), path) == plan.view.keep.end()) {
-      plan.view.keep.push_back(path);
-    }
-  }
-  // Parents before what lies in them: a bind onto a folder covers binds made below it before.
-  std::sort(plan.view.keep.begin(), plan.view.keep.end(),
-            [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
-  plan.view.hide = sockets_to_hide_now(allowed, ssh_agent, private_folders, home);
+  plan.view.keep = kept_in_private(keep, places.private_folders);
+  plan.view.hide = sockets_to_hide_now(allowed, ssh_agent, places.private_folders, home);
+}
 
-  // What the command may write (enforced twice: by the mount namespace, where everything else
-  // is read-only, and by Landlock): the working folder (unless it is /), the enclosing
-  // repository's git folders, the home's caches, $TMPDIR, what the user added, and the private
-  // temporary and runtime folders (tmpfs inside).
-  const std::vector<std::string> git_dirs = enclosing_git_dirs(out.working_folder);
-  std::vector<std::string> bound;  // bound back read-write after / is made read-only
-  const auto add_bound = [&bound](const std::string& path) {
+// What is bound back read-write after / is made read-only: the working folder (unless it is /),
+// the enclosing repository's git folders, the home's shared caches, $TMPDIR and --allow-write,
+// parents first.
+void plan_bound(Confinement& out, Places& places, const std::string& home) {
+  const auto add_bound = [&bound = places.bound](const std::string& path) {
     if (!path.empty() && path != "/" && is_folder(path) &&
         std::find(bound.begin(), bound.end(), path) == bound.end()) {
       bound.push_back(path);
     }
   };
+  out.git_dirs = enclosing_git_dirs(out.working_folder);
   add_bound(out.working_folder);
-  for (const auto& dir : git_dirs) {
+  for (const auto& dir : out.git_dirs) {
     add_bound(dir);
   }
-  HomeCaches caches = home_caches(home);
+  places.caches = home_caches(home);
   // A cache the user gave with --allow-write (or one inside a folder given) is the host's.
-  std::erase_if(caches.fresh, [&allow_writes](const std::string& folder) {
-    return within_any(folder, allow_writes);
+  std::erase_if(places.caches.fresh, [&places](const std::string& folder) {
+    return within_any(folder, places.allow_writes);
   });
-  for (const auto& path : caches.shared) {
+  for (const auto& path : places.caches.shared) {
     add_bound(path);
   }
   if (const std::string tmpdir = env_or_empty("TMPDIR"); !tmpdir.empty()) {
     add_bound(resolved_path(tmpdir));
   }
-  for (const auto& path : allow_writes) {
+  for (const auto& path : places.allow_writes) {
     add_bound(path);
   }
-  std::sort(bound.begin(), bound.end(),
+  std::sort(places.bound.begin(), places.bound.end(),
             [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+}
+
+// Where unix sockets may be bound: only where the host cannot see them (the private temporary
+// and runtime folders, tmpfs inside, less host folders bound back into them) and where the user
+// asks (--allow-unix-bind, which must be writable). The error names the flag.
+Expected<bool, std::string> plan_socket_binds(Confinement& out, const Places& places,
+                                              const RunOptions& options) {
+  auto& writes = out.plan.writes;
+  for (const auto& folder : writes.writable) {
+    if (std::find(places.private_folders.begin(), places.private_folders.end(), folder) !=
+        places.private_folders.end()) {
+      writes.sockets.push_back(folder);
+    }
+  }
+  writes.not_sockets = out.plan.view.keep;
+  for (const auto& path : options.flags.allow_unix_binds) {
+    const std::string resolved = resolved_path(path);
+    if (!is_folder(resolved) || !within_any(resolved, writes.writable)) {
+      return Unexpected{"--allow-unix-bind " + path +
+                        ": not a folder the command may write to; give --allow-write " + path +
+                        " too (sockets are made where files are)"};
+    }
+    writes.sockets.push_back(resolved);
+  }
+  return true;
+}
+
+// What the command may write (enforced twice: by the mount namespace, where everything else is
+// read-only, and by Landlock): the places bound back, the run's fresh caches, the private
+// temporary and runtime folders (tmpfs inside); where it may bind sockets; what is searched
+// after the run.
+Expected<bool, std::string> plan_writes(Confinement& out, Places& places, const RunOptions& options,
+                                        const std::string& home) {
+  NamespacePlan& plan = out.plan;
+  plan_bound(out, places, home);
   // The unix-socket supervisor reads its callers' memory as a tracer would: under Yama's
   // ptrace_scope 2 or 3 it cannot, and sockets are then only hidden as found at start.
   {
@@ -496,15 +555,16 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
   plan.user_limits = sandbox_user_limits();
   plan.view.read_only_root = true;
   plan.view.fresh_devpts = true;
-  plan.view.writable = bound;
+  plan.view.writable = places.bound;
   plan.view.private_options = private_tmpfs_options(plan.view.private_roots, out.runtime_dir);
-  plan.view.fresh = caches.fresh;
-  plan.view.fresh_options = fresh_cache_options(caches.fresh, home);
-  out.shared_caches = caches.shared;
-  out.fresh_caches = caches.fresh;
+  plan.view.fresh = places.caches.fresh;
+  plan.view.fresh_options = fresh_cache_options(places.caches.fresh, home);
+  out.shared_caches = places.caches.shared;
+  out.fresh_caches = places.caches.fresh;
   auto& writes = plan.writes;
-  writes.writable = bound;
-  writes.writable.insert(writes.writable.end(), caches.fresh.begin(), caches.fresh.end());
+  writes.writable = places.bound;
+  writes.writable.insert(writes.writable.end(), places.caches.fresh.begin(),
+                         places.caches.fresh.end());
   for (const char* temp : {"/tmp", "/var/tmp", "/dev/shm"}) {
     writes.writable.emplace_back(temp);
   }
@@ -512,27 +572,12 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
     writes.writable.push_back(out.runtime_dir);
   }
   out.writable = writes.writable;
-  // Unix sockets are bound only where the host cannot see them (the private temporary and runtime
-  // folders, tmpfs inside, less host folders bound back into them) and where the user asks.
-  for (const auto& folder : writes.writable) {
-    if (std::find(private_folders.begin(), private_folders.end(), folder) !=
-        private_folders.end()) {
-      writes.sockets.push_back(folder);
-    }
-  }
-  writes.not_sockets = plan.view.keep;
-  for (const auto& path : options.flags.allow_unix_binds) {
-    const std::string resolved = resolved_path(path);
-    if (!is_folder(resolved) || !within_any(resolved, writes.writable)) {
-      return Unexpected{"--allow-unix-bind " + path +
-                        ": not a folder the command may write to; give --allow-write " + path +
-                        " too (sockets are made where files are)"};
-    }
-    writes.sockets.push_back(resolved);
+  if (auto binds = plan_socket_binds(out, places, options); !binds) {
+    return binds;
   }
   // The self-probe binds a socket where the host would see it: the first place bound back
   // read-write (the working folder, a shared cache, ...) that the user did not give for sockets.
-  for (const auto& place : bound) {
+  for (const auto& place : places.bound) {
     if (!within_any(place, writes.sockets)) {
       out.probe_no_socket = place;
       break;
@@ -540,14 +585,29 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
   }
   writes.devices = {"/dev/null",    "/dev/zero", "/dev/full", "/dev/random",
                     "/dev/urandom", "/dev/tty",  "/dev/ptmx", "/dev/pts"};
-  out.git_dirs = git_dirs;
   out.scanned = {out.working_folder};
-  for (const auto& path : allow_writes) {
+  for (const auto& path : places.allow_writes) {
     out.scanned.push_back(path);
   }
+  return true;
+}
 
-  // What is carved out of it: the protected paths, for the home in $HOME and the passwd entry's
-  // (ssh, gpg and login shells find their files through the latter).
+// The passwd entry's home, resolved, when it is not `home` ($HOME's): "" otherwise.
+std::string other_account_home(const std::string& home) {
+  const passwd* account = ::getpwuid(::geteuid());
+  if (account == nullptr || account->pw_dir == nullptr || account->pw_dir[0] != '/') {
+    return {};
+  }
+  std::string account_home = resolved_path(account->pw_dir);
+  return account_home == home ? std::string() : account_home;
+}
+
+// What is carved out of the writable places: the protected paths, for the home in $HOME and the
+// passwd entry's (ssh, gpg and login shells find their files through the latter), the gate's
+// files, nested git folders, what runs later from the working folders, and each where its links
+// lead. Also what the repository's configuration names outside its folders (out.git_targets).
+std::vector<ProtectedPath> paths_to_protect(Confinement& out, const Places& places,
+                                            const RunOptions& options, const std::string& home) {
   ProtectionInputs inputs;
   inputs.home = home;
   inputs.protect_files = options.sandbox.protect_files;
@@ -555,31 +615,28 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
   inputs.gate_files = gate_files(options.gate);
   inputs = with_process_inputs(std::move(inputs));
   std::vector<ProtectedPath> protect = protected_paths(inputs);
-  if (const passwd* account = ::getpwuid(::geteuid());
-      account != nullptr && account->pw_dir != nullptr && account->pw_dir[0] == '/') {
-    const std::string account_home = resolved_path(account->pw_dir);
-    if (account_home != home) {
-      ProtectionInputs more = inputs;
-      more.home = account_home;
-      more.gate_files.clear();
-      for (auto& p : protected_paths(more)) {
-        protect.push_back(std::move(p));
-      }
+  if (const std::string account_home = other_account_home(home); !account_home.empty()) {
+    ProtectionInputs more = inputs;
+    more.home = account_home;
+    more.gate_files.clear();
+    for (auto& p : protected_paths(more)) {
+      protect.push_back(std::move(p));
     }
   }
   // The gate's files as given, so that the symbolic links on their way are protected too (the
   // command must not re-point `cfg` in `proj/cfg/allow.txt` at a folder of its own).
+  std::error_code ec;
   for (const std::string& given : options.gate.files) {
     if (!given.empty()) {
       protect.push_back({fs::absolute(given, ec).lexically_normal().string(), false, true});
     }
   }
-  for (auto& p : nested_git_paths(git_dirs)) {
+  for (auto& p : nested_git_paths(out.git_dirs)) {
     protect.push_back(std::move(p));
   }
-  out.git_targets = git_config_targets(git_dirs, enclosing_worktree(out.working_folder), home);
+  out.git_targets = git_config_targets(out.git_dirs, enclosing_worktree(out.working_folder), home);
   if (options.sandbox.protect_files) {
-    for (auto& p : run_later_paths(out, allow_writes)) {
+    for (auto& p : run_later_paths(out, places.allow_writes)) {
       protect.push_back(std::move(p));
     }
   }
@@ -590,35 +647,43 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
       protect.push_back({std::move(real), protect[i].tree, protect[i].always});
     }
   }
-  std::vector<std::string> kept_inside = plan.view.keep;
-  std::vector<std::string> pinned;
+  return protect;
+}
+
+// Whether protected path `p` needs protecting inside at all. Paths in a private folder are not
+// there inside unless bound back, and what is bound back from the read-only root stays
+// read-only unless it is one of the writable places: only those need protecting (carving any
+// other would take from the private folder, /tmp say, the right to create entries in it). (A
+// link's own name is judged here as the link it is; where it leads is judged as the resolved
+// spelling added.) Likewise a path in one of the run's fresh caches is not there inside unless
+// a shared cache brings it back. A missing file in a git folder (config.worktree, a submodule's
+// config): carving it out with Landlock would forbid git's lock files beside it; one created
+// during the run is moved aside after it (quarantine_new_git_entries).
+bool needs_protecting(const ProtectedPath& p, const Confinement& out, const Places& places) {
+  if (within_any(p.path, places.private_folders) &&
+      (!within_any(p.path, out.plan.view.keep) || !within_any(p.path, places.bound))) {
+    return false;
+  }
+  if (!shown_past_fresh_caches(p.path, places.bound, places.caches.fresh)) {
+    return false;
+  }
+  return !(within_any(p.path, out.git_dirs) && !exists(p.path));
+}
+
+// Carves `protect` out of the writable places: read-only binds where they can be, Landlock
+// elsewhere; the self-probe tries to write each.
+void carve_protected(Confinement& out, Places& places, const std::vector<ProtectedPath>& protect) {
+  NamespacePlan& plan = out.plan;
   for (const auto& p : protect) {
     const fs::path path(p.path);
     // The repository's hooks: created empty if missing, so that they are protected rather than
     // creatable later.
     const std::string git_dir = path.parent_path().string();
-    if (std::find(git_dirs.begin(), git_dirs.end(), git_dir) != git_dirs.end() &&
+    if (std::find(out.git_dirs.begin(), out.git_dirs.end(), git_dir) != out.git_dirs.end() &&
         path.filename() == "hooks" && !exists(p.path) && is_folder(git_dir)) {
       ::mkdir(p.path.c_str(), 0755);
     }
-    // Paths in a private folder are not there inside unless bound back, and what is bound back
-    // from the read-only root stays read-only unless it is one of the writable places: only
-    // those need protecting (carving any other would take from the private folder, /tmp say,
-    // the right to create entries in it).
-    // (A link's own name is judged here as the link it is; where it leads is judged as the
-    // resolved spelling added above.) Likewise a path in one of the run's fresh caches is not
-    // there inside unless a shared cache brings it back.
-    if (within_any(p.path, private_folders) &&
-        (!within_any(p.path, kept_inside) || !within_any(p.path, bound))) {
-      continue;
-    }
-    if (!shown_past_fresh_caches(p.path, bound, caches.fresh)) {
-      continue;
-    }
-    // A missing file in a git folder (config.worktree, a submodule's config): carving it out
-    // with Landlock would forbid git's lock files beside it; one created during the run is
-    // moved aside after it (quarantine_new_git_entries).
-    if (within_any(p.path, git_dirs) && !exists(p.path)) {
+    if (!needs_protecting(p, out, places)) {
       continue;
     }
     out.probe_no_write.push_back(p.path);
@@ -628,32 +693,36 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
     // swapped). Landlock is not asked: its carving would forbid new entries beside the path.
     // Missing paths and symbolic links are Landlock's (it denies creating and re-pointing them).
     struct stat info {};
-    if (within_any(p.path, bound) && ::lstat(p.path.c_str(), &info) == 0 &&
+    if (within_any(p.path, places.bound) && ::lstat(p.path.c_str(), &info) == 0 &&
         !S_ISLNK(info.st_mode) && links_on_the_way(p.path).empty()) {
       plan.view.read_only.push_back(p.path);
-      pin_the_way(p.path, bound, pinned);
+      pin_the_way(p.path, places.bound, places.pinned);
       continue;
     }
-    writes.carved.push_back(p.path);
+    plan.writes.carved.push_back(p.path);
   }
   // The unshared git caches inside shared ones (Go's VCS cache): their fresh cover stays put.
-  for (const auto& folder : caches.fresh) {
-    pin_the_way(folder, bound, pinned);
+  for (const auto& folder : places.caches.fresh) {
+    pin_the_way(folder, places.bound, places.pinned);
   }
   std::sort(plan.view.read_only.begin(), plan.view.read_only.end(),
             [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
   plan.view.read_only.erase(std::unique(plan.view.read_only.begin(), plan.view.read_only.end()),
                             plan.view.read_only.end());
-  // The credential stores (credential_stores.hpp), less what --allow-read opens.
+}
+
+// The credential stores (credential_stores.hpp), less what --allow-read opens, and the
+// inspection CA's folder: covered, and each kept where it is.
+void hide_stores(Confinement& out, Places& places, const RunOptions& options,
+                 const std::string& home) {
+  NamespacePlan& plan = out.plan;
   std::vector<std::string> allow_reads;
   for (const auto& path : options.flags.allow_reads) {
     allow_reads.push_back(resolved_path(path));
   }
   std::vector<std::string> homes = {home};
-  if (const passwd* account = ::getpwuid(::geteuid());
-      account != nullptr && account->pw_dir != nullptr && account->pw_dir[0] == '/' &&
-      resolved_path(account->pw_dir) != home) {
-    homes.push_back(resolved_path(account->pw_dir));
+  if (const std::string account_home = other_account_home(home); !account_home.empty()) {
+    homes.push_back(account_home);
   }
   CredentialStores stores = credential_stores(homes, current_environment(), allow_reads, false);
   add_gate_secrets(stores, options.gate.secret_files);
@@ -683,15 +752,32 @@ Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
   // name the user's tools read later).
   for (const auto& hidden : {plan.view.secret_folders, plan.view.secret_files}) {
     for (const auto& store : hidden) {
-      if (exists(store) && shown_past_fresh_caches(store, bound, caches.fresh)) {
-        pin_the_way(store, bound, pinned);
+      if (exists(store) && shown_past_fresh_caches(store, places.bound, places.caches.fresh)) {
+        pin_the_way(store, places.bound, places.pinned);
       }
     }
   }
+}
+
+}  // namespace
+
+Expected<Confinement, std::string> plan_confinement(const RunOptions& options,
+                                                    const std::string& home) {
+  Confinement out;
+  Places places;
+  if (auto identity = plan_identity(out); !identity) {
+    return Unexpected{identity.error()};
+  }
+  plan_private_view(out, places, options, home);
+  if (auto writes = plan_writes(out, places, options, home); !writes) {
+    return Unexpected{writes.error()};
+  }
+  carve_protected(out, places, paths_to_protect(out, places, options, home));
+  hide_stores(out, places, options, home);
   // Folders first, then what lies in them: a bind onto a folder would cover a bind below it.
-  std::sort(pinned.begin(), pinned.end(),
+  std::sort(places.pinned.begin(), places.pinned.end(),
             [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
-  plan.view.pinned = pinned;
+  out.plan.view.pinned = places.pinned;
   // System folders, written by no one inside (root's owner rights included).
   out.probe_no_write.emplace_back("/etc");
   out.probe_no_write.emplace_back("/usr/bin");

@@ -12,7 +12,7 @@
 #include "rules/expected.hpp"
 #include "sandbox-profile/linux/linux_namespaces.hpp"
 #include "sandbox-profile/plan/git_config_targets.hpp"
-#include "sandbox-profile/supervisor/run_confined.hpp"
+#include "sandbox-profile/plan/run_options.hpp"
 
 namespace sandgate::sandbox {
 

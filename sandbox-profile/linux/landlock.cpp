@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "sandbox-profile/plan/protected_paths.hpp"
 
@@ -64,6 +65,7 @@ class Fd {
   }
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
   Fd& operator=(Fd&& other) noexcept {
     std::swap(fd_, other.fd_);
     return *this;
@@ -152,24 +154,13 @@ Expected<LandlockReport, std::string> deny_writes(const std::vector<ProtectedPat
   return restrict_writes(policy);
 }
 
-Expected<LandlockReport, std::string> restrict_writes(const WritePolicy& policy) {
-  LandlockReport report;
-  report.abi = landlock_abi();
-  if (report.abi == 0) {
-    return Unexpected{std::string("Landlock is not available in this kernel")};
-  }
-  std::uint64_t handled = kWriteRights;
-  if (report.abi >= 2) {
-    handled |= LANDLOCK_ACCESS_FS_REFER;  // ABI 1 denies every cross-folder rename instead
-  }
-  if (report.abi >= 3) {
-    handled |= LANDLOCK_ACCESS_FS_TRUNCATE;
-  }
+namespace {
 
-  // The carved set: each path, where it really is when a symbolic link leads there
-  // (~/.bashrc -> dotfiles/bashrc must protect dotfiles/bashrc), and each link met on the way
-  // (so that none can be re-pointed). Paths below another carved path are redundant: nothing
-  // below a carved path is granted anyway.
+// The paths Landlock carves out of `policy.carved`: each path, where it really is when a
+// symbolic link leads there (~/.bashrc -> dotfiles/bashrc must protect dotfiles/bashrc), and
+// each link met on the way (so that none can be re-pointed). Paths below another carved path are
+// redundant: nothing below a carved path is granted anyway. The error: / itself was asked for.
+Expected<std::set<std::string>, std::string> carved_paths(const WritePolicy& policy) {
   std::set<std::string> wanted;
   for (const auto& path : policy.carved) {
     wanted.insert(path);
@@ -195,27 +186,48 @@ Expected<LandlockReport, std::string> restrict_writes(const WritePolicy& policy)
       protect.insert(path);
     }
   }
-  report.paths = protect.size();
+  return protect;
+}
 
-  Fd ruleset(-1);
-  if (report.abi >= 6) {
-    RulesetAttrScoped attr{handled, 0, kScopeAbstractUnixSocket | kScopeSignal};
-    ruleset = Fd(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0)));
-    report.scoped = true;
-  } else {
-    RulesetAttr attr{handled};
-    ruleset = Fd(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0)));
+// A Landlock ruleset being filled: what it handles, and the grants made in it (counted in the
+// report).
+class Ruleset {
+ public:
+  // Creates the ruleset for the kernel's ABI (report.abi): every write right it knows, and on
+  // ABI 6 the abstract unix socket and signal scopes too.
+  static Expected<Ruleset, std::string> create(LandlockReport& report) {
+    std::uint64_t handled = kWriteRights;
+    if (report.abi >= 2) {
+      handled |= LANDLOCK_ACCESS_FS_REFER;  // ABI 1 denies every cross-folder rename instead
+    }
+    if (report.abi >= 3) {
+      handled |= LANDLOCK_ACCESS_FS_TRUNCATE;
+    }
+    int fd = -1;
+    if (report.abi >= 6) {
+      RulesetAttrScoped attr{handled, 0, kScopeAbstractUnixSocket | kScopeSignal};
+      fd = static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0));
+      report.scoped = true;
+    } else {
+      RulesetAttr attr{handled};
+      fd = static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0));
+    }
+    if (fd < 0) {
+      return Unexpected{errno_text("landlock_create_ruleset")};
+    }
+    return Ruleset(fd, handled, report);
   }
-  if (ruleset.get() < 0) {
-    return Unexpected{errno_text("landlock_create_ruleset")};
+
+  // The rights granted on writable roots: binding a unix socket is granted apart.
+  std::uint64_t root_rights() const {
+    return handled_ & ~static_cast<std::uint64_t>(LANDLOCK_ACCESS_FS_MAKE_SOCK);
   }
+
   // One grant: `rights` on the file or folder at `path` (symbolic links are skipped: they are
-  // governed by where they lead). Missing paths grant nothing.
-  // The rights granted on writable roots: binding a unix socket is granted apart (below).
-  const std::uint64_t root_rights =
-      handled & ~static_cast<std::uint64_t>(LANDLOCK_ACCESS_FS_MAKE_SOCK);
-  const auto grant = [&](const std::string& path, std::uint64_t rights,
-                         bool devices_only) -> Expected<bool, std::string> {
+  // governed by where they lead; with `devices_only`, so is what is not a device or a folder).
+  // Missing paths grant nothing.
+  Expected<bool, std::string> grant(const std::string& path, std::uint64_t rights,
+                                    bool devices_only) {
     Fd fd(::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
     struct stat info {};
     if (fd.get() < 0 || ::fstat(fd.get(), &info) != 0 || S_ISLNK(info.st_mode)) {
@@ -229,41 +241,39 @@ Expected<LandlockReport, std::string> restrict_writes(const WritePolicy& policy)
     if (rule.allowed_access == 0) {
       return false;
     }
-    if (::syscall(SYS_landlock_add_rule, ruleset.get(), LANDLOCK_RULE_PATH_BENEATH, &rule, 0) !=
-        0) {
+    if (::syscall(SYS_landlock_add_rule, fd_.get(), LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0) {
       return Unexpected{errno_text("landlock_add_rule " + path)};
     }
-    ++report.rules;
+    ++report_.rules;
     return true;
-  };
+  }
 
-  // `rights` on and beneath the root `given`: on the root itself, or, when carved paths lie
+  // `rights` on and beneath the root `given`: on the root itself, or, when `excluded` paths lie
   // below it, on every entry beside the way to them and nothing on the way itself. A root that
-  // does not exist, or lies in a carved path, grants nothing.
-  const auto grant_root =
-      [&](const std::string& given, std::uint64_t rights,
-          const std::set<std::string>& excluded) -> Expected<bool, std::string> {
+  // does not exist, or lies in an excluded path, grants nothing.
+  Expected<bool, std::string> grant_root(const std::string& given, std::uint64_t rights,
+                                         const std::set<std::string>& excluded) {
     std::error_code ec;
     const auto real = std::filesystem::canonical(given, ec);
     if (ec) {
       return false;
     }
     const std::string root = real.string();
-    bool inside_carved = false;
-    std::vector<std::string> below;  // carved paths strictly below the root
+    bool inside_excluded = false;
+    std::vector<std::string> below;  // excluded paths strictly below the root
     for (const auto& path : excluded) {
-      inside_carved = inside_carved || is_within(root, path);
+      inside_excluded = inside_excluded || is_within(root, path);
       if (path != root && is_within(path, root)) {
         below.push_back(path);
       }
     }
-    if (inside_carved) {
+    if (inside_excluded) {
       return false;
     }
     if (below.empty()) {
       return grant(root, rights, false);
     }
-    std::set<std::string> on_the_way;  // folders from the root down that lead to a carved path
+    std::set<std::string> on_the_way;  // folders from the root down that lead to an excluded path
     for (const auto& path : below) {
       on_the_way.insert(root);
       for (auto slash = path.find('/', root.size() + 1); slash != std::string::npos;
@@ -272,34 +282,70 @@ Expected<LandlockReport, std::string> restrict_writes(const WritePolicy& policy)
       }
     }
     for (const auto& folder : on_the_way) {
-      DIR* dir = ::opendir(folder.c_str());
-      if (dir == nullptr) {
-        continue;  // unreadable (or absent): nothing in it is granted, so nothing is writable
+      if (auto granted = grant_beside(folder, rights, excluded, on_the_way); !granted) {
+        return granted;
       }
-      while (const dirent* entry = ::readdir(dir)) {
-        if (std::strcmp(entry->d_name, ".") == 0 || std::strcmp(entry->d_name, "..") == 0) {
-          continue;
-        }
-        const std::string path = join(folder, entry->d_name);
-        if (excluded.count(path) != 0 || on_the_way.count(path) != 0) {
-          continue;
-        }
-        if (auto added = grant(path, rights, false); !added) {
-          ::closedir(dir);
-          return Unexpected{added.error()};
-        }
-      }
-      ::closedir(dir);
     }
     return true;
-  };
+  }
+
+  // Confines this thread (and what it starts) to the ruleset, with no new privileges.
+  Expected<bool, std::string> restrict_self() {
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+      return Unexpected{errno_text("prctl(PR_SET_NO_NEW_PRIVS)")};
+    }
+    if (::syscall(SYS_landlock_restrict_self, fd_.get(), 0) != 0) {
+      return Unexpected{errno_text("landlock_restrict_self")};
+    }
+    return true;
+  }
+
+ private:
+  Ruleset(int fd, std::uint64_t handled, LandlockReport& report)
+      : fd_(fd), handled_(handled), report_(report) {}
+
+  // `rights` on each entry of `folder` but the excluded ones and those on the way to them. An
+  // unreadable (or absent) folder grants nothing, so nothing in it is writable.
+  Expected<bool, std::string> grant_beside(const std::string& folder, std::uint64_t rights,
+                                           const std::set<std::string>& excluded,
+                                           const std::set<std::string>& on_the_way) {
+    DIR* dir = ::opendir(folder.c_str());
+    if (dir == nullptr) {
+      return true;
+    }
+    while (const dirent* entry = ::readdir(dir)) {
+      if (std::strcmp(entry->d_name, ".") == 0 || std::strcmp(entry->d_name, "..") == 0) {
+        continue;
+      }
+      const std::string path = join(folder, entry->d_name);
+      if (excluded.count(path) != 0 || on_the_way.count(path) != 0) {
+        continue;
+      }
+      if (auto added = grant(path, rights, false); !added) {
+        ::closedir(dir);
+        return Unexpected{added.error()};
+      }
+    }
+    ::closedir(dir);
+    return true;
+  }
+
+  Fd fd_;
+  std::uint64_t handled_;
+  LandlockReport& report_;
+};
+
+// The grants of `policy` in `ruleset`, less the carved paths `protect`: the writable roots;
+// binding unix sockets beneath the socket roots only, never in a carved path (a socket in place
+// of a missing protected file) nor in a host folder bound back inside one; opening the devices
+// for writing (/dev/null, /dev/tty, the terminal's pty, ...).
+Expected<bool, std::string> grant_policy(Ruleset& ruleset, const WritePolicy& policy,
+                                         const std::set<std::string>& protect) {
   for (const auto& given : policy.writable) {
-    if (auto added = grant_root(given, root_rights, protect); !added) {
-      return Unexpected{added.error()};
+    if (auto added = ruleset.grant_root(given, ruleset.root_rights(), protect); !added) {
+      return added;
     }
   }
-  // Unix sockets: bound only beneath the socket roots, never in a carved path (a socket in place
-  // of a missing protected file) nor in a host folder bound back inside one.
   std::set<std::string> no_sockets = protect;
   for (const auto& path : policy.not_sockets) {
     std::error_code ec;
@@ -307,11 +353,10 @@ Expected<LandlockReport, std::string> restrict_writes(const WritePolicy& policy)
     no_sockets.insert(ec ? path : real.string());
   }
   for (const auto& given : policy.sockets) {
-    if (auto added = grant_root(given, LANDLOCK_ACCESS_FS_MAKE_SOCK, no_sockets); !added) {
-      return Unexpected{added.error()};
+    if (auto added = ruleset.grant_root(given, LANDLOCK_ACCESS_FS_MAKE_SOCK, no_sockets); !added) {
+      return added;
     }
   }
-  // Devices: opening for writing only (/dev/null, /dev/tty, the terminal's pty, ...).
   for (const auto& device : policy.devices) {
     bool carved = false;
     for (const auto& path : protect) {
@@ -320,15 +365,35 @@ Expected<LandlockReport, std::string> restrict_writes(const WritePolicy& policy)
     if (carved) {
       continue;
     }
-    if (auto added = grant(device, LANDLOCK_ACCESS_FS_WRITE_FILE, true); !added) {
-      return Unexpected{added.error()};
+    if (auto added = ruleset.grant(device, LANDLOCK_ACCESS_FS_WRITE_FILE, true); !added) {
+      return added;
     }
   }
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-    return Unexpected{errno_text("prctl(PR_SET_NO_NEW_PRIVS)")};
+  return true;
+}
+
+}  // namespace
+
+Expected<LandlockReport, std::string> restrict_writes(const WritePolicy& policy) {
+  LandlockReport report;
+  report.abi = landlock_abi();
+  if (report.abi == 0) {
+    return Unexpected{std::string("Landlock is not available in this kernel")};
   }
-  if (::syscall(SYS_landlock_restrict_self, ruleset.get(), 0) != 0) {
-    return Unexpected{errno_text("landlock_restrict_self")};
+  auto protect = carved_paths(policy);
+  if (!protect) {
+    return Unexpected{protect.error()};
+  }
+  report.paths = protect->size();
+  auto ruleset = Ruleset::create(report);
+  if (!ruleset) {
+    return Unexpected{ruleset.error()};
+  }
+  if (auto granted = grant_policy(*ruleset, policy, *protect); !granted) {
+    return Unexpected{granted.error()};
+  }
+  if (auto restricted = ruleset->restrict_self(); !restricted) {
+    return Unexpected{restricted.error()};
   }
   return report;
 }

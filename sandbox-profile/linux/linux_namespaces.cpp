@@ -24,7 +24,7 @@
 
 #include "sandbox-profile/linux/landlock.hpp"
 #include "sandbox-profile/linux/private_view.hpp"
-#include "sandbox-profile/supervisor/fd_passing.hpp"
+#include "sandbox-profile/process/fd_passing.hpp"
 
 namespace sandgate::sandbox {
 namespace {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "sandbox-profile/linux/private_view.hpp"
-#include "sandbox-profile/supervisor/run_options.hpp"
+#include "sandbox-profile/plan/credential_stores.hpp"
 
 namespace sandgate::sandbox {
 

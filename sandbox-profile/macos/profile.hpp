@@ -82,7 +82,7 @@ struct ProfileOptions {
   // The terminals are the pseudo-terminal the supervisor relays for this run, not the user's
   // (the pty relay, as on Linux): then they and /dev/tty may be ioctl'd (raw mode, window size),
   // since TIOCSTI there only types into the command's own input. `run` sets it whenever it relays
-  // (plan/sandbox_flags.hpp's add_run_places()).
+  // (profile_options.hpp's add_run_places()).
   bool terminals_relayed = false;
   // Folders that belong to this run alone (made for it, removed after it; nothing outside
   // connects to a socket there): the only places the command may bind unix sockets. Empty:

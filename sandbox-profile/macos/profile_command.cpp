@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "sandbox-profile/macos/profile.hpp"
+#include "sandbox-profile/macos/profile_options.hpp"
 
 namespace sandgate::sandbox {
 namespace {

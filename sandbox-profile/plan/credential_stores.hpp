@@ -52,6 +52,7 @@
 // Pure but for the file system's answers (what exists, what is a folder). Paths are resolved.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -76,5 +77,13 @@ CredentialStores credential_stores(const std::vector<std::string>& homes,
 // GateView::secret_files) that exist to `stores`, whatever --allow-read says: the command never
 // reads the keys to the gate itself.
 void add_gate_secrets(CredentialStores& stores, const std::vector<std::string>& files);
+
+// What the command attempted on a hidden credential store, as far as the platform sees it
+// (Linux: sandbox-profile/linux/store_reads.hpp), for the run's summary.
+struct StoreAttempt {
+  std::string path;
+  bool listed = false;  // the folder itself was opened (a listing), not a file read
+  std::uint64_t count = 0;
+};
 
 }  // namespace sandgate::sandbox

@@ -7,17 +7,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "rules/ascii.hpp"
+
 namespace sandgate::sandbox {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
@@ -122,8 +117,8 @@ void collect(const std::string& file, const std::string& worktree_top, const std
 
 std::vector<std::string> git_config_values(std::string_view text, std::string_view section,
                                            std::string_view key) {
-  const std::string wanted_section = lower(section);
-  const std::string wanted_key = lower(key);
+  const std::string wanted_section = rules::ascii_lower(section);
+  const std::string wanted_key = rules::ascii_lower(key);
   std::vector<std::string> out;
   std::string current;  // the section's name, lower case, without its subsection
   std::size_t at = 0;
@@ -154,7 +149,7 @@ std::vector<std::string> git_config_values(std::string_view text, std::string_vi
       }
       std::string header(text.substr(at + 1, end - at - 1));
       const auto name_end = header.find_first_of(" \t\".");
-      current = lower(header.substr(0, name_end));
+      current = rules::ascii_lower(header.substr(0, name_end));
       at = end < text.size() && text[end] == ']' ? end + 1 : end;
       continue;  // a key may follow on the same line
     }
@@ -163,7 +158,7 @@ std::vector<std::string> git_config_values(std::string_view text, std::string_vi
            (std::isalnum(static_cast<unsigned char>(text[end])) != 0 || text[end] == '-')) {
       ++end;
     }
-    const std::string name = lower(text.substr(at, end - at));
+    const std::string name = rules::ascii_lower(text.substr(at, end - at));
     at = end;
     while (at < text.size() && is_space(text[at])) {
       ++at;

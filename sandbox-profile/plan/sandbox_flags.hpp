@@ -1,5 +1,6 @@
-// The command-line flags that `sandgate profile` and `sandgate run` share, and how they combine
-// with the sandbox's settings and the gate's files into the profile's options.
+// The command-line flags that `sandgate profile` and `sandgate run` share, and the gate's files
+// as the confinement protects them. How they combine with the sandbox's settings into each
+// platform's terms: macos/profile_options.hpp, linux/confinement_plan.hpp.
 #pragma once
 
 #include <cstdint>
@@ -7,7 +8,6 @@
 #include <vector>
 
 #include "rules/expected.hpp"
-#include "sandbox-profile/macos/profile.hpp"
 #include "sandbox-profile/plan/resolved_path.hpp"
 #include "sandbox-profile/plan/sandbox_options.hpp"
 
@@ -38,28 +38,5 @@ struct SandboxFlags {
 // The files the gate reads and writes, made absolute and resolved: the command must not be able
 // to change them (the gate reloads its lists live).
 std::vector<std::string> gate_files(const GateView& gate);
-
-// The profile's options for a gate on `proxy_port` (0: only on the gate's unix socket), from the
-// sandbox's settings (the three toggles), the gate's files and socket, the flags, `home` and
-// `ssh_auth_sock` (both as the environment gives them; resolved here), and what this process and
-// the file system say: the working folder and its git repository, PATH, sandgate's executables,
-// the resolved spellings of protected paths behind symbolic links, the passwd entry's home,
-// $TMPDIR, the home's caches that exist, the inherited terminals. An
-// --allow-unix-socket path that is a folder allows every socket below it.
-ProfileOptions profile_options(const SandboxSettings& sandbox, const GateView& gate,
-                               const SandboxFlags& flags, std::uint16_t proxy_port,
-                               const std::string& home, const std::string& ssh_auth_sock);
-
-// What `run` made for one run on the host's side (macOS under sandbox-exec) that its profile
-// names.
-struct RunPlaces {
-  std::string relayed_terminal;  // the slave of the pty `run` relays (pty_relay.hpp); "": none
-  std::string private_folder;    // the run's private folder (private_folder.hpp); "": none
-};
-
-// `options` for that run: a relayed terminal is the command's only terminal (the user's are not
-// among `terminals` any more) and may be ioctl'd (terminals_relayed), and unix sockets may be
-// bound in the private folder only.
-void add_run_places(ProfileOptions& options, const RunPlaces& places);
 
 }  // namespace sandgate::sandbox

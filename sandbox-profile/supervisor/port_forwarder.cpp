@@ -9,12 +9,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <memory>
 #include <utility>
 
-#include "sandbox-profile/supervisor/fd_passing.hpp"
+#include "sandbox-profile/linux/inbound_connector.hpp"
+#include "sandbox-profile/process/fd_passing.hpp"
 
 namespace sandgate::sandbox {
 namespace {
@@ -24,28 +24,6 @@ using Clock = std::chrono::steady_clock;
 // How long an accept is paused when the process is out of descriptors (the listener stays
 // readable, and retrying at once would spin).
 constexpr std::chrono::milliseconds kAcceptPause{100};
-
-sockaddr_in loopback(std::uint16_t port) {
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(port);
-  return address;
-}
-
-// The connector's blocking connect, inside the namespace (its own process: it waits alone).
-int connect_loopback(std::uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    return -1;
-  }
-  const sockaddr_in address = loopback(port);
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 void set_non_blocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
@@ -58,18 +36,6 @@ void close_with_reset(int fd) {
 
 bool would_block(ssize_t result) {
   return result < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
-}
-
-// "WORD NUMBER" (the connector's protocol: "ID PORT" asked, "ok ID" or "refused ID" answered).
-bool split_number(std::string_view text, std::string_view& word, std::uint64_t& number) {
-  const auto space = text.find(' ');
-  if (space == std::string_view::npos) {
-    return false;
-  }
-  word = text.substr(0, space);
-  const std::string_view digits = text.substr(space + 1);
-  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
-  return error == std::errc() && end == digits.data() + digits.size();
 }
 
 // What the connector hands over must be what was asked for: a TCP socket connected to port
@@ -95,28 +61,6 @@ bool connected_inside(int fd, std::uint16_t port) {
 }
 
 }  // namespace
-
-[[noreturn]] void run_connector(int channel) {
-  for (;;) {
-    auto request = receive_message(channel);
-    if (!request || request->closed) {
-      ::_exit(0);
-    }
-    if (request->fd >= 0) {
-      ::close(request->fd);
-    }
-    std::string_view id;
-    std::uint64_t port = 0;
-    const bool valid = split_number(request->text, id, port) && port > 0 && port < 65536;
-    const int fd = valid ? connect_loopback(static_cast<std::uint16_t>(port)) : -1;
-    if (!send_message(channel, (fd >= 0 ? "ok " : "refused ") + std::string(id), fd)) {
-      ::_exit(0);
-    }
-    if (fd >= 0) {
-      ::close(fd);
-    }
-  }
-}
 
 // One relayed connection: the accepted client and the far side, and what each has sent that
 // the other has not taken yet.
@@ -301,7 +245,7 @@ Expected<bool, std::string> PortForwarder::forward_inbound(std::uint16_t port, i
     }
   }
   const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const sockaddr_in address = loopback(port);
+  const sockaddr_in address = loopback_address(port);
   const int one = 1;
   ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (::bind(listener, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
@@ -324,7 +268,7 @@ int PortForwarder::connector() {
 void PortForwarder::start_outbound(int client, std::uint16_t port,
                                    std::vector<Connection>& connections) {
   const int far = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  const sockaddr_in address = loopback(port);
+  const sockaddr_in address = loopback_address(port);
   if (far < 0) {
     close_with_reset(client);
     return;
@@ -400,7 +344,7 @@ void PortForwarder::take_answers(std::vector<Connection>& connections,
     }
     std::string_view word;
     std::uint64_t id = 0;
-    const bool parsed = split_number(answer->text, word, id);
+    const bool parsed = split_word_number(answer->text, word, id);
     const auto found =
         std::find_if(waiting.begin(), waiting.end(), [id](const Waiting& w) { return w.id == id; });
     if (!parsed || found == waiting.end()) {

@@ -7,7 +7,7 @@
 //   inbound N:  the host's 127.0.0.1:N is listened on here; each connection is relayed to the
 //               command's server on 127.0.0.1:N inside, through a socket that a small connector
 //               process left in the namespace makes on request (a process outside cannot create
-//               sockets in that namespace without privileges).
+//               sockets in that namespace without privileges: linux/inbound_connector.hpp).
 //
 // The relay keeps the gate's contract for a tunnel: bytes pass unchanged and in order; an end of
 // stream is passed on as a half-close (the other direction goes on); a reset, or an error on
@@ -32,11 +32,6 @@
 #include "rules/expected.hpp"
 
 namespace sandgate::sandbox {
-
-// The child's side of an inbound connection: connects to 127.0.0.1:`port` in the child's network
-// namespace when asked over `channel`, and sends the connected socket back. Runs until the
-// channel closes; for a process forked inside the namespace.
-[[noreturn]] void run_connector(int channel);
 
 class PortForwarder {
  public:

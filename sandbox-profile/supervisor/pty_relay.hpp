@@ -11,10 +11,10 @@
 // itself.
 //
 // Where the pair is opened: on Linux inside the confinement, from a devpts instance of its own
-// (the user's other terminals, /dev/pts/N, are not there): open_pair() there, adopt() here. On
-// the host's side (macOS under sandbox-exec, and --no-isolation) by `run` itself before fork():
-// open_here(), then attach() in the child; the Seatbelt profile allows ioctl only on that slave
-// (ProfileOptions::terminals_relayed).
+// (the user's other terminals, /dev/pts/N, are not there): open_pseudo_terminal() there
+// (process/pseudo_terminal.hpp), adopt() here. On the host's side (macOS under sandbox-exec,
+// and --no-isolation) by `run` itself before fork(): open_here(), then attach() in the child;
+// the Seatbelt profile allows ioctl only on that slave (ProfileOptions::terminals_relayed).
 //
 // A question on the terminal (terminal_asker.hpp) takes the terminal over with hold(): the
 // relay first passes on what the command's terminal already holds (the question comes after the
@@ -30,9 +30,9 @@
 // kernel sends SIGWINCH each time (RepaintRequest). A line-oriented program is left alone: the
 // question was a line of its own among its output.
 //
-// POSIX (Linux and macOS). prepare() and open_here() run before fork()/clone(), open_pair()
-// inside, attach() in the child, adopt(), start(), resize() and finish() in `run`'s main thread;
-// the relay runs on a thread of its own until finish(); hold() and release() on the asker's
+// POSIX (Linux and macOS). prepare() and open_here() run before fork()/clone(), the pair is
+// opened inside, attach() in the child, adopt(), start(), resize() and finish() in `run`'s main
+// thread; the relay runs on a thread of its own until finish(); hold() and release() on the asker's
 // thread.
 #pragma once
 
@@ -118,13 +118,9 @@ class RepaintRequest {
 class PtyRelay final : public TerminalHolder {
  public:
   // A relay for the standard streams that are terminals, before clone(): which ones, where
-  // output goes, whether keys are read. The pty itself is opened inside (open_pair()) and its
-  // master handed over with adopt().
+  // output goes, whether keys are read. The pty itself is opened inside
+  // (process/pseudo_terminal.hpp) and its master handed over with adopt().
   static Expected<std::unique_ptr<PtyRelay>, std::string> prepare();
-
-  // Opens a pseudo-terminal pair (master, slave; close-on-exec) from /dev/ptmx: inside the
-  // confinement, in its own devpts instance. The error names the call that failed.
-  static Expected<std::pair<int, int>, std::string> open_pair();
 
   // Takes the master (opened inside) and gives its slave the user's modes and window size.
   void adopt(int master);

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rules/ascii.hpp"
 #include "sandbox-profile/supervisor/terminal_input.hpp"
 
 namespace sandgate::sandbox {
@@ -327,7 +328,7 @@ std::optional<char> TerminalAsker::read_key(TerminalQuestion& question) {
   std::optional<char> chosen;  // the line so far, when it is one answer's key
   bool spoiled = false;        // the line holds something that is not one answer's key
   const auto answer_for = [&question](char key) -> std::optional<char> {
-    const char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(key)));
+    const char lower = rules::ascii_lower(key);
     if (question.keys.find(lower) == std::string::npos) {
       return std::nullopt;
     }

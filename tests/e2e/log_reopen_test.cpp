@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "tests/integration/harness/test_client.hpp"
+#include "tests/support/eventually.hpp"
 #include "tests/support/gate_process.hpp"
 
 namespace sandgate::testing {
@@ -21,18 +22,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kSandgate = std::string(SANDGATE_BINARY_DIR) + "/bin/sandgate";
-
-// Polls `predicate` every 20 ms for up to 5 s; returns whether it held.
-bool eventually(const std::function<bool()>& predicate) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (predicate()) {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return predicate();
-}
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

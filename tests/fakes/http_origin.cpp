@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "rules/ascii.hpp"
+
 namespace sandgate::fakes {
 
 struct HttpOrigin::State {
@@ -46,16 +48,6 @@ bool iequals(std::string_view a, std::string_view b) {
     }
   }
   return true;
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) {
-    text.remove_suffix(1);
-  }
-  return text;
 }
 
 bool send_all(int fd, std::string_view data) {
@@ -321,7 +313,7 @@ std::string HttpOrigin::Request::field(std::string_view name) const {
     const std::string_view line(head.data() + start, end - start);
     const std::size_t colon = line.find(':');
     if (colon != std::string_view::npos && iequals(line.substr(0, colon), name)) {
-      return std::string(trim(line.substr(colon + 1)));
+      return std::string(rules::trim_ows(line.substr(colon + 1)));
     }
     at = end;
   }

@@ -15,6 +15,7 @@
 #include "tests/integration/harness/test_client.hpp"
 #include "tests/integration/harness/test_proxy.hpp"
 #include "tests/support/client_hello.hpp"
+#include "tests/support/eventually.hpp"
 
 namespace sandgate::testing {
 namespace {
@@ -63,15 +64,6 @@ class Budgets {
   std::string path_;
   std::unique_ptr<TestProxy> proxy_;
 };
-
-// Waits up to 5 s for `done` (what an origin's own thread counts comes a moment after the
-// client's side saw it).
-bool eventually(const std::function<bool()>& done) {
-  for (int i = 0; i < 250 && !done(); ++i) {
-    std::this_thread::sleep_for(20ms);
-  }
-  return done();
-}
 
 TEST(BudgetTest, AnUploadIsCutAtTheExactByteItsBudgetEnds) {
   fakes::TcpOrigin origin;  // echoes

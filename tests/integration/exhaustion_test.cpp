@@ -50,6 +50,7 @@
 #include "tests/fakes/tcp_origin.hpp"
 #include "tests/integration/harness/test_client.hpp"
 #include "tests/integration/harness/test_proxy.hpp"
+#include "tests/support/eventually.hpp"
 #include "tests/support/sanitized_build.hpp"
 
 namespace sandgate::testing {
@@ -75,18 +76,6 @@ constexpr bool kSanitized = false;
 #else
 constexpr bool kSanitized = false;
 #endif
-
-// Waits until `done()` holds or `timeout` passes; returns whether it held.
-bool eventually(const std::function<bool()>& done, clock::duration timeout) {
-  const auto deadline = clock::now() + timeout;
-  while (!done()) {
-    if (clock::now() >= deadline) {
-      return false;
-    }
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
 
 // Raises this process's soft descriptor limit to `wanted`, and the hard limit too when it is
 // lower and the process may (CAP_SYS_RESOURCE). Returns the soft limit in force afterwards.

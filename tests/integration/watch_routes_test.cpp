@@ -24,6 +24,7 @@
 #include "tests/fakes/tcp_origin.hpp"
 #include "tests/integration/harness/test_client.hpp"
 #include "tests/integration/harness/test_proxy.hpp"
+#include "tests/support/eventually.hpp"
 
 namespace sandgate::testing {
 namespace {
@@ -39,17 +40,6 @@ std::string scratch(const std::string& name) {
     throw std::runtime_error("mkdtemp failed");
   }
   return folder;
-}
-
-bool eventually(const std::function<bool()>& done, std::chrono::milliseconds timeout = 5s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return false;
-    }
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
 }
 
 // An admin endpoint on 127.0.0.1:0 over a feed the test publishes into.

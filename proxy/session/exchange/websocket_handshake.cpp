@@ -7,21 +7,13 @@
 #include <boost/beast/core/string.hpp>
 #include <string_view>
 
+#include "rules/ascii.hpp"
+
 namespace sandgate::session::exchange {
 namespace {
 
 namespace beast = boost::beast;
 namespace http = beast::http;
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
 
 // Whether `token` is one of the comma-separated items of `field` (its parameters, after `;`,
 // left out), in any of the fields named `name`.
@@ -35,7 +27,7 @@ bool offered(const Fields& fields, http::field name, std::string_view token) {
     while (!rest.empty()) {
       const std::size_t comma = rest.find(',');
       std::string_view item = rest.substr(0, comma);
-      item = trim(item.substr(0, item.find(';')));
+      item = rules::trim_ows(item.substr(0, item.find(';')));
       if (beast::iequals(item, token)) {
         return true;
       }
@@ -53,7 +45,7 @@ void offer_no_extensions(http::request_header<>& request) {
 
 std::string accept_for(std::string_view key) {
   static constexpr std::string_view kGuid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
-  std::string text(trim(key));
+  std::string text(rules::trim_ows(key));
   text += kGuid;
   unsigned char digest[SHA_DIGEST_LENGTH];
   SHA1(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
@@ -68,7 +60,7 @@ std::optional<std::string> upgrade_problem(const http::request_header<>& request
     return "the upgrade request did not carry one Sec-WebSocket-Key";
   }
   if (response.count(http::field::sec_websocket_accept) != 1 ||
-      trim(response[http::field::sec_websocket_accept]) !=
+      rules::trim_ows(response[http::field::sec_websocket_accept]) !=
           accept_for(request[http::field::sec_websocket_key])) {
     return "its Sec-WebSocket-Accept does not answer the request's key";
   }
@@ -80,7 +72,7 @@ std::optional<std::string> upgrade_problem(const http::request_header<>& request
     while (!rest.empty()) {
       const std::size_t comma = rest.find(',');
       std::string_view item = rest.substr(0, comma);
-      item = trim(item.substr(0, item.find(';')));
+      item = rules::trim_ows(item.substr(0, item.find(';')));
       if (!item.empty() && !offered(request, http::field::sec_websocket_extensions, item)) {
         return "it chose the extension " + std::string(item) + ", which was not offered";
       }
@@ -90,7 +82,7 @@ std::optional<std::string> upgrade_problem(const http::request_header<>& request
   if (response.count(http::field::sec_websocket_protocol) > 1) {
     return "it chose more than one subprotocol";
   }
-  const std::string_view protocol = trim(response[http::field::sec_websocket_protocol]);
+  const std::string_view protocol = rules::trim_ows(response[http::field::sec_websocket_protocol]);
   if (!protocol.empty() && !offered(request, http::field::sec_websocket_protocol, protocol)) {
     return "it chose a subprotocol the client did not offer";
   }

@@ -25,7 +25,8 @@
 #include "rules/ip_address.hpp"
 
 #ifdef __linux__
-#include "sandbox-profile/linux/original_destination.hpp"
+#include "rules/ascii.hpp"
+#include "sandbox-profile/process/capture_sockets.hpp"
 #endif
 
 namespace sandgate::session {
@@ -139,13 +140,6 @@ std::optional<std::string> authority_host(std::string_view authority) {
   return parsed->name;
 }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 HostCheck refused(rules::Reason reason, std::string sentence) {
   HostCheck check;
   check.result = HostCheck::Result::refused;
@@ -168,7 +162,7 @@ HostCheck judge_head(const boost::beast::http::request_header<>& head, const std
     return refused(rules::Reason::bad_request, *problem);
   }
   const std::string_view target = head.target();
-  if (lower(target.substr(0, 7)) == "http://") {
+  if (rules::ascii_lower(target.substr(0, 7)) == "http://") {
     const std::string_view rest = target.substr(7);
     const auto host = authority_host(rest.substr(0, rest.find_first_of("/?#")));
     if (!host || *host != name) {
@@ -215,7 +209,7 @@ HostCheck judge_head(const boost::beast::http::request_header<>& head, const std
       while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) {
         token.remove_suffix(1);
       }
-      const std::string option = lower(token);
+      const std::string option = rules::ascii_lower(token);
       if (!token.empty() && option != "keep-alive" && option != "close") {
         options += std::string(token) + ", ";
       }

@@ -11,6 +11,7 @@
 #include <boost/beast/http/rfc7230.hpp>
 #include <vector>
 
+#include "rules/ascii.hpp"
 #include "rules/http_lines.hpp"
 
 namespace sandgate::session {
@@ -23,16 +24,6 @@ using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
 std::string_view buffer_text(const beast::flat_buffer& buffer) {
   return {static_cast<const char*>(buffer.data().data()), buffer.size()};
 }
@@ -42,7 +33,7 @@ std::string_view buffer_text(const beast::flat_buffer& buffer) {
 bool has_token(std::string_view list, std::string_view token) {
   while (!list.empty()) {
     const std::size_t comma = list.find(',');
-    if (beast::iequals(trim(list.substr(0, comma)), token)) {
+    if (beast::iequals(rules::trim_ows(list.substr(0, comma)), token)) {
       return true;
     }
     if (comma == std::string_view::npos) {
@@ -162,7 +153,7 @@ std::optional<std::string> request_framing_problem(const http::request_header<>&
         break;
       case http::field::transfer_encoding: {
         ++transfer_encodings;
-        const std::string_view coding = trim(field.value());
+        const std::string_view coding = rules::trim_ows(field.value());
         if (!beast::iequals(coding, "chunked")) {
           return "the request's Transfer-Encoding is '" + std::string(field.value()) +
                  "'; only 'chunked' alone is accepted.";
@@ -202,7 +193,7 @@ bool is_websocket_upgrade(const http::request_header<>& head) {
   bool connection_upgrade = false;
   for (const auto& field : head) {
     if (field.name() == http::field::upgrade) {
-      if (upgrade || !beast::iequals(trim(field.value()), "websocket")) {
+      if (upgrade || !beast::iequals(rules::trim_ows(field.value()), "websocket")) {
         return false;  // one field, naming websocket alone
       }
       upgrade = true;
@@ -225,7 +216,7 @@ void strip_hop_by_hop(http::fields& fields, bool keep_upgrade) {
     std::string_view list = field.value();
     while (!list.empty()) {
       const std::size_t comma = list.find(',');
-      const std::string_view token = trim(list.substr(0, comma));
+      const std::string_view token = rules::trim_ows(list.substr(0, comma));
       if (!token.empty() && !beast::iequals(token, "content-length") &&
           !beast::iequals(token, "transfer-encoding") && !beast::iequals(token, "host") &&
           !(keep_upgrade && beast::iequals(token, "upgrade"))) {

@@ -1,6 +1,8 @@
 // Absolute-form request targets. See http_target.hpp.
 #include "proxy/session/wire/http_target.hpp"
 
+#include "rules/ascii.hpp"
+
 namespace sandgate::session {
 namespace {
 
@@ -9,11 +11,7 @@ bool starts_with_nocase(std::string_view text, std::string_view prefix) {
     return false;
   }
   for (std::size_t i = 0; i < prefix.size(); ++i) {
-    char c = text[i];
-    if (c >= 'A' && c <= 'Z') {
-      c = static_cast<char>(c - 'A' + 'a');
-    }
-    if (c != prefix[i]) {
+    if (rules::ascii_lower(text[i]) != prefix[i]) {
       return false;
     }
   }

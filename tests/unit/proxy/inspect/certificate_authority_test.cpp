@@ -15,6 +15,8 @@
 #include <iterator>
 #include <string>
 
+#include "tests/support/temporary_folder.hpp"
+
 namespace sandgate::inspect {
 namespace {
 
@@ -22,13 +24,8 @@ namespace fs = std::filesystem;
 
 class CertificateAuthorityTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = std::string(::testing::TempDir()) + "/ca-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    root_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(root_); }
-  std::string root_;
+  testing::TemporaryFolder folder_{"ca-test"};
+  const std::string& root_ = folder_.path();
 };
 
 mode_t mode_of(const std::string& path) {

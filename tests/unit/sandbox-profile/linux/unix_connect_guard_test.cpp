@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "sandbox-profile/linux/syscall_filter.hpp"
-#include "sandbox-profile/supervisor/fd_passing.hpp"
+#include "sandbox-profile/process/fd_passing.hpp"
 
 namespace sandgate::sandbox {
 namespace {

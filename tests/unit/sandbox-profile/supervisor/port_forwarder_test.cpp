@@ -6,7 +6,7 @@
 // the same channel (and tests/e2e/run_test.cpp runs the real one).
 #include "sandbox-profile/supervisor/port_forwarder.hpp"
 
-#include "sandbox-profile/supervisor/fd_passing.hpp"
+#include "sandbox-profile/process/fd_passing.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -23,8 +23,12 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/eventually.hpp"
+
 namespace sandgate::sandbox {
 namespace {
+
+using testing::eventually;
 
 using namespace std::chrono_literals;
 
@@ -110,14 +114,6 @@ std::size_t thread_count() {
   }
   ::closedir(tasks);
   return count;
-}
-
-template <typename Condition>
-bool eventually(Condition condition) {
-  for (int i = 0; i < 500 && !condition(); ++i) {
-    std::this_thread::sleep_for(10ms);
-  }
-  return condition();
 }
 
 // The forwarder in front of an origin: connections to `inside.port` reach `origin`.

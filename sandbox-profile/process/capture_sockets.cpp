@@ -1,5 +1,5 @@
-// SO_ORIGINAL_DST. See original_destination.hpp.
-#include "sandbox-profile/linux/original_destination.hpp"
+// SO_ORIGINAL_DST (Linux). See capture_sockets.hpp.
+#include "sandbox-profile/process/capture_sockets.hpp"
 
 #include <netinet/in.h>
 

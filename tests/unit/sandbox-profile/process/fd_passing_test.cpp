@@ -1,5 +1,5 @@
 // Passing the listening socket from the confined child to the gate.
-#include "sandbox-profile/supervisor/fd_passing.hpp"
+#include "sandbox-profile/process/fd_passing.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

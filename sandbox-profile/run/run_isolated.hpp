@@ -4,7 +4,8 @@
 // moves new .git entries aside. Internal to `sandgate run`.
 #pragma once
 
-#include "sandbox-profile/supervisor/run_options.hpp"
+#include "sandbox-profile/plan/run_options.hpp"
+#include "sandbox-profile/run/gate_handle.hpp"
 
 namespace sandgate::sandbox {
 

@@ -1,6 +1,9 @@
 // Passing a descriptor and a short text between the confined child and `run` over a unix
-// socket pair (SCM_RIGHTS). Messages are SOCK_SEQPACKET records: one call, one message.
+// socket pair (SCM_RIGHTS). Messages are SOCK_SEQPACKET records: one call, one message. And the
+// loopback sockets both sides make to hand over (the gate's listener, the forwarded ports).
 #pragma once
+
+#include <netinet/in.h>
 
 #include <cstdint>
 #include <string>
@@ -20,6 +23,9 @@ struct Message {
 
 // Receives one message (up to 64 KiB of text), waiting for it.
 Expected<Message, std::string> receive_message(int socket);
+
+// 127.0.0.1:`port`, as connect() and bind() take it.
+sockaddr_in loopback_address(std::uint16_t port);
 
 // A TCP socket listening on 127.0.0.1:`port` (0: the kernel picks one) in the calling thread's
 // network namespace; close-on-exec. The error names the step and errno.

@@ -5,7 +5,7 @@
 // folder of the run, removed at the end; and the profile it was given, decided by the SBPL
 // evaluator, allows ioctl on that pty only (not the caller's terminal) and binding unix sockets
 // in that folder only.
-#include "sandbox-profile/supervisor/run_confined.hpp"
+#include "sandbox-profile/run/run_confined.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -22,13 +22,14 @@
 //           terminal as on macOS (it costs nothing and keeps TIOCSTI off the user's shell), but
 //           this is no sandbox: the command may do anything the user may.
 //
-// The files: run_confined.cpp (this entry point, and the host-side variants), run_isolated.cpp
-// (the Linux parent), confinement_plan.cpp (what the Linux confinement allows, decided before
-// clone()), confined_init.cpp (the namespace's init: confine, self-probe, run CMD),
-// git_quarantine.cpp (what the command left for git and for the tools that open the working
-// folder, judged after the run; with git_index.cpp and no_follow.cpp), run_support.cpp (exec,
-// signals, supervision), terminal_asker.cpp (--unknown=ask's questions on the user's terminal,
-// taken over from the pty relay for each).
+// The files: run_confined.cpp (this entry point, and the host-side variants), start_checks.cpp
+// (what is refused or made before anything starts), run_isolated.cpp (the Linux parent);
+// linux/confinement_plan.cpp (what the Linux confinement allows, decided before clone()),
+// linux/confined_init.cpp (the namespace's init: confine, self-probe, run CMD),
+// audit/git_quarantine.cpp (what the command left for git and for the tools that open the
+// working folder, judged after the run; with git_index.cpp and no_follow.cpp),
+// process/run_support.cpp (exec, signals, supervision), supervisor/terminal_asker.cpp
+// (--unknown=ask's questions on the user's terminal, taken over from the pty relay for each).
 #pragma once
 
 #include <cstdint>
@@ -38,8 +39,9 @@
 #include <utility>
 #include <vector>
 
+#include "sandbox-profile/plan/run_options.hpp"
+#include "sandbox-profile/run/gate_handle.hpp"
 #include "sandbox-profile/supervisor/private_folder.hpp"
-#include "sandbox-profile/supervisor/run_options.hpp"
 
 namespace sandgate::sandbox {
 

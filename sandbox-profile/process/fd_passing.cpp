@@ -1,5 +1,5 @@
 // Descriptor passing. See fd_passing.hpp.
-#include "sandbox-profile/supervisor/fd_passing.hpp"
+#include "sandbox-profile/process/fd_passing.hpp"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -85,17 +85,22 @@ Expected<Message, std::string> receive_message(int socket) {
   return out;
 }
 
+sockaddr_in loopback_address(std::uint16_t port) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(port);
+  return address;
+}
+
 Expected<int, std::string> open_loopback_listener(std::uint16_t port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) {
     return Unexpected{errno_text("socket")};
   }
   set_cloexec(fd);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(port);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+  const sockaddr_in address = loopback_address(port);
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
     const std::string error = errno_text(("bind 127.0.0.1:" + std::to_string(port)).c_str());
     ::close(fd);
     return Unexpected{error};

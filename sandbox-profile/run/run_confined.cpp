@@ -5,7 +5,7 @@
 // before the gate's threads start; the signals that are forwarded, and SIGCHLD, are blocked
 // before fork() so that none is lost, and are taken synchronously with sigwait() in the main
 // thread.
-#include "sandbox-profile/supervisor/run_confined.hpp"
+#include "sandbox-profile/run/run_confined.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -17,14 +17,17 @@
 #include <memory>
 
 #include "sandbox-profile/macos/profile.hpp"
+#include "sandbox-profile/macos/profile_options.hpp"
 #include "sandbox-profile/plan/child_environment.hpp"
-#include "sandbox-profile/plan/sandbox_flags.hpp"
-#include "sandbox-profile/supervisor/fd_passing.hpp"
+#include "sandbox-profile/plan/resolved_path.hpp"
+#include "sandbox-profile/process/fd_passing.hpp"
+#include "sandbox-profile/process/run_support.hpp"
+#include "sandbox-profile/run/start_checks.hpp"
+#include "sandbox-profile/run/terminal_questions.hpp"
 #include "sandbox-profile/supervisor/pty_relay.hpp"
-#include "sandbox-profile/supervisor/run_support.hpp"
 
 #ifdef __linux__
-#include "sandbox-profile/linux/run_isolated.hpp"
+#include "sandbox-profile/run/run_isolated.hpp"
 #endif
 
 namespace sandgate::sandbox {
@@ -38,46 +41,94 @@ void set_variable(std::vector<std::string>& environment, const std::string& name
   environment.push_back(prefix + value);
 }
 
-// --unknown=ask's questions on the user's terminal while CMD runs, taken over from the relay
-// for each one (as on Linux: run_isolated.cpp). Stopped before the relay finishes: the
-// terminal's modes are restored in the reverse order they were set.
-class TerminalQuestions {
- public:
-  TerminalQuestions(GateHandle& gate, PtyRelay* pty) : gate_(gate) {
-    if (!gate.asks()) {
-      return;
-    }
-    std::string not_asked;
-    asker_ = TerminalAsker::open(&not_asked);
-    if (!not_asked.empty()) {
-      say("questions are not asked on this terminal: " + not_asked +
-          ", which reaches the screen without passing the relay that holds the command's "
-          "output while a question is up (the command could draw beside a question and change "
-          "what your key answers); they go to the admin endpoint (`sandgate pending`, "
-          "`sandgate decide`) or get the ask default");
-    }
-    if (asker_) {
-      asker_->share_with(pty);
-      asker_->start();
-      gate.ask_on(asker_.get());
+// The command's terminal on the host's side: a pseudo-terminal of its own whenever one of run's
+// streams is a terminal, opened before the gate's threads start (the slave is closed on exec
+// until the child attach()es it). Empty when no stream is a terminal.
+struct HostTerminal {
+  std::unique_ptr<PtyRelay> pty;
+  PtyRelay::CommandSide side;
+
+  void close_slave() {
+    if (side.slave >= 0) {
+      ::close(side.slave);
+      side.slave = -1;
     }
   }
-  ~TerminalQuestions() { stop(); }
-  TerminalQuestions(const TerminalQuestions&) = delete;
-  TerminalQuestions& operator=(const TerminalQuestions&) = delete;
-
-  void stop() {
-    if (asker_) {
-      gate_.ask_on(nullptr);
-      asker_->stop();
-      asker_.reset();
-    }
-  }
-
- private:
-  GateHandle& gate_;
-  std::unique_ptr<TerminalAsker> asker_;
 };
+
+Expected<HostTerminal, std::string> open_host_terminal() {
+  HostTerminal terminal;
+  if (!PtyRelay::wanted()) {
+    return terminal;
+  }
+  auto prepared = PtyRelay::prepare();
+  auto opened =
+      prepared
+          ? (*prepared)->open_here()
+          : Expected<PtyRelay::CommandSide, std::string>(Unexpected{std::string(prepared.error())});
+  if (!opened) {
+    return Unexpected{opened.error()};
+  }
+  terminal.pty = std::move(*prepared);
+  terminal.side = std::move(*opened);
+  return terminal;
+}
+
+// CMD's environment: the proxy variables for the gate on `port`, and `launch`'s.
+std::vector<std::string> host_environment(const RunOptions& options, std::uint16_t port,
+                                          const HostLaunch& launch) {
+  std::vector<std::string> environment =
+      child_environment(current_environment(), port, connect_helper(), options.gate.ca_bundle,
+                        options.gate.java_trust_store, options.gate.masked_variables);
+  for (const auto& [name, value] : launch.environment) {
+    set_variable(environment, name, value);
+  }
+  return environment;
+}
+
+// Forks CMD: the child gets back the signal state `run` was started with, a session of its own
+// with no controlling terminal but the relayed one, if any (never the user's, which TIOCSTI
+// would type into), then execs `image`. The child's pid, or -1 (errno set).
+pid_t fork_command(ExecImage& image, const HostTerminal& terminal, const SignalState& previous) {
+  const unsigned streams = terminal.pty ? terminal.pty->terminal_streams() : 0;
+  const pid_t pid = ::fork();
+  if (pid != 0) {
+    return pid;
+  }
+  restore_signals(previous);
+  if (terminal.side.slave >= 0 ? !PtyRelay::attach(terminal.side.slave, streams) : ::setsid() < 0) {
+    static constexpr char kFailed[] = "sandgate run: cannot give the command its terminal\n";
+    ssize_t ignored = ::write(STDERR_FILENO, kFailed, sizeof kFailed - 1);
+    (void)ignored;
+    ::_exit(kRunFailed);
+  }
+  ::_exit(image.exec());
+}
+
+// While CMD runs: its terminal relayed, and when it is confined (`ask_on_terminal`) the gate's
+// questions on the user's terminal; unconfined (--no-isolation) it could open the user's
+// terminal by its name and draw beside a question, so they go to the admin endpoint there.
+// Returns CMD's exit status.
+int supervise_on_host(pid_t pid, PtyRelay* pty, GateHandle& gate, bool ask_on_terminal,
+                      const sigset_t& waited) {
+  if (pty != nullptr) {
+    pty->start();
+  }
+  std::optional<TerminalQuestions> questions;
+  if (ask_on_terminal) {
+    questions.emplace(gate, pty);
+  }
+  const int status = supervise(pid, waited, [pty] {
+    if (pty != nullptr) {
+      pty->resize();
+    }
+  });
+  questions.reset();
+  if (pty != nullptr) {
+    pty->finish();
+  }
+  return status;
+}
 
 }  // namespace
 
@@ -90,47 +141,23 @@ int run_on_host(const RunOptions& options, GateHandle& gate, const HostWrapper& 
     say("cannot listen on 127.0.0.1: " + listener.error());
     return kRunFailed;
   }
-  // The command's terminal: a pseudo-terminal of its own whenever one of run's streams is a
-  // terminal, opened before the gate's threads start (the slave is closed on exec until the
-  // child attach()es it).
-  std::unique_ptr<PtyRelay> pty;
-  PtyRelay::CommandSide terminal;
-  if (PtyRelay::wanted()) {
-    auto prepared = PtyRelay::prepare();
-    auto opened = prepared ? (*prepared)->open_here()
-                           : Expected<PtyRelay::CommandSide, std::string>(
-                                 Unexpected{std::string(prepared.error())});
-    if (!opened) {
-      say("cannot relay the terminal: " + opened.error());
-      ::close(*listener);
-      return kRunFailed;
-    }
-    pty = std::move(*prepared);
-    terminal = std::move(*opened);
+  auto terminal = open_host_terminal();
+  if (!terminal) {
+    say("cannot relay the terminal: " + terminal.error());
+    ::close(*listener);
+    return kRunFailed;
   }
-  const auto close_slave = [&terminal] {
-    if (terminal.slave >= 0) {
-      ::close(terminal.slave);
-      terminal.slave = -1;
-    }
-  };
-  SignalState previous;
-  sigset_t set = block_signals(previous);
-  sigset_t winch;
-  sigemptyset(&winch);
-  sigaddset(&winch, SIGWINCH);
-  ::sigprocmask(SIG_BLOCK, &winch, nullptr);
-  sigaddset(&set, SIGWINCH);
+  const RunSignals signals = take_run_signals();
   const auto port = gate.start(*listener);
   if (!port) {
-    close_slave();
+    terminal->close_slave();
     return kRunFailed;
   }
   HostLaunch launch;
   if (wrap) {
-    auto made = wrap(*port, terminal.name);
+    auto made = wrap(*port, terminal->side.name);
     if (!made) {
-      close_slave();
+      terminal->close_slave();
       gate.stop();
       return kRunFailed;
     }
@@ -138,54 +165,17 @@ int run_on_host(const RunOptions& options, GateHandle& gate, const HostWrapper& 
   }
   std::vector<std::string> command = launch.prefix;
   command.insert(command.end(), options.command.begin(), options.command.end());
-  std::vector<std::string> environment =
-      child_environment(current_environment(), *port, connect_helper(), options.gate.ca_bundle,
-                        options.gate.java_trust_store, options.gate.masked_variables);
-  for (const auto& [name, value] : launch.environment) {
-    set_variable(environment, name, value);
-  }
-  ExecImage image(std::move(command), std::move(environment));
-  const unsigned streams = pty ? pty->terminal_streams() : 0;
-
-  const pid_t pid = ::fork();
+  ExecImage image(std::move(command), host_environment(options, *port, launch));
+  const pid_t pid = fork_command(image, *terminal, signals.previous);
   if (pid < 0) {
     say(std::string("fork: ") + std::strerror(errno));
-    close_slave();
+    terminal->close_slave();
     gate.stop();
     return kRunFailed;
   }
-  if (pid == 0) {
-    restore_signals(previous);
-    // A session of its own: no controlling terminal but the relayed one, if any (never the
-    // user's, which TIOCSTI would type into).
-    if (terminal.slave >= 0 ? !PtyRelay::attach(terminal.slave, streams) : ::setsid() < 0) {
-      static constexpr char kFailed[] = "sandgate run: cannot give the command its terminal\n";
-      ssize_t ignored = ::write(STDERR_FILENO, kFailed, sizeof kFailed - 1);
-      (void)ignored;
-      ::_exit(kRunFailed);
-    }
-    ::_exit(image.exec());
-  }
-  close_slave();
-  if (pty) {
-    pty->start();
-  }
-  // Questions on the terminal only when CMD is confined: unconfined (--no-isolation) it could
-  // open the user's terminal by its name and draw beside a question, so they go to the admin
-  // endpoint there, as before.
-  std::optional<TerminalQuestions> questions;
-  if (wrap) {
-    questions.emplace(gate, pty.get());
-  }
-  const int status = supervise(pid, set, [&pty] {
-    if (pty) {
-      pty->resize();
-    }
-  });
-  questions.reset();
-  if (pty) {
-    pty->finish();
-  }
+  terminal->close_slave();
+  const int status =
+      supervise_on_host(pid, terminal->pty.get(), gate, static_cast<bool>(wrap), signals.waited);
   gate.stop();
   return status;
 }

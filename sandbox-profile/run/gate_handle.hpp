@@ -1,5 +1,6 @@
-// What a confined run is given: the command and its settings (RunOptions), and the gate it runs
-// behind (GateHandle). Shared by the entry point (run_confined.hpp) and the platforms' parents.
+// The gate a confined command runs behind, as the run drives it (run_confined.hpp): opened before
+// the command's confinement is made, started on the listener the confinement hands over, told
+// what the supervision and the audit found, stopped when the command ends.
 #pragma once
 
 #include <cstdint>
@@ -8,30 +9,11 @@
 #include <vector>
 
 #include "sandbox-profile/audit/git_audit.hpp"
-#include "sandbox-profile/plan/capture_sockets.hpp"
-#include "sandbox-profile/plan/sandbox_flags.hpp"
-#include "sandbox-profile/plan/sandbox_options.hpp"
+#include "sandbox-profile/plan/credential_stores.hpp"
+#include "sandbox-profile/process/capture_sockets.hpp"
 #include "sandbox-profile/supervisor/terminal_asker.hpp"
 
 namespace sandgate::sandbox {
-
-struct RunOptions {
-  SandboxFlags flags;
-  bool no_isolation = false;
-  std::vector<std::string> command;  // CMD and its arguments; not empty
-  SandboxSettings sandbox;           // the sandbox's settings
-  GateView gate;                     // the gate's files and socket, which CMD must not change
-  std::string home;                  // the user's home (as $HOME or the passwd entry give it)
-  bool verbose = false;              // --verbose: how the command is confined, in full, at start
-};
-
-// What the command attempted on a hidden credential store (plan/credential_stores.hpp), as far
-// as the platform sees it (Linux: sandbox-profile/linux/store_reads.hpp).
-struct StoreAttempt {
-  std::string path;
-  bool listed = false;  // the folder itself was opened (a listing), not a file read
-  std::uint64_t count = 0;
-};
 
 // The gate a command runs behind, as the confinement drives it. Implemented by `sandgate run`
 // over the daemon's Gate; every failure is said (on standard error or in the gate's log) by the
@@ -68,12 +50,5 @@ class GateHandle {
   // moved aside or put back, and what is only reported, for the run's summary.
   virtual void audited(GitAudit audit) { (void)audit; }
 };
-
-// Exit status of `sandgate run` when it could not start CMD (as env(1) and timeout(1) do), so
-// that it is not mistaken for CMD's own: 126 and 127 keep their shell meanings (found but not
-// executable, not found).
-inline constexpr int kRunFailed = 125;
-// The exit status when CMD cannot be found (a shell's): said at start when `run` can tell why.
-inline constexpr int kCommandNotFound = 127;
 
 }  // namespace sandgate::sandbox
