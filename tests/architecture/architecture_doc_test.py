@@ -75,7 +75,7 @@ def expected_layer(check, relative: str) -> int | None:
     if relative == "proxy":
         relative = "proxy/main.cpp"
     owner = check.folder_of(relative)
-    return None if owner is None else check.LAYER[owner]
+    return None if owner is None else check.RANK[owner][0]
 
 
 def check_page(root: pathlib.Path, check) -> list[str]:
@@ -116,7 +116,7 @@ def check_page(root: pathlib.Path, check) -> list[str]:
     for key in sorted(rows):
         if not (root / key).exists():
             problems.append(f"{PAGE}: the layer table names {key}, which does not exist")
-        elif key not in code and key not in check.LAYER:
+        elif key not in code and key not in check.RANK:
             problems.append(f"{PAGE}: the layer table names {key}, which holds no C++ source: "
                             "describe it under '## Other folders'")
     for folder in sorted(named_on_page):
