@@ -41,6 +41,19 @@ constexpr bool is_ascii_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
 
+// Whether `a` and `b` are the same but for ASCII letters' case (header names, tokens).
+constexpr bool ascii_iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (ascii_lower(a[i]) != ascii_lower(b[i])) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // `text` without the SP and HTAB at either end: a header field's value, a parameter.
 constexpr std::string_view trim_ows(std::string_view text) {
   while (!text.empty() && is_ows(text.front())) {

@@ -512,8 +512,8 @@ RequestRules RequestRules::parse(std::string_view text, std::string_view source,
         problem = mcp.add(group_key(entry), std::move(rule));
       }
       if (problem) {
-        issues.push_back(LoadIssue{std::string(source), line_number, std::string(trim(line)),
-                                   std::move(*problem)});
+        issues.push_back(LoadIssue{std::string(source), line_number,
+                                   std::string(trim_ascii_space(line)), std::move(*problem)});
       }
     } else if (!entry_part.empty()) {
       CompiledRule compiled;

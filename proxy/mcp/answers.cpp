@@ -5,28 +5,12 @@
 #include <cctype>
 
 #include "proxy/json/json_writer.hpp"
+#include "rules/ascii.hpp"
 
 namespace sandgate::mcp {
 namespace {
 
 namespace json = boost::json;
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
 
 void append_id(std::string& out, const json::value& id) {
   if (id.is_string()) {
@@ -44,7 +28,7 @@ void append_id(std::string& out, const json::value& id) {
 
 // The media type of a Content-Type, lower case, without parameters.
 std::string media_type(std::string_view content_type) {
-  return lower(trim(content_type.substr(0, content_type.find(';'))));
+  return rules::ascii_lower(rules::trim_ows(content_type.substr(0, content_type.find(';'))));
 }
 
 // A refused tools/call's answer: a tool result marked isError, whose text the model reads.
@@ -128,7 +112,8 @@ Transport choose_transport(std::string_view accept, std::optional<Transport> usu
     accept = comma == std::string_view::npos ? std::string_view{} : accept.substr(comma + 1);
     const std::string type = media_type(range);
     // `q=0` says "not this one".
-    const std::string params = lower(range.substr(std::min(range.size(), range.find(';'))));
+    const std::string params =
+        rules::ascii_lower(range.substr(std::min(range.size(), range.find(';'))));
     if (params.find("q=0") != std::string::npos && params.find("q=0.") == std::string::npos) {
       continue;
     }

@@ -1,27 +1,13 @@
 // The gate's token check. See proxy_token.hpp.
 #include "proxy/session/wire/proxy_token.hpp"
 
+#include "rules/ascii.hpp"
 #include "rules/base64.hpp"
 
 namespace sandgate::session {
 namespace {
 
 namespace http = boost::beast::http;
-
-bool ascii_iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto lower = [](char c) {
-      return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
-    };
-    if (lower(a[i]) != lower(b[i])) {
-      return false;
-    }
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -58,7 +44,7 @@ AuthResult check_proxy_authorization(const http::fields& head, std::string_view 
   }
   // `Basic` SP+ token68 (RFC 9110 section 11.4, RFC 7617).
   const auto space = value.find(' ');
-  if (space == std::string_view::npos || !ascii_iequals(value.substr(0, space), "Basic")) {
+  if (space == std::string_view::npos || !rules::ascii_iequals(value.substr(0, space), "Basic")) {
     return {AuthCheck::malformed,
             "the gate accepts only Basic credentials (Proxy-Authorization: Basic "
             "base64(user:token))"};

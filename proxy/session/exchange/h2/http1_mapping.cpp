@@ -7,36 +7,19 @@
 #include <utility>
 
 #include "proxy/session/exchange/h2/message_checks.hpp"
+#include "rules/ascii.hpp"
 
 namespace sandgate::session::exchange::h2 {
 namespace {
-
-std::string lowercase(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; });
-  return out;
-}
-
-std::string_view trim(std::string_view text) {
-  const auto blank = [](char c) { return c == ' ' || c == '\t'; };
-  while (!text.empty() && blank(text.front())) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && blank(text.back())) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
 
 // The comma-separated tokens of a field value, lowercased and trimmed (empty ones left out).
 std::set<std::string> tokens(std::string_view value) {
   std::set<std::string> out;
   while (!value.empty()) {
     const std::size_t comma = value.find(',');
-    const std::string_view item = trim(value.substr(0, comma));
+    const std::string_view item = rules::trim_ows(value.substr(0, comma));
     if (!item.empty()) {
-      out.insert(lowercase(item));
+      out.insert(rules::ascii_lower(item));
     }
     value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
   }
@@ -56,15 +39,15 @@ struct Http1Fields {
 Expected<Http1Fields, MappingProblem> read_http1_fields(const FieldList& fields) {
   std::set<std::string> hop_by_hop;
   for (const Field& field : fields) {
-    if (lowercase(field.name) == "connection") {
+    if (rules::ascii_lower(field.name) == "connection") {
       const auto named = tokens(field.value);
       hop_by_hop.insert(named.begin(), named.end());
     }
   }
   Http1Fields out;
   for (const Field& field : fields) {
-    std::string name = lowercase(field.name);
-    const std::string_view value = trim(field.value);
+    std::string name = rules::ascii_lower(field.name);
+    const std::string_view value = rules::trim_ows(field.value);
     if (!is_field_name(name) || !is_field_value(value)) {
       return Unexpected{MappingProblem::invalid_field};
     }

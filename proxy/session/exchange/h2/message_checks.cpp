@@ -6,6 +6,8 @@
 #include <cctype>
 #include <string>
 
+#include "rules/ascii.hpp"
+
 namespace sandgate::session::exchange::h2 {
 namespace {
 
@@ -17,13 +19,6 @@ bool is_tchar(unsigned char c) {
     return true;
   }
   return std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
-}
-
-bool equal_ignoring_case(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; };
-           return lower(x) == lower(y);
-         });
 }
 
 bool is_pseudo(std::string_view name) { return !name.empty() && name.front() == ':'; }
@@ -50,7 +45,7 @@ StreamProblem check_regular_field(const Field& field) {
   if (is_connection_specific(field.name)) {
     return StreamProblem::forbidden_field;
   }
-  if (field.name == "te" && !equal_ignoring_case(field.value, "trailers")) {
+  if (field.name == "te" && !rules::ascii_iequals(field.value, "trailers")) {
     return StreamProblem::forbidden_field;
   }
   return StreamProblem::none;
@@ -123,7 +118,7 @@ StreamProblem read_authority(const RequestPseudo& pseudo, const FieldList& block
     return StreamProblem::missing_pseudo_header;
   }
   if (pseudo.authority != nullptr && host != nullptr &&
-      !equal_ignoring_case(*pseudo.authority, *host)) {
+      !rules::ascii_iequals(*pseudo.authority, *host)) {
     return StreamProblem::host_mismatch;
   }
   authority = pseudo.authority != nullptr ? *pseudo.authority : *host;
