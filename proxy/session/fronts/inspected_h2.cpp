@@ -135,6 +135,18 @@ std::size_t head_size(const h2::FieldList& fields) {
   return size;
 }
 
+// Cleans what the origin sent of the real values of the secrets bound to its host: every head
+// it sends (interim ones, the response's, its trailers), each field's name and value.
+void redact_fields(h2::FieldList& fields, const std::vector<secrets::Redaction>* redactions) {
+  if (redactions == nullptr) {
+    return;
+  }
+  for (auto& field : fields) {
+    secrets::redact(field.name, *redactions);
+    secrets::redact(field.value, *redactions);
+  }
+}
+
 bool is_grpc(const h2::FieldList& fields) {
   const std::string* type = h2::find_field(fields, "content-type");
   return type != nullptr && type->starts_with("application/grpc");
@@ -916,12 +928,7 @@ class H2Connection {
   // The origin's response head, cleaned and checked as on HTTP/1.1; false when it is refused.
   asio::awaitable<bool> pass_response_head(Stream& s, h2::ResponseHeadEvent& event) {
     h2::ResponseHead& head = event.head;
-    if (s.redactions != nullptr) {
-      for (auto& field : head.fields) {
-        secrets::redact(field.name, *s.redactions);
-        secrets::redact(field.value, *s.redactions);
-      }
-    }
+    redact_fields(head.fields, s.redactions);
     const std::string* type = h2::find_field(head.fields, "content-type");
     if (s.carried_secret) {
       if (auto problem = secrets::partial_response_problem(head.status, type ? *type : "")) {
@@ -1012,6 +1019,7 @@ class H2Connection {
       }
       Item item = s.down.pop();
       if (auto* interim = std::get_if<h2::InterimHeadEvent>(&item)) {
+        redact_fields(interim->head.fields, s.redactions);
         server_.submit_interim(s.client, interim->head);
         wake_writers();
       } else if (auto* response = std::get_if<h2::ResponseHeadEvent>(&item)) {
@@ -1066,11 +1074,7 @@ class H2Connection {
             break;
           }
         }
-        if (s.redactions != nullptr) {
-          for (auto& field : trailers->fields) {
-            secrets::redact(field.value, *s.redactions);
-          }
-        }
+        redact_fields(trailers->fields, s.redactions);
         server_.submit_trailers(s.client, std::move(trailers->fields));
         wake_writers();
         done = true;

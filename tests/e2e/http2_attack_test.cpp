@@ -1,0 +1,85 @@
+// HTTP/2 on inspected hosts against a hostile peer (tests/support/h2_hostile_peer.py, on
+// python3-h2): frames curl, nghttp and grpcio never send. A secret's real value never reaches
+// the client, whatever part of a response carries it; a sentinel goes nowhere its head would not.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "tests/integration/harness/test_proxy.hpp"
+#include "tests/support/child_server.hpp"
+#include "tests/support/loopback_ports.hpp"
+#include "tests/support/shell_command.hpp"
+#include "tests/support/test_certificates.hpp"
+
+#ifndef SANDGATE_SOURCE_DIR
+#error "SANDGATE_SOURCE_DIR must name the source tree"
+#endif
+
+namespace sandgate::testing {
+namespace {
+
+constexpr const char* kToken = "ghp_RealTokenRealTokenRealToken0123456789";
+constexpr const char* kPeer =
+    "/usr/bin/python3 " SANDGATE_SOURCE_DIR "/tests/support/h2_hostile_peer.py ";
+
+class Http2AttackTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    folder_ = std::string(::testing::TempDir()) + "/http2-attack-XXXXXX";
+    ASSERT_NE(::mkdtemp(folder_.data()), nullptr);
+    make_test_certificates(folder_, {"DNS:bound.test", "DNS:free.test"}, "http2-attack-ca");
+    std::ofstream(folder_ + "/token") << kToken << "\n";
+    port_ = free_port();
+    origin_ = std::make_unique<ChildServer>(
+        port_, std::string(kPeer) + "serve " + std::to_string(port_) + " " + folder_ +
+                   "/server.pem " + folder_ + "/server.key " + kToken);
+    ASSERT_TRUE(port_accepts(port_)) << "the origin did not start";
+    proxy_ = std::make_unique<TestProxy>("", [&](settings::Settings& s) {
+      s.policy.block_loopback = false;  // the origin is on loopback
+      s.tls_ports = {port_};
+      s.ca_dir = folder_ + "/gate-ca";
+      s.inspect_extra_ca = {folder_ + "/ca.pem"};
+      s.inspect = {"bound.test", "free.test"};
+      s.secrets.push_back(
+          *secrets::parse_secret_spec("API_TOKEN=bound.test=@" + folder_ + "/token"));
+    });
+    for (const char* name : {"bound.test", "free.test"}) {
+      proxy_->dns().set(name, {"127.0.0.1"});
+    }
+    sentinel_ = proxy_->gate().secrets().all().at(0).sentinel;
+  }
+  void TearDown() override {
+    proxy_.reset();
+    origin_.reset();
+    run_shell("rm -rf " + folder_);
+  }
+
+  // One POST through the gate; `fields` are the peer's NAME=VALUE arguments.
+  std::string send(const std::string& host, const std::string& path,
+                   const std::string& fields = "") const {
+    return run_shell(std::string(kPeer) + "client " + std::to_string(proxy_->port()) + " " + host +
+                     " " + std::to_string(port_) + " " + folder_ + "/gate-ca/ca.pem " + path + " " +
+                     fields + " 2>&1")
+        .output;
+  }
+
+  std::string folder_;
+  std::uint16_t port_ = 0;
+  std::unique_ptr<ChildServer> origin_;
+  std::unique_ptr<TestProxy> proxy_;
+  std::string sentinel_;
+};
+
+TEST_F(Http2AttackTest, TheOriginsInterimHeadsAreCleanedOfTheSecret) {
+  const std::string got =
+      send("bound.test", "/interim", "authorization='Bearer " + sentinel_ + "'");
+  EXPECT_NE(got.find("alpn h2"), std::string::npos) << got;
+  EXPECT_NE(got.find("head :status: 103"), std::string::npos) << got;
+  EXPECT_NE(got.find("body done"), std::string::npos) << got;
+  EXPECT_EQ(got.find(kToken), std::string::npos) << got;
+}
+
+}  // namespace
+}  // namespace sandgate::testing

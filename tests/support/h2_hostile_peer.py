@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""A hostile HTTP/2 origin and client written frame by frame (Debian's python3-h2), for the
+HTTP/2 attack tests: what curl, nghttp and grpcio never send.
+
+  h2_hostile_peer.py serve PORT CERT KEY TOKEN
+      An HTTP/2-only TLS origin. By path:
+        /interim      a 103 whose link field carries TOKEN, then 200 "done"
+        /two-codings  content-encoding "identity" and then "gzip", the body gzip("... TOKEN ...")
+        /record       after the request ends: 200, the body every request and trailer field it
+                      got, one "name: value" a line (and "the last field holds the real
+                      token" when it does: the echo of the token itself would be redacted)
+  h2_hostile_peer.py client PROXY_PORT HOST PORT CA PATH [NAME=VALUE ...] [--trailer NAME=VALUE]
+      One POST with body "data" through the gate (CONNECT, then TLS with ALPN h2 trusting CA), the
+      fields NAME=VALUE in its head and those after --trailer in its trailers. Prints each head
+      ("head STATUS" and its fields), the body (gunzipped when it was gzip) and "end", or "reset
+      CODE" when the stream was reset.
+"""
+import gzip
+import socket
+import ssl
+import sys
+import threading
+
+import h2.config
+import h2.connection
+import h2.events
+
+
+def serve_connection(raw, context, token):
+    try:
+        sock = context.wrap_socket(raw, server_side=True)
+    except (ssl.SSLError, OSError):
+        return
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, validate_inbound_headers=False, normalize_inbound_headers=False))
+    conn.initiate_connection()
+    sock.sendall(conn.data_to_send())
+    got = {}
+    try:
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                return
+            for event in conn.receive_data(data):
+                if isinstance(event, h2.events.RequestReceived):
+                    got[event.stream_id] = list(event.headers)
+                    path = dict(event.headers).get(b":path", b"")
+                    if path == b"/interim":
+                        conn.send_headers(event.stream_id, [(":status", "103"), ("link", "</style.css?key=%s>; rel=preload" % token)])
+                        conn.send_headers(event.stream_id, [(":status", "200"), ("content-length", "4")])
+                        conn.send_data(event.stream_id, b"done", end_stream=True)
+                    elif path == b"/two-codings":
+                        body = gzip.compress(("the origin says %s back" % token).encode())
+                        conn.send_headers(event.stream_id, [(":status", "200"), ("content-encoding", "identity"), ("content-encoding", "gzip"), ("content-length", str(len(body)))])
+                        conn.send_data(event.stream_id, body, end_stream=True)
+                elif isinstance(event, h2.events.TrailersReceived):
+                    got[event.stream_id] += list(event.headers)
+                elif isinstance(event, h2.events.DataReceived):
+                    conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                elif isinstance(event, h2.events.StreamEnded):
+                    fields = got.get(event.stream_id, [])
+                    if dict(fields).get(b":path") == b"/record":
+                        body = b"".join(n + b": " + v + b"\n" for n, v in fields)
+                        if any(token.encode() in v for n, v in fields[-1:]):
+                            body += b"the last field holds the real token\n"
+                        conn.send_headers(event.stream_id, [(":status", "200"), ("content-length", str(len(body)))])
+                        conn.send_data(event.stream_id, body, end_stream=True)
+            sock.sendall(conn.data_to_send())
+    except Exception:
+        return
+    finally:
+        sock.close()
+
+
+def serve(port, cert, key, token):
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    context.set_alpn_protocols(["h2"])
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    listener.listen(16)
+    while True:
+        raw, _ = listener.accept()
+        threading.Thread(target=serve_connection, args=(raw, context, token), daemon=True).start()
+
+
+def pairs(args):
+    return [tuple(arg.split("=", 1)) for arg in args]
+
+
+def client(proxy_port, host, port, ca, path, args):
+    split = args.index("--trailer") if "--trailer" in args else len(args)
+    fields, trailers = pairs(args[:split]), pairs(args[split + 1:])
+    raw = socket.create_connection(("127.0.0.1", proxy_port), timeout=20)
+    raw.sendall(("CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (host, port, host, port)).encode())
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        piece = raw.recv(4096)
+        if not piece:
+            print("proxy closed: %r" % answer)
+            return
+        answer += piece
+    context = ssl.create_default_context(cafile=ca)
+    context.set_alpn_protocols(["h2"])
+    sock = context.wrap_socket(raw, server_hostname=host)
+    print("alpn %s" % sock.selected_alpn_protocol())
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    head = [(":method", "POST"), (":scheme", "https"), (":authority", "%s:%d" % (host, port)), (":path", path)] + fields
+    conn.send_headers(1, head)
+    conn.send_data(1, b"data")
+    if trailers:
+        conn.send_headers(1, trailers, end_stream=True)
+    else:
+        conn.end_stream(1)
+    sock.sendall(conn.data_to_send())
+    body, gzipped = b"", False
+    while True:
+        data = sock.recv(65536)
+        if not data:
+            print("connection closed")
+            break
+        done = False
+        for event in conn.receive_data(data):
+            if isinstance(event, (h2.events.ResponseReceived, h2.events.InformationalResponseReceived, h2.events.TrailersReceived)):
+                print("head " + " ".join("%s: %s" % (n.decode(), v.decode()) for n, v in event.headers))
+                gzipped = gzipped or (b"content-encoding", b"gzip") in event.headers
+            elif isinstance(event, h2.events.DataReceived):
+                body += event.data
+                conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            elif isinstance(event, h2.events.StreamEnded):
+                done = True
+            elif isinstance(event, h2.events.StreamReset):
+                print("reset %d" % event.error_code)
+                done = True
+        sock.sendall(conn.data_to_send())
+        if done:
+            break
+    if gzipped:
+        try:
+            body = gzip.decompress(body)
+        except Exception:
+            pass
+    print("body " + body.decode(errors="replace"))
+    print("end")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "serve":
+        serve(int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5])
+    else:
+        client(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6], sys.argv[7:])
