@@ -81,5 +81,14 @@ TEST_F(Http2AttackTest, TheOriginsInterimHeadsAreCleanedOfTheSecret) {
   EXPECT_EQ(got.find(kToken), std::string::npos) << got;
 }
 
+TEST_F(Http2AttackTest, ACompressedResponseHiddenBehindAnIdentityFieldIsRefused) {
+  // Two content-encoding fields, "identity" first: the body is gzip all the same.
+  const std::string got =
+      send("bound.test", "/two-codings", "authorization='Bearer " + sentinel_ + "'");
+  EXPECT_EQ(got.find(kToken), std::string::npos) << got;
+  EXPECT_NE(got.find("head :status: 502"), std::string::npos) << got;
+  EXPECT_NE(got.find("compressed response (gzip)"), std::string::npos) << got;
+}
+
 }  // namespace
 }  // namespace sandgate::testing

@@ -147,6 +147,20 @@ void redact_fields(h2::FieldList& fields, const std::vector<secrets::Redaction>*
   }
 }
 
+// The first content coding of a response other than identity, in any of its content-encoding
+// fields; "" when it has none.
+std::string compression_of(const h2::FieldList& fields) {
+  for (const auto& field : fields) {
+    if (field.name == "content-encoding") {
+      if (std::string coding = secrets::coding_other_than(field.value, "identity");
+          !coding.empty()) {
+        return coding;
+      }
+    }
+  }
+  return {};
+}
+
 bool is_grpc(const h2::FieldList& fields) {
   const std::string* type = h2::find_field(fields, "content-type");
   return type != nullptr && type->starts_with("application/grpc");
@@ -938,11 +952,10 @@ class H2Connection {
                                      "in pieces cannot be cleaned."));
         co_return false;
       }
-      const std::string* coding = h2::find_field(head.fields, "content-encoding");
-      if (!event.end_stream && coding != nullptr && *coding != "identity") {
+      const std::string coding = compression_of(head.fields);
+      if (!event.end_stream && !coding.empty()) {
         fail_response(s, Refusal(rules::Reason::bad_response,
-                                 origin_.host.display() + " sent a compressed response (" +
-                                     coding->substr(0, 32) +
+                                 origin_.host.display() + " sent a compressed response (" + coding +
                                      ") to a request that carried a masked secret, though asked "
                                      "for none: the gate cannot search it for the secret's real "
                                      "value."));
