@@ -90,5 +90,24 @@ TEST_F(Http2AttackTest, ACompressedResponseHiddenBehindAnIdentityFieldIsRefused)
   EXPECT_NE(got.find("compressed response (gzip)"), std::string::npos) << got;
 }
 
+TEST_F(Http2AttackTest, ASentinelInTheRequestsTrailersGoesNowhereItsHeadWouldNot) {
+  // In a head, the sentinel is refused for a host it is not bound to; in trailers likewise.
+  const std::string head = send("free.test", "/record", "x-api-key=" + sentinel_);
+  EXPECT_NE(head.find("head :status: 403"), std::string::npos) << head;
+  const std::string trailers = send("free.test", "/record", "--trailer x-api-key=" + sentinel_);
+  EXPECT_EQ(trailers.find("x-api-key: "), std::string::npos) << trailers;
+  // The origin has the head already: the stream is answered by the gate, the origin's reset.
+  EXPECT_NE(trailers.find("secret-refused: in the request's trailers"), std::string::npos)
+      << trailers;
+  EXPECT_EQ(trailers.find(sentinel_), std::string::npos) << trailers;
+  EXPECT_TRUE(proxy_->wait_for_log([](const std::string& log) {
+    return log.find("\"outcome\":\"refused\"") != std::string::npos &&
+           log.find("in the request's trailers") != std::string::npos;
+  }));
+  // For the host it is bound to, the trailers get the real value, as a head would.
+  const std::string filled = send("bound.test", "/record", "--trailer x-api-key=" + sentinel_);
+  EXPECT_NE(filled.find("the last field holds the real token"), std::string::npos) << filled;
+}
+
 }  // namespace
 }  // namespace sandgate::testing

@@ -60,6 +60,7 @@ struct Closed {
   bool by_client = false;  // the client's stream ended (reset, or both sides over)
   h2::ErrorCode code = h2::ErrorCode::no_error;
   bool finished = false;  // it ended cleanly
+  bool by_gate = false;   // the gate reset it, having decided the stream's end already
 };
 using Item = std::variant<h2::InterimHeadEvent, h2::ResponseHeadEvent, h2::DataEvent,
                           h2::TrailersEvent, h2::EndEvent, Closed>;
@@ -217,6 +218,25 @@ http::request_header<> to_head(const h2::RequestHead& request) {
   return head;
 }
 
+std::string lowercase(std::string_view text) {
+  std::string lower(text);
+  for (char& c : lower) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return lower;
+}
+
+// The field of `fields` named `name` (any case), the first; nullptr when there is none.
+const h2::Field* field_named(const h2::FieldList& fields, std::string_view name) {
+  const std::string lower = lowercase(name);
+  for (const auto& field : fields) {
+    if (field.name == lower) {
+      return &field;
+    }
+  }
+  return nullptr;
+}
+
 // Back to HTTP/2 after the stages: the regular fields lowercased, Host as :authority.
 h2::RequestHead to_request(const h2::RequestHead& original, const http::request_header<>& head) {
   h2::RequestHead request;
@@ -226,20 +246,11 @@ h2::RequestHead to_request(const h2::RequestHead& original, const http::request_
   request.path = original.path;
   request.protocol = original.protocol;
   for (const auto& field : head) {
-    std::string name(field.name_string());
-    for (char& c : name) {
-      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
+    std::string name = lowercase(field.name_string());
     if (name == "host") {
       continue;
     }
-    const h2::Field* sent = nullptr;
-    for (const auto& candidate : original.fields) {
-      if (candidate.name == name) {
-        sent = &candidate;
-        break;
-      }
-    }
+    const h2::Field* sent = field_named(original.fields, name);
     request.fields.push_back(
         {name, std::string(field.value()), sent != nullptr && sent->never_index});
   }
@@ -551,9 +562,10 @@ class H2Connection {
   void on_server_event(h2::StreamClosedEvent& event) {
     if (Stream* s = by_client(event.stream)) {
       s->client_closed = true;
-      const bool finished = event.by == h2::Closer::finished;
-      s->up.push(Closed{true, event.code, finished});
-      s->down.push(Closed{true, event.code, finished});
+      const Closed closed{true, event.code, event.by == h2::Closer::finished,
+                          event.by == h2::Closer::owner};
+      s->up.push(closed);
+      s->down.push(closed);
     }
   }
   void on_server_event(h2::GoawayEvent&) {
@@ -598,9 +610,10 @@ class H2Connection {
     if (Stream* s = by_origin(event.stream)) {
       s->origin_closed = true;
       origin_streams_.erase(event.stream);
-      const bool finished = event.by == h2::Closer::finished;
-      s->down.push(Closed{false, event.code, finished});
-      s->up.push(Closed{false, event.code, finished});
+      const Closed closed{false, event.code, event.by == h2::Closer::finished,
+                          event.by == h2::Closer::owner};
+      s->down.push(closed);
+      s->up.push(closed);
     }
   }
   void on_client_event(h2::GoawayEvent&) { slot_freed(); }
@@ -902,6 +915,12 @@ class H2Connection {
           break;
         }
       } else if (auto* trailers = std::get_if<h2::TrailersEvent>(&item)) {
+        if (auto refused = fill_trailers(s, trailers->fields)) {
+          fail_response(
+              s, Refusal(rules::Reason::secret_refused, "in the request's trailers: " + *refused));
+          s.outcome = "refused";
+          break;
+        }
         client_.submit_trailers(s.origin, std::move(trailers->fields));
         wake_writers();
         done = true;
@@ -917,6 +936,37 @@ class H2Connection {
         break;
       }
     }
+  }
+
+  // The request's trailers are a head of its own for the masked secrets: a sentinel goes where
+  // it would in the request's head (filled in for a host it is bound to, in a field that carries
+  // credentials), and nowhere else. Why they are refused, when they are.
+  std::optional<std::string> fill_trailers(Stream& s, h2::FieldList& fields) {
+    const secrets::MaskedSecrets* secrets = context_.worker.shared.secrets;
+    if (secrets == nullptr) {
+      return std::nullopt;
+    }
+    http::request_header<> head;
+    head.method_string(s.request.method);
+    head.target("/");
+    for (const auto& field : fields) {
+      head.insert(field.name, field.value);
+    }
+    const bool may_fill = origin_.facts.may_fill_secrets();
+    if (auto misplaced = secrets::misplaced_secret(*secrets, head, origin_.host.name, may_fill)) {
+      return misplaced;
+    }
+    if (may_fill && secrets::fill_secrets(*secrets, head)) {
+      s.carried_secret = true;
+      h2::FieldList filled;
+      for (const auto& field : head) {
+        const h2::Field* sent = field_named(fields, field.name_string());
+        filled.push_back({lowercase(field.name_string()), std::string(field.value()),
+                          sent == nullptr || sent->never_index});
+      }
+      fields = std::move(filled);
+    }
+    return std::nullopt;
   }
 
   // A budget ended the stream: both sides reset, the stop the end line's reason.
@@ -1102,6 +1152,9 @@ class H2Connection {
         wake_writers();
         done = true;
       } else if (auto* closed = std::get_if<Closed>(&item)) {
+        if (closed->by_gate) {
+          break;  // whoever reset it wrote the stream's end (cut(), fail_response())
+        }
         if (!closed->by_client && !closed->finished && !s.client_closed) {
           if (s.response_started) {
             server_.reset_stream(s.client, closed->code == h2::ErrorCode::no_error
