@@ -65,6 +65,32 @@ class Http2AttackTest : public ::testing::Test {
         .output;
   }
 
+  // N streams to each of `paths` on one connection, left mid-flight (h2_hostile_peer.py storm).
+  std::string storm(const std::string& host, int n, const std::string& paths) const {
+    return run_shell(std::string(kPeer) + "storm " + std::to_string(proxy_->port()) + " " + host +
+                     " " + std::to_string(port_) + " " + folder_ + "/gate-ca/ca.pem " +
+                     std::to_string(n) + " " + paths + " 2>&1")
+        .output;
+  }
+  // Whether the log has come to `n` end lines for `path`.
+  bool ends_logged(const std::string& path, int n) const {
+    return proxy_->wait_for_log([&](const std::string& log) {
+      int found = 0;
+      std::size_t at = 0;
+      while ((at = log.find('\n', at)) != std::string::npos) {
+        const std::size_t next = log.find('\n', at + 1);
+        const std::string line = log.substr(at, next == std::string::npos ? next : next - at);
+        found += line.find("\"event\":\"end\"") != std::string::npos &&
+                 line.find("\"path\":\"" + path + "\"") != std::string::npos;
+        at = next == std::string::npos ? next : at + 1;
+        if (at == std::string::npos) {
+          break;
+        }
+      }
+      return found >= n;
+    });
+  }
+
   std::string folder_;
   std::uint16_t port_ = 0;
   std::unique_ptr<ChildServer> origin_;
@@ -107,6 +133,33 @@ TEST_F(Http2AttackTest, ASentinelInTheRequestsTrailersGoesNowhereItsHeadWouldNot
   // For the host it is bound to, the trailers get the real value, as a head would.
   const std::string filled = send("bound.test", "/record", "--trailer x-api-key=" + sentinel_);
   EXPECT_NE(filled.find("the last field holds the real token"), std::string::npos) << filled;
+}
+
+TEST_F(Http2AttackTest, StreamsMidFlightWhenTheClientVanishesEachEndWithALine) {
+  const std::string got = storm("bound.test", 20, "/slow");
+  EXPECT_NE(got.find("heads 20 resets 0"), std::string::npos) << got;
+  EXPECT_TRUE(ends_logged("/slow", 20)) << proxy_->log_text();
+  // The gate goes on serving.
+  EXPECT_NE(send("bound.test", "/record").find("head :status: 200"), std::string::npos);
+}
+
+TEST_F(Http2AttackTest, TheOriginVanishingMidStreamsEndsEachStreamWithALine) {
+  const std::string got = storm("bound.test", 10, "/slow /die");
+  EXPECT_NE(got.find("heads "), std::string::npos) << got;
+  EXPECT_TRUE(ends_logged("/slow", 10)) << proxy_->log_text();
+  EXPECT_TRUE(ends_logged("/die", 10)) << proxy_->log_text();
+  EXPECT_NE(send("bound.test", "/record").find("head :status: 200"), std::string::npos);
+}
+
+TEST_F(Http2AttackTest, StreamsResetWithTheOriginsBodyQueuedGiveItsWindowBack) {
+  // Eight downloads abandoned, each with what the gate took of the origin's body still queued
+  // (the client opened no window for it): the origin connection's window must come back, or the
+  // next stream on the connection waits for a body that cannot flow.
+  const std::string got =
+      run_shell(std::string(kPeer) + "abandon " + std::to_string(proxy_->port()) + " bound.test " +
+                std::to_string(port_) + " " + folder_ + "/gate-ca/ca.pem 8 2>&1")
+          .output;
+  EXPECT_NE(got.find("record 200 "), std::string::npos) << got;
 }
 
 }  // namespace

@@ -6,6 +6,9 @@ HTTP/2 attack tests: what curl, nghttp and grpcio never send.
       An HTTP/2-only TLS origin. By path:
         /interim      a 103 whose link field carries TOKEN, then 200 "done"
         /two-codings  content-encoding "identity" and then "gzip", the body gzip("... TOKEN ...")
+        /big          8 MiB, as fast as the flow control allows
+        /slow         a head and the body's beginning, and never its end
+        /die          the connection closed at once, whatever its other streams are doing
         /record       after the request ends: 200, the body every request and trailer field it
                       got, one "name: value" a line (and "the last field holds the real
                       token" when it does: the echo of the token itself would be redacted)
@@ -14,12 +17,21 @@ HTTP/2 attack tests: what curl, nghttp and grpcio never send.
       fields NAME=VALUE in its head and those after --trailer in its trailers. Prints each head
       ("head STATUS" and its fields), the body (gunzipped when it was gzip) and "end", or "reset
       CODE" when the stream was reset.
+  h2_hostile_peer.py storm PROXY_PORT HOST PORT CA N PATH...
+      N GET streams to each PATH on one connection; once every stream has its head, been reset, or
+      the connection ended, it closes the socket mid-flight (bodies unread, streams open). Prints
+      "heads H resets R".
+  h2_hostile_peer.py abandon PROXY_PORT HOST PORT CA N
+      On one connection, N times: GET /big, read its head, never open the stream's window, reset
+      it once the gate has filled it; then POST /record on the same connection, printing
+      "record STATUS BYTES" or "record stalled" when its body does not come whole in 10 s.
 """
 import gzip
 import socket
 import ssl
 import sys
 import threading
+import time
 
 import h2.config
 import h2.connection
@@ -35,6 +47,24 @@ def serve_connection(raw, context, token):
     conn.initiate_connection()
     sock.sendall(conn.data_to_send())
     got = {}
+    big = {}  # stream -> bytes of /big still to send
+
+    def pump():
+        for stream, left in list(big.items()):
+            try:
+                room = min(conn.local_flow_control_window(stream), conn.max_outbound_frame_size, left)
+            except Exception:
+                del big[stream]
+                continue
+            while room > 0:
+                conn.send_data(stream, b"x" * room)
+                left -= room
+                room = min(conn.local_flow_control_window(stream), conn.max_outbound_frame_size, left)
+            big[stream] = left
+            if left == 0:
+                conn.end_stream(stream)
+                del big[stream]
+
     try:
         while True:
             data = sock.recv(65536)
@@ -48,6 +78,16 @@ def serve_connection(raw, context, token):
                         conn.send_headers(event.stream_id, [(":status", "103"), ("link", "</style.css?key=%s>; rel=preload" % token)])
                         conn.send_headers(event.stream_id, [(":status", "200"), ("content-length", "4")])
                         conn.send_data(event.stream_id, b"done", end_stream=True)
+                    elif path == b"/big":
+                        conn.send_headers(event.stream_id, [(":status", "200"), ("content-length", str(8 << 20))])
+                        big[event.stream_id] = 8 << 20
+                    elif path == b"/slow":
+                        conn.send_headers(event.stream_id, [(":status", "200")])
+                        conn.send_data(event.stream_id, b"a beginning and nothing more")
+                    elif path == b"/die":
+                        sock.sendall(conn.data_to_send())
+                        sock.close()  # every stream of the connection mid-flight
+                        return
                     elif path == b"/two-codings":
                         body = gzip.compress(("the origin says %s back" % token).encode())
                         conn.send_headers(event.stream_id, [(":status", "200"), ("content-encoding", "identity"), ("content-encoding", "gzip"), ("content-length", str(len(body)))])
@@ -56,6 +96,8 @@ def serve_connection(raw, context, token):
                     got[event.stream_id] += list(event.headers)
                 elif isinstance(event, h2.events.DataReceived):
                     conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                elif isinstance(event, h2.events.StreamReset):
+                    big.pop(event.stream_id, None)
                 elif isinstance(event, h2.events.StreamEnded):
                     fields = got.get(event.stream_id, [])
                     if dict(fields).get(b":path") == b"/record":
@@ -64,6 +106,7 @@ def serve_connection(raw, context, token):
                             body += b"the last field holds the real token\n"
                         conn.send_headers(event.stream_id, [(":status", "200"), ("content-length", str(len(body)))])
                         conn.send_data(event.stream_id, body, end_stream=True)
+            pump()
             sock.sendall(conn.data_to_send())
     except Exception:
         return
@@ -145,7 +188,126 @@ def client(proxy_port, host, port, ca, path, args):
     print("end")
 
 
+def connect(proxy_port, host, port, ca):
+    raw = socket.create_connection(("127.0.0.1", proxy_port), timeout=20)
+    raw.sendall(("CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (host, port, host, port)).encode())
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        piece = raw.recv(4096)
+        if not piece:
+            raise SystemExit("proxy closed: %r" % answer)
+        answer += piece
+    context = ssl.create_default_context(cafile=ca)
+    context.set_alpn_protocols(["h2"])
+    return context.wrap_socket(raw, server_hostname=host)
+
+
+def storm(proxy_port, host, port, ca, count, paths):
+    sock = connect(proxy_port, host, port, ca)
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    streams = []
+    for path in paths:
+        for _ in range(count):
+            stream = conn.get_next_available_stream_id()
+            conn.send_headers(stream, [(":method", "GET"), (":scheme", "https"), (":authority", "%s:%d" % (host, port)), (":path", path)], end_stream=True)
+            streams.append(stream)
+    sock.sendall(conn.data_to_send())
+    heads, resets, waiting = 0, 0, set(streams)
+    try:
+        while waiting:
+            data = sock.recv(65536)
+            if not data:
+                break
+            for event in conn.receive_data(data):
+                if isinstance(event, h2.events.ResponseReceived):
+                    heads += 1
+                    waiting.discard(event.stream_id)
+                elif isinstance(event, h2.events.StreamReset):
+                    resets += 1
+                    waiting.discard(event.stream_id)
+                elif isinstance(event, h2.events.ConnectionTerminated):
+                    waiting.clear()
+            sock.sendall(conn.data_to_send())
+    except Exception as error:
+        print("error %s" % error)
+    sock.close()
+    print("heads %d resets %d" % (heads, resets))
+
+
+def abandon(proxy_port, host, port, ca, count):
+    sock = connect(proxy_port, host, port, ca)
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    conn.increment_flow_control_window(1 << 30)  # the connection's window never runs out
+    sock.sendall(conn.data_to_send())
+    authority = "%s:%d" % (host, port)
+
+    def run(stream, until):
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                return None
+            for event in conn.receive_data(data):
+                if until(event):
+                    sock.sendall(conn.data_to_send())
+                    return event
+            sock.sendall(conn.data_to_send())
+
+    sock.settimeout(10)
+    for i in range(count):
+        stream = conn.get_next_available_stream_id()
+        conn.send_headers(stream, [(":method", "GET"), (":scheme", "https"), (":authority", authority), (":path", "/big")], end_stream=True)
+        sock.sendall(conn.data_to_send())
+        received = [0]
+
+        def filled(event, stream=stream, received=received):
+            if isinstance(event, h2.events.DataReceived) and event.stream_id == stream:
+                received[0] += event.flow_controlled_length
+            return received[0] >= 65535 or isinstance(event, h2.events.StreamReset)
+        try:
+            run(stream, filled)
+        except socket.timeout:
+            print("download %d stalled" % i)
+            return
+        time.sleep(0.3)  # the origin fills what the gate takes of it
+        conn.reset_stream(stream)
+        sock.sendall(conn.data_to_send())
+    stream = conn.get_next_available_stream_id()
+    conn.send_headers(stream, [(":method", "POST"), (":scheme", "https"), (":authority", authority), (":path", "/record")], end_stream=True)
+    sock.sendall(conn.data_to_send())
+    status, body = None, 0
+    try:
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                break
+            done = False
+            for event in conn.receive_data(data):
+                if isinstance(event, h2.events.ResponseReceived) and event.stream_id == stream:
+                    status = dict(event.headers)[b":status"].decode()
+                elif isinstance(event, h2.events.DataReceived):
+                    conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                    if event.stream_id == stream:
+                        body += len(event.data)
+                elif isinstance(event, h2.events.StreamEnded) and event.stream_id == stream:
+                    done = True
+            sock.sendall(conn.data_to_send())
+            if done:
+                print("record %s %d" % (status, body))
+                return
+    except socket.timeout:
+        pass
+    print("record stalled (status %s, %d bytes)" % (status, body))
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "abandon":
+        abandon(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6]))
+        sys.exit(0)
+    if sys.argv[1] == "storm":
+        storm(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6]), [p.encode() and p for p in sys.argv[7:]])
+        sys.exit(0)
     if sys.argv[1] == "serve":
         serve(int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5])
     else:

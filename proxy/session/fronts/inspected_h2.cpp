@@ -800,6 +800,13 @@ class H2Connection {
       co_await drain(s);
     }
     if (s.origin != 0) {
+      if (!s.origin_closed && !stopping_) {
+        // Nobody reads it any more (the client reset its stream once its request was sent, or
+        // the gate ended it): the origin stops, and what it sent goes back to the window the
+        // connection's other streams share.
+        client_.reset_stream(s.origin, h2::ErrorCode::cancel);
+        wake_writers();
+      }
       origin_streams_.erase(s.origin);
     }
     streams_.erase(s.client);
