@@ -184,5 +184,16 @@ TEST_F(Http2AttackTest, RapidResetEndsTheConnectionAndTheGateGoesOn) {
   EXPECT_NE(send("bound.test", "/record").find("head :status: 200"), std::string::npos);
 }
 
+TEST_F(Http2AttackTest, UploadsResetWhileTheOriginReadsNothingGiveTheirOriginStreamsBack) {
+  // free.test's origin takes two streams at a time and reads nothing of /sink's body: three
+  // uploads the client gave up on must not keep the origin's streams, or the next request on
+  // the connection waits for one forever.
+  const std::string got =
+      run_shell(std::string(kPeer) + "abandon " + std::to_string(proxy_->port()) + " free.test " +
+                std::to_string(port_) + " " + folder_ + "/gate-ca/ca.pem 3 /sink 2>&1")
+          .output;
+  EXPECT_NE(got.find("record 200 "), std::string::npos) << got;
+}
+
 }  // namespace
 }  // namespace sandgate::testing

@@ -9,6 +9,7 @@ HTTP/2 attack tests: what curl, nghttp and grpcio never send.
         /big          8 MiB, as fast as the flow control allows
         /slow         a head and the body's beginning, and never its end
         /die          the connection closed at once, whatever its other streams are doing
+        /sink         never reads the body (no WINDOW_UPDATE for it), never answers
         /record       after the request ends: 200, the body every request and trailer field it
                       got, one "name: value" a line (and "the last field holds the real
                       token" when it does: the echo of the token itself would be redacted)
@@ -27,9 +28,11 @@ HTTP/2 attack tests: what curl, nghttp and grpcio never send.
   h2_hostile_peer.py preface PROXY_PORT HOST PORT CA ALPN
       Offers ALPN (a comma-separated list, or "none"), then speaks HTTP/2 whatever was chosen (the
       connection preface, SETTINGS, a GET of /record); prints "alpn X" and what came back.
-  h2_hostile_peer.py abandon PROXY_PORT HOST PORT CA N
+  A connection for free.test takes at most two streams at a time.
+  h2_hostile_peer.py abandon PROXY_PORT HOST PORT CA N [PATH]
       On one connection, N times: GET /big, read its head, never open the stream's window, reset
-      it once the gate has filled it; then POST /record on the same connection, printing
+      it once the gate has filled it (or, with PATH /sink, POST 80 KiB to it and reset it); then
+      POST /record on the same connection, printing
       "record STATUS BYTES" or "record stalled" when its body does not come whole in 10 s.
 """
 import gzip
@@ -42,6 +45,7 @@ import time
 import h2.config
 import h2.connection
 import h2.events
+import h2.settings
 
 
 def serve_connection(raw, context, token):
@@ -51,6 +55,10 @@ def serve_connection(raw, context, token):
         return
     conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, validate_inbound_headers=False, normalize_inbound_headers=False))
     conn.initiate_connection()
+    if getattr(sock, "sni", None) == "free.test":
+        # free.test's connections take two streams at a time: a stream that is never given back
+        # shows.
+        conn.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 2})
     sock.sendall(conn.data_to_send())
     got = {}
     big = {}  # stream -> bytes of /big still to send
@@ -101,7 +109,8 @@ def serve_connection(raw, context, token):
                 elif isinstance(event, h2.events.TrailersReceived):
                     got[event.stream_id] += list(event.headers)
                 elif isinstance(event, h2.events.DataReceived):
-                    conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                    if dict(got.get(event.stream_id, [])).get(b":path") != b"/sink":
+                        conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
                 elif isinstance(event, h2.events.StreamReset):
                     big.pop(event.stream_id, None)
                 elif isinstance(event, h2.events.StreamEnded):
@@ -124,6 +133,10 @@ def serve(port, cert, key, token):
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     context.set_alpn_protocols(["h2"])
+
+    def remember_name(sock, name, _):
+        sock.sni = name
+    context.sni_callback = remember_name
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))
@@ -296,7 +309,7 @@ def preface(proxy_port, host, port, ca, alpn):
     print("got %r" % got[:300])
 
 
-def abandon(proxy_port, host, port, ca, count):
+def abandon(proxy_port, host, port, ca, count, path):
     sock = connect(proxy_port, host, port, ca)
     conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
     conn.initiate_connection()
@@ -318,6 +331,18 @@ def abandon(proxy_port, host, port, ca, count):
     sock.settimeout(10)
     for i in range(count):
         stream = conn.get_next_available_stream_id()
+        if path == "/sink":
+            conn.send_headers(stream, [(":method", "POST"), (":scheme", "https"), (":authority", authority), (":path", "/sink")])
+            while conn.local_flow_control_window(stream) < 5 * 16384:
+                conn.receive_data(sock.recv(65536))  # the gate's SETTINGS and WINDOW_UPDATE
+                sock.sendall(conn.data_to_send())
+            for _ in range(5):
+                conn.send_data(stream, b"u" * 16384)
+            sock.sendall(conn.data_to_send())
+            time.sleep(0.3)  # the gate sends what the origin's window allows, and waits
+            conn.reset_stream(stream)
+            sock.sendall(conn.data_to_send())
+            continue
         conn.send_headers(stream, [(":method", "GET"), (":scheme", "https"), (":authority", authority), (":path", "/big")], end_stream=True)
         sock.sendall(conn.data_to_send())
         received = [0]
@@ -370,7 +395,7 @@ if __name__ == "__main__":
         preface(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
         sys.exit(0)
     if sys.argv[1] == "abandon":
-        abandon(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6]))
+        abandon(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6]), sys.argv[7] if len(sys.argv) > 7 else "/big")
         sys.exit(0)
     if sys.argv[1] == "storm":
         storm(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6]), [p.encode() and p for p in sys.argv[7:]])

@@ -860,12 +860,15 @@ class H2Connection {
     }
   }
 
-  // Sends `bytes` on one side's stream as its room allows; false when the stream ended first.
+  // Sends `bytes` on one side's stream as its room allows; false when the stream ended first,
+  // or the other side's did (`given_up`: a client that reset its upload is not kept waiting on
+  // an origin that takes nothing more).
   template <typename Codec>
   asio::awaitable<bool> send_all(Codec& codec, h2::StreamId id, std::string_view bytes, bool& room,
-                                 Inbox& inbox, const bool& closed) {
+                                 Inbox& inbox, const bool& closed, const bool* given_up = nullptr) {
+    const auto over = [&] { return closed || stopping_ || (given_up != nullptr && *given_up); };
     while (!bytes.empty()) {
-      if (closed || stopping_) {
+      if (over()) {
         co_return false;
       }
       auto taken = codec.send_data(id, bytes);
@@ -876,7 +879,7 @@ class H2Connection {
       wake_writers();
       if (!bytes.empty()) {
         room = false;
-        while (!room && !closed && !stopping_) {
+        while (!room && !over()) {
           co_await inbox.wait();
         }
       }
@@ -910,7 +913,7 @@ class H2Connection {
         }
         const bool sent =
             co_await send_all(client_, s.origin, std::string_view(data->bytes).substr(0, allowed),
-                              s.origin_room, s.up, s.origin_closed);
+                              s.origin_room, s.up, s.origin_closed, &s.client_closed);
         s.bytes_up += allowed;
         server_.consume(s.client, size);
         wake_writers();
