@@ -22,6 +22,8 @@ HTTP/2 attack tests: what curl, nghttp and grpcio never send.
       N GET streams to each PATH on one connection; once every stream has its head, been reset, or
       the connection ended, it closes the socket mid-flight (bodies unread, streams open). Prints
       "heads H resets R".
+  h2_hostile_peer.py hold PROXY_PORT HOST PORT CA N PATH...
+      As storm, but the connection stays open 10 s more, its streams mid-flight.
   h2_hostile_peer.py rapid PROXY_PORT HOST PORT CA N
       Rapid reset: N streams, each reset as soon as its HEADERS are sent, in one burst; prints
       "goaway CODE" when the gate sends one, and "streams answered A".
@@ -221,7 +223,7 @@ def connect(proxy_port, host, port, ca):
     return context.wrap_socket(raw, server_hostname=host)
 
 
-def storm(proxy_port, host, port, ca, count, paths):
+def storm(proxy_port, host, port, ca, count, paths, hold=0):
     sock = connect(proxy_port, host, port, ca)
     conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
     conn.initiate_connection()
@@ -250,8 +252,9 @@ def storm(proxy_port, host, port, ca, count, paths):
             sock.sendall(conn.data_to_send())
     except Exception as error:
         print("error %s" % error)
+    print("heads %d resets %d" % (heads, resets), flush=True)
+    time.sleep(hold)  # the streams stay open, mid-flight, for the gate to end
     sock.close()
-    print("heads %d resets %d" % (heads, resets))
 
 
 def rapid(proxy_port, host, port, ca, count):
@@ -397,8 +400,9 @@ if __name__ == "__main__":
     if sys.argv[1] == "abandon":
         abandon(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6]), sys.argv[7] if len(sys.argv) > 7 else "/big")
         sys.exit(0)
-    if sys.argv[1] == "storm":
-        storm(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6]), [p.encode() and p for p in sys.argv[7:]])
+    if sys.argv[1] in ("storm", "hold"):
+        hold = 10 if sys.argv[1] == "hold" else 0
+        storm(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6]), sys.argv[7:], hold)
         sys.exit(0)
     if sys.argv[1] == "serve":
         serve(int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5])
