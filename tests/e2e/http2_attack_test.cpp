@@ -213,5 +213,17 @@ TEST_F(Http2AttackTest, TheGateStopsWithStreamsMidFlight) {
   EXPECT_TRUE(ends_logged("/slow", 20)) << proxy_->log_text();
 }
 
+TEST_F(Http2AttackTest, AHeaderListOverTheLimitIsAnsweredAndNeverSent) {
+  // 80 KiB of fields, past the 64 KiB the gate reads: 431, and the origin sees nothing of it.
+  std::string fields;
+  for (int i = 0; i < 10; ++i) {
+    fields += "x-big-" + std::to_string(i) + "=" + std::string(8 * 1024, 'b') + " ";
+  }
+  const std::string got = send("bound.test", "/record", fields);
+  EXPECT_NE(got.find("head :status: 431"), std::string::npos) << got.substr(0, 2000);
+  EXPECT_EQ(got.find("x-big-0: "), std::string::npos) << got.substr(0, 2000);
+  EXPECT_NE(send("bound.test", "/record").find("head :status: 200"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sandgate::testing
