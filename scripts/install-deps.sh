@@ -47,6 +47,7 @@ test_packages=(
   python3-websockets    # websocket_e2e_test: a WebSocket client and TLS origin through inspection
   nghttp2-client nghttp2-server  # http2 tests: nghttp and nghttpd as a real HTTP/2 client and origin
   python3-grpcio        # grpc tests: a real gRPC client and server through inspection
+  python3-h2            # http2_attack_test: a hostile HTTP/2 origin and client written frame by frame
   lintian               # package_test: the .deb checked by Debian's own package checker
 )
 

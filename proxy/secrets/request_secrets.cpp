@@ -368,6 +368,25 @@ void without_ranges(http::request_header<>& head) {
   head.erase(http::field::if_range);
 }
 
+std::string coding_other_than(std::string_view list, std::string_view plain) {
+  while (!list.empty()) {
+    const std::size_t comma = std::min(list.find(','), list.size());
+    std::string_view coding = list.substr(0, comma);
+    list.remove_prefix(std::min(comma + 1, list.size()));
+    coding = coding.substr(0, coding.find(';'));
+    while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) {
+      coding.remove_prefix(1);
+    }
+    while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) {
+      coding.remove_suffix(1);
+    }
+    if (!coding.empty() && !boost::beast::iequals(coding, plain)) {
+      return std::string(coding.substr(0, 32));
+    }
+  }
+  return {};
+}
+
 std::optional<std::string> partial_response_problem(unsigned status,
                                                     std::string_view content_type) {
   std::string_view type = content_type.substr(0, content_type.find(';'));

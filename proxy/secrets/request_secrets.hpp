@@ -79,5 +79,9 @@ void without_ranges(boost::beast::http::request_header<>& head);
 // ... and a partial response to a request that carried a secret is refused: why, when it is one
 // (status 206, or parts of a resource as multipart/byteranges).
 std::optional<std::string> partial_response_problem(unsigned status, std::string_view content_type);
+// ... and so is a compressed one: the first coding of a coding field's value (a list, as
+// Content-Encoding and Transfer-Encoding are) other than `plain` ("identity", "chunked"), at most
+// 32 bytes of it; empty when there is none. Every field of the name is read, not the first.
+std::string coding_other_than(std::string_view list, std::string_view plain);
 
 }  // namespace sandgate::secrets

@@ -46,21 +46,9 @@ std::string compression_of(const http::response<http::buffer_body>& response) {
                                      std::pair{http::field::transfer_encoding, "chunked"}}) {
     const auto [first, last] = response.equal_range(field);
     for (auto header = first; header != last; ++header) {
-      std::string_view list = header->value();
-      while (!list.empty()) {
-        const std::size_t comma = std::min(list.find(','), list.size());
-        std::string_view coding = list.substr(0, comma);
-        list.remove_prefix(std::min(comma + 1, list.size()));
-        coding = coding.substr(0, coding.find(';'));
-        while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) {
-          coding.remove_prefix(1);
-        }
-        while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) {
-          coding.remove_suffix(1);
-        }
-        if (!coding.empty() && !beast::iequals(coding, plain)) {
-          return std::string(coding.substr(0, 32));
-        }
+      if (std::string coding = secrets::coding_other_than(header->value(), plain);
+          !coding.empty()) {
+        return coding;
       }
     }
   }

@@ -60,6 +60,7 @@ struct Closed {
   bool by_client = false;  // the client's stream ended (reset, or both sides over)
   h2::ErrorCode code = h2::ErrorCode::no_error;
   bool finished = false;  // it ended cleanly
+  bool by_gate = false;   // the gate reset it, having decided the stream's end already
 };
 using Item = std::variant<h2::InterimHeadEvent, h2::ResponseHeadEvent, h2::DataEvent,
                           h2::TrailersEvent, h2::EndEvent, Closed>;
@@ -135,6 +136,32 @@ std::size_t head_size(const h2::FieldList& fields) {
   return size;
 }
 
+// Cleans what the origin sent of the real values of the secrets bound to its host: every head
+// it sends (interim ones, the response's, its trailers), each field's name and value.
+void redact_fields(h2::FieldList& fields, const std::vector<secrets::Redaction>* redactions) {
+  if (redactions == nullptr) {
+    return;
+  }
+  for (auto& field : fields) {
+    secrets::redact(field.name, *redactions);
+    secrets::redact(field.value, *redactions);
+  }
+}
+
+// The first content coding of a response other than identity, in any of its content-encoding
+// fields; "" when it has none.
+std::string compression_of(const h2::FieldList& fields) {
+  for (const auto& field : fields) {
+    if (field.name == "content-encoding") {
+      if (std::string coding = secrets::coding_other_than(field.value, "identity");
+          !coding.empty()) {
+        return coding;
+      }
+    }
+  }
+  return {};
+}
+
 bool is_grpc(const h2::FieldList& fields) {
   const std::string* type = h2::find_field(fields, "content-type");
   return type != nullptr && type->starts_with("application/grpc");
@@ -191,6 +218,25 @@ http::request_header<> to_head(const h2::RequestHead& request) {
   return head;
 }
 
+std::string lowercase(std::string_view text) {
+  std::string lower(text);
+  for (char& c : lower) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return lower;
+}
+
+// The field of `fields` named `name` (any case), the first; nullptr when there is none.
+const h2::Field* field_named(const h2::FieldList& fields, std::string_view name) {
+  const std::string lower = lowercase(name);
+  for (const auto& field : fields) {
+    if (field.name == lower) {
+      return &field;
+    }
+  }
+  return nullptr;
+}
+
 // Back to HTTP/2 after the stages: the regular fields lowercased, Host as :authority.
 h2::RequestHead to_request(const h2::RequestHead& original, const http::request_header<>& head) {
   h2::RequestHead request;
@@ -200,20 +246,11 @@ h2::RequestHead to_request(const h2::RequestHead& original, const http::request_
   request.path = original.path;
   request.protocol = original.protocol;
   for (const auto& field : head) {
-    std::string name(field.name_string());
-    for (char& c : name) {
-      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
+    std::string name = lowercase(field.name_string());
     if (name == "host") {
       continue;
     }
-    const h2::Field* sent = nullptr;
-    for (const auto& candidate : original.fields) {
-      if (candidate.name == name) {
-        sent = &candidate;
-        break;
-      }
-    }
+    const h2::Field* sent = field_named(original.fields, name);
     request.fields.push_back(
         {name, std::string(field.value()), sent != nullptr && sent->never_index});
   }
@@ -525,9 +562,10 @@ class H2Connection {
   void on_server_event(h2::StreamClosedEvent& event) {
     if (Stream* s = by_client(event.stream)) {
       s->client_closed = true;
-      const bool finished = event.by == h2::Closer::finished;
-      s->up.push(Closed{true, event.code, finished});
-      s->down.push(Closed{true, event.code, finished});
+      const Closed closed{true, event.code, event.by == h2::Closer::finished,
+                          event.by == h2::Closer::owner};
+      s->up.push(closed);
+      s->down.push(closed);
     }
   }
   void on_server_event(h2::GoawayEvent&) {
@@ -572,9 +610,10 @@ class H2Connection {
     if (Stream* s = by_origin(event.stream)) {
       s->origin_closed = true;
       origin_streams_.erase(event.stream);
-      const bool finished = event.by == h2::Closer::finished;
-      s->down.push(Closed{false, event.code, finished});
-      s->up.push(Closed{false, event.code, finished});
+      const Closed closed{false, event.code, event.by == h2::Closer::finished,
+                          event.by == h2::Closer::owner};
+      s->down.push(closed);
+      s->up.push(closed);
     }
   }
   void on_client_event(h2::GoawayEvent&) { slot_freed(); }
@@ -761,6 +800,13 @@ class H2Connection {
       co_await drain(s);
     }
     if (s.origin != 0) {
+      if (!s.origin_closed && !stopping_) {
+        // Nobody reads it any more (the client reset its stream once its request was sent, or
+        // the gate ended it): the origin stops, and what it sent goes back to the window the
+        // connection's other streams share.
+        client_.reset_stream(s.origin, h2::ErrorCode::cancel);
+        wake_writers();
+      }
       origin_streams_.erase(s.origin);
     }
     streams_.erase(s.client);
@@ -814,12 +860,15 @@ class H2Connection {
     }
   }
 
-  // Sends `bytes` on one side's stream as its room allows; false when the stream ended first.
+  // Sends `bytes` on one side's stream as its room allows; false when the stream ended first,
+  // or the other side's did (`given_up`: a client that reset its upload is not kept waiting on
+  // an origin that takes nothing more).
   template <typename Codec>
   asio::awaitable<bool> send_all(Codec& codec, h2::StreamId id, std::string_view bytes, bool& room,
-                                 Inbox& inbox, const bool& closed) {
+                                 Inbox& inbox, const bool& closed, const bool* given_up = nullptr) {
+    const auto over = [&] { return closed || stopping_ || (given_up != nullptr && *given_up); };
     while (!bytes.empty()) {
-      if (closed || stopping_) {
+      if (over()) {
         co_return false;
       }
       auto taken = codec.send_data(id, bytes);
@@ -830,7 +879,7 @@ class H2Connection {
       wake_writers();
       if (!bytes.empty()) {
         room = false;
-        while (!room && !closed && !stopping_) {
+        while (!room && !over()) {
           co_await inbox.wait();
         }
       }
@@ -864,7 +913,7 @@ class H2Connection {
         }
         const bool sent =
             co_await send_all(client_, s.origin, std::string_view(data->bytes).substr(0, allowed),
-                              s.origin_room, s.up, s.origin_closed);
+                              s.origin_room, s.up, s.origin_closed, &s.client_closed);
         s.bytes_up += allowed;
         server_.consume(s.client, size);
         wake_writers();
@@ -876,6 +925,12 @@ class H2Connection {
           break;
         }
       } else if (auto* trailers = std::get_if<h2::TrailersEvent>(&item)) {
+        if (auto refused = fill_trailers(s, trailers->fields)) {
+          fail_response(
+              s, Refusal(rules::Reason::secret_refused, "in the request's trailers: " + *refused));
+          s.outcome = "refused";
+          break;
+        }
         client_.submit_trailers(s.origin, std::move(trailers->fields));
         wake_writers();
         done = true;
@@ -891,6 +946,37 @@ class H2Connection {
         break;
       }
     }
+  }
+
+  // The request's trailers are a head of its own for the masked secrets: a sentinel goes where
+  // it would in the request's head (filled in for a host it is bound to, in a field that carries
+  // credentials), and nowhere else. Why they are refused, when they are.
+  std::optional<std::string> fill_trailers(Stream& s, h2::FieldList& fields) {
+    const secrets::MaskedSecrets* secrets = context_.worker.shared.secrets;
+    if (secrets == nullptr) {
+      return std::nullopt;
+    }
+    http::request_header<> head;
+    head.method_string(s.request.method);
+    head.target("/");
+    for (const auto& field : fields) {
+      head.insert(field.name, field.value);
+    }
+    const bool may_fill = origin_.facts.may_fill_secrets();
+    if (auto misplaced = secrets::misplaced_secret(*secrets, head, origin_.host.name, may_fill)) {
+      return misplaced;
+    }
+    if (may_fill && secrets::fill_secrets(*secrets, head)) {
+      s.carried_secret = true;
+      h2::FieldList filled;
+      for (const auto& field : head) {
+        const h2::Field* sent = field_named(fields, field.name_string());
+        filled.push_back({lowercase(field.name_string()), std::string(field.value()),
+                          sent == nullptr || sent->never_index});
+      }
+      fields = std::move(filled);
+    }
+    return std::nullopt;
   }
 
   // A budget ended the stream: both sides reset, the stop the end line's reason.
@@ -916,12 +1002,7 @@ class H2Connection {
   // The origin's response head, cleaned and checked as on HTTP/1.1; false when it is refused.
   asio::awaitable<bool> pass_response_head(Stream& s, h2::ResponseHeadEvent& event) {
     h2::ResponseHead& head = event.head;
-    if (s.redactions != nullptr) {
-      for (auto& field : head.fields) {
-        secrets::redact(field.name, *s.redactions);
-        secrets::redact(field.value, *s.redactions);
-      }
-    }
+    redact_fields(head.fields, s.redactions);
     const std::string* type = h2::find_field(head.fields, "content-type");
     if (s.carried_secret) {
       if (auto problem = secrets::partial_response_problem(head.status, type ? *type : "")) {
@@ -931,11 +1012,10 @@ class H2Connection {
                                      "in pieces cannot be cleaned."));
         co_return false;
       }
-      const std::string* coding = h2::find_field(head.fields, "content-encoding");
-      if (!event.end_stream && coding != nullptr && *coding != "identity") {
+      const std::string coding = compression_of(head.fields);
+      if (!event.end_stream && !coding.empty()) {
         fail_response(s, Refusal(rules::Reason::bad_response,
-                                 origin_.host.display() + " sent a compressed response (" +
-                                     coding->substr(0, 32) +
+                                 origin_.host.display() + " sent a compressed response (" + coding +
                                      ") to a request that carried a masked secret, though asked "
                                      "for none: the gate cannot search it for the secret's real "
                                      "value."));
@@ -1012,6 +1092,7 @@ class H2Connection {
       }
       Item item = s.down.pop();
       if (auto* interim = std::get_if<h2::InterimHeadEvent>(&item)) {
+        redact_fields(interim->head.fields, s.redactions);
         server_.submit_interim(s.client, interim->head);
         wake_writers();
       } else if (auto* response = std::get_if<h2::ResponseHeadEvent>(&item)) {
@@ -1066,11 +1147,7 @@ class H2Connection {
             break;
           }
         }
-        if (s.redactions != nullptr) {
-          for (auto& field : trailers->fields) {
-            secrets::redact(field.value, *s.redactions);
-          }
-        }
+        redact_fields(trailers->fields, s.redactions);
         server_.submit_trailers(s.client, std::move(trailers->fields));
         wake_writers();
         done = true;
@@ -1085,6 +1162,9 @@ class H2Connection {
         wake_writers();
         done = true;
       } else if (auto* closed = std::get_if<Closed>(&item)) {
+        if (closed->by_gate) {
+          break;  // whoever reset it wrote the stream's end (cut(), fail_response())
+        }
         if (!closed->by_client && !closed->finished && !s.client_closed) {
           if (s.response_started) {
             server_.reset_stream(s.client, closed->code == h2::ErrorCode::no_error

@@ -147,5 +147,20 @@ TEST(SignAgain, OnlyRequestsMadeNowAndNeverPresignedShapes) {
       unsignable(signed_at("/b/k?my-x-amz-date=1", "20261128T120000Z", "host;x-amz-date"), now));
 }
 
+// A response's codings are read as a list, in any case, with parameters and spaces around its
+// items: the first that is not the plain one is the compression.
+TEST(CodingOtherThan, FindsTheFirstCodingInAListThatIsNotThePlainOne) {
+  EXPECT_EQ(coding_other_than("identity", "identity"), "");
+  EXPECT_EQ(coding_other_than(" IDENTITY ,\tidentity", "identity"), "");
+  EXPECT_EQ(coding_other_than("", "identity"), "");
+  EXPECT_EQ(coding_other_than(",,", "identity"), "");
+  EXPECT_EQ(coding_other_than("gzip", "identity"), "gzip");
+  EXPECT_EQ(coding_other_than("identity, br", "identity"), "br");
+  EXPECT_EQ(coding_other_than("gzip;q=1, identity", "identity"), "gzip");
+  EXPECT_EQ(coding_other_than("chunked", "chunked"), "");
+  EXPECT_EQ(coding_other_than("gzip, chunked", "chunked"), "gzip");
+  EXPECT_EQ(coding_other_than(std::string(100, 'x'), "identity"), std::string(32, 'x'));
+}
+
 }  // namespace
 }  // namespace sandgate::secrets
