@@ -57,12 +57,13 @@ class McpGateTest : public ::testing::Test {
     folder_ = std::string(::testing::TempDir()) + "/mcp-gate-XXXXXX";
     ASSERT_NE(::mkdtemp(folder_.data()), nullptr);
     make_test_certificates(folder_, {std::string("DNS:") + kHost}, "mcp-origin-ca");
-    for (const char* mode : {"json", "sse", "both"}) {
+    for (const char* mode : {"json", "sse", "both", "plain"}) {
       run_shell("mkdir -p " + folder_ + "/" + mode);
     }
     json_port_ = start_origin("json", json_origin_);
     sse_port_ = start_origin("sse", sse_origin_);
     both_port_ = start_origin("both", both_origin_);
+    plain_port_ = start_origin("plain", plain_origin_);
     std::ofstream(folder_ + "/requests.txt")
         << "allow " << kHost << " mcp-tool search\n"
         << "allow " << kHost << " mcp-tool read_file\n"
@@ -73,6 +74,7 @@ class McpGateTest : public ::testing::Test {
     json_origin_.reset();
     sse_origin_.reset();
     both_origin_.reset();
+    plain_origin_.reset();
     run_shell("rm -rf " + folder_);
   }
 
@@ -176,6 +178,8 @@ class McpGateTest : public ::testing::Test {
   std::unique_ptr<ChildServer> json_origin_;
   std::unique_ptr<ChildServer> sse_origin_;
   std::unique_ptr<ChildServer> both_origin_;
+  std::uint16_t plain_port_ = 0;
+  std::unique_ptr<ChildServer> plain_origin_;
 };
 
 TEST_F(McpGateTest, JsonAnswersAreJudgedFilteredAndSplit) {
@@ -247,6 +251,31 @@ TEST_F(McpGateTest, UnderAskACallNoLineDecidesWaitsForAPerson) {
   EXPECT_TRUE(contains(got.output, R"({"isError":false,"text":"create_issue ran with x"})"))
       << got.output;
   EXPECT_EQ(ran("json"), "create_issue\n");
+}
+
+// Plain HTTP through the gate (an http_proxy client): the same judgement, nothing refused sent.
+TEST_F(McpGateTest, PlainHttpCallsAreJudgedToo) {
+  auto proxy = gate();
+  const auto post = [&](const std::string& tool) {
+    return run_shell(
+        "curl -sS --max-time 20 --proxy http://127.0.0.1:" + std::to_string(proxy->port()) +
+        " -H 'content-type: application/json' -H 'accept: application/json, text/event-stream'" +
+        R"( -d '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":")" + tool +
+        R"(","arguments":{}}}')" + " -w '\n%{http_code}\n' http://" + kHost + ":" +
+        std::to_string(plain_port_) + "/mcp 2>&1");
+  };
+  const auto refused = post("delete_repo");
+  EXPECT_TRUE(contains(refused.output, R"("isError":true)")) << refused.output;
+  EXPECT_TRUE(contains(refused.output, "agents never delete")) << refused.output;
+  EXPECT_TRUE(contains(refused.output, "\n200\n")) << refused.output;
+  EXPECT_FALSE(contains(bodies("plain"), "delete_repo")) << bodies("plain");
+  // An allowed call goes on (the server, with no session, answers it with its own error).
+  post("search");
+  EXPECT_TRUE(contains(bodies("plain"), R"("name":"search")")) << bodies("plain");
+  EXPECT_TRUE(proxy->wait_for_log([](const std::string& log) {
+    return !log_lines_with(log, {R"("verdict":"deny")", R"("call":"tool delete_repo")"}).empty() &&
+           !log_lines_with(log, {R"("verdict":"allow")", R"("call":"tool search")"}).empty();
+  })) << proxy->log_text();
 }
 
 // A host with MCP lines is offered HTTP/1.1 only: curl --http2, to an origin that speaks h2 as

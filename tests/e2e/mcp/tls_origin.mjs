@@ -3,6 +3,8 @@
 //       the SDK's McpServer (sdk_server.mjs) over HTTPS, JSON or SSE answers; every tool that
 //       ran is appended to RECORD_FOLDER/ran.txt and every POST body to bodies.txt, so a test
 //       can show a refused call never reached it;
+//   node tls_origin.mjs PORT CERT KEY plain RECORD_FOLDER
+//       the same McpServer (JSON answers) over plain HTTP, for a client of the gate's http_proxy;
 //   node tls_origin.mjs PORT CERT KEY both RECORD_FOLDER
 //       an origin that speaks h2 and HTTP/1.1 (by ALPN) and answers every request with a tool
 //       result naming the HTTP version it came in, for the test that a host with MCP lines is
@@ -33,7 +35,11 @@ if (mode === 'both') {
   });
   server.listen(Number(port), '127.0.0.1');
 } else {
-  const state = await startServer({ json: mode === 'json', tls, port: Number(port) });
+  const state = await startServer({
+    json: mode !== 'sse',
+    tls: mode === 'plain' ? undefined : tls,
+    port: Number(port),
+  });
   const record = (list, file) => {
     list.push = (item) => {
       fs.appendFileSync(`${folder}/${file}`, `${item}\n`);
