@@ -253,6 +253,20 @@ TEST_F(McpGateTest, UnderAskACallNoLineDecidesWaitsForAPerson) {
   EXPECT_EQ(ran("json"), "create_issue\n");
 }
 
+// A JSON answer the gate must hold whole to filter (a tools/list) is read to 16 MiB at most:
+// one over it is a 502 naming the limit, never passed unfiltered.
+TEST_F(McpGateTest, AListAnswerOverSixteenMebibytesIs502) {
+  auto proxy = gate();
+  const auto got = run_shell(
+      "curl -sS --max-time 30 --proxy http://127.0.0.1:" + std::to_string(proxy->port()) +
+      " --cacert " + folder_ + "/gate-ca/ca.pem" +
+      " -H 'content-type: application/json' -H 'accept: application/json, text/event-stream'" +
+      R"( -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}')" + " -w '\n%{http_code}\n' " +
+      url(both_port_) + " 2>&1 | tail -c 400");
+  EXPECT_TRUE(contains(got.output, "\n502\n")) << got.output;
+  EXPECT_TRUE(contains(got.output, "16 MiB")) << got.output;
+}
+
 // Plain HTTP through the gate (an http_proxy client): the same judgement, nothing refused sent.
 TEST_F(McpGateTest, PlainHttpCallsAreJudgedToo) {
   auto proxy = gate();

@@ -8,7 +8,7 @@
 //   node tls_origin.mjs PORT CERT KEY both RECORD_FOLDER
 //       an origin that speaks h2 and HTTP/1.1 (by ALPN) and answers every request with a tool
 //       result naming the HTTP version it came in, for the test that a host with MCP lines is
-//       offered HTTP/1.1 only.
+//       offered HTTP/1.1 only; a tools/list is answered with over 16 MiB.
 import fs from 'node:fs';
 import http2 from 'node:http2';
 import { startServer } from './sdk_server.mjs';
@@ -24,11 +24,14 @@ if (mode === 'both') {
     });
     req.on('end', () => {
       fs.appendFileSync(`${folder}/bodies.txt`, `${body}\n`);
-      const answer = {
-        jsonrpc: '2.0',
-        id: 1,
-        result: { content: [{ type: 'text', text: `origin ran it over HTTP/${req.httpVersion}` }] },
-      };
+      // A tools/list answer over the 16 MiB the gate holds to filter one.
+      const answer = body.includes('"tools/list"')
+        ? { jsonrpc: '2.0', id: 1, result: { tools: [{ name: 'search', description: 'x'.repeat(17 << 20) }] } }
+        : {
+            jsonrpc: '2.0',
+            id: 1,
+            result: { content: [{ type: 'text', text: `origin ran it over HTTP/${req.httpVersion}` }] },
+          };
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(answer));
     });
