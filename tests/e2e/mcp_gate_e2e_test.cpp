@@ -4,9 +4,11 @@
 // server-sent events. An allowed tool runs; a refused one comes back as the isError result
 // naming the rule and its `#!` message and never reaches the server; tools/list is filtered; a
 // mixed batch is split; the decision lines name the tool, never its arguments; /metrics counts;
-// report-only logs would-deny and passes; a body over 1 MiB is 413; under --unknown=ask a
-// question is asked and answered on the admin endpoint; and curl --http2 to a host with MCP
-// lines speaks HTTP/1.1 (the gate offers nothing else), so the call is judged.
+// report-only logs would-deny and passes; a body over 1 MiB is 413 and a list answer over 16 MiB
+// a 502; under --unknown=ask a question is asked and answered on the admin endpoint; plain HTTP
+// (curl through http_proxy) is judged the same; a batch's calls each count against the request
+// budget; and curl --http2 to a host with MCP lines speaks HTTP/1.1 (the gate offers nothing
+// else), so the call is judged.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -89,7 +91,11 @@ class McpGateTest : public ::testing::Test {
   }
 
   // A gate with the MCP lines, inspecting their host with the test CA trusted.
-  std::unique_ptr<TestProxy> gate(bool report_only = false, bool ask = false) {
+  std::unique_ptr<TestProxy> gate(bool report_only = false, bool ask = false,
+                                  const std::string& budgets = "") {
+    if (!budgets.empty()) {
+      std::ofstream(folder_ + "/budgets.txt") << budgets;
+    }
     auto proxy = std::make_unique<TestProxy>("", [&](settings::Settings& s) {
       s.policy.block_loopback = false;  // the test origins are on loopback
       s.tls_ports = {json_port_, sse_port_, both_port_};
@@ -97,6 +103,9 @@ class McpGateTest : public ::testing::Test {
       s.inspect_extra_ca = {folder_ + "/ca.pem"};
       s.request_rules_path = folder_ + "/requests.txt";
       s.enforce = !report_only;
+      if (!budgets.empty()) {
+        s.budgets_path = folder_ + "/budgets.txt";
+      }
       if (ask) {
         s.policy.unknown = rules::UnknownMode::ask;
         s.allowlist_path = folder_ + "/allow.txt";
@@ -290,6 +299,28 @@ TEST_F(McpGateTest, PlainHttpCallsAreJudgedToo) {
     return !log_lines_with(log, {R"("verdict":"deny")", R"("call":"tool delete_repo")"}).empty() &&
            !log_lines_with(log, {R"("verdict":"allow")", R"("call":"tool search")"}).empty();
   })) << proxy->log_text();
+}
+
+// A batch of N calls that go on counts N requests against the host's budget, not one.
+TEST_F(McpGateTest, ABatchCountsEachCallAgainstTheRequestBudget) {
+  auto proxy = gate(false, false, std::string(kHost) + " requests=3/hour\n");
+  const auto post = [&](const std::string& body) {
+    return run_shell(
+        "curl -sS --max-time 20 --proxy http://127.0.0.1:" + std::to_string(proxy->port()) +
+        " -H 'content-type: application/json' -H 'accept: application/json'" + " -d '" + body +
+        "' -o /dev/null -w '%{http_code}\n' http://" + kHost + ":" + std::to_string(plain_port_) +
+        "/mcp 2>&1");
+  };
+  const auto call = [](int id, const std::string& tool) {
+    return R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+           R"(,"method":"tools/call","params":{"name":")" + tool + R"(","arguments":{}}})";
+  };
+  post("[" + call(1, "search") + "," + call(2, "read_file") + "," + call(3, "search") + "]");
+  EXPECT_TRUE(contains(bodies("plain"), R"("name":"read_file")")) << bodies("plain");
+  // Three calls went on: the budget of three requests is spent.
+  const auto after = post(call(4, "search"));
+  EXPECT_EQ(after.output, "429\n");
+  EXPECT_FALSE(contains(bodies("plain"), R"("id":4)")) << bodies("plain");
 }
 
 // A host with MCP lines is offered HTTP/1.1 only: curl --http2, to an origin that speaks h2 as
