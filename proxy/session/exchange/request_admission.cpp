@@ -171,15 +171,8 @@ asio::awaitable<std::optional<bool>> decide_request(
       refusal.reset();
       judged.rule = "answered: " + question.request;
     } else {
-      const std::string asked = question.request + " on " + request.where;
       const std::string sentence =
-          answer.reason == rules::Reason::ask_denied
-              ? "a person answered the question about " + asked + " with deny."
-          : answer.reason == rules::Reason::ask_timeout
-              ? "nobody answered the question about " + asked +
-                    " within the ask timeout; the ask default denies it."
-              : "nobody can be asked about " + asked +
-                    " (no one to answer, or too many questions pending).";
+          answered_refusal(answer, question.request + " on " + request.where);
       refusal = Refusal(answer.reason, sentence, refusal->rule);
       refusal->path = request.path;
     }
@@ -311,6 +304,17 @@ asio::awaitable<RequestAdmission> admit_request(SessionContext& context,
   }
   record_request_decision(context, request, admission, origin);
   co_return RequestAdmission{RequestAdmission::Status::admitted, std::move(request), {}};
+}
+
+std::string answered_refusal(const rules::Decision& answer, std::string_view asked) {
+  const std::string about(asked);
+  return answer.reason == rules::Reason::ask_denied
+             ? "a person answered the question about " + about + " with deny."
+         : answer.reason == rules::Reason::ask_timeout
+             ? "nobody answered the question about " + about +
+                   " within the ask timeout; the ask default denies it."
+             : "nobody can be asked about " + about +
+                   " (no one to answer, or too many questions pending).";
 }
 
 // An inspected connection opened to an address leads there whatever name its requests give

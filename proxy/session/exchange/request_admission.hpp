@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "proxy/session/admission.hpp"
 #include "proxy/session/connection_facts.hpp"
@@ -71,6 +72,10 @@ struct RequestAdmission {
 boost::asio::awaitable<RequestAdmission> admit_request(
     SessionContext& context, const boost::beast::http::request_header<>& head, HttpTarget target,
     OriginReach& origin);
+
+// The sentence of the refusal a person's answer to a question about `asked` gave ("tool
+// delete_repo on mcp.example.com:443"): denied, not answered in time, or nobody to ask.
+std::string answered_refusal(const rules::Decision& answer, std::string_view asked);
 
 // An inspected connection opened to an address leads there whatever name its requests give
 // (the admission pipeline decided that name): each request holds the address to the rules it is

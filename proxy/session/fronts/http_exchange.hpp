@@ -26,6 +26,7 @@
 #include "proxy/budget/destination_budgets.hpp"
 #include "proxy/secrets/masked_secrets.hpp"
 #include "proxy/session/exchange/budget_stage.hpp"
+#include "proxy/session/exchange/mcp_exchange.hpp"
 #include "proxy/session/fronts/http_exchange_state.hpp"
 #include "proxy/session/session_context.hpp"
 #include "rules/ip_address.hpp"
@@ -85,6 +86,9 @@ struct Upstream {
   // upstream): idle by construction. A peek at its socket would see the origin's TLS session
   // tickets and take it for a connection gone stale.
   bool fresh = false;
+  // The transport an MCP server answered this connection in last (proxy/mcp/answers.hpp): the
+  // gate answers a refused call in it.
+  std::optional<mcp::Transport> mcp_usual;
   // What every exchange of the client connection carried, heads included.
   std::uint64_t carried_up = 0;
   std::uint64_t carried_down = 0;
@@ -174,6 +178,9 @@ struct Exchange {
   // The destination's egress budgets (exchange/budget_stage.hpp): heads and body bytes are
   // taken from them before they are sent.
   exchange::BudgetStage budget;
+  // The MCP stage (exchange/mcp_exchange.hpp): a POST to a host with MCP lines is judged before
+  // its head goes, and the answer filtered.
+  exchange::McpExchange mcp;
 
   ExchangeState state;
   std::optional<BodyResponseParser> response;
@@ -203,8 +210,19 @@ void budget_spent(Exchange& x, budget::Stop stop, std::string_view extra = {});
 
 // Reads the whole request body into x.body_read_ahead, at most `limit` bytes, with the idle and
 // rate bounds of send_request_body. False when it could not (reported to the state: too large,
-// malformed, the client gone or too slow).
-boost::asio::awaitable<bool> read_body_ahead(Exchange& x, std::size_t limit);
+// malformed, the client gone or too slow). `keep_first`: a longer body is not refused but read
+// no further, its first `limit` bytes kept for the stage that judges it (which answers it).
+boost::asio::awaitable<bool> read_body_ahead(Exchange& x, std::size_t limit,
+                                             bool keep_first = false);
+
+// Writes `100 Continue` to the client when `send_continue` (then clears it): before the gate
+// reads a body it holds back from the origin. False when the client could not take it.
+boost::asio::awaitable<bool> answer_continue(Exchange& x, bool& send_continue);
+
+// The MCP stage's request side (exchange/mcp_exchange.hpp): the body read ahead (answering
+// `100 Continue` first) and judged. True: send it (x.body_read_ahead, with the head's length
+// set); false: the gate answered it itself, or the exchange ends as the state says.
+boost::asio::awaitable<bool> judge_mcp_request(Exchange& x, bool& send_continue);
 
 // Client to origin: the request body, piece by piece, re-framed by the serializer (chunked
 // stays chunked, Content-Length stays exact); then, until the response side ends, a watch for

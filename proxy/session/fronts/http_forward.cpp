@@ -66,8 +66,6 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 using exchange::AdmittedRequest;
 
-constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-
 double ms_since(clock::time_point start) {
   return std::chrono::duration<double, std::milli>(clock::now() - start).count();
 }
@@ -617,22 +615,27 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   x.budget.open(context, x.method, admitted->target.host, admitted->target.port,
                 upstream.inspected ? &upstream.inspected->facts : nullptr, upstream.dialled);
 
+  // A POST to a host with MCP lines is judged by the MCP stage on its whole body first
+  // (exchange/mcp_exchange.hpp): refused calls are answered here and never sent.
+  x.mcp.open(context, head, x.host, x.port, upstream.mcp_usual, upstream.dialled);
+  x.mcp.prepare(head);
+  bool may_send = true;
+  if (x.mcp.judges_request()) {
+    may_send = co_await judge_mcp_request(x, send_continue);
+  }
+
   // A request the client signed (SigV4) with a sentinel is signed again with the real key; the
   // signature covers the body's hash, so a body without x-amz-content-sha256 is read first.
-  bool may_send = true;
-  if (secrets.signed_again()) {
+  if (may_send && secrets.signed_again()) {
     // Checked before any body is read: a request the gate would not sign costs no buffer.
     if (auto refused = secrets.refuse_unsignable()) {
       x.state.refused(rules::Reason::secret_refused, std::move(*refused));
       may_send = false;
-    } else if (secrets.needs_body()) {
-      if (send_continue) {
-        send_continue = false;
-        auto [error, written] =
-            co_await asio::async_write(context.client_stream, asio::buffer(kContinue), use_tuple);
-        x.bytes_down += written;
+    } else if (secrets.needs_body() && !x.body_was_read_ahead) {
+      may_send = co_await answer_continue(x, send_continue);
+      if (may_send) {
+        may_send = co_await read_body_ahead(x, kSignedBodyLimit);
       }
-      may_send = co_await read_body_ahead(x, kSignedBodyLimit);
     }
     if (may_send) {
       const std::optional<std::string_view> body =
@@ -666,13 +669,8 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
       x.state.origin_failed(rules::Reason::upstream_closed,
                             x.where + " closed the connection before taking the request (" +
                                 head_error.message() + ").");
-    } else if (send_continue) {
-      auto [error, written] =
-          co_await asio::async_write(context.client_stream, asio::buffer(kContinue), use_tuple);
-      x.bytes_down += written;
-      if (error) {
-        x.state.client_write_failed();
-      }
+    } else {
+      co_await answer_continue(x, send_continue);
     }
 
     // Both bodies at once, under the idle watchdog.

@@ -7,8 +7,10 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <cerrno>
 #include <chrono>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "proxy/session/fronts/http_exchange.hpp"
+#include "proxy/session/wire/http_head.hpp"
 
 namespace sandgate::session {
 namespace {
@@ -122,7 +125,7 @@ bool ReadAheadShare::take(std::size_t bytes) {
   return true;
 }
 
-asio::awaitable<bool> read_body_ahead(Exchange& x, std::size_t limit) {
+asio::awaitable<bool> read_body_ahead(Exchange& x, std::size_t limit, bool keep_first) {
   auto& body = x.request.get().body();
   const std::string too_large =
       "the request is signed (SigV4) with a masked secret and its body is larger than " +
@@ -131,8 +134,10 @@ asio::awaitable<bool> read_body_ahead(Exchange& x, std::size_t limit) {
   const std::string too_many =
       "the gate already holds " + std::to_string(kReadAheadTotal / (1024 * 1024)) +
       " MiB of request bodies to sign again (SigV4 with masked secrets); try again later.";
-  const auto length = x.request.content_length();
-  if (length && *length > limit) {
+  auto length = x.request.content_length();
+  if (length && *length > limit && keep_first) {
+    length = limit;  // the first `limit` bytes are all the stage reads
+  } else if (length && *length > limit) {
     x.state.refused(rules::Reason::secret_refused, too_large);
     co_return false;
   }
@@ -153,6 +158,9 @@ asio::awaitable<bool> read_body_ahead(Exchange& x, std::size_t limit) {
   }
   while (!x.request.is_done()) {
     const std::size_t had = whole.size();
+    if (had >= limit && keep_first) {
+      co_return true;
+    }
     if (had >= limit) {
       x.state.refused(rules::Reason::secret_refused, too_large);
       co_return false;
@@ -202,6 +210,82 @@ asio::awaitable<bool> read_body_ahead(Exchange& x, std::size_t limit) {
     x.touch();
   }
   co_return true;
+}
+
+asio::awaitable<bool> answer_continue(Exchange& x, bool& send_continue) {
+  if (!send_continue) {
+    co_return true;
+  }
+  send_continue = false;
+  static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+  auto [error, written] =
+      co_await asio::async_write(x.context.client_stream, asio::buffer(kContinue), use_tuple);
+  x.bytes_down += written;
+  if (error) {
+    x.state.client_write_failed();
+  }
+  co_return !error;
+}
+
+namespace {
+
+// The MCP stage's own answer to a request it judged (a refused call, a body it cannot read),
+// as the complete response to it: nothing went upstream. The client connection goes on when
+// its whole request was read (a body over the limit was not: then it closes).
+asio::awaitable<void> write_gate_answer(Exchange& x, const mcp::GateAnswer& answer) {
+  http::response<http::string_body> reply{static_cast<http::status>(answer.status), 11};
+  if (!answer.content_type.empty()) {
+    reply.set(http::field::content_type, answer.content_type);
+  }
+  reply.body() = answer.body;
+  const bool keeps_client = x.request_keep_alive && x.request.is_done();
+  reply.keep_alive(keeps_client);
+  add_via(reply);
+  reply.prepare_payload();
+  x.state.request_side_ended(x.request.is_done());
+  x.state.response_started(keeps_client);
+  auto [error, written] = co_await http::async_write(x.context.client_stream, reply, use_tuple);
+  x.bytes_down += written;
+  x.touch();
+  if (error) {
+    x.state.client_write_failed();
+  }
+  x.state.response_ended(!error, true);
+}
+
+}  // namespace
+
+asio::awaitable<bool> judge_mcp_request(Exchange& x, bool& send_continue) {
+  // Nothing goes to the origin before the judgement: the whole body is read first.
+  const bool continued = co_await answer_continue(x, send_continue);
+  if (!continued) {
+    co_return false;
+  }
+  const bool read = co_await read_body_ahead(x, x.mcp.body_limit(), /*keep_first=*/true);
+  if (!read) {
+    co_return false;
+  }
+  exchange::McpExchange::Verdict verdict = co_await x.mcp.judge(x.body_read_ahead);
+  switch (verdict.action) {
+    case exchange::McpExchange::Verdict::Action::forward: {
+      // Sent whole, with its own length: a split batch is shorter than the client's.
+      auto& head = x.request.get();
+      head.chunked(false);
+      head.content_length(verdict.body.size());
+      x.body_read_ahead = std::move(verdict.body);
+      co_return true;
+    }
+    case exchange::McpExchange::Verdict::Action::answer:
+      co_await write_gate_answer(x, verdict.answer);
+      co_return false;
+    case exchange::McpExchange::Verdict::Action::refused:
+      x.state.refused(verdict.refusal->reason, std::move(verdict.refusal->sentence));
+      co_return false;
+    case exchange::McpExchange::Verdict::Action::over:
+      x.state.client_read_failed({});
+      co_return false;
+  }
+  co_return false;
 }
 
 namespace {

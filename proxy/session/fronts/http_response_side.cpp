@@ -418,6 +418,157 @@ asio::awaitable<bool> relay_body(Exchange& x, BodyResponseParser& parser, Respon
   co_return true;
 }
 
+// Writes an answer the gate made (an MCP answer filtered, merged or replaced) after `response`'s
+// head: its length known, taken from the budgets with its head. Reported to the state.
+asio::awaitable<void> send_made_answer(Exchange& x, BodyResponseParser& parser, std::string body,
+                                       bool origin_keep_alive) {
+  auto& response = parser.get();
+  if (x.redactions != nullptr) {
+    secrets::redact(body, *x.redactions);
+  }
+  const bool keeps_client = x.request_keep_alive && x.request.is_done() && !x.state.client_failed();
+  response.chunked(false);
+  response.content_length(body.size());
+  response.keep_alive(keeps_client);
+  if (x.budget.active()) {
+    std::ostringstream serialized;
+    serialized << response.base();
+    x.budget.paid_whole(rules::BudgetKind::down, true);
+    if (auto stop = co_await x.budget.take_whole_or_ask(rules::BudgetKind::down,
+                                                        serialized.str().size() + body.size())) {
+      budget_spent(x, std::move(*stop));
+      co_return;
+    }
+  }
+  x.state.response_started(keeps_client);
+  ResponseWriter writer{response};
+  auto [head_error, head_written] =
+      co_await http::async_write_header(x.context.client_stream, writer, use_tuple);
+  x.bytes_down += head_written;
+  x.touch();
+  const bool complete =
+      !head_error && co_await write_body_piece(x, parser, writer, body.data(), body.size(), true);
+  x.state.response_ended(complete, origin_keep_alive);
+}
+
+// Reads the rest of the origin's body: whole into `into` (at most `limit` bytes; false past it,
+// or when the origin broke off), or dropped when `into` is null.
+asio::awaitable<bool> read_whole_body(Exchange& x, BodyResponseParser& parser, std::string* into,
+                                      std::size_t limit) {
+  BodyPiece piece;
+  while (!parser.is_done()) {
+    if (x.state.response_should_stop()) {
+      co_return false;
+    }
+    const auto read = co_await read_body_piece(x, parser, piece.data());
+    if (!read) {
+      co_return false;
+    }
+    if (into != nullptr && into->size() + *read > limit) {
+      co_return false;
+    }
+    if (into != nullptr) {
+      into->append(piece.data(), *read);
+    }
+  }
+  co_return true;
+}
+
+// An MCP server's event stream, event by event through the filter (lists filtered, the gate's
+// answers first), chunked to the client: lengths change. A message the filter cannot read cuts
+// the stream.
+asio::awaitable<void> relay_mcp_events(Exchange& x, BodyResponseParser& parser) {
+  auto& response = parser.get();
+  const bool keeps_client =
+      x.request_keep_alive && x.request.is_done() && x.client_http11 && !x.state.client_failed();
+  response.content_length(boost::none);
+  response.chunked(x.client_http11);  // HTTP/1.0: to the end of the stream
+  response.keep_alive(keeps_client);
+  if (x.budget.active()) {
+    std::ostringstream serialized;
+    serialized << response.base();
+    x.budget.paid_whole(rules::BudgetKind::down, false);
+    if (auto stop =
+            co_await x.budget.take_whole_or_ask(rules::BudgetKind::down, serialized.str().size())) {
+      budget_spent(x, std::move(*stop));
+      co_return;
+    }
+  }
+  x.state.response_started(keeps_client);
+  ResponseWriter writer{response};
+  auto [head_error, head_written] =
+      co_await http::async_write_header(x.context.client_stream, writer, use_tuple);
+  x.bytes_down += head_written;
+  x.touch();
+  bool ok = !head_error;
+  BodyPiece piece;
+  while (ok && !parser.is_done() && !x.state.response_should_stop()) {
+    const auto read = co_await read_body_piece(x, parser, piece.data());
+    if (!read) {
+      ok = false;
+      break;
+    }
+    auto out = x.mcp.filter().feed_sse(std::string_view(piece.data(), *read));
+    if (!out) {
+      ok = false;  // cut: the client sees the stream break, never a message the gate misread
+      break;
+    }
+    if (x.redactions != nullptr) {
+      secrets::redact(*out, *x.redactions);  // whole events: an echo never spans two
+    }
+    if (!out->empty()) {
+      ok = co_await write_body_piece(x, parser, writer, out->data(), out->size(), false);
+    }
+  }
+  if (ok && parser.is_done()) {
+    std::string tail = x.mcp.filter().end_sse();
+    ok = co_await write_body_piece(x, parser, writer, tail.data(), tail.size(), true);
+  }
+  x.state.response_ended(ok && parser.is_done(), parser.keep_alive());
+}
+
+// The answer of a request the MCP stage judged (or of its GET stream), as its filter's mode
+// says: read whole and filtered, relayed event by event, or replaced by the gate's own.
+asio::awaitable<void> relay_mcp_response(Exchange& x, BodyResponseParser& parser,
+                                         mcp::ResponseFilter::Mode mode) {
+  auto& response = parser.get();
+  strip_hop_by_hop(response, false);
+  add_via(response);
+  response.version(11);
+  if (mode == mcp::ResponseFilter::Mode::sse) {
+    co_await relay_mcp_events(x, parser);
+    co_return;
+  }
+  const std::size_t limit = x.mcp.filter_limit();
+  std::string body;
+  const bool replace = mode == mcp::ResponseFilter::Mode::replace;
+  if (!co_await read_whole_body(x, parser, replace ? nullptr : &body, limit)) {
+    x.state.origin_failed(rules::Reason::bad_response,
+                          x.where + " sent an MCP answer the gate could not read whole (at most " +
+                              std::to_string(limit >> 20) + " MiB).");
+    co_return;
+  }
+  if (replace) {
+    const mcp::GateAnswer answer = x.mcp.filter().replacement();
+    response.result(answer.status);
+    response.erase(http::field::content_type);
+    if (!answer.content_type.empty()) {
+      response.set(http::field::content_type, answer.content_type);
+    }
+    body = answer.body;
+  } else {
+    auto filtered = x.mcp.filter().finish_json(body);
+    if (!filtered) {
+      x.state.origin_failed(
+          rules::Reason::bad_response,
+          x.where + " sent an MCP answer the gate cannot read: " + filtered.error());
+      co_return;
+    }
+    body = std::move(*filtered);
+  }
+  co_await send_made_answer(x, parser, std::move(body), parser.keep_alive());
+}
+
 // The final head (framing the client can trust) and its body.
 asio::awaitable<void> relay_final_response(Exchange& x) {
   BodyResponseParser& parser = *x.response;
@@ -452,6 +603,24 @@ asio::awaitable<void> relay_final_response(Exchange& x) {
                             x.where + " sent a compressed response (" + coding +
                                 ") to a request that carried a masked secret, though asked for "
                                 "none: the gate cannot search it for the secret's real value.");
+      co_return;
+    }
+  }
+  // An MCP server's answer to a call the stage judged: filtered (mcp_exchange.hpp).
+  if (x.mcp.filters_response()) {
+    std::optional<std::string> problem;
+    const auto mode =
+        x.mcp.start_response(response.result_int(), response[http::field::content_type],
+                             response[http::field::content_encoding], problem);
+    if (const auto seen = x.mcp.seen()) {
+      x.upstream.mcp_usual = seen;
+    }
+    if (problem) {
+      x.state.origin_failed(rules::Reason::bad_response, x.where + ": " + *problem);
+      co_return;
+    }
+    if (mode != mcp::ResponseFilter::Mode::pass) {
+      co_await relay_mcp_response(x, parser, mode);
       co_return;
     }
   }

@@ -24,6 +24,8 @@
 #include "proxy/session/origin_pool.hpp"
 #include "proxy/session/wire/http_head.hpp"
 #include "proxy/session/wire/replies.hpp"
+#include "rules/mcp_rules.hpp"
+#include "rules/policy.hpp"
 #include "rules/tls_client_hello.hpp"
 
 namespace sandgate::session {
@@ -309,15 +311,18 @@ asio::awaitable<void> serve_inspected(SessionContext& context, const ConnectionF
                                       std::string_view method, beast::flat_buffer& hello) {
   InspectedTls tls(context, *context.worker.shared.inspection, facts);
   const rules::Host& host = tls.host;
+  const std::uint16_t port = tls.port;
   {
+    // A host with MCP lines is offered HTTP/1.1 only: its calls are judged by the MCP stage
+    // in the HTTP/1.1 exchange (exchange/mcp_exchange.hpp), and none may pass unjudged on h2.
     const auto bytes = hello.data();
     if (rules::read_client_hello(
             std::string_view(static_cast<const char*>(bytes.data()), bytes.size()))
-            .offers_h2) {
+            .offers_h2 &&
+        !context.policy->requests().mcp().judges(host, port)) {
       tls.offer_h2();
     }
   }
-  const std::uint16_t port = tls.port;
   boost::system::error_code ignored;
   // The origin first: a client is only ever shown a certificate for a host whose own
   // certificate the gate verified (or is told why not, inside the connection).

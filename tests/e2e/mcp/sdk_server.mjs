@@ -5,7 +5,9 @@
 //
 //   const server = await startServer({ json: true });   // JSON answers; false: SSE answers
 //   server.url, server.ran (tool names, in order), server.bodies (POST bodies), server.addTool(name)
+// With `tls: { cert, key }` it serves HTTPS (a gate's inspected origin), on `port` when given.
 import http from 'node:http';
+import https from 'node:https';
 import { randomUUID } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -37,9 +39,9 @@ function makeMcpServer(state) {
   return server;
 }
 
-export async function startServer({ json }) {
+export async function startServer({ json, tls, port = 0 }) {
   const state = { ran: [], bodies: [], transports: {} };
-  const httpServer = http.createServer(async (req, res) => {
+  const handler = async (req, res) => {
     let body = '';
     for await (const chunk of req) {
       body += chunk;
@@ -60,9 +62,11 @@ export async function startServer({ json }) {
       await makeMcpServer(state).connect(transport);
     }
     await transport.handleRequest(req, res, body ? JSON.parse(body) : undefined);
-  });
-  await new Promise((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
-  state.url = new URL(`http://127.0.0.1:${httpServer.address().port}/mcp`);
+  };
+  const httpServer = tls ? https.createServer(tls, handler) : http.createServer(handler);
+  await new Promise((resolve) => httpServer.listen(port, '127.0.0.1', resolve));
+  const scheme = tls ? 'https' : 'http';
+  state.url = new URL(`${scheme}://127.0.0.1:${httpServer.address().port}/mcp`);
   state.close = async () => {
     for (const transport of Object.values(state.transports)) {
       await transport.close();
