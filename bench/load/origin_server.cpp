@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bench/load/h2_origin.hpp"
 #include "bench/load/loopback_endpoint.hpp"
 #include "bench/load/tls.hpp"
 
@@ -144,15 +145,20 @@ asio::awaitable<void> serve_http(Stream& socket, std::string_view first_bytes) {
   }
 }
 
-// A TLS session: the handshake, then HTTP inside it until the client goes. The client closes
-// without close_notify as often as with it, so the end is not checked.
+// A TLS session: the handshake, then HTTP/2 when the client chose h2 by ALPN, else HTTP/1.1,
+// until the client goes. The client closes without close_notify as often as with it, so the end
+// is not checked.
 asio::awaitable<void> serve_tls_http(tcp::socket& socket, std::shared_ptr<asio::ssl::context> tls) {
   tls_stream stream(socket, *tls);
   auto [error] = co_await stream.async_handshake(asio::ssl::stream_base::server, use_tuple);
   if (error) {
     co_return;
   }
-  co_await serve_http(stream, std::string_view());
+  if (chosen_protocol(stream.native_handle()) == "h2") {
+    co_await serve_h2(stream);
+  } else {
+    co_await serve_http(stream, std::string_view());
+  }
 }
 
 // One client connection: read the role byte (with whatever follows it), then serve that role.
