@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # CI's short form of bench/e2e/http2.sh, so the HTTP/2 workloads cannot rot: sandgate-load's
 # origin (TLS, h2 by ALPN) and an inspecting gate on loopback, then very short runs of h2 straight
-# to the origin and through the gate, https through the gate, and h2-hold through the gate. Each
-# run must complete requests with no errors (h2: with ALPN h2 on both hops, since the gate offers
+# to the origin and through the gate, and of h2-hold, https-hold and https through the gate. Each
+# run must complete its work with no errors (h2: with ALPN h2 on both hops, since the gate offers
 # h2 to a client only when the origin chose it, and the tool counts anything else as an error);
-# h2-hold must keep every connection and stream and price them; the gate must have logged the
-# requests it inspected. No timing is asserted. Run in a loopback-only network namespace (ctest
-# runs under scripts/offline.sh).
+# the hold workloads must keep every connection and stream and price them; the gate must have
+# logged the requests it inspected. No timing is asserted. Run in a loopback-only network
+# namespace (ctest runs under scripts/offline.sh).
 #
 #   bench/load/h2_smoke.sh BUILD_DIR
 set -uo pipefail
@@ -70,6 +70,8 @@ run h2-inspect --proxy "$gate" --proxy-pid "$gate_pid" --workload h2 --concurren
   --duration 1
 run h2-hold --proxy "$gate" --proxy-pid "$gate_pid" --workload h2-hold --concurrency 4 --streams 3 \
   --duration 0.2 --settle 0.2
+run https-hold --proxy "$gate" --proxy-pid "$gate_pid" --workload https-hold --concurrency 4 \
+  --streams 1 --duration 0.2 --settle 0.2
 # HTTP/1.1 last: the gate keeps its HTTP/1.1 origin connections idle for the next client, and a
 # client given one of those is answered in HTTP/1.1 even when it offered h2.
 run h1-inspect --proxy "$gate" --proxy-pid "$gate_pid" --workload https --concurrency 8 --duration 1
@@ -78,21 +80,21 @@ python3 - "$work/runs.jsonl" <<'PY' || exit 1
 import json, sys
 runs = {r["label"]: r for r in map(json.loads, open(sys.argv[1]))}
 problems = []
-for label in ("h2-none", "h2-inspect", "h1-inspect", "h2-hold"):
+held = {"h2-hold": (4, 4, 12), "https-hold": (4, 4, 4)}
+for label in ("h2-none", "h2-inspect", "h1-inspect", "h2-hold", "https-hold"):
     r = runs.get(label)
     if r is None:
         problems.append(f"{label}: no result")
         continue
     if r["errors_total"] != 0:
         problems.append(f"{label}: errors {r['errors']}")
-    if label == "h2-hold":
-        if (r["connections_open"], r["connections_alive"], r["streams_open"]) != (4, 4, 12):
-            problems.append(f"h2-hold: {r['connections_open']} connections open, "
-                            f"{r['connections_alive']} kept, {r['streams_open']} streams held; "
-                            "wanted 4, 4, 12")
+    if label in held:
+        got = (r["connections_open"], r["connections_alive"], r["streams_open"])
+        if got != held[label]:
+            problems.append(f"{label}: (open, kept, streams held) {got}, wanted {held[label]}")
         for field in ("anon_kb_per_connection", "rss_kb_per_connection", "anon_kb_per_stream"):
             if r.get(field) is None:
-                problems.append(f"h2-hold: no {field} despite --proxy-pid")
+                problems.append(f"{label}: no {field} despite --proxy-pid")
         continue
     if not r["requests"] > 0 or not r["latency_us"]["p99"] > 0:
         problems.append(f"{label}: {r['requests']} requests")

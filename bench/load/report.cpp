@@ -91,7 +91,7 @@ void per_tunnel(json_line& json, const char* name, const run_result& r,
 
 // h2-hold: the proxy's memory per connection (before -> connections open) and per stream
 // (connections open -> streams held as well).
-void h2_hold_fields(json_line& json, const run_result& r) {
+void hold_fields(json_line& json, const run_result& r) {
   json.field("connections_requested", r.tunnels_requested)
       .field("connections_open", r.tunnels_open)
       .field("connections_alive", r.tunnels_alive)
@@ -157,9 +157,9 @@ std::string to_json(const run_result& r) {
     }
     latency_object(json, r.latency_ns);
     cpu_object(json, r);
-  } else if (r.workload == "h2-hold") {
+  } else if (r.workload == "h2-hold" || r.workload == "https-hold") {
     json.field("streams", r.streams);
-    h2_hold_fields(json, r);
+    hold_fields(json, r);
   } else if (r.workload == "download" || r.workload == "upload") {
     json.field("tunnels", r.ops).field("bytes", r.bytes).field("gbit_per_s", headline_rate(r));
     cpu_object(json, r);
@@ -223,12 +223,12 @@ std::string to_human(const run_result& r) {
                   micros(r.latency_ns.value_at_percentile(50)) / 1000,
                   micros(r.latency_ns.value_at_percentile(99)) / 1000,
                   static_cast<unsigned long long>(r.connections));
-  } else if (r.workload == "h2-hold") {
+  } else if (r.workload == "h2-hold" || r.workload == "https-hold") {
     const bool measured = r.memory_before && r.memory_connections;
     std::snprintf(line, sizeof line,
-                  "%-10s h2-hold  n=%-5llu open %llu in %.2f s, alive %llu, streams %llu; "
+                  "%-10s %-10s n=%-5llu open %llu in %.2f s, alive %llu, streams %llu; "
                   "%s%.2f KB anon/connection, %.2f KB anon/stream",
-                  name, static_cast<unsigned long long>(r.tunnels_requested),
+                  name, r.workload.c_str(), static_cast<unsigned long long>(r.tunnels_requested),
                   static_cast<unsigned long long>(r.tunnels_open), r.open_s,
                   static_cast<unsigned long long>(r.tunnels_alive),
                   static_cast<unsigned long long>(r.streams_open),

@@ -1,4 +1,4 @@
-// The client workloads (see workloads.hpp; the HTTP/2 ones are in h2_client.cpp and h2_hold.cpp).
+// The client workloads (see workloads.hpp; h2 is in h2_client.cpp, the hold ones in hold.cpp).
 // Each worker thread owns one io_context, one run_state and its clients; threads share nothing
 // until their results are merged at the end.
 #include "bench/load/workloads.hpp"
@@ -31,7 +31,8 @@
 
 #include "bench/load/client_slot.hpp"
 #include "bench/load/h2_client.hpp"
-#include "bench/load/h2_hold.hpp"
+#include "bench/load/hold.hpp"
+#include "bench/load/http1_exchange.hpp"
 #include "bench/load/loopback_endpoint.hpp"
 #include "bench/load/origin_server.hpp"
 #include "bench/load/process_memory.hpp"
@@ -197,126 +198,6 @@ asio::awaitable<void> stream_client(std::shared_ptr<client_slot> slot,
 }
 
 // ---- http ----
-
-bool equals_ignoring_case(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-bool contains_ignoring_case(std::string_view text, std::string_view word) {
-  for (std::size_t i = 0; i + word.size() <= text.size(); ++i) {
-    if (equals_ignoring_case(text.substr(i, word.size()), word)) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// What the http workload needs to know from a response head (which ends with the blank line).
-struct response_head {
-  int status = 0;
-  std::size_t content_length = 0;
-  bool close = false;  // the server closes the connection after this response
-};
-
-// False for what the tool cannot frame: no status line, no Content-Length, or a chunked body (the
-// origin always sends Content-Length, and no proxy here has a reason to re-frame it).
-bool parse_response_head(std::string_view head, response_head& out) {
-  out = {};
-  out.status = parse_http_status(head);
-  if (out.status == 0) {
-    return false;
-  }
-  const bool http10 = head.starts_with("HTTP/1.0");
-  bool keep_alive = false;
-  bool have_length = false;
-  std::size_t pos = head.find("\r\n") + 2;
-  while (pos < head.size()) {
-    const std::size_t end = head.find("\r\n", pos);
-    if (end == std::string_view::npos || end == pos) {
-      break;
-    }
-    const std::string_view line = head.substr(pos, end - pos);
-    pos = end + 2;
-    const std::size_t colon = line.find(':');
-    if (colon == std::string_view::npos) {
-      continue;
-    }
-    const std::string_view name = line.substr(0, colon);
-    std::string_view value = line.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
-      value.remove_prefix(1);
-    }
-    if (equals_ignoring_case(name, "content-length")) {
-      const auto [ptr, ec] =
-          std::from_chars(value.data(), value.data() + value.size(), out.content_length);
-      have_length = ec == std::errc{};
-    } else if (equals_ignoring_case(name, "transfer-encoding")) {
-      return false;
-    } else if (equals_ignoring_case(name, "connection")) {
-      out.close = out.close || contains_ignoring_case(value, "close");
-      keep_alive = keep_alive || contains_ignoring_case(value, "keep-alive");
-    }
-  }
-  // HTTP/1.0 closes unless it says keep-alive; HTTP/1.1 keeps alive unless it says close.
-  out.close = out.close || (http10 && !keep_alive);
-  return have_length;
-}
-
-// One request and its whole response on an open connection (`Stream`: the slot's socket, or a TLS
-// stream over it). `stale` is set when a kept-alive connection turns out to have been closed by
-// the server before it answered: the client then reconnects and asks again, which is what a real
-// client does and not the proxy's failure.
-template <typename Stream>
-asio::awaitable<error_kind> http_exchange(Stream& socket, client_slot& slot,
-                                          const std::string& request, std::string& buffer,
-                                          bool reused, int& status, bool& close_after,
-                                          bool& stale) {
-  buffer.clear();
-  auto [write_error, written] =
-      co_await asio::async_write(socket, asio::buffer(request), use_tuple);
-  if (write_error) {
-    if (slot.take_timed_out()) {
-      co_return error_kind::timeout;
-    }
-    stale = reused;
-    co_return stale ? error_kind::none : error_kind::io;
-  }
-  auto [read_error, head_size] = co_await asio::async_read_until(
-      socket, asio::dynamic_buffer(buffer, 64 * 1024), "\r\n\r\n", use_tuple);
-  if (read_error) {
-    if (slot.take_timed_out()) {
-      co_return error_kind::timeout;
-    }
-    stale = reused && buffer.empty();
-    co_return stale ? error_kind::none : error_kind::proxy_closed;
-  }
-  response_head head;
-  if (!parse_response_head(std::string_view(buffer).substr(0, head_size), head)) {
-    co_return error_kind::bad_response;
-  }
-  status = head.status;
-  if (head.status != 200) {
-    co_return error_kind::refused;
-  }
-  const std::size_t whole = head_size + head.content_length;
-  if (buffer.size() < whole) {
-    auto [body_error, n] =
-        co_await asio::async_read(socket, asio::dynamic_buffer(buffer),
-                                  asio::transfer_exactly(whole - buffer.size()), use_tuple);
-    if (body_error) {
-      co_return failure(slot, error_kind::io);
-    }
-  }
-  // Only one request is ever outstanding: anything past the response is a framing error.
-  if (buffer.size() != whole) {
-    co_return error_kind::bad_response;
-  }
-  close_after = head.close;
-  co_return error_kind::none;
-}
 
 // HTTP: one client's kept-alive connection (to the proxy, or straight to the origin) and its loop
 // of GET -> whole response. Latency runs from the request (or from the connect, when one was
@@ -782,14 +663,18 @@ const char* workload_name(workload_kind kind) {
       return "h2";
     case workload_kind::h2_hold:
       return "h2-hold";
+    case workload_kind::https_hold:
+      return "https-hold";
   }
   return "unknown";
 }
 
 run_result run_workload(const run_options& options) {
-  run_result result = options.workload == workload_kind::idle      ? run_idle(options)
-                      : options.workload == workload_kind::h2_hold ? run_h2_hold(options)
-                                                                   : run_timed(options);
+  run_result result =
+      options.workload == workload_kind::idle ? run_idle(options)
+      : options.workload == workload_kind::h2_hold || options.workload == workload_kind::https_hold
+          ? run_hold(options)
+          : run_timed(options);
   result.label = options.label;
   result.workload = workload_name(options.workload);
   result.proxy = options.proxy ? endpoint_text(*options.proxy) : "none";

@@ -25,8 +25,10 @@ enum class workload_kind {
   // replaced as it completes: requests/s and latency (h2_client.hpp)
   h2,
   // N HTTP/2 connections opened and parked, then M streams held open on each by the origin's
-  // /hold: the proxy's memory per idle connection and per open stream (h2_hold.hpp)
+  // /hold: the proxy's memory per idle connection and per open stream (hold.hpp)
   h2_hold,
+  // the same over HTTP/1.1 inside TLS, one request held open per connection (hold.hpp)
+  https_hold,
 };
 
 struct run_options {
@@ -34,13 +36,13 @@ struct run_options {
   boost::asio::ip::tcp::endpoint origin;
   workload_kind workload = workload_kind::setups;
   unsigned concurrency = 16;  // clients (setups) or tunnels (the others; h2: connections)
-  unsigned streams = 1;       // h2: streams in flight per connection; h2-hold: held per one
-  double duration_s = 5;      // run length; for idle, how long the tunnels are held
-  double warmup_s = -1;       // excluded from the rates; < 0: 10% of the duration, at most 1 s
-  double timeout_s = 5;       // bound on each connect / handshake / echo / stalled read
-  unsigned threads = 1;       // event-loop threads, at most the number of cores
-  int proxy_pid = 0;          // idle: memory sampled; timed workloads: CPU time sampled (0: none)
-  std::string label;          // copied into the report
+  unsigned streams = 1;   // h2: streams in flight per connection; h2-hold, https-hold: held on each
+  double duration_s = 5;  // run length; for idle, how long the tunnels are held
+  double warmup_s = -1;   // excluded from the rates; < 0: 10% of the duration, at most 1 s
+  double timeout_s = 5;   // bound on each connect / handshake / echo / stalled read
+  unsigned threads = 1;   // event-loop threads, at most the number of cores
+  int proxy_pid = 0;      // idle: memory sampled; timed workloads: CPU time sampled (0: none)
+  std::string label;      // copied into the report
   // The name to CONNECT to (and to put in HTTP URLs) instead of the origin's IP address, so the
   // proxy takes its name path: blocklist lookup of a name, DNS (the origin's --dns answers every
   // name with 127.0.0.1). Empty: the origin's address literal.

@@ -1,5 +1,5 @@
-// The h2-hold workload (see h2_hold.hpp).
-#include "bench/load/h2_hold.hpp"
+// The hold workloads (see hold.hpp).
+#include "bench/load/hold.hpp"
 
 #include <sys/socket.h>
 
@@ -8,9 +8,11 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/read_until.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/system/system_error.hpp>
 #include <cerrno>
 #include <cstdio>
@@ -21,6 +23,7 @@
 #include "bench/load/h2_client.hpp"
 #include "bench/load/h2_client_session.hpp"
 #include "bench/load/h2_wire.hpp"
+#include "bench/load/http1_exchange.hpp"
 #include "bench/load/process_memory.hpp"
 #include "bench/load/run_state.hpp"
 #include "bench/load/tls.hpp"
@@ -38,15 +41,18 @@ constexpr auto phase_budget = std::chrono::seconds(120);
 // The origin's path for a response it begins and never ends (origin_server.hpp).
 const std::string hold_path = "/hold";
 
-// One connection kept open: its slot (socket and watchdog), TLS stream and HTTP/2 session.
+// One connection kept open: its slot (socket and watchdog), TLS stream, and its HTTP/2 session
+// (h2-hold) or the buffer its HTTP/1.1 responses are read into (https-hold).
 struct held_connection {
   std::shared_ptr<client_slot> slot;
   std::unique_ptr<tls_stream> stream;
   std::unique_ptr<h2_client_session> session;
+  std::string buffer;
 };
 
 struct hold_state {
   run_options options;
+  bool h2 = true;  // h2-hold; false: https-hold
   route via;
   std::shared_ptr<asio::ssl::context> tls;
   std::string host;  // verified and sent as SNI
@@ -106,12 +112,49 @@ asio::awaitable<phase_outcome> exchange_until(held_connection& connection, std::
   co_return phase_outcome{failure(*connection.slot, error_kind::proxy_closed)};
 }
 
+// Opens one connection and carries one GET on it: HTTP/2 (ALPN h2) or HTTP/1.1 inside TLS.
+asio::awaitable<phase_outcome> open_and_use(held_connection& connection, hold_state& state,
+                                            std::string& head) {
+  const std::string first_path = "/" + std::to_string(state.options.payload_bytes);
+  auto& slot = *connection.slot;
+  phase_outcome outcome;
+  if (state.h2) {
+    outcome.error = co_await open_h2_connection(slot, state.via, *state.tls, state.host,
+                                                connection.stream, head, outcome.status);
+    if (outcome.error != error_kind::none) {
+      co_return outcome;
+    }
+    connection.session = std::make_unique<h2_client_session>(state.authority);
+    auto& session = *connection.session;
+    session.submit_get(first_path);
+    co_return co_await exchange_until(connection, state.options.payload_bytes, false,
+                                      [&session] { return session.open_streams() == 0; });
+  }
+  outcome.error = co_await open_tunnel(slot, state.via, head, outcome.status);
+  if (outcome.error != error_kind::none) {
+    co_return outcome;
+  }
+  connection.stream = std::make_unique<tls_stream>(slot.socket(), *state.tls);
+  outcome.error = co_await client_tls_handshake(slot, *connection.stream, state.host);
+  if (outcome.error == error_kind::none) {
+    const std::string request =
+        "GET " + first_path + " HTTP/1.1\r\nHost: " + state.authority + "\r\n\r\n";
+    bool close_after = false;
+    bool stale = false;
+    outcome.error = co_await http_exchange(*connection.stream, slot, request, connection.buffer,
+                                           false, outcome.status, close_after, stale);
+    if (outcome.error == error_kind::none && close_after) {
+      outcome.error = error_kind::proxy_closed;  // a connection that will not stay open
+    }
+  }
+  co_return outcome;
+}
+
 // Phase one: opens connections one after another until the requested number has been tried;
 // each carries one GET (a connection that has been used, as a real client's has) and is parked,
 // its watchdog disarmed. Several of these run at once (--open-parallelism).
 asio::awaitable<void> open_connections(std::shared_ptr<hold_state> state) {
   const auto executor = co_await asio::this_coro::executor;
-  const std::string first_path = "/" + std::to_string(state->options.payload_bytes);
   std::string head;
   while (state->next < state->result.tunnels_requested && !state->result.aborted) {
     const auto started = steady::now();
@@ -123,17 +166,7 @@ asio::awaitable<void> open_connections(std::shared_ptr<hold_state> state) {
     connection->slot = std::make_shared<client_slot>(executor);
     asio::co_spawn(executor, run_watchdog(connection->slot), asio::detached);
     connection->slot->arm(std::min(started + state->timeout, state->phase_deadline));
-    phase_outcome outcome;
-    outcome.error =
-        co_await open_h2_connection(*connection->slot, state->via, *state->tls, state->host,
-                                    connection->stream, head, outcome.status);
-    if (outcome.error == error_kind::none) {
-      connection->session = std::make_unique<h2_client_session>(state->authority);
-      auto& session = *connection->session;
-      session.submit_get(first_path);
-      outcome = co_await exchange_until(*connection, state->options.payload_bytes, false,
-                                        [&session] { return session.open_streams() == 0; });
-    }
+    const phase_outcome outcome = co_await open_and_use(*connection, *state, head);
     if (outcome.error == error_kind::none) {
       connection->slot->arm(steady::time_point::max());
       state->held.push_back(std::move(connection));
@@ -146,22 +179,52 @@ asio::awaitable<void> open_connections(std::shared_ptr<hold_state> state) {
   state->finish_one();
 }
 
-// Phase two, on one parked connection: --streams GETs of /hold, and their heads awaited (each
-// head back through the proxy means the stream is open at both its ends). The streams that came
-// back are counted; the connection is parked again.
-asio::awaitable<void> hold_streams(held_connection* connection, std::shared_ptr<hold_state> state) {
-  auto& session = *connection->session;
-  const std::size_t wanted = state->options.streams;
-  connection->slot->arm(state->phase_deadline);
-  for (std::size_t i = 0; i < wanted; ++i) {
-    session.submit_get(hold_path);
+// HTTP/1.1's held request: GET /hold, and its response head awaited (the body never comes).
+asio::awaitable<phase_outcome> hold_request(held_connection& connection, hold_state& state) {
+  constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+  const std::string request =
+      "GET " + hold_path + " HTTP/1.1\r\nHost: " + state.authority + "\r\n\r\n";
+  auto& stream = *connection.stream;
+  connection.buffer.clear();
+  auto [write_error, written] =
+      co_await asio::async_write(stream, asio::buffer(request), use_tuple);
+  if (write_error) {
+    co_return phase_outcome{failure(*connection.slot, error_kind::io)};
   }
-  const phase_outcome outcome = co_await exchange_until(
-      *connection, 0, true, [&session, wanted] { return session.open_with_head() >= wanted; });
+  auto [read_error, head_size] = co_await asio::async_read_until(
+      stream, asio::dynamic_buffer(connection.buffer, 16 * 1024), "\r\n\r\n", use_tuple);
+  if (read_error) {
+    co_return phase_outcome{failure(*connection.slot, error_kind::proxy_closed)};
+  }
+  const int status = parse_http_status(connection.buffer);
+  if (status != 200) {
+    co_return phase_outcome{status == 0 ? error_kind::bad_response : error_kind::refused, status};
+  }
+  co_return phase_outcome{};
+}
+
+// Phase two, on one parked connection: h2-hold opens --streams streams to /hold and awaits their
+// heads (each head back through the proxy means the stream is open at both its ends); https-hold
+// one request. What came back is counted; the connection is parked again.
+asio::awaitable<void> hold_streams(held_connection* connection, std::shared_ptr<hold_state> state) {
+  connection->slot->arm(state->phase_deadline);
+  phase_outcome outcome;
+  if (state->h2) {
+    auto& session = *connection->session;
+    const std::size_t wanted = state->options.streams;
+    for (std::size_t i = 0; i < wanted; ++i) {
+      session.submit_get(hold_path);
+    }
+    outcome = co_await exchange_until(
+        *connection, 0, true, [&session, wanted] { return session.open_with_head() >= wanted; });
+    state->result.streams_open += session.open_with_head();
+  } else {
+    outcome = co_await hold_request(*connection, *state);
+    state->result.streams_open += outcome.error == error_kind::none ? 1 : 0;
+  }
   if (outcome.error != error_kind::none) {
     state->count_error(outcome.error, outcome.status);
   }
-  state->result.streams_open += session.open_with_head();
   connection->slot->arm(steady::time_point::max());
   state->finish_one();
 }
@@ -236,10 +299,11 @@ asio::awaitable<void> hold_main(std::shared_ptr<hold_state> state) {
 
 }  // namespace
 
-run_result run_h2_hold(const run_options& options) {
+run_result run_hold(const run_options& options) {
   asio::io_context context(1);
   auto state = std::make_shared<hold_state>();
   state->options = options;
+  state->h2 = options.workload == workload_kind::h2_hold;
   state->result.tunnels_requested = options.concurrency;
   state->result.streams = options.streams;
   state->result.proxy_pid = options.proxy_pid;
