@@ -9,19 +9,24 @@
 #   h1-none      HTTP/1.1 straight to the origin
 # at the same total concurrency: LEVELS concurrent requests (16, 64, 256), spread over
 # H2_CONNECTIONS (4) HTTP/2 connections (LEVEL / 4 streams in flight on each), or one HTTP/1.1
-# connection per request in flight. The gate (one worker thread) and the origin are pinned to one
-# core, the load tool to the other. Then, on a freshly started gate, the h2-hold workload: the
-# gate's memory per idle HTTP/2 connection (IDLE_CONNECTIONS of them, each having carried one
-# request) and per open stream (HOLD_STREAMS on each, held open by the origin's /hold, which
-# sends a head and never the body). Prints the tables as markdown on stdout
+# connection per request in flight. Each run opens its connections first and counts only after a
+# warm-up (WARMUP seconds) that covers their handshakes: what is compared is requests on open
+# connections, not connection setup (inspection.sh's https-setups measures that). The gate (one
+# worker thread) and the origin are pinned to one core, the load tool to the other. Then, each
+# on a freshly started gate, the h2-hold and https-hold workloads: the gate's memory per idle
+# inspected connection (IDLE_CONNECTIONS of them, each having carried one request) and per open
+# request (HOLD_STREAMS streams on each HTTP/2 connection, one request on each HTTP/1.1 one, held
+# open by the origin's /hold, which sends a head and never the body). Prints the tables as
+# markdown on stdout
 # (bench/e2e/http2_summary.py), progress on stderr, one JSON line per run to $RAW. Run offline:
 #
 #   scripts/offline.sh bench/e2e/http2.sh
 #   QUICK=1 scripts/offline.sh bench/e2e/http2.sh       # 1 round, 2 s runs, fewer connections
 #
-# Environment: ROUNDS (3; QUICK 1), DURATION (5; QUICK 2), LEVELS ("16 64 256"), H2_CONNECTIONS
-# (4), TARGETS ("h2-inspect h1-inspect h2-none h1-none"), IDLE_CONNECTIONS (1000; QUICK 100),
-# HOLD_STREAMS (16; QUICK 8), MEMORY (1: run h2-hold), PROXY_CPU (0), LOAD_CPU (1), ORIGIN_CPU
+# Environment: ROUNDS (3; QUICK 1), DURATION (5; QUICK 2: seconds counted, after the warm-up),
+# WARMUP (3; QUICK 1.5), LEVELS ("16 64 256"), H2_CONNECTIONS (4), TARGETS ("h2-inspect h1-inspect
+# h2-none h1-none"), IDLE_CONNECTIONS (500; QUICK 100), HOLD_STREAMS (16; QUICK 8), MEMORY (1: run
+# the hold workloads), PROXY_CPU (0), LOAD_CPU (1), ORIGIN_CPU
 # (PROXY_CPU), ORIGIN_NAME (origin.bench.example), PAYLOAD (32: response body bytes), SUITE
 # (http2), RAW (build/bench-results/http2-STAMP.jsonl), BUILD (build), SANDGATE (its binary).
 
@@ -35,11 +40,11 @@ load=$build/bench/sandgate-load
 sandgate=${SANDGATE:-$build/bin/sandgate}
 quick=${QUICK:-0}
 if [[ $quick == 1 ]]; then
-  rounds=${ROUNDS:-1} duration=${DURATION:-2}
+  rounds=${ROUNDS:-1} duration=${DURATION:-2} warmup=${WARMUP:-1.5}
   idle_connections=${IDLE_CONNECTIONS:-100} hold_streams=${HOLD_STREAMS:-8}
 else
-  rounds=${ROUNDS:-3} duration=${DURATION:-5}
-  idle_connections=${IDLE_CONNECTIONS:-1000} hold_streams=${HOLD_STREAMS:-16}
+  rounds=${ROUNDS:-3} duration=${DURATION:-5} warmup=${WARMUP:-3}
+  idle_connections=${IDLE_CONNECTIONS:-500} hold_streams=${HOLD_STREAMS:-16}
 fi
 levels=(${LEVELS:-16 64 256})
 h2_connections=${H2_CONNECTIONS:-4}
@@ -192,14 +197,16 @@ run_load() {
       >>"$raw"
 }
 
-# TARGET at LEVEL requests in flight: h2 on H2_CONNECTIONS connections, h1 on LEVEL connections.
+# TARGET at LEVEL requests in flight: h2 on H2_CONNECTIONS connections, h1 on LEVEL connections;
+# counted over DURATION seconds after WARMUP.
 measure() {
   local target=$1 round=$2
+  local timing=(--warmup "$warmup" --duration "$(python3 -c "print($warmup + $duration)")")
   if [[ $target == h2-* ]]; then
     run_load "$target" "$round" --workload h2 --concurrency "$h2_connections" \
-      --streams "$((level / h2_connections))" --duration "$duration"
+      --streams "$((level / h2_connections))" "${timing[@]}"
   else
-    run_load "$target" "$round" --workload https --concurrency "$level" --duration "$duration"
+    run_load "$target" "$round" --workload https --concurrency "$level" "${timing[@]}"
   fi
 }
 
@@ -208,7 +215,7 @@ load_average() { cut -d' ' -f1-3 /proc/loadavg; }
 # ---- rounds ----------------------------------------------------------------------------------
 
 note "suite $suite: targets ${targets[*]}; levels ${levels[*]} (h2 on $h2_connections \
-connections); $rounds round(s) of ${duration} s runs; CPUs gate $proxy_cpu, origin $origin_cpu, \
+connections); $rounds round(s) of runs counting ${duration} s after a ${warmup} s warm-up; CPUs gate $proxy_cpu, origin $origin_cpu, \
 load $load_cpu; raw: $raw"
 notes+=("Load average at the start: $(load_average) (the machine's 1, 5 and 15 minute means).")
 declare -A rounds_measured
@@ -228,12 +235,17 @@ for ((round = 1; round <= rounds; ++round)); do
   done
   for target in "${order[@]}"; do stop_target "$target"; done
 
-  # Memory, on a gate started fresh for it (a heap grown by the rates above would hide it).
-  if [[ $memory == 1 ]] && start_gate h2-hold; then
+  # Memory, each on a gate started fresh for it (a heap grown by the rates above would hide it).
+  if [[ $memory == 1 ]]; then
     level=0
-    run_load h2-hold "$round" --workload h2-hold --concurrency "$idle_connections" \
-      --streams "$hold_streams" --duration 2 --timeout 10
-    stop_target h2-hold
+    for workload in h2-hold https-hold; do
+      start_gate "$workload" || continue
+      streams=$hold_streams
+      [[ $workload == https-hold ]] && streams=1
+      run_load "$workload" "$round" --workload "$workload" --concurrency "$idle_connections" \
+        --streams "$streams" --duration 2 --timeout 10
+      stop_target "$workload"
+    done
   fi
 done
 stop_pid "$origin_pid"
@@ -256,8 +268,9 @@ done
 # ---- report ----------------------------------------------------------------------------------
 
 machine="$(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
-printf '<!-- sandgate-load http2 %s: %s; %s round(s) of %s s runs; CPU: gate %s, origin %s, ' \
-  "$stamp" "$machine" "$rounds" "$duration" "$proxy_cpu" "$origin_cpu"
+printf '<!-- sandgate-load http2 %s: %s; %s round(s) of %s s counted after %s s of warm-up; ' \
+  "$stamp" "$machine" "$rounds" "$duration" "$warmup"
+printf 'CPU: gate %s, origin %s, ' "$proxy_cpu" "$origin_cpu"
 printf 'load %s; raw: %s -->\n' "$load_cpu" \
   "$(realpath --relative-to="$root" "$raw" 2>/dev/null || echo "$raw")"
 python3 "$here/http2_summary.py" "$raw"
