@@ -17,8 +17,10 @@
 # inspected connection (IDLE_CONNECTIONS of them, each having carried one request) and per open
 # request (HOLD_STREAMS streams on each HTTP/2 connection, one request on each HTTP/1.1 one, held
 # open by the origin's /hold, which sends a head and never the body). Prints the tables as
-# markdown on stdout
-# (bench/e2e/http2_summary.py), progress on stderr, one JSON line per run to $RAW. Run offline:
+# markdown on stdout (bench/e2e/http2_summary.py), progress on stderr, one JSON line per run to
+# $RAW. With PROFILE=1 (the default when perf works) the gate is then profiled (`perf record`, as
+# inspection.sh does) under h2 and under https at PROFILE_LEVEL requests in flight, into
+# $PROFILE_DIR. Run offline:
 #
 #   scripts/offline.sh bench/e2e/http2.sh
 #   QUICK=1 scripts/offline.sh bench/e2e/http2.sh       # 1 round, 2 s runs, fewer connections
@@ -26,7 +28,8 @@
 # Environment: ROUNDS (3; QUICK 1), DURATION (5; QUICK 2: seconds counted, after the warm-up),
 # WARMUP (3; QUICK 1.5), LEVELS ("16 64 256"), H2_CONNECTIONS (4), TARGETS ("h2-inspect h1-inspect
 # h2-none h1-none"), IDLE_CONNECTIONS (500; QUICK 100), HOLD_STREAMS (16; QUICK 8), MEMORY (1: run
-# the hold workloads), PROXY_CPU (0), LOAD_CPU (1), ORIGIN_CPU
+# the hold workloads), PROFILE (1 when perf works), PROFILE_LEVEL (64), PROFILE_SECONDS (4),
+# PROFILE_DIR (build/bench-results/http2-STAMP), PROXY_CPU (0), LOAD_CPU (1), ORIGIN_CPU
 # (PROXY_CPU), ORIGIN_NAME (origin.bench.example), PAYLOAD (32: response body bytes), SUITE
 # (http2), RAW (build/bench-results/http2-STAMP.jsonl), BUILD (build), SANDGATE (its binary).
 
@@ -58,6 +61,9 @@ payload=${PAYLOAD:-32}
 suite=${SUITE:-http2}
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 raw=${RAW:-$build/bench-results/http2-$stamp.jsonl}
+profile_dir=${PROFILE_DIR:-$build/bench-results/http2-$stamp}
+profile_level=${PROFILE_LEVEL:-64}
+profile_seconds=${PROFILE_SECONDS:-4}
 
 note() { printf 'http2.sh: %s\n' "$*" >&2; }
 notes=()
@@ -80,6 +86,11 @@ else
   pin() { local cpu=$1; shift; exec taskset -c "$cpu" "$@"; }
 fi
 # pin execs, so `pin CPU CMD &` leaves $! the command's own PID. Only call it in a subshell.
+if ! command -v perf >/dev/null || ! perf record -q -e cpu-clock -o /dev/null true 2>/dev/null; then
+  profile=${PROFILE:-0}
+else
+  profile=${PROFILE:-1}
+fi
 
 mkdir -p "$(dirname "$raw")"
 work=$(mktemp -d /tmp/sandgate-http2.XXXXXX)
@@ -248,6 +259,39 @@ for ((round = 1; round <= rounds; ++round)); do
     done
   fi
 done
+# ---- profile ---------------------------------------------------------------------------------
+
+# Where the gate's CPU goes under each protocol at PROFILE_LEVEL requests in flight: perf's
+# software cpu-clock (no hardware counters needed) on a fresh gate, the middle seconds of a run,
+# DWARF unwinding (Debian's libcrypto and libnghttp2 have no frame pointers); self time grouped by
+# bench/e2e/inspection_profile.py, inclusive time by function. Round 0 in the raw file.
+if [[ $profile == 1 ]]; then
+  mkdir -p "$profile_dir"
+  level=$profile_level
+  for target in h2-inspect h1-inspect; do
+    start_target "$target" || continue
+    counted=$duration
+    duration=$((profile_seconds + 2))
+    measure "$target" 0 &
+    load_job=$!
+    sleep "$(python3 -c "print($warmup + 1)")"
+    perf record -q -e cpu-clock -F 500 --call-graph dwarf,16384 -p "${proxy_pid[$target]}" \
+      -o "$work/perf.data" -- sleep "$profile_seconds" 2>/dev/null
+    wait "$load_job"
+    duration=$counted
+    prefix=$profile_dir/perf-$target-$profile_level
+    perf report -i "$work/perf.data" --stdio --no-children --sort dso,symbol -g none \
+      2>/dev/null | grep -v '^#' | grep -v '^$' | cut -c1-200 | sed -e 's/ *$//' \
+      >"$prefix-self.txt"
+    perf report -i "$work/perf.data" --stdio --children --sort symbol -g none \
+      --percent-limit 2 2>/dev/null | grep -v '^#' | grep -v '^$' | head -120 | cut -c1-200 |
+      sed -e 's/ *$//' >"$prefix-children.txt"
+    python3 "$here/inspection_profile.py" "$prefix-self.txt" >"$prefix-groups.md"
+    rm -f "$work/perf.data"
+    note "profile of $target at $profile_level in flight: $prefix-*"
+    stop_target "$target"
+  done
+fi
 stop_pid "$origin_pid"
 notes+=("Load average at the end: $(load_average).")
 

@@ -176,7 +176,8 @@ def main():
         print(__doc__, file=sys.stderr)
         sys.exit(2)
     runs, notes = load(sys.argv[1:])
-    rate_runs = [r for r in runs if r["workload"] in ("h2", "https")]
+    # Profile runs are round 0: kept in the raw file, left out of the medians.
+    rate_runs = [r for r in runs if r["workload"] in ("h2", "https") and r["round"] > 0]
     table, counts = medians(rate_runs)
     rate_table(rate_runs, table, counts)
     targets_table(table)
