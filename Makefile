@@ -36,8 +36,8 @@ test-asan: deps
 	@cmake --build --preset debug-asan -j $(JOBS)
 	./scripts/offline.sh ctest --preset debug-asan -j $(JOBS)
 
-# The tests that run the gate's threads, under ThreadSanitizer (build-tsan/; the list is the tsan
-# build preset's targets in CMakePresets.json).
+# The tests that run the gate's threads, under ThreadSanitizer (build-tsan/; the list is the target
+# threaded_tests in tests/CMakeLists.txt, which the tsan build preset builds).
 test-tsan: deps
 	@cmake --preset tsan >/dev/null
 	@cmake --build --preset tsan -j $(JOBS)
