@@ -24,6 +24,12 @@
 # -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON builds without them (CMake's own switch), for instance to
 # check that every file includes what it uses.
 
+if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  # Clang records the headers' modification times in a precompiled header and refuses it when
+  # they differ; ccache's copy of a header made in another tree (or an earlier clone) would.
+  add_compile_options("SHELL:-Xclang -fno-pch-timestamp")
+endif()
+
 set(sandgate_pch_std_headers
   <algorithm> <array> <atomic> <cerrno> <chrono> <cstddef> <cstdint> <cstdio> <cstdlib> <cstring>
   <filesystem> <fstream> <functional> <map> <memory> <mutex> <optional> <sstream> <string>
