@@ -24,6 +24,19 @@
 # -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON builds without them (CMake's own switch), for instance to
 # check that every file includes what it uses.
 
+# Not for code GCC optimises at -O2 or more (the release build's libraries and executables; its
+# tests are compiled with -O0): GCC 12 then loses track of which code inlined from a precompiled
+# header came from a system header, and reports the false positives it keeps quiet about there
+# (-Wstringop-overflow on std::string, the kind of GCC bug 105329's -Wrestrict), which -Werror
+# makes fatal. sandgate_pch_for_optimised_code says whether the libraries get one.
+set(sandgate_pch_for_optimised_code ON)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  string(TOUPPER "${CMAKE_BUILD_TYPE}" build_type)
+  if(" ${CMAKE_CXX_FLAGS} ${CMAKE_CXX_FLAGS_${build_type}} " MATCHES " -O([2-9s]|fast) ")
+    set(sandgate_pch_for_optimised_code OFF)
+  endif()
+endif()
+
 if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
   # Clang records the headers' modification times in a precompiled header and refuses it when
   # they differ; ccache's copy of a header made in another tree (or an earlier clone) would.
@@ -158,8 +171,8 @@ function(sandgate_apply_precompiled_headers)
     else()
       string(APPEND donor _std)
     endif()
-    if(NOT options STREQUAL options_of_${donor})
-      continue()  # options of its own (RE2's -pthread, a C program's): no precompiled header fits
+    if(NOT TARGET ${donor} OR NOT options STREQUAL options_of_${donor})
+      continue()  # none made (see above), or options of its own (RE2's -pthread, a C program's)
     endif()
     target_precompile_headers(${target} REUSE_FROM ${donor})
   endforeach()
