@@ -17,7 +17,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/system/system_error.hpp>
-#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -34,6 +33,7 @@
 #include "bench/load/process_memory.hpp"
 #include "bench/load/tls.hpp"
 #include "bench/load/tunnel.hpp"
+#include "rules/ascii.hpp"
 
 namespace sandgate::load {
 
@@ -249,16 +249,9 @@ asio::awaitable<void> stream_client(std::shared_ptr<client_slot> slot,
 
 // ---- http ----
 
-bool equals_ignoring_case(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 bool contains_ignoring_case(std::string_view text, std::string_view word) {
   for (std::size_t i = 0; i + word.size() <= text.size(); ++i) {
-    if (equals_ignoring_case(text.substr(i, word.size()), word)) {
+    if (rules::ascii_iequals(text.substr(i, word.size()), word)) {
       return true;
     }
   }
@@ -300,13 +293,13 @@ bool parse_response_head(std::string_view head, response_head& out) {
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
       value.remove_prefix(1);
     }
-    if (equals_ignoring_case(name, "content-length")) {
+    if (rules::ascii_iequals(name, "content-length")) {
       const auto [ptr, ec] =
           std::from_chars(value.data(), value.data() + value.size(), out.content_length);
       have_length = ec == std::errc{};
-    } else if (equals_ignoring_case(name, "transfer-encoding")) {
+    } else if (rules::ascii_iequals(name, "transfer-encoding")) {
       return false;
-    } else if (equals_ignoring_case(name, "connection")) {
+    } else if (rules::ascii_iequals(name, "connection")) {
       out.close = out.close || contains_ignoring_case(value, "close");
       keep_alive = keep_alive || contains_ignoring_case(value, "keep-alive");
     }
