@@ -203,12 +203,7 @@ HostCheck judge_head(const boost::beast::http::request_header<>& head, const std
       const auto comma = value.find(',');
       std::string_view token = value.substr(0, comma);
       value = comma == std::string_view::npos ? std::string_view{} : value.substr(comma + 1);
-      while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) {
-        token.remove_prefix(1);
-      }
-      while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) {
-        token.remove_suffix(1);
-      }
+      token = rules::trim_ows(token);
       const std::string option = rules::ascii_lower(token);
       if (!token.empty() && option != "keep-alive" && option != "close") {
         options += std::string(token) + ", ";
