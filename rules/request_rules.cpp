@@ -185,14 +185,7 @@ bool ends_with(std::string_view text, std::string_view suffix) {
 
 // The media type of a Content-Type value, without its parameters or surrounding spaces.
 std::string_view media_type(std::string_view content_type) {
-  content_type = content_type.substr(0, content_type.find(';'));
-  while (!content_type.empty() && (content_type.back() == ' ' || content_type.back() == '\t')) {
-    content_type.remove_suffix(1);
-  }
-  while (!content_type.empty() && (content_type.front() == ' ' || content_type.front() == '\t')) {
-    content_type.remove_prefix(1);
-  }
-  return content_type;
+  return trim_ows(content_type.substr(0, content_type.find(';')));
 }
 
 // The repository without its `.git` suffixes, in any case and however many (git hosts answer

@@ -1,24 +1,17 @@
 // HTTP/1.1 response heads as the load tool reads them (see http1_exchange.hpp).
 #include "bench/load/http1_exchange.hpp"
 
-#include <algorithm>
-#include <cctype>
 #include <charconv>
+
+#include "rules/ascii.hpp"
 
 namespace sandgate::load {
 
 namespace {
 
-bool equals_ignoring_case(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 bool contains_ignoring_case(std::string_view text, std::string_view word) {
   for (std::size_t i = 0; i + word.size() <= text.size(); ++i) {
-    if (equals_ignoring_case(text.substr(i, word.size()), word)) {
+    if (rules::ascii_iequals(text.substr(i, word.size()), word)) {
       return true;
     }
   }
@@ -53,13 +46,13 @@ bool parse_response_head(std::string_view head, response_head& out) {
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
       value.remove_prefix(1);
     }
-    if (equals_ignoring_case(name, "content-length")) {
+    if (rules::ascii_iequals(name, "content-length")) {
       const auto [ptr, ec] =
           std::from_chars(value.data(), value.data() + value.size(), out.content_length);
       have_length = ec == std::errc{};
-    } else if (equals_ignoring_case(name, "transfer-encoding")) {
+    } else if (rules::ascii_iequals(name, "transfer-encoding")) {
       return false;
-    } else if (equals_ignoring_case(name, "connection")) {
+    } else if (rules::ascii_iequals(name, "connection")) {
       out.close = out.close || contains_ignoring_case(value, "close");
       keep_alive = keep_alive || contains_ignoring_case(value, "keep-alive");
     }

@@ -12,7 +12,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -27,6 +26,7 @@
 #include "bench/load/h2_origin.hpp"
 #include "bench/load/loopback_endpoint.hpp"
 #include "bench/load/tls.hpp"
+#include "rules/ascii.hpp"
 
 namespace sandgate::load {
 
@@ -83,10 +83,7 @@ asio::awaitable<void> serve_sink(tcp::socket& socket, std::size_t chunk_bytes) {
 
 // True when `head` (a request head) has a Connection field that says `word` (any case).
 bool connection_says(std::string_view head, std::string_view word) {
-  std::string lower(head);
-  for (char& c : lower) {
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
+  const std::string lower = rules::ascii_lower(head);
   std::size_t at = lower.find("\r\nconnection:");
   while (at != std::string::npos) {
     const std::size_t end = lower.find("\r\n", at + 2);

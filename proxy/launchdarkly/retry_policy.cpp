@@ -8,6 +8,8 @@
 #include <ctime>
 #include <random>
 
+#include "rules/ascii.hpp"
+
 namespace sandgate::launchdarkly {
 
 bool is_http_error_recoverable(unsigned status) {
@@ -43,12 +45,7 @@ std::string describe_http_status(unsigned status) {
 
 std::optional<std::chrono::milliseconds> parse_retry_after(
     std::string_view value, std::chrono::system_clock::time_point now) {
-  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
-    value.remove_prefix(1);
-  }
-  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) {
-    value.remove_suffix(1);
-  }
+  value = rules::trim_ows(value);
   if (value.empty()) {
     return std::nullopt;
   }

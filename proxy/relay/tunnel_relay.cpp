@@ -165,25 +165,7 @@ void TunnelRelay::first_bytes_read(Direction& d) {
     finish_direction(d, true);
     return;
   }
-  const std::string_view fresh(d.buffer.get() + watch.judged, d.in_flight - watch.judged);
-  watch.judged = d.in_flight;
-  FirstBytesLook look = watch.check(fresh, eof);
-  look.hold = std::min(look.hold, d.in_flight);
-  if (look.verdict == FirstBytesVerdict::watch && eof) {
-    // Nothing more will come to watch; what was held is judged by the check's end look.
-    look.verdict = look.hold > 0 ? FirstBytesVerdict::refuse : FirstBytesVerdict::pass;
-  }
-  const auto now = clock::now();
-  if (look.verdict == FirstBytesVerdict::watch && look.hold > 0) {
-    if (!watch.deadline) {
-      watch.deadline = now + watch.patience;
-    }
-    if (now >= *watch.deadline || look.hold == kFirstRead) {
-      look.verdict = FirstBytesVerdict::refuse;  // a held prefix that never completes
-    }
-  } else {
-    watch.deadline.reset();
-  }
+  const FirstBytesLook look = look_at_first_bytes(d, eof);
   switch (look.verdict) {
     case FirstBytesVerdict::pass:
       watch_.reset();  // no timer wait is pending: this is its handler or a readiness one
@@ -203,19 +185,52 @@ void TunnelRelay::first_bytes_read(Direction& d) {
       break;
   }
   if (look.hold < d.in_flight) {
-    // Relay what the check released; the held bytes wait for the next read. After the write the
-    // copy path reads on at once when bytes are held (`more`), so that the patience is watched.
-    watch.held.assign(d.buffer.get() + d.in_flight - look.hold, look.hold);
-    d.in_flight -= look.hold;
-    *d.bytes += d.in_flight;
-    d.more = !watch.held.empty() || d.in_flight + look.hold == kFirstRead;
-    d.eof_read = false;
-    drain(d);
+    relay_released(d, look.hold);
     return;
   }
-  // Everything read so far is held: a prefix of what the check looks for, and nothing more yet.
-  // Look again shortly rather than wait for readiness, so that the patience's end is seen even
-  // if no byte ever comes (only a client that sends such a prefix and then stops is ever here).
+  // Everything read so far is held: a prefix of what the check looks for, and nothing more yet
+  // (only a client that sends such a prefix and then stops is ever here).
+  look_again_soon(d);
+}
+
+FirstBytesLook TunnelRelay::look_at_first_bytes(Direction& d, bool eof) {
+  FirstBytesWatch& watch = *watch_;
+  const std::string_view fresh(d.buffer.get() + watch.judged, d.in_flight - watch.judged);
+  watch.judged = d.in_flight;
+  FirstBytesLook look = watch.check(fresh, eof);
+  look.hold = std::min(look.hold, d.in_flight);
+  if (look.verdict == FirstBytesVerdict::watch && eof) {
+    // Nothing more will come to watch; what was held is judged by the check's end look.
+    look.verdict = look.hold > 0 ? FirstBytesVerdict::refuse : FirstBytesVerdict::pass;
+  }
+  const auto now = clock::now();
+  if (look.verdict == FirstBytesVerdict::watch && look.hold > 0) {
+    if (!watch.deadline) {
+      watch.deadline = now + watch.patience;
+    }
+    if (now >= *watch.deadline || look.hold == kFirstRead) {
+      look.verdict = FirstBytesVerdict::refuse;  // a held prefix that never completes
+    }
+  } else {
+    watch.deadline.reset();
+  }
+  return look;
+}
+
+void TunnelRelay::relay_released(Direction& d, std::size_t hold) {
+  // After the write the copy path reads on at once when bytes are held (`more`), so that the
+  // patience is watched.
+  FirstBytesWatch& watch = *watch_;
+  watch.held.assign(d.buffer.get() + d.in_flight - hold, hold);
+  d.in_flight -= hold;
+  *d.bytes += d.in_flight;
+  d.more = !watch.held.empty() || d.in_flight + hold == kFirstRead;
+  d.eof_read = false;
+  drain(d);
+}
+
+void TunnelRelay::look_again_soon(Direction& d) {
+  FirstBytesWatch& watch = *watch_;
   if (!watch.timer) {
     watch.timer = std::make_unique<asio::steady_timer>(d.from->get_executor());
   }

@@ -142,6 +142,14 @@ class TunnelRelay : private IdleSweep::Entry {
   // The client's direction while the first-bytes check holds it: reads, judges, then relays
   // what passed (or ends the tunnel, or looks again shortly).
   void first_bytes_read(Direction& d);
+  // The check's look at the bytes read since its last one (the whole buffer ends at
+  // d.in_flight), its verdict final at the source's end or past the patience.
+  FirstBytesLook look_at_first_bytes(Direction& d, bool eof);
+  // Relays what the check released; the bytes it holds wait for the next read.
+  void relay_released(Direction& d, std::size_t hold);
+  // Everything read is held: looks again shortly rather than wait for readiness, so that the
+  // patience's end is seen even if no byte ever comes.
+  void look_again_soon(Direction& d);
   // Runs a handler's body; an exception ends the tunnel (outcome internal_error) instead of
   // escaping into the worker's loop and leaving the tunnel half-finished.
   template <typename Body>

@@ -94,7 +94,6 @@ class PolicyReloader {
   const std::string& blocklist_path() const { return lists_[0].path; }
   const std::string& allowlist_path() const { return lists_[1].path; }
   const std::string& request_rules_path() const { return lists_[2].path; }
-  const std::string& budgets_path() const { return lists_[3].path; }
   const std::string& config_path() const { return config_.path; }
 
   // Reload results per file kind, for /metrics. Thread-safe.

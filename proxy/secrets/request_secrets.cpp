@@ -374,12 +374,7 @@ std::string coding_other_than(std::string_view list, std::string_view plain) {
     std::string_view coding = list.substr(0, comma);
     list.remove_prefix(std::min(comma + 1, list.size()));
     coding = coding.substr(0, coding.find(';'));
-    while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) {
-      coding.remove_prefix(1);
-    }
-    while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) {
-      coding.remove_suffix(1);
-    }
+    coding = rules::trim_ows(coding);
     if (!coding.empty() && !boost::beast::iequals(coding, plain)) {
       return std::string(coding.substr(0, 32));
     }
@@ -390,12 +385,7 @@ std::string coding_other_than(std::string_view list, std::string_view plain) {
 std::optional<std::string> partial_response_problem(unsigned status,
                                                     std::string_view content_type) {
   std::string_view type = content_type.substr(0, content_type.find(';'));
-  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) {
-    type.remove_suffix(1);
-  }
-  while (!type.empty() && (type.front() == ' ' || type.front() == '\t')) {
-    type.remove_prefix(1);
-  }
+  type = rules::trim_ows(type);
   if (status == 206) {
     return std::string("sent a partial response (206) to a request that carried a masked secret");
   }

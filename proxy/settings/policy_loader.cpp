@@ -14,7 +14,6 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <sstream>
 #include <system_error>
 
 #include "config/embedded_defaults.hpp"
@@ -190,23 +189,6 @@ bool is_blank(std::string_view text) {
     text.remove_prefix(kByteOrderMark.size());
   }
   return text.find_first_not_of(" \t\r\n\v\f") == std::string_view::npos;
-}
-
-Expected<std::string, std::string> read_text_file(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    return Unexpected{path + ": is a folder, not a file"};
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Unexpected{path + ": " + std::strerror(errno)};
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    return Unexpected{path + ": read failed: " + std::strerror(errno)};
-  }
-  return text.str();
 }
 
 rules::DomainSet build_allowlist(const std::vector<std::string>& presets,

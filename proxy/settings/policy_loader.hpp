@@ -56,9 +56,6 @@ rules::DomainSet build_allowlist(const std::vector<std::string>& presets,
 Expected<LoadedPolicy, std::string> load_policy(const Settings& settings,
                                                 MissingDefaultBlocklist missing);
 
-// Reads a whole file. The error names the path and the reason.
-Expected<std::string, std::string> read_text_file(const std::string& path);
-
 // `path` with every symlink, `.` and `..` resolved (realpath(3)). A file that does not exist is
 // resolved through its folder; a path whose folder does not exist either is returned as given.
 std::string resolve_path(const std::string& path);

@@ -30,6 +30,26 @@ struct Setting {
 // Every setting, in --help order (the README's settings reference follows it).
 const std::vector<Setting>& table();
 
+// The rows by subject, in --help order; table() joins them.
+std::vector<Setting> policy_rows();        // setting_rows_policy.cpp: policy, report-only, ask
+std::vector<Setting> launchdarkly_rows();  // setting_rows_launchdarkly.cpp
+std::vector<Setting> daemon_rows();        // setting_rows_daemon.cpp: profile, daemon, parent
+
+// ---- what the rows share (setting_table.cpp) ----
+// Sets `target` to the path `value`, a leading `~` expanded to `home`.
+ApplyResult set_path(std::string& target, std::string_view value, const std::string& home);
+std::string bool_text(bool value);
+// `value`, or `unset` when it is empty.
+std::string or_text(const std::string& value, const char* unset);
+// A secret is shown as set or not, never itself.
+std::string secret_text(const std::string& value);
+// The items, comma-separated.
+std::string join(const std::vector<std::string>& items);
+std::string ports_text(const std::vector<std::uint16_t>& ports, const char* none);
+// Seconds, with up to three decimals when not whole ("5", "0.5", "1.25"), as the setting is
+// written.
+std::string seconds_text(std::chrono::milliseconds value);
+
 // ---- value parsers (value_parsers.cpp) ----
 // Splits on commas, trimming each item; empty items are errors (a doubled comma is a typo).
 Expected<std::vector<std::string_view>, std::string> split_list(std::string_view text);

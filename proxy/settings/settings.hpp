@@ -15,8 +15,9 @@
 // shows a default-built Settings (setting_table.cpp).
 //
 // The files: settings.cpp (load(): the sources in precedence order, checks across settings),
-// setting_table.cpp (the table: names, help, show, apply), value_parsers.cpp (values and
-// endpoints), config_file.cpp (the TOML file), usable_cpus.cpp (the default thread count).
+// setting_table.cpp (the table: names, help, show, apply; its rows in setting_rows_*.cpp, by
+// subject), value_parsers.cpp (values and endpoints), config_file.cpp (the TOML file),
+// usable_cpus.cpp (the default thread count).
 #pragma once
 
 #include <chrono>

@@ -12,7 +12,9 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <set>
 #include <string_view>
+#include <utility>
 
 #include "sandbox-profile/audit/added_worktrees.hpp"
 #include "sandbox-profile/audit/git_index.hpp"
@@ -898,22 +900,28 @@ GitSnapshot snapshot_git(const std::vector<std::string>& folders,
   return out;
 }
 
-GitAudit quarantine_new_git_entries(const GitSnapshot& before,
-                                    const std::vector<std::string>& folders,
-                                    const std::vector<std::string>& git_dirs,
-                                    const AuditLimits& limits) {
-  const GitSnapshot after =
-      scan(folders, git_dirs, before.hook_folders, before.included_files, limits);
-  // The worktrees the user added outside during the run are not the command's: what lies in
-  // their entries is left alone.
-  const std::set<std::string> users = users_worktrees(before, after, folders, git_dirs);
-  const auto judged = [&users](const std::string& path) {
-    return std::none_of(users.begin(), users.end(), [&path](const std::string& entry) {
+namespace {
+
+// Whether a path is the command's to judge: not in a worktree the user added outside during the
+// run (what lies in its entries is left alone).
+class Judged {
+ public:
+  explicit Judged(std::set<std::string> users) : users_(std::move(users)) {}
+  bool operator()(const std::string& path) const {
+    return std::none_of(users_.begin(), users_.end(), [&path](const std::string& entry) {
       return path == entry || path.starts_with(entry + "/");
     });
-  };
-  GitAudit audit;
-  // Gitfiles first: one the command re-pointed is put back, not merely moved.
+  }
+
+ private:
+  std::set<std::string> users_;
+};
+
+// The gitfiles the command re-pointed (put back, not merely moved), the .git it created and the
+// entries it created in the git folders.
+void judge_git_entries(const GitSnapshot& before, const GitSnapshot& after,
+                       const std::vector<std::string>& git_dirs, const Judged& judged,
+                       GitAudit& audit) {
   for (const auto& [path, original] : before.gitfiles) {
     const auto now = after.gitfiles.find(path);
     if (after.dot_gits.contains(path) && (now == after.gitfiles.end() || now->second != original)) {
@@ -931,9 +939,13 @@ GitAudit quarantine_new_git_entries(const GitSnapshot& before,
       quarantine(path, "created an entry in the git folder", audit);
     }
   }
-  // In every git folder, and in the hooks folders and included files the configuration names:
-  // what git obeys, changed (put back, the command's version kept aside) or new (moved aside);
-  // a rebase or sequencer state begun by the command, moved aside whole.
+}
+
+// In every git folder, and in the hooks folders and included files the configuration names:
+// what git obeys, changed (put back, the command's version kept aside) or new (moved aside); a
+// rebase or sequencer state begun by the command, moved aside whole.
+void judge_obeyed(const GitSnapshot& before, const GitSnapshot& after, const Judged& judged,
+                  GitAudit& audit) {
   std::set<std::string> new_states;
   for (const auto& [path, content] : after.obeyed) {
     const auto old = before.obeyed.find(path);
@@ -954,6 +966,13 @@ GitAudit quarantine_new_git_entries(const GitSnapshot& before,
     quarantine(state, "left a rebase or cherry-pick in progress (its todo list runs `exec` lines)",
                audit);
   }
+}
+
+// The symbolic links left in git folders, and the repositories made: a git folder hidden in a
+// git folder, or a folder made into a repository.
+void judge_links_and_repositories(const GitSnapshot& before, const GitSnapshot& after,
+                                  const std::vector<std::string>& git_dirs, const Judged& judged,
+                                  GitAudit& audit) {
   for (const auto& [path, target] : after.links) {
     const auto old = before.links.find(path);
     if ((old == before.links.end() || old->second != target) && judged(path)) {
@@ -975,6 +994,22 @@ GitAudit quarantine_new_git_entries(const GitSnapshot& before,
       quarantine(folder + name, "made a folder into a git repository", audit);
     }
   }
+}
+
+}  // namespace
+
+GitAudit quarantine_new_git_entries(const GitSnapshot& before,
+                                    const std::vector<std::string>& folders,
+                                    const std::vector<std::string>& git_dirs,
+                                    const AuditLimits& limits) {
+  const GitSnapshot after =
+      scan(folders, git_dirs, before.hook_folders, before.included_files, limits);
+  const Judged judged(users_worktrees(before, after, folders, git_dirs));
+  GitAudit audit;
+  // Gitfiles first: one the command re-pointed is put back, not merely moved.
+  judge_git_entries(before, after, git_dirs, judged, audit);
+  judge_obeyed(before, after, judged, audit);
+  judge_links_and_repositories(before, after, git_dirs, judged, audit);
   report_hidden(before, after, audit);
   report_auto_run(before, after, folders, audit);
   judge_incomplete(before, after, git_dirs, audit);

@@ -144,16 +144,6 @@ int landlock_abi() {
   return abi > 0 ? static_cast<int>(abi) : 0;
 }
 
-Expected<LandlockReport, std::string> deny_writes(const std::vector<ProtectedPath>& paths) {
-  WritePolicy policy;
-  policy.writable = {"/"};
-  policy.sockets = {"/"};
-  for (const auto& p : paths) {
-    policy.carved.push_back(p.path);
-  }
-  return restrict_writes(policy);
-}
-
 namespace {
 
 // The paths Landlock carves out of `policy.carved`: each path, where it really is when a

@@ -25,7 +25,6 @@
 #include <vector>
 
 #include "rules/expected.hpp"
-#include "sandbox-profile/plan/protected_paths.hpp"
 
 namespace sandgate::sandbox {
 
@@ -58,10 +57,6 @@ struct WritePolicy {
 // open policy.devices for writing. A root that does not exist, or lies in a carved path, grants
 // nothing. The error says which step failed and why; on error nothing has been restricted.
 Expected<LandlockReport, std::string> restrict_writes(const WritePolicy& policy);
-
-// The older contract: writes (and sockets) allowed everywhere but the protected paths
-// (restrict_writes with "/" as the only root).
-Expected<LandlockReport, std::string> deny_writes(const std::vector<ProtectedPath>& paths);
 
 // The symbolic links met while resolving `path` (absolute), each as the absolute path of the
 // link itself, in the order met; links inside link targets are followed too (at most 40).

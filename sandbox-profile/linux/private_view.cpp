@@ -290,6 +290,51 @@ std::vector<std::string> mount_aliases(std::string_view mountinfo, const std::st
 
 namespace {
 
+// Paths opened (O_PATH) before the folders they live in are covered, so that they can be bound
+// back afterwards; closed when it goes. A path that cannot be opened is left out (gone: nothing
+// to bind back).
+class OpenedPaths {
+ public:
+  struct Opened {
+    std::string path;
+    int fd;
+    mode_t mode;
+  };
+  // `flags`: added to O_PATH | O_CLOEXEC (O_NOFOLLOW: never through a link).
+  OpenedPaths(const std::vector<std::string>& paths, int flags) {
+    for (const auto& path : paths) {
+      const int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC | flags);
+      struct stat info {};
+      if (fd < 0 || ::fstat(fd, &info) != 0) {
+        if (fd >= 0) {
+          ::close(fd);
+        }
+        continue;
+      }
+      opened_.push_back({path, fd, info.st_mode});
+    }
+  }
+  ~OpenedPaths() {
+    for (const auto& o : opened_) {
+      ::close(o.fd);
+    }
+  }
+  OpenedPaths(const OpenedPaths&) = delete;
+  OpenedPaths& operator=(const OpenedPaths&) = delete;
+
+  const std::vector<Opened>& opened() const { return opened_; }
+
+ private:
+  std::vector<Opened> opened_;
+};
+
+// Binds `o` back at its path (a mount point made for it where it is missing).
+bool bind_back(const OpenedPaths::Opened& o) {
+  const std::string source = "/proc/self/fd/" + std::to_string(o.fd);
+  return make_mount_point(o.path, o.mode) &&
+         ::mount(source.c_str(), o.path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) == 0;
+}
+
 // The last step of the view: the credential stores (ViewPlan::secret_*). A store that vanished
 // since the plan is skipped; any other failure ends the run, since the command would read what
 // it was promised not to.
@@ -343,88 +388,68 @@ void drop_placeholders(Placeholders& made) {
   }
 }
 
-Expected<bool, std::string> hide_credential_stores(const ViewPlan& plan, StoreReads& reads) {
-  const auto refused = [](const std::string& path) {
-    return Unexpected{errno_text("cannot hide the credential store " + path) +
-                      " (give --allow-read " + path + " to leave it readable)"};
-  };
-  // A second mount of the home (under the working folder, say) would show the stores by another
-  // path: those aliases are hidden too (whole, without what stays readable in them).
-  const std::string mountinfo = read_mountinfo();
-  std::vector<std::string> folders = plan.secret_folders;
-  std::vector<std::string> files = plan.secret_files;
-  for (const auto& folder : plan.secret_folders) {
-    for (auto& alias : mount_aliases(mountinfo, folder)) {
-      folders.push_back(std::move(alias));
+Unexpected<std::string> store_refused(const std::string& path) {
+  return Unexpected{errno_text("cannot hide the credential store " + path) +
+                    " (give --allow-read " + path + " to leave it readable)"};
+}
+
+// `paths`, and where a second mount of their file system (the home under the working folder,
+// say) shows them by another path.
+std::vector<std::string> with_aliases(const std::vector<std::string>& paths,
+                                      const std::string& mountinfo) {
+  std::vector<std::string> out = paths;
+  for (const auto& path : paths) {
+    for (auto& alias : mount_aliases(mountinfo, path)) {
+      out.push_back(std::move(alias));
     }
   }
-  for (const auto& file : plan.secret_files) {
-    for (auto& alias : mount_aliases(mountinfo, file)) {
-      files.push_back(std::move(alias));
-    }
+  return out;
+}
+
+// Watches `path` (a hidden store's cover) for the command's opens, recorded as attempts on `as`;
+// without inotify the stores are hidden all the same.
+void watch_store(StoreReads& reads, const std::string& path, bool folder, const std::string& as) {
+  if (reads.watch < 0 || as.find('\n') != std::string::npos) {
+    return;
   }
-  // What stays readable, opened before its folder is covered.
-  std::vector<std::pair<std::string, int>> shown;
-  for (const auto& path : plan.secret_shown) {
-    // Never through a link: one could lead into a store (the plan takes none; this holds if one
-    // replaced a file since).
-    const int fd = ::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0) {
-      shown.emplace_back(path, fd);
-    }
+  // Closes too: two opens in a row would be merged into one event by the kernel.
+  const int wd =
+      ::inotify_add_watch(reads.watch, path.c_str(),
+                          IN_OPEN | IN_CLOSE_NOWRITE | (folder ? IN_ONLYDIR : 0) | IN_DONT_FOLLOW);
+  if (wd >= 0) {
+    reads.watched.push_back({wd, folder, as});
   }
-  const auto close_shown = [&shown] {
-    for (auto& [path, fd] : shown) {
-      ::close(fd);
-    }
-  };
-  // The attempts on them are watched (StoreReads); without inotify they are hidden all the same.
-  reads.watch = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-  const auto watch = [&reads](const std::string& path, bool folder, const std::string& as) {
-    if (reads.watch < 0 || as.find('\n') != std::string::npos) {
-      return;
-    }
-    // Closes too: two opens in a row would be merged into one event by the kernel.
-    const int wd = ::inotify_add_watch(
-        reads.watch, path.c_str(),
-        IN_OPEN | IN_CLOSE_NOWRITE | (folder ? IN_ONLYDIR : 0) | IN_DONT_FOLLOW);
-    if (wd >= 0) {
-      reads.watched.push_back({wd, folder, as});
-    }
-  };
+}
+
+// An empty read-only tmpfs over each folder, with what stays readable in it (`shown`, opened
+// before) bound back.
+Expected<bool, std::string> hide_store_folders(const std::vector<std::string>& folders,
+                                               const OpenedPaths& shown, StoreReads& reads) {
   for (const auto& folder : folders) {
     if (::mount("tmpfs", folder.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                 "mode=0700,size=1m") != 0) {
       if (errno == ENOENT || errno == ENOTDIR) {
         continue;
       }
-      auto error = refused(folder);
-      close_shown();
-      return error;
+      return store_refused(folder);
     }
-    watch(folder, true, folder);
-    for (auto& [path, fd] : shown) {
-      if (!path.starts_with(folder + "/")) {
-        continue;
-      }
-      struct stat info {};
-      const std::string source = "/proc/self/fd/" + std::to_string(fd);
-      if (::fstat(fd, &info) != 0 || !make_mount_point(path, info.st_mode) ||
-          ::mount(source.c_str(), path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
-        const std::string error = errno_text("cannot show " + path + " in its hidden folder");
-        close_shown();
-        return Unexpected{error};
+    watch_store(reads, folder, true, folder);
+    for (const auto& o : shown.opened()) {
+      if (o.path.starts_with(folder + "/") && !bind_back(o)) {
+        return Unexpected{errno_text("cannot show " + o.path + " in its hidden folder")};
       }
     }
     if (::mount(nullptr, folder.c_str(), nullptr,
                 MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700") != 0) {
-      auto error = refused(folder);
-      close_shown();
-      return error;
+      return store_refused(folder);
     }
   }
-  close_shown();
-  Placeholders placeholders = make_placeholders(plan, files.size());
+  return true;
+}
+
+// An empty read-only file (a placeholder, else /dev/null) over each file.
+Expected<bool, std::string> hide_store_files(const std::vector<std::string>& files,
+                                             Placeholders& placeholders, StoreReads& reads) {
   for (std::size_t i = 0; i < files.size(); ++i) {
     const std::string& file = files[i];
     const int placeholder = i < placeholders.files.size() ? placeholders.files[i] : -1;
@@ -434,8 +459,7 @@ Expected<bool, std::string> hide_credential_stores(const ViewPlan& plan, StoreRe
       if (errno == ENOENT || errno == ENOTDIR) {
         continue;
       }
-      drop_placeholders(placeholders);
-      return refused(file);
+      return store_refused(file);
     }
     if (placeholder < 0) {
       continue;
@@ -444,12 +468,96 @@ Expected<bool, std::string> hide_credential_stores(const ViewPlan& plan, StoreRe
     if (::mount(nullptr, file.c_str(), nullptr,
                 MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                 nullptr) != 0) {
-      drop_placeholders(placeholders);
-      return refused(file);
+      return store_refused(file);
     }
-    watch(placeholders.folder + "/" + std::to_string(i), false, file);
+    watch_store(reads, placeholders.folder + "/" + std::to_string(i), false, file);
   }
+  return true;
+}
+
+Expected<bool, std::string> hide_credential_stores(const ViewPlan& plan, StoreReads& reads) {
+  // Aliases of the stores are hidden too (whole, without what stays readable in them).
+  const std::string mountinfo = read_mountinfo();
+  const std::vector<std::string> folders = with_aliases(plan.secret_folders, mountinfo);
+  const std::vector<std::string> files = with_aliases(plan.secret_files, mountinfo);
+  reads.watch = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  {
+    // What stays readable, opened before its folder is covered; never through a link: one could
+    // lead into a store (the plan takes none; this holds if one replaced a file since).
+    const OpenedPaths shown(plan.secret_shown, O_NOFOLLOW);
+    if (auto hidden = hide_store_folders(folders, shown, reads); !hidden) {
+      return hidden;
+    }
+  }
+  Placeholders placeholders = make_placeholders(plan, files.size());
+  auto hidden = hide_store_files(files, placeholders, reads);
   drop_placeholders(placeholders);
+  return hidden;
+}
+
+// Private tmpfs over the private roots (every mount made read-only first when the plan says
+// so), $XDG_RUNTIME_DIR made again inside, and what is kept bound back in.
+Expected<bool, std::string> cover_private_roots(const ViewPlan& plan) {
+  // What is bound back, opened before the folders it lives in are covered.
+  const OpenedPaths kept(plan.keep, 0);
+  // Every mount read-only, before anything is mounted on top: what is writable is bound back
+  // later.
+  if (plan.read_only_root) {
+    if (auto done = remount_all_read_only(); !done) {
+      return done;
+    }
+  }
+  for (std::size_t i = 0; i < plan.private_roots.size(); ++i) {
+    const std::string& root = plan.private_roots[i];
+    const bool sticky = root != "/run" && root != "/var/run";
+    std::string options = sticky ? "mode=1777" : "mode=0755";
+    if (i < plan.private_options.size() && !plan.private_options[i].empty()) {
+      options += "," + plan.private_options[i];
+    }
+    if (::mount("tmpfs", root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) != 0) {
+      return Unexpected{errno_text("cannot mount a private tmpfs on " + root)};
+    }
+  }
+  if (!plan.runtime_dir.empty()) {
+    make_folders(plan.runtime_dir, 0700);
+  }
+  for (const auto& k : kept.opened()) {
+    if (!bind_back(k)) {
+      return Unexpected{errno_text("cannot bind " + k.path + " back into the view")};
+    }
+  }
+  return true;
+}
+
+// Sockets outside the private folders, as found at start-up: /dev/null over each.
+Expected<bool, std::string> hide_sockets(const ViewPlan& plan, std::vector<std::string>& hidden) {
+  for (const auto& path : plan.hide) {
+    if (::mount("/dev/null", path.c_str(), nullptr, MS_BIND, nullptr) == 0) {
+      hidden.push_back(path);
+      continue;
+    }
+    if (errno == ENOENT || errno == EACCES || errno == ENOTDIR) {
+      continue;  // vanished, or this user cannot reach it anyway
+    }
+    return Unexpected{errno_text("cannot hide the unix socket " + path) +
+                      " (give --allow-unix-socket " + path + " to leave it reachable)"};
+  }
+  return true;
+}
+
+// The protected paths bound onto themselves: folders first (pinned: they cannot be moved), then
+// what they protect read-only (a bind onto a folder would cover a bind below it).
+Expected<bool, std::string> bind_protected(const ViewPlan& plan) {
+  for (const auto& path : plan.pinned) {
+    if (auto bound = self_bind(path, false); !bound) {
+      return bound;
+    }
+  }
+  for (const auto& path : plan.read_only) {
+    if (auto bound = self_bind(path, true); !bound) {
+      return bound;
+    }
+  }
   return true;
 }
 
@@ -462,63 +570,9 @@ Expected<bool, std::string> build_private_view(const ViewPlan& plan,
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     return Unexpected{errno_text("cannot make the mount namespace private")};
   }
-  // What is bound back, opened before the folders it lives in are covered.
-  struct Kept {
-    std::string path;
-    int fd;
-    mode_t mode;
-  };
-  std::vector<Kept> kept;
-  const auto close_kept = [&kept] {
-    for (auto& k : kept) {
-      ::close(k.fd);
-    }
-  };
-  for (const auto& path : plan.keep) {
-    const int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
-    struct stat info {};
-    if (fd < 0 || ::fstat(fd, &info) != 0) {
-      if (fd >= 0) {
-        ::close(fd);
-      }
-      continue;  // gone: nothing to keep
-    }
-    kept.push_back({path, fd, info.st_mode});
+  if (auto covered = cover_private_roots(plan); !covered) {
+    return covered;
   }
-  // Every mount read-only, before anything is mounted on top: what is writable is bound back
-  // below.
-  if (plan.read_only_root) {
-    if (auto done = remount_all_read_only(); !done) {
-      close_kept();
-      return done;
-    }
-  }
-  for (std::size_t i = 0; i < plan.private_roots.size(); ++i) {
-    const std::string& root = plan.private_roots[i];
-    const bool sticky = root != "/run" && root != "/var/run";
-    std::string options = sticky ? "mode=1777" : "mode=0755";
-    if (i < plan.private_options.size() && !plan.private_options[i].empty()) {
-      options += "," + plan.private_options[i];
-    }
-    if (::mount("tmpfs", root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) != 0) {
-      const std::string error = errno_text("cannot mount a private tmpfs on " + root);
-      close_kept();
-      return Unexpected{error};
-    }
-  }
-  if (!plan.runtime_dir.empty()) {
-    make_folders(plan.runtime_dir, 0700);
-  }
-  for (const auto& k : kept) {
-    const std::string source = "/proc/self/fd/" + std::to_string(k.fd);
-    if (!make_mount_point(k.path, k.mode) ||
-        ::mount(source.c_str(), k.path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
-      const std::string error = errno_text("cannot bind " + k.path + " back into the view");
-      close_kept();
-      return Unexpected{error};
-    }
-  }
-  close_kept();
   if (plan.fresh_devpts) {
     if (auto done = mount_fresh_devpts(); !done) {
       return done;
@@ -527,28 +581,11 @@ Expected<bool, std::string> build_private_view(const ViewPlan& plan,
   if (auto laid = lay_writable_and_fresh(plan); !laid) {
     return laid;
   }
-  // Sockets outside the private folders, as found at start-up: /dev/null over each.
-  for (const auto& path : plan.hide) {
-    if (::mount("/dev/null", path.c_str(), nullptr, MS_BIND, nullptr) == 0) {
-      hidden.push_back(path);
-      continue;
-    }
-    if (errno == ENOENT || errno == EACCES || errno == ENOTDIR) {
-      continue;  // vanished, or this user cannot reach it anyway
-    }
-    return Unexpected{errno_text("cannot hide the unix socket " + path) +
-                      " (give --allow-unix-socket " + path + " to leave it reachable)"};
+  if (auto done = hide_sockets(plan, hidden); !done) {
+    return done;
   }
-  // Folders first, then what they protect: a bind onto a folder would cover a bind below it.
-  for (const auto& path : plan.pinned) {
-    if (auto bound = self_bind(path, false); !bound) {
-      return bound;
-    }
-  }
-  for (const auto& path : plan.read_only) {
-    if (auto bound = self_bind(path, true); !bound) {
-      return bound;
-    }
+  if (auto bound = bind_protected(plan); !bound) {
+    return bound;
   }
   return hide_credential_stores(plan, reads);
 }

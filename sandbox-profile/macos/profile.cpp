@@ -382,10 +382,9 @@ std::vector<ProtectedPath> folders_above(const std::vector<ProtectedPath>& paths
   return above;
 }
 
-// The protected paths, denied inside the writable folders; the folders above them and above the
-// hidden paths; links in git folders, hard links, set-user-ID bits and the user's terminals.
-void write_protected_rules(ProfileWriter& w, const ProfileOptions& options) {
-  auto paths = profile_protected_paths(options);
+// The protected paths, denied inside the writable folders: the gate's own files always, the
+// places that run code later when the options protect them.
+void write_never_written(ProfileWriter& w, const std::vector<ProtectedPath>& paths) {
   std::vector<ProtectedPath> always;
   std::vector<ProtectedPath> optional;
   for (const auto& p : paths) {
@@ -398,16 +397,19 @@ void write_protected_rules(ProfileWriter& w, const ProfileOptions& options) {
   w.line(";; the places macOS starts programs from by itself (launchd agents and daemons, login");
   w.line(";; items).");
   w.rule("deny file-write*", always_filters);
-  std::vector<std::string> optional_filters;
   if (!optional.empty()) {
-    optional_filters = path_filters(w, optional, "protected path");
+    const auto optional_filters = path_filters(w, optional, "protected path");
     w.line(";; Never written: every place that runs code later, outside the sandbox");
     w.line(";; (GOOSE_SANDBOX_PROTECT_FILES): shell start-up files, git's configuration and this");
     w.line(";; repository's hooks and config, keys and configuration in ~/.ssh and ~/.gnupg,");
     w.line(";; PATH folders, cron and launchd's system folders, goose's config.");
     w.rule("deny file-write*", optional_filters);
   }
+}
 
+// The folders above the protected paths and above the hidden ones.
+void write_folders_above(ProfileWriter& w, const std::vector<ProtectedPath>& paths,
+                         const ProfileOptions& options) {
   // The folders above a protected path may be neither renamed nor removed (mv ~/.config ~/x;
   // edit ~/x/goose/...; mv ~/x ~/.config), nor created when missing: a missing ~/.config made a
   // symbolic link to a folder of the command's, or a folder renamed into its place, would bring
@@ -436,7 +438,10 @@ void write_protected_rules(ProfileWriter& w, const ProfileOptions& options) {
     w.line(";; Folders above hidden paths may not be renamed or removed.");
     w.rule("deny file-write-unlink", path_filters(w, hidden_above, "folder"));
   }
+}
 
+// Links in git folders, hard links and set-user-ID bits.
+void write_link_rules(ProfileWriter& w, const ProfileOptions& options) {
   std::vector<std::string> git_links;
   for (const auto& dir : options.git_dirs) {
     git_links.push_back("(require-all (subpath " + w.quote(dir, "git folder") +
@@ -452,9 +457,12 @@ void write_protected_rules(ProfileWriter& w, const ProfileOptions& options) {
   w.line(";; fall back to renaming or copying. No set-user-ID or set-group-ID bits either.");
   w.line("(deny file-link)");
   w.line("(deny file-write-setugid)");
+}
 
+// The user's terminals, when the command's is not a relayed pty of its own.
+void write_terminal_rules(ProfileWriter& w, const ProfileOptions& options) {
   if (options.terminals_relayed) {
-    return;  // the command's terminal is a relayed pty of its own
+    return;
   }
   std::vector<std::string> terminals = {"(literal \"/dev/tty\")"};
   for (const auto& terminal : sorted_unique(options.terminals)) {
@@ -467,6 +475,16 @@ void write_protected_rules(ProfileWriter& w, const ProfileOptions& options) {
   w.rule("deny file-ioctl", terminals);
 }
 
+// The protected paths, denied inside the writable folders; the folders above them and above the
+// hidden paths; links in git folders, hard links, set-user-ID bits and the user's terminals.
+void write_protected_rules(ProfileWriter& w, const ProfileOptions& options) {
+  const auto paths = profile_protected_paths(options);
+  write_never_written(w, paths);
+  write_folders_above(w, paths, options);
+  write_link_rules(w, options);
+  write_terminal_rules(w, options);
+}
+
 void write_file_rules(ProfileWriter& w, const ProfileOptions& options) {
   write_file_allows(w, options);
   write_device_rules(w, options);
@@ -474,7 +492,8 @@ void write_file_rules(ProfileWriter& w, const ProfileOptions& options) {
   write_protected_rules(w, options);
 }
 
-void write_network_rules(ProfileWriter& w, const ProfileOptions& options) {
+// The kinds of socket the command may make.
+void write_socket_kinds(ProfileWriter& w, const ProfileOptions& options) {
   w.line(";; Network: nothing but the exceptions below. No mDNSResponder: the gate resolves");
   w.line(";; names; a resolver the command can query is a channel out (DNS queries). Sockets may");
   w.line(";; be made for unix, IPv4 and IPv6 only (no routing, kernel-control or link-layer");
@@ -487,8 +506,11 @@ void write_network_rules(ProfileWriter& w, const ProfileOptions& options) {
     w.line("(deny system-socket (require-all (socket-domain AF_INET) (socket-type SOCK_RAW)))");
     w.line("(deny system-socket (require-all (socket-domain AF_INET6) (socket-type SOCK_RAW)))");
   }
+}
 
-  // Unix sockets: an allow-list.
+// Unix sockets: which the command may connect to, and where it may bind one.
+void write_unix_socket_rules(ProfileWriter& w, const ProfileOptions& options) {
+  // An allow-list.
   std::vector<std::string> sockets;
   if (!options.gate_unix_socket.empty()) {
     sockets.push_back("(remote unix-socket (path-literal " +
@@ -526,7 +548,10 @@ void write_network_rules(ProfileWriter& w, const ProfileOptions& options) {
     w.line(";; Serving on a unix socket: only in this run's private folders.");
     w.rule("allow network-bind", bind_in);
   }
+}
 
+// TCP on localhost: the gate, and the ports the options open.
+void write_tcp_rules(ProfileWriter& w, const ProfileOptions& options) {
   // TCP only (no UDP: a DNS server or any other UDP service on localhost would be a way out),
   // only localhost. SBPL names no address but `localhost` and `*`: `localhost` in a remote
   // filter is 127.0.0.1 or ::1, so the gate's rule names its family (tcp4 or tcp6).
@@ -565,6 +590,12 @@ void write_network_rules(ProfileWriter& w, const ProfileOptions& options) {
     w.line(port_rule("network-inbound", "local", "tcp", "*"));
     w.line(port_rule("network-outbound", "remote", "tcp", "*"));
   }
+}
+
+void write_network_rules(ProfileWriter& w, const ProfileOptions& options) {
+  write_socket_kinds(w, options);
+  write_unix_socket_rules(w, options);
+  write_tcp_rules(w, options);
 }
 
 }  // namespace

@@ -242,55 +242,125 @@ constexpr const char* kFileVariables[] = {
     "REDISCLI_HISTFILE",
 };
 
-}  // namespace
+// Folders in the home that hold nothing but credentials: the clouds' CLIs, Kubernetes, GnuPG's
+// private keys, pass, the desktop keyrings, the browsers' profiles (and their snap and flatpak
+// installs), OCI's CLI and Bitwarden's.
+constexpr const char* kCredentialFolders[] = {"/.aws",
+                                              "/.config/gcloud",
+                                              "/.azure",
+                                              "/.kube",
+                                              "/.minikube",
+                                              "/.gnupg/private-keys-v1.d",
+                                              "/.password-store",
+                                              "/.local/share/keyrings",
+                                              "/.mozilla",
+                                              "/.config/google-chrome",
+                                              "/.config/google-chrome-beta",
+                                              "/.config/chromium",
+                                              "/.config/BraveSoftware",
+                                              "/.config/microsoft-edge",
+                                              "/.config/vivaldi",
+                                              "/snap/firefox",
+                                              "/snap/chromium",
+                                              "/.var/app/org.mozilla.firefox",
+                                              "/.var/app/com.google.Chrome",
+                                              "/.var/app/org.chromium.Chromium",
+                                              "/.var/app/com.brave.Browser",
+                                              "/.oci",
+                                              "/.config/Bitwarden CLI"};
 
-CredentialStores credential_stores(const std::vector<std::string>& homes,
-                                   const std::vector<std::string>& environment,
-                                   const std::vector<std::string>& allow_reads, bool macos) {
-  std::vector<std::string> folders;
-  std::vector<std::string> files;
-  const auto folder = [&](const std::string& path) {
+// Credential files in the home: netrc, git's and gh's, Docker's, npm's, PyPI's, PostgreSQL's,
+// GnuPG's old secret ring, Vault's, Cargo's, Terraform's, rclone's, Hugging Face's and Claude
+// Code's.
+constexpr const char* kCredentialFiles[] = {"/.netrc",
+                                            "/.git-credentials",
+                                            "/.config/git/credentials",
+                                            "/.docker/config.json",
+                                            "/.config/gh/hosts.yml",
+                                            "/.npmrc",
+                                            "/.pypirc",
+                                            "/.pgpass",
+                                            "/.gnupg/secring.gpg",
+                                            "/.vault-token",
+                                            "/.cargo/credentials",
+                                            "/.cargo/credentials.toml",
+                                            "/.terraformrc",
+                                            "/.terraform.d/credentials.tfrc.json",
+                                            "/.config/rclone/rclone.conf",
+                                            "/.cache/huggingface/token",
+                                            "/.huggingface/token",
+                                            "/.claude/.credentials.json"};
+
+// On macOS: the keychains, the cookies and the browsers' profiles under ~/Library.
+constexpr const char* kMacosFolders[] = {"/Library/Keychains",
+                                         "/Library/Cookies",
+                                         "/Library/Application Support/Google/Chrome",
+                                         "/Library/Application Support/Chromium",
+                                         "/Library/Application Support/Firefox",
+                                         "/Library/Application Support/BraveSoftware",
+                                         "/Library/Application Support/Microsoft Edge",
+                                         "/Library/Application Support/Vivaldi"};
+
+// `value` with `$VAR` and `${VAR}` replaced by the variables of `environment` (an unset one is
+// empty; a `$` that starts no name stays).
+std::string expand_variables(const std::string& value,
+                             const std::vector<std::string>& environment) {
+  std::string out;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    if (value[i] != '$' || i + 1 >= value.size()) {
+      out += value[i];
+      continue;
+    }
+    const bool braced = value[i + 1] == '{';
+    std::size_t start = i + (braced ? 2 : 1);
+    std::size_t end = start;
+    while (end < value.size() &&
+           (std::isalnum(static_cast<unsigned char>(value[end])) != 0 || value[end] == '_')) {
+      ++end;
+    }
+    if (end == start || (braced && (end >= value.size() || value[end] != '}'))) {
+      out += value[i];
+      continue;
+    }
+    out += variable(environment, std::string_view(value).substr(start, end - start));
+    i = braced ? end : end - 1;
+  }
+  return out;
+}
+
+// The candidates for hiding, before the file system says which exist, and the inputs that name
+// them.
+class Candidates {
+ public:
+  Candidates(const std::vector<std::string>& homes, const std::vector<std::string>& environment)
+      : homes_(homes), environment_(environment) {}
+
+  void folder(const std::string& path) {
     if (!path.empty()) {
       folders.push_back(resolved_path(path));
     }
-  };
-  const auto file = [&](const std::string& path) {
+  }
+  void file(const std::string& path) {
     if (!path.empty()) {
       files.push_back(resolved_path(path));
     }
-  };
-  // A variable's path as the tools read it: botocore and others expand `~` and `$VAR` (or
-  // `${VAR}`) themselves, so both spellings lead to the store.
-  const auto from = [&](std::string_view name) {
-    std::string value = variable(environment, name);
-    if (!homes.empty() && (value == "~" || value.starts_with("~/"))) {
-      value = homes.front() + value.substr(1);
+  }
+
+  // The variable `name`'s path as the tools read it: botocore and others expand `~` and `$VAR`
+  // (or `${VAR}`) themselves, so both spellings lead to the store. Empty when unset.
+  std::string from(std::string_view name) const {
+    std::string value = variable(environment_, name);
+    if (!homes_.empty() && (value == "~" || value.starts_with("~/"))) {
+      value = homes_.front() + value.substr(1);
     }
-    std::string out;
-    for (std::size_t i = 0; i < value.size(); ++i) {
-      if (value[i] != '$' || i + 1 >= value.size()) {
-        out += value[i];
-        continue;
-      }
-      const bool braced = value[i + 1] == '{';
-      std::size_t start = i + (braced ? 2 : 1);
-      std::size_t end = start;
-      while (end < value.size() &&
-             (std::isalnum(static_cast<unsigned char>(value[end])) != 0 || value[end] == '_')) {
-        ++end;
-      }
-      if (end == start || (braced && (end >= value.size() || value[end] != '}'))) {
-        out += value[i];
-        continue;
-      }
-      out += variable(environment, std::string_view(value).substr(start, end - start));
-      i = braced ? end : end - 1;
-    }
-    return out;
-  };
-  // A place in the home, in each home, and where an XDG variable moves it.
-  const auto in_homes = [&](const char* relative, const auto& add) {
-    for (const auto& h : homes) {
+    return expand_variables(value, environment_);
+  }
+
+  // A place in the home (`relative`: "/.aws"), in each home, and where an XDG variable moves
+  // it; `as_folder`: hidden whole, else as a file.
+  void in_homes(const char* relative, bool as_folder) {
+    const auto add = [&](const std::string& path) { as_folder ? folder(path) : file(path); };
+    for (const auto& h : homes_) {
       add(h + relative);
     }
     const std::string_view place(relative);
@@ -301,139 +371,148 @@ CredentialStores credential_stores(const std::vector<std::string>& homes,
         }
       }
     }
-  };
-  for (const char* name : {"/.aws",
-                           "/.config/gcloud",
-                           "/.azure",
-                           "/.kube",
-                           "/.minikube",
-                           "/.gnupg/private-keys-v1.d",
-                           "/.password-store",
-                           "/.local/share/keyrings",
-                           "/.mozilla",
-                           "/.config/google-chrome",
-                           "/.config/google-chrome-beta",
-                           "/.config/chromium",
-                           "/.config/BraveSoftware",
-                           "/.config/microsoft-edge",
-                           "/.config/vivaldi",
-                           "/snap/firefox",
-                           "/snap/chromium",
-                           "/.var/app/org.mozilla.firefox",
-                           "/.var/app/com.google.Chrome",
-                           "/.var/app/org.chromium.Chromium",
-                           "/.var/app/com.brave.Browser",
-                           "/.oci",
-                           "/.config/Bitwarden CLI"}) {
-    in_homes(name, folder);
+  }
+
+  const std::vector<std::string>& homes() const { return homes_; }
+
+  std::vector<std::string> folders;
+  std::vector<std::string> files;
+
+ private:
+  const std::vector<std::string>& homes_;
+  const std::vector<std::string>& environment_;
+};
+
+// The stores at their usual places in the homes (and where the XDG variables move them).
+void add_home_stores(Candidates& candidates, bool macos) {
+  for (const char* name : kCredentialFolders) {
+    candidates.in_homes(name, true);
   }
   for (const char* name : kMoreCredentialFolders) {
-    in_homes(name, folder);
+    candidates.in_homes(name, true);
   }
-  for (const char* name :
-       {"/.netrc", "/.git-credentials", "/.config/git/credentials", "/.docker/config.json",
-        "/.config/gh/hosts.yml", "/.npmrc", "/.pypirc", "/.pgpass", "/.gnupg/secring.gpg",
-        "/.vault-token", "/.cargo/credentials", "/.cargo/credentials.toml", "/.terraformrc",
-        "/.terraform.d/credentials.tfrc.json", "/.config/rclone/rclone.conf",
-        "/.cache/huggingface/token", "/.huggingface/token", "/.claude/.credentials.json"}) {
-    in_homes(name, file);
+  for (const char* name : kCredentialFiles) {
+    candidates.in_homes(name, false);
   }
   for (const char* name : kMoreCredentialFiles) {
-    in_homes(name, file);
+    candidates.in_homes(name, false);
   }
   if (macos) {
-    for (const auto& h : homes) {
-      for (const char* name :
-           {"/Library/Keychains", "/Library/Cookies", "/Library/Application Support/Google/Chrome",
-            "/Library/Application Support/Chromium", "/Library/Application Support/Firefox",
-            "/Library/Application Support/BraveSoftware",
-            "/Library/Application Support/Microsoft Edge",
-            "/Library/Application Support/Vivaldi"}) {
-        folder(h + name);
+    for (const auto& h : candidates.homes()) {
+      for (const char* name : kMacosFolders) {
+        candidates.folder(h + name);
       }
     }
   }
-  // Where the tools' variables move them.
-  file(from("NPM_CONFIG_USERCONFIG"));
-  file(from("GOOGLE_APPLICATION_CREDENTIALS"));
-  file(from("HF_TOKEN_PATH"));
-  file(from("AWS_SHARED_CREDENTIALS_FILE"));
-  file(from("AWS_CONFIG_FILE"));
-  folder(from("CLOUDSDK_CONFIG"));
-  folder(from("AZURE_CONFIG_DIR"));
-  if (const std::string list = from("KUBECONFIG"); !list.empty()) {
+}
+
+// The stores where the tools' variables move them.
+void add_moved_stores(Candidates& candidates) {
+  candidates.file(candidates.from("NPM_CONFIG_USERCONFIG"));
+  candidates.file(candidates.from("GOOGLE_APPLICATION_CREDENTIALS"));
+  candidates.file(candidates.from("HF_TOKEN_PATH"));
+  candidates.file(candidates.from("AWS_SHARED_CREDENTIALS_FILE"));
+  candidates.file(candidates.from("AWS_CONFIG_FILE"));
+  candidates.folder(candidates.from("CLOUDSDK_CONFIG"));
+  candidates.folder(candidates.from("AZURE_CONFIG_DIR"));
+  if (const std::string list = candidates.from("KUBECONFIG"); !list.empty()) {
     for (std::size_t at = 0; at <= list.size();) {
       const std::size_t end = std::min(list.find(':', at), list.size());
-      file(list.substr(at, end - at));
+      candidates.file(list.substr(at, end - at));
       at = end + 1;
     }
   }
-  if (const std::string docker = from("DOCKER_CONFIG"); !docker.empty()) {
-    file(docker + "/config.json");
+  if (const std::string docker = candidates.from("DOCKER_CONFIG"); !docker.empty()) {
+    candidates.file(docker + "/config.json");
   }
-  if (const std::string gnupg = from("GNUPGHOME"); !gnupg.empty()) {
-    folder(gnupg + "/private-keys-v1.d");
+  if (const std::string gnupg = candidates.from("GNUPGHOME"); !gnupg.empty()) {
+    candidates.folder(gnupg + "/private-keys-v1.d");
   }
-  folder(from("PASSWORD_STORE_DIR"));
-  if (const std::string gh = from("GH_CONFIG_DIR"); !gh.empty()) {
-    file(gh + "/hosts.yml");
+  candidates.folder(candidates.from("PASSWORD_STORE_DIR"));
+  if (const std::string gh = candidates.from("GH_CONFIG_DIR"); !gh.empty()) {
+    candidates.file(gh + "/hosts.yml");
   }
-  file(from("NETRC"));
-  if (const std::string cargo = from("CARGO_HOME"); !cargo.empty()) {
-    file(cargo + "/credentials");
-    file(cargo + "/credentials.toml");
+  candidates.file(candidates.from("NETRC"));
+  if (const std::string cargo = candidates.from("CARGO_HOME"); !cargo.empty()) {
+    candidates.file(cargo + "/credentials");
+    candidates.file(cargo + "/credentials.toml");
   }
-  file(from("TF_CLI_CONFIG_FILE"));
-  file(from("VAULT_CONFIG_PATH"));
+  candidates.file(candidates.from("TF_CLI_CONFIG_FILE"));
+  candidates.file(candidates.from("VAULT_CONFIG_PATH"));
   for (const auto& [name, store] : kFilesInVariableFolders) {
-    if (const std::string moved = from(name); !moved.empty()) {
-      file(moved + store);
+    if (const std::string moved = candidates.from(name); !moved.empty()) {
+      candidates.file(moved + store);
     }
   }
   for (const char* name : kFileVariables) {
-    file(from(name));
+    candidates.file(candidates.from(name));
   }
+}
 
-  CredentialStores out;
+// Whether `store` is an --allow-read path (resolved) or lies inside one.
+bool opened(const std::string& store, const std::vector<std::string>& allow_reads) {
+  return std::any_of(allow_reads.begin(), allow_reads.end(), [&](const std::string& allowed) {
+    return store == allowed || inside(store, allowed);
+  });
+}
+
+bool in_hidden_folder(const std::string& path, const CredentialStores& stores) {
+  return std::any_of(stores.folders.begin(), stores.folders.end(),
+                     [&](const std::string& f) { return inside(path, f); });
+}
+
+// ~/.ssh of each home: hidden but for what ssh may read.
+void hide_ssh(const std::vector<std::string>& homes, const std::vector<std::string>& allow_reads,
+              CredentialStores& out) {
   std::error_code ec;
-  const auto opened = [&](const std::string& store) {
-    return std::any_of(allow_reads.begin(), allow_reads.end(), [&](const std::string& allowed) {
-      return store == allowed || inside(store, allowed);
-    });
-  };
-  // ~/.ssh: hidden but for what ssh may read.
   for (const auto& h : homes) {
     const std::string ssh = resolved_path(h + "/.ssh");
-    if (!fs::is_directory(ssh, ec) || opened(ssh) ||
+    if (!fs::is_directory(ssh, ec) || opened(ssh, allow_reads) ||
         std::find(out.folders.begin(), out.folders.end(), ssh) != out.folders.end()) {
       continue;
     }
     out.folders.push_back(ssh);
     ssh_shown(ssh, out.shown);
   }
-  const auto in_hidden_folder = [&](const std::string& path) {
-    return std::any_of(out.folders.begin(), out.folders.end(),
-                       [&](const std::string& f) { return inside(path, f); });
-  };
-  // The candidates of one kind that exist as it, less duplicates, what a hidden folder already
-  // covers and what --allow-read opens. Folders first: a file inside one needs no mount of its own.
-  const auto keep = [&](std::vector<std::string>& candidates, auto is_kind,
-                        std::vector<std::string>& into) {
-    std::sort(candidates.begin(), candidates.end());
-    candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
-    for (const auto& path : candidates) {
-      if (!in_hidden_folder(path) && !opened(path) && is_kind(path)) {
-        into.push_back(path);
-      }
+}
+
+// The candidates of one kind that exist as it, less duplicates, what a hidden folder already
+// covers and what --allow-read opens.
+template <typename IsKind>
+void keep(std::vector<std::string>& candidates, IsKind is_kind,
+          const std::vector<std::string>& allow_reads, const CredentialStores& stores,
+          std::vector<std::string>& into) {
+  std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  for (const auto& path : candidates) {
+    if (!in_hidden_folder(path, stores) && !opened(path, allow_reads) && is_kind(path)) {
+      into.push_back(path);
     }
-  };
+  }
+}
+
+}  // namespace
+
+CredentialStores credential_stores(const std::vector<std::string>& homes,
+                                   const std::vector<std::string>& environment,
+                                   const std::vector<std::string>& allow_reads, bool macos) {
+  Candidates candidates(homes, environment);
+  add_home_stores(candidates, macos);
+  add_moved_stores(candidates);
+
+  CredentialStores out;
+  hide_ssh(homes, allow_reads, out);
+  // Folders first: a file inside one needs no mount of its own.
+  std::error_code ec;
   keep(
-      folders, [&](const std::string& path) { return fs::is_directory(path, ec); }, out.folders);
+      candidates.folders, [&](const std::string& path) { return fs::is_directory(path, ec); },
+      allow_reads, out, out.folders);
   keep(
-      files, [&](const std::string& path) { return fs::is_regular_file(path, ec); }, out.files);
+      candidates.files, [&](const std::string& path) { return fs::is_regular_file(path, ec); },
+      allow_reads, out, out.files);
   // An --allow-read path inside a hidden folder is shown in it.
   for (const auto& allowed : allow_reads) {
-    if (in_hidden_folder(allowed) && fs::exists(allowed, ec) &&
+    if (in_hidden_folder(allowed, out) && fs::exists(allowed, ec) &&
         std::find(out.shown.begin(), out.shown.end(), allowed) == out.shown.end()) {
       out.shown.push_back(allowed);
     }

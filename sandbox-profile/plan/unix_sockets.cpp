@@ -7,12 +7,6 @@
 namespace sandgate::sandbox {
 namespace {
 
-constexpr std::array<std::string_view, 10> kContainerFolders = {
-    "docker",  "podman",  "containerd", "crio", "buildkit",
-    ".docker", ".colima", ".lima",      ".rd",  ".orbstack"};
-constexpr std::array<std::string_view, 6> kContainerNames = {"docker", "podman",      "containerd",
-                                                             "crio",   "cri-dockerd", "buildkitd"};
-
 bool starts_with(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
 }
@@ -58,28 +52,6 @@ std::vector<std::string> bound_unix_sockets(std::string_view text) {
     out.emplace_back(path);
   }
   return out;
-}
-
-bool is_container_socket(std::string_view path) {
-  const auto slash = path.rfind('/');
-  const std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
-  for (auto prefix : kContainerNames) {
-    if (starts_with(name, prefix) && name.find(".sock") != std::string_view::npos) {
-      return true;
-    }
-  }
-  // Every folder on the way.
-  std::string_view folders = slash == std::string_view::npos ? "" : path.substr(0, slash);
-  while (!folders.empty()) {
-    const auto next = folders.find('/');
-    const std::string_view part = folders.substr(0, next);
-    if (std::find(kContainerFolders.begin(), kContainerFolders.end(), part) !=
-        kContainerFolders.end()) {
-      return true;
-    }
-    folders = next == std::string_view::npos ? "" : folders.substr(next + 1);
-  }
-  return false;
 }
 
 bool is_system_socket(std::string_view path, std::string_view ssh_auth_sock) {

@@ -29,11 +29,6 @@ namespace sandgate::sandbox {
 // A path appears once per socket bound to it (duplicates are the caller's to drop).
 std::vector<std::string> bound_unix_sockets(std::string_view proc_net_unix);
 
-// True for the socket of a container or VM daemon: a file named docker*.sock, podman*.sock,
-// containerd*.sock, crio*.sock, cri-dockerd*.sock or buildkitd*.sock, or any socket in a folder
-// named docker, podman, containerd, crio, buildkit, .docker, .colima, .lima, .rd or .orbstack.
-bool is_container_socket(std::string_view path);
-
 // True for the sockets kept without being listed: only the SSH agent (`ssh_auth_sock`, may be
 // empty). Logging (/dev/log), nscd and systemd-resolved are not kept: the command needs none of
 // them, and name lookups must go through the gate.

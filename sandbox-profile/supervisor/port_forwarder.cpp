@@ -366,106 +366,132 @@ void PortForwarder::take_answers(std::vector<Connection>& connections,
   }
 }
 
-void PortForwarder::run() {
+struct PortForwarder::Loop {
   std::vector<Listener> listeners;
   std::vector<Connection> connections;
   std::vector<Waiting> waiting;
+  // The poll set: the wake pipe, the connector (when a client waits for it), each listener,
+  // then each connection's two sides.
   std::vector<pollfd> fds;
-  for (;;) {
-    {
-      std::lock_guard lock(mutex_);
-      if (stopped_) {
-        break;
-      }
-      listeners.insert(listeners.end(), pending_.begin(), pending_.end());
-      pending_.clear();
-    }
-    // The next deadline bounds the wait: a connect under way, a client waiting for the
-    // connector, a paused listener.
-    const Clock::time_point now = Clock::now();
-    Clock::time_point next = Clock::time_point::max();
-    fds.clear();
-    fds.push_back({wake_pipe_[0], POLLIN, 0});
-    const int channel = connector();
-    fds.push_back({waiting.empty() ? -1 : channel, POLLIN, 0});
-    for (const Listener& listener : listeners) {
-      const bool paused = listener.paused_until > now;
-      fds.push_back({paused ? -1 : listener.fd, POLLIN, 0});
-      if (paused) {
-        next = std::min(next, listener.paused_until);
-      }
-    }
-    for (const Connection& connection : connections) {
-      fds.push_back(connection.poll_entry(0));
-      fds.push_back(connection.poll_entry(1));
-      if (connection.connecting) {
-        next = std::min(next, connection.deadline);
-      }
-    }
-    for (const Waiting& w : waiting) {
-      next = std::min(next, w.deadline);
-    }
-    int timeout = -1;
-    if (next != Clock::time_point::max()) {
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
-      timeout = static_cast<int>(std::clamp<long long>(left, 0, 60'000));
-    }
-    if (::poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) {
+  static constexpr std::size_t kFirstListener = 2;
+  std::size_t first_connection() const { return kFirstListener + listeners.size(); }
+};
+
+void PortForwarder::run() {
+  Loop loop;
+  while (take_pending(loop)) {
+    const int timeout = fill_poll_set(loop);
+    if (::poll(loop.fds.data(), loop.fds.size(), timeout) < 0 && errno != EINTR) {
       break;
     }
-    if ((fds[0].revents & POLLIN) != 0) {
-      char drained[64];
-      while (::read(wake_pipe_[0], drained, sizeof drained) > 0) {
-      }
-    }
-    // Connections first (their slots follow the listeners'), then answers and new clients.
-    const std::size_t first_connection = 2 + listeners.size();
-    for (std::size_t i = 0; i < connections.size(); ++i) {
-      connections[i].serve(0, fds[first_connection + 2 * i].revents);
-      connections[i].serve(1, fds[first_connection + 2 * i + 1].revents);
-    }
-    const Clock::time_point after = Clock::now();
-    for (std::size_t i = 0; i < connections.size();) {
-      Connection& connection = connections[i];
-      if (connection.connecting && connection.deadline <= after) {
-        connection.break_off();  // the far side never answered: the client is reset
-      }
-      if (connection.finished()) {
-        connection.close_both();
-        if (i + 1 != connections.size()) {
-          connection = std::move(connections.back());
-        }
-        connections.pop_back();
-      } else {
-        ++i;
-      }
-    }
-    std::erase_if(waiting, [after](const Waiting& w) {
-      if (w.deadline <= after) {
-        close_with_reset(w.client);  // the connector did not answer in time
-        return true;
-      }
-      return false;
-    });
-    if (fds[1].revents != 0) {
-      take_answers(connections, waiting);
-    }
-    for (std::size_t i = 0; i < listeners.size(); ++i) {
-      if ((fds[2 + i].revents & POLLIN) != 0) {
-        accept_all(listeners[i], connections, waiting);
-      }
-    }
-    open_.store(connections.size(), std::memory_order_relaxed);
+    drain_wake_pipe(loop);
+    serve_ready(loop);
+    open_.store(loop.connections.size(), std::memory_order_relaxed);
   }
-  // Stopped: every listener and connection closes (a connection still open is reset: it was
-  // cut, not finished).
-  for (const Listener& listener : listeners) {
+  close_all(loop);
+}
+
+bool PortForwarder::take_pending(Loop& loop) {
+  std::lock_guard lock(mutex_);
+  if (stopped_) {
+    return false;
+  }
+  loop.listeners.insert(loop.listeners.end(), pending_.begin(), pending_.end());
+  pending_.clear();
+  return true;
+}
+
+int PortForwarder::fill_poll_set(Loop& loop) {
+  // The next deadline bounds the wait: a connect under way, a client waiting for the connector,
+  // a paused listener.
+  const Clock::time_point now = Clock::now();
+  Clock::time_point next = Clock::time_point::max();
+  loop.fds.clear();
+  loop.fds.push_back({wake_pipe_[0], POLLIN, 0});
+  loop.fds.push_back({loop.waiting.empty() ? -1 : connector(), POLLIN, 0});
+  for (const Listener& listener : loop.listeners) {
+    const bool paused = listener.paused_until > now;
+    loop.fds.push_back({paused ? -1 : listener.fd, POLLIN, 0});
+    if (paused) {
+      next = std::min(next, listener.paused_until);
+    }
+  }
+  for (const Connection& connection : loop.connections) {
+    loop.fds.push_back(connection.poll_entry(0));
+    loop.fds.push_back(connection.poll_entry(1));
+    if (connection.connecting) {
+      next = std::min(next, connection.deadline);
+    }
+  }
+  for (const Waiting& w : loop.waiting) {
+    next = std::min(next, w.deadline);
+  }
+  if (next == Clock::time_point::max()) {
+    return -1;
+  }
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
+  return static_cast<int>(std::clamp<long long>(left, 0, 60'000));
+}
+
+void PortForwarder::drain_wake_pipe(const Loop& loop) {
+  if ((loop.fds[0].revents & POLLIN) != 0) {
+    char drained[64];
+    while (::read(wake_pipe_[0], drained, sizeof drained) > 0) {
+    }
+  }
+}
+
+void PortForwarder::serve_ready(Loop& loop) {
+  // Connections first (their slots follow the listeners'), then answers and new clients.
+  auto& connections = loop.connections;
+  const std::size_t first = loop.first_connection();
+  for (std::size_t i = 0; i < connections.size(); ++i) {
+    connections[i].serve(0, loop.fds[first + 2 * i].revents);
+    connections[i].serve(1, loop.fds[first + 2 * i + 1].revents);
+  }
+  const Clock::time_point after = Clock::now();
+  for (std::size_t i = 0; i < connections.size();) {
+    Connection& connection = connections[i];
+    if (connection.connecting && connection.deadline <= after) {
+      connection.break_off();  // the far side never answered: the client is reset
+    }
+    if (connection.finished()) {
+      connection.close_both();
+      if (i + 1 != connections.size()) {
+        connection = std::move(connections.back());
+      }
+      connections.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  std::erase_if(loop.waiting, [after](const Waiting& w) {
+    if (w.deadline <= after) {
+      close_with_reset(w.client);  // the connector did not answer in time
+      return true;
+    }
+    return false;
+  });
+  if (loop.fds[1].revents != 0) {
+    take_answers(connections, loop.waiting);
+  }
+  for (std::size_t i = 0; i < loop.listeners.size(); ++i) {
+    if ((loop.fds[Loop::kFirstListener + i].revents & POLLIN) != 0) {
+      accept_all(loop.listeners[i], connections, loop.waiting);
+    }
+  }
+}
+
+void PortForwarder::close_all(Loop& loop) {
+  // Every listener and connection closes (a connection still open is reset: it was cut, not
+  // finished).
+  for (const Listener& listener : loop.listeners) {
     ::close(listener.fd);
   }
-  for (Connection& connection : connections) {
+  for (Connection& connection : loop.connections) {
     connection.break_off();
   }
-  for (const Waiting& w : waiting) {
+  for (const Waiting& w : loop.waiting) {
     close_with_reset(w.client);
   }
   open_.store(0, std::memory_order_relaxed);

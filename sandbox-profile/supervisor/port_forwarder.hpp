@@ -70,9 +70,18 @@ class PortForwarder {
   };
   struct Connection;
   struct Waiting;
+  struct Loop;  // what the loop's thread serves: listeners, connections, waiting clients
 
   void add(Listener listener);
   void run();
+  // One turn of the loop, in order: takes the listeners added since (false once stopped), fills
+  // the poll set and returns the wait (to the next deadline; -1: none), drains the wake pipe,
+  // serves what poll() reported, and closes everything when stopped.
+  bool take_pending(Loop& loop);
+  int fill_poll_set(Loop& loop);
+  void drain_wake_pipe(const Loop& loop);
+  void serve_ready(Loop& loop);
+  void close_all(Loop& loop);
   void accept_all(Listener& listener, std::vector<Connection>& connections,
                   std::vector<Waiting>& waiting);
   void start_outbound(int client, std::uint16_t port, std::vector<Connection>& connections);

@@ -417,44 +417,61 @@ void PtyRelay::relay_pending_output(char* buffer, std::size_t size) {
   }
 }
 
+bool PtyRelay::follow_hold(char* buffer, std::size_t size, bool& input_open) {
+  bool hold_now = false;
+  bool released = false;
+  bool held = false;
+  {
+    std::lock_guard lock(hold_mutex_);
+    hold_now = hold_wanted_ && !holding_;
+    if (!hold_now && hold_wanted_ != holding_) {
+      released = holding_;
+      holding_ = hold_wanted_;
+      held_changed_.notify_all();
+    }
+    held = holding_;
+  }
+  if (released) {
+    after_question();
+  }
+  if (!hold_now) {
+    return held;
+  }
+  // What the command wrote before the question goes out before it, so the question (and its
+  // reset of the terminal's modes) follows the command's last bytes instead of being
+  // overwritten or hidden by them afterwards; the keys typed before it reach the command.
+  // Bounded: a command that writes without pause cannot hold the question back.
+  relay_pending_output(buffer, size);
+  relay_pending_input(buffer, size, input_open);
+  repaint_.finish_if_due(true);  // the size the question is drawn for is the user's
+  held_full_screen_ = modes_.alternate_screen();
+  std::lock_guard lock(hold_mutex_);
+  if (hold_wanted_ && !holding_) {
+    holding_ = true;
+    held_changed_.notify_all();
+  }
+  return holding_;
+}
+
+void PtyRelay::relay_last_output(char* buffer, std::size_t size) {
+  const int flags = ::fcntl(master_, F_GETFL);
+  ::fcntl(master_, F_SETFL, flags | O_NONBLOCK);
+  for (;;) {
+    const ssize_t got = ::read(master_, buffer, size);
+    if (got <= 0) {
+      return;
+    }
+    pass_output(buffer, static_cast<std::size_t>(got));
+  }
+}
+
 void PtyRelay::relay() {
   char buffer[16384];
   bool input_open = interactive_;
   for (;;) {
     // A question holds the terminal: neither the command's output nor keys move meanwhile (the
     // command waits on a full terminal; the keys wait in the user's terminal).
-    bool held = false;
-    bool hold_now = false;
-    bool released = false;
-    {
-      std::lock_guard lock(hold_mutex_);
-      hold_now = hold_wanted_ && !holding_;
-      if (!hold_now && hold_wanted_ != holding_) {
-        released = holding_;
-        holding_ = hold_wanted_;
-        held_changed_.notify_all();
-      }
-      held = holding_;
-    }
-    if (released) {
-      after_question();
-    }
-    if (hold_now) {
-      // What the command wrote before the question goes out before it, so the question (and
-      // its reset of the terminal's modes) follows the command's last bytes instead of being
-      // overwritten or hidden by them afterwards; the keys typed before it reach the command.
-      // Bounded: a command that writes without pause cannot hold the question back.
-      relay_pending_output(buffer, sizeof buffer);
-      relay_pending_input(buffer, sizeof buffer, input_open);
-      repaint_.finish_if_due(true);  // the size the question is drawn for is the user's
-      held_full_screen_ = modes_.alternate_screen();
-      std::lock_guard lock(hold_mutex_);
-      if (hold_wanted_ && !holding_) {
-        holding_ = true;
-        held_changed_.notify_all();
-      }
-      held = holding_;
-    }
+    const bool held = follow_hold(buffer, sizeof buffer, input_open);
     pollfd fds[4] = {{held ? -1 : master_, POLLIN, 0},
                      {stop_pipe_[0], POLLIN, 0},
                      {input_open && !held ? STDIN_FILENO : -1, POLLIN, 0},
@@ -492,16 +509,7 @@ void PtyRelay::relay() {
       }
     }
     if ((fds[1].revents & POLLIN) != 0) {
-      // The command has ended: relay what it left in the terminal, without waiting for more.
-      const int flags = ::fcntl(master_, F_GETFL);
-      ::fcntl(master_, F_SETFL, flags | O_NONBLOCK);
-      for (;;) {
-        const ssize_t got = ::read(master_, buffer, sizeof buffer);
-        if (got <= 0) {
-          break;
-        }
-        pass_output(buffer, static_cast<std::size_t>(got));
-      }
+      relay_last_output(buffer, sizeof buffer);  // the command has ended
       return;
     }
   }

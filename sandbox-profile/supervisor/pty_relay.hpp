@@ -177,6 +177,11 @@ class PtyRelay final : public TerminalHolder {
   // full-screen program.
   void after_question();
   void relay();
+  // The relay's side of hold() and release(): takes a hold asked for (after relaying what waits
+  // in both directions) or a release (then after_question()). Whether the terminal is held now.
+  bool follow_hold(char* buffer, std::size_t size, bool& input_open);
+  // The command ended: relays what it left in its terminal, without waiting for more.
+  void relay_last_output(char* buffer, std::size_t size);
 
   int master_ = -1;
   int terminal_ = -1;         // the first of 0, 1, 2 that is the user's terminal

@@ -14,7 +14,9 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "rules/ascii.hpp"
@@ -314,6 +316,76 @@ void TerminalAsker::put(TerminalQuestion& question) {
   }
 }
 
+namespace {
+
+// The answer line typed so far, and what each burst of input does to it (see read_key): one
+// answer's key, then Enter, answers; anything else on the line spoils it, Backspace starts it
+// again. `show` echoes the key, takes it back, and beeps.
+class AnswerLine {
+ public:
+  AnswerLine(const TerminalQuestion& question, std::function<void(const std::string&)> show)
+      : question_(question), show_(std::move(show)) {}
+
+  // The answer, when `burst` completes one.
+  std::optional<char> take(const TerminalInput::Burst& burst) {
+    if (burst.erase) {
+      start_over(false);
+    } else if (burst.enter || burst.key_then_enter) {
+      std::optional<char> answer = chosen_;
+      if (burst.key_then_enter) {
+        answer = chosen_ || spoiled_ ? std::nullopt : answer_for(*burst.key_then_enter);
+      } else if (spoiled_) {
+        answer.reset();
+      }
+      if (answer) {
+        return answer;
+      }
+      start_over(true);
+    } else if (burst.key && !chosen_ && !spoiled_ && answer_for(*burst.key)) {
+      chosen_ = answer_for(*burst.key);
+      show_(std::string(1, *burst.key));
+    } else if (burst.key || burst.typed) {
+      start_over(false);
+      spoiled_ = true;
+      show_("\a");
+    }
+    return std::nullopt;
+  }
+
+ private:
+  // The answer `key` gives: one of the question's keys; the answers that last beyond the run
+  // (always and never) by their capital letter only.
+  std::optional<char> answer_for(char key) const {
+    const char lower = rules::ascii_lower(key);
+    if (question_.keys.find(lower) == std::string::npos) {
+      return std::nullopt;
+    }
+    const bool lasting = question_.lasting_keys.find(lower) != std::string::npos;
+    if (lasting && key == lower) {
+      return std::nullopt;
+    }
+    return lower;
+  }
+
+  void start_over(bool beep) {
+    if (chosen_) {
+      show_("\b \b");  // take the shown key back
+    }
+    chosen_.reset();
+    spoiled_ = false;
+    if (beep) {
+      show_("\a");
+    }
+  }
+
+  const TerminalQuestion& question_;
+  std::function<void(const std::string&)> show_;
+  std::optional<char> chosen_;  // the line so far, when it is one answer's key
+  bool spoiled_ = false;        // the line holds something that is not one answer's key
+};
+
+}  // namespace
+
 // An answer is deliberate: typed once the question has been on screen for kArmAfter (keys typed
 // before were meant for the command, and are dropped), as a line of its own: the answer's key,
 // then Enter. A line that holds anything else (a word typed on for the command: "add tests"
@@ -325,29 +397,7 @@ std::optional<char> TerminalAsker::read_key(TerminalQuestion& question) {
   TerminalInput input;
   auto checked = std::chrono::steady_clock::now();
   const auto armed = checked + kArmAfter;
-  std::optional<char> chosen;  // the line so far, when it is one answer's key
-  bool spoiled = false;        // the line holds something that is not one answer's key
-  const auto answer_for = [&question](char key) -> std::optional<char> {
-    const char lower = rules::ascii_lower(key);
-    if (question.keys.find(lower) == std::string::npos) {
-      return std::nullopt;
-    }
-    const bool lasting = question.lasting_keys.find(lower) != std::string::npos;
-    if (lasting && key == lower) {
-      return std::nullopt;  // always and never: the capital letter only
-    }
-    return lower;
-  };
-  const auto start_over = [&](bool beep) {
-    if (chosen) {
-      show("\b \b");  // take the shown key back
-    }
-    chosen.reset();
-    spoiled = false;
-    if (beep) {
-      show("\a");
-    }
-  };
+  AnswerLine line(question, [this](const std::string& text) { show(text); });
   for (;;) {
     // While a burst of input is open, wait only for the quiet moment that closes it.
     pollfd fds[2] = {{tty_, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
@@ -360,34 +410,11 @@ std::optional<char> TerminalAsker::read_key(TerminalQuestion& question) {
     }
     if (ready == 0 && input.in_burst()) {
       const TerminalInput::Burst burst = input.quiet();
-      if (std::chrono::steady_clock::now() < armed) {
-        // Typed before the question could be read: meant for the command; dropped.
-      } else if (burst.erase) {
-        start_over(false);
-      } else if (burst.enter || burst.key_then_enter) {
-        std::optional<char> answer = chosen;
-        if (burst.key_then_enter) {
-          answer = chosen || spoiled ? std::nullopt : answer_for(*burst.key_then_enter);
-        } else if (spoiled) {
-          answer.reset();
-        }
-        if (answer) {
+      // A burst typed before the question could be read was meant for the command: dropped.
+      if (std::chrono::steady_clock::now() >= armed) {
+        if (const std::optional<char> answer = line.take(burst)) {
           return answer;
         }
-        start_over(true);
-      } else if (burst.key) {
-        if (!chosen && !spoiled && answer_for(*burst.key)) {
-          chosen = answer_for(*burst.key);
-          show(std::string(1, *burst.key));
-        } else {
-          start_over(false);
-          spoiled = true;
-          show("\a");
-        }
-      } else if (burst.typed) {
-        start_over(false);
-        spoiled = true;
-        show("\a");
       }
     }
     // (Checked on time, not only when the input is idle: a stream that never goes quiet, a

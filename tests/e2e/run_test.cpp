@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "rules/ascii.hpp"
 #include "tests/fakes/fake_dns_server.hpp"
 #include "tests/fakes/fake_launchdarkly.hpp"
 #include "tests/support/loopback_ports.hpp"
@@ -373,10 +374,7 @@ class RunTest : public ::testing::Test {
     for (char** entry = environ; *entry != nullptr; ++entry) {
       const std::string text = *entry;
       const std::string name = text.substr(0, text.find('='));
-      std::string lower = name;
-      for (auto& c : lower) {
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      }
+      const std::string lower = rules::ascii_lower(name);
       if (lower.find("proxy") != std::string::npos || name.starts_with("SANDGATE_") ||
           name.starts_with("GOOSE_") || name == "HOME" || name == "GIT_SSH_COMMAND" ||
           extra.contains(name)) {  // getenv would find the caller's first

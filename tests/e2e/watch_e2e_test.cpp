@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "rules/ascii.hpp"
 #include "tests/fakes/fake_dns_server.hpp"
 #include "tests/fakes/http_origin.hpp"
 #include "tests/support/loopback_ports.hpp"
@@ -201,10 +202,7 @@ class WatchTest : public ::testing::Test {
     for (char** entry = environ; *entry != nullptr; ++entry) {
       const std::string text = *entry;
       const std::string name = text.substr(0, text.find('='));
-      std::string lower = name;
-      for (auto& c : lower) {
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      }
+      const std::string lower = rules::ascii_lower(name);
       if (lower.find("proxy") == std::string::npos && !name.starts_with("SANDGATE_") &&
           name != "HOME" && name != "XDG_RUNTIME_DIR" && name != "TERM") {
         env.push_back(text);

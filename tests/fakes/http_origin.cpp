@@ -36,20 +36,6 @@ struct HttpOrigin::State {
 
 namespace {
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (lower(a[i]) != lower(b[i])) {
-      return false;
-    }
-  }
-  return true;
-}
-
 bool send_all(int fd, std::string_view data) {
   while (!data.empty()) {
     const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
@@ -312,7 +298,7 @@ std::string HttpOrigin::Request::field(std::string_view name) const {
     const std::size_t end = head.find("\r\n", start);
     const std::string_view line(head.data() + start, end - start);
     const std::size_t colon = line.find(':');
-    if (colon != std::string_view::npos && iequals(line.substr(0, colon), name)) {
+    if (colon != std::string_view::npos && rules::ascii_iequals(line.substr(0, colon), name)) {
       return std::string(rules::trim_ows(line.substr(colon + 1)));
     }
     at = end;
@@ -327,7 +313,7 @@ bool HttpOrigin::Request::has_field(std::string_view name) const {
     const std::size_t end = head.find("\r\n", start);
     const std::string_view line(head.data() + start, end - start);
     const std::size_t colon = line.find(':');
-    if (colon != std::string_view::npos && iequals(line.substr(0, colon), name)) {
+    if (colon != std::string_view::npos && rules::ascii_iequals(line.substr(0, colon), name)) {
       return true;
     }
     at = end;

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "rules/ascii.hpp"
 #include "rules/domain_set.hpp"
 #include "tests/fakes/http_origin.hpp"
 #include "tests/integration/harness/test_client.hpp"
@@ -33,8 +34,6 @@ using namespace std::chrono_literals;
 // A proxy whose policy lets the tests reach origins on loopback by name.
 void allow_loopback(settings::Settings& s) { s.policy.block_loopback = false; }
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
 // The value of field `name` in a raw head (case-insensitive name), if present.
 std::optional<std::string> field(const std::string& head, std::string_view name) {
   std::size_t at = head.find("\r\n");
@@ -44,11 +43,7 @@ std::optional<std::string> field(const std::string& head, std::string_view name)
     const std::string line = head.substr(start, end - start);
     const std::size_t colon = line.find(':');
     if (colon == name.size()) {
-      bool same = true;
-      for (std::size_t i = 0; i < colon; ++i) {
-        same = same && lower(line[i]) == lower(name[i]);
-      }
-      if (same) {
+      if (rules::ascii_iequals(std::string_view(line).substr(0, colon), name)) {
         std::size_t value = colon + 1;
         while (value < line.size() && line[value] == ' ') {
           ++value;

@@ -203,12 +203,7 @@ HostCheck judge_head(const boost::beast::http::request_header<>& head, const std
       const auto comma = value.find(',');
       std::string_view token = value.substr(0, comma);
       value = comma == std::string_view::npos ? std::string_view{} : value.substr(comma + 1);
-      while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) {
-        token.remove_prefix(1);
-      }
-      while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) {
-        token.remove_suffix(1);
-      }
+      token = rules::trim_ows(token);
       const std::string option = rules::ascii_lower(token);
       if (!token.empty() && option != "keep-alive" && option != "close") {
         options += std::string(token) + ", ";
@@ -369,6 +364,93 @@ void record_closed_unused(SessionContext& context, const std::string& display, s
                                         rules::Reason::no_request);
 }
 
+// A destination that names no server to reach: the capture's redirect did not bring it, it is
+// the capture listener itself, or a synthetic address no name holds.
+std::optional<Refusal> refuse_target(const Target& target) {
+  if (target.direct) {
+    return Refusal{rules::Reason::loopback,
+                   "the connection was made to the capture listener itself, not redirected from "
+                   "a server the command dialled: there is nothing behind it to reach."};
+  }
+  if (target.unassigned) {
+    return Refusal{rules::Reason::invalid_host,
+                   "a synthetic address the gate's DNS has not handed out: it stands for no "
+                   "server (resolve the name again)."};
+  }
+  return std::nullopt;
+}
+
+// On a port where the client speaks first (TLS, plain HTTP), its first bytes are heard before
+// anything is decided or dialled. False when the connection is over (closed unused, refused as
+// silent on a TLS port, or no longer wanted).
+asio::awaitable<bool> hear_first_bytes(SessionContext& context, const Target& target,
+                                       const std::string& display, bool tls_port,
+                                       boost::beast::flat_buffer& buffer) {
+  const FirstMove first = co_await await_first_bytes(context, buffer);
+  if (!context.still_wanted(kMethod, display, target.port)) {
+    co_return false;
+  }
+  if (first == FirstMove::closed) {
+    record_closed_unused(context, display, target.port);
+    co_return false;
+  }
+  if (first == FirstMove::silent && tls_port && context.settings().sni_check &&
+      !context.reports(rules::Reason::protocol_mismatch)) {
+    co_await refuse_tunnel(
+        context, kCaptureFront, display, target.port,
+        {rules::Reason::protocol_mismatch,
+         "the command sent nothing within the head timeout (SANDGATE_HEAD_TIMEOUT) on a TLS "
+         "port, where the client speaks first; nothing was dialled."});
+    co_return false;
+  }
+  co_return true;
+}
+
+// `buffer` holding the head as checked, then the bytes after it (a body, or requests the server
+// will not read) as they came: one request per connection (judge_head).
+void keep_checked_head(const HostCheck& check, boost::beast::flat_buffer& buffer) {
+  const auto rest = buffer.data();
+  std::string rewritten = check.head;
+  rewritten.append(static_cast<const char*>(rest.data()), rest.size());
+  boost::beast::flat_buffer closing(std::max(rewritten.size(), kFirstBytesLimit));
+  closing.commit(asio::buffer_copy(closing.prepare(rewritten.size()), asio::buffer(rewritten)));
+  buffer = std::move(closing);
+}
+
+// Plain HTTP to a name: its Host must be the name the address stands for. The policy before the
+// head, so that a denied name is refused for its own reason without waiting for all of it. (A
+// destination to ask about, or a denial report-only mode lets through, goes on: open_tunnel asks
+// or reports it after the Host check.) False when the connection is over.
+asio::awaitable<bool> check_plain_http(SessionContext& context, const Target& target,
+                                       const std::string& display,
+                                       boost::beast::flat_buffer& buffer) {
+  const rules::Decision decision = context.policy->decide(target.host, target.port);
+  if (!decision.allowed() && !decision.ask && !context.reports(decision.reason)) {
+    co_await refuse_tunnel(
+        context, kCaptureFront, display, target.port,
+        {decision.reason, context.policy->explain(decision, target.host, target.port),
+         rules::rule_text(decision)});
+    co_return false;
+  }
+  // (A silent client was waited for already: what it may speak is left to the tunnel.)
+  HostCheck check;
+  if (buffer.size() > 0) {
+    check = co_await check_http_host(context, target.host.name, buffer);
+  }
+  if (!context.still_wanted(kMethod, display, target.port)) {
+    co_return false;
+  }
+  if (check.result == HostCheck::Result::refused) {
+    co_await refuse_tunnel(context, kCaptureHttpFront, display, target.port,
+                           {check.reason, check.sentence});
+    co_return false;
+  }
+  if (check.result == HostCheck::Result::match) {
+    keep_checked_head(check, buffer);
+  }
+  co_return true;
+}
+
 asio::awaitable<void> serve_captured_connection(SessionContext& context,
                                                 capture::AddressBook& book) {
   context.begin_request();
@@ -381,81 +463,25 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
     co_return;
   }
   const std::string display = target->host.display();
-  if (target->direct) {
-    co_await refuse_tunnel(context, kCaptureFront, display, target->port,
-                           {rules::Reason::loopback,
-                            "the connection was made to the capture listener itself, not "
-                            "redirected from a server the command dialled: there is nothing "
-                            "behind it to reach."});
-    co_return;
-  }
-  if (target->unassigned) {
-    co_await refuse_tunnel(context, kCaptureFront, display, target->port,
-                           {rules::Reason::invalid_host,
-                            "a synthetic address the gate's DNS has not handed out: it stands "
-                            "for no server (resolve the name again)."});
+  if (const std::optional<Refusal> refusal = refuse_target(*target)) {
+    co_await refuse_tunnel(context, kCaptureFront, display, target->port, *refusal);
     co_return;
   }
   boost::beast::flat_buffer buffer(kFirstBytesLimit);
   const auto& tls_ports = context.settings().tls_ports;
   const bool tls_port =
       std::find(tls_ports.begin(), tls_ports.end(), target->port) != tls_ports.end();
+  // (Other ports may carry server-first protocols: those are dialled at once.)
   if (tls_port || target->port == kHttpPort) {
-    // The client speaks first on these ports: hear it before anything is decided or dialled.
-    // (Other ports may carry server-first protocols: those are dialled at once.)
-    const FirstMove first = co_await await_first_bytes(context, buffer);
-    if (!context.still_wanted(kMethod, display, target->port)) {
-      co_return;
-    }
-    if (first == FirstMove::closed) {
-      record_closed_unused(context, display, target->port);
-      co_return;
-    }
-    if (first == FirstMove::silent && tls_port && context.settings().sni_check &&
-        !context.reports(rules::Reason::protocol_mismatch)) {
-      co_await refuse_tunnel(
-          context, kCaptureFront, display, target->port,
-          {rules::Reason::protocol_mismatch,
-           "the command sent nothing within the head timeout (SANDGATE_HEAD_TIMEOUT) on a TLS "
-           "port, where the client speaks first; nothing was dialled."});
+    const bool heard = co_await hear_first_bytes(context, *target, display, tls_port, buffer);
+    if (!heard) {
       co_return;
     }
   }
   if (target->port == kHttpPort && !tls_port && !target->host.is_ip()) {
-    // Plain HTTP: its Host must be the name the address stands for. The policy before the head,
-    // so that a denied name is refused for its own reason without waiting for all of it.
-    // (A destination to ask about, or a denial report-only mode lets through, goes on:
-    // open_tunnel asks or reports it after the Host check.)
-    const rules::Decision decision = context.policy->decide(target->host, target->port);
-    if (!decision.allowed() && !decision.ask && !context.reports(decision.reason)) {
-      co_await refuse_tunnel(
-          context, kCaptureFront, display, target->port,
-          {decision.reason, context.policy->explain(decision, target->host, target->port),
-           rules::rule_text(decision)});
+    const bool checked = co_await check_plain_http(context, *target, display, buffer);
+    if (!checked) {
       co_return;
-    }
-    // (A silent client was waited for already: what it may speak is left to the tunnel.)
-    HostCheck check;
-    if (buffer.size() > 0) {
-      check = co_await check_http_host(context, target->host.name, buffer);
-    }
-    if (!context.still_wanted(kMethod, display, target->port)) {
-      co_return;
-    }
-    if (check.result == HostCheck::Result::refused) {
-      co_await refuse_tunnel(context, kCaptureHttpFront, display, target->port,
-                             {check.reason, check.sentence});
-      co_return;
-    }
-    if (check.result == HostCheck::Result::match) {
-      // One request per connection (judge_head): the head as checked, the bytes after it (a
-      // body, or requests the server will not read) kept as they came.
-      const auto rest = buffer.data();
-      std::string rewritten = check.head;
-      rewritten.append(static_cast<const char*>(rest.data()), rest.size());
-      boost::beast::flat_buffer closing(std::max(rewritten.size(), kFirstBytesLimit));
-      closing.commit(asio::buffer_copy(closing.prepare(rewritten.size()), asio::buffer(rewritten)));
-      buffer = std::move(closing);
     }
   }
   // (Named: GCC 12 mishandles a co_await inside an if's condition declaration.)

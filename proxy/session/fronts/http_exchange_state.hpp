@@ -105,12 +105,10 @@ class ExchangeState {
   // The response side stops before its next operation: the client broke, the watchdog fired or
   // a budget ended.
   bool response_should_stop() const { return client_failed_ || timed_out_ || !budget_.empty(); }
-  bool budget_is_spent() const { return !budget_.empty(); }
 
   RequestPhase request() const { return request_; }
   ResponsePhase response() const { return response_; }
   bool client_failed() const { return client_failed_; }
-  bool is_timed_out() const { return timed_out_; }
   const std::string& problem() const { return problem_; }
 
   // ---- how it ended ----

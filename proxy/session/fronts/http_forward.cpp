@@ -309,13 +309,8 @@ asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission
   if (reuse) {
     // The address it was dialled at, judged again by the rules this request is decided with (a
     // reload since the last request, or report-only mode's would-deny for this request).
-    if (upstream.dialled) {
-      if (auto refused = refuse_resolved(context, request.target.host.name, request.target.port,
-                                         {*upstream.dialled})) {
-        admission.status = Admission::Status::refused;
-        admission.refusal = {refused->reason, refused->sentence, {}, refused->denied_at()};
-      }
-    }
+    keep_open_upstream(context, admission, request.target.host, request.target.port,
+                       upstream.dialled);
     co_return;
   }
   // The old upstream (another host, or gone stale) is closed: it is no longer this connection's
@@ -530,10 +525,145 @@ asio::awaitable<Next> finish_exchange(Exchange& x, EndLine& end) {
   co_return Next::read_next;
 }
 
-// One request: admit it, then the exchange: the head as the origin gets it (origin-form target,
-// Host from the URL, hop-by-hop fields out, Via in), both bodies at once, and its end. Returns
-// whether the connection goes on to the next request; when not, the client socket has been
-// closed or handed to a reply.
+// What the client's head says of the exchange, read before it is rewritten for the origin.
+struct ClientAsks {
+  bool keep_alive = true;
+  bool http11 = true;
+  // A WebSocket upgrade (without a body) is passed on; on an inspected connection the gate then
+  // reads its frames (inspected_websocket.hpp), so it offers the origin no extension.
+  bool websocket = false;
+  bool expects_continue = false;  // Expect: 100-continue, answered here (answer_continue)
+};
+
+ClientAsks read_client_asks(const BodyRequestParser& request, bool keep_alive) {
+  const auto& head = request.get();
+  ClientAsks asks;
+  asks.keep_alive = keep_alive;
+  asks.http11 = head.version() >= 11;
+  asks.websocket = is_websocket_upgrade(head) && request.is_done();
+  asks.expects_continue = beast::iequals(head[http::field::expect], "100-continue");
+  return asks;
+}
+
+// The head as the origin gets it: origin-form target, Host from the URL first, hop-by-hop
+// fields out, Via in; through a parent proxy, the parent's form.
+void rewrite_for_origin(SessionContext& context, http::request_header<>& head,
+                        const AdmittedRequest& admitted, const Upstream& upstream,
+                        const ClientAsks& asks) {
+  strip_hop_by_hop(head, asks.websocket);
+  if (asks.websocket) {
+    head.set(http::field::connection, "Upgrade");
+    if (upstream.inspected != nullptr) {
+      exchange::offer_no_extensions(head);
+    }
+  }
+  if (asks.expects_continue) {
+    head.erase(http::field::expect);  // answered here, not by the origin
+  }
+  head.target(admitted.target.origin_form);
+  head.version(11);
+  set_host_first(head, admitted.target.authority);
+  add_via(head);
+  if (!upstream.inspected) {
+    use_parent_form(head, context.settings(), admitted.target);
+  }
+}
+
+// The exchange's fixed inputs, and its budget and MCP stages opened.
+void open_exchange(Exchange& x, const AdmittedRequest& admitted, const ClientAsks& asks,
+                   const exchange::SecretsStage& secrets, http::request_header<>& head) {
+  SessionContext& context = x.context;
+  const Upstream& upstream = x.upstream;
+  x.where = admitted.where;
+  x.host = admitted.target.host;
+  x.port = admitted.target.port;
+  x.method = admitted.method;
+  x.redactions = secrets.redactions();
+  x.carried_secret = secrets.carried_secret();
+  x.head_request = head.method() == http::verb::head;
+  x.request_had_body = x.request.chunked() || x.request.content_length().value_or(0) > 0;
+  x.per_request_auth = authenticates_each_request(head);
+  x.client_http11 = asks.http11;
+  x.request_keep_alive = asks.keep_alive;
+  x.websocket = asks.websocket;
+  if (context.settings().idle_timeout.count() > 0) {
+    x.idle_limit = context.settings().idle_timeout;
+  }
+  x.budget.open(context, x.method, admitted.target.host, admitted.target.port,
+                upstream.inspected ? &upstream.inspected->facts : nullptr, upstream.dialled);
+  // A POST to a host with MCP lines is judged by the MCP stage on its whole body first
+  // (exchange/mcp_exchange.hpp): refused calls are answered here and never sent.
+  x.mcp.open(context, head, x.host, x.port, upstream.mcp_usual, upstream.dialled);
+  x.mcp.prepare(head);
+}
+
+// A request the client signed (SigV4) with a sentinel is signed again with the real key; the
+// signature covers the body's hash, so a body without x-amz-content-sha256 is read first. False
+// when the request may not be sent (the state says why).
+asio::awaitable<bool> sign_again(Exchange& x, exchange::SecretsStage& secrets,
+                                 http::request_header<>& head, bool& send_continue) {
+  // Checked before any body is read: a request the gate would not sign costs no buffer.
+  if (auto refused = secrets.refuse_unsignable()) {
+    x.state.refused(rules::Reason::secret_refused, std::move(*refused));
+    co_return false;
+  }
+  if (secrets.needs_body() && !x.body_was_read_ahead) {
+    const bool continued = co_await answer_continue(x, send_continue);
+    if (!continued) {
+      co_return false;
+    }
+    const bool read = co_await read_body_ahead(x, kSignedBodyLimit);
+    if (!read) {
+      co_return false;
+    }
+  }
+  const std::optional<std::string_view> body =
+      secrets.needs_body() ? std::optional<std::string_view>(x.body_read_ahead) : std::nullopt;
+  if (auto refused = secrets.sign(head, body)) {
+    x.state.refused(rules::Reason::secret_refused, std::move(*refused));
+    co_return false;
+  }
+  co_return true;
+}
+
+// The head, with a body of known length, is taken from the budgets whole: a request that does
+// not fit is answered 429 before any of it leaves. Under --unknown=ask a person is asked for
+// what the request lacks: a yes sends it. False when it may not be sent.
+asio::awaitable<bool> take_head_from_budgets(Exchange& x, const http::request_header<>& head) {
+  std::ostringstream serialized;
+  serialized << head;
+  const bool chunked = x.request.chunked();
+  const std::uint64_t length = chunked ? 0 : x.request.content_length().value_or(0);
+  x.budget.paid_whole(rules::BudgetKind::up, !chunked);
+  const std::uint64_t whole = serialized.str().size() + length;
+  if (auto stop = co_await x.budget.take_whole_or_ask(rules::BudgetKind::up, whole)) {
+    budget_spent(x, std::move(*stop));
+    co_return false;
+  }
+  co_return true;
+}
+
+// The head to the origin, then both bodies at once, under the idle watchdog.
+asio::awaitable<void> send_and_relay(Exchange& x, RequestWriter& writer, bool& send_continue) {
+  auto [head_error, head_written] =
+      co_await http::async_write_header(x.context.upstream_stream, writer, use_tuple);
+  x.bytes_up += head_written;
+  if (head_error) {
+    x.state.origin_failed(rules::Reason::upstream_closed,
+                          x.where + " closed the connection before taking the request (" +
+                              head_error.message() + ").");
+    co_return;
+  }
+  co_await answer_continue(x, send_continue);
+  if (!x.state.client_failed()) {
+    co_await (send_request_body(x) && relay_response(x) && watch_idle(x, x.idle_limit));
+  }
+}
+
+// One request: admit it, then the exchange: the head as the origin gets it, the stages that
+// may hold it back (MCP, secrets, budgets), both bodies at once, and its end. Returns whether
+// the connection goes on to the next request; when not, the client socket has been closed or
+// handed to a reply.
 //
 // GCC 12 reports a false -Wmismatched-new-delete in this coroutine's ramp: it pairs the free()
 // inside Asio's frame deallocator with the frame's class-specific operator new, which allocates
@@ -561,126 +691,85 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
               started,
               {}};
 
-  const bool request_keep_alive = head_parser.keep_alive();
+  const bool keep_alive = head_parser.keep_alive();
   BodyRequestParser request(std::move(head_parser));
   request.body_limit(boost::none);
   auto& head = request.get();
-  const bool client_http11 = head.version() >= 11;
-  // A WebSocket upgrade (without a body) is passed on; on an inspected connection the gate
-  // then reads its frames (inspected_websocket.hpp), so it offers the origin no extension.
-  const bool websocket = is_websocket_upgrade(head) && request.is_done();
-  const bool expects_continue = beast::iequals(head[http::field::expect], "100-continue");
-  bool send_continue = expects_continue && client_http11 && !request.is_done();
+  const ClientAsks asks = read_client_asks(request, keep_alive);
+  bool send_continue = asks.expects_continue && asks.http11 && !request.is_done();
   // The masked secrets bound to the host (exchange/secrets_stage.hpp), taken before the head is
   // rewritten: a SigV4 signature is read as the client made it.
   exchange::SecretsStage secrets(context.worker.shared.secrets, admitted->target.host.name,
                                  upstream.inspected ? &upstream.inspected->facts : nullptr, head);
-  strip_hop_by_hop(head, websocket);
-  if (websocket) {
-    head.set(http::field::connection, "Upgrade");
-    if (upstream.inspected != nullptr) {
-      exchange::offer_no_extensions(head);
-    }
-  }
-  if (expects_continue) {
-    head.erase(http::field::expect);  // answered here (below), not by the origin
-  }
-  head.target(admitted->target.origin_form);
-  head.version(11);
-  set_host_first(head, admitted->target.authority);
-  add_via(head);
-  if (!upstream.inspected) {
-    use_parent_form(head, context.settings(), admitted->target);
-  }
-
+  rewrite_for_origin(context, head, *admitted, upstream, asks);
   secrets.fill(head);
 
   RequestWriter writer{head};
   Exchange x(context, upstream, buffer, request, writer);
-  x.where = admitted->where;
-  x.host = admitted->target.host;
-  x.port = admitted->target.port;
-  x.method = admitted->method;
-  x.redactions = secrets.redactions();
-  x.carried_secret = secrets.carried_secret();
-  x.head_request = head.method() == http::verb::head;
-  x.request_had_body = request.chunked() || request.content_length().value_or(0) > 0;
-  x.per_request_auth = authenticates_each_request(head);
-  x.client_http11 = client_http11;
-  x.request_keep_alive = request_keep_alive;
-  x.websocket = websocket;
-  if (context.settings().idle_timeout.count() > 0) {
-    x.idle_limit = context.settings().idle_timeout;
-  }
-  x.budget.open(context, x.method, admitted->target.host, admitted->target.port,
-                upstream.inspected ? &upstream.inspected->facts : nullptr, upstream.dialled);
-
-  // A POST to a host with MCP lines is judged by the MCP stage on its whole body first
-  // (exchange/mcp_exchange.hpp): refused calls are answered here and never sent.
-  x.mcp.open(context, head, x.host, x.port, upstream.mcp_usual, upstream.dialled);
-  x.mcp.prepare(head);
+  open_exchange(x, *admitted, asks, secrets, head);
   bool may_send = true;
   if (x.mcp.judges_request()) {
     may_send = co_await judge_mcp_request(x, send_continue);
   }
-
-  // A request the client signed (SigV4) with a sentinel is signed again with the real key; the
-  // signature covers the body's hash, so a body without x-amz-content-sha256 is read first.
   if (may_send && secrets.signed_again()) {
-    // Checked before any body is read: a request the gate would not sign costs no buffer.
-    if (auto refused = secrets.refuse_unsignable()) {
-      x.state.refused(rules::Reason::secret_refused, std::move(*refused));
-      may_send = false;
-    } else if (secrets.needs_body() && !x.body_was_read_ahead) {
-      may_send = co_await answer_continue(x, send_continue);
-      if (may_send) {
-        may_send = co_await read_body_ahead(x, kSignedBodyLimit);
-      }
-    }
-    if (may_send) {
-      const std::optional<std::string_view> body =
-          secrets.needs_body() ? std::optional<std::string_view>(x.body_read_ahead) : std::nullopt;
-      if (auto refused = secrets.sign(head, body)) {
-        x.state.refused(rules::Reason::secret_refused, std::move(*refused));
-        may_send = false;
-      }
-    }
+    may_send = co_await sign_again(x, secrets, head, send_continue);
   }
-
   if (may_send && x.budget.active()) {
-    // The head, with a body of known length, is taken from the budgets whole: a request that
-    // does not fit is answered 429 before any of it leaves.
-    std::ostringstream serialized;
-    serialized << head.base();
-    const std::uint64_t length = request.chunked() ? 0 : request.content_length().value_or(0);
-    x.budget.paid_whole(rules::BudgetKind::up, !request.chunked());
-    const std::uint64_t whole = serialized.str().size() + length;
-    // Under --unknown=ask a person is asked for what the request lacks: a yes sends it.
-    if (auto stop = co_await x.budget.take_whole_or_ask(rules::BudgetKind::up, whole)) {
-      budget_spent(x, std::move(*stop));
-      may_send = false;
-    }
+    may_send = co_await take_head_from_budgets(x, head);
   }
   if (may_send) {
-    auto [head_error, head_written] =
-        co_await http::async_write_header(context.upstream_stream, writer, use_tuple);
-    x.bytes_up += head_written;
-    if (head_error) {
-      x.state.origin_failed(rules::Reason::upstream_closed,
-                            x.where + " closed the connection before taking the request (" +
-                                head_error.message() + ").");
-    } else {
-      co_await answer_continue(x, send_continue);
-    }
-
-    // Both bodies at once, under the idle watchdog.
-    if (!head_error && !x.state.client_failed()) {
-      co_await (send_request_body(x) && relay_response(x) && watch_idle(x, x.idle_limit));
-    }
+    co_await send_and_relay(x, writer, send_continue);
   }
   co_return co_await finish_exchange(x, end);
 }
 #pragma GCC diagnostic pop
+
+// A CONNECT after plain requests on the same connection: the CONNECT path takes over. Inside an
+// inspected connection it is refused.
+asio::awaitable<void> connect_after_requests(SessionContext& context, HeadParser& parser,
+                                             beast::flat_buffer& buffer, Upstream& upstream) {
+  boost::system::error_code ignored;
+  context.upstream.close(ignored);
+  if (upstream.inspected != nullptr) {
+    const std::string display = upstream.inspected->host.display();
+    const Refusal refusal(rules::Reason::bad_request,
+                          "CONNECT inside an inspected connection is refused.");
+    co_await refuse_request(context, "CONNECT", display, upstream.inspected->port, refusal);
+    co_return;
+  }
+  co_await handle_connect(context, parser, buffer);
+}
+
+// The client is done: its connection closed, idled past the head timeout, or sent a head that
+// cannot be read (answered). An inspected connection's origin connection may be kept idle for
+// another client (serve_inspected_requests decides); any other is closed now.
+asio::awaitable<void> end_requests(SessionContext& context, const HeadRead& read, bool inspected) {
+  boost::system::error_code ignored;
+  if (!inspected || read.partial) {
+    context.upstream.close(ignored);
+  }
+  switch (read.status) {
+    case HeadRead::Status::ok:
+      break;
+    case HeadRead::Status::closed:
+      if (read.partial) {
+        context.record_no_request(true);  // the client left in the middle of a head
+      }
+      context.client.close(ignored);
+      break;
+    case HeadRead::Status::timeout:
+      if (!read.partial) {
+        co_await close_gracefully(context.client);  // an idle kept-alive connection
+        break;
+      }
+      co_await reply_to_failed_head(context, read);
+      break;
+    case HeadRead::Status::too_large:
+    case HeadRead::Status::malformed:
+      co_await reply_to_failed_head(context, read);
+      break;
+  }
+}
 
 // The requests of one client connection, in turn, while both sides keep it alive. `first` is
 // the head already read (a proxy client's first request), or null to read one first (an
@@ -713,13 +802,16 @@ asio::awaitable<void> serve_requests(SessionContext& context, HeadParser* first,
       context.record_revoked("-", 0, 0);
       co_return;
     }
+    if (read.status != HeadRead::Status::ok) {
+      co_await end_requests(context, read, inspected);
+      co_return;
+    }
     // The gate's token, on every request of the connection (client_session.cpp checked the
     // first); a failure has been answered with 407, logged and closed. The settings are taken
     // again now that the head is here: a connection idles between requests, and a reload in
     // that pause (a new token) must apply to the request that follows it. Inside an inspected
     // connection the tunnel's request carried the token; what follows is the tunnel's.
-    // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
-    if (read.status == HeadRead::Status::ok && !inspected) {
+    if (!inspected) {
       context.take_current_settings();
       const bool authorized = co_await authorize_request(context, *next);
       if (!authorized) {
@@ -727,50 +819,11 @@ asio::awaitable<void> serve_requests(SessionContext& context, HeadParser* first,
         co_return;
       }
     }
-    if (read.status == HeadRead::Status::ok && next->get().method() == http::verb::connect) {
-      context.upstream.close(ignored);
-      if (inspected) {
-        const std::string display = upstream.inspected->host.display();
-        const Refusal refusal(rules::Reason::bad_request,
-                              "CONNECT inside an inspected connection is refused.");
-        co_await refuse_request(context, "CONNECT", display, upstream.inspected->port, refusal);
-        co_return;
-      }
-      // A tunnel after plain requests on the same connection: the CONNECT path takes over.
-      co_await handle_connect(context, *next, buffer);
+    if (next->get().method() == http::verb::connect) {
+      co_await connect_after_requests(context, *next, buffer, upstream);
       co_return;
     }
-    if (read.status == HeadRead::Status::ok) {
-      parser = &*next;
-      continue;
-    }
-    // The client is done. An inspected connection's origin connection may be kept idle for
-    // another client (serve_inspected_requests decides); any other is closed now.
-    if (!inspected || read.partial) {
-      context.upstream.close(ignored);
-    }
-    switch (read.status) {
-      case HeadRead::Status::ok:
-        break;
-      case HeadRead::Status::closed:
-        if (read.partial) {
-          context.record_no_request(true);  // the client left in the middle of a head
-        }
-        context.client.close(ignored);
-        break;
-      case HeadRead::Status::timeout:
-        if (!read.partial) {
-          co_await close_gracefully(context.client);  // an idle kept-alive connection
-          break;
-        }
-        co_await reply_to_failed_head(context, read);
-        break;
-      case HeadRead::Status::too_large:
-      case HeadRead::Status::malformed:
-        co_await reply_to_failed_head(context, read);
-        break;
-    }
-    co_return;
+    parser = &*next;
   }
 }
 

@@ -36,12 +36,7 @@ AuthResult check_proxy_authorization(const http::fields& head, std::string_view 
     return {AuthCheck::malformed, "the request has more than one Proxy-Authorization field"};
   }
   std::string_view value = head[http::field::proxy_authorization];
-  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) {
-    value.remove_suffix(1);
-  }
-  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
-    value.remove_prefix(1);
-  }
+  value = rules::trim_ows(value);
   // `Basic` SP+ token68 (RFC 9110 section 11.4, RFC 7617).
   const auto space = value.find(' ');
   if (space == std::string_view::npos || !rules::ascii_iequals(value.substr(0, space), "Basic")) {

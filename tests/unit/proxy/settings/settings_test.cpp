@@ -1306,11 +1306,5 @@ TEST_F(SettingsTest, PolicyOptionsComeFromTheSettings) {
   EXPECT_EQ(loaded->policy->decide(*github, 80).reason, rules::Reason::port_not_allowed);
 }
 
-TEST(SettingsReadTextFile, ErrorsNameThePath) {
-  auto missing = read_text_file("/nonexistent/sandgate/x.txt");
-  ASSERT_FALSE(missing.has_value());
-  EXPECT_EQ(missing.error(), "/nonexistent/sandgate/x.txt: No such file or directory");
-}
-
 }  // namespace
 }  // namespace sandgate::settings

@@ -16,6 +16,8 @@
 #include <fstream>
 #include <functional>
 
+#include "sandbox-profile/plan/protected_paths.hpp"
+
 namespace sandgate::sandbox {
 namespace {
 
@@ -48,11 +50,18 @@ class LandlockTest : public ::testing::Test {
     }
   }
 
-  // Runs `body` in a child restricted with deny_writes(paths); returns its exit code.
+  // Runs `body` in a child restricted to write (and bind sockets) anywhere but `paths`; returns
+  // its exit code.
   int in_child(const std::vector<ProtectedPath>& paths, const std::function<int()>& body) {
+    WritePolicy policy;
+    policy.writable = {"/"};
+    policy.sockets = {"/"};
+    for (const auto& p : paths) {
+      policy.carved.push_back(p.path);
+    }
     const pid_t pid = ::fork();
     if (pid == 0) {
-      auto applied = deny_writes(paths);
+      auto applied = restrict_writes(policy);
       if (!applied) {
         std::fprintf(stderr, "%s\n", applied.error().c_str());
         ::_exit(100);

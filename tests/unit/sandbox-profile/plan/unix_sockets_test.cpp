@@ -27,23 +27,6 @@ TEST(UnixSockets, ListsEveryPathSocketWhateverItsTypeOrState) {
   EXPECT_TRUE(bound_unix_sockets("header only\n").empty());
 }
 
-TEST(UnixSockets, RecognisesContainerAndVmDaemons) {
-  for (const char* path :
-       {"/run/docker.sock", "/var/run/docker.sock", "/run/user/1000/docker.sock",
-        "/run/containerd/containerd.sock", "/run/containerd/containerd.sock.ttrpc",
-        "/run/user/1000/podman/podman.sock", "/home/a/.colima/default/docker.sock",
-        "/home/a/.lima/default/sock/ga.sock", "/home/a/.docker/run/docker.sock",
-        "/run/crio/crio.sock", "/run/buildkit/buildkitd.sock", "/home/a/.rd/docker.sock",
-        "/var/folders/x/podman-machine-default-api.sock"}) {
-    EXPECT_TRUE(is_container_socket(path)) << path;
-  }
-  for (const char* path :
-       {"/run/dbus/system_bus_socket", "/tmp/ssh-x/agent.123", "/dev/log", "/home/climate/app.sock",
-        "/home/a/dockerfile-notes/x.sock", "/run/user/1000/gnupg/S.gpg-agent"}) {
-    EXPECT_FALSE(is_container_socket(path)) << path;
-  }
-}
-
 // Deny by default: every socket outside the private folders is hidden but the listed ones and
 // the SSH agent; nscd, systemd-resolved and /dev/log are not kept (issue 20, item 7).
 TEST(UnixSockets, EverySocketIsHiddenButTheListedOnesAndTheAgent) {
@@ -90,9 +73,6 @@ TEST(UnixSockets, WellKnownPathsIncludeTheUsersRuntimeFolder) {
   const auto paths = well_known_container_sockets("/home/a", 1000);
   EXPECT_NE(std::find(paths.begin(), paths.end(), "/run/user/1000/docker.sock"), paths.end());
   EXPECT_NE(std::find(paths.begin(), paths.end(), "/home/a/.docker/run/docker.sock"), paths.end());
-  for (const auto& path : paths) {
-    EXPECT_TRUE(is_container_socket(path)) << path;
-  }
 }
 
 }  // namespace
