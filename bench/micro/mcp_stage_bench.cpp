@@ -128,7 +128,7 @@ void BM_FilterSseResult(benchmark::State& state) {
       std::string(static_cast<std::size_t>(state.range(0)), 'x') +
       R"("}]},"jsonrpc":"2.0","id":7})" + "\n\n";
   for (auto _ : state) {
-    mcp::ResponseFilter filter(judge);
+    mcp::ResponseFilter filter(judge, true);
     filter.start(200, "text/event-stream");
     benchmark::DoNotOptimize(filter.feed_sse(event));
   }

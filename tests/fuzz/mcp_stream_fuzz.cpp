@@ -51,7 +51,7 @@ struct Run {
 
 Run filter(std::string_view input, std::size_t cut) {
   Run run;
-  mcp::ResponseFilter filter(stage());
+  mcp::ResponseFilter filter(stage(), true);
   FUZZ_CHECK(filter.start(200, "text/event-stream") == mcp::ResponseFilter::Mode::sse, "mode");
   for (const std::string_view piece : {input.substr(0, cut), input.substr(cut)}) {
     auto out = filter.feed_sse(piece);

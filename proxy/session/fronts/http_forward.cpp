@@ -617,10 +617,14 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
 
   // A POST to a host with MCP lines is judged by the MCP stage on its whole body first
   // (exchange/mcp_exchange.hpp): refused calls are answered here and never sent.
-  x.mcp.open(context, head, x.host, x.port, upstream.mcp_usual, upstream.dialled);
+  x.mcp.open(context, head, x.request_had_body, x.host, x.port, upstream.mcp_usual,
+             upstream.dialled);
   x.mcp.prepare(head);
   bool may_send = true;
-  if (x.mcp.judges_request()) {
+  if (const auto& unjudgeable = x.mcp.refusal()) {
+    x.state.refused(unjudgeable->reason, unjudgeable->sentence);
+    may_send = false;
+  } else if (x.mcp.judges_request()) {
     may_send = co_await judge_mcp_request(x, send_continue);
   }
 

@@ -1,6 +1,8 @@
 // Plain-HTTP heads: reading, checking, rewriting. See http_head.hpp.
 #include "proxy/session/wire/http_head.hpp"
 
+#include <iterator>
+
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -202,6 +204,20 @@ bool is_websocket_upgrade(const http::request_header<>& head) {
     }
   }
   return upgrade && connection_upgrade;
+}
+
+std::size_t field_count(const http::fields& fields) {
+  return static_cast<std::size_t>(std::distance(fields.begin(), fields.end()));
+}
+
+void drop_fields_after(http::fields& fields, std::size_t kept) {
+  auto at = fields.begin();
+  for (std::size_t i = 0; i < kept && at != fields.end(); ++i) {
+    ++at;
+  }
+  while (at != fields.end()) {
+    at = fields.erase(at);
+  }
 }
 
 void strip_hop_by_hop(http::fields& fields, bool keep_upgrade) {
