@@ -120,4 +120,11 @@ class McpExchange {
   mcp::ResponsePlan plan_;
 };
 
+// An HTTP/2 stream to host:port, which has MCP lines in the rules context.policy holds now: its
+// calls cannot be judged there (HTTP/2 streams do not call the MCP stage), so it is refused
+// (bad-request). The gate offers such a host HTTP/1.1 only; this is for a connection that spoke
+// h2 before a reload gave the host its lines. Nothing for a host without MCP lines.
+std::optional<Refusal> refuse_mcp_on_h2(const SessionContext& context, const rules::Host& host,
+                                        std::uint16_t port);
+
 }  // namespace sandgate::session::exchange

@@ -143,7 +143,7 @@ asio::awaitable<bool> read_body_ahead(Exchange& x, std::size_t limit, bool keep_
     co_return false;
   }
   x.body_was_read_ahead = true;
-  const std::size_t head_fields = field_count(x.request.get());
+  const FieldSnapshot head_fields = snapshot_fields(x.request.get());
   const auto started = std::chrono::steady_clock::now();
   const auto deadline =
       started + std::min<std::chrono::steady_clock::duration>(kReadAheadDeadline, x.idle_limit);
@@ -213,7 +213,7 @@ asio::awaitable<bool> read_body_ahead(Exchange& x, std::size_t limit, bool keep_
   }
   // The head goes after the body: a chunked body's trailer, which the parser added to it, was
   // never decided on (a second Host, a session id) and does not go.
-  drop_fields_after(x.request.get(), head_fields);
+  restore_fields(x.request.get(), head_fields);
   co_return true;
 }
 

@@ -542,7 +542,7 @@ asio::awaitable<void> relay_mcp_response(Exchange& x, BodyResponseParser& parser
   const std::size_t limit = x.mcp.filter_limit();
   std::string body;
   const bool replace = mode == mcp::ResponseFilter::Mode::replace;
-  const std::size_t head_fields = field_count(response);
+  const FieldSnapshot head_fields = snapshot_fields(response);
   if (!co_await read_whole_body(x, parser, replace ? nullptr : &body, limit)) {
     x.state.origin_failed(rules::Reason::bad_response,
                           x.where + " sent an MCP answer the gate could not read whole (at most " +
@@ -551,7 +551,7 @@ asio::awaitable<void> relay_mcp_response(Exchange& x, BodyResponseParser& parser
   }
   // The head goes after the body: a trailer the parser added to it was never read by the
   // filter (nor cleaned of secrets), and does not go.
-  drop_fields_after(response, head_fields);
+  restore_fields(response, head_fields);
   if (replace) {
     const mcp::GateAnswer answer = x.mcp.filter().replacement();
     response.result(answer.status);

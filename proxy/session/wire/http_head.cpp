@@ -206,17 +206,23 @@ bool is_websocket_upgrade(const http::request_header<>& head) {
   return upgrade && connection_upgrade;
 }
 
-std::size_t field_count(const http::fields& fields) {
-  return static_cast<std::size_t>(std::distance(fields.begin(), fields.end()));
+FieldSnapshot snapshot_fields(const http::fields& fields) {
+  FieldSnapshot snapshot;
+  for (const auto& field : fields) {
+    snapshot.emplace_back(field.name_string(), field.value());
+  }
+  return snapshot;
 }
 
-void drop_fields_after(http::fields& fields, std::size_t kept) {
-  auto at = fields.begin();
-  for (std::size_t i = 0; i < kept && at != fields.end(); ++i) {
-    ++at;
+void restore_fields(http::fields& fields, const FieldSnapshot& snapshot) {
+  if (static_cast<std::size_t>(std::distance(fields.begin(), fields.end())) == snapshot.size()) {
+    return;  // no trailer came (the parser only ever adds fields)
   }
-  while (at != fields.end()) {
+  for (auto at = fields.begin(); at != fields.end();) {
     at = fields.erase(at);
+  }
+  for (const auto& [name, value] : snapshot) {
+    fields.insert(name, value);
   }
 }
 
