@@ -143,6 +143,7 @@ class McpGateTest : public ::testing::Test {
       s.inspect_extra_ca = {folder_ + "/ca.pem"};
       s.request_rules_path = folder_ + "/requests.txt";
       s.enforce = !report_only;
+      s.log_mcp_arguments = log_arguments_;
       if (!budgets.empty()) {
         s.budgets_path = folder_ + "/budgets.txt";
       }
@@ -244,6 +245,7 @@ class McpGateTest : public ::testing::Test {
   std::unique_ptr<ChildServer> both_origin_;
   std::uint16_t plain_port_ = 0;
   std::unique_ptr<ChildServer> plain_origin_;
+  bool log_arguments_ = false;  // the next gate()'s log_mcp_arguments
   std::uint16_t hostile_port_ = 0;
   std::unique_ptr<ChildServer> hostile_origin_;
   std::uint16_t hostile_plain_port_ = 0;
@@ -274,6 +276,22 @@ TEST_F(McpGateTest, ReportOnlyLogsWouldDenyAndLetsTheCallThrough) {
   ASSERT_TRUE(proxy->wait_for_log([](const std::string& log) {
     return !log_lines_with(log, {R"("verdict":"would-deny")", R"("call":"tool delete_repo")"})
                 .empty();
+  })) << proxy->log_text();
+}
+
+// The decision line names the tool only (expect_judged_session shows no argument is logged),
+// unless log_mcp_arguments asks: then it carries the arguments as sent, refused calls' too.
+TEST_F(McpGateTest, ArgumentsAreLoggedOnlyWhenAsked) {
+  log_arguments_ = true;
+  auto proxy = gate();
+  client(*proxy, json_port_, "call", "search");
+  client(*proxy, json_port_, "call", "delete_repo");
+  ASSERT_TRUE(proxy->wait_for_log([](const std::string& log) {
+    return log_lines_with(log, {R"("call":"tool search")", R"("arguments":"{\"q\":\"x\"}")"})
+                   .size() == 1 &&
+           log_lines_with(log, {R"("call":"tool delete_repo")", R"("verdict":"deny")",
+                                R"("arguments":"{\"q\":\"x\"}")"})
+                   .size() == 1;
   })) << proxy->log_text();
 }
 

@@ -86,6 +86,7 @@ void McpExchange::open(SessionContext& context, const http::request_header<>& he
   setting.port = port;
   setting.ask = policy_->options().unknown == rules::UnknownMode::ask;
   setting.report_only = context.reports(rules::Reason::request_denied);
+  setting.keep_arguments = context.settings().log_mcp_arguments;
   stage_ = std::make_unique<mcp::McpStage>(std::move(setting));
 }
 
@@ -186,6 +187,7 @@ void McpExchange::record(const mcp::Judgement& judgement) {
     const std::string logged = call.logged();
     log::Record line = base;
     line.call = logged;
+    line.arguments = call.arguments;
     line.rule = call.rule;
     line.detail = call.sentence;
     switch (call.outcome) {

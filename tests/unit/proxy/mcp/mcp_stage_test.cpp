@@ -65,6 +65,37 @@ TEST(McpStage, AnAllowedCallGoesOnUnchanged) {
   EXPECT_EQ(j.forwarded_calls, 1u);
 }
 
+// A call's arguments are kept for its decision line only when asked (log_mcp_arguments), as
+// sent, at most kMaxLoggedArguments bytes of them, never cut inside a character.
+TEST(McpStage, ArgumentsAreKeptOnlyWhenAskedAndBounded) {
+  Fixture f;
+  EXPECT_EQ(f.stage().judge_request(call(1, "search"), kAccept, std::nullopt).calls[0].arguments,
+            "");
+  f.setting.keep_arguments = true;
+  const McpStage stage = f.stage();
+  const Judgement j = stage.judge_request("[" + call(1, "search") + "," + call(2, "delete_x") +
+                                              R"(,{"jsonrpc":"2.0","id":3,"method":"ping"}])",
+                                          kAccept, std::nullopt);
+  ASSERT_EQ(j.calls.size(), 3u);
+  EXPECT_EQ(j.calls[0].arguments, R"({"q":"secret argument"})");
+  EXPECT_EQ(j.calls[1].arguments, R"({"q":"secret argument"})");
+  EXPECT_EQ(j.calls[2].arguments, "");
+  // Long arguments: cut before a character that would straddle the bound.
+  const std::string long_text =
+      std::string(kMaxLoggedArguments - 9, 'a') + "\xC3\xA9\xC3\xA9\xC3\xA9";
+  const Judgement big = stage.judge_request(
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search",)"
+      R"("arguments":{"q":")" +
+          long_text + R"("}}})",
+      kAccept, std::nullopt);
+  ASSERT_EQ(big.calls.size(), 1u);
+  const std::string& kept = big.calls[0].arguments;
+  EXPECT_TRUE(kept.ends_with("...")) << kept;
+  EXPECT_LE(kept.size(), kMaxLoggedArguments + 3);
+  EXPECT_EQ(kept.substr(0, 7), R"({"q":"a)");
+  EXPECT_NE(static_cast<unsigned char>(kept[kept.size() - 4]), 0xC3) << kept;
+}
+
 TEST(McpStage, ARefusedCallIsAnsweredByTheGateWithAToolErrorNamingTheRule) {
   const Fixture f;
   const Judgement j = f.stage().judge_request(call(7, "delete_repo"), kAccept, std::nullopt);
