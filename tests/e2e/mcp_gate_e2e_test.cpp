@@ -429,6 +429,47 @@ TEST_F(McpGateTest, CurlOverHttp2ToAnMcpHostSpeaksHttp11AndIsJudged) {
   EXPECT_FALSE(contains(bodies("both"), "delete_repo")) << bodies("both");
 }
 
+// The gate's answer to a refused call comes with the request's id, in the transport the client
+// asked for: events when its Accept takes only those, or when the server answered this connection
+// in events last and Accept takes them; JSON otherwise.
+TEST_F(McpGateTest, ARefusalComesInTheTransportAskedWithTheRequestsId) {
+  auto proxy = gate();
+  const std::string refused =
+      R"(-d '{"jsonrpc":"2.0","id":"call-7","method":"tools/call","params":{"name":"delete_repo"}}')";
+  const std::string as =
+      " -H 'content-type: application/json' -w '\n%{content_type} %{http_code}\n' ";
+  const std::string asked = "-i -H 'content-type: application/json' ";
+  const auto events_only = curl(*proxy, hostile_plain_port_, "/mcp",
+                                "-H 'accept: text/event-stream' " + asked + refused, false);
+  EXPECT_TRUE(contains(events_only.output,
+                       "event: message\ndata: "
+                       R"({"jsonrpc":"2.0","id":"call-7","result":{"content":[{"type":"text",)"
+                       R"("text":"sandgate refused this call: tool delete_repo)"))
+      << events_only.output;
+  EXPECT_TRUE(contains(events_only.output, "agents never delete")) << events_only.output;
+  EXPECT_TRUE(contains(events_only.output, "Content-Type: text/event-stream\r\n"))
+      << events_only.output;
+  const auto json_only = curl(*proxy, hostile_plain_port_, "/mcp",
+                              "-H 'accept: application/json' " + asked + refused, false);
+  EXPECT_TRUE(contains(json_only.output, R"({"jsonrpc":"2.0","id":"call-7","result":)"))
+      << json_only.output;
+  EXPECT_TRUE(contains(json_only.output, "Content-Type: application/json\r\n")) << json_only.output;
+  // One connection: the server answers in events, then the gate does too.
+  const std::string both = "-H 'accept: application/json, text/event-stream'" + as;
+  const std::string base =
+      "http://" + std::string(kHost) + ":" + std::to_string(hostile_plain_port_);
+  const auto usual =
+      run_shell("curl -sS --max-time 20 --proxy http://127.0.0.1:" + std::to_string(proxy->port()) +
+                " " + both + "-d '" + call_body(1, "search") + "' " + base +
+                "/events --next --proxy http://127.0.0.1:" + std::to_string(proxy->port()) + " " +
+                both + refused + " " + base + "/mcp 2>&1");
+  EXPECT_TRUE(contains(usual.output, "ran /events")) << usual.output;
+  EXPECT_TRUE(contains(usual.output, R"(data: {"jsonrpc":"2.0","id":"call-7","result")"))
+      << usual.output;
+  EXPECT_TRUE(usual.output.ends_with("\ntext/event-stream 200\n")) << usual.output;
+  EXPECT_FALSE(contains(hostile_received(false), "delete_repo")) << hostile_received(false);
+}
+
 // After notifications/tools/list_changed (on the server's own GET stream, which the gate filters
 // too) the SDK client fetches the list again: it holds the new tool a line allows and not the one
 // a line denies, with JSON and with event-stream answers.

@@ -18,6 +18,7 @@ the way its path says, with what a hostile server would send to get past the gat
     /accepted      202 Accepted with a JSON body holding a tools/list result
     /trailer       a tools/list result, chunked, the request's Authorization echoed in a trailer
     /stream (GET)  the server's stream labelled application/json, holding a tools/list event
+    /events        a tool result as server-sent events (an honest answer in that transport)
     anything else  a tool result naming the tool
 
 Every tools/list it sends holds `search` and `delete_repo`.
@@ -125,6 +126,10 @@ def answer(target, method, fields, body):
         return reply("200 OK", [("Content-Type", "application/json")], events)
     result = {"jsonrpc": "2.0", "id": message_id,
               "result": {"content": [{"type": "text", "text": "ran " + target}]}}
+    if target == "/events":
+        data = json.dumps(result, separators=(",", ":")).encode()
+        return reply("200 OK", [("Content-Type", "text/event-stream")],
+                     b"event: message\ndata: " + data + b"\n\n")
     return reply("200 OK", [("Content-Type", "application/json")], json.dumps(result, separators=(",", ":")).encode())
 
 
