@@ -3,8 +3,8 @@
 // host's group, what an inspected request to an MCP server pays without MCP rules): an allowed
 // tools/call (read once, judged, forwarded unchanged), a refused one (the gate's answer written),
 // batches of N calls half refused (split and answered), and the answer side: a tools/list of N
-// tools filtered, and a call's result read as a JSON answer and through an event-stream filter. Compare the ratios
-// in one run: the machine is shared and noisy.
+// tools filtered, and a call's result read as a JSON answer and through an event-stream filter.
+// Compare the ratios in one run: the machine is shared and noisy.
 #include <benchmark/benchmark.h>
 
 #include <string>

@@ -674,6 +674,10 @@ TEST_F(McpGateTest, AHostileClientCannotSmuggleACallPastTheJudge) {
            R"("Method":"tools/call","result":{},"params":{"name":"delete_repo"}}')");
   EXPECT_TRUE(misspelled.output.ends_with("\n400\n")) << misspelled.output;
   EXPECT_TRUE(contains(misspelled.output, "take for method")) << misspelled.output;
+  // A chunked body is read whole and judged as any.
+  const auto chunked = post("-H 'Transfer-Encoding: chunked' -d " + refused_call);
+  EXPECT_TRUE(chunked.output.ends_with("\n200\n")) << chunked.output;
+  EXPECT_TRUE(contains(chunked.output, "agents never delete")) << chunked.output;
   const auto escaped = post(R"(-H 'content-type: text/plain' -d '{"jsonrpc":"2.0","id":3,)"
                             R"("method":"tools/call","params":{"name":"\u0064elete_repo"}}')");
   EXPECT_TRUE(escaped.output.ends_with("\n200\n")) << escaped.output;

@@ -376,6 +376,15 @@ TEST(McpStage, ListsShowOnlyWhatMayBeCalledInJsonAndStreams) {
             "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n:\n\nretry: "
             "1000\n\nevent: message\nid: 7\ndata: " +
                 *out + "\n\n");
+  // A request of the server's on its stream (sampling) passes as it is: it runs nothing here, and
+  // the client's answer to it is a response, which passes too.
+  ResponseFilter asks(stage, true);
+  asks.start(200, "text/event-stream");
+  const std::string sampling = R"({"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage",)"
+                               R"("params":{"messages":[],"maxTokens":10}})";
+  auto asked = asks.feed_sse("data: " + sampling + "\n\n");
+  ASSERT_TRUE(asked) << asked.error();
+  EXPECT_EQ(*asked, "event: message\ndata: " + sampling + "\n\n");
   // A call's result is not read as a list, however it looks.
   ResponseFilter calls(stage, true);
   calls.start(200, "text/event-stream");
