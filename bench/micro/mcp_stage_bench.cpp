@@ -3,8 +3,8 @@
 // host's group, what an inspected request to an MCP server pays without MCP rules): an allowed
 // tools/call (read once, judged, forwarded unchanged), a refused one (the gate's answer written),
 // batches of N calls half refused (split and answered), and the answer side: a tools/list of N
-// tools filtered, and a call's result passed through an event-stream filter. Compare the ratios
-// in one run: the machine is shared and noisy.
+// tools filtered, and a call's result read as a JSON answer and through an event-stream filter.
+// Compare the ratios in one run: the machine is shared and noisy.
 #include <benchmark/benchmark.h>
 
 #include <string>
@@ -119,6 +119,23 @@ void BM_FilterToolsList(benchmark::State& state) {
 }
 BENCHMARK(BM_FilterToolsList)->RangeMultiplier(4)->Range(4, 256);
 
+// A call's result (N bytes of text) as a JSON answer, held whole and read (every 2xx answer to a
+// judged POST is: a list sent as the answer to another request is filtered too).
+void BM_ReadJsonResult(benchmark::State& state) {
+  const mcp::McpStage judge = stage();
+  const mcp::Judgement called = judge.judge_request(call(7, "read_file"), kAccept, std::nullopt);
+  const std::string body = R"({"result":{"content":[{"type":"text","text":")" +
+                           std::string(static_cast<std::size_t>(state.range(0)), 'x') +
+                           R"("}]},"jsonrpc":"2.0","id":7})";
+  for (auto _ : state) {
+    mcp::ResponseFilter filter(judge, called.plan);
+    filter.start(200, "application/json");
+    benchmark::DoNotOptimize(filter.finish_json(body));
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * body.size()));
+}
+BENCHMARK(BM_ReadJsonResult)->RangeMultiplier(16)->Range(64, 64 << 10);
+
 // A call's result (N bytes of text) through the event-stream filter, as the SDK's server writes it.
 void BM_FilterSseResult(benchmark::State& state) {
   const mcp::McpStage judge = stage();
@@ -128,7 +145,7 @@ void BM_FilterSseResult(benchmark::State& state) {
       std::string(static_cast<std::size_t>(state.range(0)), 'x') +
       R"("}]},"jsonrpc":"2.0","id":7})" + "\n\n";
   for (auto _ : state) {
-    mcp::ResponseFilter filter(judge);
+    mcp::ResponseFilter filter(judge, true);
     filter.start(200, "text/event-stream");
     benchmark::DoNotOptimize(filter.feed_sse(event));
   }

@@ -104,6 +104,9 @@ void format_text(std::string& out, const Record& r) {
   if (!r.call.empty()) {
     append_field(out, "call", r.call);
   }
+  if (!r.arguments.empty()) {
+    append_field(out, "arguments", r.arguments);
+  }
   if (r.event == Record::Event::decision) {
     if (!r.rule.empty()) {
       append_field(out, "rule", r.rule);
@@ -145,6 +148,9 @@ void format_json(std::string& out, const Record& r) {
   }
   if (!r.call.empty()) {
     object.string("call", r.call);
+  }
+  if (!r.arguments.empty()) {
+    object.string("arguments", r.arguments);
   }
   object.string("verdict", r.verdict).string("reason", r.reason);
   if (!r.rule.empty()) {

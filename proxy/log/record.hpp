@@ -24,6 +24,8 @@ struct Record {
   // "resource repo://docs/a.md", a name that is not plain ASCII quoted and escaped. Never the
   // call's arguments. Empty for anything else.
   std::string_view call;
+  // The call's arguments as sent (JSON, at most 1 KiB), only where log_mcp_arguments asks.
+  std::string_view arguments;
   // "allow", "deny" (the policy said no) or "error" (allowed, but the upstream failed).
   std::string_view verdict = "allow";
   // The reason's code, from the one reason table (rules::reason_code); empty on an end line

@@ -1,12 +1,14 @@
 // Strict JSON reading (see json_reading.hpp): Boost.JSON's basic_parser with a handler that
-// builds the value as boost::json::parser does (a value_stack) and keeps the keys of every open
-// object to refuse a second one.
+// builds the value as boost::json::parser does (a value_stack) and keeps the folded keys of every
+// open object to refuse a second one.
 #include "proxy/mcp/json_reading.hpp"
 
 #include <boost/json/basic_parser_impl.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/value_stack.hpp>
 #include <unordered_set>
+
+#include "rules/ascii.hpp"
 
 namespace sandgate::mcp {
 namespace {
@@ -22,7 +24,7 @@ struct StrictHandler {
   static constexpr std::size_t max_key_size = std::size_t(-1);
 
   json::value_stack stack;
-  std::vector<std::unordered_set<std::string>> keys;  // of each open object
+  std::vector<std::unordered_set<std::string>> keys;  // of each open object, folded
   std::string key;                                    // the key being read, in parts
   std::string duplicate;                              // the key seen twice, when one was
 
@@ -56,7 +58,7 @@ struct StrictHandler {
   }
   bool on_key(json::string_view part, std::size_t, error_code& ec) {
     key.append(part.data(), part.size());
-    if (!keys.back().insert(key).second) {
+    if (!keys.back().insert(folded_key(key)).second) {
       duplicate = std::move(key);
       key.clear();
       ec = json::error::syntax;  // stops the parse; `duplicate` says why
@@ -90,23 +92,6 @@ struct StrictHandler {
   bool on_comment_part(json::string_view, error_code&) { return true; }
   bool on_comment(json::string_view, error_code&) { return true; }
 };
-
-// A key as a sentence quotes it: printable ASCII as is, other bytes as \xHH, at most 64 bytes.
-std::string quoted_key(std::string_view key) {
-  static constexpr std::string_view kHex = "0123456789ABCDEF";
-  std::string out = "\"";
-  for (std::size_t i = 0; i < key.size() && i < 64; ++i) {
-    const auto byte = static_cast<unsigned char>(key[i]);
-    if (byte >= 0x20 && byte < 0x7f && byte != '"' && byte != '\\') {
-      out += key[i];
-    } else {
-      out += "\\x";
-      out += kHex[byte >> 4];
-      out += kHex[byte & 15];
-    }
-  }
-  return out + (key.size() > 64 ? "...\"" : "\"");
-}
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
@@ -162,6 +147,57 @@ std::size_t value_end(std::string_view text, std::size_t at) {
 }
 
 }  // namespace
+
+std::string quoted_key(std::string_view key) {
+  static constexpr std::string_view kHex = "0123456789ABCDEF";
+  std::string out = "\"";
+  for (std::size_t i = 0; i < key.size() && i < 64; ++i) {
+    const auto byte = static_cast<unsigned char>(key[i]);
+    if (byte >= 0x20 && byte < 0x7f && byte != '"' && byte != '\\') {
+      out += key[i];
+    } else {
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 15];
+    }
+  }
+  return out + (key.size() > 64 ? "...\"" : "\"");
+}
+
+std::string folded_key(std::string_view key) {
+  std::string out;
+  out.reserve(key.size());
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    const std::string_view rest = key.substr(i);
+    if (rest.starts_with("\xC4\xB0") || rest.starts_with("\xC4\xB1")) {  // U+0130, U+0131
+      out += 'i';
+      ++i;
+    } else if (rest.starts_with("\xC5\xBF")) {  // U+017F LATIN SMALL LETTER LONG S
+      out += 's';
+      ++i;
+    } else if (rest.starts_with("\xE2\x84\xAA")) {  // U+212A KELVIN SIGN
+      out += 'k';
+      i += 2;
+    } else {
+      out += rules::ascii_lower(key[i]);
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> misspelled_member(const json::object& object,
+                                             std::span<const std::string_view> names) {
+  for (const auto& member : object) {
+    const std::string_view key(member.key());
+    const std::string folded = folded_key(key);
+    for (const std::string_view name : names) {
+      if (folded == name && key != name) {
+        return std::string(key);
+      }
+    }
+  }
+  return std::nullopt;
+}
 
 Expected<json::value, JsonProblem> read_json(std::string_view text, const JsonLimits& limits) {
   using Kind = JsonProblem::Kind;

@@ -4,7 +4,11 @@
 // or simdjson; its SAX handler sees every key, so a duplicate is caught while parsing), refusing
 // what a server could read in another way than the gate:
 //   - a key twice in one object (JSON.parse and Python keep the last, some parsers the first:
-//     `{"name":"search","name":"delete_repo"}` would be judged as one tool and run as another);
+//     `{"name":"search","name":"delete_repo"}` would be judged as one tool and run as another),
+//     keys compared as the laxest servers compare them (folded_key): Go's encoding/json (which
+//     Go MCP servers have read requests with) and .NET's case-insensitive options match a
+//     member to a field in any case, so `{"name":"search","NAME":"delete_repo"}` runs
+//     delete_repo there (Go also takes `"param\u017f"`, with a long s, for `params`);
 //   - text that is not UTF-8, a lone surrogate escape (`\ud800`), comments, trailing commas,
 //     anything after the value;
 //   - more than the size or nesting depth given.
@@ -18,8 +22,11 @@
 // Pure functions; thread-safe.
 #pragma once
 
+#include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <cstddef>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +54,22 @@ struct JsonProblem {
 
 Expected<boost::json::value, JsonProblem> read_json(std::string_view text,
                                                     const JsonLimits& limits);
+
+// A key as servers that match member names in any case read it: ASCII letters in lower case,
+// and the four letters outside ASCII whose simple case mappings reach ASCII letters in lower
+// case too (U+0130 and U+0131 as `i`, U+017F as `s`, U+212A KELVIN SIGN as `k`: Go folds the
+// last two, Java's equalsIgnoreCase and .NET's OrdinalIgnoreCase the first two or the middle
+// one). Two keys of one object with one folded key are a duplicate.
+std::string folded_key(std::string_view key);
+
+// A key as a sentence quotes it: printable ASCII as is, other bytes as \xHH, at most 64 bytes.
+std::string quoted_key(std::string_view key);
+
+// The first member of `object` whose key folds to one of `names` but is spelled otherwise
+// ("Method" for "method"): a server matching names in any case reads it as that member, where
+// the gate, reading names as written, would not. Nothing when there is none.
+std::optional<std::string> misspelled_member(const boost::json::object& object,
+                                             std::span<const std::string_view> names);
 
 // The text of one JSON value without the white space around it.
 std::string_view trim_json(std::string_view text);

@@ -21,6 +21,33 @@ bool ResponsePlan::has_gate_answers() const {
                      [](const Slot& slot) { return slot.gate_answer.has_value(); });
 }
 
+namespace {
+
+// A call's `params.arguments` as sent, cut to kMaxLoggedArguments bytes (at a character's start).
+std::string logged_arguments(std::string_view raw) {
+  for (const RawMember& member : raw_members(raw)) {
+    if (member.key != "params") {
+      continue;
+    }
+    for (const RawMember& inner : raw_members(member.value)) {
+      if (inner.key != "arguments") {
+        continue;
+      }
+      if (inner.value.size() <= kMaxLoggedArguments) {
+        return std::string(inner.value);
+      }
+      std::size_t cut = kMaxLoggedArguments;
+      while (cut > 0 && (static_cast<unsigned char>(inner.value[cut]) & 0xC0) == 0x80) {
+        --cut;  // not inside a UTF-8 sequence
+      }
+      return std::string(inner.value.substr(0, cut)) + "...";
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 McpStage::McpStage(Setting setting) : setting_(std::move(setting)) {}
 
 bool McpStage::listed(McpKind kind, std::string_view name) const {
@@ -68,6 +95,9 @@ Call McpStage::judge(const Message& message, std::size_t index,
   }
   call.kind = message.info.kind;
   call.name = message.name;
+  if (setting_.keep_arguments) {
+    call.arguments = logged_arguments(message.raw);
+  }
   const rules::McpRules& rules = *setting_.rules;
   const McpVerdict verdict = rules.decide(setting_.host, setting_.port, call.kind, call.name);
   switch (verdict.kind) {

@@ -65,13 +65,18 @@ struct Setting {
   const rules::McpRules* rules = nullptr;  // the policy's (kept alive by the pipeline)
   rules::Host host;
   std::uint16_t port = 443;
-  bool ask = false;          // --unknown=ask: a call no line decides is asked about
-  bool report_only = false;  // refusals pass, logged as would-deny
+  bool ask = false;             // --unknown=ask: a call no line decides is asked about
+  bool report_only = false;     // refusals pass, logged as would-deny
+  bool keep_arguments = false;  // Call::arguments filled (log_mcp_arguments)
   std::vector<PersonAnswer> answers;
   Limits limits;
 };
 
-// One judged message, for the decision log, /metrics and the budgets. Never its arguments.
+// The most of a call's arguments a decision line carries, when asked to.
+inline constexpr std::size_t kMaxLoggedArguments = 1024;
+
+// One judged message, for the decision log, /metrics and the budgets. Never its arguments,
+// unless Setting::keep_arguments asks.
 struct Call {
   enum class Outcome : std::uint8_t {
     passed,      // a protocol method or a response, or a call of a word the host has no lines of
@@ -88,6 +93,9 @@ struct Call {
   rules::Reason reason = rules::Reason::allowed;  // request_denied, request_not_allowed
   std::string rule;                               // the line that decided ("file:line text")
   std::string sentence;                           // why, for a refusal or would-deny
+  // Only with Setting::keep_arguments: a judged call's `arguments` as sent (JSON text), its first
+  // kMaxLoggedArguments bytes ("..." after them when cut).
+  std::string arguments;
   // What the log's line names: "tool delete_repo", "prompt p", "resource u", or the method.
   std::string logged() const;
   bool is_call() const { return what == MethodClass::judged; }

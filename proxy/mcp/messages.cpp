@@ -27,6 +27,10 @@ constexpr std::array<std::string_view, 13> kProtocolMethods = {
     "tasks/cancel",
 };
 
+// The members of a JSON-RPC message: one spelled in another case is refused.
+constexpr std::array<std::string_view, 6> kMessageMembers = {"jsonrpc", "id",     "method",
+                                                             "params",  "result", "error"};
+
 std::string problem(std::string_view what) {
   return "the request body cannot be judged: " + std::string(what) + ".";
 }
@@ -37,6 +41,10 @@ std::optional<std::string> read_message(Message& message) {
     return "a message is not a JSON object";
   }
   const json::object& object = message.value.get_object();
+  if (auto key = misspelled_member(object, kMessageMembers)) {
+    return "a message has a member " + quoted_key(*key) +
+           ", which servers that read names in any case take for " + folded_key(*key);
+  }
   const json::value* version = object.if_contains("jsonrpc");
   if (version == nullptr || !version->is_string() || version->get_string() != "2.0") {
     return "a message is not JSON-RPC 2.0 (no \"jsonrpc\": \"2.0\")";
@@ -69,6 +77,13 @@ std::optional<std::string> read_message(Message& message) {
   }
   if (message.info.what != MethodClass::judged) {
     return std::nullopt;
+  }
+  if (params != nullptr) {
+    const std::array<std::string_view, 1> name_field = {message.info.name_field};
+    if (auto key = misspelled_member(params->get_object(), name_field)) {
+      return "the params of " + message.method + " have a member " + quoted_key(*key) +
+             ", which servers that read names in any case take for " + folded_key(*key);
+    }
   }
   const json::value* name =
       params == nullptr ? nullptr : params->get_object().if_contains(message.info.name_field);

@@ -14,7 +14,9 @@
 // A body with anything the gate cannot judge is refused whole (ReadProblem): not JSON, too
 // large or too deep, a key twice, an empty batch or one over the bound, a message that is not
 // an object or not JSON-RPC 2.0, an id that is not a string or an integer (the gate could not
-// answer with it exactly), a judged method whose name is missing or not a string.
+// answer with it exactly), a judged method whose name is missing or not a string, a member
+// spelled in another case than JSON-RPC's and MCP's ("Method", "NAME": servers that read
+// names in any case take it for the member the gate did not read).
 //
 // Pure functions; thread-safe.
 #pragma once

@@ -433,6 +433,17 @@ std::vector<Setting> daemon_rows() {
          return std::nullopt;
        },
        [](const Settings& s) { return std::string(log_level_text(s.log_level)); }},
+      {{"log_mcp_arguments",
+        "--log-mcp-arguments",
+        "SANDGATE_LOG_MCP_ARGUMENTS",
+        {},
+        "an MCP call's decision line also carries the call's arguments as sent (at most 1 KiB); "
+        "off, it names the tool only",
+        false},
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_bool(s.log_mcp_arguments, v);
+       },
+       [](const Settings& s) { return bool_text(s.log_mcp_arguments); }},
       {{"admin",
         "--admin",
         "SANDGATE_ADMIN",

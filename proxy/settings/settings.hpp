@@ -154,6 +154,9 @@ struct Settings {
   std::uint32_t max_connections = 4096;
   LogFormat log_format = LogFormat::text;
   LogLevel log_level = LogLevel::info;
+  // An MCP call's decision line carries its arguments as sent (at most 1 KiB of them): off,
+  // since they may hold what the agent read or was told (proxy/mcp/mcp_stage.hpp).
+  bool log_mcp_arguments = false;
   std::string log_file;
   std::optional<TcpEndpoint> admin;  // the admin listener; none: off
 

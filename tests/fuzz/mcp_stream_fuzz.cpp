@@ -5,7 +5,9 @@
 //   - chunking never matters: the stream fed whole and split at a point the input chooses gives
 //     the same bytes out and the same failure;
 //   - what the gate writes is a stream it reads again: filtered a second time, it comes out the
-//     same (every list already shows only what may be called), and every event's data is JSON.
+//     same (every list already shows only what may be called), and every event's data is JSON
+//     (but an `endpoint` event's URL, which the older transport sends and no client reads as a
+//     message).
 #include <boost/json/parse.hpp>
 #include <cstddef>
 #include <cstdint>
@@ -51,7 +53,7 @@ struct Run {
 
 Run filter(std::string_view input, std::size_t cut) {
   Run run;
-  mcp::ResponseFilter filter(stage());
+  mcp::ResponseFilter filter(stage(), true);
   FUZZ_CHECK(filter.start(200, "text/event-stream") == mcp::ResponseFilter::Mode::sse, "mode");
   for (const std::string_view piece : {input.substr(0, cut), input.substr(cut)}) {
     auto out = filter.feed_sse(piece);
@@ -88,7 +90,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   sandgate::sse::SseParser::Handlers handlers;
   handlers.on_event = [&where](sandgate::sse::SseEvent&& event) {
     boost::system::error_code ec;
-    if (!event.data.empty()) {
+    const bool url =
+        event.type == "endpoint" && !event.data.starts_with('{') && !event.data.starts_with('[');
+    if (!event.data.empty() && !url) {
       (void)boost::json::parse(event.data, ec);
       FUZZ_CHECK(!ec, "event data '" + escaped(event.data) + "' " + where);
     }

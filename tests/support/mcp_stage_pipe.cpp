@@ -5,12 +5,13 @@
 //   {"op":"judge","body":B,"accept":A,"answers":[{"name":N,"allowed":true}]}
 //       -> {"action":"forward"|"answer"|"ask","body":B2,"changed":bool,"exchange":K,
 //           "answer":{"status":S,"content_type":T,"body":X},"questions":[...],"calls":[...]}
-//   {"op":"response","exchange":K,"status":S,"content_type":T}
-//       -> {"mode":"pass"|"json"|"sse"|"replace","answer":{...}}      (replace: the gate's answer)
+//   {"op":"response","exchange":K,"status":S,"content_type":T,"has_body":true}
+//       -> {"mode":"pass"|"json"|"sse"|"replace"|"refuse","answer":{...},"refusal":R}
+//          (replace: the gate's answer; refuse: why the gate answers 502)
 //   {"op":"json","exchange":K,"body":X}          -> {"body":X2} or {"error":E}
 //   {"op":"sse","exchange":K,"bytes":X}          -> {"bytes":X2} or {"error":E}
 //   {"op":"end","exchange":K}                    -> {"bytes":X2}
-//   {"op":"stream"}                              -> {"exchange":K}       (a GET stream's filter)
+//   {"op":"stream"}                              -> {"exchange":K}  (a GET event stream's filter)
 //
 // Usage: mcp_stage_pipe RULES_FILE HOST deny|ask|report
 #include <boost/json.hpp>
@@ -52,6 +53,8 @@ std::string_view mode_name(mcp::ResponseFilter::Mode mode) {
       return "sse";
     case mcp::ResponseFilter::Mode::replace:
       return "replace";
+    case mcp::ResponseFilter::Mode::refuse:
+      return "refuse";
   }
   return "";
 }
@@ -155,21 +158,26 @@ int main(int argc, char** argv) {
       const std::int64_t id = next++;
       Exchange exchange;
       exchange.stage = std::make_unique<mcp::McpStage>(base);
-      exchange.filter = std::make_unique<mcp::ResponseFilter>(*exchange.stage);
+      exchange.filter = std::make_unique<mcp::ResponseFilter>(*exchange.stage, true);
       exchanges.emplace(id, std::move(exchange));
       out["exchange"] = id;
     } else {
       Exchange& exchange = exchanges.at(in.at("exchange").as_int64());
       mcp::ResponseFilter& filter = *exchange.filter;
       if (op == "response") {
+        const json::value* has_body = in.if_contains("has_body");
         const auto mode = filter.start(static_cast<unsigned>(in.at("status").as_int64()),
-                                       std::string(in.at("content_type").as_string()));
+                                       std::string(in.at("content_type").as_string()),
+                                       has_body == nullptr || has_body->as_bool());
         if (filter.seen()) {
           usual = filter.seen();
         }
         out["mode"] = mode_name(mode);
         if (mode == mcp::ResponseFilter::Mode::replace) {
           out["answer"] = answer_object(filter.replacement());
+        }
+        if (mode == mcp::ResponseFilter::Mode::refuse) {
+          out["refusal"] = filter.refusal();
         }
       } else if (op == "json") {
         auto body = filter.finish_json(std::string(in.at("body").as_string()));

@@ -6,8 +6,10 @@
 
 #include "proxy/ask/question_board.hpp"
 #include "proxy/mcp/call_tally.hpp"
+#include "proxy/secrets/request_secrets.hpp"
 #include "proxy/session/ask_wait.hpp"
 #include "proxy/session/exchange/request_admission.hpp"
+#include "rules/ascii.hpp"
 #include "rules/policy.hpp"
 
 namespace sandgate::session::exchange {
@@ -15,16 +17,56 @@ namespace sandgate::session::exchange {
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
 
-void McpExchange::open(SessionContext& context, const http::request_header<>& head,
+namespace {
+
+// Why a request to a host with MCP lines cannot be judged, if it cannot.
+std::optional<std::string> unjudgeable(const http::request_header<>& head, bool has_body) {
+  if (head.count(http::field::upgrade) > 0) {
+    return "the request asks to upgrade the connection (" +
+           std::string(head[http::field::upgrade].substr(0, 32)) +
+           ") to a host with MCP rules: the gate judges MCP calls in HTTP bodies, never in the "
+           "frames of an upgraded connection.";
+  }
+  if (head.method() != http::verb::post && has_body) {
+    return "the request is a " + std::string(head.method_string().substr(0, 16)) +
+           " with a body to a host with MCP rules: the gate judges MCP calls in POST bodies "
+           "only, and a server may read a call from any body.";
+  }
+  if (head.method() == http::verb::post) {
+    for (const auto& field : head) {
+      if (field.name() != http::field::content_encoding) {
+        continue;
+      }
+      if (const std::string coding = secrets::coding_other_than(field.value(), "identity");
+          !coding.empty()) {
+        return "the request body is in a content coding (" + coding +
+               "): the gate judges MCP calls in bodies as sent, and a server may decode one "
+               "into another body than the one judged.";
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void McpExchange::open(SessionContext& context, const http::request_header<>& head, bool has_body,
                        const rules::Host& host, std::uint16_t port,
                        std::optional<mcp::Transport> usual,
                        std::optional<rules::IpAddress> dialled) {
   const rules::McpRules& rules = context.policy->requests().mcp();
+  if (!rules.judges(host, port)) {
+    return;
+  }
+  if (auto why = unjudgeable(head, has_body)) {
+    refusal_ = Refusal(rules::Reason::bad_request, std::move(*why));
+    return;
+  }
   const bool post = head.method() == http::verb::post;
   // Every POST is read as JSON-RPC, whatever its Content-Type (a lax server may read any body
-  // as one); the GET that opens the server's stream has its lists filtered; others go on as
-  // they are.
-  if (!rules.judges(host, port) || (!post && head.method() != http::verb::get)) {
+  // as one); the GET that opens the server's stream has its lists filtered; others (a DELETE
+  // ending a session) go on as they are.
+  if (!post && head.method() != http::verb::get) {
     return;
   }
   context_ = &context;
@@ -37,12 +79,14 @@ void McpExchange::open(SessionContext& context, const http::request_header<>& he
   accept_ = std::string(head[http::field::accept]);
   usual_ = usual;
   post_ = post;
+  stream_asked_ = rules::ascii_lower(accept_).find("text/event-stream") != std::string::npos;
   mcp::Setting setting;
   setting.rules = &policy_->requests().mcp();
   setting.host = host;
   setting.port = port;
   setting.ask = policy_->options().unknown == rules::UnknownMode::ask;
   setting.report_only = context.reports(rules::Reason::request_denied);
+  setting.keep_arguments = context.settings().log_mcp_arguments;
   stage_ = std::make_unique<mcp::McpStage>(std::move(setting));
 }
 
@@ -143,6 +187,7 @@ void McpExchange::record(const mcp::Judgement& judgement) {
     const std::string logged = call.logged();
     log::Record line = base;
     line.call = logged;
+    line.arguments = call.arguments;
     line.rule = call.rule;
     line.detail = call.sentence;
     switch (call.outcome) {
@@ -164,28 +209,47 @@ void McpExchange::record(const mcp::Judgement& judgement) {
   }
 }
 
-mcp::ResponseFilter::Mode McpExchange::start_response(unsigned status,
-                                                      std::string_view content_type,
-                                                      std::string_view content_encoding,
+mcp::ResponseFilter::Mode McpExchange::start_response(const AnswerHead& head,
                                                       std::optional<std::string>& problem) {
   if (!filter_) {
     filter_ = post_ ? std::make_unique<mcp::ResponseFilter>(*stage_, std::move(plan_))
-                    : std::make_unique<mcp::ResponseFilter>(*stage_);
+                    : std::make_unique<mcp::ResponseFilter>(*stage_, stream_asked_);
   }
-  const mcp::ResponseFilter::Mode mode = filter_->start(status, content_type);
+  const mcp::ResponseFilter::Mode mode =
+      filter_->start(head.status, head.content_type, head.has_body);
   const bool read =
       mode == mcp::ResponseFilter::Mode::json || mode == mcp::ResponseFilter::Mode::sse;
-  if (read && !content_encoding.empty() && !boost::beast::iequals(content_encoding, "identity")) {
+  if (mode == mcp::ResponseFilter::Mode::refuse) {
+    problem = filter_->refusal();
+  } else if (read && !head.coding.empty()) {
     // Asked for none (prepare): an answer the filter cannot read is not passed unread.
-    problem = "the MCP server sent a compressed answer (" +
-              std::string(content_encoding.substr(0, 32)) +
+    problem = "the MCP server sent a compressed answer (" + head.coding +
               "), though asked for none: the gate cannot filter it.";
+  } else if (read && head.content_types > 1) {
+    // A client may join them ("application/json, text/event-stream") and read the body in
+    // another way than the gate.
+    problem =
+        "the MCP server sent two Content-Type fields: the gate cannot tell how a client "
+        "would read the answer.";
   }
   return mode;
 }
 
 std::optional<mcp::Transport> McpExchange::seen() const {
   return filter_ ? filter_->seen() : std::nullopt;
+}
+
+std::optional<Refusal> refuse_mcp_on_h2(const SessionContext& context, const rules::Host& host,
+                                        std::uint16_t port) {
+  if (!context.policy->requests().mcp().judges(host, port)) {
+    return std::nullopt;
+  }
+  return Refusal(
+      rules::Reason::bad_request,
+      host.display() +
+          " has MCP rules since this HTTP/2 connection was opened, and "
+          "the gate judges MCP calls in HTTP/1.1 only: open a new connection (it will be "
+          "offered HTTP/1.1).");
 }
 
 }  // namespace sandgate::session::exchange

@@ -1,7 +1,9 @@
 // The MCP stage (proxy/mcp/) in one HTTP exchange, whatever front reads and writes its bytes: which
 // requests it judges (a POST to a host with MCP lines; the GET that opens the server's stream has
-// its answer filtered), the judgement of a body read ahead (asking a person under --unknown=ask,
-// the decision lines, /metrics, the budgets' extra calls of a batch), and the answer's filter.
+// its answer filtered), which it refuses before anything is sent (a body it cannot judge: one on
+// another method, in a content coding, or an upgrade to frames it does not read), the judgement
+// of a body read ahead (asking a person under --unknown=ask, the decision lines, /metrics, the
+// budgets' extra calls of a batch), and the answer's filter.
 // The front does the I/O at the call points proxy/mcp/README.md lists; this unit decides.
 //
 // Runs on the session's worker thread, as the exchange does. Holds the policy snapshot it was
@@ -47,12 +49,18 @@ class McpExchange {
   McpExchange() = default;
 
   // Opens the stage for a request to host:port with `head` (as the client sent it), with the
-  // rules context.policy holds now; `usual`: the transport the server answered this
-  // connection in last; `dialled`: the address the origin was dialled at (the budgets' count).
-  // Nothing happens when the host has no MCP lines.
+  // rules context.policy holds now; `has_body`: the request carries a body; `usual`: the
+  // transport the server answered this connection in last; `dialled`: the address the origin
+  // was dialled at (the budgets' count). Nothing happens when the host has no MCP lines.
   void open(SessionContext& context, const boost::beast::http::request_header<>& head,
-            const rules::Host& host, std::uint16_t port, std::optional<mcp::Transport> usual,
-            std::optional<rules::IpAddress> dialled);
+            bool has_body, const rules::Host& host, std::uint16_t port,
+            std::optional<mcp::Transport> usual, std::optional<rules::IpAddress> dialled);
+
+  // A request to a host with MCP lines that cannot be judged, refused before anything is sent
+  // (bad-request): a body on a method other than POST (a lax server may read JSON-RPC from any),
+  // a POST body in a content coding (a server may decode it into another body than the one
+  // judged), an upgrade (WebSocket frames would carry calls the stage never reads).
+  const std::optional<Refusal>& refusal() const { return refusal_; }
 
   // The request's body is judged: read it ahead (at most body_limit()) and judge() it.
   bool judges_request() const { return post_; }
@@ -70,10 +78,19 @@ class McpExchange {
   // counts the calls, and takes a batch's further calls from the request budgets.
   boost::asio::awaitable<Verdict> judge(std::string body);
 
-  // The answer's filter, from its status, Content-Type and Content-Encoding. `problem` set (a
-  // sentence) when the answer must be read and is compressed: a 502.
-  mcp::ResponseFilter::Mode start_response(unsigned status, std::string_view content_type,
-                                           std::string_view content_encoding,
+  // What the answer's head says, as start_response() reads it.
+  struct AnswerHead {
+    unsigned status = 0;
+    std::string_view content_type;  // the first Content-Type field
+    std::size_t content_types = 0;  // how many Content-Type fields it has
+    // A content coding other than identity, or a transfer coding other than chunked, named in
+    // any of its fields ("" when none: secrets::coding_other_than).
+    std::string coding;
+    bool has_body = true;
+  };
+  // The answer's filter, from its head. `problem` set (a sentence) when it must be read and
+  // cannot be (compressed, two Content-Type fields, a type the gate does not read): a 502.
+  mcp::ResponseFilter::Mode start_response(const AnswerHead& head,
                                            std::optional<std::string>& problem);
   mcp::ResponseFilter& filter() { return *filter_; }
   // The most of an answer held whole to filter (16 MiB).
@@ -96,9 +113,18 @@ class McpExchange {
   std::string accept_;
   std::optional<mcp::Transport> usual_;
   bool post_ = false;
+  bool stream_asked_ = false;  // a GET whose Accept names text/event-stream
+  std::optional<Refusal> refusal_;
   std::unique_ptr<mcp::McpStage> stage_;
   std::unique_ptr<mcp::ResponseFilter> filter_;
   mcp::ResponsePlan plan_;
 };
+
+// An HTTP/2 stream to host:port, which has MCP lines in the rules context.policy holds now: its
+// calls cannot be judged there (HTTP/2 streams do not call the MCP stage), so it is refused
+// (bad-request). The gate offers such a host HTTP/1.1 only; this is for a connection that spoke
+// h2 before a reload gave the host its lines. Nothing for a host without MCP lines.
+std::optional<Refusal> refuse_mcp_on_h2(const SessionContext& context, const rules::Host& host,
+                                        std::uint16_t port);
 
 }  // namespace sandgate::session::exchange

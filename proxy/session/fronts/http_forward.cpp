@@ -593,7 +593,8 @@ void open_exchange(Exchange& x, const AdmittedRequest& admitted, const ClientAsk
                 upstream.inspected ? &upstream.inspected->facts : nullptr, upstream.dialled);
   // A POST to a host with MCP lines is judged by the MCP stage on its whole body first
   // (exchange/mcp_exchange.hpp): refused calls are answered here and never sent.
-  x.mcp.open(context, head, x.host, x.port, upstream.mcp_usual, upstream.dialled);
+  x.mcp.open(context, head, x.request_had_body, x.host, x.port, upstream.mcp_usual,
+             upstream.dialled);
   x.mcp.prepare(head);
 }
 
@@ -708,7 +709,10 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   Exchange x(context, upstream, buffer, request, writer);
   open_exchange(x, *admitted, asks, secrets, head);
   bool may_send = true;
-  if (x.mcp.judges_request()) {
+  if (const auto& unjudgeable = x.mcp.refusal()) {
+    x.state.refused(unjudgeable->reason, unjudgeable->sentence);
+    may_send = false;
+  } else if (x.mcp.judges_request()) {
     may_send = co_await judge_mcp_request(x, send_continue);
   }
   if (may_send && secrets.signed_again()) {

@@ -133,7 +133,8 @@ asio::awaitable<bool> read_body_ahead(Exchange& x, std::size_t limit, bool keep_
       " MiB without x-amz-content-sha256: the gate reads at most that much to sign it again.";
   const std::string too_many =
       "the gate already holds " + std::to_string(kReadAheadTotal / (1024 * 1024)) +
-      " MiB of request bodies to sign again (SigV4 with masked secrets); try again later.";
+      " MiB of request bodies it reads before sending them (MCP calls to judge, SigV4 requests "
+      "with masked secrets to sign again); try again later.";
   auto length = x.request.content_length();
   if (length && *length > limit && keep_first) {
     length = limit;  // the first `limit` bytes are all the stage reads
@@ -142,6 +143,7 @@ asio::awaitable<bool> read_body_ahead(Exchange& x, std::size_t limit, bool keep_
     co_return false;
   }
   x.body_was_read_ahead = true;
+  const FieldSnapshot head_fields = snapshot_fields(x.request.get());
   const auto started = std::chrono::steady_clock::now();
   const auto deadline =
       started + std::min<std::chrono::steady_clock::duration>(kReadAheadDeadline, x.idle_limit);
@@ -209,6 +211,9 @@ asio::awaitable<bool> read_body_ahead(Exchange& x, std::size_t limit, bool keep_
     }
     x.touch();
   }
+  // The head goes after the body: a chunked body's trailer, which the parser added to it, was
+  // never decided on (a second Host, a session id) and does not go.
+  restore_fields(x.request.get(), head_fields);
   co_return true;
 }
 

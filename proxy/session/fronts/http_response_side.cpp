@@ -542,16 +542,21 @@ asio::awaitable<void> relay_mcp_response(Exchange& x, BodyResponseParser& parser
   const std::size_t limit = x.mcp.filter_limit();
   std::string body;
   const bool replace = mode == mcp::ResponseFilter::Mode::replace;
+  const FieldSnapshot head_fields = snapshot_fields(response);
   if (!co_await read_whole_body(x, parser, replace ? nullptr : &body, limit)) {
     x.state.origin_failed(rules::Reason::bad_response,
                           x.where + " sent an MCP answer the gate could not read whole (at most " +
                               std::to_string(limit >> 20) + " MiB).");
     co_return;
   }
+  // The head goes after the body: a trailer the parser added to it was never read by the
+  // filter (nor cleaned of secrets), and does not go.
+  restore_fields(response, head_fields);
   if (replace) {
     const mcp::GateAnswer answer = x.mcp.filter().replacement();
     response.result(answer.status);
     response.erase(http::field::content_type);
+    response.erase(http::field::content_encoding);  // the gate's own body, or none
     if (!answer.content_type.empty()) {
       response.set(http::field::content_type, answer.content_type);
     }
@@ -609,9 +614,13 @@ asio::awaitable<void> relay_final_response(Exchange& x) {
   // An MCP server's answer to a call the stage judged: filtered (mcp_exchange.hpp).
   if (x.mcp.filters_response()) {
     std::optional<std::string> problem;
-    const auto mode =
-        x.mcp.start_response(response.result_int(), response[http::field::content_type],
-                             response[http::field::content_encoding], problem);
+    exchange::McpExchange::AnswerHead answer;
+    answer.status = response.result_int();
+    answer.content_type = response[http::field::content_type];
+    answer.content_types = response.count(http::field::content_type);
+    answer.coding = compression_of(response);
+    answer.has_body = !parser.is_done();
+    const auto mode = x.mcp.start_response(answer, problem);
     if (const auto seen = x.mcp.seen()) {
       x.upstream.mcp_usual = seen;
     }

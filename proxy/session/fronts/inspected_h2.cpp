@@ -702,6 +702,10 @@ class H2Connection {
       co_return false;
     }
     s.admitted = std::move(admission.request);
+    if (auto unjudged = exchange::refuse_mcp_on_h2(context_, origin_.host, origin_.port)) {
+      end_early(s, *unjudged);  // a reload gave the host MCP lines: no call passes unjudged
+      co_return false;
+    }
 
     // Masked secrets, as on HTTP/1.1 (exchange/secrets_stage.hpp).
     exchange::SecretsStage secrets(context_.worker.shared.secrets, origin_.host.name,

@@ -1,6 +1,8 @@
 // Plain-HTTP heads: reading, checking, rewriting. See http_head.hpp.
 #include "proxy/session/wire/http_head.hpp"
 
+#include <iterator>
+
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -202,6 +204,26 @@ bool is_websocket_upgrade(const http::request_header<>& head) {
     }
   }
   return upgrade && connection_upgrade;
+}
+
+FieldSnapshot snapshot_fields(const http::fields& fields) {
+  FieldSnapshot snapshot;
+  for (const auto& field : fields) {
+    snapshot.emplace_back(field.name_string(), field.value());
+  }
+  return snapshot;
+}
+
+void restore_fields(http::fields& fields, const FieldSnapshot& snapshot) {
+  if (static_cast<std::size_t>(std::distance(fields.begin(), fields.end())) == snapshot.size()) {
+    return;  // no trailer came (the parser only ever adds fields)
+  }
+  for (auto at = fields.begin(); at != fields.end();) {
+    at = fields.erase(at);
+  }
+  for (const auto& [name, value] : snapshot) {
+    fields.insert(name, value);
+  }
 }
 
 void strip_hop_by_hop(http::fields& fields, bool keep_upgrade) {

@@ -30,6 +30,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "proxy/session/wire/byte_stream.hpp"
 
@@ -88,6 +90,15 @@ bool is_websocket_upgrade(const boost::beast::http::request_header<>& head);
 // Proxy-Connection, Proxy-Authorization, Proxy-Authenticate, TE, Trailer, and Upgrade unless
 // `keep_upgrade`. Transfer-Encoding stays: the serializer frames the body by it.
 void strip_hop_by_hop(boost::beast::http::fields& fields, bool keep_upgrade);
+
+// A head's fields, in order, to put back after its body was read. A parser inserts a chunked
+// body's trailer fields into the head it read (beside any field of the same name: a second Host
+// lands after the first); a head the gate sends after reading the body (a body it read ahead, an
+// answer it held whole) is put back as it was, so that what goes out is what was decided on the
+// head alone.
+using FieldSnapshot = std::vector<std::pair<std::string, std::string>>;
+FieldSnapshot snapshot_fields(const boost::beast::http::fields& fields);
+void restore_fields(boost::beast::http::fields& fields, const FieldSnapshot& snapshot);
 
 // Appends `1.1 sandgate` to the Via field (creating it).
 void add_via(boost::beast::http::fields& fields);

@@ -5,8 +5,9 @@
 //   POST: the whole body read ahead and judged; `ask` -> the questions answered (the board's
 //         part, played by `onQuestion`), judged again; `answer` -> the gate's answer, nothing
 //         sent; `forward` -> the (smaller) body sent, the answer started through the filter:
-//         pass as it is, hold a JSON answer whole, stream an event stream piece by piece, or
-//         replace a 202 with the gate's answers;
+//         pass as it is, hold a JSON answer whole, stream an event stream piece by piece,
+//         replace a 202 (with the gate's answers, or nothing), or refuse (502) an answer in a
+//         type the gate does not read;
 //   GET:  the server's event stream through a stream filter;
 //   else: as it is.
 import { spawn } from 'node:child_process';
@@ -96,6 +97,10 @@ export function gatedFetch(pipe, { log = () => {}, onQuestion = () => false } = 
         status: response.status,
         content_type: response.headers.get('content-type') ?? '',
       });
+      if (started.mode === 'refuse') {
+        await response.body?.cancel();
+        return new Response(started.refusal, { status: 502 });
+      }
       if (started.mode === 'replace') {
         await response.body?.cancel();
         return gateAnswer(started.answer);

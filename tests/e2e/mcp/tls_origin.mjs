@@ -1,14 +1,16 @@
 // A TLS origin on loopback for tests/e2e/mcp_gate_e2e_test.cpp, behind a real sandgate gate:
 //   node tls_origin.mjs PORT CERT KEY json|sse RECORD_FOLDER
 //       the SDK's McpServer (sdk_server.mjs) over HTTPS, JSON or SSE answers; every tool that
-//       ran is appended to RECORD_FOLDER/ran.txt and every POST body to bodies.txt, so a test
-//       can show a refused call never reached it;
+//       ran is appended to RECORD_FOLDER/ran.txt, every POST body to bodies.txt and every
+//       Authorization to authorizations.txt, so a test can show a refused call never reached it
+//       and what credential did;
 //   node tls_origin.mjs PORT CERT KEY plain RECORD_FOLDER
 //       the same McpServer (JSON answers) over plain HTTP, for a client of the gate's http_proxy;
 //   node tls_origin.mjs PORT CERT KEY both RECORD_FOLDER
 //       an origin that speaks h2 and HTTP/1.1 (by ALPN) and answers every request with a tool
 //       result naming the HTTP version it came in, for the test that a host with MCP lines is
-//       offered HTTP/1.1 only; a tools/list is answered with over 16 MiB.
+//       offered HTTP/1.1 only; a tools/list is answered with over 16 MiB; /slow answers after
+//       3 s (a test's reload happens meanwhile).
 import fs from 'node:fs';
 import http2 from 'node:http2';
 import { startServer } from './sdk_server.mjs';
@@ -22,7 +24,10 @@ if (mode === 'both') {
     req.on('data', (chunk) => {
       body += chunk;
     });
-    req.on('end', () => {
+    req.on('end', async () => {
+      if (req.url === '/slow') {
+        await new Promise((resolve) => setTimeout(resolve, 3000));
+      }
       fs.appendFileSync(`${folder}/bodies.txt`, `${body}\n`);
       // A tools/list answer over the 16 MiB the gate holds to filter one.
       const answer = body.includes('"tools/list"')
@@ -51,4 +56,5 @@ if (mode === 'both') {
   };
   record(state.ran, 'ran.txt');
   record(state.bodies, 'bodies.txt');
+  record(state.authorizations, 'authorizations.txt');
 }

@@ -125,6 +125,11 @@ TEST_P(CapturedTraffic, TheStageJudgesAndFiltersWhatTheSdkSends) {
         out += *piece;
       }
       out += filter.end_sse();
+    } else if (mode == ResponseFilter::Mode::replace) {
+      // A 202 (to a notification) stays a 202, without a body.
+      EXPECT_EQ(e.status, 202u) << method;
+      EXPECT_EQ(filter.replacement().status, 202u) << method;
+      out = filter.replacement().body;
     } else {
       EXPECT_TRUE(mode == ResponseFilter::Mode::pass) << method;
     }

@@ -65,6 +65,37 @@ TEST(McpStage, AnAllowedCallGoesOnUnchanged) {
   EXPECT_EQ(j.forwarded_calls, 1u);
 }
 
+// A call's arguments are kept for its decision line only when asked (log_mcp_arguments), as
+// sent, at most kMaxLoggedArguments bytes of them, never cut inside a character.
+TEST(McpStage, ArgumentsAreKeptOnlyWhenAskedAndBounded) {
+  Fixture f;
+  EXPECT_EQ(f.stage().judge_request(call(1, "search"), kAccept, std::nullopt).calls[0].arguments,
+            "");
+  f.setting.keep_arguments = true;
+  const McpStage stage = f.stage();
+  const Judgement j = stage.judge_request("[" + call(1, "search") + "," + call(2, "delete_x") +
+                                              R"(,{"jsonrpc":"2.0","id":3,"method":"ping"}])",
+                                          kAccept, std::nullopt);
+  ASSERT_EQ(j.calls.size(), 3u);
+  EXPECT_EQ(j.calls[0].arguments, R"({"q":"secret argument"})");
+  EXPECT_EQ(j.calls[1].arguments, R"({"q":"secret argument"})");
+  EXPECT_EQ(j.calls[2].arguments, "");
+  // Long arguments: cut before a character that would straddle the bound.
+  const std::string long_text =
+      std::string(kMaxLoggedArguments - 9, 'a') + "\xC3\xA9\xC3\xA9\xC3\xA9";
+  const Judgement big = stage.judge_request(
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search",)"
+      R"("arguments":{"q":")" +
+          long_text + R"("}}})",
+      kAccept, std::nullopt);
+  ASSERT_EQ(big.calls.size(), 1u);
+  const std::string& kept = big.calls[0].arguments;
+  EXPECT_TRUE(kept.ends_with("...")) << kept;
+  EXPECT_LE(kept.size(), kMaxLoggedArguments + 3);
+  EXPECT_EQ(kept.substr(0, 7), R"({"q":"a)");
+  EXPECT_NE(static_cast<unsigned char>(kept[kept.size() - 4]), 0xC3) << kept;
+}
+
 TEST(McpStage, ARefusedCallIsAnsweredByTheGateWithAToolErrorNamingTheRule) {
   const Fixture f;
   const Judgement j = f.stage().judge_request(call(7, "delete_repo"), kAccept, std::nullopt);
@@ -263,6 +294,24 @@ TEST(McpStage, ABodyTheGateCannotJudgeIsRefusedWhole) {
           R"("params":{"name":"search","n\u0061me":"delete_repo"}})",
           400, "a key twice");
   refused(R"({"jsonrpc":"2.0","jsonrpc":"2.0","id":1,"method":"ping"})", 400, "a key twice");
+  // Keys compared as servers that match names in any case compare them (Go's encoding/json runs
+  // the last of these): ASCII case, and the letters outside ASCII whose case mappings reach it.
+  refused(R"({"jsonrpc":"2.0","id":1,"method":"tools/call",)"
+          R"("params":{"name":"search","NAME":"delete_repo"}})",
+          400, "a key twice in one object (\"NAME\")");
+  refused(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search"},)"
+          R"("param\u017f":{"name":"delete_repo"}})",
+          400, "a key twice in one object (\"param\\xC5\\xBF\")");
+  refused(R"({"jsonrpc":"2.0","id":1,"\u0130d":2,"method":"ping"})", 400, "a key twice");
+  refused(R"({"jsonrpc":"2.0","id":1,"method":"ping","params":{"\u212aey":1,"key":2}})", 400,
+          "a key twice");
+  // A member spelled in another case alone: read by such a server, never by the gate.
+  refused(R"({"jsonrpc":"2.0","id":1,"Method":"tools/call","result":{},)"
+          R"("params":{"name":"delete_repo"}})",
+          400, "a member \"Method\", which servers that read names in any case take for method");
+  refused(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"Name":"delete_repo"}})", 400,
+          "a member \"Name\"");
+  refused(R"({"jsonrpc":"2.0","id":1,"method":"ping","param\u017f":{}})", 400, "take for params");
   refused("not json", 400, "not valid JSON");
   refused(R"({"jsonrpc":"2.0","id":1,"method":"ping"} {})", 400, "not valid JSON");
   refused(R"({"jsonrpc":"2.0","id":1,"method":"ping",})", 400, "not valid JSON");
@@ -313,7 +362,7 @@ TEST(McpStage, ListsShowOnlyWhatMayBeCalledInJsonAndStreams) {
   EXPECT_EQ(filter.hidden(), 3u);
   // The same list in an event stream, fed in two pieces, and on the GET stream (a list asked
   // again after notifications/tools/list_changed, or a resumed stream).
-  ResponseFilter get_stream(stage);
+  ResponseFilter get_stream(stage, true);
   ASSERT_EQ(get_stream.start(200, "text/event-stream"), ResponseFilter::Mode::sse);
   auto a = get_stream.feed_sse(
       "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/"
@@ -327,8 +376,17 @@ TEST(McpStage, ListsShowOnlyWhatMayBeCalledInJsonAndStreams) {
             "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n:\n\nretry: "
             "1000\n\nevent: message\nid: 7\ndata: " +
                 *out + "\n\n");
+  // A request of the server's on its stream (sampling) passes as it is: it runs nothing here, and
+  // the client's answer to it is a response, which passes too.
+  ResponseFilter asks(stage, true);
+  asks.start(200, "text/event-stream");
+  const std::string sampling = R"({"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage",)"
+                               R"("params":{"messages":[],"maxTokens":10}})";
+  auto asked = asks.feed_sse("data: " + sampling + "\n\n");
+  ASSERT_TRUE(asked) << asked.error();
+  EXPECT_EQ(*asked, "event: message\ndata: " + sampling + "\n\n");
   // A call's result is not read as a list, however it looks.
-  ResponseFilter calls(stage);
+  ResponseFilter calls(stage, true);
   calls.start(200, "text/event-stream");
   auto c = calls.feed_sse("data: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"content\":[]}}\n\n");
   ASSERT_TRUE(c);
@@ -340,15 +398,15 @@ TEST(McpStage, AStreamTheGateCannotReadIsCut) {
   Fixture f;
   f.setting.limits.response.max_bytes = 64;
   const McpStage stage = f.stage();
-  ResponseFilter bad(stage);
+  ResponseFilter bad(stage, true);
   bad.start(200, "text/event-stream");
   auto out = bad.feed_sse("data: {\"a\":1,\"a\":2}\n\n");
   ASSERT_FALSE(out);
   EXPECT_THAT(out.error(), HasSubstr("a key twice"));
-  ResponseFilter big(stage);
+  ResponseFilter big(stage, true);
   big.start(200, "text/event-stream");
   EXPECT_FALSE(big.feed_sse("data: " + std::string(100, 'x') + "\n\n"));
-  ResponseFilter not_json(stage);
+  ResponseFilter not_json(stage, true);
   not_json.start(200, "text/event-stream");
   EXPECT_FALSE(not_json.feed_sse("data: hello\n\n"));
   // A JSON answer too large to hold.
@@ -359,16 +417,105 @@ TEST(McpStage, AStreamTheGateCannotReadIsCut) {
   EXPECT_FALSE(json_answer.finish_json(std::string(100, ' ')));
 }
 
-TEST(McpStage, WithoutListsOrGateAnswersAJsonAnswerPassesUnread) {
+// Every answer a client reads messages from is read: a POST's 2xx body as JSON or events (a
+// tool's result too: a list sent as the answer to another request is filtered as well), a
+// GET's event stream; any other type there is refused, never passed unread.
+TEST(McpStage, EveryAnswerAClientReadsIsReadAndNoOtherTypePasses) {
   const Fixture f;
   const McpStage stage = f.stage();
   const Judgement j = stage.judge_request(call(1, "search"), kAccept, std::nullopt);
-  ResponseFilter filter(stage, j.plan);
-  EXPECT_EQ(filter.start(200, "application/json"), ResponseFilter::Mode::pass);
-  EXPECT_EQ(filter.seen(), Transport::json);
-  // An error status passes as it is.
-  ResponseFilter error(stage, j.plan);
-  EXPECT_EQ(error.start(404, "application/json"), ResponseFilter::Mode::pass);
+  const auto mode = [&](unsigned status, std::string_view type, bool has_body = true) {
+    ResponseFilter filter(stage, j.plan);
+    return filter.start(status, type, has_body);
+  };
+  EXPECT_EQ(mode(200, "application/json"), ResponseFilter::Mode::json);
+  EXPECT_EQ(mode(200, "Application/JSON; charset=utf-8"), ResponseFilter::Mode::json);
+  EXPECT_EQ(mode(200, "text/event-stream"), ResponseFilter::Mode::sse);
+  EXPECT_EQ(mode(404, "application/json"), ResponseFilter::Mode::pass);  // an error's body
+  EXPECT_EQ(mode(200, "application/json", false), ResponseFilter::Mode::pass);
+  for (const std::string_view type :
+       {"text/plain", "", "application/json-seq", "text/event-streams", "text/html"}) {
+    ResponseFilter filter(stage, j.plan);
+    EXPECT_EQ(filter.start(200, type), ResponseFilter::Mode::refuse) << type;
+    EXPECT_THAT(filter.refusal(), HasSubstr("application/json or text/event-stream only"));
+  }
+  // A 202 carries nothing a client reads: its body is dropped.
+  ResponseFilter accepted(stage, j.plan);
+  ASSERT_EQ(accepted.start(202, "text/plain"), ResponseFilter::Mode::replace);
+  EXPECT_EQ(accepted.replacement().status, 202u);
+  EXPECT_TRUE(accepted.replacement().body.empty());
+  EXPECT_TRUE(accepted.replacement().content_type.empty());
+  // A tool's JSON result is read; one carrying a tools/list result (for another request's id)
+  // is filtered.
+  ResponseFilter result(stage, j.plan);
+  ASSERT_EQ(result.start(200, "application/json"), ResponseFilter::Mode::json);
+  auto out = result.finish_json(
+      R"([{"jsonrpc":"2.0","id":1,"result":{"content":[]}},)"
+      R"({"jsonrpc":"2.0","id":9,"result":{"tools":[{"name":"search"},{"name":"delete_repo"}]}}])");
+  ASSERT_TRUE(out) << out.error();
+  EXPECT_THAT(*out, Not(HasSubstr("delete_repo")));
+  // The GET that asked for the server's stream gets one or a 502; another GET passes.
+  ResponseFilter stream(stage, true);
+  EXPECT_EQ(stream.start(200, "text/event-stream"), ResponseFilter::Mode::sse);
+  for (const std::string_view type : {"application/json", "text/plain", ""}) {
+    ResponseFilter other(stage, true);
+    EXPECT_EQ(other.start(200, type), ResponseFilter::Mode::refuse) << type;
+    EXPECT_THAT(other.refusal(), HasSubstr("reads only an event stream"));
+  }
+  ResponseFilter page(stage, false);
+  EXPECT_EQ(page.start(200, "text/html"), ResponseFilter::Mode::pass);
+  ResponseFilter page_stream(stage, false);
+  EXPECT_EQ(page_stream.start(200, "text/event-stream"), ResponseFilter::Mode::sse);
+}
+
+// A server message the clients would read differently than the gate: not an object, or a
+// JSON-RPC member (or a list's array) spelled in another case, which clients that match names
+// in any case (Go's encoding/json) read as the member the gate did not filter.
+TEST(McpStage, AServerMessageSpelledAnotherWayIsCut) {
+  const Fixture f;
+  const McpStage stage = f.stage();
+  const Judgement j = stage.judge_request(R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})",
+                                          kAccept, std::nullopt);
+  for (const std::string_view body :
+       {R"({"jsonrpc":"2.0","id":2,"Result":{"tools":[{"name":"delete_repo"}]}})",
+        R"({"jsonrpc":"2.0","id":2,"result":{"Tools":[{"name":"delete_repo"}]}})",
+        R"({"jsonrpc":"2.0","id":2,"result":{"tool\u017f":[{"name":"delete_repo"}]}})",
+        R"({"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"search","NAME":"delete_repo"}]}})",
+        R"([{"jsonrpc":"2.0","id":2,"result":{"tools":[]}},7])", R"("text")"}) {
+    ResponseFilter json_answer(stage, j.plan);
+    ASSERT_EQ(json_answer.start(200, "application/json"), ResponseFilter::Mode::json);
+    EXPECT_FALSE(json_answer.finish_json(body)) << body;
+    ResponseFilter events(stage, j.plan);
+    ASSERT_EQ(events.start(200, "text/event-stream"), ResponseFilter::Mode::sse);
+    EXPECT_FALSE(events.feed_sse("data: " + std::string(body) + "\n\n")) << body;
+  }
+  // A batch in one event is filtered message by message.
+  ResponseFilter events(stage, true);
+  ASSERT_EQ(events.start(200, "text/event-stream"), ResponseFilter::Mode::sse);
+  auto out =
+      events.feed_sse(R"(data: [{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"delete_repo"},)"
+                      R"({"name":"search"}]}}])"
+                      "\n\n");
+  ASSERT_TRUE(out) << out.error();
+  EXPECT_EQ(*out,
+            "event: message\ndata: "
+            R"([{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"search"}]}}])"
+            "\n\n");
+  // The older transport's endpoint event (a URL) passes as it is; one that holds JSON is read.
+  ResponseFilter old(stage, true);
+  old.start(200, "text/event-stream");
+  auto endpoint = old.feed_sse("event: endpoint\ndata: /messages?sessionId=a1\n\n");
+  ASSERT_TRUE(endpoint) << endpoint.error();
+  EXPECT_EQ(*endpoint, "event: endpoint\ndata: /messages?sessionId=a1\n\n");
+  ResponseFilter sly(stage, true);
+  sly.start(200, "text/event-stream");
+  auto listed =
+      sly.feed_sse(R"(event: endpoint)"
+                   "\n"
+                   R"(data: {"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"delete_repo"}]}})"
+                   "\n\n");
+  ASSERT_TRUE(listed) << listed.error();
+  EXPECT_THAT(*listed, Not(HasSubstr("delete_repo")));
 }
 
 TEST(McpStage, UnderAskACallNoLineDecidesIsAQuestionThenTheAnswerDecides) {

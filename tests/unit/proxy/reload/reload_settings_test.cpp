@@ -109,13 +109,31 @@ TEST(ReloadSettings, ReloadableSettingsAreTheOnesReadPerRequest) {
       live.insert(row.key);
     }
   }
-  EXPECT_EQ(live, (std::set<std::string_view>{
-                      "block_loopback", "allow_ip",        "allow_ssh",     "ssh_all_hosts",
-                      "git_hosts",      "ssh_ports",       "allowed_ports", "block_private",
-                      "allow_metadata", "sni_check",       "tls_ports",     "revoke_on_reload",
-                      "token",          "token_file",      "admin_token",   "admin_token_file",
-                      "head_timeout",   "enforce",         "unknown",       "ask_timeout",
-                      "ask_default",    "connect_timeout", "idle_timeout",  "log_level"}));
+  EXPECT_EQ(live, (std::set<std::string_view>{"block_loopback",
+                                              "allow_ip",
+                                              "allow_ssh",
+                                              "ssh_all_hosts",
+                                              "git_hosts",
+                                              "ssh_ports",
+                                              "allowed_ports",
+                                              "block_private",
+                                              "allow_metadata",
+                                              "sni_check",
+                                              "tls_ports",
+                                              "revoke_on_reload",
+                                              "token",
+                                              "token_file",
+                                              "admin_token",
+                                              "admin_token_file",
+                                              "head_timeout",
+                                              "enforce",
+                                              "unknown",
+                                              "ask_timeout",
+                                              "ask_default",
+                                              "connect_timeout",
+                                              "idle_timeout",
+                                              "log_level",
+                                              "log_mcp_arguments"}));
 }
 
 TEST(ReloadSettings, ChangesAreNamedByKeyFlagAndVariable) {
