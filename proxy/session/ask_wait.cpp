@@ -47,15 +47,15 @@ rules::Decision denied(rules::Reason reason) {
 }
 
 // What the ask default gives when nobody answered (`reason`: ask-timeout, ask-unavailable).
-rules::Decision ask_default(const SessionContext& context, rules::Reason reason) {
-  return context.settings().ask_default_allow ? allowed_by_answer() : denied(reason);
+rules::Decision ask_default(const DecisionState& decided, rules::Reason reason) {
+  return decided.settings().ask_default_allow ? allowed_by_answer() : denied(reason);
 }
 
 // What a finished wait decides (the gate is not shutting down).
-rules::Decision decision_of(const SessionContext& context, const ask::Waiter& waiter,
+rules::Decision decision_of(const DecisionState& decided, const ask::Waiter& waiter,
                             bool timed_out) {
   if (timed_out || !waiter.result) {
-    return ask_default(context, rules::Reason::ask_timeout);
+    return ask_default(decided, rules::Reason::ask_timeout);
   }
   switch (waiter.result->outcome) {
     case ask::Outcome::allowed:
@@ -69,7 +69,7 @@ rules::Decision decision_of(const SessionContext& context, const ask::Waiter& wa
     case ask::Outcome::cancelled:
       break;
   }
-  return ask_default(context, rules::Reason::ask_unavailable);
+  return ask_default(decided, rules::Reason::ask_unavailable);
 }
 
 // How a wait for a person's answer ended.
@@ -106,7 +106,8 @@ void record_client_left(SessionContext& context, ask::QuestionBoard& board,
 // and a readable socket would wake this loop at once again. A reload wakes it
 // (WorkerContext::asking): the question stands while the new rules still leave it to a person
 // (`asked_under`; the same deadline), otherwise it is withdrawn.
-asio::awaitable<WaitEnd> wait_for_answer(SessionContext& context, ask::QuestionBoard& board,
+asio::awaitable<WaitEnd> wait_for_answer(SessionContext& context, const DecisionState& decided,
+                                         ask::QuestionBoard& board,
                                          std::shared_ptr<ask::Waiter> waiter,
                                          std::string_view method, const std::string& display,
                                          std::uint16_t port, const StillAsked& asked_under) {
@@ -114,7 +115,7 @@ asio::awaitable<WaitEnd> wait_for_answer(SessionContext& context, ask::QuestionB
     co_return WaitEnd::answered;
   }
   asio::steady_timer wake(context.client.get_executor());
-  wake.expires_after(context.settings().ask_timeout);
+  wake.expires_after(decided.settings().ask_timeout);
   const auto deadline = wake.expiry();
   waiter->wake = &wake;
   struct Listed {
@@ -165,12 +166,13 @@ asio::awaitable<WaitEnd> wait_for_answer(SessionContext& context, ask::QuestionB
 }  // namespace
 
 asio::awaitable<std::optional<rules::Decision>> ask_about(
-    SessionContext& context, std::string_view method, const rules::Host& host, std::uint16_t port,
-    const ask::RequestQuestion* request, const StillAsked* still_asked) {
+    SessionContext& context, const DecisionState& decided, std::string_view method,
+    const rules::Host& host, std::uint16_t port, const ask::RequestQuestion* request,
+    const StillAsked* still_asked) {
   const std::string display = host.display();
   ask::QuestionBoard* board = context.worker.shared.questions;
   if (board == nullptr) {
-    co_return ask_default(context, rules::Reason::ask_unavailable);
+    co_return ask_default(decided, rules::Reason::ask_unavailable);
   }
   std::shared_ptr<ask::Waiter> waiter =
       board->ask(display, port, context.client.get_executor(), request);
@@ -189,8 +191,8 @@ asio::awaitable<std::optional<rules::Decision>> ask_about(
   };
 
   // 1. Wait for the answer, the ask timeout, or the client leaving.
-  const WaitEnd end =
-      co_await wait_for_answer(context, *board, waiter, method, display, port, asked_under);
+  const WaitEnd end = co_await wait_for_answer(context, decided, *board, waiter, method, display,
+                                               port, asked_under);
   if (end == WaitEnd::client_left) {
     co_return std::nullopt;
   }
@@ -207,7 +209,7 @@ asio::awaitable<std::optional<rules::Decision>> ask_about(
     rules_decide.ask = true;  // no answer: the new rules (context.worker.policy) decide
     co_return rules_decide;
   }
-  const rules::Decision decision = decision_of(context, *waiter, end == WaitEnd::timed_out);
+  const rules::Decision decision = decision_of(decided, *waiter, end == WaitEnd::timed_out);
   if (decision.allowed() && waiter->grant) {
     waiter->grant->apply_once();
   }
@@ -222,10 +224,10 @@ ask::RequestQuestion budget_question(const budget::Stop& stop) {
   return question;
 }
 
-asio::awaitable<AskedForMore> ask_for_more(SessionContext& context, std::string_view method,
-                                           const rules::Host& host, std::uint16_t port,
-                                           const budget::Stop& stop) {
-  if (context.policy->options().unknown != rules::UnknownMode::ask ||
+asio::awaitable<AskedForMore> ask_for_more(SessionContext& context, const DecisionState& decided,
+                                           std::string_view method, const rules::Host& host,
+                                           std::uint16_t port, const budget::Stop& stop) {
+  if (decided.policy().options().unknown != rules::UnknownMode::ask ||
       context.worker.shared.questions == nullptr || !stop.account) {
     co_return AskedForMore::not_asked;
   }
@@ -234,7 +236,7 @@ asio::awaitable<AskedForMore> ask_for_more(SessionContext& context, std::string_
   // each then takes what it needs, and one it does not fit is stopped again.
   question.grant = [account = stop.account, amount = stop.amount] { account->grant(amount); };
   const std::optional<rules::Decision> answered =
-      co_await ask_about(context, method, host, port, &question);
+      co_await ask_about(context, decided, method, host, port, &question);
   if (!answered || !context.still_wanted(method, host.display(), port)) {
     co_return AskedForMore::over;
   }

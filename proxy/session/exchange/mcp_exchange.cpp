@@ -15,11 +15,11 @@ namespace sandgate::session::exchange {
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
 
-void McpExchange::open(SessionContext& context, const http::request_header<>& head,
-                       const rules::Host& host, std::uint16_t port,
-                       std::optional<mcp::Transport> usual,
+void McpExchange::open(SessionContext& context, DecisionState& decided,
+                       const http::request_header<>& head, const rules::Host& host,
+                       std::uint16_t port, std::optional<mcp::Transport> usual,
                        std::optional<rules::IpAddress> dialled) {
-  const rules::McpRules& rules = context.policy->requests().mcp();
+  const rules::McpRules& rules = decided.policy().requests().mcp();
   const bool post = head.method() == http::verb::post;
   // Every POST is read as JSON-RPC, whatever its Content-Type (a lax server may read any body
   // as one); the GET that opens the server's stream has its lists filtered; others go on as
@@ -28,7 +28,8 @@ void McpExchange::open(SessionContext& context, const http::request_header<>& he
     return;
   }
   context_ = &context;
-  policy_ = context.policy;
+  decided_ = &decided;
+  policy_ = decided.policy_snapshot();
   host_ = host;
   port_ = port;
   dialled_ = dialled;
@@ -42,7 +43,7 @@ void McpExchange::open(SessionContext& context, const http::request_header<>& he
   setting.host = host;
   setting.port = port;
   setting.ask = policy_->options().unknown == rules::UnknownMode::ask;
-  setting.report_only = context.reports(rules::Reason::request_denied);
+  setting.report_only = decided.reports(rules::Reason::request_denied);
   stage_ = std::make_unique<mcp::McpStage>(std::move(setting));
 }
 
@@ -76,7 +77,7 @@ asio::awaitable<McpExchange::Verdict> McpExchange::judge(std::string body) {
   // The POST counted one request; a batch's further calls count too.
   for (std::size_t call = 1; call < judgement.forwarded_calls; ++call) {
     BudgetCheck counted = co_await count_against_budgets(
-        *context_, method_, rules::BudgetKind::requests, host_, port_, dialled_);
+        *context_, *decided_, method_, rules::BudgetKind::requests, host_, port_, dialled_);
     if (counted.over) {
       co_return Verdict{Verdict::Action::over, {}, false, {}, {}};
     }
@@ -102,7 +103,7 @@ asio::awaitable<std::optional<std::vector<mcp::PersonAnswer>>> McpExchange::ask(
     question.deny_line = q.deny_line;
     question.mcp_call = true;
     const std::optional<rules::Decision> answered =
-        co_await ask_about(*context_, method_, host_, port_, &question);
+        co_await ask_about(*context_, *decided_, method_, host_, port_, &question);
     if (!answered || !context_->still_wanted(method_, host_.display(), port_)) {
       co_return std::nullopt;
     }

@@ -47,11 +47,13 @@ class McpExchange {
   McpExchange() = default;
 
   // Opens the stage for a request to host:port with `head` (as the client sent it), with the
-  // rules context.policy holds now; `usual`: the transport the server answered this
-  // connection in last; `dialled`: the address the origin was dialled at (the budgets' count).
-  // Nothing happens when the host has no MCP lines.
-  void open(SessionContext& context, const boost::beast::http::request_header<>& head,
-            const rules::Host& host, std::uint16_t port, std::optional<mcp::Transport> usual,
+  // rules the request is `decided` with (which must outlive the stage: its questions and the
+  // budgets' count go by it); `usual`: the transport the server answered this connection in
+  // last; `dialled`: the address the origin was dialled at (the budgets' count). Nothing happens
+  // when the host has no MCP lines.
+  void open(SessionContext& context, DecisionState& decided,
+            const boost::beast::http::request_header<>& head, const rules::Host& host,
+            std::uint16_t port, std::optional<mcp::Transport> usual,
             std::optional<rules::IpAddress> dialled);
 
   // The request's body is judged: read it ahead (at most body_limit()) and judge() it.
@@ -87,6 +89,7 @@ class McpExchange {
   void record(const mcp::Judgement& judgement);
 
   SessionContext* context_ = nullptr;
+  DecisionState* decided_ = nullptr;
   rules::Host host_;
   std::uint16_t port_ = 0;
   std::optional<rules::IpAddress> dialled_;

@@ -371,7 +371,8 @@ void record_closed_unused(SessionContext& context, const std::string& display, s
 
 asio::awaitable<void> serve_captured_connection(SessionContext& context,
                                                 capture::AddressBook& book) {
-  context.begin_request();
+  // What this connection is decided with: the rules in force as it arrives.
+  DecisionState decided = context.arriving_request();
   const auto target = captured_target(context.client, book);
   if (!target) {
     co_await refuse_tunnel(context, kCaptureFront, "-", 0,
@@ -397,7 +398,7 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
     co_return;
   }
   boost::beast::flat_buffer buffer(kFirstBytesLimit);
-  const auto& tls_ports = context.settings().tls_ports;
+  const auto& tls_ports = decided.settings().tls_ports;
   const bool tls_port =
       std::find(tls_ports.begin(), tls_ports.end(), target->port) != tls_ports.end();
   if (tls_port || target->port == kHttpPort) {
@@ -411,8 +412,8 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
       record_closed_unused(context, display, target->port);
       co_return;
     }
-    if (first == FirstMove::silent && tls_port && context.settings().sni_check &&
-        !context.reports(rules::Reason::protocol_mismatch)) {
+    if (first == FirstMove::silent && tls_port && decided.settings().sni_check &&
+        !decided.reports(rules::Reason::protocol_mismatch)) {
       co_await refuse_tunnel(
           context, kCaptureFront, display, target->port,
           {rules::Reason::protocol_mismatch,
@@ -426,11 +427,11 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
     // so that a denied name is refused for its own reason without waiting for all of it.
     // (A destination to ask about, or a denial report-only mode lets through, goes on:
     // open_tunnel asks or reports it after the Host check.)
-    const rules::Decision decision = context.policy->decide(target->host, target->port);
-    if (!decision.allowed() && !decision.ask && !context.reports(decision.reason)) {
+    const rules::Decision decision = decided.policy().decide(target->host, target->port);
+    if (!decision.allowed() && !decision.ask && !decided.reports(decision.reason)) {
       co_await refuse_tunnel(
           context, kCaptureFront, display, target->port,
-          {decision.reason, context.policy->explain(decision, target->host, target->port),
+          {decision.reason, decided.policy().explain(decision, target->host, target->port),
            rules::rule_text(decision)});
       co_return;
     }
@@ -460,9 +461,9 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
   }
   // (Named: GCC 12 mishandles a co_await inside an if's condition declaration.)
   const std::optional<ConnectionFacts> inspected =
-      co_await open_tunnel(context, kCaptureFront, target->host, target->port, buffer);
+      co_await open_tunnel(context, decided, kCaptureFront, target->host, target->port, buffer);
   if (inspected) {
-    co_await serve_inspected(context, *inspected, kCaptureFront.method, buffer);
+    co_await serve_inspected(context, decided, *inspected, kCaptureFront.method, buffer);
   }
 }
 

@@ -292,10 +292,11 @@ asio::awaitable<void> refuse_request(SessionContext& context, std::string_view m
 // idle, otherwise a fresh one through the pipeline's dial (resolved and checked like a tunnel's;
 // through a parent proxy, the parent itself, which then gets the request in absolute form: many
 // corporate proxies refuse CONNECT to port 80).
-asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission,
-                                   const AdmittedRequest& request, Upstream& upstream) {
+asio::awaitable<void> reach_origin(SessionContext& context, DecisionState& decided,
+                                   Admission& admission, const AdmittedRequest& request,
+                                   Upstream& upstream) {
   if (upstream.inspected != nullptr && upstream.inspected->facts.by_address()) {
-    if (auto refused = exchange::refuse_address(context, upstream.inspected->facts)) {
+    if (auto refused = exchange::refuse_address(decided, upstream.inspected->facts)) {
       admission.status = Admission::Status::refused;
       admission.refusal = std::move(*refused);
       co_return;
@@ -310,7 +311,7 @@ asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission
     // The address it was dialled at, judged again by the rules this request is decided with (a
     // reload since the last request, or report-only mode's would-deny for this request).
     if (upstream.dialled) {
-      if (auto refused = refuse_resolved(context, request.target.host.name, request.target.port,
+      if (auto refused = refuse_resolved(decided, request.target.host.name, request.target.port,
                                          {*upstream.dialled})) {
         admission.status = Admission::Status::refused;
         admission.refusal = {refused->reason, refused->sentence, {}, refused->denied_at()};
@@ -328,9 +329,9 @@ asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission
   // counted when it was opened): refused before the dial when the name's are spent, counted
   // after it, when the address is known too.
   if (!upstream.inspected) {
-    BudgetCheck spent =
-        co_await check_budgets_before_dial(context, request.method, rules::BudgetKind::connections,
-                                           request.target.host, request.target.port);
+    BudgetCheck spent = co_await check_budgets_before_dial(
+        context, decided, request.method, rules::BudgetKind::connections, request.target.host,
+        request.target.port);
     if (!spent.apply_to(admission)) {
       co_return;
     }
@@ -341,9 +342,9 @@ asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission
   // takes the requests itself.
   const rules::Host& dialled_host =
       upstream.inspected ? upstream.inspected->facts.requested : request.target.host;
-  co_await connect_upstream(context, admission, request.method, dialled_host, request.target.port,
-                            upstream.inspected ? UpstreamUse::tunnel : UpstreamUse::request,
-                            from_parent);
+  co_await connect_upstream(
+      context, decided, admission, request.method, dialled_host, request.target.port,
+      upstream.inspected ? UpstreamUse::tunnel : UpstreamUse::request, from_parent);
   if (admission.admitted() && upstream.inspected && from_parent.size() > 0) {
     context.upstream.close(ignored);
     admission.status = Admission::Status::refused;
@@ -352,13 +353,13 @@ asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission
         bytes_before_handshake(upstream.inspected->host, request.target.port, from_parent.size()));
   }
   if (admission.admitted() && !upstream.inspected) {
-    BudgetCheck counted =
-        co_await count_against_budgets(context, request.method, rules::BudgetKind::connections,
-                                       request.target.host, request.target.port, admission.dialled);
+    BudgetCheck counted = co_await count_against_budgets(
+        context, decided, request.method, rules::BudgetKind::connections, request.target.host,
+        request.target.port, admission.dialled);
     counted.apply_to(admission);
   }
   if (admission.admitted() && upstream.inspected) {
-    if (auto refused = co_await upstream.inspected->secure_upstream()) {
+    if (auto refused = co_await upstream.inspected->secure_upstream(decided)) {
       admission.status = Admission::Status::refused;
       admission.refusal = std::move(*refused);
     }
@@ -402,9 +403,9 @@ Expected<HttpTarget, std::string> inspected_target(const InspectedOrigin& origin
 class UpstreamReach final : public exchange::OriginReach {
  public:
   explicit UpstreamReach(Upstream& upstream) : upstream_(upstream) {}
-  asio::awaitable<void> reach(SessionContext& context, Admission& admission,
+  asio::awaitable<void> reach(SessionContext& context, DecisionState& decided, Admission& admission,
                               const AdmittedRequest& request) override {
-    co_await reach_origin(context, admission, request, upstream_);
+    co_await reach_origin(context, decided, admission, request, upstream_);
   }
   std::optional<rules::IpAddress> dialled() const override { return upstream_.dialled; }
   std::string address() const override { return upstream_.address; }
@@ -420,6 +421,7 @@ class UpstreamReach final : public exchange::OriginReach {
 // named upstream), then the admission pipeline (exchange/request_admission.hpp). Nothing when
 // the request was refused (answered, logged, closed) or is over.
 asio::awaitable<std::optional<AdmittedRequest>> admit_request(SessionContext& context,
+                                                              DecisionState& decided,
                                                               HeadParser& head_parser,
                                                               Upstream& upstream) {
   const std::string method(head_parser.get().method_string());
@@ -447,8 +449,8 @@ asio::awaitable<std::optional<AdmittedRequest>> admit_request(SessionContext& co
     target = std::move(*parsed);
   }
   UpstreamReach reach(upstream);
-  exchange::RequestAdmission admission =
-      co_await exchange::admit_request(context, head_parser.get(), std::move(target), reach);
+  exchange::RequestAdmission admission = co_await exchange::admit_request(
+      context, decided, head_parser.get(), std::move(target), reach);
   switch (admission.status) {
     case exchange::RequestAdmission::Status::admitted:
       co_return std::move(admission.request);
@@ -543,9 +545,9 @@ asio::awaitable<Next> finish_exchange(Exchange& x, EndLine& end) {
 asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_parser,
                                       beast::flat_buffer& buffer, Upstream& upstream) {
   // The rules in force now decide this request, whatever decided the ones before it.
-  context.begin_request();
+  DecisionState decided = context.arriving_request();
   const clock::time_point started = clock::now();
-  const auto admitted = co_await admit_request(context, head_parser, upstream);
+  const auto admitted = co_await admit_request(context, decided, head_parser, upstream);
   if (!admitted) {
     co_return Next::stop;
   }
@@ -590,7 +592,7 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   set_host_first(head, admitted->target.authority);
   add_via(head);
   if (!upstream.inspected) {
-    use_parent_form(head, context.settings(), admitted->target);
+    use_parent_form(head, decided.settings(), admitted->target);
   }
 
   secrets.fill(head);
@@ -609,15 +611,15 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   x.client_http11 = client_http11;
   x.request_keep_alive = request_keep_alive;
   x.websocket = websocket;
-  if (context.settings().idle_timeout.count() > 0) {
-    x.idle_limit = context.settings().idle_timeout;
+  if (decided.settings().idle_timeout.count() > 0) {
+    x.idle_limit = decided.settings().idle_timeout;
   }
-  x.budget.open(context, x.method, admitted->target.host, admitted->target.port,
+  x.budget.open(context, decided, x.method, admitted->target.host, admitted->target.port,
                 upstream.inspected ? &upstream.inspected->facts : nullptr, upstream.dialled);
 
   // A POST to a host with MCP lines is judged by the MCP stage on its whole body first
   // (exchange/mcp_exchange.hpp): refused calls are answered here and never sent.
-  x.mcp.open(context, head, x.host, x.port, upstream.mcp_usual, upstream.dialled);
+  x.mcp.open(context, decided, head, x.host, x.port, upstream.mcp_usual, upstream.dialled);
   x.mcp.prepare(head);
   bool may_send = true;
   if (x.mcp.judges_request()) {

@@ -2,10 +2,11 @@
 //
 // Shape: four loops share the connection (the client's bytes read into the server codec, the
 // origin's into the client codec, and each codec's output written to its socket), and each
-// client stream is a coroutine of its own: first its admission (one stream at a time: the
-// connection's decision state is the session's), then its two directions at once, up (the
-// client's body to the origin) and down (the origin's response to the client). The loops hand
-// each stream its events through two inboxes; nothing blocks another stream.
+// client stream is a coroutine of its own: first its admission (one stream at a time, each
+// with its own DecisionState: a question waits on the admission's shared stages), then its two
+// directions at once, up (the client's body to the origin) and down (the origin's response to the
+// client). The loops hand each stream its events through two inboxes; nothing blocks another
+// stream.
 #include "proxy/session/fronts/inspected_h2.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -97,9 +98,13 @@ class Inbox {
 
 // One client stream and what its stages carried.
 struct Stream {
-  Stream(const asio::any_io_executor& executor, h2::StreamId id)
-      : client(id), up(executor), down(executor) {}
+  Stream(const asio::any_io_executor& executor, h2::StreamId id, DecisionState decided_with)
+      : client(id), decided(std::move(decided_with)), up(executor), down(executor) {}
   h2::StreamId client;
+  // What the stream's request is decided with: the rules and settings in force when its head
+  // arrived, and what its stages keep (report-only mode's denial). Its own, never the
+  // connection's.
+  DecisionState decided;
   h2::StreamId origin = 0;
   h2::RequestHead request;
   bool request_ended = false;  // the head ended the client's side
@@ -311,10 +316,10 @@ class H2Connection {
    public:
     ConnectionReach(const InspectedOrigin& origin, std::string address)
         : origin_(origin), address_(std::move(address)) {}
-    asio::awaitable<void> reach(SessionContext& context, Admission& admission,
+    asio::awaitable<void> reach(SessionContext&, DecisionState& decided, Admission& admission,
                                 const exchange::AdmittedRequest&) override {
       if (origin_.facts.by_address()) {
-        if (auto refused = exchange::refuse_address(context, origin_.facts)) {
+        if (auto refused = exchange::refuse_address(decided, origin_.facts)) {
           admission.status = Admission::Status::refused;
           admission.refusal = std::move(*refused);
         }
@@ -507,7 +512,10 @@ class H2Connection {
   }
 
   void on_server_event(h2::RequestHeadEvent& event) {
-    auto stream = std::make_unique<Stream>(context_.client.get_executor(), event.stream);
+    // A request arriving now: decided with the rules and settings the worker serves with now.
+    auto stream =
+        std::make_unique<Stream>(context_.client.get_executor(), event.stream,
+                                 DecisionState(context_.worker, context_.worker.settings));
     stream->request = std::move(event.head);
     stream->request_ended = event.end_stream;
     stream->grpc = is_grpc(stream->request.fields);
@@ -664,7 +672,6 @@ class H2Connection {
       co_return false;
     }
     deciding_ = true;
-    context_.begin_request();
     http::request_header<> head = to_head(s.request);
     HttpTarget target;
     target.host = origin_.host;
@@ -680,7 +687,7 @@ class H2Connection {
     }
     exchange::RequestAdmission admission;
     if (!refusal) {
-      admission = co_await exchange::admit_request(context_, head, target, reach_);
+      admission = co_await exchange::admit_request(context_, s.decided, head, target, reach_);
       if (admission.status == exchange::RequestAdmission::Status::refused) {
         refusal = std::move(admission.refusal);
       }
@@ -734,7 +741,7 @@ class H2Connection {
     s.request = to_request(s.request, head);
 
     // The head, with a body of known length, taken from the budgets whole.
-    s.budget.open(context_, s.request.method, origin_.host, origin_.port, &origin_.facts,
+    s.budget.open(context_, s.decided, s.request.method, origin_.host, origin_.port, &origin_.facts,
                   origin_.facts.dialled);
     if (s.budget.active()) {
       const std::uint64_t length = s.request.content_length.value_or(0);
