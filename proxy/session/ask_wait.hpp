@@ -22,10 +22,14 @@ namespace sandgate::session {
 // host:port, proxy/ask/question_board.hpp) until a person answers, the ask timeout passes or the
 // drain begins, and returns the decision that gives: allowed (`answered` set), or a denial with
 // ask-denied, ask-timeout or ask-unavailable (an allow when the ask default is allow). Nothing
-// when the request is over instead: its client left, or the gate is shutting down; its line has
-// been written and the client closed. Completes on the session's worker; the drain (the board
-// closed, or the client socket closed at the deadline) ends the wait. The ask timeout and default
-// are those of the settings the request is `decided` with.
+// when the request is over instead: its client left (its one line an end line, outcome closed,
+// or reset for a stream its client reset; reason client-closed), or the gate is shutting down;
+// its line has been written and the client closed (a stream's client: its front ends the
+// stream). Completes on the session's worker; the drain (the board closed, or the client socket
+// closed at the deadline) ends the wait. The ask timeout and default are those of the settings
+// the request is `decided` with; a stream's client is watched through decided.stream, and a
+// reload that closes a stream's connection ends its wait with a denial the caller's
+// still_wanted() turns into the revocation's line.
 // `request`: the question is about that request (its method and path) rather than host:port.
 //
 // A reload while it waits: if the new rules decide what was asked (the destination's policy; for

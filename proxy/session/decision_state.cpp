@@ -18,6 +18,7 @@ DecisionState DecisionState::under(std::shared_ptr<const rules::Policy> policy) 
   DecisionState other = *this;
   other.policy_ = std::move(policy);
   other.reported_.reset();
+  other.stream = nullptr;
   return other;
 }
 

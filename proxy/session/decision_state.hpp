@@ -8,6 +8,8 @@
 // Worker thread only, as the session that owns it.
 #pragma once
 
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -27,6 +29,39 @@ struct Reported {
   rules::Reason reason = rules::Reason::allowed;
   std::string rule;
   std::string sentence;
+};
+
+// How a wait learns that its request's client is gone when the client is one stream of a
+// connection (HTTP/2): the connection's socket carries the other streams too, so the front says
+// so (gone()) when the client resets the stream or the connection ends, which wakes the wait in
+// progress. A request with a connection of its own has none: its waits watch the socket.
+class StreamDeparture {
+ public:
+  StreamDeparture() = default;
+  StreamDeparture(const StreamDeparture&) = delete;
+  StreamDeparture& operator=(const StreamDeparture&) = delete;
+
+  bool left() const { return left_; }
+  // Whether the client reset the stream (else its connection ended).
+  bool reset() const { return reset_; }
+  // The stream is over for the client (`reset`: by its RST_STREAM): the wait in progress (if
+  // any) wakes and sees left().
+  void gone(bool reset) {
+    if (!left_) {
+      reset_ = reset;
+    }
+    left_ = true;
+    if (waiting_ != nullptr) {
+      waiting_->cancel();
+    }
+  }
+  // The timer a wait sleeps on while it runs; null when it ends (ask_wait.cpp).
+  void watch(boost::asio::steady_timer* waiting) { waiting_ = waiting; }
+
+ private:
+  bool left_ = false;
+  bool reset_ = false;
+  boost::asio::steady_timer* waiting_ = nullptr;
 };
 
 class DecisionState {
@@ -71,6 +106,12 @@ class DecisionState {
   const std::optional<Reported>& reported() const { return reported_; }
   // Deciding starts again (decide_admission): nothing reported yet.
   void forget_reported() { reported_.reset(); }
+
+  // Set by the HTTP/2 front for a stream (see StreamDeparture); null for a request with a
+  // connection of its own.
+  StreamDeparture* stream = nullptr;
+  // When the request arrived, for the duration its lines give.
+  std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
 
  private:
   std::shared_ptr<const rules::Policy> policy_;
