@@ -263,7 +263,8 @@ asio::awaitable<std::optional<rules::Decision>> ask_about(
   // the first of the question's waiters to come back allowed, once for the question.
   if (context.stopping() ||
       (waiter->result && waiter->result->outcome == ask::Outcome::cancelled)) {
-    context.record_shutting_down(method, display, port);
+    // (A stream's connection is left to the drain: its other streams end each on its own.)
+    context.record_shutting_down(method, display, port, decided.stream == nullptr);
     co_return std::nullopt;
   }
   if (end == WaitEnd::withdrawn) {

@@ -1,9 +1,9 @@
 // What one request is decided with, and what deciding it keeps: made when the request arrives
 // (an HTTP/1.1 request, a CONNECT or SOCKS5 tunnel, a captured connection, one HTTP/2 stream)
 // and handed to every stage that decides it (admission.hpp, exchange/request_admission.hpp, the
-// budget and MCP stages, a wait on a question). Never kept on the connection: each stream of an
-// HTTP/2 connection has its own, and a stage never reads another request's rules or report-only
-// denial back from state the connection shares.
+// budget and MCP stages, a wait on a question). Never kept on the connection: the streams of one
+// HTTP/2 connection are decided at once, each with its own, and a stage never reads another
+// request's rules or report-only denial back from state the connection shares.
 //
 // Worker thread only, as the session that owns it.
 #pragma once

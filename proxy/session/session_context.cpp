@@ -127,10 +127,12 @@ void SessionContext::record_end_without_request(rules::Reason reason, std::strin
 }
 
 void SessionContext::record_shutting_down(std::string_view method, std::string_view host,
-                                          std::uint16_t port) {
-  boost::system::error_code ignored;
-  client.close(ignored);
-  upstream.close(ignored);
+                                          std::uint16_t port, bool close) {
+  if (close) {
+    boost::system::error_code ignored;
+    client.close(ignored);
+    upstream.close(ignored);
+  }
   log::Record record;
   record.connection_id = id;
   record.client = client_address;

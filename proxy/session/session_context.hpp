@@ -103,8 +103,10 @@ struct SessionContext {
   // reason client-closed (a partial head), no-request, or shutting-down.
   void record_no_request(bool partial);
   // The line of a request that the drain ended before it was decided or connected: verdict
-  // "error", reason shutting-down. Closes both sockets.
-  void record_shutting_down(std::string_view method, std::string_view host, std::uint16_t port);
+  // "error", reason shutting-down. Closes both sockets, unless `close` is false: one stream of
+  // an HTTP/2 connection, whose other streams the drain ends each in its turn.
+  void record_shutting_down(std::string_view method, std::string_view host, std::uint16_t port,
+                            bool close = true);
   // The end line of a connection a reload closed (LiveConnection::revoked): verdict "deny",
   // outcome "revoked", the new rules' reason and rule; counted as a denial.
   // Host and port are the registered destination's.
