@@ -4,7 +4,7 @@
 Reads `perf report --stdio --no-children --sort dso,symbol -g none` output (as inspection.sh
 writes it) and sums the self-time percentages into the groups the inspection benchmark reports:
 the kernel, OpenSSL (libssl: the handshake and record layer; libcrypto: the arithmetic under
-it), the gate's certificate authority (minting and its cache), Asio, the gate's own parsing and
+it), nghttp2 (bench/e2e/http2.sh's profiles), the gate's certificate authority (minting and its cache), Asio, the gate's own parsing and
 policy, the C/C++ runtime (allocation, copies), and the rest. The C++ symbols are demangled by
 perf; the rules below match their namespaces.
 
@@ -18,6 +18,7 @@ RULES = [
     ("kernel", r"\[kernel", r""),
     ("OpenSSL libssl (handshake, records)", r"libssl", r""),
     ("OpenSSL libcrypto (EC, AES-GCM, SHA, X.509, ASN.1)", r"libcrypto", r""),
+    ("nghttp2 (HTTP/2 frames, HPACK)", r"libnghttp2", r""),
     ("certificate minting and cache (gate)", r"", r"certificate_authority|leaf_cache|mint"),
     ("Asio (reactor, handlers, TLS stream glue)", r"", r"boost::asio|asio::"),
     ("HTTP parsing, policy, log (gate)", r"", r"sandgate::|boost::beast|rules::"),

@@ -31,8 +31,8 @@ std::optional<command_line> parse_command_line(int argc, char** argv, int& exit_
       "sandgate-load: end-to-end load for CONNECT proxies on loopback.\n"
       "  sandgate-load origin --listen 127.0.0.1:0 --port-file F\n"
       "  sandgate-load run --proxy HOST:PORT|none --origin HOST:PORT "
-      "--workload setups|download|upload|idle|http|https-setups|https --concurrency N "
-      "--duration S [--ca-file F]\n"
+      "--workload setups|download|upload|idle|http|https-setups|https|h2|h2-hold|https-hold "
+      "--concurrency N [--streams M] --duration S [--ca-file F]\n"
       "  sandgate-load compare NAME=HOST:PORT [NAME=socks5://HOST:PORT ...] "
       "[--workload setups,download] [--concurrency 16] [--rounds 3]"};
   app.require_subcommand(1);
@@ -65,22 +65,31 @@ std::optional<command_line> parse_command_line(int argc, char** argv, int& exit_
   std::string origin_text;
   auto& r = line.run;
   const std::map<std::string, workload_kind> workloads{
-      {"setups", workload_kind::setups}, {"download", workload_kind::download},
-      {"upload", workload_kind::upload}, {"idle", workload_kind::idle},
-      {"http", workload_kind::http},     {"https-setups", workload_kind::https_setups},
-      {"https", workload_kind::https}};
+      {"setups", workload_kind::setups},   {"download", workload_kind::download},
+      {"upload", workload_kind::upload},   {"idle", workload_kind::idle},
+      {"http", workload_kind::http},       {"https-setups", workload_kind::https_setups},
+      {"https", workload_kind::https},     {"h2", workload_kind::h2},
+      {"h2-hold", workload_kind::h2_hold}, {"https-hold", workload_kind::https_hold}};
   auto* run = app.add_subcommand("run", "drive one workload and print its result");
   run->add_option("--proxy", proxy_text, "CONNECT proxy HOST:PORT, or none (straight to origin)")
       ->required();
   run->add_option("--origin", origin_text, "the sandgate-load origin's HOST:PORT")->required();
-  run->add_option("--workload", r.workload,
-                  "setups | download | upload | idle | http | https-setups | https")
+  run->add_option(
+         "--workload", r.workload,
+         "setups | download | upload | idle | http | https-setups | https | h2 | h2-hold | "
+         "https-hold")
       ->required()
       ->transform(CLI::CheckedTransformer(workloads, CLI::ignore_case));
   run->add_option("--concurrency", r.concurrency,
-                  "clients (setups, http) or tunnels (download, upload, idle)")
+                  "clients (setups, http) or tunnels (download, upload, idle) or connections "
+                  "(https, h2, h2-hold, https-hold)")
       ->check(CLI::Range(1u, 60000u))
       ->capture_default_str();
+  auto* streams = run->add_option("--streams", r.streams,
+                                  "h2: GETs in flight per connection; h2-hold, https-hold: "
+                                  "requests held open per connection (0: idle connections only)")
+                      ->check(CLI::Range(0u, 1000u))
+                      ->capture_default_str();
   run->add_option("--duration", r.duration_s, "seconds to run (idle: seconds to hold)")
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
@@ -93,7 +102,7 @@ std::optional<command_line> parse_command_line(int argc, char** argv, int& exit_
       ->check(CLI::Range(1u, cores))
       ->capture_default_str();
   run->add_option("--proxy-pid", r.proxy_pid,
-                  "the proxy's PID: idle samples its memory, the others its CPU time")
+                  "the proxy's PID: idle, *-hold sample its memory, the others its CPU time")
       ->check(CLI::Range(1, 1 << 30));
   run->add_option("--label", r.label, "name copied into the report (e.g. the target)");
   run->add_option("--connect-host", r.connect_host,
@@ -123,10 +132,12 @@ std::optional<command_line> parse_command_line(int argc, char** argv, int& exit_
   run->add_option("--chunk", r.chunk_bytes, "download read / upload write size, bytes")
       ->check(CLI::Range(std::size_t{1024}, std::size_t{16} << 20))
       ->capture_default_str();
-  run->add_option("--open-parallelism", r.open_parallelism, "idle: tunnels opened at once")
+  run->add_option("--open-parallelism", r.open_parallelism,
+                  "idle, *-hold: tunnels (connections) opened at once")
       ->check(CLI::Range(1u, 4096u))
       ->capture_default_str();
-  run->add_option("--settle", r.settle_s, "idle: seconds between last open and memory sample")
+  run->add_option("--settle", r.settle_s,
+                  "idle, *-hold: seconds between last open and each memory sample")
       ->check(CLI::Range(0.0, 60.0))
       ->capture_default_str();
 
@@ -229,11 +240,25 @@ std::optional<command_line> parse_command_line(int argc, char** argv, int& exit_
         r.proxy = endpoint_option("--proxy", proxy_text, false);
       }
       r.origin = endpoint_option("--origin", origin_text, false);
-      const bool https =
-          r.workload == workload_kind::https_setups || r.workload == workload_kind::https;
-      if (https && r.ca_file.empty()) {
-        throw CLI::ValidationError("--ca-file",
-                                   "the https workloads verify certificates: name the CA bundle");
+      const bool hold =
+          r.workload == workload_kind::h2_hold || r.workload == workload_kind::https_hold;
+      const bool streamed = r.workload == workload_kind::h2 || hold;
+      const bool tls = streamed || r.workload == workload_kind::https_setups ||
+                       r.workload == workload_kind::https;
+      if (tls && r.ca_file.empty()) {
+        throw CLI::ValidationError(
+            "--ca-file", "the https and h2 workloads verify certificates: name the CA bundle");
+      }
+      if (streams->count() > 0 && !streamed) {
+        throw CLI::ValidationError("--streams",
+                                   "only the h2, h2-hold and https-hold workloads have streams");
+      }
+      if (r.workload == workload_kind::https_hold && r.streams > 1) {
+        throw CLI::ValidationError("--streams",
+                                   "HTTP/1.1 holds at most 1 request per connection (https-hold)");
+      }
+      if (r.workload == workload_kind::h2 && r.streams == 0) {
+        throw CLI::ValidationError("--streams", "the h2 workload needs at least 1 stream");
       }
     }
   } catch (const CLI::ParseError& error) {

@@ -24,32 +24,13 @@
 namespace sandgate::load {
 namespace {
 
-const char* workload_name(workload_kind kind) {
-  switch (kind) {
-    case workload_kind::setups:
-      return "setups";
-    case workload_kind::download:
-      return "download";
-    case workload_kind::upload:
-      return "upload";
-    case workload_kind::idle:
-      return "idle";
-    case workload_kind::http:
-      return "http";
-    case workload_kind::https_setups:
-      return "https-setups";
-    case workload_kind::https:
-      return "https";
-  }
-  return "?";
-}
-
 const char* unit_of(workload_kind kind) {
   switch (kind) {
     case workload_kind::setups:
       return "setups/s";
     case workload_kind::http:
     case workload_kind::https:
+    case workload_kind::h2:
       return "requests/s";
     case workload_kind::https_setups:
       return "handshakes/s";

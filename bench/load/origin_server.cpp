@@ -21,8 +21,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
+#include "bench/load/h2_origin.hpp"
 #include "bench/load/loopback_endpoint.hpp"
 #include "bench/load/tls.hpp"
 
@@ -96,10 +98,24 @@ bool connection_says(std::string_view head, std::string_view word) {
   return false;
 }
 
+// "GET /hold": a response head promising a body that never comes, then nothing until the client
+// goes (a slow origin, for the hold workloads).
+template <typename Stream>
+asio::awaitable<void> hold_response(Stream& socket) {
+  static constexpr std::string_view head =
+      "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: "
+      "1048576\r\n\r\n";
+  auto [error, written] = co_await asio::async_write(socket, asio::buffer(head), use_tuple);
+  std::array<char, 512> ignored;
+  while (!error) {
+    std::tie(error, written) = co_await socket.async_read_some(asio::buffer(ignored), use_tuple);
+  }
+}
+
 // HTTP: answers each request head with a fixed-size body, "GET /N" -> N bytes of 'h' (at most
-// 64 KiB), keeping the connection alive the way HTTP/1.1 (or an HTTP/1.0 keep-alive) asks. Request
-// bodies are not expected (GET only) and not read. One buffer per connection. `Stream` is the
-// plain socket or the TLS stream over it.
+// 64 KiB; "GET /hold": hold_response), keeping the connection alive the way HTTP/1.1 (or an
+// HTTP/1.0 keep-alive) asks. Request bodies are not expected (GET only) and not read. One buffer
+// per connection. `Stream` is the plain socket or the TLS stream over it.
 template <typename Stream>
 asio::awaitable<void> serve_http(Stream& socket, std::string_view first_bytes) {
   std::string pending(first_bytes);
@@ -119,6 +135,10 @@ asio::awaitable<void> serve_http(Stream& socket, std::string_view first_bytes) {
       continue;
     }
     const std::string_view head(pending.data(), end + 4);
+    if (head.find(" /hold ") != std::string_view::npos) {
+      co_await hold_response(socket);
+      co_return;
+    }
     // The body size is the path's number: "GET /32 HTTP/1.1".
     std::size_t body = 0;
     const std::size_t slash = head.find(" /");
@@ -144,15 +164,20 @@ asio::awaitable<void> serve_http(Stream& socket, std::string_view first_bytes) {
   }
 }
 
-// A TLS session: the handshake, then HTTP inside it until the client goes. The client closes
-// without close_notify as often as with it, so the end is not checked.
+// A TLS session: the handshake, then HTTP/2 when the client chose h2 by ALPN, else HTTP/1.1,
+// until the client goes. The client closes without close_notify as often as with it, so the end
+// is not checked.
 asio::awaitable<void> serve_tls_http(tcp::socket& socket, std::shared_ptr<asio::ssl::context> tls) {
   tls_stream stream(socket, *tls);
   auto [error] = co_await stream.async_handshake(asio::ssl::stream_base::server, use_tuple);
   if (error) {
     co_return;
   }
-  co_await serve_http(stream, std::string_view());
+  if (chosen_protocol(stream.native_handle()) == "h2") {
+    co_await serve_h2(stream);
+  } else {
+    co_await serve_http(stream, std::string_view());
+  }
 }
 
 // One client connection: read the role byte (with whatever follows it), then serve that role.

@@ -5,7 +5,9 @@
 //   'u'  sink    reads and discards until EOF (upload)
 //   'G'  HTTP    "GET /N HTTP/1.x" requests answered with an N-byte body, kept alive (http)
 // With --tls-cert and --tls-key, a session whose first byte is a TLS handshake record (0x16) is
-// TLS: the origin completes the handshake and serves HTTP inside it (https, https-setups).
+// TLS: the origin completes the handshake and serves HTTP inside it (https, https-setups), or
+// HTTP/2 when the client chose h2 by ALPN (h2, h2-hold; h2_origin.hpp). "GET /hold", either way,
+// is answered with a head and a body that never comes (the hold workloads).
 // With --dns it also answers DNS queries over UDP on the same port: every name's A record is
 // 127.0.0.1 (and it has no AAAA), so a proxy pointed at it resolves --connect-host to the origin.
 #pragma once

@@ -72,16 +72,52 @@ void memory_object(json_line& json, const char* name, const std::optional<memory
       .close();
 }
 
-// (after - before) / tunnels, in KB; null when unmeasured. Signed: a proxy may trim its heap.
-void per_tunnel(json_line& json, const char* name, const run_result& r,
-                std::uint64_t memory_sample::*member) {
-  if (!r.memory_before || !r.memory_after || r.tunnels_open == 0) {
+// (after - before) / count, in KB; null when unmeasured. Signed: a proxy may trim its heap.
+void per_unit(json_line& json, const char* name, const std::optional<memory_sample>& before,
+              const std::optional<memory_sample>& after, std::uint64_t count,
+              std::uint64_t memory_sample::*member) {
+  if (!before || !after || count == 0) {
     json.null_field(name);
     return;
   }
-  const double delta =
-      static_cast<double>(*r.memory_after.*member) - static_cast<double>(*r.memory_before.*member);
-  json.field(name, delta / static_cast<double>(r.tunnels_open));
+  const double delta = static_cast<double>(*after.*member) - static_cast<double>(*before.*member);
+  json.field(name, delta / static_cast<double>(count));
+}
+
+void per_tunnel(json_line& json, const char* name, const run_result& r,
+                std::uint64_t memory_sample::*member) {
+  per_unit(json, name, r.memory_before, r.memory_after, r.tunnels_open, member);
+}
+
+// h2-hold: the proxy's memory per connection (before -> connections open) and per stream
+// (connections open -> streams held as well).
+void hold_fields(json_line& json, const run_result& r) {
+  json.field("connections_requested", r.tunnels_requested)
+      .field("connections_open", r.tunnels_open)
+      .field("connections_alive", r.tunnels_alive)
+      .field("streams_open", r.streams_open)
+      .field("open_s", r.open_s)
+      .field("proxy_pid", r.proxy_pid);
+  memory_object(json, "memory_before_kb", r.memory_before);
+  memory_object(json, "memory_connections_kb", r.memory_connections);
+  memory_object(json, "memory_after_kb", r.memory_after);
+  for (const auto& [kind, member] : {std::pair{"anon", &memory_sample::anonymous_kb},
+                                     std::pair{"rss", &memory_sample::rss_kb}}) {
+    per_unit(json, (std::string(kind) + "_kb_per_connection").c_str(), r.memory_before,
+             r.memory_connections, r.tunnels_open, member);
+    per_unit(json, (std::string(kind) + "_kb_per_stream").c_str(), r.memory_connections,
+             r.memory_after, r.streams_open, member);
+  }
+}
+
+// A memory delta per unit for the human line, 0 when unmeasured.
+double kb_per(const std::optional<memory_sample>& before, const std::optional<memory_sample>& after,
+              std::uint64_t count) {
+  if (!before || !after || count == 0) {
+    return 0.0;
+  }
+  return (static_cast<double>(after->anonymous_kb) - static_cast<double>(before->anonymous_kb)) /
+         static_cast<double>(count);
 }
 
 }  // namespace
@@ -112,12 +148,18 @@ std::string to_json(const run_result& r) {
     json.field("setups", r.ops).field("setups_per_s", headline_rate(r));
     latency_object(json, r.latency_ns);
     cpu_object(json, r);
-  } else if (r.workload == "http" || r.workload == "https") {
+  } else if (r.workload == "http" || r.workload == "https" || r.workload == "h2") {
     json.field("requests", r.ops)
         .field("requests_per_s", headline_rate(r))
         .field("connections", r.connections);
+    if (r.workload == "h2") {
+      json.field("streams", r.streams);
+    }
     latency_object(json, r.latency_ns);
     cpu_object(json, r);
+  } else if (r.workload == "h2-hold" || r.workload == "https-hold") {
+    json.field("streams", r.streams);
+    hold_fields(json, r);
   } else if (r.workload == "download" || r.workload == "upload") {
     json.field("tunnels", r.ops).field("bytes", r.bytes).field("gbit_per_s", headline_rate(r));
     cpu_object(json, r);
@@ -173,6 +215,26 @@ std::string to_human(const run_result& r) {
                   micros(r.latency_ns.value_at_percentile(50)) / 1000,
                   micros(r.latency_ns.value_at_percentile(99)) / 1000,
                   static_cast<unsigned long long>(r.connections));
+  } else if (r.workload == "h2") {
+    std::snprintf(line, sizeof line,
+                  "%-10s h2       c=%-5u x%-4u %9.0f requests/s  p50 %7.3f ms  p99 %7.3f ms  "
+                  "over %llu connections",
+                  name, r.concurrency, r.streams, headline_rate(r),
+                  micros(r.latency_ns.value_at_percentile(50)) / 1000,
+                  micros(r.latency_ns.value_at_percentile(99)) / 1000,
+                  static_cast<unsigned long long>(r.connections));
+  } else if (r.workload == "h2-hold" || r.workload == "https-hold") {
+    const bool measured = r.memory_before && r.memory_connections;
+    std::snprintf(line, sizeof line,
+                  "%-10s %-10s n=%-5llu open %llu in %.2f s, alive %llu, streams %llu; "
+                  "%s%.2f KB anon/connection, %.2f KB anon/stream",
+                  name, r.workload.c_str(), static_cast<unsigned long long>(r.tunnels_requested),
+                  static_cast<unsigned long long>(r.tunnels_open), r.open_s,
+                  static_cast<unsigned long long>(r.tunnels_alive),
+                  static_cast<unsigned long long>(r.streams_open),
+                  measured ? "" : "(no --proxy-pid) ",
+                  kb_per(r.memory_before, r.memory_connections, r.tunnels_open),
+                  kb_per(r.memory_connections, r.memory_after, r.streams_open));
   } else if (r.workload == "idle") {
     const bool measured = r.memory_before && r.memory_after && r.tunnels_open > 0;
     const double anon = measured ? (static_cast<double>(r.memory_after->anonymous_kb) -

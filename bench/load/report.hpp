@@ -17,11 +17,12 @@ namespace sandgate::load {
 struct run_result {
   // What ran.
   std::string label;         // free text from --label (compare.sh passes the target's name)
-  std::string workload;      // setups | download | upload | idle | http
+  std::string workload;      // setups | download | upload | idle | http | https... | h2 | h2-hold
   std::string connect_host;  // --connect-host, empty when the origin's address was used
   std::string proxy;         // HOST:PORT or "none"
   std::string origin;
-  unsigned concurrency = 0;
+  unsigned concurrency = 0;  // clients, tunnels or connections
+  unsigned streams = 0;      // h2, h2-hold: streams per connection (in flight, or held)
   unsigned threads = 1;
   double duration_s = 0;  // as asked
   double measured_s = 0;  // the window the rates are computed over (duration minus warm-up)
@@ -31,7 +32,7 @@ struct run_result {
   std::uint64_t ops = 0;
   std::uint64_t bytes = 0;  // payload bytes moved inside the window (download/upload)
   histogram latency_ns;     // setups: connect -> echo received; http: request -> whole response
-  std::uint64_t connections = 0;  // http: connections opened (1 per client when kept alive)
+  std::uint64_t connections = 0;  // http(s), h2: connections opened (1 per client when kept alive)
 
   // Timed workloads with --proxy-pid: the proxy's CPU time at the start and end of the window.
   std::optional<cpu_sample> cpu_before;
@@ -42,14 +43,17 @@ struct run_result {
   bool aborted = false;                         // stopped early because --max-errors was reached
   bool hard_stopped = false;  // the run overstayed its bound and was cut (a bug if ever seen)
 
-  // Idle.
+  // Idle and h2-hold (whose tunnels are HTTP/2 connections that carried one request).
   std::uint64_t tunnels_requested = 0;
   std::uint64_t tunnels_open = 0;   // established and echoed once
   std::uint64_t tunnels_alive = 0;  // still open (no EOF from the proxy) at the end of the hold
   double open_s = 0;                // time to open them all
   int proxy_pid = 0;
   std::optional<memory_sample> memory_before;
-  std::optional<memory_sample> memory_after;
+  // h2-hold: after the connections opened, before any stream was held.
+  std::optional<memory_sample> memory_connections;
+  std::optional<memory_sample> memory_after;  // idle: tunnels open; h2-hold: streams held too
+  std::uint64_t streams_open = 0;             // h2-hold: streams held (their heads came back)
 
   std::uint64_t error_total() const;
   // Adds another worker thread's counts into this one (same run, same window).

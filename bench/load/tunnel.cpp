@@ -34,18 +34,17 @@ std::string_view error_kind_name(error_kind kind) {
       return "mismatch";
     case error_kind::tls:
       return "tls";
+    case error_kind::alpn:
+      return "alpn";
   }
   return "unknown";
 }
 
-namespace {
-
-std::string authority_of(const asio::ip::tcp::endpoint& origin, const std::string& connect_host) {
+std::string origin_authority(const asio::ip::tcp::endpoint& origin,
+                             const std::string& connect_host) {
   return connect_host.empty() ? endpoint_text(origin)
                               : connect_host + ":" + std::to_string(origin.port());
 }
-
-}  // namespace
 
 route make_route(const std::optional<asio::ip::tcp::endpoint>& proxy,
                  const asio::ip::tcp::endpoint& origin, const std::string& connect_host,
@@ -69,13 +68,13 @@ route make_route(const std::optional<asio::ip::tcp::endpoint>& proxy,
     request += static_cast<char>(origin.port() & 0xff);
     return route{*proxy, request, true};
   }
-  const std::string authority = authority_of(origin, connect_host);
+  const std::string authority = origin_authority(origin, connect_host);
   return route{*proxy, "CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n"};
 }
 
 std::string make_http_request(bool through_proxy, const asio::ip::tcp::endpoint& origin,
                               const std::string& connect_host, std::size_t body_bytes) {
-  const std::string authority = authority_of(origin, connect_host);
+  const std::string authority = origin_authority(origin, connect_host);
   const std::string path = "/" + std::to_string(body_bytes);
   const std::string target = through_proxy ? "http://" + authority + path : path;
   // Nothing but what a minimal client (curl) sends: keep-alive is HTTP/1.1's default.

@@ -24,8 +24,9 @@ enum class error_kind {
   io,            // the established tunnel failed: read/write error or early EOF
   mismatch,      // the origin's echo differed from what was sent
   tls,           // the TLS handshake failed: certificate not verified, an alert, or a close
+  alpn,          // h2 workloads: the TLS handshake succeeded but the server did not choose h2
 };
-inline constexpr std::size_t error_kind_count = 9;
+inline constexpr std::size_t error_kind_count = 10;
 
 std::string_view error_kind_name(error_kind kind);
 
@@ -45,6 +46,10 @@ struct route {
 route make_route(const std::optional<boost::asio::ip::tcp::endpoint>& proxy,
                  const boost::asio::ip::tcp::endpoint& origin, const std::string& connect_host,
                  bool socks5 = false);
+
+// HOST:PORT as a request names the origin: `connect_host` when given, else its address.
+std::string origin_authority(const boost::asio::ip::tcp::endpoint& origin,
+                             const std::string& connect_host);
 
 // The plain-HTTP GET the `http` workload repeats on a kept-alive connection: absolute-form
 // (`GET http://HOST:PORT/N`) through a proxy, origin-form (`GET /N`) straight to the origin. The

@@ -1,5 +1,6 @@
-// The seven client workloads (see workloads.hpp). Each worker thread owns one io_context, one
-// run_state and its clients; threads share nothing until their results are merged at the end.
+// The client workloads (see workloads.hpp; h2 is in h2_client.cpp, the hold ones in hold.cpp).
+// Each worker thread owns one io_context, one run_state and its clients; threads share nothing
+// until their results are merged at the end.
 #include "bench/load/workloads.hpp"
 
 #include <sys/socket.h>
@@ -29,9 +30,13 @@
 #include <vector>
 
 #include "bench/load/client_slot.hpp"
+#include "bench/load/h2_client.hpp"
+#include "bench/load/hold.hpp"
+#include "bench/load/http1_exchange.hpp"
 #include "bench/load/loopback_endpoint.hpp"
 #include "bench/load/origin_server.hpp"
 #include "bench/load/process_memory.hpp"
+#include "bench/load/run_state.hpp"
 #include "bench/load/tls.hpp"
 #include "bench/load/tunnel.hpp"
 
@@ -43,56 +48,6 @@ using asio::ip::tcp;
 namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-constexpr auto error_backoff = std::chrono::milliseconds(10);
-
-steady::duration seconds(double s) {
-  return std::chrono::duration_cast<steady::duration>(std::chrono::duration<double>(s));
-}
-
-// Everything one worker thread's clients share; touched from that thread only.
-struct run_state {
-  run_options options;
-  route via;
-  steady::duration timeout{};
-  steady::time_point warmup_end;
-  steady::time_point run_end;
-  std::uint64_t max_errors = 0;
-  run_result result;
-  std::vector<std::shared_ptr<client_slot>> slots;
-  std::shared_ptr<const std::vector<char>> upload_chunk;
-  std::string http_request;  // http: the GET every client repeats
-  // https workloads: the clients' TLS context (shared by every worker thread), the name (or
-  // address) verified and sent as SNI, and the origin-form GET sent inside TLS.
-  std::shared_ptr<asio::ssl::context> tls;
-  std::string tls_host;
-  std::string https_request;
-
-  // Counts an error; past --max-errors, ends the run now so a dead target costs seconds, not
-  // the whole duration (each client also backs off 10 ms per error).
-  void count_error(error_kind kind, int status) {
-    ++result.errors[static_cast<std::size_t>(kind)];
-    if (kind == error_kind::refused) {
-      ++result.refused_status[status];
-    }
-    if (result.error_total() >= max_errors && !result.aborted) {
-      result.aborted = true;
-      run_end = steady::now();
-      for (auto& slot : slots) {
-        slot->close();
-      }
-    }
-  }
-};
-
-// The deadline for an operation starting now: its own timeout, never past the end of the run.
-steady::time_point deadline_from(const run_state& state, steady::time_point now) {
-  return std::min(now + state.timeout, state.run_end);
-}
-
-// Distinguishes a deadline (the watchdog closed the socket) from any other failure.
-error_kind failure(client_slot& slot, error_kind otherwise) {
-  return slot.take_timed_out() ? error_kind::timeout : otherwise;
-}
 
 // Payload for the echo: the role byte, then a pattern that differs per client so a proxy mixing
 // up tunnels shows up as `mismatch`.
@@ -148,12 +103,7 @@ asio::awaitable<void> setups_client(std::shared_ptr<client_slot> slot,
     slot->close();
 
     if (outcome == error_kind::none) {
-      // Counted by completion time, so the rate over the window is unbiased at both edges.
-      if (finished >= state->warmup_end && finished <= state->run_end) {
-        state->result.latency_ns.record(static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(finished - started).count()));
-        ++state->result.ops;
-      }
+      state->count_completion(started, finished);
       continue;
     }
     if (finished >= state->run_end) {
@@ -249,126 +199,6 @@ asio::awaitable<void> stream_client(std::shared_ptr<client_slot> slot,
 
 // ---- http ----
 
-bool equals_ignoring_case(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-bool contains_ignoring_case(std::string_view text, std::string_view word) {
-  for (std::size_t i = 0; i + word.size() <= text.size(); ++i) {
-    if (equals_ignoring_case(text.substr(i, word.size()), word)) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// What the http workload needs to know from a response head (which ends with the blank line).
-struct response_head {
-  int status = 0;
-  std::size_t content_length = 0;
-  bool close = false;  // the server closes the connection after this response
-};
-
-// False for what the tool cannot frame: no status line, no Content-Length, or a chunked body (the
-// origin always sends Content-Length, and no proxy here has a reason to re-frame it).
-bool parse_response_head(std::string_view head, response_head& out) {
-  out = {};
-  out.status = parse_http_status(head);
-  if (out.status == 0) {
-    return false;
-  }
-  const bool http10 = head.starts_with("HTTP/1.0");
-  bool keep_alive = false;
-  bool have_length = false;
-  std::size_t pos = head.find("\r\n") + 2;
-  while (pos < head.size()) {
-    const std::size_t end = head.find("\r\n", pos);
-    if (end == std::string_view::npos || end == pos) {
-      break;
-    }
-    const std::string_view line = head.substr(pos, end - pos);
-    pos = end + 2;
-    const std::size_t colon = line.find(':');
-    if (colon == std::string_view::npos) {
-      continue;
-    }
-    const std::string_view name = line.substr(0, colon);
-    std::string_view value = line.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
-      value.remove_prefix(1);
-    }
-    if (equals_ignoring_case(name, "content-length")) {
-      const auto [ptr, ec] =
-          std::from_chars(value.data(), value.data() + value.size(), out.content_length);
-      have_length = ec == std::errc{};
-    } else if (equals_ignoring_case(name, "transfer-encoding")) {
-      return false;
-    } else if (equals_ignoring_case(name, "connection")) {
-      out.close = out.close || contains_ignoring_case(value, "close");
-      keep_alive = keep_alive || contains_ignoring_case(value, "keep-alive");
-    }
-  }
-  // HTTP/1.0 closes unless it says keep-alive; HTTP/1.1 keeps alive unless it says close.
-  out.close = out.close || (http10 && !keep_alive);
-  return have_length;
-}
-
-// One request and its whole response on an open connection (`Stream`: the slot's socket, or a TLS
-// stream over it). `stale` is set when a kept-alive connection turns out to have been closed by
-// the server before it answered: the client then reconnects and asks again, which is what a real
-// client does and not the proxy's failure.
-template <typename Stream>
-asio::awaitable<error_kind> http_exchange(Stream& socket, client_slot& slot,
-                                          const std::string& request, std::string& buffer,
-                                          bool reused, int& status, bool& close_after,
-                                          bool& stale) {
-  buffer.clear();
-  auto [write_error, written] =
-      co_await asio::async_write(socket, asio::buffer(request), use_tuple);
-  if (write_error) {
-    if (slot.take_timed_out()) {
-      co_return error_kind::timeout;
-    }
-    stale = reused;
-    co_return stale ? error_kind::none : error_kind::io;
-  }
-  auto [read_error, head_size] = co_await asio::async_read_until(
-      socket, asio::dynamic_buffer(buffer, 64 * 1024), "\r\n\r\n", use_tuple);
-  if (read_error) {
-    if (slot.take_timed_out()) {
-      co_return error_kind::timeout;
-    }
-    stale = reused && buffer.empty();
-    co_return stale ? error_kind::none : error_kind::proxy_closed;
-  }
-  response_head head;
-  if (!parse_response_head(std::string_view(buffer).substr(0, head_size), head)) {
-    co_return error_kind::bad_response;
-  }
-  status = head.status;
-  if (head.status != 200) {
-    co_return error_kind::refused;
-  }
-  const std::size_t whole = head_size + head.content_length;
-  if (buffer.size() < whole) {
-    auto [body_error, n] =
-        co_await asio::async_read(socket, asio::dynamic_buffer(buffer),
-                                  asio::transfer_exactly(whole - buffer.size()), use_tuple);
-    if (body_error) {
-      co_return failure(slot, error_kind::io);
-    }
-  }
-  // Only one request is ever outstanding: anything past the response is a framing error.
-  if (buffer.size() != whole) {
-    co_return error_kind::bad_response;
-  }
-  close_after = head.close;
-  co_return error_kind::none;
-}
-
 // HTTP: one client's kept-alive connection (to the proxy, or straight to the origin) and its loop
 // of GET -> whole response. Latency runs from the request (or from the connect, when one was
 // needed) to the response's last byte.
@@ -414,11 +244,7 @@ asio::awaitable<void> http_client(std::shared_ptr<client_slot> slot,
         slot->close();
         connected = false;
       }
-      if (finished >= state->warmup_end && finished <= state->run_end) {
-        state->result.latency_ns.record(static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(finished - started).count()));
-        ++state->result.ops;
-      }
+      state->count_completion(started, finished);
       continue;
     }
     slot->close();
@@ -435,20 +261,6 @@ asio::awaitable<void> http_client(std::shared_ptr<client_slot> slot,
 }
 
 // ---- https ----
-
-// The client's TLS handshake on an open tunnel (or a direct connection), bounded by the slot's
-// deadline: SNI and the certificate verified for `host` against the --ca-file bundle.
-asio::awaitable<error_kind> tls_handshake(client_slot& slot, tls_stream& stream,
-                                          const std::string& host) {
-  if (!prepare_client_tls(stream, host)) {
-    co_return error_kind::tls;
-  }
-  auto [error] = co_await stream.async_handshake(asio::ssl::stream_base::client, use_tuple);
-  if (error) {
-    co_return failure(slot, error_kind::tls);
-  }
-  co_return error_kind::none;
-}
 
 // HTTPS setups: one client's loop of connect -> CONNECT -> TLS handshake -> one GET and its whole
 // response -> close, until the end of the run. Every handshake is a full one (no session is
@@ -474,7 +286,7 @@ asio::awaitable<void> https_setups_client(std::shared_ptr<client_slot> slot,
     error_kind outcome = co_await open_tunnel(*slot, state->via, head, status);
     if (outcome == error_kind::none) {
       tls_stream stream(slot->socket(), *state->tls);
-      outcome = co_await tls_handshake(*slot, stream, state->tls_host);
+      outcome = co_await client_tls_handshake(*slot, stream, state->tls_host);
       if (outcome == error_kind::none) {
         bool close_after = false;
         bool stale = false;
@@ -486,11 +298,7 @@ asio::awaitable<void> https_setups_client(std::shared_ptr<client_slot> slot,
     slot->close();
 
     if (outcome == error_kind::none) {
-      if (finished >= state->warmup_end && finished <= state->run_end) {
-        state->result.latency_ns.record(static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(finished - started).count()));
-        ++state->result.ops;
-      }
+      state->count_completion(started, finished);
       continue;
     }
     if (finished >= state->run_end) {
@@ -531,7 +339,7 @@ asio::awaitable<void> https_client(std::shared_ptr<client_slot> slot,
       outcome = co_await open_tunnel(*slot, state->via, head, status);
       if (outcome == error_kind::none) {
         stream = std::make_unique<tls_stream>(slot->socket(), *state->tls);
-        outcome = co_await tls_handshake(*slot, *stream, state->tls_host);
+        outcome = co_await client_tls_handshake(*slot, *stream, state->tls_host);
       }
       state->result.connections += outcome == error_kind::none ? 1 : 0;
     }
@@ -552,11 +360,7 @@ asio::awaitable<void> https_client(std::shared_ptr<client_slot> slot,
         slot->close();
         stream.reset();
       }
-      if (finished >= state->warmup_end && finished <= state->run_end) {
-        state->result.latency_ns.record(static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(finished - started).count()));
-        ++state->result.ops;
-      }
+      state->count_completion(started, finished);
       continue;
     }
     slot->close();
@@ -609,6 +413,8 @@ run_result run_timed_worker(const run_options& options,
       asio::co_spawn(context, https_setups_client(slot, state), asio::detached);
     } else if (options.workload == workload_kind::https) {
       asio::co_spawn(context, https_client(slot, state), asio::detached);
+    } else if (options.workload == workload_kind::h2) {
+      asio::co_spawn(context, h2_client(slot, state), asio::detached);
     } else {
       asio::co_spawn(context, stream_client(slot, state), asio::detached);
     }
@@ -633,7 +439,8 @@ run_result run_timed(const run_options& options) {
   // One client TLS context for every worker thread (OpenSSL's contexts are safe to share once
   // set up); made before the clock starts, since loading the bundle is not part of the load.
   std::shared_ptr<asio::ssl::context> tls;
-  if (options.workload == workload_kind::https_setups || options.workload == workload_kind::https) {
+  if (options.workload == workload_kind::https_setups || options.workload == workload_kind::https ||
+      options.workload == workload_kind::h2) {
     try {
       tls = make_client_tls_context(options.ca_file);
     } catch (const boost::system::system_error& error) {
@@ -834,6 +641,8 @@ run_result run_idle(const run_options& options) {
   return state->result;
 }
 
+}  // namespace
+
 const char* workload_name(workload_kind kind) {
   switch (kind) {
     case workload_kind::setups:
@@ -850,21 +659,29 @@ const char* workload_name(workload_kind kind) {
       return "https-setups";
     case workload_kind::https:
       return "https";
+    case workload_kind::h2:
+      return "h2";
+    case workload_kind::h2_hold:
+      return "h2-hold";
+    case workload_kind::https_hold:
+      return "https-hold";
   }
   return "unknown";
 }
 
-}  // namespace
-
 run_result run_workload(const run_options& options) {
   run_result result =
-      options.workload == workload_kind::idle ? run_idle(options) : run_timed(options);
+      options.workload == workload_kind::idle ? run_idle(options)
+      : options.workload == workload_kind::h2_hold || options.workload == workload_kind::https_hold
+          ? run_hold(options)
+          : run_timed(options);
   result.label = options.label;
   result.workload = workload_name(options.workload);
   result.proxy = options.proxy ? endpoint_text(*options.proxy) : "none";
   result.origin = endpoint_text(options.origin);
   result.connect_host = options.connect_host;
   result.concurrency = options.concurrency;
+  result.streams = options.workload == workload_kind::h2 ? options.streams : result.streams;
   result.duration_s = options.duration_s;
   return result;
 }

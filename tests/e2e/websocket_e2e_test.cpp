@@ -205,17 +205,23 @@ TEST_F(WebSocketTest, APingBetweenAMessagesFragmentsDoesNotLetTheRestOfAValueThr
   const auto received = client(*proxy, "api.origin.test", "secret-ping", splits);
   EXPECT_EQ(received.exit_code, 0) << received.output;
   EXPECT_EQ(received.output.find("RealToken"), std::string::npos) << received.output;
-  // What may show is what a form's beginning of under 40 bits tells (README: "What comes
-  // back"): "ghp_" and six more characters, and (the known gap the README states: a beginning
-  // that arrives in two pieces around the 40-bit mark) up to two more; from the ninth on, the
-  // sentinel's. Before the fix up to 29 came through. (Checked by position, not by searching for
-  // real characters: the sentinel's own character may be the same one, once in 62 runs.)
+  // What may show is what a form's beginning of under 40 bits tells (docs/secrets.md, "What
+  // comes back"): after the `ghp_` the sentinel keeps, at most six characters of the value's own
+  // where the sentinel's differ (35.7 bits; a seventh would make 41.7). Before the fix up to 29
+  // came through. (Counted by position: where the sentinel's character is the value's, it
+  // tells nothing.)
+  const std::string real = kToken;
   for (std::size_t cut = 6; cut + 1 < sentinel.size(); ++cut) {
     const std::string line = "message cut " + std::to_string(cut) + " ";
     const auto at = received.output.find(line);
     ASSERT_NE(at, std::string::npos) << cut << "\n" << received.output;
     const std::string value = received.output.substr(at + line.size(), sentinel.size());
-    EXPECT_EQ(value.substr(12), sentinel.substr(12)) << cut << "\n" << received.output;
+    std::size_t told = 0;
+    for (std::size_t k = 4; k < real.size(); ++k) {
+      told += value[k] == real[k] && real[k] != sentinel[k] ? 1 : 0;
+    }
+    EXPECT_LE(told, 6u) << cut << ": " << value << " (sentinel " << sentinel << ")\n"
+                        << received.output;
   }
 }
 

@@ -15,7 +15,8 @@ GET/POST /anything    200, the body lists the request line and every header fiel
                       reason and Link field, the 200's reason, a chunk extension, a trailer
 /sse?events=N&gap=MS  200 text/event-stream, chunked: N events MS milliseconds apart, each in a
                       chunk of its own and flushed, with the time it was sent (sent_us, the
-                      epoch in microseconds), the request's Authorization echoed in the last
+                      epoch in microseconds), the request's Authorization echoed in the last;
+                      &closing=1 sends one more event ("done") MS milliseconds after it
 /echo-header/NAME     200 with the request's NAME field sent back as the response's X-Echo field
 /redirect?to=URL      302 to URL
 /aws/...              an AWS endpoint: the request's SigV4 signature is checked with SECRET_KEY
@@ -168,6 +169,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 sent = int(time.time() * 1e6)
                 event = (f'event: delta\ndata: {{"index":{i},"sent_us":{sent},'
                          f'"text":"{text}"}}\n\n').encode()
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.flush()
+            if "closing" in query:
+                time.sleep(int(query.get("gap", ["300"])[0]) / 1000)
+                sent = int(time.time() * 1e6)
+                event = (f'event: done\ndata: {{"index":{events},"sent_us":{sent}}}\n\n').encode()
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -474,6 +475,57 @@ TEST(Redaction, AShortSecretKeepsAFixedWindow) {
   const std::string long_value = "ghp_Zq7VxK2mN9pLw4RtY8sB3cHd6FjGa1Ue5Xo0";
   const auto long_forms = redactions_of(long_value, make_sentinel(long_value, seeded(35)));
   EXPECT_TRUE(StreamRedaction(long_forms).streams());
+}
+
+// Whatever the pieces and pauses, an echo lets out at most the first kHoldBits of the secret
+// it spells: 20,000 random ways to cut a line holding the value (one to six cuts, a pause or
+// not after each piece); of the characters after the sentinel's kept `ghp_`, at most six (35.7
+// bits) may be the value's own where the sentinel's differ, never a seventh (41.7).
+TEST(Redaction, NoWayOfCuttingAnEchoLetsOutMoreThanItsFirstHoldBits) {
+  const std::string value = "ghp_Zq7VxK2mN9pLw4RtY8sB3cHd6FjGa1Ue5Xo0";
+  const std::string sentinel = make_sentinel(value, seeded(31));
+  const auto redactions = redactions_of(value, sentinel);
+  const std::string lead = "message cut 9 ";
+  const std::string body = lead + value + "\n";
+  std::mt19937 random(7);
+  for (int trial = 0; trial < 20000; ++trial) {
+    std::vector<std::size_t> cuts;
+    for (auto n = 1 + random() % 6; n > 0; --n) {
+      cuts.push_back(1 + random() % (body.size() - 1));
+    }
+    cuts.push_back(body.size());
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    const auto pauses = random();
+    StreamRedaction redaction(redactions);
+    std::vector<char> buffer(redaction.front_limit() + body.size());
+    std::string sent;
+    std::string how;  // the cuts, `p` after a pause
+    for (std::size_t i = 0, at = 0; i < cuts.size(); ++i) {
+      const std::size_t fresh = cuts[i] - at;
+      std::copy_n(body.data() + at, fresh, buffer.data() + redaction.carried());
+      at = cuts[i];
+      const auto ready = redaction.pass(buffer.data(), fresh, at == body.size());
+      sent.append(buffer.data() + ready.from, ready.size);
+      how += std::to_string(at);
+      if (at < body.size() && ((pauses >> i) & 1) != 0) {
+        const auto released = redaction.on_pause();
+        sent.append(buffer.data() + released.from, released.size);
+        how += "p";
+      }
+      how += " ";
+      redaction.to_front(buffer.data());
+    }
+    ASSERT_EQ(sent.size(), body.size()) << how;
+    std::size_t told = 0;  // characters of the value's own, where the sentinel's differ
+    for (std::size_t k = 4; k < value.size(); ++k) {
+      if (value[k] != sentinel[k]) {
+        ASSERT_TRUE(sent[lead.size() + k] == sentinel[k] || ++told <= 6) << how << "\n"
+                                                                         << sent << "\n"
+                                                                         << sentinel;
+      }
+    }
+  }
 }
 
 }  // namespace
