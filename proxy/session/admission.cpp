@@ -48,8 +48,9 @@ std::string Admission::note() const {
   return note;
 }
 
-asio::awaitable<Admission> decide_admission(SessionContext& context, std::string_view method,
-                                            const rules::Host& host, std::uint16_t port,
+asio::awaitable<Admission> decide_admission(SessionContext& context, DecisionState& decided,
+                                            std::string_view method, const rules::Host& host,
+                                            std::uint16_t port,
                                             std::optional<rules::Decision> answered) {
   const std::string display = host.display();
 
@@ -58,31 +59,31 @@ asio::awaitable<Admission> decide_admission(SessionContext& context, std::string
   // then decides nothing); while they still leave it to a person, the answer stands.
   Admission admission;
   for (;;) {
-    context.reported.reset();
-    admission.decision = context.policy->decide(host, port);
-    if (!admission.decision.ask || context.reports(admission.decision.reason)) {
+    decided.forget_reported();
+    admission.decision = decided.policy().decide(host, port);
+    if (!admission.decision.ask || decided.reports(admission.decision.reason)) {
       break;
     }
     if (answered) {
       admission.decision = *answered;
       break;
     }
-    answered = co_await ask_about(context, method, host, port);
+    answered = co_await ask_about(context, decided, method, host, port);
     if (!answered || !context.still_wanted(method, display, port)) {
       co_return over();
     }
-    if (context.policy == context.worker.policy) {
+    if (decided.current(context.worker)) {
       admission.decision = *answered;
       break;
     }
-    context.begin_request();
+    decided.take_current_policy(context.worker);
     if (withdrawn(*answered)) {
       answered.reset();  // nobody answered: the new rules decided it
     }
   }
-  if (!admission.decision.allowed() && !context.report_instead(admission.decision, host, port)) {
+  if (!admission.decision.allowed() && !decided.report_instead(admission.decision, host, port)) {
     co_return refused({admission.decision.reason,
-                       context.policy->explain(admission.decision, host, port),
+                       decided.policy().explain(admission.decision, host, port),
                        rules::rule_text(admission.decision)});
   }
   fault_point("admission-decided");
@@ -95,30 +96,31 @@ asio::awaitable<Admission> decide_admission(SessionContext& context, std::string
     }
     const launchdarkly::Answer& remote = *admission.remote;
     if (!remote.allowed) {
-      if (!context.reports(remote.reason)) {
+      if (!decided.reports(remote.reason)) {
         co_return refused({remote.reason, remote.detail + ".", remote_allowlist_rule(remote)});
       }
-      context.keep_reported(remote.reason, remote_allowlist_rule(remote), remote.detail + ".");
+      decided.keep_reported(remote.reason, remote_allowlist_rule(remote), remote.detail + ".");
     }
   }
   admission.status = Admission::Status::admitted;
   co_return admission;
 }
 
-asio::awaitable<void> connect_upstream(SessionContext& context, Admission& admission,
-                                       std::string_view method, const rules::Host& host,
-                                       std::uint16_t port, UpstreamUse use,
+asio::awaitable<void> connect_upstream(SessionContext& context, DecisionState& decided,
+                                       Admission& admission, std::string_view method,
+                                       const rules::Host& host, std::uint16_t port, UpstreamUse use,
                                        boost::beast::flat_buffer& from_parent) {
   // Through a parent the parent resolves the name: the address rules on it cannot run here.
   admission.use = use;
-  admission.parent = settings::parent_for(context.settings(), host, port);
+  admission.parent = settings::parent_for(decided.settings(), host, port);
   DialResult dial;
   if (admission.parent == nullptr) {
-    dial = co_await dial_upstream(context, host, port);
+    dial = co_await dial_upstream(context, decided, host, port);
   } else if (use == UpstreamUse::tunnel) {
-    dial = co_await connect_through_parent(context, *admission.parent, host, port, from_parent);
+    dial = co_await connect_through_parent(context, decided, *admission.parent, host, port,
+                                           from_parent);
   } else {
-    dial = co_await dial_parent(context, *admission.parent);
+    dial = co_await dial_parent(context, decided, *admission.parent);
   }
   if (!context.still_wanted(method, host.display(), port)) {
     admission = over();
@@ -134,12 +136,12 @@ asio::awaitable<void> connect_upstream(SessionContext& context, Admission& admis
   }
 }
 
-bool keep_open_upstream(SessionContext& context, Admission& admission, const rules::Host& host,
+bool keep_open_upstream(DecisionState& decided, Admission& admission, const rules::Host& host,
                         std::uint16_t port, const std::optional<rules::IpAddress>& dialled) {
   if (!dialled) {
     return true;
   }
-  auto refused_now = refuse_resolved(context, host.name, port, {*dialled});
+  auto refused_now = refuse_resolved(decided, host.name, port, {*dialled});
   if (!refused_now) {
     return true;
   }
@@ -164,10 +166,11 @@ BudgetCheck budget_refusal(budget::Stop stop, AskedForMore asked) {
 // Asks a person for more past `stop` (ask_for_more). Nothing when more was granted; otherwise
 // the check: over (the request ended while a person was asked) or the budget's refusal.
 asio::awaitable<std::optional<BudgetCheck>> ask_past(SessionContext& context,
+                                                     DecisionState& decided,
                                                      std::string_view method,
                                                      const rules::Host& host, std::uint16_t port,
                                                      budget::Stop stop) {
-  const AskedForMore asked = co_await ask_for_more(context, method, host, port, stop);
+  const AskedForMore asked = co_await ask_for_more(context, decided, method, host, port, stop);
   if (asked == AskedForMore::granted) {
     co_return std::nullopt;
   }
@@ -181,9 +184,9 @@ asio::awaitable<std::optional<BudgetCheck>> ask_past(SessionContext& context,
 
 // After the dial: every limit of the name and of the address dialled counts the connection or
 // request of `kind`. `spent_bytes`: a spent up or down limit that report-only mode let through.
-asio::awaitable<BudgetCheck> count_after_dial(SessionContext& context, std::string_view method,
-                                              rules::BudgetKind kind, const rules::Host& host,
-                                              std::uint16_t port,
+asio::awaitable<BudgetCheck> count_after_dial(SessionContext& context, DecisionState& decided,
+                                              std::string_view method, rules::BudgetKind kind,
+                                              const rules::Host& host, std::uint16_t port,
                                               budget::DestinationBudgets& budgets, bool enforce,
                                               std::optional<budget::Stop> spent_bytes) {
   std::optional<budget::Stop> stop = budgets.count_one(kind, enforce);
@@ -194,10 +197,10 @@ asio::awaitable<BudgetCheck> count_after_dial(SessionContext& context, std::stri
     co_return BudgetCheck{};
   }
   if (!enforce) {
-    context.keep_reported(rules::Reason::budget_exhausted, stop->rule, stop->sentence);
+    decided.keep_reported(rules::Reason::budget_exhausted, stop->rule, stop->sentence);
     co_return BudgetCheck{};
   }
-  if (auto settled = co_await ask_past(context, method, host, port, *stop)) {
+  if (auto settled = co_await ask_past(context, decided, method, host, port, *stop)) {
     co_return std::move(*settled);
   }
   stop = budgets.count_one(kind, true);
@@ -211,25 +214,25 @@ asio::awaitable<BudgetCheck> count_after_dial(SessionContext& context, std::stri
 // unknown, `count` false) the limits the destination's name matches are only looked at, so
 // that a spent one refuses (or asks) before anything is dialled; after it (`count` true) every
 // limit of the name and of the address dialled counts the connection or request.
-asio::awaitable<BudgetCheck> settle_budgets(SessionContext& context, std::string_view method,
-                                            rules::BudgetKind kind, const rules::Host& host,
-                                            std::uint16_t port,
+asio::awaitable<BudgetCheck> settle_budgets(SessionContext& context, DecisionState& decided,
+                                            std::string_view method, rules::BudgetKind kind,
+                                            const rules::Host& host, std::uint16_t port,
                                             std::optional<rules::IpAddress> dialled, bool count,
                                             const rules::Host* tls_name = nullptr) {
   budget::Ledger* ledger = context.worker.shared.budgets;
-  if (ledger == nullptr || context.policy->budgets().empty()) {
+  if (ledger == nullptr || decided.policy().budgets().empty()) {
     co_return BudgetCheck{};
   }
-  const bool enforce = !context.reports(rules::Reason::budget_exhausted);
+  const bool enforce = !decided.reports(rules::Reason::budget_exhausted);
   if (!count && !enforce) {
     co_return BudgetCheck{};  // report-only mode counts, and reports, after the dial
   }
-  budget::DestinationBudgets budgets(*ledger, context.policy->shared_budgets(), host, port, dialled,
-                                     tls_name);
+  budget::DestinationBudgets budgets(*ledger, decided.policy().shared_budgets(), host, port,
+                                     dialled, tls_name);
   if (tls_name != nullptr) {
     // Only what the name adds: host and the address dialled were counted before it was known.
-    budgets.drop_limits_of(
-        budget::DestinationBudgets(*ledger, context.policy->shared_budgets(), host, port, dialled));
+    budgets.drop_limits_of(budget::DestinationBudgets(*ledger, decided.policy().shared_budgets(),
+                                                      host, port, dialled));
   }
   // Bytes first: a destination whose upload or download budget is spent takes no new connection
   // or request (what a client sends with its request would leave before a relay counted it).
@@ -238,17 +241,17 @@ asio::awaitable<BudgetCheck> settle_budgets(SessionContext& context, std::string
     stop = budgets.spent(rules::BudgetKind::down);
   }
   if (stop && enforce) {
-    if (auto settled = co_await ask_past(context, method, host, port, *stop)) {
+    if (auto settled = co_await ask_past(context, decided, method, host, port, *stop)) {
       co_return std::move(*settled);
     }
   }
   if (count) {
-    co_return co_await count_after_dial(context, method, kind, host, port, budgets, enforce,
-                                        enforce ? std::nullopt : stop);
+    co_return co_await count_after_dial(context, decided, method, kind, host, port, budgets,
+                                        enforce, enforce ? std::nullopt : stop);
   }
   // A spent count refuses now, counting nothing: the count itself waits for the address.
   if (std::optional<budget::Stop> spent = budgets.spent(kind)) {
-    if (auto settled = co_await ask_past(context, method, host, port, *spent)) {
+    if (auto settled = co_await ask_past(context, decided, method, host, port, *spent)) {
       co_return std::move(*settled);
     }
   }
@@ -257,20 +260,18 @@ asio::awaitable<BudgetCheck> settle_budgets(SessionContext& context, std::string
 
 }  // namespace
 
-asio::awaitable<BudgetCheck> check_budgets_before_dial(SessionContext& context,
-                                                       std::string_view method,
-                                                       rules::BudgetKind kind,
-                                                       const rules::Host& host,
-                                                       std::uint16_t port) {
-  return settle_budgets(context, method, kind, host, port, std::nullopt, false);
+asio::awaitable<BudgetCheck> check_budgets_before_dial(
+    SessionContext& context, DecisionState& decided, std::string_view method,
+    rules::BudgetKind kind, const rules::Host& host, std::uint16_t port) {
+  return settle_budgets(context, decided, method, kind, host, port, std::nullopt, false);
 }
 
-asio::awaitable<BudgetCheck> count_against_budgets(SessionContext& context, std::string_view method,
-                                                   rules::BudgetKind kind, const rules::Host& host,
-                                                   std::uint16_t port,
+asio::awaitable<BudgetCheck> count_against_budgets(SessionContext& context, DecisionState& decided,
+                                                   std::string_view method, rules::BudgetKind kind,
+                                                   const rules::Host& host, std::uint16_t port,
                                                    std::optional<rules::IpAddress> dialled,
                                                    const rules::Host* tls_name) {
-  return settle_budgets(context, method, kind, host, port, dialled, true, tls_name);
+  return settle_budgets(context, decided, method, kind, host, port, dialled, true, tls_name);
 }
 
 bool BudgetCheck::apply_to(Admission& admission) {
@@ -425,10 +426,10 @@ std::optional<Unsettled> unsettled_method(const rules::RequestRules& rules, cons
 
 }  // namespace
 
-RequestJudgement judge_request(SessionContext& context, const rules::Host& host, std::uint16_t port,
+RequestJudgement judge_request(DecisionState& decided, const rules::Host& host, std::uint16_t port,
                                const RequestToJudge& request) {
   RequestJudgement judgement;
-  const rules::RequestRules& rules = context.policy->requests();
+  const rules::RequestRules& rules = decided.policy().requests();
   if (!rules.judges(host, port)) {
     return judgement;
   }
@@ -475,8 +476,8 @@ RequestJudgement judge_request(SessionContext& context, const rules::Host& host,
   if (!decisive->denied) {
     judgement.question = question_about(decisive->verdict, facts_for(request.method), *methods);
   }
-  if (context.reports(reason)) {
-    context.keep_reported(reason, std::move(rule), std::move(sentence));
+  if (decided.reports(reason)) {
+    decided.keep_reported(reason, std::move(rule), std::move(sentence));
     return judgement;
   }
   return refuse(reason, std::move(sentence), std::move(rule), DeniedAt::target);

@@ -47,15 +47,15 @@ rules::Decision denied(rules::Reason reason) {
 }
 
 // What the ask default gives when nobody answered (`reason`: ask-timeout, ask-unavailable).
-rules::Decision ask_default(const SessionContext& context, rules::Reason reason) {
-  return context.settings().ask_default_allow ? allowed_by_answer() : denied(reason);
+rules::Decision ask_default(const DecisionState& decided, rules::Reason reason) {
+  return decided.settings().ask_default_allow ? allowed_by_answer() : denied(reason);
 }
 
 // What a finished wait decides (the gate is not shutting down).
-rules::Decision decision_of(const SessionContext& context, const ask::Waiter& waiter,
+rules::Decision decision_of(const DecisionState& decided, const ask::Waiter& waiter,
                             bool timed_out) {
   if (timed_out || !waiter.result) {
-    return ask_default(context, rules::Reason::ask_timeout);
+    return ask_default(decided, rules::Reason::ask_timeout);
   }
   switch (waiter.result->outcome) {
     case ask::Outcome::allowed:
@@ -69,7 +69,7 @@ rules::Decision decision_of(const SessionContext& context, const ask::Waiter& wa
     case ask::Outcome::cancelled:
       break;
   }
-  return ask_default(context, rules::Reason::ask_unavailable);
+  return ask_default(decided, rules::Reason::ask_unavailable);
 }
 
 // How a wait for a person's answer ended.
@@ -78,70 +78,130 @@ enum class WaitEnd : std::uint8_t {
   timed_out,    // nobody answered within the ask timeout
   withdrawn,    // a reload's rules no longer leave it to a person
   client_left,  // the client left (logged, closed)
+  revoked,      // a reload closed the connection under a stream (the caller's line)
 };
 
-// The client left while its request waited: the question is left, the client closed and the
-// decision line written.
-void record_client_left(SessionContext& context, ask::QuestionBoard& board,
-                        const std::shared_ptr<ask::Waiter>& waiter, std::string_view method,
-                        const std::string& display, std::uint16_t port) {
+// The client left while its request waited: the question is left, the client closed (a
+// connection of its own; a stream's front ends the stream) and the request's one line written,
+// an end line (nothing was decided for it) counted as the client's leaving. `request`: the
+// question was about that request, which the line names.
+void record_client_left(SessionContext& context, const DecisionState& decided,
+                        ask::QuestionBoard& board, const std::shared_ptr<ask::Waiter>& waiter,
+                        std::string_view method, const std::string& display, std::uint16_t port,
+                        const ask::RequestQuestion* request) {
   waiter->wake = nullptr;
   board.leave(waiter, false);
-  boost::system::error_code ignored;
-  context.client.close(ignored);
-  const std::string detail = "the client left while its request waited for an answer about " +
-                             display + ":" + std::to_string(port) + ".";
+  if (decided.stream == nullptr) {
+    boost::system::error_code ignored;
+    context.client.close(ignored);
+  }
+  const bool reset = decided.stream != nullptr && decided.stream->reset();
+  const std::string asked =
+      request != nullptr && !request->budget ? " (" + request->request + ")" : std::string();
+  const std::string detail = std::string(reset ? "the client reset the stream of its request"
+                                               : "the client left while its request") +
+                             asked + " waited for an answer about " + display + ":" +
+                             std::to_string(port) + ".";
   log::Record line;  // views: `detail` must outlive the write
+  line.event = log::Record::Event::end;
   line.connection_id = context.id;
   line.client = context.client_address;
   line.method = method;
   line.host = display;
   line.port = port;
   line.detail = detail;
-  context.record_decision(line, rules::Reason::client_closed);
+  line.outcome = reset ? "reset" : "closed";
+  line.duration_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - decided.arrived)
+          .count();
+  record_late_denial(context.worker, line, rules::Reason::client_closed);
 }
 
-// Waits for the answer, the ask timeout, or the client leaving (its socket readable with nothing
-// to read). A client that sends bytes early is not watched further: they belong to the request,
-// and a readable socket would wake this loop at once again. A reload wakes it
+// What woke a wait.
+enum class Woken : std::uint8_t {
+  timer,        // `wake` fired or was woken (an answer, a reload, the drain)
+  early_bytes,  // the client sent bytes: they belong to the request, and the wait goes on
+  client_left,  // the client is gone
+};
+
+// Sleeps on `wake` until it fires or is woken, or the client leaves. A client with a connection
+// of its own is watched on its socket (readable with nothing to read); one that sends bytes
+// early is not watched further (`watch_client` cleared): a readable socket would wake this at
+// once again. A stream's front says when its client left (StreamDeparture), waking `wake`.
+asio::awaitable<Woken> sleep_until_woken(SessionContext& context, const DecisionState& decided,
+                                         asio::steady_timer& wake, bool& watch_client,
+                                         const ask::Waiter& waiter) {
+  if (decided.stream != nullptr) {
+    if (!decided.stream->left()) {
+      co_await wake.async_wait(use_tuple);
+    }
+    const bool left = decided.stream->left() && !waiter.result && !context.stopping();
+    co_return left ? Woken::client_left : Woken::timer;
+  }
+  if (!watch_client) {
+    co_await wake.async_wait(use_tuple);
+    co_return Woken::timer;
+  }
+  auto outcome = co_await (wake.async_wait(use_tuple) ||
+                           context.client.async_wait(tcp::socket::wait_read, use_tuple));
+  if (outcome.index() == 0 || waiter.result || context.stopping()) {
+    co_return Woken::timer;
+  }
+  if (client_left(context.client)) {
+    co_return Woken::client_left;
+  }
+  watch_client = false;
+  co_return Woken::early_bytes;
+}
+
+// Waits for the answer, the ask timeout, or the client leaving. A reload wakes it
 // (WorkerContext::asking): the question stands while the new rules still leave it to a person
 // (`asked_under`; the same deadline), otherwise it is withdrawn.
-asio::awaitable<WaitEnd> wait_for_answer(SessionContext& context, ask::QuestionBoard& board,
+asio::awaitable<WaitEnd> wait_for_answer(SessionContext& context, const DecisionState& decided,
+                                         ask::QuestionBoard& board,
                                          std::shared_ptr<ask::Waiter> waiter,
                                          std::string_view method, const std::string& display,
-                                         std::uint16_t port, const StillAsked& asked_under) {
+                                         std::uint16_t port, const ask::RequestQuestion* request,
+                                         const StillAsked& asked_under) {
   if (waiter->result) {
     co_return WaitEnd::answered;
   }
   asio::steady_timer wake(context.client.get_executor());
-  wake.expires_after(context.settings().ask_timeout);
+  wake.expires_after(decided.settings().ask_timeout);
   const auto deadline = wake.expiry();
   waiter->wake = &wake;
   struct Listed {
     std::vector<asio::steady_timer*>& asking;
     asio::steady_timer* timer;
-    ~Listed() { std::erase(asking, timer); }
-  } listed{context.worker.asking, &wake};
+    StreamDeparture* stream;
+    ~Listed() {
+      std::erase(asking, timer);
+      if (stream != nullptr) {
+        stream->watch(nullptr);
+      }
+    }
+  } listed{context.worker.asking, &wake, decided.stream};
   context.worker.asking.push_back(&wake);
+  if (decided.stream != nullptr) {
+    decided.stream->watch(&wake);
+  }
   const rules::Policy* seen = context.worker.policy.get();
   bool watch_client = true;
   bool withdrawn = false;
   for (;;) {
-    if (watch_client) {
-      auto outcome = co_await (wake.async_wait(use_tuple) ||
-                               context.client.async_wait(tcp::socket::wait_read, use_tuple));
-      if (outcome.index() == 1) {
-        if (!waiter->result && !context.stopping() && client_left(context.client)) {
-          record_client_left(context, board, waiter, method, display, port);
-          co_return WaitEnd::client_left;
-        }
-        if (!waiter->result && !context.stopping()) {
-          watch_client = false;
-          continue;
-        }
+    const Woken woken = co_await sleep_until_woken(context, decided, wake, watch_client, *waiter);
+    if (woken == Woken::early_bytes) {
+      continue;
+    }
+    if (woken == Woken::client_left) {
+      if (context.live.revoked) {
+        // The stream's connection was closed by a reload: not the client's leaving.
+        waiter->wake = nullptr;
+        board.leave(waiter, false);
+        co_return WaitEnd::revoked;
       }
-    } else {
-      co_await wake.async_wait(use_tuple);
+      record_client_left(context, decided, board, waiter, method, display, port, request);
+      co_return WaitEnd::client_left;
     }
     if (!waiter->result && !context.stopping() && context.worker.policy.get() != seen) {
       seen = context.worker.policy.get();
@@ -165,12 +225,13 @@ asio::awaitable<WaitEnd> wait_for_answer(SessionContext& context, ask::QuestionB
 }  // namespace
 
 asio::awaitable<std::optional<rules::Decision>> ask_about(
-    SessionContext& context, std::string_view method, const rules::Host& host, std::uint16_t port,
-    const ask::RequestQuestion* request, const StillAsked* still_asked) {
+    SessionContext& context, const DecisionState& decided, std::string_view method,
+    const rules::Host& host, std::uint16_t port, const ask::RequestQuestion* request,
+    const StillAsked* still_asked) {
   const std::string display = host.display();
   ask::QuestionBoard* board = context.worker.shared.questions;
   if (board == nullptr) {
-    co_return ask_default(context, rules::Reason::ask_unavailable);
+    co_return ask_default(decided, rules::Reason::ask_unavailable);
   }
   std::shared_ptr<ask::Waiter> waiter =
       board->ask(display, port, context.client.get_executor(), request);
@@ -189,17 +250,21 @@ asio::awaitable<std::optional<rules::Decision>> ask_about(
   };
 
   // 1. Wait for the answer, the ask timeout, or the client leaving.
-  const WaitEnd end =
-      co_await wait_for_answer(context, *board, waiter, method, display, port, asked_under);
+  const WaitEnd end = co_await wait_for_answer(context, decided, *board, waiter, method, display,
+                                               port, request, asked_under);
   if (end == WaitEnd::client_left) {
     co_return std::nullopt;
+  }
+  if (end == WaitEnd::revoked) {
+    co_return denied(rules::Reason::ask_unavailable);  // the caller's still_wanted() says why
   }
 
   // 2. What the answer (or its absence) means for this request. A budget's grant is applied by
   // the first of the question's waiters to come back allowed, once for the question.
   if (context.stopping() ||
       (waiter->result && waiter->result->outcome == ask::Outcome::cancelled)) {
-    context.record_shutting_down(method, display, port);
+    // (A stream's connection is left to the drain: its other streams end each on its own.)
+    context.record_shutting_down(method, display, port, decided.stream == nullptr);
     co_return std::nullopt;
   }
   if (end == WaitEnd::withdrawn) {
@@ -207,7 +272,7 @@ asio::awaitable<std::optional<rules::Decision>> ask_about(
     rules_decide.ask = true;  // no answer: the new rules (context.worker.policy) decide
     co_return rules_decide;
   }
-  const rules::Decision decision = decision_of(context, *waiter, end == WaitEnd::timed_out);
+  const rules::Decision decision = decision_of(decided, *waiter, end == WaitEnd::timed_out);
   if (decision.allowed() && waiter->grant) {
     waiter->grant->apply_once();
   }
@@ -222,10 +287,10 @@ ask::RequestQuestion budget_question(const budget::Stop& stop) {
   return question;
 }
 
-asio::awaitable<AskedForMore> ask_for_more(SessionContext& context, std::string_view method,
-                                           const rules::Host& host, std::uint16_t port,
-                                           const budget::Stop& stop) {
-  if (context.policy->options().unknown != rules::UnknownMode::ask ||
+asio::awaitable<AskedForMore> ask_for_more(SessionContext& context, const DecisionState& decided,
+                                           std::string_view method, const rules::Host& host,
+                                           std::uint16_t port, const budget::Stop& stop) {
+  if (decided.policy().options().unknown != rules::UnknownMode::ask ||
       context.worker.shared.questions == nullptr || !stop.account) {
     co_return AskedForMore::not_asked;
   }
@@ -234,7 +299,7 @@ asio::awaitable<AskedForMore> ask_for_more(SessionContext& context, std::string_
   // each then takes what it needs, and one it does not fit is stopped again.
   question.grant = [account = stop.account, amount = stop.amount] { account->grant(amount); };
   const std::optional<rules::Decision> answered =
-      co_await ask_about(context, method, host, port, &question);
+      co_await ask_about(context, decided, method, host, port, &question);
   if (!answered || !context.still_wanted(method, host.display(), port)) {
     co_return AskedForMore::over;
   }

@@ -11,6 +11,7 @@
 
 #include "proxy/ask/question_board.hpp"
 #include "proxy/budget/destination_budgets.hpp"
+#include "proxy/session/decision_state.hpp"
 #include "proxy/session/session_context.hpp"
 #include "rules/host.hpp"
 #include "rules/policy.hpp"
@@ -21,9 +22,14 @@ namespace sandgate::session {
 // host:port, proxy/ask/question_board.hpp) until a person answers, the ask timeout passes or the
 // drain begins, and returns the decision that gives: allowed (`answered` set), or a denial with
 // ask-denied, ask-timeout or ask-unavailable (an allow when the ask default is allow). Nothing
-// when the request is over instead: its client left, or the gate is shutting down; its line has
-// been written and the client closed. Completes on the session's worker; the drain (the board
-// closed, or the client socket closed at the deadline) ends the wait.
+// when the request is over instead: its client left (its one line an end line, outcome closed,
+// or reset for a stream its client reset; reason client-closed), or the gate is shutting down;
+// its line has been written and the client closed (a stream's client: its front ends the
+// stream). Completes on the session's worker; the drain (the board closed, or the client socket
+// closed at the deadline) ends the wait. The ask timeout and default are those of the settings
+// the request is `decided` with; a stream's client is watched through decided.stream, and a
+// reload that closes a stream's connection ends its wait with a denial the caller's
+// still_wanted() turns into the revocation's line.
 // `request`: the question is about that request (its method and path) rather than host:port.
 //
 // A reload while it waits: if the new rules decide what was asked (the destination's policy; for
@@ -33,8 +39,9 @@ namespace sandgate::session {
 // (withdrawn()): the caller decides it again by the rules now in force. Otherwise it waits on.
 using StillAsked = std::function<bool(const std::shared_ptr<const rules::Policy>&)>;
 boost::asio::awaitable<std::optional<rules::Decision>> ask_about(
-    SessionContext& context, std::string_view method, const rules::Host& host, std::uint16_t port,
-    const ask::RequestQuestion* request = nullptr, const StillAsked* still_asked = nullptr);
+    SessionContext& context, const DecisionState& decided, std::string_view method,
+    const rules::Host& host, std::uint16_t port, const ask::RequestQuestion* request = nullptr,
+    const StillAsked* still_asked = nullptr);
 
 // What ask_about returns when a reload's rules decided the question instead of a person.
 inline bool withdrawn(const rules::Decision& decision) {
@@ -54,8 +61,9 @@ ask::RequestQuestion budget_question(const budget::Stop& stop);
 // answer in time with an ask default of deny; not_asked: the gate does not ask (no
 // --unknown=ask, nobody to ask); over: the request ended while it waited (its line written).
 enum class AskedForMore : std::uint8_t { granted, refused, not_asked, over };
-boost::asio::awaitable<AskedForMore> ask_for_more(SessionContext& context, std::string_view method,
-                                                  const rules::Host& host, std::uint16_t port,
-                                                  const budget::Stop& stop);
+boost::asio::awaitable<AskedForMore> ask_for_more(SessionContext& context,
+                                                  const DecisionState& decided,
+                                                  std::string_view method, const rules::Host& host,
+                                                  std::uint16_t port, const budget::Stop& stop);
 
 }  // namespace sandgate::session

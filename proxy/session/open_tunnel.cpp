@@ -50,7 +50,7 @@ FirstBytes protocol_mismatch() {
 // What a complete read of the client's first bytes (`hello`) says about a tunnel to `host`: SSH
 // (the SSH rules decide), TLS with its server name held to the host asked for (an IP
 // destination's name still to be decided), or a protocol mismatch.
-FirstBytes judge_first_bytes(SessionContext& context, const rules::Host& host,
+FirstBytes judge_first_bytes(const DecisionState& decided, const rules::Host& host,
                              const rules::ClientHello& hello) {
   using Status = rules::ClientHello::Status;
   switch (hello.status) {
@@ -58,7 +58,7 @@ FirstBytes judge_first_bytes(SessionContext& context, const rules::Host& host,
       // SSH on a TLS port is still SSH: it reaches only git hosts.
       FirstBytes ssh;
       ssh.ssh = true;
-      ssh.decision = context.policy->decide_ssh(host);
+      ssh.decision = decided.policy().decide_ssh(host);
       return ssh;
     }
     case Status::tls: {
@@ -104,12 +104,14 @@ FirstBytes judge_first_bytes(SessionContext& context, const rules::Host& host,
 // Reads the client's first bytes (into `buffer`, which may already hold some) until they show
 // the protocol: TLS with its server name, SSH, or something else. Bounded in time, and in size by
 // the buffer's maximum: a ClientHello that does not fit is refused, never grown into.
-asio::awaitable<FirstBytes> inspect_first_bytes(SessionContext& context, const rules::Host& host,
+asio::awaitable<FirstBytes> inspect_first_bytes(SessionContext& context,
+                                                const DecisionState& decided,
+                                                const rules::Host& host,
                                                 boost::beast::flat_buffer& buffer) {
   using Status = rules::ClientHello::Status;
 
   asio::steady_timer timeout(context.client.get_executor());
-  timeout.expires_after(context.settings().head_timeout);
+  timeout.expires_after(decided.settings().head_timeout);
   rules::ClientHello hello;
   for (;;) {
     const auto bytes = buffer.data();
@@ -136,14 +138,15 @@ asio::awaitable<FirstBytes> inspect_first_bytes(SessionContext& context, const r
     buffer.commit(n);
   }
 
-  co_return judge_first_bytes(context, host, hello);
+  co_return judge_first_bytes(decided, host, hello);
 }
 
 // Feeds the client's bytes that came before the tunnel opened (in `buffer`) to `watch`, and
 // reads more only while the watch holds a prefix of an identification line ("SS"), within the
 // head timeout; a client that stops there is taken for SSH, the stricter reading. Undecided
 // (with nothing held) leaves the rest to the relay, which goes on watching from the same state.
-asio::awaitable<void> watch_early_bytes(SessionContext& context, boost::beast::flat_buffer& buffer,
+asio::awaitable<void> watch_early_bytes(SessionContext& context, const DecisionState& decided,
+                                        boost::beast::flat_buffer& buffer,
                                         rules::SshIdentificationWatch& watch) {
   using Verdict = rules::SshIdentificationWatch::Verdict;
   const auto text = [&buffer](std::size_t from) {
@@ -152,7 +155,7 @@ asio::awaitable<void> watch_early_bytes(SessionContext& context, boost::beast::f
   };
   watch.feed(text(0));
   asio::steady_timer timeout(context.client.get_executor());
-  timeout.expires_after(context.settings().head_timeout);
+  timeout.expires_after(decided.settings().head_timeout);
   while (watch.verdict() == Verdict::undecided && watch.hold() > 0) {
     const std::size_t room = buffer.max_size() - buffer.size();
     if (room == 0) {
@@ -179,9 +182,10 @@ asio::awaitable<void> watch_early_bytes(SessionContext& context, boost::beast::f
 
 // A tunnel between admission and its relay: what its steps share.
 struct TunnelSetup {
-  TunnelSetup(SessionContext& c, std::string_view m, const rules::Host& h, std::uint16_t p,
-              std::string address, std::string admission_note)
+  TunnelSetup(SessionContext& c, DecisionState& d, std::string_view m, const rules::Host& h,
+              std::uint16_t p, std::string address, std::string admission_note)
       : context(c),
+        decided(d),
         method(m),
         host(h),
         display(h.display()),
@@ -190,6 +194,7 @@ struct TunnelSetup {
         note(std::move(admission_note)) {}
 
   SessionContext& context;
+  DecisionState& decided;   // what the tunnel's request is decided with
   std::string_view method;  // the front end's, for the log
   const rules::Host& host;
   std::string display;  // host as the log names it
@@ -246,12 +251,12 @@ void deny_established(TunnelSetup& setup, rules::Reason reason, std::string_view
 // tunnel was denied (logged, closed).
 bool first_bytes_pass(TunnelSetup& setup, const rules::Decision& decision,
                       const rules::Host& judged) {
-  SessionContext& context = setup.context;
-  if (decision.allowed() || context.report_instead(decision, judged, setup.port)) {
+  DecisionState& decided = setup.decided;
+  if (decision.allowed() || decided.report_instead(decision, judged, setup.port)) {
     return true;
   }
   deny_established(setup, decision.reason, rules::rule_text(decision),
-                   context.policy->explain(decision, setup.host, setup.port));
+                   decided.policy().explain(decision, setup.host, setup.port));
   return false;
 }
 
@@ -274,12 +279,14 @@ asio::awaitable<void> pass_parent_bytes(TunnelSetup& setup) {
 // its address meets the name's budgets. False when the tunnel is over (denied: logged, closed).
 asio::awaitable<bool> decide_name_given(TunnelSetup& setup, const rules::Host& name) {
   SessionContext& context = setup.context;
+  DecisionState& decided = setup.decided;
   // (A denial report-only mode let through earlier stays the request's; decide_admission starts
   // its own.)
-  std::optional<Reported> earlier = std::move(context.reported);
-  Admission admission = co_await decide_admission(context, setup.method, name, setup.port);
+  const std::optional<Reported> earlier = decided.reported();
+  Admission admission = co_await decide_admission(context, decided, setup.method, name, setup.port);
   if (earlier) {
-    context.reported = std::move(earlier);
+    decided.forget_reported();
+    decided.keep_reported(earlier->reason, earlier->rule, earlier->sentence);
   }
   if (admission.status == Admission::Status::over) {
     co_return false;
@@ -291,7 +298,7 @@ asio::awaitable<bool> decide_name_given(TunnelSetup& setup, const rules::Host& n
   }
   setup.facts.tls_name_answered = admission.decision.answered;
   BudgetCheck counted =
-      co_await count_against_budgets(context, setup.method, rules::BudgetKind::connections,
+      co_await count_against_budgets(context, decided, setup.method, rules::BudgetKind::connections,
                                      setup.host, setup.port, setup.facts.dialled, &name);
   if (counted.over) {
     co_return false;
@@ -312,12 +319,13 @@ asio::awaitable<bool> decide_name_given(TunnelSetup& setup, const rules::Host& n
 // tunnel is over (denied, or the drain or a reload ended it; logged either way).
 asio::awaitable<bool> look_at_first_bytes(TunnelSetup& setup, boost::beast::flat_buffer& buffer) {
   SessionContext& context = setup.context;
-  const auto& tls_ports = context.settings().tls_ports;
+  const DecisionState& decided = setup.decided;
+  const auto& tls_ports = decided.settings().tls_ports;
   const bool tls_port =
-      context.settings().sni_check &&
+      decided.settings().sni_check &&
       std::find(tls_ports.begin(), tls_ports.end(), setup.port) != tls_ports.end();
   if (tls_port) {
-    const FirstBytes first = co_await inspect_first_bytes(context, setup.host, buffer);
+    const FirstBytes first = co_await inspect_first_bytes(context, decided, setup.host, buffer);
     if (!context.still_wanted(setup.method, setup.display, setup.port) ||
         !first_bytes_pass(setup, first.decision, first.tls_name.value_or(setup.host))) {
       co_return false;
@@ -335,13 +343,13 @@ asio::awaitable<bool> look_at_first_bytes(TunnelSetup& setup, boost::beast::flat
   }
   auto& watch = setup.ssh_watch.emplace();
   if (buffer.size() > 0) {
-    co_await watch_early_bytes(context, buffer, watch);
+    co_await watch_early_bytes(context, decided, buffer, watch);
     if (!context.still_wanted(setup.method, setup.display, setup.port)) {
       co_return false;
     }
   }
   if (watch.verdict() == rules::SshIdentificationWatch::Verdict::ssh) {
-    if (!first_bytes_pass(setup, context.policy->decide_ssh(setup.host), setup.host)) {
+    if (!first_bytes_pass(setup, decided.policy().decide_ssh(setup.host), setup.host)) {
       co_return false;
     }
     setup.facts.ssh = true;
@@ -355,7 +363,7 @@ asio::awaitable<bool> look_at_first_bytes(TunnelSetup& setup, boost::beast::flat
 // The tunnel's decision line: allowed, or (report-only mode) the first denial let through.
 void record_tunnel_decision(TunnelSetup& setup, const std::string& rule) {
   SessionContext& context = setup.context;
-  if (const auto& why = context.reported) {
+  if (const auto& why = setup.decided.reported()) {
     context.record_decision(connect_line(setup, setup.upstream_address, why->rule, why->sentence),
                             why->reason, false);
   } else {
@@ -371,6 +379,7 @@ void record_tunnel_decision(TunnelSetup& setup, const std::string& rule) {
 // its end line.
 asio::awaitable<void> hand_over(TunnelSetup& setup, boost::beast::flat_buffer& buffer) {
   SessionContext& context = setup.context;
+  const DecisionState& decided = setup.decided;
   co_await pass_parent_bytes(setup);
   if (!setup.write_error && buffer.size() > 0) {
     // These bytes leave before the relay counts anything: taken from the budgets first, and
@@ -378,11 +387,11 @@ asio::awaitable<void> hand_over(TunnelSetup& setup, boost::beast::flat_buffer& b
     std::size_t allowed = buffer.size();
     std::optional<budget::Stop> stop;
     if (budget::Ledger* ledger = context.worker.shared.budgets;
-        ledger != nullptr && !context.policy->budgets().empty()) {
-      budget::DestinationBudgets budgets(*ledger, context.policy->shared_budgets(), setup.host,
+        ledger != nullptr && !decided.policy().budgets().empty()) {
+      budget::DestinationBudgets budgets(*ledger, decided.policy().shared_budgets(), setup.host,
                                          setup.port, setup.facts.dialled,
                                          setup.facts.tls_name.get());
-      if (context.reports(rules::Reason::budget_exhausted)) {
+      if (decided.reports(rules::Reason::budget_exhausted)) {
         (void)budgets.charge(rules::BudgetKind::up, allowed);  // the relay reports a spent one
       } else {
         allowed = static_cast<std::size_t>(budgets.reserve(rules::BudgetKind::up, allowed));
@@ -441,9 +450,9 @@ asio::awaitable<void> hand_over(TunnelSetup& setup, boost::beast::flat_buffer& b
 
 // Whether tunnels to `port` have their first bytes looked at (a TLS port, with the SNI check on):
 // only those can be inspected.
-bool is_tls_port(SessionContext& context, std::uint16_t port) {
-  const auto& tls_ports = context.settings().tls_ports;
-  return context.settings().sni_check &&
+bool is_tls_port(const DecisionState& decided, std::uint16_t port) {
+  const auto& tls_ports = decided.settings().tls_ports;
+  return decided.settings().sni_check &&
          std::find(tls_ports.begin(), tls_ports.end(), port) != tls_ports.end();
 }
 
@@ -452,12 +461,12 @@ bool is_tls_port(SessionContext& context, std::uint16_t port) {
 // for a request decided with the worker's current rules and settings (the pool's connections
 // were made under those); the address it was dialled at is held to them again, as for a
 // kept-alive upstream. False when none was taken: the caller dials.
-bool take_idle_origin(SessionContext& context, Admission& admission, const rules::Host& host,
-                      std::uint16_t port) {
-  const rules::RequestRules& requests = context.policy->requests();
-  if (context.worker.shared.inspection == nullptr || host.is_ip() || !is_tls_port(context, port) ||
-      !requests.inspects(host, port) || context.policy != context.worker.policy ||
-      context.settings_snapshot != context.worker.settings) {
+bool take_idle_origin(SessionContext& context, DecisionState& decided, Admission& admission,
+                      const rules::Host& host, std::uint16_t port) {
+  const rules::RequestRules& requests = decided.policy().requests();
+  if (context.worker.shared.inspection == nullptr || host.is_ip() || !is_tls_port(decided, port) ||
+      !requests.inspects(host, port) || !decided.current(context.worker) ||
+      !decided.settings_current(context.worker)) {
     return false;
   }
   std::unique_ptr<SecuredOrigin> origin =
@@ -466,10 +475,10 @@ bool take_idle_origin(SessionContext& context, Admission& admission, const rules
     return false;
   }
   admission.use = UpstreamUse::tunnel;
-  admission.parent = settings::parent_for(context.settings(), host, port);
+  admission.parent = settings::parent_for(decided.settings(), host, port);
   admission.endpoint = origin->endpoint;
   admission.dialled = origin->dialled;
-  if (!keep_open_upstream(context, admission, host, port, origin->dialled)) {
+  if (!keep_open_upstream(decided, admission, host, port, origin->dialled)) {
     boost::system::error_code ignored;
     origin->socket.close(ignored);
     return true;
@@ -487,13 +496,14 @@ bool take_idle_origin(SessionContext& context, Admission& admission, const rules
 // at; the upstream (an idle one the worker's pool keeps, else a dial); and the connection counted
 // once the address is known (an entry for it counts names that lead there), before the client
 // hears the tunnel is up. `from_parent` receives what a parent sent behind its reply head.
-asio::awaitable<Admission> admit_tunnel(SessionContext& context, std::string_view method,
-                                        const rules::Host& host, std::uint16_t port,
+asio::awaitable<Admission> admit_tunnel(SessionContext& context, DecisionState& decided,
+                                        std::string_view method, const rules::Host& host,
+                                        std::uint16_t port,
                                         boost::beast::flat_buffer& from_parent) {
-  Admission admission = co_await decide_admission(context, method, host, port);
-  if (admission.admitted() && !is_tls_port(context, port) &&
-      !context.reports(rules::Reason::not_inspectable)) {
-    if (const SpliceBar bar = splice_bar(*context.policy, host, nullptr, port);
+  Admission admission = co_await decide_admission(context, decided, method, host, port);
+  if (admission.admitted() && !is_tls_port(decided, port) &&
+      !decided.reports(rules::Reason::not_inspectable)) {
+    if (const SpliceBar bar = splice_bar(decided.policy(), host, nullptr, port);
         bar != SpliceBar::none) {
       admission.status = Admission::Status::refused;
       admission.refusal = {rules::Reason::not_inspectable,
@@ -502,16 +512,16 @@ asio::awaitable<Admission> admit_tunnel(SessionContext& context, std::string_vie
   }
   if (admission.admitted()) {
     BudgetCheck spent = co_await check_budgets_before_dial(
-        context, method, rules::BudgetKind::connections, host, port);
+        context, decided, method, rules::BudgetKind::connections, host, port);
     spent.apply_to(admission);
   }
-  if (admission.admitted() && !take_idle_origin(context, admission, host, port)) {
-    co_await connect_upstream(context, admission, method, host, port, UpstreamUse::tunnel,
+  if (admission.admitted() && !take_idle_origin(context, decided, admission, host, port)) {
+    co_await connect_upstream(context, decided, admission, method, host, port, UpstreamUse::tunnel,
                               from_parent);
   }
   if (admission.admitted()) {
     BudgetCheck counted = co_await count_against_budgets(
-        context, method, rules::BudgetKind::connections, host, port, admission.dialled);
+        context, decided, method, rules::BudgetKind::connections, host, port, admission.dialled);
     if (!counted.apply_to(admission)) {
       boost::system::error_code ignored;
       context.upstream.close(ignored);  // dialled, and refused before anything was sent
@@ -529,7 +539,7 @@ asio::awaitable<bool> dial_instead_of_idle(TunnelSetup& setup, Admission& admiss
   boost::system::error_code ignored;
   context.upstream.close(ignored);
   context.secured_origin.reset();
-  co_await connect_upstream(context, admission, setup.method, setup.host, setup.port,
+  co_await connect_upstream(context, setup.decided, admission, setup.method, setup.host, setup.port,
                             UpstreamUse::tunnel, setup.from_parent);
   if (admission.refused()) {
     deny_established(setup, admission.refusal.reason, admission.refusal.rule,
@@ -551,9 +561,10 @@ asio::awaitable<bool> dial_instead_of_idle(TunnelSetup& setup, Admission& admiss
 // setup.facts.inspected.
 bool decide_inspection(TunnelSetup& setup) {
   SessionContext& context = setup.context;
+  DecisionState& decided = setup.decided;
   ConnectionFacts& facts = setup.facts;
   const rules::Host* tls_name = facts.tls_name.get();
-  const SpliceBar bar = splice_bar(*context.policy, facts.requested, tls_name, setup.port);
+  const SpliceBar bar = splice_bar(decided.policy(), facts.requested, tls_name, setup.port);
   // A nameless address is not inspected even when it could be: its requests would be judged as
   // the address, by no host's rules.
   const bool inspectable = setup.tls && !setup.write_error &&
@@ -561,16 +572,16 @@ bool decide_inspection(TunnelSetup& setup) {
                            bar != SpliceBar::nameless_address;
   facts.inspected =
       inspectable && (bar == SpliceBar::request_rules ||
-                      context.policy->requests().inspects(facts.served_host(), setup.port));
+                      decided.policy().requests().inspects(facts.served_host(), setup.port));
   if (facts.inspected || bar == SpliceBar::none) {
     return true;
   }
   const std::string sentence = splice_bar_sentence(bar, facts.requested, tls_name, setup.port);
-  if (!context.reports(rules::Reason::not_inspectable)) {
+  if (!decided.reports(rules::Reason::not_inspectable)) {
     deny_established(setup, rules::Reason::not_inspectable, {}, sentence);
     return false;
   }
-  context.keep_reported(rules::Reason::not_inspectable, {}, sentence);
+  decided.keep_reported(rules::Reason::not_inspectable, {}, sentence);
   return true;
 }
 
@@ -584,14 +595,13 @@ asio::awaitable<void> refuse_tunnel(SessionContext& context, const TunnelFrontEn
   co_await close_gracefully(context.client);
 }
 
-asio::awaitable<std::optional<ConnectionFacts>> open_tunnel(SessionContext& context,
-                                                            const TunnelFrontEnd& front,
-                                                            const rules::Host& host,
-                                                            std::uint16_t port,
-                                                            boost::beast::flat_buffer& buffer) {
+asio::awaitable<std::optional<ConnectionFacts>> open_tunnel(
+    SessionContext& context, DecisionState& decided, const TunnelFrontEnd& front,
+    const rules::Host& host, std::uint16_t port, boost::beast::flat_buffer& buffer) {
   // 2-4. The admission pipeline: the policy, a question, LaunchDarkly, the upstream.
   boost::beast::flat_buffer from_parent;  // the destination's first bytes, behind the parent's head
-  Admission admission = co_await admit_tunnel(context, front.method, host, port, from_parent);
+  Admission admission =
+      co_await admit_tunnel(context, decided, front.method, host, port, from_parent);
   if (admission.refused()) {
     co_await refuse_tunnel(context, front, host.display(), port, admission.refusal);
     co_return std::nullopt;
@@ -599,7 +609,7 @@ asio::awaitable<std::optional<ConnectionFacts>> open_tunnel(SessionContext& cont
   if (!admission.admitted()) {
     co_return std::nullopt;
   }
-  TunnelSetup setup(context, front.method, host, port, to_text(admission.endpoint),
+  TunnelSetup setup(context, decided, front.method, host, port, to_text(admission.endpoint),
                     admission.note());
   setup.facts.requested = host;
   setup.facts.port = port;
@@ -637,7 +647,7 @@ asio::awaitable<std::optional<ConnectionFacts>> open_tunnel(SessionContext& cont
 
   // 7. A reload while this tunnel was being set up: the rules now in force judge it again, as
   // they judged every tunnel already open. From here on a reload finds it registered.
-  if (auto revoked = context.register_destination(facts.destination(facts.dialled))) {
+  if (auto revoked = context.register_destination(decided, facts.destination(facts.dialled))) {
     deny_established(setup, revocation_reason(*revoked), revoked->rule, revoked->detail);
     co_return std::nullopt;
   }

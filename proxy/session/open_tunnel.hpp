@@ -17,6 +17,7 @@
 
 #include "proxy/session/admission.hpp"
 #include "proxy/session/connection_facts.hpp"
+#include "proxy/session/decision_state.hpp"
 #include "proxy/session/session_context.hpp"
 #include "proxy/session/wire/replies.hpp"
 #include "rules/host.hpp"
@@ -46,8 +47,9 @@ boost::asio::awaitable<void> refuse_tunnel(SessionContext& context, const Tunnel
 // Opens a tunnel to host:port, already parsed strictly, for a client that asked through
 // `front`: admit (admission.hpp: decide, ask, LaunchDarkly, dial), send success, inspect the first
 // bytes, register, log, and hand the sockets to a TunnelSession. `buffer` holds the client's bytes
-// that came after its request; they are the start of the tunnelled stream. The caller has called
-// context.begin_request() and forgotten any earlier destination (see handle_connect). Every
+// that came after its request; they are the start of the tunnelled stream. The caller made the
+// request's DecisionState (`decided`, which a reload during a wait renews) and forgot any earlier
+// destination (see handle_connect); the inspected connection's front reads it too. Every
 // refusal before success goes through `front`; one after it (SNI mismatch, SSH to a non-git
 // host, a reload) closes the connection, since the client already speaks its own protocol.
 // Returns nothing when the tunnel is done with (handed to the relay, or refused, or over; logged
@@ -59,7 +61,7 @@ boost::asio::awaitable<void> refuse_tunnel(SessionContext& context, const Tunnel
 // in force) and cannot be inspected (not a TLS port, not TLS, no inspection) is refused as
 // not-inspectable: its requests could not be judged.
 boost::asio::awaitable<std::optional<ConnectionFacts>> open_tunnel(
-    SessionContext& context, const TunnelFrontEnd& front, const rules::Host& host,
-    std::uint16_t port, boost::beast::flat_buffer& buffer);
+    SessionContext& context, DecisionState& decided, const TunnelFrontEnd& front,
+    const rules::Host& host, std::uint16_t port, boost::beast::flat_buffer& buffer);
 
 }  // namespace sandgate::session

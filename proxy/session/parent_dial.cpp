@@ -31,9 +31,10 @@ DialResult parent_failure(rules::Reason reason, std::string sentence,
 }
 
 // The TCP connection to the parent, its outcome not yet counted.
-asio::awaitable<DialResult> connect_to_parent(SessionContext& context,
+asio::awaitable<DialResult> connect_to_parent(SessionContext& context, DecisionState& decided,
                                               const parent::ParentAddress& parent) {
-  DialResult dial = co_await dial_upstream(context, parent.host, parent.port, AddressChecks::none);
+  DialResult dial =
+      co_await dial_upstream(context, decided, parent.host, parent.port, AddressChecks::none);
   if (!dial.connected) {
     // Whatever failed (its name, the connect, the timeout), it is the parent that is missing:
     // one reason for all of it, the sentence saying which.
@@ -96,21 +97,21 @@ asio::awaitable<ParentReply> read_parent_reply(SessionContext& context,
 
 }  // namespace
 
-asio::awaitable<DialResult> dial_parent(SessionContext& context,
+asio::awaitable<DialResult> dial_parent(SessionContext& context, DecisionState& decided,
                                         const parent::ParentAddress& parent) {
-  DialResult dial = co_await connect_to_parent(context, parent);
+  DialResult dial = co_await connect_to_parent(context, decided, parent);
   context.worker.metrics.count_parent_dial(dial.connected ? ParentDial::connected
                                                           : ParentDial::unreachable);
   co_return dial;
 }
 
-asio::awaitable<DialResult> connect_through_parent(SessionContext& context,
+asio::awaitable<DialResult> connect_through_parent(SessionContext& context, DecisionState& decided,
                                                    const parent::ParentAddress& parent,
                                                    const rules::Host& host, std::uint16_t port,
                                                    boost::beast::flat_buffer& from_parent) {
   auto& metrics = context.worker.metrics;
   // 1. The parent itself.
-  DialResult dial = co_await connect_to_parent(context, parent);
+  DialResult dial = co_await connect_to_parent(context, decided, parent);
   if (!dial.connected) {
     metrics.count_parent_dial(ParentDial::unreachable);
     co_return dial;
@@ -127,7 +128,7 @@ asio::awaitable<DialResult> connect_through_parent(SessionContext& context,
 
   // 2. The CONNECT, and the reply head within one deadline: the parent resolves the name and
   // connects in that time, so it gets the gate's own budget for both.
-  const settings::Settings& settings = context.settings();
+  const settings::Settings& settings = decided.settings();
   const auto budget = settings.connect_timeout + settings.dns_timeout;
   asio::steady_timer deadline(context.client.get_executor());
   deadline.expires_after(budget);

@@ -25,9 +25,10 @@
 namespace sandgate::session {
 
 // Connects `context.upstream` to the parent itself (its name resolved by the gate's resolver,
-// its addresses not held to the policy: the operator named it), within the connect timeout.
+// its addresses not held to the policy: the operator named it), within the connect timeout of
+// the settings the request is `decided` with (and its credentials, for CONNECT).
 // Failures are parent-unreachable. For plain HTTP, which is then sent in absolute form.
-boost::asio::awaitable<DialResult> dial_parent(SessionContext& context,
+boost::asio::awaitable<DialResult> dial_parent(SessionContext& context, DecisionState& decided,
                                                const parent::ParentAddress& parent);
 
 // dial_parent(), then CONNECT host:port and the parent's reply head, which must arrive within
@@ -36,11 +37,9 @@ boost::asio::awaitable<DialResult> dial_parent(SessionContext& context,
 // none). Otherwise parent-refused (a non-2xx: its status and reason phrase in the sentence) or
 // parent-unreachable (no connection, the parent closed, a malformed or overlong head, a
 // timeout), with context.upstream closed. Counts the dial's outcome in the worker's metrics.
-boost::asio::awaitable<DialResult> connect_through_parent(SessionContext& context,
-                                                          const parent::ParentAddress& parent,
-                                                          const rules::Host& host,
-                                                          std::uint16_t port,
-                                                          boost::beast::flat_buffer& from_parent);
+boost::asio::awaitable<DialResult> connect_through_parent(
+    SessionContext& context, DecisionState& decided, const parent::ParentAddress& parent,
+    const rules::Host& host, std::uint16_t port, boost::beast::flat_buffer& from_parent);
 
 // Why a connection the gate inspects is refused (reason bad-response) when the parent passed
 // `count` bytes behind its 2xx head: the origin of a connection the gate secures speaks only

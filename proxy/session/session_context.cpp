@@ -11,7 +11,6 @@ SessionContext::SessionContext(WorkerContext& w, boost::asio::ip::tcp::socket so
       upstream(client.get_executor()),
       id(w.shared.next_connection_id.fetch_add(1, std::memory_order_relaxed)),
       client_address(std::move(address)),
-      policy(w.policy),
       settings_snapshot(w.settings) {
   if (client_address.empty()) {
     boost::system::error_code ec;
@@ -51,22 +50,6 @@ void SessionContext::record_decision(log::Record record, rules::Reason reason, b
   }
 }
 
-bool SessionContext::report_instead(const rules::Decision& decision, const rules::Host& host,
-                                    std::uint16_t port) {
-  if (decision.allowed() || !reports(decision.reason) ||
-      policy->enforced_anyway(host, port).has_value()) {
-    return false;
-  }
-  keep_reported(decision.reason, rules::rule_text(decision), policy->explain(decision, host, port));
-  return true;
-}
-
-void SessionContext::keep_reported(rules::Reason reason, std::string rule, std::string sentence) {
-  if (!reported) {
-    reported = Reported{reason, std::move(rule), std::move(sentence)};
-  }
-}
-
 void SessionContext::record_end(const log::Record& end) {
   log().write(end);
   worker.metrics.bytes_up.add(end.bytes_up);
@@ -82,15 +65,16 @@ void SessionContext::record_internal_error(std::string_view what) {
   record_end_without_request(rules::Reason::internal_error, "error", detail);
 }
 
-std::optional<Revocation> SessionContext::register_destination(Destination destination) {
-  if (settings().revoke_on_reload && worker.policy != policy) {
+std::optional<Revocation> SessionContext::register_destination(DecisionState& decided,
+                                                               Destination destination) {
+  if (decided.settings().revoke_on_reload && !decided.current(worker)) {
     if (auto revocation = judge_again(*worker.policy, destination)) {
       const rules::Reason reason = revocation_reason(*revocation);
-      if (!reports(reason)) {
+      if (!decided.reports(reason)) {
         return revocation;
       }
       // Report-only mode: the request goes on, its decision line says would-deny.
-      keep_reported(reason, std::move(revocation->rule), std::move(revocation->detail));
+      decided.keep_reported(reason, std::move(revocation->rule), std::move(revocation->detail));
     }
   }
   live.destination = std::move(destination);
@@ -143,10 +127,12 @@ void SessionContext::record_end_without_request(rules::Reason reason, std::strin
 }
 
 void SessionContext::record_shutting_down(std::string_view method, std::string_view host,
-                                          std::uint16_t port) {
-  boost::system::error_code ignored;
-  client.close(ignored);
-  upstream.close(ignored);
+                                          std::uint16_t port, bool close) {
+  if (close) {
+    boost::system::error_code ignored;
+    client.close(ignored);
+    upstream.close(ignored);
+  }
   log::Record record;
   record.connection_id = id;
   record.client = client_address;

@@ -1,5 +1,6 @@
-// What one client connection's handlers share: its socket, identity, the worker it runs on and
-// the policy snapshot taken when it arrived.
+// What one client connection's handlers share: its sockets, identity, the worker it runs on, its
+// registration for reloads and the settings its heads are read with. What a request is decided
+// with is the request's own (decision_state.hpp), never the connection's.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "proxy/log/decision_log.hpp"
+#include "proxy/session/decision_state.hpp"
 #include "proxy/session/wire/byte_stream.hpp"
 #include "proxy/session/worker_context.hpp"
 #include "rules/policy.hpp"
@@ -18,14 +20,6 @@
 namespace sandgate::session {
 
 struct SecuredOrigin;
-
-// Report-only mode (SANDGATE_ENFORCE=false): a policy denial that was logged and let through.
-// A request keeps the first one it met; its decision line is then `would-deny` with it.
-struct Reported {
-  rules::Reason reason = rules::Reason::allowed;
-  std::string rule;
-  std::string sentence;
-};
 
 struct SessionContext {
   // `client_address`: how the log names the client, when the caller knows it (the address
@@ -50,22 +44,16 @@ struct SessionContext {
   std::unique_ptr<SecuredOrigin> secured_origin;
   std::uint64_t id;
   std::string client_address;  // "127.0.0.1:50312", for the log
-  // The snapshot the request being served is decided with: every request (each of a kept-alive
-  // connection, and a CONNECT after them) takes the worker's current one when it arrives, by
-  // begin_request(), and decides all of its steps with it.
-  std::shared_ptr<const rules::Policy> policy;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   LiveConnection live;
   // Set when an established tunnel took over the sockets and the connection's count.
   bool handed_off = false;
-  // The settings snapshot; see settings().
+  // The settings the connection's heads are read and admitted with; see settings().
   std::shared_ptr<const settings::Settings> settings_snapshot;
 
-  // Takes the worker's current policy for the request whose head has just been read and
-  // authorised. Its settings were taken when that head arrived (at accept for the first request,
-  // by take_current_settings() for a later one), so the token that admitted the request and the
-  // settings all of its steps are decided with are the same.
-  void begin_request() { policy = worker.policy; }
+  // The request arriving now on this connection, whose head has just been read and authorised:
+  // decided with the worker's current policy and the settings its head came under.
+  DecisionState arriving_request() const { return DecisionState(worker, settings_snapshot); }
   // For a later request of a kept-alive connection: the worker's current settings (a reload may
   // have changed the token, head timeout, SNI check, ...). Taken before its head is waited for
   // (the head timeout) and again once the head is here, before the token is checked: without
@@ -73,10 +61,12 @@ struct SessionContext {
   // reload replaced.
   void take_current_settings() { settings_snapshot = worker.settings; }
   // Registers where the connection now leads, for reloads to judge; first judges it with the
-  // rules in force now if a reload came while the request was being set up (its waits for
-  // LaunchDarkly, DNS or the connect). Returns the revocation when those rules deny it; then
-  // nothing is registered and the caller refuses the request.
-  std::optional<Revocation> register_destination(Destination destination);
+  // rules in force now if a reload came while the request (`decided`: what it was decided with)
+  // was being set up (its waits for LaunchDarkly, DNS or the connect). Returns the revocation
+  // when those rules deny it; then nothing is registered and the caller refuses the request.
+  // Report-only mode keeps the denial in `decided` instead. The streams of an HTTP/2 connection
+  // all lead to its one origin: each registers it again.
+  std::optional<Revocation> register_destination(DecisionState& decided, Destination destination);
   // After a wait: true when the connection can go on. Otherwise the drain or a reload closed it
   // while it waited, and the line saying so has been written (shutting-down, or revoked).
   bool still_wanted(std::string_view method, std::string_view host, std::uint16_t port);
@@ -88,9 +78,9 @@ struct SessionContext {
   // starting anything new (its sockets have been closed).
   bool stopping() const { return worker.stopping; }
 
-  // The settings the request being served started with (token, timeouts, SNI check, ...): a
-  // reload posts new ones to the worker, which the next request takes in
-  // take_current_settings().
+  // The settings the connection's current head was read and admitted with (token, head timeout,
+  // idle timeout): a reload posts new ones to the worker, which the next head takes in
+  // take_current_settings(). A request's stages read its DecisionState's instead.
   const settings::Settings& settings() const { return *settings_snapshot; }
   log::DecisionLog& log() const { return worker.shared.log; }
   double elapsed_ms() const;
@@ -101,20 +91,6 @@ struct SessionContext {
   // verdict `would-deny`. Every handler's decision goes through here.
   void record_decision(log::Record record, rules::Reason reason, bool enforced = true);
 
-  // Report-only mode: true when a denial for `reason` is to be logged as would-deny and the
-  // request let through (the request's settings say enforce=false and the reason is one of
-  // rules::kReportableReasons).
-  bool reports(rules::Reason reason) const {
-    return !settings().enforce && rules::reportable(reason);
-  }
-  // Report-only mode, for a denial of the policy: true when it is reported, not enforced, which
-  // also needs that no rule report-only mode keeps denies host:port (Policy::enforced_anyway).
-  // Then the first such denial of the request is kept in `reported`.
-  bool report_instead(const rules::Decision& decision, const rules::Host& host, std::uint16_t port);
-  // Keeps the first reported denial of the request (report-only mode).
-  void keep_reported(rules::Reason reason, std::string rule, std::string sentence);
-  // The request's report-only denial, if any: its decision line is `would-deny` with it.
-  std::optional<Reported> reported;
   // Writes an end line to the log and counts its bytes. Its verdict and reason are the caller's
   // (an end line repeats its request's verdict).
   void record_end(const log::Record& end);
@@ -127,8 +103,10 @@ struct SessionContext {
   // reason client-closed (a partial head), no-request, or shutting-down.
   void record_no_request(bool partial);
   // The line of a request that the drain ended before it was decided or connected: verdict
-  // "error", reason shutting-down. Closes both sockets.
-  void record_shutting_down(std::string_view method, std::string_view host, std::uint16_t port);
+  // "error", reason shutting-down. Closes both sockets, unless `close` is false: one stream of
+  // an HTTP/2 connection, whose other streams the drain ends each in its turn.
+  void record_shutting_down(std::string_view method, std::string_view host, std::uint16_t port,
+                            bool close = true);
   // The end line of a connection a reload closed (LiveConnection::revoked): verdict "deny",
   // outcome "revoked", the new rules' reason and rule; counted as a denial.
   // Host and port are the registered destination's.

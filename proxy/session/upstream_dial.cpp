@@ -149,12 +149,13 @@ DialResult connect_failure(const std::string& target, const tcp::endpoint& last_
 }
 
 // Connects context.upstream to the checked addresses in order, within one overall deadline.
-asio::awaitable<DialResult> connect_in_order(SessionContext& context, const std::string& target,
+asio::awaitable<DialResult> connect_in_order(SessionContext& context, const DecisionState& decided,
+                                             const std::string& target,
                                              const std::vector<asio::ip::address>& addresses,
                                              std::uint16_t port) {
   const auto connect_started = std::chrono::steady_clock::now();
   asio::steady_timer deadline(context.client.get_executor());
-  deadline.expires_after(context.settings().connect_timeout);
+  deadline.expires_after(decided.settings().connect_timeout);
   boost::system::error_code last_error = asio::error::host_not_found;
   tcp::endpoint last_endpoint;
   for (const auto& address : addresses) {
@@ -204,22 +205,22 @@ asio::awaitable<DialResult> connect_in_order(SessionContext& context, const std:
 
 }  // namespace
 
-std::optional<DialResult> refuse_resolved(SessionContext& context, const std::string& name,
+std::optional<DialResult> refuse_resolved(DecisionState& decided, const std::string& name,
                                           std::uint16_t port,
                                           const std::vector<rules::IpAddress>& addresses) {
   for (const rules::IpAddress& checked : addresses) {
-    const rules::Decision decision = context.policy->decide_resolved(checked, port);
+    const rules::Decision decision = decided.policy().decide_resolved(checked, port);
     if (decision.allowed()) {
       continue;
     }
     rules::Host as_host{checked.is_v4() ? rules::HostKind::ipv4 : rules::HostKind::ipv6,
                         checked.to_string(), checked};
     std::string sentence = name + " resolves to " + checked.to_string() + ": " +
-                           context.policy->explain(decision, as_host, port);
-    if (context.reports(decision.reason)) {
+                           decided.policy().explain(decision, as_host, port);
+    if (decided.reports(decision.reason)) {
       // Report-only mode: a private or blocklisted answer is logged as would-deny and dialled;
       // loopback, metadata and reserved answers are never reportable.
-      context.keep_reported(decision.reason, rules::rule_text(decision), std::move(sentence));
+      decided.keep_reported(decision.reason, rules::rule_text(decision), std::move(sentence));
       continue;
     }
     DialResult refused = failure(decision.reason, std::move(sentence));
@@ -229,8 +230,9 @@ std::optional<DialResult> refuse_resolved(SessionContext& context, const std::st
   return std::nullopt;
 }
 
-asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::Host& host,
-                                          std::uint16_t port, AddressChecks checks) {
+asio::awaitable<DialResult> dial_upstream(SessionContext& context, DecisionState& decided,
+                                          const rules::Host& host, std::uint16_t port,
+                                          AddressChecks checks) {
   // 1. The addresses to try: the literal itself, or what the name resolves to.
   std::vector<asio::ip::address> addresses;
   if (host.is_ip()) {
@@ -248,13 +250,13 @@ asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::
       for (const auto& address : addresses) {
         answers.push_back(to_rules_address(address));
       }
-      if (auto refused = refuse_resolved(context, host.name, port, answers)) {
+      if (auto refused = refuse_resolved(decided, host.name, port, answers)) {
         co_return std::move(*refused);
       }
     }
   }
   // 3. Exactly the checked addresses, in order.
-  co_return co_await connect_in_order(context, host.display() + ":" + std::to_string(port),
+  co_return co_await connect_in_order(context, decided, host.display() + ":" + std::to_string(port),
                                       addresses, port);
 }
 

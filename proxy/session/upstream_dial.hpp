@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "proxy/session/decision_state.hpp"
 #include "proxy/session/session_context.hpp"
 #include "proxy/session/wire/replies.hpp"
 #include "rules/host.hpp"
@@ -40,16 +41,17 @@ enum class AddressChecks : std::uint8_t { policy, none };
 
 // Holds the addresses `name` resolved to to the address rules of the request's policy: one bad
 // answer condemns the name, since a client could otherwise be steered to it by the order of the
-// answers. In report-only mode a reportable denial is kept in context.reported instead. The
+// answers. In report-only mode a reportable denial is kept in `decided` instead. The
 // refusal (its endpoint the address refused), or nothing. dial_upstream() applies it to every
 // lookup; a kept-alive upstream is judged again with it for each request it carries.
-std::optional<DialResult> refuse_resolved(SessionContext& context, const std::string& name,
+std::optional<DialResult> refuse_resolved(DecisionState& decided, const std::string& name,
                                           std::uint16_t port,
                                           const std::vector<rules::IpAddress>& addresses);
 
-// Connects `context.upstream` to host:port. Completes on the session's worker.
-boost::asio::awaitable<DialResult> dial_upstream(SessionContext& context, const rules::Host& host,
-                                                 std::uint16_t port,
+// Connects `context.upstream` to host:port, with the rules and the connect timeout the request
+// is `decided` with. Completes on the session's worker.
+boost::asio::awaitable<DialResult> dial_upstream(SessionContext& context, DecisionState& decided,
+                                                 const rules::Host& host, std::uint16_t port,
                                                  AddressChecks checks = AddressChecks::policy);
 
 }  // namespace sandgate::session

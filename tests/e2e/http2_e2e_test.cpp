@@ -2,15 +2,20 @@
 // one here wrote: curl (--http2) and Debian's nghttpd (an HTTP/2-only TLS origin), and a gRPC
 // client and server on python3-grpcio. Each stream is judged by the request rules, filled with
 // masked secrets and cleaned of their values as an HTTP/1.1 request is; a refused stream gets
-// the gate's answer (a gRPC status for gRPC) while the connection's other streams go on.
+// the gate's answer (a gRPC status for gRPC) while the connection's other streams go on, and a
+// stream waiting on a person's answer holds none of them.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <string>
+#include <thread>
 
+#include "proxy/ask/admin_routes.hpp"
+#include "tests/integration/harness/test_client.hpp"
 #include "tests/integration/harness/test_proxy.hpp"
 #include "tests/support/child_server.hpp"
 #include "tests/support/loopback_ports.hpp"
@@ -59,8 +64,9 @@ class Http2Test : public ::testing::Test {
   }
 
   // A gate that inspects both hosts, with API_TOKEN bound to h2.test, and `request_rules` (a
-  // request-rules file's text) when not empty.
-  std::unique_ptr<TestProxy> gate(const std::string& request_rules = "") {
+  // request-rules file's text) when not empty; when `ask`, under --unknown=ask with the hosts
+  // allowed by the allowlist (a request no line decides is asked about).
+  std::unique_ptr<TestProxy> gate(const std::string& request_rules = "", bool ask = false) {
     if (!request_rules.empty()) {
       std::ofstream(folder_ + "/requests.txt") << request_rules;
     }
@@ -74,6 +80,13 @@ class Http2Test : public ::testing::Test {
           *secrets::parse_secret_spec("API_TOKEN=h2.test,grpc.test=@" + folder_ + "/token"));
       if (!request_rules.empty()) {
         s.request_rules_path = folder_ + "/requests.txt";
+      }
+      if (ask) {
+        std::ofstream(folder_ + "/allow.txt") << "h2.test\ngrpc.test\n";
+        s.allowlist_path = folder_ + "/allow.txt";
+        s.policy.unknown = rules::UnknownMode::ask;
+        s.admin = settings::TcpEndpoint{"127.0.0.1", 0};
+        s.ask_timeout = std::chrono::seconds(30);
       }
     });
     for (const char* name : {"h2.test", "grpc.test"}) {
@@ -168,6 +181,44 @@ TEST_F(Http2Test, AGrpcCallsMaskedKeyReachesTheServerReal) {
   // Without the sentinel, nothing is filled in.
   const auto plain = grpc_call(*proxy, "Whoami", "", "not-the-sentinel");
   EXPECT_NE(plain.output.find("ok another token"), std::string::npos) << plain.output;
+}
+
+// curl's parallel transfers share one HTTP/2 connection: the stream a person is asked about
+// waits, and the other is decided, answered and ended meanwhile.
+TEST_F(Http2Test, AStreamWaitingOnAQuestionHoldsNoOtherStreamOfCurls) {
+  auto proxy = gate("allow h2.test GET /hello.txt\n", /*ask=*/true);
+  auto transfers = std::async(std::launch::async, [&] {
+    return curl(*proxy,
+                "-Z -w '%{url} %{http_version} %{http_code}\\n' -o /dev/null -o /dev/null " +
+                    url("/ok.txt") + " " + url("/hello.txt"));
+  });
+  const std::string question = "h2.test:" + std::to_string(port_) + " GET /ok.txt  1 waiting";
+  bool asked = false;
+  for (int i = 0; i < 1000 && !asked; ++i) {
+    asked = ask::render_pending_text(proxy->gate().questions()).find(question) != std::string::npos;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(asked) << ask::render_pending_text(proxy->gate().questions());
+  EXPECT_TRUE(proxy->wait_for_log([](const std::string& log) {
+    return !log_lines_with(log, {"\"event\":\"end\"", "\"path\":\"/hello.txt\""}).empty();
+  })) << proxy->log_text();
+  EXPECT_NE(ask::render_pending_text(proxy->gate().questions()).find(question), std::string::npos);
+  // One connection carries both.
+  EXPECT_EQ(log_lines_with(proxy->log_text(), {"\"method\":\"CONNECT\""}).size(), 1u)
+      << proxy->log_text();
+
+  const std::string& address = proxy->gate().admin_address();
+  TestClient admin(static_cast<std::uint16_t>(std::stoul(address.substr(address.rfind(':') + 1))));
+  const std::string body =
+      "host=h2.test&port=" + std::to_string(port_) + "&answer=once&request=GET+%2Fok.txt";
+  admin.send(
+      "POST /decide HTTP/1.1\r\nHost: admin\r\nContent-Type: "
+      "application/x-www-form-urlencoded\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body);
+  EXPECT_NE(admin.read_to_end().find("HTTP/1.1 200"), std::string::npos);
+  const auto got = transfers.get();
+  EXPECT_NE(got.output.find("/ok.txt 2 200"), std::string::npos) << got.output;
+  EXPECT_NE(got.output.find("/hello.txt 2 200"), std::string::npos) << got.output;
 }
 
 }  // namespace

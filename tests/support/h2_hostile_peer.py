@@ -10,9 +10,10 @@ HTTP/2 attack tests: what curl, nghttp and grpcio never send.
         /slow         a head and the body's beginning, and never its end
         /die          the connection closed at once, whatever its other streams are doing
         /sink         never reads the body (no WINDOW_UPDATE for it), never answers
-        /record       after the request ends: 200, the body every request and trailer field it
-                      got, one "name: value" a line (and "the last field holds the real
-                      token" when it does: the echo of the token itself would be redacted)
+        /record...    (/record and any path under it) after the request ends: 200, the body
+                      every request and trailer field it got, one "name: value" a line (and
+                      "the last field holds the real token" when it does: the echo of the
+                      token itself would be redacted)
   h2_hostile_peer.py client PROXY_PORT HOST PORT CA PATH [NAME=VALUE ...] [--trailer NAME=VALUE]
       One POST with body "data" through the gate (CONNECT, then TLS with ALPN h2 trusting CA), the
       fields NAME=VALUE in its head and those after --trailer in its trailers. Prints each head
@@ -31,6 +32,13 @@ HTTP/2 attack tests: what curl, nghttp and grpcio never send.
       Offers ALPN (a comma-separated list, or "none"), then speaks HTTP/2 whatever was chosen (the
       connection preface, SETTINGS, a GET of /record); prints "alpn X" and what came back.
   A connection for free.test takes at most two streams at a time.
+  h2_hostile_peer.py staged PROXY_PORT HOST PORT CA STEP...
+      One connection driven step by step, reading what comes back all along: `get:PATH` opens a
+      GET stream and goes on at once, `reset:PATH` resets the stream opened for PATH, `early:PATH`
+      sends a GET's HEADERS and its RST_STREAM in one write, `wait:FILE` waits (20 s at most)
+      until FILE exists, `done:PATH` until PATH's stream has ended, `end` until every stream
+      opened has. Prints "PATH STATUS" when a stream's head comes, "PATH done BYTES" when it
+      ends, "PATH reset CODE" when the gate resets it, and "closed" if the connection ends.
   h2_hostile_peer.py abandon PROXY_PORT HOST PORT CA N [PATH]
       On one connection, N times: GET /big, read its head, never open the stream's window, reset
       it once the gate has filled it (or, with PATH /sink, POST 80 KiB to it and reset it); then
@@ -38,6 +46,7 @@ HTTP/2 attack tests: what curl, nghttp and grpcio never send.
       "record STATUS BYTES" or "record stalled" when its body does not come whole in 10 s.
 """
 import gzip
+import os
 import socket
 import ssl
 import sys
@@ -117,7 +126,7 @@ def serve_connection(raw, context, token):
                     big.pop(event.stream_id, None)
                 elif isinstance(event, h2.events.StreamEnded):
                     fields = got.get(event.stream_id, [])
-                    if dict(fields).get(b":path") == b"/record":
+                    if dict(fields).get(b":path", b"").startswith(b"/record"):
                         body = b"".join(n + b": " + v + b"\n" for n, v in fields)
                         if any(token.encode() in v for n, v in fields[-1:]):
                             body += b"the last field holds the real token\n"
@@ -312,6 +321,79 @@ def preface(proxy_port, host, port, ca, alpn):
     print("got %r" % got[:300])
 
 
+def staged(proxy_port, host, port, ca, steps):
+    sock = connect(proxy_port, host, port, ca)
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    sock.sendall(conn.data_to_send())
+    sock.settimeout(0.05)
+    authority = "%s:%d" % (host, port)
+    path_of, stream_of, ended, received = {}, {}, set(), {}
+    closed = [False]
+
+    def say(text):
+        print(text, flush=True)
+
+    def pump():
+        try:
+            data = sock.recv(65536)
+        except socket.timeout:
+            return
+        except (ssl.SSLError, OSError):
+            data = b""
+        if not data:
+            if not closed[0]:
+                say("closed")
+            closed[0] = True
+            return
+        for event in conn.receive_data(data):
+            path = path_of.get(getattr(event, "stream_id", None))
+            if isinstance(event, h2.events.ResponseReceived):
+                say("%s %s" % (path, dict(event.headers)[b":status"].decode()))
+            elif isinstance(event, h2.events.DataReceived):
+                conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                received[event.stream_id] = received.get(event.stream_id, 0) + len(event.data)
+            elif isinstance(event, h2.events.StreamEnded):
+                ended.add(event.stream_id)
+                say("%s done %d" % (path, received.get(event.stream_id, 0)))
+            elif isinstance(event, h2.events.StreamReset):
+                ended.add(event.stream_id)
+                say("%s reset %d" % (path, event.error_code))
+            elif isinstance(event, h2.events.ConnectionTerminated):
+                say("goaway %d" % event.error_code)
+        sock.sendall(conn.data_to_send())
+
+    def until(done, seconds=20):
+        deadline = time.time() + seconds
+        while not done() and not closed[0] and time.time() < deadline:
+            pump()
+
+    def open_get(path, reset):
+        stream = conn.get_next_available_stream_id()
+        path_of[stream], stream_of[path] = path, stream
+        conn.send_headers(stream, [(":method", "GET"), (":scheme", "https"), (":authority", authority), (":path", path)], end_stream=True)
+        if reset:
+            conn.reset_stream(stream)
+            ended.add(stream)
+        sock.sendall(conn.data_to_send())
+
+    for step in steps:
+        kind, _, arg = step.partition(":")
+        if kind in ("get", "early"):
+            open_get(arg, kind == "early")
+        elif kind == "reset":
+            conn.reset_stream(stream_of[arg])
+            ended.add(stream_of[arg])
+            sock.sendall(conn.data_to_send())
+        elif kind == "wait":
+            until(lambda: os.path.exists(arg))
+        elif kind == "done":
+            until(lambda: stream_of[arg] in ended)
+        elif kind == "end":
+            until(lambda: all(stream in ended for stream in path_of))
+    sock.close()
+
+
 def abandon(proxy_port, host, port, ca, count, path):
     sock = connect(proxy_port, host, port, ca)
     conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
@@ -399,6 +481,9 @@ if __name__ == "__main__":
         sys.exit(0)
     if sys.argv[1] == "abandon":
         abandon(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6]), sys.argv[7] if len(sys.argv) > 7 else "/big")
+        sys.exit(0)
+    if sys.argv[1] == "staged":
+        staged(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6:])
         sys.exit(0)
     if sys.argv[1] in ("storm", "hold"):
         hold = 10 if sys.argv[1] == "hold" else 0

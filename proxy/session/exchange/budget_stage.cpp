@@ -5,22 +5,23 @@
 
 namespace sandgate::session::exchange {
 
-void BudgetStage::open(SessionContext& context, std::string_view method, const rules::Host& host,
-                       std::uint16_t port, const ConnectionFacts* inspected,
-                       std::optional<rules::IpAddress> dialled) {
+void BudgetStage::open(SessionContext& context, const DecisionState& decided,
+                       std::string_view method, const rules::Host& host, std::uint16_t port,
+                       const ConnectionFacts* inspected, std::optional<rules::IpAddress> dialled) {
   context_ = &context;
+  decided_ = &decided;
   method_ = method.empty() ? "-" : std::string(method);
   host_ = host;
   port_ = port;
   budget::Ledger* ledger = context.worker.shared.budgets;
-  if (ledger == nullptr || context.policy->budgets().empty()) {
+  if (ledger == nullptr || decided.policy().budgets().empty()) {
     return;
   }
   if (inspected != nullptr) {
-    budgets_.emplace(*ledger, context.policy->shared_budgets(), inspected->requested, port, dialled,
-                     inspected->tls_name.get());
+    budgets_.emplace(*ledger, decided.policy().shared_budgets(), inspected->requested, port,
+                     dialled, inspected->tls_name.get());
   } else {
-    budgets_.emplace(*ledger, context.policy->shared_budgets(), host, port, dialled);
+    budgets_.emplace(*ledger, decided.policy().shared_budgets(), host, port, dialled);
   }
 }
 
@@ -44,7 +45,7 @@ void BudgetStage::take_anyway(rules::BudgetKind kind, std::uint64_t bytes) {
   record_late_denial(context_->worker, line, rules::Reason::budget_exhausted, false);
 }
 
-bool BudgetStage::enforced() const { return !context_->reports(rules::Reason::budget_exhausted); }
+bool BudgetStage::enforced() const { return !decided_->reports(rules::Reason::budget_exhausted); }
 
 std::optional<budget::Stop> BudgetStage::take_whole(rules::BudgetKind kind, std::uint64_t bytes) {
   if (!active() || bytes == 0) {
@@ -105,7 +106,8 @@ std::size_t BudgetStage::take_piece(rules::BudgetKind kind, std::size_t size,
 }
 
 boost::asio::awaitable<bool> BudgetStage::more_granted(const budget::Stop& stop) {
-  const AskedForMore asked = co_await ask_for_more(*context_, method_, host_, port_, stop);
+  const AskedForMore asked =
+      co_await ask_for_more(*context_, *decided_, method_, host_, port_, stop);
   co_return asked == AskedForMore::granted;
 }
 

@@ -15,6 +15,7 @@
 
 #include "proxy/budget/destination_budgets.hpp"
 #include "proxy/session/connection_facts.hpp"
+#include "proxy/session/decision_state.hpp"
 #include "proxy/session/session_context.hpp"
 #include "rules/budgets.hpp"
 #include "rules/host.hpp"
@@ -26,12 +27,13 @@ class BudgetStage {
  public:
   BudgetStage() = default;
 
-  // The limits that apply to the exchange, from the ledger and the rules `context` decides with
-  // (none when no budgets are set). Every identity the connection is judged by counts: an
-  // inspected one's tunnel facts (the address the client chose and the name its ClientHello
-  // gave), otherwise the request's host; `dialled`, the address a name was dialled at.
-  void open(SessionContext& context, std::string_view method, const rules::Host& host,
-            std::uint16_t port, const ConnectionFacts* inspected,
+  // The limits that apply to the exchange, from the ledger and the rules the request is
+  // `decided` with (none when no budgets are set). Every identity the connection is judged by
+  // counts: an inspected one's tunnel facts (the address the client chose and the name its
+  // ClientHello gave), otherwise the request's host; `dialled`, the address a name was dialled
+  // at. `decided` must outlive the stage (its report-only mode, its questions for more).
+  void open(SessionContext& context, const DecisionState& decided, std::string_view method,
+            const rules::Host& host, std::uint16_t port, const ConnectionFacts* inspected,
             std::optional<rules::IpAddress> dialled);
 
   // Whether any limit applies: when none does, nothing need be counted.
@@ -61,6 +63,7 @@ class BudgetStage {
   bool enforced() const;
 
   SessionContext* context_ = nullptr;
+  const DecisionState* decided_ = nullptr;
   std::string method_;
   rules::Host host_;
   std::uint16_t port_ = 0;

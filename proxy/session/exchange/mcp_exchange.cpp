@@ -50,11 +50,11 @@ std::optional<std::string> unjudgeable(const http::request_header<>& head, bool 
 
 }  // namespace
 
-void McpExchange::open(SessionContext& context, const http::request_header<>& head, bool has_body,
-                       const rules::Host& host, std::uint16_t port,
-                       std::optional<mcp::Transport> usual,
+void McpExchange::open(SessionContext& context, DecisionState& decided,
+                       const http::request_header<>& head, bool has_body, const rules::Host& host,
+                       std::uint16_t port, std::optional<mcp::Transport> usual,
                        std::optional<rules::IpAddress> dialled) {
-  const rules::McpRules& rules = context.policy->requests().mcp();
+  const rules::McpRules& rules = decided.policy().requests().mcp();
   if (!rules.judges(host, port)) {
     return;
   }
@@ -70,7 +70,8 @@ void McpExchange::open(SessionContext& context, const http::request_header<>& he
     return;
   }
   context_ = &context;
-  policy_ = context.policy;
+  decided_ = &decided;
+  policy_ = decided.policy_snapshot();
   host_ = host;
   port_ = port;
   dialled_ = dialled;
@@ -85,8 +86,8 @@ void McpExchange::open(SessionContext& context, const http::request_header<>& he
   setting.host = host;
   setting.port = port;
   setting.ask = policy_->options().unknown == rules::UnknownMode::ask;
-  setting.report_only = context.reports(rules::Reason::request_denied);
-  setting.keep_arguments = context.settings().log_mcp_arguments;
+  setting.report_only = decided.reports(rules::Reason::request_denied);
+  setting.keep_arguments = decided.settings().log_mcp_arguments;
   stage_ = std::make_unique<mcp::McpStage>(std::move(setting));
 }
 
@@ -120,7 +121,7 @@ asio::awaitable<McpExchange::Verdict> McpExchange::judge(std::string body) {
   // The POST counted one request; a batch's further calls count too.
   for (std::size_t call = 1; call < judgement.forwarded_calls; ++call) {
     BudgetCheck counted = co_await count_against_budgets(
-        *context_, method_, rules::BudgetKind::requests, host_, port_, dialled_);
+        *context_, *decided_, method_, rules::BudgetKind::requests, host_, port_, dialled_);
     if (counted.over) {
       co_return Verdict{Verdict::Action::over, {}, false, {}, {}};
     }
@@ -146,7 +147,7 @@ asio::awaitable<std::optional<std::vector<mcp::PersonAnswer>>> McpExchange::ask(
     question.deny_line = q.deny_line;
     question.mcp_call = true;
     const std::optional<rules::Decision> answered =
-        co_await ask_about(*context_, method_, host_, port_, &question);
+        co_await ask_about(*context_, *decided_, method_, host_, port_, &question);
     if (!answered || !context_->still_wanted(method_, host_.display(), port_)) {
       co_return std::nullopt;
     }
@@ -239,9 +240,9 @@ std::optional<mcp::Transport> McpExchange::seen() const {
   return filter_ ? filter_->seen() : std::nullopt;
 }
 
-std::optional<Refusal> refuse_mcp_on_h2(const SessionContext& context, const rules::Host& host,
+std::optional<Refusal> refuse_mcp_on_h2(const DecisionState& decided, const rules::Host& host,
                                         std::uint16_t port) {
-  if (!context.policy->requests().mcp().judges(host, port)) {
+  if (!decided.policy().requests().mcp().judges(host, port)) {
     return std::nullopt;
   }
   return Refusal(

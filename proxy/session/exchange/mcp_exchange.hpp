@@ -49,12 +49,14 @@ class McpExchange {
   McpExchange() = default;
 
   // Opens the stage for a request to host:port with `head` (as the client sent it), with the
-  // rules context.policy holds now; `has_body`: the request carries a body; `usual`: the
-  // transport the server answered this connection in last; `dialled`: the address the origin
-  // was dialled at (the budgets' count). Nothing happens when the host has no MCP lines.
-  void open(SessionContext& context, const boost::beast::http::request_header<>& head,
-            bool has_body, const rules::Host& host, std::uint16_t port,
-            std::optional<mcp::Transport> usual, std::optional<rules::IpAddress> dialled);
+  // rules the request is `decided` with (which must outlive the stage: its questions and the
+  // budgets' count go by it); `has_body`: the request carries a body; `usual`: the transport
+  // the server answered this connection in last; `dialled`: the address the origin was dialled
+  // at (the budgets' count). Nothing happens when the host has no MCP lines.
+  void open(SessionContext& context, DecisionState& decided,
+            const boost::beast::http::request_header<>& head, bool has_body,
+            const rules::Host& host, std::uint16_t port, std::optional<mcp::Transport> usual,
+            std::optional<rules::IpAddress> dialled);
 
   // A request to a host with MCP lines that cannot be judged, refused before anything is sent
   // (bad-request): a body on a method other than POST (a lax server may read JSON-RPC from any),
@@ -104,6 +106,7 @@ class McpExchange {
   void record(const mcp::Judgement& judgement);
 
   SessionContext* context_ = nullptr;
+  DecisionState* decided_ = nullptr;
   rules::Host host_;
   std::uint16_t port_ = 0;
   std::optional<rules::IpAddress> dialled_;
@@ -120,11 +123,11 @@ class McpExchange {
   mcp::ResponsePlan plan_;
 };
 
-// An HTTP/2 stream to host:port, which has MCP lines in the rules context.policy holds now: its
+// An HTTP/2 stream to host:port, which has MCP lines in the rules the stream is decided with: its
 // calls cannot be judged there (HTTP/2 streams do not call the MCP stage), so it is refused
 // (bad-request). The gate offers such a host HTTP/1.1 only; this is for a connection that spoke
 // h2 before a reload gave the host its lines. Nothing for a host without MCP lines.
-std::optional<Refusal> refuse_mcp_on_h2(const SessionContext& context, const rules::Host& host,
+std::optional<Refusal> refuse_mcp_on_h2(const DecisionState& decided, const rules::Host& host,
                                         std::uint16_t port);
 
 }  // namespace sandgate::session::exchange

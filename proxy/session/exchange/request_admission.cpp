@@ -17,8 +17,9 @@ namespace asio = boost::asio;
 namespace http = boost::beast::http;
 
 // The request's decision line: allowed, or (report-only mode) the first denial let through.
-void record_request_decision(SessionContext& context, const AdmittedRequest& request,
-                             const Admission& admission, const OriginReach& origin) {
+void record_request_decision(SessionContext& context, const DecisionState& decided,
+                             const AdmittedRequest& request, const Admission& admission,
+                             const OriginReach& origin) {
   log::Record record;
   record.connection_id = context.id;
   record.client = context.client_address;
@@ -32,7 +33,7 @@ void record_request_decision(SessionContext& context, const AdmittedRequest& req
   const std::string note = admission.note();
   record.rule = rule;
   record.detail = note;
-  if (const auto& why = context.reported) {
+  if (const auto& why = decided.reported()) {
     record.rule = why->rule;
     record.detail = why->sentence;
     context.record_decision(record, why->reason, false);
@@ -91,9 +92,9 @@ struct RequestAnswer {
 // gate cannot tell whose rules it would meet (its Host field is the client's word), as with a
 // tunnel to an address that names no host (splice_bar). Refused as not-inspectable, unless an
 // entry of the request rules names the address itself.
-std::optional<Refusal> refuse_nameless_request(SessionContext& context, const rules::Host& host,
+std::optional<Refusal> refuse_nameless_request(DecisionState& decided, const rules::Host& host,
                                                std::uint16_t port) {
-  if (splice_bar(*context.policy, host, nullptr, port) != SpliceBar::nameless_address) {
+  if (splice_bar(decided.policy(), host, nullptr, port) != SpliceBar::nameless_address) {
     return std::nullopt;
   }
   const std::string sentence =
@@ -101,14 +102,14 @@ std::optional<Refusal> refuse_nameless_request(SessionContext& context, const ru
       " is an address: with request rules in force the gate cannot tell whose rules a request "
       "to it would meet (its Host field is only the client's word), and it lets no request "
       "through unjudged. Send it to the host by its name.";
-  if (context.reports(rules::Reason::not_inspectable)) {
-    context.keep_reported(rules::Reason::not_inspectable, {}, sentence);
+  if (decided.reports(rules::Reason::not_inspectable)) {
+    decided.keep_reported(rules::Reason::not_inspectable, {}, sentence);
     return std::nullopt;
   }
   return Refusal(rules::Reason::not_inspectable, sentence);
 }
 
-// The decision of admit_target, with the rules of context.policy: the destination (a question
+// The decision of admit_target, with the rules it is `decided` with: the destination (a question
 // when no rule decides it), the nameless-address rule, the request rules (a question when no
 // line decides the request), the request budgets before the dial (a question when one is
 // spent; `budgets` false when the request was counted already). Sets `admission` admitted or
@@ -116,13 +117,14 @@ std::optional<Refusal> refuse_nameless_request(SessionContext& context, const ru
 // `request_answer` carry a person's answers from an earlier round (a reload came during a wait) and
 // receive this round's.
 asio::awaitable<std::optional<bool>> decide_request(
-    SessionContext& context, const http::request_header<>& head, const OriginReach& origin,
-    AdmittedRequest& request, Admission& admission,
+    SessionContext& context, DecisionState& decided, const http::request_header<>& head,
+    const OriginReach& origin, AdmittedRequest& request, Admission& admission,
     std::optional<rules::Decision>& destination_answer,
     std::optional<RequestAnswer>& request_answer, bool budgets = true) {
   const rules::Host& host = request.target.host;
   const std::uint16_t port = request.target.port;
-  admission = co_await decide_admission(context, request.method, host, port, destination_answer);
+  admission =
+      co_await decide_admission(context, decided, request.method, host, port, destination_answer);
   if (admission.status == Admission::Status::over) {
     co_return std::nullopt;
   }
@@ -134,34 +136,31 @@ asio::awaitable<std::optional<bool>> decide_request(
   }
   std::optional<Refusal> refusal;
   if (origin.inspected() == nullptr) {
-    refusal = refuse_nameless_request(context, host, port);
+    refusal = refuse_nameless_request(decided, host, port);
   }
   RequestJudgement judged;
   if (!refusal) {
-    judged = judge_request(context, host, port, what_rules_read(request, head));
+    judged = judge_request(decided, host, port, what_rules_read(request, head));
     refusal = std::move(judged.refusal);
   }
-  if (refusal && judged.question && context.policy->options().unknown == rules::UnknownMode::ask) {
+  if (refusal && judged.question && decided.policy().options().unknown == rules::UnknownMode::ask) {
     // No line decides it: a person is asked about this request, as about a destination (once:
     // an answer given before a reload stands while the new rules still leave it to a person).
     const ask::RequestQuestion question = std::move(*judged.question);
     if (!request_answer || request_answer->asked != question.request) {
       // While it waits, a reload's rules are asked whether they still leave it to a person.
       const StillAsked still_asked = [&](const std::shared_ptr<const rules::Policy>& policy) {
-        std::shared_ptr<const rules::Policy> current = std::exchange(context.policy, policy);
-        std::optional<Reported> reported = std::exchange(context.reported, std::nullopt);
+        DecisionState under_reload = decided.under(policy);
         const RequestJudgement again =
-            judge_request(context, host, port, what_rules_read(request, head));
-        context.policy = std::move(current);
-        context.reported = std::move(reported);
+            judge_request(under_reload, host, port, what_rules_read(request, head));
         return again.refusal && again.question && again.question->request == question.request;
       };
       const std::optional<rules::Decision> answered =
-          co_await ask_about(context, request.method, host, port, &question, &still_asked);
+          co_await ask_about(context, decided, request.method, host, port, &question, &still_asked);
       if (!answered || !context.still_wanted(request.method, request.display, port)) {
         co_return std::nullopt;
       }
-      if (withdrawn(*answered) && context.policy != context.worker.policy) {
+      if (withdrawn(*answered) && !decided.current(context.worker)) {
         co_return true;  // the rules now in force decide it: the caller decides again
       }
       request_answer = RequestAnswer{question.request, *answered};
@@ -178,7 +177,7 @@ asio::awaitable<std::optional<bool>> decide_request(
     }
   }
   if (!refusal && budgets) {
-    BudgetCheck spent = co_await check_budgets_before_dial(context, request.method,
+    BudgetCheck spent = co_await check_budgets_before_dial(context, decided, request.method,
                                                            rules::BudgetKind::requests, host, port);
     if (spent.over) {
       co_return std::nullopt;
@@ -203,7 +202,7 @@ RequestAdmission refused(AdmittedRequest request, Refusal refusal) {
 
 }  // namespace
 
-asio::awaitable<RequestAdmission> admit_request(SessionContext& context,
+asio::awaitable<RequestAdmission> admit_request(SessionContext& context, DecisionState& decided,
                                                 const http::request_header<>& head,
                                                 HttpTarget target, OriginReach& origin) {
   AdmittedRequest request;
@@ -237,37 +236,38 @@ asio::awaitable<RequestAdmission> admit_request(SessionContext& context,
   std::optional<RequestAnswer> request_answer;
   Admission admission;
   for (;;) {
-    std::optional<bool> decided = co_await decide_request(context, head, origin, request, admission,
-                                                          destination_answer, request_answer);
-    if (!decided) {
+    const std::optional<bool> round = co_await decide_request(
+        context, decided, head, origin, request, admission, destination_answer, request_answer);
+    if (!round) {
       co_return RequestAdmission{};
     }
-    if (context.policy == context.worker.policy) {
+    if (decided.current(context.worker)) {
       break;
     }
-    context.begin_request();  // a reload came during a wait: decide again with its rules
+    decided.take_current_policy(context.worker);  // a reload came during a wait: decide again
   }
   if (admission.admitted()) {
-    co_await origin.reach(context, admission, request);
+    co_await origin.reach(context, decided, admission, request);
   }
   // The request counts once the address its origin was dialled at is known (an entry for the
   // address counts requests made by name), before any of it is sent.
   if (admission.admitted()) {
-    BudgetCheck counted = co_await count_against_budgets(
-        context, request.method, rules::BudgetKind::requests, host, port, origin.dialled());
+    BudgetCheck counted =
+        co_await count_against_budgets(context, decided, request.method,
+                                       rules::BudgetKind::requests, host, port, origin.dialled());
     if (!counted.apply_to(admission) && !admission.refused()) {
       co_return RequestAdmission{};
     }
   }
   // A reload during the reach or the count: the destination and the request are judged again
   // by its rules (the budgets have counted the request already).
-  while (admission.admitted() && context.policy != context.worker.policy) {
-    context.begin_request();
+  while (admission.admitted() && !decided.current(context.worker)) {
+    decided.take_current_policy(context.worker);
     const Admission reached = admission;
-    std::optional<bool> decided =
-        co_await decide_request(context, head, origin, request, admission, destination_answer,
-                                request_answer, /*budgets=*/false);
-    if (!decided) {
+    const std::optional<bool> round =
+        co_await decide_request(context, decided, head, origin, request, admission,
+                                destination_answer, request_answer, /*budgets=*/false);
+    if (!round) {
       co_return RequestAdmission{};
     }
     if (admission.admitted()) {
@@ -298,11 +298,11 @@ asio::awaitable<RequestAdmission> admit_request(SessionContext& context,
     destination.address = origin.dialled();
     destination.answered = admission.decision.answered;
   }
-  if (auto revoked = context.register_destination(std::move(destination))) {
+  if (auto revoked = context.register_destination(decided, std::move(destination))) {
     co_return refused(std::move(request),
                       {revocation_reason(*revoked), revoked->detail, revoked->rule});
   }
-  record_request_decision(context, request, admission, origin);
+  record_request_decision(context, decided, request, admission, origin);
   co_return RequestAdmission{RequestAdmission::Status::admitted, std::move(request), {}};
 }
 
@@ -321,14 +321,14 @@ std::string answered_refusal(const rules::Decision& answer, std::string_view ask
 // (the admission pipeline decided that name): each request holds the address to the rules it is
 // decided with too, as they would hold a new tunnel to it. Nothing when it may go on (or
 // report-only mode lets it, keeping the denial for the request's line).
-std::optional<Refusal> refuse_address(SessionContext& context, const ConnectionFacts& facts) {
-  const rules::Decision decision = context.policy->decide(facts.requested, facts.port);
+std::optional<Refusal> refuse_address(DecisionState& decided, const ConnectionFacts& facts) {
+  const rules::Decision decision = decided.policy().decide(facts.requested, facts.port);
   // (A person's answer allowed the address, and still no rule decides it: as judge_again.)
   if (decision.allowed() || (decision.unknown && facts.answered) ||
-      context.report_instead(decision, facts.requested, facts.port)) {
+      decided.report_instead(decision, facts.requested, facts.port)) {
     return std::nullopt;
   }
-  return Refusal(decision.reason, context.policy->explain(decision, facts.requested, facts.port),
+  return Refusal(decision.reason, decided.policy().explain(decision, facts.requested, facts.port),
                  rules::rule_text(decision));
 }
 

@@ -22,6 +22,7 @@
 
 #include "proxy/session/admission.hpp"
 #include "proxy/session/connection_facts.hpp"
+#include "proxy/session/decision_state.hpp"
 #include "proxy/session/session_context.hpp"
 #include "proxy/session/wire/http_target.hpp"
 #include "rules/ip_address.hpp"
@@ -45,8 +46,10 @@ class OriginReach {
  public:
   virtual ~OriginReach() = default;
   // Reaches the origin for `request` (a kept-alive connection, a dial, or the connection the
-  // front already holds); makes `admission` refused (or over) when it cannot.
-  virtual boost::asio::awaitable<void> reach(SessionContext& context, Admission& admission,
+  // front already holds), with the rules it is `decided` with; makes `admission` refused (or
+  // over) when it cannot.
+  virtual boost::asio::awaitable<void> reach(SessionContext& context, DecisionState& decided,
+                                             Admission& admission,
                                              const AdmittedRequest& request) = 0;
   // The checked address of the name the connection reached was dialled at, if any.
   virtual std::optional<rules::IpAddress> dialled() const = 0;
@@ -68,10 +71,11 @@ struct RequestAdmission {
 };
 
 // Runs the admission pipeline on `head`, whose target the front has parsed and checked (plain
-// HTTP: the absolute-form URL; inspected: the connection's own host).
+// HTTP: the absolute-form URL; inspected: the connection's own host), with what the request is
+// `decided` with (made by the front when it arrived; a reload during a wait renews its rules).
 boost::asio::awaitable<RequestAdmission> admit_request(
-    SessionContext& context, const boost::beast::http::request_header<>& head, HttpTarget target,
-    OriginReach& origin);
+    SessionContext& context, DecisionState& decided,
+    const boost::beast::http::request_header<>& head, HttpTarget target, OriginReach& origin);
 
 // The sentence of the refusal a person's answer to a question about `asked` gave ("tool
 // delete_repo on mcp.example.com:443"): denied, not answered in time, or nobody to ask.
@@ -81,6 +85,6 @@ std::string answered_refusal(const rules::Decision& answer, std::string_view ask
 // (the admission pipeline decided that name): each request holds the address to the rules it is
 // decided with too, as they would hold a new tunnel to it. Nothing when it may go on (or
 // report-only mode lets it, keeping the denial for the request's line).
-std::optional<Refusal> refuse_address(SessionContext& context, const ConnectionFacts& facts);
+std::optional<Refusal> refuse_address(DecisionState& decided, const ConnectionFacts& facts);
 
 }  // namespace sandgate::session::exchange

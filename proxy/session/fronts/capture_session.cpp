@@ -383,9 +383,9 @@ std::optional<Refusal> refuse_target(const Target& target) {
 // On a port where the client speaks first (TLS, plain HTTP), its first bytes are heard before
 // anything is decided or dialled. False when the connection is over (closed unused, refused as
 // silent on a TLS port, or no longer wanted).
-asio::awaitable<bool> hear_first_bytes(SessionContext& context, const Target& target,
-                                       const std::string& display, bool tls_port,
-                                       boost::beast::flat_buffer& buffer) {
+asio::awaitable<bool> hear_first_bytes(SessionContext& context, const DecisionState& decided,
+                                       const Target& target, const std::string& display,
+                                       bool tls_port, boost::beast::flat_buffer& buffer) {
   const FirstMove first = co_await await_first_bytes(context, buffer);
   if (!context.still_wanted(kMethod, display, target.port)) {
     co_return false;
@@ -394,8 +394,8 @@ asio::awaitable<bool> hear_first_bytes(SessionContext& context, const Target& ta
     record_closed_unused(context, display, target.port);
     co_return false;
   }
-  if (first == FirstMove::silent && tls_port && context.settings().sni_check &&
-      !context.reports(rules::Reason::protocol_mismatch)) {
+  if (first == FirstMove::silent && tls_port && decided.settings().sni_check &&
+      !decided.reports(rules::Reason::protocol_mismatch)) {
     co_await refuse_tunnel(
         context, kCaptureFront, display, target.port,
         {rules::Reason::protocol_mismatch,
@@ -421,14 +421,14 @@ void keep_checked_head(const HostCheck& check, boost::beast::flat_buffer& buffer
 // head, so that a denied name is refused for its own reason without waiting for all of it. (A
 // destination to ask about, or a denial report-only mode lets through, goes on: open_tunnel asks
 // or reports it after the Host check.) False when the connection is over.
-asio::awaitable<bool> check_plain_http(SessionContext& context, const Target& target,
-                                       const std::string& display,
+asio::awaitable<bool> check_plain_http(SessionContext& context, const DecisionState& decided,
+                                       const Target& target, const std::string& display,
                                        boost::beast::flat_buffer& buffer) {
-  const rules::Decision decision = context.policy->decide(target.host, target.port);
-  if (!decision.allowed() && !decision.ask && !context.reports(decision.reason)) {
+  const rules::Decision decision = decided.policy().decide(target.host, target.port);
+  if (!decision.allowed() && !decision.ask && !decided.reports(decision.reason)) {
     co_await refuse_tunnel(
         context, kCaptureFront, display, target.port,
-        {decision.reason, context.policy->explain(decision, target.host, target.port),
+        {decision.reason, decided.policy().explain(decision, target.host, target.port),
          rules::rule_text(decision)});
     co_return false;
   }
@@ -453,7 +453,8 @@ asio::awaitable<bool> check_plain_http(SessionContext& context, const Target& ta
 
 asio::awaitable<void> serve_captured_connection(SessionContext& context,
                                                 capture::AddressBook& book) {
-  context.begin_request();
+  // What this connection is decided with: the rules in force as it arrives.
+  DecisionState decided = context.arriving_request();
   const auto target = captured_target(context.client, book);
   if (!target) {
     co_await refuse_tunnel(context, kCaptureFront, "-", 0,
@@ -468,27 +469,28 @@ asio::awaitable<void> serve_captured_connection(SessionContext& context,
     co_return;
   }
   boost::beast::flat_buffer buffer(kFirstBytesLimit);
-  const auto& tls_ports = context.settings().tls_ports;
+  const auto& tls_ports = decided.settings().tls_ports;
   const bool tls_port =
       std::find(tls_ports.begin(), tls_ports.end(), target->port) != tls_ports.end();
   // (Other ports may carry server-first protocols: those are dialled at once.)
   if (tls_port || target->port == kHttpPort) {
-    const bool heard = co_await hear_first_bytes(context, *target, display, tls_port, buffer);
+    const bool heard =
+        co_await hear_first_bytes(context, decided, *target, display, tls_port, buffer);
     if (!heard) {
       co_return;
     }
   }
   if (target->port == kHttpPort && !tls_port && !target->host.is_ip()) {
-    const bool checked = co_await check_plain_http(context, *target, display, buffer);
+    const bool checked = co_await check_plain_http(context, decided, *target, display, buffer);
     if (!checked) {
       co_return;
     }
   }
   // (Named: GCC 12 mishandles a co_await inside an if's condition declaration.)
   const std::optional<ConnectionFacts> inspected =
-      co_await open_tunnel(context, kCaptureFront, target->host, target->port, buffer);
+      co_await open_tunnel(context, decided, kCaptureFront, target->host, target->port, buffer);
   if (inspected) {
-    co_await serve_inspected(context, *inspected, kCaptureFront.method, buffer);
+    co_await serve_inspected(context, decided, *inspected, kCaptureFront.method, buffer);
   }
 }
 

@@ -40,7 +40,7 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
   // The rules in force now decide this CONNECT, whatever came before on the connection. An
   // upstream kept from earlier plain requests was closed by the caller: forget it, so that a
   // reload judges this tunnel, not that old destination.
-  context.begin_request();
+  DecisionState decided = context.arriving_request();
   context.live.destination.reset();
   context.live.revoked.reset();
   const std::string raw_target(parser.get().target());
@@ -57,10 +57,10 @@ asio::awaitable<void> handle_connect(SessionContext& context, HeadParser& parser
                                 std::string(rules::to_string(authority.error())) + "."});
     co_return;
   }
-  const std::optional<ConnectionFacts> inspected =
-      co_await open_tunnel(context, kHttpConnectFront, authority->host, authority->port, buffer);
+  const std::optional<ConnectionFacts> inspected = co_await open_tunnel(
+      context, decided, kHttpConnectFront, authority->host, authority->port, buffer);
   if (inspected) {
-    co_await serve_inspected(context, *inspected, kHttpConnectFront.method, buffer);
+    co_await serve_inspected(context, decided, *inspected, kHttpConnectFront.method, buffer);
   }
 }
 

@@ -292,10 +292,11 @@ asio::awaitable<void> refuse_request(SessionContext& context, std::string_view m
 // idle, otherwise a fresh one through the pipeline's dial (resolved and checked like a tunnel's;
 // through a parent proxy, the parent itself, which then gets the request in absolute form: many
 // corporate proxies refuse CONNECT to port 80).
-asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission,
-                                   const AdmittedRequest& request, Upstream& upstream) {
+asio::awaitable<void> reach_origin(SessionContext& context, DecisionState& decided,
+                                   Admission& admission, const AdmittedRequest& request,
+                                   Upstream& upstream) {
   if (upstream.inspected != nullptr && upstream.inspected->facts.by_address()) {
-    if (auto refused = exchange::refuse_address(context, upstream.inspected->facts)) {
+    if (auto refused = exchange::refuse_address(decided, upstream.inspected->facts)) {
       admission.status = Admission::Status::refused;
       admission.refusal = std::move(*refused);
       co_return;
@@ -309,7 +310,7 @@ asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission
   if (reuse) {
     // The address it was dialled at, judged again by the rules this request is decided with (a
     // reload since the last request, or report-only mode's would-deny for this request).
-    keep_open_upstream(context, admission, request.target.host, request.target.port,
+    keep_open_upstream(decided, admission, request.target.host, request.target.port,
                        upstream.dialled);
     co_return;
   }
@@ -323,9 +324,9 @@ asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission
   // counted when it was opened): refused before the dial when the name's are spent, counted
   // after it, when the address is known too.
   if (!upstream.inspected) {
-    BudgetCheck spent =
-        co_await check_budgets_before_dial(context, request.method, rules::BudgetKind::connections,
-                                           request.target.host, request.target.port);
+    BudgetCheck spent = co_await check_budgets_before_dial(
+        context, decided, request.method, rules::BudgetKind::connections, request.target.host,
+        request.target.port);
     if (!spent.apply_to(admission)) {
       co_return;
     }
@@ -336,9 +337,9 @@ asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission
   // takes the requests itself.
   const rules::Host& dialled_host =
       upstream.inspected ? upstream.inspected->facts.requested : request.target.host;
-  co_await connect_upstream(context, admission, request.method, dialled_host, request.target.port,
-                            upstream.inspected ? UpstreamUse::tunnel : UpstreamUse::request,
-                            from_parent);
+  co_await connect_upstream(
+      context, decided, admission, request.method, dialled_host, request.target.port,
+      upstream.inspected ? UpstreamUse::tunnel : UpstreamUse::request, from_parent);
   if (admission.admitted() && upstream.inspected && from_parent.size() > 0) {
     context.upstream.close(ignored);
     admission.status = Admission::Status::refused;
@@ -347,13 +348,13 @@ asio::awaitable<void> reach_origin(SessionContext& context, Admission& admission
         bytes_before_handshake(upstream.inspected->host, request.target.port, from_parent.size()));
   }
   if (admission.admitted() && !upstream.inspected) {
-    BudgetCheck counted =
-        co_await count_against_budgets(context, request.method, rules::BudgetKind::connections,
-                                       request.target.host, request.target.port, admission.dialled);
+    BudgetCheck counted = co_await count_against_budgets(
+        context, decided, request.method, rules::BudgetKind::connections, request.target.host,
+        request.target.port, admission.dialled);
     counted.apply_to(admission);
   }
   if (admission.admitted() && upstream.inspected) {
-    if (auto refused = co_await upstream.inspected->secure_upstream()) {
+    if (auto refused = co_await upstream.inspected->secure_upstream(decided)) {
       admission.status = Admission::Status::refused;
       admission.refusal = std::move(*refused);
     }
@@ -397,9 +398,9 @@ Expected<HttpTarget, std::string> inspected_target(const InspectedOrigin& origin
 class UpstreamReach final : public exchange::OriginReach {
  public:
   explicit UpstreamReach(Upstream& upstream) : upstream_(upstream) {}
-  asio::awaitable<void> reach(SessionContext& context, Admission& admission,
+  asio::awaitable<void> reach(SessionContext& context, DecisionState& decided, Admission& admission,
                               const AdmittedRequest& request) override {
-    co_await reach_origin(context, admission, request, upstream_);
+    co_await reach_origin(context, decided, admission, request, upstream_);
   }
   std::optional<rules::IpAddress> dialled() const override { return upstream_.dialled; }
   std::string address() const override { return upstream_.address; }
@@ -415,6 +416,7 @@ class UpstreamReach final : public exchange::OriginReach {
 // named upstream), then the admission pipeline (exchange/request_admission.hpp). Nothing when
 // the request was refused (answered, logged, closed) or is over.
 asio::awaitable<std::optional<AdmittedRequest>> admit_request(SessionContext& context,
+                                                              DecisionState& decided,
                                                               HeadParser& head_parser,
                                                               Upstream& upstream) {
   const std::string method(head_parser.get().method_string());
@@ -442,8 +444,8 @@ asio::awaitable<std::optional<AdmittedRequest>> admit_request(SessionContext& co
     target = std::move(*parsed);
   }
   UpstreamReach reach(upstream);
-  exchange::RequestAdmission admission =
-      co_await exchange::admit_request(context, head_parser.get(), std::move(target), reach);
+  exchange::RequestAdmission admission = co_await exchange::admit_request(
+      context, decided, head_parser.get(), std::move(target), reach);
   switch (admission.status) {
     case exchange::RequestAdmission::Status::admitted:
       co_return std::move(admission.request);
@@ -547,7 +549,7 @@ ClientAsks read_client_asks(const BodyRequestParser& request, bool keep_alive) {
 
 // The head as the origin gets it: origin-form target, Host from the URL first, hop-by-hop
 // fields out, Via in; through a parent proxy, the parent's form.
-void rewrite_for_origin(SessionContext& context, http::request_header<>& head,
+void rewrite_for_origin(const DecisionState& decided, http::request_header<>& head,
                         const AdmittedRequest& admitted, const Upstream& upstream,
                         const ClientAsks& asks) {
   strip_hop_by_hop(head, asks.websocket);
@@ -565,13 +567,14 @@ void rewrite_for_origin(SessionContext& context, http::request_header<>& head,
   set_host_first(head, admitted.target.authority);
   add_via(head);
   if (!upstream.inspected) {
-    use_parent_form(head, context.settings(), admitted.target);
+    use_parent_form(head, decided.settings(), admitted.target);
   }
 }
 
 // The exchange's fixed inputs, and its budget and MCP stages opened.
-void open_exchange(Exchange& x, const AdmittedRequest& admitted, const ClientAsks& asks,
-                   const exchange::SecretsStage& secrets, http::request_header<>& head) {
+void open_exchange(Exchange& x, DecisionState& decided, const AdmittedRequest& admitted,
+                   const ClientAsks& asks, const exchange::SecretsStage& secrets,
+                   http::request_header<>& head) {
   SessionContext& context = x.context;
   const Upstream& upstream = x.upstream;
   x.where = admitted.where;
@@ -586,14 +589,14 @@ void open_exchange(Exchange& x, const AdmittedRequest& admitted, const ClientAsk
   x.client_http11 = asks.http11;
   x.request_keep_alive = asks.keep_alive;
   x.websocket = asks.websocket;
-  if (context.settings().idle_timeout.count() > 0) {
-    x.idle_limit = context.settings().idle_timeout;
+  if (decided.settings().idle_timeout.count() > 0) {
+    x.idle_limit = decided.settings().idle_timeout;
   }
-  x.budget.open(context, x.method, admitted.target.host, admitted.target.port,
+  x.budget.open(context, decided, x.method, admitted.target.host, admitted.target.port,
                 upstream.inspected ? &upstream.inspected->facts : nullptr, upstream.dialled);
   // A POST to a host with MCP lines is judged by the MCP stage on its whole body first
   // (exchange/mcp_exchange.hpp): refused calls are answered here and never sent.
-  x.mcp.open(context, head, x.request_had_body, x.host, x.port, upstream.mcp_usual,
+  x.mcp.open(context, decided, head, x.request_had_body, x.host, x.port, upstream.mcp_usual,
              upstream.dialled);
   x.mcp.prepare(head);
 }
@@ -674,9 +677,9 @@ asio::awaitable<void> send_and_relay(Exchange& x, RequestWriter& writer, bool& s
 asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_parser,
                                       beast::flat_buffer& buffer, Upstream& upstream) {
   // The rules in force now decide this request, whatever decided the ones before it.
-  context.begin_request();
+  DecisionState decided = context.arriving_request();
   const clock::time_point started = clock::now();
-  const auto admitted = co_await admit_request(context, head_parser, upstream);
+  const auto admitted = co_await admit_request(context, decided, head_parser, upstream);
   if (!admitted) {
     co_return Next::stop;
   }
@@ -702,12 +705,12 @@ asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_
   // rewritten: a SigV4 signature is read as the client made it.
   exchange::SecretsStage secrets(context.worker.shared.secrets, admitted->target.host.name,
                                  upstream.inspected ? &upstream.inspected->facts : nullptr, head);
-  rewrite_for_origin(context, head, *admitted, upstream, asks);
+  rewrite_for_origin(decided, head, *admitted, upstream, asks);
   secrets.fill(head);
 
   RequestWriter writer{head};
   Exchange x(context, upstream, buffer, request, writer);
-  open_exchange(x, *admitted, asks, secrets, head);
+  open_exchange(x, decided, *admitted, asks, secrets, head);
   bool may_send = true;
   if (const auto& unjudgeable = x.mcp.refusal()) {
     x.state.refused(unjudgeable->reason, unjudgeable->sentence);

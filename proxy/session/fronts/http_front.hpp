@@ -52,9 +52,11 @@ class InspectedOrigin {
 
   // True when a request's Host field names this origin.
   bool named_by(std::string_view host_field) const;
-  // Sets up and verifies TLS on context.upstream (just connected) and makes it
-  // context.upstream_stream; the refusal when the origin could not be verified or reached.
-  virtual boost::asio::awaitable<std::optional<Refusal>> secure_upstream() = 0;
+  // Sets up and verifies TLS on context.upstream (just connected, for a request `decided` with
+  // the rules and settings it carries) and makes it context.upstream_stream; the refusal when
+  // the origin could not be verified or reached.
+  virtual boost::asio::awaitable<std::optional<Refusal>> secure_upstream(
+      const DecisionState& decided) = 0;
   // Whether the TLS layer holds bytes of the origin's that the socket no longer shows (decrypted
   // data, a record read ahead): a read now returns without waiting for the network.
   virtual bool origin_bytes_held() = 0;

@@ -97,7 +97,7 @@ class InspectedTls final : public InspectedOrigin {
   InspectedTls(const InspectedTls&) = delete;
   InspectedTls& operator=(const InspectedTls&) = delete;
 
-  asio::awaitable<std::optional<Refusal>> secure_upstream() override;
+  asio::awaitable<std::optional<Refusal>> secure_upstream(const DecisionState& decided) override;
   // The next fresh handshake with the origin offers h2 (the client's ClientHello did).
   void offer_h2() { offer_h2_ = true; }
   // Both sides chose h2 by ALPN (after secure_client).
@@ -146,7 +146,8 @@ std::string where(const InspectedOrigin& origin) {
   return origin.host.display() + ":" + std::to_string(origin.port);
 }
 
-asio::awaitable<std::optional<Refusal>> InspectedTls::secure_upstream() {
+asio::awaitable<std::optional<Refusal>> InspectedTls::secure_upstream(
+    const DecisionState& decided) {
   context_.upstream_stream.detach();
   taken_idle = false;
   if (context_.secured_origin) {
@@ -159,8 +160,8 @@ asio::awaitable<std::optional<Refusal>> InspectedTls::secure_upstream() {
     context_.upstream_stream.attach(*origin_tls_);
     co_return std::nullopt;
   }
-  const bool current = context_.policy == context_.worker.policy &&
-                       context_.settings_snapshot == context_.worker.settings;
+  const bool current =
+      decided.current(context_.worker) && decided.settings_current(context_.worker);
   epoch_ = current ? context_.worker.origins->epoch() : 0;
   origin_tls_.emplace(context_.upstream, inspection_.origin_facing());
   SSL* ssl = origin_tls_->native_handle();
@@ -307,8 +308,9 @@ asio::awaitable<void> answer_first_request(SessionContext& context, const Inspec
 
 }  // namespace
 
-asio::awaitable<void> serve_inspected(SessionContext& context, const ConnectionFacts& facts,
-                                      std::string_view method, beast::flat_buffer& hello) {
+asio::awaitable<void> serve_inspected(SessionContext& context, const DecisionState& tunnel,
+                                      const ConnectionFacts& facts, std::string_view method,
+                                      beast::flat_buffer& hello) {
   InspectedTls tls(context, *context.worker.shared.inspection, facts);
   const rules::Host& host = tls.host;
   const std::uint16_t port = tls.port;
@@ -319,14 +321,14 @@ asio::awaitable<void> serve_inspected(SessionContext& context, const ConnectionF
     if (rules::read_client_hello(
             std::string_view(static_cast<const char*>(bytes.data()), bytes.size()))
             .offers_h2 &&
-        !context.policy->requests().mcp().judges(host, port)) {
+        !tunnel.policy().requests().mcp().judges(host, port)) {
       tls.offer_h2();
     }
   }
   boost::system::error_code ignored;
   // The origin first: a client is only ever shown a certificate for a host whose own
   // certificate the gate verified (or is told why not, inside the connection).
-  const std::optional<Refusal> origin_failure = co_await tls.secure_upstream();
+  const std::optional<Refusal> origin_failure = co_await tls.secure_upstream(tunnel);
   if (!context.still_wanted(method, host.display(), port)) {
     co_return;
   }

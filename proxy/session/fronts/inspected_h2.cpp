@@ -2,10 +2,13 @@
 //
 // Shape: four loops share the connection (the client's bytes read into the server codec, the
 // origin's into the client codec, and each codec's output written to its socket), and each
-// client stream is a coroutine of its own: first its admission (one stream at a time: the
-// connection's decision state is the session's), then its two directions at once, up (the
-// client's body to the origin) and down (the origin's response to the client). The loops hand
-// each stream its events through two inboxes; nothing blocks another stream.
+// client stream is a coroutine of its own: first its admission, then its two directions at once,
+// up (the client's body to the origin) and down (the origin's response to the client). The
+// streams are admitted at once, each with its own DecisionState (decision_state.hpp), so a
+// stream waiting on a question holds no other. The loops hand each stream its events through two
+// inboxes; nothing blocks another stream. What is the connection's stays the connection's: its
+// origin (every stream registers the same destination for reloads), its byte counts, and its
+// end (a reload that denies the host, or the drain, ends every stream with its line).
 #include "proxy/session/fronts/inspected_h2.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -97,9 +100,20 @@ class Inbox {
 
 // One client stream and what its stages carried.
 struct Stream {
-  Stream(const asio::any_io_executor& executor, h2::StreamId id)
-      : client(id), up(executor), down(executor) {}
+  Stream(const asio::any_io_executor& executor, h2::StreamId id, DecisionState decided_with)
+      : client(id), decided(std::move(decided_with)), up(executor), down(executor) {
+    decided.stream = &departure;
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
   h2::StreamId client;
+  // Wakes the stream's waits on a question when its client is gone (the connection's socket
+  // carries the other streams: it cannot be watched for this one).
+  StreamDeparture departure;
+  // What the stream's request is decided with: the rules and settings in force when its head
+  // arrived, and what its stages keep (report-only mode's denial). Its own, never the
+  // connection's.
+  DecisionState decided;
   h2::StreamId origin = 0;
   h2::RequestHead request;
   bool request_ended = false;  // the head ended the client's side
@@ -109,6 +123,7 @@ struct Stream {
   bool origin_room = false;
   bool client_room = false;
   bool client_closed = false;
+  bool client_reset = false;  // closed by the client's RST_STREAM (or a malformed message)
   bool origin_closed = false;
   bool response_started = false;
 
@@ -271,13 +286,11 @@ class H2Connection {
         client_(h2::ClientOptions{}),
         client_signal_(context.client.get_executor()),
         origin_signal_(context.client.get_executor()),
-        turn_(context.client.get_executor()),
         streams_done_(context.client.get_executor()),
         watchdog_(context.client.get_executor()),
         reach_(origin, address_of(context.upstream)) {
     client_signal_.expires_at(clock::time_point::max());
     origin_signal_.expires_at(clock::time_point::max());
-    turn_.expires_at(clock::time_point::max());
     streams_done_.expires_at(clock::time_point::max());
     if (context.settings().idle_timeout.count() > 0) {
       idle_limit_ = context.settings().idle_timeout;
@@ -301,6 +314,10 @@ class H2Connection {
     end.origin_idle = false;
     boost::system::error_code ignored;
     context_.upstream.close(ignored);
+    if (context_.live.revoked && !revocation_logged_) {
+      // A reload closed the connection between its streams: its line says so.
+      context_.record_revoked("-", bytes_up_, bytes_down_);
+    }
     co_return end;
   }
 
@@ -311,10 +328,10 @@ class H2Connection {
    public:
     ConnectionReach(const InspectedOrigin& origin, std::string address)
         : origin_(origin), address_(std::move(address)) {}
-    asio::awaitable<void> reach(SessionContext& context, Admission& admission,
+    asio::awaitable<void> reach(SessionContext&, DecisionState& decided, Admission& admission,
                                 const exchange::AdmittedRequest&) override {
       if (origin_.facts.by_address()) {
-        if (auto refused = exchange::refuse_address(context, origin_.facts)) {
+        if (auto refused = exchange::refuse_address(decided, origin_.facts)) {
           admission.status = Admission::Status::refused;
           admission.refusal = std::move(*refused);
         }
@@ -353,6 +370,10 @@ class H2Connection {
     context_.upstream.cancel(ignored);
     watchdog_.cancel();
     wake_writers();
+    // No stream's client is there any more: a stream waiting on a question stops waiting.
+    for (auto& [id, stream] : streams_) {
+      stream->departure.gone(false);
+    }
   }
 
   // --- the connection's loops ---
@@ -507,7 +528,10 @@ class H2Connection {
   }
 
   void on_server_event(h2::RequestHeadEvent& event) {
-    auto stream = std::make_unique<Stream>(context_.client.get_executor(), event.stream);
+    // A request arriving now: decided with the rules and settings the worker serves with now.
+    auto stream =
+        std::make_unique<Stream>(context_.client.get_executor(), event.stream,
+                                 DecisionState(context_.worker, context_.worker.settings));
     stream->request = std::move(event.head);
     stream->request_ended = event.end_stream;
     stream->grpc = is_grpc(stream->request.fields);
@@ -562,6 +586,8 @@ class H2Connection {
   void on_server_event(h2::StreamClosedEvent& event) {
     if (Stream* s = by_client(event.stream)) {
       s->client_closed = true;
+      s->client_reset = event.by == h2::Closer::peer || event.by == h2::Closer::codec;
+      s->departure.gone(s->client_reset);
       const Closed closed{true, event.code, event.by == h2::Closer::finished,
                           event.by == h2::Closer::owner};
       s->up.push(closed);
@@ -654,17 +680,10 @@ class H2Connection {
     wake_writers();
   }
 
-  // Whether this stream's request goes on: its admission (one stream at a time), then its
-  // secrets and head budget; answered and logged here when refused.
+  // Whether this stream's request goes on: its admission (at once with the connection's other
+  // streams, with the stream's own DecisionState), then its secrets and head budget; answered
+  // and logged here when refused or over.
   asio::awaitable<bool> admit(Stream& s) {
-    while (deciding_ && !stopping_) {
-      co_await turn_.async_wait(use_tuple);
-    }
-    if (stopping_ || s.client_closed) {
-      co_return false;
-    }
-    deciding_ = true;
-    context_.begin_request();
     http::request_header<> head = to_head(s.request);
     HttpTarget target;
     target.host = origin_.host;
@@ -680,13 +699,11 @@ class H2Connection {
     }
     exchange::RequestAdmission admission;
     if (!refusal) {
-      admission = co_await exchange::admit_request(context_, head, target, reach_);
+      admission = co_await exchange::admit_request(context_, s.decided, head, target, reach_);
       if (admission.status == exchange::RequestAdmission::Status::refused) {
         refusal = std::move(admission.refusal);
       }
     }
-    deciding_ = false;
-    turn_.cancel();
     if (refusal) {
       const std::string display = origin_.host.display();
       if (refusal->path.empty()) {
@@ -697,12 +714,18 @@ class H2Connection {
       co_return false;
     }
     if (admission.status != exchange::RequestAdmission::Status::admitted) {
+      // Over: its line is written (the client left while it waited, the drain, a reload that
+      // closed the connection).
+      revocation_logged_ = revocation_logged_ || context_.live.revoked != nullptr;
       server_.reset_stream(s.client, h2::ErrorCode::cancel);
       wake_writers();
       co_return false;
     }
+    if (client_gone(s)) {
+      co_return false;
+    }
     s.admitted = std::move(admission.request);
-    if (auto unjudged = exchange::refuse_mcp_on_h2(context_, origin_.host, origin_.port)) {
+    if (auto unjudged = exchange::refuse_mcp_on_h2(s.decided, origin_.host, origin_.port)) {
       end_early(s, *unjudged);  // a reload gave the host MCP lines: no call passes unjudged
       co_return false;
     }
@@ -718,6 +741,9 @@ class H2Connection {
       std::optional<std::string> body;
       if (secrets.needs_body()) {
         body = co_await read_whole_body(s);
+        if (client_gone(s)) {
+          co_return false;
+        }
         if (!body) {
           refused_secret = "the request body to sign again is larger than " +
                            std::to_string(kSignedBodyLimit) + " bytes, or did not come whole.";
@@ -738,19 +764,37 @@ class H2Connection {
     s.request = to_request(s.request, head);
 
     // The head, with a body of known length, taken from the budgets whole.
-    s.budget.open(context_, s.request.method, origin_.host, origin_.port, &origin_.facts,
+    s.budget.open(context_, s.decided, s.request.method, origin_.host, origin_.port, &origin_.facts,
                   origin_.facts.dialled);
     if (s.budget.active()) {
       const std::uint64_t length = s.request.content_length.value_or(0);
       s.budget.paid_whole(rules::BudgetKind::up, s.request.content_length.has_value());
-      if (auto stop = co_await s.budget.take_whole_or_ask(rules::BudgetKind::up,
-                                                          head_size(s.request.fields) + length)) {
+      auto stop = co_await s.budget.take_whole_or_ask(rules::BudgetKind::up,
+                                                      head_size(s.request.fields) + length);
+      if (client_gone(s)) {
+        co_return false;
+      }
+      if (stop) {
         Refusal spent(rules::Reason::budget_exhausted, stop->sentence, stop->rule);
         end_early(s, spent);
         co_return false;
       }
     }
     co_return true;
+  }
+
+  // After its admission, or a wait of an admitted stream's: true when its client is gone
+  // meanwhile (it reset the stream, or the connection ended); its end line will say so. (A
+  // stream gone while its admission waited on a question has its line from the wait.)
+  bool client_gone(Stream& s) {
+    if (!s.client_closed && !stopping_) {
+      return false;
+    }
+    s.outcome = s.client_reset ? "reset" : "closed";
+    s.reason = context_.stopping() ? rules::Reason::shutting_down : rules::Reason::client_closed;
+    s.detail = s.client_reset ? "the client reset the stream before its request was sent."
+                              : "the connection ended before the stream's request was sent.";
+    return true;
   }
 
   // A stream refused after its admission's allow line: the refusal is its end line, as a
@@ -837,7 +881,7 @@ class H2Connection {
   // The request's head on a stream of the origin connection, once it has room for one.
   asio::awaitable<bool> open_origin_stream(Stream& s) {
     for (;;) {
-      if (stopping_ || s.client_closed) {
+      if (client_gone(s)) {
         co_return false;
       }
       if (origin_down_) {
@@ -1192,6 +1236,9 @@ class H2Connection {
     s.up.wake();
   }
 
+  // The end line of an admitted stream (repeating its allow). A stream a reload ended with its
+  // connection (LiveConnection::revoked) ends `revoked`, with the new rules' reason, counted as a
+  // denial: the connection's only line about the revocation when streams were open.
   void log_end(const Stream& s) {
     log::Record end;
     end.event = log::Record::Event::end;
@@ -1210,6 +1257,14 @@ class H2Connection {
     end.bytes_up = s.bytes_up;
     end.bytes_down = s.bytes_down;
     end.duration_ms = std::chrono::duration<double, std::milli>(clock::now() - s.started).count();
+    if (const Revocation* why = context_.live.revoked.get()) {
+      end.rule = why->rule;
+      end.detail = why->detail;
+      end.outcome = "revoked";
+      revocation_logged_ = true;
+      record_late_denial(context_.worker, end, revocation_reason(*why));
+      return;
+    }
     if (s.reason == rules::Reason::budget_exhausted) {
       end.rule = s.rule;
       record_late_denial(context_.worker, end, *s.reason);
@@ -1224,14 +1279,15 @@ class H2Connection {
   h2::ClientCodec client_;
   asio::steady_timer client_signal_;
   asio::steady_timer origin_signal_;
-  asio::steady_timer turn_;
   asio::steady_timer streams_done_;
   asio::steady_timer watchdog_;
   ConnectionReach reach_;
   std::map<h2::StreamId, std::unique_ptr<Stream>> streams_;
   std::map<h2::StreamId, Stream*> origin_streams_;
   std::size_t running_streams_ = 0;
-  bool deciding_ = false;
+  // A line says the connection was revoked (a stream's end line, or the line of a stream whose
+  // wait the revocation ended).
+  bool revocation_logged_ = false;
   bool stopping_ = false;
   bool origin_down_ = false;
   bool timed_out_ = false;

@@ -415,13 +415,13 @@ asio::awaitable<void> serve_socks5(SessionContext& context, beast::flat_buffer& 
   }
 
   // 5. The same path as an HTTP CONNECT, with the rules in force now.
-  context.begin_request();
+  DecisionState decided = context.arriving_request();
   context.live.destination.reset();
   context.live.revoked.reset();
   const std::optional<ConnectionFacts> inspected =
-      co_await open_tunnel(context, kSocksFront, *host, request.port, buffer);
+      co_await open_tunnel(context, decided, kSocksFront, *host, request.port, buffer);
   if (inspected) {
-    co_await serve_inspected(context, *inspected, kSocksFront.method, buffer);
+    co_await serve_inspected(context, decided, *inspected, kSocksFront.method, buffer);
   }
 }
 
