@@ -119,7 +119,7 @@ for (const json of [true, false]) {
       try {
         // Shown in the list (a call would ask); the denied ones are not.
         const listed = (await client.listTools()).tools.map((t) => t.name).sort();
-        assert.deepEqual(listed, ['create_issue', 'push_files', 'read_file', 'search']);
+        assert.deepEqual(listed, ['create_issue', 'list_issues', 'push_files', 'read_file', 'search']);
         const yes = await client.callTool({ name: 'create_issue', arguments: { q: 'bug' } });
         assert.equal(yes.content[0].text, 'create_issue ran with bug');
         assert.equal(asked.length, 1);
