@@ -759,7 +759,11 @@ TEST_F(McpGateTest, AnHttp2ConnectionAReloadGaveMcpLinesIsRefusedItsCalls) {
         call_body(1, "delete_repo") + "' -w '\\n%{http_version} %{http_code}\\n' " + base +
         "/mcp 2>&1");
   });
-  std::this_thread::sleep_for(1500ms);  // the first request waits on /slow, on h2
+  // The reload once the first request is on its way (it waits on /slow, on h2): an order of
+  // events, not a time.
+  ASSERT_TRUE(proxy->wait_for_log([](const std::string& log) {
+    return log.find("/slow") != std::string::npos;
+  })) << proxy->log_text();
   write_rules("allow " + std::string(kHost) + " GET\nallow " + std::string(kHost) + " POST\n");
   proxy->gate().reload();
   const auto got = curled.get();
