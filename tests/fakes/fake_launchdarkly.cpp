@@ -21,6 +21,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -220,9 +221,11 @@ struct FakeLaunchDarkly::Impl {
         std::lock_guard lock(mutex);
         ++stream_count;
       }
-      streams.push_back(stream);
+      auto events = std::make_shared<EventStream>();
+      events->tls = stream;
+      streams.push_back(events);
       // Sends a put with the current state, as LaunchDarkly does on connect.
-      send_event(stream, "put", answer_json("(any)"));
+      send_event(events, "put", answer_json("(any)"));
       co_return false;
     }
     co_return co_await reply(*stream, http::status::not_found, "text/plain", "no such endpoint",
@@ -310,13 +313,39 @@ struct FakeLaunchDarkly::Impl {
     co_return keep_alive;
   }
 
-  // The write's handler keeps the stream alive: close_streams() may drop the last other
-  // reference while the write is pending, and its completion still touches the stream.
-  void send_event(const std::shared_ptr<Stream>& stream, const std::string& type,
+  // An open event stream and the events not yet written to it. A TLS stream takes one write at
+  // a time (two in flight interleave their records and break the connection), so events pushed
+  // back to back wait their turn.
+  struct EventStream {
+    std::shared_ptr<Stream> tls;
+    std::deque<std::string> waiting;
+    bool writing = false;
+  };
+
+  void send_event(const std::shared_ptr<EventStream>& stream, const std::string& type,
                   const std::string& data) {
-    auto text = std::make_shared<std::string>("event: " + type + "\r\ndata: " + data + "\r\n\r\n");
-    asio::async_write(*stream, asio::buffer(*text),
-                      [text, stream](boost::system::error_code, std::size_t) {});
+    stream->waiting.push_back("event: " + type + "\r\ndata: " + data + "\r\n\r\n");
+    if (!stream->writing) {
+      write_next(stream);
+    }
+  }
+
+  // The handler keeps the stream alive: close_streams() may drop the last other reference while
+  // a write is pending, and its completion still touches the stream.
+  void write_next(const std::shared_ptr<EventStream>& stream) {
+    if (stream->waiting.empty()) {
+      stream->writing = false;
+      return;
+    }
+    stream->writing = true;
+    asio::async_write(*stream->tls, asio::buffer(stream->waiting.front()),
+                      [this, stream](boost::system::error_code error, std::size_t) {
+                        stream->waiting.pop_front();
+                        if (error) {
+                          stream->waiting.clear();
+                        }
+                        write_next(stream);
+                      });
   }
 
   asio::io_context io{1};
@@ -324,7 +353,7 @@ struct FakeLaunchDarkly::Impl {
   std::string client_id;
   std::string flag;
   asio::ssl::context tls;
-  std::list<std::shared_ptr<Stream>> streams;                  // io thread only
+  std::list<std::shared_ptr<EventStream>> streams;             // io thread only
   std::list<std::shared_ptr<Stream>> hanging;                  // io thread only
   std::list<std::shared_ptr<asio::steady_timer>> held_timers;  // io thread only
   bool released = false;                                       // io thread only
@@ -478,7 +507,7 @@ void FakeLaunchDarkly::close_streams() {
   asio::post(impl_->io, [this, &done] {
     for (auto& stream : impl_->streams) {
       boost::system::error_code ignored;
-      stream->next_layer().close(ignored);
+      stream->tls->next_layer().close(ignored);
     }
     impl_->streams.clear();
     done.set_value();

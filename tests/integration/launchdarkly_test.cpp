@@ -446,7 +446,7 @@ TEST(LaunchDarklyListMode, StreamEventsChangeTheListLive) {
               HasSubstr("launchdarkly-unreachable"));
   // A put brings it back.
   fake.push_event("put", R"({"egress-allowlist":{"value":["other.test"],"version":12}})");
-  EXPECT_TRUE(eventually(*proxy, "other.test", origin.port(), 200));
+  EXPECT_TRUE(eventually(*proxy, "other.test", origin.port(), 200)) << proxy->log_text();
 }
 
 TEST(LaunchDarklyListMode, FailoverUntilTheFirstListThenTheLastGoodListThroughOutages) {
