@@ -11,7 +11,7 @@
 // the server echoes is cleaned from filtered answers; plain HTTP (curl through http_proxy) is
 // judged the same; a batch's calls each count against the request budget; curl --http2 to a
 // host with MCP lines speaks HTTP/1.1 (the gate offers nothing else), so the call is judged, and
-// an h2 connection a reload gave MCP lines is refused its calls. The same client confined by
+// an h2 connection a reload gave MCP lines has its calls judged on h2. The same client confined by
 // `sandgate run` (its own fetch, captured). And an attacker's view: a hostile client
 // (tests/support/mcp_hostile_origin.py records what reached the server) and a hostile server
 // (the same script answering what a server would send to get past the filter).
@@ -743,9 +743,9 @@ TEST_F(McpGateTest, AHostileServerCannotShowAnUnfilteredListOrPassAnUnreadAnswer
   }
 }
 
-// A connection that spoke HTTP/2 before a reload gave its host MCP lines: its next stream is
-// refused (HTTP/2 streams do not call the MCP stage: its calls would pass unjudged).
-TEST_F(McpGateTest, AnHttp2ConnectionAReloadGaveMcpLinesIsRefusedItsCalls) {
+// A connection that spoke HTTP/2 before a reload gave its host MCP lines: its next stream's call
+// is judged by the lines now in force (HTTP/2 streams run the same MCP stage as HTTP/1.1).
+TEST_F(McpGateTest, AnHttp2ConnectionAReloadGaveMcpLinesHasItsCallsJudged) {
   std::ofstream(folder_ + "/requests.txt")
       << "allow " << kHost << " GET\nallow " << kHost << " POST\n";
   auto proxy = gate();
@@ -767,10 +767,9 @@ TEST_F(McpGateTest, AnHttp2ConnectionAReloadGaveMcpLinesIsRefusedItsCalls) {
   write_rules("allow " + std::string(kHost) + " GET\nallow " + std::string(kHost) + " POST\n");
   proxy->gate().reload();
   const auto got = curled.get();
-  EXPECT_TRUE(contains(got.output, "\n2 200\n")) << got.output;
-  EXPECT_TRUE(contains(got.output, "\n2 400\n")) << got.output;
-  EXPECT_TRUE(contains(got.output, "has MCP rules since this HTTP/2 connection was opened"))
-      << got.output;
+  EXPECT_TRUE(contains(got.output, "origin ran it over HTTP/2.0\"}]}}\n2 200\n")) << got.output;
+  EXPECT_TRUE(contains(got.output, "\"isError\":true}}\n2 200\n")) << got.output;
+  EXPECT_TRUE(contains(got.output, "agents never delete")) << got.output;
   EXPECT_FALSE(contains(bodies("both"), "delete_repo")) << bodies("both");
 }
 

@@ -1,7 +1,7 @@
 // The admission pipeline on one request (request_admission.hpp).
 #include "proxy/session/exchange/request_admission.hpp"
 
-#include <cctype>
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <utility>
@@ -9,6 +9,7 @@
 #include "proxy/secrets/request_secrets.hpp"
 #include "proxy/session/ask_wait.hpp"
 #include "proxy/session/wire/http_head.hpp"
+#include "rules/ascii.hpp"
 
 namespace sandgate::session::exchange {
 namespace {
@@ -53,21 +54,13 @@ RequestToJudge what_rules_read(const AdmittedRequest& request, const http::reque
   }
   judged.content_type = head[http::field::content_type];
   for (const auto& field : head) {
-    std::string name(field.name_string());
-    for (char& c : name) {
-      c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
+    std::string name = rules::ascii_lower(field.name_string());
+    std::replace(name.begin(), name.end(), '_', '-');
     if (name != "x-http-method-override" && name != "x-http-method" &&
         name != "x-method-override") {
       continue;
     }
-    std::string_view value = field.value();
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
-      value.remove_prefix(1);
-    }
-    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) {
-      value.remove_suffix(1);
-    }
+    const std::string_view value = rules::trim_ows(field.value());
     if (!rules::is_method_token(value)) {
       // A list ("DELETE, GET"), a space or a byte outside ASCII: origins read the first item, or
       // trim what they see as space; the gate judges only a single method.

@@ -18,7 +18,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/message.hpp>
-#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -34,13 +33,16 @@
 #include "proxy/secrets/redaction.hpp"
 #include "proxy/secrets/request_secrets.hpp"
 #include "proxy/session/admission.hpp"
-#include "proxy/session/exchange/budget_stage.hpp"
 #include "proxy/session/exchange/h2/client_codec.hpp"
 #include "proxy/session/exchange/h2/server_codec.hpp"
+#include "proxy/session/exchange/pipeline/end_line.hpp"
+#include "proxy/session/exchange/pipeline/request_pipeline.hpp"
+#include "proxy/session/exchange/pipeline/response_stages.hpp"
 #include "proxy/session/exchange/request_admission.hpp"
 #include "proxy/session/exchange/secrets_stage.hpp"
 #include "proxy/session/fronts/http_exchange.hpp"
 #include "proxy/session/wire/replies.hpp"
+#include "rules/ascii.hpp"
 
 namespace sandgate::session {
 namespace {
@@ -79,6 +81,8 @@ class Inbox {
     signal_.cancel();
   }
   void wake() { signal_.cancel(); }
+  // An item taken too early goes back first, for the next pop.
+  void put_back(Item item) { items_.push_front(std::move(item)); }
   bool empty() const { return items_.empty(); }
   Item pop() {
     Item item = std::move(items_.front());
@@ -128,9 +132,13 @@ struct Stream {
   bool response_started = false;
 
   exchange::AdmittedRequest admitted;
-  exchange::BudgetStage budget;
-  const std::vector<secrets::Redaction>* redactions = nullptr;
-  bool carried_secret = false;
+  // What the request pipeline's stages hand to the response (exchange/pipeline/).
+  exchange::ExchangeStages stages;
+  // The whole body, read before the head went (a signature over it, an MCP call judged): sent
+  // after the head as it is.
+  std::string body_ahead;
+  bool body_was_read_ahead = false;
+  bool answered = false;  // the gate answered the request itself (the MCP stage)
 
   clock::time_point started = clock::now();
   std::uint64_t bytes_up = 0;
@@ -175,6 +183,25 @@ std::string compression_of(const h2::FieldList& fields) {
     }
   }
   return {};
+}
+
+// `fields` without any field named `name` (lowercase).
+void without_field(h2::FieldList& fields, std::string_view name) {
+  std::erase_if(fields, [name](const h2::Field& field) { return field.name == name; });
+}
+
+// What the MCP stage reads of an answer's head (exchange/mcp_exchange.hpp).
+exchange::McpExchange::AnswerHead mcp_answer_head(const h2::ResponseHeadEvent& event) {
+  exchange::McpExchange::AnswerHead answer;
+  answer.status = event.head.status;
+  for (const auto& field : event.head.fields) {
+    if (field.name == "content-type") {
+      answer.content_type = answer.content_types++ == 0 ? field.value : answer.content_type;
+    }
+  }
+  answer.coding = compression_of(event.head.fields);
+  answer.has_body = !event.end_stream;
+  return answer;
 }
 
 bool is_grpc(const h2::FieldList& fields) {
@@ -233,17 +260,9 @@ http::request_header<> to_head(const h2::RequestHead& request) {
   return head;
 }
 
-std::string lowercase(std::string_view text) {
-  std::string lower(text);
-  for (char& c : lower) {
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return lower;
-}
-
 // The field of `fields` named `name` (any case), the first; nullptr when there is none.
 const h2::Field* field_named(const h2::FieldList& fields, std::string_view name) {
-  const std::string lower = lowercase(name);
+  const std::string lower = rules::ascii_lower(name);
   for (const auto& field : fields) {
     if (field.name == lower) {
       return &field;
@@ -261,7 +280,7 @@ h2::RequestHead to_request(const h2::RequestHead& original, const http::request_
   request.path = original.path;
   request.protocol = original.protocol;
   for (const auto& field : head) {
-    std::string name = lowercase(field.name_string());
+    std::string name = rules::ascii_lower(field.name_string());
     if (name == "host") {
       continue;
     }
@@ -680,107 +699,174 @@ class H2Connection {
     wake_writers();
   }
 
-  // Whether this stream's request goes on: its admission (at once with the connection's other
-  // streams, with the stream's own DecisionState), then its secrets and head budget; answered
-  // and logged here when refused or over.
+  // A stream's request as the request pipeline sees it (exchange/pipeline/exchange_front.hpp):
+  // its head in the stages' model, answered and ended on the stream.
+  class StreamFront final : public exchange::ExchangeFront {
+   public:
+    StreamFront(H2Connection& connection, Stream& s)
+        : c_(connection), s_(s), head_(to_head(s.request)) {}
+
+    http::request_header<>& head() override { return head_; }
+    asio::awaitable<void> refuse_admission(const exchange::AdmittedRequest&,
+                                           const Refusal& refusal) override {
+      c_.refuse_stream(s_, refusal);
+      co_return;
+    }
+    void admission_over() override {
+      // Its line is written (the client left while it waited, the drain, a reload that closed
+      // the connection).
+      c_.revocation_logged_ = c_.revocation_logged_ || c_.context_.live.revoked != nullptr;
+      c_.server_.reset_stream(s_.client, h2::ErrorCode::cancel);
+      c_.wake_writers();
+    }
+    exchange::ExchangeStages& admitted(const exchange::AdmittedRequest& request) override {
+      s_.admitted = request;
+      return s_.stages;
+    }
+
+    // Without a content-length, any stream its head did not end may carry DATA.
+    bool has_body() const override {
+      return s_.request.content_length ? *s_.request.content_length > 0 : !s_.request_ended;
+    }
+    void rewrite_for_origin() override {}  // the head goes as it came (to_request)
+    void head_ready() override {}
+    std::optional<mcp::Transport> mcp_usual() const override { return c_.mcp_usual_; }
+    exchange::HeadCost head_cost() const override {
+      // As the head goes (to_request): its regular fields, Host as :authority.
+      exchange::HeadCost cost;
+      for (const auto& field : head_) {
+        if (field.name() != http::field::host) {
+          cost.head_bytes += field.name_string().size() + field.value().size() + 32;
+        }
+      }
+      cost.body_length = s_.request.content_length;
+      return cost;
+    }
+
+    // HTTP/2 has no 100 Continue to answer: the body comes as the stream's window allows.
+    asio::awaitable<bool> answer_continue() override { co_return true; }
+    asio::awaitable<bool> read_body_ahead(std::size_t limit, exchange::BodyAheadFor why) override {
+      return c_.read_body_ahead(s_, limit, why);
+    }
+    const std::string& body_ahead() const override { return s_.body_ahead; }
+    void send_instead(std::string body) override {
+      head_.set(http::field::content_length, std::to_string(body.size()));
+      s_.body_ahead = std::move(body);
+    }
+
+    asio::awaitable<void> answer(const mcp::GateAnswer& answer) override {
+      return c_.answer_made(s_, answer);
+    }
+    void refuse(const Refusal& refusal) override { c_.end_early(s_, refusal); }
+    void budget_spent(budget::Stop stop) override {
+      c_.end_early(s_, Refusal(rules::Reason::budget_exhausted, stop.sentence, stop.rule));
+    }
+    void client_left() override {
+      if (!c_.client_gone(s_)) {
+        admission_over();
+      }
+    }
+    bool client_gone() override { return c_.client_gone(s_); }
+
+   private:
+    H2Connection& c_;
+    Stream& s_;
+    http::request_header<> head_;
+  };
+
+  // Whether this stream's request goes on: its :authority checked, then the request pipeline
+  // (exchange/pipeline/), at once with the connection's other streams, with the stream's own
+  // DecisionState; answered and logged there when refused or over. When it goes on, its head
+  // is as the stages left it, and a body they read ahead waits in its inbox.
   asio::awaitable<bool> admit(Stream& s) {
-    http::request_header<> head = to_head(s.request);
+    if (!origin_.named_by(s.request.authority)) {
+      refuse_stream(s, Refusal(rules::Reason::bad_request,
+                               "the request's :authority '" + s.request.authority.substr(0, 100) +
+                                   "' is not the host this connection was opened to (" +
+                                   origin_.authority + ")."));
+      co_return false;
+    }
     HttpTarget target;
     target.host = origin_.host;
     target.port = origin_.port;
     target.authority = origin_.authority;
     target.origin_form = s.request.path;
-    std::optional<Refusal> refusal;
-    if (!origin_.named_by(s.request.authority)) {
-      refusal = Refusal(rules::Reason::bad_request,
-                        "the request's :authority '" + s.request.authority.substr(0, 100) +
-                            "' is not the host this connection was opened to (" +
-                            origin_.authority + ").");
-    }
-    exchange::RequestAdmission admission;
-    if (!refusal) {
-      admission = co_await exchange::admit_request(context_, s.decided, head, target, reach_);
-      if (admission.status == exchange::RequestAdmission::Status::refused) {
-        refusal = std::move(admission.refusal);
-      }
-    }
-    if (refusal) {
-      const std::string display = origin_.host.display();
-      if (refusal->path.empty()) {
-        refusal->path = std::string(logged_path(s.request.path));
-      }
-      record_refusal(context_, s.request.method, display, origin_.port, *refusal);
-      answer(s.client, *refusal, s.grpc);
+    StreamFront front(*this, s);
+    const exchange::PipelineEnd ran = co_await exchange::run_request_pipeline(
+        context_, s.decided, front, std::move(target), reach_);
+    if (ran != exchange::PipelineEnd::send) {
       co_return false;
     }
-    if (admission.status != exchange::RequestAdmission::Status::admitted) {
-      // Over: its line is written (the client left while it waited, the drain, a reload that
-      // closed the connection).
-      revocation_logged_ = revocation_logged_ || context_.live.revoked != nullptr;
-      server_.reset_stream(s.client, h2::ErrorCode::cancel);
-      wake_writers();
-      co_return false;
+    s.request = to_request(s.request, front.head());
+    if (s.body_was_read_ahead && !s.request_ended) {
+      s.up.push(h2::DataEvent{s.client, std::move(s.body_ahead)});  // sent after the head
+      s.up.push(h2::EndEvent{s.client});
     }
+    co_return true;
+  }
+
+  // Refused before its exchange (its :authority, its admission): logged and answered.
+  void refuse_stream(Stream& s, Refusal refusal) {
+    const std::string display = origin_.host.display();
+    if (refusal.path.empty()) {
+      refusal.path = std::string(logged_path(s.request.path));
+    }
+    record_refusal(context_, s.request.method, display, origin_.port, refusal);
+    answer(s.client, refusal, s.grpc);
+  }
+
+  // The whole request body read before its head goes (exchange/pipeline/): false when it could
+  // not be (the client gone, or refused: too large to sign, or not whole).
+  asio::awaitable<bool> read_body_ahead(Stream& s, std::size_t limit, exchange::BodyAheadFor why) {
+    const bool judging = why == exchange::BodyAheadFor::judging;
+    std::optional<std::string> body = co_await read_whole_body(s, limit, judging);
     if (client_gone(s)) {
       co_return false;
     }
-    s.admitted = std::move(admission.request);
-    if (auto unjudged = exchange::refuse_mcp_on_h2(s.decided, origin_.host, origin_.port)) {
-      end_early(s, *unjudged);  // a reload gave the host MCP lines: no call passes unjudged
+    if (!body) {
+      end_early(s,
+                Refusal(rules::Reason::secret_refused,
+                        "the request body to sign again is larger than " +
+                            std::to_string(kSignedBodyLimit) + " bytes, or did not come whole."));
       co_return false;
     }
-
-    // Masked secrets, as on HTTP/1.1 (exchange/secrets_stage.hpp).
-    exchange::SecretsStage secrets(context_.worker.shared.secrets, origin_.host.name,
-                                   &origin_.facts, head);
-    secrets.fill(head);
-    s.redactions = secrets.redactions();
-    s.carried_secret = secrets.carried_secret();
-    std::optional<std::string> refused_secret = secrets.refuse_unsignable();
-    if (!refused_secret && secrets.signed_again()) {
-      std::optional<std::string> body;
-      if (secrets.needs_body()) {
-        body = co_await read_whole_body(s);
-        if (client_gone(s)) {
-          co_return false;
-        }
-        if (!body) {
-          refused_secret = "the request body to sign again is larger than " +
-                           std::to_string(kSignedBodyLimit) + " bytes, or did not come whole.";
-        }
-      }
-      if (!refused_secret) {
-        refused_secret = secrets.sign(head, body);
-        if (body) {
-          s.up.push(h2::DataEvent{s.client, std::move(*body)});  // sent as it is, after the head
-          s.up.push(h2::EndEvent{s.client});
-        }
-      }
-    }
-    if (refused_secret) {
-      end_early(s, Refusal(rules::Reason::secret_refused, *refused_secret));
-      co_return false;
-    }
-    s.request = to_request(s.request, head);
-
-    // The head, with a body of known length, taken from the budgets whole.
-    s.budget.open(context_, s.decided, s.request.method, origin_.host, origin_.port, &origin_.facts,
-                  origin_.facts.dialled);
-    if (s.budget.active()) {
-      const std::uint64_t length = s.request.content_length.value_or(0);
-      s.budget.paid_whole(rules::BudgetKind::up, s.request.content_length.has_value());
-      auto stop = co_await s.budget.take_whole_or_ask(rules::BudgetKind::up,
-                                                      head_size(s.request.fields) + length);
-      if (client_gone(s)) {
-        co_return false;
-      }
-      if (stop) {
-        Refusal spent(rules::Reason::budget_exhausted, stop->sentence, stop->rule);
-        end_early(s, spent);
-        co_return false;
-      }
-    }
+    s.body_ahead = std::move(*body);
+    s.body_was_read_ahead = true;
     co_return true;
+  }
+
+  // The gate's own answer to a stream a stage judged (the MCP stage's): the whole response,
+  // nothing sent upstream.
+  asio::awaitable<void> answer_made(Stream& s, const mcp::GateAnswer& made) {
+    h2::ResponseHead head;
+    head.status = made.status;
+    if (!made.content_type.empty()) {
+      head.fields.push_back({"content-type", made.content_type, false});
+    }
+    head.fields.push_back({"content-length", std::to_string(made.body.size()), false});
+    s.answered = true;
+    s.status = made.status;
+    s.bytes_down += head_size(head.fields);
+    co_await send_made(s, head, made.body);
+  }
+
+  // A head and a body the gate made, sent whole as the stream's room allows.
+  asio::awaitable<void> send_made(Stream& s, const h2::ResponseHead& head, std::string_view body) {
+    if (server_.submit_response(s.client, head, body.empty()) != h2::SubmitError::none) {
+      co_return;
+    }
+    s.response_started = true;
+    wake_writers();
+    if (body.empty()) {
+      co_return;
+    }
+    const bool sent =
+        co_await send_all(server_, s.client, body, s.client_room, s.down, s.client_closed);
+    s.bytes_down += body.size();
+    if (sent) {
+      server_.end_stream(s.client);
+      wake_writers();
+    }
   }
 
   // After its admission, or a wait of an admitted stream's: true when its client is gone
@@ -807,8 +893,11 @@ class H2Connection {
     answer(s.client, refusal, s.grpc);
   }
 
-  // The whole request body (for a SigV4 signature over its hash), at most kSignedBodyLimit.
-  asio::awaitable<std::optional<std::string>> read_whole_body(Stream& s) {
+  // The whole request body, at most `limit` bytes: nothing past it, or when it did not come
+  // whole (trailers cannot be signed; a close ends it). `keep_first`: a longer body is read no
+  // further, its first `limit` bytes kept, and trailers end it (they never go, as on HTTP/1.1).
+  asio::awaitable<std::optional<std::string>> read_whole_body(Stream& s, std::size_t limit,
+                                                              bool keep_first) {
     std::string body;
     if (s.request_ended) {
       co_return body;
@@ -821,14 +910,20 @@ class H2Connection {
       if (auto* data = std::get_if<h2::DataEvent>(&item)) {
         server_.consume(s.client, data->bytes.size());
         wake_writers();
-        if (body.size() + data->bytes.size() > kSignedBodyLimit) {
-          co_return std::nullopt;
+        if (body.size() + data->bytes.size() > limit) {
+          if (!keep_first) {
+            co_return std::nullopt;
+          }
+          body.append(data->bytes, 0, limit - body.size());
+          co_return body;  // the rest is drained once the stage has answered
         }
         body += data->bytes;
       } else if (std::holds_alternative<h2::EndEvent>(item)) {
         co_return body;  // its end is pushed again behind the body
+      } else if (keep_first && std::holds_alternative<h2::TrailersEvent>(item)) {
+        co_return body;
       } else {
-        co_return std::nullopt;  // trailers cannot be signed; a close ends it
+        co_return std::nullopt;
       }
     }
   }
@@ -842,7 +937,7 @@ class H2Connection {
       }
       log_end(s);
     } else {
-      if (s.reason) {
+      if (s.reason || s.answered) {
         log_end(s);
       }
       co_await drain(s);
@@ -950,10 +1045,10 @@ class H2Connection {
       if (auto* data = std::get_if<h2::DataEvent>(&item)) {
         const std::size_t size = data->bytes.size();
         std::optional<budget::Stop> stop;
-        std::size_t allowed = s.budget.take_piece(rules::BudgetKind::up, size, stop);
+        std::size_t allowed = s.stages.budget.take_piece(rules::BudgetKind::up, size, stop);
         if (stop) {
           // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
-          const bool granted = co_await s.budget.more_granted(*stop);
+          const bool granted = co_await s.stages.budget.more_granted(*stop);
           if (granted) {
             stop.reset();
             allowed = size;
@@ -1015,11 +1110,11 @@ class H2Connection {
       return misplaced;
     }
     if (may_fill && secrets::fill_secrets(*secrets, head)) {
-      s.carried_secret = true;
+      s.stages.carried_secret = true;
       h2::FieldList filled;
       for (const auto& field : head) {
         const h2::Field* sent = field_named(fields, field.name_string());
-        filled.push_back({lowercase(field.name_string()), std::string(field.value()),
+        filled.push_back({rules::ascii_lower(field.name_string()), std::string(field.value()),
                           sent == nullptr || sent->never_index});
       }
       fields = std::move(filled);
@@ -1047,33 +1142,39 @@ class H2Connection {
     wake_writers();
   }
 
-  // The origin's response head, cleaned and checked as on HTTP/1.1; false when it is refused.
-  asio::awaitable<bool> pass_response_head(Stream& s, h2::ResponseHeadEvent& event) {
+  // The origin's response head, cleaned and checked as on HTTP/1.1 (exchange/pipeline/
+  // response_stages.hpp); false when it is refused, or when the MCP stage's filter takes the
+  // answer over (`filtered`: how).
+  asio::awaitable<bool> pass_response_head(Stream& s, h2::ResponseHeadEvent& event,
+                                           std::optional<exchange::McpAnswer>& filtered,
+                                           mcp::ResponseFilter::Mode& mode) {
     h2::ResponseHead& head = event.head;
-    redact_fields(head.fields, s.redactions);
+    redact_fields(head.fields, s.stages.redactions);
     const std::string* type = h2::find_field(head.fields, "content-type");
-    if (s.carried_secret) {
-      if (auto problem = secrets::partial_response_problem(head.status, type ? *type : "")) {
-        fail_response(s, Refusal(rules::Reason::bad_response,
-                                 origin_.host.display() + " " + *problem +
-                                     " (the gate asked for the whole resource): a secret's echo "
-                                     "in pieces cannot be cleaned."));
+    if (auto refused = exchange::refuse_unsearchable(
+            s.stages, head.status, type ? *type : "",
+            s.stages.carried_secret ? compression_of(head.fields) : std::string(),
+            !event.end_stream, origin_.host.display())) {
+      fail_response(s, *refused);
+      co_return false;
+    }
+    if (s.stages.mcp.filters_response()) {
+      // An MCP server's answer to a call the stage judged (or its GET stream): filtered.
+      filtered.emplace(s.stages, s.admitted.where);
+      std::optional<Refusal> unreadable;
+      mode = filtered->start(mcp_answer_head(event), unreadable, mcp_usual_);
+      if (unreadable) {
+        fail_response(s, *unreadable);
         co_return false;
       }
-      const std::string coding = compression_of(head.fields);
-      if (!event.end_stream && !coding.empty()) {
-        fail_response(s, Refusal(rules::Reason::bad_response,
-                                 origin_.host.display() + " sent a compressed response (" + coding +
-                                     ") to a request that carried a masked secret, though asked "
-                                     "for none: the gate cannot search it for the secret's real "
-                                     "value."));
+      if (mode != mcp::ResponseFilter::Mode::pass) {
         co_return false;
       }
     }
-    if (s.budget.active()) {
-      s.budget.paid_whole(rules::BudgetKind::down, head.content_length.has_value());
-      if (auto stop = co_await s.budget.take_whole_or_ask(
-              rules::BudgetKind::down, head_size(head.fields) + head.content_length.value_or(0))) {
+    if (s.stages.budget.active()) {
+      const exchange::HeadCost cost{head_size(head.fields), head.content_length};
+      if (auto stop =
+              co_await exchange::take_head(s.stages.budget, rules::BudgetKind::down, cost)) {
         cut(s, *stop);
         co_return false;
       }
@@ -1140,25 +1241,35 @@ class H2Connection {
       }
       Item item = s.down.pop();
       if (auto* interim = std::get_if<h2::InterimHeadEvent>(&item)) {
-        redact_fields(interim->head.fields, s.redactions);
+        redact_fields(interim->head.fields, s.stages.redactions);
         server_.submit_interim(s.client, interim->head);
         wake_writers();
       } else if (auto* response = std::get_if<h2::ResponseHeadEvent>(&item)) {
-        if (!co_await pass_response_head(s, *response)) {
+        std::optional<exchange::McpAnswer> filtered;
+        mcp::ResponseFilter::Mode mode = mcp::ResponseFilter::Mode::pass;
+        const bool passed = co_await pass_response_head(s, *response, filtered, mode);
+        if (!passed && mode != mcp::ResponseFilter::Mode::pass) {
+          const bool over = co_await relay_mcp_answer(s, *response, *filtered, mode);
+          if (over) {
+            break;
+          }
+          continue;  // a close came first: handled below
+        }
+        if (!passed) {
           break;
         }
-        if (s.redactions != nullptr && !response->end_stream) {
-          redaction.emplace(*s.redactions);
+        if (s.stages.redactions != nullptr && !response->end_stream) {
+          redaction.emplace(*s.stages.redactions);
           buffer.resize(redaction->front_limit() + kReadPiece);
         }
         done = response->end_stream;
       } else if (auto* data = std::get_if<h2::DataEvent>(&item)) {
         const std::size_t size = data->bytes.size();
         std::optional<budget::Stop> stop;
-        std::size_t allowed = s.budget.take_piece(rules::BudgetKind::down, size, stop);
+        std::size_t allowed = s.stages.budget.take_piece(rules::BudgetKind::down, size, stop);
         if (stop) {
           // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
-          const bool granted = co_await s.budget.more_granted(*stop);
+          const bool granted = co_await s.stages.budget.more_granted(*stop);
           if (granted) {
             stop.reset();
             allowed = size;
@@ -1195,7 +1306,7 @@ class H2Connection {
             break;
           }
         }
-        redact_fields(trailers->fields, s.redactions);
+        redact_fields(trailers->fields, s.stages.redactions);
         server_.submit_trailers(s.client, std::move(trailers->fields));
         wake_writers();
         done = true;
@@ -1236,28 +1347,196 @@ class H2Connection {
     s.up.wake();
   }
 
+  // --- the MCP stage's answer filter (exchange/pipeline/response_stages.hpp), as on HTTP/1.1 ---
+
+  // The answer of a stream the MCP stage judged: read whole and filtered (or replaced by the
+  // gate's own), or passed event by event. True when the stream's response is over; false when
+  // the stream closed first (the close is back in the inbox, for relay_down).
+  asio::awaitable<bool> relay_mcp_answer(Stream& s, h2::ResponseHeadEvent& event,
+                                         exchange::McpAnswer& answer,
+                                         mcp::ResponseFilter::Mode mode) {
+    h2::ResponseHead head = std::move(event.head);
+    without_field(head.fields, "content-length");  // the filter changes the length
+    if (mode == mcp::ResponseFilter::Mode::sse) {
+      const bool over = co_await relay_mcp_events(s, std::move(head), event.end_stream, answer);
+      co_return over;
+    }
+    std::string body;
+    const bool replace = mode == mcp::ResponseFilter::Mode::replace;
+    const std::optional<bool> whole =
+        co_await read_answer_body(s, replace ? nullptr : &body, answer.limit(), event.end_stream);
+    if (!whole) {
+      co_return false;
+    }
+    if (!*whole) {
+      fail_response(s, answer.unread());
+      co_return true;
+    }
+    auto made = answer.finish(body);
+    if (!made) {
+      fail_response(s, made.error());
+      co_return true;
+    }
+    if (made->replaced) {
+      head.status = made->answer.status;
+      without_field(head.fields, "content-type");
+      without_field(head.fields, "content-encoding");  // the gate's own body, or none
+      if (!made->answer.content_type.empty()) {
+        head.fields.push_back({"content-type", made->answer.content_type, false});
+      }
+    }
+    head.fields.push_back({"content-length", std::to_string(made->answer.body.size()), false});
+    if (s.stages.budget.active()) {
+      const exchange::HeadCost cost{head_size(head.fields), made->answer.body.size()};
+      if (auto stop =
+              co_await exchange::take_head(s.stages.budget, rules::BudgetKind::down, cost)) {
+        cut(s, *stop);
+        co_return true;
+      }
+    }
+    s.status = head.status;
+    s.bytes_down += head_size(head.fields);
+    co_await send_made(s, head, made->answer.body);
+    co_return true;
+  }
+
+  // The rest of an answer's body from the origin: whole into `into` (at most `limit` bytes),
+  // or dropped when `into` is null. True when it all came (its trailers, never read by the
+  // filter, do not go); false past the limit; nothing when the stream closed first (the close
+  // put back).
+  asio::awaitable<std::optional<bool>> read_answer_body(Stream& s, std::string* into,
+                                                        std::size_t limit, bool ended) {
+    while (!ended && !stopping_) {
+      while (s.down.empty() && !stopping_) {
+        co_await s.down.wait();
+      }
+      if (stopping_) {
+        break;
+      }
+      Item item = s.down.pop();
+      if (auto* data = std::get_if<h2::DataEvent>(&item)) {
+        client_.consume(s.origin, data->bytes.size());
+        wake_writers();
+        if (into != nullptr && into->size() + data->bytes.size() > limit) {
+          co_return false;
+        }
+        if (into != nullptr) {
+          *into += data->bytes;
+        }
+      } else if (std::holds_alternative<h2::EndEvent>(item) ||
+                 std::holds_alternative<h2::TrailersEvent>(item)) {
+        ended = true;
+      } else if (std::holds_alternative<Closed>(item)) {
+        s.down.put_back(std::move(item));
+        co_return std::nullopt;
+      }
+    }
+    if (!ended) {
+      co_return std::nullopt;
+    }
+    co_return true;
+  }
+
+  // An MCP server's event stream, event by event through the filter (lists filtered, the gate's
+  // answers first), its length unknown. A message the filter cannot read cuts the stream: the
+  // client sees it break, never a message the gate misread.
+  asio::awaitable<bool> relay_mcp_events(Stream& s, h2::ResponseHead head, bool ended,
+                                         exchange::McpAnswer& answer) {
+    if (s.stages.budget.active()) {
+      const exchange::HeadCost cost{head_size(head.fields), std::nullopt};
+      if (auto stop =
+              co_await exchange::take_head(s.stages.budget, rules::BudgetKind::down, cost)) {
+        cut(s, *stop);
+        co_return true;
+      }
+    }
+    s.status = head.status;
+    s.bytes_down += head_size(head.fields);
+    if (server_.submit_response(s.client, head, ended) != h2::SubmitError::none) {
+      co_return true;
+    }
+    s.response_started = true;
+    wake_writers();
+    while (!ended && !stopping_) {
+      while (s.down.empty() && !stopping_) {
+        co_await s.down.wait();
+      }
+      if (stopping_) {
+        co_return true;
+      }
+      Item item = s.down.pop();
+      if (auto* data = std::get_if<h2::DataEvent>(&item)) {
+        client_.consume(s.origin, data->bytes.size());
+        wake_writers();
+        auto out = answer.pass_events(data->bytes);
+        if (!out) {
+          fail_response(s, Refusal(rules::Reason::bad_response,
+                                   s.admitted.where + " sent an MCP event the gate cannot read."));
+          co_return true;
+        }
+        const bool sent = co_await send_counted(s, *out);
+        if (!sent) {
+          co_return true;
+        }
+      } else if (std::holds_alternative<h2::EndEvent>(item) ||
+                 std::holds_alternative<h2::TrailersEvent>(item)) {
+        const bool sent = co_await send_counted(s, answer.end_events());
+        if (sent) {
+          server_.end_stream(s.client);  // its trailers, never read by the filter, do not go
+          wake_writers();
+        }
+        co_return true;
+      } else if (std::holds_alternative<Closed>(item)) {
+        s.down.put_back(std::move(item));
+        co_return false;
+      }
+    }
+    co_return true;
+  }
+
+  // Sends `bytes` the gate made on the stream, taken from the budgets piece by piece (a person
+  // asked for more under --unknown=ask); false when the stream ended, or a budget cut it.
+  asio::awaitable<bool> send_counted(Stream& s, std::string_view bytes) {
+    std::optional<budget::Stop> stop;
+    std::size_t allowed = s.stages.budget.take_piece(rules::BudgetKind::down, bytes.size(), stop);
+    if (stop) {
+      // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
+      const bool granted = co_await s.stages.budget.more_granted(*stop);
+      if (granted) {
+        stop.reset();
+        allowed = bytes.size();
+      }
+    }
+    const bool sent = co_await send_all(server_, s.client, bytes.substr(0, allowed), s.client_room,
+                                        s.down, s.client_closed);
+    s.bytes_down += allowed;
+    if (stop) {
+      cut(s, *stop);
+      co_return false;
+    }
+    co_return sent;
+  }
+
   // The end line of an admitted stream (repeating its allow). A stream a reload ended with its
   // connection (LiveConnection::revoked) ends `revoked`, with the new rules' reason, counted as a
   // denial: the connection's only line about the revocation when streams were open.
   void log_end(const Stream& s) {
-    log::Record end;
-    end.event = log::Record::Event::end;
-    end.connection_id = context_.id;
-    end.client = context_.client_address;
-    end.method = s.request.method;
     const std::string host = origin_.host.display();
-    end.host = host;
-    end.port = origin_.port;
     const std::string path(logged_path(s.request.path));
-    end.path = path;
-    end.verdict = rules::verdict_name(rules::Verdict::allow);
-    end.reason = s.reason ? rules::reason_code(*s.reason) : std::string_view{};
-    end.detail = s.detail;
-    end.outcome = s.outcome;
-    end.bytes_up = s.bytes_up;
-    end.bytes_down = s.bytes_down;
-    end.duration_ms = std::chrono::duration<double, std::milli>(clock::now() - s.started).count();
+    exchange::EndLine line;
+    line.method = s.request.method;
+    line.host = host;
+    line.port = origin_.port;
+    line.path = path;
+    line.outcome = s.outcome;
+    line.reason = s.reason;
+    line.detail = s.detail;
+    line.rule = s.rule;
+    line.bytes_up = s.bytes_up;
+    line.bytes_down = s.bytes_down;
+    line.started = s.started;
     if (const Revocation* why = context_.live.revoked.get()) {
+      log::Record end = exchange::end_record(context_, line);
       end.rule = why->rule;
       end.detail = why->detail;
       end.outcome = "revoked";
@@ -1265,12 +1544,7 @@ class H2Connection {
       record_late_denial(context_.worker, end, revocation_reason(*why));
       return;
     }
-    if (s.reason == rules::Reason::budget_exhausted) {
-      end.rule = s.rule;
-      record_late_denial(context_.worker, end, *s.reason);
-      return;
-    }
-    context_.record_end(end);
+    exchange::write_end_line(context_, line);
   }
 
   SessionContext& context_;
@@ -1288,6 +1562,9 @@ class H2Connection {
   // A line says the connection was revoked (a stream's end line, or the line of a stream whose
   // wait the revocation ended).
   bool revocation_logged_ = false;
+  // The transport an MCP server answered this connection in last (proxy/mcp/answers.hpp): the
+  // gate answers a refused call in it.
+  std::optional<mcp::Transport> mcp_usual_;
   bool stopping_ = false;
   bool origin_down_ = false;
   bool timed_out_ = false;

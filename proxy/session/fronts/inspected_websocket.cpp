@@ -20,7 +20,7 @@ class ExchangeAllowance final : public exchange::FrameAllowance {
   explicit ExchangeAllowance(Exchange& x) : x_(x) {}
   boost::asio::awaitable<std::optional<budget::Stop>> take(bool upward,
                                                            std::uint64_t bytes) override {
-    co_return co_await x_.budget.take_whole_or_ask(
+    co_return co_await x_.stages.budget.take_whole_or_ask(
         upward ? rules::BudgetKind::up : rules::BudgetKind::down, bytes);
   }
 
@@ -79,10 +79,10 @@ boost::asio::awaitable<InspectedWebSocketEnd> relay_inspected_websocket(Exchange
   response.version(11);
   // The 101 head is bytes towards the client like any other; the frames behind either head are
   // the relay's, taken frame by frame.
-  if (x.budget.active()) {
+  if (x.stages.budget.active()) {
     std::ostringstream serialized;
     serialized << response.base();
-    if (auto stop = x.budget.take_whole(rules::BudgetKind::down, serialized.str().size())) {
+    if (auto stop = x.stages.budget.take_whole(rules::BudgetKind::down, serialized.str().size())) {
       InspectedWebSocketEnd spent;
       spent.outcome = relay::to_string(relay::Outcome::budget_exhausted);
       spent.reason = rules::Reason::budget_exhausted;
@@ -101,8 +101,8 @@ boost::asio::awaitable<InspectedWebSocketEnd> relay_inspected_websocket(Exchange
   ExchangeAllowance allowance(x);
   exchange::WebSocketOptions options;
   options.idle = context.settings().idle_timeout;  // as the tunnel relay: none when zero
-  options.redactions = x.redactions;
-  options.allowance = x.budget.active() ? &allowance : nullptr;
+  options.redactions = x.stages.redactions;
+  options.allowance = x.stages.budget.active() ? &allowance : nullptr;
   const exchange::WebSocketEnd relayed = co_await exchange::relay_websocket(
       {context.client_stream, context.client, x.client_buffer},
       {context.upstream_stream, context.upstream, x.upstream.buffer}, options);
