@@ -24,7 +24,6 @@
 #include "proxy/session/origin_pool.hpp"
 #include "proxy/session/wire/http_head.hpp"
 #include "proxy/session/wire/replies.hpp"
-#include "rules/mcp_rules.hpp"
 #include "rules/policy.hpp"
 #include "rules/tls_client_hello.hpp"
 
@@ -315,13 +314,12 @@ asio::awaitable<void> serve_inspected(SessionContext& context, const DecisionSta
   const rules::Host& host = tls.host;
   const std::uint16_t port = tls.port;
   {
-    // A host with MCP lines is offered HTTP/1.1 only: its calls are judged by the MCP stage
-    // in the HTTP/1.1 exchange (exchange/mcp_exchange.hpp), and none may pass unjudged on h2.
+    // h2 when the client offers it: every stream runs the same request pipeline as an HTTP/1.1
+    // request (exchange/pipeline/), the MCP stage of a host with MCP lines included.
     const auto bytes = hello.data();
     if (rules::read_client_hello(
             std::string_view(static_cast<const char*>(bytes.data()), bytes.size()))
-            .offers_h2 &&
-        !tunnel.policy().requests().mcp().judges(host, port)) {
+            .offers_h2) {
       tls.offer_h2();
     }
   }

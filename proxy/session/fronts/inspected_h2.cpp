@@ -11,6 +11,7 @@
 // end (a reload that denies the host, or the drain, ends every stream with its line).
 #include "proxy/session/fronts/inspected_h2.hpp"
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -138,7 +139,10 @@ struct Stream {
   // after the head as it is.
   std::string body_ahead;
   bool body_was_read_ahead = false;
-  bool answered = false;  // the gate answered the request itself (the MCP stage)
+  // Its bytes of the gate-wide total of bodies read ahead (kReadAheadTotal), as on HTTP/1.1.
+  ReadAheadShare read_ahead_share;
+  bool read_ahead_full = false;  // the total had no room for them
+  bool answered = false;         // the gate answered the request itself (the MCP stage)
 
   clock::time_point started = clock::now();
   std::uint64_t bytes_up = 0;
@@ -823,6 +827,15 @@ class H2Connection {
     if (client_gone(s)) {
       co_return false;
     }
+    if (!body && s.read_ahead_full) {
+      end_early(
+          s, Refusal(rules::Reason::connection_limit,
+                     "the gate already holds " + std::to_string(kReadAheadTotal / (1024 * 1024)) +
+                         " MiB of request bodies it reads before sending them (MCP calls "
+                         "to judge, SigV4 requests with masked secrets to sign again); try "
+                         "again later."));
+      co_return false;
+    }
     if (!body) {
       end_early(s,
                 Refusal(rules::Reason::secret_refused,
@@ -893,8 +906,9 @@ class H2Connection {
     answer(s.client, refusal, s.grpc);
   }
 
-  // The whole request body, at most `limit` bytes: nothing past it, or when it did not come
-  // whole (trailers cannot be signed; a close ends it). `keep_first`: a longer body is read no
+  // The whole request body, at most `limit` bytes, within the gate-wide total of bodies read
+  // ahead: nothing past either, or when it did not come whole (trailers cannot be signed; a close
+  // ends it). `keep_first`: a longer body is read no
   // further, its first `limit` bytes kept, and trailers end it (they never go, as on HTTP/1.1).
   asio::awaitable<std::optional<std::string>> read_whole_body(Stream& s, std::size_t limit,
                                                               bool keep_first) {
@@ -910,11 +924,16 @@ class H2Connection {
       if (auto* data = std::get_if<h2::DataEvent>(&item)) {
         server_.consume(s.client, data->bytes.size());
         wake_writers();
-        if (body.size() + data->bytes.size() > limit) {
+        const std::size_t room = limit - body.size();
+        if (!s.read_ahead_share.take(std::min(data->bytes.size(), room))) {
+          s.read_ahead_full = true;
+          co_return std::nullopt;
+        }
+        if (data->bytes.size() > room) {
           if (!keep_first) {
             co_return std::nullopt;
           }
-          body.append(data->bytes, 0, limit - body.size());
+          body.append(data->bytes, 0, room);
           co_return body;  // the rest is drained once the stage has answered
         }
         body += data->bytes;
