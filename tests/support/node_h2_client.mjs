@@ -4,6 +4,8 @@
 //
 //   node node_h2_client.mjs PROXY_PORT HOST PORT CA_FILE METHOD:PATH[:BODY] ...
 //
+// A BODY of `@FILE` sends the contents of FILE (a body with colons, or a large one).
+//
 // Prints the protocol TLS chose (`alpn h2`), then for each request `PATH STATUS BODY` on one
 // line (the body with its line breaks as \n), or `PATH error CODE` when its stream failed.
 import fs from 'node:fs';
@@ -45,7 +47,7 @@ function one(session, request) {
     stream.on('data', (chunk) => { text += chunk; });
     stream.on('end', () => resolve(`${path} ${status} ${text.replaceAll('\n', '\\n')}`));
     stream.on('error', (error) => resolve(`${path} error ${error.code}`));
-    stream.end(body === undefined ? undefined : body);
+    stream.end(body === undefined ? undefined : body.startsWith('@') ? fs.readFileSync(body.slice(1)) : body);
   });
 }
 

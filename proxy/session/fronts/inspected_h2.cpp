@@ -1064,15 +1064,8 @@ class H2Connection {
       if (auto* data = std::get_if<h2::DataEvent>(&item)) {
         const std::size_t size = data->bytes.size();
         std::optional<budget::Stop> stop;
-        std::size_t allowed = s.stages.budget.take_piece(rules::BudgetKind::up, size, stop);
-        if (stop) {
-          // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
-          const bool granted = co_await s.stages.budget.more_granted(*stop);
-          if (granted) {
-            stop.reset();
-            allowed = size;
-          }
-        }
+        const std::size_t allowed =
+            co_await take_piece_or_ask(s, rules::BudgetKind::up, size, stop);
         const bool sent =
             co_await send_all(client_, s.origin, std::string_view(data->bytes).substr(0, allowed),
                               s.origin_room, s.up, s.origin_closed, &s.client_closed);
@@ -1226,36 +1219,20 @@ class H2Connection {
     wake_writers();
   }
 
-  // Origin to client: interim heads, the head, the body (budgets, redaction), trailers, the end.
-  asio::awaitable<void> relay_down(Stream& s) {
+  // What a stream's response direction carries from one event to the next: the redaction of a
+  // body from a host masked secrets are bound to, and the buffer it cleans in.
+  struct DownState {
     std::optional<secrets::StreamRedaction> redaction;
     std::vector<char> buffer;
-    bool done = false;
-    const auto send_ready = [&](secrets::StreamRedaction::Ready ready) -> asio::awaitable<bool> {
-      const bool sent = co_await send_all(server_, s.client,
-                                          std::string_view(buffer.data() + ready.from, ready.size),
-                                          s.client_room, s.down, s.client_closed);
-      s.bytes_down += ready.size;
-      redaction->to_front(buffer.data());
-      co_return sent;
-    };
-    while (!done && !stopping_) {
-      while (s.down.empty() && !stopping_) {
-        if (redaction && redaction->held() > 0) {
-          // A pause of the origin's: what the redaction held back goes now.
-          const bool paused = co_await s.down.wait(clock::now() + kRedactionPause);
-          if (paused && s.down.empty()) {
-            const bool sent = co_await send_ready(redaction->on_pause());
-            if (!sent) {
-              done = true;
-              break;
-            }
-          }
-          continue;
-        }
-        co_await s.down.wait();
-      }
-      if (done || stopping_) {
+  };
+  enum class Down : std::uint8_t { more, over };
+
+  // Origin to client: interim heads, the head, the body (budgets, redaction), trailers, the end.
+  asio::awaitable<void> relay_down(Stream& s) {
+    DownState d;
+    for (Down next = Down::more; next == Down::more;) {
+      const bool waited = co_await await_down(s, d);
+      if (!waited) {
         break;
       }
       Item item = s.down.pop();
@@ -1264,106 +1241,156 @@ class H2Connection {
         server_.submit_interim(s.client, interim->head);
         wake_writers();
       } else if (auto* response = std::get_if<h2::ResponseHeadEvent>(&item)) {
-        std::optional<exchange::McpAnswer> filtered;
-        mcp::ResponseFilter::Mode mode = mcp::ResponseFilter::Mode::pass;
-        const bool passed = co_await pass_response_head(s, *response, filtered, mode);
-        if (!passed && mode != mcp::ResponseFilter::Mode::pass) {
-          const bool over = co_await relay_mcp_answer(s, *response, *filtered, mode);
-          if (over) {
-            break;
-          }
-          continue;  // a close came first: handled below
-        }
-        if (!passed) {
-          break;
-        }
-        if (s.stages.redactions != nullptr && !response->end_stream) {
-          redaction.emplace(*s.stages.redactions);
-          buffer.resize(redaction->front_limit() + kReadPiece);
-        }
-        done = response->end_stream;
+        next = co_await down_head(s, d, *response);
       } else if (auto* data = std::get_if<h2::DataEvent>(&item)) {
-        const std::size_t size = data->bytes.size();
-        std::optional<budget::Stop> stop;
-        std::size_t allowed = s.stages.budget.take_piece(rules::BudgetKind::down, size, stop);
-        if (stop) {
-          // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
-          const bool granted = co_await s.stages.budget.more_granted(*stop);
-          if (granted) {
-            stop.reset();
-            allowed = size;
-          }
-        }
-        bool sent = true;
-        std::string_view piece = std::string_view(data->bytes).substr(0, allowed);
-        if (redaction) {
-          // In pieces the buffer holds beside what the redaction carries.
-          while (sent && !piece.empty()) {
-            const std::size_t fresh = std::min(piece.size(), kReadPiece);
-            std::memcpy(buffer.data() + redaction->carried(), piece.data(), fresh);
-            piece.remove_prefix(fresh);
-            sent = co_await send_ready(redaction->pass(buffer.data(), fresh, false));
-          }
-        } else {
-          sent =
-              co_await send_all(server_, s.client, piece, s.client_room, s.down, s.client_closed);
-          s.bytes_down += allowed;
-        }
-        client_.consume(s.origin, size);
-        wake_writers();
-        if (stop) {
-          cut(s, *stop);
-          break;
-        }
-        if (!sent) {
-          break;
-        }
+        next = co_await down_data(s, d, *data);
       } else if (auto* trailers = std::get_if<h2::TrailersEvent>(&item)) {
-        if (redaction) {
-          const bool sent = co_await send_ready(redaction->pass(buffer.data(), 0, true));
-          if (!sent) {
-            break;
-          }
-        }
-        redact_fields(trailers->fields, s.stages.redactions);
-        server_.submit_trailers(s.client, std::move(trailers->fields));
-        wake_writers();
-        done = true;
+        next = co_await down_end(s, d, &trailers->fields);
       } else if (std::holds_alternative<h2::EndEvent>(item)) {
-        if (redaction) {
-          const bool sent = co_await send_ready(redaction->pass(buffer.data(), 0, true));
-          if (!sent) {
-            break;
-          }
-        }
-        server_.end_stream(s.client);
-        wake_writers();
-        done = true;
+        next = co_await down_end(s, d, nullptr);
       } else if (auto* closed = std::get_if<Closed>(&item)) {
-        if (closed->by_gate) {
-          break;  // whoever reset it wrote the stream's end (cut(), fail_response())
-        }
-        if (!closed->by_client && !closed->finished && !s.client_closed) {
-          if (s.response_started) {
-            server_.reset_stream(s.client, closed->code == h2::ErrorCode::no_error
-                                               ? h2::ErrorCode::internal_error
-                                               : closed->code);
-            s.outcome = "reset";
-          } else {
-            fail_response(
-                s, Refusal(rules::Reason::upstream_closed,
-                           origin_.host.display() + " ended the stream before its response (" +
-                               std::string(h2::describe(closed->code)) + ")."));
-          }
-          wake_writers();
-        } else if (closed->by_client && !closed->finished) {
-          s.outcome = "client-reset";
-        }
-        break;
+        down_closed(s, *closed);
+        next = Down::over;
       }
     }
     // The response is over (or the stream is): the other direction stops waiting for room.
     s.up.wake();
+  }
+
+  // Waits for the origin's next event on the stream; a pause of the origin's sends what the
+  // redaction held back. False when the stream or the connection is over.
+  asio::awaitable<bool> await_down(Stream& s, DownState& d) {
+    while (s.down.empty() && !stopping_) {
+      if (d.redaction && d.redaction->held() > 0) {
+        const bool paused = co_await s.down.wait(clock::now() + kRedactionPause);
+        if (paused && s.down.empty()) {
+          const bool sent = co_await send_released(s, d, d.redaction->on_pause());
+          if (!sent) {
+            co_return false;
+          }
+        }
+        continue;
+      }
+      co_await s.down.wait();
+    }
+    co_return !stopping_;
+  }
+
+  // Sends what the redaction released (in the buffer); false when the stream ended.
+  asio::awaitable<bool> send_released(Stream& s, DownState& d,
+                                      secrets::StreamRedaction::Ready ready) {
+    const bool sent = co_await send_all(server_, s.client,
+                                        std::string_view(d.buffer.data() + ready.from, ready.size),
+                                        s.client_room, s.down, s.client_closed);
+    s.bytes_down += ready.size;
+    d.redaction->to_front(d.buffer.data());
+    co_return sent;
+  }
+
+  // The response head: checked, passed on (or taken over by the MCP stage's filter).
+  asio::awaitable<Down> down_head(Stream& s, DownState& d, h2::ResponseHeadEvent& response) {
+    std::optional<exchange::McpAnswer> filtered;
+    mcp::ResponseFilter::Mode mode = mcp::ResponseFilter::Mode::pass;
+    const bool passed = co_await pass_response_head(s, response, filtered, mode);
+    if (!passed && mode != mcp::ResponseFilter::Mode::pass) {
+      const bool over = co_await relay_mcp_answer(s, response, *filtered, mode);
+      co_return over ? Down::over : Down::more;  // more: a close came first, handled next
+    }
+    if (!passed) {
+      co_return Down::over;
+    }
+    if (s.stages.redactions != nullptr && !response.end_stream) {
+      d.redaction.emplace(*s.stages.redactions);
+      d.buffer.resize(d.redaction->front_limit() + kReadPiece);
+    }
+    co_return response.end_stream ? Down::over : Down::more;
+  }
+
+  // A piece of the body: taken from the budgets, cleaned, sent; the origin's window opened by
+  // what it sent.
+  asio::awaitable<Down> down_data(Stream& s, DownState& d, h2::DataEvent& data) {
+    const std::size_t size = data.bytes.size();
+    std::optional<budget::Stop> stop;
+    const std::size_t allowed = co_await take_piece_or_ask(s, rules::BudgetKind::down, size, stop);
+    bool sent = true;
+    std::string_view piece = std::string_view(data.bytes).substr(0, allowed);
+    if (d.redaction) {
+      // In pieces the buffer holds beside what the redaction carries.
+      while (sent && !piece.empty()) {
+        const std::size_t fresh = std::min(piece.size(), kReadPiece);
+        std::memcpy(d.buffer.data() + d.redaction->carried(), piece.data(), fresh);
+        piece.remove_prefix(fresh);
+        sent = co_await send_released(s, d, d.redaction->pass(d.buffer.data(), fresh, false));
+      }
+    } else {
+      sent = co_await send_all(server_, s.client, piece, s.client_room, s.down, s.client_closed);
+      s.bytes_down += allowed;
+    }
+    client_.consume(s.origin, size);
+    wake_writers();
+    if (stop) {
+      cut(s, *stop);
+      co_return Down::over;
+    }
+    co_return sent ? Down::more : Down::over;
+  }
+
+  // The end of the response: what the redaction holds, then its trailers (cleaned) or its end.
+  asio::awaitable<Down> down_end(Stream& s, DownState& d, h2::FieldList* trailers) {
+    if (d.redaction) {
+      const bool sent = co_await send_released(s, d, d.redaction->pass(d.buffer.data(), 0, true));
+      if (!sent) {
+        co_return Down::over;
+      }
+    }
+    if (trailers != nullptr) {
+      redact_fields(*trailers, s.stages.redactions);
+      server_.submit_trailers(s.client, std::move(*trailers));
+    } else {
+      server_.end_stream(s.client);
+    }
+    wake_writers();
+    co_return Down::over;
+  }
+
+  // The stream closed on either side before its response was over.
+  void down_closed(Stream& s, const Closed& closed) {
+    if (closed.by_gate) {
+      return;  // whoever reset it wrote the stream's end (cut(), fail_response())
+    }
+    if (!closed.by_client && !closed.finished && !s.client_closed) {
+      if (s.response_started) {
+        server_.reset_stream(s.client, closed.code == h2::ErrorCode::no_error
+                                           ? h2::ErrorCode::internal_error
+                                           : closed.code);
+        s.outcome = "reset";
+      } else {
+        fail_response(s,
+                      Refusal(rules::Reason::upstream_closed,
+                              origin_.host.display() + " ended the stream before its response (" +
+                                  std::string(h2::describe(closed.code)) + ")."));
+      }
+      wake_writers();
+    } else if (closed.by_client && !closed.finished) {
+      s.outcome = "client-reset";
+    }
+  }
+
+  // How many of a piece's `size` bytes of `kind` may be sent: all of them when no budget ends
+  // inside it or a person granted more (--unknown=ask); fewer, with `stop` set, otherwise.
+  asio::awaitable<std::size_t> take_piece_or_ask(Stream& s, rules::BudgetKind kind,
+                                                 std::size_t size,
+                                                 std::optional<budget::Stop>& stop) {
+    std::size_t allowed = s.stages.budget.take_piece(kind, size, stop);
+    if (stop) {
+      // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
+      const bool granted = co_await s.stages.budget.more_granted(*stop);
+      if (granted) {
+        stop.reset();
+        allowed = size;
+      }
+    }
+    co_return allowed;
   }
 
   // --- the MCP stage's answer filter (exchange/pipeline/response_stages.hpp), as on HTTP/1.1 ---
@@ -1517,15 +1544,8 @@ class H2Connection {
   // asked for more under --unknown=ask); false when the stream ended, or a budget cut it.
   asio::awaitable<bool> send_counted(Stream& s, std::string_view bytes) {
     std::optional<budget::Stop> stop;
-    std::size_t allowed = s.stages.budget.take_piece(rules::BudgetKind::down, bytes.size(), stop);
-    if (stop) {
-      // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
-      const bool granted = co_await s.stages.budget.more_granted(*stop);
-      if (granted) {
-        stop.reset();
-        allowed = bytes.size();
-      }
-    }
+    const std::size_t allowed =
+        co_await take_piece_or_ask(s, rules::BudgetKind::down, bytes.size(), stop);
     const bool sent = co_await send_all(server_, s.client, bytes.substr(0, allowed), s.client_room,
                                         s.down, s.client_closed);
     s.bytes_down += allowed;
