@@ -665,8 +665,8 @@ asio::awaitable<void> send_and_relay(Exchange& x, RequestWriter& writer, bool& s
 // with malloc() too. Silenced for this function only.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_parser,
-                                      beast::flat_buffer& buffer, Upstream& upstream) {
+asio::awaitable<Next> serve_one_request(SessionContext& context, HeadParser& head_parser,
+                                        beast::flat_buffer& buffer, Upstream& upstream) {
   // The rules in force now decide this request, whatever decided the ones before it.
   DecisionState decided = context.arriving_request();
   Http1Front front(context, decided, head_parser, buffer, upstream);
@@ -746,7 +746,7 @@ asio::awaitable<void> serve_requests(SessionContext& context, HeadParser* first,
   for (;;) {
     // (Not in the loop's condition: GCC 12 mishandles co_await in a short-circuit operand.)
     if (parser != nullptr) {
-      const Next next_step = co_await forward_request(context, *parser, buffer, upstream);
+      const Next next_step = co_await serve_one_request(context, *parser, buffer, upstream);
       if (next_step != Next::read_next) {
         break;
       }
