@@ -18,9 +18,12 @@
 // (400 for a malformed body, 502 for an origin that closed, failed or sent nonsense); after it,
 // the client connection is reset, so that a truncated body can never pass for a complete one.
 //
-// This file holds the steps of a request and the connection's loop over its requests; the two
-// directions of the exchange are http_request_side.cpp and http_response_side.cpp, its state
-// machine http_exchange_state.hpp. A WebSocket upgrade is handed to the tunnel relay
+// This file is the HTTP/1.1 front of the request pipeline (exchange/pipeline/): the target read,
+// Http1Front (the wire the pipeline's stages ask for: the head, the body read ahead, `100
+// Continue`, the gate's answers) and the connection's loop over its requests; the stages
+// themselves (admission, MCP, secrets, budgets) are the pipeline's. The two directions of the
+// exchange are http_request_side.cpp and http_response_side.cpp, its state machine
+// http_exchange_state.hpp. A WebSocket upgrade is handed to the tunnel relay
 // (tunnel_session.hpp) once its 101 has been passed on; on an inspected connection, to the
 // frame relay (inspected_websocket.hpp).
 #include <sys/socket.h>

@@ -2,8 +2,10 @@
 //
 // Shape: four loops share the connection (the client's bytes read into the server codec, the
 // origin's into the client codec, and each codec's output written to its socket), and each
-// client stream is a coroutine of its own: first its admission, then its two directions at once,
-// up (the client's body to the origin) and down (the origin's response to the client). The
+// client stream is a coroutine of its own: first the request pipeline (exchange/pipeline/: its
+// admission, MCP judgement, secrets and budgets, through StreamFront), then its two directions at
+// once, up (the client's body to the origin) and down (the origin's response to the client, with
+// the pipeline's response stages). The
 // streams are admitted at once, each with its own DecisionState (decision_state.hpp), so a
 // stream waiting on a question holds no other. The loops hand each stream its events through two
 // inboxes; nothing blocks another stream. What is the connection's stays the connection's: its
