@@ -183,6 +183,26 @@ class McpGateTest : public ::testing::Test {
         " --cacert " + folder_ + "/gate-ca/ca.pem " + options + " -w '\\n%{http_code}\\n' " +
         (tls ? "https://" : "http://") + kHost + ":" + std::to_string(port) + path + " 2>&1");
   }
+  // The origin that speaks only h2 (tests/support/mcp_h2_origin.mjs), recording into h2/.
+  std::unique_ptr<ChildServer> start_h2_origin() {
+    run_shell("mkdir -p " + folder_ + "/h2");
+    auto origin = std::make_unique<ChildServer>(
+        h2_port_, std::string(SANDGATE_NODE " ") + kH2Origin + " " + std::to_string(h2_port_) +
+                      " " + folder_ + "/server.pem " + folder_ + "/server.key " + folder_ + "/h2");
+    EXPECT_TRUE(port_accepts(h2_port_)) << "the h2 origin did not start";
+    return origin;
+  }
+  // curl --http2 through `proxy` POSTing `data` (curl's --data-binary argument) to `path` on the
+  // h2 origin, with `options`; its body, then its HTTP version and status on a line of its own.
+  CommandResult curl_h2(const TestProxy& proxy, const std::string& path, const std::string& data,
+                        const std::string& options = "") const {
+    return run_shell(
+        "curl -sS --http2 --max-time 20 --proxy http://127.0.0.1:" + std::to_string(proxy.port()) +
+        " --cacert " + folder_ + "/gate-ca/ca.pem" +
+        " -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' " +
+        options + " --data-binary " + data + " -w '\\n%{http_version} %{http_code}\\n' https://" +
+        kHost + ":" + std::to_string(h2_port_) + path + " 2>&1");
+  }
   // What the hostile origin received (every request as it came, `----` after each).
   std::string hostile_received(bool tls = true) const {
     return read_file(folder_ + (tls ? "/hostile" : "/hostile-plain") + "/requests.txt");
@@ -442,19 +462,10 @@ TEST_F(McpGateTest, CurlOverHttp2ToAnMcpHostSpeaksHttp2AndIsJudged) {
 // body over 1 MiB (sent by Node's http2) is refused 413 and never sent; the decision lines name
 // the calls.
 TEST_F(McpGateTest, OverHttp2CallsAreJudgedAndAnswersFilteredInJsonAndEvents) {
-  run_shell("mkdir -p " + folder_ + "/h2");
-  ChildServer origin(h2_port_, std::string(SANDGATE_NODE " ") + kH2Origin + " " +
-                                   std::to_string(h2_port_) + " " + folder_ + "/server.pem " +
-                                   folder_ + "/server.key " + folder_ + "/h2");
-  ASSERT_TRUE(port_accepts(h2_port_)) << "the h2 origin did not start";
+  const auto origin = start_h2_origin();
   auto proxy = gate();
   const auto post = [&](const std::string& path, const std::string& data) {
-    return run_shell(
-        "curl -sS --http2 --max-time 20 --proxy http://127.0.0.1:" + std::to_string(proxy->port()) +
-        " --cacert " + folder_ + "/gate-ca/ca.pem" +
-        " -H 'content-type: application/json' -H 'accept: application/json, text/event-stream'" +
-        " --data-binary " + data + " -w '\\n%{http_version} %{http_code}\\n' https://" + kHost +
-        ":" + std::to_string(h2_port_) + path + " 2>&1");
+    return curl_h2(*proxy, path, data);
   };
   const std::string list = R"('{"jsonrpc":"2.0","id":7,"method":"tools/list"}')";
   for (const std::string path : {"/mcp", "/sse"}) {
@@ -496,6 +507,32 @@ TEST_F(McpGateTest, OverHttp2CallsAreJudgedAndAnswersFilteredInJsonAndEvents) {
   ASSERT_TRUE(proxy->wait_for_log([](const std::string& log) {
     return log_lines_with(log, {R"("verdict":"deny")", R"("call":"tool delete_repo")"}).size() == 3;
   })) << proxy->log_text();
+}
+
+// Over HTTP/2 too, a masked secret the server echoes is cleaned from the answers the MCP filter
+// reads, held whole (JSON) or event by event: the server gets the real value, the client only
+// ever sees the sentinel it sent.
+TEST_F(McpGateTest, OverHttp2AMaskedSecretEchoedInAFilteredAnswerIsCleaned) {
+  const auto origin = start_h2_origin();
+  auto proxy = gate(false, false, "", /*secret=*/true);
+  const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
+  const std::string bearer = "-H 'Authorization: Bearer " + sentinel + "'";
+  for (const std::string path : {"/mcp", "/sse"}) {
+    const auto listed =
+        curl_h2(*proxy, path, R"('{"jsonrpc":"2.0","id":7,"method":"tools/list"}')", bearer);
+    EXPECT_TRUE(contains(listed.output, "the search tool for Bearer " + sentinel))
+        << path << listed.output;
+    EXPECT_FALSE(contains(listed.output, "delete_repo")) << path << listed.output;
+    const auto called = curl_h2(*proxy, path, "'" + call_body(3, "search") + "'", bearer);
+    EXPECT_TRUE(contains(called.output, "search ran over HTTP/2.0 for Bearer " + sentinel))
+        << path << called.output;
+    for (const auto* got : {&listed, &called}) {
+      EXPECT_FALSE(contains(got->output, kRealToken)) << path << got->output;
+      EXPECT_TRUE(contains(got->output, "\n2 200\n")) << path << got->output;
+    }
+  }
+  EXPECT_TRUE(
+      contains(read_file(folder_ + "/h2/authorizations.txt"), std::string("Bearer ") + kRealToken));
 }
 
 // The gate's answer to a refused call comes with the request's id, in the transport the client
