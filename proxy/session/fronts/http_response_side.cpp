@@ -105,6 +105,29 @@ void redact_head(const Exchange& x, http::response<http::buffer_body>& head) {
   }
 }
 
+// An interim (1xx) head passed on to the client, cleaned, and taken from the budgets first: it is
+// bytes towards the client like any other (an origin could otherwise send megabytes of them
+// uncounted). False when the exchange ends here (reported to the state).
+asio::awaitable<bool> pass_interim(Exchange& x, http::response<http::buffer_body>& head) {
+  redact_head(x, head);
+  strip_hop_by_hop(head, false);
+  add_via(head);
+  head.version(11);
+  if (x.stages.budget.active()) {
+    if (auto stop =
+            co_await x.stages.budget.take_whole_or_ask(rules::BudgetKind::down, head_bytes(head))) {
+      budget_spent(x, std::move(*stop));
+      co_return false;
+    }
+  }
+  const bool written = co_await write_response_head(x, head);
+  if (!written) {
+    x.state.client_write_failed();
+    co_return false;
+  }
+  co_return true;
+}
+
 // Reads interim responses until the final (or 101) head has arrived. Returns false on failure
 // (reported to the state) or when the exchange was stopped.
 asio::awaitable<bool> read_final_head(Exchange& x) {
@@ -171,24 +194,8 @@ asio::awaitable<bool> read_final_head(Exchange& x) {
     }
     // 1xx: pass it on to HTTP/1.1 clients (HTTP/1.0 ones cannot read it), then read on.
     if (x.client_http11) {
-      redact_head(x, head);
-      strip_hop_by_hop(head, false);
-      add_via(head);
-      head.version(11);
-      if (x.stages.budget.active()) {
-        // An interim head is bytes towards the client like any other: taken from the budgets
-        // first (an origin could otherwise send megabytes of them uncounted).
-        std::ostringstream serialized;
-        serialized << head.base();
-        if (auto stop = co_await x.stages.budget.take_whole_or_ask(rules::BudgetKind::down,
-                                                                   serialized.str().size())) {
-          budget_spent(x, std::move(*stop));
-          co_return false;
-        }
-      }
-      const bool written = co_await write_response_head(x, head);
-      if (!written) {
-        x.state.client_write_failed();
+      const bool passed = co_await pass_interim(x, head);
+      if (!passed) {
         co_return false;
       }
     }
@@ -460,8 +467,11 @@ asio::awaitable<void> send_made_answer(Exchange& x, BodyResponseParser& parser, 
       co_await http::async_write_header(x.context.client_stream, writer, use_tuple);
   x.bytes_down += head_written;
   x.touch();
-  const bool complete =
-      !head_error && co_await write_body_piece(x, parser, writer, body.data(), body.size(), true);
+  // (Not in one expression with the test: GCC 12 mishandles co_await in a short-circuit operand.)
+  bool complete = false;
+  if (!head_error) {
+    complete = co_await write_body_piece(x, parser, writer, body.data(), body.size(), true);
+  }
   x.state.response_ended(complete, origin_keep_alive);
 }
 
@@ -577,6 +587,27 @@ asio::awaitable<void> relay_mcp_response(Exchange& x, BodyResponseParser& parser
   co_await send_made_answer(x, parser, std::move(body), parser.keep_alive());
 }
 
+// An MCP server's answer to a call the stage judged (or to its GET stream), through the filter
+// (exchange/pipeline/response_stages.hpp). True when the filter took the answer over (relayed,
+// or refused); false when it passes as it is.
+asio::awaitable<bool> relay_filtered(Exchange& x, BodyResponseParser& parser) {
+  if (!x.stages.mcp.filters_response()) {
+    co_return false;
+  }
+  exchange::McpAnswer answer(x.stages, x.where);
+  std::optional<Refusal> unreadable;
+  const auto mode = answer.start(mcp_answer_head(parser), unreadable, x.upstream.mcp_usual);
+  if (unreadable) {
+    x.state.origin_failed(unreadable->reason, std::move(unreadable->sentence));
+    co_return true;
+  }
+  if (mode == mcp::ResponseFilter::Mode::pass) {
+    co_return false;
+  }
+  co_await relay_mcp_response(x, parser, answer, mode);
+  co_return true;
+}
+
 // The final head (framing the client can trust) and its body.
 asio::awaitable<void> relay_final_response(Exchange& x) {
   BodyResponseParser& parser = *x.response;
@@ -600,19 +631,9 @@ asio::awaitable<void> relay_final_response(Exchange& x) {
     x.state.origin_failed(refused->reason, std::move(refused->sentence));
     co_return;
   }
-  // An MCP server's answer to a call the stage judged: filtered (exchange/pipeline/).
-  if (x.stages.mcp.filters_response()) {
-    exchange::McpAnswer answer(x.stages, x.where);
-    std::optional<Refusal> unreadable;
-    const auto mode = answer.start(mcp_answer_head(parser), unreadable, x.upstream.mcp_usual);
-    if (unreadable) {
-      x.state.origin_failed(unreadable->reason, std::move(unreadable->sentence));
-      co_return;
-    }
-    if (mode != mcp::ResponseFilter::Mode::pass) {
-      co_await relay_mcp_response(x, parser, answer, mode);
-      co_return;
-    }
+  const bool filtered = co_await relay_filtered(x, parser);
+  if (filtered) {
+    co_return;
   }
   const bool to_eof = parser.need_eof();
   const bool unchunk = !x.client_http11 && parser.chunked();  // HTTP/1.0 cannot read chunks
@@ -652,7 +673,11 @@ asio::awaitable<void> relay_final_response(Exchange& x) {
       co_await http::async_write_header(x.context.client_stream, writer, use_tuple);
   x.bytes_down += head_written;
   x.touch();
-  const bool complete = !head_error && co_await relay_body(x, parser, writer);
+  // (Not in one expression with the test: GCC 12 mishandles co_await in a short-circuit operand.)
+  bool complete = false;
+  if (!head_error) {
+    complete = co_await relay_body(x, parser, writer);
+  }
   x.state.response_ended(complete && parser.is_done(), parser.keep_alive());
 }
 
