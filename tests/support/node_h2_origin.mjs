@@ -20,8 +20,9 @@
 //                     sigv4_verifier.py (the :authority as its host field): a good one gets STS's
 //                     GetCallerIdentity answer, a bad one 403 SignatureDoesNotMatch; each check
 //                     appended to PORT.aws-log beside CERT as "ok|bad METHOD PATH"
-// Every request is appended to PORT.requests beside CERT as "METHOD PATH BODY_BYTES" once its
-// body has ended (what reached the origin, for the tests to compare with what the client sent).
+// Every request is appended to PORT.requests beside CERT as "METHOD PATH BODY_BYTES" when its
+// body ends, with the bytes of it that arrived (what reached the origin, for the tests to compare
+// with what the client sent).
 import {execFileSync} from 'node:child_process';
 import fs from 'node:fs';
 import http2 from 'node:http2';
