@@ -5,9 +5,10 @@
 // own SigV4 signature with a masked key made again with the real one, report-only mode, a
 // streamed reply from a bound host arriving as it is sent, and the echo of a secret cleaned
 // when it is cut across DATA frames or sent in trailers. The clients: curl --http2, Node's
-// http2 module (tests/support/node_h2_client.mjs) and botocore's signer; the origin: Node's
-// http2 module (tests/support/node_h2_origin.mjs), which controls its responses' framing and
-// pace and checks signatures with the HTTP/1.1 origin's verifier (sigv4_verifier.py).
+// http2 module (tests/support/node_h2_client.mjs), botocore's signer and grpcio; the origins:
+// Node's http2 module (tests/support/node_h2_origin.mjs), which controls its responses' framing
+// and pace and checks signatures with the HTTP/1.1 origin's verifier (sigv4_verifier.py), and a
+// grpcio server (tests/support/grpc_peer.py).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -79,7 +80,7 @@ class Http2ParityTest : public ::testing::Test {
   void SetUp() override {
     folder_ = std::string(::testing::TempDir()) + "/http2-parity-XXXXXX";
     ASSERT_NE(::mkdtemp(folder_.data()), nullptr);
-    make_test_certificates(folder_, {"DNS:h2.test"}, "http2-parity-ca");
+    make_test_certificates(folder_, {"DNS:h2.test", "DNS:grpc.test"}, "http2-parity-ca");
     std::ofstream(folder_ + "/token") << kToken << "\n";
     std::ofstream(folder_ + "/aws-key") << kAwsKey << "\n";
     port_ = free_port();
@@ -92,6 +93,7 @@ class Http2ParityTest : public ::testing::Test {
   void TearDown() override {
     proxy_.reset();
     origin_.reset();
+    grpc_.reset();
     run_shell("rm -rf " + folder_);
   }
 
@@ -105,9 +107,12 @@ class Http2ParityTest : public ::testing::Test {
     proxy_ = std::make_unique<TestProxy>("", [&](settings::Settings& s) {
       s.policy.block_loopback = false;  // the origin is on loopback
       s.tls_ports = {port_};
+      if (grpc_port_ != 0) {
+        s.tls_ports.push_back(grpc_port_);
+      }
       s.ca_dir = folder_ + "/gate-ca";
       s.inspect_extra_ca = {folder_ + "/ca.pem"};
-      s.inspect = {"h2.test"};
+      s.inspect = {"h2.test", "grpc.test"};
       s.enforce = options.enforce;
       for (const char* secret :
            {"API_TOKEN=h2.test=@token", "AWS_SECRET_ACCESS_KEY=h2.test=@aws-key"}) {
@@ -129,7 +134,9 @@ class Http2ParityTest : public ::testing::Test {
         s.ask_timeout = std::chrono::seconds(30);
       }
     });
-    proxy_->dns().set("h2.test", {"127.0.0.1"});
+    for (const char* name : {"h2.test", "grpc.test"}) {
+      proxy_->dns().set(name, {"127.0.0.1"});
+    }
     return *proxy_;
   }
 
@@ -161,6 +168,22 @@ class Http2ParityTest : public ::testing::Test {
     }
     return run_shell(command + " 2>&1");
   }
+  // A gRPC server on python3-grpcio for grpc.test (tests/support/grpc_peer.py), before gate().
+  void start_grpc_server() {
+    grpc_port_ = free_port();
+    grpc_ = std::make_unique<ChildServer>(
+        grpc_port_, "/usr/bin/python3 " SANDGATE_SOURCE_DIR "/tests/support/grpc_peer.py serve " +
+                        std::to_string(grpc_port_) + " " + folder_ + "/server.pem " + folder_ +
+                        "/server.key unused-token");
+    ASSERT_TRUE(port_accepts(grpc_port_)) << "the gRPC server did not start";
+  }
+  // A gRPC call of test.Echo's `method` through the gate: "ok ANSWERS" or "error CODE DETAILS".
+  std::string grpc_call(const std::string& method, const std::string& text) const {
+    return run_shell("/usr/bin/python3 " SANDGATE_SOURCE_DIR "/tests/support/grpc_peer.py call " +
+                     std::to_string(proxy_->port()) + " grpc.test " + std::to_string(grpc_port_) +
+                     " " + folder_ + "/gate-ca/ca.pem " + method + " '" + text + "' 2>&1")
+        .output;
+  }
   // What reached the origin: "METHOD PATH BODY_BYTES" a line.
   std::string received() const {
     return read_file(folder_ + "/" + std::to_string(port_) + ".requests");
@@ -181,6 +204,8 @@ class Http2ParityTest : public ::testing::Test {
   std::string folder_;
   std::uint16_t port_ = 0;
   std::unique_ptr<ChildServer> origin_;
+  std::uint16_t grpc_port_ = 0;  // 0: no gRPC server
+  std::unique_ptr<ChildServer> grpc_;
   std::unique_ptr<TestProxy> proxy_;
 };
 
@@ -202,6 +227,20 @@ TEST_F(Http2ParityTest, ARequestsBudgetAnswersTheStreamBeyondIt429) {
   EXPECT_TRUE(contains(again.output, "proxy-status: sandgate; error=")) << again.output;
   EXPECT_TRUE(contains(again.output, "budget-exhausted")) << again.output;
   EXPECT_EQ(count_of(received(), "GET /bytes?n=5 0\n"), 2u) << received();
+}
+
+// gRPC's own client and server: the call beyond a spent requests budget gets RESOURCE_EXHAUSTED
+// with the gate's sentence instead of the server's answer.
+TEST_F(Http2ParityTest, AGrpcCallBeyondItsRequestsBudgetIsResourceExhausted) {
+  start_grpc_server();
+  gate(budgets_of("grpc.test requests=2/run  #! two calls a run\n"));
+  EXPECT_EQ(grpc_call("Say", "one"), "ok said: one\n");
+  EXPECT_EQ(grpc_call("Count", "2"), "ok part 0|part 1\n");
+  const std::string spent = grpc_call("Say", "three");
+  EXPECT_TRUE(spent.starts_with("error RESOURCE_EXHAUSTED ")) << spent;
+  EXPECT_TRUE(contains(spent, "budget-exhausted")) << spent;
+  EXPECT_TRUE(contains(spent, "two calls a run")) << spent;
+  EXPECT_FALSE(contains(spent, "said: three")) << spent;
 }
 
 // An upload of known length the budget cannot hold is refused before any of it leaves; one
