@@ -284,16 +284,18 @@ TEST(H2Limits, EveryStreamTheClientMakesTheGateResetCountsAsAReset) {
   const Variant variants[] = {
       {"DATA longer than its content-length",
        [](RawClient& raw, std::uint32_t id) {
-         return raw.request(id, request_block("POST", "/", "example.test", "https",
-                                              {{"content-length", "1"}}),
-                            false) +
+         return raw.request(
+                    id,
+                    request_block("POST", "/", "example.test", "https", {{"content-length", "1"}}),
+                    false) +
                 testing::data_frame(id, "xx", true);
        }},
       {"DATA shorter than its content-length",
        [](RawClient& raw, std::uint32_t id) {
-         return raw.request(id, request_block("POST", "/", "example.test", "https",
-                                              {{"content-length", "5"}}),
-                            false) +
+         return raw.request(
+                    id,
+                    request_block("POST", "/", "example.test", "https", {{"content-length", "5"}}),
+                    false) +
                 testing::data_frame(id, "x", true);
        }},
       {"DATA after END_STREAM",
@@ -305,8 +307,7 @@ TEST(H2Limits, EveryStreamTheClientMakesTheGateResetCountsAsAReset) {
       {"trailers that break the rules",
        [](RawClient& raw, std::uint32_t id) {
          return raw.request(id, request_block("POST", "/"), false) +
-                testing::headers_frame(id, raw.encoder.encode({{"host", "elsewhere.test"}}),
-                                       true);
+                testing::headers_frame(id, raw.encoder.encode({{"host", "elsewhere.test"}}), true);
        }},
   };
   for (const Variant& variant : variants) {
