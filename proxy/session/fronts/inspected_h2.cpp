@@ -277,7 +277,9 @@ const h2::Field* field_named(const h2::FieldList& fields, std::string_view name)
   return nullptr;
 }
 
-// Back to HTTP/2 after the stages: the regular fields lowercased, Host as :authority.
+// Back to HTTP/2 after the stages: the regular fields lowercased, Host as :authority. The
+// body's declared length is the client's, carried: the budgets took a body of known length whole
+// with its head (the MCP stage's smaller batch goes with a content-length field of its own).
 h2::RequestHead to_request(const h2::RequestHead& original, const http::request_header<>& head) {
   h2::RequestHead request;
   request.method = original.method;
@@ -285,6 +287,7 @@ h2::RequestHead to_request(const h2::RequestHead& original, const http::request_
   request.authority = original.authority;
   request.path = original.path;
   request.protocol = original.protocol;
+  request.content_length = original.content_length;
   for (const auto& field : head) {
     std::string name = rules::ascii_lower(field.name_string());
     if (name == "host") {
