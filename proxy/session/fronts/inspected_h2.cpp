@@ -40,6 +40,8 @@
 #include "proxy/session/exchange/request_admission.hpp"
 #include "proxy/session/exchange/secrets_stage.hpp"
 #include "proxy/session/fronts/http_exchange.hpp"
+#include "proxy/session/fronts/inspected_h2_stream.hpp"
+#include "proxy/session/fronts/inspected_h2_websocket.hpp"
 #include "proxy/session/wire/replies.hpp"
 
 namespace sandgate::session {
@@ -48,6 +50,10 @@ namespace {
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
 namespace h2 = exchange::h2;
+using h2_front::Closed;
+using h2_front::Inbox;
+using h2_front::Item;
+using h2_front::Stream;
 using namespace asio::experimental::awaitable_operators;
 using clock = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
@@ -57,90 +63,6 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::chrono::milliseconds kRedactionPause{20};
 // The most the gate reads of one socket at a time.
 constexpr std::size_t kReadPiece = 16 * 1024;
-
-// What a stream's direction is told by the connection's loops.
-struct Closed {
-  bool by_client = false;  // the client's stream ended (reset, or both sides over)
-  h2::ErrorCode code = h2::ErrorCode::no_error;
-  bool finished = false;  // it ended cleanly
-  bool by_gate = false;   // the gate reset it, having decided the stream's end already
-};
-using Item = std::variant<h2::InterimHeadEvent, h2::ResponseHeadEvent, h2::DataEvent,
-                          h2::TrailersEvent, h2::EndEvent, Closed>;
-
-// Events for one direction of a stream, and the wake-up of the coroutine that takes them.
-class Inbox {
- public:
-  explicit Inbox(const asio::any_io_executor& executor) : signal_(executor) {
-    signal_.expires_at(clock::time_point::max());
-  }
-  void push(Item item) {
-    items_.push_back(std::move(item));
-    signal_.cancel();
-  }
-  void wake() { signal_.cancel(); }
-  bool empty() const { return items_.empty(); }
-  Item pop() {
-    Item item = std::move(items_.front());
-    items_.pop_front();
-    return item;
-  }
-  // Waits for a push or a wake (or `deadline`); true when the deadline passed first.
-  asio::awaitable<bool> wait(clock::time_point deadline = clock::time_point::max()) {
-    signal_.expires_at(deadline);
-    auto [error] = co_await signal_.async_wait(use_tuple);
-    signal_.expires_at(clock::time_point::max());
-    co_return !error;
-  }
-
- private:
-  std::deque<Item> items_;
-  asio::steady_timer signal_;
-};
-
-// One client stream and what its stages carried.
-struct Stream {
-  Stream(const asio::any_io_executor& executor, h2::StreamId id, DecisionState decided_with)
-      : client(id), decided(std::move(decided_with)), up(executor), down(executor) {
-    decided.stream = &departure;
-  }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  h2::StreamId client;
-  // Wakes the stream's waits on a question when its client is gone (the connection's socket
-  // carries the other streams: it cannot be watched for this one).
-  StreamDeparture departure;
-  // What the stream's request is decided with: the rules and settings in force when its head
-  // arrived, and what its stages keep (report-only mode's denial). Its own, never the
-  // connection's.
-  DecisionState decided;
-  h2::StreamId origin = 0;
-  h2::RequestHead request;
-  bool request_ended = false;  // the head ended the client's side
-  bool grpc = false;
-  Inbox up;    // the client's body, trailers and end; the origin codec's room
-  Inbox down;  // the origin's heads, body, trailers and end; the server codec's room
-  bool origin_room = false;
-  bool client_room = false;
-  bool client_closed = false;
-  bool client_reset = false;  // closed by the client's RST_STREAM (or a malformed message)
-  bool origin_closed = false;
-  bool response_started = false;
-
-  exchange::AdmittedRequest admitted;
-  exchange::BudgetStage budget;
-  const std::vector<secrets::Redaction>* redactions = nullptr;
-  bool carried_secret = false;
-
-  clock::time_point started = clock::now();
-  std::uint64_t bytes_up = 0;
-  std::uint64_t bytes_down = 0;
-  unsigned status = 0;
-  std::string outcome = "closed";
-  std::optional<rules::Reason> reason;  // why it ended early, for the end line
-  std::string detail;
-  std::string rule;
-};
 
 std::size_t head_size(const h2::FieldList& fields) {
   // As HPACK counts a header list (RFC 7541 section 4.1): name, value and 32 per field.
@@ -354,6 +276,11 @@ class H2Connection {
   }
 
   void touch() { last_activity_ = clock::now(); }
+  // What a stream's WebSocket takes of the connection (inspected_h2_websocket.hpp).
+  h2_front::ConnectionLinks links() {
+    return {server_, client_, [this] { wake_writers(); }, stopping_,
+            context_.settings().idle_timeout};
+  }
   void wake_writers() {
     client_signal_.cancel();
     origin_signal_.cancel();
@@ -643,7 +570,14 @@ class H2Connection {
     }
   }
   void on_client_event(h2::GoawayEvent&) { slot_freed(); }
-  void on_client_event(h2::PeerSettingsEvent&) { slot_freed(); }
+  void on_client_event(h2::PeerSettingsEvent& event) {
+    slot_freed();
+    if (event.connect_protocol && !server_.connect_protocol_enabled()) {
+      // The origin takes WebSockets over HTTP/2 (RFC 8441): so does the gate, from now on.
+      server_.enable_connect_protocol();
+      wake_writers();
+    }
+  }
   void on_client_event(h2::PingAckEvent&) {}
 
   void slot_freed() {
@@ -691,7 +625,10 @@ class H2Connection {
     target.authority = origin_.authority;
     target.origin_form = s.request.path;
     std::optional<Refusal> refusal;
-    if (!origin_.named_by(s.request.authority)) {
+    if (s.request.extended_connect()) {
+      refusal = h2_front::as_upgrade_request(s.request, head);  // judged as its HTTP/1.1 upgrade
+    }
+    if (!refusal && !origin_.named_by(s.request.authority)) {
       refusal = Refusal(rules::Reason::bad_request,
                         "the request's :authority '" + s.request.authority.substr(0, 100) +
                             "' is not the host this connection was opened to (" +
@@ -709,7 +646,8 @@ class H2Connection {
       if (refusal->path.empty()) {
         refusal->path = std::string(logged_path(s.request.path));
       }
-      record_refusal(context_, s.request.method, display, origin_.port, *refusal);
+      record_refusal(context_, h2_front::judged_method(s.request), display, origin_.port,
+                     *refusal);
       answer(s.client, *refusal, s.grpc);
       co_return false;
     }
@@ -764,7 +702,7 @@ class H2Connection {
     s.request = to_request(s.request, head);
 
     // The head, with a body of known length, taken from the budgets whole.
-    s.budget.open(context_, s.decided, s.request.method, origin_.host, origin_.port, &origin_.facts,
+    s.budget.open(context_, s.decided, h2_front::judged_method(s.request), origin_.host, origin_.port, &origin_.facts,
                   origin_.facts.dialled);
     if (s.budget.active()) {
       const std::uint64_t length = s.request.content_length.value_or(0);
@@ -838,7 +776,14 @@ class H2Connection {
     if (admitted) {
       const bool opened = co_await open_origin_stream(s);
       if (opened) {
-        co_await (relay_up(s) && relay_down(s));
+        if (s.request.extended_connect()) {
+          co_await relay_down(s);  // the origin's answer; a 2xx opens the WebSocket
+          if (s.websocket_open) {
+            co_await h2_front::relay_websocket(links(), s);
+          }
+        } else {
+          co_await (relay_up(s) && relay_down(s));
+        }
       }
       log_end(s);
     } else {
@@ -1078,6 +1023,16 @@ class H2Connection {
         co_return false;
       }
     }
+    if (s.request.extended_connect() && head.status / 100 == 2 && !event.end_stream) {
+      if (auto problem = h2_front::answer_problem(s.request, head)) {
+        fail_response(s, Refusal(rules::Reason::bad_response,
+                                 origin_.host.display() +
+                                     " answered the WebSocket's extended CONNECT wrongly: " +
+                                     *problem + "."));
+        co_return false;
+      }
+      s.websocket_open = true;
+    }
     s.status = head.status;
     s.bytes_down += head_size(head.fields);
     if (server_.submit_response(s.client, head, event.end_stream) != h2::SubmitError::none) {
@@ -1146,6 +1101,9 @@ class H2Connection {
       } else if (auto* response = std::get_if<h2::ResponseHeadEvent>(&item)) {
         if (!co_await pass_response_head(s, *response)) {
           break;
+        }
+        if (s.websocket_open) {
+          break;  // the stream's DATA are the WebSocket's frames from now on
         }
         if (s.redactions != nullptr && !response->end_stream) {
           redaction.emplace(*s.redactions);
@@ -1244,7 +1202,7 @@ class H2Connection {
     end.event = log::Record::Event::end;
     end.connection_id = context_.id;
     end.client = context_.client_address;
-    end.method = s.request.method;
+    end.method = h2_front::judged_method(s.request);
     const std::string host = origin_.host.display();
     end.host = host;
     end.port = origin_.port;
