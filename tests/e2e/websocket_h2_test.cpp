@@ -58,8 +58,8 @@ class WebSocketH2Test : public ::testing::Test {
   std::unique_ptr<ChildServer> start_origin(std::uint16_t port, const char* connect_protocol) {
     return std::make_unique<ChildServer>(
         port, "node " SANDGATE_SOURCE_DIR "/tests/support/node_ws_h2_origin.mjs " +
-                  std::to_string(port) + " " + folder_ + "/server.pem " + folder_ +
-                  "/server.key " + kToken + " " + connect_protocol);
+                  std::to_string(port) + " " + folder_ + "/server.pem " + folder_ + "/server.key " +
+                  kToken + " " + connect_protocol);
   }
 
   // A gate inspecting both hosts by request rules, API_TOKEN bound to ws.test; `budgets` (a
@@ -134,8 +134,7 @@ TEST_F(WebSocketH2Test, MessagesGoBothWaysFrameByFrame) {
   EXPECT_NE(got.output.find("message text hello\n"), std::string::npos) << got.output;
   EXPECT_NE(got.output.find("message binary 000102ff\n"), std::string::npos) << got.output;
   // The ping sent between the fragments is answered before the message they make.
-  EXPECT_NE(got.output.find("pong p1\nmessage text fragmented\n"), std::string::npos)
-      << got.output;
+  EXPECT_NE(got.output.find("pong p1\nmessage text fragmented\n"), std::string::npos) << got.output;
   EXPECT_NE(got.output.find("message text onetwothree fragments 3\n"), std::string::npos)
       << got.output;
   EXPECT_NE(got.output.find("close 1000 done\n"), std::string::npos) << got.output;
@@ -155,6 +154,20 @@ TEST_F(WebSocketH2Test, MessagesGoBothWaysFrameByFrame) {
   EXPECT_NE(end.find("WebSocket: 5 messages"), std::string::npos) << end;
   EXPECT_NE(end.find("\"outcome\":\"closed\""), std::string::npos) << end;
   EXPECT_EQ(end.find("hello"), std::string::npos) << end;  // never a message's contents
+}
+
+// A message far larger than the streams' windows (1 MiB a stream) goes there and back whole:
+// each side's window opens as the other side takes the bytes, through the gate's relay.
+TEST_F(WebSocketH2Test, AMessageLargerThanTheWindowsGoesThereAndBack) {
+  auto proxy = gate();
+  const auto got = client(*proxy, "ws.test", port_, "big", std::to_string(5 * 1024 * 1024));
+  EXPECT_EQ(got.exit_code, 0) << got.output;
+  EXPECT_NE(got.output.find("big message 5242880 same\n"), std::string::npos) << got.output;
+  EXPECT_NE(got.output.find("close 1000"), std::string::npos) << got.output;
+  const std::string end = end_line(*proxy);
+  EXPECT_NE(end.find("1 message (5242880 bytes) up, 1 message (5242880 bytes) down"),
+            std::string::npos)
+      << end;
 }
 
 // A masked secret in the extended CONNECT's head reaches the origin as its real value; the
@@ -205,8 +218,9 @@ TEST_F(WebSocketH2Test, WithoutTheOriginsExtendedConnectTheClientIsNotOfferedIt)
   // nghttp2 refuses the :protocol the gate did not allow before the codec sees the field: the
   // line says the request broke HTTP/2, not which field.
   EXPECT_TRUE(proxy->wait_for_log([](const std::string& log) {
-    return log.find("\"reason\":\"bad-request\",\"detail\":\"the HTTP/2 request broke the "
-                    "protocol") != std::string::npos;
+    return log.find(
+               "\"reason\":\"bad-request\",\"detail\":\"the HTTP/2 request broke the "
+               "protocol") != std::string::npos;
   })) << proxy->log_text();
 }
 

@@ -14,6 +14,8 @@
 //   forced           extended CONNECT whatever the SETTINGS said: the stream's fate
 //   flood            a WebSocket to /flood: the messages counted until the gate's close
 //   idle             a WebSocket to /echo that sends nothing: how it ends
+//   big SIZE         a WebSocket to /echo: one binary message of SIZE bytes there and back,
+//                    far over the streams' flow-control windows: whether it came back the same
 //   choose           a WebSocket to /choose-deflate: its status
 // and for every mode `plain STATUS BODY` for the GET /plain beside it, and `ended ...` when the
 // WebSocket's stream is over.
@@ -120,8 +122,8 @@ class WebSocket {
         this.parts.push(f.payload);
         if (f.fin) {
           const whole = Buffer.concat(this.parts);
-          const text = this.opcode === TEXT ? `text ${whole}` : `binary ${whole.toString('hex')}`;
-          this.emit({kind: 'message', text, fragments: this.parts.length, size: whole.length});
+          const text = this.opcode === TEXT ? `text ${whole}` : `binary ${whole.toString('hex', 0, 64)}`;
+          this.emit({kind: 'message', text, fragments: this.parts.length, payload: whole});
         }
       }
     }
@@ -220,6 +222,24 @@ async function idle(session) {
   return ws;
 }
 
+async function big(session) {
+  const ws = new WebSocket(session, '/echo');
+  const head = await ws.response;
+  console.log(`status ${head[':status']}`);
+  const sent = Buffer.alloc(Number(arg));
+  for (let i = 0; i < sent.length; ++i) {
+    sent[i] = (i * 7 + (i >> 10)) & 0xff;
+  }
+  ws.send(BINARY, sent);
+  const event = await ws.next();
+  const same = event.kind === 'message' && event.payload.equals(sent);
+  console.log(`big ${event.kind} ${event.payload?.length ?? 0} ${same ? 'same' : 'different'}`);
+  ws.close(1000, '');
+  console.log(show(await ws.next()));
+  ws.stream.end();
+  return ws;
+}
+
 async function answerOnly(session, where) {
   const ws = new WebSocket(session, where);
   const head = await ws.response;
@@ -249,6 +269,7 @@ const run = {
   echo: () => echo(session),
   flood: () => flood(session),
   idle: () => idle(session),
+  big: () => big(session),
   refused: () => answerOnly(session, '/denied'),
   forced: () => answerOnly(session, '/echo'),
   choose: () => answerOnly(session, '/choose-deflate'),

@@ -45,19 +45,29 @@ export function closeFrame(code, reason, options = {}) {
 
 // Reads frames from the bytes of a stream, in any pieces: push() each piece, then take whole
 // frames with next() (null when the next one is not whole yet). Each frame says whether it was
-// masked, and its payload is unmasked.
+// masked, and its payload is unmasked. The pieces are joined once a frame is whole, not at each
+// push (a frame of megabytes comes in hundreds of pieces).
 export class FrameReader {
   constructor() {
-    this.bytes = Buffer.alloc(0);
+    this.chunks = [];
+    this.size = 0;
   }
   push(piece) {
-    this.bytes = Buffer.concat([this.bytes, piece]);
+    this.chunks.push(piece);
+    this.size += piece.length;
+  }
+  // The first `n` bytes in one buffer (joining the pieces when the first is shorter).
+  front(n) {
+    if (this.chunks[0].length < n) {
+      this.chunks = [Buffer.concat(this.chunks)];
+    }
+    return this.chunks[0];
   }
   next() {
-    const b = this.bytes;
-    if (b.length < 2) {
+    if (this.size < 2) {
       return null;
     }
+    let b = this.front(Math.min(this.size, 14));
     let length = b[1] & 0x7f;
     let at = 2;
     if (length === 126) {
@@ -70,18 +80,23 @@ export class FrameReader {
       at = 10;
     }
     const masked = (b[1] & 0x80) !== 0;
-    const key = masked ? b.subarray(at, at + 4) : null;
     if (masked) at += 4;
-    if (b.length < at + length) {
+    if (this.size < at + length) {
       return null;
     }
+    b = this.front(at + length);
+    const key = masked ? b.subarray(at - 4, at) : null;
     const payload = Buffer.from(b.subarray(at, at + length));
     if (masked) {
       for (let i = 0; i < payload.length; ++i) {
         payload[i] ^= key[i % 4];
       }
     }
-    this.bytes = b.subarray(at + length);
+    this.chunks[0] = b.subarray(at + length);
+    this.size -= at + length;
+    if (this.chunks[0].length === 0) {
+      this.chunks.shift();
+    }
     return {fin: (b[0] & 0x80) !== 0, opcode: b[0] & 0x0f, masked, payload};
   }
 }

@@ -646,8 +646,7 @@ class H2Connection {
       if (refusal->path.empty()) {
         refusal->path = std::string(logged_path(s.request.path));
       }
-      record_refusal(context_, h2_front::judged_method(s.request), display, origin_.port,
-                     *refusal);
+      record_refusal(context_, h2_front::judged_method(s.request), display, origin_.port, *refusal);
       answer(s.client, *refusal, s.grpc);
       co_return false;
     }
@@ -702,8 +701,8 @@ class H2Connection {
     s.request = to_request(s.request, head);
 
     // The head, with a body of known length, taken from the budgets whole.
-    s.budget.open(context_, s.decided, h2_front::judged_method(s.request), origin_.host, origin_.port, &origin_.facts,
-                  origin_.facts.dialled);
+    s.budget.open(context_, s.decided, h2_front::judged_method(s.request), origin_.host,
+                  origin_.port, &origin_.facts, origin_.facts.dialled);
     if (s.budget.active()) {
       const std::uint64_t length = s.request.content_length.value_or(0);
       s.budget.paid_whole(rules::BudgetKind::up, s.request.content_length.has_value());

@@ -59,7 +59,8 @@ class Inbox {
     return item;
   }
   // Waits for a push or a wake (or `deadline`); true when the deadline passed first.
-  boost::asio::awaitable<bool> wait(std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max()) {
+  boost::asio::awaitable<bool> wait(std::chrono::steady_clock::time_point deadline =
+                                        std::chrono::steady_clock::time_point::max()) {
     signal_.expires_at(deadline);
     auto [error] = co_await signal_.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
     signal_.expires_at(std::chrono::steady_clock::time_point::max());

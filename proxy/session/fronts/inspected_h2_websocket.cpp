@@ -278,12 +278,10 @@ std::optional<std::string> answer_problem(const h2::RequestHead& request,
 }
 
 asio::awaitable<void> relay_websocket(ConnectionLinks links, Stream& s) {
-  StreamSide<h2::ServerCodec> client({links.server, s.client, s.up, s.down, s.client_room,
-                                      s.client_closed, true},
-                                     links);
-  StreamSide<h2::ClientCodec> origin({links.client, s.origin, s.down, s.up, s.origin_room,
-                                      s.origin_closed, false},
-                                     links);
+  StreamSide<h2::ServerCodec> client(
+      {links.server, s.client, s.up, s.down, s.client_room, s.client_closed, true}, links);
+  StreamSide<h2::ClientCodec> origin(
+      {links.client, s.origin, s.down, s.up, s.origin_room, s.origin_closed, false}, links);
   exchange::BudgetAllowance allowance(s.budget);
   exchange::WebSocketOptions options;
   options.idle = links.idle;  // as on HTTP/1.1: the tunnel relay's, none when zero
