@@ -102,7 +102,10 @@ class WebSocket {
       this.stream.on('close', () => resolve(`ended rst ${this.stream.rstCode}`));
     });
     this.stream.on('error', () => {});
-    this.stream.on('close', () => this.emit({kind: 'gone'}));
+    this.stream.on('close', () => {
+      this.gone = true;
+      this.emit({kind: 'gone'});
+    });
   }
   take(piece) {
     this.reader.push(piece);
@@ -136,8 +139,12 @@ class WebSocket {
       wake();
     }
   }
+  // The next event; 'gone' again and again once the stream is over.
   async next() {
     while (this.events.length === 0) {
+      if (this.gone) {
+        return {kind: 'gone'};
+      }
       await new Promise((resolve) => { this.waiting = resolve; });
     }
     return this.events.shift();
@@ -192,6 +199,7 @@ async function flood(session) {
   const ws = new WebSocket(session, '/flood');
   const head = await ws.response;
   console.log(`status ${head[':status']}`);
+  if (head[':status'] !== 200) return ws;
   let messages = 0;
   for (;;) {
     const event = await ws.next();
@@ -213,6 +221,7 @@ async function idle(session) {
   const ws = new WebSocket(session, '/echo');
   const head = await ws.response;
   console.log(`status ${head[':status']}`);
+  if (head[':status'] !== 200) return ws;
   const event = await ws.next();
   console.log(show(event));
   if (event.kind === 'close') {
@@ -226,6 +235,7 @@ async function big(session) {
   const ws = new WebSocket(session, '/echo');
   const head = await ws.response;
   console.log(`status ${head[':status']}`);
+  if (head[':status'] !== 200) return ws;
   const sent = Buffer.alloc(Number(arg));
   for (let i = 0; i < sent.length; ++i) {
     sent[i] = (i * 7 + (i >> 10)) & 0xff;
