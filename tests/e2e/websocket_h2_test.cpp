@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "tests/integration/harness/test_proxy.hpp"
 #include "tests/support/child_server.hpp"
@@ -222,6 +223,28 @@ TEST_F(WebSocketH2Test, WithoutTheOriginsExtendedConnectTheClientIsNotOfferedIt)
                "\"reason\":\"bad-request\",\"detail\":\"the HTTP/2 request broke the "
                "protocol") != std::string::npos;
   })) << proxy->log_text();
+}
+
+// The client resets its WebSocket's stream without a close: the origin still gets the gate's
+// close 1001 and an orderly end of its stream (as a TCP close after the close frame on HTTP/1.1),
+// and the connection's other stream goes on.
+TEST_F(WebSocketH2Test, AClientThatResetsItsStreamLeavesTheOriginACloseAndAnEnd) {
+  auto proxy = gate();
+  const auto got = client(*proxy, "ws.test", port_, "reset");
+  EXPECT_EQ(got.exit_code, 0) << got.output;
+  EXPECT_NE(got.output.find("message text hello\n"), std::string::npos) << got.output;
+  EXPECT_NE(got.output.find("plain 200 plain ok\n"), std::string::npos) << got.output;
+  const std::string end = end_line(*proxy);
+  EXPECT_NE(end.find("\"outcome\":\"reset\""), std::string::npos) << end;
+  EXPECT_NE(end.find("the client went (its connection or stream ended) without a close frame"),
+            std::string::npos)
+      << end;
+  std::string ends;
+  for (int i = 0; i < 50 && ends.find("/echo end") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ends = read_file(folder_ + "/" + std::to_string(port_) + ".ends");
+  }
+  EXPECT_NE(ends.find("/echo close 1001\n/echo end\n"), std::string::npos) << ends;
 }
 
 // A down budget spent mid-WebSocket: the gate closes it 1008 "budget spent" (as on HTTP/1.1),

@@ -14,6 +14,7 @@
 //   forced           extended CONNECT whatever the SETTINGS said: the stream's fate
 //   flood            a WebSocket to /flood: the messages counted until the gate's close
 //   idle             a WebSocket to /echo that sends nothing: how it ends
+//   reset            a WebSocket to /echo: one message, then RST_STREAM CANCEL without a close
 //   big SIZE         a WebSocket to /echo: one binary message of SIZE bytes there and back,
 //                    far over the streams' flow-control windows: whether it came back the same
 //   choose           a WebSocket to /choose-deflate: its status
@@ -250,6 +251,17 @@ async function big(session) {
   return ws;
 }
 
+async function reset(session) {
+  const ws = new WebSocket(session, '/echo');
+  const head = await ws.response;
+  console.log(`status ${head[':status']}`);
+  if (head[':status'] !== 200) return ws;
+  ws.send(TEXT, 'hello');
+  console.log(show(await ws.next()));
+  ws.stream.close(http2.constants.NGHTTP2_CANCEL);
+  return ws;
+}
+
 async function answerOnly(session, where) {
   const ws = new WebSocket(session, where);
   const head = await ws.response;
@@ -280,6 +292,7 @@ const run = {
   flood: () => flood(session),
   idle: () => idle(session),
   big: () => big(session),
+  reset: () => reset(session),
   refused: () => answerOnly(session, '/denied'),
   forced: () => answerOnly(session, '/echo'),
   choose: () => answerOnly(session, '/choose-deflate'),

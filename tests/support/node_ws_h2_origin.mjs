@@ -6,8 +6,9 @@
 //
 // on: SETTINGS_ENABLE_CONNECT_PROTOCOL = 1 (off: never sent; nghttp2 under Node then refuses a
 // :protocol). Each WebSocket's head is appended to PORT.heads beside the certificate
-// ("PATH authorization=... extensions=... protocol=..."). A client frame without a mask is
-// answered with close 1002 (RFC 6455 section 5.1).
+// ("PATH authorization=... extensions=... protocol=..."), and how it ended to PORT.ends ("PATH
+// close CODE" for a close frame, then "PATH end" for END_STREAM or "PATH reset CODE" for
+// RST_STREAM). A client frame without a mask is answered with close 1002 (RFC 6455 5.1).
 //
 // /echo   every message back whole with its opcode; a ping answered with its pong; a close with
 //         the same close, then the stream's end. "fragments:A|B|C" comes back as fragments A,
@@ -60,6 +61,8 @@ function websocket(stream, headers) {
       if (f.opcode === PING) {
         stream.write(frame(PONG, f.payload));
       } else if (f.opcode === CLOSE) {
+        const code = f.payload.length >= 2 ? f.payload.readUInt16BE(0) : 0;
+        fs.appendFileSync(path.join(folder, `${port}.ends`), `${where} close ${code}\n`);
         stream.end(frame(CLOSE, f.payload));  // the same close back, then END_STREAM
       } else if (f.opcode === TEXT || f.opcode === BINARY || f.opcode === CONTINUATION) {
         if (f.opcode !== CONTINUATION) {
@@ -72,6 +75,10 @@ function websocket(stream, headers) {
         }
       }
     }
+  });
+  stream.on('end', () => fs.appendFileSync(path.join(folder, `${port}.ends`), `${where} end\n`));
+  stream.on('aborted', () => {
+    fs.appendFileSync(path.join(folder, `${port}.ends`), `${where} reset ${stream.rstCode}\n`);
   });
   stream.on('error', () => {});
 }

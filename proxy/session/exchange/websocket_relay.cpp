@@ -92,6 +92,8 @@ class Relay {
     if (down_.redaction) {
       result_.tally.redacted = down_.redaction->replaced();
     }
+    result_.origin_cut = up_.cut;
+    result_.client_cut = down_.cut;
     co_return std::move(result_);
   }
 
@@ -107,6 +109,7 @@ class Relay {
     std::optional<PayloadRedaction> redaction;  // the origin's payloads, when secrets are bound
     bool in_frame = false;                      // a frame's payload is being relayed
     bool close_passed = false;                  // a close frame went to `to`
+    bool cut = false;  // a frame to `to` was left unfinished (WebSocketEnd::client_cut)
     // The gate is ending the WebSocket and its close went (or could not go) to `to`: what
     // `from` still sends is read and dropped until its own close (its answer), its end, or
     // kEndingWait, so that closing the socket never resets a peer that has not yet read the
@@ -386,6 +389,9 @@ class Relay {
               " failed: " + error.message() + ".",
           kCloseGoingAway, "the other side went away");
     }
+    if (error) {
+      d.cut = true;  // what was written of a frame may be all `to` gets of it
+    }
     co_return !error;
   }
 
@@ -400,7 +406,8 @@ class Relay {
       end(WebSocketEnd::How::closed, {}, kCloseNormal, "");
     } else if (!ending_) {
       end(WebSocketEnd::How::reset,
-          std::string("the ") + name_of(d.sender) + " closed the connection without a close frame.",
+          std::string("the ") + name_of(d.sender) +
+              " went (its connection or stream ended) without a close frame.",
           kCloseGoingAway, "the other side went away");
     }
     co_await finish(d);
@@ -418,6 +425,7 @@ class Relay {
   // (then the connection just ends).
   asio::awaitable<void> finish(Direction& d) {
     const bool may_write = !d.close_passed && !d.in_frame && ending_;
+    d.cut = d.cut || (d.in_frame && !d.discarding);
     d.discarding = true;
     if (!may_write) {
       co_return;

@@ -83,6 +83,12 @@ struct WebSocketEnd {
   std::optional<budget::Stop> budget;
   std::string problem;  // a sentence, naming the frame's fault (never its bytes)
   WebSocketTally tally;
+  // A frame to that side was left unfinished (a write failed or was cut short, or the gate
+  // ended the WebSocket in the middle of one): the side's connection must be reset, not ended
+  // in order, or the peer would take a cut frame for a clean end. Otherwise the gate's close
+  // went to it, or its own did, or it is gone.
+  bool client_cut = false;
+  bool origin_cut = false;
 };
 
 struct WebSocketOptions {

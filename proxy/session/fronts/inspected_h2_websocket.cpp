@@ -79,11 +79,14 @@ class StreamSide final : public exchange::WebSocketPeer {
       links_.wake_writers();
       if (!rest.empty()) {
         w_.room = false;
-        while (!w_.room && !write_stop()) {
-          writing_ = true;
-          co_await w_.room_wait.wait();
-          writing_ = false;
+      }
+      while (!rest.empty() && !w_.room) {
+        if (const auto stop = write_stop()) {
+          co_return Io{*stop, written};
         }
+        writing_ = true;
+        co_await w_.room_wait.wait();
+        writing_ = false;
       }
     }
     co_return Io{boost::system::error_code{}, written};
@@ -210,26 +213,25 @@ http::response_header<> fields_of(const h2::ResponseHead& response) {
 }
 
 // The stream's two sides end as RFC 8441 section 5 maps a TCP close: END_STREAM after the close
-// frames, RST_STREAM CANCEL after a failure. The client's stream is then closed by its codec
-// (RST_STREAM NO_ERROR when the client has not ended its side); the origin's END_STREAM is
-// waited for at most kEndingWait, since the origin stream still open afterwards is reset, and a
-// reset drops what the gate's last frames still had to send.
-asio::awaitable<void> end_sides(const ConnectionLinks& links, Stream& s, bool failed) {
-  if (failed) {
-    if (!s.client_closed) {
-      links.server.reset_stream(s.client, h2::ErrorCode::cancel);
-    }
-    if (!s.origin_closed) {
-      links.client.reset_stream(s.origin, h2::ErrorCode::cancel);
-    }
-    links.wake_writers();
-    co_return;
-  }
+// frames, RST_STREAM CANCEL where a frame was left unfinished (a reset). The client's stream is
+// then closed by its codec (RST_STREAM NO_ERROR when the client has not ended its side); the
+// origin's END_STREAM is waited for at most kEndingWait, since the origin stream still open
+// afterwards is reset, and a reset drops what the gate's last frames still had to send.
+asio::awaitable<void> end_sides(const ConnectionLinks& links, Stream& s,
+                                const exchange::WebSocketEnd& relayed) {
   if (!s.client_closed) {
-    links.server.end_stream(s.client);
+    if (relayed.client_cut) {
+      links.server.reset_stream(s.client, h2::ErrorCode::cancel);
+    } else {
+      links.server.end_stream(s.client);
+    }
   }
   if (!s.origin_closed) {
-    links.client.end_stream(s.origin);
+    if (relayed.origin_cut) {
+      links.client.reset_stream(s.origin, h2::ErrorCode::cancel);
+    } else {
+      links.client.end_stream(s.origin);
+    }
   }
   links.wake_writers();
   const auto deadline = clock::now() + exchange::kEndingWait;
@@ -297,7 +299,7 @@ asio::awaitable<void> relay_websocket(ConnectionLinks links, Stream& s) {
   s.reason = end.reason;
   s.detail = end.detail;
   s.rule = end.rule;
-  co_await end_sides(links, s, relayed.how == exchange::WebSocketEnd::How::reset);
+  co_await end_sides(links, s, relayed);
 }
 
 }  // namespace sandgate::session::h2_front

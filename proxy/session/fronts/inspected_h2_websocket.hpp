@@ -11,9 +11,9 @@
 //     (exchange/websocket_relay.hpp: masking by side, fragments, control frames, close, budgets
 //     on payload bytes, secrets' real values cleaned from what the origin sends, the tally for
 //     the end line), each side an HTTP/2 stream read and written under its flow control;
-//   - the stream ends as RFC 8441 section 5 says: END_STREAM on each side after the close frames
-//     (an orderly TCP close), RST_STREAM CANCEL after a failure (a TCP reset). The connection's
-//     other streams go on.
+//   - the stream ends as RFC 8441 section 5 maps a TCP close: END_STREAM on each side after the
+//     close frames (an orderly close), RST_STREAM CANCEL on a side a frame to which was left
+//     unfinished (a reset). The connection's other streams go on.
 //
 // Single-threaded: everything here runs on the connection's worker thread.
 #pragma once
