@@ -424,6 +424,12 @@ class H2Connection {
         break;
       }
       if (!error && clock::now() - last_activity_ >= idle_limit_) {
+        if (websockets_ > 0 && context_.settings().idle_timeout.count() > 0) {
+          // Each WebSocket ends itself at the same limit, with its close frames (1001): the
+          // connection idles out after them, not in their place.
+          touch();
+          continue;
+        }
         timed_out_ = true;
         server_.shutdown();
         stop();
@@ -778,7 +784,9 @@ class H2Connection {
         if (s.request.extended_connect()) {
           co_await relay_down(s);  // the origin's answer; a 2xx opens the WebSocket
           if (s.websocket_open) {
+            ++websockets_;
             co_await h2_front::relay_websocket(links(), s);
+            --websockets_;
           }
         } else {
           co_await (relay_up(s) && relay_down(s));
@@ -1242,6 +1250,7 @@ class H2Connection {
   std::map<h2::StreamId, std::unique_ptr<Stream>> streams_;
   std::map<h2::StreamId, Stream*> origin_streams_;
   std::size_t running_streams_ = 0;
+  std::size_t websockets_ = 0;  // streams relaying a WebSocket now
   // A line says the connection was revoked (a stream's end line, or the line of a stream whose
   // wait the revocation ended).
   bool revocation_logged_ = false;
