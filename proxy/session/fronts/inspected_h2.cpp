@@ -174,7 +174,9 @@ const h2::Field* field_named(const h2::FieldList& fields, std::string_view name)
   return nullptr;
 }
 
-// Back to HTTP/2 after the stages: the regular fields lowercased, Host as :authority.
+// Back to HTTP/2 after the stages: the regular fields lowercased, Host as :authority. The
+// body's declared length is the client's, carried (no stage changes a body): the budgets take
+// a body of known length whole with its head, before any of it is sent.
 h2::RequestHead to_request(const h2::RequestHead& original, const http::request_header<>& head) {
   h2::RequestHead request;
   request.method = original.method;
@@ -182,6 +184,7 @@ h2::RequestHead to_request(const h2::RequestHead& original, const http::request_
   request.authority = original.authority;
   request.path = original.path;
   request.protocol = original.protocol;
+  request.content_length = original.content_length;
   for (const auto& field : head) {
     std::string name = lowercase(field.name_string());
     if (name == "host") {
