@@ -689,6 +689,12 @@ void Connection::close_stream(StreamId stream, std::uint32_t code) {
                      : state.peer_length && state.received != *state.peer_length
                          ? StreamProblem::content_length_mismatch
                          : StreamProblem::stream_protocol_error;
+    // A reset the client made the gate send, as a malformed head is: it counts against the
+    // rapid-reset limit, or a stream made to end this way (a head that passed, then DATA that
+    // disagrees with its content-length) costs the gate a request's work without limit.
+    if (side_ == Side::server && !flood_.stream_reset()) {
+      fail(flood_.exceeded());
+    }
   }
   closed.retry_safe = state.retry_safe ||
                       (side_ == Side::client &&
