@@ -44,6 +44,8 @@
 #include "proxy/session/exchange/request_admission.hpp"
 #include "proxy/session/exchange/secrets_stage.hpp"
 #include "proxy/session/fronts/http_exchange.hpp"
+#include "proxy/session/fronts/inspected_h2_stream.hpp"
+#include "proxy/session/fronts/inspected_h2_websocket.hpp"
 #include "proxy/session/wire/replies.hpp"
 #include "rules/ascii.hpp"
 
@@ -53,6 +55,10 @@ namespace {
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
 namespace h2 = exchange::h2;
+using h2_front::Closed;
+using h2_front::Inbox;
+using h2_front::Item;
+using h2_front::Stream;
 using namespace asio::experimental::awaitable_operators;
 using clock = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
@@ -62,99 +68,6 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::chrono::milliseconds kRedactionPause{20};
 // The most the gate reads of one socket at a time.
 constexpr std::size_t kReadPiece = 16 * 1024;
-
-// What a stream's direction is told by the connection's loops.
-struct Closed {
-  bool by_client = false;  // the client's stream ended (reset, or both sides over)
-  h2::ErrorCode code = h2::ErrorCode::no_error;
-  bool finished = false;  // it ended cleanly
-  bool by_gate = false;   // the gate reset it, having decided the stream's end already
-};
-using Item = std::variant<h2::InterimHeadEvent, h2::ResponseHeadEvent, h2::DataEvent,
-                          h2::TrailersEvent, h2::EndEvent, Closed>;
-
-// Events for one direction of a stream, and the wake-up of the coroutine that takes them.
-class Inbox {
- public:
-  explicit Inbox(const asio::any_io_executor& executor) : signal_(executor) {
-    signal_.expires_at(clock::time_point::max());
-  }
-  void push(Item item) {
-    items_.push_back(std::move(item));
-    signal_.cancel();
-  }
-  void wake() { signal_.cancel(); }
-  // An item taken too early goes back first, for the next pop.
-  void put_back(Item item) { items_.push_front(std::move(item)); }
-  bool empty() const { return items_.empty(); }
-  Item pop() {
-    Item item = std::move(items_.front());
-    items_.pop_front();
-    return item;
-  }
-  // Waits for a push or a wake (or `deadline`); true when the deadline passed first.
-  asio::awaitable<bool> wait(clock::time_point deadline = clock::time_point::max()) {
-    signal_.expires_at(deadline);
-    auto [error] = co_await signal_.async_wait(use_tuple);
-    signal_.expires_at(clock::time_point::max());
-    co_return !error;
-  }
-
- private:
-  std::deque<Item> items_;
-  asio::steady_timer signal_;
-};
-
-// One client stream and what its stages carried.
-struct Stream {
-  Stream(const asio::any_io_executor& executor, h2::StreamId id, DecisionState decided_with)
-      : client(id), decided(std::move(decided_with)), up(executor), down(executor) {
-    decided.stream = &departure;
-  }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  h2::StreamId client;
-  // Wakes the stream's waits on a question when its client is gone (the connection's socket
-  // carries the other streams: it cannot be watched for this one).
-  StreamDeparture departure;
-  // What the stream's request is decided with: the rules and settings in force when its head
-  // arrived, and what its stages keep (report-only mode's denial). Its own, never the
-  // connection's.
-  DecisionState decided;
-  h2::StreamId origin = 0;
-  h2::RequestHead request;
-  bool request_ended = false;  // the head ended the client's side
-  bool grpc = false;
-  Inbox up;    // the client's body, trailers and end; the origin codec's room
-  Inbox down;  // the origin's heads, body, trailers and end; the server codec's room
-  bool origin_room = false;
-  bool client_room = false;
-  bool client_closed = false;
-  bool client_reset = false;  // closed by the client's RST_STREAM (or a malformed message)
-  bool origin_closed = false;
-  bool response_started = false;
-
-  exchange::AdmittedRequest admitted;
-  // What the request pipeline's stages hand to the response (exchange/pipeline/).
-  exchange::ExchangeStages stages;
-  // The whole body, read before the head went (a signature over it, an MCP call judged): sent
-  // after the head as it is.
-  std::string body_ahead;
-  bool body_was_read_ahead = false;
-  // Its bytes of the gate-wide total of bodies read ahead (kReadAheadTotal), as on HTTP/1.1.
-  ReadAheadShare read_ahead_share;
-  bool read_ahead_full = false;  // the total had no room for them
-  bool answered = false;         // the gate answered the request itself (the MCP stage)
-
-  clock::time_point started = clock::now();
-  std::uint64_t bytes_up = 0;
-  std::uint64_t bytes_down = 0;
-  unsigned status = 0;
-  std::string outcome = "closed";
-  std::optional<rules::Reason> reason;  // why it ended early, for the end line
-  std::string detail;
-  std::string rule;
-};
 
 std::size_t head_size(const h2::FieldList& fields) {
   // As HPACK counts a header list (RFC 7541 section 4.1): name, value and 32 per field.
@@ -382,6 +295,11 @@ class H2Connection {
   }
 
   void touch() { last_activity_ = clock::now(); }
+  // What a stream's WebSocket takes of the connection (inspected_h2_websocket.hpp).
+  h2_front::ConnectionLinks links() {
+    return {server_, client_, [this] { wake_writers(); }, stopping_,
+            context_.settings().idle_timeout};
+  }
   void wake_writers() {
     client_signal_.cancel();
     origin_signal_.cancel();
@@ -525,6 +443,12 @@ class H2Connection {
         break;
       }
       if (!error && clock::now() - last_activity_ >= idle_limit_) {
+        if (websockets_ > 0 && context_.settings().idle_timeout.count() > 0) {
+          // Each WebSocket ends itself at the same limit, with its close frames (1001): the
+          // connection idles out after them, not in their place.
+          touch();
+          continue;
+        }
         timed_out_ = true;
         server_.shutdown();
         stop();
@@ -671,7 +595,14 @@ class H2Connection {
     }
   }
   void on_client_event(h2::GoawayEvent&) { slot_freed(); }
-  void on_client_event(h2::PeerSettingsEvent&) { slot_freed(); }
+  void on_client_event(h2::PeerSettingsEvent& event) {
+    slot_freed();
+    if (event.connect_protocol && !server_.connect_protocol_enabled()) {
+      // The origin takes WebSockets over HTTP/2 (RFC 8441): so does the gate, from now on.
+      server_.enable_connect_protocol();
+      wake_writers();
+    }
+  }
   void on_client_event(h2::PingAckEvent&) {}
 
   void slot_freed() {
@@ -783,16 +714,25 @@ class H2Connection {
     http::request_header<> head_;
   };
 
-  // Whether this stream's request goes on: its :authority checked, then the request pipeline
-  // (exchange/pipeline/), at once with the connection's other streams, with the stream's own
-  // DecisionState; answered and logged there when refused or over. When it goes on, its head
-  // is as the stages left it, and a body they read ahead waits in its inbox.
+  // Whether this stream's request goes on: its :authority checked (an extended CONNECT made the
+  // HTTP/1.1 upgrade it is judged as), then the request pipeline (exchange/pipeline/), at once
+  // with the connection's other streams, with the stream's own DecisionState; answered and
+  // logged there when refused or over. When it goes on, its head is as the stages left it, and
+  // a body they read ahead waits in its inbox.
   asio::awaitable<bool> admit(Stream& s) {
-    if (!origin_.named_by(s.request.authority)) {
-      refuse_stream(s, Refusal(rules::Reason::bad_request,
-                               "the request's :authority '" + s.request.authority.substr(0, 100) +
-                                   "' is not the host this connection was opened to (" +
-                                   origin_.authority + ")."));
+    StreamFront front(*this, s);
+    std::optional<Refusal> refusal;
+    if (s.request.extended_connect()) {
+      refusal = h2_front::as_upgrade_request(s.request, front.head());
+    }
+    if (!refusal && !origin_.named_by(s.request.authority)) {
+      refusal = Refusal(rules::Reason::bad_request,
+                        "the request's :authority '" + s.request.authority.substr(0, 100) +
+                            "' is not the host this connection was opened to (" +
+                            origin_.authority + ").");
+    }
+    if (refusal) {
+      refuse_stream(s, std::move(*refusal));
       co_return false;
     }
     HttpTarget target;
@@ -800,7 +740,6 @@ class H2Connection {
     target.port = origin_.port;
     target.authority = origin_.authority;
     target.origin_form = s.request.path;
-    StreamFront front(*this, s);
     const exchange::PipelineEnd ran = co_await exchange::run_request_pipeline(
         context_, s.decided, front, std::move(target), reach_);
     if (ran != exchange::PipelineEnd::send) {
@@ -814,13 +753,14 @@ class H2Connection {
     co_return true;
   }
 
-  // Refused before its exchange (its :authority, its admission): logged and answered.
+  // Refused before its exchange (its :authority, its admission): logged (an extended CONNECT as
+  // the GET it is judged as) and answered.
   void refuse_stream(Stream& s, Refusal refusal) {
     const std::string display = origin_.host.display();
     if (refusal.path.empty()) {
       refusal.path = std::string(logged_path(s.request.path));
     }
-    record_refusal(context_, s.request.method, display, origin_.port, refusal);
+    record_refusal(context_, h2_front::judged_method(s.request), display, origin_.port, refusal);
     answer(s.client, refusal, s.grpc);
   }
 
@@ -957,7 +897,16 @@ class H2Connection {
     if (admitted) {
       const bool opened = co_await open_origin_stream(s);
       if (opened) {
-        co_await (relay_up(s) && relay_down(s));
+        if (s.request.extended_connect()) {
+          co_await relay_down(s);  // the origin's answer; a 2xx opens the WebSocket
+          if (s.websocket_open) {
+            ++websockets_;
+            co_await h2_front::relay_websocket(links(), s);
+            --websockets_;
+          }
+        } else {
+          co_await (relay_up(s) && relay_down(s));
+        }
       }
       log_end(s);
     } else {
@@ -1196,6 +1145,16 @@ class H2Connection {
         co_return false;
       }
     }
+    if (s.request.extended_connect() && head.status / 100 == 2 && !event.end_stream) {
+      if (auto problem = h2_front::answer_problem(s.request, head)) {
+        fail_response(s, Refusal(rules::Reason::bad_response,
+                                 origin_.host.display() +
+                                     " answered the WebSocket's extended CONNECT wrongly: " +
+                                     *problem + "."));
+        co_return false;
+      }
+      s.websocket_open = true;
+    }
     s.status = head.status;
     s.bytes_down += head_size(head.fields);
     if (server_.submit_response(s.client, head, event.end_stream) != h2::SubmitError::none) {
@@ -1301,8 +1260,8 @@ class H2Connection {
       const bool over = co_await relay_mcp_answer(s, response, *filtered, mode);
       co_return over ? Down::over : Down::more;  // more: a close came first, handled next
     }
-    if (!passed) {
-      co_return Down::over;
+    if (!passed || s.websocket_open) {
+      co_return Down::over;  // (open: the stream's DATA are the WebSocket's frames from now on)
     }
     if (s.stages.redactions != nullptr && !response.end_stream) {
       d.redaction.emplace(*s.stages.redactions);
@@ -1568,7 +1527,7 @@ class H2Connection {
     const std::string host = origin_.host.display();
     const std::string path(logged_path(s.request.path));
     exchange::EndLine line;
-    line.method = s.request.method;
+    line.method = h2_front::judged_method(s.request);
     line.host = host;
     line.port = origin_.port;
     line.path = path;
@@ -1603,6 +1562,7 @@ class H2Connection {
   std::map<h2::StreamId, std::unique_ptr<Stream>> streams_;
   std::map<h2::StreamId, Stream*> origin_streams_;
   std::size_t running_streams_ = 0;
+  std::size_t websockets_ = 0;  // streams relaying a WebSocket now
   // A line says the connection was revoked (a stream's end line, or the line of a stream whose
   // wait the revocation ended).
   bool revocation_logged_ = false;

@@ -534,6 +534,14 @@ void Connection::send_settings(bool connect_protocol) {
   }
 }
 
+bool Connection::advertise_connect_protocol() {
+  if (fatal_ || side_ != Side::server) {
+    return false;
+  }
+  const nghttp2_settings_entry entry{NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1};
+  return nghttp2_submit_settings(session_.get(), NGHTTP2_FLAG_NONE, &entry, 1) == 0;
+}
+
 ConnectionError Connection::receive(std::string_view bytes) {
   if (fatal_) {
     return error_;
