@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "proxy/ask/admin_routes.hpp"
 #include "tests/integration/harness/test_proxy.hpp"
 #include "tests/support/child_server.hpp"
 #include "tests/support/loopback_ports.hpp"
@@ -101,6 +102,36 @@ class Http2ReviewTest : public ::testing::Test {
   std::string url(const std::string& path) const {
     return "'https://h2.test:" + std::to_string(port_) + path + "'";
   }
+  // The value /metrics gives `name` for the budget of `kind` on budgets.txt's first line; "" when
+  // it gives none.
+  std::string budget_metric(const std::string& name, const std::string& kind) const {
+    const std::string labels = "budgets.txt:1 h2.test\",kind=\"" + kind + "\",window=\"run\"} ";
+    std::istringstream lines(proxy_->gate().render_metrics());
+    for (std::string line; std::getline(lines, line);) {
+      if (line.starts_with(name + "{") && contains(line, labels)) {
+        return line.substr(line.find(labels) + labels.size());
+      }
+    }
+    return "";
+  }
+  // The next budget question a person is asked, once it is pending (10 s at most).
+  std::optional<ask::PendingQuestion> budget_question() const {
+    for (int i = 0; i < 1000; ++i) {
+      for (const ask::PendingQuestion& pending : proxy_->gate().questions().pending()) {
+        if (pending.budget) {
+          return pending;
+        }
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return std::nullopt;
+  }
+  bool answer(const ask::PendingQuestion& question, ask::Answer answer) const {
+    return proxy_->gate()
+        .questions()
+        .answer("h2.test", port_, answer, "tester", question.request)
+        .has_value();
+  }
 
   std::string folder_;
   std::uint16_t port_ = 0;
@@ -119,6 +150,32 @@ TEST_F(Http2ReviewTest, StreamsMadeToBeResetByTheirContentLengthAreARapidReset) 
   EXPECT_TRUE(contains(got, "goaway 11")) << got;  // ENHANCE_YOUR_CALM
   const auto after = curl("-i " + url("/bytes?n=5"));
   EXPECT_TRUE(contains(after.output, "HTTP/2 200")) << after.output;
+}
+
+// --- concurrent streams and budgets ---
+
+// A download of unknown length cut by its budget inside a DATA piece asks for the rest of the
+// piece; a yes grants the account that much. The piece must then be taken from the budget like
+// any other bytes (as on HTTP/1.1), or what the yes granted stays in the account for the next
+// piece, or another stream, to spend again: the ledger must have charged every byte that passed.
+TEST_F(Http2ReviewTest, ABudgetsYesForAPieceIsChargedForThatPiece) {
+  gate({.budgets = "h2.test down=100kB\n", .ask = true});
+  auto download = std::async(std::launch::async, [this] {
+    return curl("-o " + folder_ + "/streamed " + url("/stream?n=1000000"));
+  });
+  const auto first = budget_question();
+  ASSERT_TRUE(first) << ask::render_pending_text(proxy_->gate().questions());
+  ASSERT_TRUE(answer(*first, ask::Answer::once));
+  const auto second = budget_question();
+  ASSERT_TRUE(second) << ask::render_pending_text(proxy_->gate().questions());
+  ASSERT_TRUE(answer(*second, ask::Answer::deny));
+  download.get();
+  std::ifstream streamed(folder_ + "/streamed", std::ios::binary | std::ios::ate);
+  const auto delivered = static_cast<std::uint64_t>(streamed.tellg());
+  const std::string spent = budget_metric("sandgate_budget_spent", "down");
+  ASSERT_FALSE(spent.empty()) << proxy_->gate().render_metrics();
+  EXPECT_GT(delivered, 100000u);
+  EXPECT_LE(delivered, std::stoull(spent)) << "the ledger charged " << spent;
 }
 
 }  // namespace
