@@ -1341,20 +1341,24 @@ class H2Connection {
   }
 
   // How many of a piece's `size` bytes of `kind` may be sent: all of them when no budget ends
-  // inside it or a person granted more (--unknown=ask); fewer, with `stop` set, otherwise.
+  // inside it or a person granted more (--unknown=ask); fewer, with `stop` set, otherwise. What a
+  // yes grants is taken from the budgets for the rest of the piece like any bytes (as HTTP/1.1's
+  // relay does), so a grant is spent once, and a piece larger than the grant asks again.
   asio::awaitable<std::size_t> take_piece_or_ask(Stream& s, rules::BudgetKind kind,
                                                  std::size_t size,
                                                  std::optional<budget::Stop>& stop) {
-    std::size_t allowed = s.stages.budget.take_piece(kind, size, stop);
-    if (stop) {
-      // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
-      const bool granted = co_await s.stages.budget.more_granted(*stop);
-      if (granted) {
-        stop.reset();
-        allowed = size;
+    std::size_t taken = 0;
+    for (;;) {
+      taken += s.stages.budget.take_piece(kind, size - taken, stop);
+      if (!stop) {
+        co_return taken;
       }
+      const bool granted = co_await s.stages.budget.more_granted(*stop);
+      if (!granted) {
+        co_return taken;
+      }
+      stop.reset();
     }
-    co_return allowed;
   }
 
   // --- the MCP stage's answer filter (exchange/pipeline/response_stages.hpp), as on HTTP/1.1 ---
