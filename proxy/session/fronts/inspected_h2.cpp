@@ -810,7 +810,8 @@ class H2Connection {
 
   // A head and a body the gate made, sent whole as the stream's room allows.
   asio::awaitable<void> send_made(Stream& s, const h2::ResponseHead& head, std::string_view body) {
-    if (server_.submit_response(s.client, head, body.empty()) != h2::SubmitError::none) {
+    if (!taken_by_client(s, server_.submit_response(s.client, head, body.empty()),
+                         "the gate's answer", true)) {
       co_return;
     }
     s.response_started = true;
@@ -1157,12 +1158,34 @@ class H2Connection {
     }
     s.status = head.status;
     s.bytes_down += head_size(head.fields);
-    if (server_.submit_response(s.client, head, event.end_stream) != h2::SubmitError::none) {
+    if (!taken_by_client(s, server_.submit_response(s.client, head, event.end_stream),
+                         "the response's head")) {
       co_return false;
     }
     s.response_started = true;
     wake_writers();
     co_return true;
+  }
+
+  // Whether the server codec took what the gate submitted on the client's stream. It checks the
+  // gate's heads and trailers on the way out as it checks the peer's on the way in; a refusal
+  // ends the stream as failed, with its line saying why, never leaves it open unanswered. Before
+  // a response began the client gets the gate's answer, unless `answering` (that answer was what
+  // failed): then, as after, its stream is reset.
+  bool taken_by_client(Stream& s, h2::SubmitError error, std::string_view what,
+                       bool answering = false) {
+    if (error == h2::SubmitError::none) {
+      return true;
+    }
+    if (s.client_closed || error == h2::SubmitError::unknown_stream ||
+        error == h2::SubmitError::connection_ended) {
+      return false;  // the stream or the connection is over already, and its line says why
+    }
+    s.response_started = s.response_started || answering;
+    fail_response(s, Refusal(rules::Reason::internal_error,
+                             "the gate could not pass " + std::string(what) +
+                                 " to the client: " + std::string(h2::describe(error)) + "."));
+    return false;
   }
 
   // The origin failed the exchange before a response began: the client gets the gate's answer.
@@ -1202,7 +1225,10 @@ class H2Connection {
       Item item = s.down.pop();
       if (auto* interim = std::get_if<h2::InterimHeadEvent>(&item)) {
         redact_fields(interim->head.fields, s.stages.redactions);
-        server_.submit_interim(s.client, interim->head);
+        if (!taken_by_client(s, server_.submit_interim(s.client, interim->head),
+                             "an interim response")) {
+          break;
+        }
         wake_writers();
       } else if (auto* response = std::get_if<h2::ResponseHeadEvent>(&item)) {
         next = co_await down_head(s, d, *response);
@@ -1309,9 +1335,10 @@ class H2Connection {
     }
     if (trailers != nullptr) {
       redact_fields(*trailers, s.stages.redactions);
-      server_.submit_trailers(s.client, std::move(*trailers));
+      taken_by_client(s, server_.submit_trailers(s.client, std::move(*trailers)),
+                      "the response's trailers");
     } else {
-      server_.end_stream(s.client);
+      taken_by_client(s, server_.end_stream(s.client), "the response's end");
     }
     wake_writers();
     co_return Down::over;
@@ -1466,7 +1493,8 @@ class H2Connection {
     }
     s.status = head.status;
     s.bytes_down += head_size(head.fields);
-    if (server_.submit_response(s.client, head, ended) != h2::SubmitError::none) {
+    if (!taken_by_client(s, server_.submit_response(s.client, head, ended),
+                         "the response's head")) {
       co_return true;
     }
     s.response_started = true;
