@@ -15,6 +15,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "proxy/secrets/echo_spellings.hpp"
 #include "rules/base64.hpp"
 
 namespace sandgate::secrets {
@@ -247,8 +248,11 @@ std::string number_of(std::string_view text, int base, int width, std::string_vi
   return out;
 }
 
-// Marks `forms` as one set, made now and never changed after (Redaction::set).
+// Marks `forms` as one set, made now and never changed after (Redaction::set); and makes the
+// spellings a body is searched for their echoes in (echo_spellings.hpp), now rather than while a
+// body is relayed.
 void stamp(std::vector<Redaction>& forms) {
+  make_echo_spellings();
   static std::atomic<std::uint64_t> sets{0};
   const std::uint64_t set = ++sets;
   for (auto& form : forms) {
