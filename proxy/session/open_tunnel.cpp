@@ -19,6 +19,7 @@
 #include "proxy/session/upstream_dial.hpp"
 #include "proxy/settings/parent_route.hpp"
 #include "rules/host.hpp"
+#include "rules/mcp_rules.hpp"
 #include "rules/ssh_identification.hpp"
 #include "rules/tls_client_hello.hpp"
 
@@ -35,6 +36,7 @@ struct FirstBytes {
   rules::Decision decision;
   bool ssh = false;                     // the client spoke SSH (the SSH rules decided)
   bool tls = false;                     // the client sent a TLS ClientHello
+  bool offers_h2 = false;               // and it offered h2 by ALPN
   std::string note;                     // for the allow line: something the operator should know
   std::optional<rules::Host> tls_name;  // an IP destination's SNI name, still to be decided
 };
@@ -64,6 +66,7 @@ FirstBytes judge_first_bytes(const DecisionState& decided, const rules::Host& ho
     case Status::tls: {
       FirstBytes tls;
       tls.tls = true;
+      tls.offers_h2 = hello.offers_h2;
       if (hello.encrypted_client_hello) {
         // ECH (or GREASE ECH, which cannot be told apart): the name checked below is the outer
         // one, and the server dialled is the one the policy allowed; a name inside is not seen.
@@ -213,7 +216,8 @@ struct TunnelSetup {
   std::uint64_t early_up = 0;             // bytes passed on before the relay took over
   std::uint64_t early_down = 0;
   std::optional<rules::SshIdentificationWatch> ssh_watch;  // undecided: the relay goes on
-  bool tls = false;  // the client's first bytes were a TLS ClientHello (checked)
+  bool tls = false;        // the client's first bytes were a TLS ClientHello (checked)
+  bool offers_h2 = false;  // which offered h2
 
   void add_note(std::string_view more) {
     if (!more.empty()) {
@@ -332,6 +336,7 @@ asio::awaitable<bool> look_at_first_bytes(TunnelSetup& setup, boost::beast::flat
     }
     setup.facts.ssh = first.ssh;
     setup.tls = first.tls;
+    setup.offers_h2 = first.offers_h2;
     if (first.tls_name) {
       if (!co_await decide_name_given(setup, *first.tls_name)) {
         co_return false;
@@ -460,9 +465,11 @@ bool is_tls_port(const DecisionState& decided, std::uint16_t port) {
 // worker's pool keeps for host:port (origin_pool.hpp), already verified, instead of a dial. Only
 // for a request decided with the worker's current rules and settings (the pool's connections
 // were made under those); the address it was dialled at is held to them again, as for a
-// kept-alive upstream. False when none was taken: the caller dials.
+// kept-alive upstream. `alpn`: what the client asks by ALPN, unknown before its ClientHello
+// (fit_taken_origin() then checks). False when none was taken: the caller dials.
 bool take_idle_origin(SessionContext& context, DecisionState& decided, Admission& admission,
-                      const rules::Host& host, std::uint16_t port) {
+                      const rules::Host& host, std::uint16_t port,
+                      ClientAlpn alpn = ClientAlpn::unknown) {
   const rules::RequestRules& requests = decided.policy().requests();
   if (context.worker.shared.inspection == nullptr || host.is_ip() || !is_tls_port(decided, port) ||
       !requests.inspects(host, port) || !decided.current(context.worker) ||
@@ -470,7 +477,7 @@ bool take_idle_origin(SessionContext& context, DecisionState& decided, Admission
     return false;
   }
   std::unique_ptr<SecuredOrigin> origin =
-      context.worker.origins->take(host.display() + ":" + std::to_string(port));
+      context.worker.origins->take(host.display() + ":" + std::to_string(port), alpn);
   if (origin == nullptr) {
     return false;
   }
@@ -530,17 +537,28 @@ asio::awaitable<Admission> admit_tunnel(SessionContext& context, DecisionState& 
   co_return admission;
 }
 
-// A tunnel that took an idle TLS connection to its origin turned out not to be TLS (SSH on port
-// 443): the bytes must reach the origin as they are, over a connection of their own. The
-// success was sent, so a dial that fails closes the tunnel with its reason. False when the
-// tunnel is over (logged).
-asio::awaitable<bool> dial_instead_of_idle(TunnelSetup& setup, Admission& admission) {
+// An idle connection taken before the client spoke (admit_tunnel) is kept only for a client
+// the gate inspects and that it serves as a fresh one would (serves(): a client that offers h2
+// is never answered in HTTP/1.1 by an origin that speaks h2, nor SSH on port 443 sent into a TLS
+// connection). Otherwise it goes back to the pool for a client it serves, and the tunnel takes
+// one that serves this client, or dials; the success was sent, so a dial that fails closes the
+// tunnel with its reason. False when the tunnel is over (logged).
+asio::awaitable<bool> fit_taken_origin(TunnelSetup& setup, Admission& admission) {
   SessionContext& context = setup.context;
-  boost::system::error_code ignored;
-  context.upstream.close(ignored);
-  context.secured_origin.reset();
-  co_await connect_upstream(context, setup.decided, admission, setup.method, setup.host, setup.port,
-                            UpstreamUse::tunnel, setup.from_parent);
+  const ClientAlpn alpn = setup.facts.offers_h2 ? ClientAlpn::h2 : ClientAlpn::http1;
+  if (setup.facts.inspected && serves(*context.secured_origin, alpn)) {
+    co_return true;
+  }
+  std::unique_ptr<SecuredOrigin> idle = std::move(context.secured_origin);
+  idle->socket = std::move(context.upstream);
+  idle->tls->next_layer().point_at(idle->socket);
+  context.worker.origins->park(setup.display + ":" + std::to_string(setup.port), std::move(idle));
+  const bool taken = setup.facts.inspected && take_idle_origin(context, setup.decided, admission,
+                                                               setup.host, setup.port, alpn);
+  if (!taken) {
+    co_await connect_upstream(context, setup.decided, admission, setup.method, setup.host,
+                              setup.port, UpstreamUse::tunnel, setup.from_parent);
+  }
   if (admission.refused()) {
     deny_established(setup, admission.refusal.reason, admission.refusal.rule,
                      admission.refusal.sentence);
@@ -573,6 +591,10 @@ bool decide_inspection(TunnelSetup& setup) {
   facts.inspected =
       inspectable && (bar == SpliceBar::request_rules ||
                       decided.policy().requests().inspects(facts.served_host(), setup.port));
+  // A host with MCP lines is offered HTTP/1.1 only: its calls are judged by the MCP stage of
+  // the HTTP/1.1 exchange (exchange/mcp_exchange.hpp), and none may pass unjudged on h2.
+  facts.offers_h2 = facts.inspected && setup.offers_h2 &&
+                    !decided.policy().requests().mcp().judges(facts.served_host(), setup.port);
   if (facts.inspected || bar == SpliceBar::none) {
     return true;
   }
@@ -626,17 +648,19 @@ asio::awaitable<std::optional<ConnectionFacts>> open_tunnel(
       co_return std::nullopt;
     }
   }
-  if (context.secured_origin && !setup.tls && !setup.write_error) {
-    if (!co_await dial_instead_of_idle(setup, admission)) {
-      co_return std::nullopt;
-    }
-  }
 
-  // 6. Inspected or spliced, decided once; from here on the facts are only read. An inspected
+  // 6. Inspected or spliced, decided once; from here on the facts are only read. An idle origin
+  // connection taken before the client spoke must serve what it turned out to be. An inspected
   // tunnel's origin has nothing to say before the gate's ClientHello: bytes the parent passed
   // behind its head would reach the client outside the gate's TLS, so the tunnel is refused.
   if (!decide_inspection(setup)) {
     co_return std::nullopt;
+  }
+  if (context.secured_origin && !setup.write_error) {
+    // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
+    if (!co_await fit_taken_origin(setup, admission)) {
+      co_return std::nullopt;
+    }
   }
   const ConnectionFacts& facts = setup.facts;
   if (facts.inspected && setup.from_parent.size() > 0) {

@@ -24,9 +24,7 @@
 #include "proxy/session/origin_pool.hpp"
 #include "proxy/session/wire/http_head.hpp"
 #include "proxy/session/wire/replies.hpp"
-#include "rules/mcp_rules.hpp"
 #include "rules/policy.hpp"
-#include "rules/tls_client_hello.hpp"
 
 namespace sandgate::session {
 namespace {
@@ -125,6 +123,8 @@ class InspectedTls final : public InspectedOrigin {
   int verify_error_ = X509_V_OK;
   std::string verify_subject_;
   bool offer_h2_ = false;
+  // What the origin connection's handshake settled by ALPN (kept with it in the pool).
+  bool offered_h2_ = false;
   bool origin_h2_ = false;
   bool client_h2_ = false;
 };
@@ -156,6 +156,8 @@ asio::awaitable<std::optional<Refusal>> InspectedTls::secure_upstream(
     origin_tls_.emplace(std::move(*idle->tls));
     origin_tls_->next_layer().point_at(context_.upstream);
     epoch_ = idle->epoch;
+    offered_h2_ = idle->h2_offered;
+    origin_h2_ = idle->h2_chosen;
     taken_idle = true;
     context_.upstream_stream.attach(*origin_tls_);
     co_return std::nullopt;
@@ -168,7 +170,8 @@ asio::awaitable<std::optional<Refusal>> InspectedTls::secure_upstream(
   inspection_.expect_origin(ssl, host, port);
   // Only the connection's first handshake may offer h2: a later one (a request's new dial on an
   // HTTP/1.1 connection) serves a client that speaks HTTP/1.1 already.
-  if (std::exchange(offer_h2_, false)) {
+  offered_h2_ = std::exchange(offer_h2_, false);
+  if (offered_h2_) {
     inspect::Inspection::offer_origin_h2(ssl);
   }
   verify_error_ = X509_V_OK;
@@ -216,6 +219,8 @@ void InspectedTls::keep_origin(const std::optional<rules::IpAddress>& dialled) {
   idle->endpoint = idle->socket.remote_endpoint(ignored);
   idle->dialled = dialled;
   idle->epoch = epoch_;
+  idle->h2_offered = offered_h2_;
+  idle->h2_chosen = origin_h2_;
   origin_tls_->next_layer().point_at(idle->socket);
   idle->tls.emplace(std::move(*origin_tls_));
   origin_tls_.reset();
@@ -314,16 +319,8 @@ asio::awaitable<void> serve_inspected(SessionContext& context, const DecisionSta
   InspectedTls tls(context, *context.worker.shared.inspection, facts);
   const rules::Host& host = tls.host;
   const std::uint16_t port = tls.port;
-  {
-    // A host with MCP lines is offered HTTP/1.1 only: its calls are judged by the MCP stage
-    // in the HTTP/1.1 exchange (exchange/mcp_exchange.hpp), and none may pass unjudged on h2.
-    const auto bytes = hello.data();
-    if (rules::read_client_hello(
-            std::string_view(static_cast<const char*>(bytes.data()), bytes.size()))
-            .offers_h2 &&
-        !tunnel.policy().requests().mcp().judges(host, port)) {
-      tls.offer_h2();
-    }
+  if (facts.offers_h2) {
+    tls.offer_h2();  // (decided with the tunnel: open_tunnel.cpp)
   }
   boost::system::error_code ignored;
   // The origin first: a client is only ever shown a certificate for a host whose own
