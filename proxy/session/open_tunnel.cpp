@@ -13,6 +13,7 @@
 
 #include "proxy/budget/destination_budgets.hpp"
 #include "proxy/session/graceful_close.hpp"
+#include "proxy/session/h2_origin_pool.hpp"
 #include "proxy/session/origin_pool.hpp"
 #include "proxy/session/parent_dial.hpp"
 #include "proxy/session/tunnel_session.hpp"
@@ -461,12 +462,14 @@ bool is_tls_port(const DecisionState& decided, std::uint16_t port) {
          std::find(tls_ports.begin(), tls_ports.end(), port) != tls_ports.end();
 }
 
-// Stage 4 for a tunnel that will be inspected if its client speaks TLS: an idle connection the
-// worker's pool keeps for host:port (origin_pool.hpp), already verified, instead of a dial. Only
-// for a request decided with the worker's current rules and settings (the pool's connections
-// were made under those); the address it was dialled at is held to them again, as for a
-// kept-alive upstream. `alpn`: what the client asks by ALPN, unknown before its ClientHello
-// (fit_taken_origin() then checks). False when none was taken: the caller dials.
+// Stage 4 for a tunnel that will be inspected if its client speaks TLS: a verified connection
+// the worker keeps for host:port instead of a dial: for a client that offers h2 (or may: its
+// ClientHello is still to come), a shared HTTP/2 one with room (h2_origin_pool.hpp); else an idle
+// one (origin_pool.hpp) that serves its ALPN offer. Only for a request decided with the worker's
+// current rules and settings (the pools' connections were made under those); the address it was
+// dialled at is held to them again, as for a kept-alive upstream. `alpn`: what the client asks by
+// ALPN, unknown before its ClientHello (fit_taken_origin() then checks). False when none was
+// taken: the caller dials.
 bool take_idle_origin(SessionContext& context, DecisionState& decided, Admission& admission,
                       const rules::Host& host, std::uint16_t port,
                       ClientAlpn alpn = ClientAlpn::unknown) {
@@ -476,23 +479,36 @@ bool take_idle_origin(SessionContext& context, DecisionState& decided, Admission
       !decided.settings_current(context.worker)) {
     return false;
   }
-  std::unique_ptr<SecuredOrigin> origin =
-      context.worker.origins->take(host.display() + ":" + std::to_string(port), alpn);
-  if (origin == nullptr) {
+  const std::string key = host.display() + ":" + std::to_string(port);
+  std::shared_ptr<H2Origin> shared;
+  std::unique_ptr<SecuredOrigin> idle;
+  if (alpn != ClientAlpn::http1) {
+    shared = context.worker.h2_origins->take(key);
+  }
+  if (shared == nullptr) {
+    idle = context.worker.origins->take(key, alpn);
+  }
+  if (shared == nullptr && idle == nullptr) {
     return false;
   }
   admission.use = UpstreamUse::tunnel;
   admission.parent = settings::parent_for(decided.settings(), host, port);
-  admission.endpoint = origin->endpoint;
-  admission.dialled = origin->dialled;
-  if (!keep_open_upstream(decided, admission, host, port, origin->dialled)) {
+  admission.endpoint = shared ? shared->endpoint() : idle->endpoint;
+  admission.dialled = shared ? shared->dialled() : idle->dialled;
+  if (!keep_open_upstream(decided, admission, host, port, admission.dialled)) {
     boost::system::error_code ignored;
-    origin->socket.close(ignored);
+    if (idle != nullptr) {
+      idle->socket.close(ignored);
+    }
     return true;
   }
-  context.upstream = std::move(origin->socket);
-  origin->tls->next_layer().point_at(context.upstream);
-  context.secured_origin = std::move(origin);
+  if (shared != nullptr) {
+    context.shared_h2_origin = std::move(shared);
+    return true;
+  }
+  context.upstream = std::move(idle->socket);
+  idle->tls->next_layer().point_at(context.upstream);
+  context.secured_origin = std::move(idle);
   return true;
 }
 
@@ -537,22 +553,27 @@ asio::awaitable<Admission> admit_tunnel(SessionContext& context, DecisionState& 
   co_return admission;
 }
 
-// An idle connection taken before the client spoke (admit_tunnel) is kept only for a client
-// the gate inspects and that it serves as a fresh one would (serves(): a client that offers h2
-// is never answered in HTTP/1.1 by an origin that speaks h2, nor SSH on port 443 sent into a TLS
-// connection). Otherwise it goes back to the pool for a client it serves, and the tunnel takes
-// one that serves this client, or dials; the success was sent, so a dial that fails closes the
-// tunnel with its reason. False when the tunnel is over (logged).
+// A connection taken before the client spoke (admit_tunnel) is kept only for a client the gate
+// inspects and that it serves as a fresh one would (serves(); a shared HTTP/2 one only a client
+// that offers h2): a client that offers h2 is never answered in HTTP/1.1 by an origin that speaks
+// h2, nor SSH on port 443 sent into a TLS connection. Otherwise an idle one goes back to the pool
+// for a client it serves, and the tunnel takes one that serves this client, or dials; the success
+// was sent, so a dial that fails closes the tunnel with its reason. False when the tunnel is over
+// (logged).
 asio::awaitable<bool> fit_taken_origin(TunnelSetup& setup, Admission& admission) {
   SessionContext& context = setup.context;
   const ClientAlpn alpn = setup.facts.offers_h2 ? ClientAlpn::h2 : ClientAlpn::http1;
-  if (setup.facts.inspected && serves(*context.secured_origin, alpn)) {
+  const bool fits =
+      context.secured_origin ? serves(*context.secured_origin, alpn) : alpn == ClientAlpn::h2;
+  if (setup.facts.inspected && fits) {
     co_return true;
   }
-  std::unique_ptr<SecuredOrigin> idle = std::move(context.secured_origin);
-  idle->socket = std::move(context.upstream);
-  idle->tls->next_layer().point_at(idle->socket);
-  context.worker.origins->park(setup.display + ":" + std::to_string(setup.port), std::move(idle));
+  context.shared_h2_origin.reset();  // the pool keeps it for its other clients
+  if (std::unique_ptr<SecuredOrigin> idle = std::move(context.secured_origin)) {
+    idle->socket = std::move(context.upstream);
+    idle->tls->next_layer().point_at(idle->socket);
+    context.worker.origins->park(setup.display + ":" + std::to_string(setup.port), std::move(idle));
+  }
   const bool taken = setup.facts.inspected && take_idle_origin(context, setup.decided, admission,
                                                                setup.host, setup.port, alpn);
   if (!taken) {
@@ -656,7 +677,7 @@ asio::awaitable<std::optional<ConnectionFacts>> open_tunnel(
   if (!decide_inspection(setup)) {
     co_return std::nullopt;
   }
-  if (context.secured_origin && !setup.write_error) {
+  if ((context.secured_origin || context.shared_h2_origin) && !setup.write_error) {
     // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
     if (!co_await fit_taken_origin(setup, admission)) {
       co_return std::nullopt;

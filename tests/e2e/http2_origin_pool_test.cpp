@@ -1,11 +1,17 @@
 // The gate's origin connections kept between client connections, counted by the origin
 // (tests/support/h2_pool_origin.py numbers its TLS connections): an idle HTTP/1.1 one is given
-// only to a client whose ALPN offer it serves as a fresh one would (origin_pool.hpp), with real
-// curl as the clients, offering h2 (--http2) or HTTP/1.1 only (--http1.1).
+// only to a client whose ALPN offer it serves as a fresh one would (origin_pool.hpp); an HTTP/2
+// one is shared by the inspected h2 clients of its host:port (h2_origin_pool.hpp), at once and
+// in turn, never across hosts, left after the origin's GOAWAY (a stream it left out sent again
+// once), retired by a reload, while a reload that revokes a client ends that client's streams
+// only. The clients: real curl, offering h2 (--http2) or HTTP/1.1 only (--http1.1), and
+// python3-h2 driven step by step (tests/support/h2_hostile_peer.py `staged`).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -25,6 +31,12 @@ namespace {
 
 constexpr const char* kOrigin =
     "/usr/bin/python3 " SANDGATE_SOURCE_DIR "/tests/support/h2_pool_origin.py ";
+constexpr const char* kPeer =
+    "/usr/bin/python3 " SANDGATE_SOURCE_DIR "/tests/support/h2_hostile_peer.py ";
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 class Http2OriginPoolTest : public ::testing::Test {
  protected:
@@ -47,12 +59,14 @@ class Http2OriginPoolTest : public ::testing::Test {
                                                        " " + folder_ + "/server.pem " + folder_ +
                                                        "/server.key " + alpn);
     ASSERT_TRUE(port_accepts(port_)) << "the origin did not start";
+    std::ofstream(folder_ + "/requests.txt") << "allow h2.test *\nallow other.test *\n";
     proxy_ = std::make_unique<TestProxy>("", [&](settings::Settings& s) {
       s.policy.block_loopback = false;  // the origin is on loopback
       s.tls_ports = {port_};
       s.ca_dir = folder_ + "/gate-ca";
       s.inspect_extra_ca = {folder_ + "/ca.pem"};
       s.inspect = {"h2.test", "other.test"};
+      s.request_rules_path = folder_ + "/requests.txt";
     });
     for (const char* name : {"h2.test", "other.test"}) {
       proxy_->dns().set(name, {"127.0.0.1"});
@@ -68,6 +82,34 @@ class Http2OriginPoolTest : public ::testing::Test {
                      std::to_string(port_) + path + " 2>&1")
         .output;
   }
+  // The peer's `staged` steps on one HTTP/2 connection to `host` through the gate, run on another
+  // thread; its output when it is done.
+  std::future<std::string> staged(const std::string& host, const std::string& steps) const {
+    const std::string command = std::string(kPeer) + "staged " + std::to_string(proxy_->port()) +
+                                " " + host + " " + std::to_string(port_) + " " + folder_ +
+                                "/gate-ca/ca.pem " + steps + " 2>&1";
+    return std::async(std::launch::async, [command] { return run_shell(command).output; });
+  }
+  // Waits until the log has `lines` decision lines for `path` on `host`.
+  bool decided(const std::string& host, const std::string& path, std::size_t lines = 1) const {
+    return proxy_->wait_for_log([&](const std::string& log) {
+      return log_lines_with(log, {"\"event\":\"decision\"", "\"host\":\"" + host + "\"",
+                                  "\"path\":\"" + path + "\""})
+                 .size() >= lines;
+    });
+  }
+  // A reload that changes nothing the connections here are judged by (a comment in the request
+  // rules), waited for.
+  void reload() {
+    const auto before = proxy_->log_text().size();
+    std::ofstream(folder_ + "/requests.txt", std::ios::app) << "# changed\n";
+    proxy_->gate().reload();
+    ASSERT_TRUE(proxy_->wait_for_log([&](const std::string& text) {
+      return text.size() > before && text.find("requests.txt", before) != std::string::npos;
+    })) << proxy_->log_text();
+  }
+  void touch(const std::string& name) const { std::ofstream(folder_ + "/" + name) << "\n"; }
+
   // The connections the origin accepted, one "N ALPN" line each.
   std::string connections() const {
     std::ifstream file(folder_ + "/" + std::to_string(port_) + ".connections");
@@ -103,6 +145,104 @@ TEST_F(Http2OriginPoolTest, AConnectionOnWhichTheOriginDeclinedH2ServesEveryClie
   EXPECT_EQ(get("--http2", "/"), "http/1.1 connection 1\n1.1 200\n");
   EXPECT_EQ(get("--http1.1", "/"), "http/1.1 connection 1\n1.1 200\n");
   EXPECT_EQ(connections(), "1 http/1.1\n");
+}
+
+// Client connections to the same host:port, one after the other and at once, share one HTTP/2
+// connection to the origin; another host gets its own, and both are kept for their next clients.
+TEST_F(Http2OriginPoolTest, InspectedH2ClientsShareOneOriginConnectionPerHostAndPort) {
+  start("h2,http/1.1");
+  EXPECT_EQ(get("--http2", "/connection"), "h2 connection 1\n2 200\n");
+  EXPECT_EQ(get("--http2", "/connection"), "h2 connection 1\n2 200\n");
+  // A client holds a stream open on it while another client's stream goes on it too.
+  auto holder = staged(
+      "h2.test", "get:/slow wait:" + folder_ + "/release get:/connection " + "done:/connection");
+  ASSERT_TRUE(decided("h2.test", "/slow")) << proxy_->log_text();
+  EXPECT_EQ(get("--http2", "/connection"), "h2 connection 1\n2 200\n");
+  EXPECT_EQ(get("--http2", "/connection", "other.test"), "h2 connection 2\n2 200\n");
+  EXPECT_EQ(get("--http2", "/connection", "other.test"), "h2 connection 2\n2 200\n");
+  touch("release");
+  const std::string held = holder.get();
+  EXPECT_TRUE(contains(held, "/slow 200\n")) << held;
+  EXPECT_TRUE(contains(held, "/connection 200\n/connection done 16\n")) << held;
+  EXPECT_FALSE(contains(held, "reset")) << held;
+  EXPECT_EQ(get("--http2", "/connection"), "h2 connection 1\n2 200\n");
+  EXPECT_EQ(connections(), "1 h2\n2 h2\n");
+}
+
+// The origin's GOAWAY: a stream it left out (above its last stream id), with nothing of it sent
+// but its head, goes again on a new connection, once; the connection takes no new stream after
+// a GOAWAY that let its stream finish.
+TEST_F(Http2OriginPoolTest, AStreamTheOriginsGoawayLeftOutIsSentAgainOnANewConnection) {
+  start("h2,http/1.1");
+  EXPECT_EQ(get("--http2", "/refuse-first"), "h2 connection 2\n2 200\n");
+  EXPECT_EQ(get("--http2", "/goaway-after"), "h2 connection 2\n2 200\n");
+  EXPECT_EQ(get("--http2", "/connection"), "h2 connection 3\n2 200\n");
+  EXPECT_EQ(connections(), "1 h2\n2 h2\n3 h2\n");
+  // One decision line: the stream sent again is still one request.
+  EXPECT_EQ(log_lines_with(proxy_->log_text(), {"\"event\":\"decision\"", "/refuse-first"}).size(),
+            1u);
+}
+
+// A stream whose body was sent when the origin's GOAWAY left it out is not sent again (its body
+// is gone): the client is told, and no second connection is dialled for it.
+TEST_F(Http2OriginPoolTest, AStreamWhoseBodyWentIsNotSentAgainAfterAGoaway) {
+  start("h2,http/1.1");
+  const std::string got = get("--http2 --data-binary the-body", "/refuse-after-body");
+  EXPECT_TRUE(contains(got, "2 502\n")) << got;
+  EXPECT_TRUE(contains(got, "ended the stream before its response")) << got;
+  EXPECT_EQ(connections(), "1 h2\n");
+}
+
+// A reload retires the shared connection: the stream held on it goes on to its end, no new stream
+// goes there, and the next client's goes on a new connection, which the held stream's client
+// then shares.
+TEST_F(Http2OriginPoolTest, AReloadRetiresTheSharedConnectionWithoutCuttingItsStreams) {
+  start("h2,http/1.1");
+  auto holder = staged(
+      "h2.test", "get:/slow wait:" + folder_ + "/release get:/connection " + "done:/connection");
+  ASSERT_TRUE(decided("h2.test", "/slow")) << proxy_->log_text();
+  reload();
+  EXPECT_EQ(get("--http2", "/connection"), "h2 connection 2\n2 200\n");
+  touch("release");
+  const std::string held = holder.get();
+  EXPECT_TRUE(contains(held, "/connection 200\n")) << held;
+  EXPECT_FALSE(contains(held, "reset")) << held;
+  EXPECT_FALSE(contains(held, "closed")) << held;
+  EXPECT_EQ(get("--http2", "/connection"), "h2 connection 2\n2 200\n");
+  EXPECT_EQ(connections(), "1 h2\n2 h2\n");
+}
+
+// A reload that denies h2.test ends the streams of the clients it revokes, each with its line,
+// on the connection they shared; another host's client, on a connection of its own, goes on (its
+// next stream on a new connection: the reload retired the one it had).
+TEST_F(Http2OriginPoolTest, ARevocationEndsItsClientsStreamsOnlyAndTheirLinesSaySo) {
+  start("h2,http/1.1");
+  // (The client that outlives the others first: a client process started later would inherit
+  // the gate's sockets of those before it, in this one process, and keep them open.)
+  auto other = staged(
+      "other.test", "get:/slow wait:" + folder_ + "/release get:/connection " + "done:/connection");
+  ASSERT_TRUE(decided("other.test", "/slow")) << proxy_->log_text();
+  // (One after the other: two clients that arrive at once each dial, nothing being kept yet.)
+  auto first = staged("h2.test", "get:/slow wait:" + folder_ + "/never");
+  ASSERT_TRUE(decided("h2.test", "/slow")) << proxy_->log_text();
+  auto second = staged("h2.test", "get:/slow wait:" + folder_ + "/never");
+  ASSERT_TRUE(decided("h2.test", "/slow", 2)) << proxy_->log_text();
+  std::ofstream(proxy_->folder() + "/blocked.txt", std::ios::app) << "h2.test\n";
+  for (auto* peer : {&second, &first}) {
+    const std::string got = peer->get();
+    EXPECT_TRUE(contains(got, "closed")) << got;
+  }
+  EXPECT_TRUE(proxy_->wait_for_log([](const std::string& log) {
+    return log_lines_with(log, {"\"event\":\"end\"", "\"host\":\"h2.test\"", "\"path\":\"/slow\"",
+                                "\"reason\":\"blocklist\"", "\"outcome\":\"revoked\""})
+               .size() == 2;
+  })) << proxy_->log_text();
+  touch("release");
+  const std::string went_on = other.get();
+  EXPECT_TRUE(contains(went_on, "/connection 200\n")) << went_on;
+  EXPECT_FALSE(contains(went_on, "reset")) << went_on;
+  EXPECT_FALSE(contains(went_on, "closed")) << went_on;
+  EXPECT_EQ(connections(), "1 h2\n2 h2\n3 h2\n") << proxy_->log_text();
 }
 
 }  // namespace

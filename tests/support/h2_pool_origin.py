@@ -103,8 +103,14 @@ def serve_h2(sock, serial):
                     answer(conn, event.stream_id, "h2 connection %d\n" % serial)
                     if path == b"/goaway-after":
                         conn.close_connection(last_stream_id=event.stream_id)
+                        close = True
         sock.sendall(conn.data_to_send())
         if close:
+            # Read what the gate still sends until it closes: a close with bytes unread would
+            # reset the connection, and the GOAWAY with it.
+            sock.settimeout(10)
+            while sock.recv(65536):
+                pass
             return
 
 
