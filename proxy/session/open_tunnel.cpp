@@ -13,12 +13,11 @@
 
 #include "proxy/budget/destination_budgets.hpp"
 #include "proxy/session/graceful_close.hpp"
-#include "proxy/session/h2_origin_pool.hpp"
 #include "proxy/session/origin_pool.hpp"
 #include "proxy/session/parent_dial.hpp"
 #include "proxy/session/tunnel_session.hpp"
 #include "proxy/session/upstream_dial.hpp"
-#include "proxy/settings/parent_route.hpp"
+#include "proxy/session/upstream_source.hpp"
 #include "rules/host.hpp"
 #include "rules/mcp_rules.hpp"
 #include "rules/ssh_identification.hpp"
@@ -462,61 +461,33 @@ bool is_tls_port(const DecisionState& decided, std::uint16_t port) {
          std::find(tls_ports.begin(), tls_ports.end(), port) != tls_ports.end();
 }
 
-// Stage 4 for a tunnel that will be inspected if its client speaks TLS: a verified connection
-// the worker keeps for host:port instead of a dial: for a client that offers h2 (or may: its
-// ClientHello is still to come), a shared HTTP/2 one with room (h2_origin_pool.hpp); else an idle
-// one (origin_pool.hpp) that serves its ALPN offer. Only for a request decided with the worker's
-// current rules and settings (the pools' connections were made under those); the address it was
-// dialled at is held to them again, as for a kept-alive upstream. `alpn`: what the client asks by
-// ALPN, unknown before its ClientHello (fit_taken_origin() then checks). False when none was
-// taken: the caller dials.
-bool take_idle_origin(SessionContext& context, DecisionState& decided, Admission& admission,
-                      const rules::Host& host, std::uint16_t port,
-                      ClientAlpn alpn = ClientAlpn::unknown) {
-  const rules::RequestRules& requests = decided.policy().requests();
-  if (context.worker.shared.inspection == nullptr || host.is_ip() || !is_tls_port(decided, port) ||
-      !requests.inspects(host, port) || !decided.current(context.worker) ||
-      !decided.settings_current(context.worker)) {
-    return false;
-  }
-  const std::string key = host.display() + ":" + std::to_string(port);
-  std::shared_ptr<H2Origin> shared;
-  std::unique_ptr<SecuredOrigin> idle;
-  if (alpn != ClientAlpn::http1) {
-    shared = context.worker.h2_origins->take(key);
-  }
-  if (shared == nullptr) {
-    idle = context.worker.origins->take(key, alpn);
-  }
-  if (shared == nullptr && idle == nullptr) {
-    return false;
-  }
-  admission.use = UpstreamUse::tunnel;
-  admission.parent = settings::parent_for(decided.settings(), host, port);
-  admission.endpoint = shared ? shared->endpoint() : idle->endpoint;
-  admission.dialled = shared ? shared->dialled() : idle->dialled;
-  if (!keep_open_upstream(decided, admission, host, port, admission.dialled)) {
-    boost::system::error_code ignored;
-    if (idle != nullptr) {
-      idle->socket.close(ignored);
-    }
-    return true;
-  }
-  if (shared != nullptr) {
-    context.shared_h2_origin = std::move(shared);
-    return true;
-  }
-  context.upstream = std::move(idle->socket);
-  idle->tls->next_layer().point_at(context.upstream);
-  context.secured_origin = std::move(idle);
-  return true;
+// What a tunnel asks of its upstream (upstream_source.hpp): a tunnel counts as a connection;
+// one that will be inspected if its client speaks TLS (a name on a TLS port the inspection
+// patterns name) may take a verified connection the worker keeps for host:port instead of a
+// dial. `alpn`: what the client asks by ALPN, unknown before its ClientHello (fit_taken_origin()
+// then checks).
+UpstreamWish tunnel_wish(SessionContext& context, const DecisionState& decided,
+                         std::string_view method, const rules::Host& host, std::uint16_t port,
+                         ClientAlpn alpn) {
+  const bool may_inspect = context.worker.shared.inspection != nullptr && !host.is_ip() &&
+                           is_tls_port(decided, port) &&
+                           decided.policy().requests().inspects(host, port);
+  UpstreamWish wish;
+  wish.method = method;
+  wish.host = host;
+  wish.port = port;
+  wish.use = UpstreamUse::tunnel;
+  wish.may_take_idle = may_inspect;
+  wish.may_borrow_h2 = may_inspect;
+  wish.alpn = alpn;
+  return wish;
 }
 
 // Stages 1-4 for a tunnel, the one composition of admission for every front end that opens one:
 // the decision (decide_admission: the policy, a question, LaunchDarkly); a tunnel that must not
 // be spliced (a host with request rules, an address while they are in force) refused, before
 // anything is dialled, on a port whose tunnels are not looked into; the connection budgets looked
-// at; the upstream (an idle one the worker's pool keeps, else a dial); and the connection counted
+// at; the upstream (get_upstream: one the worker keeps, else a dial); and the connection counted
 // once the address is known (an entry for it counts names that lead there), before the client
 // hears the tunnel is up. `from_parent` receives what a parent sent behind its reply head.
 asio::awaitable<Admission> admit_tunnel(SessionContext& context, DecisionState& decided,
@@ -534,21 +505,9 @@ asio::awaitable<Admission> admit_tunnel(SessionContext& context, DecisionState& 
     }
   }
   if (admission.admitted()) {
-    BudgetCheck spent = co_await check_budgets_before_dial(
-        context, decided, method, rules::BudgetKind::connections, host, port);
-    spent.apply_to(admission);
-  }
-  if (admission.admitted() && !take_idle_origin(context, decided, admission, host, port)) {
-    co_await connect_upstream(context, decided, admission, method, host, port, UpstreamUse::tunnel,
-                              from_parent);
-  }
-  if (admission.admitted()) {
-    BudgetCheck counted = co_await count_against_budgets(
-        context, decided, method, rules::BudgetKind::connections, host, port, admission.dialled);
-    if (!counted.apply_to(admission)) {
-      boost::system::error_code ignored;
-      context.upstream.close(ignored);  // dialled, and refused before anything was sent
-    }
+    UpstreamWish wish = tunnel_wish(context, decided, method, host, port, ClientAlpn::unknown);
+    wish.count_connection = true;
+    co_await get_upstream(context, decided, admission, wish, from_parent);
   }
   co_return admission;
 }
@@ -574,12 +533,12 @@ asio::awaitable<bool> fit_taken_origin(TunnelSetup& setup, Admission& admission)
     idle->tls->next_layer().point_at(idle->socket);
     context.worker.origins->park(setup.display + ":" + std::to_string(setup.port), std::move(idle));
   }
-  const bool taken = setup.facts.inspected && take_idle_origin(context, setup.decided, admission,
-                                                               setup.host, setup.port, alpn);
-  if (!taken) {
-    co_await connect_upstream(context, setup.decided, admission, setup.method, setup.host,
-                              setup.port, UpstreamUse::tunnel, setup.from_parent);
-  }
+  // (The tunnel was counted as it was admitted: this is the same connection.)
+  UpstreamWish wish =
+      tunnel_wish(context, setup.decided, setup.method, setup.host, setup.port, alpn);
+  wish.may_take_idle = wish.may_take_idle && setup.facts.inspected;
+  wish.may_borrow_h2 = wish.may_borrow_h2 && setup.facts.inspected;
+  co_await get_upstream(context, setup.decided, admission, wish, setup.from_parent);
   if (admission.refused()) {
     deny_established(setup, admission.refusal.reason, admission.refusal.rule,
                      admission.refusal.sentence);

@@ -147,6 +147,26 @@ TEST_F(Http2OriginPoolTest, AConnectionOnWhichTheOriginDeclinedH2ServesEveryClie
   EXPECT_EQ(connections(), "1 http/1.1\n");
 }
 
+// An inspected HTTP/1.1 connection whose origin connection closed takes, for its next request,
+// an idle one the worker keeps for its origin instead of dialling (the one way to an upstream:
+// session/upstream_source.hpp).
+TEST_F(Http2OriginPoolTest, AnInspectedRequestAfterItsOriginClosedTakesAnIdleConnection) {
+  start("http/1.1");
+  const std::string curl = "curl -sS --http1.1 --max-time 20 --proxy http://127.0.0.1:" +
+                           std::to_string(proxy_->port()) + " --cacert " + folder_ +
+                           "/gate-ca/ca.pem https://h2.test:" + std::to_string(port_);
+  // Two client connections at once leave two idle connections.
+  const auto both =
+      run_shell(curl + "/a -Z --parallel-immediate " + curl.substr(curl.rfind(' ')) + "/b 2>&1");
+  ASSERT_EQ(connections(), "1 http/1.1\n2 http/1.1\n") << both.output;
+  // One client connection: its first request's origin connection closes after the answer; its
+  // second request goes on the other idle one.
+  const auto got = run_shell(curl + "/close " + curl.substr(curl.rfind(' ')) + "/next 2>&1");
+  EXPECT_TRUE(contains(got.output, "http/1.1 connection 1\n")) << got.output;
+  EXPECT_TRUE(contains(got.output, "http/1.1 connection 2\n")) << got.output;
+  EXPECT_EQ(connections(), "1 http/1.1\n2 http/1.1\n");
+}
+
 // Client connections to the same host:port, one after the other and at once, share one HTTP/2
 // connection to the origin; another host gets its own, and both are kept for their next clients.
 TEST_F(Http2OriginPoolTest, InspectedH2ClientsShareOneOriginConnectionPerHostAndPort) {

@@ -8,7 +8,8 @@ ALPN is what the origin lets its client choose: "h2,http/1.1" (either) or "http/
 connection whose TLS handshake completed gets the next number, from 1 (a probe of the port that
 never speaks TLS gets none), and its line "N ALPN" is appended to PORT.connections beside CERT.
 
-HTTP/1.1, kept alive: any request is answered 200 "http/1.1 connection N".
+HTTP/1.1, kept alive: any request is answered 200 "http/1.1 connection N"; /close with
+Connection: close, and the connection closed.
 HTTP/2, by path:
   /connection          200 "h2 connection N"
   /slow                a head and a first piece of body; the rest never comes
@@ -61,7 +62,11 @@ def serve_http1(sock, serial):
             pending += piece
         pending = pending[length:]
         body = b"http/1.1 connection %d\n" % serial
-        sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        close = head.split(b" ", 2)[1] == b"/close"
+        sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n%s\r\n%s" % (
+            len(body), b"Connection: close\r\n" if close else b"", body))
+        if close:
+            return
 
 
 def answer(conn, stream, text):

@@ -47,7 +47,7 @@
 #include "proxy/session/h2_origin.hpp"
 #include "proxy/session/h2_origin_pool.hpp"
 #include "proxy/session/origin_pool.hpp"
-#include "proxy/session/parent_dial.hpp"
+#include "proxy/session/upstream_source.hpp"
 #include "proxy/session/wire/replies.hpp"
 
 namespace sandgate::session {
@@ -655,37 +655,46 @@ class H2Connection final : private H2OriginWatcher {
     return adopted;
   }
 
-  // The connection a stream goes on: this client's own while it is usable, else a shared one of
-  // host:port with room, else one dialled now (one dial at a time per client connection) unless
-  // the pool's bounds are reached, then a shared one that is full, for the stream to wait on.
-  // Its address is held to the rules the stream is decided with. Null, with `admission` refused
-  // or over, when none can be had.
+  // The connection a stream goes on: this client's own while it has room, else the one way to
+  // an upstream (get_upstream): a shared one of host:port with room, else one dialled now (one
+  // dial at a time per client connection) unless the pool's bounds are reached; then one that is
+  // full, for the stream to wait on. Its address is held to the rules the stream is decided with.
+  // Null, with `admission` refused or over, when none can be had.
   asio::awaitable<std::shared_ptr<H2Origin>> find_origin(Stream& s, DecisionState& decided,
                                                          Admission& admission) {
     const clock::time_point give_up = clock::now() + H2OriginPool::kRoomWait;
     for (;;) {
-      std::shared_ptr<H2Origin> found;
       if (own_ != nullptr && own_->available_streams() > 0) {
-        found = own_;
-      } else if (shareable_) {
-        found = pool().take(key_);
+        co_return checked(own_, decided, admission);
       }
       // No more may be dialled: one that is full now will do (its own, for a client that may
       // have no other).
       const bool bounded =
           shareable_ ? !pool().has_room_for(key_) : own_ != nullptr && own_->usable();
-      if (found == nullptr && bounded) {
-        found = shareable_ ? pool().any(key_) : own_;
+      std::shared_ptr<H2Origin> full = !bounded ? nullptr : shareable_ ? pool().any(key_) : own_;
+      UpstreamWish wish = origin_wish(s);
+      wish.may_borrow_h2 = shareable_;
+      wish.may_dial = !dialling_ && full == nullptr;
+      dialling_ = dialling_ || wish.may_dial;
+      boost::beast::flat_buffer from_parent;
+      const UpstreamFrom from =
+          co_await get_upstream(context_, decided, admission, wish, from_parent);
+      std::shared_ptr<H2Origin> found;
+      if (from == UpstreamFrom::shared_h2) {
+        found = std::move(context_.shared_h2_origin);
+      } else if (from == UpstreamFrom::dialled) {
+        found = co_await secure_and_adopt(decided, admission);
       }
-      if (found != nullptr) {
-        if (!keep_open_upstream(decided, admission, origin_.facts.requested, origin_.port,
-                                found->dialled())) {
-          co_return nullptr;
-        }
+      if (wish.may_dial) {
+        dialling_ = false;
+        slot_freed();  // the streams that waited for this dial look again
+      }
+      if (found != nullptr || !admission.admitted()) {
+        revocation_logged_ = revocation_logged_ || context_.live.revoked != nullptr;
         co_return found;
       }
-      if (!dialling_) {
-        co_return co_await dial_origin(s, decided, admission);
+      if (full != nullptr) {
+        co_return checked(full, decided, admission);
       }
       // Another stream of this connection is dialling: its connection may serve this one too.
       const bool late = co_await s.room.wait(give_up);
@@ -706,37 +715,42 @@ class H2Connection final : private H2OriginWatcher {
     }
   }
 
-  // A new origin connection for a stream, reached and verified with the rules it is decided with
+  // What a stream asks of its upstream: the origin as the tunnel named it, reached as a tunnel's
+  // is, where the gate speaks TLS first and h2.
+  UpstreamWish origin_wish(const Stream& s) const {
+    UpstreamWish wish;
+    wish.method = s.request.method;
+    wish.host = origin_.facts.requested;
+    wish.port = origin_.port;
+    wish.use = UpstreamUse::tunnel;
+    wish.alpn = ClientAlpn::h2;
+    wish.tls_first = true;
+    return wish;
+  }
+
+  // `connection`, its address held to the rules the stream is decided with.
+  std::shared_ptr<H2Origin> checked(std::shared_ptr<H2Origin> connection, DecisionState& decided,
+                                    Admission& admission) {
+    if (!keep_open_upstream(decided, admission, origin_.facts.requested, origin_.port,
+                            connection->dialled())) {
+      return nullptr;
+    }
+    return connection;
+  }
+
+  // The origin connection just dialled for a stream, verified with the rules it is decided with
   // as the tunnel's was, offering h2: adopted (shared, or this client's own). An origin that now
   // declines h2 leaves a connection an HTTP/1.1 client can take (kept idle for one); this stream
-  // is refused, as no request is carried from one version to the other. Null, with `admission`
-  // refused or over, when none could be had.
-  asio::awaitable<std::shared_ptr<H2Origin>> dial_origin(Stream& s, DecisionState& decided,
-                                                         Admission& admission) {
-    dialling_ = true;
-    boost::system::error_code ignored;
-    boost::beast::flat_buffer from_parent;
-    co_await connect_upstream(context_, decided, admission, s.request.method,
-                              origin_.facts.requested, origin_.port, UpstreamUse::tunnel,
-                              from_parent);
-    if (admission.admitted() && from_parent.size() > 0) {
+  // is refused, as no request is carried from one version to the other.
+  asio::awaitable<std::shared_ptr<H2Origin>> secure_and_adopt(DecisionState& decided,
+                                                              Admission& admission) {
+    origin_.offer_h2();
+    std::shared_ptr<H2Origin> adopted;
+    if (auto refused = co_await origin_.secure_upstream(decided)) {
       admission.status = Admission::Status::refused;
-      admission.refusal =
-          Refusal(rules::Reason::bad_response,
-                  bytes_before_handshake(origin_.host, origin_.port, from_parent.size()));
-    }
-    std::unique_ptr<SecuredOrigin> secured;
-    if (admission.admitted()) {
-      origin_.offer_h2();
-      if (auto refused = co_await origin_.secure_upstream(decided)) {
-        admission.status = Admission::Status::refused;
-        admission.refusal = std::move(*refused);
-      } else {
-        secured = origin_.release_origin(admission.dialled);
-      }
-    }
-    std::shared_ptr<H2Origin> dialled;
-    if (secured != nullptr && !secured->h2_chosen) {
+      admission.refusal = std::move(*refused);
+    } else if (auto secured = origin_.release_origin(admission.dialled);
+               secured != nullptr && !secured->h2_chosen) {
       if (shareable_) {
         context_.worker.origins->park(key_, std::move(secured));
       }
@@ -746,15 +760,11 @@ class H2Connection final : private H2OriginWatcher {
                                       " chose HTTP/1.1 on a new connection where it had chosen h2: "
                                       "the gate carries no request between versions.");
     } else if (secured != nullptr) {
-      dialled = adopt(std::move(secured));
+      adopted = adopt(std::move(secured));
     }
+    boost::system::error_code ignored;
     context_.upstream.close(ignored);  // (its socket moved to the connection when secured)
-    if (admission.status == Admission::Status::over) {
-      revocation_logged_ = revocation_logged_ || context_.live.revoked != nullptr;
-    }
-    dialling_ = false;
-    slot_freed();
-    co_return dialled;
+    co_return adopted;
   }
 
   // Opens the stream's request on an origin connection: the one its reach chose, or another
