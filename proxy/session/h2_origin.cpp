@@ -143,8 +143,8 @@ void H2Origin::close(std::string why) {
         h2::StreamClosedEvent{stream, h2::Closer::peer, h2::ErrorCode::internal_error};
     sink->on_origin_event(closed);
   }
-  if (keeper_ != nullptr) {
-    keeper_->ended(*this);
+  if (H2OriginKeeper* keeper = std::exchange(keeper_, nullptr)) {
+    keeper->ended(*this);  // and nothing more: it may go now
   }
 }
 
