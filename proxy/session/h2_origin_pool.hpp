@@ -13,15 +13,21 @@
 //     there: it stays its client's), nor one secured under rules or settings the worker no
 //     longer serves with (OriginPool's epoch; it stays its dialler's);
 //   - streams up to the origin's SETTINGS_MAX_CONCURRENT_STREAMS (and the gate's own 100): a
-//     connection that is full is passed over, and another dialled while the bounds allow, the
-//     bound of each connection's streams that the origin sets;
-//   - kPerOrigin connections per host:port and kTotal per worker (each holds two TLS buffers of
-//     17 KiB, nghttp2's state and up to its 4 MiB window of the origin's bytes): past them a
-//     stream waits for a stream of its origin's connections to end, then is refused;
+//     connection that is full is passed over, and another dialled;
+//   - kPerOrigin connections per host:port and kTotal per worker shared (each holds two TLS
+//     buffers of 17 KiB, nghttp2's state and up to its 4 MiB window of the origin's bytes): past
+//     them a new connection is its dialler's alone, as every client's was before the pool, so
+//     that the bounds limit what is shared and kept, never how many streams go;
 //   - kIdleLifetime after its last stream, as the HTTP/1.1 pool keeps an idle connection;
 //   - until the origin's GOAWAY (its streams above the GOAWAY's last id may be sent again on
 //     another connection, once), a reload (retire: no new stream; it goes when its last stream
 //     ends) or the drain (closed at once, and nothing kept after).
+//
+// What sharing costs: flow control stays end to end, so a client that stops reading holds its
+// stream's window (1 MiB) of the connection's 4 MiB (exchange/h2/limits.hpp) until it reads,
+// resets or idles out; four such streams on one connection hold the others' responses back too,
+// as they would on one client's own connection. The bounds on what the gate holds stay those of
+// the codec's limits, per connection.
 //
 // Thread: the worker's, every call; no locks. Each client connection that may borrow watches
 // its host:port (watch()) to hear when a stream could go where none could.
@@ -57,9 +63,10 @@ class H2OriginPool final : private H2OriginKeeper {
   static constexpr std::size_t kPerOrigin = 8;
   static constexpr std::size_t kTotal = 64;
   static constexpr std::chrono::seconds kIdleLifetime{30};
-  // How long a stream waits for a stream of its origin's connections to end when all of them are
-  // full and no other may be dialled: the head timeout's order, long enough for the short
-  // exchanges of a busy moment, short enough that a client is told rather than held.
+  // How long a stream waits for a connection another stream of its client is dialling (one dial
+  // at a time per client connection), or for room on one the origin turned out to fill: the head
+  // timeout's order, long enough for a dial and its handshake, short enough that a client is
+  // told rather than held.
   static constexpr std::chrono::seconds kRoomWait{10};
 
   // `idle_lifetime`: kIdleLifetime but in tests.

@@ -9,12 +9,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <future>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "tests/integration/harness/test_proxy.hpp"
 #include "tests/support/child_server.hpp"
@@ -54,10 +56,11 @@ class Http2OriginPoolTest : public ::testing::Test {
 
   // The origin, letting its clients choose among `alpn` ("h2,http/1.1" or "http/1.1"), and a
   // gate inspecting h2.test and other.test on its port.
-  void start(const std::string& alpn) {
-    origin_ = std::make_unique<ChildServer>(port_, std::string(kOrigin) + std::to_string(port_) +
-                                                       " " + folder_ + "/server.pem " + folder_ +
-                                                       "/server.key " + alpn);
+  // `streams`: the origin's SETTINGS_MAX_CONCURRENT_STREAMS (0: python3-h2's own 100).
+  void start(const std::string& alpn, int streams = 0) {
+    origin_ = std::make_unique<ChildServer>(
+        port_, std::string(kOrigin) + std::to_string(port_) + " " + folder_ + "/server.pem " +
+                   folder_ + "/server.key " + alpn + " " + std::to_string(streams));
     ASSERT_TRUE(port_accepts(port_)) << "the origin did not start";
     std::ofstream(folder_ + "/requests.txt") << "allow h2.test *\nallow other.test *\n";
     proxy_ = std::make_unique<TestProxy>("", [&](settings::Settings& s) {
@@ -187,6 +190,32 @@ TEST_F(Http2OriginPoolTest, InspectedH2ClientsShareOneOriginConnectionPerHostAnd
   EXPECT_FALSE(contains(held, "reset")) << held;
   EXPECT_EQ(get("--http2", "/connection"), "h2 connection 1\n2 200\n");
   EXPECT_EQ(connections(), "1 h2\n2 h2\n");
+}
+
+// An origin that takes one stream per connection: each stream of a client goes on a connection
+// of its own, shared while the pool's bounds allow (8 per host:port), and past them on one that is
+// the client's alone: the bounds limit what is shared and kept, never how many streams go.
+TEST_F(Http2OriginPoolTest, PastThePoolsBoundsStreamsGoOnConnectionsOfTheirClientsOwn) {
+  start("h2,http/1.1", 1);
+  std::string steps;
+  for (int i = 1; i <= 10; ++i) {
+    const std::string path = "/slow?" + std::to_string(i);
+    steps += "get:" + path + " head:" + path + " ";
+  }
+  auto holder = staged("h2.test", steps + "wait:" + folder_ + "/release");
+  ASSERT_TRUE(decided("h2.test", "/slow", 10)) << proxy_->log_text();
+  std::string held;
+  for (int i = 0; i < 500 && std::count(held.begin(), held.end(), '\n') < 10; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    held = connections();
+  }
+  EXPECT_EQ(std::count(held.begin(), held.end(), '\n'), 10) << held;
+  touch("release");
+  const std::string got = holder.get();
+  for (int i = 1; i <= 10; ++i) {
+    EXPECT_TRUE(contains(got, "/slow?" + std::to_string(i) + " 200\n")) << got;
+  }
+  EXPECT_FALSE(contains(got, "reset")) << got;
 }
 
 // The origin's GOAWAY: a stream it left out (above its last stream id), with nothing of it sent

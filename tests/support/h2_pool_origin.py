@@ -2,9 +2,11 @@
 """A TLS origin that numbers its connections, for the tests of the gate's pooled origin
 connections (proxy/session/origin_pool.hpp, h2_origin_pool.hpp), on Debian's python3-h2.
 
-  h2_pool_origin.py PORT CERT KEY ALPN
+  h2_pool_origin.py PORT CERT KEY ALPN [STREAMS]
 
-ALPN is what the origin lets its client choose: "h2,http/1.1" (either) or "http/1.1". Every
+STREAMS: the SETTINGS_MAX_CONCURRENT_STREAMS its HTTP/2 connections announce (python3-h2 goes on
+taking more, so a client that sends a stream before it read the SETTINGS is not cut off). ALPN is
+what the origin lets its client choose: "h2,http/1.1" (either) or "http/1.1". Every
 connection whose TLS handshake completed gets the next number, from 1 (a probe of the port that
 never speaks TLS gets none), and its line "N ALPN" is appended to PORT.connections beside CERT.
 
@@ -12,7 +14,7 @@ HTTP/1.1, kept alive: any request is answered 200 "http/1.1 connection N"; /clos
 Connection: close, and the connection closed.
 HTTP/2, by path:
   /connection          200 "h2 connection N"
-  /slow                a head and a first piece of body; the rest never comes
+  /slow...             (any path under it) a head and a first piece of body; the rest never comes
   /refuse-first        on connection 1 a GOAWAY that names the stream before this one as the
                        last the origin processes (this one, then, it never saw) and the
                        connection closed; on any other, as /connection
@@ -28,6 +30,7 @@ import threading
 import h2.config
 import h2.connection
 import h2.events
+from hyperframe.frame import SettingsFrame
 
 lock = threading.Lock()
 count = [0]
@@ -75,10 +78,14 @@ def answer(conn, stream, text):
     conn.send_data(stream, body, end_stream=True)
 
 
-def serve_h2(sock, serial):
+def serve_h2(sock, serial, streams):
     conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
     conn.initiate_connection()
     sock.sendall(conn.data_to_send())
+    if streams:
+        limit = SettingsFrame(0)
+        limit.settings = {SettingsFrame.MAX_CONCURRENT_STREAMS: streams}
+        sock.sendall(limit.serialize())
     paths = {}
     while True:
         data = sock.recv(65536)
@@ -91,7 +98,7 @@ def serve_h2(sock, serial):
             if isinstance(event, h2.events.RequestReceived):
                 path = dict(event.headers).get(b":path", b"")
                 paths[event.stream_id] = path
-                if path == b"/slow":
+                if path.startswith(b"/slow"):
                     conn.send_headers(event.stream_id, [(":status", "200")])
                     conn.send_data(event.stream_id, b"a beginning and nothing more\n")
                 elif path == b"/refuse-first" and serial == 1:
@@ -119,7 +126,7 @@ def serve_h2(sock, serial):
             return
 
 
-def serve_connection(raw, context, log_path):
+def serve_connection(raw, context, log_path, streams):
     try:
         sock = context.wrap_socket(raw, server_side=True)
     except (ssl.SSLError, OSError):
@@ -129,7 +136,7 @@ def serve_connection(raw, context, log_path):
     serial = number(log_path, alpn)
     try:
         if alpn == "h2":
-            serve_h2(sock, serial)
+            serve_h2(sock, serial, streams)
         else:
             serve_http1(sock, serial)
     except Exception:
@@ -140,6 +147,7 @@ def serve_connection(raw, context, log_path):
 
 def main():
     port, cert, key, alpn = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+    streams = int(sys.argv[5]) if len(sys.argv) > 5 else 0
     log_path = os.path.join(os.path.dirname(cert), "%d.connections" % port)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
@@ -150,7 +158,8 @@ def main():
     listener.listen(64)
     while True:
         raw, _ = listener.accept()
-        threading.Thread(target=serve_connection, args=(raw, context, log_path), daemon=True).start()
+        threading.Thread(target=serve_connection, args=(raw, context, log_path, streams),
+                         daemon=True).start()
 
 
 if __name__ == "__main__":

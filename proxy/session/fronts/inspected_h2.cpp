@@ -657,8 +657,9 @@ class H2Connection final : private H2OriginWatcher {
 
   // The connection a stream goes on: this client's own while it has room, else the one way to
   // an upstream (get_upstream): a shared one of host:port with room, else one dialled now (one
-  // dial at a time per client connection) unless the pool's bounds are reached; then one that is
-  // full, for the stream to wait on. Its address is held to the rules the stream is decided with.
+  // dial at a time per client connection; the others wait for it): shared while the pool's
+  // bounds allow, otherwise this client's own, so that the bounds limit what is shared and kept,
+  // never how many streams go. Its address is held to the rules the stream is decided with.
   // Null, with `admission` refused or over, when none can be had.
   asio::awaitable<std::shared_ptr<H2Origin>> find_origin(Stream& s, DecisionState& decided,
                                                          Admission& admission) {
@@ -667,14 +668,9 @@ class H2Connection final : private H2OriginWatcher {
       if (own_ != nullptr && own_->available_streams() > 0) {
         co_return checked(own_, decided, admission);
       }
-      // No more may be dialled: one that is full now will do (its own, for a client that may
-      // have no other).
-      const bool bounded =
-          shareable_ ? !pool().has_room_for(key_) : own_ != nullptr && own_->usable();
-      std::shared_ptr<H2Origin> full = !bounded ? nullptr : shareable_ ? pool().any(key_) : own_;
       UpstreamWish wish = origin_wish(s);
       wish.may_borrow_h2 = shareable_;
-      wish.may_dial = !dialling_ && full == nullptr;
+      wish.may_dial = !dialling_;
       dialling_ = dialling_ || wish.may_dial;
       boost::beast::flat_buffer from_parent;
       const UpstreamFrom from =
@@ -692,9 +688,6 @@ class H2Connection final : private H2OriginWatcher {
       if (found != nullptr || !admission.admitted()) {
         revocation_logged_ = revocation_logged_ || context_.live.revoked != nullptr;
         co_return found;
-      }
-      if (full != nullptr) {
-        co_return checked(full, decided, admission);
       }
       // Another stream of this connection is dialling: its connection may serve this one too.
       const bool late = co_await s.room.wait(give_up);
