@@ -79,6 +79,9 @@ class H2Origin : public std::enable_shared_from_this<H2Origin> {
   // Streams it takes now (0 when not usable, or full up to the origin's or the gate's limit).
   std::size_t available_streams() const;
   std::size_t borrowed_streams() const { return sinks_.size(); }
+  // The origin's SETTINGS came, and whether they allow extended CONNECT (RFC 8441, WebSockets).
+  bool settings_received() const { return codec_.peer_settings_received(); }
+  bool allows_connect_protocol() const { return codec_.peer_allows_connect_protocol(); }
 
   // A stream for `head` whose events go to `sink`, or why not (the codec's refusal:
   // stream_limit_reached, going_away, ...).

@@ -73,6 +73,17 @@ bool H2OriginPool::has_room_for(std::string_view key) const {
              [](const auto& origin) { return origin->shared() && origin->usable(); })) < kPerOrigin;
 }
 
+bool H2OriginPool::allows_connect_protocol(std::string_view key) const {
+  const auto found = shelves_.find(key);
+  if (found == shelves_.end()) {
+    return false;
+  }
+  const auto& connections = found->second.connections;
+  return std::any_of(connections.begin(), connections.end(), [](const auto& origin) {
+    return origin->shared() && origin->usable() && origin->allows_connect_protocol();
+  });
+}
+
 void H2OriginPool::watch(const std::string& key, H2OriginWatcher& watcher) {
   shelves_[key].watchers.push_back(&watcher);
 }

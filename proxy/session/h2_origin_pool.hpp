@@ -89,6 +89,9 @@ class H2OriginPool final : private H2OriginKeeper {
   std::shared_ptr<H2Origin> any(std::string_view key) const;
   // Whether one more shared connection for `key` would be kept (the bounds, the drain).
   bool has_room_for(std::string_view key) const;
+  // Whether a shared connection for `key` allows extended CONNECT (RFC 8441): its origin takes
+  // WebSockets over HTTP/2.
+  bool allows_connect_protocol(std::string_view key) const;
 
   void watch(const std::string& key, H2OriginWatcher& watcher);
   void unwatch(const std::string& key, H2OriginWatcher& watcher);

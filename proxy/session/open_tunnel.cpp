@@ -19,7 +19,6 @@
 #include "proxy/session/upstream_dial.hpp"
 #include "proxy/session/upstream_source.hpp"
 #include "rules/host.hpp"
-#include "rules/mcp_rules.hpp"
 #include "rules/ssh_identification.hpp"
 #include "rules/tls_client_hello.hpp"
 
@@ -571,10 +570,9 @@ bool decide_inspection(TunnelSetup& setup) {
   facts.inspected =
       inspectable && (bar == SpliceBar::request_rules ||
                       decided.policy().requests().inspects(facts.served_host(), setup.port));
-  // A host with MCP lines is offered HTTP/1.1 only: its calls are judged by the MCP stage of
-  // the HTTP/1.1 exchange (exchange/mcp_exchange.hpp), and none may pass unjudged on h2.
-  facts.offers_h2 = facts.inspected && setup.offers_h2 &&
-                    !decided.policy().requests().mcp().judges(facts.served_host(), setup.port);
+  // h2 when the client offers it: every stream runs the same request pipeline as an HTTP/1.1
+  // request (exchange/pipeline/), the MCP stage of a host with MCP lines included.
+  facts.offers_h2 = facts.inspected && setup.offers_h2;
   if (facts.inspected || bar == SpliceBar::none) {
     return true;
   }

@@ -9,11 +9,12 @@
 // and a list answer over 16 MiB a 502; under --unknown=ask a question is asked and answered on
 // the admin endpoint (once, session, always writing an mcp-tool line, never); a masked secret
 // the server echoes is cleaned from filtered answers; plain HTTP (curl through http_proxy) is
-// judged the same; a batch's calls each count against the request budget; curl --http2 to a
-// host with MCP lines speaks HTTP/1.1 (the gate offers nothing else), so the call is judged, and
-// an h2 connection a reload gave MCP lines is refused its calls. The same client confined by
-// `sandgate run` (its own fetch, captured). And an attacker's view: a hostile client
-// (tests/support/mcp_hostile_origin.py records what reached the server) and a hostile server
+// judged the same; a batch's calls each count against the request budget; over HTTP/2 (curl
+// --http2, to an origin that speaks h2 too and to one that speaks only h2,
+// tests/support/mcp_h2_origin.mjs) calls are judged and answers filtered, in JSON and in events,
+// as on HTTP/1.1, and an h2 connection a reload gave MCP lines has its calls judged. The same
+// client confined by `sandgate run` (its own fetch, captured). And an attacker's view: a hostile
+// client (tests/support/mcp_hostile_origin.py records what reached the server) and a hostile server
 // (the same script answering what a server would send to get past the filter).
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -50,6 +51,8 @@ using namespace std::chrono_literals;
 
 constexpr const char* kMcpDir = SANDGATE_SOURCE_DIR "/tests/e2e/mcp";
 constexpr const char* kHostile = SANDGATE_SOURCE_DIR "/tests/support/mcp_hostile_origin.py";
+constexpr const char* kH2Origin = SANDGATE_SOURCE_DIR "/tests/support/mcp_h2_origin.mjs";
+constexpr const char* kNodeH2Client = SANDGATE_SOURCE_DIR "/tests/support/node_h2_client.mjs";
 constexpr const char* kSandgate = SANDGATE_BINARY_DIR "/bin/sandgate";
 constexpr const char* kHost = "mcp.origin.test";
 // The masked secret's real value (the server sees it; the client never does).
@@ -86,6 +89,7 @@ class McpGateTest : public ::testing::Test {
                            "/server.pem " + folder_ + "/server.key");
     EXPECT_TRUE(port_accepts(hostile_port_)) << "the hostile origin did not start";
     hostile_plain_port_ = free_port();
+    h2_port_ = free_port();  // its origin is started by the tests that use it
     hostile_plain_origin_ = std::make_unique<ChildServer>(
         hostile_plain_port_, std::string("/usr/bin/python3 ") + kHostile + " " +
                                  std::to_string(hostile_plain_port_) + " " + folder_ +
@@ -134,7 +138,7 @@ class McpGateTest : public ::testing::Test {
     }
     auto proxy = std::make_unique<TestProxy>("", [&](settings::Settings& s) {
       s.policy.block_loopback = false;  // the test origins are on loopback
-      s.tls_ports = {json_port_, sse_port_, both_port_, hostile_port_};
+      s.tls_ports = {json_port_, sse_port_, both_port_, hostile_port_, h2_port_};
       if (secret) {
         s.secrets.push_back(*secrets::parse_secret_spec(std::string("MCP_TOKEN=") + kHost + "=@" +
                                                         folder_ + "/token"));
@@ -178,6 +182,26 @@ class McpGateTest : public ::testing::Test {
         "curl -sS --max-time 20 --proxy http://127.0.0.1:" + std::to_string(proxy.port()) +
         " --cacert " + folder_ + "/gate-ca/ca.pem " + options + " -w '\\n%{http_code}\\n' " +
         (tls ? "https://" : "http://") + kHost + ":" + std::to_string(port) + path + " 2>&1");
+  }
+  // The origin that speaks only h2 (tests/support/mcp_h2_origin.mjs), recording into h2/.
+  std::unique_ptr<ChildServer> start_h2_origin() {
+    run_shell("mkdir -p " + folder_ + "/h2");
+    auto origin = std::make_unique<ChildServer>(
+        h2_port_, std::string(SANDGATE_NODE " ") + kH2Origin + " " + std::to_string(h2_port_) +
+                      " " + folder_ + "/server.pem " + folder_ + "/server.key " + folder_ + "/h2");
+    EXPECT_TRUE(port_accepts(h2_port_)) << "the h2 origin did not start";
+    return origin;
+  }
+  // curl --http2 through `proxy` POSTing `data` (curl's --data-binary argument) to `path` on the
+  // h2 origin, with `options`; its body, then its HTTP version and status on a line of its own.
+  CommandResult curl_h2(const TestProxy& proxy, const std::string& path, const std::string& data,
+                        const std::string& options = "") const {
+    return run_shell(
+        "curl -sS --http2 --max-time 20 --proxy http://127.0.0.1:" + std::to_string(proxy.port()) +
+        " --cacert " + folder_ + "/gate-ca/ca.pem" +
+        " -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' " +
+        options + " --data-binary " + data + " -w '\\n%{http_version} %{http_code}\\n' https://" +
+        kHost + ":" + std::to_string(h2_port_) + path + " 2>&1");
   }
   // What the hostile origin received (every request as it came, `----` after each).
   std::string hostile_received(bool tls = true) const {
@@ -249,6 +273,7 @@ class McpGateTest : public ::testing::Test {
   std::uint16_t hostile_port_ = 0;
   std::unique_ptr<ChildServer> hostile_origin_;
   std::uint16_t hostile_plain_port_ = 0;
+  std::uint16_t h2_port_ = 0;  // tests/support/mcp_h2_origin.mjs, an origin that speaks only h2
   std::unique_ptr<ChildServer> hostile_plain_origin_;
 };
 
@@ -406,9 +431,9 @@ TEST_F(McpGateTest, ABatchCountsEachCallAgainstTheRequestBudget) {
   EXPECT_FALSE(contains(bodies("plain"), R"("id":4)")) << bodies("plain");
 }
 
-// A host with MCP lines is offered HTTP/1.1 only: curl --http2, to an origin that speaks h2 as
-// well, ends up on HTTP/1.1 and its calls are judged (on h2 they would pass unjudged).
-TEST_F(McpGateTest, CurlOverHttp2ToAnMcpHostSpeaksHttp11AndIsJudged) {
+// A host with MCP lines is offered h2 like any other: curl --http2, to an origin that speaks h2
+// as well, speaks h2 end to end, and its calls are judged there as on HTTP/1.1.
+TEST_F(McpGateTest, CurlOverHttp2ToAnMcpHostSpeaksHttp2AndIsJudged) {
   auto proxy = gate();
   const auto post = [&](const std::string& tool) {
     return run_shell(
@@ -420,13 +445,94 @@ TEST_F(McpGateTest, CurlOverHttp2ToAnMcpHostSpeaksHttp11AndIsJudged) {
         " 2>&1");
   };
   const auto refused = post("delete_repo");
-  EXPECT_TRUE(contains(refused.output, "\n1.1 200\n")) << refused.output;
+  EXPECT_TRUE(contains(refused.output, "\n2 200\n")) << refused.output;
   EXPECT_TRUE(contains(refused.output, "agents never delete")) << refused.output;
   EXPECT_TRUE(contains(refused.output, R"("isError":true)")) << refused.output;
   const auto allowed = post("search");
-  EXPECT_TRUE(contains(allowed.output, "origin ran it over HTTP/1.1")) << allowed.output;
-  EXPECT_TRUE(contains(allowed.output, "\n1.1 200\n")) << allowed.output;
+  EXPECT_TRUE(contains(allowed.output, "origin ran it over HTTP/2.0")) << allowed.output;
+  EXPECT_TRUE(contains(allowed.output, "\n2 200\n")) << allowed.output;
   EXPECT_FALSE(contains(bodies("both"), "delete_repo")) << bodies("both");
+}
+
+// MCP over HTTP/2 end to end: curl --http2 through the gate to an origin that speaks only h2
+// (tests/support/mcp_h2_origin.mjs, on Node's http2), answering in JSON (/mcp) and in events
+// (/sse). Every stream runs the same MCP stage as an HTTP/1.1 request: an allowed call reaches
+// the server and its answer comes back; a refused one is answered by the gate with the rule's
+// message and never reaches it; tools/list is filtered, in both transports; a batch is split; a
+// body over 1 MiB (sent by Node's http2) is refused 413 and never sent; the decision lines name
+// the calls.
+TEST_F(McpGateTest, OverHttp2CallsAreJudgedAndAnswersFilteredInJsonAndEvents) {
+  const auto origin = start_h2_origin();
+  auto proxy = gate();
+  const auto post = [&](const std::string& path, const std::string& data) {
+    return curl_h2(*proxy, path, data);
+  };
+  const std::string list = R"('{"jsonrpc":"2.0","id":7,"method":"tools/list"}')";
+  for (const std::string path : {"/mcp", "/sse"}) {
+    const auto allowed = post(path, "'" + call_body(1, "search") + "'");
+    EXPECT_TRUE(contains(allowed.output, "search ran over HTTP/2.0")) << path << allowed.output;
+    EXPECT_TRUE(contains(allowed.output, "\n2 200\n")) << path << allowed.output;
+    const auto refused = post(path, "'" + call_body(2, "delete_repo") + "'");
+    EXPECT_TRUE(contains(refused.output, "\n2 200\n")) << path << refused.output;
+    EXPECT_TRUE(contains(refused.output, R"("isError":true)")) << path << refused.output;
+    EXPECT_TRUE(contains(refused.output, "agents never delete")) << path << refused.output;
+    EXPECT_TRUE(contains(refused.output, "requests.txt")) << path << refused.output;
+    const auto listed = post(path, list);
+    EXPECT_TRUE(contains(listed.output, R"("name":"search")")) << path << listed.output;
+    EXPECT_TRUE(contains(listed.output, R"("name":"read_file")")) << path << listed.output;
+    EXPECT_FALSE(contains(listed.output, "delete_repo")) << path << listed.output;
+    EXPECT_TRUE(contains(listed.output, "\n2 200\n")) << path << listed.output;
+  }
+  // A mixed batch: the refused call answered by the gate, the rest sent on without it.
+  const auto batch =
+      post("/mcp", "'[" + call_body(11, "search") + "," + call_body(12, "delete_repo") + "]'");
+  EXPECT_TRUE(contains(batch.output, "search ran over HTTP/2.0")) << batch.output;
+  EXPECT_TRUE(contains(batch.output, "agents never delete")) << batch.output;
+  // Over the 1 MiB the gate reads to judge a body: 413, and nothing of it sent.
+  std::ofstream(folder_ + "/large.json")
+      << R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"search",)"
+      << R"("arguments":{"q":")" << std::string(1100 * 1024, 'x') << R"("}}})";
+  // (Node's http2 as the client: the gate ends the stream with RST_STREAM NO_ERROR once it has
+  // answered, RFC 9113 section 8.1, which curl 7.88 takes for an error when it still uploads.)
+  const auto large =
+      run_shell(std::string(SANDGATE_NODE " ") + kNodeH2Client + " " +
+                std::to_string(proxy->port()) + " " + kHost + " " + std::to_string(h2_port_) + " " +
+                folder_ + "/gate-ca/ca.pem POST:/mcp:@" + folder_ + "/large.json 2>&1");
+  EXPECT_TRUE(contains(large.output, "alpn h2\n/mcp 413 ")) << large.output.substr(0, 2000);
+
+  const std::string received = read_file(folder_ + "/h2/bodies.txt");
+  EXPECT_FALSE(contains(received, "delete_repo")) << received;
+  EXPECT_FALSE(contains(received, "xxxxxxxx")) << received.substr(0, 2000);
+  EXPECT_TRUE(contains(received, R"("id":11)")) << received;
+  ASSERT_TRUE(proxy->wait_for_log([](const std::string& log) {
+    return log_lines_with(log, {R"("verdict":"deny")", R"("call":"tool delete_repo")"}).size() == 3;
+  })) << proxy->log_text();
+}
+
+// Over HTTP/2 too, a masked secret the server echoes is cleaned from the answers the MCP filter
+// reads, held whole (JSON) or event by event: the server gets the real value, the client only
+// ever sees the sentinel it sent.
+TEST_F(McpGateTest, OverHttp2AMaskedSecretEchoedInAFilteredAnswerIsCleaned) {
+  const auto origin = start_h2_origin();
+  auto proxy = gate(false, false, "", /*secret=*/true);
+  const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
+  const std::string bearer = "-H 'Authorization: Bearer " + sentinel + "'";
+  for (const std::string path : {"/mcp", "/sse"}) {
+    const auto listed =
+        curl_h2(*proxy, path, R"('{"jsonrpc":"2.0","id":7,"method":"tools/list"}')", bearer);
+    EXPECT_TRUE(contains(listed.output, "the search tool for Bearer " + sentinel))
+        << path << listed.output;
+    EXPECT_FALSE(contains(listed.output, "delete_repo")) << path << listed.output;
+    const auto called = curl_h2(*proxy, path, "'" + call_body(3, "search") + "'", bearer);
+    EXPECT_TRUE(contains(called.output, "search ran over HTTP/2.0 for Bearer " + sentinel))
+        << path << called.output;
+    for (const auto* got : {&listed, &called}) {
+      EXPECT_FALSE(contains(got->output, kRealToken)) << path << got->output;
+      EXPECT_TRUE(contains(got->output, "\n2 200\n")) << path << got->output;
+    }
+  }
+  EXPECT_TRUE(
+      contains(read_file(folder_ + "/h2/authorizations.txt"), std::string("Bearer ") + kRealToken));
 }
 
 // The gate's answer to a refused call comes with the request's id, in the transport the client
@@ -743,9 +849,9 @@ TEST_F(McpGateTest, AHostileServerCannotShowAnUnfilteredListOrPassAnUnreadAnswer
   }
 }
 
-// A connection that spoke HTTP/2 before a reload gave its host MCP lines: its next stream is
-// refused (HTTP/2 streams do not call the MCP stage: its calls would pass unjudged).
-TEST_F(McpGateTest, AnHttp2ConnectionAReloadGaveMcpLinesIsRefusedItsCalls) {
+// A connection that spoke HTTP/2 before a reload gave its host MCP lines: its next stream's call
+// is judged by the lines now in force (HTTP/2 streams run the same MCP stage as HTTP/1.1).
+TEST_F(McpGateTest, AnHttp2ConnectionAReloadGaveMcpLinesHasItsCallsJudged) {
   std::ofstream(folder_ + "/requests.txt")
       << "allow " << kHost << " GET\nallow " << kHost << " POST\n";
   auto proxy = gate();
@@ -767,10 +873,9 @@ TEST_F(McpGateTest, AnHttp2ConnectionAReloadGaveMcpLinesIsRefusedItsCalls) {
   write_rules("allow " + std::string(kHost) + " GET\nallow " + std::string(kHost) + " POST\n");
   proxy->gate().reload();
   const auto got = curled.get();
-  EXPECT_TRUE(contains(got.output, "\n2 200\n")) << got.output;
-  EXPECT_TRUE(contains(got.output, "\n2 400\n")) << got.output;
-  EXPECT_TRUE(contains(got.output, "has MCP rules since this HTTP/2 connection was opened"))
-      << got.output;
+  EXPECT_TRUE(contains(got.output, "origin ran it over HTTP/2.0\"}]}}\n2 200\n")) << got.output;
+  EXPECT_TRUE(contains(got.output, "\"isError\":true}}\n2 200\n")) << got.output;
+  EXPECT_TRUE(contains(got.output, "agents never delete")) << got.output;
   EXPECT_FALSE(contains(bodies("both"), "delete_repo")) << bodies("both");
 }
 

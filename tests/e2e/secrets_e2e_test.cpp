@@ -451,12 +451,19 @@ TEST_F(SecretsTest, AnEchoCannotBeReadInRanges) {
 // the token echoed in the last, then a closing one: each reaches the client before the origin
 // sends the next (an order of events, not a time limit: a gate that held an event until more
 // came would deliver it after the next was sent), and the echo of the token is cleaned.
+// Prefixes each line with when it arrived (epoch microseconds). One process for the whole stream:
+// a shell loop forking `date` per line was itself late under load, and made an event look held.
+constexpr const char* kLineStamper =
+    R"(/usr/bin/python3 -u -c 'import sys, time
+for line in iter(sys.stdin.readline, ""):
+    sys.stdout.write("%d %s" % (time.time_ns() // 1000, line))')";
+
 TEST_F(SecretsTest, AStreamedReplyFromABoundHostArrivesAsItIsSent) {
   auto proxy = gate({"API_TOKEN=api.origin.test=@" + folder_ + "/token"}, port_);
   const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
   auto streamed = run_shell(curl(*proxy) + "-N -H 'Authorization: Bearer " + sentinel + "' " + "'" +
                             url("api.origin.test", "/sse?events=4&gap=400&closing=1") + "'" +
-                            " | while IFS= read -r line; do echo \"$(date +%s%6N) $line\"; done");
+                            " | " + kLineStamper);
   ASSERT_EQ(streamed.exit_code, 0) << streamed.output;
   // Per event index: when the origin sent it and when curl printed it (epoch microseconds).
   std::map<int, std::pair<long long, long long>> events;

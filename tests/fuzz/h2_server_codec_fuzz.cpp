@@ -4,9 +4,10 @@
 // every body piece, and writes the output in pieces.
 //
 // The input's first byte picks the piece size the bytes are fed in (1 byte to 16 KiB, at most 512
-// pieces), whether extended CONNECT is on, and whether the output is written whole or half at a
-// time; the rest is what the client sends after "PRI * HTTP/2.0...". The clock moves 1 ms a
-// piece.
+// pieces), whether extended CONNECT is on from the start or turned on halfway through (a later
+// SETTINGS, as the gate does once its origin allows it), and whether the output is written whole
+// or half at a time; the rest is what the client sends after "PRI * HTTP/2.0...". The clock moves 1
+// ms a piece.
 //
 // Invariants, beyond "no out-of-bounds access and no undefined behaviour" (ASan, UBSan):
 //   - every event names a stream the owner heard of (a head or a refusal) and that is not
@@ -83,6 +84,8 @@ class Owner {
   }
   // The connection's error is known and its events are all taken: no new stream may come.
   void connection_ended() { ended_ = true; }
+  // Extended CONNECT was turned on: heads with :protocol may come from now on.
+  void connect_protocol_enabled() { connect_protocol_ = true; }
 
  private:
   StreamSeen& known(StreamId stream, const char* what) {
@@ -168,6 +171,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const std::size_t piece = std::size_t{1} << (data[0] % 15);
   const bool connect_protocol = (data[0] & 0x40) != 0;
+  const bool connect_protocol_later = !connect_protocol && (data[0] & 0x20) != 0;
   const bool half_writes = (data[0] & 0x80) != 0;
   std::string input(kPreface);
   input.append(reinterpret_cast<const char*>(data) + 1, size - 1);
@@ -196,6 +200,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   };
   for (std::size_t at = 0; at < input.size(); at += step) {
     now += std::chrono::milliseconds(1);
+    if (connect_protocol_later && at >= input.size() / 2 && !codec.connect_protocol_enabled()) {
+      owner.drain();  // the heads before are judged without it
+      codec.enable_connect_protocol();
+      FUZZ_CHECK(codec.connect_protocol_enabled() || codec.error() != ConnectionError::none,
+                 "extended CONNECT not turned on");
+      if (codec.connect_protocol_enabled()) {
+        owner.connect_protocol_enabled();
+      }
+    }
     const ConnectionError error = codec.receive(std::string_view(input).substr(at, step));
     if (first_error != ConnectionError::none) {
       FUZZ_CHECK(error == first_error,

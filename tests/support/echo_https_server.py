@@ -20,8 +20,8 @@ GET/POST /anything    200, the body lists the request line and every header fiel
 /echo-header/NAME     200 with the request's NAME field sent back as the response's X-Echo field
 /redirect?to=URL      302 to URL
 /aws/...              an AWS endpoint: the request's SigV4 signature is checked with SECRET_KEY
-                      (an implementation of its own, after AWS's documentation); a good one gets
-                      STS's GetCallerIdentity answer (or S3's empty 200 for PUT), a bad one 403
+                      (sigv4_verifier.py, shared with the HTTP/2 origin); a good one gets STS's
+                      GetCallerIdentity answer (or S3's empty 200 for PUT), a bad one 403
                       SignatureDoesNotMatch as S3 writes it (the canonical request as text and
                       as bytes in spaced hexadecimal). Every check is appended to
                       PORT.aws-log beside the certificate as "ok|bad METHOD PATH".
@@ -30,8 +30,6 @@ origin saw, for the tests to compare with what the client saw).
 """
 import base64
 import gzip
-import hashlib
-import hmac
 import http.server
 import os
 import socketserver
@@ -40,45 +38,12 @@ import sys
 import time
 import urllib.parse
 
+from sigv4_verifier import sigv4_ok
+
 PORT = int(sys.argv[1])
 CERT, KEY, SECRET_KEY = sys.argv[2], sys.argv[3], sys.argv[4]
 AWS_LOG = os.path.join(os.path.dirname(CERT), f"{PORT}.aws-log")
 REQUEST_LOG = os.path.join(os.path.dirname(CERT), f"{PORT}.requests")
-
-
-def sigv4_ok(method, raw_path, headers, body):
-    auth = headers.get("Authorization", "")
-    if not auth.startswith("AWS4-HMAC-SHA256 "):
-        return False
-    params = dict(p.strip().split("=", 1) for p in auth[len("AWS4-HMAC-SHA256 "):].split(","))
-    akid, date, region, service, terminal = params["Credential"].split("/")
-    signed = params["SignedHeaders"].split(";")
-    path, _, query = raw_path.partition("?")
-    if service == "s3":
-        uri = path or "/"
-    else:
-        uri = urllib.parse.quote(path or "/", safe="/~")
-    pairs = []
-    for item in query.split("&") if query else []:
-        k, _, v = item.partition("=")
-        pairs.append((urllib.parse.quote(urllib.parse.unquote(k), safe="~"),
-                      urllib.parse.quote(urllib.parse.unquote(v), safe="~")))
-    canonical_query = "&".join(f"{k}={v}" for k, v in sorted(pairs))
-    lines = []
-    for name in signed:
-        values = headers.get_all(name) or []
-        lines.append(name + ":" + ",".join(" ".join(v.split()) for v in values) + "\n")
-    payload = headers.get("x-amz-content-sha256") or hashlib.sha256(body).hexdigest()
-    canonical = "\n".join([method, uri, canonical_query, "".join(lines), ";".join(signed), payload])
-    amz_date = headers["X-Amz-Date"]
-    scope = f"{date}/{region}/{service}/aws4_request"
-    to_sign = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope,
-                         hashlib.sha256(canonical.encode()).hexdigest()])
-    key = ("AWS4" + SECRET_KEY).encode()
-    for part in (date, region, service, "aws4_request"):
-        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
-    expected = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected, params["Signature"])
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -117,7 +82,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         url = urllib.parse.urlsplit(self.path)
         query = urllib.parse.parse_qs(url.query)
         if url.path.startswith("/aws/"):
-            ok = sigv4_ok(self.command, self.path, self.headers, body)
+            ok = sigv4_ok(SECRET_KEY, self.command, self.path, self.headers, body)
             with open(AWS_LOG, "a") as log:
                 log.write(f"{'ok' if ok else 'bad'} {self.command} {url.path}\n")
             if not ok:

@@ -4,6 +4,7 @@
 //
 //   node node_h2_client.mjs PROXY_PORT HOST PORT CA_FILE METHOD:PATH[:BODY] ...
 //
+// A BODY is sent with its content-length; @FILE sends FILE's bytes (as curl's --data-binary).
 // Prints the protocol TLS chose (`alpn h2`), then for each request `PATH STATUS BODY` on one
 // line (the body with its line breaks as \n), or `PATH error CODE` when its stream failed.
 import fs from 'node:fs';
@@ -37,7 +38,12 @@ function tunnel() {
 function one(session, request) {
   const [method, path, body] = request.split(':');
   return new Promise((resolve) => {
-    const stream = session.request({':method': method, ':path': path});
+    const payload = body?.startsWith('@') ? fs.readFileSync(body.slice(1)) : body;
+    const head = {':method': method, ':path': path};
+    if (payload !== undefined) {
+      head['content-length'] = String(Buffer.byteLength(payload));
+    }
+    const stream = session.request(head);
     let status = 0;
     let text = '';
     stream.on('response', (headers) => { status = headers[':status']; });
@@ -45,7 +51,7 @@ function one(session, request) {
     stream.on('data', (chunk) => { text += chunk; });
     stream.on('end', () => resolve(`${path} ${status} ${text.replaceAll('\n', '\\n')}`));
     stream.on('error', (error) => resolve(`${path} error ${error.code}`));
-    stream.end(body === undefined ? undefined : body);
+    stream.end(payload);
   });
 }
 

@@ -240,17 +240,4 @@ std::optional<mcp::Transport> McpExchange::seen() const {
   return filter_ ? filter_->seen() : std::nullopt;
 }
 
-std::optional<Refusal> refuse_mcp_on_h2(const DecisionState& decided, const rules::Host& host,
-                                        std::uint16_t port) {
-  if (!decided.policy().requests().mcp().judges(host, port)) {
-    return std::nullopt;
-  }
-  return Refusal(
-      rules::Reason::bad_request,
-      host.display() +
-          " has MCP rules since this HTTP/2 connection was opened, and "
-          "the gate judges MCP calls in HTTP/1.1 only: open a new connection (it will be "
-          "offered HTTP/1.1).");
-}
-
 }  // namespace sandgate::session::exchange

@@ -1,4 +1,5 @@
-// The MCP stage (proxy/mcp/) in one HTTP exchange, whatever front reads and writes its bytes: which
+// The MCP stage (proxy/mcp/) in one HTTP exchange, whatever front reads and writes its bytes (an
+// HTTP/1.1 request, an HTTP/2 stream: exchange/pipeline/ calls it for both): which
 // requests it judges (a POST to a host with MCP lines; the GET that opens the server's stream has
 // its answer filtered), which it refuses before anything is sent (a body it cannot judge: one on
 // another method, in a content coding, or an upgrade to frames it does not read), the judgement
@@ -122,12 +123,5 @@ class McpExchange {
   std::unique_ptr<mcp::ResponseFilter> filter_;
   mcp::ResponsePlan plan_;
 };
-
-// An HTTP/2 stream to host:port, which has MCP lines in the rules the stream is decided with: its
-// calls cannot be judged there (HTTP/2 streams do not call the MCP stage), so it is refused
-// (bad-request). The gate offers such a host HTTP/1.1 only; this is for a connection that spoke
-// h2 before a reload gave the host its lines. Nothing for a host without MCP lines.
-std::optional<Refusal> refuse_mcp_on_h2(const DecisionState& decided, const rules::Host& host,
-                                        std::uint16_t port);
 
 }  // namespace sandgate::session::exchange

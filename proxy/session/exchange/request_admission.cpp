@@ -1,7 +1,7 @@
 // The admission pipeline on one request (request_admission.hpp).
 #include "proxy/session/exchange/request_admission.hpp"
 
-#include <cctype>
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <utility>
@@ -9,6 +9,7 @@
 #include "proxy/secrets/request_secrets.hpp"
 #include "proxy/session/ask_wait.hpp"
 #include "proxy/session/wire/http_head.hpp"
+#include "rules/ascii.hpp"
 
 namespace sandgate::session::exchange {
 namespace {
@@ -53,21 +54,13 @@ RequestToJudge what_rules_read(const AdmittedRequest& request, const http::reque
   }
   judged.content_type = head[http::field::content_type];
   for (const auto& field : head) {
-    std::string name(field.name_string());
-    for (char& c : name) {
-      c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
+    std::string name = rules::ascii_lower(field.name_string());
+    std::replace(name.begin(), name.end(), '_', '-');
     if (name != "x-http-method-override" && name != "x-http-method" &&
         name != "x-method-override") {
       continue;
     }
-    std::string_view value = field.value();
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
-      value.remove_prefix(1);
-    }
-    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) {
-      value.remove_suffix(1);
-    }
+    const std::string_view value = rules::trim_ows(field.value());
     if (!rules::is_method_token(value)) {
       // A list ("DELETE, GET"), a space or a byte outside ASCII: origins read the first item, or
       // trim what they see as space; the gate judges only a single method.
@@ -200,6 +193,67 @@ RequestAdmission refused(AdmittedRequest request, Refusal refusal) {
   return {RequestAdmission::Status::refused, std::move(request), std::move(refusal)};
 }
 
+// What is refused before anything is decided or dialled: framing the proxy and the origin could
+// read differently, and a masked secret's sentinel where the gate would not fill it in
+// (request_secrets.hpp), logged as the attempt it is.
+std::optional<Refusal> refused_before_deciding(const SessionContext& context,
+                                               const http::request_header<>& head,
+                                               const AdmittedRequest& request,
+                                               const OriginReach& origin) {
+  if (auto problem = request_framing_problem(head)) {
+    return Refusal(rules::Reason::bad_request, *problem);
+  }
+  if (const secrets::MaskedSecrets* secrets = context.worker.shared.secrets) {
+    const ConnectionFacts* facts = origin.inspected();
+    const bool may_fill = facts != nullptr && facts->may_fill_secrets();
+    if (auto misplaced =
+            secrets::misplaced_secret(*secrets, head, request.target.host.name, may_fill)) {
+      return Refusal(rules::Reason::secret_refused, *misplaced);
+    }
+  }
+  return std::nullopt;
+}
+
+// The origin reached for an admitted request, and the request counted once the address it was
+// dialled at is known (an entry for the address counts requests made by name), before any of it
+// is sent. False when it is over (nothing to answer).
+asio::awaitable<bool> reach_and_count(SessionContext& context, DecisionState& decided,
+                                      Admission& admission, const AdmittedRequest& request,
+                                      OriginReach& origin) {
+  if (admission.admitted()) {
+    co_await origin.reach(context, decided, admission, request);
+  }
+  if (admission.admitted()) {
+    BudgetCheck counted = co_await count_against_budgets(
+        context, decided, request.method, rules::BudgetKind::requests, request.target.host,
+        request.target.port, origin.dialled());
+    if (!counted.apply_to(admission) && !admission.refused()) {
+      co_return false;
+    }
+  }
+  co_return true;
+}
+
+// Where the request's registration leads, for a reload to judge it again. An inspected
+// connection registers where its tunnel led (an address the client chose, with the name its
+// ClientHello gave), so that a reload holds it to every rule kind its set-up was.
+Destination registered_destination(const AdmittedRequest& request, const Admission& admission,
+                                   const OriginReach& origin) {
+  Destination destination;
+  if (const ConnectionFacts* facts = origin.inspected()) {
+    destination = facts->destination(origin.dialled());
+    // (This request's answer was about the name it named: the tunnel's host only when it was
+    // opened to that name.)
+    destination.answered = facts->answered || (admission.decision.answered && !facts->by_address());
+  } else {
+    destination.host = request.target.host;
+    destination.port = request.target.port;
+    destination.address = origin.dialled();
+    destination.answered = admission.decision.answered;
+  }
+  return destination;
+}
+
 }  // namespace
 
 asio::awaitable<RequestAdmission> admit_request(SessionContext& context, DecisionState& decided,
@@ -208,25 +262,11 @@ asio::awaitable<RequestAdmission> admit_request(SessionContext& context, Decisio
   AdmittedRequest request;
   request.method = std::string(head.method_string());
   request.target = std::move(target);
-  const rules::Host& host = request.target.host;
-  const std::uint16_t port = request.target.port;
-  request.display = host.display();
-  request.where = request.display + ":" + std::to_string(port);
+  request.display = request.target.host.display();
+  request.where = request.display + ":" + std::to_string(request.target.port);
   request.path = std::string(logged_path(request.target.origin_form));
-
-  // Framing the proxy and the origin could read differently is refused before anything is sent
-  // anywhere.
-  if (auto problem = request_framing_problem(head)) {
-    co_return refused(std::move(request), {rules::Reason::bad_request, *problem});
-  }
-  // A masked secret's sentinel goes nowhere the gate would not fill it in (request_secrets.hpp):
-  // refused before anything is decided or dialled, logged as the attempt it is.
-  if (const secrets::MaskedSecrets* secrets = context.worker.shared.secrets) {
-    const ConnectionFacts* facts = origin.inspected();
-    const bool may_fill = facts != nullptr && facts->may_fill_secrets();
-    if (auto misplaced = secrets::misplaced_secret(*secrets, head, host.name, may_fill)) {
-      co_return refused(std::move(request), {rules::Reason::secret_refused, *misplaced});
-    }
+  if (auto refusal = refused_before_deciding(context, head, request, origin)) {
+    co_return refused(std::move(request), std::move(*refusal));
   }
 
   // The admission pipeline: the destination, then the request itself (its method and path),
@@ -246,24 +286,15 @@ asio::awaitable<RequestAdmission> admit_request(SessionContext& context, Decisio
     }
     decided.take_current_policy(context.worker);  // a reload came during a wait: decide again
   }
-  if (admission.admitted()) {
-    co_await origin.reach(context, decided, admission, request);
-  }
-  // The request counts once the address its origin was dialled at is known (an entry for the
-  // address counts requests made by name), before any of it is sent.
-  if (admission.admitted()) {
-    BudgetCheck counted =
-        co_await count_against_budgets(context, decided, request.method,
-                                       rules::BudgetKind::requests, host, port, origin.dialled());
-    if (!counted.apply_to(admission) && !admission.refused()) {
-      co_return RequestAdmission{};
-    }
+  const bool reached = co_await reach_and_count(context, decided, admission, request, origin);
+  if (!reached) {
+    co_return RequestAdmission{};
   }
   // A reload during the reach or the count: the destination and the request are judged again
   // by its rules (the budgets have counted the request already).
   while (admission.admitted() && !decided.current(context.worker)) {
     decided.take_current_policy(context.worker);
-    const Admission reached = admission;
+    const Admission dialled = admission;
     const std::optional<bool> round =
         co_await decide_request(context, decided, head, origin, request, admission,
                                 destination_answer, request_answer, /*budgets=*/false);
@@ -271,10 +302,10 @@ asio::awaitable<RequestAdmission> admit_request(SessionContext& context, Decisio
       co_return RequestAdmission{};
     }
     if (admission.admitted()) {
-      admission.use = reached.use;
-      admission.parent = reached.parent;
-      admission.endpoint = reached.endpoint;
-      admission.dialled = reached.dialled;
+      admission.use = dialled.use;
+      admission.parent = dialled.parent;
+      admission.endpoint = dialled.endpoint;
+      admission.dialled = dialled.dialled;
     }
   }
   if (admission.refused()) {
@@ -283,22 +314,9 @@ asio::awaitable<RequestAdmission> admit_request(SessionContext& context, Decisio
   if (!admission.admitted()) {
     co_return RequestAdmission{};
   }
-  // Registered while the origin connection is open, so that a reload can judge it again. An
-  // inspected connection registers where its tunnel led (an address the client chose, with the
-  // name its ClientHello gave), so that a reload holds it to every rule kind its set-up was.
-  Destination destination;
-  if (const ConnectionFacts* facts = origin.inspected()) {
-    destination = facts->destination(origin.dialled());
-    // (This request's answer was about the name it named: the tunnel's host only when it was
-    // opened to that name.)
-    destination.answered = facts->answered || (admission.decision.answered && !facts->by_address());
-  } else {
-    destination.host = host;
-    destination.port = port;
-    destination.address = origin.dialled();
-    destination.answered = admission.decision.answered;
-  }
-  if (auto revoked = context.register_destination(decided, std::move(destination))) {
+  // Registered while the origin connection is open, so that a reload can judge it again.
+  if (auto revoked = context.register_destination(
+          decided, registered_destination(request, admission, origin))) {
     co_return refused(std::move(request),
                       {revocation_reason(*revoked), revoked->detail, revoked->rule});
   }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <boost/beast/http/message.hpp>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,10 @@
 #include "proxy/session/connection_facts.hpp"
 
 namespace sandgate::session::exchange {
+
+// The most of a request body the gate reads before sending its head to sign it again (the
+// signature covers the body's hash).
+inline constexpr std::size_t kSignedBodyLimit = 8 * 1024 * 1024;
 
 class SecretsStage {
  public:

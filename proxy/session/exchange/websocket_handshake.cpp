@@ -64,6 +64,11 @@ std::optional<std::string> upgrade_problem(const http::request_header<>& request
           accept_for(request[http::field::sec_websocket_key])) {
     return "its Sec-WebSocket-Accept does not answer the request's key";
   }
+  return choice_problem(request, response);
+}
+
+std::optional<std::string> choice_problem(const http::request_header<>& request,
+                                          const http::response_header<>& response) {
   for (const auto& field : response) {
     if (field.name() != http::field::sec_websocket_extensions) {
       continue;

@@ -1,6 +1,6 @@
 // The WebSocket upgrade on an inspected connection, as the gate shapes and checks it (RFC 6455
-// section 4): what it takes out of the client's upgrade request, and what an origin's 101 must
-// show before the gate relays a single frame.
+// section 4, and RFC 8441 section 5 over HTTP/2): what it takes out of the client's upgrade
+// request, and what an origin's 101 (or 200) must show before the gate relays a single frame.
 #pragma once
 
 #include <boost/beast/http/message.hpp>
@@ -22,6 +22,13 @@ void offer_no_extensions(boost::beast::http::request_header<>& request);
 // was), a subprotocol it chose must be one the client offered.
 std::optional<std::string> upgrade_problem(const boost::beast::http::request_header<>& request,
                                            const boost::beast::http::response_header<>& response);
+
+// Why an origin's answer to a WebSocket handshake chose what was not offered, or nothing: any
+// extension it chose must have been offered (none is), a subprotocol it chose must be one the
+// client offered, and at most one. upgrade_problem() checks this after the key; over HTTP/2 (RFC
+// 8441 section 5: a 200 to an extended CONNECT, no key and no accept) it is all there is to check.
+std::optional<std::string> choice_problem(const boost::beast::http::request_header<>& request,
+                                          const boost::beast::http::response_header<>& response);
 
 // The Sec-WebSocket-Accept for `key` (base64 of SHA-1 of the key and RFC 6455's GUID).
 std::string accept_for(std::string_view key);

@@ -6,10 +6,13 @@
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
 #include <cstring>
 #include <utility>
+
+#include "proxy/session/exchange/budget_stage.hpp"
 
 namespace sandgate::session::exchange {
 namespace {
@@ -26,15 +29,11 @@ constexpr std::chrono::milliseconds kRedactionPause{20};
 constexpr std::size_t kMaxHeader = 14;
 
 // Bytes read from one side and not taken yet: a header's beginning, a piece of payload. Room for
-// one read of kPiece (a TLS record's plaintext, the most a read brings) behind a header's
-// beginning; more only for the bytes that arrived behind the heads.
+// one read of kPiece (a TLS record's plaintext, the most a read brings; an HTTP/2 side reads no
+// more at once) behind a header's beginning.
 class Inbox {
  public:
-  explicit Inbox(boost::beast::flat_buffer& early)
-      : data_(std::max(PayloadRedaction::kPiece + kMaxHeader, early.size())) {
-    end_ = asio::buffer_copy(asio::buffer(data_), early.data());
-    early.consume(early.size());
-  }
+  Inbox() : data_(PayloadRedaction::kPiece + kMaxHeader) {}
   std::string_view view() const { return {data_.data() + begin_, end_ - begin_}; }
   std::size_t size() const { return end_ - begin_; }
   void consume(std::size_t n) {
@@ -75,23 +74,14 @@ const char* name_of(Sender sender) { return sender == Sender::client ? "client" 
 
 class Relay {
  public:
-  Relay(WebSocketSide client, WebSocketSide origin, WebSocketOptions options)
+  Relay(const asio::any_io_executor& executor, WebSocketPeer& client, WebSocketPeer& origin,
+        WebSocketOptions options)
       : options_(options),
-        up_{Sender::client,
-            true,
-            client,
-            origin,
-            Inbox(client.early),
-            MessageSequence(options.limits),
+        up_{Sender::client, true, client, origin, Inbox(), MessageSequence(options.limits),
             std::nullopt},
-        down_{Sender::server,
-              false,
-              origin,
-              client,
-              Inbox(origin.early),
-              MessageSequence(options.limits),
+        down_{Sender::server, false, origin, client, Inbox(), MessageSequence(options.limits),
               std::nullopt},
-        watchdog_(client.socket.get_executor()) {
+        watchdog_(executor) {
     if (options.redactions != nullptr) {
       down_.redaction.emplace(*options.redactions);
     }
@@ -102,6 +92,8 @@ class Relay {
     if (down_.redaction) {
       result_.tally.redacted = down_.redaction->replaced();
     }
+    result_.origin_cut = up_.cut;
+    result_.client_cut = down_.cut;
     co_return std::move(result_);
   }
 
@@ -110,13 +102,14 @@ class Relay {
   struct Direction {
     Sender sender;
     bool upward;
-    WebSocketSide from;
-    WebSocketSide to;
+    WebSocketPeer& from;
+    WebSocketPeer& to;
     Inbox inbox;
     MessageSequence sequence;
     std::optional<PayloadRedaction> redaction;  // the origin's payloads, when secrets are bound
     bool in_frame = false;                      // a frame's payload is being relayed
     bool close_passed = false;                  // a close frame went to `to`
+    bool cut = false;  // a frame to `to` was left unfinished (WebSocketEnd::client_cut)
     // The gate is ending the WebSocket and its close went (or could not go) to `to`: what
     // `from` still sends is read and dropped until its own close (its answer), its end, or
     // kEndingWait, so that closing the socket never resets a peer that has not yet read the
@@ -339,11 +332,8 @@ class Relay {
   // or failed, or the gate is ending the WebSocket.
   asio::awaitable<bool> read_more(Direction& d) {
     if (d.redaction && d.redaction->held() > 0 && d.inbox.size() == 0 && !ending_) {
-      asio::steady_timer pause(d.from.socket.get_executor(), kRedactionPause);
-      const auto first =
-          co_await (d.from.socket.async_wait(asio::ip::tcp::socket::wait_read, use_tuple) ||
-                    pause.async_wait(use_tuple));
-      if (first.index() == 1 && !std::get<0>(std::get<1>(first)) && !ending_) {
+      const bool paused = co_await d.from.quiet_for(kRedactionPause);
+      if (paused && !ending_) {
         std::string out;
         d.redaction->on_pause(out);
         // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
@@ -360,7 +350,7 @@ class Relay {
         // the destination, and the source is read on only to drain it.
         co_await finish(d);
       }
-      auto [error, n] = co_await d.from.stream.async_read_some(d.inbox.room(), use_tuple);
+      auto [error, n] = co_await d.from.read_some(d.inbox.room());
       if (error == asio::error::operation_aborted && ending_ && !d.discarding) {
         continue;
       }
@@ -378,7 +368,7 @@ class Relay {
   asio::awaitable<void> drop_the_rest(Direction& d) {
     for (;;) {
       d.inbox.consume(d.inbox.size());
-      auto [error, n] = co_await d.from.stream.async_read_some(d.inbox.room(), use_tuple);
+      auto [error, n] = co_await d.from.read_some(d.inbox.room());
       if (error || n == 0) {
         co_return;
       }
@@ -389,7 +379,7 @@ class Relay {
     if (d.discarding) {
       co_return true;  // drained: nothing goes on
     }
-    auto [error, written] = co_await asio::async_write(d.to.stream, asio::buffer(bytes), use_tuple);
+    auto [error, written] = co_await d.to.write(asio::buffer(bytes));
     (d.upward ? result_.tally.bytes_up : result_.tally.bytes_down) += written;
     touch();
     if (error && !ending_) {
@@ -398,6 +388,9 @@ class Relay {
               name_of(d.sender == Sender::client ? Sender::server : Sender::client) +
               " failed: " + error.message() + ".",
           kCloseGoingAway, "the other side went away");
+    }
+    if (error) {
+      d.cut = true;  // what was written of a frame may be all `to` gets of it
     }
     co_return !error;
   }
@@ -413,7 +406,8 @@ class Relay {
       end(WebSocketEnd::How::closed, {}, kCloseNormal, "");
     } else if (!ending_) {
       end(WebSocketEnd::How::reset,
-          std::string("the ") + name_of(d.sender) + " closed the connection without a close frame.",
+          std::string("the ") + name_of(d.sender) +
+              " went (its connection or stream ended) without a close frame.",
           kCloseGoingAway, "the other side went away");
     }
     co_await finish(d);
@@ -431,6 +425,7 @@ class Relay {
   // (then the connection just ends).
   asio::awaitable<void> finish(Direction& d) {
     const bool may_write = !d.close_passed && !d.in_frame && ending_;
+    d.cut = d.cut || (d.in_frame && !d.discarding);
     d.discarding = true;
     if (!may_write) {
       co_return;
@@ -445,7 +440,7 @@ class Relay {
     out += encode_close_frame(ending_->code, ending_->reason, d.upward ? &mask : nullptr);
     d.close_passed = true;
     // (Not through write(): the direction is draining now.)
-    auto [error, written] = co_await asio::async_write(d.to.stream, asio::buffer(out), use_tuple);
+    auto [error, written] = co_await d.to.write(asio::buffer(out));
     (void)error;
     (d.upward ? result_.tally.bytes_up : result_.tally.bytes_down) += written;
   }
@@ -460,9 +455,8 @@ class Relay {
     result_.how = how;
     result_.problem = std::move(problem);
     ending_deadline_ = clock::now() + kEndingWait;
-    boost::system::error_code ignored;
-    up_.from.socket.cancel(ignored);
-    down_.from.socket.cancel(ignored);
+    up_.from.cancel();
+    down_.from.cancel();
     watchdog_.cancel();
   }
 
@@ -488,9 +482,8 @@ class Relay {
       const auto now = clock::now();
       if (ending_deadline_ && now >= *ending_deadline_) {
         // A side that does not take the gate's close in time: its connection just ends.
-        boost::system::error_code ignored;
-        up_.from.socket.close(ignored);
-        down_.from.socket.close(ignored);
+        up_.from.close();
+        down_.from.close();
         co_return;
       }
       if (close_deadline_ && !ending_ && now >= *close_deadline_) {
@@ -525,9 +518,15 @@ std::string WebSocketTally::summary() const {
   return count(messages_up, payload_up) + " up, " + count(messages_down, payload_down) + " down";
 }
 
-asio::awaitable<WebSocketEnd> relay_websocket(WebSocketSide client, WebSocketSide origin,
+asio::awaitable<std::optional<budget::Stop>> BudgetAllowance::take(bool upward,
+                                                                   std::uint64_t bytes) {
+  co_return co_await budget_.take_whole_or_ask(
+      upward ? rules::BudgetKind::up : rules::BudgetKind::down, bytes);
+}
+
+asio::awaitable<WebSocketEnd> relay_websocket(WebSocketPeer& client, WebSocketPeer& origin,
                                               WebSocketOptions options) {
-  Relay relay(client, origin, options);
+  Relay relay(co_await asio::this_coro::executor, client, origin, options);
   co_return co_await relay.run();
 }
 

@@ -19,14 +19,12 @@
 // side's answering close, its end, or kEndingWait: closing a socket with unread bytes would
 // reset it, and a reset can destroy the gate's close before the peer reads it.
 //
-// Runs on the sockets' executor (the session's worker thread); one per WebSocket.
+// The two sides are WebSocketPeers (websocket_peer.hpp): a TLS stream after an HTTP/1.1 101, or
+// an HTTP/2 stream's DATA after a 200 to an extended CONNECT (RFC 8441, whose frames are RFC
+// 6455's, masked by the client as on HTTP/1.1). One per WebSocket, on the sides' worker thread.
 #pragma once
 
-#include <array>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -38,9 +36,11 @@
 #include "proxy/secrets/masked_secrets.hpp"
 #include "proxy/session/exchange/payload_redaction.hpp"
 #include "proxy/session/exchange/websocket_frame.hpp"
-#include "proxy/session/wire/byte_stream.hpp"
+#include "proxy/session/exchange/websocket_peer.hpp"
 
 namespace sandgate::session::exchange {
+
+class BudgetStage;
 
 // After one side's close was passed on, how long the other has to answer with its own.
 inline constexpr std::chrono::seconds kCloseWait{5};
@@ -83,14 +83,12 @@ struct WebSocketEnd {
   std::optional<budget::Stop> budget;
   std::string problem;  // a sentence, naming the frame's fault (never its bytes)
   WebSocketTally tally;
-};
-
-// The two sides of the WebSocket: each stream (TLS), its socket (to cancel a pending read), and
-// the bytes that already arrived behind its head (read first).
-struct WebSocketSide {
-  ByteStream& stream;
-  boost::asio::ip::tcp::socket& socket;
-  boost::beast::flat_buffer& early;
+  // A frame to that side was left unfinished (a write failed or was cut short, or the gate
+  // ended the WebSocket in the middle of one): the side's connection must be reset, not ended
+  // in order, or the peer would take a cut frame for a clean end. Otherwise the gate's close
+  // went to it, or its own did, or it is gone.
+  bool client_cut = false;
+  bool origin_cut = false;
 };
 
 struct WebSocketOptions {
@@ -101,10 +99,24 @@ struct WebSocketOptions {
   FrameAllowance* allowance = nullptr;  // null: no budget applies
 };
 
-// Relays until both directions are done; the caller closes the sockets after. Completes on the
-// sockets' executor; destroying the frame that awaits it is not allowed while it runs (close
-// the sockets instead: the relay ends with `reset`).
-boost::asio::awaitable<WebSocketEnd> relay_websocket(WebSocketSide client, WebSocketSide origin,
+// The budgets stage as the exchange's BudgetStage gives it: each frame taken whole from the
+// destination's budgets, a person asked for more under --unknown=ask, as a body's piece would
+// be. Holds a reference to `budget`, which outlives it.
+class BudgetAllowance final : public FrameAllowance {
+ public:
+  explicit BudgetAllowance(BudgetStage& budget) : budget_(budget) {}
+  boost::asio::awaitable<std::optional<budget::Stop>> take(bool upward,
+                                                           std::uint64_t bytes) override;
+
+ private:
+  BudgetStage& budget_;
+};
+
+// Relays until both directions are done; the caller ends the two sides after (closes the
+// sockets, ends the HTTP/2 streams). Runs on the executor of the coroutine that awaits it (the
+// sides' worker thread); destroying the frame that awaits it is not allowed while it runs
+// (close the sides instead: the relay ends with `reset`).
+boost::asio::awaitable<WebSocketEnd> relay_websocket(WebSocketPeer& client, WebSocketPeer& origin,
                                                      WebSocketOptions options);
 
 }  // namespace sandgate::session::exchange

@@ -25,8 +25,8 @@
 
 #include "proxy/budget/destination_budgets.hpp"
 #include "proxy/secrets/masked_secrets.hpp"
-#include "proxy/session/exchange/budget_stage.hpp"
-#include "proxy/session/exchange/mcp_exchange.hpp"
+#include "proxy/session/exchange/pipeline/exchange_front.hpp"
+#include "proxy/session/exchange/secrets_stage.hpp"
 #include "proxy/session/fronts/http_exchange_state.hpp"
 #include "proxy/session/session_context.hpp"
 #include "rules/ip_address.hpp"
@@ -111,10 +111,10 @@ inline constexpr std::chrono::seconds kBodyGrace{60};
 inline constexpr std::uint64_t kBodyMinRate = 500;  // bytes per second
 
 // The most of a request body the gate reads before sending its head (to sign a SigV4 request
-// again: the signature covers the body's hash), per request and for all requests at once: a
-// command that starts many such bodies and never ends them holds no more of the gate's memory.
-// The read has kReadAheadDeadline at most, whatever the idle limit.
-inline constexpr std::size_t kSignedBodyLimit = 8 * 1024 * 1024;
+// again: the signature covers the body's hash), per request (exchange/secrets_stage.hpp) and for
+// all requests at once: a command that starts many such bodies and never ends them holds no more
+// of the gate's memory. The read has kReadAheadDeadline at most, whatever the idle limit.
+using exchange::kSignedBodyLimit;
 inline constexpr std::size_t kReadAheadTotal = 64 * 1024 * 1024;
 inline constexpr std::chrono::seconds kReadAheadDeadline{60};
 
@@ -163,11 +163,6 @@ struct Exchange {
   bool client_http11 = true;
   bool request_keep_alive = true;
   bool websocket = false;  // the client asked for a WebSocket upgrade
-  // The response comes from a host masked secrets are bound to: it is cleaned of their real
-  // values (proxy/secrets/redaction.hpp). `carried_secret`: this request carried one, so a
-  // response the gate cannot search (compressed) is refused.
-  const std::vector<secrets::Redaction>* redactions = nullptr;
-  bool carried_secret = false;
   // The whole request body, read before the head went (read_body_ahead); sent as it is.
   std::string body_read_ahead;
   bool body_was_read_ahead = false;
@@ -175,12 +170,11 @@ struct Exchange {
   // How long nothing may move either way: idle_timeout, or kExchangeIdleWithoutTimeout.
   std::chrono::seconds idle_limit = kExchangeIdleWithoutTimeout;
 
-  // The destination's egress budgets (exchange/budget_stage.hpp): heads and body bytes are
-  // taken from them before they are sent.
-  exchange::BudgetStage budget;
-  // The MCP stage (exchange/mcp_exchange.hpp): a POST to a host with MCP lines is judged before
-  // its head goes, and the answer filtered.
-  exchange::McpExchange mcp;
+  // What the request pipeline's stages hand to the response (exchange/pipeline/): the
+  // destination's egress budgets, heads and body bytes taken from them before they are sent; the
+  // MCP stage, whose filter reads the answer of a call it judged; the secrets' real values the
+  // response is cleaned of.
+  exchange::ExchangeStages stages;
 
   ExchangeState state;
   std::optional<BodyResponseParser> response;
@@ -219,10 +213,10 @@ boost::asio::awaitable<bool> read_body_ahead(Exchange& x, std::size_t limit,
 // reads a body it holds back from the origin. False when the client could not take it.
 boost::asio::awaitable<bool> answer_continue(Exchange& x, bool& send_continue);
 
-// The MCP stage's request side (exchange/mcp_exchange.hpp): the body read ahead (answering
-// `100 Continue` first) and judged. True: send it (x.body_read_ahead, with the head's length
-// set); false: the gate answered it itself, or the exchange ends as the state says.
-boost::asio::awaitable<bool> judge_mcp_request(Exchange& x, bool& send_continue);
+// The gate's own answer to a request a stage judged (the MCP stage's: a refused call, a body it
+// cannot read), as the complete response to it: nothing went upstream. The client connection
+// goes on when its whole request was read.
+boost::asio::awaitable<void> write_gate_answer(Exchange& x, const mcp::GateAnswer& answer);
 
 // Client to origin: the request body, piece by piece, re-framed by the serializer (chunked
 // stays chunked, Content-Length stays exact); then, until the response side ends, a watch for

@@ -18,9 +18,12 @@
 // (400 for a malformed body, 502 for an origin that closed, failed or sent nonsense); after it,
 // the client connection is reset, so that a truncated body can never pass for a complete one.
 //
-// This file holds the steps of a request and the connection's loop over its requests; the two
-// directions of the exchange are http_request_side.cpp and http_response_side.cpp, its state
-// machine http_exchange_state.hpp. A WebSocket upgrade is handed to the tunnel relay
+// This file is the HTTP/1.1 front of the request pipeline (exchange/pipeline/): the target read,
+// Http1Front (the wire the pipeline's stages ask for: the head, the body read ahead, `100
+// Continue`, the gate's answers) and the connection's loop over its requests; the stages
+// themselves (admission, MCP, secrets, budgets) are the pipeline's. The two directions of the
+// exchange are http_request_side.cpp and http_response_side.cpp, its state machine
+// http_exchange_state.hpp. A WebSocket upgrade is handed to the tunnel relay
 // (tunnel_session.hpp) once its 101 has been passed on; on an inspected connection, to the
 // frame relay (inspected_websocket.hpp).
 #include <sys/socket.h>
@@ -38,8 +41,9 @@
 
 #include "proxy/session/admission.hpp"
 #include "proxy/session/ask_wait.hpp"
+#include "proxy/session/exchange/pipeline/end_line.hpp"
+#include "proxy/session/exchange/pipeline/request_pipeline.hpp"
 #include "proxy/session/exchange/request_admission.hpp"
-#include "proxy/session/exchange/secrets_stage.hpp"
 #include "proxy/session/exchange/websocket_handshake.hpp"
 #include "proxy/session/fronts/client_session.hpp"
 #include "proxy/session/fronts/http_exchange.hpp"
@@ -66,10 +70,7 @@ using clock = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 using exchange::AdmittedRequest;
-
-double ms_since(clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(clock::now() - start).count();
-}
+using exchange::EndLine;
 
 // A kept-alive upstream connection waiting for the next request must have nothing to say: if
 // the origin closed it, or sent bytes nobody asked for, it is not reused.
@@ -140,46 +141,6 @@ asio::awaitable<std::uint64_t> answer_failure(SessionContext& context, rules::Re
   co_return written;
 }
 
-struct EndLine {
-  std::string_view method;
-  std::string_view host;
-  std::uint16_t port = 0;
-  std::string_view path;
-  std::string_view outcome;
-  std::optional<rules::Reason> reason;  // none: it ended normally
-  std::string_view detail;
-  std::uint64_t bytes_up = 0;
-  std::uint64_t bytes_down = 0;
-  clock::time_point started;
-  std::string_view rule;  // a budget's line, when one ended the exchange
-};
-
-void log_end(SessionContext& context, const EndLine& line) {
-  log::Record end;
-  end.event = log::Record::Event::end;
-  end.connection_id = context.id;
-  end.client = context.client_address;
-  end.method = line.method;
-  end.host = line.host;
-  end.port = line.port;
-  end.path = line.path;
-  // The request was allowed; a failure after that is the end line's reason, not a new verdict.
-  end.verdict = rules::verdict_name(rules::Verdict::allow);
-  end.reason = line.reason ? rules::reason_code(*line.reason) : std::string_view{};
-  end.detail = line.detail;
-  end.outcome = line.outcome;
-  end.bytes_up = line.bytes_up;
-  end.bytes_down = line.bytes_down;
-  end.duration_ms = ms_since(line.started);
-  if (line.reason == rules::Reason::budget_exhausted) {
-    // Refused or cut where a budget ended: the end line is the denial, counted as one.
-    end.rule = line.rule;
-    record_late_denial(context.worker, end, *line.reason);
-    return;
-  }
-  context.record_end(end);
-}
-
 // After a 101: send the head on, then carry bytes both ways until both sides are done.
 asio::awaitable<void> run_websocket(Exchange& x, EndLine& end) {
   SessionContext& context = x.context;
@@ -191,13 +152,13 @@ asio::awaitable<void> run_websocket(Exchange& x, EndLine& end) {
   // The 101 head and the bytes behind either head move before the relay counts anything: taken
   // from the budgets first, whole (they are at most the two buffers' limits).
   std::optional<budget::Stop> spent;
-  if (x.budget.active()) {
+  if (x.stages.budget.active()) {
     std::ostringstream serialized;
     serialized << response.base();
-    spent = x.budget.take_whole(rules::BudgetKind::down,
-                                serialized.str().size() + x.upstream.buffer.size());
+    spent = x.stages.budget.take_whole(rules::BudgetKind::down,
+                                       serialized.str().size() + x.upstream.buffer.size());
     if (!spent) {
-      spent = x.budget.take_whole(rules::BudgetKind::up, x.client_buffer.size());
+      spent = x.stages.budget.take_whole(rules::BudgetKind::up, x.client_buffer.size());
     }
   }
   bool ok = false;
@@ -249,7 +210,7 @@ asio::awaitable<void> run_websocket(Exchange& x, EndLine& end) {
   }
   end.bytes_up = x.bytes_up;
   end.bytes_down = x.bytes_down;
-  log_end(context, end);
+  exchange::write_end_line(context, end);
 }
 
 // An inspected WebSocket: its frames are relayed here, inside the connection's two TLS streams,
@@ -272,7 +233,7 @@ asio::awaitable<void> run_inspected_websocket(Exchange& x, EndLine& end) {
   end.rule = relayed.rule;
   end.bytes_up = x.bytes_up;
   end.bytes_down = x.bytes_down;
-  log_end(context, end);
+  exchange::write_end_line(context, end);
 }
 
 // Refuses the request (the upstream closed, the reply written, the line logged); the connection
@@ -397,18 +358,16 @@ class UpstreamReach final : public exchange::OriginReach {
   Upstream& upstream_;
 };
 
-// Steps 1-4 of a request: its target parsed strictly (the host checked is the host dialled and
-// named upstream), then the admission pipeline (exchange/request_admission.hpp). Nothing when
-// the request was refused (answered, logged, closed) or is over.
-asio::awaitable<std::optional<AdmittedRequest>> admit_request(SessionContext& context,
-                                                              DecisionState& decided,
-                                                              HeadParser& head_parser,
-                                                              Upstream& upstream) {
-  const std::string method(head_parser.get().method_string());
-  const std::string raw_target(head_parser.get().target());
-  HttpTarget target;
+// The request's target, parsed strictly (the host checked is the host dialled and named
+// upstream): the absolute-form URL of plain HTTP, or the connection's own host inside an
+// inspected one. Nothing when it cannot be read (answered, logged, closed).
+asio::awaitable<std::optional<HttpTarget>> request_target(SessionContext& context,
+                                                          const http::request_header<>& head,
+                                                          const Upstream& upstream) {
+  const std::string method(head.method_string());
+  const std::string raw_target(head.target());
   if (upstream.inspected) {
-    auto parsed = inspected_target(*upstream.inspected, head_parser.get());
+    auto parsed = inspected_target(*upstream.inspected, head);
     if (!parsed) {
       Refusal refusal(rules::Reason::bad_request, parsed.error());
       refusal.path = std::string(logged_path(raw_target));
@@ -417,33 +376,16 @@ asio::awaitable<std::optional<AdmittedRequest>> admit_request(SessionContext& co
       co_await refuse_request(context, method, display, upstream.inspected->port, refusal);
       co_return std::nullopt;
     }
-    target = std::move(*parsed);
-  } else {
-    auto parsed = parse_http_target(raw_target, head_parser.get().method() == http::verb::options);
-    if (!parsed) {
-      co_await refuse_request(
-          context, method, raw_target, 0,
-          {target_error_reason(parsed.error()), target_error_text(parsed.error(), raw_target)});
-      co_return std::nullopt;
-    }
-    target = std::move(*parsed);
+    co_return std::move(*parsed);
   }
-  UpstreamReach reach(upstream);
-  exchange::RequestAdmission admission = co_await exchange::admit_request(
-      context, decided, head_parser.get(), std::move(target), reach);
-  switch (admission.status) {
-    case exchange::RequestAdmission::Status::admitted:
-      co_return std::move(admission.request);
-    case exchange::RequestAdmission::Status::refused: {
-      const AdmittedRequest& request = admission.request;
-      co_await refuse_request(context, request.method, request.display, request.target.port,
-                              admission.refusal);
-      co_return std::nullopt;
-    }
-    case exchange::RequestAdmission::Status::over:
-      break;
+  auto parsed = parse_http_target(raw_target, head.method() == http::verb::options);
+  if (!parsed) {
+    co_await refuse_request(
+        context, method, raw_target, 0,
+        {target_error_reason(parsed.error()), target_error_text(parsed.error(), raw_target)});
+    co_return std::nullopt;
   }
-  co_return std::nullopt;
+  co_return std::move(*parsed);
 }
 
 // How an exchange ended, in one place (ExchangeState::ending): its end line, and what becomes of
@@ -480,23 +422,23 @@ asio::awaitable<Next> finish_exchange(Exchange& x, EndLine& end) {
       // The client left: nobody to answer.
       context.upstream.close(ignored);
       context.client.close(ignored);
-      log_end(context, end);
+      exchange::write_end_line(context, end);
       co_return Next::stop;
     case ExchangeState::Ending::Kind::answer:
       context.upstream.close(ignored);
       end.bytes_down += co_await answer_failure(context, *ending.reason, ending.sentence);
-      log_end(context, end);
+      exchange::write_end_line(context, end);
       co_return Next::stop;
     case ExchangeState::Ending::Kind::broken:
       // Broken off mid-response: a reset, never bytes of the proxy's own in a half-sent one.
       reset(context.client);
       context.upstream.close(ignored);
-      log_end(context, end);
+      exchange::write_end_line(context, end);
       co_return Next::stop;
     case ExchangeState::Ending::Kind::complete:
       break;
   }
-  log_end(context, end);
+  exchange::write_end_line(context, end);
 
   x.upstream.reusable = x.state.reusable_upstream() && x.upstream.buffer.size() == 0;
   x.upstream.shareable = x.upstream.shareable && shareable_after(x);
@@ -556,80 +498,132 @@ void rewrite_for_origin(const DecisionState& decided, http::request_header<>& he
   }
 }
 
-// The exchange's fixed inputs, and its budget and MCP stages opened.
-void open_exchange(Exchange& x, DecisionState& decided, const AdmittedRequest& admitted,
-                   const ClientAsks& asks, const exchange::SecretsStage& secrets,
-                   http::request_header<>& head) {
-  SessionContext& context = x.context;
-  const Upstream& upstream = x.upstream;
-  x.where = admitted.where;
-  x.host = admitted.target.host;
-  x.port = admitted.target.port;
-  x.method = admitted.method;
-  x.redactions = secrets.redactions();
-  x.carried_secret = secrets.carried_secret();
-  x.head_request = head.method() == http::verb::head;
-  x.request_had_body = x.request.chunked() || x.request.content_length().value_or(0) > 0;
-  x.per_request_auth = authenticates_each_request(head);
-  x.client_http11 = asks.http11;
-  x.request_keep_alive = asks.keep_alive;
-  x.websocket = asks.websocket;
-  if (decided.settings().idle_timeout.count() > 0) {
-    x.idle_limit = decided.settings().idle_timeout;
-  }
-  x.budget.open(context, decided, x.method, admitted.target.host, admitted.target.port,
-                upstream.inspected ? &upstream.inspected->facts : nullptr, upstream.dialled);
-  // A POST to a host with MCP lines is judged by the MCP stage on its whole body first
-  // (exchange/mcp_exchange.hpp): refused calls are answered here and never sent.
-  x.mcp.open(context, decided, head, x.request_had_body, x.host, x.port, upstream.mcp_usual,
-             upstream.dialled);
-  x.mcp.prepare(head);
-}
+// An HTTP/1.1 request as the request pipeline sees it (exchange/pipeline/exchange_front.hpp):
+// its head as read, then (once admitted) in the body parser the exchange reads the rest with,
+// and the exchange the two directions share.
+class Http1Front final : public exchange::ExchangeFront {
+ public:
+  Http1Front(SessionContext& context, DecisionState& decided, HeadParser& head_parser,
+             beast::flat_buffer& buffer, Upstream& upstream)
+      : context_(context),
+        decided_(decided),
+        head_parser_(head_parser),
+        buffer_(buffer),
+        upstream_(upstream),
+        started_(clock::now()) {}
 
-// A request the client signed (SigV4) with a sentinel is signed again with the real key; the
-// signature covers the body's hash, so a body without x-amz-content-sha256 is read first. False
-// when the request may not be sent (the state says why).
-asio::awaitable<bool> sign_again(Exchange& x, exchange::SecretsStage& secrets,
-                                 http::request_header<>& head, bool& send_continue) {
-  // Checked before any body is read: a request the gate would not sign costs no buffer.
-  if (auto refused = secrets.refuse_unsignable()) {
-    x.state.refused(rules::Reason::secret_refused, std::move(*refused));
-    co_return false;
-  }
-  if (secrets.needs_body() && !x.body_was_read_ahead) {
-    const bool continued = co_await answer_continue(x, send_continue);
-    if (!continued) {
-      co_return false;
+  http::request_header<>& head() override {
+    if (request_) {
+      return request_->get();
     }
-    const bool read = co_await read_body_ahead(x, kSignedBodyLimit);
-    if (!read) {
-      co_return false;
-    }
+    return head_parser_.get();
   }
-  const std::optional<std::string_view> body =
-      secrets.needs_body() ? std::optional<std::string_view>(x.body_read_ahead) : std::nullopt;
-  if (auto refused = secrets.sign(head, body)) {
-    x.state.refused(rules::Reason::secret_refused, std::move(*refused));
-    co_return false;
+  asio::awaitable<void> refuse_admission(const AdmittedRequest& names,
+                                         const Refusal& refusal) override {
+    co_await refuse_request(context_, names.method, names.display, names.target.port, refusal);
   }
-  co_return true;
-}
+  void admission_over() override {}
+  exchange::ExchangeStages& admitted(const AdmittedRequest& request) override;
 
-// The head, with a body of known length, is taken from the budgets whole: a request that does
-// not fit is answered 429 before any of it leaves. Under --unknown=ask a person is asked for
-// what the request lacks: a yes sends it. False when it may not be sent.
-asio::awaitable<bool> take_head_from_budgets(Exchange& x, const http::request_header<>& head) {
-  std::ostringstream serialized;
-  serialized << head;
-  const bool chunked = x.request.chunked();
-  const std::uint64_t length = chunked ? 0 : x.request.content_length().value_or(0);
-  x.budget.paid_whole(rules::BudgetKind::up, !chunked);
-  const std::uint64_t whole = serialized.str().size() + length;
-  if (auto stop = co_await x.budget.take_whole_or_ask(rules::BudgetKind::up, whole)) {
-    budget_spent(x, std::move(*stop));
-    co_return false;
+  bool has_body() const override { return x_->request_had_body; }
+  void rewrite_for_origin() override {
+    session::rewrite_for_origin(decided_, head(), admitted_, upstream_, asks_);
   }
-  co_return true;
+  void head_ready() override { x_->per_request_auth = authenticates_each_request(head()); }
+  std::optional<mcp::Transport> mcp_usual() const override { return upstream_.mcp_usual; }
+  exchange::HeadCost head_cost() const override {
+    std::ostringstream serialized;
+    serialized << request_->get().base();
+    exchange::HeadCost cost;
+    cost.head_bytes = serialized.str().size();
+    if (!request_->chunked()) {
+      cost.body_length = request_->content_length().value_or(0);
+    }
+    return cost;
+  }
+
+  asio::awaitable<bool> answer_continue() override {
+    return session::answer_continue(*x_, send_continue_);
+  }
+  asio::awaitable<bool> read_body_ahead(std::size_t limit, exchange::BodyAheadFor why) override {
+    return session::read_body_ahead(*x_, limit, why == exchange::BodyAheadFor::judging);
+  }
+  const std::string& body_ahead() const override { return x_->body_read_ahead; }
+  void send_instead(std::string body) override {
+    auto& head = request_->get();
+    head.chunked(false);
+    head.content_length(body.size());
+    x_->body_read_ahead = std::move(body);
+  }
+
+  asio::awaitable<void> answer(const mcp::GateAnswer& answer) override {
+    return write_gate_answer(*x_, answer);
+  }
+  void refuse(const Refusal& refusal) override {
+    x_->state.refused(refusal.reason, refusal.sentence);
+  }
+  void budget_spent(budget::Stop stop) override { session::budget_spent(*x_, std::move(stop)); }
+  void client_left() override { x_->state.client_read_failed({}); }
+  // The exchange's own watch (watch_client_leaving, the state) sees a client that left.
+  bool client_gone() override { return false; }
+
+  Exchange& exchange() { return *x_; }
+  RequestWriter& writer() { return *writer_; }
+  bool& send_continue() { return send_continue_; }
+  EndLine& end() { return end_; }
+
+ private:
+  SessionContext& context_;
+  DecisionState& decided_;
+  HeadParser& head_parser_;
+  beast::flat_buffer& buffer_;
+  Upstream& upstream_;
+  clock::time_point started_;
+  AdmittedRequest admitted_;
+  ClientAsks asks_;
+  bool send_continue_ = false;
+  std::optional<BodyRequestParser> request_;
+  std::optional<RequestWriter> writer_;
+  std::optional<Exchange> x_;
+  EndLine end_;
+};
+
+// The request is admitted: the body parser takes the head over, and the exchange's fixed
+// inputs are set from what the client's head asks.
+exchange::ExchangeStages& Http1Front::admitted(const AdmittedRequest& request) {
+  admitted_ = request;
+  end_ = EndLine{admitted_.method,
+                 admitted_.display,
+                 admitted_.target.port,
+                 admitted_.path,
+                 "closed",
+                 {},
+                 {},
+                 0,
+                 0,
+                 started_,
+                 {}};
+  const bool keep_alive = head_parser_.keep_alive();
+  request_.emplace(std::move(head_parser_));
+  request_->body_limit(boost::none);
+  asks_ = read_client_asks(*request_, keep_alive);
+  send_continue_ = asks_.expects_continue && asks_.http11 && !request_->is_done();
+  writer_.emplace(request_->get());
+  x_.emplace(context_, upstream_, buffer_, *request_, *writer_);
+  Exchange& x = *x_;
+  x.where = admitted_.where;
+  x.host = admitted_.target.host;
+  x.port = admitted_.target.port;
+  x.method = admitted_.method;
+  x.head_request = request_->get().method() == http::verb::head;
+  x.request_had_body = request_->chunked() || request_->content_length().value_or(0) > 0;
+  x.client_http11 = asks_.http11;
+  x.request_keep_alive = asks_.keep_alive;
+  x.websocket = asks_.websocket;
+  if (decided_.settings().idle_timeout.count() > 0) {
+    x.idle_limit = decided_.settings().idle_timeout;
+  }
+  return x.stages;
 }
 
 // The head to the origin, then both bodies at once, under the idle watchdog.
@@ -649,70 +643,35 @@ asio::awaitable<void> send_and_relay(Exchange& x, RequestWriter& writer, bool& s
   }
 }
 
-// One request: admit it, then the exchange: the head as the origin gets it, the stages that
-// may hold it back (MCP, secrets, budgets), both bodies at once, and its end. Returns whether
-// the connection goes on to the next request; when not, the client socket has been closed or
-// handed to a reply.
+// One request: its target read, then the request pipeline (exchange/pipeline/): admission and
+// the stages that may hold it back (MCP, secrets, budgets); then both bodies at once, and its
+// end. Returns whether the connection goes on to the next request; when not, the client socket
+// has been closed or handed to a reply.
 //
 // GCC 12 reports a false -Wmismatched-new-delete in this coroutine's ramp: it pairs the free()
 // inside Asio's frame deallocator with the frame's class-specific operator new, which allocates
 // with malloc() too. Silenced for this function only.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-asio::awaitable<Next> forward_request(SessionContext& context, HeadParser& head_parser,
-                                      beast::flat_buffer& buffer, Upstream& upstream) {
+asio::awaitable<Next> serve_one_request(SessionContext& context, HeadParser& head_parser,
+                                        beast::flat_buffer& buffer, Upstream& upstream) {
   // The rules in force now decide this request, whatever decided the ones before it.
   DecisionState decided = context.arriving_request();
-  const clock::time_point started = clock::now();
-  const auto admitted = co_await admit_request(context, decided, head_parser, upstream);
-  if (!admitted) {
+  Http1Front front(context, decided, head_parser, buffer, upstream);
+  std::optional<HttpTarget> target = co_await request_target(context, head_parser.get(), upstream);
+  if (!target) {
     co_return Next::stop;
   }
-  EndLine end{admitted->method,
-              admitted->display,
-              admitted->target.port,
-              admitted->path,
-              "closed",
-              {},
-              {},
-              0,
-              0,
-              started,
-              {}};
-
-  const bool keep_alive = head_parser.keep_alive();
-  BodyRequestParser request(std::move(head_parser));
-  request.body_limit(boost::none);
-  auto& head = request.get();
-  const ClientAsks asks = read_client_asks(request, keep_alive);
-  bool send_continue = asks.expects_continue && asks.http11 && !request.is_done();
-  // The masked secrets bound to the host (exchange/secrets_stage.hpp), taken before the head is
-  // rewritten: a SigV4 signature is read as the client made it.
-  exchange::SecretsStage secrets(context.worker.shared.secrets, admitted->target.host.name,
-                                 upstream.inspected ? &upstream.inspected->facts : nullptr, head);
-  rewrite_for_origin(decided, head, *admitted, upstream, asks);
-  secrets.fill(head);
-
-  RequestWriter writer{head};
-  Exchange x(context, upstream, buffer, request, writer);
-  open_exchange(x, decided, *admitted, asks, secrets, head);
-  bool may_send = true;
-  if (const auto& unjudgeable = x.mcp.refusal()) {
-    x.state.refused(unjudgeable->reason, unjudgeable->sentence);
-    may_send = false;
-  } else if (x.mcp.judges_request()) {
-    may_send = co_await judge_mcp_request(x, send_continue);
+  UpstreamReach reach(upstream);
+  const exchange::PipelineEnd ran =
+      co_await exchange::run_request_pipeline(context, decided, front, std::move(*target), reach);
+  if (ran == exchange::PipelineEnd::not_admitted) {
+    co_return Next::stop;
   }
-  if (may_send && secrets.signed_again()) {
-    may_send = co_await sign_again(x, secrets, head, send_continue);
+  if (ran == exchange::PipelineEnd::send) {
+    co_await send_and_relay(front.exchange(), front.writer(), front.send_continue());
   }
-  if (may_send && x.budget.active()) {
-    may_send = co_await take_head_from_budgets(x, head);
-  }
-  if (may_send) {
-    co_await send_and_relay(x, writer, send_continue);
-  }
-  co_return co_await finish_exchange(x, end);
+  co_return co_await finish_exchange(front.exchange(), front.end());
 }
 #pragma GCC diagnostic pop
 
@@ -775,7 +734,7 @@ asio::awaitable<void> serve_requests(SessionContext& context, HeadParser* first,
   for (;;) {
     // (Not in the loop's condition: GCC 12 mishandles co_await in a short-circuit operand.)
     if (parser != nullptr) {
-      const Next next_step = co_await forward_request(context, *parser, buffer, upstream);
+      const Next next_step = co_await serve_one_request(context, *parser, buffer, upstream);
       if (next_step != Next::read_next) {
         break;
       }

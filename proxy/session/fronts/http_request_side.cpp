@@ -232,11 +232,9 @@ asio::awaitable<bool> answer_continue(Exchange& x, bool& send_continue) {
   co_return !error;
 }
 
-namespace {
-
-// The MCP stage's own answer to a request it judged (a refused call, a body it cannot read),
-// as the complete response to it: nothing went upstream. The client connection goes on when
-// its whole request was read (a body over the limit was not: then it closes).
+// The MCP stage's own answer to a request it judged (a refused call, a body it cannot read), as
+// the complete response to it: nothing went upstream. The client connection goes on when its
+// whole request was read (a body over the limit was not: then it closes).
 asio::awaitable<void> write_gate_answer(Exchange& x, const mcp::GateAnswer& answer) {
   http::response<http::string_body> reply{static_cast<http::status>(answer.status), 11};
   if (!answer.content_type.empty()) {
@@ -256,41 +254,6 @@ asio::awaitable<void> write_gate_answer(Exchange& x, const mcp::GateAnswer& answ
     x.state.client_write_failed();
   }
   x.state.response_ended(!error, true);
-}
-
-}  // namespace
-
-asio::awaitable<bool> judge_mcp_request(Exchange& x, bool& send_continue) {
-  // Nothing goes to the origin before the judgement: the whole body is read first.
-  const bool continued = co_await answer_continue(x, send_continue);
-  if (!continued) {
-    co_return false;
-  }
-  const bool read = co_await read_body_ahead(x, x.mcp.body_limit(), /*keep_first=*/true);
-  if (!read) {
-    co_return false;
-  }
-  exchange::McpExchange::Verdict verdict = co_await x.mcp.judge(x.body_read_ahead);
-  switch (verdict.action) {
-    case exchange::McpExchange::Verdict::Action::forward: {
-      // Sent whole, with its own length: a split batch is shorter than the client's.
-      auto& head = x.request.get();
-      head.chunked(false);
-      head.content_length(verdict.body.size());
-      x.body_read_ahead = std::move(verdict.body);
-      co_return true;
-    }
-    case exchange::McpExchange::Verdict::Action::answer:
-      co_await write_gate_answer(x, verdict.answer);
-      co_return false;
-    case exchange::McpExchange::Verdict::Action::refused:
-      x.state.refused(verdict.refusal->reason, std::move(verdict.refusal->sentence));
-      co_return false;
-    case exchange::McpExchange::Verdict::Action::over:
-      x.state.client_read_failed({});
-      co_return false;
-  }
-  co_return false;
 }
 
 namespace {
@@ -323,7 +286,7 @@ asio::awaitable<bool> send_request_piece(Exchange& x, char* data, std::size_t si
 asio::awaitable<bool> write_request_piece(Exchange& x, char* data, std::size_t size, bool last) {
   for (;;) {
     std::optional<budget::Stop> stop;
-    const std::size_t allowed = x.budget.take_piece(rules::BudgetKind::up, size, stop);
+    const std::size_t allowed = x.stages.budget.take_piece(rules::BudgetKind::up, size, stop);
     if (allowed == size) {
       const bool sent = co_await send_request_piece(x, data, size, last);
       co_return sent;
@@ -338,7 +301,7 @@ asio::awaitable<bool> write_request_piece(Exchange& x, char* data, std::size_t s
     }
     data += allowed;
     size -= allowed;
-    const bool more = co_await x.budget.more_granted(*stop);
+    const bool more = co_await x.stages.budget.more_granted(*stop);
     if (!more) {
       budget_spent(x, std::move(*stop));
       x.cancel_both();

@@ -1,19 +1,21 @@
 // An inspected HTTP/2 connection (inspected_h2.hpp).
 //
 // Shape: two loops share the connection (the client's bytes read into the server codec, and its
-// output written to the client), and each client stream is a coroutine of its own: first its
-// admission, then its two directions at once, up (the client's body to the origin) and down (the
-// origin's response to the client). The streams are admitted at once, each with its own
-// DecisionState (decision_state.hpp), so a stream waiting on a question holds no other. The
-// origin side is the worker's: each stream borrows a stream of an HTTP/2 connection to the
-// origin that the worker's clients of its host:port share (session/h2_origin_pool.hpp), whose
-// own loops hand the stream its events. The loops hand each stream its events through two
-// inboxes; nothing blocks another stream. What is the connection's stays the connection's: its
-// origin (every stream registers the same destination for reloads), its byte counts, and its
-// end (a reload that denies the host, or the drain, ends every stream with its line, and resets
-// its streams on the shared origin connections, and only those).
+// output written to the client), and each client stream is a coroutine of its own: first the
+// request pipeline (exchange/pipeline/: its admission, MCP judgement, secrets and budgets, through
+// StreamFront), then its two directions at once, up (the client's body to the origin) and down (the
+// origin's response to the client, with the pipeline's response stages). The streams are admitted
+// at once, each with its own DecisionState (decision_state.hpp), so a stream waiting on a question
+// holds no other. The origin side is the worker's: each stream borrows a stream of an HTTP/2
+// connection to the origin that the worker's clients of its host:port share
+// (session/h2_origin_pool.hpp), whose own loops hand the stream its events. The loops hand each
+// stream its events through two inboxes; nothing blocks another stream. What is the connection's
+// stays the connection's: its origin (every stream registers the same destination for reloads), its
+// byte counts, and its end (a reload that denies the host, or the drain, ends every stream with its
+// line, and resets its streams on the shared origin connections, and only those).
 #include "proxy/session/fronts/inspected_h2.hpp"
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -22,7 +24,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/message.hpp>
-#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -38,17 +39,22 @@
 #include "proxy/secrets/redaction.hpp"
 #include "proxy/secrets/request_secrets.hpp"
 #include "proxy/session/admission.hpp"
-#include "proxy/session/exchange/budget_stage.hpp"
 #include "proxy/session/exchange/h2/client_codec.hpp"
 #include "proxy/session/exchange/h2/server_codec.hpp"
+#include "proxy/session/exchange/pipeline/end_line.hpp"
+#include "proxy/session/exchange/pipeline/request_pipeline.hpp"
+#include "proxy/session/exchange/pipeline/response_stages.hpp"
 #include "proxy/session/exchange/request_admission.hpp"
 #include "proxy/session/exchange/secrets_stage.hpp"
 #include "proxy/session/fronts/http_exchange.hpp"
+#include "proxy/session/fronts/inspected_h2_stream.hpp"
+#include "proxy/session/fronts/inspected_h2_websocket.hpp"
 #include "proxy/session/h2_origin.hpp"
 #include "proxy/session/h2_origin_pool.hpp"
 #include "proxy/session/origin_pool.hpp"
 #include "proxy/session/upstream_source.hpp"
 #include "proxy/session/wire/replies.hpp"
+#include "rules/ascii.hpp"
 
 namespace sandgate::session {
 namespace {
@@ -56,6 +62,10 @@ namespace {
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
 namespace h2 = exchange::h2;
+using h2_front::Closed;
+using h2_front::Inbox;
+using h2_front::Item;
+using h2_front::Stream;
 using namespace asio::experimental::awaitable_operators;
 using clock = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
@@ -65,105 +75,6 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::chrono::milliseconds kRedactionPause{20};
 // The most the gate reads of one socket at a time.
 constexpr std::size_t kReadPiece = 16 * 1024;
-
-// What a stream's direction is told by the connection's loops.
-struct Closed {
-  bool by_client = false;  // the client's stream ended (reset, or both sides over)
-  h2::ErrorCode code = h2::ErrorCode::no_error;
-  bool finished = false;  // it ended cleanly
-  bool by_gate = false;   // the gate reset it, having decided the stream's end already
-};
-using Item = std::variant<h2::InterimHeadEvent, h2::ResponseHeadEvent, h2::DataEvent,
-                          h2::TrailersEvent, h2::EndEvent, Closed>;
-
-// Events for one direction of a stream, and the wake-up of the coroutine that takes them.
-class Inbox {
- public:
-  explicit Inbox(const asio::any_io_executor& executor) : signal_(executor) {
-    signal_.expires_at(clock::time_point::max());
-  }
-  void push(Item item) {
-    items_.push_back(std::move(item));
-    signal_.cancel();
-  }
-  void wake() { signal_.cancel(); }
-  bool empty() const { return items_.empty(); }
-  Item pop() {
-    Item item = std::move(items_.front());
-    items_.pop_front();
-    return item;
-  }
-  // Waits for a push or a wake (or `deadline`); true when the deadline passed first.
-  asio::awaitable<bool> wait(clock::time_point deadline = clock::time_point::max()) {
-    signal_.expires_at(deadline);
-    auto [error] = co_await signal_.async_wait(use_tuple);
-    signal_.expires_at(clock::time_point::max());
-    co_return !error;
-  }
-
- private:
-  std::deque<Item> items_;
-  asio::steady_timer signal_;
-};
-
-class H2Connection;
-struct Stream;
-
-// Where the shared origin connection delivers a stream's events: its client connection.
-struct StreamSink final : H2OriginStreamSink {
-  H2Connection* connection = nullptr;
-  Stream* stream = nullptr;
-  void on_origin_event(h2::ClientEvent& event) override;
-};
-
-// One client stream and what its stages carried.
-struct Stream {
-  Stream(const asio::any_io_executor& executor, h2::StreamId id, DecisionState decided_with)
-      : client(id), decided(std::move(decided_with)), room(executor), up(executor), down(executor) {
-    decided.stream = &departure;
-  }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  h2::StreamId client;
-  // Wakes the stream's waits on a question when its client is gone (the connection's socket
-  // carries the other streams: it cannot be watched for this one).
-  StreamDeparture departure;
-  // What the stream's request is decided with: the rules and settings in force when its head
-  // arrived, and what its stages keep (report-only mode's denial). Its own, never the
-  // connection's.
-  DecisionState decided;
-  // Its stream on a shared origin connection (session/h2_origin.hpp): before it is open, the
-  // connection its admission's reach chose.
-  BorrowedStream origin;
-  StreamSink sink;
-  Inbox room;               // woken when an origin connection may take it (or it is over)
-  bool sent_again = false;  // opened again after the origin's GOAWAY left it out (once at most)
-  h2::RequestHead request;
-  bool request_ended = false;  // the head ended the client's side
-  bool grpc = false;
-  Inbox up;    // the client's body, trailers and end; the origin codec's room
-  Inbox down;  // the origin's heads, body, trailers and end; the server codec's room
-  bool origin_room = false;
-  bool client_room = false;
-  bool client_closed = false;
-  bool client_reset = false;  // closed by the client's RST_STREAM (or a malformed message)
-  bool origin_closed = false;
-  bool response_started = false;
-
-  exchange::AdmittedRequest admitted;
-  exchange::BudgetStage budget;
-  const std::vector<secrets::Redaction>* redactions = nullptr;
-  bool carried_secret = false;
-
-  clock::time_point started = clock::now();
-  std::uint64_t bytes_up = 0;
-  std::uint64_t bytes_down = 0;
-  unsigned status = 0;
-  std::string outcome = "closed";
-  std::optional<rules::Reason> reason;  // why it ended early, for the end line
-  std::string detail;
-  std::string rule;
-};
 
 std::size_t head_size(const h2::FieldList& fields) {
   // As HPACK counts a header list (RFC 7541 section 4.1): name, value and 32 per field.
@@ -198,6 +109,25 @@ std::string compression_of(const h2::FieldList& fields) {
     }
   }
   return {};
+}
+
+// `fields` without any field named `name` (lowercase).
+void without_field(h2::FieldList& fields, std::string_view name) {
+  std::erase_if(fields, [name](const h2::Field& field) { return field.name == name; });
+}
+
+// What the MCP stage reads of an answer's head (exchange/mcp_exchange.hpp).
+exchange::McpExchange::AnswerHead mcp_answer_head(const h2::ResponseHeadEvent& event) {
+  exchange::McpExchange::AnswerHead answer;
+  answer.status = event.head.status;
+  for (const auto& field : event.head.fields) {
+    if (field.name == "content-type") {
+      answer.content_type = answer.content_types++ == 0 ? field.value : answer.content_type;
+    }
+  }
+  answer.coding = compression_of(event.head.fields);
+  answer.has_body = !event.end_stream;
+  return answer;
 }
 
 bool is_grpc(const h2::FieldList& fields) {
@@ -256,17 +186,9 @@ http::request_header<> to_head(const h2::RequestHead& request) {
   return head;
 }
 
-std::string lowercase(std::string_view text) {
-  std::string lower(text);
-  for (char& c : lower) {
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return lower;
-}
-
 // The field of `fields` named `name` (any case), the first; nullptr when there is none.
 const h2::Field* field_named(const h2::FieldList& fields, std::string_view name) {
-  const std::string lower = lowercase(name);
+  const std::string lower = rules::ascii_lower(name);
   for (const auto& field : fields) {
     if (field.name == lower) {
       return &field;
@@ -275,7 +197,9 @@ const h2::Field* field_named(const h2::FieldList& fields, std::string_view name)
   return nullptr;
 }
 
-// Back to HTTP/2 after the stages: the regular fields lowercased, Host as :authority.
+// Back to HTTP/2 after the stages: the regular fields lowercased, Host as :authority. The
+// body's declared length is the client's, carried: the budgets took a body of known length whole
+// with its head (the MCP stage's smaller batch goes with a content-length field of its own).
 h2::RequestHead to_request(const h2::RequestHead& original, const http::request_header<>& head) {
   h2::RequestHead request;
   request.method = original.method;
@@ -283,8 +207,9 @@ h2::RequestHead to_request(const h2::RequestHead& original, const http::request_
   request.authority = original.authority;
   request.path = original.path;
   request.protocol = original.protocol;
+  request.content_length = original.content_length;
   for (const auto& field : head) {
-    std::string name = lowercase(field.name_string());
+    std::string name = rules::ascii_lower(field.name_string());
     if (name == "host") {
       continue;
     }
@@ -298,7 +223,7 @@ h2::RequestHead to_request(const h2::RequestHead& original, const http::request_
 // What became of an attempt to open a stream's request at its origin.
 enum class Placed : std::uint8_t { opened, refused, gone };
 
-class H2Connection final : private H2OriginWatcher {
+class H2Connection final : private H2OriginWatcher, private h2_front::OriginEventsOwner {
  public:
   H2Connection(SessionContext& context, InspectedOrigin& origin)
       : context_(context),
@@ -316,6 +241,7 @@ class H2Connection final : private H2OriginWatcher {
     }
     pool().watch(key_, *this);
     adopt_tunnels_origin();
+    on_origin_room();  // (its SETTINGS may have come already)
   }
   ~H2Connection() {
     pool().unwatch(key_, *this);
@@ -392,6 +318,11 @@ class H2Connection final : private H2OriginWatcher {
   }
 
   void touch() { last_activity_ = clock::now(); }
+  // What a stream's WebSocket takes of the connection (inspected_h2_websocket.hpp).
+  h2_front::ConnectionLinks links() {
+    return {server_, client_, [this] { wake_writers(); }, stopping_,
+            context_.settings().idle_timeout};
+  }
   void wake_writers() { client_signal_.cancel(); }
 
   // Ends the connection: the loops stop, the streams are told.
@@ -474,6 +405,12 @@ class H2Connection final : private H2OriginWatcher {
         break;
       }
       if (!error && clock::now() - last_activity_ >= idle_limit_) {
+        if (websockets_ > 0 && context_.settings().idle_timeout.count() > 0) {
+          // Each WebSocket ends itself at the same limit, with its close frames (1001): the
+          // connection idles out after them, not in their place.
+          touch();
+          continue;
+        }
         timed_out_ = true;
         server_.shutdown();
         stop();
@@ -504,7 +441,7 @@ class H2Connection final : private H2OriginWatcher {
     stream->request_ended = event.end_stream;
     stream->grpc = is_grpc(stream->request.fields);
     Stream* raw = stream.get();
-    raw->sink.connection = this;
+    raw->sink.owner = this;
     raw->sink.stream = raw;
     streams_.emplace(event.stream, std::move(stream));
     ++running_streams_;
@@ -571,14 +508,12 @@ class H2Connection final : private H2OriginWatcher {
 
   // --- the origin side: shared origin connections, a stream borrowed on one ---
 
- public:
-  // An event of the stream's origin connection for it (StreamSink).
-  void on_origin_event(Stream& s, h2::ClientEvent& event) {
+  // An event of the stream's origin connection for it (its StreamSink).
+  void on_origin_event(Stream& s, h2::ClientEvent& event) override {
     touch();
     std::visit([&](auto& e) { on_client_event(s, e); }, event);
   }
 
- private:
   void on_client_event(Stream& s, h2::InterimHeadEvent& event) { s.down.push(std::move(event)); }
   void on_client_event(Stream& s, h2::ResponseHeadEvent& event) { s.down.push(std::move(event)); }
   void on_client_event(Stream& s, h2::DataEvent& event) { s.down.push(std::move(event)); }
@@ -614,10 +549,27 @@ class H2Connection final : private H2OriginWatcher {
            !stopping_;
   }
 
-  // An origin connection of host:port may take a stream it could not before.
-  void on_origin_room() override { slot_freed(); }
+  // An origin connection of host:port may take a stream it could not before, or sent new
+  // SETTINGS: the streams waiting for one look again; and once one takes WebSockets over HTTP/2
+  // (RFC 8441), so does the gate, from then on.
+  void on_origin_room() override {
+    slot_freed();
+    if (!server_.connect_protocol_enabled() && origin_takes_websockets()) {
+      server_.enable_connect_protocol();
+      wake_writers();
+    }
+  }
+  bool origin_takes_websockets() const {
+    return (own_ != nullptr && own_->allows_connect_protocol()) ||
+           (shareable_ && context_.worker.h2_origins->allows_connect_protocol(key_));
+  }
 
+  // Wakes the streams waiting for an origin connection. (Told on every origin stream's end of
+  // every client of the host: it looks only when some stream waits.)
   void slot_freed() {
+    if (waiting_for_origin_ == 0) {
+      return;
+    }
     for (auto& [id, stream] : streams_) {
       if (!stream->origin) {
         stream->room.wake();
@@ -626,6 +578,15 @@ class H2Connection final : private H2OriginWatcher {
   }
 
   H2OriginPool& pool() { return *context_.worker.h2_origins; }
+
+  // Waits until an origin connection may take `s` (slot_freed) or `deadline`; true when the
+  // deadline passed first.
+  asio::awaitable<bool> wait_for_origin(Stream& s, clock::time_point deadline) {
+    ++waiting_for_origin_;
+    const bool late = co_await s.room.wait(deadline);
+    --waiting_for_origin_;
+    co_return late;
+  }
 
   // The tunnel's origin connection is where the first streams go: the shared one it took (in the
   // pool already), or the one it secured, which the worker's other clients of host:port share
@@ -690,7 +651,7 @@ class H2Connection final : private H2OriginWatcher {
         co_return found;
       }
       // Another stream of this connection is dialling: its connection may serve this one too.
-      const bool late = co_await s.room.wait(give_up);
+      const bool late = co_await wait_for_origin(s, give_up);
       if (!context_.still_wanted(s.request.method, origin_.host.display(), origin_.port)) {
         admission.status = Admission::Status::over;  // the drain's or the reload's line written
         revocation_logged_ = revocation_logged_ || context_.live.revoked != nullptr;
@@ -789,15 +750,18 @@ class H2Connection final : private H2OriginWatcher {
         co_return Placed::opened;
       }
       const h2::SubmitError error = opened.error();
-      const bool full =
-          error == h2::SubmitError::stream_limit_reached || error == h2::SubmitError::going_away;
+      // (A connection dialled a moment ago has not said yet whether it takes extended CONNECT.)
+      const bool full = error == h2::SubmitError::stream_limit_reached ||
+                        error == h2::SubmitError::going_away ||
+                        (error == h2::SubmitError::connect_protocol_not_supported &&
+                         !connection->settings_received());
       if (!full || clock::now() >= give_up) {
         refusal = Refusal(rules::Reason::upstream_closed,
                           "the origin takes no more streams on its connections to " + key_ + " (" +
                               std::string(h2::describe(error)) + ").");
         co_return Placed::refused;
       }
-      co_await s.room.wait(give_up);  // a stream of its origin's connections ends, or one joins
+      co_await wait_for_origin(s, give_up);  // a stream of its connections ends, or one joins
     }
   }
 
@@ -846,108 +810,194 @@ class H2Connection final : private H2OriginWatcher {
     wake_writers();
   }
 
-  // Whether this stream's request goes on: its admission (at once with the connection's other
-  // streams, with the stream's own DecisionState), then its secrets and head budget; answered
-  // and logged here when refused or over.
+  // A stream's request as the request pipeline sees it (exchange/pipeline/exchange_front.hpp):
+  // its head in the stages' model, answered and ended on the stream.
+  class StreamFront final : public exchange::ExchangeFront {
+   public:
+    StreamFront(H2Connection& connection, Stream& s)
+        : c_(connection), s_(s), head_(to_head(s.request)) {}
+
+    http::request_header<>& head() override { return head_; }
+    asio::awaitable<void> refuse_admission(const exchange::AdmittedRequest&,
+                                           const Refusal& refusal) override {
+      c_.refuse_stream(s_, refusal);
+      co_return;
+    }
+    void admission_over() override {
+      // Its line is written (the client left while it waited, the drain, a reload that closed
+      // the connection).
+      c_.revocation_logged_ = c_.revocation_logged_ || c_.context_.live.revoked != nullptr;
+      c_.server_.reset_stream(s_.client, h2::ErrorCode::cancel);
+      c_.wake_writers();
+    }
+    exchange::ExchangeStages& admitted(const exchange::AdmittedRequest& request) override {
+      s_.admitted = request;
+      return s_.stages;
+    }
+
+    // Without a content-length, any stream its head did not end may carry DATA.
+    bool has_body() const override {
+      return s_.request.content_length ? *s_.request.content_length > 0 : !s_.request_ended;
+    }
+    void rewrite_for_origin() override {}  // the head goes as it came (to_request)
+    void head_ready() override {}
+    std::optional<mcp::Transport> mcp_usual() const override { return c_.mcp_usual_; }
+    exchange::HeadCost head_cost() const override {
+      // As the head goes (to_request): its regular fields, Host as :authority.
+      exchange::HeadCost cost;
+      for (const auto& field : head_) {
+        if (field.name() != http::field::host) {
+          cost.head_bytes += field.name_string().size() + field.value().size() + 32;
+        }
+      }
+      cost.body_length = s_.request.content_length;
+      return cost;
+    }
+
+    // HTTP/2 has no 100 Continue to answer: the body comes as the stream's window allows.
+    asio::awaitable<bool> answer_continue() override { co_return true; }
+    asio::awaitable<bool> read_body_ahead(std::size_t limit, exchange::BodyAheadFor why) override {
+      return c_.read_body_ahead(s_, limit, why);
+    }
+    const std::string& body_ahead() const override { return s_.body_ahead; }
+    void send_instead(std::string body) override {
+      head_.set(http::field::content_length, std::to_string(body.size()));
+      s_.body_ahead = std::move(body);
+    }
+
+    asio::awaitable<void> answer(const mcp::GateAnswer& answer) override {
+      return c_.answer_made(s_, answer);
+    }
+    void refuse(const Refusal& refusal) override { c_.end_early(s_, refusal); }
+    void budget_spent(budget::Stop stop) override {
+      c_.end_early(s_, Refusal(rules::Reason::budget_exhausted, stop.sentence, stop.rule));
+    }
+    void client_left() override {
+      if (!c_.client_gone(s_)) {
+        admission_over();
+      }
+    }
+    bool client_gone() override { return c_.client_gone(s_); }
+
+   private:
+    H2Connection& c_;
+    Stream& s_;
+    http::request_header<> head_;
+  };
+
+  // Whether this stream's request goes on: its :authority checked (an extended CONNECT made the
+  // HTTP/1.1 upgrade it is judged as), then the request pipeline (exchange/pipeline/), at once
+  // with the connection's other streams, with the stream's own DecisionState; answered and
+  // logged there when refused or over. When it goes on, its head is as the stages left it, and
+  // a body they read ahead waits in its inbox.
   asio::awaitable<bool> admit(Stream& s) {
-    http::request_header<> head = to_head(s.request);
-    StreamReach reach(*this, s);
-    HttpTarget target;
-    target.host = origin_.host;
-    target.port = origin_.port;
-    target.authority = origin_.authority;
-    target.origin_form = s.request.path;
+    StreamFront front(*this, s);
     std::optional<Refusal> refusal;
-    if (!origin_.named_by(s.request.authority)) {
+    if (s.request.extended_connect()) {
+      refusal = h2_front::as_upgrade_request(s.request, front.head());
+    }
+    if (!refusal && !origin_.named_by(s.request.authority)) {
       refusal = Refusal(rules::Reason::bad_request,
                         "the request's :authority '" + s.request.authority.substr(0, 100) +
                             "' is not the host this connection was opened to (" +
                             origin_.authority + ").");
     }
-    exchange::RequestAdmission admission;
-    if (!refusal) {
-      admission = co_await exchange::admit_request(context_, s.decided, head, target, reach);
-      if (admission.status == exchange::RequestAdmission::Status::refused) {
-        refusal = std::move(admission.refusal);
-      }
-    }
     if (refusal) {
-      const std::string display = origin_.host.display();
-      if (refusal->path.empty()) {
-        refusal->path = std::string(logged_path(s.request.path));
-      }
-      record_refusal(context_, s.request.method, display, origin_.port, *refusal);
-      answer(s.client, *refusal, s.grpc);
+      refuse_stream(s, std::move(*refusal));
       co_return false;
     }
-    if (admission.status != exchange::RequestAdmission::Status::admitted) {
-      // Over: its line is written (the client left while it waited, the drain, a reload that
-      // closed the connection).
-      revocation_logged_ = revocation_logged_ || context_.live.revoked != nullptr;
-      server_.reset_stream(s.client, h2::ErrorCode::cancel);
-      wake_writers();
+    HttpTarget target;
+    target.host = origin_.host;
+    target.port = origin_.port;
+    target.authority = origin_.authority;
+    target.origin_form = s.request.path;
+    StreamReach reach(*this, s);
+    const exchange::PipelineEnd ran = co_await exchange::run_request_pipeline(
+        context_, s.decided, front, std::move(target), reach);
+    if (ran != exchange::PipelineEnd::send) {
       co_return false;
     }
+    s.request = to_request(s.request, front.head());
+    if (s.body_was_read_ahead && !s.request_ended) {
+      s.up.push(h2::DataEvent{s.client, std::move(s.body_ahead)});  // sent after the head
+      s.up.push(h2::EndEvent{s.client});
+    }
+    co_return true;
+  }
+
+  // Refused before its exchange (its :authority, its admission): logged (an extended CONNECT as
+  // the GET it is judged as) and answered.
+  void refuse_stream(Stream& s, Refusal refusal) {
+    const std::string display = origin_.host.display();
+    if (refusal.path.empty()) {
+      refusal.path = std::string(logged_path(s.request.path));
+    }
+    record_refusal(context_, h2_front::judged_method(s.request), display, origin_.port, refusal);
+    answer(s.client, refusal, s.grpc);
+  }
+
+  // The whole request body read before its head goes (exchange/pipeline/): false when it could
+  // not be (the client gone, or refused: too large to sign, or not whole).
+  asio::awaitable<bool> read_body_ahead(Stream& s, std::size_t limit, exchange::BodyAheadFor why) {
+    const bool judging = why == exchange::BodyAheadFor::judging;
+    std::optional<std::string> body = co_await read_whole_body(s, limit, judging);
     if (client_gone(s)) {
       co_return false;
     }
-    s.admitted = std::move(admission.request);
-    if (auto unjudged = exchange::refuse_mcp_on_h2(s.decided, origin_.host, origin_.port)) {
-      end_early(s, *unjudged);  // a reload gave the host MCP lines: no call passes unjudged
+    if (!body && s.read_ahead_full) {
+      end_early(
+          s, Refusal(rules::Reason::connection_limit,
+                     "the gate already holds " + std::to_string(kReadAheadTotal / (1024 * 1024)) +
+                         " MiB of request bodies it reads before sending them (MCP calls "
+                         "to judge, SigV4 requests with masked secrets to sign again); try "
+                         "again later."));
       co_return false;
     }
-
-    // Masked secrets, as on HTTP/1.1 (exchange/secrets_stage.hpp).
-    exchange::SecretsStage secrets(context_.worker.shared.secrets, origin_.host.name,
-                                   &origin_.facts, head);
-    secrets.fill(head);
-    s.redactions = secrets.redactions();
-    s.carried_secret = secrets.carried_secret();
-    std::optional<std::string> refused_secret = secrets.refuse_unsignable();
-    if (!refused_secret && secrets.signed_again()) {
-      std::optional<std::string> body;
-      if (secrets.needs_body()) {
-        body = co_await read_whole_body(s);
-        if (client_gone(s)) {
-          co_return false;
-        }
-        if (!body) {
-          refused_secret = "the request body to sign again is larger than " +
-                           std::to_string(kSignedBodyLimit) + " bytes, or did not come whole.";
-        }
-      }
-      if (!refused_secret) {
-        refused_secret = secrets.sign(head, body);
-        if (body) {
-          s.up.push(h2::DataEvent{s.client, std::move(*body)});  // sent as it is, after the head
-          s.up.push(h2::EndEvent{s.client});
-        }
-      }
-    }
-    if (refused_secret) {
-      end_early(s, Refusal(rules::Reason::secret_refused, *refused_secret));
+    if (!body) {
+      end_early(s,
+                Refusal(rules::Reason::secret_refused,
+                        "the request body to sign again is larger than " +
+                            std::to_string(kSignedBodyLimit) + " bytes, or did not come whole."));
       co_return false;
     }
-    s.request = to_request(s.request, head);
-
-    // The head, with a body of known length, taken from the budgets whole.
-    s.budget.open(context_, s.decided, s.request.method, origin_.host, origin_.port, &origin_.facts,
-                  origin_.facts.dialled);
-    if (s.budget.active()) {
-      const std::uint64_t length = s.request.content_length.value_or(0);
-      s.budget.paid_whole(rules::BudgetKind::up, s.request.content_length.has_value());
-      auto stop = co_await s.budget.take_whole_or_ask(rules::BudgetKind::up,
-                                                      head_size(s.request.fields) + length);
-      if (client_gone(s)) {
-        co_return false;
-      }
-      if (stop) {
-        Refusal spent(rules::Reason::budget_exhausted, stop->sentence, stop->rule);
-        end_early(s, spent);
-        co_return false;
-      }
-    }
+    s.body_ahead = std::move(*body);
+    s.body_was_read_ahead = true;
     co_return true;
+  }
+
+  // The gate's own answer to a stream a stage judged (the MCP stage's): the whole response,
+  // nothing sent upstream.
+  asio::awaitable<void> answer_made(Stream& s, const mcp::GateAnswer& made) {
+    h2::ResponseHead head;
+    head.status = made.status;
+    if (!made.content_type.empty()) {
+      head.fields.push_back({"content-type", made.content_type, false});
+    }
+    head.fields.push_back({"content-length", std::to_string(made.body.size()), false});
+    s.answered = true;
+    s.status = made.status;
+    s.bytes_down += head_size(head.fields);
+    co_await send_made(s, head, made.body);
+  }
+
+  // A head and a body the gate made, sent whole as the stream's room allows.
+  asio::awaitable<void> send_made(Stream& s, const h2::ResponseHead& head, std::string_view body) {
+    if (!taken_by_client(s, server_.submit_response(s.client, head, body.empty()),
+                         "the gate's answer", true)) {
+      co_return;
+    }
+    s.response_started = true;
+    wake_writers();
+    if (body.empty()) {
+      co_return;
+    }
+    const bool sent =
+        co_await send_all(server_, s.client, body, s.client_room, s.down, s.client_closed);
+    s.bytes_down += body.size();
+    if (sent) {
+      server_.end_stream(s.client);
+      wake_writers();
+    }
   }
 
   // After its admission, or a wait of an admitted stream's: true when its client is gone
@@ -974,8 +1024,12 @@ class H2Connection final : private H2OriginWatcher {
     answer(s.client, refusal, s.grpc);
   }
 
-  // The whole request body (for a SigV4 signature over its hash), at most kSignedBodyLimit.
-  asio::awaitable<std::optional<std::string>> read_whole_body(Stream& s) {
+  // The whole request body, at most `limit` bytes, within the gate-wide total of bodies read
+  // ahead: nothing past either, or when it did not come whole (trailers cannot be signed; a close
+  // ends it). `keep_first`: a longer body is read no
+  // further, its first `limit` bytes kept, and trailers end it (they never go, as on HTTP/1.1).
+  asio::awaitable<std::optional<std::string>> read_whole_body(Stream& s, std::size_t limit,
+                                                              bool keep_first) {
     std::string body;
     if (s.request_ended) {
       co_return body;
@@ -988,14 +1042,25 @@ class H2Connection final : private H2OriginWatcher {
       if (auto* data = std::get_if<h2::DataEvent>(&item)) {
         server_.consume(s.client, data->bytes.size());
         wake_writers();
-        if (body.size() + data->bytes.size() > kSignedBodyLimit) {
+        const std::size_t room = limit - body.size();
+        if (!s.read_ahead_share.take(std::min(data->bytes.size(), room))) {
+          s.read_ahead_full = true;
           co_return std::nullopt;
+        }
+        if (data->bytes.size() > room) {
+          if (!keep_first) {
+            co_return std::nullopt;
+          }
+          body.append(data->bytes, 0, room);
+          co_return body;  // the rest is drained once the stage has answered
         }
         body += data->bytes;
       } else if (std::holds_alternative<h2::EndEvent>(item)) {
         co_return body;  // its end is pushed again behind the body
+      } else if (keep_first && std::holds_alternative<h2::TrailersEvent>(item)) {
+        co_return body;
       } else {
-        co_return std::nullopt;  // trailers cannot be signed; a close ends it
+        co_return std::nullopt;
       }
     }
   }
@@ -1005,11 +1070,20 @@ class H2Connection final : private H2OriginWatcher {
     if (admitted) {
       const bool opened = co_await open_origin_stream(s);
       if (opened) {
-        co_await (relay_up(s) && relay_down(s));
+        if (s.request.extended_connect()) {
+          co_await relay_down(s);  // the origin's answer; a 2xx opens the WebSocket
+          if (s.websocket_open) {
+            ++websockets_;
+            co_await h2_front::relay_websocket(links(), s);
+            --websockets_;
+          }
+        } else {
+          co_await (relay_up(s) && relay_down(s));
+        }
       }
       log_end(s);
     } else {
-      if (s.reason) {
+      if (s.reason || s.answered) {
         log_end(s);
       }
       co_await drain(s);
@@ -1100,15 +1174,8 @@ class H2Connection final : private H2OriginWatcher {
       if (auto* data = std::get_if<h2::DataEvent>(&item)) {
         const std::size_t size = data->bytes.size();
         std::optional<budget::Stop> stop;
-        std::size_t allowed = s.budget.take_piece(rules::BudgetKind::up, size, stop);
-        if (stop) {
-          // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
-          const bool granted = co_await s.budget.more_granted(*stop);
-          if (granted) {
-            stop.reset();
-            allowed = size;
-          }
-        }
+        const std::size_t allowed =
+            co_await take_piece_or_ask(s, rules::BudgetKind::up, size, stop);
         const bool sent =
             co_await send_all(client_, s.origin, std::string_view(data->bytes).substr(0, allowed),
                               s.origin_room, s.up, s.origin_closed, &s.client_closed);
@@ -1165,11 +1232,11 @@ class H2Connection final : private H2OriginWatcher {
       return misplaced;
     }
     if (may_fill && secrets::fill_secrets(*secrets, head)) {
-      s.carried_secret = true;
+      s.stages.carried_secret = true;
       h2::FieldList filled;
       for (const auto& field : head) {
         const h2::Field* sent = field_named(fields, field.name_string());
-        filled.push_back({lowercase(field.name_string()), std::string(field.value()),
+        filled.push_back({rules::ascii_lower(field.name_string()), std::string(field.value()),
                           sent == nullptr || sent->never_index});
       }
       fields = std::move(filled);
@@ -1197,45 +1264,83 @@ class H2Connection final : private H2OriginWatcher {
     wake_writers();
   }
 
-  // The origin's response head, cleaned and checked as on HTTP/1.1; false when it is refused.
-  asio::awaitable<bool> pass_response_head(Stream& s, h2::ResponseHeadEvent& event) {
+  // The origin's response head, cleaned and checked as on HTTP/1.1 (exchange/pipeline/
+  // response_stages.hpp); false when it is refused, or when the MCP stage's filter takes the
+  // answer over (`filtered`: how).
+  asio::awaitable<bool> pass_response_head(Stream& s, h2::ResponseHeadEvent& event,
+                                           std::optional<exchange::McpAnswer>& filtered,
+                                           mcp::ResponseFilter::Mode& mode) {
     h2::ResponseHead& head = event.head;
-    redact_fields(head.fields, s.redactions);
+    redact_fields(head.fields, s.stages.redactions);
     const std::string* type = h2::find_field(head.fields, "content-type");
-    if (s.carried_secret) {
-      if (auto problem = secrets::partial_response_problem(head.status, type ? *type : "")) {
-        fail_response(s, Refusal(rules::Reason::bad_response,
-                                 origin_.host.display() + " " + *problem +
-                                     " (the gate asked for the whole resource): a secret's echo "
-                                     "in pieces cannot be cleaned."));
+    if (auto refused = exchange::refuse_unsearchable(
+            s.stages, head.status, type ? *type : "",
+            s.stages.carried_secret ? compression_of(head.fields) : std::string(),
+            !event.end_stream, origin_.host.display())) {
+      fail_response(s, *refused);
+      co_return false;
+    }
+    if (s.stages.mcp.filters_response()) {
+      // An MCP server's answer to a call the stage judged (or its GET stream): filtered.
+      filtered.emplace(s.stages, s.admitted.where);
+      std::optional<Refusal> unreadable;
+      mode = filtered->start(mcp_answer_head(event), unreadable, mcp_usual_);
+      if (unreadable) {
+        fail_response(s, *unreadable);
         co_return false;
       }
-      const std::string coding = compression_of(head.fields);
-      if (!event.end_stream && !coding.empty()) {
-        fail_response(s, Refusal(rules::Reason::bad_response,
-                                 origin_.host.display() + " sent a compressed response (" + coding +
-                                     ") to a request that carried a masked secret, though asked "
-                                     "for none: the gate cannot search it for the secret's real "
-                                     "value."));
+      if (mode != mcp::ResponseFilter::Mode::pass) {
         co_return false;
       }
     }
-    if (s.budget.active()) {
-      s.budget.paid_whole(rules::BudgetKind::down, head.content_length.has_value());
-      if (auto stop = co_await s.budget.take_whole_or_ask(
-              rules::BudgetKind::down, head_size(head.fields) + head.content_length.value_or(0))) {
+    if (s.stages.budget.active()) {
+      const exchange::HeadCost cost{head_size(head.fields), head.content_length};
+      if (auto stop =
+              co_await exchange::take_head(s.stages.budget, rules::BudgetKind::down, cost)) {
         cut(s, *stop);
         co_return false;
       }
     }
+    if (s.request.extended_connect() && head.status / 100 == 2 && !event.end_stream) {
+      if (auto problem = h2_front::answer_problem(s.request, head)) {
+        fail_response(s, Refusal(rules::Reason::bad_response,
+                                 origin_.host.display() +
+                                     " answered the WebSocket's extended CONNECT wrongly: " +
+                                     *problem + "."));
+        co_return false;
+      }
+      s.websocket_open = true;
+    }
     s.status = head.status;
     s.bytes_down += head_size(head.fields);
-    if (server_.submit_response(s.client, head, event.end_stream) != h2::SubmitError::none) {
+    if (!taken_by_client(s, server_.submit_response(s.client, head, event.end_stream),
+                         "the response's head")) {
       co_return false;
     }
     s.response_started = true;
     wake_writers();
     co_return true;
+  }
+
+  // Whether the server codec took what the gate submitted on the client's stream. It checks the
+  // gate's heads and trailers on the way out as it checks the peer's on the way in; a refusal
+  // ends the stream as failed, with its line saying why, never leaves it open unanswered. Before
+  // a response began the client gets the gate's answer, unless `answering` (that answer was what
+  // failed): then, as after, its stream is reset.
+  bool taken_by_client(Stream& s, h2::SubmitError error, std::string_view what,
+                       bool answering = false) {
+    if (error == h2::SubmitError::none) {
+      return true;
+    }
+    if (s.client_closed || error == h2::SubmitError::unknown_stream ||
+        error == h2::SubmitError::connection_ended) {
+      return false;  // the stream or the connection is over already, and its line says why
+    }
+    s.response_started = s.response_started || answering;
+    fail_response(s, Refusal(rules::Reason::internal_error,
+                             "the gate could not pass " + std::string(what) +
+                                 " to the client: " + std::string(h2::describe(error)) + "."));
+    return false;
   }
 
   // The origin failed the exchange before a response began: the client gets the gate's answer.
@@ -1256,158 +1361,372 @@ class H2Connection final : private H2OriginWatcher {
     wake_writers();
   }
 
-  // Origin to client: interim heads, the head, the body (budgets, redaction), trailers, the end.
-  asio::awaitable<void> relay_down(Stream& s) {
+  // What a stream's response direction carries from one event to the next: the redaction of a
+  // body from a host masked secrets are bound to, and the buffer it cleans in.
+  struct DownState {
     std::optional<secrets::StreamRedaction> redaction;
     std::vector<char> buffer;
-    bool done = false;
-    const auto send_ready = [&](secrets::StreamRedaction::Ready ready) -> asio::awaitable<bool> {
-      const bool sent = co_await send_all(server_, s.client,
-                                          std::string_view(buffer.data() + ready.from, ready.size),
-                                          s.client_room, s.down, s.client_closed);
-      s.bytes_down += ready.size;
-      redaction->to_front(buffer.data());
-      co_return sent;
-    };
-    while (!done && !stopping_) {
-      while (s.down.empty() && !stopping_) {
-        if (redaction && redaction->held() > 0) {
-          // A pause of the origin's: what the redaction held back goes now.
-          const bool paused = co_await s.down.wait(clock::now() + kRedactionPause);
-          if (paused && s.down.empty()) {
-            const bool sent = co_await send_ready(redaction->on_pause());
-            if (!sent) {
-              done = true;
-              break;
-            }
-          }
-          continue;
-        }
-        co_await s.down.wait();
-      }
-      if (done || stopping_) {
+  };
+  enum class Down : std::uint8_t { more, over };
+
+  // Origin to client: interim heads, the head, the body (budgets, redaction), trailers, the end.
+  asio::awaitable<void> relay_down(Stream& s) {
+    DownState d;
+    for (Down next = Down::more; next == Down::more;) {
+      const bool waited = co_await await_down(s, d);
+      if (!waited) {
         break;
       }
       Item item = s.down.pop();
       if (auto* interim = std::get_if<h2::InterimHeadEvent>(&item)) {
-        redact_fields(interim->head.fields, s.redactions);
-        server_.submit_interim(s.client, interim->head);
+        redact_fields(interim->head.fields, s.stages.redactions);
+        if (!taken_by_client(s, server_.submit_interim(s.client, interim->head),
+                             "an interim response")) {
+          break;
+        }
         wake_writers();
       } else if (auto* response = std::get_if<h2::ResponseHeadEvent>(&item)) {
-        if (!co_await pass_response_head(s, *response)) {
-          break;
-        }
-        if (s.redactions != nullptr && !response->end_stream) {
-          redaction.emplace(*s.redactions);
-          buffer.resize(redaction->front_limit() + kReadPiece);
-        }
-        done = response->end_stream;
+        next = co_await down_head(s, d, *response);
       } else if (auto* data = std::get_if<h2::DataEvent>(&item)) {
-        const std::size_t size = data->bytes.size();
-        std::optional<budget::Stop> stop;
-        std::size_t allowed = s.budget.take_piece(rules::BudgetKind::down, size, stop);
-        if (stop) {
-          // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
-          const bool granted = co_await s.budget.more_granted(*stop);
-          if (granted) {
-            stop.reset();
-            allowed = size;
-          }
-        }
-        bool sent = true;
-        std::string_view piece = std::string_view(data->bytes).substr(0, allowed);
-        if (redaction) {
-          // In pieces the buffer holds beside what the redaction carries.
-          while (sent && !piece.empty()) {
-            const std::size_t fresh = std::min(piece.size(), kReadPiece);
-            std::memcpy(buffer.data() + redaction->carried(), piece.data(), fresh);
-            piece.remove_prefix(fresh);
-            sent = co_await send_ready(redaction->pass(buffer.data(), fresh, false));
-          }
-        } else {
-          sent =
-              co_await send_all(server_, s.client, piece, s.client_room, s.down, s.client_closed);
-          s.bytes_down += allowed;
-        }
-        client_.consume(s.origin, size);
-        wake_writers();
-        if (stop) {
-          cut(s, *stop);
-          break;
-        }
-        if (!sent) {
-          break;
-        }
+        next = co_await down_data(s, d, *data);
       } else if (auto* trailers = std::get_if<h2::TrailersEvent>(&item)) {
-        if (redaction) {
-          const bool sent = co_await send_ready(redaction->pass(buffer.data(), 0, true));
-          if (!sent) {
-            break;
-          }
-        }
-        redact_fields(trailers->fields, s.redactions);
-        server_.submit_trailers(s.client, std::move(trailers->fields));
-        wake_writers();
-        done = true;
+        next = co_await down_end(s, d, &trailers->fields);
       } else if (std::holds_alternative<h2::EndEvent>(item)) {
-        if (redaction) {
-          const bool sent = co_await send_ready(redaction->pass(buffer.data(), 0, true));
-          if (!sent) {
-            break;
-          }
-        }
-        server_.end_stream(s.client);
-        wake_writers();
-        done = true;
+        next = co_await down_end(s, d, nullptr);
       } else if (auto* closed = std::get_if<Closed>(&item)) {
-        if (closed->by_gate) {
-          break;  // whoever reset it wrote the stream's end (cut(), fail_response())
-        }
-        if (!closed->by_client && !closed->finished && !s.client_closed) {
-          if (s.response_started) {
-            server_.reset_stream(s.client, closed->code == h2::ErrorCode::no_error
-                                               ? h2::ErrorCode::internal_error
-                                               : closed->code);
-            s.outcome = "reset";
-          } else {
-            fail_response(
-                s, Refusal(rules::Reason::upstream_closed,
-                           origin_.host.display() + " ended the stream before its response (" +
-                               std::string(h2::describe(closed->code)) + ")."));
-          }
-          wake_writers();
-        } else if (closed->by_client && !closed->finished) {
-          s.outcome = "client-reset";
-        }
-        break;
+        down_closed(s, *closed);
+        next = Down::over;
       }
     }
     // The response is over (or the stream is): the other direction stops waiting for room.
     s.up.wake();
   }
 
+  // Waits for the origin's next event on the stream; a pause of the origin's sends what the
+  // redaction held back. False when the stream or the connection is over.
+  asio::awaitable<bool> await_down(Stream& s, DownState& d) {
+    while (s.down.empty() && !stopping_) {
+      if (d.redaction && d.redaction->held() > 0) {
+        const bool paused = co_await s.down.wait(clock::now() + kRedactionPause);
+        if (paused && s.down.empty()) {
+          const bool sent = co_await send_released(s, d, d.redaction->on_pause());
+          if (!sent) {
+            co_return false;
+          }
+        }
+        continue;
+      }
+      co_await s.down.wait();
+    }
+    co_return !stopping_;
+  }
+
+  // Sends what the redaction released (in the buffer); false when the stream ended.
+  asio::awaitable<bool> send_released(Stream& s, DownState& d,
+                                      secrets::StreamRedaction::Ready ready) {
+    const bool sent = co_await send_all(server_, s.client,
+                                        std::string_view(d.buffer.data() + ready.from, ready.size),
+                                        s.client_room, s.down, s.client_closed);
+    s.bytes_down += ready.size;
+    d.redaction->to_front(d.buffer.data());
+    co_return sent;
+  }
+
+  // The response head: checked, passed on (or taken over by the MCP stage's filter).
+  asio::awaitable<Down> down_head(Stream& s, DownState& d, h2::ResponseHeadEvent& response) {
+    std::optional<exchange::McpAnswer> filtered;
+    mcp::ResponseFilter::Mode mode = mcp::ResponseFilter::Mode::pass;
+    const bool passed = co_await pass_response_head(s, response, filtered, mode);
+    if (!passed && mode != mcp::ResponseFilter::Mode::pass) {
+      const bool over = co_await relay_mcp_answer(s, response, *filtered, mode);
+      co_return over ? Down::over : Down::more;  // more: a close came first, handled next
+    }
+    if (!passed || s.websocket_open) {
+      co_return Down::over;  // (open: the stream's DATA are the WebSocket's frames from now on)
+    }
+    if (s.stages.redactions != nullptr && !response.end_stream) {
+      d.redaction.emplace(*s.stages.redactions);
+      d.buffer.resize(d.redaction->front_limit() + kReadPiece);
+    }
+    co_return response.end_stream ? Down::over : Down::more;
+  }
+
+  // A piece of the body: taken from the budgets, cleaned, sent; the origin's window opened by
+  // what it sent.
+  asio::awaitable<Down> down_data(Stream& s, DownState& d, h2::DataEvent& data) {
+    const std::size_t size = data.bytes.size();
+    std::optional<budget::Stop> stop;
+    const std::size_t allowed = co_await take_piece_or_ask(s, rules::BudgetKind::down, size, stop);
+    bool sent = true;
+    std::string_view piece = std::string_view(data.bytes).substr(0, allowed);
+    if (d.redaction) {
+      // In pieces the buffer holds beside what the redaction carries.
+      while (sent && !piece.empty()) {
+        const std::size_t fresh = std::min(piece.size(), kReadPiece);
+        std::memcpy(d.buffer.data() + d.redaction->carried(), piece.data(), fresh);
+        piece.remove_prefix(fresh);
+        sent = co_await send_released(s, d, d.redaction->pass(d.buffer.data(), fresh, false));
+      }
+    } else {
+      sent = co_await send_all(server_, s.client, piece, s.client_room, s.down, s.client_closed);
+      s.bytes_down += allowed;
+    }
+    client_.consume(s.origin, size);
+    wake_writers();
+    if (stop) {
+      cut(s, *stop);
+      co_return Down::over;
+    }
+    co_return sent ? Down::more : Down::over;
+  }
+
+  // The end of the response: what the redaction holds, then its trailers (cleaned) or its end.
+  asio::awaitable<Down> down_end(Stream& s, DownState& d, h2::FieldList* trailers) {
+    if (d.redaction) {
+      const bool sent = co_await send_released(s, d, d.redaction->pass(d.buffer.data(), 0, true));
+      if (!sent) {
+        co_return Down::over;
+      }
+    }
+    if (trailers != nullptr) {
+      redact_fields(*trailers, s.stages.redactions);
+      taken_by_client(s, server_.submit_trailers(s.client, std::move(*trailers)),
+                      "the response's trailers");
+    } else {
+      taken_by_client(s, server_.end_stream(s.client), "the response's end");
+    }
+    wake_writers();
+    co_return Down::over;
+  }
+
+  // The stream closed on either side before its response was over.
+  void down_closed(Stream& s, const Closed& closed) {
+    if (closed.by_gate) {
+      return;  // whoever reset it wrote the stream's end (cut(), fail_response())
+    }
+    if (!closed.by_client && !closed.finished && !s.client_closed) {
+      if (s.response_started) {
+        server_.reset_stream(s.client, closed.code == h2::ErrorCode::no_error
+                                           ? h2::ErrorCode::internal_error
+                                           : closed.code);
+        s.outcome = "reset";
+      } else {
+        fail_response(s,
+                      Refusal(rules::Reason::upstream_closed,
+                              origin_.host.display() + " ended the stream before its response (" +
+                                  std::string(h2::describe(closed.code)) + ")."));
+      }
+      wake_writers();
+    } else if (closed.by_client && !closed.finished) {
+      s.outcome = "client-reset";
+    }
+  }
+
+  // How many of a piece's `size` bytes of `kind` may be sent: all of them when no budget ends
+  // inside it or a person granted more (--unknown=ask); fewer, with `stop` set, otherwise. What a
+  // yes grants is taken from the budgets for the rest of the piece like any bytes (as HTTP/1.1's
+  // relay does), so a grant is spent once, and a piece larger than the grant asks again.
+  asio::awaitable<std::size_t> take_piece_or_ask(Stream& s, rules::BudgetKind kind,
+                                                 std::size_t size,
+                                                 std::optional<budget::Stop>& stop) {
+    std::size_t taken = 0;
+    for (;;) {
+      taken += s.stages.budget.take_piece(kind, size - taken, stop);
+      if (!stop) {
+        co_return taken;
+      }
+      const bool granted = co_await s.stages.budget.more_granted(*stop);
+      if (!granted) {
+        co_return taken;
+      }
+      stop.reset();
+    }
+  }
+
+  // --- the MCP stage's answer filter (exchange/pipeline/response_stages.hpp), as on HTTP/1.1 ---
+
+  // The answer of a stream the MCP stage judged: read whole and filtered (or replaced by the
+  // gate's own), or passed event by event. True when the stream's response is over; false when
+  // the stream closed first (the close is back in the inbox, for relay_down).
+  asio::awaitable<bool> relay_mcp_answer(Stream& s, h2::ResponseHeadEvent& event,
+                                         exchange::McpAnswer& answer,
+                                         mcp::ResponseFilter::Mode mode) {
+    h2::ResponseHead head = std::move(event.head);
+    without_field(head.fields, "content-length");  // the filter changes the length
+    if (mode == mcp::ResponseFilter::Mode::sse) {
+      const bool over = co_await relay_mcp_events(s, std::move(head), event.end_stream, answer);
+      co_return over;
+    }
+    std::string body;
+    const bool replace = mode == mcp::ResponseFilter::Mode::replace;
+    const std::optional<bool> whole =
+        co_await read_answer_body(s, replace ? nullptr : &body, answer.limit(), event.end_stream);
+    if (!whole) {
+      co_return false;
+    }
+    if (!*whole) {
+      fail_response(s, answer.unread());
+      co_return true;
+    }
+    auto made = answer.finish(body);
+    if (!made) {
+      fail_response(s, made.error());
+      co_return true;
+    }
+    if (made->replaced) {
+      head.status = made->answer.status;
+      without_field(head.fields, "content-type");
+      without_field(head.fields, "content-encoding");  // the gate's own body, or none
+      if (!made->answer.content_type.empty()) {
+        head.fields.push_back({"content-type", made->answer.content_type, false});
+      }
+    }
+    head.fields.push_back({"content-length", std::to_string(made->answer.body.size()), false});
+    if (s.stages.budget.active()) {
+      const exchange::HeadCost cost{head_size(head.fields), made->answer.body.size()};
+      if (auto stop =
+              co_await exchange::take_head(s.stages.budget, rules::BudgetKind::down, cost)) {
+        cut(s, *stop);
+        co_return true;
+      }
+    }
+    s.status = head.status;
+    s.bytes_down += head_size(head.fields);
+    co_await send_made(s, head, made->answer.body);
+    co_return true;
+  }
+
+  // The rest of an answer's body from the origin: whole into `into` (at most `limit` bytes),
+  // or dropped when `into` is null. True when it all came (its trailers, never read by the
+  // filter, do not go); false past the limit; nothing when the stream closed first (the close
+  // put back).
+  asio::awaitable<std::optional<bool>> read_answer_body(Stream& s, std::string* into,
+                                                        std::size_t limit, bool ended) {
+    while (!ended && !stopping_) {
+      while (s.down.empty() && !stopping_) {
+        co_await s.down.wait();
+      }
+      if (stopping_) {
+        break;
+      }
+      Item item = s.down.pop();
+      if (auto* data = std::get_if<h2::DataEvent>(&item)) {
+        client_.consume(s.origin, data->bytes.size());
+        wake_writers();
+        if (into != nullptr && into->size() + data->bytes.size() > limit) {
+          co_return false;
+        }
+        if (into != nullptr) {
+          *into += data->bytes;
+        }
+      } else if (std::holds_alternative<h2::EndEvent>(item) ||
+                 std::holds_alternative<h2::TrailersEvent>(item)) {
+        ended = true;
+      } else if (std::holds_alternative<Closed>(item)) {
+        s.down.put_back(std::move(item));
+        co_return std::nullopt;
+      }
+    }
+    if (!ended) {
+      co_return std::nullopt;
+    }
+    co_return true;
+  }
+
+  // An MCP server's event stream, event by event through the filter (lists filtered, the gate's
+  // answers first), its length unknown. A message the filter cannot read cuts the stream: the
+  // client sees it break, never a message the gate misread.
+  asio::awaitable<bool> relay_mcp_events(Stream& s, h2::ResponseHead head, bool ended,
+                                         exchange::McpAnswer& answer) {
+    if (s.stages.budget.active()) {
+      const exchange::HeadCost cost{head_size(head.fields), std::nullopt};
+      if (auto stop =
+              co_await exchange::take_head(s.stages.budget, rules::BudgetKind::down, cost)) {
+        cut(s, *stop);
+        co_return true;
+      }
+    }
+    s.status = head.status;
+    s.bytes_down += head_size(head.fields);
+    if (!taken_by_client(s, server_.submit_response(s.client, head, ended),
+                         "the response's head")) {
+      co_return true;
+    }
+    s.response_started = true;
+    wake_writers();
+    while (!ended && !stopping_) {
+      while (s.down.empty() && !stopping_) {
+        co_await s.down.wait();
+      }
+      if (stopping_) {
+        co_return true;
+      }
+      Item item = s.down.pop();
+      if (auto* data = std::get_if<h2::DataEvent>(&item)) {
+        client_.consume(s.origin, data->bytes.size());
+        wake_writers();
+        auto out = answer.pass_events(data->bytes);
+        if (!out) {
+          fail_response(s, Refusal(rules::Reason::bad_response,
+                                   s.admitted.where + " sent an MCP event the gate cannot read."));
+          co_return true;
+        }
+        const bool sent = co_await send_counted(s, *out);
+        if (!sent) {
+          co_return true;
+        }
+      } else if (std::holds_alternative<h2::EndEvent>(item) ||
+                 std::holds_alternative<h2::TrailersEvent>(item)) {
+        const bool sent = co_await send_counted(s, answer.end_events());
+        if (sent) {
+          server_.end_stream(s.client);  // its trailers, never read by the filter, do not go
+          wake_writers();
+        }
+        co_return true;
+      } else if (std::holds_alternative<Closed>(item)) {
+        s.down.put_back(std::move(item));
+        co_return false;
+      }
+    }
+    co_return true;
+  }
+
+  // Sends `bytes` the gate made on the stream, taken from the budgets piece by piece (a person
+  // asked for more under --unknown=ask); false when the stream ended, or a budget cut it.
+  asio::awaitable<bool> send_counted(Stream& s, std::string_view bytes) {
+    std::optional<budget::Stop> stop;
+    const std::size_t allowed =
+        co_await take_piece_or_ask(s, rules::BudgetKind::down, bytes.size(), stop);
+    const bool sent = co_await send_all(server_, s.client, bytes.substr(0, allowed), s.client_room,
+                                        s.down, s.client_closed);
+    s.bytes_down += allowed;
+    if (stop) {
+      cut(s, *stop);
+      co_return false;
+    }
+    co_return sent;
+  }
+
   // The end line of an admitted stream (repeating its allow). A stream a reload ended with its
   // connection (LiveConnection::revoked) ends `revoked`, with the new rules' reason, counted as a
   // denial: the connection's only line about the revocation when streams were open.
   void log_end(const Stream& s) {
-    log::Record end;
-    end.event = log::Record::Event::end;
-    end.connection_id = context_.id;
-    end.client = context_.client_address;
-    end.method = s.request.method;
     const std::string host = origin_.host.display();
-    end.host = host;
-    end.port = origin_.port;
     const std::string path(logged_path(s.request.path));
-    end.path = path;
-    end.verdict = rules::verdict_name(rules::Verdict::allow);
-    end.reason = s.reason ? rules::reason_code(*s.reason) : std::string_view{};
-    end.detail = s.detail;
-    end.outcome = s.outcome;
-    end.bytes_up = s.bytes_up;
-    end.bytes_down = s.bytes_down;
-    end.duration_ms = std::chrono::duration<double, std::milli>(clock::now() - s.started).count();
+    exchange::EndLine line;
+    line.method = h2_front::judged_method(s.request);
+    line.host = host;
+    line.port = origin_.port;
+    line.path = path;
+    line.outcome = s.outcome;
+    line.reason = s.reason;
+    line.detail = s.detail;
+    line.rule = s.rule;
+    line.bytes_up = s.bytes_up;
+    line.bytes_down = s.bytes_down;
+    line.started = s.started;
     if (const Revocation* why = context_.live.revoked.get()) {
+      log::Record end = exchange::end_record(context_, line);
       end.rule = why->rule;
       end.detail = why->detail;
       end.outcome = "revoked";
@@ -1415,12 +1734,7 @@ class H2Connection final : private H2OriginWatcher {
       record_late_denial(context_.worker, end, revocation_reason(*why));
       return;
     }
-    if (s.reason == rules::Reason::budget_exhausted) {
-      end.rule = s.rule;
-      record_late_denial(context_.worker, end, *s.reason);
-      return;
-    }
-    context_.record_end(end);
+    exchange::write_end_line(context_, line);
   }
 
   SessionContext& context_;
@@ -1435,11 +1749,16 @@ class H2Connection final : private H2OriginWatcher {
   const bool shareable_;   // not reached by address: the worker's shared connections serve it
   std::shared_ptr<H2Origin> own_;  // a connection only this client may use, while it has one
   bool dialling_ = false;
+  std::size_t waiting_for_origin_ = 0;  // streams waiting for a connection to take them
   std::map<h2::StreamId, std::unique_ptr<Stream>> streams_;
   std::size_t running_streams_ = 0;
+  std::size_t websockets_ = 0;  // streams relaying a WebSocket now
   // A line says the connection was revoked (a stream's end line, or the line of a stream whose
   // wait the revocation ended).
   bool revocation_logged_ = false;
+  // The transport an MCP server answered this connection in last (proxy/mcp/answers.hpp): the
+  // gate answers a refused call in it.
+  std::optional<mcp::Transport> mcp_usual_;
   bool stopping_ = false;
   bool timed_out_ = false;
   std::string connection_problem_;
@@ -1448,10 +1767,6 @@ class H2Connection final : private H2OriginWatcher {
   std::uint64_t bytes_up_ = 0;
   std::uint64_t bytes_down_ = 0;
 };
-
-void StreamSink::on_origin_event(h2::ClientEvent& event) {
-  connection->on_origin_event(*stream, event);
-}
 
 }  // namespace
 

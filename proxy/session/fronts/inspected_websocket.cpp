@@ -9,24 +9,7 @@
 #include "proxy/session/wire/http_head.hpp"
 
 namespace sandgate::session {
-namespace {
-
 namespace http = boost::beast::http;
-
-// The budgets stage of the relay: each frame taken whole from the exchange's budgets, a person
-// asked for more under --unknown=ask, as a request's body would be.
-class ExchangeAllowance final : public exchange::FrameAllowance {
- public:
-  explicit ExchangeAllowance(Exchange& x) : x_(x) {}
-  boost::asio::awaitable<std::optional<budget::Stop>> take(bool upward,
-                                                           std::uint64_t bytes) override {
-    co_return co_await x_.budget.take_whole_or_ask(
-        upward ? rules::BudgetKind::up : rules::BudgetKind::down, bytes);
-  }
-
- private:
-  Exchange& x_;
-};
 
 InspectedWebSocketEnd end_of(const exchange::WebSocketEnd& relayed) {
   using How = exchange::WebSocketEnd::How;
@@ -68,8 +51,6 @@ InspectedWebSocketEnd end_of(const exchange::WebSocketEnd& relayed) {
   return end;
 }
 
-}  // namespace
-
 boost::asio::awaitable<InspectedWebSocketEnd> relay_inspected_websocket(Exchange& x) {
   SessionContext& context = x.context;
   auto& response = x.response->get();
@@ -79,10 +60,10 @@ boost::asio::awaitable<InspectedWebSocketEnd> relay_inspected_websocket(Exchange
   response.version(11);
   // The 101 head is bytes towards the client like any other; the frames behind either head are
   // the relay's, taken frame by frame.
-  if (x.budget.active()) {
+  if (x.stages.budget.active()) {
     std::ostringstream serialized;
     serialized << response.base();
-    if (auto stop = x.budget.take_whole(rules::BudgetKind::down, serialized.str().size())) {
+    if (auto stop = x.stages.budget.take_whole(rules::BudgetKind::down, serialized.str().size())) {
       InspectedWebSocketEnd spent;
       spent.outcome = relay::to_string(relay::Outcome::budget_exhausted);
       spent.reason = rules::Reason::budget_exhausted;
@@ -98,14 +79,15 @@ boost::asio::awaitable<InspectedWebSocketEnd> relay_inspected_websocket(Exchange
                                     {}};
   }
 
-  ExchangeAllowance allowance(x);
+  exchange::BudgetAllowance allowance(x.stages.budget);
   exchange::WebSocketOptions options;
   options.idle = context.settings().idle_timeout;  // as the tunnel relay: none when zero
-  options.redactions = x.redactions;
-  options.allowance = x.budget.active() ? &allowance : nullptr;
-  const exchange::WebSocketEnd relayed = co_await exchange::relay_websocket(
-      {context.client_stream, context.client, x.client_buffer},
-      {context.upstream_stream, context.upstream, x.upstream.buffer}, options);
+  options.redactions = x.stages.redactions;
+  options.allowance = x.stages.budget.active() ? &allowance : nullptr;
+  exchange::StreamPeer client(context.client_stream, context.client, x.client_buffer);
+  exchange::StreamPeer origin(context.upstream_stream, context.upstream, x.upstream.buffer);
+  const exchange::WebSocketEnd relayed =
+      co_await exchange::relay_websocket(client, origin, options);
   x.bytes_up += relayed.tally.bytes_up;
   x.bytes_down += relayed.tally.bytes_down;
   co_return end_of(relayed);

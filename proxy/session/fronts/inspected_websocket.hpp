@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "proxy/session/exchange/websocket_relay.hpp"
 #include "proxy/session/fronts/http_exchange.hpp"
 #include "rules/reason.hpp"
 
@@ -20,6 +21,10 @@ struct InspectedWebSocketEnd {
   std::string detail;                   // the tally, then why it ended when the gate ended it
   std::string rule;                     // the budget's line, with budget_exhausted
 };
+
+// The end line's outcome, reason, detail and rule for a WebSocket the frame relay ended (over
+// HTTP/1.1 or HTTP/2 alike): its tally, and why the gate ended it when it did.
+InspectedWebSocketEnd end_of(const exchange::WebSocketEnd& relayed);
 
 // Writes the 101 and relays the WebSocket until it ends; x.bytes_up and x.bytes_down include
 // what it carried. The caller closes the sockets and writes the end line. Worker thread.

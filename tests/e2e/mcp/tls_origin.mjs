@@ -8,9 +8,9 @@
 //       the same McpServer (JSON answers) over plain HTTP, for a client of the gate's http_proxy;
 //   node tls_origin.mjs PORT CERT KEY both RECORD_FOLDER
 //       an origin that speaks h2 and HTTP/1.1 (by ALPN) and answers every request with a tool
-//       result naming the HTTP version it came in, for the test that a host with MCP lines is
-//       offered HTTP/1.1 only; a tools/list is answered with over 16 MiB; /slow answers after
-//       3 s (a test's reload happens meanwhile).
+//       result naming the HTTP version it came in, for the tests that a host with MCP lines is
+//       offered h2 and judged there; a tools/list is answered with over 16 MiB; /slow answers
+//       after 3 s (a test's reload happens meanwhile).
 import fs from 'node:fs';
 import http2 from 'node:http2';
 import { startServer } from './sdk_server.mjs';

@@ -534,6 +534,14 @@ void Connection::send_settings(bool connect_protocol) {
   }
 }
 
+bool Connection::advertise_connect_protocol() {
+  if (fatal_ || side_ != Side::server) {
+    return false;
+  }
+  const nghttp2_settings_entry entry{NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1};
+  return nghttp2_submit_settings(session_.get(), NGHTTP2_FLAG_NONE, &entry, 1) == 0;
+}
+
 ConnectionError Connection::receive(std::string_view bytes) {
   if (fatal_) {
     return error_;
@@ -681,6 +689,12 @@ void Connection::close_stream(StreamId stream, std::uint32_t code) {
                      : state.peer_length && state.received != *state.peer_length
                          ? StreamProblem::content_length_mismatch
                          : StreamProblem::stream_protocol_error;
+    // A reset the client made the gate send, as a malformed head is: it counts against the
+    // rapid-reset limit, or a stream made to end this way (a head that passed, then DATA that
+    // disagrees with its content-length) costs the gate a request's work without limit.
+    if (side_ == Side::server && !flood_.stream_reset()) {
+      fail(flood_.exceeded());
+    }
   }
   closed.retry_safe = state.retry_safe ||
                       (side_ == Side::client &&

@@ -117,6 +117,11 @@ class Connection {
   SubmitError reset_stream(StreamId stream, ErrorCode code);
   void consume(StreamId stream, std::size_t bytes);
   void ping();
+  // (server) A SETTINGS frame with SETTINGS_ENABLE_CONNECT_PROTOCOL = 1, after the first one
+  // (RFC 8441 section 3 lets it come in any SETTINGS; it is never withdrawn). nghttp2 takes
+  // :protocol from the moment it is queued, before the client's ACK. False when it could not be
+  // queued (no memory, or the connection is over).
+  bool advertise_connect_protocol();
   void shutdown();
   void terminate(ErrorCode code);
   bool going_away() const { return local_goaway_ || peer_goaway_; }

@@ -71,11 +71,12 @@ inline constexpr std::size_t kConnectionHeadBytes = 2 << 20;
 inline constexpr std::size_t kOutputBatch = 64 * 1024;
 
 // Streams the peer resets (RST_STREAM), or makes the gate reset (a malformed request, a refused
-// head), per period: the rapid-reset attack (CVE-2023-44487) opens and cancels streams by the
-// hundred thousand a second, so that the gate does the work of each request and the concurrency
-// limit never binds. A token bucket: 100 at once, then 20 a second; more ends the connection with
-// GOAWAY ENHANCE_YOUR_CALM. A person's browser or an SDK cancelling on timeouts resets a few a
-// second at most; nghttp2's own fix allows 33 a second, with a burst of 1000.
+// head, DATA that disagrees with its content-length), per period: the rapid-reset attack
+// (CVE-2023-44487) opens and cancels streams by the hundred thousand a second, so that the gate
+// does the work of each request and the concurrency limit never binds. A token bucket: 100 at once,
+// then 20 a second; more ends the connection with GOAWAY ENHANCE_YOUR_CALM. A person's browser or
+// an SDK cancelling on timeouts resets a few a second at most; nghttp2's own fix allows 33 a
+// second, with a burst of 1000.
 inline constexpr std::uint32_t kStreamResetBurst = 100;
 inline constexpr std::uint32_t kStreamResetsPerSecond = 20;
 

@@ -117,6 +117,14 @@ void ServerCodec::consume(StreamId stream, std::size_t bytes) {
   connection_->consume(stream, bytes);
 }
 
+void ServerCodec::enable_connect_protocol() {
+  if (options_.enable_connect_protocol) {
+    return;
+  }
+  // Taken only once the SETTINGS is queued: a :protocol is never accepted unannounced.
+  options_.enable_connect_protocol = connection_->advertise_connect_protocol();
+}
+
 void ServerCodec::shutdown() { connection_->shutdown(); }
 void ServerCodec::terminate(ErrorCode code) { connection_->terminate(code); }
 

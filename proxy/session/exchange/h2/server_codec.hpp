@@ -125,6 +125,13 @@ class ServerCodec final : private ConnectionHooks {
   // `bytes` of the stream's request body were forwarded: the client may send as many more.
   void consume(StreamId stream, std::size_t bytes);
 
+  // Turns extended CONNECT on after the first SETTINGS (as ServerOptions::enable_connect_protocol
+  // does from the start): a SETTINGS frame with SETTINGS_ENABLE_CONNECT_PROTOCOL = 1 is queued,
+  // and requests with :protocol are taken from now on. Once only; it is never withdrawn (RFC
+  // 8441 section 3). The owner calls it when the origin behind the connection allows extended
+  // CONNECT, whose SETTINGS may come after the gate's first ones to the client.
+  void enable_connect_protocol();
+  bool connect_protocol_enabled() const { return options_.enable_connect_protocol; }
   // GOAWAY NO_ERROR naming the last stream taken: those go on, no new one is taken.
   void shutdown();
   // GOAWAY with `code` at once; the connection is over once it is written.

@@ -238,5 +238,27 @@ TEST(WebSocketHandshake, NoExtensionIsOfferedAndTheOriginMustAnswerTheKey) {
   EXPECT_TRUE(upgrade_problem(request, other_protocol));
 }
 
+// Over HTTP/2 (RFC 8441 section 5) no key and no accept are exchanged: only the choices are
+// checked, as after the key on HTTP/1.1.
+TEST(WebSocketHandshake, OverHttp2OnlyTheChoicesAreChecked) {
+  http::request_header<> request;
+  request.set(http::field::sec_websocket_protocol, "chat, superchat");
+  request.set(http::field::sec_websocket_extensions, "permessage-deflate");
+  offer_no_extensions(request);
+  http::response_header<> response;
+  EXPECT_FALSE(choice_problem(request, response));
+  response.set(http::field::sec_websocket_protocol, "superchat");
+  EXPECT_FALSE(choice_problem(request, response));
+  http::response_header<> deflate = response;
+  deflate.set(http::field::sec_websocket_extensions, "permessage-deflate; server_no_context");
+  EXPECT_TRUE(choice_problem(request, deflate));
+  http::response_header<> two = response;
+  two.insert(http::field::sec_websocket_protocol, "chat");
+  EXPECT_TRUE(choice_problem(request, two));
+  http::response_header<> other = response;
+  other.set(http::field::sec_websocket_protocol, "mqtt");
+  EXPECT_TRUE(choice_problem(request, other));
+}
+
 }  // namespace
 }  // namespace sandgate::session::exchange

@@ -270,6 +270,63 @@ TEST(H2Limits, StreamsMadeToBeResetCountAsResets) {
   EXPECT_EQ(raw.codec.error(), ConnectionError::rapid_reset);
 }
 
+// Every way a client can make the gate reset a stream it announced: each such stream cost the
+// gate a request's work (its admission, its lines), so each counts as a reset, whichever part of
+// the codec (nghttp2 itself, or the gate's checks) made the reset.
+TEST(H2Limits, EveryStreamTheClientMakesTheGateResetCountsAsAReset) {
+  struct Variant {
+    const char* name;
+    // The frames of stream `id`: a head that passes, then what gets it reset.
+    std::string (*frames)(RawClient& raw, std::uint32_t id);
+    // How the connection ends: the limit, or at once as a connection error.
+    ConnectionError ends_with = ConnectionError::rapid_reset;
+  };
+  const Variant variants[] = {
+      {"DATA longer than its content-length",
+       [](RawClient& raw, std::uint32_t id) {
+         return raw.request(
+                    id,
+                    request_block("POST", "/", "example.test", "https", {{"content-length", "1"}}),
+                    false) +
+                testing::data_frame(id, "xx", true);
+       }},
+      {"DATA shorter than its content-length",
+       [](RawClient& raw, std::uint32_t id) {
+         return raw.request(
+                    id,
+                    request_block("POST", "/", "example.test", "https", {{"content-length", "5"}}),
+                    false) +
+                testing::data_frame(id, "x", true);
+       }},
+      {"DATA after END_STREAM",
+       [](RawClient& raw, std::uint32_t id) {
+         return raw.request(id, request_block("GET", "/"), true) +
+                testing::data_frame(id, "x", true);
+       },
+       ConnectionError::protocol},
+      {"trailers that break the rules",
+       [](RawClient& raw, std::uint32_t id) {
+         return raw.request(id, request_block("POST", "/"), false) +
+                testing::headers_frame(id, raw.encoder.encode({{"host", "elsewhere.test"}}), true);
+       }},
+  };
+  for (const Variant& variant : variants) {
+    ManualClock clock;
+    ServerOptions options;
+    options.clock = clock.clock();
+    RawClient raw(options);
+    std::uint32_t stream = 1;
+    for (std::uint32_t i = 0; i <= kStreamResetBurst && raw.last_error == ConnectionError::none;
+         ++i, stream += 2) {
+      raw.send(variant.frames(raw, stream));
+      raw.frames();
+    }
+    EXPECT_EQ(raw.codec.error(), variant.ends_with) << variant.name;
+    EXPECT_LE(testing::only<RequestHeadEvent>(raw.events).size(), kStreamResetBurst + 1)
+        << variant.name;
+  }
+}
+
 TEST(H2Limits, PingAndSettingsFloodsEndTheConnection) {
   for (const bool settings_frames : {false, true}) {
     ManualClock clock;

@@ -408,6 +408,38 @@ TEST(H2ServerCodec, ExtendedConnectIsRefusedWhenNotEnabled) {
   EXPECT_EQ(pair.client().streams[id].reset, NGHTTP2_PROTOCOL_ERROR);
 }
 
+// RFC 8441 lets a server allow extended CONNECT in a later SETTINGS (the gate does once its
+// origin's SETTINGS say the origin allows it): a :protocol before is refused on its stream alone,
+// one after is taken.
+TEST(H2ServerCodec, ExtendedConnectEnabledLaterIsTakenFromThen) {
+  ServerPair pair(plain(false), {}, true, /*strict=*/false);
+  pair.relay();
+  FieldList block = request_block("CONNECT", "/chat");
+  block.insert(block.begin() + 1, Field{":protocol", "websocket"});
+  const auto early = pair.client().submit_request(block, std::nullopt, {}, true);
+  const auto other = pair.client().submit_request(request_block("GET", "/other"));
+  pair.relay();
+  EXPECT_EQ(pair.client().streams[early].reset, NGHTTP2_PROTOCOL_ERROR);
+  ASSERT_EQ(pair.all<RequestHeadEvent>().size(), 1U);
+  EXPECT_EQ(pair.all<RequestHeadEvent>()[0].stream, other);
+  EXPECT_FALSE(pair.codec.connect_protocol_enabled());
+
+  pair.codec.enable_connect_protocol();
+  pair.codec.enable_connect_protocol();  // once only: never sent again, never withdrawn
+  EXPECT_TRUE(pair.codec.connect_protocol_enabled());
+  pair.relay();
+  EXPECT_EQ(nghttp2_session_get_remote_settings(pair.client().session(),
+                                                NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL),
+            1U);
+  const auto later = pair.client().submit_request(block, std::nullopt, {}, true);
+  pair.relay();
+  const auto heads = pair.all<RequestHeadEvent>();
+  ASSERT_EQ(heads.size(), 2U);
+  EXPECT_EQ(heads[1].stream, later);
+  EXPECT_EQ(heads[1].head.protocol, "websocket");
+  EXPECT_EQ(pair.codec.error(), ConnectionError::none);
+}
+
 TEST(H2ServerCodec, PlainConnectWaitsForTheOwnersRefusal) {
   ServerPair pair(plain(true), {}, true, false);
   const auto id = pair.client().submit_request(
