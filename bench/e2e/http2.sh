@@ -18,7 +18,12 @@
 # request (HOLD_STREAMS streams on each HTTP/2 connection, one request on each HTTP/1.1 one, held
 # open by the origin's /hold, which sends a head and never the body). Prints the tables as
 # markdown on stdout (bench/e2e/http2_summary.py), progress on stderr, one JSON line per run to
-# $RAW. With PROFILE=1 (the default when perf works) the gate is then profiled (`perf record`, as
+# $RAW. Then, each round, setups: SETUPS_LEVELS clients each opening a connection per request
+# (h2-setups: connect, CONNECT, TLS offering h2, one stream, close; https-setups for HTTP/1.1),
+# what the gate's shared origin connections save a client that does not keep its own. With
+# BASELINE=/path/to/an/older/sandgate the inspect targets run twice in every round, the older
+# binary as h2-inspect-base and h1-inspect-base: the summary's "against the baseline" table is
+# the ratio of the two builds in the same rounds. With PROFILE=1 (the default when perf works) the gate is then profiled (`perf record`, as
 # inspection.sh does) under h2 and under https at PROFILE_LEVEL requests in flight, into
 # $PROFILE_DIR. Run offline:
 #
@@ -26,8 +31,9 @@
 #   QUICK=1 scripts/offline.sh bench/e2e/http2.sh       # 1 round, 2 s runs, fewer connections
 #
 # Environment: ROUNDS (3; QUICK 1), DURATION (5; QUICK 2: seconds counted, after the warm-up),
-# WARMUP (3; QUICK 1.5), LEVELS ("16 64 256"), H2_CONNECTIONS (4), TARGETS ("h2-inspect h1-inspect
-# h2-none h1-none"), IDLE_CONNECTIONS (500; QUICK 100), HOLD_STREAMS (16; QUICK 8), MEMORY (1: run
+# WARMUP (3; QUICK 1.5), LEVELS ("16 64 256"), SETUPS_LEVELS ("16"; "" for none), BASELINE (an
+# older sandgate binary: none), H2_CONNECTIONS (4), TARGETS ("h2-inspect h1-inspect h2-none
+# h1-none", and h2-inspect-base h1-inspect-base with BASELINE), IDLE_CONNECTIONS (500; QUICK 100), HOLD_STREAMS (16; QUICK 8), MEMORY (1: run
 # the hold workloads), PROFILE (1 when perf works), PROFILE_LEVEL (64), PROFILE_SECONDS (4),
 # PROFILE_DIR (build/bench-results/http2-STAMP), PROXY_CPU (0), LOAD_CPU (1), ORIGIN_CPU
 # (PROXY_CPU), ORIGIN_NAME (origin.bench.example), PAYLOAD (32: response body bytes), SUITE
@@ -50,8 +56,12 @@ else
   idle_connections=${IDLE_CONNECTIONS:-500} hold_streams=${HOLD_STREAMS:-16}
 fi
 levels=(${LEVELS:-16 64 256})
+setups_levels=(${SETUPS_LEVELS-16})
+baseline=${BASELINE:-}
 h2_connections=${H2_CONNECTIONS:-4}
-targets=(${TARGETS:-h2-inspect h1-inspect h2-none h1-none})
+default_targets="h2-inspect h1-inspect h2-none h1-none"
+[[ -n $baseline ]] && default_targets+=" h2-inspect-base h1-inspect-base"
+targets=(${TARGETS:-$default_targets})
 memory=${MEMORY:-1}
 proxy_cpu=${PROXY_CPU:-0}
 load_cpu=${LOAD_CPU:-1}
@@ -100,6 +110,15 @@ if [[ -x $sandgate ]] && cp "$sandgate" "$work/sandgate"; then
   note "sandgate: measuring a copy of $sandgate ($(stat -c %y "$sandgate" | cut -d. -f1))"
   sandgate=$work/sandgate
 fi
+if [[ -n $baseline ]]; then
+  if [[ -x $baseline ]] && cp "$baseline" "$work/sandgate-base"; then
+    note "baseline: a copy of $baseline ($(stat -c %y "$baseline" | cut -d. -f1))"
+    baseline=$work/sandgate-base
+  else
+    note "BASELINE=$baseline is not an executable: the -base targets are skipped"
+    baseline=
+  fi
+fi
 
 # The started gates and the origin, stopped on exit (with $work): bench/e2e/processes.sh.
 source "$here/processes.sh"
@@ -146,13 +165,14 @@ origin_port=${origin##*:}
 
 # The inspecting gate, as inspection.sh's sandgate-inspect: one worker thread, an empty
 # blocklist, loopback allowed, the origin's name inspected (its certificate verified against the
-# origin's test CA), names resolved by the origin's DNS, the decision log to a file.
+# origin's test CA), names resolved by the origin's DNS, the decision log to a file. BINARY: the
+# gate measured (the baseline's for the -base targets).
 start_gate() {
-  local name=$1
-  [[ -x $sandgate ]] || { note "$name: no sandgate binary: skipped"; return 1; }
+  local name=$1 binary=${2:-$sandgate}
+  [[ -x $binary ]] || { note "$name: no sandgate binary: skipped"; return 1; }
   : >"$work/policy/blocked.txt"
   : >"$work/$name.out"
-  pin "$proxy_cpu" "$sandgate" serve --listen 127.0.0.1:0 --threads 1 --allow-ip=true \
+  pin "$proxy_cpu" "$binary" serve --listen 127.0.0.1:0 --threads 1 --allow-ip=true \
     --block-loopback=false --blocklist "$work/policy/blocked.txt" --dns-server "$origin" \
     --tls-ports "$origin_port" --max-connections 4096 --drain-seconds 1 \
     --inspect "$origin_name" --ca-dir "$work/gate-ca" --inspect-extra-ca "$work/origin-ca.pem" \
@@ -181,6 +201,7 @@ start_target() {
   case $target in
     h2-none | h1-none) proxy_addr[$target]=none ;;
     h2-inspect | h1-inspect) start_gate "$target" ;;
+    h2-inspect-base | h1-inspect-base) start_gate "$target" "$baseline" ;;
     *) note "unknown target $target: skipped"; return 1 ;;
   esac
 }
@@ -221,6 +242,16 @@ measure() {
   fi
 }
 
+# TARGET with LEVEL clients, each opening a connection for every request: h2-setups (one stream
+# on each) or https-setups. Recorded with level 0 and the clients as concurrency.
+measure_setups() {
+  local target=$1 round=$2 clients=$3 level=0
+  local timing=(--warmup "$warmup" --duration "$(python3 -c "print($warmup + $duration)")")
+  local workload=https-setups
+  [[ $target == h2-* ]] && workload=h2-setups
+  run_load "$target" "$round" --workload "$workload" --concurrency "$clients" "${timing[@]}"
+}
+
 load_average() { cut -d' ' -f1-3 /proc/loadavg; }
 
 # ---- rounds ----------------------------------------------------------------------------------
@@ -242,6 +273,11 @@ for ((round = 1; round <= rounds; ++round)); do
   for level in "${levels[@]}"; do
     for target in "${order[@]}"; do
       measure "$target" "$round"
+    done
+  done
+  for clients in "${setups_levels[@]}"; do
+    for target in "${order[@]}"; do
+      measure_setups "$target" "$round" "$clients"
     done
   done
   for target in "${order[@]}"; do stop_target "$target"; done

@@ -5,7 +5,9 @@ Medians over rounds per (requests in flight, target). Ratios are of medians meas
 rounds: HTTP/2 against HTTP/1.1 on the same path (through the gate, or straight to the origin),
 and each path against no proxy with the same protocol. The targets (issue 43's "Performance"):
 HTTP/2 inspected at least HTTP/1.1 inspected's requests/s, and no more gate CPU per request; the
-table says for each level whether they were met, with the range of the per-round ratios.
+table says for each level whether they were met, with the range of the per-round ratios. Setups
+(a connection per request) get a table of their own; with a baseline build (the -base targets),
+each measure of the inspect targets is also given against the baseline's, in the same rounds.
 
     python3 bench/e2e/http2_summary.py RAW.jsonl [RAW.jsonl ...]
 """
@@ -17,10 +19,12 @@ import sys
 AGAINST = {
     "h2-inspect": ("h1-inspect", "h2-none"),
     "h1-inspect": (None, "h1-none"),
+    "h2-inspect-base": ("h1-inspect-base", "h2-none"),
+    "h1-inspect-base": (None, "h1-none"),
     "h2-none": ("h1-none", None),
     "h1-none": (None, None),
 }
-ORDER = ["h2-inspect", "h1-inspect", "h2-none", "h1-none"]
+ORDER = ["h2-inspect", "h2-inspect-base", "h1-inspect", "h1-inspect-base", "h2-none", "h1-none"]
 
 
 def load(paths):
@@ -39,11 +43,12 @@ def load(paths):
 
 
 def rate_metrics(run):
-    """requests/s, latency and the gate's CPU per request of one h2 or https run."""
-    requests = run.get("requests", 0)
+    """requests/s (setups/s for a setups run), latency and the gate's CPU per request."""
+    requests = run.get("requests", run.get("setups", 0))
     if requests == 0:
         return {}
-    out = {"rps": run["requests_per_s"], "p50": run["latency_us"]["p50"] / 1000,
+    rate = run["requests_per_s"] if "requests" in run else run["setups_per_s"]
+    out = {"rps": rate, "p50": run["latency_us"]["p50"] / 1000,
            "p99": run["latency_us"]["p99"] / 1000}
     cpu = run.get("proxy_cpu_s")
     if cpu:
@@ -134,6 +139,61 @@ def targets_table(table):
     print("\n".join(rows))
 
 
+def setups_table(table, counts):
+    levels = sorted({k[0] for k in table})
+    if not levels:
+        return
+    print("\n**Setups**: clients that open a connection for every request (connect, CONNECT, TLS "
+          "handshake, one request, close): h2-setups (ALPN h2, one stream) and https-setups; the "
+          "gate keeps its origin connections between them. Setups/s (median of rounds), "
+          "× HTTP/1.1 and × no proxy as above, latency from the connect to the response's end, "
+          "gate CPU per setup.\n")
+    print("| clients | target | setups/s | × HTTP/1.1 | × no proxy | p50 ms | p99 ms | "
+          "gate CPU µs/setup | runs | errors |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for level in levels:
+        for target in ORDER:
+            metrics = table.get((level, target))
+            if not metrics or "rps" not in metrics:
+                continue
+            h1, none = AGAINST[target]
+            cells = [str(level), target, fmt(metrics["rps"][0]),
+                     fmt(ratio(table, level, target, h1, "rps"), 2) + ("×" if h1 else ""),
+                     fmt(ratio(table, level, target, none, "rps"), 2) + ("×" if none else ""),
+                     fmt(metrics["p50"][0], 2), fmt(metrics["p99"][0], 2),
+                     fmt(metrics.get("cpu_us", (None,))[0], 1),
+                     str(counts[(level, target)][0]), str(counts[(level, target)][1])]
+            print("| " + " | ".join(c.replace("—×", "—") for c in cells) + " |")
+
+
+def baseline_table(tables):
+    """Each inspect target against the baseline build's, same rounds: rate and gate CPU."""
+    rows = []
+    for what, table in tables:
+        for level in sorted({k[0] for k in table}):
+            for target in ("h2-inspect", "h1-inspect"):
+                for metric, label in (("rps", "per second"), ("cpu_us", "gate CPU µs each"),
+                                      ("p50", "p50 ms")):
+                    value = ratio(table, level, target, target + "-base", metric)
+                    if value is None:
+                        continue
+                    rounds = per_round(table, level, target, target + "-base", metric)
+                    spread = f"{min(rounds):.2f}–{max(rounds):.2f}" if rounds else "—"
+                    mine = table[(level, target)][metric][0]
+                    base = table[(level, target + "-base")][metric][0]
+                    digits = 0 if metric == "rps" else 2 if metric == "p50" else 1
+                    rows.append(f"| {what} | {level} | {target} | {label} | {fmt(base, digits)} | "
+                                f"{fmt(mine, digits)} | {value:.2f}× | {spread} |")
+    if not rows:
+        return
+    print("\n**Against the baseline build** (BASELINE: the -base targets), the same rounds: "
+          "this build's median over the baseline's, and the ratio in each round.\n")
+    print("| workload | in flight / clients | target | measure | baseline | this build | ratio | "
+          "per round |")
+    print("|---|---:|---|---|---:|---:|---:|---:|")
+    print("\n".join(rows))
+
+
 def memory_table(runs):
     rows = []
     for workload, protocol, unit in (("h2-hold", "HTTP/2", "stream"),
@@ -181,6 +241,11 @@ def main():
     table, counts = medians(rate_runs)
     rate_table(rate_runs, table, counts)
     targets_table(table)
+    setup_runs = [dict(r, level=r["concurrency"]) for r in runs
+                  if r["workload"] in ("h2-setups", "https-setups") and r["round"] > 0]
+    setups, setup_counts = medians(setup_runs)
+    setups_table(setups, setup_counts)
+    baseline_table([("requests", table), ("setups", setups)])
     memory_table(runs)
     for note in notes:
         print(f"\n- {note}")

@@ -31,7 +31,8 @@ std::optional<command_line> parse_command_line(int argc, char** argv, int& exit_
       "sandgate-load: end-to-end load for CONNECT proxies on loopback.\n"
       "  sandgate-load origin --listen 127.0.0.1:0 --port-file F\n"
       "  sandgate-load run --proxy HOST:PORT|none --origin HOST:PORT "
-      "--workload setups|download|upload|idle|http|https-setups|https|h2|h2-hold|https-hold "
+      "--workload setups|download|upload|idle|http|https-setups|https|h2|h2-setups|h2-hold|"
+      "https-hold "
       "--concurrency N [--streams M] --duration S [--ca-file F]\n"
       "  sandgate-load compare NAME=HOST:PORT [NAME=socks5://HOST:PORT ...] "
       "[--workload setups,download] [--concurrency 16] [--rounds 3]"};
@@ -65,24 +66,25 @@ std::optional<command_line> parse_command_line(int argc, char** argv, int& exit_
   std::string origin_text;
   auto& r = line.run;
   const std::map<std::string, workload_kind> workloads{
-      {"setups", workload_kind::setups},   {"download", workload_kind::download},
-      {"upload", workload_kind::upload},   {"idle", workload_kind::idle},
-      {"http", workload_kind::http},       {"https-setups", workload_kind::https_setups},
-      {"https", workload_kind::https},     {"h2", workload_kind::h2},
-      {"h2-hold", workload_kind::h2_hold}, {"https-hold", workload_kind::https_hold}};
+      {"setups", workload_kind::setups},      {"download", workload_kind::download},
+      {"upload", workload_kind::upload},      {"idle", workload_kind::idle},
+      {"http", workload_kind::http},          {"https-setups", workload_kind::https_setups},
+      {"https", workload_kind::https},        {"h2", workload_kind::h2},
+      {"h2-hold", workload_kind::h2_hold},    {"https-hold", workload_kind::https_hold},
+      {"h2-setups", workload_kind::h2_setups}};
   auto* run = app.add_subcommand("run", "drive one workload and print its result");
   run->add_option("--proxy", proxy_text, "CONNECT proxy HOST:PORT, or none (straight to origin)")
       ->required();
   run->add_option("--origin", origin_text, "the sandgate-load origin's HOST:PORT")->required();
   run->add_option(
          "--workload", r.workload,
-         "setups | download | upload | idle | http | https-setups | https | h2 | h2-hold | "
-         "https-hold")
+         "setups | download | upload | idle | http | https-setups | https | h2 | h2-setups | "
+         "h2-hold | https-hold")
       ->required()
       ->transform(CLI::CheckedTransformer(workloads, CLI::ignore_case));
   run->add_option("--concurrency", r.concurrency,
-                  "clients (setups, http) or tunnels (download, upload, idle) or connections "
-                  "(https, h2, h2-hold, https-hold)")
+                  "clients (setups, http, https-setups, h2-setups) or tunnels (download, upload, "
+                  "idle) or connections (https, h2, h2-hold, https-hold)")
       ->check(CLI::Range(1u, 60000u))
       ->capture_default_str();
   auto* streams = run->add_option("--streams", r.streams,
@@ -244,7 +246,7 @@ std::optional<command_line> parse_command_line(int argc, char** argv, int& exit_
           r.workload == workload_kind::h2_hold || r.workload == workload_kind::https_hold;
       const bool streamed = r.workload == workload_kind::h2 || hold;
       const bool tls = streamed || r.workload == workload_kind::https_setups ||
-                       r.workload == workload_kind::https;
+                       r.workload == workload_kind::https || r.workload == workload_kind::h2_setups;
       if (tls && r.ca_file.empty()) {
         throw CLI::ValidationError(
             "--ca-file", "the https and h2 workloads verify certificates: name the CA bundle");

@@ -33,6 +33,7 @@ const char* unit_of(workload_kind kind) {
     case workload_kind::h2:
       return "requests/s";
     case workload_kind::https_setups:
+    case workload_kind::h2_setups:
       return "handshakes/s";
     default:
       return "Gbit/s";

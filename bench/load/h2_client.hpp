@@ -35,4 +35,11 @@ boost::asio::awaitable<error_kind> open_h2_connection(client_slot& slot, const r
 boost::asio::awaitable<void> h2_client(std::shared_ptr<client_slot> slot,
                                        std::shared_ptr<run_state> state);
 
+// The h2-setups workload's client until the end of the run: an h2 connection opened as above,
+// one GET stream and its whole response, the connection closed (no GOAWAY, no close_notify, as
+// many clients end), again. A setup's latency runs from before the connect to the response's
+// end; it completes when its stream closed cleanly with a 200 and the whole body.
+boost::asio::awaitable<void> h2_setups_client(std::shared_ptr<client_slot> slot,
+                                              std::shared_ptr<run_state> state);
+
 }  // namespace sandgate::load

@@ -143,7 +143,7 @@ std::string to_json(const run_result& r) {
       .field("duration_s", r.duration_s)
       .field("measured_s", r.measured_s);
 
-  if (r.workload == "setups" || r.workload == "https-setups") {
+  if (r.workload == "setups" || r.workload == "https-setups" || r.workload == "h2-setups") {
     // An https setup is one full TLS handshake (and one request): setups_per_s is handshakes/s.
     json.field("setups", r.ops).field("setups_per_s", headline_rate(r));
     latency_object(json, r.latency_ns);
@@ -191,11 +191,11 @@ std::string to_json(const run_result& r) {
 std::string to_human(const run_result& r) {
   char line[512];
   const char* name = r.label.empty() ? r.proxy.c_str() : r.label.c_str();
-  if (r.workload == "https-setups") {
+  if (r.workload == "https-setups" || r.workload == "h2-setups") {
     std::snprintf(line, sizeof line,
-                  "%-10s https-setups c=%-5u %9.0f handshakes/s  p50 %7.3f ms  p99 %7.3f ms  "
+                  "%-10s %-12s c=%-5u %9.0f handshakes/s  p50 %7.3f ms  p99 %7.3f ms  "
                   "p99.9 %7.3f ms",
-                  name, r.concurrency, headline_rate(r),
+                  name, r.workload.c_str(), r.concurrency, headline_rate(r),
                   micros(r.latency_ns.value_at_percentile(50)) / 1000,
                   micros(r.latency_ns.value_at_percentile(99)) / 1000,
                   micros(r.latency_ns.value_at_percentile(99.9)) / 1000);

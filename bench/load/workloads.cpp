@@ -415,6 +415,8 @@ run_result run_timed_worker(const run_options& options,
       asio::co_spawn(context, https_client(slot, state), asio::detached);
     } else if (options.workload == workload_kind::h2) {
       asio::co_spawn(context, h2_client(slot, state), asio::detached);
+    } else if (options.workload == workload_kind::h2_setups) {
+      asio::co_spawn(context, h2_setups_client(slot, state), asio::detached);
     } else {
       asio::co_spawn(context, stream_client(slot, state), asio::detached);
     }
@@ -440,7 +442,7 @@ run_result run_timed(const run_options& options) {
   // set up); made before the clock starts, since loading the bundle is not part of the load.
   std::shared_ptr<asio::ssl::context> tls;
   if (options.workload == workload_kind::https_setups || options.workload == workload_kind::https ||
-      options.workload == workload_kind::h2) {
+      options.workload == workload_kind::h2 || options.workload == workload_kind::h2_setups) {
     try {
       tls = make_client_tls_context(options.ca_file);
     } catch (const boost::system::system_error& error) {
@@ -661,6 +663,8 @@ const char* workload_name(workload_kind kind) {
       return "https";
     case workload_kind::h2:
       return "h2";
+    case workload_kind::h2_setups:
+      return "h2-setups";
     case workload_kind::h2_hold:
       return "h2-hold";
     case workload_kind::https_hold:

@@ -24,6 +24,11 @@ enum class workload_kind {
   // N HTTP/2 connections (TLS, ALPN h2; one CONNECT each), each with M GETs in flight, each
   // replaced as it completes: requests/s and latency (h2_client.hpp)
   h2,
+  // connect, CONNECT, TLS handshake offering h2, one GET stream and its response, close, in a
+  // loop per client: a client that opens a connection per request, as a command-line tool or a
+  // short-lived agent process does; an inspecting proxy's origin connections are what it can
+  // keep between them (h2_client.hpp)
+  h2_setups,
   // N HTTP/2 connections opened and parked, then M streams held open on each by the origin's
   // /hold: the proxy's memory per idle connection and per open stream (hold.hpp)
   h2_hold,

@@ -32,6 +32,9 @@ struct ConnectionFacts {
   bool tls_name_answered = false;  // and `tls_name`
   // The gate terminates its TLS and judges each request in it; otherwise the tunnel is spliced.
   bool inspected = false;
+  // Inspected, and its ClientHello offered h2, which the gate passes on to the origin: the
+  // origin connection must be one on which h2 was offered (origin_pool.hpp, serves()).
+  bool offers_h2 = false;
 
   // The client chose the address: whatever name its ClientHello gives, the origin is whatever
   // answers there.

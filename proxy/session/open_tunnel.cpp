@@ -17,7 +17,7 @@
 #include "proxy/session/parent_dial.hpp"
 #include "proxy/session/tunnel_session.hpp"
 #include "proxy/session/upstream_dial.hpp"
-#include "proxy/settings/parent_route.hpp"
+#include "proxy/session/upstream_source.hpp"
 #include "rules/host.hpp"
 #include "rules/ssh_identification.hpp"
 #include "rules/tls_client_hello.hpp"
@@ -35,6 +35,7 @@ struct FirstBytes {
   rules::Decision decision;
   bool ssh = false;                     // the client spoke SSH (the SSH rules decided)
   bool tls = false;                     // the client sent a TLS ClientHello
+  bool offers_h2 = false;               // and it offered h2 by ALPN
   std::string note;                     // for the allow line: something the operator should know
   std::optional<rules::Host> tls_name;  // an IP destination's SNI name, still to be decided
 };
@@ -64,6 +65,7 @@ FirstBytes judge_first_bytes(const DecisionState& decided, const rules::Host& ho
     case Status::tls: {
       FirstBytes tls;
       tls.tls = true;
+      tls.offers_h2 = hello.offers_h2;
       if (hello.encrypted_client_hello) {
         // ECH (or GREASE ECH, which cannot be told apart): the name checked below is the outer
         // one, and the server dialled is the one the policy allowed; a name inside is not seen.
@@ -213,7 +215,8 @@ struct TunnelSetup {
   std::uint64_t early_up = 0;             // bytes passed on before the relay took over
   std::uint64_t early_down = 0;
   std::optional<rules::SshIdentificationWatch> ssh_watch;  // undecided: the relay goes on
-  bool tls = false;  // the client's first bytes were a TLS ClientHello (checked)
+  bool tls = false;        // the client's first bytes were a TLS ClientHello (checked)
+  bool offers_h2 = false;  // which offered h2
 
   void add_note(std::string_view more) {
     if (!more.empty()) {
@@ -332,6 +335,7 @@ asio::awaitable<bool> look_at_first_bytes(TunnelSetup& setup, boost::beast::flat
     }
     setup.facts.ssh = first.ssh;
     setup.tls = first.tls;
+    setup.offers_h2 = first.offers_h2;
     if (first.tls_name) {
       if (!co_await decide_name_given(setup, *first.tls_name)) {
         co_return false;
@@ -456,44 +460,33 @@ bool is_tls_port(const DecisionState& decided, std::uint16_t port) {
          std::find(tls_ports.begin(), tls_ports.end(), port) != tls_ports.end();
 }
 
-// Stage 4 for a tunnel that will be inspected if its client speaks TLS: an idle connection the
-// worker's pool keeps for host:port (origin_pool.hpp), already verified, instead of a dial. Only
-// for a request decided with the worker's current rules and settings (the pool's connections
-// were made under those); the address it was dialled at is held to them again, as for a
-// kept-alive upstream. False when none was taken: the caller dials.
-bool take_idle_origin(SessionContext& context, DecisionState& decided, Admission& admission,
-                      const rules::Host& host, std::uint16_t port) {
-  const rules::RequestRules& requests = decided.policy().requests();
-  if (context.worker.shared.inspection == nullptr || host.is_ip() || !is_tls_port(decided, port) ||
-      !requests.inspects(host, port) || !decided.current(context.worker) ||
-      !decided.settings_current(context.worker)) {
-    return false;
-  }
-  std::unique_ptr<SecuredOrigin> origin =
-      context.worker.origins->take(host.display() + ":" + std::to_string(port));
-  if (origin == nullptr) {
-    return false;
-  }
-  admission.use = UpstreamUse::tunnel;
-  admission.parent = settings::parent_for(decided.settings(), host, port);
-  admission.endpoint = origin->endpoint;
-  admission.dialled = origin->dialled;
-  if (!keep_open_upstream(decided, admission, host, port, origin->dialled)) {
-    boost::system::error_code ignored;
-    origin->socket.close(ignored);
-    return true;
-  }
-  context.upstream = std::move(origin->socket);
-  origin->tls->next_layer().point_at(context.upstream);
-  context.secured_origin = std::move(origin);
-  return true;
+// What a tunnel asks of its upstream (upstream_source.hpp): a tunnel counts as a connection;
+// one that will be inspected if its client speaks TLS (a name on a TLS port the inspection
+// patterns name) may take a verified connection the worker keeps for host:port instead of a
+// dial. `alpn`: what the client asks by ALPN, unknown before its ClientHello (fit_taken_origin()
+// then checks).
+UpstreamWish tunnel_wish(SessionContext& context, const DecisionState& decided,
+                         std::string_view method, const rules::Host& host, std::uint16_t port,
+                         ClientAlpn alpn) {
+  const bool may_inspect = context.worker.shared.inspection != nullptr && !host.is_ip() &&
+                           is_tls_port(decided, port) &&
+                           decided.policy().requests().inspects(host, port);
+  UpstreamWish wish;
+  wish.method = method;
+  wish.host = host;
+  wish.port = port;
+  wish.use = UpstreamUse::tunnel;
+  wish.may_take_idle = may_inspect;
+  wish.may_borrow_h2 = may_inspect;
+  wish.alpn = alpn;
+  return wish;
 }
 
 // Stages 1-4 for a tunnel, the one composition of admission for every front end that opens one:
 // the decision (decide_admission: the policy, a question, LaunchDarkly); a tunnel that must not
 // be spliced (a host with request rules, an address while they are in force) refused, before
 // anything is dialled, on a port whose tunnels are not looked into; the connection budgets looked
-// at; the upstream (an idle one the worker's pool keeps, else a dial); and the connection counted
+// at; the upstream (get_upstream: one the worker keeps, else a dial); and the connection counted
 // once the address is known (an entry for it counts names that lead there), before the client
 // hears the tunnel is up. `from_parent` receives what a parent sent behind its reply head.
 asio::awaitable<Admission> admit_tunnel(SessionContext& context, DecisionState& decided,
@@ -511,36 +504,40 @@ asio::awaitable<Admission> admit_tunnel(SessionContext& context, DecisionState& 
     }
   }
   if (admission.admitted()) {
-    BudgetCheck spent = co_await check_budgets_before_dial(
-        context, decided, method, rules::BudgetKind::connections, host, port);
-    spent.apply_to(admission);
-  }
-  if (admission.admitted() && !take_idle_origin(context, decided, admission, host, port)) {
-    co_await connect_upstream(context, decided, admission, method, host, port, UpstreamUse::tunnel,
-                              from_parent);
-  }
-  if (admission.admitted()) {
-    BudgetCheck counted = co_await count_against_budgets(
-        context, decided, method, rules::BudgetKind::connections, host, port, admission.dialled);
-    if (!counted.apply_to(admission)) {
-      boost::system::error_code ignored;
-      context.upstream.close(ignored);  // dialled, and refused before anything was sent
-    }
+    UpstreamWish wish = tunnel_wish(context, decided, method, host, port, ClientAlpn::unknown);
+    wish.count_connection = true;
+    co_await get_upstream(context, decided, admission, wish, from_parent);
   }
   co_return admission;
 }
 
-// A tunnel that took an idle TLS connection to its origin turned out not to be TLS (SSH on port
-// 443): the bytes must reach the origin as they are, over a connection of their own. The
-// success was sent, so a dial that fails closes the tunnel with its reason. False when the
-// tunnel is over (logged).
-asio::awaitable<bool> dial_instead_of_idle(TunnelSetup& setup, Admission& admission) {
+// A connection taken before the client spoke (admit_tunnel) is kept only for a client the gate
+// inspects and that it serves as a fresh one would (serves(); a shared HTTP/2 one only a client
+// that offers h2): a client that offers h2 is never answered in HTTP/1.1 by an origin that speaks
+// h2, nor SSH on port 443 sent into a TLS connection. Otherwise an idle one goes back to the pool
+// for a client it serves, and the tunnel takes one that serves this client, or dials; the success
+// was sent, so a dial that fails closes the tunnel with its reason. False when the tunnel is over
+// (logged).
+asio::awaitable<bool> fit_taken_origin(TunnelSetup& setup, Admission& admission) {
   SessionContext& context = setup.context;
-  boost::system::error_code ignored;
-  context.upstream.close(ignored);
-  context.secured_origin.reset();
-  co_await connect_upstream(context, setup.decided, admission, setup.method, setup.host, setup.port,
-                            UpstreamUse::tunnel, setup.from_parent);
+  const ClientAlpn alpn = setup.facts.offers_h2 ? ClientAlpn::h2 : ClientAlpn::http1;
+  const bool fits =
+      context.secured_origin ? serves(*context.secured_origin, alpn) : alpn == ClientAlpn::h2;
+  if (setup.facts.inspected && fits) {
+    co_return true;
+  }
+  context.shared_h2_origin.reset();  // the pool keeps it for its other clients
+  if (std::unique_ptr<SecuredOrigin> idle = std::move(context.secured_origin)) {
+    idle->socket = std::move(context.upstream);
+    idle->tls->next_layer().point_at(idle->socket);
+    context.worker.origins->park(setup.display + ":" + std::to_string(setup.port), std::move(idle));
+  }
+  // (The tunnel was counted as it was admitted: this is the same connection.)
+  UpstreamWish wish =
+      tunnel_wish(context, setup.decided, setup.method, setup.host, setup.port, alpn);
+  wish.may_take_idle = wish.may_take_idle && setup.facts.inspected;
+  wish.may_borrow_h2 = wish.may_borrow_h2 && setup.facts.inspected;
+  co_await get_upstream(context, setup.decided, admission, wish, setup.from_parent);
   if (admission.refused()) {
     deny_established(setup, admission.refusal.reason, admission.refusal.rule,
                      admission.refusal.sentence);
@@ -573,6 +570,9 @@ bool decide_inspection(TunnelSetup& setup) {
   facts.inspected =
       inspectable && (bar == SpliceBar::request_rules ||
                       decided.policy().requests().inspects(facts.served_host(), setup.port));
+  // h2 when the client offers it: every stream runs the same request pipeline as an HTTP/1.1
+  // request (exchange/pipeline/), the MCP stage of a host with MCP lines included.
+  facts.offers_h2 = facts.inspected && setup.offers_h2;
   if (facts.inspected || bar == SpliceBar::none) {
     return true;
   }
@@ -626,17 +626,19 @@ asio::awaitable<std::optional<ConnectionFacts>> open_tunnel(
       co_return std::nullopt;
     }
   }
-  if (context.secured_origin && !setup.tls && !setup.write_error) {
-    if (!co_await dial_instead_of_idle(setup, admission)) {
-      co_return std::nullopt;
-    }
-  }
 
-  // 6. Inspected or spliced, decided once; from here on the facts are only read. An inspected
+  // 6. Inspected or spliced, decided once; from here on the facts are only read. An idle origin
+  // connection taken before the client spoke must serve what it turned out to be. An inspected
   // tunnel's origin has nothing to say before the gate's ClientHello: bytes the parent passed
   // behind its head would reach the client outside the gate's TLS, so the tunnel is refused.
   if (!decide_inspection(setup)) {
     co_return std::nullopt;
+  }
+  if ((context.secured_origin || context.shared_h2_origin) && !setup.write_error) {
+    // (Nested, not `&&`: GCC 12 mishandles co_await in a short-circuit operand.)
+    if (!co_await fit_taken_origin(setup, admission)) {
+      co_return std::nullopt;
+    }
   }
   const ConnectionFacts& facts = setup.facts;
   if (facts.inspected && setup.from_parent.size() > 0) {

@@ -20,6 +20,18 @@ bool nothing_unread(OriginTls& tls) {
          BIO_ctrl_pending(SSL_get_rbio(ssl)) == 0;
 }
 
+bool serves(const SecuredOrigin& origin, ClientAlpn alpn) {
+  switch (alpn) {
+    case ClientAlpn::unknown:
+      return true;
+    case ClientAlpn::http1:
+      return !origin.h2_chosen;
+    case ClientAlpn::h2:
+      return origin.h2_offered;  // chosen (h2), or declined (HTTP/1.1 either way)
+  }
+  return false;
+}
+
 OriginPool::Parked::Parked(std::unique_ptr<SecuredOrigin> o, std::string k)
     : origin(std::move(o)), key(std::move(k)), expiry(origin->socket.get_executor()) {}
 
@@ -90,16 +102,21 @@ void OriginPool::drop(const std::shared_ptr<Parked>& parked) {
   end(*parked);
 }
 
-std::unique_ptr<SecuredOrigin> OriginPool::take(std::string_view key) {
+std::unique_ptr<SecuredOrigin> OriginPool::take(std::string_view key, ClientAlpn alpn) {
   auto found = shelves_.find(key);
   if (found == shelves_.end()) {
     return nullptr;
   }
   Shelf& shelf = found->second;
   std::unique_ptr<SecuredOrigin> taken;
-  while (!shelf.empty() && taken == nullptr) {
-    std::shared_ptr<Parked> parked = std::move(shelf.back());  // the most recently used
-    shelf.pop_back();
+  // The most recently used first; those that do not serve `alpn` stay.
+  for (auto at = shelf.rbegin(); at != shelf.rend() && taken == nullptr;) {
+    std::shared_ptr<Parked> parked = *at;
+    if (!serves(*parked->origin, alpn)) {
+      ++at;
+      continue;
+    }
+    at = std::make_reverse_iterator(shelf.erase(std::next(at).base()));
     --total_;
     // Its watch may not have run yet: the origin may have closed it or sent something since.
     char byte;

@@ -18,6 +18,10 @@
 //     connection, which then belongs to its client);
 //   - per host:port, the origin its certificate was verified for (SNI and name checked): a
 //     connection is only ever taken for the host:port it was verified for;
+//   - with what its handshake settled by ALPN: a connection is only given to a client whose
+//     own offer it serves as a fresh one would (serves()). A client that offers h2 gets h2 from
+//     an origin that speaks it, so it takes an HTTP/1.1 connection only where the origin was
+//     offered h2 and declined it;
 //   - kIdleLifetime at most, kPerOrigin per host:port, kTotal per worker (each holds two 17 KiB
 //     TLS buffers and a descriptor); past kPerOrigin the oldest of that origin goes;
 //   - until anything the origin sends while idle (its close, an alert, bytes nobody asked for):
@@ -79,6 +83,13 @@ class SocketRef {
 
 using OriginTls = boost::asio::ssl::stream<SocketRef>;
 
+// What a client asks of its origin connection by ALPN, as far as the gate knows it.
+enum class ClientAlpn : std::uint8_t {
+  unknown,  // its ClientHello is still to come: whoever takes a connection checks it after
+  http1,    // HTTP/1.1 only (it offered no h2, or the gate does not pass h2 on for its host)
+  h2,       // h2, which the gate offers the origin on its behalf
+};
+
 // A TLS connection to an origin whose certificate the gate verified, with nothing in flight.
 struct SecuredOrigin {
   explicit SecuredOrigin(boost::asio::ip::tcp::socket s) : socket(std::move(s)) {}
@@ -92,7 +103,16 @@ struct SecuredOrigin {
   boost::asio::ip::tcp::endpoint endpoint;
   std::optional<rules::IpAddress> dialled;
   std::uint64_t epoch = 0;  // OriginPool::epoch() when it was secured
+  // What its handshake settled by ALPN: whether the gate offered the origin h2, and whether the
+  // origin chose it.
+  bool h2_offered = false;
+  bool h2_chosen = false;
 };
+
+// Whether `origin` serves a client that asks `alpn` as a fresh connection would: the same
+// protocol the origin would choose now. An HTTP/1.1 connection serves a client offering h2 only
+// when the origin declined h2 on it; an h2 one serves only such a client. `unknown` takes any.
+bool serves(const SecuredOrigin& origin, ClientAlpn alpn);
 
 // True when `tls` holds nothing its peer sent that nobody read yet (decrypted or not).
 bool nothing_unread(OriginTls& tls);
@@ -116,9 +136,9 @@ class OriginPool {
   // Keeps `origin` for `key` ("host:port" as the pool is asked for it) when the rules above
   // allow; otherwise closes it. Its socket must be origin->socket, its stream pointed at it.
   void park(std::string key, std::unique_ptr<SecuredOrigin> origin);
-  // The connection kept for `key` most recently, still idle (its socket then yours to move); null
-  // when none.
-  std::unique_ptr<SecuredOrigin> take(std::string_view key);
+  // The connection kept for `key` most recently that serves `alpn` (serves()), still idle (its
+  // socket then yours to move); null when none.
+  std::unique_ptr<SecuredOrigin> take(std::string_view key, ClientAlpn alpn = ClientAlpn::unknown);
   // A reload: closes every idle connection and starts a new epoch.
   void forget_all();
   // The drain: forget_all(), and nothing is kept from now on.

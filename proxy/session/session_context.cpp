@@ -1,6 +1,7 @@
 // Per-connection state. See session_context.hpp.
 #include "proxy/session/session_context.hpp"
 
+#include "proxy/session/h2_origin.hpp"
 #include "proxy/session/origin_pool.hpp"
 
 namespace sandgate::session {

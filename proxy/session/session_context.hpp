@@ -20,6 +20,7 @@
 namespace sandgate::session {
 
 struct SecuredOrigin;
+class H2Origin;
 
 struct SessionContext {
   // `client_address`: how the log names the client, when the caller knows it (the address
@@ -42,6 +43,9 @@ struct SessionContext {
   // worker's pool instead of dialling (open_tunnel.cpp): its socket is `upstream`, its TLS
   // stream is here until the inspected front end adopts it.
   std::unique_ptr<SecuredOrigin> secured_origin;
+  // Or a shared HTTP/2 connection to the origin it took instead (h2_origin_pool.hpp), for a
+  // client that offers h2; `upstream` is then not connected.
+  std::shared_ptr<H2Origin> shared_h2_origin;
   std::uint64_t id;
   std::string client_address;  // "127.0.0.1:50312", for the log
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();

@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "proxy/session/h2_origin_pool.hpp"
 #include "proxy/session/origin_pool.hpp"
 
 namespace sandgate::session {
@@ -13,13 +14,20 @@ WorkerContext::WorkerContext(SharedState& shared_state,
     : shared(shared_state),
       settings(std::move(initial_settings)),
       policy(std::move(initial_policy)),
-      origins(std::make_unique<OriginPool>()) {}
+      origins(std::make_unique<OriginPool>()),
+      h2_origins(std::make_unique<H2OriginPool>()) {}
 
 WorkerContext::~WorkerContext() = default;
 
-void WorkerContext::forget_idle_origins() { origins->forget_all(); }
+void WorkerContext::forget_idle_origins() {
+  origins->forget_all();
+  h2_origins->forget_all();
+}
 
-void WorkerContext::close_idle_origins() { origins->close(); }
+void WorkerContext::close_idle_origins() {
+  origins->close();
+  h2_origins->close();
+}
 
 void WorkerContext::attach(LiveConnection& connection) {
   connection.prev = nullptr;

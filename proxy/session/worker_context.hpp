@@ -45,6 +45,7 @@ class CallTally;
 namespace sandgate::session {
 
 class OriginPool;
+class H2OriginPool;
 
 // What all workers share: the log, the LaunchDarkly client, two counters.
 struct SharedState {
@@ -167,6 +168,9 @@ class WorkerContext {
   // Idle verified TLS connections to inspected origins (origin_pool.hpp). Emptied by every
   // policy or settings update and by the drain.
   std::unique_ptr<OriginPool> origins;
+  // HTTP/2 connections to inspected origins, shared by this worker's clients of each host:port
+  // (h2_origin_pool.hpp). Retired by every policy or settings update, closed by the drain.
+  std::unique_ptr<H2OriginPool> h2_origins;
   metrics::WorkerMetrics metrics;
 
   // Set (on this thread) when the drain deadline has passed: every wait a session resumes from
@@ -183,10 +187,11 @@ class WorkerContext {
   // so stops waiting, to be decided by them.
   std::vector<boost::asio::steady_timer*> asking;
 
-  // Closes the idle origin connections (a reload: none verified under the old rules and
-  // settings is kept or handed out after it). Worker thread.
+  // Closes the idle origin connections and retires the shared HTTP/2 ones (a reload: none
+  // verified under the old rules and settings is kept or handed out after it). Worker thread.
   void forget_idle_origins();
-  // The drain: closes them and keeps none from now on. Worker thread.
+  // The drain: closes them all, shared HTTP/2 ones included, and keeps none from now on. Worker
+  // thread.
   void close_idle_origins();
 
   void attach(LiveConnection& connection);

@@ -36,7 +36,8 @@ HTTP/2 attack tests: what curl, nghttp and grpcio never send.
       One connection driven step by step, reading what comes back all along: `get:PATH` opens a
       GET stream and goes on at once, `reset:PATH` resets the stream opened for PATH, `early:PATH`
       sends a GET's HEADERS and its RST_STREAM in one write, `wait:FILE` waits (20 s at most)
-      until FILE exists, `done:PATH` until PATH's stream has ended, `end` until every stream
+      until FILE exists, `head:PATH` until PATH's head has come, `done:PATH` until PATH's stream
+      has ended, `end` until every stream
       opened has. Prints "PATH STATUS" when a stream's head comes, "PATH done BYTES" when it
       ends, "PATH reset CODE" when the gate resets it, and "closed" if the connection ends.
   h2_hostile_peer.py abandon PROXY_PORT HOST PORT CA N [PATH]
@@ -328,7 +329,7 @@ def staged(proxy_port, host, port, ca, steps):
     sock.sendall(conn.data_to_send())
     sock.settimeout(0.05)
     authority = "%s:%d" % (host, port)
-    path_of, stream_of, ended, received = {}, {}, set(), {}
+    path_of, stream_of, ended, received, heads = {}, {}, set(), {}, set()
     closed = [False]
 
     def say(text):
@@ -349,6 +350,7 @@ def staged(proxy_port, host, port, ca, steps):
         for event in conn.receive_data(data):
             path = path_of.get(getattr(event, "stream_id", None))
             if isinstance(event, h2.events.ResponseReceived):
+                heads.add(event.stream_id)
                 say("%s %s" % (path, dict(event.headers)[b":status"].decode()))
             elif isinstance(event, h2.events.DataReceived):
                 conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
@@ -387,6 +389,8 @@ def staged(proxy_port, host, port, ca, steps):
             sock.sendall(conn.data_to_send())
         elif kind == "wait":
             until(lambda: os.path.exists(arg))
+        elif kind == "head":
+            until(lambda: stream_of[arg] in heads or stream_of[arg] in ended)
         elif kind == "done":
             until(lambda: stream_of[arg] in ended)
         elif kind == "end":

@@ -53,6 +53,7 @@
 #include "proxy/session/parent_dial.hpp"
 #include "proxy/session/tunnel_session.hpp"
 #include "proxy/session/upstream_dial.hpp"
+#include "proxy/session/upstream_source.hpp"
 #include "proxy/session/wire/http_head.hpp"
 #include "proxy/session/wire/http_target.hpp"
 #include "rules/host.hpp"
@@ -249,82 +250,66 @@ asio::awaitable<void> refuse_request(SessionContext& context, std::string_view m
   co_await close_gracefully(context.client);
 }
 
-// Stage 4 for plain HTTP: the kept-alive upstream if it is for the same host:port and still
-// idle, otherwise a fresh one through the pipeline's dial (resolved and checked like a tunnel's;
-// through a parent proxy, the parent itself, which then gets the request in absolute form: many
-// corporate proxies refuse CONNECT to port 80).
+// Stage 4 for an HTTP/1.1 request (get_upstream, upstream_source.hpp): the connection's
+// kept-alive upstream if it is for the same host:port and still idle; else, for an inspected
+// connection, an idle verified one the worker keeps for its origin; else a fresh one, resolved
+// and checked like a tunnel's (through a parent proxy, for plain HTTP the parent itself, which
+// then gets the request in absolute form: many corporate proxies refuse CONNECT to port 80). A
+// new upstream of plain HTTP counts against the connection budgets (an inspected one's tunnel
+// was counted when it was opened); an inspected one is secured before the request goes.
 asio::awaitable<void> reach_origin(SessionContext& context, DecisionState& decided,
                                    Admission& admission, const AdmittedRequest& request,
                                    Upstream& upstream) {
-  if (upstream.inspected != nullptr && upstream.inspected->facts.by_address()) {
-    if (auto refused = exchange::refuse_address(decided, upstream.inspected->facts)) {
+  const InspectedOrigin* inspected = upstream.inspected;
+  if (inspected != nullptr && inspected->facts.by_address()) {
+    if (auto refused = exchange::refuse_address(decided, inspected->facts)) {
       admission.status = Admission::Status::refused;
       admission.refusal = std::move(*refused);
       co_return;
     }
   }
-  const bool reuse = upstream.reusable && upstream.key == request.where &&
-                     context.upstream.is_open() && upstream.buffer.size() == 0 &&
-                     (upstream.fresh || upstream_still_idle(context.upstream));
+  UpstreamWish wish;
+  wish.method = request.method;
+  // An inspected origin is reached like a tunnel's (through a parent, a CONNECT to it), where its
+  // tunnel was (an address the client chose stays that address); a plain one takes the requests
+  // itself.
+  wish.host = inspected != nullptr ? inspected->facts.requested : request.target.host;
+  wish.port = request.target.port;
+  wish.use = inspected != nullptr ? UpstreamUse::tunnel : UpstreamUse::request;
+  wish.keep_own = upstream.reusable && upstream.key == request.where &&
+                  context.upstream.is_open() && upstream.buffer.size() == 0 &&
+                  (upstream.fresh || upstream_still_idle(context.upstream));
+  wish.own_dialled = upstream.dialled;
+  wish.may_take_idle = inspected != nullptr && !inspected->facts.by_address();
+  wish.alpn = ClientAlpn::http1;  // the client speaks HTTP/1.1 already
+  wish.tls_first = inspected != nullptr;
+  wish.count_connection = inspected == nullptr;
   upstream.reusable = false;  // until this exchange shows it can be
   upstream.fresh = false;
-  if (reuse) {
-    // The address it was dialled at, judged again by the rules this request is decided with (a
-    // reload since the last request, or report-only mode's would-deny for this request).
-    keep_open_upstream(decided, admission, request.target.host, request.target.port,
-                       upstream.dialled);
-    co_return;
-  }
-  // The old upstream (another host, or gone stale) is closed: it is no longer this connection's
-  // destination.
-  boost::system::error_code ignored;
-  context.upstream.close(ignored);
-  context.live.destination.reset();
-  upstream.buffer.clear();
-  // A new connection to the origin counts against its budgets (an inspected one's tunnel was
-  // counted when it was opened): refused before the dial when the name's are spent, counted
-  // after it, when the address is known too.
-  if (!upstream.inspected) {
-    BudgetCheck spent = co_await check_budgets_before_dial(
-        context, decided, request.method, rules::BudgetKind::connections, request.target.host,
-        request.target.port);
-    if (!spent.apply_to(admission)) {
-      co_return;
-    }
+  if (!wish.keep_own) {
+    // The old upstream (another host, or gone stale) is closed: it is no longer this
+    // connection's destination.
+    boost::system::error_code ignored;
+    context.upstream.close(ignored);
+    context.live.destination.reset();
+    upstream.buffer.clear();
   }
   beast::flat_buffer from_parent;  // only a tunnel through a parent has bytes behind its head
-  // An inspected origin is reached like a tunnel's (through a parent, a CONNECT to it), where
-  // its tunnel was (an address the client chose stays that address), then secured; a plain one
-  // takes the requests itself.
-  const rules::Host& dialled_host =
-      upstream.inspected ? upstream.inspected->facts.requested : request.target.host;
-  co_await connect_upstream(
-      context, decided, admission, request.method, dialled_host, request.target.port,
-      upstream.inspected ? UpstreamUse::tunnel : UpstreamUse::request, from_parent);
-  if (admission.admitted() && upstream.inspected && from_parent.size() > 0) {
-    context.upstream.close(ignored);
-    admission.status = Admission::Status::refused;
-    admission.refusal = Refusal(
-        rules::Reason::bad_response,
-        bytes_before_handshake(upstream.inspected->host, request.target.port, from_parent.size()));
+  const UpstreamFrom from = co_await get_upstream(context, decided, admission, wish, from_parent);
+  if (from == UpstreamFrom::own || !admission.admitted()) {
+    co_return;
   }
-  if (admission.admitted() && !upstream.inspected) {
-    BudgetCheck counted = co_await count_against_budgets(
-        context, decided, request.method, rules::BudgetKind::connections, request.target.host,
-        request.target.port, admission.dialled);
-    counted.apply_to(admission);
-  }
-  if (admission.admitted() && upstream.inspected) {
+  if (inspected != nullptr) {
+    // Dialled, or idle and verified already (secure_upstream adopts it).
     if (auto refused = co_await upstream.inspected->secure_upstream(decided)) {
       admission.status = Admission::Status::refused;
       admission.refusal = std::move(*refused);
+      co_return;
     }
   }
-  if (admission.admitted()) {
-    upstream.key = request.where;
-    upstream.address = to_text(admission.endpoint);
-    upstream.dialled = admission.dialled;
-  }
+  upstream.key = request.where;
+  upstream.address = to_text(admission.endpoint);
+  upstream.dialled = admission.dialled;
 }
 
 // The target of a request inside an inspected connection: origin form, with a Host naming the

@@ -7,6 +7,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,6 +61,13 @@ class InspectedOrigin {
   // Whether the TLS layer holds bytes of the origin's that the socket no longer shows (decrypted
   // data, a record read ahead): a read now returns without waiting for the network.
   virtual bool origin_bytes_held() = 0;
+  // The next fresh handshake of secure_upstream() offers the origin h2 (an HTTP/2 client's).
+  virtual void offer_h2() = 0;
+  // The origin connection secure_upstream() secured or took last, handed over with its socket
+  // (moved out of context.upstream), what its handshake settled by ALPN and `dialled` (the
+  // checked address of the name it was dialled at); null when there is none.
+  virtual std::unique_ptr<SecuredOrigin> release_origin(
+      const std::optional<rules::IpAddress>& dialled) = 0;
 };
 
 // How the requests of an inspected connection ended.

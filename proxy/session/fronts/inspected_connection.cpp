@@ -25,7 +25,6 @@
 #include "proxy/session/wire/http_head.hpp"
 #include "proxy/session/wire/replies.hpp"
 #include "rules/policy.hpp"
-#include "rules/tls_client_hello.hpp"
 
 namespace sandgate::session {
 namespace {
@@ -97,8 +96,9 @@ class InspectedTls final : public InspectedOrigin {
   InspectedTls& operator=(const InspectedTls&) = delete;
 
   asio::awaitable<std::optional<Refusal>> secure_upstream(const DecisionState& decided) override;
-  // The next fresh handshake with the origin offers h2 (the client's ClientHello did).
-  void offer_h2() { offer_h2_ = true; }
+  void offer_h2() override { offer_h2_ = true; }
+  std::unique_ptr<SecuredOrigin> release_origin(
+      const std::optional<rules::IpAddress>& dialled) override;
   // Both sides chose h2 by ALPN (after secure_client).
   bool speaks_h2() const { return origin_h2_ && client_h2_; }
   bool origin_chose_h2() const { return origin_h2_; }
@@ -124,6 +124,8 @@ class InspectedTls final : public InspectedOrigin {
   int verify_error_ = X509_V_OK;
   std::string verify_subject_;
   bool offer_h2_ = false;
+  // What the origin connection's handshake settled by ALPN (kept with it in the pool).
+  bool offered_h2_ = false;
   bool origin_h2_ = false;
   bool client_h2_ = false;
 };
@@ -149,12 +151,22 @@ asio::awaitable<std::optional<Refusal>> InspectedTls::secure_upstream(
     const DecisionState& decided) {
   context_.upstream_stream.detach();
   taken_idle = false;
+  if (context_.shared_h2_origin) {
+    // A shared HTTP/2 connection the tunnel took (open_tunnel.cpp), for a client that offers h2:
+    // verified already, and its origin chose h2. The HTTP/2 exchange borrows its streams.
+    offered_h2_ = true;
+    origin_h2_ = true;
+    taken_idle = true;
+    co_return std::nullopt;
+  }
   if (context_.secured_origin) {
     // An idle connection the tunnel took from the pool (open_tunnel.cpp): verified already.
     std::unique_ptr<SecuredOrigin> idle = std::move(context_.secured_origin);
     origin_tls_.emplace(std::move(*idle->tls));
     origin_tls_->next_layer().point_at(context_.upstream);
     epoch_ = idle->epoch;
+    offered_h2_ = idle->h2_offered;
+    origin_h2_ = idle->h2_chosen;
     taken_idle = true;
     context_.upstream_stream.attach(*origin_tls_);
     co_return std::nullopt;
@@ -167,7 +179,8 @@ asio::awaitable<std::optional<Refusal>> InspectedTls::secure_upstream(
   inspection_.expect_origin(ssl, host, port);
   // Only the connection's first handshake may offer h2: a later one (a request's new dial on an
   // HTTP/1.1 connection) serves a client that speaks HTTP/1.1 already.
-  if (std::exchange(offer_h2_, false)) {
+  offered_h2_ = std::exchange(offer_h2_, false);
+  if (offered_h2_) {
     inspect::Inspection::offer_origin_h2(ssl);
   }
   verify_error_ = X509_V_OK;
@@ -205,20 +218,33 @@ asio::awaitable<std::optional<Refusal>> InspectedTls::secure_upstream(
   co_return std::nullopt;
 }
 
-void InspectedTls::keep_origin(const std::optional<rules::IpAddress>& dialled) {
+std::unique_ptr<SecuredOrigin> InspectedTls::release_origin(
+    const std::optional<rules::IpAddress>& dialled) {
   context_.upstream_stream.detach();
-  if (!origin_tls_ || epoch_ == 0 || context_.stopping()) {
-    return;  // the caller closes context.upstream
+  if (!origin_tls_) {
+    return nullptr;
   }
   boost::system::error_code ignored;
-  auto idle = std::make_unique<SecuredOrigin>(std::move(context_.upstream));
-  idle->endpoint = idle->socket.remote_endpoint(ignored);
-  idle->dialled = dialled;
-  idle->epoch = epoch_;
-  origin_tls_->next_layer().point_at(idle->socket);
-  idle->tls.emplace(std::move(*origin_tls_));
+  auto origin = std::make_unique<SecuredOrigin>(std::move(context_.upstream));
+  origin->endpoint = origin->socket.remote_endpoint(ignored);
+  origin->dialled = dialled;
+  origin->epoch = epoch_;
+  origin->h2_offered = offered_h2_;
+  origin->h2_chosen = origin_h2_;
+  origin_tls_->next_layer().point_at(origin->socket);
+  origin->tls.emplace(std::move(*origin_tls_));
   origin_tls_.reset();
-  context_.worker.origins->park(where(*this), std::move(idle));
+  return origin;
+}
+
+void InspectedTls::keep_origin(const std::optional<rules::IpAddress>& dialled) {
+  if (epoch_ == 0 || context_.stopping()) {
+    context_.upstream_stream.detach();
+    return;  // the caller closes context.upstream
+  }
+  if (std::unique_ptr<SecuredOrigin> idle = release_origin(dialled)) {
+    context_.worker.origins->park(where(*this), std::move(idle));
+  }
 }
 
 asio::awaitable<std::optional<Refusal>> InspectedTls::secure_client(beast::flat_buffer& hello) {
@@ -313,15 +339,8 @@ asio::awaitable<void> serve_inspected(SessionContext& context, const DecisionSta
   InspectedTls tls(context, *context.worker.shared.inspection, facts);
   const rules::Host& host = tls.host;
   const std::uint16_t port = tls.port;
-  {
-    // h2 when the client offers it: every stream runs the same request pipeline as an HTTP/1.1
-    // request (exchange/pipeline/), the MCP stage of a host with MCP lines included.
-    const auto bytes = hello.data();
-    if (rules::read_client_hello(
-            std::string_view(static_cast<const char*>(bytes.data()), bytes.size()))
-            .offers_h2) {
-      tls.offer_h2();
-    }
+  if (facts.offers_h2) {
+    tls.offer_h2();  // (decided with the tunnel: open_tunnel.cpp)
   }
   boost::system::error_code ignored;
   // The origin first: a client is only ever shown a certificate for a host whose own

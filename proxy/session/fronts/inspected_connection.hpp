@@ -28,12 +28,12 @@
 namespace sandgate::session {
 
 // Serves the inspected connection whose tunnel open_tunnel() set up with `facts` (as their
-// served_host() and port) and `tunnel` (what the tunnel's request was decided with: whether the
-// host is offered HTTP/2, whether its origin connection may be pooled): context.client has had
-// its tunnel answered, context.upstream is connected to the origin (or through the parent to
-// it), `hello` holds what the client sent so far (its ClientHello). Every request is judged
-// from `facts`, each with its own DecisionState made when it arrives. Writes every request's
-// lines and the connection's end line; closes both sockets.
+// served_host() and port; offers_h2: whether the origin is offered h2) and `tunnel` (what the
+// tunnel's request was decided with: whether its origin connection may be pooled): context.client
+// has had its tunnel answered, context.upstream is connected to the origin (or through the parent
+// to it), `hello` holds what the client sent so far (its ClientHello). Every request is judged from
+// `facts`, each with its own DecisionState made when it arrives. Writes every request's lines and
+// the connection's end line; closes both sockets.
 boost::asio::awaitable<void> serve_inspected(SessionContext& context, const DecisionState& tunnel,
                                              const ConnectionFacts& facts, std::string_view method,
                                              boost::beast::flat_buffer& hello);

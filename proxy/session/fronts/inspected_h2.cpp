@@ -1,21 +1,24 @@
 // An inspected HTTP/2 connection (inspected_h2.hpp).
 //
-// Shape: four loops share the connection (the client's bytes read into the server codec, the
-// origin's into the client codec, and each codec's output written to its socket), and each
-// client stream is a coroutine of its own: first the request pipeline (exchange/pipeline/: its
-// admission, MCP judgement, secrets and budgets, through StreamFront), then its two directions at
-// once, up (the client's body to the origin) and down (the origin's response to the client, with
-// the pipeline's response stages). The
-// streams are admitted at once, each with its own DecisionState (decision_state.hpp), so a
-// stream waiting on a question holds no other. The loops hand each stream its events through two
-// inboxes; nothing blocks another stream. What is the connection's stays the connection's: its
-// origin (every stream registers the same destination for reloads), its byte counts, and its
-// end (a reload that denies the host, or the drain, ends every stream with its line).
+// Shape: two loops share the connection (the client's bytes read into the server codec, and its
+// output written to the client), and each client stream is a coroutine of its own: first the
+// request pipeline (exchange/pipeline/: its admission, MCP judgement, secrets and budgets, through
+// StreamFront), then its two directions at once, up (the client's body to the origin) and down (the
+// origin's response to the client, with the pipeline's response stages). The streams are admitted
+// at once, each with its own DecisionState (decision_state.hpp), so a stream waiting on a question
+// holds no other. The origin side is the worker's: each stream borrows a stream of an HTTP/2
+// connection to the origin that the worker's clients of its host:port share
+// (session/h2_origin_pool.hpp), whose own loops hand the stream its events. The loops hand each
+// stream its events through two inboxes; nothing blocks another stream. What is the connection's
+// stays the connection's: its origin (every stream registers the same destination for reloads), its
+// byte counts, and its end (a reload that denies the host, or the drain, ends every stream with its
+// line, and resets its streams on the shared origin connections, and only those).
 #include "proxy/session/fronts/inspected_h2.hpp"
 
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -46,6 +49,10 @@
 #include "proxy/session/fronts/http_exchange.hpp"
 #include "proxy/session/fronts/inspected_h2_stream.hpp"
 #include "proxy/session/fronts/inspected_h2_websocket.hpp"
+#include "proxy/session/h2_origin.hpp"
+#include "proxy/session/h2_origin_pool.hpp"
+#include "proxy/session/origin_pool.hpp"
+#include "proxy/session/upstream_source.hpp"
 #include "proxy/session/wire/replies.hpp"
 #include "rules/ascii.hpp"
 
@@ -213,33 +220,40 @@ h2::RequestHead to_request(const h2::RequestHead& original, const http::request_
   return request;
 }
 
-std::string address_of(const asio::ip::tcp::socket& socket) {
-  boost::system::error_code ignored;
-  return to_text(socket.remote_endpoint(ignored));
-}
+// What became of an attempt to open a stream's request at its origin.
+enum class Placed : std::uint8_t { opened, refused, gone };
 
-class H2Connection {
+class H2Connection final : private H2OriginWatcher, private h2_front::OriginEventsOwner {
  public:
   H2Connection(SessionContext& context, InspectedOrigin& origin)
       : context_(context),
         origin_(origin),
         server_(server_options()),
-        client_(h2::ClientOptions{}),
         client_signal_(context.client.get_executor()),
-        origin_signal_(context.client.get_executor()),
         streams_done_(context.client.get_executor()),
         watchdog_(context.client.get_executor()),
-        reach_(origin, address_of(context.upstream)) {
+        key_(origin.host.display() + ":" + std::to_string(origin.port)),
+        shareable_(!origin.facts.by_address()) {
     client_signal_.expires_at(clock::time_point::max());
-    origin_signal_.expires_at(clock::time_point::max());
     streams_done_.expires_at(clock::time_point::max());
     if (context.settings().idle_timeout.count() > 0) {
       idle_limit_ = context.settings().idle_timeout;
     }
+    pool().watch(key_, *this);
+    adopt_tunnels_origin();
+    on_origin_room();  // (its SETTINGS may have come already)
   }
+  ~H2Connection() {
+    pool().unwatch(key_, *this);
+    if (own_ != nullptr) {
+      own_->retire();  // nobody else may use it: it goes once its streams are released
+    }
+  }
+  H2Connection(const H2Connection&) = delete;
+  H2Connection& operator=(const H2Connection&) = delete;
 
   asio::awaitable<InspectedRequestsEnd> serve() {
-    co_await (read_client() && read_origin() && write_client() && write_origin() && watch_idle());
+    co_await (read_client() && write_client() && watch_idle());
     // The loops are over: every stream still running is told so, and waited for.
     for (auto& [id, stream] : streams_) {
       stream->up.push(Closed{true, h2::ErrorCode::cancel, false});
@@ -263,29 +277,38 @@ class H2Connection {
   }
 
  private:
-  // The origin of every stream is the connection's: reached already, its address judged again
-  // for a tunnel opened to an address, as an HTTP/1.1 request's is.
-  class ConnectionReach final : public exchange::OriginReach {
+  // Stage 4 of a stream's admission: the origin connection it will go on (find_origin: this
+  // client's own, a shared one with room, or one dialled now), and for a tunnel opened to an
+  // address the address judged again, as an HTTP/1.1 request's is.
+  class StreamReach final : public exchange::OriginReach {
    public:
-    ConnectionReach(const InspectedOrigin& origin, std::string address)
-        : origin_(origin), address_(std::move(address)) {}
+    StreamReach(H2Connection& connection, Stream& stream)
+        : connection_(connection), stream_(stream) {}
     asio::awaitable<void> reach(SessionContext&, DecisionState& decided, Admission& admission,
                                 const exchange::AdmittedRequest&) override {
-      if (origin_.facts.by_address()) {
-        if (auto refused = exchange::refuse_address(decided, origin_.facts)) {
+      const ConnectionFacts& facts = connection_.origin_.facts;
+      if (facts.by_address()) {
+        if (auto refused = exchange::refuse_address(decided, facts)) {
           admission.status = Admission::Status::refused;
           admission.refusal = std::move(*refused);
+          co_return;
         }
       }
-      co_return;
+      stream_.origin.connection = co_await connection_.find_origin(stream_, decided, admission);
     }
-    std::optional<rules::IpAddress> dialled() const override { return origin_.facts.dialled; }
-    std::string address() const override { return address_; }
-    const ConnectionFacts* inspected() const override { return &origin_.facts; }
+    std::optional<rules::IpAddress> dialled() const override {
+      const auto& connection = stream_.origin.connection;
+      return connection ? connection->dialled() : connection_.origin_.facts.dialled;
+    }
+    std::string address() const override {
+      const auto& connection = stream_.origin.connection;
+      return connection ? to_text(connection->endpoint()) : std::string();
+    }
+    const ConnectionFacts* inspected() const override { return &connection_.origin_.facts; }
 
    private:
-    const InspectedOrigin& origin_;
-    std::string address_;
+    H2Connection& connection_;
+    Stream& stream_;
   };
 
   h2::ServerOptions server_options() const {
@@ -300,10 +323,7 @@ class H2Connection {
     return {server_, client_, [this] { wake_writers(); }, stopping_,
             context_.settings().idle_timeout};
   }
-  void wake_writers() {
-    client_signal_.cancel();
-    origin_signal_.cancel();
-  }
+  void wake_writers() { client_signal_.cancel(); }
 
   // Ends the connection: the loops stop, the streams are told.
   void stop() {
@@ -313,12 +333,14 @@ class H2Connection {
     stopping_ = true;
     boost::system::error_code ignored;
     context_.client.cancel(ignored);
-    context_.upstream.cancel(ignored);
+    context_.upstream.cancel(ignored);  // a dial of an origin connection in progress
     watchdog_.cancel();
     wake_writers();
-    // No stream's client is there any more: a stream waiting on a question stops waiting.
+    // No stream's client is there any more: a stream waiting on a question, or for room at its
+    // origin, stops waiting.
     for (auto& [id, stream] : streams_) {
       stream->departure.gone(false);
+      stream->room.wake();
     }
   }
 
@@ -346,39 +368,6 @@ class H2Connection {
     }
   }
 
-  asio::awaitable<void> read_origin() {
-    std::vector<char> buffer(kReadPiece);
-    while (!stopping_) {
-      auto [error, n] =
-          co_await context_.upstream_stream.async_read_some(asio::buffer(buffer), use_tuple);
-      if (error || stopping_) {
-        origin_gone("the origin closed its HTTP/2 connection");
-        break;
-      }
-      touch();
-      const h2::ConnectionError failed = client_.receive(std::string_view(buffer.data(), n));
-      take_client_events();
-      wake_writers();
-      if (failed != h2::ConnectionError::none) {
-        origin_gone("the origin broke HTTP/2 (" + std::string(h2::describe(failed)) + ")");
-        break;
-      }
-    }
-  }
-
-  // The origin connection is over: its streams end (a refusal where nothing was answered yet,
-  // a reset where a response had begun), and the client is told to open a new connection.
-  void origin_gone(const std::string& why) {
-    origin_down_ = true;
-    origin_problem_ = why;
-    for (auto& [id, stream] : streams_) {
-      stream->down.push(Closed{false, h2::ErrorCode::internal_error, false});
-      stream->up.push(Closed{false, h2::ErrorCode::internal_error, false});
-    }
-    server_.shutdown();
-    wake_writers();
-  }
-
   asio::awaitable<void> write_client() {
     std::string out;
     while (!stopping_) {
@@ -386,10 +375,6 @@ class H2Connection {
       take_server_events();
       if (pending.empty()) {
         if (server_.finished() || (connection_problem_.size() > 0 && !server_.wants_read())) {
-          stop();
-          break;
-        }
-        if (origin_down_ && server_.open_streams() == 0) {
           stop();
           break;
         }
@@ -408,29 +393,6 @@ class H2Connection {
       bytes_down_ += n;
       server_.consume_output(n);
       take_server_events();
-    }
-  }
-
-  asio::awaitable<void> write_origin() {
-    std::string out;
-    while (!stopping_) {
-      const std::string_view pending = origin_down_ ? std::string_view{} : client_.pending_output();
-      take_client_events();
-      if (pending.empty()) {
-        co_await origin_signal_.async_wait(use_tuple);
-        origin_signal_.expires_at(clock::time_point::max());
-        continue;
-      }
-      out.assign(pending);
-      auto [error, n] =
-          co_await asio::async_write(context_.upstream_stream, asio::buffer(out), use_tuple);
-      if (error) {
-        origin_gone("the origin's HTTP/2 connection failed (" + error.message() + ")");
-        continue;
-      }
-      touch();
-      client_.consume_output(n);
-      take_client_events();
     }
   }
 
@@ -463,19 +425,10 @@ class H2Connection {
     auto found = streams_.find(id);
     return found == streams_.end() ? nullptr : found->second.get();
   }
-  Stream* by_origin(h2::StreamId id) {
-    auto found = origin_streams_.find(id);
-    return found == origin_streams_.end() ? nullptr : found->second;
-  }
 
   void take_server_events() {
     while (auto event = server_.next_event()) {
       std::visit([this](auto& e) { on_server_event(e); }, *event);
-    }
-  }
-  void take_client_events() {
-    while (auto event = client_.next_event()) {
-      std::visit([this](auto& e) { on_client_event(e); }, *event);
     }
   }
 
@@ -488,6 +441,8 @@ class H2Connection {
     stream->request_ended = event.end_stream;
     stream->grpc = is_grpc(stream->request.fields);
     Stream* raw = stream.get();
+    raw->sink.owner = this;
+    raw->sink.stream = raw;
     streams_.emplace(event.stream, std::move(stream));
     ++running_streams_;
     asio::co_spawn(context_.client.get_executor(), serve_stream(*raw),
@@ -544,73 +499,289 @@ class H2Connection {
                           event.by == h2::Closer::owner};
       s->up.push(closed);
       s->down.push(closed);
+      s->room.wake();
     }
   }
   void on_server_event(h2::GoawayEvent&) {
     // The client opens no new stream; those open go on.
   }
 
-  void on_client_event(h2::InterimHeadEvent& event) {
-    if (Stream* s = by_origin(event.stream)) {
-      s->down.push(std::move(event));
-    }
+  // --- the origin side: shared origin connections, a stream borrowed on one ---
+
+  // An event of the stream's origin connection for it (its StreamSink).
+  void on_origin_event(Stream& s, h2::ClientEvent& event) override {
+    touch();
+    std::visit([&](auto& e) { on_client_event(s, e); }, event);
   }
-  void on_client_event(h2::ResponseHeadEvent& event) {
-    if (Stream* s = by_origin(event.stream)) {
-      s->down.push(std::move(event));
-    }
+
+  void on_client_event(Stream& s, h2::InterimHeadEvent& event) { s.down.push(std::move(event)); }
+  void on_client_event(Stream& s, h2::ResponseHeadEvent& event) { s.down.push(std::move(event)); }
+  void on_client_event(Stream& s, h2::DataEvent& event) { s.down.push(std::move(event)); }
+  void on_client_event(Stream& s, h2::TrailersEvent& event) { s.down.push(std::move(event)); }
+  void on_client_event(Stream& s, h2::EndEvent& event) { s.down.push(event); }
+  void on_client_event(Stream& s, h2::SendReadyEvent&) {
+    s.origin_room = true;
+    s.up.wake();
   }
-  void on_client_event(h2::DataEvent& event) {
-    if (Stream* s = by_origin(event.stream)) {
-      s->down.push(std::move(event));
-    } else {
-      client_.consume(event.stream, event.bytes.size());
+  void on_client_event(Stream& s, h2::StreamClosedEvent& event) {
+    if (event.retry_safe && may_send_again(s)) {
+      // The origin never processed it (its GOAWAY left it out), and nothing but its head went:
+      // sent again on another connection, once.
+      s.sent_again = true;
+      s.origin = BorrowedStream{};
+      s.origin.reopening = true;
+      asio::co_spawn(context_.client.get_executor(), reopen(s, event.code), asio::detached);
+      return;
     }
+    s.origin_closed = true;
+    const Closed closed{false, event.code, event.by == h2::Closer::finished,
+                        event.by == h2::Closer::owner};
+    s.down.push(closed);
+    s.up.push(closed);
   }
-  void on_client_event(h2::TrailersEvent& event) {
-    if (Stream* s = by_origin(event.stream)) {
-      s->down.push(std::move(event));
-    }
+  // (The connection's own events, GOAWAY and SETTINGS, are its pool's: on_origin_room.)
+  void on_client_event(Stream&, h2::GoawayEvent&) {}
+  void on_client_event(Stream&, h2::PeerSettingsEvent&) {}
+  void on_client_event(Stream&, h2::PingAckEvent&) {}
+
+  bool may_send_again(const Stream& s) const {
+    return !s.sent_again && !s.origin.sent_after_head && !s.client_closed && !s.reason &&
+           !stopping_;
   }
-  void on_client_event(h2::EndEvent& event) {
-    if (Stream* s = by_origin(event.stream)) {
-      s->down.push(event);
-    }
-  }
-  void on_client_event(h2::SendReadyEvent& event) {
-    if (Stream* s = by_origin(event.stream)) {
-      s->origin_room = true;
-      s->up.wake();
-    }
-  }
-  void on_client_event(h2::StreamClosedEvent& event) {
+
+  // An origin connection of host:port may take a stream it could not before, or sent new
+  // SETTINGS: the streams waiting for one look again; and once one takes WebSockets over HTTP/2
+  // (RFC 8441), so does the gate, from then on.
+  void on_origin_room() override {
     slot_freed();
-    if (Stream* s = by_origin(event.stream)) {
-      s->origin_closed = true;
-      origin_streams_.erase(event.stream);
-      const Closed closed{false, event.code, event.by == h2::Closer::finished,
-                          event.by == h2::Closer::owner};
-      s->down.push(closed);
-      s->up.push(closed);
-    }
-  }
-  void on_client_event(h2::GoawayEvent&) { slot_freed(); }
-  void on_client_event(h2::PeerSettingsEvent& event) {
-    slot_freed();
-    if (event.connect_protocol && !server_.connect_protocol_enabled()) {
-      // The origin takes WebSockets over HTTP/2 (RFC 8441): so does the gate, from now on.
+    if (!server_.connect_protocol_enabled() && origin_takes_websockets()) {
       server_.enable_connect_protocol();
       wake_writers();
     }
   }
-  void on_client_event(h2::PingAckEvent&) {}
+  bool origin_takes_websockets() const {
+    return (own_ != nullptr && own_->allows_connect_protocol()) ||
+           (shareable_ && context_.worker.h2_origins->allows_connect_protocol(key_));
+  }
 
+  // Wakes the streams waiting for an origin connection. (Told on every origin stream's end of
+  // every client of the host: it looks only when some stream waits.)
   void slot_freed() {
+    if (waiting_for_origin_ == 0) {
+      return;
+    }
     for (auto& [id, stream] : streams_) {
-      if (stream->origin == 0) {
-        stream->up.wake();
+      if (!stream->origin) {
+        stream->room.wake();
       }
     }
+  }
+
+  H2OriginPool& pool() { return *context_.worker.h2_origins; }
+
+  // Waits until an origin connection may take `s` (slot_freed) or `deadline`; true when the
+  // deadline passed first.
+  asio::awaitable<bool> wait_for_origin(Stream& s, clock::time_point deadline) {
+    ++waiting_for_origin_;
+    const bool late = co_await s.room.wait(deadline);
+    --waiting_for_origin_;
+    co_return late;
+  }
+
+  // The tunnel's origin connection is where the first streams go: the shared one it took (in the
+  // pool already), or the one it secured, which the worker's other clients of host:port share
+  // from now on unless they may not (adopt).
+  void adopt_tunnels_origin() {
+    if (context_.shared_h2_origin) {
+      context_.shared_h2_origin.reset();  // the pool hands it out (find_origin)
+      return;
+    }
+    if (std::unique_ptr<SecuredOrigin> secured = origin_.release_origin(origin_.facts.dialled)) {
+      adopt(std::move(secured));
+    }
+  }
+
+  // A connection this client secured, started: shared when its client did not reach it by
+  // address, it was secured under the rules and settings the worker serves with and the pool's
+  // bounds allow; otherwise this client's own.
+  std::shared_ptr<H2Origin> adopt(std::unique_ptr<SecuredOrigin> secured) {
+    auto adopted =
+        pool().adopt(key_, std::move(secured), shareable_, context_.worker.origins->epoch());
+    if (!adopted->shared()) {
+      if (own_ != nullptr) {
+        own_->retire();
+      }
+      own_ = adopted;
+    }
+    return adopted;
+  }
+
+  // The connection a stream goes on: this client's own while it has room, else the one way to
+  // an upstream (get_upstream): a shared one of host:port with room, else one dialled now (one
+  // dial at a time per client connection; the others wait for it): shared while the pool's
+  // bounds allow, otherwise this client's own, so that the bounds limit what is shared and kept,
+  // never how many streams go. Its address is held to the rules the stream is decided with.
+  // Null, with `admission` refused or over, when none can be had.
+  asio::awaitable<std::shared_ptr<H2Origin>> find_origin(Stream& s, DecisionState& decided,
+                                                         Admission& admission) {
+    const clock::time_point give_up = clock::now() + H2OriginPool::kRoomWait;
+    for (;;) {
+      if (own_ != nullptr && own_->available_streams() > 0) {
+        co_return checked(own_, decided, admission);
+      }
+      UpstreamWish wish = origin_wish(s);
+      wish.may_borrow_h2 = shareable_;
+      wish.may_dial = !dialling_;
+      dialling_ = dialling_ || wish.may_dial;
+      boost::beast::flat_buffer from_parent;
+      const UpstreamFrom from =
+          co_await get_upstream(context_, decided, admission, wish, from_parent);
+      std::shared_ptr<H2Origin> found;
+      if (from == UpstreamFrom::shared_h2) {
+        found = std::move(context_.shared_h2_origin);
+      } else if (from == UpstreamFrom::dialled) {
+        found = co_await secure_and_adopt(decided, admission);
+      }
+      if (wish.may_dial) {
+        dialling_ = false;
+        slot_freed();  // the streams that waited for this dial look again
+      }
+      if (found != nullptr || !admission.admitted()) {
+        revocation_logged_ = revocation_logged_ || context_.live.revoked != nullptr;
+        co_return found;
+      }
+      // Another stream of this connection is dialling: its connection may serve this one too.
+      const bool late = co_await wait_for_origin(s, give_up);
+      if (!context_.still_wanted(s.request.method, origin_.host.display(), origin_.port)) {
+        admission.status = Admission::Status::over;  // the drain's or the reload's line written
+        revocation_logged_ = revocation_logged_ || context_.live.revoked != nullptr;
+        co_return nullptr;
+      }
+      if (s.client_closed || stopping_ || late) {
+        admission.status = Admission::Status::refused;
+        admission.refusal =
+            Refusal(late ? rules::Reason::destination_unavailable : rules::Reason::client_closed,
+                    late ? "no connection to " + key_ + " could be had within " +
+                               std::to_string(H2OriginPool::kRoomWait.count()) + " s."
+                         : "the stream ended while it waited for a connection to " + key_ + ".");
+        co_return nullptr;
+      }
+    }
+  }
+
+  // What a stream asks of its upstream: the origin as the tunnel named it, reached as a tunnel's
+  // is, where the gate speaks TLS first and h2.
+  UpstreamWish origin_wish(const Stream& s) const {
+    UpstreamWish wish;
+    wish.method = s.request.method;
+    wish.host = origin_.facts.requested;
+    wish.port = origin_.port;
+    wish.use = UpstreamUse::tunnel;
+    wish.alpn = ClientAlpn::h2;
+    wish.tls_first = true;
+    return wish;
+  }
+
+  // `connection`, its address held to the rules the stream is decided with.
+  std::shared_ptr<H2Origin> checked(std::shared_ptr<H2Origin> connection, DecisionState& decided,
+                                    Admission& admission) {
+    if (!keep_open_upstream(decided, admission, origin_.facts.requested, origin_.port,
+                            connection->dialled())) {
+      return nullptr;
+    }
+    return connection;
+  }
+
+  // The origin connection just dialled for a stream, verified with the rules it is decided with
+  // as the tunnel's was, offering h2: adopted (shared, or this client's own). An origin that now
+  // declines h2 leaves a connection an HTTP/1.1 client can take (kept idle for one); this stream
+  // is refused, as no request is carried from one version to the other.
+  asio::awaitable<std::shared_ptr<H2Origin>> secure_and_adopt(DecisionState& decided,
+                                                              Admission& admission) {
+    origin_.offer_h2();
+    std::shared_ptr<H2Origin> adopted;
+    if (auto refused = co_await origin_.secure_upstream(decided)) {
+      admission.status = Admission::Status::refused;
+      admission.refusal = std::move(*refused);
+    } else if (auto secured = origin_.release_origin(admission.dialled);
+               secured != nullptr && !secured->h2_chosen) {
+      if (shareable_) {
+        context_.worker.origins->park(key_, std::move(secured));
+      }
+      admission.status = Admission::Status::refused;
+      admission.refusal = Refusal(rules::Reason::bad_response,
+                                  origin_.host.display() +
+                                      " chose HTTP/1.1 on a new connection where it had chosen h2: "
+                                      "the gate carries no request between versions.");
+    } else if (secured != nullptr) {
+      adopted = adopt(std::move(secured));
+    }
+    boost::system::error_code ignored;
+    context_.upstream.close(ignored);  // (its socket moved to the connection when secured)
+    co_return adopted;
+  }
+
+  // Opens the stream's request on an origin connection: the one its reach chose, or another
+  // (find_origin) when that one is full or gone. When every one is full the stream waits for a
+  // stream of theirs to end, H2OriginPool::kRoomWait at most, then is refused with the codec's
+  // refusal. `refusal` says why when it is refused.
+  asio::awaitable<Placed> place_stream(Stream& s, std::optional<Refusal>& refusal) {
+    const clock::time_point give_up = clock::now() + H2OriginPool::kRoomWait;
+    for (;;) {
+      if (s.client_closed || stopping_ || s.reason) {
+        co_return Placed::gone;
+      }
+      std::shared_ptr<H2Origin> connection = std::move(s.origin.connection);
+      if (connection == nullptr || connection->available_streams() == 0) {
+        Admission admission;
+        admission.status = Admission::Status::admitted;
+        connection = co_await find_origin(s, s.decided, admission);
+        if (admission.refused()) {
+          refusal = std::move(admission.refusal);
+          co_return Placed::refused;
+        }
+        if (connection == nullptr) {
+          co_return Placed::gone;
+        }
+      }
+      auto opened = client_.open(s.origin, connection, s.request, s.request_ended, s.sink);
+      if (opened) {
+        wake_writers();
+        co_return Placed::opened;
+      }
+      const h2::SubmitError error = opened.error();
+      // (A connection dialled a moment ago has not said yet whether it takes extended CONNECT.)
+      const bool full = error == h2::SubmitError::stream_limit_reached ||
+                        error == h2::SubmitError::going_away ||
+                        (error == h2::SubmitError::connect_protocol_not_supported &&
+                         !connection->settings_received());
+      if (!full || clock::now() >= give_up) {
+        refusal = Refusal(rules::Reason::upstream_closed,
+                          "the origin takes no more streams on its connections to " + key_ + " (" +
+                              std::string(h2::describe(error)) + ").");
+        co_return Placed::refused;
+      }
+      co_await wait_for_origin(s, give_up);  // a stream of its connections ends, or one joins
+    }
+  }
+
+  // The origin's GOAWAY left the stream unprocessed: it is opened again elsewhere, while what
+  // its client sends waits (BorrowedStream::reopening). One that cannot be ends as if the origin
+  // had refused it.
+  asio::awaitable<void> reopen(Stream& s, h2::ErrorCode code) {
+    std::optional<Refusal> refusal;
+    const Placed placed = co_await place_stream(s, refusal);
+    if (placed == Placed::opened) {
+      s.origin_room = true;  // what the client sent meanwhile goes now
+    } else {
+      s.origin.reopening = false;
+      s.origin_closed = true;
+      const Closed refused{false, code, false, false};
+      s.down.push(refused);
+      s.up.push(refused);
+    }
+    s.up.wake();
+    s.room.wake();  // serve_stream waits for this before the stream goes
   }
 
   // --- one stream ---
@@ -740,8 +911,9 @@ class H2Connection {
     target.port = origin_.port;
     target.authority = origin_.authority;
     target.origin_form = s.request.path;
+    StreamReach reach(*this, s);
     const exchange::PipelineEnd ran = co_await exchange::run_request_pipeline(
-        context_, s.decided, front, std::move(target), reach_);
+        context_, s.decided, front, std::move(target), reach);
     if (ran != exchange::PipelineEnd::send) {
       co_return false;
     }
@@ -916,16 +1088,13 @@ class H2Connection {
       }
       co_await drain(s);
     }
-    if (s.origin != 0) {
-      if (!s.origin_closed && !stopping_) {
-        // Nobody reads it any more (the client reset its stream once its request was sent, or
-        // the gate ended it): the origin stops, and what it sent goes back to the window the
-        // connection's other streams share.
-        client_.reset_stream(s.origin, h2::ErrorCode::cancel);
-        wake_writers();
-      }
-      origin_streams_.erase(s.origin);
+    while (s.origin.reopening) {
+      co_await s.room.wait();  // (reopen() ends soon once the stream is over)
     }
+    // Nobody reads its origin stream any more (the client reset its stream once its request was
+    // sent, the gate ended it, or the connection is over): the origin stops, and what it sent
+    // goes back to the window of the shared connection's other streams.
+    client_.release(s.origin, h2::ErrorCode::cancel);
     streams_.erase(s.client);
   }
 
@@ -947,41 +1116,27 @@ class H2Connection {
     }
   }
 
-  // The request's head on a stream of the origin connection, once it has room for one.
+  // The request's head on a stream of an origin connection (place_stream).
   asio::awaitable<bool> open_origin_stream(Stream& s) {
-    for (;;) {
-      if (client_gone(s)) {
-        co_return false;
-      }
-      if (origin_down_) {
-        end_early(s, Refusal(rules::Reason::upstream_closed,
-                             origin_problem_ + " before the request could be sent."));
-        co_return false;
-      }
-      auto submitted = client_.submit_request(s.request, s.request_ended);
-      if (submitted) {
-        s.origin = *submitted;
-        origin_streams_[s.origin] = &s;
-        s.bytes_up += head_size(s.request.fields);
-        wake_writers();
-        co_return true;
-      }
-      if (submitted.error() == h2::SubmitError::stream_limit_reached) {
-        co_await s.up.wait();  // a slot frees when an origin stream closes
-        continue;
-      }
-      end_early(s, Refusal(rules::Reason::upstream_closed,
-                           "the origin takes no more streams on this connection (" +
-                               std::string(h2::describe(submitted.error())) + ")."));
+    std::optional<Refusal> refusal;
+    const Placed placed = co_await place_stream(s, refusal);
+    if (client_gone(s)) {
       co_return false;
     }
+    if (placed != Placed::opened) {
+      end_early(s, refusal.value_or(Refusal(rules::Reason::upstream_closed,
+                                            "no connection to " + key_ + " took the request.")));
+      co_return false;
+    }
+    s.bytes_up += head_size(s.request.fields);
+    co_return true;
   }
 
   // Sends `bytes` on one side's stream as its room allows; false when the stream ended first,
   // or the other side's did (`given_up`: a client that reset its upload is not kept waiting on
   // an origin that takes nothing more).
-  template <typename Codec>
-  asio::awaitable<bool> send_all(Codec& codec, h2::StreamId id, std::string_view bytes, bool& room,
+  template <typename Codec, typename Id>
+  asio::awaitable<bool> send_all(Codec& codec, Id& id, std::string_view bytes, bool& room,
                                  Inbox& inbox, const bool& closed, const bool* given_up = nullptr) {
     const auto over = [&] { return closed || stopping_ || (given_up != nullptr && *given_up); };
     while (!bytes.empty()) {
@@ -1585,14 +1740,17 @@ class H2Connection {
   SessionContext& context_;
   InspectedOrigin& origin_;
   h2::ServerCodec server_;
-  h2::ClientCodec client_;
+  // The gate as the origin's client: each stream's calls go to its own shared origin connection.
+  BorrowedStreams client_;
   asio::steady_timer client_signal_;
-  asio::steady_timer origin_signal_;
   asio::steady_timer streams_done_;
   asio::steady_timer watchdog_;
-  ConnectionReach reach_;
+  const std::string key_;  // host:port, as the pool keys its connections
+  const bool shareable_;   // not reached by address: the worker's shared connections serve it
+  std::shared_ptr<H2Origin> own_;  // a connection only this client may use, while it has one
+  bool dialling_ = false;
+  std::size_t waiting_for_origin_ = 0;  // streams waiting for a connection to take them
   std::map<h2::StreamId, std::unique_ptr<Stream>> streams_;
-  std::map<h2::StreamId, Stream*> origin_streams_;
   std::size_t running_streams_ = 0;
   std::size_t websockets_ = 0;  // streams relaying a WebSocket now
   // A line says the connection was revoked (a stream's end line, or the line of a stream whose
@@ -1602,9 +1760,7 @@ class H2Connection {
   // gate answers a refused call in it.
   std::optional<mcp::Transport> mcp_usual_;
   bool stopping_ = false;
-  bool origin_down_ = false;
   bool timed_out_ = false;
-  std::string origin_problem_;
   std::string connection_problem_;
   std::chrono::seconds idle_limit_ = kExchangeIdleWithoutTimeout;
   clock::time_point last_activity_ = clock::now();

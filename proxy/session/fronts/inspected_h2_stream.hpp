@@ -1,7 +1,8 @@
 // The HTTP/2 front's streams (inspected_h2.hpp), as the connection and the units that serve a
 // stream (its exchange; its WebSocket, inspected_h2_websocket.hpp) share them: one client stream,
-// its origin stream, what its stages carried, and the two inboxes through which the connection's
-// loops hand each direction its events.
+// its origin stream (borrowed of a shared origin connection, session/h2_origin.hpp), what its
+// stages carried, and the two inboxes through which the connection's loop and the origin
+// connection hand each direction its events.
 //
 // Single-threaded: everything here lives on the connection's worker thread.
 #pragma once
@@ -26,6 +27,7 @@
 #include "proxy/session/exchange/pipeline/exchange_front.hpp"
 #include "proxy/session/exchange/request_admission.hpp"
 #include "proxy/session/fronts/http_exchange.hpp"
+#include "proxy/session/h2_origin.hpp"
 #include "rules/reason.hpp"
 
 namespace sandgate::session::h2_front {
@@ -75,10 +77,28 @@ class Inbox {
   boost::asio::steady_timer signal_;
 };
 
+struct Stream;
+
+// Where a shared origin connection's events for a stream go: the stream's client connection.
+class OriginEventsOwner {
+ public:
+  virtual void on_origin_event(Stream& s, h2::ClientEvent& event) = 0;
+
+ protected:
+  ~OriginEventsOwner() = default;
+};
+
+// The stream's sink on its origin connection (H2OriginStreamSink), handing its events on.
+struct StreamSink final : H2OriginStreamSink {
+  OriginEventsOwner* owner = nullptr;
+  Stream* stream = nullptr;
+  void on_origin_event(h2::ClientEvent& event) override { owner->on_origin_event(*stream, event); }
+};
+
 // One client stream and what its stages carried.
 struct Stream {
   Stream(const boost::asio::any_io_executor& executor, h2::StreamId id, DecisionState decided_with)
-      : client(id), decided(std::move(decided_with)), up(executor), down(executor) {
+      : client(id), decided(std::move(decided_with)), room(executor), up(executor), down(executor) {
     decided.stream = &departure;
   }
   Stream(const Stream&) = delete;
@@ -91,7 +111,12 @@ struct Stream {
   // arrived, and what its stages keep (report-only mode's denial). Its own, never the
   // connection's.
   DecisionState decided;
-  h2::StreamId origin = 0;
+  // Its stream on a shared origin connection (session/h2_origin.hpp): before it is open, the
+  // connection its admission's reach chose.
+  BorrowedStream origin;
+  StreamSink sink;
+  Inbox room;               // woken when an origin connection may take it (or it is over)
+  bool sent_again = false;  // opened again after the origin's GOAWAY left it out (once at most)
   h2::RequestHead request;
   bool request_ended = false;  // the head ended the client's side
   bool grpc = false;

@@ -27,12 +27,12 @@ constexpr std::string_view kWebSocket = "websocket";
 // peer's window only as the relay takes the bytes: a side that sends faster than the other
 // reads is held by its own window, and the gate holds no more than that window. A write gives
 // the codec what the stream's send buffer takes and waits for room for the rest.
-template <class Codec>
+template <class Codec, class Id>
 class StreamSide final : public exchange::WebSocketPeer {
  public:
   struct Wiring {
     Codec& codec;
-    h2::StreamId id;
+    Id id;             // the client's stream id, or the origin's borrowed stream
     Inbox& incoming;   // this side's DATA, end and close (and others' events, skipped)
     Inbox& room_wait;  // where room to send on this side is signalled
     bool& room;        // set by the connection when there is room again
@@ -280,9 +280,9 @@ std::optional<std::string> answer_problem(const h2::RequestHead& request,
 }
 
 asio::awaitable<void> relay_websocket(ConnectionLinks links, Stream& s) {
-  StreamSide<h2::ServerCodec> client(
+  StreamSide<h2::ServerCodec, h2::StreamId> client(
       {links.server, s.client, s.up, s.down, s.client_room, s.client_closed, true}, links);
-  StreamSide<h2::ClientCodec> origin(
+  StreamSide<BorrowedStreams, BorrowedStream&> origin(
       {links.client, s.origin, s.down, s.up, s.origin_room, s.origin_closed, false}, links);
   exchange::BudgetAllowance allowance(s.stages.budget);
   exchange::WebSocketOptions options;

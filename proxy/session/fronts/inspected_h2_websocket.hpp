@@ -50,7 +50,7 @@ std::optional<std::string> answer_problem(const h2::RequestHead& request,
 // What the WebSocket borrows from its connection, which outlives it.
 struct ConnectionLinks {
   h2::ServerCodec& server;
-  h2::ClientCodec& client;
+  BorrowedStreams& client;  // the origin side: each stream on its shared origin connection
   std::function<void()> wake_writers;  // the codecs have output: the writing loops go on
   const bool& stopping;                // the connection is ending
   std::chrono::seconds idle{0};        // the settings' idle_timeout (none when zero)

@@ -89,6 +89,44 @@ TEST_F(OriginPoolTest, TheMostRecentlyKeptConnectionOfItsOwnHostAndPortIsTakenOn
   EXPECT_TRUE(taken->socket.is_open());
 }
 
+// A connection is given only to a client whose ALPN offer it serves as a fresh one would: one on
+// which the gate never offered h2 not to a client that offers it (the origin might have chosen
+// h2); one on which the origin declined h2 to either kind. Those passed over stay kept.
+TEST_F(OriginPoolTest, AConnectionIsTakenOnlyByAClientWhoseAlpnOfferItServes) {
+  struct Case {
+    bool offered;
+    bool chosen;
+    ClientAlpn client;
+    bool served;
+  };
+  for (const Case c :
+       {Case{false, false, ClientAlpn::http1, true}, Case{false, false, ClientAlpn::h2, false},
+        Case{true, false, ClientAlpn::http1, true}, Case{true, false, ClientAlpn::h2, true},
+        Case{true, true, ClientAlpn::http1, false}, Case{true, true, ClientAlpn::h2, true},
+        Case{false, false, ClientAlpn::unknown, true}}) {
+    SecuredOrigin origin{tcp::socket(io_)};
+    origin.h2_offered = c.offered;
+    origin.h2_chosen = c.chosen;
+    EXPECT_EQ(serves(origin, c.client), c.served)
+        << c.offered << c.chosen << static_cast<int>(c.client);
+  }
+
+  OriginPool pool;
+  auto http1_only = connection(pool.epoch());
+  auto declined = connection(pool.epoch());
+  declined->h2_offered = true;
+  const int declined_fd = declined->socket.native_handle();
+  pool.park("a.test:443", std::move(declined));
+  pool.park("a.test:443", std::move(http1_only));  // the most recent
+  auto taken = pool.take("a.test:443", ClientAlpn::h2);
+  ASSERT_NE(taken, nullptr);
+  EXPECT_EQ(taken->socket.native_handle(), declined_fd);
+  EXPECT_EQ(pool.take("a.test:443", ClientAlpn::h2), nullptr);
+  EXPECT_EQ(pool.size(), 1u);
+  EXPECT_NE(pool.take("a.test:443", ClientAlpn::http1), nullptr);
+  EXPECT_EQ(pool.size(), 0u);
+}
+
 TEST_F(OriginPoolTest, PastItsLimitPerOriginTheOldestGoesAndPastTheTotalNoneIsKept) {
   OriginPool pool;
   std::size_t oldest = 0;
