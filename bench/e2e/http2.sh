@@ -285,13 +285,16 @@ for ((round = 1; round <= rounds; ++round)); do
   # Memory, each on a gate started fresh for it (a heap grown by the rates above would hide it).
   if [[ $memory == 1 ]]; then
     level=0
-    for workload in h2-hold https-hold; do
-      start_gate "$workload" || continue
+    for label in h2-hold https-hold ${baseline:+h2-hold-base https-hold-base}; do
+      workload=${label%-base}
+      binary=$sandgate
+      [[ $label == *-base ]] && binary=$baseline
+      start_gate "$label" "$binary" || continue
       streams=$hold_streams
       [[ $workload == https-hold ]] && streams=1
-      run_load "$workload" "$round" --workload "$workload" --concurrency "$idle_connections" \
+      run_load "$label" "$round" --workload "$workload" --concurrency "$idle_connections" \
         --streams "$streams" --duration 2 --timeout 10
-      stop_target "$workload"
+      stop_target "$label"
     done
   fi
 done

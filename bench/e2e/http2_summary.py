@@ -196,9 +196,11 @@ def baseline_table(tables):
 
 def memory_table(runs):
     rows = []
-    for workload, protocol, unit in (("h2-hold", "HTTP/2", "stream"),
-                                     ("https-hold", "HTTP/1.1", "request")):
-        held = [r for r in runs if r["workload"] == workload]
+    for label, protocol, unit in (("h2-hold", "HTTP/2", "stream"),
+                                  ("h2-hold-base", "HTTP/2, baseline", "stream"),
+                                  ("https-hold", "HTTP/1.1", "request"),
+                                  ("https-hold-base", "HTTP/1.1, baseline", "request")):
+        held = [r for r in runs if r.get("label", r["workload"]) == label]
         if held:
             rows.append((protocol, unit, held))
     if not rows:

@@ -230,6 +230,7 @@ void H2Origin::take_events() {
     } else if (std::holds_alternative<h2::PeerSettingsEvent>(*event)) {
       if (keeper_ != nullptr) {
         keeper_->room_changed(key_);
+        keeper_->settings_changed(key_);
       }
     } else if (std::holds_alternative<h2::PingAckEvent>(*event)) {
       // (No ping is sent: a connection the origin closes shows as the end of its socket.)

@@ -37,10 +37,12 @@ namespace sandgate::session {
 class H2Origin;
 
 // What keeps a connection (H2OriginPool), told of what changes in it: a stream of `key` may go
-// where it could not (a stream ended, new SETTINGS, a GOAWAY), or it ended.
+// where it could not (a stream ended, new SETTINGS, a GOAWAY), the origin sent SETTINGS, or it
+// ended.
 class H2OriginKeeper {
  public:
   virtual void room_changed(const std::string& key) = 0;
+  virtual void settings_changed(const std::string& key) = 0;
   virtual void ended(H2Origin& origin) = 0;
 
  protected:

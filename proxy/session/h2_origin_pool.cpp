@@ -105,10 +105,19 @@ void H2OriginPool::room_changed(const std::string& key) {
   if (found == shelves_.end()) {
     return;
   }
-  // A copy: a watcher may stop watching (its connection ended) while it is told.
-  const std::vector<H2OriginWatcher*> watchers = found->second.watchers;
-  for (H2OriginWatcher* watcher : watchers) {
+  // (A watcher only wakes its streams when told: none stops watching meanwhile.)
+  for (H2OriginWatcher* watcher : found->second.watchers) {
     watcher->on_origin_room();
+  }
+}
+
+void H2OriginPool::settings_changed(const std::string& key) {
+  const auto found = shelves_.find(key);
+  if (found == shelves_.end()) {
+    return;
+  }
+  for (H2OriginWatcher* watcher : found->second.watchers) {
+    watcher->on_origin_settings();
   }
 }
 

@@ -49,10 +49,11 @@ namespace sandgate::session {
 
 // A client connection that borrows streams: told when one of its host:port's connections may
 // take a stream it could not take before (a stream ended, new SETTINGS, a connection joined or
-// went).
+// went), and when one's origin sent SETTINGS.
 class H2OriginWatcher {
  public:
   virtual void on_origin_room() = 0;
+  virtual void on_origin_settings() = 0;
 
  protected:
   ~H2OriginWatcher() = default;
@@ -106,6 +107,7 @@ class H2OriginPool final : private H2OriginKeeper {
  private:
   // From its connections: a stream of `key` may go where it could not; `origin` has ended.
   void room_changed(const std::string& key) override;
+  void settings_changed(const std::string& key) override;
   void ended(H2Origin& origin) override;
 
   struct Shelf {

@@ -241,7 +241,7 @@ class H2Connection final : private H2OriginWatcher, private h2_front::OriginEven
     }
     pool().watch(key_, *this);
     adopt_tunnels_origin();
-    on_origin_room();  // (its SETTINGS may have come already)
+    on_origin_settings();  // (its SETTINGS may have come already)
   }
   ~H2Connection() {
     pool().unwatch(key_, *this);
@@ -508,9 +508,9 @@ class H2Connection final : private H2OriginWatcher, private h2_front::OriginEven
 
   // --- the origin side: shared origin connections, a stream borrowed on one ---
 
-  // An event of the stream's origin connection for it (its StreamSink).
+  // An event of the stream's origin connection for it (its StreamSink). (What it brings is
+  // written to the client, whose writes are the connection's activity: no clock read here.)
   void on_origin_event(Stream& s, h2::ClientEvent& event) override {
-    touch();
     std::visit([&](auto& e) { on_client_event(s, e); }, event);
   }
 
@@ -549,11 +549,12 @@ class H2Connection final : private H2OriginWatcher, private h2_front::OriginEven
            !stopping_;
   }
 
-  // An origin connection of host:port may take a stream it could not before, or sent new
-  // SETTINGS: the streams waiting for one look again; and once one takes WebSockets over HTTP/2
-  // (RFC 8441), so does the gate, from then on.
-  void on_origin_room() override {
-    slot_freed();
+  // An origin connection of host:port may take a stream it could not before: the streams
+  // waiting for one look again.
+  void on_origin_room() override { slot_freed(); }
+  // One sent SETTINGS: once one takes WebSockets over HTTP/2 (RFC 8441), so does the gate, from
+  // then on.
+  void on_origin_settings() override {
     if (!server_.connect_protocol_enabled() && origin_takes_websockets()) {
       server_.enable_connect_protocol();
       wake_writers();
