@@ -130,10 +130,10 @@ TEST_F(H2OriginPoolTest, NotSharedWhenReachedByAddressOrSecuredUnderOlderRules) 
 }
 
 TEST_F(H2OriginPoolTest, TheBusiestConnectionWithRoomIsTakenFirst) {
+  RecordingSink sink;  // (outlives the pool, which tells it when it closes)
   H2OriginPool pool;
   auto quiet = pool.adopt("a.test:443", connection(1), true, 1);
   auto busy = pool.adopt("a.test:443", connection(1), true, 1);
-  RecordingSink sink;
   ASSERT_TRUE(busy->open_stream(get_head(), true, sink));
   EXPECT_EQ(pool.take("a.test:443"), busy);
   busy->release_stream(1, h2::ErrorCode::cancel);
@@ -141,10 +141,10 @@ TEST_F(H2OriginPoolTest, TheBusiestConnectionWithRoomIsTakenFirst) {
 }
 
 TEST_F(H2OriginPoolTest, AnIdleConnectionGoesAfterItsLifetimeAndABusyOneStays) {
+  RecordingSink sink;  // (outlives the pool, which tells it when it closes)
   H2OriginPool pool(50ms);
   auto idle = pool.adopt("a.test:443", connection(1), true, 1);
   auto busy = pool.adopt("a.test:443", connection(1), true, 1);
-  RecordingSink sink;
   ASSERT_TRUE(busy->open_stream(get_head(), true, sink));
   EXPECT_TRUE(run_until([&] { return !idle->usable(); }));
   io_.run_for(100ms);
@@ -154,10 +154,10 @@ TEST_F(H2OriginPoolTest, AnIdleConnectionGoesAfterItsLifetimeAndABusyOneStays) {
 }
 
 TEST_F(H2OriginPoolTest, AReloadRetiresEveryConnectionAndABusyOneGoesAfterItsLastStream) {
+  RecordingSink sink;  // (outlives the pool, which tells it when it closes)
   H2OriginPool pool;
   auto idle = pool.adopt("a.test:443", connection(1), true, 1);
   auto busy = pool.adopt("a.test:443", connection(1), true, 1);
-  RecordingSink sink;
   ASSERT_TRUE(busy->open_stream(get_head(), true, sink));
   pool.forget_all();
   EXPECT_EQ(pool.take("a.test:443"), nullptr);
@@ -170,9 +170,9 @@ TEST_F(H2OriginPoolTest, AReloadRetiresEveryConnectionAndABusyOneGoesAfterItsLas
 }
 
 TEST_F(H2OriginPoolTest, TheDrainClosesEveryConnectionItsStreamsHearSoAndNoneIsSharedAfter) {
+  RecordingSink sink;  // (outlives the pool, which tells it when it closes)
   H2OriginPool pool;
   auto busy = pool.adopt("a.test:443", connection(1), true, 1);
-  RecordingSink sink;
   ASSERT_TRUE(busy->open_stream(get_head(), true, sink));
   pool.close();
   EXPECT_FALSE(busy->usable());
