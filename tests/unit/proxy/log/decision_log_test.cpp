@@ -266,9 +266,19 @@ TEST_F(DecisionLogPipeTest, AStalledReaderHoldsTheWritersBackInsteadOfGrowingThe
       written.fetch_add(1);
     }
   });
-  std::this_thread::sleep_for(500ms);
-  const int held = written.load();
-  std::this_thread::sleep_for(300ms);
+  // The writer runs until the bound stops it; how soon depends on the machine (a sanitizer build on a
+  // busy one is slow), so wait for the count to stand still rather than for a fixed time. A batch
+  // without a bound would stand still only at kLines, which the size check below refuses.
+  int held = written.load();
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  for (;;) {
+    std::this_thread::sleep_for(300ms);
+    const int now = written.load();
+    if (now == held || std::chrono::steady_clock::now() > deadline) {
+      break;
+    }
+    held = now;
+  }
   EXPECT_EQ(written.load(), held);    // blocked, not buffering
   const std::size_t line_size = 130;  // a line here is about 150 bytes
   EXPECT_LT(static_cast<std::size_t>(held) * line_size, 2u * 1024 * 1024 + 65536);
