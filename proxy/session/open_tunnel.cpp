@@ -512,17 +512,16 @@ asio::awaitable<Admission> admit_tunnel(SessionContext& context, DecisionState& 
 }
 
 // A connection taken before the client spoke (admit_tunnel) is kept only for a client the gate
-// inspects and that it serves as a fresh one would (serves(); a shared HTTP/2 one only a client
-// that offers h2): a client that offers h2 is never answered in HTTP/1.1 by an origin that speaks
-// h2, nor SSH on port 443 sent into a TLS connection. Otherwise an idle one goes back to the pool
-// for a client it serves, and the tunnel takes one that serves this client, or dials; the success
-// was sent, so a dial that fails closes the tunnel with its reason. False when the tunnel is over
-// (logged).
+// inspects and that it serves as a fresh one would (serves(); a shared HTTP/2 one any client,
+// an HTTP/1.1 one's requests going as its streams): a client that offers h2 is never answered in
+// HTTP/1.1 by an origin that speaks h2, nor SSH on port 443 sent into a TLS connection. Otherwise
+// an idle one goes back to the pool for a client it serves, and the tunnel takes one that serves
+// this client, or dials; the success was sent, so a dial that fails closes the tunnel with its
+// reason. False when the tunnel is over (logged).
 asio::awaitable<bool> fit_taken_origin(TunnelSetup& setup, Admission& admission) {
   SessionContext& context = setup.context;
   const ClientAlpn alpn = setup.facts.offers_h2 ? ClientAlpn::h2 : ClientAlpn::http1;
-  const bool fits =
-      context.secured_origin ? serves(*context.secured_origin, alpn) : alpn == ClientAlpn::h2;
+  const bool fits = !context.secured_origin || serves(*context.secured_origin, alpn);
   if (setup.facts.inspected && fits) {
     co_return true;
   }

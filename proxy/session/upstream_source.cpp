@@ -12,9 +12,9 @@ namespace {
 namespace asio = boost::asio;
 
 // 2. A connection the worker keeps for the wish's host:port, for a request decided with the rules
-// and settings they were verified under: a shared HTTP/2 one first (a client that offers h2, or
-// may: its ClientHello is still to come), else an idle one that serves its ALPN offer. Fills the
-// admission's dial fields from it.
+// and settings they were verified under: a shared HTTP/2 one first (whatever the client speaks:
+// an HTTP/1.1 client's requests go as its streams, fronts/http_over_h2.hpp), else an idle one
+// that serves its ALPN offer. Fills the admission's dial fields from it.
 UpstreamFrom take_kept(SessionContext& context, const DecisionState& decided, Admission& admission,
                        const UpstreamWish& wish) {
   if (!decided.current(context.worker) || !decided.settings_current(context.worker)) {
@@ -23,7 +23,7 @@ UpstreamFrom take_kept(SessionContext& context, const DecisionState& decided, Ad
   const std::string key = wish.host.display() + ":" + std::to_string(wish.port);
   std::shared_ptr<H2Origin> shared;
   std::unique_ptr<SecuredOrigin> idle;
-  if (wish.may_borrow_h2 && wish.alpn != ClientAlpn::http1) {
+  if (wish.may_borrow_h2) {
     shared = context.worker.h2_origins->take(key);
   }
   if (shared == nullptr && wish.may_take_idle) {

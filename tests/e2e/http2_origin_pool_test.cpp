@@ -2,7 +2,8 @@
 // (tests/support/h2_pool_origin.py numbers its TLS connections): an idle HTTP/1.1 one is given
 // only to a client whose ALPN offer it serves as a fresh one would (origin_pool.hpp); an HTTP/2
 // one is shared by the inspected h2 clients of its host:port (h2_origin_pool.hpp), at once and
-// in turn, never across hosts, left after the origin's GOAWAY (a stream it left out sent again
+// in turn, never across hosts (and by HTTP/1.1 clients, whose requests go as its streams), left
+// after the origin's GOAWAY (a stream it left out sent again
 // once), retired by a reload, while a reload that revokes a client ends that client's streams
 // only. The clients: real curl, offering h2 (--http2) or HTTP/1.1 only (--http1.1), and
 // python3-h2 driven step by step (tests/support/h2_hostile_peer.py `staged`).
@@ -127,16 +128,15 @@ class Http2OriginPoolTest : public ::testing::Test {
   std::unique_ptr<TestProxy> proxy_;
 };
 
-// A client that offered HTTP/1.1 only leaves an idle HTTP/1.1 connection behind. A client that
-// offers h2 is not given it (it would be answered in HTTP/1.1 by an origin that speaks h2, and a
-// gRPC client, which offers only h2, would fail): it gets h2 over a connection of its own. The
-// HTTP/1.1 connection stays kept for the next client that offers HTTP/1.1 only.
-TEST_F(Http2OriginPoolTest, AClientOfferingH2IsNotGivenAnIdleConnectionOnWhichH2WasNotOffered) {
+// An origin that speaks both: the gate offers it h2 whatever its client speaks, so an HTTP/1.1
+// client's request goes as a stream of an HTTP/2 connection (fronts/http_over_h2.hpp), which the
+// next clients share, HTTP/2 and HTTP/1.1 alike: one connection at the origin.
+TEST_F(Http2OriginPoolTest, Http1AndH2ClientsShareOneH2ConnectionOfAnOriginThatSpeaksBoth) {
   start("h2,http/1.1");
-  EXPECT_EQ(get("--http1.1", "/"), "http/1.1 connection 1\n1.1 200\n");
-  EXPECT_EQ(get("--http2", "/connection"), "h2 connection 2\n2 200\n");
-  EXPECT_EQ(get("--http1.1", "/"), "http/1.1 connection 1\n1.1 200\n");
-  EXPECT_EQ(connections(), "1 http/1.1\n2 h2\n");
+  EXPECT_EQ(get("--http1.1", "/connection"), "h2 connection 1\n1.1 200\n");
+  EXPECT_EQ(get("--http2", "/connection"), "h2 connection 1\n2 200\n");
+  EXPECT_EQ(get("--http1.1", "/connection"), "h2 connection 1\n1.1 200\n");
+  EXPECT_EQ(connections(), "1 h2\n");
 }
 
 // An origin that declined h2 when the gate offered it: its idle HTTP/1.1 connection serves the

@@ -23,6 +23,9 @@
 // Every request is appended to PORT.requests beside CERT as "METHOD PATH BODY_BYTES" when its
 // body ends, with the bytes of it that arrived (what reached the origin, for the tests to compare
 // with what the client sent).
+// Every HTTP/2 connection (session) appends a line "session" to PORT.sessions beside CERT, for
+// the tests that count the gate's connections to it. It takes HTTP/2 only (no allowHTTP1): a
+// client that offers only http/1.1 by ALPN fails its TLS handshake.
 import {execFileSync} from 'node:child_process';
 import fs from 'node:fs';
 import http2 from 'node:http2';
@@ -171,6 +174,7 @@ const server = http2.createSecureServer({
   cert: fs.readFileSync(cert),
   key: fs.readFileSync(key),
 });
+server.on('session', () => fs.appendFileSync(path.join(folder, `${port}.sessions`), 'session\n'));
 server.on('stream', (stream, headers, flags, rawHeaders) => {
   const chunks = [];
   stream.on('error', () => {});  // a stream the gate reset: nothing to answer

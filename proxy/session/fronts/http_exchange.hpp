@@ -25,6 +25,7 @@
 
 #include "proxy/budget/destination_budgets.hpp"
 #include "proxy/secrets/masked_secrets.hpp"
+#include "proxy/session/exchange/h1_over_h2_upstream.hpp"
 #include "proxy/session/exchange/pipeline/exchange_front.hpp"
 #include "proxy/session/exchange/secrets_stage.hpp"
 #include "proxy/session/fronts/http_exchange_state.hpp"
@@ -86,6 +87,12 @@ struct Upstream {
   // upstream): idle by construction. A peek at its socket would see the origin's TLS session
   // tickets and take it for a connection gone stale.
   bool fresh = false;
+  // When the origin chose h2 (an inspected one): the HTTP/2 connection this client's requests go
+  // on first (the tunnel's, or one dialled since; shared with the worker's other clients unless
+  // reached by address), and the stream of the exchange under way, which context.upstream_stream
+  // reads and writes (exchange/h1_over_h2_upstream.hpp). context.upstream is then not connected.
+  std::shared_ptr<H2Origin> h2;
+  std::unique_ptr<exchange::H1OverH2Upstream> over_h2;
   // The transport an MCP server answered this connection in last (proxy/mcp/answers.hpp): the
   // gate answers a refused call in it.
   std::optional<mcp::Transport> mcp_usual;

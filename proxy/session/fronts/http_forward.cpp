@@ -48,6 +48,7 @@
 #include "proxy/session/fronts/client_session.hpp"
 #include "proxy/session/fronts/http_exchange.hpp"
 #include "proxy/session/fronts/http_front.hpp"
+#include "proxy/session/fronts/http_over_h2.hpp"
 #include "proxy/session/fronts/inspected_websocket.hpp"
 #include "proxy/session/graceful_close.hpp"
 #include "proxy/session/parent_dial.hpp"
@@ -250,22 +251,59 @@ asio::awaitable<void> refuse_request(SessionContext& context, std::string_view m
   co_await close_gracefully(context.client);
 }
 
-// Stage 4 for an HTTP/1.1 request (get_upstream, upstream_source.hpp): the connection's
-// kept-alive upstream if it is for the same host:port and still idle; else, for an inspected
-// connection, an idle verified one the worker keeps for its origin; else a fresh one, resolved
-// and checked like a tunnel's (through a parent proxy, for plain HTTP the parent itself, which
-// then gets the request in absolute form: many corporate proxies refuse CONNECT to port 80). A
-// new upstream of plain HTTP counts against the connection budgets (an inspected one's tunnel
-// was counted when it was opened); an inspected one is secured before the request goes.
+// An inspected origin's connection just dialled, or idle and verified already: secured (a new
+// one offering h2, but for a WebSocket upgrade, which needs the origin's HTTP/1.1). An origin that
+// chooses h2 takes the request as a stream of that connection, shared from now on.
+asio::awaitable<void> secure_inspected(SessionContext& context, DecisionState& decided,
+                                       Admission& admission, Upstream& upstream, bool dialled,
+                                       bool websocket, const std::string& where) {
+  InspectedOrigin& origin = *upstream.inspected;
+  if (dialled && !websocket) {
+    origin.offer_h2();
+  }
+  if (auto refused = co_await origin.secure_upstream(decided)) {
+    if (websocket) {
+      if (auto sentence = websocket_needs_http1(context, upstream, where, refused->sentence)) {
+        refused->sentence = std::move(*sentence);
+      }
+    }
+    admission.status = Admission::Status::refused;
+    admission.refusal = std::move(*refused);
+    co_return;
+  }
+  if (auto h2 = adopt_secured_h2(context, origin, upstream, admission)) {
+    go_over_h2(context, upstream, std::move(h2), where);
+  }
+}
+
+// Stage 4 for an HTTP/1.1 request (get_upstream, upstream_source.hpp): for an inspected origin
+// that chose h2, a stream of the connection's HTTP/2 connection while it has room
+// (http_over_h2.hpp); else the connection's kept-alive upstream if it is for the same host:port
+// and still idle; else, for an inspected connection, a shared HTTP/2 one or an idle verified one
+// the worker keeps for its origin; else a fresh one, resolved and checked like a tunnel's (through
+// a parent proxy, for plain HTTP the parent itself, which then gets the request in absolute form:
+// many corporate proxies refuse CONNECT to port 80). A new upstream of plain HTTP counts against
+// the connection budgets (an inspected one's tunnel was counted when it was opened); an inspected
+// one is secured before the request goes. `websocket`: the request asks for an upgrade.
 asio::awaitable<void> reach_origin(SessionContext& context, DecisionState& decided,
                                    Admission& admission, const AdmittedRequest& request,
-                                   Upstream& upstream) {
+                                   Upstream& upstream, bool websocket) {
   const InspectedOrigin* inspected = upstream.inspected;
+  end_h2_stream(context, upstream);  // the last exchange's, if it went over h2
   if (inspected != nullptr && inspected->facts.by_address()) {
     if (auto refused = exchange::refuse_address(decided, inspected->facts)) {
       admission.status = Admission::Status::refused;
       admission.refusal = std::move(*refused);
       co_return;
+    }
+  }
+  if (inspected != nullptr && !websocket) {
+    if (auto own = own_h2_with_room(decided, admission, *inspected, upstream)) {
+      go_over_h2(context, upstream, std::move(own), request.where);
+      co_return;
+    }
+    if (!admission.admitted()) {
+      co_return;  // its address is denied now
     }
   }
   UpstreamWish wish;
@@ -281,6 +319,7 @@ asio::awaitable<void> reach_origin(SessionContext& context, DecisionState& decid
                   (upstream.fresh || upstream_still_idle(context.upstream));
   wish.own_dialled = upstream.dialled;
   wish.may_take_idle = inspected != nullptr && !inspected->facts.by_address();
+  wish.may_borrow_h2 = wish.may_take_idle && !websocket;
   wish.alpn = ClientAlpn::http1;  // the client speaks HTTP/1.1 already
   wish.tls_first = inspected != nullptr;
   wish.count_connection = inspected == nullptr;
@@ -299,11 +338,15 @@ asio::awaitable<void> reach_origin(SessionContext& context, DecisionState& decid
   if (from == UpstreamFrom::own || !admission.admitted()) {
     co_return;
   }
+  if (from == UpstreamFrom::shared_h2) {
+    upstream.h2 = context.shared_h2_origin;
+    go_over_h2(context, upstream, std::move(context.shared_h2_origin), request.where);
+    co_return;
+  }
   if (inspected != nullptr) {
-    // Dialled, or idle and verified already (secure_upstream adopts it).
-    if (auto refused = co_await upstream.inspected->secure_upstream(decided)) {
-      admission.status = Admission::Status::refused;
-      admission.refusal = std::move(*refused);
+    co_await secure_inspected(context, decided, admission, upstream, from == UpstreamFrom::dialled,
+                              websocket, request.where);
+    if (!admission.admitted() || upstream.over_h2 != nullptr) {
       co_return;
     }
   }
@@ -343,10 +386,10 @@ Expected<HttpTarget, std::string> inspected_target(const InspectedOrigin& origin
 // How an HTTP/1.1 request reaches its origin: the connection's kept-alive upstream, or a dial.
 class UpstreamReach final : public exchange::OriginReach {
  public:
-  explicit UpstreamReach(Upstream& upstream) : upstream_(upstream) {}
+  UpstreamReach(Upstream& upstream, bool websocket) : upstream_(upstream), websocket_(websocket) {}
   asio::awaitable<void> reach(SessionContext& context, DecisionState& decided, Admission& admission,
                               const AdmittedRequest& request) override {
-    co_await reach_origin(context, decided, admission, request, upstream_);
+    co_await reach_origin(context, decided, admission, request, upstream_, websocket_);
   }
   std::optional<rules::IpAddress> dialled() const override { return upstream_.dialled; }
   std::string address() const override { return upstream_.address; }
@@ -356,6 +399,7 @@ class UpstreamReach final : public exchange::OriginReach {
 
  private:
   Upstream& upstream_;
+  bool websocket_;  // the request asks for a WebSocket upgrade
 };
 
 // The request's target, parsed strictly (the host checked is the host dialled and named
@@ -662,7 +706,7 @@ asio::awaitable<Next> serve_one_request(SessionContext& context, HeadParser& hea
   if (!target) {
     co_return Next::stop;
   }
-  UpstreamReach reach(upstream);
+  UpstreamReach reach(upstream, is_websocket_upgrade(head_parser.get()));
   const exchange::PipelineEnd ran =
       co_await exchange::run_request_pipeline(context, decided, front, std::move(*target), reach);
   if (ran == exchange::PipelineEnd::not_admitted) {
@@ -824,8 +868,10 @@ asio::awaitable<InspectedRequestsEnd> serve_inspected_requests(SessionContext& c
   upstream.dialled = origin.facts.dialled;
   boost::system::error_code ignored;
   upstream.address = to_text(context.upstream.remote_endpoint(ignored));
+  adopt_tunnels_h2(context, origin, upstream);
   beast::flat_buffer buffer(kClientBufferLimit);
   co_await serve_requests(context, nullptr, buffer, upstream);
+  end_h2_stream(context, upstream);
   InspectedRequestsEnd end;
   end.bytes_up = upstream.carried_up;
   end.bytes_down = upstream.carried_down;

@@ -61,8 +61,12 @@ class InspectedOrigin {
   // Whether the TLS layer holds bytes of the origin's that the socket no longer shows (decrypted
   // data, a record read ahead): a read now returns without waiting for the network.
   virtual bool origin_bytes_held() = 0;
-  // The next fresh handshake of secure_upstream() offers the origin h2 (an HTTP/2 client's).
+  // The next call of secure_upstream(), when it makes a fresh handshake, offers the origin h2
+  // besides HTTP/1.1 (asked for each call).
   virtual void offer_h2() = 0;
+  // The origin connection secure_upstream() secured or took last chose h2 by ALPN (or is a
+  // shared HTTP/2 one): its requests go as HTTP/2 streams.
+  virtual bool origin_chose_h2() const = 0;
   // The origin connection secure_upstream() secured or took last, handed over with its socket
   // (moved out of context.upstream), what its handshake settled by ALPN and `dialled` (the
   // checked address of the name it was dialled at); null when there is none.

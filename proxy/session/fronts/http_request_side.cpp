@@ -55,8 +55,7 @@ asio::awaitable<void> watch_client_leaving(Exchange& x) {
     }
     // The client left: stop waiting for a response nobody will read.
     x.state.client_read_failed({});
-    boost::system::error_code ignored;
-    x.context.upstream.cancel(ignored);
+    x.context.upstream_stream.cancel();
     co_return;
   }
 }
@@ -105,7 +104,7 @@ BodyPiece::~BodyPiece() {
 void Exchange::cancel_both() {
   boost::system::error_code ignored;
   context.client.cancel(ignored);
-  context.upstream.cancel(ignored);
+  context.upstream_stream.cancel();
 }
 
 namespace {
@@ -360,8 +359,7 @@ asio::awaitable<void> send_request_body(Exchange& x) {
                                      ? "the request body is malformed: " + read_error.message() +
                                            "."
                                      : std::string());
-      boost::system::error_code ignored;
-      x.context.upstream.cancel(ignored);
+      x.context.upstream_stream.cancel();
       break;
     }
     x.touch();

@@ -283,6 +283,9 @@ asio::awaitable<bool> write_body_piece(Exchange& x, BodyResponseParser& parser,
 // when some did or the exchange is being stopped. Only waits: the socket's data stays where it is,
 // for the read that follows (a TLS stream's read is never cancelled half-way).
 asio::awaitable<bool> origin_paused(Exchange& x, std::chrono::milliseconds pause) {
+  if (x.upstream.over_h2 != nullptr) {
+    co_return co_await x.upstream.over_h2->paused(pause);
+  }
   asio::steady_timer timer(x.context.upstream.get_executor(), pause);
   const auto first =
       co_await (x.context.upstream.async_wait(asio::ip::tcp::socket::wait_read, use_tuple) ||
@@ -294,6 +297,9 @@ asio::awaitable<bool> origin_paused(Exchange& x, std::chrono::milliseconds pause
 // (decrypted, or a record read ahead) or waiting on the socket. (What is in the exchange's own
 // buffer is parsed by parse_buffered() instead: it may be only the start of the next chunk.)
 bool origin_has_more(Exchange& x) {
+  if (x.upstream.over_h2 != nullptr) {
+    return x.upstream.over_h2->has_unread();
+  }
   if (x.upstream.inspected != nullptr && x.upstream.inspected->origin_bytes_held()) {
     return true;
   }

@@ -101,7 +101,7 @@ class InspectedTls final : public InspectedOrigin {
       const std::optional<rules::IpAddress>& dialled) override;
   // Both sides chose h2 by ALPN (after secure_client).
   bool speaks_h2() const { return origin_h2_ && client_h2_; }
-  bool origin_chose_h2() const { return origin_h2_; }
+  bool origin_chose_h2() const override { return origin_h2_; }
   bool origin_bytes_held() override { return origin_tls_ && !nothing_unread(*origin_tls_); }
   // Hands the origin connection, idle and reusable, to the worker's pool for another client.
   void keep_origin(const std::optional<rules::IpAddress>& dialled);
@@ -151,6 +151,9 @@ asio::awaitable<std::optional<Refusal>> InspectedTls::secure_upstream(
     const DecisionState& decided) {
   context_.upstream_stream.detach();
   taken_idle = false;
+  // Asked for this call only: a connection taken (shared or idle) uses it up too, so a later
+  // dial (a WebSocket upgrade's, which needs HTTP/1.1) offers h2 only when asked again.
+  const bool offer_h2 = std::exchange(offer_h2_, false);
   if (context_.shared_h2_origin) {
     // A shared HTTP/2 connection the tunnel took (open_tunnel.cpp), for a client that offers h2:
     // verified already, and its origin chose h2. The HTTP/2 exchange borrows its streams.
@@ -177,9 +180,7 @@ asio::awaitable<std::optional<Refusal>> InspectedTls::secure_upstream(
   origin_tls_.emplace(context_.upstream, inspection_.origin_facing());
   SSL* ssl = origin_tls_->native_handle();
   inspection_.expect_origin(ssl, host, port);
-  // Only the connection's first handshake may offer h2: a later one (a request's new dial on an
-  // HTTP/1.1 connection) serves a client that speaks HTTP/1.1 already.
-  offered_h2_ = std::exchange(offer_h2_, false);
+  offered_h2_ = offer_h2;
   if (offered_h2_) {
     inspect::Inspection::offer_origin_h2(ssl);
   }
@@ -339,9 +340,10 @@ asio::awaitable<void> serve_inspected(SessionContext& context, const DecisionSta
   InspectedTls tls(context, *context.worker.shared.inspection, facts);
   const rules::Host& host = tls.host;
   const std::uint16_t port = tls.port;
-  if (facts.offers_h2) {
-    tls.offer_h2();  // (decided with the tunnel: open_tunnel.cpp)
-  }
+  // h2 is offered to the origin whatever the client speaks: an HTTP/1.1 client's requests go as
+  // streams of an HTTP/2 connection when the origin chooses it (http_over_h2.hpp), so an origin
+  // that speaks only HTTP/2 is reached, and its connection is shared.
+  tls.offer_h2();
   boost::system::error_code ignored;
   // The origin first: a client is only ever shown a certificate for a host whose own
   // certificate the gate verified (or is told why not, inside the connection).
@@ -363,15 +365,9 @@ asio::awaitable<void> serve_inspected(SessionContext& context, const DecisionSta
     co_await answer_first_request(context, tls, *origin_failure);
   } else if (tls.speaks_h2()) {
     served = co_await serve_inspected_h2(context, tls);
-  } else if (tls.origin_chose_h2()) {
-    // The client was offered h2 (its ClientHello asked for it) and took HTTP/1.1: no request is
-    // carried from one version to the other.
-    context.upstream.close(ignored);
-    const Refusal refusal(rules::Reason::bad_request,
-                          "the client offered h2 and then chose HTTP/1.1, while " + where(tls) +
-                              " speaks h2: the gate carries no request between versions.");
-    co_await answer_first_request(context, tls, refusal);
   } else {
+    // HTTP/1.1 from the client, to an origin that chose either (over h2, each request a stream
+    // of a shared connection: serve_inspected_requests adopts it).
     served = co_await serve_inspected_requests(context, tls);
   }
   if (context.live.revoked) {

@@ -7,9 +7,10 @@
 // http::async_write take it), type-erased without allocation: the stream it forwards to is
 // named by a small object held inside, and each operation's handler is moved into an
 // any_completion_handler, which keeps its executor and cancellation slot (so `||` with a timer
-// still cancels a read). Socket-level operations (cancel, close, shutdown, the descriptor) stay
-// on the socket: a TLS stream sits on that same socket, so cancelling the socket cancels the
-// TLS stream's pending operation too.
+// still cancels a read). Socket-level operations (close, shutdown, the descriptor) stay on the
+// socket: a TLS stream sits on that same socket, so cancelling the socket cancels the TLS
+// stream's pending operation too; cancel() cancels both the socket and a stream that does not
+// sit on it.
 //
 // A write passes at most kMaxWriteBuffers buffers of its sequence on at once (write_some may
 // write less than asked; every caller loops). One read and one write may be pending at a time,
@@ -51,6 +52,14 @@ class ByteStream {
   void detach() { attach(socket_); }
 
   executor_type get_executor() { return socket_.get_executor(); }
+  // Cancels the socket's pending operations, and those of a stream that does not sit on the
+  // socket (a stream of an HTTP/2 origin connection, exchange/h1_over_h2_upstream.hpp, whose
+  // cancel_pending() is called).
+  void cancel() {
+    boost::system::error_code ignored;
+    socket_.cancel(ignored);
+    forwarder()->cancel();
+  }
   boost::asio::ip::tcp::socket& socket() { return socket_; }
 
   template <class MutableBufferSequence, class Token>
@@ -85,6 +94,7 @@ class ByteStream {
     virtual ~Forwarder() = default;
     virtual void read(boost::asio::mutable_buffer buffer, Handler handler) = 0;
     virtual void write(std::span<const boost::asio::const_buffer> buffers, Handler handler) = 0;
+    virtual void cancel() = 0;
   };
   template <class Stream>
   struct ForwarderTo final : Forwarder {
@@ -94,6 +104,11 @@ class ByteStream {
     }
     void write(std::span<const boost::asio::const_buffer> buffers, Handler handler) override {
       stream.async_write_some(buffers, std::move(handler));
+    }
+    void cancel() override {
+      if constexpr (requires { stream.cancel_pending(); }) {
+        stream.cancel_pending();
+      }
     }
     Stream& stream;
   };

@@ -1,0 +1,362 @@
+// An HTTP/1.1 exchange over a stream of an HTTP/2 origin connection (h1_over_h2_upstream.hpp).
+#include "proxy/session/exchange/h1_over_h2_upstream.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/bind_handler.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/status.hpp>
+#include <cstdio>
+#include <utility>
+#include <variant>
+
+#include "proxy/session/exchange/h2/http1_mapping.hpp"
+
+namespace sandgate::session::exchange {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+std::string hex(std::size_t n) {
+  char text[24];
+  const int length = std::snprintf(text, sizeof text, "%zx", n);
+  return std::string(text, static_cast<std::size_t>(length));
+}
+
+// The reason phrase of `status` (HTTP/2 has none; HTTP/1.1 clients ignore it): Beast's, 103's
+// (RFC 8297), or none for a status neither knows.
+std::string_view reason_of(unsigned status) {
+  if (status == 103) {
+    return "Early Hints";
+  }
+  const http::status known = http::int_to_status(status);
+  if (known == http::status::unknown) {
+    return {};
+  }
+  const auto reason = http::obsolete_reason(known);
+  return std::string_view(reason.data(), reason.size());
+}
+
+// A response head as HTTP/1.1 writes it, without its blank line.
+std::string status_and_fields(const h2::ResponseHead& head) {
+  std::string text = "HTTP/1.1 " + std::to_string(head.status) + " ";
+  text += reason_of(head.status);
+  text += "\r\n";
+  for (const h2::Field& field : head.fields) {
+    if (field.name == "transfer-encoding") {
+      continue;  // (HTTP/2 has none; the framing here is the gate's)
+    }
+    text += field.name + ": " + field.value + "\r\n";
+  }
+  return text;
+}
+
+std::string stream_end_sentence(const h2::StreamClosedEvent& closed) {
+  switch (closed.by) {
+    case h2::Closer::peer:
+      return "the origin reset the HTTP/2 stream (" + std::string(h2::describe(closed.code)) + ")";
+    case h2::Closer::codec:
+      return "the origin's HTTP/2 response broke the protocol (" +
+             std::string(h2::describe(closed.problem)) + ")";
+    case h2::Closer::goaway:
+      return "the origin's HTTP/2 connection went away before the response (" +
+             std::string(h2::describe(closed.code)) + ")";
+    case h2::Closer::owner:
+    case h2::Closer::finished:
+      break;
+  }
+  return "the HTTP/2 stream ended before the response did";
+}
+
+}  // namespace
+
+H1OverH2Upstream::H1OverH2Upstream(executor_type executor, std::shared_ptr<H2Origin> connection,
+                                   std::string scheme, std::size_t head_limit)
+    : executor_(std::move(executor)),
+      connection_(std::move(connection)),
+      scheme_(std::move(scheme)),
+      in_(head_limit),
+      readable_(executor_) {
+  request_.header_limit(static_cast<std::uint32_t>(head_limit));
+  request_.body_limit(boost::none);
+}
+
+H1OverH2Upstream::~H1OverH2Upstream() {
+  if (id_ != 0 && !stream_over_) {
+    connection_->release_stream(id_, h2::ErrorCode::cancel);
+  }
+}
+
+void H1OverH2Upstream::complete(Handler& handler, boost::system::error_code error,
+                                std::size_t bytes) {
+  asio::post(executor_, beast::bind_front_handler(std::move(handler), error, bytes));
+}
+
+void H1OverH2Upstream::cancel_pending() {
+  if (read_handler_) {
+    Handler handler = std::move(*read_handler_);
+    read_handler_.reset();
+    complete(handler, asio::error::operation_aborted, 0);
+  }
+  if (write_handler_) {
+    Handler handler = std::move(*write_handler_);
+    write_handler_.reset();
+    complete(handler, asio::error::operation_aborted, 0);
+  }
+  readable_.cancel();
+}
+
+asio::awaitable<bool> H1OverH2Upstream::paused(std::chrono::milliseconds pause) {
+  if (has_unread()) {
+    co_return false;
+  }
+  readable_.expires_after(pause);
+  auto [error] = co_await readable_.async_wait(asio::as_tuple(asio::use_awaitable));
+  co_return !error && !has_unread();
+}
+
+void H1OverH2Upstream::fail(std::string why) {
+  if (why_.empty()) {
+    why_ = std::move(why);
+  }
+  failed_ = true;
+  serve_read();
+  serve_write();
+  readable_.cancel();
+}
+
+// ---- the response ----
+
+void H1OverH2Upstream::read(asio::mutable_buffer into, Handler handler) {
+  read_into_ = into;
+  read_handler_.emplace(std::move(handler));
+  serve_read();
+}
+
+void H1OverH2Upstream::serve_read() {
+  if (!read_handler_) {
+    return;
+  }
+  Handler handler = std::move(*read_handler_);
+  read_handler_.reset();
+  if (out_read_ < out_.size()) {
+    const std::size_t n = asio::buffer_copy(
+        read_into_, asio::buffer(out_.data() + out_read_, out_.size() - out_read_));
+    out_read_ += n;
+    // What the front has read of the origin's body goes back to the stream's window.
+    while (!pieces_.empty() && pieces_.front().first <= out_read_) {
+      if (!stream_over_) {
+        connection_->consume(id_, pieces_.front().second);
+      }
+      pieces_.pop_front();
+    }
+    complete(handler, {}, n);
+    return;
+  }
+  if (ended_) {
+    complete(handler, asio::error::eof, 0);
+  } else if (failed_) {
+    complete(handler, asio::error::connection_reset, 0);
+  } else {
+    read_handler_.emplace(std::move(handler));  // nothing yet: it waits
+  }
+}
+
+void H1OverH2Upstream::response_bytes(std::string_view bytes, std::size_t data_bytes) {
+  if (out_read_ == out_.size()) {
+    out_.clear();  // all read (and every piece given back): start again at the front
+    out_read_ = 0;
+  }
+  out_.append(bytes);
+  if (data_bytes > 0) {
+    pieces_.emplace_back(out_.size(), data_bytes);
+  }
+  readable_.cancel();
+  serve_read();
+}
+
+void H1OverH2Upstream::take(h2::ResponseHead head, bool interim, bool end_stream) {
+  std::string text = status_and_fields(head);
+  if (!interim) {
+    head_seen_ = true;
+    // Framing the front's parser reads: the origin's length, or chunks when it gave none. A
+    // response that has no body (to HEAD, 204, 304) gets nothing added.
+    const bool may_have_body = !head_request_ && head.status != 204 && head.status != 304;
+    if (may_have_body && !head.content_length) {
+      if (end_stream) {
+        text += "content-length: 0\r\n";
+      } else {
+        text += "transfer-encoding: chunked\r\n";
+        chunked_ = true;
+      }
+    }
+  }
+  text += "\r\n";
+  response_bytes(text, 0);
+  if (end_stream) {
+    ended_ = true;
+    serve_read();
+  }
+}
+
+void H1OverH2Upstream::on_origin_event(h2::ClientEvent& event) {
+  if (auto* interim = std::get_if<h2::InterimHeadEvent>(&event)) {
+    take(std::move(interim->head), true, false);
+  } else if (auto* head = std::get_if<h2::ResponseHeadEvent>(&event)) {
+    take(std::move(head->head), false, head->end_stream);
+  } else if (auto* data = std::get_if<h2::DataEvent>(&event)) {
+    if (chunked_) {
+      response_bytes(hex(data->bytes.size()) + "\r\n" + data->bytes + "\r\n", data->bytes.size());
+    } else {
+      response_bytes(data->bytes, data->bytes.size());
+    }
+  } else if (std::holds_alternative<h2::EndEvent>(event)) {
+    // (Trailers, a TrailersEvent before this, are dropped: see the header.)
+    if (chunked_ && !ended_) {
+      response_bytes("0\r\n\r\n", 0);
+    }
+    ended_ = head_seen_;
+    serve_read();
+  } else if (std::holds_alternative<h2::SendReadyEvent>(event)) {
+    serve_write();
+  } else if (auto* closed = std::get_if<h2::StreamClosedEvent>(&event)) {
+    stream_over_ = true;
+    pieces_.clear();  // nothing to give back to a stream that is gone
+    if (!ended_) {
+      fail(stream_end_sentence(*closed));
+    } else if (!request_ended_) {
+      fail("the origin ended the HTTP/2 stream before the request's body did");
+    }
+  }
+}
+
+// ---- the request ----
+
+void H1OverH2Upstream::write(std::span<const asio::const_buffer> buffers, Handler handler) {
+  std::size_t taken = 0;
+  for (const asio::const_buffer& buffer : buffers) {
+    const std::size_t room = in_.max_size() - in_.size();
+    const std::size_t n = std::min(room, buffer.size());
+    asio::buffer_copy(in_.prepare(n), asio::buffer(buffer.data(), n));
+    in_.commit(n);
+    taken += n;
+  }
+  write_taken_ = taken;
+  write_handler_.emplace(std::move(handler));
+  serve_write();
+}
+
+void H1OverH2Upstream::serve_write() {
+  if (!write_handler_) {
+    return;
+  }
+  const bool done = failed_ || pump();
+  if (!write_handler_) {
+    return;  // (a failure inside pump() completed it already)
+  }
+  if (!done && !failed_) {
+    return;  // waits for room on the stream (SendReadyEvent)
+  }
+  Handler handler = std::move(*write_handler_);
+  write_handler_.reset();
+  if (failed_) {
+    complete(handler, asio::error::connection_reset, 0);
+  } else {
+    complete(handler, {}, write_taken_);
+  }
+}
+
+bool H1OverH2Upstream::pump() {
+  for (;;) {
+    if (!flush_body()) {
+      return false;
+    }
+    if (failed_) {
+      return true;
+    }
+    if (request_.is_done()) {
+      if (!request_ended_ && id_ != 0) {
+        request_ended_ = true;
+        if (const auto error = connection_->end_stream(id_); error != h2::SubmitError::none) {
+          fail("the origin's HTTP/2 stream took no end (" + std::string(h2::describe(error)) + ")");
+        }
+      }
+      in_.consume(in_.size());  // (nothing follows one request on its stream)
+      return true;
+    }
+    if (in_.size() == 0) {
+      return true;
+    }
+    body_.resize(kBodyPiece);
+    auto& body = request_.get().body();
+    body.data = body_.data();
+    body.size = body_.size();
+    boost::system::error_code error;
+    const std::size_t used = request_.put(in_.data(), error);
+    in_.consume(used);
+    body_.resize(kBodyPiece - body.size);
+    if (error == http::error::need_buffer) {
+      error = {};
+    }
+    const bool need_more = error == http::error::need_more;
+    if (error && !need_more) {
+      fail(error == http::error::header_limit
+               ? "the request head is larger than " + std::to_string(in_.max_size() / 1024) + " KiB"
+               : "the request could not be read again for HTTP/2: " + error.message());
+      return true;
+    }
+    if (request_.is_header_done() && id_ == 0 && !open_stream()) {
+      return true;
+    }
+    if (need_more && used == 0 && body_.empty()) {
+      if (in_.size() == in_.max_size()) {
+        fail("the request head is larger than " + std::to_string(in_.max_size() / 1024) + " KiB");
+      }
+      return true;  // the rest of a head or of a chunk's header line is still to come
+    }
+  }
+}
+
+bool H1OverH2Upstream::open_stream() {
+  const auto& head = request_.get();
+  h2::FieldList fields;
+  for (const auto& field : head) {
+    fields.push_back(h2::Field{std::string(field.name_string()), std::string(field.value())});
+  }
+  head_request_ = head.method() == http::verb::head;
+  auto mapped = h2::to_http2_request(head.method_string(), head.target(), fields, scheme_);
+  if (!mapped) {
+    fail("the request cannot be sent over HTTP/2: " + std::string(h2::describe(mapped.error())));
+    return false;
+  }
+  const bool end_stream = request_.is_done() && body_.empty();
+  auto opened = connection_->open_stream(*mapped, end_stream, *this);
+  if (!opened) {
+    fail("the origin's HTTP/2 connection took no new stream (" +
+         std::string(h2::describe(opened.error())) + ")");
+    return false;
+  }
+  id_ = *opened;
+  request_ended_ = end_stream;
+  return true;
+}
+
+bool H1OverH2Upstream::flush_body() {
+  if (body_.empty() || id_ == 0 || failed_) {
+    return true;
+  }
+  auto sent = connection_->send_data(id_, body_);
+  if (!sent) {
+    fail("the origin's HTTP/2 stream took no more of the body (" +
+         std::string(h2::describe(sent.error())) + ")");
+    return true;
+  }
+  body_.erase(0, *sent);
+  return body_.empty();
+}
+
+}  // namespace sandgate::session::exchange
