@@ -27,7 +27,7 @@ runs_dir="$root/build-fuzz/fuzz-runs"
 all_targets=(host_fuzz ip_fuzz domain_set_fuzz client_hello_fuzz request_head_fuzz sse_fuzz
   launchdarkly_json_fuzz json_writer_fuzz text_log_fuzz socks5_fuzz parent_reply_fuzz dns_query_fuzz
   secrets_fuzz budgets_fuzz websocket_frame_fuzz h2_server_codec_fuzz h2_client_codec_fuzz
-  mcp_body_fuzz mcp_stream_fuzz mcp_answer_fuzz)
+  h2_http1_response_fuzz mcp_body_fuzz mcp_stream_fuzz mcp_answer_fuzz)
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=("${all_targets[@]}")
 
@@ -37,7 +37,8 @@ dict_for() {
     host_fuzz | ip_fuzz) echo "$here/dict/host.dict" ;;
     domain_set_fuzz | budgets_fuzz) echo "$here/dict/domain_set.dict" ;;
     client_hello_fuzz) echo "$here/dict/tls.dict" ;;
-    request_head_fuzz | parent_reply_fuzz | secrets_fuzz) echo "$here/dict/http.dict" ;;
+    request_head_fuzz | parent_reply_fuzz | secrets_fuzz | h2_http1_response_fuzz)
+      echo "$here/dict/http.dict" ;;
     websocket_frame_fuzz) echo "$here/dict/websocket.dict" ;;
     h2_server_codec_fuzz | h2_client_codec_fuzz) echo "$here/dict/http2.dict" ;;
     sse_fuzz | launchdarkly_json_fuzz) echo "$here/dict/launchdarkly.dict" ;;

@@ -7,7 +7,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/http/status.hpp>
 #include <cstdio>
 #include <utility>
 #include <variant>
@@ -25,34 +24,6 @@ std::string hex(std::size_t n) {
   char text[24];
   const int length = std::snprintf(text, sizeof text, "%zx", n);
   return std::string(text, static_cast<std::size_t>(length));
-}
-
-// The reason phrase of `status` (HTTP/2 has none; HTTP/1.1 clients ignore it): Beast's, 103's
-// (RFC 8297), or none for a status neither knows.
-std::string_view reason_of(unsigned status) {
-  if (status == 103) {
-    return "Early Hints";
-  }
-  const http::status known = http::int_to_status(status);
-  if (known == http::status::unknown) {
-    return {};
-  }
-  const auto reason = http::obsolete_reason(known);
-  return std::string_view(reason.data(), reason.size());
-}
-
-// A response head as HTTP/1.1 writes it, without its blank line.
-std::string status_and_fields(const h2::ResponseHead& head) {
-  std::string text = "HTTP/1.1 " + std::to_string(head.status) + " ";
-  text += reason_of(head.status);
-  text += "\r\n";
-  for (const h2::Field& field : head.fields) {
-    if (field.name == "transfer-encoding") {
-      continue;  // (HTTP/2 has none; the framing here is the gate's)
-    }
-    text += field.name + ": " + field.value + "\r\n";
-  }
-  return text;
 }
 
 std::string stream_end_sentence(const h2::StreamClosedEvent& closed) {
@@ -179,24 +150,14 @@ void H1OverH2Upstream::response_bytes(std::string_view bytes, std::size_t data_b
   serve_read();
 }
 
-void H1OverH2Upstream::take(h2::ResponseHead head, bool interim, bool end_stream) {
-  std::string text = status_and_fields(head);
+void H1OverH2Upstream::take(const h2::ResponseHead& head, bool interim, bool end_stream) {
+  const h2::Http1ResponseHead mapped =
+      h2::to_http1_response(head, interim, head_request_, end_stream);
   if (!interim) {
     head_seen_ = true;
-    // Framing the front's parser reads: the origin's length, or chunks when it gave none. A
-    // response that has no body (to HEAD, 204, 304) gets nothing added.
-    const bool may_have_body = !head_request_ && head.status != 204 && head.status != 304;
-    if (may_have_body && !head.content_length) {
-      if (end_stream) {
-        text += "content-length: 0\r\n";
-      } else {
-        text += "transfer-encoding: chunked\r\n";
-        chunked_ = true;
-      }
-    }
+    chunked_ = mapped.chunked;
   }
-  text += "\r\n";
-  response_bytes(text, 0);
+  response_bytes(mapped.text, 0);
   if (end_stream) {
     ended_ = true;
     serve_read();
@@ -205,9 +166,9 @@ void H1OverH2Upstream::take(h2::ResponseHead head, bool interim, bool end_stream
 
 void H1OverH2Upstream::on_origin_event(h2::ClientEvent& event) {
   if (auto* interim = std::get_if<h2::InterimHeadEvent>(&event)) {
-    take(std::move(interim->head), true, false);
+    take(interim->head, true, false);
   } else if (auto* head = std::get_if<h2::ResponseHeadEvent>(&event)) {
-    take(std::move(head->head), false, head->end_stream);
+    take(head->head, false, head->end_stream);
   } else if (auto* data = std::get_if<h2::DataEvent>(&event)) {
     if (chunked_) {
       response_bytes(hex(data->bytes.size()) + "\r\n" + data->bytes + "\r\n", data->bytes.size());

@@ -112,7 +112,7 @@ class H1OverH2Upstream final : private H2OriginStreamSink {
   bool pump();
   bool open_stream();
   bool flush_body();
-  void take(h2::ResponseHead head, bool interim, bool end_stream);
+  void take(const h2::ResponseHead& head, bool interim, bool end_stream);
   void fail(std::string why);
   void serve_read();
   void serve_write();

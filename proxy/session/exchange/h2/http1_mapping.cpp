@@ -82,6 +82,69 @@ Expected<Http1Fields, MappingProblem> read_http1_fields(const FieldList& fields)
   return out;
 }
 
+// The reason phrase of `status` (HTTP/2 carries none; HTTP/1.1 clients ignore it): the usual
+// one for the statuses in use, none for the others.
+std::string_view reason_of(unsigned status) {
+  switch (status) {
+    case 100:
+      return "Continue";
+    case 102:
+      return "Processing";
+    case 103:
+      return "Early Hints";
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 202:
+      return "Accepted";
+    case 204:
+      return "No Content";
+    case 206:
+      return "Partial Content";
+    case 301:
+      return "Moved Permanently";
+    case 302:
+      return "Found";
+    case 303:
+      return "See Other";
+    case 304:
+      return "Not Modified";
+    case 307:
+      return "Temporary Redirect";
+    case 308:
+      return "Permanent Redirect";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 409:
+      return "Conflict";
+    case 413:
+      return "Content Too Large";
+    case 422:
+      return "Unprocessable Content";
+    case 429:
+      return "Too Many Requests";
+    case 500:
+      return "Internal Server Error";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "";
+  }
+}
+
 }  // namespace
 
 std::string_view describe(MappingProblem problem) {
@@ -150,6 +213,26 @@ Expected<ResponseHead, MappingProblem> to_http2_response(unsigned status, const 
     head.content_length.reset();
   }
   return head;
+}
+
+Http1ResponseHead to_http1_response(const ResponseHead& head, bool interim, bool bodiless,
+                                    bool end_stream) {
+  Http1ResponseHead out;
+  out.text = "HTTP/1.1 " + std::to_string(head.status) + " " + std::string(reason_of(head.status)) +
+             "\r\n";
+  for (const Field& field : head.fields) {
+    if (field.name == "transfer-encoding") {
+      continue;  // (HTTP/2 has none; the framing is the gate's)
+    }
+    out.text += field.name + ": " + field.value + "\r\n";
+  }
+  const bool may_have_body = !interim && !bodiless && head.status != 204 && head.status != 304;
+  if (may_have_body && !head.content_length) {
+    out.chunked = !end_stream;
+    out.text += end_stream ? "content-length: 0\r\n" : "transfer-encoding: chunked\r\n";
+  }
+  out.text += "\r\n";
+  return out;
 }
 
 Expected<RequestHead, MappingProblem> to_http2_request(std::string_view method,

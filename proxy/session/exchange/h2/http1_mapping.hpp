@@ -50,6 +50,19 @@ Expected<Http1Request, MappingProblem> to_http1_request(const RequestHead& head,
 // which have no body HTTP/2 would frame).
 Expected<ResponseHead, MappingProblem> to_http2_response(unsigned status, const FieldList& fields);
 
+// What an HTTP/1.1 client gets for an HTTP/2 origin's response head (interim or final, as the
+// client codec passed it on: checked fields, no connection-specific one): its status line, a
+// reason phrase of the gate's, its fields, and for a final head framing of the gate's: the
+// origin's content-length, or `transfer-encoding: chunked` when it gave none and a body follows
+// (`content-length: 0` when the head ended the stream). `bodiless`: a response that has no body
+// whatever its fields say (to HEAD, or 204 or 304): nothing is added. Ends with the blank line.
+struct Http1ResponseHead {
+  std::string text;
+  bool chunked = false;  // the body that follows is sent in chunks
+};
+Http1ResponseHead to_http1_response(const ResponseHead& head, bool interim, bool bodiless,
+                                    bool end_stream);
+
 // What an HTTP/2-only origin gets for an HTTP/1.1 request (origin-form target, its Host the
 // authority, on a connection of `scheme`). As above for the fields; te kept only as "trailers".
 Expected<RequestHead, MappingProblem> to_http2_request(std::string_view method,

@@ -126,6 +126,33 @@ TEST(H2Http1Mapping, AnHttp1RequestForAnHttp2Origin) {
             MappingProblem::plain_connect);
 }
 
+// An HTTP/2 response head for an HTTP/1.1 client: the origin's length kept, chunks when it gave
+// none, nothing added where no body can follow, a reason phrase only where one is usual.
+TEST(H2Http1Mapping, AResponseHeadForAnHttp1ClientGetsFramingTheClientCanTrust) {
+  const ResponseHead sized{200, {{"content-length", "5"}, {"x-a", "1"}}, 5};
+  const auto kept = to_http1_response(sized, false, false, false);
+  EXPECT_EQ(kept.text, "HTTP/1.1 200 OK\r\ncontent-length: 5\r\nx-a: 1\r\n\r\n");
+  EXPECT_FALSE(kept.chunked);
+  const ResponseHead unsized{200, {{"content-type", "text/plain"}}, {}};
+  const auto chunked = to_http1_response(unsized, false, false, false);
+  EXPECT_EQ(chunked.text,
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n");
+  EXPECT_TRUE(chunked.chunked);
+  EXPECT_EQ(to_http1_response(unsized, false, false, true).text,
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 0\r\n\r\n");
+  // To HEAD, 204 and 304: nothing added, no chunks.
+  EXPECT_FALSE(to_http1_response(unsized, false, true, false).chunked);
+  EXPECT_EQ(to_http1_response({204, {}, {}}, false, false, false).text,
+            "HTTP/1.1 204 No Content\r\n\r\n");
+  EXPECT_EQ(to_http1_response({304, {}, {}}, false, false, false).text,
+            "HTTP/1.1 304 Not Modified\r\n\r\n");
+  // Interim heads as they are; a status without a usual phrase gets none.
+  EXPECT_EQ(to_http1_response({103, {{"link", "</s>"}}, {}}, true, false, false).text,
+            "HTTP/1.1 103 Early Hints\r\nlink: </s>\r\n\r\n");
+  EXPECT_EQ(to_http1_response({299, {}, {}}, false, false, true).text,
+            "HTTP/1.1 299 \r\ncontent-length: 0\r\n\r\n");
+}
+
 TEST(H2Http1Mapping, EveryProblemHasASentence) {
   for (int i = 0; i <= static_cast<int>(MappingProblem::status_not_mappable); ++i) {
     EXPECT_NE(describe(static_cast<MappingProblem>(i)), "an unknown mapping problem") << i;
