@@ -218,7 +218,7 @@ asio::awaitable<void> run_websocket(Exchange& x, EndLine& end) {
 // connection ends.
 asio::awaitable<void> run_inspected_websocket(Exchange& x, EndLine& end) {
   SessionContext& context = x.context;
-  const InspectedWebSocketEnd relayed = co_await relay_inspected_websocket(x);
+  const InspectedWebSocketEnd relayed = co_await relay_inspected_websocket(x, end);
   boost::system::error_code ignored;
   context.upstream.close(ignored);
   x.upstream.carried_up += x.bytes_up - end.bytes_up;
@@ -623,6 +623,7 @@ exchange::ExchangeStages& Http1Front::admitted(const AdmittedRequest& request) {
   if (decided_.settings().idle_timeout.count() > 0) {
     x.idle_limit = decided_.settings().idle_timeout;
   }
+  x.log_websocket_messages = decided_.settings().log_websocket_messages;
   return x.stages;
 }
 

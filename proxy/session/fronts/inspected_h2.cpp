@@ -42,6 +42,7 @@
 #include "proxy/session/exchange/h2/client_codec.hpp"
 #include "proxy/session/exchange/h2/server_codec.hpp"
 #include "proxy/session/exchange/pipeline/end_line.hpp"
+#include "proxy/session/exchange/pipeline/message_lines.hpp"
 #include "proxy/session/exchange/pipeline/request_pipeline.hpp"
 #include "proxy/session/exchange/pipeline/response_stages.hpp"
 #include "proxy/session/exchange/request_admission.hpp"
@@ -1075,7 +1076,8 @@ class H2Connection final : private H2OriginWatcher, private h2_front::OriginEven
           co_await relay_down(s);  // the origin's answer; a 2xx opens the WebSocket
           if (s.websocket_open) {
             ++websockets_;
-            co_await h2_front::relay_websocket(links(), s);
+            std::optional<exchange::MessageLines> messages = message_lines(s);
+            co_await h2_front::relay_websocket(links(), s, messages ? &*messages : nullptr);
             --websockets_;
           }
         } else {
@@ -1706,6 +1708,22 @@ class H2Connection final : private H2OriginWatcher, private h2_front::OriginEven
       co_return false;
     }
     co_return sent;
+  }
+
+  // The lines of a WebSocket stream's messages, where the settings of its arrival ask for them.
+  std::optional<exchange::MessageLines> message_lines(const Stream& s) {
+    if (!s.decided.settings().log_websocket_messages) {
+      return std::nullopt;
+    }
+    const std::string host = origin_.host.display();
+    const std::string path(logged_path(s.request.path));
+    exchange::EndLine identity;
+    identity.method = h2_front::judged_method(s.request);
+    identity.host = host;
+    identity.port = origin_.port;
+    identity.path = path;
+    identity.started = s.started;
+    return exchange::MessageLines(context_, identity);  // copies the strings
   }
 
   // The end line of an admitted stream (repeating its allow). A stream a reload ended with its
