@@ -39,6 +39,7 @@
 #include "bench/load/run_state.hpp"
 #include "bench/load/tls.hpp"
 #include "bench/load/tunnel.hpp"
+#include "proxy/asio/use_tuple.hpp"
 
 namespace sandgate::load {
 
@@ -46,8 +47,6 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 namespace {
-
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // Payload for the echo: the role byte, then a pattern that differs per client so a proxy mixing
 // up tunnels shows up as `mismatch`.

@@ -41,6 +41,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/dns/resolver_settings.hpp"
 #include "proxy/launchdarkly/remote_allowlist.hpp"
 #include "proxy/session/fronts/capture_session.hpp"
@@ -51,7 +52,6 @@ namespace {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 constexpr int kBacklog = 4096;
 

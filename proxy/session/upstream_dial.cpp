@@ -12,13 +12,14 @@
 #include <optional>
 #include <vector>
 
+#include "proxy/asio/use_tuple.hpp"
+
 namespace sandgate::session {
 namespace {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 asio::ip::address to_asio_address(const rules::IpAddress& address) {
   if (address.is_v4()) {
