@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 
+#include "proxy/asio/close_on_exec.hpp"
 #include "proxy/asio/use_tuple.hpp"
 #include "proxy/launchdarkly/flag_payload.hpp"
 #include "proxy/launchdarkly/retry_policy.hpp"
@@ -191,6 +192,8 @@ asio::awaitable<std::optional<std::string>> open(Connection& connection,
   if (connect_error) {
     co_return "cannot connect to " + service.text() + ": " + describe(connect_error);
   }
+  // (Asio opened it inheritable: marked now, before anything is sent on it.)
+  descriptors::close_on_exec(connection.socket.native_handle());
   boost::system::error_code ignored;
   connection.socket.set_option(tcp::no_delay(true), ignored);
   if (connection.secure) {
