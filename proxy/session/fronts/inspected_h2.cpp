@@ -35,6 +35,7 @@
 #include <variant>
 #include <vector>
 
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/log/record.hpp"
 #include "proxy/secrets/redaction.hpp"
 #include "proxy/secrets/request_secrets.hpp"
@@ -69,7 +70,6 @@ using h2_front::Item;
 using h2_front::Stream;
 using namespace asio::experimental::awaitable_operators;
 using clock = std::chrono::steady_clock;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // How long a stream's response from a bound host may pause before the bytes its redaction holds
 // back (a tail that could still become a value's echo) are sent as they are: as on HTTP/1.1.
@@ -535,6 +535,7 @@ class H2Connection final : private H2OriginWatcher, private h2_front::OriginEven
       return;
     }
     s.origin_closed = true;
+    s.origin_reset = event.by != h2::Closer::finished && event.by != h2::Closer::owner;
     const Closed closed{false, event.code, event.by == h2::Closer::finished,
                         event.by == h2::Closer::owner};
     s.down.push(closed);
@@ -1381,6 +1382,9 @@ class H2Connection final : private H2OriginWatcher, private h2_front::OriginEven
         break;
       }
       Item item = s.down.pop();
+      if (s.origin_reset && !std::holds_alternative<Closed>(item)) {
+        continue;  // the origin's reset ends the response: what came before it is dropped
+      }
       if (auto* interim = std::get_if<h2::InterimHeadEvent>(&item)) {
         redact_fields(interim->head.fields, s.stages.redactions);
         if (!taken_by_client(s, server_.submit_interim(s.client, interim->head),
@@ -1429,7 +1433,7 @@ class H2Connection final : private H2OriginWatcher, private h2_front::OriginEven
                                       secrets::StreamRedaction::Ready ready) {
     const bool sent = co_await send_all(server_, s.client,
                                         std::string_view(d.buffer.data() + ready.from, ready.size),
-                                        s.client_room, s.down, s.client_closed);
+                                        s.client_room, s.down, s.client_closed, &s.origin_reset);
     s.bytes_down += ready.size;
     d.redaction->to_front(d.buffer.data());
     co_return sent;
@@ -1471,7 +1475,8 @@ class H2Connection final : private H2OriginWatcher, private h2_front::OriginEven
         sent = co_await send_released(s, d, d.redaction->pass(d.buffer.data(), fresh, false));
       }
     } else {
-      sent = co_await send_all(server_, s.client, piece, s.client_room, s.down, s.client_closed);
+      sent = co_await send_all(server_, s.client, piece, s.client_room, s.down, s.client_closed,
+                               &s.origin_reset);
       s.bytes_down += allowed;
     }
     client_.consume(s.origin, size);
@@ -1480,7 +1485,8 @@ class H2Connection final : private H2OriginWatcher, private h2_front::OriginEven
       cut(s, *stop);
       co_return Down::over;
     }
-    co_return sent ? Down::more : Down::over;
+    // (Cut short by the origin's reset: the reset, queued behind, is passed on next.)
+    co_return sent || s.origin_reset ? Down::more : Down::over;
   }
 
   // The end of the response: what the redaction holds, then its trailers (cleaned) or its end.
