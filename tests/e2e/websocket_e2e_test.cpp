@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/integration/harness/test_proxy.hpp"
 #include "tests/support/child_server.hpp"
@@ -58,8 +59,9 @@ class WebSocketTest : public WebSocketFixture {
   // budgets file's text) when not empty.
   std::unique_ptr<TestProxy> gate(const std::string& budgets = "",
                                   std::chrono::seconds idle_timeout = {}) {
-    return inspecting_gate({"other.test", "api.origin.test"}, {port_, bad_port_}, "api.origin.test",
-                           budgets, idle_timeout);
+    return inspecting_gate(
+        {"other.test", "api.origin.test"}, {port_, bad_port_}, "api.origin.test", budgets,
+        idle_timeout, [this](settings::Settings& s) { s.log_websocket_messages = log_messages_; });
   }
   // Python's websockets through `proxy` to `host` on the origin's port (or `port`).
   CommandResult client(const TestProxy& proxy, const std::string& host, const std::string& mode,
@@ -73,6 +75,7 @@ class WebSocketTest : public WebSocketFixture {
     return read_file(folder_ + "/" + std::to_string(port_) + "." + name);
   }
 
+  bool log_messages_ = false;  // the next gate()'s log_websocket_messages
   std::uint16_t port_ = 0;
   std::unique_ptr<ChildServer> origin_;
   std::uint16_t bad_port_ = 0;  // tests/support/bad_upgrade_origin.py
@@ -339,6 +342,97 @@ TEST_F(WebSocketTest, AnIdleWebSocketEndsAfterTheIdleTimeout) {
   EXPECT_NE(idle.output.find("close 1001 idle"), std::string::npos) << idle.output;
   const std::string end = end_line(*proxy);
   EXPECT_NE(end.find("\"outcome\":\"idle-timeout\""), std::string::npos) << end;
+}
+
+// The lines of a gate's log (JSON here) that carry a message (--log-websocket-messages), in order.
+std::vector<std::string> message_lines(const std::string& log) {
+  std::vector<std::string> lines;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(R"("event":"message")") != std::string::npos) {
+      lines.push_back(line);
+    }
+  }
+  return lines;
+}
+
+// Off by default: the end line counts the messages, and no line carries one.
+TEST_F(WebSocketTest, MessagesAreNotLoggedUnlessAsked) {
+  auto proxy = gate();
+  const auto echoed = client(*proxy, "other.test", "echo");
+  EXPECT_EQ(echoed.exit_code, 0) << echoed.output;
+  end_line(*proxy);
+  EXPECT_TRUE(message_lines(proxy->log_text()).empty()) << proxy->log_text();
+  EXPECT_EQ(proxy->log_text().find("hello"), std::string::npos) << proxy->log_text();
+}
+
+// Asked, each message either way gets a line: which way, its kind, its size and its contents (a
+// binary one's in base64), one line for a message sent in fragments.
+TEST_F(WebSocketTest, AskedEveryMessageIsLoggedEitherWayWithItsContents) {
+  log_messages_ = true;
+  auto proxy = gate();
+  const auto echoed = client(*proxy, "other.test", "echo");
+  EXPECT_EQ(echoed.exit_code, 0) << echoed.output;
+  end_line(*proxy);
+  const auto lines = message_lines(proxy->log_text());
+  // Five messages up (hello, binary, fragments:..., a fragmented text, a fragmented binary), each
+  // followed by its answer down.
+  ASSERT_EQ(lines.size(), 10u) << proxy->log_text();
+  const std::string exchange = R"("method":"GET","host":"other.test","port":)" +
+                               std::to_string(port_) + R"(,"path":"/echo",)";
+  const std::vector<std::string> expected = {
+      R"("direction":"up","kind":"text","size":5,"contents":"hello"})",
+      R"("direction":"down","kind":"text","size":5,"contents":"hello"})",
+      // b"\x00\x01binary\xff" in base64
+      R"("direction":"up","kind":"binary","size":9,"contents":"AAFiaW5hcnn/"})",
+      R"("direction":"down","kind":"binary","size":9,"contents":"AAFiaW5hcnn/"})",
+      R"("direction":"up","kind":"text","size":23,"contents":"fragments:one|two|three"})",
+      R"("direction":"down","kind":"text","size":11,"contents":"onetwothree"})",
+      R"("direction":"up","kind":"text","size":15,"contents":"fragmented text"})",
+      R"("direction":"down","kind":"text","size":15,"contents":"fragmented text"})",
+      R"("direction":"up","kind":"binary","size":3,"contents":"AQID"})",
+      R"("direction":"down","kind":"binary","size":3,"contents":"AQID"})"};
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_NE(lines[i].find(exchange + expected[i]), std::string::npos) << lines[i];
+  }
+}
+
+// The real value the origin sends, cut across fragments and across messages, is cleaned in the
+// log as on the way to the client; a message over 1 KiB shows its first 1 KiB and its whole size.
+TEST_F(WebSocketTest, LoggedMessagesAreCleanedOfRealValuesAndCutAtOneKibibyte) {
+  log_messages_ = true;
+  auto proxy = gate();
+  const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
+  const auto received = client(*proxy, "api.origin.test", "secret");
+  EXPECT_EQ(received.exit_code, 0) << received.output;
+  end_line(*proxy);
+  std::string log = proxy->log_text();
+  EXPECT_EQ(log.find("RealToken"), std::string::npos) << log;
+  const std::size_t half = sentinel.size() / 2;
+  for (const std::string& contents :
+       {"token=" + sentinel, "whole " + sentinel, "halves " + sentinel.substr(0, half),
+        sentinel.substr(half) + " end"}) {
+    EXPECT_NE(log.find(R"("direction":"down","kind":"text","size":)"), std::string::npos) << log;
+    EXPECT_NE(log.find(R"("contents":")" + contents + "\"}"), std::string::npos) << contents << "\n"
+                                                                                 << log;
+  }
+
+  auto big = gate();
+  const auto large =
+      client(*big, "api.origin.test", "big", big->gate().secrets().all().at(0).sentinel);
+  EXPECT_EQ(large.exit_code, 0) << large.output;
+  end_line(*big);
+  log = big->log_text();
+  EXPECT_EQ(log.find("RealToken"), std::string::npos) << log;
+  const auto lines = message_lines(log);
+  ASSERT_EQ(lines.size(), 1u) << log;
+  EXPECT_NE(lines[0].find(R"("direction":"down","kind":"binary","size":3145728,"contents":")"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[0].find(R"(","cut":true})"), std::string::npos) << lines[0];
+  // 1 KiB in base64: 1368 characters between the quotes.
+  const std::size_t open = lines[0].find(R"("contents":")") + 12;
+  EXPECT_EQ(lines[0].find('"', open) - open, 1368u) << lines[0];
 }
 
 }  // namespace

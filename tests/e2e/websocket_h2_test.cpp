@@ -60,9 +60,11 @@ class WebSocketH2Test : public WebSocketFixture {
     std::ofstream(folder_ + "/requests.txt")
         << "allow ws.test GET /echo\nallow ws.test GET /flood\nallow ws.test GET /choose-deflate\n"
            "allow ws.test GET /plain\nallow plain.test GET /**\n";
-    return inspecting_gate(
-        {"ws.test", "plain.test"}, {port_, plain_port_}, "ws.test", budgets, idle_timeout,
-        [this](settings::Settings& s) { s.request_rules_path = folder_ + "/requests.txt"; });
+    return inspecting_gate({"ws.test", "plain.test"}, {port_, plain_port_}, "ws.test", budgets,
+                           idle_timeout, [this](settings::Settings& s) {
+                             s.request_rules_path = folder_ + "/requests.txt";
+                             s.log_websocket_messages = log_messages_;
+                           });
   }
 
   CommandResult client(const TestProxy& proxy, const std::string& host, std::uint16_t port,
@@ -75,6 +77,7 @@ class WebSocketH2Test : public WebSocketFixture {
     return read_file(folder_ + "/" + std::to_string(port) + ".heads");
   }
 
+  bool log_messages_ = false;     // the next gate()'s log_websocket_messages
   std::uint16_t port_ = 0;        // allows extended CONNECT
   std::uint16_t plain_port_ = 0;  // does not
   std::unique_ptr<ChildServer> origin_;
@@ -144,6 +147,25 @@ TEST_F(WebSocketH2Test, ASecretIsFilledInTheHeadAndCleanedFromTheOriginsMessages
   EXPECT_EQ(got.output.find(kToken), std::string::npos) << got.output;
   const std::string end = end_line(*proxy);
   EXPECT_NE(end.find("1 real values of masked secrets cleaned"), std::string::npos) << end;
+}
+
+// --log-websocket-messages over HTTP/2 as over HTTP/1.1: a line per message either way, the
+// origin's real value cleaned from it.
+TEST_F(WebSocketH2Test, AskedMessagesAreLoggedCleanedAsOnHttp1) {
+  log_messages_ = true;
+  auto proxy = gate();
+  const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
+  const auto got = client(*proxy, "ws.test", port_, "echo", sentinel);
+  EXPECT_EQ(got.exit_code, 0) << got.output;
+  end_line(*proxy);
+  const std::string log = proxy->log_text();
+  EXPECT_EQ(log.find(kToken), std::string::npos) << log;
+  EXPECT_NE(
+      log.find(R"("path":"/echo","direction":"down","kind":"text","size":)" +
+               std::to_string(6 + sentinel.size()) + R"(,"contents":"token )" + sentinel + "\"}"),
+      std::string::npos)
+      << log;
+  EXPECT_NE(log.find(R"("path":"/echo","direction":"up","kind":")"), std::string::npos) << log;
 }
 
 // A WebSocket no request rule allows gets the gate's 403 with Proxy-Status on its stream alone;
