@@ -25,6 +25,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proxy/asio/close_on_exec.hpp"
+#include "proxy/asio/use_tuple.hpp"
+
 namespace sandgate::admin {
 namespace {
 
@@ -34,7 +37,6 @@ namespace http = beast::http;
 using asio::ip::tcp;
 using unix_stream = asio::local::stream_protocol;
 using namespace asio::experimental::awaitable_operators;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // The endpoint answers GET and HEAD, and POST /decide, whose form body is small; any other body
 // is read (so that its bytes are not mistaken for a next request) but never used.
@@ -471,6 +473,7 @@ asio::awaitable<void> accept_loop(Endpoint& endpoint, Acceptor& acceptor) {
       co_await pause.async_wait(use_tuple);
       continue;
     }
+    descriptors::close_on_exec(socket.native_handle());  // (Asio's accept() leaves it inheritable)
     if (!same_user(socket)) {
       stranger(endpoint.handlers, "admin endpoint: closed a connection from another user");
       boost::system::error_code ignored;
@@ -544,6 +547,9 @@ Expected<std::string, std::string> AdminServer::start(const settings::TcpEndpoin
   const tcp::endpoint endpoint(ip, where.port);
   auto& acceptor = impl_->acceptor;
   acceptor.open(endpoint.protocol(), ec);
+  if (!ec && !descriptors::close_on_exec(acceptor.native_handle())) {
+    ec.assign(errno, boost::system::system_category());
+  }
   if (!ec) {
     acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
   }
@@ -577,6 +583,9 @@ Expected<std::string, std::string> AdminServer::start_private(const std::string&
   boost::system::error_code ec;
   auto& acceptor = impl_->private_acceptor;
   acceptor.open(unix_stream(), ec);
+  if (!ec && !descriptors::close_on_exec(acceptor.native_handle())) {
+    ec.assign(errno, boost::system::system_category());
+  }
   if (!ec) {
     acceptor.bind(unix_stream::endpoint(path), ec);
   }

@@ -100,7 +100,7 @@ std::string pem_of(EVP_PKEY* key) {
 std::optional<std::string> write_private(const std::string& path, const std::string& text,
                                          mode_t mode) {
   std::string temporary = path + ".XXXXXX";
-  const int fd = ::mkstemp(temporary.data());
+  const int fd = ::mkostemp(temporary.data(), O_CLOEXEC);
   if (fd < 0) {
     return path + ": cannot create a file beside it: " + std::strerror(errno);
   }

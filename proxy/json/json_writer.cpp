@@ -221,6 +221,12 @@ ObjectWriter& ObjectWriter::string(std::string_view name, std::string_view value
   return *this;
 }
 
+ObjectWriter& ObjectWriter::boolean(std::string_view name, bool value) {
+  this->name(name);
+  out_ += value ? "true" : "false";
+  return *this;
+}
+
 ObjectWriter& ObjectWriter::fixed(std::string_view name, double value, int decimals) {
   this->name(name);
   if (!std::isfinite(value)) {

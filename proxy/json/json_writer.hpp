@@ -64,6 +64,7 @@ class ObjectWriter {
   // `value` with `decimals` digits after the point (at most 9). A value JSON cannot hold (NaN,
   // an infinity) is written as null.
   ObjectWriter& fixed(std::string_view name, double value, int decimals);
+  ObjectWriter& boolean(std::string_view name, bool value);
   // Appends '}'. Nothing may be added after it.
   void close();
 

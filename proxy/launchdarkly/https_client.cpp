@@ -20,6 +20,8 @@
 #include <memory>
 #include <optional>
 
+#include "proxy/asio/close_on_exec.hpp"
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/launchdarkly/flag_payload.hpp"
 #include "proxy/launchdarkly/retry_policy.hpp"
 #include "rules/ascii.hpp"
@@ -34,7 +36,6 @@ namespace {
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
 using tcp = asio::ip::tcp;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 std::string seconds_text(std::chrono::milliseconds ms) {
   if (ms.count() % 1000 == 0) {
@@ -191,6 +192,8 @@ asio::awaitable<std::optional<std::string>> open(Connection& connection,
   if (connect_error) {
     co_return "cannot connect to " + service.text() + ": " + describe(connect_error);
   }
+  // (Asio opened it inheritable: marked now, before anything is sent on it.)
+  descriptors::close_on_exec(connection.socket.native_handle());
   boost::system::error_code ignored;
   connection.socket.set_option(tcp::no_delay(true), ignored);
   if (connection.secure) {

@@ -74,6 +74,21 @@ void append_field(std::string& out, std::string_view key, std::string_view value
   append_text_value(out, value);
 }
 
+// A message line's own fields; its contents always quoted, as a sentence is.
+void append_message_fields(std::string& out, const Record& r) {
+  append_field(out, "direction", r.direction);
+  append_field(out, "kind", r.message_kind);
+  out += " size=" + std::to_string(r.message_size);
+  if (r.contents_cut) {
+    out += " cut=1";
+  }
+  if (r.unfinished) {
+    out += " unfinished=1";
+  }
+  out += " contents=";
+  append_quoted_value(out, r.contents);
+}
+
 // Every value goes through append_text_value (text_fields.hpp): no field of the line, whoever
 // chose its bytes, can end early and pose as further fields.
 void format_text(std::string& out, const Record& r) {
@@ -86,6 +101,8 @@ void format_text(std::string& out, const Record& r) {
            : r.verdict == "deny"       ? "BLOCK "
            : r.verdict == "would-deny" ? "WOULD-BLOCK "
                                        : "FAIL ";
+  } else if (r.event == Record::Event::message) {
+    out += "MESSAGE ";
   } else {
     out += "END ";
   }
@@ -106,6 +123,10 @@ void format_text(std::string& out, const Record& r) {
   }
   if (!r.arguments.empty()) {
     append_field(out, "arguments", r.arguments);
+  }
+  if (r.event == Record::Event::message) {
+    append_message_fields(out, r);
+    return;
   }
   if (r.event == Record::Event::decision) {
     if (!r.rule.empty()) {
@@ -137,7 +158,9 @@ void format_json(std::string& out, const Record& r) {
   char ts[32];
   json_writer::ObjectWriter object(out);
   object.string("ts", format_timestamp(ts))
-      .string("event", r.event == Record::Event::decision ? "decision" : "end")
+      .string("event", r.event == Record::Event::decision  ? "decision"
+                       : r.event == Record::Event::message ? "message"
+                                                           : "end")
       .number("conn", r.connection_id)
       .string("client", r.client)
       .string("method", r.method)
@@ -151,6 +174,20 @@ void format_json(std::string& out, const Record& r) {
   }
   if (!r.arguments.empty()) {
     object.string("arguments", r.arguments);
+  }
+  if (r.event == Record::Event::message) {
+    object.string("direction", r.direction)
+        .string("kind", r.message_kind)
+        .number("size", r.message_size)
+        .string("contents", r.contents);
+    if (r.contents_cut) {
+      object.boolean("cut", true);
+    }
+    if (r.unfinished) {
+      object.boolean("unfinished", true);
+    }
+    object.close();
+    return;
   }
   object.string("verdict", r.verdict).string("reason", r.reason);
   if (!r.rule.empty()) {

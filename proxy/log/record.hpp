@@ -10,7 +10,8 @@ namespace sandgate::log {
 
 // What a line is about. Fields that do not apply are left empty / zero and omitted.
 struct Record {
-  enum class Event : std::uint8_t { decision, end };
+  // `message`: a WebSocket message of an inspected host, where --log-websocket-messages asks.
+  enum class Event : std::uint8_t { decision, end, message };
   Event event = Event::decision;
   std::uint64_t connection_id = 0;
   std::string_view client;  // "127.0.0.1:50312"
@@ -40,6 +41,16 @@ struct Record {
   // For `end`: "closed", "reset", "timeout", "idle-timeout", "aborted", "revoked", "refused",
   // "error", "budget-exhausted".
   std::string_view outcome;
+  // A `message` line's message: which way it went ("up": client to origin, "down"), its kind
+  // ("text", "binary"), its payload bytes, and its first bytes (at most 1 KiB, cleaned of the
+  // real values of masked secrets; a binary message's in base64). `contents_cut`: the contents
+  // are the message's beginning only; `unfinished`: the WebSocket ended in the middle of it.
+  std::string_view direction;
+  std::string_view message_kind;
+  std::uint64_t message_size = 0;
+  std::string_view contents;
+  bool contents_cut = false;
+  bool unfinished = false;
   // An inspected connection's end line, whose bytes are the sum of its requests' end lines
   // (not written to the log; the traffic tally does not count them twice).
   bool repeats_requests = false;

@@ -141,6 +141,7 @@ const std::vector<SettingRow>& setting_rows() {
       SANDGATE_RESTART("log_format", a.log_format == b.log_format),
       SANDGATE_ROW("log_level", Kind::live, log_level),
       SANDGATE_ROW("log_mcp_arguments", Kind::live, log_mcp_arguments),
+      SANDGATE_ROW("log_websocket_messages", Kind::live, log_websocket_messages),
       SANDGATE_RESTART("admin", a.admin == b.admin),
       SANDGATE_RESTART("log_file", a.log_file == b.log_file),
       // The parent proxy: read once, like the resolvers its name goes through.

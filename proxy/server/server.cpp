@@ -41,6 +41,8 @@
 #include <cstring>
 #include <tuple>
 
+#include "proxy/asio/close_on_exec.hpp"
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/dns/resolver_settings.hpp"
 #include "proxy/launchdarkly/remote_allowlist.hpp"
 #include "proxy/session/fronts/capture_session.hpp"
@@ -51,7 +53,6 @@ namespace {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 constexpr int kBacklog = 4096;
 
@@ -118,6 +119,7 @@ asio::awaitable<void> accept_loop(Worker& worker, bool unix_clients) {
       co_await pause.async_wait(use_tuple);
       continue;
     }
+    descriptors::close_on_exec(socket.native_handle());  // (Asio's accept() leaves it inheritable)
     if (worker.shared.open_connections.fetch_add(1, std::memory_order_relaxed) >= limit) {
       worker.shared.open_connections.fetch_sub(1, std::memory_order_relaxed);
       asio::co_spawn(worker.io, session::refuse_busy(worker, std::move(socket)), asio::detached);
@@ -168,6 +170,7 @@ asio::awaitable<void> capture_accept_loop(Worker& worker, tcp::acceptor* accepto
       co_await pause.async_wait(use_tuple);
       continue;
     }
+    descriptors::close_on_exec(socket.native_handle());
     if (worker.shared.open_connections.fetch_add(1, std::memory_order_relaxed) >= limit) {
       worker.shared.open_connections.fetch_sub(1, std::memory_order_relaxed);
       worker.metrics.count_decision(rules::reason_info(rules::Reason::connection_limit).verdict,
@@ -372,6 +375,9 @@ Expected<tcp::endpoint, std::string> Server::bind() {
   boost::system::error_code ec;
   tcp::acceptor listener(control_);
   listener.open(endpoint.protocol(), ec);
+  if (!ec && !descriptors::close_on_exec(listener.native_handle())) {
+    ec.assign(errno, boost::system::system_category());
+  }
   if (!ec) {
     listener.set_option(tcp::acceptor::reuse_address(true), ec);
   }
@@ -411,6 +417,7 @@ Expected<tcp::endpoint, std::string> Server::adopt_listener(int fd) {
     ::close(fd);
     return Unexpected{std::string("the listening socket handed over is not a socket")};
   }
+  descriptors::close_on_exec(fd);  // (handed over by a process that may not have marked it)
   listener.assign(address.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fd, ec);
   if (ec) {
     return Unexpected{"cannot use the listening socket handed over: " + ec.message()};
@@ -441,7 +448,7 @@ Expected<tcp::endpoint, std::string> Server::prepare_workers(int listening_fd) {
 
   const dns::ResolverOptions dns_options = dns::resolver_options(settings_);
   for (auto& worker : workers_) {
-    const int fd = ::dup(listening_fd);
+    const int fd = descriptors::duplicate(listening_fd);
     if (fd < 0) {
       return Unexpected{"cannot listen on " + settings_.listen.text() + ": out of descriptors"};
     }
@@ -513,7 +520,7 @@ Expected<bool, std::string> Server::adopt_capture(sandbox::CaptureSockets socket
   boost::system::error_code ec;
   for (int fd : sockets.tcp) {
     for (auto& worker : workers_) {
-      const int copy = ::dup(fd);
+      const int copy = descriptors::duplicate(fd);
       if (copy < 0) {
         return fail("out of descriptors");
       }

@@ -12,13 +12,15 @@
 #include <optional>
 #include <vector>
 
+#include "proxy/asio/close_on_exec.hpp"
+#include "proxy/asio/use_tuple.hpp"
+
 namespace sandgate::session {
 namespace {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 asio::ip::address to_asio_address(const rules::IpAddress& address) {
   if (address.is_v4()) {
@@ -43,6 +45,9 @@ asio::ip::address to_asio_address(const rules::IpAddress& address) {
 boost::system::error_code start_connect(tcp::socket& socket, const tcp::endpoint& endpoint) {
   boost::system::error_code ec;
   socket.open(endpoint.protocol(), ec);
+  if (!ec && !descriptors::close_on_exec(socket.native_handle())) {
+    ec.assign(errno, boost::system::system_category());
+  }
   if (!ec) {
     socket.native_non_blocking(true, ec);
   }

@@ -444,6 +444,17 @@ std::vector<Setting> daemon_rows() {
          return set_bool(s.log_mcp_arguments, v);
        },
        [](const Settings& s) { return bool_text(s.log_mcp_arguments); }},
+      {{"log_websocket_messages",
+        "--log-websocket-messages",
+        "SANDGATE_LOG_WEBSOCKET_MESSAGES",
+        {},
+        "each message of an inspected WebSocket gets a log line with its first 1 KiB, cleaned of "
+        "masked secrets' real values; off, the end line counts messages and bytes only",
+        false},
+       [](Settings& s, std::string_view v, const std::string&) {
+         return set_bool(s.log_websocket_messages, v);
+       },
+       [](const Settings& s) { return bool_text(s.log_websocket_messages); }},
       {{"admin",
         "--admin",
         "SANDGATE_ADMIN",

@@ -157,6 +157,10 @@ struct Settings {
   // An MCP call's decision line carries its arguments as sent (at most 1 KiB of them): off,
   // since they may hold what the agent read or was told (proxy/mcp/mcp_stage.hpp).
   bool log_mcp_arguments = false;
+  // Each message of an inspected WebSocket gets a log line with its first 1 KiB, cleaned of
+  // secrets' real values: off, since a message holds what the agent sends and is told; the end
+  // line counts messages and bytes either way (proxy/session/exchange/websocket_message_tap.hpp).
+  bool log_websocket_messages = false;
   std::string log_file;
   std::optional<TcpEndpoint> admin;  // the admin listener; none: off
 

@@ -12,12 +12,14 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/integration/harness/test_proxy.hpp"
 #include "tests/support/child_server.hpp"
 #include "tests/support/loopback_ports.hpp"
 #include "tests/support/shell_command.hpp"
 #include "tests/support/test_certificates.hpp"
+#include "tests/support/websocket_fixture.hpp"
 
 #ifndef SANDGATE_SOURCE_DIR
 #error "SANDGATE_SOURCE_DIR must name the source tree"
@@ -26,25 +28,14 @@
 namespace sandgate::testing {
 namespace {
 
-constexpr const char* kToken = "ghp_RealTokenRealTokenRealToken0123456789";
 // Debian's Python, where python3-websockets is installed.
 constexpr const char* kPython = "/usr/bin/python3 ";
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-class WebSocketTest : public ::testing::Test {
+class WebSocketTest : public WebSocketFixture {
  protected:
   void SetUp() override {
-    folder_ = std::string(::testing::TempDir()) + "/websocket-XXXXXX";
-    ASSERT_NE(::mkdtemp(folder_.data()), nullptr);
-    make_test_certificates(folder_, {"DNS:api.origin.test", "DNS:other.test"},
-                           "websocket-origin-ca");
-    std::ofstream(folder_ + "/token") << kToken << "\n";
+    ASSERT_NO_FATAL_FAILURE(
+        make_folder("websocket", {"DNS:api.origin.test", "DNS:other.test"}, "websocket-origin-ca"));
     port_ = free_port();
     origin_ = std::make_unique<ChildServer>(
         port_, std::string(kPython) + SANDGATE_SOURCE_DIR "/tests/support/websocket_origin.py " +
@@ -61,33 +52,16 @@ class WebSocketTest : public ::testing::Test {
   void TearDown() override {
     origin_.reset();
     bad_origin_.reset();
-    run_shell("rm -rf " + folder_);
+    WebSocketFixture::TearDown();
   }
 
   // A gate that inspects both hosts, with API_TOKEN bound to api.origin.test, and `budgets` (a
   // budgets file's text) when not empty.
   std::unique_ptr<TestProxy> gate(const std::string& budgets = "",
                                   std::chrono::seconds idle_timeout = {}) {
-    if (!budgets.empty()) {
-      std::ofstream(folder_ + "/budgets.txt") << budgets;
-    }
-    auto proxy = std::make_unique<TestProxy>("", [&](settings::Settings& s) {
-      s.policy.block_loopback = false;  // the test origin is on loopback
-      s.tls_ports = {port_, bad_port_};
-      s.ca_dir = folder_ + "/gate-ca";
-      s.inspect_extra_ca = {folder_ + "/ca.pem"};
-      s.inspect = {"other.test", "api.origin.test"};
-      s.secrets.push_back(
-          *secrets::parse_secret_spec("API_TOKEN=api.origin.test=@" + folder_ + "/token"));
-      s.idle_timeout = idle_timeout;
-      if (!budgets.empty()) {
-        s.budgets_path = folder_ + "/budgets.txt";
-      }
-    });
-    for (const char* name : {"api.origin.test", "other.test"}) {
-      proxy->dns().set(name, {"127.0.0.1"});
-    }
-    return proxy;
+    return inspecting_gate(
+        {"other.test", "api.origin.test"}, {port_, bad_port_}, "api.origin.test", budgets,
+        idle_timeout, [this](settings::Settings& s) { s.log_websocket_messages = log_messages_; });
   }
   // Python's websockets through `proxy` to `host` on the origin's port (or `port`).
   CommandResult client(const TestProxy& proxy, const std::string& host, const std::string& mode,
@@ -100,23 +74,8 @@ class WebSocketTest : public ::testing::Test {
   std::string origin_file(const std::string& name) const {
     return read_file(folder_ + "/" + std::to_string(port_) + "." + name);
   }
-  // The WebSocket's end line (the one that names its messages), once written.
-  static std::string end_line(const TestProxy& proxy) {
-    std::string line;
-    proxy.wait_for_log([&line](const std::string& log) {
-      std::istringstream lines(log);
-      for (std::string each; std::getline(lines, each);) {
-        if (each.find("WebSocket: ") != std::string::npos) {
-          line = each;
-          return true;
-        }
-      }
-      return false;
-    });
-    return line;
-  }
 
-  std::string folder_;
+  bool log_messages_ = false;  // the next gate()'s log_websocket_messages
   std::uint16_t port_ = 0;
   std::unique_ptr<ChildServer> origin_;
   std::uint16_t bad_port_ = 0;  // tests/support/bad_upgrade_origin.py
@@ -383,6 +342,97 @@ TEST_F(WebSocketTest, AnIdleWebSocketEndsAfterTheIdleTimeout) {
   EXPECT_NE(idle.output.find("close 1001 idle"), std::string::npos) << idle.output;
   const std::string end = end_line(*proxy);
   EXPECT_NE(end.find("\"outcome\":\"idle-timeout\""), std::string::npos) << end;
+}
+
+// The lines of a gate's log (JSON here) that carry a message (--log-websocket-messages), in order.
+std::vector<std::string> message_lines(const std::string& log) {
+  std::vector<std::string> lines;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(R"("event":"message")") != std::string::npos) {
+      lines.push_back(line);
+    }
+  }
+  return lines;
+}
+
+// Off by default: the end line counts the messages, and no line carries one.
+TEST_F(WebSocketTest, MessagesAreNotLoggedUnlessAsked) {
+  auto proxy = gate();
+  const auto echoed = client(*proxy, "other.test", "echo");
+  EXPECT_EQ(echoed.exit_code, 0) << echoed.output;
+  end_line(*proxy);
+  EXPECT_TRUE(message_lines(proxy->log_text()).empty()) << proxy->log_text();
+  EXPECT_EQ(proxy->log_text().find("hello"), std::string::npos) << proxy->log_text();
+}
+
+// Asked, each message either way gets a line: which way, its kind, its size and its contents (a
+// binary one's in base64), one line for a message sent in fragments.
+TEST_F(WebSocketTest, AskedEveryMessageIsLoggedEitherWayWithItsContents) {
+  log_messages_ = true;
+  auto proxy = gate();
+  const auto echoed = client(*proxy, "other.test", "echo");
+  EXPECT_EQ(echoed.exit_code, 0) << echoed.output;
+  end_line(*proxy);
+  const auto lines = message_lines(proxy->log_text());
+  // Five messages up (hello, binary, fragments:..., a fragmented text, a fragmented binary), each
+  // followed by its answer down.
+  ASSERT_EQ(lines.size(), 10u) << proxy->log_text();
+  const std::string exchange = R"("method":"GET","host":"other.test","port":)" +
+                               std::to_string(port_) + R"(,"path":"/echo",)";
+  const std::vector<std::string> expected = {
+      R"("direction":"up","kind":"text","size":5,"contents":"hello"})",
+      R"("direction":"down","kind":"text","size":5,"contents":"hello"})",
+      // b"\x00\x01binary\xff" in base64
+      R"("direction":"up","kind":"binary","size":9,"contents":"AAFiaW5hcnn/"})",
+      R"("direction":"down","kind":"binary","size":9,"contents":"AAFiaW5hcnn/"})",
+      R"("direction":"up","kind":"text","size":23,"contents":"fragments:one|two|three"})",
+      R"("direction":"down","kind":"text","size":11,"contents":"onetwothree"})",
+      R"("direction":"up","kind":"text","size":15,"contents":"fragmented text"})",
+      R"("direction":"down","kind":"text","size":15,"contents":"fragmented text"})",
+      R"("direction":"up","kind":"binary","size":3,"contents":"AQID"})",
+      R"("direction":"down","kind":"binary","size":3,"contents":"AQID"})"};
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_NE(lines[i].find(exchange + expected[i]), std::string::npos) << lines[i];
+  }
+}
+
+// The real value the origin sends, cut across fragments and across messages, is cleaned in the
+// log as on the way to the client; a message over 1 KiB shows its first 1 KiB and its whole size.
+TEST_F(WebSocketTest, LoggedMessagesAreCleanedOfRealValuesAndCutAtOneKibibyte) {
+  log_messages_ = true;
+  auto proxy = gate();
+  const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
+  const auto received = client(*proxy, "api.origin.test", "secret");
+  EXPECT_EQ(received.exit_code, 0) << received.output;
+  end_line(*proxy);
+  std::string log = proxy->log_text();
+  EXPECT_EQ(log.find("RealToken"), std::string::npos) << log;
+  const std::size_t half = sentinel.size() / 2;
+  for (const std::string& contents :
+       {"token=" + sentinel, "whole " + sentinel, "halves " + sentinel.substr(0, half),
+        sentinel.substr(half) + " end"}) {
+    EXPECT_NE(log.find(R"("direction":"down","kind":"text","size":)"), std::string::npos) << log;
+    EXPECT_NE(log.find(R"("contents":")" + contents + "\"}"), std::string::npos) << contents << "\n"
+                                                                                 << log;
+  }
+
+  auto big = gate();
+  const auto large =
+      client(*big, "api.origin.test", "big", big->gate().secrets().all().at(0).sentinel);
+  EXPECT_EQ(large.exit_code, 0) << large.output;
+  end_line(*big);
+  log = big->log_text();
+  EXPECT_EQ(log.find("RealToken"), std::string::npos) << log;
+  const auto lines = message_lines(log);
+  ASSERT_EQ(lines.size(), 1u) << log;
+  EXPECT_NE(lines[0].find(R"("direction":"down","kind":"binary","size":3145728,"contents":")"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[0].find(R"(","cut":true})"), std::string::npos) << lines[0];
+  // 1 KiB in base64: 1368 characters between the quotes.
+  const std::size_t open = lines[0].find(R"("contents":")") + 12;
+  EXPECT_EQ(lines[0].find('"', open) - open, 1368u) << lines[0];
 }
 
 }  // namespace

@@ -224,8 +224,8 @@ void FakeDnsServer::State::open_sockets() {
   // UDP takes any free port; TCP must then get the same one (DNS falls back to TCP on the
   // server's port). Another process may hold it for TCP: try again with a new port.
   for (int attempt = 0; attempt < 50; ++attempt) {
-    udp = ::socket(domain, SOCK_DGRAM, 0);
-    listener = ::socket(domain, SOCK_STREAM, 0);
+    udp = ::socket(domain, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    listener = ::socket(domain, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (udp < 0 || listener < 0) {
       break;
     }
@@ -337,7 +337,7 @@ void FakeDnsServer::State::serve_udp() {
 
 void FakeDnsServer::State::accept_connections() {
   for (;;) {
-    const int fd = ::accept(listener, nullptr, nullptr);
+    const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) {
       return;
     }

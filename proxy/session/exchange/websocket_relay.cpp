@@ -12,6 +12,7 @@
 #include <cstring>
 #include <utility>
 
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/session/exchange/budget_stage.hpp"
 
 namespace sandgate::session::exchange {
@@ -20,7 +21,6 @@ namespace {
 namespace asio = boost::asio;
 using namespace asio::experimental::awaitable_operators;
 using clock = std::chrono::steady_clock;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // With a tail held back by redaction, how long the origin must be silent before the part of it
 // that may go goes (as the HTTP response side waits: http_response_side.cpp).
@@ -85,10 +85,16 @@ class Relay {
     if (options.redactions != nullptr) {
       down_.redaction.emplace(*options.redactions);
     }
+    if (options.messages != nullptr) {
+      tap_.emplace(*options.messages, options.redactions);
+    }
   }
 
   asio::awaitable<WebSocketEnd> run() {
     co_await (pump(up_) && pump(down_) && watch());
+    if (tap_) {
+      tap_->finish();
+    }
     if (down_.redaction) {
       result_.tally.redacted = down_.redaction->replaced();
     }
@@ -220,6 +226,10 @@ class Relay {
     std::string out = encode_frame_header(header.fin, header.opcode, header.length,
                                           header.masked ? &header.mask : nullptr);
     d.in_frame = true;
+    const bool tapped = tap_ && !d.discarding;
+    if (tapped) {
+      tap_->frame_begins(d.upward, header);
+    }
     if (d.redaction && !d.discarding) {
       d.redaction->frame_begins(std::move(out), header.length);
       out.clear();
@@ -228,6 +238,9 @@ class Relay {
     for (;;) {
       const auto n = static_cast<std::size_t>(
           std::min<std::uint64_t>({remaining, d.inbox.size(), PayloadRedaction::kPiece}));
+      if (tapped) {
+        tap_->payload(d.upward, d.inbox.view().substr(0, n));
+      }
       if (d.discarding) {
         out.clear();
       } else if (d.redaction) {
@@ -254,6 +267,9 @@ class Relay {
       }
     }
     d.in_frame = false;
+    if (tapped) {
+      tap_->frame_ends(d.upward, header.fin);
+    }
     if (d.redaction && header.fin && !d.discarding) {
       // A message's end is a pause of the origin's: what is held only because a word was cut
       // goes now; a secret's held beginning (worth kHoldBits) still waits for the next bytes.
@@ -499,6 +515,7 @@ class Relay {
   WebSocketOptions options_;
   Direction up_;
   Direction down_;
+  std::optional<MessageTap> tap_;  // --log-websocket-messages
   asio::steady_timer watchdog_;
   int running_ = 2;
   clock::time_point last_activity_ = clock::now();

@@ -5,7 +5,9 @@
 //     destination's egress budgets before it goes, as the tunnel relay counts every byte; when a
 //     frame does not fit, the WebSocket is closed 1008 "budget spent" both ways;
 //   - redaction (PayloadRedaction) of what the origin sends, when secrets are bound to the host;
-//   - the tally (WebSocketTally) for the end line: messages and bytes each way, never contents.
+//   - the tally (WebSocketTally) for the end line: messages and bytes each way, never contents;
+//   - where the operator asks (--log-websocket-messages), the message tap (MessageTap): each
+//     message's first bytes, cleaned, in a log line of its own.
 // A client's frames are not searched for sentinels: a request body is not either (it is passed
 // as it is, never filled; see request_secrets.hpp and the README's table), and a WebSocket
 // message is a body; only the upgrade request's head was judged, like any request head.
@@ -36,6 +38,7 @@
 #include "proxy/secrets/masked_secrets.hpp"
 #include "proxy/session/exchange/payload_redaction.hpp"
 #include "proxy/session/exchange/websocket_frame.hpp"
+#include "proxy/session/exchange/websocket_message_tap.hpp"
 #include "proxy/session/exchange/websocket_peer.hpp"
 
 namespace sandgate::session::exchange {
@@ -97,6 +100,7 @@ struct WebSocketOptions {
   // The forms to clean the origin's payloads of; null when no secret is bound to the host.
   const std::vector<secrets::Redaction>* redactions = nullptr;
   FrameAllowance* allowance = nullptr;  // null: no budget applies
+  MessageLog* messages = nullptr;       // null: messages are counted, not logged
 };
 
 // The budgets stage as the exchange's BudgetStage gives it: each frame taken whole from the

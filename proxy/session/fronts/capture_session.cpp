@@ -15,6 +15,7 @@
 #include <cctype>
 #include <cstring>
 
+#include "proxy/asio/close_on_exec.hpp"
 #include "proxy/session/fronts/http_front.hpp"
 #include "proxy/session/fronts/inspected_connection.hpp"
 #include "proxy/session/graceful_close.hpp"
@@ -25,6 +26,7 @@
 #include "rules/ip_address.hpp"
 
 #ifdef __linux__
+#include "proxy/asio/use_tuple.hpp"
 #include "rules/ascii.hpp"
 #include "sandbox-profile/process/capture_sockets.hpp"
 #endif
@@ -36,7 +38,6 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 using asio::ip::udp;
 using namespace asio::experimental::awaitable_operators;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 constexpr std::string_view kMethod = "CAPTURE";
 constexpr std::string_view kDnsMethod = "DNS";
@@ -672,6 +673,7 @@ asio::awaitable<void> serve_dns_tcp(WorkerContext& worker, tcp::acceptor* accept
       co_await pause.async_wait(use_tuple);
       continue;
     }
+    descriptors::close_on_exec(socket.native_handle());  // (Asio's accept() leaves it inheritable)
     asio::co_spawn(acceptor->get_executor(), serve_dns_tcp_client(worker, std::move(socket), book),
                    asio::detached);
   }

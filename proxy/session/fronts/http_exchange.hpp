@@ -176,6 +176,8 @@ struct Exchange {
   ReadAheadShare read_ahead_share;
   // How long nothing may move either way: idle_timeout, or kExchangeIdleWithoutTimeout.
   std::chrono::seconds idle_limit = kExchangeIdleWithoutTimeout;
+  // The settings of the request's arrival ask for its WebSocket's messages in the log.
+  bool log_websocket_messages = false;
 
   // What the request pipeline's stages hand to the response (exchange/pipeline/): the
   // destination's egress budgets, heads and body bytes taken from them before they are sent; the

@@ -39,6 +39,7 @@
 #include <sstream>
 #include <utility>
 
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/session/admission.hpp"
 #include "proxy/session/ask_wait.hpp"
 #include "proxy/session/exchange/pipeline/end_line.hpp"
@@ -68,7 +69,6 @@ namespace http = beast::http;
 using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 using clock = std::chrono::steady_clock;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 using exchange::AdmittedRequest;
 using exchange::EndLine;
@@ -219,7 +219,7 @@ asio::awaitable<void> run_websocket(Exchange& x, EndLine& end) {
 // connection ends.
 asio::awaitable<void> run_inspected_websocket(Exchange& x, EndLine& end) {
   SessionContext& context = x.context;
-  const InspectedWebSocketEnd relayed = co_await relay_inspected_websocket(x);
+  const InspectedWebSocketEnd relayed = co_await relay_inspected_websocket(x, end);
   boost::system::error_code ignored;
   context.upstream.close(ignored);
   x.upstream.carried_up += x.bytes_up - end.bytes_up;
@@ -667,6 +667,7 @@ exchange::ExchangeStages& Http1Front::admitted(const AdmittedRequest& request) {
   if (decided_.settings().idle_timeout.count() > 0) {
     x.idle_limit = decided_.settings().idle_timeout;
   }
+  x.log_websocket_messages = decided_.settings().log_websocket_messages;
   return x.stages;
 }
 

@@ -35,6 +35,7 @@
 #include <variant>
 #include <vector>
 
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/log/record.hpp"
 #include "proxy/secrets/redaction.hpp"
 #include "proxy/secrets/request_secrets.hpp"
@@ -42,6 +43,7 @@
 #include "proxy/session/exchange/h2/client_codec.hpp"
 #include "proxy/session/exchange/h2/server_codec.hpp"
 #include "proxy/session/exchange/pipeline/end_line.hpp"
+#include "proxy/session/exchange/pipeline/message_lines.hpp"
 #include "proxy/session/exchange/pipeline/request_pipeline.hpp"
 #include "proxy/session/exchange/pipeline/response_stages.hpp"
 #include "proxy/session/exchange/request_admission.hpp"
@@ -68,7 +70,6 @@ using h2_front::Item;
 using h2_front::Stream;
 using namespace asio::experimental::awaitable_operators;
 using clock = std::chrono::steady_clock;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // How long a stream's response from a bound host may pause before the bytes its redaction holds
 // back (a tail that could still become a value's echo) are sent as they are: as on HTTP/1.1.
@@ -534,6 +535,7 @@ class H2Connection final : private H2OriginWatcher, private h2_front::OriginEven
       return;
     }
     s.origin_closed = true;
+    s.origin_reset = event.by != h2::Closer::finished && event.by != h2::Closer::owner;
     const Closed closed{false, event.code, event.by == h2::Closer::finished,
                         event.by == h2::Closer::owner};
     s.down.push(closed);
@@ -1075,7 +1077,8 @@ class H2Connection final : private H2OriginWatcher, private h2_front::OriginEven
           co_await relay_down(s);  // the origin's answer; a 2xx opens the WebSocket
           if (s.websocket_open) {
             ++websockets_;
-            co_await h2_front::relay_websocket(links(), s);
+            std::optional<exchange::MessageLines> messages = message_lines(s);
+            co_await h2_front::relay_websocket(links(), s, messages ? &*messages : nullptr);
             --websockets_;
           }
         } else {
@@ -1379,6 +1382,9 @@ class H2Connection final : private H2OriginWatcher, private h2_front::OriginEven
         break;
       }
       Item item = s.down.pop();
+      if (s.origin_reset && !std::holds_alternative<Closed>(item)) {
+        continue;  // the origin's reset ends the response: what came before it is dropped
+      }
       if (auto* interim = std::get_if<h2::InterimHeadEvent>(&item)) {
         redact_fields(interim->head.fields, s.stages.redactions);
         if (!taken_by_client(s, server_.submit_interim(s.client, interim->head),
@@ -1427,7 +1433,7 @@ class H2Connection final : private H2OriginWatcher, private h2_front::OriginEven
                                       secrets::StreamRedaction::Ready ready) {
     const bool sent = co_await send_all(server_, s.client,
                                         std::string_view(d.buffer.data() + ready.from, ready.size),
-                                        s.client_room, s.down, s.client_closed);
+                                        s.client_room, s.down, s.client_closed, &s.origin_reset);
     s.bytes_down += ready.size;
     d.redaction->to_front(d.buffer.data());
     co_return sent;
@@ -1469,7 +1475,8 @@ class H2Connection final : private H2OriginWatcher, private h2_front::OriginEven
         sent = co_await send_released(s, d, d.redaction->pass(d.buffer.data(), fresh, false));
       }
     } else {
-      sent = co_await send_all(server_, s.client, piece, s.client_room, s.down, s.client_closed);
+      sent = co_await send_all(server_, s.client, piece, s.client_room, s.down, s.client_closed,
+                               &s.origin_reset);
       s.bytes_down += allowed;
     }
     client_.consume(s.origin, size);
@@ -1478,7 +1485,8 @@ class H2Connection final : private H2OriginWatcher, private h2_front::OriginEven
       cut(s, *stop);
       co_return Down::over;
     }
-    co_return sent ? Down::more : Down::over;
+    // (Cut short by the origin's reset: the reset, queued behind, is passed on next.)
+    co_return sent || s.origin_reset ? Down::more : Down::over;
   }
 
   // The end of the response: what the redaction holds, then its trailers (cleaned) or its end.
@@ -1706,6 +1714,22 @@ class H2Connection final : private H2OriginWatcher, private h2_front::OriginEven
       co_return false;
     }
     co_return sent;
+  }
+
+  // The lines of a WebSocket stream's messages, where the settings of its arrival ask for them.
+  std::optional<exchange::MessageLines> message_lines(const Stream& s) {
+    if (!s.decided.settings().log_websocket_messages) {
+      return std::nullopt;
+    }
+    const std::string host = origin_.host.display();
+    const std::string path(logged_path(s.request.path));
+    exchange::EndLine identity;
+    identity.method = h2_front::judged_method(s.request);
+    identity.host = host;
+    identity.port = origin_.port;
+    identity.path = path;
+    identity.started = s.started;
+    return exchange::MessageLines(context_, identity);  // copies the strings
   }
 
   // The end line of an admitted stream (repeating its allow). A stream a reload ended with its

@@ -127,6 +127,9 @@ struct Stream {
   bool client_closed = false;
   bool client_reset = false;  // closed by the client's RST_STREAM (or a malformed message)
   bool origin_closed = false;
+  // The origin's stream ended early (reset by the origin, or by the codec for a limit, not by
+  // the gate): what is queued for the client will not all go, and nothing waits on it.
+  bool origin_reset = false;
   bool response_started = false;
   // The origin answered the stream's extended CONNECT with a 2xx head, passed on: from now on
   // the stream carries a WebSocket's frames (inspected_h2_websocket.hpp).

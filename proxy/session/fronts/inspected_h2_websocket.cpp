@@ -279,7 +279,8 @@ std::optional<std::string> answer_problem(const h2::RequestHead& request,
   return exchange::choice_problem(fields_of(request), fields_of(response));
 }
 
-asio::awaitable<void> relay_websocket(ConnectionLinks links, Stream& s) {
+asio::awaitable<void> relay_websocket(ConnectionLinks links, Stream& s,
+                                      exchange::MessageLog* messages) {
   StreamSide<h2::ServerCodec, h2::StreamId> client(
       {links.server, s.client, s.up, s.down, s.client_room, s.client_closed, true}, links);
   StreamSide<BorrowedStreams, BorrowedStream&> origin(
@@ -289,6 +290,7 @@ asio::awaitable<void> relay_websocket(ConnectionLinks links, Stream& s) {
   options.idle = links.idle;  // as on HTTP/1.1: the tunnel relay's, none when zero
   options.redactions = s.stages.redactions;
   options.allowance = s.stages.budget.active() ? &allowance : nullptr;
+  options.messages = messages;
   const exchange::WebSocketEnd relayed =
       co_await exchange::relay_websocket(client, origin, options);
 

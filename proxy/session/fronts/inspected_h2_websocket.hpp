@@ -27,6 +27,7 @@
 #include <string_view>
 
 #include "proxy/session/admission.hpp"
+#include "proxy/session/exchange/websocket_message_tap.hpp"
 #include "proxy/session/fronts/inspected_h2_stream.hpp"
 
 namespace sandgate::session::h2_front {
@@ -59,6 +60,8 @@ struct ConnectionLinks {
 // Relays the WebSocket stream `s` carries (s.websocket_open: its 2xx has gone to the client)
 // until it ends, then ends the stream's two sides, waiting at most exchange::kEndingWait for the
 // origin to end its own. Sets what the end line says of it (outcome, reason, detail, rule, bytes).
-boost::asio::awaitable<void> relay_websocket(ConnectionLinks links, Stream& s);
+// `messages`: where its messages are logged (--log-websocket-messages), or null.
+boost::asio::awaitable<void> relay_websocket(ConnectionLinks links, Stream& s,
+                                             exchange::MessageLog* messages);
 
 }  // namespace sandgate::session::h2_front

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "proxy/relay/tunnel_relay.hpp"
+#include "proxy/session/exchange/pipeline/message_lines.hpp"
 #include "proxy/session/exchange/websocket_relay.hpp"
 #include "proxy/session/wire/http_head.hpp"
 
@@ -51,7 +52,8 @@ InspectedWebSocketEnd end_of(const exchange::WebSocketEnd& relayed) {
   return end;
 }
 
-boost::asio::awaitable<InspectedWebSocketEnd> relay_inspected_websocket(Exchange& x) {
+boost::asio::awaitable<InspectedWebSocketEnd> relay_inspected_websocket(
+    Exchange& x, const exchange::EndLine& exchange) {
   SessionContext& context = x.context;
   auto& response = x.response->get();
   strip_hop_by_hop(response, true);
@@ -84,6 +86,11 @@ boost::asio::awaitable<InspectedWebSocketEnd> relay_inspected_websocket(Exchange
   options.idle = context.settings().idle_timeout;  // as the tunnel relay: none when zero
   options.redactions = x.stages.redactions;
   options.allowance = x.stages.budget.active() ? &allowance : nullptr;
+  std::optional<exchange::MessageLines> messages;
+  if (x.log_websocket_messages) {
+    messages.emplace(context, exchange);
+    options.messages = &*messages;
+  }
   exchange::StreamPeer client(context.client_stream, context.client, x.client_buffer);
   exchange::StreamPeer origin(context.upstream_stream, context.upstream, x.upstream.buffer);
   const exchange::WebSocketEnd relayed =

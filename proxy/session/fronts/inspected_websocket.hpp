@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "proxy/session/exchange/pipeline/end_line.hpp"
 #include "proxy/session/exchange/websocket_relay.hpp"
 #include "proxy/session/fronts/http_exchange.hpp"
 #include "rules/reason.hpp"
@@ -27,7 +28,9 @@ struct InspectedWebSocketEnd {
 InspectedWebSocketEnd end_of(const exchange::WebSocketEnd& relayed);
 
 // Writes the 101 and relays the WebSocket until it ends; x.bytes_up and x.bytes_down include
-// what it carried. The caller closes the sockets and writes the end line. Worker thread.
-boost::asio::awaitable<InspectedWebSocketEnd> relay_inspected_websocket(Exchange& x);
+// what it carried. The caller closes the sockets and writes the end line, `exchange`, which also
+// names the messages' lines where x.log_websocket_messages asks for them. Worker thread.
+boost::asio::awaitable<InspectedWebSocketEnd> relay_inspected_websocket(
+    Exchange& x, const exchange::EndLine& exchange);
 
 }  // namespace sandgate::session

@@ -399,14 +399,20 @@ struct Connection::Callbacks {
       if (state != nullptr) {
         state->received += length;
       }
+      if (c.side_ == Side::client && nghttp2_session_consume_connection(session, length) != 0) {
+        return static_cast<int>(NGHTTP2_ERR_CALLBACK_FAILURE);  // (see Limits::origin_held_bytes)
+      }
       if (state == nullptr || !state->announced || state->discard_input || state->closer) {
         // Nobody forwards these bytes: the window they took is given back at once.
-        return nghttp2_session_consume(session, stream_id, length) == 0
-                   ? 0
-                   : static_cast<int>(NGHTTP2_ERR_CALLBACK_FAILURE);
+        return c.consume_window(stream_id, length) ? 0
+                                                   : static_cast<int>(NGHTTP2_ERR_CALLBACK_FAILURE);
       }
       state->unconsumed += length;
+      c.held_ += length;
       c.hooks_.on_event(DataEvent{stream_id, std::string(view(data, length))});
+      while (c.side_ == Side::client && c.held_ > c.limits_.origin_held_bytes &&
+             c.shed_largest_holder()) {
+      }
       return 0;
     });
   }
@@ -664,10 +670,12 @@ void Connection::close_stream(StreamId stream, std::uint32_t code) {
     return;
   }
   StreamState& state = found->second;
-  if (state.unconsumed > 0) {
-    // Bytes the owner will not forward now: the connection's window gets them back.
+  if (state.unconsumed > 0 && side_ == Side::server) {
+    // Bytes the owner will not forward now: the connection's window gets them back. (A client's
+    // connection window had them back as they came.)
     nghttp2_session_consume_connection(session_.get(), state.unconsumed);
   }
+  held_ -= state.unconsumed;
   send_buffered_ -= state.buffered();
   head_bytes_ -= state.head_bytes;
   StreamClosedEvent closed{stream};
@@ -896,7 +904,39 @@ void Connection::consume(StreamId stream, std::size_t bytes) {
   }
   const auto credited = static_cast<std::size_t>(std::min<std::uint64_t>(bytes, state->unconsumed));
   state->unconsumed -= credited;
-  nghttp2_session_consume(session_.get(), stream, credited);
+  held_ -= credited;
+  consume_window(stream, credited);
+}
+
+bool Connection::consume_window(StreamId stream, std::size_t bytes) {
+  if (bytes == 0) {
+    return true;
+  }
+  // A client's connection window had the bytes back as they came (Limits::origin_held_bytes).
+  return (side_ == Side::client ? nghttp2_session_consume_stream(session_.get(), stream, bytes)
+                                : nghttp2_session_consume(session_.get(), stream, bytes)) == 0;
+}
+
+// (Client) The origin's bytes held for the streams passed Limits::origin_held_bytes: the stream
+// holding the most is reset, its bytes let go (its client reads the least; the owner's DataEvents
+// still queued for it credit nothing more, and it hears its StreamClosedEvent).
+bool Connection::shed_largest_holder() {
+  StreamId largest = 0;
+  std::uint64_t most = 0;
+  for (const auto& [id, state] : streams_) {
+    if (state.unconsumed > most && !state.closer) {
+      largest = id;
+      most = state.unconsumed;
+    }
+  }
+  StreamState* state = find(largest);
+  if (state == nullptr) {
+    return false;
+  }
+  held_ -= state->unconsumed;
+  state->unconsumed = 0;
+  refuse(largest, ErrorCode::cancel, StreamProblem::held_too_much);
+  return true;
 }
 
 void Connection::ping() {

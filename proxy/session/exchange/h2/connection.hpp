@@ -156,6 +156,9 @@ class Connection {
   void fail(ConnectionError error);
   void end_fatally(ConnectionError error);
   void close_stream(StreamId stream, std::uint32_t code);
+  // Gives the peer back `bytes` of `stream`'s window (and, on the server, of the connection's).
+  bool consume_window(StreamId stream, std::size_t bytes);
+  bool shed_largest_holder();
 
   Side side_;
   Limits limits_;
@@ -167,6 +170,7 @@ class Connection {
   std::size_t out_offset_ = 0;
   std::size_t send_buffered_ = 0;  // the owner's body bytes held, all streams together
   std::size_t head_bytes_ = 0;     // the open streams' heads, together
+  std::size_t held_ = 0;           // the peer's DATA passed to the owner and not consumed yet
   bool fatal_ = false;             // nghttp2 failed: its session is not used again
   bool abort_callback_ = false;    // a callback found a limit passed: end the receive
   bool local_goaway_ = false;

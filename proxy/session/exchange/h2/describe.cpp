@@ -107,6 +107,9 @@ std::string_view describe(StreamProblem problem) {
       return "the connection's open streams hold too many header bytes already";
     case StreamProblem::trailers_too_large:
       return "the trailer list is over the limit";
+    case StreamProblem::held_too_much:
+      return "its client did not take the response while the origin connection's other streams "
+             "needed room";
     case StreamProblem::stream_protocol_error:
       return "a frame the stream's state does not allow";
     case StreamProblem::stream_flow_control:

@@ -5,7 +5,8 @@
 // so that a test can lower one; the gate uses the defaults.
 //
 // What a connection may hold, from these: request bodies up to the connection window (4 MiB; a
-// stream's up to its window, 1 MiB), decoded heads up to 2 MiB, bodies the owner handed over up
+// stream's up to its window, 1 MiB), an origin's response bodies up to 16 MiB (a stream's up to
+// its window), decoded heads up to 2 MiB, bodies the owner handed over up
 // to 1 MiB (a stream's up to 64 KiB), serialized output up to 64 KiB plus one frame, and
 // nghttp2's own state (its HPACK tables of 4 KiB each way, at most 128 queued acknowledgements).
 #pragma once
@@ -50,6 +51,16 @@ inline constexpr std::size_t kMaxContinuations = 8;
 // streams of 1 MiB would be 100 MiB), and lets four streams run at full speed together.
 inline constexpr std::int32_t kStreamWindow = 1 << 20;
 inline constexpr std::int32_t kConnectionWindow = 4 << 20;
+
+// (Client side) the origin's body bytes the gate holds for its streams, all together, before
+// their clients take them. An origin connection is shared by the streams of many clients, and a
+// stream's bytes held against the connection's window would let one client that does not read
+// (its stream full at its 1 MiB window) take a quarter of that window from every other client,
+// and four such streams all of it: so the connection's window is given back as the bytes arrive,
+// and what a stream may hold is its own window. This bounds the total instead: 16 MiB is sixteen
+// streams at their full window, more than a connection carrying readers ever holds; past it the
+// stream holding the most is reset (CANCEL: its client reads the least), and the others go on.
+inline constexpr std::size_t kOriginHeldBytes = 16 << 20;
 
 // Body bytes the owner may hand a codec ahead of the peer's window, per stream and per
 // connection. 64 KiB is four full DATA frames: enough to keep a stream's frames flowing while the
@@ -109,6 +120,7 @@ struct Limits {
   std::size_t max_continuations = kMaxContinuations;
   std::int32_t stream_window = kStreamWindow;
   std::int32_t connection_window = kConnectionWindow;
+  std::size_t origin_held_bytes = kOriginHeldBytes;
   std::size_t stream_send_buffer = kStreamSendBuffer;
   std::size_t connection_send_buffer = kConnectionSendBuffer;
   std::size_t connection_head_bytes = kConnectionHeadBytes;

@@ -78,6 +78,9 @@ enum class StreamProblem : std::uint8_t {
   too_many_open_heads,
   // Ended by the codec for a limit; the stream is reset.
   trailers_too_large,  // trailers over Limits::max_header_list_size
+  // (client) the origin's bytes held for the connection's streams passed
+  // Limits::origin_held_bytes, and this stream held the most: its client was not reading
+  held_too_much,
   // Found by nghttp2 on a stream: the stream is reset with the code it names.
   stream_protocol_error,  // a frame the stream's state does not allow (a WINDOW_UPDATE of 0, ...)
   stream_flow_control,    // more than the stream's window

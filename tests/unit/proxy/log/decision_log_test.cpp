@@ -266,8 +266,8 @@ TEST_F(DecisionLogPipeTest, AStalledReaderHoldsTheWritersBackInsteadOfGrowingThe
       written.fetch_add(1);
     }
   });
-  // The writer runs until the bound stops it; how soon depends on the machine (a sanitizer build on a
-  // busy one is slow), so wait for the count to stand still rather than for a fixed time. A batch
+  // The writer runs until the bound stops it; how soon depends on the machine (a sanitizer build on
+  // a busy one is slow), so wait for the count to stand still rather than for a fixed time. A batch
   // without a bound would stand still only at kLines, which the size check below refuses.
   int held = written.load();
   const auto deadline = std::chrono::steady_clock::now() + 30s;

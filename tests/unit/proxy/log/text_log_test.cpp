@@ -105,6 +105,42 @@ TEST(TextLog, AnMcpCallHasItsOwnField) {
   EXPECT_NE(json.find(R"("path":"/mcp","call":"tool delete_repo")"), std::string::npos) << json;
 }
 
+// A WebSocket message's line (--log-websocket-messages): its own word and fields, its contents
+// always quoted and escaped, whatever the message held, in both formats.
+TEST(TextLog, AWebSocketMessageHasItsOwnLineAndItsContentsReadBack) {
+  log::Record r = denial();
+  r.event = log::Record::Event::message;
+  r.method = "GET";
+  r.host = "api.example.com";
+  r.path = "/v1/realtime";
+  r.direction = "down";
+  r.message_kind = "text";
+  r.message_size = 70000;
+  const std::string contents = "{\"a\":1}\n up=1 outcome=closed \x1b[31m \"";
+  r.contents = contents;
+  r.contents_cut = true;
+  const std::string line = text(r);
+  EXPECT_NE(line.find(" MESSAGE GET api.example.com:443 "), std::string::npos) << line;
+  EXPECT_NE(line.find(" direction=down kind=text size=70000 cut=1 contents=\""), std::string::npos)
+      << line;
+  EXPECT_EQ(line.find("BLOCK"), std::string::npos) << line;
+  EXPECT_EQ(line.find("unfinished"), std::string::npos) << line;
+  const auto parsed = log::parse_text_line(line);
+  ASSERT_TRUE(parsed) << line;
+  EXPECT_EQ(parsed->word, "MESSAGE");
+  ASSERT_NE(parsed->field("contents"), nullptr) << line;
+  EXPECT_EQ(*parsed->field("contents"), contents);
+  EXPECT_EQ(parsed->field("outcome"), nullptr) << "the contents pose as no field: " << line;
+  std::string json;
+  log::format_record(json, settings::LogFormat::json, r);
+  EXPECT_NE(json.find(R"("event":"message")"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("direction":"down","kind":"text","size":70000,"contents":"{\"a\":1}\n)"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find(R"("cut":true})"), std::string::npos) << json;
+  EXPECT_EQ(json.find("verdict"), std::string::npos) << json;
+}
+
 // Values that need nothing stay as they were: the line reads as before for ordinary traffic.
 TEST(TextLog, PlainValuesAreWrittenAsTheyAre) {
   const std::string line = text(denial());

@@ -133,7 +133,8 @@ TEST(ReloadSettings, ReloadableSettingsAreTheOnesReadPerRequest) {
                                               "connect_timeout",
                                               "idle_timeout",
                                               "log_level",
-                                              "log_mcp_arguments"}));
+                                              "log_mcp_arguments",
+                                              "log_websocket_messages"}));
 }
 
 TEST(ReloadSettings, ChangesAreNamedByKeyFlagAndVariable) {

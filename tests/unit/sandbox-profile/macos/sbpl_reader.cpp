@@ -1,11 +1,15 @@
 // The test SBPL reader. See sbpl_reader.hpp.
 #include "tests/unit/sandbox-profile/macos/sbpl_reader.hpp"
 
+#include <re2/re2.h>
+
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <memory>
 #include <regex>
 #include <set>
+#include <stdexcept>
 
 namespace sandgate::testing {
 namespace {
@@ -435,14 +439,26 @@ bool address_matches(const std::string& value, const Request& request) {
 }
 
 // A regex compiled once: the evaluator meets the same case-folded regexes in every request. The
-// tests run on one thread.
+// tests run on one thread. RE2 in its POSIX mode reads the POSIX extended syntax check_regex holds
+// a profile's regexes to, an order of magnitude faster than std::regex (the profile tests spent
+// most of their time here); '.' matches a newline as in std::regex's extended grammar, since an
+// awkward home folder may hold one.
 bool search(const std::string& text, const std::string& source) {
-  static std::map<std::string, std::regex> compiled;
+  static std::map<std::string, std::unique_ptr<re2::RE2>> compiled;
   auto at = compiled.find(source);
   if (at == compiled.end()) {
-    at = compiled.emplace(source, std::regex(source, std::regex::extended)).first;
+    re2::RE2::Options options;
+    options.set_posix_syntax(true);
+    options.set_dot_nl(true);
+    options.set_log_errors(false);
+    auto regex = std::make_unique<re2::RE2>(source, options);
+    if (!regex->ok()) {
+      throw std::runtime_error("the SBPL reader cannot evaluate regex '" + source +
+                               "': " + regex->error());
+    }
+    at = compiled.emplace(source, std::move(regex)).first;
   }
-  return std::regex_search(text, at->second);
+  return re2::RE2::PartialMatch(text, *at->second);
 }
 
 bool matches(const Sexp& filter, const Request& request) {

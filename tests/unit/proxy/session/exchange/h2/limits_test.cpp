@@ -555,6 +555,59 @@ TEST(H2Limits, AnOriginsHeadsCountAgainstTheConnectionsBudget) {
   EXPECT_EQ(pair.server().streams[ids[2]].reset, NGHTTP2_CANCEL);
 }
 
+// An origin connection is shared by many clients' streams: the bytes one stream holds (its
+// client not reading) hold its own window, never the connection's, or the other streams wait.
+TEST(H2Limits, AnOriginsBytesHeldForAStreamDoNotHoldTheConnectionsWindow) {
+  ClientOptions options;
+  options.limits.stream_window = 64 * 1024;
+  options.limits.connection_window = 64 * 1024;
+  ClientPair pair(options);
+  pair.auto_consume = false;
+  pair.relay();
+  const RequestHead get{"GET", "https", "origin.test", "/", {}, {}, {}};
+  const StreamId held = *pair.codec.submit_request(get, true);
+  const StreamId other = *pair.codec.submit_request(get, true);
+  pair.relay();
+  pair.server().submit_response(held, {{":status", "200"}}, std::string(64 * 1024 + 1, 'h'));
+  pair.relay();
+  EXPECT_EQ(pair.body(held).size(), 64U * 1024);  // its window's worth, never consumed
+  pair.server().submit_response(other, {{":status", "200"}}, std::string(10 * 1024, 'o'));
+  pair.relay();
+  EXPECT_EQ(pair.body(other).size(), 10U * 1024);
+  EXPECT_EQ(pair.closed(held), nullptr);
+}
+
+// What the gate holds for an origin connection's streams is bounded all together: past
+// Limits::origin_held_bytes, the stream holding the most is reset (CANCEL) and the others go on.
+TEST(H2Limits, PastWhatTheGateHoldsForAnOriginTheStreamHoldingTheMostIsReset) {
+  ClientOptions options;
+  options.limits.stream_window = 64 * 1024;
+  options.limits.origin_held_bytes = 100 * 1024;
+  ClientPair pair(options);
+  pair.auto_consume = false;
+  pair.relay();
+  const RequestHead get{"GET", "https", "origin.test", "/", {}, {}, {}};
+  const StreamId most = *pair.codec.submit_request(get, true);
+  const StreamId less = *pair.codec.submit_request(get, true);
+  pair.relay();
+  pair.server().submit_response(most, {{":status", "200"}}, std::string(64 * 1024 + 1, 'm'));
+  pair.relay();
+  EXPECT_EQ(pair.closed(most), nullptr);  // 64 KiB held: under the bound
+  pair.server().submit_response(less, {{":status", "200"}}, std::string(100 * 1024, 'l'));
+  pair.relay();
+  ASSERT_NE(pair.closed(most), nullptr);
+  EXPECT_EQ(pair.closed(most)->problem, StreamProblem::held_too_much);
+  EXPECT_EQ(pair.server().streams[most].reset, NGHTTP2_CANCEL);
+  EXPECT_EQ(pair.closed(less), nullptr);
+  EXPECT_EQ(pair.body(less).size(), 64U * 1024);  // its window's worth
+  // Forwarded, the rest comes.
+  pair.codec.consume(less, 64 * 1024);
+  pair.relay();
+  EXPECT_EQ(pair.body(less).size(), 100U * 1024);
+  ASSERT_NE(pair.closed(less), nullptr);
+  EXPECT_EQ(pair.closed(less)->by, Closer::finished);
+}
+
 TEST(H2Limits, TrailersOverTheListLimitResetTheStream) {
   RawClient raw;
   raw.send(raw.request(1, request_block("POST", "/"), false));
