@@ -1,16 +1,15 @@
 // An HTTP/1.1 exchange over a stream of an HTTP/2 origin connection (h1_over_h2_upstream.hpp).
 #include "proxy/session/exchange/h1_over_h2_upstream.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/http/error.hpp>
 #include <cstdio>
 #include <utility>
 #include <variant>
 
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/session/exchange/h2/http1_mapping.hpp"
 
 namespace sandgate::session::exchange {
@@ -86,7 +85,7 @@ asio::awaitable<bool> H1OverH2Upstream::paused(std::chrono::milliseconds pause) 
     co_return false;
   }
   readable_.expires_after(pause);
-  auto [error] = co_await readable_.async_wait(asio::as_tuple(asio::use_awaitable));
+  auto [error] = co_await readable_.async_wait(use_tuple);
   co_return !error && !has_unread();
 }
 
