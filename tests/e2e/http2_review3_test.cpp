@@ -1,0 +1,197 @@
+// A third hostile review of HTTP/2 on inspected hosts, against the gate itself: what a broken or
+// malicious origin can do on a shared HTTP/2 origin connection (session/h2_origin.hpp), with
+// tests/support/h2_review3_origin.py as that origin and curl as the clients. Every stream must
+// end, with the origin's answer, an answer sent again on another connection, or the gate's 502;
+// never wait for the client's own timeout; never carry another stream's answer.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/integration/harness/test_proxy.hpp"
+#include "tests/support/child_server.hpp"
+#include "tests/support/loopback_ports.hpp"
+#include "tests/support/shell_command.hpp"
+#include "tests/support/test_certificates.hpp"
+
+#ifndef SANDGATE_SOURCE_DIR
+#error "SANDGATE_SOURCE_DIR must name the source tree"
+#endif
+
+namespace sandgate::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr const char* kOrigin =
+    "/usr/bin/python3 " SANDGATE_SOURCE_DIR "/tests/support/h2_review3_origin.py ";
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// What curl got: its exit code (28: its own timeout), the status, the body.
+struct Got {
+  int exit_code = -1;
+  std::string status;
+  std::string body;
+  std::string all;
+};
+
+class Http2Review3Test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    folder_ = std::string(::testing::TempDir()) + "/http2-review3-XXXXXX";
+    ASSERT_NE(::mkdtemp(folder_.data()), nullptr);
+    make_test_certificates(folder_, {"DNS:h2.test"}, "http2-review3-ca");
+    port_ = free_port();
+    origin_ = std::make_unique<ChildServer>(
+        port_, std::string(kOrigin) + "serve " + std::to_string(port_) + " " + folder_ +
+                   "/server.pem " + folder_ + "/server.key " + folder_ + "/origin.log");
+    ASSERT_TRUE(port_accepts(port_)) << "the origin did not start";
+    proxy_ = std::make_unique<TestProxy>("", [&](settings::Settings& s) {
+      s.policy.block_loopback = false;  // the origin is on loopback
+      s.tls_ports = {port_};
+      s.ca_dir = folder_ + "/gate-ca";
+      s.inspect_extra_ca = {folder_ + "/ca.pem"};
+      s.inspect = {"h2.test"};
+    });
+    proxy_->dns().set("h2.test", {"127.0.0.1"});
+  }
+  void TearDown() override {
+    proxy_.reset();
+    origin_.reset();
+    run_shell("rm -rf " + folder_);
+  }
+
+  std::string curl(const std::string& options) const {
+    return "curl -sS --http2 --max-time 30 --proxy http://127.0.0.1:" +
+           std::to_string(proxy_->port()) + " --cacert " + folder_ + "/gate-ca/ca.pem " + options;
+  }
+  std::string url(const std::string& path) const {
+    return "https://h2.test:" + std::to_string(port_) + path;
+  }
+  // GET `path` with curl --http2 through the gate.
+  Got get(const std::string& path) const {
+    const auto result = run_shell(curl("-w '\\nstatus=%{http_code}' " + url(path) + " 2>&1"));
+    Got got{result.exit_code, "", "", result.output};
+    const auto at = result.output.rfind("\nstatus=");
+    if (at != std::string::npos) {
+      got.body = result.output.substr(0, at);
+      got.status = result.output.substr(at + 8);
+    }
+    return got;
+  }
+  std::string origin_log() const {
+    std::ifstream in(folder_ + "/origin.log");
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+  std::string folder_;
+  std::uint16_t port_ = 0;
+  std::unique_ptr<ChildServer> origin_;
+  std::unique_ptr<TestProxy> proxy_;
+};
+
+// The origin's GOAWAY leaves the stream out (its last stream id is below it): the request was
+// never processed, so the gate sends it again, once, on a new connection.
+TEST_F(Http2Review3Test, AStreamAGoawayLeavesOutIsSentAgainOnANewConnection) {
+  const Got got = get("/goaway-once");
+  EXPECT_EQ(got.status, "200") << got.all << proxy_->log_text();
+  EXPECT_EQ(got.body, "sent again") << got.all;
+  EXPECT_TRUE(contains(origin_log(), "connection 2")) << origin_log();
+}
+
+// An origin that leaves every stream out and keeps its connection open: sent again once, then
+// the gate's 502, never the client's own timeout.
+TEST_F(Http2Review3Test, AStreamEveryGoawayLeavesOutEndsWithA502) {
+  const Got got = get("/goaway-always");
+  EXPECT_NE(got.exit_code, 28 << 8) << got.all;
+  EXPECT_EQ(got.status, "502") << got.all << proxy_->log_text();
+}
+
+// Two GOAWAYs, the second lowering the last stream id to 0: the stream is left out by the second.
+TEST_F(Http2Review3Test, ASecondGoawayThatLowersTheLastIdEndsTheStreamsItLeavesOut) {
+  const Got got = get("/goaway-twice");
+  EXPECT_NE(got.exit_code, 28 << 8) << got.all;
+  EXPECT_TRUE(got.status == "502" || got.status == "200") << got.all << proxy_->log_text();
+}
+
+// SETTINGS_MAX_CONCURRENT_STREAMS 0 mid-flight: the connection takes no new stream, and the
+// next request goes on another connection (or is answered 502), never waits for ever.
+TEST_F(Http2Review3Test, AnOriginThatAllowsNoStreamsDoesNotHoldTheNextRequests) {
+  const Got first = get("/no-streams");
+  EXPECT_EQ(first.body, "ok") << first.all;
+  const Got next = get("/echo/next");
+  EXPECT_NE(next.exit_code, 28 << 8) << next.all;
+  EXPECT_EQ(next.body, "next") << next.all << proxy_->log_text();
+}
+
+// A PING flood from the origin: the gate answers a bounded number, then ends the connection
+// with ENHANCE_YOUR_CALM.
+TEST_F(Http2Review3Test, APingFloodFromTheOriginIsAnsweredABoundedNumberOfTimes) {
+  const Got got = get("/ping-flood");
+  std::this_thread::sleep_for(500ms);
+  const std::string log = origin_log();
+  EXPECT_FALSE(contains(log, "ping-acks 500")) << log;
+  EXPECT_TRUE(contains(log, "goaway-from-gate 11")) << log << got.all << proxy_->log_text();
+}
+
+// PUSH_PROMISE after the gate's ENABLE_PUSH 0: a protocol error; nothing pushed reaches the
+// client, and the stream ends.
+TEST_F(Http2Review3Test, APushPromiseIsRefused) {
+  const Got got = get("/push");
+  EXPECT_NE(got.exit_code, 28 << 8) << got.all;
+  EXPECT_NE(got.body, "pushed") << got.all;
+  EXPECT_TRUE(contains(origin_log(), "goaway-from-gate 1"))
+      << origin_log() << got.all << proxy_->log_text();
+}
+
+// HEADERS on streams the gate never opened: a protocol error, the stream ends.
+TEST_F(Http2Review3Test, HeadersOnAStreamTheGateNeverOpenedEndTheConnection) {
+  const Got got = get("/stray");
+  EXPECT_NE(got.exit_code, 28 << 8) << got.all;
+  EXPECT_NE(got.body, "stray") << got.all;
+}
+
+// A response after the origin's own RST_STREAM: the stream is over, the client hears so.
+TEST_F(Http2Review3Test, AResponseAfterTheOriginResetItsStreamIsNotForwarded) {
+  const Got got = get("/after-reset");
+  EXPECT_NE(got.exit_code, 28 << 8) << got.all;
+  EXPECT_NE(got.status, "200") << got.all;
+}
+
+// Two clients, each with many streams on the one shared origin connection, answered out of
+// order: each answer reaches the stream that asked for it.
+TEST_F(Http2Review3Test, TwoClientsOfOneOriginConnectionEachGetTheirOwnAnswers) {
+  auto client = [&](const std::string& who) {
+    std::string command = curl("--parallel --parallel-max 20");
+    for (int i = 0; i < 20; ++i) {
+      const std::string name = who + std::to_string(i);
+      command += " -o " + folder_ + "/" + name + " " + url("/echo/" + name);
+    }
+    return std::async(std::launch::async, [command] { return run_shell(command + " 2>&1"); });
+  };
+  auto a = client("a");
+  auto b = client("b");
+  const std::string errors = a.get().output + b.get().output;
+  for (const std::string who : {"a", "b"}) {
+    for (int i = 0; i < 20; ++i) {
+      const std::string name = who + std::to_string(i);
+      std::ifstream in(folder_ + "/" + name);
+      std::stringstream body;
+      body << in.rdbuf();
+      EXPECT_EQ(body.str(), name) << errors;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sandgate::testing

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""A hostile HTTP/2 origin of the third review (tests/e2e/http2_review3_test.cpp), frame by frame
+on Debian's python3-h2 (and hyperframe for the frames h2 will not send): what a shared origin
+connection may be told by a broken or malicious origin.
+
+  h2_review3_origin.py serve PORT CERT KEY LOG
+      An HTTP/2-only TLS origin. It appends what the gate did to LOG, one line each:
+      "connection N", "ping-acks N", "goaway-from-gate CODE". By path:
+        /echo/X          after 50 ms, 200 with body "X" (many at once tell whether an answer
+                         ever reaches the wrong stream)
+        /goaway-once     the first request of the origin's life: GOAWAY with a last stream id
+                         below it, the connection kept open and the stream never answered; any
+                         later one: 200 "sent again"
+        /goaway-always   every time, as /goaway-once's first
+        /goaway-twice    GOAWAY (last id 2^31-1), then GOAWAY (last id 0), kept open, unanswered
+        /no-streams      SETTINGS_MAX_CONCURRENT_STREAMS 0, then 200 "ok"
+        /ping-flood      1000 PINGs in one write, then 200 "ok"
+        /push            a PUSH_PROMISE (the gate sent ENABLE_PUSH 0), then 200 "pushed"
+        /stray           HEADERS on stream 2 (the origin's own, never promised) and on an odd
+                         stream the gate never opened, then 200 "stray"
+        /after-reset     RST_STREAM on its stream, then HEADERS and DATA on it anyway
+"""
+import os
+import socket
+import ssl
+import sys
+import threading
+import time
+
+import h2.config
+import h2.connection
+import h2.events
+import h2.settings
+from hyperframe.frame import GoAwayFrame, HeadersFrame, PingFrame, PushPromiseFrame, RstStreamFrame
+
+state = {"goaway_once_done": False, "connections": 0}
+lock = threading.Lock()
+
+
+def note(log, line):
+    with lock:
+        with open(log, "a") as out:
+            out.write(line + "\n")
+
+
+def answer(conn, stream, body, status="200"):
+    conn.send_headers(stream, [(":status", status), ("content-length", str(len(body)))])
+    conn.send_data(stream, body, end_stream=True)
+
+
+def goaway(last):
+    frame = GoAwayFrame(0)
+    frame.last_stream_id = last
+    frame.error_code = 0
+    return frame.serialize()
+
+
+def headers_frame(conn, stream, fields, end_stream=True):
+    frame = HeadersFrame(stream)
+    frame.data = conn.encoder.encode(fields)
+    frame.flags.add("END_HEADERS")
+    if end_stream:
+        frame.flags.add("END_STREAM")
+    return frame.serialize()
+
+
+def serve_connection(raw, context, log):
+    try:
+        sock = context.wrap_socket(raw, server_side=True)
+    except (ssl.SSLError, OSError):
+        return
+    with lock:
+        state["connections"] += 1
+        number = state["connections"]
+    note(log, "connection %d" % number)
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+    conn.initiate_connection()
+    sock.sendall(conn.data_to_send())
+    acks = 0
+    delayed = []  # (when, stream, body)
+    sock.settimeout(0.01)
+    try:
+        while True:
+            now = time.time()
+            for item in [d for d in delayed if d[0] <= now]:
+                delayed.remove(item)
+                try:
+                    answer(conn, item[1], item[2])
+                except Exception:
+                    pass
+            out = conn.data_to_send()
+            if out:
+                sock.sendall(out)
+            try:
+                data = sock.recv(65536)
+            except socket.timeout:
+                continue
+            if not data:
+                return
+            try:
+                events = conn.receive_data(data)
+            except Exception as error:
+                note(log, "origin-error %s" % type(error).__name__)
+                return
+            for event in events:
+                if isinstance(event, h2.events.PingAckReceived):
+                    acks += 1
+                    note(log, "ping-acks %d" % acks)
+                elif isinstance(event, h2.events.ConnectionTerminated):
+                    note(log, "goaway-from-gate %d" % event.error_code)
+                elif isinstance(event, h2.events.RequestReceived):
+                    on_request(sock, conn, event.stream_id, dict(event.headers).get(b":path", b"").decode(), delayed, log)
+    except (ssl.SSLError, OSError):
+        return
+    finally:
+        sock.close()
+
+
+def on_request(sock, conn, stream, path, delayed, log):
+    raw = b""
+    if path.startswith("/echo/"):
+        delayed.append((time.time() + 0.05, stream, path[len("/echo/"):].encode()))
+    elif path == "/goaway-once":
+        with lock:
+            first = not state["goaway_once_done"]
+            state["goaway_once_done"] = True
+        if first:
+            raw = goaway(stream - 2 if stream > 2 else 0)
+        else:
+            answer(conn, stream, b"sent again")
+    elif path == "/goaway-always":
+        raw = goaway(stream - 2 if stream > 2 else 0)
+    elif path == "/goaway-twice":
+        raw = goaway(2 ** 31 - 1) + goaway(0)
+    elif path == "/no-streams":
+        conn.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 0})
+        answer(conn, stream, b"ok")
+    elif path == "/ping-flood":
+        raw = b"".join(PingFrame(0, opaque_data=i.to_bytes(8, "big")).serialize() for i in range(1000))
+        answer(conn, stream, b"ok")
+    elif path == "/push":
+        frame = PushPromiseFrame(stream)
+        frame.promised_stream_id = 2
+        frame.data = conn.encoder.encode([(":method", "GET"), (":scheme", "https"), (":authority", "h2.test"), (":path", "/pushed")])
+        frame.flags.add("END_HEADERS")
+        raw = frame.serialize()
+    elif path == "/stray":
+        raw = headers_frame(conn, 2, [(":status", "200")]) + headers_frame(conn, stream + 100, [(":status", "200")])
+    elif path == "/after-reset":
+        raw = RstStreamFrame(stream, error_code=0).serialize()
+        raw += headers_frame(conn, stream, [(":status", "200"), ("content-length", "5")])
+    sock.sendall(conn.data_to_send() + raw)
+    if path == "/push":
+        answer(conn, stream, b"pushed")
+    elif path == "/stray":
+        answer(conn, stream, b"stray")
+
+
+def serve(port, cert, key, log):
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    context.set_alpn_protocols(["h2"])
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    listener.listen(64)
+    while True:
+        raw, _ = listener.accept()
+        threading.Thread(target=serve_connection, args=(raw, context, log), daemon=True).start()
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "serve":
+        serve(int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5])
