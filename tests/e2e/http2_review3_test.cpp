@@ -60,6 +60,7 @@ class Http2Review3Test : public ::testing::Test {
       s.ca_dir = folder_ + "/gate-ca";
       s.inspect_extra_ca = {folder_ + "/ca.pem"};
       s.inspect = {"h2.test"};
+      s.idle_timeout = std::chrono::seconds(60);  // far beyond what any test here waits
     });
     proxy_->dns().set("h2.test", {"127.0.0.1"});
   }
@@ -191,6 +192,21 @@ TEST_F(Http2Review3Test, TwoClientsOfOneOriginConnectionEachGetTheirOwnAnswers) 
       EXPECT_EQ(body.str(), name) << errors;
     }
   }
+}
+
+// A WebSocket over HTTP/2 whose client reads nothing: the gate's write of the origin's message
+// to it waits for room. The origin resets its stream in the middle of that message: the client's
+// stream is reset too, at once, not when the idle limit (60 s here) ends the wait, and the log
+// says the origin did it.
+TEST_F(Http2Review3Test, AnOriginResetEndsAWebSocketWhoseClientDoesNotRead) {
+  const auto got =
+      run_shell(std::string(kOrigin) + "ws-stall " + std::to_string(proxy_->port()) + " h2.test " +
+                std::to_string(port_) + " " + folder_ + "/gate-ca/ca.pem /ws-reset 2>&1");
+  EXPECT_TRUE(contains(got.output, "status 200")) << got.output;
+  EXPECT_TRUE(contains(got.output, "reset 8")) << got.output << proxy_->log_text();
+  EXPECT_TRUE(proxy_->wait_for_log([](const std::string& log) {
+    return contains(log, "the origin reset its stream mid-message.");
+  })) << proxy_->log_text();
 }
 
 }  // namespace

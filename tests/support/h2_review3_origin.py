@@ -19,6 +19,16 @@ connection may be told by a broken or malicious origin.
         /stray           HEADERS on stream 2 (the origin's own, never promised) and on an odd
                          stream the gate never opened, then 200 "stray"
         /after-reset     RST_STREAM on its stream, then HEADERS and DATA on it anyway
+      And WebSockets over HTTP/2 (it sends SETTINGS_ENABLE_CONNECT_PROTOCOL 1):
+        /ws-reset        200, then one binary message of 8 MiB begun and sent as fast as the
+                         flow control allows; 1 s after the window stops it, RST_STREAM CANCEL
+                         in the middle of it
+
+  h2_review3_origin.py ws-stall PROXY_PORT HOST PORT CA PATH
+      Through the gate (CONNECT, TLS, ALPN h2): a GET of /echo/first, then, once the gate's
+      SETTINGS allow it, a WebSocket to PATH (extended CONNECT) whose stream window it never
+      opens: it reads nothing of it. Prints "status S", then "reset CODE AFTER" when the gate
+      resets the stream (AFTER: seconds since the head, whole), or "nothing in 20 s".
 """
 import os
 import socket
@@ -74,9 +84,11 @@ def serve_connection(raw, context, log):
         number = state["connections"]
     note(log, "connection %d" % number)
     conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+    conn.local_settings = h2.settings.Settings(client=False, initial_values={h2.settings.SettingCodes.ENABLE_CONNECT_PROTOCOL: 1})
     conn.initiate_connection()
     sock.sendall(conn.data_to_send())
     acks = 0
+    websockets = {}  # stream -> [bytes left, when the window last stopped it]
     delayed = []  # (when, stream, body)
     sock.settimeout(0.01)
     try:
@@ -88,6 +100,7 @@ def serve_connection(raw, context, log):
                     answer(conn, item[1], item[2])
                 except Exception:
                     pass
+            pump_websockets(conn, websockets)
             out = conn.data_to_send()
             if out:
                 sock.sendall(out)
@@ -109,11 +122,68 @@ def serve_connection(raw, context, log):
                 elif isinstance(event, h2.events.ConnectionTerminated):
                     note(log, "goaway-from-gate %d" % event.error_code)
                 elif isinstance(event, h2.events.RequestReceived):
-                    on_request(sock, conn, event.stream_id, dict(event.headers).get(b":path", b"").decode(), delayed, log)
+                    head = dict(event.headers)
+                    if head.get(b":protocol") == b"websocket":
+                        conn.send_headers(event.stream_id, [(":status", "200")])
+                        conn.send_data(event.stream_id, bytes([0x82, 127]) + (8 << 20).to_bytes(8, "big"))
+                        websockets[event.stream_id] = [8 << 20, None]
+                    else:
+                        on_request(sock, conn, event.stream_id, head.get(b":path", b"").decode(), delayed, log)
+                elif isinstance(event, h2.events.StreamReset):
+                    websockets.pop(event.stream_id, None)
     except (ssl.SSLError, OSError):
         return
     finally:
         sock.close()
+
+
+def pump_websockets(conn, websockets):
+    for stream, state in list(websockets.items()):
+        room = min(conn.local_flow_control_window(stream), conn.max_outbound_frame_size, state[0])
+        if room > 0:
+            conn.send_data(stream, b"x" * room)
+            state[0] -= room
+            state[1] = None
+        elif state[1] is None:
+            state[1] = time.time()
+        elif time.time() - state[1] > 1:
+            conn.reset_stream(stream, error_code=8)  # CANCEL, mid-message
+            del websockets[stream]
+
+
+def ws_stall(proxy_port, host, port, ca, path):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from h2_hostile_peer import connect
+    sock = connect(proxy_port, host, port, ca)
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    authority = "%s:%d" % (host, port)
+    conn.send_headers(1, [(":method", "GET"), (":scheme", "https"), (":authority", authority), (":path", "/echo/first")], end_stream=True)
+    sock.sendall(conn.data_to_send())
+    sock.settimeout(0.2)
+    ws, since, deadline = None, None, time.time() + 20
+    while time.time() < deadline:
+        try:
+            data = sock.recv(65536)
+        except socket.timeout:
+            data = None
+        if data == b"":
+            print("closed")
+            break
+        for event in conn.receive_data(data) if data else []:
+            if isinstance(event, h2.events.DataReceived) and event.stream_id != ws:
+                conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            elif isinstance(event, h2.events.ResponseReceived) and event.stream_id == ws:
+                print("status %s" % dict(event.headers)[b":status"].decode(), flush=True)
+                since = time.time()
+            elif isinstance(event, h2.events.StreamReset) and event.stream_id == ws:
+                print("reset %d %d" % (event.error_code, int(time.time() - since)))
+                return
+        if ws is None and conn.remote_settings.enable_connect_protocol:
+            ws = conn.get_next_available_stream_id()
+            conn.send_headers(ws, [(":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "https"), (":authority", authority), (":path", path), ("sec-websocket-version", "13")])
+        sock.sendall(conn.data_to_send())  # (acknowledgements only: the WebSocket's window stays shut)
+    print("nothing in 20 s")
 
 
 def on_request(sock, conn, stream, path, delayed, log):
@@ -172,3 +242,5 @@ def serve(port, cert, key, log):
 if __name__ == "__main__":
     if sys.argv[1] == "serve":
         serve(int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5])
+    elif sys.argv[1] == "ws-stall":
+        ws_stall(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
