@@ -209,5 +209,52 @@ TEST_F(Http2Review3Test, AnOriginResetEndsAWebSocketWhoseClientDoesNotRead) {
   })) << proxy_->log_text();
 }
 
+// A POST to /anything from a client that checks nothing of what it sends
+// (h2_review3_origin.py smuggle CASE): what it got, and what the origin saw.
+std::pair<std::string, std::string> smuggle(const TestProxy& proxy, const std::string& folder,
+                                            std::uint16_t port, const std::string& which) {
+  const auto got =
+      run_shell(std::string(kOrigin) + "smuggle " + std::to_string(proxy.port()) + " h2.test " +
+                std::to_string(port) + " " + folder + "/gate-ca/ca.pem " + which + " 2>&1");
+  std::ifstream in(folder + "/origin.log");
+  std::stringstream seen;
+  seen << in.rdbuf();
+  return {got.output, seen.str()};
+}
+
+// Cookie fields split as RFC 9113 section 8.2.3 allows reach the origin, all of them.
+TEST_F(Http2Review3Test, CookieFieldsReachTheOriginAllOfThem) {
+  const auto [out, seen] = smuggle(*proxy_, folder_, port_, "cookies");
+  EXPECT_TRUE(contains(out, "status 200")) << out << proxy_->log_text();
+  EXPECT_TRUE(contains(seen, "a=1") && contains(seen, "b=2") && contains(seen, "c=3")) << seen;
+}
+
+// Fields no HTTP/2 request may carry (connection-specific ones, te other than trailers, CR, LF
+// or NUL in a value, an uppercase name) are refused: the origin never sees them.
+TEST_F(Http2Review3Test, FieldsNoHttp2RequestMayCarryNeverReachTheOrigin) {
+  for (const std::string which : {"te-gzip", "crlf-value", "nul-value", "upper-name", "connection",
+                                  "keep-alive", "upgrade", "transfer-encoding"}) {
+    const auto [out, seen] = smuggle(*proxy_, folder_, port_, which);
+    EXPECT_FALSE(contains(out, "status 200")) << which << ": " << out;
+    EXPECT_TRUE(contains(out, "reset ") || contains(out, "goaway ") || contains(out, "status 4"))
+        << which << ": " << out;
+    EXPECT_FALSE(contains(seen, "request")) << which << ": " << seen;
+  }
+}
+
+// A body that disagrees with its content-length: the stream is reset, the origin never gets it
+// whole, and the next request goes.
+TEST_F(Http2Review3Test, ABodyThatDisagreesWithItsLengthIsRefused) {
+  for (const std::string which : {"length-short", "length-long"}) {
+    const auto [out, seen] = smuggle(*proxy_, folder_, port_, which);
+    EXPECT_FALSE(contains(out, "status 200")) << which << ": " << out;
+    EXPECT_TRUE(contains(out, "reset ") || contains(out, "goaway ") || contains(out, "status 4"))
+        << which << ": " << out;
+    EXPECT_FALSE(contains(seen, "request")) << which << ": " << seen;
+  }
+  const auto [next, seen] = smuggle(*proxy_, folder_, port_, "cookies");
+  EXPECT_TRUE(contains(next, "status 200")) << next;
+}
+
 }  // namespace
 }  // namespace sandgate::testing

@@ -19,6 +19,9 @@ connection may be told by a broken or malicious origin.
         /stray           HEADERS on stream 2 (the origin's own, never promised) and on an odd
                          stream the gate never opened, then 200 "stray"
         /after-reset     RST_STREAM on its stream, then HEADERS and DATA on it anyway
+        /anything        once the request ends: 200, the body every field it got and its body
+                         ("name: value" lines, then "body: ..."), also appended to LOG as one
+                         "request ..." line
       And WebSockets over HTTP/2 (it sends SETTINGS_ENABLE_CONNECT_PROTOCOL 1):
         /ws-reset        200, then one binary message of 8 MiB begun and sent as fast as the
                          flow control allows; 1 s after the window stops it, RST_STREAM CANCEL
@@ -29,6 +32,14 @@ connection may be told by a broken or malicious origin.
       SETTINGS allow it, a WebSocket to PATH (extended CONNECT) whose stream window it never
       opens: it reads nothing of it. Prints "status S", then "reset CODE AFTER" when the gate
       resets the stream (AFTER: seconds since the head, whole), or "nothing in 20 s".
+
+  h2_review3_origin.py smuggle PROXY_PORT HOST PORT CA CASE
+      One POST to /anything (to an origin of h2_review3_origin.py serve) through the gate on a connection of its own, with what CASE puts in
+      its head and body, unchecked by the client (python3-h2's outbound checks off); prints
+      "status S" and the body, or "reset CODE", or "closed". CASE: cookies (three cookie
+      fields), te-gzip, crlf-value, nul-value, upper-name, connection (connection: close),
+      keep-alive, upgrade, transfer-encoding, length-short (content-length 10, 4 bytes sent),
+      length-long (content-length 4, more sent, an HTTP/1.1 request in the rest).
 """
 import os
 import socket
@@ -41,7 +52,7 @@ import h2.config
 import h2.connection
 import h2.events
 import h2.settings
-from hyperframe.frame import GoAwayFrame, HeadersFrame, PingFrame, PushPromiseFrame, RstStreamFrame
+from hyperframe.frame import DataFrame, GoAwayFrame, HeadersFrame, PingFrame, PushPromiseFrame, RstStreamFrame
 
 state = {"goaway_once_done": False, "connections": 0}
 lock = threading.Lock()
@@ -89,6 +100,7 @@ def serve_connection(raw, context, log):
     sock.sendall(conn.data_to_send())
     acks = 0
     websockets = {}  # stream -> [bytes left, when the window last stopped it]
+    recorded = {}  # /anything's streams -> [fields, body so far]
     delayed = []  # (when, stream, body)
     sock.settimeout(0.01)
     try:
@@ -127,10 +139,22 @@ def serve_connection(raw, context, log):
                         conn.send_headers(event.stream_id, [(":status", "200")])
                         conn.send_data(event.stream_id, bytes([0x82, 127]) + (8 << 20).to_bytes(8, "big"))
                         websockets[event.stream_id] = [8 << 20, None]
+                    elif head.get(b":path") == b"/anything":
+                        recorded[event.stream_id] = [list(event.headers), b""]
                     else:
                         on_request(sock, conn, event.stream_id, head.get(b":path", b"").decode(), delayed, log)
                 elif isinstance(event, h2.events.StreamReset):
                     websockets.pop(event.stream_id, None)
+                    recorded.pop(event.stream_id, None)
+                elif isinstance(event, h2.events.DataReceived):
+                    conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                    if event.stream_id in recorded:
+                        recorded[event.stream_id][1] += event.data
+                elif isinstance(event, h2.events.StreamEnded) and event.stream_id in recorded:
+                    fields, body = recorded.pop(event.stream_id)
+                    seen = b"".join(n + b": " + v + b"\n" for n, v in fields) + b"body: " + body + b"\n"
+                    note(log, "request " + seen.decode(errors="replace").replace("\n", " | "))
+                    answer(conn, event.stream_id, seen)
     except (ssl.SSLError, OSError):
         return
     finally:
@@ -184,6 +208,64 @@ def ws_stall(proxy_port, host, port, ca, path):
             conn.send_headers(ws, [(":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "https"), (":authority", authority), (":path", path), ("sec-websocket-version", "13")])
         sock.sendall(conn.data_to_send())  # (acknowledgements only: the WebSocket's window stays shut)
     print("nothing in 20 s")
+
+
+SMUGGLE = {
+    "cookies": ([("cookie", "a=1"), ("cookie", "b=2"), ("cookie", "c=3")], b"data"),
+    "te-gzip": ([("te", "gzip")], b"data"),
+    "crlf-value": ([("x-smuggle", "a\r\nx-evil: 1")], b"data"),
+    "nul-value": ([("x-smuggle", "a\x00x-evil: 1")], b"data"),
+    "upper-name": ([("X-Evil", "1")], b"data"),
+    "connection": ([("connection", "close")], b"data"),
+    "keep-alive": ([("keep-alive", "timeout=5")], b"data"),
+    "upgrade": ([("upgrade", "websocket")], b"data"),
+    "transfer-encoding": ([("transfer-encoding", "chunked")], b"4\r\ndata\r\n0\r\n\r\n"),
+    "length-short": ([("content-length", "10")], b"data"),
+    "length-long": ([("content-length", "4")], b"dataGET /evil HTTP/1.1\r\nhost: h1.test\r\n\r\n"),
+}
+
+
+def smuggle(proxy_port, host, port, ca, case):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from h2_hostile_peer import connect
+    sock = connect(proxy_port, host, port, ca)
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, validate_outbound_headers=False, normalize_outbound_headers=False))
+    conn.initiate_connection()
+    fields, body = SMUGGLE[case]
+    head = [(":method", "POST"), (":scheme", "https"), (":authority", "%s:%d" % (host, port)), (":path", "/anything")] + fields
+    conn.send_headers(1, head)
+    sock.sendall(conn.data_to_send())
+    # The body unchecked against the content-length, in a raw DATA frame.
+    frame = DataFrame(1, data=body)
+    frame.flags.add("END_STREAM")
+    sock.sendall(frame.serialize())
+    sock.settimeout(10)
+    got = b""
+    try:
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                print("closed")
+                break
+            done = False
+            for event in conn.receive_data(data):
+                if isinstance(event, h2.events.ResponseReceived):
+                    print("status %s" % dict(event.headers)[b":status"].decode())
+                elif isinstance(event, h2.events.DataReceived):
+                    got += event.data
+                elif isinstance(event, h2.events.StreamEnded):
+                    done = True
+                elif isinstance(event, h2.events.StreamReset):
+                    print("reset %d" % event.error_code)
+                    done = True
+                elif isinstance(event, h2.events.ConnectionTerminated):
+                    print("goaway %d" % event.error_code)
+                    done = True
+            if done:
+                break
+    except (socket.timeout, ssl.SSLError, OSError) as error:
+        print("error %s" % type(error).__name__)
+    print(got.decode(errors="replace"))
 
 
 def on_request(sock, conn, stream, path, delayed, log):
@@ -242,5 +324,7 @@ def serve(port, cert, key, log):
 if __name__ == "__main__":
     if sys.argv[1] == "serve":
         serve(int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5])
+    elif sys.argv[1] == "smuggle":
+        smuggle(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
     elif sys.argv[1] == "ws-stall":
         ws_stall(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
