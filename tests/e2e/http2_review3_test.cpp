@@ -48,7 +48,7 @@ class Http2Review3Test : public ::testing::Test {
   void SetUp() override {
     folder_ = std::string(::testing::TempDir()) + "/http2-review3-XXXXXX";
     ASSERT_NE(::mkdtemp(folder_.data()), nullptr);
-    make_test_certificates(folder_, {"DNS:h2.test"}, "http2-review3-ca");
+    make_test_certificates(folder_, {"DNS:h2.test", "DNS:plain.test"}, "http2-review3-ca");
     port_ = free_port();
     origin_ = std::make_unique<ChildServer>(
         port_, std::string(kOrigin) + "serve " + std::to_string(port_) + " " + folder_ +
@@ -59,10 +59,11 @@ class Http2Review3Test : public ::testing::Test {
       s.tls_ports = {port_};
       s.ca_dir = folder_ + "/gate-ca";
       s.inspect_extra_ca = {folder_ + "/ca.pem"};
-      s.inspect = {"h2.test"};
+      s.inspect = {"h2.test", "plain.test"};
       s.idle_timeout = std::chrono::seconds(60);  // far beyond what any test here waits
     });
     proxy_->dns().set("h2.test", {"127.0.0.1"});
+    proxy_->dns().set("plain.test", {"127.0.0.1"});  // the origin allows it no WebSocket
   }
   void TearDown() override {
     proxy_.reset();
@@ -254,6 +255,44 @@ TEST_F(Http2Review3Test, ABodyThatDisagreesWithItsLengthIsRefused) {
   }
   const auto [next, seen] = smuggle(*proxy_, folder_, port_, "cookies");
   EXPECT_TRUE(contains(next, "status 200")) << next;
+}
+
+// A WebSocket over HTTP/2 from a client that checks nothing (h2_review3_origin.py ws-probe
+// CASE): what it got.
+std::string ws_probe(const TestProxy& proxy, const std::string& folder, std::uint16_t port,
+                     const std::string& which, const std::string& host = "h2.test") {
+  return run_shell(std::string(kOrigin) + "ws-probe " + std::to_string(proxy.port()) + " " + host +
+                   " " + std::to_string(port) + " " + folder + "/gate-ca/ca.pem " + which + " 2>&1")
+      .output;
+}
+
+// Extended CONNECT the gate never allowed (its origin, plain.test, takes no WebSocket, so the
+// gate sends no SETTINGS_ENABLE_CONNECT_PROTOCOL), or that breaks RFC 8441 (:protocol on a GET,
+// no :path or :scheme): refused on its stream, and the origin is never asked for a WebSocket.
+TEST_F(Http2Review3Test, ExtendedConnectTheGateDidNotAllowOrThatIsMalformedIsRefused) {
+  for (const std::string which : {"early", "get-protocol", "no-path", "no-scheme"}) {
+    const std::string out =
+        ws_probe(*proxy_, folder_, port_, which, which == "early" ? "plain.test" : "h2.test");
+    EXPECT_FALSE(contains(out, "status 200")) << which << ": " << out;
+    EXPECT_TRUE(contains(out, "reset ") || contains(out, "goaway ") || contains(out, "status 4"))
+        << which << ": " << out;
+  }
+  EXPECT_FALSE(contains(origin_log(), "websocket")) << origin_log();
+}
+
+// The origin's DATA before its head: the WebSocket is not opened, the client gets the gate's
+// 502 and nothing of the origin's.
+TEST_F(Http2Review3Test, AnOriginsDataBeforeItsHeadOpensNoWebSocket) {
+  const std::string out = ws_probe(*proxy_, folder_, port_, "/ws-data-first");
+  EXPECT_TRUE(contains(out, "status 502")) << out;  // its body the gate's reason, no frame
+  EXPECT_TRUE(contains(origin_log(), "websocket /ws-data-first")) << origin_log();
+}
+
+// A frame over the gate's limit (16 MiB): the client gets a close 1009, not the frame.
+TEST_F(Http2Review3Test, AnOriginsFrameOverTheLimitEndsTheWebSocketWith1009) {
+  const std::string out = ws_probe(*proxy_, folder_, port_, "/ws-huge");
+  EXPECT_TRUE(contains(out, "status 200")) << out;
+  EXPECT_TRUE(contains(out, "close 1009")) << out << proxy_->log_text();
 }
 
 }  // namespace

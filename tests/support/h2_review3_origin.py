@@ -22,10 +22,15 @@ connection may be told by a broken or malicious origin.
         /anything        once the request ends: 200, the body every field it got and its body
                          ("name: value" lines, then "body: ..."), also appended to LOG as one
                          "request ..." line
-      And WebSockets over HTTP/2 (it sends SETTINGS_ENABLE_CONNECT_PROTOCOL 1):
+      And WebSockets over HTTP/2 (it sends SETTINGS_ENABLE_CONNECT_PROTOCOL 1, but to a
+      connection for plain.test):
         /ws-reset        200, then one binary message of 8 MiB begun and sent as fast as the
                          flow control allows; 1 s after the window stops it, RST_STREAM CANCEL
                          in the middle of it
+        /ws-data-first   DATA on the stream before any HEADERS
+        /ws-huge         200, then a binary frame's header saying 32 MiB (over the gate's
+                         16 MiB frame limit) and a few bytes of it
+      Every WebSocket it is asked for is appended to LOG as "websocket PATH".
 
   h2_review3_origin.py ws-stall PROXY_PORT HOST PORT CA PATH
       Through the gate (CONNECT, TLS, ALPN h2): a GET of /echo/first, then, once the gate's
@@ -95,7 +100,8 @@ def serve_connection(raw, context, log):
         number = state["connections"]
     note(log, "connection %d" % number)
     conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
-    conn.local_settings = h2.settings.Settings(client=False, initial_values={h2.settings.SettingCodes.ENABLE_CONNECT_PROTOCOL: 1})
+    if getattr(sock, "sni", None) != "plain.test":
+        conn.local_settings = h2.settings.Settings(client=False, initial_values={h2.settings.SettingCodes.ENABLE_CONNECT_PROTOCOL: 1})
     conn.initiate_connection()
     sock.sendall(conn.data_to_send())
     acks = 0
@@ -136,6 +142,14 @@ def serve_connection(raw, context, log):
                 elif isinstance(event, h2.events.RequestReceived):
                     head = dict(event.headers)
                     if head.get(b":protocol") == b"websocket":
+                        note(log, "websocket " + head.get(b":path", b"").decode())
+                    if head.get(b":protocol") == b"websocket" and head.get(b":path") == b"/ws-data-first":
+                        frame = DataFrame(event.stream_id, data=bytes([0x82, 2]) + b"hi")
+                        sock.sendall(conn.data_to_send() + frame.serialize())
+                    elif head.get(b":protocol") == b"websocket" and head.get(b":path") == b"/ws-huge":
+                        conn.send_headers(event.stream_id, [(":status", "200")])
+                        conn.send_data(event.stream_id, bytes([0x82, 127]) + (32 << 20).to_bytes(8, "big") + b"x" * 1000)
+                    elif head.get(b":protocol") == b"websocket":
                         conn.send_headers(event.stream_id, [(":status", "200")])
                         conn.send_data(event.stream_id, bytes([0x82, 127]) + (8 << 20).to_bytes(8, "big"))
                         websockets[event.stream_id] = [8 << 20, None]
@@ -268,6 +282,73 @@ def smuggle(proxy_port, host, port, ca, case):
     print(got.decode(errors="replace"))
 
 
+def ws_probe(proxy_port, host, port, ca, case):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from h2_hostile_peer import connect
+    sock = connect(proxy_port, host, port, ca)
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, validate_outbound_headers=False, normalize_outbound_headers=False))
+    conn.initiate_connection()
+    authority = "%s:%d" % (host, port)
+    full = [(":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "https"), (":authority", authority), (":path", case if case.startswith("/") else "/ws"), ("sec-websocket-version", "13")]
+    heads = {
+        "get-protocol": [(":method", "GET")] + full[1:],
+        "no-path": full[:4] + full[5:],
+        "no-scheme": full[:2] + full[3:],
+    }
+    ws = None
+    if case == "early":
+        ws = 1
+        conn.send_headers(ws, full)
+    else:
+        conn.send_headers(1, [(":method", "GET"), (":scheme", "https"), (":authority", authority), (":path", "/echo/first")], end_stream=True)
+    sock.sendall(conn.data_to_send())
+    sock.settimeout(0.2)
+    got, printed, deadline = b"", False, time.time() + 10
+    while time.time() < deadline:
+        try:
+            data = sock.recv(65536)
+        except socket.timeout:
+            data = None
+        if data == b"":
+            print("closed")
+            break
+        try:
+            events = conn.receive_data(data) if data else []
+        except Exception as error:
+            print("client-error %s" % type(error).__name__)
+            break
+        done = False
+        for event in events:
+            if isinstance(event, h2.events.DataReceived):
+                conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                if event.stream_id == ws:
+                    got += event.data
+            elif isinstance(event, h2.events.ResponseReceived) and event.stream_id == ws:
+                print("status %s" % dict(event.headers)[b":status"].decode(), flush=True)
+                printed = True
+            elif isinstance(event, h2.events.StreamReset) and event.stream_id == ws:
+                print("reset %d" % event.error_code)
+                printed = done = True
+            elif isinstance(event, h2.events.StreamEnded) and event.stream_id == ws:
+                done = True
+            elif isinstance(event, h2.events.ConnectionTerminated):
+                print("goaway %d" % event.error_code)
+                printed = done = True
+        if ws is None and conn.remote_settings.enable_connect_protocol:
+            ws = conn.get_next_available_stream_id()
+            conn.send_headers(ws, heads.get(case, full))
+        sock.sendall(conn.data_to_send())
+        if done:
+            break
+    at = got.find(b"\x88")
+    if at >= 0 and len(got) >= at + 4:
+        print("close %d" % int.from_bytes(got[at + 2:at + 4], "big"))
+    if got:
+        print("data %d" % len(got))
+    if not printed and not got:
+        print("nothing")
+
+
 def on_request(sock, conn, stream, path, delayed, log):
     raw = b""
     if path.startswith("/echo/"):
@@ -312,6 +393,10 @@ def serve(port, cert, key, log):
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     context.set_alpn_protocols(["h2"])
+
+    def remember_name(sock, name, _):
+        sock.sni = name
+    context.sni_callback = remember_name
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))
@@ -326,5 +411,7 @@ if __name__ == "__main__":
         serve(int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5])
     elif sys.argv[1] == "smuggle":
         smuggle(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
+    elif sys.argv[1] == "ws-probe":
+        ws_probe(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
     elif sys.argv[1] == "ws-stall":
         ws_stall(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
