@@ -146,6 +146,25 @@ TEST_F(Http2Review3Test, APingFloodFromTheOriginIsAnsweredABoundedNumberOfTimes)
   EXPECT_TRUE(contains(log, "goaway-from-gate 11")) << log << got.all << proxy_->log_text();
 }
 
+// WINDOW_UPDATE and PRIORITY frames by the hundred thousand cost the gate no reply: the
+// connection goes on, and the answer behind them comes.
+TEST_F(Http2Review3Test, WindowUpdateAndPriorityFloodsFromTheOriginCostNoReply) {
+  const Got got = get("/control-flood");
+  EXPECT_EQ(got.body, "ok") << got.all;
+  const Got next = get("/echo/next");
+  EXPECT_EQ(next.body, "next") << next.all;
+}
+
+// The origin shrinks its streams' window to 0 mid-upload, then opens it again: the body waits,
+// then goes whole.
+TEST_F(Http2Review3Test, ARequestBodyWaitsOutAWindowShrunkToZero) {
+  run_shell("head -c 300000 /dev/zero | tr '\\0' 'b' > " + folder_ + "/upload");
+  const auto result =
+      run_shell(curl("--data-binary @" + folder_ + "/upload " + url("/shrink") + " 2>&1"));
+  EXPECT_TRUE(contains(result.output, "body: " + std::string(300000, 'b') + "\n"))
+      << result.output.substr(0, 300) << proxy_->log_text();
+}
+
 // PUSH_PROMISE after the gate's ENABLE_PUSH 0: a protocol error; nothing pushed reaches the
 // client, and the stream ends.
 TEST_F(Http2Review3Test, APushPromiseIsRefused) {

@@ -19,6 +19,10 @@ connection may be told by a broken or malicious origin.
         /stray           HEADERS on stream 2 (the origin's own, never promised) and on an odd
                          stream the gate never opened, then 200 "stray"
         /after-reset     RST_STREAM on its stream, then HEADERS and DATA on it anyway
+        /control-flood   100,000 WINDOW_UPDATE frames (increment 1) and 100,000 PRIORITY frames
+                         in one write, then 200 "ok"
+        /shrink          SETTINGS_INITIAL_WINDOW_SIZE 0 at once (the request body stops), back to
+                         65535 0.3 s later, then as /anything
         /anything        once the request ends: 200, the body every field it got and its body
                          ("name: value" lines, then "body: ..."), also appended to LOG as one
                          "request ..." line
@@ -57,7 +61,7 @@ import h2.config
 import h2.connection
 import h2.events
 import h2.settings
-from hyperframe.frame import DataFrame, GoAwayFrame, HeadersFrame, PingFrame, PushPromiseFrame, RstStreamFrame
+from hyperframe.frame import DataFrame, GoAwayFrame, HeadersFrame, PingFrame, PriorityFrame, PushPromiseFrame, RstStreamFrame, WindowUpdateFrame
 
 state = {"goaway_once_done": False, "connections": 0}
 lock = threading.Lock()
@@ -71,7 +75,10 @@ def note(log, line):
 
 def answer(conn, stream, body, status="200"):
     conn.send_headers(stream, [(":status", status), ("content-length", str(len(body)))])
-    conn.send_data(stream, body, end_stream=True)
+    size = conn.max_outbound_frame_size  # (the gate's windows take every answer here whole)
+    for at in range(0, len(body), size):
+        conn.send_data(stream, body[at:at + size])
+    conn.end_stream(stream)
 
 
 def goaway(last):
@@ -114,6 +121,9 @@ def serve_connection(raw, context, log):
             now = time.time()
             for item in [d for d in delayed if d[0] <= now]:
                 delayed.remove(item)
+                if item[1] == 0:  # (/shrink's window back)
+                    conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 65535})
+                    continue
                 try:
                     answer(conn, item[1], item[2])
                 except Exception:
@@ -153,6 +163,10 @@ def serve_connection(raw, context, log):
                         conn.send_headers(event.stream_id, [(":status", "200")])
                         conn.send_data(event.stream_id, bytes([0x82, 127]) + (8 << 20).to_bytes(8, "big"))
                         websockets[event.stream_id] = [8 << 20, None]
+                    elif head.get(b":path") == b"/shrink":
+                        recorded[event.stream_id] = [[], b""]
+                        conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+                        delayed.append((time.time() + 0.3, 0, b""))
                     elif head.get(b":path") == b"/anything":
                         recorded[event.stream_id] = [list(event.headers), b""]
                     else:
@@ -370,6 +384,10 @@ def on_request(sock, conn, stream, path, delayed, log):
         answer(conn, stream, b"ok")
     elif path == "/ping-flood":
         raw = b"".join(PingFrame(0, opaque_data=i.to_bytes(8, "big")).serialize() for i in range(1000))
+        answer(conn, stream, b"ok")
+    elif path == "/control-flood":
+        raw = WindowUpdateFrame(0, window_increment=1).serialize() * 100000
+        raw += PriorityFrame(stream, depends_on=0, stream_weight=16).serialize() * 100000
         answer(conn, stream, b"ok")
     elif path == "/push":
         frame = PushPromiseFrame(stream)
