@@ -117,6 +117,10 @@ TEST_F(Http2Review3Test, AStreamEveryGoawayLeavesOutEndsWithA502) {
   const Got got = get("/goaway-always");
   EXPECT_NE(got.exit_code, 28 << 8) << got.all;
   EXPECT_EQ(got.status, "502") << got.all << proxy_->log_text();
+  // A request whose body went cannot be sent again: the 502 all the same.
+  const Got posted = get("/goaway-always -d some-body");
+  EXPECT_NE(posted.exit_code, 28 << 8) << posted.all;
+  EXPECT_EQ(posted.status, "502") << posted.all;
 }
 
 // Two GOAWAYs, the second lowering the last stream id to 0: the stream is left out by the second.

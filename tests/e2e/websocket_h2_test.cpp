@@ -152,7 +152,7 @@ TEST_F(WebSocketH2Test, MessagesGoBothWaysFrameByFrame) {
            log.find("\"path\":\"/echo\"") != std::string::npos;
   })) << proxy->log_text();
   const std::string end = end_line(*proxy);
-  EXPECT_NE(end.find("WebSocket: 5 messages"), std::string::npos) << end;
+  EXPECT_NE(end.find("WebSocket: 6 messages"), std::string::npos) << end;
   EXPECT_NE(end.find("\"outcome\":\"closed\""), std::string::npos) << end;
   EXPECT_EQ(end.find("hello"), std::string::npos) << end;  // never a message's contents
 }
@@ -184,8 +184,7 @@ TEST_F(WebSocketH2Test, ASecretIsFilledInTheHeadAndCleanedFromTheOriginsMessages
   EXPECT_NE(got.output.find("message text token " + sentinel + "\n"), std::string::npos)
       << got.output;
   // The value cut across two fragments and three DATA frames is cleaned all the same.
-  EXPECT_NE(got.output.find("message text token " + sentinel + " fragments 2\n"),
-            std::string::npos)
+  EXPECT_NE(got.output.find("message text token " + sentinel + " fragments 2\n"), std::string::npos)
       << got.output;
   EXPECT_EQ(got.output.find(kToken), std::string::npos) << got.output;
   const std::string end = end_line(*proxy);
