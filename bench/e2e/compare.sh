@@ -167,23 +167,9 @@ fi
 
 # ---- processes -------------------------------------------------------------------------------
 
-# The started proxies and origins, stopped on exit (with $work): bench/e2e/processes.sh.
+# The started proxies and origins, stopped on exit (with $work), and the steps shared with
+# http2.sh and inspection.sh: bench/e2e/processes.sh.
 source "$here/processes.sh"
-
-start_origin() {
-  # With a CONNECT_HOST the origin also answers DNS, so sandgate resolves the name to it.
-  local dns=()
-  [[ -n $connect_host ]] && dns=(--dns)
-  pin "$origin_cpu" "$load" origin --listen 127.0.0.1:0 --port-file "$work/origin.port" \
-    --lifetime 7200 "${dns[@]}" >"$work/origin.out" 2>&1 &
-  origin_pid=$!
-  started+=("$origin_pid")
-  for _ in $(seq 100); do
-    [[ -s $work/origin.port ]] && break
-    sleep 0.05
-  done
-  origin=$(cat "$work/origin.port" 2>/dev/null) || { note "origin did not start"; exit 1; }
-}
 
 # The reference: the least a CONNECT proxy can do on this kernel.
 start_limit() {
@@ -335,12 +321,6 @@ start_target() {
   esac
 }
 
-stop_target() {
-  local pid=${proxy_pid[$1]:-}
-  [[ -n $pid ]] && stop_pid "$pid"
-  unset "proxy_pid[$1]" "proxy_addr[$1]"
-}
-
 # One measurement: the tool's JSON line, tagged with the suite and round, appended to the raw
 # file. The proxy's PID lets the tool read its CPU time (and, for idle, its memory).
 measure() {
@@ -362,20 +342,18 @@ measure() {
 note "suite $suite: targets ${targets[*]}; workloads ${workloads[*]}; $rounds round(s) of \
 ${duration} s runs; CPUs proxy $proxy_cpu, origin $origin_cpu, load $load_cpu \
 ($load_threads thread(s)); raw results: $raw"
-start_origin
+# With a CONNECT_HOST the origin also answers DNS, so sandgate resolves the name to it.
+origin_dns=()
+[[ -n $connect_host ]] && origin_dns=(--dns)
+start_origin "${origin_dns[@]}"
 declare -A rounds_measured
 for ((round = 1; round <= rounds; ++round)); do
   # Rotate the order every round so no target always runs first (or right after a heavy one).
-  order=()
-  for ((i = 0; i < ${#targets[@]}; ++i)); do
-    order+=("${targets[$(((i + round - 1) % ${#targets[@]}))]}")
-  done
+  rotate_targets "$round"
   note "round $round/$rounds: ${order[*]}"
 
   # Fresh proxies for every round; they all wait idle while another one is measured.
-  for target in "${order[@]}"; do
-    start_target "$target" && rounds_measured[$target]=$((${rounds_measured[$target]:-0} + 1))
-  done
+  start_targets
   timed=(--duration "$duration" --threads "$load_threads")
   if wants_workload setups; then
     for level in "${setup_levels[@]}"; do
@@ -415,20 +393,8 @@ for ((round = 1; round <= rounds; ++round)); do
 done
 stop_pid "$origin_pid"
 
-for target in "${targets[@]}"; do
-  count=${rounds_measured[$target]:-0}
-  if ((count == 0)); then
-    notes+=("$target: not available, skipped.")
-  elif ((count < rounds)); then
-    notes+=("$target: available in $count of $rounds rounds only; its medians are over those.")
-  fi
-done
 # The notes go into the raw file too, so the summary made from it later repeats them.
-for text in "${notes[@]}"; do
-  python3 -c 'import json, sys
-print(json.dumps({"suite": sys.argv[1], "run_id": sys.argv[2], "note": sys.argv[3]}))' \
-    "$suite" "$stamp" "$text" >>"$raw"
-done
+record_notes "${targets[@]}"
 
 # ---- report ----------------------------------------------------------------------------------
 

@@ -120,26 +120,15 @@ if [[ -n $baseline ]]; then
   fi
 fi
 
-# The started gates and the origin, stopped on exit (with $work): bench/e2e/processes.sh.
+# The started gates and the origin, stopped on exit (with $work), and the steps shared with
+# inspection.sh and compare.sh: bench/e2e/processes.sh.
 source "$here/processes.sh"
 
 # ---- certificates ----------------------------------------------------------------------------
 
-# The origin's test CA and its leaf (the origin's name and 127.0.0.1), EC P-256, valid two days;
-# the gate makes its own CA (`sandgate ca`). The clients trust both, as inspection.sh's do.
-ec_key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null; }
-ec_key "$work/origin-ca-key.pem" &&
-  openssl req -x509 -new -key "$work/origin-ca-key.pem" -subj "/CN=sandgate bench origin CA" \
-    -days 2 -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign \
-    -out "$work/origin-ca.pem" 2>/dev/null || { note "openssl cannot make the test CA"; exit 1; }
-ec_key "$work/origin-key.pem"
-openssl req -new -key "$work/origin-key.pem" -subj "/CN=$origin_name" -out "$work/origin.csr" \
-  2>/dev/null
-printf 'subjectAltName=DNS:%s,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n' \
-  "$origin_name" >"$work/origin.ext"
-openssl x509 -req -in "$work/origin.csr" -CA "$work/origin-ca.pem" -CAkey "$work/origin-ca-key.pem" \
-  -CAcreateserial -days 2 -extfile "$work/origin.ext" -out "$work/origin.pem" 2>/dev/null ||
-  { note "openssl cannot sign the origin's certificate"; exit 1; }
+# The origin's test CA and its leaf (the origin's name and 127.0.0.1); the gate makes its own CA
+# (`sandgate ca`). The clients trust both, as inspection.sh's do.
+make_origin_certificates "$origin_name"
 cp "$work/origin-ca.pem" "$work/bundle.pem"
 if [[ -x $sandgate ]] && "$sandgate" ca --ca-dir "$work/gate-ca" >/dev/null 2>&1; then
   cat "$work/gate-ca/ca.pem" >>"$work/bundle.pem"
@@ -151,17 +140,7 @@ fi
 
 # The origin: HTTP/1.1 and HTTP/2 inside TLS (chosen by ALPN), and DNS, so the gate resolves the
 # origin's name to it.
-pin "$origin_cpu" "$load" origin --listen 127.0.0.1:0 --port-file "$work/origin.port" \
-  --lifetime 7200 --dns --tls-cert "$work/origin.pem" --tls-key "$work/origin-key.pem" \
-  >"$work/origin.out" 2>&1 &
-origin_pid=$!
-started+=("$origin_pid")
-for _ in $(seq 100); do
-  [[ -s $work/origin.port ]] && break
-  sleep 0.05
-done
-origin=$(cat "$work/origin.port" 2>/dev/null) || { note "origin did not start"; exit 1; }
-origin_port=${origin##*:}
+start_origin --dns --tls-cert "$work/origin.pem" --tls-key "$work/origin-key.pem"
 
 # The inspecting gate, as inspection.sh's sandgate-inspect: one worker thread, an empty
 # blocklist, loopback allowed, the origin's name inspected (its certificate verified against the
@@ -171,28 +150,10 @@ start_gate() {
   local name=$1 binary=${2:-$sandgate}
   [[ -x $binary ]] || { note "$name: no sandgate binary: skipped"; return 1; }
   : >"$work/policy/blocked.txt"
-  : >"$work/$name.out"
-  pin "$proxy_cpu" "$binary" serve --listen 127.0.0.1:0 --threads 1 --allow-ip=true \
+  start_sandgate_serve "$name" "$binary" --listen 127.0.0.1:0 --threads 1 --allow-ip=true \
     --block-loopback=false --blocklist "$work/policy/blocked.txt" --dns-server "$origin" \
     --tls-ports "$origin_port" --max-connections 4096 --drain-seconds 1 \
-    --inspect "$origin_name" --ca-dir "$work/gate-ca" --inspect-extra-ca "$work/origin-ca.pem" \
-    >"$work/$name.out" 2>"$work/$name.log" &
-  local pid=$!
-  for _ in $(seq 100); do
-    grep -q '^sandgate listening on ' "$work/$name.out" && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  local addr
-  addr=$(sed -n 's/^sandgate listening on \([^ ]*\).*/\1/p' "$work/$name.out" | head -1)
-  if [[ -z $addr ]]; then
-    stop_pid "$pid"
-    note "$name: the gate did not start: $(tail -2 "$work/$name.log")"
-    return 1
-  fi
-  started+=("$pid")
-  proxy_pid[$name]=$pid
-  proxy_addr[$name]=$addr
+    --inspect "$origin_name" --ca-dir "$work/gate-ca" --inspect-extra-ca "$work/origin-ca.pem"
 }
 
 start_target() {
@@ -206,27 +167,13 @@ start_target() {
   esac
 }
 
-stop_target() {
-  local pid=${proxy_pid[$1]:-}
-  [[ -n $pid ]] && stop_pid "$pid"
-  unset "proxy_pid[$1]" "proxy_addr[$1]"
-}
-
-# One run of the load tool as TARGET (its proxy's PID lets the tool read the gate's CPU time over
-# the measured window), every client asking for the origin's name and verifying certificates
-# against the bundle; its JSON line tagged and appended to $RAW.
-run_load() {
+# One run of the load tool as TARGET in ROUND at $level (processes.sh's run_load), every client
+# asking for the origin's name and verifying certificates against the bundle.
+run_target() {
   local target=$1 round=$2
   shift 2
-  local addr=${proxy_addr[$target]:-}
-  [[ -n $addr ]] || return 0
-  local extra=()
-  [[ -n ${proxy_pid[$target]:-} ]] && extra+=(--proxy-pid "${proxy_pid[$target]}")
-  pin "$load_cpu" "$load" run --proxy "$addr" --origin "$origin" --label "$target" \
-    --connect-host "$origin_name" --ca-file "$work/bundle.pem" --payload "$payload" "$@" \
-    "${extra[@]}" |
-    sed -e "s/^{/{\"suite\":\"$suite\",\"run_id\":\"$stamp\",\"round\":$round,\"level\":$level,/" \
-      >>"$raw"
+  run_load "$target" "\"round\":$round,\"level\":$level," --origin "$origin" --label "$target" \
+    --connect-host "$origin_name" --ca-file "$work/bundle.pem" --payload "$payload" "$@"
 }
 
 # TARGET at LEVEL requests in flight: h2 on H2_CONNECTIONS connections, h1 on LEVEL connections;
@@ -235,10 +182,10 @@ measure() {
   local target=$1 round=$2
   local timing=(--warmup "$warmup" --duration "$(python3 -c "print($warmup + $duration)")")
   if [[ $target == h2-* ]]; then
-    run_load "$target" "$round" --workload h2 --concurrency "$h2_connections" \
+    run_target "$target" "$round" --workload h2 --concurrency "$h2_connections" \
       --streams "$((level / h2_connections))" "${timing[@]}"
   else
-    run_load "$target" "$round" --workload https --concurrency "$level" "${timing[@]}"
+    run_target "$target" "$round" --workload https --concurrency "$level" "${timing[@]}"
   fi
 }
 
@@ -249,7 +196,7 @@ measure_setups() {
   local timing=(--warmup "$warmup" --duration "$(python3 -c "print($warmup + $duration)")")
   local workload=https-setups
   [[ $target == h2-* ]] && workload=h2-setups
-  run_load "$target" "$round" --workload "$workload" --concurrency "$clients" "${timing[@]}"
+  run_target "$target" "$round" --workload "$workload" --concurrency "$clients" "${timing[@]}"
 }
 
 load_average() { cut -d' ' -f1-3 /proc/loadavg; }
@@ -262,14 +209,9 @@ load $load_cpu; raw: $raw"
 notes+=("Load average at the start: $(load_average) (the machine's 1, 5 and 15 minute means).")
 declare -A rounds_measured
 for ((round = 1; round <= rounds; ++round)); do
-  order=()
-  for ((i = 0; i < ${#targets[@]}; ++i)); do
-    order+=("${targets[$(((i + round - 1) % ${#targets[@]}))]}")
-  done
+  rotate_targets "$round"
   note "round $round/$rounds: ${order[*]} (load average $(load_average))"
-  for target in "${order[@]}"; do
-    start_target "$target" && rounds_measured[$target]=$((${rounds_measured[$target]:-0} + 1))
-  done
+  start_targets
   for level in "${levels[@]}"; do
     for target in "${order[@]}"; do
       measure "$target" "$round"
@@ -292,7 +234,7 @@ for ((round = 1; round <= rounds; ++round)); do
       start_gate "$label" "$binary" || continue
       streams=$hold_streams
       [[ $workload == https-hold ]] && streams=1
-      run_load "$label" "$round" --workload "$workload" --concurrency "$idle_connections" \
+      run_target "$label" "$round" --workload "$workload" --concurrency "$idle_connections" \
         --streams "$streams" --duration 2 --timeout 10
       stop_target "$label"
     done
@@ -314,19 +256,11 @@ if [[ $profile == 1 ]]; then
     measure "$target" 0 &
     load_job=$!
     sleep "$(python3 -c "print($warmup + 1)")"
-    perf record -q -e cpu-clock -F 500 --call-graph dwarf,16384 -p "${proxy_pid[$target]}" \
-      -o "$work/perf.data" -- sleep "$profile_seconds" 2>/dev/null
+    perf_record "${proxy_pid[$target]}" "$profile_seconds"
     wait "$load_job"
     duration=$counted
     prefix=$profile_dir/perf-$target-$profile_level
-    perf report -i "$work/perf.data" --stdio --no-children --sort dso,symbol -g none \
-      2>/dev/null | grep -v '^#' | grep -v '^$' | cut -c1-200 | sed -e 's/ *$//' \
-      >"$prefix-self.txt"
-    perf report -i "$work/perf.data" --stdio --children --sort symbol -g none \
-      --percent-limit 2 2>/dev/null | grep -v '^#' | grep -v '^$' | head -120 | cut -c1-200 |
-      sed -e 's/ *$//' >"$prefix-children.txt"
-    python3 "$here/inspection_profile.py" "$prefix-self.txt" >"$prefix-groups.md"
-    rm -f "$work/perf.data"
+    perf_report "$prefix"
     note "profile of $target at $profile_level in flight: $prefix-*"
     stop_target "$target"
   done
@@ -334,19 +268,7 @@ fi
 stop_pid "$origin_pid"
 notes+=("Load average at the end: $(load_average).")
 
-for target in "${targets[@]}"; do
-  count=${rounds_measured[$target]:-0}
-  if ((count == 0)); then
-    notes+=("$target: not available, skipped.")
-  elif ((count < rounds)); then
-    notes+=("$target: available in $count of $rounds rounds only; its medians are over those.")
-  fi
-done
-for text in "${notes[@]}"; do
-  python3 -c 'import json, sys
-print(json.dumps({"suite": sys.argv[1], "run_id": sys.argv[2], "note": sys.argv[3]}))' \
-    "$suite" "$stamp" "$text" >>"$raw"
-done
+record_notes "${targets[@]}"
 
 # ---- report ----------------------------------------------------------------------------------
 

@@ -101,7 +101,8 @@ if [[ -x $sandgate ]] && cp "$sandgate" "$work/sandgate"; then
   sandgate=$work/sandgate
 fi
 
-# The started proxies and origins, stopped on exit (with $work): bench/e2e/processes.sh.
+# The started proxies and origins, stopped on exit (with $work), and the steps shared with
+# http2.sh and compare.sh: bench/e2e/processes.sh.
 source "$here/processes.sh"
 
 # ---- certificates ----------------------------------------------------------------------------
@@ -110,23 +111,7 @@ source "$here/processes.sh"
 # leaf (the origin's name and 127.0.0.1), and squid's CA. The gate makes its CA itself (`sandgate
 # ca`). The clients trust a bundle of all three, as a client of any of these targets would have
 # to.
-ec_key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null; }
-make_ca() {
-  local name=$1 subject=$2
-  ec_key "$work/$name-key.pem" &&
-    openssl req -x509 -new -key "$work/$name-key.pem" -subj "/CN=$subject" -days 2 \
-      -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign \
-      -out "$work/$name.pem" 2>/dev/null
-}
-make_ca origin-ca "sandgate bench origin CA" || { note "openssl cannot make the test CA"; exit 1; }
-ec_key "$work/origin-key.pem"
-openssl req -new -key "$work/origin-key.pem" -subj "/CN=$origin_name" -out "$work/origin.csr" \
-  2>/dev/null
-printf 'subjectAltName=DNS:%s,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n' \
-  "$origin_name" >"$work/origin.ext"
-openssl x509 -req -in "$work/origin.csr" -CA "$work/origin-ca.pem" -CAkey "$work/origin-ca-key.pem" \
-  -CAcreateserial -days 2 -extfile "$work/origin.ext" -out "$work/origin.pem" 2>/dev/null ||
-  { note "openssl cannot sign the origin's certificate"; exit 1; }
+make_origin_certificates "$origin_name"
 make_ca squid-ca "sandgate bench squid CA"
 # squid's helpers run as its own user and read the CA key: a throwaway key in a throwaway folder.
 chmod 644 "$work/squid-ca-key.pem"
@@ -140,17 +125,7 @@ fi
 # ---- processes -------------------------------------------------------------------------------
 
 # The origin: HTTP inside TLS (and DNS, so the gate resolves the origin's name to it).
-pin "$origin_cpu" "$load" origin --listen 127.0.0.1:0 --port-file "$work/origin.port" \
-  --lifetime 7200 --dns --tls-cert "$work/origin.pem" --tls-key "$work/origin-key.pem" \
-  >"$work/origin.out" 2>&1 &
-origin_pid=$!
-started+=("$origin_pid")
-for _ in $(seq 100); do
-  [[ -s $work/origin.port ]] && break
-  sleep 0.05
-done
-origin=$(cat "$work/origin.port" 2>/dev/null) || { note "origin did not start"; exit 1; }
-origin_port=${origin##*:}
+start_origin --dns --tls-cert "$work/origin.pem" --tls-key "$work/origin-key.pem"
 # squid resolves the name from a hosts file of its own (it has no DNS port setting).
 printf '127.0.0.1 %s\n' "$origin_name" >"$work/hosts"
 
@@ -161,32 +136,14 @@ start_sandgate() {
   local variant=$1
   [[ -x $sandgate ]] || { note "$variant: no sandgate binary: skipped"; return 1; }
   : >"$work/policy/blocked.txt"
-  local args=(serve --listen 127.0.0.1:0 --threads 1 --allow-ip=true --block-loopback=false
+  local args=(--listen 127.0.0.1:0 --threads 1 --allow-ip=true --block-loopback=false
     --blocklist "$work/policy/blocked.txt" --dns-server "$origin" --tls-ports "$origin_port"
     --max-connections 4096 --drain-seconds 1)
   if [[ $variant == sandgate-inspect ]]; then
     args+=(--inspect "$origin_name" --ca-dir "$work/gate-ca"
       --inspect-extra-ca "$work/origin-ca.pem")
   fi
-  : >"$work/$variant.out"
-  rm -f "$work/$variant.log"
-  pin "$proxy_cpu" "$sandgate" "${args[@]}" >"$work/$variant.out" 2>"$work/$variant.log" &
-  local pid=$!
-  for _ in $(seq 100); do
-    grep -q '^sandgate listening on ' "$work/$variant.out" && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  local addr
-  addr=$(sed -n 's/^sandgate listening on \([^ ]*\).*/\1/p' "$work/$variant.out" | head -1)
-  if [[ -z $addr ]]; then
-    stop_pid "$pid"
-    note "$variant did not start: $(tail -2 "$work/$variant.log")"
-    return 1
-  fi
-  started+=("$pid")
-  proxy_pid[$variant]=$pid
-  proxy_addr[$variant]=$addr
+  start_sandgate_serve "$variant" "$sandgate" "${args[@]}"
 }
 
 # squid with ssl-bump: every CONNECT bumped at the first step (its leaf minted from the CONNECT's
@@ -242,25 +199,13 @@ start_target() {
   esac
 }
 
-stop_target() {
-  local pid=${proxy_pid[$1]:-}
-  [[ -n $pid ]] && stop_pid "$pid"
-  unset "proxy_pid[$1]" "proxy_addr[$1]"
-}
-
-# One measurement: every client asks for the origin's name and verifies certificates against
-# the bundle; the proxy's PID lets the tool read its CPU time over the measured window.
+# One measurement (processes.sh's run_load): every client asks for the origin's name and verifies
+# certificates against the bundle.
 measure() {
   local target=$1 round=$2
   shift 2
-  local addr=${proxy_addr[$target]:-}
-  [[ -n $addr ]] || return 0
-  local extra=()
-  [[ -n ${proxy_pid[$target]:-} ]] && extra+=(--proxy-pid "${proxy_pid[$target]}")
-  pin "$load_cpu" "$load" run --proxy "$addr" --origin "$origin" --label "$target" \
-    --connect-host "$origin_name" --ca-file "$work/bundle.pem" --threads "$load_threads" "$@" \
-    "${extra[@]}" |
-    sed -e "s/^{/{\"suite\":\"$suite\",\"run_id\":\"$stamp\",\"round\":$round,/" >>"$raw"
+  run_load "$target" "\"round\":$round," --origin "$origin" --label "$target" \
+    --connect-host "$origin_name" --ca-file "$work/bundle.pem" --threads "$load_threads" "$@"
 }
 
 # ---- rounds ----------------------------------------------------------------------------------
@@ -269,14 +214,9 @@ note "suite $suite: targets ${targets[*]}; workloads ${workloads[*]}; $rounds ro
 ${duration} s runs; CPUs proxy $proxy_cpu, origin $origin_cpu, load $load_cpu; raw: $raw"
 declare -A rounds_measured
 for ((round = 1; round <= rounds; ++round)); do
-  order=()
-  for ((i = 0; i < ${#targets[@]}; ++i)); do
-    order+=("${targets[$(((i + round - 1) % ${#targets[@]}))]}")
-  done
+  rotate_targets "$round"
   note "round $round/$rounds: ${order[*]}"
-  for target in "${order[@]}"; do
-    start_target "$target" && rounds_measured[$target]=$((${rounds_measured[$target]:-0} + 1))
-  done
+  start_targets
   # Once: who issued the certificate each target's clients see (the origin's CA through an
   # opaque tunnel, the proxy's own CA when it inspects), so the table cannot mislabel a path.
   if ((round == 1)); then
@@ -323,39 +263,17 @@ for target in ${PROFILE_TARGETS:-sandgate-inspect squid-bump}; do
       --duration "$((profile_seconds + 2))" &
     load_job=$!
     sleep 1
-    # DWARF unwinding: Debian's libcrypto has no frame pointers, so frame-pointer stacks stop
-    # inside it and its time could not be charged to the functions that asked for it.
-    perf record -q -e cpu-clock -F 500 --call-graph dwarf,16384 -p "$pid" \
-      -o "$work/perf.data" -- sleep "$profile_seconds" 2>/dev/null
+    perf_record "$pid" "$profile_seconds"
     wait "$load_job"
     prefix=$profile_dir/perf-$target-$workload
-    perf report -i "$work/perf.data" --stdio --no-children --sort dso,symbol -g none \
-      2>/dev/null | grep -v '^#' | grep -v '^$' | cut -c1-200 | sed -e 's/ *$//' \
-      >"$prefix-self.txt"
-    perf report -i "$work/perf.data" --stdio --children --sort symbol -g none \
-      --percent-limit 2 2>/dev/null | grep -v '^#' | grep -v '^$' | head -120 | cut -c1-200 |
-      sed -e 's/ *$//' >"$prefix-children.txt"
-    python3 "$here/inspection_profile.py" "$prefix-self.txt" >"$prefix-groups.md"
-    rm -f "$work/perf.data"
+    perf_report "$prefix"
     note "profile of $target under $workload: $prefix-*"
   done
   stop_target "$target"
 done
 stop_pid "$origin_pid"
 
-for target in "${targets[@]}"; do
-  count=${rounds_measured[$target]:-0}
-  if ((count == 0)); then
-    notes+=("$target: not available, skipped.")
-  elif ((count < rounds)); then
-    notes+=("$target: available in $count of $rounds rounds only; its medians are over those.")
-  fi
-done
-for text in "${notes[@]}"; do
-  python3 -c 'import json, sys
-print(json.dumps({"suite": sys.argv[1], "run_id": sys.argv[2], "note": sys.argv[3]}))' \
-    "$suite" "$stamp" "$text" >>"$raw"
-done
+record_notes "${targets[@]}"
 
 # ---- report ----------------------------------------------------------------------------------
 

@@ -1,10 +1,10 @@
 // The h2 workload's client loop (see h2_client.hpp).
 #include "bench/load/h2_client.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <optional>
+#include <string>
+#include <utility>
 
 #include "bench/load/h2_client_session.hpp"
 #include "bench/load/h2_wire.hpp"
@@ -78,6 +78,44 @@ asio::awaitable<error_kind> one_stream(client_slot& slot, tls_stream& stream, ru
   co_return outcome ? *outcome : failure(slot, error_kind::proxy_closed);
 }
 
+// What an h2 client does with each connection it opened.
+using connection_work = asio::awaitable<error_kind> (*)(client_slot&, tls_stream&, run_state&);
+
+// Whether a connection whose work went well is an operation of its own (h2-setups: from before
+// its connect to its stream's end), or only its streams are (h2: counted as they end).
+enum class connection_count { count_streams_only, count_each_connection };
+using enum connection_count;
+
+// An h2 client's loop: one connection at a time (CONNECT, TLS with ALPN h2) and `work` on it,
+// until the run ends; a failed attempt counted and backed off.
+asio::awaitable<void> h2_connections(std::shared_ptr<client_slot> slot,
+                                     std::shared_ptr<run_state> state, connection_work work,
+                                     connection_count counted) {
+  std::string head;
+  asio::steady_timer backoff(slot->socket().get_executor());
+  // Made anew for every connection: an OpenSSL stream cannot be reused after its socket closed.
+  std::unique_ptr<tls_stream> stream;
+
+  while (const auto started = begin_attempt(*slot, *state)) {
+    int status = 0;
+    error_kind outcome = co_await open_h2_connection(*slot, state->via, *state->tls,
+                                                     state->tls_host, stream, head, status);
+    if (outcome == error_kind::none) {
+      ++state->result.connections;
+      outcome = co_await work(*slot, *stream, *state);
+    }
+    const auto finished = steady::now();
+    slot->close();
+    stream.reset();
+    const bool go_on = co_await settle_attempt(*state, backoff, *started, finished, outcome, status,
+                                               counted == count_each_connection);
+    if (!go_on) {
+      break;
+    }
+  }
+  slot->finish();
+}
+
 }  // namespace
 
 asio::awaitable<error_kind> open_h2_connection(client_slot& slot, const route& via,
@@ -99,74 +137,12 @@ asio::awaitable<error_kind> open_h2_connection(client_slot& slot, const route& v
 
 asio::awaitable<void> h2_client(std::shared_ptr<client_slot> slot,
                                 std::shared_ptr<run_state> state) {
-  std::string head;
-  asio::steady_timer backoff(slot->socket().get_executor());
-  // Made anew for every connection: an OpenSSL stream cannot be reused after its socket closed.
-  std::unique_ptr<tls_stream> stream;
-
-  while (true) {
-    const auto started = steady::now();
-    if (started >= state->run_end) {
-      break;
-    }
-    slot->arm(deadline_from(*state, started));
-    slot->take_timed_out();
-
-    int status = 0;
-    error_kind outcome = co_await open_h2_connection(*slot, state->via, *state->tls,
-                                                     state->tls_host, stream, head, status);
-    if (outcome == error_kind::none) {
-      ++state->result.connections;
-      outcome = co_await keep_streams_busy(*slot, *stream, *state);
-    }
-    slot->close();
-    stream.reset();
-    if (outcome == error_kind::none || steady::now() >= state->run_end) {
-      continue;
-    }
-    state->count_error(outcome, status);
-    backoff.expires_after(error_backoff);
-    co_await backoff.async_wait(asio::as_tuple(asio::use_awaitable));
-  }
-  slot->finish();
+  co_await h2_connections(std::move(slot), std::move(state), keep_streams_busy, count_streams_only);
 }
 
 asio::awaitable<void> h2_setups_client(std::shared_ptr<client_slot> slot,
                                        std::shared_ptr<run_state> state) {
-  std::string head;
-  asio::steady_timer backoff(slot->socket().get_executor());
-  std::unique_ptr<tls_stream> stream;
-
-  while (true) {
-    const auto started = steady::now();
-    if (started >= state->run_end) {
-      break;
-    }
-    slot->arm(deadline_from(*state, started));
-    slot->take_timed_out();
-
-    int status = 0;
-    error_kind outcome = co_await open_h2_connection(*slot, state->via, *state->tls,
-                                                     state->tls_host, stream, head, status);
-    if (outcome == error_kind::none) {
-      ++state->result.connections;
-      outcome = co_await one_stream(*slot, *stream, *state);
-    }
-    const auto finished = steady::now();
-    slot->close();
-    stream.reset();
-    if (outcome == error_kind::none) {
-      state->count_completion(started, finished);
-      continue;
-    }
-    if (finished >= state->run_end) {
-      break;
-    }
-    state->count_error(outcome, status);
-    backoff.expires_after(error_backoff);
-    co_await backoff.async_wait(asio::as_tuple(asio::use_awaitable));
-  }
-  slot->finish();
+  co_await h2_connections(std::move(slot), std::move(state), one_stream, count_each_connection);
 }
 
 }  // namespace sandgate::load

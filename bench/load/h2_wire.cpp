@@ -6,6 +6,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include "proxy/asio/use_tuple.hpp"
+
 namespace sandgate::load {
 
 namespace asio = boost::asio;
@@ -38,7 +40,6 @@ bool take_output(nghttp2_session* session, std::string& out) {
 
 asio::awaitable<h2_io_end> run_h2_io(tls_stream& stream, nghttp2_session* session,
                                      std::function<bool()> after_read) {
-  constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
   std::string output;
   std::array<char, 16 * 1024> input;
   bool stop = false;

@@ -27,6 +27,7 @@
 #include "bench/load/process_memory.hpp"
 #include "bench/load/run_state.hpp"
 #include "bench/load/tls.hpp"
+#include "proxy/asio/use_tuple.hpp"
 
 namespace sandgate::load {
 
@@ -34,7 +35,6 @@ namespace asio = boost::asio;
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 // Each phase (opening the connections, opening the streams) gets this long at most, whatever the
 // counts: bounded even against a stalling proxy.
 constexpr auto phase_budget = std::chrono::seconds(120);
@@ -181,7 +181,6 @@ asio::awaitable<void> open_connections(std::shared_ptr<hold_state> state) {
 
 // HTTP/1.1's held request: GET /hold, and its response head awaited (the body never comes).
 asio::awaitable<phase_outcome> hold_request(held_connection& connection, hold_state& state) {
-  constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
   const std::string request =
       "GET " + hold_path + " HTTP/1.1\r\nHost: " + state.authority + "\r\n\r\n";
   auto& stream = *connection.stream;

@@ -15,6 +15,7 @@
 
 #include "bench/load/client_slot.hpp"
 #include "bench/load/tunnel.hpp"
+#include "proxy/asio/use_tuple.hpp"
 
 namespace sandgate::load {
 
@@ -38,7 +39,6 @@ boost::asio::awaitable<error_kind> http_exchange(Stream& socket, client_slot& sl
                                                  const std::string& request, std::string& buffer,
                                                  bool reused, int& status, bool& close_after,
                                                  bool& stale) {
-  constexpr auto use_tuple = boost::asio::as_tuple(boost::asio::use_awaitable);
   buffer.clear();
   auto [write_error, written] =
       co_await boost::asio::async_write(socket, boost::asio::buffer(request), use_tuple);

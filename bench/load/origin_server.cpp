@@ -26,6 +26,7 @@
 #include "bench/load/h2_origin.hpp"
 #include "bench/load/loopback_endpoint.hpp"
 #include "bench/load/tls.hpp"
+#include "proxy/asio/use_tuple.hpp"
 #include "rules/ascii.hpp"
 
 namespace sandgate::load {
@@ -34,8 +35,6 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 namespace {
-
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // The first byte of every TLS connection: the content type of its ClientHello's record.
 constexpr char tls_handshake_record = 0x16;

@@ -3,10 +3,13 @@
 // clients' slots; and the small rules every client loop follows (deadlines, errors, latency).
 #pragma once
 
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,5 +57,24 @@ steady::time_point deadline_from(const run_state& state, steady::time_point now)
 
 // Distinguishes a deadline (the watchdog closed the socket) from any other failure.
 error_kind failure(client_slot& slot, error_kind otherwise);
+
+// The start of a client's next attempt (a connection, a request): now, with the slot's watchdog
+// armed for it and an earlier attempt's timeout forgotten; nullopt once the run is over. Every
+// client loop begins each turn with it.
+std::optional<steady::time_point> begin_attempt(client_slot& slot, const run_state& state);
+
+// After a failed attempt: counts the error (run_state::count_error) and waits error_backoff on
+// `timer` before the next one.
+boost::asio::awaitable<void> back_off(run_state& state, boost::asio::steady_timer& timer,
+                                      error_kind outcome, int status);
+
+// The end of an attempt that began at `started` and ended at `finished` with `outcome`: a
+// success counted (when `count_success`; a client that counts its own operations passes false),
+// a failure backed off. False when the loop is to stop: a failure once the run is over is its
+// end cutting the attempt short, not the target's failure.
+boost::asio::awaitable<bool> settle_attempt(run_state& state, boost::asio::steady_timer& timer,
+                                            steady::time_point started, steady::time_point finished,
+                                            error_kind outcome, int status,
+                                            bool count_success = true);
 
 }  // namespace sandgate::load

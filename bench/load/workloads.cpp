@@ -39,6 +39,7 @@
 #include "bench/load/run_state.hpp"
 #include "bench/load/tls.hpp"
 #include "bench/load/tunnel.hpp"
+#include "proxy/asio/use_tuple.hpp"
 
 namespace sandgate::load {
 
@@ -46,8 +47,6 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 namespace {
-
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // Payload for the echo: the role byte, then a pattern that differs per client so a proxy mixing
 // up tunnels shows up as `mismatch`.
@@ -86,14 +85,7 @@ asio::awaitable<void> setups_client(std::shared_ptr<client_slot> slot,
   head.reserve(512);
   asio::steady_timer backoff(slot->socket().get_executor());
 
-  while (true) {
-    const auto started = steady::now();
-    if (started >= state->run_end) {
-      break;
-    }
-    slot->arm(deadline_from(*state, started));
-    slot->take_timed_out();
-
+  while (const auto started = begin_attempt(*slot, *state)) {
     int status = 0;
     error_kind outcome = co_await open_tunnel(*slot, state->via, head, status);
     if (outcome == error_kind::none) {
@@ -102,16 +94,11 @@ asio::awaitable<void> setups_client(std::shared_ptr<client_slot> slot,
     const auto finished = steady::now();
     slot->close();
 
-    if (outcome == error_kind::none) {
-      state->count_completion(started, finished);
-      continue;
+    const bool go_on =
+        co_await settle_attempt(*state, backoff, *started, finished, outcome, status);
+    if (!go_on) {
+      break;
     }
-    if (finished >= state->run_end) {
-      break;  // cut short by the end of the run: not the target's failure
-    }
-    state->count_error(outcome, status);
-    backoff.expires_after(error_backoff);
-    co_await backoff.async_wait(use_tuple);
   }
   slot->finish();
 }
@@ -171,14 +158,7 @@ asio::awaitable<void> stream_client(std::shared_ptr<client_slot> slot,
   std::string head;
   asio::steady_timer backoff(slot->socket().get_executor());
 
-  while (true) {
-    const auto started = steady::now();
-    if (started >= state->run_end) {
-      break;
-    }
-    slot->arm(deadline_from(*state, started));
-    slot->take_timed_out();
-
+  while (begin_attempt(*slot, *state)) {
     int status = 0;
     error_kind outcome = co_await open_tunnel(*slot, state->via, head, status);
     if (outcome == error_kind::none) {
@@ -190,9 +170,7 @@ asio::awaitable<void> stream_client(std::shared_ptr<client_slot> slot,
     if (outcome == error_kind::none || steady::now() >= state->run_end) {
       break;
     }
-    state->count_error(outcome, status);
-    backoff.expires_after(error_backoff);
-    co_await backoff.async_wait(use_tuple);
+    co_await back_off(*state, backoff, outcome, status);
   }
   slot->finish();
 }
@@ -211,14 +189,7 @@ asio::awaitable<void> http_client(std::shared_ptr<client_slot> slot,
   asio::steady_timer backoff(slot->socket().get_executor());
   bool connected = false;
 
-  while (true) {
-    const auto started = steady::now();
-    if (started >= state->run_end) {
-      break;
-    }
-    slot->arm(deadline_from(*state, started));
-    slot->take_timed_out();
-
+  while (const auto started = begin_attempt(*slot, *state)) {
     int status = 0;
     error_kind outcome = error_kind::none;
     const bool reused = connected;
@@ -239,22 +210,15 @@ asio::awaitable<void> http_client(std::shared_ptr<client_slot> slot,
       connected = false;
       continue;
     }
-    if (outcome == error_kind::none) {
-      if (close_after) {
-        slot->close();
-        connected = false;
-      }
-      state->count_completion(started, finished);
-      continue;
+    if (outcome != error_kind::none || close_after) {
+      slot->close();
+      connected = false;
     }
-    slot->close();
-    connected = false;
-    if (finished >= state->run_end) {
+    const bool go_on =
+        co_await settle_attempt(*state, backoff, *started, finished, outcome, status);
+    if (!go_on) {
       break;
     }
-    state->count_error(outcome, status);
-    backoff.expires_after(error_backoff);
-    co_await backoff.async_wait(use_tuple);
   }
   slot->close();
   slot->finish();
@@ -274,14 +238,7 @@ asio::awaitable<void> https_setups_client(std::shared_ptr<client_slot> slot,
   buffer.reserve(1024);
   asio::steady_timer backoff(slot->socket().get_executor());
 
-  while (true) {
-    const auto started = steady::now();
-    if (started >= state->run_end) {
-      break;
-    }
-    slot->arm(deadline_from(*state, started));
-    slot->take_timed_out();
-
+  while (const auto started = begin_attempt(*slot, *state)) {
     int status = 0;
     error_kind outcome = co_await open_tunnel(*slot, state->via, head, status);
     if (outcome == error_kind::none) {
@@ -297,16 +254,11 @@ asio::awaitable<void> https_setups_client(std::shared_ptr<client_slot> slot,
     const auto finished = steady::now();
     slot->close();
 
-    if (outcome == error_kind::none) {
-      state->count_completion(started, finished);
-      continue;
-    }
-    if (finished >= state->run_end) {
+    const bool go_on =
+        co_await settle_attempt(*state, backoff, *started, finished, outcome, status);
+    if (!go_on) {
       break;
     }
-    state->count_error(outcome, status);
-    backoff.expires_after(error_backoff);
-    co_await backoff.async_wait(use_tuple);
   }
   slot->finish();
 }
@@ -324,14 +276,7 @@ asio::awaitable<void> https_client(std::shared_ptr<client_slot> slot,
   // Made anew for every connection: an OpenSSL stream cannot be reused after its socket closed.
   std::unique_ptr<tls_stream> stream;
 
-  while (true) {
-    const auto started = steady::now();
-    if (started >= state->run_end) {
-      break;
-    }
-    slot->arm(deadline_from(*state, started));
-    slot->take_timed_out();
-
+  while (const auto started = begin_attempt(*slot, *state)) {
     int status = 0;
     error_kind outcome = error_kind::none;
     const bool reused = stream != nullptr;
@@ -355,22 +300,15 @@ asio::awaitable<void> https_client(std::shared_ptr<client_slot> slot,
       stream.reset();
       continue;
     }
-    if (outcome == error_kind::none) {
-      if (close_after) {
-        slot->close();
-        stream.reset();
-      }
-      state->count_completion(started, finished);
-      continue;
+    if (outcome != error_kind::none || close_after) {
+      slot->close();
+      stream.reset();
     }
-    slot->close();
-    stream.reset();
-    if (finished >= state->run_end) {
+    const bool go_on =
+        co_await settle_attempt(*state, backoff, *started, finished, outcome, status);
+    if (!go_on) {
       break;
     }
-    state->count_error(outcome, status);
-    backoff.expires_after(error_backoff);
-    co_await backoff.async_wait(use_tuple);
   }
   slot->close();
   stream.reset();

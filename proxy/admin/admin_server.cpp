@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "proxy/asio/close_on_exec.hpp"
+#include "proxy/asio/use_tuple.hpp"
 
 namespace sandgate::admin {
 namespace {
@@ -36,7 +37,6 @@ namespace http = beast::http;
 using asio::ip::tcp;
 using unix_stream = asio::local::stream_protocol;
 using namespace asio::experimental::awaitable_operators;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // The endpoint answers GET and HEAD, and POST /decide, whose form body is small; any other body
 // is read (so that its bytes are not mistaken for a next request) but never used.

@@ -165,24 +165,22 @@ RequestCheck check_mcp_call(const rules::Policy& policy, const rules::Authority&
   return check;
 }
 
-}  // namespace
-
-int run_check(const settings::Settings& settings, std::string_view target, std::ostream& out,
-              std::ostream& err, bool resolve, std::string_view method, const McpCall* mcp) {
-  auto loaded = settings::load_policy(settings, settings::MissingDefaultBlocklist::use_template);
-  if (!loaded) {
-    err << "sandgate: " << loaded.error() << "\n";
-    return kCheckUsageError;
-  }
-  for (const auto& note : loaded->notes) {
+// The policy's notes and skipped lines, said on `err` before the verdict.
+void print_load_notes(const settings::LoadedPolicy& loaded, std::ostream& err) {
+  for (const auto& note : loaded.notes) {
     err << "sandgate: note: " << note << "\n";
   }
-  for (const auto& issue : loaded->issues) {
+  for (const auto& issue : loaded.issues) {
     err << "sandgate: warning: " << issue.source << ":" << issue.line << ": skipped '" << issue.text
         << "': " << issue.message << "\n";
   }
+}
 
-  const std::optional<CheckedUrl> url = split_url(target);
+// The destination `target` names (a URL's authority, with the scheme's port when it names
+// none); when it names none, prints the invalid_host verdict and returns nullopt.
+std::optional<rules::Authority> checked_authority(std::string_view target,
+                                                  const std::optional<CheckedUrl>& url,
+                                                  std::ostream& out) {
   if (url) {
     target = url->authority;
   }
@@ -197,30 +195,137 @@ int run_check(const settings::Settings& settings, std::string_view target, std::
         << "rule: (none)\n"
         << "why: '" << target
         << "' is not a valid destination: " << rules::to_string(authority.error()) << ".\n";
+    return std::nullopt;
+  }
+  return std::move(*authority);
+}
+
+// LaunchDarkly's answer for an allowed destination, asked last as the daemon does (one real
+// request; nothing is cached between runs of `check`); nullopt when it is not configured.
+std::optional<launchdarkly::Answer> ask_launchdarkly(const settings::Settings& settings,
+                                                     const rules::Authority& authority,
+                                                     std::ostream& err) {
+  if (settings.launchdarkly_client_id.empty()) {
+    return std::nullopt;
+  }
+  err << "sandgate: " << launchdarkly::describe_configuration(settings) << "\n";
+  launchdarkly::RemoteAllowlist client(settings,
+                                       [&err](std::string_view level, std::string_view text) {
+                                         err << "sandgate: " << level << ": " << text << "\n";
+                                       });
+  client.start();
+  auto answer = client.check_blocking(authority.host, authority.port);
+  client.stop();
+  return answer;
+}
+
+// A destination's verdict: what decided it, the list entry when one did, and why.
+void print_destination_verdict(const rules::Authority& authority, rules::Reason reason,
+                               const std::optional<rules::RuleMatch>& rule, std::string_view why,
+                               std::ostream& out) {
+  out << rules::verdict_name(rules::reason_info(reason).verdict) << " " << authority.host.display()
+      << ":" << authority.port << "\n";
+  out << "reason: " << rules::reason_code(reason) << "\n";
+  out << "rule: " << (rule ? rules::rule_text(*rule) : std::string("(none)")) << "\n";
+  out << "why: " << why << "\n";
+}
+
+// The masked credentials the gate fills in on requests to `host` (never their values).
+void print_bound_secrets(const settings::Settings& settings, const rules::Host& host,
+                         std::ostream& out) {
+  std::string bound;
+  for (const auto& spec : settings.secrets) {
+    if (secrets::secret_bound_to(spec, host.name)) {
+      bound += (bound.empty() ? "" : ", ") + spec.name;
+    }
+  }
+  if (!bound.empty()) {
+    out << "secrets: " << bound
+        << " filled in here (credential fields, inside inspected TLS; see --secret)\n";
+  }
+}
+
+void print_launchdarkly(const launchdarkly::Answer& remote, std::ostream& out) {
+  out << "launchdarkly: " << (remote.allowed ? "allow" : "deny") << " (from "
+      << launchdarkly::to_string(remote.source) << ")";
+  if (!remote.detail.empty()) {
+    out << ": " << remote.detail;
+  }
+  out << "\n";
+}
+
+// The egress budgets that count this destination (what was spent is the running gate's: its
+// /metrics).
+void print_budgets(const rules::Policy& policy, const rules::Authority& authority,
+                   std::ostream& out) {
+  for (const rules::BudgetLine* line : policy.budgets().match(authority.host, authority.port)) {
+    out << "budget: " << line->rule() << ":";
+    for (std::size_t i = 0; i < line->limits.size(); ++i) {
+      const rules::BudgetLimit& limit = line->limits[i];
+      const bool bytes =
+          limit.kind == rules::BudgetKind::up || limit.kind == rules::BudgetKind::down;
+      out << (i == 0 ? " " : ", ") << (bytes ? std::string(rules::to_string(limit.kind)) + " " : "")
+          << rules::describe_limit(limit);
+    }
+    out << "\n";
+  }
+}
+
+// The last word on a destination the rules decided: which parent proxy it goes through, and
+// what its name resolves to (with --resolve, each address checked as the gate would; through a
+// parent the gate does not resolve the name, so that is not checked). The exit status.
+int check_route(const settings::Settings& settings, const rules::Policy& policy,
+                const rules::Authority& authority, bool allowed, bool resolve, std::ostream& out) {
+  if (settings.parent_proxy) {
+    const auto* parent = settings::parent_for(settings, authority.host, authority.port);
+    if (parent == nullptr) {
+      out << "parent: none (excluded by the parent proxy exclusions: dialled directly)\n";
+    } else {
+      out << "parent: " << parent->display() << "\n";
+      if (allowed && !authority.host.is_ip()) {
+        out << "note: through the parent proxy the gate does not resolve " << authority.host.name
+            << "; the parent does, so the address rules cannot check what it resolves to.\n";
+      }
+      return allowed ? kCheckAllowed : kCheckDenied;
+    }
+  }
+  if (allowed && !authority.host.is_ip() && resolve) {
+    const bool addresses_allowed =
+        dns::print_resolution(settings, policy, authority.host.name, authority.port, out);
+    return addresses_allowed ? kCheckAllowed : kCheckDenied;
+  }
+  if (allowed && !authority.host.is_ip()) {
+    out << "note: the daemon also checks the addresses " << authority.host.name
+        << " resolves to before it connects.\n";
+  }
+  return allowed ? kCheckAllowed : kCheckDenied;
+}
+
+}  // namespace
+
+int run_check(const settings::Settings& settings, std::string_view target, std::ostream& out,
+              std::ostream& err, bool resolve, std::string_view method, const McpCall* mcp) {
+  auto loaded = settings::load_policy(settings, settings::MissingDefaultBlocklist::use_template);
+  if (!loaded) {
+    err << "sandgate: " << loaded.error() << "\n";
+    return kCheckUsageError;
+  }
+  print_load_notes(*loaded, err);
+
+  const std::optional<CheckedUrl> url = split_url(target);
+  const std::optional<rules::Authority> authority = checked_authority(target, url, out);
+  if (!authority) {
     return kCheckDenied;
   }
   // Every address of this machine, as the gate reads them (check 1a of the README).
   rules::this_machine().replace(dns::read_local_addresses());
   const auto& policy = *loaded->policy;
   const auto decision = policy.decide(authority->host, authority->port);
-
-  // LaunchDarkly, asked last as the daemon does (one real request; nothing is cached between
-  // runs of `check`).
   std::optional<launchdarkly::Answer> remote;
-  if (decision.allowed() && !settings.launchdarkly_client_id.empty()) {
-    err << "sandgate: " << launchdarkly::describe_configuration(settings) << "\n";
-    launchdarkly::RemoteAllowlist client(settings,
-                                         [&err](std::string_view level, std::string_view text) {
-                                           err << "sandgate: " << level << ": " << text << "\n";
-                                         });
-    client.start();
-    remote = client.check_blocking(authority->host, authority->port);
-    client.stop();
+  if (decision.allowed()) {
+    remote = ask_launchdarkly(settings, *authority, err);
   }
   bool allowed = decision.allowed() && (!remote || remote->allowed);
-  // What decided: LaunchDarkly when it said no, the local rules otherwise. The verdict printed
-  // is that reason's row's, as the daemon logs it.
-  const rules::Reason reason = remote && !remote->allowed ? remote->reason : decision.reason;
 
   if (url && allowed) {
     // The destination is allowed: the request decides, and for an MCP call then the call.
@@ -231,92 +336,23 @@ int run_check(const settings::Settings& settings, std::string_view target, std::
     }
     print_request_check(request, *authority,
                         policy.explain(decision, authority->host, authority->port), out);
-    // The masked credentials the gate fills in on requests here (never their values).
-    std::string bound;
-    for (const auto& spec : settings.secrets) {
-      if (secrets::secret_bound_to(spec, authority->host.name)) {
-        bound += (bound.empty() ? "" : ", ") + spec.name;
-      }
-    }
-    if (!bound.empty()) {
-      out << "secrets: " << bound
-          << " filled in here (credential fields, inside inspected TLS; see --secret)\n";
-    }
+    print_bound_secrets(settings, authority->host, out);
     allowed = request.reason == rules::Reason::allowed;
   } else if (remote && !remote->allowed) {
-    out << rules::verdict_name(rules::reason_info(reason).verdict) << " "
-        << authority->host.display() << ":" << authority->port << "\n";
-    out << "reason: " << rules::reason_code(reason) << "\n";
-    out << "rule: ";
-    if (remote->rule) {
-      out << remote->rule->source << ":" << remote->rule->line << " " << remote->rule->entry;
-    } else {
-      out << "(none)";
-    }
-    out << "\n";
-    out << "why: " << remote->detail << ".\n";
+    // What decided: LaunchDarkly when it said no, the local rules otherwise. The verdict printed
+    // is that reason's row's, as the daemon logs it.
+    print_destination_verdict(*authority, remote->reason, remote->rule, remote->detail + ".", out);
   } else {
-    out << rules::verdict_name(rules::reason_info(reason).verdict) << " "
-        << authority->host.display() << ":" << authority->port << "\n";
-    out << "reason: " << rules::reason_code(reason) << "\n";
-    out << "rule: ";
-    if (decision.rule) {
-      out << decision.rule->source << ":" << decision.rule->line << " " << decision.rule->entry;
-    } else {
-      out << "(none)";
-    }
-    out << "\n";
-    out << "why: " << policy.explain(decision, authority->host, authority->port) << "\n";
+    print_destination_verdict(*authority, decision.reason, decision.rule,
+                              policy.explain(decision, authority->host, authority->port), out);
   }
   if (remote) {
-    out << "launchdarkly: " << (remote->allowed ? "allow" : "deny") << " (from "
-        << launchdarkly::to_string(remote->source) << ")";
-    if (!remote->detail.empty()) {
-      out << ": " << remote->detail;
-    }
-    out << "\n";
+    print_launchdarkly(*remote, out);
   }
   if (allowed) {
-    // The egress budgets that count this destination (what was spent is the running gate's:
-    // its /metrics).
-    for (const rules::BudgetLine* line : policy.budgets().match(authority->host, authority->port)) {
-      out << "budget: " << line->rule() << ":";
-      for (std::size_t i = 0; i < line->limits.size(); ++i) {
-        const rules::BudgetLimit& limit = line->limits[i];
-        const bool bytes =
-            limit.kind == rules::BudgetKind::up || limit.kind == rules::BudgetKind::down;
-        out << (i == 0 ? " " : ", ")
-            << (bytes ? std::string(rules::to_string(limit.kind)) + " " : "")
-            << rules::describe_limit(limit);
-      }
-      out << "\n";
-    }
+    print_budgets(policy, *authority, out);
   }
-  if (settings.parent_proxy) {
-    // Through a parent the gate does not resolve the name, so what it resolves to is not
-    // checked (and --resolve would check what the gate never looks up).
-    const auto* parent = settings::parent_for(settings, authority->host, authority->port);
-    if (parent == nullptr) {
-      out << "parent: none (excluded by the parent proxy exclusions: dialled directly)\n";
-    } else {
-      out << "parent: " << parent->display() << "\n";
-      if (allowed && !authority->host.is_ip()) {
-        out << "note: through the parent proxy the gate does not resolve " << authority->host.name
-            << "; the parent does, so the address rules cannot check what it resolves to.\n";
-      }
-      return allowed ? kCheckAllowed : kCheckDenied;
-    }
-  }
-  if (allowed && !authority->host.is_ip() && resolve) {
-    const bool addresses_allowed =
-        dns::print_resolution(settings, policy, authority->host.name, authority->port, out);
-    return addresses_allowed ? kCheckAllowed : kCheckDenied;
-  }
-  if (allowed && !authority->host.is_ip()) {
-    out << "note: the daemon also checks the addresses " << authority->host.name
-        << " resolves to before it connects.\n";
-  }
-  return allowed ? kCheckAllowed : kCheckDenied;
+  return check_route(settings, policy, *authority, allowed, resolve, out);
 }
 
 }  // namespace sandgate::commands

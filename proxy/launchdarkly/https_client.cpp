@@ -21,6 +21,7 @@
 #include <optional>
 
 #include "proxy/asio/close_on_exec.hpp"
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/launchdarkly/flag_payload.hpp"
 #include "proxy/launchdarkly/retry_policy.hpp"
 #include "rules/ascii.hpp"
@@ -35,7 +36,6 @@ namespace {
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
 using tcp = asio::ip::tcp;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 std::string seconds_text(std::chrono::milliseconds ms) {
   if (ms.count() % 1000 == 0) {

@@ -70,11 +70,17 @@ std::uint64_t sum(const std::vector<const WorkerMetrics*>& workers,
   return total;
 }
 
-}  // namespace
+// The workers' total of what `read` reads of each (a counter of an array, a gauge).
+template <typename Read>
+std::uint64_t total_of(const std::vector<const WorkerMetrics*>& workers, Read read) {
+  std::uint64_t total = 0;
+  for (const auto* worker : workers) {
+    total += read(*worker);
+  }
+  return total;
+}
 
-std::string render_prometheus(const std::vector<const WorkerMetrics*>& workers,
-                              const GaugeValues& gauges) {
-  std::string out;
+void render_decisions(std::string& out, const std::vector<const WorkerMetrics*>& workers) {
   header(out, "sandgate_decisions_total", "counter",
          "Decisions taken, by verdict (allow, deny, error), reason code, and whether a denial "
          "was enforced (false: report-only mode let it through, the log's would-deny).");
@@ -84,10 +90,8 @@ std::string render_prometheus(const std::vector<const WorkerMetrics*>& workers,
     const std::size_t r = rules::reason_index(row.reason);
     for (std::size_t v = 0; v < kVerdictCount; ++v) {
       const auto verdict = static_cast<rules::Verdict>(v);
-      std::uint64_t total = 0;
-      for (const auto* worker : workers) {
-        total += worker->decisions[r][v].get();
-      }
+      const std::uint64_t total =
+          total_of(workers, [r, v](const WorkerMetrics& w) { return w.decisions[r][v].get(); });
       if (total > 0 || verdict == row.verdict) {
         sample(out,
                "sandgate_decisions_total{verdict=\"" + std::string(rules::verdict_name(verdict)) +
@@ -96,10 +100,8 @@ std::string render_prometheus(const std::vector<const WorkerMetrics*>& workers,
       }
     }
     // Report-only mode's would-denies: every reportable reason, even at 0.
-    std::uint64_t reported = 0;
-    for (const auto* worker : workers) {
-      reported += worker->would_deny[r].get();
-    }
+    const std::uint64_t reported =
+        total_of(workers, [r](const WorkerMetrics& w) { return w.would_deny[r].get(); });
     if (reported > 0 || rules::reportable(row.reason)) {
       sample(out,
              "sandgate_decisions_total{verdict=\"deny\",reason=\"" + std::string(row.code) +
@@ -107,6 +109,11 @@ std::string render_prometheus(const std::vector<const WorkerMetrics*>& workers,
              static_cast<double>(reported));
     }
   }
+}
+
+// Connections, tunnels, requests and bytes, and how long the destinations took to connect.
+void render_traffic(std::string& out, const std::vector<const WorkerMetrics*>& workers,
+                    const GaugeValues& gauges) {
   header(out, "sandgate_open_connections", "gauge", "Client connections open now.");
   sample(out, "sandgate_open_connections", static_cast<double>(gauges.open_connections));
   const auto opened = sum(workers, &WorkerMetrics::tunnels_open_total);
@@ -126,6 +133,10 @@ std::string render_prometheus(const std::vector<const WorkerMetrics*>& workers,
          static_cast<double>(sum(workers, &WorkerMetrics::bytes_down)));
   histogram(out, "sandgate_upstream_connect_seconds", "Time to connect to the destination.",
             workers, &WorkerMetrics::upstream_connect);
+}
+
+// How names were resolved: lookups, failures, the cache.
+void render_dns_lookups(std::string& out, const std::vector<const WorkerMetrics*>& workers) {
   histogram(out, "sandgate_dns_lookup_seconds", "Time to resolve a destination name.", workers,
             &WorkerMetrics::dns_lookup);
   header(out, "sandgate_dns_failures_total", "counter",
@@ -138,33 +149,36 @@ std::string render_prometheus(const std::vector<const WorkerMetrics*>& workers,
          static_cast<double>(sum(workers, &WorkerMetrics::dns_cache_hits)));
   sample(out, "sandgate_dns_cache_lookups_total{result=\"miss\"}",
          static_cast<double>(sum(workers, &WorkerMetrics::dns_cache_misses)));
-  {
-    // The parent proxy's dials, by outcome (all three present, 0 without a parent).
-    constexpr std::array<const char*, 3> kOutcomes = {"connected", "refused", "unreachable"};
-    header(out, "sandgate_parent_dials_total", "counter",
-           "Connections to the parent proxy, by outcome: connected (2xx), refused (another "
-           "status), unreachable (no connection, or no usable reply).");
-    for (std::size_t i = 0; i < kOutcomes.size(); ++i) {
-      std::uint64_t total = 0;
-      for (const auto* worker : workers) {
-        total += worker->parent_dials[i].get();
-      }
-      sample(out, std::string("sandgate_parent_dials_total{outcome=\"") + kOutcomes[i] + "\"}",
-             static_cast<double>(total));
-    }
+}
+
+void render_parent_dials(std::string& out, const std::vector<const WorkerMetrics*>& workers) {
+  // The parent proxy's dials, by outcome (all three present, 0 without a parent).
+  constexpr std::array<const char*, 3> kOutcomes = {"connected", "refused", "unreachable"};
+  header(out, "sandgate_parent_dials_total", "counter",
+         "Connections to the parent proxy, by outcome: connected (2xx), refused (another "
+         "status), unreachable (no connection, or no usable reply).");
+  for (std::size_t i = 0; i < kOutcomes.size(); ++i) {
+    const std::uint64_t total =
+        total_of(workers, [i](const WorkerMetrics& w) { return w.parent_dials[i].get(); });
+    sample(out, std::string("sandgate_parent_dials_total{outcome=\"") + kOutcomes[i] + "\"}",
+           static_cast<double>(total));
   }
+}
+
+// Names answered without a query, and the names the caches hold.
+void render_dns_answers(std::string& out, const std::vector<const WorkerMetrics*>& workers) {
   header(out, "sandgate_dns_hosts_file_answers_total", "counter",
          "Names answered from the hosts file (no query).");
   sample(out, "sandgate_dns_hosts_file_answers_total",
          static_cast<double>(sum(workers, &WorkerMetrics::dns_hosts_file_answers)));
-  {
-    std::uint64_t entries = 0;
-    for (const auto* worker : workers) {
-      entries += worker->dns_cache_entries.get();
-    }
-    header(out, "sandgate_dns_cache_entries", "gauge", "Names held in the workers' DNS caches.");
-    sample(out, "sandgate_dns_cache_entries", static_cast<double>(entries));
-  }
+  const std::uint64_t entries =
+      total_of(workers, [](const WorkerMetrics& w) { return w.dns_cache_entries.get(); });
+  header(out, "sandgate_dns_cache_entries", "gauge", "Names held in the workers' DNS caches.");
+  sample(out, "sandgate_dns_cache_entries", static_cast<double>(entries));
+}
+
+// The rules in force and the reloads of their files.
+void render_rules(std::string& out, const GaugeValues& gauges) {
   header(out, "sandgate_rules_loaded", "gauge", "Entries in force, per list.");
   sample(out, "sandgate_rules_loaded{list=\"blocklist\"}",
          static_cast<double>(gauges.blocklist_entries));
@@ -185,6 +199,20 @@ std::string render_prometheus(const std::vector<const WorkerMetrics*>& workers,
     sample(out, std::string("sandgate_reloads_total{file=\"") + file + "\",result=\"failed\"}",
            static_cast<double>(counts->failed));
   }
+}
+
+}  // namespace
+
+std::string render_prometheus(const std::vector<const WorkerMetrics*>& workers,
+                              const GaugeValues& gauges) {
+  // The families in the order they have always been exposed.
+  std::string out;
+  render_decisions(out, workers);
+  render_traffic(out, workers, gauges);
+  render_dns_lookups(out, workers);
+  render_parent_dials(out, workers);
+  render_dns_answers(out, workers);
+  render_rules(out, gauges);
   header(out, "sandgate_build_info", "gauge", "The running build.");
   sample(out, "sandgate_build_info{version=\"" + gauges.version + "\"}", 1);
   return out;

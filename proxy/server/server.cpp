@@ -42,6 +42,7 @@
 #include <tuple>
 
 #include "proxy/asio/close_on_exec.hpp"
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/dns/resolver_settings.hpp"
 #include "proxy/launchdarkly/remote_allowlist.hpp"
 #include "proxy/session/fronts/capture_session.hpp"
@@ -52,7 +53,6 @@ namespace {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 constexpr int kBacklog = 4096;
 

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/ask/question_board.hpp"
 #include "proxy/session/ask_wait.hpp"
 
@@ -19,7 +20,6 @@ namespace {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // True when the client has closed its side (or the socket failed); false when it merely sent
 // bytes, which stay unread for the request.

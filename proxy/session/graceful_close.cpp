@@ -9,13 +9,14 @@
 #include <chrono>
 #include <variant>
 
+#include "proxy/asio/use_tuple.hpp"
+
 namespace sandgate::session {
 namespace {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 }  // namespace
 

@@ -10,12 +10,13 @@
 #include <variant>
 #include <vector>
 
+#include "proxy/asio/use_tuple.hpp"
+
 namespace sandgate::session {
 
 namespace asio = boost::asio;
 namespace h2 = exchange::h2;
 using clock = std::chrono::steady_clock;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 namespace {
 

@@ -11,6 +11,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/budget/destination_budgets.hpp"
 #include "proxy/session/graceful_close.hpp"
 #include "proxy/session/origin_pool.hpp"
@@ -28,7 +29,6 @@ namespace {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // What the client's first bytes in a tunnel to a TLS port showed.
 struct FirstBytes {

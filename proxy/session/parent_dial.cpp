@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/settings/parent_route.hpp"
 
 namespace sandgate::session {
@@ -18,7 +19,6 @@ namespace {
 
 namespace asio = boost::asio;
 using namespace asio::experimental::awaitable_operators;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 using ParentDial = metrics::WorkerMetrics::ParentDial;
 
 DialResult parent_failure(rules::Reason reason, std::string sentence,

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "proxy/asio/close_on_exec.hpp"
+#include "proxy/asio/use_tuple.hpp"
 
 namespace sandgate::session {
 namespace {
@@ -20,7 +21,6 @@ namespace {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 asio::ip::address to_asio_address(const rules::IpAddress& address) {
   if (address.is_v4()) {

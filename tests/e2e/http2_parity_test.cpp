@@ -15,7 +15,6 @@
 #include <chrono>
 #include <fstream>
 #include <future>
-#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -27,6 +26,7 @@
 #include "tests/support/child_server.hpp"
 #include "tests/support/loopback_ports.hpp"
 #include "tests/support/shell_command.hpp"
+#include "tests/support/streamed_events.hpp"
 #include "tests/support/test_certificates.hpp"
 
 #ifndef SANDGATE_SOURCE_DIR
@@ -421,13 +421,6 @@ TEST_F(Http2ParityTest, ReportOnlyModeLetsTheStreamThroughAndLogsWhatItWouldRefu
 
 // --- redaction ---
 
-// Prefixes each line with when it arrived (epoch microseconds), in one process (as
-// secrets_e2e_test.cpp's streamed-reply test).
-constexpr const char* kLineStamper =
-    R"(/usr/bin/python3 -u -c 'import sys, time
-for line in iter(sys.stdin.readline, ""):
-    sys.stdout.write("%d %s" % (time.time_ns() // 1000, line))')";
-
 // A streamed reply from a bound host streams over HTTP/2 too: four server-sent events 400 ms
 // apart, each in a DATA frame of its own, the token echoed in the last, then a closing one;
 // each reaches the client before the origin sends the next (an order, not a time limit), and
@@ -438,25 +431,7 @@ TEST_F(Http2ParityTest, AStreamedReplyFromABoundHostArrivesAsItIsSent) {
   const auto streamed = curl("-N -H 'Authorization: Bearer " + masked + "' " +
                              url("/sse?events=4&gap=400&closing=1") + " | " + kLineStamper);
   ASSERT_EQ(streamed.exit_code, 0) << streamed.output;
-  // Per event index: when the origin sent it and when curl printed it.
-  std::map<int, std::pair<long long, long long>> events;
-  std::istringstream lines(streamed.output);
-  for (std::string line; std::getline(lines, line);) {
-    const auto index = line.find("\"index\":");
-    const auto sent = line.find("\"sent_us\":");
-    if (index == std::string::npos || sent == std::string::npos) {
-      continue;
-    }
-    events[std::atoi(line.c_str() + index + 8)] = {
-        std::strtoll(line.c_str() + sent + 10, nullptr, 10),
-        std::strtoll(line.c_str(), nullptr, 10)};
-  }
-  ASSERT_EQ(events.size(), 5u) << streamed.output;
-  for (int i = 0; i < 4; ++i) {
-    EXPECT_LT(events[i].second, events[i + 1].first)
-        << "event " << i << " waited for the next one:\n"
-        << streamed.output;
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_each_event_before_the_next(streamed.output, 5));
   EXPECT_TRUE(contains(streamed.output, "Bearer " + masked)) << streamed.output;
   EXPECT_FALSE(contains(streamed.output, "RealToken")) << streamed.output;
 }

@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -23,6 +22,7 @@
 #include "tests/support/child_server.hpp"
 #include "tests/support/loopback_ports.hpp"
 #include "tests/support/shell_command.hpp"
+#include "tests/support/streamed_events.hpp"
 #include "tests/support/test_certificates.hpp"
 
 #ifndef SANDGATE_SOURCE_DIR
@@ -451,13 +451,6 @@ TEST_F(SecretsTest, AnEchoCannotBeReadInRanges) {
 // the token echoed in the last, then a closing one: each reaches the client before the origin
 // sends the next (an order of events, not a time limit: a gate that held an event until more
 // came would deliver it after the next was sent), and the echo of the token is cleaned.
-// Prefixes each line with when it arrived (epoch microseconds). One process for the whole stream:
-// a shell loop forking `date` per line was itself late under load, and made an event look held.
-constexpr const char* kLineStamper =
-    R"(/usr/bin/python3 -u -c 'import sys, time
-for line in iter(sys.stdin.readline, ""):
-    sys.stdout.write("%d %s" % (time.time_ns() // 1000, line))')";
-
 TEST_F(SecretsTest, AStreamedReplyFromABoundHostArrivesAsItIsSent) {
   auto proxy = gate({"API_TOKEN=api.origin.test=@" + folder_ + "/token"}, port_);
   const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
@@ -465,25 +458,7 @@ TEST_F(SecretsTest, AStreamedReplyFromABoundHostArrivesAsItIsSent) {
                             url("api.origin.test", "/sse?events=4&gap=400&closing=1") + "'" +
                             " | " + kLineStamper);
   ASSERT_EQ(streamed.exit_code, 0) << streamed.output;
-  // Per event index: when the origin sent it and when curl printed it (epoch microseconds).
-  std::map<int, std::pair<long long, long long>> events;
-  std::istringstream lines(streamed.output);
-  for (std::string line; std::getline(lines, line);) {
-    const auto index = line.find("\"index\":");
-    const auto sent = line.find("\"sent_us\":");
-    if (index == std::string::npos || sent == std::string::npos) {
-      continue;
-    }
-    events[std::atoi(line.c_str() + index + 8)] = {
-        std::strtoll(line.c_str() + sent + 10, nullptr, 10),
-        std::strtoll(line.c_str(), nullptr, 10)};
-  }
-  ASSERT_EQ(events.size(), 5u) << streamed.output;
-  for (int i = 0; i < 4; ++i) {
-    EXPECT_LT(events[i].second, events[i + 1].first)
-        << "event " << i << " waited for the next one:\n"
-        << streamed.output;
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_each_event_before_the_next(streamed.output, 5));
   EXPECT_NE(streamed.output.find("Bearer " + sentinel), std::string::npos) << streamed.output;
   EXPECT_EQ(streamed.output.find("RealToken"), std::string::npos) << streamed.output;
 }

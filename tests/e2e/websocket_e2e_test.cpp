@@ -18,6 +18,7 @@
 #include "tests/support/loopback_ports.hpp"
 #include "tests/support/shell_command.hpp"
 #include "tests/support/test_certificates.hpp"
+#include "tests/support/websocket_fixture.hpp"
 
 #ifndef SANDGATE_SOURCE_DIR
 #error "SANDGATE_SOURCE_DIR must name the source tree"
@@ -26,25 +27,14 @@
 namespace sandgate::testing {
 namespace {
 
-constexpr const char* kToken = "ghp_RealTokenRealTokenRealToken0123456789";
 // Debian's Python, where python3-websockets is installed.
 constexpr const char* kPython = "/usr/bin/python3 ";
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-class WebSocketTest : public ::testing::Test {
+class WebSocketTest : public WebSocketFixture {
  protected:
   void SetUp() override {
-    folder_ = std::string(::testing::TempDir()) + "/websocket-XXXXXX";
-    ASSERT_NE(::mkdtemp(folder_.data()), nullptr);
-    make_test_certificates(folder_, {"DNS:api.origin.test", "DNS:other.test"},
-                           "websocket-origin-ca");
-    std::ofstream(folder_ + "/token") << kToken << "\n";
+    ASSERT_NO_FATAL_FAILURE(
+        make_folder("websocket", {"DNS:api.origin.test", "DNS:other.test"}, "websocket-origin-ca"));
     port_ = free_port();
     origin_ = std::make_unique<ChildServer>(
         port_, std::string(kPython) + SANDGATE_SOURCE_DIR "/tests/support/websocket_origin.py " +
@@ -61,33 +51,15 @@ class WebSocketTest : public ::testing::Test {
   void TearDown() override {
     origin_.reset();
     bad_origin_.reset();
-    run_shell("rm -rf " + folder_);
+    WebSocketFixture::TearDown();
   }
 
   // A gate that inspects both hosts, with API_TOKEN bound to api.origin.test, and `budgets` (a
   // budgets file's text) when not empty.
   std::unique_ptr<TestProxy> gate(const std::string& budgets = "",
                                   std::chrono::seconds idle_timeout = {}) {
-    if (!budgets.empty()) {
-      std::ofstream(folder_ + "/budgets.txt") << budgets;
-    }
-    auto proxy = std::make_unique<TestProxy>("", [&](settings::Settings& s) {
-      s.policy.block_loopback = false;  // the test origin is on loopback
-      s.tls_ports = {port_, bad_port_};
-      s.ca_dir = folder_ + "/gate-ca";
-      s.inspect_extra_ca = {folder_ + "/ca.pem"};
-      s.inspect = {"other.test", "api.origin.test"};
-      s.secrets.push_back(
-          *secrets::parse_secret_spec("API_TOKEN=api.origin.test=@" + folder_ + "/token"));
-      s.idle_timeout = idle_timeout;
-      if (!budgets.empty()) {
-        s.budgets_path = folder_ + "/budgets.txt";
-      }
-    });
-    for (const char* name : {"api.origin.test", "other.test"}) {
-      proxy->dns().set(name, {"127.0.0.1"});
-    }
-    return proxy;
+    return inspecting_gate({"other.test", "api.origin.test"}, {port_, bad_port_}, "api.origin.test",
+                           budgets, idle_timeout);
   }
   // Python's websockets through `proxy` to `host` on the origin's port (or `port`).
   CommandResult client(const TestProxy& proxy, const std::string& host, const std::string& mode,
@@ -100,23 +72,7 @@ class WebSocketTest : public ::testing::Test {
   std::string origin_file(const std::string& name) const {
     return read_file(folder_ + "/" + std::to_string(port_) + "." + name);
   }
-  // The WebSocket's end line (the one that names its messages), once written.
-  static std::string end_line(const TestProxy& proxy) {
-    std::string line;
-    proxy.wait_for_log([&line](const std::string& log) {
-      std::istringstream lines(log);
-      for (std::string each; std::getline(lines, each);) {
-        if (each.find("WebSocket: ") != std::string::npos) {
-          line = each;
-          return true;
-        }
-      }
-      return false;
-    });
-    return line;
-  }
 
-  std::string folder_;
   std::uint16_t port_ = 0;
   std::unique_ptr<ChildServer> origin_;
   std::uint16_t bad_port_ = 0;  // tests/support/bad_upgrade_origin.py

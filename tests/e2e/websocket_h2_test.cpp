@@ -19,6 +19,7 @@
 #include "tests/support/loopback_ports.hpp"
 #include "tests/support/shell_command.hpp"
 #include "tests/support/test_certificates.hpp"
+#include "tests/support/websocket_fixture.hpp"
 
 #ifndef SANDGATE_SOURCE_DIR
 #error "SANDGATE_SOURCE_DIR must name the source tree"
@@ -27,22 +28,11 @@
 namespace sandgate::testing {
 namespace {
 
-constexpr const char* kToken = "ghp_RealTokenRealTokenRealToken0123456789";
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-class WebSocketH2Test : public ::testing::Test {
+class WebSocketH2Test : public WebSocketFixture {
  protected:
   void SetUp() override {
-    folder_ = std::string(::testing::TempDir()) + "/websocket-h2-XXXXXX";
-    ASSERT_NE(::mkdtemp(folder_.data()), nullptr);
-    make_test_certificates(folder_, {"DNS:ws.test", "DNS:plain.test"}, "websocket-h2-ca");
-    std::ofstream(folder_ + "/token") << kToken << "\n";
+    ASSERT_NO_FATAL_FAILURE(
+        make_folder("websocket-h2", {"DNS:ws.test", "DNS:plain.test"}, "websocket-h2-ca"));
     port_ = free_port();
     origin_ = start_origin(port_, "on");
     ASSERT_TRUE(port_accepts(port_)) << "the WebSocket origin did not start";
@@ -53,7 +43,7 @@ class WebSocketH2Test : public ::testing::Test {
   void TearDown() override {
     origin_.reset();
     plain_origin_.reset();
-    run_shell("rm -rf " + folder_);
+    WebSocketFixture::TearDown();
   }
 
   std::unique_ptr<ChildServer> start_origin(std::uint16_t port, const char* connect_protocol) {
@@ -70,25 +60,9 @@ class WebSocketH2Test : public ::testing::Test {
     std::ofstream(folder_ + "/requests.txt")
         << "allow ws.test GET /echo\nallow ws.test GET /flood\nallow ws.test GET /choose-deflate\n"
            "allow ws.test GET /plain\nallow plain.test GET /**\n";
-    if (!budgets.empty()) {
-      std::ofstream(folder_ + "/budgets.txt") << budgets;
-    }
-    auto proxy = std::make_unique<TestProxy>("", [&](settings::Settings& s) {
-      s.policy.block_loopback = false;  // the test origins are on loopback
-      s.tls_ports = {port_, plain_port_};
-      s.ca_dir = folder_ + "/gate-ca";
-      s.inspect_extra_ca = {folder_ + "/ca.pem"};
-      s.inspect = {"ws.test", "plain.test"};
-      s.request_rules_path = folder_ + "/requests.txt";
-      s.secrets.push_back(*secrets::parse_secret_spec("API_TOKEN=ws.test=@" + folder_ + "/token"));
-      s.idle_timeout = idle_timeout;
-      if (!budgets.empty()) {
-        s.budgets_path = folder_ + "/budgets.txt";
-      }
-    });
-    proxy->dns().set("ws.test", {"127.0.0.1"});
-    proxy->dns().set("plain.test", {"127.0.0.1"});
-    return proxy;
+    return inspecting_gate(
+        {"ws.test", "plain.test"}, {port_, plain_port_}, "ws.test", budgets, idle_timeout,
+        [this](settings::Settings& s) { s.request_rules_path = folder_ + "/requests.txt"; });
   }
 
   CommandResult client(const TestProxy& proxy, const std::string& host, std::uint16_t port,
@@ -100,23 +74,7 @@ class WebSocketH2Test : public ::testing::Test {
   std::string heads(std::uint16_t port) const {
     return read_file(folder_ + "/" + std::to_string(port) + ".heads");
   }
-  // The WebSocket's end line (the one that names its messages), once written.
-  static std::string end_line(const TestProxy& proxy) {
-    std::string line;
-    proxy.wait_for_log([&line](const std::string& log) {
-      std::istringstream lines(log);
-      for (std::string each; std::getline(lines, each);) {
-        if (each.find("WebSocket: ") != std::string::npos) {
-          line = each;
-          return true;
-        }
-      }
-      return false;
-    });
-    return line;
-  }
 
-  std::string folder_;
   std::uint16_t port_ = 0;        // allows extended CONNECT
   std::uint16_t plain_port_ = 0;  // does not
   std::unique_ptr<ChildServer> origin_;

@@ -30,6 +30,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "proxy/asio/use_tuple.hpp"
 #include "tests/support/test_certificates.hpp"
 
 namespace sandgate::fakes {
@@ -38,7 +39,6 @@ namespace {
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
 using tcp = asio::ip::tcp;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 }  // namespace
 

@@ -61,6 +61,7 @@
 #include <utility>
 #include <vector>
 
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/session/wire/http_head.hpp"
 #include "proxy/session/wire/http_target.hpp"
 #include "rules/host.hpp"
@@ -83,8 +84,6 @@ constexpr std::size_t kBufferLimit = kHeadLimit + 1024;
 
 // ---- The proxy's reader, session::read_request_head(), over a real socket ----
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-
 struct ProxyRead {
   bool finished = false;
   session::HeadRead result;
@@ -100,7 +99,7 @@ asio::awaitable<void> feed(asio::local::stream_protocol::socket peer, std::strin
   while (!input.empty()) {
     const std::size_t n = std::min(chunk, input.size());
     auto [error, written] =
-        co_await asio::async_write(peer, asio::buffer(input.data(), n), use_tuple);
+        co_await asio::async_write(peer, asio::buffer(input.data(), n), sandgate::use_tuple);
     if (error) {
       co_return;
     }

@@ -267,17 +267,20 @@ def storm(proxy_port, host, port, ca, count, paths, hold=0):
     sock.close()
 
 
-def rapid(proxy_port, host, port, ca, count):
+def burst(proxy_port, host, port, ca, count, open_stream):
+    """COUNT streams on one connection, each sent by open_stream(conn, stream, authority), all
+    in one write; then reads until the connection ends (or 5 s of silence). Prints "goaway CODE"
+    when the gate sends one, and "streams answered A" (the streams that got a head). Shared by
+    the rapid-reset attacks (here and h2_review_peer.py)."""
     sock = connect(proxy_port, host, port, ca)
     conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
     conn.initiate_connection()
     sock.sendall(conn.data_to_send())
     answered = 0
+    authority = "%s:%d" % (host, port)
     try:
         for _ in range(count):
-            stream = conn.get_next_available_stream_id()
-            conn.send_headers(stream, [(":method", "GET"), (":scheme", "https"), (":authority", "%s:%d" % (host, port)), (":path", "/slow")], end_stream=True)
-            conn.reset_stream(stream)
+            open_stream(conn, conn.get_next_available_stream_id(), authority)
         sock.sendall(conn.data_to_send())
         sock.settimeout(5)
         while True:
@@ -293,6 +296,14 @@ def rapid(proxy_port, host, port, ca, count):
     except Exception as error:
         print("error %s" % type(error).__name__)
     print("streams answered %d" % answered)
+
+
+def rapid(proxy_port, host, port, ca, count):
+    def get_and_reset(conn, stream, authority):
+        conn.send_headers(stream, [(":method", "GET"), (":scheme", "https"), (":authority", authority), (":path", "/slow")], end_stream=True)
+        conn.reset_stream(stream)
+
+    burst(proxy_port, host, port, ca, count, get_and_reset)
 
 
 def preface(proxy_port, host, port, ca, alpn):

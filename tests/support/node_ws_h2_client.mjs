@@ -20,35 +20,12 @@
 //   choose           a WebSocket to /choose-deflate: its status
 // and for every mode `plain STATUS BODY` for the GET /plain beside it, and `ended ...` when the
 // WebSocket's stream is over.
-import fs from 'node:fs';
-import http from 'node:http';
 import http2 from 'node:http2';
-import tls from 'node:tls';
 
+import {exchange, sessionThroughProxy} from './node_h2_session.mjs';
 import {BINARY, CLOSE, CONTINUATION, FrameReader, PING, PONG, TEXT, closeFrame, frame} from './ws_frames.mjs';
 
 const [proxyPort, host, port, caFile, mode, arg] = process.argv.slice(2);
-
-function tunnel() {
-  return new Promise((resolve, reject) => {
-    const ask = http.request({
-      host: '127.0.0.1',
-      port: Number(proxyPort),
-      method: 'CONNECT',
-      path: `${host}:${port}`,
-      headers: {host: `${host}:${port}`},
-    });
-    ask.on('connect', (response, socket) => {
-      if (response.statusCode !== 200) {
-        reject(new Error(`CONNECT answered ${response.statusCode}`));
-        return;
-      }
-      resolve(socket);
-    });
-    ask.on('error', reject);
-    ask.end();
-  });
-}
 
 // Whether the server allowed extended CONNECT, in its first SETTINGS or a later one.
 function connectProtocol(session) {
@@ -64,17 +41,12 @@ function connectProtocol(session) {
   });
 }
 
-function plain(session) {
-  return new Promise((resolve) => {
-    const stream = session.request({':method': 'GET', ':path': '/plain'});
-    let status = 0;
-    let body = '';
-    stream.on('response', (headers) => { status = headers[':status']; });
-    stream.setEncoding('utf8');
-    stream.on('data', (chunk) => { body += chunk; });
-    stream.on('end', () => resolve(`plain ${status} ${body}`));
-    stream.on('error', (error) => resolve(`plain error ${error.code}`));
-  });
+async function plain(session) {
+  const answer = await exchange(session, {':method': 'GET', ':path': '/plain'});
+  if (answer.error !== undefined) {
+    return `plain error ${answer.error}`;
+  }
+  return `plain ${answer.status} ${answer.body}`;
 }
 
 // A WebSocket stream: its response, then its frames as messages (fragments counted), pongs and
@@ -271,20 +243,7 @@ async function answerOnly(session, where) {
   return ws;
 }
 
-const socket = await tunnel();
-const secure = tls.connect({
-  socket,
-  servername: host,
-  ca: fs.readFileSync(caFile),
-  ALPNProtocols: ['h2', 'http/1.1'],
-});
-await new Promise((resolve, reject) => {
-  secure.once('secureConnect', resolve);
-  secure.once('error', reject);
-});
-console.log(`alpn ${secure.alpnProtocol}`);
-const session = http2.connect(`https://${host}:${port}`, {createConnection: () => secure});
-session.on('error', (error) => console.log(`session error ${error.code}`));
+const session = await sessionThroughProxy(proxyPort, host, port, caFile);
 const allowed = await connectProtocol(session);
 console.log(`connect-protocol ${allowed}`);
 

@@ -7,12 +7,13 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include "proxy/asio/use_tuple.hpp"
+
 namespace sandgate::session::exchange {
 namespace {
 
 namespace asio = boost::asio;
 using namespace asio::experimental::awaitable_operators;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 }  // namespace
 

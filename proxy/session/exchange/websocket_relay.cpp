@@ -12,6 +12,7 @@
 #include <cstring>
 #include <utility>
 
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/session/exchange/budget_stage.hpp"
 
 namespace sandgate::session::exchange {
@@ -20,7 +21,6 @@ namespace {
 namespace asio = boost::asio;
 using namespace asio::experimental::awaitable_operators;
 using clock = std::chrono::steady_clock;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // With a tail held back by redaction, how long the origin must be silent before the part of it
 // that may go goes (as the HTTP response side waits: http_response_side.cpp).

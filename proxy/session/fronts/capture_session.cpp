@@ -26,6 +26,7 @@
 #include "rules/ip_address.hpp"
 
 #ifdef __linux__
+#include "proxy/asio/use_tuple.hpp"
 #include "rules/ascii.hpp"
 #include "sandbox-profile/process/capture_sockets.hpp"
 #endif
@@ -37,7 +38,6 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 using asio::ip::udp;
 using namespace asio::experimental::awaitable_operators;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 constexpr std::string_view kMethod = "CAPTURE";
 constexpr std::string_view kDnsMethod = "DNS";

@@ -13,6 +13,7 @@
 #include <boost/beast/http/read.hpp>
 #include <chrono>
 
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/session/fault_injection.hpp"
 #include "proxy/session/fronts/http_front.hpp"
 #include "proxy/session/fronts/socks_session.hpp"
@@ -31,7 +32,6 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // Host and port for the log line of a request refused before its target was looked at; "-" when
 // the target does not parse (it is never acted on, so it need not).

@@ -6,6 +6,7 @@
 #include <boost/asio/write.hpp>
 #include <string>
 
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/session/fronts/http_front.hpp"
 #include "proxy/session/fronts/inspected_connection.hpp"
 #include "proxy/session/open_tunnel.hpp"
@@ -15,7 +16,6 @@ namespace sandgate::session {
 namespace {
 
 namespace asio = boost::asio;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection Established\r\n\r\n";
 

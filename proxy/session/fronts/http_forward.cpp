@@ -39,6 +39,7 @@
 #include <sstream>
 #include <utility>
 
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/session/admission.hpp"
 #include "proxy/session/ask_wait.hpp"
 #include "proxy/session/exchange/pipeline/end_line.hpp"
@@ -67,7 +68,6 @@ namespace http = beast::http;
 using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 using clock = std::chrono::steady_clock;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 using exchange::AdmittedRequest;
 using exchange::EndLine;

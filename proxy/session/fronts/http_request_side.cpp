@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/session/fronts/http_exchange.hpp"
 #include "proxy/session/wire/http_head.hpp"
 
@@ -26,7 +27,6 @@ namespace {
 
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // The whole request has gone upstream and nothing reads the client while the origin thinks: a
 // client that leaves then (a timeout of its own, say) would keep its connection and the

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/secrets/redaction.hpp"
 #include "proxy/secrets/request_secrets.hpp"
 #include "proxy/session/exchange/pipeline/response_stages.hpp"
@@ -29,7 +30,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = boost::beast::http;
 using clock = std::chrono::steady_clock;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 using namespace asio::experimental::awaitable_operators;
 
 // How long a bound host's response may pause before the bytes its redaction holds back (a tail

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/inspect/inspection.hpp"
 #include "proxy/session/admission.hpp"
 #include "proxy/session/fronts/http_front.hpp"
@@ -33,7 +34,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // The client's socket, read through the bytes the gate already read from it (the ClientHello
 // it checked for its server name) before the socket itself: what the client-facing TLS stream

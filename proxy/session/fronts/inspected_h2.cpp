@@ -35,6 +35,7 @@
 #include <variant>
 #include <vector>
 
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/log/record.hpp"
 #include "proxy/secrets/redaction.hpp"
 #include "proxy/secrets/request_secrets.hpp"
@@ -68,7 +69,6 @@ using h2_front::Item;
 using h2_front::Stream;
 using namespace asio::experimental::awaitable_operators;
 using clock = std::chrono::steady_clock;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // How long a stream's response from a bound host may pause before the bytes its redaction holds
 // back (a tail that could still become a value's echo) are sent as they are: as on HTTP/1.1.

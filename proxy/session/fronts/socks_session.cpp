@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/session/fronts/inspected_connection.hpp"
 #include "proxy/session/graceful_close.hpp"
 #include "proxy/session/open_tunnel.hpp"
@@ -112,7 +113,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 constexpr std::string_view kMethod = "SOCKS5";
 

@@ -13,6 +13,7 @@
 #include <boost/beast/http/rfc7230.hpp>
 #include <vector>
 
+#include "proxy/asio/use_tuple.hpp"
 #include "rules/ascii.hpp"
 #include "rules/http_lines.hpp"
 
@@ -24,7 +25,6 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 std::string_view buffer_text(const beast::flat_buffer& buffer) {
   return {static_cast<const char*>(buffer.data().data()), buffer.size()};

@@ -18,6 +18,7 @@
 #include <string>
 #include <utility>
 
+#include "proxy/asio/use_tuple.hpp"
 #include "tests/support/temporary_folder.hpp"
 #include "tests/support/test_certificates.hpp"
 
@@ -28,7 +29,6 @@ namespace asio = boost::asio;
 namespace ssl = asio::ssl;
 using asio::ip::tcp;
 using boost::system::error_code;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // A connected loopback pair on `io`.
 std::pair<tcp::socket, tcp::socket> connected_pair(asio::io_context& io) {

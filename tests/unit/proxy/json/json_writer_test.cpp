@@ -250,8 +250,8 @@ TEST(AppendString, EveryOneAndTwoByteInputParses) {
 // edge, and their neighbours 7F and C0, in the later positions: every range boundary in three and
 // four bytes. (The bytes between two edges are read alike; all of 7F-C0 made this 30 times longer.)
 TEST(AppendString, EveryMultiByteBoundaryParses) {
-  const std::vector<int> follow = {0x7f, 0x80, 0x81, 0x8e, 0x8f, 0x90, 0x91, 0x9e,
-                                   0x9f, 0xa0, 0xa1, 0xbe, 0xbf, 0xc0};
+  const std::vector<int> follow = {0x7f, 0x80, 0x81, 0x8e, 0x8f, 0x90, 0x91,
+                                   0x9e, 0x9f, 0xa0, 0xa1, 0xbe, 0xbf, 0xc0};
   const int tail[] = {0x41, 0x7f, 0x80, 0xbf, 0xc0, 0xe2};
   for (int lead = 0xc0; lead < 0x100; ++lead) {
     for (const int second : follow) {
