@@ -22,6 +22,9 @@ namespace {
 
 // The most the connection reads of its socket at a time.
 constexpr std::size_t kReadPiece = 16 * 1024;
+// How long the GOAWAY that tells a broken origin why its connection ends may take to go: an
+// origin that does not read it is closed all the same.
+constexpr std::chrono::seconds kGoawayWait{1};
 
 // The stream an event is about; 0 for the connection's own (GOAWAY, SETTINGS, a ping's answer).
 template <typename Event>
@@ -159,8 +162,28 @@ void H2Origin::finish() {
   wake_writer();
 }
 
+void H2Origin::end_after_goaway(std::string why) {
+  if (closed_ || finishing_) {
+    close(std::move(why));
+    return;
+  }
+  // The codec's GOAWAY (its error code says why) goes first: the write loop closes the
+  // connection once it is written, or the wait does. No stream is taken meanwhile.
+  ending_why_ = std::move(why);
+  finishing_ = true;
+  retire();
+  idle_.expires_after(kGoawayWait);
+  idle_.async_wait([weak = weak_from_this()](boost::system::error_code error) {
+    auto self = weak.lock();
+    if (self != nullptr && !error) {
+      self->close(self->ending_why_);
+    }
+  });
+  wake_writer();
+}
+
 void H2Origin::after_stream() {
-  if (closed_ || !sinks_.empty()) {
+  if (closed_ || finishing_ || !sinks_.empty()) {
     return;
   }
   if (retired_) {
@@ -190,7 +213,7 @@ asio::awaitable<void> H2Origin::read_loop(std::shared_ptr<H2Origin> self) {
     self->take_events();
     self->wake_writer();
     if (failed != h2::ConnectionError::none) {
-      self->close("the origin broke HTTP/2 (" + std::string(h2::describe(failed)) + ")");
+      self->end_after_goaway("the origin broke HTTP/2 (" + std::string(h2::describe(failed)) + ")");
       break;
     }
   }
@@ -203,7 +226,8 @@ asio::awaitable<void> H2Origin::write_loop(std::shared_ptr<H2Origin> self) {
     self->take_events();
     if (pending.empty()) {
       if (self->finishing_) {
-        self->close("the gate closed it");  // its GOAWAY is written
+        // Its GOAWAY is written.
+        self->close(self->ending_why_.empty() ? "the gate closed it" : self->ending_why_);
         break;
       }
       co_await self->output_ready_.async_wait(use_tuple);

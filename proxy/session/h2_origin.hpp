@@ -5,8 +5,9 @@
 // origin's into it, its output to the origin. A client connection opens a stream with a sink that
 // takes that stream's events, sends on it by its id, and releases it when done.
 //
-// How it ends: the origin closes or breaks it, or the drain closes it (every stream still open
-// hears a StreamClosedEvent, reset by the peer with INTERNAL_ERROR); or it is retired (the
+// How it ends: the origin closes or breaks it (a broken one is told why first: the codec's GOAWAY
+// goes, within kGoawayWait), or the drain closes it (every stream still open hears a
+// StreamClosedEvent, reset by the peer with INTERNAL_ERROR); or it is retired (the
 // origin's GOAWAY, a reload: it takes no new stream) and goes once its last stream is released,
 // with a GOAWAY of the gate's; or, with no stream, its idle lifetime passes. The streams its
 // origin's GOAWAY leaves out close with Closer::goaway and retry_safe: the borrower may send them
@@ -123,6 +124,9 @@ class H2Origin : public std::enable_shared_from_this<H2Origin> {
   void after_stream();
   // A GOAWAY of the gate's, then closed once it is written.
   void finish();
+  // The codec ended the connection (the origin broke HTTP/2 or a limit): closed once the
+  // codec's GOAWAY is written, kGoawayWait at most; its streams hear it then.
+  void end_after_goaway(std::string why);
 
   H2OriginKeeper* keeper_;  // null once it is gone
   std::string key_;
@@ -137,6 +141,7 @@ class H2Origin : public std::enable_shared_from_this<H2Origin> {
   bool finishing_ = false;
   bool closed_ = false;
   std::string why_closed_;
+  std::string ending_why_;  // why it ends, once its GOAWAY is written (end_after_goaway)
 };
 
 // A stream a client connection borrowed of an H2Origin: the connection (held as long as the

@@ -83,6 +83,11 @@ class ReloadTest : public ::testing::Test {
   }
 
   void TearDown() override {
+    // A test can end before the guard thread was first scheduled (a loaded machine): let it ask
+    // at least once, so "never allowed" is never said of no question at all.
+    for (int i = 0; i < 1000 && guard_.joinable() && guard_checks_.load() == 0; ++i) {
+      std::this_thread::sleep_for(10ms);
+    }
     stop_guard_ = true;
     if (guard_.joinable()) {
       guard_.join();

@@ -9,7 +9,7 @@
 // which may come in a later SETTINGS frame: waited for up to 3 s), then per MODE:
 //   echo [SENTINEL]  a WebSocket to /echo (authorization "Bearer SENTINEL" when given): a text,
 //                    a binary, a fragmented text with a ping inside, a message the origin
-//                    answers in fragments, "send-token", then close 1000; each answer printed
+//                    answers in fragments, "send-token", "send-token-split", then close 1000; each answer printed
 //   refused          a WebSocket to /denied: its status and proxy-status
 //   forced           extended CONNECT whatever the SETTINGS said: the stream's fate
 //   flood            a WebSocket to /flood: the messages counted until the gate's close
@@ -161,6 +161,8 @@ async function echo(session) {
   ws.send(TEXT, 'fragments:one|two|three');
   console.log(show(await ws.next()));
   ws.send(TEXT, 'send-token');
+  console.log(show(await ws.next()));
+  ws.send(TEXT, 'send-token-split');
   console.log(show(await ws.next()));
   ws.close(1000, 'done');
   console.log(show(await ws.next()));

@@ -12,7 +12,8 @@
 //
 // /echo   every message back whole with its opcode; a ping answered with its pong; a close with
 //         the same close, then the stream's end. "fragments:A|B|C" comes back as fragments A,
-//         B, C; "send-token" comes back as "token SECRET".
+//         B, C; "send-token" comes back as "token SECRET"; "send-token-split" too, in two
+//         fragments cut inside SECRET, their bytes in three DATA frames.
 // /flood  twenty binary messages of 1,000 bytes, then waits for the close.
 // /choose-deflate  answers 200 choosing permessage-deflate (which the gate never offers).
 // Any other request: 200 "plain ok" (the connection's ordinary streams).
@@ -92,6 +93,16 @@ function reply(stream, opcode, payload) {
     });
   } else if (opcode === TEXT && text === 'send-token') {
     stream.write(frame(TEXT, `token ${secret}`));
+  } else if (opcode === TEXT && text === 'send-token-split') {
+    // The value split across two fragments, and their bytes across three DATA frames: one cut
+    // inside the first fragment's value, one inside the second fragment's header.
+    const first = frame(TEXT, `token ${secret.slice(0, 4)}`, {fin: false});
+    const second = frame(CONTINUATION, secret.slice(4));
+    const bytes = Buffer.concat([first, second]);
+    const cuts = [first.length - 2, first.length + 1];
+    stream.write(bytes.subarray(0, cuts[0]));
+    setTimeout(() => stream.write(bytes.subarray(cuts[0], cuts[1])), 30);
+    setTimeout(() => stream.write(bytes.subarray(cuts[1])), 60);
   } else {
     stream.write(frame(opcode, payload));
   }

@@ -39,22 +39,22 @@ void MessageTap::payload(bool upward, std::string_view bytes) {
       c.bytes.size() < keep ? std::min(bytes.size(), keep - c.bytes.size()) : 0;
   const std::size_t from = c.bytes.size();
   c.bytes.append(bytes.substr(0, wanted));
-  const std::size_t tail = std::min(bytes.size(), margin_);
-  std::string_view last = bytes.substr(bytes.size() - tail);
   if (c.masked) {
     for (std::size_t i = 0; i < wanted; ++i) {
       c.bytes[from + i] = static_cast<char>(c.bytes[from + i] ^ c.mask[(c.frame_offset + i) % 4]);
     }
   }
   if (margin_ > 0) {
-    std::string unmasked(last);
+    // The direction's last margin_ bytes, unmasked where they are appended.
+    const std::size_t tail = std::min(bytes.size(), margin_);
+    const std::size_t appended = c.recent.size();
+    c.recent.append(bytes.substr(bytes.size() - tail));
     if (c.masked) {
       const std::uint64_t at = c.frame_offset + (bytes.size() - tail);
-      for (std::size_t i = 0; i < unmasked.size(); ++i) {
-        unmasked[i] = static_cast<char>(unmasked[i] ^ c.mask[(at + i) % 4]);
+      for (std::size_t i = 0; i < tail; ++i) {
+        c.recent[appended + i] = static_cast<char>(c.recent[appended + i] ^ c.mask[(at + i) % 4]);
       }
     }
-    c.recent += unmasked;
     if (c.recent.size() > margin_) {
       c.recent.erase(0, c.recent.size() - margin_);
     }

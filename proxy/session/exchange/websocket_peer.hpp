@@ -10,6 +10,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/buffer.hpp>
+#include <boost/asio/error.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/system/error_code.hpp>
@@ -20,6 +21,11 @@
 #include "proxy/session/wire/byte_stream.hpp"
 
 namespace sandgate::session::exchange {
+
+// What a write ends with when the side whose bytes it carries was reset while it waited for
+// room (an HTTP/2 stream's RST_STREAM): the destination did not fail, the source did. ENETRESET,
+// which no write to a TCP socket of the gate's returns otherwise.
+inline const boost::system::error_code kSourceWasReset = boost::asio::error::network_reset;
 
 class WebSocketPeer {
  public:

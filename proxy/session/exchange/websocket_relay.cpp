@@ -400,9 +400,11 @@ class Relay {
     touch();
     if (error && !ending_) {
       end(WebSocketEnd::How::reset,
-          std::string("the ") +
-              name_of(d.sender == Sender::client ? Sender::server : Sender::client) +
-              " failed: " + error.message() + ".",
+          error == kSourceWasReset
+              ? std::string("the ") + name_of(d.sender) + " reset its stream mid-message."
+              : std::string("the ") +
+                    name_of(d.sender == Sender::client ? Sender::server : Sender::client) +
+                    " failed: " + error.message() + ".",
           kCloseGoingAway, "the other side went away");
     }
     if (error) {

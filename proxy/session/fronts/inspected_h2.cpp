@@ -1723,13 +1723,19 @@ class H2Connection final : private H2OriginWatcher, private h2_front::OriginEven
     }
     const std::string host = origin_.host.display();
     const std::string path(logged_path(s.request.path));
-    exchange::EndLine identity;
-    identity.method = h2_front::judged_method(s.request);
-    identity.host = host;
-    identity.port = origin_.port;
-    identity.path = path;
-    identity.started = s.started;
-    return exchange::MessageLines(context_, identity);  // copies the strings
+    return exchange::MessageLines(context_, line_of(s, host, path));  // copies the strings
+  }
+
+  // What every line of an admitted stream names: the request, its origin and its start. `host`
+  // and `path` (the origin's name and the logged path) outlive the line.
+  exchange::EndLine line_of(const Stream& s, const std::string& host, const std::string& path) {
+    exchange::EndLine line;
+    line.method = h2_front::judged_method(s.request);
+    line.host = host;
+    line.port = origin_.port;
+    line.path = path;
+    line.started = s.started;
+    return line;
   }
 
   // The end line of an admitted stream (repeating its allow). A stream a reload ended with its
@@ -1738,18 +1744,13 @@ class H2Connection final : private H2OriginWatcher, private h2_front::OriginEven
   void log_end(const Stream& s) {
     const std::string host = origin_.host.display();
     const std::string path(logged_path(s.request.path));
-    exchange::EndLine line;
-    line.method = h2_front::judged_method(s.request);
-    line.host = host;
-    line.port = origin_.port;
-    line.path = path;
+    exchange::EndLine line = line_of(s, host, path);
     line.outcome = s.outcome;
     line.reason = s.reason;
     line.detail = s.detail;
     line.rule = s.rule;
     line.bytes_up = s.bytes_up;
     line.bytes_down = s.bytes_down;
-    line.started = s.started;
     if (const Revocation* why = context_.live.revoked.get()) {
       log::Record end = exchange::end_record(context_, line);
       end.rule = why->rule;

@@ -37,6 +37,10 @@ class StreamSide final : public exchange::WebSocketPeer {
     Inbox& room_wait;  // where room to send on this side is signalled
     bool& room;        // set by the connection when there is room again
     const bool& closed;
+    // The other side's stream was reset: what this side is written is the rest of its bytes,
+    // which will never come whole. A write waiting for room ends then (the response path's
+    // send_all does the same), or a side that does not read would hold it until the idle limit.
+    const bool& source_reset;
     bool client_side;  // which Closed events are this side's
   };
   StreamSide(Wiring wiring, const ConnectionLinks& links) : w_(wiring), links_(links) {}
@@ -157,6 +161,9 @@ class StreamSide final : public exchange::WebSocketPeer {
     }
     if (w_.closed) {
       return asio::error::broken_pipe;
+    }
+    if (w_.source_reset) {
+      return exchange::kSourceWasReset;
     }
     return std::nullopt;
   }
@@ -282,9 +289,11 @@ std::optional<std::string> answer_problem(const h2::RequestHead& request,
 asio::awaitable<void> relay_websocket(ConnectionLinks links, Stream& s,
                                       exchange::MessageLog* messages) {
   StreamSide<h2::ServerCodec, h2::StreamId> client(
-      {links.server, s.client, s.up, s.down, s.client_room, s.client_closed, true}, links);
+      {links.server, s.client, s.up, s.down, s.client_room, s.client_closed, s.origin_reset, true},
+      links);
   StreamSide<BorrowedStreams, BorrowedStream&> origin(
-      {links.client, s.origin, s.down, s.up, s.origin_room, s.origin_closed, false}, links);
+      {links.client, s.origin, s.down, s.up, s.origin_room, s.origin_closed, s.client_reset, false},
+      links);
   exchange::BudgetAllowance allowance(s.stages.budget);
   exchange::WebSocketOptions options;
   options.idle = links.idle;  // as on HTTP/1.1: the tunnel relay's, none when zero
