@@ -1,6 +1,7 @@
 // An HTTP/1.1 exchange over a stream of an HTTP/2 origin connection (h1_over_h2_upstream.hpp).
 #include "proxy/session/exchange/h1_over_h2_upstream.hpp"
 
+#include <algorithm>
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/beast/core/bind_handler.hpp>
@@ -25,24 +26,93 @@ std::string hex(std::size_t n) {
   return std::string(text, static_cast<std::size_t>(length));
 }
 
-std::string stream_end_sentence(const h2::StreamClosedEvent& closed) {
+// The failure a stream's close means when it came before the response was whole.
+boost::system::error_code stream_end_failure(const h2::StreamClosedEvent& closed) {
   switch (closed.by) {
     case h2::Closer::peer:
-      return "the origin reset the HTTP/2 stream (" + std::string(h2::describe(closed.code)) + ")";
+      return make_error(StreamFailure::origin_reset, static_cast<std::uint32_t>(closed.code));
     case h2::Closer::codec:
-      return "the origin's HTTP/2 response broke the protocol (" +
-             std::string(h2::describe(closed.problem)) + ")";
+      return make_error(StreamFailure::origin_broke_http2,
+                        static_cast<std::uint32_t>(closed.problem));
     case h2::Closer::goaway:
-      return "the origin's HTTP/2 connection went away before the response (" +
-             std::string(h2::describe(closed.code)) + ")";
+      return make_error(StreamFailure::went_away, static_cast<std::uint32_t>(closed.code));
     case h2::Closer::owner:
     case h2::Closer::finished:
       break;
   }
-  return "the HTTP/2 stream ended before the response did";
+  return make_error(StreamFailure::stream_ended);
 }
 
+class StreamFailureCategory final : public boost::system::error_category {
+ public:
+  const char* name() const noexcept override { return "sandgate.h1-over-h2"; }
+  std::string message(int value) const override {
+    const auto kind = static_cast<StreamFailure>(value & 0xff);
+    const auto detail = static_cast<std::uint32_t>(value) >> 8;
+    switch (kind) {
+      case StreamFailure::origin_reset:
+        return "the origin reset the HTTP/2 stream (" +
+               std::string(h2::describe(static_cast<h2::ErrorCode>(detail))) + ")";
+      case StreamFailure::origin_broke_http2:
+        return "the origin's HTTP/2 response broke the protocol (" +
+               std::string(h2::describe(static_cast<h2::StreamProblem>(detail))) + ")";
+      case StreamFailure::went_away:
+        return "the origin's HTTP/2 connection went away before the response (" +
+               std::string(h2::describe(static_cast<h2::ErrorCode>(detail))) + ")";
+      case StreamFailure::stream_ended:
+        return "the HTTP/2 stream ended before the response did";
+      case StreamFailure::ended_before_request:
+        return "the origin ended the HTTP/2 stream before the request's body did";
+      case StreamFailure::not_carried:
+        return "the request cannot be sent over HTTP/2: " +
+               std::string(h2::describe(static_cast<h2::MappingProblem>(detail)));
+      case StreamFailure::head_too_large:
+        return "the request head is larger than " + std::to_string(detail) + " KiB";
+      case StreamFailure::not_readable:
+        return "the request could not be read again for HTTP/2: " +
+               http::make_error_code(static_cast<http::error>(detail)).message();
+      case StreamFailure::no_stream:
+        return "the origin's HTTP/2 connection took no new stream (" +
+               std::string(h2::describe(static_cast<h2::SubmitError>(detail))) + ")";
+      case StreamFailure::not_taken:
+        return "the origin's HTTP/2 stream took no more of the request (" +
+               std::string(h2::describe(static_cast<h2::SubmitError>(detail))) + ")";
+    }
+    return "the HTTP/2 stream failed";
+  }
+};
+
 }  // namespace
+
+const boost::system::error_category& stream_failure_category() {
+  static const StreamFailureCategory category;
+  return category;
+}
+
+boost::system::error_code make_error(StreamFailure kind, std::uint32_t detail) {
+  const std::uint32_t kept = std::min<std::uint32_t>(detail, (1U << 23) - 1);
+  return {static_cast<int>(static_cast<std::uint32_t>(kind) | (kept << 8)),
+          stream_failure_category()};
+}
+
+std::optional<StreamFailureReport> stream_failure_report(const boost::system::error_code& error,
+                                                         std::string_view where) {
+  if (error.category() != stream_failure_category()) {
+    return std::nullopt;
+  }
+  const std::string sentence = std::string(where) + ": " + error.message() + ".";
+  switch (static_cast<StreamFailure>(error.value() & 0xff)) {
+    case StreamFailure::origin_broke_http2:
+      return StreamFailureReport{rules::Reason::bad_response, sentence};
+    case StreamFailure::not_carried:
+    case StreamFailure::not_readable:
+      return StreamFailureReport{rules::Reason::bad_request, sentence};
+    case StreamFailure::head_too_large:
+      return StreamFailureReport{rules::Reason::header_too_large, sentence};
+    default:
+      return StreamFailureReport{rules::Reason::upstream_closed, sentence};
+  }
+}
 
 H1OverH2Upstream::H1OverH2Upstream(executor_type executor, std::shared_ptr<H2Origin> connection,
                                    std::string scheme, std::size_t head_limit)
@@ -89,11 +159,15 @@ asio::awaitable<bool> H1OverH2Upstream::paused(std::chrono::milliseconds pause) 
   co_return !error && !has_unread();
 }
 
-void H1OverH2Upstream::fail(std::string why) {
-  if (why_.empty()) {
-    why_ = std::move(why);
+boost::system::error_code H1OverH2Upstream::head_too_large() const {
+  return make_error(StreamFailure::head_too_large,
+                    static_cast<std::uint32_t>(in_.max_size() / 1024));
+}
+
+void H1OverH2Upstream::fail(boost::system::error_code failure) {
+  if (!failure_) {
+    failure_ = failure;
   }
-  failed_ = true;
   serve_read();
   serve_write();
   readable_.cancel();
@@ -113,38 +187,37 @@ void H1OverH2Upstream::serve_read() {
   }
   Handler handler = std::move(*read_handler_);
   read_handler_.reset();
-  if (out_read_ < out_.size()) {
-    const std::size_t n = asio::buffer_copy(
-        read_into_, asio::buffer(out_.data() + out_read_, out_.size() - out_read_));
-    out_read_ += n;
-    // What the front has read of the origin's body goes back to the stream's window.
-    while (!pieces_.empty() && pieces_.front().first <= out_read_) {
-      if (!stream_over_) {
-        connection_->consume(id_, pieces_.front().second);
+  if (!out_.empty()) {
+    std::size_t n = 0;
+    while (!out_.empty() && n < read_into_.size()) {
+      Piece& piece = out_.front();
+      const std::size_t copied =
+          asio::buffer_copy(read_into_ + n, asio::buffer(piece.bytes) + piece.read);
+      piece.read += copied;
+      n += copied;
+      if (piece.read < piece.bytes.size()) {
+        break;
       }
-      pieces_.pop_front();
+      // Read whole: its DATA goes back to the stream's window, and the piece goes.
+      if (piece.data_bytes > 0 && !stream_over_) {
+        connection_->consume(id_, piece.data_bytes);
+      }
+      out_.pop_front();
     }
     complete(handler, {}, n);
     return;
   }
   if (ended_) {
     complete(handler, asio::error::eof, 0);
-  } else if (failed_) {
-    complete(handler, asio::error::connection_reset, 0);
+  } else if (failure_) {
+    complete(handler, failure_, 0);
   } else {
     read_handler_.emplace(std::move(handler));  // nothing yet: it waits
   }
 }
 
-void H1OverH2Upstream::response_bytes(std::string_view bytes, std::size_t data_bytes) {
-  if (out_read_ == out_.size()) {
-    out_.clear();  // all read (and every piece given back): start again at the front
-    out_read_ = 0;
-  }
-  out_.append(bytes);
-  if (data_bytes > 0) {
-    pieces_.emplace_back(out_.size(), data_bytes);
-  }
+void H1OverH2Upstream::response_bytes(std::string bytes, std::size_t data_bytes) {
+  out_.push_back(Piece{std::move(bytes), 0, data_bytes});
   readable_.cancel();
   serve_read();
 }
@@ -156,7 +229,7 @@ void H1OverH2Upstream::take(const h2::ResponseHead& head, bool interim, bool end
     head_seen_ = true;
     chunked_ = mapped.chunked;
   }
-  response_bytes(mapped.text, 0);
+  response_bytes(std::move(mapped.text), 0);
   if (end_stream) {
     ended_ = true;
     serve_read();
@@ -169,11 +242,12 @@ void H1OverH2Upstream::on_origin_event(h2::ClientEvent& event) {
   } else if (auto* head = std::get_if<h2::ResponseHeadEvent>(&event)) {
     take(head->head, false, head->end_stream);
   } else if (auto* data = std::get_if<h2::DataEvent>(&event)) {
-    if (chunked_) {
-      response_bytes(hex(data->bytes.size()) + "\r\n" + data->bytes + "\r\n", data->bytes.size());
-    } else {
-      response_bytes(data->bytes, data->bytes.size());
+    const std::size_t size = data->bytes.size();
+    if (size == 0) {
+      return;  // (never a chunk of its own: an empty one is the last)
     }
+    response_bytes(chunked_ ? hex(size) + "\r\n" + data->bytes + "\r\n" : std::move(data->bytes),
+                   size);
   } else if (std::holds_alternative<h2::EndEvent>(event)) {
     // (Trailers, a TrailersEvent before this, are dropped: see the header.)
     if (chunked_ && !ended_) {
@@ -184,12 +258,11 @@ void H1OverH2Upstream::on_origin_event(h2::ClientEvent& event) {
   } else if (std::holds_alternative<h2::SendReadyEvent>(event)) {
     serve_write();
   } else if (auto* closed = std::get_if<h2::StreamClosedEvent>(&event)) {
-    stream_over_ = true;
-    pieces_.clear();  // nothing to give back to a stream that is gone
+    stream_over_ = true;  // (nothing to give back to a stream that is gone)
     if (!ended_) {
-      fail(stream_end_sentence(*closed));
+      fail(stream_end_failure(*closed));
     } else if (!request_ended_) {
-      fail("the origin ended the HTTP/2 stream before the request's body did");
+      fail(make_error(StreamFailure::ended_before_request));
     }
   }
 }
@@ -214,17 +287,17 @@ void H1OverH2Upstream::serve_write() {
   if (!write_handler_) {
     return;
   }
-  const bool done = failed_ || pump();
+  const bool done = failure_ || pump();
   if (!write_handler_) {
     return;  // (a failure inside pump() completed it already)
   }
-  if (!done && !failed_) {
+  if (!done && !failure_) {
     return;  // waits for room on the stream (SendReadyEvent)
   }
   Handler handler = std::move(*write_handler_);
   write_handler_.reset();
-  if (failed_) {
-    complete(handler, asio::error::connection_reset, 0);
+  if (failure_) {
+    complete(handler, failure_, 0);
   } else {
     complete(handler, {}, write_taken_);
   }
@@ -235,14 +308,14 @@ bool H1OverH2Upstream::pump() {
     if (!flush_body()) {
       return false;
     }
-    if (failed_) {
+    if (failure_) {
       return true;
     }
     if (request_.is_done()) {
       if (!request_ended_ && id_ != 0) {
         request_ended_ = true;
         if (const auto error = connection_->end_stream(id_); error != h2::SubmitError::none) {
-          fail("the origin's HTTP/2 stream took no end (" + std::string(h2::describe(error)) + ")");
+          fail(make_error(StreamFailure::not_taken, static_cast<std::uint32_t>(error)));
         }
       }
       in_.consume(in_.size());  // (nothing follows one request on its stream)
@@ -264,9 +337,10 @@ bool H1OverH2Upstream::pump() {
     }
     const bool need_more = error == http::error::need_more;
     if (error && !need_more) {
-      fail(error == http::error::header_limit
-               ? "the request head is larger than " + std::to_string(in_.max_size() / 1024) + " KiB"
-               : "the request could not be read again for HTTP/2: " + error.message());
+      fail(
+          error == http::error::header_limit
+              ? head_too_large()
+              : make_error(StreamFailure::not_readable, static_cast<std::uint32_t>(error.value())));
       return true;
     }
     if (request_.is_header_done() && id_ == 0 && !open_stream()) {
@@ -274,7 +348,7 @@ bool H1OverH2Upstream::pump() {
     }
     if (need_more && used == 0 && body_.empty()) {
       if (in_.size() == in_.max_size()) {
-        fail("the request head is larger than " + std::to_string(in_.max_size() / 1024) + " KiB");
+        fail(head_too_large());
       }
       return true;  // the rest of a head or of a chunk's header line is still to come
     }
@@ -290,14 +364,13 @@ bool H1OverH2Upstream::open_stream() {
   head_request_ = head.method() == http::verb::head;
   auto mapped = h2::to_http2_request(head.method_string(), head.target(), fields, scheme_);
   if (!mapped) {
-    fail("the request cannot be sent over HTTP/2: " + std::string(h2::describe(mapped.error())));
+    fail(make_error(StreamFailure::not_carried, static_cast<std::uint32_t>(mapped.error())));
     return false;
   }
   const bool end_stream = request_.is_done() && body_.empty();
   auto opened = connection_->open_stream(*mapped, end_stream, *this);
   if (!opened) {
-    fail("the origin's HTTP/2 connection took no new stream (" +
-         std::string(h2::describe(opened.error())) + ")");
+    fail(make_error(StreamFailure::no_stream, static_cast<std::uint32_t>(opened.error())));
     return false;
   }
   id_ = *opened;
@@ -306,13 +379,12 @@ bool H1OverH2Upstream::open_stream() {
 }
 
 bool H1OverH2Upstream::flush_body() {
-  if (body_.empty() || id_ == 0 || failed_) {
+  if (body_.empty() || id_ == 0 || failure_) {
     return true;
   }
   auto sent = connection_->send_data(id_, body_);
   if (!sent) {
-    fail("the origin's HTTP/2 stream took no more of the body (" +
-         std::string(h2::describe(sent.error())) + ")");
+    fail(make_error(StreamFailure::not_taken, static_cast<std::uint32_t>(sent.error())));
     return true;
   }
   body_.erase(0, *sent);

@@ -13,10 +13,14 @@
 //   the response  its interim heads and its head as HTTP/1.1 heads; the body with the origin's
 //                 content-length, or chunked when it gave none; the end as the last chunk. The
 //                 origin's trailers are dropped, as the HTTP/1.1 front drops an HTTP/1.1
-//                 origin's. What the origin sends is held until the front reads it, and given
-//                 back to the stream's window only then: the stream's window is the bound.
-//   the end       the response's end reads as end of stream; a stream the origin reset, or a
-//                 connection that ended, as a reset (connection_reset), with why() saying why.
+//                 origin's. What the origin sends is held, piece by piece, until the front reads
+//                 it, and given back to the stream's window only then; a piece read goes: the
+//                 stream's window is the bound of what is held, however long the response.
+//   the end       the response's end reads as end of stream; a stream that failed (the origin
+//                 reset it or broke HTTP/2, its connection ended, the request could not be
+//                 carried) ends the pending and later reads and writes with a StreamFailure
+//                 error, whose sentence (message(), why()) the front answers and logs with
+//                 (stream_failure_report()).
 //
 // The stream is opened on `connection` when the request head is whole; the destructor resets it
 // (CANCEL) unless it is over. One read and one write may be pending at a time, as for a socket;
@@ -36,6 +40,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
+#include <boost/system/error_code.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -44,11 +49,43 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "proxy/session/exchange/h2/client_codec.hpp"
 #include "proxy/session/h2_origin.hpp"
+#include "rules/reason.hpp"
 
 namespace sandgate::session::exchange {
+
+// Why a stream failed the HTTP/1.1 exchange it carries: the error its reads and writes complete
+// with, whose value holds the kind and a detail (the wire's code, the codec's or the mapping's
+// problem), so that the sentence travels with the error through the front unchanged.
+enum class StreamFailure : std::uint8_t {
+  origin_reset = 1,      // the origin reset the stream (detail: its h2::ErrorCode)
+  origin_broke_http2,    // its response broke HTTP/2 or a limit of the gate's (h2::StreamProblem)
+  went_away,             // the origin's GOAWAY left the stream out (h2::ErrorCode)
+  stream_ended,          // the stream or its connection ended before the response did
+  ended_before_request,  // the origin ended the stream before the request's body did
+  not_carried,           // the request has no HTTP/2 form (h2::MappingProblem)
+  head_too_large,        // the request head is larger than the bound (detail: the bound in KiB)
+  not_readable,          // the request could not be read again (a Beast http::error)
+  no_stream,             // the connection took no new stream (h2::SubmitError)
+  not_taken,             // the stream took no more of the body, or not its end (h2::SubmitError)
+};
+const boost::system::error_category& stream_failure_category();
+// (A detail past 2^23 is kept as 2^23 - 1: no code of the wire's the gate names is that large.)
+boost::system::error_code make_error(StreamFailure kind, std::uint32_t detail = 0);
+
+// How the front reports a StreamFailure: the reason its answer and end line carry (bad_response
+// for an origin that broke HTTP/2, bad_request for a request that cannot be carried,
+// header_too_large, upstream_closed for the rest) and the sentence, naming `where`
+// ("host:port"). Nothing for an error of any other kind.
+struct StreamFailureReport {
+  rules::Reason reason;
+  std::string sentence;
+};
+std::optional<StreamFailureReport> stream_failure_report(const boost::system::error_code& error,
+                                                         std::string_view where);
 
 class H1OverH2Upstream final : private H2OriginStreamSink {
  public:
@@ -70,9 +107,9 @@ class H1OverH2Upstream final : private H2OriginStreamSink {
 
   executor_type get_executor() const { return executor_; }
   const std::shared_ptr<H2Origin>& connection() const { return connection_; }
-  // Why the stream failed (the origin reset it, the connection ended, the head could not be
-  // carried); empty while it has not.
-  const std::string& why() const { return why_; }
+  // Why the stream failed (a StreamFailure); none while it has not.
+  const boost::system::error_code& failure() const { return failure_; }
+  std::string why() const { return failure_ ? failure_.message() : std::string(); }
 
   template <class MutableBufferSequence, class Token>
   auto async_read_some(const MutableBufferSequence& buffers, Token&& token) {
@@ -100,7 +137,7 @@ class H1OverH2Upstream final : private H2OriginStreamSink {
   // Ends a pending read and write with operation_aborted.
   void cancel_pending();
   // Response bytes are here that a read takes without waiting.
-  bool has_unread() const { return out_.size() > out_read_ || failed_ || ended_; }
+  bool has_unread() const { return !out_.empty() || failure_ || ended_; }
   // Waits up to `pause` for response bytes: true when none came (the origin paused).
   boost::asio::awaitable<bool> paused(std::chrono::milliseconds pause);
 
@@ -113,11 +150,12 @@ class H1OverH2Upstream final : private H2OriginStreamSink {
   bool open_stream();
   bool flush_body();
   void take(const h2::ResponseHead& head, bool interim, bool end_stream);
-  void fail(std::string why);
+  void fail(boost::system::error_code failure);
+  boost::system::error_code head_too_large() const;
   void serve_read();
   void serve_write();
   void complete(Handler& handler, boost::system::error_code error, std::size_t bytes);
-  void response_bytes(std::string_view bytes, std::size_t data_bytes);
+  void response_bytes(std::string bytes, std::size_t data_bytes);
 
   template <class MutableBufferSequence>
   static boost::asio::mutable_buffer first_of(const MutableBufferSequence& buffers) {
@@ -147,16 +185,18 @@ class H1OverH2Upstream final : private H2OriginStreamSink {
   std::optional<Handler> write_handler_;
   std::size_t write_taken_ = 0;  // what the pending write took of the front's bytes
 
-  // The response as HTTP/1.1 bytes, read from out_read_ on; what is read of each DATA piece is
-  // given back to the stream's window once read (pieces: where it ends in out_, its DATA bytes).
-  std::string out_;
-  std::size_t out_read_ = 0;
-  std::deque<std::pair<std::size_t, std::size_t>> pieces_;
+  // The response as HTTP/1.1 bytes not yet read, a piece per event (a head, a DATA frame with
+  // its chunk framing): a piece wholly read goes, and its DATA bytes back to the stream's window.
+  struct Piece {
+    std::string bytes;
+    std::size_t read = 0;        // of bytes, taken by the front already
+    std::size_t data_bytes = 0;  // the origin's DATA it carries
+  };
+  std::deque<Piece> out_;
   bool chunked_ = false;
   bool head_seen_ = false;
-  bool ended_ = false;   // the response is whole
-  bool failed_ = false;  // the stream failed (why_)
-  std::string why_;
+  bool ended_ = false;                 // the response is whole
+  boost::system::error_code failure_;  // the stream failed: why
   std::optional<Handler> read_handler_;
   boost::asio::mutable_buffer read_into_;
   boost::asio::steady_timer readable_;  // woken when response bytes arrive (paused())

@@ -207,6 +207,13 @@ struct Exchange {
   void cancel_both();
 };
 
+// The origin failed (an operation on the upstream ended with `error`): reported to the state as
+// `reason` and `sentence`, or, when the upstream says why itself (a stream of an HTTP/2
+// connection: exchange/h1_over_h2_upstream.hpp, stream_failure_report()), as it says: the
+// client's answer.
+void origin_failed(Exchange& x, const boost::system::error_code& error, rules::Reason reason,
+                   std::string sentence);
+
 // The exchange ends at a budget's stop (the state's budget_spent, with `extra` after its
 // sentence).
 void budget_spent(Exchange& x, budget::Stop stop, std::string_view extra = {});

@@ -167,6 +167,7 @@ ExchangeState::Ending ExchangeState::ending(std::string_view where, std::int64_t
       // Broken off mid-response: a reset, never bytes of the proxy's own in a half-sent one.
       end.kind = Ending::Kind::broken;
       end.outcome = timed_out_ ? "timeout" : "reset";
+      end.sentence = failure_sentence_;  // why the origin broke off, when it was said
       if (!budget_.empty()) {
         end.outcome = "budget-exhausted";
         end.reason = rules::Reason::budget_exhausted;

@@ -55,7 +55,8 @@ class ExchangeState {
   void request_side_ended(bool all_read);
 
   // ---- transitions: the response side ----
-  // The origin failed before a final head reached the client; the first failure is kept.
+  // The origin failed before a final head reached the client; the first failure is kept. (After
+  // it, the sentence is the end line's detail of the response broken off.)
   void origin_failed(rules::Reason reason, std::string sentence);
   // The gate refuses the request after it was admitted (a masked secret it cannot sign again):
   // answered with `reason`, nothing sent upstream.

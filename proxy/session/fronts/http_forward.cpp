@@ -677,9 +677,9 @@ asio::awaitable<void> send_and_relay(Exchange& x, RequestWriter& writer, bool& s
       co_await http::async_write_header(x.context.upstream_stream, writer, use_tuple);
   x.bytes_up += head_written;
   if (head_error) {
-    x.state.origin_failed(rules::Reason::upstream_closed,
-                          x.where + " closed the connection before taking the request (" +
-                              head_error.message() + ").");
+    origin_failed(x, head_error, rules::Reason::upstream_closed,
+                  x.where + " closed the connection before taking the request (" +
+                      head_error.message() + ").");
     co_return;
   }
   co_await answer_continue(x, send_continue);

@@ -160,8 +160,8 @@ asio::awaitable<bool> read_final_head(Exchange& x) {
             rules::Reason::bad_response,
             x.where + " sent a response that is not valid HTTP/1.1: " + error.message() + ".");
       } else {
-        x.state.origin_failed(
-            rules::Reason::upstream_closed,
+        origin_failed(
+            x, error, rules::Reason::upstream_closed,
             x.where + " closed the connection before its response head: " + error.message() + ".");
       }
       co_return false;
@@ -222,7 +222,12 @@ asio::awaitable<std::optional<std::size_t>> read_body_piece(Exchange& x, BodyRes
     co_return std::nullopt;
   }
   if (error) {
-    co_return std::nullopt;  // the origin broke off mid-response
+    // The origin broke off mid-response. An upstream that says why itself (a stream of an
+    // HTTP/2 connection) has it on the end line.
+    if (auto said = exchange::stream_failure_report(error, x.where)) {
+      x.state.origin_failed(said->reason, std::move(said->sentence));
+    }
+    co_return std::nullopt;
   }
   x.touch();
   co_return room - body.size;
@@ -688,6 +693,15 @@ asio::awaitable<void> relay_final_response(Exchange& x) {
 }
 
 }  // namespace
+
+void origin_failed(Exchange& x, const boost::system::error_code& error, rules::Reason reason,
+                   std::string sentence) {
+  if (auto said = exchange::stream_failure_report(error, x.where)) {
+    x.state.origin_failed(said->reason, std::move(said->sentence));
+  } else {
+    x.state.origin_failed(reason, std::move(sentence));
+  }
+}
 
 asio::awaitable<bool> write_response_head(Exchange& x, http::response<http::buffer_body>& head) {
   ResponseWriter writer{head};

@@ -156,7 +156,8 @@ std::string_view describe(MappingProblem problem) {
     case MappingProblem::plain_connect:
       return "CONNECT has no form the gate sends across HTTP versions";
     case MappingProblem::target_not_origin_form:
-      return "the request target is not in origin form";
+      return "the request target is not in origin form, or has a byte HTTP/2 does not carry (a "
+             "space, a control character, '#', or one over 0x7e)";
     case MappingProblem::missing_host:
       return "the request has no Host, or more than one";
     case MappingProblem::invalid_field:

@@ -278,7 +278,7 @@ TEST_F(H1OverH2UpstreamTest, AHeadOverTheBoundIsRefused) {
   EXPECT_EQ(origin_->head(), nullptr);
 }
 
-// A stream the origin resets before answering reads as a reset, and says why.
+// A stream the origin resets before answering fails the read with that failure, which says why.
 TEST_F(H1OverH2UpstreamTest, AStreamTheOriginResetsReadsAsAReset) {
   H1OverH2Upstream& upstream = bridge();
   EXPECT_FALSE(write("GET / HTTP/1.1\r\nHost: a.test\r\n\r\n"));
@@ -288,8 +288,15 @@ TEST_F(H1OverH2UpstreamTest, AStreamTheOriginResetsReadsAsAReset) {
   origin_->flush();
   const auto [text, end] = read_all();
   EXPECT_EQ(text, "");
-  EXPECT_EQ(end, asio::error::connection_reset);
-  EXPECT_NE(upstream.why().find("reset"), std::string::npos) << upstream.why();
+  EXPECT_EQ(end, make_error(StreamFailure::origin_reset,
+                            static_cast<std::uint32_t>(h2::ErrorCode::internal_error)));
+  EXPECT_EQ(end, upstream.failure());
+  EXPECT_EQ(upstream.why(), "the origin reset the HTTP/2 stream (INTERNAL_ERROR)");
+  const auto report = stream_failure_report(end, "a.test:443");
+  ASSERT_TRUE(report.has_value());
+  EXPECT_EQ(report->reason, rules::Reason::upstream_closed);
+  EXPECT_EQ(report->sentence, "a.test:443: the origin reset the HTTP/2 stream (INTERNAL_ERROR).");
+  EXPECT_FALSE(stream_failure_report(asio::error::connection_reset, "a.test:443").has_value());
 }
 
 }  // namespace
