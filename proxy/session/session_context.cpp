@@ -20,6 +20,7 @@ SessionContext::SessionContext(WorkerContext& w, boost::asio::ip::tcp::socket so
   }
   live.client = &client;
   live.upstream = &upstream;
+  live.upstream_stream = &upstream_stream;
   live.connection_id = id;
   live.client_address = client_address;
   worker.attach(live);

@@ -5,6 +5,7 @@
 
 #include "proxy/session/h2_origin_pool.hpp"
 #include "proxy/session/origin_pool.hpp"
+#include "proxy/session/wire/byte_stream.hpp"
 
 namespace sandgate::session {
 
@@ -90,6 +91,9 @@ std::size_t WorkerContext::apply_policy(std::shared_ptr<const rules::Policy> nex
           socket->set_option(boost::asio::socket_base::linger(true, 0), ignored);
           socket->close(ignored);
         }
+      }
+      if (c->upstream_stream != nullptr) {
+        c->upstream_stream->cancel();  // (an exchange waiting on an HTTP/2 origin's stream)
       }
       ++closed;
     }

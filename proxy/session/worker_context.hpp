@@ -123,9 +123,16 @@ struct Revocation {
 // A connection the worker can reach from outside its coroutine: to close it at the drain
 // deadline, and to re-judge it when the policy changes. Registered for the lifetime of a session;
 // the list is touched only on the worker's own thread.
+class ByteStream;
+
 struct LiveConnection {
   boost::asio::ip::tcp::socket* client = nullptr;
   boost::asio::ip::tcp::socket* upstream = nullptr;
+  // What an inspected connection's exchanges read their origin through (session_context.hpp):
+  // a stream of an HTTP/2 origin connection read there (exchange/h1_over_h2_upstream.hpp) sits
+  // on no socket of this connection, so closing `upstream` does not end its read; cancelling
+  // this does. Null for a tunnel.
+  ByteStream* upstream_stream = nullptr;
   std::optional<Destination> destination;  // set while an upstream connection is open
   // Set when a reload closed the connection. Behind a pointer: rare, and an idle tunnel pays for
   // every byte of this struct (bench/results/2026-11-27/README.md, "idle tunnel's memory").
