@@ -190,7 +190,7 @@ void H1OverH2Upstream::serve_read() {
   if (!out_.empty()) {
     std::size_t n = 0;
     while (!out_.empty() && n < read_into_.size()) {
-      Piece& piece = out_.front();
+      Piece& piece = front_piece();
       const std::size_t copied =
           asio::buffer_copy(read_into_ + n, asio::buffer(piece.bytes) + piece.read);
       piece.read += copied;
@@ -216,8 +216,31 @@ void H1OverH2Upstream::serve_read() {
   }
 }
 
-void H1OverH2Upstream::response_bytes(std::string bytes, std::size_t data_bytes) {
-  out_.push_back(Piece{std::move(bytes), 0, data_bytes});
+H1OverH2Upstream::Piece& H1OverH2Upstream::front_piece() {
+  Piece& piece = out_.front();
+  if (piece.open) {
+    piece.open = false;
+    if (chunked_) {
+      piece.bytes = hex(piece.bytes.size()) + "\r\n" + piece.bytes + "\r\n";
+    }
+  }
+  return piece;
+}
+
+void H1OverH2Upstream::response_bytes(std::string bytes) {
+  out_.push_back(Piece{std::move(bytes), 0, 0, false});
+  readable_.cancel();
+  serve_read();
+}
+
+void H1OverH2Upstream::response_data(std::string& data) {
+  if (!out_.empty() && out_.back().open && out_.back().bytes.size() < kPieceBytes) {
+    out_.back().bytes += data;
+    out_.back().data_bytes += data.size();
+  } else {
+    const std::size_t size = data.size();
+    out_.push_back(Piece{std::move(data), 0, size, true});
+  }
   readable_.cancel();
   serve_read();
 }
@@ -229,7 +252,7 @@ void H1OverH2Upstream::take(const h2::ResponseHead& head, bool interim, bool end
     head_seen_ = true;
     chunked_ = mapped.chunked;
   }
-  response_bytes(std::move(mapped.text), 0);
+  response_bytes(std::move(mapped.text));
   if (end_stream) {
     ended_ = true;
     serve_read();
@@ -242,16 +265,13 @@ void H1OverH2Upstream::on_origin_event(h2::ClientEvent& event) {
   } else if (auto* head = std::get_if<h2::ResponseHeadEvent>(&event)) {
     take(head->head, false, head->end_stream);
   } else if (auto* data = std::get_if<h2::DataEvent>(&event)) {
-    const std::size_t size = data->bytes.size();
-    if (size == 0) {
-      return;  // (never a chunk of its own: an empty one is the last)
+    if (!data->bytes.empty()) {  // (never a chunk of its own: an empty one is the last)
+      response_data(data->bytes);
     }
-    response_bytes(chunked_ ? hex(size) + "\r\n" + data->bytes + "\r\n" : std::move(data->bytes),
-                   size);
   } else if (std::holds_alternative<h2::EndEvent>(event)) {
     // (Trailers, a TrailersEvent before this, are dropped: see the header.)
     if (chunked_ && !ended_) {
-      response_bytes("0\r\n\r\n", 0);
+      response_bytes("0\r\n\r\n");
     }
     ended_ = head_seen_;
     serve_read();

@@ -155,7 +155,8 @@ class H1OverH2Upstream final : private H2OriginStreamSink {
   void serve_read();
   void serve_write();
   void complete(Handler& handler, boost::system::error_code error, std::size_t bytes);
-  void response_bytes(std::string bytes, std::size_t data_bytes);
+  void response_bytes(std::string bytes);
+  void response_data(std::string& data);
 
   template <class MutableBufferSequence>
   static boost::asio::mutable_buffer first_of(const MutableBufferSequence& buffers) {
@@ -185,13 +186,20 @@ class H1OverH2Upstream final : private H2OriginStreamSink {
   std::optional<Handler> write_handler_;
   std::size_t write_taken_ = 0;  // what the pending write took of the front's bytes
 
-  // The response as HTTP/1.1 bytes not yet read, a piece per event (a head, a DATA frame with
-  // its chunk framing): a piece wholly read goes, and its DATA bytes back to the stream's window.
+  // The response as HTTP/1.1 bytes not yet read, in pieces: a head, or the DATA of frames in a
+  // row (up to kPieceBytes, framed as one chunk when the body is chunked, once the front begins
+  // to read it), or the last chunk. A piece wholly read goes, and its DATA back to the stream's
+  // window. So what is held is the window's bytes and a piece per kPieceBytes of them, however
+  // small the origin's frames.
+  static constexpr std::size_t kPieceBytes = 16 * 1024;
   struct Piece {
     std::string bytes;
     std::size_t read = 0;        // of bytes, taken by the front already
     std::size_t data_bytes = 0;  // the origin's DATA it carries
+    bool open = false;           // DATA not read from yet: more DATA may join it
   };
+  // The front piece, its chunk framing added when it is DATA of a chunked body the front begins.
+  Piece& front_piece();
   std::deque<Piece> out_;
   bool chunked_ = false;
   bool head_seen_ = false;
