@@ -30,6 +30,8 @@ must never see as anything but one well-formed response or the gate's 502.
         /big/N           200, N bytes of 'b' with their content-length, as fast as the gate's
                          windows allow
         /drip/N          200 without content-length, 1 KiB every 100 ms, N times
+        /tiny/N          200 without content-length, then N DATA frames of one byte each in one
+                         write, the last ending the stream (N within the gate's stream window)
         /echo            200 without content-length: the request's authorization field back in
                          a field (x-echo) and in the body, cut in the middle of its value across
                          two DATA frames 100 ms apart
@@ -130,7 +132,12 @@ class Origin:
         self.holds = []
 
     def send(self, raw=b""):
-        self.sock.sendall(self.conn.data_to_send() + raw)
+        # Whole, however long the gate takes to read it (the loop's reads time out at 10 ms).
+        self.sock.settimeout(None)
+        try:
+            self.sock.sendall(self.conn.data_to_send() + raw)
+        finally:
+            self.sock.settimeout(0.01)
 
     def answer(self, stream, body, status="200", length=True):
         fields = [(":status", status)] + ([("content-length", str(len(body)))] if length else [])
@@ -225,6 +232,10 @@ class Origin:
         elif path.startswith("/big/"):
             self.conn.send_headers(stream, [(":status", "200"), ("content-length", path[len("/big/"):])])
             self.bigs[stream] = int(path[len("/big/"):])
+        elif path.startswith("/tiny/"):
+            count = int(path[len("/tiny/"):])
+            frames = data_frame(stream, b"t") * (count - 1) + data_frame(stream, b"t", True)
+            self.send(headers_frame(self.conn, stream, [(":status", "200")]) + frames)
         elif path.startswith("/drip/"):
             self.conn.send_headers(stream, [(":status", "200")])
             self.drip(stream, int(path[len("/drip/"):]))
