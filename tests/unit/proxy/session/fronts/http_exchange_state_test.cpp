@@ -145,6 +145,15 @@ INSTANTIATE_TEST_SUITE_P(
                s.response_ended(false, true);
              },
              true, Kind::broken, "reset", std::nullopt, "", false, false},
+        Case{"cut_off_mid_body_saying_why",
+             [](ExchangeState& s) {
+               s.request_side_ended(true);
+               s.response_started(true);
+               s.origin_failed(Reason::upstream_closed, "o.test:80: the origin reset it.");
+               s.response_ended(false, true);
+             },
+             true, Kind::broken, "reset", std::nullopt, "o.test:80: the origin reset it.", false,
+             false},
         Case{"timed_out_mid_body",
              [](ExchangeState& s) {
                s.request_side_ended(true);
