@@ -7,7 +7,7 @@ TEST_JOBS ?= $(shell echo $$((2 * $(JOBS))))
 MAKEFLAGS += --no-print-directory
 
 .PHONY: deps configure build gate run test build-asan test-asan build-tsan test-tsan \
-	test-sanitizers bench format clean
+	test-sanitizers fuzz bench format clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -56,6 +56,13 @@ test-tsan: build-tsan
 test-sanitizers:
 	@$(MAKE) test-asan
 	@$(MAKE) test-tsan
+
+# Fuzzing for new inputs: every libFuzzer target for FUZZ_SECONDS each (clang, ASan and UBSan, in
+# build-fuzz/), after its saved regressions; tests/fuzz/README.md. `make test` replays the
+# corpora and regressions only (fuzz_replay.*), without a clang tree to compile.
+FUZZ_SECONDS ?= 10
+fuzz: deps
+	./scripts/offline.sh ./tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 # The whole benchmark in one go (bench/README.md): micro-benchmarks, then sandgate against no
 # proxy, tinyproxy and squid, instruction counts and plots into bench/results/DATE/. About 25

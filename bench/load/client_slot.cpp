@@ -1,8 +1,9 @@
 // The per-client watchdog (see client_slot.hpp).
 #include "bench/load/client_slot.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
+
+#include "proxy/asio/use_tuple.hpp"
 
 namespace sandgate::load {
 
@@ -38,7 +39,7 @@ void client_slot::finish() {
 asio::awaitable<void> run_watchdog(std::shared_ptr<client_slot> slot) {
   while (!slot->finished_) {
     slot->timer_.expires_at(slot->deadline_);
-    co_await slot->timer_.async_wait(asio::as_tuple(asio::use_awaitable));
+    co_await slot->timer_.async_wait(use_tuple);
     if (slot->finished_) {
       break;
     }

@@ -2,7 +2,6 @@
 #include "bench/load/h2_wire.hpp"
 
 #include <array>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 

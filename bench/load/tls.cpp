@@ -3,11 +3,12 @@
 
 #include <openssl/ssl.h>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
+
+#include "proxy/asio/use_tuple.hpp"
 
 namespace sandgate::load {
 
@@ -107,8 +108,7 @@ asio::awaitable<error_kind> client_tls_handshake(client_slot& slot, tls_stream& 
                                            static_cast<unsigned int>(alpn.size())) != 0) {
     co_return error_kind::tls;
   }
-  auto [error] = co_await stream.async_handshake(asio::ssl::stream_base::client,
-                                                 asio::as_tuple(asio::use_awaitable));
+  auto [error] = co_await stream.async_handshake(asio::ssl::stream_base::client, use_tuple);
   if (error) {
     co_return slot.take_timed_out() ? error_kind::timeout : error_kind::tls;
   }

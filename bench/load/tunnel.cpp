@@ -1,7 +1,6 @@
 // CONNECT handshake and direct dialling (see tunnel.hpp).
 #include "bench/load/tunnel.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -9,6 +8,7 @@
 #include <charconv>
 
 #include "bench/load/loopback_endpoint.hpp"
+#include "proxy/asio/use_tuple.hpp"
 
 namespace sandgate::load {
 
@@ -97,8 +97,7 @@ asio::awaitable<error_kind> open_tunnel(client_slot& slot, const route& via, std
   slot.close();
 
   // Dial the first hop; async_connect opens a fresh socket.
-  auto [connect_error] =
-      co_await socket.async_connect(via.first_hop, asio::as_tuple(asio::use_awaitable));
+  auto [connect_error] = co_await socket.async_connect(via.first_hop, use_tuple);
   if (connect_error) {
     co_return slot.take_timed_out() ? error_kind::timeout : error_kind::connect;
   }
@@ -110,8 +109,8 @@ asio::awaitable<error_kind> open_tunnel(client_slot& slot, const route& via, std
   }
 
   // Ask the proxy for the tunnel.
-  auto [write_error, written] = co_await asio::async_write(
-      socket, asio::buffer(via.connect_request), asio::as_tuple(asio::use_awaitable));
+  auto [write_error, written] =
+      co_await asio::async_write(socket, asio::buffer(via.connect_request), use_tuple);
   if (write_error) {
     co_return slot.take_timed_out() ? error_kind::timeout : error_kind::proxy_closed;
   }
@@ -119,8 +118,7 @@ asio::awaitable<error_kind> open_tunnel(client_slot& slot, const route& via, std
   if (via.socks5) {
     // The method reply, then the request reply with an IPv4 BND.ADDR (what sandgate sends).
     head.assign(12, '\0');
-    auto [socks_error, got] =
-        co_await asio::async_read(socket, asio::buffer(head), asio::as_tuple(asio::use_awaitable));
+    auto [socks_error, got] = co_await asio::async_read(socket, asio::buffer(head), use_tuple);
     if (socks_error) {
       co_return slot.take_timed_out() ? error_kind::timeout : error_kind::proxy_closed;
     }
@@ -134,9 +132,8 @@ asio::awaitable<error_kind> open_tunnel(client_slot& slot, const route& via, std
   // Read the whole response head. Nothing may follow it: the origin speaks only after the
   // client's first byte, so extra bytes would be the proxy writing into the tunnel.
   head.clear();
-  auto [read_error, head_size] =
-      co_await asio::async_read_until(socket, asio::dynamic_buffer(head, 16 * 1024), "\r\n\r\n",
-                                      asio::as_tuple(asio::use_awaitable));
+  auto [read_error, head_size] = co_await asio::async_read_until(
+      socket, asio::dynamic_buffer(head, 16 * 1024), "\r\n\r\n", use_tuple);
   if (read_error) {
     if (slot.take_timed_out()) {
       co_return error_kind::timeout;

@@ -19,6 +19,7 @@
 //    so a handler already queued when the resolver dies does nothing.
 #include "proxy/dns/resolver.hpp"
 
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/dns/address_order.hpp"
 #include "proxy/dns/answer.hpp"
 #include "proxy/dns/hosts_file.hpp"
@@ -30,7 +31,6 @@
 
 #include <algorithm>
 #include <array>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/address_v4.hpp>
 #include <boost/asio/ip/address_v6.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -620,7 +620,7 @@ asio::awaitable<Resolution> Resolver::resolve(std::string name) {
   const std::shared_ptr<Impl::Query> query = impl_->join_or_start(std::move(name));
   boost::system::error_code ec;
   if (!query->done) {
-    std::tie(ec) = co_await query->signal.async_wait(asio::as_tuple(asio::use_awaitable));
+    std::tie(ec) = co_await query->signal.async_wait(use_tuple);
   }
   // From here on the resolver may have been destroyed while we waited: use only `query`.
   if (query->done) {

@@ -131,6 +131,10 @@ TEST_F(Http2Review2Test, StreamsThatHoldTooMuchOfTheOriginConnectionAreReset) {
   EXPECT_TRUE(proxy_->wait_for_log([](const std::string& log) {
     return contains(log, "\"outcome\":\"reset\"");
   })) << proxy_->log_text();
+  // Said as the gate's doing, not the origin's.
+  EXPECT_TRUE(contains(proxy_->log_text(),
+                       "The gate reset the stream: its client did not take the response"))
+      << proxy_->log_text();
 }
 
 }  // namespace

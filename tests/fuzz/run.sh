@@ -9,7 +9,8 @@
 # crashed, hung, ran out of memory or failed a regression. A crashing input is left under
 # build-fuzz/fuzz-runs/<target>/ with the command that replays it; see README.md for what to do
 # with it. Builds with -j2 and runs two targets at a time (FUZZ_JOBS): the machine has two cores,
-# and each target is one process (CTest runs this alone: fuzz_smoke is RUN_SERIAL).
+# and each target is one process. `make fuzz` runs it (FUZZ_SECONDS per target); `make test`
+# only replays the corpora and regressions (fuzz_replay.*, replay_main.cpp).
 set -euo pipefail
 
 seconds=${1:-10}

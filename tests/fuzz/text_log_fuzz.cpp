@@ -120,9 +120,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
     if (!r.address.empty()) {
       expect_field(*parsed, "address", r.address, line);
     }
-    FUZZ_CHECK(parsed->fields.size() == 1 + !r.rule.empty() + !r.address.empty() +
-                                            (r.verdict != "allow" && !r.detail.empty()),
-               "extra fields in " + escaped(line));
+    const std::size_t fields =
+        1 + !r.rule.empty() + !r.address.empty() + (r.verdict != "allow" && !r.detail.empty());
+    FUZZ_CHECK(parsed->fields.size() == fields, "extra fields in " + escaped(line));
   } else {
     expect_field(*parsed, "outcome", r.outcome, line);
     expect_field(*parsed, "up", std::to_string(r.bytes_up), line);
@@ -131,7 +131,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
     if (has_reason) {
       expect_field(*parsed, "reason", r.reason, line);
     }
-    FUZZ_CHECK(parsed->fields.size() == 5 + has_reason, "extra fields in " + escaped(line));
+    FUZZ_CHECK(parsed->fields.size() == std::size_t{5} + has_reason,
+               "extra fields in " + escaped(line));
   }
   return 0;
 }

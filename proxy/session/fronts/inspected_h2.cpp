@@ -536,8 +536,11 @@ class H2Connection final : private H2OriginWatcher, private h2_front::OriginEven
     }
     s.origin_closed = true;
     s.origin_reset = event.by != h2::Closer::finished && event.by != h2::Closer::owner;
-    const Closed closed{false, event.code, event.by == h2::Closer::finished,
-                        event.by == h2::Closer::owner};
+    Closed closed{false, event.code, event.by == h2::Closer::finished,
+                  event.by == h2::Closer::owner};
+    if (event.by == h2::Closer::codec) {
+      closed.codec_problem = event.problem;
+    }
     s.down.push(closed);
     s.up.push(closed);
   }
@@ -1519,6 +1522,16 @@ class H2Connection final : private H2OriginWatcher, private h2_front::OriginEven
                                            ? h2::ErrorCode::internal_error
                                            : closed.code);
         s.outcome = "reset";
+        if (closed.codec_problem) {
+          s.detail =
+              "The gate reset the stream: " + std::string(h2::describe(*closed.codec_problem)) +
+              ".";
+        }
+      } else if (closed.codec_problem) {
+        fail_response(
+            s, Refusal(rules::Reason::bad_response,
+                       origin_.host.display() + "'s response on its HTTP/2 stream was refused: " +
+                           std::string(h2::describe(*closed.codec_problem)) + "."));
       } else {
         fail_response(s,
                       Refusal(rules::Reason::upstream_closed,

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -20,6 +19,7 @@
 #include <variant>
 #include <vector>
 
+#include "proxy/asio/use_tuple.hpp"
 #include "proxy/secrets/redaction.hpp"
 #include "proxy/session/decision_state.hpp"
 #include "proxy/session/exchange/h2/client_codec.hpp"
@@ -40,6 +40,9 @@ struct Closed {
   h2::ErrorCode code = h2::ErrorCode::no_error;
   bool finished = false;  // it ended cleanly
   bool by_gate = false;   // the gate reset it, having decided the stream's end already
+  // The origin connection's codec ended it for a limit (held_too_much, ...): the gate's doing,
+  // not the origin's, and the end line says which.
+  std::optional<h2::StreamProblem> codec_problem = std::nullopt;
 };
 using Item = std::variant<h2::InterimHeadEvent, h2::ResponseHeadEvent, h2::DataEvent,
                           h2::TrailersEvent, h2::EndEvent, Closed>;
@@ -67,7 +70,7 @@ class Inbox {
   boost::asio::awaitable<bool> wait(std::chrono::steady_clock::time_point deadline =
                                         std::chrono::steady_clock::time_point::max()) {
     signal_.expires_at(deadline);
-    auto [error] = co_await signal_.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+    auto [error] = co_await signal_.async_wait(use_tuple);
     signal_.expires_at(std::chrono::steady_clock::time_point::max());
     co_return !error;
   }
