@@ -38,6 +38,14 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+std::size_t count_of(const std::string& text, const std::string& part) {
+  std::size_t count = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
 class Http2StreamsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -229,6 +237,46 @@ TEST_F(Http2StreamsTest, AStreamResetWhileItsQuestionWaitsLeavesItAndTheOthersGo
   const std::string got = peer.get();
   EXPECT_TRUE(contains(got, "/record 200")) << got;
   EXPECT_FALSE(contains(got, "/record/asked 200")) << got;
+}
+
+// A hostile client fills the question board (64 questions: ask/question_board.hpp) from one
+// connection, is refused the 65th, then resets every waiting stream at once: each leaves the
+// board with a line of its own, the board has room again (a new question is asked), and the
+// connection goes on (64 resets are within the rapid-reset guard's burst).
+TEST_F(Http2StreamsTest, ResettingAFullBoardOfQuestionsEmptiesItAndTheConnectionGoesOn) {
+  start_gate("allow bound.test GET /record\n", /*ask=*/true);
+  constexpr int kQuestions = 64;
+  const std::string go = folder_ + "/go";
+  std::string steps;
+  for (int i = 0; i < kQuestions; ++i) {
+    steps += "get:/record/q" + std::to_string(i) + " ";
+  }
+  steps += "wait:" + go + " get:/record/over done:/record/over ";
+  for (int i = 0; i < kQuestions; ++i) {
+    steps += "reset:/record/q" + std::to_string(i) + " ";
+  }
+  steps += "get:/record/after get:/record end";
+  auto peer = staged(steps);
+  for (int i = 0; i < 1000 && count_of(pending(), " waiting") < kQuestions; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(count_of(pending(), " waiting"), kQuestions) << pending();
+  std::ofstream(go) << "";
+  ASSERT_TRUE(asked("GET /record/after")) << pending() << proxy_->log_text();
+  EXPECT_EQ(count_of(pending(), " waiting"), 1) << pending();
+  EXPECT_TRUE(contains(decide("GET /record/after", "once"), "HTTP/1.1 200"));
+  const std::string got = peer.get();
+  EXPECT_TRUE(contains(got, "/record/over 403")) << got;
+  EXPECT_TRUE(contains(got, "/record/after 200")) << got;
+  EXPECT_TRUE(contains(got, "/record 200")) << got;
+  EXPECT_FALSE(contains(got, "goaway")) << got;
+  EXPECT_EQ(pending(), "no questions pending\n");
+  EXPECT_EQ(
+      lines({"\"event\":\"end\"", "\"reason\":\"client-closed\"", "\"outcome\":\"reset\""}).size(),
+      static_cast<std::size_t>(kQuestions))
+      << proxy_->log_text();
+  EXPECT_EQ(lines({"\"path\":\"/record/over\"", "\"reason\":\"ask-unavailable\""}).size(), 1U)
+      << proxy_->log_text();
 }
 
 // A stream reset before its admission finished (here, as it was opened, while another stream
