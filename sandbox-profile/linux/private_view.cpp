@@ -388,6 +388,13 @@ void drop_placeholders(Placeholders& made) {
   }
 }
 
+// Whether `path` names something readable through it (followed, as the cover's mount follows it:
+// a dangling link hides nothing).
+bool is_there(const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0;
+}
+
 Unexpected<std::string> store_refused(const std::string& path) {
   return Unexpected{errno_text("cannot hide the credential store " + path) +
                     " (give --allow-read " + path + " to leave it readable)"};
@@ -428,7 +435,9 @@ Expected<bool, std::string> hide_store_folders(const std::vector<std::string>& f
   for (const auto& folder : folders) {
     if (::mount("tmpfs", folder.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                 "mode=0700,size=1m") != 0) {
-      if (errno == ENOENT || errno == ENOTDIR) {
+      // Only a store that is not there is passed over: one that is there stays hidden or the run
+      // does not start (errno is the mount's: stat sets it only when it fails).
+      if ((errno == ENOENT || errno == ENOTDIR) && !is_there(folder)) {
         continue;
       }
       return store_refused(folder);
@@ -456,7 +465,9 @@ Expected<bool, std::string> hide_store_files(const std::vector<std::string>& fil
     const std::string source =
         placeholder >= 0 ? "/proc/self/fd/" + std::to_string(placeholder) : "/dev/null";
     if (::mount(source.c_str(), file.c_str(), nullptr, MS_BIND, nullptr) != 0) {
-      if (errno == ENOENT || errno == ENOTDIR) {
+      // ENOENT may be the cover's as well as the store's: only a store that is not there is
+      // passed over, never one that is there and could not be covered.
+      if ((errno == ENOENT || errno == ENOTDIR) && !is_there(file)) {
         continue;
       }
       return store_refused(file);
