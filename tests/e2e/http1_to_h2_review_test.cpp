@@ -24,6 +24,7 @@
 #include "tests/integration/harness/test_proxy.hpp"
 #include "tests/support/child_server.hpp"
 #include "tests/support/loopback_ports.hpp"
+#include "tests/support/sanitized_build.hpp"
 #include "tests/support/shell_command.hpp"
 #include "tests/support/test_certificates.hpp"
 
@@ -374,6 +375,11 @@ TEST_F(Http1ToH2ReviewTest, ATargetHttp2CannotCarryIsTheClients400SayingSo) {
 // more than the stream's window, however long the response (it held every byte read since the
 // response began: 300 MB down took over 100 MiB).
 TEST_F(Http1ToH2ReviewTest, AResponseReadSlowlyHoldsNoMoreThanTheWindow) {
+  if (kSanitizedBuild) {
+    // ASan's quarantine and shadow memory grow the gate's RSS whatever it holds: the bound is
+    // measured in the release job.
+    GTEST_SKIP() << "measured in the release job";
+  }
   gate();
   constexpr long kSize = 150'000'000;
   CommandResult got;
@@ -389,6 +395,11 @@ TEST_F(Http1ToH2ReviewTest, AResponseReadSlowlyHoldsNoMoreThanTheWindow) {
 // more, another client of the same origin connection is served meanwhile, and once the first
 // leaves its stream is reset (CANCEL) with its end line.
 TEST_F(Http1ToH2ReviewTest, AClientThatDoesNotReadHoldsTheWindowAndNoMore) {
+  if (kSanitizedBuild) {
+    // ASan's quarantine and shadow memory grow the gate's RSS whatever it holds: the bound is
+    // measured in the release job.
+    GTEST_SKIP() << "measured in the release job";
+  }
   gate();
   EXPECT_EQ(curl(url("/ok/1")).output, "o");  // (the origin connection the others share)
   std::future<CommandResult> stalled;
@@ -415,6 +426,11 @@ TEST_F(Http1ToH2ReviewTest, AClientThatDoesNotReadHoldsTheWindowAndNoMore) {
 // to a client that reads nothing: the gate holds the window's bytes, not a piece (and its
 // chunk's framing) per frame (it held 47 MiB more for them).
 TEST_F(Http1ToH2ReviewTest, TinyDataFramesToAClientThatDoesNotReadHoldNoMoreThanTheWindow) {
+  if (kSanitizedBuild) {
+    // ASan's quarantine and shadow memory grow the gate's RSS whatever it holds: the bound is
+    // measured in the release job.
+    GTEST_SKIP() << "measured in the release job";
+  }
   gate();
   EXPECT_EQ(curl(url("/ok/1")).output, "o");  // (the origin connection, dialled and kept)
   const long growth = resident_growth_kib([&] {
