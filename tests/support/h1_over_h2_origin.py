@@ -62,6 +62,8 @@ import h2.events
 import h2.settings
 from hyperframe.frame import DataFrame, GoAwayFrame, HeadersFrame, RstStreamFrame
 
+from h2_tls_listener import serve_h2_over_tls
+
 lock = threading.Lock()
 state = {"connections": 0}
 
@@ -348,20 +350,7 @@ def serve_connection(raw, context, log):
 
 
 def serve(port, cert, key, log):
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    context.set_alpn_protocols(["h2"])
-
-    def remember_name(sock, name, _):
-        sock.sni = name
-    context.sni_callback = remember_name
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", port))
-    listener.listen(64)
-    while True:
-        raw, _ = listener.accept()
-        threading.Thread(target=serve_connection, args=(raw, context, log), daemon=True).start()
+    serve_h2_over_tls(port, cert, key, serve_connection, log, 64)
 
 
 def tunnel(proxy_port, host, port, ca):

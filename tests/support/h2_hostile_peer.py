@@ -59,6 +59,8 @@ import h2.connection
 import h2.events
 import h2.settings
 
+from h2_tls_listener import serve_h2_over_tls
+
 
 def serve_connection(raw, context, token):
     try:
@@ -142,20 +144,7 @@ def serve_connection(raw, context, token):
 
 
 def serve(port, cert, key, token):
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    context.set_alpn_protocols(["h2"])
-
-    def remember_name(sock, name, _):
-        sock.sni = name
-    context.sni_callback = remember_name
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", port))
-    listener.listen(16)
-    while True:
-        raw, _ = listener.accept()
-        threading.Thread(target=serve_connection, args=(raw, context, token), daemon=True).start()
+    serve_h2_over_tls(port, cert, key, serve_connection, token, 16)
 
 
 def pairs(args):

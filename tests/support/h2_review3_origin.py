@@ -63,6 +63,8 @@ import h2.events
 import h2.settings
 from hyperframe.frame import DataFrame, GoAwayFrame, HeadersFrame, PingFrame, PriorityFrame, PushPromiseFrame, RstStreamFrame, WindowUpdateFrame
 
+from h2_tls_listener import serve_h2_over_tls
+
 state = {"goaway_once_done": False, "connections": 0}
 lock = threading.Lock()
 
@@ -408,20 +410,7 @@ def on_request(sock, conn, stream, path, delayed, log):
 
 
 def serve(port, cert, key, log):
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    context.set_alpn_protocols(["h2"])
-
-    def remember_name(sock, name, _):
-        sock.sni = name
-    context.sni_callback = remember_name
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", port))
-    listener.listen(64)
-    while True:
-        raw, _ = listener.accept()
-        threading.Thread(target=serve_connection, args=(raw, context, log), daemon=True).start()
+    serve_h2_over_tls(port, cert, key, serve_connection, log, 64)
 
 
 if __name__ == "__main__":
