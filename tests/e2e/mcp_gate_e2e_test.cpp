@@ -22,6 +22,7 @@
 #include <chrono>
 #include <fstream>
 #include <future>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -78,34 +79,31 @@ class McpGateTest : public ::testing::Test {
     for (const char* mode : {"json", "sse", "both", "plain", "hostile", "hostile-plain"}) {
       run_shell("mkdir -p " + folder_ + "/" + mode);
     }
-    json_port_ = start_origin("json", json_origin_);
-    sse_port_ = start_origin("sse", sse_origin_);
-    both_port_ = start_origin("both", both_origin_);
-    plain_port_ = start_origin("plain", plain_origin_);
-    hostile_port_ = free_port();
-    hostile_origin_ = std::make_unique<ChildServer>(
-        hostile_port_, std::string("/usr/bin/python3 ") + kHostile + " " +
-                           std::to_string(hostile_port_) + " " + folder_ + "/hostile " + folder_ +
-                           "/server.pem " + folder_ + "/server.key");
-    EXPECT_TRUE(port_accepts(hostile_port_)) << "the hostile origin did not start";
-    hostile_plain_port_ = free_port();
+    // Each origin starts when a test first asks for its port (a Node start with the MCP SDK, or
+    // a Python one, costs a second or more of CPU: starting all six for every test was most of
+    // the suite's time); the gate is given every port from the start.
+    for (const char* mode : {"json", "sse", "both", "plain"}) {
+      origins_[mode] = {free_port(),
+                        std::string(SANDGATE_NODE " ") + kMcpDir + "/tls_origin.mjs " + "{port} " +
+                            folder_ + "/server.pem " + folder_ + "/server.key " + mode + " " +
+                            folder_ + "/" + mode,
+                        nullptr};
+    }
+    origins_["hostile"] = {free_port(),
+                           std::string("/usr/bin/python3 ") + kHostile + " {port} " + folder_ +
+                               "/hostile " + folder_ + "/server.pem " + folder_ + "/server.key",
+                           nullptr};
+    origins_["hostile-plain"] = {
+        free_port(),
+        std::string("/usr/bin/python3 ") + kHostile + " {port} " + folder_ + "/hostile-plain",
+        nullptr};
     h2_port_ = free_port();  // its origin is started by the tests that use it
-    hostile_plain_origin_ = std::make_unique<ChildServer>(
-        hostile_plain_port_, std::string("/usr/bin/python3 ") + kHostile + " " +
-                                 std::to_string(hostile_plain_port_) + " " + folder_ +
-                                 "/hostile-plain");
-    EXPECT_TRUE(port_accepts(hostile_plain_port_)) << "the plain hostile origin did not start";
     write_rules();
     std::ofstream(folder_ + "/allow.txt") << kHost << "\n";
     std::ofstream(folder_ + "/token") << kRealToken << "\n";
   }
   void TearDown() override {
-    json_origin_.reset();
-    sse_origin_.reset();
-    both_origin_.reset();
-    plain_origin_.reset();
-    hostile_origin_.reset();
-    hostile_plain_origin_.reset();
+    origins_.clear();
     run_shell("rm -rf " + folder_);
   }
 
@@ -119,15 +117,24 @@ class McpGateTest : public ::testing::Test {
         << extra;
   }
 
-  std::uint16_t start_origin(const std::string& mode, std::unique_ptr<ChildServer>& origin) {
-    const std::uint16_t port = free_port();
-    origin = std::make_unique<ChildServer>(
-        port, std::string(SANDGATE_NODE " ") + kMcpDir + "/tls_origin.mjs " + std::to_string(port) +
-                  " " + folder_ + "/server.pem " + folder_ + "/server.key " + mode + " " + folder_ +
-                  "/" + mode);
-    EXPECT_TRUE(port_accepts(port)) << "the " << mode << " origin did not start";
-    return port;
+  // The port of the origin `mode` (json, sse, both, plain, hostile, hostile-plain), started if it
+  // is not yet.
+  std::uint16_t port_of(const std::string& mode) {
+    Origin& origin = origins_.at(mode);
+    if (!origin.server) {
+      std::string command = origin.command;
+      command.replace(command.find("{port}"), 6, std::to_string(origin.port));
+      origin.server = std::make_unique<ChildServer>(origin.port, command);
+      EXPECT_TRUE(port_accepts(origin.port)) << "the " << mode << " origin did not start";
+    }
+    return origin.port;
   }
+  std::uint16_t json_port() { return port_of("json"); }
+  std::uint16_t sse_port() { return port_of("sse"); }
+  std::uint16_t both_port() { return port_of("both"); }
+  std::uint16_t plain_port() { return port_of("plain"); }
+  std::uint16_t hostile_port() { return port_of("hostile"); }
+  std::uint16_t hostile_plain_port() { return port_of("hostile-plain"); }
 
   // A gate with the MCP lines, inspecting their host with the test CA trusted.
   // `secret`: a --secret entry (MCP_TOKEN bound to the MCP host, from the file `token`).
@@ -138,7 +145,8 @@ class McpGateTest : public ::testing::Test {
     }
     auto proxy = std::make_unique<TestProxy>("", [&](settings::Settings& s) {
       s.policy.block_loopback = false;  // the test origins are on loopback
-      s.tls_ports = {json_port_, sse_port_, both_port_, hostile_port_, h2_port_};
+      s.tls_ports = {origins_.at("json").port, origins_.at("sse").port, origins_.at("both").port,
+                     origins_.at("hostile").port, h2_port_};
       if (secret) {
         s.secrets.push_back(*secrets::parse_secret_spec(std::string("MCP_TOKEN=") + kHost + "=@" +
                                                         folder_ + "/token"));
@@ -261,20 +269,16 @@ class McpGateTest : public ::testing::Test {
   }
 
   std::string folder_;
-  std::uint16_t json_port_ = 0;
-  std::uint16_t sse_port_ = 0;
-  std::uint16_t both_port_ = 0;
-  std::unique_ptr<ChildServer> json_origin_;
-  std::unique_ptr<ChildServer> sse_origin_;
-  std::unique_ptr<ChildServer> both_origin_;
-  std::uint16_t plain_port_ = 0;
-  std::unique_ptr<ChildServer> plain_origin_;
+  // An origin of the test's: its port (reserved at set-up), its command ({port} stands for the
+  // port), and the server once started.
+  struct Origin {
+    std::uint16_t port = 0;
+    std::string command;
+    std::unique_ptr<ChildServer> server;
+  };
+  std::map<std::string, Origin> origins_;
   bool log_arguments_ = false;  // the next gate()'s log_mcp_arguments
-  std::uint16_t hostile_port_ = 0;
-  std::unique_ptr<ChildServer> hostile_origin_;
-  std::uint16_t hostile_plain_port_ = 0;
-  std::uint16_t h2_port_ = 0;  // tests/support/mcp_h2_origin.mjs, an origin that speaks only h2
-  std::unique_ptr<ChildServer> hostile_plain_origin_;
+  std::uint16_t h2_port_ = 0;   // tests/support/mcp_h2_origin.mjs, an origin that speaks only h2
 };
 
 // A JSON-RPC call of `tool` with id `id`, for curl's -d.
@@ -284,16 +288,16 @@ std::string call_body(int id, const std::string& tool) {
 }
 
 TEST_F(McpGateTest, JsonAnswersAreJudgedFilteredAndSplit) {
-  expect_judged_session("json", json_port_);
+  expect_judged_session("json", json_port());
 }
 
 TEST_F(McpGateTest, EventStreamAnswersAreJudgedFilteredAndSplit) {
-  expect_judged_session("sse", sse_port_);
+  expect_judged_session("sse", sse_port());
 }
 
 TEST_F(McpGateTest, ReportOnlyLogsWouldDenyAndLetsTheCallThrough) {
   auto proxy = gate(/*report_only=*/true);
-  const auto got = client(*proxy, json_port_, "call", "delete_repo");
+  const auto got = client(*proxy, json_port(), "call", "delete_repo");
   ASSERT_EQ(got.exit_code, 0) << got.output;
   EXPECT_TRUE(contains(got.output, R"({"isError":false,"text":"delete_repo ran with x"})"))
       << got.output;
@@ -309,8 +313,8 @@ TEST_F(McpGateTest, ReportOnlyLogsWouldDenyAndLetsTheCallThrough) {
 TEST_F(McpGateTest, ArgumentsAreLoggedOnlyWhenAsked) {
   log_arguments_ = true;
   auto proxy = gate();
-  client(*proxy, json_port_, "call", "search");
-  client(*proxy, json_port_, "call", "delete_repo");
+  client(*proxy, json_port(), "call", "search");
+  client(*proxy, json_port(), "call", "delete_repo");
   ASSERT_TRUE(proxy->wait_for_log([](const std::string& log) {
     return log_lines_with(log, {R"("call":"tool search")", R"("arguments":"{\"q\":\"x\"}")"})
                    .size() == 1 &&
@@ -322,7 +326,7 @@ TEST_F(McpGateTest, ArgumentsAreLoggedOnlyWhenAsked) {
 
 TEST_F(McpGateTest, ABodyOverOneMebibyteIsRefused413AndNeverSent) {
   auto proxy = gate();
-  const auto got = client(*proxy, json_port_, "large");
+  const auto got = client(*proxy, json_port(), "large");
   ASSERT_EQ(got.exit_code, 0) << got.output;
   EXPECT_TRUE(contains(got.output, R"({"status":413,)")) << got.output;
   EXPECT_TRUE(contains(got.output, "-32700")) << got.output;
@@ -349,8 +353,8 @@ std::string admin_decide(TestProxy& proxy, const std::string& body) {
 TEST_F(McpGateTest, UnderAskACallNoLineDecidesWaitsForAPerson) {
   auto proxy = gate(/*report_only=*/false, /*ask=*/true);
   auto called = std::async(std::launch::async,
-                           [&] { return client(*proxy, json_port_, "call", "create_issue"); });
-  const std::string where = std::string(kHost) + ":" + std::to_string(json_port_);
+                           [&] { return client(*proxy, json_port(), "call", "create_issue"); });
+  const std::string where = std::string(kHost) + ":" + std::to_string(json_port());
   bool asked = false;
   for (int i = 0; i < 1500 && !asked; ++i) {
     asked =
@@ -360,7 +364,7 @@ TEST_F(McpGateTest, UnderAskACallNoLineDecidesWaitsForAPerson) {
   ASSERT_TRUE(asked) << ask::render_pending_text(proxy->gate().questions()) << proxy->log_text();
   EXPECT_EQ(read_file(folder_ + "/json/ran.txt"), "");  // held until answered
   const std::string answer =
-      admin_decide(*proxy, "host=" + std::string(kHost) + "&port=" + std::to_string(json_port_) +
+      admin_decide(*proxy, "host=" + std::string(kHost) + "&port=" + std::to_string(json_port()) +
                                "&request=tool+create_issue&answer=once&who=tester");
   EXPECT_TRUE(contains(answer, "HTTP/1.1 200")) << answer;
   const auto got = called.get();
@@ -379,7 +383,7 @@ TEST_F(McpGateTest, AListAnswerOverSixteenMebibytesIs502) {
       " --cacert " + folder_ + "/gate-ca/ca.pem" +
       " -H 'content-type: application/json' -H 'accept: application/json, text/event-stream'" +
       R"( -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}')" + " -w '\n%{http_code}\n' " +
-      url(both_port_) + " 2>&1 | tail -c 400");
+      url(both_port()) + " 2>&1 | tail -c 400");
   EXPECT_TRUE(contains(got.output, "\n502\n")) << got.output;
   EXPECT_TRUE(contains(got.output, "16 MiB")) << got.output;
 }
@@ -393,7 +397,7 @@ TEST_F(McpGateTest, PlainHttpCallsAreJudgedToo) {
         " -H 'content-type: application/json' -H 'accept: application/json, text/event-stream'" +
         R"( -d '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":")" + tool +
         R"(","arguments":{}}}')" + " -w '\n%{http_code}\n' http://" + kHost + ":" +
-        std::to_string(plain_port_) + "/mcp 2>&1");
+        std::to_string(plain_port()) + "/mcp 2>&1");
   };
   const auto refused = post("delete_repo");
   EXPECT_TRUE(contains(refused.output, R"("isError":true)")) << refused.output;
@@ -416,7 +420,7 @@ TEST_F(McpGateTest, ABatchCountsEachCallAgainstTheRequestBudget) {
     return run_shell(
         "curl -sS --max-time 20 --proxy http://127.0.0.1:" + std::to_string(proxy->port()) +
         " -H 'content-type: application/json' -H 'accept: application/json'" + " -d '" + body +
-        "' -o /dev/null -w '%{http_code}\n' http://" + kHost + ":" + std::to_string(plain_port_) +
+        "' -o /dev/null -w '%{http_code}\n' http://" + kHost + ":" + std::to_string(plain_port()) +
         "/mcp 2>&1");
   };
   const auto call = [](int id, const std::string& tool) {
@@ -441,7 +445,7 @@ TEST_F(McpGateTest, CurlOverHttp2ToAnMcpHostSpeaksHttp2AndIsJudged) {
         " --cacert " + folder_ + "/gate-ca/ca.pem" +
         " -H 'content-type: application/json' -H 'accept: application/json, text/event-stream'" +
         R"( -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":")" + tool +
-        R"(","arguments":{}}}')" + " -w '\\n%{http_version} %{http_code}\\n' " + url(both_port_) +
+        R"(","arguments":{}}}')" + " -w '\\n%{http_version} %{http_code}\\n' " + url(both_port()) +
         " 2>&1");
   };
   const auto refused = post("delete_repo");
@@ -545,7 +549,7 @@ TEST_F(McpGateTest, ARefusalComesInTheTransportAskedWithTheRequestsId) {
   const std::string as =
       " -H 'content-type: application/json' -w '\n%{content_type} %{http_code}\n' ";
   const std::string asked = "-i -H 'content-type: application/json' ";
-  const auto events_only = curl(*proxy, hostile_plain_port_, "/mcp",
+  const auto events_only = curl(*proxy, hostile_plain_port(), "/mcp",
                                 "-H 'accept: text/event-stream' " + asked + refused, false);
   EXPECT_TRUE(contains(events_only.output,
                        "event: message\ndata: "
@@ -555,7 +559,7 @@ TEST_F(McpGateTest, ARefusalComesInTheTransportAskedWithTheRequestsId) {
   EXPECT_TRUE(contains(events_only.output, "agents never delete")) << events_only.output;
   EXPECT_TRUE(contains(events_only.output, "Content-Type: text/event-stream\r\n"))
       << events_only.output;
-  const auto json_only = curl(*proxy, hostile_plain_port_, "/mcp",
+  const auto json_only = curl(*proxy, hostile_plain_port(), "/mcp",
                               "-H 'accept: application/json' " + asked + refused, false);
   EXPECT_TRUE(contains(json_only.output, R"({"jsonrpc":"2.0","id":"call-7","result":)"))
       << json_only.output;
@@ -563,7 +567,7 @@ TEST_F(McpGateTest, ARefusalComesInTheTransportAskedWithTheRequestsId) {
   // One connection: the server answers in events, then the gate does too.
   const std::string both = "-H 'accept: application/json, text/event-stream'" + as;
   const std::string base =
-      "http://" + std::string(kHost) + ":" + std::to_string(hostile_plain_port_);
+      "http://" + std::string(kHost) + ":" + std::to_string(hostile_plain_port());
   const auto usual =
       run_shell("curl -sS --max-time 20 --proxy http://127.0.0.1:" + std::to_string(proxy->port()) +
                 " " + both + "-d '" + call_body(1, "search") + "' " + base +
@@ -580,7 +584,7 @@ TEST_F(McpGateTest, ARefusalComesInTheTransportAskedWithTheRequestsId) {
 // too) the SDK client fetches the list again: it holds the new tool a line allows and not the one
 // a line denies, with JSON and with event-stream answers.
 TEST_F(McpGateTest, TheListFetchedAgainAfterListChangedIsFiltered) {
-  for (const std::uint16_t port : {json_port_, sse_port_}) {
+  for (const std::uint16_t port : {json_port(), sse_port()}) {
     auto proxy = gate();
     const auto got = client(*proxy, port, "changed");
     ASSERT_EQ(got.exit_code, 0) << got.output;
@@ -595,7 +599,7 @@ TEST_F(McpGateTest, TheListFetchedAgainAfterListChangedIsFiltered) {
 // notification alone gets the 202 as it is; a hostile server's 202 body never reaches the client.
 TEST_F(McpGateTest, A202IsEmptyOrCarriesTheGatesAnswers) {
   auto proxy = gate();
-  const auto got = client(*proxy, json_port_, "accepted");
+  const auto got = client(*proxy, json_port(), "accepted");
   ASSERT_EQ(got.exit_code, 0) << got.output;
   EXPECT_TRUE(contains(got.output, R"("mixed":{"status":200,"type":"application/json",)"
                                    R"("messages":[{"id":21,"isError":true,)"))
@@ -605,7 +609,7 @@ TEST_F(McpGateTest, A202IsEmptyOrCarriesTheGatesAnswers) {
   EXPECT_FALSE(contains(bodies("json"), "delete_repo")) << bodies("json");
   EXPECT_TRUE(contains(bodies("json"), "notifications/roots/list_changed")) << bodies("json");
 
-  const auto hostile = curl(*proxy, hostile_port_, "/accepted",
+  const auto hostile = curl(*proxy, hostile_port(), "/accepted",
                             "-H 'content-type: application/json' -d "
                             R"('{"jsonrpc":"2.0","method":"notifications/initialized"}')");
   EXPECT_TRUE(hostile.output.ends_with("\n202\n")) << hostile.output;
@@ -616,7 +620,7 @@ TEST_F(McpGateTest, A202IsEmptyOrCarriesTheGatesAnswers) {
 // never passed unread.
 TEST_F(McpGateTest, ACompressedAnswerToAJudgedRequestIs502) {
   auto proxy = gate();
-  const auto got = curl(*proxy, hostile_port_, "/gzip",
+  const auto got = curl(*proxy, hostile_port(), "/gzip",
                         "-H 'content-type: application/json' -d "
                         R"('{"jsonrpc":"2.0","id":4,"method":"tools/list"}')");
   EXPECT_TRUE(got.output.ends_with("\n502\n")) << got.output;
@@ -630,7 +634,7 @@ TEST_F(McpGateTest, ACompressedAnswerToAJudgedRequestIs502) {
 // client gets its sentinel, in JSON answers and in event streams; a trailer echoing it is dropped.
 TEST_F(McpGateTest, AMaskedSecretEchoedInAFilteredAnswerIsCleaned) {
   for (const auto& [mode, port] : std::vector<std::pair<std::string, std::uint16_t>>{
-           {"json", json_port_}, {"sse", sse_port_}}) {
+           {"json", json_port()}, {"sse", sse_port()}}) {
     auto proxy = gate(false, false, "", /*secret=*/true);
     const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
     ASSERT_EQ(sentinel.size(), std::string(kRealToken).size());
@@ -647,7 +651,7 @@ TEST_F(McpGateTest, AMaskedSecretEchoedInAFilteredAnswerIsCleaned) {
   }
   auto proxy = gate(false, false, "", /*secret=*/true);
   const std::string sentinel = proxy->gate().secrets().all().at(0).sentinel;
-  const auto trailer = curl(*proxy, hostile_port_, "/trailer",
+  const auto trailer = curl(*proxy, hostile_port(), "/trailer",
                             "-i -H 'Authorization: Bearer " + sentinel +
                                 "' -H 'content-type: application/json' -d "
                                 R"('{"jsonrpc":"2.0","id":4,"method":"tools/list"}')");
@@ -675,16 +679,16 @@ bool asked_about(TestProxy& proxy, const std::string& where, const std::string& 
 // line; the list shows a tool a person may still allow, and hides one a person refused for good.
 TEST_F(McpGateTest, QuestionsAnsweredSessionAlwaysAndNever) {
   auto proxy = gate(false, /*ask=*/true);
-  const std::string where = std::string(kHost) + ":" + std::to_string(json_port_);
+  const std::string where = std::string(kHost) + ":" + std::to_string(json_port());
   const auto answer = [&](const std::string& tool, const std::string& how) {
     const std::string decided =
-        admin_decide(*proxy, "host=" + std::string(kHost) + "&port=" + std::to_string(json_port_) +
+        admin_decide(*proxy, "host=" + std::string(kHost) + "&port=" + std::to_string(json_port()) +
                                  "&request=tool+" + tool + "&answer=" + how + "&who=tester");
     EXPECT_TRUE(contains(decided, "HTTP/1.1 200")) << decided;
   };
   const auto asked_call = [&](const std::string& tool, const std::string& how) {
     auto called =
-        std::async(std::launch::async, [&] { return client(*proxy, json_port_, "call", tool); });
+        std::async(std::launch::async, [&] { return client(*proxy, json_port(), "call", tool); });
     EXPECT_TRUE(asked_about(*proxy, where, tool)) << pending(*proxy) << proxy->log_text();
     answer(tool, how);
     return called.get();
@@ -694,7 +698,7 @@ TEST_F(McpGateTest, QuestionsAnsweredSessionAlwaysAndNever) {
   const auto first = asked_call("create_issue", "session");
   EXPECT_TRUE(contains(first.output, R"({"isError":false,"text":"create_issue ran with x"})"))
       << first.output;
-  const auto again = client(*proxy, json_port_, "call", "create_issue");
+  const auto again = client(*proxy, json_port(), "call", "create_issue");
   EXPECT_TRUE(contains(again.output, R"({"isError":false,"text":"create_issue ran with x"})"))
       << again.output;
   EXPECT_EQ(ran("json"), "create_issue\ncreate_issue\n");
@@ -705,7 +709,7 @@ TEST_F(McpGateTest, QuestionsAnsweredSessionAlwaysAndNever) {
   const std::string rules = read_file(folder_ + "/requests.txt");
   EXPECT_TRUE(contains(rules, std::string("allow ") + kHost + " mcp-tool push_files")) << rules;
   proxy->gate().reload();
-  const auto by_line = client(*proxy, json_port_, "call", "push_files");
+  const auto by_line = client(*proxy, json_port(), "call", "push_files");
   EXPECT_TRUE(contains(by_line.output, R"("isError":false)")) << by_line.output;
   ASSERT_TRUE(proxy->wait_for_log([](const std::string& log) {
     for (const std::string& line :
@@ -724,7 +728,7 @@ TEST_F(McpGateTest, QuestionsAnsweredSessionAlwaysAndNever) {
   EXPECT_TRUE(contains(read_file(folder_ + "/requests.txt"),
                        std::string("deny ") + kHost + " mcp-tool list_issues"));
   proxy->gate().reload();
-  const auto listed = client(*proxy, json_port_, "session");
+  const auto listed = client(*proxy, json_port(), "session");
   EXPECT_TRUE(
       contains(listed.output, R"("tools":["search","read_file","push_files","create_issue"])"))
       << listed.output;
@@ -737,7 +741,7 @@ TEST_F(McpGateTest, QuestionsAnsweredSessionAlwaysAndNever) {
 TEST_F(McpGateTest, AHostileClientCannotSmuggleACallPastTheJudge) {
   auto proxy = gate();
   const auto post = [&](const std::string& options) {
-    return curl(*proxy, hostile_plain_port_, "/mcp", options, /*tls=*/false);
+    return curl(*proxy, hostile_plain_port(), "/mcp", options, /*tls=*/false);
   };
   const std::string refused_call = "'" + call_body(1, "delete_repo") + "'";
   // A body on another method than POST: a lax server reads JSON-RPC from any.
@@ -753,7 +757,7 @@ TEST_F(McpGateTest, AHostileClientCannotSmuggleACallPastTheJudge) {
                                "--proxy http://127.0.0.1:" + std::to_string(proxy->port()) +
                                " -H 'content-type: application/json' -H 'content-encoding: gzip'" +
                                " --data-binary @- -w '\\n%{http_code}\\n' http://" + kHost + ":" +
-                               std::to_string(hostile_plain_port_) + "/mcp 2>&1");
+                               std::to_string(hostile_plain_port()) + "/mcp 2>&1");
   EXPECT_TRUE(coded.output.ends_with("\n400\n")) << coded.output;
   EXPECT_TRUE(contains(coded.output, "content coding (gzip)")) << coded.output;
   // An upgrade to WebSocket frames, which the stage never reads.
@@ -803,8 +807,8 @@ TEST_F(McpGateTest, AHostileClientCannotSmuggleACallPastTheJudge) {
   char size[16];
   std::snprintf(size, sizeof size, "%zx", allowed.size());
   TestClient raw(proxy->port());
-  raw.send("POST http://" + std::string(kHost) + ":" + std::to_string(hostile_plain_port_) +
-           "/mcp HTTP/1.1\r\nHost: " + kHost + ":" + std::to_string(hostile_plain_port_) +
+  raw.send("POST http://" + std::string(kHost) + ":" + std::to_string(hostile_plain_port()) +
+           "/mcp HTTP/1.1\r\nHost: " + kHost + ":" + std::to_string(hostile_plain_port()) +
            "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" + size +
            "\r\n" + allowed + "\r\n0\r\nHost: other.origin.test\r\nX-Smuggled: yes\r\n\r\n");
   const std::string answered = raw.read_until("ran /mcp");
@@ -824,24 +828,24 @@ TEST_F(McpGateTest, AHostileServerCannotShowAnUnfilteredListOrPassAnUnreadAnswer
   const std::string call = "-d '" + call_body(7, "search") + "'";
   const std::string list = R"(-d '{"jsonrpc":"2.0","id":8,"method":"tools/list"}')";
   // Events labelled text/plain (a lax client reads them anyway).
-  const auto plain = curl(*proxy, hostile_port_, "/plain-events", json + call);
+  const auto plain = curl(*proxy, hostile_port(), "/plain-events", json + call);
   EXPECT_TRUE(plain.output.ends_with("\n502\n")) << plain.output;
   EXPECT_TRUE(contains(plain.output, "application/json or text/event-stream only")) << plain.output;
   // A list sent as the answer to another request (a client waiting for id 99 takes it).
-  const auto smuggled = curl(*proxy, hostile_port_, "/smuggled", json + call);
+  const auto smuggled = curl(*proxy, hostile_port(), "/smuggled", json + call);
   EXPECT_TRUE(smuggled.output.ends_with("\n200\n")) << smuggled.output;
   EXPECT_TRUE(contains(smuggled.output, "search ran")) << smuggled.output;
   EXPECT_TRUE(contains(smuggled.output, R"("tools":[{"name":"search")")) << smuggled.output;
   // Two Content-Type fields, which a client may join and read as events.
-  const auto two = curl(*proxy, hostile_port_, "/two-types", json + call);
+  const auto two = curl(*proxy, hostile_port(), "/two-types", json + call);
   EXPECT_TRUE(two.output.ends_with("\n502\n")) << two.output;
   EXPECT_TRUE(contains(two.output, "two Content-Type fields")) << two.output;
   // A result spelled "Result" (read as result by clients that match names in any case).
-  const auto misspelled = curl(*proxy, hostile_port_, "/misspelled", json + list);
+  const auto misspelled = curl(*proxy, hostile_port(), "/misspelled", json + list);
   EXPECT_TRUE(misspelled.output.ends_with("\n502\n")) << misspelled.output;
   EXPECT_TRUE(contains(misspelled.output, "take for result")) << misspelled.output;
   // The server's GET stream in another type (the SDK's client reads any answer there as events).
-  const auto stream = curl(*proxy, hostile_port_, "/stream", "-H 'accept: text/event-stream'");
+  const auto stream = curl(*proxy, hostile_port(), "/stream", "-H 'accept: text/event-stream'");
   EXPECT_TRUE(stream.output.ends_with("\n502\n")) << stream.output;
   EXPECT_TRUE(contains(stream.output, "reads only an event stream")) << stream.output;
   for (const auto* got : {&plain, &smuggled, &two, &misspelled, &stream}) {
@@ -855,7 +859,7 @@ TEST_F(McpGateTest, AnHttp2ConnectionAReloadGaveMcpLinesHasItsCallsJudged) {
   std::ofstream(folder_ + "/requests.txt")
       << "allow " << kHost << " GET\nallow " << kHost << " POST\n";
   auto proxy = gate();
-  const std::string base = "https://" + std::string(kHost) + ":" + std::to_string(both_port_);
+  const std::string base = "https://" + std::string(kHost) + ":" + std::to_string(both_port());
   auto curled = std::async(std::launch::async, [&] {
     return run_shell(
         "curl -sS --http2 --max-time 30 --proxy http://127.0.0.1:" + std::to_string(proxy->port()) +
@@ -919,7 +923,7 @@ class McpRunTest : public McpGateTest {
 
 TEST_F(McpRunTest, InsideRunAllowedCallsWorkRefusedOnesGetTheRulesMessageAndListsAreFiltered) {
   for (const auto& [mode, port] : std::vector<std::pair<std::string, std::uint16_t>>{
-           {"json", json_port_}, {"sse", sse_port_}}) {
+           {"json", json_port()}, {"sse", sse_port()}}) {
     const auto got = run_client(port, "session");
     ASSERT_EQ(got.exit_code, 0) << got.output << run_log();
     const std::string& out = got.output;
@@ -942,7 +946,7 @@ TEST_F(McpRunTest, InsideRunAllowedCallsWorkRefusedOnesGetTheRulesMessageAndList
     run_shell("rm -f " + visible_ + "/gate.log");
   }
   // The list fetched again after notifications/tools/list_changed, inside run too.
-  const auto changed = run_client(sse_port_, "changed");
+  const auto changed = run_client(sse_port(), "changed");
   ASSERT_EQ(changed.exit_code, 0) << changed.output;
   EXPECT_TRUE(
       contains(changed.output, R"("error":null,"after":["search","read_file","read_notes"])"))
