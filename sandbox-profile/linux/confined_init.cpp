@@ -316,9 +316,23 @@ bool hand_over(int channel, Made& made, NamespaceReport& report, bool capture) {
   return sent;
 }
 
+// What the command would see of a hidden store whose cover is gone: "" when every cover is in
+// place. A program outside that renames a file over a store (or removes it) takes the cover away
+// in every namespace; `run`'s watch over the stores sees that only once it has started, and the
+// covers may be made before it does.
+std::string uncovered_store(const std::vector<StoreCover>& covers) {
+  const std::string path = first_uncovered(covers);
+  return path.empty() ? std::string()
+                      : "the hidden credential store " + path +
+                            " was replaced or removed outside after it was covered, and shows "
+                            "through; run it again to hide it (or --allow-read it)";
+}
+
 // The self-probe, with the host socket `run` made after all of the above; its verdict goes to
-// `run`. Exits when `run` is gone (the gate did not start: `run` has said why).
-void answer_probe(int channel, const Confinement& confinement, const RunOptions& options) {
+// `run`, with a hidden store that shows through (its cover checked now that `run` watches the
+// stores). Exits when `run` is gone (the gate did not start: `run` has said why).
+void answer_probe(int channel, const Confinement& confinement, const RunOptions& options,
+                  const std::vector<StoreCover>& covers) {
   auto probe = receive_message(channel);
   if (!probe || !probe->text.starts_with("probe")) {
     ::_exit(kRunFailed);
@@ -332,7 +346,10 @@ void answer_probe(int channel, const Confinement& confinement, const RunOptions&
   targets.init_pid = static_cast<int>(::getpid());  // 1: this process, init of the namespace
   targets.netlink = true;                           // nothing inside holds a capability
   targets.no_socket_folder = confinement.probe_no_socket;
-  const std::string escaped = run_probe(targets);
+  std::string escaped = run_probe(targets);
+  if (const std::string uncovered = uncovered_store(covers); !uncovered.empty()) {
+    escaped += uncovered + "\n";
+  }
   if (!send_message(channel, escaped.empty() ? "probe-ok" : "probe-failed\n" + escaped)) {
     ::_exit(kRunFailed);
   }
@@ -342,7 +359,7 @@ void answer_probe(int channel, const Confinement& confinement, const RunOptions&
 // relayed one, if any, on the streams that were terminals (`tty_streams`), and nothing
 // inherited but the standard streams.
 [[noreturn]] void exec_command(ExecImage& image, int tty_slave, unsigned tty_streams,
-                               const SignalState& previous) {
+                               const SignalState& previous, const std::vector<StoreCover>& covers) {
   ::setsid();
   if (tty_slave >= 0) {
     ::ioctl(tty_slave, TIOCSCTTY, 0);
@@ -355,6 +372,12 @@ void answer_probe(int channel, const Confinement& confinement, const RunOptions&
   // A descriptor the invoker left open (a socket of the host's network namespace, say) would be
   // a way around the fence.
   ::close_range(3, ~0U, 0);
+  // The last look at the stores' covers, at the exec: the command never starts with one showing
+  // through (from here on `run`'s watch stops it if one is replaced).
+  if (const std::string uncovered = uncovered_store(covers); !uncovered.empty()) {
+    say("refusing to start the command: " + uncovered);
+    ::_exit(kRunFailed);
+  }
   // (The system-call filter, the per-user rlimits (a process limit among them) and the rest of
   // the boundary are init's, inherited.)
   restore_signals(previous);
@@ -380,7 +403,7 @@ void answer_probe(int channel, const Confinement& confinement, const RunOptions&
     ::_exit(kRunFailed);
   }
   ::close(made.listener);
-  answer_probe(channel, confinement, options);
+  answer_probe(channel, confinement, options, report.covers);
   auto go = receive_message(channel);
   if (!go || go->text != "go") {
     ::_exit(kRunFailed);
@@ -395,7 +418,7 @@ void answer_probe(int channel, const Confinement& confinement, const RunOptions&
     ::_exit(kRunFailed);
   }
   if (command == 0) {
-    exec_command(image, made.tty_slave, tty_streams, previous);
+    exec_command(image, made.tty_slave, tty_streams, previous, report.covers);
   }
   if (made.tty_slave >= 0) {
     ::close(made.tty_slave);

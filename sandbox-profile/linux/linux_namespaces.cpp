@@ -284,7 +284,8 @@ Expected<int, std::string> enter_namespaces(const NamespacePlan& plan, Namespace
   if (auto up = bring_loopback_up(); !up) {
     return Unexpected{up.error()};
   }
-  if (auto view = build_private_view(plan.view, report.hidden, report.reads); !view) {
+  if (auto view = build_private_view(plan.view, report.hidden, report.reads, report.covers);
+      !view) {
     return Unexpected{view.error()};
   }
   if (auto proc = mount_fresh_proc(); !proc) {

@@ -50,6 +50,9 @@ struct NamespaceReport {
   // The watch over the hidden credential stores (private_view.hpp). Its descriptor is sent on
   // its own after the report (confined_init.cpp); the list goes in the report.
   StoreReads reads;
+  // The stores' covers as made, for the init to check before the command starts (kept by the
+  // init: not in the text sent to `run`).
+  std::vector<StoreCover> covers;
 
   std::string serialize() const;
   static NamespaceReport parse(const std::string& text);

@@ -400,6 +400,15 @@ Unexpected<std::string> store_refused(const std::string& path) {
                     " (give --allow-read " + path + " to leave it readable)"};
 }
 
+// The store's path does not show the cover just made: a program outside replaced or moved the
+// store meanwhile (which takes the cover away with the old one).
+Unexpected<std::string> store_moved(const std::string& path) {
+  return Unexpected{"cannot hide the credential store " + path +
+                    ": it was replaced or moved outside while it was being covered; run it again "
+                    "(or give --allow-read " +
+                    path + " to leave it readable)"};
+}
+
 // `paths`, and where a second mount of their file system (the home under the working folder,
 // say) shows them by another path.
 std::vector<std::string> with_aliases(const std::vector<std::string>& paths,
@@ -428,10 +437,21 @@ void watch_store(StoreReads& reads, const std::string& path, bool folder, const 
   }
 }
 
+// What `path` shows now (followed, as the cover's mount is), as a cover.
+bool shown_at(const std::string& path, StoreCover& cover) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    return false;
+  }
+  cover = {path, info.st_dev, info.st_ino};
+  return true;
+}
+
 // An empty read-only tmpfs over each folder, with what stays readable in it (`shown`, opened
 // before) bound back.
 Expected<bool, std::string> hide_store_folders(const std::vector<std::string>& folders,
-                                               const OpenedPaths& shown, StoreReads& reads) {
+                                               const OpenedPaths& shown, StoreReads& reads,
+                                               std::vector<StoreCover>& covers) {
   for (const auto& folder : folders) {
     if (::mount("tmpfs", folder.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                 "mode=0700,size=1m") != 0) {
@@ -442,6 +462,17 @@ Expected<bool, std::string> hide_store_folders(const std::vector<std::string>& f
       }
       return store_refused(folder);
     }
+    // The folder now shows the new tmpfs, a file system of its own (not its parent's): else the
+    // store was moved away or replaced in the meantime, and the mount covers nothing.
+    StoreCover cover;
+    StoreCover parent;
+    const auto slash = folder.rfind('/');
+    if (!shown_at(folder, cover) ||
+        !shown_at(slash == 0 ? std::string("/") : folder.substr(0, slash), parent) ||
+        cover.device == parent.device) {
+      return store_moved(folder);
+    }
+    covers.push_back(std::move(cover));
     watch_store(reads, folder, true, folder);
     for (const auto& o : shown.opened()) {
       if (o.path.starts_with(folder + "/") && !bind_back(o)) {
@@ -458,12 +489,19 @@ Expected<bool, std::string> hide_store_folders(const std::vector<std::string>& f
 
 // An empty read-only file (a placeholder, else /dev/null) over each file.
 Expected<bool, std::string> hide_store_files(const std::vector<std::string>& files,
-                                             Placeholders& placeholders, StoreReads& reads) {
+                                             Placeholders& placeholders, StoreReads& reads,
+                                             std::vector<StoreCover>& covers) {
   for (std::size_t i = 0; i < files.size(); ++i) {
     const std::string& file = files[i];
     const int placeholder = i < placeholders.files.size() ? placeholders.files[i] : -1;
     const std::string source =
         placeholder >= 0 ? "/proc/self/fd/" + std::to_string(placeholder) : "/dev/null";
+    // The cover as it must show: the placeholder's inode, or /dev/null's.
+    struct stat expected {};
+    if ((placeholder >= 0 ? ::fstat(placeholder, &expected) : ::stat(source.c_str(), &expected)) !=
+        0) {
+      return store_refused(file);
+    }
     if (::mount(source.c_str(), file.c_str(), nullptr, MS_BIND, nullptr) != 0) {
       // ENOENT may be the cover's as well as the store's: only a store that is not there is
       // passed over, never one that is there and could not be covered.
@@ -472,21 +510,31 @@ Expected<bool, std::string> hide_store_files(const std::vector<std::string>& fil
       }
       return store_refused(file);
     }
-    if (placeholder < 0) {
-      continue;
-    }
-    // Read-only, so that nobody inside changes its mode and writes into it.
-    if (::mount(nullptr, file.c_str(), nullptr,
+    // Read-only, so that nobody inside changes its mode and writes into it (/dev/null is
+    // harmless written).
+    if (placeholder >= 0 &&
+        ::mount(nullptr, file.c_str(), nullptr,
                 MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                 nullptr) != 0) {
       return store_refused(file);
     }
-    watch_store(reads, placeholders.folder + "/" + std::to_string(i), false, file);
+    // The path shows the cover, or the store was replaced in the meantime (the rename took the
+    // new mount with the old file) and the run does not start.
+    StoreCover cover;
+    if (!shown_at(file, cover) || cover.device != expected.st_dev ||
+        cover.inode != expected.st_ino) {
+      return store_moved(file);
+    }
+    covers.push_back(std::move(cover));
+    if (placeholder >= 0) {
+      watch_store(reads, placeholders.folder + "/" + std::to_string(i), false, file);
+    }
   }
   return true;
 }
 
-Expected<bool, std::string> hide_credential_stores(const ViewPlan& plan, StoreReads& reads) {
+Expected<bool, std::string> hide_credential_stores(const ViewPlan& plan, StoreReads& reads,
+                                                   std::vector<StoreCover>& covers) {
   // Aliases of the stores are hidden too (whole, without what stays readable in them).
   const std::string mountinfo = read_mountinfo();
   const std::vector<std::string> folders = with_aliases(plan.secret_folders, mountinfo);
@@ -496,12 +544,12 @@ Expected<bool, std::string> hide_credential_stores(const ViewPlan& plan, StoreRe
     // What stays readable, opened before its folder is covered; never through a link: one could
     // lead into a store (the plan takes none; this holds if one replaced a file since).
     const OpenedPaths shown(plan.secret_shown, O_NOFOLLOW);
-    if (auto hidden = hide_store_folders(folders, shown, reads); !hidden) {
+    if (auto hidden = hide_store_folders(folders, shown, reads, covers); !hidden) {
       return hidden;
     }
   }
   Placeholders placeholders = make_placeholders(plan, files.size());
-  auto hidden = hide_store_files(files, placeholders, reads);
+  auto hidden = hide_store_files(files, placeholders, reads, covers);
   drop_placeholders(placeholders);
   return hidden;
 }
@@ -575,8 +623,8 @@ Expected<bool, std::string> bind_protected(const ViewPlan& plan) {
 }  // namespace
 
 Expected<bool, std::string> build_private_view(const ViewPlan& plan,
-                                               std::vector<std::string>& hidden,
-                                               StoreReads& reads) {
+                                               std::vector<std::string>& hidden, StoreReads& reads,
+                                               std::vector<StoreCover>& covers) {
   // Nothing mounted here may propagate back to the host's mount namespace.
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     return Unexpected{errno_text("cannot make the mount namespace private")};
@@ -598,7 +646,24 @@ Expected<bool, std::string> build_private_view(const ViewPlan& plan,
   if (auto bound = bind_protected(plan); !bound) {
     return bound;
   }
-  return hide_credential_stores(plan, reads);
+  return hide_credential_stores(plan, reads, covers);
+}
+
+std::string first_uncovered(const std::vector<StoreCover>& covers) {
+  // Any of the run's covers will do: two names of one store (a link to another) share the
+  // mount made last on it.
+  const auto is_a_cover = [&covers](const struct stat& info) {
+    return std::any_of(covers.begin(), covers.end(), [&info](const StoreCover& cover) {
+      return cover.device == info.st_dev && cover.inode == info.st_ino;
+    });
+  };
+  for (const auto& cover : covers) {
+    struct stat info {};
+    if (::stat(cover.path.c_str(), &info) != 0 || !is_a_cover(info)) {
+      return cover.path;
+    }
+  }
+  return {};
 }
 
 Expected<bool, std::string> mount_fresh_proc() {

@@ -25,6 +25,8 @@
 // mountinfo parsing is pure and thread-safe.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,11 +80,28 @@ struct StoreReads {
   std::vector<Watched> watched;
 };
 
+// A hidden store's cover as its path showed it once made: the placeholder (or /dev/null) over a
+// file, the empty tmpfs over a folder. A program outside that renames a file over the store, or
+// removes it, takes the cover away in every namespace (the kernel detaches mounts on a dentry
+// renamed over or unlinked anywhere): the path then shows the host's file again.
+struct StoreCover {
+  std::string path;
+  dev_t device = 0;
+  ino_t inode = 0;
+};
+
 // Makes the mount namespace private (nothing propagates to the host), then builds the view
-// above. `hidden` receives the sockets actually covered, `reads` the watch over the stores. The
-// error names the path and errno.
+// above. `hidden` receives the sockets actually covered, `reads` the watch over the stores,
+// `covers` each store's cover as made. The error names the path and errno.
 Expected<bool, std::string> build_private_view(const ViewPlan& plan,
-                                               std::vector<std::string>& hidden, StoreReads& reads);
+                                               std::vector<std::string>& hidden, StoreReads& reads,
+                                               std::vector<StoreCover>& covers);
+
+// The first of `covers` whose path no longer shows its cover (it shows something else, or
+// nothing); "" when every cover is in place. The confined init asks before the command starts:
+// `run`'s watch over the stores (store_watch.hpp) begins only after the covers may have been
+// made, so a store replaced in between would otherwise stay readable for the whole run.
+std::string first_uncovered(const std::vector<StoreCover>& covers);
 
 // Mounts a new proc file system on /proc (call as the pid namespace's first process, after
 // build_private_view: it binds through /proc/self/fd).

@@ -89,11 +89,16 @@ StoreWatch::Identity StoreWatch::identity_of(const std::string& path) {
 }
 
 void StoreWatch::stopped_for(pid_t child, const std::string& hit) {
-  ::kill(child, SIGKILL);
-  std::lock_guard lock(mutex_);
-  if (replaced_.empty()) {
-    replaced_ = hit;
+  // Recorded before the kill: `run` asks replaced() as soon as it has reaped the child, which may
+  // be before this thread runs again after the kill (the run would then end with the command's
+  // 137 and not say why).
+  {
+    std::lock_guard lock(mutex_);
+    if (replaced_.empty()) {
+      replaced_ = hit;
+    }
   }
+  ::kill(child, SIGKILL);
 }
 
 void StoreWatch::poll(pid_t child) {

@@ -3,7 +3,13 @@
 // it, as `git credential-store` and `docker login` write) takes the run's /dev/null mount away
 // with the old file, and the command could read the new one. So the run fails closed: the
 // command is killed at once and `run` says why. (A read in the instant between the rename and
-// the kill is not ruled out.) A hidden folder replaced whole is watched the same way.
+// the kill is not ruled out, of the new file and of the old one too: the kernel's rename detaches
+// the mounts on the old file, in every namespace, before the name moves to the new one, and a
+// lookup in between, a wait for RCU readers long on a loaded machine, finds the old file
+// uncovered. Nothing a mount namespace holds can refuse an outside rename.) A hidden folder
+// replaced whole is watched the same way. The watch starts once the confined child exists, whose
+// covers may be made before it: the child checks them again before the command starts
+// (private_view.hpp, first_uncovered).
 //
 // With inotify; when no inotify instance or watch can be had (the user's are all taken by other
 // programs), by comparing each store's and folder's inode every kPollInterval instead (a
