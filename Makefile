@@ -6,8 +6,8 @@ JOBS ?= 2
 TEST_JOBS ?= $(shell echo $$((2 * $(JOBS))))
 MAKEFLAGS += --no-print-directory
 
-.PHONY: deps configure build gate run test build-asan test-asan build-tsan test-tsan \
-	test-sanitizers fuzz bench format clean
+.PHONY: deps configure build gate run test test-release release-checks test-release-checks \
+	build-asan test-asan build-tsan test-tsan fuzz bench format clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -32,30 +32,46 @@ run: gate
 
 # The suites run in a network namespace with only loopback (scripts/offline.sh): nothing a test
 # does can leave the machine, DNS included.
-test: build
+#
+# `make test` on Linux: every test under AddressSanitizer and UndefinedBehaviorSanitizer
+# (build-asan/), then, in the optimised tree (build/), what a sanitizer cannot check: the
+# *ReleaseBuild cases, the Debian package and the benchmarks' smoke runs (release_checks in
+# tests/CMakeLists.txt). One tree of tests, not two: the optimised tree compiles only its
+# executables, benchmarks and five test programs (docs/testing.md has the numbers). Elsewhere
+# (macOS, where the sanitizer preset's link options are Linux's) every test in the optimised tree.
+ifeq ($(shell uname -s),Linux)
+test: test-asan test-release-checks
+else
+test: test-release
+endif
+
+# Every test in the optimised tree (build/): the whole of it compiled.
+test-release: build
 	./scripts/offline.sh ctest --preset release -j $(TEST_JOBS)
+
+release-checks: configure
+	@cmake --build --preset release-checks -j $(JOBS)
+
+test-release-checks: release-checks
+	./scripts/offline.sh ctest --preset release-checks -j $(TEST_JOBS)
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/).
 build-asan: deps
-	@cmake --preset debug-asan >/dev/null
+	@cmake --preset debug-asan -DSANDGATE_WERROR=$(WERROR) >/dev/null
 	@cmake --build --preset debug-asan -j $(JOBS)
 
 test-asan: build-asan
 	./scripts/offline.sh ctest --preset debug-asan -j $(TEST_JOBS)
 
 # The tests that run the gate's threads, under ThreadSanitizer (build-tsan/; the list is the target
-# threaded_tests in tests/CMakeLists.txt, which the tsan build preset builds).
+# threaded_tests in tests/CMakeLists.txt, which the tsan build preset builds). CI runs it after
+# `make test`.
 build-tsan: deps
-	@cmake --preset tsan >/dev/null
+	@cmake --preset tsan -DSANDGATE_WERROR=$(WERROR) >/dev/null
 	@cmake --build --preset tsan -j $(JOBS)
 
 test-tsan: build-tsan
 	./scripts/offline.sh ctest --preset tsan -j $(TEST_JOBS)
-
-# Both, one after the other (each already uses $(JOBS) jobs). CI runs this after `make test`.
-test-sanitizers:
-	@$(MAKE) test-asan
-	@$(MAKE) test-tsan
 
 # Fuzzing for new inputs: every libFuzzer target for FUZZ_SECONDS each (clang, ASan and UBSan, in
 # build-fuzz/), after its saved regressions; tests/fuzz/README.md. `make test` replays the

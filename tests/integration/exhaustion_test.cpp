@@ -934,7 +934,7 @@ TEST(Exhaustion, NonReadingClientsDoNotMakeTheGateBufferAFlood) {
 
 // The gate runs out of descriptors: more clients than its RLIMIT_NOFILE allows. It must neither
 // crash nor spin on the failing accept (it pauses), and it serves again once the clients go away.
-TEST(Exhaustion, OutOfDescriptorsTheGateBacksOffAndRecovers) {
+TEST(ExhaustionReleaseBuild, OutOfDescriptorsTheGateBacksOffAndRecovers) {
   if (kSanitizedBuild) {
     // The gate runs sanitized here, and its sanitizer runtime cannot work without descriptors
     // (tests/support/sanitized_build.hpp); the release job runs this case.

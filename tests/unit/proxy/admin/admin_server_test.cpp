@@ -175,7 +175,7 @@ std::chrono::duration<double> process_cpu_time() {
 // one: tests/support/sanitized_build.hpp), so this case runs in the release job only; every
 // other admin case runs sanitized.
 
-TEST(AdminEndpoint, BacksOffInsteadOfSpinningWhileOutOfDescriptors) {
+TEST(AdminEndpointReleaseBuild, BacksOffInsteadOfSpinningWhileOutOfDescriptors) {
   if (kSanitizedBuild) {
     GTEST_SKIP() << "a sanitizer runtime cannot work without descriptors; the release job runs "
                     "this case";
