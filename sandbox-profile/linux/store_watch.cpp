@@ -88,6 +88,39 @@ StoreWatch::Identity StoreWatch::identity_of(const std::string& path) {
   return identity;
 }
 
+void StoreWatch::settle(const std::vector<std::string>& settled,
+                        const std::vector<std::string>& frozen) {
+  std::lock_guard lock(mutex_);
+  settled_ = settled;
+  for (const auto& folder : frozen) {
+    const auto slash = folder.rfind('/');
+    const std::string parent = slash == 0 ? std::string("/") : folder.substr(0, slash);
+    if (slash != std::string::npos &&
+        std::find(frozen.begin(), frozen.end(), parent) != frozen.end()) {
+      settled_.push_back(folder);
+    }
+  }
+}
+
+std::vector<std::string> StoreWatch::noted() const {
+  std::lock_guard lock(mutex_);
+  return noted_;
+}
+
+void StoreWatch::replaced_outside(pid_t child, const std::string& hit) {
+  {
+    std::lock_guard lock(mutex_);
+    if (std::find(settled_.begin(), settled_.end(), hit) != settled_.end()) {
+      if (std::find(noted_.begin(), noted_.end(), hit) == noted_.end() &&
+          noted_.size() < kMaxNoted) {
+        noted_.push_back(hit);
+      }
+      return;
+    }
+  }
+  stopped_for(child, hit);
+}
+
 void StoreWatch::stopped_for(pid_t child, const std::string& hit) {
   // Recorded before the kill: `run` asks replaced() as soon as it has reaped the child, which may
   // be before this thread runs again after the kill (the run would then end with the command's
@@ -105,10 +138,11 @@ void StoreWatch::poll(pid_t child) {
   std::unique_lock lock(mutex_);
   while (!stop_polling_.wait_for(lock, kPollInterval, [this] { return stopping_; })) {
     lock.unlock();
-    for (const auto& before : polled_) {
+    for (auto& before : polled_) {
       const Identity now = identity_of(before.path);
       if (now.exists != before.exists || now.device != before.device || now.inode != before.inode) {
-        stopped_for(child, before.path);
+        before = now;  // one replacement, one hit
+        replaced_outside(child, now.path);
       }
     }
     lock.lock();
@@ -149,7 +183,7 @@ void StoreWatch::watch(pid_t child) {
         }
       }
       if (!hit.empty()) {
-        stopped_for(child, hit);
+        replaced_outside(child, hit);
       }
     }
   }
