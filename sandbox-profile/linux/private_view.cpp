@@ -641,48 +641,48 @@ Expected<std::vector<FrozenEntry>, std::string> frozen_entries(
   return entries;
 }
 
-// A new tmpfs, not attached anywhere yet, for a frozen copy of a folder of `count` entries
-// (the mode and owner of `like`): its root, O_PATH. The size bounds it to the entries' mount
-// points and links.
-Expected<int, std::string> frozen_tmpfs(const std::string& folder, const struct stat& like,
-                                        std::size_t count) {
+// A new tmpfs for a frozen copy of a folder of `count` entries (the mode and owner of `like`),
+// mounted on a folder made for it under `staging` (a private root: nothing outside can reach or
+// rename it) until it is moved over the folder: its root, O_PATH, and the folder it is on. (Not
+// fsmount(): a detached mount counts as a mount namespace, and the sandbox's user namespace may
+// make none.) The size bounds it to the entries' mount points and links.
+struct StagedTmpfs {
+  int root = -1;
+  std::string at;
+};
+
+Expected<StagedTmpfs, std::string> frozen_tmpfs(const std::string& folder, const struct stat& like,
+                                                std::size_t count, const std::string& staging) {
+  StagedTmpfs made{-1, staging + "/.sandgate-frozen-XXXXXX"};
+  if (::mkdtemp(made.at.data()) == nullptr) {
+    return Unexpected{errno_text("cannot make a tmpfs to freeze " + folder)};
+  }
   char mode[8];
   std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(like.st_mode & 07777));
-  const std::string inodes = std::to_string(count + 16);
-  const std::string size = std::to_string((count + 16) * 4096);
+  const std::string options = std::string("mode=") + mode +
+                              ",nr_inodes=" + std::to_string(count + 16) +
+                              ",size=" + std::to_string((count + 16) * 4096);
   // The owner as the folder's, where this namespace maps it (a folder of another user's keeps
   // the mapped user as owner: read-only, its mode says the same).
-  for (const bool owned : {true, false}) {
-    const int context = ::fsopen("tmpfs", FSOPEN_CLOEXEC);
-    if (context < 0) {
-      return Unexpected{errno_text("cannot make a tmpfs to freeze " + folder)};
-    }
-    bool configured =
-        ::fsconfig(context, FSCONFIG_SET_STRING, "mode", mode, 0) == 0 &&
-        ::fsconfig(context, FSCONFIG_SET_STRING, "nr_inodes", inodes.c_str(), 0) == 0 &&
-        ::fsconfig(context, FSCONFIG_SET_STRING, "size", size.c_str(), 0) == 0;
-    if (configured && owned) {
-      configured = ::fsconfig(context, FSCONFIG_SET_STRING, "uid",
-                              std::to_string(like.st_uid).c_str(), 0) == 0 &&
-                   ::fsconfig(context, FSCONFIG_SET_STRING, "gid",
-                              std::to_string(like.st_gid).c_str(), 0) == 0;
-    }
-    if (!configured || ::fsconfig(context, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
-      ::close(context);
-      if (owned) {
-        continue;
-      }
-      return Unexpected{errno_text("cannot make a tmpfs to freeze " + folder)};
-    }
-    const int root = ::fsmount(context, FSMOUNT_CLOEXEC,
-                               MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
-    ::close(context);
-    if (root < 0) {
-      return Unexpected{errno_text("cannot mount a tmpfs to freeze " + folder)};
-    }
-    return root;
+  const std::string owned =
+      options + ",uid=" + std::to_string(like.st_uid) + ",gid=" + std::to_string(like.st_gid);
+  const unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+  if (::mount("tmpfs", made.at.c_str(), "tmpfs", flags, owned.c_str()) != 0 &&
+      ::mount("tmpfs", made.at.c_str(), "tmpfs", flags, options.c_str()) != 0) {
+    const int error = errno;
+    ::rmdir(made.at.c_str());
+    errno = error;
+    return Unexpected{errno_text("cannot mount a tmpfs to freeze " + folder)};
   }
-  return Unexpected{std::string("cannot make a tmpfs to freeze ") + folder};
+  made.root = ::open(made.at.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (made.root < 0) {
+    const int error = errno;
+    ::umount2(made.at.c_str(), MNT_DETACH);
+    ::rmdir(made.at.c_str());
+    errno = error;
+    return Unexpected{errno_text("cannot open the tmpfs made to freeze " + folder)};
+  }
+  return made;
 }
 
 // The flags a read-only remount of a bind of `fd`'s mount must keep (locked_flags, by
@@ -705,7 +705,8 @@ unsigned long locked_flags_of(const struct statvfs& info) {
 // the hidden stores in it, each bound back from its cover only.
 Expected<bool, std::string> freeze_folder(const std::string& folder,
                                           const std::vector<std::string>& store_names,
-                                          const std::vector<StoreCover>& covers) {
+                                          const std::vector<StoreCover>& covers,
+                                          const std::string& staging) {
   Descriptors opened;
   const int dir = opened.keep(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   struct stat like {};
@@ -716,11 +717,19 @@ Expected<bool, std::string> freeze_folder(const std::string& folder,
   if (!entries) {
     return Unexpected{entries.error()};
   }
-  auto made = frozen_tmpfs(folder, like, entries->size());
+  auto made = frozen_tmpfs(folder, like, entries->size(), staging);
   if (!made) {
     return Unexpected{made.error()};
   }
-  const int root = opened.keep(*made);
+  const int root = opened.keep(made->root);
+  // The staging folder goes once the tmpfs has left it (or on failure, with the tmpfs).
+  struct Unstage {
+    const std::string& at;
+    ~Unstage() {
+      ::umount2(at.c_str(), MNT_DETACH);  // EINVAL once moved: nothing mounted there then
+      ::rmdir(at.c_str());
+    }
+  } unstage{made->at};
   // The mount points, made while the tmpfs is detached.
   for (const auto& entry : *entries) {
     int made_point = -1;
@@ -739,7 +748,7 @@ Expected<bool, std::string> freeze_folder(const std::string& folder,
     }
   }
   // Over the folder as it was opened (not its path again: a rename outside could move it).
-  if (::move_mount(root, "", dir, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
+  if (::mount(made->at.c_str(), fd_path(dir).c_str(), nullptr, MS_MOVE, nullptr) != 0) {
     return Unexpected{errno_text("cannot mount the frozen copy of " + folder)};
   }
   const std::string inside = fd_path(root);
@@ -789,6 +798,7 @@ Expected<bool, std::string> freeze_folder(const std::string& folder,
 // store either, and is passed over.
 Expected<bool, std::string> freeze_store_folders(const std::vector<std::string>& stores,
                                                  const std::vector<StoreCover>& covers,
+                                                 const std::string& staging,
                                                  FrozenFolders& frozen) {
   std::map<std::string, std::vector<std::string>> by_folder;
   for (const auto& store : stores) {
@@ -815,12 +825,13 @@ Expected<bool, std::string> freeze_store_folders(const std::vector<std::string>&
       }
       return Unexpected{errno_text("cannot freeze " + folder)};
     }
-    // Writable inside (the command's new entries must show there), or the root itself.
-    if ((info.f_flag & ST_RDONLY) == 0 || folder == "/") {
+    // Writable inside (the command's new entries must show there), or the root itself; or no
+    // private root to make the copy in (a plan without one: the run's always has /tmp).
+    if ((info.f_flag & ST_RDONLY) == 0 || folder == "/" || staging.empty()) {
       frozen.left.push_back(folder);
       continue;
     }
-    if (auto done = freeze_folder(folder, by_folder[folder], covers); !done) {
+    if (auto done = freeze_folder(folder, by_folder[folder], covers, staging); !done) {
       return done;
     }
     frozen.folders.push_back(folder);
@@ -859,7 +870,8 @@ Expected<bool, std::string> hide_credential_stores(const ViewPlan& plan, StoreRe
   }
   std::vector<std::string> stores = folders;
   stores.insert(stores.end(), files.begin(), files.end());
-  if (auto done = freeze_store_folders(stores, covers, frozen); !done) {
+  const std::string staging = plan.private_roots.empty() ? "" : plan.private_roots.front();
+  if (auto done = freeze_store_folders(stores, covers, staging, frozen); !done) {
     return done;
   }
   for (std::size_t i = 0; i < names.size(); ++i) {

@@ -240,6 +240,8 @@ pid_t in_namespace(const std::function<int()>& body) {
       !put("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1")) {
     ::_exit(10);
   }
+  // As the run's namespace: no new namespace may be made from it (a detached mount counts).
+  put("/proc/sys/user/max_mnt_namespaces", "0");
   ::_exit(body());
 }
 
