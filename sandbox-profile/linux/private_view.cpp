@@ -814,6 +814,18 @@ Expected<bool, std::string> freeze_store_folders(const std::vector<std::string>&
   std::stable_sort(folders.begin(), folders.end(),
                    [&](const std::string& a, const std::string& b) { return depth(a) > depth(b); });
   for (const auto& folder : folders) {
+    // Inside a hidden folder (a file store named there too, KUBECONFIG in ~/.kube, say): its
+    // empty tmpfs shows none of the host's names, and stays (a copy would stand in its cover's
+    // place).
+    const bool in_hidden_folder = std::any_of(stores.begin(), stores.end(), [&](const auto& s) {
+      return is_within(folder, s) && std::any_of(covers.begin(), covers.end(), [&](const auto& c) {
+               struct stat info {};
+               return c.path == s && ::stat(s.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+             });
+    });
+    if (in_hidden_folder) {
+      continue;
+    }
     struct statvfs info {};
     if (::statvfs(folder.c_str(), &info) != 0) {
       const auto& names = by_folder[folder];
