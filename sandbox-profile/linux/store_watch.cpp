@@ -1,11 +1,13 @@
 // The watch over hidden credential stores during a run. See store_watch.hpp.
 #include "sandbox-profile/linux/store_watch.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -79,11 +81,15 @@ StoreWatch::~StoreWatch() {
 
 StoreWatch::Identity StoreWatch::identity_of(const std::string& path) {
   Identity identity{path};
-  struct stat info {};
-  if (::lstat(path.c_str(), &info) == 0) {
+  struct statx info {};
+  if (::statx(AT_FDCWD, path.c_str(), AT_SYMLINK_NOFOLLOW, STATX_INO | STATX_BTIME, &info) == 0) {
     identity.exists = true;
-    identity.device = info.st_dev;
-    identity.inode = info.st_ino;
+    identity.device = ::makedev(info.stx_dev_major, info.stx_dev_minor);
+    identity.inode = info.stx_ino;
+    if ((info.stx_mask & STATX_BTIME) != 0) {
+      identity.born_seconds = info.stx_btime.tv_sec;
+      identity.born_nanoseconds = info.stx_btime.tv_nsec;
+    }
   }
   return identity;
 }
@@ -140,7 +146,9 @@ void StoreWatch::poll(pid_t child) {
     lock.unlock();
     for (auto& before : polled_) {
       const Identity now = identity_of(before.path);
-      if (now.exists != before.exists || now.device != before.device || now.inode != before.inode) {
+      if (now.exists != before.exists || now.device != before.device || now.inode != before.inode ||
+          now.born_seconds != before.born_seconds ||
+          now.born_nanoseconds != before.born_nanoseconds) {
         before = now;  // one replacement, one hit
         replaced_outside(child, now.path);
       }

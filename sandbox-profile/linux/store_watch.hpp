@@ -30,6 +30,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -85,6 +86,10 @@ class StoreWatch {
     bool exists = false;
     dev_t device = 0;
     ino_t inode = 0;
+    // The birth time where the file system keeps one: a file renamed over the store may reuse the
+    // old one's inode number (ext4 hands a freed number out again at once), never its birth.
+    std::int64_t born_seconds = 0;
+    std::uint32_t born_nanoseconds = 0;
   };
   static Identity identity_of(const std::string& path);
   std::vector<Identity> polled_;
