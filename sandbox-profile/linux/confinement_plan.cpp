@@ -844,6 +844,18 @@ std::string protection_text(const SandboxSettings& sandbox, const Confinement& c
   text += "\nsandgate run: credential stores hidden (--allow-read PATH opens one): " +
           (confinement.hidden_stores.empty() ? std::string("none found")
                                              : join_list(confinement.hidden_stores));
+  if (!report.frozen.folders.empty()) {
+    text +=
+        "\nsandgate run: folders frozen around the hidden stores (their names as at start; a "
+        "store replaced outside shows nothing inside, and the run goes on): " +
+        join_list(report.frozen.folders);
+  }
+  if (!report.frozen.left.empty()) {
+    text += "\nsandgate run: folders with hidden stores left writable (not frozen): " +
+            join_list(report.frozen.left) +
+            "; a store there replaced outside stops the command (it could read the old or the "
+            "new one in that instant)";
+  }
   if (!confinement.linked_stores.empty()) {
     text +=
         "\nsandgate run: warning: these hidden credential files have another name (a hard "

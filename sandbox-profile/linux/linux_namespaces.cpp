@@ -21,6 +21,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <utility>
 
 #include "sandbox-profile/linux/landlock.hpp"
 #include "sandbox-profile/linux/private_view.hpp"
@@ -203,6 +204,17 @@ std::string NamespaceReport::serialize() const {
     out << "watched " << watched.wd << " " << (watched.folder ? 'D' : 'F') << " " << watched.path
         << "\n";
   }
+  // A path with a newline is left out: a store not said to be settled stays on the watch that
+  // stops the run.
+  for (const auto& [key, paths] :
+       {std::pair{"frozen", &frozen.folders}, std::pair{"left", &frozen.left},
+        std::pair{"settled", &frozen.settled}}) {
+    for (const auto& path : *paths) {
+      if (path.find('\n') == std::string::npos) {
+        out << key << " " << path << "\n";
+      }
+    }
+  }
   return out.str();
 }
 
@@ -223,6 +235,12 @@ NamespaceReport NamespaceReport::parse(const std::string& text) {
       report.landlock_note = value;
     } else if (key == "hidden") {
       report.hidden.push_back(value);
+    } else if (key == "frozen") {
+      report.frozen.folders.push_back(value);
+    } else if (key == "left") {
+      report.frozen.left.push_back(value);
+    } else if (key == "settled") {
+      report.frozen.settled.push_back(value);
     } else if (key == "watched") {
       std::istringstream fields(value);
       StoreReads::Watched watched{};
@@ -284,7 +302,8 @@ Expected<int, std::string> enter_namespaces(const NamespacePlan& plan, Namespace
   if (auto up = bring_loopback_up(); !up) {
     return Unexpected{up.error()};
   }
-  if (auto view = build_private_view(plan.view, report.hidden, report.reads, report.covers);
+  if (auto view =
+          build_private_view(plan.view, report.hidden, report.reads, report.covers, report.frozen);
       !view) {
     return Unexpected{view.error()};
   }

@@ -53,6 +53,9 @@ struct NamespaceReport {
   // The stores' covers as made, for the init to check before the command starts (kept by the
   // init: not in the text sent to `run`).
   std::vector<StoreCover> covers;
+  // The folders frozen around the stores, those left writable, and the stores that an outside
+  // replacement no longer shows inside (`run` tells its watch, store_watch.hpp).
+  FrozenFolders frozen;
 
   std::string serialize() const;
   static NamespaceReport parse(const std::string& text);

@@ -1,7 +1,9 @@
 // The confined command's mount view. See private_view.hpp.
 #include "sandbox-profile/linux/private_view.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -10,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <map>
 
@@ -533,12 +536,335 @@ Expected<bool, std::string> hide_store_files(const std::vector<std::string>& fil
   return true;
 }
 
+// The folder `path` lies in ("/" for a path right under the root).
+std::string parent_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == 0 || slash == std::string::npos ? std::string("/") : path.substr(0, slash);
+}
+
+// Descriptors closed on leaving a scope.
+struct Descriptors {
+  std::vector<int> fds;
+  Descriptors() = default;
+  Descriptors(const Descriptors&) = delete;
+  Descriptors& operator=(const Descriptors&) = delete;
+  ~Descriptors() {
+    for (int fd : fds) {
+      if (fd >= 0) {
+        ::close(fd);
+      }
+    }
+  }
+  int keep(int fd) {
+    fds.push_back(fd);
+    return fd;
+  }
+};
+
+std::string fd_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+// One entry of a folder being frozen, as the view showed it before: what is bound back in the
+// frozen folder (`fd`: the top mount at its path, or its cover for a store), or the link made
+// again there.
+struct FrozenEntry {
+  std::string name;
+  int fd = -1;  // O_PATH, never followed
+  mode_t mode = 0;
+  std::string target;  // a link's
+};
+
+// The entries of `folder` (opened as `dir`), each opened through the view, a store's checked to
+// show its cover (`covers`): a store without a cover (missing when the covers were made) is left
+// out, never copied.
+Expected<std::vector<FrozenEntry>, std::string> frozen_entries(
+    const std::string& folder, int dir, const std::vector<std::string>& store_names,
+    const std::vector<StoreCover>& covers, Descriptors& opened) {
+  std::vector<std::string> names;
+  {
+    const int listed = ::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR* stream = listed < 0 ? nullptr : ::fdopendir(listed);
+    if (stream == nullptr) {
+      if (listed >= 0) {
+        ::close(listed);
+      }
+      return Unexpected{errno_text("cannot list " + folder + " to freeze it")};
+    }
+    // Bounded: a folder with more entries stops the run (a mount each).
+    while (const dirent* entry = ::readdir(stream)) {
+      const std::string name = entry->d_name;
+      if (name == "." || name == "..") {
+        continue;
+      }
+      if (names.size() == kMaxFrozenEntries) {
+        ::closedir(stream);
+        return Unexpected{"cannot freeze " + folder + ", which holds a hidden credential store: " +
+                          "it has more than " + std::to_string(kMaxFrozenEntries) +
+                          " entries (each is a mount of its own); move the store's folder " +
+                          "elsewhere, or give --allow-read for its store"};
+      }
+      names.push_back(name);
+    }
+    ::closedir(stream);
+  }
+  std::vector<FrozenEntry> entries;
+  for (const auto& name : names) {
+    const std::string path = joined(folder, name);
+    const bool store = std::find(store_names.begin(), store_names.end(), name) != store_names.end();
+    const auto cover = std::find_if(covers.begin(), covers.end(),
+                                    [&path](const StoreCover& c) { return c.path == path; });
+    if (store && cover == covers.end()) {
+      continue;  // not covered: not there when the covers were made, and not shown now either
+    }
+    const int fd = opened.keep(::openat(dir, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    struct stat info {};
+    if (fd < 0 || ::fstat(fd, &info) != 0) {
+      if (errno == ENOENT && !store) {
+        continue;  // removed outside meanwhile
+      }
+      return store ? store_moved(path) : Unexpected{errno_text("cannot open " + path)};
+    }
+    if (store && (info.st_dev != cover->device || info.st_ino != cover->inode)) {
+      return store_moved(path);
+    }
+    FrozenEntry entry{name, fd, info.st_mode, {}};
+    if (S_ISLNK(info.st_mode)) {
+      std::string target(PATH_MAX, '\0');
+      const ssize_t got = ::readlinkat(fd, "", target.data(), target.size());
+      if (got < 0 || static_cast<std::size_t>(got) >= target.size()) {
+        return Unexpected{errno_text("cannot read the link " + path)};
+      }
+      target.resize(static_cast<std::size_t>(got));
+      entry.target = std::move(target);
+    }
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+// A new tmpfs for a frozen copy of a folder of `count` entries (the mode and owner of `like`),
+// mounted on a folder made for it under `staging` (a private root: nothing outside can reach or
+// rename it) until it is moved over the folder: its root, O_PATH, and the folder it is on. (Not
+// fsmount(): a detached mount counts as a mount namespace, and the sandbox's user namespace may
+// make none.) The size bounds it to the entries' mount points and links.
+struct StagedTmpfs {
+  int root = -1;
+  std::string at;
+};
+
+Expected<StagedTmpfs, std::string> frozen_tmpfs(const std::string& folder, const struct stat& like,
+                                                std::size_t count, const std::string& staging) {
+  StagedTmpfs made{-1, staging + "/.sandgate-frozen-XXXXXX"};
+  if (::mkdtemp(made.at.data()) == nullptr) {
+    return Unexpected{errno_text("cannot make a tmpfs to freeze " + folder)};
+  }
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(like.st_mode & 07777));
+  const std::string options = std::string("mode=") + mode +
+                              ",nr_inodes=" + std::to_string(count + 16) +
+                              ",size=" + std::to_string((count + 16) * 4096);
+  // The owner as the folder's, where this namespace maps it (a folder of another user's keeps
+  // the mapped user as owner: read-only, its mode says the same).
+  const std::string owned =
+      options + ",uid=" + std::to_string(like.st_uid) + ",gid=" + std::to_string(like.st_gid);
+  const unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+  if (::mount("tmpfs", made.at.c_str(), "tmpfs", flags, owned.c_str()) != 0 &&
+      ::mount("tmpfs", made.at.c_str(), "tmpfs", flags, options.c_str()) != 0) {
+    const int error = errno;
+    ::rmdir(made.at.c_str());
+    errno = error;
+    return Unexpected{errno_text("cannot mount a tmpfs to freeze " + folder)};
+  }
+  made.root = ::open(made.at.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (made.root < 0) {
+    const int error = errno;
+    ::umount2(made.at.c_str(), MNT_DETACH);
+    ::rmdir(made.at.c_str());
+    errno = error;
+    return Unexpected{errno_text("cannot open the tmpfs made to freeze " + folder)};
+  }
+  return made;
+}
+
+// The flags a read-only remount of a bind of `fd`'s mount must keep (locked_flags, by
+// descriptor).
+unsigned long locked_flags_of(const struct statvfs& info) {
+  unsigned long flags = 0;
+  flags |= (info.f_flag & ST_NOSUID) != 0 ? MS_NOSUID : 0;
+  flags |= (info.f_flag & ST_NODEV) != 0 ? MS_NODEV : 0;
+  flags |= (info.f_flag & ST_NOEXEC) != 0 ? MS_NOEXEC : 0;
+  flags |= (info.f_flag & ST_NOATIME) != 0 ? MS_NOATIME : 0;
+  flags |= (info.f_flag & ST_NODIRATIME) != 0 ? MS_NODIRATIME : 0;
+  flags |= (info.f_flag & ST_RELATIME) != 0 ? MS_RELATIME : 0;
+  return flags;
+}
+
+// Freezes `folder` (FrozenFolders): its entries opened through the view as it is now, a tmpfs
+// made with a mount point for each, attached over the folder, each entry bound back in from its
+// descriptor (recursively: what is mounted below it comes along, a frozen folder deeper down
+// included), read-only where it was, and the tmpfs made read-only. `store_names`: the names of
+// the hidden stores in it, each bound back from its cover only.
+Expected<bool, std::string> freeze_folder(const std::string& folder,
+                                          const std::vector<std::string>& store_names,
+                                          const std::vector<StoreCover>& covers,
+                                          const std::string& staging) {
+  Descriptors opened;
+  const int dir = opened.keep(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  struct stat like {};
+  if (dir < 0 || ::fstat(dir, &like) != 0) {
+    return Unexpected{errno_text("cannot open " + folder + " to freeze it")};
+  }
+  auto entries = frozen_entries(folder, dir, store_names, covers, opened);
+  if (!entries) {
+    return Unexpected{entries.error()};
+  }
+  auto made = frozen_tmpfs(folder, like, entries->size(), staging);
+  if (!made) {
+    return Unexpected{made.error()};
+  }
+  const int root = opened.keep(made->root);
+  // The staging folder goes once the tmpfs has left it (or on failure, with the tmpfs).
+  struct Unstage {
+    const std::string& at;
+    ~Unstage() {
+      ::umount2(at.c_str(), MNT_DETACH);  // EINVAL once moved: nothing mounted there then
+      ::rmdir(at.c_str());
+    }
+  } unstage{made->at};
+  // The mount points, made while the tmpfs is detached.
+  for (const auto& entry : *entries) {
+    int made_point = -1;
+    if (S_ISLNK(entry.mode)) {
+      made_point = ::symlinkat(entry.target.c_str(), root, entry.name.c_str());
+    } else if (S_ISDIR(entry.mode)) {
+      made_point = ::mkdirat(root, entry.name.c_str(), 0755);
+    } else {
+      const int file =
+          ::openat(root, entry.name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      made_point = file < 0 ? -1 : ::close(file);
+    }
+    if (made_point != 0) {
+      return Unexpected{errno_text("cannot make " + joined(folder, entry.name) +
+                                   " in the frozen copy of " + folder)};
+    }
+  }
+  // Over the folder as it was opened (not its path again: a rename outside could move it).
+  if (::mount(made->at.c_str(), fd_path(dir).c_str(), nullptr, MS_MOVE, nullptr) != 0) {
+    return Unexpected{errno_text("cannot mount the frozen copy of " + folder)};
+  }
+  const std::string inside = fd_path(root);
+  for (const auto& entry : *entries) {
+    if (S_ISLNK(entry.mode)) {
+      continue;
+    }
+    const std::string target = inside + "/" + entry.name;
+    if (::mount(fd_path(entry.fd).c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) !=
+        0) {
+      return Unexpected{errno_text("cannot bind " + joined(folder, entry.name) +
+                                   " into the frozen copy of " + folder)};
+    }
+    // A bind copies the mount's flags, read-only included; made sure of, since a writable copy of
+    // a read-only place (a store's cover, the home's files) would let the command write there.
+    struct statvfs source {};
+    struct statvfs copy {};
+    if (::fstatvfs(entry.fd, &source) != 0 || ::statvfs(target.c_str(), &copy) != 0) {
+      return Unexpected{errno_text("cannot check the copy of " + joined(folder, entry.name))};
+    }
+    if ((source.f_flag & ST_RDONLY) != 0 && (copy.f_flag & ST_RDONLY) == 0 &&
+        (::mount(nullptr, target.c_str(), nullptr,
+                 MS_REMOUNT | MS_BIND | MS_RDONLY | locked_flags_of(source), nullptr) != 0 ||
+         ::statvfs(target.c_str(), &copy) != 0 || (copy.f_flag & ST_RDONLY) == 0)) {
+      return Unexpected{
+          errno_text("cannot make the copy of " + joined(folder, entry.name) + " read-only")};
+    }
+  }
+  if (::mount(nullptr, inside.c_str(), nullptr,
+              MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+    return Unexpected{errno_text("cannot make the frozen copy of " + folder + " read-only")};
+  }
+  // The folder's path shows the copy now, or it was moved outside meanwhile (the copy went with
+  // it) and the run does not start.
+  struct stat shown {};
+  struct stat copy {};
+  if (::stat(folder.c_str(), &shown) != 0 || ::fstat(root, &copy) != 0 ||
+      shown.st_dev != copy.st_dev || shown.st_ino != copy.st_ino) {
+    return store_moved(folder);
+  }
+  return true;
+}
+
+// Freezes each folder that holds one of `stores` (every name of the hidden stores, second ones
+// included) and that the command cannot write, deepest first (a folder's copy then carries the
+// frozen ones below it). A folder missing from the view (under a private root, say) shows no
+// store either, and is passed over.
+Expected<bool, std::string> freeze_store_folders(const std::vector<std::string>& stores,
+                                                 const std::vector<StoreCover>& covers,
+                                                 const std::string& staging,
+                                                 FrozenFolders& frozen) {
+  std::map<std::string, std::vector<std::string>> by_folder;
+  for (const auto& store : stores) {
+    by_folder[parent_of(store)].push_back(store.substr(store.rfind('/') + 1));
+  }
+  std::vector<std::string> folders;
+  for (const auto& [folder, names] : by_folder) {
+    folders.push_back(folder);
+  }
+  const auto depth = [](const std::string& path) {
+    return std::count(path.begin(), path.end(), '/');
+  };
+  std::stable_sort(folders.begin(), folders.end(),
+                   [&](const std::string& a, const std::string& b) { return depth(a) > depth(b); });
+  for (const auto& folder : folders) {
+    // Inside a hidden folder (a file store named there too, KUBECONFIG in ~/.kube, say): its
+    // empty tmpfs shows none of the host's names, and stays (a copy would stand in its cover's
+    // place).
+    const bool in_hidden_folder = std::any_of(stores.begin(), stores.end(), [&](const auto& s) {
+      return is_within(folder, s) && std::any_of(covers.begin(), covers.end(), [&](const auto& c) {
+               struct stat info {};
+               return c.path == s && ::stat(s.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+             });
+    });
+    if (in_hidden_folder) {
+      continue;
+    }
+    struct statvfs info {};
+    if (::statvfs(folder.c_str(), &info) != 0) {
+      const auto& names = by_folder[folder];
+      const bool shown = std::any_of(names.begin(), names.end(), [&folder](const auto& name) {
+        return is_there(joined(folder, name));
+      });
+      if (!shown) {
+        continue;
+      }
+      return Unexpected{errno_text("cannot freeze " + folder)};
+    }
+    // Writable inside (the command's new entries must show there), or the root itself; or no
+    // private root to make the copy in (a plan without one: the run's always has /tmp).
+    if ((info.f_flag & ST_RDONLY) == 0 || folder == "/" || staging.empty()) {
+      frozen.left.push_back(folder);
+      continue;
+    }
+    if (auto done = freeze_folder(folder, by_folder[folder], covers, staging); !done) {
+      return done;
+    }
+    frozen.folders.push_back(folder);
+  }
+  return true;
+}
+
 Expected<bool, std::string> hide_credential_stores(const ViewPlan& plan, StoreReads& reads,
-                                                   std::vector<StoreCover>& covers) {
+                                                   std::vector<StoreCover>& covers,
+                                                   FrozenFolders& frozen) {
   // Aliases of the stores are hidden too (whole, without what stays readable in them).
   const std::string mountinfo = read_mountinfo();
   const std::vector<std::string> folders = with_aliases(plan.secret_folders, mountinfo);
   const std::vector<std::string> files = with_aliases(plan.secret_files, mountinfo);
+  // Each store of the plan with its second names, for FrozenFolders::settled.
+  std::vector<std::vector<std::string>> names;
+  for (const auto* stores : {&plan.secret_folders, &plan.secret_files}) {
+    for (const auto& store : *stores) {
+      names.push_back(with_aliases({store}, mountinfo));
+    }
+  }
   reads.watch = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
   {
     // What stays readable, opened before its folder is covered; never through a link: one could
@@ -551,7 +877,25 @@ Expected<bool, std::string> hide_credential_stores(const ViewPlan& plan, StoreRe
   Placeholders placeholders = make_placeholders(plan, files.size());
   auto hidden = hide_store_files(files, placeholders, reads, covers);
   drop_placeholders(placeholders);
-  return hidden;
+  if (!hidden) {
+    return hidden;
+  }
+  std::vector<std::string> stores = folders;
+  stores.insert(stores.end(), files.begin(), files.end());
+  const std::string staging = plan.private_roots.empty() ? "" : plan.private_roots.front();
+  if (auto done = freeze_store_folders(stores, covers, staging, frozen); !done) {
+    return done;
+  }
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const bool settled = std::all_of(names[i].begin(), names[i].end(), [&](const auto& name) {
+      return std::find(frozen.folders.begin(), frozen.folders.end(), parent_of(name)) !=
+             frozen.folders.end();
+    });
+    if (settled) {
+      frozen.settled.push_back(names[i].front());
+    }
+  }
+  return true;
 }
 
 // Private tmpfs over the private roots (every mount made read-only first when the plan says
@@ -624,7 +968,8 @@ Expected<bool, std::string> bind_protected(const ViewPlan& plan) {
 
 Expected<bool, std::string> build_private_view(const ViewPlan& plan,
                                                std::vector<std::string>& hidden, StoreReads& reads,
-                                               std::vector<StoreCover>& covers) {
+                                               std::vector<StoreCover>& covers,
+                                               FrozenFolders& frozen) {
   // Nothing mounted here may propagate back to the host's mount namespace.
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     return Unexpected{errno_text("cannot make the mount namespace private")};
@@ -646,7 +991,7 @@ Expected<bool, std::string> build_private_view(const ViewPlan& plan,
   if (auto bound = bind_protected(plan); !bound) {
     return bound;
   }
-  return hide_credential_stores(plan, reads, covers);
+  return hide_credential_stores(plan, reads, covers, frozen);
 }
 
 std::string first_uncovered(const std::vector<StoreCover>& covers) {

@@ -18,7 +18,8 @@
 //     terminals are not there;
 //   - the credential stores hidden: empty read-only tmpfs over their folders (with what stays
 //     readable in them bound back), an empty read-only file over each of their files, all of
-//     them watched for the command's attempts to open them (StoreReads);
+//     them watched for the command's attempts to open them (StoreReads); then the folders that
+//     hold them frozen, where the command cannot write (FrozenFolders);
 //   - a fresh /proc for the new pid namespace, its /proc/sys read-only.
 //
 // Mount work runs in the confined child, single-threaded, between clone() and exec(). The
@@ -27,6 +28,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -90,12 +92,42 @@ struct StoreCover {
   ino_t inode = 0;
 };
 
+// The folders that directly hold a hidden store, frozen as the last step of the view where the
+// command cannot write them (the home, and every second mount of it, but for what is bound back
+// writable): a read-only tmpfs over the folder, holding a copy of each of its entries as the
+// view showed it (each bound back, recursively, from a descriptor opened before: a writable
+// folder stays writable, a read-only one read-only, a link points where it did), and in each
+// store's place its cover. No name inside resolves to a store any more: the kernel's rename over
+// a store (`git credential-store`, kubectl, `docker login`) takes away the store's own cover in
+// every namespace before the name moves to the new file, and a lookup in between would find the
+// old file; a frozen folder's names are the tmpfs's, which no rename outside touches, and a store
+// folder moved away outside takes nothing with it that is seen. The cost: the folder's names are
+// those at start (an entry made outside during the run is not seen inside, one removed stays,
+// a file replaced by a rename shows its old content).
+//
+// A folder the command may write (the working folder, or a store inside it) is not frozen (the
+// command's new entries must show): its stores keep their covers alone, and `run`'s watch stops
+// the command when one is replaced outside (store_watch.hpp).
+struct FrozenFolders {
+  std::vector<std::string> folders;  // frozen, deepest first
+  std::vector<std::string> left;     // holding a store, but writable inside: not frozen
+  // The stores of the plan (ViewPlan::secret_folders and secret_files, not their second names)
+  // every name of which inside lies in a frozen folder: one replaced outside shows nothing.
+  std::vector<std::string> settled;
+};
+
+// The most entries a frozen folder may hold: each is a mount of its own. A folder with more
+// stops the run from starting (its error names the folder and the count).
+inline constexpr std::size_t kMaxFrozenEntries = 4096;
+
 // Makes the mount namespace private (nothing propagates to the host), then builds the view
 // above. `hidden` receives the sockets actually covered, `reads` the watch over the stores,
-// `covers` each store's cover as made. The error names the path and errno.
+// `covers` each store's cover as made (its path shows it through a frozen folder as well),
+// `frozen` the folders frozen around the stores. The error names the path and errno.
 Expected<bool, std::string> build_private_view(const ViewPlan& plan,
                                                std::vector<std::string>& hidden, StoreReads& reads,
-                                               std::vector<StoreCover>& covers);
+                                               std::vector<StoreCover>& covers,
+                                               FrozenFolders& frozen);
 
 // The first of `covers` whose path no longer shows its cover (it shows something else, or
 // nothing); "" when every cover is in place. The confined init asks before the command starts:

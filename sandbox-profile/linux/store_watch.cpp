@@ -1,11 +1,13 @@
 // The watch over hidden credential stores during a run. See store_watch.hpp.
 #include "sandbox-profile/linux/store_watch.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -79,13 +81,50 @@ StoreWatch::~StoreWatch() {
 
 StoreWatch::Identity StoreWatch::identity_of(const std::string& path) {
   Identity identity{path};
-  struct stat info {};
-  if (::lstat(path.c_str(), &info) == 0) {
+  struct statx info {};
+  if (::statx(AT_FDCWD, path.c_str(), AT_SYMLINK_NOFOLLOW, STATX_INO | STATX_BTIME, &info) == 0) {
     identity.exists = true;
-    identity.device = info.st_dev;
-    identity.inode = info.st_ino;
+    identity.device = ::makedev(info.stx_dev_major, info.stx_dev_minor);
+    identity.inode = info.stx_ino;
+    if ((info.stx_mask & STATX_BTIME) != 0) {
+      identity.born_seconds = info.stx_btime.tv_sec;
+      identity.born_nanoseconds = info.stx_btime.tv_nsec;
+    }
   }
   return identity;
+}
+
+void StoreWatch::settle(const std::vector<std::string>& settled,
+                        const std::vector<std::string>& frozen) {
+  std::lock_guard lock(mutex_);
+  settled_ = settled;
+  for (const auto& folder : frozen) {
+    const auto slash = folder.rfind('/');
+    const std::string parent = slash == 0 ? std::string("/") : folder.substr(0, slash);
+    if (slash != std::string::npos &&
+        std::find(frozen.begin(), frozen.end(), parent) != frozen.end()) {
+      settled_.push_back(folder);
+    }
+  }
+}
+
+std::vector<std::string> StoreWatch::noted() const {
+  std::lock_guard lock(mutex_);
+  return noted_;
+}
+
+void StoreWatch::replaced_outside(pid_t child, const std::string& hit) {
+  {
+    std::lock_guard lock(mutex_);
+    if (std::find(settled_.begin(), settled_.end(), hit) != settled_.end()) {
+      if (std::find(noted_.begin(), noted_.end(), hit) == noted_.end() &&
+          noted_.size() < kMaxNoted) {
+        noted_.push_back(hit);
+      }
+      return;
+    }
+  }
+  stopped_for(child, hit);
 }
 
 void StoreWatch::stopped_for(pid_t child, const std::string& hit) {
@@ -105,10 +144,13 @@ void StoreWatch::poll(pid_t child) {
   std::unique_lock lock(mutex_);
   while (!stop_polling_.wait_for(lock, kPollInterval, [this] { return stopping_; })) {
     lock.unlock();
-    for (const auto& before : polled_) {
+    for (auto& before : polled_) {
       const Identity now = identity_of(before.path);
-      if (now.exists != before.exists || now.device != before.device || now.inode != before.inode) {
-        stopped_for(child, before.path);
+      if (now.exists != before.exists || now.device != before.device || now.inode != before.inode ||
+          now.born_seconds != before.born_seconds ||
+          now.born_nanoseconds != before.born_nanoseconds) {
+        before = now;  // one replacement, one hit
+        replaced_outside(child, now.path);
       }
     }
     lock.lock();
@@ -149,7 +191,7 @@ void StoreWatch::watch(pid_t child) {
         }
       }
       if (!hit.empty()) {
-        stopped_for(child, hit);
+        replaced_outside(child, hit);
       }
     }
   }

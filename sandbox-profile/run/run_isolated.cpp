@@ -166,6 +166,12 @@ int audit(int status, const GitSnapshot& git_before, const Confinement& confinem
     StoreAttempts attempts = store_reads->finish();
     gate.stores_attempted(std::move(attempts.attempts), attempts.complete);
   }
+  // Replaced in a frozen folder: nothing of it showed inside, the command went on.
+  for (const auto& noted : store_watch.noted()) {
+    say("note: the hidden credential store " + noted +
+        " was replaced outside during the run; its folder is frozen inside (the names as at "
+        "start), so the command went on and saw nothing of it");
+  }
   if (const std::string replaced = store_watch.replaced(); !replaced.empty()) {
     say("the command was stopped: the hidden credential store " + replaced +
         " was replaced outside during the run, which would have shown the new one inside; run "
@@ -196,13 +202,16 @@ int run_isolated(const RunOptions& options, GateHandle& gate) {
     say(child.error());
     return kRunFailed;
   }
-  // From now on a hidden credential store replaced outside ends the run (store_watch.hpp).
+  // From now on a hidden credential store replaced outside ends the run, until the view says
+  // which are frozen (store_watch.hpp).
   StoreWatch store_watch(confinement.hidden_stores, (*child)->pid());
   auto handover = (*child)->receive_handover(confinement, pty != nullptr, options.sandbox.capture);
   if (!handover) {
     say(handover.error());
     return (*child)->abandon();
   }
+  // The view is built: a store in a frozen folder replaced from now on shows nothing inside.
+  store_watch.settle(handover->report.frozen.settled, handover->report.frozen.folders);
   if (pty != nullptr) {
     pty->adopt(handover->pty_master);
   }

@@ -151,4 +151,18 @@ TEST(SandboxUserLimits, ThisMachinesAreAtMostAQuarterOfTheTopLevels) {
 }
 
 }  // namespace
+
+// The frozen folders reach `run` with the report; a path with a newline is left out (a store not
+// said to be settled stays on the watch that stops the run).
+TEST(NamespaceReport, CarriesTheFrozenFoldersAndSettledStores) {
+  NamespaceReport report;
+  report.frozen.folders = {"/home/ada/.config/gh", "/home/ada"};
+  report.frozen.left = {"/home/ada/work"};
+  report.frozen.settled = {"/home/ada/.git-credentials", "/home/ada/odd\nname"};
+  const NamespaceReport back = NamespaceReport::parse(report.serialize());
+  EXPECT_EQ(back.frozen.folders, report.frozen.folders);
+  EXPECT_EQ(back.frozen.left, report.frozen.left);
+  EXPECT_EQ(back.frozen.settled, std::vector<std::string>{"/home/ada/.git-credentials"});
+}
+
 }  // namespace sandgate::sandbox
