@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs a command in a network namespace of its own whose only interface is loopback, so that
 # nothing it does can leave the machine, DNS included: the test suites and the benchmarks run
-# under it (make test, make test-sanitizers, make bench). Every test already gives its gate a
+# under it (make test, make test-tsan, make bench). Every test already gives its gate a
 # fake DNS server on loopback; this makes a slip impossible rather than unlikely.
 #
 # As root: a new network namespace only (root keeps its users, which sshd's privilege

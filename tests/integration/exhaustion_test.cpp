@@ -937,8 +937,8 @@ TEST(Exhaustion, NonReadingClientsDoNotMakeTheGateBufferAFlood) {
 TEST(ExhaustionReleaseBuild, OutOfDescriptorsTheGateBacksOffAndRecovers) {
   if (kSanitizedBuild) {
     // The gate runs sanitized here, and its sanitizer runtime cannot work without descriptors
-    // (tests/support/sanitized_build.hpp); the release job runs this case.
-    GTEST_SKIP() << "a sanitizer runtime cannot work without descriptors; the release job runs "
+    // (tests/support/sanitized_build.hpp); the optimised tree runs this case.
+    GTEST_SKIP() << "a sanitizer runtime cannot work without descriptors; the optimised tree runs "
                     "this case";
   }
   constexpr rlim_t kGateLimit = 256;

@@ -1,7 +1,7 @@
 // Whether this test program was built with a sanitizer (ASan or TSan). The sanitizers' runtimes
 // need descriptors of their own: UBSan's vptr check probes memory through a pipe and, when it
 // cannot make one, reports a false "invalid vptr" and aborts. Cases that run a gate out of
-// descriptors therefore run in the release job only.
+// descriptors therefore run in the optimised tree only.
 #pragma once
 
 namespace sandgate::testing {

@@ -172,12 +172,12 @@ std::chrono::duration<double> process_cpu_time() {
 // nothing at all; the test itself uses no descriptor until the limit is back.
 // The sanitizers' runtimes need descriptors of their own while this process has none (UBSan's
 // vptr check probes memory through a pipe and reports a false "invalid vptr" when it cannot make
-// one: tests/support/sanitized_build.hpp), so this case runs in the release job only; every
+// one: tests/support/sanitized_build.hpp), so this case runs in the optimised tree only; every
 // other admin case runs sanitized.
 
 TEST(AdminEndpointReleaseBuild, BacksOffInsteadOfSpinningWhileOutOfDescriptors) {
   if (kSanitizedBuild) {
-    GTEST_SKIP() << "a sanitizer runtime cannot work without descriptors; the release job runs "
+    GTEST_SKIP() << "a sanitizer runtime cannot work without descriptors; the optimised tree runs "
                     "this case";
   }
   TestAdmin admin;

@@ -88,8 +88,8 @@ class FileWatcherReleaseBuild : public FileWatcherTest {};
 TEST_F(FileWatcherReleaseBuild, WithoutAnInotifyInstanceItPolls) {
   if (sandgate::testing::kSanitizedBuild) {
     // Out of descriptors, UBSan's vptr check cannot make its probe pipe and reports a false
-    // "invalid vptr" (tests/support/sanitized_build.hpp): the release job runs this case.
-    GTEST_SKIP() << "runs in the release job";
+    // "invalid vptr" (tests/support/sanitized_build.hpp): the optimised tree runs this case.
+    GTEST_SKIP() << "runs in the optimised tree";
   }
   const pid_t pid = ::fork();
   if (pid == 0) {
