@@ -39,8 +39,23 @@ run: gate
 # tests/CMakeLists.txt). One tree of tests, not two: the optimised tree compiles only its
 # executables, benchmarks and five test programs (docs/testing.md has the numbers). Elsewhere
 # (macOS, where the sanitizer preset's link options are Linux's) every test in the optimised tree.
+# The optimised tree compiles while the ASan suite runs (at nice 10: the suite mostly waits on
+# sockets, child processes and timers); its output goes to build/release-checks.log, whose end is
+# shown if it fails.
+ASAN_SUITE = ./scripts/offline.sh ctest --preset debug-asan -j $(TEST_JOBS)
+RELEASE_CHECKS_SUITE = ./scripts/offline.sh ctest --preset release-checks -j $(TEST_JOBS)
 ifeq ($(shell uname -s),Linux)
-test: test-asan test-release-checks
+test: build-asan configure
+	@nice -n 10 cmake --build --preset release-checks -j $(JOBS) >build/release-checks.log 2>&1 & \
+	compile=$$!; \
+	$(ASAN_SUITE); suite=$$?; \
+	if ! wait $$compile; then \
+	  tail -n 60 build/release-checks.log; \
+	  echo "make test: building the optimised tree's checks failed: build/release-checks.log" >&2; \
+	  exit 1; \
+	fi; \
+	[ $$suite -eq 0 ] || exit $$suite; \
+	$(RELEASE_CHECKS_SUITE)
 else
 test: test-release
 endif
@@ -53,7 +68,7 @@ release-checks: configure
 	@cmake --build --preset release-checks -j $(JOBS)
 
 test-release-checks: release-checks
-	./scripts/offline.sh ctest --preset release-checks -j $(TEST_JOBS)
+	$(RELEASE_CHECKS_SUITE)
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/).
 build-asan: deps
@@ -61,7 +76,7 @@ build-asan: deps
 	@cmake --build --preset debug-asan -j $(JOBS)
 
 test-asan: build-asan
-	./scripts/offline.sh ctest --preset debug-asan -j $(TEST_JOBS)
+	$(ASAN_SUITE)
 
 # The tests that run the gate's threads, under ThreadSanitizer (build-tsan/; the list is the target
 # threaded_tests in tests/CMakeLists.txt, which the tsan build preset builds). CI runs it after
