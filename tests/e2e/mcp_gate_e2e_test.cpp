@@ -79,9 +79,9 @@ class McpGateTest : public ::testing::Test {
     for (const char* mode : {"json", "sse", "both", "plain", "hostile", "hostile-plain"}) {
       run_shell("mkdir -p " + folder_ + "/" + mode);
     }
-    // Each origin starts when a test first asks for its port (a Node start with the MCP SDK, or
-    // a Python one, costs a second or more of CPU: starting all six for every test was most of
-    // the suite's time); the gate is given every port from the start.
+    // The six origins start at once, each on the port free_port() just gave (started one after
+    // the other, waiting for each, they were most of the suite's time; started on a test's
+    // first use, a port reserved at set-up could be taken by another test's server meanwhile).
     for (const char* mode : {"json", "sse", "both", "plain"}) {
       origins_[mode] = {free_port(),
                         std::string(SANDGATE_NODE " ") + kMcpDir + "/tls_origin.mjs " + "{port} " +
@@ -98,6 +98,15 @@ class McpGateTest : public ::testing::Test {
         std::string("/usr/bin/python3 ") + kHostile + " {port} " + folder_ + "/hostile-plain",
         nullptr};
     h2_port_ = free_port();  // its origin is started by the tests that use it
+    for (auto& [mode, origin] : origins_) {
+      std::string command = origin.command;
+      command.replace(command.find("{port}"), 6, std::to_string(origin.port));
+      origin.server = std::make_unique<ChildServer>(origin.port, command, /*wait=*/false);
+    }
+    for (const auto& [mode, origin] : origins_) {
+      EXPECT_TRUE(origin.server->wait_until_accepting())
+          << "the " << mode << " origin did not start";
+    }
     write_rules();
     std::ofstream(folder_ + "/allow.txt") << kHost << "\n";
     std::ofstream(folder_ + "/token") << kRealToken << "\n";
@@ -117,24 +126,14 @@ class McpGateTest : public ::testing::Test {
         << extra;
   }
 
-  // The port of the origin `mode` (json, sse, both, plain, hostile, hostile-plain), started if it
-  // is not yet.
-  std::uint16_t port_of(const std::string& mode) {
-    Origin& origin = origins_.at(mode);
-    if (!origin.server) {
-      std::string command = origin.command;
-      command.replace(command.find("{port}"), 6, std::to_string(origin.port));
-      origin.server = std::make_unique<ChildServer>(origin.port, command);
-      EXPECT_TRUE(port_accepts(origin.port)) << "the " << mode << " origin did not start";
-    }
-    return origin.port;
-  }
-  std::uint16_t json_port() { return port_of("json"); }
-  std::uint16_t sse_port() { return port_of("sse"); }
-  std::uint16_t both_port() { return port_of("both"); }
-  std::uint16_t plain_port() { return port_of("plain"); }
-  std::uint16_t hostile_port() { return port_of("hostile"); }
-  std::uint16_t hostile_plain_port() { return port_of("hostile-plain"); }
+  // The port of the origin `mode` (json, sse, both, plain, hostile, hostile-plain).
+  std::uint16_t port_of(const std::string& mode) const { return origins_.at(mode).port; }
+  std::uint16_t json_port() const { return port_of("json"); }
+  std::uint16_t sse_port() const { return port_of("sse"); }
+  std::uint16_t both_port() const { return port_of("both"); }
+  std::uint16_t plain_port() const { return port_of("plain"); }
+  std::uint16_t hostile_port() const { return port_of("hostile"); }
+  std::uint16_t hostile_plain_port() const { return port_of("hostile-plain"); }
 
   // A gate with the MCP lines, inspecting their host with the test CA trusted.
   // `secret`: a --secret entry (MCP_TOKEN bound to the MCP host, from the file `token`).

@@ -20,7 +20,9 @@ namespace sandgate::testing {
 class ChildServer {
  public:
   // `command` is a shell command line (run with `exec`, so the child is the server itself).
-  ChildServer(std::uint16_t port, const std::string& command) : port_(port) {
+  // `wait`: whether to wait (up to 8 s) for it to accept; without, several servers can start at
+  // once and the caller waits for each (port_accepts, wait_until_accepting).
+  ChildServer(std::uint16_t port, const std::string& command, bool wait = true) : port_(port) {
     pid_ = ::fork();
     if (pid_ == 0) {
       std::freopen("/dev/null", "w", stdout);
@@ -28,9 +30,16 @@ class ChildServer {
       ::execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
+    if (wait) {
+      wait_until_accepting();
+    }
+  }
+  // Whether it accepts on its port within 8 s.
+  bool wait_until_accepting() const {
     for (int i = 0; i < 400 && !port_accepts(port_); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
+    return port_accepts(port_);
   }
   ~ChildServer() {
     if (pid_ > 0) {
