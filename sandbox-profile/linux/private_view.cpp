@@ -52,12 +52,9 @@ bool make_mount_point(const std::string& path, mode_t mode) {
 }
 
 // The flags a read-only remount must keep: a mount made in a less privileged namespace has its
-// nosuid/nodev/noexec/atime flags locked, and a remount that drops one is refused.
-unsigned long locked_flags(const std::string& path) {
-  struct statvfs info {};
-  if (::statvfs(path.c_str(), &info) != 0) {
-    return 0;
-  }
+// nosuid/nodev/noexec/atime flags locked, and a remount that drops one is refused. Of a mount
+// already asked about (statvfs or fstatvfs), or by path.
+unsigned long locked_flags_of(const struct statvfs& info) {
   unsigned long flags = 0;
   flags |= (info.f_flag & ST_NOSUID) != 0 ? MS_NOSUID : 0;
   flags |= (info.f_flag & ST_NODEV) != 0 ? MS_NODEV : 0;
@@ -66,6 +63,11 @@ unsigned long locked_flags(const std::string& path) {
   flags |= (info.f_flag & ST_NODIRATIME) != 0 ? MS_NODIRATIME : 0;
   flags |= (info.f_flag & ST_RELATIME) != 0 ? MS_RELATIME : 0;
   return flags;
+}
+
+unsigned long locked_flags(const std::string& path) {
+  struct statvfs info {};
+  return ::statvfs(path.c_str(), &info) == 0 ? locked_flags_of(info) : 0;
 }
 
 Expected<bool, std::string> self_bind(const std::string& path, bool read_only) {
@@ -683,19 +685,6 @@ Expected<StagedTmpfs, std::string> frozen_tmpfs(const std::string& folder, const
     return Unexpected{errno_text("cannot open the tmpfs made to freeze " + folder)};
   }
   return made;
-}
-
-// The flags a read-only remount of a bind of `fd`'s mount must keep (locked_flags, by
-// descriptor).
-unsigned long locked_flags_of(const struct statvfs& info) {
-  unsigned long flags = 0;
-  flags |= (info.f_flag & ST_NOSUID) != 0 ? MS_NOSUID : 0;
-  flags |= (info.f_flag & ST_NODEV) != 0 ? MS_NODEV : 0;
-  flags |= (info.f_flag & ST_NOEXEC) != 0 ? MS_NOEXEC : 0;
-  flags |= (info.f_flag & ST_NOATIME) != 0 ? MS_NOATIME : 0;
-  flags |= (info.f_flag & ST_NODIRATIME) != 0 ? MS_NODIRATIME : 0;
-  flags |= (info.f_flag & ST_RELATIME) != 0 ? MS_RELATIME : 0;
-  return flags;
 }
 
 // Freezes `folder` (FrozenFolders): its entries opened through the view as it is now, a tmpfs
