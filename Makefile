@@ -1,8 +1,9 @@
 # The two commands of the README: `make run` and `make test`. Everything else is a helper for them.
 JOBS ?= 2
-# Tests run at once: the suites wait on sockets, child processes and timeouts far more than they
-# compute, so twice as many tests as build jobs keep the cores busy (on two cores the release
-# suite took 285 s at -j2 and 202 s at -j4: bench/results/2026-12-06-ci-time/).
+# Tests run at once: the optimised suite waits on sockets, child processes and timeouts far more
+# than it computes, so twice as many tests as build jobs keep the cores busy (on two cores the
+# release suite took 285 s at -j2 and 202 s at -j4: bench/results/2026-12-06-ci-time/); the ASan
+# suite keeps both cores busy either way.
 TEST_JOBS ?= $(shell echo $$((2 * $(JOBS))))
 MAKEFLAGS += --no-print-directory
 
@@ -15,9 +16,13 @@ deps:
 # WERROR=ON makes every compiler warning an error (CI builds so); off by default, so that a user's
 # newer compiler with new warnings still builds.
 WERROR ?= OFF
+# UNITY=OFF compiles file by file instead of eight files at a time (CMakeLists.txt says why the
+# default is ON): a change to one file then recompiles that file only.
+UNITY ?= ON
+CMAKE_OPTIONS = -DSANDGATE_WERROR=$(WERROR) -DSANDGATE_UNITY_BUILD=$(UNITY)
 
 configure: deps
-	@cmake --preset release -DSANDGATE_WERROR=$(WERROR) >/dev/null
+	@cmake --preset release $(CMAKE_OPTIONS) >/dev/null
 
 build: configure
 	@cmake --build --preset release -j $(JOBS)
@@ -39,9 +44,9 @@ run: gate
 # tests/CMakeLists.txt). One tree of tests, not two: the optimised tree compiles only its
 # executables, benchmarks and five test programs (docs/testing.md has the numbers). Elsewhere
 # (macOS, where the sanitizer preset's link options are Linux's) every test in the optimised tree.
-# The optimised tree compiles while the ASan suite runs (at nice 10: the suite mostly waits on
-# sockets, child processes and timers); its output goes to build/release-checks.log, whose end is
-# shown if it fails.
+# The optimised tree compiles while the ASan suite runs (at nice 10, so that the suite, which keeps
+# both cores busy, goes first); its output goes to build/release-checks.log, whose end is shown if
+# it fails.
 ASAN_SUITE = ./scripts/offline.sh ctest --preset debug-asan -j $(TEST_JOBS)
 RELEASE_CHECKS_SUITE = ./scripts/offline.sh ctest --preset release-checks -j $(TEST_JOBS)
 ifeq ($(shell uname -s),Linux)
@@ -72,7 +77,7 @@ test-release-checks: release-checks
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/).
 build-asan: deps
-	@cmake --preset debug-asan -DSANDGATE_WERROR=$(WERROR) >/dev/null
+	@cmake --preset debug-asan $(CMAKE_OPTIONS) >/dev/null
 	@cmake --build --preset debug-asan -j $(JOBS)
 
 test-asan: build-asan
@@ -82,7 +87,7 @@ test-asan: build-asan
 # threaded_tests in tests/CMakeLists.txt, which the tsan build preset builds). CI runs it after
 # `make test`.
 build-tsan: deps
-	@cmake --preset tsan -DSANDGATE_WERROR=$(WERROR) >/dev/null
+	@cmake --preset tsan $(CMAKE_OPTIONS) >/dev/null
 	@cmake --build --preset tsan -j $(JOBS)
 
 test-tsan: build-tsan

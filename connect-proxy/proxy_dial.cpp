@@ -13,18 +13,12 @@
 #include <cstring>
 
 #include "connect-proxy/connect_request.hpp"
+#include "connect-proxy/relay.hpp"
 
 namespace sandgate::connect_proxy {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// SIGPIPE is ignored by main(); MSG_NOSIGNAL makes sure of it where it exists (not on macOS).
-#ifdef MSG_NOSIGNAL
-constexpr int kSendFlags = MSG_NOSIGNAL;
-#else
-constexpr int kSendFlags = 0;
-#endif
 
 int remaining_ms(Clock::time_point deadline) {
   const auto left =

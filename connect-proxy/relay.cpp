@@ -17,13 +17,6 @@ namespace {
 
 constexpr std::size_t kBufferSize = 64 * 1024;  // one pipe's worth on Linux
 
-// SIGPIPE is ignored by main(); MSG_NOSIGNAL makes sure of it where it exists (not on macOS).
-#ifdef MSG_NOSIGNAL
-constexpr int kSendFlags = MSG_NOSIGNAL;
-#else
-constexpr int kSendFlags = 0;
-#endif
-
 bool is_socket(int fd) {
   struct stat info {};
   return ::fstat(fd, &info) == 0 && S_ISSOCK(info.st_mode);

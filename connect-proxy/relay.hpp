@@ -10,11 +10,21 @@
 // the other; terminals and files are left as they are. Not thread-safe; EINTR is retried.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
 
 namespace sandgate::connect_proxy {
+
+// The flags of every send() of sandgate-connect's. SIGPIPE is ignored by main(); MSG_NOSIGNAL
+// makes sure of it where it exists (not on macOS).
+#ifdef MSG_NOSIGNAL
+inline constexpr int kSendFlags = MSG_NOSIGNAL;
+#else
+inline constexpr int kSendFlags = 0;
+#endif
 
 struct RelayResult {
   // Set when the tunnel failed rather than ended (the connection was reset): one line for

@@ -33,6 +33,14 @@ inline std::string ascii_upper(std::string_view text) {
   return out;
 }
 
+// ASCII letters and digits, as islower() and the like in the C locale.
+constexpr bool is_ascii_lower(char c) { return c >= 'a' && c <= 'z'; }
+constexpr bool is_ascii_upper(char c) { return c >= 'A' && c <= 'Z'; }
+constexpr bool is_ascii_digit(char c) { return c >= '0' && c <= '9'; }
+constexpr bool is_ascii_alnum(char c) {
+  return is_ascii_lower(c) || is_ascii_upper(c) || is_ascii_digit(c);
+}
+
 // SP or HTAB: HTTP's optional whitespace (RFC 9110, section 5.6.3).
 constexpr bool is_ows(char c) { return c == ' ' || c == '\t'; }
 

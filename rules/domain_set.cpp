@@ -34,16 +34,16 @@
 #include <utility>
 
 #include "rules/big_array.hpp"
+#include "rules/host.hpp"
 #include "rules/rule_line.hpp"
 
 namespace sandgate::rules {
 namespace {
 
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
-// The longest normal-form DNS name; a suffix longer than this can never equal an entry.
-constexpr std::size_t kMaxName = 253;
-// A DNS name of kMaxName octets has at most this many labels.
-constexpr std::size_t kMaxLabels = (kMaxName + 1) / 2;
+// A suffix longer than the longest normal-form DNS name (kMaxDnsName) can never equal an entry;
+// a DNS name of kMaxDnsName octets has at most this many labels.
+constexpr std::size_t kMaxLabels = (kMaxDnsName + 1) / 2;
 // Records store the name length in one byte (IPv6 entries with a long zone may exceed it).
 constexpr std::size_t kMaxStoredName = kMaxEntryName;
 static_assert(kMaxStoredName <= std::numeric_limits<std::uint8_t>::max());
@@ -353,7 +353,7 @@ std::uint32_t DomainSet::Impl::match_name(std::string_view name, std::uint16_t p
   std::array<Probe, kMaxLabels> probes;  // one per label count 1..max_labels, at most
   std::size_t count = 0;
   std::size_t labels = 0;
-  const std::size_t stop = name.size() > kMaxName ? name.size() - kMaxName : 0;
+  const std::size_t stop = name.size() > kMaxDnsName ? name.size() - kMaxDnsName : 0;
   std::uint64_t h = kHashSeed;
   for (std::size_t i = name.size(); i-- > stop;) {
     h = hash_step(h, name[i]);

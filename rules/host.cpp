@@ -21,7 +21,6 @@
 namespace sandgate::rules {
 namespace {
 
-constexpr std::size_t kMaxName = 253;  // RFC 1035 section 2.3.4, without the trailing dot
 constexpr std::size_t kMaxLabel = 63;
 // Refusing longer non-ASCII input bounds the work handed to libidn2. The limit leaves room for
 // text that maps down a lot (full-width forms, decomposed characters, deleted soft hyphens)
@@ -181,7 +180,7 @@ Expected<Host, HostError> parse_ascii_name(std::string_view text) {
     has_a_label = has_a_label || starts_with_ace_prefix(label);
     start = end + 1;
   }
-  if (name.size() > kMaxName) {
+  if (name.size() > kMaxDnsName) {
     return Unexpected{HostError::too_long};
   }
   std::string normal(name);

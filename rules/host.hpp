@@ -4,6 +4,7 @@
 // Pure functions on values; thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -12,6 +13,9 @@
 #include "rules/ip_address.hpp"
 
 namespace sandgate::rules {
+
+// The longest DNS name in octets, without the trailing dot (RFC 1035, section 2.3.4).
+inline constexpr std::size_t kMaxDnsName = 253;
 
 enum class HostKind : std::uint8_t { dns_name, ipv4, ipv6 };
 

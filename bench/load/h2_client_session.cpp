@@ -7,22 +7,12 @@
 
 namespace sandgate::load {
 
-namespace {
-
-struct callbacks_deleter {
-  void operator()(nghttp2_session_callbacks* callbacks) const {
-    nghttp2_session_callbacks_del(callbacks);
-  }
-};
-
-}  // namespace
-
 h2_client_session::h2_client_session(std::string authority) : authority_(std::move(authority)) {
   nghttp2_session_callbacks* raw = nullptr;
   if (nghttp2_session_callbacks_new(&raw) != 0) {
     return;
   }
-  const std::unique_ptr<nghttp2_session_callbacks, callbacks_deleter> callbacks(raw);
+  const h2_callbacks_ptr callbacks(raw);
   nghttp2_session_callbacks_set_on_header_callback(raw, &h2_client_session::on_header);
   nghttp2_session_callbacks_set_on_frame_recv_callback(raw, &h2_client_session::on_frame);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(raw, &h2_client_session::on_data);

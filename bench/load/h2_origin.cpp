@@ -28,12 +28,6 @@ const std::string& body_bytes() {
   return body;
 }
 
-struct callbacks_deleter {
-  void operator()(nghttp2_session_callbacks* callbacks) const {
-    nghttp2_session_callbacks_del(callbacks);
-  }
-};
-
 // One connection's server session and its streams' state. The streams are at most max_streams
 // (nghttp2 refuses more), each a path and what is left of its body.
 class origin_session {
@@ -43,7 +37,7 @@ class origin_session {
     if (nghttp2_session_callbacks_new(&raw) != 0) {
       return;
     }
-    const std::unique_ptr<nghttp2_session_callbacks, callbacks_deleter> callbacks(raw);
+    const h2_callbacks_ptr callbacks(raw);
     nghttp2_session_callbacks_set_on_begin_headers_callback(raw, &origin_session::on_begin);
     nghttp2_session_callbacks_set_on_header_callback(raw, &origin_session::on_header);
     nghttp2_session_callbacks_set_on_frame_recv_callback(raw, &origin_session::on_frame);

@@ -21,6 +21,13 @@ struct h2_session_deleter {
 };
 using h2_session_ptr = std::unique_ptr<nghttp2_session, h2_session_deleter>;
 
+struct h2_callbacks_deleter {
+  void operator()(nghttp2_session_callbacks* callbacks) const {
+    nghttp2_session_callbacks_del(callbacks);
+  }
+};
+using h2_callbacks_ptr = std::unique_ptr<nghttp2_session_callbacks, h2_callbacks_deleter>;
+
 // A header field for nghttp2_submit_*: nghttp2 copies name and value, so they need only live
 // until the submit returns.
 nghttp2_nv h2_field(std::string_view name, std::string_view value);

@@ -146,16 +146,6 @@ std::string form_encode(std::string_view text) {
   return out;
 }
 
-std::string user_name() {
-  if (const char* user = std::getenv("USER"); user != nullptr && *user != '\0') {
-    return user;
-  }
-  if (const passwd* entry = ::getpwuid(::getuid()); entry != nullptr) {
-    return entry->pw_name;
-  }
-  return "uid " + std::to_string(::getuid());
-}
-
 // The admin address, or why there is none.
 const settings::TcpEndpoint* admin_of(const settings::Settings& settings, std::ostream& err) {
   if (!settings.admin) {
@@ -225,7 +215,7 @@ int run_decide(const settings::Settings& settings, std::string_view target,
   }
   const std::string body =
       "host=" + form_encode(host) + "&port=" + std::to_string(port) +
-      "&answer=" + std::string(ask::to_string(*answer)) + "&who=" + form_encode(user_name()) +
+      "&answer=" + std::string(ask::to_string(*answer)) + "&who=" + form_encode(answering_user()) +
       (asked_request.empty() ? std::string()
                              : "&request=" + form_encode(std::string(asked_request)));
   const std::string request = "POST /decide HTTP/1.1\r\nHost: " + admin->text() + "\r\n" +
@@ -244,6 +234,16 @@ int run_decide(const settings::Settings& settings, std::string_view target,
   }
   err << "sandgate: " << reply->body;
   return reply->status == 401 || reply->status == 400 ? kAskUsageError : kAskRefused;
+}
+
+std::string answering_user() {
+  if (const char* user = std::getenv("USER"); user != nullptr && *user != '\0') {
+    return user;
+  }
+  if (const passwd* entry = ::getpwuid(::getuid()); entry != nullptr && entry->pw_name != nullptr) {
+    return entry->pw_name;
+  }
+  return "uid " + std::to_string(::getuid());
 }
 
 }  // namespace sandgate::commands

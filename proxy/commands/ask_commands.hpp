@@ -5,6 +5,7 @@
 #pragma once
 
 #include <ostream>
+#include <string>
 #include <string_view>
 
 #include "proxy/settings/settings.hpp"
@@ -25,5 +26,10 @@ int run_pending(const settings::Settings& settings, bool watch, std::ostream& ou
 // ("POST /repos/o/r/pulls", as `sandgate pending` lists it) answers a request's question.
 int run_decide(const settings::Settings& settings, std::string_view target, std::string_view answer,
                std::string_view request, std::ostream& out, std::ostream& err);
+
+// Who answers a question (`sandgate decide`, `watch`, `run`'s terminal), for the log and the list
+// files' comments: the user running the command ($USER, else the passwd entry's name, else "uid
+// N").
+std::string answering_user();
 
 }  // namespace sandgate::commands

@@ -1,7 +1,6 @@
 // `sandgate run`: the gate side. See run.hpp.
 #include "proxy/commands/run.hpp"
 
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "proxy/commands/ask_commands.hpp"
 #include "proxy/commands/run_sockets.hpp"
 #include "proxy/commands/run_summary.hpp"
 #include "proxy/commands/sandbox_view.hpp"
@@ -33,18 +33,6 @@ namespace sandgate::commands {
 namespace {
 
 void say(const std::string& text) { std::cerr << "sandgate run: " << text << std::endl; }
-
-// Who answers on the terminal, for the log and the list files' comments: the user running
-// `run` (the passwd entry's name, else $USER, else the uid).
-std::string user_name() {
-  if (const passwd* entry = ::getpwuid(::getuid()); entry != nullptr && entry->pw_name != nullptr) {
-    return entry->pw_name;
-  }
-  if (const char* user = std::getenv("USER"); user != nullptr && *user != '\0') {
-    return user;
-  }
-  return "uid " + std::to_string(::getuid());
-}
 
 // The terminal the board's listener hands questions to. The listener is called on the gate's
 // session threads and may still hold a copy after ask_on(nullptr): it reaches the asker only
@@ -198,7 +186,7 @@ class RunGate final : public sandbox::GateHandle {
       }
       // Questions the terminal cannot take (its queue is full) wait for another answer or
       // their timeout, as on the admin endpoint.
-      board.set_listener([slot = slot_, &board, by = user_name() + " via the terminal"](
+      board.set_listener([slot = slot_, &board, by = answering_user() + " via the terminal"](
                              const ask::PendingQuestion& question) {
         std::lock_guard lock(slot->mutex);
         if (slot->asker != nullptr && !slot->watched.load()) {
@@ -207,7 +195,7 @@ class RunGate final : public sandbox::GateHandle {
       });
       board.add_answerer();
       asking_ = true;
-      gate_->log().note("info", "ask: questions are asked on the terminal of " + user_name());
+      gate_->log().note("info", "ask: questions are asked on the terminal of " + answering_user());
     } else if (asker == nullptr && asking_) {
       board.set_listener({});
       {
@@ -281,7 +269,7 @@ class RunGate final : public sandbox::GateHandle {
     if (slot_->asker != nullptr) {
       for (const auto& question : board.pending()) {
         slot_->asker->ask(unless_watched(
-            terminal_question(board, question, user_name() + " via the terminal"), slot_));
+            terminal_question(board, question, answering_user() + " via the terminal"), slot_));
       }
     }
   }

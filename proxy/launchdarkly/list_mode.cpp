@@ -15,7 +15,7 @@ using Clock = std::chrono::steady_clock;
 
 // One of two sentences. (A function, not ?:, in coroutine bodies: GCC 12 mishandles the
 // temporaries of a conditional expression there.)
-std::string choose(bool first, const std::string& a, const std::string& b) { return first ? a : b; }
+std::string one_of(bool first, const std::string& a, const std::string& b) { return first ? a : b; }
 
 }  // namespace
 
@@ -256,7 +256,7 @@ asio::awaitable<void> ListMode::run() {
     if (client_.stopping()) {
       break;
     }
-    Failure failure{choose(parser.failed(), parser.error(), end.why), end.status, end.retry_after};
+    Failure failure{one_of(parser.failed(), parser.error(), end.why), end.status, end.retry_after};
     if (failure.final()) {
       // 401, 403, 404 and other final statuses stop the stream for good, as in the SDKs.
       halt(failure);

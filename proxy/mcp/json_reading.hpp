@@ -22,6 +22,7 @@
 // Pure functions; thread-safe.
 #pragma once
 
+#include <array>
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <cstddef>
@@ -64,6 +65,11 @@ std::string folded_key(std::string_view key);
 
 // A key as a sentence quotes it: printable ASCII as is, other bytes as \xHH, at most 64 bytes.
 std::string quoted_key(std::string_view key);
+
+// The members of a JSON-RPC 2.0 message, for misspelled_member(): a server that spells one in
+// another case is read differently by clients that match names in any case.
+inline constexpr std::array<std::string_view, 6> kJsonRpcMembers = {"jsonrpc", "id",     "method",
+                                                                    "params",  "result", "error"};
 
 // The first member of `object` whose key folds to one of `names` but is spelled otherwise
 // ("Method" for "method"): a server matching names in any case reads it as that member, where

@@ -27,10 +27,6 @@ constexpr std::array<std::string_view, 13> kProtocolMethods = {
     "tasks/cancel",
 };
 
-// The members of a JSON-RPC message: one spelled in another case is refused.
-constexpr std::array<std::string_view, 6> kMessageMembers = {"jsonrpc", "id",     "method",
-                                                             "params",  "result", "error"};
-
 std::string problem(std::string_view what) {
   return "the request body cannot be judged: " + std::string(what) + ".";
 }
@@ -41,7 +37,7 @@ std::optional<std::string> read_message(Message& message) {
     return "a message is not a JSON object";
   }
   const json::object& object = message.value.get_object();
-  if (auto key = misspelled_member(object, kMessageMembers)) {
+  if (auto key = misspelled_member(object, kJsonRpcMembers)) {
     return "a message has a member " + quoted_key(*key) +
            ", which servers that read names in any case take for " + folded_key(*key);
   }

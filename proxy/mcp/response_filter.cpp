@@ -33,10 +33,9 @@ bool same_id(const json::value& a, const json::value& b) {
   return wide_a && wide_b && *wide_a == *wide_b;
 }
 
-// The members of a JSON-RPC message, and of a list result, as the gate reads them: a server
-// that spells one in another case is read differently by clients that match names in any case.
-constexpr std::array<std::string_view, 6> kMessageMembers = {"jsonrpc", "id",     "method",
-                                                             "params",  "result", "error"};
+// The members of a list result, as the gate reads them (kJsonRpcMembers for the message's): a
+// server that spells one in another case is read differently by clients that match names in any
+// case.
 constexpr std::array<std::string_view, 3> kListArrays = {"tools", "prompts", "resources"};
 
 // Whether an event's data may be passed unread: the older HTTP+SSE transport's `endpoint` event,
@@ -126,7 +125,7 @@ ResponseFilter::Filtered ResponseFilter::filter_message(std::string_view text,
   if (!message.is_object()) {
     return Unexpected{std::string("a message is not a JSON object")};
   }
-  if (auto key = misspelled_member(message.get_object(), kMessageMembers)) {
+  if (auto key = misspelled_member(message.get_object(), kJsonRpcMembers)) {
     return Unexpected{"a message has a member " + quoted_key(*key) +
                       ", which clients that read names in any case take for " + folded_key(*key)};
   }

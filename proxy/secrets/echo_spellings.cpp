@@ -5,12 +5,12 @@
 #include <array>
 #include <atomic>
 
+#include "rules/ascii.hpp"
+
 namespace sandgate::secrets {
 namespace {
 
-constexpr bool is_alnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
+using rules::is_ascii_alnum;
 
 // Whether spellings_of()'s table is made (echo_spellings_made()).
 std::atomic<bool> spellings_table_made{false};
@@ -95,7 +95,7 @@ std::vector<std::string> second_layer(const std::string& spelling) {
   for (const char* hex : {kUpperHex, kLowerHex}) {
     std::string text;
     for (const char c : spelling) {
-      if (is_alnum(c)) {
+      if (is_ascii_alnum(c)) {
         text += c;
       } else {
         const auto byte = static_cast<unsigned char>(c);
@@ -116,7 +116,7 @@ const Spellings& spellings_of(char c) {
     std::array<Spellings, 256> made;
     for (int byte = 0; byte < 256; ++byte) {
       const char c = static_cast<char>(byte);
-      if (is_alnum(c)) {
+      if (is_ascii_alnum(c)) {
         continue;
       }
       Spellings all = first_layer(c);

@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "proxy/secrets/echo_spellings.hpp"
+#include "rules/ascii.hpp"
 #include "rules/base64.hpp"
 
 namespace sandgate::secrets {
@@ -26,10 +27,10 @@ constexpr std::size_t kMaxValue = 4 * 1024;
 constexpr std::size_t kMinLength = 8;
 constexpr double kMinBits = 40;
 
-bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
-bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_alnum(char c) { return is_lower(c) || is_upper(c) || is_digit(c); }
+using rules::is_ascii_alnum;
+using rules::is_ascii_digit;
+using rules::is_ascii_lower;
+using rules::is_ascii_upper;
 
 std::string trim_line_break(std::string text) {
   if (text.ends_with('\n')) {
@@ -135,16 +136,16 @@ Drawing drawing_of(std::string_view value) {
     }
   }
   const std::string_view rest = value.substr(std::min(out.prefix, value.size()));
-  if (std::any_of(rest.begin(), rest.end(), is_lower)) {
+  if (std::any_of(rest.begin(), rest.end(), is_ascii_lower)) {
     out.alphabet += "abcdefghijklmnopqrstuvwxyz";
   }
-  if (std::any_of(rest.begin(), rest.end(), is_upper)) {
+  if (std::any_of(rest.begin(), rest.end(), is_ascii_upper)) {
     out.alphabet += "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
   }
-  if (std::any_of(rest.begin(), rest.end(), is_digit)) {
+  if (std::any_of(rest.begin(), rest.end(), is_ascii_digit)) {
     out.alphabet += "0123456789";
   }
-  out.drawn = static_cast<double>(std::count_if(rest.begin(), rest.end(), is_alnum));
+  out.drawn = static_cast<double>(std::count_if(rest.begin(), rest.end(), is_ascii_alnum));
   return out;
 }
 
@@ -165,7 +166,7 @@ std::string make_sentinel(std::string_view value,
   const unsigned limit = 256 - 256 % alphabet.size();
   std::string sentinel(value);
   for (std::size_t i = prefix; i < sentinel.size(); ++i) {
-    if (!is_alnum(sentinel[i])) {
+    if (!is_ascii_alnum(sentinel[i])) {
       continue;
     }
     unsigned byte = random_byte();
@@ -265,13 +266,13 @@ void make_skeleton(Redaction& form) {
   // A form of letters and digits alone is found whole by the separated view (redaction.hpp); not
   // a base64 one, whose first and last characters may share bits with its neighbours, which only
   // the search in the data itself rewrites.
-  form.view_only =
-      form.view_only || (!form.base64 && std::all_of(form.real.begin(), form.real.end(), is_alnum));
+  form.view_only = form.view_only || (!form.base64 && std::all_of(form.real.begin(),
+                                                                  form.real.end(), is_ascii_alnum));
   const bool mixed_head = form.base64 && form.head_bits != 0x3f;
   const bool mixed_tail = form.base64 && form.tail_bits != 0x3f;
   const std::size_t to = form.real.size() - (mixed_tail ? 1 : 0);
   for (std::size_t i = mixed_head ? 1 : 0; i < to; ++i) {
-    if (is_alnum(form.real[i])) {
+    if (is_ascii_alnum(form.real[i])) {
       form.skeleton += form.real[i];
       form.masked_skeleton += form.masked[i];
     }
@@ -354,7 +355,7 @@ std::vector<Redaction> redactions_of(std::string_view value, std::string_view se
     } else if (form.real.size() == value.size()) {
       form.bits_per_char =
           drawing.alphabet.empty() ? 0 : std::log2(static_cast<double>(drawing.alphabet.size()));
-    } else if (form.view_only && std::all_of(form.real.begin(), form.real.end(), is_digit)) {
+    } else if (form.view_only && std::all_of(form.real.begin(), form.real.end(), is_ascii_digit)) {
       form.bits_per_char = std::log2(10.0);  // decimal
     } else {
       form.bits_per_char = 4;  // hexadecimal, with or without its markers

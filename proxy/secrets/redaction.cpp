@@ -25,13 +25,12 @@
 #endif
 
 #include "proxy/secrets/echo_spellings.hpp"
+#include "rules/ascii.hpp"
 
 namespace sandgate::secrets {
 namespace {
 
-constexpr bool is_alnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
+using rules::is_ascii_alnum;
 
 // The longest spelling of one character, two layers deep: `%26%23x002F%3B`.
 constexpr std::size_t kLongestSpelling = 16;
@@ -150,7 +149,7 @@ std::size_t match_once(const Redaction& form, std::size_t from, std::size_t to, 
   steps.clear();
   for (std::size_t i = from; i < to; ++i) {
     const char c = form.real[i];
-    if (is_alnum(c)) {
+    if (is_ascii_alnum(c)) {
       if (at >= size || data[at] != c) {
         return std::string::npos;
       }
@@ -187,12 +186,12 @@ struct Run {
 std::vector<Run> runs_of(const std::string& text, std::size_t from, std::size_t to) {
   std::vector<Run> runs;
   for (std::size_t i = from; i < to;) {
-    if (!is_alnum(text[i])) {
+    if (!is_ascii_alnum(text[i])) {
       ++i;
       continue;
     }
     std::size_t j = i;
-    while (j < to && is_alnum(text[j])) {
+    while (j < to && is_ascii_alnum(text[j])) {
       ++j;
     }
     runs.push_back({i, j - i});
@@ -256,8 +255,9 @@ std::size_t redact_form(char* data, std::size_t size, const Redaction& form) {
       for (std::size_t i = first; i > from; --i) {
         const char c = form.real[i - 1];
         const Spelling spelling =
-            is_alnum(c) ? (at > 0 && data[at - 1] == c ? Spelling{1, Family::literal} : Spelling{})
-                        : spelled_before(c, data, at);
+            is_ascii_alnum(c)
+                ? (at > 0 && data[at - 1] == c ? Spelling{1, Family::literal} : Spelling{})
+                : spelled_before(c, data, at);
         if (spelling.length == 0) {
           matched = false;
           break;
@@ -356,7 +356,7 @@ std::size_t redact_joined_lines(char* data, std::size_t size,
 constexpr std::array<unsigned char, 256> kLetterOrDigit = [] {
   std::array<unsigned char, 256> table{};
   for (int c = 0; c < 256; ++c) {
-    table[static_cast<std::size_t>(c)] = is_alnum(static_cast<char>(c)) ? 1 : 0;
+    table[static_cast<std::size_t>(c)] = is_ascii_alnum(static_cast<char>(c)) ? 1 : 0;
   }
   return table;
 }();
@@ -658,7 +658,7 @@ std::optional<Beginning> spelled_prefix(const Redaction& form, const char* data,
       return found;
     }
     const char c = form.real[i];
-    if (is_alnum(c)) {
+    if (is_ascii_alnum(c)) {
       if (data[at] != c) {
         return std::nullopt;
       }
@@ -693,7 +693,7 @@ std::optional<Beginning> separated_prefix(const Redaction& form, const char* dat
                                           Beginning found = {}) {
   std::size_t k = 0;
   for (std::size_t at = 0; at < size; ++at) {
-    if (!is_alnum(data[at])) {
+    if (!is_ascii_alnum(data[at])) {
       continue;
     }
     if (k == form.skeleton.size() || data[at] != form.skeleton[k]) {
@@ -738,7 +738,7 @@ StreamRedaction::StreamRedaction(const std::vector<Redaction>& redactions)
     }
     const bool mixed_head = form.base64 && form.head_bits != 0x3f;
     const char head = form.real[mixed_head ? 1 : 0];
-    if (is_alnum(head)) {
+    if (is_ascii_alnum(head)) {
       beginners_[static_cast<unsigned char>(head)].push_back({&form, false});
     } else {
       std::array<bool, 256> starts{};
@@ -770,7 +770,7 @@ std::size_t StreamRedaction::hold_from(const char* data, std::size_t size) {
   // a form's long runs, which are replaced wherever they stand: it waits for the next piece. It
   // waits through pauses too when it ends in kHoldBits or more of such a run's beginning.
   std::size_t run = size;
-  while (run > std::max(sent_, low) && is_alnum(data[run - 1])) {
+  while (run > std::max(sent_, low) && is_ascii_alnum(data[run - 1])) {
     --run;
   }
   for (std::size_t from = run; from < size && !strong_; ++from) {

@@ -72,24 +72,6 @@ std::optional<Parent> parent_of(const std::string& path) {
 
 }  // namespace
 
-UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) {
-      ::close(fd_);
-    }
-    fd_ = other.release();
-  }
-  return *this;
-}
-
-UniqueFd::~UniqueFd() {
-  if (fd_ >= 0) {
-    ::close(fd_);
-  }
-}
-
-int UniqueFd::release() { return std::exchange(fd_, -1); }
-
 UniqueFd open_no_follow(const std::string& path, int flags, mode_t mode) {
   if (path.empty() || path.front() != '/') {
     errno = EINVAL;

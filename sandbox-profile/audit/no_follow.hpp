@@ -15,26 +15,9 @@
 #include <optional>
 #include <string>
 
+#include "sandbox-profile/process/unique_fd.hpp"
+
 namespace sandgate::sandbox {
-
-// An owned descriptor (-1: none).
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept;
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd();
-
-  int get() const { return fd_; }
-  int release();
-  explicit operator bool() const { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
-};
 
 // Opens `path` with `flags` (O_NOFOLLOW and O_CLOEXEC added), never through a link; `mode` for
 // O_CREAT. Invalid (errno set: ELOOP for a link) on failure.

@@ -1,6 +1,5 @@
 // Capture's network set-up inside the namespace. See capture_network.hpp.
 #include "sandbox-profile/linux/capture_network.hpp"
-#include "sandbox-profile/process/capture_sockets.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -22,6 +21,10 @@
 #include <memory>
 #include <utility>
 
+#include "sandbox-profile/process/capture_sockets.hpp"
+#include "sandbox-profile/process/run_support.hpp"
+#include "sandbox-profile/process/unique_fd.hpp"
+
 namespace sandgate::sandbox {
 namespace {
 
@@ -31,40 +34,24 @@ constexpr const char* kCaptureOff =
     "; run with --capture=off (SANDGATE_CAPTURE=off) to confine the command without capture "
     "(only tools that honour the proxy variables then reach the network)";
 
-std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
-
-// Closes a descriptor on scope exit unless released.
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  ~Fd() {
-    if (fd >= 0) {
-      ::close(fd);
-    }
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int release() { return std::exchange(fd, -1); }
-};
-
 // One rtnetlink request (`request`, its length in its header) and its acknowledgement; the
 // error names `what`.
 Expected<bool, std::string> netlink_request(nlmsghdr& request, const std::string& what) {
-  Fd sock(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
-  if (sock.fd < 0) {
+  UniqueFd sock(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
+  if (sock.get() < 0) {
     return Unexpected{errno_text("netlink socket")};
   }
   request.nlmsg_flags |= NLM_F_REQUEST | NLM_F_ACK;
   request.nlmsg_seq = 1;
   sockaddr_nl kernel{};
   kernel.nl_family = AF_NETLINK;
-  if (::sendto(sock.fd, &request, request.nlmsg_len, 0, reinterpret_cast<sockaddr*>(&kernel),
+  if (::sendto(sock.get(), &request, request.nlmsg_len, 0, reinterpret_cast<sockaddr*>(&kernel),
                sizeof kernel) < 0) {
     return Unexpected{errno_text("netlink sendto")};
   }
   // The acknowledgement: an NLMSG_ERROR whose error is 0 on success.
   char reply[4096];
-  const ssize_t got = ::recv(sock.fd, reply, sizeof reply, 0);
+  const ssize_t got = ::recv(sock.get(), reply, sizeof reply, 0);
   if (got < static_cast<ssize_t>(NLMSG_LENGTH(sizeof(nlmsgerr)))) {
     return Unexpected{errno_text("netlink: no acknowledgement")};
   }
@@ -155,15 +142,15 @@ Expected<bool, std::string> add_addrconfig_address(int family, int loopback) {
 
 // A socket of `type` bound to loopback (`v6`: ::1, IPv6 only) on `port`; listening for TCP.
 Expected<int, std::string> bound_socket(bool v6, int type, std::uint16_t port) {
-  Fd sock(::socket(v6 ? AF_INET6 : AF_INET, type | SOCK_CLOEXEC, 0));
-  if (sock.fd < 0) {
+  UniqueFd sock(::socket(v6 ? AF_INET6 : AF_INET, type | SOCK_CLOEXEC, 0));
+  if (sock.get() < 0) {
     return Unexpected{errno_text("socket")};
   }
   sockaddr_storage storage{};
   socklen_t length = 0;
   if (v6) {
     const int only = 1;
-    ::setsockopt(sock.fd, IPPROTO_IPV6, IPV6_V6ONLY, &only, sizeof only);
+    ::setsockopt(sock.get(), IPPROTO_IPV6, IPV6_V6ONLY, &only, sizeof only);
     auto* address = reinterpret_cast<sockaddr_in6*>(&storage);
     address->sin6_family = AF_INET6;
     address->sin6_addr = in6addr_loopback;
@@ -177,10 +164,10 @@ Expected<int, std::string> bound_socket(bool v6, int type, std::uint16_t port) {
     length = sizeof *address;
   }
   const std::string where = std::string(v6 ? "[::1]:" : "127.0.0.1:") + std::to_string(port);
-  if (::bind(sock.fd, reinterpret_cast<sockaddr*>(&storage), length) != 0) {
+  if (::bind(sock.get(), reinterpret_cast<sockaddr*>(&storage), length) != 0) {
     return Unexpected{errno_text("bind " + where)};
   }
-  if (type == SOCK_STREAM && ::listen(sock.fd, kBacklog) != 0) {
+  if (type == SOCK_STREAM && ::listen(sock.get(), kBacklog) != 0) {
     return Unexpected{errno_text("listen " + where)};
   }
   return sock.release();
@@ -190,14 +177,14 @@ Expected<int, std::string> bound_socket(bool v6, int type, std::uint16_t port) {
 // net.ipv6.conf.default.disable_ipv6=1, has none, and capture then covers IPv4 only (IPv6
 // connections find no route: nothing gets out either way).
 bool has_ipv6() {
-  Fd probe(::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (probe.fd < 0) {
+  UniqueFd probe(::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (probe.get() < 0) {
     return false;
   }
   sockaddr_in6 address{};
   address.sin6_family = AF_INET6;
   address.sin6_addr = in6addr_loopback;
-  return ::bind(probe.fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+  return ::bind(probe.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
 }
 
 // Where Debian (and most distributions) install nft, the nftables command. It runs as a program
@@ -328,11 +315,11 @@ Expected<bool, std::string> check_redirect(int listener, bool v6) {
     length = sizeof *address;
   }
   const std::string family = v6 ? "IPv6" : "IPv4";
-  Fd client(::socket(target.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (client.fd < 0) {
+  UniqueFd client(::socket(target.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (client.get() < 0) {
     return Unexpected{errno_text("socket")};
   }
-  if (::connect(client.fd, reinterpret_cast<sockaddr*>(&target), length) != 0 &&
+  if (::connect(client.get(), reinterpret_cast<sockaddr*>(&target), length) != 0 &&
       errno != EINPROGRESS) {
     return Unexpected{errno_text("the capture check's " + family + " connection failed")};
   }
@@ -341,9 +328,9 @@ Expected<bool, std::string> check_redirect(int listener, bool v6) {
     return Unexpected{"the capture check's " + family +
                       " connection was not redirected to the capture listener"};
   }
-  Fd accepted(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
+  UniqueFd accepted(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
   sockaddr_storage original{};
-  if (accepted.fd < 0 || !original_destination(accepted.fd, original)) {
+  if (accepted.get() < 0 || !original_destination(accepted.get(), original)) {
     return Unexpected{"the capture check's " + family +
                       " connection arrived without its original destination (SO_ORIGINAL_DST)"};
   }
@@ -393,8 +380,8 @@ Expected<bool, std::string> point_resolv_conf() {
            slash = path.find('/', slash + 1)) {
         ::mkdir(path.substr(0, slash).c_str(), 0755);
       }
-      Fd created(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
-      if (created.fd < 0) {
+      UniqueFd created(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+      if (created.get() < 0) {
         return Unexpected{errno_text("cannot create " + path)};
       }
     }
@@ -403,11 +390,11 @@ Expected<bool, std::string> point_resolv_conf() {
     return Unexpected{errno_text(std::string("mkdir ") + kFolder)};
   }
   {
-    Fd file(::open(kFile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    UniqueFd file(::open(kFile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     const std::string text =
         "# sandgate run: names are answered by the gate (capture)\nnameserver 127.0.0.1\n";
-    if (file.fd < 0 ||
-        ::write(file.fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    if (file.get() < 0 ||
+        ::write(file.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
       return Unexpected{errno_text(std::string("cannot write ") + kFile)};
     }
   }

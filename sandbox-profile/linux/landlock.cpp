@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "sandbox-profile/plan/protected_paths.hpp"
+#include "sandbox-profile/process/run_support.hpp"
 
 // Debian 12's kernel headers stop at ABI 2; the running kernel may be newer.
 #ifndef LANDLOCK_ACCESS_FS_REFER
@@ -79,8 +80,6 @@ class Fd {
 std::string join(const std::string& folder, const char* name) {
   return folder == "/" ? "/" + std::string(name) : folder + "/" + name;
 }
-
-std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 }  // namespace
 

@@ -26,11 +26,10 @@
 #include "sandbox-profile/linux/landlock.hpp"
 #include "sandbox-profile/linux/private_view.hpp"
 #include "sandbox-profile/process/fd_passing.hpp"
+#include "sandbox-profile/process/run_support.hpp"
 
 namespace sandgate::sandbox {
 namespace {
-
-std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 bool write_file(const std::string& path, const std::string& text) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);

@@ -17,11 +17,10 @@
 #include <map>
 
 #include "sandbox-profile/plan/protected_paths.hpp"
+#include "sandbox-profile/process/run_support.hpp"
 
 namespace sandgate::sandbox {
 namespace {
-
-std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 // Creates `path` and the folders above it that are missing (mode 0755; `last_mode` for the last
 // one), as the mapped user.

@@ -32,6 +32,8 @@
 #include <system_error>
 #include <thread>
 
+#include "sandbox-profile/process/unique_fd.hpp"
+
 namespace sandgate::sandbox {
 namespace {
 
@@ -49,19 +51,6 @@ constexpr std::chrono::seconds kIdleThreadLifetime{10};
 // to the caller, who never lent them) and everything else whose effect depends on who calls.
 constexpr int kAllowedSendFlags = MSG_DONTWAIT | MSG_NOSIGNAL | MSG_EOR | MSG_OOB | MSG_MORE |
                                   MSG_CONFIRM | MSG_DONTROUTE | MSG_FASTOPEN;
-
-// A descriptor closed when it goes out of scope.
-struct Fd {
-  int fd = -1;
-  explicit Fd(int value = -1) : fd(value) {}
-  ~Fd() {
-    if (fd >= 0) {
-      ::close(fd);
-    }
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-};
 
 // One notified call, copied out of the kernel's message.
 struct Call {
@@ -89,8 +78,8 @@ bool read_memory(pid_t pid, std::uint64_t address, void* out, std::size_t size) 
 // working folder. The error is the errno the caller would have seen.
 int open_in_callers_view(pid_t pid, const std::string& path, int& error) {
   const std::string proc = "/proc/" + std::to_string(pid);
-  Fd root(::open((proc + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (root.fd < 0) {
+  UniqueFd root(::open((proc + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (root.get() < 0) {
     error = EACCES;
     return -1;
   }
@@ -99,18 +88,18 @@ int open_in_callers_view(pid_t pid, const std::string& path, int& error) {
     // The working folder's path in the caller's view, checked to name the caller's folder.
     char buffer[PATH_MAX] = {};
     const ssize_t length = ::readlink((proc + "/cwd").c_str(), buffer, sizeof buffer - 1);
-    Fd cwd(::open((proc + "/cwd").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (length <= 0 || buffer[0] != '/' || cwd.fd < 0) {
+    UniqueFd cwd(::open((proc + "/cwd").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (length <= 0 || buffer[0] != '/' || cwd.get() < 0) {
       error = EACCES;
       return -1;
     }
     open_how how{};
     how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
     how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-    Fd named(static_cast<int>(::syscall(SYS_openat2, root.fd, buffer, &how, sizeof how)));
+    UniqueFd named(static_cast<int>(::syscall(SYS_openat2, root.get(), buffer, &how, sizeof how)));
     struct stat a {
     }, b{};
-    if (named.fd < 0 || ::fstat(named.fd, &a) != 0 || ::fstat(cwd.fd, &b) != 0 ||
+    if (named.get() < 0 || ::fstat(named.get(), &a) != 0 || ::fstat(cwd.get(), &b) != 0 ||
         a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
       error = EACCES;
       return -1;
@@ -121,7 +110,7 @@ int open_in_callers_view(pid_t pid, const std::string& path, int& error) {
   how.flags = O_PATH | O_CLOEXEC;
   how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
   const int fd =
-      static_cast<int>(::syscall(SYS_openat2, root.fd, absolute.c_str(), &how, sizeof how));
+      static_cast<int>(::syscall(SYS_openat2, root.get(), absolute.c_str(), &how, sizeof how));
   error = fd < 0 ? errno : 0;
   return fd;
 }
@@ -150,8 +139,8 @@ int pidfd_for_thread(pid_t tid) {
 
 std::set<std::pair<std::uint32_t, std::uint32_t>> bound_unix_socket_inodes(int diag) {
   std::set<std::pair<std::uint32_t, std::uint32_t>> out;
-  Fd own(diag < 0 ? ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG) : -1);
-  const int fd = diag < 0 ? own.fd : diag;
+  UniqueFd own(diag < 0 ? ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG) : -1);
+  const int fd = diag < 0 ? own.get() : diag;
   if (fd < 0) {
     return out;
   }
@@ -240,16 +229,16 @@ struct UnixConnectGuard::State {
 
   // Judges the unix path in `address` and rewrites it to name the judged inode
   // (/proc/self/fd/N, N kept open in `judged`). The error is the caller's errno.
-  int judge_path(pid_t pid, sockaddr_un& address, socklen_t& length, Fd& judged) {
+  int judge_path(pid_t pid, sockaddr_un& address, socklen_t& length, UniqueFd& judged) {
     const std::size_t room = length - offsetof(sockaddr_un, sun_path);
     const std::string path(address.sun_path, ::strnlen(address.sun_path, room));
     int error = 0;
-    judged.fd = open_in_callers_view(pid, path, error);
-    if (judged.fd < 0) {
+    judged.reset(open_in_callers_view(pid, path, error));
+    if (judged.get() < 0) {
       return error;
     }
     struct stat info {};
-    if (::fstat(judged.fd, &info) != 0 || !S_ISSOCK(info.st_mode)) {
+    if (::fstat(judged.get(), &info) != 0 || !S_ISSOCK(info.st_mode)) {
       return ECONNREFUSED;  // what connect() says of a path that is not a socket
     }
     const std::pair<std::uint32_t, std::uint32_t> key{static_cast<std::uint32_t>(info.st_dev),
@@ -261,7 +250,7 @@ struct UnixConnectGuard::State {
       }
     }
     std::memset(address.sun_path, 0, sizeof address.sun_path);
-    const std::string alias = "/proc/self/fd/" + std::to_string(judged.fd);
+    const std::string alias = "/proc/self/fd/" + std::to_string(judged.get());
     std::memcpy(address.sun_path, alias.c_str(), alias.size());
     length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + alias.size() + 1);
     return 0;
@@ -293,23 +282,24 @@ struct UnixConnectGuard::State {
     if (seccomp_notify_id_valid(notify_fd, call.id) != 0) {
       return fail(EINTR);
     }
-    Fd pidfd(pidfd_for_thread(call.pid));
-    Fd socket(pidfd.fd < 0 ? -1
-                           : static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.fd,
-                                                        static_cast<int>(call.args[0]), 0)));
-    if (socket.fd < 0) {
+    UniqueFd pidfd(pidfd_for_thread(call.pid));
+    UniqueFd socket(pidfd.get() < 0
+                        ? -1
+                        : static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.get(),
+                                                     static_cast<int>(call.args[0]), 0)));
+    if (socket.get() < 0) {
       return fail(errno == EBADF ? EBADF : EACCES);
     }
     int family = 0;
     socklen_t size = sizeof family;
-    if (::getsockopt(socket.fd, SOL_SOCKET, SO_DOMAIN, &family, &size) != 0) {
+    if (::getsockopt(socket.get(), SOL_SOCKET, SO_DOMAIN, &family, &size) != 0) {
       return fail(ENOTSOCK);
     }
     const int send_flags = static_cast<int>(call.args[3]);
     if (!is_connect && (send_flags & ~kAllowedSendFlags) != 0) {
       return fail(EOPNOTSUPP);  // MSG_ZEROCOPY would send `run`'s memory, not the caller's
     }
-    Fd judged;
+    UniqueFd judged;
     auto* address = reinterpret_cast<sockaddr*>(&storage);
     switch (family) {
       case AF_UNIX:
@@ -326,7 +316,8 @@ struct UnixConnectGuard::State {
       case AF_INET6:
         break;  // no capability is asked on these calls: the sandbox's network namespace fences
       case AF_NETLINK:
-        if (int error = judge_netlink(socket.fd, is_connect, storage, length, data); error != 0) {
+        if (int error = judge_netlink(socket.get(), is_connect, storage, length, data);
+            error != 0) {
           return fail(error);
         }
         if (!is_connect) {
@@ -340,9 +331,9 @@ struct UnixConnectGuard::State {
         return fail(EAFNOSUPPORT);  // the filter lets no other family be made
     }
     if (is_connect) {
-      return connect_for(call, socket.fd, family, address, length);
+      return connect_for(call, socket.get(), family, address, length);
     }
-    return send_for(call, socket.fd, data, send_flags, address, length);
+    return send_for(call, socket.get(), data, send_flags, address, length);
   }
 
   // A netlink connect() or addressed sendto() (of `data`) on the caller's socket `fd`, judged so
@@ -632,7 +623,7 @@ bool receive(int notify_fd, Call& call) {
   return received;
 }
 
-void supervise(std::shared_ptr<UnixConnectGuard::State> state) {
+void guard_until_stopped(std::shared_ptr<UnixConnectGuard::State> state) {
   for (;;) {
     pollfd fds[2] = {{state->notify_fd, POLLIN, 0}, {state->stop_pipe[0], POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0) {
@@ -670,7 +661,7 @@ UnixConnectGuard::UnixConnectGuard(int notify_fd, int diag_fd, std::vector<std::
   if (::pipe2(state_->stop_pipe, O_CLOEXEC) != 0) {
     state_->stop_pipe[0] = state_->stop_pipe[1] = -1;
   }
-  thread_ = std::thread(supervise, state_);
+  thread_ = std::thread(guard_until_stopped, state_);
 }
 
 UnixConnectGuard::~UnixConnectGuard() { stop(); }

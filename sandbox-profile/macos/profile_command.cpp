@@ -1,21 +1,16 @@
 // `sandgate profile`. See profile_command.hpp.
 #include "sandbox-profile/macos/profile_command.hpp"
 
-#include <cstdlib>
 #include <ostream>
 
 #include "sandbox-profile/macos/profile.hpp"
 #include "sandbox-profile/macos/profile_options.hpp"
+#include "sandbox-profile/process/run_support.hpp"
 
 namespace sandgate::sandbox {
 namespace {
 
 constexpr int kUsageError = 2;
-
-std::string env_or_empty(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? std::string() : std::string(value);
-}
 
 }  // namespace
 

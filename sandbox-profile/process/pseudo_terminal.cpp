@@ -8,12 +8,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sandbox-profile/process/run_support.hpp"
+
 namespace sandgate::sandbox {
-namespace {
-
-std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
-
-}  // namespace
 
 Expected<std::pair<int, int>, std::string> open_pseudo_terminal() {
 #ifdef __linux__

@@ -93,6 +93,8 @@ std::string env_or_empty(const char* name) {
   return value == nullptr ? std::string() : std::string(value);
 }
 
+std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
+
 int ExecImage::exec() {
   environ = envp_.data();
   ::execvp(argv_[0], argv_.data());

@@ -55,6 +55,9 @@ std::vector<std::string> current_environment();
 // The variable's value, or empty.
 std::string env_or_empty(const char* name);
 
+// "WHAT: " and strerror(errno): a failed call's sentence.
+std::string errno_text(const std::string& what);
+
 // sandgate-connect next to the running executable (warns when it is missing).
 std::string connect_helper();
 

@@ -13,11 +13,10 @@
 #include <string_view>
 
 #include "sandbox-profile/process/pseudo_terminal.hpp"
+#include "sandbox-profile/process/run_support.hpp"
 
 namespace sandgate::sandbox {
 namespace {
-
-std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 // A pipe whose ends are closed on exec (pipe2 is not on macOS; `run` opens these before any
 // thread of its own starts, so no fork can race the flag).

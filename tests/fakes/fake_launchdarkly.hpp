@@ -23,6 +23,9 @@
 
 namespace sandgate::fakes {
 
+// A client-side ID of LaunchDarkly's form (24 hex digits), for the tests' fakes and settings.
+inline constexpr const char* kFakeClientId = "0123456789abcdef01234567";
+
 class FakeLaunchDarkly {
  public:
   enum class Behaviour {

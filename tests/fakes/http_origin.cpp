@@ -216,7 +216,8 @@ void echo(int fd, std::string early) {
   ::shutdown(fd, SHUT_WR);
 }
 
-void serve(std::shared_ptr<HttpOrigin::State> state, int fd, std::size_t connection) {
+void serve_http_connection(std::shared_ptr<HttpOrigin::State> state, int fd,
+                           std::size_t connection) {
   Reader reader(fd, *state);
   for (;;) {
     HttpOrigin::Request request;
@@ -272,7 +273,7 @@ void serve(std::shared_ptr<HttpOrigin::State> state, int fd, std::size_t connect
   ::close(fd);
 }
 
-void accept_loop(std::shared_ptr<HttpOrigin::State> state) {
+void accept_http_connections(std::shared_ptr<HttpOrigin::State> state) {
   while (!state->stopping) {
     pollfd p{state->listener, POLLIN, 0};
     if (::poll(&p, 1, 50) <= 0) {
@@ -285,7 +286,7 @@ void accept_loop(std::shared_ptr<HttpOrigin::State> state) {
     const std::size_t connection = ++state->connections;
     std::lock_guard lock(state->mutex);
     state->open_fds.push_back(fd);
-    state->handlers.emplace_back(serve, state, fd, connection);
+    state->handlers.emplace_back(serve_http_connection, state, fd, connection);
   }
 }
 
@@ -378,7 +379,7 @@ HttpOrigin::HttpOrigin(Handler handler, Family family) : state_(std::make_shared
   ::getsockname(state_->listener, reinterpret_cast<sockaddr*>(&address), &length);
   state_->port = ntohs(family == Family::v4 ? reinterpret_cast<sockaddr_in*>(&address)->sin_port
                                             : reinterpret_cast<sockaddr_in6*>(&address)->sin6_port);
-  state_->acceptor = std::thread(accept_loop, state_);
+  state_->acceptor = std::thread(accept_http_connections, state_);
 }
 
 HttpOrigin::~HttpOrigin() {

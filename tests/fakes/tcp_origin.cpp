@@ -42,7 +42,7 @@ bool send_all(int fd, const char* data, std::size_t size) {
   return true;
 }
 
-void serve(std::shared_ptr<TcpOrigin::State> state, int fd, TcpOrigin::Mode mode) {
+void serve_tcp_connection(std::shared_ptr<TcpOrigin::State> state, int fd, TcpOrigin::Mode mode) {
   char buffer[16384];
   switch (mode) {
     case TcpOrigin::Mode::banner:
@@ -94,7 +94,7 @@ void serve(std::shared_ptr<TcpOrigin::State> state, int fd, TcpOrigin::Mode mode
   ::close(fd);
 }
 
-void accept_loop(std::shared_ptr<TcpOrigin::State> state) {
+void accept_tcp_connections(std::shared_ptr<TcpOrigin::State> state) {
   while (!state->stopping) {
     pollfd p{state->listener, POLLIN, 0};
     if (::poll(&p, 1, 50) <= 0) {
@@ -106,7 +106,7 @@ void accept_loop(std::shared_ptr<TcpOrigin::State> state) {
     }
     ++state->connections;
     std::lock_guard lock(state->mutex);
-    state->handlers.emplace_back(serve, state, fd, state->mode);
+    state->handlers.emplace_back(serve_tcp_connection, state, fd, state->mode);
   }
 }
 
@@ -140,7 +140,7 @@ TcpOrigin::TcpOrigin(Mode mode, Family family) : state_(std::make_shared<State>(
   ::getsockname(state_->listener, reinterpret_cast<sockaddr*>(&address), &length);
   state_->port = ntohs(family == Family::v4 ? reinterpret_cast<sockaddr_in*>(&address)->sin_port
                                             : reinterpret_cast<sockaddr_in6*>(&address)->sin6_port);
-  state_->acceptor = std::thread(accept_loop, state_);
+  state_->acceptor = std::thread(accept_tcp_connections, state_);
 }
 
 TcpOrigin::~TcpOrigin() {

@@ -38,8 +38,6 @@ using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kClientId = "0123456789abcdef01234567";
-
 rules::Host host(const std::string& name) { return *rules::parse_host(name); }
 
 // Fast timing for tests: 100 ms first delay, no jitter, "healthy" after 1 s open.
@@ -58,7 +56,7 @@ class Client {
   Client(FakeLaunchDarkly& fake, settings::LdMode mode, Timing timing = fast_timing(),
          std::function<void(settings::Settings&)> configure = {}) {
     ::setenv("SSL_CERT_FILE", fake.ca_file().c_str(), 1);
-    settings_.launchdarkly_client_id = kClientId;
+    settings_.launchdarkly_client_id = fakes::kFakeClientId;
     settings_.ld_failover = settings::LdFailover::deny;
     settings_.ld_failover_given = true;
     settings_.ld_mode = mode;
@@ -139,7 +137,7 @@ bool allowed_by_list(const Answer& answer) {
 // ---- 1. A ping whose re-fetch lacks the flag means no list, as a put without it does ----
 
 TEST(LaunchDarklySdkEdges, APingWhoseRefetchLacksTheFlagMeansNoList) {
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_default_value(R"(["allowed.test"])");
   Client client(fake, settings::LdMode::list);
   ASSERT_TRUE(fake.wait_for_streams(1, 5s));
@@ -167,7 +165,7 @@ class FinalStatus : public ::testing::TestWithParam<unsigned> {};
 
 TEST_P(FinalStatus, StopsTheStreamWithOneClearError) {
   const unsigned status = GetParam();
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_default_value(R"(["allowed.test"])");
   fake.fail_next_streams(1000, status);
   Client client(fake, settings::LdMode::list);
@@ -187,7 +185,7 @@ TEST_P(FinalStatus, StopsTheStreamWithOneClearError) {
 
 TEST_P(FinalStatus, StopsPerDomainRequests) {
   const unsigned status = GetParam();
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_default_value("true");
   fake.fail_next_evaluations(1000, status);
   Client client(fake, settings::LdMode::domain);
@@ -209,7 +207,7 @@ INSTANTIATE_TEST_SUITE_P(LaunchDarklySdkEdges, FinalStatus, ::testing::Values(40
 class RecoverableStatus : public ::testing::TestWithParam<unsigned> {};
 
 TEST_P(RecoverableStatus, IsRetriedWithBackoff) {
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_default_value(R"(["allowed.test"])");
   fake.fail_next_streams(2, GetParam());
   Client client(fake, settings::LdMode::list);
@@ -229,7 +227,7 @@ INSTANTIATE_TEST_SUITE_P(LaunchDarklySdkEdges, RecoverableStatus,
 // ---- 3. The backoff resets only after the stream was open (headers received) long enough ----
 
 TEST(LaunchDarklySdkEdges, BackoffResetsOnlyAfterTheStreamWasOpenLongEnough) {
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_default_value(R"(["allowed.test"])");
   // Headers come 1.2 s after each request: longer than "healthy" (1 s). Timed from before
   // connecting, every attempt would look healthy and the backoff would never grow.
@@ -273,7 +271,7 @@ std::string put_of_size(std::size_t bytes, const std::string& list) {
 }
 
 TEST(LaunchDarklySdkEdges, AFiveMebibytePutIsAccepted) {
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_default_value(R"(["allowed.test"])");
   Client client(fake, settings::LdMode::list);
   ASSERT_TRUE(fake.wait_for_streams(1, 5s));
@@ -284,7 +282,7 @@ TEST(LaunchDarklySdkEdges, AFiveMebibytePutIsAccepted) {
 }
 
 TEST(LaunchDarklySdkEdges, APutBeyondTheLimitSaysWhichLimit) {
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_default_value(R"(["allowed.test"])");
   Client client(fake, settings::LdMode::list, fast_timing(),
                 [](settings::Settings& s) { s.ld_max_payload = 1u << 20; });
@@ -305,7 +303,7 @@ asio::awaitable<void> ask_one(RemoteAllowlist* remote, std::string name,
 }
 
 TEST(LaunchDarklySdkEdges, FiveHundredNewDomainsAtOnceStayUnderTheCap) {
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_default_value("true");
   fake.set_delay(5ms);  // so that requests overlap
   // Declared before the client, so that the client's thread (which posts the answers here) is
@@ -333,7 +331,7 @@ TEST(LaunchDarklySdkEdges, FiveHundredNewDomainsAtOnceStayUnderTheCap) {
 // ---- 6. Retry-After ----
 
 TEST(LaunchDarklySdkEdges, RetryAfterIsHonouredOnTheStream) {
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_default_value(R"(["allowed.test"])");
   fake.fail_next_streams(1, 429, "2");
   Client client(fake, settings::LdMode::list);
@@ -344,7 +342,7 @@ TEST(LaunchDarklySdkEdges, RetryAfterIsHonouredOnTheStream) {
 }
 
 TEST(LaunchDarklySdkEdges, RetryAfterIsHonouredPerDomain) {
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_default_value("true");
   fake.fail_next_evaluations(1, 503, "2");
   Client client(fake, settings::LdMode::domain);
@@ -364,7 +362,7 @@ TEST(LaunchDarklySdkEdges, RetryAfterIsHonouredPerDomain) {
 // ---- 7. Pings merged ----
 
 TEST(LaunchDarklySdkEdges, PingsAreMerged) {
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_default_value(R"(["allowed.test"])");
   Client client(fake, settings::LdMode::list);
   ASSERT_TRUE(fake.wait_for_streams(1, 5s));
@@ -383,7 +381,7 @@ TEST(LaunchDarklySdkEdges, PingsAreMerged) {
 // ---- 8. Host carries a non-default port ----
 
 TEST(LaunchDarklySdkEdges, HostCarriesTheServicePort) {
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_default_value("true");
   Client client(fake, settings::LdMode::domain);
   ASSERT_TRUE(client.ask("a.test").allowed);
@@ -463,7 +461,7 @@ constexpr std::size_t kLargeReply = 700u << 10;  // three do not fit in 2 MiB, t
 // byte of their body is read, and take the failover answer (deny) without LaunchDarkly counting
 // as down. Once the two are let go, the budget is free again.
 TEST(LaunchDarklySdkEdges, RepliesHeldAtOnceStayWithinOneBudget) {
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_default_value("true");
   fake.set_reply_size(kLargeReply, FakeLaunchDarkly::Framing::length);
   fake.hold_replies();
@@ -508,7 +506,7 @@ TEST(LaunchDarklySdkEdges, RepliesHeldAtOnceStayWithinOneBudget) {
 // held by two replies, a chunked 700 KiB reply is refused part-way, the failover applies to its
 // lookup alone, and once the budget is free again the same reply is accepted.
 TEST(LaunchDarklySdkEdges, AChunkedReplyIsChargedAsItArrives) {
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_default_value("true");
   fake.set_reply_size(kLargeReply, FakeLaunchDarkly::Framing::length);
   fake.hold_replies();

@@ -26,8 +26,6 @@ using Behaviour = FakeLaunchDarkly::Behaviour;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
-constexpr const char* kClientId = "0123456789abcdef01234567";
-
 struct Options {
   settings::LdFailover failover = settings::LdFailover::deny;
   settings::LdMode mode = settings::LdMode::domain;
@@ -45,7 +43,7 @@ std::unique_ptr<TestProxy> gate_for(FakeLaunchDarkly& fake, Options options = {}
   auto proxy = std::make_unique<TestProxy>("blocked.test\n", [&](settings::Settings& s) {
     s.policy.block_loopback = false;
     s.threads = 2;
-    s.launchdarkly_client_id = kClientId;
+    s.launchdarkly_client_id = fakes::kFakeClientId;
     s.ld_failover = options.failover;
     s.ld_failover_given = true;
     s.ld_mode = options.mode;
@@ -80,7 +78,7 @@ Outcome connect_to(TestProxy& proxy, const std::string& host, std::uint16_t port
 
 TEST(LaunchDarklyDomainMode, TrueAllowsAnythingElseDenies) {
   TcpOrigin origin;
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_value("allowed.test", "true");
   fake.set_value("denied.test", "false");
   fake.set_value("other.test", "\"true\"");  // a string is not true
@@ -103,7 +101,7 @@ TEST(LaunchDarklyDomainMode, TrueAllowsAnythingElseDenies) {
 
 TEST(LaunchDarklyDomainMode, RequestsCarryTheContextAndNoCredentials) {
   TcpOrigin origin;
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_value("allowed.test", "true");
   auto proxy = gate_for(fake);
   ASSERT_EQ(connect_to(*proxy, "ALLOWED.test.", origin.port()).status, 200);
@@ -122,7 +120,7 @@ TEST(LaunchDarklyDomainMode, RequestsCarryTheContextAndNoCredentials) {
 
 TEST(LaunchDarklyDomainMode, FiftySimultaneousConnectionsMakeOneRequest) {
   TcpOrigin origin;
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_value("allowed.test", "true");
   fake.set_delay(300ms);  // so that every connection arrives while the first lookup is out
   auto proxy = gate_for(fake);
@@ -145,7 +143,7 @@ TEST(LaunchDarklyDomainMode, FiftySimultaneousConnectionsMakeOneRequest) {
 
 TEST(LaunchDarklyDomainMode, AnswersAreCachedUntilTheyExpire) {
   TcpOrigin origin;
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_value("allowed.test", "true");
   Options options;
   options.ttl = std::chrono::seconds(1);
@@ -181,7 +179,7 @@ class LaunchDarklyFailure
 TEST_P(LaunchDarklyFailure, FailoverModeDecides) {
   const auto& [failure, mode] = GetParam();
   TcpOrigin origin;
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_value("allowed.test", "true");
   fake.set_behaviour(failure.behaviour);
   Options options;
@@ -231,15 +229,16 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(LaunchDarklyDomainMode, AnUntrustedCertificateIsAFailure) {
   TcpOrigin origin;
-  FakeLaunchDarkly fake(kClientId);
-  FakeLaunchDarkly other(kClientId);  // another CA: trusting it does not make `fake` trusted
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
+  FakeLaunchDarkly other(
+      fakes::kFakeClientId);  // another CA: trusting it does not make `fake` trusted
   fake.set_value("allowed.test", "true");
   auto proxy = [&] {
     ::setenv("SSL_CERT_FILE", other.ca_file().c_str(), 1);
     auto base = settings::parse_service_uri(fake.base_uri());
     return std::make_unique<TestProxy>("", [&](settings::Settings& s) {
       s.policy.block_loopback = false;
-      s.launchdarkly_client_id = kClientId;
+      s.launchdarkly_client_id = fakes::kFakeClientId;
       s.ld_failover = settings::LdFailover::deny;
       s.ld_base_uri = *base;
     });
@@ -253,7 +252,7 @@ TEST(LaunchDarklyDomainMode, AnUntrustedCertificateIsAFailure) {
 
 TEST(LaunchDarklyDomainMode, DuringAnOutageConnectionsDoNotWait) {
   TcpOrigin origin;
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_behaviour(Behaviour::hang);
   Options options;
   options.failover = settings::LdFailover::deny;
@@ -291,7 +290,7 @@ TEST(LaunchDarklyDomainMode, DuringAnOutageConnectionsDoNotWait) {
 
 TEST(LaunchDarklyDomainMode, RecoversAfterTheOutage) {
   TcpOrigin origin;
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_value("allowed.test", "true");
   fake.set_behaviour(Behaviour::refuse);
   Options options;
@@ -318,7 +317,7 @@ TEST(LaunchDarklyDomainMode, RecoversAfterTheOutage) {
 
 TEST(LaunchDarklyDomainMode, AnExpiredAnswerServesWhileUnreachable) {
   TcpOrigin origin;
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_value("stale.test", "true");
   Options options;
   options.failover = settings::LdFailover::deny;  // so that an allow can only be the stale answer
@@ -338,7 +337,7 @@ TEST(LaunchDarklyDomainMode, AnExpiredAnswerServesWhileUnreachable) {
 
 TEST(LaunchDarklyDomainMode, AClientLeavingDuringALookupCostsNothing) {
   TcpOrigin origin;
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_value("late.test", "true");
   fake.set_value("allowed.test", "true");
   fake.set_delay(500ms);
@@ -357,7 +356,7 @@ TEST(LaunchDarklyDomainMode, AClientLeavingDuringALookupCostsNothing) {
 }
 
 TEST(LaunchDarklyDomainMode, PlainHttpForwardingIsCheckedToo) {
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_value("denied.test", "false");
   auto proxy = gate_for(fake);
   TestClient client(proxy->port());
@@ -390,7 +389,7 @@ bool eventually(TestProxy& proxy, const std::string& host, std::uint16_t port, i
 
 TEST(LaunchDarklyListMode, TheListDecidesLocally) {
   TcpOrigin origin;
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_default_value(R"(["allowed.test", "*.wild.test", "not a host!", 7])");
   auto proxy = gate_for(fake, list_mode());
   ASSERT_TRUE(eventually(*proxy, "allowed.test", origin.port(), 200));
@@ -411,7 +410,7 @@ TEST(LaunchDarklyListMode, TheListDecidesLocally) {
 
 TEST(LaunchDarklyListMode, StreamEventsChangeTheListLive) {
   TcpOrigin origin;
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_version(5);
   fake.set_default_value(R"(["allowed.test"])");
   auto proxy = gate_for(fake, list_mode());
@@ -451,7 +450,7 @@ TEST(LaunchDarklyListMode, StreamEventsChangeTheListLive) {
 
 TEST(LaunchDarklyListMode, FailoverUntilTheFirstListThenTheLastGoodListThroughOutages) {
   TcpOrigin origin;
-  FakeLaunchDarkly fake(kClientId);
+  FakeLaunchDarkly fake(fakes::kFakeClientId);
   fake.set_default_value(R"(["allowed.test"])");
   fake.set_behaviour(Behaviour::refuse);
   auto proxy = gate_for(fake, list_mode());

@@ -39,7 +39,7 @@ using asio::ip::tcp;
 using asio::ip::udp;
 using namespace asio::experimental::awaitable_operators;
 
-constexpr std::string_view kMethod = "CAPTURE";
+constexpr std::string_view kCaptureMethod = "CAPTURE";
 constexpr std::string_view kDnsMethod = "DNS";
 // The first bytes the gate may hold of a captured connection: a plain-HTTP request (as on the
 // explicit proxy) or a TLS ClientHello (its limit in connect_tunnel.cpp), with room.
@@ -60,7 +60,7 @@ asio::awaitable<void> send_nothing(SessionContext&, rules::Reason, std::string_v
 asio::awaitable<boost::system::error_code> already_established(SessionContext&) {
   co_return boost::system::error_code{};
 }
-constexpr TunnelFrontEnd kCaptureFront{kMethod, &send_nothing, &already_established};
+constexpr TunnelFrontEnd kCaptureFront{kCaptureMethod, &send_nothing, &already_established};
 
 // Where the command meant to go: its original destination, the synthetic address read back to
 // the name it stands for.
@@ -311,7 +311,8 @@ asio::awaitable<void> send_http_refusal(SessionContext& context, rules::Reason r
   const std::string reply = build_reply(reason, sentence, at);
   co_await asio::async_write(context.client, asio::buffer(reply), use_tuple);
 }
-constexpr TunnelFrontEnd kCaptureHttpFront{kMethod, &send_http_refusal, &already_established};
+constexpr TunnelFrontEnd kCaptureHttpFront{kCaptureMethod, &send_http_refusal,
+                                           &already_established};
 
 // What a captured client did first, on a port whose protocols speak first from the client (TLS,
 // plain HTTP).
@@ -350,7 +351,7 @@ void record_closed_unused(SessionContext& context, const std::string& display, s
   end.event = log::Record::Event::end;
   end.connection_id = context.id;
   end.client = context.client_address;
-  end.method = kMethod;
+  end.method = kCaptureMethod;
   end.host = display;
   end.port = port;
   end.verdict = rules::verdict_name(rules::reason_info(rules::Reason::no_request).verdict);
@@ -388,7 +389,7 @@ asio::awaitable<bool> hear_first_bytes(SessionContext& context, const DecisionSt
                                        const Target& target, const std::string& display,
                                        bool tls_port, boost::beast::flat_buffer& buffer) {
   const FirstMove first = co_await await_first_bytes(context, buffer);
-  if (!context.still_wanted(kMethod, display, target.port)) {
+  if (!context.still_wanted(kCaptureMethod, display, target.port)) {
     co_return false;
   }
   if (first == FirstMove::closed) {
@@ -438,7 +439,7 @@ asio::awaitable<bool> check_plain_http(SessionContext& context, const DecisionSt
   if (buffer.size() > 0) {
     check = co_await check_http_host(context, target.host.name, buffer);
   }
-  if (!context.still_wanted(kMethod, display, target.port)) {
+  if (!context.still_wanted(kCaptureMethod, display, target.port)) {
     co_return false;
   }
   if (check.result == HostCheck::Result::refused) {

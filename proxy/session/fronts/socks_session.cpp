@@ -114,7 +114,7 @@ namespace beast = boost::beast;
 using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 
-constexpr std::string_view kMethod = "SOCKS5";
+constexpr std::string_view kSocksMethod = "SOCKS5";
 
 std::span<const std::uint8_t> bytes_of(const beast::flat_buffer& buffer) {
   const auto data = buffer.data();
@@ -187,7 +187,7 @@ asio::awaitable<bool> send(tcp::socket& client, std::span<const std::uint8_t> by
 asio::awaitable<void> refuse(SessionContext& context, rules::Reason reason, std::string_view host,
                              std::uint16_t port, std::string_view sentence,
                              std::span<const std::uint8_t> reply) {
-  record_refusal(context, kMethod, host, port, {reason, std::string(sentence)});
+  record_refusal(context, kSocksMethod, host, port, {reason, std::string(sentence)});
   if (!reply.empty()) {
     co_await send(context.client, reply);
   }
@@ -208,7 +208,7 @@ void record_abandoned(SessionContext& context, std::string_view stage) {
   end.event = log::Record::Event::end;
   end.connection_id = context.id;
   end.client = context.client_address;
-  end.method = kMethod;
+  end.method = kSocksMethod;
   end.host = "-";
   end.verdict = rules::verdict_name(verdict);
   end.reason = rules::reason_code(reason);
@@ -261,7 +261,7 @@ asio::awaitable<boost::system::error_code> send_socks_established(SessionContext
   co_return write_error;
 }
 
-constexpr TunnelFrontEnd kSocksFront{kMethod, &send_socks_refusal, &send_socks_established};
+constexpr TunnelFrontEnd kSocksFront{kSocksMethod, &send_socks_refusal, &send_socks_established};
 
 bool offers(const socks::Greeting& greeting, socks::Method method) {
   return std::find(greeting.methods.begin(), greeting.methods.end(),

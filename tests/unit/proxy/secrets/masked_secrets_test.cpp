@@ -112,8 +112,6 @@ TEST(MaskedSecretsLoad, ReadsEachSourceAndSaysWhatFailedWithoutTheValue) {
   std::system(("rm -rf " + std::string(folder)).c_str());
 }
 
-std::string base64(const std::string& bytes) { return rules::base64_encoded(bytes); }
-
 TEST(Redaction, FindsTheValueRawBase64EncodedAtAnyAlignmentAndPercentEncoded) {
   const std::string value = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
   const std::string sentinel = make_sentinel(value, seeded(9));
@@ -124,15 +122,16 @@ TEST(Redaction, FindsTheValueRawBase64EncodedAtAnyAlignmentAndPercentEncoded) {
   // A Basic header of any user name, and a JSON echo of it: no trace of the value is left in
   // any of them, and each keeps its length.
   for (const std::string user : {"", "a", "ab", "abc", "x-access-token"}) {
-    std::string text = "Authorization: Basic " + base64(user + ":" + value) + "\n" + "{\"key\":\"" +
-                       value + "\",\"url\":\"k%3D" +
+    std::string text = "Authorization: Basic " + rules::base64_encoded(user + ":" + value) + "\n" +
+                       "{\"key\":\"" + value + "\",\"url\":\"k%3D" +
                        std::string("wJalrXUtnFEMI%2FK7MDENG%2BbPxRfiCYEXAMPLEKEY") +
                        "\",\"j\":\"wJalrXUtnFEMI\\/K7MDENG+bPxRfiCYEXAMPLEKEY\"}";
     const std::size_t size = text.size();
     EXPECT_GE(redact(text, redactions), 4u) << user;
     EXPECT_EQ(text.size(), size);
     EXPECT_EQ(text.find("EXAMPLEKEY"), std::string::npos) << text;
-    EXPECT_EQ(text.find(base64(user + ":" + value).substr(8, 24)), std::string::npos) << text;
+    EXPECT_EQ(text.find(rules::base64_encoded(user + ":" + value).substr(8, 24)), std::string::npos)
+        << text;
   }
 }
 
@@ -189,7 +188,7 @@ TEST(Redaction, LayeredAndOtherEchoSpellingsAreCleanedWhole) {
     }
     return out;
   };
-  std::string mime = base64("x:" + value + "!");
+  std::string mime = rules::base64_encoded("x:" + value + "!");
   mime.insert(20, "\r\n");
   for (const std::string& echo : std::vector<std::string>{
            "next=wJalrXUtnFEMI%252FK7MDENG%252BbPxRfiCYEXAMPLEKEY%253D",
@@ -201,7 +200,7 @@ TEST(Redaction, LayeredAndOtherEchoSpellingsAreCleanedWhole) {
            "wJalrXUtnFEMI\\x2fK7MDENG\\x2BbPxRfiCYEXAMPLEKEY\\x3d",
            "wJalrXUtnFEMI&amp;#x2F;K7MDENG&amp;#x2B;bPxRfiCYEXAMPLEKEY&amp;#x3D;",
            mime,
-           base64("{\"secret\": \"wJalrXUtnFEMI\\/K7MDENG+bPxRfiCYEXAMPLEKEY=\"}"),
+           rules::base64_encoded("{\"secret\": \"wJalrXUtnFEMI\\/K7MDENG+bPxRfiCYEXAMPLEKEY=\"}"),
            hex(value),
        }) {
     std::string text = echo;
@@ -236,7 +235,7 @@ TEST(Redaction, Base64EchoesKeepNoBitOfTheValueAtAnyAlignment) {
   for (const std::string user : {"", "u", "us", "use", "user", "x-access-token"}) {
     for (const std::string after : {"", "!", "!!", "!!!"}) {
       const std::string credentials = user + ":" + value + after;
-      std::string text = base64(credentials);
+      std::string text = rules::base64_encoded(credentials);
       redact(text, redactions);
       // Decoded, the echo holds the user name, the sentinel and what followed: not one byte of
       // the value.

@@ -9,8 +9,6 @@ namespace {
 
 namespace http = boost::beast::http;
 
-std::string base64(const std::string& bytes) { return rules::base64_encoded(bytes); }
-
 class RequestSecrets : public ::testing::Test {
  protected:
   RequestSecrets()
@@ -56,13 +54,14 @@ TEST_F(RequestSecrets, FillsBearerApiKeyFieldsAndBasicCredentials) {
   // The order of the fields is kept.
   EXPECT_EQ(std::string(h.begin()->name_string()), "Authorization");
 
-  auto basic = head("/info/refs", {{"Authorization", "Basic " + base64(std::string("x-access-"
-                                                                                   "token:") +
-                                                                       kSentinel)}});
+  auto basic =
+      head("/info/refs", {{"Authorization", "Basic " + rules::base64_encoded(std::string("x-access-"
+                                                                                         "token:") +
+                                                                             kSentinel)}});
   EXPECT_FALSE(misplaced(basic, "github.com"));
   EXPECT_TRUE(fill_secrets(*secrets_, basic));
   EXPECT_EQ(basic[http::field::authorization],
-            "Basic " + base64(std::string("x-access-token:") + kToken));
+            "Basic " + rules::base64_encoded(std::string("x-access-token:") + kToken));
 
   auto none = head("/", {{"Accept", "*/*"}});
   EXPECT_FALSE(misplaced(none));
@@ -95,10 +94,10 @@ TEST_F(RequestSecrets, RefusesASentinelAnywhereElseNamingTheSecretNotItsValue) {
   refused(misplaced(head("/", {{"Host", kSentinel}})), "Host");
   refused(misplaced(head("/", {{"Cookie", std::string("s=") + kSentinel}})), "Cookie");
   refused(misplaced(head("/", {{std::string("X-") + kSentinel, "1"}})), "name");
-  refused(
-      misplaced(head("/", {{"Authorization", "Basic " + base64(std::string("u:") + kSentinel)}}),
-                "evil.example"),
-      "not bound");
+  refused(misplaced(head("/", {{"Authorization",
+                                "Basic " + rules::base64_encoded(std::string("u:") + kSentinel)}}),
+                    "evil.example"),
+          "not bound");
   // Two secrets in one request to a host only one of them is bound to.
   auto both = head("/", {{"Authorization", bearer}, {"X-Npm-Token", kNpmSentinel}});
   auto why = misplaced(both);
