@@ -893,6 +893,9 @@ class McpRunTest : public McpGateTest {
     visible_ = visible_scratch_base() + "/mcp-run-XXXXXX";
     ASSERT_NE(::mkdtemp(visible_.data()), nullptr);
     run_shell("mkdir -p " + visible_ + "/home " + visible_ + "/work");
+    // The client and its MCP SDK, where the command sees them: a checkout under /tmp or /var/tmp
+    // is not visible inside (run makes those private).
+    ASSERT_EQ(run_shell(std::string("cp -a ") + kMcpDir + " " + visible_ + "/mcp").exit_code, 0);
     std::ofstream(visible_ + "/blocked.txt") << "blocked.test\n";
     dns_.set(kHost, {"127.0.0.1"});
   }
@@ -911,8 +914,8 @@ class McpRunTest : public McpGateTest {
         " --blocklist " + visible_ + "/blocked.txt --threads 1 --drain-seconds 2" +
         " --request-rules " + folder_ + "/requests.txt --tls-ports " + std::to_string(port) +
         " --inspect-extra-ca " + folder_ + "/ca.pem --ca-dir " + visible_ + "/gate-ca" +
-        " --log-format json --log-file " + visible_ + "/gate.log -- " SANDGATE_NODE " " + kMcpDir +
-        "/gate_client.mjs - " + url(port) + " - " + mode + " " + tool + " 2>&1");
+        " --log-format json --log-file " + visible_ + "/gate.log -- " SANDGATE_NODE " " + visible_ +
+        "/mcp/gate_client.mjs - " + url(port) + " - " + mode + " " + tool + " 2>&1");
   }
   std::string run_log() const { return read_file(visible_ + "/gate.log"); }
 

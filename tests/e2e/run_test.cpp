@@ -3969,13 +3969,17 @@ TEST_F(RunAskTest, AQuestionOverVimLeavesItsScreenExactlyAsItWas) {
 
 TEST_F(RunAskTest, AQuestionOverACursesProgramLeavesItsScreenExactlyAsItWas) {
   const std::string go = work_ + "/go";
+  // The program runs from the working folder: a checkout under /tmp or /var/tmp is not visible
+  // inside (run makes those private).
+  const std::string program = work_ + "/pty_fullscreen.py";
+  std::filesystem::copy_file(SANDGATE_SOURCE_DIR "/tests/support/pty_fullscreen.py", program,
+                             std::filesystem::copy_options::overwrite_existing);
   auto argv = full_screen_steps(go, {"wait:fullscreen 24x80"},
                                 {"key:hello", "wait:typed:hello", "key:q", "--"});
   for (auto& arg :
        run_argv({"--unknown=ask", "--ask-timeout", "30", "--log-file", log_path(), "--", "sh", "-c",
                  "(while [ ! -e " + go + " ]; do sleep 0.1; done; " + curl_https("origin.test") +
-                     " >/dev/null 2>&1) & exec /usr/bin/python3 " SANDGATE_SOURCE_DIR
-                     "/tests/support/pty_fullscreen.py"})) {
+                     " >/dev/null 2>&1) & exec /usr/bin/python3 " + program})) {
     argv.push_back(arg);
   }
   Process driver(argv, environment({{"TERM", "xterm"}}), root_ + "/curses-screen", work_);
